@@ -1,0 +1,586 @@
+"""The `regulator` command line (Typer). It must not import Textual: the control room imports it
+only when it runs, so every other command starts fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from controlroom.text import emit_json, escape, out, table
+from engine.errors import BadInput, RegulatorError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    help="regulator: durable memory and a control room for fleets of AI agent units.",
+)
+signals_app = typer.Typer(invoke_without_command=True, help="The regulatory log: list, report, route.")
+obligation_app = typer.Typer(no_args_is_help=True, help="One obligation: show or resolve.")
+unit_app = typer.Typer(no_args_is_help=True, help="Unit lifecycle: dispatch, close, decide, demote.")
+app.add_typer(signals_app, name="signals")
+app.add_typer(obligation_app, name="obligation")
+app.add_typer(unit_app, name="unit")
+
+# --root and --lease are accepted anywhere on the line; main() lifts them out (SPEC §3).
+GLOBAL = {"root": None, "lease": None}
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON (camelCase keys).")]
+
+
+def workspace(need_lease: bool = False):
+    from engine.workspace import locate
+
+    root = GLOBAL["root"]
+    lease = GLOBAL["lease"]
+    return locate(Path(root) if root else None, Path(lease) if lease else None)
+
+
+# ---- init / status / verify ---------------------------------------------------------------------
+
+
+@app.command()
+def init(
+    owner: Annotated[str | None, typer.Option(help="The one person of the shipped policy.")] = None,
+    trunk: Annotated[str, typer.Option(help="The trunk branch.")] = "main",
+) -> None:
+    """Create the workspace skeleton here (or at --root): policy, identity, records, stores."""
+    from engine.init import initialize
+
+    root = Path(GLOBAL["root"] or ".")
+    ws = initialize(root, owner, trunk)
+    out(f"initialized regulator workspace at {escape(ws.root)}")
+
+
+@app.command()
+def status(as_json: JsonFlag = False) -> None:
+    """Units, what holds them, and signals not yet routed. Reads only; never routes."""
+    from engine.state import load
+    from engine.status import status as derive
+
+    ws, _ = workspace()
+    state = load(ws)
+    report_problems(state)
+    data = derive(ws, state)
+    if as_json:
+        emit_json(data)
+        return
+    rows = [
+        [
+            u["id"],
+            u["type"] or "?",
+            u["status"],
+            "held" if u["held"] else "",
+            ", ".join(u["blockedBy"] + u["staleKnowledge"]),
+        ]
+        for u in data["units"]
+    ]
+    table(["unit", "type", "status", "held", "by"], rows)
+    out(f"{data['unrouted']} unrouted signal(s)")
+    for s in data["unroutedSignals"]:
+        out(f"  {s['id']}  {escape(s['subject'])}")
+
+
+@app.command()
+def verify(as_json: JsonFlag = False) -> None:
+    """Check every store's hash chain; name the first bad line (exit 1)."""
+    from engine.store import verify as verify_store
+    from engine.workspace import STORE_NAMES
+
+    ws, _ = workspace()
+    findings = [f for name in STORE_NAMES for f in verify_store(ws.store(name))]
+    limit = (
+        "verify cannot see a cut-off tail or a rewritten and re-hashed suffix without an anchor "
+        "kept elsewhere"
+    )
+    if as_json:
+        emit_json(
+            {
+                "ok": not findings,
+                "findings": [{"store": f.store, "line": f.line, "message": f.message} for f in findings],
+                "limit": limit,
+            }
+        )
+    else:
+        for f in findings:
+            out(escape(str(f)))
+        out("verify: " + ("ok: every chain holds" if not findings else f"{len(findings)} problem(s)"))
+        out(f"note: {limit}")
+    if findings:
+        raise typer.Exit(1)
+
+
+def report_problems(state) -> None:
+    for problem in state.problems:
+        sys.stderr.write(f"regulator: warning: {problem}\n")
+    for problem in state.contract_problems:
+        sys.stderr.write(f"regulator: warning: contract skipped: {escape(problem)}\n")
+
+
+# ---- signals ----------------------------------------------------------------------------------
+
+
+def signal_rows(state) -> list[dict]:
+    rows = []
+    for signal_id, signal in state.signals.items():
+        routing = state.routings.get(signal_id)
+        rows.append(
+            {
+                "id": signal_id,
+                "subject": signal.get("subject"),
+                "reportedSeverity": signal.get("reportedSeverity"),
+                "derivedSeverity": routing.get("derivedSeverity") if routing else None,
+                "routed": routing is not None,
+                "outcome": routing.get("outcome") if routing else None,
+                "reason": routing.get("reason") if routing else None,
+                "obligations": [o["id"] for o in routing.get("obligations", [])] if routing else [],
+                "unit": signal.get("unit"),
+                "by": signal.get("by"),
+                "at": signal.get("at"),
+            }
+        )
+    return rows
+
+
+@signals_app.callback()
+def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """List the signals with their routing outcome. Reads only."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from engine.state import load
+
+    ws, _ = workspace()
+    state = load(ws, stores=("signals",))
+    report_problems(state)
+    rows = signal_rows(state)
+    if as_json:
+        emit_json(
+            [
+                {
+                    k: r[k]
+                    for k in (
+                        "id",
+                        "subject",
+                        "reportedSeverity",
+                        "derivedSeverity",
+                        "routed",
+                        "outcome",
+                        "reason",
+                        "obligations",
+                    )
+                }
+                for r in rows
+            ]
+        )
+        return
+    table(
+        ["id", "reported", "derived", "outcome", "from", "subject"],
+        [
+            [
+                r["id"],
+                r["reportedSeverity"],
+                r["derivedSeverity"] or "-",
+                r["outcome"] or "unrouted",
+                r["unit"] or r["by"] or "?",
+                r["subject"],
+            ]
+            for r in rows
+        ],
+    )
+
+
+def read_json_input(source: str) -> dict:
+    try:
+        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise BadInput(f"--json-input {source}: cannot read ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"--json-input {source}: not valid UTF-8") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise BadInput(f"--json-input {source}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"--json-input {source}: expected one JSON object")
+    return data
+
+
+@signals_app.command("report")
+def signals_report(
+    subject: Annotated[str | None, typer.Option()] = None,
+    claim: Annotated[str | None, typer.Option()] = None,
+    observation: Annotated[str | None, typer.Option()] = None,
+    evidence: Annotated[list[str] | None, typer.Option(help="Repeat for each reference.")] = None,
+    confidence: Annotated[str | None, typer.Option(help="low|medium|high")] = None,
+    severity: Annotated[str | None, typer.Option(help="info|advisory|blocking|critical")] = None,
+    affects: Annotated[list[str] | None, typer.Option(help="A unit id; repeat for more.")] = None,
+    observed_at: Annotated[str | None, typer.Option("--observed-at")] = None,
+    expires_at: Annotated[str | None, typer.Option("--expires-at")] = None,
+    rationale: Annotated[str | None, typer.Option()] = None,
+    json_input: Annotated[str | None, typer.Option("--json-input", help="FILE or - (seed 000 keys)")] = None,
+    by: Annotated[str | None, typer.Option(help="A person reporting (needs the report grant).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """report_intelligence: append a signal (S4 → S3). It opens nothing; routing does."""
+    from engine.actors import unit_or_person
+    from engine.signals import report_intelligence
+
+    flags = {
+        "subject": subject,
+        "claim": claim,
+        "observation": observation,
+        "evidence": evidence,
+        "confidence": confidence,
+        "reportedSeverity": severity,
+        "affectedUnits": affects,
+        "observedAt": observed_at,
+        "expiresAt": expires_at,
+        "rationale": rationale,
+    }
+    given = {k: v for k, v in flags.items() if v is not None}
+    if json_input is not None:
+        if given:
+            raise BadInput("--json-input and field flags mixed; give one or the other")
+        fields = read_json_input(json_input)
+    else:
+        fields = given
+    ws, lease = workspace()
+    actor = unit_or_person(lease, by)
+    event = report_intelligence(ws, fields, actor)
+    if as_json:
+        emit_json({"id": event["id"]})
+    else:
+        out(f"reported signal {event['id']} (not yet routed; `regulator signals route`)")
+
+
+@signals_app.command("route")
+def signals_route(as_json: JsonFlag = False) -> None:
+    """Run the router by hand: one routing record per signal not yet routed."""
+    from engine.router import route
+
+    ws, _ = workspace()
+    records = route(ws)
+    if as_json:
+        emit_json(
+            [
+                {k: r[k] for k in ("signal", "derivedSeverity", "outcome", "reason")}
+                | {"obligations": [o["id"] for o in r["obligations"]]}
+                for r in records
+            ]
+        )
+        return
+    for r in records:
+        out(f"{r['signal']}: {r['outcome']} — {escape(r['reason'])}")
+    out(f"routed {len(records)} signal(s)")
+
+
+# ---- obligations -------------------------------------------------------------------------------
+
+
+def obligation_row(state, ob) -> dict:
+    from engine.state import is_stale
+
+    return {
+        "id": ob.id,
+        "unit": ob.unit,
+        "signal": ob.source if ob.kind == "intelligence" else None,
+        "severity": ob.severity,
+        "blocks": ob.blocks,
+        "owedTo": ob.owed_to,
+        "status": ob.status,
+        "disposition": ob.disposition,
+        "stale": is_stale(state, ob),
+        "kind": ob.kind,
+        "subject": ob.subject,
+        "openedAt": ob.opened_at,
+    }
+
+
+def age(state, at: str) -> str:
+    from engine import clock
+
+    seconds = max(0, int((state.now - clock.parse_time(at)).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+@app.command()
+def obligations(
+    all_: Annotated[bool, typer.Option("--all", help="Include resolved and escalated ones.")] = False,
+    stale: Annotated[bool, typer.Option("--stale", help="Only those whose signal expired.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """List open obligations (all with --all). Reads only; never routes."""
+    from engine.state import load
+
+    ws, _ = workspace()
+    state = load(ws, stores=("signals", "units"))
+    report_problems(state)
+    rows = [obligation_row(state, ob) for ob in state.obligations.values() if all_ or ob.status == "open"]
+    if stale:
+        rows = [r for r in rows if r["stale"]]
+    if as_json:
+        emit_json(
+            [
+                {
+                    k: r[k]
+                    for k in (
+                        "id",
+                        "unit",
+                        "signal",
+                        "severity",
+                        "blocks",
+                        "owedTo",
+                        "status",
+                        "disposition",
+                        "stale",
+                    )
+                }
+                for r in rows
+            ]
+        )
+        return
+    table(
+        ["id", "unit", "severity", "blocks", "owed", "age", "status", "subject"],
+        [
+            [
+                r["id"],
+                r["unit"] or "(none)",
+                r["severity"],
+                "yes" if r["blocks"] else "no",
+                r["owedTo"],
+                age(state, r["openedAt"]),
+                r["status"],
+                r["subject"] + (" (stale)" if r["stale"] else ""),
+            ]
+            for r in rows
+        ],
+    )
+
+
+@obligation_app.command("show")
+def obligation_show(
+    obligation_id: Annotated[str, typer.Argument(metavar="ID")], as_json: JsonFlag = False
+) -> None:
+    """The signal an obligation came from and everything that happened to it since."""
+    from engine.obligations import find
+    from engine.state import load
+
+    ws, _ = workspace()
+    state = load(ws, stores=("signals", "units"))
+    ob = find(state, obligation_id)
+    signal = state.signals.get(ob.source) if ob.kind == "intelligence" else None
+    if as_json:
+        emit_json(obligation_row(state, ob) | {"signalEvent": signal, "history": ob.history})
+        return
+    out(
+        f"obligation {ob.id}  unit {escape(ob.unit or '(none)')}  {ob.severity}"
+        f"{' blocking' if ob.blocks else ''}  owed to {ob.owed_to}  {ob.status}"
+    )
+    if signal:
+        out(f"signal {signal['id']} from {escape(signal.get('unit') or signal.get('by'))} at {signal['at']}")
+        out(f"  subject: {escape(signal['subject'])}")
+        out(f"  claim: {escape(signal['claim'])}")
+        out(f"  observation: {escape(signal['observation'])}")
+        out(f"  evidence: {escape(', '.join(signal['evidence']))}")
+        out(
+            f"  confidence {signal['confidence']}, reported {signal['reportedSeverity']}"
+            f", expires {signal.get('expiresAt') or 'never'}"
+        )
+    out("history:")
+    for event in ob.history:
+        out("  " + describe_event(event))
+
+
+def describe_event(event: dict) -> str:
+    kind = event.get("kind")
+    at = event.get("at", "?")
+    if kind == "routing":
+        floors = ", ".join(event.get("floors") or []) or "no floor"
+        return (
+            f"{at} routed: reported {event['reportedSeverity']}, derived {event['derivedSeverity']}"
+            f" ({floors}); {escape(event['reason'])}"
+        )
+    if kind == "disposition":
+        return f"{at} {event['disposition']} by {escape(event['by'])}: {escape(event['rationale'])}"
+    if kind == "decision":
+        return (
+            f"{at} recovery decision {event['action']} by {escape(event['by'])}"
+            f" ({event['disposition']}): {escape(event['rationale'])}"
+        )
+    return f"{at} {escape(kind)}"
+
+
+@obligation_app.command("resolve")
+def obligation_resolve(
+    obligation_id: Annotated[str, typer.Argument(metavar="ID")],
+    by: Annotated[str | None, typer.Option()] = None,
+    disposition: Annotated[
+        str, typer.Option(help="no-action|accepted-risk|rework|replan|research-requested")
+    ] = "",
+    rationale: Annotated[str, typer.Option()] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Disposition an open obligation (the interaction policy decides who may)."""
+    from engine.obligations import resolve
+
+    ws, _ = workspace()
+    event = resolve(ws, obligation_id, by, disposition, rationale)
+    if as_json:
+        emit_json({"obligation": event["obligation"], "disposition": event["disposition"]})
+    else:
+        out(f"obligation {event['obligation']} resolved: {event['disposition']} by {escape(event['by'])}")
+
+
+# ---- units --------------------------------------------------------------------------------------
+
+
+@unit_app.command("dispatch")
+def unit_dispatch(
+    unit_id: Annotated[str, typer.Argument(metavar="UNIT")],
+    worktree: Annotated[Path | None, typer.Option(help="Write the lease file here.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Dispatch a todo unit under a new lease (vetoes first)."""
+    from engine.units import dispatch
+
+    ws, _ = workspace()
+    event = dispatch(ws, unit_id, worktree)
+    if as_json:
+        emit_json({"unit": event["unit"], "lease": event["lease"]})
+    else:
+        where = f" (lease file in {escape(event['worktree'])})" if event["worktree"] else ""
+        out(f"dispatched {event['unit']} under lease {event['lease']}{where}")
+
+
+@unit_app.command("close")
+def unit_close(unit_id: Annotated[str, typer.Argument(metavar="UNIT")]) -> None:
+    """Close an in-progress unit and release its lease (vetoes first)."""
+    from engine.units import close
+
+    ws, _ = workspace()
+    close(ws, unit_id)
+    out(f"closed {unit_id}")
+
+
+@unit_app.command("decide")
+def unit_decide(
+    unit_id: Annotated[str, typer.Argument(metavar="UNIT")],
+    action: Annotated[
+        str, typer.Option(help="retry|repair|abort|remediate|replan|clarify|pause|escalate")
+    ] = "",
+    by: Annotated[str | None, typer.Option()] = None,
+    rationale: Annotated[str, typer.Option()] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Record a recovery decision; it disposes of the unit's open S3 obligations."""
+    from engine.units import decide
+
+    ws, _ = workspace()
+    event = decide(ws, unit_id, action, by, rationale)
+    if as_json:
+        emit_json(
+            {
+                "id": event["id"],
+                "resolves": event["resolves"],
+                "opens": event["opens"]["id"] if event["opens"] else None,
+            }
+        )
+        return
+    out(
+        f"{unit_id}: {action} recorded by {escape(event['by'])}; "
+        f"{len(event['resolves'])} obligation(s) {event['disposition']}"
+    )
+    if event["opens"]:
+        out(f"{unit_id} now waits on recovery-decision obligation {event['opens']['id']}")
+
+
+@unit_app.command("demote")
+def unit_demote(
+    unit_id: Annotated[str, typer.Argument(metavar="UNIT")],
+    by: Annotated[str | None, typer.Option()] = None,
+    rationale: Annotated[str, typer.Option()] = "",
+) -> None:
+    """Return an in-progress unit to todo and release its lease (the re-gate of seed 004)."""
+    from engine.units import demote
+
+    ws, _ = workspace()
+    demote(ws, unit_id, by, rationale)
+    out(f"demoted {unit_id} to todo")
+
+
+# ---- entry point -----------------------------------------------------------------------------
+
+
+def lift_globals(argv: list[str]) -> list[str]:
+    """Take --root/--lease from anywhere on the line, so every command accepts them."""
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest.extend(argv[i:])
+            break
+        name = next((n for n in ("root", "lease") if arg == f"--{n}" or arg.startswith(f"--{n}=")), None)
+        if name is None:
+            rest.append(arg)
+            i += 1
+            continue
+        if "=" in arg:
+            GLOBAL[name] = arg.split("=", 1)[1]
+            i += 1
+        else:
+            if i + 1 >= len(argv):
+                raise BadInput(f"--{name} needs a value")
+            GLOBAL[name] = argv[i + 1]
+            i += 2
+    return rest
+
+
+def main(argv: list[str] | None = None) -> int:
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+    from typer.exceptions import Abort, Exit
+    from typer.main import get_command
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    GLOBAL.update(root=None, lease=None)
+    try:
+        args = lift_globals(args)
+        command = get_command(app)
+        code = command.main(args, prog_name="regulator", standalone_mode=False)
+        if isinstance(code, int):
+            return code  # typer.Exit inside a command comes back as a return value
+    except RegulatorError as exc:
+        sys.stderr.write(f"regulator: {escape(str(exc))}\n")
+        return exc.exit_code
+    except Exit as exc:
+        return exc.exit_code
+    except NoArgsIsHelpError as exc:
+        exc.show()
+        return exc.exit_code
+    except ClickException as exc:
+        sys.stderr.write(f"regulator: {exc.format_message()} (see `regulator --help`)\n")
+        return exc.exit_code
+    except Abort:
+        sys.stderr.write("regulator: aborted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+def run() -> None:
+    sys.exit(main())
+
+
+from controlroom import cli_more  # noqa: E402,F401  (memory, identity, registry, controlroom)

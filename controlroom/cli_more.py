@@ -1,0 +1,1 @@
+"""Commands that arrive with later issues register here."""

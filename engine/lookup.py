@@ -1,0 +1,25 @@
+"""Unique-prefix lookup: the CLI accepts any unique prefix of an id."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeVar
+
+from engine.errors import BadInput
+
+T = TypeVar("T")
+
+
+def by_prefix(items: Mapping[str, T], prefix: str, what: str) -> T:
+    if not isinstance(prefix, str) or not prefix or len(prefix) > 200 or not prefix.isalnum():
+        raise BadInput(f"{what} id {prefix!r} is not an id (letters and digits); see the listing for ids")
+    if prefix in items:
+        return items[prefix]
+    lowered = prefix.lower()
+    matches = [key for key in items if key.lower().startswith(lowered)]
+    if not matches:
+        raise BadInput(f"no {what} with an id starting {prefix!r}; list them to see the ids")
+    if len(matches) > 1:
+        shown = ", ".join(sorted(matches)[:5])
+        raise BadInput(f"{what} id prefix {prefix!r} is ambiguous ({shown}...); give more characters")
+    return items[matches[0]]

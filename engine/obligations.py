@@ -1,0 +1,52 @@
+"""Dispositions: a named person, allowed by the interaction policy, ends an open obligation."""
+
+from __future__ import annotations
+
+from engine import clock
+from engine.actors import check_person
+from engine.errors import BadInput, Refused
+from engine.limits import check_text
+from engine.lookup import by_prefix
+from engine.router import route_locked
+from engine.state import Obligation, State, load
+from engine.workspace import Workspace
+
+DISPOSITIONS = ("no-action", "accepted-risk", "rework", "replan", "research-requested")
+ENGINE_DISPOSITIONS = ("rejected", "escalated")
+
+
+def find(state: State, prefix: str) -> Obligation:
+    return by_prefix(state.obligations, prefix, "obligation")
+
+
+def resolve(ws: Workspace, prefix: str, by: str, disposition: str, rationale: str) -> dict:
+    person = check_person(by)
+    if disposition not in DISPOSITIONS:
+        raise BadInput(f"--disposition {disposition!r} is not one of {', '.join(DISPOSITIONS)}")
+    rationale = check_text("--rationale", rationale, kind="rationale")
+    with ws.exclusive():
+        route_locked(ws)
+        state = load(ws, stores=("signals", "units"))
+        ob = find(state, prefix)
+        policy = ws.interaction()
+        if person not in policy.people:
+            raise Refused(f"{person!r} is not a person in regulator/policy/interaction.yaml; nothing written")
+        if not policy.may_resolve(person, ob.severity):
+            raise Refused(
+                f"{person} may not resolve a {ob.severity} obligation (interaction.yaml grants "
+                f"resolve: {', '.join(policy.people[person].resolve) or 'none'})"
+            )
+        if ob.status != "open":
+            raise Refused(
+                f"obligation {ob.id} is already {ob.status} ({ob.disposition}) by {ob.by} at {ob.closed_at}"
+            )
+        event = {
+            "kind": "disposition",
+            "obligation": ob.id,
+            "unit": ob.unit,
+            "disposition": disposition,
+            "by": person,
+            "rationale": rationale,
+            "at": clock.iso(clock.now()),
+        }
+        return ws.store("signals").append(event)

@@ -1,0 +1,90 @@
+"""The router: seed 000's five routing steps, in order, for every signal not yet routed."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from engine import clock, ids
+from engine.state import load, unrouted
+from engine.workspace import Workspace
+from identity.policy import RoutingPolicy
+
+RULE = "intelligence-signal"
+
+
+def derive_severity(signal: dict, policy: RoutingPolicy) -> tuple[str, list[str]]:
+    """Step 1: the reported severity, raised by every floor whose pattern the text matches.
+
+    Floors look at subject, observation and rationale; never at the claim.
+    """
+    severity = signal["reportedSeverity"]
+    applied: list[str] = []
+    for floor in policy.floors:
+        pattern = re.compile(floor.pattern)
+        if any(pattern.search(signal.get(name) or "") for name in floor.fields):
+            applied.append(floor.name)
+            if policy.rank(floor.at_least) > policy.rank(severity):
+                severity = floor.at_least
+    return severity, applied
+
+
+def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> dict:
+    """The routing record for one signal: pure, so routing twice decides the same thing."""
+    rule = policy.rules[RULE]
+    derived, floors = derive_severity(signal, policy)  # 1
+    record = {
+        "kind": "routing",
+        "signal": signal["id"],
+        "reportedSeverity": signal["reportedSeverity"],
+        "derivedSeverity": derived,
+        "floors": floors,
+        "obligations": [],
+        "at": clock.iso(now),
+    }
+    if policy.rank(derived) < policy.rank(rule.at_or_above):  # 2
+        return record | {
+            "outcome": "noted",
+            "reason": f"derived severity {derived} is below the {RULE} rule "
+            f"({rule.at_or_above} and above owed to {rule.owed_to}); raised nothing",
+        }
+    expires = signal.get("expiresAt")
+    if expires and clock.parse_time(expires) <= now:  # 3
+        return record | {
+            "outcome": "expired",
+            "reason": f"expiresAt {expires} is at or before routing time {clock.iso(now)}; "
+            "stale intelligence raises nothing",
+        }
+    units = signal.get("affectedUnits") or [signal.get("unit")]  # 4
+    blocks = policy.rank(derived) >= policy.rank(policy.blocks_at_or_above)  # 5
+    record["obligations"] = [
+        {
+            "id": ids.obligation_id(signal["id"], unit),
+            "unit": unit,
+            "severity": derived,
+            "blocks": blocks,
+            "owedTo": rule.owed_to,
+        }
+        for unit in units
+    ]
+    named = ", ".join(u or "no unit" for u in units)
+    hold = "blocks" if blocks else "does not block"
+    return record | {
+        "outcome": "obligations",
+        "reason": f"{len(units)} obligation(s) owed to {rule.owed_to} on {named}; {derived} "
+        f"{hold} (blocksAtOrAbove {policy.blocks_at_or_above})",
+    }
+
+
+def route_locked(ws: Workspace) -> list[dict]:
+    """Route inside the caller's exclusive section: exactly one routing record per signal."""
+    policy = ws.routing()
+    state = load(ws, stores=("signals",))
+    store = ws.store("signals")
+    now = clock.now()
+    return [store.append(route_signal(signal, policy, now)) for signal in unrouted(state)]
+
+
+def route(ws: Workspace) -> list[dict]:
+    with ws.exclusive():
+        return route_locked(ws)

@@ -1,0 +1,107 @@
+"""report_intelligence: the typed intake of seed 000. It appends a signal and does nothing else."""
+
+from __future__ import annotations
+
+from engine import clock
+from engine.actors import Actor, check_lease, require_grant, unit_tools
+from engine.errors import BadInput, Refused
+from engine.limits import check_list, check_text
+from engine.state import load
+from engine.workspace import Workspace, check_unit_id
+
+FIELDS = (
+    "subject",
+    "claim",
+    "observation",
+    "evidence",
+    "confidence",
+    "reportedSeverity",
+    "affectedUnits",
+    "observedAt",
+    "expiresAt",
+    "rationale",
+)
+CONFIDENCE = ("low", "medium", "high")
+
+
+def validate_report(fields: dict, severities: tuple[str, ...], known_units: set[str]) -> dict:
+    """Check every field of seed 000's report (exit 2 on the first problem); return the signal body."""
+    unknown = sorted(set(fields) - set(FIELDS))
+    if unknown:
+        raise BadInput(f"unknown field {unknown[0]!r}; the fields are {', '.join(FIELDS)}")
+    for name in ("subject", "claim", "observation", "confidence", "reportedSeverity"):
+        if fields.get(name) is None:
+            raise BadInput(f"{name}: required")
+    subject = check_text("subject", fields["subject"])
+    claim = check_text("claim", fields["claim"])
+    observation = check_text("observation", fields["observation"])
+    evidence = check_list("evidence", fields.get("evidence", []), minimum=1)
+    confidence = check_text("confidence", fields["confidence"], kind="name")
+    if confidence not in CONFIDENCE:
+        raise BadInput(f"confidence: {confidence!r} is not one of {', '.join(CONFIDENCE)}")
+    severity = check_text("reportedSeverity", fields["reportedSeverity"], kind="name")
+    if severity not in severities:
+        raise BadInput(f"severity: {severity!r} is not one of {', '.join(severities)}")
+    affected = check_list("affectedUnits", fields.get("affectedUnits") or [], kind="id")
+    for unit_id in affected:
+        check_unit_id(unit_id, "affectedUnits")
+        if unit_id not in known_units:
+            raise BadInput(f"affectedUnits: unit {unit_id!r} has no contract under contracts/")
+    if len(set(affected)) != len(affected):
+        raise BadInput("affectedUnits: a unit is named twice")
+    now = clock.now()
+    observed_raw = fields.get("observedAt")
+    observed = clock.parse_time(observed_raw, "observedAt") if observed_raw is not None else now
+    if observed > now:
+        raise BadInput(f"observedAt {clock.iso(observed)} is in the future (now is {clock.iso(now)})")
+    expires = None
+    if fields.get("expiresAt") is not None:
+        expires = clock.parse_time(fields["expiresAt"], "expiresAt")
+        if expires <= observed:
+            raise BadInput(f"expiresAt {clock.iso(expires)} is not after observedAt {clock.iso(observed)}")
+    rationale = fields.get("rationale")
+    if rationale is not None:
+        rationale = check_text("rationale", rationale)
+    return {
+        "subject": subject,
+        "claim": claim,
+        "observation": observation,
+        "evidence": evidence,
+        "confidence": confidence,
+        "reportedSeverity": severity,
+        "affectedUnits": affected,
+        "observedAt": clock.iso(observed),
+        "expiresAt": clock.iso(expires) if expires else None,
+        "rationale": rationale,
+    }
+
+
+def report_intelligence(ws: Workspace, fields: dict, actor: Actor) -> dict:
+    """Validate (exit 2), then authorize (exit 3), then append one signal with source S4 → S3."""
+    state = load(ws, stores=("units",))
+    body = validate_report(fields, ws.routing().severities, set(state.contracts))
+    revision = None
+    if actor.lease is not None:
+        check_lease(state, actor.lease)
+        unit_type, profile, tools = unit_tools(ws, state, actor.unit)
+        if "report_intelligence" not in tools:
+            raise Refused(f"unit {actor.unit}'s profile {profile} does not grant report_intelligence")
+        if unit_type != "research":
+            raise Refused(
+                f"unit {actor.unit} is of type {unit_type}; only a research unit reports intelligence"
+            )
+        revision = ws.revision(actor.lease.worktree)
+    else:
+        require_grant(ws, actor.person, "report", "report intelligence")
+        revision = ws.revision()
+    event = {
+        "kind": "signal",
+        **body,
+        "unit": actor.unit,
+        "by": actor.person,
+        "revision": revision,
+        "source": "S4",
+        "destination": "S3",
+        "at": clock.iso(clock.now()),
+    }
+    return ws.store("signals").append(event, assign_id=True)

@@ -1,0 +1,303 @@
+"""The read models, folded from the stores' events. One place derives each state.
+
+`load` reads every store from the start; `advance` folds only what was appended since, so a live
+view pays for new bytes only. Every view and command asks the functions at the bottom of this
+module what is held, stale, current or waiting: nothing else decides those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+from engine import clock
+from engine.contracts import Contract, load_contracts
+from engine.store import Problem
+from engine.workspace import STORE_NAMES, Workspace
+
+WAITING_ACTIONS = ("remediate", "replan", "clarify", "pause", "escalate")
+ACTIONS = ("retry", "repair", "abort", *WAITING_ACTIONS)
+
+
+@dataclass(slots=True)
+class Obligation:
+    id: str
+    unit: str | None
+    kind: str  # "intelligence" (from a signal) or "recovery-decision" (from a unit decision)
+    source: str  # the signal id, or the decision id
+    severity: str
+    blocks: bool
+    owed_to: str
+    opened_at: str
+    subject: str = ""
+    expires_at: datetime | None = None
+    status: str = "open"  # open | resolved | escalated
+    disposition: str | None = None
+    by: str | None = None
+    rationale: str | None = None
+    closed_at: str | None = None
+    history: list[dict] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class UnitState:
+    id: str
+    contract: Contract | None
+    status: str = "todo"  # todo | in-progress | closed | waiting | aborted (see unit_status)
+    lease: str | None = None
+    worktree: str | None = None
+    recovery: str | None = None  # the recovery-decision obligation a waiting unit waits on
+    history: list[dict] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class MemoryEntry:
+    event: dict
+    retraction: dict | None = None
+
+
+@dataclass
+class Cursor:
+    offset: int = 0
+    line: int = 0
+
+
+@dataclass
+class State:
+    now: datetime
+    contracts: dict[str, Contract] = field(default_factory=dict)
+    signals: dict[str, dict] = field(default_factory=dict)
+    routings: dict[str, dict] = field(default_factory=dict)
+    obligations: dict[str, Obligation] = field(default_factory=dict)
+    units: dict[str, UnitState] = field(default_factory=dict)
+    memory: dict[str, MemoryEntry] = field(default_factory=dict)
+    proposals: dict[str, dict] = field(default_factory=dict)
+    decisions: list[dict] = field(default_factory=list)
+    pending: dict[str, dict] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    contract_problems: list[str] = field(default_factory=list)
+    cursors: dict[str, Cursor] = field(default_factory=dict)
+
+    def unit(self, unit_id: str) -> UnitState:
+        found = self.units.get(unit_id)
+        if found is None:
+            found = self.units[unit_id] = UnitState(unit_id, self.contracts.get(unit_id))
+        return found
+
+
+# ---- folding ---------------------------------------------------------------------------------
+
+
+def _fold_signals(state: State, events: list[dict]) -> None:
+    signals, routings, obligations = state.signals, state.routings, state.obligations
+    for event in events:
+        kind = event.get("kind")
+        if kind == "signal":
+            signals[event["id"]] = event
+        elif kind == "routing":
+            signal_id = event.get("signal")
+            if signal_id in routings:
+                continue  # a second router's duplicate: dropped
+            routings[signal_id] = event
+            signal = signals.get(signal_id, {})
+            expires = signal.get("expiresAt")
+            for entry in event.get("obligations", ()):
+                if entry["id"] in obligations:
+                    continue
+                ob = Obligation(
+                    id=entry["id"],
+                    unit=entry.get("unit"),
+                    kind="intelligence",
+                    source=signal_id,
+                    severity=entry["severity"],
+                    blocks=bool(entry["blocks"]),
+                    owed_to=entry.get("owedTo", "S3"),
+                    opened_at=event["at"],
+                    subject=signal.get("subject", ""),
+                    expires_at=clock.parse_time(expires) if expires else None,
+                )
+                ob.history.append(event)
+                obligations[ob.id] = ob
+        elif kind == "disposition":
+            ob = obligations.get(event.get("obligation"))
+            if ob is None:
+                # a recovery-decision obligation is opened in units.ndjson, folded after this store
+                state.pending.setdefault(event.get("obligation"), event)
+            elif ob.status == "open":
+                _close(ob, "resolved", event)
+
+
+def _close(ob: Obligation, status: str, event: dict) -> None:
+    ob.status = status
+    ob.disposition = event.get("disposition")
+    ob.by = event.get("by")
+    ob.rationale = event.get("rationale")
+    ob.closed_at = event.get("at")
+    ob.history.append(event)
+
+
+def _fold_units(state: State, events: list[dict]) -> None:
+    obligations = state.obligations
+    for event in events:
+        kind = event.get("kind")
+        unit_id = event.get("unit")
+        if not isinstance(unit_id, str):
+            continue
+        unit = state.unit(unit_id)
+        unit.history.append(event)
+        if kind == "dispatch":
+            unit.status, unit.lease, unit.worktree = "in-progress", event.get("lease"), event.get("worktree")
+        elif kind == "close":
+            unit.status, unit.lease = "closed", None
+        elif kind == "demote":
+            unit.status, unit.lease = "todo", None
+        elif kind == "decision":
+            action = event.get("action")
+            status = "escalated" if action in WAITING_ACTIONS else "resolved"
+            for ob_id in event.get("resolves", ()):
+                ob = obligations.get(ob_id)
+                if ob is not None and ob.status == "open":
+                    _close(ob, status, event)
+            opened = event.get("opens")
+            if opened:
+                ob = Obligation(
+                    id=opened["id"],
+                    unit=unit_id,
+                    kind="recovery-decision",
+                    source=event["id"],
+                    severity=opened["severity"],
+                    blocks=True,
+                    owed_to=opened.get("owedTo", "S3"),
+                    opened_at=event["at"],
+                    subject=f"recovery decision: {action} — {event.get('rationale', '')}",
+                )
+                ob.history.append(event)
+                obligations[ob.id] = ob
+                pending = state.pending.pop(ob.id, None)
+                if pending is not None:
+                    _close(ob, "resolved", pending)
+            unit.lease = None
+            if action in ("retry", "repair"):
+                unit.status, unit.recovery = "todo", None
+            elif action == "abort":
+                unit.status, unit.recovery = "aborted", None
+            else:
+                unit.status, unit.recovery = "waiting", opened["id"] if opened else None
+
+
+def _fold_memory(state: State, events: list[dict]) -> None:
+    memory = state.memory
+    for event in events:
+        kind = event.get("kind")
+        if kind == "memory":
+            memory[event["id"]] = MemoryEntry(event)
+        elif kind == "retraction":
+            entry = memory.get(event.get("entry"))
+            if entry is not None and entry.retraction is None:
+                entry.retraction = event
+
+
+def _fold_identity(state: State, events: list[dict]) -> None:
+    for event in events:
+        kind = event.get("kind")
+        if kind == "proposal":
+            state.proposals[event["id"]] = event
+        elif kind == "decision":
+            state.decisions.append(event)
+
+
+FOLDS = {
+    "signals": _fold_signals,
+    "units": _fold_units,
+    "memory": _fold_memory,
+    "identity": _fold_identity,
+}
+ORDER = ("signals", "units", "memory", "identity")
+
+
+def load(ws: Workspace, now: datetime | None = None, stores: tuple[str, ...] = ORDER) -> State:
+    state = State(now=now or clock.now())
+    state.contracts = load_contracts(ws, state.contract_problems)
+    for unit_id, contract in state.contracts.items():
+        state.units[unit_id] = UnitState(unit_id, contract)
+    advance(ws, state, stores=stores)
+    return state
+
+
+def advance(
+    ws: Workspace, state: State, *, final: bool = True, stores: tuple[str, ...] = ORDER
+) -> dict[str, int]:
+    """Fold what each store gained since the last read; returns how many events each gained.
+
+    Signals fold before units so a decision finds the obligations it closes; within one store,
+    log order is the order of events.
+    """
+    gained: dict[str, int] = {}
+    for name in ORDER:
+        if name not in stores:
+            continue
+        assert name in STORE_NAMES
+        cursor = state.cursors.setdefault(name, Cursor())
+        store = ws.store(name)
+        if store.size() < cursor.offset:  # replaced or truncated: the caller reloads in full
+            raise StoreReplaced(name)
+        result = store.read(cursor.offset, cursor.line, final=final)
+        cursor.offset, cursor.line = result.offset, result.line
+        state.problems.extend(result.problems)
+        FOLDS[name](state, result.events)
+        gained[name] = len(result.events)
+    return gained
+
+
+class StoreReplaced(Exception):
+    """A store is shorter than what was read of it: read everything again."""
+
+
+# ---- the derived states: every command and view asks these -------------------------------
+
+
+def unit_status(state: State, unit: UnitState) -> str:
+    """A waiting unit returns to todo once its recovery-decision obligation is dispositioned."""
+    if unit.status == "waiting" and unit.recovery:
+        ob = state.obligations.get(unit.recovery)
+        if ob is not None and ob.status != "open":
+            return "todo"
+    return unit.status
+
+
+def held_by(state: State, unit_id: str) -> list[Obligation]:
+    """The open obligations that block this unit's dispatch and close."""
+    return [
+        ob for ob in state.obligations.values() if ob.unit == unit_id and ob.status == "open" and ob.blocks
+    ]
+
+
+def holds_index(state: State) -> dict[str, list[Obligation]]:
+    """held_by for every unit at once (one pass), for listings."""
+    index: dict[str, list[Obligation]] = {}
+    for ob in state.obligations.values():
+        if ob.status == "open" and ob.blocks and ob.unit:
+            index.setdefault(ob.unit, []).append(ob)
+    return index
+
+
+def is_stale(state: State, ob: Obligation) -> bool:
+    """Open, and the signal behind it has expired: shown as stale until dispositioned."""
+    return ob.status == "open" and ob.expires_at is not None and ob.expires_at <= state.now
+
+
+def unrouted(state: State) -> list[dict]:
+    return [s for s_id, s in state.signals.items() if s_id not in state.routings]
+
+
+def memory_status(entry: MemoryEntry, today: date) -> str:
+    """Current through its review-by day; expired from the day after; retracted overrides."""
+    if entry.retraction is not None:
+        return "retracted"
+    if date.fromisoformat(entry.event["reviewBy"]) < today:
+        return "expired"
+    return "current"
+
+
+def days_left(entry: MemoryEntry, today: date) -> int:
+    return (date.fromisoformat(entry.event["reviewBy"]) - today).days

@@ -1,0 +1,155 @@
+"""Unit lifecycle: dispatch under a lease, close, recovery decisions, demotion (SPEC §4).
+
+Every transition runs in the exclusive section and routes first, so a veto sees every signal.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from engine import clock, ids
+from engine.actors import check_person, require_grant
+from engine.errors import BadInput
+from engine.limits import check_text
+from engine.router import route_locked
+from engine.state import ACTIONS, WAITING_ACTIONS, State, UnitState, load, unit_status
+from engine.vetoes import check_close, check_dispatch
+from engine.workspace import LEASE_FILE, Workspace, check_unit_id
+
+
+def _unit(state: State, unit_id: str) -> UnitState:
+    check_unit_id(unit_id)
+    if unit_id not in state.contracts:
+        raise BadInput(f"unit {unit_id!r} has no contract (contracts/{unit_id}.json); add it first")
+    return state.unit(unit_id)
+
+
+def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
+    check_unit_id(unit_id)
+    if worktree is not None:
+        worktree = worktree.resolve()
+        if not worktree.is_dir():
+            raise BadInput(f"--worktree {worktree} is not a folder; create it first")
+    with ws.exclusive():
+        route_locked(ws)
+        state = load(ws)
+        unit = _unit(state, unit_id)
+        check_dispatch(ws, state, unit)
+        lease_id = ids.new_id(f"lease\0{unit_id}\0{len(unit.history)}")
+        event = {
+            "kind": "dispatch",
+            "unit": unit_id,
+            "lease": lease_id,
+            "worktree": str(worktree) if worktree else None,
+            "revision": ws.revision(worktree),
+            "at": clock.iso(clock.now()),
+        }
+        written = ws.store("units").append(event)
+        if worktree is not None:
+            lease = {
+                "unit": unit_id,
+                "lease": lease_id,
+                "workspace": str(ws.root),
+                "leasedAt": event["at"],
+            }
+            (worktree / LEASE_FILE).write_text(json.dumps(lease, indent=2) + "\n", encoding="utf-8")
+        return written
+
+
+def close(ws: Workspace, unit_id: str) -> dict:
+    check_unit_id(unit_id)
+    with ws.exclusive():
+        route_locked(ws)
+        state = load(ws)
+        unit = _unit(state, unit_id)
+        check_close(ws, state, unit)
+        event = {"kind": "close", "unit": unit_id, "lease": unit.lease, "at": clock.iso(clock.now())}
+        written = ws.store("units").append(event)
+        _remove_lease_file(unit)
+        return written
+
+
+def _remove_lease_file(unit: UnitState) -> None:
+    """The lease is released in the log; the file, now stale, is removed as a courtesy."""
+    if unit.worktree:
+        path = Path(unit.worktree) / LEASE_FILE
+        try:
+            if json.loads(path.read_text(encoding="utf-8")).get("lease") == unit.lease:
+                path.unlink()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+def decide(ws: Workspace, unit_id: str, action: str, by: str, rationale: str) -> dict:
+    """A recovery decision (§4.4): it disposes of the unit's open S3 obligations in one event."""
+    check_unit_id(unit_id)
+    person = check_person(by)
+    if action not in ACTIONS:
+        raise BadInput(f"--action {action!r} is not one of {', '.join(ACTIONS)}")
+    rationale = check_text("--rationale", rationale, kind="rationale")
+    with ws.exclusive():
+        route_locked(ws)
+        state = load(ws)
+        unit = _unit(state, unit_id)
+        require_grant(ws, person, "decide", "record a recovery decision")
+        status = unit_status(state, unit)
+        if status not in ("todo", "in-progress", "waiting"):
+            raise BadInput(
+                f"unit {unit_id} is {status}; a recovery decision needs todo, in-progress or waiting"
+            )
+        owed = [
+            ob.id
+            for ob in state.obligations.values()
+            if ob.unit == unit_id and ob.status == "open" and ob.owed_to == "S3"
+        ]
+        decision_id = ids.new_id(f"decision\0{unit_id}\0{len(unit.history)}\0{action}")
+        event: dict = {
+            "kind": "decision",
+            "id": decision_id,
+            "unit": unit_id,
+            "action": action,
+            "by": person,
+            "rationale": rationale,
+            "resolves": owed,
+            "disposition": "escalated"
+            if action in WAITING_ACTIONS
+            else ("rejected" if action == "abort" else "rework"),
+            "opens": None,
+            "at": clock.iso(clock.now()),
+        }
+        if action in WAITING_ACTIONS:
+            event["opens"] = {
+                "id": ids.recovery_obligation_id(decision_id, unit_id),
+                "severity": "blocking",
+                "owedTo": "S3",
+            }
+        written = ws.store("units").append(event)
+        if unit.status == "in-progress":
+            _remove_lease_file(unit)
+        return written
+
+
+def demote(ws: Workspace, unit_id: str, by: str, rationale: str) -> dict:
+    """The re-gate of seed 004: an in-progress unit back to todo, its lease released."""
+    check_unit_id(unit_id)
+    person = check_person(by)
+    rationale = check_text("--rationale", rationale, kind="rationale")
+    with ws.exclusive():
+        state = load(ws)
+        unit = _unit(state, unit_id)
+        require_grant(ws, person, "decide", "demote a unit")
+        status = unit_status(state, unit)
+        if status != "in-progress":
+            raise BadInput(f"unit {unit_id} is {status}; only an in-progress unit can be demoted")
+        event = {
+            "kind": "demote",
+            "unit": unit_id,
+            "lease": unit.lease,
+            "by": person,
+            "rationale": rationale,
+            "at": clock.iso(clock.now()),
+        }
+        written = ws.store("units").append(event)
+        _remove_lease_file(unit)
+        return written

@@ -1,0 +1,1 @@
+"""S5: the identity files and the policy files. Pure: no stores, no git."""

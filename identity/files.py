@@ -1,0 +1,29 @@
+"""The governed files: where they live and how their content is hashed."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+IDENTITY_DIR = "regulator/identity"
+POLICY_DIR = "regulator/policy"
+IDENTITY_NAMES = ("invariants.md", "glossary.md", "boundaries.md")
+POLICY_NAMES = ("routing.yaml", "interaction.yaml", "profiles.yaml")
+GOVERNED = tuple(f"{IDENTITY_DIR}/{n}" for n in IDENTITY_NAMES) + tuple(
+    f"{POLICY_DIR}/{n}" for n in POLICY_NAMES
+)
+
+
+def content_hash(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def file_hash(path: Path) -> str | None:
+    try:
+        return content_hash(path.read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+def is_governed(relative: str) -> bool:
+    return relative in GOVERNED

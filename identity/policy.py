@@ -1,0 +1,143 @@
+"""The policy files (SPEC §13 shapes): routing, interaction, profiles. Parsed with safe_load only."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+GRANTS = ("resolve", "retract", "accept", "ack", "decide", "report")
+FLOOR_FIELDS = ("subject", "observation", "rationale")  # never the claim (seed 000)
+
+
+class PolicyError(ValueError):
+    """A policy file that cannot be used; the message names the file and the field."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Floor(_Model):
+    name: str
+    pattern: str
+    fields: tuple[str, ...] = FLOOR_FIELDS
+    at_least: str = Field(alias="atLeast")
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"pattern does not compile: {exc}") from None
+        return value
+
+    @field_validator("fields")
+    @classmethod
+    def _known_fields(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if name not in FLOOR_FIELDS:
+                raise ValueError(f"floors test only {', '.join(FLOOR_FIELDS)}; not {name!r}")
+        return value
+
+
+class Rule(_Model):
+    at_or_above: str = Field(alias="atOrAbove")
+    owed_to: str = Field(alias="owedTo")
+
+
+class RoutingPolicy(_Model):
+    severities: tuple[str, ...]
+    blocks_at_or_above: str = Field(alias="blocksAtOrAbove")
+    floors: tuple[Floor, ...] = ()
+    rules: dict[str, Rule]
+    intake_debt_days: int = Field(default=14, alias="intakeDebtDays", ge=0)
+
+    @model_validator(mode="after")
+    def _severities_known(self) -> RoutingPolicy:
+        known = set(self.severities)
+        named = [self.blocks_at_or_above, *(f.at_least for f in self.floors)]
+        named += [r.at_or_above for r in self.rules.values()]
+        for severity in named:
+            if severity not in known:
+                raise ValueError(f"severity {severity!r} is not in severities")
+        if "intelligence-signal" not in self.rules:
+            raise ValueError("rules needs an intelligence-signal rule")
+        return self
+
+    def rank(self, severity: str) -> int:
+        return self.severities.index(severity)
+
+
+class Person(_Model):
+    grants: tuple[str, ...] = ()
+    resolve: tuple[str, ...] = ()
+    emails: tuple[str, ...] = ()
+
+    @field_validator("grants")
+    @classmethod
+    def _known_grants(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for grant in value:
+            if grant not in GRANTS:
+                raise ValueError(f"unknown grant {grant!r} (known: {', '.join(GRANTS)})")
+        return value
+
+
+class InteractionPolicy(_Model):
+    people: dict[str, Person]
+
+    def may(self, person: str, grant: str) -> bool:
+        entry = self.people.get(person)
+        return entry is not None and grant in entry.grants
+
+    def may_resolve(self, person: str, severity: str) -> bool:
+        entry = self.people.get(person)
+        return entry is not None and "resolve" in entry.grants and severity in entry.resolve
+
+
+class Profile(_Model):
+    tools: tuple[str, ...] = ()
+
+
+class Profiles(_Model):
+    profiles: dict[str, Profile]
+
+
+POLICY_MODELS: dict[str, type[_Model]] = {
+    "routing.yaml": RoutingPolicy,
+    "interaction.yaml": InteractionPolicy,
+    "profiles.yaml": Profiles,
+}
+
+
+def parse_policy(name: str, text: str) -> _Model:
+    """Parse one policy file's text; PolicyError names the file and what is wrong."""
+    model = POLICY_MODELS[name]
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"{name}: not valid YAML ({_first_line(exc)})") from None
+    if not isinstance(data, dict):
+        raise PolicyError(f"{name}: expected a mapping at the top")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top)"
+        raise PolicyError(f"{name}: {where}: {err['msg']}") from None
+
+
+def load_policy(policy_dir: Path, name: str) -> _Model:
+    path = policy_dir / name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PolicyError(f"{path}: missing; run `regulator init` or restore it") from None
+    return parse_policy(name, text)
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -1,0 +1,138 @@
+"""Helpers for end-to-end tests: a real git repository and the real `regulator` command."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REGULATOR = str(Path(sys.executable).parent / "regulator")
+NOW = "2026-11-29T12:00:00Z"
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Alice Owner",
+    "GIT_AUTHOR_EMAIL": "alice@example.org",
+    "GIT_COMMITTER_NAME": "Alice Owner",
+    "GIT_COMMITTER_EMAIL": "alice@example.org",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TEXTUAL_THEME", "REGULATOR_NOW")}
+    env.update(GIT_ENV)
+    env.update(extra)
+    return env
+
+
+def git(cwd: Path, *args: str, env: dict | None = None) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, env=env or clean_env(), check=True
+    )
+    return done.stdout
+
+
+@dataclass
+class Workspace:
+    root: Path
+    env: dict[str, str]
+
+    def run(
+        self,
+        *args: str,
+        cwd: Path | None = None,
+        input: str | bytes | None = None,
+        env: dict | None = None,
+        check: bool = False,
+    ) -> subprocess.CompletedProcess:
+        merged = dict(self.env)
+        if env:
+            merged.update(env)
+        text = not isinstance(input, bytes)
+        done = subprocess.run(
+            [REGULATOR, *args],
+            cwd=cwd or self.root,
+            capture_output=True,
+            text=text,
+            input=input,
+            env=merged,
+            timeout=120,
+        )
+        if check and done.returncode != 0:
+            raise AssertionError(f"regulator {' '.join(args)} exited {done.returncode}: {done.stderr}")
+        return done
+
+    def json(self, *args: str, cwd: Path | None = None, env: dict | None = None):
+        done = self.run(*args, "--json", cwd=cwd, env=env)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    def contract(self, unit_id: str, unit_type: str, profile: str, **more) -> None:
+        path = self.root / "contracts" / f"{unit_id}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"id": unit_id, "type": unit_type, "profile": profile, "title": f"{unit_id} work", **more}
+        path.write_text(json.dumps(data))
+
+    def store(self, name: str) -> Path:
+        return self.root / ".regulator" / f"{name}.ndjson"
+
+    def digest(self) -> str:
+        """A fingerprint of every store: a refused command must leave it unchanged."""
+        h = hashlib.sha256()
+        for name in ("signals", "memory", "units", "identity"):
+            path = self.store(name)
+            h.update(path.read_bytes() if path.exists() else b"-")
+        return h.hexdigest()
+
+    def events(self, name: str) -> list[dict]:
+        return [json.loads(line) for line in self.store(name).read_text().splitlines() if line.strip()]
+
+    def lease(self, unit_id: str) -> Path:
+        """Dispatch the unit with a worktree; return the worktree folder holding the lease."""
+        worktree = self.root / "wt" / unit_id.replace("/", "-")
+        worktree.mkdir(parents=True, exist_ok=True)
+        self.run("unit", "dispatch", unit_id, "--worktree", str(worktree), check=True)
+        return worktree
+
+
+def make_workspace(tmp: Path, now: str | None = NOW) -> Workspace:
+    root = tmp / "fleet-repo"
+    root.mkdir()
+    env = clean_env(**({"REGULATOR_NOW": now} if now else {}))
+    git(root, "init", "-q", "-b", "main", env=env)
+    ws = Workspace(root, env)
+    ws.run("init", "--owner", "alice", check=True)
+    ws.contract("u1", "implement", "implement")
+    ws.contract("u3", "implement", "implement")
+    ws.contract("r1", "research", "intelligence")
+    ws.contract("b1", "bookkeeper", "bookkeeper")
+    (root / "wt").mkdir()
+    (root / ".gitignore").write_text(".regulator/\nwt/\n")
+    git(root, "add", "-A", env=env)
+    git(root, "commit", "-q", "-m", "workspace", env=env)
+    return ws
+
+
+def report_args(**fields) -> list[str]:
+    base = {
+        "subject": "vendor/left-pad.js",
+        "claim": "The vendored helper is a modified copy.",
+        "observation": "diff against upstream 1.3.0 shows a patched padStart",
+        "evidence": ["vendor/left-pad.js"],
+        "confidence": "high",
+        "severity": "blocking",
+        "affects": ["u1", "u3"],
+    }
+    base.update(fields)
+    args = ["signals", "report"]
+    for key, value in base.items():
+        if value is None:
+            continue
+        flag = "--" + key.replace("_", "-")
+        for item in value if isinstance(value, list) else [value]:
+            args += [flag, item]
+    return args

@@ -1,0 +1,60 @@
+"""Real processes racing (SPEC §5.3, §11): routing never duplicates, appends stay whole."""
+
+from __future__ import annotations
+
+import subprocess
+
+from tests.helpers import REGULATOR, report_args
+
+
+def test_three_routers_at_once_never_duplicate(ws):
+    for i in range(6):
+        ws.run(*report_args(subject=f"finding {i}"), "--by", "alice", check=True)
+    procs = [
+        subprocess.Popen(
+            [REGULATOR, "signals", "route"],
+            cwd=ws.root,
+            env=ws.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(3)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+    routings = [e for e in ws.events("signals") if e["kind"] == "routing"]
+    assert len(routings) == 6
+    assert len({r["signal"] for r in routings}) == 6
+    obligations = ws.json("obligations")
+    assert len(obligations) == 12 and len({o["id"] for o in obligations}) == 12
+    assert ws.run("verify").returncode == 0
+
+
+def test_cli_reports_torn_and_garbage_lines_and_verify_names_them(ws):
+    ws.run(*report_args(), "--by", "alice", check=True)
+    signals = ws.store("signals")
+    with open(signals, "ab") as f:
+        f.write(b'{"kind":"signal","id":"TORN')
+    done = ws.run("signals")
+    assert done.returncode == 0
+    assert "signals.ndjson:2: torn" in done.stderr
+    ws.run(*report_args(subject="after the crash"), "--by", "alice", check=True)
+    listed = ws.json("signals")
+    assert [s["subject"] for s in listed] == ["vendor/left-pad.js", "after the crash"]
+    done = ws.run("verify")
+    assert done.returncode == 1
+    assert "signals.ndjson:2:" in done.stdout and "cannot see a cut-off tail" in done.stdout
+    assert done.stdout.count("signals.ndjson:") == 1
+
+
+def test_verify_names_an_edited_middle_line(ws):
+    for i in range(3):
+        ws.run(*report_args(subject=f"s{i}"), "--by", "alice", check=True)
+    path = ws.store("signals")
+    lines = path.read_text().splitlines(keepends=True)
+    lines[1] = lines[1].replace('"s1"', '"s1-edited"')
+    path.write_text("".join(lines))
+    done = ws.run("verify")
+    assert done.returncode == 1 and "signals.ndjson:2: content does not match" in done.stdout
+    path.write_text(lines[0] + lines[2])
+    done = ws.run("verify")
+    assert done.returncode == 1 and "signals.ndjson:2: chain broken" in done.stdout

@@ -1,0 +1,27 @@
+"""The layering of SPEC §2: the core imports no Textual; the CLI starts without it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_import_linter_contracts_hold():
+    lint = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
+    done = subprocess.run([lint], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "broken" not in done.stdout.lower().replace("0 broken", "")
+
+
+def test_cli_and_engine_import_without_textual():
+    code = (
+        "import sys, controlroom.cli, engine.state, engine.router, engine.units\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'git', 'watchfiles'))\n"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,107 @@
+"""Bad input to report_intelligence (SPEC §5.2): one line, exit 2, and the log byte-identical."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import report_args
+
+BAD = [
+    ("no evidence", dict(evidence=None)),
+    ("unknown unit", dict(affects=["nobody"])),
+    ("unknown severity", dict(severity="severe")),
+    ("unknown confidence", dict(confidence="certain")),
+    ("expires before observed", dict(observed_at="2026-11-20T00:00:00Z", expires_at="2026-11-19T00:00:00Z")),
+    ("expires at observed", dict(observed_at="2026-11-20T00:00:00Z", expires_at="2026-11-20T00:00:00Z")),
+    ("observed in the future", dict(observed_at="2026-12-30T00:00:00Z")),
+    ("empty subject", dict(subject="  ")),
+    ("empty claim", dict(claim="")),
+    ("no observation", dict(observation=None)),
+    ("bad time", dict(observed_at="yesterday")),
+    ("NUL byte", dict(claim="a\x00b")),
+    ("huge claim", dict(claim="x" * (64 * 1024 + 1))),
+]
+
+
+@pytest.mark.parametrize("name,fields", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_exits_2_and_writes_nothing(ws, name, fields):
+    if name == "NUL byte":
+        # argv cannot carry NUL; it arrives through --json-input
+        payload = {
+            "subject": "s",
+            "claim": "a\u0000b",
+            "observation": "o",
+            "evidence": ["e"],
+            "confidence": "high",
+            "reportedSeverity": "info",
+        }
+        args = ["signals", "report", "--json-input", "-", "--by", "alice"]
+        before = ws.digest()
+        done = ws.run(*args, input=json.dumps(payload))
+    else:
+        before = ws.digest()
+        done = ws.run(*report_args(**fields), "--by", "alice")
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
+    assert ws.digest() == before
+
+
+def test_flags_mixed_with_json_input(ws, tmp_path):
+    payload = tmp_path / "r.json"
+    payload.write_text("{}")
+    before = ws.digest()
+    done = ws.run("signals", "report", "--json-input", str(payload), "--subject", "x", "--by", "alice")
+    assert done.returncode == 2 and "mixed" in done.stderr
+    assert ws.digest() == before
+
+
+def test_json_input_with_seed_field_names(ws):
+    payload = {
+        "subject": "upstream API",
+        "claim": "The upstream statement API is deprecated from March.",
+        "observation": "vendor notice dated 2026-11-01",
+        "evidence": ["https://vendor.example/notice"],
+        "confidence": "medium",
+        "reportedSeverity": "advisory",
+        "affectedUnits": ["u3"],
+        "observedAt": "2026-11-29T10:00:00Z",
+        "expiresAt": "2027-03-01T00:00:00Z",
+    }
+    done = ws.run(
+        "signals", "report", "--json-input", "-", "--by", "alice", "--json", input=json.dumps(payload)
+    )
+    assert done.returncode == 0, done.stderr
+    event = ws.events("signals")[0]
+    assert event["id"] == json.loads(done.stdout)["id"]
+    assert event["expiresAt"] == "2027-03-01T00:00:00Z" and event["by"] == "alice" and event["unit"] is None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"\xff\xfe not utf-8",
+        b"[1, 2]",
+        b"{not json",
+        json.dumps({"subject": 5}).encode(),
+        json.dumps(
+            {
+                "evidence": "one",
+                "subject": "s",
+                "claim": "c",
+                "observation": "o",
+                "confidence": "low",
+                "reportedSeverity": "info",
+            }
+        ).encode(),
+        json.dumps({"surprise": 1}).encode(),
+    ],
+)
+def test_json_input_wrong_shapes(ws, raw):
+    before = ws.digest()
+    done = ws.run("signals", "report", "--json-input", "-", "--by", "alice", input=raw)
+    assert done.returncode == 2
+    assert b"Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert ws.digest() == before

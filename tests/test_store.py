@@ -1,0 +1,106 @@
+"""The append-only store (SPEC §11): whole lines, torn and malformed lines, the hash chain."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from engine.store import Store, verify
+
+
+def fill(path, n=5):
+    store = Store(path)
+    for i in range(n):
+        store.append({"kind": "note", "n": i}, assign_id=True)
+    return store
+
+
+def test_append_chains_and_reads_back(tmp_path):
+    store = fill(tmp_path / "s.ndjson")
+    result = store.read()
+    assert [e["n"] for e in result.events] == [0, 1, 2, 3, 4]
+    assert result.events[0]["prev"] == ""
+    assert all(b["prev"] == a["hash"] for a, b in zip(result.events, result.events[1:], strict=False))
+    assert verify(store) == []
+
+
+def test_resume_from_offset_reads_only_new(tmp_path):
+    store = fill(tmp_path / "s.ndjson", 3)
+    first = store.read()
+    store.append({"kind": "note", "n": 3})
+    more = store.read(first.offset, first.line)
+    assert [e["n"] for e in more.events] == [3] and more.line == 4
+
+
+def test_torn_last_line_is_reported_skipped_and_next_append_lands_whole(tmp_path):
+    path = tmp_path / "s.ndjson"
+    store = fill(path, 3)
+    with open(path, "ab") as f:
+        f.write(b'{"kind":"note","n":99,"pr')  # a crash mid-write
+    result = store.read()
+    assert [e["n"] for e in result.events] == [0, 1, 2]
+    assert [(p.line, p.kind) for p in result.problems] == [(4, "torn")]
+    written = store.append({"kind": "note", "n": 3})
+    result = store.read()
+    assert [e["n"] for e in result.events] == [0, 1, 2, 3]
+    assert [(p.line, p.kind) for p in result.problems] == [(4, "malformed")]
+    assert written["prev"] == result.events[2]["hash"]  # chains to the last valid event
+    found = verify(store)
+    assert [(f.line) for f in found] == [4]
+
+
+def test_garbage_middle_line_is_reported_with_its_number(tmp_path):
+    path = tmp_path / "s.ndjson"
+    fill(path, 3)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + b"garbage!\n" + b"".join(lines[1:]))
+    result = Store(path).read()
+    assert [e["n"] for e in result.events] == [0, 1, 2]
+    assert [(p.line, p.kind) for p in result.problems] == [(2, "malformed")]
+
+
+def test_verify_finds_edit_delete_insert_reorder(tmp_path):
+    path = tmp_path / "s.ndjson"
+    fill(path, 5)
+    original = path.read_bytes().splitlines(keepends=True)
+
+    edited = list(original)
+    event = json.loads(edited[2])
+    event["n"] = 42
+    edited[2] = (json.dumps(event) + "\n").encode()
+    path.write_bytes(b"".join(edited))
+    assert [(f.line, "edited" in f.message) for f in verify(Store(path))] == [(3, True)]
+
+    path.write_bytes(b"".join(original[:2] + original[3:]))  # deleted line 3
+    assert [f.line for f in verify(Store(path))] == [3]
+
+    path.write_bytes(b"".join(original[:3] + [original[1]] + original[3:]))  # inserted copy
+    assert [f.line for f in verify(Store(path))] == [4]
+
+    path.write_bytes(b"".join([original[0], original[2], original[1], *original[3:]]))
+    assert [f.line for f in verify(Store(path))] == [2]
+
+
+WRITER = """
+import sys
+from engine.store import Store
+store = Store(sys.argv[1])
+for i in range(int(sys.argv[3])):
+    store.append({"kind": "note", "writer": sys.argv[2], "i": i, "pad": "x" * 3000}, assign_id=True)
+"""
+
+
+def test_four_processes_appending_at_once_leave_every_line_whole(tmp_path):
+    path = tmp_path / "s.ndjson"
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(w), "50"]) for w in range(4)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    lines = path.read_bytes().split(b"\n")
+    assert lines[-1] == b""
+    events = [json.loads(line) for line in lines[:-1]]
+    assert len(events) == 200
+    assert sorted((e["writer"], e["i"]) for e in events) == sorted(
+        (str(w), i) for w in range(4) for i in range(50)
+    )
+    assert verify(Store(path)) == []
+    assert len({e["id"] for e in events}) == 200

@@ -1,0 +1,135 @@
+"""Unit lifecycle and recovery decisions (SPEC §4.2, §4.4)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import report_args
+
+
+def held_in_progress(ws, unit="u1"):
+    ws.lease(unit)
+    ws.run(*report_args(affects=[unit]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    return ws.json("obligations")[0]["id"]
+
+
+def ob_status(ws, ob):
+    return next(o for o in ws.json("obligations", "--all") if o["id"] == ob)
+
+
+def unit_status(ws, unit):
+    return next(u for u in ws.json("status")["units"] if u["id"] == unit)
+
+
+@pytest.mark.parametrize("action", ["retry", "repair"])
+def test_retry_and_repair_resolve_as_rework(ws, action):
+    ob = held_in_progress(ws)
+    ws.run(
+        "unit", "decide", "u1", "--action", action, "--by", "alice", "--rationale", "try again", check=True
+    )
+    o = ob_status(ws, ob)
+    assert (o["status"], o["disposition"]) == ("resolved", "rework")
+    assert unit_status(ws, "u1")["status"] == "todo"
+    ws.run("unit", "dispatch", "u1", check=True)
+
+
+def test_abort_resolves_as_rejected_and_aborts(ws):
+    ob = held_in_progress(ws)
+    ws.run(
+        "unit", "decide", "u1", "--action", "abort", "--by", "alice", "--rationale", "dead end", check=True
+    )
+    o = ob_status(ws, ob)
+    assert (o["status"], o["disposition"]) == ("resolved", "rejected")
+    assert unit_status(ws, "u1")["status"] == "aborted"
+    done = ws.run("unit", "dispatch", "u1")
+    assert done.returncode == 2 and "aborted" in done.stderr
+
+
+@pytest.mark.parametrize("action", ["remediate", "replan", "clarify", "pause", "escalate"])
+def test_waiting_actions_escalate_into_one_recovery_obligation(ws, action):
+    ws.run(*report_args(affects=["u1"], severity="advisory", subject="second"), "--by", "alice", check=True)
+    first = held_in_progress(ws)
+    done = ws.run(
+        "unit", "decide", "u1", "--action", action, "--by", "alice", "--rationale", "need a plan", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    recovery = json.loads(done.stdout)["opens"]
+    every = ws.json("obligations", "--all")
+    escalated = [o for o in every if o["status"] == "escalated"]
+    assert len(escalated) == 2 and first in {o["id"] for o in escalated}
+    open_now = [o for o in every if o["status"] == "open"]
+    assert [(o["id"], o["unit"], o["severity"], o["blocks"]) for o in open_now] == [
+        (recovery, "u1", "blocking", True)
+    ]
+    assert unit_status(ws, "u1")["status"] == "waiting"
+    before = ws.digest()
+    done = ws.run("unit", "dispatch", "u1")
+    assert done.returncode == 3 and recovery in done.stderr
+    assert ws.digest() == before
+    # a person dispositions the recovery decision: the unit is todo again and may be dispatched
+    ws.run(
+        "obligation",
+        "resolve",
+        recovery,
+        "--by",
+        "alice",
+        "--disposition",
+        "replan",
+        "--rationale",
+        "new plan agreed",
+        check=True,
+    )
+    assert unit_status(ws, "u1")["status"] == "todo"
+    ws.run("unit", "dispatch", "u1", check=True)
+
+
+def test_decide_needs_the_grant_and_a_known_action(ws):
+    held_in_progress(ws)
+    before = ws.digest()
+    assert (
+        ws.run("unit", "decide", "u1", "--action", "retry", "--by", "bob", "--rationale", "x").returncode == 3
+    )
+    assert (
+        ws.run("unit", "decide", "u1", "--action", "yolo", "--by", "alice", "--rationale", "x").returncode
+        == 2
+    )
+    assert (
+        ws.run("unit", "decide", "u1", "--action", "retry", "--by", "alice", "--rationale", "").returncode
+        == 2
+    )
+    assert ws.digest() == before
+
+
+def test_status_rules_for_dispatch_and_close(ws):
+    before = ws.digest()
+    done = ws.run("unit", "close", "u1")
+    assert done.returncode == 2 and "todo" in done.stderr
+    done = ws.run("unit", "dispatch", "nobody")
+    assert done.returncode == 2 and "contract" in done.stderr
+    done = ws.run("unit", "dispatch", "../x")
+    assert done.returncode == 2
+    assert ws.digest() == before
+    ws.run("unit", "dispatch", "u1", check=True)
+    done = ws.run("unit", "dispatch", "u1")
+    assert done.returncode == 2 and "in-progress" in done.stderr
+
+
+def test_lease_file_and_close_release(ws):
+    worktree = ws.lease("u1")
+    lease = json.loads((worktree / ".regulator-lease.json").read_text())
+    assert lease["unit"] == "u1" and lease["workspace"] == str(ws.root) and lease["leasedAt"]
+    dispatch = ws.events("units")[-1]
+    assert dispatch["lease"] == lease["lease"]
+    ws.run("unit", "close", "u1", check=True)
+    assert ws.events("units")[-1]["kind"] == "close"
+    assert unit_status(ws, "u1")["status"] == "closed"
+
+
+def test_demote_returns_an_in_progress_unit_to_todo(ws):
+    worktree = ws.lease("u1")
+    ws.run("unit", "demote", "u1", "--by", "alice", "--rationale", "re-gate", check=True)
+    assert unit_status(ws, "u1")["status"] == "todo"
+    assert not (worktree / ".regulator-lease.json").exists()

@@ -1,0 +1,1 @@
+"""Reusable Textual widgets over the engine's read models. They never write."""
