@@ -1,1 +1,265 @@
-"""Commands that arrive with later issues register here."""
+"""Memory, context and identity commands (SPEC §6, §7)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from controlroom.cli import (
+    JsonFlag,
+    app,
+    emit_json,
+    escape,
+    out,
+    read_json_input,
+    report_problems,
+    table,
+    workspace,
+)
+from engine.errors import BadInput
+
+memory_app = typer.Typer(invoke_without_command=True, help="Operational memory: list, remember, retract.")
+identity_app = typer.Typer(
+    no_args_is_help=True, help="Identity and policy: propose, accept, reject, verify, show."
+)
+app.add_typer(memory_app, name="memory")
+app.add_typer(identity_app, name="identity")
+
+
+def memory_row(entry, today) -> dict:
+    from engine.state import days_left, memory_status
+
+    e = entry.event
+    return {
+        "id": e["id"],
+        "subject": e["subject"],
+        "note": e["note"],
+        "scope": e.get("scope") or [],
+        "reviewBy": e["reviewBy"],
+        "status": memory_status(entry, today),
+        "unit": e.get("unit"),
+        "revision": e.get("revision"),
+        "daysLeft": days_left(entry, today),
+        "retraction": entry.retraction,
+    }
+
+
+@memory_app.callback()
+def memory(
+    ctx: typer.Context,
+    all_: Annotated[bool, typer.Option("--all", help="Add expired and retracted entries.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """List current memory entries (with --all, expired and retracted ones too). Reads only."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from engine.state import load
+
+    ws, _ = workspace()
+    state = load(ws, stores=("memory",))
+    report_problems(state)
+    today = state.now.date()
+    rows = [memory_row(e, today) for e in state.memory.values()]
+    if not all_:
+        rows = [r for r in rows if r["status"] == "current"]
+    if as_json:
+        keys = ("id", "subject", "note", "scope", "reviewBy", "status", "unit", "revision")
+        emit_json([{k: r[k] for k in keys} for r in rows])
+        return
+    table(
+        ["id", "status", "review-by", "left", "unit", "scope", "subject: note"],
+        [
+            [
+                r["id"],
+                r["status"],
+                r["reviewBy"],
+                f"{r['daysLeft']}d",
+                r["unit"] or "?",
+                ",".join(r["scope"]) or "all",
+                f"{r['subject']}: {r['note']}",
+            ]
+            for r in rows
+        ],
+    )
+
+
+@memory_app.command("remember")
+def memory_remember(
+    subject: Annotated[str | None, typer.Option()] = None,
+    note: Annotated[str | None, typer.Option()] = None,
+    evidence: Annotated[list[str] | None, typer.Option(help="Repeat for each reference.")] = None,
+    review_by: Annotated[str | None, typer.Option("--review-by", help="YYYY-MM-DD, 1 to 90 days out")] = None,
+    scope: Annotated[list[str] | None, typer.Option(help="A unit type; repeat for more.")] = None,
+    json_input: Annotated[str | None, typer.Option("--json-input", help="FILE or -")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Record a dated fact for later units (from a lease whose profile grants remember)."""
+    from engine.memory import remember
+
+    flags = {"subject": subject, "note": note, "evidence": evidence, "reviewBy": review_by, "scope": scope}
+    given = {k: v for k, v in flags.items() if v is not None}
+    if json_input is not None:
+        if given:
+            raise BadInput("--json-input and field flags mixed; give one or the other")
+        fields = read_json_input(json_input)
+    else:
+        fields = given
+    ws, lease = workspace()
+    event = remember(ws, fields, lease)
+    if as_json:
+        emit_json({"id": event["id"]})
+    else:
+        out(f"remembered {event['id']} (review by {event['reviewBy']})")
+
+
+@memory_app.command("retract")
+def memory_retract(
+    entry_id: Annotated[str, typer.Argument(metavar="ID")],
+    by: Annotated[str | None, typer.Option()] = None,
+    reason: Annotated[str, typer.Option()] = "",
+) -> None:
+    """Retract a memory entry: a later event; nothing is deleted."""
+    from engine.memory import retract
+
+    ws, _ = workspace()
+    event = retract(ws, entry_id, by, reason)
+    out(f"retracted {event['entry']} by {escape(event['by'])}")
+
+
+@app.command()
+def context(
+    unit: Annotated[str | None, typer.Argument(metavar="[UNIT]")] = None,
+    budget: Annotated[int, typer.Option(help="Characters for the memory section.", min=0)] = 6000,
+) -> None:
+    """Print exactly what a unit receives at start: identity, then current memory (verbatim)."""
+    from engine.delivery import render_context
+    from engine.state import load
+    from engine.workspace import check_unit_id
+
+    ws, lease = workspace()
+    state = load(ws)
+    if unit is None and lease is not None:
+        unit = lease.unit
+    if unit is not None:
+        check_unit_id(unit)
+        if unit not in state.contracts:
+            raise BadInput(f"unit {unit!r} has no contract under contracts/")
+    sys.stdout.write(render_context(ws, state, unit, budget))
+
+
+@identity_app.command("propose")
+def identity_propose(
+    file: Annotated[
+        str, typer.Option("--file", help="The governed file, e.g. regulator/identity/invariants.md")
+    ],
+    content_from: Annotated[Path, typer.Option("--content-from", help="The whole proposed content.")],
+    rationale: Annotated[str, typer.Option()] = "",
+    by: Annotated[str | None, typer.Option()] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Propose a change to an identity or policy file (from a lease, or --by a person)."""
+    from engine.actors import unit_or_person
+    from engine.decisions import propose
+
+    try:
+        content = content_from.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"--content-from {content_from}: cannot read ({exc.strerror})") from None
+    ws, lease = workspace()
+    actor = unit_or_person(lease, by)
+    event = propose(ws, file, content, rationale, actor)
+    if as_json:
+        emit_json({"id": event["id"]})
+    else:
+        out(f"proposed {event['id']} for {event['file']}; a person with the accept grant decides")
+
+
+def _decide(proposal_id: str, by: str | None, rationale: str, verdict: str) -> None:
+    from engine.decisions import decide
+
+    ws, _ = workspace()
+    event = decide(ws, proposal_id, by, rationale, verdict)
+    out(f"proposal {event['proposal']} {verdict} by {escape(event['by'])} ({event['file']})")
+
+
+@identity_app.command("accept")
+def identity_accept(
+    proposal_id: Annotated[str, typer.Argument(metavar="ID")],
+    by: Annotated[str | None, typer.Option()] = None,
+    rationale: Annotated[str, typer.Option()] = "",
+) -> None:
+    """Accept a proposal: write the file, record the decision, commit it."""
+    _decide(proposal_id, by, rationale, "accepted")
+
+
+@identity_app.command("reject")
+def identity_reject(
+    proposal_id: Annotated[str, typer.Argument(metavar="ID")],
+    by: Annotated[str | None, typer.Option()] = None,
+    rationale: Annotated[str, typer.Option()] = "",
+) -> None:
+    """Reject a proposal: the decision is recorded; the file is unchanged."""
+    _decide(proposal_id, by, rationale, "rejected")
+
+
+@identity_app.command("verify")
+def identity_verify(as_json: JsonFlag = False) -> None:
+    """Exit 1 naming each governed file whose content differs from its last decided hash."""
+    from engine.decisions import verify_identity
+    from engine.state import load
+
+    ws, _ = workspace()
+    checks = verify_identity(ws, load(ws, stores=("identity",)))
+    bad = [c for c in checks if not c.ok]
+    if as_json:
+        emit_json(
+            {
+                "ok": not bad,
+                "files": [
+                    {"file": c.file, "ok": c.ok, "decided": c.decided, "actual": c.actual} for c in checks
+                ],
+            }
+        )
+    else:
+        for c in bad:
+            out(escape(c.problem()))
+        out("identity verify: " + ("ok" if not bad else f"{len(bad)} file(s) differ from their decision"))
+    if bad:
+        raise typer.Exit(1)
+
+
+@identity_app.command("show")
+def identity_show(as_json: JsonFlag = False) -> None:
+    """The governed files with their decision state, and the proposals."""
+    from engine.decisions import decision_of, verify_identity
+    from engine.state import load
+
+    ws, _ = workspace()
+    state = load(ws, stores=("identity",))
+    checks = verify_identity(ws, state)
+    proposals = []
+    for p in state.proposals.values():
+        d = decision_of(state, p["id"])
+        proposals.append(
+            {
+                "id": p["id"],
+                "file": p["file"],
+                "by": p.get("by"),
+                "unit": p.get("unit"),
+                "rationale": p["rationale"],
+                "status": d["decision"] if d else "pending",
+                "decidedBy": d["by"] if d else None,
+            }
+        )
+    if as_json:
+        emit_json({"files": [{"file": c.file, "ok": c.ok} for c in checks], "proposals": proposals})
+        return
+    table(["file", "state"], [[c.file, "as decided" if c.ok else "DIFFERS"] for c in checks])
+    out()
+    table(
+        ["proposal", "file", "from", "status", "rationale"],
+        [[p["id"], p["file"], p["unit"] or p["by"], p["status"], p["rationale"]] for p in proposals],
+    )

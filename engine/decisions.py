@@ -1,0 +1,153 @@
+"""S5 changes only by decision: a proposal, then a named person's accept or reject (SPEC §7)."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+
+from engine import clock
+from engine.actors import Actor, check_lease, check_person, require_grant, unit_tools
+from engine.errors import BadInput, Refused
+from engine.init import git_config, write_governed
+from engine.limits import check_text
+from engine.lookup import by_prefix
+from engine.state import State, load
+from engine.workspace import Workspace
+from identity.files import GOVERNED, POLICY_DIR, content_hash, file_hash
+from identity.policy import POLICY_MODELS, PolicyError, parse_policy
+
+
+def governed_path(file: str) -> str:
+    relative = file.strip()
+    if relative.startswith("./"):
+        relative = relative[2:]
+    if relative not in GOVERNED:
+        raise BadInput(f"--file {file!r} is not a governed file; one of: {', '.join(GOVERNED)}")
+    return relative
+
+
+def propose(ws: Workspace, file: str, content: bytes, rationale: str, actor: Actor) -> dict:
+    relative = governed_path(file)
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput("--content-from: not valid UTF-8") from None
+    check_text("--content-from", text, kind="content")
+    rationale = check_text("--rationale", rationale, kind="rationale")
+    name = relative.rsplit("/", 1)[1]
+    if relative.startswith(POLICY_DIR) and name in POLICY_MODELS:
+        try:
+            parse_policy(name, text)
+        except PolicyError as exc:
+            raise BadInput(f"proposed {exc}; a policy that cannot be read is not proposed") from None
+    state = load(ws, stores=("units",))
+    if actor.lease is not None:
+        check_lease(state, actor.lease)
+        _, profile, tools = unit_tools(ws, state, actor.unit)
+        if "propose_policy_change" not in tools:
+            raise Refused(f"unit {actor.unit}'s profile {profile} does not grant propose_policy_change")
+    elif actor.person not in ws.interaction().people:
+        raise Refused(f"{actor.person!r} is not a person in regulator/policy/interaction.yaml")
+    event = {
+        "kind": "proposal",
+        "file": relative,
+        "content": text,
+        "contentHash": content_hash(content),
+        "baseHash": file_hash(ws.root / relative),
+        "rationale": rationale,
+        "unit": actor.unit,
+        "by": actor.person,
+        "at": clock.iso(clock.now()),
+    }
+    return ws.store("identity").append(event, assign_id=True)
+
+
+def decision_of(state: State, proposal_id: str) -> dict | None:
+    for event in state.decisions:
+        if event.get("proposal") == proposal_id:
+            return event
+    return None
+
+
+def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: str) -> dict:
+    person = check_person(by)
+    rationale = check_text("--rationale", rationale, kind="rationale")
+    with ws.exclusive():
+        state = load(ws, stores=("identity",))
+        proposal = by_prefix(state.proposals, prefix, "proposal")
+        require_grant(ws, person, "accept", f"{'accept' if verdict == 'accepted' else 'reject'} a proposal")
+        earlier = decision_of(state, proposal["id"])
+        if earlier is not None:
+            raise Refused(
+                f"proposal {proposal['id']} was already {earlier['decision']} by {earlier['by']} at {earlier['at']}"
+            )
+        path = ws.root / proposal["file"]
+        if verdict == "accepted":
+            if file_hash(path) != proposal["baseHash"]:
+                raise Refused(
+                    f"{proposal['file']} changed since proposal {proposal['id']} was made; propose again"
+                )
+            write_governed(path, proposal["content"])
+        event = {
+            "kind": "decision",
+            "decision": verdict,
+            "proposal": proposal["id"],
+            "file": proposal["file"],
+            "contentHash": proposal["contentHash"] if verdict == "accepted" else None,
+            "by": person,
+            "rationale": rationale,
+            "at": clock.iso(clock.now()),
+        }
+        written = ws.store("identity").append(event)
+    if verdict == "accepted":
+        commit(ws, proposal, person, rationale)
+    return written
+
+
+def commit(ws: Workspace, proposal: dict, person: str, rationale: str) -> bool:
+    """Commit the accepted file when the workspace is a git repository; False when it is not."""
+    if not (ws.root / ".git").exists():
+        return False
+    flags: list[str] = []
+    if not git_config(ws.root, "user.email"):
+        person_entry = ws.interaction().people.get(person)
+        email = (
+            person_entry.emails[0] if person_entry and person_entry.emails else f"{person}@regulator.invalid"
+        )
+        flags = ["-c", f"user.name={person}", "-c", f"user.email={email}"]
+    message = (
+        f"regulator: accept proposal {proposal['id']} for {proposal['file']}\n\n"
+        f"Accepted by {person}: {rationale}\n\nAuthorized-by: {person}\n"
+    )
+    subprocess.run(["git", "-C", str(ws.root), "add", "--", proposal["file"]], capture_output=True)
+    done = subprocess.run(
+        ["git", "-C", str(ws.root), *flags, "commit", "-q", "-m", message, "--", proposal["file"]],
+        capture_output=True,
+    )
+    return done.returncode == 0
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    file: str
+    decided: str | None
+    actual: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.decided is not None and self.decided == self.actual
+
+    def problem(self) -> str:
+        if self.decided is None:
+            return f"{self.file}: no decision records it; accept a proposal for it"
+        if self.actual is None:
+            return f"{self.file}: missing; its last decided content has hash {self.decided}"
+        return f"{self.file}: hand-edited (content differs from its last decided hash); propose the change"
+
+
+def verify_identity(ws: Workspace, state: State) -> list[FileCheck]:
+    decided: dict[str, str] = {}
+    for event in state.decisions:
+        if event.get("decision") in ("baseline", "accepted") and event.get("contentHash"):
+            decided[event["file"]] = event["contentHash"]
+    return [FileCheck(f, decided.get(f), file_hash(ws.root / f)) for f in GOVERNED]

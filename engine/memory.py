@@ -1,0 +1,102 @@
+"""Operational memory (seed 000): dated facts for later units, written by a unit under its lease."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, timedelta
+
+from engine import clock
+from engine.actors import check_lease, check_person, require_grant, unit_tools
+from engine.errors import BadInput, Refused
+from engine.limits import check_list, check_text
+from engine.lookup import by_prefix
+from engine.state import MemoryEntry, load
+from engine.workspace import Lease, Workspace
+
+FIELDS = ("subject", "note", "evidence", "reviewBy", "scope")
+MAX_REVIEW_DAYS = 90
+UNIT_TYPE = re.compile(r"[a-z0-9][a-z0-9-]*")
+
+
+def validate_entry(fields: dict, today: date) -> dict:
+    unknown = sorted(set(fields) - set(FIELDS))
+    if unknown:
+        raise BadInput(f"unknown field {unknown[0]!r}; the fields are {', '.join(FIELDS)}")
+    for name in ("subject", "note", "reviewBy"):
+        if fields.get(name) is None:
+            raise BadInput(f"{name}: required")
+    subject = check_text("subject", fields["subject"])
+    note = check_text("note", fields["note"])
+    evidence = check_list("evidence", fields.get("evidence") or [], minimum=1)
+    if not isinstance(fields["reviewBy"], str):
+        raise BadInput("reviewBy: expected a date YYYY-MM-DD")
+    review_by = clock.parse_date(fields["reviewBy"], "review-by")
+    if review_by <= today:
+        raise BadInput(
+            f"review-by {review_by} is not after today ({today}); a stale fact is not worth recording"
+        )
+    latest = today + timedelta(days=MAX_REVIEW_DAYS)
+    if review_by > latest:
+        raise BadInput(
+            f"review-by {review_by} is more than {MAX_REVIEW_DAYS} days out (latest {latest}); "
+            "a fact that should hold longer is a rule: propose it"
+        )
+    scope = check_list("scope", fields.get("scope") or [], kind="name")
+    for unit_type in scope:
+        if not UNIT_TYPE.fullmatch(unit_type):
+            raise BadInput(f"scope: {unit_type!r} is not a unit type (lowercase letters, digits, '-')")
+    return {
+        "subject": subject,
+        "note": note,
+        "evidence": evidence,
+        "scope": sorted(set(scope)),
+        "reviewBy": review_by.isoformat(),
+    }
+
+
+def remember(ws: Workspace, fields: dict, lease: Lease | None) -> dict:
+    """Validate (exit 2), then check the lease and the profile's remember grant (exit 3)."""
+    body = validate_entry(fields, clock.today())
+    if lease is None:
+        raise BadInput(
+            "memory is written by a unit under its lease: run inside a leased worktree or pass --lease FILE"
+        )
+    state = load(ws, stores=("units",))
+    check_lease(state, lease)
+    _, profile, tools = unit_tools(ws, state, lease.unit)
+    if "remember" not in tools:
+        raise Refused(f"unit {lease.unit}'s profile {profile} does not grant remember")
+    event = {
+        "kind": "memory",
+        **body,
+        "unit": lease.unit,
+        "revision": ws.revision(lease.worktree),
+        "recordedBy": "S1",
+        "at": clock.iso(clock.now()),
+    }
+    return ws.store("memory").append(event, assign_id=True)
+
+
+def find(entries: dict[str, MemoryEntry], prefix: str) -> MemoryEntry:
+    return by_prefix(entries, prefix, "memory entry")
+
+
+def retract(ws: Workspace, prefix: str, by: str | None, reason: str) -> dict:
+    """A later event; nothing is deleted. Needs a person with the retract grant."""
+    person = check_person(by)
+    reason = check_text("--reason", reason, kind="reason")
+    with ws.exclusive():
+        state = load(ws, stores=("memory",))
+        entry = find(state.memory, prefix)
+        require_grant(ws, person, "retract", "retract a memory entry")
+        if entry.retraction is not None:
+            r = entry.retraction
+            raise Refused(f"memory entry {entry.event['id']} was already retracted by {r['by']} at {r['at']}")
+        event = {
+            "kind": "retraction",
+            "entry": entry.event["id"],
+            "by": person,
+            "reason": reason,
+            "at": clock.iso(clock.now()),
+        }
+        return ws.store("memory").append(event)

@@ -1,0 +1,163 @@
+"""Identity and policy change only by decision (SPEC §7); the host's Python API (issue 3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import yaml
+
+from tests.helpers import git, report_args
+
+INVARIANTS = "regulator/identity/invariants.md"
+
+
+def hand_edit(path, text):
+    os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
+    path.write_text(text)
+
+
+def propose(ws, file, content, tmp_path, **kw):
+    source = tmp_path / "proposed.txt"
+    source.write_text(content)
+    args = ["identity", "propose", "--file", file, "--content-from", str(source), "--rationale", "because"]
+    if "by" in kw:
+        args += ["--by", kw["by"]]
+    return ws.run(*args, "--json", cwd=kw.get("cwd"))
+
+
+def test_hand_edit_fails_verify_and_accepted_proposal_passes(ws, tmp_path):
+    path = ws.root / INVARIANTS
+    assert not os.access(path, os.W_OK) or os.geteuid() == 0  # left read-only on disk
+    assert not (os.stat(path).st_mode & stat.S_IWUSR)
+    assert ws.run("identity", "verify").returncode == 0
+    original = path.read_text()
+    hand_edit(path, original + "- INV-005: edited by hand\n")
+    done = ws.run("identity", "verify")
+    assert done.returncode == 1 and INVARIANTS in done.stdout
+    hand_edit(path, original)
+    assert ws.run("identity", "verify").returncode == 0
+
+    new = original + "- INV-005: every unit names its evidence.\n"
+    done = propose(ws, INVARIANTS, new, tmp_path, by="alice")
+    assert done.returncode == 0, done.stderr
+    proposal = json.loads(done.stdout)["id"]
+    assert path.read_text() == original  # a proposal changes nothing yet
+    done = ws.run("identity", "accept", proposal, "--by", "alice", "--rationale", "agreed at review")
+    assert done.returncode == 0, done.stderr
+    assert path.read_text() == new
+    assert ws.run("identity", "verify").returncode == 0
+    decision = ws.events("identity")[-1]
+    assert (decision["decision"], decision["by"], decision["rationale"]) == (
+        "accepted",
+        "alice",
+        "agreed at review",
+    )
+    assert decision["contentHash"].startswith("sha256:")
+    log = git(ws.root, "log", "-1", "--format=%B")
+    assert proposal in log and "alice" in log and "agreed at review" in log
+    assert git(ws.root, "status", "--porcelain", "--", INVARIANTS) == ""
+    # deciding again is refused
+    assert ws.run("identity", "reject", proposal, "--by", "alice", "--rationale", "x").returncode == 3
+
+
+def test_policy_change_takes_effect_at_once(ws, tmp_path):
+    policy = yaml.safe_load((ws.root / "regulator/policy/interaction.yaml").read_text())
+    policy["people"]["bob"] = {"grants": ["resolve"], "resolve": ["info", "advisory"]}
+    done = propose(ws, "regulator/policy/interaction.yaml", yaml.safe_dump(policy), tmp_path, by="alice")
+    assert done.returncode == 0, done.stderr
+    ws.run(
+        "identity",
+        "accept",
+        json.loads(done.stdout)["id"],
+        "--by",
+        "alice",
+        "--rationale",
+        "bob joins",
+        check=True,
+    )
+    ws.run(*report_args(severity="advisory", affects=["u1"]), "--by", "alice", check=True)
+    ws.run(*report_args(severity="blocking", affects=["u3"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    obs = {o["unit"]: o["id"] for o in ws.json("obligations")}
+    before = ws.digest()
+    done = ws.run(
+        "obligation",
+        "resolve",
+        obs["u3"],
+        "--by",
+        "bob",
+        "--disposition",
+        "no-action",
+        "--rationale",
+        "looks fine",
+    )
+    assert done.returncode == 3 and "blocking" in done.stderr
+    assert ws.digest() == before
+    ws.run(
+        "obligation",
+        "resolve",
+        obs["u1"],
+        "--by",
+        "bob",
+        "--disposition",
+        "no-action",
+        "--rationale",
+        "looks fine",
+        check=True,
+    )
+
+
+def test_proposal_rules(ws, tmp_path):
+    before = ws.digest()
+    # not a governed file; a broken policy; a person not in the policy; a lease without the tool
+    assert propose(ws, "README.md", "x", tmp_path, by="alice").returncode == 2
+    assert propose(ws, "../etc/passwd", "x", tmp_path, by="alice").returncode == 2
+    assert propose(ws, "regulator/policy/routing.yaml", "severities: 3", tmp_path, by="alice").returncode == 2
+    assert propose(ws, INVARIANTS, "x", tmp_path, by="mallory").returncode == 3
+    b1 = ws.lease("b1")
+    before = ws.digest()
+    assert propose(ws, INVARIANTS, "x", tmp_path, cwd=b1).returncode == 3
+    assert ws.digest() == before
+    u1 = ws.lease("u1")
+    done = propose(ws, INVARIANTS, "# Invariants\n", tmp_path, cwd=u1)
+    assert done.returncode == 0, done.stderr
+    proposal = json.loads(done.stdout)["id"]
+    assert ws.events("identity")[-1]["unit"] == "u1"
+    # only a person with the accept grant decides
+    assert ws.run("identity", "accept", proposal, "--by", "mallory", "--rationale", "x").returncode == 3
+    # a file changed since the proposal is refused
+    path = ws.root / INVARIANTS
+    hand_edit(path, path.read_text() + "drift\n")
+    done = ws.run("identity", "accept", proposal, "--by", "alice", "--rationale", "x")
+    assert done.returncode == 3 and "propose again" in done.stderr
+    ws.run("identity", "reject", proposal, "--by", "alice", "--rationale", "drifted", check=True)
+    shown = ws.json("identity", "show")
+    assert [p["status"] for p in shown["proposals"]] == ["rejected"]
+
+
+def test_python_api_for_a_host(ws, monkeypatch):
+    from engine import api
+
+    monkeypatch.setenv("REGULATOR_NOW", "2026-11-29T12:00:00Z")
+    u1 = ws.lease("u1")
+    r1 = ws.lease("r1")
+    entry = api.remember(
+        u1 / ".regulator-lease.json", "TZ", "set TZ=UTC", ["ci.log"], "2026-12-29", scope=["implement"]
+    )
+    signal = api.report_intelligence(
+        r1 / ".regulator-lease.json",
+        subject="vendor/left-pad.js",
+        claim="modified copy",
+        observation="diff",
+        evidence=["vendor/left-pad.js"],
+        confidence="high",
+        reportedSeverity="blocking",
+        affectedUnits=["u1"],
+    )
+    assert ws.events("memory")[0]["id"] == entry and ws.events("memory")[0]["unit"] == "u1"
+    assert ws.events("signals")[0]["id"] == signal and ws.events("signals")[0]["unit"] == "r1"
+    text = api.render_context(ws.root, "u1")
+    assert text == ws.run("context", "u1", check=True).stdout
+    assert "set TZ=UTC" in text
