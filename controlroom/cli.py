@@ -583,4 +583,9 @@ def run() -> None:
     sys.exit(main())
 
 
-from controlroom import cli_more  # noqa: E402,F401  (memory, identity, registry, controlroom)
+def _register_commands() -> None:
+    """Commands that live in their own modules add themselves to `app` on import."""
+    from controlroom import cli_more, cli_registry  # noqa: F401
+
+
+_register_commands()

@@ -77,6 +77,7 @@ class State:
     problems: list[Problem] = field(default_factory=list)
     contract_problems: list[str] = field(default_factory=list)
     cursors: dict[str, Cursor] = field(default_factory=dict)
+    registers: object = None  # registry.entries.Registers, read on first use (engine.ladder)
 
     def unit(self, unit_id: str) -> UnitState:
         found = self.units.get(unit_id)

@@ -19,6 +19,7 @@ GIT_ENV = {
     "GIT_COMMITTER_NAME": "Alice Owner",
     "GIT_COMMITTER_EMAIL": "alice@example.org",
     "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,  # no machine identity leaks in: the tests set their own
 }
 
 
@@ -91,6 +92,20 @@ class Workspace:
     def events(self, name: str) -> list[dict]:
         return [json.loads(line) for line in self.store(name).read_text().splitlines() if line.strip()]
 
+    def write(self, relative: str, text: str) -> Path:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def commit(self, message: str, email: str = "alice@example.org") -> None:
+        env = dict(self.env, GIT_AUTHOR_EMAIL=email)
+        git(self.root, "add", "-A", env=env)
+        git(self.root, "commit", "-q", "--allow-empty", "-m", message, env=env)
+
+    def git(self, *args: str) -> str:
+        return git(self.root, *args, env=self.env)
+
     def lease(self, unit_id: str) -> Path:
         """Dispatch the unit with a worktree; return the worktree folder holding the lease."""
         worktree = self.root / "wt" / unit_id.replace("/", "-")
@@ -104,6 +119,7 @@ def make_workspace(tmp: Path, now: str | None = NOW) -> Workspace:
     root.mkdir()
     env = clean_env(**({"REGULATOR_NOW": now} if now else {}))
     git(root, "init", "-q", "-b", "main", env=env)
+    git(root, "config", "user.email", "alice@example.org", env=env)
     ws = Workspace(root, env)
     ws.run("init", "--owner", "alice", check=True)
     ws.contract("u1", "implement", "implement")

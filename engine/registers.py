@@ -1,0 +1,95 @@
+"""The registers as the engine composes them: lint with units and policy, views, ack."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from engine import clock
+from engine.actors import check_person, require_grant
+from engine.errors import BadInput, Refused
+from engine.init import trunk_of
+from engine.ladder import registers_of
+from engine.state import State, unit_status
+from engine.workspace import Workspace
+from registry.entries import FINDING_ID, REGISTERS
+from registry.history import read_history
+from registry.lint import LintResult, Policy, lint_entries, lint_history
+from registry.views import VIEWS
+
+
+def lint_policy(ws: Workspace) -> Policy:
+    people = ws.interaction().people
+    ackers = {name: person.emails for name, person in people.items() if "ack" in person.grants}
+    return Policy(ackers=ackers, intake_debt_days=ws.routing().intake_debt_days)
+
+
+def lint(ws: Workspace, state: State, trunk: str | None = None) -> LintResult:
+    registers = registers_of(ws, state)
+    policy = lint_policy(ws)
+    units = {unit_id: unit_status(state, unit) for unit_id, unit in state.units.items() if unit.contract}
+    today = state.now.date()
+    result = LintResult()
+    result.issues = lint_entries(registers, units, set(registers.records), policy, today)
+    history = read_history(ws.root, trunk or trunk_of(ws))
+    texts = {}
+    for path in registers.paths:
+        try:
+            texts[path] = (ws.root / path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            texts[path] = ""
+    result.issues += lint_history(registers, texts, history, policy)
+    result.history_checked = history.available
+    return result
+
+
+def render_views(ws: Workspace, state: State) -> dict[str, str]:
+    registers = registers_of(ws, state)
+    return {name: render(registers) for name, render in VIEWS.items()}
+
+
+def views(ws: Workspace, state: State, check: bool) -> list[str]:
+    """Write the views (or, with check, name those that differ from what would be generated)."""
+    differing = []
+    for name, text in render_views(ws, state).items():
+        path = ws.root / name
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current != text:
+            differing.append(name)
+            if not check:
+                path.write_text(text, encoding="utf-8")
+    return differing
+
+
+ACK_LINE = re.compile(r"^ack:.*$", re.MULTILINE)
+
+
+def ack(ws: Workspace, state: State, finding_id: str, by: str | None) -> Path:
+    """Write `ack: "YYYY-MM-DD <who>"` into the entry; the change still goes through review."""
+    person = check_person(by)
+    if not isinstance(finding_id, str) or not FINDING_ID.fullmatch(finding_id):
+        raise BadInput(f"{finding_id!r} is not a finding id (F-<slug>)")
+    registers = registers_of(ws, state)
+    entry = registers.findings.get(finding_id)
+    if entry is None:
+        raise BadInput(f"no finding {finding_id} under findings/ (or it does not parse: run registry lint)")
+    require_grant(ws, person, "ack", "acknowledge a finding")
+    if entry.fields["resolved"]:
+        raise Refused(f"{finding_id} is resolved: history needs no ack")
+    if entry.fields["ack"].strip():
+        raise Refused(f"{finding_id} is already acknowledged ({entry.fields['ack']})")
+    path = ws.root / entry.path
+    text = path.read_text(encoding="utf-8")
+    head_end = text.index("\n---", 3)
+    head, rest = text[:head_end], text[head_end:]
+    line = "ack: " + json.dumps(f"{clock.today().isoformat()} {person}", ensure_ascii=False)
+    if ACK_LINE.search(head):
+        head = ACK_LINE.sub(line.replace("\\", "\\\\"), head, count=1)
+    else:
+        head = head + "\n" + line
+    path.write_text(head + rest, encoding="utf-8")
+    return path
+
+
+assert set(REGISTERS) == {"findings", "intake", "records"}

@@ -1,0 +1,132 @@
+"""Trunk history for lint, read in a handful of git calls (never one per file), via GitPython.
+
+GitPython is imported here only: importing it runs `git version`, which the rest of the CLI
+should not pay for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FOLDERS = ("findings", "intake", "records")
+
+
+@dataclass
+class History:
+    available: bool
+    why: str = ""
+    trunk_ref: str = ""
+    head_is_trunk: bool = False
+    landed: set[str] = field(default_factory=set)  # register files ever added on trunk
+    base: dict[str, str] = field(default_factory=dict)  # path -> text at the merge-base
+    head: dict[str, str] = field(default_factory=dict)  # path -> text at HEAD
+    commits: list[Commit] = field(default_factory=list)  # merge-base..HEAD touching registers
+
+
+@dataclass
+class Commit:
+    sha: str
+    email: str
+    message: str
+    paths: list[str]
+
+    def authorized_by(self) -> list[str]:
+        names = []
+        for line in self.message.splitlines():
+            if line.lower().startswith("authorized-by:"):
+                names.append(line.split(":", 1)[1].strip())
+        return names
+
+
+def unavailable(why: str) -> History:
+    return History(available=False, why=why)
+
+
+def read_history(root: Path, trunk: str) -> History:
+    try:
+        import git  # GitPython
+    except ImportError:  # pragma: no cover
+        return unavailable("GitPython is not installed")
+    try:
+        repo = git.Repo(root, search_parent_directories=False)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return unavailable("not a git repository")
+    g = repo.git
+    try:
+        if g.rev_parse("--is-shallow-repository").strip() == "true":
+            return unavailable("the clone is shallow")
+        trunk_ref = None
+        for candidate in (f"refs/heads/{trunk}", f"refs/remotes/origin/{trunk}"):
+            try:
+                g.rev_parse("--verify", "--quiet", candidate)
+                trunk_ref = candidate
+                break
+            except git.GitCommandError:
+                continue
+        if trunk_ref is None:
+            return unavailable(f"no trunk branch {trunk!r} (nor origin/{trunk})")
+        head = g.rev_parse("HEAD").strip()
+        trunk_sha = g.rev_parse(trunk_ref).strip()
+        base = g.merge_base("HEAD", trunk_ref).strip() if head != trunk_sha else head
+    except git.GitCommandError as exc:
+        return unavailable(f"git could not answer ({exc.stderr.strip() or exc.status})")
+    history = History(available=True, trunk_ref=trunk_ref, head_is_trunk=head == trunk_sha)
+    added = g.log(
+        trunk_ref, "--diff-filter=A", "--no-renames", "--name-only", "-z", "--format=", "--", *FOLDERS
+    )
+    history.landed = {p.strip("\n") for p in added.split("\0") if p.strip("\n")}
+    history.base = _tree_texts(repo, base)
+    history.head = history.base if base == head else _tree_texts(repo, head)
+    if base != head:
+        raw = g.log(
+            f"{base}..{head}",
+            "--format=%x1e%H%x1f%ae%x1f%B%x1f",
+            "--name-only",
+            "--no-renames",
+            "--",
+            *FOLDERS,
+        )
+        for chunk in raw.split("\x1e"):
+            if not chunk.strip():
+                continue
+            sha, email, message, names = chunk.split("\x1f", 3)
+            history.commits.append(
+                Commit(sha, email.strip(), message, [n for n in names.split("\n") if n.strip()])
+            )
+    return history
+
+
+def _tree_texts(repo, rev: str) -> dict[str, str]:
+    """Every register file's text at `rev`: one ls-tree and one cat-file batch."""
+    listing = repo.git.ls_tree("-r", "-z", rev, "--", *FOLDERS)
+    blobs: dict[str, str] = {}
+    for item in listing.split("\0"):
+        if not item:
+            continue
+        meta, path = item.split("\t", 1)
+        if path.endswith(".md"):
+            blobs[path] = meta.split()[2]
+    if not blobs:
+        return {}
+    import subprocess
+
+    order = list(blobs.items())
+    request = "".join(f"{sha}\n" for _, sha in order).encode()
+    done = subprocess.run(
+        ["git", "-C", str(repo.working_tree_dir), "cat-file", "--batch"],
+        input=request,
+        capture_output=True,
+        check=True,
+    )
+    data = done.stdout
+    texts: dict[str, str] = {}
+    offset = 0
+    for path, _ in order:
+        end = data.index(b"\n", offset)
+        header = data[offset:end].split()
+        size = int(header[2])
+        start = end + 1
+        texts[path] = data[start : start + size].decode("utf-8", errors="replace")
+        offset = start + size + 1
+    return texts

@@ -1,0 +1,257 @@
+"""Lint of the registers (SPEC §8.2, §8.4): schema, references, the ladder, intake debt, and the
+history checks against trunk (tombstone-not-delete, the load-bearing guard).
+
+Units, their statuses and the interaction policy come in as arguments: the registry knows no engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+
+from registry.entries import LOAD_BEARING, Entry, Issue, Registers, load_fields, parse_ack
+from registry.history import History
+
+CODES = {
+    "awaits-ack": "notice: an unresolved finding nobody has acknowledged yet",
+    "regate": "error: an acknowledged unresolved finding names an in-progress unit",
+    "malformed-ack": "error: the ack of an unresolved finding is not `YYYY-MM-DD <person with ack>`",
+    "intake-debt": "warning: a `new` intake entry older than intakeDebtDays",
+    "tombstone-not-delete": "error: a register entry that landed on trunk is missing",
+    "unauthorized-change": "error: a load-bearing field changed without authorization",
+    "ack-removed": "error: an ack was removed without authorization",
+    "bad-ref": "error: a typed reference does not resolve",
+    "schema": "error: the entry does not parse or lacks a field",
+    "history-unavailable": "warning: trunk history could not be read; history checks did not run",
+}
+
+
+@dataclass
+class Policy:
+    """What lint needs of the interaction policy: who holds `ack`, and their emails."""
+
+    ackers: dict[str, tuple[str, ...]]  # person -> emails (empty: any author)
+    intake_debt_days: int = 14
+
+
+@dataclass
+class LintResult:
+    issues: list[Issue] = field(default_factory=list)
+    history_checked: bool = False
+
+    def of(self, level: str) -> list[Issue]:
+        return [i for i in self.issues if i.level == level]
+
+    @property
+    def errors(self) -> list[Issue]:
+        return self.of("error")
+
+    def as_json(self) -> dict:
+        return {
+            "errors": [i.as_json() for i in self.of("error")],
+            "warnings": [i.as_json() for i in self.of("warning")],
+            "notices": [i.as_json() for i in self.of("notice")],
+            "historyChecked": self.history_checked,
+        }
+
+
+def ack_problem(ack: str, policy: Policy, today: date) -> str | None:
+    """Why an ack is malformed, or None when it is well formed."""
+    parsed = parse_ack(ack)
+    if parsed is None:
+        return f"ack {ack!r} is not `YYYY-MM-DD <person>` with a real date"
+    when, person = parsed
+    if when > today:
+        return f"ack {ack!r} is dated after today ({today})"
+    if person not in policy.ackers:
+        return f"ack {ack!r} names {person!r}, who does not hold the ack grant"
+    return None
+
+
+def lint_entries(
+    registers: Registers, units: dict[str, str], record_ids: set[str], policy: Policy, today: date
+) -> list[Issue]:
+    """Everything but history: references, the ladder, malformed acks, intake debt."""
+    issues = list(registers.issues)
+    known = set(units) | set(registers.findings) | set(registers.intake) | record_ids
+    for entry in registers.findings.values():
+        issues += _finding(entry, units, policy, today)
+    for entry in registers.records.values():
+        for ref in entry.fields.get("relates") or []:
+            if ref not in known:
+                issues.append(
+                    Issue(
+                        "error",
+                        "bad-ref",
+                        entry.id,
+                        f"{entry.id}: relates {ref!r}, which is no record, finding, intake or unit",
+                    )
+                )
+    debt = timedelta(days=policy.intake_debt_days)
+    for entry in registers.intake.values():
+        when = entry.fields["date"]
+        when = when if isinstance(when, date) else date.fromisoformat(when)
+        if entry.fields["disposition"] == "new" and today - when > debt:
+            issues.append(
+                Issue(
+                    "warning",
+                    "intake-debt",
+                    entry.id,
+                    f"{entry.id} has been new since {when} (more than {policy.intake_debt_days} "
+                    "days): triage it (parked, scoped:<stream> or rejected)",
+                )
+            )
+    return issues
+
+
+def _finding(entry: Entry, units: dict[str, str], policy: Policy, today: date) -> list[Issue]:
+    issues: list[Issue] = []
+    affects = entry.fields.get("affects") or []
+    for unit_id in affects:
+        if unit_id not in units:
+            issues.append(
+                Issue("error", "bad-ref", entry.id, f"{entry.id}: affects {unit_id!r}, which has no contract")
+            )
+    if entry.fields["resolved"]:
+        return issues  # history: a malformed ack here is not an error
+    ack = entry.fields["ack"]
+    if not ack.strip():
+        issues.append(Issue("notice", "awaits-ack", entry.id, f"unresolved {entry.id} awaits desk ack"))
+        return issues
+    problem = ack_problem(ack, policy, today)
+    if problem:
+        issues.append(Issue("error", "malformed-ack", entry.id, f"{entry.id}: {problem}"))
+        return issues
+    for unit_id in affects:
+        if units.get(unit_id) == "in-progress":
+            issues.append(
+                Issue(
+                    "error",
+                    "regate",
+                    entry.id,
+                    f"{entry.id} (acknowledged) affects in-progress {unit_id}: "
+                    "demote to todo (re-gate) or resolve the finding",
+                )
+            )
+    return issues
+
+
+def _load_bearing(fields: dict | None) -> dict:
+    if fields is None:
+        return {}
+    return {k: fields.get(k) for k in LOAD_BEARING}
+
+
+def _authorizer(history: History, path: str, policy: Policy) -> tuple[str | None, str]:
+    """The person whose valid Authorized-by trailer covers this path on the branch, if any."""
+    seen = ""
+    for commit in history.commits:
+        if path not in commit.paths:
+            continue
+        for name in commit.authorized_by():
+            if name not in policy.ackers:
+                seen = f"Authorized-by: {name} does not hold the ack grant"
+                continue
+            emails = policy.ackers[name]
+            if emails and commit.email not in emails:
+                seen = f"Authorized-by: {name}, but the commit author {commit.email} is not one of {name}'s emails"
+                continue
+            return name, ""
+    return None, seen or "no commit on the branch carries Authorized-by: <person with the ack grant>"
+
+
+def lint_history(
+    registers: Registers, worktree_texts: dict[str, str], history: History, policy: Policy
+) -> list[Issue]:
+    if not history.available:
+        return [
+            Issue(
+                "warning",
+                "history-unavailable",
+                "(history)",
+                f"no deletion observed (trunk history unavailable: {history.why}); "
+                "the tombstone and load-bearing checks did not run",
+            )
+        ]
+    issues: list[Issue] = []
+    for path in sorted(history.landed - registers.paths):
+        issues.append(
+            Issue(
+                "error",
+                "tombstone-not-delete",
+                path,
+                f"register entry removed (tombstone-not-delete): {path} landed on trunk; restore "
+                "it and withdraw it in place (resolved: true, or disposition: rejected with a "
+                "reason)",
+            )
+        )
+    for path in sorted(registers.paths):
+        now_fields = _load_bearing(load_fields("", worktree_texts.get(path, "")))
+        head_text = history.head.get(path)
+        base_text = history.base.get(path)
+        head_fields = _load_bearing(load_fields("", head_text)) if head_text is not None else None
+        if base_text is None:
+            # a new entry: arriving with an ack needs the same authorization
+            if (now_fields.get("ack") or "").strip():
+                if head_fields is None or head_fields.get("ack") != now_fields.get("ack"):
+                    issues.append(
+                        Issue(
+                            "error",
+                            "unauthorized-change",
+                            path,
+                            f"{path}: a new entry arrives with an ack in an uncommitted change; "
+                            "commit it with Authorized-by: <person with the ack grant>",
+                        )
+                    )
+                else:
+                    who, why = _authorizer(history, path, policy)
+                    if who is None:
+                        issues.append(
+                            Issue(
+                                "error",
+                                "unauthorized-change",
+                                path,
+                                f"{path}: a new entry arrives with an ack; {why}",
+                            )
+                        )
+            continue
+        base_fields = _load_bearing(load_fields("", base_text))
+        if head_fields is not None and head_fields != now_fields:
+            changed = [k for k in LOAD_BEARING if head_fields.get(k) != now_fields.get(k)]
+            issues.append(
+                Issue(
+                    "error",
+                    "unauthorized-change",
+                    path,
+                    f"{path}: uncommitted change to {', '.join(changed)} of an entry on trunk; "
+                    "commit it with Authorized-by: <person with the ack grant>",
+                )
+            )
+            continue
+        if base_fields == now_fields:
+            continue
+        who, why = _authorizer(history, path, policy)
+        if who is not None:
+            continue
+        changed = [k for k in LOAD_BEARING if base_fields.get(k) != now_fields.get(k)]
+        if (base_fields.get("ack") or "").strip() and not (now_fields.get("ack") or "").strip():
+            issues.append(
+                Issue(
+                    "error",
+                    "ack-removed",
+                    path,
+                    f"{path}: removing the ack downgrades the hard re-gate problem to a notice; {why}",
+                )
+            )
+            changed.remove("ack")
+            if not changed:
+                continue
+        issues.append(
+            Issue(
+                "error",
+                "unauthorized-change",
+                path,
+                f"{path}: {', '.join(changed)} changed since trunk; {why}",
+            )
+        )
+    return issues

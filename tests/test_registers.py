@@ -1,0 +1,328 @@
+"""Registers in git (seed 004, SPEC §8): the ladder, Next-up, lint against trunk history."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.helpers import make_workspace
+
+FINDING = "findings/F-alert-path-dead.md"
+BODY = (
+    'The step whose whole job is to shout "a withheld token reached main" dies before it can escalate:\n'
+    "it calls a CLI its runner does not ship, so it exits 127 on the failure path.\n"
+)
+
+
+def finding_text(ack="", resolved=False, affects=("release-hardening/manifest",), fid="F-alert-path-dead"):
+    front = {
+        "id": fid,
+        "date": "2026-08-11",
+        "title": "The post-merge leak alerter cannot run: a red gate on main is invisible",
+        "affects": list(affects),
+        "ack": ack,
+        "resolved": resolved,
+    }
+    return "---\n" + yaml.safe_dump(front, sort_keys=False) + "---\n" + BODY
+
+
+@pytest.fixture
+def reg(tmp_path):
+    ws = make_workspace(tmp_path)
+    ws.contract("release-hardening/manifest", "implement", "implement", priority=10)
+    ws.commit("the manifest brief")
+    return ws
+
+
+def lint(ws, *extra):
+    done = ws.run("registry", "lint", "--json", *extra)
+    assert done.returncode in (0, 1), done.stderr
+    data = json.loads(done.stdout)
+    assert (done.returncode == 1) == bool(data["errors"])
+    return data
+
+
+def codes(result, level="errors"):
+    return [(i["code"], i["entry"]) for i in result[level]]
+
+
+def unit(ws, unit_id):
+    return next(u for u in ws.json("status")["units"] if u["id"] == unit_id)
+
+
+def test_the_ladder_for_f_alert_path_dead(reg):
+    ws = reg
+    ws.lease("release-hardening/manifest")
+    ws.write(FINDING, finding_text())
+    ws.commit("file F-alert-path-dead")
+    # unacknowledged: the notice, the unit flagged stale-knowledge, out of Next-up
+    result = lint(ws)
+    assert result["errors"] == [] and result["historyChecked"] is True
+    assert [i["message"] for i in result["notices"]] == ["unresolved F-alert-path-dead awaits desk ack"]
+    assert unit(ws, "release-hardening/manifest")["staleKnowledge"] == ["F-alert-path-dead"]
+    ids = [u["id"] for u in ws.json("registry", "next-up")]
+    assert "release-hardening/manifest" not in ids and "u1" in ids
+
+    # acknowledged (dated, authorized) while the unit is in progress: the re-gate error
+    ws.git("checkout", "-q", "-b", "desk")
+    done = ws.run("registry", "ack", "F-alert-path-dead", "--by", "alice")
+    assert done.returncode == 0, done.stderr
+    assert 'ack: "2026-11-29 alice"' in (ws.root / FINDING).read_text()
+    ws.commit("ack the alerter finding\n\nAuthorized-by: alice")
+    result = lint(ws)
+    assert codes(result) == [("regate", "F-alert-path-dead")]
+    assert "demote to todo (re-gate) or resolve the finding" in result["errors"][0]["message"]
+    assert ws.run("registry", "lint").returncode == 1
+
+    # resolved with authorization: back in Next-up once the unit is todo
+    ws.write(FINDING, finding_text(ack="2026-11-29 alice", resolved=True))
+    ws.commit("resolve: alerter ships its CLI\n\nAuthorized-by: alice")
+    assert lint(ws)["errors"] == []
+    assert unit(ws, "release-hardening/manifest")["staleKnowledge"] == []
+    assert "release-hardening/manifest" not in [u["id"] for u in ws.json("registry", "next-up")]
+    ws.run(
+        "unit", "demote", "release-hardening/manifest", "--by", "alice", "--rationale", "re-gate", check=True
+    )
+    queue = ws.json("registry", "next-up")
+    assert queue[0] == {"id": "release-hardening/manifest", "priority": 10}
+
+
+def test_stale_knowledge_vetoes_dispatch(reg):
+    ws = reg
+    ws.write(FINDING, finding_text())
+    before = ws.digest()
+    done = ws.run("unit", "dispatch", "release-hardening/manifest")
+    assert done.returncode == 3 and "F-alert-path-dead" in done.stderr
+    assert ws.digest() == before
+    explained = ws.json("registry", "next-up", "--explain")
+    reasons = {u["id"]: u["reasons"] for u in explained["excluded"]}
+    assert reasons["release-hardening/manifest"] == ["stale-knowledge: unresolved F-alert-path-dead"]
+
+
+def test_deleting_a_landed_entry_is_a_tombstone_error(reg):
+    ws = reg
+    ws.write(FINDING, finding_text())
+    ws.commit("file it")
+    ws.git("checkout", "-q", "-b", "cleanup")
+    (ws.root / FINDING).unlink()
+    ws.commit("remove the finding")
+    result = lint(ws)
+    assert codes(result) == [("tombstone-not-delete", FINDING)]
+    assert "register entry removed (tombstone-not-delete)" in result["errors"][0]["message"]
+    assert "withdraw it in place" in result["errors"][0]["message"]
+    # withdraw in place instead, with authorization
+    ws.git("checkout", "-q", "main", "--", FINDING)
+    ws.write(FINDING, finding_text(resolved=True))
+    ws.commit("withdraw: filed in error\n\nAuthorized-by: alice")
+    assert lint(ws)["errors"] == []
+
+
+def test_intake_rejected_in_place_passes(reg):
+    ws = reg
+    ws.write(
+        "intake/I-cache-views.md",
+        "---\nid: I-cache-views\ndate: '2026-11-20'\ntitle: Cache the views\ndisposition: new\n---\nIdea.\n",
+    )
+    ws.commit("intake")
+    ws.git("checkout", "-q", "-b", "triage")
+    ws.write(
+        "intake/I-cache-views.md",
+        "---\nid: I-cache-views\ndate: '2026-11-20'\ntitle: Cache the views\n"
+        "disposition: rejected\nreason: views are cheap\n---\nIdea.\n",
+    )
+    ws.commit("reject the idea")
+    assert lint(ws)["errors"] == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [dict(resolved=True), dict(affects=())],
+    ids=["flip-resolved", "empty-affects"],
+)
+def test_load_bearing_guard(reg, change):
+    ws = reg
+    ws.write(FINDING, finding_text())
+    ws.commit("file it")
+    ws.git("checkout", "-q", "-b", "sneaky")
+    ws.write(FINDING, finding_text(**change))
+    # uncommitted: an error whatever the trailer
+    assert codes(lint(ws)) == [("unauthorized-change", FINDING)]
+    ws.commit("tidy up")
+    result = lint(ws)
+    assert codes(result) == [("unauthorized-change", FINDING)]
+    assert "Authorized-by" in result["errors"][0]["message"]
+    # a trailer naming a person without the ack grant
+    ws.commit("still tidy\n\nAuthorized-by: bob")
+    assert codes(lint(ws)) == [("unauthorized-change", FINDING)]
+    # the owner's trailer, but from another author address than the owner's
+    ws.write(FINDING, finding_text(**change) + "\n")
+    ws.commit("tidy\n\nAuthorized-by: alice", email="mallory@example.org")
+    assert codes(lint(ws)) == [("unauthorized-change", FINDING)]
+    # the owner, from the owner's address: passes
+    ws.write(FINDING, finding_text(**change) + "\n\n")
+    ws.commit("authorized\n\nAuthorized-by: alice")
+    assert lint(ws)["errors"] == []
+
+
+def test_removing_an_ack_says_what_it_does(reg):
+    ws = reg
+    ws.write(FINDING, finding_text(ack="2026-11-20 alice"))
+    ws.commit("file it, acknowledged\n\nAuthorized-by: alice")
+    ws.git("checkout", "-q", "-b", "quiet")
+    ws.write(FINDING, finding_text(ack=""))
+    ws.commit("drop the ack")
+    result = lint(ws)
+    assert codes(result) == [("ack-removed", FINDING)]
+    assert "downgrades the hard re-gate problem to a notice" in result["errors"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    "ack", ["2026-13-45 alice", "yesterday alice", "2026-12-25 alice", "2026-11-20 bob", "2026-11-20"]
+)
+def test_malformed_ack(reg, ack):
+    ws = reg
+    ws.write(FINDING, finding_text(ack=ack))
+    assert codes(lint(ws, "--trunk", "nope")) == [("malformed-ack", "F-alert-path-dead")]
+    ws.write(FINDING, finding_text(ack=ack, resolved=True))
+    assert lint(ws, "--trunk", "nope")["errors"] == []
+
+
+def test_new_entry_arriving_with_an_ack_needs_authorization(reg):
+    ws = reg
+    ws.git("checkout", "-q", "-b", "new")
+    ws.write(FINDING, finding_text(ack="2026-11-20 alice"))
+    ws.commit("file, pre-acked")
+    assert codes(lint(ws)) == [("unauthorized-change", FINDING)]
+    ws.write(FINDING, finding_text(ack="2026-11-20 alice") + "\n")
+    ws.commit("authorize\n\nAuthorized-by: alice")
+    assert lint(ws)["errors"] == []
+
+
+def test_yaml_tags_execute_nothing_and_bad_ids_are_rejected(reg, tmp_path):
+    ws = reg
+    marker = tmp_path / "pwned"
+    ws.write(
+        "findings/F-evil.md",
+        f"---\nid: !!python/object/apply:os.system ['touch {marker}']\n"
+        "date: '2026-11-01'\ntitle: x\naffects: []\nack: ''\nresolved: false\n---\n",
+    )
+    ws.write(
+        "findings/F-dots.md",
+        "---\nid: F-..-x\ndate: '2026-11-01'\ntitle: x\naffects: []\nack: ''\nresolved: false\n---\n",
+    )
+    ws.write(
+        "findings/F-slash.md",
+        "---\nid: F-a/b\ndate: '2026-11-01'\ntitle: x\naffects: []\nack: ''\nresolved: false\n---\n",
+    )
+    result = lint(ws, "--trunk", "nope")
+    assert sorted(codes(result)) == [
+        ("schema", "findings/F-dots.md"),
+        ("schema", "findings/F-evil.md"),
+        ("schema", "findings/F-slash.md"),
+    ]
+    assert not marker.exists()
+    messages = " ".join(i["message"] for i in result["errors"])
+    assert "safe YAML" in messages and "path separator" in messages
+
+
+def test_references_must_resolve(reg):
+    ws = reg
+    ws.write(FINDING, finding_text(affects=("nobody",)))
+    ws.write(
+        "records/REG-CLM-x.md",
+        "---\nid: REG-CLM-x\nlabel: x\nkind: CLM\nstatus: {claim: claimed, "
+        "implementation: wired, operation: observed}\nsources: []\nrelates: [REG-OBJ-missing]\n"
+        "limitations: []\n---\n",
+    )
+    assert sorted(codes(lint(ws, "--trunk", "nope"))) == [
+        ("bad-ref", "F-alert-path-dead"),
+        ("bad-ref", "REG-CLM-x"),
+    ]
+
+
+def test_lint_outside_a_repository_never_passes_history(tmp_path):
+    import subprocess
+
+    from tests.helpers import REGULATOR, clean_env
+
+    root = tmp_path / "plain"
+    root.mkdir()
+    env = clean_env(REGULATOR_NOW="2026-11-29T12:00:00Z")
+    subprocess.run(
+        [REGULATOR, "init", "--owner", "alice"], cwd=root, env=env, check=True, capture_output=True
+    )
+    done = subprocess.run(
+        [REGULATOR, "registry", "lint", "--json"], cwd=root, env=env, capture_output=True, text=True
+    )
+    data = json.loads(done.stdout)
+    assert data["historyChecked"] is False
+    assert [w["code"] for w in data["warnings"]] == ["history-unavailable"]
+    assert "no deletion observed (trunk history unavailable" in data["warnings"][0]["message"]
+    text = subprocess.run(
+        [REGULATOR, "registry", "lint"], cwd=root, env=env, capture_output=True, text=True
+    ).stdout
+    assert "history NOT checked" in text and "passed" not in text
+
+
+def test_views_check(reg):
+    ws = reg
+    ws.write(FINDING, finding_text())
+    assert ws.run("registry", "views", "--check").returncode == 1
+    ws.run("registry", "views", check=True)
+    assert ws.run("registry", "views", "--check").returncode == 0
+    first = (ws.root / "FINDINGS.md").read_text()
+    ws.run("registry", "views", check=True)
+    assert (ws.root / "FINDINGS.md").read_text() == first  # deterministic
+    assert "F-alert-path-dead" in first
+    (ws.root / "FINDINGS.md").write_text(first.replace("| no |", "| yes |"))
+    done = ws.run("registry", "views", "--check")
+    assert done.returncode == 1 and "FINDINGS.md" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "disposition,warns",
+    [("new", True), ("parked", False), ("scoped:release-hardening", False), ("rejected", False)],
+)
+def test_intake_debt(reg, disposition, warns):
+    ws = reg
+    extra = "reason: out of scope\n" if disposition == "rejected" else ""
+    ws.write(
+        "intake/I-old-idea.md",
+        f"---\nid: I-old-idea\ndate: '2026-11-01'\ntitle: Old idea\ndisposition: {disposition}\n{extra}---\n",
+    )
+    ws.write(
+        "intake/I-fresh-idea.md",
+        "---\nid: I-fresh-idea\ndate: '2026-11-20'\ntitle: Fresh\ndisposition: new\n---\n",
+    )
+    result = lint(ws, "--trunk", "nope")
+    debt = [i["entry"] for i in result["warnings"] if i["code"] == "intake-debt"]
+    assert debt == (["I-old-idea"] if warns else [])
+
+
+def test_rejected_intake_needs_a_reason(reg):
+    ws = reg
+    ws.write("intake/I-x.md", "---\nid: I-x\ndate: '2026-11-20'\ntitle: x\ndisposition: rejected\n---\n")
+    assert codes(lint(ws, "--trunk", "nope")) == [("schema", "intake/I-x.md")]
+
+
+def test_shipped_records_state_limitations(reg):
+    records = reg.json("registry", "records")
+    ids = {r["id"] for r in records}
+    assert {"REG-CMP-register-lint", "REG-BAP-person-by-name", "REG-OBJ-memory-store"} <= ids
+    text = " ".join(" ".join(r["limitations"]) for r in records)
+    assert "not authenticated" in text and "advisory where history is missing" in text
+    assert "never checks" in text or "nothing checks that a fact is true" in text.lower()
+    assert all(set(r["status"]) == {"claim", "implementation", "operation"} for r in records)
+
+
+def test_ack_needs_the_grant(reg):
+    ws = reg
+    ws.write(FINDING, finding_text())
+    before = Path(ws.root / FINDING).read_text()
+    done = ws.run("registry", "ack", "F-alert-path-dead", "--by", "bob")
+    assert done.returncode == 3
+    assert (ws.root / FINDING).read_text() == before
+    assert ws.run("registry", "ack", "../x", "--by", "alice").returncode == 2
