@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+from engine.text import escape, escape_block
 
-
-def escape(text: object) -> str:
-    """Store fields shown to a person: control characters (ESC among them) become \\xNN."""
-    value = "" if text is None else str(text)
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value).replace("\n", "\\n")
-
-
-def escape_block(text: object) -> str:
-    """Like escape, but keeps newlines (for multi-line prose)."""
-    return "\n".join(escape(line) for line in str(text or "").split("\n"))
+__all__ = ["escape", "escape_block", "out", "emit_json", "table"]
 
 
 def out(line: str = "") -> None:

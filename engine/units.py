@@ -41,7 +41,7 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
             "kind": "dispatch",
             "unit": unit_id,
             "lease": lease_id,
-            "worktree": str(worktree) if worktree else None,
+            "worktree": _relative(ws, worktree),
             "revision": ws.revision(worktree),
             "at": clock.iso(clock.now()),
         }
@@ -57,6 +57,16 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
         return written
 
 
+def _relative(ws: Workspace, worktree: Path | None) -> str | None:
+    """Worktrees inside the workspace are recorded relative to it, so the log moves with it."""
+    if worktree is None:
+        return None
+    try:
+        return worktree.relative_to(ws.root).as_posix()
+    except ValueError:
+        return str(worktree)
+
+
 def close(ws: Workspace, unit_id: str) -> dict:
     check_unit_id(unit_id)
     with ws.exclusive():
@@ -66,14 +76,14 @@ def close(ws: Workspace, unit_id: str) -> dict:
         check_close(ws, state, unit)
         event = {"kind": "close", "unit": unit_id, "lease": unit.lease, "at": clock.iso(clock.now())}
         written = ws.store("units").append(event)
-        _remove_lease_file(unit)
+        _remove_lease_file(ws, unit)
         return written
 
 
-def _remove_lease_file(unit: UnitState) -> None:
+def _remove_lease_file(ws: Workspace, unit: UnitState) -> None:
     """The lease is released in the log; the file, now stale, is removed as a courtesy."""
     if unit.worktree:
-        path = Path(unit.worktree) / LEASE_FILE
+        path = ws.root / unit.worktree / LEASE_FILE
         try:
             if json.loads(path.read_text(encoding="utf-8")).get("lease") == unit.lease:
                 path.unlink()
@@ -126,7 +136,7 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str, rationale: str) ->
             }
         written = ws.store("units").append(event)
         if unit.status == "in-progress":
-            _remove_lease_file(unit)
+            _remove_lease_file(ws, unit)
         return written
 
 
@@ -151,5 +161,5 @@ def demote(ws: Workspace, unit_id: str, by: str, rationale: str) -> dict:
             "at": clock.iso(clock.now()),
         }
         written = ws.store("units").append(event)
-        _remove_lease_file(unit)
+        _remove_lease_file(ws, unit)
         return written

@@ -1,0 +1,397 @@
+"""The control room: a Textual application over the engine's read models (SPEC §10).
+
+It reads through `controlroom.readmodel`, writes only through the engine calls the CLI uses, and
+watches the stores with watchfiles, folding in only the bytes appended since the last read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Footer, Input, Static
+
+from controlroom import readmodel
+from controlroom.actions import ACTIONS, BY_NAME, for_view, why_not
+from controlroom.lifecycle import lifecycle
+from engine import clock
+from engine.errors import RegulatorError
+from engine.state import StoreReplaced, advance, load, unrouted
+from engine.workspace import Workspace
+from widgets.detail import DetailPane
+from widgets.dialogs import DecideDialog, ProposalDialog, ResolveDialog, RetractDialog, TextScreen
+from widgets.table import LineTable
+
+REGISTER_DIRS = ("findings", "intake", "records", "contracts", "regulator")
+
+
+class ControlRoom(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "regulator"
+    BINDINGS = [
+        Binding("1", "view('obligations')", "Obligations", show=False),
+        Binding("2", "view('units')", "Units", show=False),
+        Binding("3", "view('memory')", "Memory", show=False),
+        Binding("4", "view('signals')", "Signals", show=False),
+        Binding("5", "view('registers')", "Registers", show=False),
+        Binding("6", "view('identity')", "Identity", show=False),
+        Binding("r", "act('resolve')", "resolve"),
+        Binding("x", "act('retract')", "retract"),
+        Binding("d", "act('decide')", "decide"),
+        Binding("y", "act('accept')", "accept"),
+        Binding("n", "act('reject')", "reject"),
+        Binding("enter", "lifecycle", "lifecycle"),
+        Binding("slash", "filter", "filter"),
+        Binding("escape", "clear_filter", "clear filter", show=False),
+        Binding("a", "toggle_all", "all"),
+        Binding("question_mark", "keys", "keys"),
+        Binding("q", "quit", "quit"),
+    ]
+
+    def __init__(
+        self,
+        ws: Workspace,
+        person: str | None = None,
+        read_only: bool = False,
+        view: str = "obligations",
+        watch: bool = True,
+    ) -> None:
+        super().__init__()
+        self.ws = ws
+        self.person = person
+        self.read_only = read_only
+        self.view = view
+        self.watching = watch
+        self.show_all = False
+        self.filter_text = ""
+        self.snap = readmodel.snapshot(ws, person)
+        self.live = "● live" if watch else "○ paused"
+        self.refreshes = 0  # how many store changes were folded in (tests and bench read it)
+
+    # ---- layout ----------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(id="topbar")
+        yield Static(id="tabs")
+        yield Input(placeholder="filter this view (Enter to apply, Esc to clear)", id="filter")
+        with Horizontal(id="body"):
+            yield LineTable(readmodel.COLUMNS[self.view], id="table")
+            yield DetailPane(id="detail")
+        yield Static(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#filter", Input).cursor_blink = False
+        if not self.read_only:
+            self._route_if_needed()
+        self.show_view()
+        self.query_one(LineTable).focus()
+        if self.watching:
+            self.watch_stores()
+
+    @property
+    def table(self) -> LineTable:
+        return self.query_one("#table", LineTable)
+
+    # ---- drawing ---------------------------------------------------------------------------------
+    def show_view(self) -> None:
+        keys = readmodel.keys(self.view, self.snap, self.show_all)
+        if self.filter_text:
+            needle = self.filter_text.lower()
+            keys = [k for k in keys if needle in " ".join(readmodel.row(self.view, self.snap, k)).lower()]
+        view = self.view
+        self.table.set_rows(keys, lambda key: readmodel.row(view, self.snap, key), readmodel.COLUMNS[view])
+        self.draw_chrome()
+        self.draw_detail()
+
+    def draw_chrome(self) -> None:
+        who = f" · as {self.person}" if self.person else " · no operator"
+        mode = " · read-only" if self.read_only else ""
+        left = f"regulator · {self.ws.root.name}{who}{mode}"
+        right = readmodel.header_text(self.snap, self.live)
+        self.query_one("#topbar", Static).update(Text(f"{left}    {right}"))
+        tabs = Text()
+        for i, name in enumerate(readmodel.VIEWS, start=1):
+            label = f" {i} {readmodel.TITLES[name]} "
+            tabs.append(label, style="reverse bold" if name == self.view else "")
+            tabs.append(" ")
+        extra = []
+        if self.show_all:
+            extra.append("all")
+        if self.filter_text:
+            extra.append(f"filter: {self.filter_text}")
+        tabs.append("  " + " · ".join(extra) if extra else "")
+        self.query_one("#tabs", Static).update(tabs)
+        count = len(self.table.keys)
+        self.query_one("#status", Static).update(
+            Text(f"{count} row(s) · enter lifecycle · / filter · ? keys")
+        )
+        self.refresh_bindings()
+
+    def draw_detail(self) -> None:
+        key = self.table.current_key
+        lines = lifecycle(self.view, self.snap, key)
+        actions = []
+        if not self.read_only:
+            for action in for_view(self.view):
+                actions.append((action.key, action.label, why_not(action, self.snap, key)))
+        self.query_one(DetailPane).show(lines, actions)
+
+    @on(LineTable.Highlighted)
+    def _highlighted(self, event: LineTable.Highlighted) -> None:
+        self.draw_detail()
+        self.refresh_bindings()
+
+    @on(LineTable.Chosen)
+    def _chosen(self, event: LineTable.Chosen) -> None:
+        self.action_lifecycle()
+
+    # ---- actions: navigation ----------------------------------------------------------------------
+    def action_view(self, view: str) -> None:
+        self.view = view
+        self.filter_text = ""
+        self.query_one("#filter", Input).value = ""
+        self.table.cursor = 0
+        self.show_view()
+
+    def action_toggle_all(self) -> None:
+        self.show_all = not self.show_all
+        self.show_view()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.add_class("shown")
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.value = ""
+        box.remove_class("shown")
+        self.filter_text = ""
+        self.show_view()
+        self.table.focus()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self.filter_text = event.value.strip()
+        if not self.filter_text:
+            event.input.remove_class("shown")
+        self.table.cursor = 0
+        self.show_view()
+        self.table.focus()
+
+    def action_lifecycle(self) -> None:
+        key = self.table.current_key
+        if key is None:
+            return
+        self.push_screen(
+            TextScreen(
+                f"{readmodel.TITLES[self.view]} · {key} — lifecycle", lifecycle(self.view, self.snap, key)
+            )
+        )
+
+    def action_keys(self) -> None:
+        lines = [
+            "views: 1 Obligations · 2 Units · 3 Memory · 4 Signals · 5 Registers · 6 Identity",
+            "",
+            f"keys of this view ({readmodel.TITLES[self.view]}):",
+            "  up/down j/k move · pgup/pgdn page · home/end first/last",
+            "  enter    the whole lifecycle of the row",
+            "  /        filter this view; esc clears",
+            "  a        show all (resolved, retracted) or only the live rows",
+            "  ctrl+p   command palette: every action",
+            "  q        quit",
+        ]
+        for action in for_view(self.view):
+            state = (
+                "hidden: read-only"
+                if self.read_only
+                else (why_not(action, self.snap, self.table.current_key) or "available")
+            )
+            lines.append(f"  {action.key}        {action.label} ({state})")
+        self.push_screen(TextScreen("keys", lines))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "act" and parameters:
+            spec = BY_NAME[str(parameters[0])]
+            if self.read_only or spec.view != self.view:
+                return False
+            if not self.is_mounted:
+                return True
+            return None if why_not(spec, self.snap, self.table.current_key) else True
+        return True
+
+    def get_system_commands(self, screen):
+        yield from super().get_system_commands(screen)
+        for i, name in enumerate(readmodel.VIEWS, start=1):
+            yield SystemCommand(
+                f"View: {readmodel.TITLES[name]}", f"key {i}", lambda name=name: self.action_view(name)
+            )
+        if not self.read_only:
+            for action in ACTIONS:
+                yield SystemCommand(
+                    f"Action: {action.label}",
+                    f"key {action.key} in {action.view}",
+                    lambda action=action: self._palette_act(action.name),
+                )
+        yield SystemCommand("Filter this view", "key /", self.action_filter)
+        yield SystemCommand("Show all rows / live rows", "key a", self.action_toggle_all)
+
+    def _palette_act(self, name: str) -> None:
+        spec = BY_NAME[name]
+        if self.view != spec.view:
+            self.action_view(spec.view)
+        self.action_act(name)
+
+    # ---- actions: writes (each the CLI's engine call) ---------------------------------------------
+    def action_act(self, name: str) -> None:
+        spec = BY_NAME[name]
+        key = self.table.current_key
+        reason = "read-only" if self.read_only else why_not(spec, self.snap, key)
+        if reason:
+            self.notify(f"{spec.label}: {reason}", severity="warning")
+            return
+        state = self.snap.state
+        if name == "resolve":
+            from engine.obligations import DISPOSITIONS
+
+            ob = state.obligations[key]
+            summary = f"{ob.severity} on {ob.unit or '(no unit)'}: {ob.subject}"
+            self.push_screen(ResolveDialog(ob.id, summary, DISPOSITIONS), lambda r: self._resolve(ob.id, r))
+        elif name == "retract":
+            entry = state.memory[key].event
+            self.push_screen(
+                RetractDialog(key, f"{entry['subject']}: {entry['note']}"), lambda r: self._retract(key, r)
+            )
+        elif name == "decide":
+            from engine.state import ACTIONS as RECOVERY
+
+            self.push_screen(DecideDialog(key, RECOVERY), lambda r: self._decide(key, r))
+        else:
+            ident = key.partition(":")[2]
+            proposal = state.proposals[ident]
+            verdict = "accept" if name == "accept" else "reject"
+            self.push_screen(
+                ProposalDialog(ident, verdict, f"{proposal['file']}: {proposal['rationale']}"),
+                lambda r: self._proposal(ident, verdict, r),
+            )
+
+    def _write(self, call, done: str) -> None:
+        try:
+            call()
+        except RegulatorError as exc:
+            self.notify(str(exc), severity="error", timeout=8)
+            return
+        self.notify(done)
+        self.reload()
+
+    def _resolve(self, ob_id: str, answer: dict | None) -> None:
+        if answer is None:
+            return
+        from engine.obligations import resolve
+
+        self._write(
+            lambda: resolve(self.ws, ob_id, self.person, answer["disposition"], answer["rationale"]),
+            f"obligation {ob_id} resolved: {answer['disposition']}",
+        )
+
+    def _retract(self, entry_id: str, answer: dict | None) -> None:
+        if answer is None:
+            return
+        from engine.memory import retract
+
+        self._write(
+            lambda: retract(self.ws, entry_id, self.person, answer["reason"]),
+            f"memory entry {entry_id} retracted",
+        )
+
+    def _decide(self, unit_id: str, answer: dict | None) -> None:
+        if answer is None:
+            return
+        from engine.units import decide
+
+        self._write(
+            lambda: decide(self.ws, unit_id, answer["action"], self.person, answer["rationale"]),
+            f"{unit_id}: {answer['action']} recorded",
+        )
+
+    def _proposal(self, proposal_id: str, verdict: str, answer: dict | None) -> None:
+        if answer is None:
+            return
+        from engine.decisions import decide
+
+        outcome = "accepted" if verdict == "accept" else "rejected"
+        self._write(
+            lambda: decide(self.ws, proposal_id, self.person, answer["rationale"], outcome),
+            f"proposal {proposal_id} {outcome}",
+        )
+
+    # ---- live ------------------------------------------------------------------------------------
+    def _route_if_needed(self) -> bool:
+        if self.read_only or not unrouted(self.snap.state):
+            return False
+        from engine.router import route
+
+        try:
+            route(self.ws)
+        except RegulatorError as exc:
+            self.notify(f"routing failed: {exc}", severity="error")
+            return False
+        return True
+
+    def reload(self, checks: bool = True) -> None:
+        """Read everything again (after our own write, or when a store was replaced)."""
+        self.snap = readmodel.snapshot(self.ws, self.person, with_checks=checks)
+        self.show_view()
+
+    def fold_appended(self, registers_changed: bool = False) -> None:
+        """Fold only what was appended; route new signals unless read-only; redraw."""
+        snap = self.snap
+        snap.state.now = clock.now()
+        try:
+            advance(self.ws, snap.state, final=False)
+            if self._route_if_needed():
+                advance(self.ws, snap.state, final=False)
+        except StoreReplaced:
+            self.reload()
+            return
+        if registers_changed:
+            snap.state.contracts = load(self.ws, stores=()).contracts
+            readmodel.refresh_checks(snap)
+        snap.derive()
+        self.refreshes += 1
+        self.show_view()
+
+    @work(exclusive=True, group="watch")
+    async def watch_stores(self) -> None:
+        from watchfiles import awatch
+
+        paths = [str(self.ws.state_dir)] + [
+            str(self.ws.root / d) for d in REGISTER_DIRS if (self.ws.root / d).is_dir()
+        ]
+        async for changes in awatch(*paths, debounce=60, step=20, rust_timeout=500, yield_on_timeout=False):
+            changed = [Path(p) for _, p in changes]
+            registers = any(self.ws.state_dir not in p.parents for p in changed)
+            if any(p.suffix == ".ndjson" for p in changed) or registers:
+                self.fold_appended(registers_changed=registers)
+            await asyncio.sleep(0)
+
+
+def screenshot(
+    ws: Workspace, path: Path, view: str, person: str | None, size: tuple[int, int] = (150, 42)
+) -> None:
+    """Render the real application headless to an SVG (the source of screenshots/)."""
+    app = ControlRoom(ws, person, view=view, watch=False)
+    app.live = "● live"
+
+    async def shoot() -> None:
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            svg = app.export_screenshot(title=f"regulator · {readmodel.TITLES[view]}")
+        path.write_text(svg, encoding="utf-8")
+
+    asyncio.run(shoot())

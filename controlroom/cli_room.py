@@ -1,0 +1,106 @@
+"""`regulator controlroom` and `regulator demo` (SPEC §10, §14). Textual is imported only here,
+and only when the application itself runs.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from controlroom.cli import JsonFlag, app, emit_json, escape, out, workspace
+from engine.errors import BadInput
+
+
+def _views() -> tuple[str, ...]:
+    from controlroom.readmodel import VIEWS
+
+    return VIEWS
+
+
+def _person(ws, person: str | None) -> str | None:
+    if person is None:
+        return None
+    from engine.limits import check_text
+
+    check_text("--as", person, kind="name")
+    if person not in ws.interaction().people:
+        raise BadInput(f"--as {person!r} is not a person in regulator/policy/interaction.yaml")
+    return person
+
+
+@app.command()
+def controlroom(
+    as_: Annotated[
+        str | None, typer.Option("--as", help="The operator: a person in interaction.yaml.")
+    ] = None,
+    read_only: Annotated[bool, typer.Option("--read-only", help="Hide every write; do not route.")] = False,
+    once: Annotated[
+        bool, typer.Option("--once", help="Route, lint, print the state and exit (for CI).")
+    ] = False,
+    as_json: JsonFlag = False,
+    screenshot: Annotated[Path | None, typer.Option(help="Render to an SVG file and exit.")] = None,
+    view: Annotated[
+        str, typer.Option(help="The view to open (obligations, units, memory, ...).")
+    ] = "obligations",
+) -> None:
+    """Open the control room; --once prints the state for CI (exit 1 when something holds)."""
+    ws, _ = workspace()
+    person = _person(ws, as_)
+    if view not in _views():
+        raise BadInput(f"--view {view!r} is not one of {', '.join(_views())}")
+    if once or as_json:
+        code = run_once(ws, person, read_only, as_json)
+        raise typer.Exit(code)
+    if screenshot is not None:
+        if screenshot.suffix != ".svg":
+            raise BadInput(f"--screenshot {screenshot}: give a .svg file name")
+        from controlroom.app import screenshot as shoot
+
+        shoot(ws, screenshot, view, person)
+        out(f"wrote {escape(screenshot)}")
+        return
+    from controlroom.app import ControlRoom
+
+    ControlRoom(ws, person, read_only=read_only, view=view).run()
+
+
+def run_once(ws, person: str | None, read_only: bool, as_json: bool) -> int:
+    from controlroom.once import as_json as to_json
+    from controlroom.once import as_text, once
+
+    snap, reasons = once(ws, person, read_only)
+    if as_json:
+        emit_json(to_json(snap, reasons))
+    else:
+        sys.stdout.write(as_text(snap, reasons))
+    return 1 if reasons else 0
+
+
+@app.command()
+def demo(
+    dir_: Annotated[
+        Path | None, typer.Option("--dir", help="A new or empty folder (default: a temp folder).")
+    ] = None,
+    once: Annotated[
+        bool, typer.Option("--once", help="Print the --once state instead of opening the app.")
+    ] = False,
+) -> None:
+    """Build the seeds' worked examples in a fresh workspace, then open the control room."""
+    from controlroom.demo import OWNER, build
+
+    root = dir_ or Path(tempfile.mkdtemp(prefix="regulator-demo-"))
+    ws = build(root)
+    out(f"demo workspace: {escape(ws.root)}")
+    if once or not sys.stdout.isatty():
+        run_once(ws, OWNER, False, False)
+        out(
+            f"(the demo exits 0; run `regulator --root {escape(ws.root)} controlroom --as {OWNER}` to look around)"
+        )
+        return
+    from controlroom.app import ControlRoom
+
+    ControlRoom(ws, OWNER).run()

@@ -1,0 +1,262 @@
+"""`regulator demo`: the seeds' worked examples, built through the engine's own API (SPEC §14).
+
+Works on a fresh machine with no git identity: the demo's commits carry their own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from datetime import timedelta
+from pathlib import Path
+
+from engine import clock
+from engine.actors import Actor
+from engine.contracts import write_contract
+from engine.init import initialize
+from engine.memory import remember
+from engine.router import route
+from engine.signals import report_intelligence
+from engine.units import dispatch
+from engine.workspace import LEASE_FILE, Workspace, read_lease
+
+OWNER = "alice"
+DEMO_GIT = ["-c", "user.name=regulator demo", "-c", "user.email=demo@regulator.invalid"]
+
+CONTRACTS = [
+    {
+        "id": "u1",
+        "type": "implement",
+        "workload": "software-development",
+        "profile": "implement",
+        "title": "Fix the padStart regression for the release",
+        "priority": 10,
+        "contract": "Fix padStart in src/format.js; the fix depends on vendor/left-pad.js.",
+    },
+    {
+        "id": "u3",
+        "type": "implement",
+        "workload": "software-development",
+        "profile": "implement",
+        "title": "Port the report formatter to the new padding helper",
+        "priority": 20,
+    },
+    {
+        "id": "r1",
+        "type": "research",
+        "workload": "software-development",
+        "profile": "intelligence",
+        "title": "Is vendor/left-pad.js a modified copy?",
+        "priority": 5,
+        "contract": "Find out whether vendor/left-pad.js is a modified copy of upstream; if it is, name u1 "
+        "as affected.",
+    },
+    {
+        "id": "u4",
+        "type": "implement",
+        "workload": "software-development",
+        "profile": "implement",
+        "title": "Add TZ to the CI image",
+        "priority": 30,
+    },
+    {
+        "id": "release-hardening/manifest",
+        "type": "implement",
+        "workload": "software-development",
+        "profile": "implement",
+        "title": "Release manifest and the post-merge leak alerter",
+        "priority": 15,
+    },
+    {
+        "id": "b1",
+        "type": "bookkeeper",
+        "workload": "household-ledger",
+        "profile": "bookkeeper",
+        "title": "Keep the household ledger's notes",
+        "priority": 50,
+    },
+    {
+        "id": "cat-1",
+        "type": "categorize",
+        "workload": "household-ledger",
+        "profile": "bookkeeper",
+        "title": "Categorize November's statement lines",
+        "priority": 40,
+    },
+    {
+        "id": "rec-1",
+        "type": "reconcile",
+        "workload": "household-ledger",
+        "profile": "bookkeeper",
+        "title": "Reconcile November against the bank",
+        "priority": 45,
+    },
+]
+
+FINDING = """---
+id: F-alert-path-dead
+date: "2026-08-11"
+title: "The post-merge leak alerter cannot run: a red gate on main is invisible"
+affects: ["release-hardening/manifest"]
+ack: ""
+resolved: false
+---
+The step whose whole job is to shout "a withheld token reached main" dies before it can escalate:
+it calls a CLI its runner does not ship, so it exits 127 on the failure path, the only path it
+exists for. A red gate with a dead alerter is indistinguishable from a green one to anyone not
+watching raw logs.
+"""
+
+INTAKE = [
+    ("I-person-raised-intake", 19, "A person can report intelligence, not only a research unit", "new", None),
+    (
+        "I-declared-sensors",
+        30,
+        "Declared sensors: watchers on advisory feeds report as units",
+        "parked",
+        None,
+    ),
+    (
+        "I-retro-register",
+        40,
+        "A RETRO register whose inputs are generated numbers only",
+        "scoped:registers",
+        None,
+    ),
+    (
+        "I-renew-memory",
+        25,
+        "A command that renews a memory entry",
+        "rejected",
+        "A fact still true after review is recorded again by the unit that finds it; renewal would hide review.",
+    ),
+]
+
+
+def _git(root: Path, *args: str) -> None:
+    """Git with the demo's own identity; under a fixed clock, fixed commit dates too."""
+    env = dict(os.environ)
+    if clock.fixed():
+        stamp = clock.iso(clock.now())
+        env.update(GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp)
+    subprocess.run(["git", "-C", str(root), *DEMO_GIT, *args], check=True, capture_output=True, env=env)
+
+
+def _lease(ws: Workspace, unit_id: str) -> Actor:
+    worktree = ws.root / ".worktrees" / unit_id.replace("/", "-")
+    worktree.mkdir(parents=True, exist_ok=True)
+    dispatch(ws, unit_id, worktree)
+    lease = read_lease(worktree / LEASE_FILE)
+    return Actor(unit=unit_id, lease=lease)
+
+
+def build(root: Path) -> Workspace:
+    root.mkdir(parents=True, exist_ok=True)
+    if any(root.iterdir()):
+        from engine.errors import BadInput
+
+        raise BadInput(f"{root} is not empty; give --dir a new or empty folder")
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, capture_output=True)
+    _git(root, "config", "user.name", "regulator demo")
+    _git(root, "config", "user.email", "demo@regulator.invalid")
+    ws = initialize(root, owner=OWNER)
+    for contract in CONTRACTS:
+        write_contract(ws, contract)
+    (root / "vendor").mkdir()
+    (root / "vendor" / "left-pad.js").write_text(
+        "module.exports = function leftPad(str, len, ch) {\n"
+        "  // patched locally: pads with ch || '0' (upstream pads with ' ')\n"
+        "  str = String(str); ch = ch || '0';\n"
+        "  while (str.length < len) str = ch + str;\n  return str;\n};\n"
+    )
+    (root / "findings" / "F-alert-path-dead.md").write_text(FINDING)
+    today = clock.today()
+    for ident, days_ago, title, disposition, reason in INTAKE:
+        lines = [
+            "---",
+            f"id: {ident}",
+            f'date: "{today - timedelta(days=days_ago)}"',
+            f"title: {json.dumps(title)}",
+            f"disposition: {disposition}",
+        ]
+        if reason:
+            lines.append(f"reason: {json.dumps(reason)}")
+        (root / "intake" / f"{ident}.md").write_text("\n".join([*lines, "---", title + ".", ""]))
+    gitignore = root / ".gitignore"
+    gitignore.write_text(gitignore.read_text() + ".worktrees/\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "fleet-repo: contracts, registers and regulator policy")
+
+    # units u1, u3 and r1 dispatched first
+    u1 = _lease(ws, "u1")
+    _lease(ws, "u3")
+    r1 = _lease(ws, "r1")
+    b1 = _lease(ws, "b1")
+    now = clock.now()
+    # r1's report on the vendored helper, routed: u1 and u3 held
+    report_intelligence(
+        ws,
+        {
+            "subject": "vendor/left-pad.js",
+            "claim": "The vendored helper is a modified copy, and u1's fix depends on the modification.",
+            "observation": "diff against upstream left-pad 1.3.0: the pad character defaults to '0', not ' '",
+            "evidence": ["vendor/left-pad.js", "upstream left-pad 1.3.0 index.js"],
+            "confidence": "high",
+            "reportedSeverity": "blocking",
+            "affectedUnits": ["u1", "u3"],
+        },
+        r1,
+    )
+    # the upstream deprecation notice, with an expiresAt
+    report_intelligence(
+        ws,
+        {
+            "subject": "upstream statement API deprecation",
+            "claim": "The upstream statement API this workload calls is deprecated from March.",
+            "observation": "vendor notice of 2026-11-20 names 2027-03-01 as the cut-off",
+            "evidence": ["https://vendor.example/notices/2026-11-20"],
+            "confidence": "medium",
+            "reportedSeverity": "advisory",
+            "affectedUnits": ["u3"],
+            "observedAt": clock.iso(now - timedelta(hours=2)),
+            "expiresAt": clock.iso(now + timedelta(days=92)),
+        },
+        r1,
+    )
+    route(ws)
+    # the TZ memory entry, scoped to test-running units for 30 days
+    remember(
+        ws,
+        {
+            "subject": "TZ for tests",
+            "note": "The tests are flaky unless TZ is set; run them with TZ=UTC.",
+            "evidence": ["ci/logs/run-4711.txt"],
+            "scope": ["implement"],
+            "reviewBy": (today + timedelta(days=30)).isoformat(),
+        },
+        u1.lease,
+    )
+    # the household ledger's GREENGROCER 114 entry, scoped to categorize and reconcile for 60 days
+    remember(
+        ws,
+        {
+            "subject": "GREENGROCER 114",
+            "note": "GREENGROCER 114 is the weekly groceries shop.",
+            "evidence": ["statement 2026-11 line 14"],
+            "scope": ["categorize", "reconcile"],
+            "reviewBy": (today + timedelta(days=60)).isoformat(),
+        },
+        b1.lease,
+    )
+    remember(
+        ws,
+        {
+            "subject": "package mirror",
+            "note": "The package mirror is slow before 09:00 UTC; retry once.",
+            "evidence": ["ci/logs/run-4702.txt"],
+            "reviewBy": (today + timedelta(days=5)).isoformat(),
+        },
+        u1.lease,
+    )
+    return ws

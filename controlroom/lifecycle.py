@@ -1,0 +1,165 @@
+"""The whole history of a row, in order: signal → routed → opened → dispositioned; memory recorded →
+expired or retracted; unit dispatched → held → closed. Plain lines; store text escaped.
+"""
+
+from __future__ import annotations
+
+from controlroom.readmodel import Snapshot
+from engine.decisions import decision_of
+from engine.ladder import registers_of
+from engine.state import days_left, is_stale, memory_status, unit_status
+from engine.text import escape, escape_block
+
+
+def lifecycle(view: str, snap: Snapshot, key: str | None) -> list[str]:
+    if key is None:
+        return ["(nothing selected)"]
+    try:
+        return [*_lifecycle(view, snap, key)]
+    except KeyError:
+        return ["(gone: the row changed under the cursor)"]
+
+
+def _signal_lines(snap: Snapshot, signal_id: str) -> list[str]:
+    s = snap.state.signals.get(signal_id)
+    if s is None:
+        return [f"signal {signal_id} (not in the log)"]
+    who = f"unit {s['unit']}" if s.get("unit") else f"person {s.get('by')}"
+    lines = [
+        f"{s['at']} signal {signal_id} from {escape(who)}",
+        f"  subject: {escape(s['subject'])}",
+        f"  claim: {escape(s['claim'])}",
+        f"  observation: {escape(s['observation'])}",
+        f"  evidence: {escape('; '.join(s['evidence']))}",
+        f"  confidence {s['confidence']} · reported {s['reportedSeverity']} · affects "
+        f"{escape(', '.join(s.get('affectedUnits') or []) or '(none)')}",
+        f"  observed {s['observedAt']} · expires {s.get('expiresAt') or 'never'}",
+    ]
+    routing = snap.state.routings.get(signal_id)
+    if routing is None:
+        lines.append("  not yet routed")
+    else:
+        floors = ", ".join(routing.get("floors") or []) or "no floor"
+        lines.append(
+            f"{routing['at']} routed: reported {routing['reportedSeverity']}, derived "
+            f"{routing['derivedSeverity']} ({floors}); outcome {routing['outcome']}"
+        )
+        lines.append(f"  {escape(routing['reason'])}")
+    return lines
+
+
+def _lifecycle(view: str, snap: Snapshot, key: str):
+    state = snap.state
+    if view == "obligations":
+        ob = state.obligations[key]
+        yield f"obligation {ob.id} — lifecycle"
+        if ob.kind == "intelligence":
+            yield from _signal_lines(snap, ob.source)
+        else:
+            decision = ob.history[0]
+            yield (
+                f"{decision['at']} recovery decision {decision['action']} on {ob.unit} by "
+                f"{escape(decision['by'])}: {escape(decision['rationale'])}"
+            )
+        hold = "holds its dispatch and close" if ob.blocks else "holds nothing"
+        yield f"{ob.opened_at} opened on {ob.unit or '(no unit)'}, owed to {ob.owed_to}, {ob.severity}: {hold}"
+        if is_stale(state, ob):
+            yield "  stale: the signal behind it has expired; it stays open until dispositioned"
+        if ob.status != "open":
+            verb = "escalated" if ob.status == "escalated" else ob.disposition
+            yield f"{ob.closed_at} {verb} by {escape(ob.by)}: {escape(ob.rationale)}"
+        else:
+            yield "  open: awaiting a disposition"
+        return
+    if view == "units":
+        unit = state.units[key]
+        c = unit.contract
+        yield f"unit {key} — {escape(c.title)}"
+        yield f"  type {c.type} · profile {c.profile} · priority {c.priority} · now {unit_status(state, unit)}"
+        if c.contract:
+            yield f"  contract: {escape(c.contract)}"
+        for event in unit.history:
+            kind = event["kind"]
+            if kind == "dispatch":
+                yield f"{event['at']} dispatched under lease {event['lease']}"
+            elif kind == "close":
+                yield f"{event['at']} closed; lease released"
+            elif kind == "demote":
+                yield f"{event['at']} demoted to todo by {escape(event['by'])}: {escape(event['rationale'])}"
+            elif kind == "decision":
+                yield (
+                    f"{event['at']} recovery decision {event['action']} by {escape(event['by'])}: "
+                    f"{escape(event['rationale'])}"
+                )
+        for ob in snap.holds.get(key, []):
+            yield f"held by {ob.severity} obligation {ob.id}: {escape(ob.subject)}"
+        for finding in snap.stale.get(key, []):
+            yield f"stale-knowledge: unresolved finding {finding}"
+        return
+    if view == "memory":
+        entry = state.memory[key]
+        e = entry.event
+        today = state.now.date()
+        yield f"memory entry {key}"
+        yield f"{e['at']} recorded by unit {e.get('unit')} at revision {e.get('revision') or 'unknown'} (S1)"
+        yield f"  subject: {escape(e['subject'])}"
+        yield f"  note: {escape(e['note'])}"
+        yield f"  evidence: {escape('; '.join(e.get('evidence') or []))}"
+        yield f"  scope: {escape(', '.join(e.get('scope') or []) or 'every unit')} · review by {e['reviewBy']}"
+        status = memory_status(entry, today)
+        if entry.retraction:
+            r = entry.retraction
+            yield f"{r['at']} retracted by {escape(r['by'])}: {escape(r['reason'])}"
+        elif status == "expired":
+            yield f"expired after {e['reviewBy']}: no unit receives it"
+        else:
+            yield f"current: {days_left(entry, today)} day(s) left"
+        return
+    if view == "signals":
+        yield from _signal_lines(snap, key)
+        routing = state.routings.get(key)
+        for entry in (routing or {}).get("obligations", []):
+            ob = state.obligations.get(entry["id"])
+            if ob is not None:
+                yield f"  obligation {ob.id} on {ob.unit or '(no unit)'}: {ob.status}"
+        return
+    kind, _, ident = key.partition(":")
+    if kind == "next":
+        yield f"{ident} is in Next-up: todo, not flagged by a finding, not held"
+        return
+    if kind == "lint":
+        issue = snap.lint.issues[int(ident)]
+        yield f"{issue.level}: {issue.code} ({issue.entry})"
+        yield escape(issue.message)
+        return
+    if kind in ("finding", "intake", "record"):
+        registers = registers_of(snap.ws, state)
+        entry = {"finding": registers.findings, "intake": registers.intake, "record": registers.records}[
+            kind
+        ][ident]
+        yield f"{kind} {ident} ({entry.path})"
+        for name, value in entry.fields.items():
+            yield f"  {name}: {escape(value)}"
+        yield ""
+        yield from escape_block(entry.body.strip()).splitlines()
+        return
+    if kind == "file":
+        check = next(c for c in snap.identity if c.file == ident)
+        yield f"{ident}: {'as decided' if check.ok else escape(check.problem())}"
+        for event in state.decisions:
+            if event.get("file") == ident:
+                yield f"{event['at']} {event['decision']} by {escape(event['by'])}: {escape(event['rationale'])}"
+        return
+    if kind == "proposal":
+        p = state.proposals[ident]
+        d = decision_of(state, ident)
+        yield f"proposal {ident} for {p['file']}"
+        yield f"{p['at']} proposed by {escape(p.get('unit') or p.get('by'))}: {escape(p['rationale'])}"
+        if d:
+            yield f"{d['at']} {d['decision']} by {escape(d['by'])}: {escape(d['rationale'])}"
+        else:
+            yield "  pending: a person with the accept grant decides"
+        yield ""
+        yield from escape_block(p["content"]).splitlines()
+        return
+    raise KeyError(key)

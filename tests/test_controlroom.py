@@ -1,0 +1,350 @@
+"""The control room under Pilot (SPEC §10): views, actions, grants, filter, lifecycle, live."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+
+import pytest
+
+from controlroom.app import ControlRoom
+from controlroom.demo import build
+from engine.actors import Actor
+from engine.decisions import decide, propose
+from engine.workspace import Workspace
+from tests.helpers import NOW, REGULATOR, clean_env
+
+SIZE = (150, 42)
+
+
+@pytest.fixture
+def demo(tmp_path, monkeypatch) -> Workspace:
+    monkeypatch.setenv("REGULATOR_NOW", NOW)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    return build(tmp_path / "fleet-repo")
+
+
+def run(app: ControlRoom, script) -> None:
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            await script(pilot)
+
+    asyncio.run(main())
+
+
+def line(app: ControlRoom, y: int) -> str:
+    return app.table.render_line(y).text
+
+
+def events(ws: Workspace, store: str) -> list[dict]:
+    return ws.store(store).read().events
+
+
+def test_keys_switch_views(demo):
+    app = ControlRoom(demo, "alice", watch=False)
+    seen = {}
+
+    async def script(pilot):
+        for key, view in zip(
+            "234561", ("units", "memory", "signals", "registers", "identity", "obligations"), strict=True
+        ):
+            await pilot.press(key)
+            seen[view] = (app.view, len(app.table.keys))
+
+    run(app, script)
+    assert {v: s[0] for v, s in seen.items()} == {v: v for v in seen}
+    assert seen["units"][1] == 8 and seen["memory"][1] == 3 and seen["signals"][1] == 2
+    assert seen["obligations"][1] == 3
+
+
+def test_resolve_with_dialog_writes_the_disposition(demo):
+    app = ControlRoom(demo, "alice", watch=False)
+    before = len(events(demo, "signals"))
+
+    async def script(pilot):
+        from textual.widgets import Select
+
+        from widgets.dialogs import ResolveDialog
+
+        target = app.table.current_key
+        await pilot.press("r")
+        assert isinstance(app.screen, ResolveDialog)
+        app.screen.query_one(Select).value = "accepted-risk"
+        await pilot.click("#rationale")
+        await pilot.press(*"fix lands upstream")
+        await pilot.click("#confirm")
+        await pilot.pause()
+        assert not isinstance(app.screen, ResolveDialog)
+        assert app.snap.state.obligations[target].status == "resolved"
+
+    run(app, script)
+    written = events(demo, "signals")
+    assert len(written) == before + 1
+    assert written[-1]["kind"] == "disposition" and written[-1]["by"] == "alice"
+    assert (written[-1]["disposition"], written[-1]["rationale"]) == ("accepted-risk", "fix lands upstream")
+
+
+def test_cancel_writes_nothing(demo):
+    app = ControlRoom(demo, "alice", watch=False)
+    before = demo.store("signals").path.read_bytes()
+
+    async def script(pilot):
+        await pilot.press("r")
+        await pilot.press("escape")
+        await pilot.pause()
+
+    run(app, script)
+    assert demo.store("signals").path.read_bytes() == before
+
+
+def add_bob(ws: Workspace) -> None:
+    import yaml
+
+    path = ws.root / "regulator/policy/interaction.yaml"
+    policy = yaml.safe_load(path.read_text())
+    policy["people"]["bob"] = {"grants": ["resolve"], "resolve": ["info", "advisory"]}
+    proposal = propose(
+        ws,
+        "regulator/policy/interaction.yaml",
+        yaml.safe_dump(policy).encode(),
+        "bob joins",
+        Actor(person="alice"),
+    )
+    decide(ws, proposal["id"], "alice", "bob joins the desk", "accepted")
+
+
+def test_action_without_grant_is_disabled_with_reason(demo):
+    add_bob(demo)
+    app = ControlRoom(demo, "bob", watch=False)
+    signals_before = demo.store("signals").path.read_bytes()
+    observed = {}
+
+    async def script(pilot):
+        from widgets.dialogs import ResolveDialog
+
+        observed["check"] = app.check_action("act", ("resolve",))
+        await pilot.press("r")
+        await pilot.pause()
+        observed["dialog"] = isinstance(app.screen, ResolveDialog)
+        detail = str(app.query_one("#detail-text").render())
+        observed["detail"] = detail
+        await pilot.press("3")
+        observed["retract"] = app.check_action("act", ("retract",))
+
+    run(app, script)
+    assert observed["check"] is None  # shown, disabled
+    assert observed["dialog"] is False
+    assert "disabled" in observed["detail"] and "bob may not resolve blocking" in observed["detail"]
+    assert observed["retract"] is None
+    assert demo.store("signals").path.read_bytes() == signals_before
+
+
+def test_read_only_hides_every_write(demo):
+    app = ControlRoom(demo, "alice", read_only=True, watch=False)
+    checks = {}
+
+    async def script(pilot):
+        checks["resolve"] = app.check_action("act", ("resolve",))
+        await pilot.press("3")
+        checks["retract"] = app.check_action("act", ("retract",))
+
+    run(app, script)
+    assert checks == {"resolve": False, "retract": False}
+
+
+def test_filter_narrows_the_view(demo):
+    app = ControlRoom(demo, "alice", watch=False)
+    counts = []
+
+    async def script(pilot):
+        counts.append(len(app.table.keys))
+        await pilot.press("slash")
+        await pilot.press(*"upstream")
+        await pilot.press("enter")
+        await pilot.pause()
+        counts.append(len(app.table.keys))
+        counts.append(line(app, 1))
+        await pilot.press("escape")
+        counts.append(len(app.table.keys))
+
+    run(app, script)
+    assert counts[0] == 3 and counts[1] == 1 and "upstream statement API" in counts[2] and counts[3] == 3
+
+
+def test_enter_opens_the_lifecycle(demo):
+    app = ControlRoom(demo, "alice", watch=False)
+    shown = {}
+
+    async def script(pilot):
+        from widgets.dialogs import TextScreen
+
+        await pilot.press("enter")
+        await pilot.pause()
+        shown["screen"] = isinstance(app.screen, TextScreen)
+        shown["lines"] = app.screen.lines if shown["screen"] else []
+
+    run(app, script)
+    text = "\n".join(shown["lines"])
+    assert shown["screen"]
+    assert "signal" in text and "routed: reported blocking" in text and "opened on u1" in text
+
+
+def test_retract_asks_for_confirmation(demo):
+    app = ControlRoom(demo, "alice", watch=False)
+    before = demo.store("memory").path.read_bytes()
+    state = {}
+
+    async def script(pilot):
+        from widgets.dialogs import RetractDialog
+
+        await pilot.press("3")
+        key = app.table.current_key
+        await pilot.press("x")
+        assert isinstance(app.screen, RetractDialog)
+        await pilot.click("#reason")
+        await pilot.press(*"wrong fact")
+        await pilot.click("#confirm")
+        await pilot.pause()
+        state["still_open"] = isinstance(app.screen, RetractDialog)
+        state["unchanged"] = demo.store("memory").path.read_bytes() == before
+        await pilot.click("#typed")
+        await pilot.press(*key[-4:])
+        await pilot.click("#confirm")
+        await pilot.pause()
+        state["key"] = key
+
+    run(app, script)
+    assert state["still_open"] and state["unchanged"]
+    last = events(demo, "memory")[-1]
+    assert last["kind"] == "retraction" and last["entry"] == state["key"] and last["reason"] == "wrong fact"
+
+
+def test_a_signal_appended_by_another_process_appears(demo):
+    app = ControlRoom(demo, "alice")
+    seen = {}
+
+    async def script(pilot):
+        await pilot.press("4")
+        start = len(app.table.keys)
+        env = clean_env(REGULATOR_NOW=NOW)
+        done = subprocess.run(
+            [
+                REGULATOR,
+                "--root",
+                str(demo.root),
+                "signals",
+                "report",
+                "--by",
+                "alice",
+                "--subject",
+                "[red]INJ[/red]",
+                "--claim",
+                "c",
+                "--observation",
+                "o",
+                "--evidence",
+                "e",
+                "--confidence",
+                "low",
+                "--severity",
+                "advisory",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        deadline = time.monotonic() + 20
+        while len(app.table.keys) == start and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        seen["rows"] = (start, len(app.table.keys))
+        seen["line"] = line(app, len(app.table.keys))
+        seen["routed"] = any(r["signal"] == app.table.keys[-1] for r in app.snap.state.routings.values())
+
+    run(app, script)
+    assert seen["rows"][1] == seen["rows"][0] + 1
+    assert "[red]INJ[/red]" in seen["line"]  # shown literally, never as markup
+    assert seen["routed"]  # the control room routed it: the operator sees obligations
+
+
+def test_markup_and_escapes_in_store_text_are_literal(demo):
+    from engine.signals import report_intelligence
+
+    report_intelligence(
+        demo,
+        {
+            "subject": "[red]INJ[/red] \x1b[31mred",
+            "claim": "c",
+            "observation": "o",
+            "evidence": ["e"],
+            "confidence": "low",
+            "reportedSeverity": "advisory",
+        },
+        Actor(person="alice"),
+    )
+    app = ControlRoom(demo, "alice", watch=False)
+    text = {}
+
+    async def script(pilot):
+        await pilot.press("4")
+        text["row"] = line(app, 3)
+        await pilot.press("end")
+        await pilot.press("enter")
+        await pilot.pause()
+        text["life"] = "\n".join(app.screen.lines)
+
+    run(app, script)
+    assert "[red]INJ[/red] \\x1b[31mred" in text["row"]
+    assert "\x1b" not in text["row"] and "[red]INJ[/red]" in text["life"] and "\x1b" not in text["life"]
+
+
+def test_once_exit_codes(demo):
+    env = clean_env(REGULATOR_NOW=NOW)
+    done = subprocess.run(
+        [REGULATOR, "--root", str(demo.root), "controlroom", "--once"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1
+    assert "u1 is in progress and held by blocking obligation" in done.stdout
+    assert "vendor/left-pad.js" in done.stdout
+    done = subprocess.run(
+        [REGULATOR, "--root", str(demo.root), "controlroom", "--once", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    data = json.loads(done.stdout)
+    assert done.returncode == 1 and data["exitCode"] == 1 and len(data["exitReasons"]) == 2
+    for ob in [o for o in data["obligations"] if o["blocks"] and o["status"] == "open"]:
+        subprocess.run(
+            [
+                REGULATOR,
+                "--root",
+                str(demo.root),
+                "obligation",
+                "resolve",
+                ob["id"],
+                "--by",
+                "alice",
+                "--disposition",
+                "accepted-risk",
+                "--rationale",
+                "known",
+            ],
+            env=env,
+            check=True,
+        )
+    done = subprocess.run(
+        [REGULATOR, "--root", str(demo.root), "controlroom", "--once", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    data = json.loads(done.stdout)
+    assert done.returncode == 0, data["exitReasons"]
+    assert data["exitReasons"] == [] and data["lint"]["errors"] == []

@@ -1,0 +1,73 @@
+"""The README's first command: `regulator demo` on a machine with no git identity (SPEC §14)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from tests.helpers import NOW, REGULATOR
+
+
+def bare_env(**extra):
+    """No git identity at all, as on a fresh machine."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "REGULATOR_"))}
+    env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", HOME=extra.pop("HOME"))
+    env.update(extra)
+    return env
+
+
+def test_demo_on_a_fresh_machine(tmp_path):
+    env = bare_env(HOME=str(tmp_path / "home"))
+    target = tmp_path / "demo"
+    done = subprocess.run(
+        [REGULATOR, "demo", "--dir", str(target)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"demo workspace: {target}" in done.stdout
+    assert "u1 is in progress and held by blocking obligation" in done.stdout
+    assert "GREENGROCER 114" in done.stdout and "F-alert-path-dead" in done.stdout
+    status = subprocess.run(
+        [REGULATOR, "--root", str(target), "status", "--json"], env=env, capture_output=True, text=True
+    )
+    assert status.returncode == 0
+    assert '"held": true' in status.stdout
+    # a non-empty folder is refused, and nothing is written there
+    again = subprocess.run([REGULATOR, "demo", "--dir", str(target)], env=env, capture_output=True, text=True)
+    assert again.returncode == 2 and "not empty" in again.stderr
+
+
+def test_screenshot_renders_the_real_app(tmp_path):
+    env = bare_env(HOME=str(tmp_path / "home"), REGULATOR_NOW=NOW)
+    target = tmp_path / "demo"
+    subprocess.run(
+        [REGULATOR, "demo", "--dir", str(target), "--once"], env=env, check=True, capture_output=True
+    )
+    svg = tmp_path / "units.svg"
+    done = subprocess.run(
+        [
+            REGULATOR,
+            "--root",
+            str(target),
+            "controlroom",
+            "--as",
+            "alice",
+            "--view",
+            "units",
+            "--screenshot",
+            str(svg),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    text = svg.read_text()
+    assert text.startswith("<svg") and "release-hardening" in text
+    bad = subprocess.run(
+        [REGULATOR, "--root", str(target), "controlroom", "--view", "nope", "--screenshot", str(svg)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "--view" in bad.stderr

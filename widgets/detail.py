@@ -1,0 +1,29 @@
+"""The detail pane: a row's lifecycle and the actions open to the operator, as plain text."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+
+class DetailPane(VerticalScroll):
+    DEFAULT_CSS = """
+    DetailPane { width: 42%; border-left: solid $panel-lighten-2; padding: 0 1; }
+    DetailPane > Static { width: 100%; }
+    """
+
+    def compose(self):
+        yield Static(Text(""), id="detail-text")
+
+    def show(self, lines: list[str], actions: list[tuple[str, str, str | None]]) -> None:
+        """Lines of history, then each action: (key, label, why-not or None when allowed)."""
+        text = Text("\n".join(lines), no_wrap=False)
+        if actions:
+            text.append("\n\nactions\n", style="bold")
+            for key, label, why_not in actions:
+                if why_not is None:
+                    text.append(f"  {key} {label}\n")
+                else:
+                    text.append(f"  {key} {label}: disabled, {why_not}\n", style="dim")
+        self.query_one("#detail-text", Static).update(text)

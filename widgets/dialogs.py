@@ -1,0 +1,194 @@
+"""Dialogs for the operator's writes. Nothing is written without the dialog's confirmation; the
+dialog only collects the answer, the app makes the same engine call as the CLI.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Static
+
+
+class _Dialog(ModalScreen[dict | None]):
+    DEFAULT_CSS = """
+    _Dialog { align: center middle; }
+    _Dialog > Vertical { width: 76; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
+    _Dialog Label { margin-top: 1; }
+    _Dialog Horizontal { height: auto; margin-top: 1; }
+    _Dialog Button { margin-right: 2; }
+    _Dialog .why { color: $error; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "cancel")]
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "cancel":
+            self.dismiss(None)
+        elif event.button.id == "confirm":
+            self.confirm()
+
+    def confirm(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def buttons(self, label: str) -> Horizontal:
+        return Horizontal(Button(label, id="confirm", variant="primary"), Button("Cancel", id="cancel"))
+
+
+def _input(placeholder: str, id: str) -> Input:
+    box = Input(placeholder=placeholder, id=id)
+    box.cursor_blink = False  # steady cursor: snapshots do not depend on timing
+    return box
+
+
+class ResolveDialog(_Dialog):
+    """Disposition and rationale for one obligation."""
+
+    def __init__(self, obligation_id: str, summary: str, dispositions: tuple[str, ...]) -> None:
+        super().__init__()
+        self.obligation_id = obligation_id
+        self.summary = summary
+        self.dispositions = dispositions
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(f"Resolve obligation {self.obligation_id}", style="bold"))
+            yield Static(Text(self.summary))
+            yield Label("Disposition")
+            yield Select([(d, d) for d in self.dispositions], id="disposition", prompt="choose a disposition")
+            yield Label("Rationale")
+            yield _input("why this disposition", "rationale")
+            yield Static("", id="why", classes="why")
+            yield self.buttons("Resolve")
+
+    def confirm(self) -> None:
+        disposition = self.query_one("#disposition", Select).value
+        rationale = self.query_one("#rationale", Input).value
+        if disposition is Select.BLANK or not isinstance(disposition, str):
+            self.query_one("#why", Static).update("choose a disposition")
+            return
+        if not rationale.strip():
+            self.query_one("#why", Static).update("a rationale is required")
+            return
+        self.dismiss({"disposition": disposition, "rationale": rationale})
+
+
+class RetractDialog(_Dialog):
+    """A reason, and the first characters of the id typed back: retraction is for good."""
+
+    CONFIRM_CHARS = 4
+
+    def __init__(self, entry_id: str, summary: str) -> None:
+        super().__init__()
+        self.entry_id = entry_id
+        self.summary = summary
+
+    @property
+    def expected(self) -> str:
+        return self.entry_id[-self.CONFIRM_CHARS :]
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(f"Retract memory entry {self.entry_id}", style="bold"))
+            yield Static(Text(self.summary))
+            yield Label("Reason")
+            yield _input("why this fact is wrong", "reason")
+            yield Label(f"Type {self.expected!r} (the id's last {self.CONFIRM_CHARS} characters) to confirm")
+            yield _input(self.expected, "typed")
+            yield Static("", id="why", classes="why")
+            yield self.buttons("Retract")
+
+    def confirm(self) -> None:
+        reason = self.query_one("#reason", Input).value
+        typed = self.query_one("#typed", Input).value
+        if not reason.strip():
+            self.query_one("#why", Static).update("a reason is required")
+            return
+        if typed.strip().upper() != self.expected.upper():
+            self.query_one("#why", Static).update(f"type {self.expected} to confirm")
+            return
+        self.dismiss({"reason": reason})
+
+
+class DecideDialog(_Dialog):
+    """A recovery decision on a unit: the action and its rationale."""
+
+    def __init__(self, unit_id: str, actions: tuple[str, ...]) -> None:
+        super().__init__()
+        self.unit_id = unit_id
+        self.actions = actions
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(f"Recovery decision for unit {self.unit_id}", style="bold"))
+            yield Label("Action")
+            yield Select([(a, a) for a in self.actions], id="action", prompt="choose an action")
+            yield Label("Rationale")
+            yield _input("why", "rationale")
+            yield Static("", id="why", classes="why")
+            yield self.buttons("Record")
+
+    def confirm(self) -> None:
+        action = self.query_one("#action", Select).value
+        rationale = self.query_one("#rationale", Input).value
+        if action is Select.BLANK or not isinstance(action, str):
+            self.query_one("#why", Static).update("choose an action")
+            return
+        if not rationale.strip():
+            self.query_one("#why", Static).update("a rationale is required")
+            return
+        self.dismiss({"action": action, "rationale": rationale})
+
+
+class ProposalDialog(_Dialog):
+    """Accept or reject a proposal, with a rationale."""
+
+    def __init__(self, proposal_id: str, verdict: str, summary: str) -> None:
+        super().__init__()
+        self.proposal_id = proposal_id
+        self.verdict = verdict
+        self.summary = summary
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(f"{self.verdict.capitalize()} proposal {self.proposal_id}", style="bold"))
+            yield Static(Text(self.summary))
+            yield Label("Rationale")
+            yield _input("why", "rationale")
+            yield Static("", id="why", classes="why")
+            yield self.buttons(self.verdict.capitalize())
+
+    def confirm(self) -> None:
+        rationale = self.query_one("#rationale", Input).value
+        if not rationale.strip():
+            self.query_one("#why", Static).update("a rationale is required")
+            return
+        self.dismiss({"rationale": rationale})
+
+
+class TextScreen(ModalScreen[None]):
+    """A scrollable page of plain text: the lifecycle of a row, or the keys of a view."""
+
+    DEFAULT_CSS = """
+    TextScreen { align: center middle; }
+    TextScreen > VerticalScroll { width: 90%; height: 85%; border: thick $accent; background: $surface;
+                                  padding: 0 1; }
+    """
+    BINDINGS = [Binding("escape,q,enter,question_mark", "close", "close")]
+
+    def __init__(self, title: str, lines: list[str]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.lines = lines
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(Text(self.title_text, style="bold"))
+            yield Static(Text("\n".join(self.lines)))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
