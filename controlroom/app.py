@@ -60,6 +60,7 @@ class ControlRoom(App):
         read_only: bool = False,
         view: str = "obligations",
         watch: bool = True,
+        background_checks: bool = True,
     ) -> None:
         super().__init__()
         self.ws = ws
@@ -69,7 +70,10 @@ class ControlRoom(App):
         self.watching = watch
         self.show_all = False
         self.filter_text = ""
-        self.snap = readmodel.snapshot(ws, person)
+        # lint, identity verify and store verify can take seconds on a large workspace: the first
+        # frame does not wait for them unless asked to (screenshots and snapshot tests do)
+        self.background_checks = background_checks
+        self.snap = readmodel.snapshot(ws, person, with_checks=not background_checks)
         self.live = "● live" if watch else "○ paused"
         self.refreshes = 0  # how many store changes were folded in (tests and bench read it)
 
@@ -92,6 +96,14 @@ class ControlRoom(App):
         self.query_one(LineTable).focus()
         if self.watching:
             self.watch_stores()
+        if self.background_checks:
+            self.run_checks()
+
+    @work(thread=True, exclusive=True, group="checks")
+    def run_checks(self) -> None:
+        snap = self.snap
+        readmodel.refresh_checks(snap)
+        self.call_from_thread(self.show_view)
 
     @property
     def table(self) -> LineTable:
@@ -337,16 +349,18 @@ class ControlRoom(App):
         from engine.router import route
 
         try:
-            route(self.ws)
+            route(self.ws, self.snap.state)
         except RegulatorError as exc:
             self.notify(f"routing failed: {exc}", severity="error")
             return False
         return True
 
-    def reload(self, checks: bool = True) -> None:
+    def reload(self) -> None:
         """Read everything again (after our own write, or when a store was replaced)."""
-        self.snap = readmodel.snapshot(self.ws, self.person, with_checks=checks)
+        self.snap = readmodel.snapshot(self.ws, self.person, with_checks=not self.background_checks)
         self.show_view()
+        if self.background_checks:
+            self.run_checks()
 
     def fold_appended(self, registers_changed: bool = False) -> None:
         """Fold only what was appended; route new signals unless read-only; redraw."""
@@ -361,7 +375,10 @@ class ControlRoom(App):
             return
         if registers_changed:
             snap.state.contracts = load(self.ws, stores=()).contracts
-            readmodel.refresh_checks(snap)
+            if self.background_checks:
+                self.run_checks()
+            else:
+                readmodel.refresh_checks(snap)
         snap.derive()
         self.refreshes += 1
         self.show_view()
@@ -385,7 +402,7 @@ def screenshot(
     ws: Workspace, path: Path, view: str, person: str | None, size: tuple[int, int] = (150, 42)
 ) -> None:
     """Render the real application headless to an SVG (the source of screenshots/)."""
-    app = ControlRoom(ws, person, view=view, watch=False)
+    app = ControlRoom(ws, person, view=view, watch=False, background_checks=False)
     app.live = "● live"
 
     async def shoot() -> None:

@@ -289,7 +289,10 @@ def counts(snap: Snapshot) -> dict:
 
 def header_text(snap: Snapshot, live: str = "● live") -> str:
     c = counts(snap)
-    lint_part = "lint ✓" if c["lintErrors"] == 0 else f"lint ✗{c['lintErrors']}"
+    if snap.lint is None:
+        lint_part = "lint …"
+    else:
+        lint_part = "lint ✓" if c["lintErrors"] == 0 else f"lint ✗{c['lintErrors']}"
     parts = [
         f"{c['blocking']} blocking",
         f"{c['held']} held",

@@ -6,7 +6,7 @@ import re
 from datetime import datetime
 
 from engine import clock, ids
-from engine.state import load, unrouted
+from engine.state import State, advance, load, unrouted
 from engine.workspace import Workspace
 from identity.policy import RoutingPolicy
 
@@ -76,15 +76,22 @@ def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> dict:
     }
 
 
-def route_locked(ws: Workspace) -> list[dict]:
-    """Route inside the caller's exclusive section: exactly one routing record per signal."""
+def route_locked(ws: Workspace, state: State | None = None) -> list[dict]:
+    """Route inside the caller's exclusive section: exactly one routing record per signal.
+
+    A long-lived reader (the control room) passes its state: it is brought up to date under the
+    lock by reading only what was appended, instead of reading the whole log again.
+    """
     policy = ws.routing()
-    state = load(ws, stores=("signals",))
+    if state is None:
+        state = load(ws, stores=("signals",))
+    else:
+        advance(ws, state, final=False, stores=("signals",))
     store = ws.store("signals")
     now = clock.now()
     return [store.append(route_signal(signal, policy, now)) for signal in unrouted(state)]
 
 
-def route(ws: Workspace) -> list[dict]:
+def route(ws: Workspace, state: State | None = None) -> list[dict]:
     with ws.exclusive():
-        return route_locked(ws)
+        return route_locked(ws, state)

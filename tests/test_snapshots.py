@@ -23,7 +23,7 @@ def demo_app(tmp_path, monkeypatch):
     monkeypatch.setenv("REGULATOR_NOW", NOW)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
     ws = build(tmp_path / "fleet-repo")
-    app = ControlRoom(ws, "alice", watch=False)
+    app = ControlRoom(ws, "alice", watch=False, background_checks=False)
     app.live = "● live"
     return app
 
