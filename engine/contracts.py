@@ -3,26 +3,60 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.errors import BadInput
 from engine.workspace import UNIT_ID, Workspace
 
+REQUIRED = ("id", "type", "profile", "title")
 
-class Contract(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
 
-    id: str = Field(pattern=UNIT_ID.pattern, max_length=200)
-    type: str = Field(min_length=1, max_length=100)
-    profile: str = Field(min_length=1, max_length=100)
-    title: str = Field(min_length=1, max_length=1024)
+@dataclass(frozen=True)
+class Contract:
+    """A unit's contract. Plain and hand-checked: every command reads contracts, and a pydantic
+    model here would cost the cold start more than the whole read does."""
+
+    id: str
+    type: str
+    profile: str
+    title: str
+    priority: int = 100
     workload: str | None = None
     contract: str | None = None
     budget: object = None
     route: str | None = None
-    priority: int = 100
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Contract:
+        for name in REQUIRED:
+            value = data.get(name)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{name}: required text")
+            if len(value) > (1024 if name == "title" else 200):
+                raise ValueError(f"{name}: too long")
+        if not UNIT_ID.fullmatch(data["id"]):
+            raise ValueError(f"id: {data['id']!r} is not a unit id")
+        priority = data.get("priority", 100)
+        if type(priority) is not int:
+            raise ValueError("priority: expected a whole number")
+        for name in ("workload", "contract", "route"):
+            if data.get(name) is not None and not isinstance(data[name], str):
+                raise ValueError(f"{name}: expected text")
+        known = {"id", "type", "profile", "title", "priority", "workload", "contract", "budget", "route"}
+        return cls(
+            id=data["id"],
+            type=data["type"],
+            profile=data["profile"],
+            title=data["title"],
+            priority=priority,
+            workload=data.get("workload"),
+            contract=data.get("contract"),
+            budget=data.get("budget"),
+            route=data.get("route"),
+            extra={k: v for k, v in data.items() if k not in known},
+        )
 
 
 def contract_path(ws: Workspace, unit_id: str) -> Path:
@@ -37,12 +71,9 @@ def parse_contract(path: Path, text: str) -> Contract:
     if not isinstance(data, dict):
         raise BadInput(f"{path}: expected a JSON object")
     try:
-        contract = Contract.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top)"
-        raise BadInput(f"{path}: {where}: {err['msg']}") from None
-    return contract
+        return Contract.from_dict(data)
+    except ValueError as exc:
+        raise BadInput(f"{path}: {exc}") from None
 
 
 def load_contracts(ws: Workspace, problems: list[str] | None = None) -> dict[str, Contract]:
@@ -69,7 +100,7 @@ def load_contracts(ws: Workspace, problems: list[str] | None = None) -> dict[str
 
 def write_contract(ws: Workspace, contract: dict) -> Path:
     """Used by `demo` and tests: validate, then write the contract file."""
-    checked = Contract.model_validate(contract)
+    checked = Contract.from_dict(contract)
     path = contract_path(ws, checked.id)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(contract, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -9,11 +9,14 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.errors import BadInput, Refused
 from engine.store import Store, locked
 from identity.files import POLICY_DIR
-from identity.policy import InteractionPolicy, PolicyError, Profiles, RoutingPolicy, load_policy
+
+if TYPE_CHECKING:  # the policy models are pydantic: imported only by commands that read policy
+    from identity.policy import InteractionPolicy, Profiles, RoutingPolicy
 
 LEASE_FILE = ".regulator-lease.json"
 STATE_DIR = ".regulator"
@@ -55,6 +58,8 @@ class Workspace:
 
     # ---- policy ----------------------------------------------------------------------------
     def _policy(self, name: str):
+        from identity.policy import PolicyError, load_policy
+
         try:
             return load_policy(self.root / POLICY_DIR, name)
         except PolicyError as exc:
