@@ -36,7 +36,9 @@ def why_not(action: Action, snap: Snapshot, key: str | None) -> str | None:
     """None when the operator may take the action on this row; otherwise the reason, in words."""
     if snap.person is None:
         return "no operator: start the control room with --as PERSON"
-    policy = snap.ws.interaction()
+    policy = snap.policy
+    if policy is None:
+        return "the interaction policy cannot be read (run `regulator identity verify`)"
     person = policy.people.get(snap.person)
     if person is None:
         return f"{snap.person} is not a person in interaction.yaml"

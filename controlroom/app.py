@@ -75,25 +75,35 @@ class ControlRoom(App):
         self.background_checks = background_checks
         self.snap = readmodel.snapshot(ws, person, with_checks=not background_checks)
         self.live = "● live" if watch else "○ paused"
+        self._detail_timer = None
+        self._bindings_marker: tuple | None = None
         self.refreshes = 0  # how many store changes were folded in (tests and bench read it)
 
     # ---- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Static(id="topbar")
-        yield Static(id="tabs")
-        yield Input(placeholder="filter this view (Enter to apply, Esc to clear)", id="filter")
+        # kept as attributes: a query from the app searches the top screen, which is a dialog's
+        # while one is open, and live updates arrive then too
+        self._topbar = Static(id="topbar")
+        self._tabs = Static(id="tabs")
+        self._filter = Input(placeholder="filter this view (Enter to apply, Esc to clear)", id="filter")
+        self._table = LineTable(readmodel.COLUMNS[self.view], id="table")
+        self._detail = DetailPane(id="detail")
+        self._status = Static(id="status")
+        yield self._topbar
+        yield self._tabs
+        yield self._filter
         with Horizontal(id="body"):
-            yield LineTable(readmodel.COLUMNS[self.view], id="table")
-            yield DetailPane(id="detail")
-        yield Static(id="status")
+            yield self._table
+            yield self._detail
+        yield self._status
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#filter", Input).cursor_blink = False
+        self._filter.cursor_blink = False
         if not self.read_only:
             self._route_if_needed()
         self.show_view()
-        self.query_one(LineTable).focus()
+        self._table.focus()
         if self.watching:
             self.watch_stores()
         if self.background_checks:
@@ -107,7 +117,7 @@ class ControlRoom(App):
 
     @property
     def table(self) -> LineTable:
-        return self.query_one("#table", LineTable)
+        return self._table
 
     # ---- drawing ---------------------------------------------------------------------------------
     def show_view(self) -> None:
@@ -125,7 +135,7 @@ class ControlRoom(App):
         mode = " · read-only" if self.read_only else ""
         left = f"regulator · {self.ws.root.name}{who}{mode}"
         right = readmodel.header_text(self.snap, self.live)
-        self.query_one("#topbar", Static).update(Text(f"{left}    {right}"))
+        self._topbar.update(Text(f"{left}    {right}"))
         tabs = Text()
         for i, name in enumerate(readmodel.VIEWS, start=1):
             label = f" {i} {readmodel.TITLES[name]} "
@@ -137,11 +147,9 @@ class ControlRoom(App):
         if self.filter_text:
             extra.append(f"filter: {self.filter_text}")
         tabs.append("  " + " · ".join(extra) if extra else "")
-        self.query_one("#tabs", Static).update(tabs)
+        self._tabs.update(tabs)
         count = len(self.table.keys)
-        self.query_one("#status", Static).update(
-            Text(f"{count} row(s) · enter lifecycle · / filter · ? keys")
-        )
+        self._status.update(Text(f"{count} row(s) · enter lifecycle · / filter · ? keys"))
         self.refresh_bindings()
 
     def draw_detail(self) -> None:
@@ -151,12 +159,30 @@ class ControlRoom(App):
         if not self.read_only:
             for action in for_view(self.view):
                 actions.append((action.key, action.label, why_not(action, self.snap, key)))
-        self.query_one(DetailPane).show(lines, actions)
+        self._detail.show(lines, actions)
 
     @on(LineTable.Highlighted)
     def _highlighted(self, event: LineTable.Highlighted) -> None:
+        # The cursor moves at once; the detail pane and the footer follow when the keys pause, so
+        # holding an arrow key over 100,000 rows never waits for a pane's layout on every row.
+        if self._detail_timer is not None:
+            self._detail_timer.stop()
+        self._detail_timer = self.set_timer(0.06, self._follow_cursor)
+
+    def _follow_cursor(self) -> None:
+        self._detail_timer = None
+        if not self.is_running:
+            return
         self.draw_detail()
-        self.refresh_bindings()
+        self._refresh_bindings_if_changed()
+
+    def _refresh_bindings_if_changed(self) -> None:
+        """The footer recomposes on every refresh: do it only when an action's state changed."""
+        states = tuple(self.check_action("act", (a.name,)) for a in ACTIONS)
+        marker = (self.view, self.read_only, states)
+        if marker != self._bindings_marker:
+            self._bindings_marker = marker
+            self.refresh_bindings()
 
     @on(LineTable.Chosen)
     def _chosen(self, event: LineTable.Chosen) -> None:
@@ -166,7 +192,7 @@ class ControlRoom(App):
     def action_view(self, view: str) -> None:
         self.view = view
         self.filter_text = ""
-        self.query_one("#filter", Input).value = ""
+        self._filter.value = ""
         self.table.cursor = 0
         self.show_view()
 
@@ -175,12 +201,12 @@ class ControlRoom(App):
         self.show_view()
 
     def action_filter(self) -> None:
-        box = self.query_one("#filter", Input)
+        box = self._filter
         box.add_class("shown")
         box.focus()
 
     def action_clear_filter(self) -> None:
-        box = self.query_one("#filter", Input)
+        box = self._filter
         box.value = ""
         box.remove_class("shown")
         self.filter_text = ""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from engine import clock
 from engine.decisions import FileCheck, decision_of, verify_identity
+from engine.errors import RegulatorError
 from engine.ladder import registers_of, stale_knowledge
 from engine.nextup import next_up
 from engine.registers import lint
@@ -84,11 +85,16 @@ class Snapshot:
     verify: list[Finding] = field(default_factory=list)
     holds: dict = field(default_factory=dict)
     stale: dict = field(default_factory=dict)
+    policy: object = None  # the interaction policy, read once per refresh (actions ask it per keypress)
 
     def derive(self) -> None:
         """Recompute the indexes every row reads (cheap, one pass each)."""
         self.holds = holds_index(self.state)
         self.stale = stale_knowledge(self.ws, self.state)
+        try:
+            self.policy = self.ws.interaction()
+        except RegulatorError:
+            self.policy = None
 
 
 def snapshot(ws: Workspace, person: str | None = None, with_checks: bool = True) -> Snapshot:

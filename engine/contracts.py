@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,7 +64,7 @@ def contract_path(ws: Workspace, unit_id: str) -> Path:
     return ws.root / "contracts" / f"{unit_id}.json"
 
 
-def parse_contract(path: Path, text: str) -> Contract:
+def parse_contract(path: Path | str, text: str) -> Contract:
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -82,20 +83,35 @@ def load_contracts(ws: Workspace, problems: list[str] | None = None) -> dict[str
     found: dict[str, Contract] = {}
     if not folder.is_dir():
         return found
-    for path in sorted(folder.rglob("*.json")):
+    for expected, path in sorted(_contract_files(folder)):
         try:
-            contract = parse_contract(path, path.read_text(encoding="utf-8"))
-        except (BadInput, UnicodeDecodeError) as exc:
+            with open(path, "rb") as handle:
+                contract = parse_contract(path, handle.read().decode("utf-8"))
+        except (BadInput, UnicodeDecodeError, OSError) as exc:
             if problems is not None:
                 problems.append(str(exc))
             continue
-        expected = path.relative_to(folder).with_suffix("").as_posix()
         if contract.id != expected:
             if problems is not None:
                 problems.append(f"{path}: id {contract.id!r} does not match the file name {expected!r}")
             continue
         found[contract.id] = contract
     return found
+
+
+def _contract_files(folder: Path) -> list[tuple[str, str]]:
+    """(unit id the path implies, path) for every contracts/<id>.json and contracts/<a>/<b>.json."""
+    files = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_file() and entry.name.endswith(".json"):
+                files.append((entry.name[:-5], entry.path))
+            elif entry.is_dir():
+                with os.scandir(entry.path) as inner:
+                    for sub in inner:
+                        if sub.is_file() and sub.name.endswith(".json"):
+                            files.append((f"{entry.name}/{sub.name[:-5]}", sub.path))
+    return files
 
 
 def write_contract(ws: Workspace, contract: dict) -> Path:

@@ -10,12 +10,18 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import json.scanner
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine import ids
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is a dependency; the fallback keeps readers working
+    orjson = None
 
 GENESIS = ""
 _TAIL_CHUNK = 64 * 1024
@@ -143,22 +149,7 @@ class Store:
             return result
         pieces = data.split(b"\n")
         last = pieces.pop()  # b"" when the data ends with a newline
-        events = result.events
-        number = line
-        loads = json.loads
-        for raw in pieces:
-            number += 1
-            if not raw:
-                continue  # the newline that closed off a torn write
-            try:
-                event = loads(raw)
-            except ValueError as exc:
-                result.problems.append(Problem(self.name, number, "malformed", _short(exc)))
-                continue
-            if type(event) is not dict:
-                result.problems.append(Problem(self.name, number, "malformed", "not a JSON object"))
-                continue
-            events.append(event)
+        number = _parse_lines(self.name, pieces, line, result)
         consumed = len(data) - len(last)
         if last and final:
             number += 1
@@ -175,6 +166,59 @@ class Store:
             return self.path.stat().st_size
         except FileNotFoundError:
             return 0
+
+
+_SCAN = json.scanner.make_scanner(json.JSONDecoder())
+
+
+def _parse_lines(store: str, pieces: list[bytes], line: int, result: ReadResult) -> int:
+    """Parse whole lines into events; report the bad ones by number. Returns the last line number.
+
+    The hot loop of every reader. orjson parses a line about twice as fast as json.loads; without
+    it, the standard library's scanner is called directly (no encoding sniffing, no whitespace
+    regex), which is still cheaper per line than json.loads.
+    """
+    events = result.events
+    append = events.append
+    number = line
+    if orjson is not None:
+        loads = orjson.loads
+        error = orjson.JSONDecodeError
+        for raw in pieces:
+            number += 1
+            if not raw:
+                continue  # the newline that closed off a torn write
+            try:
+                event = loads(raw)
+            except error as exc:
+                message = "not valid UTF-8" if "utf-8" in str(exc).lower() else "not JSON"
+                result.problems.append(Problem(store, number, "malformed", message))
+                continue
+            if type(event) is not dict:
+                result.problems.append(Problem(store, number, "malformed", "not a JSON object"))
+                continue
+            append(event)
+        return number
+    scan = _SCAN
+    for raw in pieces:
+        number += 1
+        if not raw:
+            continue
+        try:
+            text = raw.decode("utf-8")
+            event, end = scan(text, 0)
+        except (UnicodeDecodeError, StopIteration, ValueError) as exc:
+            message = "not valid UTF-8" if isinstance(exc, UnicodeDecodeError) else "not JSON"
+            result.problems.append(Problem(store, number, "malformed", message))
+            continue
+        if end != len(text) and text[end:].strip():
+            result.problems.append(Problem(store, number, "malformed", "trailing data after the JSON"))
+            continue
+        if type(event) is not dict:
+            result.problems.append(Problem(store, number, "malformed", "not a JSON object"))
+            continue
+        append(event)
+    return number
 
 
 def canonical_line(event: dict) -> bytes:

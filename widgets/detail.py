@@ -14,7 +14,8 @@ class DetailPane(VerticalScroll):
     """
 
     def compose(self):
-        yield Static(Text(""), id="detail-text")
+        self._text = Static(Text(""), id="detail-text")
+        yield self._text
 
     def show(self, lines: list[str], actions: list[tuple[str, str, str | None]]) -> None:
         """Lines of history, then each action: (key, label, why-not or None when allowed)."""
@@ -26,4 +27,4 @@ class DetailPane(VerticalScroll):
                     text.append(f"  {key} {label}\n")
                 else:
                     text.append(f"  {key} {label}: disabled, {why_not}\n", style="dim")
-        self.query_one("#detail-text", Static).update(text)
+        self._text.update(text)

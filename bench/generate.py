@@ -1,0 +1,269 @@
+"""Deterministic large workspaces for the benchmarks, written with the engine's own line format.
+
+Events are chained and hashed exactly as `engine.store.Store.append` writes them (same canonical
+JSON, same hash), so `regulator verify` passes on a generated log; they are written in bulk rather
+than one locked append each, which is what makes a million of them take seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+from engine import ids
+from engine.init import initialize
+from engine.store import GENESIS, canonical_line, event_hash
+
+NOW = "2026-11-29T12:00:00Z"
+TODAY = date(2026, 11, 29)
+GIT = ["-c", "user.name=bench", "-c", "user.email=bench@regulator.invalid"]
+
+
+@dataclass(frozen=True)
+class Scale:
+    name: str
+    events: int  # across the stores, for projection and incremental
+    units: int
+    obligations: int  # open, for the control room
+    entries: int  # register entries, one commit each, for lint
+    findings: int  # for next-up
+
+
+SCALES = {
+    "full": Scale("full", 1_000_000, 10_000, 100_000, 10_000, 1_000),
+    "quick": Scale("quick", 50_000, 1_000, 10_000, 500, 100),
+}
+
+
+class Writer:
+    """Appends chained events to one store file, buffered."""
+
+    def __init__(self, path: Path) -> None:
+        self.handle = open(path, "ab")  # noqa: SIM115 (closed in close())
+        self.prev = GENESIS
+        self.count = 0
+
+    def add(self, event: dict) -> dict:
+        event = dict(event)
+        event["prev"] = self.prev
+        event["hash"] = event_hash(event)
+        self.prev = event["hash"]
+        self.handle.write(canonical_line(event))
+        self.count += 1
+        return event
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def make_id(n: int, salt: int = 0) -> str:
+    return ids._encode(1_764_417_600_000 + n, 10) + ids._encode(n * 7919 + salt, 16)
+
+
+def unit_name(i: int) -> str:
+    return f"unit-{i:05d}"
+
+
+def new_workspace(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, REGULATOR_NOW=NOW)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, env=env)
+    old = os.environ.get("REGULATOR_NOW")
+    os.environ["REGULATOR_NOW"] = NOW
+    try:
+        initialize(root, owner="alice")
+    finally:
+        if old is None:
+            del os.environ["REGULATOR_NOW"]
+        else:
+            os.environ["REGULATOR_NOW"] = old
+    return root
+
+
+def write_contracts(root: Path, count: int) -> None:
+    folder = root / "contracts"
+    for i in range(count):
+        kind = ("implement", "implement", "research", "bookkeeper")[i % 4]
+        profile = {"implement": "implement", "research": "intelligence", "bookkeeper": "bookkeeper"}[kind]
+        data = {
+            "id": unit_name(i),
+            "type": kind,
+            "profile": profile,
+            "title": f"Work item {i}",
+            "priority": (i * 37) % 200,
+        }
+        (folder / f"{unit_name(i)}.json").write_text(json.dumps(data))
+
+
+def write_signals(root: Path, signals: int, units: int) -> int:
+    """`signals` signals, each routed into one open obligation (blocking one time in ten)."""
+    w = Writer(root / ".regulator" / "signals.ndjson")
+    for i in range(signals):
+        sid = make_id(i, 1)
+        unit = unit_name(i % units)
+        severity = "blocking" if i % 10 == 0 else "advisory"
+        w.add(
+            {
+                "kind": "signal",
+                "id": sid,
+                "subject": f"dependency {i % 997} changed",
+                "claim": "The dependency changed behaviour in a way this unit relies on.",
+                "observation": f"diff of release notes, item {i}",
+                "evidence": [f"notes/{i}.md"],
+                "confidence": "medium",
+                "reportedSeverity": severity,
+                "affectedUnits": [unit],
+                "observedAt": NOW,
+                "expiresAt": "2027-02-01T00:00:00Z" if i % 3 else None,
+                "rationale": None,
+                "unit": None,
+                "by": "alice",
+                "revision": None,
+                "source": "S4",
+                "destination": "S3",
+                "at": NOW,
+            }
+        )
+        w.add(
+            {
+                "kind": "routing",
+                "signal": sid,
+                "reportedSeverity": severity,
+                "derivedSeverity": severity,
+                "floors": [],
+                "obligations": [
+                    {
+                        "id": ids.obligation_id(sid, unit),
+                        "unit": unit,
+                        "severity": severity,
+                        "blocks": severity == "blocking",
+                        "owedTo": "S3",
+                    }
+                ],
+                "at": NOW,
+                "outcome": "obligations",
+                "reason": f"1 obligation(s) owed to S3 on {unit}",
+            }
+        )
+    w.close()
+    return w.count
+
+
+def write_units(root: Path, events: int, units: int) -> int:
+    """Dispatch/close cycles; every unit ends todo or closed, never in progress."""
+    w = Writer(root / ".regulator" / "units.ndjson")
+    i = 0
+    while w.count + 2 <= events:
+        unit = unit_name(i % units)
+        lease = make_id(i, 2)
+        w.add(
+            {"kind": "dispatch", "unit": unit, "lease": lease, "worktree": None, "revision": None, "at": NOW}
+        )
+        w.add({"kind": "close", "unit": unit, "lease": lease, "at": NOW})
+        i += 1
+    w.close()
+    return w.count
+
+
+def write_memory(root: Path, events: int, units: int) -> int:
+    w = Writer(root / ".regulator" / "memory.ndjson")
+    i = 0
+    while w.count < events:
+        mid = make_id(i, 3)
+        review = (TODAY + timedelta(days=1 + i % 89)).isoformat()
+        w.add(
+            {
+                "kind": "memory",
+                "id": mid,
+                "subject": f"fact {i}",
+                "note": f"Fact number {i} about the build.",
+                "evidence": [f"log/{i}"],
+                "scope": [["implement"], [], ["research"]][i % 3],
+                "reviewBy": review,
+                "unit": unit_name(i % units),
+                "revision": None,
+                "recordedBy": "S1",
+                "at": NOW,
+            }
+        )
+        if i % 20 == 0 and w.count < events:
+            w.add({"kind": "retraction", "entry": mid, "by": "alice", "reason": "superseded", "at": NOW})
+        i += 1
+    w.close()
+    return w.count
+
+
+def log_workspace(root: Path, scale: Scale) -> dict:
+    """`scale.events` events across the stores, `scale.obligations` of them open obligations."""
+    new_workspace(root)
+    write_contracts(root, scale.units)
+    signals = write_signals(root, scale.obligations, scale.units)
+    rest = scale.events - signals
+    units = write_units(root, rest // 2, scale.units)
+    memory = write_memory(root, scale.events - signals - units, scale.units)
+    return {"events": signals + units + memory, "signals": signals, "units": units, "memory": memory}
+
+
+def room_workspace(root: Path, scale: Scale) -> dict:
+    """The control room's workspace: `scale.obligations` open obligations, `scale.units` units."""
+    new_workspace(root)
+    write_contracts(root, scale.units)
+    return {"events": write_signals(root, scale.obligations, scale.units), "obligations": scale.obligations}
+
+
+def finding_text(i: int, units: int) -> str:
+    affects = [unit_name((i * 13) % units)]
+    return (
+        f"---\nid: F-finding-{i:05d}\ndate: '2026-11-01'\ntitle: Finding {i}\naffects: {json.dumps(affects)}\n"
+        f"ack: ''\nresolved: {'true' if i % 2 else 'false'}\n---\nBody of finding {i}.\n"
+    )
+
+
+def intake_text(i: int) -> str:
+    disposition = ("parked", "rejected", "scoped:stream-a", "new")[i % 4]
+    reason = "reason: not now\n" if disposition == "rejected" else ""
+    return (
+        f"---\nid: I-idea-{i:05d}\ndate: '2026-11-25'\ntitle: Idea {i}\ndisposition: {disposition}\n"
+        f"{reason}---\nIdea {i}.\n"
+    )
+
+
+def registry_workspace(root: Path, scale: Scale) -> dict:
+    """`scale.entries` register entries, each landed on trunk by its own commit (git fast-import)."""
+    new_workspace(root)
+    write_contracts(root, min(scale.units, 1000))
+    units = min(scale.units, 1000)
+    subprocess.run(["git", "-C", str(root), *GIT, "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), *GIT, "commit", "-q", "-m", "workspace"], check=True)
+    files: list[tuple[str, str]] = []
+    for i in range(scale.entries):
+        if i % 5 == 0:
+            files.append((f"findings/F-finding-{i:05d}.md", finding_text(i, units)))
+        else:
+            files.append((f"intake/I-idea-{i:05d}.md", intake_text(i)))
+    stream = bytearray()
+    stamp = 1_764_000_000
+    for n, (path, text) in enumerate(files):
+        data = text.encode()
+        message = f"add {path}\n".encode()
+        stream += b"commit refs/heads/main\n"
+        stream += f"committer bench <bench@regulator.invalid> {stamp + n} +0000\n".encode()
+        stream += f"data {len(message)}\n".encode() + message
+        if n == 0:
+            stream += b"from refs/heads/main^0\n"
+        stream += f"M 100644 inline {path}\ndata {len(data)}\n".encode() + data + b"\n"
+    subprocess.run(["git", "-C", str(root), "fast-import", "--quiet"], input=bytes(stream), check=True)
+    subprocess.run(["git", "-C", str(root), "reset", "-q", "--hard", "main"], check=True)
+    return {"entries": len(files), "commits": len(files) + 1}
+
+
+def nextup_workspace(root: Path, scale: Scale) -> dict:
+    new_workspace(root)
+    write_contracts(root, scale.units)
+    for i in range(scale.findings):
+        (root / "findings" / f"F-finding-{i:05d}.md").write_text(finding_text(i, scale.units))
+    return {"units": scale.units, "findings": scale.findings}
