@@ -107,7 +107,8 @@ class ControlRoom(App):
         if self.watching:
             self.watch_stores()
         if self.background_checks:
-            self.run_checks()
+            # after the first frame: the checks hash every store and would compete with it
+            self.set_timer(0.5, self.run_checks)
 
     @work(thread=True, exclusive=True, group="checks")
     def run_checks(self) -> None:
@@ -393,12 +394,14 @@ class ControlRoom(App):
         snap = self.snap
         snap.state.now = clock.now()
         try:
-            advance(self.ws, snap.state, final=False)
+            gained = advance(self.ws, snap.state, final=False)
             if self._route_if_needed():
                 advance(self.ws, snap.state, final=False)
         except StoreReplaced:
             self.reload()
             return
+        if not any(gained.values()) and not registers_changed:
+            return  # our own routing records, already folded above
         if registers_changed:
             snap.state.contracts = load(self.ws, stores=()).contracts
             if self.background_checks:

@@ -22,7 +22,7 @@ from engine.state import (
     load,
     memory_status,
     unit_status,
-    unrouted,
+    unrouted_count,
 )
 from engine.store import Finding, verify
 from engine.text import escape
@@ -86,6 +86,7 @@ class Snapshot:
     holds: dict = field(default_factory=dict)
     stale: dict = field(default_factory=dict)
     policy: object = None  # the interaction policy, read once per refresh (actions ask it per keypress)
+    _memory_counts: tuple = ()  # (memory cursor, today, expiring): memory is counted once per change
 
     def derive(self) -> None:
         """Recompute the indexes every row reads (cheap, one pass each)."""
@@ -274,21 +275,32 @@ def _row(view: str, snap: Snapshot, key: str) -> list[str]:
 def counts(snap: Snapshot) -> dict:
     state = snap.state
     today = state.now.date()
-    open_obs = [ob for ob in state.obligations.values() if ob.status == "open"]
+    open_count = blocking = stale = 0
+    now = state.now
+    for ob in state.obligations.values():
+        if ob.status == "open":
+            open_count += 1
+            blocking += ob.blocks
+            if ob.expires_at is not None and ob.expires_at <= now:  # is_stale, inlined: runs per append
+                stale += 1
     held_units = [u for u in snap.holds if u in state.units]
-    expiring = [
-        e
-        for e in state.memory.values()
-        if memory_status(e, today) == "current" and days_left(e, today) <= EXPIRING_DAYS
-    ]
+    cursor = state.cursors.get("memory")
+    marker = (cursor.offset if cursor else -1, len(state.memory), today)
+    if snap._memory_counts[:3] != marker:  # memory is counted again only when it changed
+        expiring = sum(
+            1
+            for e in state.memory.values()
+            if memory_status(e, today) == "current" and days_left(e, today) <= EXPIRING_DAYS
+        )
+        snap._memory_counts = (*marker, expiring)
     return {
-        "open": len(open_obs),
-        "blocking": sum(1 for ob in open_obs if ob.blocks),
+        "open": open_count,
+        "blocking": blocking,
         "held": len(held_units),
-        "stale": sum(1 for ob in open_obs if is_stale(state, ob)),
-        "expiring": len(expiring),
+        "stale": stale,
+        "expiring": snap._memory_counts[3],
         "lintErrors": len(snap.lint.errors) if snap.lint else 0,
-        "unrouted": len(unrouted(state)),
+        "unrouted": unrouted_count(state),
         "badLines": len(state.problems),
     }
 

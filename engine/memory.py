@@ -27,7 +27,7 @@ def validate_entry(fields: dict, today: date) -> dict:
             raise BadInput(f"{name}: required")
     subject = check_text("subject", fields["subject"])
     note = check_text("note", fields["note"])
-    evidence = check_list("evidence", fields.get("evidence") or [], minimum=1)
+    evidence = check_list("evidence", [] if fields.get("evidence") is None else fields["evidence"], minimum=1)
     if not isinstance(fields["reviewBy"], str):
         raise BadInput("reviewBy: expected a date YYYY-MM-DD")
     review_by = clock.parse_date(fields["reviewBy"], "review-by")
@@ -41,7 +41,7 @@ def validate_entry(fields: dict, today: date) -> dict:
             f"review-by {review_by} is more than {MAX_REVIEW_DAYS} days out (latest {latest}); "
             "a fact that should hold longer is a rule: propose it"
         )
-    scope = check_list("scope", fields.get("scope") or [], kind="name")
+    scope = check_list("scope", [] if fields.get("scope") is None else fields["scope"], kind="name")
     for unit_type in scope:
         if not UNIT_TYPE.fullmatch(unit_type):
             raise BadInput(f"scope: {unit_type!r} is not a unit type (lowercase letters, digits, '-')")

@@ -24,6 +24,12 @@ FIELDS = (
 CONFIDENCE = ("low", "medium", "high")
 
 
+def _listed(fields: dict, name: str) -> object:
+    """An absent or null list is empty; anything else must be a list (0, "" or {} are not)."""
+    value = fields.get(name)
+    return [] if value is None else value
+
+
 def validate_report(fields: dict, severities: tuple[str, ...], known_units: set[str]) -> dict:
     """Check every field of seed 000's report (exit 2 on the first problem); return the signal body."""
     unknown = sorted(set(fields) - set(FIELDS))
@@ -35,14 +41,14 @@ def validate_report(fields: dict, severities: tuple[str, ...], known_units: set[
     subject = check_text("subject", fields["subject"])
     claim = check_text("claim", fields["claim"])
     observation = check_text("observation", fields["observation"])
-    evidence = check_list("evidence", fields.get("evidence", []), minimum=1)
+    evidence = check_list("evidence", _listed(fields, "evidence"), minimum=1)
     confidence = check_text("confidence", fields["confidence"], kind="name")
     if confidence not in CONFIDENCE:
         raise BadInput(f"confidence: {confidence!r} is not one of {', '.join(CONFIDENCE)}")
     severity = check_text("reportedSeverity", fields["reportedSeverity"], kind="name")
     if severity not in severities:
         raise BadInput(f"severity: {severity!r} is not one of {', '.join(severities)}")
-    affected = check_list("affectedUnits", fields.get("affectedUnits") or [], kind="id")
+    affected = check_list("affectedUnits", _listed(fields, "affectedUnits"), kind="id")
     for unit_id in affected:
         check_unit_id(unit_id, "affectedUnits")
         if unit_id not in known_units:

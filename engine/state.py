@@ -77,6 +77,7 @@ class State:
     proposals: dict[str, dict] = field(default_factory=dict)
     decisions: list[dict] = field(default_factory=list)
     pending: dict[str, dict] = field(default_factory=dict)
+    unrouted_ids: dict[str, None] = field(default_factory=dict)  # signals awaiting routing, log order
     problems: list[Problem] = field(default_factory=list)
     contract_problems: list[str] = field(default_factory=list)
     cursors: dict[str, Cursor] = field(default_factory=dict)
@@ -94,16 +95,20 @@ class State:
 
 def _fold_signals(state: State, events: list[dict]) -> None:
     signals, routings, obligations = state.signals, state.routings, state.obligations
+    waiting = state.unrouted_ids
     expiries: dict[str, datetime] = {}
     for event in events:
         kind = event.get("kind")
         if kind == "signal":
             signals[event["id"]] = event
+            if event["id"] not in routings:
+                waiting[event["id"]] = None
         elif kind == "routing":
             signal_id = event.get("signal")
             if signal_id in routings:
                 continue  # a second router's duplicate: dropped
             routings[signal_id] = event
+            waiting.pop(signal_id, None)
             signal = signals.get(signal_id, {})
             expires = signal.get("expiresAt")
             if expires and expires not in expiries:
@@ -111,20 +116,25 @@ def _fold_signals(state: State, events: list[dict]) -> None:
             for entry in event.get("obligations", ()):
                 if entry["id"] in obligations:
                     continue
-                ob = Obligation(
-                    id=entry["id"],
-                    unit=entry.get("unit"),
-                    kind="intelligence",
-                    source=signal_id,
-                    severity=entry["severity"],
-                    blocks=bool(entry["blocks"]),
-                    owed_to=entry.get("owedTo", "S3"),
-                    opened_at=event["at"],
-                    subject=signal.get("subject", ""),
-                    expires_at=expiries[expires] if expires else None,
+                # positional: this runs once per obligation in the log, the hottest constructor
+                obligations[entry["id"]] = Obligation(
+                    entry["id"],
+                    entry.get("unit"),
+                    "intelligence",
+                    signal_id,
+                    entry["severity"],
+                    bool(entry["blocks"]),
+                    entry.get("owedTo", "S3"),
+                    event["at"],
+                    signal.get("subject", ""),
+                    expiries[expires] if expires else None,
+                    "open",
+                    None,
+                    None,
+                    None,
+                    None,
+                    [event],
                 )
-                ob.history.append(event)
-                obligations[ob.id] = ob
         elif kind == "disposition":
             ob = obligations.get(event.get("obligation"))
             if ob is None:
@@ -240,6 +250,7 @@ def gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
+        gc.freeze()  # what was folded lives on: later collections need not walk it again
         if enabled:
             gc.enable()
 
@@ -308,7 +319,12 @@ def is_stale(state: State, ob: Obligation) -> bool:
 
 
 def unrouted(state: State) -> list[dict]:
-    return [s for s_id, s in state.signals.items() if s_id not in state.routings]
+    """Signals with no routing record yet, in log order (kept as the log is folded)."""
+    return [state.signals[s_id] for s_id in state.unrouted_ids]
+
+
+def unrouted_count(state: State) -> int:
+    return len(state.unrouted_ids)
 
 
 def memory_status(entry: MemoryEntry, today: date) -> str:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the policy models are pydantic: imported only by commands t
 LEASE_FILE = ".regulator-lease.json"
 STATE_DIR = ".regulator"
 STORE_NAMES = ("signals", "memory", "units", "identity")
+_POLICY_CACHE: dict[tuple, object] = {}
 UNIT_ID = re.compile(r"[a-z0-9][a-z0-9-]*(/[a-z0-9-]+)?")
 
 
@@ -58,12 +59,25 @@ class Workspace:
 
     # ---- policy ----------------------------------------------------------------------------
     def _policy(self, name: str):
+        """Parsed policy, read again only when the file changed (a long-lived control room asks
+        for it on every append; an accepted proposal changes the file and so the answer)."""
         from identity.policy import PolicyError, load_policy
 
+        path = self.root / POLICY_DIR / name
         try:
-            return load_policy(self.root / POLICY_DIR, name)
+            stat = path.stat()
+            key = (str(path), stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        except OSError:
+            key = None
+        if key is not None and key in _POLICY_CACHE:
+            return _POLICY_CACHE[key]
+        try:
+            parsed = load_policy(self.root / POLICY_DIR, name)
         except PolicyError as exc:
             raise BadInput(f"policy {exc}") from None
+        if key is not None:
+            _POLICY_CACHE[key] = parsed
+        return parsed
 
     def routing(self) -> RoutingPolicy:
         return self._policy("routing.yaml")
@@ -128,6 +142,12 @@ def find_lease(cwd: Path) -> Path | None:
     return None
 
 
+def is_workspace(folder: Path) -> bool:
+    """A folder with stores, or a clone of one (CI): the tracked policy is there, the stores are
+    not (`.regulator/` is never committed), and readers then see empty stores."""
+    return (folder / STATE_DIR).is_dir() or (folder / POLICY_DIR).is_dir()
+
+
 def locate(
     root: Path | None = None, lease_file: Path | None = None, cwd: Path | None = None
 ) -> tuple[Workspace, Lease | None]:
@@ -139,7 +159,7 @@ def locate(
         if found is not None:
             lease = read_lease(found)
     if root is not None:
-        if not (root / STATE_DIR).is_dir():
+        if not is_workspace(root):
             raise BadInput(f"{root} is not a regulator workspace (no {STATE_DIR}/); run `regulator init`")
         ws = Workspace(root.resolve())
         if lease is not None and lease.workspace.resolve() != ws.root:
@@ -150,6 +170,6 @@ def locate(
             raise Refused(f"lease {lease.path} names {lease.workspace}, which is not a workspace")
         return Workspace(lease.workspace.resolve()), lease
     for folder in _walk_up(cwd):
-        if (folder / STATE_DIR).is_dir():
+        if is_workspace(folder):
             return Workspace(folder), None
     raise BadInput("no regulator workspace here or above; run `regulator init` or pass --root DIR")

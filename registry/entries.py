@@ -12,6 +12,8 @@ from pathlib import Path
 
 import yaml
 
+from registry.frontmatter import parse as fast_parse
+
 try:  # the C loader is the same safe subset, faster
     from yaml import CSafeLoader as SafeLoader
 except ImportError:  # pragma: no cover
@@ -68,6 +70,7 @@ class Registers:
     records: dict[str, Entry] = field(default_factory=dict)
     issues: list[Issue] = field(default_factory=list)
     paths: set[str] = field(default_factory=set)  # every register file present, parsed or not
+    texts: dict[str, str] = field(default_factory=dict)  # path -> text as read (lint compares it)
 
 
 class EntryError(ValueError):
@@ -88,6 +91,9 @@ def split_frontmatter(text: str) -> tuple[str, str]:
 
 def load_frontmatter(text: str) -> tuple[dict, str]:
     head, body = split_frontmatter(text)
+    data = fast_parse(head)
+    if data is not None:
+        return data, body
     try:
         data = yaml.load(head, Loader=SafeLoader)  # noqa: S506 (SafeLoader: no tags, no code)
     except yaml.YAMLError as exc:
@@ -205,8 +211,10 @@ def load_registers(root: Path) -> Registers:
             relative = f"{folder}/{path.name}"
             registers.paths.add(relative)
             try:
-                entry = parse_entry(kind, relative, path.read_text(encoding="utf-8"))
-            except (EntryError, UnicodeDecodeError) as exc:
+                text = path.read_bytes().decode("utf-8")
+                registers.texts[relative] = text
+                entry = parse_entry(kind, relative, text)
+            except (EntryError, UnicodeDecodeError, OSError) as exc:
                 registers.issues.append(Issue("error", "schema", relative, f"{relative}: {exc}"))
                 continue
             if entry.id in target:

@@ -186,9 +186,12 @@ def lint_history(
             )
         )
     for path in sorted(registers.paths):
-        now_fields = _load_bearing(load_fields("", worktree_texts.get(path, "")))
+        now_text = worktree_texts.get(path, "")
         head_text = history.head.get(path)
         base_text = history.base.get(path)
+        if now_text == head_text == base_text:
+            continue  # the same bytes at the merge-base, at HEAD and on disk: nothing changed
+        now_fields = _load_bearing(load_fields("", now_text))
         head_fields = _load_bearing(load_fields("", head_text)) if head_text is not None else None
         if base_text is None:
             # a new entry: arriving with an ack needs the same authorization

@@ -326,3 +326,21 @@ def test_ack_needs_the_grant(reg):
     assert done.returncode == 3
     assert (ws.root / FINDING).read_text() == before
     assert ws.run("registry", "ack", "../x", "--by", "alice").returncode == 2
+
+
+def test_lint_in_a_fresh_clone_without_stores(reg, tmp_path):
+    """CI lints a clone: `.regulator/` is never committed, the tracked skeleton is enough."""
+    ws = reg
+    ws.write(FINDING, finding_text())
+    ws.commit("file it")
+    clone = tmp_path / "clone"
+    ws.git("clone", "-q", str(ws.root), str(clone))
+    assert not (clone / ".regulator").exists()
+    done = ws.run("registry", "lint", "--json", cwd=clone)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["historyChecked"] is True
+    assert [n["code"] for n in data["notices"]] == ["awaits-ack"]
+    (clone / FINDING).unlink()
+    done = ws.run("registry", "lint", "--json", cwd=clone)
+    assert done.returncode == 1 and "tombstone-not-delete" in done.stdout

@@ -1,0 +1,125 @@
+"""A fast reader for the common shape of register frontmatter, with YAML as the fallback.
+
+Lint reads every entry of a register that may hold ten thousand of them; PyYAML's constructor
+costs a quarter of a millisecond per entry. Most frontmatter is flat `key: value` lines with
+quoted or plain strings, booleans, dates and flow or block lists of strings. This reader accepts
+exactly that subset and answers None for anything else (tags, anchors, nesting, numbers, any doubt),
+so the caller falls back to `yaml.safe_load`: the result is always what safe_load would give.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: (.*))?$")
+_PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_ ./()=+'-]*(?::[A-Za-z0-9_./()=+'-]+)*")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_BOOLS = {
+    **dict.fromkeys(("yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
+    **dict.fromkeys(("no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False),
+}
+_NULLS = ("null", "Null", "NULL", "~")
+
+
+class _Unsure(Exception):
+    """Not in the subset: let YAML decide."""
+
+
+def _scalar(text: str, flow: bool = False) -> object:
+    text = text.strip()
+    if not text:
+        return None
+    first = text[0]
+    if first == '"':
+        if len(text) < 2 or text[-1] != '"' or "\\" in text or '"' in text[1:-1]:
+            raise _Unsure
+        return text[1:-1]
+    if first == "'":
+        if len(text) < 2 or text[-1] != "'":
+            raise _Unsure
+        inner = text[1:-1]
+        if "'" in inner.replace("''", ""):
+            raise _Unsure
+        return inner.replace("''", "'")
+    if text in _BOOLS:
+        return _BOOLS[text]
+    if text in _NULLS:
+        return None
+    if _DATE.fullmatch(text):
+        try:
+            return date.fromisoformat(text)
+        except ValueError:
+            raise _Unsure from None
+    if " #" in text or text.endswith(":") or (flow and ("," in text or "]" in text)):
+        raise _Unsure
+    if not _PLAIN.fullmatch(text) or "  " in text or text != text.strip():
+        raise _Unsure
+    return text
+
+
+def _flow_list(text: str) -> list:
+    inner = text.strip()[1:-1].strip()
+    if not inner:
+        return []
+    if "[" in inner or "{" in inner or "]" in inner:
+        raise _Unsure
+    items = []
+    for raw in inner.split(","):
+        piece = raw.strip()
+        if not piece:
+            raise _Unsure
+        if piece[0] in "\"'" and (len(piece) < 2 or piece[-1] != piece[0]):
+            raise _Unsure  # a comma inside quotes: YAML's job
+        items.append(_scalar(piece, flow=True))
+    return items
+
+
+def parse(head: str) -> dict | None:
+    """The mapping safe_load would return for `head`, or None when not sure it would."""
+    try:
+        return _parse(head)
+    except _Unsure:
+        return None
+
+
+def _parse(head: str) -> dict:
+    data: dict = {}
+    lines = head.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line.strip() or line.lstrip().startswith("#"):
+            if line.strip() and not line.startswith("#"):
+                raise _Unsure
+            continue
+        if line[0] in " \t-":
+            raise _Unsure
+        match = _KEY.fullmatch(line)
+        if not match:
+            raise _Unsure
+        key, value = match.group(1), match.group(2)
+        if key in _BOOLS or key in _NULLS:
+            raise _Unsure
+        value = (value or "").rstrip()
+        if value.startswith("["):
+            if not value.endswith("]"):
+                raise _Unsure
+            data[key] = _flow_list(value)
+        elif value and value[0] in "{&*!|>%@`?":
+            raise _Unsure
+        elif value:
+            data[key] = _scalar(value)
+        else:
+            items = []
+            while i < len(lines) and lines[i].startswith(("- ", "  - ")):
+                item = lines[i].split("- ", 1)[1]
+                if item.lstrip().startswith(("[", "-", "{")) or ": " in item:
+                    raise _Unsure
+                items.append(_scalar(item))
+                i += 1
+            if i < len(lines) and lines[i][:1] in (" ", "\t") and lines[i].strip():
+                raise _Unsure  # a nested mapping or continuation: YAML's job
+            data[key] = items if items else None
+    return data
