@@ -15,7 +15,9 @@ def lifecycle(view: str, snap: Snapshot, key: str | None) -> list[str]:
     if key is None:
         return ["(nothing selected)"]
     try:
-        return [*_lifecycle(view, snap, key)]
+        # every line escaped once more at the end: whatever a branch below forgot, a store field
+        # never reaches the terminal as a control sequence (escape is idempotent)
+        return [escape(line) for line in _lifecycle(view, snap, key)]
     except KeyError:
         return ["(gone: the row changed under the cursor)"]
 

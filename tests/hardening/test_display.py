@@ -1,0 +1,154 @@
+"""No store field is ever interpreted as markup or a terminal escape (issue 7, SPEC §10, §13)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+from rich.text import Text
+
+from controlroom import readmodel
+from controlroom.lifecycle import lifecycle
+from engine.state import MemoryEntry, Obligation, State
+from engine.text import escape
+from engine.workspace import Workspace
+
+hostile = st.one_of(
+    st.sampled_from(
+        [
+            "[red]INJ[/red]",
+            "[bold]x[/]",
+            "\x1b[31mred\x1b[0m",
+            "\x1b]0;title\x07",
+            "[link=x]y[/link]",
+            "\r\noverwrite",
+            "\x9b31m",
+            "[/]",
+            ":smile:",
+            "\\[escaped]",
+        ]
+    ),
+    st.text(
+        alphabet=st.sampled_from(list("[]/\\\x1b\x07\x9b\r\n abcRED=:;0123456789")), min_size=1, max_size=30
+    ),
+)
+
+
+def state_with(text: str) -> State:
+    state = State(now=datetime(2026, 11, 29, 12, tzinfo=UTC))
+    signal = {
+        "kind": "signal",
+        "id": "SIG1",
+        "subject": text,
+        "claim": text,
+        "observation": text,
+        "evidence": [text],
+        "confidence": "low",
+        "reportedSeverity": "advisory",
+        "affectedUnits": ["u1"],
+        "observedAt": "2026-11-29T12:00:00Z",
+        "expiresAt": None,
+        "rationale": text,
+        "unit": None,
+        "by": text,
+        "at": "2026-11-29T12:00:00Z",
+    }
+    routing = {
+        "kind": "routing",
+        "signal": "SIG1",
+        "reportedSeverity": "advisory",
+        "derivedSeverity": "advisory",
+        "floors": [],
+        "outcome": "obligations",
+        "reason": text,
+        "obligations": [],
+        "at": "2026-11-29T12:00:00Z",
+    }
+    state.signals["SIG1"] = signal
+    state.routings["SIG1"] = routing
+    disposition = {
+        "kind": "disposition",
+        "disposition": "no-action",
+        "by": text,
+        "rationale": text,
+        "at": "2026-11-29T12:00:00Z",
+    }
+    state.obligations["ob1"] = Obligation(
+        "ob1",
+        "u1",
+        "intelligence",
+        "SIG1",
+        "advisory",
+        False,
+        "S3",
+        "2026-11-29T12:00:00Z",
+        text,
+        None,
+        "resolved",
+        "no-action",
+        text,
+        text,
+        "2026-11-29T12:00:00Z",
+        [routing, disposition],
+    )
+    state.memory["MEM1"] = MemoryEntry(
+        {
+            "kind": "memory",
+            "id": "MEM1",
+            "subject": text,
+            "note": text,
+            "evidence": [text],
+            "scope": [],
+            "reviewBy": "2026-12-20",
+            "unit": "u1",
+            "revision": text,
+            "at": "2026-11-29T12:00:00Z",
+        },
+        {"kind": "retraction", "entry": "MEM1", "by": text, "reason": text, "at": "2026-11-29T12:00:00Z"},
+    )
+    return state
+
+
+def rendered(line: str) -> str:
+    """What a terminal would be sent for this line, drawn as the widgets draw it (plain Text)."""
+    console = Console(file=io.StringIO(), force_terminal=True, color_system="truecolor", width=400)
+    with contextlib.redirect_stdout(io.StringIO()):
+        console.print(Text(line), end="")
+    return console.file.getvalue()
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=hostile)
+def test_rows_and_lifecycles_show_store_text_literally(tmp_path_factory, text):
+    snap = readmodel.Snapshot(Workspace(tmp_path_factory.getbasetemp()), state_with(text))
+    lines = []
+    for view, key in (("obligations", "ob1"), ("signals", "SIG1"), ("memory", "MEM1")):
+        cells = readmodel.row(view, snap, key)
+        lines += cells
+        lines += lifecycle(view, snap, key)
+    shown = "\n".join(lines)
+    assert escape(text) in shown  # the text, escaped, is there to read
+    for line in lines:
+        assert "\x1b" not in line and "\x07" not in line and "\x9b" not in line and "\r" not in line
+        out = rendered(line)
+        # the only escape sequences on the wire are the console's own styling, never the text's
+        assert "\x1b]" not in out and "\x07" not in out
+        # markup is never parsed: every '[' of the text reaches the terminal
+        assert out.count("[") >= line.count("[")
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=hostile)
+def test_cli_tables_escape_store_text(text):
+    from controlroom.text import table
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        table(["id", "subject"], [["x", text]])
+    printed = out.getvalue()
+    assert "\x1b" not in printed and "\x07" not in printed and "\r" not in printed and "\x9b" not in printed
+    assert escape(text).rstrip() in printed  # the table trims trailing blanks of its last column
