@@ -36,6 +36,7 @@ class Scale:
 SCALES = {
     "full": Scale("full", 1_000_000, 10_000, 100_000, 10_000, 1_000),
     "quick": Scale("quick", 50_000, 1_000, 10_000, 500, 100),
+    "smoke": Scale("smoke", 4_000, 100, 1_000, 50, 10),  # for the test that the harness runs
 }
 
 

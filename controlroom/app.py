@@ -393,6 +393,7 @@ class ControlRoom(App):
         """Fold only what was appended; route new signals unless read-only; redraw."""
         snap = self.snap
         snap.state.now = clock.now()
+        problems = len(snap.state.problems)
         try:
             gained = advance(self.ws, snap.state, final=False)
             if self._route_if_needed():
@@ -400,7 +401,7 @@ class ControlRoom(App):
         except StoreReplaced:
             self.reload()
             return
-        if not any(gained.values()) and not registers_changed:
+        if not any(gained.values()) and not registers_changed and len(snap.state.problems) == problems:
             return  # our own routing records, already folded above
         if registers_changed:
             snap.state.contracts = load(self.ws, stores=()).contracts

@@ -53,7 +53,7 @@ def registry_next_up(
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
-    queue, excluded = next_up(ws, state)
+    queue, excluded = next_up(ws, state, explain=explain)
     if as_json:
         emit_json(queue if not explain else {"nextUp": queue, "excluded": excluded})
         return

@@ -153,7 +153,7 @@ def keys(view: str, snap: Snapshot, show_all: bool = False) -> list[str]:
         return list(state.signals)
     if view == "registers":
         registers = registers_of(snap.ws, state)
-        queue, _ = next_up(snap.ws, state)
+        queue, _ = next_up(snap.ws, state, explain=False)
         out = [f"next:{u['id']}" for u in queue]
         if snap.lint is not None:
             out += [f"lint:{i}" for i in range(len(snap.lint.issues))]

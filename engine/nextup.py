@@ -7,27 +7,28 @@ from engine.state import State, holds_index, unit_status
 from engine.workspace import Workspace
 
 
-def next_up(ws: Workspace, state: State) -> tuple[list[dict], list[dict]]:
-    """(queue, excluded): todo units not flagged by a finding nor held, by priority then id."""
+def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dict], list[dict]]:
+    """(queue, excluded): todo units not flagged by a finding nor held, by priority then id.
+
+    Ids sort in code-point order (Python's str order). `excluded` is built only when asked for:
+    the queue alone is what a scheduler polls.
+    """
     holds = holds_index(state)
     stale = stale_knowledge(ws, state)
-    queue: list[dict] = []
+    ready: list[tuple[int, str]] = []
     excluded: list[dict] = []
     for unit_id, unit in state.units.items():
-        if unit.contract is None:
+        contract = unit.contract
+        if contract is None:
             continue
-        reasons: list[str] = []
         status = unit_status(state, unit)
-        if status != "todo":
-            reasons.append(f"status {status}")
-        for finding in stale.get(unit_id, []):
-            reasons.append(f"stale-knowledge: unresolved {finding}")
-        for ob in holds.get(unit_id, []):
-            reasons.append(f"held by {ob.severity} obligation {ob.id}")
-        if reasons:
-            excluded.append({"id": unit_id, "priority": unit.contract.priority, "reasons": reasons})
-        else:
-            queue.append({"id": unit_id, "priority": unit.contract.priority})
-    queue.sort(key=lambda u: (u["priority"], u["id"]))
+        if status == "todo" and unit_id not in stale and unit_id not in holds:
+            ready.append((contract.priority, unit_id))
+        elif explain:
+            reasons = [] if status == "todo" else [f"status {status}"]
+            reasons += [f"stale-knowledge: unresolved {finding}" for finding in stale.get(unit_id, [])]
+            reasons += [f"held by {ob.severity} obligation {ob.id}" for ob in holds.get(unit_id, [])]
+            excluded.append({"id": unit_id, "priority": contract.priority, "reasons": reasons})
+    ready.sort()
     excluded.sort(key=lambda u: (u["priority"], u["id"]))
-    return queue, excluded
+    return [{"id": unit_id, "priority": priority} for priority, unit_id in ready], excluded

@@ -348,3 +348,33 @@ def test_once_exit_codes(demo):
     data = json.loads(done.stdout)
     assert done.returncode == 0, data["exitReasons"]
     assert data["exitReasons"] == [] and data["lint"]["errors"] == []
+
+
+def test_replaced_store_reloads_and_a_corrupt_line_is_reported(demo):
+    app = ControlRoom(demo, "alice")
+    seen = {}
+
+    async def script(pilot):
+        await pilot.press("4")
+        path = demo.store("signals").path
+        seen["before"] = len(app.table.keys)
+        # a garbage line appended by someone else: reported in the header, never a crash
+        with open(path, "ab") as handle:
+            handle.write(b"this is not json\n")
+        deadline = time.monotonic() + 20
+        while "bad line" not in str(app._topbar.render()) and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        seen["header"] = str(app._topbar.render())
+        # the store replaced by a shorter one (a restore from backup): read again in full
+        lines = path.read_bytes().splitlines(keepends=True)
+        first_signal = next(i for i, raw in enumerate(lines) if b'"kind":"signal"' in raw)
+        path.write_bytes(b"".join(lines[: first_signal + 1]))
+        deadline = time.monotonic() + 20
+        while len(app.table.keys) != 1 and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        seen["after"] = len(app.table.keys)
+
+    run(app, script)
+    assert seen["before"] == 2
+    assert "1 bad line(s)" in seen["header"]
+    assert seen["after"] == 1

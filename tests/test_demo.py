@@ -71,3 +71,36 @@ def test_screenshot_renders_the_real_app(tmp_path):
         text=True,
     )
     assert bad.returncode == 2 and "--view" in bad.stderr
+
+
+def test_bench_runs_at_smoke_scale(tmp_path):
+    """The benchmark is not part of the suite; this only checks that it runs and reports every figure."""
+    import json
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, str(root / "bench" / "run.py"), "--scale", "smoke", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=bare_env(HOME=str(tmp_path / "home")),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    for key in (
+        "projection_ratio",
+        "projection_s",
+        "json_loads_s",
+        "events",
+        "incremental_ms",
+        "first_frame_s",
+        "keypress_ms",
+        "lint_s",
+        "next_up_ms",
+        "status_cold_s",
+    ):
+        assert isinstance(report[key], int | float) and report[key] > 0, key
+    assert set(report["met"]) == set(report["targets"])
