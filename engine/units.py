@@ -146,6 +146,7 @@ def demote(ws: Workspace, unit_id: str, by: str, rationale: str) -> dict:
     person = check_person(by)
     rationale = check_text("--rationale", rationale, kind="rationale")
     with ws.exclusive():
+        route_locked(ws)
         state = load(ws)
         unit = _unit(state, unit_id)
         require_grant(ws, person, "decide", "demote a unit")

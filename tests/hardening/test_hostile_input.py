@@ -212,6 +212,8 @@ def test_json_of_the_wrong_types(hostile, field, value):
     }
     if field in ("affectedUnits", "expiresAt", "observedAt") and value is None:
         return  # optional: null is a valid absence
+    if field == "affectedUnits" and value == []:
+        return  # naming no unit is valid
     if field == "evidence" and isinstance(value, list) and not value:
         value = [1]
     payload[field] = value
