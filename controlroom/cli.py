@@ -286,22 +286,10 @@ def signals_route(as_json: JsonFlag = False) -> None:
 
 
 def obligation_row(state, ob) -> dict:
-    from engine.state import is_stale
+    """The §13 record, plus what the human listing shows."""
+    from engine.obligations import record
 
-    return {
-        "id": ob.id,
-        "unit": ob.unit,
-        "signal": ob.source if ob.kind == "intelligence" else None,
-        "severity": ob.severity,
-        "blocks": ob.blocks,
-        "owedTo": ob.owed_to,
-        "status": ob.status,
-        "disposition": ob.disposition,
-        "stale": is_stale(state, ob),
-        "kind": ob.kind,
-        "subject": ob.subject,
-        "openedAt": ob.opened_at,
-    }
+    return record(state, ob) | {"kind": ob.kind, "subject": ob.subject, "openedAt": ob.opened_at}
 
 
 def age(state, at: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from controlroom.readmodel import COLUMNS, TITLES, VIEWS, Snapshot, counts, header_text, keys, row, snapshot
 from engine.nextup import next_up
+from engine.obligations import record
 from engine.router import route
 from engine.state import unit_status
 from engine.status import status
@@ -43,7 +44,6 @@ def once(ws: Workspace, person: str | None, read_only: bool = False) -> tuple[Sn
 
 
 def as_json(snap: Snapshot, reasons: list[str]) -> dict:
-    from engine.state import is_stale
 
     state = snap.state
     queue, excluded = next_up(snap.ws, state)
@@ -52,20 +52,7 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict:
         "now": state.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "counts": counts(snap),
         "status": status(snap.ws, state),
-        "obligations": [
-            {
-                "id": ob.id,
-                "unit": ob.unit,
-                "signal": ob.source if ob.kind == "intelligence" else None,
-                "severity": ob.severity,
-                "blocks": ob.blocks,
-                "owedTo": ob.owed_to,
-                "status": ob.status,
-                "disposition": ob.disposition,
-                "stale": is_stale(state, ob),
-            }
-            for ob in state.obligations.values()
-        ],
+        "obligations": [record(state, ob) for ob in state.obligations.values()],
         "lint": snap.lint.as_json() if snap.lint else None,
         "nextUp": queue,
         "excluded": excluded,

@@ -15,6 +15,23 @@ DISPOSITIONS = ("no-action", "accepted-risk", "rework", "replan", "research-requ
 ENGINE_DISPOSITIONS = ("rejected", "escalated")
 
 
+def record(state: State, ob: Obligation) -> dict:
+    """An obligation as `obligations --json` and `controlroom --once --json` show it (SPEC §13)."""
+    from engine.state import is_stale
+
+    return {
+        "id": ob.id,
+        "unit": ob.unit,
+        "signal": ob.source if ob.kind == "intelligence" else None,
+        "severity": ob.severity,
+        "blocks": ob.blocks,
+        "owedTo": ob.owed_to,
+        "status": ob.status,
+        "disposition": ob.disposition,
+        "stale": is_stale(state, ob),
+    }
+
+
 def find(state: State, prefix: str) -> Obligation:
     return by_prefix(state.obligations, prefix, "obligation")
 

@@ -104,3 +104,26 @@ def test_four_processes_appending_at_once_leave_every_line_whole(tmp_path):
     )
     assert verify(Store(path)) == []
     assert len({e["id"] for e in events}) == 200
+
+
+def test_the_standard_library_reader_agrees_with_orjson(tmp_path, monkeypatch):
+    """Without orjson the reader falls back to json's scanner: same events, same problems."""
+    import engine.store as store_module
+
+    path = tmp_path / "s.ndjson"
+    fill(path, 3)
+    with open(path, "ab") as f:
+        f.write(b'not json\n{"a": 1} trailing\n[1, 2]\n\xff\xfe\n{"kind":"note","n":9}\n{"torn')
+    fast = Store(path).read()
+    monkeypatch.setattr(store_module, "_LOADS", store_module._std_loads)
+    monkeypatch.setattr(store_module, "_LOAD_ERRORS", (ValueError,))
+    slow = Store(path).read()
+    assert fast.events == slow.events and [e.get("n") for e in slow.events] == [0, 1, 2, 9]
+    assert [(p.line, p.kind) for p in fast.problems] == [(p.line, p.kind) for p in slow.problems]
+    assert [(p.line, p.kind) for p in slow.problems] == [
+        (4, "malformed"),
+        (5, "malformed"),
+        (6, "malformed"),
+        (7, "malformed"),
+        (9, "torn"),
+    ]
