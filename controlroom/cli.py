@@ -34,7 +34,8 @@ GLOBAL = {"root": None, "lease": None}
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON (camelCase keys).")]
 
 
-def workspace(need_lease: bool = False):
+def workspace():
+    """The workspace and the lease (if any) for this command, found as SPEC §3 orders it."""
     from engine.workspace import locate
 
     root = GLOBAL["root"]
