@@ -20,8 +20,9 @@ from controlroom import readmodel
 from controlroom.actions import ACTIONS, BY_NAME, for_view, why_not
 from controlroom.lifecycle import lifecycle
 from engine import clock
+from engine.contracts import load_contracts
 from engine.errors import RegulatorError
-from engine.state import StoreReplaced, advance, load, unrouted
+from engine.state import StoreReplaced, advance, attach_contracts, unrouted
 from engine.workspace import Workspace
 from widgets.detail import DetailPane
 from widgets.dialogs import DecideDialog, ProposalDialog, ResolveDialog, RetractDialog, TextScreen
@@ -404,7 +405,9 @@ class ControlRoom(App):
         if not any(gained.values()) and not registers_changed and len(snap.state.problems) == problems:
             return  # our own routing records, already folded above
         if registers_changed:
-            snap.state.contracts = load(self.ws, stores=()).contracts
+            problems_seen: list[str] = []
+            attach_contracts(snap.state, load_contracts(self.ws, problems_seen))
+            snap.state.contract_problems = problems_seen
             if self.background_checks:
                 self.run_checks()
             else:

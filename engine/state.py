@@ -234,11 +234,19 @@ ORDER = ("signals", "units", "memory", "identity")
 
 def load(ws: Workspace, now: datetime | None = None, stores: tuple[str, ...] = ORDER) -> State:
     state = State(now=now or clock.now())
-    state.contracts = load_contracts(ws, state.contract_problems)
-    for unit_id, contract in state.contracts.items():
-        state.units[unit_id] = UnitState(unit_id, contract)
+    attach_contracts(state, load_contracts(ws, state.contract_problems))
     advance(ws, state, stores=stores)
     return state
+
+
+def attach_contracts(state: State, contracts: dict[str, Contract]) -> None:
+    """Give every unit its contract (a unit with events but no contract file keeps None)."""
+    state.contracts = contracts
+    for unit_id, unit in state.units.items():
+        unit.contract = contracts.get(unit_id)
+    for unit_id, contract in contracts.items():
+        if unit_id not in state.units:
+            state.units[unit_id] = UnitState(unit_id, contract)
 
 
 @contextlib.contextmanager

@@ -378,3 +378,22 @@ def test_replaced_store_reloads_and_a_corrupt_line_is_reported(demo):
     assert seen["before"] == 2
     assert "1 bad line(s)" in seen["header"]
     assert seen["after"] == 1
+
+
+def test_a_new_contract_appears_in_the_units_view(demo):
+    app = ControlRoom(demo, "alice")
+    seen = {}
+
+    async def script(pilot):
+        await pilot.press("2")
+        seen["before"] = len(app.table.keys)
+        (demo.root / "contracts" / "u7.json").write_text(
+            json.dumps({"id": "u7", "type": "implement", "profile": "implement", "title": "late arrival"})
+        )
+        deadline = time.monotonic() + 20
+        while len(app.table.keys) == seen["before"] and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        seen["after"] = list(app.table.keys)
+
+    run(app, script)
+    assert "u7" in seen["after"] and len(seen["after"]) == seen["before"] + 1
