@@ -12,33 +12,57 @@ def _cell(value: object) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
 
 
-def findings_view(registers: Registers) -> str:
-    lines = [HEADER, "# Findings", ""]
-    entries = sorted(registers.findings.values(), key=lambda e: e.id)
-    open_ = [e for e in entries if not e.fields["resolved"]]
-    lines.append(f"{len(entries)} entries, {len(open_)} unresolved.")
-    lines += ["", "| id | date | title | affects | ack | resolved |", "| --- | --- | --- | --- | --- | --- |"]
-    for e in entries:
-        f = e.fields
-        lines.append(
-            f"| [{_cell(e.id)}]({e.path}) | {_cell(f['date'])} | {_cell(f['title'])} | "
-            f"{_cell(', '.join(f.get('affects') or []))} | {_cell(f['ack'])} | {'yes' if f['resolved'] else 'no'} |"
-        )
+def _view(title: str, summary: str, headers: list[str], rows: list[list[object]]) -> str:
+    lines = [
+        HEADER,
+        f"# {title}",
+        "",
+        summary,
+        "",
+        "| " + " | ".join(headers) + " |",
+        "| " + " | ".join("---" for _ in headers) + " |",
+    ]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def findings_view(registers: Registers) -> str:
+    entries = sorted(registers.findings.values(), key=lambda e: e.id)
+    unresolved = sum(1 for e in entries if not e.fields["resolved"])
+    rows = [
+        [
+            f"[{_cell(e.id)}]({e.path})",
+            _cell(e.fields["date"]),
+            _cell(e.fields["title"]),
+            _cell(", ".join(e.fields.get("affects") or [])),
+            _cell(e.fields["ack"]),
+            "yes" if e.fields["resolved"] else "no",
+        ]
+        for e in entries
+    ]
+    return _view(
+        "Findings",
+        f"{len(entries)} entries, {unresolved} unresolved.",
+        ["id", "date", "title", "affects", "ack", "resolved"],
+        rows,
+    )
 
 
 def intake_view(registers: Registers) -> str:
-    lines = [HEADER, "# Intake", ""]
     entries = sorted(registers.intake.values(), key=lambda e: e.id)
-    lines.append(f"{len(entries)} entries, {sum(e.fields['disposition'] == 'new' for e in entries)} new.")
-    lines += ["", "| id | date | title | disposition |", "| --- | --- | --- | --- |"]
-    for e in entries:
-        f = e.fields
-        lines.append(
-            f"| [{_cell(e.id)}]({e.path}) | {_cell(f['date'])} | {_cell(f['title'])} | "
-            f"{_cell(f['disposition'])} |"
-        )
-    return "\n".join(lines) + "\n"
+    new = sum(e.fields["disposition"] == "new" for e in entries)
+    rows = [
+        [
+            f"[{_cell(e.id)}]({e.path})",
+            _cell(e.fields["date"]),
+            _cell(e.fields["title"]),
+            _cell(e.fields["disposition"]),
+        ]
+        for e in entries
+    ]
+    return _view(
+        "Intake", f"{len(entries)} entries, {new} new.", ["id", "date", "title", "disposition"], rows
+    )
 
 
 VIEWS = {"FINDINGS.md": findings_view, "INTAKE.md": intake_view}

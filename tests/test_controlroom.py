@@ -14,7 +14,7 @@ from controlroom.demo import build
 from engine.actors import Actor
 from engine.decisions import decide, propose
 from engine.workspace import Workspace
-from tests.helpers import NOW, REGULATOR, clean_env
+from tests.helpers import NOW, REGULATOR, clean_env, report_args
 
 SIZE = (150, 42)
 
@@ -235,22 +235,9 @@ def test_a_signal_appended_by_another_process_appears(demo):
                 REGULATOR,
                 "--root",
                 str(demo.root),
-                "signals",
-                "report",
+                *report_args(subject="[red]INJ[/red]", severity="advisory", affects=None),
                 "--by",
                 "alice",
-                "--subject",
-                "[red]INJ[/red]",
-                "--claim",
-                "c",
-                "--observation",
-                "o",
-                "--evidence",
-                "e",
-                "--confidence",
-                "low",
-                "--severity",
-                "advisory",
             ],
             env=env,
             capture_output=True,

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controlroom.cli import main
-from tests.helpers import NOW, make_workspace
+from tests.helpers import NOW, make_workspace, report_args
 
 SETTINGS = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -31,24 +31,17 @@ def hostile(tmp_path_factory):
         "---\nid: F-real\ndate: '2026-11-01'\ntitle: t\naffects: [u3]\nack: ''\nresolved: false\n---\n",
     )
     ws.run(
-        "signals",
-        "report",
+        *report_args(
+            subject="s",
+            claim="c",
+            observation="o",
+            evidence=["e"],
+            confidence="low",
+            severity="advisory",
+            affects=["u1"],
+        ),
         "--by",
         "alice",
-        "--subject",
-        "s",
-        "--claim",
-        "c",
-        "--observation",
-        "o",
-        "--evidence",
-        "e",
-        "--confidence",
-        "low",
-        "--severity",
-        "advisory",
-        "--affects",
-        "u1",
         check=True,
     )
     ws.run("signals", "route", check=True)
