@@ -10,9 +10,15 @@ from engine.errors import BadInput
 T = TypeVar("T")
 
 
-def by_prefix(items: Mapping[str, T], prefix: str, what: str) -> T:
+def check_prefix(prefix: object, what: str) -> str:
+    """The shape of an id or prefix, checked before anything runs (routing included)."""
     if not isinstance(prefix, str) or not prefix or len(prefix) > 200 or not prefix.isalnum():
         raise BadInput(f"{what} id {prefix!r} is not an id (letters and digits); see the listing for ids")
+    return prefix
+
+
+def by_prefix(items: Mapping[str, T], prefix: str, what: str) -> T:
+    check_prefix(prefix, what)
     if prefix in items:
         return items[prefix]
     lowered = prefix.lower()

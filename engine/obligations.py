@@ -6,7 +6,7 @@ from engine import clock
 from engine.actors import check_person
 from engine.errors import BadInput, Refused
 from engine.limits import check_text
-from engine.lookup import by_prefix
+from engine.lookup import by_prefix, check_prefix
 from engine.router import route_locked
 from engine.state import Obligation, State, load
 from engine.workspace import Workspace
@@ -37,6 +37,7 @@ def find(state: State, prefix: str) -> Obligation:
 
 
 def resolve(ws: Workspace, prefix: str, by: str, disposition: str, rationale: str) -> dict:
+    check_prefix(prefix, "obligation")
     person = check_person(by)
     if disposition not in DISPOSITIONS:
         raise BadInput(f"--disposition {disposition!r} is not one of {', '.join(DISPOSITIONS)}")

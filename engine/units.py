@@ -10,12 +10,20 @@ from pathlib import Path
 
 from engine import clock, ids
 from engine.actors import check_person, require_grant
+from engine.contracts import contract_path
 from engine.errors import BadInput
 from engine.limits import check_text
 from engine.router import route_locked
 from engine.state import ACTIONS, WAITING_ACTIONS, State, UnitState, load, unit_status
 from engine.vetoes import check_close, check_dispatch
 from engine.workspace import LEASE_FILE, Workspace, check_unit_id
+
+
+def _known(ws: Workspace, unit_id: str) -> None:
+    """Bad input is refused before anything runs, routing included: nothing is written."""
+    check_unit_id(unit_id)
+    if not contract_path(ws, unit_id).is_file():
+        raise BadInput(f"unit {unit_id!r} has no contract (contracts/{unit_id}.json); add it first")
 
 
 def _unit(state: State, unit_id: str) -> UnitState:
@@ -26,7 +34,7 @@ def _unit(state: State, unit_id: str) -> UnitState:
 
 
 def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
-    check_unit_id(unit_id)
+    _known(ws, unit_id)
     if worktree is not None:
         worktree = worktree.resolve()
         if not worktree.is_dir():
@@ -68,7 +76,7 @@ def _relative(ws: Workspace, worktree: Path | None) -> str | None:
 
 
 def close(ws: Workspace, unit_id: str) -> dict:
-    check_unit_id(unit_id)
+    _known(ws, unit_id)
     with ws.exclusive():
         route_locked(ws)
         state = load(ws)
@@ -93,7 +101,7 @@ def _remove_lease_file(ws: Workspace, unit: UnitState) -> None:
 
 def decide(ws: Workspace, unit_id: str, action: str, by: str, rationale: str) -> dict:
     """A recovery decision (§4.4): it disposes of the unit's open S3 obligations in one event."""
-    check_unit_id(unit_id)
+    _known(ws, unit_id)
     person = check_person(by)
     if action not in ACTIONS:
         raise BadInput(f"--action {action!r} is not one of {', '.join(ACTIONS)}")
@@ -142,7 +150,7 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str, rationale: str) ->
 
 def demote(ws: Workspace, unit_id: str, by: str, rationale: str) -> dict:
     """The re-gate of seed 004: an in-progress unit back to todo, its lease released."""
-    check_unit_id(unit_id)
+    _known(ws, unit_id)
     person = check_person(by)
     rationale = check_text("--rationale", rationale, kind="rationale")
     with ws.exclusive():

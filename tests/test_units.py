@@ -133,3 +133,18 @@ def test_demote_returns_an_in_progress_unit_to_todo(ws):
     ws.run("unit", "demote", "u1", "--by", "alice", "--rationale", "re-gate", check=True)
     assert unit_status(ws, "u1")["status"] == "todo"
     assert not (worktree / ".regulator-lease.json").exists()
+
+
+def test_bad_input_writes_nothing_even_with_signals_awaiting_routing(ws):
+    """A command that routes first must still refuse bad input before routing."""
+    ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
+    before = ws.digest()
+    for args in (["unit", "dispatch", "nobody"], ["unit", "close", "nobody"], ["unit", "dispatch", "../x"],
+                 ["unit", "decide", "nobody", "--action", "retry", "--by", "alice", "--rationale", "r"],
+                 ["unit", "demote", "nobody", "--by", "alice", "--rationale", "r"],
+                 ["obligation", "resolve", "../x", "--by", "alice", "--disposition", "no-action",
+                  "--rationale", "r"],
+                 ["obligation", "resolve", "abc", "--by", "alice", "--disposition", "nope", "--rationale", "r"]):
+        done = ws.run(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert ws.digest() == before, args
