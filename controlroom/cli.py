@@ -214,6 +214,16 @@ def read_json_input(source: str) -> dict:
     return data
 
 
+def fields_from(flags: dict, json_input: str | None) -> dict:
+    """The given field flags, or the one JSON object of --json-input: never both (exit 2)."""
+    given = {k: v for k, v in flags.items() if v is not None}
+    if json_input is None:
+        return given
+    if given:
+        raise BadInput("--json-input and field flags mixed; give one or the other")
+    return read_json_input(json_input)
+
+
 @signals_app.command("report")
 def signals_report(
     subject: Annotated[str | None, typer.Option()] = None,
@@ -246,13 +256,7 @@ def signals_report(
         "expiresAt": expires_at,
         "rationale": rationale,
     }
-    given = {k: v for k, v in flags.items() if v is not None}
-    if json_input is not None:
-        if given:
-            raise BadInput("--json-input and field flags mixed; give one or the other")
-        fields = read_json_input(json_input)
-    else:
-        fields = given
+    fields = fields_from(flags, json_input)
     ws, lease = workspace()
     actor = unit_or_person(lease, by)
     event = report_intelligence(ws, fields, actor)

@@ -13,8 +13,8 @@ from controlroom.cli import (
     app,
     emit_json,
     escape,
+    fields_from,
     out,
-    read_json_input,
     report_problems,
     table,
     workspace,
@@ -100,13 +100,7 @@ def memory_remember(
     from engine.memory import remember
 
     flags = {"subject": subject, "note": note, "evidence": evidence, "reviewBy": review_by, "scope": scope}
-    given = {k: v for k, v in flags.items() if v is not None}
-    if json_input is not None:
-        if given:
-            raise BadInput("--json-input and field flags mixed; give one or the other")
-        fields = read_json_input(json_input)
-    else:
-        fields = given
+    fields = fields_from(flags, json_input)
     ws, lease = workspace()
     event = remember(ws, fields, lease)
     if as_json:

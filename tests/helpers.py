@@ -152,3 +152,19 @@ def report_args(**fields) -> list[str]:
         for item in value if isinstance(value, list) else [value]:
             args += [flag, item]
     return args
+
+
+def remember_args(
+    subject: str = "s",
+    note: str = "n",
+    review_by: str = "2026-12-20",
+    evidence: tuple[str, ...] = ("e",),
+    scope: tuple[str, ...] = (),
+) -> list[str]:
+    """`memory remember` with its flags, for tests that need an entry and do not care which."""
+    args = ["memory", "remember", "--subject", subject, "--note", note, "--review-by", review_by]
+    for item in evidence:
+        args += ["--evidence", item]
+    for unit_type in scope:
+        args += ["--scope", unit_type]
+    return args

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from tests.helpers import remember_args
+
 ESC = "\x1b"
 
 
@@ -20,11 +22,7 @@ def remember(
     evidence=("ci/run.log",),
     extra=(),
 ):
-    args = ["memory", "remember", "--subject", subject, "--note", note, "--review-by", review_by]
-    for e in evidence:
-        args += ["--evidence", e]
-    for s in scope:
-        args += ["--scope", s]
+    args = remember_args(subject, note, review_by, tuple(evidence), tuple(scope))
     return ws.run(*args, *extra, "--json", cwd=worktree)
 
 

@@ -139,12 +139,15 @@ def test_bad_input_writes_nothing_even_with_signals_awaiting_routing(ws):
     """A command that routes first must still refuse bad input before routing."""
     ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
     before = ws.digest()
-    for args in (["unit", "dispatch", "nobody"], ["unit", "close", "nobody"], ["unit", "dispatch", "../x"],
-                 ["unit", "decide", "nobody", "--action", "retry", "--by", "alice", "--rationale", "r"],
-                 ["unit", "demote", "nobody", "--by", "alice", "--rationale", "r"],
-                 ["obligation", "resolve", "../x", "--by", "alice", "--disposition", "no-action",
-                  "--rationale", "r"],
-                 ["obligation", "resolve", "abc", "--by", "alice", "--disposition", "nope", "--rationale", "r"]):
+    for args in (
+        ["unit", "dispatch", "nobody"],
+        ["unit", "close", "nobody"],
+        ["unit", "dispatch", "../x"],
+        ["unit", "decide", "nobody", "--action", "retry", "--by", "alice", "--rationale", "r"],
+        ["unit", "demote", "nobody", "--by", "alice", "--rationale", "r"],
+        ["obligation", "resolve", "../x", "--by", "alice", "--disposition", "no-action", "--rationale", "r"],
+        ["obligation", "resolve", "abc", "--by", "alice", "--disposition", "nope", "--rationale", "r"],
+    ):
         done = ws.run(*args)
         assert done.returncode == 2, (args, done.stderr)
         assert ws.digest() == before, args

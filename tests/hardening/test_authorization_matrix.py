@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from tests.helpers import make_workspace, report_args
+from tests.helpers import make_workspace, remember_args, report_args
 
 ACTORS = ("owner", "no-grant", "unknown", "lease:intelligence", "lease:implement", "lease:bookkeeper")
 
@@ -62,20 +62,7 @@ def setup(tmp_path, command):
     ws.run("signals", "route", check=True)
     context = {"worktrees": worktrees, "tmp": tmp_path}
     context["obligation"] = ws.json("obligations")[0]["id"]
-    done = ws.run(
-        "memory",
-        "remember",
-        "--subject",
-        "s",
-        "--note",
-        "n",
-        "--evidence",
-        "e",
-        "--review-by",
-        "2026-12-20",
-        "--json",
-        cwd=worktrees["lease:implement"],
-    )
+    done = ws.run(*remember_args(), "--json", cwd=worktrees["lease:implement"])
     context["memory"] = json.loads(done.stdout)["id"]
     new = tmp_path / "invariants.md"
     new.write_text("# Invariants\n\n- INV-001: changed.\n")
@@ -102,18 +89,7 @@ def argv(command: str, actor: str, c: dict) -> tuple[list[str], object]:
     cwd = c["worktrees"].get(actor)
     table = {
         "signals report": report_args(affects=["u1"]),
-        "memory remember": [
-            "memory",
-            "remember",
-            "--subject",
-            "s",
-            "--note",
-            "n",
-            "--evidence",
-            "e",
-            "--review-by",
-            "2026-12-21",
-        ],
+        "memory remember": remember_args(review_by="2026-12-21"),
         "identity propose": [
             "identity",
             "propose",

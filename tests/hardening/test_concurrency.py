@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from tests.helpers import REGULATOR, report_args
+from tests.helpers import REGULATOR, remember_args, report_args
 
 
 def spawn(ws, *args, cwd=None):
@@ -89,22 +89,7 @@ def test_memory_remember_and_retract_racing(ws):
     procs = []
     for worktree in (u1, b1, u1):
         for i in range(3):
-            procs.append(
-                spawn(
-                    ws,
-                    "memory",
-                    "remember",
-                    "--subject",
-                    f"s{i}",
-                    "--note",
-                    "n",
-                    "--evidence",
-                    "e",
-                    "--review-by",
-                    "2026-12-20",
-                    cwd=worktree,
-                )
-            )
+            procs.append(spawn(ws, *remember_args(subject=f"s{i}"), cwd=worktree))
     assert all(p.wait(timeout=120) == 0 for p in procs)
     entries = ws.events("memory")
     assert len(entries) == 9 and len({e["id"] for e in entries}) == 9

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from controlroom.cli import main
-from tests.helpers import NOW, make_workspace, report_args
+from engine.signals import FIELDS as REPORT_FIELDS
+from tests.helpers import NOW, make_workspace, remember_args, report_args
 
 SETTINGS = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -179,19 +180,7 @@ wrong = st.one_of(
 
 @SETTINGS
 @given(
-    field=st.sampled_from(
-        [
-            "subject",
-            "claim",
-            "observation",
-            "evidence",
-            "confidence",
-            "reportedSeverity",
-            "affectedUnits",
-            "observedAt",
-            "expiresAt",
-        ]
-    ),
+    field=st.sampled_from([name for name in REPORT_FIELDS if name != "rationale"]),
     value=wrong,
 )
 def test_json_of_the_wrong_types(hostile, field, value):
@@ -299,7 +288,7 @@ BAD_DATES = [
 @given(date=st.one_of(st.sampled_from([*BAD_DATES, "2026-11-29T00:00:00Z"]), st.text(max_size=12)))
 def test_review_by_out_of_range(hostile, date):
     worktree = hostile.root / "wt" / "u1"
-    argv = ["memory", "remember", "--subject", "s", "--note", "n", "--evidence", "e", "--review-by", date]
+    argv = remember_args(review_by=date)
     assert_refused(hostile, argv, cwd=worktree)
 
 

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from tests.helpers import report_args
+from tests.helpers import remember_args, report_args
 
 STORES = ("signals", "memory", "units", "identity")
 
@@ -18,20 +18,7 @@ def filled(ws):
     u1 = ws.lease("u1")
     for i in range(3):
         ws.run(*report_args(subject=f"s{i}", affects=["u3"]), "--by", "alice", check=True)
-        ws.run(
-            "memory",
-            "remember",
-            "--subject",
-            f"m{i}",
-            "--note",
-            "n",
-            "--evidence",
-            "e",
-            "--review-by",
-            "2026-12-20",
-            cwd=u1,
-            check=True,
-        )
+        ws.run(*remember_args(subject=f"m{i}"), cwd=u1, check=True)
     ws.run("signals", "route", check=True)
     first = ws.events("memory")[0]["id"]
     ws.run("memory", "retract", first, "--by", "alice", "--reason", "wrong", check=True)
