@@ -367,14 +367,15 @@ def obligation_show(
 ) -> None:
     """The signal an obligation came from and everything that happened to it since."""
     from engine.obligations import find
-    from engine.state import load
+    from engine.state import history, load
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
     ob = find(state, obligation_id)
     signal = state.signals.get(ob.source) if ob.kind == "intelligence" else None
+    events = history(state, ob)
     if as_json:
-        emit_json(obligation_row(state, ob) | {"signalEvent": signal, "history": ob.history})
+        emit_json(obligation_row(state, ob) | {"signalEvent": signal, "history": events})
         return
     out(
         f"obligation {ob.id}  unit {escape(ob.unit or '(none)')}  {ob.severity}"
@@ -391,7 +392,7 @@ def obligation_show(
             f", expires {signal.get('expiresAt') or 'never'}"
         )
     out("history:")
-    for event in ob.history:
+    for event in events:
         out("  " + describe_event(event))
 
 

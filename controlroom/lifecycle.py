@@ -7,7 +7,7 @@ from __future__ import annotations
 from controlroom.readmodel import Snapshot
 from engine.decisions import decision_of
 from engine.ladder import registers_of
-from engine.state import days_left, is_stale, memory_status, unit_status
+from engine.state import days_left, history, is_stale, memory_status, unit_status
 from engine.text import escape, escape_block
 
 
@@ -58,7 +58,7 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
         if ob.kind == "intelligence":
             yield from _signal_lines(snap, ob.source)
         else:
-            decision = ob.history[0]
+            decision = history(state, ob)[0]
             yield (
                 f"{decision['at']} recovery decision {decision['action']} on {ob.unit} by "
                 f"{escape(decision['by'])}: {escape(decision['rationale'])}"
@@ -80,7 +80,7 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
         yield f"  type {c.type} · profile {c.profile} · priority {c.priority} · now {unit_status(state, unit)}"
         if c.contract:
             yield f"  contract: {escape(c.contract)}"
-        for event in unit.history:
+        for event in history(state, unit):
             kind = event["kind"]
             if kind == "dispatch":
                 yield f"{event['at']} dispatched under lease {event['lease']}"

@@ -15,6 +15,7 @@ from datetime import date, datetime
 
 from engine import clock
 from engine.contracts import Contract, load_contracts
+from engine.events import INDEX, STORES, EventMap, EventSource
 from engine.store import Problem
 from engine.workspace import STORE_NAMES, Workspace
 
@@ -39,7 +40,7 @@ class Obligation:
     by: str | None = None
     rationale: str | None = None
     closed_at: str | None = None
-    history: list[dict] = field(default_factory=list)
+    history: list[int | dict] = field(default_factory=list)  # references (engine.events); see history()
 
 
 @dataclass(slots=True)
@@ -50,7 +51,7 @@ class UnitState:
     lease: str | None = None
     worktree: str | None = None
     recovery: str | None = None  # the recovery-decision obligation a waiting unit waits on
-    history: list[dict] = field(default_factory=list)
+    history: list[int | dict] = field(default_factory=list)  # references (engine.events)
 
 
 @dataclass(slots=True)
@@ -69,8 +70,9 @@ class Cursor:
 class State:
     now: datetime
     contracts: dict[str, Contract] = field(default_factory=dict)
-    signals: dict[str, dict] = field(default_factory=dict)
-    routings: dict[str, dict] = field(default_factory=dict)
+    source: EventSource = field(default_factory=EventSource)
+    signals: EventMap = None  # type: ignore[assignment]  # id -> signal event, held by reference
+    routings: EventMap = None  # type: ignore[assignment]  # signal id -> its routing record
     obligations: dict[str, Obligation] = field(default_factory=dict)
     units: dict[str, UnitState] = field(default_factory=dict)
     memory: dict[str, MemoryEntry] = field(default_factory=dict)
@@ -83,6 +85,12 @@ class State:
     cursors: dict[str, Cursor] = field(default_factory=dict)
     registers: object = None  # registry.entries.Registers, read on first use (engine.ladder)
 
+    def __post_init__(self) -> None:
+        if self.signals is None:
+            self.signals = EventMap(self.source)
+        if self.routings is None:
+            self.routings = EventMap(self.source)
+
     def unit(self, unit_id: str) -> UnitState:
         found = self.units.get(unit_id)
         if found is None:
@@ -93,23 +101,25 @@ class State:
 # ---- folding ---------------------------------------------------------------------------------
 
 
-def _fold_signals(state: State, events: list[dict]) -> None:
-    signals, routings, obligations = state.signals, state.routings, state.obligations
+def _fold_signals(state: State, events: list[dict], refs: list[int]) -> None:
+    signals, routings, obligations = state.signals.refs, state.routings.refs, state.obligations
     waiting = state.unrouted_ids
     expiries: dict[str, datetime] = {}
-    for event in events:
+    fresh: dict[str, dict] = {}  # this read's signals: a routing usually follows its signal closely
+    for event, at in zip(events, refs, strict=True):
         kind = event.get("kind")
         if kind == "signal":
-            signals[event["id"]] = event
+            signals[event["id"]] = at
+            fresh[event["id"]] = event
             if event["id"] not in routings:
                 waiting[event["id"]] = None
         elif kind == "routing":
             signal_id = event.get("signal")
             if signal_id in routings:
                 continue  # a second router's duplicate: dropped
-            routings[signal_id] = event
+            routings[signal_id] = at
             waiting.pop(signal_id, None)
-            signal = signals.get(signal_id, {})
+            signal = fresh.get(signal_id) or state.signals.get(signal_id, {})
             expires = signal.get("expiresAt")
             if expires and expires not in expiries:
                 expiries[expires] = clock.parse_time(expires)
@@ -133,35 +143,35 @@ def _fold_signals(state: State, events: list[dict]) -> None:
                     None,
                     None,
                     None,
-                    [event],
+                    [at],
                 )
         elif kind == "disposition":
             ob = obligations.get(event.get("obligation"))
             if ob is None:
                 # a recovery-decision obligation is opened in units.ndjson, folded after this store
-                state.pending.setdefault(event.get("obligation"), event)
+                state.pending.setdefault(event.get("obligation"), (event, at))
             elif ob.status == "open":
-                _close(ob, "resolved", event)
+                _close(ob, "resolved", event, at)
 
 
-def _close(ob: Obligation, status: str, event: dict) -> None:
+def _close(ob: Obligation, status: str, event: dict, at: int) -> None:
     ob.status = status
     ob.disposition = event.get("disposition")
     ob.by = event.get("by")
     ob.rationale = event.get("rationale")
     ob.closed_at = event.get("at")
-    ob.history.append(event)
+    ob.history.append(at)
 
 
-def _fold_units(state: State, events: list[dict]) -> None:
+def _fold_units(state: State, events: list[dict], refs: list[int]) -> None:
     obligations = state.obligations
-    for event in events:
+    for event, at in zip(events, refs, strict=True):
         kind = event.get("kind")
         unit_id = event.get("unit")
         if not isinstance(unit_id, str):
             continue
         unit = state.unit(unit_id)
-        unit.history.append(event)
+        unit.history.append(at)
         if kind == "dispatch":
             unit.status, unit.lease, unit.worktree = "in-progress", event.get("lease"), event.get("worktree")
         elif kind == "close":
@@ -174,7 +184,7 @@ def _fold_units(state: State, events: list[dict]) -> None:
             for ob_id in event.get("resolves", ()):
                 ob = obligations.get(ob_id)
                 if ob is not None and ob.status == "open":
-                    _close(ob, status, event)
+                    _close(ob, status, event, at)
             opened = event.get("opens")
             if opened:
                 ob = Obligation(
@@ -188,11 +198,11 @@ def _fold_units(state: State, events: list[dict]) -> None:
                     opened_at=event["at"],
                     subject=f"recovery decision: {action} — {event.get('rationale', '')}",
                 )
-                ob.history.append(event)
+                ob.history.append(at)
                 obligations[ob.id] = ob
                 pending = state.pending.pop(ob.id, None)
                 if pending is not None:
-                    _close(ob, "resolved", pending)
+                    _close(ob, "resolved", *pending)
             unit.lease = None
             if action in ("retry", "repair"):
                 unit.status, unit.recovery = "todo", None
@@ -202,7 +212,7 @@ def _fold_units(state: State, events: list[dict]) -> None:
                 unit.status, unit.recovery = "waiting", opened["id"] if opened else None
 
 
-def _fold_memory(state: State, events: list[dict]) -> None:
+def _fold_memory(state: State, events: list[dict], refs: list[int]) -> None:
     memory = state.memory
     for event in events:
         kind = event.get("kind")
@@ -214,7 +224,7 @@ def _fold_memory(state: State, events: list[dict]) -> None:
                 entry.retraction = event
 
 
-def _fold_identity(state: State, events: list[dict]) -> None:
+def _fold_identity(state: State, events: list[dict], refs: list[int]) -> None:
     for event in events:
         kind = event.get("kind")
         if kind == "proposal":
@@ -271,6 +281,7 @@ def advance(
     Signals fold before units so a decision finds the obligations it closes; within one store,
     log order is the order of events.
     """
+    state.source.bind(tuple(ws.store(name).path for name in STORES))
     gained: dict[str, int] = {}
     for name in ORDER:
         if name not in stores:
@@ -278,13 +289,14 @@ def advance(
         assert name in STORE_NAMES
         cursor = state.cursors.setdefault(name, Cursor())
         store = ws.store(name)
+        index = INDEX[name]
         if store.size() < cursor.offset:  # replaced or truncated: the caller reloads in full
             raise StoreReplaced(name)
         with gc_paused():
             result = store.read(cursor.offset, cursor.line, final=final)
             cursor.offset, cursor.line = result.offset, result.line
             state.problems.extend(result.problems)
-            FOLDS[name](state, result.events)
+            FOLDS[name](state, result.events, [start << 2 | index for start in result.starts])
         gained[name] = len(result.events)
     return gained
 
@@ -294,6 +306,11 @@ class StoreReplaced(Exception):
 
 
 # ---- the derived states: every command and view asks these -------------------------------
+
+
+def history(state: State, holder: Obligation | UnitState) -> list[dict]:
+    """An obligation's or a unit's events, oldest first, read back from the stores."""
+    return state.source.events(holder.history)
 
 
 def unit_status(state: State, unit: UnitState) -> str:

@@ -53,6 +53,7 @@ class Problem:
 @dataclass
 class ReadResult:
     events: list[dict] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)  # the byte offset of each event's line
     problems: list[Problem] = field(default_factory=list)
     offset: int = 0
     line: int = 0
@@ -149,7 +150,7 @@ class Store:
             return result
         pieces = data.split(b"\n")
         last = pieces.pop()  # b"" when the data ends with a newline
-        number = _parse_lines(self.name, pieces, line, result)
+        number = _parse_lines(self.name, pieces, line, offset, result)
         consumed = len(data) - len(last)
         if last and final:
             number += 1
@@ -187,17 +188,22 @@ def _std_loads(raw: bytes) -> object:
 _LOADS, _LOAD_ERRORS = (orjson.loads, (orjson.JSONDecodeError,)) if orjson else (_std_loads, (ValueError,))
 
 
-def _parse_lines(store: str, pieces: list[bytes], line: int, result: ReadResult) -> int:
+def _parse_lines(store: str, pieces: list[bytes], line: int, offset: int, result: ReadResult) -> int:
     """Parse whole lines into events; report the bad ones by number. Returns the last line number.
 
     The hot loop of every reader: one call per line, nothing else per line that can be avoided.
+    Each event's byte offset is kept so the read models can hold a reference instead of the event.
     """
     append = result.events.append
+    start = result.starts.append
     loads = _LOADS
     errors = _LOAD_ERRORS
     number = line
+    at = offset
     for raw in pieces:
         number += 1
+        here = at
+        at += len(raw) + 1
         if not raw:
             continue  # the newline that closed off a torn write
         try:
@@ -210,6 +216,7 @@ def _parse_lines(store: str, pieces: list[bytes], line: int, result: ReadResult)
             result.problems.append(Problem(store, number, "malformed", "not a JSON object"))
             continue
         append(event)
+        start(here)
     return number
 
 

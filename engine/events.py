@@ -1,0 +1,151 @@
+"""Events by reference: the read models keep where an event lies in its store, not the event.
+
+A signal or routing record is read again only when someone looks at it (a row on screen, a
+detail pane, `obligation show`), so holding 100,000 obligations costs their few fields and one
+integer per event, and a checkpoint of them loads in a fraction of the time the log takes to
+parse. A reference is `offset << 2 | store`: one int, cheap to fold, to keep and to persist.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+try:
+    import orjson
+
+    _loads = orjson.loads
+except ImportError:  # pragma: no cover - orjson ships wheels for every supported platform
+    import json
+
+    _loads = json.loads
+
+STORES = ("signals", "units", "memory", "identity")  # the index a reference carries
+INDEX = {name: i for i, name in enumerate(STORES)}
+CACHED = 4096  # parsed events kept: a screenful of rows and their detail panes many times over
+BULK = 64  # more references than this at once: read each store in one pass
+
+
+def ref(store: str, offset: int) -> int:
+    return offset << 2 | INDEX[store]
+
+
+def unreadable(item: int) -> dict:
+    """What a reference resolves to when its line no longer parses (the store was edited)."""
+    return {"kind": "unreadable", "store": STORES[item & 3], "offset": item >> 2}
+
+
+class EventSource:
+    """Reads events back by reference from one workspace's stores, keeping the latest parsed."""
+
+    def __init__(self) -> None:
+        self.paths: tuple[Path, ...] = ()
+        self._cache: OrderedDict[int, dict] = OrderedDict()
+        self.failed = False  # a reference did not resolve: a checkpoint behind it is suspect
+
+    def bind(self, paths: tuple[Path, ...]) -> None:
+        if self.paths != paths:
+            self.paths = paths
+            self._cache.clear()
+
+    def event(self, item: int | dict) -> dict:
+        if type(item) is not int:
+            return item  # already an event (built in memory, as tests and `route --dry` do)
+        found = self._cache.get(item)
+        if found is not None:
+            self._cache.move_to_end(item)
+            return found
+        try:
+            with open(self.paths[item & 3], "rb") as handle:
+                handle.seek(item >> 2)
+                found = _parse(handle.readline(), item)
+        except (OSError, IndexError):
+            found = unreadable(item)
+        if found.get("kind") == "unreadable":
+            self.failed = True
+        self._remember(item, found)
+        return found
+
+    def events(self, items: Iterable[int | dict]) -> list[dict]:
+        items = list(items)
+        if len(items) <= BULK:
+            return [self.event(item) for item in items]
+        wanted: dict[int, int] = {}  # store index -> the furthest offset needed
+        for item in items:
+            if type(item) is int:
+                wanted[item & 3] = max(wanted.get(item & 3, 0), item >> 2)
+        data: dict[int, bytes] = {}
+        for index, last in wanted.items():
+            try:
+                with open(self.paths[index], "rb") as handle:
+                    data[index] = handle.read(last + _line_bound(handle, last))
+            except (OSError, IndexError):
+                data[index] = b""
+        out = []
+        for item in items:
+            if type(item) is not int:
+                out.append(item)
+                continue
+            found = self._cache.get(item)
+            if found is None:
+                blob, at = data[item & 3], item >> 2
+                end = blob.find(b"\n", at)
+                found = _parse(blob[at : end if end >= 0 else len(blob)], item)
+                if found.get("kind") == "unreadable":
+                    self.failed = True
+            out.append(found)
+        return out
+
+    def _remember(self, item: int, event: dict) -> None:
+        self._cache[item] = event
+        if len(self._cache) > CACHED:
+            self._cache.popitem(last=False)
+
+
+def _line_bound(handle, offset: int) -> int:
+    """How far past `offset` to read so the line starting there is whole."""
+    handle.seek(offset)
+    length = len(handle.readline())
+    handle.seek(0)
+    return length
+
+
+def _parse(raw: bytes, item: int) -> dict:
+    try:
+        event = _loads(raw)
+    except ValueError:
+        return unreadable(item)
+    return event if type(event) is dict else unreadable(item)
+
+
+class EventMap(Mapping):
+    """id -> event, holding references; looks like the dict of events it replaces."""
+
+    __slots__ = ("refs", "source")
+
+    def __init__(self, source: EventSource) -> None:
+        self.refs: dict[str, int | dict] = {}
+        self.source = source
+
+    def __getitem__(self, key: str) -> dict:
+        return self.source.event(self.refs[key])
+
+    def __setitem__(self, key: str, value: int | dict) -> None:
+        self.refs[key] = value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.refs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.refs)
+
+    def __len__(self) -> int:
+        return len(self.refs)
+
+    def values(self) -> list[dict]:  # type: ignore[override]
+        return self.source.events(self.refs.values())
+
+    def items(self) -> list[tuple[str, dict]]:  # type: ignore[override]
+        keys = list(self.refs)
+        return list(zip(keys, self.source.events(self.refs[k] for k in keys), strict=True))
