@@ -19,7 +19,7 @@ from textual.widgets import Footer, Input, Static
 from controlroom import readmodel
 from controlroom.actions import ACTIONS, BY_NAME, for_view, why_not
 from controlroom.lifecycle import lifecycle
-from engine import clock
+from engine import checkpoint, clock
 from engine.contracts import load_contracts
 from engine.errors import RegulatorError
 from engine.state import StoreReplaced, advance, attach_contracts, unrouted
@@ -74,7 +74,8 @@ class ControlRoom(App):
         # lint, identity verify and store verify can take seconds on a large workspace: the first
         # frame does not wait for them unless asked to (screenshots and snapshot tests do)
         self.background_checks = background_checks
-        self.snap = readmodel.snapshot(ws, person, with_checks=not background_checks)
+        # a checkpoint is written when the room closes, not before its first frame
+        self.snap = readmodel.snapshot(ws, person, with_checks=not background_checks, save=False)
         self.live = "● live" if watch else "○ paused"
         self._detail_timer = None
         self._bindings_marker: tuple | None = None
@@ -98,6 +99,11 @@ class ControlRoom(App):
             yield self._detail
         yield self._status
         yield Footer()
+
+    def on_unmount(self) -> None:
+        """Leave a checkpoint of what was folded, so the next start reads only what is new."""
+        if not self.read_only and checkpoint.worth_saving(self.snap.state):
+            checkpoint.save(self.ws, self.snap.state)
 
     def on_mount(self) -> None:
         self._filter.cursor_blink = False
@@ -385,7 +391,9 @@ class ControlRoom(App):
 
     def reload(self) -> None:
         """Read everything again (after our own write, or when a store was replaced)."""
-        self.snap = readmodel.snapshot(self.ws, self.person, with_checks=not self.background_checks)
+        self.snap = readmodel.snapshot(
+            self.ws, self.person, with_checks=not self.background_checks, save=False
+        )
         self.show_view()
         if self.background_checks:
             self.run_checks()
@@ -406,7 +414,8 @@ class ControlRoom(App):
             return  # our own routing records, already folded above
         if registers_changed:
             problems_seen: list[str] = []
-            attach_contracts(snap.state, load_contracts(self.ws, problems_seen))
+            contracts = load_contracts(self.ws, problems_seen, snap.state.contract_files)
+            attach_contracts(snap.state, contracts)
             snap.state.contract_problems = problems_seen
             if self.background_checks:
                 self.run_checks()

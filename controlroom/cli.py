@@ -96,6 +96,10 @@ def verify(as_json: JsonFlag = False) -> None:
 
     ws, _ = workspace()
     findings = [f for name in STORE_NAMES for f in verify_store(ws.store(name))]
+    if findings:  # a store was edited: the next read folds the log itself, not a checkpoint of it
+        from engine.checkpoint import discard
+
+        discard(ws)
     limit = (
         "verify cannot see a cut-off tail or a rewritten and re-hashed suffix without an anchor "
         "kept elsewhere"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from engine.errors import BadInput
@@ -77,41 +77,81 @@ def parse_contract(path: Path | str, text: str) -> Contract:
         raise BadInput(f"{path}: {exc}") from None
 
 
-def load_contracts(ws: Workspace, problems: list[str] | None = None) -> dict[str, Contract]:
+@dataclass
+class ContractFiles:
+    """What each contract file gave when last read, keyed by path with the file's identity: a
+    checkpoint keeps it, so a file whose identity is unchanged is not read again."""
+
+    seen: dict[str, tuple] = field(default_factory=dict)  # path -> (identity, fields or problem)
+    read: int = 0  # files actually read by the last load
+
+
+def load_contracts(
+    ws: Workspace, problems: list[str] | None = None, files: ContractFiles | None = None
+) -> dict[str, Contract]:
     """Every contract under contracts/; a bad file is named in `problems` and left out."""
     folder = ws.root / "contracts"
     found: dict[str, Contract] = {}
-    if not folder.is_dir():
-        return found
-    for expected, path in sorted(_contract_files(folder)):
-        try:
-            with open(path, "rb") as handle:
-                contract = parse_contract(path, handle.read().decode("utf-8"))
-        except (BadInput, UnicodeDecodeError, OSError) as exc:
-            if problems is not None:
-                problems.append(str(exc))
-            continue
-        if contract.id != expected:
-            if problems is not None:
-                problems.append(f"{path}: id {contract.id!r} does not match the file name {expected!r}")
-            continue
-        found[contract.id] = contract
+    before = files.seen if files is not None else {}
+    after: dict[str, tuple] = {}
+    read = 0
+    if folder.is_dir():
+        for expected, path, identity in sorted(_contract_files(folder)):
+            cached = before.get(path)
+            if cached is not None and identity is not None and cached[0] == identity:
+                outcome = cached[1]
+            else:
+                outcome = _read_contract(expected, path)
+                read += 1
+            after[path] = (identity, outcome)
+            if type(outcome) is str:
+                if problems is not None:
+                    problems.append(outcome)
+            else:
+                found[outcome[0]] = Contract(*outcome)
+    if files is not None:
+        files.seen, files.read = after, read
     return found
 
 
-def _contract_files(folder: Path) -> list[tuple[str, str]]:
-    """(unit id the path implies, path) for every contracts/<id>.json and contracts/<a>/<b>.json."""
+def _read_contract(expected: str, path: str) -> tuple | str:
+    """A contract's fields, or the one-line problem that leaves it out."""
+    try:
+        with open(path, "rb") as handle:
+            contract = parse_contract(path, handle.read().decode("utf-8"))
+    except (BadInput, UnicodeDecodeError, OSError) as exc:
+        return str(exc)
+    if contract.id != expected:
+        return f"{path}: id {contract.id!r} does not match the file name {expected!r}"
+    return astuple(contract)
+
+
+def astuple(contract: Contract) -> tuple:
+    return tuple(getattr(contract, f.name) for f in fields(Contract))
+
+
+def _contract_files(folder: Path) -> list[tuple[str, str, tuple | None]]:
+    """(unit id the path implies, path, file identity) for every contracts/<id>.json and
+    contracts/<a>/<b>.json. The identity (inode, size, mtime, ctime) changes whenever the file does."""
     files = []
     with os.scandir(folder) as entries:
         for entry in entries:
             if entry.is_file() and entry.name.endswith(".json"):
-                files.append((entry.name[:-5], entry.path))
+                files.append((entry.name[:-5], entry.path, _identity(entry)))
             elif entry.is_dir():
                 with os.scandir(entry.path) as inner:
                     for sub in inner:
                         if sub.is_file() and sub.name.endswith(".json"):
-                            files.append((f"{entry.name}/{sub.name[:-5]}", sub.path))
+                            files.append((f"{entry.name}/{sub.name[:-5]}", sub.path, _identity(sub)))
     return files
+
+
+def _identity(entry: os.DirEntry) -> tuple | None:
+    try:
+        st = entry.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def write_contract(ws: Workspace, contract: dict) -> Path:

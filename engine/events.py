@@ -42,7 +42,7 @@ class EventSource:
     def __init__(self) -> None:
         self.paths: tuple[Path, ...] = ()
         self._cache: OrderedDict[int, dict] = OrderedDict()
-        self.failed = False  # a reference did not resolve: a checkpoint behind it is suspect
+        self.on_unreadable = None  # called when a reference no longer reads back (a store was edited)
 
     def bind(self, paths: tuple[Path, ...]) -> None:
         if self.paths != paths:
@@ -63,7 +63,7 @@ class EventSource:
         except (OSError, IndexError):
             found = unreadable(item)
         if found.get("kind") == "unreadable":
-            self.failed = True
+            self._unreadable()
         self._remember(item, found)
         return found
 
@@ -93,9 +93,13 @@ class EventSource:
                 end = blob.find(b"\n", at)
                 found = _parse(blob[at : end if end >= 0 else len(blob)], item)
                 if found.get("kind") == "unreadable":
-                    self.failed = True
+                    self._unreadable()
             out.append(found)
         return out
+
+    def _unreadable(self) -> None:
+        if self.on_unreadable is not None:
+            self.on_unreadable()
 
     def _remember(self, item: int, event: dict) -> None:
         self._cache[item] = event

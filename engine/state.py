@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from engine import clock
-from engine.contracts import Contract, load_contracts
+from engine.contracts import Contract, ContractFiles, load_contracts
 from engine.events import INDEX, STORES, EventMap, EventSource
 from engine.store import Problem
 from engine.workspace import STORE_NAMES, Workspace
@@ -78,11 +78,16 @@ class State:
     memory: dict[str, MemoryEntry] = field(default_factory=dict)
     proposals: dict[str, dict] = field(default_factory=dict)
     decisions: list[dict] = field(default_factory=list)
-    pending: dict[str, dict] = field(default_factory=dict)
+    # closings read before the obligation they close: (status, event, ref), applied when it opens.
+    # The stores are read one after another, so a decision can be folded before the routing
+    # record it follows; this keeps the result the same whatever order the stores were read in.
+    pending: dict[str, tuple] = field(default_factory=dict)
     unrouted_ids: dict[str, None] = field(default_factory=dict)  # signals awaiting routing, log order
     problems: list[Problem] = field(default_factory=list)
     contract_problems: list[str] = field(default_factory=list)
     cursors: dict[str, Cursor] = field(default_factory=dict)
+    contract_files: ContractFiles = field(default_factory=ContractFiles)
+    checkpointed: int = 0  # bytes of log the checkpoint this state came from (or wrote) covers
     registers: object = None  # registry.entries.Registers, read on first use (engine.ladder)
 
     def __post_init__(self) -> None:
@@ -103,7 +108,7 @@ class State:
 
 def _fold_signals(state: State, events: list[dict], refs: list[int]) -> None:
     signals, routings, obligations = state.signals.refs, state.routings.refs, state.obligations
-    waiting = state.unrouted_ids
+    waiting, pending = state.unrouted_ids, state.pending
     expiries: dict[str, datetime] = {}
     fresh: dict[str, dict] = {}  # this read's signals: a routing usually follows its signal closely
     for event, at in zip(events, refs, strict=True):
@@ -145,11 +150,13 @@ def _fold_signals(state: State, events: list[dict], refs: list[int]) -> None:
                     None,
                     [at],
                 )
+                if pending and entry["id"] in pending:
+                    _close(obligations[entry["id"]], *pending.pop(entry["id"]))
         elif kind == "disposition":
             ob = obligations.get(event.get("obligation"))
             if ob is None:
                 # a recovery-decision obligation is opened in units.ndjson, folded after this store
-                state.pending.setdefault(event.get("obligation"), (event, at))
+                pending.setdefault(event.get("obligation"), ("resolved", event, at))
             elif ob.status == "open":
                 _close(ob, "resolved", event, at)
 
@@ -183,7 +190,9 @@ def _fold_units(state: State, events: list[dict], refs: list[int]) -> None:
             status = "escalated" if action in WAITING_ACTIONS else "resolved"
             for ob_id in event.get("resolves", ()):
                 ob = obligations.get(ob_id)
-                if ob is not None and ob.status == "open":
+                if ob is None:
+                    state.pending.setdefault(ob_id, (status, event, at))
+                elif ob.status == "open":
                     _close(ob, status, event, at)
             opened = event.get("opens")
             if opened:
@@ -202,7 +211,7 @@ def _fold_units(state: State, events: list[dict], refs: list[int]) -> None:
                 obligations[ob.id] = ob
                 pending = state.pending.pop(ob.id, None)
                 if pending is not None:
-                    _close(ob, "resolved", *pending)
+                    _close(ob, *pending)
             unit.lease = None
             if action in ("retry", "repair"):
                 unit.status, unit.recovery = "todo", None
@@ -240,12 +249,23 @@ FOLDS = {
     "identity": _fold_identity,
 }
 ORDER = ("signals", "units", "memory", "identity")
+_STORE_OF = {f"{name}.ndjson": i for i, name in enumerate(ORDER)}
 
 
-def load(ws: Workspace, now: datetime | None = None, stores: tuple[str, ...] = ORDER) -> State:
-    state = State(now=now or clock.now())
-    attach_contracts(state, load_contracts(ws, state.contract_problems))
+def load(
+    ws: Workspace, now: datetime | None = None, stores: tuple[str, ...] = ORDER, *, save: bool = True
+) -> State:
+    """The read models now: from the checkpoint when it holds (engine.checkpoint), then whatever
+    the stores gained since. A full load that folded enough new log leaves a new checkpoint
+    (unless `save` is False: the control room writes its own when it closes)."""
+    from engine import checkpoint
+
+    now = now or clock.now()
+    state = checkpoint.restore(ws, now) or State(now=now)
+    attach_contracts(state, load_contracts(ws, state.contract_problems, state.contract_files))
     advance(ws, state, stores=stores)
+    if save and stores == ORDER and checkpoint.worth_saving(state):
+        checkpoint.save(ws, state)
     return state
 
 
@@ -295,7 +315,10 @@ def advance(
         with gc_paused():
             result = store.read(cursor.offset, cursor.line, final=final)
             cursor.offset, cursor.line = result.offset, result.line
-            state.problems.extend(result.problems)
+            if result.problems:
+                state.problems.extend(result.problems)
+                # in store order, then line: the same list however the log was read (a checkpoint)
+                state.problems.sort(key=lambda p: (_STORE_OF.get(p.store, 9), p.line))
             FOLDS[name](state, result.events, [start << 2 | index for start in result.starts])
         gained[name] = len(result.events)
     return gained

@@ -1,0 +1,263 @@
+"""A checkpoint of the read models: `.regulator/readmodel.checkpoint`, a disposable cache.
+
+Folding a log of a million events costs seconds; the checkpoint lets the next reader start from
+where the last one stopped and fold only what was appended since. It is trusted only for the exact
+bytes it was folded from: for every store the file's identity (device, inode) and the digest of
+the last line it covers must match, or the whole checkpoint is ignored and the log is read from
+the start. Signals and histories are held by reference (engine.events), so what it keeps is small:
+obligations, units and memory entries, with one int per event.
+
+The stores stay the only truth: deleting the checkpoint changes nothing but the time of the next
+read. `regulator verify` discards it when it finds a store edited, as does a reference that no
+longer reads back; `REGULATOR_CHECKPOINT=off` turns it off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+from datetime import datetime
+from pathlib import Path
+
+from engine.contracts import ContractFiles
+from engine.events import STORES
+from engine.state import Cursor, MemoryEntry, Obligation, State, UnitState, gc_paused
+from engine.store import Problem
+from engine.workspace import Workspace
+
+NAME = "readmodel.checkpoint"
+FORMAT = 2
+DEFAULT_BYTES = 1 << 20  # write a new one once this much more log has been folded than it covers
+CONTRACT_COST = 4096  # a contract file read again counts as this many bytes of log
+_SOURCES = ("state.py", "events.py", "checkpoint.py", "contracts.py", "store.py")
+_code_key: str | None = None
+
+
+def path_of(ws: Workspace) -> Path:
+    return ws.state_dir / NAME
+
+
+def enabled() -> bool:
+    return os.environ.get("REGULATOR_CHECKPOINT", "").lower() != "off"
+
+
+def threshold() -> int:
+    try:
+        return max(0, int(os.environ.get("REGULATOR_CHECKPOINT_BYTES", DEFAULT_BYTES)))
+    except ValueError:
+        return DEFAULT_BYTES
+
+
+def code_key() -> str:
+    """The fold's own source: a checkpoint written by other code is never read as this code's."""
+    global _code_key
+    if _code_key is None:
+        digest = hashlib.sha256(str(FORMAT).encode())
+        here = Path(__file__).parent
+        for name in _SOURCES:
+            digest.update((here / name).read_bytes())
+        _code_key = digest.hexdigest()
+    return _code_key
+
+
+def discard(ws: Workspace) -> None:
+    try:
+        path_of(ws).unlink()
+    except OSError:
+        pass
+
+
+# ---- what a store looked like when the checkpoint was taken --------------------------------------
+
+
+def _mark(path: Path, cursor: Cursor) -> tuple | None:
+    """(device, inode, offset, line, start of the last line, its digest), or None when the store
+    does not end a whole line at the cursor (a torn tail is never checkpointed)."""
+    if cursor.offset == 0:
+        return (0, 0, 0, 0, 0, "")
+    try:
+        with open(path, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            start = _last_line_start(handle, cursor.offset)
+            handle.seek(start)
+            last = handle.read(cursor.offset - start)
+    except OSError:
+        return None
+    if not last.endswith(b"\n"):
+        return None
+    return (st.st_dev, st.st_ino, cursor.offset, cursor.line, start, hashlib.sha256(last).hexdigest())
+
+
+def _last_line_start(handle, offset: int) -> int:
+    """Where the line ending at `offset` (exclusive) begins."""
+    end = offset - 1  # the newline that ends it
+    chunk = 4096
+    while True:
+        begin = max(0, end - chunk)
+        handle.seek(begin)
+        found = handle.read(end - begin).rfind(b"\n")
+        if found >= 0:
+            return begin + found + 1
+        if begin == 0:
+            return 0
+        chunk *= 4
+
+
+def _holds(path: Path, mark: tuple) -> bool:
+    dev, ino, offset, _line, start, digest = mark
+    if offset == 0:
+        return True
+    try:
+        with open(path, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if (st.st_dev, st.st_ino) != (dev, ino) or st.st_size < offset:
+                return False
+            handle.seek(start)
+            return hashlib.sha256(handle.read(offset - start)).hexdigest() == digest
+    except OSError:
+        return False
+
+
+# ---- writing -------------------------------------------------------------------------------------
+
+
+def save(ws: Workspace, state: State) -> bool:
+    """Write the checkpoint of `state` (every store folded); False when it cannot be taken."""
+    if not enabled() or set(state.cursors) != set(STORES):
+        return False
+    marks = {}
+    for name in STORES:
+        mark = _mark(ws.store(name).path, state.cursors[name])
+        if mark is None:
+            return False
+        marks[name] = mark
+    refs = (state.signals.refs, state.routings.refs)
+    if any(type(v) is not int for table in refs for v in table.values()):
+        return False  # an event put in by hand (tests) has no place in the log
+    obligations = []
+    for ob in state.obligations.values():
+        if any(type(v) is not int for v in ob.history):
+            return False
+        obligations.append(
+            (
+                ob.id,
+                ob.unit,
+                ob.kind,
+                ob.source,
+                ob.severity,
+                ob.blocks,
+                ob.owed_to,
+                ob.opened_at,
+                ob.subject,
+                ob.expires_at.isoformat() if ob.expires_at else None,
+                ob.status,
+                ob.disposition,
+                ob.by,
+                ob.rationale,
+                ob.closed_at,
+                ob.history,
+            )
+        )
+    units = []
+    for unit in state.units.values():
+        if not unit.history:
+            continue  # nothing happened to it: its contract alone brings it back (or not, if deleted)
+        if any(type(v) is not int for v in unit.history):
+            return False
+        units.append((unit.id, unit.status, unit.lease, unit.worktree, unit.recovery, unit.history))
+    body = {
+        "format": FORMAT,
+        "code": code_key(),
+        "stores": marks,
+        "signals": refs[0],
+        "routings": refs[1],
+        "unrouted": list(state.unrouted_ids),
+        "obligations": obligations,
+        "units": units,
+        "memory": [(key, e.event, e.retraction) for key, e in state.memory.items()],
+        "proposals": state.proposals,
+        "decisions": state.decisions,
+        "pending": state.pending,
+        "problems": [(p.store, p.line, p.kind, p.message) for p in state.problems],
+        "contracts": state.contract_files.seen,
+    }
+    target = path_of(ws)
+    temporary = target.with_name(f".{NAME}.{os.getpid()}")
+    try:
+        temporary.write_bytes(marshal.dumps(body))
+        os.replace(temporary, target)  # a reader sees the old checkpoint or the new, never half
+    except (OSError, ValueError):
+        try:
+            temporary.unlink()
+        except OSError:
+            pass
+        return False
+    state.checkpointed = sum(m[2] for m in marks.values())
+    return True
+
+
+def worth_saving(state: State) -> bool:
+    """Enough new log (or re-read contracts) folded since the checkpoint to pay for writing one."""
+    folded = sum(c.offset for c in state.cursors.values()) - state.checkpointed
+    return folded + CONTRACT_COST * state.contract_files.read >= max(threshold(), 1)
+
+
+# ---- reading -------------------------------------------------------------------------------------
+
+
+def restore(ws: Workspace, now: datetime) -> State | None:
+    """The read models as the checkpoint left them, or None when it does not hold."""
+    if not enabled():
+        return None
+    try:
+        raw = path_of(ws).read_bytes()
+        with gc_paused():  # millions of objects, all kept: nothing for the collector to find
+            body = marshal.loads(raw)
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    try:
+        if body.get("format") != FORMAT or body.get("code") != code_key():
+            return None
+        marks = body["stores"]
+        if set(marks) != set(STORES):
+            return None
+        for name in STORES:
+            if not _holds(ws.store(name).path, marks[name]):
+                return None
+        with gc_paused():
+            state = _build(body, marks, now)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None  # written by something else: read the log instead
+    state.source.on_unreadable = lambda: discard(ws)
+    return state
+
+
+def _build(body: dict, marks: dict, now: datetime) -> State:
+    state = State(now=now)
+    state.signals.refs = body["signals"]
+    state.routings.refs = body["routings"]
+    state.unrouted_ids = dict.fromkeys(body["unrouted"])
+    expiries: dict[str, datetime] = {}
+    obligations = state.obligations
+    for t in body["obligations"]:
+        expires = t[9]
+        if expires is not None and expires not in expiries:
+            expiries[expires] = datetime.fromisoformat(expires)
+        obligations[t[0]] = Obligation(
+            t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8],
+            expiries[expires] if expires is not None else None,
+            t[10], t[11], t[12], t[13], t[14], t[15],
+        )  # fmt: skip
+    units = state.units
+    for t in body["units"]:
+        units[t[0]] = UnitState(t[0], None, t[1], t[2], t[3], t[4], t[5])
+    state.memory = {key: MemoryEntry(event, retraction) for key, event, retraction in body["memory"]}
+    state.proposals = body["proposals"]
+    state.decisions = body["decisions"]
+    state.pending = {key: tuple(value) for key, value in body["pending"].items()}
+    state.problems = [Problem(*p) for p in body["problems"]]
+    state.contract_files = ContractFiles(seen=body["contracts"])
+    state.cursors = {name: Cursor(mark[2], mark[3]) for name, mark in marks.items()}
+    state.checkpointed = sum(mark[2] for mark in marks.values())
+    return state

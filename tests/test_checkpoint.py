@@ -1,0 +1,297 @@
+"""The checkpoint of the read models: starting from it must give exactly what reading the log gives.
+
+In-process (hypothesis): random logs written with the engine's own Store, cut at a random point,
+checkpointed there, then grown; the state loaded through the checkpoint must equal a cold fold.
+End to end: the real command, with a checkpoint that holds, one whose store was replaced or edited,
+and one that is garbage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine import checkpoint
+from engine.state import history, load
+from engine.store import Store
+from engine.workspace import Workspace
+from tests.helpers import report_args
+
+NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
+UNITS = ["u1", "u2", "u3"]
+STORES = ("signals", "units", "memory", "identity")
+
+
+def fingerprint(state) -> dict:
+    """Everything a view or command can read from the state, events resolved."""
+    return {
+        "obligations": {
+            k: (
+                ob.unit,
+                ob.kind,
+                ob.source,
+                ob.severity,
+                ob.blocks,
+                ob.owed_to,
+                ob.opened_at,
+                ob.subject,
+                ob.expires_at,
+                ob.status,
+                ob.disposition,
+                ob.by,
+                ob.rationale,
+                ob.closed_at,
+                history(state, ob),
+            )
+            for k, ob in state.obligations.items()
+        },  # fmt: skip
+        "units": {
+            k: (u.contract, u.status, u.lease, u.worktree, u.recovery, history(state, u))
+            for k, u in state.units.items()
+        },
+        "memory": {k: (e.event, e.retraction) for k, e in state.memory.items()},
+        "signals": dict(state.signals.items()),
+        "routings": dict(state.routings.items()),
+        "unrouted": list(state.unrouted_ids),
+        "proposals": state.proposals,
+        "decisions": state.decisions,
+        "pending": {k: (v[0], v[1]) for k, v in state.pending.items()},
+        "problems": [str(p) for p in state.problems],
+        "contract_problems": state.contract_problems,
+        "cursors": {k: (c.offset, c.line) for k, c in state.cursors.items()},
+    }
+
+
+@st.composite
+def events(draw):
+    """(store, event or raw garbage line) in log order, as the engine would write them: a signal id
+    is unique, an obligation is closed at most once and only after it was opened (the engine
+    checks both under its lock), a second router's duplicate routing record may appear."""
+    out = []
+    signals: list[str] = []
+    open_obs: dict[str, str] = {}  # obligation id -> unit
+    for n in range(draw(st.integers(0, 40))):
+        kind = draw(
+            st.sampled_from(
+                ["signal", "routing", "disposition", "decision", "dispatch", "close", "demote",
+                 "memory", "retraction", "proposal", "garbage"]
+            )
+        )  # fmt: skip
+        unit = draw(st.sampled_from(UNITS))
+        if kind == "signal":
+            expires = draw(st.sampled_from([None, "2026-11-01T00:00:00Z", "2027-01-01T00:00:00+02:00"]))
+            signals.append(f"s{n}")
+            event = {"kind": "signal", "id": f"s{n}", "subject": f"subject {n}", "affectedUnits": [unit],
+                     "expiresAt": expires, "at": "2026-11-29T10:00:00Z"}  # fmt: skip
+            out.append(("signals", event))
+        elif kind == "routing" and signals:
+            signal = draw(st.sampled_from(signals))
+            units = draw(st.lists(st.sampled_from(UNITS), max_size=2, unique=True))
+            obligations = [
+                {"id": f"ob-{signal}-{u}", "unit": u, "severity": "blocking", "blocks": draw(st.booleans()),
+                 "owedTo": "S3"}
+                for u in units
+            ]  # fmt: skip
+            if not any(
+                e.get("kind") == "routing" and e.get("signal") == signal
+                for _, e in out
+                if isinstance(e, dict)
+            ):
+                open_obs.update({o["id"]: o["unit"] for o in obligations})
+            out.append(("signals", {"kind": "routing", "signal": signal, "obligations": obligations,
+                                    "at": "2026-11-29T10:01:00Z"}))  # fmt: skip
+        elif kind == "disposition" and open_obs:
+            target = draw(st.sampled_from(sorted(open_obs)))
+            del open_obs[target]
+            out.append(("signals", {"kind": "disposition", "obligation": target, "disposition": "no-action",
+                                    "by": "alice", "rationale": "r", "at": "2026-11-29T11:00:00Z"}))  # fmt: skip
+        elif kind == "decision":
+            action = draw(st.sampled_from(["retry", "repair", "abort", "pause", "escalate"]))
+            owed = sorted(ob for ob, u in open_obs.items() if u == unit)
+            for ob in owed:
+                del open_obs[ob]
+            event = {"kind": "decision", "id": f"d{n}", "unit": unit, "action": action, "by": "alice",
+                     "rationale": "why", "resolves": owed, "at": "2026-11-29T11:30:00Z"}  # fmt: skip
+            if action in ("pause", "escalate") and draw(st.booleans()):
+                event["opens"] = {"id": f"rec-{n}", "severity": "blocking", "owedTo": "S3"}
+                open_obs[f"rec-{n}"] = unit
+            out.append(("units", event))
+        elif kind in ("dispatch", "close", "demote"):
+            out.append(("units", {"kind": kind, "unit": unit, "lease": f"l{n}", "by": "alice",
+                                  "rationale": "r", "at": "2026-11-29T11:40:00Z"}))  # fmt: skip
+        elif kind == "memory":
+            out.append(("memory", {"kind": "memory", "id": f"m{n % 7}", "subject": "s", "note": "n",
+                                   "reviewBy": "2026-12-20", "scope": [], "at": "2026-11-29T09:00:00Z"}))  # fmt: skip
+        elif kind == "retraction":
+            out.append(("memory", {"kind": "retraction", "entry": f"m{n % 7}", "by": "alice", "reason": "r",
+                                   "at": "2026-11-29T09:30:00Z"}))  # fmt: skip
+        elif kind == "proposal":
+            out.append(("identity", {"kind": "proposal", "id": f"p{n}", "at": "2026-11-29T09:00:00Z"}))
+        elif kind == "garbage":
+            out.append(
+                (draw(st.sampled_from(STORES)), draw(st.sampled_from([b"{not json", b"[1, 2]", b"\xff"])))
+            )
+    return out
+
+
+def write(root: Path, items) -> None:
+    for store, event in items:
+        path = root / ".regulator" / f"{store}.ndjson"
+        if isinstance(event, bytes):
+            with open(path, "ab") as handle:
+                handle.write(event + b"\n")
+        else:
+            Store(path).append(event)
+
+
+def fresh_root(base: str) -> Path:
+    root = Path(base) / "ws"
+    (root / ".regulator").mkdir(parents=True)
+    (root / "contracts").mkdir()
+    for unit in UNITS:
+        (root / "contracts" / f"{unit}.json").write_text(
+            json.dumps({"id": unit, "type": "implement", "profile": "implement", "title": unit})
+        )
+    (root / "contracts" / "bad.json").write_text("{")
+    return root
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=events(), cut=st.floats(0, 1))
+def test_folding_on_from_a_checkpoint_equals_reading_the_whole_log(log, cut):
+    with tempfile.TemporaryDirectory() as base:
+        root = fresh_root(base)
+        ws = Workspace(root)
+        split = int(len(log) * cut)
+        write(root, log[:split])
+        first = load(ws, NOW, save=False)
+        assert checkpoint.save(ws, first)
+        write(root, log[split:])
+        restored = checkpoint.restore(ws, NOW)
+        assert restored is not None  # the stores only grew: the checkpoint holds
+        through = load(ws, NOW, save=False)
+        os.environ["REGULATOR_CHECKPOINT"] = "off"
+        try:
+            cold = load(ws, NOW, save=False)
+        finally:
+            del os.environ["REGULATOR_CHECKPOINT"]
+        assert through.checkpointed > 0 or split == 0 or all(isinstance(e, bytes) for _, e in log[:split])
+        assert fingerprint(through) == fingerprint(cold)
+
+
+def test_a_checkpoint_is_not_trusted_once_a_store_is_replaced_or_edited(tmp_path):
+    root = fresh_root(str(tmp_path))
+    ws = Workspace(root)
+    store = root / ".regulator" / "signals.ndjson"
+    Store(store).append({"kind": "signal", "id": "s1", "subject": "first", "at": "2026-11-29T10:00:00Z"})
+    assert checkpoint.save(ws, load(ws, NOW, save=False))
+    assert checkpoint.restore(ws, NOW) is not None
+
+    # the last line it covers edited in place, same length: the digest no longer matches
+    text = store.read_bytes()
+    store.write_bytes(text.replace(b"first", b"FIRST"))
+    assert checkpoint.restore(ws, NOW) is None
+    assert load(ws, NOW, save=False).signals["s1"]["subject"] == "FIRST"
+
+    # replaced by a copy with the same bytes: another file, so read from the start
+    store.write_bytes(text)
+    assert checkpoint.save(ws, load(ws, NOW, save=False))
+    copy = tmp_path / "copy"
+    shutil.copy(store, copy)
+    os.replace(copy, store)
+    assert checkpoint.restore(ws, NOW) is None
+
+    # truncated below what it covers
+    assert checkpoint.save(ws, load(ws, NOW, save=False))
+    store.write_bytes(b"")
+    assert checkpoint.restore(ws, NOW) is None
+    assert len(load(ws, NOW, save=False).signals) == 0
+
+
+def test_garbage_or_foreign_checkpoints_are_ignored(tmp_path):
+    root = fresh_root(str(tmp_path))
+    ws = Workspace(root)
+    Store(root / ".regulator" / "signals.ndjson").append({"kind": "signal", "id": "s1", "subject": "x"})
+    path = checkpoint.path_of(ws)
+    for junk in (b"", b"\x00garbage", b"\xe9" * 100, json.dumps({"format": 1}).encode()):
+        path.write_bytes(junk)
+        assert checkpoint.restore(ws, NOW) is None
+        assert list(load(ws, NOW, save=False).signals) == ["s1"]
+
+
+def test_a_torn_tail_is_never_checkpointed(tmp_path):
+    root = fresh_root(str(tmp_path))
+    ws = Workspace(root)
+    store = root / ".regulator" / "signals.ndjson"
+    Store(store).append({"kind": "signal", "id": "s1", "subject": "x"})
+    with open(store, "ab") as handle:
+        handle.write(b'{"kind": "signal", "id": "s2"')  # a writer cut off mid-line
+    state = load(ws, NOW, save=False)
+    assert [p.kind for p in state.problems] == ["torn"]
+    assert not checkpoint.save(ws, state)
+    assert not checkpoint.path_of(ws).exists()
+
+
+# ---- end to end: the real command --------------------------------------------------------------
+
+READS = (["status"], ["obligations", "--all"], ["signals"], ["units"], ["memory", "--all"])
+
+
+def outputs(ws, env: dict) -> list:
+    return [ws.run(*args, "--json", env=env).stdout for args in READS]
+
+
+def test_commands_answer_the_same_with_and_without_a_checkpoint(ws):
+    every = {"REGULATOR_CHECKPOINT_BYTES": "0"}  # write one after every read that folded anything
+    off = {"REGULATOR_CHECKPOINT": "off"}
+    ws.run(*report_args(), "--by", "alice", check=True, env=every)
+    ws.run("signals", "route", check=True, env=every)
+    ws.run("status", check=True, env=every)
+    cached = checkpoint.path_of(Workspace(ws.root))
+    assert cached.exists()
+    assert outputs(ws, every) == outputs(ws, off)
+
+    # the log grows past the checkpoint: commands fold only the rest, and still agree
+    ob = ws.json("obligations", env=off)[0]["id"]
+    ws.run("obligation", "resolve", ob, "--disposition", "no-action", "--rationale", "checked upstream",
+           "--by", "alice", check=True, env=off)  # fmt: skip
+    ws.run(*report_args(subject="docs/readme.md", severity="advisory"), "--by", "alice", check=True, env=off)
+    assert outputs(ws, every) == outputs(ws, off)
+    show = ["obligation", "show", ob, "--json"]
+    assert ws.run(*show, env=every).stdout == ws.run(*show, env=off).stdout
+    assert [e["kind"] for e in json.loads(ws.run(*show, env=every).stdout)["history"]] == [
+        "routing",
+        "disposition",
+    ]
+
+
+def test_verify_discards_the_checkpoint_of_an_edited_store(ws):
+    every = {"REGULATOR_CHECKPOINT_BYTES": "0"}
+    ws.run(*report_args(), "--by", "alice", check=True, env=every)
+    ws.run(*report_args(subject="second"), "--by", "alice", check=True, env=every)
+    ws.run("status", check=True, env=every)
+    cached = checkpoint.path_of(Workspace(ws.root))
+    assert cached.exists()
+    store = ws.store("signals")
+    store.write_bytes(store.read_bytes().replace(b"vendor/left-pad.js", b"vendor/LEFT-PAD.js", 1))
+    done = ws.run("verify", env=every)
+    assert done.returncode != 0 and "edited" in done.stdout + done.stderr
+    assert not cached.exists()
+    assert "vendor/LEFT-PAD.js" in ws.run("signals", "--json", env=every).stdout
+
+
+@pytest.mark.parametrize("junk", [b"\x00\x01garbage", b""])
+def test_a_garbage_checkpoint_changes_nothing_a_command_says(ws, junk):
+    ws.run(*report_args(), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    expected = outputs(ws, {"REGULATOR_CHECKPOINT": "off"})
+    checkpoint.path_of(Workspace(ws.root)).write_bytes(junk)
+    assert outputs(ws, {}) == expected
