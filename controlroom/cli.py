@@ -545,11 +545,39 @@ def lift_globals(argv: list[str]) -> list[str]:
     return rest
 
 
+def bool_flags_without_pydantic() -> None:
+    """Typer 0.29 coerces every parameter through a pydantic TypeAdapter built on first use, and
+    builds one for the implicit --help flag of every command run even when it is absent: importing
+    pydantic for that costs a read-only command like `status` about a third of its cold start. A
+    flag's value is True, False or None and needs no coercion; every other parameter keeps Typer's
+    own. (Typer is pinned below 0.30; tests/test_layering.py fails if `status` imports pydantic.)"""
+    try:
+        from typer._coercion import PassThroughRuntimeParam
+        from typer.core import _TyperParameter
+    except ImportError:  # pragma: no cover - another Typer: its own coercion, only slower
+        return
+    original = _TyperParameter.get_runtime_param
+    if getattr(original, "lean", False):
+        return
+
+    def get_runtime_param(self):
+        descriptor = getattr(self, "type_descriptor", None)
+        if self._runtime_param is None and descriptor is not None and descriptor.annotation is bool:
+            self._runtime_param = PassThroughRuntimeParam(
+                annotation=bool, parameter_info=descriptor.parameter_info
+            )
+        return original(self)
+
+    get_runtime_param.lean = True
+    _TyperParameter.get_runtime_param = get_runtime_param
+
+
 def main(argv: list[str] | None = None) -> int:
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
     from typer.exceptions import Abort, Exit
     from typer.main import get_command
 
+    bool_flags_without_pydantic()
     args = list(sys.argv[1:] if argv is None else argv)
     GLOBAL.update(root=None, lease=None)
     try:

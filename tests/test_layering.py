@@ -25,3 +25,18 @@ def test_cli_and_engine_import_without_textual():
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_status_runs_without_importing_pydantic_or_textual(ws):
+    """`status` is the read every unit and operator runs most: its cold start stays lean (§12)."""
+    code = (
+        "import sys\n"
+        "from controlroom.cli import main\n"
+        "code = main(['status', '--json'])\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'textual', 'git', 'watchfiles'})\n"
+        "print(heavy, file=sys.stderr); sys.exit(code or (3 if heavy else 0))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ws.root, capture_output=True, text=True, env=ws.env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "[]"
+    assert '"units"' in done.stdout
