@@ -74,8 +74,7 @@ class ControlRoom(App):
         # lint, identity verify and store verify can take seconds on a large workspace: the first
         # frame does not wait for them unless asked to (screenshots and snapshot tests do)
         self.background_checks = background_checks
-        # a checkpoint is written when the room closes, not before its first frame
-        self.snap = readmodel.snapshot(ws, person, with_checks=not background_checks, save=False)
+        self.snap = readmodel.snapshot(ws, person, with_checks=not background_checks)
         self.live = "● live" if watch else "○ paused"
         self._detail_timer = None
         self._bindings_marker: tuple | None = None
@@ -101,7 +100,8 @@ class ControlRoom(App):
         yield Footer()
 
     def on_unmount(self) -> None:
-        """Leave a checkpoint of what was folded, so the next start reads only what is new."""
+        """Leave a checkpoint of what was folded, so the next start reads only what is new
+        (written as the room closes: never before its first frame)."""
         if not self.read_only and checkpoint.worth_saving(self.snap.state):
             checkpoint.save(self.ws, self.snap.state)
 
@@ -332,6 +332,8 @@ class ControlRoom(App):
         except RegulatorError as exc:
             self.notify(str(exc), severity="error", timeout=8)
             return
+        finally:
+            checkpoint.withdraw()  # the room writes its own when it closes, not in the middle
         self.notify(done)
         self.reload()
 
@@ -391,9 +393,7 @@ class ControlRoom(App):
 
     def reload(self) -> None:
         """Read everything again (after our own write, or when a store was replaced)."""
-        self.snap = readmodel.snapshot(
-            self.ws, self.person, with_checks=not self.background_checks, save=False
-        )
+        self.snap = readmodel.snapshot(self.ws, self.person, with_checks=not self.background_checks)
         self.show_view()
         if self.background_checks:
             self.run_checks()

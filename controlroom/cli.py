@@ -96,10 +96,6 @@ def verify(as_json: JsonFlag = False) -> None:
 
     ws, _ = workspace()
     findings = [f for name in STORE_NAMES for f in verify_store(ws.store(name))]
-    if findings:  # a store was edited: the next read folds the log itself, not a checkpoint of it
-        from engine.checkpoint import discard
-
-        discard(ws)
     limit = (
         "verify cannot see a cut-off tail or a rewritten and re-hashed suffix without an anchor "
         "kept elsewhere"
@@ -545,6 +541,14 @@ def lift_globals(argv: list[str]) -> list[str]:
     return rest
 
 
+def flush_checkpoint() -> None:
+    """A writer's load may have offered its state for a checkpoint: write it now, after the
+    command and outside its lock (engine.checkpoint). Nothing to do if the engine never loaded."""
+    module = sys.modules.get("engine.checkpoint")
+    if module is not None:
+        module.flush()
+
+
 def bool_flags_without_pydantic() -> None:
     """Typer 0.29 coerces every parameter through a pydantic TypeAdapter built on first use, and
     builds one for the implicit --help flag of every command run even when it is absent: importing
@@ -583,7 +587,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = lift_globals(args)
         command = get_command(app)
-        code = command.main(args, prog_name="regulator", standalone_mode=False)
+        try:
+            code = command.main(args, prog_name="regulator", standalone_mode=False)
+        finally:
+            flush_checkpoint()
         if isinstance(code, int):
             return code  # typer.Exit inside a command comes back as a return value
     except RegulatorError as exc:

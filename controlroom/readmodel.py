@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine import clock
-from engine.checkpoint import discard
 from engine.decisions import FileCheck, decision_of, verify_identity
 from engine.errors import RegulatorError
 from engine.ladder import registers_of, stale_knowledge
@@ -99,10 +98,8 @@ class Snapshot:
             self.policy = None
 
 
-def snapshot(
-    ws: Workspace, person: str | None = None, with_checks: bool = True, save: bool = True
-) -> Snapshot:
-    snap = Snapshot(ws, load(ws, save=save), person)
+def snapshot(ws: Workspace, person: str | None = None, with_checks: bool = True) -> Snapshot:
+    snap = Snapshot(ws, load(ws), person)
     if with_checks:
         refresh_checks(snap)
     snap.derive()
@@ -115,8 +112,6 @@ def refresh_checks(snap: Snapshot) -> None:
     snap.lint = lint(snap.ws, snap.state)
     snap.identity = verify_identity(snap.ws, snap.state)
     snap.verify = [f for name in STORE_NAMES for f in verify(snap.ws.store(name))]
-    if snap.verify:
-        discard(snap.ws)  # a store was edited: the next start folds the log, not a checkpoint of it
 
 
 def short(value: str | None, n: int = 8) -> str:

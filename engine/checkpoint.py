@@ -2,21 +2,25 @@
 
 Folding a log of a million events costs seconds; the checkpoint lets the next reader start from
 where the last one stopped and fold only what was appended since. It is trusted only for the exact
-bytes it was folded from: for every store the file's identity (device, inode) and the digest of
-the last line it covers must match, or the whole checkpoint is ignored and the log is read from
-the start. Signals and histories are held by reference (engine.events), so what it keeps is small:
-obligations, units and memory entries, with one int per event.
+bytes it was folded from: the SHA-256 of every store's bytes up to where it stopped must match
+(hashed in a second thread while the checkpoint itself is read), and the fold's own source must be
+the same code; anything else means reading the log from the start. Signals and histories are held
+by reference (engine.events), so what it keeps is small: obligations, units and memory entries,
+with one int per event.
 
-The stores stay the only truth: deleting the checkpoint changes nothing but the time of the next
-read. `regulator verify` discards it when it finds a store edited, as does a reference that no
-longer reads back; `REGULATOR_CHECKPOINT=off` turns it off.
+Only a command that writes (inside the decide lock) leaves a new one, after it is done, and the
+control room when it closes: readers never write (SPEC §13). The stores stay the only truth:
+deleting the checkpoint changes nothing but the time of the next read.
+`REGULATOR_CHECKPOINT=off` turns it off.
 """
 
 from __future__ import annotations
 
 import hashlib
 import marshal
+import mmap
 import os
+import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -27,7 +31,7 @@ from engine.store import Problem
 from engine.workspace import Workspace
 
 NAME = "readmodel.checkpoint"
-FORMAT = 2
+FORMAT = 3
 DEFAULT_BYTES = 1 << 20  # write a new one once this much more log has been folded than it covers
 CONTRACT_COST = 4096  # a contract file read again counts as this many bytes of log
 _SOURCES = ("state.py", "events.py", "checkpoint.py", "contracts.py", "store.py")
@@ -72,51 +76,27 @@ def discard(ws: Workspace) -> None:
 
 
 def _mark(path: Path, cursor: Cursor) -> tuple | None:
-    """(device, inode, offset, line, start of the last line, its digest), or None when the store
-    does not end a whole line at the cursor (a torn tail is never checkpointed)."""
-    if cursor.offset == 0:
-        return (0, 0, 0, 0, 0, "")
-    try:
-        with open(path, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            start = _last_line_start(handle, cursor.offset)
-            handle.seek(start)
-            last = handle.read(cursor.offset - start)
-    except OSError:
-        return None
-    if not last.endswith(b"\n"):
-        return None
-    return (st.st_dev, st.st_ino, cursor.offset, cursor.line, start, hashlib.sha256(last).hexdigest())
+    """(offset, line, SHA-256 of the bytes before offset), or None when the store does not end a
+    whole line at the cursor (a torn tail is never checkpointed)."""
+    digest = _digest(path, cursor.offset, whole_line=True)
+    return None if digest is None else (cursor.offset, cursor.line, digest)
 
 
-def _last_line_start(handle, offset: int) -> int:
-    """Where the line ending at `offset` (exclusive) begins."""
-    end = offset - 1  # the newline that ends it
-    chunk = 4096
-    while True:
-        begin = max(0, end - chunk)
-        handle.seek(begin)
-        found = handle.read(end - begin).rfind(b"\n")
-        if found >= 0:
-            return begin + found + 1
-        if begin == 0:
-            return 0
-        chunk *= 4
-
-
-def _holds(path: Path, mark: tuple) -> bool:
-    dev, ino, offset, _line, start, digest = mark
+def _digest(path: Path, offset: int, whole_line: bool = False) -> str | None:
+    """SHA-256 of the store's first `offset` bytes; None if it is shorter (or, with whole_line,
+    if they do not end with a newline). Hashing releases the GIL, so it can run in a thread."""
     if offset == 0:
-        return True
+        return hashlib.sha256(b"").hexdigest()
     try:
         with open(path, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if (st.st_dev, st.st_ino) != (dev, ino) or st.st_size < offset:
-                return False
-            handle.seek(start)
-            return hashlib.sha256(handle.read(offset - start)).hexdigest() == digest
-    except OSError:
-        return False
+            if os.fstat(handle.fileno()).st_size < offset:
+                return None
+            with mmap.mmap(handle.fileno(), offset, access=mmap.ACCESS_READ) as data:
+                if whole_line and data[offset - 1 : offset] != b"\n":
+                    return None
+                return hashlib.sha256(data).hexdigest()
+    except (OSError, ValueError):
+        return None
 
 
 # ---- writing -------------------------------------------------------------------------------------
@@ -166,10 +146,8 @@ def save(ws: Workspace, state: State) -> bool:
         if any(type(v) is not int for v in unit.history):
             return False
         units.append((unit.id, unit.status, unit.lease, unit.worktree, unit.recovery, unit.history))
+    header = {"format": FORMAT, "code": code_key(), "stores": marks}
     body = {
-        "format": FORMAT,
-        "code": code_key(),
-        "stores": marks,
         "signals": refs[0],
         "routings": refs[1],
         "unrouted": list(state.unrouted_ids),
@@ -185,7 +163,8 @@ def save(ws: Workspace, state: State) -> bool:
     target = path_of(ws)
     temporary = target.with_name(f".{NAME}.{os.getpid()}")
     try:
-        temporary.write_bytes(marshal.dumps(body))
+        first = marshal.dumps(header)  # read first, so the stores are hashed while the rest loads
+        temporary.write_bytes(len(first).to_bytes(8, "little") + first + marshal.dumps(body))
         os.replace(temporary, target)  # a reader sees the old checkpoint or the new, never half
     except (OSError, ValueError):
         try:
@@ -193,8 +172,30 @@ def save(ws: Workspace, state: State) -> bool:
         except OSError:
             pass
         return False
-    state.checkpointed = sum(m[2] for m in marks.values())
+    state.checkpointed = sum(m[0] for m in marks.values())
     return True
+
+
+_offered: list[tuple[Workspace, State]] = []
+
+
+def offer(ws: Workspace, state: State) -> None:
+    """A writer's load: keep its state to checkpoint once the command is done (flush), outside the
+    decide lock, so no other writer waits on it."""
+    if worth_saving(state):
+        _offered[:] = [(ws, state)]
+
+
+def withdraw() -> None:
+    """Forget what was offered (a long-lived process that checkpoints on its own schedule)."""
+    _offered.clear()
+
+
+def flush() -> None:
+    """Checkpoint what a writer offered during this command, if anything."""
+    while _offered:
+        ws, state = _offered.pop()
+        save(ws, state)
 
 
 def worth_saving(state: State) -> bool:
@@ -211,26 +212,42 @@ def restore(ws: Workspace, now: datetime) -> State | None:
     if not enabled():
         return None
     try:
-        raw = path_of(ws).read_bytes()
-        with gc_paused():  # millions of objects, all kept: nothing for the collector to find
-            body = marshal.loads(raw)
-    except (OSError, ValueError, EOFError, TypeError):
-        return None
-    try:
-        if body.get("format") != FORMAT or body.get("code") != code_key():
-            return None
-        marks = body["stores"]
-        if set(marks) != set(STORES):
-            return None
-        for name in STORES:
-            if not _holds(ws.store(name).path, marks[name]):
+        with open(path_of(ws), "rb") as handle:
+            size = int.from_bytes(handle.read(8), "little")
+            if not 0 < size <= 1 << 16:  # the header names four stores and two digests
                 return None
-        with gc_paused():
-            state = _build(body, marks, now)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None  # written by something else: read the log instead
-    state.source.on_unreadable = lambda: discard(ws)
-    return state
+            header = marshal.loads(handle.read(size))
+            if header.get("format") != FORMAT or header.get("code") != code_key():
+                return None
+            marks = header["stores"]
+            if set(marks) != set(STORES):
+                return None
+            holds = _check_in_background(ws, marks)
+            raw = handle.read()
+        with gc_paused():  # millions of objects, all kept: nothing for the collector to find
+            state = _build(marshal.loads(raw), marks, now)
+    except (OSError, ValueError, EOFError, TypeError, KeyError, AttributeError, IndexError):
+        return None  # missing, or written by something else: read the log instead
+    return state if holds() else None
+
+
+def _check_in_background(ws: Workspace, marks: dict):
+    """Start hashing every store's covered bytes in a thread; the returned call says if all match."""
+    results: dict[str, bool] = {}
+
+    def check() -> None:
+        for name in STORES:
+            offset, _line, digest = marks[name]
+            results[name] = _digest(ws.store(name).path, offset) == digest
+
+    worker = threading.Thread(target=check, name="checkpoint-digest", daemon=True)
+    worker.start()
+
+    def holds() -> bool:
+        worker.join()
+        return len(results) == len(STORES) and all(results.values())
+
+    return holds
 
 
 def _build(body: dict, marks: dict, now: datetime) -> State:
@@ -258,6 +275,6 @@ def _build(body: dict, marks: dict, now: datetime) -> State:
     state.pending = {key: tuple(value) for key, value in body["pending"].items()}
     state.problems = [Problem(*p) for p in body["problems"]]
     state.contract_files = ContractFiles(seen=body["contracts"])
-    state.cursors = {name: Cursor(mark[2], mark[3]) for name, mark in marks.items()}
-    state.checkpointed = sum(mark[2] for mark in marks.values())
+    state.cursors = {name: Cursor(mark[0], mark[1]) for name, mark in marks.items()}
+    state.checkpointed = sum(mark[0] for mark in marks.values())
     return state

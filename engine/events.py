@@ -42,7 +42,6 @@ class EventSource:
     def __init__(self) -> None:
         self.paths: tuple[Path, ...] = ()
         self._cache: OrderedDict[int, dict] = OrderedDict()
-        self.on_unreadable = None  # called when a reference no longer reads back (a store was edited)
 
     def bind(self, paths: tuple[Path, ...]) -> None:
         if self.paths != paths:
@@ -62,8 +61,6 @@ class EventSource:
                 found = _parse(handle.readline(), item)
         except (OSError, IndexError):
             found = unreadable(item)
-        if found.get("kind") == "unreadable":
-            self._unreadable()
         self._remember(item, found)
         return found
 
@@ -92,14 +89,8 @@ class EventSource:
                 blob, at = data[item & 3], item >> 2
                 end = blob.find(b"\n", at)
                 found = _parse(blob[at : end if end >= 0 else len(blob)], item)
-                if found.get("kind") == "unreadable":
-                    self._unreadable()
             out.append(found)
         return out
-
-    def _unreadable(self) -> None:
-        if self.on_unreadable is not None:
-            self.on_unreadable()
 
     def _remember(self, item: int, event: dict) -> None:
         self._cache[item] = event

@@ -252,20 +252,22 @@ ORDER = ("signals", "units", "memory", "identity")
 _STORE_OF = {f"{name}.ndjson": i for i, name in enumerate(ORDER)}
 
 
-def load(
-    ws: Workspace, now: datetime | None = None, stores: tuple[str, ...] = ORDER, *, save: bool = True
-) -> State:
-    """The read models now: from the checkpoint when it holds (engine.checkpoint), then whatever
-    the stores gained since. A full load that folded enough new log leaves a new checkpoint
-    (unless `save` is False: the control room writes its own when it closes)."""
+def load(ws: Workspace, now: datetime | None = None, stores: tuple[str, ...] = ORDER) -> State:
+    """The read models now: from the checkpoint when it holds and the stores asked for are large
+    enough to be worth it (engine.checkpoint), then whatever the stores gained since. A writer's
+    load (inside the decide lock) offers its state for a new checkpoint, written once the command
+    is done; a reader's never does."""
     from engine import checkpoint
 
     now = now or clock.now()
-    state = checkpoint.restore(ws, now) or State(now=now)
+    state = None
+    if sum(ws.store(name).size() for name in stores) >= checkpoint.threshold():
+        state = checkpoint.restore(ws, now)
+    state = state or State(now=now)
     attach_contracts(state, load_contracts(ws, state.contract_problems, state.contract_files))
     advance(ws, state, stores=stores)
-    if save and stores == ORDER and checkpoint.worth_saving(state):
-        checkpoint.save(ws, state)
+    if ws.deciding():
+        checkpoint.offer(ws, state)
     return state
 
 

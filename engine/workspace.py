@@ -22,6 +22,7 @@ LEASE_FILE = ".regulator-lease.json"
 STATE_DIR = ".regulator"
 STORE_NAMES = ("signals", "memory", "units", "identity")
 _POLICY_CACHE: dict[tuple, object] = {}
+_DECIDING: set[Path] = set()  # workspaces whose decide lock this process holds
 UNIT_ID = re.compile(r"[a-z0-9][a-z0-9-]*(/[a-z0-9-]+)?")
 
 
@@ -55,7 +56,15 @@ class Workspace:
     def exclusive(self) -> Iterator[None]:
         """One decider at a time: routing, dispositions and unit transitions check, then write."""
         with locked(self.state_dir / "decide.lock"):
-            yield
+            _DECIDING.add(self.root)
+            try:
+                yield
+            finally:
+                _DECIDING.discard(self.root)
+
+    def deciding(self) -> bool:
+        """Inside exclusive(): this command writes (readers never do, SPEC §13)."""
+        return self.root in _DECIDING
 
     # ---- policy ----------------------------------------------------------------------------
     def _policy(self, name: str):
