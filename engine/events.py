@@ -50,7 +50,7 @@ class EventSource:
 
     def event(self, item: int | dict) -> dict:
         if type(item) is not int:
-            return item  # already an event (built in memory, as tests and `route --dry` do)
+            return item  # already an event (a state built in memory, as the display tests do)
         found = self._cache.get(item)
         if found is not None:
             self._cache.move_to_end(item)

@@ -384,3 +384,24 @@ def test_a_new_contract_appears_in_the_units_view(demo):
 
     run(app, script)
     assert "u7" in seen["after"] and len(seen["after"]) == seen["before"] + 1
+
+
+def test_closing_the_room_leaves_a_checkpoint_the_next_start_reads(demo, monkeypatch):
+    from engine import checkpoint
+
+    monkeypatch.setenv("REGULATOR_CHECKPOINT_BYTES", "0")  # the demo's log is small
+    path = checkpoint.path_of(demo)
+    seen: dict = {}
+
+    async def rows(pilot) -> None:
+        app = pilot.app
+        seen.setdefault("rows", []).append([line(app, y) for y in range(1, 8)])
+        seen.setdefault("restored", []).append(app.snap.state.checkpointed > 0)
+
+    run(ControlRoom(demo, "alice", read_only=True, watch=False, background_checks=False), rows)
+    assert not path.exists()  # read-only: nothing written, not even a cache
+    run(ControlRoom(demo, "alice", watch=False, background_checks=False), rows)
+    assert path.exists()
+    run(ControlRoom(demo, "alice", watch=False, background_checks=False), rows)
+    assert seen["restored"] == [False, False, True]
+    assert seen["rows"][2] == seen["rows"][1] == seen["rows"][0]

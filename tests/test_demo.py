@@ -97,6 +97,7 @@ def test_bench_runs_at_smoke_scale(tmp_path):
         "events",
         "incremental_ms",
         "first_frame_s",
+        "first_frame_warm_s",
         "keypress_ms",
         "lint_s",
         "next_up_ms",

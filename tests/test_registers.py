@@ -344,3 +344,45 @@ def test_lint_in_a_fresh_clone_without_stores(reg, tmp_path):
     (clone / FINDING).unlink()
     done = ws.run("registry", "lint", "--json", cwd=clone)
     assert done.returncode == 1 and "tombstone-not-delete" in done.stdout
+
+
+def test_trunk_history_read_in_parallel_parts_finds_every_landed_entry(reg, monkeypatch):
+    """Long histories are read by several git processes over exact parts of trunk (merges
+    included); the entries found must be those one git process finds over the whole."""
+    from registry import history
+
+    ws = reg
+    for i in range(6):
+        ws.write(f"findings/F-early-{i}.md", finding_text(fid=f"F-early-{i}"))
+        ws.commit(f"early {i}")
+    ws.git("checkout", "-q", "-b", "side")
+    ws.write("intake/I-side.md", "---\nid: I-side\n---\nfrom a branch\n")
+    ws.commit("side entry")
+    ws.git("checkout", "-q", "main")
+    ws.write("records/R-main.md", "---\nid: R-main\n---\nrecord\n")
+    ws.commit("main entry")
+    ws.git("merge", "-q", "--no-ff", "side", "-m", "merge side")
+    (ws.root / "findings/F-early-2.md").unlink()
+    ws.commit("delete one (landed all the same)")
+    for i in range(5):
+        ws.write(f"findings/F-late-{i}.md", finding_text(fid=f"F-late-{i}"))
+        ws.commit(f"late {i}")
+
+    whole = history.read_history(ws.root, "main")
+    monkeypatch.setattr(history, "PART", 3)
+    monkeypatch.setattr(history.os, "cpu_count", lambda: 4)
+    logs = []
+    real_run = history.subprocess.run
+
+    def counting(cmd, *args, **kwargs):  # the real git runs; the parts are only counted
+        if "log" in cmd:
+            logs.append(cmd)
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(history.subprocess, "run", counting)
+    parts = history.read_history(ws.root, "main")
+    assert len(logs) == 4
+    assert whole.available and parts.available
+    assert parts.landed == whole.landed
+    mine = {p for p in parts.landed if "early" in p or "late" in p or "side" in p or "R-main" in p}
+    assert len(mine) == 13 and "findings/F-early-2.md" in mine and "intake/I-side.md" in mine
