@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.helpers import make_workspace
 
@@ -386,3 +388,10 @@ def test_trunk_history_read_in_parallel_parts_finds_every_landed_entry(reg, monk
     assert parts.landed == whole.landed
     mine = {p for p in parts.landed if "early" in p or "late" in p or "side" in p or "R-main" in p}
     assert len(mine) == 13 and "findings/F-early-2.md" in mine and "intake/I-side.md" in mine
+
+
+@given(st.lists(st.tuples(st.integers(-5, 5), st.text(min_size=1, max_size=6)), max_size=60))
+def test_next_up_order_is_priority_then_id_in_code_point_order(ready):
+    from engine.nextup import _in_order
+
+    assert _in_order(ready) == sorted(ready)
