@@ -21,6 +21,7 @@ import marshal
 import mmap
 import os
 import threading
+from dataclasses import fields
 from datetime import datetime
 from pathlib import Path
 
@@ -34,6 +35,8 @@ NAME = "readmodel.checkpoint"
 FORMAT = 3
 DEFAULT_BYTES = 1 << 20  # write a new one once this much more log has been folded than it covers
 CONTRACT_COST = 4096  # a contract file read again counts as this many bytes of log
+OBLIGATION_FIELDS = tuple(f.name for f in fields(Obligation))  # Obligation's positional order
+EXPIRES = OBLIGATION_FIELDS.index("expires_at")  # kept as ISO text
 _SOURCES = ("state.py", "events.py", "checkpoint.py", "contracts.py", "store.py")
 _code_key: str | None = None
 
@@ -119,26 +122,10 @@ def save(ws: Workspace, state: State) -> bool:
     for ob in state.obligations.values():
         if any(type(v) is not int for v in ob.history):
             return False
-        obligations.append(
-            (
-                ob.id,
-                ob.unit,
-                ob.kind,
-                ob.source,
-                ob.severity,
-                ob.blocks,
-                ob.owed_to,
-                ob.opened_at,
-                ob.subject,
-                ob.expires_at.isoformat() if ob.expires_at else None,
-                ob.status,
-                ob.disposition,
-                ob.by,
-                ob.rationale,
-                ob.closed_at,
-                ob.history,
-            )
-        )
+        row = [getattr(ob, name) for name in OBLIGATION_FIELDS]
+        if ob.expires_at is not None:
+            row[EXPIRES] = ob.expires_at.isoformat()
+        obligations.append(tuple(row))
     units = []
     for unit in state.units.values():
         if not unit.history:
@@ -258,14 +245,10 @@ def _build(body: dict, marks: dict, now: datetime) -> State:
     expiries: dict[str, datetime] = {}
     obligations = state.obligations
     for t in body["obligations"]:
-        expires = t[9]
+        expires = t[EXPIRES]
         if expires is not None and expires not in expiries:
             expiries[expires] = datetime.fromisoformat(expires)
-        obligations[t[0]] = Obligation(
-            t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8],
-            expiries[expires] if expires is not None else None,
-            t[10], t[11], t[12], t[13], t[14], t[15],
-        )  # fmt: skip
+        obligations[t[0]] = Obligation(*t[:EXPIRES], expiries.get(expires), *t[EXPIRES + 1 :])
     units = state.units
     for t in body["units"]:
         units[t[0]] = UnitState(t[0], None, t[1], t[2], t[3], t[4], t[5])

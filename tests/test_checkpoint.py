@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,25 +34,9 @@ def fingerprint(state) -> dict:
     """Everything a view or command can read from the state, events resolved."""
     return {
         "obligations": {
-            k: (
-                ob.unit,
-                ob.kind,
-                ob.source,
-                ob.severity,
-                ob.blocks,
-                ob.owed_to,
-                ob.opened_at,
-                ob.subject,
-                ob.expires_at,
-                ob.status,
-                ob.disposition,
-                ob.by,
-                ob.rationale,
-                ob.closed_at,
-                history(state, ob),
-            )
+            k: tuple(getattr(ob, f.name) for f in fields(ob) if f.name != "history") + (history(state, ob),)
             for k, ob in state.obligations.items()
-        },  # fmt: skip
+        },
         "units": {
             k: (u.contract, u.status, u.lease, u.worktree, u.recovery, history(state, u))
             for k, u in state.units.items()
