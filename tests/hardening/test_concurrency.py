@@ -106,3 +106,62 @@ def test_two_dispatchers_one_lease(ws):
     codes = sorted(p.wait(timeout=120) for p in procs)
     assert codes == [0, 2, 2]
     assert len([e for e in ws.events("units") if e["kind"] == "dispatch"]) == 1
+
+
+CYCLER = """
+import sys
+from engine.checkpoint import flush
+from engine.units import demote, dispatch
+from engine.workspace import Workspace
+from pathlib import Path
+ws = Workspace(Path(sys.argv[1]))
+for i in range(15):
+    dispatch(ws, sys.argv[2])
+    flush()  # what the CLI does after each command: write the checkpoint outside the lock
+    demote(ws, sys.argv[2], "alice", "cycle")
+    flush()
+"""
+
+READER = """
+import sys, json, time
+from engine.state import load
+from engine.status import status
+from engine.workspace import Workspace
+from pathlib import Path
+ws = Workspace(Path(sys.argv[1]))
+restored = 0
+deadline = time.time() + 60
+while time.time() < deadline and not Path(sys.argv[2]).exists():
+    state = load(ws)  # restores whatever checkpoint is there, or reads the log
+    status(ws, state)
+    restored += state.checkpointed > 0
+print(restored)
+"""
+
+
+def test_writers_checkpointing_while_readers_restore(ws):
+    """Three writers leave a checkpoint after every command while two readers restore them: no
+    reader fails or sees a half-written one, and the end state equals a cold read of the log."""
+    import sys
+
+    env = dict(ws.env, REGULATOR_CHECKPOINT_BYTES="0")
+    writers = [
+        subprocess.Popen([sys.executable, "-c", CYCLER, str(ws.root), unit], env=env, stderr=subprocess.PIPE)
+        for unit in ("u1", "u3", "r1")
+    ]
+    done = ws.root / "writers-done"
+    readers = [
+        subprocess.Popen([sys.executable, "-c", READER, str(ws.root), str(done)], env=env, stdout=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    assert [p.wait(timeout=300) for p in writers] == [0, 0, 0], [p.stderr.read() for p in writers]
+    done.touch()
+    assert [p.wait(timeout=300) for p in readers] == [0, 0]
+    assert sum(int(p.stdout.read()) for p in readers) > 0  # they did restore checkpoints
+    assert (ws.root / ".regulator" / "readmodel.checkpoint").exists()
+    assert not list((ws.root / ".regulator").glob(".readmodel.checkpoint.*"))  # no temporary left
+    warm = ws.json("status", env={"REGULATOR_CHECKPOINT_BYTES": "0"})
+    cold = ws.json("status", env={"REGULATOR_CHECKPOINT": "off"})
+    assert warm == cold
+    events = ws.events("units")
+    assert len(events) == 90 and [e["kind"] for e in events].count("demote") == 45
