@@ -46,7 +46,7 @@ def path_of(ws: Workspace) -> Path:
 
 
 def enabled() -> bool:
-    return os.environ.get("REGULATOR_CHECKPOINT", "").lower() != "off"
+    return os.environ.get("REGULATOR_CHECKPOINT", "").lower() != "off" and code_key() != ""
 
 
 def threshold() -> int:
@@ -63,7 +63,11 @@ def code_key() -> str:
         digest = hashlib.sha256(str(FORMAT).encode())
         here = Path(__file__).parent
         for name in _SOURCES:
-            digest.update((here / name).read_bytes())
+            try:
+                digest.update((here / name).read_bytes())
+            except OSError:  # installed without sources: no key, so no checkpoint is read or written
+                _code_key = ""
+                return _code_key
         _code_key = digest.hexdigest()
     return _code_key
 
