@@ -27,8 +27,10 @@ CACHED = 4096  # parsed events kept: a screenful of rows and their detail panes 
 BULK = 64  # more references than this at once: read each store in one pass
 
 
-def ref(store: str, offset: int) -> int:
-    return offset << 2 | INDEX[store]
+def refs(store: str, offsets: list[int]) -> list[int]:
+    """The references to the events starting at these byte offsets of one store."""
+    index = INDEX[store]
+    return [offset << 2 | index for offset in offsets]
 
 
 def unreadable(item: int) -> dict:
@@ -76,7 +78,7 @@ class EventSource:
         for index, last in wanted.items():
             try:
                 with open(self.paths[index], "rb") as handle:
-                    data[index] = handle.read(last + _line_bound(handle, last))
+                    data[index] = handle.read(last) + handle.readline()  # through the last line wanted
             except (OSError, IndexError):
                 data[index] = b""
         out = []
@@ -96,14 +98,6 @@ class EventSource:
         self._cache[item] = event
         if len(self._cache) > CACHED:
             self._cache.popitem(last=False)
-
-
-def _line_bound(handle, offset: int) -> int:
-    """How far past `offset` to read so the line starting there is whole."""
-    handle.seek(offset)
-    length = len(handle.readline())
-    handle.seek(0)
-    return length
 
 
 def _parse(raw: bytes, item: int) -> dict:

@@ -15,7 +15,7 @@ from datetime import date, datetime
 
 from engine import clock
 from engine.contracts import Contract, ContractFiles, load_contracts
-from engine.events import INDEX, STORES, EventMap, EventSource
+from engine.events import INDEX, STORES, EventMap, EventSource, refs
 from engine.store import Problem
 from engine.workspace import STORE_NAMES, Workspace
 
@@ -248,8 +248,7 @@ FOLDS = {
     "memory": _fold_memory,
     "identity": _fold_identity,
 }
-ORDER = ("signals", "units", "memory", "identity")
-_STORE_OF = {f"{name}.ndjson": i for i, name in enumerate(ORDER)}
+ORDER = STORES  # the fold's order (signals before units), also the index a reference carries
 
 
 def load(ws: Workspace, now: datetime | None = None, stores: tuple[str, ...] = ORDER) -> State:
@@ -311,7 +310,6 @@ def advance(
         assert name in STORE_NAMES
         cursor = state.cursors.setdefault(name, Cursor())
         store = ws.store(name)
-        index = INDEX[name]
         if store.size() < cursor.offset:  # replaced or truncated: the caller reloads in full
             raise StoreReplaced(name)
         with gc_paused():
@@ -320,8 +318,8 @@ def advance(
             if result.problems:
                 state.problems.extend(result.problems)
                 # in store order, then line: the same list however the log was read (a checkpoint)
-                state.problems.sort(key=lambda p: (_STORE_OF.get(p.store, 9), p.line))
-            FOLDS[name](state, result.events, [start << 2 | index for start in result.starts])
+                state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
+            FOLDS[name](state, result.events, refs(name, result.starts))
         gained[name] = len(result.events)
     return gained
 

@@ -132,6 +132,21 @@ def test_huge_subject(hostile, value):
     assert "1024" in assert_refused(hostile, report(hostile, **{"--subject": value}))
 
 
+# a report that is valid as it stands: each test below spoils one thing in it
+VALID_REPORT = {
+    "subject": "s",
+    "claim": "c",
+    "observation": "o",
+    "evidence": ["e"],
+    "confidence": "low",
+    "reportedSeverity": "info",
+}
+
+
+def json_report(ws) -> list[str]:
+    return ["--root", str(ws.root), "signals", "report", "--by", "alice", "--json-input", "-"]
+
+
 @SETTINGS
 @given(
     field=st.sampled_from(["subject", "claim", "observation"]),
@@ -139,25 +154,15 @@ def test_huge_subject(hostile, value):
     suffix=st.text(max_size=20),
 )
 def test_nul_bytes_through_json_input(hostile, field, prefix, suffix):
-    payload = {
-        "subject": "s",
-        "claim": "c",
-        "observation": "o",
-        "evidence": ["e"],
-        "confidence": "low",
-        "reportedSeverity": "info",
-        field: prefix + "\x00" + suffix,
-    }
-    argv = ["--root", str(hostile.root), "signals", "report", "--by", "alice", "--json-input", "-"]
-    assert_refused(hostile, argv, stdin=json.dumps(payload).encode())
+    payload = dict(VALID_REPORT, **{field: prefix + "\x00" + suffix})
+    assert_refused(hostile, json_report(hostile), stdin=json.dumps(payload).encode())
 
 
 @SETTINGS
 @given(junk=st.binary(min_size=1, max_size=40).filter(lambda b: not _utf8(b)))
 def test_invalid_utf8_through_json_input(hostile, junk):
-    argv = ["--root", str(hostile.root), "signals", "report", "--by", "alice", "--json-input", "-"]
     body = b'{"subject": "' + junk + b'", "claim": "c"}'
-    assert_refused(hostile, argv, stdin=body)
+    assert_refused(hostile, json_report(hostile), stdin=body)
 
 
 def _utf8(data: bytes) -> bool:
@@ -184,23 +189,14 @@ wrong = st.one_of(
     value=wrong,
 )
 def test_json_of_the_wrong_types(hostile, field, value):
-    payload = {
-        "subject": "s",
-        "claim": "c",
-        "observation": "o",
-        "evidence": ["e"],
-        "confidence": "low",
-        "reportedSeverity": "info",
-    }
     if field in ("affectedUnits", "expiresAt", "observedAt") and value is None:
         return  # optional: null is a valid absence
     if field == "affectedUnits" and value == []:
         return  # naming no unit is valid
     if field == "evidence" and isinstance(value, list) and not value:
         value = [1]
-    payload[field] = value
-    argv = ["--root", str(hostile.root), "signals", "report", "--by", "alice", "--json-input", "-"]
-    assert_refused(hostile, argv, stdin=json.dumps(payload).encode())
+    payload = dict(VALID_REPORT, **{field: value})
+    assert_refused(hostile, json_report(hostile), stdin=json.dumps(payload).encode())
 
 
 METACHAR = st.text(alphabet=st.sampled_from(list("../\\;|&$`'\"<>*? \n~ÅéZ")), min_size=1, max_size=12)
