@@ -32,7 +32,7 @@ from engine.store import Problem
 from engine.workspace import Workspace
 
 NAME = "readmodel.checkpoint"
-FORMAT = 3
+FORMAT = 4
 DEFAULT_BYTES = 1 << 20  # write a new one once this much more log has been folded than it covers
 CONTRACT_COST = 4096  # a contract file read again counts as this many bytes of log
 OBLIGATION_FIELDS = tuple(f.name for f in fields(Obligation))  # Obligation's positional order

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+import marshal
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from engine.errors import BadInput
 from engine.workspace import UNIT_ID, Workspace
 
 REQUIRED = ("id", "type", "profile", "title")
 
-try:  # a large fleet has thousands of contract files: orjson reads each several times faster
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover
-    _loads = json.loads
+# a large fleet has thousands of contract files: msgspec reads each several times faster
+_loads = msgspec.json.decode
 
 
 @dataclass(frozen=True)
@@ -109,9 +111,28 @@ def load_contracts(
     ws: Workspace, problems: list[str] | None = None, files: ContractFiles | None = None
 ) -> dict[str, Contract]:
     """Every contract under contracts/; a bad file is named in `problems` and left out."""
-    folder = ws.root / "contracts"
+    seen, read = _outcomes(ws, files.seen if files is not None else {})
+    if files is not None:
+        files.seen, files.read = seen, read
+    return contracts_of(seen, problems)
+
+
+def contracts_of(seen: dict[str, tuple], problems: list[str] | None = None) -> dict[str, Contract]:
+    """The contracts, and the problems of the files left out, from what a read gave (in path order)."""
     found: dict[str, Contract] = {}
-    before = files.seen if files is not None else {}
+    for _identity, outcome in seen.values():
+        if type(outcome) is str:
+            if problems is not None:
+                problems.append(outcome)
+        else:
+            found[outcome[0]] = Contract(*outcome)
+    return found
+
+
+def _outcomes(ws: Workspace, before: dict[str, tuple]) -> tuple[dict[str, tuple], int]:
+    """path -> (identity, fields or problem) for every contract file, in path order, reading only
+    the files whose identity differs from `before`; and how many were read."""
+    folder = ws.root / "contracts"
     after: dict[str, tuple] = {}
     read = 0
     if folder.is_dir():
@@ -123,14 +144,7 @@ def load_contracts(
                 outcome = _read_contract(expected, path)
                 read += 1
             after[path] = (identity, outcome)
-            if type(outcome) is str:
-                if problems is not None:
-                    problems.append(outcome)
-            else:
-                found[outcome[0]] = Contract(*outcome)
-    if files is not None:
-        files.seen, files.read = after, read
-    return found
+    return after, read
 
 
 def _read_contract(expected: str, path: str) -> tuple | str:
@@ -173,6 +187,81 @@ def _identity(entry: os.DirEntry) -> tuple | None:
     except OSError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+PREFETCH_BYTES = 16 << 20  # a cold read of this much log lets a second process read the contracts
+_HELPER = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from engine.contracts import _helper; _helper(sys.argv[2])"
+)
+
+
+def prefetch_threshold() -> int | None:
+    """`REGULATOR_PREFETCH_BYTES`: how much log a cold read must face to start the helper; off: never."""
+    value = os.environ.get("REGULATOR_PREFETCH_BYTES", "")
+    if value == "off":
+        return None
+    try:
+        return max(0, int(value)) if value else PREFETCH_BYTES
+    except ValueError:
+        return PREFETCH_BYTES
+
+
+class Prefetch:
+    """The contract files, read by a second process while this one folds a large log from its
+    first byte, so a cold start uses both cores. It hands back what `load_contracts` would have
+    read here a moment earlier (each file's outcome under its identity, the cache a checkpoint
+    keeps); a file that changes later is seen as any change is, by the next read. Any failure of
+    the helper only means reading them here."""
+
+    def __init__(self, ws: Workspace) -> None:
+        import subprocess
+
+        self._subprocess = subprocess
+        package_root = str(Path(__file__).resolve().parent.parent)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _HELPER, package_root, str(ws.root)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def files(self) -> ContractFiles | None:
+        """What the helper read, or None when it did not finish well."""
+        try:
+            out, _ = self.process.communicate(timeout=120)
+        except self._subprocess.TimeoutExpired:
+            self.close()
+            return None
+        if self.process.returncode != 0:
+            return None
+        try:
+            seen = marshal.loads(out)
+        except (EOFError, ValueError, TypeError):
+            return None
+        return ContractFiles(seen=seen) if type(seen) is dict else None
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+def prefetch(ws: Workspace) -> Prefetch | None:
+    if not sys.executable or not (ws.root / "contracts").is_dir():
+        return None
+    try:
+        return Prefetch(ws)
+    except OSError:
+        return None
+
+
+def _helper(root: str) -> None:
+    """The second process: read every contract file, write their outcomes (marshal) to stdout."""
+    files = ContractFiles()
+    load_contracts(Workspace(Path(root)), None, files)
+    sys.stdout.buffer.write(marshal.dumps(files.seen))
 
 
 def write_contract(ws: Workspace, contract: dict) -> Path:

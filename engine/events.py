@@ -12,14 +12,9 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-try:
-    import orjson
+import msgspec
 
-    _loads = orjson.loads
-except ImportError:  # pragma: no cover - orjson ships wheels for every supported platform
-    import json
-
-    _loads = json.loads
+_loads = msgspec.json.decode
 
 STORES = ("signals", "units", "memory", "identity")  # the index a reference carries
 INDEX = {name: i for i, name in enumerate(STORES)}

@@ -13,8 +13,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
+import msgspec
+
 from engine import clock
-from engine.contracts import Contract, ContractFiles, load_contracts
+from engine.contracts import (
+    Contract,
+    ContractFiles,
+    contracts_of,
+    load_contracts,
+    prefetch,
+    prefetch_threshold,
+)
 from engine.events import INDEX, STORES, EventMap, EventSource, refs
 from engine.store import Problem
 from engine.workspace import STORE_NAMES, Workspace
@@ -78,7 +87,7 @@ class State:
     memory: dict[str, MemoryEntry] = field(default_factory=dict)
     proposals: dict[str, dict] = field(default_factory=dict)
     decisions: list[dict] = field(default_factory=list)
-    # closings read before the obligation they close: (status, event, ref), applied when it opens.
+    # closings read before the obligation they close (see _close), applied when it opens.
     # The stores are read one after another, so a decision can be folded before the routing
     # record it follows; this keeps the result the same whatever order the stores were read in.
     pending: dict[str, tuple] = field(default_factory=dict)
@@ -106,29 +115,50 @@ class State:
 # ---- folding ---------------------------------------------------------------------------------
 
 
-def _fold_signals(state: State, events: list[dict], refs: list[int]) -> None:
+class SignalsLine(msgspec.Struct):
+    """What the fold reads of a line in signals.ndjson; the rest of the line is checked, not kept.
+    Each default is what `dict.get` gave the fold before, so a missing field reads the same."""
+
+    kind: object = None
+    id: object = None
+    subject: object = ""
+    expiresAt: object = None  # noqa: N815 - the store's field name
+    signal: object = None
+    obligations: object = ()
+    at: object = None
+    obligation: object = None
+    disposition: object = None
+    by: object = None
+    rationale: object = None
+
+
+def _fold_signals(state: State, events: list[SignalsLine], refs: list[int]) -> None:
     signals, routings, obligations = state.signals.refs, state.routings.refs, state.obligations
     waiting, pending = state.unrouted_ids, state.pending
     expiries: dict[str, datetime] = {}
-    fresh: dict[str, dict] = {}  # this read's signals: a routing usually follows its signal closely
+    fresh: dict[str, SignalsLine] = {}  # this read's signals: a routing usually follows its signal closely
     for event, at in zip(events, refs, strict=True):
-        kind = event.get("kind")
+        kind = event.kind
         if kind == "signal":
-            signals[event["id"]] = at
-            fresh[event["id"]] = event
-            if event["id"] not in routings:
-                waiting[event["id"]] = None
+            signals[event.id] = at
+            fresh[event.id] = event
+            if event.id not in routings:
+                waiting[event.id] = None
         elif kind == "routing":
-            signal_id = event.get("signal")
+            signal_id = event.signal
             if signal_id in routings:
                 continue  # a second router's duplicate: dropped
             routings[signal_id] = at
             waiting.pop(signal_id, None)
-            signal = fresh.get(signal_id) or state.signals.get(signal_id, {})
-            expires = signal.get("expiresAt")
+            signal = fresh.get(signal_id)
+            if signal is not None:
+                subject, expires = signal.subject, signal.expiresAt
+            else:  # routed in a later read than its signal: read the signal back
+                earlier = state.signals.get(signal_id, {})
+                subject, expires = earlier.get("subject", ""), earlier.get("expiresAt")
             if expires and expires not in expiries:
                 expiries[expires] = clock.parse_time(expires)
-            for entry in event.get("obligations", ()):
+            for entry in event.obligations:
                 if entry["id"] in obligations:
                     continue
                 # positional: this runs once per obligation in the log, the hottest constructor
@@ -140,8 +170,8 @@ def _fold_signals(state: State, events: list[dict], refs: list[int]) -> None:
                     entry["severity"],
                     bool(entry["blocks"]),
                     entry.get("owedTo", "S3"),
-                    event["at"],
-                    signal.get("subject", ""),
+                    event.at,
+                    subject,
                     expiries[expires] if expires else None,
                     "open",
                     None,
@@ -151,22 +181,20 @@ def _fold_signals(state: State, events: list[dict], refs: list[int]) -> None:
                     [at],
                 )
                 if pending and entry["id"] in pending:
-                    _close(obligations[entry["id"]], *pending.pop(entry["id"]))
+                    _close(obligations[entry["id"]], pending.pop(entry["id"]))
         elif kind == "disposition":
-            ob = obligations.get(event.get("obligation"))
+            closing = ("resolved", event.disposition, event.by, event.rationale, event.at, at)
+            ob = obligations.get(event.obligation)
             if ob is None:
                 # a recovery-decision obligation is opened in units.ndjson, folded after this store
-                pending.setdefault(event.get("obligation"), ("resolved", event, at))
+                pending.setdefault(event.obligation, closing)
             elif ob.status == "open":
-                _close(ob, "resolved", event, at)
+                _close(ob, closing)
 
 
-def _close(ob: Obligation, status: str, event: dict, at: int) -> None:
-    ob.status = status
-    ob.disposition = event.get("disposition")
-    ob.by = event.get("by")
-    ob.rationale = event.get("rationale")
-    ob.closed_at = event.get("at")
+def _close(ob: Obligation, closing: tuple) -> None:
+    """closing: (status, disposition, by, rationale, closed at, reference to the closing event)."""
+    ob.status, ob.disposition, ob.by, ob.rationale, ob.closed_at, at = closing
     ob.history.append(at)
 
 
@@ -188,12 +216,20 @@ def _fold_units(state: State, events: list[dict], refs: list[int]) -> None:
         elif kind == "decision":
             action = event.get("action")
             status = "escalated" if action in WAITING_ACTIONS else "resolved"
+            closing = (
+                status,
+                event.get("disposition"),
+                event.get("by"),
+                event.get("rationale"),
+                event.get("at"),
+                at,
+            )
             for ob_id in event.get("resolves", ()):
                 ob = obligations.get(ob_id)
                 if ob is None:
-                    state.pending.setdefault(ob_id, (status, event, at))
+                    state.pending.setdefault(ob_id, closing)
                 elif ob.status == "open":
-                    _close(ob, status, event, at)
+                    _close(ob, closing)
             opened = event.get("opens")
             if opened:
                 ob = Obligation(
@@ -211,7 +247,7 @@ def _fold_units(state: State, events: list[dict], refs: list[int]) -> None:
                 obligations[ob.id] = ob
                 pending = state.pending.pop(ob.id, None)
                 if pending is not None:
-                    _close(ob, *pending)
+                    _close(ob, pending)
             unit.lease = None
             if action in ("retry", "repair"):
                 unit.status, unit.recovery = "todo", None
@@ -248,6 +284,7 @@ FOLDS = {
     "memory": _fold_memory,
     "identity": _fold_identity,
 }
+SHAPES = {"signals": SignalsLine}  # the other folds keep whole events (memory entries, proposals)
 ORDER = STORES  # the fold's order (signals before units), also the index a reference carries
 
 
@@ -260,11 +297,24 @@ def load(ws: Workspace, now: datetime | None = None, stores: tuple[str, ...] = O
 
     now = now or clock.now()
     state = None
-    if sum(ws.store(name).size() for name in stores) >= checkpoint.threshold():
+    size = sum(ws.store(name).size() for name in stores)
+    if size >= checkpoint.threshold():
         state = checkpoint.restore(ws, now)
     state = state or State(now=now)
-    attach_contracts(state, load_contracts(ws, state.contract_problems, state.contract_files))
-    advance(ws, state, stores=stores)
+    cold = prefetch_threshold()
+    helper = prefetch(ws) if cold is not None and size >= cold and not state.contract_files.seen else None
+    try:
+        advance(ws, state, stores=stores)
+        files = helper.files() if helper is not None else None
+    finally:
+        if helper is not None:
+            helper.close()
+    if files is not None:
+        state.contract_files = files
+        contracts = contracts_of(files.seen, state.contract_problems)
+    else:
+        contracts = load_contracts(ws, state.contract_problems, state.contract_files)
+    attach_contracts(state, contracts)
     if ws.deciding():
         checkpoint.offer(ws, state)
     return state
@@ -313,7 +363,7 @@ def advance(
         if store.size() < cursor.offset:  # replaced or truncated: the caller reloads in full
             raise StoreReplaced(name)
         with gc_paused():
-            result = store.read(cursor.offset, cursor.line, final=final)
+            result = store.read(cursor.offset, cursor.line, final=final, shape=SHAPES.get(name))
             cursor.offset, cursor.line = result.offset, result.line
             if result.problems:
                 state.problems.extend(result.problems)

@@ -238,11 +238,14 @@ def test_a_torn_tail_is_never_checkpointed(tmp_path):
 
 # ---- end to end: the real command --------------------------------------------------------------
 
-READS = (["status"], ["obligations", "--all"], ["signals"], ["units"], ["memory", "--all"])
+READS = (["status"], ["obligations", "--all"], ["signals"], ["registry", "next-up"], ["memory", "--all"])
 
 
 def outputs(ws, env: dict) -> list:
-    return [ws.run(*args, "--json", env=env).stdout for args in READS]
+    """What every reading command prints; each must succeed (two failures would compare equal)."""
+    done = [ws.run(*args, "--json", env=env) for args in READS]
+    assert [d.returncode for d in done] == [0] * len(READS), [d.stderr for d in done]
+    return [d.stdout for d in done]
 
 
 def test_commands_answer_the_same_with_and_without_a_checkpoint(ws):
