@@ -24,6 +24,7 @@ from engine import ids
 
 GENESIS = ""
 _TAIL_CHUNK = 64 * 1024
+_READ_CHUNK = 1 << 20
 
 
 def canonical(event: dict) -> bytes:
@@ -143,24 +144,28 @@ class Store:
         """
         result = ReadResult(offset=offset, line=line)
         try:
-            with open(self.path, "rb") as handle:
-                handle.seek(offset)
-                data = handle.read()
+            handle = open(self.path, "rb", buffering=0)  # noqa: SIM115 - closed by the with below
         except FileNotFoundError:
             return result
-        if not data:
-            return result
-        pieces = data.split(b"\n")
-        last = pieces.pop()  # b"" when the data ends with a newline
-        number = _parse_lines(self.name, pieces, line, offset, result, shape)
-        consumed = len(data) - len(last)
+        number, done, last = line, offset, b""  # done: where `last` (a line not yet ended) starts
+        with handle:
+            handle.seek(offset)
+            # in pieces: the memory one piece's lines used is reused by the next, and a large
+            # log never sits in memory twice (its bytes and its lines)
+            while chunk := handle.read(_READ_CHUNK):
+                data = last + chunk if last else chunk
+                pieces = data.split(b"\n")
+                last = pieces.pop()  # b"" when the data ends with a newline
+                if pieces:
+                    number = _parse_lines(self.name, pieces, number, done, result, shape)
+                    done += len(data) - len(last)
         if last and final:
             number += 1
             result.problems.append(
                 Problem(self.name, number, "torn", "no newline at the end: a write cut off")
             )
-            consumed = len(data)
-        result.offset = offset + consumed
+            done += len(last)
+        result.offset = done
         result.line = number
         return result
 

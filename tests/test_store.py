@@ -168,3 +168,28 @@ def test_both_readings_agree_on_any_bytes(tmp_path, lines):
     assert whole.starts == skim.starts and whole.offset == skim.offset
     assert [e.get("kind") for e in whole.events] == [e.kind for e in skim.events]
     assert [(p.line, p.message) for p in whole.problems] == [(p.line, p.message) for p in skim.problems]
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(st.lists(LINE_PARTS, min_size=0, max_size=3).map(b"".join), max_size=8),
+    torn=st.booleans(),
+    chunk=st.integers(1, 40),
+)
+def test_reading_in_pieces_of_any_size_reads_the_same(tmp_path, lines, torn, chunk):
+    """The store is read a piece at a time (1 MiB): a line cut by a piece's edge, a blank line or a
+    torn tail on either side of one must read exactly as the whole file read at once."""
+    import engine.store as store_module
+
+    path = tmp_path / "s.ndjson"
+    path.write_bytes(b"\n".join(line.replace(b"\n", b" ") for line in lines) + (b"" if torn else b"\n"))
+    whole = Store(path).read(final=False), Store(path).read(shape=SignalsLine)
+    saved = store_module._READ_CHUNK
+    store_module._READ_CHUNK = chunk
+    try:
+        pieces = Store(path).read(final=False), Store(path).read(shape=SignalsLine)
+    finally:
+        store_module._READ_CHUNK = saved
+    for a, b in zip(whole, pieces, strict=True):
+        assert (a.events, a.starts, a.offset, a.line) == (b.events, b.starts, b.offset, b.line)
+        assert [str(p) for p in a.problems] == [str(p) for p in b.problems]
