@@ -21,7 +21,6 @@ import marshal
 import mmap
 import os
 import threading
-from dataclasses import fields
 from datetime import datetime
 from pathlib import Path
 
@@ -35,7 +34,7 @@ NAME = "readmodel.checkpoint"
 FORMAT = 4
 DEFAULT_BYTES = 1 << 20  # write a new one once this much more log has been folded than it covers
 CONTRACT_COST = 4096  # a contract file read again counts as this many bytes of log
-OBLIGATION_FIELDS = tuple(f.name for f in fields(Obligation))  # Obligation's positional order
+OBLIGATION_FIELDS = Obligation.__struct_fields__  # Obligation's positional order
 EXPIRES = OBLIGATION_FIELDS.index("expires_at")  # kept as ISO text
 _SOURCES = ("state.py", "events.py", "checkpoint.py", "contracts.py", "store.py")
 _code_key: str | None = None

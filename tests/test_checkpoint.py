@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,7 +33,8 @@ def fingerprint(state) -> dict:
     """Everything a view or command can read from the state, events resolved."""
     return {
         "obligations": {
-            k: tuple(getattr(ob, f.name) for f in fields(ob) if f.name != "history") + (history(state, ob),)
+            k: tuple(getattr(ob, name) for name in ob.__struct_fields__ if name != "history")
+            + (history(state, ob),)
             for k, ob in state.obligations.items()
         },
         "units": {
