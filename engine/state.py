@@ -12,6 +12,7 @@ import gc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from typing import ClassVar
 
 import msgspec
 
@@ -132,6 +133,33 @@ class SignalsLine(msgspec.Struct):
     disposition: object = None
     by: object = None
     rationale: object = None
+
+
+class SignalLine(msgspec.Struct, tag_field="kind", tag="signal"):
+    """The three kinds the signals log holds decode into shapes of their own fields only (a third
+    less to build and free than SignalsLine); a line of any other kind, or one these refuse (a
+    repeated "kind", a kind that is not text), is read as SignalsLine instead."""
+
+    kind: ClassVar[str] = "signal"
+    id: object = None
+    subject: object = ""
+    expiresAt: object = None  # noqa: N815
+
+
+class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
+    kind: ClassVar[str] = "routing"
+    signal: object = None
+    obligations: object = ()
+    at: object = None
+
+
+class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
+    kind: ClassVar[str] = "disposition"
+    obligation: object = None
+    disposition: object = None
+    by: object = None
+    rationale: object = None
+    at: object = None
 
 
 def _fold_signals(state: State, events: list[SignalsLine], refs: list[int]) -> None:
@@ -287,7 +315,8 @@ FOLDS = {
     "memory": _fold_memory,
     "identity": _fold_identity,
 }
-SHAPES = {"signals": SignalsLine}  # the other folds keep whole events (memory entries, proposals)
+# (the usual shapes, the shape for any line): the other folds keep whole events (memory, proposals)
+SHAPES = {"signals": (SignalLine | RoutingLine | DispositionLine, SignalsLine)}
 ORDER = STORES  # the fold's order (signals before units), also the index a reference carries
 
 

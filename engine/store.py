@@ -13,7 +13,7 @@ import hashlib
 import json
 import operator
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate, filterfalse
 from pathlib import Path
@@ -134,13 +134,14 @@ class Store:
 
     # ---- reading -------------------------------------------------------------------------
     def read(
-        self, offset: int = 0, line: int = 0, *, final: bool = True, shape: type | None = None
+        self, offset: int = 0, line: int = 0, *, final: bool = True, shape: type | tuple | None = None
     ) -> ReadResult:
         """Read the events after byte `offset` (line number `line` so far).
 
         A last line without a newline is torn: with `final` it is reported and skipped; a live
         reader passes final=False and leaves the offset before it, to read it again when whole.
-        `shape` (a msgspec Struct) reads only the fields a fold uses; by default, whole events.
+        `shape` (a msgspec Struct, or a pair: the shapes most lines take, the shape for any line)
+        reads only the fields a fold uses; by default, whole events.
         """
         result = ReadResult(offset=offset, line=line)
         try:
@@ -180,8 +181,23 @@ _WHOLE = msgspec.json.Decoder()
 
 
 @functools.cache
-def _decoder(shape: type | None) -> msgspec.json.Decoder:
-    return _WHOLE if shape is None else msgspec.json.Decoder(shape)
+def _decoders(shape: type | tuple | None) -> tuple[Callable, Callable]:
+    """(for a piece, for each line): a piece's lines are decoded in one `map` with the first; a
+    line it refuses is decoded alone with the second, which tries the shape for any line too."""
+    if shape is None:
+        return _WHOLE.decode, _WHOLE.decode
+    if not isinstance(shape, tuple):
+        decode = msgspec.json.Decoder(shape).decode
+        return decode, decode
+    usual, anyline = (msgspec.json.Decoder(s).decode for s in shape)
+
+    def each(raw: bytes) -> object:
+        try:
+            return usual(raw)
+        except msgspec.ValidationError:
+            return anyline(raw)
+
+    return usual, each
 
 
 def _why_not(raw: bytes) -> str:
@@ -198,7 +214,7 @@ def _why_not(raw: bytes) -> str:
 
 
 def _parse_lines(
-    store: str, pieces: list[bytes], line: int, offset: int, result: ReadResult, shape: type | None
+    store: str, pieces: list[bytes], line: int, offset: int, result: ReadResult, shape: type | tuple | None
 ) -> int:
     """Parse whole lines into events; report the bad ones by number. Returns the last line number.
 
@@ -208,7 +224,7 @@ def _parse_lines(
     otherwise `_parse_each` finds the bad lines. Each event's byte offset is kept so the read
     models can hold a reference instead of the event.
     """
-    decode = _decoder(shape).decode
+    decode, each = _decoders(shape)
     try:
         for raw in filterfalse(bytes.isascii, pieces):  # UTF-8 first, whatever the shape
             raw.decode("utf-8")
@@ -216,14 +232,14 @@ def _parse_lines(
         if shape is None and not set(map(type, events)) <= {dict}:
             raise ValueError("not a JSON object")
     except ValueError:  # msgspec's errors and UnicodeDecodeError are ValueErrors
-        return _parse_each(store, pieces, line, offset, result, decode, shape or dict)
+        return _parse_each(store, pieces, line, offset, result, each, shape is None)
     result.events.extend(events)
     result.starts.extend(_starts(pieces, offset))
     return line + len(pieces)
 
 
 def _parse_each(
-    store: str, pieces: list[bytes], line: int, offset: int, result: ReadResult, decode, wanted: type
+    store: str, pieces: list[bytes], line: int, offset: int, result: ReadResult, decode, whole: bool
 ) -> int:
     """Line by line, naming each line that is not an event (torn, garbage, not an object)."""
     append = result.events.append
@@ -237,7 +253,7 @@ def _parse_each(
             if not raw.isascii():
                 raw.decode("utf-8")
             event = decode(raw)
-            if type(event) is not wanted:
+            if whole and type(event) is not dict:  # a shape decodes only JSON objects
                 raise ValueError("not a JSON object")
         except ValueError:
             skipped.add(k)

@@ -9,7 +9,7 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.state import SignalsLine
+from engine.state import SHAPES
 from engine.store import Store, verify
 
 
@@ -118,7 +118,7 @@ HOSTILE = (
 
 def readings(path):
     """The store read whole, and read as the signals fold reads it (only the fields it uses)."""
-    return Store(path).read(), Store(path).read(shape=SignalsLine)
+    return Store(path).read(), Store(path).read(shape=SHAPES["signals"])
 
 
 def test_reading_only_the_folds_fields_keeps_and_skips_the_same_lines(tmp_path):
@@ -183,13 +183,38 @@ def test_reading_in_pieces_of_any_size_reads_the_same(tmp_path, lines, torn, chu
 
     path = tmp_path / "s.ndjson"
     path.write_bytes(b"\n".join(line.replace(b"\n", b" ") for line in lines) + (b"" if torn else b"\n"))
-    whole = Store(path).read(final=False), Store(path).read(shape=SignalsLine)
+    whole = Store(path).read(final=False), Store(path).read(shape=SHAPES["signals"])
     saved = store_module._READ_CHUNK
     store_module._READ_CHUNK = chunk
     try:
-        pieces = Store(path).read(final=False), Store(path).read(shape=SignalsLine)
+        pieces = Store(path).read(final=False), Store(path).read(shape=SHAPES["signals"])
     finally:
         store_module._READ_CHUNK = saved
     for a, b in zip(whole, pieces, strict=True):
         assert (a.events, a.starts, a.offset, a.line) == (b.events, b.starts, b.offset, b.line)
         assert [str(p) for p in a.problems] == [str(p) for p in b.problems]
+
+
+def test_a_line_the_usual_shapes_refuse_reads_as_json_reads_it(tmp_path):
+    """Signals, routing records and dispositions decode into shapes of their own; a repeated
+    "kind" (JSON keeps the last), a kind that is not text, or an unknown kind is read whole-shaped."""
+    path = tmp_path / "s.ndjson"
+    path.write_bytes(
+        b'{"kind":"signal","id":"s1","subject":"one"}\n'
+        b'{"kind":"signal","id":"s2","kind":"routing","signal":"s1","at":"t"}\n'
+        b'{"kind":5,"id":"s3"}\n'
+        b'{"kind":"future-kind","id":"s4"}\n'
+        b'{"kind":"disposition","obligation":"o1","by":"alice"}\n'
+    )
+    whole, skim = readings(path)
+    assert [e.get("kind") for e in whole.events] == [e.kind for e in skim.events]
+    assert [e.kind for e in skim.events] == ["signal", "routing", 5, "future-kind", "disposition"]
+    assert (skim.events[1].signal, skim.events[1].at) == ("s1", "t")
+    assert [type(e).__name__ for e in skim.events] == [
+        "SignalLine",
+        "SignalsLine",
+        "SignalsLine",
+        "SignalsLine",
+        "DispositionLine",
+    ]
+    assert skim.problems == whole.problems == []
