@@ -322,9 +322,10 @@ ORDER = STORES  # the fold's order (signals before units), also the index a refe
 
 def load(ws: Workspace, now: datetime | None = None, stores: tuple[str, ...] = ORDER) -> State:
     """The read models now: from the checkpoint when it holds and the stores asked for are large
-    enough to be worth it (engine.checkpoint), then whatever the stores gained since. A writer's
-    load (inside the decide lock) offers its state for a new checkpoint, written once the command
-    is done; a reader's never does."""
+    enough to be worth it (engine.checkpoint), then whatever the stores gained since. With no
+    checkpoint and a large log, a second process reads the contract files while this one folds
+    (engine.contracts.Prefetch). A writer's load (inside the decide lock) offers its state for a
+    new checkpoint, written once the command is done; a reader's never does."""
     from engine import checkpoint
 
     now = now or clock.now()

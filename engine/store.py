@@ -283,11 +283,6 @@ def _parse(raw: bytes) -> dict | None:
     return event if isinstance(event, dict) else None
 
 
-def _short(exc: Exception) -> str:
-    text = str(exc)
-    return text if len(text) < 80 else text[:77] + "..."
-
-
 @dataclass(frozen=True)
 class Finding:
     """One thing `verify` found wrong with a store."""
