@@ -19,7 +19,7 @@ _loads = msgspec.json.decode
 STORES = ("signals", "units", "memory", "identity")  # the index a reference carries
 INDEX = {name: i for i, name in enumerate(STORES)}
 CACHED = 4096  # parsed events kept: a screenful of rows and their detail panes many times over
-BULK = 64  # more references than this at once: read each store in one pass
+BULK = 64  # more references than this at once: one read per store, of the span they lie in
 
 
 def refs(store: str, offsets: list[int]) -> list[int]:
@@ -65,17 +65,19 @@ class EventSource:
         items = list(items)
         if len(items) <= BULK:
             return [self.event(item) for item in items]
-        wanted: dict[int, int] = {}  # store index -> the furthest offset needed
+        spans: dict[int, tuple[int, int]] = {}  # store index -> (first, last) offset not cached
         for item in items:
-            if type(item) is int:
-                wanted[item & 3] = max(wanted.get(item & 3, 0), item >> 2)
-        data: dict[int, bytes] = {}
-        for index, last in wanted.items():
+            if type(item) is int and item not in self._cache:
+                first, last = spans.get(item & 3, (item >> 2, item >> 2))
+                spans[item & 3] = (min(first, item >> 2), max(last, item >> 2))
+        data: dict[int, tuple[int, bytes]] = {}  # store index -> (offset of the bytes, the bytes)
+        for index, (first, last) in spans.items():
             try:
                 with open(self.paths[index], "rb") as handle:
-                    data[index] = handle.read(last) + handle.readline()  # through the last line wanted
+                    handle.seek(first)  # from the first line wanted through the last, no more
+                    data[index] = first, handle.read(last - first) + handle.readline()
             except (OSError, IndexError):
-                data[index] = b""
+                data[index] = first, b""
         out = []
         for item in items:
             if type(item) is not int:
@@ -83,7 +85,8 @@ class EventSource:
                 continue
             found = self._cache.get(item)
             if found is None:
-                blob, at = data[item & 3], item >> 2
+                start, blob = data[item & 3]
+                at = (item >> 2) - start
                 end = blob.find(b"\n", at)
                 found = _parse(blob[at : end if end >= 0 else len(blob)], item)
             out.append(found)

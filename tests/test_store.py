@@ -218,3 +218,30 @@ def test_a_line_the_usual_shapes_refuse_reads_as_json_reads_it(tmp_path):
         "DispositionLine",
     ]
     assert skim.problems == whole.problems == []
+
+
+def test_events_read_back_in_bulk_are_the_events_read_one_by_one(tmp_path):
+    """More than BULK references at once are read in one pass per store, over only the span
+    they lie in: the same events as one read each, whichever are cached, across stores, and an
+    edited line still reads as unreadable."""
+    from engine.events import BULK, EventSource, refs
+
+    paths = (tmp_path / "signals.ndjson", tmp_path / "units.ndjson")
+    for path in paths:
+        fill(path, 300)
+    wanted = []
+    for name, path in zip(("signals", "units"), paths, strict=True):
+        wanted += refs(name, Store(path).read().starts)[120:260:2]  # a span in the middle of each
+    with open(paths[1], "r+b") as handle:  # line 251 of units (a wanted one) no longer parses
+        handle.seek(Store(paths[1]).read().starts[250])
+        handle.write(b"#")
+    assert len(wanted) > BULK
+    one_by_one = EventSource()
+    one_by_one.bind(paths + (tmp_path / "m", tmp_path / "i"))
+    expected = [one_by_one.event(item) for item in wanted]
+    assert [e.get("n") for e in expected[:3]] == [120, 122, 124]
+    assert sum(e.get("kind") == "unreadable" for e in expected) == 1
+    bulk = EventSource()
+    bulk.bind(paths + (tmp_path / "m", tmp_path / "i"))
+    bulk.event(wanted[5])  # one already cached
+    assert bulk.events(wanted) == expected
