@@ -7,6 +7,7 @@ than one locked append each, which is what makes a million of them take seconds.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -15,6 +16,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from engine import ids
+from engine.authority import signed_bytes
 from engine.init import initialize
 from engine.store import GENESIS, canonical_line, event_hash
 
@@ -69,6 +71,43 @@ def unit_name(i: int) -> str:
     return f"unit-{i:05d}"
 
 
+class Person:
+    """Alice, signing person events as the CLI does (id, workspace, sig over the canonical bytes)."""
+
+    def __init__(self, root: Path) -> None:
+        from engine import sshsig
+        from engine.workspace import Workspace
+
+        self.signer = sshsig.load_signer(root / ".bench-keys" / "alice")
+        self.workspace = Workspace(root).authority().workspace_id
+        self.count = 0
+
+    def event(self, event: dict) -> dict:
+        self.count += 1
+        made = {"id": event.get("id") or make_id(self.count, 9), **event, "workspace": self.workspace}
+        made["sig"] = self.signer.sign(signed_bytes(made))
+        return made
+
+
+def bench_key(root: Path) -> Path:
+    """Alice's key for a bench workspace, made in-process (as the demo makes its own)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    folder = root / ".bench-keys"
+    folder.mkdir(exist_ok=True)
+    key = Ed25519PrivateKey.generate()
+    (folder / "alice").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+        )
+    )
+    (folder / "alice").chmod(0o600)
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    (folder / "alice.pub").write_bytes(public + b" alice@bench\n")
+    return folder / "alice.pub"
+
+
 def new_workspace(root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, REGULATOR_NOW=NOW)
@@ -76,7 +115,8 @@ def new_workspace(root: Path) -> Path:
     old = os.environ.get("REGULATOR_NOW")
     os.environ["REGULATOR_NOW"] = NOW
     try:
-        initialize(root, owner="alice")
+        initialize(root, owner="alice", key=bench_key(root), clock_mode="pinned")
+        (root / ".gitignore").write_text(".regulator/\n.bench-keys/\n")
     finally:
         if old is None:
             del os.environ["REGULATOR_NOW"]
@@ -100,17 +140,20 @@ def write_contracts(root: Path, count: int) -> None:
         (folder / f"{unit_name(i)}.json").write_text(json.dumps(data))
 
 
-def write_signals(root: Path, signals: int, units: int) -> int:
-    """`signals` signals, each routed into one open obligation (blocking one time in ten)."""
+def write_signals(root: Path, signals: int, units: int, resolved: int = 0) -> int:
+    """`signals` signals, each routed into one open obligation (blocking one time in ten): reported
+    by research units under their leases, one in a hundred raised by a person (signed). The first
+    `resolved` obligations are then dispositioned by alice, each a signed person event."""
     w = Writer(root / ".regulator" / "signals.ndjson")
+    alice = Person(root)
     for i in range(signals):
         sid = make_id(i, 1)
         unit = unit_name(i % units)
         severity = "blocking" if i % 10 == 0 else "advisory"
-        w.add(
-            {
-                "kind": "signal",
-                "id": sid,
+        by_person = i % 100 == 0
+        signal = {
+            "kind": "signal",
+            "id": sid,
                 "subject": f"dependency {i % 997} changed",
                 "claim": "The dependency changed behaviour in a way this unit relies on.",
                 "observation": f"diff of release notes, item {i}",
@@ -121,14 +164,14 @@ def write_signals(root: Path, signals: int, units: int) -> int:
                 "observedAt": NOW,
                 "expiresAt": "2027-02-01T00:00:00Z" if i % 3 else None,
                 "rationale": None,
-                "unit": None,
-                "by": "alice",
+                "unit": None if by_person else unit_name((i % units) // 4 * 4 + 2),  # a research unit
+                "by": "alice" if by_person else None,
                 "revision": None,
                 "source": "S4",
                 "destination": "S3",
                 "at": NOW,
-            }
-        )
+        }
+        w.add(alice.event(signal) if by_person else signal)
         w.add(
             {
                 "kind": "routing",
@@ -150,8 +193,31 @@ def write_signals(root: Path, signals: int, units: int) -> int:
                 "reason": f"1 obligation(s) owed to S3 on {unit}",
             }
         )
+    for i in range(resolved):
+        sid = make_id(i, 1)
+        unit = unit_name(i % units)
+        event = {
+            "kind": "disposition",
+            "obligation": ids.obligation_id(sid, unit),
+            "unit": unit,
+            "disposition": "no-action",
+            "by": "alice",
+            "rationale": "checked",
+            "at": NOW,
+        }
+        w.add(alice.event(event))
     w.close()
     return w.count
+
+
+def person_workspace(root: Path, scale: Scale) -> dict:
+    """`verify_person_events_s`: 10,000 signed dispositions (fewer at smaller scales), each closing
+    one of as many obligations."""
+    count = {"full": 10_000, "quick": 10_000}.get(scale.name, 200)
+    new_workspace(root)
+    write_contracts(root, min(scale.units, 1000))
+    events = write_signals(root, count, min(scale.units, 1000), resolved=count)
+    return {"events": events, "personEvents": count}
 
 
 def write_units(root: Path, events: int, units: int) -> int:
@@ -161,10 +227,21 @@ def write_units(root: Path, events: int, units: int) -> int:
     while w.count + 2 <= events:
         unit = unit_name(i % units)
         lease = make_id(i, 2)
+        lease_hash = hashlib.sha256(lease.encode()).hexdigest()
         w.add(
-            {"kind": "dispatch", "unit": unit, "lease": lease, "worktree": None, "revision": None, "at": NOW}
+            {
+                "kind": "dispatch",
+                "unit": unit,
+                "leaseHash": lease_hash,
+                "type": "implement",
+                "profile": "implement",
+                "contractHash": None,
+                "worktree": None,
+                "revision": None,
+                "at": NOW,
+            }
         )
-        w.add({"kind": "close", "unit": unit, "lease": lease, "at": NOW})
+        w.add({"kind": "close", "unit": unit, "leaseHash": lease_hash, "at": NOW})
         i += 1
     w.close()
     return w.count
@@ -172,6 +249,7 @@ def write_units(root: Path, events: int, units: int) -> int:
 
 def write_memory(root: Path, events: int, units: int) -> int:
     w = Writer(root / ".regulator" / "memory.ndjson")
+    alice = Person(root)
     i = 0
     while w.count < events:
         mid = make_id(i, 3)
@@ -191,8 +269,8 @@ def write_memory(root: Path, events: int, units: int) -> int:
                 "at": NOW,
             }
         )
-        if i % 20 == 0 and w.count < events:
-            w.add({"kind": "retraction", "entry": mid, "by": "alice", "reason": "superseded", "at": NOW})
+        if i % 100 == 0 and w.count < events:  # person events: about 1 % of the log (SPEC §21)
+            w.add(alice.event({"kind": "retraction", "entry": mid, "by": "alice", "reason": "superseded", "at": NOW}))
         i += 1
     w.close()
     return w.count

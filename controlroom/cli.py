@@ -28,8 +28,8 @@ app.add_typer(signals_app, name="signals")
 app.add_typer(obligation_app, name="obligation")
 app.add_typer(unit_app, name="unit")
 
-# --root and --lease are accepted anywhere on the line; main() lifts them out (SPEC §3).
-GLOBAL = {"root": None, "lease": None}
+# --root, --lease and --key are accepted anywhere on the line; main() lifts them out (SPEC §3).
+GLOBAL = {"root": None, "lease": None, "key": None}
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON (camelCase keys).")]
 
@@ -40,7 +40,30 @@ def workspace():
 
     root = GLOBAL["root"]
     lease = GLOBAL["lease"]
+    if GLOBAL["key"]:
+        from engine.signing import use_key
+
+        use_key(GLOBAL["key"])
     return locate(Path(root) if root else None, Path(lease) if lease else None)
+
+
+def person_workspace(by: str | None):
+    """The workspace for a person's action: --by under a lease is refused (exit 2, SPEC §15.2)."""
+    from engine.actors import no_person_under_lease
+
+    ws, lease = workspace()
+    no_person_under_lease(lease, by)
+    return ws
+
+
+def host_workspace(unit_id: str | None = None):
+    """The workspace for a host operation: refused under a lease (exit 3, SPEC §15.0), except a
+    unit closing itself."""
+    from engine.actors import host_only
+
+    ws, lease = workspace()
+    host_only(lease, unit_id)
+    return ws
 
 
 # ---- init / status / verify ---------------------------------------------------------------------
@@ -49,13 +72,20 @@ def workspace():
 @app.command()
 def init(
     owner: Annotated[str | None, typer.Option(help="The one person of the shipped policy.")] = None,
+    owner_key: Annotated[
+        Path | None,
+        typer.Option("--owner-key", help="The owner's OpenSSH public key (default: git's ssh signing key)."),
+    ] = None,
     trunk: Annotated[str, typer.Option(help="The trunk branch.")] = "main",
+    clock_mode: Annotated[
+        str, typer.Option("--clock", help="system, or pinned (REGULATOR_NOW honoured: tests, demos).")
+    ] = "system",
 ) -> None:
     """Create the workspace skeleton here (or at --root): policy, identity, records, stores."""
     from engine.init import initialize
 
     root = Path(GLOBAL["root"] or ".")
-    ws = initialize(root, owner, trunk)
+    ws = initialize(root, owner, trunk, owner_key, clock_mode)
     out(f"initialized regulator workspace at {escape(ws.root)}")
 
 
@@ -82,6 +112,10 @@ def status(as_json: JsonFlag = False) -> None:
         ]
         for u in data["units"]
     ]
+    if data["authentication"] == "names":
+        out("names unauthenticated: this workspace counts unsigned person events (no requireSignatures)")
+    if data["clock"] == "pinned":
+        out("clock pinned: REGULATOR_NOW is honoured here (tests and demos only)")
     table(["unit", "type", "status", "held", "by"], rows)
     out(f"{data['unrouted']} unrouted signal(s)")
     for s in data["unroutedSignals"]:
@@ -89,13 +123,27 @@ def status(as_json: JsonFlag = False) -> None:
 
 
 @app.command()
-def verify(as_json: JsonFlag = False) -> None:
-    """Check every store's hash chain; name the first bad line (exit 1)."""
-    from engine.store import verify as verify_store
-    from engine.workspace import STORE_NAMES
+def verify(
+    as_json: JsonFlag = False,
+    dismiss: Annotated[
+        str | None, typer.Option("--dismiss", metavar="STORE:LINE", help="Dismiss a named bad line (signed).")
+    ] = None,
+    by: Annotated[str | None, typer.Option(help="The person dismissing (needs the accept grant).")] = None,
+    rationale: Annotated[str, typer.Option(help="Why the line is dismissed.")] = "",
+) -> None:
+    """Check every store's hash chain, every person event's signature and any checkpoint (exit 1)."""
+    from engine import verification
 
+    if dismiss is not None:
+        ws = person_workspace(by)
+        event = verification.dismiss(ws, dismiss, by, rationale)
+        out(
+            f"dismissed {event['store']}:{event['line']} by {escape(event['by'])}; it still counts for nothing"
+        )
+        return
     ws, _ = workspace()
-    findings = [f for name in STORE_NAMES for f in verify_store(ws.store(name))]
+    findings = verification.findings(ws)
+    failing = [f for f in findings if f.dismissed is None]
     limit = (
         "verify cannot see a cut-off tail or a rewritten and re-hashed suffix without an anchor "
         "kept elsewhere"
@@ -103,17 +151,23 @@ def verify(as_json: JsonFlag = False) -> None:
     if as_json:
         emit_json(
             {
-                "ok": not findings,
-                "findings": [{"store": f.store, "line": f.line, "message": f.message} for f in findings],
+                "ok": not failing,
+                "findings": [
+                    {"store": f.store, "line": f.line, "message": f.message, "dismissed": f.dismissed}
+                    for f in findings
+                ],
                 "limit": limit,
             }
         )
     else:
         for f in findings:
             out(escape(str(f)))
-        out("verify: " + ("ok: every chain holds" if not findings else f"{len(findings)} problem(s)"))
+        done = f"{len(failing)} problem(s)" if failing else "ok: every chain holds, every person event counts"
+        if findings and not failing:
+            done += f" ({len(findings)} dismissed)"
+        out("verify: " + done)
         out(f"note: {limit}")
-    if findings:
+    if failing:
         raise typer.Exit(1)
 
 
@@ -428,7 +482,7 @@ def obligation_resolve(
     """Disposition an open obligation (the interaction policy decides who may)."""
     from engine.obligations import resolve
 
-    ws, _ = workspace()
+    ws = person_workspace(by)
     event = resolve(ws, obligation_id, by, disposition, rationale)
     if as_json:
         emit_json({"obligation": event["obligation"], "disposition": event["disposition"]})
@@ -448,7 +502,7 @@ def unit_dispatch(
     """Dispatch a todo unit under a new lease (vetoes first)."""
     from engine.units import dispatch
 
-    ws, _ = workspace()
+    ws = host_workspace()
     event = dispatch(ws, unit_id, worktree)
     if as_json:
         emit_json({"unit": event["unit"], "lease": event["lease"]})
@@ -462,7 +516,7 @@ def unit_close(unit_id: Annotated[str, typer.Argument(metavar="UNIT")]) -> None:
     """Close an in-progress unit and release its lease (vetoes first)."""
     from engine.units import close
 
-    ws, _ = workspace()
+    ws = host_workspace(unit_id)
     close(ws, unit_id)
     out(f"closed {unit_id}")
 
@@ -480,7 +534,7 @@ def unit_decide(
     """Record a recovery decision; it disposes of the unit's open S3 obligations."""
     from engine.units import decide
 
-    ws, _ = workspace()
+    ws = person_workspace(by)
     event = decide(ws, unit_id, action, by, rationale)
     if as_json:
         emit_json(
@@ -508,7 +562,7 @@ def unit_demote(
     """Return an in-progress unit to todo and release its lease (the re-gate of seed 004)."""
     from engine.units import demote
 
-    ws, _ = workspace()
+    ws = person_workspace(by)
     demote(ws, unit_id, by, rationale)
     out(f"demoted {unit_id} to todo")
 
@@ -525,7 +579,7 @@ def lift_globals(argv: list[str]) -> list[str]:
         if arg == "--":
             rest.extend(argv[i:])
             break
-        name = next((n for n in ("root", "lease") if arg == f"--{n}" or arg.startswith(f"--{n}=")), None)
+        name = next((n for n in GLOBAL if arg == f"--{n}" or arg.startswith(f"--{n}=")), None)
         if name is None:
             rest.append(arg)
             i += 1
@@ -583,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
 
     bool_flags_without_pydantic()
     args = list(sys.argv[1:] if argv is None else argv)
-    GLOBAL.update(root=None, lease=None)
+    GLOBAL.update(root=None, lease=None, key=None)
     try:
         args = lift_globals(args)
         command = get_command(app)

@@ -15,6 +15,7 @@ from controlroom.cli import (
     escape,
     fields_from,
     out,
+    person_workspace,
     report_problems,
     table,
     workspace,
@@ -118,7 +119,7 @@ def memory_retract(
     """Retract a memory entry: a later event; nothing is deleted."""
     from engine.memory import retract
 
-    ws, _ = workspace()
+    ws = person_workspace(by)
     event = retract(ws, entry_id, by, reason)
     out(f"retracted {event['entry']} by {escape(event['by'])}")
 
@@ -174,7 +175,7 @@ def identity_propose(
 def _decide(proposal_id: str, by: str | None, rationale: str, verdict: str) -> None:
     from engine.decisions import decide
 
-    ws, _ = workspace()
+    ws = person_workspace(by)
     event = decide(ws, proposal_id, by, rationale, verdict)
     out(f"proposal {event['proposal']} {verdict} by {escape(event['by'])} ({event['file']})")
 

@@ -6,7 +6,17 @@ from typing import Annotated
 
 import typer
 
-from controlroom.cli import JsonFlag, app, emit_json, escape, out, report_problems, table, workspace
+from controlroom.cli import (
+    JsonFlag,
+    app,
+    emit_json,
+    escape,
+    out,
+    person_workspace,
+    report_problems,
+    table,
+    workspace,
+)
 
 registry_app = typer.Typer(no_args_is_help=True, help="Registers in git: lint, next-up, views, ack, records.")
 app.add_typer(registry_app, name="registry")
@@ -94,7 +104,7 @@ def registry_ack(
     from engine.registers import ack
     from engine.state import load
 
-    ws, _ = workspace()
+    ws = person_workspace(by)
     path = ack(ws, load(ws, stores=()), finding, by)
     out(
         f"acknowledged {finding} in {path.relative_to(ws.root)}; commit it with 'Authorized-by: {escape(by)}'"

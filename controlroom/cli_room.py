@@ -21,6 +21,19 @@ def _views() -> tuple[str, ...]:
     return VIEWS
 
 
+def _signer_ready(ws, person: str) -> None:
+    """The room signs its operator's actions (SPEC §15.1); it never prompts while it owns the
+    terminal, so a key it cannot use is exit 2 at start, with one line."""
+    from engine.errors import Refused
+    from engine.signing import _explicit, signer_for, use_key
+
+    use_key(_explicit, prompt=False)
+    try:
+        signer_for(ws, person)
+    except Refused as exc:
+        raise BadInput(f"--as {person}: {exc} (or open it --read-only)") from None
+
+
 def _person(ws, person: str | None) -> str | None:
     if person is None:
         return None
@@ -50,6 +63,8 @@ def controlroom(
     """Open the control room; --once prints the state for CI (exit 1 when something holds)."""
     ws, _ = workspace()
     person = _person(ws, as_)
+    if person is not None and not read_only and not once and not as_json and screenshot is None:
+        _signer_ready(ws, person)
     if view not in _views():
         raise BadInput(f"--view {view!r} is not one of {', '.join(_views())}")
     if once or as_json:
@@ -88,13 +103,22 @@ def demo(
     once: Annotated[
         bool, typer.Option("--once", help="Print the --once state instead of opening the app.")
     ] = False,
+    clock_mode: Annotated[
+        str, typer.Option("--clock", help="system (default), or pinned: keep REGULATOR_NOW (tests).")
+    ] = "system",
 ) -> None:
     """Build the seeds' worked examples in a fresh workspace, then open the control room."""
-    from controlroom.demo import OWNER, build
+    from controlroom.demo import KEY_DIR, OWNER, build
+    from engine.signing import use_key
 
+    if clock_mode not in ("system", "pinned"):
+        raise BadInput(f"--clock {clock_mode!r} is not one of system, pinned")
     root = dir_ or Path(tempfile.mkdtemp(prefix="regulator-demo-"))
-    ws = build(root)
+    ws = build(root, clock_mode)
+    key = ws.root / KEY_DIR / OWNER
+    use_key(key, prompt=False)
     out(f"demo workspace: {escape(ws.root)}")
+    out(f"{OWNER}'s signing key (made for the demo, mode 0600): {escape(key)}")
     if once or not sys.stdout.isatty():
         run_once(ws, OWNER, False, False)
         out(

@@ -18,8 +18,9 @@ from engine.init import initialize
 from engine.memory import remember
 from engine.router import route
 from engine.signals import report_intelligence
+from engine.signing import use_key
 from engine.units import dispatch
-from engine.workspace import LEASE_FILE, Workspace, read_lease
+from engine.workspace import LEASE_FILE, Workspace, configure_clock, read_lease
 
 OWNER = "alice"
 DEMO_GIT = ["-c", "user.name=regulator demo", "-c", "user.email=demo@regulator.invalid"]
@@ -151,16 +152,77 @@ def _lease(ws: Workspace, unit_id: str) -> Actor:
     return Actor(unit=unit_id, lease=lease)
 
 
-def build(root: Path) -> Workspace:
-    root.mkdir(parents=True, exist_ok=True)
-    if any(root.iterdir()):
-        from engine.errors import BadInput
+KEY_DIR = ".demo-keys"
 
-        raise BadInput(f"{root} is not empty; give --dir a new or empty folder")
+
+def demo_key(root: Path) -> Path:
+    """Alice's key for the demo, made in-process inside the demo folder (mode 0600)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    folder = root / KEY_DIR
+    folder.mkdir(mode=0o700)
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    )
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    path = folder / OWNER
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(private)
+    (folder / f"{OWNER}.pub").write_bytes(public + f" {OWNER}@regulator-demo\n".encode())
+    return path
+
+
+def build(root: Path, clock_mode: str = "system") -> Workspace:
+    """The demo's history is built with the clock pinned (at REGULATOR_NOW, or now); unless the
+    caller keeps it pinned, the workspace ends on the system clock by a decision alice signs."""
+    from engine.errors import BadInput
+
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        if any(root.iterdir()):
+            raise BadInput(f"{root} is not empty; give --dir a new or empty folder")
+    except OSError as exc:
+        raise BadInput(f"--dir {root}: cannot use it ({exc.strerror or exc})") from None
+    pinned_at = os.environ.get("REGULATOR_NOW")
+    os.environ["REGULATOR_NOW"] = pinned_at or clock.iso(clock.now())
+    try:
+        ws = _build(root)
+    finally:
+        if pinned_at is None:
+            os.environ.pop("REGULATOR_NOW", None)
+    if clock_mode == "system":
+        _system_clock(ws)
+    return ws
+
+
+def _system_clock(ws: Workspace) -> None:
+    """Alice proposes and accepts `clock: system`, signed: the workspace a user is handed cannot be
+    moved in time by REGULATOR_NOW."""
+    from engine.decisions import decide, propose
+
+    path = ws.root / "regulator" / "policy" / "routing.yaml"
+    text = path.read_text(encoding="utf-8").replace("clock: pinned", "clock: system")
+    proposal = propose(
+        ws,
+        "regulator/policy/routing.yaml",
+        text.encode(),
+        "the demo ends on the host's clock",
+        Actor(person=OWNER),
+    )
+    decide(ws, proposal["id"], OWNER, "the demo ends on the host's clock", "accepted")
+    configure_clock(ws)
+
+
+def _build(root: Path) -> Workspace:
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, capture_output=True)
     _git(root, "config", "user.name", "regulator demo")
     _git(root, "config", "user.email", "demo@regulator.invalid")
-    ws = initialize(root, owner=OWNER)
+    key = demo_key(root)
+    use_key(key)
+    ws = initialize(root, owner=OWNER, key=key.with_name(f"{OWNER}.pub"), clock_mode="pinned")
     for contract in CONTRACTS:
         write_contract(ws, contract)
     (root / "vendor").mkdir()
@@ -184,7 +246,7 @@ def build(root: Path) -> Workspace:
             lines.append(f"reason: {json.dumps(reason)}")
         (root / "intake" / f"{ident}.md").write_text("\n".join([*lines, "---", title + ".", ""]))
     gitignore = root / ".gitignore"
-    gitignore.write_text(gitignore.read_text() + ".worktrees/\n")
+    gitignore.write_text(gitignore.read_text() + f".worktrees/\n{KEY_DIR}/\n")
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "fleet-repo: contracts, registers and regulator policy")
 

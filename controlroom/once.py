@@ -50,6 +50,8 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict:
     return {
         "workspace": str(snap.ws.root),
         "now": state.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "authentication": snap.ws.authority().authentication,
+        "clock": snap.ws.authority().clock,
         "counts": counts(snap),
         "status": status(snap.ws, state),
         "obligations": [record(state, ob) for ob in state.obligations.values()],

@@ -24,9 +24,9 @@ from engine.state import (
     unit_status,
     unrouted_count,
 )
-from engine.store import Finding, verify
 from engine.text import escape
-from engine.workspace import STORE_NAMES, Workspace
+from engine.verification import Finding, findings
+from engine.workspace import Workspace
 from registry.lint import LintResult
 
 VIEWS = ("obligations", "units", "memory", "signals", "registers", "identity")
@@ -111,7 +111,7 @@ def refresh_checks(snap: Snapshot) -> None:
     snap.state.registers = None
     snap.lint = lint(snap.ws, snap.state)
     snap.identity = verify_identity(snap.ws, snap.state)
-    snap.verify = [f for name in STORE_NAMES for f in verify(snap.ws.store(name))]
+    snap.verify = [f for f in findings(snap.ws, snap.state) if f.dismissed is None]
 
 
 def short(value: str | None, n: int = 8) -> str:
@@ -321,4 +321,16 @@ def header_text(snap: Snapshot, live: str = "● live") -> str:
     ]
     if c["badLines"]:
         parts.append(f"{c['badLines']} bad line(s)")
+    parts += trust_marks(snap.ws)
     return " · ".join(parts) + f" · {live}"
+
+
+def trust_marks(ws: Workspace) -> list[str]:
+    """What the header must never hide (SPEC §15.1, §15.3): names not proven, a clock not the host's."""
+    auth = ws.authority()
+    marks = []
+    if auth.present and auth.authentication == "names":
+        marks.append("names unauthenticated")
+    if auth.present and auth.clock == "pinned":
+        marks.append("clock pinned")
+    return marks

@@ -12,11 +12,17 @@ Only a command that writes (inside the decide lock) leaves a new one, after it i
 control room when it closes: readers never write (SPEC §13). The stores stay the only truth:
 deleting the checkpoint changes nothing but the time of the next read.
 `REGULATOR_CHECKPOINT=off` turns it off.
+
+A cache never decides (SPEC §15.4): a checkpoint counts only when it carries the HMAC of
+`.regulator/host.key` (random, mode 0600, which a confined unit cannot read); one without a
+valid MAC is ignored, never parsed (marshal is not safe on forged bytes), and `verify` names it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import json
 import marshal
 import mmap
 import os
@@ -24,6 +30,7 @@ import threading
 from datetime import datetime
 from pathlib import Path
 
+from engine.authority import Uncounted
 from engine.contracts import ContractFiles
 from engine.events import STORES
 from engine.state import Cursor, MemoryEntry, Obligation, State, UnitState, gc_paused
@@ -31,12 +38,13 @@ from engine.store import Problem
 from engine.workspace import Workspace
 
 NAME = "readmodel.checkpoint"
-FORMAT = 4
+HOST_KEY = "host.key"
+FORMAT = 5
 DEFAULT_BYTES = 1 << 20  # write a new one once this much more log has been folded than it covers
 CONTRACT_COST = 4096  # a contract file read again counts as this many bytes of log
 OBLIGATION_FIELDS = Obligation.__struct_fields__  # Obligation's positional order
 EXPIRES = OBLIGATION_FIELDS.index("expires_at")  # kept as ISO text
-_SOURCES = ("state.py", "events.py", "checkpoint.py", "contracts.py", "store.py")
+_SOURCES = ("state.py", "events.py", "checkpoint.py", "contracts.py", "store.py", "authority.py")
 _code_key: str | None = None
 
 
@@ -69,6 +77,36 @@ def code_key() -> str:
                 return _code_key
         _code_key = digest.hexdigest()
     return _code_key
+
+
+def host_key(ws: Workspace, create: bool = False) -> bytes | None:
+    """The workspace's host key (32 random bytes, 0600): made by init, or by the first writer of
+    a checkpoint in a workspace from before it. None when it cannot be read."""
+    path = ws.state_dir / HOST_KEY
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if not create:
+            return None
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            os.write(fd, os.urandom(32))
+            os.close(fd)
+        except OSError:
+            pass
+        return host_key(ws)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        key = handle.read(64)
+    return key if len(key) >= 32 else None
+
+
+def _mac(key: bytes, *parts: bytes) -> bytes:
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    for part in parts:
+        mac.update(part)
+    return mac.digest()
 
 
 def discard(ws: Workspace) -> None:
@@ -135,7 +173,21 @@ def save(ws: Workspace, state: State) -> bool:
             continue  # nothing happened to it: its contract alone brings it back (or not, if deleted)
         if any(type(v) is not int for v in unit.history):
             return False
-        units.append((unit.id, unit.status, unit.lease, unit.worktree, unit.recovery, unit.history))
+        units.append(
+            (
+                unit.id,
+                unit.status,
+                unit.lease,
+                unit.worktree,
+                unit.recovery,
+                unit.history,
+                unit.type,
+                unit.profile,
+            )
+        )
+    key = host_key(ws, create=True)
+    if key is None:
+        return False
     header = {"format": FORMAT, "code": code_key(), "stores": marks}
     body = {
         "signals": refs[0],
@@ -149,12 +201,16 @@ def save(ws: Workspace, state: State) -> bool:
         "pending": state.pending,
         "problems": [(p.store, p.line, p.kind, p.message) for p in state.problems],
         "contracts": state.contract_files.seen,
+        "uncounted": [(u.store, u.offset, u.reason, u.id) for u in state.uncounted],
+        "personIds": {name: sorted(ids) for name, ids in state.person_ids.items()},
     }
     target = path_of(ws)
     temporary = target.with_name(f".{NAME}.{os.getpid()}")
     try:
-        first = marshal.dumps(header)  # read first, so the stores are hashed while the rest loads
-        temporary.write_bytes(len(first).to_bytes(8, "little") + first + marshal.dumps(body))
+        first = json.dumps(header).encode()  # read first, so the stores are hashed while the rest loads
+        rest = marshal.dumps(body)
+        data = len(first).to_bytes(8, "little") + first + rest
+        temporary.write_bytes(_mac(key, data) + data)
         os.replace(temporary, target)  # a reader sees the old checkpoint or the new, never half
     except (OSError, ValueError):
         try:
@@ -201,24 +257,42 @@ def restore(ws: Workspace, now: datetime) -> State | None:
     """The read models as the checkpoint left them, or None when it does not hold."""
     if not enabled():
         return None
+    key = host_key(ws)
+    if key is None:
+        return None
     try:
         with open(path_of(ws), "rb") as handle:
-            size = int.from_bytes(handle.read(8), "little")
+            mac = handle.read(32)
+            prefix = handle.read(8)
+            size = int.from_bytes(prefix, "little")
             if not 0 < size <= 1 << 16:  # the header names four stores and two digests
                 return None
-            header = marshal.loads(handle.read(size))
+            first = handle.read(size)
+            header = json.loads(first)  # JSON: safe to read before the MAC is checked
             if header.get("format") != FORMAT or header.get("code") != code_key():
                 return None
-            marks = header["stores"]
+            marks = {name: tuple(mark) for name, mark in header["stores"].items()}
             if set(marks) != set(STORES):
                 return None
             holds = _check_in_background(ws, marks)
             raw = handle.read()
+        if not hmac.compare_digest(mac, _mac(key, prefix, first, raw)):
+            return None  # forged, or written with another host key: ignored, never parsed
         with gc_paused():  # millions of objects, all kept: nothing for the collector to find
             state = _build(marshal.loads(raw), marks, now)
     except (OSError, ValueError, EOFError, TypeError, KeyError, AttributeError, IndexError):
         return None  # missing, or written by something else: read the log instead
     return state if holds() else None
+
+
+def authentic(ws: Workspace) -> bool | None:
+    """None when there is no checkpoint; else whether it carries this host key's valid MAC."""
+    try:
+        data = path_of(ws).read_bytes()
+    except OSError:
+        return None
+    key = host_key(ws)
+    return key is not None and len(data) > 32 and hmac.compare_digest(data[:32], _mac(key, data[32:]))
 
 
 def _check_in_background(ws: Workspace, marks: dict):
@@ -254,13 +328,15 @@ def _build(body: dict, marks: dict, now: datetime) -> State:
         obligations[t[0]] = Obligation(*t[:EXPIRES], expiries.get(expires), *t[EXPIRES + 1 :])
     units = state.units
     for t in body["units"]:
-        units[t[0]] = UnitState(t[0], None, t[1], t[2], t[3], t[4], t[5])
+        units[t[0]] = UnitState(t[0], None, t[1], t[2], t[3], t[4], t[5], t[6], t[7])
     state.memory = {key: MemoryEntry(event, retraction) for key, event, retraction in body["memory"]}
     state.proposals = body["proposals"]
     state.decisions = body["decisions"]
     state.pending = {key: tuple(value) for key, value in body["pending"].items()}
     state.problems = [Problem(*p) for p in body["problems"]]
     state.contract_files = ContractFiles(seen=body["contracts"])
+    state.uncounted = [Uncounted(*u) for u in body["uncounted"]]
+    state.person_ids = {name: set(ids) for name, ids in body["personIds"].items()}
     state.cursors = {name: Cursor(mark[0], mark[1]) for name, mark in marks.items()}
     state.checkpointed = sum(mark[0] for mark in marks.values())
     return state

@@ -1,23 +1,52 @@
-"""The injectable clock: REGULATOR_NOW fixes "now" so demos, tests and CI are reproducible."""
+"""The clock is the host's (SPEC §15.3): REGULATOR_NOW fixes "now" only in a workspace whose
+routing policy in force says `clock: pinned` (tests, the demo's build); elsewhere it is ignored
+with a one-line warning, so a unit cannot move time by setting a variable.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from datetime import UTC, date, datetime
 
 from engine.errors import BadInput
 
+_pinned = False  # set by configure() when a workspace is opened
+_warned = False
+
+
+def configure(pinned: bool) -> None:
+    """Follow the workspace just opened: honour REGULATOR_NOW only if its clock is pinned."""
+    global _pinned
+    _pinned = pinned
+
+
+def pinned() -> bool:
+    return _pinned
+
 
 def fixed() -> bool:
-    """True while REGULATOR_NOW is set: ids are then derived, not random."""
-    return bool(os.environ.get("REGULATOR_NOW"))
+    """True while a pinned clock is in use: ids are then derived, not random (never lease tokens)."""
+    return _pinned and bool(os.environ.get("REGULATOR_NOW"))
 
 
 def now() -> datetime:
     value = os.environ.get("REGULATOR_NOW")
     if value:
-        return parse_time(value, "REGULATOR_NOW")
+        if _pinned:
+            return parse_time(value, "REGULATOR_NOW")
+        _warn_ignored()
     return datetime.now(UTC).replace(microsecond=0)
+
+
+def _warn_ignored() -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        sys.stderr.write(
+            "regulator: warning: REGULATOR_NOW ignored: this workspace's clock is the system's "
+            "(routing.yaml `clock: pinned` is set only by `init --clock pinned` or a decision)\n"
+        )
 
 
 def today() -> date:

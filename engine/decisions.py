@@ -11,6 +11,7 @@ from engine.errors import BadInput, Refused
 from engine.init import git_config, write_governed
 from engine.limits import check_text
 from engine.lookup import by_prefix
+from engine.signing import person_event, signer_for
 from engine.state import State, load
 from engine.workspace import Workspace
 from identity.files import GOVERNED, POLICY_DIR, content_hash, file_hash
@@ -41,6 +42,7 @@ def propose(ws: Workspace, file: str, content: bytes, rationale: str, actor: Act
         except PolicyError as exc:
             raise BadInput(f"proposed {exc}; a policy that cannot be read is not proposed") from None
     state = load(ws, stores=("units",))
+    signer = None
     if actor.lease is not None:
         check_lease(state, actor.lease)
         _, profile, tools = unit_tools(ws, state, actor.unit)
@@ -48,18 +50,27 @@ def propose(ws: Workspace, file: str, content: bytes, rationale: str, actor: Act
             raise Refused(f"unit {actor.unit}'s profile {profile} does not grant propose_policy_change")
     elif actor.person not in ws.interaction().people:
         raise Refused(f"{actor.person!r} is not a person in regulator/policy/interaction.yaml")
+    else:
+        signer = signer_for(ws, actor.person)
     event = {
         "kind": "proposal",
         "file": relative,
         "content": text,
         "contentHash": content_hash(content),
-        "baseHash": file_hash(ws.root / relative),
+        "baseHash": _decided_hash(ws, relative),
         "rationale": rationale,
         "unit": actor.unit,
         "by": actor.person,
         "at": clock.iso(clock.now()),
     }
+    if actor.person is not None:
+        return ws.store("identity").append(person_event(ws, signer, event))
     return ws.store("identity").append(event, assign_id=True)
+
+
+def _decided_hash(ws: Workspace, relative: str) -> str | None:
+    """The content a proposal changes: the decided one (a hand edit on disk is not the base)."""
+    return ws.authority().decided_hash.get(relative) or file_hash(ws.root / relative)
 
 
 def decision_of(state: State, proposal_id: str) -> dict | None:
@@ -72,22 +83,21 @@ def decision_of(state: State, proposal_id: str) -> dict | None:
 def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: str) -> dict:
     person = check_person(by)
     rationale = check_text("--rationale", rationale, kind="rationale")
+    require_grant(ws, person, "accept", f"{'accept' if verdict == 'accepted' else 'reject'} a proposal")
+    signer = signer_for(ws, person)
     with ws.exclusive():
         state = load(ws, stores=("identity",))
         proposal = by_prefix(state.proposals, prefix, "proposal")
-        require_grant(ws, person, "accept", f"{'accept' if verdict == 'accepted' else 'reject'} a proposal")
         earlier = decision_of(state, proposal["id"])
         if earlier is not None:
             raise Refused(
                 f"proposal {proposal['id']} was already {earlier['decision']} by {earlier['by']} at {earlier['at']}"
             )
         path = ws.root / proposal["file"]
-        if verdict == "accepted":
-            if file_hash(path) != proposal["baseHash"]:
-                raise Refused(
-                    f"{proposal['file']} changed since proposal {proposal['id']} was made; propose again"
-                )
-            write_governed(path, proposal["content"])
+        if verdict == "accepted" and _decided_hash(ws, proposal["file"]) != proposal["baseHash"]:
+            raise Refused(
+                f"{proposal['file']} changed since proposal {proposal['id']} was made; propose again"
+            )
         event = {
             "kind": "decision",
             "decision": verdict,
@@ -98,7 +108,9 @@ def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: 
             "rationale": rationale,
             "at": clock.iso(clock.now()),
         }
-        written = ws.store("identity").append(event)
+        written = ws.store("identity").append(person_event(ws, signer, event))
+        if verdict == "accepted":  # the decision is the truth; the file follows it
+            write_governed(path, proposal["content"])
     if verdict == "accepted":
         commit(ws, proposal, person, rationale)
     return written
@@ -146,8 +158,5 @@ class FileCheck:
 
 
 def verify_identity(ws: Workspace, state: State) -> list[FileCheck]:
-    decided: dict[str, str] = {}
-    for event in state.decisions:
-        if event.get("decision") in ("baseline", "accepted") and event.get("contentHash"):
-            decided[event["file"]] = event["contentHash"]
+    decided = ws.authority().decided_hash  # the decisions that count (engine.authority)
     return [FileCheck(f, decided.get(f), file_hash(ws.root / f)) for f in GOVERNED]

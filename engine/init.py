@@ -41,25 +41,79 @@ def write_governed(path: Path, text: str) -> None:
     make_read_only(path)
 
 
-def initialize(root: Path, owner: str | None = None, trunk: str = "main") -> Workspace:
+MAKE_KEY = (
+    "make one with `ssh-keygen -t ed25519 -f ~/.ssh/regulator` and pass --owner-key ~/.ssh/regulator.pub "
+    "(or set git's user.signingkey with gpg.format ssh)"
+)
+
+
+def owner_key(root: Path, given: Path | None) -> str:
+    """The owner's public key line (SPEC §15.1): --owner-key, else git's ssh signing key."""
+    from engine import sshsig
+
+    path = given
+    if path is None and git_config(root, "gpg.format") == "ssh":
+        configured = git_config(root, "user.signingkey")
+        if configured:
+            path = Path(configured.removeprefix("key::")).expanduser()
+            if configured.startswith("key::"):
+                return _key_line(configured.removeprefix("key::"), "git's user.signingkey")
+            if not path.name.endswith(".pub"):
+                path = path.with_name(path.name + ".pub")
+    if path is None:
+        raise BadInput(f"no key for the owner: {MAKE_KEY}; nothing created")
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(
+            f"--owner-key {path}: cannot read ({getattr(exc, 'strerror', None) or exc}); {MAKE_KEY}"
+        ) from None
+    if "PRIVATE KEY" in text:
+        raise BadInput(f"--owner-key {path} is a private key; pass its .pub (the public half)")
+    line = _key_line(text.splitlines()[0] if text else "", f"--owner-key {path}")
+    sshsig.fingerprint(line)
+    return line
+
+
+def _key_line(text: str, where: str) -> str:
+    from engine import sshsig
+
+    try:
+        sshsig.normalize_key(text)
+    except ValueError:
+        raise BadInput(f"{where} is not an OpenSSH public key; {MAKE_KEY}") from None
+    return text.strip()
+
+
+def initialize(
+    root: Path,
+    owner: str | None = None,
+    trunk: str = "main",
+    key: Path | None = None,
+    clock_mode: str = "system",
+) -> Workspace:
     root = root.resolve()
     if not root.is_dir():
         raise BadInput(f"{root} is not a folder; create it (and `git init` it) first")
-    if (root / STATE_DIR).exists():
+    if (root / STATE_DIR).exists() or (root / STATE_DIR).is_symlink():
         raise Refused(f"{root} is already a regulator workspace ({STATE_DIR}/ exists); nothing written")
     if owner is not None:
         check_text("--owner", owner, kind="name")
     if not trunk or any(c in trunk for c in " \t\n~^:?*[\\") or trunk.startswith("-"):
         raise BadInput(f"--trunk {trunk!r} is not a branch name")
+    if clock_mode not in ("system", "pinned"):
+        raise BadInput(f"--clock {clock_mode!r} is not one of system, pinned")
+    public_key = owner_key(root, key)
     owner = owner or git_config(root, "user.name") or "owner"
     email = git_config(root, "user.email")
+    clock.configure(clock_mode == "pinned")
     ws = Workspace(root)
     for folder in ("contracts", "findings", "intake", "records"):
         (root / folder).mkdir(exist_ok=True)
     written: dict[str, str] = {}
     for name, text in IDENTITY_FILES.items():
         written[f"{IDENTITY_DIR}/{name}"] = text
-    for name, text in policy_files(owner, email).items():
+    for name, text in policy_files(owner, email, public_key, clock_mode).items():
         written[f"{POLICY_DIR}/{name}"] = text
     for relative, text in written.items():
         write_governed(root / relative, text)
@@ -73,18 +127,22 @@ def initialize(root: Path, owner: str | None = None, trunk: str = "main") -> Wor
         gitignore.write_text(
             existing + ("" if existing.endswith("\n") or not existing else "\n") + ".regulator/\n"
         )
-    ws.state_dir.mkdir()
+    ws.state_dir.mkdir(mode=0o700)
     for name in STORE_NAMES:
         ws.store(name).path.touch()
+    from engine.checkpoint import host_key
+
+    host_key(ws, create=True)
     now = clock.iso(clock.now())
     store = ws.store("identity")
-    for relative, text in written.items():
+    for relative, text in written.items():  # the first events: trusted on first use (SPEC §15.0)
         store.append(
             {
                 "kind": "decision",
                 "decision": "baseline",
                 "proposal": None,
                 "file": relative,
+                "content": text,
                 "contentHash": content_hash(text.encode()),
                 "by": owner,
                 "rationale": "baseline written by regulator init",

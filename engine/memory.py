@@ -10,6 +10,7 @@ from engine.actors import check_lease, check_person, require_grant, unit_tools
 from engine.errors import BadInput, Refused
 from engine.limits import check_list, check_text
 from engine.lookup import by_prefix
+from engine.signing import person_event, signer_for
 from engine.state import MemoryEntry, load
 from engine.workspace import Lease, Workspace
 
@@ -85,10 +86,11 @@ def retract(ws: Workspace, prefix: str, by: str | None, reason: str) -> dict:
     """A later event; nothing is deleted. Needs a person with the retract grant."""
     person = check_person(by)
     reason = check_text("--reason", reason, kind="reason")
+    require_grant(ws, person, "retract", "retract a memory entry")
+    signer = signer_for(ws, person)
     with ws.exclusive():
         state = load(ws, stores=("memory",))
         entry = find(state.memory, prefix)
-        require_grant(ws, person, "retract", "retract a memory entry")
         if entry.retraction is not None:
             r = entry.retraction
             raise Refused(f"memory entry {entry.event['id']} was already retracted by {r['by']} at {r['at']}")
@@ -99,4 +101,4 @@ def retract(ws: Workspace, prefix: str, by: str | None, reason: str) -> dict:
             "reason": reason,
             "at": clock.iso(clock.now()),
         }
-        return ws.store("memory").append(event)
+        return ws.store("memory").append(person_event(ws, signer, event))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from engine import clock
-from engine.actors import check_person
+from engine.actors import check_person, require_grant
 from engine.errors import BadInput, Refused
 from engine.limits import check_text
 from engine.lookup import by_prefix, check_prefix
 from engine.router import route_locked
+from engine.signing import person_event, signer_for
 from engine.state import Obligation, State, load
 from engine.workspace import Workspace
 
@@ -42,17 +43,17 @@ def resolve(ws: Workspace, prefix: str, by: str, disposition: str, rationale: st
     if disposition not in DISPOSITIONS:
         raise BadInput(f"--disposition {disposition!r} is not one of {', '.join(DISPOSITIONS)}")
     rationale = check_text("--rationale", rationale, kind="rationale")
+    require_grant(ws, person, "resolve", "resolve an obligation")
+    signer = signer_for(ws, person)  # before the lock: a passphrase is never asked under it
     with ws.exclusive():
         route_locked(ws)
         state = load(ws, stores=("signals", "units"))
         ob = find(state, prefix)
         policy = ws.interaction()
-        if person not in policy.people:
-            raise Refused(f"{person!r} is not a person in regulator/policy/interaction.yaml; nothing written")
         if not policy.may_resolve(person, ob.severity):
             raise Refused(
-                f"{person} may not resolve a {ob.severity} obligation (interaction.yaml grants "
-                f"resolve: {', '.join(policy.people[person].resolve) or 'none'})"
+                f"{person} may not resolve a {ob.severity} obligation (interaction.yaml lets them "
+                f"resolve: {', '.join(policy.people[person].resolve) or 'no severity'})"
             )
         if ob.status != "open":
             raise Refused(
@@ -67,4 +68,4 @@ def resolve(ws: Workspace, prefix: str, by: str, disposition: str, rationale: st
             "rationale": rationale,
             "at": clock.iso(clock.now()),
         }
-        return ws.store("signals").append(event)
+        return ws.store("signals").append(person_event(ws, signer, event))

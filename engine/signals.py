@@ -6,6 +6,7 @@ from engine import clock
 from engine.actors import Actor, check_lease, require_grant, unit_tools
 from engine.errors import BadInput, Refused
 from engine.limits import check_list, check_text
+from engine.signing import person_event, signer_for
 from engine.state import load
 from engine.workspace import Workspace, check_unit_id
 
@@ -87,6 +88,7 @@ def report_intelligence(ws: Workspace, fields: dict, actor: Actor) -> dict:
     state = load(ws, stores=("units",))
     body = validate_report(fields, ws.routing().severities, set(state.contracts))
     revision = None
+    signer = None
     if actor.lease is not None:
         check_lease(state, actor.lease)
         unit_type, profile, tools = unit_tools(ws, state, actor.unit)
@@ -99,6 +101,7 @@ def report_intelligence(ws: Workspace, fields: dict, actor: Actor) -> dict:
         revision = ws.revision(actor.lease.worktree)
     else:
         require_grant(ws, actor.person, "report", "report intelligence")
+        signer = signer_for(ws, actor.person)
         revision = ws.revision()
     event = {
         "kind": "signal",
@@ -110,4 +113,6 @@ def report_intelligence(ws: Workspace, fields: dict, actor: Actor) -> dict:
         "destination": "S3",
         "at": clock.iso(clock.now()),
     }
+    if actor.person is not None:  # a person-raised signal is a person event: signed, its own id
+        return ws.store("signals").append(person_event(ws, signer, event))
     return ws.store("signals").append(event, assign_id=True)

@@ -17,6 +17,7 @@ from typing import ClassVar
 import msgspec
 
 from engine import clock
+from engine.authority import Authority, Uncounted
 from engine.contracts import (
     Contract,
     ContractFiles,
@@ -60,10 +61,12 @@ class UnitState:
     id: str
     contract: Contract | None
     status: str = "todo"  # todo | in-progress | closed | waiting | aborted (see unit_status)
-    lease: str | None = None
+    lease: str | None = None  # the current lease's hash (SPEC §15.2); the token is never stored
     worktree: str | None = None
     recovery: str | None = None  # the recovery-decision obligation a waiting unit waits on
     history: list[int | dict] = field(default_factory=list)  # references (engine.events)
+    type: str | None = None  # as the current dispatch recorded them: a lease's grants (§15.0)
+    profile: str | None = None
 
 
 @dataclass(slots=True)
@@ -101,6 +104,11 @@ class State:
     contract_files: ContractFiles = field(default_factory=ContractFiles)
     checkpointed: int = 0  # bytes of log the checkpoint this state came from (or wrote) covers
     registers: object = None  # registry.entries.Registers, read on first use (engine.ladder)
+    # person events that count for nothing (unsigned where required, bad signature, replayed id)
+    uncounted: list[Uncounted] = field(default_factory=list)
+    person_ids: dict[str, set[str]] = field(default_factory=dict)  # store -> ids of person events
+    auth: Authority = field(default_factory=Authority)  # the authority the person events were judged by
+    verdicts: dict[int, tuple[dict, str | None]] = field(default_factory=dict)  # checked ahead (check_ahead)
 
     def __post_init__(self) -> None:
         if self.signals is None:
@@ -144,6 +152,7 @@ class SignalLine(msgspec.Struct, tag_field="kind", tag="signal"):
     id: object = None
     subject: object = ""
     expiresAt: object = None  # noqa: N815
+    by: object = None  # a person-raised signal counts only as a person event does
 
 
 class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
@@ -162,6 +171,82 @@ class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
     at: object = None
 
 
+PERSON_KINDS = {"units": ("decision", "demote"), "memory": ("retraction",)}
+_PARALLEL = 32  # person events in one read before their signatures are checked on every core
+
+
+def person_refs(name: str, events: list, refs: list[int]) -> list[int]:
+    """The references of a read's person events (SPEC §15.1), found in one pass."""
+    if name == "signals":
+        return [
+            at
+            for e, at in zip(events, refs, strict=True)
+            if type(e) is DispositionLine or (type(e) is SignalLine and e.by is not None)
+        ]
+    kinds = PERSON_KINDS.get(name)
+    if not kinds:
+        return []
+    return [at for e, at in zip(events, refs, strict=True) if e.get("kind") in kinds]
+
+
+def check_ahead(state: State, ws: Workspace, name: str, found: list[int]) -> None:
+    """Check many person events' signatures at once, on every core (Ed25519 verification runs
+    without the GIL): the fold then finds each verdict ready. Only what the fold would check."""
+    if len(found) < _PARALLEL:
+        return
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    events = _read_back(ws.store(name).path, found)
+    check = state.auth.check
+    workers = max(1, min(4, os.cpu_count() or 1))
+    size = -(-len(events) // workers)
+    chunks = [events[k : k + size] for k in range(0, len(events), size)]
+    with ThreadPoolExecutor(workers) as pool:
+        verdicts = [v for part in pool.map(lambda c: [check(e) for e in c], chunks) for v in part]
+    state.verdicts.update(zip(found, zip(events, verdicts, strict=True), strict=True))
+
+
+def _read_back(path, found: list[int]) -> list[dict]:
+    """Whole events at these references, read through one handle."""
+    from engine.events import unreadable
+
+    decode = msgspec.json.decode
+    out = []
+    with open(path, "rb") as handle:
+        for at in found:
+            handle.seek(at >> 2)
+            try:
+                event = decode(handle.readline())
+            except ValueError:
+                event = None
+            out.append(event if type(event) is dict else unreadable(at))
+    return out
+
+
+def counts(state: State, store: str, at: int) -> bool:
+    """Whether the person event at this reference counts (SPEC §15.1): signed by a key the policy
+    in force at its time lists for the person (or unsigned where signatures are not required),
+    and the first event of its store with its id. One that does not is kept in `uncounted`."""
+    ready = state.verdicts.pop(at, None)
+    if ready is not None:
+        event, reason = ready
+    else:
+        event = state.source.event(at)
+        reason = state.auth.check(event)
+    event_id = event.get("id")
+    if reason is None and isinstance(event_id, str):
+        seen = state.person_ids.setdefault(store, set())
+        if event_id in seen:
+            reason = "replayed id (an event with this id came earlier)"
+        else:
+            seen.add(event_id)
+    if reason is None:
+        return True
+    state.uncounted.append(Uncounted(store, at >> 2, reason, event_id if isinstance(event_id, str) else None))
+    return False
+
+
 def _fold_signals(state: State, events: list[SignalsLine], refs: list[int]) -> None:
     signals, routings, obligations = state.signals.refs, state.routings.refs, state.obligations
     waiting, pending = state.unrouted_ids, state.pending
@@ -170,6 +255,8 @@ def _fold_signals(state: State, events: list[SignalsLine], refs: list[int]) -> N
     for event, at in zip(events, refs, strict=True):
         kind = event.kind
         if kind == "signal":
+            if event.by is not None and not counts(state, "signals", at):
+                continue
             signals[event.id] = at
             fresh[event.id] = event
             if event.id not in routings:
@@ -214,6 +301,8 @@ def _fold_signals(state: State, events: list[SignalsLine], refs: list[int]) -> N
                 if pending and ob_id in pending:
                     _close(obligations[ob_id], pending.pop(ob_id))
         elif kind == "disposition":
+            if not counts(state, "signals", at):
+                continue
             closing = ("resolved", event.disposition, event.by, event.rationale, event.at, at)
             ob = obligations.get(event.obligation)
             if ob is None:
@@ -237,9 +326,17 @@ def _fold_units(state: State, events: list[dict], refs: list[int]) -> None:
         if not isinstance(unit_id, str):
             continue
         unit = state.unit(unit_id)
-        unit.history.append(at)
+        unit.history.append(at)  # shown in the lifecycle even when it counts for nothing
+        if kind in ("decision", "demote") and not counts(state, "units", at):
+            continue
         if kind == "dispatch":
-            unit.status, unit.lease, unit.worktree = "in-progress", event.get("lease"), event.get("worktree")
+            # a first-round dispatch kept the token itself in the log: such a lease is not honoured
+            unit.status, unit.lease, unit.worktree = (
+                "in-progress",
+                event.get("leaseHash"),
+                event.get("worktree"),
+            )
+            unit.type, unit.profile = event.get("type"), event.get("profile")
         elif kind == "close":
             unit.status, unit.lease = "closed", None
         elif kind == "demote":
@@ -290,23 +387,23 @@ def _fold_units(state: State, events: list[dict], refs: list[int]) -> None:
 
 def _fold_memory(state: State, events: list[dict], refs: list[int]) -> None:
     memory = state.memory
-    for event in events:
+    for event, at in zip(events, refs, strict=True):
         kind = event.get("kind")
         if kind == "memory":
             memory[event["id"]] = MemoryEntry(event)
         elif kind == "retraction":
+            if not counts(state, "memory", at):
+                continue
             entry = memory.get(event.get("entry"))
             if entry is not None and entry.retraction is None:
                 entry.retraction = event
 
 
 def _fold_identity(state: State, events: list[dict], refs: list[int]) -> None:
-    for event in events:
-        kind = event.get("kind")
-        if kind == "proposal":
-            state.proposals[event["id"]] = event
-        elif kind == "decision":
-            state.decisions.append(event)
+    """Proposals and decisions as the authority counted them (engine.authority folds the whole
+    store: a decision counts only under the policy in force before it)."""
+    state.proposals = dict(state.auth.proposals)
+    state.decisions = list(state.auth.decisions)
 
 
 FOLDS = {
@@ -320,18 +417,22 @@ SHAPES = {"signals": (SignalLine | RoutingLine | DispositionLine, SignalsLine)}
 ORDER = STORES  # the fold's order (signals before units), also the index a reference carries
 
 
-def load(ws: Workspace, now: datetime | None = None, stores: tuple[str, ...] = ORDER) -> State:
+def load(
+    ws: Workspace, now: datetime | None = None, stores: tuple[str, ...] = ORDER, *, cached: bool = True
+) -> State:
     """The read models now: from the checkpoint when it holds and the stores asked for are large
     enough to be worth it (engine.checkpoint), then whatever the stores gained since. With no
     checkpoint and a large log, a second process reads the contract files while this one folds
     (engine.contracts.Prefetch). A writer's load (inside the decide lock) offers its state for a
     new checkpoint, written once the command is done; a reader's never does."""
     from engine import checkpoint
+    from engine.workspace import configure_clock
 
+    configure_clock(ws)  # the clock follows the workspace read (REGULATOR_NOW only where pinned)
     now = now or clock.now()
     state = None
     size = sum(ws.store(name).size() for name in stores)
-    if size >= checkpoint.threshold():
+    if cached and size >= checkpoint.threshold():
         state = checkpoint.restore(ws, now)
     state = state or State(now=now)
     cold = prefetch_threshold()
@@ -386,6 +487,7 @@ def advance(
     log order is the order of events.
     """
     state.source.bind(tuple(ws.store(name).path for name in STORES))
+    state.auth = ws.authority()
     gained: dict[str, int] = {}
     for name in ORDER:
         if name not in stores:
@@ -402,7 +504,10 @@ def advance(
                 state.problems.extend(result.problems)
                 # in store order, then line: the same list however the log was read (a checkpoint)
                 state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
-            FOLDS[name](state, result.events, refs(name, result.starts))
+            at = refs(name, result.starts)
+            check_ahead(state, ws, name, person_refs(name, result.events, at))
+            FOLDS[name](state, result.events, at)
+            state.verdicts.clear()
         gained[name] = len(result.events)
     return gained
 

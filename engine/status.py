@@ -25,7 +25,10 @@ def status(ws: Workspace, state: State) -> dict:
             }
         )
     waiting = unrouted(state)
+    auth = ws.authority()
     return {
+        "authentication": auth.authentication,  # "names": person events are not proven (§15.1)
+        "clock": auth.clock,
         "units": units,
         "unrouted": len(waiting),
         "unroutedSignals": [{"id": s["id"], "subject": s["subject"]} for s in waiting],

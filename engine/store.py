@@ -20,9 +20,12 @@ from pathlib import Path
 
 import msgspec
 
-from engine import ids
+from engine import clock, ids
+from engine.errors import Refused
 
 GENESIS = ""
+NO_STORES = "no regulator stores here (a clone? run on the host, or connect a store: SPEC §18)"
+SKEW_S = 2  # how far an event may be stamped before its store's last one (SPEC §15.3)
 _TAIL_CHUNK = 64 * 1024
 _READ_CHUNK = 1 << 20
 
@@ -62,13 +65,25 @@ class ReadResult:
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
     """An exclusive section across processes, held on a lock file beside the stores."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open(path, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)
+
+
+def _open(path: Path, flags: int) -> int:
+    """Open without following a symlink; a missing store is never created here (only `init`
+    and `demo` create stores, SPEC §15.4)."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except FileNotFoundError:
+        raise Refused(NO_STORES) from None
+    except OSError as exc:
+        if os.path.islink(path):
+            raise Refused(f"{path} is a symlink; regulator opens its stores only where they are") from None
+        raise Refused(f"{path}: cannot open ({exc.strerror})") from None
 
 
 class Store:
@@ -84,11 +99,11 @@ class Store:
         order. A file that does not end in a newline (a torn write) gets one first, in the same
         write, so the new event always lands whole on its own line.
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = _open(self.path, os.O_WRONLY | os.O_APPEND)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            prev, ends_clean = self._tail()
+            prev, ends_clean, last_at = self._tail()
+            _check_time(self.name, event.get("at"), last_at)
             written = dict(event)
             written["prev"] = prev
             if assign_id:
@@ -105,14 +120,14 @@ class Store:
         finally:
             os.close(fd)
 
-    def _tail(self) -> tuple[str, bool]:
-        """The hash of the last valid event, and whether the file ends with a newline."""
+    def _tail(self) -> tuple[str, bool, object]:
+        """The hash of the last valid event, whether the file ends with a newline, and its `at`."""
         try:
             size = self.path.stat().st_size
         except FileNotFoundError:
-            return GENESIS, True
+            return GENESIS, True, None
         if size == 0:
-            return GENESIS, True
+            return GENESIS, True, None
         with open(self.path, "rb") as handle:
             handle.seek(size - 1)
             ends_clean = handle.read(1) == b"\n"
@@ -127,9 +142,9 @@ class Store:
                 for raw in reversed(lines):
                     event = _parse(raw)
                     if event is not None and isinstance(event.get("hash"), str):
-                        return event["hash"], ends_clean
+                        return event["hash"], ends_clean, event.get("at")
                 if start == 0:
-                    return GENESIS, ends_clean
+                    return GENESIS, ends_clean, None
                 chunk *= 4
 
     # ---- reading -------------------------------------------------------------------------
@@ -145,9 +160,16 @@ class Store:
         """
         result = ReadResult(offset=offset, line=line)
         try:
-            handle = open(self.path, "rb", buffering=0)  # noqa: SIM115 - closed by the with below
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
             return result
+        except OSError:
+            if os.path.islink(self.path):
+                raise Refused(
+                    f"{self.path} is a symlink; regulator opens its stores only where they are"
+                ) from None
+            raise
+        handle = open(fd, "rb", buffering=0)  # noqa: SIM115 - closed by the with below
         number, done, last = line, offset, b""  # done: where `last` (a line not yet ended) starts
         with handle:
             handle.seek(offset)
@@ -175,6 +197,22 @@ class Store:
             return self.path.stat().st_size
         except FileNotFoundError:
             return 0
+
+
+def _check_time(store: str, at: object, last_at: object) -> None:
+    """With the system clock, a store never takes an event stamped before its last (beyond a
+    little skew): time in the log only moves forward (SPEC §15.3)."""
+    if clock.pinned() or not isinstance(at, str) or not isinstance(last_at, str) or at >= last_at:
+        return
+    try:
+        behind = (clock.parse_time(last_at) - clock.parse_time(at)).total_seconds()
+    except Exception:  # noqa: BLE001 - a last line with a bad time does not stop the log
+        return
+    if behind > SKEW_S:
+        raise Refused(
+            f"{store}: this event is stamped {at}, before the store's last event ({last_at}); "
+            "the host's clock went back or the time was forged: nothing written"
+        )
 
 
 _WHOLE = msgspec.json.Decoder()

@@ -5,15 +5,19 @@ Every transition runs in the exclusive section and routes first, so a veto sees 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import secrets
 from pathlib import Path
 
 from engine import clock, ids
-from engine.actors import check_person, require_grant
+from engine.actors import check_person, lease_hash, require_grant
 from engine.contracts import contract_path
 from engine.errors import BadInput
 from engine.limits import check_text
 from engine.router import route_locked
+from engine.signing import person_event, signer_for
 from engine.state import ACTIONS, WAITING_ACTIONS, State, UnitState, load, unit_status
 from engine.vetoes import check_close, check_dispatch
 from engine.workspace import LEASE_FILE, Workspace, check_unit_id
@@ -44,25 +48,59 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
         state = load(ws)
         unit = _unit(state, unit_id)
         check_dispatch(ws, state, unit)
-        lease_id = ids.new_id(f"lease\0{unit_id}\0{len(unit.history)}")
+        contract = state.contracts[unit_id]
+        # always random, even under a pinned clock; the log keeps only its hash (SPEC §15.2)
+        token = secrets.token_urlsafe(32)
         event = {
             "kind": "dispatch",
             "unit": unit_id,
-            "lease": lease_id,
+            "leaseHash": lease_hash(token),
+            # the grants of the lease come from here, not from the contract file as it is later
+            "type": contract.type,
+            "profile": contract.profile,
+            "contractHash": _contract_hash(ws, unit_id),
             "worktree": _relative(ws, worktree),
             "revision": ws.revision(worktree),
             "at": clock.iso(clock.now()),
         }
-        written = ws.store("units").append(event)
-        if worktree is not None:
-            lease = {
-                "unit": unit_id,
-                "lease": lease_id,
-                "workspace": str(ws.root),
-                "leasedAt": event["at"],
-            }
-            (worktree / LEASE_FILE).write_text(json.dumps(lease, indent=2) + "\n", encoding="utf-8")
-        return written
+        lease_file = None
+        if worktree is not None:  # written first: a dispatch whose lease cannot be handed over is none
+            lease_file = _write_lease(worktree, unit_id, token, ws, event["at"])
+        try:
+            written = ws.store("units").append(event)
+        except BaseException:
+            if lease_file is not None:
+                lease_file.unlink(missing_ok=True)
+            raise
+        return written | {"lease": token}
+
+
+def _contract_hash(ws: Workspace, unit_id: str) -> str | None:
+    try:
+        return "sha256:" + hashlib.sha256(contract_path(ws, unit_id).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _write_lease(worktree: Path, unit_id: str, token: str, ws: Workspace, at: str) -> Path:
+    """The lease file, mode 0600, replaced whole (a temporary file renamed over it)."""
+    lease = {"unit": unit_id, "lease": token, "workspace": str(ws.root), "leasedAt": at}
+    target = worktree / LEASE_FILE
+    temporary = worktree / f".{LEASE_FILE}.{os.getpid()}"
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(lease, indent=2) + "\n")
+        os.replace(temporary, target)
+    except OSError as exc:
+        try:
+            temporary.unlink()
+        except OSError:
+            pass
+        raise BadInput(
+            f"--worktree {worktree}: cannot write the lease file ({exc.strerror}); nothing dispatched"
+        ) from None
+    return target
 
 
 def _relative(ws: Workspace, worktree: Path | None) -> str | None:
@@ -82,7 +120,7 @@ def close(ws: Workspace, unit_id: str) -> dict:
         state = load(ws)
         unit = _unit(state, unit_id)
         check_close(ws, state, unit)
-        event = {"kind": "close", "unit": unit_id, "lease": unit.lease, "at": clock.iso(clock.now())}
+        event = {"kind": "close", "unit": unit_id, "leaseHash": unit.lease, "at": clock.iso(clock.now())}
         written = ws.store("units").append(event)
         _remove_lease_file(ws, unit)
         return written
@@ -93,7 +131,8 @@ def _remove_lease_file(ws: Workspace, unit: UnitState) -> None:
     if unit.worktree:
         path = ws.root / unit.worktree / LEASE_FILE
         try:
-            if json.loads(path.read_text(encoding="utf-8")).get("lease") == unit.lease:
+            token = json.loads(path.read_text(encoding="utf-8")).get("lease")
+            if isinstance(token, str) and lease_hash(token) == unit.lease:
                 path.unlink()
         except (OSError, ValueError, AttributeError):
             pass
@@ -106,11 +145,12 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str, rationale: str) ->
     if action not in ACTIONS:
         raise BadInput(f"--action {action!r} is not one of {', '.join(ACTIONS)}")
     rationale = check_text("--rationale", rationale, kind="rationale")
+    require_grant(ws, person, "decide", "record a recovery decision")
+    signer = signer_for(ws, person)
     with ws.exclusive():
         route_locked(ws)
         state = load(ws)
         unit = _unit(state, unit_id)
-        require_grant(ws, person, "decide", "record a recovery decision")
         status = unit_status(state, unit)
         if status not in ("todo", "in-progress", "waiting"):
             raise BadInput(
@@ -121,10 +161,8 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str, rationale: str) ->
             for ob in state.obligations.values()
             if ob.unit == unit_id and ob.status == "open" and ob.owed_to == "S3"
         ]
-        decision_id = ids.new_id(f"decision\0{unit_id}\0{len(unit.history)}\0{action}")
         event: dict = {
             "kind": "decision",
-            "id": decision_id,
             "unit": unit_id,
             "action": action,
             "by": person,
@@ -136,13 +174,14 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str, rationale: str) ->
             "opens": None,
             "at": clock.iso(clock.now()),
         }
+        event = person_event(ws, None, event)  # its id names the obligation it opens
         if action in WAITING_ACTIONS:
             event["opens"] = {
-                "id": ids.recovery_obligation_id(decision_id, unit_id),
+                "id": ids.recovery_obligation_id(event["id"], unit_id),
                 "severity": "blocking",
                 "owedTo": "S3",
             }
-        written = ws.store("units").append(event)
+        written = ws.store("units").append(person_event(ws, signer, event))
         if unit.status == "in-progress":
             _remove_lease_file(ws, unit)
         return written
@@ -153,22 +192,23 @@ def demote(ws: Workspace, unit_id: str, by: str, rationale: str) -> dict:
     _known(ws, unit_id)
     person = check_person(by)
     rationale = check_text("--rationale", rationale, kind="rationale")
+    require_grant(ws, person, "decide", "demote a unit")
+    signer = signer_for(ws, person)
     with ws.exclusive():
         route_locked(ws)
         state = load(ws)
         unit = _unit(state, unit_id)
-        require_grant(ws, person, "decide", "demote a unit")
         status = unit_status(state, unit)
         if status != "in-progress":
             raise BadInput(f"unit {unit_id} is {status}; only an in-progress unit can be demoted")
         event = {
             "kind": "demote",
             "unit": unit_id,
-            "lease": unit.lease,
+            "leaseHash": unit.lease,
             "by": person,
             "rationale": rationale,
             "at": clock.iso(clock.now()),
         }
-        written = ws.store("units").append(event)
+        written = ws.store("units").append(person_event(ws, signer, event))
         _remove_lease_file(ws, unit)
         return written

@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.errors import BadInput, Refused
-from engine.store import Store, locked
-from identity.files import POLICY_DIR
+from engine.store import NO_STORES, Store, locked
+from identity.files import POLICY_DIR, content_hash
 
 if TYPE_CHECKING:  # the policy models are pydantic: imported only by commands that read policy
+    from engine.authority import Authority
     from identity.policy import InteractionPolicy, Profiles, RoutingPolicy
 
 LEASE_FILE = ".regulator-lease.json"
@@ -52,9 +53,22 @@ class Workspace:
     def store(self, name: str) -> Store:
         return Store(self.state_dir / f"{name}.ndjson")
 
+    @property
+    def has_stores(self) -> bool:
+        """The host's workspace holds its stores; a clone (CI) or a copy does not (SPEC §16.2)."""
+        return (self.state_dir / "identity.ndjson").is_file()
+
+    def authority(self) -> Authority:
+        """Decided content, keys and grants, folded from identity.ndjson (SPEC §15.0)."""
+        from engine import authority
+
+        return authority.of(self.root)
+
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         """One decider at a time: routing, dispositions and unit transitions check, then write."""
+        if not self.state_dir.is_dir():
+            raise Refused(NO_STORES)
         with locked(self.state_dir / "decide.lock"):
             _DECIDING.add(self.root)
             try:
@@ -67,25 +81,49 @@ class Workspace:
         return self.root in _DECIDING
 
     # ---- policy ----------------------------------------------------------------------------
-    def _policy(self, name: str):
-        """Parsed policy, read again only when the file changed (a long-lived control room asks
-        for it on every append; an accepted proposal changes the file and so the answer)."""
-        from identity.policy import PolicyError, load_policy
-
-        path = self.root / POLICY_DIR / name
+    def policy_text(self, relative: str) -> str:
+        """A governed file's content in force: the last decision's (SPEC §15.0), never the file
+        on disk, which grants nothing by being edited. A first-round baseline recorded only a
+        hash: the file is used then only while it still has that hash. In a clone (no stores)
+        the committed file is all there is (SPEC §16.2 says how that is checked)."""
+        path = self.root / relative
+        auth = self.authority()
+        if auth.present:
+            text = auth.content.get(relative)
+            if text is not None:
+                return text
+            decided = auth.decided_hash.get(relative)
+            try:
+                data = path.read_bytes()
+            except OSError:
+                data = None
+            if decided is None or data is None or content_hash(data) != decided:
+                raise Refused(
+                    f"{relative} differs from its last decided content and no decision records that "
+                    "content: grants come only from decisions; `regulator identity verify` names the edit"
+                )
+            return data.decode("utf-8", "replace")
         try:
-            stat = path.stat()
-            key = (str(path), stat.st_mtime_ns, stat.st_size, stat.st_ino)
-        except OSError:
-            key = None
-        if key is not None and key in _POLICY_CACHE:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise BadInput(f"policy {relative}: missing; run `regulator init` or restore it") from None
+
+    def _policy(self, name: str):
+        """Parsed policy in force, parsed again only when its decided content changed (a long-lived
+        control room asks for it on every append)."""
+        from identity.policy import PolicyError, parse_policy
+
+        text = self.policy_text(f"{POLICY_DIR}/{name}")
+        key = (name, text)
+        if key in _POLICY_CACHE:
             return _POLICY_CACHE[key]
         try:
-            parsed = load_policy(self.root / POLICY_DIR, name)
+            parsed = parse_policy(name, text)
         except PolicyError as exc:
             raise BadInput(f"policy {exc}") from None
-        if key is not None:
-            _POLICY_CACHE[key] = parsed
+        if len(_POLICY_CACHE) > 32:
+            _POLICY_CACHE.clear()
+        _POLICY_CACHE[key] = parsed
         return parsed
 
     def routing(self) -> RoutingPolicy:
@@ -157,10 +195,53 @@ def is_workspace(folder: Path) -> bool:
     return (folder / STATE_DIR).is_dir() or (folder / POLICY_DIR).is_dir()
 
 
+def main_worktree(folder: Path) -> Path | None:
+    """The main worktree of a linked git worktree (`git worktree add`), as git's common directory
+    names it (what `git rev-parse --git-common-dir` answers, read from the files without a
+    process): its `.git` is a file naming a gitdir that holds a `commondir`. None otherwise."""
+    dotgit = folder / ".git"
+    try:
+        if not dotgit.is_file():
+            return None
+        text = dotgit.read_text(encoding="utf-8").strip()
+        if not text.startswith("gitdir:"):
+            return None
+        gitdir = folder / text[len("gitdir:") :].strip()
+        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return common.parent if common.name == ".git" else None
+
+
+def _real(folder: Path) -> Path:
+    """A worktree of the workspace is the workspace (SPEC §15.4); a symlinked .regulator/ is refused."""
+    main = main_worktree(folder)
+    if main is not None and is_workspace(main):
+        folder = main
+    if (folder / STATE_DIR).is_symlink():
+        raise Refused(f"{folder / STATE_DIR} is a symlink; regulator opens its stores only where they are")
+    return folder
+
+
+def configure_clock(ws: Workspace) -> Workspace:
+    """REGULATOR_NOW is honoured only where the routing policy in force says `clock: pinned`."""
+    from engine import clock
+
+    clock.configure(ws.authority().clock == "pinned" if ws.has_stores else False)
+    return ws
+
+
 def locate(
     root: Path | None = None, lease_file: Path | None = None, cwd: Path | None = None
 ) -> tuple[Workspace, Lease | None]:
     """Find the workspace (SPEC §3 order: --root, --lease, a lease walking up, .regulator/ walking up)."""
+    ws, lease = _locate(root, lease_file, cwd)
+    return configure_clock(ws), lease
+
+
+def _locate(
+    root: Path | None = None, lease_file: Path | None = None, cwd: Path | None = None
+) -> tuple[Workspace, Lease | None]:
     cwd = cwd or Path.cwd()
     lease = read_lease(lease_file) if lease_file else None
     if lease is None:
@@ -168,17 +249,21 @@ def locate(
         if found is not None:
             lease = read_lease(found)
     if root is not None:
+        root = _real(root.resolve())
         if not is_workspace(root):
             raise BadInput(f"{root} is not a regulator workspace (no {STATE_DIR}/); run `regulator init`")
-        ws = Workspace(root.resolve())
+        ws = Workspace(root)
         if lease is not None and lease.workspace.resolve() != ws.root:
             lease = None if lease_file is None else lease
         return ws, lease
     if lease is not None:
-        if not (lease.workspace / STATE_DIR).is_dir():
+        home = _real(lease.workspace.resolve())
+        if not (home / STATE_DIR).is_dir():
             raise Refused(f"lease {lease.path} names {lease.workspace}, which is not a workspace")
-        return Workspace(lease.workspace.resolve()), lease
+        return Workspace(home), lease
     for folder in _walk_up(cwd):
-        if is_workspace(folder):
-            return Workspace(folder), None
+        if main_worktree(folder) is not None or is_workspace(folder):
+            folder = _real(folder)
+            if is_workspace(folder):
+                return Workspace(folder), None
     raise BadInput("no regulator workspace here or above; run `regulator init` or pass --root DIR")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -55,6 +56,8 @@ class RoutingPolicy(_Model):
     floors: tuple[Floor, ...] = ()
     rules: dict[str, Rule]
     intake_debt_days: int = Field(default=14, alias="intakeDebtDays", ge=0)
+    # SPEC §15.3: REGULATOR_NOW is honoured only under `pinned` (tests, the demo's build)
+    clock: Literal["system", "pinned"] = "system"
 
     @model_validator(mode="after")
     def _severities_known(self) -> RoutingPolicy:
@@ -72,10 +75,26 @@ class RoutingPolicy(_Model):
         return self.severities.index(severity)
 
 
+# an OpenSSH public key line: type, base64 blob, optional comment (fully checked when it is used)
+SSH_KEY = re.compile(r"(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/]+={0,2}( .*)?")
+
+
 class Person(_Model):
     grants: tuple[str, ...] = ()
     resolve: tuple[str, ...] = ()
     emails: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()  # OpenSSH public keys that may sign this person's events (SPEC §15.1)
+    retired_keys: tuple[str, ...] = Field(default=(), alias="retiredKeys")  # verify old events only
+
+    @field_validator("keys", "retired_keys")
+    @classmethod
+    def _openssh_keys(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for key in value:
+            if not isinstance(key, str) or not SSH_KEY.fullmatch(key.strip()):
+                raise ValueError(
+                    f"{str(key)[:40]!r} is not an OpenSSH public key line (e.g. `ssh-ed25519 AAAA… alice@laptop`)"
+                )
+        return tuple(k.strip() for k in value)
 
     @field_validator("grants")
     @classmethod
@@ -88,6 +107,9 @@ class Person(_Model):
 
 class InteractionPolicy(_Model):
     people: dict[str, Person]
+    # SPEC §15.1: a person event counts only when signed by one of the person's keys. A policy
+    # without it (made before signatures) counts unsigned person events: "names unauthenticated".
+    require_signatures: bool = Field(default=False, alias="requireSignatures")
 
     def may(self, person: str, grant: str) -> bool:
         entry = self.people.get(person)

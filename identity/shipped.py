@@ -98,25 +98,31 @@ PROFILES = {
 }
 
 
-def interaction(owner: str, email: str | None) -> dict:
+def interaction(owner: str, email: str | None, key: str | None = None) -> dict:
     person: dict = {
         "grants": ["resolve", "retract", "accept", "ack", "decide", "report"],
         "resolve": ["info", "advisory", "blocking", "critical"],
     }
     if email:
         person["emails"] = [email]
-    return {"people": {owner: person}}
+    if key:
+        person["keys"] = [key]
+    return {"requireSignatures": True, "people": {owner: person}}
 
 
 def dump(data: dict, header: str) -> str:
     return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
-def policy_files(owner: str, email: str | None) -> dict[str, str]:
+def policy_files(
+    owner: str, email: str | None, key: str | None = None, clock: str = "system"
+) -> dict[str, str]:
     return {
-        "routing.yaml": dump(ROUTING, "# Routing policy (SPEC §5.1). Changed only by accepted proposal.\n"),
+        "routing.yaml": dump(
+            {**ROUTING, "clock": clock}, "# Routing policy (SPEC §5.1). Changed only by accepted proposal.\n"
+        ),
         "interaction.yaml": dump(
-            interaction(owner, email),
+            interaction(owner, email, key),
             "# Who may do what (SPEC §7). Changed only by accepted proposal.\n",
         ),
         "profiles.yaml": dump(PROFILES, "# Tool profiles for units (SPEC §13).\n"),

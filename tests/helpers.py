@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +26,11 @@ GIT_ENV = {
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TEXTUAL_THEME", "REGULATOR_NOW")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("NO_COLOR", "TEXTUAL_THEME", "REGULATOR_NOW", "REGULATOR_SIGNING_KEY", "SSH_AUTH_SOCK")
+    }
     env.update(GIT_ENV)
     env.update(extra)
     return env
@@ -114,14 +120,33 @@ class Workspace:
         return worktree
 
 
-def make_workspace(tmp: Path, now: str | None = NOW) -> Workspace:
+def make_key(folder: Path, name: str = "id", kind: str = "ed25519", passphrase: str = "") -> Path:
+    """A real OpenSSH key pair made by ssh-keygen; returns the private key's path (.pub beside it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", kind, "-N", passphrase, "-C", f"{name}@test", "-f", str(path)],
+        check=True,
+        capture_output=True,
+    )
+    return path
+
+
+@functools.cache
+def alice_key() -> Path:
+    """Alice's signing key, made once per test process (ssh-keygen per test would be slow)."""
+    return make_key(Path(tempfile.mkdtemp(prefix="regulator-keys-")), "alice")
+
+
+def make_workspace(tmp: Path, now: str | None = NOW, clock: str = "pinned") -> Workspace:
     root = tmp / "fleet-repo"
     root.mkdir()
-    env = clean_env(**({"REGULATOR_NOW": now} if now else {}))
+    key = alice_key()
+    env = clean_env(REGULATOR_SIGNING_KEY=str(key), **({"REGULATOR_NOW": now} if now else {}))
     git(root, "init", "-q", "-b", "main", env=env)
     git(root, "config", "user.email", "alice@example.org", env=env)
     ws = Workspace(root, env)
-    ws.run("init", "--owner", "alice", check=True)
+    ws.run("init", "--owner", "alice", "--owner-key", f"{key}.pub", "--clock", clock, check=True)
     ws.contract("u1", "implement", "implement")
     ws.contract("u3", "implement", "implement")
     ws.contract("r1", "research", "intelligence")

@@ -23,7 +23,7 @@ SIZE = (150, 42)
 def demo(tmp_path, monkeypatch) -> Workspace:
     monkeypatch.setenv("REGULATOR_NOW", NOW)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    return build(tmp_path / "fleet-repo")
+    return build(tmp_path / "fleet-repo", clock_mode="pinned")
 
 
 def run(app: ControlRoom, script) -> None:

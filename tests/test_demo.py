@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import os
 import subprocess
 
@@ -36,11 +38,37 @@ def test_demo_on_a_fresh_machine(tmp_path):
     assert again.returncode == 2 and "not empty" in again.stderr
 
 
+def test_the_demo_hands_over_a_signed_workspace_on_the_host_clock(tmp_path):
+    """Built pinned, ended on `clock: system` by a decision alice signs with a key made for her."""
+    env = bare_env(HOME=str(tmp_path / "home"), REGULATOR_NOW="2026-11-29T12:00:00Z")
+    target = tmp_path / "demo"
+    done = subprocess.run([REGULATOR, "demo", "--dir", str(target)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    key = target / ".demo-keys" / "alice"
+    assert oct(key.stat().st_mode & 0o777) == "0o600" and f"signing key" in done.stdout
+    status = subprocess.run(
+        [REGULATOR, "--root", str(target), "status", "--json"], env=env, capture_output=True, text=True
+    )
+    assert '"clock": "system"' in status.stdout and '"authentication": "signatures"' in status.stdout
+    assert "REGULATOR_NOW ignored" in status.stderr
+    decisions = [
+        json.loads(line) for line in (target / ".regulator/identity.ndjson").read_text().splitlines()
+    ]
+    last = decisions[-1]
+    assert last["decision"] == "accepted" and last["by"] == "alice" and last["sig"].startswith("-----BEGIN SSH")
+    assert "clock: system" in (target / "regulator/policy/routing.yaml").read_text()
+    verify = subprocess.run([REGULATOR, "--root", str(target), "verify"], env=env, capture_output=True, text=True)
+    assert verify.returncode == 0, verify.stdout
+
+
 def test_screenshot_renders_the_real_app(tmp_path):
     env = bare_env(HOME=str(tmp_path / "home"), REGULATOR_NOW=NOW)
     target = tmp_path / "demo"
     subprocess.run(
-        [REGULATOR, "demo", "--dir", str(target), "--once"], env=env, check=True, capture_output=True
+        [REGULATOR, "demo", "--dir", str(target), "--once", "--clock", "pinned"],
+        env=env,
+        check=True,
+        capture_output=True,
     )
     svg = tmp_path / "units.svg"
     done = subprocess.run(
@@ -102,6 +130,7 @@ def test_bench_runs_at_smoke_scale(tmp_path):
         "lint_s",
         "next_up_ms",
         "status_cold_s",
+        "verify_person_events_s",
     ):
         assert isinstance(report[key], int | float) and report[key] > 0, key
     assert set(report["met"]) == set(report["targets"])

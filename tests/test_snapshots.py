@@ -22,7 +22,7 @@ VIEW_KEYS = {
 def demo_app(tmp_path, monkeypatch):
     monkeypatch.setenv("REGULATOR_NOW", NOW)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    ws = build(tmp_path / "fleet-repo")
+    ws = build(tmp_path / "fleet-repo", clock_mode="pinned")
     app = ControlRoom(ws, "alice", watch=False, background_checks=False)
     app.live = "● live"
     return app

@@ -10,23 +10,39 @@ import yaml
 
 from tests.helpers import make_workspace, remember_args, report_args
 
-ACTORS = ("owner", "no-grant", "unknown", "lease:intelligence", "lease:implement", "lease:bookkeeper")
+ACTORS = (
+    "owner",
+    "no-grant",
+    "unknown",
+    "lease:intelligence",
+    "lease:implement",
+    "lease:bookkeeper",
+    "unit --by",
+    "no key",
+)
 
-# command -> expected exit code per actor (0 allowed, 2 bad input: a person is required, 3 refused)
+# command -> expected exit code per actor (0 allowed, 2 bad input: a person is required, 3 refused).
+# "unit --by": implement unit u1, from its own leased worktree, naming the owner with --by (§15.2).
+# "no key": carol, who holds every grant but lists no key, where signatures are required (§15.1).
 MATRIX = {
-    "signals report": (0, 3, 3, 0, 3, 3),
-    "memory remember": (2, 2, 2, 3, 0, 0),
-    "identity propose": (0, 0, 3, 0, 0, 3),
-    "obligation resolve": (0, 3, 3, 2, 2, 2),
-    "memory retract": (0, 3, 3, 2, 2, 2),
-    "unit decide": (0, 3, 3, 2, 2, 2),
-    "unit demote": (0, 3, 3, 2, 2, 2),
-    "identity accept": (0, 3, 3, 2, 2, 2),
-    "identity reject": (0, 3, 3, 2, 2, 2),
-    "registry ack": (0, 3, 3, 2, 2, 2),
+    "signals report": (0, 3, 3, 0, 3, 3, 2, 3),
+    "memory remember": (2, 2, 2, 3, 0, 0, 2, 2),
+    "identity propose": (0, 3, 3, 0, 0, 3, 2, 3),
+    "obligation resolve": (0, 3, 3, 2, 2, 2, 2, 3),
+    "memory retract": (0, 3, 3, 2, 2, 2, 2, 3),
+    "unit decide": (0, 3, 3, 2, 2, 2, 2, 3),
+    "unit demote": (0, 3, 3, 2, 2, 2, 2, 3),
+    "identity accept": (0, 3, 3, 2, 2, 2, 2, 3),
+    "identity reject": (0, 3, 3, 2, 2, 2, 2, 3),
+    "registry ack": (0, 3, 3, 2, 2, 2, 2, 0),
 }
-PERSON = {"owner": "alice", "no-grant": "bob", "unknown": "mallory"}
-LEASED = {"lease:intelligence": "r1", "lease:implement": "u1", "lease:bookkeeper": "b1"}
+PERSON = {"owner": "alice", "no-grant": "bob", "unknown": "mallory", "unit --by": "alice", "no key": "carol"}
+LEASED = {
+    "lease:intelligence": "r1",
+    "lease:implement": "u1",
+    "lease:bookkeeper": "b1",
+    "unit --by": "u1",
+}
 
 
 def setup(tmp_path, command):
@@ -34,6 +50,9 @@ def setup(tmp_path, command):
     path = ws.root / "regulator/policy/interaction.yaml"
     policy = yaml.safe_load(path.read_text())
     policy["people"]["bob"] = {"grants": [], "resolve": []}
+    carol = dict(policy["people"]["alice"])
+    carol.pop("keys")
+    policy["people"]["carol"] = carol
     source = tmp_path / "policy.yaml"
     source.write_text(yaml.safe_dump(policy))
     done = ws.run(
@@ -57,7 +76,8 @@ def setup(tmp_path, command):
         "findings/F-x.md",
         "---\nid: F-x\ndate: '2026-11-01'\ntitle: t\naffects: [u9]\nack: ''\nresolved: false\n---\n",
     )
-    worktrees = {actor: ws.lease(unit) for actor, unit in LEASED.items()}
+    leased = {unit: ws.lease(unit) for unit in set(LEASED.values())}
+    worktrees = {actor: leased[unit] for actor, unit in LEASED.items()}
     ws.run(*report_args(affects=["u3"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
     context = {"worktrees": worktrees, "tmp": tmp_path}

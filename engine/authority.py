@@ -1,0 +1,234 @@
+"""Where trust starts (SPEC §15.0): the governed content in force, folded from identity.ndjson's
+decisions, never read from the files on disk; and the check that a person event counts (§15.1).
+
+The first run of `baseline` decisions in identity.ndjson (written by `init`) is trusted on first
+use. After it, a decision counts only when the person deciding holds the `accept` grant under the
+policy in force just before it and, where that policy requires signatures, signed it with one of
+their listed keys. A proposal by a person, a dismissal, and every person event of the other stores
+are judged against the interaction policy in force at the event's own `at`, so a key retired by a
+later decision still verifies what it signed before.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.store import Store, canonical
+from identity.files import GOVERNED, content_hash
+
+INTERACTION = "regulator/policy/interaction.yaml"
+ROUTING = "regulator/policy/routing.yaml"
+UNSIGNED_FIELDS = ("prev", "hash", "sig")  # what a signature does not cover
+_CLOCK = re.compile(r"^clock:\s*['\"]?(pinned|system)['\"]?\s*(#.*)?$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class People:
+    """What the interaction policy says about persons, read without pydantic (status stays lean):
+    the content was validated when it was proposed or written by init."""
+
+    require_signatures: bool = False
+    keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    grants: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, text: str | None) -> People:
+        if not text:
+            return cls()
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError:
+            return cls()
+        if not isinstance(data, dict):
+            return cls()
+        people = data.get("people") if isinstance(data.get("people"), dict) else {}
+        keys: dict[str, tuple[str, ...]] = {}
+        grants: dict[str, tuple[str, ...]] = {}
+        for name, entry in people.items():
+            if not isinstance(entry, dict):
+                continue
+            keys[str(name)] = tuple(k for k in entry.get("keys") or () if isinstance(k, str))
+            grants[str(name)] = tuple(g for g in entry.get("grants") or () if isinstance(g, str))
+        return cls(data.get("requireSignatures") is True, keys, grants)
+
+
+@dataclass(frozen=True)
+class Uncounted:
+    """An event in a store that counts for nothing, and why (`verify` names each)."""
+
+    store: str
+    offset: int  # where its line starts (verify turns it into a line number)
+    reason: str  # "unsigned", "bad signature", "replayed id", ...
+    id: str | None = None
+
+
+@dataclass
+class Authority:
+    present: bool = False  # identity.ndjson exists: this is the host's workspace, not a clone
+    workspace_id: str | None = None  # the hash of identity.ndjson's first event
+    content: dict[str, str | None] = field(default_factory=dict)  # file -> decided text (None: unknown)
+    decided_hash: dict[str, str] = field(default_factory=dict)
+    times: list[str] = field(default_factory=list)  # `at` of each interaction policy in force
+    policies: list[People] = field(default_factory=list)  # ... and the policy from then on
+    proposals: dict[str, dict] = field(default_factory=dict)  # the proposals that count
+    decisions: list[dict] = field(default_factory=list)  # the decisions that count, baseline first
+    dismissals: dict[tuple[str, int], dict] = field(default_factory=dict)  # (store, line) -> event
+    uncounted: list[Uncounted] = field(default_factory=list)
+
+    @property
+    def people(self) -> People:
+        return self.policies[-1] if self.policies else People()
+
+    def people_at(self, at: object) -> People:
+        """The interaction policy in force at `at` (ISO text compares in time order)."""
+        if not self.policies:
+            return People()
+        if not isinstance(at, str):
+            return self.policies[0]
+        k = bisect.bisect_right(self.times, at) - 1
+        return self.policies[max(k, 0)]
+
+    @property
+    def authentication(self) -> str:
+        """ "signatures" when the policy in force requires them; else "names" (SPEC §15.1)."""
+        return "signatures" if self.people.require_signatures else "names"
+
+    @property
+    def clock(self) -> str:
+        found = _CLOCK.search(self.content.get(ROUTING) or "")
+        return found.group(1) if found else "system"
+
+    def check(self, event: dict, people: People | None = None) -> str | None:
+        """Why a person event counts for nothing, or None when it counts. A present but bad
+        signature never counts; an unsigned one counts only where signatures are not required."""
+        people = people or self.people_at(event.get("at"))
+        sig = event.get("sig")
+        if sig is None:
+            return "unsigned" if people.require_signatures else None
+        person = event.get("by")
+        keys = people.keys.get(person, ()) if isinstance(person, str) else ()
+        if not isinstance(sig, str) or not keys or event.get("workspace") != self.workspace_id:
+            return "bad signature"
+        from engine import sshsig
+
+        return None if sshsig.verify(sig, signed_bytes(event), keys) else "bad signature"
+
+
+def signed_bytes(event: dict) -> bytes:
+    """What a person signs: the store's canonical JSON of the event without prev, hash and sig."""
+    return canonical({k: v for k, v in event.items() if k not in UNSIGNED_FIELDS})
+
+
+_CACHE: dict[tuple, Authority] = {}
+
+
+def of(root: Path) -> Authority:
+    """The authority of the workspace at `root`, folded again only when identity.ndjson changed."""
+    path = root / ".regulator" / "identity.ndjson"
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return Authority()
+    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    found = _CACHE.get(key)
+    if found is None:
+        read = Store(path).read()
+        found = fold(read.events, read.starts)
+        found.present = True
+        _CACHE.clear()
+        _CACHE[key] = found
+    return found
+
+
+def fold(events: list[dict], starts: list[int]) -> Authority:
+    """Fold identity.ndjson's events (whole dicts, log order) into the authority they establish."""
+    auth = Authority()
+    if not events:
+        return auth
+    auth.workspace_id = events[0].get("hash") if isinstance(events[0].get("hash"), str) else None
+    seen: set[str] = set()
+    decided: set[str] = set()
+    leading = True
+    for offset, event in zip(starts, events, strict=True):
+        kind, verdict = event.get("kind"), event.get("decision")
+        if leading and kind == "decision" and verdict == "baseline":
+            _baseline(auth, event)
+            continue
+        if leading:
+            leading = False
+            auth.policies.append(People.parse(auth.content.get(INTERACTION)))
+            auth.times.append("")
+        reason = _judge(auth, event, kind, verdict, seen, decided)
+        if reason is not None:
+            auth.uncounted.append(Uncounted("identity", offset, reason, event.get("id")))
+            continue
+        if isinstance(event.get("id"), str):
+            seen.add(event["id"])
+        if kind == "proposal":
+            auth.proposals[event["id"]] = event
+        elif kind == "decision":
+            decided.add(event["proposal"])
+            auth.decisions.append(event)
+            if verdict == "accepted":
+                proposal = auth.proposals[event["proposal"]]
+                auth.content[proposal["file"]] = proposal["content"]
+                auth.decided_hash[proposal["file"]] = proposal["contentHash"]
+                if proposal["file"] == INTERACTION:
+                    auth.policies.append(People.parse(proposal["content"]))
+                    auth.times.append(event.get("at") if isinstance(event.get("at"), str) else "")
+        elif kind == "dismissal":
+            auth.dismissals[(event.get("store"), event.get("line"))] = event
+    if leading:
+        auth.policies.append(People.parse(auth.content.get(INTERACTION)))
+        auth.times.append("")
+    return auth
+
+
+def _baseline(auth: Authority, event: dict) -> None:
+    """Trusted on first use: the content init wrote (a first-round baseline carries only its hash)."""
+    file, digest = event.get("file"), event.get("contentHash")
+    if file not in GOVERNED or not isinstance(digest, str):
+        return
+    text = event.get("content")
+    ok = isinstance(text, str) and content_hash(text.encode()) == digest
+    auth.content[file] = text if ok else None
+    auth.decided_hash[file] = digest
+    auth.decisions.append(event)
+
+
+def _judge(
+    auth: Authority, event: dict, kind: object, verdict: object, seen: set[str], decided: set[str]
+) -> str | None:
+    """Why an identity event after the baseline counts for nothing, or None."""
+    event_id = event.get("id")
+    if isinstance(event_id, str) and event_id in seen:
+        return "replayed id (an event with this id came earlier)"
+    if kind == "proposal":
+        if event.get("by") is None:
+            return None  # a unit's, stamped by the host from its lease
+        return auth.check(event, auth.people_at(event.get("at")))
+    if kind == "decision":
+        if verdict == "baseline":
+            return "a baseline after the first events (only init writes one)"
+        people = auth.people  # the policy in force just before this decision
+        proposal = auth.proposals.get(event.get("proposal"))  # type: ignore[arg-type]
+        if proposal is None or verdict not in ("accepted", "rejected"):
+            return "decides no proposal that counts"
+        if event["proposal"] in decided:
+            return "a second decision on the same proposal"
+        if "accept" not in people.grants.get(event.get("by"), ()):  # type: ignore[arg-type]
+            return "decided by a person without the accept grant"
+        if verdict == "accepted" and event.get("contentHash") != proposal.get("contentHash"):
+            return "accepts content other than the proposal's"
+        return auth.check(event, people)
+    if kind == "dismissal":
+        if "accept" not in auth.people.grants.get(event.get("by"), ()):  # type: ignore[arg-type]
+            return "dismissed by a person without the accept grant"
+        return auth.check(event, auth.people)
+    return None

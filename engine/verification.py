@@ -1,0 +1,168 @@
+"""`regulator verify`: every store's hash chain, every person event that counts for nothing, and
+any checkpoint compared with a fresh fold of the stores (SPEC §11, §15.1, §15.4); and dismissals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from engine import clock
+from engine.actors import check_person, require_grant
+from engine.errors import BadInput
+from engine.limits import check_text
+from engine.store import verify as verify_chain
+from engine.workspace import STORE_NAMES, Workspace
+
+CHECKPOINT = "readmodel.checkpoint"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A line `verify` names: bad chain, unreadable, or a person event that counts for nothing."""
+
+    store: str  # "signals.ndjson", ... or "readmodel.checkpoint"
+    line: int
+    message: str
+    dismissed: str | None = None  # "dismissed by alice at …: rationale"
+
+    def __str__(self) -> str:
+        where = self.store if self.store == CHECKPOINT else f"{self.store}:{self.line}"
+        tail = f" [dismissed by {self.dismissed}]" if self.dismissed else ""
+        return f"{where}: {self.message}{tail}"
+
+
+def _lines(ws: Workspace, store: str) -> list[bytes]:
+    try:
+        return ws.store(store).path.read_bytes().split(b"\n")
+    except OSError:
+        return []
+
+
+def line_of(data: list[bytes], offset: int) -> int:
+    position = 0
+    for number, raw in enumerate(data, start=1):
+        if position >= offset:
+            return number
+        position += len(raw) + 1
+    return len(data)
+
+
+def findings(ws: Workspace, state=None) -> list[Finding]:
+    """Everything `verify` names, dismissed ones marked. `regulator verify` folds the stores afresh
+    and compares any checkpoint with that fold; the control room and --once pass the state they
+    hold (a checkpoint they restored carries MAC-checked results) and only check the MAC."""
+    from engine.state import load
+
+    found: list[Finding] = []
+    for name in STORE_NAMES:
+        found += [Finding(f.store, f.line, f.message) for f in verify_chain(ws.store(name))]
+    fresh = state if state is not None else load(ws, cached=False)
+    uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
+    lines = {name: _lines(ws, name) for name in {u.store for u in uncounted}}
+    for u in uncounted:
+        found.append(
+            Finding(
+                f"{u.store}.ndjson",
+                line_of(lines[u.store], u.offset),
+                f"person event {u.reason}; it counts for nothing",
+            )
+        )
+    found.sort(key=lambda f: (f.store, f.line))
+    found += _checkpoint(ws, fresh if state is None else None)
+    return _mark_dismissed(ws, found)
+
+
+def _checkpoint(ws: Workspace, fresh) -> list[Finding]:
+    """A checkpoint without this host key's MAC is forged (ignored by every read); one with it
+    must fold to what the stores fold to."""
+    from engine import checkpoint
+    from engine.state import advance
+
+    authentic = checkpoint.authentic(ws)
+    if authentic is None:
+        return []
+    if not authentic:
+        return [
+            Finding(
+                CHECKPOINT,
+                0,
+                "no valid MAC of .regulator/host.key (forged, or from another host); ignored by every read and write",
+            )
+        ]
+    restored = checkpoint.restore(ws, fresh.now)
+    if restored is None:
+        return []  # stale (the stores moved on from it): unused, nothing to compare
+    advance(ws, restored)
+    if _digest(restored) != _digest(fresh):
+        return [Finding(CHECKPOINT, 0, "does not fold to what the stores fold to; ignored (delete it)")]
+    return []
+
+
+def _digest(state) -> tuple:
+    return (
+        sorted((o.id, o.status, o.disposition, o.by, o.blocks, o.unit) for o in state.obligations.values()),
+        sorted((u.id, u.status, u.lease, u.recovery) for u in state.units.values() if u.history),
+        sorted((k, e.retraction is not None) for k, e in state.memory.items()),
+        list(state.unrouted_ids),
+    )
+
+
+def _mark_dismissed(ws: Workspace, found: list[Finding]) -> list[Finding]:
+    dismissals = ws.authority().dismissals
+    if not dismissals:
+        return found
+    out = []
+    for f in found:
+        event = dismissals.get((f.store.removesuffix(".ndjson"), f.line))
+        if event is not None and event.get("lineHash") == _line_hash(
+            ws, f.store.removesuffix(".ndjson"), f.line
+        ):
+            f = Finding(
+                f.store,
+                f.line,
+                f.message,
+                f"{event.get('by')} at {event.get('at')}: {event.get('rationale')}",
+            )
+        out.append(f)
+    return out
+
+
+def _line_hash(ws: Workspace, store: str, line: int) -> str | None:
+    data = _lines(ws, store)
+    if not 1 <= line <= len(data):
+        return None
+    return hashlib.sha256(data[line - 1]).hexdigest()
+
+
+def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
+    """Append a signed dismissal of a named bad line: verify lists it as dismissed and exits 0
+    for it; the line still counts for nothing (the log is append-only)."""
+    from engine.signing import person_event, signer_for
+
+    person = check_person(by)
+    rationale = check_text("--rationale", rationale, kind="rationale")
+    store, _, number = target.partition(":")
+    if store.endswith(".ndjson"):
+        store = store.removesuffix(".ndjson")
+    if store not in STORE_NAMES or not number.isdigit():
+        raise BadInput(
+            f"--dismiss {target!r}: name a line as STORE:LINE (e.g. signals:42), as verify names it"
+        )
+    line = int(number)
+    named = {(f.store.removesuffix(".ndjson"), f.line) for f in findings(ws) if f.dismissed is None}
+    if (store, line) not in named:
+        raise BadInput(f"--dismiss {target}: verify names no undismissed problem on that line")
+    require_grant(ws, person, "accept", "dismiss a line verify names")
+    signer = signer_for(ws, person)
+    event = {
+        "kind": "dismissal",
+        "store": store,
+        "line": line,
+        "lineHash": _line_hash(ws, store, line),
+        "by": person,
+        "rationale": rationale,
+        "at": clock.iso(clock.now()),
+    }
+    with ws.exclusive():
+        return ws.store("identity").append(person_event(ws, signer, event))
