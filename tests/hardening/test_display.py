@@ -139,6 +139,7 @@ def test_rows_and_lifecycles_show_store_text_literally(tmp_path_factory, text):
         lines += lifecycle(view, snap, key)
     shown = "\n".join(lines)
     assert escape(text) in shown  # the text, escaped, is there to read
+    assert f"  note: {escape(text)}" in lines  # escaped once: it reads back as the text
     for line in lines:
         assert not any(char in line for char in RAW), repr(line)
         out = rendered(line)
