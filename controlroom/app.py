@@ -23,6 +23,7 @@ from engine import checkpoint, clock
 from engine.contracts import load_contracts
 from engine.errors import RegulatorError
 from engine.state import StoreReplaced, advance, attach_contracts, unrouted
+from engine.text import escape
 from engine.workspace import Workspace
 from widgets.detail import DetailPane
 from widgets.dialogs import DecideDialog, ProposalDialog, ResolveDialog, RetractDialog, TextScreen
@@ -299,7 +300,7 @@ class ControlRoom(App):
         key = self.table.current_key
         reason = "read-only" if self.read_only else why_not(spec, self.snap, key)
         if reason:
-            self.notify(f"{spec.label}: {reason}", severity="warning")
+            self.notify(escape(f"{spec.label}: {reason}"), severity="warning", markup=False)
             return
         state = self.snap.state
         if name == "resolve":
@@ -330,7 +331,7 @@ class ControlRoom(App):
         try:
             call()
         except RegulatorError as exc:
-            self.notify(str(exc), severity="error", timeout=8)
+            self.notify(escape(str(exc)), severity="error", timeout=8, markup=False)
             return
         finally:
             checkpoint.withdraw()  # the room writes its own when it closes, not in the middle
@@ -387,7 +388,7 @@ class ControlRoom(App):
         try:
             route(self.ws, self.snap.state)
         except RegulatorError as exc:
-            self.notify(f"routing failed: {exc}", severity="error")
+            self.notify(escape(f"routing failed: {exc}"), severity="error", markup=False)
             return False
         return True
 

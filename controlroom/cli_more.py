@@ -128,9 +128,10 @@ def memory_retract(
 def context(
     unit: Annotated[str | None, typer.Argument(metavar="[UNIT]")] = None,
     budget: Annotated[int, typer.Option(help="Characters for the memory section.", min=0)] = 6000,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Print exactly what a unit receives at start: identity, then current memory (verbatim)."""
-    from engine.delivery import render_context
+    """Print exactly what a unit receives at start: identity, then current memory (fenced, escaped)."""
+    from engine.delivery import build_context, render_json, render_text
     from engine.state import load
     from engine.workspace import check_unit_id
 
@@ -142,7 +143,11 @@ def context(
         check_unit_id(unit)
         if unit not in state.contracts:
             raise BadInput(f"unit {unit!r} has no contract under contracts/")
-    sys.stdout.write(render_context(ws, state, unit, budget))
+    ctx = build_context(ws, state, unit, budget)
+    if as_json:
+        emit_json(render_json(ctx))
+    else:
+        sys.stdout.write(render_text(ctx))
 
 
 @identity_app.command("propose")

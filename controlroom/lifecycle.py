@@ -8,16 +8,17 @@ from controlroom.readmodel import Snapshot
 from engine.decisions import decision_of
 from engine.ladder import registers_of
 from engine.state import days_left, history, is_stale, memory_status, unit_status
-from engine.text import escape, escape_block
+from engine.text import ensure_escaped, escape, escape_block
 
 
 def lifecycle(view: str, snap: Snapshot, key: str | None) -> list[str]:
     if key is None:
         return ["(nothing selected)"]
     try:
-        # every line escaped once more at the end: whatever a branch below forgot, a store field
-        # never reaches the terminal as a control sequence (escape is idempotent)
-        return [escape(line) for line in _lifecycle(view, snap, key)]
+        # a last guard: whatever a branch below forgot, a store field never reaches the terminal
+        # as a control sequence (a line of escaped fields passes unchanged: escape doubles the
+        # backslash, so it is not applied twice)
+        return [ensure_escaped(line) for line in _lifecycle(view, snap, key)]
     except KeyError:
         return ["(gone: the row changed under the cursor)"]
 
@@ -103,7 +104,10 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
         e = entry.event
         today = state.now.date()
         yield f"memory entry {key}"
-        yield f"{e['at']} recorded by unit {e.get('unit')} at revision {e.get('revision') or 'unknown'} (S1)"
+        yield (
+            f"{e['at']} recorded by unit {escape(e.get('unit'))} at revision "
+            f"{escape(e.get('revision') or 'unknown')} (S1)"
+        )
         yield f"  subject: {escape(e['subject'])}"
         yield f"  note: {escape(e['note'])}"
         yield f"  evidence: {escape('; '.join(e.get('evidence') or []))}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from engine.text import escape, escape_block
+from engine.text import escape, escape_block, escape_json
 
 __all__ = ["escape", "escape_block", "out", "emit_json", "table"]
 
@@ -15,7 +15,8 @@ def out(line: str = "") -> None:
 
 
 def emit_json(data: object) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    """JSON values are raw; DEL, C1 and bidi or zero-width characters are written as \\uNNNN."""
+    sys.stdout.write(escape_json(json.dumps(data, ensure_ascii=False, indent=2)) + "\n")
 
 
 def table(headers: list[str], rows: list[list[object]]) -> None:

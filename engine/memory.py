@@ -11,7 +11,7 @@ from engine.errors import BadInput, Refused
 from engine.limits import check_list, check_text
 from engine.lookup import by_prefix
 from engine.signing import person_event, signer_for
-from engine.state import MemoryEntry, load
+from engine.state import MemoryEntry, load, memory_status
 from engine.workspace import Lease, Workspace
 
 FIELDS = ("subject", "note", "evidence", "reviewBy", "scope")
@@ -75,7 +75,23 @@ def remember(ws: Workspace, fields: dict, lease: Lease | None) -> dict:
         "recordedBy": "S1",
         "at": clock.iso(clock.now()),
     }
-    return ws.store("memory").append(event, assign_id=True)
+    with ws.exclusive():  # the count and the append together: two writers cannot both take the last place
+        check_quota(ws, lease.unit)
+        return ws.store("memory").append(event, assign_id=True)
+
+
+def check_quota(ws: Workspace, unit: str) -> None:
+    """A recording unit holds at most memory.maxCurrentPerUnit current entries (SPEC §16.1)."""
+    most = ws.routing().memory.max_current_per_unit
+    state = load(ws, stores=("memory",))
+    today = state.now.date()
+    mine = [entry for entry in state.memory.values() if entry.event.get("unit") == unit]
+    held = sum(memory_status(entry, today) == "current" for entry in mine)
+    if held >= most:
+        raise Refused(
+            f"unit {unit} holds {held} current memory entries, the most one unit may hold "
+            "(memory.maxCurrentPerUnit in regulator/policy/routing.yaml): retract one or let one expire"
+        )
 
 
 def find(entries: dict[str, MemoryEntry], prefix: str) -> MemoryEntry:

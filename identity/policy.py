@@ -50,6 +50,12 @@ class Rule(_Model):
     owed_to: str = Field(alias="owedTo")
 
 
+class MemoryPolicy(_Model):
+    """How much current memory one recording unit may hold (SPEC §16.1)."""
+
+    max_current_per_unit: int = Field(default=25, alias="maxCurrentPerUnit", ge=1)
+
+
 class RoutingPolicy(_Model):
     severities: tuple[str, ...]
     blocks_at_or_above: str = Field(alias="blocksAtOrAbove")
@@ -58,6 +64,7 @@ class RoutingPolicy(_Model):
     intake_debt_days: int = Field(default=14, alias="intakeDebtDays", ge=0)
     # SPEC §15.3: REGULATOR_NOW is honoured only under `pinned` (tests, the demo's build)
     clock: Literal["system", "pinned"] = "system"
+    memory: MemoryPolicy = MemoryPolicy()
 
     @model_validator(mode="after")
     def _severities_known(self) -> RoutingPolicy:

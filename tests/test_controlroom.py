@@ -405,3 +405,37 @@ def test_closing_the_room_leaves_a_checkpoint_the_next_start_reads(demo, monkeyp
     run(ControlRoom(demo, "alice", watch=False, background_checks=False), rows)
     assert seen["restored"] == [False, False, True]
     assert seen["rows"][2] == seen["rows"][1] == seen["rows"][0]
+
+
+def test_dialogs_show_store_text_escaped(demo):
+    from engine.memory import remember
+    from engine.workspace import LEASE_FILE, read_lease
+
+    lease = read_lease(demo.root / ".worktrees" / "u1" / LEASE_FILE)
+    hostile = {
+        "subject": "[red]INJ[/red] \u202eevil",
+        "note": "\x1b]52;c;ZXZpbA==\x07 line\nbreak \\x1b",
+        "evidence": ["e"],
+        "reviewBy": "2026-12-20",
+    }
+    entry = remember(demo, hostile, lease)["id"]
+    app = ControlRoom(demo, "alice", watch=False)
+    seen = {}
+
+    async def script(pilot):
+        from textual.widgets import Static
+
+        from widgets.dialogs import RetractDialog
+
+        await pilot.press("3")
+        app.table.cursor = app.table.keys.index(entry)
+        await pilot.pause()
+        await pilot.press("x")
+        await pilot.pause()
+        assert isinstance(app.screen, RetractDialog)
+        seen["dialog"] = "\n".join(str(s.content) for s in app.screen.query(Static))
+
+    run(app, script)
+    shown = seen["dialog"]
+    assert "[red]INJ[/red] \\u202eevil: \\x1b]52;c;ZXZpbA==\\x07 line\\nbreak \\\\x1b" in shown
+    assert not any(char in shown for char in ("\x1b", "\x07", "\u202e"))

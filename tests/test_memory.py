@@ -66,9 +66,13 @@ def test_scoped_entries_reach_only_their_types(seeded):
         assert "facts, not rules and not identity" in text
         assert "INV-004" in text  # identity comes first
         assert text.index("INV-004") < text.index("package mirror")
-    assert "recorded by unit u1 at revision " in implement and "review by 2026-12-29" in implement
     unit_events = {e["unit"]: e["revision"] for e in ws.events("memory")}
-    assert unit_events["u1"] and unit_events["u1"] in implement
+    tz = ws.events("memory")[0]
+    assert unit_events["u1"]
+    assert (
+        f"- [{tz['id'][-8:]}] TZ · review by 2026-12-29 · scope implement · from u1 @ {unit_events['u1']}\n"
+        "  > The tests are flaky unless TZ is set to UTC.\n"
+    ) in implement
 
 
 def test_context_without_unit_is_every_entry(seeded):
@@ -152,12 +156,13 @@ def test_markup_and_escapes_shown_literally(ws):
     listed = ws.run("memory").stdout
     assert "[bold red]x[/]" in listed and "\\x1b[31mred" in listed and ESC not in listed
     context = ws.run("context", "u1").stdout
-    assert note in context  # verbatim: exactly what the unit receives
+    # fenced and escaped, as everywhere else (SPEC §16.1); the markup stays characters
+    assert "  > [bold red]x[/] and \\x1b[31mred\\x1b[0m\n" in context and ESC not in context
 
 
 def test_budget_takes_scoped_newest_first_and_counts_the_rest(ws):
     u1 = ws.lease("u1")
-    for i in range(50):
+    for i in range(24):  # one unit holds at most 25 current entries (the shipped default)
         scope = ["implement"] if i % 2 else ["research"] if i % 5 == 0 else []
         note = f"fact number {i:02d} " + "z" * 250
         stamp = {"REGULATOR_NOW": f"2026-11-29T12:{i:02d}:00Z"}
@@ -177,8 +182,8 @@ def test_budget_takes_scoped_newest_first_and_counts_the_rest(ws):
     later = {"REGULATOR_NOW": "2026-11-29T13:00:00Z"}
     text = ws.run("context", "u1", "--budget", "2000", env=later).stdout
     shown = [int(line.split("fact number ")[1][:2]) for line in text.splitlines() if "fact number" in line]
-    scoped = [i for i in range(50) if i % 2]
+    scoped = [i for i in range(24) if i % 2]
     assert shown == sorted(scoped, reverse=True)[: len(shown)]
     assert 3 <= len(shown) <= 6
-    eligible = len(scoped) + len([i for i in range(50) if not i % 2 and i % 5])
+    eligible = len(scoped) + len([i for i in range(24) if not i % 2 and i % 5])
     assert f"{len(shown)} of {eligible} current entries shown; {eligible - len(shown)} left out" in text

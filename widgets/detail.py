@@ -6,6 +6,8 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from engine.text import ensure_escaped
+
 
 class DetailPane(VerticalScroll):
     DEFAULT_CSS = """
@@ -19,12 +21,12 @@ class DetailPane(VerticalScroll):
 
     def show(self, lines: list[str], actions: list[tuple[str, str, str | None]]) -> None:
         """Lines of history, then each action: (key, label, why-not or None when allowed)."""
-        text = Text("\n".join(lines), no_wrap=False)
+        text = Text("\n".join(ensure_escaped(line) for line in lines), no_wrap=False)
         if actions:
             text.append("\n\nactions\n", style="bold")
             for key, label, why_not in actions:
                 if why_not is None:
                     text.append(f"  {key} {label}\n")
                 else:
-                    text.append(f"  {key} {label}: disabled, {why_not}\n", style="dim")
+                    text.append(f"  {key} {label}: disabled, {ensure_escaped(why_not)}\n", style="dim")
         self._text.update(text)

@@ -11,6 +11,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
+from engine.text import ensure_escaped, escape
+
 
 class _Dialog(ModalScreen[dict | None]):
     DEFAULT_CSS = """
@@ -51,7 +53,7 @@ class ResolveDialog(_Dialog):
     def __init__(self, obligation_id: str, summary: str, dispositions: tuple[str, ...]) -> None:
         super().__init__()
         self.obligation_id = obligation_id
-        self.summary = summary
+        self.summary = escape(summary)  # store text: shown as characters, never acted on
         self.dispositions = dispositions
 
     def compose(self) -> ComposeResult:
@@ -85,7 +87,7 @@ class RetractDialog(_Dialog):
     def __init__(self, entry_id: str, summary: str) -> None:
         super().__init__()
         self.entry_id = entry_id
-        self.summary = summary
+        self.summary = escape(summary)  # store text: shown as characters, never acted on
 
     @property
     def expected(self) -> str:
@@ -151,7 +153,7 @@ class ProposalDialog(_Dialog):
         super().__init__()
         self.proposal_id = proposal_id
         self.verdict = verdict
-        self.summary = summary
+        self.summary = escape(summary)  # store text: shown as characters, never acted on
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -187,8 +189,8 @@ class TextScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static(Text(self.title_text, style="bold"))
-            yield Static(Text("\n".join(self.lines)))
+            yield Static(Text(ensure_escaped(self.title_text), style="bold"))
+            yield Static(Text("\n".join(ensure_escaped(line) for line in self.lines)))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -14,7 +14,7 @@ from rich.text import Text
 from controlroom import readmodel
 from controlroom.lifecycle import lifecycle
 from engine.state import MemoryEntry, Obligation, State
-from engine.text import escape
+from engine.text import escape, unescape
 from engine.workspace import Workspace
 
 hostile = st.one_of(
@@ -30,12 +30,19 @@ hostile = st.one_of(
             "[/]",
             ":smile:",
             "\\[escaped]",
+            "\u202eevil\u202c",
+            "\u2066isolate\u2069 \u200bzero\ufeff",
+            "line\u2028separator\x85",
+            "\\x1b is not ESC",
         ]
     ),
     st.text(
-        alphabet=st.sampled_from(list("[]/\\\x1b\x07\x9b\r\n abcRED=:;0123456789")), min_size=1, max_size=30
+        alphabet=st.sampled_from(list("[]/\\\x1b\x07\x9b\r\n\t abcRED=:;0123456789\u202e\u2066\u200b\u2028")),
+        min_size=1,
+        max_size=30,
     ),
 )
+RAW = ("\x1b", "\x07", "\x9b", "\r", "\u202e", "\u2066", "\u200b", "\u2028", "\x85", "\ufeff")
 
 
 def state_with(text: str) -> State:
@@ -132,8 +139,9 @@ def test_rows_and_lifecycles_show_store_text_literally(tmp_path_factory, text):
         lines += lifecycle(view, snap, key)
     shown = "\n".join(lines)
     assert escape(text) in shown  # the text, escaped, is there to read
+    assert f"  note: {escape(text)}" in lines  # escaped once: it reads back as the text
     for line in lines:
-        assert "\x1b" not in line and "\x07" not in line and "\x9b" not in line and "\r" not in line
+        assert not any(char in line for char in RAW), repr(line)
         out = rendered(line)
         # the only escape sequences on the wire are the console's own styling, never the text's
         assert "\x1b]" not in out and "\x07" not in out
@@ -150,5 +158,7 @@ def test_cli_tables_escape_store_text(text):
     with contextlib.redirect_stdout(out):
         table(["id", "subject"], [["x", text]])
     printed = out.getvalue()
-    assert "\x1b" not in printed and "\x07" not in printed and "\r" not in printed and "\x9b" not in printed
+    assert not any(char in printed for char in RAW)
     assert escape(text).rstrip() in printed  # the table trims trailing blanks of its last column
+    cell = printed.split("\n")[1][len("x   ") :]
+    assert unescape(cell) == text.rstrip(" ")  # reversible: the cell reads back as the text
