@@ -154,22 +154,22 @@ def write_signals(root: Path, signals: int, units: int, resolved: int = 0) -> in
         signal = {
             "kind": "signal",
             "id": sid,
-                "subject": f"dependency {i % 997} changed",
-                "claim": "The dependency changed behaviour in a way this unit relies on.",
-                "observation": f"diff of release notes, item {i}",
-                "evidence": [f"notes/{i}.md"],
-                "confidence": "medium",
-                "reportedSeverity": severity,
-                "affectedUnits": [unit],
-                "observedAt": NOW,
-                "expiresAt": "2027-02-01T00:00:00Z" if i % 3 else None,
-                "rationale": None,
-                "unit": None if by_person else unit_name((i % units) // 4 * 4 + 2),  # a research unit
-                "by": "alice" if by_person else None,
-                "revision": None,
-                "source": "S4",
-                "destination": "S3",
-                "at": NOW,
+            "subject": f"dependency {i % 997} changed",
+            "claim": "The dependency changed behaviour in a way this unit relies on.",
+            "observation": f"diff of release notes, item {i}",
+            "evidence": [f"notes/{i}.md"],
+            "confidence": "medium",
+            "reportedSeverity": severity,
+            "affectedUnits": [unit],
+            "observedAt": NOW,
+            "expiresAt": "2027-02-01T00:00:00Z" if i % 3 else None,
+            "rationale": None,
+            "unit": None if by_person else unit_name((i % units) // 4 * 4 + 2),  # a research unit
+            "by": "alice" if by_person else None,
+            "revision": None,
+            "source": "S4",
+            "destination": "S3",
+            "at": NOW,
         }
         w.add(alice.event(signal) if by_person else signal)
         w.add(
@@ -270,7 +270,11 @@ def write_memory(root: Path, events: int, units: int) -> int:
             }
         )
         if i % 100 == 0 and w.count < events:  # person events: about 1 % of the log (SPEC §21)
-            w.add(alice.event({"kind": "retraction", "entry": mid, "by": "alice", "reason": "superseded", "at": NOW}))
+            w.add(
+                alice.event(
+                    {"kind": "retraction", "entry": mid, "by": "alice", "reason": "superseded", "at": NOW}
+                )
+            )
         i += 1
     w.close()
     return w.count

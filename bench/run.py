@@ -339,12 +339,19 @@ def person_events(root: Path, meta: dict) -> dict:
     times = []
     for _ in range(3):
         done = subprocess.run(
-            [sys.executable, "-c", FOLD, str(root)], capture_output=True, text=True, env=bench_env(), check=True
+            [sys.executable, "-c", FOLD, str(root)],
+            capture_output=True,
+            text=True,
+            env=bench_env(),
+            check=True,
         )
         seconds, closed, uncounted = done.stdout.split()
         times.append(float(seconds))
     assert int(closed) == meta["personEvents"] and int(uncounted) == 0, done.stdout
-    return {"verify_person_events_s": round(statistics.median(times), 3), "verify_person_events_runs_s": times}
+    return {
+        "verify_person_events_s": round(statistics.median(times), 3),
+        "verify_person_events_runs_s": times,
+    }
 
 
 def main() -> int:

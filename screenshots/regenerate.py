@@ -26,7 +26,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "fleet-repo"
         subprocess.run(
-            [regulator, "demo", "--dir", str(root), "--once", "--clock", "pinned"], env=env, check=True, stdout=subprocess.DEVNULL
+            [regulator, "demo", "--dir", str(root), "--once", "--clock", "pinned"],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
         )
         for view in VIEWS:
             target = HERE / f"{view}.svg"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 import os
 import subprocess
 
@@ -45,7 +44,7 @@ def test_the_demo_hands_over_a_signed_workspace_on_the_host_clock(tmp_path):
     done = subprocess.run([REGULATOR, "demo", "--dir", str(target)], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     key = target / ".demo-keys" / "alice"
-    assert oct(key.stat().st_mode & 0o777) == "0o600" and f"signing key" in done.stdout
+    assert oct(key.stat().st_mode & 0o777) == "0o600" and "signing key" in done.stdout
     status = subprocess.run(
         [REGULATOR, "--root", str(target), "status", "--json"], env=env, capture_output=True, text=True
     )
@@ -55,9 +54,13 @@ def test_the_demo_hands_over_a_signed_workspace_on_the_host_clock(tmp_path):
         json.loads(line) for line in (target / ".regulator/identity.ndjson").read_text().splitlines()
     ]
     last = decisions[-1]
-    assert last["decision"] == "accepted" and last["by"] == "alice" and last["sig"].startswith("-----BEGIN SSH")
+    assert (
+        last["decision"] == "accepted" and last["by"] == "alice" and last["sig"].startswith("-----BEGIN SSH")
+    )
     assert "clock: system" in (target / "regulator/policy/routing.yaml").read_text()
-    verify = subprocess.run([REGULATOR, "--root", str(target), "verify"], env=env, capture_output=True, text=True)
+    verify = subprocess.run(
+        [REGULATOR, "--root", str(target), "verify"], env=env, capture_output=True, text=True
+    )
     assert verify.returncode == 0, verify.stdout
 
 

@@ -36,7 +36,9 @@ def test_status_runs_without_importing_pydantic_or_textual(ws):
         "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'textual', 'git', 'watchfiles'})\n"
         "print(heavy, file=sys.stderr); sys.exit(code or (3 if heavy else 0))"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ws.root, capture_output=True, text=True, env=ws.env)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ws.root, capture_output=True, text=True, env=ws.env
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == "[]"
     assert '"units"' in done.stdout

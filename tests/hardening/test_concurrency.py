@@ -151,7 +151,9 @@ def test_writers_checkpointing_while_readers_restore(ws):
     ]
     done = ws.root / "writers-done"
     readers = [
-        subprocess.Popen([sys.executable, "-c", READER, str(ws.root), str(done)], env=env, stdout=subprocess.PIPE)
+        subprocess.Popen(
+            [sys.executable, "-c", READER, str(ws.root), str(done)], env=env, stdout=subprocess.PIPE
+        )
         for _ in range(2)
     ]
     assert [p.wait(timeout=300) for p in writers] == [0, 0, 0], [p.stderr.read() for p in writers]
