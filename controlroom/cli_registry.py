@@ -99,15 +99,22 @@ def registry_views(
 def registry_ack(
     finding: Annotated[str, typer.Argument(metavar="F-ID")],
     by: Annotated[str | None, typer.Option()] = None,
+    commit: Annotated[
+        bool, typer.Option("--commit", help="Commit it with Authorized-by: <you>, SSH-signed with your key.")
+    ] = False,
 ) -> None:
-    """Write a dated ack into a finding (commit it with Authorized-by: <you>)."""
+    """Write a dated ack into a finding (commit it with Authorized-by: <you>, or pass --commit)."""
     from engine.registers import ack
     from engine.state import load
 
     ws = person_workspace(by)
-    path = ack(ws, load(ws, stores=()), finding, by)
+    path = ack(ws, load(ws, stores=()), finding, by, commit)
+    if commit:
+        out(f"acknowledged {finding} and committed it with Authorized-by: {escape(by)}")
+        return
     out(
         f"acknowledged {finding} in {path.relative_to(ws.root)}; commit it with 'Authorized-by: {escape(by)}'"
+        " (or use --commit, which signs it)"
     )
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 
 from engine import clock
 from engine.actors import Actor, check_lease, check_person, require_grant, unit_tools
 from engine.errors import BadInput, Refused
-from engine.init import git_config, write_governed
+from engine.init import write_governed
 from engine.limits import check_text
 from engine.lookup import by_prefix
 from engine.signing import person_event, signer_for
@@ -112,31 +111,23 @@ def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: 
         if verdict == "accepted":  # the decision is the truth; the file follows it
             write_governed(path, proposal["content"])
     if verdict == "accepted":
-        commit(ws, proposal, person, rationale)
+        commit(ws, proposal, person, rationale, written)
     return written
 
 
-def commit(ws: Workspace, proposal: dict, person: str, rationale: str) -> bool:
-    """Commit the accepted file when the workspace is a git repository; False when it is not."""
-    if not (ws.root / ".git").exists():
-        return False
-    flags: list[str] = []
-    if not git_config(ws.root, "user.email"):
-        person_entry = ws.interaction().people.get(person)
-        email = (
-            person_entry.emails[0] if person_entry and person_entry.emails else f"{person}@regulator.invalid"
-        )
-        flags = ["-c", f"user.name={person}", "-c", f"user.email={email}"]
+def commit(ws: Workspace, proposal: dict, person: str, rationale: str, decision: dict | None = None) -> bool:
+    """Commit the accepted file when the workspace is a git repository, with the decision's
+    trailers, signed by the person where signatures are required; False when it is not committed."""
+    from engine.gitsig import commit as git_commit
+
+    decision_id = (decision or {}).get("id")
     message = (
         f"regulator: accept proposal {proposal['id']} for {proposal['file']}\n\n"
         f"Accepted by {person}: {rationale}\n\nAuthorized-by: {person}\n"
+        + (f"Regulator-Decision: {decision_id}\nRegulator-Decided-By: {person}\n" if decision_id else "")
     )
-    subprocess.run(["git", "-C", str(ws.root), "add", "--", proposal["file"]], capture_output=True)
-    done = subprocess.run(
-        ["git", "-C", str(ws.root), *flags, "commit", "-q", "-m", message, "--", proposal["file"]],
-        capture_output=True,
-    )
-    return done.returncode == 0
+    sign = ws.authority().people.require_signatures
+    return git_commit(ws, [proposal["file"]], message, person, sign)
 
 
 @dataclass(frozen=True)

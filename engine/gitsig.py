@@ -56,3 +56,33 @@ def signed_by(root: Path, sha: str, keys: Mapping[str, tuple[str, ...]]) -> dict
         person: bool(listed) and sshsig.verify(signature, payload, listed, NAMESPACE) is not None
         for person, listed in keys.items()
     }
+
+
+def commit(ws, paths: list[str], message: str, person: str, sign: bool) -> bool:
+    """Commit these paths (only these: anything else staged is left alone) as `person`, SSH-signed
+    with the person's key when `sign` (the key regulator signs events with). False outside git or
+    when git refuses."""
+    from engine.init import git_config
+    from engine.signing import key_path
+
+    root = ws.root
+    if not (root / ".git").exists():
+        return False
+    flags: list[str] = []
+    if not git_config(root, "user.email"):
+        entry = ws.interaction().people.get(person)
+        email = entry.emails[0] if entry and entry.emails else f"{person}@regulator.invalid"
+        flags += ["-c", f"user.name={person}", "-c", f"user.email={email}"]
+    signing: list[str] = []
+    if sign:
+        key = key_path(ws)
+        if key is None:
+            return False
+        flags += ["-c", "gpg.format=ssh", "-c", f"user.signingkey={key}"]
+        signing = ["-S"]
+    subprocess.run(["git", "-C", str(root), "add", "--", *paths], capture_output=True)
+    done = subprocess.run(
+        ["git", "-C", str(root), *flags, "commit", "-q", *signing, "-m", message, "--", *paths],
+        capture_output=True,
+    )
+    return done.returncode == 0

@@ -23,7 +23,19 @@ from registry.views import VIEWS
 def lint_policy(ws: Workspace) -> Policy:
     people = ws.interaction().people
     ackers = {name: person.emails for name, person in people.items() if "ack" in person.grants}
-    return Policy(ackers=ackers, intake_debt_days=ws.routing().intake_debt_days)
+    keys = {name: person.keys for name, person in people.items()}
+
+    def signed(sha: str, person: str) -> bool:
+        from engine.gitsig import signed_by
+
+        return signed_by(ws.root, sha, {person: keys.get(person, ())})[person]
+
+    return Policy(
+        ackers=ackers,
+        intake_debt_days=ws.routing().intake_debt_days,
+        signed=signed,
+        require_signatures=ws.interaction().require_signatures,
+    )
 
 
 def lint(ws: Workspace, state: State, trunk: str | None = None) -> LintResult:
@@ -63,8 +75,9 @@ def views(ws: Workspace, state: State, check: bool) -> list[str]:
 ACK_LINE = re.compile(r"^ack:.*$", re.MULTILINE)
 
 
-def ack(ws: Workspace, state: State, finding_id: str, by: str | None) -> Path:
-    """Write `ack: "YYYY-MM-DD <who>"` into the entry; the change still goes through review."""
+def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bool = False) -> Path:
+    """Write `ack: "YYYY-MM-DD <who>"` into the entry; the change still goes through review. With
+    `commit`, commit it with the `Authorized-by:` trailer, SSH-signed with the person's key."""
     person = check_person(by)
     if not isinstance(finding_id, str) or not FINDING_ID.fullmatch(finding_id):
         raise BadInput(f"{finding_id!r} is not a finding id (F-<slug>)")
@@ -73,6 +86,13 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None) -> Path:
     if entry is None:
         raise BadInput(f"no finding {finding_id} under findings/ (or it does not parse: run registry lint)")
     require_grant(ws, person, "ack", "acknowledge a finding")
+    signer = None
+    if commit:
+        from engine.signing import signer_for
+
+        signer = signer_for(ws, person)  # refused (exit 3) when the person must sign and cannot
+        if not (ws.root / ".git").exists():
+            raise BadInput("--commit: the workspace is not a git repository")
     if entry.fields["resolved"]:
         raise Refused(f"{finding_id} is resolved: history needs no ack")
     if entry.fields["ack"].strip():
@@ -87,6 +107,13 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None) -> Path:
     else:
         head = head + "\n" + line
     path.write_text(head + rest, encoding="utf-8")
+    if commit:
+        from engine.gitsig import commit as git_commit
+
+        relative = path.relative_to(ws.root).as_posix()
+        message = f"registry: ack {finding_id} by {person}\n\nAuthorized-by: {person}\n"
+        if not git_commit(ws, [relative], message, person, sign=signer is not None):
+            raise Refused(f"the ack is written in {relative} but git did not commit it; commit it by hand")
     return path
 
 

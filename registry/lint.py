@@ -6,6 +6,7 @@ Units, their statuses and the interaction policy come in as arguments: the regis
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
@@ -23,6 +24,8 @@ CODES = {
     "bad-ref": "error: a typed reference does not resolve",
     "schema": "error: the entry does not parse or lacks a field",
     "history-unavailable": "warning: trunk history could not be read; history checks did not run",
+    "authorized-signed": "notice: a load-bearing change authorized by a commit SSH-signed by its person",
+    "authorized-claimed": "notice: a load-bearing change authorized by an Authorized-by trailer on an unsigned commit",
 }
 
 
@@ -32,6 +35,11 @@ class Policy:
 
     ackers: dict[str, tuple[str, ...]]  # person -> emails (empty: any author)
     intake_debt_days: int = 14
+    # SPEC §15.1: (commit sha, person) -> whether the commit is SSH-signed by one of the person's
+    # keys. Asked only of commits that authorize a load-bearing change. With require_signatures,
+    # a trailer on an unsigned commit authorizes nothing.
+    signed: Callable[[str, str], bool] | None = None
+    require_signatures: bool = False
 
 
 @dataclass
@@ -143,7 +151,9 @@ def _load_bearing(fields: dict | None) -> dict:
 
 
 def _authorizer(history: History, path: str, policy: Policy) -> tuple[str | None, str]:
-    """The person whose valid Authorized-by trailer covers this path on the branch, if any."""
+    """The person whose valid Authorized-by trailer covers this path on the branch, if any, and
+    how: "authorized (signed)" by a commit SSH-signed with their key, or "authorized (claimed)"
+    by the trailer alone (only where signatures are not required). (None, why) otherwise."""
     seen = ""
     for commit in history.commits:
         if path not in commit.paths:
@@ -156,8 +166,21 @@ def _authorizer(history: History, path: str, policy: Policy) -> tuple[str | None
             if emails and commit.email not in emails:
                 seen = f"Authorized-by: {name}, but the commit author {commit.email} is not one of {name}'s emails"
                 continue
-            return name, ""
+            if policy.signed is not None and policy.signed(commit.sha, name):
+                return name, f"authorized (signed) by {name} in {commit.sha[:10]}"
+            if policy.require_signatures:
+                seen = (
+                    f"Authorized-by: {name} on {commit.sha[:10]}, but the commit is not SSH-signed by one of "
+                    f"{name}'s keys (requireSignatures); `regulator registry ack F-x --by {name} --commit` signs it"
+                )
+                continue
+            return name, f"authorized (claimed) by {name} in {commit.sha[:10]}: the commit is not signed"
     return None, seen or "no commit on the branch carries Authorized-by: <person with the ack grant>"
+
+
+def _authorized(issues: list[Issue], path: str, how: str) -> None:
+    code = "authorized-signed" if how.startswith("authorized (signed)") else "authorized-claimed"
+    issues.append(Issue("notice", code, path, f"{path}: {how}"))
 
 
 def lint_history(
@@ -208,7 +231,9 @@ def lint_history(
                     )
                 else:
                     who, why = _authorizer(history, path, policy)
-                    if who is None:
+                    if who is not None:
+                        _authorized(issues, path, why)
+                    else:
                         issues.append(
                             Issue(
                                 "error",
@@ -235,6 +260,7 @@ def lint_history(
             continue
         who, why = _authorizer(history, path, policy)
         if who is not None:
+            _authorized(issues, path, why)
             continue
         changed = [k for k in LOAD_BEARING if base_fields.get(k) != now_fields.get(k)]
         if (base_fields.get("ack") or "").strip() and not (now_fields.get("ack") or "").strip():

@@ -428,3 +428,48 @@ def test_the_room_refuses_a_key_it_would_have_to_prompt_for(ws, tmp_path):
     locked = make_key(tmp_path / "keys", "locked", passphrase="secret")
     done = ws.run("controlroom", "--as", "alice", "--key", str(locked))
     assert done.returncode == 2 and "passphrase" in one_line(done)
+
+
+def finding_on_trunk(ws):
+    ws.write(
+        "findings/F-x.md",
+        "---\nid: F-x\ndate: '2026-11-01'\ntitle: t\naffects: [u9]\nack: ''\nresolved: false\n---\nbody\n",
+    )
+    ws.contract("u9", "implement", "implement")
+    ws.commit("finding F-x")
+    ws.git("checkout", "-q", "-b", "work")
+
+
+def lint_codes(ws) -> dict[str, list[str]]:
+    data = json.loads(ws.run("registry", "lint", "--json").stdout)
+    return {level: [i["code"] for i in data[level]] for level in ("errors", "warnings", "notices")}
+
+
+def test_a_signed_ack_commit_is_authorized_signed(ws):
+    finding_on_trunk(ws)
+    done = ws.run("registry", "ack", "F-x", "--by", "alice", "--commit")
+    assert done.returncode == 0, done.stderr
+    assert "gpgsig -----BEGIN SSH SIGNATURE-----" in ws.git("cat-file", "commit", "HEAD")
+    assert "Authorized-by: alice" in ws.git("log", "-1", "--format=%B")
+    codes = lint_codes(ws)
+    assert codes["errors"] == [] and "authorized-signed" in codes["notices"]
+
+
+def test_an_unsigned_trailer_authorizes_nothing_where_signatures_are_required(ws):
+    finding_on_trunk(ws)
+    ws.run("registry", "ack", "F-x", "--by", "alice", check=True)
+    ws.commit("ack F-x\n\nAuthorized-by: alice")  # the trailer, but no signature
+    codes = lint_codes(ws)
+    assert "unauthorized-change" in codes["errors"]
+    assert "not SSH-signed" in ws.run("registry", "lint").stdout
+
+
+def test_an_unsigned_trailer_is_claimed_where_names_are_trusted(tmp_path):
+    ws = first_round_workspace(tmp_path)
+    ws.commit("first round")
+    finding_on_trunk(ws)
+    ws.run("registry", "ack", "F-x", "--by", "alice", check=True)
+    ws.commit("ack F-x\n\nAuthorized-by: alice")
+    codes = lint_codes(ws)
+    assert codes["errors"] == [] and "authorized-claimed" in codes["notices"]
+    assert "authorized (claimed)" in ws.run("registry", "lint").stdout
