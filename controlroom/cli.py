@@ -86,7 +86,15 @@ def init(
 
     root = Path(GLOBAL["root"] or ".")
     ws = initialize(root, owner, trunk, owner_key, clock_mode)
+    from engine import sshsig
+
+    people = ws.authority().people
+    ((name, keys),) = people.keys.items()
     out(f"initialized regulator workspace at {escape(ws.root)}")
+    out(
+        f"owner: {escape(name)} (act with --by {escape(name)}; key {sshsig.fingerprint(keys[0])}); "
+        f"requireSignatures: true; clock: {clock_mode}"
+    )
 
 
 @app.command()
@@ -164,7 +172,7 @@ def verify(
             out(escape(str(f)))
         done = f"{len(failing)} problem(s)" if failing else "ok: every chain holds, every person event counts"
         if findings and not failing:
-            done += f" ({len(findings)} dismissed)"
+            done = f"ok: every chain holds; {len(findings)} bad line(s) dismissed (they count for nothing)"
         out("verify: " + done)
         out(f"note: {limit}")
     if failing:
@@ -453,6 +461,8 @@ def obligation_show(
 def describe_event(event: dict) -> str:
     kind = event.get("kind")
     at = event.get("at", "?")
+    if "uncounted" in event:
+        return f"{at} {escape(kind)} by {escape(event.get('by'))}: counts for nothing ({event['uncounted']})"
     if kind == "routing":
         floors = ", ".join(event.get("floors") or []) or "no floor"
         return (
@@ -504,11 +514,12 @@ def unit_dispatch(
 
     ws = host_workspace()
     event = dispatch(ws, unit_id, worktree)
-    if as_json:
-        emit_json({"unit": event["unit"], "lease": event["lease"]})
+    if as_json:  # the token only where no lease file holds it: the host hands it over itself
+        emit_json({"unit": event["unit"], "lease": None if event["worktree"] else event["lease"]})
+    elif event["worktree"]:
+        out(f"dispatched {event['unit']} (lease file in {escape(event['worktree'])}, mode 0600)")
     else:
-        where = f" (lease file in {escape(event['worktree'])})" if event["worktree"] else ""
-        out(f"dispatched {event['unit']} under lease {event['lease']}{where}")
+        out(f"dispatched {event['unit']} under lease {event['lease']} (no lease file: hand it to the unit)")
 
 
 @unit_app.command("close")

@@ -61,7 +61,10 @@ def controlroom(
     ] = "obligations",
 ) -> None:
     """Open the control room; --once prints the state for CI (exit 1 when something holds)."""
-    ws, _ = workspace()
+    from engine.actors import no_person_under_lease
+
+    ws, lease = workspace()
+    no_person_under_lease(lease, as_)
     person = _person(ws, as_)
     if person is not None and not read_only and not once and not as_json and screenshot is None:
         _signer_ready(ws, person)
@@ -122,7 +125,8 @@ def demo(
     if once or not sys.stdout.isatty():
         run_once(ws, OWNER, False, False)
         out(
-            f"(the demo exits 0; run `regulator --root {escape(ws.root)} controlroom --as {OWNER}` to look around)"
+            f"(the demo exits 0; run `regulator --root {escape(ws.root)} controlroom --as {OWNER} "
+            f"--key {escape(key)}` to look around)"
         )
         return
     from controlroom.app import ControlRoom

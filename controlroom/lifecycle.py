@@ -51,6 +51,16 @@ def _signal_lines(snap: Snapshot, signal_id: str) -> list[str]:
     return lines
 
 
+def _uncounted(events: list[dict]):
+    """Person events that count for nothing, shown for what they are (SPEC §15.1)."""
+    for event in events:
+        if "uncounted" in event:
+            yield (
+                f"{event.get('at')} {escape(event.get('kind'))} by {escape(event.get('by'))}: "
+                f"COUNTS FOR NOTHING ({event['uncounted']})"
+            )
+
+
 def _lifecycle(view: str, snap: Snapshot, key: str):
     state = snap.state
     if view == "obligations":
@@ -73,6 +83,7 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
             yield f"{ob.closed_at} {verb} by {escape(ob.by)}: {escape(ob.rationale)}"
         else:
             yield "  open: awaiting a disposition"
+        yield from _uncounted(history(state, ob))
         return
     if view == "units":
         unit = state.units[key]
@@ -81,10 +92,14 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
         yield f"  type {c.type} · profile {c.profile} · priority {c.priority} · now {unit_status(state, unit)}"
         if c.contract:
             yield f"  contract: {escape(c.contract)}"
-        for event in history(state, unit):
+        events = history(state, unit)
+        for event in events:
             kind = event["kind"]
+            if "uncounted" in event:
+                continue
             if kind == "dispatch":
-                yield f"{event['at']} dispatched under lease {event['lease']}"
+                lease = event.get("leaseHash") or "(first-round lease)"
+                yield f"{event['at']} dispatched (lease sha256 {lease[:12]}…) as {event.get('type')}/{event.get('profile')}"
             elif kind == "close":
                 yield f"{event['at']} closed; lease released"
             elif kind == "demote":
@@ -94,6 +109,7 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
                     f"{event['at']} recovery decision {event['action']} by {escape(event['by'])}: "
                     f"{escape(event['rationale'])}"
                 )
+        yield from _uncounted(events)
         for ob in snap.holds.get(key, []):
             yield f"held by {ob.severity} obligation {ob.id}: {escape(ob.subject)}"
         for finding in snap.stale.get(key, []):

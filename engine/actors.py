@@ -33,7 +33,7 @@ def no_person_under_lease(lease: Lease | None, by: str | None) -> None:
     """A command given --by while a lease is in effect is refused (exit 2, SPEC §15.2)."""
     if lease is not None and by is not None:
         raise BadInput(
-            f"a unit cannot act as a person: --by is refused under a lease ({lease.path}); "
+            f"a unit cannot act as a person: --by/--as is refused under a lease ({lease.path}); "
             "persons act from their own shell, outside any leased worktree"
         )
 

@@ -42,7 +42,7 @@ def write_governed(path: Path, text: str) -> None:
 
 
 MAKE_KEY = (
-    "make one with `ssh-keygen -t ed25519 -f ~/.ssh/regulator` and pass --owner-key ~/.ssh/regulator.pub "
+    "make one with `ssh-keygen -t ed25519` and pass --owner-key ~/.ssh/id_ed25519.pub "
     "(or set git's user.signingkey with gpg.format ssh)"
 )
 
@@ -123,9 +123,10 @@ def initialize(
     write_shipped_records(root)
     gitignore = root / ".gitignore"
     existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
-    if ".regulator/" not in existing.split():
+    missing = [name for name in (".regulator/", ".regulator-lease.json") if name not in existing.split()]
+    if missing:  # the stores, and lease files (bearer tokens) that a unit's `git add -A` would commit
         gitignore.write_text(
-            existing + ("" if existing.endswith("\n") or not existing else "\n") + ".regulator/\n"
+            existing + ("" if existing.endswith("\n") or not existing else "\n") + "\n".join(missing) + "\n"
         )
     ws.state_dir.mkdir(mode=0o700)
     for name in STORE_NAMES:

@@ -48,9 +48,22 @@ def key_path(ws: Workspace) -> Path | None:
 
     if (git_config(ws.root, "gpg.format") or "") == "ssh":
         configured = git_config(ws.root, "user.signingkey")
+        if configured and configured.startswith("key::"):
+            return _literal(configured.removeprefix("key::"))  # a public key whose half is in the agent
         if configured:
-            return Path(os.path.expanduser(configured.removeprefix("key::")))
+            return Path(os.path.expanduser(configured))
     return None
+
+
+def _literal(line: str) -> Path:
+    """git's `key::ssh-ed25519 AAAA…` form, as a public key file the agent signs for."""
+    import hashlib
+    import tempfile
+
+    path = Path(tempfile.gettempdir()) / f"regulator-key-{hashlib.sha256(line.encode()).hexdigest()[:16]}.pub"
+    if not path.exists():
+        path.write_text(line.strip() + "\n", encoding="utf-8")
+    return path
 
 
 def signer_for(ws: Workspace, person: str) -> Signer | None:
@@ -87,10 +100,17 @@ def signer_for(ws: Workspace, person: str) -> Signer | None:
             continue
     if signer.public_key not in allowed:
         raise Refused(
-            f"key {sshsig.fingerprint(signer.public_key)} ({path}) is not one of {person}'s keys in "
-            "interaction.yaml (a retired key signs nothing new); sign with a listed key"
+            f"key {sshsig.fingerprint(signer.public_key)} ({path}) is not one of {person}'s keys as decided "
+            f"(listed: {', '.join(_fingerprints(allowed))}); sign with a listed key, or have the key "
+            "added by an accepted proposal"
         )
     return signer
+
+
+def _fingerprints(keys: set[str]) -> list[str]:
+    from engine import sshsig
+
+    return sorted(sshsig.fingerprint(k) for k in keys)
 
 
 def person_event(ws: Workspace, signer: Signer | None, event: dict) -> dict:

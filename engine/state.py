@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -197,31 +198,66 @@ def check_ahead(state: State, ws: Workspace, name: str, found: list[int]) -> Non
     import os
     from concurrent.futures import ThreadPoolExecutor
 
-    events = _read_back(ws.store(name).path, found)
-    check = state.auth.check
+    lines = _read_back(ws.store(name).path, found)
     workers = max(1, min(4, os.cpu_count() or 1))
-    size = -(-len(events) // workers)
-    chunks = [events[k : k + size] for k in range(0, len(events), size)]
+    size = -(-len(lines) // workers)
+    chunks = [lines[k : k + size] for k in range(0, len(lines), size)]
     with ThreadPoolExecutor(workers) as pool:
-        verdicts = [v for part in pool.map(lambda c: [check(e) for e in c], chunks) for v in part]
+        verdicts = [
+            v for part in pool.map(lambda c: [_judge(state, e, p) for e, p in c], chunks) for v in part
+        ]
+    events = [event for event, _ in lines]
     state.verdicts.update(zip(found, zip(events, verdicts, strict=True), strict=True))
 
 
-def _read_back(path, found: list[int]) -> list[dict]:
-    """Whole events at these references, read through one handle."""
+def _read_back(path, found: list[int]) -> list[tuple[dict, object]]:
+    """Whole events at these references, each with the `at` of the line before it, read through
+    one handle."""
+    with open(path, "rb") as handle:
+        return [_person_line(handle, at) for at in found]
+
+
+_AT = re.compile(rb'"at":"([^"]*)"')
+
+
+def _person_line(handle, at: int) -> tuple[dict, object]:
+    """The event at a reference, and the `at` of the line before it (None for the first line)."""
     from engine.events import unreadable
 
-    decode = msgspec.json.decode
-    out = []
-    with open(path, "rb") as handle:
-        for at in found:
-            handle.seek(at >> 2)
-            try:
-                event = decode(handle.readline())
-            except ValueError:
-                event = None
-            out.append(event if type(event) is dict else unreadable(at))
-    return out
+    offset = at >> 2
+    start = max(0, offset - 4096)
+    handle.seek(start)
+    before = handle.read(offset - start)
+    line = handle.readline()
+    try:
+        event = msgspec.json.decode(line)
+    except ValueError:
+        event = None
+    if type(event) is not dict:
+        return unreadable(at), None
+    cut = before[:-1].rfind(b"\n")  # the line before this one (its newline ends `before`)
+    found = _AT.findall(before[cut + 1 :]) if cut >= 0 or start == 0 else []
+    return event, (found[-1].decode() if found else None)
+
+
+def _judge(state: State, event: dict, previous: object) -> str | None:
+    """Why a person event counts for nothing (its signature, or a time before its store's)."""
+    reason = state.auth.check(event)
+    if reason is None and state.auth.clock == "system" and _backdated(event.get("at"), previous):
+        reason = "back-dated (stamped before the line before it)"
+    return reason
+
+
+def _backdated(at: object, previous: object) -> bool:
+    """More than the skew a store allows (SPEC §15.3) before the line before it."""
+    if not isinstance(at, str) or not isinstance(previous, str) or at >= previous:
+        return False
+    from engine.store import SKEW_S
+
+    try:
+        return (clock.parse_time(previous) - clock.parse_time(at)).total_seconds() > SKEW_S
+    except Exception:  # noqa: BLE001 - an unreadable time is not a back-dated one
+        return False
 
 
 def counts(state: State, store: str, at: int) -> bool:
@@ -232,8 +268,9 @@ def counts(state: State, store: str, at: int) -> bool:
     if ready is not None:
         event, reason = ready
     else:
-        event = state.source.event(at)
-        reason = state.auth.check(event)
+        with open(state.source.paths[at & 3], "rb") as handle:
+            event, previous = _person_line(handle, at)
+        reason = _judge(state, event, previous)
     event_id = event.get("id")
     if reason is None and isinstance(event_id, str):
         seen = state.person_ids.setdefault(store, set())
@@ -302,6 +339,9 @@ def _fold_signals(state: State, events: list[SignalsLine], refs: list[int]) -> N
                     _close(obligations[ob_id], pending.pop(ob_id))
         elif kind == "disposition":
             if not counts(state, "signals", at):
+                ob = obligations.get(event.obligation)
+                if ob is not None:
+                    ob.history.append(at)  # shown in its lifecycle, marked: it counts for nothing
                 continue
             closing = ("resolved", event.disposition, event.by, event.rationale, event.at, at)
             ob = obligations.get(event.obligation)
@@ -520,8 +560,17 @@ class StoreReplaced(Exception):
 
 
 def history(state: State, holder: Obligation | UnitState) -> list[dict]:
-    """An obligation's or a unit's events, oldest first, read back from the stores."""
-    return state.source.events(holder.history)
+    """An obligation's or a unit's events, oldest first, read back from the stores; a person event
+    that counts for nothing carries `uncounted` (its reason)."""
+    events = state.source.events(holder.history)
+    if not state.uncounted:
+        return events
+    why = {(STORES.index(u.store) if u.store in STORES else -1, u.offset): u.reason for u in state.uncounted}
+    out = []
+    for ref, event in zip(holder.history, events, strict=True):
+        reason = why.get((ref & 3, ref >> 2)) if type(ref) is int else None
+        out.append(event if reason is None else {**event, "uncounted": reason})
+    return out
 
 
 def unit_status(state: State, unit: UnitState) -> str:

@@ -335,7 +335,7 @@ def test_rotating_a_key_keeps_old_resolutions_and_stops_new_ones(tmp_path):
         "r",
     ]
     done = ws.run(*args, env=latest | {"REGULATOR_SIGNING_KEY": str(old)})
-    assert done.returncode == 3 and "not one of alice's keys" in one_line(done)
+    assert done.returncode == 3 and "not one of alice's keys as decided" in one_line(done)
     assert ws.digest() == before
     ws.run(*args, env=latest | {"REGULATOR_SIGNING_KEY": str(new)}, check=True)
     listed = {o["id"]: o["status"] for o in ws.json("obligations", "--all", env=latest)}
