@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from registry.entries import LOAD_BEARING, Entry, Issue, Registers, load_fields, parse_ack
-from registry.history import History
+from registry.history import ZERO, History, RangeHistory
 
 CODES = {
     "awaits-ack": "notice: an unresolved finding nobody has acknowledged yet",
@@ -21,8 +21,11 @@ CODES = {
     "unauthorized-change": "error: a load-bearing field changed without authorization",
     "ack-removed": "error: an ack was removed without authorization",
     "bad-ref": "error: a typed reference does not resolve",
-    "schema": "error: the entry does not parse or lacks a field",
-    "history-unavailable": "warning: trunk history could not be read; history checks did not run",
+    "schema": "error: the entry reads but a field is missing or wrong (an impossible date included)",
+    "unreadable": "error: the file cannot be read (not UTF-8, a byte-order mark, merge conflict "
+    "markers, no frontmatter, bad YAML, a key given twice); it keeps its last parseable trunk hold",
+    "history-unavailable": "warning (error under --require-history): trunk history could not be "
+    "read (no trunk, a shallow clone); the history checks did not run",
 }
 
 
@@ -32,6 +35,7 @@ class Policy:
 
     ackers: dict[str, tuple[str, ...]]  # person -> emails (empty: any author)
     intake_debt_days: int = 14
+    note: str = ""  # where the grants come from when that is worth saying (--range: the policy at A)
 
 
 @dataclass
@@ -142,8 +146,11 @@ def _load_bearing(fields: dict | None) -> dict:
     return {k: fields.get(k) for k in LOAD_BEARING}
 
 
-def _authorizer(history: History, path: str, policy: Policy) -> tuple[str | None, str]:
-    """The person whose valid Authorized-by trailer covers this path on the branch, if any."""
+def _authorizer(
+    history: History | RangeHistory, path: str, policy: Policy, where: str = "on the branch"
+) -> tuple[str | None, str]:
+    """The person whose valid Authorized-by trailer covers this path on the branch (or in the
+    range), if any: a commit there that touches the path carries it."""
     seen = ""
     for commit in history.commits:
         if path not in commit.paths:
@@ -157,7 +164,8 @@ def _authorizer(history: History, path: str, policy: Policy) -> tuple[str | None
                 seen = f"Authorized-by: {name}, but the commit author {commit.email} is not one of {name}'s emails"
                 continue
             return name, ""
-    return None, seen or "no commit on the branch carries Authorized-by: <person with the ack grant>"
+    why = seen or f"no commit {where} carries Authorized-by: <person with the ack grant>"
+    return None, f"{why} ({policy.note})" if policy.note else why
 
 
 def lint_history(
@@ -191,7 +199,10 @@ def lint_history(
         base_text = history.base.get(path)
         if now_text == head_text == base_text:
             continue  # the same bytes at the merge-base, at HEAD and on disk: nothing changed
-        now_fields = _load_bearing(load_fields("", now_text))
+        now_read = load_fields("", now_text)
+        if now_read is None:
+            continue  # already an error (lint_entries); until it reads, it holds as on trunk
+        now_fields = _load_bearing(now_read)
         head_fields = _load_bearing(load_fields("", head_text)) if head_text is not None else None
         if base_text is None:
             # a new entry: arriving with an ack needs the same authorization
@@ -257,4 +268,104 @@ def lint_history(
                 f"{path}: {', '.join(changed)} changed since trunk; {why}",
             )
         )
+    return issues
+
+
+TOMBSTONE_HOW = "restore it and withdraw it in place (resolved: true, or disposition: rejected with a reason)"
+
+
+def lint_range(history: RangeHistory, policy: Policy) -> list[Issue]:
+    """Every commit of A..B (a push to trunk) held to the branch's guard: no register entry
+    deleted, and no load-bearing field changed unless a commit of the range that touches the
+    entry carries a valid Authorized-by, the grants being those of the policy at A."""
+    if not history.available:
+        return [
+            Issue(
+                "warning",
+                "history-unavailable",
+                "(history)",
+                f"no deletion observed (range {history.spec} unavailable: {history.why}); "
+                "the tombstone and load-bearing checks did not run",
+            )
+        ]
+    where = f"in {history.spec}"
+    issues: list[Issue] = []
+
+    def fields_of(blob: str) -> dict | None:
+        text = history.blobs.get(blob)
+        return load_fields("", text) if text is not None else None
+
+    for commit in history.commits:
+        by = f"{commit.sha[:12]} ({commit.subject})"
+        for change in commit.changes:
+            path = change.path
+            before = [fields_of(sha) if sha != ZERO else None for sha in change.parents]
+            present = [f for sha, f in zip(change.parents, before, strict=True) if sha != ZERO]
+            if change.new == ZERO:
+                if present:
+                    issues.append(
+                        Issue(
+                            "error",
+                            "tombstone-not-delete",
+                            path,
+                            f"register entry removed (tombstone-not-delete): {path} deleted by {by}; "
+                            + TOMBSTONE_HOW,
+                        )
+                    )
+                continue
+            raw_after = fields_of(change.new)
+            after = _load_bearing(raw_after)
+            if not present:
+                if (after.get("ack") or "").strip():
+                    who, why = _authorizer(history, path, policy, where)
+                    if who is None:
+                        issues.append(
+                            Issue(
+                                "error",
+                                "unauthorized-change",
+                                path,
+                                f"{path}: a new entry arrives with an ack in {by}; {why}",
+                            )
+                        )
+                continue
+            olds = [_load_bearing(f) for f in present]
+            # a merge changes a field only where the result matches none of its parents: whatever
+            # it took from a side was changed, and checked, in that side's own commits
+            changed = [k for k in LOAD_BEARING if all(old.get(k) != after.get(k) for old in olds)]
+            if not changed:
+                continue
+            who, why = _authorizer(history, path, policy, where)
+            if who is not None:
+                continue
+            if raw_after is None:
+                issues.append(
+                    Issue(
+                        "error",
+                        "unauthorized-change",
+                        path,
+                        f"{path}: made unreadable by {by}, which hides its {', '.join(changed)}; {why}",
+                    )
+                )
+                continue
+            if "ack" in changed and not (after.get("ack") or "").strip():
+                issues.append(
+                    Issue(
+                        "error",
+                        "ack-removed",
+                        path,
+                        f"{path}: removing the ack in {by} downgrades the hard re-gate problem to a "
+                        f"notice; {why}",
+                    )
+                )
+                changed.remove("ack")
+                if not changed:
+                    continue
+            issues.append(
+                Issue(
+                    "error",
+                    "unauthorized-change",
+                    path,
+                    f"{path}: {', '.join(changed)} changed by {by}; {why}",
+                )
+            )
     return issues
