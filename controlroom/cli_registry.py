@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -25,6 +26,20 @@ app.add_typer(registry_app, name="registry")
 @registry_app.command("lint")
 def registry_lint(
     trunk: Annotated[str | None, typer.Option(help="Trunk branch (default: the workspace's, main).")] = None,
+    require_history: Annotated[
+        bool,
+        typer.Option(
+            "--require-history", help="Exit 1 when trunk history is unavailable (no trunk, a shallow clone)."
+        ),
+    ] = False,
+    range_spec: Annotated[
+        str | None,
+        typer.Option(
+            "--range",
+            metavar="A..B",
+            help="Check every commit of A..B (a push to trunk) instead of the branch; grants as at A.",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Lint the registers against the ladder and trunk history; exit 1 on any error."""
@@ -34,20 +49,30 @@ def registry_lint(
     ws, _ = workspace()
     state = load(ws)
     report_problems(state)
-    result = lint(ws, state, trunk)
+    result = lint(ws, state, trunk, range_spec=range_spec, require_history=require_history)
     if as_json:
         emit_json(result.as_json())
     else:
         for level in ("error", "warning", "notice"):
             for issue in result.of(level):
                 out(f"{level}: {issue.code}: {escape(issue.message)}")
+        checked = "checked" if result.history_checked else "NOT checked"
+        if range_spec is not None:
+            checked += f" (every commit of {escape(range_spec)})"
         out(
             f"lint: {len(result.errors)} error(s), {len(result.of('warning'))} warning(s), "
-            f"{len(result.of('notice'))} notice(s); history "
-            + ("checked" if result.history_checked else "NOT checked")
+            f"{len(result.of('notice'))} notice(s); history {checked}"
         )
     if result.errors:
         raise typer.Exit(1)
+
+
+def warn_invalid_one(invalid, consequence: str) -> None:
+    """One stderr line for an invalid entry: a reader is never shown less than there is as fine."""
+    sys.stderr.write(
+        f"regulator: warning: {escape(invalid.path)} is invalid ({invalid.code}: "
+        f"{escape(invalid.problem)}); {consequence}\n"
+    )
 
 
 @registry_app.command("next-up")
@@ -58,12 +83,22 @@ def registry_next_up(
     as_json: JsonFlag = False,
 ) -> None:
     """The compiled work queue: todo units, not flagged by a finding, not held. Reads only."""
+    from engine.ladder import registers_of
     from engine.nextup import next_up
     from engine.state import load
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
     queue, excluded = next_up(ws, state, explain=explain)
+    registers = registers_of(ws, state)
+    for invalid in registers.invalid_of("finding"):
+        held = registers.held.get(invalid.path)
+        warn_invalid_one(
+            invalid,
+            f"it holds as on trunk at {held.commit[:12]}"
+            if held is not None
+            else "no parseable version on trunk: it holds nothing",
+        )
     if as_json:
         emit_json(queue if not explain else {"nextUp": queue, "excluded": excluded})
         return
@@ -127,31 +162,49 @@ def registry_records(as_json: JsonFlag = False) -> None:
     ws, _ = workspace()
     state = load(ws, stores=())
     registers = registers_of(ws, state)
-    for issue in registers.issues:
-        if issue.entry.startswith("records/"):
-            import sys
-
-            sys.stderr.write(f"regulator: warning: {escape(issue.message)}\n")
     rows = [
         {
             "id": e.id,
+            "path": e.path,
             "kind": e.fields["kind"],
             "label": e.fields["label"],
             "status": e.fields["status"],
             "relates": e.fields.get("relates") or [],
             "limitations": e.fields.get("limitations") or [],
+            "invalid": None,
         }
-        for e in sorted(registers.records.values(), key=lambda e: e.id)
+        for e in registers.records.values()
     ]
+    invalid = registers.invalid_of("record")
+    rows += [
+        {
+            "id": i.id,
+            "path": i.path,
+            "kind": None,
+            "label": None,
+            "status": None,
+            "relates": [],
+            "limitations": [],
+            "invalid": f"{i.code}: {i.problem}",
+        }
+        for i in invalid
+    ]
+    rows.sort(key=lambda r: (r["id"], r["path"]))
     if as_json:
         emit_json(rows)
-        return
-    for r in rows:
-        s = r["status"]
-        out(
-            f"{escape(r['id'])}  [{r['kind']}]  claim {s['claim']} · implementation {s['implementation']}"
-            f" · operation {s['operation']}"
-        )
-        out(f"  {escape(r['label'])}")
-        for limitation in r["limitations"]:
-            out(f"  - limitation: {escape(limitation)}")
+    else:
+        for r in rows:
+            if r["invalid"] is not None:
+                out(f"{escape(r['id'])}  INVALID  {escape(r['path'])}: {escape(r['invalid'])}")
+                continue
+            s = r["status"]
+            out(
+                f"{escape(r['id'])}  [{escape(r['kind'])}]  claim {escape(s['claim'])} · implementation "
+                f"{escape(s['implementation'])} · operation {escape(s['operation'])}"
+            )
+            out(f"  {escape(r['label'])}")
+            for limitation in r["limitations"]:
+                out(f"  - limitation: {escape(limitation)}")
+    if invalid:
+        sys.stderr.write(f"regulator: {len(invalid)} record(s) invalid: fix them (registry lint names why)\n")
+        raise typer.Exit(1)

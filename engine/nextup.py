@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.ladder import stale_knowledge
+from engine.ladder import registers_of, stale_knowledge
 from engine.state import State, holds_index, unit_status
 from engine.workspace import Workspace
 
@@ -15,6 +15,11 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
     """
     holds = holds_index(state)
     stale = stale_knowledge(ws, state)
+    # a finding that cannot be read here holds as its last parseable trunk version: say so
+    from_trunk = {
+        held.entry.id: f" (invalid here: {path} holds as on trunk at {held.commit[:12]})"
+        for path, held in registers_of(ws, state).held.items()
+    }
     ready: list[tuple[int, str]] = []
     excluded: list[dict] = []
     for unit_id, unit in state.units.items():
@@ -26,7 +31,10 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
             ready.append((contract.priority, unit_id))
         elif explain:
             reasons = [] if status == "todo" else [f"status {status}"]
-            reasons += [f"stale-knowledge: unresolved {finding}" for finding in stale.get(unit_id, [])]
+            reasons += [
+                f"stale-knowledge: unresolved {finding}{from_trunk.get(finding, '')}"
+                for finding in stale.get(unit_id, [])
+            ]
             reasons += [f"held by {ob.severity} obligation {ob.id}" for ob in holds.get(unit_id, [])]
             excluded.append({"id": unit_id, "priority": contract.priority, "reasons": reasons})
     excluded.sort(key=lambda u: (u["priority"], u["id"]))

@@ -14,14 +14,21 @@ from engine.init import trunk_of
 from engine.ladder import registers_of
 from engine.state import State, unit_status
 from engine.workspace import Workspace
-from registry.entries import FINDING_ID, REGISTERS
-from registry.history import read_history
-from registry.lint import LintResult, Policy, lint_entries, lint_history
+from registry.entries import FINDING_ID, REGISTERS, Issue
+from registry.history import RangeError, read_history, read_range
+from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range
 from registry.views import VIEWS
 
 
 def lint_policy(ws: Workspace) -> Policy:
-    people = ws.interaction().people
+    policy = _signing_policy(ws, ws.interaction())
+    policy.intake_debt_days = ws.routing().intake_debt_days
+    return policy
+
+
+def _signing_policy(ws: Workspace, interaction, note: str = "") -> Policy:
+    """Who may authorize a load-bearing change, and whether it must be SSH-signed (SPEC §15.1)."""
+    people = interaction.people
     ackers = {name: person.emails for name, person in people.items() if "ack" in person.grants}
     keys = {name: person.keys for name, person in people.items()}
 
@@ -30,27 +37,63 @@ def lint_policy(ws: Workspace) -> Policy:
 
         return signed_by(ws.root, sha, {person: keys.get(person, ())})[person]
 
-    return Policy(
-        ackers=ackers,
-        intake_debt_days=ws.routing().intake_debt_days,
-        signed=signed,
-        require_signatures=ws.interaction().require_signatures,
-    )
+    return Policy(ackers=ackers, signed=signed, require_signatures=interaction.require_signatures, note=note)
 
 
-def lint(ws: Workspace, state: State, trunk: str | None = None) -> LintResult:
+def policy_at(ws: Workspace, text: bytes | None, where: str) -> Policy:
+    """The ack grants and keys of an interaction policy as it stood at a commit (--range: at A), so
+    a push cannot use signing rights it grants itself."""
+    from identity.policy import PolicyError, parse_policy
+
+    if text is None:
+        return Policy(ackers={}, note=f"no interaction policy at {where}: nobody holds the ack grant")
+    try:
+        interaction = parse_policy("interaction.yaml", text.decode("utf-8"))
+    except (PolicyError, UnicodeDecodeError) as exc:
+        return Policy(ackers={}, note=f"the interaction policy at {where} does not read ({exc})")
+    return _signing_policy(ws, interaction, note=f"ack grants as the policy at {where} gives them")
+
+
+def lint(
+    ws: Workspace,
+    state: State,
+    trunk: str | None = None,
+    range_spec: str | None = None,
+    require_history: bool = False,
+) -> LintResult:
     """Lint the registers. Trunk history is read by git in a second process while this one parses
-    the entries: on two cores the slower of the two sets the time, not their sum."""
+    the entries: on two cores the slower of the two sets the time, not their sum.
+
+    With `range_spec` (A..B) the history checks are those of every commit in the range instead of
+    the branch's against its merge-base. With `require_history`, history that cannot be read is an
+    error, not a warning."""
     with ThreadPoolExecutor(max_workers=1) as pool:
-        pending = pool.submit(read_history, ws.root, trunk or trunk_of(ws))
+        if range_spec is not None:
+            pending = pool.submit(read_range, ws.root, range_spec)
+        else:
+            pending = pool.submit(read_history, ws.root, trunk or trunk_of(ws))
         registers = registers_of(ws, state)
         policy = lint_policy(ws)
         units = {unit_id: unit_status(state, unit) for unit_id, unit in state.units.items() if unit.contract}
         result = LintResult()
         result.issues = lint_entries(registers, units, set(registers.records), policy, state.now.date())
-        history = pending.result()
-    result.issues += lint_history(registers, registers.texts, history, policy)
+        try:
+            history = pending.result()
+        except RangeError as exc:
+            raise BadInput(str(exc)) from None
+    if range_spec is not None:
+        before = range_spec.partition("..")[0]
+        result.issues += lint_range(history, policy_at(ws, history.policy, before))
+    else:
+        result.issues += lint_history(registers, registers.texts, history, policy)
     result.history_checked = history.available
+    if require_history and not history.available:
+        result.issues = [
+            Issue("error", i.code, i.entry, f"{i.message} (--require-history: check out with full depth)")
+            if i.code == "history-unavailable"
+            else i
+            for i in result.issues
+        ]
     return result
 
 

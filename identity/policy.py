@@ -1,4 +1,5 @@
-"""The policy files (SPEC §13 shapes): routing, interaction, profiles. Parsed with safe_load only."""
+"""The policy files (SPEC §13 shapes): routing, interaction, profiles. Parsed with safe_load only
+(identity/yamlload.py: strict, a duplicate key is an error)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import re
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from identity.yamlload import YamlError, safe_load_strict
 
 GRANTS = ("resolve", "retract", "accept", "ack", "decide", "report")
 FLOOR_FIELDS = ("subject", "observation", "rationale")  # never the claim (seed 000)
@@ -146,9 +148,9 @@ def parse_policy(name: str, text: str) -> _Model:
     """Parse one policy file's text; PolicyError names the file and what is wrong."""
     model = POLICY_MODELS[name]
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise PolicyError(f"{name}: not valid YAML ({_first_line(exc)})") from None
+        data = safe_load_strict(text)
+    except YamlError as exc:  # a duplicate key is refused too: never the last one wins
+        raise PolicyError(f"{name}: not valid YAML ({exc})") from None
     if not isinstance(data, dict):
         raise PolicyError(f"{name}: expected a mapping at the top")
     try:
@@ -166,7 +168,3 @@ def load_policy(policy_dir: Path, name: str) -> _Model:
     except FileNotFoundError:
         raise PolicyError(f"{path}: missing; run `regulator init` or restore it") from None
     return parse_policy(name, text)
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

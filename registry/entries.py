@@ -1,6 +1,9 @@
 """Register entries: one markdown file each, YAML frontmatter (safe_load only), typed references.
 
-Prose is never parsed for status: only the frontmatter fields of SPEC §8.1 and §9 count.
+Prose is never parsed for status: only the frontmatter fields of SPEC §8.1 and §9 count. A file
+that cannot be read (invalid UTF-8, a byte-order mark, merge conflict markers, bad YAML, a key
+given twice) is `unreadable`; one that reads but breaks the schema (an impossible date included)
+is `schema`. Either way it is listed as invalid, never left out (SPEC §16.3).
 """
 
 from __future__ import annotations
@@ -10,14 +13,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-import yaml
-
+from identity.yamlload import ImpossibleDateError, YamlError, safe_load_strict
 from registry.frontmatter import parse as fast_parse
-
-try:  # the C loader is the same safe subset, faster
-    from yaml import CSafeLoader as SafeLoader
-except ImportError:  # pragma: no cover
-    from yaml import SafeLoader
 
 REGISTERS = {"findings": "finding", "intake": "intake", "records": "record"}
 SLUG = re.compile(r"[A-Za-z0-9-]+")
@@ -35,6 +32,9 @@ RECORD_KINDS = {
     "BAP": "behavioural-authority path",
 }
 LOAD_BEARING = ("resolved", "affects", "ack")
+BOM = "\ufeff"
+# git's conflict markers; `=======` alone is also a markdown heading underline, so it is not one
+CONFLICT = re.compile(r"^(<{7}|>{7}|\|{7})(?: |$)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,29 @@ class Entry:
         return str(self.fields.get("title") or self.fields.get("label") or "")
 
 
+@dataclass(frozen=True)
+class Invalid:
+    """A register file present in the working tree that is no valid entry."""
+
+    kind: str  # finding | intake | record
+    path: str
+    code: str  # unreadable | schema
+    problem: str  # what is wrong, without the path
+
+    @property
+    def id(self) -> str:
+        """The id the file name gives it (the frontmatter cannot be trusted)."""
+        return self.path.rsplit("/", 1)[-1].removesuffix(".md")
+
+
+@dataclass(frozen=True)
+class Held:
+    """The hold an unreadable finding keeps: its last parseable version on trunk (SPEC §16.3)."""
+
+    entry: Entry
+    commit: str  # the trunk commit that version is from
+
+
 @dataclass
 class Registers:
     findings: dict[str, Entry] = field(default_factory=dict)
@@ -71,22 +94,55 @@ class Registers:
     issues: list[Issue] = field(default_factory=list)
     paths: set[str] = field(default_factory=set)  # every register file present, parsed or not
     texts: dict[str, str] = field(default_factory=dict)  # path -> text as read (lint compares it)
+    invalid: dict[str, Invalid] = field(default_factory=dict)  # path -> why it is no entry
+    held: dict[str, Held] = field(default_factory=dict)  # invalid finding path -> its trunk hold
+
+    def invalid_of(self, kind: str) -> list[Invalid]:
+        return sorted((i for i in self.invalid.values() if i.kind == kind), key=lambda i: i.path)
 
 
 class EntryError(ValueError):
-    pass
+    """An entry that is no valid entry; `code` is its lint code (schema, or unreadable)."""
+
+    def __init__(self, message: str, code: str = "schema") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Unreadable(EntryError):
+    """The file cannot be read as frontmatter at all."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "unreadable")
+
+
+def decode(data: bytes) -> str:
+    """An entry's bytes as text: UTF-8, without a byte-order mark; Unreadable otherwise."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise Unreadable("starts with a byte-order mark (U+FEFF): save it as UTF-8 without one")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise Unreadable(f"not valid UTF-8 (line {line}, byte 0x{data[exc.start]:02x})") from None
 
 
 def split_frontmatter(text: str) -> tuple[str, str]:
+    if text.startswith(BOM):
+        raise Unreadable("starts with a byte-order mark (U+FEFF): save it as UTF-8 without one")
+    conflict = CONFLICT.search(text) if "<<<<<<<" in text or ">>>>>>>" in text or "|||||||" in text else None
+    if conflict:
+        line = text.count("\n", 0, conflict.start()) + 1
+        raise Unreadable(f"holds merge conflict markers (line {line}): resolve the conflict")
     if not text.startswith("---"):
-        raise EntryError("no YAML frontmatter (the file must start with ---)")
+        raise Unreadable("no YAML frontmatter (the file must start with ---)")
     lines = text.split("\n")
     if lines[0].strip() != "---":
-        raise EntryError("no YAML frontmatter (the first line must be ---)")
+        raise Unreadable("no YAML frontmatter (the first line must be ---)")
     for i in range(1, len(lines)):
         if lines[i].strip() == "---":
             return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :])
-    raise EntryError("frontmatter is not closed by a --- line")
+    raise Unreadable("frontmatter is not closed by a --- line")
 
 
 def load_frontmatter(text: str) -> tuple[dict, str]:
@@ -95,12 +151,14 @@ def load_frontmatter(text: str) -> tuple[dict, str]:
     if data is not None:
         return data, body
     try:
-        data = yaml.load(head, Loader=SafeLoader)  # noqa: S506 (SafeLoader: no tags, no code)
-    except yaml.YAMLError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "bad YAML"
-        raise EntryError(f"frontmatter is not safe YAML ({first})") from None
+        data = safe_load_strict(head)
+    except ImpossibleDateError as exc:  # YAML reads it, but as no date: the schema's to name
+        field_name = f"field {exc.key}" if exc.key is not None else "a value"
+        raise EntryError(f"{field_name}: {exc.value} is not a real date (line {exc.line + 1})") from None
+    except YamlError as exc:  # lines counted in the file: the head starts on its second line
+        raise Unreadable(f"frontmatter is not safe YAML ({exc.at(1)})") from None
     if not isinstance(data, dict):
-        raise EntryError("frontmatter must be a mapping")
+        raise Unreadable("frontmatter must be a mapping")
     return data, body
 
 
@@ -211,19 +269,29 @@ def load_registers(root: Path) -> Registers:
             relative = f"{folder}/{path.name}"
             registers.paths.add(relative)
             try:
-                text = path.read_bytes().decode("utf-8")
+                try:
+                    data = path.read_bytes()
+                except OSError as exc:
+                    raise Unreadable(f"cannot be read ({exc.strerror})") from None
+                text = decode(data)
                 registers.texts[relative] = text
                 entry = parse_entry(kind, relative, text)
-            except (EntryError, UnicodeDecodeError, OSError) as exc:
-                registers.issues.append(Issue("error", "schema", relative, f"{relative}: {exc}"))
-                continue
-            if entry.id in target:
-                registers.issues.append(
-                    Issue("error", "schema", relative, f"{relative}: duplicate id {entry.id}")
-                )
+                if entry.id in target:
+                    raise EntryError(f"duplicate id {entry.id}")
+            except EntryError as exc:
+                registers.invalid[relative] = Invalid(kind, relative, exc.code, str(exc))
+                registers.issues.append(Issue("error", exc.code, relative, f"{relative}: {exc}"))
                 continue
             target[entry.id] = entry
     return registers
+
+
+def entry_or_none(kind: str, relative: str, text: str) -> Entry | None:
+    """The entry a version of a file holds, or None when that version is no valid entry."""
+    try:
+        return parse_entry(kind, relative, text)
+    except EntryError:
+        return None
 
 
 def parse_ack(ack: str) -> tuple[date, str] | None:

@@ -3,8 +3,10 @@
 Lint reads every entry of a register that may hold ten thousand of them; PyYAML's constructor
 costs a quarter of a millisecond per entry. Most frontmatter is flat `key: value` lines with
 quoted or plain strings, booleans, dates and flow or block lists of strings. This reader accepts
-exactly that subset and answers None for anything else (tags, anchors, nesting, numbers, any doubt),
-so the caller falls back to `yaml.safe_load`: the result is always what safe_load would give.
+exactly that subset and answers None for anything else (tags, anchors, nesting, numbers, a key
+given twice, a block list whose items are not all indented alike, a character YAML treats as a line
+break or refuses, any doubt), so the caller falls back to the strict loader: the result is always
+what `yaml.safe_load` would give, and a head it would refuse is never answered here.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ _BOOLS = {
     **dict.fromkeys(("no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False),
 }
 _NULLS = ("null", "Null", "NULL", "~")
+# anything but newline and printable characters: YAML refuses C0/C1 controls, reads \r, \x85,
+# U+2028 and U+2029 as line breaks, and a tab has rules of its own; all of it is YAML's job
+_ODD = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_KEY_MAX = 200  # YAML allows a simple key 1024 characters at most; long ones are YAML's job
 
 
 class _Unsure(Exception):
@@ -84,6 +90,8 @@ def parse(head: str) -> dict | None:
 
 
 def _parse(head: str) -> dict:
+    if _ODD.search(head):
+        raise _Unsure
     data: dict = {}
     lines = head.split("\n")
     i = 0
@@ -100,8 +108,8 @@ def _parse(head: str) -> dict:
         if not match:
             raise _Unsure
         key, value = match.group(1), match.group(2)
-        if key in _BOOLS or key in _NULLS:
-            raise _Unsure
+        if key in _BOOLS or key in _NULLS or key in data or len(key) > _KEY_MAX:
+            raise _Unsure  # a key given twice is an error for the strict loader to name
         value = (value or "").rstrip()
         if value.startswith("["):
             if not value.endswith("]"):
@@ -113,13 +121,18 @@ def _parse(head: str) -> dict:
             data[key] = _scalar(value)
         else:
             items = []
-            while i < len(lines) and lines[i].startswith(("- ", "  - ")):
-                item = lines[i].split("- ", 1)[1]
+            # every item indented as the first one is: `- a` then `  - b` is one scalar "a - b"
+            # to YAML, and `  - a` then `- b` is an error
+            prefix = next((p for p in ("- ", "  - ") if i < len(lines) and lines[i].startswith(p)), None)
+            while prefix is not None and i < len(lines) and lines[i].startswith(prefix):
+                item = lines[i][len(prefix) :]
                 if item.lstrip().startswith(("[", "-", "{")) or ": " in item:
                     raise _Unsure
                 items.append(_scalar(item))
                 i += 1
             if i < len(lines) and lines[i][:1] in (" ", "\t") and lines[i].strip():
-                raise _Unsure  # a nested mapping or continuation: YAML's job
+                raise _Unsure  # a nested mapping, a continuation or another indentation: YAML's job
             data[key] = items if items else None
+    if not data:
+        raise _Unsure  # an empty head is None to YAML, not {}
     return data

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -138,6 +139,243 @@ def _added_on(root: Path, g, trunk_ref: str) -> str:
 
     with ThreadPoolExecutor(len(ranges)) as pool:
         return "\0".join(pool.map(log, ranges))
+
+
+def _git(root: Path, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
+    """git's answer; a git that cannot be run answers like a failed command (exit 127)."""
+    command = ["git", "-C", str(root), *args]
+    try:
+        return subprocess.run(command, input=input, capture_output=True)
+    except OSError as exc:
+        return subprocess.CompletedProcess(command, 127, b"", str(exc).encode())
+
+
+def _cat_batch(root: Path, names: list[str]) -> dict[str, bytes | None]:
+    """Each object (a sha, or `<rev>:<path>`) as bytes, None when missing: one git process."""
+    if not names:
+        return {}
+    done = _git(root, "cat-file", "--batch", input="".join(f"{n}\n" for n in names).encode())
+    if done.returncode != 0:
+        return dict.fromkeys(names)
+    data = done.stdout
+    found: dict[str, bytes | None] = {}
+    offset = 0
+    for name in names:
+        end = data.find(b"\n", offset)
+        if end < 0:  # git stopped short: what it did not answer is missing
+            found[name] = None
+            continue
+        header = data[offset:end].split()
+        if len(header) != 3 or header[-1] == b"missing" or not header[2].isdigit():
+            found[name] = None
+            offset = end + 1
+            continue
+        size = int(header[2])
+        start = end + 1
+        found[name] = data[start : start + size]
+        offset = start + size + 1
+    return found
+
+
+def resolve_trunk(root: Path, trunk: str) -> str | None:
+    """refs/heads/<trunk>, else refs/remotes/origin/<trunk>, as it exists; None when neither."""
+    for candidate in (f"refs/heads/{trunk}", f"refs/remotes/origin/{trunk}"):
+        if _git(root, "rev-parse", "--verify", "--quiet", candidate).returncode == 0:
+            return candidate
+    return None
+
+
+ZERO = "0" * 40
+
+
+def trunk_holds(root: Path, trunk: str, paths: list[str], parse) -> dict[str, tuple[str, object]]:
+    """For each path, (commit, parse(path, text)) of its newest version on trunk that parses.
+
+    Versions are walked along trunk's first-parent line, newest first, in one `git log` over just
+    these paths and one `cat-file --batch`: never one call per file. `parse(path, text)` answers
+    None for a version that is no valid entry. A path with no such version is left out. In a
+    shallow clone only the versions it holds are seen.
+    """
+    if not paths:
+        return {}
+    ref = resolve_trunk(root, trunk)
+    if ref is None:
+        return {}
+    done = _git(
+        root,
+        "log",
+        ref,
+        "--first-parent",
+        "--diff-merges=first-parent",
+        "--format=%x00C%H",
+        "--raw",
+        "-z",
+        "--no-abbrev",
+        "--no-renames",
+        "--",
+        *(f":(literal){path}" for path in paths),  # a file name is never a glob
+    )
+    if done.returncode != 0:
+        return {}
+    wanted = set(paths)
+    versions: dict[str, list[tuple[str, str]]] = {}  # path -> [(commit, blob)], newest first
+    for commit, changes in _raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
+        for change in changes:
+            if change.path in wanted and change.new != ZERO:
+                versions.setdefault(change.path, []).append((commit, change.new))
+    blobs = _cat_batch(root, sorted({blob for listed in versions.values() for _, blob in listed}))
+    holds: dict[str, tuple[str, object]] = {}
+    for path, listed in versions.items():
+        for commit, blob in listed:
+            data = blobs.get(blob)
+            if data is None:
+                continue
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            parsed = parse(path, text)
+            if parsed is not None:
+                holds[path] = (commit, parsed)
+                break
+    return holds
+
+
+@dataclass
+class Change:
+    path: str
+    status: str
+    parents: list[str]  # the path's blob in each parent (ZERO: absent)
+    new: str  # its blob in the commit (ZERO: absent)
+
+
+def _raw_log(out: str) -> list[tuple[str, list[Change]]]:
+    """`git log --format=%x00C%H... --raw -z [-c]` as (commit header, changes), in log order."""
+    commits: list[tuple[str, list[Change]]] = []
+    tokens = out.split("\0")
+    i = 0
+    while i < len(tokens):
+        token = tokens[i].lstrip("\n")
+        i += 1
+        if not token:
+            continue
+        if token.startswith("C"):
+            commits.append((token[1:], []))
+        elif token.startswith(":") and commits and i < len(tokens):
+            path = tokens[i]
+            i += 1
+            colons = len(token) - len(token.lstrip(":"))
+            fields = token[colons:].split()
+            shas = fields[colons + 1 : 2 * colons + 2]
+            commits[-1][1].append(Change(path, fields[-1], shas[:-1], shas[-1]))
+    return commits
+
+
+@dataclass
+class RangeCommit:
+    sha: str
+    parents: list[str]
+    email: str
+    message: str
+    changes: list[Change]  # register entries only
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0]
+
+    @property
+    def paths(self) -> list[str]:
+        return [c.path for c in self.changes]
+
+    def authorized_by(self) -> list[str]:
+        return Commit(self.sha, self.email, self.message, []).authorized_by()
+
+
+@dataclass
+class RangeHistory:
+    available: bool
+    why: str = ""
+    spec: str = ""
+    commits: list[RangeCommit] = field(default_factory=list)  # oldest first
+    blobs: dict[str, str | None] = field(default_factory=dict)  # blob sha -> text (None: not UTF-8)
+    policy: bytes | None = None  # regulator/policy/interaction.yaml at A (None: absent)
+
+
+class RangeError(ValueError):
+    """--range names no range of this repository: bad input."""
+
+
+AUTHOR = re.compile(rb"^author .*<([^<>]*)> \d+ [+-]\d{4}$", re.MULTILINE)
+INTERACTION = "regulator/policy/interaction.yaml"
+
+
+def _entry_path(path: str) -> bool:
+    folder, _, name = path.partition("/")
+    return folder in FOLDERS and name.endswith(".md") and "/" not in name
+
+
+def read_range(root: Path, spec: str) -> RangeHistory:
+    """Every commit of `A..B` (a push: A before, B after) with its register changes, the blobs
+    on either side of each, the commits' messages and author addresses, and the interaction
+    policy at A. Five git calls whatever the range's length."""
+    before, sep, after = spec.partition("..")
+    if not sep or not before or not after or after.startswith(".") or "-" in (before[:1], after[:1]):
+        raise RangeError(f"--range {spec!r}: expected A..B, two commits (a push's before and after)")
+    check = _git(root, "rev-parse", "--is-shallow-repository")
+    if check.returncode != 0:
+        return RangeHistory(available=False, why="not a git repository", spec=spec)
+    if check.stdout.decode().strip() == "true":
+        return RangeHistory(available=False, why="the clone is shallow", spec=spec)
+    shas = []
+    for rev in (before, after):
+        done = _git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+        if done.returncode != 0:
+            raise RangeError(f"--range {spec!r}: {rev!r} is not a commit in this repository")
+        shas.append(done.stdout.decode().strip())
+    a, b = shas
+    done = _git(
+        root,
+        "log",
+        "--reverse",
+        "--format=%x00C%H %P",
+        "--raw",
+        "-z",
+        "-c",
+        "--no-abbrev",
+        "--no-renames",
+        f"{a}..{b}",
+    )
+    if done.returncode != 0:
+        return RangeHistory(available=False, why="git could not list the range", spec=spec)
+    commits = []
+    blobs: set[str] = set()
+    for header, changes in _raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
+        sha, *parents = header.split()
+        mine = [c for c in changes if _entry_path(c.path)]
+        for change in mine:
+            blobs.update(x for x in (*change.parents, change.new) if x != ZERO)
+        commits.append(RangeCommit(sha, parents, "", "", mine))
+    policy_name = f"{a}:{INTERACTION}"
+    objects = _cat_batch(root, [c.sha for c in commits] + sorted(blobs) + [policy_name])
+    for commit in commits:
+        raw = objects.get(commit.sha) or b""
+        head, _, message = raw.partition(b"\n\n")
+        author = AUTHOR.search(head)
+        commit.email = author.group(1).decode("utf-8", errors="replace") if author else ""
+        commit.message = message.decode("utf-8", errors="replace")
+    history = RangeHistory(available=True, spec=spec, commits=commits)
+    history.blobs = {sha: _utf8(objects.get(sha)) for sha in blobs}
+    history.policy = objects.get(policy_name)
+    return history
+
+
+def _utf8(data: bytes | None) -> str | None:
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _tree_texts(repo, rev: str) -> dict[str, str]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from registry.entries import LOAD_BEARING, Entry, Issue, Registers, load_fields, parse_ack
-from registry.history import History
+from registry.history import ZERO, History, RangeHistory
 
 CODES = {
     "awaits-ack": "notice: an unresolved finding nobody has acknowledged yet",
@@ -22,10 +22,14 @@ CODES = {
     "unauthorized-change": "error: a load-bearing field changed without authorization",
     "ack-removed": "error: an ack was removed without authorization",
     "bad-ref": "error: a typed reference does not resolve",
-    "schema": "error: the entry does not parse or lacks a field",
-    "history-unavailable": "warning: trunk history could not be read; history checks did not run",
+    "schema": "error: the entry reads but a field is missing or wrong (an impossible date included)",
+    "unreadable": "error: the file cannot be read (not UTF-8, a byte-order mark, merge conflict "
+    "markers, no frontmatter, bad YAML, a key given twice); it keeps its last parseable trunk hold",
+    "history-unavailable": "warning (error under --require-history): trunk history could not be "
+    "read (no trunk, a shallow clone); the history checks did not run",
     "authorized-signed": "notice: a load-bearing change authorized by a commit SSH-signed by its person",
-    "authorized-claimed": "notice: a load-bearing change authorized by an Authorized-by trailer on an unsigned commit",
+    "authorized-claimed": "notice: a load-bearing change authorized by an Authorized-by trailer on an "
+    "unsigned commit (only where signatures are not required)",
 }
 
 
@@ -40,6 +44,7 @@ class Policy:
     # a trailer on an unsigned commit authorizes nothing.
     signed: Callable[[str, str], bool] | None = None
     require_signatures: bool = False
+    note: str = ""  # where the grants come from when that is worth saying (--range: the policy at A)
 
 
 @dataclass
@@ -150,10 +155,12 @@ def _load_bearing(fields: dict | None) -> dict:
     return {k: fields.get(k) for k in LOAD_BEARING}
 
 
-def _authorizer(history: History, path: str, policy: Policy) -> tuple[str | None, str]:
-    """The person whose valid Authorized-by trailer covers this path on the branch, if any, and
-    how: "authorized (signed)" by a commit SSH-signed with their key, or "authorized (claimed)"
-    by the trailer alone (only where signatures are not required). (None, why) otherwise."""
+def _authorizer(
+    history: History | RangeHistory, path: str, policy: Policy, where: str = "on the branch"
+) -> tuple[str | None, str]:
+    """The person whose valid Authorized-by trailer covers this path on the branch (or in the
+    range), if any, and how: "authorized (signed)" by a commit SSH-signed with their key, or
+    "authorized (claimed)" by the trailer alone (only where signatures are not required)."""
     seen = ""
     for commit in history.commits:
         if path not in commit.paths:
@@ -175,7 +182,8 @@ def _authorizer(history: History, path: str, policy: Policy) -> tuple[str | None
                 )
                 continue
             return name, f"authorized (claimed) by {name} in {commit.sha[:10]}: the commit is not signed"
-    return None, seen or "no commit on the branch carries Authorized-by: <person with the ack grant>"
+    why = seen or f"no commit {where} carries Authorized-by: <person with the ack grant>"
+    return None, f"{why} ({policy.note})" if policy.note else why
 
 
 def _authorized(issues: list[Issue], path: str, how: str) -> None:
@@ -214,7 +222,10 @@ def lint_history(
         base_text = history.base.get(path)
         if now_text == head_text == base_text:
             continue  # the same bytes at the merge-base, at HEAD and on disk: nothing changed
-        now_fields = _load_bearing(load_fields("", now_text))
+        now_read = load_fields("", now_text)
+        if now_read is None:
+            continue  # already an error (lint_entries); until it reads, it holds as on trunk
+        now_fields = _load_bearing(now_read)
         head_fields = _load_bearing(load_fields("", head_text)) if head_text is not None else None
         if base_text is None:
             # a new entry: arriving with an ack needs the same authorization
@@ -283,4 +294,107 @@ def lint_history(
                 f"{path}: {', '.join(changed)} changed since trunk; {why}",
             )
         )
+    return issues
+
+
+TOMBSTONE_HOW = "restore it and withdraw it in place (resolved: true, or disposition: rejected with a reason)"
+
+
+def lint_range(history: RangeHistory, policy: Policy) -> list[Issue]:
+    """Every commit of A..B (a push to trunk) held to the branch's guard: no register entry
+    deleted, and no load-bearing field changed unless a commit of the range that touches the
+    entry carries a valid Authorized-by, the grants being those of the policy at A."""
+    if not history.available:
+        return [
+            Issue(
+                "warning",
+                "history-unavailable",
+                "(history)",
+                f"no deletion observed (range {history.spec} unavailable: {history.why}); "
+                "the tombstone and load-bearing checks did not run",
+            )
+        ]
+    where = f"in {history.spec}"
+    issues: list[Issue] = []
+
+    def fields_of(blob: str) -> dict | None:
+        text = history.blobs.get(blob)
+        return load_fields("", text) if text is not None else None
+
+    for commit in history.commits:
+        by = f"{commit.sha[:12]} ({commit.subject})"
+        for change in commit.changes:
+            path = change.path
+            before = [fields_of(sha) if sha != ZERO else None for sha in change.parents]
+            present = [f for sha, f in zip(change.parents, before, strict=True) if sha != ZERO]
+            if change.new == ZERO:
+                if present:
+                    issues.append(
+                        Issue(
+                            "error",
+                            "tombstone-not-delete",
+                            path,
+                            f"register entry removed (tombstone-not-delete): {path} deleted by {by}; "
+                            + TOMBSTONE_HOW,
+                        )
+                    )
+                continue
+            raw_after = fields_of(change.new)
+            after = _load_bearing(raw_after)
+            if not present:
+                if (after.get("ack") or "").strip():
+                    who, why = _authorizer(history, path, policy, where)
+                    if who is not None:
+                        _authorized(issues, path, why)
+                    else:
+                        issues.append(
+                            Issue(
+                                "error",
+                                "unauthorized-change",
+                                path,
+                                f"{path}: a new entry arrives with an ack in {by}; {why}",
+                            )
+                        )
+                continue
+            olds = [_load_bearing(f) for f in present]
+            # a merge changes a field only where the result matches none of its parents: whatever
+            # it took from a side was changed, and checked, in that side's own commits
+            changed = [k for k in LOAD_BEARING if all(old.get(k) != after.get(k) for old in olds)]
+            if not changed:
+                continue
+            who, why = _authorizer(history, path, policy, where)
+            if who is not None:
+                _authorized(issues, path, why)
+                continue
+            if raw_after is None:
+                issues.append(
+                    Issue(
+                        "error",
+                        "unauthorized-change",
+                        path,
+                        f"{path}: made unreadable by {by}, which hides its {', '.join(changed)}; {why}",
+                    )
+                )
+                continue
+            if "ack" in changed and not (after.get("ack") or "").strip():
+                issues.append(
+                    Issue(
+                        "error",
+                        "ack-removed",
+                        path,
+                        f"{path}: removing the ack in {by} downgrades the hard re-gate problem to a "
+                        f"notice; {why}",
+                    )
+                )
+                changed.remove("ack")
+                if not changed:
+                    continue
+            issues.append(
+                Issue(
+                    "error",
+                    "unauthorized-change",
+                    path,
+                    f"{path}: {', '.join(changed)} changed by {by}; {why}",
+                )
+            )
     return issues

@@ -26,25 +26,49 @@ def _view(title: str, summary: str, headers: list[str], rows: list[list[object]]
     return "\n".join(lines) + "\n"
 
 
+def _invalid_rows(registers: Registers, kind: str, width: int) -> list[tuple[str, list[str]]]:
+    """An entry that cannot be read is listed as invalid, with why, never left out (SPEC §16.3)."""
+    rows = []
+    for invalid in registers.invalid_of(kind):
+        cells = [f"[{_cell(invalid.id)}]({_cell(invalid.path)})", "", f"INVALID ({invalid.code}): "]
+        cells[2] += _cell(invalid.problem)
+        held = registers.held.get(invalid.path)
+        extra = [""] * (width - 4)
+        if held is not None:
+            cells[2] += _cell(f"; holds as on trunk at {held.commit[:12]}")
+            if kind == "finding":
+                extra[0] = _cell(", ".join(held.entry.fields.get("affects") or []))
+        rows.append((invalid.id, [*cells, *extra, "invalid"]))
+    return rows
+
+
+def _summary(entries: int, invalid: int, more: str) -> str:
+    return f"{entries} entries, {more}" + (f", {invalid} invalid." if invalid else ".")
+
+
 def findings_view(registers: Registers) -> str:
     entries = sorted(registers.findings.values(), key=lambda e: e.id)
     unresolved = sum(1 for e in entries if not e.fields["resolved"])
     rows = [
-        [
-            f"[{_cell(e.id)}]({e.path})",
-            _cell(e.fields["date"]),
-            _cell(e.fields["title"]),
-            _cell(", ".join(e.fields.get("affects") or [])),
-            _cell(e.fields["ack"]),
-            "yes" if e.fields["resolved"] else "no",
-        ]
+        (
+            e.id,
+            [
+                f"[{_cell(e.id)}]({e.path})",
+                _cell(e.fields["date"]),
+                _cell(e.fields["title"]),
+                _cell(", ".join(e.fields.get("affects") or [])),
+                _cell(e.fields["ack"]),
+                "yes" if e.fields["resolved"] else "no",
+            ],
+        )
         for e in entries
     ]
+    invalid = _invalid_rows(registers, "finding", 6)
     return _view(
         "Findings",
-        f"{len(entries)} entries, {unresolved} unresolved.",
+        _summary(len(entries) + len(invalid), len(invalid), f"{unresolved} unresolved"),
         ["id", "date", "title", "affects", "ack", "resolved"],
-        rows,
+        [cells for _, cells in sorted(rows + invalid, key=lambda r: r[0])],
     )
 
 
@@ -52,16 +76,23 @@ def intake_view(registers: Registers) -> str:
     entries = sorted(registers.intake.values(), key=lambda e: e.id)
     new = sum(e.fields["disposition"] == "new" for e in entries)
     rows = [
-        [
-            f"[{_cell(e.id)}]({e.path})",
-            _cell(e.fields["date"]),
-            _cell(e.fields["title"]),
-            _cell(e.fields["disposition"]),
-        ]
+        (
+            e.id,
+            [
+                f"[{_cell(e.id)}]({e.path})",
+                _cell(e.fields["date"]),
+                _cell(e.fields["title"]),
+                _cell(e.fields["disposition"]),
+            ],
+        )
         for e in entries
     ]
+    invalid = _invalid_rows(registers, "intake", 4)
     return _view(
-        "Intake", f"{len(entries)} entries, {new} new.", ["id", "date", "title", "disposition"], rows
+        "Intake",
+        _summary(len(entries) + len(invalid), len(invalid), f"{new} new"),
+        ["id", "date", "title", "disposition"],
+        [cells for _, cells in sorted(rows + invalid, key=lambda r: r[0])],
     )
 
 

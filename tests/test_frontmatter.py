@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from identity.yamlload import safe_load_strict
 from registry.frontmatter import parse
 
 words = st.sampled_from(
@@ -19,6 +21,7 @@ words = st.sampled_from(
         "~",
         "2026-08-11",
         "2026-13-45",
+        "2026-02-30",
         "scoped:stream-a",
         "a: b",
         "x #y",
@@ -28,6 +31,7 @@ words = st.sampled_from(
         "1:20",
         "0x1f",
         "-x",
+        "- x",
         "[a]",
         "'q'",
         '"d"',
@@ -46,6 +50,14 @@ words = st.sampled_from(
         "v.1.0",
         "(paren)",
         "F-x: y",
+        "a\rb",
+        "a\x85b",
+        "a\u2028b",
+        "a\x07b",
+        "a\x7fb",
+        "\ufeffa",
+        "...",
+        "#c",
     ]
 )
 value = st.one_of(
@@ -56,8 +68,36 @@ value = st.one_of(
     st.lists(words.map(lambda w: f'"{w}"'), max_size=3).map(lambda ws: "[" + ", ".join(ws) + "]"),
 )
 keys = st.sampled_from(
-    ["id", "date", "title", "affects", "ack", "resolved", "disposition", "reason", "yes", "x-y"]
+    ["id", "date", "title", "affects", "ack", "resolved", "disposition", "reason", "yes", "x-y", "k" * 1100]
 )
+# how a block list item is written: mixed indentation within one list, nested lists, stray markers
+item_prefixes = st.sampled_from(["- ", "  - ", "    - ", " - ", "-  ", "\t- ", "  - - ", "- - ", "  -", "-"])
+extra_lines = st.sampled_from(["", "# comment", "  # indented comment", "  continued", "---x", "%YAML 1.1"])
+pair_lines = st.tuples(keys, value).map(lambda kv: [f"{kv[0]}: {kv[1]}".rstrip()])
+block_lines = st.tuples(
+    keys, st.sampled_from(["", " "]), st.lists(st.tuples(item_prefixes, words), max_size=4)
+).map(lambda b: [f"{b[0]}:{b[1]}"] + [f"{p}{w}" for p, w in b[2]])
+plain_words = st.sampled_from(["u1", "F-a", "release-hardening/manifest", "yes", "'q'", '"d"', "é", ""])
+uniform_block_lines = st.tuples(
+    keys, item_prefixes, st.lists(st.one_of(plain_words, words), min_size=1, max_size=4)
+).map(lambda b: [f"{b[0]}:"] + [f"{b[1]}{w}" for w in b[2]])
+groups = st.lists(
+    st.one_of(pair_lines, block_lines, uniform_block_lines, extra_lines.map(lambda x: [x])), max_size=7
+)
+
+
+def check_same_as_safe_load(head: str) -> None:
+    fast = parse(head)
+    if fast is None:
+        return  # stepping aside is always allowed
+    try:
+        expected = yaml.safe_load(head)
+    except (yaml.YAMLError, ValueError):
+        raise AssertionError(f"fast reader accepted what YAML rejects: {head!r} -> {fast!r}") from None
+    assert fast == expected, head
+    assert type(fast) is type(expected), head
+    # and it accepts nothing the strict loader refuses (a key given twice, a date that is no date)
+    assert safe_load_strict(head) == fast, head
 
 
 @settings(max_examples=400, deadline=None)
@@ -70,15 +110,32 @@ def test_same_as_safe_load_or_none(pairs, blocks):
     for k, items in blocks:
         lines.append(f"{k}:")
         lines += [f"  - {item}" for item in items]
-    head = "\n".join(lines)
-    fast = parse(head)
-    if fast is None:
-        return
-    try:
-        expected = yaml.safe_load(head)
-    except yaml.YAMLError:
-        raise AssertionError(f"fast reader accepted what YAML rejects: {head!r} -> {fast!r}") from None
-    assert fast == expected, head
+    check_same_as_safe_load("\n".join(lines))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(groups)
+def test_same_as_safe_load_or_none_with_mixed_indentation_and_nested_lists(parts):
+    check_same_as_safe_load("\n".join(line for group in parts for line in group))
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "key:\n  - a\n- b\n",  # issue 13: YAML rejects it, the fast reader said ['a', 'b']
+        "key:\n- a\n  - b",  # one scalar "a - b" to YAML
+        "key:\n  - a\n    - b",
+        "key:\n  - - a",
+        "resolved: true\nresolved: false",  # a duplicate key: the strict loader names it
+        "date: 2026-02-30",
+        'title: "a\x85b"',  # NEL is a line break to YAML
+        "",
+        "# only a comment",
+    ],
+)
+def test_the_fast_reader_steps_aside(head):
+    assert parse(head) is None
+    check_same_as_safe_load(head)
 
 
 def test_the_common_shapes_are_read_fast():

@@ -222,8 +222,8 @@ def test_yaml_tags_execute_nothing_and_bad_ids_are_rejected(reg, tmp_path):
     result = lint(ws, "--trunk", "nope")
     assert sorted(codes(result)) == [
         ("schema", "findings/F-dots.md"),
-        ("schema", "findings/F-evil.md"),
         ("schema", "findings/F-slash.md"),
+        ("unreadable", "findings/F-evil.md"),
     ]
     assert not marker.exists()
     messages = " ".join(i["message"] for i in result["errors"])

@@ -1,0 +1,445 @@
+"""Registers fail closed (SPEC §16.2 lint, §16.3; issue 13): what cannot be read still holds, is
+an error, is listed; trunk history that cannot be read fails `--require-history`; a direct push
+to trunk is checked commit by commit with `--range A..B`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.helpers import git, make_workspace
+
+FINDING = "findings/F-alert-path-dead.md"
+BODY = "The alerter exits 127 on the failure path.\n"
+
+
+def finding_text(resolved=False, affects=("u1",), ack="", title="The alerter cannot run", fid=None):
+    front = {
+        "id": fid or "F-alert-path-dead",
+        "date": "2026-08-11",
+        "title": title,
+        "affects": list(affects),
+        "ack": ack,
+        "resolved": resolved,
+    }
+    return "---\n" + yaml.safe_dump(front, sort_keys=False) + "---\n" + BODY
+
+
+VALID_HEAD = "---\nid: F-alert-path-dead\ndate: '2026-08-11'\ntitle: x\naffects: [u1]\nack: ''\n"
+UNREADABLE = {
+    "bad-yaml": (VALID_HEAD + "resolved: [false\n---\n").encode(),
+    "conflict-markers": (
+        b"---\nid: F-alert-path-dead\ndate: '2026-08-11'\n<<<<<<< HEAD\ntitle: ours\n=======\n"
+        b"title: theirs\n>>>>>>> desk\naffects: [u1]\nack: ''\nresolved: false\n---\n"
+    ),
+    "impossible-date": (
+        b"---\nid: F-alert-path-dead\ndate: 2026-02-30\ntitle: x\naffects: [u1]\nack: ''\nresolved: false\n---\n"
+    ),
+    "invalid-utf8": (VALID_HEAD + "resolved: false\n---\n").encode() + b"caf\xe9 au lait\n",
+    "bom": b"\xef\xbb\xbf" + (VALID_HEAD + "resolved: false\n---\n").encode(),
+    "duplicate-key": (VALID_HEAD + "resolved: true\nresolved: false\n---\n").encode(),
+}
+CODE = {
+    "bad-yaml": ("unreadable", "not safe YAML"),
+    "conflict-markers": ("unreadable", "merge conflict markers (line 4)"),
+    "impossible-date": ("schema", "field date: 2026-02-30 is not a real date (line 3)"),
+    "invalid-utf8": ("unreadable", "not valid UTF-8 (line 9"),
+    "bom": ("unreadable", "byte-order mark"),
+    "duplicate-key": ("unreadable", "duplicate key 'resolved' (first given on line 7)"),
+}
+
+
+@pytest.fixture
+def ws(tmp_path):
+    return make_workspace(tmp_path)
+
+
+def lint(ws, *extra, cwd=None):
+    done = ws.run("registry", "lint", "--json", *extra, cwd=cwd)
+    assert done.returncode in (0, 1), done.stderr
+    data = json.loads(done.stdout)
+    assert (done.returncode == 1) == bool(data["errors"])
+    return data
+
+
+def codes(result, level="errors"):
+    return sorted((i["code"], i["entry"]) for i in result[level])
+
+
+def next_up(ws):
+    return [u["id"] for u in ws.json("registry", "next-up")]
+
+
+def stale(ws, unit_id):
+    return next(u for u in ws.json("status")["units"] if u["id"] == unit_id)["staleKnowledge"]
+
+
+def head(ws):
+    return ws.git("rev-parse", "HEAD").strip()
+
+
+# ---- §16.3: unreadable is not absent ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", sorted(UNREADABLE))
+def test_an_unreadable_finding_is_an_error_and_keeps_its_trunk_hold(ws, case):
+    ws.write(FINDING, finding_text())
+    ws.commit("file it")
+    on_trunk = head(ws)
+    assert "u1" not in next_up(ws)
+    ws.git("checkout", "-q", "-b", "edit")
+    (ws.root / FINDING).write_bytes(UNREADABLE[case])
+    code, words = CODE[case]
+
+    result = lint(ws)
+    assert codes(result) == [(code, FINDING)]
+    assert words in result["errors"][0]["message"]
+    # the unit stays held as trunk's version holds it, wherever the ladder is asked
+    assert stale(ws, "u1") == ["F-alert-path-dead"]
+    done = ws.run("registry", "next-up", "--explain", "--json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    data = json.loads(done.stdout)
+    assert "u1" not in [u["id"] for u in data["nextUp"]]
+    reasons = {u["id"]: u["reasons"] for u in data["excluded"]}["u1"]
+    assert reasons == [
+        f"stale-knowledge: unresolved F-alert-path-dead (invalid here: {FINDING} holds as on trunk "
+        f"at {on_trunk[:12]})"
+    ]
+    assert f"{FINDING} is invalid ({code}" in done.stderr
+    before = ws.digest()
+    refused = ws.run("unit", "dispatch", "u1")
+    assert refused.returncode == 3 and "F-alert-path-dead" in refused.stderr
+    assert ws.digest() == before
+    # nothing crashes on it, and --once fails on the lint error
+    for args in (["status"], ["registry", "lint"], ["registry", "views", "--check"], ["registry", "records"]):
+        done = ws.run(*args)
+        assert "Traceback" not in done.stderr, (args, done.stderr)
+        assert done.returncode in (0, 1), (args, done.stderr)
+    once = ws.run("controlroom", "--once", "--json")
+    assert once.returncode == 1, once.stderr
+    assert any(r.startswith(f"lint error {code}: {FINDING}") for r in json.loads(once.stdout)["exitReasons"])
+
+
+def test_a_real_merge_conflict_still_holds_its_unit(ws):
+    """Issue 13: a finding broken by a merge conflict stopped holding its unit."""
+    ws.write(FINDING, finding_text())
+    ws.commit("file it")
+    ws.git("checkout", "-q", "-b", "desk")
+    ws.write(FINDING, finding_text(title="The alerter cannot run: it lacks its CLI"))
+    ws.commit("retitle on the desk")
+    ws.git("checkout", "-q", "main")
+    ws.write(FINDING, finding_text(title="The alerter is dead"))
+    ws.commit("retitle on main")
+    ws.git("checkout", "-q", "-b", "merge-desk")
+    done = subprocess.run(["git", "merge", "-q", "desk"], cwd=ws.root, env=ws.env, capture_output=True)
+    assert done.returncode != 0 and "<<<<<<<" in (ws.root / FINDING).read_text()
+    assert "u1" not in next_up(ws)
+    assert stale(ws, "u1") == ["F-alert-path-dead"]
+    assert codes(lint(ws)) == [("unreadable", FINDING)]
+
+
+def test_the_last_parseable_version_on_trunk_holds_when_trunk_holds_a_broken_one(ws):
+    ws.write(FINDING, finding_text(affects=("u3",)))
+    ws.commit("file it")
+    parseable = head(ws)
+    (ws.root / FINDING).write_bytes(UNREADABLE["conflict-markers"])  # affects u1, but unreadable
+    ws.commit("a conflict committed to trunk")
+    (ws.root / FINDING).write_bytes(UNREADABLE["impossible-date"])
+    ws.commit("a date that is no date, committed to trunk")
+    assert stale(ws, "u3") == ["F-alert-path-dead"] and stale(ws, "u1") == []
+    explained = ws.json("registry", "next-up", "--explain")
+    reasons = {u["id"]: u["reasons"] for u in explained["excluded"]}
+    assert f"at {parseable[:12]}" in reasons["u3"][0]
+    assert "u1" in [u["id"] for u in explained["nextUp"]]
+
+
+def test_an_unreadable_finding_never_on_trunk_holds_nothing_and_fails_once(ws):
+    ws.git("checkout", "-q", "-b", "new-finding")
+    (ws.root / FINDING).write_bytes(UNREADABLE["duplicate-key"])
+    ws.commit("a new finding, broken")
+    assert "u1" in next_up(ws) and stale(ws, "u1") == []
+    done = ws.run("registry", "next-up")
+    assert "no parseable version on trunk: it holds nothing" in done.stderr
+    once = ws.run("controlroom", "--once")
+    assert once.returncode == 1
+    assert f"lint error unreadable: {FINDING}" in once.stdout
+
+
+def test_a_resolved_trunk_version_holds_nothing(ws):
+    ws.write(FINDING, finding_text(resolved=True))
+    ws.commit("file it, resolved")
+    (ws.root / FINDING).write_bytes(UNREADABLE["bad-yaml"])
+    assert stale(ws, "u1") == [] and "u1" in next_up(ws)
+    assert codes(lint(ws)) == [("unreadable", FINDING)]
+
+
+def test_duplicate_keys_never_take_the_last_value(ws):
+    # resolved: true, then resolved: false: last-wins would read it unresolved, a reader sees true
+    text = "---\nid: F-x\ndate: '2026-11-01'\ntitle: x\naffects: [u1]\nack: ''\nresolved: true\nresolved: false\n---\n"
+    ws.write("findings/F-x.md", text)
+    result = lint(ws, "--trunk", "nope")
+    assert codes(result) == [("unreadable", "findings/F-x.md")]
+    assert "duplicate key 'resolved'" in result["errors"][0]["message"]
+    ws.write("findings/F-x.md", text.replace("ack: ''\n", "ack: ''\nack: '2026-11-01 alice'\n"))
+    assert "duplicate key 'ack'" in lint(ws, "--trunk", "nope")["errors"][0]["message"]
+
+
+def test_a_duplicate_key_in_a_policy_file_is_bad_input(ws):
+    path = ws.root / "regulator/policy/interaction.yaml"
+    os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
+    path.write_text(path.read_text() + "people:\n  mallory:\n    grants: [ack]\n")
+    done = ws.run("registry", "lint")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "interaction.yaml: not valid YAML (line 18: duplicate key 'people' (first given on line 2))" in (
+        done.stderr
+    )
+
+
+def test_a_proposed_policy_with_a_duplicate_key_is_refused(ws, tmp_path):
+    source = tmp_path / "routing.yaml"
+    current = (ws.root / "regulator/policy/routing.yaml").read_text()
+    source.write_text(current + "intakeDebtDays: 3\nintakeDebtDays: 30\n")
+    before = ws.digest()
+    done = ws.run(
+        "identity", "propose", "--file", "regulator/policy/routing.yaml", "--content-from", str(source),
+        "--rationale", "r", "--by", "alice",
+    )  # fmt: skip
+    assert done.returncode == 2 and "duplicate key 'intakeDebtDays'" in done.stderr
+    assert ws.digest() == before
+
+
+def test_views_list_invalid_entries_as_invalid(ws):
+    ws.write(FINDING, finding_text())
+    ws.commit("file it")
+    (ws.root / FINDING).write_bytes(UNREADABLE["conflict-markers"])
+    ws.write("findings/F-fine.md", finding_text(fid="F-fine", affects=("u3",)))
+    ws.write("intake/I-broken.md", "---\nid: I-broken\ndate: 2026-02-30\ntitle: x\ndisposition: new\n---\n")
+    assert ws.run("registry", "views").returncode == 0
+    findings = (ws.root / "FINDINGS.md").read_text()
+    intake = (ws.root / "INTAKE.md").read_text()
+    assert "2 entries, 1 unresolved, 1 invalid." in findings
+    row = next(line for line in findings.splitlines() if "F-alert-path-dead" in line)
+    assert "INVALID (unreadable): holds merge conflict markers (line 4)" in row
+    assert "holds as on trunk at" in row and row.endswith("| u1 |  | invalid |")
+    assert "F-fine" in findings
+    assert "1 entries, 0 new, 1 invalid." in intake
+    assert "[I-broken](intake/I-broken.md) |  | INVALID (schema): field date: 2026-02-30" in intake
+    assert ws.run("registry", "views", "--check").returncode == 0
+
+
+def test_records_lists_an_invalid_record_and_exits_1(ws):
+    assert ws.run("registry", "records").returncode == 0
+    ws.write("records/REG-CLM-broken.md", "---\nid: REG-CLM-broken\nlabel: x\nlabel: y\n---\n")
+    done = ws.run("registry", "records")
+    assert done.returncode == 1
+    assert "REG-CLM-broken  INVALID  records/REG-CLM-broken.md: unreadable:" in done.stdout
+    assert "duplicate key 'label'" in done.stdout
+    assert "REG-CMP-register-lint" in done.stdout  # the valid ones are still listed
+    assert "1 record(s) invalid" in done.stderr
+    done = ws.run("registry", "records", "--json")
+    assert done.returncode == 1
+    rows = {r["id"]: r for r in json.loads(done.stdout)}
+    assert rows["REG-CLM-broken"]["invalid"].startswith("unreadable: ")
+    assert rows["REG-CMP-register-lint"]["invalid"] is None
+
+
+# ---- §16.2: --require-history -------------------------------------------------------------------
+
+
+def test_require_history_fails_in_a_shallow_clone_and_without_trunk(ws, tmp_path):
+    ws.write(FINDING, finding_text())
+    ws.commit("file it")
+    ws.commit("another commit, so depth 1 cuts history")
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{ws.root}", str(shallow), env=ws.env)
+    assert git(shallow, "rev-parse", "--is-shallow-repository").strip() == "true"
+    # without the flag: a warning, exit 0, never reported as passing
+    done = ws.run("registry", "lint", cwd=shallow)
+    assert done.returncode == 0 and "history NOT checked" in done.stdout
+    done = ws.run("registry", "lint", "--require-history", cwd=shallow)
+    assert done.returncode == 1
+    assert (
+        "error: history-unavailable: no deletion observed (trunk history unavailable: the clone is shallow)"
+        in (done.stdout)
+    )
+    result = lint(ws, "--require-history", cwd=shallow)
+    assert codes(result) == [("history-unavailable", "(history)")] and result["historyChecked"] is False
+    # no trunk
+    assert codes(lint(ws, "--require-history", "--trunk", "nope")) == [("history-unavailable", "(history)")]
+    # full history: passes
+    full = tmp_path / "full"
+    git(tmp_path, "clone", "-q", f"file://{ws.root}", str(full), env=ws.env)
+    done = ws.run("registry", "lint", "--require-history", cwd=full)
+    assert done.returncode == 0 and "history checked" in done.stdout
+
+
+# ---- §16.2: --range A..B ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pushed(ws):
+    """A finding on trunk; returns (ws, A) with A the trunk commit before the push."""
+    ws.write(FINDING, finding_text())
+    ws.commit("file it")
+    return ws, head(ws)
+
+
+def test_a_direct_push_flipping_resolved_is_caught_by_range(pushed):
+    ws, before = pushed
+    ws.write(FINDING, finding_text(resolved=True))
+    ws.commit("close it quietly")  # straight on trunk, no trailer
+    after = head(ws)
+    # HEAD is trunk: the branch guard sees nothing uncommitted (the hole issue 13 names)
+    assert lint(ws)["errors"] == []
+    result = lint(ws, "--range", f"{before}..{after}")
+    assert codes(result) == [("unauthorized-change", FINDING)] and result["historyChecked"] is True
+    message = result["errors"][0]["message"]
+    assert f"resolved changed by {after[:12]} (close it quietly)" in message
+    assert "no commit in" in message and "Authorized-by" in message
+    text = ws.run("registry", "lint", "--range", f"{before}..{after}")
+    assert text.returncode == 1 and f"history checked (every commit of {before}..{after})" in text.stdout
+    # the same push, authorized
+    ws.write(FINDING, finding_text(resolved=True) + "\n")
+    ws.commit("resolve: the alerter ships its CLI\n\nAuthorized-by: alice")
+    assert lint(ws, "--range", f"{before}..{head(ws)}")["errors"] == []
+    # branch names are revisions too
+    ws.git("branch", "before-push", before)
+    assert lint(ws, "--range", "before-push..main")["errors"] == []
+
+
+def test_range_checks_every_commit_for_deletions(pushed):
+    ws, before = pushed
+    (ws.root / FINDING).unlink()
+    ws.commit("drop it")
+    dropped = head(ws)
+    ws.write(FINDING, finding_text())
+    ws.commit("put it back")
+    # the tree at B has it again; the commit that deleted it is still on trunk
+    result = lint(ws, "--range", f"{before}..{head(ws)}")
+    assert codes(result) == [("tombstone-not-delete", FINDING)]
+    assert f"deleted by {dropped[:12]} (drop it)" in result["errors"][0]["message"]
+    assert "withdraw it in place" in result["errors"][0]["message"]
+
+
+def test_range_authorizes_with_the_policy_at_a(pushed):
+    ws, before = pushed
+    path = ws.root / "regulator/policy/interaction.yaml"
+    policy = yaml.safe_load(path.read_text())
+    policy["people"]["mallory"] = {"grants": ["ack"], "emails": ["mallory@example.org"]}
+    os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
+    path.write_text(yaml.safe_dump(policy))
+    ws.commit("grant myself ack", email="mallory@example.org")
+    ws.write(FINDING, finding_text(resolved=True))
+    ws.commit("resolve\n\nAuthorized-by: mallory", email="mallory@example.org")
+    result = lint(ws, "--range", f"{before}..{head(ws)}")
+    assert codes(result) == [("unauthorized-change", FINDING)]
+    assert "Authorized-by: mallory does not hold the ack grant" in result["errors"][0]["message"]
+    assert f"ack grants as the policy at {before} gives them" in result["errors"][0]["message"]
+
+
+def test_range_removing_an_ack_and_arriving_acked(pushed):
+    ws, before = pushed
+    ws.write(FINDING, finding_text(ack="2026-11-20 alice") + "\n")
+    ws.commit("ack\n\nAuthorized-by: alice")
+    acked = head(ws)
+    ws.write(FINDING, finding_text())
+    ws.commit("unack")
+    ws.write("findings/F-new.md", finding_text(fid="F-new", ack="2026-11-20 alice"))
+    ws.commit("a new finding, pre-acked")
+    # the range from the acked commit on: the ack removal and the new entry, both unauthorized
+    result = lint(ws, "--range", f"{acked}..{head(ws)}")
+    assert codes(result) == [("ack-removed", FINDING), ("unauthorized-change", "findings/F-new.md")]
+    assert "downgrades the hard re-gate problem to a notice" in result["errors"][0]["message"]
+    # over the whole push, alice's commit touching the entry authorizes its changes (the branch rule)
+    result = lint(ws, "--range", f"{before}..{head(ws)}")
+    assert codes(result) == [("unauthorized-change", "findings/F-new.md")]
+
+
+def test_range_through_a_merge(pushed):
+    ws, before = pushed
+    ws.git("checkout", "-q", "-b", "side")
+    ws.write(FINDING, finding_text(affects=()))
+    ws.commit("side: clear affects")
+    side = head(ws)
+    ws.git("checkout", "-q", "main")
+    ws.write("intake/I-x.md", "---\nid: I-x\ndate: '2026-11-20'\ntitle: x\ndisposition: new\n---\n")
+    ws.commit("main: intake")
+    ws.git("merge", "-q", "--no-ff", "side", "-m", "merge side")
+    result = lint(ws, "--range", f"{before}..{head(ws)}")
+    assert codes(result) == [("unauthorized-change", FINDING)]
+    assert f"affects changed by {side[:12]} (side: clear affects)" in result["errors"][0]["message"]
+
+
+def test_range_sees_what_a_merge_itself_changes(pushed):
+    ws, before = pushed
+    ws.git("checkout", "-q", "-b", "side")
+    ws.write(FINDING, finding_text(title="side title"))
+    ws.commit("side: retitle")
+    ws.git("checkout", "-q", "main")
+    ws.write(FINDING, finding_text(title="main title"))
+    ws.commit("main: retitle")
+    subprocess.run(["git", "merge", "-q", "side"], cwd=ws.root, env=ws.env, capture_output=True)
+    ws.write(FINDING, finding_text(title="merged", resolved=True))  # neither side resolved it
+    ws.commit("merge side")
+    merge = head(ws)
+    assert len(ws.git("rev-list", "--parents", "-n", "1", merge).split()) == 3
+    result = lint(ws, "--range", f"{before}..{merge}")
+    assert codes(result) == [("unauthorized-change", FINDING)]
+    assert f"resolved changed by {merge[:12]} (merge side)" in result["errors"][0]["message"]
+
+
+def test_range_flags_a_push_that_makes_a_finding_unreadable(pushed):
+    ws, before = pushed
+    (ws.root / FINDING).write_bytes(UNREADABLE["conflict-markers"])
+    ws.commit("oops, a conflict")
+    result = lint(ws, "--range", f"{before}..{head(ws)}")
+    assert codes(result) == [("unauthorized-change", FINDING), ("unreadable", FINDING)]
+    assert "made unreadable by" in " ".join(i["message"] for i in result["errors"])
+
+
+@pytest.mark.parametrize("spec", ["main", "main...main", "..main", "main..", "-x..main", "main..nosuch"])
+def test_a_bad_range_is_bad_input(pushed, spec):
+    ws, _ = pushed
+    done = ws.run("registry", "lint", "--range", spec)
+    assert done.returncode == 2, done.stdout
+    assert done.stderr.startswith("regulator: --range") and done.stderr.count("\n") == 1
+
+
+def test_range_in_a_shallow_clone_needs_history(pushed, tmp_path):
+    ws, before = pushed
+    ws.write(FINDING, finding_text(resolved=True))
+    ws.commit("close it quietly")
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{ws.root}", str(shallow), env=ws.env)
+    spec = f"{before}..{head(ws)}"
+    done = ws.run("registry", "lint", "--range", spec, "--require-history", "--json", cwd=shallow)
+    assert done.returncode == 1
+    data = json.loads(done.stdout)
+    assert codes(data) == [("history-unavailable", "(history)")] and data["historyChecked"] is False
+    assert "the clone is shallow" in data["errors"][0]["message"]
+
+
+def test_lint_codes_are_the_documented_set():
+    """Every code lint can emit is in registry.lint.CODES, and docs/registers.md lists exactly those."""
+    from registry.lint import CODES
+
+    doc = (Path(__file__).parent.parent / "docs/registers.md").read_text()
+    documented = {
+        line.split("|")[1].strip().strip("`")
+        for line in doc.splitlines()
+        if line.startswith("| `") and line.count("|") >= 3
+    }
+    assert documented == set(CODES)
+    sources = (Path(__file__).parent.parent / "registry").glob("*.py")
+    emitted = set()
+    for source in sources:
+        emitted |= set(re.findall(r'Issue\(\s*"(?:error|warning|notice)",\s*"([a-z-]+)"', source.read_text()))
+    assert emitted and emitted <= set(CODES)
