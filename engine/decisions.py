@@ -97,6 +97,11 @@ def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: 
             raise Refused(
                 f"{proposal['file']} changed since proposal {proposal['id']} was made; propose again"
             )
+        if verdict == "accepted" and file_hash(path) != proposal["baseHash"]:
+            raise Refused(
+                f"{proposal['file']} on disk differs from its decided content (a hand edit): restore it "
+                f"(`git checkout -- {proposal['file']}`) or propose again"
+            )
         event = {
             "kind": "decision",
             "decision": verdict,

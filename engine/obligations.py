@@ -37,6 +37,15 @@ def find(state: State, prefix: str) -> Obligation:
     return by_prefix(state.obligations, prefix, "obligation")
 
 
+def _may_resolve(ws: Workspace, person: str, ob: Obligation) -> None:
+    policy = ws.interaction()
+    if not policy.may_resolve(person, ob.severity):
+        raise Refused(
+            f"{person} may not resolve a {ob.severity} obligation (interaction.yaml lets them "
+            f"resolve: {', '.join(policy.people[person].resolve) or 'no severity'})"
+        )
+
+
 def resolve(ws: Workspace, prefix: str, by: str, disposition: str, rationale: str) -> dict:
     check_prefix(prefix, "obligation")
     person = check_person(by)
@@ -44,17 +53,13 @@ def resolve(ws: Workspace, prefix: str, by: str, disposition: str, rationale: st
         raise BadInput(f"--disposition {disposition!r} is not one of {', '.join(DISPOSITIONS)}")
     rationale = check_text("--rationale", rationale, kind="rationale")
     require_grant(ws, person, "resolve", "resolve an obligation")
+    _may_resolve(ws, person, find(load(ws, stores=("signals", "units")), prefix))  # before any key
     signer = signer_for(ws, person)  # before the lock: a passphrase is never asked under it
     with ws.exclusive():
         route_locked(ws)
         state = load(ws, stores=("signals", "units"))
         ob = find(state, prefix)
-        policy = ws.interaction()
-        if not policy.may_resolve(person, ob.severity):
-            raise Refused(
-                f"{person} may not resolve a {ob.severity} obligation (interaction.yaml lets them "
-                f"resolve: {', '.join(policy.people[person].resolve) or 'no severity'})"
-            )
+        _may_resolve(ws, person, ob)
         if ob.status != "open":
             raise Refused(
                 f"obligation {ob.id} is already {ob.status} ({ob.disposition}) by {ob.by} at {ob.closed_at}"

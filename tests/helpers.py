@@ -104,13 +104,36 @@ class Workspace:
         path.write_text(text)
         return path
 
-    def commit(self, message: str, email: str = "alice@example.org") -> None:
+    def commit(self, message: str, email: str = "alice@example.org", sign: bool = True) -> None:
+        """Commit everything; SSH-signed with alice's key (as `registry ack --commit` would) unless
+        `sign` is False."""
         env = dict(self.env, GIT_AUTHOR_EMAIL=email)
         git(self.root, "add", "-A", env=env)
-        git(self.root, "commit", "-q", "--allow-empty", "-m", message, env=env)
+        signing = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={alice_key()}"] if sign else []
+        git(
+            self.root,
+            *signing,
+            "commit",
+            "-q",
+            *(["-S"] if sign else []),
+            "--allow-empty",
+            "-m",
+            message,
+            env=env,
+        )
 
     def git(self, *args: str) -> str:
         return git(self.root, *args, env=self.env)
+
+    def decide(self, relative: str, text: str, by: str = "alice", env: dict | None = None) -> None:
+        """Change a governed file the only way it changes: a proposal, accepted (SPEC §7, §15.0)."""
+        source = self.root.parent / f"proposed-{relative.replace('/', '-')}"
+        source.write_text(text)
+        args = ["identity", "propose", "--file", relative, "--content-from", str(source)]
+        done = self.run(*args, "--rationale", "test policy", "--by", by, "--json", env=env)
+        assert done.returncode == 0, done.stderr
+        proposal = json.loads(done.stdout)["id"]
+        self.run("identity", "accept", proposal, "--by", by, "--rationale", "ok", env=env, check=True)
 
     def lease(self, unit_id: str) -> Path:
         """Dispatch the unit with a worktree; return the worktree folder holding the lease."""

@@ -127,6 +127,9 @@ def events(draw):
 
 
 def write(root: Path, items) -> None:
+    from engine import clock
+
+    clock.configure(True)  # the generated times go back and forth, as a pinned clock allows
     for store, event in items:
         path = root / ".regulator" / f"{store}.ndjson"
         if isinstance(event, bytes):
@@ -139,6 +142,8 @@ def write(root: Path, items) -> None:
 def fresh_root(base: str) -> Path:
     root = Path(base) / "ws"
     (root / ".regulator").mkdir(parents=True)
+    for name in STORES:  # only init (and the demo) create stores: a workspace starts with them
+        (root / ".regulator" / f"{name}.ndjson").touch()
     (root / "contracts").mkdir()
     for unit in UNITS:
         (root / "contracts" / f"{unit}.json").write_text(

@@ -141,10 +141,14 @@ def test_fill_is_tier_by_tier_then_round_robin_newest_first(ws):
     assert ids == [i[-8:] for i in order[: len(ids)]] and 1 <= len(ids) < 6
 
 
-def set_memory_policy(ws, value) -> None:
-    routing = yaml.safe_load(policy_files("alice", None)["routing.yaml"])
+def memory_policy(ws, value) -> str:
+    routing = yaml.safe_load((ws.root / "regulator/policy/routing.yaml").read_text())
     routing["memory"] = value
-    ws.write("regulator/policy/routing.yaml", yaml.safe_dump(routing))
+    return yaml.safe_dump(routing)
+
+
+def set_memory_policy(ws, value) -> None:
+    ws.decide("regulator/policy/routing.yaml", memory_policy(ws, value))
 
 
 def test_a_unit_holds_at_most_max_current_entries(ws):
@@ -178,16 +182,19 @@ def test_a_unit_holds_at_most_max_current_entries(ws):
     assert ws.run(*remember_args("five"), cwd=u1).returncode == 0
 
 
-def test_a_bad_memory_policy_is_one_line_and_writes_nothing(ws):
-    u1 = ws.lease("u1")
+def test_a_bad_memory_policy_is_one_line_and_writes_nothing(ws, tmp_path):
     for value, words in (
         ({"maxCurrentPerUnit": 0}, "memory.maxCurrentPerUnit"),
         ({"maxCurrentPerUnit": "many"}, "memory.maxCurrentPerUnit"),
         ({"maxCurrent": 5}, "memory.maxCurrent"),
     ):
-        set_memory_policy(ws, value)
+        source = tmp_path / "routing.yaml"
+        source.write_text(memory_policy(ws, value))
         before = ws.digest()
-        done = ws.run(*remember_args(), cwd=u1)
+        done = ws.run(
+            "identity", "propose", "--file", "regulator/policy/routing.yaml", "--content-from", str(source),
+            "--rationale", "r", "--by", "alice",
+        )  # fmt: skip
         assert done.returncode == 2 and ws.digest() == before
         assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr, done.stderr
 

@@ -229,7 +229,7 @@ def test_a_signal_appended_by_another_process_appears(demo):
     async def script(pilot):
         await pilot.press("4")
         start = len(app.table.keys)
-        env = clean_env(REGULATOR_NOW=NOW)
+        env = clean_env(REGULATOR_NOW=NOW, REGULATOR_SIGNING_KEY=str(demo.root / ".demo-keys" / "alice"))
         done = subprocess.run(
             [
                 REGULATOR,
@@ -289,7 +289,7 @@ def test_markup_and_escapes_in_store_text_are_literal(demo):
 
 
 def test_once_exit_codes(demo):
-    env = clean_env(REGULATOR_NOW=NOW)
+    env = clean_env(REGULATOR_NOW=NOW, REGULATOR_SIGNING_KEY=str(demo.root / ".demo-keys" / "alice"))
     done = subprocess.run(
         [REGULATOR, "--root", str(demo.root), "controlroom", "--once"],
         env=env,

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import os
 import stat
+from pathlib import Path
 
 import yaml
 
-from tests.helpers import git, report_args
+from tests.helpers import git, make_key, report_args
 
 INVARIANTS = "regulator/identity/invariants.md"
 
@@ -64,7 +65,13 @@ def test_hand_edit_fails_verify_and_accepted_proposal_passes(ws, tmp_path):
 
 def test_policy_change_takes_effect_at_once(ws, tmp_path):
     policy = yaml.safe_load((ws.root / "regulator/policy/interaction.yaml").read_text())
-    policy["people"]["bob"] = {"grants": ["resolve"], "resolve": ["info", "advisory"]}
+    bob_key = make_key(tmp_path / "keys", "bob")
+    bob = {"REGULATOR_SIGNING_KEY": str(bob_key)}
+    policy["people"]["bob"] = {
+        "grants": ["resolve"],
+        "resolve": ["info", "advisory"],
+        "keys": [Path(f"{bob_key}.pub").read_text().strip()],
+    }
     done = propose(ws, "regulator/policy/interaction.yaml", yaml.safe_dump(policy), tmp_path, by="alice")
     assert done.returncode == 0, done.stderr
     ws.run(
@@ -92,6 +99,7 @@ def test_policy_change_takes_effect_at_once(ws, tmp_path):
         "no-action",
         "--rationale",
         "looks fine",
+        env=bob,
     )
     assert done.returncode == 3 and "blocking" in done.stderr
     assert ws.digest() == before
@@ -105,6 +113,7 @@ def test_policy_change_takes_effect_at_once(ws, tmp_path):
         "no-action",
         "--rationale",
         "looks fine",
+        env=bob,
         check=True,
     )
 

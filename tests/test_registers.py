@@ -253,8 +253,14 @@ def test_lint_outside_a_repository_never_passes_history(tmp_path):
     root = tmp_path / "plain"
     root.mkdir()
     env = clean_env(REGULATOR_NOW="2026-11-29T12:00:00Z")
+    from tests.helpers import alice_key
+
     subprocess.run(
-        [REGULATOR, "init", "--owner", "alice"], cwd=root, env=env, check=True, capture_output=True
+        [REGULATOR, "init", "--owner", "alice", "--owner-key", f"{alice_key()}.pub"],
+        cwd=root,
+        env=env,
+        check=True,
+        capture_output=True,
     )
     done = subprocess.run(
         [REGULATOR, "registry", "lint", "--json"], cwd=root, env=env, capture_output=True, text=True

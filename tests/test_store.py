@@ -14,6 +14,7 @@ from engine.store import Store, verify
 
 
 def fill(path, n=5):
+    path.touch()  # only init creates a store (SPEC §15.4): an append never does
     store = Store(path)
     for i in range(n):
         store.append({"kind": "note", "n": i}, assign_id=True)
@@ -97,6 +98,7 @@ for i in range(int(sys.argv[3])):
 
 def test_four_processes_appending_at_once_leave_every_line_whole(tmp_path):
     path = tmp_path / "s.ndjson"
+    path.touch()
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(w), "50"]) for w in range(4)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
     lines = path.read_bytes().split(b"\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -122,7 +123,8 @@ def test_lease_file_and_close_release(ws):
     lease = json.loads((worktree / ".regulator-lease.json").read_text())
     assert lease["unit"] == "u1" and lease["workspace"] == str(ws.root) and lease["leasedAt"]
     dispatch = ws.events("units")[-1]
-    assert dispatch["lease"] == lease["lease"]
+    assert "lease" not in dispatch  # the token never reaches the log: only its hash (SPEC §15.2)
+    assert dispatch["leaseHash"] == hashlib.sha256(lease["lease"].encode()).hexdigest()
     ws.run("unit", "close", "u1", check=True)
     assert ws.events("units")[-1]["kind"] == "close"
     assert unit_status(ws, "u1")["status"] == "closed"

@@ -458,7 +458,7 @@ def test_a_signed_ack_commit_is_authorized_signed(ws):
 def test_an_unsigned_trailer_authorizes_nothing_where_signatures_are_required(ws):
     finding_on_trunk(ws)
     ws.run("registry", "ack", "F-x", "--by", "alice", check=True)
-    ws.commit("ack F-x\n\nAuthorized-by: alice")  # the trailer, but no signature
+    ws.commit("ack F-x\n\nAuthorized-by: alice", sign=False)  # the trailer, but no signature
     codes = lint_codes(ws)
     assert "unauthorized-change" in codes["errors"]
     assert "not SSH-signed" in ws.run("registry", "lint").stdout
@@ -469,7 +469,7 @@ def test_an_unsigned_trailer_is_claimed_where_names_are_trusted(tmp_path):
     ws.commit("first round")
     finding_on_trunk(ws)
     ws.run("registry", "ack", "F-x", "--by", "alice", check=True)
-    ws.commit("ack F-x\n\nAuthorized-by: alice")
+    ws.commit("ack F-x\n\nAuthorized-by: alice", sign=False)
     codes = lint_codes(ws)
     assert codes["errors"] == [] and "authorized-claimed" in codes["notices"]
     assert "authorized (claimed)" in ws.run("registry", "lint").stdout
