@@ -94,7 +94,7 @@ sys.stdin.readline()
 event = store.append({"kind": "signal", "subject": "bench append " + sys.argv[2], "claim": "c",
                       "observation": "o", "evidence": ["e"], "confidence": "low", "reportedSeverity": "advisory",
                       "affectedUnits": ["unit-00001"], "observedAt": "2026-11-29T12:00:00Z", "expiresAt": None,
-                      "rationale": None, "unit": None, "by": "alice", "revision": None, "source": "S4",
+                      "rationale": None, "unit": "unit-00002", "by": None, "revision": None, "source": "S4",
                       "destination": "S3", "at": "2026-11-29T12:00:00Z"}, assign_id=True)
 print(time.time(), flush=True)
 """
@@ -315,7 +315,10 @@ def next_up(root: Path, meta: dict) -> dict:
 def status_cold(tmp: Path) -> dict:
     demo = tmp / "demo"
     subprocess.run(
-        [REGULATOR, "demo", "--dir", str(demo), "--once"], env=bench_env(), check=True, capture_output=True
+        [REGULATOR, "demo", "--dir", str(demo), "--once", "--clock", "pinned"],
+        env=bench_env(),
+        check=True,
+        capture_output=True,
     )
     median, times, _ = timed([REGULATOR, "status", "--json"], demo, 7)
     return {"status_cold_s": round(median, 3), "status_runs_s": [round(t, 3) for t in times]}

@@ -82,7 +82,12 @@ def init(
     ] = "system",
 ) -> None:
     """Create the workspace skeleton here (or at --root): policy, identity, records, stores."""
+    from engine.actors import host_only
     from engine.init import initialize
+    from engine.workspace import find_lease, read_lease
+
+    found = Path(GLOBAL["lease"]) if GLOBAL["lease"] else find_lease(Path.cwd())
+    host_only(read_lease(found) if found else None)  # a unit does not make workspaces
 
     root = Path(GLOBAL["root"] or ".")
     ws = initialize(root, owner, trunk, owner_key, clock_mode)

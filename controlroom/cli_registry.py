@@ -148,7 +148,7 @@ def registry_ack(
         out(f"acknowledged {finding} and committed it with Authorized-by: {escape(by)}")
         return
     out(
-        f"acknowledged {finding} in {path.relative_to(ws.root)}; commit it with 'Authorized-by: {escape(by)}'"
+        f"acknowledged {finding} in {path.relative_to(ws.tree)}; commit it with 'Authorized-by: {escape(by)}'"
         " (or use --commit, which signs it)"
     )
 

@@ -155,14 +155,22 @@ def _lease(ws: Workspace, unit_id: str) -> Actor:
 KEY_DIR = ".demo-keys"
 
 
-def demo_key(root: Path) -> Path:
-    """Alice's key for the demo, made in-process inside the demo folder (mode 0600)."""
+def demo_key(root: Path, reproducible: bool = False) -> Path:
+    """Alice's key for the demo, made in-process inside the demo folder (mode 0600). Random, except
+    for a demo kept on a pinned clock (`--clock pinned`: tests and screenshots), whose key derives
+    from REGULATOR_NOW so that the demo is the same byte for byte: never use one for real work."""
+    import hashlib
+
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     folder = root / KEY_DIR
     folder.mkdir(mode=0o700)
-    key = Ed25519PrivateKey.generate()
+    if reproducible:
+        seed = hashlib.sha256(f"regulator demo key\0{os.environ.get('REGULATOR_NOW')}".encode()).digest()
+        key = Ed25519PrivateKey.from_private_bytes(seed)
+    else:
+        key = Ed25519PrivateKey.generate()
     private = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
     )
@@ -189,7 +197,7 @@ def build(root: Path, clock_mode: str = "system") -> Workspace:
     pinned_at = os.environ.get("REGULATOR_NOW")
     os.environ["REGULATOR_NOW"] = pinned_at or clock.iso(clock.now())
     try:
-        ws = _build(root)
+        ws = _build(root, reproducible=clock_mode == "pinned")
     finally:
         if pinned_at is None:
             os.environ.pop("REGULATOR_NOW", None)
@@ -216,11 +224,11 @@ def _system_clock(ws: Workspace) -> None:
     configure_clock(ws)
 
 
-def _build(root: Path) -> Workspace:
+def _build(root: Path, reproducible: bool) -> Workspace:
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, capture_output=True)
     _git(root, "config", "user.name", "regulator demo")
     _git(root, "config", "user.email", "demo@regulator.invalid")
-    key = demo_key(root)
+    key = demo_key(root, reproducible)
     use_key(key)
     ws = initialize(root, owner=OWNER, key=key.with_name(f"{OWNER}.pub"), clock_mode="pinned")
     for contract in CONTRACTS:

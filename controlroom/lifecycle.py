@@ -98,8 +98,12 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
             if "uncounted" in event:
                 continue
             if kind == "dispatch":
-                lease = event.get("leaseHash") or "(first-round lease)"
-                yield f"{event['at']} dispatched (lease sha256 {lease[:12]}…) as {event.get('type')}/{event.get('profile')}"
+                where = (
+                    f"lease file in {escape(event['worktree'])}" if event.get("worktree") else "no lease file"
+                )
+                if "leaseHash" not in event:
+                    where = "a first-round lease, not honoured"
+                yield f"{event['at']} dispatched as {event.get('type')}/{event.get('profile')} ({where})"
             elif kind == "close":
                 yield f"{event['at']} closed; lease released"
             elif kind == "demote":

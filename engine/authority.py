@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +22,9 @@ from identity.files import GOVERNED, content_hash
 INTERACTION = "regulator/policy/interaction.yaml"
 ROUTING = "regulator/policy/routing.yaml"
 UNSIGNED_FIELDS = ("prev", "hash", "sig")  # what a signature does not cover
-_CLOCK = re.compile(r"^clock:\s*['\"]?(pinned|system)['\"]?\s*(#.*)?$", re.MULTILINE)
+# the grant each person event of signals, units and memory needs (identity's are judged in _judge)
+GRANT_OF = {"disposition": "resolve", "decision": "decide", "demote": "decide", "retraction": "retract",
+            "signal": "report"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class People:
     require_signatures: bool = False
     keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
     grants: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    resolve: dict[str, tuple[str, ...]] = field(default_factory=dict)  # severities each may resolve
 
     @classmethod
     def parse(cls, text: str | None) -> People:
@@ -50,12 +52,17 @@ class People:
         people = data.get("people") if isinstance(data.get("people"), dict) else {}
         keys: dict[str, tuple[str, ...]] = {}
         grants: dict[str, tuple[str, ...]] = {}
+        resolve: dict[str, tuple[str, ...]] = {}
         for name, entry in people.items():
             if not isinstance(entry, dict):
                 continue
             keys[str(name)] = tuple(k for k in entry.get("keys") or () if isinstance(k, str))
             grants[str(name)] = tuple(g for g in entry.get("grants") or () if isinstance(g, str))
-        return cls(data.get("requireSignatures") is True, keys, grants)
+            resolve[str(name)] = tuple(r for r in entry.get("resolve") or () if isinstance(r, str))
+        return cls(data.get("requireSignatures") is True, keys, grants, resolve)
+
+    def may(self, person: object, grant: str) -> bool:
+        return isinstance(person, str) and grant in self.grants.get(person, ())
 
 
 @dataclass(frozen=True)
@@ -75,7 +82,9 @@ class Authority:
     content: dict[str, str | None] = field(default_factory=dict)  # file -> decided text (None: unknown)
     decided_hash: dict[str, str] = field(default_factory=dict)
     times: list[str] = field(default_factory=list)  # `at` of each interaction policy in force
+    marks: list[dict | None] = field(default_factory=list)  # ... the other stores' sizes then
     policies: list[People] = field(default_factory=list)  # ... and the policy from then on
+    routing: list[tuple[str, str | None]] = field(default_factory=list)  # (from `at`, decided routing.yaml)
     proposals: dict[str, dict] = field(default_factory=dict)  # the proposals that count
     decisions: list[dict] = field(default_factory=list)  # the decisions that count, baseline first
     dismissals: dict[tuple[str, int], dict] = field(default_factory=dict)  # (store, line) -> event
@@ -94,6 +103,22 @@ class Authority:
         k = bisect.bisect_right(self.times, at) - 1
         return self.policies[max(k, 0)]
 
+    def people_for(self, store: str, offset: int, at: object) -> People:
+        """The interaction policy in force for the event at `offset` of `store`: a decision that
+        recorded the stores' sizes (`marks`) governs every line at or past its mark, whatever
+        that line's own `at` says, so a back-dated line cannot borrow an older policy (a retired
+        key). A decision from before marks is placed by its time."""
+        chosen = self.policies[0] if self.policies else People()
+        for when, mark, people in zip(self.times, self.marks, self.policies, strict=True):
+            if not when:
+                continue  # the baseline: in force from the start
+            if mark is not None and isinstance(mark.get(store), int):
+                if offset >= mark[store]:
+                    chosen = people
+            elif isinstance(at, str) and at >= when:
+                chosen = people
+        return chosen
+
     @property
     def authentication(self) -> str:
         """ "signatures" when the policy in force requires them; else "names" (SPEC §15.1)."""
@@ -101,13 +126,25 @@ class Authority:
 
     @property
     def clock(self) -> str:
-        found = _CLOCK.search(self.content.get(ROUTING) or "")
-        return found.group(1) if found else "system"
+        """`pinned` only when the decided routing policy says so unambiguously; else `system`."""
+        text = self.content.get(ROUTING) or ""
+        if "pinned" not in text:
+            return "system"
+        from identity.yamlload import YamlError, safe_load_strict
 
-    def check(self, event: dict, people: People | None = None) -> str | None:
+        try:
+            data = safe_load_strict(text)
+        except YamlError:
+            return "system"
+        return "pinned" if isinstance(data, dict) and data.get("clock") == "pinned" else "system"
+
+    def check(self, event: dict, people: People | None = None, grant: str | None = None) -> str | None:
         """Why a person event counts for nothing, or None when it counts. A present but bad
-        signature never counts; an unsigned one counts only where signatures are not required."""
+        signature never counts; an unsigned one counts only where signatures are not required.
+        A person event of the other stores also needs its grant (a key proves who, not may)."""
         people = people or self.people_at(event.get("at"))
+        if grant is not None and not people.may(event.get("by"), grant):
+            return f"by a person without the {grant} grant"
         sig = event.get("sig")
         if sig is None:
             return "unsigned" if people.require_signatures else None
@@ -164,6 +201,8 @@ def fold(events: list[dict], starts: list[int]) -> Authority:
             leading = False
             auth.policies.append(People.parse(auth.content.get(INTERACTION)))
             auth.times.append("")
+            auth.marks.append(None)
+            auth.routing.append(("", auth.content.get(ROUTING)))
         reason = _judge(auth, event, kind, verdict, seen, decided)
         if reason is not None:
             auth.uncounted.append(Uncounted("identity", offset, reason, event.get("id")))
@@ -182,11 +221,18 @@ def fold(events: list[dict], starts: list[int]) -> Authority:
                 if proposal["file"] == INTERACTION:
                     auth.policies.append(People.parse(proposal["content"]))
                     auth.times.append(event.get("at") if isinstance(event.get("at"), str) else "")
+                    auth.marks.append(event.get("marks") if isinstance(event.get("marks"), dict) else None)
+                if proposal["file"] == ROUTING:
+                    auth.routing.append(
+                        (event.get("at") if isinstance(event.get("at"), str) else "", proposal["content"])
+                    )
         elif kind == "dismissal":
             auth.dismissals[(event.get("store"), event.get("line"))] = event
     if leading:
         auth.policies.append(People.parse(auth.content.get(INTERACTION)))
         auth.times.append("")
+        auth.marks.append(None)
+        auth.routing.append(("", auth.content.get(ROUTING)))
     return auth
 
 

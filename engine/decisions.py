@@ -110,6 +110,9 @@ def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: 
             "contentHash": proposal["contentHash"] if verdict == "accepted" else None,
             "by": person,
             "rationale": rationale,
+            # where in the other stores this decision takes effect: a line appended later is judged
+            # under it, whatever time it claims (engine.authority.people_for)
+            "marks": {name: ws.store(name).size() for name in ("signals", "units", "memory")},
             "at": clock.iso(clock.now()),
         }
         written = ws.store("identity").append(person_event(ws, signer, event))

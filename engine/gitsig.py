@@ -58,31 +58,98 @@ def signed_by(root: Path, sha: str, keys: Mapping[str, tuple[str, ...]]) -> dict
     }
 
 
-def commit(ws, paths: list[str], message: str, person: str, sign: bool) -> bool:
-    """Commit these paths (only these: anything else staged is left alone) as `person`, SSH-signed
-    with the person's key when `sign` (the key regulator signs events with). False outside git or
-    when git refuses."""
+# git as regulator runs it for a person: no hooks, no fsmonitor, no filters, the stock signer. A
+# unit that can write `.git/` must not get code run in the person's environment (with their agent).
+SAFE = [
+    "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "gpg.ssh.program=ssh-keygen",
+    "-c", "commit.gpgsign=false", "-c", "core.sshCommand=ssh",
+]  # fmt: skip
+
+
+def _no_filters(root: Path) -> list[str]:
+    """Every filter driver the repository configures, emptied: writing the index re-hashes racily
+    clean files, which would run a clean filter a unit planted in .git/config."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "config", "--name-only", "--get-regexp", r"^filter\."],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    names = {
+        line.split(".", 1)[1].rsplit(".", 1)[0] for line in done.stdout.splitlines() if line.count(".") >= 2
+    }
+    return [flag for name in sorted(names) for part in ("clean", "smudge", "process")
+            for flag in ("-c", f"filter.{name}.{part}=")]  # fmt: skip
+
+
+def _git(root: Path, *args: str, env: dict | None = None, data: bytes | None = None) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *SAFE, *_no_filters(root), *args],
+            capture_output=True,
+            input=data,
+            env=env,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.decode().strip() if done.returncode == 0 else None
+
+
+def commit(ws, paths: list[str], message: str, person: str, sign: bool, root: Path | None = None) -> bool:
+    """Commit these paths' working-tree bytes (only these: anything else staged is left alone) as
+    `person`, SSH-signed with the person's key when `sign`. Built with git's plumbing (hash-object
+    --no-filters, a private index, commit-tree), so no hook, filter or fsmonitor of the repository
+    runs. False outside git or when git refuses."""
+    import os
+    import tempfile
+
     from engine.init import git_config
     from engine.signing import key_path
 
-    root = ws.root
+    root = root or ws.root
     if not (root / ".git").exists():
         return False
-    flags: list[str] = []
+    env = dict(os.environ)
     if not git_config(root, "user.email"):
         entry = ws.interaction().people.get(person)
         email = entry.emails[0] if entry and entry.emails else f"{person}@regulator.invalid"
-        flags += ["-c", f"user.name={person}", "-c", f"user.email={email}"]
+        env.update(GIT_AUTHOR_NAME=person, GIT_AUTHOR_EMAIL=email, GIT_COMMITTER_NAME=person,
+                   GIT_COMMITTER_EMAIL=email)  # fmt: skip
     signing: list[str] = []
     if sign:
         key = key_path(ws)
         if key is None:
             return False
-        flags += ["-c", "gpg.format=ssh", "-c", f"user.signingkey={key}"]
-        signing = ["-S"]
-    subprocess.run(["git", "-C", str(root), "add", "--", *paths], capture_output=True)
-    done = subprocess.run(
-        ["git", "-C", str(root), *flags, "commit", "-q", *signing, "-m", message, "--", *paths],
-        capture_output=True,
-    )
-    return done.returncode == 0
+        signing = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={key}"]
+    head = _git(root, "rev-parse", "--verify", "-q", "HEAD")
+    blobs = []
+    for relative in paths:
+        blob = _git(root, "hash-object", "-w", "--no-filters", "--", relative)
+        if blob is None:
+            return False
+        blobs.append((relative, blob))
+    with tempfile.TemporaryDirectory() as tmp:
+        index = dict(env, GIT_INDEX_FILE=str(Path(tmp) / "index"))
+        if head is not None and _git(root, "read-tree", head, env=index) is None:
+            return False
+        for relative, blob in blobs:
+            if (
+                _git(root, "update-index", "--add", "--cacheinfo", f"100644,{blob},{relative}", env=index)
+                is None
+            ):
+                return False
+        tree = _git(root, "write-tree", env=index)
+    if tree is None:
+        return False
+    parents = ["-p", head] if head else []
+    new = _git(root, *signing, "commit-tree", tree, *parents, *(["-S"] if sign else []), "-F", "-",
+               env=env, data=message.encode())  # fmt: skip
+    if new is None:
+        return False
+    if _git(root, "update-ref", "-m", "regulator: commit", "HEAD", new, *([head] if head else [])) is None:
+        return False
+    for relative, blob in blobs:  # the real index agrees, so `git status` shows the file committed
+        _git(root, "update-index", "--add", "--cacheinfo", f"100644,{blob},{relative}")
+    return True

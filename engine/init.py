@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 import stat
 import subprocess
 from pathlib import Path
@@ -136,9 +138,16 @@ def initialize(
     host_key(ws, create=True)
     now = clock.iso(clock.now())
     store = ws.store("identity")
+    # the first event's hash names the workspace: never two alike (under a pinned clock, for
+    # reproducible tests and demos, derived from the time and the folder)
+    if clock.fixed():
+        nonce = hashlib.sha256(f"workspace\0{clock.iso(clock.now())}\0{root}".encode()).hexdigest()[:32]
+    else:
+        nonce = secrets.token_hex(16)
     for relative, text in written.items():  # the first events: trusted on first use (SPEC §15.0)
         store.append(
             {
+                **({"nonce": nonce} if nonce else {}),
                 "kind": "decision",
                 "decision": "baseline",
                 "proposal": None,
@@ -150,6 +159,7 @@ def initialize(
                 "at": now,
             }
         )
+        nonce = ""
     return ws
 
 

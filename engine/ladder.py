@@ -11,7 +11,7 @@ from registry.entries import Held, Registers, entry_or_none, load_registers
 
 def registers_of(ws: Workspace, state: State) -> Registers:
     if state.registers is None:
-        registers = load_registers(ws.root)
+        registers = load_registers(ws.tree)
         unreadable = [i.path for i in registers.invalid_of("finding")]
         if unreadable:
             registers.held = trunk_holds_of(ws, unreadable)
@@ -25,7 +25,7 @@ def trunk_holds_of(ws: Workspace, paths: list[str]) -> dict[str, Held]:
     from engine.init import trunk_of
     from registry.history import trunk_holds
 
-    found = trunk_holds(ws.root, trunk_of(ws), paths, lambda path, text: entry_or_none("finding", path, text))
+    found = trunk_holds(ws.tree, trunk_of(ws), paths, lambda path, text: entry_or_none("finding", path, text))
     return {path: Held(entry, commit) for path, (commit, entry) in found.items()}
 
 

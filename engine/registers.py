@@ -69,9 +69,9 @@ def lint(
     error, not a warning."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         if range_spec is not None:
-            pending = pool.submit(read_range, ws.root, range_spec)
+            pending = pool.submit(read_range, ws.tree, range_spec)
         else:
-            pending = pool.submit(read_history, ws.root, trunk or trunk_of(ws))
+            pending = pool.submit(read_history, ws.tree, trunk or trunk_of(ws))
         registers = registers_of(ws, state)
         policy = lint_policy(ws)
         units = {unit_id: unit_status(state, unit) for unit_id, unit in state.units.items() if unit.contract}
@@ -106,7 +106,7 @@ def views(ws: Workspace, state: State, check: bool) -> list[str]:
     """Write the views (or, with check, name those that differ from what would be generated)."""
     differing = []
     for name, text in render_views(ws, state).items():
-        path = ws.root / name
+        path = ws.tree / name
         current = path.read_text(encoding="utf-8") if path.exists() else None
         if current != text:
             differing.append(name)
@@ -134,13 +134,13 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
         from engine.signing import signer_for
 
         signer = signer_for(ws, person)  # refused (exit 3) when the person must sign and cannot
-        if not (ws.root / ".git").exists():
+        if not (ws.tree / ".git").exists():
             raise BadInput("--commit: the workspace is not a git repository")
     if entry.fields["resolved"]:
         raise Refused(f"{finding_id} is resolved: history needs no ack")
     if entry.fields["ack"].strip():
         raise Refused(f"{finding_id} is already acknowledged ({entry.fields['ack']})")
-    path = ws.root / entry.path
+    path = ws.tree / entry.path
     text = path.read_text(encoding="utf-8")
     head_end = text.index("\n---", 3)
     head, rest = text[:head_end], text[head_end:]
@@ -153,9 +153,9 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
     if commit:
         from engine.gitsig import commit as git_commit
 
-        relative = path.relative_to(ws.root).as_posix()
+        relative = path.relative_to(ws.tree).as_posix()
         message = f"registry: ack {finding_id} by {person}\n\nAuthorized-by: {person}\n"
-        if not git_commit(ws, [relative], message, person, sign=signer is not None):
+        if not git_commit(ws, [relative], message, person, sign=signer is not None, root=ws.tree):
             raise Refused(f"the ack is written in {relative} but git did not commit it; commit it by hand")
     return path
 

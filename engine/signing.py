@@ -84,6 +84,8 @@ def signer_for(ws: Workspace, person: str) -> Signer | None:
     from engine import sshsig
 
     signer = _loaded.get(str(path))
+    if signer is None and not path.is_file():  # a folder or a FIFO is never opened (it would hang)
+        raise Refused(f"signing key {path} is not a readable key file; {HOW}")
     if signer is None:
         try:
             signer = sshsig.load_signer(

@@ -18,7 +18,7 @@ from typing import ClassVar
 import msgspec
 
 from engine import clock
-from engine.authority import Authority, Uncounted
+from engine.authority import GRANT_OF, Authority, Uncounted
 from engine.contracts import (
     Contract,
     ContractFiles,
@@ -198,15 +198,17 @@ def check_ahead(state: State, ws: Workspace, name: str, found: list[int]) -> Non
     import os
     from concurrent.futures import ThreadPoolExecutor
 
-    lines = _read_back(ws.store(name).path, found)
+    lines = [(*line, at) for line, at in zip(_read_back(ws.store(name).path, found), found, strict=True)]
     workers = max(1, min(4, os.cpu_count() or 1))
     size = -(-len(lines) // workers)
     chunks = [lines[k : k + size] for k in range(0, len(lines), size)]
+
+    def judge(chunk: list) -> list:
+        return [_judge(state, event, previous, name, at) for event, previous, at in chunk]
+
     with ThreadPoolExecutor(workers) as pool:
-        verdicts = [
-            v for part in pool.map(lambda c: [_judge(state, e, p) for e, p in c], chunks) for v in part
-        ]
-    events = [event for event, _ in lines]
+        verdicts = [v for part in pool.map(judge, chunks) for v in part]
+    events = [event for event, _, _ in lines]
     state.verdicts.update(zip(found, zip(events, verdicts, strict=True), strict=True))
 
 
@@ -240,9 +242,12 @@ def _person_line(handle, at: int) -> tuple[dict, object]:
     return event, (found[-1].decode() if found else None)
 
 
-def _judge(state: State, event: dict, previous: object) -> str | None:
-    """Why a person event counts for nothing (its signature, or a time before its store's)."""
-    reason = state.auth.check(event)
+def _judge(state: State, event: dict, previous: object, store: str, at: int) -> str | None:
+    """Why a person event counts for nothing (grant, signature, or a time before its store's),
+    judged under the policy in force at its place in the log (engine.authority.people_for)."""
+    people = state.auth.people_for(store, at >> 2, event.get("at"))
+    grant = GRANT_OF.get(event.get("kind")) if people.grants else None  # type: ignore[arg-type]
+    reason = state.auth.check(event, people, grant)
     if reason is None and state.auth.clock == "system" and _backdated(event.get("at"), previous):
         reason = "back-dated (stamped before the line before it)"
     return reason
@@ -270,7 +275,7 @@ def counts(state: State, store: str, at: int) -> bool:
     else:
         with open(state.source.paths[at & 3], "rb") as handle:
             event, previous = _person_line(handle, at)
-        reason = _judge(state, event, previous)
+        reason = _judge(state, event, previous, store, at)
     event_id = event.get("id")
     if reason is None and isinstance(event_id, str):
         seen = state.person_ids.setdefault(store, set())
@@ -338,18 +343,30 @@ def _fold_signals(state: State, events: list[SignalsLine], refs: list[int]) -> N
                 if pending and ob_id in pending:
                     _close(obligations[ob_id], pending.pop(ob_id))
         elif kind == "disposition":
-            if not counts(state, "signals", at):
-                ob = obligations.get(event.obligation)
+            ob = obligations.get(event.obligation)
+            if not counts(state, "signals", at) or not _may_resolve(state, event, ob, at):
                 if ob is not None:
                     ob.history.append(at)  # shown in its lifecycle, marked: it counts for nothing
                 continue
             closing = ("resolved", event.disposition, event.by, event.rationale, event.at, at)
-            ob = obligations.get(event.obligation)
             if ob is None:
                 # a recovery-decision obligation is opened in units.ndjson, folded after this store
                 pending.setdefault(event.obligation, closing)
             elif ob.status == "open":
                 _close(ob, closing)
+
+
+def _may_resolve(state: State, event: DispositionLine, ob: Obligation | None, at: int) -> bool:
+    """A disposition counts only from a person the policy lets resolve that severity (an
+    obligation not yet folded is a recovery decision's: blocking)."""
+    severity = ob.severity if ob is not None else "blocking"
+    people = state.auth.people_for("signals", at >> 2, event.at)
+    if not people.grants:  # no interaction policy known (a store without its identity): as before
+        return True
+    if isinstance(event.by, str) and severity in people.resolve.get(event.by, ()):
+        return True
+    state.uncounted.append(Uncounted("signals", at >> 2, f"by a person who may not resolve {severity}"))
+    return False
 
 
 def _close(ob: Obligation, closing: tuple) -> None:

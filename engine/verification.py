@@ -81,9 +81,119 @@ def findings(ws: Workspace, state=None) -> list[Finding]:
                 f"person event {u.reason}; it counts for nothing",
             )
         )
+    if state is None:  # `regulator verify`: re-derive what the host wrote unsigned, and the times
+        found += _host_events(ws, fresh)
     found.sort(key=lambda f: (f.store, f.line))
     found += _checkpoint(ws, fresh if state is None else None)
     return _mark_dismissed(ws, found)
+
+
+def _host_events(ws: Workspace, fresh) -> list[Finding]:
+    """What no signature covers, re-derived (SPEC §15.0's shared account): every routing record
+    must be the one the router writes for its signal under the routing policy then in force, once
+    per signal; no event is stamped in the future, nor (on the system clock) more than the allowed
+    skew before the line before it; no memory entry is reviewed more than 90 days after it was
+    recorded. Readers still obey what is written; verify names it (exit 1)."""
+    import msgspec
+
+    from engine.memory import MAX_REVIEW_DAYS
+    from engine.store import SKEW_S
+
+    found: list[Finding] = []
+    now = clock.now()
+    system = ws.authority().clock == "system"
+    policies: dict[str, object] = {}
+    for name in STORE_NAMES:
+        store = f"{name}.ndjson"
+        previous: object = None
+        routed: set[str] = set()
+        for number, raw in enumerate(_lines(ws, name), start=1):
+            try:
+                event = msgspec.json.decode(raw)
+            except ValueError:
+                continue
+            if type(event) is not dict:
+                continue
+            at = event.get("at")
+            moment = _time(at)
+            if moment is not None and (moment - now).total_seconds() > SKEW_S:
+                found.append(Finding(store, number, f"stamped {at}, in the future"))
+            before = _time(previous)
+            if (
+                system
+                and moment is not None
+                and before is not None
+                and (before - moment).total_seconds() > SKEW_S
+            ):
+                found.append(Finding(store, number, f"stamped {at}, before the line before it ({previous})"))
+            if isinstance(at, str):
+                previous = at
+            if name == "memory" and event.get("kind") == "memory" and moment is not None:
+                try:
+                    review = clock.parse_date(str(event.get("reviewBy")), "reviewBy")
+                except BadInput:
+                    review = None
+                if review is not None and (review - moment.date()).days > MAX_REVIEW_DAYS:
+                    found.append(
+                        Finding(
+                            store,
+                            number,
+                            f"review-by {review} is more than {MAX_REVIEW_DAYS} days after it was recorded",
+                        )
+                    )
+            if name == "signals" and event.get("kind") == "routing":
+                problem = _routing_problem(ws, fresh, event, routed, policies)
+                if problem:
+                    found.append(Finding(store, number, problem))
+    return found
+
+
+def _time(value: object):
+    if not isinstance(value, str):
+        return None
+    try:
+        return clock.parse_time(value)
+    except BadInput:
+        return None
+
+
+def _routing_problem(ws: Workspace, state, record: dict, routed: set[str], policies: dict) -> str | None:
+    from engine.router import route_signal
+    from identity.policy import PolicyError, parse_policy
+
+    signal_id = record.get("signal")
+    if not isinstance(signal_id, str) or signal_id not in state.signals:
+        return "a routing record for no signal that counts (forged?)"
+    if signal_id in routed:
+        return "a second routing record for the same signal (readers ignore it)"
+    routed.add(signal_id)
+    at = record.get("at")
+    when = _time(at)
+    text = ""
+    for since, content in ws.authority().routing:
+        if not since or (isinstance(at, str) and at >= since):
+            text = content or ""
+    if when is None or not text:
+        return None
+    if text not in policies:
+        try:
+            policies[text] = parse_policy("routing.yaml", text)
+        except PolicyError:
+            policies[text] = None
+    policy = policies[text]
+    if policy is None:
+        return None
+    try:
+        expected = route_signal(state.signals[signal_id], policy, when)
+    except (KeyError, ValueError, TypeError, BadInput):
+        return None
+    keys = ("outcome", "derivedSeverity", "obligations")
+    if any(record.get(k) != expected.get(k) for k in keys):
+        return (
+            f"routing record for {signal_id} says {record.get('outcome')}/{record.get('derivedSeverity')}; "
+            f"the router writes {expected['outcome']}/{expected['derivedSeverity']} (forged?); readers obey it"
+        )
+    return None
 
 
 def _checkpoint(ws: Workspace, fresh) -> list[Finding]:

@@ -44,7 +44,14 @@ class Lease:
 
 @dataclass(frozen=True)
 class Workspace:
-    root: Path
+    root: Path  # the workspace: its stores, its decided policy, its governed files
+    checkout: Path | None = None  # a linked git worktree of it the command runs in (its registers)
+
+    @property
+    def tree(self) -> Path:
+        """Where the registers are read and written: the checkout the command runs in (a branch in
+        a linked worktree is linted as that branch), else the workspace itself."""
+        return self.checkout or self.root
 
     @property
     def state_dir(self) -> Path:
@@ -159,6 +166,8 @@ def check_unit_id(value: str, field: str = "unit") -> str:
 
 
 def read_lease(path: Path) -> Lease:
+    if path.exists() and not path.is_file():  # a folder or a FIFO: never opened (it would hang)
+        raise BadInput(f"lease file {path} is not a regular file")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         lease = Lease(
@@ -223,6 +232,12 @@ def _real(folder: Path) -> Path:
     return folder
 
 
+def _opened(folder: Path) -> Workspace:
+    """The workspace for a folder: itself, or the workspace a linked worktree of it belongs to."""
+    home = _real(folder)
+    return Workspace(home, None if home == folder else folder)
+
+
 def configure_clock(ws: Workspace) -> Workspace:
     """REGULATOR_NOW is honoured only where the routing policy in force says `clock: pinned`."""
     from engine import clock
@@ -249,10 +264,10 @@ def _locate(
         if found is not None:
             lease = read_lease(found)
     if root is not None:
-        root = _real(root.resolve())
+        ws = _opened(root.resolve())
+        root = ws.root
         if not is_workspace(root):
             raise BadInput(f"{root} is not a regulator workspace (no {STATE_DIR}/); run `regulator init`")
-        ws = Workspace(root)
         if lease is not None and lease.workspace.resolve() != ws.root:
             lease = None if lease_file is None else lease
         return ws, lease
@@ -263,7 +278,7 @@ def _locate(
         return Workspace(home), lease
     for folder in _walk_up(cwd):
         if main_worktree(folder) is not None or is_workspace(folder):
-            folder = _real(folder)
-            if is_workspace(folder):
-                return Workspace(folder), None
+            ws = _opened(folder)
+            if is_workspace(ws.root):
+                return ws, None
     raise BadInput("no regulator workspace here or above; run `regulator init` or pass --root DIR")

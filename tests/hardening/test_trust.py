@@ -289,7 +289,8 @@ def test_a_signature_binds_the_person_and_the_key(tmp_path):
     assert done.returncode == 1
     named = [line for line in done.stdout.splitlines() if "counts for nothing" in line]
     assert len(named) == 3, done.stdout
-    assert sum("bad signature" in line for line in named) == 2
+    assert sum("bad signature" in line for line in named) == 1  # alice's, by a key not hers
+    assert sum("without the resolve grant" in line for line in named) == 1  # relabelled to bob
     assert sum("replayed id" in line for line in named) == 1
     # a person with the accept grant dismisses one; it still counts for nothing
     line = named[0].split(":")[1]
@@ -473,3 +474,128 @@ def test_an_unsigned_trailer_is_claimed_where_names_are_trusted(tmp_path):
     codes = lint_codes(ws)
     assert codes["errors"] == [] and "authorized-claimed" in codes["notices"]
     assert "authorized (claimed)" in ws.run("registry", "lint").stdout
+
+
+def test_a_signature_without_the_grant_counts_for_nothing(tmp_path):
+    """A key proves who signed, not what they may do: bob, listed with a key but no resolve grant,
+    signs a disposition and appends it himself (a shared account)."""
+    from engine.signing import person_event
+    from engine.workspace import Workspace as Engine
+
+    ws = make_workspace(tmp_path)
+    _, obligations = held(ws)
+    bob_key = make_key(tmp_path / "keys", "bob")
+    policy = yaml.safe_load((ws.root / "regulator/policy/interaction.yaml").read_text())
+    policy["people"]["bob"] = {"grants": ["report"], "keys": [Path(f"{bob_key}.pub").read_text().strip()]}
+    ws.decide("regulator/policy/interaction.yaml", yaml.safe_dump(policy))
+    event = {"kind": "disposition", "obligation": obligations["u1"], "unit": "u1", "disposition": "no-action",
+             "by": "bob", "rationale": "mine now", "at": NOW}  # fmt: skip
+    append_forged(ws, "signals", person_event(Engine(ws.root), sshsig.load_signer(bob_key), event))
+    assert {o["id"] for o in ws.json("obligations")} == set(obligations.values())
+    done = ws.run("verify")
+    assert done.returncode == 1 and "without the resolve grant" in done.stdout
+    shown = ws.run("obligation", "show", obligations["u1"]).stdout
+    assert "counts for nothing (by a person without the resolve grant)" in shown
+
+
+def test_a_back_dated_event_is_judged_by_where_it_lands(tmp_path):
+    """A key retired by a decision signs nothing that lands after that decision, whatever `at` it
+    claims: the decision records where the other stores stood (its marks)."""
+    from engine.signing import person_event
+    from engine.workspace import Workspace as Engine
+
+    ws = make_workspace(tmp_path)
+    _, obligations = held(ws)
+    new = make_key(tmp_path / "keys", "alice2")
+    policy = yaml.safe_load((ws.root / "regulator/policy/interaction.yaml").read_text())
+    alice = policy["people"]["alice"]
+    alice["retiredKeys"], alice["keys"] = alice["keys"], [Path(f"{new}.pub").read_text().strip()]
+    ws.decide(
+        "regulator/policy/interaction.yaml",
+        yaml.safe_dump(policy),
+        env={"REGULATOR_NOW": "2026-11-29T13:00:00Z"},
+    )
+    event = {"kind": "disposition", "obligation": obligations["u1"], "unit": "u1", "disposition": "no-action",
+             "by": "alice", "rationale": "before the rotation, honest", "at": "2026-11-29T12:30:00Z"}  # fmt: skip
+    append_forged(ws, "signals", person_event(Engine(ws.root), sshsig.load_signer(alice_key()), event))
+    assert len(ws.json("obligations")) == 2
+    done = ws.run("verify")
+    assert done.returncode == 1 and "bad signature" in done.stdout
+
+
+def test_two_workspaces_never_share_an_id(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    one, two = make_workspace(tmp_path / "a"), make_workspace(tmp_path / "b")
+    first = [e["hash"] for e in (one.events("identity")[0], two.events("identity")[0])]
+    assert first[0] != first[1]
+
+
+def test_a_clock_said_twice_is_refused(ws, tmp_path):
+    text = (ws.root / "regulator/policy/routing.yaml").read_text() + "clock: system\n"
+    source = tmp_path / "routing.yaml"
+    source.write_text(text)
+    before = ws.digest()
+    done = ws.run("identity", "propose", "--file", "regulator/policy/routing.yaml", "--content-from", str(source),
+                  "--rationale", "r", "--by", "alice")  # fmt: skip
+    assert done.returncode == 2 and "clock" in one_line(done)
+    assert ws.digest() == before
+
+
+def test_accepting_runs_no_hook_of_the_repository(ws, tmp_path):
+    """A unit that can write .git/ must not get code run in the person's environment."""
+    marker = tmp_path / "hook-ran"
+    for hook in ("pre-commit", "commit-msg", "post-commit", "prepare-commit-msg"):
+        path = ws.root / ".git" / "hooks" / hook
+        path.write_text(f'#!/bin/sh\necho "$REGULATOR_SIGNING_KEY" >> {marker}\n')
+        path.chmod(0o755)
+    ws.git("config", "filter.evil.clean", f"sh -c 'echo filter >> {marker}; cat'")
+    (ws.root / ".gitattributes").write_text("*.md filter=evil\n")
+    new = (ws.root / "regulator/identity/glossary.md").read_text() + "- hook: a trap\n"
+    ws.decide("regulator/identity/glossary.md", new)
+    assert not marker.exists()
+    assert "regulator/identity/glossary.md" in ws.git("show", "--name-only", "--format=", "HEAD")
+    assert "gpgsig -----BEGIN SSH SIGNATURE-----" in ws.git("cat-file", "commit", "HEAD")
+    assert "Regulator-Decided-By: alice" in ws.git("log", "-1", "--format=%B")
+
+
+def test_verify_re_derives_what_the_host_writes_unsigned(tmp_path):
+    ws = make_workspace(tmp_path)
+    worktree = ws.lease("r1")
+    ws.run(*report_args(affects=["u1"]), cwd=worktree, check=True)
+    signal = ws.events("signals")[-1]["id"]
+    # a routing record that lets a blocking report open nothing, written before the host routes
+    append_forged(ws, "signals", {"kind": "routing", "signal": signal, "reportedSeverity": "blocking",
+                                  "derivedSeverity": "blocking", "floors": [], "obligations": [], "at": NOW,
+                                  "outcome": "noted", "reason": "nothing to see"})  # fmt: skip
+    # a memory entry stamped years ahead, to be current for years
+    append_forged(ws, "memory", {"id": "01FUTUREFUTUREFUTUREFUTURE", "kind": "memory", "subject": "s", "note": "n",
+                                 "evidence": ["e"], "scope": [], "reviewBy": "2030-02-28", "unit": "u1",
+                                 "revision": None, "recordedBy": "S1", "at": "2029-12-01T00:00:00Z"})  # fmt: skip
+    done = ws.run("verify")
+    assert done.returncode == 1
+    assert "the router writes obligations/blocking (forged?)" in done.stdout
+    assert "in the future" in done.stdout
+
+
+def test_odd_lease_paths_and_init_under_a_lease(ws, tmp_path):
+    worktree = ws.lease("u1")
+    done = ws.run("--lease", str(tmp_path), "status")
+    assert done.returncode == 2 and "not a regular file" in one_line(done)
+    nested = worktree / "nested"
+    nested.mkdir()
+    done = ws.run("init", "--owner", "alice", "--owner-key", f"{alice_key()}.pub", cwd=nested)
+    assert done.returncode == 3 and "host operation" in one_line(done)
+    assert not (nested / ".regulator").exists()
+
+
+def test_lint_in_a_linked_worktree_lints_that_branch(tmp_path):
+    ws = make_workspace(tmp_path)
+    linked = tmp_path / "wt"
+    ws.git("worktree", "add", "-q", "-b", "topic", str(linked))
+    (linked / "findings").mkdir(exist_ok=True)
+    (linked / "findings" / "F-y.md").write_text("---\nid: F-y\ndate: '2026-11-01'\ntitle: t\naffects: [nobody]\n"
+                                                "ack: ''\nresolved: false\n---\n")  # fmt: skip
+    done = ws.run("registry", "lint", "--json", cwd=linked)
+    assert "bad-ref" in [e["code"] for e in json.loads(done.stdout)["errors"]]
+    assert json.loads(ws.run("registry", "lint", "--json").stdout)["errors"] == []
