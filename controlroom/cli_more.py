@@ -232,13 +232,45 @@ def identity_verify(as_json: JsonFlag = False) -> None:
 
 
 @identity_app.command("show")
-def identity_show(as_json: JsonFlag = False) -> None:
-    """The governed files with their decision state, and the proposals."""
-    from engine.decisions import decision_of, verify_identity
+def identity_show(
+    proposal_id: Annotated[
+        str | None, typer.Argument(metavar="[ID]", help="One proposal, with its diff.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The governed files with their decision state, and the proposals; with an ID, what accepting
+    that proposal would change (who gains a key or a grant, and the diff)."""
+    from engine.decisions import decision_of, review, verify_identity
+    from engine.lookup import by_prefix
     from engine.state import load
 
     ws, _ = workspace()
     state = load(ws, stores=("identity",))
+    if proposal_id is not None:
+        p = by_prefix(state.proposals, proposal_id, "proposal")
+        d = decision_of(state, p["id"])
+        lines = review(ws, p)
+        if as_json:
+            emit_json(
+                {
+                    "id": p["id"],
+                    "file": p["file"],
+                    "by": p.get("by"),
+                    "unit": p.get("unit"),
+                    "rationale": p["rationale"],
+                    "status": d["decision"] if d else "pending",
+                    "content": p["content"],
+                    "review": lines,
+                }  # fmt: skip
+            )
+            return
+        out(
+            f"proposal {p['id']} for {p['file']} by {escape(p.get('unit') or p.get('by'))}: {escape(p['rationale'])}"
+        )
+        out(f"status: {d['decision'] + ' by ' + escape(d['by']) if d else 'pending'}")
+        for line in lines:
+            out(escape(line))
+        return
     checks = verify_identity(ws, state)
     proposals = []
     for p in state.proposals.values():

@@ -5,7 +5,7 @@ expired or retracted; unit dispatched → held → closed. Plain lines; store te
 from __future__ import annotations
 
 from controlroom.readmodel import Snapshot
-from engine.decisions import decision_of
+from engine.decisions import decision_of, review
 from engine.ladder import registers_of
 from engine.state import days_left, history, is_stale, memory_status, unit_status
 from engine.text import ensure_escaped, escape, escape_block
@@ -186,6 +186,6 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
         else:
             yield "  pending: a person with the accept grant decides"
         yield ""
-        yield from escape_block(p["content"]).splitlines()
+        yield from (escape(line) for line in review(snap.ws, p))
         return
     raise KeyError(key)

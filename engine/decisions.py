@@ -159,3 +159,49 @@ class FileCheck:
 def verify_identity(ws: Workspace, state: State) -> list[FileCheck]:
     decided = ws.authority().decided_hash  # the decisions that count (engine.authority)
     return [FileCheck(f, decided.get(f), file_hash(ws.root / f)) for f in GOVERNED]
+
+
+def review(ws: Workspace, proposal: dict) -> list[str]:
+    """What accepting a proposal would change, for a person deciding: for interaction.yaml, who
+    gains or loses a key or a grant (a unit proposing to add a key is the attack to catch), then a
+    unified diff of the decided content against the proposed one. Plain text lines (escape them)."""
+    import difflib
+
+    from engine.authority import INTERACTION, People
+
+    before = ws.authority().content.get(proposal["file"]) or ""
+    after = proposal["content"]
+    lines: list[str] = []
+    author = f"unit {proposal['unit']}" if proposal.get("unit") else f"person {proposal.get('by')}"
+    if proposal["file"] == INTERACTION:
+        old, new = People.parse(before), People.parse(after)
+        for person in sorted(set(old.keys) | set(new.keys) | set(old.grants) | set(new.grants)):
+            gained = set(new.keys.get(person, ())) - set(old.keys.get(person, ()))
+            lost = set(old.keys.get(person, ())) - set(new.keys.get(person, ()))
+            for key, verb in [
+                *((k, "adds") for k in sorted(gained)),
+                *((k, "removes") for k in sorted(lost)),
+            ]:
+                lines.append(f"! {verb} signing key {_fingerprint(key)} for {person} (proposed by {author})")
+            grants = set(new.grants.get(person, ())) ^ set(old.grants.get(person, ()))
+            if grants:
+                lines.append(
+                    f"! changes {person}'s grants: {sorted(old.grants.get(person, ()))} -> "
+                    f"{sorted(new.grants.get(person, ()))} (proposed by {author})"
+                )
+        if old.require_signatures != new.require_signatures:
+            lines.append(f"! requireSignatures: {old.require_signatures} -> {new.require_signatures}")
+    diff = difflib.unified_diff(
+        before.splitlines(), after.splitlines(), f"{proposal['file']} (decided)", f"{proposal['file']} (proposed)",
+        lineterm="",
+    )  # fmt: skip
+    return lines + list(diff)
+
+
+def _fingerprint(key: str) -> str:
+    from engine import sshsig
+
+    try:
+        return sshsig.fingerprint(key)
+    except ValueError:
+        return "(not a key)"

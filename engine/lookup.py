@@ -1,4 +1,5 @@
-"""Unique-prefix lookup: the CLI accepts any unique prefix of an id."""
+"""Id lookup: the CLI accepts any unique prefix of an id, or a unique ending of six or more characters
+(the room and `--once` show ids by their last characters)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ def by_prefix(items: Mapping[str, T], prefix: str, what: str) -> T:
         return items[prefix]
     lowered = prefix.lower()
     matches = [key for key in items if key.lower().startswith(lowered)]
+    if not matches and len(prefix) >= 6:  # the room and --once show ids by their last characters
+        matches = [key for key in items if key.lower().endswith(lowered)]
     if not matches:
-        raise BadInput(f"no {what} with an id starting {prefix!r}; list them to see the ids")
+        raise BadInput(f"no {what} with an id starting (or ending) {prefix!r}; list them to see the ids")
     if len(matches) > 1:
         shown = ", ".join(sorted(matches)[:5])
         raise BadInput(f"{what} id prefix {prefix!r} is ambiguous ({shown}...); give more characters")

@@ -599,3 +599,19 @@ def test_lint_in_a_linked_worktree_lints_that_branch(tmp_path):
     done = ws.run("registry", "lint", "--json", cwd=linked)
     assert "bad-ref" in [e["code"] for e in json.loads(done.stdout)["errors"]]
     assert json.loads(ws.run("registry", "lint", "--json").stdout)["errors"] == []
+
+
+def test_a_unit_adding_a_key_is_shown_before_anyone_accepts(ws, tmp_path):
+    worktree = ws.lease("u1")
+    mallory = make_key(tmp_path / "keys", "mallory")
+    policy = yaml.safe_load((ws.root / "regulator/policy/interaction.yaml").read_text())
+    policy["people"]["alice"]["keys"].append(Path(f"{mallory}.pub").read_text().strip())
+    source = tmp_path / "evil.yaml"
+    source.write_text(yaml.safe_dump(policy))
+    done = ws.run("identity", "propose", "--file", "regulator/policy/interaction.yaml", "--content-from",
+                  str(source), "--rationale", "typo fix in grants", "--json", cwd=worktree)  # fmt: skip
+    proposal = json.loads(done.stdout)["id"]
+    shown = ws.run("identity", "show", proposal).stdout
+    fingerprint = sshsig.fingerprint(Path(f"{mallory}.pub").read_text())
+    assert f"! adds signing key {fingerprint} for alice (proposed by unit u1)" in shown
+    assert "regulator/policy/interaction.yaml (proposed)" in shown and "\n+" in shown  # the unified diff
