@@ -33,7 +33,11 @@ def one_line(done) -> str:
 
 
 def append_forged(ws, store: str, event: dict) -> None:
-    """What a unit sharing the operator's account can do: append a well-chained line directly."""
+    """What a unit sharing the operator's account can do: append a well-chained line directly (with
+    the engine's own code, told the clock is pinned, so any time it likes goes in)."""
+    from engine import clock
+
+    clock.configure(True)
     Store(ws.store(store)).append(event)
 
 
@@ -560,7 +564,7 @@ def test_accepting_runs_no_hook_of_the_repository(ws, tmp_path):
 
 
 def test_verify_re_derives_what_the_host_writes_unsigned(tmp_path):
-    ws = make_workspace(tmp_path)
+    ws = make_workspace(tmp_path, now=None, clock="system")
     worktree = ws.lease("r1")
     ws.run(*report_args(affects=["u1"]), cwd=worktree, check=True)
     signal = ws.events("signals")[-1]["id"]
