@@ -12,6 +12,7 @@ later decision still verifies what it signed before.
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,7 +125,7 @@ class Authority:
         """ "signatures" when the policy in force requires them; else "names" (SPEC §15.1)."""
         return "signatures" if self.people.require_signatures else "names"
 
-    @property
+    @functools.cached_property
     def clock(self) -> str:
         """`pinned` only when the decided routing policy says so unambiguously; else `system`."""
         text = self.content.get(ROUTING) or ""
