@@ -13,6 +13,7 @@ from controlroom.app import ControlRoom
 from controlroom.demo import build
 from engine.actors import Actor
 from engine.decisions import decide, propose
+from engine.state import load
 from engine.workspace import Workspace
 from tests.helpers import NOW, REGULATOR, clean_env, report_args
 
@@ -85,6 +86,13 @@ def test_resolve_with_dialog_writes_the_disposition(demo):
     assert len(written) == before + 1
     assert written[-1]["kind"] == "disposition" and written[-1]["by"] == "alice"
     assert (written[-1]["disposition"], written[-1]["rationale"]) == ("accepted-risk", "fix lands upstream")
+    # the room signs its operator's action with the operator's key (SPEC §15.1), and it counts
+    from engine import sshsig
+    from engine.authority import signed_bytes
+
+    keys = demo.authority().people.keys["alice"]
+    assert sshsig.verify(written[-1]["sig"], signed_bytes(written[-1]), keys)
+    assert load(demo).uncounted == []
 
 
 def test_cancel_writes_nothing(demo):
