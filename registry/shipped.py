@@ -67,13 +67,19 @@ RECORDS = [
         "label": "Dispositions, retractions, decisions and acks by a named person (--by)",
         "kind": "BAP",
         "status": {"claim": "claimed", "implementation": "wired", "operation": "uninspected"},
-        "sources": ["engine/actors.py", "regulator/policy/interaction.yaml"],
+        "sources": ["engine/actors.py", "engine/signing.py", "engine/authority.py", "engine/sshsig.py"],
         "relates": [],
         "limitations": [
-            "--by names are checked against the interaction policy but not authenticated: anyone who can "
-            "run the command can type an owner's name.",
+            "A person event counts only when SSH-signed by a key the interaction policy in force lists "
+            "for that person (where requireSignatures is set); a signature proves who held the key, not "
+            "who typed the command, and nothing protects a key its OS account does not.",
+            "A workspace without requireSignatures counts unsigned person events by name: every view "
+            "says `names unauthenticated` there.",
             "A lease file proves only that the host dispatched the unit into that folder; anyone who can "
-            "read the file can act as that unit until it is released.",
+            "read the file (mode 0600) can act as that unit until it is released. The log keeps only "
+            "its hash.",
+            "Host events (dispatch, close, routing) are not signed: a unit that can write .regulator/ "
+            "can append one; verify re-derives routing records and times, not unit transitions.",
         ],
     },
     {
@@ -88,7 +94,7 @@ RECORDS = [
             "shallow clone, a clean result means no deletion observed, never no deletion occurred.",
             "Nothing here proves a finding true: a well-formed entry full of falsehoods flags its units "
             "until someone reads it.",
-            "Authorized-by trailers are as honest as the commit author address: the identity map checks "
+            "Where signatures are not required, Authorized-by trailers are as honest as the commit author address: the identity map checks "
             "the email, and git does not authenticate it.",
         ],
     },

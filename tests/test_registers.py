@@ -321,7 +321,8 @@ def test_shipped_records_state_limitations(reg):
     ids = {r["id"] for r in records}
     assert {"REG-CMP-register-lint", "REG-BAP-person-by-name", "REG-OBJ-memory-store"} <= ids
     text = " ".join(" ".join(r["limitations"]) for r in records)
-    assert "not authenticated" in text and "advisory where history is missing" in text
+    assert "names unauthenticated" in text and "advisory where history is missing" in text
+    assert "not signed" in text  # host events: the honest limit of the shared account
     assert "never checks" in text or "nothing checks that a fact is true" in text.lower()
     assert all(set(r["status"]) == {"claim", "implementation", "operation"} for r in records)
 
