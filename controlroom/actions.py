@@ -36,6 +36,8 @@ def why_not(action: Action, snap: Snapshot, key: str | None) -> str | None:
     """None when the operator may take the action on this row; otherwise the reason, in words."""
     if snap.person is None:
         return "no operator: start the control room with --as PERSON"
+    if not snap.known:
+        return "no regulator stores here (a clone): act on the host"
     policy = snap.policy
     if policy is None:
         return "the interaction policy cannot be read (run `regulator identity verify`)"

@@ -7,6 +7,7 @@ watches the stores with watchfiles, folding in only the bytes appended since the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 from rich.text import Text
@@ -430,9 +431,12 @@ class ControlRoom(App):
     async def watch_stores(self) -> None:
         from watchfiles import awatch
 
-        paths = [str(self.ws.state_dir)] + [
-            str(self.ws.root / d) for d in REGISTER_DIRS if (self.ws.root / d).is_dir()
+        # a clone has no .regulator/ (SPEC §16.2): only the folders that exist are watched
+        paths = [
+            str(p) for p in (self.ws.state_dir, *(self.ws.root / d for d in REGISTER_DIRS)) if p.is_dir()
         ]
+        if not paths:
+            return
         async for changes in awatch(*paths, debounce=60, step=20, rust_timeout=500, yield_on_timeout=False):
             changed = [Path(p) for _, p in changes]
             registers = any(self.ws.state_dir not in p.parents for p in changed)
@@ -451,7 +455,27 @@ def screenshot(
     async def shoot() -> None:
         async with app.run_test(size=size) as pilot:
             await pilot.pause()
-            svg = app.export_screenshot(title=f"regulator · {readmodel.TITLES[view]}")
-        path.write_text(svg, encoding="utf-8")
+            return app.export_screenshot(title=f"regulator · {readmodel.TITLES[view]}")
 
-    asyncio.run(shoot())
+    write_whole(path, asyncio.run(shoot()))
+
+
+def write_whole(path: Path, text: str) -> None:
+    """The file whole or not at all: a temporary file beside it, renamed over it (SPEC §16.4)."""
+    import os
+    import tempfile
+
+    from engine.errors import BadInput
+
+    temporary = None
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=".regulator-", suffix=".svg.tmp", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(temporary, 0o644)  # as a plain write would leave it, not mkstemp's 0600
+        os.replace(temporary, path)
+    except OSError as exc:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        raise BadInput(f"{path}: cannot write it ({exc.strerror or exc}); nothing written") from None

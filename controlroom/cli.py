@@ -89,6 +89,10 @@ def init(
     found = Path(GLOBAL["lease"]) if GLOBAL["lease"] else find_lease(Path.cwd())
     host_only(read_lease(found) if found else None)  # a unit does not make workspaces
 
+    if GLOBAL["key"]:  # the key to sign the baseline commit with (the owner's private half)
+        from engine.signing import use_key
+
+        use_key(GLOBAL["key"])
     root = Path(GLOBAL["root"] or ".")
     ws = initialize(root, owner, trunk, owner_key, clock_mode)
     from engine import sshsig
@@ -100,6 +104,21 @@ def init(
         f"owner: {escape(name)} (act with --by {escape(name)}; key {sshsig.fingerprint(keys[0])}); "
         f"requireSignatures: true; clock: {clock_mode}"
     )
+    from engine.init import baseline_commit
+
+    committed = baseline_commit(ws)
+    if committed == "signed":
+        out(f"baseline committed as {escape(name)}'s decision, signed (identity verify reads it in a clone)")
+    elif committed == "claimed":
+        out(
+            f"baseline committed as {escape(name)}'s decision, unsigned ('claimed': no private key for the "
+            "owner's key was at hand; pass --key FILE to sign it)"
+        )
+    elif (ws.root / ".git").exists():
+        sys.stderr.write(
+            "regulator: warning: git did not commit the baseline; `identity verify` in a clone will "
+            "find no decision for the governed files\n"
+        )
 
 
 @app.command()
@@ -120,16 +139,24 @@ def status(as_json: JsonFlag = False) -> None:
             u["id"],
             u["type"] or "?",
             u["status"],
-            "held" if u["held"] else "",
+            "?" if u["held"] is None else "held" if u["held"] else "",
             ", ".join(u["blockedBy"] + u["staleKnowledge"]),
         ]
         for u in data["units"]
     ]
-    if data["authentication"] == "names":
-        out("names unauthenticated: this workspace counts unsigned person events (no requireSignatures)")
+    from engine.storeless import ABSENT, authentication_line
+
+    if data["stores"] == "absent":
+        out(ABSENT)
+    warning = authentication_line(data["authentication"])
+    if warning:
+        out(warning)
     if data["clock"] == "pinned":
         out("clock pinned: REGULATOR_NOW is honoured here (tests and demos only)")
     table(["unit", "type", "status", "held", "by"], rows)
+    if data["unrouted"] is None:
+        out("unrouted signals: unknown (no stores here)")
+        return
     out(f"{data['unrouted']} unrouted signal(s)")
     for s in data["unroutedSignals"]:
         out(f"  {s['id']}  {escape(s['subject'])}")
@@ -382,6 +409,7 @@ def obligations(
 ) -> None:
     """List open obligations (all with --all). Reads only; never routes."""
     from engine.state import load
+    from engine.storeless import ABSENT, stores
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
@@ -390,25 +418,12 @@ def obligations(
     if stale:
         rows = [r for r in rows if r["stale"]]
     if as_json:
-        emit_json(
-            [
-                {
-                    k: r[k]
-                    for k in (
-                        "id",
-                        "unit",
-                        "signal",
-                        "severity",
-                        "blocks",
-                        "owedTo",
-                        "status",
-                        "disposition",
-                        "stale",
-                    )
-                }
-                for r in rows
-            ]
-        )
+        keys = ("id", "unit", "signal", "severity", "blocks", "owedTo", "status", "disposition", "stale")
+        emit_json({"stores": stores(ws), "obligations": [{k: r[k] for k in keys} for r in rows]})
+        return
+    if not ws.has_stores:
+        out(ABSENT)
+        out("obligations: unknown (they live in the stores, which a clone does not have)")
         return
     table(
         ["id", "unit", "severity", "blocks", "owed", "age", "status", "subject"],

@@ -206,12 +206,25 @@ def identity_reject(
 
 
 @identity_app.command("verify")
-def identity_verify(as_json: JsonFlag = False) -> None:
-    """Exit 1 naming each governed file whose content differs from its last decided hash."""
+def identity_verify(
+    require_history: Annotated[
+        bool,
+        typer.Option(
+            "--require-history",
+            help="Without the stores: exit 1 when git history is unavailable (a shallow clone, no trunk).",
+        ),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Exit 1 naming each governed file whose content differs from its last decided hash (without
+    the stores, a clone: from the decision commits in git history)."""
     from engine.decisions import verify_identity
     from engine.state import load
 
     ws, _ = workspace()
+    if not ws.has_stores:
+        _identity_from_history(ws, require_history, as_json)
+        return
     checks = verify_identity(ws, load(ws, stores=("identity",)))
     bad = [c for c in checks if not c.ok]
     if as_json:
@@ -228,6 +241,35 @@ def identity_verify(as_json: JsonFlag = False) -> None:
             out(escape(c.problem()))
         out("identity verify: " + ("ok" if not bad else f"{len(bad)} file(s) differ from their decision"))
     if bad:
+        raise typer.Exit(1)
+
+
+def _identity_from_history(ws, require_history: bool, as_json: bool) -> None:
+    """identity verify in a clone (SPEC §16.2): each governed file against git history."""
+    from engine.idhistory import verify_history
+
+    verdict = verify_history(ws)
+    head = "stores: absent — identity checked against git history"
+    failed = verdict.ok is False or (verdict.ok is None and require_history)
+    if as_json:
+        emit_json({"stores": "absent"} | verdict.as_json())
+    elif not verdict.available:
+        out(head)
+        tail = "exit 1 under --require-history" if require_history else "--require-history fails here"
+        out(
+            f"identity verify: history unavailable ({escape(verdict.why)}): not checked; "
+            f"check out with full depth ({tail})"
+        )
+    else:
+        out(head)
+        for c in verdict.files:
+            out(escape(c.describe() if c.ok else c.problem()))
+        bad = [c for c in verdict.files if not c.ok]
+        out(
+            "identity verify (git history): "
+            + ("ok" if not bad else f"{len(bad)} file(s) match no decision that counts")
+        )
+    if failed:
         raise typer.Exit(1)
 
 

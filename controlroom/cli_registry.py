@@ -50,9 +50,13 @@ def registry_lint(
     state = load(ws)
     report_problems(state)
     result = lint(ws, state, trunk, range_spec=range_spec, require_history=require_history)
+    from engine.storeless import ABSENT, stores
+
     if as_json:
-        emit_json(result.as_json())
+        emit_json({"stores": stores(ws)} | result.as_json())
     else:
+        if not ws.has_stores:
+            out(ABSENT)
         for level in ("error", "warning", "notice"):
             for issue in result.of(level):
                 out(f"{level}: {issue.code}: {escape(issue.message)}")
@@ -99,10 +103,16 @@ def registry_next_up(
             if held is not None
             else "no parseable version on trunk: it holds nothing",
         )
+    from engine.storeless import ABSENT, stores
+
     if as_json:
-        emit_json(queue if not explain else {"nextUp": queue, "excluded": excluded})
+        emit_json({"stores": stores(ws), "nextUp": queue} | ({"excluded": excluded} if explain else {}))
         return
-    table(["priority", "unit"], [[u["priority"], u["id"]] for u in queue])
+    if ws.has_stores:
+        table(["priority", "unit"], [[u["priority"], u["id"]] for u in queue])
+    else:
+        out(ABSENT)
+        out("next-up: empty here: no unit's state is known without the stores (run it on the host)")
     if explain:
         out()
         out("excluded:")

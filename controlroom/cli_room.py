@@ -59,23 +59,40 @@ def controlroom(
     view: Annotated[
         str, typer.Option(help="The view to open (obligations, units, memory, ...).")
     ] = "obligations",
+    registers_only: Annotated[
+        bool,
+        typer.Option(
+            "--registers-only",
+            help="With --once: check only what git holds (lint, views, identity by git history).",
+        ),
+    ] = False,
 ) -> None:
     """Open the control room; --once prints the state for CI (exit 1 when something holds)."""
     from engine.actors import no_person_under_lease
 
+    if registers_only and not (once or as_json):
+        raise BadInput("--registers-only goes with --once (a check for CI)")
+    interactive = not (once or as_json or screenshot is not None)
+    if screenshot is not None and not (once or as_json):
+        writable_svg(screenshot)
     ws, lease = workspace()
     no_person_under_lease(lease, as_)
     person = _person(ws, as_)
-    if person is not None and not read_only and not once and not as_json and screenshot is None:
+    if person is not None and not read_only and interactive:
         _signer_ready(ws, person)
     if view not in _views():
         raise BadInput(f"--view {view!r} is not one of {', '.join(_views())}")
+    if interactive and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise BadInput(
+            "the control room needs a terminal (stdin and stdout); without one use "
+            "`regulator controlroom --once [--json]` (or --screenshot F.svg)"
+        )
+    if registers_only:
+        raise typer.Exit(run_registers_only(ws, as_json))
     if once or as_json:
         code = run_once(ws, person, read_only, as_json)
         raise typer.Exit(code)
     if screenshot is not None:
-        if screenshot.suffix != ".svg":
-            raise BadInput(f"--screenshot {screenshot}: give a .svg file name")
         from controlroom.app import screenshot as shoot
 
         shoot(ws, screenshot, view, person)
@@ -84,6 +101,33 @@ def controlroom(
     from controlroom.app import ControlRoom
 
     ControlRoom(ws, person, read_only=read_only, view=view).run()
+
+
+def writable_svg(path: Path) -> None:
+    """--screenshot names a .svg file that can be written, checked before anything is rendered
+    (SPEC §16.4: exit 2, one line, nothing written)."""
+    import os
+
+    if path.suffix != ".svg":
+        raise BadInput(f"--screenshot {path}: give a .svg file name")
+    folder = path.parent
+    if not folder.is_dir():
+        raise BadInput(f"--screenshot {path}: the folder {folder} does not exist; create it first")
+    if path.is_dir() or (path.exists() and not path.is_file()):
+        raise BadInput(f"--screenshot {path}: not a regular file; name a new or existing .svg file")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise BadInput(f"--screenshot {path}: cannot write there (permission denied)")
+
+
+def run_registers_only(ws, as_json: bool) -> int:
+    from controlroom.once import registers_only, registers_only_text
+
+    data = registers_only(ws)
+    if as_json:
+        emit_json(data)
+    else:
+        sys.stdout.write(registers_only_text(data))
+    return data["exitCode"]
 
 
 def run_once(ws, person: str | None, read_only: bool, as_json: bool) -> int:
@@ -122,7 +166,7 @@ def demo(
     use_key(key, prompt=False)
     out(f"demo workspace: {escape(ws.root)}")
     out(f"{OWNER}'s signing key (made for the demo, mode 0600): {escape(key)}")
-    if once or not sys.stdout.isatty():
+    if once or not (sys.stdin.isatty() and sys.stdout.isatty()):
         run_once(ws, OWNER, False, False)
         out(
             f"(the demo exits 0; run `regulator --root {escape(ws.root)} controlroom --as {OWNER} "

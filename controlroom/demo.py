@@ -188,6 +188,8 @@ def build(root: Path, clock_mode: str = "system") -> Workspace:
     caller keeps it pinned, the workspace ends on the system clock by a decision alice signs."""
     from engine.errors import BadInput
 
+    if root.exists() and not root.is_dir():
+        raise BadInput(f"--dir {root} is a file, not a folder; give a new or empty folder")
     try:
         root.mkdir(parents=True, exist_ok=True)
         if any(root.iterdir()):

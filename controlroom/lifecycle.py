@@ -89,7 +89,7 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
         unit = state.units[key]
         c = unit.contract
         yield f"unit {key} — {escape(c.title)}"
-        yield f"  type {c.type} · profile {c.profile} · priority {c.priority} · now {unit_status(state, unit)}"
+        yield f"  type {c.type} · profile {c.profile} · priority {c.priority} · now {unit_status(state, unit) if snap.known else 'unknown (no stores here)'}"
         if c.contract:
             yield f"  contract: {escape(c.contract)}"
         events = history(state, unit)

@@ -8,12 +8,15 @@ from engine.obligations import record
 from engine.router import route
 from engine.state import unit_status
 from engine.status import status
+from engine.storeless import ABSENT, authentication, stores
 from engine.text import escape
 from engine.workspace import Workspace
 
+ABSENT_REASON = f"{ABSENT} (run --once on the host, or --once --registers-only for what git holds)"
+
 
 def exit_reasons(snap: Snapshot) -> list[str]:
-    reasons = []
+    reasons = [] if snap.known else [ABSENT_REASON]
     state = snap.state
     for unit_id, holding in sorted(snap.holds.items()):
         unit = state.units.get(unit_id)
@@ -28,6 +31,8 @@ def exit_reasons(snap: Snapshot) -> list[str]:
     if snap.lint is not None:
         for issue in snap.lint.errors:
             reasons.append(f"lint error {issue.code}: {issue.message}")
+    if snap.history is not None and not snap.history.available:
+        reasons.append(f"identity verify: git history unavailable ({snap.history.why})")
     for check in snap.identity:
         if not check.ok:
             reasons.append(f"identity verify: {check.problem()}")
@@ -37,7 +42,7 @@ def exit_reasons(snap: Snapshot) -> list[str]:
 
 
 def once(ws: Workspace, person: str | None, read_only: bool = False) -> tuple[Snapshot, list[str]]:
-    if not read_only:
+    if not read_only and ws.has_stores:  # a clone has nothing to route, and writes nothing
         route(ws)
     snap = snapshot(ws, person)
     return snap, exit_reasons(snap)
@@ -48,9 +53,10 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict:
     state = snap.state
     queue, excluded = next_up(snap.ws, state)
     return {
+        "stores": stores(snap.ws),
         "workspace": str(snap.ws.root),
         "now": state.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "authentication": snap.ws.authority().authentication,
+        "authentication": authentication(snap.ws),
         "clock": snap.ws.authority().clock,
         "counts": counts(snap),
         "status": status(snap.ws, state),
@@ -67,7 +73,8 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict:
 
 
 def as_text(snap: Snapshot, reasons: list[str]) -> str:
-    lines = [f"regulator · {snap.ws.root.name} · {header_text(snap, live='once')}", ""]
+    lines = [] if snap.known else [ABSENT]
+    lines += [f"regulator · {snap.ws.root.name} · {header_text(snap, live='once')}", ""]
     for view in VIEWS:
         view_keys = keys(view, snap)
         lines.append(f"== {TITLES[view]} ({len(view_keys)})")
@@ -91,3 +98,63 @@ def _fmt(cells: list[str], columns: list[tuple[str, int]]) -> str:
     for (_, width), cell in zip(columns, cells, strict=False):
         parts.append(cell[:width].ljust(width) if width else cell)
     return "  ".join(parts).rstrip()
+
+
+def registers_only(ws: Workspace) -> dict:
+    """`--once --registers-only` (SPEC §16.2): what git holds, checked as CI would: `registry lint
+    --require-history`, `registry views --check` and `identity verify --require-history` by git
+    history. Nothing is routed or written. Unit state is used where the stores are (the re-gate
+    check), and reported unknown where they are not; exit 0 when the three pass."""
+    from engine.idhistory import verify_history
+    from engine.registers import lint, views
+    from engine.state import load
+
+    state = load(ws)
+    result = lint(ws, state, require_history=True)
+    differing = views(ws, state, check=True)
+    verdict = verify_history(ws)
+    reasons = [f"lint error {i.code}: {i.message}" for i in result.errors]
+    reasons += [f"views: {name} differs from what `regulator registry views` generates" for name in differing]
+    if not verdict.available:
+        reasons.append(f"identity verify: git history unavailable ({verdict.why})")
+    reasons += [f"identity verify: {c.problem()}" for c in verdict.files if not c.ok]
+    return {
+        "stores": stores(ws),
+        "registersOnly": True,
+        "lint": result.as_json(),
+        "views": {"differ": differing},
+        "identity": verdict.as_json(),
+        "exitReasons": reasons,
+        "exitCode": 1 if reasons else 0,
+    }
+
+
+def registers_only_text(data: dict) -> str:
+    lines = [ABSENT] if data["stores"] == "absent" else []
+    lines.append("registers only: lint, views and identity as git holds them")
+    lint = data["lint"]
+    lines.append(
+        f"lint: {len(lint['errors'])} error(s), {len(lint['warnings'])} warning(s), "
+        f"{len(lint['notices'])} notice(s); history {'checked' if lint['historyChecked'] else 'NOT checked'}"
+    )
+    for level, key in (("error", "errors"), ("warning", "warnings")):
+        lines += [f"  {level}: {i['code']}: {escape(i['message'])}" for i in lint[key]]
+    differ = data["views"]["differ"]
+    lines.append("views: " + ("up to date" if not differ else f"{', '.join(differ)} differ"))
+    identity = data["identity"]
+    if identity["history"] == "unavailable":
+        lines.append(f"identity (git history): unavailable ({escape(identity['why'])})")
+    else:
+        bad = [f for f in identity["files"] if not f["ok"]]
+        how = sorted({f["how"] for f in identity["files"] if f["ok"]})
+        lines.append(
+            "identity (git history): "
+            + (f"ok, {len(identity['files'])} file(s) as decided ({', '.join(how)})" if not bad
+               else f"{len(bad)} file(s) match no decision that counts")
+        )  # fmt: skip
+    if data["exitReasons"]:
+        lines.append("exit 1:")
+        lines += [f"- {escape(r)}" for r in data["exitReasons"]]
+    else:
+        lines.append("exit 0: lint, views and identity by git history pass (unit state is not checked here)")
+    return "\n".join(lines) + "\n"

@@ -86,10 +86,13 @@ class Snapshot:
     holds: dict = field(default_factory=dict)
     stale: dict = field(default_factory=dict)
     policy: object = None  # the interaction policy, read once per refresh (actions ask it per keypress)
+    known: bool = True  # the stores are here: without them (a clone) unit state is unknown (§16.2)
+    history: object = None  # without the stores: identity judged by git history (idhistory.HistoryVerdict)
     _memory_counts: tuple = ()  # (memory cursor, today, expiring): memory is counted once per change
 
     def derive(self) -> None:
         """Recompute the indexes every row reads (cheap, one pass each)."""
+        self.known = self.ws.has_stores
         self.holds = holds_index(self.state)
         self.stale = stale_knowledge(self.ws, self.state)
         try:
@@ -110,7 +113,13 @@ def refresh_checks(snap: Snapshot) -> None:
     """Lint, identity verify and store verify: slower (git, hashing), run when their inputs change."""
     snap.state.registers = None
     snap.lint = lint(snap.ws, snap.state)
-    snap.identity = verify_identity(snap.ws, snap.state)
+    if snap.ws.has_stores:
+        snap.identity = verify_identity(snap.ws, snap.state)
+    else:  # a clone: the decisions are not here, their commits are (SPEC §16.2)
+        from engine.idhistory import verify_history
+
+        snap.history = verify_history(snap.ws)
+        snap.identity = list(snap.history.files)
     snap.verify = [f for f in findings(snap.ws, snap.state) if f.dismissed is None]
 
 
@@ -195,7 +204,7 @@ def _row(view: str, snap: Snapshot, key: str) -> list[str]:
         return [
             key,
             unit.contract.type,
-            unit_status(state, unit),
+            unit_status(state, unit) if snap.known else "unknown",
             "■" if snap.holds.get(key) else "",
             str(unit.contract.priority),
             ", ".join(held),
@@ -328,7 +337,7 @@ def header_text(snap: Snapshot, live: str = "● live") -> str:
 def trust_marks(ws: Workspace) -> list[str]:
     """What the header must never hide (SPEC §15.1, §15.3): names not proven, a clock not the host's."""
     auth = ws.authority()
-    marks = []
+    marks = [] if auth.present else ["stores absent: unit state unknown"]
     if auth.present and auth.authentication == "names":
         marks.append("names unauthenticated")
     if auth.present and auth.clock == "pinned":

@@ -105,6 +105,7 @@ def commit(ws, paths: list[str], message: str, person: str, sign: bool, root: Pa
     import os
     import tempfile
 
+    from engine import clock
     from engine.init import git_config
     from engine.signing import key_path
 
@@ -112,6 +113,9 @@ def commit(ws, paths: list[str], message: str, person: str, sign: bool, root: Pa
     if not (root / ".git").exists():
         return False
     env = dict(os.environ)
+    if clock.fixed():  # a pinned workspace (tests, the demo) makes the same commits every time
+        stamp = clock.iso(clock.now())
+        env.update(GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp)
     if not git_config(root, "user.email"):
         entry = ws.interaction().people.get(person)
         email = entry.emails[0] if entry and entry.emails else f"{person}@regulator.invalid"

@@ -160,7 +160,62 @@ def initialize(
             }
         )
         nonce = ""
+    commit_baseline(ws, owner, list(written), public_key)
     return ws
+
+
+def commit_baseline(ws: Workspace, owner: str, paths: list[str], public_key: str) -> bool:
+    """In a git repository, commit the baseline governed files (only those) as the owner's decision,
+    with the trailers `identity verify` reads in a clone (SPEC §16.2; engine.idhistory), SSH-signed
+    only when a private key for the owner's public key is at hand (`--key`, REGULATOR_SIGNING_KEY,
+    git's ssh signing key) and usable without a prompt; else unsigned: the baseline is then
+    'claimed', as a baseline in the stores is (trusted on first use). False when not committed."""
+    from engine.gitsig import commit
+
+    if not (ws.root / ".git").exists():
+        return False
+    message = (
+        "regulator: baseline identity and policy\n\n"
+        f"Written by regulator init as {owner}'s decision.\n\n"
+        f"Regulator-Decision: baseline\nRegulator-Decided-By: {owner}\n"
+    )
+    if _can_sign(ws, public_key) and commit(ws, paths, message, owner, sign=True):
+        return True
+    return commit(ws, paths, message, owner, sign=False)
+
+
+def _can_sign(ws: Workspace, public_key: str) -> bool:
+    """A signing key is configured, loads without asking anything, and is the owner's."""
+    from engine import sshsig
+    from engine.signing import key_path
+
+    path = key_path(ws)
+    if path is None or not path.is_file():
+        return False
+    try:
+        return sshsig.load_signer(path).public_key == sshsig.normalize_key(public_key)
+    except (sshsig.SigningKeyError, ValueError):
+        return False
+
+
+def baseline_commit(ws: Workspace) -> str | None:
+    """How HEAD carries the baseline just committed: "signed", "claimed", or None (not committed)."""
+    from engine.idhistory import BASELINE, DECISION, trailers
+
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(ws.root), "cat-file", "commit", "HEAD"], capture_output=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    from engine.gitsig import split_signature
+
+    payload, signature = split_signature(done.stdout)
+    if trailers(payload.partition(b"\n\n")[2]).get(DECISION.lower()) != [BASELINE]:
+        return None
+    return "signed" if signature is not None else "claimed"
 
 
 def trunk_of(ws: Workspace) -> str:

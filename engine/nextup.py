@@ -11,8 +11,10 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
     """(queue, excluded): todo units not flagged by a finding nor held, by priority then id.
 
     Ids sort in code-point order (Python's str order). `excluded` is built only when asked for:
-    the queue alone is what a scheduler polls.
+    the queue alone is what a scheduler polls. Without the stores (a clone, SPEC §16.2) no unit is
+    known to be todo: the queue is empty and every unit is excluded as `status unknown`.
     """
+    known = ws.has_stores
     holds = holds_index(state)
     stale = stale_knowledge(ws, state)
     # a finding that cannot be read here holds as its last parseable trunk version: say so
@@ -26,7 +28,7 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
         contract = unit.contract
         if contract is None:
             continue
-        status = unit_status(state, unit)
+        status = unit_status(state, unit) if known else "unknown (no stores here)"
         if status == "todo" and unit_id not in stale and unit_id not in holds:
             ready.append((contract.priority, unit_id))
         elif explain:

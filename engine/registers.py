@@ -74,7 +74,12 @@ def lint(
             pending = pool.submit(read_history, ws.tree, trunk or trunk_of(ws))
         registers = registers_of(ws, state)
         policy = lint_policy(ws)
-        units = {unit_id: unit_status(state, unit) for unit_id, unit in state.units.items() if unit.contract}
+        known = ws.has_stores  # without the stores a unit's state is unknown (SPEC §16.2)
+        units = {
+            unit_id: unit_status(state, unit) if known else "unknown"
+            for unit_id, unit in state.units.items()
+            if unit.contract
+        }
         result = LintResult()
         result.issues = lint_entries(registers, units, set(registers.records), policy, state.now.date())
         try:

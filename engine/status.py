@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from engine.ladder import stale_knowledge
-from engine.state import State, holds_index, unit_status, unrouted
+from engine.state import State, holds_index, unrouted
+from engine.storeless import authentication, status_of, stores
 from engine.workspace import Workspace
 
 
 def status(ws: Workspace, state: State) -> dict:
+    """Without the stores (a clone, SPEC §16.2) nothing is known of the units' state: their status
+    is `unknown`, `held` and `unrouted` are null, never `todo`, `false` or 0."""
+    known = ws.has_stores
     holds = holds_index(state)
     stale = stale_knowledge(ws, state)
     units = []
@@ -18,18 +22,19 @@ def status(ws: Workspace, state: State) -> dict:
             {
                 "id": unit_id,
                 "type": unit.contract.type if unit.contract else None,
-                "status": unit_status(state, unit),
-                "held": bool(blocked_by),
+                "status": status_of(known, state, unit),
+                "held": bool(blocked_by) if known else None,
                 "blockedBy": blocked_by,
                 "staleKnowledge": stale.get(unit_id, []),
             }
         )
     waiting = unrouted(state)
-    auth = ws.authority()
     return {
-        "authentication": auth.authentication,  # "names": person events are not proven (§15.1)
-        "clock": auth.clock,
+        "stores": stores(ws),
+        # "names": person events are not proven (§15.1); "-unverified": the committed policy's word
+        "authentication": authentication(ws),
+        "clock": ws.authority().clock,
         "units": units,
-        "unrouted": len(waiting),
+        "unrouted": len(waiting) if known else None,
         "unroutedSignals": [{"id": s["id"], "subject": s["subject"]} for s in waiting],
     }

@@ -16,6 +16,8 @@ from registry.history import ZERO, History, RangeHistory
 CODES = {
     "awaits-ack": "notice: an unresolved finding nobody has acknowledged yet",
     "regate": "error: an acknowledged unresolved finding names an in-progress unit",
+    "regate-unknown": "warning: an acknowledged unresolved finding names a unit whose state is unknown "
+    "(no stores here: a clone); the re-gate check did not run",
     "malformed-ack": "error: the ack of an unresolved finding is not `YYYY-MM-DD <person with ack>`",
     "intake-debt": "warning: a `new` intake entry older than intakeDebtDays",
     "tombstone-not-delete": "error: a register entry that landed on trunk is missing",
@@ -136,6 +138,16 @@ def _finding(entry: Entry, units: dict[str, str], policy: Policy, today: date) -
         issues.append(Issue("error", "malformed-ack", entry.id, f"{entry.id}: {problem}"))
         return issues
     for unit_id in affects:
+        if units.get(unit_id) == "unknown":  # a clone: the stores, and unit state, are on the host
+            issues.append(
+                Issue(
+                    "warning",
+                    "regate-unknown",
+                    entry.id,
+                    f"{entry.id} (acknowledged) affects {unit_id}: unit state unknown (no stores here), "
+                    "so the re-gate check did not run; the host's `registry lint` runs it",
+                )
+            )
         if units.get(unit_id) == "in-progress":
             issues.append(
                 Issue(
