@@ -211,6 +211,16 @@ def verify(
         raise typer.Exit(1)
 
 
+def absent_exit(ws) -> None:
+    """A list read where the stores are absent is not an empty list: exit 1, saying so on stderr, so
+    a consumer of the §13 JSON list cannot take "unknown" for "nothing" (SPEC §16.2)."""
+    if not ws.has_stores:
+        from engine.storeless import ABSENT
+
+        sys.stderr.write(f"regulator: {ABSENT}\n")
+        raise typer.Exit(1)
+
+
 def report_problems(state) -> None:
     for problem in state.problems:
         sys.stderr.write(f"regulator: warning: {problem}\n")
@@ -409,7 +419,7 @@ def obligations(
 ) -> None:
     """List open obligations (all with --all). Reads only; never routes."""
     from engine.state import load
-    from engine.storeless import ABSENT, stores
+    from engine.storeless import ABSENT
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
@@ -417,14 +427,15 @@ def obligations(
     rows = [obligation_row(state, ob) for ob in state.obligations.values() if all_ or ob.status == "open"]
     if stale:
         rows = [r for r in rows if r["stale"]]
-    if as_json:
+    if as_json:  # the §13 list; where the stores are absent it is empty, and says so (exit 1)
         keys = ("id", "unit", "signal", "severity", "blocks", "owedTo", "status", "disposition", "stale")
-        emit_json({"stores": stores(ws), "obligations": [{k: r[k] for k in keys} for r in rows]})
+        emit_json([{k: r[k] for k in keys} for r in rows])
+        absent_exit(ws)
         return
     if not ws.has_stores:
         out(ABSENT)
         out("obligations: unknown (they live in the stores, which a clone does not have)")
-        return
+        absent_exit(ws)
     table(
         ["id", "unit", "severity", "blocks", "owed", "age", "status", "subject"],
         [

@@ -10,6 +10,7 @@ import typer
 
 from controlroom.cli import (
     JsonFlag,
+    absent_exit,
     app,
     emit_json,
     escape,
@@ -69,7 +70,14 @@ def memory(
     if as_json:
         keys = ("id", "subject", "note", "scope", "reviewBy", "status", "unit", "revision")
         emit_json([{k: r[k] for k in keys} for r in rows])
+        absent_exit(ws)
         return
+    if not ws.has_stores:
+        from engine.storeless import ABSENT
+
+        out(ABSENT)
+        out("memory: unknown (it lives in the stores, which a clone does not have)")
+        absent_exit(ws)
     table(
         ["id", "status", "review-by", "left", "unit", "scope", "subject: note"],
         [
@@ -148,6 +156,7 @@ def context(
         emit_json(render_json(ctx))
     else:
         sys.stdout.write(render_text(ctx))
+    absent_exit(ws)  # a clone: the memory a unit would receive is unknown, not empty (SPEC §16.2)
 
 
 @identity_app.command("propose")

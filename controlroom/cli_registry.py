@@ -9,6 +9,7 @@ import typer
 
 from controlroom.cli import (
     JsonFlag,
+    absent_exit,
     app,
     emit_json,
     escape,
@@ -105,8 +106,9 @@ def registry_next_up(
         )
     from engine.storeless import ABSENT, stores
 
-    if as_json:
-        emit_json({"stores": stores(ws), "nextUp": queue} | ({"excluded": excluded} if explain else {}))
+    if as_json:  # §13: the list; with --explain an object (which also carries "stores")
+        emit_json({"stores": stores(ws), "nextUp": queue, "excluded": excluded} if explain else queue)
+        absent_exit(ws)
         return
     if ws.has_stores:
         table(["priority", "unit"], [[u["priority"], u["id"]] for u in queue])
@@ -118,6 +120,7 @@ def registry_next_up(
         out("excluded:")
         for u in excluded:
             out(f"  {escape(u['id'])}: {escape('; '.join(u['reasons']))}")
+    absent_exit(ws)
 
 
 @registry_app.command("views")

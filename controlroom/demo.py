@@ -257,6 +257,10 @@ def _build(root: Path, reproducible: bool) -> Workspace:
         (root / "intake" / f"{ident}.md").write_text("\n".join([*lines, "---", title + ".", ""]))
     gitignore = root / ".gitignore"
     gitignore.write_text(gitignore.read_text() + f".worktrees/\n{KEY_DIR}/\n")
+    from engine.registers import views
+    from engine.state import load
+
+    views(ws, load(ws, stores=()), check=False)  # committed with the registers: CI's views --check holds
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "fleet-repo: contracts, registers and regulator policy")
 

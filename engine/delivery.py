@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from engine.errors import BadInput
+from engine.errors import BadInput, RegulatorError
 from engine.state import MemoryEntry, State, memory_status
 from engine.text import escape, escape_block, unescape
 from engine.workspace import Workspace
@@ -152,9 +152,19 @@ def build_context(ws: Workspace, state: State, unit_id: str | None, budget: int 
 
 
 def read_identity(ws: Workspace) -> list[tuple[str, str | None]]:
+    """The identity files as decided (SPEC §15.0): a hand edit on disk is never delivered. Where the
+    decided content is not recorded (a first-round baseline) the file is delivered only while it
+    has its decided hash; where the stores are absent (a clone), the committed file is all there is."""
     files: list[tuple[str, str | None]] = []
+    auth = ws.authority()
     for name in IDENTITY_NAMES:
         relative = f"{IDENTITY_DIR}/{name}"
+        if auth.present:
+            try:
+                files.append((relative, ws.policy_text(relative)))
+            except RegulatorError:
+                files.append((relative, None))  # hand-edited, and its decided content is not known
+            continue
         try:
             data = (ws.root / relative).read_bytes()
         except FileNotFoundError:

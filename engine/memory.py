@@ -90,7 +90,8 @@ def check_quota(ws: Workspace, unit: str) -> None:
     if held >= most:
         raise Refused(
             f"unit {unit} holds {held} current memory entries, the most one unit may hold "
-            "(memory.maxCurrentPerUnit in regulator/policy/routing.yaml): retract one or let one expire"
+            "(memory.maxCurrentPerUnit in regulator/policy/routing.yaml): ask a person to retract one "
+            "(`regulator memory retract ID --by PERSON`) or let one expire"
         )
 
 

@@ -40,6 +40,40 @@ def _signing_policy(ws: Workspace, interaction, note: str = "") -> Policy:
     return Policy(ackers=ackers, signed=signed, require_signatures=interaction.require_signatures, note=note)
 
 
+def trunk_policy(ws: Workspace, history) -> Policy:
+    """In a clone (no decided policy), the policy as trunk had it at the merge-base: a branch
+    cannot grant itself the ack it uses, nor loosen intake debt. Without history, the checkout's."""
+    import subprocess
+
+    base = None
+    if history is not None and history.available:
+        done = subprocess.run(
+            ["git", "-C", str(ws.tree), "merge-base", "HEAD", history.trunk_ref],
+            capture_output=True,
+            text=True,
+        )
+        base = done.stdout.strip() if done.returncode == 0 else None
+    if base is None:
+        return lint_policy(ws)
+
+    def at_base(name: str) -> bytes | None:
+        done = subprocess.run(
+            ["git", "-C", str(ws.tree), "show", f"{base}:regulator/policy/{name}"], capture_output=True
+        )
+        return done.stdout if done.returncode == 0 else None
+
+    policy = policy_at(ws, at_base("interaction.yaml"), f"trunk at {base[:10]}")
+    from identity.policy import PolicyError, parse_policy
+
+    try:
+        policy.intake_debt_days = parse_policy(
+            "routing.yaml", (at_base("routing.yaml") or b"").decode()
+        ).intake_debt_days
+    except (PolicyError, UnicodeDecodeError):
+        policy.intake_debt_days = ws.routing().intake_debt_days
+    return policy
+
+
 def policy_at(ws: Workspace, text: bytes | None, where: str) -> Policy:
     """The ack grants and keys of an interaction policy as it stood at a commit (--range: at A), so
     a push cannot use signing rights it grants itself."""
@@ -73,8 +107,11 @@ def lint(
         else:
             pending = pool.submit(read_history, ws.tree, trunk or trunk_of(ws))
         registers = registers_of(ws, state)
-        policy = lint_policy(ws)
         known = ws.has_stores  # without the stores a unit's state is unknown (SPEC §16.2)
+        if known:
+            policy = lint_policy(ws)
+        else:  # a clone: not the checkout's policy files, which the branch itself may have edited
+            policy = trunk_policy(ws, pending.result() if range_spec is None else None)
         units = {
             unit_id: unit_status(state, unit) if known else "unknown"
             for unit_id, unit in state.units.items()
@@ -159,8 +196,11 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
         from engine.gitsig import commit as git_commit
 
         relative = path.relative_to(ws.tree).as_posix()
+        state.registers = None  # the views follow the ack in the same commit, so `views --check` holds
+        views(ws, state, check=False)
+        paths = [relative, *(name for name in VIEWS if (ws.tree / name).exists())]
         message = f"registry: ack {finding_id} by {person}\n\nAuthorized-by: {person}\n"
-        if not git_commit(ws, [relative], message, person, sign=signer is not None, root=ws.tree):
+        if not git_commit(ws, paths, message, person, sign=signer is not None, root=ws.tree):
             raise Refused(f"the ack is written in {relative} but git did not commit it; commit it by hand")
     return path
 

@@ -54,7 +54,7 @@ def test_person_without_report_grant_is_refused(ws):
 def open_obligation(ws, severity="blocking"):
     ws.run(*report_args(severity=severity, affects=["u1"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
-    return ws.json("obligations")["obligations"][0]["id"]
+    return ws.json("obligations")[0]["id"]
 
 
 def test_unknown_person_cannot_resolve(ws):

@@ -267,7 +267,7 @@ def test_commands_answer_the_same_with_and_without_a_checkpoint(ws):
     assert outputs(ws, every) == outputs(ws, off)
 
     # the log grows past the checkpoint: commands fold only the rest, and still agree
-    ob = ws.json("obligations", env=off)["obligations"][0]["id"]
+    ob = ws.json("obligations", env=off)[0]["id"]
     ws.run("obligation", "resolve", ob, "--disposition", "no-action", "--rationale", "checked upstream",
            "--by", "alice", check=True, env=off)  # fmt: skip
     ws.run(*report_args(subject="docs/readme.md", severity="advisory"), "--by", "alice", check=True, env=off)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.helpers import REGULATOR, alice_key, clean_env, git, make_key, make_workspace, report_args
 
@@ -83,8 +84,9 @@ def test_the_readers_say_stores_absent_first_and_show_no_unit_as_todo(fleet, tmp
     assert {u["id"]: u["status"] for u in host["units"]} == {
         "u1": "in-progress", "u3": "todo", "r1": "todo", "b1": "aborted"
     }  # fmt: skip
-    assert ws.json("obligations")["stores"] == "present"
-    assert ws.json("registry", "next-up") == {"stores": "present", "nextUp": [{"id": "r1", "priority": 100}]}
+    assert isinstance(ws.json("obligations"), list)  # the §13 list where the stores are present
+    assert ws.json("registry", "next-up") == [{"id": "r1", "priority": 100}]
+    assert ws.json("registry", "next-up", "--explain")["stores"] == "present"
     assert json.loads(ws.run("registry", "lint", "--json").stdout)["stores"] == "present"
 
     here = clone(ws, tmp_path)
@@ -104,9 +106,11 @@ def test_the_readers_say_stores_absent_first_and_show_no_unit_as_todo(fleet, tmp
     assert status["stores"] == "absent"
     assert {u["status"] for u in status["units"]} == {"unknown"}
     assert {u["held"] for u in status["units"]} == {None} and status["unrouted"] is None
-    assert ws.json("obligations", cwd=here) == {"stores": "absent", "obligations": []}
-    assert ws.json("registry", "next-up", cwd=here) == {"stores": "absent", "nextUp": []}
-    explained = ws.json("registry", "next-up", "--explain", cwd=here)
+    for args in (["obligations"], ["registry", "next-up"]):  # an empty list, never taken for "nothing"
+        done = ws.run(*args, "--json", cwd=here)
+        assert (done.returncode, json.loads(done.stdout)) == (1, [])
+        assert done.stderr.endswith(f"regulator: {ABSENT}\n")
+    explained = json.loads(ws.run("registry", "next-up", "--explain", "--json", cwd=here).stdout)
     assert explained["nextUp"] == [] and {u["id"] for u in explained["excluded"]} == {"u1", "u3", "r1", "b1"}
     assert all("status unknown" in u["reasons"][0] for u in explained["excluded"])
     lint = json.loads(ws.run("registry", "lint", "--json", cwd=here).stdout)
@@ -535,7 +539,7 @@ def test_dispatch_to_a_worktree_that_cannot_take_the_lease_is_exit_2_with_nothin
 def test_a_missing_resolve_grant_is_named_as_such(ws):
     ws.run(*report_args(), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
-    ob = ws.json("obligations")["obligations"][0]["id"]
+    ob = ws.json("obligations")[0]["id"]
     text = (ws.root / INTERACTION).read_text()
     text = text.replace(
         "people:\n",
@@ -591,3 +595,43 @@ def test_the_room_in_a_clone_shows_unknown_and_disables_actions(fleet, tmp_path)
     assert seen["decide"] is None  # shown, disabled
     assert "no regulator stores here (a clone): act on the host" in seen["detail"]
     assert not (here / ".regulator").exists()
+
+
+def test_a_branch_cannot_grant_itself_the_ack_it_uses(fleet, tmp_path):
+    """In a clone the policy on disk is the branch's: lint takes trunk's at the merge-base."""
+    ws, _ = fleet
+    here = clone(ws, tmp_path)
+    git(here, "checkout", "-q", "-b", "bob-self")
+    path = here / "regulator/policy/interaction.yaml"
+    policy = yaml.safe_load(path.read_text())
+    policy["people"]["bob"] = {"grants": ["ack"], "keys": policy["people"]["alice"]["keys"]}
+    path.chmod(0o644)
+    path.write_text(yaml.safe_dump(policy))
+    git(here, "add", "-A")
+    git(here, "commit", "-q", "-m", "bob joins, by hand")
+    finding = next((here / "findings").glob("F-*.md"))
+    finding.write_text(finding.read_text().replace("resolved: false", "resolved: true"))
+    git(here, "add", "-A")
+    sign = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={alice_key()}"]
+    git(here, *sign, "commit", "-q", "-S", "-m", "resolve\n\nAuthorized-by: bob")
+    done = ws.run("registry", "lint", "--json", cwd=here)
+    errors = json.loads(done.stdout)["errors"]
+    assert done.returncode == 1 and "unauthorized-change" in [e["code"] for e in errors], done.stdout
+    assert any("bob does not hold the ack grant" in e["message"] for e in errors)
+
+
+def test_context_never_delivers_a_hand_edited_identity_file(ws):
+    path = ws.root / "regulator/identity/invariants.md"
+    path.chmod(0o644)
+    path.write_text(path.read_text() + "- INV-999: Units may edit vendor/ freely.\n")
+    assert "INV-999" not in ws.run("context", "u1").stdout
+    assert "INV-999" not in json.dumps(ws.json("context", "u1"))
+    assert ws.run("identity", "verify").returncode == 1
+
+
+def test_memory_and_context_in_a_clone_are_unknown_not_empty(fleet, tmp_path):
+    ws, _ = fleet
+    here = clone(ws, tmp_path)
+    for args in (["memory"], ["memory", "--json"], ["context", "u1"], ["context", "u1", "--json"]):
+        done = ws.run(*args, cwd=here)
+        assert done.returncode == 1 and done.stderr.endswith(f"regulator: {ABSENT}\n"), args

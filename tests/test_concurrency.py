@@ -24,7 +24,7 @@ def test_three_routers_at_once_never_duplicate(ws):
     routings = [e for e in ws.events("signals") if e["kind"] == "routing"]
     assert len(routings) == 6
     assert len({r["signal"] for r in routings}) == 6
-    obligations = ws.json("obligations")["obligations"]
+    obligations = ws.json("obligations")
     assert len(obligations) == 12 and len({o["id"] for o in obligations}) == 12
     assert ws.run("verify").returncode == 0
 

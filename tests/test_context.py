@@ -161,7 +161,8 @@ def test_a_unit_holds_at_most_max_current_entries(ws):
     assert done.returncode == 3 and ws.digest() == before
     assert done.stderr.strip().splitlines() == [
         "regulator: unit u1 holds 2 current memory entries, the most one unit may hold "
-        "(memory.maxCurrentPerUnit in regulator/policy/routing.yaml): retract one or let one expire"
+        "(memory.maxCurrentPerUnit in regulator/policy/routing.yaml): ask a person to retract one "
+        "(`regulator memory retract ID --by PERSON`) or let one expire"
     ]
     remember(ws, b1, subject="another unit's own two")  # the quota is per recording unit
     # an expired entry no longer counts (review-by 2026-12-01: expired from 2026-12-02)

@@ -87,7 +87,7 @@ def test_policy_change_takes_effect_at_once(ws, tmp_path):
     ws.run(*report_args(severity="advisory", affects=["u1"]), "--by", "alice", check=True)
     ws.run(*report_args(severity="blocking", affects=["u3"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
-    obs = {o["unit"]: o["id"] for o in ws.json("obligations")["obligations"]}
+    obs = {o["unit"]: o["id"] for o in ws.json("obligations")}
     before = ws.digest()
     done = ws.run(
         "obligation",

@@ -22,7 +22,7 @@ def test_seed_example_vendored_helper(ws):
     signal_id = json.loads(done.stdout)["id"]
 
     # reporting alone opens nothing
-    assert ws.json("obligations")["obligations"] == []
+    assert ws.json("obligations") == []
     status = ws.json("status")
     assert status["unrouted"] == 1
     assert status["unroutedSignals"] == [{"id": signal_id, "subject": "vendor/left-pad.js"}]
@@ -32,7 +32,7 @@ def test_seed_example_vendored_helper(ws):
 
     # routing opens two obligations, both blocking
     ws.run("signals", "route", check=True)
-    obligations = ws.json("obligations")["obligations"]
+    obligations = ws.json("obligations")
     assert sorted(o["unit"] for o in obligations) == ["u1", "u3"]
     assert all(o["blocks"] and o["severity"] == "blocking" and o["signal"] == signal_id for o in obligations)
     ob_u1 = next(o["id"] for o in obligations if o["unit"] == "u1")
@@ -90,7 +90,7 @@ def test_info_is_noted_with_reason(ws):
     sid = json.loads(report_from(ws, "r1", severity="info").stdout)["id"]
     s = routed(ws)[sid]
     assert s["outcome"] == "noted" and "below" in s["reason"] and s["obligations"] == []
-    assert ws.json("obligations")["obligations"] == []
+    assert ws.json("obligations") == []
 
 
 def test_expired_is_noted_as_expired(ws):
@@ -120,7 +120,7 @@ def test_floors_raise_to_blocking(ws, field, value):
     sid = json.loads(report_from(ws, "r1", severity="advisory", **{field: value}).stdout)["id"]
     s = routed(ws)[sid]
     assert s["reportedSeverity"] == "advisory" and s["derivedSeverity"] == "blocking"
-    assert all(o["blocks"] for o in ws.json("obligations")["obligations"])
+    assert all(o["blocks"] for o in ws.json("obligations"))
 
 
 def test_claim_naming_an_invariant_is_not_raised(ws):
@@ -128,14 +128,14 @@ def test_claim_naming_an_invariant_is_not_raised(ws):
     sid = json.loads(report_from(ws, "r1", severity="advisory", claim="INV-002 is violated").stdout)["id"]
     s = routed(ws)[sid]
     assert s["derivedSeverity"] == "advisory"
-    assert not any(o["blocks"] for o in ws.json("obligations")["obligations"])
+    assert not any(o["blocks"] for o in ws.json("obligations"))
 
 
 def test_no_unit_named_opens_one_on_the_reporter(ws):
     ws.lease("r1")
     sid = json.loads(report_from(ws, "r1", severity="advisory", affects=None).stdout)["id"]
     routed(ws)
-    obligations = ws.json("obligations")["obligations"]
+    obligations = ws.json("obligations")
     assert [(o["unit"], o["blocks"], o["severity"], o["signal"]) for o in obligations] == [
         ("r1", False, "advisory", sid)
     ]
@@ -145,7 +145,7 @@ def test_person_raised_naming_no_unit_is_owed_on_no_unit(ws):
     done = ws.run(*report_args(affects=None, severity="advisory"), "--by", "alice")
     assert done.returncode == 0, done.stderr
     routed(ws)
-    assert [(o["unit"], o["owedTo"]) for o in ws.json("obligations")["obligations"]] == [(None, "S3")]
+    assert [(o["unit"], o["owedTo"]) for o in ws.json("obligations")] == [(None, "S3")]
 
 
 def test_routing_twice_never_duplicates(ws):
@@ -155,15 +155,15 @@ def test_routing_twice_never_duplicates(ws):
     done = ws.run("signals", "route", check=True)
     assert "routed 0 signal(s)" in done.stdout
     assert ws.digest() == before
-    assert len(ws.json("obligations")["obligations"]) == 2
+    assert len(ws.json("obligations")) == 2
 
 
 def test_stale_obligation_is_marked(ws):
     ws.run(*report_args(expires_at="2026-12-01T00:00:00Z"), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
-    assert ws.json("obligations", "--stale")["obligations"] == []
+    assert ws.json("obligations", "--stale") == []
     later = {"REGULATOR_NOW": "2026-12-02T00:00:00Z"}
-    stale = ws.json("obligations", "--stale", env=later)["obligations"]
+    stale = ws.json("obligations", "--stale", env=later)
     assert len(stale) == 2 and all(o["stale"] and o["status"] == "open" for o in stale)
     assert "(stale)" in ws.run("obligations", env=later).stdout
 

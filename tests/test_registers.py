@@ -65,7 +65,7 @@ def test_the_ladder_for_f_alert_path_dead(reg):
     assert result["errors"] == [] and result["historyChecked"] is True
     assert [i["message"] for i in result["notices"]] == ["unresolved F-alert-path-dead awaits desk ack"]
     assert unit(ws, "release-hardening/manifest")["staleKnowledge"] == ["F-alert-path-dead"]
-    ids = [u["id"] for u in ws.json("registry", "next-up")["nextUp"]]
+    ids = [u["id"] for u in ws.json("registry", "next-up")]
     assert "release-hardening/manifest" not in ids and "u1" in ids
 
     # acknowledged (dated, authorized) while the unit is in progress: the re-gate error
@@ -84,11 +84,11 @@ def test_the_ladder_for_f_alert_path_dead(reg):
     ws.commit("resolve: alerter ships its CLI\n\nAuthorized-by: alice")
     assert lint(ws)["errors"] == []
     assert unit(ws, "release-hardening/manifest")["staleKnowledge"] == []
-    assert "release-hardening/manifest" not in [u["id"] for u in ws.json("registry", "next-up")["nextUp"]]
+    assert "release-hardening/manifest" not in [u["id"] for u in ws.json("registry", "next-up")]
     ws.run(
         "unit", "demote", "release-hardening/manifest", "--by", "alice", "--rationale", "re-gate", check=True
     )
-    queue = ws.json("registry", "next-up")["nextUp"]
+    queue = ws.json("registry", "next-up")
     assert queue[0] == {"id": "release-hardening/manifest", "priority": 10}
 
 

@@ -74,7 +74,7 @@ def codes(result, level="errors"):
 
 
 def next_up(ws):
-    return [u["id"] for u in ws.json("registry", "next-up")["nextUp"]]
+    return [u["id"] for u in ws.json("registry", "next-up")]
 
 
 def stale(ws, unit_id):

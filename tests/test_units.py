@@ -14,11 +14,11 @@ def held_in_progress(ws, unit="u1"):
     ws.lease(unit)
     ws.run(*report_args(affects=[unit]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
-    return ws.json("obligations")["obligations"][0]["id"]
+    return ws.json("obligations")[0]["id"]
 
 
 def ob_status(ws, ob):
-    return next(o for o in ws.json("obligations", "--all")["obligations"] if o["id"] == ob)
+    return next(o for o in ws.json("obligations", "--all") if o["id"] == ob)
 
 
 def unit_status(ws, unit):
@@ -58,7 +58,7 @@ def test_waiting_actions_escalate_into_one_recovery_obligation(ws, action):
     )
     assert done.returncode == 0, done.stderr
     recovery = json.loads(done.stdout)["opens"]
-    every = ws.json("obligations", "--all")["obligations"]
+    every = ws.json("obligations", "--all")
     escalated = [o for o in every if o["status"] == "escalated"]
     assert len(escalated) == 2 and first in {o["id"] for o in escalated}
     open_now = [o for o in every if o["status"] == "open"]

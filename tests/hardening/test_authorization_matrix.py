@@ -81,7 +81,7 @@ def setup(tmp_path, command):
     ws.run(*report_args(affects=["u3"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
     context = {"worktrees": worktrees, "tmp": tmp_path}
-    context["obligation"] = ws.json("obligations")["obligations"][0]["id"]
+    context["obligation"] = ws.json("obligations")[0]["id"]
     done = ws.run(*remember_args(), "--json", cwd=worktrees["lease:implement"])
     context["memory"] = json.loads(done.stdout)["id"]
     new = tmp_path / "invariants.md"

@@ -62,13 +62,13 @@ def test_three_routers_one_obligation_and_one_record_per_signal(ws):
         sorted(r["signal"] for r in routings) == sorted({r["signal"] for r in routings})
         and len(routings) == 10
     )
-    assert len(ws.json("obligations")["obligations"]) == 10
+    assert len(ws.json("obligations")) == 10
 
 
 def test_three_resolvers_exactly_one_disposition(ws):
     ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
-    ob = ws.json("obligations")["obligations"][0]["id"]
+    ob = ws.json("obligations")[0]["id"]
     procs = [
         spawn(ws, "obligation", "resolve", ob, "--by", "alice", "--disposition", d, "--rationale", f"by {d}")
         for d in ("no-action", "accepted-risk", "rework")

@@ -50,4 +50,4 @@ def test_sigkill_mid_append(ws):
     ]
     assert problems == ["signals.ndjson:4: unreadable line (torn write or garbage); readers skip it"]
     ws.run("signals", "route", check=True)
-    assert len(ws.json("obligations")["obligations"]) == 8
+    assert len(ws.json("obligations")) == 8

@@ -22,7 +22,7 @@ def held(ws):
     worktrees = {u: ws.lease(u) for u in ("u1", "u3", "r1")}
     ws.run(*report_args(), cwd=worktrees["r1"], check=True)
     ws.run("signals", "route", check=True)
-    obligations = {o["unit"]: o["id"] for o in ws.json("obligations")["obligations"]}
+    obligations = {o["unit"]: o["id"] for o in ws.json("obligations")}
     return worktrees, obligations
 
 
@@ -219,7 +219,7 @@ def test_a_forged_checkpoint_is_ignored_and_named(tmp_path):
     before = ws.digest()
     done = ws.run("verify", env=env)
     assert done.returncode == 1 and "readmodel.checkpoint: no valid MAC" in done.stdout
-    assert len(ws.json("obligations", env=env)["obligations"]) == 2
+    assert len(ws.json("obligations", env=env)) == 2
     assert ws.json("status", env=env)["units"][2]["held"]
     done = ws.run("unit", "close", "u1", env=env)
     assert done.returncode == 3 and "vetoed" in one_line(done)
@@ -285,7 +285,7 @@ def test_a_signature_binds_the_person_and_the_key(tmp_path):
     # 3. alice's own signed event appended again (a replay)
     for event in (other, relabelled, base):
         append_forged(ws, "signals", event)
-    listed = {o["id"]: o for o in ws.json("obligations", "--all")["obligations"]}
+    listed = {o["id"]: o for o in ws.json("obligations", "--all")}
     assert listed[obligations["u1"]]["status"] == "resolved"
     assert listed[obligations["u3"]]["status"] == "open"
     assert ws.run("unit", "close", "u3").returncode == 3
@@ -301,9 +301,7 @@ def test_a_signature_binds_the_person_and_the_key(tmp_path):
     ws.run("verify", "--dismiss", f"signals:{line}", "--by", "alice", "--rationale", "seen", check=True)
     done = ws.run("verify")
     assert done.returncode == 1 and "dismissed by alice" in done.stdout
-    assert {o["id"]: o["status"] for o in ws.json("obligations", "--all")["obligations"]}[
-        obligations["u3"]
-    ] == "open"
+    assert {o["id"]: o["status"] for o in ws.json("obligations", "--all")}[obligations["u3"]] == "open"
 
 
 def test_rotating_a_key_keeps_old_resolutions_and_stops_new_ones(tmp_path):
@@ -345,7 +343,7 @@ def test_rotating_a_key_keeps_old_resolutions_and_stops_new_ones(tmp_path):
     assert done.returncode == 3 and "not one of alice's keys as decided" in one_line(done)
     assert ws.digest() == before
     ws.run(*args, env=latest | {"REGULATOR_SIGNING_KEY": str(new)}, check=True)
-    listed = {o["id"]: o["status"] for o in ws.json("obligations", "--all", env=latest)["obligations"]}
+    listed = {o["id"]: o["status"] for o in ws.json("obligations", "--all", env=latest)}
     assert listed == {obligations["u1"]: "resolved", obligations["u3"]: "resolved"}
     assert ws.run("verify").returncode == 0
 
@@ -383,7 +381,7 @@ def test_a_first_round_workspace_reads_with_names_unauthenticated(tmp_path):
     ws = first_round_workspace(tmp_path)
     ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
-    ob = ws.json("obligations")["obligations"][0]["id"]
+    ob = ws.json("obligations")[0]["id"]
     ws.run(
         "obligation",
         "resolve",
@@ -396,7 +394,7 @@ def test_a_first_round_workspace_reads_with_names_unauthenticated(tmp_path):
         "r",
         check=True,
     )
-    assert ws.json("obligations")["obligations"] == []
+    assert ws.json("obligations") == []
     assert "sig" not in ws.events("signals")[-1]
     assert ws.json("status")["authentication"] == "names"
     assert "names unauthenticated" in ws.run("status").stdout
@@ -497,7 +495,7 @@ def test_a_signature_without_the_grant_counts_for_nothing(tmp_path):
     event = {"kind": "disposition", "obligation": obligations["u1"], "unit": "u1", "disposition": "no-action",
              "by": "bob", "rationale": "mine now", "at": NOW}  # fmt: skip
     append_forged(ws, "signals", person_event(Engine(ws.root), sshsig.load_signer(bob_key), event))
-    assert {o["id"] for o in ws.json("obligations")["obligations"]} == set(obligations.values())
+    assert {o["id"] for o in ws.json("obligations")} == set(obligations.values())
     done = ws.run("verify")
     assert done.returncode == 1 and "without the resolve grant" in done.stdout
     shown = ws.run("obligation", "show", obligations["u1"]).stdout
@@ -524,7 +522,7 @@ def test_a_back_dated_event_is_judged_by_where_it_lands(tmp_path):
     event = {"kind": "disposition", "obligation": obligations["u1"], "unit": "u1", "disposition": "no-action",
              "by": "alice", "rationale": "before the rotation, honest", "at": "2026-11-29T12:30:00Z"}  # fmt: skip
     append_forged(ws, "signals", person_event(Engine(ws.root), sshsig.load_signer(alice_key()), event))
-    assert len(ws.json("obligations")["obligations"]) == 2
+    assert len(ws.json("obligations")) == 2
     done = ws.run("verify")
     assert done.returncode == 1 and "bad signature" in done.stdout
 
