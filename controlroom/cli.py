@@ -311,7 +311,7 @@ def read_json_input(source: str) -> dict:
         raise BadInput(f"--json-input {source}: not valid UTF-8") from None
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise BadInput(f"--json-input {source}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise BadInput(f"--json-input {source}: expected one JSON object")

@@ -86,16 +86,16 @@ def parse_contract(path: Path | str, text: str) -> Contract:
 def _parse_fields(path: Path | str, text: str) -> tuple:
     try:
         data = _loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         try:  # the standard library's message names line and column in words people know
             data = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise BadInput(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise BadInput(f"{path}: expected a JSON object")
     try:
         return checked_fields(data)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise BadInput(f"{path}: {exc}") from None
 
 
@@ -203,7 +203,7 @@ def prefetch_threshold() -> int | None:
         return None
     try:
         return max(0, int(value)) if value else PREFETCH_BYTES
-    except ValueError:
+    except (ValueError, RecursionError):
         return PREFETCH_BYTES
 
 

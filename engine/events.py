@@ -101,7 +101,7 @@ class EventSource:
 def _parse(raw: bytes, item: int) -> dict:
     try:
         event = _loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return unreadable(item)
     return event if type(event) is dict else unreadable(item)
 

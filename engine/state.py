@@ -233,7 +233,7 @@ def _person_line(handle, at: int) -> tuple[dict, object]:
     line = handle.readline()
     try:
         event = msgspec.json.decode(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         event = None
     if type(event) is not dict:
         return unreadable(at), None

@@ -248,6 +248,8 @@ def _why_not(raw: bytes) -> str:
         return "not valid UTF-8"
     except ValueError as exc:
         return "not valid UTF-8" if "utf-8" in str(exc).lower() else "not JSON"
+    except RecursionError:
+        return "not JSON (nested too deep)"
     return "not a JSON object" if type(value) is not dict else "not JSON"
 
 
@@ -269,7 +271,7 @@ def _parse_lines(
         events = list(map(decode, pieces))
         if shape is None and not set(map(type, events)) <= {dict}:
             raise ValueError("not a JSON object")
-    except ValueError:  # msgspec's errors and UnicodeDecodeError are ValueErrors
+    except (ValueError, RecursionError):  # msgspec's errors and UnicodeDecodeError are ValueErrors
         return _parse_each(store, pieces, line, offset, result, each, shape is None)
     result.events.extend(events)
     result.starts.extend(_starts(pieces, offset))
@@ -293,7 +295,7 @@ def _parse_each(
             event = decode(raw)
             if whole and type(event) is not dict:  # a shape decodes only JSON objects
                 raise ValueError("not a JSON object")
-        except ValueError:
+        except (ValueError, RecursionError):
             skipped.add(k)
             if raw:  # an empty line is the newline that closed off a torn write: no problem of its own
                 result.problems.append(Problem(store, number, "malformed", _why_not(raw)))
@@ -316,7 +318,7 @@ def canonical_line(event: dict) -> bytes:
 def _parse(raw: bytes) -> dict | None:
     try:
         event = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return event if isinstance(event, dict) else None
 

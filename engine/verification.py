@@ -45,7 +45,7 @@ def _what(data: list[bytes], number: int) -> str:
 
     try:
         event = json.loads(data[number - 1])
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
         return "person event"
     target = event.get("obligation") or event.get("entry") or event.get("proposal") or event.get("unit")
     on = f" on {str(target)[:20]}" if target else ""
@@ -110,7 +110,7 @@ def _host_events(ws: Workspace, fresh) -> list[Finding]:
         for number, raw in enumerate(_lines(ws, name), start=1):
             try:
                 event = msgspec.json.decode(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if type(event) is not dict:
                 continue

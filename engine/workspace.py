@@ -179,7 +179,7 @@ def read_lease(path: Path) -> Lease:
         )
     except FileNotFoundError:
         raise BadInput(f"lease file {path} does not exist") from None
-    except (ValueError, KeyError, TypeError, BadInput):
+    except (ValueError, KeyError, TypeError, RecursionError, BadInput):
         raise Refused(f"lease file {path} is not a valid lease; ask the host to dispatch again") from None
     return lease
 
@@ -235,7 +235,26 @@ def _real(folder: Path) -> Path:
 def _opened(folder: Path) -> Workspace:
     """The workspace for a folder: itself, or the workspace a linked worktree of it belongs to."""
     home = _real(folder)
+    _untracked(home)
     return Workspace(home, None if home == folder else folder)
+
+
+def _untracked(home: Path) -> None:
+    """Stores committed to git are not the host's stores (a clone carrying forged ones would look
+    like the host): refused (SPEC §16.2)."""
+    if not (home / STATE_DIR).is_dir() or not (home / ".git").exists():
+        return
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(home), "ls-files", "--", STATE_DIR], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    if done.returncode == 0 and done.stdout.strip():
+        raise Refused(
+            f"{home / STATE_DIR} is tracked by git: committed stores are never trusted (a clone that "
+            f"carries them?); remove them from git (`git rm -r --cached {STATE_DIR}`)"
+        )
 
 
 def configure_clock(ws: Workspace) -> Workspace:
@@ -273,6 +292,7 @@ def _locate(
         return ws, lease
     if lease is not None:
         home = _real(lease.workspace.resolve())
+        _untracked(home)
         if not (home / STATE_DIR).is_dir():
             raise Refused(f"lease {lease.path} names {lease.workspace}, which is not a workspace")
         return Workspace(home), lease

@@ -258,6 +258,29 @@ def load_fields(kind: str, text: str) -> dict | None:
     return data
 
 
+MAX_ENTRY_BYTES = 1 << 20  # a register entry is prose and frontmatter: a larger file is not one
+
+
+def _read_entry(path: Path) -> bytes:
+    """A regular file's bytes, never through a symlink and never more than MAX_ENTRY_BYTES: a
+    committed link to /dev/zero or a FIFO must not hang every command (SPEC §16.4)."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        why = "a symlink (entries are files)" if path.is_symlink() else exc.strerror
+        raise Unreadable(f"cannot be read ({why})") from None
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise Unreadable("cannot be read (not a regular file)")
+        if st.st_size > MAX_ENTRY_BYTES:
+            raise Unreadable(f"cannot be read ({st.st_size} bytes: over {MAX_ENTRY_BYTES})")
+        return handle.read(MAX_ENTRY_BYTES + 1)
+
+
 def load_registers(root: Path) -> Registers:
     registers = Registers()
     for folder, kind in REGISTERS.items():
@@ -269,10 +292,7 @@ def load_registers(root: Path) -> Registers:
             relative = f"{folder}/{path.name}"
             registers.paths.add(relative)
             try:
-                try:
-                    data = path.read_bytes()
-                except OSError as exc:
-                    raise Unreadable(f"cannot be read ({exc.strerror})") from None
+                data = _read_entry(path)
                 text = decode(data)
                 registers.texts[relative] = text
                 entry = parse_entry(kind, relative, text)

@@ -37,11 +37,16 @@ class Commit:
     paths: list[str]
 
     def authorized_by(self) -> list[str]:
-        names = []
-        for line in self.message.splitlines():
-            if line.lower().startswith("authorized-by:"):
-                names.append(line.split(":", 1)[1].strip())
-        return names
+        """The `Authorized-by:` trailers: lines of the message's last paragraph only (git's trailer
+        block), never a line quoted in the body."""
+        paragraphs = [p for p in self.message.strip().split("\n\n") if p.strip()]
+        if len(paragraphs) < 2:
+            return []
+        return [
+            line.split(":", 1)[1].strip()
+            for line in paragraphs[-1].splitlines()
+            if line.lower().startswith("authorized-by:")
+        ]
 
 
 def unavailable(why: str) -> History:
@@ -333,6 +338,11 @@ def read_range(root: Path, spec: str) -> RangeHistory:
             raise RangeError(f"--range {spec!r}: {rev!r} is not a commit in this repository")
         shas.append(done.stdout.decode().strip())
     a, b = shas
+    if _git(root, "merge-base", "--is-ancestor", a, b).returncode != 0:
+        raise RangeError(
+            f"--range {spec!r}: {before} is not an ancestor of {after}: trunk's history was rewritten "
+            "(a force push); what it removed is not checked, so this fails"
+        )
     done = _git(
         root,
         "log",

@@ -168,15 +168,21 @@ def _load_bearing(fields: dict | None) -> dict:
 
 
 def _authorizer(
-    history: History | RangeHistory, path: str, policy: Policy, where: str = "on the branch"
+    history: History | RangeHistory,
+    path: str,
+    policy: Policy,
+    where: str = "on the branch",
+    only: str | None = None,
 ) -> tuple[str | None, str]:
     """The person whose valid Authorized-by trailer covers this path on the branch (or in the
     range), if any, and how: "authorized (signed)" by a commit SSH-signed with their key, or
     "authorized (claimed)" by the trailer alone (only where signatures are not required)."""
     seen = ""
-    for commit in history.commits:
-        if path not in commit.paths:
-            continue
+    # the commit that makes the change authorizes it (SPEC §8.4): under --range, each commit's own;
+    # on a branch, the last commit that touched the entry (newest first), so an ack signed in one
+    # commit cannot carry someone else's later change to the same entry
+    touching = [c for c in history.commits if path in c.paths and (only is None or c.sha == only)]
+    for commit in touching[:1]:
         for name in commit.authorized_by():
             if name not in policy.ackers:
                 seen = f"Authorized-by: {name} does not hold the ack grant"
@@ -314,8 +320,8 @@ TOMBSTONE_HOW = "restore it and withdraw it in place (resolved: true, or disposi
 
 def lint_range(history: RangeHistory, policy: Policy) -> list[Issue]:
     """Every commit of A..B (a push to trunk) held to the branch's guard: no register entry
-    deleted, and no load-bearing field changed unless a commit of the range that touches the
-    entry carries a valid Authorized-by, the grants being those of the policy at A."""
+    deleted, and no load-bearing field changed unless the commit that changes it carries a valid
+    Authorized-by, the grants and keys being those of the policy at A."""
     if not history.available:
         return [
             Issue(
@@ -355,7 +361,7 @@ def lint_range(history: RangeHistory, policy: Policy) -> list[Issue]:
             after = _load_bearing(raw_after)
             if not present:
                 if (after.get("ack") or "").strip():
-                    who, why = _authorizer(history, path, policy, where)
+                    who, why = _authorizer(history, path, policy, where, only=commit.sha)
                     if who is not None:
                         _authorized(issues, path, why)
                     else:
@@ -374,7 +380,7 @@ def lint_range(history: RangeHistory, policy: Policy) -> list[Issue]:
             changed = [k for k in LOAD_BEARING if all(old.get(k) != after.get(k) for old in olds)]
             if not changed:
                 continue
-            who, why = _authorizer(history, path, policy, where)
+            who, why = _authorizer(history, path, policy, where, only=commit.sha)
             if who is not None:
                 _authorized(issues, path, why)
                 continue

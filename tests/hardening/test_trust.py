@@ -619,3 +619,52 @@ def test_a_unit_adding_a_key_is_shown_before_anyone_accepts(ws, tmp_path):
     fingerprint = sshsig.fingerprint(Path(f"{mallory}.pub").read_text())
     assert f"! adds signing key {fingerprint} for alice (proposed by unit u1)" in shown
     assert "regulator/policy/interaction.yaml (proposed)" in shown and "\n+" in shown  # the unified diff
+
+
+def test_a_signed_ack_does_not_carry_a_later_change(ws):
+    """The commit that makes a load-bearing change authorizes it: alice's signed ack, then someone
+    else's unsigned flip of `resolved` in a later commit, is an unauthorized change."""
+    finding_on_trunk(ws)
+    ws.run("registry", "ack", "F-x", "--by", "alice", "--commit", check=True)
+    path = ws.root / "findings" / "F-x.md"
+    path.write_text(path.read_text().replace("resolved: false", "resolved: true"))
+    ws.commit("resolve it", email="mallory@example.org", sign=False)
+    assert "unauthorized-change" in lint_codes(ws)["errors"]
+    # a trailer quoted in the body is not a trailer
+    path.write_text(path.read_text() + "\n")
+    ws.commit("quoting\n\nAuthorized-by: alice\n\nthat was a quote", sign=True)
+    assert "unauthorized-change" in lint_codes(ws)["errors"]
+
+
+def test_a_rewritten_trunk_fails_the_range_check(ws):
+    finding_on_trunk(ws)
+    ws.git("checkout", "-q", "main")
+    before = ws.git("rev-parse", "HEAD").strip()
+    (ws.root / "findings" / "F-x.md").unlink()
+    ws.git("commit", "-q", "--amend", "-a", "-m", "finding F-x, never mind")
+    done = ws.run("registry", "lint", "--range", f"{before}..HEAD")
+    assert done.returncode == 2 and "not an ancestor" in one_line(done)
+
+
+def test_stores_committed_to_git_are_refused(ws):
+    ws.git("add", "-f", ".regulator/identity.ndjson")
+    ws.git("commit", "-q", "-m", "stores, committed")
+    done = ws.run("status")
+    assert done.returncode == 3 and "tracked by git" in one_line(done)
+
+
+def test_hostile_bytes_in_stores_and_registers_never_hang_or_crash(ws, tmp_path):
+    deep = b'{"x":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    with open(ws.store("memory"), "ab") as handle:
+        handle.write(deep)
+    for args in (["status"], ["memory"], ["verify"], ["controlroom", "--once"]):
+        done = ws.run(*args)
+        assert "Traceback" not in done.stderr, (args, done.stderr[-300:])
+    assert ws.run("verify").returncode == 1
+    (ws.root / "findings").mkdir(exist_ok=True)
+    (ws.root / "findings" / "F-zero.md").symlink_to("/dev/zero")
+    done = ws.run("registry", "lint", "--json")
+    errors = json.loads(done.stdout)["errors"]
+    assert done.returncode == 1 and any(
+        e["code"] == "unreadable" and "symlink" in e["message"] for e in errors
+    )
