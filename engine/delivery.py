@@ -28,9 +28,10 @@ back exactly what was rendered.
 
 The memory section has a budget (rendered characters of the entries). It is filled tier by tier
 (entries scoped to the unit's type, then unscoped ones), within a tier round-robin across the
-recording units, newest first within each unit, until the first entry that does not fit; what does
-not fit is counted in the closing line, never dropped silently (seed 003's Company Brain shows what
-silent caps cost).
+recording units, newest first within each unit; an entry that does not fit in what is left is
+skipped, not a wall (one unit's oversized note cannot shut everyone else out), and what does not fit
+is counted in the closing line, never dropped silently (seed 003's Company Brain shows what silent
+caps cost).
 """
 
 from __future__ import annotations
@@ -142,10 +143,10 @@ def build_context(ws: Workspace, state: State, unit_id: str | None, budget: int 
     order = delivery_order(state, unit_type)
     shown: list[dict] = []
     used = 0
-    for entry in order:
-        size = len(render_entry(entry.event))
+    for entry in order:  # an entry that does not fit is left out (and counted), not a wall: one
+        size = len(render_entry(entry.event))  # unit's oversized note cannot shut the rest out
         if used + size > budget:
-            break
+            continue
         shown.append(entry.event)
         used += size
     return Context(unit_id, unit_type, read_identity(ws), shown, len(order), budget)

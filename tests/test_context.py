@@ -135,10 +135,10 @@ def test_fill_is_tier_by_tier_then_round_robin_newest_first(ws):
     # scoped to research first (though oldest); then rounds across units, each round newest first
     assert order == [scoped, b5, a3, b4, a2, a1]
     assert other not in order
-    # the text follows the same order and stops at the first entry that does not fit
+    # the text follows the same order, leaving out (and counting) what does not fit
     text = ws.run("context", "r1", "--budget", "300", env=later).stdout
     ids = [e["id"] for e in parse_context(text).memory]
-    assert ids == [i[-8:] for i in order[: len(ids)]] and 1 <= len(ids) < 6
+    assert ids == [i[-8:] for i in order if i[-8:] in ids] and 1 <= len(ids) < 6
 
 
 def memory_policy(ws, value) -> str:
@@ -206,3 +206,14 @@ def test_the_shipped_policy_allows_25_current_entries_per_unit():
     assert routing.memory.max_current_per_unit == 25
     text = yaml.safe_dump({**yaml.safe_load(policy_files("alice", None)["routing.yaml"]), "memory": {}})
     assert parse_policy("routing.yaml", text).memory.max_current_per_unit == 25
+
+
+def test_one_oversized_note_does_not_shut_the_others_out(ws):
+    """A legal 6,000-character note at the head of the round is left out (counted); the others
+    still fit (the adversarial review's crowding with a single note)."""
+    u1, b1 = ws.lease("u1"), ws.lease("b1")
+    small = remember(ws, b1, subject="small", note="short and useful")
+    big = remember(ws, u1, subject="big", note="x" * 6000, at="2026-11-29T12:00:01Z")
+    shown = ws.json("context", "r1")
+    ids = [m["id"] for m in shown["memory"]]
+    assert small in ids and big not in ids and shown["leftOut"] == 1

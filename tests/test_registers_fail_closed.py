@@ -306,8 +306,13 @@ def test_a_direct_push_flipping_resolved_is_caught_by_range(pushed):
     assert "no commit in" in message and "Authorized-by" in message
     text = ws.run("registry", "lint", "--range", f"{before}..{after}")
     assert text.returncode == 1 and f"history checked (every commit of {before}..{after})" in text.stdout
-    # the same push, authorized
+    # a later authorized commit does not authorize the quiet one: the commit that changes it must
     ws.write(FINDING, finding_text(resolved=True) + "\n")
+    ws.commit("resolve: the alerter ships its CLI\n\nAuthorized-by: alice")
+    assert codes(lint(ws, "--range", f"{before}..{head(ws)}")) == [("unauthorized-change", FINDING)]
+    # the same push made right: the flip carries the trailer itself
+    ws.git("reset", "-q", "--hard", before)
+    ws.write(FINDING, finding_text(resolved=True))
     ws.commit("resolve: the alerter ships its CLI\n\nAuthorized-by: alice")
     assert lint(ws, "--range", f"{before}..{head(ws)}")["errors"] == []
     # branch names are revisions too
@@ -358,9 +363,9 @@ def test_range_removing_an_ack_and_arriving_acked(pushed):
     result = lint(ws, "--range", f"{acked}..{head(ws)}")
     assert codes(result) == [("ack-removed", FINDING), ("unauthorized-change", "findings/F-new.md")]
     assert "downgrades the hard re-gate problem to a notice" in result["errors"][0]["message"]
-    # over the whole push, alice's commit touching the entry authorizes its changes (the branch rule)
+    # over the whole push too: alice's authorized ack does not authorize the commit that removes it
     result = lint(ws, "--range", f"{before}..{head(ws)}")
-    assert codes(result) == [("unauthorized-change", "findings/F-new.md")]
+    assert codes(result) == [("ack-removed", FINDING), ("unauthorized-change", "findings/F-new.md")]
 
 
 def test_range_through_a_merge(pushed):
