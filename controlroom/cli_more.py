@@ -282,6 +282,19 @@ def _identity_from_history(ws, require_history: bool, as_json: bool) -> None:
         raise typer.Exit(1)
 
 
+def proposal_row(p: dict, d: dict | None) -> dict:
+    """A proposal as `identity show --json` lists it."""
+    return {
+        "id": p["id"],
+        "file": p["file"],
+        "by": p.get("by"),
+        "unit": p.get("unit"),
+        "rationale": p["rationale"],
+        "status": d["decision"] if d else "pending",
+        "decidedBy": d["by"] if d else None,
+    }
+
+
 @identity_app.command("show")
 def identity_show(
     proposal_id: Annotated[
@@ -302,18 +315,7 @@ def identity_show(
         d = decision_of(state, p["id"])
         lines = review(ws, p)
         if as_json:
-            emit_json(
-                {
-                    "id": p["id"],
-                    "file": p["file"],
-                    "by": p.get("by"),
-                    "unit": p.get("unit"),
-                    "rationale": p["rationale"],
-                    "status": d["decision"] if d else "pending",
-                    "content": p["content"],
-                    "review": lines,
-                }  # fmt: skip
-            )
+            emit_json(proposal_row(p, d) | {"content": p["content"], "review": lines})
             return
         out(
             f"proposal {p['id']} for {p['file']} by {escape(p.get('unit') or p.get('by'))}: {escape(p['rationale'])}"
@@ -325,18 +327,7 @@ def identity_show(
     checks = verify_identity(ws, state)
     proposals = []
     for p in state.proposals.values():
-        d = decision_of(state, p["id"])
-        proposals.append(
-            {
-                "id": p["id"],
-                "file": p["file"],
-                "by": p.get("by"),
-                "unit": p.get("unit"),
-                "rationale": p["rationale"],
-                "status": d["decision"] if d else "pending",
-                "decidedBy": d["by"] if d else None,
-            }
-        )
+        proposals.append(proposal_row(p, decision_of(state, p["id"])))
     if as_json:
         emit_json({"files": [{"file": c.file, "ok": c.ok} for c in checks], "proposals": proposals})
         return
