@@ -204,6 +204,19 @@ def _authorizer(
     return None, f"{why} ({policy.note})" if policy.note else why
 
 
+def _arrives_acked(issues: list[Issue], found: tuple[str | None, str], path: str, where: str) -> None:
+    """A new entry that arrives acknowledged: authorized (a notice says how) or an error."""
+    who, why = found
+    if who is not None:
+        _authorized(issues, path, why)
+    else:
+        issues.append(
+            Issue(
+                "error", "unauthorized-change", path, f"{path}: a new entry arrives with an ack{where}; {why}"
+            )
+        )
+
+
 def _authorized(issues: list[Issue], path: str, how: str) -> None:
     code = "authorized-signed" if how.startswith("authorized (signed)") else "authorized-claimed"
     issues.append(Issue("notice", code, path, f"{path}: {how}"))
@@ -259,18 +272,7 @@ def lint_history(
                         )
                     )
                 else:
-                    who, why = _authorizer(history, path, policy)
-                    if who is not None:
-                        _authorized(issues, path, why)
-                    else:
-                        issues.append(
-                            Issue(
-                                "error",
-                                "unauthorized-change",
-                                path,
-                                f"{path}: a new entry arrives with an ack; {why}",
-                            )
-                        )
+                    _arrives_acked(issues, _authorizer(history, path, policy), path, "")
             continue
         base_fields = _load_bearing(load_fields("", base_text))
         if head_fields is not None and head_fields != now_fields:
@@ -361,18 +363,9 @@ def lint_range(history: RangeHistory, policy: Policy) -> list[Issue]:
             after = _load_bearing(raw_after)
             if not present:
                 if (after.get("ack") or "").strip():
-                    who, why = _authorizer(history, path, policy, where, only=commit.sha)
-                    if who is not None:
-                        _authorized(issues, path, why)
-                    else:
-                        issues.append(
-                            Issue(
-                                "error",
-                                "unauthorized-change",
-                                path,
-                                f"{path}: a new entry arrives with an ack in {by}; {why}",
-                            )
-                        )
+                    _arrives_acked(
+                        issues, _authorizer(history, path, policy, where, only=commit.sha), path, f" in {by}"
+                    )
                 continue
             olds = [_load_bearing(f) for f in present]
             # a merge changes a field only where the result matches none of its parents: whatever
