@@ -182,6 +182,15 @@ def verify(
         )
         return
     ws, _ = workspace()
+    if not ws.has_stores:  # nothing verified is not "ok" (SPEC §16.2)
+        from engine.storeless import ABSENT
+
+        if as_json:
+            emit_json({"ok": False, "stores": "absent", "findings": [], "limit": "no stores here"})
+        else:
+            out(ABSENT)
+            out("verify: nothing to verify here: the stores live on the host (run it there)")
+        raise typer.Exit(1)
     findings = verification.findings(ws)
     failing = [f for f in findings if f.dismissed is None]
     limit = (

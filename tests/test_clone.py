@@ -635,3 +635,11 @@ def test_memory_and_context_in_a_clone_are_unknown_not_empty(fleet, tmp_path):
     for args in (["memory"], ["memory", "--json"], ["context", "u1"], ["context", "u1", "--json"]):
         done = ws.run(*args, cwd=here)
         assert done.returncode == 1 and done.stderr.endswith(f"regulator: {ABSENT}\n"), args
+
+
+def test_verify_in_a_clone_is_not_ok(fleet, tmp_path):
+    ws, _ = fleet
+    here = clone(ws, tmp_path)
+    done = ws.run("verify", cwd=here)
+    assert done.returncode == 1 and done.stdout.splitlines()[0] == ABSENT
+    assert json.loads(ws.run("verify", "--json", cwd=here).stdout)["ok"] is False
