@@ -204,6 +204,20 @@ def _authorizer(
     return None, f"{why} ({policy.note})" if policy.note else why
 
 
+def _unauthorized(
+    issues: list[Issue], path: str, changed: list[str], ack_removed: bool, where: str, when: str, why: str
+) -> None:
+    """An unauthorized load-bearing change, the removal of an ack named for what it does."""
+    if ack_removed:
+        message = f"{path}: removing the ack{where} downgrades the hard re-gate problem to a notice; {why}"
+        issues.append(Issue("error", "ack-removed", path, message))
+        changed = [k for k in changed if k != "ack"]
+    if changed:
+        issues.append(
+            Issue("error", "unauthorized-change", path, f"{path}: {', '.join(changed)} changed {when}; {why}")
+        )
+
+
 def _arrives_acked(issues: list[Issue], found: tuple[str | None, str], path: str, where: str) -> None:
     """A new entry that arrives acknowledged: authorized (a notice says how) or an error."""
     who, why = found
@@ -294,26 +308,10 @@ def lint_history(
             _authorized(issues, path, why)
             continue
         changed = [k for k in LOAD_BEARING if base_fields.get(k) != now_fields.get(k)]
-        if (base_fields.get("ack") or "").strip() and not (now_fields.get("ack") or "").strip():
-            issues.append(
-                Issue(
-                    "error",
-                    "ack-removed",
-                    path,
-                    f"{path}: removing the ack downgrades the hard re-gate problem to a notice; {why}",
-                )
-            )
-            changed.remove("ack")
-            if not changed:
-                continue
-        issues.append(
-            Issue(
-                "error",
-                "unauthorized-change",
-                path,
-                f"{path}: {', '.join(changed)} changed since trunk; {why}",
-            )
+        ack_removed = (
+            bool((base_fields.get("ack") or "").strip()) and not (now_fields.get("ack") or "").strip()
         )
+        _unauthorized(issues, path, changed, ack_removed, "", "since trunk", why)
     return issues
 
 
@@ -387,25 +385,6 @@ def lint_range(history: RangeHistory, policy: Policy) -> list[Issue]:
                     )
                 )
                 continue
-            if "ack" in changed and not (after.get("ack") or "").strip():
-                issues.append(
-                    Issue(
-                        "error",
-                        "ack-removed",
-                        path,
-                        f"{path}: removing the ack in {by} downgrades the hard re-gate problem to a "
-                        f"notice; {why}",
-                    )
-                )
-                changed.remove("ack")
-                if not changed:
-                    continue
-            issues.append(
-                Issue(
-                    "error",
-                    "unauthorized-change",
-                    path,
-                    f"{path}: {', '.join(changed)} changed by {by}; {why}",
-                )
-            )
+            ack_removed = "ack" in changed and not (after.get("ack") or "").strip()
+            _unauthorized(issues, path, changed, ack_removed, f" in {by}", f"by {by}", why)
     return issues
