@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-FOLDERS = ("findings", "intake", "records")
+FOLDERS = ("findings", "intake", "records", "retro")
 
 
 @dataclass
