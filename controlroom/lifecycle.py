@@ -178,6 +178,12 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
         yield ""
         yield from escape_block(entry.body.strip()).splitlines()
         return
+    if kind == "badrecord":
+        invalid = registers_of(snap.ws, state).invalid[ident]
+        yield f"record {invalid.id} ({invalid.path}) is INVALID: {invalid.code}"
+        yield escape(invalid.problem)
+        yield "fix it in place (registry lint names why); it states nothing until it reads"
+        return
     if kind == "file":
         check = next(c for c in snap.identity if c.file == ident)
         yield f"{ident}: {'as decided' if check.ok else escape(check.problem())}"

@@ -175,6 +175,7 @@ def keys(view: str, snap: Snapshot, show_all: bool = False) -> list[str]:
         out = [f"file:{c.file}" for c in snap.identity]
         out += [f"proposal:{k}" for k in state.proposals]
         out += [f"record:{k}" for k in sorted(registers.records)]
+        out += [f"badrecord:{i.path}" for i in registers.invalid_of("record")]  # listed, never left out
         return out
     raise KeyError(view)
 
@@ -279,6 +280,9 @@ def _row(view: str, snap: Snapshot, key: str) -> list[str]:
             verdict = f"{d['decision']} by {d['by']}" if d else "pending"
             return ["proposal", ident[-8:] + " " + p["file"], verdict, p["rationale"]]
         registers = registers_of(snap.ws, state)
+        if kind == "badrecord":
+            invalid = registers.invalid[ident]
+            return ["record", invalid.id, "INVALID", f"{invalid.code}: {invalid.problem}"]
         r = registers.records[ident].fields
         axes = "/".join(f"{v}" for v in (r.get("status") or {}).values()) or "no status axes"
         open_findings = record_findings(registers).get(ident, [])

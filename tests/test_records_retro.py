@@ -291,10 +291,14 @@ def test_a_finding_against_a_record_shows_on_it_and_an_ack_forbids_observed(tmp_
     assert "operation: observed" in errors[0]["message"] and "F-lint-misses-edits" in errors[0]["message"]
     text = ws.run("registry", "records").stdout
     assert "  ! open finding F-lint-misses-edits (acknowledged): Lint misses an edit" in text
-    # the control room's Identity view shows it on the record's row
-    once = ws.run("controlroom", "--once", "--as", "alice")
-    line = next(x for x in once.stdout.splitlines() if x.startswith("record    REG-CMP-register-lint"))
+    # the control room's Identity view shows it on the record's row, and an invalid record as such
+    broken = ws.write("records/REG-RTE-broken.md", "---\nid: REG-RTE-broken\nlabel: x\nkind: RTE\n---\n")
+    once = ws.run("controlroom", "--once", "--as", "alice").stdout.splitlines()
+    line = next(x for x in once if x.startswith("record    REG-CMP-register-lint"))
     assert "⚑ F-lint-misses-edits" in line
+    line = next(x for x in once if x.startswith("record    REG-RTE-broken"))
+    assert "INVALID" in line and "schema: field status" in line
+    broken.unlink()
 
     # lowering the claim clears it; a finding naming no record or unit is a bad reference
     record.write_text(record.read_text().replace("operation: observed", "operation: uninspected"))

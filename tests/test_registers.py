@@ -320,7 +320,9 @@ def test_shipped_records_state_limitations(reg):
     records = reg.json("registry", "records")
     ids = {r["id"] for r in records}
     assert {"REG-CMP-register-lint", "REG-BAP-person-by-name", "REG-OBJ-memory-store"} <= ids
-    text = " ".join(" ".join(x if isinstance(x, str) else x["text"] for x in r["limitations"]) for r in records)
+    text = " ".join(
+        " ".join(x if isinstance(x, str) else x["text"] for x in r["limitations"]) for r in records
+    )
     assert "names unauthenticated" in text and "advisory where history is missing" in text
     assert "not signed" in text  # host events: the honest limit of the shared account
     assert "never checks" in text or "nothing checks that a fact is true" in text.lower()
