@@ -9,8 +9,10 @@ is `schema`. Either way it is listed as invalid, never left out (SPEC §16.3).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
+from functools import partial
 from pathlib import Path
 
 from identity.yamlload import ImpossibleDateError, YamlError, safe_load_strict
@@ -404,11 +406,13 @@ def load_registers(root: Path) -> Registers:
         for path in sorted(base.glob("*.md")):
             relative = f"{folder}/{path.name}"
             registers.paths.add(relative)
-            _add(registers, kind, relative, target, lambda path=path: _read_entry(path))
+            _add(registers, kind, relative, target, partial(_read_entry, path))
     return registers
 
 
-def _add(registers: Registers, kind: str, relative: str, target: dict[str, Entry], read) -> None:
+def _add(
+    registers: Registers, kind: str, relative: str, target: dict[str, Entry], read: Callable[[], bytes]
+) -> None:
     try:
         text = decode(read())
         registers.texts[relative] = text
@@ -436,7 +440,7 @@ def registers_from(blobs: dict[str, bytes]) -> Registers:
             registers.invalid[relative] = Invalid(kind, relative, "unreadable", "too large")
             registers.issues.append(Issue("error", "unreadable", relative, f"{relative}: too large"))
             continue
-        _add(registers, kind, relative, getattr(registers, folder), lambda r=relative: blobs[r])
+        _add(registers, kind, relative, getattr(registers, folder), partial(blobs.__getitem__, relative))
     return registers
 
 
