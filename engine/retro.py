@@ -183,22 +183,58 @@ def _withdrawn(registers: Registers) -> set[str]:
     return out
 
 
-def git_numbers(ws: Workspace, state: State, since: datetime, until: datetime) -> tuple[dict, str]:
-    """(lintErrors and tombstones, "") or ({}, why) when trunk history cannot be read."""
-    from engine.init import trunk_of
-    from engine.registers import policy_at
-    from registry.history import FOLDERS
-    from registry.lint import lint_entries, lint_history_at
-    from registry.trunkat import commit_before, files_at, landed_by
+TREE = ("findings", "intake", "records", "retro", "contracts", "regulator/policy/interaction.yaml")
 
-    trunk = trunk_of(ws)
-    at_until, why = commit_before(ws.tree, trunk, until)
+
+class Trunk:
+    """Trunk as retro entries ask it, each answer read once per command: consecutive retros share
+    a commit (one's until is the next one's since), so lint of many asks git less."""
+
+    def __init__(self, ws: Workspace) -> None:
+        from engine.init import trunk_of
+
+        self.ws, self.trunk = ws, trunk_of(ws)
+        self._commits: dict[datetime, tuple[str | None, str]] = {}
+        self._registers: dict[str, tuple[Registers, dict[str, bytes]]] = {}
+        self._landed: dict[str, set[str]] = {}
+
+    def commit_before(self, moment: datetime) -> tuple[str | None, str]:
+        from registry.trunkat import commit_before
+
+        if moment not in self._commits:
+            self._commits[moment] = commit_before(self.ws.tree, self.trunk, moment)
+        return self._commits[moment]
+
+    def registers(self, sha: str) -> tuple[Registers, dict[str, bytes]]:
+        from registry.trunkat import files_at
+
+        if sha not in self._registers:
+            blobs = files_at(self.ws.tree, sha, TREE)
+            self._registers[sha] = (registers_from(blobs), blobs)
+        return self._registers[sha]
+
+    def landed(self, sha: str) -> set[str]:
+        from registry.trunkat import landed_by
+
+        if sha not in self._landed:
+            self._landed[sha] = landed_by(self.ws.tree, sha)
+        return self._landed[sha]
+
+
+def git_numbers(
+    ws: Workspace, state: State, since: datetime, until: datetime, trunk: Trunk | None = None
+) -> tuple[dict, str]:
+    """(lintErrors and tombstones, "") or ({}, why) when trunk history cannot be read."""
+    from engine.registers import policy_at
+    from registry.lint import lint_entries, lint_history_at
+
+    trunk = trunk or Trunk(ws)
+    at_until, why = trunk.commit_before(until)
     if at_until is None:
         if why:
             return {}, why
         return {"lintErrors": 0, "tombstones": 0}, ""  # trunk had no commit yet: nothing to count
-    blobs = files_at(ws.tree, at_until, (*FOLDERS, "contracts", "regulator/policy/interaction.yaml"))
-    registers = registers_from(blobs)
+    registers, blobs = trunk.registers(at_until)
     units = {
         path.removeprefix("contracts/").removesuffix(".json")
         for path in blobs
@@ -211,17 +247,19 @@ def git_numbers(ws: Workspace, state: State, since: datetime, until: datetime) -
     policy = policy_at(ws, blobs.get("regulator/policy/interaction.yaml"), f"trunk at {at_until[:10]}")
     today = (until - timedelta(microseconds=1)).date()
     issues = lint_entries(registers, statuses, set(registers.records), policy, today)
-    issues += lint_history_at(registers, landed_by(ws.tree, at_until))
+    issues += lint_history_at(registers, trunk.landed(at_until))
     errors = sum(1 for i in issues if i.level == "error")
-    at_since, _ = commit_before(ws.tree, trunk, since)
-    before = _withdrawn(registers_from(files_at(ws.tree, at_since, FOLDERS))) if at_since else set()
+    at_since, _ = trunk.commit_before(since)
+    before = _withdrawn(trunk.registers(at_since)[0]) if at_since else set()
     return {"lintErrors": errors, "tombstones": len(_withdrawn(registers) - before)}, ""
 
 
-def compute(ws: Workspace, state: State, since: datetime, until: datetime) -> tuple[dict, str]:
+def compute(
+    ws: Workspace, state: State, since: datetime, until: datetime, trunk: Trunk | None = None
+) -> tuple[dict, str]:
     """Every number {name: {value, query}}; the second item says why the git numbers are null."""
     values = store_numbers(state, since, until)
-    from_git, why = git_numbers(ws, state, since, until)
+    from_git, why = git_numbers(ws, state, since, until, trunk)
     values.update(from_git)
     numbers = {}
     for name in NAMES:
@@ -303,6 +341,7 @@ def check(ws: Workspace, state: State, registers: Registers) -> list[Issue]:
     """Recompute every RETRO entry's numbers: `retro-edited` where one differs, naming the field and
     the recomputed value; `retro-unchecked` where they cannot be recomputed here."""
     issues: list[Issue] = []
+    trunk = Trunk(ws) if ws.has_stores else None
     for entry in sorted(registers.retro.values(), key=lambda e: e.id):
         if not ws.has_stores:
             issues.append(
@@ -319,7 +358,7 @@ def check(ws: Workspace, state: State, registers: Registers) -> list[Issue]:
         if found is None:
             issues.append(Issue("error", "schema", entry.id, f"{entry.id}: since/until are not a period"))
             continue
-        numbers, why = compute(ws, state, *found)
+        numbers, why = compute(ws, state, *found, trunk)
         written = entry.fields["numbers"]
         for name in sorted(set(written) - set(numbers)):
             issues.append(
