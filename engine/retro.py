@@ -240,8 +240,18 @@ def git_numbers(
         for path in blobs
         if path.startswith("contracts/") and path.endswith(".json")
     }
+    # a unit's status matters to lint only where an acknowledged, unresolved finding names it (the
+    # re-gate); the others need only exist, so their events are not read back
+    named = {
+        ref
+        for f in registers.findings.values()
+        if not f.fields.get("resolved") and (f.fields.get("ack") or "").strip()
+        for ref in f.fields.get("affects") or []
+    }
     statuses = {
-        unit_id: unit_status_at(state, state.units[unit_id], until) if unit_id in state.units else "todo"
+        unit_id: unit_status_at(state, state.units[unit_id], until)
+        if unit_id in named and unit_id in state.units
+        else "todo"
         for unit_id in units
     }
     policy = policy_at(ws, blobs.get("regulator/policy/interaction.yaml"), f"trunk at {at_until[:10]}")

@@ -393,6 +393,8 @@ def test_retro_numbers_match_the_stores_and_an_edit_fails_lint(demo, tmp_path):
 
     text = path.read_text()
     assert text.startswith("---\nid: R-2026-11-30-since-2026-11-01\n")
+    again = run(root, T2, "registry", "retro", "--since", "2026-11-01")  # entries are never rewritten
+    assert again.returncode == 2 and "exists" in again.stderr and path.read_text() == text
     assert run(root, T2, "registry", "lint").returncode == 0  # as generated: lint agrees
 
     # an edited number: lint names the field and the recomputed value
@@ -457,3 +459,38 @@ def test_retro_bad_input_writes_nothing(demo, args, why):
     assert done.returncode == 2 and why in done.stderr and "Traceback" not in done.stderr
     after = sorted(p.name for p in (demo / "retro").glob("*")) if (demo / "retro").exists() else []
     assert after == before
+
+
+def test_retro_counts_lint_errors_at_the_last_trunk_commit_before_until(tmp_path):
+    """An acknowledged finding committed at T1 against in-progress u1 is a re-gate error from T1 on:
+    a retro ending at T1 does not count it, one ending at T2 does."""
+    root = tmp_path / "demo"
+    env = clean_env(REGULATOR_NOW=T0)
+    done = subprocess.run(
+        [REGULATOR, "demo", "--dir", str(root), "--clock", "pinned"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    (root / "findings" / "F-u1-wrong-base.md").write_text(
+        '---\nid: F-u1-wrong-base\ndate: "2026-11-29"\ntitle: "u1 builds on the wrong base"\n'
+        'affects: [u1]\nack: "2026-11-29 alice"\nresolved: false\n---\nFound at review.\n'
+    )
+    assert run(root, T1, "registry", "views").returncode == 0
+    git(root, "add", "-A")
+    git(
+        root,
+        "commit",
+        "-qm",
+        "a finding against u1\n\nAuthorized-by: alice",
+        env=clean_env(GIT_AUTHOR_DATE=T1, GIT_COMMITTER_DATE=T1),
+    )
+    lint = json.loads(run(root, T2, "registry", "lint", "--json").stdout)
+    assert [(i["code"], i["entry"]) for i in lint["errors"]] == [("regate", "F-u1-wrong-base")]
+
+    before = json.loads(
+        run(root, T2, "registry", "retro", "--since", "2026-11-01", "--until", T1, "--json").stdout
+    )
+    after = json.loads(
+        run(root, T2, "registry", "retro", "--since", "2026-11-01", "--title", "to T2", "--json").stdout
+    )
+    assert before["numbers"]["lintErrors"]["value"] == 0
+    assert after["numbers"]["lintErrors"]["value"] == len(lint["errors"]) == 1
