@@ -7,24 +7,29 @@ from typing import Annotated
 
 import typer
 
-from controlroom.cli import (
+from controlroom.cli_common import (
     JsonFlag,
     absent_exit,
-    app,
     emit_json,
     escape,
+    global_options,
     out,
     person_workspace,
     report_problems,
     table,
     workspace,
 )
+from controlroom.cli_retro import registry_retro
 
-registry_app = typer.Typer(no_args_is_help=True, help="Registers in git: lint, next-up, views, ack, records.")
+registry_app = typer.Typer(
+    no_args_is_help=True, help="Registers in git: lint, next-up, views, ack, records, retro."
+)
+app = typer.Typer()
 app.add_typer(registry_app, name="registry")
 
 
 @registry_app.command("lint")
+@global_options
 def registry_lint(
     trunk: Annotated[str | None, typer.Option(help="Trunk branch (default: the workspace's, main).")] = None,
     require_history: Annotated[
@@ -81,6 +86,7 @@ def warn_invalid_one(invalid, consequence: str) -> None:
 
 
 @registry_app.command("next-up")
+@global_options
 def registry_next_up(
     explain: Annotated[
         bool, typer.Option("--explain", help="List each excluded unit with its reasons.")
@@ -124,6 +130,7 @@ def registry_next_up(
 
 
 @registry_app.command("views")
+@global_options
 def registry_views(
     check: Annotated[bool, typer.Option("--check", help="Exit 1 when a view differs (a hand edit).")] = False,
 ) -> None:
@@ -144,6 +151,7 @@ def registry_views(
 
 
 @registry_app.command("ack")
+@global_options
 def registry_ack(
     finding: Annotated[str, typer.Argument(metavar="F-ID")],
     by: Annotated[str | None, typer.Option()] = None,
@@ -167,6 +175,7 @@ def registry_ack(
 
 
 @registry_app.command("records")
+@global_options
 def registry_records(as_json: JsonFlag = False) -> None:
     """The records of the system's own parts: status axes, limitations, evidence, absences, and the
     open findings that affect each. Reads only; exit 1 when a record is invalid (listed as such)."""
@@ -243,3 +252,6 @@ def registry_records(as_json: JsonFlag = False) -> None:
     if invalid:
         sys.stderr.write(f"regulator: {len(invalid)} record(s) invalid: fix them (registry lint names why)\n")
         raise typer.Exit(1)
+
+
+registry_app.command("retro")(global_options(registry_retro))  # SPEC §19, in its own module

@@ -1,4 +1,6 @@
-"""`regulator registry retro` (SPEC §19): write a RETRO entry whose numbers are generated only."""
+"""`regulator registry retro` (SPEC §19): write a RETRO entry whose numbers are generated only.
+
+A plain function with the Typer signature; controlroom/cli_registry.py registers it on its group."""
 
 from __future__ import annotations
 
@@ -7,11 +9,9 @@ from typing import Annotated
 
 import typer
 
-from controlroom.cli import JsonFlag, emit_json, escape, out, workspace
-from controlroom.cli_registry import registry_app
+from controlroom.cli_common import JsonFlag, emit_json, escape, out, workspace
 
 
-@registry_app.command("retro")
 def registry_retro(
     since: Annotated[
         str, typer.Option("--since", metavar="DATE", help="First day of the period (YYYY-MM-DD).")
@@ -28,11 +28,12 @@ def registry_retro(
     as_json: JsonFlag = False,
 ) -> None:
     """Write retro/R-<date>-<slug>.md: numbers from the stores and trunk history, each with its query."""
+    from engine.registers import policy_at
     from engine.retro import write
     from engine.state import load
 
     ws, _ = workspace()
-    path, front = write(ws, load(ws), since, until, title)
+    path, front = write(ws, load(ws), policy_at, since, until, title)
     relative = path.relative_to(ws.tree).as_posix()
     if as_json:
         emit_json({"id": front["id"], "path": relative} | front)

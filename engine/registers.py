@@ -10,7 +10,7 @@ from pathlib import Path
 from engine import clock
 from engine.actors import check_person, require_grant
 from engine.errors import BadInput, Refused
-from engine.init import trunk_of
+from engine.gitconfig import trunk_of
 from engine.ladder import registers_of
 from engine.state import State, unit_status
 from engine.workspace import Workspace
@@ -122,7 +122,7 @@ def lint(
         if registers.retro:
             from engine.retro import check as check_retros
 
-            result.issues += check_retros(ws, state, registers)
+            result.issues += check_retros(ws, state, registers, policy_at)
         try:
             history = pending.result()
         except RangeError as exc:

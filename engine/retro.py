@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,10 @@ from engine.errors import BadInput, Refused
 from engine.state import State, UnitState, history
 from engine.workspace import Workspace
 from registry.entries import Entry, Issue, Registers, registers_from
+from registry.lint import Policy
+
+# the interaction policy as a commit had it (engine.registers.policy_at, passed in: no import circle)
+PolicyAt = Callable[[Workspace, bytes | None, str], Policy]
 
 NAMES = (
     "obligationsOpened",
@@ -190,10 +195,10 @@ class Trunk:
     """Trunk as retro entries ask it, each answer read once per command: consecutive retros share
     a commit (one's until is the next one's since), so lint of many asks git less."""
 
-    def __init__(self, ws: Workspace) -> None:
-        from engine.init import trunk_of
+    def __init__(self, ws: Workspace, policy_at: PolicyAt) -> None:
+        from engine.gitconfig import trunk_of
 
-        self.ws, self.trunk = ws, trunk_of(ws)
+        self.ws, self.trunk, self.policy_at = ws, trunk_of(ws), policy_at
         self._commits: dict[datetime, tuple[str | None, str]] = {}
         self._registers: dict[str, tuple[Registers, dict[str, bytes]]] = {}
         self._landed: dict[str, set[str]] = {}
@@ -222,13 +227,11 @@ class Trunk:
 
 
 def git_numbers(
-    ws: Workspace, state: State, since: datetime, until: datetime, trunk: Trunk | None = None
+    ws: Workspace, state: State, since: datetime, until: datetime, trunk: Trunk
 ) -> tuple[dict, str]:
     """(lintErrors and tombstones, "") or ({}, why) when trunk history cannot be read."""
-    from engine.registers import policy_at
     from registry.lint import lint_entries, lint_history_at
 
-    trunk = trunk or Trunk(ws)
     at_until, why = trunk.commit_before(until)
     if at_until is None:
         if why:
@@ -254,7 +257,7 @@ def git_numbers(
         else "todo"
         for unit_id in units
     }
-    policy = policy_at(ws, blobs.get("regulator/policy/interaction.yaml"), f"trunk at {at_until[:10]}")
+    policy = trunk.policy_at(ws, blobs.get("regulator/policy/interaction.yaml"), f"trunk at {at_until[:10]}")
     today = (until - timedelta(microseconds=1)).date()
     issues = lint_entries(registers, statuses, set(registers.records), policy, today)
     issues += lint_history_at(registers, trunk.landed(at_until))
@@ -264,9 +267,7 @@ def git_numbers(
     return {"lintErrors": errors, "tombstones": len(_withdrawn(registers) - before)}, ""
 
 
-def compute(
-    ws: Workspace, state: State, since: datetime, until: datetime, trunk: Trunk | None = None
-) -> tuple[dict, str]:
+def compute(ws: Workspace, state: State, since: datetime, until: datetime, trunk: Trunk) -> tuple[dict, str]:
     """Every number {name: {value, query}}; the second item says why the git numbers are null."""
     values = store_numbers(state, since, until)
     from_git, why = git_numbers(ws, state, since, until, trunk)
@@ -302,7 +303,12 @@ def period(since: str, until: str | None) -> tuple[datetime, datetime]:
 
 
 def write(
-    ws: Workspace, state: State, since: str, until: str | None = None, title: str | None = None
+    ws: Workspace,
+    state: State,
+    policy_at: PolicyAt,
+    since: str,
+    until: str | None = None,
+    title: str | None = None,
 ) -> tuple[Path, dict]:
     """Write retro/R-<until date>-<slug>.md with the generated numbers; the body is left for prose."""
     start, end = period(since, until)
@@ -317,7 +323,7 @@ def write(
     path = ws.tree / "retro" / f"{entry_id}.md"
     if path.exists():
         raise BadInput(f"retro/{entry_id}.md exists (entries are never rewritten): give another --title")
-    numbers, _ = compute(ws, state, start, end)
+    numbers, _ = compute(ws, state, start, end, Trunk(ws, policy_at))
     front = {"id": entry_id, "since": start.date().isoformat(), "until": clock.iso(end), "numbers": numbers}
     head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=100)
     heading = title or f"Retro since {start.date()}"
@@ -347,11 +353,11 @@ def _period_of(entry: Entry) -> tuple[datetime, datetime] | None:
     return start, end
 
 
-def check(ws: Workspace, state: State, registers: Registers) -> list[Issue]:
+def check(ws: Workspace, state: State, registers: Registers, policy_at: PolicyAt) -> list[Issue]:
     """Recompute every RETRO entry's numbers: `retro-edited` where one differs, naming the field and
     the recomputed value; `retro-unchecked` where they cannot be recomputed here."""
     issues: list[Issue] = []
-    trunk = Trunk(ws) if ws.has_stores else None
+    trunk = Trunk(ws, policy_at)
     for entry in sorted(registers.retro.values(), key=lambda e: e.id):
         if not ws.has_stores:
             issues.append(
