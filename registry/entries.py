@@ -301,7 +301,10 @@ def _status(data: dict, record_kind: str) -> None:
         if value not in RECORD_STATUS:
             raise EntryError(f"field status.{part}: expected one of {', '.join(RECORD_STATUS)}")
     if record_kind == "RTE" and status.get("claim", "n/a") != "n/a":
-        raise EntryError("field status.claim: a route carries no claim status (omit it, or n/a)")
+        raise EntryError(
+            "field status.claim: a route carries no claim status (omit it, or n/a; a record shipped "
+            "before SPEC §19 carries one: delete that line)"
+        )
 
 
 def _limitations(data: dict) -> None:
