@@ -723,7 +723,7 @@ def run() -> None:
 
 def _register_commands() -> None:
     """Commands that live in their own modules add themselves to `app` on import."""
-    from controlroom import cli_more, cli_registry, cli_room  # noqa: F401
+    from controlroom import cli_mcp, cli_more, cli_registry, cli_room  # noqa: F401
 
 
 _register_commands()
