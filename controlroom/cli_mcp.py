@@ -13,6 +13,7 @@ import typer
 
 from controlroom import cli
 from controlroom.cli import app
+from controlroom.text import escape
 from engine.errors import BadInput
 
 MISSING_EXTRA = "regulator mcp needs the optional extra: pip install 'regulator[mcp]' (the mcp SDK)"
@@ -52,6 +53,16 @@ def server_config(unit: str, lease: Path) -> dict[str, Any]:
             f"regulator-{unit}": {"command": command, "args": [*prefix, "mcp", "--lease", str(lease)]}
         }
     }
+
+
+def demo_config_line(root: Path, unit: str) -> str:
+    """The demo's line for an agent host: the `--print-config` JSON of the unit's server (SPEC §17)."""
+    from controlroom.demo import worktree_of
+    from engine.workspace import LEASE_FILE
+
+    lease = worktree_of(root, unit) / LEASE_FILE
+    config = json.dumps(server_config(unit, lease.absolute()))
+    return f"{unit}'s MCP server (`regulator mcp --lease {escape(lease)} --print-config`): {config}"
 
 
 @app.command("mcp")
