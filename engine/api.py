@@ -7,6 +7,7 @@ the CLI's: `BadInput` (exit 2) and `Refused` (exit 3), each with `exit_code`; no
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +152,14 @@ class UnitStatus:
         }
 
 
+def _flush_checkpoint() -> None:
+    """A write's load may have offered its state for a checkpoint (engine.checkpoint): write it now,
+    after the write and outside its lock, as the CLI does when a command ends."""
+    module = sys.modules.get("engine.checkpoint")
+    if module is not None:
+        module.flush()
+
+
 # ---- the door --------------------------------------------------------------------------------------
 class UnitDoor:
     """The engine for one unit, stamped from the lease bound here, never from an argument.
@@ -188,12 +197,14 @@ class UnitDoor:
         (exit 2) then authorizes (profile grant and research type, exit 3)."""
         self.check()
         event = signals.report_intelligence(self._ws(), dict(fields), Actor(unit=self.unit, lease=self.lease))
+        _flush_checkpoint()
         return Reported(event["id"])
 
     def remember(self, fields: Mapping[str, Any]) -> Remembered:
         """A memory entry (SPEC §6.1): subject, note, evidence, reviewBy, scope."""
         self.check()
         event = memory.remember(self._ws(), dict(fields), self.lease)
+        _flush_checkpoint()
         return Remembered(event["id"], event["reviewBy"])
 
     def propose(self, path: object, content: object, rationale: object) -> Proposed:
@@ -213,6 +224,7 @@ class UnitDoor:
             rationale if isinstance(rationale, str) else "",
             Actor(unit=self.unit, lease=self.lease),
         )
+        _flush_checkpoint()
         return Proposed(event["id"], event["file"])
 
     def context(self, budget: int = delivery.DEFAULT_BUDGET) -> ContextResult:

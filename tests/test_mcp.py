@@ -270,6 +270,38 @@ def test_propose_identity_change_where_the_profile_grants_it(fleet):
     assert event["content"] == content and (ws.root / path).read_text() != content  # a person decides
 
 
+# tool -> (the CLI command of tests/hardening/test_authorization_matrix.py, valid arguments)
+WRITES = {
+    "report_intelligence": (
+        "signals report",
+        {**REPORT, "affectedUnits": ["u3"], "reportedSeverity": "info"},
+    ),
+    "remember": (
+        "memory remember",
+        {"subject": "s", "note": "n", "evidence": ["e"], "reviewBy": "2026-12-20"},
+    ),
+    "propose_identity_change": (
+        "identity propose",
+        {"path": "regulator/identity/boundaries.md", "content": "# Boundaries\n", "rationale": "r"},
+    ),
+}
+LEASE_COLUMNS = {"lease:intelligence": "r1", "lease:implement": "u1", "lease:bookkeeper": "b1"}
+
+
+@pytest.mark.parametrize("tool", sorted(WRITES))
+def test_each_write_is_allowed_exactly_where_the_cli_allows_it(fleet, tool):
+    from tests.hardening.test_authorization_matrix import ACTORS, MATRIX
+
+    command, arguments = WRITES[tool]
+    for column, unit in LEASE_COLUMNS.items():
+        expected = MATRIX[command][ACTORS.index(column)]
+        before = fleet.ws.digest()
+        result = fleet.call(unit, tool, arguments)
+        got = result.structured_content["exitCode"] if result.is_error else 0
+        assert got == expected, (tool, unit, result.content[0].text)
+        assert (fleet.ws.digest() == before) == (expected != 0), (tool, unit)
+
+
 def test_a_released_lease_is_refused_at_once(fleet):
     ws = fleet.ws
     assert fleet.ok("r2", "status")["status"] == "in-progress"
