@@ -233,7 +233,10 @@ class UnitDoor:
             raise BadInput(f"budget: {budget!r} is not a number of characters (0 or more)")
         self.check()
         ws = self._ws()
-        built = delivery.build_context(ws, state.load(ws), self.unit, budget)
+        loaded = state.load(ws)
+        if self.unit not in loaded.contracts:  # as `regulator context`: no contract, no type to scope by
+            raise BadInput(f"unit {self.unit!r} has no contract under contracts/")
+        built = delivery.build_context(ws, loaded, self.unit, budget)
         return ContextResult(delivery.render_text(built), delivery.render_json(built))
 
     def obligations(self, include_closed: bool = False) -> list[ObligationInfo]:
