@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from controlroom.cli_common import OPTIONS, global_options
+from controlroom.cli_common import OPTIONS
 from engine.errors import BadInput
 
 app = typer.Typer()
@@ -18,21 +18,25 @@ app = typer.Typer()
 MISSING_EXTRA = "regulator mcp needs the optional extra: pip install 'regulator[mcp]' (the mcp SDK)"
 
 
-def lease_path() -> Path:
-    """The lease the host names with `--lease FILE` (before the command or among its options).
+def lease_path(given: str | None) -> Path:
+    """The lease the host names with `--lease FILE` (among the command's options or before it).
     Never found by walking up from the current folder: the host chooses it, not the unit."""
-    if OPTIONS.lease is None:
+    chosen = given or OPTIONS.lease
+    if chosen is None:
         raise BadInput(
             "regulator mcp needs --lease FILE: the host launches one server per unit, naming its lease"
         )
     if OPTIONS.root is not None:
         raise BadInput("regulator mcp takes no --root: the workspace is the one the lease names")
-    return Path(OPTIONS.lease).absolute()
+    return Path(chosen).absolute()
 
 
 @app.command("mcp")
-@global_options
 def mcp_command(
+    lease: Annotated[
+        str | None,
+        typer.Option("--lease", metavar="FILE", help="The unit's lease file (required: the host names it)."),
+    ] = None,
     print_config: Annotated[
         bool, typer.Option("--print-config", help="Print the mcpServers JSON for an agent host, then exit.")
     ] = False,
@@ -41,7 +45,7 @@ def mcp_command(
     remember, context, obligations, status, propose_identity_change)."""
     from engine.api import UnitDoor
 
-    path = lease_path()
+    path = lease_path(lease)
     door = UnitDoor(path)  # a lease that is not the unit's current one is refused here (exit 3)
     if print_config:
         from controlroom.mcp_config import server_config
