@@ -4,6 +4,7 @@ client, against real server subprocesses of the real `regulator` command (one pe
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
@@ -94,12 +95,31 @@ async def servers(params: dict[str, StdioServerParameters]) -> AsyncIterator[dic
         yield sessions
 
 
+def dispatch_in_process(ws: Workspace, units: tuple[str, ...]) -> None:
+    """What `regulator unit dispatch UNIT --worktree wt/UNIT` does, without a process per unit."""
+    from engine.units import dispatch
+    from engine.workspace import locate
+
+    saved = os.environ.get("REGULATOR_NOW")
+    os.environ["REGULATOR_NOW"] = ws.env["REGULATOR_NOW"]
+    try:
+        engine_ws, _ = locate(ws.root)
+        for unit in units:
+            worktree = ws.root / "wt" / unit
+            worktree.mkdir()
+            dispatch(engine_ws, unit, worktree)
+    finally:
+        if saved is None:
+            os.environ.pop("REGULATOR_NOW")
+        else:
+            os.environ["REGULATOR_NOW"] = saved
+
+
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory) -> Iterator[Fleet]:
     ws = make_workspace(tmp_path_factory.mktemp("mcp"))
     ws.contract("r2", "research", "intelligence")
-    for unit in UNITS:
-        ws.lease(unit)
+    dispatch_in_process(ws, UNITS)
     done = ws.run("mcp", "--lease", str(ws.root / "wt" / "r1" / LEASE_FILE), "--print-config")
     assert done.returncode == 0, done.stderr
     config = json.loads(done.stdout)
