@@ -413,13 +413,15 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", type=Path, help="build the workspaces here and keep them")
     parser.add_argument("--cold-first-frame", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--only-mcp", action="store_true", help="measure mcp_start_s alone")
+    parser.add_argument(
+        "--only-mcp", action="store_true", help="measure mcp_start_s (and status_cold_s) alone"
+    )
     args = parser.parse_args()
     if args.cold_first_frame:
         return _cold_first_frame(args.cold_first_frame)
     if args.only_mcp:
-        with tempfile.TemporaryDirectory() as tmp_name:
-            figures = mcp_start(Path(tmp_name))
+        with tempfile.TemporaryDirectory() as tmp_name:  # status_cold_s beside it: the machine's pace
+            figures = status_cold(Path(tmp_name)) | mcp_start(Path(tmp_name))
         figures["met"] = figures["mcp_start_s"] <= TARGETS["mcp_start_s"]
         print(json.dumps(figures, indent=2))
         return 0
