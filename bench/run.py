@@ -365,7 +365,7 @@ def mcp_start(tmp: Path, runs: int = 7) -> dict:
     times = json.loads(done.stdout)
     imports = [
         float(subprocess.run([sys.executable, "-c", SDK_IMPORT], capture_output=True, text=True).stdout)
-        for _ in range(3)
+        for _ in range(min(runs, 3))
     ]
     return {
         "mcp_start_s": round(statistics.median(times), 3),
@@ -455,7 +455,7 @@ def main() -> int:
         report.update(next_up(tmp / "nextup", nu_meta))
         report.update(status_cold(tmp))
         report.update(person_events(tmp / "person", person_meta))
-        report.update(mcp_start(tmp))
+        report.update(mcp_start(tmp, runs=1 if scale.name == "smoke" else 7))
     report["met"] = {k: report[k] <= v for k, v in TARGETS.items() if k in report}
     if args.json:
         print(json.dumps(report, indent=2))

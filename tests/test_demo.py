@@ -140,6 +140,7 @@ def test_bench_runs_at_smoke_scale(tmp_path):
         "next_up_ms",
         "status_cold_s",
         "verify_person_events_s",
+        "mcp_start_s",
     ):
         assert isinstance(report[key], int | float) and report[key] > 0, key
     assert set(report["met"]) == set(report["targets"])
