@@ -353,3 +353,23 @@ def test_without_the_extra_it_says_so_in_one_line(tmp_path, fleet):
         done.stderr
         == "regulator: regulator mcp needs the optional extra: pip install 'regulator[mcp]' (the mcp SDK)\n"
     )
+
+
+def test_the_python_api_is_the_same_door(fleet, monkeypatch):
+    """engine.api's typed results are what the tools return; its errors carry the exit code."""
+    from engine.api import ObligationInfo, Refused, UnitDoor, UnitStatus
+    from tests.helpers import NOW
+
+    monkeypatch.setenv("REGULATOR_NOW", NOW)
+    door = UnitDoor(fleet.lease("u1"))
+    status = door.status()
+    assert isinstance(status, UnitStatus) and status.unit == "u1"
+    assert status.as_json() == fleet.ok("u1", "status")
+    owed = door.obligations(include_closed=True)
+    assert all(isinstance(o, ObligationInfo) for o in owed)
+    assert [o.as_json() for o in owed] == fleet.ok("u1", "obligations", {"all": True})["obligations"]
+    assert door.context().text == fleet.call("u1", "context").content[0].text
+    before = fleet.ws.digest()
+    with pytest.raises(Refused) as refused:
+        UnitDoor(fleet.lease("b1")).report(REPORT)
+    assert refused.value.exit_code == 3 and fleet.ws.digest() == before
