@@ -52,6 +52,9 @@ def mcp_command(
 
         sys.stdout.write(json.dumps(server_config(door.unit, path)) + "\n")
         return
+    import gc
+
+    gc.disable()  # the SDK builds thousands of pydantic models on import: no collection meanwhile
     try:
         from controlroom.mcp_server import serve
     except ImportError as exc:
@@ -59,4 +62,7 @@ def mcp_command(
             sys.stderr.write(f"regulator: {MISSING_EXTRA}\n")
             raise typer.Exit(2) from None
         raise
+    finally:
+        gc.enable()
+    gc.freeze()  # and none rescans them for as long as the server runs
     serve(door)
