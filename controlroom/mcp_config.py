@@ -24,12 +24,18 @@ def command_line() -> tuple[str, list[str]]:
     return sys.executable, ["-c", "from controlroom.cli import run; run()"]
 
 
+def server_name(unit: str) -> str:
+    """`regulator-<unit>`, the `/` of a brief in a stream written `_` (never in a unit id, so two
+    units never share a name): hosts allow only letters, digits, `-` and `_` in a server's name."""
+    return "regulator-" + unit.replace("/", "_")
+
+
 def server_config(unit: str, lease: Path) -> dict[str, Any]:
     """`{"mcpServers": {"regulator-<unit>": {"command", "args"}}}` for the unit holding `lease`."""
     command, prefix = command_line()
     return {
         "mcpServers": {
-            f"regulator-{unit}": {"command": command, "args": [*prefix, "mcp", "--lease", str(lease)]}
+            server_name(unit): {"command": command, "args": [*prefix, "mcp", "--lease", str(lease)]}
         }
     }
 

@@ -19,6 +19,7 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+from controlroom.mcp_config import server_name
 from engine.api import UnitDoor
 from engine.errors import RegulatorError
 from engine.text import escape
@@ -262,7 +263,7 @@ def build(door: UnitDoor) -> Server[Any]:
         )
 
     return Server(
-        f"regulator-{door.unit}",
+        server_name(door.unit),
         version="0.1.0",
         instructions=(
             f"regulator for unit {door.unit}: every call acts as this unit, under the lease the host "
