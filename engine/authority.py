@@ -50,7 +50,9 @@ class People:
             return cls()
         if not isinstance(data, dict):
             return cls()
-        people = data.get("people") if isinstance(data.get("people"), dict) else {}
+        people = data.get("people")
+        if not isinstance(people, dict):
+            people = {}
         keys: dict[str, tuple[str, ...]] = {}
         grants: dict[str, tuple[str, ...]] = {}
         resolve: dict[str, tuple[str, ...]] = {}
@@ -221,14 +223,16 @@ def fold(events: list[dict], starts: list[int]) -> Authority:
                 auth.decided_hash[proposal["file"]] = proposal["contentHash"]
                 if proposal["file"] == INTERACTION:
                     auth.policies.append(People.parse(proposal["content"]))
-                    auth.times.append(event.get("at") if isinstance(event.get("at"), str) else "")
+                    auth.times.append(at if isinstance(at := event.get("at"), str) else "")
                     auth.marks.append(event.get("marks") if isinstance(event.get("marks"), dict) else None)
                 if proposal["file"] == ROUTING:
                     auth.routing.append(
-                        (event.get("at") if isinstance(event.get("at"), str) else "", proposal["content"])
+                        (at if isinstance(at := event.get("at"), str) else "", proposal["content"])
                     )
         elif kind == "dismissal":
-            auth.dismissals[(event.get("store"), event.get("line"))] = event
+            store, line = event.get("store"), event.get("line")
+            if isinstance(store, str) and isinstance(line, int):  # else it names no line verify names
+                auth.dismissals[(store, line)] = event
     if leading:
         auth.policies.append(People.parse(auth.content.get(INTERACTION)))
         auth.times.append("")
