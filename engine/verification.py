@@ -20,7 +20,6 @@ CHECKPOINT = "readmodel.checkpoint"
 
 if TYPE_CHECKING:
     from engine.state import State
-    from identity.policy import RoutingPolicy
 
 
 @dataclass(frozen=True)
@@ -108,7 +107,7 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
     found: list[Finding] = []
     now = clock.now()
     system = ws.authority().clock == "system"
-    policies: dict[str, RoutingPolicy | None] = {}
+    policies: dict[str, object] = {}
     for name in STORE_NAMES:
         store = f"{name}.ndjson"
         previous: object = None
@@ -164,10 +163,10 @@ def _time(value: object) -> datetime | None:
 
 
 def _routing_problem(
-    ws: Workspace, state: State, record: dict, routed: set[str], policies: dict[str, RoutingPolicy | None]
+    ws: Workspace, state: State, record: dict, routed: set[str], policies: dict[str, object]
 ) -> str | None:
     from engine.router import route_signal
-    from identity.policy import PolicyError, parse_policy
+    from identity.policy import PolicyError, RoutingPolicy, parse_policy
 
     signal_id = record.get("signal")
     if not isinstance(signal_id, str) or signal_id not in state.signals:
@@ -189,7 +188,7 @@ def _routing_problem(
         except PolicyError:
             policies[text] = None
     policy = policies[text]
-    if policy is None:
+    if not isinstance(policy, RoutingPolicy):  # None: the policy then in force does not parse
         return None
     try:
         expected = route_signal(state.signals[signal_id], policy, when)
