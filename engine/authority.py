@@ -261,6 +261,8 @@ def _judge(
     if isinstance(event_id, str) and event_id in seen:
         return "replayed id (an event with this id came earlier)"
     if kind == "proposal":
+        if not isinstance(event_id, str):
+            return "a proposal without an id"
         if event.get("by") is None:
             return None  # a unit's, stamped by the host from its lease
         return auth.check(event, auth.people_at(event.get("at")))
@@ -268,18 +270,19 @@ def _judge(
         if verdict == "baseline":
             return "a baseline after the first events (only init writes one)"
         people = auth.people  # the policy in force just before this decision
-        proposal = auth.proposals.get(event.get("proposal"))  # type: ignore[arg-type]
+        proposal_id = event.get("proposal")
+        proposal = auth.proposals.get(proposal_id) if isinstance(proposal_id, str) else None
         if proposal is None or verdict not in ("accepted", "rejected"):
             return "decides no proposal that counts"
         if event["proposal"] in decided:
             return "a second decision on the same proposal"
-        if "accept" not in people.grants.get(event.get("by"), ()):  # type: ignore[arg-type]
+        if not people.may(event.get("by"), "accept"):
             return "decided by a person without the accept grant"
         if verdict == "accepted" and event.get("contentHash") != proposal.get("contentHash"):
             return "accepts content other than the proposal's"
         return auth.check(event, people)
     if kind == "dismissal":
-        if "accept" not in auth.people.grants.get(event.get("by"), ()):  # type: ignore[arg-type]
+        if not auth.people.may(event.get("by"), "accept"):
             return "dismissed by a person without the accept grant"
         return auth.check(event, auth.people)
     return None
