@@ -263,6 +263,10 @@ def _judge(
     if kind == "proposal":
         if not isinstance(event_id, str):
             return "a proposal without an id"
+        if event.get("file") not in GOVERNED or not all(
+            isinstance(event.get(k), str) for k in ("content", "contentHash")
+        ):
+            return "proposes no content of a governed file"
         if event.get("by") is None:
             return None  # a unit's, stamped by the host from its lease
         return auth.check(event, auth.people_at(event.get("at")))

@@ -71,3 +71,17 @@ def test_a_counted_dismissal_of_no_store_line_dismisses_nothing(store, line):
     forged = {"kind": "dismissal", "id": "d1", "by": "alice", "store": store, "line": line}
     auth = _fold(forged)
     assert auth.dismissals == {}
+
+
+def test_an_accepted_proposal_of_no_governed_file_changes_nothing_and_breaks_no_read():
+    # a unit's proposal counts without a signature, and here an unsigned decision "by alice" counts:
+    # accepting a proposal with no file made the fold raise KeyError
+    proposal = {"kind": "proposal", "id": "p1", "content": "x", "contentHash": content_hash(b"x")}
+    decision = {"kind": "decision", "id": "d1", "decision": "accepted", "proposal": "p1", "by": "alice"}
+    decision["contentHash"] = proposal["contentHash"]
+    auth = _fold(proposal, decision)
+    assert auth.content == {INTERACTION: POLICY}
+    assert [u.reason for u in auth.uncounted] == [
+        "proposes no content of a governed file",
+        "decides no proposal that counts",
+    ]
