@@ -80,6 +80,10 @@ def init(
     clock_mode: Annotated[
         str, typer.Option("--clock", help="system, or pinned (REGULATOR_NOW honoured: tests, demos).")
     ] = "system",
+    store: Annotated[
+        str | None,
+        typer.Option("--store", help="postgresql://HOST/DB: keep the stores on PostgreSQL (SPEC §18)."),
+    ] = None,
 ) -> None:
     """Create the workspace skeleton here (or at --root): policy, identity, records, stores."""
     from engine.actors import host_only
@@ -94,7 +98,7 @@ def init(
 
         use_key(GLOBAL["key"])
     root = Path(GLOBAL["root"] or ".")
-    ws = initialize(root, owner, trunk, owner_key, clock_mode)
+    ws = initialize(root, owner, trunk, owner_key, clock_mode, store)
     from engine import sshsig
 
     people = ws.authority().people
@@ -723,7 +727,7 @@ def run() -> None:
 
 def _register_commands() -> None:
     """Commands that live in their own modules add themselves to `app` on import."""
-    from controlroom import cli_more, cli_registry, cli_room  # noqa: F401
+    from controlroom import cli_more, cli_registry, cli_room, cli_store  # noqa: F401
 
 
 _register_commands()

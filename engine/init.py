@@ -93,6 +93,7 @@ def initialize(
     trunk: str = "main",
     key: Path | None = None,
     clock_mode: str = "system",
+    store: str | None = None,
 ) -> Workspace:
     root = root.resolve()
     if not root.is_dir():
@@ -105,6 +106,10 @@ def initialize(
         raise BadInput(f"--trunk {trunk!r} is not a branch name")
     if clock_mode not in ("system", "pinned"):
         raise BadInput(f"--clock {clock_mode!r} is not one of system, pinned")
+    if store is not None:
+        from engine.pgstore import check_url
+
+        check_url(store)
     public_key = owner_key(root, key)
     owner = owner or git_config(root, "user.name") or "owner"
     email = git_config(root, "user.email")
@@ -130,9 +135,20 @@ def initialize(
         gitignore.write_text(
             existing + ("" if existing.endswith("\n") or not existing else "\n") + "\n".join(missing) + "\n"
         )
-    ws.state_dir.mkdir(mode=0o700)
-    for name in STORE_NAMES:
-        ws.store(name).path.touch()
+    committed = list(written)
+    if store is not None:  # the stores on PostgreSQL (SPEC §18): where, recorded without a password
+        from engine import pgstore, workspace
+
+        pgstore.create_schema(store, clock_mode)
+        write_governed(root / workspace.STORE_POLICY, f"url: {pgstore.redact(store)}\n")
+        committed.append(workspace.STORE_POLICY)
+        workspace._URLS.clear()
+        ws.state_dir.mkdir(mode=0o700)
+        pgstore.mirror(ws.url or store, ws.state_dir).prepare()
+    else:
+        ws.state_dir.mkdir(mode=0o700)
+        for name in STORE_NAMES:
+            ws.store(name).path.touch()
     from engine.checkpoint import host_key
 
     host_key(ws, create=True)
@@ -160,7 +176,7 @@ def initialize(
             }
         )
         nonce = ""
-    commit_baseline(ws, owner, list(written), public_key)
+    commit_baseline(ws, owner, committed, public_key)
     return ws
 
 
