@@ -218,7 +218,7 @@ def fresh(url: str) -> Any:
         raise Refused(f"cannot reach the store at {redact(url)}: {_message(exc)}") from None
 
 
-def _run(url: str, work: Callable[[Any], Any], purpose: str = "main") -> Any:
+def _run(url: str, work: Callable[[Any], Any], purpose: str = "main", tx: bool = True) -> Any:
     """Run `work(conn)` in a transaction; serialization failures and deadlocks are retried, a
     broken connection is opened again once, anything else is a refusal (nothing written)."""
     psycopg = _psycopg()
@@ -227,6 +227,8 @@ def _run(url: str, work: Callable[[Any], Any], purpose: str = "main") -> Any:
     for attempt in range(RETRIES):
         conn = connect(url, purpose)
         try:
+            if not tx:  # one read-only statement: autocommit is its own transaction
+                return work(conn)
             with conn.transaction():
                 return work(conn)
         except (errors.SerializationFailure, errors.DeadlockDetected):
@@ -382,6 +384,7 @@ class Mirror:
                     " ON e.store = c.store AND e.n >= c.n ORDER BY e.store, e.n",
                     (list(since), [max(n, 1) for n, _ in since.values()]),
                 ).fetchall(),
+                tx=False,
             )
             gained = 0
             by_store: dict[str, list[tuple[int, str, str]]] = {}
@@ -534,6 +537,7 @@ def lines(url: str, name: str, since: int = 0) -> list[tuple[int, str]]:
         lambda conn: conn.execute(
             "SELECT n, line FROM regulator.events WHERE store = %s AND n > %s ORDER BY n", (name, since)
         ).fetchall(),
+        tx=False,
     )
 
 

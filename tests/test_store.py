@@ -139,9 +139,7 @@ def test_four_processes_appending_at_once_leave_every_line_whole(backend):
     store = backend("signals")
     target = str(store.path) if type(store) is Store else str(store.path.parent)
     url = "files" if type(store) is Store else store.url
-    procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, target, str(w), "50", url]) for w in range(4)
-    ]
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, target, str(w), "50", url]) for w in range(4)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
     store.read()  # brings a mirror up to date; the file store is the file
     lines = store.path.read_bytes().split(b"\n")
