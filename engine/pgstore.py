@@ -447,11 +447,12 @@ def mirror(url: str, folder: Path) -> Mirror:
 class PgStore(Store):
     """A store kept by the server; reads go through the mirror file at `path`."""
 
-    def __init__(self, url: str, folder: Path, name: str) -> None:
+    def __init__(self, url: str, folder: Path, name: str, *, mirrored: bool = True) -> None:
         super().__init__(Path(folder) / f"{name}.ndjson")
         self.url = url
         self.store = name
         self.mirror = mirror(url, Path(folder))
+        self.mirrored = mirrored  # False: a writer that never reads (it keeps no mirror)
 
     def append(self, event: dict, *, assign_id: bool = False) -> dict:
         """The same line as the file store would write, chained to the server's last line of this
@@ -481,7 +482,8 @@ class PgStore(Store):
             return written, n
 
         written, n = _run(self.url, work)
-        self.mirror.appended(name, n, written["hash"], line_text(written))
+        if self.mirrored:
+            self.mirror.appended(name, n, written["hash"], line_text(written))
         return written
 
     def read(

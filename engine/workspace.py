@@ -103,6 +103,11 @@ class Workspace:
         """Decided content, keys and grants, folded from identity.ndjson (SPEC §15.0)."""
         from engine import authority
 
+        if self.url is not None:  # PostgreSQL: the identity store's mirror, prepared once
+            from engine.pgstore import mirror
+
+            if not mirror(self.url, self.state_dir).checked:
+                self.sync()
         return authority.of(self.root)
 
     @contextlib.contextmanager
