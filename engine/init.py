@@ -111,6 +111,10 @@ def initialize(
 
         check_url(store)
     public_key = owner_key(root, key)
+    if store is not None:  # reachable, and holding no stores yet: checked before anything is written
+        from engine.pgstore import check_empty
+
+        check_empty(store)
     owner = owner or git_config(root, "user.name") or "owner"
     email = git_config(root, "user.email")
     clock.configure(clock_mode == "pinned")

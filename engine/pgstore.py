@@ -268,6 +268,16 @@ def create_schema(url: str, clock_mode: str = "system") -> str:
     return _run(url, work)
 
 
+def check_empty(url: str) -> None:
+    """The database is reachable and holds no regulator stores (refused otherwise)."""
+
+    def work(conn: Any) -> None:
+        if schema_present(conn):
+            raise Refused(f"{redact(url)} already holds regulator stores; nothing written")
+
+    _run(url, work, tx=False)
+
+
 def create_roles(url: str) -> None:
     """`regulator store roles`: regulator_writer (SELECT, INSERT) and regulator_reader (SELECT)."""
 

@@ -106,7 +106,21 @@ def test_init_records_the_url_without_its_password_and_bad_urls_are_refused(tmp_
     )
     assert done.returncode == 2 and "not a postgresql:// URL" in done.stderr
     assert not (root / ".regulator").exists()
-    ws = make_workspace(tmp_path, store=pg_server.url(pg_server.database()))
+    url = pg_server.url(pg_server.database())
+    ws = make_workspace(tmp_path, store=url)
+    again = tmp_path / "again"
+    again.mkdir()
+    git(again, "init", "-q", "-b", "main", env=env)
+    key = ws.env["REGULATOR_SIGNING_KEY"]
+    done = subprocess.run(
+        [REGULATOR, "init", "--owner", "alice", "--owner-key", f"{key}.pub", "--store", url],
+        cwd=again,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 3 and "already holds regulator stores" in done.stderr
+    assert sorted(p.name for p in again.iterdir()) == [".git"]  # nothing written
     bad = ws.run("status", env={"REGULATOR_STORE": "redis://x"})
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "REGULATOR_STORE" in bad.stderr
     gone = ws.run("status", env={"REGULATOR_STORE": pg_server.url("no_such_db")})
