@@ -106,6 +106,10 @@ def initialize(
         raise BadInput(f"--trunk {trunk!r} is not a branch name")
     if clock_mode not in ("system", "pinned"):
         raise BadInput(f"--clock {clock_mode!r} is not one of system, pinned")
+    if store is None:  # REGULATOR_STORE (or a committed store.yaml) names the store as --store would
+        from engine.workspace import store_url
+
+        store = store_url(root)
     if store is not None:
         from engine.pgstore import check_url
 

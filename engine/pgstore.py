@@ -476,8 +476,10 @@ class PgStore(Store):
                 "SELECT hash, at FROM regulator.events WHERE store = %s ORDER BY n DESC LIMIT 1", (name,)
             ).fetchone()
             prev, last_at = (row[0], row[1]) if row else (GENESIS, None)
-            _check_time(file_name, event.get("at"), last_at)
             written = dict(event)
+            if "at" in written:
+                written["at"] = _restamped(event)
+            _check_time(file_name, written.get("at"), last_at)
             written["prev"] = prev
             if assign_id:
                 written["id"] = ids.new_id(f"{file_name}\0{prev}\0{canonical(written).decode()}")
@@ -507,6 +509,21 @@ class PgStore(Store):
     def whole(self) -> bytes:
         """The server's lines, not the mirror's: `verify` checks what the server holds."""
         return b"".join(text.encode() + b"\n" for _, text in lines(self.url, self.store))
+
+
+def _restamped(event: dict) -> object:
+    """The event's `at`; an unsigned event that waited a second or more for the store's lock is
+    stamped again now (the server refuses an `at` more than 2 s off its clock). A signed person
+    event keeps its `at`: the signature covers it."""
+    at = event.get("at")
+    if "sig" in event or not isinstance(at, str):
+        return at
+    now = clock.now()
+    try:
+        behind = (now - clock.parse_time(at)).total_seconds()
+    except BadInput:
+        return at
+    return clock.iso(now) if behind >= 1 else at
 
 
 def line_text(event: dict) -> str:

@@ -146,6 +146,17 @@ def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(t
     store.mirror.prepare()
     first = store.append({"kind": "note", "at": pgstore.now_text()}, assign_id=True)
     assert first["prev"] == ""
+    from datetime import timedelta
+
+    from engine import clock
+    from engine.errors import Refused
+
+    late = clock.iso(clock.now() - timedelta(seconds=5))  # prepared, then a long wait for the lock
+    with pytest.raises(Refused, match="before the store's last event|more than 2 s"):  # signed: kept
+        store.append({"kind": "note", "at": late, "sig": "signature over that at"})
+    restamped = store.append({"kind": "note", "at": late})  # a host event is stamped again
+    assert restamped["at"] != late and restamped["prev"] == first["hash"]
+    first = restamped
 
     def line_for(prev: str, at: str) -> str:
         event = {"kind": "note", "at": at, "prev": prev}
@@ -183,7 +194,7 @@ def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(t
         stamped = writer.execute(
             "SELECT n, at, recorded_at FROM regulator.events WHERE store = 'signals' ORDER BY n"
         ).fetchall()
-        assert [row[0] for row in stamped] == [1, 2] and all(row[2] is not None for row in stamped)
+        assert [row[0] for row in stamped] == [1, 2, 3] and all(row[2] is not None for row in stamped)
     reader = psycopg.connect(pg_server.url(db, "regulator_reader"), autocommit=True)
     with reader, pytest.raises(psycopg.errors.InsufficientPrivilege):
         insert(reader, line_for(first["hash"], now))
@@ -193,9 +204,8 @@ def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(t
                 owner.execute(sql)
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
             owner.execute("TRUNCATE regulator.events")
-        assert owner.execute("SELECT count(*) FROM regulator.events").fetchone()[0] == 2
+        assert owner.execute("SELECT count(*) FROM regulator.events").fetchone()[0] == 3
     reader_store = pgstore.PgStore(pg_server.url(db, "regulator_reader"), tmp_path / "r", "signals")
-    from engine.errors import Refused
 
     with pytest.raises(Refused, match="reader role cannot write"):
         reader_store.append({"kind": "note", "at": pgstore.now_text()})
