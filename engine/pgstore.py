@@ -154,6 +154,22 @@ REVOKE UPDATE, DELETE, TRUNCATE ON regulator.meta, regulator.events FROM regulat
 """
 
 
+CHUNK = 50_000  # lines per store per round trip when a mirror catches up
+SYNC_SQL = """
+SELECT s.store,
+       (SELECT t.hash FROM regulator.events t WHERE t.store = s.store AND t.n = s.n) AS tail,
+       g.count, g.last_n,
+       (SELECT t.hash FROM regulator.events t WHERE t.store = s.store AND t.n = g.last_n) AS last_hash,
+       g.text
+FROM unnest(%s::text[], %s::bigint[]) AS s(store, n)
+CROSS JOIN LATERAL (
+    SELECT count(*) AS count, max(e.n) AS last_n, string_agg(e.line, E'\\n' ORDER BY e.n) AS text
+    FROM (SELECT n, line FROM regulator.events
+          WHERE store = s.store AND n > s.n ORDER BY n LIMIT %s) e
+) g
+"""
+
+
 def is_url(value: str | None) -> bool:
     return bool(value) and str(value).startswith(("postgresql://", "postgres://"))
 
@@ -370,55 +386,49 @@ class Mirror:
 
     def sync(self, names: tuple[str, ...] = STORE_NAMES) -> int:
         """Bring the mirror up to date from the last sequence number of each store; the number of
-        lines gained. A mirror file that is not what was mirrored (edited, cut) is read again."""
+        lines gained. A mirror file that is not what was mirrored (edited, cut), or a server whose
+        line at that number is not the one mirrored, is read again from the first line. Each
+        store's new lines come joined by the server, a chunk at a time (one index range scan)."""
         with locked(self.folder / "mirror.lock"):
             state = self._state()
             stores = state.setdefault("stores", {})
-            since: dict[str, tuple[int, str]] = {}
             for name in names:
-                n, size, last = stores.get(name, [0, 0, GENESIS])
+                n, size, _ = stores.get(name, [0, 0, GENESIS])
                 try:
                     actual = self.path(name).stat().st_size
                 except FileNotFoundError:
                     actual = -1
                 if actual != size:
-                    self.path(name).write_bytes(b"")
-                    n, size, last = 0, 0, GENESIS
-                    stores[name] = [0, 0, GENESIS]
-                since[name] = (n, last)
-            rows = _run(
-                self.url,
-                lambda conn: conn.execute(
-                    "SELECT e.store, e.n, e.hash, e.line FROM regulator.events e"
-                    " JOIN unnest(%s::text[], %s::bigint[]) AS c(store, n)"
-                    " ON e.store = c.store AND e.n >= c.n ORDER BY e.store, e.n",
-                    (list(since), [max(n, 1) for n, _ in since.values()]),
-                ).fetchall(),
-                tx=False,
-            )
+                    self._reset(name, stores)
             gained = 0
-            by_store: dict[str, list[tuple[int, str, str]]] = {}
-            for store, n, digest, line in rows:
-                by_store.setdefault(store, []).append((n, digest, line))
-            for name, (n, last) in since.items():
-                got = by_store.get(name, [])
-                if n > 0:
-                    if not got or got[0][0] != n or got[0][1] != last:
-                        stores[name] = [0, 0, GENESIS]  # the server's line n is not ours: read again
-                        self._save(state)
-                        return self.sync(names)
-                    got = got[1:]
-                if not got:
-                    continue
-                data = b"".join(line.encode() + b"\n" for _, _, line in got)
-                with open(self.path(name), "ab") as handle:
-                    handle.write(data)
-                _, size, _ = stores.get(name, [0, 0, GENESIS])
-                stores[name] = [got[-1][0], size + len(data), got[-1][1]]
-                gained += len(got)
+            pending = list(names)
+            while pending:
+                params = (pending, [stores.get(x, [0, 0, GENESIS])[0] for x in pending], CHUNK)
+                rows = _run(self.url, lambda conn, p=params: conn.execute(SYNC_SQL, p).fetchall(), tx=False)
+                again = []
+                for name, tail, count, last_n, last_hash, text in rows:
+                    n, size, last = stores.get(name, [0, 0, GENESIS])
+                    if n > 0 and tail != last:  # the server's line n is not the one mirrored
+                        self._reset(name, stores)
+                        again.append(name)
+                        continue
+                    if not count:
+                        continue
+                    data = text.encode() + b"\n"
+                    with open(self.path(name), "ab") as handle:
+                        handle.write(data)
+                    stores[name] = [last_n, size + len(data), last_hash]
+                    gained += count
+                    if count == CHUNK:
+                        again.append(name)
+                pending = again
             if gained:
                 self._save(state)
             return gained
+
+    def _reset(self, name: str, stores: dict) -> None:
+        self.path(name).write_bytes(b"")
+        stores[name] = [0, 0, GENESIS]
 
     def appended(self, name: str, n: int, digest: str, line: str) -> None:
         """Our own append, committed as line `n`: mirrored at once when the mirror is at n - 1."""
