@@ -7,16 +7,18 @@ from typing import Annotated
 
 import typer
 
-from controlroom.cli import JsonFlag, app, emit_json, escape, out, workspace
+from controlroom.cli_common import JsonFlag, emit_json, escape, global_options, out, workspace
 from engine.errors import BadInput, Refused
 
 store_app = typer.Typer(
     no_args_is_help=True, help="The stores' backend: PostgreSQL roles, copies between backends."
 )
+app = typer.Typer()
 app.add_typer(store_app, name="store")
 
 
 @store_app.command("roles")
+@global_options
 def roles(
     url: Annotated[
         str | None, typer.Option("--url", help="postgresql://… (default: the workspace's store).")
@@ -63,6 +65,7 @@ def _source_lines(ws, name: str) -> list[bytes]:
 
 
 @store_app.command("copy")
+@global_options
 def copy(
     to: Annotated[
         str, typer.Option("--to", help="postgresql://HOST/DB (empty) or a folder (no stores yet).")
