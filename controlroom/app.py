@@ -456,7 +456,8 @@ class ControlRoom(App):
 def _follow_server(ws: Workspace):
     """On PostgreSQL (SPEC §18), a thread LISTENs for appends from every host and brings them into
     the local mirror, where the file watch above sees them; None for file stores."""
-    if ws.url is None:
+    url = ws.url
+    if url is None:
         return None
     import threading
 
@@ -464,9 +465,12 @@ def _follow_server(ws: Workspace):
 
     stop = threading.Event()
 
+    def pull() -> None:
+        ws.sync()
+
     def run() -> None:
         with contextlib.suppress(Exception):  # the watch goes on with what the mirror holds
-            pgstore.follow(ws.url, ws.sync, stop)
+            pgstore.follow(url, pull, stop)
 
     threading.Thread(target=run, name="regulator-listen", daemon=True).start()
     return stop

@@ -149,7 +149,7 @@ def initialize(
 
     host_key(ws, create=True)
     now = clock.iso(clock.now())
-    store = ws.store("identity")
+    identity_store = ws.store("identity")
     # the first event's hash names the workspace: never two alike (under a pinned clock, for
     # reproducible tests and demos, derived from the time and the folder)
     if clock.fixed():
@@ -157,7 +157,7 @@ def initialize(
     else:
         nonce = secrets.token_hex(16)
     for relative, text in written.items():  # the first events: trusted on first use (SPEC §15.0)
-        store.append(
+        identity_store.append(
             {
                 **({"nonce": nonce} if nonce else {}),
                 "kind": "decision",

@@ -404,7 +404,11 @@ class Mirror:
             pending = list(names)
             while pending:
                 params = (pending, [stores.get(x, [0, 0, GENESIS])[0] for x in pending], CHUNK)
-                rows = _run(self.url, lambda conn, p=params: conn.execute(SYNC_SQL, p).fetchall(), tx=False)
+
+                def fetch(conn: Any, p: tuple = params) -> list[tuple[Any, ...]]:
+                    return conn.execute(SYNC_SQL, p).fetchall()
+
+                rows: list[tuple[Any, ...]] = _run(self.url, fetch, tx=False)
                 again = []
                 for name, tail, count, last_n, last_hash, text in rows:
                     n, size, last = stores.get(name, [0, 0, GENESIS])
