@@ -109,13 +109,14 @@ def appends(root: Path, store: str | None, seconds: float) -> dict:
         counts.append(int(n))
         spans.append(float(span))
         proc.wait()
-    verified = subprocess.run([REGULATOR, "--root", str(root), "verify"], capture_output=True, env=env)
+    verified = subprocess.run([REGULATOR, "--root", str(root), "verify"], capture_output=True, text=True, env=env)
     return {
         "appends": sum(counts),
         "per_writer": counts,
         "seconds": round(max(spans), 2),
         "appends_per_s": round(sum(counts) / max(spans), 1),
         "verify_ok": verified.returncode == 0,
+        **({} if verified.returncode == 0 else {"verify_said": (verified.stdout + verified.stderr)[-2000:]}),
     }
 
 
