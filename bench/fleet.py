@@ -109,7 +109,9 @@ def appends(root: Path, store: str | None, seconds: float) -> dict:
         counts.append(int(n))
         spans.append(float(span))
         proc.wait()
-    verified = subprocess.run([REGULATOR, "--root", str(root), "verify"], capture_output=True, text=True, env=env)
+    verified = subprocess.run(
+        [REGULATOR, "--root", str(root), "verify"], capture_output=True, text=True, env=env
+    )
     return {
         "appends": sum(counts),
         "per_writer": counts,
