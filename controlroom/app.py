@@ -429,20 +429,51 @@ class ControlRoom(App):
 
     @work(exclusive=True, group="watch")
     async def watch_stores(self) -> None:
-        from watchfiles import awatch
-
         # a clone has no .regulator/ (SPEC §16.2): only the folders that exist are watched
         paths = [
             str(p) for p in (self.ws.state_dir, *(self.ws.root / d for d in REGISTER_DIRS)) if p.is_dir()
         ]
         if not paths:
             return
+        stop = _follow_server(self.ws)  # PostgreSQL: NOTIFY brings each append into the mirror
+        try:
+            await self._watch_paths(paths)
+        finally:
+            if stop is not None:
+                stop.set()
+
+    async def _watch_paths(self, paths: list[str]) -> None:
+        from watchfiles import awatch
+
         async for changes in awatch(*paths, debounce=60, step=20, rust_timeout=500, yield_on_timeout=False):
             changed = [Path(p) for _, p in changes]
             registers = any(self.ws.state_dir not in p.parents for p in changed)
             if any(p.suffix == ".ndjson" for p in changed) or registers:
                 self.fold_appended(registers_changed=registers)
             await asyncio.sleep(0)
+
+
+def _follow_server(ws: Workspace):
+    """On PostgreSQL (SPEC §18), a thread LISTENs for appends from every host and brings them into
+    the local mirror, where the file watch above sees them; None for file stores."""
+    url = ws.url
+    if url is None:
+        return None
+    import threading
+
+    from engine import pgstore
+
+    stop = threading.Event()
+
+    def pull() -> None:
+        ws.sync()
+
+    def run() -> None:
+        with contextlib.suppress(Exception):  # the watch goes on with what the mirror holds
+            pgstore.follow(url, pull, stop)
+
+    threading.Thread(target=run, name="regulator-listen", daemon=True).start()
+    return stop
 
 
 def screenshot(

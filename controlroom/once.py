@@ -42,7 +42,8 @@ def exit_reasons(snap: Snapshot) -> list[str]:
 
 
 def once(ws: Workspace, person: str | None, read_only: bool = False) -> tuple[Snapshot, list[str]]:
-    if not read_only and ws.has_stores:  # a clone has nothing to route, and writes nothing
+    # a clone has nothing to route, and writes nothing; nor does a reader role (SPEC §18)
+    if not read_only and ws.has_stores and ws.writable:
         route(ws)
     snap = snapshot(ws, person)
     return snap, exit_reasons(snap)
