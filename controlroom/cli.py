@@ -124,7 +124,7 @@ def init(
 @app.command()
 def status(as_json: JsonFlag = False) -> None:
     """Units, what holds them, and signals not yet routed. Reads only; never routes."""
-    from engine.state import load
+    from engine.load import load
     from engine.status import status as derive
 
     ws, _ = workspace()
@@ -267,7 +267,7 @@ def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """List the signals with their routing outcome. Reads only."""
     if ctx.invoked_subcommand is not None:
         return
-    from engine.state import load
+    from engine.load import load
 
     ws, _ = workspace()
     state = load(ws, stores=("signals",))
@@ -427,7 +427,7 @@ def obligations(
     as_json: JsonFlag = False,
 ) -> None:
     """List open obligations (all with --all). Reads only; never routes."""
-    from engine.state import load
+    from engine.load import load
     from engine.storeless import ABSENT
 
     ws, _ = workspace()
@@ -468,8 +468,9 @@ def obligation_show(
     obligation_id: Annotated[str, typer.Argument(metavar="ID")], as_json: JsonFlag = False
 ) -> None:
     """The signal an obligation came from and everything that happened to it since."""
+    from engine.load import load
     from engine.obligations import find
-    from engine.state import history, load
+    from engine.queries import history
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))

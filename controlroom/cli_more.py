@@ -32,7 +32,7 @@ app.add_typer(identity_app, name="identity")
 
 
 def memory_row(entry, today) -> dict:
-    from engine.state import days_left, memory_status
+    from engine.queries import days_left, memory_status
 
     e = entry.event
     return {
@@ -58,7 +58,7 @@ def memory(
     """List current memory entries (with --all, expired and retracted ones too). Reads only."""
     if ctx.invoked_subcommand is not None:
         return
-    from engine.state import load
+    from engine.load import load
 
     ws, _ = workspace()
     state = load(ws, stores=("memory",))
@@ -140,7 +140,7 @@ def context(
 ) -> None:
     """Print exactly what a unit receives at start: identity, then current memory (fenced, escaped)."""
     from engine.delivery import build_context, render_json, render_text
-    from engine.state import load
+    from engine.load import load
     from engine.workspace import check_unit_id
 
     ws, lease = workspace()
@@ -171,7 +171,7 @@ def identity_propose(
 ) -> None:
     """Propose a change to an identity or policy file (from a lease, or --by a person)."""
     from engine.actors import unit_or_person
-    from engine.decisions import propose
+    from engine.proposals import propose
 
     try:
         content = content_from.read_bytes()
@@ -187,7 +187,7 @@ def identity_propose(
 
 
 def _decide(proposal_id: str, by: str | None, rationale: str, verdict: str) -> None:
-    from engine.decisions import decide
+    from engine.proposals import decide
 
     ws = person_workspace(by)
     event = decide(ws, proposal_id, by, rationale, verdict)
@@ -227,8 +227,8 @@ def identity_verify(
 ) -> None:
     """Exit 1 naming each governed file whose content differs from its last decided hash (without
     the stores, a clone: from the decision commits in git history)."""
-    from engine.decisions import verify_identity
-    from engine.state import load
+    from engine.load import load
+    from engine.proposals import verify_identity
 
     ws, _ = workspace()
     if not ws.has_stores:
@@ -304,9 +304,9 @@ def identity_show(
 ) -> None:
     """The governed files with their decision state, and the proposals; with an ID, what accepting
     that proposal would change (who gains a key or a grant, and the diff)."""
-    from engine.decisions import decision_of, review, verify_identity
+    from engine.load import load
     from engine.lookup import by_prefix
-    from engine.state import load
+    from engine.proposals import decision_of, review, verify_identity
 
     ws, _ = workspace()
     state = load(ws, stores=("identity",))

@@ -10,8 +10,9 @@ from pathlib import Path
 
 from engine import clock
 from engine.errors import BadInput, Refused
+from engine.events import STORES
 from engine.limits import check_text
-from engine.workspace import STATE_DIR, STORE_NAMES, Workspace
+from engine.workspace import STATE_DIR, Workspace
 from identity.files import IDENTITY_DIR, POLICY_DIR, content_hash
 from identity.shipped import IDENTITY_FILES, policy_files
 
@@ -131,7 +132,7 @@ def initialize(
             existing + ("" if existing.endswith("\n") or not existing else "\n") + "\n".join(missing) + "\n"
         )
     ws.state_dir.mkdir(mode=0o700)
-    for name in STORE_NAMES:
+    for name in STORES:
         ws.store(name).path.touch()
     from engine.checkpoint import host_key
 

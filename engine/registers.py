@@ -12,7 +12,8 @@ from engine.actors import check_person, require_grant
 from engine.errors import BadInput, Refused
 from engine.init import trunk_of
 from engine.ladder import registers_of
-from engine.state import State, unit_status
+from engine.model import State
+from engine.queries import unit_status
 from engine.workspace import Workspace
 from registry.entries import FINDING_ID, REGISTERS, Issue
 from registry.history import RangeError, read_history, read_range

@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import checkpoint
-from engine.state import history, load
+from engine.load import load
+from engine.queries import history
 from engine.store import Store
 from engine.workspace import Workspace
 from tests.helpers import report_args
@@ -47,7 +48,7 @@ def fingerprint(state) -> dict:
         "unrouted": list(state.unrouted_ids),
         "proposals": state.proposals,
         "decisions": state.decisions,
-        "pending": {k: (v[0], v[1]) for k, v in state.pending.items()},
+        "pending": {k: (v.status, v.disposition) for k, v in state.pending.items()},
         "problems": [str(p) for p in state.problems],
         "contract_problems": state.contract_problems,
         "cursors": {k: (c.offset, c.line) for k, c in state.cursors.items()},

@@ -9,7 +9,7 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.state import SHAPES
+from engine.fold import SHAPES
 from engine.store import Store, verify
 
 
