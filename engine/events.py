@@ -20,7 +20,7 @@ _loads = msgspec.json.decode
 StoreName = Literal["signals", "units", "memory", "identity"]
 # every store, the one list: in the fold's order (signals before units), and the index a reference carries
 STORES: tuple[StoreName, ...] = ("signals", "units", "memory", "identity")
-INDEX = {name: i for i, name in enumerate(STORES)}
+INDEX: dict[str, int] = {name: i for i, name in enumerate(STORES)}
 CACHED = 4096  # parsed events kept: a screenful of rows and their detail panes many times over
 BULK = 64  # more references than this at once: one read per store, of the span they lie in
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, ClassVar, cast
+from typing import IO, Any, ClassVar
 
 import msgspec
 
@@ -42,19 +42,21 @@ _INTELLIGENCE = ObligationKind.INTELLIGENCE
 
 class SignalsLine(msgspec.Struct):
     """What the fold reads of a line in signals.ndjson; the rest of the line is checked, not kept.
-    Each default is what `dict.get` gave the fold before, so a missing field reads the same."""
+    Each default is what `dict.get` gave the fold before, so a missing field reads the same. Each
+    field is Any: it holds whatever the line holds (the engine writes text; a line edited by hand
+    to hold something else is named by `verify`, not coerced here)."""
 
-    kind: object = None
-    id: object = None
-    subject: object = ""
-    expiresAt: object = None  # noqa: N815 - the store's field name
-    signal: object = None
-    obligations: object = ()
-    at: object = None
-    obligation: object = None
-    disposition: object = None
-    by: object = None
-    rationale: object = None
+    kind: Any = None
+    id: Any = None
+    subject: Any = ""
+    expiresAt: Any = None  # noqa: N815 - the store's field name
+    signal: Any = None
+    obligations: Any = ()
+    at: Any = None
+    obligation: Any = None
+    disposition: Any = None
+    by: Any = None
+    rationale: Any = None
 
 
 class SignalLine(msgspec.Struct, tag_field="kind", tag="signal"):
@@ -63,26 +65,26 @@ class SignalLine(msgspec.Struct, tag_field="kind", tag="signal"):
     repeated "kind", a kind that is not text), is read as SignalsLine instead."""
 
     kind: ClassVar[str] = "signal"
-    id: object = None
-    subject: object = ""
-    expiresAt: object = None  # noqa: N815
-    by: object = None  # a person-raised signal counts only as a person event does
+    id: Any = None
+    subject: Any = ""
+    expiresAt: Any = None  # noqa: N815
+    by: Any = None  # a person-raised signal counts only as a person event does
 
 
 class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
     kind: ClassVar[str] = "routing"
-    signal: object = None
-    obligations: object = ()
-    at: object = None
+    signal: Any = None
+    obligations: Any = ()
+    at: Any = None
 
 
 class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
     kind: ClassVar[str] = "disposition"
-    obligation: object = None
-    disposition: object = None
-    by: object = None
-    rationale: object = None
-    at: object = None
+    obligation: Any = None
+    disposition: Any = None
+    by: Any = None
+    rationale: Any = None
+    at: Any = None
 
 
 PERSON_KINDS = {"units": (EventKind.DECISION, EventKind.DEMOTE), "memory": (EventKind.RETRACTION,)}
@@ -199,16 +201,6 @@ def counts(state: State, store: str, at: int) -> bool:
     return False
 
 
-# A store's fields reach the model as the log wrote them: the engine writes text where the model
-# says str, and a line edited by hand to hold something else is named by `verify`, not coerced.
-def _text(value: object) -> str:
-    return cast(str, value)
-
-
-def _maybe_text(value: object) -> str | None:
-    return cast("str | None", value)
-
-
 def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
     signals, routings, obligations = state.signals.refs, state.routings.refs, state.obligations
     waiting, pending = state.unrouted_ids, state.pending
@@ -264,10 +256,10 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                 continue
             closing = Closing(
                 status=_RESOLVED,
-                disposition=_maybe_text(event.disposition),
-                by=_maybe_text(event.by),
-                rationale=_maybe_text(event.rationale),
-                closed_at=_maybe_text(event.at),
+                disposition=event.disposition,
+                by=event.by,
+                rationale=event.rationale,
+                closed_at=event.at,
                 at=at,
             )
             if ob is None:
