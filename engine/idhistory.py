@@ -42,7 +42,7 @@ _TRAILER = re.compile(r"([A-Za-z0-9][A-Za-z0-9-]*)\s*:\s*(.*)")
 
 @dataclass(frozen=True)
 class HistoryCheck:
-    """One governed file judged against history (the interface of engine.decisions.FileCheck)."""
+    """One governed file judged against history (the interface of engine.proposals.FileCheck)."""
 
     file: str
     decided: str | None  # the commit whose counted decision has this content
@@ -145,7 +145,7 @@ def blob_id(data: bytes, object_format: str) -> str:
 
 def verify_history(ws: Workspace, trunk: str | None = None) -> HistoryVerdict:
     """Each governed file against the decisions git history holds (see the module's docstring)."""
-    from engine.init import trunk_of
+    from engine.gitconfig import trunk_of
     from registry.history import ZERO, _cat_batch, _raw_log, resolve_trunk
 
     root = ws.tree
