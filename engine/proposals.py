@@ -45,7 +45,7 @@ def propose(ws: Workspace, file: str, content: bytes, rationale: str, actor: Act
     signer = None
     if actor.lease is not None:
         check_lease(state, actor.lease)
-        _, profile, tools = unit_tools(ws, state, actor.unit)
+        _, profile, tools = unit_tools(ws, state, actor.lease.unit)
         if "propose_policy_change" not in tools:
             raise Refused(f"unit {actor.unit}'s profile {profile} does not grant propose_policy_change")
     elif actor.person not in ws.interaction().people:
