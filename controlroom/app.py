@@ -32,7 +32,7 @@ from widgets.detail import DetailPane
 from widgets.dialogs import DecideDialog, ProposalDialog, ResolveDialog, RetractDialog, TextScreen
 from widgets.table import LineTable
 
-REGISTER_DIRS = ("findings", "intake", "records", "contracts", "regulator")
+REGISTER_DIRS = ("findings", "intake", "records", "retro", "contracts", "regulator")
 
 
 class ControlRoom(App):
