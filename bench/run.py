@@ -54,7 +54,8 @@ def bench_env() -> dict:
 
 def projection(root: Path) -> dict:
     """Build the read models from a cold log, against json.loads of every line of the same files."""
-    from engine.state import ORDER, State, advance
+    from engine.fold import ORDER, advance
+    from engine.model import State
     from engine.workspace import Workspace
 
     ws = Workspace(root)
@@ -291,8 +292,8 @@ def lint(root: Path, meta: dict) -> dict:
 
 def next_up(root: Path, meta: dict) -> dict:
     from engine.ladder import registers_of
+    from engine.load import load
     from engine.nextup import next_up as derive
-    from engine.state import load
     from engine.workspace import Workspace
 
     ws = Workspace(root)
@@ -391,7 +392,7 @@ FOLD = (
     "import sys, time\n"
     "from pathlib import Path\n"
     "t = time.perf_counter()\n"
-    "from engine.state import load\n"
+    "from engine.load import load\n"
     "from engine.workspace import Workspace\n"
     "state = load(Workspace(Path(sys.argv[1])), cached=False)\n"
     "closed = sum(o.status != 'open' for o in state.obligations.values())\n"

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controlroom.readmodel import Snapshot
-from engine.decisions import decision_of
-from engine.state import memory_status, unit_status
+from engine.proposals import decision_of
+from engine.queries import memory_status, unit_status
 
 
 @dataclass(frozen=True)

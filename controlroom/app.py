@@ -23,7 +23,9 @@ from controlroom.lifecycle import lifecycle
 from engine import checkpoint, clock
 from engine.contracts import load_contracts
 from engine.errors import RegulatorError
-from engine.state import StoreReplaced, advance, attach_contracts, unrouted
+from engine.fold import StoreReplaced, advance
+from engine.load import attach_contracts
+from engine.queries import unrouted
 from engine.text import escape
 from engine.workspace import Workspace
 from widgets.detail import DetailPane
@@ -316,7 +318,7 @@ class ControlRoom(App):
                 RetractDialog(key, f"{entry['subject']}: {entry['note']}"), lambda r: self._retract(key, r)
             )
         elif name == "decide":
-            from engine.state import ACTIONS as RECOVERY
+            from engine.model import RECOVERY_ACTIONS as RECOVERY
 
             self.push_screen(DecideDialog(key, RECOVERY), lambda r: self._decide(key, r))
         else:
@@ -372,7 +374,7 @@ class ControlRoom(App):
     def _proposal(self, proposal_id: str, verdict: str, answer: dict | None) -> None:
         if answer is None:
             return
-        from engine.decisions import decide
+        from engine.proposals import decide
 
         outcome = "accepted" if verdict == "accept" else "rejected"
         self._write(

@@ -5,9 +5,9 @@ expired or retracted; unit dispatched → held → closed. Plain lines; store te
 from __future__ import annotations
 
 from controlroom.readmodel import Snapshot
-from engine.decisions import decision_of, review
 from engine.ladder import registers_of
-from engine.state import days_left, history, is_stale, memory_status, unit_status
+from engine.proposals import decision_of, review
+from engine.queries import days_left, history, is_stale, memory_status, unit_status
 from engine.text import ensure_escaped, escape, escape_block
 
 
