@@ -60,31 +60,46 @@ class SignalsLine(msgspec.Struct):
 
 
 class SignalLine(msgspec.Struct, tag_field="kind", tag="signal"):
-    """The three kinds the signals log holds decode into shapes of their own fields only (a third
-    less to build and free than SignalsLine); a line of any other kind, or one these refuse (a
-    repeated "kind", a kind that is not text), is read as SignalsLine instead."""
+    """The three kinds the signals log holds decode into typed shapes of their own fields only (a
+    third less to build and free than SignalsLine). A line of any other kind, or one these refuse
+    (a repeated "kind", a kind that is not text, a field of the wrong type), is read as SignalsLine
+    instead; the fold counts a refused line of these kinds for nothing and `verify` names it: a
+    well-chained line can be appended by anyone with the account's shell (SPEC §15.0)."""
 
     kind: ClassVar[str] = "signal"
-    id: Any = None
-    subject: Any = ""
-    expiresAt: Any = None  # noqa: N815
-    by: Any = None  # a person-raised signal counts only as a person event does
+    id: str
+    subject: str = ""
+    expiresAt: str | None = None  # noqa: N815
+    by: str | None = None  # a person-raised signal counts only as a person event does
+
+
+class RoutedObligation(msgspec.Struct):
+    """One obligation a routing record opens, as the router writes it."""
+
+    id: str
+    severity: str
+    blocks: bool
+    unit: str | None = None
+    owedTo: str = OWED_TO  # noqa: N815
 
 
 class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
     kind: ClassVar[str] = "routing"
-    signal: Any = None
-    obligations: Any = ()
-    at: Any = None
+    signal: str
+    obligations: list[RoutedObligation] = []
+    at: str | None = None
 
 
 class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
     kind: ClassVar[str] = "disposition"
-    obligation: Any = None
-    disposition: Any = None
-    by: Any = None
-    rationale: Any = None
-    at: Any = None
+    obligation: str
+    disposition: str | None = None
+    by: str | None = None
+    rationale: str | None = None
+    at: str | None = None
+
+
+_TYPED_KINDS = frozenset((_SIGNAL, _ROUTING, _DISPOSITION))
 
 
 PERSON_KINDS = {"units": (EventKind.DECISION, EventKind.DEMOTE), "memory": (EventKind.RETRACTION,)}
@@ -204,10 +219,14 @@ def counts(state: State, store: str, at: int) -> bool:
 def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
     signals, routings, obligations = state.signals.refs, state.routings.refs, state.obligations
     waiting, pending = state.unrouted_ids, state.pending
-    expiries: dict[str, datetime] = {}
+    expiries: dict[str, datetime | None] = {}
     fresh: dict[str, SignalLine] = {}  # this read's signals: a routing usually follows its signal closely
     for event, at in zip(events, at_refs, strict=True):
         kind = event.kind
+        if type(event) is SignalsLine:  # not one of the typed shapes
+            if kind in _TYPED_KINDS or not isinstance(kind, str):
+                state.uncounted.append(Uncounted("signals", at >> 2, "malformed: fields of the wrong type"))
+            continue
         if kind == _SIGNAL:
             if event.by is not None and not counts(state, "signals", at):
                 continue
@@ -228,22 +247,22 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                 earlier = state.signals.get(signal_id, {})
                 subject, expires = earlier.get("subject", ""), earlier.get("expiresAt")
             if expires and expires not in expiries:
-                expiries[expires] = clock.parse_time(expires)
+                expiries[expires] = _expiry(expires)
             for entry in event.obligations:
-                ob_id = entry["id"]
+                ob_id = entry.id
                 if ob_id in obligations:
                     continue
                 obligations[ob_id] = Obligation(
                     id=ob_id,
-                    unit=entry.get("unit"),
+                    unit=entry.unit,
                     kind=_INTELLIGENCE,
                     source=signal_id,
-                    severity=entry["severity"],
-                    blocks=bool(entry["blocks"]),
-                    owed_to=entry.get("owedTo", OWED_TO),
+                    severity=entry.severity,
+                    blocks=entry.blocks,
+                    owed_to=entry.owedTo,
                     opened_at=event.at,
                     subject=subject,
-                    expires_at=expiries[expires] if expires else None,
+                    expires_at=expiries.get(expires) if expires else None,
                     history=[at],
                 )
                 if pending and ob_id in pending:
@@ -267,6 +286,15 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                 pending.setdefault(event.obligation, closing)
             elif ob.status == _OPEN:
                 ob.close(closing)
+
+
+def _expiry(text: str) -> datetime | None:
+    """A signal's expiry; one that is not a time (a line no engine wrote) never expires: its
+    obligations keep holding rather than lapse (fail closed)."""
+    try:
+        return clock.parse_time(text)
+    except (ValueError, TypeError):
+        return None
 
 
 def _may_resolve(state: State, event: DispositionLine, ob: Obligation | None, at: int) -> bool:
@@ -353,11 +381,20 @@ def _fold_memory(state: State, events: list[dict[str, Any]], at_refs: list[int])
     for event, at in zip(events, at_refs, strict=True):
         kind = event.get("kind")
         if kind == EventKind.MEMORY:
+            if not isinstance(event.get("id"), str):
+                state.uncounted.append(Uncounted("memory", at >> 2, "malformed: an entry without a text id"))
+                continue
             memory[event["id"]] = MemoryEntry(event=event)
         elif kind == EventKind.RETRACTION:
+            target = event.get("entry")
+            if not isinstance(target, str):
+                state.uncounted.append(
+                    Uncounted("memory", at >> 2, "malformed: a retraction without an entry id")
+                )
+                continue
             if not counts(state, "memory", at):
                 continue
-            entry = memory.get(event.get("entry"))  # type: ignore[arg-type]
+            entry = memory.get(target)
             if entry is not None and entry.retraction is None:
                 entry.retraction = event
 

@@ -589,7 +589,8 @@ def counts(url: str) -> dict[str, int]:
         url,
         lambda conn: conn.execute("SELECT store, count(*) FROM regulator.events GROUP BY store").fetchall(),
     )
-    return {name: 0 for name in STORES} | dict(rows)
+    found: dict[str, int] = {name: 0 for name in STORES}
+    return found | dict(rows)
 
 
 def import_lines(url: str, stores: dict[str, list[bytes]]) -> dict[str, int]:

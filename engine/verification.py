@@ -84,7 +84,8 @@ def findings(ws: Workspace, state: State | None = None) -> list[Finding]:
             Finding(
                 f"{u.store}.ndjson",
                 line_of(lines[u.store], u.offset),
-                f"person event {u.reason}; it counts for nothing",
+                f"{'event' if u.reason.startswith('malformed') else 'person event'} {u.reason}; "
+                "it counts for nothing",
             )
         )
     if state is None:  # `regulator verify`: re-derive what the host wrote unsigned, and the times

@@ -85,3 +85,57 @@ def test_an_accepted_proposal_of_no_governed_file_changes_nothing_and_breaks_no_
         "proposes no content of a governed file",
         "decides no proposal that counts",
     ]
+
+
+def test_forged_lines_in_the_other_stores_are_named_and_break_no_command(tmp_path):
+    """The same for signals, memory and units: a well-chained line whose fields have the wrong
+    shapes (a list for an id, a mapping for a reference, an obligation entry that is text) is
+    skipped by every read and named by `verify`; no command fails with a traceback."""
+    from engine import clock
+    from engine.store import Store
+
+    ws = make_workspace(tmp_path)
+    at = "2026-11-29T12:00:00Z"
+    forged = {
+        "signals": [
+            {"kind": "signal", "id": [1], "subject": "x"},
+            {"kind": "routing", "signal": {"id": "s"}, "obligations": []},
+            {"kind": "routing", "signal": "s-forged", "obligations": ["not an entry"]},
+            {"kind": "routing", "signal": "s-forged-2", "obligations": [{"id": ["o"], "severity": 1}]},
+            {"kind": "disposition", "obligation": ["o"], "disposition": "no-action", "by": "alice"},
+            {"kind": "signal", "id": "s-bad-units", "subject": "x", "affectedUnits": [["u1"]]},
+        ],
+        "memory": [
+            {"kind": "memory", "id": [1], "subject": "x"},
+            {"kind": "retraction", "entry": {"id": "m"}, "by": "alice"},
+        ],
+        "units": [
+            {"kind": "dispatch", "unit": ["u1"]},
+            {"kind": "decision", "unit": "u1", "action": ["retry"], "resolves": "all"},
+        ],
+    }
+    clock.configure(True)
+    for name, events in forged.items():
+        store = Store(ws.root / ".regulator" / f"{name}.ndjson")
+        for event in events:
+            store.append({**event, "at": at})
+    before = ws.digest()
+    for args in (
+        ("status", "--json"),
+        ("obligations", "--json"),
+        ("signals", "--json"),
+        ("memory", "--json"),
+        ("context", "u1"),
+        ("controlroom", "--once", "--json", "--read-only"),
+    ):
+        done = ws.run(*args)
+        assert "Traceback" not in done.stderr, (args, done.stderr)
+        assert done.returncode in (0, 1), (args, done.returncode, done.stderr)
+    assert ws.digest() == before  # reads wrote nothing
+    done = ws.run("verify")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    named = {line.split(" ", 1)[0].rstrip(":") for line in done.stdout.splitlines() if ".ndjson:" in line}
+    assert {"signals.ndjson:1", "signals.ndjson:2", "signals.ndjson:3", "signals.ndjson:4"} <= named, (
+        done.stdout
+    )
+    assert {"memory.ndjson:1", "memory.ndjson:2"} <= named, done.stdout
