@@ -28,6 +28,7 @@ ACTIONS = (
     Action("decide", "d", "record recovery decision", "units", "decide"),
     Action("accept", "y", "accept proposal", "identity", "accept"),
     Action("reject", "n", "reject proposal", "identity", "accept"),
+    Action("ack", "c", "acknowledge finding (commits)", "registers", "ack"),
 )
 BY_NAME = {a.name: a for a in ACTIONS}
 
@@ -74,6 +75,17 @@ def why_not(action: Action, snap: Snapshot, key: str | None) -> str | None:
             return f"the unit is {status}"
         return None
     kind, _, ident = key.partition(":")
+    if action.name == "ack":
+        from engine.ladder import registers_of
+
+        entry = registers_of(snap.ws, state).findings.get(ident) if kind == "finding" else None
+        if entry is None:
+            return "select a finding"
+        if entry.fields["resolved"]:
+            return "the finding is resolved: history needs no ack"
+        if entry.fields["ack"].strip():
+            return f"already acknowledged ({entry.fields['ack']})"
+        return None
     if kind != "proposal" or ident not in state.proposals:
         return "select a proposal"
     decided = decision_of(state, ident)

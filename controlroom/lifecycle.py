@@ -150,6 +150,16 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
                 yield f"  obligation {ob.id} on {ob.unit or '(no unit)'}: {ob.status}"
         return
     kind, _, ident = key.partition(":")
+    if kind == "bad":
+        problem = state.problems[int(ident)]
+        yield f"{problem.store} line {problem.line}: {problem.kind} line skipped"
+        yield f"  {escape(problem.message)}"
+        yield "  every read skips it; `regulator verify` names it; the stores stay append-only"
+        return
+    if kind == "verify":
+        finding = snap.verify[int(ident)]
+        yield f"verify: {escape(str(finding))}"
+        return
     if kind == "next":
         yield f"{ident} is in Next-up: todo, not flagged by a finding, not held"
         return
@@ -189,3 +199,29 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
         yield from (escape(line) for line in review(snap.ws, p))
         return
     raise KeyError(key)
+
+
+def decision_preview(snap: Snapshot, unit_id: str, action: str) -> list[str]:
+    """What recording `action` on `unit_id` would change, as engine.units.decide writes it: the
+    unit's open obligations owed to S3 are disposed of, and a waiting action opens a blocking one."""
+    from engine.state import WAITING_ACTIONS
+
+    state = snap.state
+    owed = [
+        ob
+        for ob in state.obligations.values()
+        if ob.unit == unit_id and ob.status == "open" and ob.owed_to == "S3"
+    ]
+    verb = "escalated" if action in WAITING_ACTIONS else ("rejected" if action == "abort" else "rework")
+    lines = [f"{len(owed)} open obligation(s) of {unit_id} owed to S3 become {verb}:"]
+    lines += [f"  {ob.id[:8]} {ob.severity}: {escape(ob.subject)}" for ob in owed] or ["  (none)"]
+    if action in WAITING_ACTIONS:
+        lines.append(
+            f"opens a new blocking obligation on {unit_id}, owed to S3: {unit_id} waits until it is resolved"
+        )
+    else:
+        lines.append("opens nothing")
+    unit = state.units.get(unit_id)
+    if unit is not None and unit.status == "in-progress":
+        lines.append(f"{unit_id} is in progress: its lease file is removed")
+    return lines

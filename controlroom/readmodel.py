@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from controlroom.views import BY_VIEW, TITLES, VIEWS  # noqa: E402  (one definition per view)
 from engine import clock
 from engine.decisions import FileCheck, decision_of, verify_identity
 from engine.errors import RegulatorError
@@ -29,47 +30,10 @@ from engine.verification import Finding, findings
 from engine.workspace import Workspace
 from registry.lint import LintResult
 
-VIEWS = ("obligations", "units", "memory", "signals", "registers", "identity")
-TITLES = {
-    "obligations": "Obligations",
-    "units": "Units",
-    "memory": "Memory",
-    "signals": "Signals",
-    "registers": "Registers",
-    "identity": "Identity",
-}
 COLUMNS: dict[str, list[tuple[str, int]]] = {
-    "obligations": [
-        ("id", 8),
-        ("unit", 14),
-        ("severity", 8),
-        ("blocks", 6),
-        ("age", 4),
-        ("status", 9),
-        ("subject", 0),
-    ],
-    "units": [
-        ("id", 18),
-        ("type", 10),
-        ("status", 11),
-        ("held", 4),
-        ("prio", 4),
-        ("held by", 18),
-        ("title", 0),
-    ],
-    "memory": [
-        ("id", 8),
-        ("status", 9),
-        ("left", 13),
-        ("review-by", 10),
-        ("unit", 6),
-        ("scope", 12),
-        ("subject: note", 0),
-    ],
-    "signals": [("id", 8), ("from", 12), ("reported", 8), ("derived", 8), ("outcome", 11), ("subject", 0)],
-    "registers": [("register", 8), ("id", 24), ("state", 20), ("title / message", 0)],
-    "identity": [("kind", 8), ("id", 34), ("state", 22), ("detail", 0)],
+    name: [(c.title, c.width) for c in view.columns] for name, view in BY_VIEW.items()
 }
+__all__ = ["COLUMNS", "TITLES", "VIEWS"]
 EXPIRING_DAYS = 7
 
 
@@ -109,18 +73,66 @@ def snapshot(ws: Workspace, person: str | None = None, with_checks: bool = True)
     return snap
 
 
-def refresh_checks(snap: Snapshot) -> None:
-    """Lint, identity verify and store verify: slower (git, hashing), run when their inputs change."""
-    snap.state.registers = None
-    snap.lint = lint(snap.ws, snap.state)
-    if snap.ws.has_stores:
-        snap.identity = verify_identity(snap.ws, snap.state)
+@dataclass
+class Checks:
+    """What the slow checks found (lint, identity verify, store verify), applied to a snapshot
+    by whoever owns it: a worker computes them, the UI thread applies them."""
+
+    lint: LintResult
+    identity: list[FileCheck]
+    verify: list[Finding]
+    history: object
+    registers: object
+
+    def apply(self, snap: Snapshot) -> None:
+        snap.lint, snap.identity, snap.verify, snap.history = (
+            self.lint,
+            self.identity,
+            self.verify,
+            self.history,
+        )
+        snap.state.registers = self.registers
+
+
+def frozen(state: State) -> State:
+    """A copy of the containers the checks read (cheap: references, not events), so the fold can go
+    on in one thread while the checks read in another. Its register cache starts empty."""
+    import copy
+
+    from engine.events import EventMap
+
+    copied = copy.copy(state)
+    for name in ("obligations", "units", "memory", "proposals", "unrouted_ids", "contracts"):
+        setattr(copied, name, dict(getattr(state, name)))
+    for name in ("decisions", "problems", "uncounted", "contract_problems"):
+        setattr(copied, name, list(getattr(state, name)))
+    for name in ("signals", "routings"):
+        mapping = EventMap(state.source)
+        mapping.refs = dict(getattr(state, name).refs)
+        setattr(copied, name, mapping)
+    copied.registers = None
+    return copied
+
+
+def compute_checks(ws: Workspace, state: State) -> Checks:
+    """Lint, identity verify and store verify: slower (git, hashing). `state` is the checks' own
+    (see `frozen`): nothing here writes into a state another thread reads."""
+    history = None
+    result = lint(ws, state)
+    if ws.has_stores:
+        identity = verify_identity(ws, state)
     else:  # a clone: the decisions are not here, their commits are (SPEC §16.2)
         from engine.idhistory import verify_history
 
-        snap.history = verify_history(snap.ws)
-        snap.identity = list(snap.history.files)
-    snap.verify = [f for f in findings(snap.ws, snap.state) if f.dismissed is None]
+        history = verify_history(ws)
+        identity = list(history.files)
+    verify = [f for f in findings(ws, state) if f.dismissed is None]
+    return Checks(result, identity, verify, history, state.registers)
+
+
+def refresh_checks(snap: Snapshot) -> None:
+    """The checks, run and applied in one thread (--once, screenshots, the first frame of tests)."""
+    compute_checks(snap.ws, frozen(snap.state)).apply(snap)
 
 
 def short(value: str | None, n: int = 8) -> str:
@@ -163,7 +175,10 @@ def keys(view: str, snap: Snapshot, show_all: bool = False) -> list[str]:
     if view == "registers":
         registers = registers_of(snap.ws, state)
         queue, _ = next_up(snap.ws, state, explain=False)
-        out = [f"next:{u['id']}" for u in queue]
+        # bad store lines first: what the stores could not say is the first thing to see (§16.3)
+        out = [f"bad:{i}" for i in range(len(state.problems))]
+        out += [f"verify:{i}" for i in range(len(snap.verify))]
+        out += [f"next:{u['id']}" for u in queue]
         if snap.lint is not None:
             out += [f"lint:{i}" for i in range(len(snap.lint.issues))]
         out += [f"finding:{k}" for k in sorted(registers.findings)]
@@ -238,6 +253,12 @@ def _row(view: str, snap: Snapshot, key: str) -> list[str]:
     if view == "registers":
         kind, _, ident = key.partition(":")
         registers = registers_of(snap.ws, state)
+        if kind == "bad":
+            problem = state.problems[int(ident)]
+            return ["store", f"{problem.store}:{problem.line}", f"bad line: {problem.kind}", problem.message]
+        if kind == "verify":
+            finding = snap.verify[int(ident)]
+            return ["store", f"{finding.store}:{finding.line}", "verify", finding.message]
         if kind == "next":
             unit = state.units[ident]
             return ["next-up", ident, f"priority {unit.contract.priority}", unit.contract.title]
@@ -278,6 +299,41 @@ def _row(view: str, snap: Snapshot, key: str) -> list[str]:
     raise KeyError(view)
 
 
+# ---- sorting: `s` cycles through a view's sorts ------------------------------------------------
+
+SEVERITY_RANK = {"critical": 0, "blocking": 1, "advisory": 2, "info": 3}
+
+
+def sort_keys(view: str, snap: Snapshot, view_keys: list[str], sort: str) -> list[str]:
+    """`view_keys` in the order `sort` names; the view's first sort is the order keys() gives."""
+    sorts = BY_VIEW[view].sorts
+    if not sorts or sort == sorts[0]:
+        return view_keys
+    state = snap.state
+    rank = SEVERITY_RANK
+    if view == "obligations":
+        obs = state.obligations
+        if sort == "severity":
+            return sorted(view_keys, key=lambda k: (rank.get(obs[k].severity, 9), obs[k].opened_at))
+        return sorted(view_keys, key=lambda k: (obs[k].unit or "~", obs[k].opened_at))
+    if view == "signals":
+        sig = state.signals
+        if sort == "severity":
+            return sorted(view_keys, key=lambda k: rank.get(sig[k]["reportedSeverity"], 9))
+        return sorted(view_keys, key=lambda k: sig[k].get("unit") or f"~{sig[k].get('by')}")
+    if view == "memory":
+        mem = state.memory
+        if sort == "expiry":
+            return sorted(view_keys, key=lambda k: mem[k].event["reviewBy"])
+        return sorted(view_keys, key=lambda k: mem[k].event.get("unit") or "~")
+    if view == "units":
+        units = state.units
+        if sort == "priority":
+            return sorted(view_keys, key=lambda k: (-units[k].contract.priority, k))
+        return sorted(view_keys, key=lambda k: (unit_status(state, units[k]), k))
+    return view_keys
+
+
 # ---- header counts -------------------------------------------------------------------------------
 
 
@@ -314,12 +370,26 @@ def counts(snap: Snapshot) -> dict:
     }
 
 
-def header_text(snap: Snapshot, live: str = "● live") -> str:
+def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -> str:
+    """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none."""
     c = counts(snap)
     if snap.lint is None:
         lint_part = "lint …"
     else:
         lint_part = "lint ✓" if c["lintErrors"] == 0 else f"lint ✗{c['lintErrors']}"
+    if compact:
+        parts = [
+            f"{c['blocking']} blk",
+            f"{c['held']} held",
+            f"{c['stale']} stale",
+            f"{c['expiring']} exp≤7d",
+            lint_part.replace(" ", ""),
+            f"{c['unrouted']} unrtd",
+        ]
+        if c["badLines"]:
+            parts.append(f"{c['badLines']} bad")
+        parts += [SHORT_MARKS.get(m, m) for m in trust_marks(snap.ws)]
+        return "·".join(parts) + f"·{live}"
     parts = [
         f"{c['blocking']} blocking",
         f"{c['held']} held",
@@ -332,6 +402,13 @@ def header_text(snap: Snapshot, live: str = "● live") -> str:
         parts.append(f"{c['badLines']} bad line(s)")
     parts += trust_marks(snap.ws)
     return " · ".join(parts) + f" · {live}"
+
+
+SHORT_MARKS = {
+    "stores absent: unit state unknown": "NO STORES",
+    "names unauthenticated": "names unauth",
+    "clock pinned": "clock pinned",
+}
 
 
 def trust_marks(ws: Workspace) -> list[str]:

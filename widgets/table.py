@@ -1,7 +1,8 @@
 """A line-based virtual table: it formats only the rows on screen, so 100,000 rows cost what 40 do.
 
-Columns have fixed widths (no cell measuring); the last column takes the rest. Cells are plain
-text turned into segments, never parsed as markup.
+Columns have fixed widths and priorities (widgets.columns): when the table is narrow the least
+important drop, and the flexible column takes the rest. Cells are cut with `…` by terminal cells
+(a wide character takes two); they are plain text turned into segments, never parsed as markup.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from widgets.columns import Column, line
 
 RowSource = Callable[[str], list[str]]
 
@@ -47,14 +50,8 @@ class LineTable(ScrollView, can_focus=True):
             self.table = table
             self.key = key
 
-    class Chosen(Message):
-        def __init__(self, table: LineTable, key: str | None) -> None:
-            super().__init__()
-            self.table = table
-            self.key = key
-
     def __init__(
-        self, columns: list[tuple[str, int]], *, name: str | None = None, id: str | None = None
+        self, columns: tuple[Column, ...], *, name: str | None = None, id: str | None = None
     ) -> None:
         super().__init__(name=name, id=id)
         self.columns = columns
@@ -63,10 +60,15 @@ class LineTable(ScrollView, can_focus=True):
 
     # ---- data ------------------------------------------------------------------------------------
     def set_rows(
-        self, keys: list[str], render_row: RowSource, columns: list[tuple[str, int]] | None = None
+        self,
+        keys: list[str],
+        render_row: RowSource,
+        columns: tuple[Column, ...] | None = None,
+        select: str | None = None,
     ) -> None:
-        """Replace the keys (cheap: nothing is formatted here); the cursor stays on its key."""
-        current = self.current_key
+        """Replace the keys (cheap: nothing is formatted here); the cursor stays on its key (or
+        goes to `select` when that key is among them)."""
+        current = select if select is not None and select in keys else self.current_key
         if columns is not None:
             self.columns = columns
         self.keys = keys
@@ -121,21 +123,15 @@ class LineTable(ScrollView, can_focus=True):
         if 0 <= index < len(self.keys) and event.y >= 1:
             self.cursor = index
 
-    def key_enter(self) -> None:
-        self.post_message(self.Chosen(self, self.current_key))
-
     # ---- drawing ---------------------------------------------------------------------------------
     def _line(self, cells: list[str], width: int) -> str:
-        parts = []
-        for (_, w), cell in zip(self.columns, cells, strict=False):
-            parts.append(cell[:w].ljust(w) if w else cell)
-        return " " + "  ".join(parts)
+        return line(self.columns, cells, width)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         scroll_x = round(self.scroll_x)
         if y == 0:
-            text = self._line([title for title, _ in self.columns], width)
+            text = self._line([c.title for c in self.columns], width)
             style = self.get_component_rich_style("linetable--header")
         else:
             index = round(self.scroll_y) + y - 1
