@@ -787,7 +787,10 @@ class ControlRoom(App):
         paths = [str(p) for p in self.watch_paths()]
         if not paths:
             return
-        async for changes in awatch(*paths, debounce=60, step=20, rust_timeout=500, yield_on_timeout=False):
+        # no default filter: it ignores everything under .git, and git's HEAD, refs and index matter
+        async for changes in awatch(
+            *paths, watch_filter=None, debounce=60, step=20, rust_timeout=500, yield_on_timeout=False
+        ):
             stores, registers, git = self._classify([Path(p) for _, p in changes])
             if stores or registers or git:
                 self.sync(registers=registers, git=git)

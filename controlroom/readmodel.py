@@ -52,6 +52,7 @@ class Snapshot:
     policy: object = None  # the interaction policy, read once per refresh (actions ask it per keypress)
     known: bool = True  # the stores are here: without them (a clone) unit state is unknown (§16.2)
     history: object = None  # without the stores: identity judged by git history (idhistory.HistoryVerdict)
+    routed: int | None = None  # --once: signals it routed before reading (None: it did not route)
     _memory_counts: tuple = ()  # (memory cursor, today, expiring): memory is counted once per change
 
     def derive(self) -> None:

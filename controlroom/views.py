@@ -46,7 +46,7 @@ VIEW_DEFS: tuple[View, ...] = (
         "2",
         "Units",
         (
-            Column("id", 18),
+            Column("id", 24),
             Column("type", 10, 3),
             Column("status", 11),
             Column("held", 4, 1),
