@@ -406,6 +406,8 @@ class ControlRoom(App):
             return readmodel.row(view, self.snap, key)
 
     def show_view(self) -> None:
+        if not self.screen_stack:  # a worker's result arriving as the room closes
+            return
         view = self.view
         settings = self.views[view]
         definition = BY_VIEW[view]
@@ -423,6 +425,8 @@ class ControlRoom(App):
         self.draw_detail()
 
     def draw_chrome(self) -> None:
+        if not self.screen_stack:
+            return
         size = self.size.width - 2
         live = f"⏳ {WAITING}" if self.waiting else self.live
         with self.lock:
@@ -604,7 +608,7 @@ class ControlRoom(App):
 
     def on_key(self, event: events.Key) -> None:
         """A disabled action's key explains itself instead of doing nothing."""
-        if self.screen is not self.screen_stack[0] or self.focused is self._filter:
+        if len(self.screen_stack) != 1 or self.focused is self._filter:
             return
         for action in for_view(self.view):
             if event.key == action.key and not self.read_only:

@@ -270,7 +270,7 @@ def test_a_wide_character_does_not_shift_the_columns_after_it(tmp_path):
 
 
 def test_the_cli_plain_table_cuts_by_cells(capsys):
-    from controlroom.text import table
+    from controlroom.printing import table
 
     table(["name", "kind", "note"], [["漢" * 30, "a", "x"], ["plain", "b", "y"]])
     lines = capsys.readouterr().out.splitlines()
