@@ -78,7 +78,8 @@ def why_not(action: Action, snap: Snapshot, key: str | None) -> str | None:
     if action.name == "ack":
         from engine.ladder import registers_of
 
-        entry = registers_of(snap.ws, state).findings.get(ident) if kind == "finding" else None
+        finding = finding_of(snap, key)
+        entry = registers_of(snap.ws, state).findings.get(finding) if finding else None
         if entry is None:
             return "select a finding"
         if entry.fields["resolved"]:
@@ -91,6 +92,18 @@ def why_not(action: Action, snap: Snapshot, key: str | None) -> str | None:
     decided = decision_of(state, ident)
     if decided is not None:
         return f"already {decided['decision']} by {decided['by']}"
+    return None
+
+
+def finding_of(snap: Snapshot, key: str) -> str | None:
+    """The finding a Registers row names: the finding itself, or a lint issue about one (the
+    `awaits-ack` notice is where an operator looks for the ack)."""
+    kind, _, ident = key.partition(":")
+    if kind == "finding":
+        return ident
+    if kind == "lint" and snap.lint is not None and ident.isdigit() and int(ident) < len(snap.lint.issues):
+        entry = snap.lint.issues[int(ident)].entry
+        return entry if entry.startswith("F-") else None
     return None
 
 

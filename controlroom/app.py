@@ -30,7 +30,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from controlroom import readmodel
-from controlroom.actions import ACTIONS, BY_NAME, Action, for_view, why_not
+from controlroom.actions import ACTIONS, BY_NAME, Action, finding_of, for_view, why_not
 from controlroom.lifecycle import decision_preview, lifecycle
 from controlroom.views import BY_VIEW, VIEW_DEFS, VIEWS
 from engine import checkpoint, clock
@@ -231,7 +231,6 @@ class ControlRoom(App):
                 checkpoint.save(self.ws, self.snap.state)
 
     def on_mount(self) -> None:
-        self._filter.cursor_blink = False
         self._apply_detail_width(self.size.width)
         self.show_view()
         self._table.focus()
@@ -693,7 +692,7 @@ class ControlRoom(App):
         elif name == "ack":
             from engine.ladder import registers_of
 
-            ident = key.partition(":")[2]
+            ident = finding_of(self.snap, key) or ""
             entry = registers_of(self.ws, state).findings[ident]
             self.push_screen(
                 AckDialog(ident, entry.fields["title"], str(entry.path)), lambda r: self._ack(ident, r)

@@ -110,7 +110,7 @@ VIEW_DEFS: tuple[View, ...] = (
         (
             Column("kind", 8, 2),
             Column("id", 34, 0),
-            Column("state", 22, 0),
+            Column("state", 26, 0),
             Column("detail", 0, 0, 12),
         ),
         actions=("accept", "reject"),

@@ -19,7 +19,8 @@ from engine.text import ensure_escaped, escape
 class _Dialog(ModalScreen[dict | None]):
     DEFAULT_CSS = """
     _Dialog { align: center middle; }
-    _Dialog > Vertical { width: 76; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
+    _Dialog > Vertical { width: 76; height: auto; max-height: 100%; overflow-y: auto; border: thick $accent;
+                         background: $surface; padding: 1 2; }
     _Dialog Label { margin-top: 1; }
     _Dialog Horizontal { height: auto; margin-top: 1; }
     _Dialog Button { margin-right: 2; }
@@ -51,9 +52,7 @@ class _Dialog(ModalScreen[dict | None]):
 
 
 def _input(placeholder: str, id: str) -> Input:
-    box = Input(placeholder=placeholder, id=id)
-    box.cursor_blink = False  # steady cursor: snapshots do not depend on timing
-    return box
+    return Input(placeholder=placeholder, id=id)
 
 
 class ResolveDialog(_Dialog):
