@@ -300,6 +300,7 @@ def ui_stall(room: Path, hold_s: float = 3.0) -> dict:
                 text=True,
             )
             await asyncio.to_thread(holder.stdout.readline)  # the bench never blocks the room's loop
+            started = time.perf_counter()
             writer = subprocess.Popen(
                 [sys.executable, "-c", APPENDER, str(room / ".regulator/signals.ndjson"), "stall"],
                 stdin=subprocess.PIPE,
@@ -321,7 +322,9 @@ def ui_stall(room: Path, hold_s: float = 3.0) -> dict:
             await asyncio.sleep(0.5)  # the redraw after routing is inside the window
             timer.stop()
             gaps = [(b - a) * 1000 for a, b in zip(ticks, ticks[1:], strict=False)]
+            worst = gaps.index(max(gaps))
             result["ui_stall_ms"] = round(max(gaps), 1)
+            result["ui_stall_worst_at_s"] = round(ticks[worst] - started, 2)  # after the lock was taken
             result["ui_stall_ticks"] = len(ticks)
             result["ui_stall_median_gap_ms"] = round(statistics.median(gaps), 1)
             result["ui_stall_said_waiting"] = waited

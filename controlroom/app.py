@@ -66,6 +66,14 @@ class Synced(Message):
         self.snap, self.changed, self.routed = snap, changed, routed
 
 
+class Ticked(Message):
+    """The clock moved (the header counted again in the worker): the UI redraws."""
+
+    def __init__(self, snap: readmodel.Snapshot) -> None:
+        super().__init__()
+        self.snap = snap
+
+
 class Reloaded(Message):
     """A whole new snapshot, read in a worker: the UI swaps it in."""
 
@@ -184,8 +192,10 @@ class ControlRoom(App):
         # lint, identity verify and store verify can take seconds on a large workspace: the first
         # frame does not wait for them unless asked to (screenshots and snapshot tests do)
         self.background_checks = background_checks
-        self.lock = threading.RLock()  # the state: folds write under it, the UI reads under it
-        self._fold_lock = threading.Lock()  # one fold at a time
+        # the state: folds write under `lock`, the UI reads under it; only workers holding
+        # `_fold_lock` change the state, so a worker holding it reads without `lock`
+        self.lock = threading.RLock()
+        self._fold_lock = threading.Lock()
         self._pending = {"registers": False, "git": False}
         self._pending_lock = threading.Lock()
         self.snap = readmodel.snapshot(ws, person, with_checks=not background_checks)
@@ -299,9 +309,18 @@ class ControlRoom(App):
                 snap.state.contract_problems = contracts[1]
                 snap.state.registers = None  # read again on first use
             changed = any(gained.values()) or registers or routed > 0 or len(snap.state.problems) != problems
-            if changed:
-                snap.derive()
+        if changed:
+            # only this worker changes the state (it holds the fold lock): reading it here needs
+            # no state lock, so the UI keeps drawing while the indexes and counts are rebuilt
+            snap.derive()
+            self._warm(snap)
         return changed, routed
+
+    def _warm(self, snap: readmodel.Snapshot) -> None:
+        """Count the header and list the current view's keys here, in the worker, so the UI thread
+        finds them ready (a pass over 100,000 obligations each)."""
+        readmodel.counts(snap)
+        readmodel.keys(self.view, snap, self.show_all)
 
     def _route(self, snap: readmodel.Snapshot) -> int:
         from engine.router import route_locked
@@ -364,6 +383,11 @@ class ControlRoom(App):
             self.refreshes += 1
             self.show_view()
 
+    @on(Ticked)
+    def _ticked(self, message: Ticked) -> None:
+        if message.snap is self.snap:
+            self.show_view()
+
     @on(Reloaded)
     def _reloaded(self, message: Reloaded) -> None:
         self.snap = message.snap
@@ -393,11 +417,15 @@ class ControlRoom(App):
         else:
             self.notify(escape(message.text), severity="error", timeout=8, markup=False)
 
+    @work(thread=True, group="tick", exclusive=True)
     def tick(self) -> None:
-        """The clock moves between store changes: ages, expiry bars, stale, expiring ≤ 7d."""
-        with self.lock:
-            self.snap.state.now = self.now()
-        self.show_view()
+        """The clock moves between store changes: ages, expiry bars, stale, expiring ≤ 7d (counted
+        here, in the worker; the UI redraws)."""
+        snap = self.snap
+        with self._fold_lock:  # no fold changes the state meanwhile: reading needs no state lock
+            snap.state.now = self.now()
+            self._warm(snap)
+        self.post_message(Ticked(snap))
 
     # ---- drawing ---------------------------------------------------------------------------------
     def _row(self, view: str, key: str) -> list[str]:
@@ -463,7 +491,7 @@ class ControlRoom(App):
         if self.waiting:
             status = f"⏳ {WAITING} (decide lock): keys still work · " + status
         self._status.update(Text(status))
-        self.refresh_bindings()
+        self._refresh_bindings_if_changed()
 
     def draw_detail(self) -> None:
         if not self._detail.display:

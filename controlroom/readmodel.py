@@ -6,7 +6,9 @@ are computed on demand per key, so a table of 100,000 obligations formats only w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from controlroom.views import BY_VIEW, TITLES, VIEWS  # noqa: E402  (one definition per view)
 from engine import clock
@@ -54,6 +56,19 @@ class Snapshot:
     history: object = None  # without the stores: identity judged by git history (idhistory.HistoryVerdict)
     routed: int | None = None  # --once: signals it routed before reading (None: it did not route)
     _memory_counts: tuple = ()  # (memory cursor, today, expiring): memory is counted once per change
+    generation: int = 0  # bumped whenever what the rows read changes (a fold, checks applied)
+    _cache: dict = field(default_factory=dict)  # (what, args) -> (generation, now, value)
+
+    def cached(self, what: str, args: tuple, compute: Callable[[], Any]) -> Any:
+        """`compute()`, kept until the state or the clock moves: the fold's worker warms it, so the
+        UI thread finds the header counts and a view's keys ready on a large workspace."""
+        marker = (self.generation, self.state.now)
+        hit = self._cache.get((what, args))
+        if hit is not None and hit[0] == marker:
+            return hit[1]
+        value = compute()
+        self._cache[(what, args)] = (marker, value)
+        return value
 
     def derive(self) -> None:
         """Recompute the indexes every row reads (cheap, one pass each)."""
@@ -64,6 +79,7 @@ class Snapshot:
             self.policy = self.ws.interaction()
         except RegulatorError:
             self.policy = None
+        self.generation += 1  # last: a count made meanwhile is kept under the old generation
 
 
 def snapshot(ws: Workspace, person: str | None = None, with_checks: bool = True) -> Snapshot:
@@ -86,6 +102,7 @@ class Checks:
     registers: object
 
     def apply(self, snap: Snapshot) -> None:
+        snap.generation += 1
         snap.lint, snap.identity, snap.verify, snap.history = (
             self.lint,
             self.identity,
@@ -163,6 +180,11 @@ def expiry_bar(days: int, status: str, width: int = 8) -> str:
 
 
 def keys(view: str, snap: Snapshot, show_all: bool = False) -> list[str]:
+    """The keys of a view in its first order (a copy: the caller may keep it)."""
+    return list(snap.cached("keys", (view, show_all), lambda: _keys(view, snap, show_all)))
+
+
+def _keys(view: str, snap: Snapshot, show_all: bool) -> list[str]:
     state = snap.state
     if view == "obligations":
         return [k for k, ob in state.obligations.items() if show_all or ob.status == "open"]
@@ -339,6 +361,10 @@ def sort_keys(view: str, snap: Snapshot, view_keys: list[str], sort: str) -> lis
 
 
 def counts(snap: Snapshot) -> dict:
+    return snap.cached("counts", (), lambda: _counts(snap))
+
+
+def _counts(snap: Snapshot) -> dict:
     state = snap.state
     today = state.now.date()
     open_count = blocking = stale = 0
