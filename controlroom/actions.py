@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controlroom.readmodel import Snapshot
+from controlroom.readmodel import Snapshot, sectioned
+from controlroom.views import Key
 from engine.decisions import decision_of
 from engine.state import memory_status, unit_status
 
@@ -33,7 +34,7 @@ ACTIONS = (
 BY_NAME = {a.name: a for a in ACTIONS}
 
 
-def why_not(action: Action, snap: Snapshot, key: str | None) -> str | None:
+def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
     """None when the operator may take the action on this row; otherwise the reason, in words."""
     if snap.person is None:
         return "no operator: start the control room with --as PERSON"
@@ -74,7 +75,7 @@ def why_not(action: Action, snap: Snapshot, key: str | None) -> str | None:
         if status not in ("todo", "in-progress", "waiting"):
             return f"the unit is {status}"
         return None
-    kind, _, ident = key.partition(":")
+    kind, ident = sectioned(key)
     if action.name == "ack":
         from engine.ladder import registers_of
 
@@ -95,10 +96,10 @@ def why_not(action: Action, snap: Snapshot, key: str | None) -> str | None:
     return None
 
 
-def finding_of(snap: Snapshot, key: str) -> str | None:
+def finding_of(snap: Snapshot, key: Key) -> str | None:
     """The finding a Registers row names: the finding itself, or a lint issue about one (the
     `awaits-ack` notice is where an operator looks for the ack)."""
-    kind, _, ident = key.partition(":")
+    kind, ident = sectioned(key)
     if kind == "finding":
         return ident
     if kind == "lint" and snap.lint is not None and ident.isdigit() and int(ident) < len(snap.lint.issues):

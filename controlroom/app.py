@@ -32,7 +32,7 @@ from textual.widgets import Footer, Input, Static
 from controlroom import readmodel
 from controlroom.actions import ACTIONS, BY_NAME, Action, finding_of, for_view, why_not
 from controlroom.lifecycle import decision_preview, lifecycle
-from controlroom.views import BY_VIEW, VIEW_DEFS, VIEWS
+from controlroom.views import BY_VIEW, VIEW_DEFS, VIEWS, Key
 from engine import checkpoint, clock
 from engine.cells import fit, width
 from engine.contracts import load_contracts
@@ -111,7 +111,7 @@ class ViewState:
     """What the operator set on one view, kept when they switch away and back."""
 
     filter: str = ""
-    cursor: str | None = None
+    cursor: Key | None = None
     sort: int = 0
 
 
@@ -428,7 +428,7 @@ class ControlRoom(App):
         self.post_message(Ticked(snap))
 
     # ---- drawing ---------------------------------------------------------------------------------
-    def _row(self, view: str, key: str) -> list[str]:
+    def _row(self, view: str, key: Key) -> list[str]:
         with self.lock:
             return readmodel.row(view, self.snap, key)
 
@@ -696,7 +696,7 @@ class ControlRoom(App):
         with self.lock:
             self._open_dialog(name, key)
 
-    def _open_dialog(self, name: str, key: str) -> None:
+    def _open_dialog(self, name: str, key: Key) -> None:
         state = self.snap.state
         if name == "resolve":
             from engine.obligations import DISPOSITIONS
@@ -728,7 +728,7 @@ class ControlRoom(App):
         else:
             from engine.decisions import review
 
-            ident = key.partition(":")[2]
+            ident = readmodel.sectioned(key)[1]
             proposal = state.proposals[ident]
             verdict = "accept" if name == "accept" else "reject"
             self.push_screen(

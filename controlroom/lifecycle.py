@@ -4,14 +4,17 @@ expired or retracted; unit dispatched → held → closed. Plain lines; store te
 
 from __future__ import annotations
 
-from controlroom.readmodel import Snapshot
+from collections.abc import Iterator
+
+from controlroom.readmodel import Snapshot, sectioned
+from controlroom.views import Key
 from engine.decisions import decision_of, review
 from engine.ladder import registers_of
 from engine.state import days_left, history, is_stale, memory_status, unit_status
 from engine.text import ensure_escaped, escape, escape_block
 
 
-def lifecycle(view: str, snap: Snapshot, key: str | None) -> list[str]:
+def lifecycle(view: str, snap: Snapshot, key: Key | None) -> list[str]:
     if key is None:
         return ["(nothing selected)"]
     try:
@@ -61,7 +64,7 @@ def _uncounted(events: list[dict]):
             )
 
 
-def _lifecycle(view: str, snap: Snapshot, key: str):
+def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
     state = snap.state
     if view == "obligations":
         ob = state.obligations[key]
@@ -149,7 +152,7 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
             if ob is not None:
                 yield f"  obligation {ob.id} on {ob.unit or '(no unit)'}: {ob.status}"
         return
-    kind, _, ident = key.partition(":")
+    kind, ident = sectioned(key)
     if kind == "bad":
         problem = state.problems[int(ident)]
         yield f"{problem.store} line {problem.line}: {problem.kind} line skipped"

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controlroom.views import BY_VIEW, TITLES, VIEWS  # noqa: E402  (one definition per view)
+from controlroom.views import BY_VIEW, TITLES, VIEWS, Key, RowKey  # noqa: E402  (one definition per view)
 from engine import clock
 from engine.decisions import FileCheck, decision_of, verify_identity
 from engine.errors import RegulatorError
@@ -179,12 +179,17 @@ def expiry_bar(days: int, status: str, width: int = 8) -> str:
 # ---- keys: which rows a view has, in order -------------------------------------------------------
 
 
-def keys(view: str, snap: Snapshot, show_all: bool = False) -> list[str]:
+def sectioned(key: Key) -> tuple[str, str]:
+    """(section, id) of a row key: a sectioned view's RowKey, or ("", id) for the others."""
+    return (key.kind, key.ident) if isinstance(key, RowKey) else ("", key)
+
+
+def keys(view: str, snap: Snapshot, show_all: bool = False) -> list[Key]:
     """The keys of a view in its first order (a copy: the caller may keep it)."""
     return list(snap.cached("keys", (view, show_all), lambda: _keys(view, snap, show_all)))
 
 
-def _keys(view: str, snap: Snapshot, show_all: bool) -> list[str]:
+def _keys(view: str, snap: Snapshot, show_all: bool) -> list[Key]:
     state = snap.state
     if view == "obligations":
         return [k for k, ob in state.obligations.items() if show_all or ob.status == "open"]
@@ -199,29 +204,29 @@ def _keys(view: str, snap: Snapshot, show_all: bool) -> list[str]:
         registers = registers_of(snap.ws, state)
         queue, _ = next_up(snap.ws, state, explain=False)
         # bad store lines first: what the stores could not say is the first thing to see (§16.3)
-        out = [f"bad:{i}" for i in range(len(state.problems))]
-        out += [f"verify:{i}" for i in range(len(snap.verify))]
-        out += [f"next:{u['id']}" for u in queue]
+        out: list[Key] = [RowKey("bad", str(i)) for i in range(len(state.problems))]
+        out += [RowKey("verify", str(i)) for i in range(len(snap.verify))]
+        out += [RowKey("next", u["id"]) for u in queue]
         if snap.lint is not None:
-            out += [f"lint:{i}" for i in range(len(snap.lint.issues))]
-        out += [f"finding:{k}" for k in sorted(registers.findings)]
-        out += [f"intake:{k}" for k in sorted(registers.intake)]
+            out += [RowKey("lint", str(i)) for i in range(len(snap.lint.issues))]
+        out += [RowKey("finding", k) for k in sorted(registers.findings)]
+        out += [RowKey("intake", k) for k in sorted(registers.intake)]
         return out
     if view == "identity":
         registers = registers_of(snap.ws, state)
-        out = [f"file:{c.file}" for c in snap.identity]
-        out += [f"proposal:{k}" for k in state.proposals]
-        out += [f"record:{k}" for k in sorted(registers.records)]
+        out = [RowKey("file", c.file) for c in snap.identity]
+        out += [RowKey("proposal", k) for k in state.proposals]
+        out += [RowKey("record", k) for k in sorted(registers.records)]
         return out
     raise KeyError(view)
 
 
-def row(view: str, snap: Snapshot, key: str) -> list[str]:
+def row(view: str, snap: Snapshot, key: Key) -> list[str]:
     """The cells of one row, escaped: store text is never markup and never a terminal escape."""
     return [escape(c) for c in _row(view, snap, key)]
 
 
-def _row(view: str, snap: Snapshot, key: str) -> list[str]:
+def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
     state = snap.state
     if view == "obligations":
         ob = state.obligations[key]
@@ -274,7 +279,7 @@ def _row(view: str, snap: Snapshot, key: str) -> list[str]:
             s["subject"],
         ]
     if view == "registers":
-        kind, _, ident = key.partition(":")
+        kind, ident = sectioned(key)
         registers = registers_of(snap.ws, state)
         if kind == "bad":
             problem = state.problems[int(ident)]
@@ -302,7 +307,7 @@ def _row(view: str, snap: Snapshot, key: str) -> list[str]:
         f = registers.intake[ident].fields
         return ["intake", ident, f["disposition"], f["title"]]
     if view == "identity":
-        kind, _, ident = key.partition(":")
+        kind, ident = sectioned(key)
         if kind == "file":
             check = next(c for c in snap.identity if c.file == ident)
             return [
@@ -327,7 +332,7 @@ def _row(view: str, snap: Snapshot, key: str) -> list[str]:
 SEVERITY_RANK = {"critical": 0, "blocking": 1, "advisory": 2, "info": 3}
 
 
-def sort_keys(view: str, snap: Snapshot, view_keys: list[str], sort: str) -> list[str]:
+def sort_keys(view: str, snap: Snapshot, view_keys: list[Key], sort: str) -> list[Key]:
     """`view_keys` in the order `sort` names; the view's first sort is the order keys() gives."""
     sorts = BY_VIEW[view].sorts
     if not sorts or sort == sorts[0]:

@@ -5,10 +5,26 @@ widths), sorts and actions. Tabs, bindings, `?` help, the palette and `--once` a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple, TypeAlias
 
 from widgets.columns import Column
 
-__all__ = ["Column", "View", "VIEW_DEFS", "BY_VIEW", "VIEWS", "TITLES"]
+__all__ = ["Column", "View", "VIEW_DEFS", "BY_VIEW", "VIEWS", "TITLES", "RowKey", "Key"]
+
+
+class RowKey(NamedTuple):
+    """A row of a sectioned view (Registers, Identity): its section (`bad`, `verify`, `next`,
+    `lint`, `finding`, `intake`; `file`, `proposal`, `record`) and the id within it."""
+
+    kind: str
+    ident: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.ident}"
+
+
+# the other views' rows are keyed by the id itself (obligation, unit, memory entry, signal)
+Key: TypeAlias = str | RowKey
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from rich.cells import cell_len
 
 from controlroom.app import WAITING, ControlRoom
 from controlroom.demo import build
+from controlroom.views import RowKey
 from engine import clock
 from engine.actors import Actor
 from engine.decisions import propose
@@ -398,7 +399,9 @@ def test_the_accept_dialog_says_it_commits_and_shows_a_diff(demo):
 
     async def script(pilot):
         await pilot.press("6")
-        app.table.cursor = next(i for i, k in enumerate(app.table.keys) if k.startswith("proposal:"))
+        app.table.cursor = next(
+            i for i, k in enumerate(app.table.keys) if getattr(k, "kind", "") == "proposal"
+        )
         await pilot.pause()
         await pilot.press("y")
         await pilot.pause()
@@ -416,7 +419,7 @@ def test_ack_from_the_registers_view_commits(demo):
 
     async def script(pilot):
         await pilot.press("5")
-        app.table.cursor = app.table.keys.index("finding:F-alert-path-dead")
+        app.table.cursor = app.table.keys.index(RowKey("finding", "F-alert-path-dead"))
         await pilot.pause()
         await pilot.press("c")
         await pilot.pause()

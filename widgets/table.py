@@ -7,7 +7,8 @@ important drop, and the flexible column takes the rest. Cells are cut with `…`
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
@@ -20,7 +21,8 @@ from textual.strip import Strip
 
 from widgets.columns import Column, line
 
-RowSource = Callable[[str], list[str]]
+RowKey = Hashable  # the app's typed row keys: the table only compares them
+RowSource = Callable[[Any], list[str]]
 
 
 class LineTable(ScrollView, can_focus=True):
@@ -45,7 +47,7 @@ class LineTable(ScrollView, can_focus=True):
     cursor = reactive(0, always_update=True, init=False)
 
     class Highlighted(Message):
-        def __init__(self, table: LineTable, key: str | None) -> None:
+        def __init__(self, table: LineTable, key: RowKey | None) -> None:
             super().__init__()
             self.table = table
             self.key = key
@@ -55,16 +57,16 @@ class LineTable(ScrollView, can_focus=True):
     ) -> None:
         super().__init__(name=name, id=id)
         self.columns = columns
-        self.keys: list[str] = []
+        self.keys: list[Any] = []
         self.render_row: RowSource = lambda key: [key]
 
     # ---- data ------------------------------------------------------------------------------------
     def set_rows(
         self,
-        keys: list[str],
+        keys: list[Any],
         render_row: RowSource,
         columns: tuple[Column, ...] | None = None,
-        select: str | None = None,
+        select: RowKey | None = None,
     ) -> None:
         """Replace the keys (cheap: nothing is formatted here); the cursor stays on its key (or
         goes to `select` when that key is among them)."""
@@ -81,14 +83,14 @@ class LineTable(ScrollView, can_focus=True):
             self.cursor = min(self.cursor, max(0, len(keys) - 1))
         self.refresh()
 
-    def append_rows(self, keys: list[str]) -> None:
+    def append_rows(self, keys: list[Any]) -> None:
         """New rows at the end: only the size changes; on-screen rows redraw on demand."""
         self.keys.extend(keys)
         self.virtual_size = Size(self._width(), len(self.keys) + 1)
         self.refresh()
 
     @property
-    def current_key(self) -> str | None:
+    def current_key(self) -> Any:
         if 0 <= self.cursor < len(self.keys):
             return self.keys[self.cursor]
         return None
