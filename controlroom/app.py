@@ -106,6 +106,50 @@ class Written(Message):
         self.ok, self.text = ok, text
 
 
+class Arranged(Message):
+    """A view's rows filtered and sorted in a worker."""
+
+    def __init__(self, request: Arrangement, keys: list[Key]) -> None:
+        super().__init__()
+        self.request, self.keys = request, keys
+
+
+@dataclass(frozen=True)
+class Arrangement:
+    """What a view's rows are filtered and sorted by, and which state they were read from."""
+
+    view: str
+    needle: str
+    sort: str
+    show_all: bool
+    snap: int
+    generation: int
+    plain: bool  # no filter, the first sort: the keys as the view lists them
+
+
+ARRANGE_INLINE = 2_000  # rows filtered or sorted on the UI thread; more go to a worker
+
+
+def arrange(
+    snap: readmodel.Snapshot,
+    request: Arrangement,
+    keys: list[Key],
+    cancelled: Callable[[], bool] = lambda: False,
+) -> list[Key] | None:
+    """The rows of a view filtered by `request.needle` (in any cell) and sorted; None if cancelled."""
+    if request.needle:
+        kept = []
+        for i, key in enumerate(keys):
+            if i % 1000 == 0 and cancelled():
+                return None
+            if request.needle in " ".join(readmodel.row(request.view, snap, key)).lower():
+                kept.append(key)
+        keys = kept
+    if request.sort:
+        keys = readmodel.sort_keys(request.view, snap, keys, request.sort)
+    return keys
+
+
 @dataclass
 class ViewState:
     """What the operator set on one view, kept when they switch away and back."""
@@ -203,6 +247,8 @@ class ControlRoom(App):
         self.live = "● live" if watch else "○ paused"
         self.waiting = False
         self.detail_shown: bool | None = None  # None: by the terminal's width
+        self._arranging: Arrangement | None = None  # a filter or sort under way in a worker
+        self._table_view = ""  # the view whose rows the table holds
         self._detail_timer: Any = None
         self._bindings_marker: tuple | None = None
         self.refreshes = 0  # how many store changes were folded in (tests and bench read it)
@@ -436,18 +482,57 @@ class ControlRoom(App):
         if not self.screen_stack:  # a worker's result arriving as the room closes
             return
         view = self.view
-        settings = self.views[view]
-        definition = BY_VIEW[view]
         with self.lock:
             keys = readmodel.keys(view, self.snap, self.show_all)
-            if settings.filter:
-                needle = settings.filter.lower()
-                keys = [k for k in keys if needle in " ".join(readmodel.row(view, self.snap, k)).lower()]
-            if definition.sorts:
-                keys = readmodel.sort_keys(view, self.snap, keys, definition.sorts[settings.sort])
+            request = self._arrangement()
+            if request.plain or len(keys) <= ARRANGE_INLINE:
+                keys = arrange(self.snap, request, keys)
+                self._arranging = None
+            else:  # a pass over every row: a worker does it, the rows shown stay until it is done
+                self._arranging = request
+                self._arrange(request, keys)
+                if self._table_view == view:
+                    keys = None  # until then the rows shown stay; another view's never do
+        if keys is not None:
+            self._set_rows(keys)
+        self.draw_chrome()
+        self.draw_detail()
+
+    def _set_rows(self, keys: list[Key]) -> None:
+        view = self._table_view = self.view
         self.table.set_rows(
-            keys, lambda key: self._row(view, key), definition.columns, select=settings.cursor
+            keys, lambda key: self._row(view, key), BY_VIEW[view].columns, select=self.views[view].cursor
         )
+
+    def _arrangement(self) -> Arrangement:
+        settings = self.views[self.view]
+        sorts = BY_VIEW[self.view].sorts
+        return Arrangement(
+            self.view,
+            settings.filter.lower(),
+            sorts[settings.sort] if sorts else "",
+            self.show_all,
+            id(self.snap),
+            self.snap.generation,
+            not settings.filter and (not sorts or settings.sort == 0),
+        )
+
+    @work(thread=True, exclusive=True, group="arrange")
+    def _arrange(self, request: Arrangement, keys: list[Key]) -> None:
+        from textual.worker import get_current_worker
+
+        worker = get_current_worker()
+        with self._fold_lock:  # no fold changes the state meanwhile: rows are read without `lock`
+            arranged = arrange(self.snap, request, keys, lambda: worker.is_cancelled)
+        if arranged is not None:
+            self.post_message(Arranged(request, arranged))
+
+    @on(Arranged)
+    def _arranged(self, message: Arranged) -> None:
+        if message.request != self._arranging or message.request != self._arrangement():
+            return  # the operator typed on, or the state moved: a newer one is under way
+        self._arranging = None
+        self._set_rows(message.keys)
         self.draw_chrome()
         self.draw_detail()
 
@@ -488,6 +573,8 @@ class ControlRoom(App):
         self._tabs.update(tabs)
         count = len(self.table.keys)
         status = f"{count} row(s) · enter lifecycle · / filter · s sort · p pane · ? keys"
+        if self._arranging is not None:
+            status = "filtering and sorting… · " + status
         if self.waiting:
             status = f"⏳ {WAITING} (decide lock): keys still work · " + status
         self._status.update(Text(status))

@@ -524,3 +524,24 @@ def test_once_json_carries_memory_signals_and_obligation_times(demo):
         text=True,
     )
     assert "routed: nothing was unrouted" in done.stdout.splitlines()[1]
+
+
+def test_a_large_view_is_filtered_and_sorted_in_a_worker(demo, monkeypatch):
+    import controlroom.app as room
+
+    monkeypatch.setattr(room, "ARRANGE_INLINE", 0)  # the demo's three rows count as many
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen = {}
+
+    async def script(pilot):
+        await pilot.press("slash", *"upstream")
+        seen["filtered"] = await until(pilot, lambda: len(app.table.keys) == 1)
+        await pilot.press("escape", "s", "s")  # unit order: u1 before the two on u3
+        seen["sorted"] = await until(
+            pilot, lambda: app.snap.state.obligations[app.table.keys[0]].unit == "u1"
+        )
+        seen["rows"] = len(app.table.keys)
+
+    run(app, script)
+    assert seen["filtered"] and seen["sorted"] and seen["rows"]
+    assert "filtering and sorting" not in seen["status"]
