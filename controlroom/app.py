@@ -85,9 +85,9 @@ class Reloaded(Message):
 class Checked(Message):
     """Lint, identity verify and store verify, computed on a copy: the UI applies them."""
 
-    def __init__(self, snap: readmodel.Snapshot, checks: readmodel.Checks) -> None:
+    def __init__(self, snap: readmodel.Snapshot, checks: readmodel.Checks, seq: int) -> None:
         super().__init__()
-        self.snap, self.checks = snap, checks
+        self.snap, self.checks, self.seq = snap, checks, seq
 
 
 class WriterWait(Message):
@@ -249,6 +249,7 @@ class ControlRoom(App):
         self.detail_shown: bool | None = None  # None: by the terminal's width
         self._arranging: Arrangement | None = None  # a filter or sort under way in a worker
         self._table_view = ""  # the view whose rows the table holds
+        self._checks_seq = self._checks_applied = 0  # the newest checks asked for, and applied
         self._detail_timer: Any = None
         self._bindings_marker: tuple | None = None
         self.refreshes = 0  # how many store changes were folded in (tests and bench read it)
@@ -394,8 +395,13 @@ class ControlRoom(App):
             if busy:
                 self.post_message(WriterWait(False))
 
-    @work(thread=True, group="checks")
     def run_checks(self) -> None:
+        """Lint, identity verify and store verify again (their inputs changed)."""
+        self._checks_seq += 1
+        self._checks_worker(self._checks_seq)
+
+    @work(thread=True, group="checks")
+    def _checks_worker(self, seq: int) -> None:
         snap = self.snap
         with self.lock:
             copy = readmodel.frozen(snap.state)
@@ -404,7 +410,7 @@ class ControlRoom(App):
         except RegulatorError as exc:
             self.post_message(Written(False, f"checks failed: {exc}"))
             return
-        self.post_message(Checked(snap, checks))
+        self.post_message(Checked(snap, checks, seq))
 
     @work(thread=True, group="write")
     def _write(self, call: Callable[[], object], done: str) -> None:
@@ -445,8 +451,9 @@ class ControlRoom(App):
 
     @on(Checked)
     def _checked(self, message: Checked) -> None:
-        if message.snap is not self.snap:
-            return
+        if message.snap is not self.snap or message.seq < self._checks_applied:
+            return  # an older run finishing after a newer one
+        self._checks_applied = message.seq
         with self.lock:
             message.checks.apply(self.snap)
         self.show_view()
@@ -725,9 +732,13 @@ class ControlRoom(App):
         if len(self.screen_stack) != 1 or self.focused is self._filter:
             return
         for action in for_view(self.view):
-            if event.key == action.key and not self.read_only:
+            if event.key == action.key:
                 with self.lock:
-                    reason = why_not(action, self.snap, self.table.current_key)
+                    reason = (
+                        "read-only: writes are hidden"
+                        if self.read_only
+                        else why_not(action, self.snap, self.table.current_key)
+                    )
                 if reason:
                     event.stop()
                     self.notify(escape(f"{action.label}: {reason}"), severity="warning", markup=False)
