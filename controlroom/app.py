@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -150,6 +151,10 @@ def arrange(
     return keys
 
 
+class Abandoned(Exception):
+    """The room closed while a worker waited for another writer: nothing was written."""
+
+
 @dataclass
 class ViewState:
     """What the operator set on one view, kept when they switch away and back."""
@@ -240,7 +245,7 @@ class ControlRoom(App):
         # `_fold_lock` change the state, so a worker holding it reads without `lock`
         self.lock = threading.RLock()
         self._fold_lock = threading.Lock()
-        self._pending = {"registers": False, "git": False}
+        self._pending = {"registers": False, "git": False, "queued": False}
         self._pending_lock = threading.Lock()
         self.snap = readmodel.snapshot(ws, person, with_checks=not background_checks)
         self.snap.state.now = self.now()
@@ -311,6 +316,9 @@ class ControlRoom(App):
         with self._pending_lock:
             self._pending["registers"] |= registers
             self._pending["git"] |= git
+            if self._pending["queued"]:
+                return  # a fold that has not started yet will take these too
+            self._pending["queued"] = True
         self._sync_worker()
 
     @work(thread=True, group="fold")
@@ -318,7 +326,7 @@ class ControlRoom(App):
         with self._fold_lock:
             with self._pending_lock:
                 registers, git = self._pending["registers"], self._pending["git"]
-                self._pending["registers"] = self._pending["git"] = False
+                self._pending.update(registers=False, git=False, queued=False)
             snap = self.snap
             try:
                 changed, routed = self._fold(snap, registers)
@@ -379,20 +387,32 @@ class ControlRoom(App):
         except RegulatorError as exc:
             self.post_message(Written(False, f"routing failed: {exc}"))
             return 0
+        except Abandoned:
+            return 0
         finally:
             checkpoint.withdraw()  # the room writes its own when it closes, not in the middle
         return len(written)
 
     @contextlib.contextmanager
     def writer_turn(self) -> Iterator[None]:
-        """Around a wait for the decide lock: the UI says so while another process holds it."""
-        busy = decide_lock_busy(self.ws)
-        if busy:
-            self.post_message(WriterWait(True))
+        """Wait (in a worker) until no other process holds the decide lock, saying so in the UI;
+        the room closing abandons the wait (`Abandoned`): nothing is written then, and quitting
+        never waits for another writer."""
+        from textual.worker import get_current_worker
+
+        worker = get_current_worker()
+        waited = False
         try:
+            while decide_lock_busy(self.ws):
+                if not waited:
+                    waited = True
+                    self.post_message(WriterWait(True))
+                if worker.is_cancelled:
+                    raise Abandoned
+                time.sleep(0.05)
             yield
         finally:
-            if busy:
+            if waited:
                 self.post_message(WriterWait(False))
 
     def run_checks(self) -> None:
@@ -419,6 +439,8 @@ class ControlRoom(App):
                 call()
         except RegulatorError as exc:
             self.post_message(Written(False, str(exc)))
+            return
+        except Abandoned:
             return
         finally:
             checkpoint.withdraw()  # the room writes its own when it closes, not in the middle

@@ -544,3 +544,32 @@ def test_a_large_view_is_filtered_and_sorted_in_a_worker(demo, monkeypatch):
     run(app, script)
     assert seen["filtered"] and seen["sorted"] and seen["rows"]
     assert "filtering and sorting" not in seen["status"]
+
+
+def test_quitting_never_waits_for_another_writer(demo):
+    app = ControlRoom(demo, "alice", background_checks=False)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(demo.state_dir / "decide.lock"), "15"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    seen = {}
+
+    async def script(pilot):
+        assert holder.stdout.readline().strip() == "held"
+        signal(demo, "arrives while locked", "advisory", ["u4"])
+        seen["waiting"] = await until(pilot, lambda: app.waiting)
+        seen["left"] = time.monotonic()
+
+    try:
+        run(app, script)
+        closed = time.monotonic() - seen["left"]
+        still_held = holder.poll() is None
+    finally:
+        holder.kill()
+        holder.wait()
+    assert seen["waiting"] and still_held
+    assert closed < 5, f"the room took {closed:.1f} s to close"
+    events = demo.store("signals").read().events
+    late = next(e["id"] for e in events if e.get("subject") == "arrives while locked")
+    assert not any(e.get("kind") == "routing" and e.get("signal") == late for e in events)  # abandoned
