@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controlroom.readmodel import Snapshot, sectioned
-from controlroom.views import Key
+from controlroom.views import BY_VIEW, VIEW_DEFS, Key
 from engine.decisions import decision_of
 from engine.state import memory_status, unit_status
 
@@ -109,4 +109,9 @@ def finding_of(snap: Snapshot, key: Key) -> str | None:
 
 
 def for_view(view: str) -> list[Action]:
-    return [a for a in ACTIONS if a.view == view]
+    """The actions a view offers, in the order its definition lists them."""
+    return [BY_NAME[name] for name in BY_VIEW[view].actions]
+
+
+# each action belongs to the one view whose definition lists it
+assert {(name, v.name) for v in VIEW_DEFS for name in v.actions} == {(a.name, a.view) for a in ACTIONS}
