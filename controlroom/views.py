@@ -4,7 +4,7 @@ widths), sorts and actions. Tabs, bindings, `?` help, the palette and `--once` a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
 
 from widgets.columns import Column
@@ -36,7 +36,6 @@ class View:
     sorts: tuple[str, ...] = ()  # `s` cycles through them; the first is the log's own order
     actions: tuple[str, ...] = ()  # names in controlroom.actions.ACTIONS
     lifecycle: str = "the whole history of the row"
-    help: tuple[str, ...] = field(default=())
 
 
 VIEW_DEFS: tuple[View, ...] = (
