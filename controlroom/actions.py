@@ -40,8 +40,10 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
         return "no operator: start the control room with --as PERSON"
     if not snap.known:
         return "no regulator stores here (a clone): act on the host"
+    from identity.policy import InteractionPolicy  # loaded already: the snapshot read the policy
+
     policy = snap.policy
-    if policy is None:
+    if not isinstance(policy, InteractionPolicy):  # None: it could not be read
         return "the interaction policy cannot be read (run `regulator identity verify`)"
     person = policy.people.get(snap.person)
     if person is None:

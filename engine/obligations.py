@@ -46,7 +46,7 @@ def _may_resolve(ws: Workspace, person: str, ob: Obligation) -> None:
         )
 
 
-def resolve(ws: Workspace, prefix: str, by: str, disposition: str, rationale: str) -> dict:
+def resolve(ws: Workspace, prefix: str, by: str | None, disposition: str, rationale: str) -> dict:
     check_prefix(prefix, "obligation")
     person = check_person(by)
     if disposition not in DISPOSITIONS:

@@ -225,7 +225,7 @@ def _decoders(shape: type | tuple | None) -> tuple[Callable, Callable]:
     if shape is None:
         return _WHOLE.decode, _WHOLE.decode
     if not isinstance(shape, tuple):
-        decode = msgspec.json.Decoder(shape).decode
+        decode: Callable[[bytes], object] = msgspec.json.Decoder(shape).decode
         return decode, decode
     usual, anyline = (msgspec.json.Decoder(s).decode for s in shape)
 
@@ -279,7 +279,13 @@ def _parse_lines(
 
 
 def _parse_each(
-    store: str, pieces: list[bytes], line: int, offset: int, result: ReadResult, decode, whole: bool
+    store: str,
+    pieces: list[bytes],
+    line: int,
+    offset: int,
+    result: ReadResult,
+    decode: Callable[[bytes], object],
+    whole: bool,
 ) -> int:
     """Line by line, naming each line that is not an event (torn, garbage, not an object)."""
     append = result.events.append

@@ -51,6 +51,7 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
         contract = state.contracts[unit_id]
         # always random, even under a pinned clock; the log keeps only its hash (SPEC §15.2)
         token = secrets.token_urlsafe(32)
+        at = clock.iso(clock.now())
         event = {
             "kind": "dispatch",
             "unit": unit_id,
@@ -61,11 +62,11 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
             "contractHash": _contract_hash(ws, unit_id),
             "worktree": _relative(ws, worktree),
             "revision": ws.revision(worktree),
-            "at": clock.iso(clock.now()),
+            "at": at,
         }
         lease_file = None
         if worktree is not None:  # written first: a dispatch whose lease cannot be handed over is none
-            lease_file = _write_lease(worktree, unit_id, token, ws, event["at"])
+            lease_file = _write_lease(worktree, unit_id, token, ws, at)
         try:
             written = ws.store("units").append(event)
         except BaseException:
@@ -138,7 +139,7 @@ def _remove_lease_file(ws: Workspace, unit: UnitState) -> None:
             pass
 
 
-def decide(ws: Workspace, unit_id: str, action: str, by: str, rationale: str) -> dict:
+def decide(ws: Workspace, unit_id: str, action: str, by: str | None, rationale: str) -> dict:
     """A recovery decision (§4.4): it disposes of the unit's open S3 obligations in one event."""
     _known(ws, unit_id)
     person = check_person(by)
@@ -187,7 +188,7 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str, rationale: str) ->
         return written
 
 
-def demote(ws: Workspace, unit_id: str, by: str, rationale: str) -> dict:
+def demote(ws: Workspace, unit_id: str, by: str | None, rationale: str) -> dict:
     """The re-gate of seed 004: an in-progress unit back to todo, its lease released."""
     _known(ws, unit_id)
     person = check_person(by)

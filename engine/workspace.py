@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 from engine.errors import BadInput, Refused
 from engine.store import NO_STORES, Store, locked
@@ -115,7 +115,13 @@ class Workspace:
         except FileNotFoundError:
             raise BadInput(f"policy {relative}: missing; run `regulator init` or restore it") from None
 
-    def _policy(self, name: str):
+    @overload
+    def _policy(self, name: Literal["routing.yaml"]) -> RoutingPolicy: ...
+    @overload
+    def _policy(self, name: Literal["interaction.yaml"]) -> InteractionPolicy: ...
+    @overload
+    def _policy(self, name: Literal["profiles.yaml"]) -> Profiles: ...
+    def _policy(self, name: str) -> object:
         """Parsed policy in force, parsed again only when its decided content changed (a long-lived
         control room asks for it on every append)."""
         from identity.policy import PolicyError, parse_policy

@@ -147,9 +147,9 @@ def split_frontmatter(text: str) -> tuple[str, str]:
 
 def load_frontmatter(text: str) -> tuple[dict, str]:
     head, body = split_frontmatter(text)
-    data = fast_parse(head)
-    if data is not None:
-        return data, body
+    fast = fast_parse(head)
+    if fast is not None:
+        return fast, body
     try:
         data = safe_load_strict(head)
     except ImpossibleDateError as exc:  # YAML reads it, but as no date: the schema's to name
