@@ -52,7 +52,7 @@ from widgets.dialogs import (
 )
 from widgets.table import LineTable
 
-REGISTER_DIRS = ("findings", "intake", "records", "contracts", "regulator")
+REGISTER_DIRS = ("findings", "intake", "records", "retro", "contracts", "regulator")
 GIT_PARTS = ("HEAD", "index", "packed-refs", "refs")  # a commit, a checkout, a fetch, a staged file
 WAITING = "waiting for another writer"
 DETAIL_MIN_WIDTH = 110  # narrower than this, the detail pane starts hidden (`p` shows it)

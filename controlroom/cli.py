@@ -11,6 +11,7 @@ import typer
 
 from controlroom import (
     cli_identity,
+    cli_mcp,
     cli_memory,
     cli_obligations,
     cli_registry,
@@ -40,6 +41,7 @@ for group in (
     cli_identity,
     cli_registry,
     cli_room,
+    cli_mcp,
 ):
     app.add_typer(group.app)
 

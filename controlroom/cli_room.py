@@ -170,6 +170,9 @@ def demo(
     use_key(key, prompt=False)
     out(f"demo workspace: {escape(ws.root)}")
     out(f"{OWNER}'s signing key (made for the demo, mode 0600): {escape(key)}")
+    from controlroom.mcp_config import demo_config_line
+
+    out(demo_config_line(ws.root, "r1"))
     if once or not (sys.stdin.isatty() and sys.stdout.isatty()):
         run_once(ws, OWNER, False, False)
         out(

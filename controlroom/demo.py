@@ -144,8 +144,13 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), *DEMO_GIT, *args], check=True, capture_output=True, env=env)
 
 
+def worktree_of(root: Path, unit_id: str) -> Path:
+    """Where the demo keeps a unit's worktree (and its lease file)."""
+    return root / ".worktrees" / unit_id.replace("/", "-")
+
+
 def _lease(ws: Workspace, unit_id: str) -> Actor:
-    worktree = ws.root / ".worktrees" / unit_id.replace("/", "-")
+    worktree = worktree_of(ws.root, unit_id)
     worktree.mkdir(parents=True, exist_ok=True)
     dispatch(ws, unit_id, worktree)
     lease = read_lease(worktree / LEASE_FILE)

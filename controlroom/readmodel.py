@@ -30,7 +30,7 @@ from engine.state import (
 from engine.text import escape
 from engine.verification import Finding, findings
 from engine.workspace import Workspace
-from registry.lint import LintResult
+from registry.lint import LintResult, record_findings
 
 COLUMNS: dict[str, list[tuple[str, int]]] = {
     name: [(c.title, c.width) for c in view.columns] for name, view in BY_VIEW.items()
@@ -211,12 +211,15 @@ def _keys(view: str, snap: Snapshot, show_all: bool) -> list[Key]:
             out += [RowKey("lint", str(i)) for i in range(len(snap.lint.issues))]
         out += [RowKey("finding", k) for k in sorted(registers.findings)]
         out += [RowKey("intake", k) for k in sorted(registers.intake)]
+        out += [RowKey("retro", k) for k in sorted(registers.retro)]
         return out
     if view == "identity":
         registers = registers_of(snap.ws, state)
         out = [RowKey("file", c.file) for c in snap.identity]
         out += [RowKey("proposal", k) for k in state.proposals]
         out += [RowKey("record", k) for k in sorted(registers.records)]
+        # listed, never left out
+        out += [RowKey("badrecord", i.path) for i in registers.invalid_of("record")]
         return out
     raise KeyError(view)
 
@@ -304,6 +307,11 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
                 state_text,
                 f"{f['title']} → {', '.join(f.get('affects') or []) or '-'}",
             ]
+        if kind == "retro":
+            from engine.retro import summary
+
+            entry = registers.retro[ident]
+            return ["retro", ident, f"since {entry.fields['since']}", summary(entry)]
         f = registers.intake[ident].fields
         return ["intake", ident, f["disposition"], f["title"]]
     if view == "identity":
@@ -321,9 +329,17 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             d = decision_of(state, ident)
             verdict = f"{d['decision']} by {d['by']}" if d else "pending"
             return ["proposal", ident[-8:] + " " + p["file"], verdict, p["rationale"]]
-        r = registers_of(snap.ws, state).records[ident].fields
-        s = r["status"]
-        return ["record", ident, f"{s['claim']}/{s['implementation']}/{s['operation']}", r["label"]]
+        registers = registers_of(snap.ws, state)
+        if kind == "badrecord":
+            invalid = registers.invalid[ident]
+            return ["record", invalid.id, "INVALID", f"{invalid.code}: {invalid.problem}"]
+        r = registers.records[ident].fields
+        axes = "/".join(f"{v}" for v in (r.get("status") or {}).values()) or "no status axes"
+        open_findings = record_findings(registers).get(ident, [])
+        flag = "".join(
+            f" ⚑ {f.id}" + ("" if f.fields["ack"].strip() else " (awaits ack)") for f in open_findings
+        )
+        return ["record", ident, axes, r["label"] + flag]
     raise KeyError(view)
 
 

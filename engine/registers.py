@@ -125,6 +125,10 @@ def lint(
         }
         result = LintResult()
         result.issues = lint_entries(registers, units, set(registers.records), policy, state.now.date())
+        if registers.retro:
+            from engine.retro import check as check_retros
+
+            result.issues += check_retros(ws, state, registers, policy_at)
         try:
             history = pending.result()
         except RangeError as exc:
@@ -211,4 +215,4 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
     return path
 
 
-assert set(REGISTERS) == {"findings", "intake", "records"}
+assert set(REGISTERS) == {"findings", "intake", "records", "retro"}

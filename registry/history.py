@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # GitPython is imported lazily: importing it runs `git versio
 
 T = TypeVar("T")
 
-FOLDERS = ("findings", "intake", "records")
+FOLDERS = ("findings", "intake", "records", "retro")
 
 
 @dataclass
