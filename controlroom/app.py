@@ -352,7 +352,7 @@ class ControlRoom(App):
             gained = advance(ws, snap.state, final=False)
             pending = unrouted_count(snap.state)
         routed = 0
-        if pending and not self.read_only and ws.has_stores:
+        if pending and not self.read_only and ws.has_stores and ws.writable:  # a reader role never routes
             routed = self._route(snap)
         contracts = None
         if registers:
@@ -933,11 +933,20 @@ class ControlRoom(App):
 
     @work(exclusive=True, group="watch")
     async def watch_stores(self) -> None:
-        from watchfiles import awatch
-
+        # a clone has no .regulator/ (SPEC §16.2): only the folders that exist are watched
         paths = [str(p) for p in self.watch_paths()]
         if not paths:
             return
+        stop = _follow_server(self.ws)  # PostgreSQL: NOTIFY brings each append into the mirror
+        try:
+            await self._watch_paths(paths)
+        finally:
+            if stop is not None:
+                stop.set()
+
+    async def _watch_paths(self, paths: list[str]) -> None:
+        from watchfiles import awatch
+
         # no default filter: it ignores everything under .git, and git's HEAD, refs and index matter
         async for changes in awatch(
             *paths, watch_filter=None, debounce=60, step=20, rust_timeout=500, yield_on_timeout=False
@@ -946,6 +955,29 @@ class ControlRoom(App):
             if stores or registers or git:
                 self.sync(registers=registers, git=git)
             await asyncio.sleep(0)
+
+
+def _follow_server(ws: Workspace):
+    """On PostgreSQL (SPEC §18), a thread LISTENs for appends from every host and brings them into
+    the local mirror, where the file watch above sees them; None for file stores."""
+    url = ws.url
+    if url is None:
+        return None
+    import threading
+
+    from engine import pgstore
+
+    stop = threading.Event()
+
+    def pull() -> None:
+        ws.sync()
+
+    def run() -> None:
+        with contextlib.suppress(Exception):  # the watch goes on with what the mirror holds
+            pgstore.follow(url, pull, stop)
+
+    threading.Thread(target=run, name="regulator-listen", daemon=True).start()
+    return stop
 
 
 def screenshot(

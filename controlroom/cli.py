@@ -17,6 +17,7 @@ from controlroom import (
     cli_registry,
     cli_room,
     cli_signals,
+    cli_store,
     cli_units,
     cli_workspace,
 )
@@ -42,6 +43,7 @@ for group in (
     cli_registry,
     cli_room,
     cli_mcp,
+    cli_store,
 ):
     app.add_typer(group.app)
 

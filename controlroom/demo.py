@@ -188,7 +188,7 @@ def demo_key(root: Path, reproducible: bool = False) -> Path:
     return path
 
 
-def build(root: Path, clock_mode: str = "system") -> Workspace:
+def build(root: Path, clock_mode: str = "system", store: str | None = None) -> Workspace:
     """The demo's history is built with the clock pinned (at REGULATOR_NOW, or now); unless the
     caller keeps it pinned, the workspace ends on the system clock by a decision alice signs."""
     from engine.errors import BadInput
@@ -204,7 +204,7 @@ def build(root: Path, clock_mode: str = "system") -> Workspace:
     pinned_at = os.environ.get("REGULATOR_NOW")
     os.environ["REGULATOR_NOW"] = pinned_at or clock.iso(clock.now())
     try:
-        ws = _build(root, reproducible=clock_mode == "pinned")
+        ws = _build(root, reproducible=clock_mode == "pinned", store=store)
     finally:
         if pinned_at is None:
             os.environ.pop("REGULATOR_NOW", None)
@@ -231,13 +231,13 @@ def _system_clock(ws: Workspace) -> None:
     configure_clock(ws)
 
 
-def _build(root: Path, reproducible: bool) -> Workspace:
+def _build(root: Path, reproducible: bool, store: str | None = None) -> Workspace:
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, capture_output=True)
     _git(root, "config", "user.name", "regulator demo")
     _git(root, "config", "user.email", "demo@regulator.invalid")
     key = demo_key(root, reproducible)
     use_key(key)
-    ws = initialize(root, owner=OWNER, key=key.with_name(f"{OWNER}.pub"), clock_mode="pinned")
+    ws = initialize(root, owner=OWNER, key=key.with_name(f"{OWNER}.pub"), clock_mode="pinned", store=store)
     for contract in CONTRACTS:
         write_contract(ws, contract)
     (root / "vendor").mkdir()

@@ -44,10 +44,11 @@ def exit_reasons(snap: Snapshot) -> list[str]:
 
 def once(ws: Workspace, person: str | None, read_only: bool = False) -> tuple[Snapshot, list[str]]:
     routed: list[dict] = []
-    if not read_only and ws.has_stores:  # a clone has nothing to route, and writes nothing
+    # a clone has nothing to route, and writes nothing; nor does a reader role (SPEC §18)
+    if not read_only and ws.has_stores and ws.writable:
         routed = route(ws)
     snap = snapshot(ws, person)
-    snap.routed = None if read_only or not ws.has_stores else len(routed)
+    snap.routed = None if read_only or not ws.has_stores or not ws.writable else len(routed)
     return snap, exit_reasons(snap)
 
 

@@ -161,7 +161,9 @@ def alice_key() -> Path:
     return make_key(Path(tempfile.mkdtemp(prefix="regulator-keys-")), "alice")
 
 
-def make_workspace(tmp: Path, now: str | None = NOW, clock: str = "pinned") -> Workspace:
+def make_workspace(
+    tmp: Path, now: str | None = NOW, clock: str = "pinned", store: str | None = None
+) -> Workspace:
     root = tmp / "fleet-repo"
     root.mkdir()
     key = alice_key()
@@ -169,7 +171,8 @@ def make_workspace(tmp: Path, now: str | None = NOW, clock: str = "pinned") -> W
     git(root, "init", "-q", "-b", "main", env=env)
     git(root, "config", "user.email", "alice@example.org", env=env)
     ws = Workspace(root, env)
-    ws.run("init", "--owner", "alice", "--owner-key", f"{key}.pub", "--clock", clock, check=True)
+    more = ["--store", store] if store else []
+    ws.run("init", "--owner", "alice", "--owner-key", f"{key}.pub", "--clock", clock, *more, check=True)
     ws.contract("u1", "implement", "implement")
     ws.contract("u3", "implement", "implement")
     ws.contract("r1", "research", "intelligence")
