@@ -55,7 +55,8 @@ def bench_env() -> dict:
 
 def projection(root: Path) -> dict:
     """Build the read models from a cold log, against json.loads of every line of the same files."""
-    from engine.state import ORDER, State, advance
+    from engine.fold import ORDER, advance
+    from engine.model import State
     from engine.workspace import Workspace
 
     ws = Workspace(root)
@@ -279,7 +280,7 @@ def ui_stall(room: Path, hold_s: float = 3.0) -> dict:
     while another process holds the decide lock for `hold_s` and a signal is appended (the room
     folds it at once, waits for its turn to route it off the event loop, then routes it)."""
     from controlroom.app import ControlRoom
-    from engine.state import unrouted_count
+    from engine.queries import unrouted_count
     from engine.workspace import Workspace
 
     os.environ["REGULATOR_NOW"] = NOW
@@ -363,8 +364,8 @@ def lint(root: Path, meta: dict) -> dict:
 
 def next_up(root: Path, meta: dict) -> dict:
     from engine.ladder import registers_of
+    from engine.load import load
     from engine.nextup import next_up as derive
-    from engine.state import load
     from engine.workspace import Workspace
 
     ws = Workspace(root)
@@ -463,7 +464,7 @@ FOLD = (
     "import sys, time\n"
     "from pathlib import Path\n"
     "t = time.perf_counter()\n"
-    "from engine.state import load\n"
+    "from engine.load import load\n"
     "from engine.workspace import Workspace\n"
     "state = load(Workspace(Path(sys.argv[1])), cached=False)\n"
     "closed = sum(o.status != 'open' for o in state.obligations.values())\n"

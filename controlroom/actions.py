@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from controlroom.readmodel import Snapshot, sectioned
 from controlroom.views import BY_VIEW, VIEW_DEFS, Key
-from engine.decisions import decision_of
-from engine.state import memory_status, unit_status
+from engine.proposals import decision_of
+from engine.queries import memory_status, unit_status
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,9 @@ from engine import checkpoint, clock
 from engine.cells import fit, width
 from engine.contracts import load_contracts
 from engine.errors import RegulatorError
-from engine.state import StoreReplaced, advance, attach_contracts, unrouted_count
+from engine.fold import StoreReplaced, advance
+from engine.load import attach_contracts
+from engine.queries import unrouted_count
 from engine.text import escape
 from engine.workspace import Workspace
 from widgets.detail import DetailPane
@@ -830,7 +832,7 @@ class ControlRoom(App):
                 RetractDialog(key, f"{entry['subject']}: {entry['note']}"), lambda r: self._retract(key, r)
             )
         elif name == "decide":
-            from engine.state import ACTIONS as RECOVERY
+            from engine.model import RECOVERY_ACTIONS as RECOVERY
 
             def preview(action: str) -> list[str]:
                 with self.lock:
@@ -846,7 +848,7 @@ class ControlRoom(App):
                 AckDialog(ident, entry.fields["title"], str(entry.path)), lambda r: self._ack(ident, r)
             )
         else:
-            from engine.decisions import review
+            from engine.proposals import review
 
             ident = readmodel.sectioned(key)[1]
             proposal = state.proposals[ident]
@@ -891,8 +893,8 @@ class ControlRoom(App):
     def _ack(self, finding_id: str, answer: dict | None) -> None:
         if answer is None:
             return
+        from engine.load import load
         from engine.registers import ack
-        from engine.state import load
 
         self._write(
             lambda: ack(self.ws, load(self.ws, stores=()), finding_id, self.person, commit=True),
@@ -902,7 +904,7 @@ class ControlRoom(App):
     def _proposal(self, proposal_id: str, verdict: str, answer: dict | None) -> None:
         if answer is None:
             return
-        from engine.decisions import decide
+        from engine.proposals import decide
 
         outcome = "accepted" if verdict == "accept" else "rejected"
         self._write(

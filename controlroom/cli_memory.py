@@ -28,7 +28,7 @@ app.add_typer(memory_app, name="memory")
 
 
 def memory_row(entry, today) -> dict:
-    from engine.state import days_left, memory_status
+    from engine.queries import days_left, memory_status
 
     e = entry.event
     return {
@@ -55,7 +55,7 @@ def memory(
     """List current memory entries (with --all, expired and retracted ones too). Reads only."""
     if ctx.invoked_subcommand is not None:
         return
-    from engine.state import load
+    from engine.load import load
 
     ws, _ = workspace()
     state = load(ws, stores=("memory",))
@@ -140,7 +140,7 @@ def context(
 ) -> None:
     """Print exactly what a unit receives at start: identity, then current memory (fenced, escaped)."""
     from engine.delivery import build_context, render_json, render_text
-    from engine.state import load
+    from engine.load import load
     from engine.workspace import check_unit_id
 
     ws, lease = workspace()

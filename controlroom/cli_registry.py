@@ -49,8 +49,8 @@ def registry_lint(
     as_json: JsonFlag = False,
 ) -> None:
     """Lint the registers against the ladder and trunk history; exit 1 on any error."""
+    from engine.load import load
     from engine.registers import lint
-    from engine.state import load
 
     ws, _ = workspace()
     state = load(ws)
@@ -95,8 +95,8 @@ def registry_next_up(
 ) -> None:
     """The compiled work queue: todo units, not flagged by a finding, not held. Reads only."""
     from engine.ladder import registers_of
+    from engine.load import load
     from engine.nextup import next_up
-    from engine.state import load
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
@@ -135,8 +135,8 @@ def registry_views(
     check: Annotated[bool, typer.Option("--check", help="Exit 1 when a view differs (a hand edit).")] = False,
 ) -> None:
     """Regenerate FINDINGS.md and INTAKE.md (single writer: trunk's CI); --check elsewhere."""
+    from engine.load import load
     from engine.registers import views
-    from engine.state import load
 
     ws, _ = workspace()
     differing = views(ws, load(ws, stores=()), check)
@@ -160,8 +160,8 @@ def registry_ack(
     ] = False,
 ) -> None:
     """Write a dated ack into a finding (commit it with Authorized-by: <you>, or pass --commit)."""
+    from engine.load import load
     from engine.registers import ack
-    from engine.state import load
 
     ws = person_workspace(by)
     path = ack(ws, load(ws, stores=()), finding, by, commit)
@@ -180,7 +180,7 @@ def registry_records(as_json: JsonFlag = False) -> None:
     """The records of the system's own parts: status axes, limitations, evidence, absences, and the
     open findings that affect each. Reads only; exit 1 when a record is invalid (listed as such)."""
     from engine.ladder import registers_of
-    from engine.state import load
+    from engine.load import load
     from registry.lint import record_findings
 
     ws, _ = workspace()

@@ -28,9 +28,9 @@ def registry_retro(
     as_json: JsonFlag = False,
 ) -> None:
     """Write retro/R-<date>-<slug>.md: numbers from the stores and trunk history, each with its query."""
+    from engine.load import load
     from engine.registers import policy_at
     from engine.retro import write
-    from engine.state import load
 
     ws, _ = workspace()
     path, front = write(ws, load(ws), policy_at, since, until, title)

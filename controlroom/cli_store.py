@@ -74,7 +74,8 @@ def copy(
 ) -> None:
     """Copy every store, line for line, to an empty PostgreSQL database or to a folder's .regulator/."""
     from engine import pgstore
-    from engine.workspace import STATE_DIR, STORE_NAMES
+    from engine.events import STORES
+    from engine.workspace import STATE_DIR
 
     ws, lease = workspace()
     if lease is not None:
@@ -82,7 +83,7 @@ def copy(
     if not ws.has_stores:
         raise Refused("no stores here to copy (a clone?)")
     source = ws.url or str(ws.state_dir)
-    lines = {name: _source_lines(ws, name) for name in STORE_NAMES}
+    lines = {name: _source_lines(ws, name) for name in STORES}
     if pgstore.is_url(to):
         if ws.url is not None and pgstore.redact(ws.url) == pgstore.redact(to):
             raise BadInput("--to names the store this workspace is already on")
@@ -103,9 +104,7 @@ def copy(
         if state.is_symlink():
             raise Refused(f"{state} is a symlink; nothing copied")
         held = [
-            n
-            for n in STORE_NAMES
-            if (state / f"{n}.ndjson").exists() and (state / f"{n}.ndjson").stat().st_size
+            n for n in STORES if (state / f"{n}.ndjson").exists() and (state / f"{n}.ndjson").stat().st_size
         ]
         if held or (state / pgstore.MARKER).exists():
             raise Refused(
@@ -113,7 +112,7 @@ def copy(
             )
         try:
             state.mkdir(mode=0o700, parents=True, exist_ok=True)
-            for name in STORE_NAMES:
+            for name in STORES:
                 path = state / f"{name}.ndjson"
                 path.write_bytes(b"".join(raw + b"\n" for raw in lines[name]))
                 path.chmod(0o600)
@@ -123,7 +122,7 @@ def copy(
         from engine.workspace import Workspace
 
         host_key(Workspace(folder), create=True)
-        done = {name: len(lines[name]) for name in STORE_NAMES}
+        done = {name: len(lines[name]) for name in STORES}
         target = str(state)
     if as_json:
         emit_json(
@@ -135,5 +134,5 @@ def copy(
         )
         return
     total = sum(done.values())
-    out(f"copied {total} line(s) to {escape(target)}: " + ", ".join(f"{n} {done[n]}" for n in STORE_NAMES))
+    out(f"copied {total} line(s) to {escape(target)}: " + ", ".join(f"{n} {done[n]}" for n in STORES))
     out("run `regulator verify` on both sides; every line keeps its at, prev and hash")

@@ -85,7 +85,7 @@ def init(
 @global_options
 def status(as_json: JsonFlag = False) -> None:
     """Units, what holds them, and signals not yet routed. Reads only; never routes."""
-    from engine.state import load
+    from engine.load import load
     from engine.status import status as derive
 
     ws, _ = workspace()

@@ -216,7 +216,7 @@ def build(root: Path, clock_mode: str = "system", store: str | None = None) -> W
 def _system_clock(ws: Workspace) -> None:
     """Alice proposes and accepts `clock: system`, signed: the workspace a user is handed cannot be
     moved in time by REGULATOR_NOW."""
-    from engine.decisions import decide, propose
+    from engine.proposals import decide, propose
 
     path = ws.root / "regulator" / "policy" / "routing.yaml"
     text = path.read_text(encoding="utf-8").replace("clock: pinned", "clock: system")
@@ -262,8 +262,8 @@ def _build(root: Path, reproducible: bool, store: str | None = None) -> Workspac
         (root / "intake" / f"{ident}.md").write_text("\n".join([*lines, "---", title + ".", ""]))
     gitignore = root / ".gitignore"
     gitignore.write_text(gitignore.read_text() + f".worktrees/\n{KEY_DIR}/\n")
+    from engine.load import load
     from engine.registers import views
-    from engine.state import load
 
     views(ws, load(ws, stores=()), check=False)  # committed with the registers: CI's views --check holds
     _git(root, "add", "-A")

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 from controlroom.readmodel import Snapshot, sectioned
 from controlroom.views import Key
-from engine.decisions import decision_of, review
 from engine.ladder import registers_of
-from engine.state import days_left, history, is_stale, memory_status, unit_status
+from engine.proposals import decision_of, review
+from engine.queries import days_left, history, is_stale, memory_status, unit_status
 from engine.text import ensure_escaped, escape, escape_block
 
 
@@ -222,7 +222,7 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
 def decision_preview(snap: Snapshot, unit_id: str, action: str) -> list[str]:
     """What recording `action` on `unit_id` would change, as engine.units.decide writes it: the
     unit's open obligations owed to S3 are disposed of, and a waiting action opens a blocking one."""
-    from engine.state import WAITING_ACTIONS
+    from engine.model import WAITING_ACTIONS
 
     state = snap.state
     owed = [

@@ -6,8 +6,8 @@ from controlroom.readmodel import COLUMNS, TITLES, VIEWS, Snapshot, counts, head
 from engine.cells import pad
 from engine.nextup import next_up
 from engine.obligations import record
+from engine.queries import days_left, memory_status, unit_status
 from engine.router import route
-from engine.state import days_left, memory_status, unit_status
 from engine.status import status
 from engine.storeless import ABSENT, authentication, stores
 from engine.text import escape
@@ -168,8 +168,8 @@ def registers_only(ws: Workspace) -> dict:
     history. Nothing is routed or written. Unit state is used where the stores are (the re-gate
     check), and reported unknown where they are not; exit 0 when the three pass."""
     from engine.idhistory import verify_history
+    from engine.load import load
     from engine.registers import lint, views
-    from engine.state import load
 
     state = load(ws)
     result = lint(ws, state, require_history=True)

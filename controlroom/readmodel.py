@@ -12,21 +12,14 @@ from typing import Any
 
 from controlroom.views import BY_VIEW, TITLES, VIEWS, Key, RowKey  # noqa: E402  (one definition per view)
 from engine import clock
-from engine.decisions import FileCheck, decision_of, verify_identity
 from engine.errors import RegulatorError
 from engine.ladder import registers_of, stale_knowledge
+from engine.load import load
+from engine.model import State
 from engine.nextup import next_up
+from engine.proposals import FileCheck, decision_of, verify_identity
+from engine.queries import days_left, holds_index, is_stale, memory_status, unit_status, unrouted_count
 from engine.registers import lint
-from engine.state import (
-    State,
-    days_left,
-    holds_index,
-    is_stale,
-    load,
-    memory_status,
-    unit_status,
-    unrouted_count,
-)
 from engine.text import escape
 from engine.verification import Finding, findings
 from engine.workspace import Workspace

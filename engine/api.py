@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import delivery, memory, signals, state
+from engine import delivery, memory, signals
 from engine.actors import Actor, check_lease, unit_tools
 from engine.errors import BadInput, Refused, RegulatorError
+from engine.load import load
+from engine.model import ObligationStatus, State
 from engine.store import NO_STORES
 from engine.workspace import Lease, Workspace, configure_clock, locate, read_lease
 
@@ -105,7 +107,7 @@ class ObligationInfo:
     @property
     def holds(self) -> bool:
         """It holds the unit now: open and at or above the policy's blocking line."""
-        return self.blocks and self.status == "open"
+        return self.blocks and self.status == ObligationStatus.OPEN
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -183,12 +185,12 @@ class UnitDoor:
         """The workspace, its clock mode read again (a decision may have changed it)."""
         return configure_clock(self.workspace)
 
-    def check(self) -> state.State:
+    def check(self) -> State:
         """The lease is still the unit's current one (exit 3 otherwise); the units state read."""
         ws = self._ws()
         if not ws.has_stores:
             raise Refused(NO_STORES)
-        loaded = state.load(ws, stores=("units",))
+        loaded = load(ws, stores=("units",))
         check_lease(loaded, self.lease)
         return loaded
 
@@ -210,7 +212,7 @@ class UnitDoor:
     def propose(self, path: object, content: object, rationale: object) -> Proposed:
         """A proposed change to a governed file (SPEC §7), where the profile grants
         propose_policy_change; the whole proposed content as text."""
-        from engine.decisions import propose
+        from engine.proposals import propose
 
         self.check()
         if not isinstance(path, str):
@@ -233,7 +235,7 @@ class UnitDoor:
             raise BadInput(f"budget: {budget!r} is not a number of characters (0 or more)")
         self.check()
         ws = self._ws()
-        loaded = state.load(ws)
+        loaded = load(ws)
         if self.unit not in loaded.contracts:  # as `regulator context`: no contract, no type to scope by
             raise BadInput(f"unit {self.unit!r} has no contract under contracts/")
         built = delivery.build_context(ws, loaded, self.unit, budget)
@@ -244,10 +246,10 @@ class UnitDoor:
         from engine.obligations import record
 
         self.check()
-        loaded = state.load(self._ws(), stores=("signals", "units"))
+        loaded = load(self._ws(), stores=("signals", "units"))
         found = []
         for ob in loaded.obligations.values():
-            if ob.unit != self.unit or not (include_closed or ob.status == "open"):
+            if ob.unit != self.unit or not (include_closed or ob.status == ObligationStatus.OPEN):
                 continue
             r = record(loaded, ob)
             found.append(
@@ -273,7 +275,7 @@ class UnitDoor:
 
         self.check()
         ws = self._ws()
-        loaded = state.load(ws)
+        loaded = load(ws)
         data = derive(ws, loaded)
         row = next(u for u in data["units"] if u["id"] == self.unit)
         unit_type, profile, tools = unit_tools(ws, loaded, self.unit)
@@ -343,4 +345,4 @@ def open_workspace(root: str | Path) -> Workspace:
 def render_context(root: str | Path, unit: str | None = None, budget: int = delivery.DEFAULT_BUDGET) -> str:
     """Exactly what `regulator context UNIT` prints (a host reading for any unit, no lease)."""
     ws = open_workspace(root)
-    return delivery.render_context(ws, state.load(ws), unit, budget)
+    return delivery.render_context(ws, load(ws), unit, budget)

@@ -42,7 +42,7 @@ _TRAILER = re.compile(r"([A-Za-z0-9][A-Za-z0-9-]*)\s*:\s*(.*)")
 
 @dataclass(frozen=True)
 class HistoryCheck:
-    """One governed file judged against history (the interface of engine.decisions.FileCheck)."""
+    """One governed file judged against history (the interface of engine.proposals.FileCheck)."""
 
     file: str
     decided: str | None  # the commit whose counted decision has this content

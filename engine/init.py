@@ -10,9 +10,10 @@ from pathlib import Path
 
 from engine import clock
 from engine.errors import BadInput, Refused
+from engine.events import STORES
 from engine.gitconfig import CONFIG, git_config
 from engine.limits import check_text
-from engine.workspace import STATE_DIR, STORE_NAMES, Workspace
+from engine.workspace import STATE_DIR, Workspace
 from identity.files import IDENTITY_DIR, POLICY_DIR, content_hash
 from identity.shipped import IDENTITY_FILES, policy_files
 
@@ -143,7 +144,7 @@ def initialize(
         pgstore.mirror(ws.url or store, ws.state_dir).prepare()
     else:
         ws.state_dir.mkdir(mode=0o700)
-        for name in STORE_NAMES:
+        for name in STORES:
             ws.store(name).path.touch()
     from engine.checkpoint import host_key
 

@@ -4,7 +4,7 @@ vetoes, status, Next-up, lint and every view ask it.
 
 from __future__ import annotations
 
-from engine.state import State
+from engine.model import State
 from engine.workspace import Workspace
 from registry.entries import Held, Registers, entry_or_none, load_registers
 

@@ -28,9 +28,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from engine import clock, ids
 from engine.errors import BadInput, Refused
+from engine.events import STORES
 from engine.store import GENESIS, ReadResult, Store, _check_time, canonical, event_hash, locked
 
-STORE_NAMES = ("signals", "memory", "units", "identity")
 MARKER = "postgresql.json"
 CHANNEL = "regulator"
 SCHEMA_VERSION = 1
@@ -367,7 +367,7 @@ class Mirror:
         with locked(self.folder / "mirror.lock"):
             state = self._state()
             if not state:
-                held = [n for n in STORE_NAMES if self.path(n).exists() and self.path(n).stat().st_size > 0]
+                held = [n for n in STORES if self.path(n).exists() and self.path(n).stat().st_size > 0]
                 if held:
                     raise Refused(
                         f"{self.folder} holds file stores ({', '.join(held)}) but the workspace's store is "
@@ -375,7 +375,7 @@ class Mirror:
                         f"{self.folder.name}/ aside"
                     )
             if state.get("instance") != ident:  # another database (or none yet): start over
-                for name in STORE_NAMES:
+                for name in STORES:
                     self.path(name).write_bytes(b"")
                     self.path(name).chmod(0o600)
                 (self.folder / "readmodel.checkpoint").unlink(missing_ok=True)
@@ -384,7 +384,7 @@ class Mirror:
         self.checked = True
         self.sync()
 
-    def sync(self, names: tuple[str, ...] = STORE_NAMES) -> int:
+    def sync(self, names: tuple[str, ...] = STORES) -> int:
         """Bring the mirror up to date from the last sequence number of each store; the number of
         lines gained. A mirror file that is not what was mirrored (edited, cut), or a server whose
         line at that number is not the one mirrored, is read again from the first line. Each
@@ -589,7 +589,7 @@ def counts(url: str) -> dict[str, int]:
         url,
         lambda conn: conn.execute("SELECT store, count(*) FROM regulator.events GROUP BY store").fetchall(),
     )
-    return {name: 0 for name in STORE_NAMES} | dict(rows)
+    return {name: 0 for name in STORES} | dict(rows)
 
 
 def import_lines(url: str, stores: dict[str, list[bytes]]) -> dict[str, int]:

@@ -13,7 +13,8 @@ from engine.actors import check_person, require_grant
 from engine.errors import BadInput, Refused
 from engine.gitconfig import trunk_of
 from engine.ladder import registers_of
-from engine.state import State, unit_status
+from engine.model import State
+from engine.queries import unit_status
 from engine.workspace import Workspace
 from registry.entries import FINDING_ID, REGISTERS, Issue
 from registry.history import History, RangeError, RangeHistory, read_history, read_range

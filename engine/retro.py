@@ -18,7 +18,8 @@ import yaml
 
 from engine import clock
 from engine.errors import BadInput, Refused
-from engine.state import State, UnitState, history
+from engine.model import State, UnitState
+from engine.queries import history
 from engine.workspace import Workspace
 from registry.entries import Entry, Issue, Registers, registers_from
 from registry.lint import Policy

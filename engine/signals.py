@@ -6,8 +6,8 @@ from engine import clock
 from engine.actors import Actor, check_lease, check_person, require_grant, unit_tools
 from engine.errors import BadInput, Refused
 from engine.limits import check_list, check_text
+from engine.load import load
 from engine.signing import person_event, signer_for
-from engine.state import load
 from engine.workspace import Workspace, check_unit_id
 
 FIELDS = (

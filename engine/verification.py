@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING
 from engine import clock
 from engine.actors import check_person, require_grant
 from engine.errors import BadInput
+from engine.events import STORES
 from engine.limits import check_text
 from engine.store import verify as verify_chain
-from engine.workspace import STORE_NAMES, Workspace
+from engine.workspace import Workspace
 
 CHECKPOINT = "readmodel.checkpoint"
 
 if TYPE_CHECKING:
-    from engine.state import State
+    from engine.model import State
 
 
 @dataclass(frozen=True)
@@ -70,10 +71,10 @@ def findings(ws: Workspace, state: State | None = None) -> list[Finding]:
     """Everything `verify` names, dismissed ones marked. `regulator verify` folds the stores afresh
     and compares any checkpoint with that fold; the control room and --once pass the state they
     hold (a checkpoint they restored carries MAC-checked results) and only check the MAC."""
-    from engine.state import load
+    from engine.load import load
 
     found: list[Finding] = []
-    for name in STORE_NAMES:
+    for name in STORES:
         found += [Finding(f.store, f.line, f.message) for f in verify_chain(ws.store(name))]
     fresh = state if state is not None else load(ws, cached=False)
     uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
@@ -108,7 +109,7 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
     now = clock.now()
     system = ws.authority().clock == "system"
     policies: dict[str, object] = {}
-    for name in STORE_NAMES:
+    for name in STORES:
         store = f"{name}.ndjson"
         previous: object = None
         routed: set[str] = set()
@@ -207,7 +208,7 @@ def _checkpoint(ws: Workspace, fresh: State | None) -> list[Finding]:
     """A checkpoint without this host key's MAC is forged (ignored by every read); one with it
     must fold to what the stores fold to."""
     from engine import checkpoint
-    from engine.state import advance
+    from engine.fold import advance
 
     authentic = checkpoint.authentic(ws)
     if authentic is None:
@@ -277,7 +278,7 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
     store, _, number = target.partition(":")
     if store.endswith(".ndjson"):
         store = store.removesuffix(".ndjson")
-    if store not in STORE_NAMES or not number.isdigit():
+    if store not in STORES or not number.isdigit():
         raise BadInput(
             f"--dismiss {target!r}: name a line as STORE:LINE (e.g. signals:42), as verify names it"
         )

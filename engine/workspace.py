@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # the policy models are pydantic: imported only by commands t
 
 LEASE_FILE = ".regulator-lease.json"
 STATE_DIR = ".regulator"
-STORE_NAMES = ("signals", "memory", "units", "identity")
 _POLICY_CACHE: dict[tuple, object] = {}
 _DECIDING: set[Path] = set()  # workspaces whose decide lock this process holds
 UNIT_ID = re.compile(r"[a-z0-9][a-z0-9-]*(/[a-z0-9-]+)?")

@@ -18,7 +18,7 @@ from controlroom.demo import build
 from controlroom.views import RowKey
 from engine import clock
 from engine.actors import Actor
-from engine.decisions import propose
+from engine.proposals import propose
 from engine.signals import report_intelligence
 from engine.workspace import Workspace
 from tests.helpers import NOW, REGULATOR, clean_env
@@ -214,8 +214,8 @@ def test_cells_are_cut_with_an_ellipsis_by_terminal_cells(demo):
     from engine.obligations import resolve
 
     signal(demo, "漢字漢字 wide subject that is long enough to be cut at eighty columns", "advisory", ["u4"])
+    from engine.load import load
     from engine.router import route
-    from engine.state import load
 
     route(demo)
     target = next(o for o in load(demo).obligations.values() if o.unit == "u3" and o.severity == "advisory")

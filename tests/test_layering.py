@@ -19,7 +19,7 @@ def test_import_linter_contracts_hold():
 
 def test_cli_and_engine_import_without_textual():
     code = (
-        "import sys, controlroom.cli, engine.state, engine.router, engine.units, engine.api\n"
+        "import sys, controlroom.cli, engine.load, engine.router, engine.units, engine.api\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'git', 'watchfiles', 'mcp'))\n"
         "print(bad); sys.exit(1 if bad else 0)"
     )

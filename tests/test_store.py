@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import clock
-from engine.state import SHAPES
+from engine.fold import SHAPES
 from engine.store import Store, verify
 
 
