@@ -170,7 +170,7 @@ RECORDS: list[dict[str, Any]] = [
         "label": "Signed person actions: the CLI signs, the fold counts only what verifies",
         "kind": "RTE",
         "status": {"implementation": "wired", "operation": "uninspected"},
-        "sources": ["engine/signing.py", "engine/sshsig.py", "engine/authority.py", "engine/state.py"],
+        "sources": ["engine/signing.py", "engine/sshsig.py", "engine/authority.py", "engine/fold.py"],
         "relates": ["REG-BAP-person-by-name", "REG-BAP-identity-decisions"],
         "evidence": [
             {"direct": "tests/test_sshsig.py: signatures made by ssh-keygen verify, tampered ones do not"},
@@ -198,7 +198,7 @@ RECORDS: list[dict[str, Any]] = [
         "label": "Identity decisions: governed files change by a proposal a person with `accept` decides",
         "kind": "BAP",
         "status": {"claim": "claimed", "implementation": "wired", "operation": "uninspected"},
-        "sources": ["engine/decisions.py", "engine/authority.py", "engine/idhistory.py"],
+        "sources": ["engine/proposals.py", "engine/authority.py", "engine/idhistory.py"],
         "relates": ["REG-RTE-signed-actions", "REG-RTE-memory-delivery"],
         "evidence": [
             {"direct": "tests/test_identity.py: a hand edit grants nothing and identity verify names it"}
