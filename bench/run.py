@@ -42,6 +42,7 @@ TARGETS = {
     "next_up_ms": 30,
     "status_cold_s": 0.5,
     "verify_person_events_s": 1.5,
+    "ui_stall_ms": 100,
     "mcp_start_s": 1.0,
 }
 
@@ -265,6 +266,77 @@ def incremental(log_root: Path) -> dict:
     return result
 
 
+LOCK_HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def ui_stall(room: Path, hold_s: float = 3.0) -> dict:
+    """SPEC §21 `ui_stall_ms`: the longest gap between 50 ms timer ticks of the open control room
+    while another process holds the decide lock for `hold_s` and a signal is appended (the room
+    folds it at once, waits for its turn to route it off the event loop, then routes it)."""
+    from controlroom.app import ControlRoom
+    from engine.queries import unrouted_count
+    from engine.workspace import Workspace
+
+    os.environ["REGULATOR_NOW"] = NOW
+    result: dict = {}
+
+    async def measure() -> None:
+        app = ControlRoom(Workspace(room), "alice", watch=True, background_checks=True)
+        async with app.run_test(size=(150, 42)) as pilot:
+            deadline = time.time() + 120
+            while app.snap.lint is None and time.time() < deadline:  # start-up settled: checks done
+                await asyncio.sleep(0.05)
+            await pilot.pause(0.5)
+            ticks: list[float] = []
+            timer = app.set_interval(0.05, lambda: ticks.append(time.perf_counter()))
+            await asyncio.sleep(0.3)
+            holder = subprocess.Popen(
+                [sys.executable, "-c", LOCK_HOLDER, str(room / ".regulator/decide.lock"), str(hold_s)],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            await asyncio.to_thread(holder.stdout.readline)  # the bench never blocks the room's loop
+            started = time.perf_counter()
+            writer = subprocess.Popen(
+                [sys.executable, "-c", APPENDER, str(room / ".regulator/signals.ndjson"), "stall"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                cwd=str(HERE.parent),
+            )
+            writer.stdin.write("go\n")
+            writer.stdin.flush()
+            await asyncio.to_thread(writer.stdout.readline)
+            await asyncio.to_thread(writer.wait)
+            waited = False
+            while holder.poll() is None:
+                waited |= app.waiting
+                await asyncio.sleep(0.01)
+            deadline = time.time() + 30
+            while (app.waiting or unrouted_count(app.snap.state)) and time.time() < deadline:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.5)  # the redraw after routing is inside the window
+            timer.stop()
+            gaps = [(b - a) * 1000 for a, b in zip(ticks, ticks[1:], strict=False)]
+            worst = gaps.index(max(gaps))
+            result["ui_stall_ms"] = round(max(gaps), 1)
+            result["ui_stall_worst_at_s"] = round(ticks[worst] - started, 2)  # after the lock was taken
+            result["ui_stall_ticks"] = len(ticks)
+            result["ui_stall_median_gap_ms"] = round(statistics.median(gaps), 1)
+            result["ui_stall_said_waiting"] = waited
+            result["ui_stall_routed"] = unrouted_count(app.snap.state) == 0
+            result["ui_stall_obligations"] = len(app.snap.state.obligations)
+
+    asyncio.run(measure())
+    return result
+
+
 def timed(cmd: list[str], cwd: Path, runs: int) -> tuple[float, list[float], str]:
     times, out = [], ""
     for _ in range(runs):
@@ -437,6 +509,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", type=Path, help="build the workspaces here and keep them")
     parser.add_argument("--cold-first-frame", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--ui-stall-only", action="store_true", help="measure only ui_stall_ms (SPEC §21)")
     parser.add_argument(
         "--only-mcp", action="store_true", help="measure mcp_start_s (and status_cold_s) alone"
     )
@@ -451,6 +524,13 @@ def main() -> int:
         print(json.dumps(figures, indent=2))
         return 0
     scale = SCALES[args.scale]
+    if args.ui_stall_only:
+        with tempfile.TemporaryDirectory() as tmp_name:
+            tmp = args.keep or Path(tmp_name)
+            only = {"scale": scale.name, "room": room_workspace(tmp / "room", scale)}
+            only.update(ui_stall(tmp / "room"))
+        print(json.dumps(only, indent=2))
+        return 0
     report: dict = {
         "scale": scale.name,
         "date": time.strftime("%Y-%m-%d"),
@@ -480,6 +560,7 @@ def main() -> int:
         report.update(next_up(tmp / "nextup", nu_meta))
         report.update(status_cold(tmp))
         report.update(person_events(tmp / "person", person_meta))
+        report.update(ui_stall(tmp / "room"))
         report.update(mcp_start(tmp, runs=1 if scale.name == "smoke" else 7))
     report["met"] = {k: report[k] <= v for k, v in TARGETS.items() if k in report}
     if args.json:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controlroom.readmodel import Snapshot
+from controlroom.readmodel import Snapshot, sectioned
+from controlroom.views import BY_VIEW, VIEW_DEFS, Key
 from engine.proposals import decision_of
 from engine.queries import memory_status, unit_status
 
@@ -28,11 +29,12 @@ ACTIONS = (
     Action("decide", "d", "record recovery decision", "units", "decide"),
     Action("accept", "y", "accept proposal", "identity", "accept"),
     Action("reject", "n", "reject proposal", "identity", "accept"),
+    Action("ack", "c", "acknowledge finding (commits)", "registers", "ack"),
 )
 BY_NAME = {a.name: a for a in ACTIONS}
 
 
-def why_not(action: Action, snap: Snapshot, key: str | None) -> str | None:
+def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
     """None when the operator may take the action on this row; otherwise the reason, in words."""
     if snap.person is None:
         return "no operator: start the control room with --as PERSON"
@@ -75,7 +77,19 @@ def why_not(action: Action, snap: Snapshot, key: str | None) -> str | None:
         if status not in ("todo", "in-progress", "waiting"):
             return f"the unit is {status}"
         return None
-    kind, _, ident = key.partition(":")
+    kind, ident = sectioned(key)
+    if action.name == "ack":
+        from engine.ladder import registers_of
+
+        finding = finding_of(snap, key)
+        entry = registers_of(snap.ws, state).findings.get(finding) if finding else None
+        if entry is None:
+            return "select a finding"
+        if entry.fields["resolved"]:
+            return "the finding is resolved: history needs no ack"
+        if entry.fields["ack"].strip():
+            return f"already acknowledged ({entry.fields['ack']})"
+        return None
     if kind != "proposal" or ident not in state.proposals:
         return "select a proposal"
     decided = decision_of(state, ident)
@@ -84,5 +98,22 @@ def why_not(action: Action, snap: Snapshot, key: str | None) -> str | None:
     return None
 
 
+def finding_of(snap: Snapshot, key: Key) -> str | None:
+    """The finding a Registers row names: the finding itself, or a lint issue about one (the
+    `awaits-ack` notice is where an operator looks for the ack)."""
+    kind, ident = sectioned(key)
+    if kind == "finding":
+        return ident
+    if kind == "lint" and snap.lint is not None and ident.isdigit() and int(ident) < len(snap.lint.issues):
+        entry = snap.lint.issues[int(ident)].entry
+        return entry if entry.startswith("F-") else None
+    return None
+
+
 def for_view(view: str) -> list[Action]:
-    return [a for a in ACTIONS if a.view == view]
+    """The actions a view offers, in the order its definition lists them."""
+    return [BY_NAME[name] for name in BY_VIEW[view].actions]
+
+
+# each action belongs to the one view whose definition lists it
+assert {(name, v.name) for v in VIEW_DEFS for name in v.actions} == {(a.name, a.view) for a in ACTIONS}

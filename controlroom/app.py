@@ -1,62 +1,223 @@
 """The control room: a Textual application over the engine's read models (SPEC §10).
 
-It reads through `controlroom.readmodel`, writes only through the engine calls the CLI uses, and
-watches the stores with watchfiles, folding in only the bytes appended since the last read.
+Nothing slow runs on Textual's event loop. Folding, routing, writes, lint and verify run in thread
+workers (`@work(thread=True)`) that post typed messages; the UI owns what it shows and applies
+their results. The fold writes into the room's state only while holding `lock`, and the UI reads
+it only while holding it too, so a fold never changes a dict the screen is iterating; waiting for
+another writer's decide lock happens outside it, so the room keeps drawing and taking keys.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.message import Message
+from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from controlroom import readmodel
-from controlroom.actions import ACTIONS, BY_NAME, for_view, why_not
-from controlroom.lifecycle import lifecycle
+from controlroom.actions import ACTIONS, BY_NAME, Action, finding_of, for_view, why_not
+from controlroom.lifecycle import decision_preview, lifecycle
+from controlroom.views import BY_VIEW, VIEW_DEFS, VIEWS, Key
 from engine import checkpoint, clock
+from engine.cells import fit, width
 from engine.contracts import load_contracts
 from engine.errors import RegulatorError
 from engine.fold import StoreReplaced, advance
 from engine.load import attach_contracts
-from engine.queries import unrouted
+from engine.queries import unrouted_count
 from engine.text import escape
 from engine.workspace import Workspace
 from widgets.detail import DetailPane
-from widgets.dialogs import DecideDialog, ProposalDialog, ResolveDialog, RetractDialog, TextScreen
+from widgets.dialogs import (
+    AckDialog,
+    DecideDialog,
+    ProposalDialog,
+    ResolveDialog,
+    RetractDialog,
+    TextScreen,
+)
 from widgets.table import LineTable
 
 REGISTER_DIRS = ("findings", "intake", "records", "retro", "contracts", "regulator")
+GIT_PARTS = ("HEAD", "index", "packed-refs", "refs")  # a commit, a checkout, a fetch, a staged file
+WAITING = "waiting for another writer"
+DETAIL_MIN_WIDTH = 110  # narrower than this, the detail pane starts hidden (`p` shows it)
+
+
+# ---- what workers tell the UI ---------------------------------------------------------------------
+class Synced(Message):
+    """A fold finished on `snap` (the room's state, updated under its lock)."""
+
+    def __init__(self, snap: readmodel.Snapshot, changed: bool, routed: int) -> None:
+        super().__init__()
+        self.snap, self.changed, self.routed = snap, changed, routed
+
+
+class Ticked(Message):
+    """The clock moved (the header counted again in the worker): the UI redraws."""
+
+    def __init__(self, snap: readmodel.Snapshot) -> None:
+        super().__init__()
+        self.snap = snap
+
+
+class Reloaded(Message):
+    """A whole new snapshot, read in a worker: the UI swaps it in."""
+
+    def __init__(self, snap: readmodel.Snapshot) -> None:
+        super().__init__()
+        self.snap = snap
+
+
+class Checked(Message):
+    """Lint, identity verify and store verify, computed on a copy: the UI applies them."""
+
+    def __init__(self, snap: readmodel.Snapshot, checks: readmodel.Checks, seq: int) -> None:
+        super().__init__()
+        self.snap, self.checks, self.seq = snap, checks, seq
+
+
+class WriterWait(Message):
+    """Another process holds the decide lock (True), or this room got its turn (False)."""
+
+    def __init__(self, waiting: bool) -> None:
+        super().__init__()
+        self.waiting = waiting
+
+
+class Written(Message):
+    """An operator's write finished: `ok` and what to tell the operator."""
+
+    def __init__(self, ok: bool, text: str) -> None:
+        super().__init__()
+        self.ok, self.text = ok, text
+
+
+class Arranged(Message):
+    """A view's rows filtered and sorted in a worker."""
+
+    def __init__(self, request: Arrangement, keys: list[Key]) -> None:
+        super().__init__()
+        self.request, self.keys = request, keys
+
+
+@dataclass(frozen=True)
+class Arrangement:
+    """What a view's rows are filtered and sorted by, and which state they were read from."""
+
+    view: str
+    needle: str
+    sort: str
+    show_all: bool
+    snap: int
+    generation: int
+    plain: bool  # no filter, the first sort: the keys as the view lists them
+
+
+ARRANGE_INLINE = 2_000  # rows filtered or sorted on the UI thread; more go to a worker
+
+
+def arrange(
+    snap: readmodel.Snapshot,
+    request: Arrangement,
+    keys: list[Key],
+    cancelled: Callable[[], bool] = lambda: False,
+) -> list[Key] | None:
+    """The rows of a view filtered by `request.needle` (in any cell) and sorted; None if cancelled."""
+    if request.needle:
+        kept = []
+        for i, key in enumerate(keys):
+            if i % 1000 == 0 and cancelled():
+                return None
+            if request.needle in " ".join(readmodel.row(request.view, snap, key)).lower():
+                kept.append(key)
+        keys = kept
+    if request.sort:
+        keys = readmodel.sort_keys(request.view, snap, keys, request.sort)
+    return keys
+
+
+class Abandoned(Exception):
+    """The room closed while a worker waited for another writer: nothing was written."""
+
+
+@dataclass
+class ViewState:
+    """What the operator set on one view, kept when they switch away and back."""
+
+    filter: str = ""
+    cursor: Key | None = None
+    sort: int = 0
+
+
+def decide_lock_busy(ws: Workspace) -> bool:
+    """Does another writer hold `.regulator/decide.lock` right now? (A probe: never waits.)"""
+    path = ws.state_dir / "decide.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing releases the probe's lock
+    return False
+
+
+def _bindings() -> list[Binding]:
+    """Generated from the view definitions and the action registry: one source for keys, the
+    footer, `?` help and the palette."""
+    out = [Binding(v.key, f"view('{v.name}')", v.title, show=False) for v in VIEW_DEFS]
+    out += [Binding(a.key, f"act('{a.name}')", a.label.split(" (")[0]) for a in ACTIONS]
+    out += [
+        Binding("enter", "lifecycle", "lifecycle"),
+        Binding("slash", "filter", "filter"),
+        Binding("escape", "clear_filter", "clear filter", show=False),
+        Binding("s", "sort", "sort"),
+        Binding("a", "toggle_all", "all"),
+        Binding("p", "toggle_pane", "pane"),
+        Binding("question_mark", "keys", "keys"),
+        Binding("q", "quit", "quit"),
+    ]
+    return out
+
+
+GENERAL_KEYS = (
+    ("up/down j/k", "move · pgup/pgdn page · home/end first/last"),
+    ("enter", "the whole lifecycle of the row"),
+    ("/", "filter this view as you type; enter keeps it, esc clears (kept per view)"),
+    ("s", "cycle the sort of this view"),
+    ("a", "show all (resolved, retracted) or only the live rows"),
+    ("p", "show or hide the detail pane"),
+    ("ctrl+p", "command palette: every view and action"),
+    ("q", "quit"),
+)
 
 
 class ControlRoom(App):
     CSS_PATH = "app.tcss"
     TITLE = "regulator"
-    BINDINGS = [
-        Binding("1", "view('obligations')", "Obligations", show=False),
-        Binding("2", "view('units')", "Units", show=False),
-        Binding("3", "view('memory')", "Memory", show=False),
-        Binding("4", "view('signals')", "Signals", show=False),
-        Binding("5", "view('registers')", "Registers", show=False),
-        Binding("6", "view('identity')", "Identity", show=False),
-        Binding("r", "act('resolve')", "resolve"),
-        Binding("x", "act('retract')", "retract"),
-        Binding("d", "act('decide')", "decide"),
-        Binding("y", "act('accept')", "accept"),
-        Binding("n", "act('reject')", "reject"),
-        Binding("enter", "lifecycle", "lifecycle"),
-        Binding("slash", "filter", "filter"),
-        Binding("escape", "clear_filter", "clear filter", show=False),
-        Binding("a", "toggle_all", "all"),
-        Binding("question_mark", "keys", "keys"),
-        Binding("q", "quit", "quit"),
-    ]
+    BINDINGS = _bindings()
 
     def __init__(
         self,
@@ -66,6 +227,8 @@ class ControlRoom(App):
         view: str = "obligations",
         watch: bool = True,
         background_checks: bool = True,
+        now: Callable[[], datetime] | None = None,
+        tick_seconds: float = 15.0,
     ) -> None:
         super().__init__()
         self.ws = ws
@@ -74,15 +237,34 @@ class ControlRoom(App):
         self.view = view
         self.watching = watch
         self.show_all = False
-        self.filter_text = ""
+        self.now = now or clock.now  # injected by tests; ages, expiry and stale follow it
+        self.tick_seconds = tick_seconds
+        self.views = {name: ViewState() for name in VIEWS}
         # lint, identity verify and store verify can take seconds on a large workspace: the first
         # frame does not wait for them unless asked to (screenshots and snapshot tests do)
         self.background_checks = background_checks
+        # the state: folds write under `lock`, the UI reads under it; only workers holding
+        # `_fold_lock` change the state, so a worker holding it reads without `lock`
+        self.lock = threading.RLock()
+        self._fold_lock = threading.Lock()
+        self._pending = {"registers": False, "git": False, "queued": False}
+        self._pending_lock = threading.Lock()
         self.snap = readmodel.snapshot(ws, person, with_checks=not background_checks)
+        self.snap.state.now = self.now()
         self.live = "● live" if watch else "○ paused"
-        self._detail_timer = None
+        self.waiting = False
+        self.detail_shown: bool | None = None  # None: by the terminal's width
+        self._arranging: Arrangement | None = None  # a filter or sort under way in a worker
+        self._table_view = ""  # the view whose rows the table holds
+        self._checks_seq = self._checks_applied = 0  # the newest checks asked for, and applied
+        self._detail_timer: Any = None
         self._bindings_marker: tuple | None = None
         self.refreshes = 0  # how many store changes were folded in (tests and bench read it)
+        self.syncs = 0  # folds finished (tests wait on it)
+
+    @property
+    def filter_text(self) -> str:
+        return self.views[self.view].filter
 
     # ---- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -90,8 +272,10 @@ class ControlRoom(App):
         # while one is open, and live updates arrive then too
         self._topbar = Static(id="topbar")
         self._tabs = Static(id="tabs")
-        self._filter = Input(placeholder="filter this view (Enter to apply, Esc to clear)", id="filter")
-        self._table = LineTable(readmodel.COLUMNS[self.view], id="table")
+        self._filter = Input(
+            placeholder="filter this view as you type (Enter: keep, Esc: clear)", id="filter"
+        )
+        self._table = LineTable(BY_VIEW[self.view].columns, id="table")
         self._detail = DetailPane(id="detail")
         self._status = Static(id="status")
         yield self._topbar
@@ -107,76 +291,343 @@ class ControlRoom(App):
         """Leave a checkpoint of what was folded, so the next start reads only what is new
         (written as the room closes: never before its first frame)."""
         if not self.read_only and checkpoint.worth_saving(self.snap.state):
-            checkpoint.save(self.ws, self.snap.state)
+            with self.lock:
+                checkpoint.save(self.ws, self.snap.state)
 
     def on_mount(self) -> None:
-        self._filter.cursor_blink = False
-        if not self.read_only:
-            self._route_if_needed()
+        self._apply_detail_width(self.size.width)
         self.show_view()
         self._table.focus()
+        if not self.read_only and unrouted_count(self.snap.state):
+            self.sync()  # a signal reported while no room was open: route it, then show it
         if self.watching:
             self.watch_stores()
         if self.background_checks:
             # after the first frame: the checks hash every store and would compete with it
             self.set_timer(0.5, self.run_checks)
-
-    @work(thread=True, exclusive=True, group="checks")
-    def run_checks(self) -> None:
-        snap = self.snap
-        readmodel.refresh_checks(snap)
-        self.call_from_thread(self.show_view)
+        self.set_interval(self.tick_seconds, self.tick)
 
     @property
     def table(self) -> LineTable:
         return self._table
 
+    # ---- workers: all slow work is here, off the event loop -----------------------------------
+    def sync(self, registers: bool = False, git: bool = False) -> None:
+        """Ask for a fold of what the stores gained (and of the register files, or git, when they
+        changed); folds coalesce, one runs at a time."""
+        with self._pending_lock:
+            self._pending["registers"] |= registers
+            self._pending["git"] |= git
+            if self._pending["queued"]:
+                return  # a fold that has not started yet will take these too
+            self._pending["queued"] = True
+        self._sync_worker()
+
+    @work(thread=True, group="fold")
+    def _sync_worker(self) -> None:
+        with self._fold_lock:
+            with self._pending_lock:
+                registers, git = self._pending["registers"], self._pending["git"]
+                self._pending.update(registers=False, git=False, queued=False)
+            snap = self.snap
+            try:
+                changed, routed = self._fold(snap, registers)
+            except StoreReplaced:
+                fresh = readmodel.snapshot(self.ws, self.person, with_checks=False)
+                fresh.state.now = self.now()
+                self.post_message(Reloaded(fresh))
+                return
+            except RegulatorError as exc:
+                self.post_message(Written(False, f"reading the stores failed: {exc}"))
+                return
+            self.post_message(Synced(snap, changed, routed))
+        if registers or git:
+            self.run_checks()
+
+    def _fold(self, snap: readmodel.Snapshot, registers: bool) -> tuple[bool, int]:
+        """Fold, route what is unrouted (waiting for the decide lock outside the state's lock),
+        fold again; returns (whether anything changed, how many signals this room routed)."""
+        ws = self.ws
+        with self.lock:
+            snap.state.now = self.now()
+            problems = len(snap.state.problems)
+            gained = advance(ws, snap.state, final=False)
+            pending = unrouted_count(snap.state)
+        routed = 0
+        if pending and not self.read_only and ws.has_stores and ws.writable:  # a reader role never routes
+            routed = self._route(snap)
+        contracts = None
+        if registers:
+            seen: list[str] = []
+            contracts = (load_contracts(ws, seen, snap.state.contract_files), seen)
+        with self.lock:
+            if contracts is not None:
+                attach_contracts(snap.state, contracts[0])
+                snap.state.contract_problems = contracts[1]
+                snap.state.registers = None  # read again on first use
+            changed = any(gained.values()) or registers or routed > 0 or len(snap.state.problems) != problems
+        if changed:
+            # only this worker changes the state (it holds the fold lock): reading it here needs
+            # no state lock, so the UI keeps drawing while the indexes and counts are rebuilt
+            snap.derive()
+            self._warm(snap)
+        return changed, routed
+
+    def _warm(self, snap: readmodel.Snapshot) -> None:
+        """Count the header and list the current view's keys here, in the worker, so the UI thread
+        finds them ready (a pass over 100,000 obligations each)."""
+        readmodel.counts(snap)
+        readmodel.keys(self.view, snap, self.show_all)
+
+    def _route(self, snap: readmodel.Snapshot) -> int:
+        from engine.router import route_locked
+
+        try:
+            with self.writer_turn(), self.ws.exclusive(), self.lock:
+                written = route_locked(self.ws, snap.state)
+                advance(self.ws, snap.state, final=False)
+        except RegulatorError as exc:
+            self.post_message(Written(False, f"routing failed: {exc}"))
+            return 0
+        except Abandoned:
+            return 0
+        finally:
+            checkpoint.withdraw()  # the room writes its own when it closes, not in the middle
+        return len(written)
+
+    @contextlib.contextmanager
+    def writer_turn(self) -> Iterator[None]:
+        """Wait (in a worker) until no other process holds the decide lock, saying so in the UI;
+        the room closing abandons the wait (`Abandoned`): nothing is written then, and quitting
+        never waits for another writer."""
+        from textual.worker import get_current_worker
+
+        worker = get_current_worker()
+        waited = False
+        try:
+            while decide_lock_busy(self.ws):
+                if not waited:
+                    waited = True
+                    self.post_message(WriterWait(True))
+                if worker.is_cancelled:
+                    raise Abandoned
+                time.sleep(0.05)
+            yield
+        finally:
+            if waited:
+                self.post_message(WriterWait(False))
+
+    def run_checks(self) -> None:
+        """Lint, identity verify and store verify again (their inputs changed)."""
+        self._checks_seq += 1
+        self._checks_worker(self._checks_seq)
+
+    @work(thread=True, group="checks")
+    def _checks_worker(self, seq: int) -> None:
+        snap = self.snap
+        with self.lock:
+            copy = readmodel.frozen(snap.state)
+        try:
+            checks = readmodel.compute_checks(self.ws, copy)
+        except RegulatorError as exc:
+            self.post_message(Written(False, f"checks failed: {exc}"))
+            return
+        self.post_message(Checked(snap, checks, seq))
+
+    @work(thread=True, group="write")
+    def _write(self, call: Callable[[], object], done: str) -> None:
+        try:
+            with self.writer_turn():
+                call()
+        except RegulatorError as exc:
+            self.post_message(Written(False, str(exc)))
+            return
+        except Abandoned:
+            return
+        finally:
+            checkpoint.withdraw()  # the room writes its own when it closes, not in the middle
+        self.post_message(Written(True, done))
+        self.sync(registers=True, git=True)
+
+    # ---- the UI applies what workers found ---------------------------------------------------
+    @on(Synced)
+    def _synced(self, message: Synced) -> None:
+        self.syncs += 1
+        if message.snap is not self.snap:
+            return
+        if message.changed:
+            self.refreshes += 1
+            self.show_view()
+
+    @on(Ticked)
+    def _ticked(self, message: Ticked) -> None:
+        if message.snap is self.snap:
+            self.show_view()
+
+    @on(Reloaded)
+    def _reloaded(self, message: Reloaded) -> None:
+        self.snap = message.snap
+        self.show_view()
+        self.syncs += 1
+        self.run_checks()
+        if not self.read_only and unrouted_count(self.snap.state):
+            self.sync()
+
+    @on(Checked)
+    def _checked(self, message: Checked) -> None:
+        if message.snap is not self.snap or message.seq < self._checks_applied:
+            return  # an older run finishing after a newer one
+        self._checks_applied = message.seq
+        with self.lock:
+            message.checks.apply(self.snap)
+        self.show_view()
+
+    @on(WriterWait)
+    def _writer_wait(self, message: WriterWait) -> None:
+        self.waiting = message.waiting
+        self.draw_chrome()
+
+    @on(Written)
+    def _written(self, message: Written) -> None:
+        if message.ok:
+            self.notify(escape(message.text), markup=False)
+        else:
+            self.notify(escape(message.text), severity="error", timeout=8, markup=False)
+
+    @work(thread=True, group="tick", exclusive=True)
+    def tick(self) -> None:
+        """The clock moves between store changes: ages, expiry bars, stale, expiring ≤ 7d (counted
+        here, in the worker; the UI redraws)."""
+        snap = self.snap
+        with self._fold_lock:  # no fold changes the state meanwhile: reading needs no state lock
+            snap.state.now = self.now()
+            self._warm(snap)
+        self.post_message(Ticked(snap))
+
     # ---- drawing ---------------------------------------------------------------------------------
+    def _row(self, view: str, key: Key) -> list[str]:
+        with self.lock:
+            return readmodel.row(view, self.snap, key)
+
     def show_view(self) -> None:
-        keys = readmodel.keys(self.view, self.snap, self.show_all)
-        if self.filter_text:
-            needle = self.filter_text.lower()
-            keys = [k for k in keys if needle in " ".join(readmodel.row(self.view, self.snap, k)).lower()]
+        if not self.screen_stack:  # a worker's result arriving as the room closes
+            return
         view = self.view
-        self.table.set_rows(keys, lambda key: readmodel.row(view, self.snap, key), readmodel.COLUMNS[view])
+        with self.lock:
+            keys = readmodel.keys(view, self.snap, self.show_all)
+            request = self._arrangement()
+            if request.plain or len(keys) <= ARRANGE_INLINE:
+                keys = arrange(self.snap, request, keys)
+                self._arranging = None
+            else:  # a pass over every row: a worker does it, the rows shown stay until it is done
+                self._arranging = request
+                self._arrange(request, keys)
+                if self._table_view == view:
+                    keys = None  # until then the rows shown stay; another view's never do
+        if keys is not None:
+            self._set_rows(keys)
+        self.draw_chrome()
+        self.draw_detail()
+
+    def _set_rows(self, keys: list[Key]) -> None:
+        view = self._table_view = self.view
+        self.table.set_rows(
+            keys, lambda key: self._row(view, key), BY_VIEW[view].columns, select=self.views[view].cursor
+        )
+
+    def _arrangement(self) -> Arrangement:
+        settings = self.views[self.view]
+        sorts = BY_VIEW[self.view].sorts
+        return Arrangement(
+            self.view,
+            settings.filter.lower(),
+            sorts[settings.sort] if sorts else "",
+            self.show_all,
+            id(self.snap),
+            self.snap.generation,
+            not settings.filter and (not sorts or settings.sort == 0),
+        )
+
+    @work(thread=True, exclusive=True, group="arrange")
+    def _arrange(self, request: Arrangement, keys: list[Key]) -> None:
+        from textual.worker import get_current_worker
+
+        worker = get_current_worker()
+        with self._fold_lock:  # no fold changes the state meanwhile: rows are read without `lock`
+            arranged = arrange(self.snap, request, keys, lambda: worker.is_cancelled)
+        if arranged is not None:
+            self.post_message(Arranged(request, arranged))
+
+    @on(Arranged)
+    def _arranged(self, message: Arranged) -> None:
+        if message.request != self._arranging or message.request != self._arrangement():
+            return  # the operator typed on, or the state moved: a newer one is under way
+        self._arranging = None
+        self._set_rows(message.keys)
         self.draw_chrome()
         self.draw_detail()
 
     def draw_chrome(self) -> None:
-        who = f" · as {self.person}" if self.person else " · no operator"
+        if not self.screen_stack:
+            return
+        size = self.size.width - 2
+        live = f"⏳ {WAITING}" if self.waiting else self.live
+        with self.lock:
+            right = readmodel.header_text(self.snap, live)
+            compact = readmodel.header_text(self.snap, "⏳ waiting" if self.waiting else self.live[:1], True)
         mode = " · read-only" if self.read_only else ""
-        left = f"regulator · {self.ws.root.name}{who}{mode}"
-        right = readmodel.header_text(self.snap, self.live)
-        self._topbar.update(Text(f"{left}    {right}"))
+        left = f"regulator · {self.ws.root.name}" + (
+            f" · as {self.person}" if self.person else " · no operator"
+        )
+        if width(left + mode) + 4 + width(right) <= size:
+            top = f"{left}{mode}    {right}"
+        else:  # narrow: every count stays, abbreviated; the workspace name gives way first
+            short = f"{self.person or 'no operator'}{' ro' if self.read_only else ''}"
+            room = size - width(compact) - 1
+            top = f"{fit(short, room)} {compact}" if room >= 4 else fit(compact, size)
+        self._topbar.update(Text(top))
         tabs = Text()
-        for i, name in enumerate(readmodel.VIEWS, start=1):
-            label = f" {i} {readmodel.TITLES[name]} "
-            tabs.append(label, style="reverse bold" if name == self.view else "")
+        narrow = self.size.width < 100
+        for v in VIEW_DEFS:
+            label = f" {v.key} {v.title[:5] if narrow and v.name != self.view else v.title} "
+            tabs.append(label, style="reverse bold" if v.name == self.view else "")
             tabs.append(" ")
         extra = []
+        settings = self.views[self.view]
         if self.show_all:
             extra.append("all")
-        if self.filter_text:
-            extra.append(f"filter: {self.filter_text}")
-        tabs.append("  " + " · ".join(extra) if extra else "")
+        if BY_VIEW[self.view].sorts:
+            extra.append(f"sort: {BY_VIEW[self.view].sorts[settings.sort]}")
+        if settings.filter:
+            extra.append(f"filter: {settings.filter}")
+        tabs.append(" " + " · ".join(extra) if extra else "")
         self._tabs.update(tabs)
         count = len(self.table.keys)
-        self._status.update(Text(f"{count} row(s) · enter lifecycle · / filter · ? keys"))
-        self.refresh_bindings()
+        status = f"{count} row(s) · enter lifecycle · / filter · s sort · p pane · ? keys"
+        if self._arranging is not None:
+            status = "filtering and sorting… · " + status
+        if self.waiting:
+            status = f"⏳ {WAITING} (decide lock): keys still work · " + status
+        self._status.update(Text(status))
+        self._refresh_bindings_if_changed()
 
     def draw_detail(self) -> None:
+        if not self._detail.display:
+            return
         key = self.table.current_key
-        lines = lifecycle(self.view, self.snap, key)
-        actions = []
-        if not self.read_only:
-            for action in for_view(self.view):
-                actions.append((action.key, action.label, why_not(action, self.snap, key)))
+        with self.lock:
+            lines = lifecycle(self.view, self.snap, key)
+            actions = []
+            if not self.read_only:
+                for action in for_view(self.view):
+                    actions.append((action.key, action.label, why_not(action, self.snap, key)))
         self._detail.show(lines, actions)
 
     @on(LineTable.Highlighted)
     def _highlighted(self, event: LineTable.Highlighted) -> None:
         # The cursor moves at once; the detail pane and the footer follow when the keys pause, so
         # holding an arrow key over 100,000 rows never waits for a pane's layout on every row.
+        self.views[self.view].cursor = event.key
         if self._detail_timer is not None:
             self._detail_timer.stop()
         self._detail_timer = self.set_timer(0.06, self._follow_cursor)
@@ -196,21 +647,40 @@ class ControlRoom(App):
             self._bindings_marker = marker
             self.refresh_bindings()
 
-    @on(LineTable.Chosen)
-    def _chosen(self, event: LineTable.Chosen) -> None:
-        self.action_lifecycle()
+    def on_resize(self, event: events.Resize) -> None:
+        self._apply_detail_width(event.size.width)
+        self.draw_chrome()
+
+    def _apply_detail_width(self, columns: int) -> None:
+        if self.detail_shown is None:
+            self._detail.display = columns >= DETAIL_MIN_WIDTH
 
     # ---- actions: navigation ----------------------------------------------------------------------
     def action_view(self, view: str) -> None:
         self.view = view
-        self.filter_text = ""
-        self._filter.value = ""
-        self.table.cursor = 0
+        settings = self.views[view]
+        with self.prevent(Input.Changed):
+            self._filter.value = settings.filter
+        self._filter.set_class(bool(settings.filter), "shown")
         self.show_view()
 
     def action_toggle_all(self) -> None:
         self.show_all = not self.show_all
         self.show_view()
+
+    def action_sort(self) -> None:
+        sorts = BY_VIEW[self.view].sorts
+        if not sorts:
+            self.notify(f"{BY_VIEW[self.view].title} has one order", markup=False)
+            return
+        settings = self.views[self.view]
+        settings.sort = (settings.sort + 1) % len(sorts)
+        self.show_view()
+
+    def action_toggle_pane(self) -> None:
+        self.detail_shown = not self._detail.display
+        self._detail.display = self.detail_shown
+        self.draw_detail()
 
     def action_filter(self) -> None:
         box = self._filter
@@ -219,92 +689,136 @@ class ControlRoom(App):
 
     def action_clear_filter(self) -> None:
         box = self._filter
-        box.value = ""
+        with self.prevent(Input.Changed):
+            box.value = ""
         box.remove_class("shown")
-        self.filter_text = ""
+        self.views[self.view].filter = ""
         self.show_view()
         self.table.focus()
 
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        """Filter as you type; the text is kept for this view."""
+        self.views[self.view].filter = event.value.strip()
+        self.show_view()
+
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
-        self.filter_text = event.value.strip()
+        self.views[self.view].filter = event.value.strip()
         if not self.filter_text:
             event.input.remove_class("shown")
-        self.table.cursor = 0
         self.show_view()
         self.table.focus()
 
     def action_lifecycle(self) -> None:
         key = self.table.current_key
-        if key is None:
+        if key is None or isinstance(self.screen, TextScreen):
             return
-        self.push_screen(
-            TextScreen(
-                f"{readmodel.TITLES[self.view]} · {key} — lifecycle", lifecycle(self.view, self.snap, key)
-            )
-        )
+        with self.lock:
+            lines = lifecycle(self.view, self.snap, key)
+        self.push_screen(TextScreen(f"{BY_VIEW[self.view].title} · {key} — lifecycle", lines))
+
+    def help_lines(self) -> list[str]:
+        """`?`: generated from the view definitions and the action registry."""
+        definition = BY_VIEW[self.view]
+        lines = ["views: " + " · ".join(f"{v.key} {v.title}" for v in VIEW_DEFS), ""]
+        lines.append(f"keys of this view ({definition.title}; lifecycle: {definition.lifecycle}):")
+        lines += [f"  {key:<12} {what}" for key, what in GENERAL_KEYS]
+        if definition.sorts:
+            lines.append(f"  sorts: {', '.join(definition.sorts)}")
+        with self.lock:
+            for action in for_view(self.view):
+                state = (
+                    "hidden: read-only"
+                    if self.read_only
+                    else (why_not(action, self.snap, self.table.current_key) or "available")
+                )
+                lines.append(f"  {action.key:<12} {action.label} ({state})")
+        return lines
 
     def action_keys(self) -> None:
-        lines = [
-            "views: 1 Obligations · 2 Units · 3 Memory · 4 Signals · 5 Registers · 6 Identity",
-            "",
-            f"keys of this view ({readmodel.TITLES[self.view]}):",
-            "  up/down j/k move · pgup/pgdn page · home/end first/last",
-            "  enter    the whole lifecycle of the row",
-            "  /        filter this view; esc clears",
-            "  a        show all (resolved, retracted) or only the live rows",
-            "  ctrl+p   command palette: every action",
-            "  q        quit",
-        ]
-        for action in for_view(self.view):
-            state = (
-                "hidden: read-only"
-                if self.read_only
-                else (why_not(action, self.snap, self.table.current_key) or "available")
-            )
-            lines.append(f"  {action.key}        {action.label} ({state})")
-        self.push_screen(TextScreen("keys", lines))
+        self.push_screen(TextScreen("keys", self.help_lines()))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "act" and parameters:
             spec = BY_NAME[str(parameters[0])]
             if self.read_only or spec.view != self.view:
                 return False
-            if not self.is_mounted:
-                return True
-            return None if why_not(spec, self.snap, self.table.current_key) else True
+            table = getattr(self, "_table", None)
+            if table is None or not table.is_mounted:
+                return True  # before the first frame: shown, judged once there is a row
+            with self.lock:
+                return None if why_not(spec, self.snap, table.current_key) else True
         return True
 
-    def get_system_commands(self, screen):
-        yield from super().get_system_commands(screen)
-        for i, name in enumerate(readmodel.VIEWS, start=1):
+    def on_key(self, event: events.Key) -> None:
+        """A disabled action's key explains itself instead of doing nothing."""
+        if len(self.screen_stack) != 1 or self.focused is self._filter:
+            return
+        for action in for_view(self.view):
+            if event.key == action.key:
+                with self.lock:
+                    reason = (
+                        "read-only: writes are hidden"
+                        if self.read_only
+                        else why_not(action, self.snap, self.table.current_key)
+                    )
+                if reason:
+                    event.stop()
+                    self.notify(escape(f"{action.label}: {reason}"), severity="warning", markup=False)
+
+    def get_system_commands(self, screen: Screen) -> Any:
+        for command in super().get_system_commands(screen):
+            if command.title != "Screenshot":  # ours saves where the operator is, and says where
+                yield command
+        yield SystemCommand(
+            "Screenshot", "save an SVG of this screen in the current folder", self.save_screenshot
+        )
+        for v in VIEW_DEFS:
             yield SystemCommand(
-                f"View: {readmodel.TITLES[name]}", f"key {i}", lambda name=name: self.action_view(name)
+                f"View: {v.title}", f"key {v.key}", lambda name=v.name: self.action_view(name)
             )
         if not self.read_only:
             for action in ACTIONS:
                 yield SystemCommand(
                     f"Action: {action.label}",
-                    f"key {action.key} in {action.view}",
-                    lambda action=action: self._palette_act(action.name),
+                    f"key {action.key} in {BY_VIEW[action.view].title}",
+                    lambda action=action: self._palette_act(action),
                 )
         yield SystemCommand("Filter this view", "key /", self.action_filter)
+        yield SystemCommand("Sort: next order", "key s", self.action_sort)
         yield SystemCommand("Show all rows / live rows", "key a", self.action_toggle_all)
+        yield SystemCommand("Detail pane: show / hide", "key p", self.action_toggle_pane)
+        yield SystemCommand("Keys of this view", "key ?", self.action_keys)
 
-    def _palette_act(self, name: str) -> None:
-        spec = BY_NAME[name]
-        if self.view != spec.view:
-            self.action_view(spec.view)
-        self.action_act(name)
+    def save_screenshot(self) -> None:
+        stamp = self.now().strftime("%Y%m%dT%H%M%SZ")
+        path = Path.cwd() / f"regulator-{self.view}-{stamp}.svg"
+        try:
+            write_whole(path, self.export_screenshot(title=f"regulator · {BY_VIEW[self.view].title}"))
+        except RegulatorError as exc:
+            self.notify(escape(str(exc)), severity="error", markup=False)
+            return
+        self.notify(escape(f"screenshot saved: {path}"), markup=False)
 
-    # ---- actions: writes (each the CLI's engine call) ---------------------------------------------
+    def _palette_act(self, action: Action) -> None:
+        if self.view != action.view:
+            self.action_view(action.view)
+        self.action_act(action.name)
+
+    # ---- actions: writes (each the CLI's engine call, in a worker) ------------------------------
     def action_act(self, name: str) -> None:
         spec = BY_NAME[name]
         key = self.table.current_key
-        reason = "read-only" if self.read_only else why_not(spec, self.snap, key)
-        if reason:
+        with self.lock:
+            reason = "read-only" if self.read_only else why_not(spec, self.snap, key)
+        if reason or key is None:
             self.notify(escape(f"{spec.label}: {reason}"), severity="warning", markup=False)
             return
+        with self.lock:
+            self._open_dialog(name, key)
+
+    def _open_dialog(self, name: str, key: Key) -> None:
         state = self.snap.state
         if name == "resolve":
             from engine.obligations import DISPOSITIONS
@@ -320,26 +834,31 @@ class ControlRoom(App):
         elif name == "decide":
             from engine.model import RECOVERY_ACTIONS as RECOVERY
 
-            self.push_screen(DecideDialog(key, RECOVERY), lambda r: self._decide(key, r))
+            def preview(action: str) -> list[str]:
+                with self.lock:
+                    return decision_preview(self.snap, key, action)
+
+            self.push_screen(DecideDialog(key, RECOVERY, preview), lambda r: self._decide(key, r))
+        elif name == "ack":
+            from engine.ladder import registers_of
+
+            ident = finding_of(self.snap, key) or ""
+            entry = registers_of(self.ws, state).findings[ident]
+            self.push_screen(
+                AckDialog(ident, entry.fields["title"], str(entry.path)), lambda r: self._ack(ident, r)
+            )
         else:
-            ident = key.partition(":")[2]
+            from engine.proposals import review
+
+            ident = readmodel.sectioned(key)[1]
             proposal = state.proposals[ident]
             verdict = "accept" if name == "accept" else "reject"
             self.push_screen(
-                ProposalDialog(ident, verdict, f"{proposal['file']}: {proposal['rationale']}"),
+                ProposalDialog(
+                    ident, verdict, f"{proposal['file']}: {proposal['rationale']}", review(self.ws, proposal)
+                ),
                 lambda r: self._proposal(ident, verdict, r),
             )
-
-    def _write(self, call, done: str) -> None:
-        try:
-            call()
-        except RegulatorError as exc:
-            self.notify(escape(str(exc)), severity="error", timeout=8, markup=False)
-            return
-        finally:
-            checkpoint.withdraw()  # the room writes its own when it closes, not in the middle
-        self.notify(done)
-        self.reload()
 
     def _resolve(self, ob_id: str, answer: dict | None) -> None:
         if answer is None:
@@ -371,6 +890,17 @@ class ControlRoom(App):
             f"{unit_id}: {answer['action']} recorded",
         )
 
+    def _ack(self, finding_id: str, answer: dict | None) -> None:
+        if answer is None:
+            return
+        from engine.load import load
+        from engine.registers import ack
+
+        self._write(
+            lambda: ack(self.ws, load(self.ws, stores=()), finding_id, self.person, commit=True),
+            f"{finding_id} acknowledged and committed",
+        )
+
     def _proposal(self, proposal_id: str, verdict: str, answer: dict | None) -> None:
         if answer is None:
             return
@@ -379,62 +909,34 @@ class ControlRoom(App):
         outcome = "accepted" if verdict == "accept" else "rejected"
         self._write(
             lambda: decide(self.ws, proposal_id, self.person, answer["rationale"], outcome),
-            f"proposal {proposal_id} {outcome}",
+            f"proposal {proposal_id} {outcome}" + (" and committed" if outcome == "accepted" else ""),
         )
 
     # ---- live ------------------------------------------------------------------------------------
-    def _route_if_needed(self) -> bool:
-        if self.read_only or not unrouted(self.snap.state):
-            return False
-        from engine.router import route
+    def watch_paths(self) -> list[Path]:
+        """The stores, the register folders and git's HEAD, refs and index (a commit changes lint
+        and Next-up without touching a register file). A clone has no .regulator/ (SPEC §16.2)."""
+        candidates = [self.ws.state_dir, *(self.ws.root / d for d in REGISTER_DIRS), self.ws.tree / ".git"]
+        return [p for p in candidates if p.is_dir()]
 
-        try:
-            route(self.ws, self.snap.state)
-        except RegulatorError as exc:
-            self.notify(escape(f"routing failed: {exc}"), severity="error", markup=False)
-            return False
-        return True
-
-    def reload(self) -> None:
-        """Read everything again (after our own write, or when a store was replaced)."""
-        self.snap = readmodel.snapshot(self.ws, self.person, with_checks=not self.background_checks)
-        self.show_view()
-        if self.background_checks:
-            self.run_checks()
-
-    def fold_appended(self, registers_changed: bool = False) -> None:
-        """Fold only what was appended; route new signals unless read-only; redraw."""
-        snap = self.snap
-        snap.state.now = clock.now()
-        problems = len(snap.state.problems)
-        try:
-            gained = advance(self.ws, snap.state, final=False)
-            if self._route_if_needed():
-                advance(self.ws, snap.state, final=False)
-        except StoreReplaced:
-            self.reload()
-            return
-        if not any(gained.values()) and not registers_changed and len(snap.state.problems) == problems:
-            return  # our own routing records, already folded above
-        if registers_changed:
-            problems_seen: list[str] = []
-            contracts = load_contracts(self.ws, problems_seen, snap.state.contract_files)
-            attach_contracts(snap.state, contracts)
-            snap.state.contract_problems = problems_seen
-            if self.background_checks:
-                self.run_checks()
+    def _classify(self, changed: list[Path]) -> tuple[bool, bool, bool]:
+        """(a store changed, a register file changed, git moved)."""
+        git_dir = self.ws.tree / ".git"
+        stores = registers = git = False
+        for path in changed:
+            if path == git_dir or git_dir in path.parents:
+                parts = path.relative_to(git_dir).parts
+                git |= bool(parts) and parts[0] in GIT_PARTS and not path.name.endswith(".lock")
+            elif path == self.ws.state_dir or self.ws.state_dir in path.parents:
+                stores |= path.suffix == ".ndjson"
             else:
-                readmodel.refresh_checks(snap)
-        snap.derive()
-        self.refreshes += 1
-        self.show_view()
+                registers = True
+        return stores, registers, git
 
     @work(exclusive=True, group="watch")
     async def watch_stores(self) -> None:
         # a clone has no .regulator/ (SPEC §16.2): only the folders that exist are watched
-        paths = [
-            str(p) for p in (self.ws.state_dir, *(self.ws.root / d for d in REGISTER_DIRS)) if p.is_dir()
-        ]
+        paths = [str(p) for p in self.watch_paths()]
         if not paths:
             return
         stop = _follow_server(self.ws)  # PostgreSQL: NOTIFY brings each append into the mirror
@@ -447,11 +949,13 @@ class ControlRoom(App):
     async def _watch_paths(self, paths: list[str]) -> None:
         from watchfiles import awatch
 
-        async for changes in awatch(*paths, debounce=60, step=20, rust_timeout=500, yield_on_timeout=False):
-            changed = [Path(p) for _, p in changes]
-            registers = any(self.ws.state_dir not in p.parents for p in changed)
-            if any(p.suffix == ".ndjson" for p in changed) or registers:
-                self.fold_appended(registers_changed=registers)
+        # no default filter: it ignores everything under .git, and git's HEAD, refs and index matter
+        async for changes in awatch(
+            *paths, watch_filter=None, debounce=60, step=20, rust_timeout=500, yield_on_timeout=False
+        ):
+            stores, registers, git = self._classify([Path(p) for _, p in changes])
+            if stores or registers or git:
+                self.sync(registers=registers, git=git)
             await asyncio.sleep(0)
 
 
@@ -485,17 +989,16 @@ def screenshot(
     app = ControlRoom(ws, person, view=view, watch=False, background_checks=False)
     app.live = "● live"
 
-    async def shoot() -> None:
+    async def shoot() -> str:
         async with app.run_test(size=size) as pilot:
             await pilot.pause()
-            return app.export_screenshot(title=f"regulator · {readmodel.TITLES[view]}")
+            return app.export_screenshot(title=f"regulator · {BY_VIEW[view].title}")
 
     write_whole(path, asyncio.run(shoot()))
 
 
 def write_whole(path: Path, text: str) -> None:
     """The file whole or not at all: a temporary file beside it, renamed over it (SPEC §16.4)."""
-    import os
     import tempfile
 
     from engine.errors import BadInput

@@ -4,14 +4,17 @@ expired or retracted; unit dispatched → held → closed. Plain lines; store te
 
 from __future__ import annotations
 
-from controlroom.readmodel import Snapshot
+from collections.abc import Iterator
+
+from controlroom.readmodel import Snapshot, sectioned
+from controlroom.views import Key
 from engine.ladder import registers_of
 from engine.proposals import decision_of, review
 from engine.queries import days_left, history, is_stale, memory_status, unit_status
 from engine.text import ensure_escaped, escape, escape_block
 
 
-def lifecycle(view: str, snap: Snapshot, key: str | None) -> list[str]:
+def lifecycle(view: str, snap: Snapshot, key: Key | None) -> list[str]:
     if key is None:
         return ["(nothing selected)"]
     try:
@@ -61,7 +64,7 @@ def _uncounted(events: list[dict]):
             )
 
 
-def _lifecycle(view: str, snap: Snapshot, key: str):
+def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
     state = snap.state
     if view == "obligations":
         ob = state.obligations[key]
@@ -149,7 +152,17 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
             if ob is not None:
                 yield f"  obligation {ob.id} on {ob.unit or '(no unit)'}: {ob.status}"
         return
-    kind, _, ident = key.partition(":")
+    kind, ident = sectioned(key)
+    if kind == "bad":
+        problem = state.problems[int(ident)]
+        yield f"{problem.store} line {problem.line}: {problem.kind} line skipped"
+        yield f"  {escape(problem.message)}"
+        yield "  every read skips it; `regulator verify` names it; the stores stay append-only"
+        return
+    if kind == "verify":
+        finding = snap.verify[int(ident)]
+        yield f"verify: {escape(str(finding))}"
+        return
     if kind == "next":
         yield f"{ident} is in Next-up: todo, not flagged by a finding, not held"
         return
@@ -204,3 +217,29 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
         yield from (escape(line) for line in review(snap.ws, p))
         return
     raise KeyError(key)
+
+
+def decision_preview(snap: Snapshot, unit_id: str, action: str) -> list[str]:
+    """What recording `action` on `unit_id` would change, as engine.units.decide writes it: the
+    unit's open obligations owed to S3 are disposed of, and a waiting action opens a blocking one."""
+    from engine.model import WAITING_ACTIONS
+
+    state = snap.state
+    owed = [
+        ob
+        for ob in state.obligations.values()
+        if ob.unit == unit_id and ob.status == "open" and ob.owed_to == "S3"
+    ]
+    verb = "escalated" if action in WAITING_ACTIONS else ("rejected" if action == "abort" else "rework")
+    lines = [f"{len(owed)} open obligation(s) of {unit_id} owed to S3 become {verb}:"]
+    lines += [f"  {ob.id[:8]} {ob.severity}: {escape(ob.subject)}" for ob in owed] or ["  (none)"]
+    if action in WAITING_ACTIONS:
+        lines.append(
+            f"opens a new blocking obligation on {unit_id}, owed to S3: {unit_id} waits until it is resolved"
+        )
+    else:
+        lines.append("opens nothing")
+    unit = state.units.get(unit_id)
+    if unit is not None and unit.status == "in-progress":
+        lines.append(f"{unit_id} is in progress: its lease file is removed")
+    return lines

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from controlroom.readmodel import COLUMNS, TITLES, VIEWS, Snapshot, counts, header_text, keys, row, snapshot
+from engine.cells import pad
 from engine.nextup import next_up
 from engine.obligations import record
-from engine.queries import unit_status
+from engine.queries import days_left, memory_status, unit_status
 from engine.router import route
 from engine.status import status
 from engine.storeless import ABSENT, authentication, stores
@@ -42,11 +43,64 @@ def exit_reasons(snap: Snapshot) -> list[str]:
 
 
 def once(ws: Workspace, person: str | None, read_only: bool = False) -> tuple[Snapshot, list[str]]:
+    routed: list[dict] = []
     # a clone has nothing to route, and writes nothing; nor does a reader role (SPEC §18)
     if not read_only and ws.has_stores and ws.writable:
-        route(ws)
+        routed = route(ws)
     snap = snapshot(ws, person)
+    snap.routed = None if read_only or not ws.has_stores or not ws.writable else len(routed)
     return snap, exit_reasons(snap)
+
+
+def routed_text(snap: Snapshot) -> str:
+    """Whether this run routed, in words (`--once` routes unless --read-only or in a clone)."""
+    if snap.routed is None:
+        return "not routed (read-only)" if snap.known else "not routed (no stores here)"
+    if snap.routed == 0:
+        return "routed: nothing was unrouted"
+    return f"routed {snap.routed} signal(s) before reading"
+
+
+def _memory_json(snap: Snapshot) -> list[dict]:
+    state = snap.state
+    today = state.now.date()
+    out = []
+    for key, entry in state.memory.items():
+        e = entry.event
+        status = memory_status(entry, today)
+        out.append(
+            {
+                "id": key,
+                "unit": e.get("unit"),
+                "subject": e["subject"],
+                "status": status,
+                "reviewBy": e["reviewBy"],
+                "daysLeft": days_left(entry, today) if status == "current" else 0,
+                "scope": list(e.get("scope") or []),
+                "at": e.get("at"),
+            }
+        )
+    return out
+
+
+def _signals_json(snap: Snapshot) -> list[dict]:
+    state = snap.state
+    out = []
+    for key, s in state.signals.items():
+        routing = state.routings.get(key)
+        out.append(
+            {
+                "id": key,
+                "unit": s.get("unit"),
+                "by": s.get("by"),
+                "subject": s["subject"],
+                "reportedSeverity": s["reportedSeverity"],
+                "derivedSeverity": routing["derivedSeverity"] if routing else None,
+                "outcome": routing["outcome"] if routing else "unrouted",
+                "at": s.get("at"),
+            }
+        )
+    return out
 
 
 def as_json(snap: Snapshot, reasons: list[str]) -> dict:
@@ -61,7 +115,13 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict:
         "clock": snap.ws.authority().clock,
         "counts": counts(snap),
         "status": status(snap.ws, state),
-        "obligations": [record(state, ob) for ob in state.obligations.values()],
+        "obligations": [
+            {**record(state, ob), "subject": ob.subject, "opened": ob.opened_at, "closed": ob.closed_at}
+            for ob in state.obligations.values()
+        ],
+        "memory": _memory_json(snap),
+        "signals": _signals_json(snap),
+        "routed": snap.routed,
         "lint": snap.lint.as_json() if snap.lint else None,
         "nextUp": queue,
         "excluded": excluded,
@@ -75,7 +135,7 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict:
 
 def as_text(snap: Snapshot, reasons: list[str]) -> str:
     lines = [] if snap.known else [ABSENT]
-    lines += [f"regulator · {snap.ws.root.name} · {header_text(snap, live='once')}", ""]
+    lines += [f"regulator · {snap.ws.root.name} · {header_text(snap, live='once')}", routed_text(snap), ""]
     for view in VIEWS:
         view_keys = keys(view, snap)
         lines.append(f"== {TITLES[view]} ({len(view_keys)})")
@@ -95,9 +155,10 @@ def as_text(snap: Snapshot, reasons: list[str]) -> str:
 
 
 def _fmt(cells: list[str], columns: list[tuple[str, int]]) -> str:
+    """Cells padded and cut (with `…`) by terminal cells; the last column whole."""
     parts = []
     for (_, width), cell in zip(columns, cells, strict=False):
-        parts.append(cell[:width].ljust(width) if width else cell)
+        parts.append(pad(cell, width) if width else cell)
     return "  ".join(parts).rstrip()
 
 

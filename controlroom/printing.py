@@ -20,15 +20,18 @@ def emit_json(data: object) -> None:
 
 
 def table(headers: list[str], rows: list[list[object]]) -> None:
-    """A plain text table: every cell escaped, columns padded, the last column not padded."""
+    """A plain text table: every cell escaped, columns padded by terminal cells (a wide character
+    takes two), a cell longer than 40 cells cut with `…`, the last column not padded."""
+    from engine.cells import pad, width
+
     cells = [[escape(c) for c in row] for row in rows]
-    widths = [len(h) for h in headers]
+    widths = [width(h) for h in headers]
     for row in cells:
         for i, cell in enumerate(row[:-1]):
-            widths[i] = min(max(widths[i], len(cell)), 40)
+            widths[i] = min(max(widths[i], width(cell)), 40)
 
     def fmt(row: list[str]) -> str:
-        parts = [c[:40].ljust(widths[i]) for i, c in enumerate(row[:-1])]
+        parts = [pad(c, widths[i]) for i, c in enumerate(row[:-1])]
         return "  ".join([*parts, row[-1]]).rstrip()
 
     out(fmt(headers))

@@ -6,8 +6,11 @@ are computed on demand per key, so a table of 100,000 obligations formats only w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+from controlroom.views import BY_VIEW, TITLES, VIEWS, Key, RowKey  # noqa: E402  (one definition per view)
 from engine import clock
 from engine.errors import RegulatorError
 from engine.ladder import registers_of, stale_knowledge
@@ -22,47 +25,10 @@ from engine.verification import Finding, findings
 from engine.workspace import Workspace
 from registry.lint import LintResult, record_findings
 
-VIEWS = ("obligations", "units", "memory", "signals", "registers", "identity")
-TITLES = {
-    "obligations": "Obligations",
-    "units": "Units",
-    "memory": "Memory",
-    "signals": "Signals",
-    "registers": "Registers",
-    "identity": "Identity",
-}
 COLUMNS: dict[str, list[tuple[str, int]]] = {
-    "obligations": [
-        ("id", 8),
-        ("unit", 14),
-        ("severity", 8),
-        ("blocks", 6),
-        ("age", 4),
-        ("status", 9),
-        ("subject", 0),
-    ],
-    "units": [
-        ("id", 18),
-        ("type", 10),
-        ("status", 11),
-        ("held", 4),
-        ("prio", 4),
-        ("held by", 18),
-        ("title", 0),
-    ],
-    "memory": [
-        ("id", 8),
-        ("status", 9),
-        ("left", 13),
-        ("review-by", 10),
-        ("unit", 6),
-        ("scope", 12),
-        ("subject: note", 0),
-    ],
-    "signals": [("id", 8), ("from", 12), ("reported", 8), ("derived", 8), ("outcome", 11), ("subject", 0)],
-    "registers": [("register", 8), ("id", 24), ("state", 20), ("title / message", 0)],
-    "identity": [("kind", 8), ("id", 34), ("state", 22), ("detail", 0)],
+    name: [(c.title, c.width) for c in view.columns] for name, view in BY_VIEW.items()
 }
+__all__ = ["COLUMNS", "TITLES", "VIEWS"]
 EXPIRING_DAYS = 7
 
 
@@ -81,7 +47,21 @@ class Snapshot:
     policy: object = None  # the interaction policy, read once per refresh (actions ask it per keypress)
     known: bool = True  # the stores are here: without them (a clone) unit state is unknown (§16.2)
     history: object = None  # without the stores: identity judged by git history (idhistory.HistoryVerdict)
+    routed: int | None = None  # --once: signals it routed before reading (None: it did not route)
     _memory_counts: tuple = ()  # (memory cursor, today, expiring): memory is counted once per change
+    generation: int = 0  # bumped whenever what the rows read changes (a fold, checks applied)
+    _cache: dict = field(default_factory=dict)  # (what, args) -> (generation, now, value)
+
+    def cached(self, what: str, args: tuple, compute: Callable[[], Any]) -> Any:
+        """`compute()`, kept until the state or the clock moves: the fold's worker warms it, so the
+        UI thread finds the header counts and a view's keys ready on a large workspace."""
+        marker = (self.generation, self.state.now)
+        hit = self._cache.get((what, args))
+        if hit is not None and hit[0] == marker:
+            return hit[1]
+        value = compute()
+        self._cache[(what, args)] = (marker, value)
+        return value
 
     def derive(self) -> None:
         """Recompute the indexes every row reads (cheap, one pass each)."""
@@ -92,6 +72,7 @@ class Snapshot:
             self.policy = self.ws.interaction()
         except RegulatorError:
             self.policy = None
+        self.generation += 1  # last: a count made meanwhile is kept under the old generation
 
 
 def snapshot(ws: Workspace, person: str | None = None, with_checks: bool = True) -> Snapshot:
@@ -102,18 +83,67 @@ def snapshot(ws: Workspace, person: str | None = None, with_checks: bool = True)
     return snap
 
 
-def refresh_checks(snap: Snapshot) -> None:
-    """Lint, identity verify and store verify: slower (git, hashing), run when their inputs change."""
-    snap.state.registers = None
-    snap.lint = lint(snap.ws, snap.state)
-    if snap.ws.has_stores:
-        snap.identity = verify_identity(snap.ws, snap.state)
+@dataclass
+class Checks:
+    """What the slow checks found (lint, identity verify, store verify), applied to a snapshot
+    by whoever owns it: a worker computes them, the UI thread applies them."""
+
+    lint: LintResult
+    identity: list[FileCheck]
+    verify: list[Finding]
+    history: object
+    registers: object
+
+    def apply(self, snap: Snapshot) -> None:
+        snap.generation += 1
+        snap.lint, snap.identity, snap.verify, snap.history = (
+            self.lint,
+            self.identity,
+            self.verify,
+            self.history,
+        )
+        snap.state.registers = self.registers
+
+
+def frozen(state: State) -> State:
+    """A copy of the containers the checks read (cheap: references, not events), so the fold can go
+    on in one thread while the checks read in another. Its register cache starts empty."""
+    import copy
+
+    from engine.events import EventMap
+
+    copied = copy.copy(state)
+    for name in ("obligations", "units", "memory", "proposals", "unrouted_ids", "contracts"):
+        setattr(copied, name, dict(getattr(state, name)))
+    for name in ("decisions", "problems", "uncounted", "contract_problems"):
+        setattr(copied, name, list(getattr(state, name)))
+    for name in ("signals", "routings"):
+        mapping = EventMap(state.source)
+        mapping.refs = dict(getattr(state, name).refs)
+        setattr(copied, name, mapping)
+    copied.registers = None
+    return copied
+
+
+def compute_checks(ws: Workspace, state: State) -> Checks:
+    """Lint, identity verify and store verify: slower (git, hashing). `state` is the checks' own
+    (see `frozen`): nothing here writes into a state another thread reads."""
+    history = None
+    result = lint(ws, state)
+    if ws.has_stores:
+        identity = verify_identity(ws, state)
     else:  # a clone: the decisions are not here, their commits are (SPEC §16.2)
         from engine.idhistory import verify_history
 
-        snap.history = verify_history(snap.ws)
-        snap.identity = list(snap.history.files)
-    snap.verify = [f for f in findings(snap.ws, snap.state) if f.dismissed is None]
+        history = verify_history(ws)
+        identity = list(history.files)
+    verify = [f for f in findings(ws, state) if f.dismissed is None]
+    return Checks(result, identity, verify, history, state.registers)
+
+
+def refresh_checks(snap: Snapshot) -> None:
+    """The checks, run and applied in one thread (--once, screenshots, the first frame of tests)."""
+    compute_checks(snap.ws, frozen(snap.state)).apply(snap)
 
 
 def short(value: str | None, n: int = 8) -> str:
@@ -142,7 +172,17 @@ def expiry_bar(days: int, status: str, width: int = 8) -> str:
 # ---- keys: which rows a view has, in order -------------------------------------------------------
 
 
-def keys(view: str, snap: Snapshot, show_all: bool = False) -> list[str]:
+def sectioned(key: Key) -> tuple[str, str]:
+    """(section, id) of a row key: a sectioned view's RowKey, or ("", id) for the others."""
+    return (key.kind, key.ident) if isinstance(key, RowKey) else ("", key)
+
+
+def keys(view: str, snap: Snapshot, show_all: bool = False) -> list[Key]:
+    """The keys of a view in its first order (a copy: the caller may keep it)."""
+    return list(snap.cached("keys", (view, show_all), lambda: _keys(view, snap, show_all)))
+
+
+def _keys(view: str, snap: Snapshot, show_all: bool) -> list[Key]:
     state = snap.state
     if view == "obligations":
         return [k for k, ob in state.obligations.items() if show_all or ob.status == "open"]
@@ -156,29 +196,33 @@ def keys(view: str, snap: Snapshot, show_all: bool = False) -> list[str]:
     if view == "registers":
         registers = registers_of(snap.ws, state)
         queue, _ = next_up(snap.ws, state, explain=False)
-        out = [f"next:{u['id']}" for u in queue]
+        # bad store lines first: what the stores could not say is the first thing to see (§16.3)
+        out: list[Key] = [RowKey("bad", str(i)) for i in range(len(state.problems))]
+        out += [RowKey("verify", str(i)) for i in range(len(snap.verify))]
+        out += [RowKey("next", u["id"]) for u in queue]
         if snap.lint is not None:
-            out += [f"lint:{i}" for i in range(len(snap.lint.issues))]
-        out += [f"finding:{k}" for k in sorted(registers.findings)]
-        out += [f"intake:{k}" for k in sorted(registers.intake)]
-        out += [f"retro:{k}" for k in sorted(registers.retro)]
+            out += [RowKey("lint", str(i)) for i in range(len(snap.lint.issues))]
+        out += [RowKey("finding", k) for k in sorted(registers.findings)]
+        out += [RowKey("intake", k) for k in sorted(registers.intake)]
+        out += [RowKey("retro", k) for k in sorted(registers.retro)]
         return out
     if view == "identity":
         registers = registers_of(snap.ws, state)
-        out = [f"file:{c.file}" for c in snap.identity]
-        out += [f"proposal:{k}" for k in state.proposals]
-        out += [f"record:{k}" for k in sorted(registers.records)]
-        out += [f"badrecord:{i.path}" for i in registers.invalid_of("record")]  # listed, never left out
+        out = [RowKey("file", c.file) for c in snap.identity]
+        out += [RowKey("proposal", k) for k in state.proposals]
+        out += [RowKey("record", k) for k in sorted(registers.records)]
+        # listed, never left out
+        out += [RowKey("badrecord", i.path) for i in registers.invalid_of("record")]
         return out
     raise KeyError(view)
 
 
-def row(view: str, snap: Snapshot, key: str) -> list[str]:
+def row(view: str, snap: Snapshot, key: Key) -> list[str]:
     """The cells of one row, escaped: store text is never markup and never a terminal escape."""
     return [escape(c) for c in _row(view, snap, key)]
 
 
-def _row(view: str, snap: Snapshot, key: str) -> list[str]:
+def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
     state = snap.state
     if view == "obligations":
         ob = state.obligations[key]
@@ -231,8 +275,14 @@ def _row(view: str, snap: Snapshot, key: str) -> list[str]:
             s["subject"],
         ]
     if view == "registers":
-        kind, _, ident = key.partition(":")
+        kind, ident = sectioned(key)
         registers = registers_of(snap.ws, state)
+        if kind == "bad":
+            problem = state.problems[int(ident)]
+            return ["store", f"{problem.store}:{problem.line}", f"bad line: {problem.kind}", problem.message]
+        if kind == "verify":
+            finding = snap.verify[int(ident)]
+            return ["store", f"{finding.store}:{finding.line}", "verify", finding.message]
         if kind == "next":
             unit = state.units[ident]
             return ["next-up", ident, f"priority {unit.contract.priority}", unit.contract.title]
@@ -258,7 +308,7 @@ def _row(view: str, snap: Snapshot, key: str) -> list[str]:
         f = registers.intake[ident].fields
         return ["intake", ident, f["disposition"], f["title"]]
     if view == "identity":
-        kind, _, ident = key.partition(":")
+        kind, ident = sectioned(key)
         if kind == "file":
             check = next(c for c in snap.identity if c.file == ident)
             return [
@@ -286,10 +336,49 @@ def _row(view: str, snap: Snapshot, key: str) -> list[str]:
     raise KeyError(view)
 
 
+# ---- sorting: `s` cycles through a view's sorts ------------------------------------------------
+
+SEVERITY_RANK = {"critical": 0, "blocking": 1, "advisory": 2, "info": 3}
+
+
+def sort_keys(view: str, snap: Snapshot, view_keys: list[Key], sort: str) -> list[Key]:
+    """`view_keys` in the order `sort` names; the view's first sort is the order keys() gives."""
+    sorts = BY_VIEW[view].sorts
+    if not sorts or sort == sorts[0]:
+        return view_keys
+    state = snap.state
+    rank = SEVERITY_RANK
+    if view == "obligations":
+        obs = state.obligations
+        if sort == "severity":
+            return sorted(view_keys, key=lambda k: (rank.get(obs[k].severity, 9), obs[k].opened_at))
+        return sorted(view_keys, key=lambda k: (obs[k].unit or "~", obs[k].opened_at))
+    if view == "signals":
+        sig = state.signals
+        if sort == "severity":
+            return sorted(view_keys, key=lambda k: rank.get(sig[k]["reportedSeverity"], 9))
+        return sorted(view_keys, key=lambda k: sig[k].get("unit") or f"~{sig[k].get('by')}")
+    if view == "memory":
+        mem = state.memory
+        if sort == "expiry":
+            return sorted(view_keys, key=lambda k: mem[k].event["reviewBy"])
+        return sorted(view_keys, key=lambda k: mem[k].event.get("unit") or "~")
+    if view == "units":
+        units = state.units
+        if sort == "priority":
+            return sorted(view_keys, key=lambda k: (-units[k].contract.priority, k))
+        return sorted(view_keys, key=lambda k: (unit_status(state, units[k]), k))
+    return view_keys
+
+
 # ---- header counts -------------------------------------------------------------------------------
 
 
 def counts(snap: Snapshot) -> dict:
+    return snap.cached("counts", (), lambda: _counts(snap))
+
+
+def _counts(snap: Snapshot) -> dict:
     state = snap.state
     today = state.now.date()
     open_count = blocking = stale = 0
@@ -322,12 +411,26 @@ def counts(snap: Snapshot) -> dict:
     }
 
 
-def header_text(snap: Snapshot, live: str = "● live") -> str:
+def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -> str:
+    """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none."""
     c = counts(snap)
     if snap.lint is None:
         lint_part = "lint …"
     else:
         lint_part = "lint ✓" if c["lintErrors"] == 0 else f"lint ✗{c['lintErrors']}"
+    if compact:
+        parts = [
+            f"{c['blocking']} blk",
+            f"{c['held']} held",
+            f"{c['stale']} stale",
+            f"{c['expiring']} exp≤7d",
+            lint_part.replace(" ", ""),
+            f"{c['unrouted']} unrtd",
+        ]
+        if c["badLines"]:
+            parts.append(f"{c['badLines']} bad")
+        parts += [SHORT_MARKS.get(m, m) for m in trust_marks(snap.ws)]
+        return "·".join(parts) + f"·{live}"
     parts = [
         f"{c['blocking']} blocking",
         f"{c['held']} held",
@@ -340,6 +443,13 @@ def header_text(snap: Snapshot, live: str = "● live") -> str:
         parts.append(f"{c['badLines']} bad line(s)")
     parts += trust_marks(snap.ws)
     return " · ".join(parts) + f" · {live}"
+
+
+SHORT_MARKS = {
+    "stores absent: unit state unknown": "NO STORES",
+    "names unauthenticated": "names unauth",
+    "clock pinned": "clock pinned",
+}
 
 
 def trust_marks(ws: Workspace) -> list[str]:

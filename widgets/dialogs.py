@@ -4,6 +4,8 @@ dialog only collects the answer, the app makes the same engine call as the CLI.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -17,11 +19,14 @@ from engine.text import ensure_escaped, escape
 class _Dialog(ModalScreen[dict | None]):
     DEFAULT_CSS = """
     _Dialog { align: center middle; }
-    _Dialog > Vertical { width: 76; height: auto; border: thick $accent; background: $surface; padding: 1 2; }
+    _Dialog > Vertical { width: 76; height: auto; max-height: 100%; overflow-y: auto; border: thick $accent;
+                         background: $surface; padding: 1 2; }
     _Dialog Label { margin-top: 1; }
     _Dialog Horizontal { height: auto; margin-top: 1; }
     _Dialog Button { margin-right: 2; }
     _Dialog .why { color: $error; }
+    _Dialog .preview { height: auto; max-height: 14; border: round $panel-lighten-2; padding: 0 1; }
+    _Dialog .note { color: $warning; margin-top: 1; }
     """
     BINDINGS = [Binding("escape", "cancel", "cancel")]
 
@@ -34,6 +39,11 @@ class _Dialog(ModalScreen[dict | None]):
         elif event.button.id == "confirm":
             self.confirm()
 
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in a one-line field submits the dialog (its checks still apply)."""
+        event.stop()
+        self.confirm()
+
     def confirm(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
@@ -42,9 +52,7 @@ class _Dialog(ModalScreen[dict | None]):
 
 
 def _input(placeholder: str, id: str) -> Input:
-    box = Input(placeholder=placeholder, id=id)
-    box.cursor_blink = False  # steady cursor: snapshots do not depend on timing
-    return box
+    return Input(placeholder=placeholder, id=id)
 
 
 class ResolveDialog(_Dialog):
@@ -119,16 +127,20 @@ class RetractDialog(_Dialog):
 class DecideDialog(_Dialog):
     """A recovery decision on a unit: the action and its rationale."""
 
-    def __init__(self, unit_id: str, actions: tuple[str, ...]) -> None:
+    def __init__(
+        self, unit_id: str, actions: tuple[str, ...], preview: Callable[[str], list[str]] | None = None
+    ) -> None:
         super().__init__()
         self.unit_id = unit_id
         self.actions = actions
+        self.preview = preview
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text(f"Recovery decision for unit {self.unit_id}", style="bold"))
             yield Label("Action")
             yield Select([(a, a) for a in self.actions], id="action", prompt="choose an action")
+            yield Static(Text("choose an action to see what it changes"), id="preview", classes="preview")
             yield Label("Rationale")
             yield _input("why", "rationale")
             yield Static("", id="why", classes="why")
@@ -145,20 +157,38 @@ class DecideDialog(_Dialog):
             return
         self.dismiss({"action": action, "rationale": rationale})
 
+    def on_select_changed(self, event: Select.Changed) -> None:
+        """Which obligations the chosen action changes and what it opens, before anything is written."""
+        value = event.value
+        if self.preview is None or not isinstance(value, str):
+            return
+        text = "\n".join(ensure_escaped(line) for line in self.preview(value))
+        self.query_one("#preview", Static).update(Text(text))
+
 
 class ProposalDialog(_Dialog):
-    """Accept or reject a proposal, with a rationale."""
+    """Accept or reject a proposal, with a rationale; accepting says it commits, and shows the diff."""
 
-    def __init__(self, proposal_id: str, verdict: str, summary: str) -> None:
+    def __init__(self, proposal_id: str, verdict: str, summary: str, review: list[str] | None = None) -> None:
         super().__init__()
         self.proposal_id = proposal_id
         self.verdict = verdict
         self.summary = escape(summary)  # store text: shown as characters, never acted on
+        self.review = review or []
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text(f"{self.verdict.capitalize()} proposal {self.proposal_id}", style="bold"))
             yield Static(Text(self.summary))
+            if self.verdict == "accept":
+                yield Static(
+                    Text("Accepting writes the file and commits it to git, signed by you (Authorized-by)."),
+                    classes="note",
+                    id="commits",
+                )
+            if self.review:
+                with VerticalScroll(classes="preview", id="diff"):
+                    yield Static(Text("\n".join(ensure_escaped(line) for line in self.review)))
             yield Label("Rationale")
             yield _input("why", "rationale")
             yield Static("", id="why", classes="why")
@@ -170,6 +200,33 @@ class ProposalDialog(_Dialog):
             self.query_one("#why", Static).update("a rationale is required")
             return
         self.dismiss({"rationale": rationale})
+
+
+class AckDialog(_Dialog):
+    """Acknowledge a finding: the ack line is written into the entry and committed, signed."""
+
+    def __init__(self, finding_id: str, summary: str, path: str) -> None:
+        super().__init__()
+        self.finding_id = finding_id
+        self.summary = escape(summary)
+        self.path = escape(path)
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(f"Acknowledge finding {self.finding_id}", style="bold"))
+            yield Static(Text(self.summary))
+            yield Static(
+                Text(
+                    f"Writes a dated ack line into {self.path} and commits it (Authorized-by: you, signed)."
+                ),
+                classes="note",
+                id="commits",
+            )
+            yield Static("", id="why", classes="why")
+            yield self.buttons("Acknowledge")
+
+    def confirm(self) -> None:
+        self.dismiss({})
 
 
 class TextScreen(ModalScreen[None]):

@@ -1,12 +1,14 @@
 """A line-based virtual table: it formats only the rows on screen, so 100,000 rows cost what 40 do.
 
-Columns have fixed widths (no cell measuring); the last column takes the rest. Cells are plain
-text turned into segments, never parsed as markup.
+Columns have fixed widths and priorities (widgets.columns): when the table is narrow the least
+important drop, and the flexible column takes the rest. Cells are cut with `…` by terminal cells
+(a wide character takes two); they are plain text turned into segments, never parsed as markup.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
@@ -17,7 +19,10 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-RowSource = Callable[[str], list[str]]
+from widgets.columns import Column, line
+
+RowKey = Hashable  # the app's typed row keys: the table only compares them
+RowSource = Callable[[Any], list[str]]
 
 
 class LineTable(ScrollView, can_focus=True):
@@ -42,31 +47,30 @@ class LineTable(ScrollView, can_focus=True):
     cursor = reactive(0, always_update=True, init=False)
 
     class Highlighted(Message):
-        def __init__(self, table: LineTable, key: str | None) -> None:
-            super().__init__()
-            self.table = table
-            self.key = key
-
-    class Chosen(Message):
-        def __init__(self, table: LineTable, key: str | None) -> None:
+        def __init__(self, table: LineTable, key: RowKey | None) -> None:
             super().__init__()
             self.table = table
             self.key = key
 
     def __init__(
-        self, columns: list[tuple[str, int]], *, name: str | None = None, id: str | None = None
+        self, columns: tuple[Column, ...], *, name: str | None = None, id: str | None = None
     ) -> None:
         super().__init__(name=name, id=id)
         self.columns = columns
-        self.keys: list[str] = []
+        self.keys: list[Any] = []
         self.render_row: RowSource = lambda key: [key]
 
     # ---- data ------------------------------------------------------------------------------------
     def set_rows(
-        self, keys: list[str], render_row: RowSource, columns: list[tuple[str, int]] | None = None
+        self,
+        keys: list[Any],
+        render_row: RowSource,
+        columns: tuple[Column, ...] | None = None,
+        select: RowKey | None = None,
     ) -> None:
-        """Replace the keys (cheap: nothing is formatted here); the cursor stays on its key."""
-        current = self.current_key
+        """Replace the keys (cheap: nothing is formatted here); the cursor stays on its key (or
+        goes to `select` when that key is among them)."""
+        current = select if select is not None and select in keys else self.current_key
         if columns is not None:
             self.columns = columns
         self.keys = keys
@@ -79,14 +83,14 @@ class LineTable(ScrollView, can_focus=True):
             self.cursor = min(self.cursor, max(0, len(keys) - 1))
         self.refresh()
 
-    def append_rows(self, keys: list[str]) -> None:
+    def append_rows(self, keys: list[Any]) -> None:
         """New rows at the end: only the size changes; on-screen rows redraw on demand."""
         self.keys.extend(keys)
         self.virtual_size = Size(self._width(), len(self.keys) + 1)
         self.refresh()
 
     @property
-    def current_key(self) -> str | None:
+    def current_key(self) -> Any:
         if 0 <= self.cursor < len(self.keys):
             return self.keys[self.cursor]
         return None
@@ -121,21 +125,15 @@ class LineTable(ScrollView, can_focus=True):
         if 0 <= index < len(self.keys) and event.y >= 1:
             self.cursor = index
 
-    def key_enter(self) -> None:
-        self.post_message(self.Chosen(self, self.current_key))
-
     # ---- drawing ---------------------------------------------------------------------------------
     def _line(self, cells: list[str], width: int) -> str:
-        parts = []
-        for (_, w), cell in zip(self.columns, cells, strict=False):
-            parts.append(cell[:w].ljust(w) if w else cell)
-        return " " + "  ".join(parts)
+        return line(self.columns, cells, width)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         scroll_x = round(self.scroll_x)
         if y == 0:
-            text = self._line([title for title, _ in self.columns], width)
+            text = self._line([c.title for c in self.columns], width)
             style = self.get_component_rich_style("linetable--header")
         else:
             index = round(self.scroll_y) + y - 1

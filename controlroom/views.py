@@ -1,0 +1,137 @@
+"""One definition per view of the control room: its key, title, columns (with priorities and minimum
+widths), sorts and actions. Tabs, bindings, `?` help, the palette and `--once` are generated from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple, TypeAlias
+
+from widgets.columns import Column
+
+__all__ = ["Column", "View", "VIEW_DEFS", "BY_VIEW", "VIEWS", "TITLES", "RowKey", "Key"]
+
+
+class RowKey(NamedTuple):
+    """A row of a sectioned view (Registers, Identity): its section (`bad`, `verify`, `next`,
+    `lint`, `finding`, `intake`; `file`, `proposal`, `record`) and the id within it."""
+
+    kind: str
+    ident: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.ident}"
+
+
+# the other views' rows are keyed by the id itself (obligation, unit, memory entry, signal)
+Key: TypeAlias = str | RowKey
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    key: str
+    title: str
+    columns: tuple[Column, ...]
+    sorts: tuple[str, ...] = ()  # `s` cycles through them; the first is the log's own order
+    actions: tuple[str, ...] = ()  # names in controlroom.actions.ACTIONS
+    lifecycle: str = "the whole history of the row"
+
+
+VIEW_DEFS: tuple[View, ...] = (
+    View(
+        "obligations",
+        "1",
+        "Obligations",
+        (
+            Column("id", 8),
+            Column("unit", 14, 2),
+            Column("severity", 8),
+            Column("blocks", 6, 4),
+            Column("age", 4, 1),
+            Column("status", 9, 3),
+            Column("subject", 0, 0, 16),
+        ),
+        sorts=("age", "severity", "unit"),
+        actions=("resolve",),
+        lifecycle="signal → routed → opened → dispositioned",
+    ),
+    View(
+        "units",
+        "2",
+        "Units",
+        (
+            Column("id", 24),
+            Column("type", 10, 3),
+            Column("status", 11),
+            Column("held", 4, 1),
+            Column("prio", 4, 4),
+            Column("held by", 18, 2),
+            Column("title", 0, 0, 12),
+        ),
+        sorts=("id", "priority", "status"),
+        actions=("decide",),
+        lifecycle="dispatched → held → closed",
+    ),
+    View(
+        "memory",
+        "3",
+        "Memory",
+        (
+            Column("id", 8),
+            Column("status", 9, 2),
+            Column("left", 13),
+            Column("review-by", 10, 3),
+            Column("unit", 6, 4),
+            Column("scope", 12, 5),
+            Column("subject: note", 0, 0, 16),
+        ),
+        sorts=("age", "expiry", "unit"),
+        actions=("retract",),
+        lifecycle="recorded → expired or retracted",
+    ),
+    View(
+        "signals",
+        "4",
+        "Signals",
+        (
+            Column("id", 8),
+            Column("from", 12, 2),
+            Column("reported", 8, 3),
+            Column("derived", 8, 1),
+            Column("outcome", 11),
+            Column("subject", 0, 0, 16),
+        ),
+        sorts=("age", "severity", "unit"),
+        lifecycle="reported → routed → the obligations it opened",
+    ),
+    View(
+        "registers",
+        "5",
+        "Registers",
+        (
+            Column("register", 8, 2),
+            Column("id", 24, 0),
+            Column("state", 20, 0),
+            Column("title / message", 0, 0, 12),
+        ),
+        actions=("ack",),
+        lifecycle="the entry, its fields and body",
+    ),
+    View(
+        "identity",
+        "6",
+        "Identity",
+        (
+            Column("kind", 8, 2),
+            Column("id", 34, 0),
+            Column("state", 26, 0),
+            Column("detail", 0, 0, 12),
+        ),
+        actions=("accept", "reject"),
+        lifecycle="proposed → decided, with the diff",
+    ),
+)
+BY_VIEW = {v.name: v for v in VIEW_DEFS}
+VIEWS = tuple(v.name for v in VIEW_DEFS)
+TITLES = {v.name: v.title for v in VIEW_DEFS}

@@ -1,0 +1,575 @@
+"""The control room, second cut (issue 14): it never blocks, never shows a stale state, and keeps
+the operator's habits. Each test here failed on the first cut."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from datetime import timedelta
+
+import pytest
+from rich.cells import cell_len
+
+from controlroom.app import WAITING, ControlRoom
+from controlroom.demo import build
+from controlroom.views import RowKey
+from engine import clock
+from engine.actors import Actor
+from engine.proposals import propose
+from engine.signals import report_intelligence
+from engine.workspace import Workspace
+from tests.helpers import NOW, REGULATOR, clean_env
+
+SIZE = (150, 42)
+
+
+@pytest.fixture
+def demo(tmp_path, monkeypatch) -> Workspace:
+    monkeypatch.setenv("REGULATOR_NOW", NOW)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    return build(tmp_path / "fleet-repo", clock_mode="pinned")
+
+
+def run(app: ControlRoom, script, size: tuple[int, int] = SIZE) -> None:
+    async def main() -> None:
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            await script(pilot)
+
+    asyncio.run(main())
+
+
+async def until(pilot, condition, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        await pilot.pause(0.05)
+    return True
+
+
+def line(app: ControlRoom, y: int) -> str:
+    return app.table.render_line(y).text
+
+
+def header(app: ControlRoom) -> str:
+    return str(app._topbar.render())
+
+
+def notes(app: ControlRoom) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+def signal(ws: Workspace, subject: str, severity: str = "blocking", affects: list[str] | None = None) -> None:
+    report_intelligence(
+        ws,
+        {
+            "subject": subject,
+            "claim": "c",
+            "observation": "o",
+            "evidence": ["e"],
+            "confidence": "high",
+            "reportedSeverity": severity,
+            "affectedUnits": affects or [],
+        },
+        Actor(person="alice"),
+    )
+
+
+def test_a_signal_reported_while_no_room_was_open_shows_routed(demo):
+    signal(demo, "vendor/leftpad2.js", "blocking", ["u4"])
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen = {}
+
+    async def script(pilot):
+        assert await until(pilot, lambda: "0 unrouted" in header(app)), header(app)
+        seen["header"] = header(app)
+        await pilot.press("2")
+        seen["u4"] = line(app, app.table.keys.index("u4") + 1)
+        await pilot.press("1")
+        seen["rows"] = [line(app, y) for y in range(1, len(app.table.keys) + 1)]
+
+    run(app, script)
+    assert "3 blocking" in seen["header"] and "3 held" in seen["header"]
+    assert "■" in seen["u4"]  # the unit shows its hold
+    assert any("vendor/leftpad2.js" in row and "u4" in row for row in seen["rows"])
+
+
+HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_keys_work_while_another_process_holds_the_decide_lock(demo):
+    app = ControlRoom(demo, "alice", background_checks=False)
+    seen = {}
+
+    async def script(pilot):
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(demo.state_dir / "decide.lock"), "4"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert holder.stdout.readline().strip() == "held"
+            signal(demo, "arrives while locked", "advisory", ["u4"])
+            assert await until(pilot, lambda: app.waiting), "the room never said it was waiting"
+            seen["header"] = header(app)
+            seen["status"] = str(app._status.render())
+            await pilot.press("2")
+            await pilot.press("down")
+            await pilot.pause()
+            seen["view"] = app.view
+            seen["cursor"] = app.table.cursor
+            seen["holder alive"] = holder.poll() is None
+        finally:
+            holder.wait(timeout=20)
+        assert await until(pilot, lambda: "0 unrouted" in header(app))
+        seen["after"] = header(app)
+        seen["waiting after"] = app.waiting
+
+    run(app, script)
+    assert "waiting" in seen["header"] and WAITING in seen["status"]
+    assert seen["view"] == "units" and seen["cursor"] == 1 and seen["holder alive"]
+    assert WAITING not in seen["after"] and seen["waiting after"] is False
+
+
+def test_enter_opens_the_lifecycle_once(demo):
+    app = ControlRoom(demo, "alice", watch=False)
+    seen = {}
+
+    async def script(pilot):
+        await pilot.press("enter")
+        await pilot.pause()
+        seen["depth"] = len(app.screen_stack)
+        await pilot.press("escape")
+        await pilot.pause()
+        seen["after esc"] = len(app.screen_stack)
+        await pilot.press("enter")
+        await pilot.press("q")
+        await pilot.pause()
+        seen["after q"] = len(app.screen_stack)
+
+    run(app, script)
+    assert seen == {"depth": 2, "after esc": 1, "after q": 1}
+
+
+def test_a_commit_refreshes_lint(demo):
+    git = ["git", "-C", str(demo.root), "-c", "user.name=x", "-c", "user.email=x@example.invalid"]
+    subprocess.run([*git, "checkout", "-q", "-b", "work"], check=True)
+    finding = demo.root / "findings" / "F-alert-path-dead.md"
+    app = ControlRoom(demo, "alice")
+    seen = {}
+
+    def lint_rows() -> str:  # what the Registers view's lint rows say (their lifecycle, in full)
+        issues = app.snap.lint.issues if app.snap.lint else []
+        return "\n".join(i.message for i in issues if i.code == "unauthorized-change")
+
+    async def script(pilot):
+        await pilot.press("5")
+        assert await until(pilot, lambda: "lint ✓" in header(app))
+        finding.write_text(finding.read_text().replace("resolved: false", "resolved: true"))
+        assert await until(pilot, lambda: "uncommitted change" in lint_rows()), lint_rows()
+        seen["before"] = header(app)
+        subprocess.run([*git, "commit", "-q", "-am", "resolve it"], check=True)  # only .git changes
+        seen["refreshed"] = await until(pilot, lambda: "changed since trunk" in lint_rows())
+        seen["rows"] = lint_rows()
+
+    run(app, script)
+    assert "lint ✗1" in seen["before"]
+    assert seen["refreshed"], seen["rows"]
+
+
+def test_the_clock_ticks_between_store_changes(demo):
+    now = [clock.parse_time(NOW)]
+    app = ControlRoom(
+        demo, "alice", watch=False, background_checks=False, now=lambda: now[0], tick_seconds=0.05
+    )
+    seen = {}
+
+    async def script(pilot):
+        seen["before"] = line(app, 1)
+        now[0] += timedelta(minutes=4)
+        assert await until(pilot, lambda: " 4m " in line(app, 1))
+        now[0] += timedelta(days=26)  # the 5-day memory entry expires; the 30-day one comes within 7
+        assert await until(pilot, lambda: "26d" in line(app, 1))
+        seen["header"] = header(app)
+        await pilot.press("3")
+        seen["memory"] = [line(app, y) for y in range(1, 4)]
+
+    run(app, script)
+    assert " 0s " in seen["before"]
+    assert "1 expiring ≤7d" in seen["header"]
+    assert any("expired" in row for row in seen["memory"]) and any("4d!" in row for row in seen["memory"])
+
+
+def test_cells_are_cut_with_an_ellipsis_by_terminal_cells(demo):
+    from engine.obligations import resolve
+
+    signal(demo, "漢字漢字 wide subject that is long enough to be cut at eighty columns", "advisory", ["u4"])
+    from engine.load import load
+    from engine.router import route
+
+    route(demo)
+    target = next(o for o in load(demo).obligations.values() if o.unit == "u3" and o.severity == "advisory")
+    resolve(demo, target.id, "alice", "accepted-risk", "known")
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen = {}
+
+    async def script(pilot):
+        await pilot.press("a")  # resolved rows too
+        seen["rows"] = [line(app, y) for y in range(1, len(app.table.keys) + 1)]
+        await pilot.press("2")
+        seen["units"] = [line(app, y) for y in range(1, len(app.table.keys) + 1)]
+
+    run(app, script, size=(80, 24))
+    resolved = next(row for row in seen["rows"] if target.id[:8] in row)
+    assert "accepted…" in resolved  # not "accepted-"
+    wide = next(row for row in seen["rows"] if "漢字" in row)
+    assert cell_len(wide) == 80 and wide.rstrip().endswith("…")
+    assert any(
+        "release-hardening/manif…" in row or "release-hardening/manifest" in row for row in seen["units"]
+    )
+
+
+def test_a_wide_character_does_not_shift_the_columns_after_it(tmp_path):
+    from textual.app import App
+
+    from widgets.columns import Column
+    from widgets.table import LineTable
+
+    columns = (Column("a", 6), Column("b", 4), Column("c", 0, 0, 4))
+    rows = {"k1": ["漢字漢字漢字", "x", "end"], "k2": ["ab", "x", "end"]}
+
+    class One(App):
+        def compose(self):
+            table = LineTable(columns)
+            table.set_rows(list(rows), lambda key: rows[key])
+            yield table
+
+    app = One()
+    seen = {}
+
+    async def main():
+        async with app.run_test(size=(40, 5)) as pilot:
+            await pilot.pause()
+            table = app.query_one(LineTable)
+            seen["lines"] = [table.render_line(y).text for y in (1, 2)]
+
+    asyncio.run(main())
+    first, second = seen["lines"]
+    assert first.startswith(" 漢字…   x")
+    column_b = [cell_len(text[: text.index("x")]) for text in (first, second)]
+    assert column_b[0] == column_b[1] == 9
+
+
+def test_the_cli_plain_table_cuts_by_cells(capsys):
+    from controlroom.printing import table
+
+    table(["name", "kind", "note"], [["漢" * 30, "a", "x"], ["plain", "b", "y"]])
+    lines = capsys.readouterr().out.splitlines()
+    widths = [cell_len(text[: text.index(kind)]) for text, kind in zip(lines[1:], "ab", strict=True)]
+    assert widths[0] == widths[1] == 42  # 40 cells, then two spaces: aligned whatever the width
+    assert "…" in lines[1]
+
+
+def add_bob(ws: Workspace) -> None:
+    from tests.test_controlroom import add_bob as add
+
+    add(ws)
+
+
+def test_a_disabled_key_explains_itself(demo):
+    add_bob(demo)
+    app = ControlRoom(demo, "bob", watch=False, background_checks=False)
+    seen = {}
+
+    async def script(pilot):
+        await pilot.press("r")
+        await pilot.pause()
+        seen["notes"] = notes(app)
+        seen["screens"] = len(app.screen_stack)
+
+    run(app, script)
+    assert seen["screens"] == 1
+    assert any("bob may not resolve blocking" in n for n in seen["notes"]), seen["notes"]
+
+
+def test_enter_in_a_one_line_field_submits(demo):
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    before = len(demo.store("signals").read().events)
+
+    async def script(pilot):
+        from textual.widgets import Select
+
+        await pilot.press("r")
+        app.screen.query_one(Select).value = "accepted-risk"
+        await pilot.click("#rationale")
+        await pilot.press(*"known", "enter")
+        assert await until(pilot, lambda: len(demo.store("signals").read().events) == before + 1)
+        assert len(app.screen_stack) == 1
+
+    run(app, script)
+    assert demo.store("signals").read().events[-1]["disposition"] == "accepted-risk"
+
+
+def test_filter_as_you_type_and_cursor_kept_per_view(demo):
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen = {}
+
+    async def script(pilot):
+        await pilot.press("2", "down", "down")
+        seen["units cursor"] = app.table.current_key
+        await pilot.press("1", "slash", *"upstream")
+        await pilot.pause()
+        seen["typed"] = len(app.table.keys)  # no Enter yet
+        await pilot.press("enter", "2")
+        seen["units back"] = app.table.current_key
+        seen["units rows"] = len(app.table.keys)
+        await pilot.press("1")
+        seen["kept"] = (len(app.table.keys), app.filter_text)
+
+    run(app, script)
+    assert seen["typed"] == 1
+    assert seen["units back"] == seen["units cursor"] and seen["units rows"] == 8
+    assert seen["kept"] == (1, "upstream")
+
+
+def test_s_cycles_the_sort(demo):
+    signal(demo, "a late blocking signal", "blocking", ["u4"])
+    from engine.router import route
+
+    route(demo)
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen = []
+
+    async def script(pilot):
+        for _ in range(3):
+            seen.append([app.snap.state.obligations[k].severity for k in app.table.keys])
+            seen.append([app.snap.state.obligations[k].unit for k in app.table.keys])
+            seen.append(str(app._tabs.render()))
+            await pilot.press("s")
+
+    run(app, script)
+    assert "sort: age" in seen[2] and "sort: severity" in seen[5] and "sort: unit" in seen[8]
+    assert seen[0] == ["blocking", "blocking", "advisory", "blocking"]  # the log's order
+    assert seen[3] == ["blocking", "blocking", "blocking", "advisory"]
+    assert seen[7] == ["u1", "u3", "u3", "u4"] and seen[6][1:3] == ["blocking", "advisory"]
+
+
+def test_the_decision_dialog_previews_what_changes(demo):
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen = {}
+
+    async def script(pilot):
+        from textual.widgets import Select
+
+        await pilot.press("2")
+        app.table.cursor = app.table.keys.index("u3")
+        await pilot.pause()
+        await pilot.press("d")
+        await pilot.pause()
+        app.screen.query_one(Select).value = "pause"
+        await pilot.pause()
+        seen["pause"] = str(app.screen.query_one("#preview").render())
+        app.screen.query_one(Select).value = "retry"
+        await pilot.pause()
+        seen["retry"] = str(app.screen.query_one("#preview").render())
+
+    run(app, script)
+    assert "2 open obligation(s) of u3 owed to S3 become escalated" in seen["pause"]
+    assert "vendor/left-pad.js" in seen["pause"] and "upstream statement API" in seen["pause"]
+    assert "opens a new blocking obligation on u3" in seen["pause"]
+    assert "become rework" in seen["retry"] and "opens nothing" in seen["retry"]
+
+
+def test_the_accept_dialog_says_it_commits_and_shows_a_diff(demo):
+    path = "regulator/policy/routing.yaml"
+    text = (demo.root / path).read_text()
+    propose(demo, path, (text + "# a comment line\n").encode(), "document it", Actor(person="alice"))
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen = {}
+
+    async def script(pilot):
+        await pilot.press("6")
+        app.table.cursor = next(
+            i for i, k in enumerate(app.table.keys) if getattr(k, "kind", "") == "proposal"
+        )
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        seen["commits"] = str(app.screen.query_one("#commits").render())
+        seen["diff"] = "\n".join(str(s.render()) for s in app.screen.query("#diff Static"))
+
+    run(app, script)
+    assert "commits it to git" in seen["commits"]
+    assert "+# a comment line" in seen["diff"] and "@@" in seen["diff"]
+
+
+def test_ack_from_the_registers_view_commits(demo):
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    finding = demo.root / "findings" / "F-alert-path-dead.md"
+
+    async def script(pilot):
+        await pilot.press("5")
+        app.table.cursor = app.table.keys.index(RowKey("finding", "F-alert-path-dead"))
+        await pilot.pause()
+        await pilot.press("c")
+        await pilot.pause()
+        assert "commits" in str(app.screen.query_one("#commits").render())
+        await pilot.click("#confirm")
+        assert await until(pilot, lambda: any("acknowledged" in n for n in notes(app))), notes(app)
+
+    run(app, script)
+    assert 'ack: "2026-11-29 alice"' in finding.read_text()
+    log = subprocess.run(
+        ["git", "-C", str(demo.root), "log", "-1", "--format=%B"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "registry: ack F-alert-path-dead by alice" in log and "Authorized-by: alice" in log
+
+
+def test_bad_store_lines_have_a_section(demo):
+    with open(demo.store("memory").path, "ab") as handle:
+        handle.write(b"not json at all\n")
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen = {}
+
+    async def script(pilot):
+        await pilot.press("5")
+        seen["first"] = line(app, 1)
+        await pilot.press("enter")
+        await pilot.pause()
+        seen["life"] = "\n".join(app.screen.lines)
+
+    run(app, script)
+    assert "memory.ndjson:" in seen["first"] and "bad line" in seen["first"]
+    assert "line skipped" in seen["life"]
+
+
+def test_the_palette_screenshot_saves_a_file(demo, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+
+    async def script(pilot):
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Screenshot")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        assert await until(pilot, lambda: list(tmp_path.glob("regulator-*.svg")))
+
+    run(app, script)
+    saved = list(tmp_path.glob("regulator-obligations-*.svg"))
+    assert len(saved) == 1 and "<svg" in saved[0].read_text()
+
+
+def test_at_80_by_24_nothing_important_is_lost(demo):
+    path = "regulator/policy/routing.yaml"
+    propose(demo, path, (demo.root / path).read_bytes() + b"# x\n", "pending one", Actor(person="alice"))
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen = {}
+
+    async def script(pilot):
+        seen["header"] = header(app)
+        seen["obligations"] = line(app, 1)
+        seen["pane"] = app._detail.display
+        await pilot.press("p")
+        seen["pane after p"] = app._detail.display
+        await pilot.press("p", "6")
+        seen["identity"] = [line(app, y) for y in range(1, len(app.table.keys) + 1)]
+
+    run(app, script, size=(80, 24))
+    for part in ("2 blk", "2 held", "0 stale", "1 exp≤7d", "lint✓", "0 unrtd", "○"):  # ○: not watching
+        assert part in seen["header"], seen["header"]
+    assert "vendor/left-pad" in seen["obligations"]
+    assert seen["pane"] is False and seen["pane after p"] is True
+    assert any("pending" in row for row in seen["identity"])
+    assert any("as decided" in row for row in seen["identity"])
+
+
+def test_check_action_before_the_first_frame(demo):
+    app = ControlRoom(demo, "alice", watch=False)
+    assert app.check_action("act", ("resolve",)) is True  # not yet mounted: no table to ask
+    assert app.check_action("act", ("retract",)) is False  # another view's action
+
+
+def test_once_json_carries_memory_signals_and_obligation_times(demo):
+    signal(demo, "unrouted until once", "advisory", ["u4"])
+    env = clean_env(REGULATOR_NOW=NOW, REGULATOR_SIGNING_KEY=str(demo.root / ".demo-keys" / "alice"))
+    done = subprocess.run(
+        [REGULATOR, "--root", str(demo.root), "controlroom", "--once", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    data = json.loads(done.stdout)
+    assert {"counts", "status", "obligations", "lint", "nextUp", "exitReasons", "exitCode"} <= set(data)
+    assert data["routed"] == 1
+    ob = next(o for o in data["obligations"] if o["unit"] == "u4")
+    assert ob["subject"] == "unrouted until once" and ob["opened"] == NOW
+    soon = next(m for m in data["memory"] if m["subject"] == "package mirror")
+    assert soon["daysLeft"] == 5 and soon["status"] == "current"
+    assert {s["outcome"] for s in data["signals"]} == {"obligations"} and len(data["signals"]) == 3
+    done = subprocess.run(
+        [REGULATOR, "--root", str(demo.root), "controlroom", "--once"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert "routed: nothing was unrouted" in done.stdout.splitlines()[1]
+
+
+def test_a_large_view_is_filtered_and_sorted_in_a_worker(demo, monkeypatch):
+    import controlroom.app as room
+
+    monkeypatch.setattr(room, "ARRANGE_INLINE", 0)  # the demo's three rows count as many
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen = {}
+
+    async def script(pilot):
+        await pilot.press("slash", *"upstream")
+        seen["filtered"] = await until(pilot, lambda: len(app.table.keys) == 1)
+        seen["status"] = str(app._status.render())
+        await pilot.press("escape", "s", "s")
+        seen["sorted"] = await until(pilot, lambda: app._arranging is None and len(app.table.keys) == 3)
+        seen["rows"] = "sort: unit" in str(app._tabs.render())
+
+    run(app, script)
+    assert seen["filtered"] and seen["sorted"] and seen["rows"]
+    assert "filtering and sorting" not in seen["status"]
+
+
+def test_quitting_never_waits_for_another_writer(demo):
+    app = ControlRoom(demo, "alice", background_checks=False)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(demo.state_dir / "decide.lock"), "15"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    seen = {}
+
+    async def script(pilot):
+        assert holder.stdout.readline().strip() == "held"
+        signal(demo, "arrives while locked", "advisory", ["u4"])
+        seen["waiting"] = await until(pilot, lambda: app.waiting)
+        seen["left"] = time.monotonic()
+
+    try:
+        run(app, script)
+        closed = time.monotonic() - seen["left"]
+        still_held = holder.poll() is None
+    finally:
+        holder.kill()
+        holder.wait()
+    assert seen["waiting"] and still_held
+    assert closed < 5, f"the room took {closed:.1f} s to close"
+    events = demo.store("signals").read().events
+    late = next(e["id"] for e in events if e.get("subject") == "arrives while locked")
+    assert not any(e.get("kind") == "routing" and e.get("signal") == late for e in events)  # abandoned
