@@ -323,8 +323,13 @@ class ControlRoom(App):
             ident = key.partition(":")[2]
             proposal = state.proposals[ident]
             verdict = "accept" if name == "accept" else "reject"
+            replay = []  # accepting a routing policy: what it would have changed (SPEC §20)
+            if verdict == "accept" and proposal["file"] == "regulator/policy/routing.yaml":
+                from engine.whatif import proposal_replay
+
+                replay = proposal_replay(self.ws, proposal["content"], state)
             self.push_screen(
-                ProposalDialog(ident, verdict, f"{proposal['file']}: {proposal['rationale']}"),
+                ProposalDialog(ident, verdict, f"{proposal['file']}: {proposal['rationale']}", replay),
                 lambda r: self._proposal(ident, verdict, r),
             )
 

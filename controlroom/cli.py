@@ -379,25 +379,7 @@ def signals_report(
         out(f"reported signal {event['id']} (not yet routed; `regulator signals route`)")
 
 
-@signals_app.command("route")
-def signals_route(as_json: JsonFlag = False) -> None:
-    """Run the router by hand: one routing record per signal not yet routed."""
-    from engine.router import route
-
-    ws, _ = workspace()
-    records = route(ws)
-    if as_json:
-        emit_json(
-            [
-                {k: r[k] for k in ("signal", "derivedSeverity", "outcome", "reason")}
-                | {"obligations": [o["id"] for o in r["obligations"]]}
-                for r in records
-            ]
-        )
-        return
-    for r in records:
-        out(f"{r['signal']}: {r['outcome']} — {escape(r['reason'])}")
-    out(f"routed {len(records)} signal(s)")
+# `signals route` (with its what-if flags, SPEC §20) lives in controlroom/cli_whatif.py
 
 
 # ---- obligations -------------------------------------------------------------------------------
@@ -723,7 +705,7 @@ def run() -> None:
 
 def _register_commands() -> None:
     """Commands that live in their own modules add themselves to `app` on import."""
-    from controlroom import cli_more, cli_registry, cli_room  # noqa: F401
+    from controlroom import cli_more, cli_registry, cli_room, cli_whatif  # noqa: F401
 
 
 _register_commands()

@@ -4,7 +4,7 @@ expired or retracted; unit dispatched → held → closed. Plain lines; store te
 
 from __future__ import annotations
 
-from controlroom.readmodel import Snapshot
+from controlroom.readmodel import Snapshot, evidence
 from engine.decisions import decision_of, review
 from engine.ladder import registers_of
 from engine.state import days_left, history, is_stale, memory_status, unit_status
@@ -131,6 +131,11 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
         yield f"  subject: {escape(e['subject'])}"
         yield f"  note: {escape(e['note'])}"
         yield f"  evidence: {escape('; '.join(e.get('evidence') or []))}"
+        fresh = evidence(snap, key)
+        if fresh.status == "changed":
+            yield f"  evidence changed since {escape(e.get('revision'))}: {escape(', '.join(fresh.changed_paths))}"
+        else:
+            yield f"  evidence {fresh.status}{': ' + fresh.why if fresh.why else ' at HEAD'}"
         yield f"  scope: {escape(', '.join(e.get('scope') or []) or 'every unit')} · review by {e['reviewBy']}"
         status = memory_status(entry, today)
         if entry.retraction:

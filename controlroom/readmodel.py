@@ -89,16 +89,27 @@ class Snapshot:
     known: bool = True  # the stores are here: without them (a clone) unit state is unknown (§16.2)
     history: object = None  # without the stores: identity judged by git history (idhistory.HistoryVerdict)
     _memory_counts: tuple = ()  # (memory cursor, today, expiring): memory is counted once per change
+    _evidence: dict | None = None  # entry id -> engine.freshness.Freshness, checked on first use
 
     def derive(self) -> None:
         """Recompute the indexes every row reads (cheap, one pass each)."""
         self.known = self.ws.has_stores
+        self._evidence = None  # checked again (one git pass, cached by HEAD) when next shown
         self.holds = holds_index(self.state)
         self.stale = stale_knowledge(self.ws, self.state)
         try:
             self.policy = self.ws.interaction()
         except RegulatorError:
             self.policy = None
+
+
+def evidence(snap: Snapshot, entry_id: str):
+    """Whether the files a memory entry cites changed since it was recorded (SPEC §20)."""
+    from engine import freshness
+
+    if snap._evidence is None:
+        snap._evidence = freshness.check(snap.ws.root, (e.event for e in snap.state.memory.values()))
+    return snap._evidence.get(entry_id, freshness.NO_PATH)
 
 
 def snapshot(ws: Workspace, person: str | None = None, with_checks: bool = True) -> Snapshot:
@@ -222,7 +233,8 @@ def _row(view: str, snap: Snapshot, key: str) -> list[str]:
             e["reviewBy"],
             e.get("unit") or "?",
             ",".join(e.get("scope") or []) or "every unit",
-            f"{e['subject']}: {e['note']}",
+            ("⚠ evidence changed · " if evidence(snap, key).status == "changed" else "")
+            + f"{e['subject']}: {e['note']}",
         ]
     if view == "signals":
         s = state.signals[key]

@@ -22,6 +22,7 @@ class _Dialog(ModalScreen[dict | None]):
     _Dialog Horizontal { height: auto; margin-top: 1; }
     _Dialog Button { margin-right: 2; }
     _Dialog .why { color: $error; }
+    _Dialog .replay { height: auto; max-height: 16; margin-top: 1; }
     """
     BINDINGS = [Binding("escape", "cancel", "cancel")]
 
@@ -149,16 +150,20 @@ class DecideDialog(_Dialog):
 class ProposalDialog(_Dialog):
     """Accept or reject a proposal, with a rationale."""
 
-    def __init__(self, proposal_id: str, verdict: str, summary: str) -> None:
+    def __init__(self, proposal_id: str, verdict: str, summary: str, replay: list[str] | None = None) -> None:
         super().__init__()
         self.proposal_id = proposal_id
         self.verdict = verdict
         self.summary = escape(summary)  # store text: shown as characters, never acted on
+        self.replay = [ensure_escaped(line) for line in replay or []]  # a routing policy's replay
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text(f"{self.verdict.capitalize()} proposal {self.proposal_id}", style="bold"))
             yield Static(Text(self.summary))
+            if self.replay:
+                with VerticalScroll(id="replay", classes="replay"):
+                    yield Static(Text("\n".join(self.replay)))
             yield Label("Rationale")
             yield _input("why", "rationale")
             yield Static("", id="why", classes="why")
