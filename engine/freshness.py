@@ -62,6 +62,8 @@ def path_of(item: object) -> str | None:
     if not isinstance(item, str) or not PATH_ITEM.fullmatch(item):
         return None
     path = item.rsplit(":", 1)[0] if ":" in item else item
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):  # git reads its names one per line
+        return None
     normal = posixpath.normpath(path)
     if normal.startswith(("/", "../")) or normal in (".", "..") or "\\" in normal:
         return None
