@@ -239,8 +239,6 @@ def render_json(ctx: Context) -> dict:
                 **{k: event.get(k) for k in JSON_FIELDS},
                 "evidence": list(event.get("evidence") or []),
                 "scope": list(event.get("scope") or []),
-                "evidenceStatus": event.get("evidenceStatus", "unchecked"),
-                "changedPaths": list(event.get("changedPaths") or []),
             }
             for event in ctx.memory
         ],

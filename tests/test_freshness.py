@@ -56,8 +56,6 @@ def test_an_entry_citing_a_file_turns_changed_when_that_file_is_edited(tmp_path)
     assert next(line for line in meta if line.startswith(f"- [{a[-8:]}]")).endswith(" · evidence changed")
     parsed = parse_context(context)  # the fencing still parses back
     assert [e["evidenceChanged"] for e in parsed.memory if e["id"] == a[-8:]] == [True]
-    data = ws.json("context")
-    assert {e["id"]: e["evidenceStatus"] for e in data["memory"]} == {a: "changed", u: "unchecked", n: "unchecked"}
 
     off = {row["id"]: row["evidenceStatus"] for row in ws.json("memory", "--no-evidence-check")}
     assert set(off.values()) == {"unchecked"}
@@ -146,7 +144,9 @@ def test_the_number_of_git_processes_does_not_grow_with_revisions(repo, monkeypa
     one = git_calls([entry("e0", revisions[0], "f0.py", "shared.py")])
     many = git_calls([entry(f"e{i}", r, f"f{i}.py", "shared.py:2") for i, r in enumerate(revisions)])
     assert one == many <= 5
-    found = freshness.check(repo, [entry(f"e{i}", r, f"f{i}.py", "shared.py") for i, r in enumerate(revisions)])
+    found = freshness.check(
+        repo, [entry(f"e{i}", r, f"f{i}.py", "shared.py") for i, r in enumerate(revisions)]
+    )
     assert found["e23"].status == "current" and found["e0"].changed_paths == ("shared.py",)
     calls.clear()
     freshness.check(repo, [entry("e5", revisions[5], "f5.py")])  # HEAD unchanged: answered from the cache
