@@ -23,9 +23,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from bench.generate import (  # noqa: E402
+    MEMORY_EVENTS,
     NOW,
     SCALES,
     log_workspace,
+    memory_workspace,
     nextup_workspace,
     person_workspace,
     registry_workspace,
@@ -42,6 +44,7 @@ TARGETS = {
     "next_up_ms": 30,
     "status_cold_s": 0.5,
     "verify_person_events_s": 1.5,
+    "memory_freshness_ratio": 1.2,
 }
 
 
@@ -357,12 +360,33 @@ def person_events(root: Path, meta: dict) -> dict:
     }
 
 
+def memory_freshness(root: Path, meta: dict) -> dict:
+    """`memory --json` with the evidence check (one git pass) against without it, same workspace."""
+    on, on_runs, out = timed([REGULATOR, "memory", "--json"], root, 3)
+    off, off_runs, _ = timed([REGULATOR, "memory", "--json", "--no-evidence-check"], root, 3)
+    statuses: dict[str, int] = {}
+    for row in json.loads(out):
+        statuses[row["evidenceStatus"]] = statuses.get(row["evidenceStatus"], 0) + 1
+    return {
+        "memory_freshness_ratio": round(on / off, 3),
+        "memory_freshness_on_s": round(on, 3),
+        "memory_freshness_off_s": round(off, 3),
+        "memory_freshness_runs_s": {
+            "on": [round(t, 3) for t in on_runs],
+            "off": [round(t, 3) for t in off_runs],
+        },
+        "memory_freshness_sizes": meta | {"listed": sum(statuses.values()), "evidenceStatus": statuses},
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--scale", choices=sorted(SCALES), default="quick")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", type=Path, help="build the workspaces here and keep them")
     parser.add_argument("--cold-first-frame", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--only", choices=["memory_freshness"], help="measure this figure alone")
+    parser.add_argument("--memory-events", type=int, help="memory events for memory_freshness_ratio")
     args = parser.parse_args()
     if args.cold_first_frame:
         return _cold_first_frame(args.cold_first_frame)
@@ -373,6 +397,14 @@ def main() -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "targets": TARGETS,
     }
+    memory_events = args.memory_events or MEMORY_EVENTS[scale.name]
+    if args.only == "memory_freshness":
+        with tempfile.TemporaryDirectory() as tmp_name:
+            tmp = args.keep or Path(tmp_name)
+            meta = memory_workspace(tmp / "memory", memory_events)
+            report.update(memory_freshness(tmp / "memory", meta))
+        print(json.dumps(report, indent=2))
+        return 0
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = args.keep or Path(tmp_name)
         t = time.perf_counter()
@@ -396,6 +428,7 @@ def main() -> int:
         report.update(next_up(tmp / "nextup", nu_meta))
         report.update(status_cold(tmp))
         report.update(person_events(tmp / "person", person_meta))
+        report.update(memory_freshness(tmp / "memory", memory_workspace(tmp / "memory", memory_events)))
     report["met"] = {k: report[k] <= v for k, v in TARGETS.items() if k in report}
     if args.json:
         print(json.dumps(report, indent=2))

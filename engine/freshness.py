@@ -1,20 +1,19 @@
 """Evidence freshness (SPEC §20): does the file a memory entry cites still say what it said?
 
-An evidence item is a path when it matches `^[^\\s:]+(:\\d+)?$` and names a file (a blob) at the
-entry's `revision` (the HEAD of the recording unit's worktree, stamped by the host). Such a file is
-`changed` when it is gone at HEAD of the workspace's main worktree or its content there differs
-from its content at the revision (a file edited and then restored says the same thing again: it is
-current). An entry is `changed` when one of its files is, `current` when it has path evidence and
-none changed, and `unchecked` otherwise: no path evidence, no revision, a revision git does not
-know, or no git at all. Unchecked is never shown as current.
+An evidence item is a path when it matches `^[^\\s:]+(:\\d+)?$` (and holds no control character)
+and names a file at the entry's `revision` (the HEAD of the recording unit's worktree, stamped by
+the host). Such a file is `changed` when it is gone at HEAD of the workspace's main worktree or
+its content there differs from its content at the revision; a file edited and then restored says
+the same thing again: it is current. An entry is `changed` when one of its files is, `current`
+when it has path evidence and none changed, and `unchecked` otherwise: no path evidence, no
+revision, a revision git does not know, or no git at all. Unchecked is never shown as current.
 
-The check costs a fixed number of git processes whatever the number of entries or revisions:
-`rev-parse HEAD`; one `cat-file --batch-check` for which revisions exist and what each cited path
-is at HEAD; `merge-base --octopus --all` and one `git log --name-only` over the history between
-the revisions and HEAD (both sides: a unit's branch may never have been merged); and one more
-`cat-file --batch-check` for only the (revision, path) pairs that history says may differ. A
-pair no commit in between touched is the same blob at both ends. Results are kept per process
-keyed by HEAD (the control room asks again on every refresh; a commit's tree never changes).
+The check costs the same few git processes whatever the number of entries or revisions:
+`rev-parse HEAD`; one `cat-file --batch-check` for which revisions git knows; one `ls-tree -r` of
+HEAD; and one `diff-tree --stdin` comparing every revision's tree with HEAD's in one pass (either
+side of a merge, a unit's branch never merged, a rebase: only the content at both ends counts). A
+path that diff does not name is the same file at both ends. Answers are kept per process, keyed by
+HEAD (the control room asks again on every refresh; what a commit holds never changes).
 """
 
 from __future__ import annotations
@@ -26,10 +25,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PATH_ITEM = re.compile(r"[^\s:]+(:\d+)?")
+PATH_ITEM = re.compile(r"[^\s:\x00-\x1f\x7f]+(:\d+)?")  # SPEC §20's pattern, no control characters
 REVISION = re.compile(r"[0-9a-f]{7,64}")
 CHANGED, CURRENT, UNCHECKED = "changed", "current", "unchecked"
-MISSING = ""  # a path that is no file at a commit
 _TIMEOUT = 120
 
 
@@ -46,36 +44,43 @@ class Freshness:
 NO_PATH = Freshness(UNCHECKED, why="no evidence item names a file at its revision")
 NO_REVISION = Freshness(UNCHECKED, why="no revision recorded")
 UNKNOWN_REVISION = Freshness(UNCHECKED, why="its revision is unknown to git here")
-NO_GIT = Freshness(UNCHECKED, why="the workspace has no git history to check against")
+NO_GIT = Freshness(UNCHECKED, why="no git history here to check against")
 OFF = Freshness(UNCHECKED, why="not checked (--no-evidence-check)")
 
 
 def label(status: str, changed_paths: Iterable[str] = ()) -> str:
-    """How a listing says it: `evidence changed: a.py, b.py`, `evidence current`, `unchecked`."""
+    """How a listing says it: `evidence changed: a.py, b.py`, `evidence current`, `evidence unchecked`."""
     if status == CHANGED:
         return f"evidence changed: {', '.join(changed_paths)}"
     return f"evidence {status}"
 
 
+_PATHS: dict[str, str | None] = {}
+
+
 def path_of(item: object) -> str | None:
     """The repository path an evidence item names, or None (a URL, a sentence, `../x`)."""
-    if not isinstance(item, str) or not PATH_ITEM.fullmatch(item):
+    if not isinstance(item, str):
         return None
-    path = item.rsplit(":", 1)[0] if ":" in item else item
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):  # git reads its names one per line
-        return None
-    normal = posixpath.normpath(path)
-    if normal.startswith(("/", "../")) or normal in (".", "..") or "\\" in normal:
-        return None
-    return normal
+    if item in _PATHS:
+        return _PATHS[item]
+    found = None
+    if PATH_ITEM.fullmatch(item):
+        normal = posixpath.normpath(item.rsplit(":", 1)[0] if ":" in item else item)
+        if not normal.startswith(("/", "../")) and normal not in (".", "..") and "\\" not in normal:
+            found = normal
+    if len(_PATHS) > 100_000:
+        _PATHS.clear()
+    _PATHS[item] = found
+    return found
 
 
 @dataclass
 class _Cache:
     head: str = ""
-    head_blobs: dict[str, str] = field(default_factory=dict)  # path -> blob at HEAD (MISSING)
-    known: dict[str, bool] = field(default_factory=dict)  # revision -> git knows it
-    pairs: dict[tuple[str, str], str] = field(default_factory=dict)  # (rev, path) -> changed|current|MISSING
+    head_blobs: dict[str, str] | None = None  # path -> blob at HEAD
+    known: dict[str, bool] = field(default_factory=dict)  # revision -> git knows it (never changes)
+    changed: dict[str, dict[str, str]] = field(default_factory=dict)  # revision -> path -> A|D|M|T
 
 
 _CACHES: dict[Path, _Cache] = {}
@@ -94,106 +99,63 @@ def _git(root: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
     return done.stdout if done.returncode == 0 else None
 
 
-def _batch_check(root: Path, names: list[str]) -> list[str] | None:
-    """One `cat-file --batch-check`: for each name, its object id if it is a blob or a commit,
-    else MISSING (names hold no whitespace: PATH_ITEM and REVISION exclude it)."""
-    if not names:
-        return []
-    stdin = "".join(f"{n}\n" for n in names).encode()
-    raw = _git(root, "cat-file", "--batch-check=%(objectname) %(objecttype)", stdin=stdin)
+def _known(root: Path, revisions: list[str]) -> dict[str, bool] | None:
+    """Which revisions name a commit here: one `cat-file --batch-check` (no whitespace in them)."""
+    if not revisions:
+        return {}
+    stdin = "".join(f"{r}^{{commit}}\n" for r in revisions).encode()
+    raw = _git(root, "cat-file", "--batch-check=%(objecttype)", stdin=stdin)
+    lines = raw.decode().splitlines() if raw is not None else []
+    if len(lines) != len(revisions):
+        return None
+    return {r: line.strip() == "commit" for r, line in zip(revisions, lines, strict=True)}
+
+
+def _head_blobs(root: Path, head: str) -> dict[str, str] | None:
+    """Every file at HEAD with its blob: one `git ls-tree -r`."""
+    raw = _git(root, "ls-tree", "-r", "-z", "--full-tree", head)
     if raw is None:
         return None
-    answers = []
-    for line in raw.decode("utf-8", "replace").splitlines():
-        parts = line.split()
-        ok = len(parts) == 2 and parts[1] in ("blob", "commit")
-        answers.append(parts[0] if ok else MISSING)
-    return answers if len(answers) == len(names) else None
+    blobs = {}
+    for record in raw.split(b"\0"):
+        meta, _, name = record.partition(b"\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == b"blob":
+            blobs[name.decode("utf-8", "replace")] = parts[2].decode()
+    return blobs
 
 
-def _history(root: Path, head: str, revisions: list[str]) -> dict[str, tuple[list[str], set[str]]] | None:
-    """commit -> (parents, paths it touched) for every commit between the revisions and HEAD,
-    on both sides: one `merge-base --octopus` and one `git log` whatever their number."""
-    bases = _git(root, "merge-base", "--octopus", "--all", head, *revisions)
-    if bases is None:
-        return None
-    stop = [f"^{b}" for b in bases.decode().split()]
-    raw = _git(
-        root,
-        "log",
-        "--stdin",
-        "--format=%x01%H %P",
-        "--name-only",
-        "-z",
-        "-m",
-        "--no-renames",
-        stdin="".join(f"{r}\n" for r in (head, *revisions, *stop)).encode(),
-    )
+def _differences(root: Path, head: str, revisions: list[str]) -> dict[str, dict[str, str]] | None:
+    """For each revision, the paths whose content differs between HEAD and it, with git's status
+    from HEAD to the revision (A: only the revision has it, D: only HEAD has it, M or T: both,
+    other content): one `git diff-tree --stdin` over every revision. (Pathspecs would narrow the
+    output, but git matches each against every entry of every tree: many times slower.)"""
+    stdin = "".join(f"{r} {head}\n" for r in revisions).encode()  # "<commit> <as if its parent>"
+    raw = _git(root, "diff-tree", "--stdin", "--always", "-r", "-z", "--no-renames", stdin=stdin)
     if raw is None:
         return None
-    commits: dict[str, tuple[list[str], set[str]]] = {}
-    for chunk in raw.split(b"\x01")[1:]:
-        header, _, rest = chunk.partition(b"\0")
-        ids = header.decode().split()
-        if not ids:
-            continue
-        parents, paths = commits.setdefault(ids[0], (ids[1:], set()))
-        paths.update(p.decode("utf-8", "replace") for p in rest.lstrip(b"\n").split(b"\0") if p)
-    return commits
-
-
-def _ancestors(commits: dict[str, tuple[list[str], set[str]]], start: str) -> set[str]:
-    seen: set[str] = set()
-    todo = [start]
-    while todo:
-        commit = todo.pop()
-        if commit in seen or commit not in commits:
-            continue
-        seen.add(commit)
-        todo.extend(commits[commit][0])
-    return seen
-
-
-def _settle(root: Path, cache: _Cache, wanted: set[tuple[str, str]]) -> bool:
-    """Fill cache.pairs for every wanted (revision, path); False when git could not answer."""
-    revisions = sorted({r for r, _ in wanted})
-    commits = _history(root, cache.head, revisions)
-    if commits is None:
-        return False
-    head_side = _ancestors(commits, cache.head)
-    touched_by: dict[str, set[str]] = {}
-    wanted_paths = {p for _, p in wanted}
-    for commit, (_, paths) in commits.items():
-        for path in paths & wanted_paths:
-            touched_by.setdefault(path, set()).add(commit)
-    between: dict[str, set[str]] = {}  # revision -> commits on one side only (revision...HEAD)
-    verify: list[tuple[str, str]] = []
-    for revision, path in sorted(wanted):
-        if revision not in between:
-            between[revision] = head_side ^ _ancestors(commits, revision)
-        if touched_by.get(path, set()) & between[revision]:
-            verify.append((revision, path))
-        else:  # untouched in between: the same blob at both ends
-            cache.pairs[(revision, path)] = CURRENT if cache.head_blobs[path] else MISSING
-    answers = _batch_check(root, [f"{r}:{p}" for r, p in verify])
-    if answers is None:
-        return False
-    for (revision, path), blob in zip(verify, answers, strict=True):
-        if not blob:
-            cache.pairs[(revision, path)] = MISSING  # not a file at its revision: not path evidence
-        else:
-            cache.pairs[(revision, path)] = CURRENT if blob == cache.head_blobs[path] else CHANGED
-    return True
+    found: dict[str, dict[str, str]] = {}
+    tokens = raw.split(b"\0")
+    current: dict[str, str] = {}
+    i = 0
+    while i < len(tokens):
+        token = tokens[i].strip(b"\n")
+        i += 1
+        if token.startswith(b":") and i < len(tokens):  # ":<modes> <blobs> <status>" then the path
+            current[tokens[i].decode("utf-8", "replace")] = token.split()[-1][:1].decode()
+            i += 1
+        elif token:  # a header: the revision the lines after it compare with HEAD
+            current = found.setdefault(token.decode().split()[0], {})
+    return found
 
 
 def check(root: Path, entries: Iterable[dict]) -> dict[str, Freshness]:
     """Freshness of each memory entry (by id) against HEAD of the git repository at `root`."""
-    entries = list(entries)
     result: dict[str, Freshness] = {}
     cited: dict[str, tuple[str, list[str]]] = {}  # entry id -> (revision, paths)
     for event in entries:
+        paths = [p for p in map(path_of, event.get("evidence") or ()) if p]
         revision = event.get("revision")
-        paths = list(dict.fromkeys(p for p in map(path_of, event.get("evidence") or []) if p))
         if not paths:
             result[event["id"]] = NO_PATH
         elif not isinstance(revision, str) or not revision:
@@ -211,30 +173,45 @@ def check(root: Path, entries: Iterable[dict]) -> dict[str, Freshness]:
     cache = _CACHES.get(root)
     if cache is None or cache.head != head:  # what a revision holds never changes; HEAD's answers do
         cache = _CACHES[root] = _Cache(head, known=cache.known if cache is not None else {})
-    new_revisions = sorted({r for r, _ in cited.values()} - set(cache.known))
-    new_paths = sorted({p for _, ps in cited.values() for p in ps} - set(cache.head_blobs))
-    answers = _batch_check(
-        root, [f"{r}^{{commit}}" for r in new_revisions] + [f"{head}:{p}" for p in new_paths]
-    )
-    if answers is None:
+    revisions = {r for r, _ in cited.values()}
+    known = _known(root, sorted(revisions - set(cache.known)))
+    if cache.head_blobs is None:
+        cache.head_blobs = _head_blobs(root, head)
+    if known is None or cache.head_blobs is None:
         return result | dict.fromkeys(cited, NO_GIT)
-    for revision, oid in zip(new_revisions, answers, strict=False):
-        cache.known[revision] = bool(oid)
-    for path, blob in zip(new_paths, answers[len(new_revisions) :], strict=True):
-        cache.head_blobs[path] = blob
-    wanted = {(r, p) for r, ps in cited.values() if cache.known[r] for p in ps if (r, p) not in cache.pairs}
-    if wanted and not _settle(root, cache, wanted):
-        return result | dict.fromkeys(cited, NO_GIT)
+    cache.known.update(known)
+    todo = sorted(r for r in revisions if cache.known[r] and r not in cache.changed)
+    if todo:
+        found = _differences(root, head, todo)
+        if found is None:
+            return result | dict.fromkeys(cited, NO_GIT)
+        full = _full_ids(root, todo) if any(len(r) < 40 for r in todo) else {r: r for r in todo}
+        for revision in todo:
+            cache.changed[revision] = found.get(full.get(revision, revision), {})
+    blobs = cache.head_blobs
     for entry_id, (revision, paths) in cited.items():
         if not cache.known[revision]:
             result[entry_id] = UNKNOWN_REVISION
             continue
-        states = [(p, cache.pairs[(revision, p)]) for p in paths]
-        changed = tuple(p for p, s in states if s == CHANGED)
+        differ = cache.changed[revision]
+        changed: list[str] = []
+        current = False
+        for path in dict.fromkeys(paths):
+            status = differ.get(path)
+            if status is None:  # the same at both ends: a file at the revision iff one at HEAD
+                current = current or path in blobs
+            elif status != "D":  # D: HEAD has it, the revision did not: not evidence it cited
+                changed.append(path)  # A: gone at HEAD; M, T: other content
         if changed:
-            result[entry_id] = Freshness(CHANGED, changed)
-        elif any(s == CURRENT for _, s in states):
-            result[entry_id] = Freshness(CURRENT)
+            result[entry_id] = Freshness(CHANGED, tuple(changed))
         else:
-            result[entry_id] = NO_PATH
+            result[entry_id] = Freshness(CURRENT) if current else NO_PATH
     return result
+
+
+def _full_ids(root: Path, revisions: list[str]) -> dict[str, str]:
+    """Abbreviated revisions as the full ids diff-tree names them (rare: the host stamps full ids)."""
+    stdin = "".join(f"{r}^{{commit}}\n" for r in revisions).encode()
+    raw = _git(root, "cat-file", "--batch-check=%(objectname)", stdin=stdin)
+    lines = raw.decode().splitlines() if raw is not None else []
+    return dict(zip(revisions, lines, strict=False))
