@@ -21,6 +21,7 @@ from __future__ import annotations
 import posixpath
 import re
 import subprocess
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,7 @@ class _Cache:
 
 
 _CACHES: dict[Path, _Cache] = {}
+_LOCK = threading.Lock()  # the control room may ask from two workers at once
 
 
 def _git(root: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
@@ -154,7 +156,18 @@ def _differences(root: Path, head: str, revisions: list[str]) -> dict[str, dict[
 
 
 def check(root: Path, entries: Iterable[dict]) -> dict[str, Freshness]:
-    """Freshness of each memory entry (by id) against HEAD of the git repository at `root`."""
+    """Freshness of each memory entry (by id) against HEAD of the git repository at `root`. The
+    git pass runs in a thread while this one reads the entries' evidence (git works on another
+    core; the thread only waits on it)."""
+    entries = entries if isinstance(entries, list) else list(entries)
+    revisions = {
+        r for r in (e.get("revision") for e in entries) if isinstance(r, str) and REVISION.fullmatch(r)
+    }
+    if not revisions:
+        return {e["id"]: _unchecked(e) for e in entries}
+    outcome: list[_Cache | None] = []
+    worker = threading.Thread(target=lambda: outcome.append(_pass(root, revisions)), daemon=True)
+    worker.start()
     result: dict[str, Freshness] = {}
     cited: dict[str, tuple[str, tuple[str, ...]]] = {}  # entry id -> (revision, paths)
     known_paths = _PATHS
@@ -166,45 +179,60 @@ def check(root: Path, entries: Iterable[dict]) -> dict[str, Freshness]:
             if path:
                 paths += (path,)
         revision = event.get("revision")
-        if not paths:
-            result[event["id"]] = NO_PATH
-        elif not isinstance(revision, str) or not revision:
-            result[event["id"]] = NO_REVISION
-        elif not REVISION.fullmatch(revision):
-            result[event["id"]] = UNKNOWN_REVISION
-        else:
+        if paths and revision in revisions:
             cited[event["id"]] = (revision, paths)
-    if not cited:
-        return result
+        else:
+            result[event["id"]] = _unchecked(event, paths)
+    worker.join()
+    cache = outcome[0] if outcome else None
+    if cache is None:
+        return result | dict.fromkeys(cited, NO_GIT)
+    answers: dict[tuple[str, tuple[str, ...]], Freshness] = {}
+    for entry_id, key in cited.items():
+        found = answers.get(key)
+        if found is None:
+            found = answers[key] = _judge(cache, *key)
+        result[entry_id] = found
+    return result
+
+
+def _unchecked(event: dict, paths: tuple[str, ...] | None = None) -> Freshness:
+    """Why an entry cannot be checked (it has no path evidence, or no usable revision)."""
+    if paths is None:
+        paths = tuple(p for p in map(path_of, event.get("evidence") or ()) if p)
+    revision = event.get("revision")
+    if not paths:
+        return NO_PATH
+    if not isinstance(revision, str) or not revision:
+        return NO_REVISION
+    return UNKNOWN_REVISION
+
+
+def _pass(root: Path, revisions: set[str]) -> _Cache | None:
+    """The git pass for these revisions against HEAD (answers kept per HEAD); None: git could not."""
     head_raw = _git(root, "rev-parse", "--verify", "-q", "HEAD^{commit}")
     head = head_raw.decode().strip() if head_raw else ""
     if not head:
-        return result | dict.fromkeys(cited, NO_GIT)
-    cache = _CACHES.get(root)
-    if cache is None or cache.head != head:  # what a revision holds never changes; HEAD's answers do
-        cache = _CACHES[root] = _Cache(head, known=cache.known if cache is not None else {})
-    revisions = {r for r, _ in cited.values()}
-    known = _known(root, sorted(revisions - set(cache.known)))
-    if cache.head_blobs is None:
-        cache.head_blobs = _head_blobs(root, head)
-    if known is None or cache.head_blobs is None:
-        return result | dict.fromkeys(cited, NO_GIT)
-    cache.known.update(known)
-    todo = sorted(r for r in revisions if cache.known[r] and r not in cache.changed)
-    if todo:
-        found = _differences(root, head, todo)
-        if found is None:
-            return result | dict.fromkeys(cited, NO_GIT)
-        full = _full_ids(root, todo) if any(len(r) < 40 for r in todo) else {r: r for r in todo}
-        for revision in todo:
-            cache.changed[revision] = found.get(full.get(revision, revision), {})
-    answers: dict[tuple[str, tuple[str, ...]], Freshness] = {}
-    for entry_id, key in cited.items():
-        found_one = answers.get(key)
-        if found_one is None:
-            found_one = answers[key] = _judge(cache, *key)
-        result[entry_id] = found_one
-    return result
+        return None
+    with _LOCK:
+        cache = _CACHES.get(root)
+        if cache is None or cache.head != head:  # what a revision holds never changes; HEAD's answers do
+            cache = _CACHES[root] = _Cache(head, known=cache.known if cache is not None else {})
+        known = _known(root, sorted(revisions - set(cache.known)))
+        if cache.head_blobs is None:
+            cache.head_blobs = _head_blobs(root, head)
+        if known is None or cache.head_blobs is None:
+            return None
+        cache.known.update(known)
+        todo = sorted(r for r in revisions if cache.known[r] and r not in cache.changed)
+        if todo:
+            found = _differences(root, head, todo)
+            if found is None:
+                return None
+            full = _full_ids(root, todo) if any(len(r) < 40 for r in todo) else {r: r for r in todo}
+            for revision in todo:
+                cache.changed[revision] = found.get(full.get(revision, revision), {})
+        return cache
 
 
 def _judge(cache: _Cache, revision: str, paths: tuple[str, ...]) -> Freshness:
