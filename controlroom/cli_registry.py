@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
-from controlroom.cli import (
+from controlroom.cli_common import (
     JsonFlag,
     absent_exit,
-    app,
     emit_json,
     escape,
+    global_options,
     out,
     person_workspace,
     report_problems,
@@ -21,10 +21,12 @@ from controlroom.cli import (
 )
 
 registry_app = typer.Typer(no_args_is_help=True, help="Registers in git: lint, next-up, views, ack, records.")
+app = typer.Typer()
 app.add_typer(registry_app, name="registry")
 
 
 @registry_app.command("lint")
+@global_options
 def registry_lint(
     trunk: Annotated[str | None, typer.Option(help="Trunk branch (default: the workspace's, main).")] = None,
     require_history: Annotated[
@@ -81,6 +83,7 @@ def warn_invalid_one(invalid, consequence: str) -> None:
 
 
 @registry_app.command("next-up")
+@global_options
 def registry_next_up(
     explain: Annotated[
         bool, typer.Option("--explain", help="List each excluded unit with its reasons.")
@@ -124,6 +127,7 @@ def registry_next_up(
 
 
 @registry_app.command("views")
+@global_options
 def registry_views(
     check: Annotated[bool, typer.Option("--check", help="Exit 1 when a view differs (a hand edit).")] = False,
 ) -> None:
@@ -144,6 +148,7 @@ def registry_views(
 
 
 @registry_app.command("ack")
+@global_options
 def registry_ack(
     finding: Annotated[str, typer.Argument(metavar="F-ID")],
     by: Annotated[str | None, typer.Option()] = None,
@@ -167,6 +172,7 @@ def registry_ack(
 
 
 @registry_app.command("records")
+@global_options
 def registry_records(as_json: JsonFlag = False) -> None:
     """The records of the system's own parts, with statuses and limitations. Reads only."""
     from engine.ladder import registers_of

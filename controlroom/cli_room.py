@@ -11,8 +11,10 @@ from typing import Annotated
 
 import typer
 
-from controlroom.cli import JsonFlag, app, emit_json, escape, out, workspace
+from controlroom.cli_common import JsonFlag, emit_json, escape, global_options, out, workspace
 from engine.errors import BadInput
+
+app = typer.Typer()
 
 
 def _views() -> tuple[str, ...]:
@@ -46,6 +48,7 @@ def _person(ws, person: str | None) -> str | None:
 
 
 @app.command()
+@global_options
 def controlroom(
     as_: Annotated[
         str | None, typer.Option("--as", help="The operator: a person in interaction.yaml.")
@@ -143,6 +146,7 @@ def run_once(ws, person: str | None, read_only: bool, as_json: bool) -> int:
 
 
 @app.command()
+@global_options
 def demo(
     dir_: Annotated[
         Path | None, typer.Option("--dir", help="A new or empty folder (default: a temp folder).")

@@ -6,11 +6,10 @@ from typing import Annotated
 
 import typer
 
-from controlroom.cli import JsonFlag, absent_exit, emit_json, escape, fields_from, out, signals_app, workspace
+from controlroom.cli_common import JsonFlag, absent_exit, emit_json, escape, fields_from, out, workspace
 from engine.errors import BadInput
 
 
-@signals_app.command("route")
 def signals_route(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the routing a signal would get; write nothing.")

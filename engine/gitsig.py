@@ -106,7 +106,7 @@ def commit(ws, paths: list[str], message: str, person: str, sign: bool, root: Pa
     import tempfile
 
     from engine import clock
-    from engine.init import git_config
+    from engine.gitconfig import git_config
     from engine.signing import key_path
 
     root = root or ws.root

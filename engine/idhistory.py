@@ -145,7 +145,7 @@ def blob_id(data: bytes, object_format: str) -> str:
 
 def verify_history(ws: Workspace, trunk: str | None = None) -> HistoryVerdict:
     """Each governed file against the decisions git history holds (see the module's docstring)."""
-    from engine.init import trunk_of
+    from engine.gitconfig import trunk_of
     from registry.history import ZERO, _cat_batch, _raw_log, resolve_trunk
 
     root = ws.tree

@@ -10,23 +10,11 @@ from pathlib import Path
 
 from engine import clock
 from engine.errors import BadInput, Refused
+from engine.gitconfig import CONFIG, git_config
 from engine.limits import check_text
 from engine.workspace import STATE_DIR, STORE_NAMES, Workspace
 from identity.files import IDENTITY_DIR, POLICY_DIR, content_hash
 from identity.shipped import IDENTITY_FILES, policy_files
-
-CONFIG = "regulator/config.yaml"
-
-
-def git_config(root: Path, key: str) -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), "config", "--get", key], capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    value = done.stdout.strip()
-    return value or None
 
 
 def make_read_only(path: Path) -> None:
@@ -216,13 +204,3 @@ def baseline_commit(ws: Workspace) -> str | None:
     if trailers(payload.partition(b"\n\n")[2]).get(DECISION.lower()) != [BASELINE]:
         return None
     return "signed" if signature is not None else "claimed"
-
-
-def trunk_of(ws: Workspace) -> str:
-    try:
-        for line in (ws.root / CONFIG).read_text(encoding="utf-8").splitlines():
-            if line.startswith("trunk:"):
-                return line.split(":", 1)[1].strip() or "main"
-    except FileNotFoundError:
-        pass
-    return "main"

@@ -22,7 +22,7 @@ def registers_of(ws: Workspace, state: State) -> Registers:
 def trunk_holds_of(ws: Workspace, paths: list[str]) -> dict[str, Held]:
     """An invalid finding holds as its last parseable version on trunk did (SPEC §16.3): a merge
     conflict must not free the units it names. Git is asked only when a finding is invalid."""
-    from engine.init import trunk_of
+    from engine.gitconfig import trunk_of
     from registry.history import trunk_holds
 
     found = trunk_holds(ws.tree, trunk_of(ws), paths, lambda path, text: entry_or_none("finding", path, text))

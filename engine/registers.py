@@ -10,7 +10,7 @@ from pathlib import Path
 from engine import clock
 from engine.actors import check_person, require_grant
 from engine.errors import BadInput, Refused
-from engine.init import trunk_of
+from engine.gitconfig import trunk_of
 from engine.ladder import registers_of
 from engine.state import State, unit_status
 from engine.workspace import Workspace

@@ -44,7 +44,7 @@ def key_path(ws: Workspace) -> Path | None:
     env = os.environ.get("REGULATOR_SIGNING_KEY")
     if env:
         return Path(env)
-    from engine.init import git_config
+    from engine.gitconfig import git_config
 
     if (git_config(ws.root, "gpg.format") or "") == "ssh":
         configured = git_config(ws.root, "user.signingkey")

@@ -11,7 +11,7 @@
   characters (U+200B–U+200D, U+2060, U+FEFF) as `\\uNNNN`.
 
 Markup (`[bold]`) is left as characters: no display here parses it. `escape_block` does the same
-but keeps newlines, for multi-line prose. The CLI (controlroom/text.py), the control room's rows,
+but keeps newlines, for multi-line prose. The CLI (controlroom/printing.py), the control room's rows,
 details and dialogs, and `regulator context` all call these; nothing else escapes store text.
 """
 

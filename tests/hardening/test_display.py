@@ -152,7 +152,7 @@ def test_rows_and_lifecycles_show_store_text_literally(tmp_path_factory, text):
 @settings(max_examples=40, deadline=None)
 @given(text=hostile)
 def test_cli_tables_escape_store_text(text):
-    from controlroom.text import table
+    from controlroom.printing import table
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -1,4 +1,4 @@
-"""Printing store text safely: no markup is interpreted and control characters are escaped."""
+"""Printing for the command line: store text escaped, never interpreted; JSON; plain tables."""
 
 from __future__ import annotations
 

@@ -1,0 +1,188 @@
+"""What every command group shares: the global options, finding the workspace, reading input,
+and the printing helpers. Group modules import this; it imports no group and not the root."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from controlroom.printing import emit_json, escape, out, table
+from engine.errors import BadInput
+
+__all__ = [
+    "OPTIONS",
+    "JsonFlag",
+    "absent_exit",
+    "age",
+    "emit_json",
+    "escape",
+    "fields_from",
+    "global_options",
+    "host_workspace",
+    "out",
+    "person_workspace",
+    "read_json_input",
+    "report_problems",
+    "table",
+    "workspace",
+]
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON (camelCase keys).")]
+
+
+@dataclass
+class GlobalOptions:
+    """--root, --lease and --key: given before the command or among its own options (SPEC §3)."""
+
+    root: str | None = None
+    lease: str | None = None
+    key: str | None = None
+
+    def reset(self) -> None:
+        self.root = self.lease = self.key = None
+
+
+OPTIONS = GlobalOptions()
+
+RootOption = Annotated[
+    str | None,
+    typer.Option("--root", metavar="DIR", help="The workspace (default: found from the current directory)."),
+]
+LeaseOption = Annotated[
+    str | None,
+    typer.Option("--lease", metavar="FILE", help="Act as the unit of this lease file (default: found)."),
+]
+KeyOption = Annotated[
+    str | None,
+    typer.Option("--key", metavar="FILE", help="The SSH private key that signs a person's action."),
+]
+
+_GLOBAL_PARAMETERS = [
+    inspect.Parameter("global_root", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=RootOption),
+    inspect.Parameter("global_lease", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=LeaseOption),
+    inspect.Parameter("global_key", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=KeyOption),
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def remember_globals(root: str | None, lease: str | None, key: str | None) -> None:
+    """Record the global options given at this level (a later level may give others)."""
+    if root is not None:
+        OPTIONS.root = root
+    if lease is not None:
+        OPTIONS.lease = lease
+    if key is not None:
+        OPTIONS.key = key
+
+
+def global_options(command: F) -> F:
+    """Give a command (or a group's callback) --root, --lease and --key of its own, declared in its
+    signature so that its --help shows them. A public-API decorator: Typer reads the signature."""
+    signature = inspect.signature(command, eval_str=True)
+    parameters = list(signature.parameters.values())
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        remember_globals(kwargs.pop("global_root"), kwargs.pop("global_lease"), kwargs.pop("global_key"))
+        return command(*args, **kwargs)
+
+    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*parameters, *_GLOBAL_PARAMETERS]
+    )
+    return wrapper  # type: ignore[return-value]
+
+
+def workspace() -> tuple[Any, Any]:
+    """The workspace and the lease (if any) for this command, found as SPEC §3 orders it."""
+    from engine.workspace import locate
+
+    if OPTIONS.key:
+        from engine.signing import use_key
+
+        use_key(OPTIONS.key)
+    root, lease = OPTIONS.root, OPTIONS.lease
+    return locate(Path(root) if root else None, Path(lease) if lease else None)
+
+
+def person_workspace(by: str | None) -> Any:
+    """The workspace for a person's action: --by under a lease is refused (exit 2, SPEC §15.2)."""
+    from engine.actors import no_person_under_lease
+
+    ws, lease = workspace()
+    no_person_under_lease(lease, by)
+    return ws
+
+
+def host_workspace(unit_id: str | None = None) -> Any:
+    """The workspace for a host operation: refused under a lease (exit 3, SPEC §15.0), except a
+    unit closing itself."""
+    from engine.actors import host_only
+
+    ws, lease = workspace()
+    host_only(lease, unit_id)
+    return ws
+
+
+def absent_exit(ws: Any) -> None:
+    """A list read where the stores are absent is not an empty list: exit 1, saying so on stderr, so
+    a consumer of the §13 JSON list cannot take "unknown" for "nothing" (SPEC §16.2)."""
+    if not ws.has_stores:
+        from engine.storeless import ABSENT
+
+        sys.stderr.write(f"regulator: {ABSENT}\n")
+        raise typer.Exit(1)
+
+
+def report_problems(state: Any) -> None:
+    for problem in state.problems:
+        sys.stderr.write(f"regulator: warning: {problem}\n")
+    for problem in state.contract_problems:
+        sys.stderr.write(f"regulator: warning: contract skipped: {escape(problem)}\n")
+
+
+def read_json_input(source: str) -> dict[str, Any]:
+    try:
+        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise BadInput(f"--json-input {source}: cannot read ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"--json-input {source}: not valid UTF-8") from None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise BadInput(f"--json-input {source}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"--json-input {source}: expected one JSON object")
+    return data
+
+
+def fields_from(flags: dict[str, Any], json_input: str | None) -> dict[str, Any]:
+    """The given field flags, or the one JSON object of --json-input: never both (exit 2)."""
+    given = {k: v for k, v in flags.items() if v is not None}
+    if json_input is None:
+        return given
+    if given:
+        raise BadInput("--json-input and field flags mixed; give one or the other")
+    return read_json_input(json_input)
+
+
+def age(state: Any, at: str) -> str:
+    """How long ago, in the largest whole unit (d, h, m, s), on the state's clock."""
+    from engine import clock
+
+    seconds = max(0, int((state.now - clock.parse_time(at)).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

@@ -1,0 +1,178 @@
+"""The workspace's own commands: init, status, verify (SPEC §3, §11, §15)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from controlroom.cli_common import (
+    OPTIONS,
+    JsonFlag,
+    emit_json,
+    escape,
+    global_options,
+    out,
+    person_workspace,
+    report_problems,
+    table,
+    workspace,
+)
+
+app = typer.Typer()
+
+
+@app.command()
+@global_options
+def init(
+    owner: Annotated[str | None, typer.Option(help="The one person of the shipped policy.")] = None,
+    owner_key: Annotated[
+        Path | None,
+        typer.Option("--owner-key", help="The owner's OpenSSH public key (default: git's ssh signing key)."),
+    ] = None,
+    trunk: Annotated[str, typer.Option(help="The trunk branch.")] = "main",
+    clock_mode: Annotated[
+        str, typer.Option("--clock", help="system, or pinned (REGULATOR_NOW honoured: tests, demos).")
+    ] = "system",
+) -> None:
+    """Create the workspace skeleton here (or at --root): policy, identity, records, stores."""
+    from engine.actors import host_only
+    from engine.init import initialize
+    from engine.workspace import find_lease, read_lease
+
+    found = Path(OPTIONS.lease) if OPTIONS.lease else find_lease(Path.cwd())
+    host_only(read_lease(found) if found else None)  # a unit does not make workspaces
+
+    if OPTIONS.key:  # the key to sign the baseline commit with (the owner's private half)
+        from engine.signing import use_key
+
+        use_key(OPTIONS.key)
+    root = Path(OPTIONS.root or ".")
+    ws = initialize(root, owner, trunk, owner_key, clock_mode)
+    from engine import sshsig
+
+    people = ws.authority().people
+    ((name, keys),) = people.keys.items()
+    out(f"initialized regulator workspace at {escape(ws.root)}")
+    out(
+        f"owner: {escape(name)} (act with --by {escape(name)}; key {sshsig.fingerprint(keys[0])}); "
+        f"requireSignatures: true; clock: {clock_mode}"
+    )
+    from engine.init import baseline_commit
+
+    committed = baseline_commit(ws)
+    if committed == "signed":
+        out(f"baseline committed as {escape(name)}'s decision, signed (identity verify reads it in a clone)")
+    elif committed == "claimed":
+        out(
+            f"baseline committed as {escape(name)}'s decision, unsigned ('claimed': no private key for the "
+            "owner's key was at hand; pass --key FILE to sign it)"
+        )
+    elif (ws.root / ".git").exists():
+        sys.stderr.write(
+            "regulator: warning: git did not commit the baseline; `identity verify` in a clone will "
+            "find no decision for the governed files\n"
+        )
+
+
+@app.command()
+@global_options
+def status(as_json: JsonFlag = False) -> None:
+    """Units, what holds them, and signals not yet routed. Reads only; never routes."""
+    from engine.state import load
+    from engine.status import status as derive
+
+    ws, _ = workspace()
+    state = load(ws)
+    report_problems(state)
+    data = derive(ws, state)
+    if as_json:
+        emit_json(data)
+        return
+    rows = [
+        [
+            u["id"],
+            u["type"] or "?",
+            u["status"],
+            "?" if u["held"] is None else "held" if u["held"] else "",
+            ", ".join(u["blockedBy"] + u["staleKnowledge"]),
+        ]
+        for u in data["units"]
+    ]
+    from engine.storeless import ABSENT, authentication_line
+
+    if data["stores"] == "absent":
+        out(ABSENT)
+    warning = authentication_line(data["authentication"])
+    if warning:
+        out(warning)
+    if data["clock"] == "pinned":
+        out("clock pinned: REGULATOR_NOW is honoured here (tests and demos only)")
+    table(["unit", "type", "status", "held", "by"], rows)
+    if data["unrouted"] is None:
+        out("unrouted signals: unknown (no stores here)")
+        return
+    out(f"{data['unrouted']} unrouted signal(s)")
+    for s in data["unroutedSignals"]:
+        out(f"  {s['id']}  {escape(s['subject'])}")
+
+
+@app.command()
+@global_options
+def verify(
+    as_json: JsonFlag = False,
+    dismiss: Annotated[
+        str | None, typer.Option("--dismiss", metavar="STORE:LINE", help="Dismiss a named bad line (signed).")
+    ] = None,
+    by: Annotated[str | None, typer.Option(help="The person dismissing (needs the accept grant).")] = None,
+    rationale: Annotated[str, typer.Option(help="Why the line is dismissed.")] = "",
+) -> None:
+    """Check every store's hash chain, every person event's signature and any checkpoint (exit 1)."""
+    from engine import verification
+
+    if dismiss is not None:
+        ws = person_workspace(by)
+        event = verification.dismiss(ws, dismiss, by, rationale)
+        out(
+            f"dismissed {event['store']}:{event['line']} by {escape(event['by'])}; it still counts for nothing"
+        )
+        return
+    ws, _ = workspace()
+    if not ws.has_stores:  # nothing verified is not "ok" (SPEC §16.2)
+        from engine.storeless import ABSENT
+
+        if as_json:
+            emit_json({"ok": False, "stores": "absent", "findings": [], "limit": "no stores here"})
+        else:
+            out(ABSENT)
+            out("verify: nothing to verify here: the stores live on the host (run it there)")
+        raise typer.Exit(1)
+    findings = verification.findings(ws)
+    failing = [f for f in findings if f.dismissed is None]
+    limit = (
+        "verify cannot see a cut-off tail or a rewritten and re-hashed suffix without an anchor "
+        "kept elsewhere"
+    )
+    if as_json:
+        emit_json(
+            {
+                "ok": not failing,
+                "findings": [
+                    {"store": f.store, "line": f.line, "message": f.message, "dismissed": f.dismissed}
+                    for f in findings
+                ],
+                "limit": limit,
+            }
+        )
+    else:
+        for f in findings:
+            out(escape(str(f)))
+        done = f"{len(failing)} problem(s)" if failing else "ok: every chain holds, every person event counts"
+        if findings and not failing:
+            done = f"ok: every chain holds; {len(findings)} bad line(s) dismissed (they count for nothing)"
+        out("verify: " + done)
+        out(f"note: {limit}")
+    if failing:
+        raise typer.Exit(1)
