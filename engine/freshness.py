@@ -174,7 +174,9 @@ def check(root: Path, entries: Iterable[dict]) -> dict[str, Freshness]:
     for event in entries:  # the hot loop (400,000 entries in the bench): kept lean
         paths: tuple[str, ...] = ()
         for item in event.get("evidence") or ():
-            seen = known_paths.get(item, _UNSEEN) if type(item) is str else None
+            if type(item) is not str or " " in item:  # most prose is not a path: the cheap test first
+                continue
+            seen = known_paths.get(item, _UNSEEN)
             path = path_of(item) if seen is _UNSEEN else cast("str | None", seen)
             if path:
                 paths += (path,)
