@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controlroom.readmodel import Snapshot
-from engine.decisions import decision_of
-from engine.state import memory_status, unit_status
+from engine.proposals import decision_of
+from engine.queries import memory_status, unit_status
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,10 @@ def why_not(action: Action, snap: Snapshot, key: str | None) -> str | None:
         return "no operator: start the control room with --as PERSON"
     if not snap.known:
         return "no regulator stores here (a clone): act on the host"
+    from identity.policy import InteractionPolicy  # loaded already: the snapshot read the policy
+
     policy = snap.policy
-    if policy is None:
+    if not isinstance(policy, InteractionPolicy):  # None: it could not be read
         return "the interaction policy cannot be read (run `regulator identity verify`)"
     person = policy.people.get(snap.person)
     if person is None:

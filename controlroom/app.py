@@ -23,14 +23,16 @@ from controlroom.lifecycle import lifecycle
 from engine import checkpoint, clock
 from engine.contracts import load_contracts
 from engine.errors import RegulatorError
-from engine.state import StoreReplaced, advance, attach_contracts, unrouted
+from engine.fold import StoreReplaced, advance
+from engine.load import attach_contracts
+from engine.queries import unrouted
 from engine.text import escape
 from engine.workspace import Workspace
 from widgets.detail import DetailPane
 from widgets.dialogs import DecideDialog, ProposalDialog, ResolveDialog, RetractDialog, TextScreen
 from widgets.table import LineTable
 
-REGISTER_DIRS = ("findings", "intake", "records", "contracts", "regulator")
+REGISTER_DIRS = ("findings", "intake", "records", "retro", "contracts", "regulator")
 
 
 class ControlRoom(App):
@@ -316,7 +318,7 @@ class ControlRoom(App):
                 RetractDialog(key, f"{entry['subject']}: {entry['note']}"), lambda r: self._retract(key, r)
             )
         elif name == "decide":
-            from engine.state import ACTIONS as RECOVERY
+            from engine.model import RECOVERY_ACTIONS as RECOVERY
 
             self.push_screen(DecideDialog(key, RECOVERY), lambda r: self._decide(key, r))
         else:
@@ -377,7 +379,7 @@ class ControlRoom(App):
     def _proposal(self, proposal_id: str, verdict: str, answer: dict | None) -> None:
         if answer is None:
             return
-        from engine.decisions import decide
+        from engine.proposals import decide
 
         outcome = "accepted" if verdict == "accept" else "rejected"
         self._write(
@@ -434,20 +436,51 @@ class ControlRoom(App):
 
     @work(exclusive=True, group="watch")
     async def watch_stores(self) -> None:
-        from watchfiles import awatch
-
         # a clone has no .regulator/ (SPEC §16.2): only the folders that exist are watched
         paths = [
             str(p) for p in (self.ws.state_dir, *(self.ws.root / d for d in REGISTER_DIRS)) if p.is_dir()
         ]
         if not paths:
             return
+        stop = _follow_server(self.ws)  # PostgreSQL: NOTIFY brings each append into the mirror
+        try:
+            await self._watch_paths(paths)
+        finally:
+            if stop is not None:
+                stop.set()
+
+    async def _watch_paths(self, paths: list[str]) -> None:
+        from watchfiles import awatch
+
         async for changes in awatch(*paths, debounce=60, step=20, rust_timeout=500, yield_on_timeout=False):
             changed = [Path(p) for _, p in changes]
             registers = any(self.ws.state_dir not in p.parents for p in changed)
             if any(p.suffix == ".ndjson" for p in changed) or registers:
                 self.fold_appended(registers_changed=registers)
             await asyncio.sleep(0)
+
+
+def _follow_server(ws: Workspace):
+    """On PostgreSQL (SPEC §18), a thread LISTENs for appends from every host and brings them into
+    the local mirror, where the file watch above sees them; None for file stores."""
+    url = ws.url
+    if url is None:
+        return None
+    import threading
+
+    from engine import pgstore
+
+    stop = threading.Event()
+
+    def pull() -> None:
+        ws.sync()
+
+    def run() -> None:
+        with contextlib.suppress(Exception):  # the watch goes on with what the mirror holds
+            pgstore.follow(url, pull, stop)
+
+    threading.Thread(target=run, name="regulator-listen", daemon=True).start()
+    return stop
 
 
 def screenshot(

@@ -11,11 +11,13 @@ import typer
 
 from controlroom import (
     cli_identity,
+    cli_mcp,
     cli_memory,
     cli_obligations,
     cli_registry,
     cli_room,
     cli_signals,
+    cli_store,
     cli_units,
     cli_workspace,
 )
@@ -40,6 +42,8 @@ for group in (
     cli_identity,
     cli_registry,
     cli_room,
+    cli_mcp,
+    cli_store,
 ):
     app.add_typer(group.app)
 

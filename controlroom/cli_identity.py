@@ -39,7 +39,7 @@ def identity_propose(
 ) -> None:
     """Propose a change to an identity or policy file (from a lease, or --by a person)."""
     from engine.actors import unit_or_person
-    from engine.decisions import propose
+    from engine.proposals import propose
 
     try:
         content = content_from.read_bytes()
@@ -55,7 +55,7 @@ def identity_propose(
 
 
 def _decide(proposal_id: str, by: str | None, rationale: str, verdict: str) -> None:
-    from engine.decisions import decide
+    from engine.proposals import decide
 
     ws = person_workspace(by)
     event = decide(ws, proposal_id, by, rationale, verdict)
@@ -98,8 +98,8 @@ def identity_verify(
 ) -> None:
     """Exit 1 naming each governed file whose content differs from its last decided hash (without
     the stores, a clone: from the decision commits in git history)."""
-    from engine.decisions import verify_identity
-    from engine.state import load
+    from engine.load import load
+    from engine.proposals import verify_identity
 
     ws, _ = workspace()
     if not ws.has_stores:
@@ -176,9 +176,9 @@ def identity_show(
 ) -> None:
     """The governed files with their decision state, and the proposals; with an ID, what accepting
     that proposal would change (who gains a key or a grant, and the diff)."""
-    from engine.decisions import decision_of, review, verify_identity
+    from engine.load import load
     from engine.lookup import by_prefix
-    from engine.state import load
+    from engine.proposals import decision_of, review, verify_identity
 
     ws, _ = workspace()
     state = load(ws, stores=("identity",))

@@ -28,7 +28,7 @@ app.add_typer(memory_app, name="memory")
 
 
 def memory_row(entry, today) -> dict:
-    from engine.state import days_left, memory_status
+    from engine.queries import days_left, memory_status
 
     e = entry.event
     return {
@@ -60,7 +60,7 @@ def memory(
     if ctx.invoked_subcommand is not None:
         return
     from engine import freshness
-    from engine.state import load
+    from engine.load import load
 
     ws, _ = workspace()
     state = load(ws, stores=("memory",))
@@ -152,7 +152,7 @@ def context(
 ) -> None:
     """Print exactly what a unit receives at start: identity, then current memory (fenced, escaped)."""
     from engine.delivery import build_context, render_json, render_text
-    from engine.state import load
+    from engine.load import load
     from engine.workspace import check_unit_id
 
     ws, lease = workspace()

@@ -40,7 +40,7 @@ def obligations(
     as_json: JsonFlag = False,
 ) -> None:
     """List open obligations (all with --all). Reads only; never routes."""
-    from engine.state import load
+    from engine.load import load
     from engine.storeless import ABSENT
 
     ws, _ = workspace()
@@ -82,8 +82,9 @@ def obligation_show(
     obligation_id: Annotated[str, typer.Argument(metavar="ID")], as_json: JsonFlag = False
 ) -> None:
     """The signal an obligation came from and everything that happened to it since."""
+    from engine.load import load
     from engine.obligations import find
-    from engine.state import history, load
+    from engine.queries import history
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))

@@ -19,8 +19,11 @@ from controlroom.cli_common import (
     table,
     workspace,
 )
+from controlroom.cli_retro import registry_retro
 
-registry_app = typer.Typer(no_args_is_help=True, help="Registers in git: lint, next-up, views, ack, records.")
+registry_app = typer.Typer(
+    no_args_is_help=True, help="Registers in git: lint, next-up, views, ack, records, retro."
+)
 app = typer.Typer()
 app.add_typer(registry_app, name="registry")
 
@@ -46,8 +49,8 @@ def registry_lint(
     as_json: JsonFlag = False,
 ) -> None:
     """Lint the registers against the ladder and trunk history; exit 1 on any error."""
+    from engine.load import load
     from engine.registers import lint
-    from engine.state import load
 
     ws, _ = workspace()
     state = load(ws)
@@ -92,8 +95,8 @@ def registry_next_up(
 ) -> None:
     """The compiled work queue: todo units, not flagged by a finding, not held. Reads only."""
     from engine.ladder import registers_of
+    from engine.load import load
     from engine.nextup import next_up
-    from engine.state import load
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
@@ -132,8 +135,8 @@ def registry_views(
     check: Annotated[bool, typer.Option("--check", help="Exit 1 when a view differs (a hand edit).")] = False,
 ) -> None:
     """Regenerate FINDINGS.md and INTAKE.md (single writer: trunk's CI); --check elsewhere."""
+    from engine.load import load
     from engine.registers import views
-    from engine.state import load
 
     ws, _ = workspace()
     differing = views(ws, load(ws, stores=()), check)
@@ -157,8 +160,8 @@ def registry_ack(
     ] = False,
 ) -> None:
     """Write a dated ack into a finding (commit it with Authorized-by: <you>, or pass --commit)."""
+    from engine.load import load
     from engine.registers import ack
-    from engine.state import load
 
     ws = person_workspace(by)
     path = ack(ws, load(ws, stores=()), finding, by, commit)
@@ -174,36 +177,50 @@ def registry_ack(
 @registry_app.command("records")
 @global_options
 def registry_records(as_json: JsonFlag = False) -> None:
-    """The records of the system's own parts, with statuses and limitations. Reads only."""
+    """The records of the system's own parts: status axes, limitations, evidence, absences, and the
+    open findings that affect each. Reads only; exit 1 when a record is invalid (listed as such)."""
     from engine.ladder import registers_of
-    from engine.state import load
+    from engine.load import load
+    from registry.lint import record_findings
 
     ws, _ = workspace()
     state = load(ws, stores=())
     registers = registers_of(ws, state)
+    affecting = record_findings(registers)
     rows = [
         {
             "id": e.id,
             "path": e.path,
             "kind": e.fields["kind"],
             "label": e.fields["label"],
-            "status": e.fields["status"],
+            "status": e.fields.get("status") or {},
             "relates": e.fields.get("relates") or [],
+            "external": e.fields.get("external") or [],
+            "sources": e.fields.get("sources") or [],
             "limitations": e.fields.get("limitations") or [],
+            "evidence": e.fields.get("evidence") or [],
+            "absences": e.fields.get("absences") or [],
+            "openFindings": [
+                {
+                    "id": f.id,
+                    "title": f.fields.get("title"),
+                    "acknowledged": bool((f.fields.get("ack") or "").strip()),
+                }
+                for f in affecting.get(e.id, [])
+            ],
             "invalid": None,
         }
         for e in registers.records.values()
     ]
     invalid = registers.invalid_of("record")
+    empty: dict = {"status": None, "kind": None, "label": None}
     rows += [
         {
             "id": i.id,
             "path": i.path,
-            "kind": None,
-            "label": None,
-            "status": None,
-            "relates": [],
-            "limitations": [],
+            **empty,
+            **{k: [] for k in ("relates", "external", "sources", "limitations", "evidence", "absences")},
+            "openFindings": [],
             "invalid": f"{i.code}: {i.problem}",
         }
         for i in invalid
@@ -212,18 +229,29 @@ def registry_records(as_json: JsonFlag = False) -> None:
     if as_json:
         emit_json(rows)
     else:
+        from registry.entries import evidence_text, limitation_text
+
         for r in rows:
             if r["invalid"] is not None:
                 out(f"{escape(r['id'])}  INVALID  {escape(r['path'])}: {escape(r['invalid'])}")
                 continue
-            s = r["status"]
-            out(
-                f"{escape(r['id'])}  [{escape(r['kind'])}]  claim {escape(s['claim'])} · implementation "
-                f"{escape(s['implementation'])} · operation {escape(s['operation'])}"
-            )
+            axes = " · ".join(f"{escape(k)} {escape(v)}" for k, v in r["status"].items()) or "no status axes"
+            out(f"{escape(r['id'])}  [{escape(r['kind'])}]  {axes}")
             out(f"  {escape(r['label'])}")
+            for f in r["openFindings"]:
+                state_text = "acknowledged" if f["acknowledged"] else "awaits ack"
+                out(f"  ! open finding {escape(f['id'])} ({state_text}): {escape(f['title'])}")
             for limitation in r["limitations"]:
-                out(f"  - limitation: {escape(limitation)}")
+                out(f"  - limitation: {escape(limitation_text(limitation))}")
+            for item in r["evidence"]:
+                out(f"  - evidence: {escape(evidence_text(item))}")
+            for absence in r["absences"]:
+                out(f"  - absence: {escape(absence)}")
+            if r["external"]:
+                out(f"  - external: {escape(', '.join(r['external']))}")
     if invalid:
         sys.stderr.write(f"regulator: {len(invalid)} record(s) invalid: fix them (registry lint names why)\n")
         raise typer.Exit(1)
+
+
+registry_app.command("retro")(global_options(registry_retro))  # SPEC §19, in its own module

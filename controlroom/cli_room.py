@@ -157,6 +157,10 @@ def demo(
     clock_mode: Annotated[
         str, typer.Option("--clock", help="system (default), or pinned: keep REGULATOR_NOW (tests).")
     ] = "system",
+    store: Annotated[
+        str | None,
+        typer.Option("--store", help="postgresql://HOST/DB (an empty database): the stores on PostgreSQL."),
+    ] = None,
 ) -> None:
     """Build the seeds' worked examples in a fresh workspace, then open the control room."""
     from controlroom.demo import KEY_DIR, OWNER, build
@@ -165,11 +169,14 @@ def demo(
     if clock_mode not in ("system", "pinned"):
         raise BadInput(f"--clock {clock_mode!r} is not one of system, pinned")
     root = dir_ or Path(tempfile.mkdtemp(prefix="regulator-demo-"))
-    ws = build(root, clock_mode)
+    ws = build(root, clock_mode, store)
     key = ws.root / KEY_DIR / OWNER
     use_key(key, prompt=False)
     out(f"demo workspace: {escape(ws.root)}")
     out(f"{OWNER}'s signing key (made for the demo, mode 0600): {escape(key)}")
+    from controlroom.mcp_config import demo_config_line
+
+    out(demo_config_line(ws.root, "r1"))
     if once or not (sys.stdin.isatty() and sys.stdout.isatty()):
         run_once(ws, OWNER, False, False)
         out(

@@ -51,7 +51,7 @@ def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """List the signals with their routing outcome. Reads only."""
     if ctx.invoked_subcommand is not None:
         return
-    from engine.state import load
+    from engine.load import load
 
     ws, _ = workspace()
     state = load(ws, stores=("signals",))

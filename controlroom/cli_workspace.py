@@ -36,6 +36,10 @@ def init(
     clock_mode: Annotated[
         str, typer.Option("--clock", help="system, or pinned (REGULATOR_NOW honoured: tests, demos).")
     ] = "system",
+    store: Annotated[
+        str | None,
+        typer.Option("--store", help="postgresql://HOST/DB: keep the stores on PostgreSQL (SPEC §18)."),
+    ] = None,
 ) -> None:
     """Create the workspace skeleton here (or at --root): policy, identity, records, stores."""
     from engine.actors import host_only
@@ -50,7 +54,7 @@ def init(
 
         use_key(OPTIONS.key)
     root = Path(OPTIONS.root or ".")
-    ws = initialize(root, owner, trunk, owner_key, clock_mode)
+    ws = initialize(root, owner, trunk, owner_key, clock_mode, store)
     from engine import sshsig
 
     people = ws.authority().people
@@ -81,7 +85,7 @@ def init(
 @global_options
 def status(as_json: JsonFlag = False) -> None:
     """Units, what holds them, and signals not yet routed. Reads only; never routes."""
-    from engine.state import load
+    from engine.load import load
     from engine.status import status as derive
 
     ws, _ = workspace()

@@ -144,8 +144,13 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), *DEMO_GIT, *args], check=True, capture_output=True, env=env)
 
 
+def worktree_of(root: Path, unit_id: str) -> Path:
+    """Where the demo keeps a unit's worktree (and its lease file)."""
+    return root / ".worktrees" / unit_id.replace("/", "-")
+
+
 def _lease(ws: Workspace, unit_id: str) -> Actor:
-    worktree = ws.root / ".worktrees" / unit_id.replace("/", "-")
+    worktree = worktree_of(ws.root, unit_id)
     worktree.mkdir(parents=True, exist_ok=True)
     dispatch(ws, unit_id, worktree)
     lease = read_lease(worktree / LEASE_FILE)
@@ -183,7 +188,7 @@ def demo_key(root: Path, reproducible: bool = False) -> Path:
     return path
 
 
-def build(root: Path, clock_mode: str = "system") -> Workspace:
+def build(root: Path, clock_mode: str = "system", store: str | None = None) -> Workspace:
     """The demo's history is built with the clock pinned (at REGULATOR_NOW, or now); unless the
     caller keeps it pinned, the workspace ends on the system clock by a decision alice signs."""
     from engine.errors import BadInput
@@ -199,7 +204,7 @@ def build(root: Path, clock_mode: str = "system") -> Workspace:
     pinned_at = os.environ.get("REGULATOR_NOW")
     os.environ["REGULATOR_NOW"] = pinned_at or clock.iso(clock.now())
     try:
-        ws = _build(root, reproducible=clock_mode == "pinned")
+        ws = _build(root, reproducible=clock_mode == "pinned", store=store)
     finally:
         if pinned_at is None:
             os.environ.pop("REGULATOR_NOW", None)
@@ -211,7 +216,7 @@ def build(root: Path, clock_mode: str = "system") -> Workspace:
 def _system_clock(ws: Workspace) -> None:
     """Alice proposes and accepts `clock: system`, signed: the workspace a user is handed cannot be
     moved in time by REGULATOR_NOW."""
-    from engine.decisions import decide, propose
+    from engine.proposals import decide, propose
 
     path = ws.root / "regulator" / "policy" / "routing.yaml"
     text = path.read_text(encoding="utf-8").replace("clock: pinned", "clock: system")
@@ -226,13 +231,13 @@ def _system_clock(ws: Workspace) -> None:
     configure_clock(ws)
 
 
-def _build(root: Path, reproducible: bool) -> Workspace:
+def _build(root: Path, reproducible: bool, store: str | None = None) -> Workspace:
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, capture_output=True)
     _git(root, "config", "user.name", "regulator demo")
     _git(root, "config", "user.email", "demo@regulator.invalid")
     key = demo_key(root, reproducible)
     use_key(key)
-    ws = initialize(root, owner=OWNER, key=key.with_name(f"{OWNER}.pub"), clock_mode="pinned")
+    ws = initialize(root, owner=OWNER, key=key.with_name(f"{OWNER}.pub"), clock_mode="pinned", store=store)
     for contract in CONTRACTS:
         write_contract(ws, contract)
     (root / "vendor").mkdir()
@@ -257,8 +262,8 @@ def _build(root: Path, reproducible: bool) -> Workspace:
         (root / "intake" / f"{ident}.md").write_text("\n".join([*lines, "---", title + ".", ""]))
     gitignore = root / ".gitignore"
     gitignore.write_text(gitignore.read_text() + f".worktrees/\n{KEY_DIR}/\n")
+    from engine.load import load
     from engine.registers import views
-    from engine.state import load
 
     views(ws, load(ws, stores=()), check=False)  # committed with the registers: CI's views --check holds
     _git(root, "add", "-A")

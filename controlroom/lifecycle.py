@@ -5,9 +5,9 @@ expired or retracted; unit dispatched → held → closed. Plain lines; store te
 from __future__ import annotations
 
 from controlroom.readmodel import Snapshot, evidence
-from engine.decisions import decision_of, review
 from engine.ladder import registers_of
-from engine.state import days_left, history, is_stale, memory_status, unit_status
+from engine.proposals import decision_of, review
+from engine.queries import days_left, history, is_stale, memory_status, unit_status
 from engine.text import ensure_escaped, escape, escape_block
 
 
@@ -163,16 +163,31 @@ def _lifecycle(view: str, snap: Snapshot, key: str):
         yield f"{issue.level}: {issue.code} ({issue.entry})"
         yield escape(issue.message)
         return
-    if kind in ("finding", "intake", "record"):
+    if kind in ("finding", "intake", "record", "retro"):
         registers = registers_of(snap.ws, state)
-        entry = {"finding": registers.findings, "intake": registers.intake, "record": registers.records}[
-            kind
-        ][ident]
+        entry = {
+            "finding": registers.findings,
+            "intake": registers.intake,
+            "record": registers.records,
+            "retro": registers.retro,
+        }[kind][ident]
         yield f"{kind} {ident} ({entry.path})"
+        if kind == "record":
+            from registry.lint import record_findings
+
+            for finding in record_findings(registers).get(ident, []):
+                acked = "acknowledged" if finding.fields["ack"].strip() else "awaits ack"
+                yield f"  open finding {finding.id} ({acked}): {escape(finding.fields['title'])}"
         for name, value in entry.fields.items():
             yield f"  {name}: {escape(value)}"
         yield ""
         yield from escape_block(entry.body.strip()).splitlines()
+        return
+    if kind == "badrecord":
+        invalid = registers_of(snap.ws, state).invalid[ident]
+        yield f"record {invalid.id} ({invalid.path}) is INVALID: {invalid.code}"
+        yield escape(invalid.problem)
+        yield "fix it in place (registry lint names why); it states nothing until it reads"
         return
     if kind == "file":
         check = next(c for c in snap.identity if c.file == ident)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from controlroom.readmodel import COLUMNS, TITLES, VIEWS, Snapshot, counts, header_text, keys, row, snapshot
 from engine.nextup import next_up
 from engine.obligations import record
+from engine.queries import unit_status
 from engine.router import route
-from engine.state import unit_status
 from engine.status import status
 from engine.storeless import ABSENT, authentication, stores
 from engine.text import escape
@@ -42,7 +42,8 @@ def exit_reasons(snap: Snapshot) -> list[str]:
 
 
 def once(ws: Workspace, person: str | None, read_only: bool = False) -> tuple[Snapshot, list[str]]:
-    if not read_only and ws.has_stores:  # a clone has nothing to route, and writes nothing
+    # a clone has nothing to route, and writes nothing; nor does a reader role (SPEC §18)
+    if not read_only and ws.has_stores and ws.writable:
         route(ws)
     snap = snapshot(ws, person)
     return snap, exit_reasons(snap)
@@ -106,8 +107,8 @@ def registers_only(ws: Workspace) -> dict:
     history. Nothing is routed or written. Unit state is used where the stores are (the re-gate
     check), and reported unknown where they are not; exit 0 when the three pass."""
     from engine.idhistory import verify_history
+    from engine.load import load
     from engine.registers import lint, views
-    from engine.state import load
 
     state = load(ws)
     result = lint(ws, state, require_history=True)

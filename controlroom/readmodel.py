@@ -9,25 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine import clock
-from engine.decisions import FileCheck, decision_of, verify_identity
 from engine.errors import RegulatorError
 from engine.ladder import registers_of, stale_knowledge
+from engine.load import load
+from engine.model import State
 from engine.nextup import next_up
+from engine.proposals import FileCheck, decision_of, verify_identity
+from engine.queries import days_left, holds_index, is_stale, memory_status, unit_status, unrouted_count
 from engine.registers import lint
-from engine.state import (
-    State,
-    days_left,
-    holds_index,
-    is_stale,
-    load,
-    memory_status,
-    unit_status,
-    unrouted_count,
-)
 from engine.text import escape
 from engine.verification import Finding, findings
 from engine.workspace import Workspace
-from registry.lint import LintResult
+from registry.lint import LintResult, record_findings
 
 VIEWS = ("obligations", "units", "memory", "signals", "registers", "identity")
 TITLES = {
@@ -179,12 +172,14 @@ def keys(view: str, snap: Snapshot, show_all: bool = False) -> list[str]:
             out += [f"lint:{i}" for i in range(len(snap.lint.issues))]
         out += [f"finding:{k}" for k in sorted(registers.findings)]
         out += [f"intake:{k}" for k in sorted(registers.intake)]
+        out += [f"retro:{k}" for k in sorted(registers.retro)]
         return out
     if view == "identity":
         registers = registers_of(snap.ws, state)
         out = [f"file:{c.file}" for c in snap.identity]
         out += [f"proposal:{k}" for k in state.proposals]
         out += [f"record:{k}" for k in sorted(registers.records)]
+        out += [f"badrecord:{i.path}" for i in registers.invalid_of("record")]  # listed, never left out
         return out
     raise KeyError(view)
 
@@ -267,6 +262,11 @@ def _row(view: str, snap: Snapshot, key: str) -> list[str]:
                 state_text,
                 f"{f['title']} → {', '.join(f.get('affects') or []) or '-'}",
             ]
+        if kind == "retro":
+            from engine.retro import summary
+
+            entry = registers.retro[ident]
+            return ["retro", ident, f"since {entry.fields['since']}", summary(entry)]
         f = registers.intake[ident].fields
         return ["intake", ident, f["disposition"], f["title"]]
     if view == "identity":
@@ -284,9 +284,17 @@ def _row(view: str, snap: Snapshot, key: str) -> list[str]:
             d = decision_of(state, ident)
             verdict = f"{d['decision']} by {d['by']}" if d else "pending"
             return ["proposal", ident[-8:] + " " + p["file"], verdict, p["rationale"]]
-        r = registers_of(snap.ws, state).records[ident].fields
-        s = r["status"]
-        return ["record", ident, f"{s['claim']}/{s['implementation']}/{s['operation']}", r["label"]]
+        registers = registers_of(snap.ws, state)
+        if kind == "badrecord":
+            invalid = registers.invalid[ident]
+            return ["record", invalid.id, "INVALID", f"{invalid.code}: {invalid.problem}"]
+        r = registers.records[ident].fields
+        axes = "/".join(f"{v}" for v in (r.get("status") or {}).values()) or "no status axes"
+        open_findings = record_findings(registers).get(ident, [])
+        flag = "".join(
+            f" ⚑ {f.id}" + ("" if f.fields["ack"].strip() else " (awaits ack)") for f in open_findings
+        )
+        return ["record", ident, axes, r["label"] + flag]
     raise KeyError(view)
 
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from engine.errors import BadInput, Refused
 from engine.limits import check_text
-from engine.state import State, unit_status
+from engine.model import State, UnitStatus
+from engine.queries import unit_status
 from engine.workspace import Lease, Workspace
 
 
@@ -60,7 +61,11 @@ def unit_or_person(lease: Lease | None, by: str | None) -> Actor:
 def check_lease(state: State, lease: Lease) -> None:
     """A lease file is honoured only while it matches the unit's current lease."""
     unit = state.units.get(lease.unit)
-    if unit is None or unit_status(state, unit) != "in-progress" or unit.lease != lease_hash(lease.lease):
+    if (
+        unit is None
+        or unit_status(state, unit) != UnitStatus.IN_PROGRESS
+        or unit.lease != lease_hash(lease.lease)
+    ):
         raise Refused(
             f"the lease in {lease.path} for unit {lease.unit} is not the unit's current lease "
             "(stale or edited); ask the host to dispatch the unit again"

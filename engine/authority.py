@@ -50,7 +50,9 @@ class People:
             return cls()
         if not isinstance(data, dict):
             return cls()
-        people = data.get("people") if isinstance(data.get("people"), dict) else {}
+        people = data.get("people")
+        if not isinstance(people, dict):
+            people = {}
         keys: dict[str, tuple[str, ...]] = {}
         grants: dict[str, tuple[str, ...]] = {}
         resolve: dict[str, tuple[str, ...]] = {}
@@ -221,14 +223,16 @@ def fold(events: list[dict], starts: list[int]) -> Authority:
                 auth.decided_hash[proposal["file"]] = proposal["contentHash"]
                 if proposal["file"] == INTERACTION:
                     auth.policies.append(People.parse(proposal["content"]))
-                    auth.times.append(event.get("at") if isinstance(event.get("at"), str) else "")
+                    auth.times.append(at if isinstance(at := event.get("at"), str) else "")
                     auth.marks.append(event.get("marks") if isinstance(event.get("marks"), dict) else None)
                 if proposal["file"] == ROUTING:
                     auth.routing.append(
-                        (event.get("at") if isinstance(event.get("at"), str) else "", proposal["content"])
+                        (at if isinstance(at := event.get("at"), str) else "", proposal["content"])
                     )
         elif kind == "dismissal":
-            auth.dismissals[(event.get("store"), event.get("line"))] = event
+            store, line = event.get("store"), event.get("line")
+            if isinstance(store, str) and isinstance(line, int):  # else it names no line verify names
+                auth.dismissals[(store, line)] = event
     if leading:
         auth.policies.append(People.parse(auth.content.get(INTERACTION)))
         auth.times.append("")
@@ -257,6 +261,12 @@ def _judge(
     if isinstance(event_id, str) and event_id in seen:
         return "replayed id (an event with this id came earlier)"
     if kind == "proposal":
+        if not isinstance(event_id, str):
+            return "a proposal without an id"
+        if event.get("file") not in GOVERNED or not all(
+            isinstance(event.get(k), str) for k in ("content", "contentHash")
+        ):
+            return "proposes no content of a governed file"
         if event.get("by") is None:
             return None  # a unit's, stamped by the host from its lease
         return auth.check(event, auth.people_at(event.get("at")))
@@ -264,18 +274,19 @@ def _judge(
         if verdict == "baseline":
             return "a baseline after the first events (only init writes one)"
         people = auth.people  # the policy in force just before this decision
-        proposal = auth.proposals.get(event.get("proposal"))  # type: ignore[arg-type]
+        proposal_id = event.get("proposal")
+        proposal = auth.proposals.get(proposal_id) if isinstance(proposal_id, str) else None
         if proposal is None or verdict not in ("accepted", "rejected"):
             return "decides no proposal that counts"
         if event["proposal"] in decided:
             return "a second decision on the same proposal"
-        if "accept" not in people.grants.get(event.get("by"), ()):  # type: ignore[arg-type]
+        if not people.may(event.get("by"), "accept"):
             return "decided by a person without the accept grant"
         if verdict == "accepted" and event.get("contentHash") != proposal.get("contentHash"):
             return "accepts content other than the proposal's"
         return auth.check(event, people)
     if kind == "dismissal":
-        if "accept" not in auth.people.grants.get(event.get("by"), ()):  # type: ignore[arg-type]
+        if not auth.people.may(event.get("by"), "accept"):
             return "dismissed by a person without the accept grant"
         return auth.check(event, auth.people)
     return None

@@ -15,7 +15,9 @@ deleting the checkpoint changes nothing but the time of the next read.
 
 A cache never decides (SPEC §15.4): a checkpoint counts only when it carries the HMAC of
 `.regulator/host.key` (random, mode 0600, which a confined unit cannot read); one without a
-valid MAC is ignored, never parsed (marshal is not safe on forged bytes), and `verify` names it.
+valid MAC is ignored, never decoded, and `verify` names it. What it keeps is the read model's own
+types (engine.model) in msgspec's typed msgpack: a field is read by name and type, never by place,
+and a checkpoint of an older FORMAT (or other code) is ignored and rebuilt from the log.
 """
 
 from __future__ import annotations
@@ -23,29 +25,64 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import marshal
 import mmap
 import os
 import threading
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
+
+import msgspec
 
 from engine.authority import Uncounted
 from engine.contracts import ContractFiles
 from engine.events import STORES
-from engine.state import Cursor, MemoryEntry, Obligation, State, UnitState, gc_paused
+from engine.gcpause import gc_paused
+from engine.model import Closing, Cursor, MemoryEntry, Obligation, State, UnitState
 from engine.store import Problem
 from engine.workspace import Workspace
 
 NAME = "readmodel.checkpoint"
 HOST_KEY = "host.key"
-FORMAT = 5
+FORMAT = 6  # 6: the typed model in msgspec's msgpack (5 and before: positional tuples in marshal)
 DEFAULT_BYTES = 1 << 20  # write a new one once this much more log has been folded than it covers
 CONTRACT_COST = 4096  # a contract file read again counts as this many bytes of log
-OBLIGATION_FIELDS = Obligation.__struct_fields__  # Obligation's positional order
-EXPIRES = OBLIGATION_FIELDS.index("expires_at")  # kept as ISO text
-_SOURCES = ("state.py", "events.py", "checkpoint.py", "contracts.py", "store.py", "authority.py")
+_SOURCES = (
+    "model.py",
+    "fold.py",
+    "events.py",
+    "checkpoint.py",
+    "contracts.py",
+    "store.py",
+    "authority.py",
+)
 _code_key: str | None = None
+
+Mark = tuple[int, int, str]  # a store as the checkpoint saw it: (offset, line, SHA-256 before offset)
+ContractOutcome = tuple[tuple[int, int, int, int] | None, tuple[Any, ...] | str]  # engine.contracts
+
+
+class Body(msgspec.Struct):
+    """What a checkpoint keeps, after its header: the read model's own types, by field name."""
+
+    signals: dict[str, int]
+    routings: dict[str, int]
+    unrouted: list[str]
+    obligations: dict[str, Obligation]
+    units: list[UnitState]  # only those something happened to, without their contract
+    memory: dict[str, MemoryEntry]
+    proposals: dict[str, dict[str, Any]]
+    decisions: list[dict[str, Any]]
+    pending: dict[str, Closing]
+    problems: list[Problem]
+    contracts: dict[str, ContractOutcome]
+    uncounted: list[Uncounted]
+    person_ids: dict[str, list[str]]
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(Body)
 
 
 def path_of(ws: Workspace) -> Path:
@@ -119,7 +156,7 @@ def discard(ws: Workspace) -> None:
 # ---- what a store looked like when the checkpoint was taken --------------------------------------
 
 
-def _mark(path: Path, cursor: Cursor) -> tuple | None:
+def _mark(path: Path, cursor: Cursor) -> Mark | None:
     """(offset, line, SHA-256 of the bytes before offset), or None when the store does not end a
     whole line at the cursor (a torn tail is never checkpointed)."""
     digest = _digest(path, cursor.offset, whole_line=True)
@@ -150,69 +187,41 @@ def save(ws: Workspace, state: State) -> bool:
     """Write the checkpoint of `state` (every store folded); False when it cannot be taken."""
     if not enabled() or set(state.cursors) != set(STORES):
         return False
-    marks = {}
+    marks: dict[str, Mark] = {}
     for name in STORES:
         mark = _mark(ws.store(name).path, state.cursors[name])
         if mark is None:
             return False
         marks[name] = mark
-    refs = (state.signals.refs, state.routings.refs)
-    if any(type(v) is not int for table in refs for v in table.values()):
-        return False  # an event put in by hand (tests) has no place in the log
-    obligations = []
-    for ob in state.obligations.values():
-        if any(type(v) is not int for v in ob.history):
-            return False
-        row = [getattr(ob, name) for name in OBLIGATION_FIELDS]
-        if ob.expires_at is not None:
-            row[EXPIRES] = ob.expires_at.isoformat()
-        obligations.append(tuple(row))
-    units = []
-    for unit in state.units.values():
-        if not unit.history:
-            continue  # nothing happened to it: its contract alone brings it back (or not, if deleted)
-        if any(type(v) is not int for v in unit.history):
-            return False
-        units.append(
-            (
-                unit.id,
-                unit.status,
-                unit.lease,
-                unit.worktree,
-                unit.recovery,
-                unit.history,
-                unit.type,
-                unit.profile,
-            )
-        )
     key = host_key(ws, create=True)
     if key is None:
         return False
     header = {"format": FORMAT, "code": code_key(), "stores": marks}
-    body = {
-        "signals": refs[0],
-        "routings": refs[1],
-        "unrouted": list(state.unrouted_ids),
-        "obligations": obligations,
-        "units": units,
-        "memory": [(key, e.event, e.retraction) for key, e in state.memory.items()],
-        "proposals": state.proposals,
-        "decisions": state.decisions,
-        "pending": state.pending,
-        "problems": [(p.store, p.line, p.kind, p.message) for p in state.problems],
-        "contracts": state.contract_files.seen,
-        "uncounted": [(u.store, u.offset, u.reason, u.id) for u in state.uncounted],
-        "personIds": {name: sorted(ids) for name, ids in state.person_ids.items()},
-    }
+    body = Body(
+        signals=state.signals.refs,
+        routings=state.routings.refs,
+        unrouted=list(state.unrouted_ids),
+        obligations=state.obligations,
+        # a unit nothing happened to comes back from its contract alone (or not, if deleted)
+        units=[msgspec.structs.replace(u, contract=None) for u in state.units.values() if u.history],
+        memory=state.memory,
+        proposals=state.proposals,
+        decisions=state.decisions,
+        pending=state.pending,
+        problems=state.problems,
+        contracts=state.contract_files.seen,
+        uncounted=state.uncounted,
+        person_ids={name: sorted(ids) for name, ids in state.person_ids.items()},
+    )
     target = path_of(ws)
     temporary = target.with_name(f".{NAME}.{os.getpid()}")
     try:
         first = json.dumps(header).encode()  # read first, so the stores are hashed while the rest loads
-        rest = marshal.dumps(body)
+        rest = _encoder.encode(body)
         data = len(first).to_bytes(8, "little") + first + rest
         temporary.write_bytes(_mac(key, data) + data)
         os.replace(temporary, target)  # a reader sees the old checkpoint or the new, never half
-    except (OSError, ValueError):
+    except (OSError, ValueError, TypeError, OverflowError, msgspec.EncodeError):  # e.g. an int past 64 bits
         try:
             temporary.unlink()
         except OSError:
@@ -271,7 +280,7 @@ def restore(ws: Workspace, now: datetime) -> State | None:
             header = json.loads(first)  # JSON: safe to read before the MAC is checked
             if header.get("format") != FORMAT or header.get("code") != code_key():
                 return None
-            marks = {name: tuple(mark) for name, mark in header["stores"].items()}
+            marks: dict[str, Mark] = {name: tuple(mark) for name, mark in header["stores"].items()}
             if set(marks) != set(STORES):
                 return None
             holds = _check_in_background(ws, marks)
@@ -279,8 +288,17 @@ def restore(ws: Workspace, now: datetime) -> State | None:
         if not hmac.compare_digest(mac, _mac(key, prefix, first, raw)):
             return None  # forged, or written with another host key: ignored, never parsed
         with gc_paused():  # millions of objects, all kept: nothing for the collector to find
-            state = _build(marshal.loads(raw), marks, now)
-    except (OSError, ValueError, EOFError, TypeError, KeyError, AttributeError, IndexError):
+            state = _build(_decoder.decode(raw), marks, now)
+    except (
+        OSError,
+        ValueError,
+        EOFError,
+        TypeError,
+        KeyError,
+        AttributeError,
+        IndexError,
+        msgspec.DecodeError,
+    ):
         return None  # missing, or written by something else: read the log instead
     return state if holds() else None
 
@@ -295,7 +313,7 @@ def authentic(ws: Workspace) -> bool | None:
     return key is not None and len(data) > 32 and hmac.compare_digest(data[:32], _mac(key, data[32:]))
 
 
-def _check_in_background(ws: Workspace, marks: dict):
+def _check_in_background(ws: Workspace, marks: dict[str, Mark]) -> Callable[[], bool]:
     """Start hashing every store's covered bytes in a thread; the returned call says if all match."""
     results: dict[str, bool] = {}
 
@@ -314,29 +332,21 @@ def _check_in_background(ws: Workspace, marks: dict):
     return holds
 
 
-def _build(body: dict, marks: dict, now: datetime) -> State:
+def _build(body: Body, marks: dict[str, Mark], now: datetime) -> State:
     state = State(now=now)
-    state.signals.refs = body["signals"]
-    state.routings.refs = body["routings"]
-    state.unrouted_ids = dict.fromkeys(body["unrouted"])
-    expiries: dict[str, datetime] = {}
-    obligations = state.obligations
-    for t in body["obligations"]:
-        expires = t[EXPIRES]
-        if expires is not None and expires not in expiries:
-            expiries[expires] = datetime.fromisoformat(expires)
-        obligations[t[0]] = Obligation(*t[:EXPIRES], expiries.get(expires), *t[EXPIRES + 1 :])
-    units = state.units
-    for t in body["units"]:
-        units[t[0]] = UnitState(t[0], None, t[1], t[2], t[3], t[4], t[5], t[6], t[7])
-    state.memory = {key: MemoryEntry(event, retraction) for key, event, retraction in body["memory"]}
-    state.proposals = body["proposals"]
-    state.decisions = body["decisions"]
-    state.pending = {key: tuple(value) for key, value in body["pending"].items()}
-    state.problems = [Problem(*p) for p in body["problems"]]
-    state.contract_files = ContractFiles(seen=body["contracts"])
-    state.uncounted = [Uncounted(*u) for u in body["uncounted"]]
-    state.person_ids = {name: set(ids) for name, ids in body["personIds"].items()}
-    state.cursors = {name: Cursor(mark[0], mark[1]) for name, mark in marks.items()}
+    state.signals.refs = body.signals
+    state.routings.refs = body.routings
+    state.unrouted_ids = dict.fromkeys(body.unrouted)
+    state.obligations = body.obligations
+    state.units = {unit.id: unit for unit in body.units}
+    state.memory = body.memory
+    state.proposals = body.proposals
+    state.decisions = body.decisions
+    state.pending = body.pending
+    state.problems = body.problems
+    state.contract_files = ContractFiles(seen=body.contracts)
+    state.uncounted = body.uncounted
+    state.person_ids = {name: set(ids) for name, ids in body.person_ids.items()}
+    state.cursors = {name: Cursor(offset=mark[0], line=mark[1]) for name, mark in marks.items()}
     state.checkpointed = sum(mark[0] for mark in marks.values())
     return state

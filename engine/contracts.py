@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import marshal
 import os
@@ -13,6 +12,7 @@ from pathlib import Path
 import msgspec
 
 from engine.errors import BadInput
+from engine.gcpause import gc_paused
 from engine.workspace import UNIT_ID, Workspace
 
 REQUIRED = ("id", "type", "profile", "title")
@@ -235,15 +235,11 @@ class Prefetch:
             return None
         if self.process.returncode != 0:
             return None
-        collecting = gc.isenabled()
-        gc.disable()  # 10,000 entries, all kept: nothing for the collector to find
         try:
-            seen = marshal.loads(out)
+            with gc_paused():  # 10,000 entries, all kept: nothing for the collector to find
+                seen = marshal.loads(out)
         except (EOFError, ValueError, TypeError):
             return None
-        finally:
-            if collecting:
-                gc.enable()
         return ContractFiles(seen=seen) if type(seen) is dict else None
 
     def close(self) -> None:

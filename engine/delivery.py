@@ -41,7 +41,8 @@ import re
 from dataclasses import dataclass, field
 
 from engine.errors import BadInput, RegulatorError
-from engine.state import MemoryEntry, State, memory_status
+from engine.model import MemoryEntry, MemoryStatus, State
+from engine.queries import memory_status
 from engine.text import escape, escape_block, unescape
 from engine.workspace import Workspace
 from identity.files import IDENTITY_DIR, IDENTITY_NAMES
@@ -112,7 +113,7 @@ def eligible(state: State, unit_type: str | None) -> list[tuple[int, MemoryEntry
     today = state.now.date()
     chosen = []
     for position, entry in enumerate(state.memory.values()):
-        if memory_status(entry, today) != "current":
+        if memory_status(entry, today) != MemoryStatus.CURRENT:
             continue
         scope = entry.event.get("scope") or []
         if unit_type is None or not scope or unit_type in scope:

@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any, Literal
 
 import msgspec
 
 _loads = msgspec.json.decode
 
-STORES = ("signals", "units", "memory", "identity")  # the index a reference carries
-INDEX = {name: i for i, name in enumerate(STORES)}
+StoreName = Literal["signals", "units", "memory", "identity"]
+# every store, the one list: in the fold's order (signals before units), and the index a reference carries
+STORES: tuple[StoreName, ...] = ("signals", "units", "memory", "identity")
+INDEX: dict[str, int] = {name: i for i, name in enumerate(STORES)}
 CACHED = 4096  # parsed events kept: a screenful of rows and their detail panes many times over
 BULK = 64  # more references than this at once: one read per store, of the span they lie in
 
@@ -28,7 +31,7 @@ def refs(store: str, offsets: list[int]) -> list[int]:
     return [offset << 2 | index for offset in offsets]
 
 
-def unreadable(item: int) -> dict:
+def unreadable(item: int) -> dict[str, Any]:
     """What a reference resolves to when its line no longer parses (the store was edited)."""
     return {"kind": "unreadable", "store": STORES[item & 3], "offset": item >> 2}
 
@@ -38,16 +41,14 @@ class EventSource:
 
     def __init__(self) -> None:
         self.paths: tuple[Path, ...] = ()
-        self._cache: OrderedDict[int, dict] = OrderedDict()
+        self._cache: OrderedDict[int, dict[str, Any]] = OrderedDict()
 
     def bind(self, paths: tuple[Path, ...]) -> None:
         if self.paths != paths:
             self.paths = paths
             self._cache.clear()
 
-    def event(self, item: int | dict) -> dict:
-        if type(item) is not int:
-            return item  # already an event (a state built in memory, as the display tests do)
+    def event(self, item: int) -> dict[str, Any]:
         found = self._cache.get(item)
         if found is not None:
             self._cache.move_to_end(item)
@@ -61,13 +62,13 @@ class EventSource:
         self._remember(item, found)
         return found
 
-    def events(self, items: Iterable[int | dict]) -> list[dict]:
-        items = list(items)
+    def events(self, refs: Iterable[int]) -> list[dict[str, Any]]:
+        items = list(refs)
         if len(items) <= BULK:
             return [self.event(item) for item in items]
         spans: dict[int, tuple[int, int]] = {}  # store index -> (first, last) offset not cached
         for item in items:
-            if type(item) is int and item not in self._cache:
+            if item not in self._cache:
                 first, last = spans.get(item & 3, (item >> 2, item >> 2))
                 spans[item & 3] = (min(first, item >> 2), max(last, item >> 2))
         data: dict[int, tuple[int, bytes]] = {}  # store index -> (offset of the bytes, the bytes)
@@ -80,9 +81,6 @@ class EventSource:
                 data[index] = first, b""
         out = []
         for item in items:
-            if type(item) is not int:
-                out.append(item)
-                continue
             found = self._cache.get(item)
             if found is None:
                 start, blob = data[item & 3]
@@ -92,13 +90,13 @@ class EventSource:
             out.append(found)
         return out
 
-    def _remember(self, item: int, event: dict) -> None:
+    def _remember(self, item: int, event: dict[str, Any]) -> None:
         self._cache[item] = event
         if len(self._cache) > CACHED:
             self._cache.popitem(last=False)
 
 
-def _parse(raw: bytes, item: int) -> dict:
+def _parse(raw: bytes, item: int) -> dict[str, Any]:
     try:
         event = _loads(raw)
     except (ValueError, RecursionError):
@@ -106,19 +104,19 @@ def _parse(raw: bytes, item: int) -> dict:
     return event if type(event) is dict else unreadable(item)
 
 
-class EventMap(Mapping):
+class EventMap(Mapping[str, dict[str, Any]]):
     """id -> event, holding references; looks like the dict of events it replaces."""
 
     __slots__ = ("refs", "source")
 
     def __init__(self, source: EventSource) -> None:
-        self.refs: dict[str, int | dict] = {}
+        self.refs: dict[str, int] = {}
         self.source = source
 
-    def __getitem__(self, key: str) -> dict:
+    def __getitem__(self, key: str) -> dict[str, Any]:
         return self.source.event(self.refs[key])
 
-    def __setitem__(self, key: str, value: int | dict) -> None:
+    def __setitem__(self, key: str, value: int) -> None:
         self.refs[key] = value
 
     def __contains__(self, key: object) -> bool:
@@ -130,9 +128,9 @@ class EventMap(Mapping):
     def __len__(self) -> int:
         return len(self.refs)
 
-    def values(self) -> list[dict]:  # type: ignore[override]
+    def values(self) -> list[dict[str, Any]]:  # type: ignore[override]
         return self.source.events(self.refs.values())
 
-    def items(self) -> list[tuple[str, dict]]:  # type: ignore[override]
+    def items(self) -> list[tuple[str, dict[str, Any]]]:  # type: ignore[override]
         keys = list(self.refs)
         return list(zip(keys, self.source.events(self.refs[k] for k in keys), strict=True))

@@ -10,8 +10,12 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine import sshsig
+
+if TYPE_CHECKING:
+    from engine.workspace import Workspace
 
 NAMESPACE = "git"
 
@@ -97,7 +101,9 @@ def _git(root: Path, *args: str, env: dict | None = None, data: bytes | None = N
     return done.stdout.decode().strip() if done.returncode == 0 else None
 
 
-def commit(ws, paths: list[str], message: str, person: str, sign: bool, root: Path | None = None) -> bool:
+def commit(
+    ws: Workspace, paths: list[str], message: str, person: str, sign: bool, root: Path | None = None
+) -> bool:
     """Commit these paths' working-tree bytes (only these: anything else staged is left alone) as
     `person`, SSH-signed with the person's key when `sign`. Built with git's plumbing (hash-object
     --no-filters, a private index, commit-tree), so no hook, filter or fsmonitor of the repository

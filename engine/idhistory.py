@@ -42,7 +42,7 @@ _TRAILER = re.compile(r"([A-Za-z0-9][A-Za-z0-9-]*)\s*:\s*(.*)")
 
 @dataclass(frozen=True)
 class HistoryCheck:
-    """One governed file judged against history (the interface of engine.decisions.FileCheck)."""
+    """One governed file judged against history (the interface of engine.proposals.FileCheck)."""
 
     file: str
     decided: str | None  # the commit whose counted decision has this content
@@ -66,6 +66,8 @@ class HistoryCheck:
         )
 
     def describe(self) -> str:
+        if self.decided is None:
+            return self.problem()
         return f"{self.file}: as decided by {self.by} in {self.decided[:12]} ({self.how})"
 
 
@@ -218,6 +220,7 @@ def verify_history(ws: Workspace, trunk: str | None = None) -> HistoryVerdict:
             for path, blob in commit.changed.items():
                 refused.setdefault(path, {}).setdefault(blob, (commit.sha, why))
             continue
+        assert person is not None and how is not None  # every branch that leaves `why` None sets both
         for path, blob in commit.changed.items():
             best = decided.setdefault(path, {}).get(blob)
             if best is None or (best[2] == "claimed" and how == "signed"):

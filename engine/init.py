@@ -10,9 +10,10 @@ from pathlib import Path
 
 from engine import clock
 from engine.errors import BadInput, Refused
+from engine.events import STORES
 from engine.gitconfig import CONFIG, git_config
 from engine.limits import check_text
-from engine.workspace import STATE_DIR, STORE_NAMES, Workspace
+from engine.workspace import STATE_DIR, Workspace
 from identity.files import IDENTITY_DIR, POLICY_DIR, content_hash
 from identity.shipped import IDENTITY_FILES, policy_files
 
@@ -81,6 +82,7 @@ def initialize(
     trunk: str = "main",
     key: Path | None = None,
     clock_mode: str = "system",
+    store: str | None = None,
 ) -> Workspace:
     root = root.resolve()
     if not root.is_dir():
@@ -93,7 +95,19 @@ def initialize(
         raise BadInput(f"--trunk {trunk!r} is not a branch name")
     if clock_mode not in ("system", "pinned"):
         raise BadInput(f"--clock {clock_mode!r} is not one of system, pinned")
+    if store is None:  # REGULATOR_STORE (or a committed store.yaml) names the store as --store would
+        from engine.workspace import store_url
+
+        store = store_url(root)
+    if store is not None:
+        from engine.pgstore import check_url
+
+        check_url(store)
     public_key = owner_key(root, key)
+    if store is not None:  # reachable, and holding no stores yet: checked before anything is written
+        from engine.pgstore import check_empty
+
+        check_empty(store)
     owner = owner or git_config(root, "user.name") or "owner"
     email = git_config(root, "user.email")
     clock.configure(clock_mode == "pinned")
@@ -118,14 +132,25 @@ def initialize(
         gitignore.write_text(
             existing + ("" if existing.endswith("\n") or not existing else "\n") + "\n".join(missing) + "\n"
         )
-    ws.state_dir.mkdir(mode=0o700)
-    for name in STORE_NAMES:
-        ws.store(name).path.touch()
+    committed = list(written)
+    if store is not None:  # the stores on PostgreSQL (SPEC §18): where, recorded without a password
+        from engine import pgstore, workspace
+
+        pgstore.create_schema(store, clock_mode)
+        write_governed(root / workspace.STORE_POLICY, f"url: {pgstore.redact(store)}\n")
+        committed.append(workspace.STORE_POLICY)
+        workspace._URLS.clear()
+        ws.state_dir.mkdir(mode=0o700)
+        pgstore.mirror(ws.url or store, ws.state_dir).prepare()
+    else:
+        ws.state_dir.mkdir(mode=0o700)
+        for name in STORES:
+            ws.store(name).path.touch()
     from engine.checkpoint import host_key
 
     host_key(ws, create=True)
     now = clock.iso(clock.now())
-    store = ws.store("identity")
+    identity_store = ws.store("identity")
     # the first event's hash names the workspace: never two alike (under a pinned clock, for
     # reproducible tests and demos, derived from the time and the folder)
     if clock.fixed():
@@ -133,7 +158,7 @@ def initialize(
     else:
         nonce = secrets.token_hex(16)
     for relative, text in written.items():  # the first events: trusted on first use (SPEC §15.0)
-        store.append(
+        identity_store.append(
             {
                 **({"nonce": nonce} if nonce else {}),
                 "kind": "decision",
@@ -148,7 +173,7 @@ def initialize(
             }
         )
         nonce = ""
-    commit_baseline(ws, owner, list(written), public_key)
+    commit_baseline(ws, owner, committed, public_key)
     return ws
 
 

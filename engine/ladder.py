@@ -4,19 +4,20 @@ vetoes, status, Next-up, lint and every view ask it.
 
 from __future__ import annotations
 
-from engine.state import State
+from engine.model import State
 from engine.workspace import Workspace
 from registry.entries import Held, Registers, entry_or_none, load_registers
 
 
 def registers_of(ws: Workspace, state: State) -> Registers:
-    if state.registers is None:
-        registers = load_registers(ws.tree)
-        unreadable = [i.path for i in registers.invalid_of("finding")]
-        if unreadable:
-            registers.held = trunk_holds_of(ws, unreadable)
-        state.registers = registers
-    return state.registers
+    if isinstance(state.registers, Registers):
+        return state.registers
+    registers = load_registers(ws.tree)
+    unreadable = [i.path for i in registers.invalid_of("finding")]
+    if unreadable:
+        registers.held = trunk_holds_of(ws, unreadable)
+    state.registers = registers
+    return registers
 
 
 def trunk_holds_of(ws: Workspace, paths: list[str]) -> dict[str, Held]:

@@ -9,9 +9,11 @@ from engine import clock
 from engine.actors import check_lease, check_person, require_grant, unit_tools
 from engine.errors import BadInput, Refused
 from engine.limits import check_list, check_text
+from engine.load import load
 from engine.lookup import by_prefix
+from engine.model import MemoryEntry, MemoryStatus
+from engine.queries import memory_status
 from engine.signing import person_event, signer_for
-from engine.state import MemoryEntry, load, memory_status
 from engine.workspace import Lease, Workspace
 
 FIELDS = ("subject", "note", "evidence", "reviewBy", "scope")
@@ -86,7 +88,7 @@ def check_quota(ws: Workspace, unit: str) -> None:
     state = load(ws, stores=("memory",))
     today = state.now.date()
     mine = [entry for entry in state.memory.values() if entry.event.get("unit") == unit]
-    held = sum(memory_status(entry, today) == "current" for entry in mine)
+    held = sum(memory_status(entry, today) == MemoryStatus.CURRENT for entry in mine)
     if held >= most:
         raise Refused(
             f"unit {unit} holds {held} current memory entries, the most one unit may hold "

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from engine.ladder import registers_of, stale_knowledge
-from engine.state import State, holds_index, unit_status
+from engine.model import State, UnitStatus
+from engine.queries import holds_index, unit_status
 from engine.workspace import Workspace
 
 
@@ -29,10 +30,10 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
         if contract is None:
             continue
         status = unit_status(state, unit) if known else "unknown (no stores here)"
-        if status == "todo" and unit_id not in stale and unit_id not in holds:
+        if status == UnitStatus.TODO and unit_id not in stale and unit_id not in holds:
             ready.append((contract.priority, unit_id))
         elif explain:
-            reasons = [] if status == "todo" else [f"status {status}"]
+            reasons = [] if status == UnitStatus.TODO else [f"status {status}"]
             reasons += [
                 f"stale-knowledge: unresolved {finding}{from_trunk.get(finding, '')}"
                 for finding in stale.get(unit_id, [])

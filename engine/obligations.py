@@ -6,24 +6,24 @@ from engine import clock
 from engine.actors import check_person, require_grant
 from engine.errors import BadInput, Refused
 from engine.limits import check_text
+from engine.load import load
 from engine.lookup import by_prefix, check_prefix
+from engine.model import PERSON_DISPOSITIONS, Obligation, ObligationKind, ObligationStatus, State
 from engine.router import route_locked
 from engine.signing import person_event, signer_for
-from engine.state import Obligation, State, load
 from engine.workspace import Workspace
 
-DISPOSITIONS = ("no-action", "accepted-risk", "rework", "replan", "research-requested")
-ENGINE_DISPOSITIONS = ("rejected", "escalated")
+DISPOSITIONS = PERSON_DISPOSITIONS  # what `obligation resolve --disposition` accepts
 
 
 def record(state: State, ob: Obligation) -> dict:
     """An obligation as `obligations --json` and `controlroom --once --json` show it (SPEC §13)."""
-    from engine.state import is_stale
+    from engine.queries import is_stale
 
     return {
         "id": ob.id,
         "unit": ob.unit,
-        "signal": ob.source if ob.kind == "intelligence" else None,
+        "signal": ob.source if ob.kind == ObligationKind.INTELLIGENCE else None,
         "severity": ob.severity,
         "blocks": ob.blocks,
         "owedTo": ob.owed_to,
@@ -46,7 +46,7 @@ def _may_resolve(ws: Workspace, person: str, ob: Obligation) -> None:
         )
 
 
-def resolve(ws: Workspace, prefix: str, by: str, disposition: str, rationale: str) -> dict:
+def resolve(ws: Workspace, prefix: str, by: str | None, disposition: str, rationale: str) -> dict:
     check_prefix(prefix, "obligation")
     person = check_person(by)
     if disposition not in DISPOSITIONS:
@@ -60,7 +60,7 @@ def resolve(ws: Workspace, prefix: str, by: str, disposition: str, rationale: st
         state = load(ws, stores=("signals", "units"))
         ob = find(state, prefix)
         _may_resolve(ws, person, ob)
-        if ob.status != "open":
+        if ob.status != ObligationStatus.OPEN:
             raise Refused(
                 f"obligation {ob.id} is already {ob.status} ({ob.disposition}) by {ob.by} at {ob.closed_at}"
             )

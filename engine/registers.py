@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import json
 import re
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine import clock
 from engine.actors import check_person, require_grant
 from engine.errors import BadInput, Refused
 from engine.gitconfig import trunk_of
 from engine.ladder import registers_of
-from engine.state import State, unit_status
+from engine.model import State
+from engine.queries import unit_status
 from engine.workspace import Workspace
 from registry.entries import FINDING_ID, REGISTERS, Issue
-from registry.history import RangeError, read_history, read_range
+from registry.history import History, RangeError, RangeHistory, read_history, read_range
 from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range
 from registry.views import VIEWS
+
+if TYPE_CHECKING:
+    from identity.policy import InteractionPolicy
 
 
 def lint_policy(ws: Workspace) -> Policy:
@@ -26,7 +31,7 @@ def lint_policy(ws: Workspace) -> Policy:
     return policy
 
 
-def _signing_policy(ws: Workspace, interaction, note: str = "") -> Policy:
+def _signing_policy(ws: Workspace, interaction: InteractionPolicy, note: str = "") -> Policy:
     """Who may authorize a load-bearing change, and whether it must be SSH-signed (SPEC §15.1)."""
     people = interaction.people
     ackers = {name: person.emails for name, person in people.items() if "ack" in person.grants}
@@ -40,7 +45,7 @@ def _signing_policy(ws: Workspace, interaction, note: str = "") -> Policy:
     return Policy(ackers=ackers, signed=signed, require_signatures=interaction.require_signatures, note=note)
 
 
-def trunk_policy(ws: Workspace, history) -> Policy:
+def trunk_policy(ws: Workspace, history: History | None) -> Policy:
     """In a clone (no decided policy), the policy as trunk had it at the merge-base: a branch
     cannot grant itself the ack it uses, nor loosen intake debt. Without history, the checkout's."""
     import subprocess
@@ -102,6 +107,7 @@ def lint(
     the branch's against its merge-base. With `require_history`, history that cannot be read is an
     error, not a warning."""
     with ThreadPoolExecutor(max_workers=1) as pool:
+        pending: Future[RangeHistory] | Future[History]
         if range_spec is not None:
             pending = pool.submit(read_range, ws.tree, range_spec)
         else:
@@ -111,7 +117,8 @@ def lint(
         if known:
             policy = lint_policy(ws)
         else:  # a clone: not the checkout's policy files, which the branch itself may have edited
-            policy = trunk_policy(ws, pending.result() if range_spec is None else None)
+            found = pending.result() if range_spec is None else None
+            policy = trunk_policy(ws, found if isinstance(found, History) else None)
         units = {
             unit_id: unit_status(state, unit) if known else "unknown"
             for unit_id, unit in state.units.items()
@@ -119,12 +126,16 @@ def lint(
         }
         result = LintResult()
         result.issues = lint_entries(registers, units, set(registers.records), policy, state.now.date())
+        if registers.retro:
+            from engine.retro import check as check_retros
+
+            result.issues += check_retros(ws, state, registers, policy_at)
         try:
             history = pending.result()
         except RangeError as exc:
             raise BadInput(str(exc)) from None
-    if range_spec is not None:
-        before = range_spec.partition("..")[0]
+    if isinstance(history, RangeHistory):  # range_spec was given
+        before = history.spec.partition("..")[0]
         result.issues += lint_range(history, policy_at(ws, history.policy, before))
     else:
         result.issues += lint_history(registers, registers.texts, history, policy)
@@ -205,4 +216,4 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
     return path
 
 
-assert set(REGISTERS) == {"findings", "intake", "records"}
+assert set(REGISTERS) == {"findings", "intake", "records", "retro"}

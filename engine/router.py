@@ -6,7 +6,10 @@ import re
 from datetime import datetime
 
 from engine import clock, ids
-from engine.state import State, advance, load, unrouted
+from engine.fold import advance
+from engine.load import load
+from engine.model import State
+from engine.queries import unrouted
 from engine.workspace import Workspace
 from identity.policy import RoutingPolicy
 

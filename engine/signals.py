@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from engine import clock
-from engine.actors import Actor, check_lease, require_grant, unit_tools
+from engine.actors import Actor, check_lease, check_person, require_grant, unit_tools
 from engine.errors import BadInput, Refused
 from engine.limits import check_list, check_text
+from engine.load import load
 from engine.signing import person_event, signer_for
-from engine.state import load
 from engine.workspace import Workspace, check_unit_id
 
 FIELDS = (
@@ -96,7 +96,7 @@ def report_intelligence(ws: Workspace, fields: dict, actor: Actor) -> dict:
     signer = None
     if actor.lease is not None:
         check_lease(state, actor.lease)
-        unit_type, profile, tools = unit_tools(ws, state, actor.unit)
+        unit_type, profile, tools = unit_tools(ws, state, actor.lease.unit)
         if "report_intelligence" not in tools:
             raise Refused(f"unit {actor.unit}'s profile {profile} does not grant report_intelligence")
         if unit_type != "research":
@@ -105,8 +105,9 @@ def report_intelligence(ws: Workspace, fields: dict, actor: Actor) -> dict:
             )
         revision = ws.revision(actor.lease.worktree)
     else:
-        require_grant(ws, actor.person, "report", "report intelligence")
-        signer = signer_for(ws, actor.person)
+        person = check_person(actor.person)  # an Actor holds a lease or a person
+        require_grant(ws, person, "report", "report intelligence")
+        signer = signer_for(ws, person)
         revision = ws.revision()
     event = {
         "kind": "signal",

@@ -10,6 +10,16 @@ import sys
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePublicKey
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
+    from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+
+    PublicKey = Ed25519PublicKey | EllipticCurvePublicKey | RSAPublicKey  # the kinds SSHSIG carries here
+    LoadKey = Callable[[bytes, bytes | None], PrivateKeyTypes]  # cryptography's load_*_private_key
 
 # `cryptography` is imported inside the functions that need it: importing this module stays cheap
 # for commands that never sign or verify.
@@ -81,10 +91,11 @@ class _Reader:
 
 
 @lru_cache(maxsize=256)
-def _public_key(blob: bytes):
+def _public_key(blob: bytes) -> tuple[str, PublicKey]:
     """(type, cryptography key) of a public key blob; cached, as the same few keys sign everything."""
     r = _Reader(blob)
     kind = r.string().decode("ascii")
+    key: PublicKey
     if kind == "ssh-ed25519":
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -162,22 +173,23 @@ def _signed_data(namespace: bytes, reserved: bytes, hash_name: bytes, digest: by
     return _MAGIC + _string(namespace) + _string(reserved) + _string(hash_name) + _string(digest)
 
 
-def _check(kind: str, key, signature: bytes, data: bytes) -> None:
+def _check(kind: str, key: PublicKey, signature: bytes, data: bytes) -> None:
     """Raises unless `signature` (format string + signature bytes) is `key`'s over `data`."""
     from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import ec, padding, utils
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa, utils
 
     r = _Reader(signature)
     fmt, raw = r.string(), r.string()
     r.end()
-    if kind == "ssh-ed25519" and fmt == b"ssh-ed25519":
+    # `kind` and `key` come from one _public_key: the isinstance checks only tell the type checker
+    if kind == "ssh-ed25519" and fmt == b"ssh-ed25519" and isinstance(key, ed25519.Ed25519PublicKey):
         key.verify(raw, data)
-    elif kind in _ECDSA and fmt == kind.encode():
+    elif kind in _ECDSA and fmt == kind.encode() and isinstance(key, ec.EllipticCurvePublicKey):
         rs = _Reader(raw)
         der = utils.encode_dss_signature(rs.mpint(), rs.mpint())
         rs.end()
         key.verify(der, data, ec.ECDSA(getattr(hashes, _ECDSA[kind][2])()))
-    elif kind == "ssh-rsa" and fmt in _RSA_FORMATS:
+    elif kind == "ssh-rsa" and fmt in _RSA_FORMATS and isinstance(key, rsa.RSAPublicKey):
         # OpenSSH accepts a signature shorter than the modulus (leading zeros dropped); OpenSSL not.
         raw = raw.rjust((key.key_size + 7) // 8, b"\0")
         key.verify(raw, data, padding.PKCS1v15(), getattr(hashes, _RSA_FORMATS[fmt])())
@@ -252,7 +264,7 @@ class Signer:
         return f"Signer({fingerprint(self.public_key)} via {self.via})"
 
 
-def _in_process(private_key) -> Callable[[bytes], bytes] | None:
+def _in_process(private_key: PrivateKeyTypes) -> Callable[[bytes], bytes] | None:
     """The sign function of a cryptography private key, or None for a type SSHSIG cannot carry."""
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa, utils
@@ -361,7 +373,7 @@ def _needs_passphrase(path: Path) -> SigningKeyError:
     )
 
 
-def _decrypt_interactively(path: Path, data: bytes, load) -> Signer:
+def _decrypt_interactively(path: Path, data: bytes, load: LoadKey) -> Signer:
     import getpass
     import importlib.util
 
@@ -378,7 +390,7 @@ def _decrypt_interactively(path: Path, data: bytes, load) -> Signer:
     raise SigningKeyError(f"wrong passphrase for key {path}")
 
 
-def _key_signer(path: Path, key) -> Signer:
+def _key_signer(path: Path, key: PrivateKeyTypes) -> Signer:
     from cryptography.hazmat.primitives import serialization
 
     sign = _in_process(key)
@@ -392,10 +404,12 @@ def _private_signer(path: Path, data: bytes, interactive: bool) -> Signer:
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives import serialization
 
+    load: LoadKey
     if b"BEGIN OPENSSH PRIVATE KEY" in data:
         load = serialization.load_ssh_private_key
     else:
         load = serialization.load_pem_private_key
+    key: PrivateKeyTypes | None
     try:
         key = load(data, None)
     except TypeError:  # cryptography's way of saying the key is encrypted and needs a password

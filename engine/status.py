@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from engine.ladder import stale_knowledge
-from engine.state import State, holds_index, unrouted
+from engine.model import State
+from engine.queries import holds_index, unrouted
 from engine.storeless import authentication, status_of, stores
 from engine.workspace import Workspace
 

@@ -198,6 +198,10 @@ class Store:
         except FileNotFoundError:
             return 0
 
+    def whole(self) -> bytes:
+        """Every byte of the store, as `verify` checks it."""
+        return self.path.read_bytes()
+
 
 def _check_time(store: str, at: object, last_at: object) -> None:
     """With the system clock, a store never takes an event stamped before its last (beyond a
@@ -225,7 +229,7 @@ def _decoders(shape: type | tuple | None) -> tuple[Callable, Callable]:
     if shape is None:
         return _WHOLE.decode, _WHOLE.decode
     if not isinstance(shape, tuple):
-        decode = msgspec.json.Decoder(shape).decode
+        decode: Callable[[bytes], object] = msgspec.json.Decoder(shape).decode
         return decode, decode
     usual, anyline = (msgspec.json.Decoder(s).decode for s in shape)
 
@@ -279,7 +283,13 @@ def _parse_lines(
 
 
 def _parse_each(
-    store: str, pieces: list[bytes], line: int, offset: int, result: ReadResult, decode, whole: bool
+    store: str,
+    pieces: list[bytes],
+    line: int,
+    offset: int,
+    result: ReadResult,
+    decode: Callable[[bytes], object],
+    whole: bool,
 ) -> int:
     """Line by line, naming each line that is not an event (torn, garbage, not an object)."""
     append = result.events.append
@@ -343,7 +353,7 @@ def verify(store: Store) -> list[Finding]:
     """
     found: list[Finding] = []
     try:
-        data = store.path.read_bytes()
+        data = store.whole()
     except FileNotFoundError:
         return found
     pieces = data.split(b"\n")

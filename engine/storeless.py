@@ -8,7 +8,8 @@ say `stores: absent — unit state unknown` first, show every unit's status as `
 
 from __future__ import annotations
 
-from engine.state import State, UnitState, unit_status
+from engine.model import State, UnitState
+from engine.queries import unit_status
 from engine.workspace import Workspace
 
 ABSENT = "stores: absent — unit state unknown"

@@ -16,9 +16,22 @@ from engine.actors import check_person, lease_hash, require_grant
 from engine.contracts import contract_path
 from engine.errors import BadInput
 from engine.limits import check_text
+from engine.load import load
+from engine.model import (
+    BLOCKING,
+    OWED_TO,
+    RECOVERY_ACTIONS,
+    WAITING_ACTIONS,
+    Disposition,
+    ObligationStatus,
+    RecoveryAction,
+    State,
+    UnitState,
+    UnitStatus,
+)
+from engine.queries import unit_status
 from engine.router import route_locked
 from engine.signing import person_event, signer_for
-from engine.state import ACTIONS, WAITING_ACTIONS, State, UnitState, load, unit_status
 from engine.vetoes import check_close, check_dispatch
 from engine.workspace import LEASE_FILE, Workspace, check_unit_id
 
@@ -51,6 +64,7 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
         contract = state.contracts[unit_id]
         # always random, even under a pinned clock; the log keeps only its hash (SPEC §15.2)
         token = secrets.token_urlsafe(32)
+        at = clock.iso(clock.now())
         event = {
             "kind": "dispatch",
             "unit": unit_id,
@@ -61,11 +75,11 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
             "contractHash": _contract_hash(ws, unit_id),
             "worktree": _relative(ws, worktree),
             "revision": ws.revision(worktree),
-            "at": clock.iso(clock.now()),
+            "at": at,
         }
         lease_file = None
         if worktree is not None:  # written first: a dispatch whose lease cannot be handed over is none
-            lease_file = _write_lease(worktree, unit_id, token, ws, event["at"])
+            lease_file = _write_lease(worktree, unit_id, token, ws, at)
         try:
             written = ws.store("units").append(event)
         except BaseException:
@@ -138,12 +152,22 @@ def _remove_lease_file(ws: Workspace, unit: UnitState) -> None:
             pass
 
 
-def decide(ws: Workspace, unit_id: str, action: str, by: str, rationale: str) -> dict:
+DECIDABLE = (UnitStatus.TODO, UnitStatus.IN_PROGRESS, UnitStatus.WAITING)  # a recovery decision applies
+
+
+def disposition_of(action: str) -> Disposition:
+    """The disposition a recovery decision writes on the obligations it closes."""
+    if action in WAITING_ACTIONS:
+        return Disposition.ESCALATED
+    return Disposition.REJECTED if action == RecoveryAction.ABORT else Disposition.REWORK
+
+
+def decide(ws: Workspace, unit_id: str, action: str, by: str | None, rationale: str) -> dict:
     """A recovery decision (§4.4): it disposes of the unit's open S3 obligations in one event."""
     _known(ws, unit_id)
     person = check_person(by)
-    if action not in ACTIONS:
-        raise BadInput(f"--action {action!r} is not one of {', '.join(ACTIONS)}")
+    if action not in RECOVERY_ACTIONS:
+        raise BadInput(f"--action {action!r} is not one of {', '.join(RECOVERY_ACTIONS)}")
     rationale = check_text("--rationale", rationale, kind="rationale")
     require_grant(ws, person, "decide", "record a recovery decision")
     signer = signer_for(ws, person)
@@ -152,14 +176,14 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str, rationale: str) ->
         state = load(ws)
         unit = _unit(state, unit_id)
         status = unit_status(state, unit)
-        if status not in ("todo", "in-progress", "waiting"):
+        if status not in DECIDABLE:
             raise BadInput(
                 f"unit {unit_id} is {status}; a recovery decision needs todo, in-progress or waiting"
             )
         owed = [
             ob.id
             for ob in state.obligations.values()
-            if ob.unit == unit_id and ob.status == "open" and ob.owed_to == "S3"
+            if ob.unit == unit_id and ob.status == ObligationStatus.OPEN and ob.owed_to == OWED_TO
         ]
         event: dict = {
             "kind": "decision",
@@ -168,9 +192,7 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str, rationale: str) ->
             "by": person,
             "rationale": rationale,
             "resolves": owed,
-            "disposition": "escalated"
-            if action in WAITING_ACTIONS
-            else ("rejected" if action == "abort" else "rework"),
+            "disposition": disposition_of(action).value,
             "opens": None,
             "at": clock.iso(clock.now()),
         }
@@ -178,16 +200,16 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str, rationale: str) ->
         if action in WAITING_ACTIONS:
             event["opens"] = {
                 "id": ids.recovery_obligation_id(event["id"], unit_id),
-                "severity": "blocking",
-                "owedTo": "S3",
+                "severity": BLOCKING,
+                "owedTo": OWED_TO,
             }
         written = ws.store("units").append(person_event(ws, signer, event))
-        if unit.status == "in-progress":
+        if unit.status == UnitStatus.IN_PROGRESS:
             _remove_lease_file(ws, unit)
         return written
 
 
-def demote(ws: Workspace, unit_id: str, by: str, rationale: str) -> dict:
+def demote(ws: Workspace, unit_id: str, by: str | None, rationale: str) -> dict:
     """The re-gate of seed 004: an in-progress unit back to todo, its lease released."""
     _known(ws, unit_id)
     person = check_person(by)
@@ -199,7 +221,7 @@ def demote(ws: Workspace, unit_id: str, by: str, rationale: str) -> dict:
         state = load(ws)
         unit = _unit(state, unit_id)
         status = unit_status(state, unit)
-        if status != "in-progress":
+        if status != UnitStatus.IN_PROGRESS:
             raise BadInput(f"unit {unit_id} is {status}; only an in-progress unit can be demoted")
         event = {
             "kind": "demote",

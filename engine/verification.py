@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 from engine import clock
 from engine.actors import check_person, require_grant
 from engine.errors import BadInput
+from engine.events import STORES
 from engine.limits import check_text
 from engine.store import verify as verify_chain
-from engine.workspace import STORE_NAMES, Workspace
+from engine.workspace import Workspace
 
 CHECKPOINT = "readmodel.checkpoint"
+
+if TYPE_CHECKING:
+    from engine.model import State
 
 
 @dataclass(frozen=True)
@@ -61,14 +67,14 @@ def line_of(data: list[bytes], offset: int) -> int:
     return len(data)
 
 
-def findings(ws: Workspace, state=None) -> list[Finding]:
+def findings(ws: Workspace, state: State | None = None) -> list[Finding]:
     """Everything `verify` names, dismissed ones marked. `regulator verify` folds the stores afresh
     and compares any checkpoint with that fold; the control room and --once pass the state they
     hold (a checkpoint they restored carries MAC-checked results) and only check the MAC."""
-    from engine.state import load
+    from engine.load import load
 
     found: list[Finding] = []
-    for name in STORE_NAMES:
+    for name in STORES:
         found += [Finding(f.store, f.line, f.message) for f in verify_chain(ws.store(name))]
     fresh = state if state is not None else load(ws, cached=False)
     uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
@@ -88,7 +94,7 @@ def findings(ws: Workspace, state=None) -> list[Finding]:
     return _mark_dismissed(ws, found)
 
 
-def _host_events(ws: Workspace, fresh) -> list[Finding]:
+def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
     """What no signature covers, re-derived (SPEC §15.0's shared account): every routing record
     must be the one the router writes for its signal under the routing policy then in force, once
     per signal; no event is stamped in the future, nor (on the system clock) more than the allowed
@@ -103,7 +109,7 @@ def _host_events(ws: Workspace, fresh) -> list[Finding]:
     now = clock.now()
     system = ws.authority().clock == "system"
     policies: dict[str, object] = {}
-    for name in STORE_NAMES:
+    for name in STORES:
         store = f"{name}.ndjson"
         previous: object = None
         routed: set[str] = set()
@@ -148,7 +154,7 @@ def _host_events(ws: Workspace, fresh) -> list[Finding]:
     return found
 
 
-def _time(value: object):
+def _time(value: object) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
@@ -157,9 +163,11 @@ def _time(value: object):
         return None
 
 
-def _routing_problem(ws: Workspace, state, record: dict, routed: set[str], policies: dict) -> str | None:
+def _routing_problem(
+    ws: Workspace, state: State, record: dict, routed: set[str], policies: dict[str, object]
+) -> str | None:
     from engine.router import route_signal
-    from identity.policy import PolicyError, parse_policy
+    from identity.policy import PolicyError, RoutingPolicy, parse_policy
 
     signal_id = record.get("signal")
     if not isinstance(signal_id, str) or signal_id not in state.signals:
@@ -181,7 +189,7 @@ def _routing_problem(ws: Workspace, state, record: dict, routed: set[str], polic
         except PolicyError:
             policies[text] = None
     policy = policies[text]
-    if policy is None:
+    if not isinstance(policy, RoutingPolicy):  # None: the policy then in force does not parse
         return None
     try:
         expected = route_signal(state.signals[signal_id], policy, when)
@@ -196,11 +204,11 @@ def _routing_problem(ws: Workspace, state, record: dict, routed: set[str], polic
     return None
 
 
-def _checkpoint(ws: Workspace, fresh) -> list[Finding]:
+def _checkpoint(ws: Workspace, fresh: State | None) -> list[Finding]:
     """A checkpoint without this host key's MAC is forged (ignored by every read); one with it
     must fold to what the stores fold to."""
     from engine import checkpoint
-    from engine.state import advance
+    from engine.fold import advance
 
     authentic = checkpoint.authentic(ws)
     if authentic is None:
@@ -224,7 +232,7 @@ def _checkpoint(ws: Workspace, fresh) -> list[Finding]:
     return []
 
 
-def _digest(state) -> tuple:
+def _digest(state: State) -> tuple[object, ...]:
     return (
         sorted((o.id, o.status, o.disposition, o.by, o.blocks, o.unit) for o in state.obligations.values()),
         sorted((u.id, u.status, u.lease, u.recovery) for u in state.units.values() if u.history),
@@ -270,7 +278,7 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
     store, _, number = target.partition(":")
     if store.endswith(".ndjson"):
         store = store.removesuffix(".ndjson")
-    if store not in STORE_NAMES or not number.isdigit():
+    if store not in STORES or not number.isdigit():
         raise BadInput(
             f"--dismiss {target!r}: name a line as STORE:LINE (e.g. signals:42), as verify names it"
         )

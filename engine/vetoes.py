@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from engine.errors import BadInput, Refused
-from engine.state import Obligation, State, UnitState, held_by, unit_status
+from engine.model import Obligation, ObligationKind, State, UnitState, UnitStatus
+from engine.queries import held_by, unit_status
 from engine.workspace import Workspace
 
 
 def _describe(state: State, ob: Obligation) -> str:
-    if ob.kind == "recovery-decision":
+    if ob.kind == ObligationKind.RECOVERY_DECISION:
         return f"{ob.id} ({ob.severity}, recovery decision {ob.source})"
     signal = state.signals.get(ob.source, {})
     return f"{ob.id} ({ob.severity}, signal {ob.source}: {signal.get('subject', '?')})"
@@ -27,7 +28,7 @@ def _held(state: State, unit: UnitState, doing: str) -> None:
 def check_dispatch(ws: Workspace, state: State, unit: UnitState) -> None:
     _held(state, unit, "dispatch")
     status = unit_status(state, unit)
-    if status == "waiting":
+    if status == UnitStatus.WAITING:
         raise Refused(
             f"dispatch of {unit.id} vetoed: it waits on recovery decision obligation {unit.recovery}"
         )
@@ -39,12 +40,12 @@ def check_dispatch(ws: Workspace, state: State, unit: UnitState) -> None:
             f"dispatch of {unit.id} vetoed: stale-knowledge from unresolved finding(s) "
             f"{', '.join(findings)}; resolve the finding first"
         )
-    if status != "todo":
+    if status != UnitStatus.TODO:
         raise BadInput(f"unit {unit.id} is {status}; dispatch needs a todo unit")
 
 
 def check_close(ws: Workspace, state: State, unit: UnitState) -> None:
     _held(state, unit, "close")
     status = unit_status(state, unit)
-    if status != "in-progress":
+    if status != UnitStatus.IN_PROGRESS:
         raise BadInput(f"unit {unit.id} is {status}; close needs an in-progress unit")

@@ -9,9 +9,10 @@ from pathlib import Path
 
 from engine import clock
 from engine.errors import BadInput, RegulatorError
+from engine.load import load
+from engine.model import State
 from engine.router import RULE, route_signal
 from engine.signals import FIELDS, validate_report
-from engine.state import State, load
 from engine.text import escape
 from engine.workspace import Workspace, check_unit_id
 from identity.policy import PolicyError, RoutingPolicy, parse_policy

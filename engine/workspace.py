@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 from engine.errors import BadInput, Refused
 from engine.store import NO_STORES, Store, locked
@@ -21,7 +22,6 @@ if TYPE_CHECKING:  # the policy models are pydantic: imported only by commands t
 
 LEASE_FILE = ".regulator-lease.json"
 STATE_DIR = ".regulator"
-STORE_NAMES = ("signals", "memory", "units", "identity")
 _POLICY_CACHE: dict[tuple, object] = {}
 _DECIDING: set[Path] = set()  # workspaces whose decide lock this process holds
 UNIT_ID = re.compile(r"[a-z0-9][a-z0-9-]*(/[a-z0-9-]+)?")
@@ -57,8 +57,41 @@ class Workspace:
     def state_dir(self) -> Path:
         return self.root / STATE_DIR
 
+    @property
+    def url(self) -> str | None:
+        """The PostgreSQL store this workspace's stores are on (SPEC §18), or None: files."""
+        return store_url(self.root)
+
     def store(self, name: str) -> Store:
+        url = self.url
+        if url is not None:
+            from engine.pgstore import PgStore
+
+            return PgStore(url, self.state_dir, name)
         return Store(self.state_dir / f"{name}.ndjson")
+
+    def sync(self) -> int:
+        """A postgresql workspace: bring the local mirror up to date (lines gained); files: 0."""
+        url = self.url
+        if url is None:
+            return 0
+        from engine.pgstore import mirror
+
+        found = mirror(url, self.state_dir)
+        if not found.checked:
+            found.prepare()
+            return 1
+        return found.sync()
+
+    @property
+    def writable(self) -> bool:
+        """Whether this process may append (a reader role on PostgreSQL may not)."""
+        url = self.url
+        if url is None:
+            return True
+        from engine.pgstore import can_write
+
+        return can_write(url)
 
     @property
     def has_stores(self) -> bool:
@@ -69,11 +102,28 @@ class Workspace:
         """Decided content, keys and grants, folded from identity.ndjson (SPEC §15.0)."""
         from engine import authority
 
+        if self.url is not None:  # PostgreSQL: the identity store's mirror, prepared once
+            from engine.pgstore import mirror
+
+            if not mirror(self.url, self.state_dir).checked:
+                self.sync()
         return authority.of(self.root)
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         """One decider at a time: routing, dispositions and unit transitions check, then write."""
+        url = self.url
+        if url is not None:
+            from engine.pgstore import decide_lock
+
+            with decide_lock(url):
+                self.sync()  # what every other host committed before the lock was ours
+                _DECIDING.add(self.root)
+                try:
+                    yield
+                finally:
+                    _DECIDING.discard(self.root)
+            return
         if not self.state_dir.is_dir():
             raise Refused(NO_STORES)
         with locked(self.state_dir / "decide.lock"):
@@ -115,7 +165,13 @@ class Workspace:
         except FileNotFoundError:
             raise BadInput(f"policy {relative}: missing; run `regulator init` or restore it") from None
 
-    def _policy(self, name: str):
+    @overload
+    def _policy(self, name: Literal["routing.yaml"]) -> RoutingPolicy: ...
+    @overload
+    def _policy(self, name: Literal["interaction.yaml"]) -> InteractionPolicy: ...
+    @overload
+    def _policy(self, name: Literal["profiles.yaml"]) -> Profiles: ...
+    def _policy(self, name: str) -> object:
         """Parsed policy in force, parsed again only when its decided content changed (a long-lived
         control room asks for it on every append)."""
         from identity.policy import PolicyError, parse_policy
@@ -154,6 +210,42 @@ class Workspace:
         except (OSError, subprocess.TimeoutExpired):
             return None
         return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+STORE_POLICY = f"{POLICY_DIR}/store.yaml"
+_URLS: dict[tuple[Path, str | None], str | None] = {}
+
+
+def store_url(root: Path) -> str | None:
+    """Where the stores are (SPEC §18): REGULATOR_STORE for this process, else the `url:` of
+    regulator/policy/store.yaml, else None (the files under .regulator/)."""
+    env = os.environ.get("REGULATOR_STORE") or None
+    key = (root, env)
+    if key in _URLS:
+        return _URLS[key]
+    url: str | None = None
+    if env is not None:
+        if env in ("files", "file"):
+            url = None
+        elif env.startswith(("postgresql://", "postgres://")):
+            url = env
+        else:
+            raise BadInput(f"REGULATOR_STORE={env!r} is not a postgresql:// URL (or `files`)")
+    else:
+        try:
+            text = (root / STORE_POLICY).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        for raw in text.splitlines():
+            key_part, _, value = raw.partition(":")
+            if key_part.strip() == "url":
+                value = value.strip().strip("'\"")
+                if value and value != "files":
+                    if not value.startswith(("postgresql://", "postgres://")):
+                        raise BadInput(f"{STORE_POLICY}: url {value!r} is not a postgresql:// URL")
+                    url = value
+    _URLS[key] = url
+    return url
 
 
 def check_unit_id(value: str, field: str = "unit") -> str:
@@ -270,6 +362,7 @@ def locate(
 ) -> tuple[Workspace, Lease | None]:
     """Find the workspace (SPEC §3 order: --root, --lease, a lease walking up, .regulator/ walking up)."""
     ws, lease = _locate(root, lease_file, cwd)
+    ws.sync()  # on PostgreSQL: the mirror the reads go through, up to date (SPEC §18)
     return configure_clock(ws), lease
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -144,6 +144,14 @@ POLICY_MODELS: dict[str, type[_Model]] = {
 }
 
 
+@overload
+def parse_policy(name: Literal["routing.yaml"], text: str) -> RoutingPolicy: ...
+@overload
+def parse_policy(name: Literal["interaction.yaml"], text: str) -> InteractionPolicy: ...
+@overload
+def parse_policy(name: Literal["profiles.yaml"], text: str) -> Profiles: ...
+@overload
+def parse_policy(name: str, text: str) -> _Model: ...
 def parse_policy(name: str, text: str) -> _Model:
     """Parse one policy file's text; PolicyError names the file and what is wrong."""
     model = POLICY_MODELS[name]

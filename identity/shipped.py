@@ -30,6 +30,8 @@ GLOSSARY = """\
 - finding: a register entry that invalidates plans; it pulls the work it names off Next-up.
 - intake: a register entry for a raw idea, with one disposition.
 - record: a register entry about regulator's own parts, with honest limitations.
+- retro: a register entry of numbers generated from the stores and git for a period; people
+  write its prose, never its numbers (lint recomputes them).
 - tombstone: an entry withdrawn in place (resolved or rejected), never deleted.
 - Next-up: the compiled work queue, derived from units, obligations and findings.
 """

@@ -11,9 +11,11 @@ Tags, anchors and everything else are exactly safe_load's: no code runs, no obje
 
 from __future__ import annotations
 
+from datetime import date
+
 import yaml
 from yaml.constructor import SafeConstructor
-from yaml.nodes import MappingNode, ScalarNode
+from yaml.nodes import MappingNode, Node, ScalarNode
 
 try:  # the C parser reads the same safe subset, faster; the constructor stays Python's
     from yaml import CSafeLoader as _Base
@@ -46,11 +48,13 @@ class DuplicateKeyError(YamlError):
         super().__init__(f"duplicate key {key!r}", line)
 
     def at(self, offset: int = 0) -> str:
-        return f"line {self.line + offset}: {self.problem} (first given on line {self.first + offset})"
+        return f"{super().at(offset)} (first given on line {self.first + offset})"
 
 
 class ImpossibleDateError(YamlError):
     """An unquoted date-like value that is no real date, such as 2026-02-30."""
+
+    line: int  # always known: the node that failed has a mark
 
     def __init__(self, value: str, line: int, key: object = None) -> None:
         self.value = value
@@ -59,12 +63,12 @@ class ImpossibleDateError(YamlError):
         super().__init__(f"{where}{value} is not a real date", line)
 
 
-def _line(node) -> int:
+def _line(node: Node) -> int:
     return node.start_mark.line + 1
 
 
 class _StrictLoader(_Base):
-    def construct_mapping(self, node, deep=False):
+    def construct_mapping(self, node: Node, deep: bool = False) -> dict[object, object]:
         if isinstance(node, MappingNode):
             seen: dict[object, int] = {}
             for key_node, value_node in node.value:
@@ -85,7 +89,7 @@ class _StrictLoader(_Base):
                         raise ImpossibleDateError(value_node.value, _line(value_node), key) from None
         return super().construct_mapping(node, deep=deep)
 
-    def construct_yaml_timestamp(self, node):
+    def construct_yaml_timestamp(self, node: ScalarNode) -> date:
         try:
             return SafeConstructor.construct_yaml_timestamp(self, node)
         except ValueError:

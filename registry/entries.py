@@ -9,21 +9,44 @@ is `schema`. Either way it is listed as invalid, never left out (SPEC §16.3).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
+from functools import partial
 from pathlib import Path
 
 from identity.yamlload import ImpossibleDateError, YamlError, safe_load_strict
 from registry.frontmatter import parse as fast_parse
 
-REGISTERS = {"findings": "finding", "intake": "intake", "records": "record"}
+REGISTERS = {"findings": "finding", "intake": "intake", "records": "record", "retro": "retro"}
 SLUG = re.compile(r"[A-Za-z0-9-]+")
 FINDING_ID = re.compile(r"F-[A-Za-z0-9-]+")
 INTAKE_ID = re.compile(r"I-[A-Za-z0-9-]+")
 RECORD_ID = re.compile(r"[A-Z][A-Z0-9]*-(CMP|OBJ|RTE|CLM|BAP)-[A-Za-z0-9-]+")
+RETRO_ID = re.compile(r"R-\d{4}-\d{2}-\d{2}-[A-Za-z0-9-]+")
 ACK = re.compile(r"(\d{4}-\d{2}-\d{2}) (\S.*)")
 DISPOSITIONS = ("new", "parked", "rejected")
-RECORD_STATUS = ("claimed", "wired", "observed", "uninspected")
+RECORD_STATUS = ("claimed", "wired", "observed", "uninspected", "n/a")
+AXES = ("claim", "implementation", "operation")
+# SPEC §19: the status axes a record of each kind must carry (seed 003's records carry them so)
+REQUIRED_AXES: dict[str, tuple[str, ...]] = {
+    "CLM": AXES,
+    "BAP": AXES,
+    "RTE": ("implementation", "operation"),
+    "CMP": (),
+    "OBJ": (),
+}
+# seed 003's limitation facets, named as it names them
+FACETS = (
+    "Immediate return",
+    "Later read-back",
+    "Delegated visibility",
+    "Selection predicate",
+    "Invalidation or expiry",
+    "Activation or effect",
+    "Evidence limits",
+)
+EVIDENCE_KINDS = ("direct", "supplied")  # inspected here; a finding supplied from elsewhere
 RECORD_KINDS = {
     "CMP": "component",
     "OBJ": "operative object",
@@ -52,7 +75,7 @@ class Issue:
 
 @dataclass
 class Entry:
-    kind: str  # finding | intake | record
+    kind: str  # finding | intake | record | retro
     path: str  # relative to the workspace, posix
     id: str
     fields: dict
@@ -91,6 +114,7 @@ class Registers:
     findings: dict[str, Entry] = field(default_factory=dict)
     intake: dict[str, Entry] = field(default_factory=dict)
     records: dict[str, Entry] = field(default_factory=dict)
+    retro: dict[str, Entry] = field(default_factory=dict)
     issues: list[Issue] = field(default_factory=list)
     paths: set[str] = field(default_factory=set)  # every register file present, parsed or not
     texts: dict[str, str] = field(default_factory=dict)  # path -> text as read (lint compares it)
@@ -147,9 +171,9 @@ def split_frontmatter(text: str) -> tuple[str, str]:
 
 def load_frontmatter(text: str) -> tuple[dict, str]:
     head, body = split_frontmatter(text)
-    data = fast_parse(head)
-    if data is not None:
-        return data, body
+    fast = fast_parse(head)
+    if fast is not None:
+        return fast, body
     try:
         data = safe_load_strict(head)
     except ImpossibleDateError as exc:  # YAML reads it, but as no date: the schema's to name
@@ -188,7 +212,7 @@ def _list(data: dict, name: str) -> list[str]:
     if value is None:
         value = []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise EntryError(f"field {name}: expected a list of ids")
+        raise EntryError(f"field {name}: expected a list of text")
     return value
 
 
@@ -197,7 +221,7 @@ def check_id(kind: str, entry_id: object, stem: str) -> str:
         raise EntryError("field id: expected text")
     if "/" in entry_id or ".." in entry_id or "\\" in entry_id:
         raise EntryError(f"field id: {entry_id!r} holds a path separator or '..'")
-    pattern = {"finding": FINDING_ID, "intake": INTAKE_ID, "record": RECORD_ID}[kind]
+    pattern = {"finding": FINDING_ID, "intake": INTAKE_ID, "record": RECORD_ID, "retro": RETRO_ID}[kind]
     if not pattern.fullmatch(entry_id):
         raise EntryError(f"field id: {entry_id!r} is not a {kind} id ({pattern.pattern})")
     if entry_id != stem:
@@ -232,21 +256,115 @@ def parse_entry(kind: str, relative: str, text: str) -> Entry:
             raise EntryError("field disposition: expected new, parked, scoped:<stream> or rejected")
         if disposition == "rejected":
             _text(data, "reason")  # a tombstone says why
+    elif kind == "retro":
+        _retro(data)
     else:
-        _text(data, "label")
-        record_kind = entry_id.split("-")[1]
-        if data.get("kind") not in (record_kind, RECORD_KINDS[record_kind]):
-            raise EntryError(f"field kind: expected {record_kind} (from the id)")
-        status = data.get("status")
-        if not isinstance(status, dict):
-            raise EntryError("field status: expected claim, implementation and operation")
-        for part in ("claim", "implementation", "operation"):
-            if status.get(part) not in RECORD_STATUS:
-                raise EntryError(f"field status.{part}: expected one of {', '.join(RECORD_STATUS)}")
-        _list(data, "sources")
-        _list(data, "relates")
-        _list(data, "limitations")
+        _record(data, entry_id)
     return Entry(kind, relative, entry_id, data, body)
+
+
+def _record(data: dict, entry_id: str) -> None:
+    """A record's schema (SPEC §9 as amended by §19)."""
+    _text(data, "label")
+    record_kind = entry_id.split("-")[1]
+    if data.get("kind") not in (record_kind, RECORD_KINDS[record_kind]):
+        raise EntryError(f"field kind: expected {record_kind} (from the id)")
+    _status(data, record_kind)
+    _list(data, "sources")
+    _list(data, "relates")
+    _list(data, "absences")
+    external = _list(data, "external")
+    for ref in external:
+        if not RECORD_ID.fullmatch(ref):
+            raise EntryError(f"field external: {ref!r} is not a record id (<PREFIX>-<KIND>-<slug>)")
+    _limitations(data)
+    _evidence(data)
+
+
+def _status(data: dict, record_kind: str) -> None:
+    """Kind-dependent axes: CLM and BAP all three, RTE implementation and operation (a claim only
+    as n/a), CMP and OBJ none required (the key may be absent). Any value may be n/a."""
+    required = REQUIRED_AXES[record_kind]
+    status = data.get("status")
+    if status is None and not required:
+        return
+    if not isinstance(status, dict):
+        need = " and ".join(required) if required else "nothing (omit it) or axes"
+        raise EntryError(f"field status: expected a mapping of {need}")
+    for part in status:
+        if part not in AXES:
+            raise EntryError(f"field status.{part}: not an axis (claim, implementation, operation)")
+    for part in required:
+        if part not in status:
+            raise EntryError(f"field status.{part}: a {record_kind} record states it ({', '.join(required)})")
+    for part, value in status.items():
+        if value not in RECORD_STATUS:
+            raise EntryError(f"field status.{part}: expected one of {', '.join(RECORD_STATUS)}")
+    if record_kind == "RTE" and status.get("claim", "n/a") != "n/a":
+        raise EntryError(
+            "field status.claim: a route carries no claim status (omit it, or n/a; a record shipped "
+            "before SPEC §19 carries one: delete that line)"
+        )
+
+
+def _limitations(data: dict) -> None:
+    """Plain strings, or facets {facet, text} named as seed 003 names them."""
+    value = data.get("limitations") or []
+    if not isinstance(value, list):
+        raise EntryError("field limitations: expected a list")
+    for item in value:
+        if isinstance(item, str):
+            continue
+        if not isinstance(item, dict) or set(item) != {"facet", "text"} or not isinstance(item["text"], str):
+            raise EntryError("field limitations: each is text or {facet, text}")
+        if item["facet"] not in FACETS:
+            raise EntryError(f"field limitations: facet {item['facet']!r} is not one of {', '.join(FACETS)}")
+
+
+def _evidence(data: dict) -> None:
+    """Plain strings, or one-key maps {direct: TEXT} / {supplied: TEXT}."""
+    value = data.get("evidence") or []
+    if not isinstance(value, list):
+        raise EntryError("field evidence: expected a list")
+    for item in value:
+        if isinstance(item, str):
+            continue
+        if (
+            not isinstance(item, dict)
+            or len(item) != 1
+            or next(iter(item)) not in EVIDENCE_KINDS
+            or not isinstance(next(iter(item.values())), str)
+        ):
+            raise EntryError("field evidence: each is text, {direct: TEXT} or {supplied: TEXT}")
+
+
+def _retro(data: dict) -> None:
+    """A RETRO entry (SPEC §19): the period and the generated numbers; the body is prose."""
+    _date(data, "since")
+    until = data.get("until")
+    if not isinstance(until, str | date):
+        raise EntryError("field until: expected a time YYYY-MM-DDTHH:MM:SSZ")
+    numbers = data.get("numbers")
+    if not isinstance(numbers, dict):
+        raise EntryError("field numbers: expected {name: {value, query}}")
+    for name, number in numbers.items():
+        if not isinstance(number, dict) or set(number) != {"value", "query"}:
+            raise EntryError(f"field numbers.{name}: expected {{value, query}}")
+
+
+def limitation_text(item: object) -> str:
+    """A limitation as one line: a facet is shown as `Facet: text`."""
+    if isinstance(item, dict):
+        return f"{item.get('facet')}: {item.get('text')}"
+    return str(item)
+
+
+def evidence_text(item: object) -> str:
+    """An evidence item as one line: `direct: ...`, `supplied: ...`, or the plain text."""
+    if isinstance(item, dict) and len(item) == 1:
+        kind, text = next(iter(item.items()))
+        return f"{kind}: {text}"
+    return str(item)
 
 
 def load_fields(kind: str, text: str) -> dict | None:
@@ -291,18 +409,41 @@ def load_registers(root: Path) -> Registers:
         for path in sorted(base.glob("*.md")):
             relative = f"{folder}/{path.name}"
             registers.paths.add(relative)
-            try:
-                data = _read_entry(path)
-                text = decode(data)
-                registers.texts[relative] = text
-                entry = parse_entry(kind, relative, text)
-                if entry.id in target:
-                    raise EntryError(f"duplicate id {entry.id}")
-            except EntryError as exc:
-                registers.invalid[relative] = Invalid(kind, relative, exc.code, str(exc))
-                registers.issues.append(Issue("error", exc.code, relative, f"{relative}: {exc}"))
-                continue
-            target[entry.id] = entry
+            _add(registers, kind, relative, target, partial(_read_entry, path))
+    return registers
+
+
+def _add(
+    registers: Registers, kind: str, relative: str, target: dict[str, Entry], read: Callable[[], bytes]
+) -> None:
+    try:
+        text = decode(read())
+        registers.texts[relative] = text
+        entry = parse_entry(kind, relative, text)
+        if entry.id in target:
+            raise EntryError(f"duplicate id {entry.id}")
+    except EntryError as exc:
+        registers.invalid[relative] = Invalid(kind, relative, exc.code, str(exc))
+        registers.issues.append(Issue("error", exc.code, relative, f"{relative}: {exc}"))
+        return
+    target[entry.id] = entry
+
+
+def registers_from(blobs: dict[str, bytes]) -> Registers:
+    """The registers a tree held (path -> bytes, e.g. a trunk commit's), read as load_registers
+    reads the working tree."""
+    registers = Registers()
+    for relative in sorted(blobs):
+        folder, _, name = relative.partition("/")
+        kind = REGISTERS.get(folder)
+        if kind is None or "/" in name or not name.endswith(".md"):
+            continue
+        registers.paths.add(relative)
+        if len(blobs[relative]) > MAX_ENTRY_BYTES:
+            registers.invalid[relative] = Invalid(kind, relative, "unreadable", "too large")
+            registers.issues.append(Issue("error", "unreadable", relative, f"{relative}: too large"))
+            continue
+        _add(registers, kind, relative, getattr(registers, folder), partial(blobs.__getitem__, relative))
     return registers
 
 

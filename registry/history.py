@@ -10,11 +10,18 @@ import math
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
-FOLDERS = ("findings", "intake", "records")
+if TYPE_CHECKING:  # GitPython is imported lazily: importing it runs `git version`
+    import git
+
+T = TypeVar("T")
+
+FOLDERS = ("findings", "intake", "records", "retro")
 
 
 @dataclass
@@ -81,6 +88,8 @@ def read_history(root: Path, trunk: str) -> History:
         base = g.merge_base("HEAD", trunk_ref).strip() if head != trunk_sha else head
     except git.GitCommandError as exc:
         return unavailable(f"git could not answer ({exc.stderr.strip() or exc.status})")
+    if repo.working_tree_dir is None:
+        return unavailable("a bare repository (no working tree)")
     history = History(available=True, trunk_ref=trunk_ref, head_is_trunk=head == trunk_sha)
     # no pathspec: with one, git filters every commit's diff again and is several times slower on
     # folders of thousands of entries; the register folders are picked out here instead
@@ -115,7 +124,7 @@ def read_history(root: Path, trunk: str) -> History:
 PART = 2000  # commits below which one git process reads the history alone
 
 
-def _added_on(root: Path, g, trunk_ref: str) -> str:
+def _added_on(root: Path, g: git.Git, trunk_ref: str) -> str:
     """Every path ever added on trunk (NUL-separated), reading the history in parallel parts.
 
     Diffing every commit's tree is nearly all of lint's time on a long history; the commits
@@ -193,7 +202,9 @@ def resolve_trunk(root: Path, trunk: str) -> str | None:
 ZERO = "0" * 40
 
 
-def trunk_holds(root: Path, trunk: str, paths: list[str], parse) -> dict[str, tuple[str, object]]:
+def trunk_holds(
+    root: Path, trunk: str, paths: list[str], parse: Callable[[str, str], T | None]
+) -> dict[str, tuple[str, T]]:
     """For each path, (commit, parse(path, text)) of its newest version on trunk that parses.
 
     Versions are walked along trunk's first-parent line, newest first, in one `git log` over just
@@ -229,7 +240,7 @@ def trunk_holds(root: Path, trunk: str, paths: list[str], parse) -> dict[str, tu
             if change.path in wanted and change.new != ZERO:
                 versions.setdefault(change.path, []).append((commit, change.new))
     blobs = _cat_batch(root, sorted({blob for listed in versions.values() for _, blob in listed}))
-    holds: dict[str, tuple[str, object]] = {}
+    holds: dict[str, tuple[str, T]] = {}
     for path, listed in versions.items():
         for commit, blob in listed:
             data = blobs.get(blob)
@@ -388,7 +399,7 @@ def _utf8(data: bytes | None) -> str | None:
         return None
 
 
-def _tree_texts(repo, rev: str) -> dict[str, str]:
+def _tree_texts(repo: git.Repo, rev: str) -> dict[str, str]:
     """Every register file's text at `rev`: one ls-tree and one cat-file batch."""
     listing = repo.git.ls_tree("-r", "-z", rev, "--", *FOLDERS)
     blobs: dict[str, str] = {}

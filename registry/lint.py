@@ -24,6 +24,11 @@ CODES = {
     "unauthorized-change": "error: a load-bearing field changed without authorization",
     "ack-removed": "error: an ack was removed without authorization",
     "bad-ref": "error: a typed reference does not resolve",
+    "observed-under-finding": "error: a record claims `observed` on an axis while an acknowledged, "
+    "unresolved finding affects it",
+    "retro-edited": "error: a RETRO entry's number differs from what the stores and git give for its period",
+    "retro-unchecked": "warning: a RETRO entry's numbers could not be recomputed here (no stores: a clone, "
+    "or no trunk history)",
     "schema": "error: the entry reads but a field is missing or wrong (an impossible date included)",
     "unreadable": "error: the file cannot be read (not UTF-8, a byte-order mark, merge conflict "
     "markers, no frontmatter, bad YAML, a key given twice); it keeps its last parseable trunk hold",
@@ -90,18 +95,21 @@ def lint_entries(
     issues = list(registers.issues)
     known = set(units) | set(registers.findings) | set(registers.intake) | record_ids
     for entry in registers.findings.values():
-        issues += _finding(entry, units, policy, today)
+        issues += _finding(entry, units, record_ids, policy, today)
     for entry in registers.records.values():
+        external = set(entry.fields.get("external") or [])
         for ref in entry.fields.get("relates") or []:
-            if ref not in known:
+            if ref not in known and ref not in external:
                 issues.append(
                     Issue(
                         "error",
                         "bad-ref",
                         entry.id,
-                        f"{entry.id}: relates {ref!r}, which is no record, finding, intake or unit",
+                        f"{entry.id}: relates {ref!r}, which is no record, finding, intake or unit "
+                        "(a record outside this workspace is listed under external)",
                     )
                 )
+    issues += _observed_under_finding(registers, policy, today)
     debt = timedelta(days=policy.intake_debt_days)
     for entry in registers.intake.values():
         when = entry.fields["date"]
@@ -119,13 +127,60 @@ def lint_entries(
     return issues
 
 
-def _finding(entry: Entry, units: dict[str, str], policy: Policy, today: date) -> list[Issue]:
+def record_findings(registers: Registers) -> dict[str, list[Entry]]:
+    """record id -> the unresolved findings (acknowledged or not) that affect it, by id. A finding
+    that cannot be read here counts as its last parseable version on trunk (as for units)."""
+    findings = list(registers.findings.values()) + [held.entry for held in registers.held.values()]
+    found: dict[str, list[Entry]] = {}
+    for finding in sorted(findings, key=lambda e: e.id):
+        if finding.fields.get("resolved"):
+            continue
+        for ref in finding.fields.get("affects") or []:
+            if ref in registers.records:
+                listed = found.setdefault(ref, [])
+                if all(f.id != finding.id for f in listed):
+                    listed.append(finding)
+    return found
+
+
+def _observed_under_finding(registers: Registers, policy: Policy, today: date) -> list[Issue]:
+    """SPEC §19: a record cannot claim `observed` on an axis while an acknowledged (well formed),
+    unresolved finding affects it."""
+    issues: list[Issue] = []
+    for record_id, findings in sorted(record_findings(registers).items()):
+        status = registers.records[record_id].fields.get("status") or {}
+        observed = [axis for axis, value in status.items() if value == "observed"]
+        for finding in findings:
+            ack = finding.fields.get("ack") or ""
+            if not observed or not ack.strip() or ack_problem(ack, policy, today):
+                continue
+            issues.append(
+                Issue(
+                    "error",
+                    "observed-under-finding",
+                    record_id,
+                    f"{record_id} claims {', '.join(f'{a}: observed' for a in observed)} while acknowledged "
+                    f"{finding.id} affects it unresolved: lower the status (wired, uninspected) or resolve "
+                    "the finding",
+                )
+            )
+    return issues
+
+
+def _finding(
+    entry: Entry, units: dict[str, str], record_ids: set[str], policy: Policy, today: date
+) -> list[Issue]:
     issues: list[Issue] = []
     affects = entry.fields.get("affects") or []
     for unit_id in affects:
-        if unit_id not in units:
+        if unit_id not in units and unit_id not in record_ids:
             issues.append(
-                Issue("error", "bad-ref", entry.id, f"{entry.id}: affects {unit_id!r}, which has no contract")
+                Issue(
+                    "error",
+                    "bad-ref",
+                    entry.id,
+                    f"{entry.id}: affects {unit_id!r}, which is no unit with a contract and no record",
+                )
             )
     if entry.fields["resolved"]:
         return issues  # history: a malformed ack here is not an error
@@ -313,6 +368,15 @@ def lint_history(
         )
         _unauthorized(issues, path, changed, ack_removed, "", "since trunk", why)
     return issues
+
+
+def lint_history_at(registers: Registers, landed: set[str]) -> list[Issue]:
+    """The tombstone check at one trunk commit (RETRO counts it): every entry that landed before
+    and is absent from that commit's tree."""
+    return [
+        Issue("error", "tombstone-not-delete", path, f"register entry removed (tombstone-not-delete): {path}")
+        for path in sorted(landed - registers.paths)
+    ]
 
 
 TOMBSTONE_HOW = "restore it and withdraw it in place (resolved: true, or disposition: rejected with a reason)"

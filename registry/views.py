@@ -12,7 +12,7 @@ def _cell(value: object) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("\r", " ")
 
 
-def _view(title: str, summary: str, headers: list[str], rows: list[list[object]]) -> str:
+def _view(title: str, summary: str, headers: list[str], rows: list[list[str]]) -> str:
     lines = [
         HEADER,
         f"# {title}",

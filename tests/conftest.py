@@ -44,3 +44,19 @@ def _signing(monkeypatch):
 @pytest.fixture
 def ws(tmp_path):
     return make_workspace(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One real PostgreSQL server per test session (per xdist worker): tests/pg.py."""
+    from tests import pg
+
+    server = pg.start()
+    yield server
+    pg.stop(server)
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A URL to an empty database of this test's own, as the server's admin (the owner)."""
+    return pg_server.url(pg_server.database())

@@ -12,6 +12,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.events import INDEX, EventSource
+
 REGULATOR = str(Path(sys.executable).parent / "regulator")
 NOW = "2026-11-29T12:00:00Z"
 
@@ -161,7 +163,9 @@ def alice_key() -> Path:
     return make_key(Path(tempfile.mkdtemp(prefix="regulator-keys-")), "alice")
 
 
-def make_workspace(tmp: Path, now: str | None = NOW, clock: str = "pinned") -> Workspace:
+def make_workspace(
+    tmp: Path, now: str | None = NOW, clock: str = "pinned", store: str | None = None
+) -> Workspace:
     root = tmp / "fleet-repo"
     root.mkdir()
     key = alice_key()
@@ -169,7 +173,8 @@ def make_workspace(tmp: Path, now: str | None = NOW, clock: str = "pinned") -> W
     git(root, "init", "-q", "-b", "main", env=env)
     git(root, "config", "user.email", "alice@example.org", env=env)
     ws = Workspace(root, env)
-    ws.run("init", "--owner", "alice", "--owner-key", f"{key}.pub", "--clock", clock, check=True)
+    more = ["--store", store] if store else []
+    ws.run("init", "--owner", "alice", "--owner-key", f"{key}.pub", "--clock", clock, *more, check=True)
     ws.contract("u1", "implement", "implement")
     ws.contract("u3", "implement", "implement")
     ws.contract("r1", "research", "intelligence")
@@ -216,3 +221,24 @@ def remember_args(
     for unit_type in scope:
         args += ["--scope", unit_type]
     return args
+
+
+class MemoryEvents(EventSource):
+    """An in-memory event source for a read model built by hand (State(now=..., source=...)): `add`
+    keeps an event and returns the reference a fold would have kept, so production types hold
+    references only, as they do when folded from the stores."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: dict[int, dict] = {}
+
+    def add(self, event: dict, store: str = "signals") -> int:
+        ref = len(self.held) << 2 | INDEX[store]
+        self.held[ref] = event
+        return ref
+
+    def event(self, item: int) -> dict:
+        return self.held[item]
+
+    def events(self, refs) -> list[dict]:
+        return [self.held[item] for item in refs]

@@ -8,18 +8,23 @@ and one that is garbage.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import marshal
 import os
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import checkpoint
-from engine.state import history, load
+from engine.load import load
+from engine.queries import history
 from engine.store import Store
 from engine.workspace import Workspace
 from tests.helpers import report_args
@@ -47,7 +52,7 @@ def fingerprint(state) -> dict:
         "unrouted": list(state.unrouted_ids),
         "proposals": state.proposals,
         "decisions": state.decisions,
-        "pending": {k: (v[0], v[1]) for k, v in state.pending.items()},
+        "pending": {k: (v.status, v.disposition) for k, v in state.pending.items()},
         "problems": [str(p) for p in state.problems],
         "contract_problems": state.contract_problems,
         "cursors": {k: (c.offset, c.line) for k, c in state.cursors.items()},
@@ -226,6 +231,38 @@ def test_garbage_or_foreign_checkpoints_are_ignored(tmp_path):
         path.write_bytes(junk)
         assert checkpoint.restore(ws, NOW) is None
         assert list(load(ws, NOW).signals) == ["s1"]
+
+
+def _rewrite(ws, header_change: dict, body: bytes) -> None:
+    """Replace the checkpoint with one carrying this body, MAC'd with the real host key."""
+    path = checkpoint.path_of(ws)
+    data = path.read_bytes()[32:]
+    size = int.from_bytes(data[:8], "little")
+    header = {**json.loads(data[8 : 8 + size]), **header_change}
+    first = json.dumps(header).encode()
+    signed = len(first).to_bytes(8, "little") + first + body
+    key = checkpoint.host_key(ws)
+    path.write_bytes(hmac.new(key, signed, hashlib.sha256).digest() + signed)
+    assert checkpoint.authentic(ws)  # the host's own MAC: only its content can disqualify it
+
+
+def test_an_older_or_mistyped_checkpoint_is_ignored_and_rebuilt(tmp_path):
+    root = fresh_root(str(tmp_path))
+    ws = Workspace(root)
+    Store(root / ".regulator" / "signals.ndjson").append({"kind": "signal", "id": "s1", "subject": "x"})
+    assert checkpoint.save(ws, load(ws, NOW))
+    # FORMAT 5: positional tuples in marshal, claiming a signal the log does not hold
+    old = {"signals": {"s1": 0, "forged": 4}, "routings": {}, "unrouted": ["s1", "forged"]}
+    _rewrite(ws, {"format": 5}, marshal.dumps(old))
+    assert checkpoint.restore(ws, NOW) is None
+    assert list(load(ws, NOW).signals) == ["s1"]
+    # the current FORMAT, but a body that is not the model's types
+    _rewrite(ws, {}, msgspec.msgpack.encode({**old, "obligations": [["ob", 1, 2]]}))
+    assert checkpoint.restore(ws, NOW) is None
+    assert list(load(ws, NOW).signals) == ["s1"]
+    assert checkpoint.save(ws, load(ws, NOW))  # what the next writer does: a good one again
+    restored = checkpoint.restore(ws, NOW)
+    assert restored is not None and list(restored.signals) == ["s1"]
 
 
 def test_a_torn_tail_is_never_checkpointed(tmp_path):

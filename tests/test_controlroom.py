@@ -12,8 +12,8 @@ import pytest
 from controlroom.app import ControlRoom
 from controlroom.demo import build
 from engine.actors import Actor
-from engine.decisions import decide, propose
-from engine.state import load
+from engine.load import load
+from engine.proposals import decide, propose
 from engine.workspace import Workspace
 from tests.helpers import NOW, REGULATOR, clean_env, report_args
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 
 from tests.helpers import NOW, REGULATOR
 
@@ -27,6 +28,11 @@ def test_demo_on_a_fresh_machine(tmp_path):
     assert f"demo workspace: {target}" in done.stdout
     assert "u1 is in progress and held by blocking obligation" in done.stdout
     assert "GREENGROCER 114" in done.stdout and "F-alert-path-dead" in done.stdout
+    # the line an agent host needs to launch r1's MCP server (SPEC §17)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("r1's MCP server"))
+    server = json.loads(line.split("--print-config`): ", 1)[1])["mcpServers"]["regulator-r1"]
+    assert server["args"][:2] == ["mcp", "--lease"]
+    assert json.loads(Path(server["args"][2]).read_text())["unit"] == "r1"
     status = subprocess.run(
         [REGULATOR, "--root", str(target), "status", "--json"], env=env, capture_output=True, text=True
     )
@@ -134,6 +140,7 @@ def test_bench_runs_at_smoke_scale(tmp_path):
         "next_up_ms",
         "status_cold_s",
         "verify_person_events_s",
+        "mcp_start_s",
     ):
         assert isinstance(report[key], int | float) and report[key] > 0, key
     assert set(report["met"]) == set(report["targets"])

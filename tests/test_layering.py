@@ -19,8 +19,8 @@ def test_import_linter_contracts_hold():
 
 def test_cli_and_engine_import_without_textual():
     code = (
-        "import sys, controlroom.cli, engine.state, engine.router, engine.units\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'git', 'watchfiles'))\n"
+        "import sys, controlroom.cli, engine.load, engine.router, engine.units, engine.api\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'git', 'watchfiles', 'mcp'))\n"
         "print(bad); sys.exit(1 if bad else 0)"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
@@ -34,7 +34,7 @@ def test_status_runs_without_importing_textual_or_git(ws):
         "import sys\n"
         "from controlroom.cli import main\n"
         "code = main(['status', '--json'])\n"
-        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'textual', 'git', 'watchfiles'})\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'textual', 'git', 'watchfiles', 'mcp'})\n"
         "print(heavy, file=sys.stderr); sys.exit(code or (3 if heavy else 0))"
     )
     done = subprocess.run(

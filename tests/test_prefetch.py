@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from engine import contracts
-from engine.state import load
+from engine.load import load
 from engine.workspace import Workspace as EngineWorkspace
 from tests.helpers import report_args
 from tests.test_checkpoint import outputs

@@ -320,11 +320,30 @@ def test_shipped_records_state_limitations(reg):
     records = reg.json("registry", "records")
     ids = {r["id"] for r in records}
     assert {"REG-CMP-register-lint", "REG-BAP-person-by-name", "REG-OBJ-memory-store"} <= ids
-    text = " ".join(" ".join(r["limitations"]) for r in records)
+    text = " ".join(
+        " ".join(x if isinstance(x, str) else x["text"] for x in r["limitations"]) for r in records
+    )
     assert "names unauthenticated" in text and "advisory where history is missing" in text
     assert "not signed" in text  # host events: the honest limit of the shared account
     assert "never checks" in text or "nothing checks that a fact is true" in text.lower()
-    assert all(set(r["status"]) == {"claim", "implementation", "operation"} for r in records)
+    # SPEC §19: the axes a kind carries; a route states no claim; nothing regulator ships claims to
+    # have been observed in operation
+    for r in records:
+        kind = r["id"].split("-")[1]
+        if kind in ("CLM", "BAP"):
+            assert set(r["status"]) == {"claim", "implementation", "operation"}, r["id"]
+        elif kind == "RTE":
+            assert set(r["status"]) == {"implementation", "operation"}, r["id"]
+        assert r["status"].get("operation") in (None, "uninspected"), r["id"]
+        assert r["limitations"], r["id"]
+    # the router and vetoes, identity decisions, the signed-actions path and the control room
+    assert {
+        "REG-RTE-routing-to-obligations",
+        "REG-BAP-vetoes",
+        "REG-BAP-identity-decisions",
+        "REG-RTE-signed-actions",
+        "REG-CMP-control-room",
+    } <= ids
 
 
 def test_ack_needs_the_grant(reg):

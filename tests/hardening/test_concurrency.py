@@ -124,7 +124,7 @@ for i in range(15):
 
 READER = """
 import sys, json, time
-from engine.state import load
+from engine.load import load
 from engine.status import status
 from engine.workspace import Workspace
 from pathlib import Path

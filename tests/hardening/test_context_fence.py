@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from engine.contracts import Contract
 from engine.delivery import build_context, closing, delivery_order, parse_context, render_entry, render_text
-from engine.state import MemoryEntry, State
+from engine.model import MemoryEntry, State
 from engine.text import escape, escape_block, needs_escape, unescape
 from engine.workspace import Workspace
 from identity.files import IDENTITY_DIR, IDENTITY_NAMES
@@ -91,7 +91,7 @@ def state_of(events: list[dict], retracted: set[int]) -> State:
     state = State(now=NOW)
     for i, event in enumerate(events):
         retraction = {"kind": "retraction", "entry": event["id"], "by": "alice"} if i in retracted else None
-        state.memory[event["id"]] = MemoryEntry(event, retraction)
+        state.memory[event["id"]] = MemoryEntry(event=event, retraction=retraction)
     for unit, unit_type in zip(UNITS, ["implement", "implement", "bookkeeper", "research"], strict=True):
         state.contracts[unit] = Contract(unit, unit_type, "implement", f"{unit} work")
     return state

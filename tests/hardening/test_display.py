@@ -13,9 +13,10 @@ from rich.text import Text
 
 from controlroom import readmodel
 from controlroom.lifecycle import lifecycle
-from engine.state import MemoryEntry, Obligation, State
+from engine.model import MemoryEntry, Obligation, ObligationKind, ObligationStatus, State
 from engine.text import escape, unescape
 from engine.workspace import Workspace
+from tests.helpers import MemoryEvents
 
 hostile = st.one_of(
     st.sampled_from(
@@ -46,7 +47,8 @@ RAW = ("\x1b", "\x07", "\x9b", "\r", "\u202e", "\u2066", "\u200b", "\u2028", "\x
 
 
 def state_with(text: str) -> State:
-    state = State(now=datetime(2026, 11, 29, 12, tzinfo=UTC))
+    source = MemoryEvents()
+    state = State(now=datetime(2026, 11, 29, 12, tzinfo=UTC), source=source)
     signal = {
         "kind": "signal",
         "id": "SIG1",
@@ -75,8 +77,8 @@ def state_with(text: str) -> State:
         "obligations": [],
         "at": "2026-11-29T12:00:00Z",
     }
-    state.signals["SIG1"] = signal
-    state.routings["SIG1"] = routing
+    state.signals["SIG1"] = source.add(signal)
+    state.routings["SIG1"] = source.add(routing)
     disposition = {
         "kind": "disposition",
         "disposition": "no-action",
@@ -85,25 +87,24 @@ def state_with(text: str) -> State:
         "at": "2026-11-29T12:00:00Z",
     }
     state.obligations["ob1"] = Obligation(
-        "ob1",
-        "u1",
-        "intelligence",
-        "SIG1",
-        "advisory",
-        False,
-        "S3",
-        "2026-11-29T12:00:00Z",
-        text,
-        None,
-        "resolved",
-        "no-action",
-        text,
-        text,
-        "2026-11-29T12:00:00Z",
-        [routing, disposition],
+        id="ob1",
+        unit="u1",
+        kind=ObligationKind.INTELLIGENCE,
+        source="SIG1",
+        severity="advisory",
+        blocks=False,
+        owed_to="S3",
+        opened_at="2026-11-29T12:00:00Z",
+        subject=text,
+        status=ObligationStatus.RESOLVED,
+        disposition="no-action",
+        by=text,
+        rationale=text,
+        closed_at="2026-11-29T12:00:00Z",
+        history=[state.routings.refs["SIG1"], source.add(disposition)],
     )
     state.memory["MEM1"] = MemoryEntry(
-        {
+        event={
             "kind": "memory",
             "id": "MEM1",
             "subject": text,
@@ -115,7 +116,13 @@ def state_with(text: str) -> State:
             "revision": text,
             "at": "2026-11-29T12:00:00Z",
         },
-        {"kind": "retraction", "entry": "MEM1", "by": text, "reason": text, "at": "2026-11-29T12:00:00Z"},
+        retraction={
+            "kind": "retraction",
+            "entry": "MEM1",
+            "by": text,
+            "reason": text,
+            "at": "2026-11-29T12:00:00Z",
+        },
     )
     return state
 

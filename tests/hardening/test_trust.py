@@ -192,7 +192,7 @@ def forge_checkpoint(ws, tmp_path) -> Path:
         "import sys, os\n"
         "from pathlib import Path\n"
         "from engine import checkpoint\n"
-        "from engine.state import load\n"
+        "from engine.load import load\n"
         "from engine.workspace import Workspace\n"
         "ws = Workspace(Path(sys.argv[1]))\n"
         "state = load(ws, cached=False)\n"

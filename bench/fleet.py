@@ -1,0 +1,302 @@
+"""Fleet-mode figures (SPEC §18, §21), files and PostgreSQL side by side:
+
+    python bench/fleet.py [--scale quick|full] [--json]
+
+- appends_per_s: 8 long-lived writer processes looping over `engine.api.report_intelligence`
+  (each under its own lease), the total across the 8 per second, per backend;
+- pg_incremental_ms: another host's append (a writer with no mirror of its own) until its row is
+  in the open control room, through NOTIFY, on a store of `scale.events` events;
+- pg_first_frame_s: first frame of the control room at `scale.obligations` open obligations read
+  from PostgreSQL: cold (an empty mirror: every line fetched) and warm (the mirror there);
+- pg_once_reader_s: `controlroom --once --json` from a clone as the reader role.
+
+A real server is started as the tests start it (tests/pg.py: the machine's PostgreSQL 15).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from bench.generate import NOW, SCALES, bench_key, log_workspace, room_workspace  # noqa: E402
+
+REGULATOR = str(Path(sys.executable).parent / "regulator")
+TARGETS = {"appends_per_s": 1000, "pg_incremental_ms": 250, "pg_first_frame_s": 2.0}
+WRITERS = 8
+
+WRITER = """
+import sys, time
+from engine import api
+lease, seconds, name = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+def report(i):
+    api.report_intelligence(lease, subject=f"{name} finding {i}", claim="c", observation="o",
+        evidence=["e"], confidence="high", reportedSeverity="advisory", affectedUnits=[])
+report(-1)  # warm: imports, connections, the first read
+print("ready", flush=True)
+sys.stdin.readline()
+n, start = 0, time.time()
+while time.time() - start < seconds:
+    report(n)
+    n += 1
+print(n, time.time() - start, flush=True)
+"""
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REGULATOR_")}
+    env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", PYTHONPATH=str(HERE.parent))
+    env.update(extra)
+    return env
+
+
+def writer_workspace(root: Path, store: str | None) -> list[Path]:
+    """A workspace on the system clock with 8 research units dispatched; their lease files."""
+    from engine import units
+    from engine.init import initialize
+    from engine.workspace import LEASE_FILE, locate
+
+    root.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    for key in ("user.name", "user.email"):
+        subprocess.run(["git", "-C", str(root), "config", key, "bench@regulator.invalid"], check=True)
+    initialize(root, owner="alice", key=bench_key(root), clock_mode="system", store=store)
+    for i in range(WRITERS):
+        data = {"id": f"w{i}", "type": "research", "profile": "intelligence", "title": f"writer {i}"}
+        (root / "contracts" / f"w{i}.json").write_text(json.dumps(data))
+    ws, _ = locate(root)
+    leases = []
+    for i in range(WRITERS):
+        tree = root / "wt" / f"w{i}"
+        tree.mkdir(parents=True)
+        units.dispatch(ws, f"w{i}", tree)
+        leases.append(tree / LEASE_FILE)
+    return leases
+
+
+def appends(root: Path, store: str | None, seconds: float) -> dict:
+    leases = writer_workspace(root, store)
+    env = clean_env()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(lease), str(seconds), f"w{i}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for i, lease in enumerate(leases)
+    ]
+    for proc in procs:
+        assert proc.stdout.readline().strip() == "ready"
+    for proc in procs:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    counts, spans = [], []
+    for proc in procs:
+        n, span = proc.stdout.readline().split()
+        counts.append(int(n))
+        spans.append(float(span))
+        proc.wait()
+    verified = subprocess.run(
+        [REGULATOR, "--root", str(root), "verify"], capture_output=True, text=True, env=env
+    )
+    return {
+        "appends": sum(counts),
+        "per_writer": counts,
+        "seconds": round(max(spans), 2),
+        "appends_per_s": round(sum(counts) / max(spans), 1),
+        "verify_ok": verified.returncode == 0,
+        **({} if verified.returncode == 0 else {"verify_said": (verified.stdout + verified.stderr)[-2000:]}),
+    }
+
+
+def as_postgres(source: Path, target: Path, url: str) -> Path:
+    """The bench workspace moved to PostgreSQL (store copy), and a checkout of it with no stores."""
+    done = subprocess.run(
+        [REGULATOR, "--root", str(source), "store", "copy", "--to", url], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(".regulator"))
+    return target
+
+
+FIRST_FRAME = """
+import asyncio, json, sys
+sys.path.insert(0, sys.argv[3])
+from bench.run import first_frame
+result = {}
+asyncio.run(first_frame(__import__("pathlib").Path(sys.argv[1]), sys.argv[2], 0, result))
+print(json.dumps(result))
+"""
+
+
+def first_frame(room: Path, url: str, cold: bool) -> dict:
+    """In a fresh process, as an operator starts it; cold: no mirror and no checkpoint."""
+    if cold:
+        shutil.rmtree(room / ".regulator", ignore_errors=True)
+    else:
+        (room / ".regulator" / "readmodel.checkpoint").unlink(missing_ok=True)
+    name = "pg_first_frame_s" if cold else "pg_first_frame_warm_s"
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_FRAME, str(room), name, str(HERE.parent)],
+        capture_output=True,
+        text=True,
+        env=clean_env(REGULATOR_STORE=url, REGULATOR_NOW=NOW),
+        check=True,
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+APPENDER = """
+import sys, time
+from engine.pgstore import PgStore
+store = PgStore(sys.argv[1], sys.argv[2], "signals", mirrored=False)  # another host: it only writes
+sys.stdin.readline()
+store.append({"kind": "signal", "subject": "bench append " + sys.argv[3], "claim": "c",
+              "observation": "o", "evidence": ["e"], "confidence": "low", "reportedSeverity": "advisory",
+              "affectedUnits": ["unit-00001"], "observedAt": "2026-11-29T12:00:00Z", "expiresAt": None,
+              "rationale": None, "unit": "unit-00002", "by": None, "revision": None, "source": "S4",
+              "destination": "S3", "at": "2026-11-29T12:00:00Z"}, assign_id=True)
+print(time.time(), flush=True)
+"""
+
+
+def incremental(host: Path, url: str, other: Path) -> dict:
+    """Another host's append until its obligation's row is in the open room (NOTIFY → mirror)."""
+    from controlroom.app import ControlRoom
+    from engine.workspace import locate
+
+    os.environ["REGULATOR_NOW"] = NOW
+    os.environ["REGULATOR_STORE"] = url
+    result: dict = {}
+
+    async def measure() -> None:
+        t = time.perf_counter()
+        ws, _ = locate(host)
+        result["pg_mirror_cold_s"] = round(time.perf_counter() - t, 2)
+        app = ControlRoom(ws, "alice", watch=True, background_checks=False)
+        async with app.run_test(size=(150, 42)) as pilot:
+            await pilot.pause(0.5)
+            result["pg_incremental_events_loaded"] = sum(c.line for c in app.snap.state.cursors.values())
+            latencies = []
+            for n in range(5):
+                before = len(app.table.keys)
+                proc = subprocess.Popen(
+                    [sys.executable, "-c", APPENDER, url, str(other), str(n)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                    env=clean_env(),
+                )
+                await pilot.pause(0.6)
+                proc.stdin.write("go\n")
+                proc.stdin.flush()
+                deadline = time.time() + 10
+                while len(app.table.keys) == before and time.time() < deadline:
+                    await asyncio.sleep(0.002)
+                seen = time.time()
+                appended = float(proc.stdout.readline())
+                proc.wait()
+                latencies.append((seen - appended) * 1000)
+                await pilot.pause(0.3)
+            result["pg_incremental_ms"] = round(statistics.median(latencies), 1)
+            result["pg_incremental_all_ms"] = [round(x, 1) for x in latencies]
+
+    try:
+        asyncio.run(measure())
+    finally:
+        os.environ.pop("REGULATOR_STORE", None)
+    return result
+
+
+def once_reader(checkout: Path, url: str) -> dict:
+    env = clean_env(REGULATOR_STORE=url, REGULATOR_NOW=NOW)
+    times = []
+    for _ in range(3):
+        t = time.perf_counter()
+        done = subprocess.run(
+            [REGULATOR, "--root", str(checkout), "controlroom", "--once", "--json"],
+            capture_output=True,
+            env=env,
+        )
+        times.append(time.perf_counter() - t)
+        assert done.returncode in (0, 1), done.stderr
+    return {"pg_once_reader_s": round(statistics.median(times), 2)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--scale", choices=sorted(SCALES), default="quick")
+    parser.add_argument("--seconds", type=float, default=5.0, help="how long the writers append")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    scale = SCALES[args.scale]
+    from tests import pg
+
+    server = pg.launch()
+    report: dict = {"scale": scale.name, "targets": TARGETS}
+    try:
+        with tempfile.TemporaryDirectory() as tmp_name:
+            tmp = Path(tmp_name)
+            files = appends(tmp / "files", None, args.seconds)
+            on_pg = appends(tmp / "postgresql", server.url(server.database("bench")), args.seconds)
+            report["appends_per_s"] = {"files": files["appends_per_s"], "postgresql": on_pg["appends_per_s"]}
+            report["appends"] = {"files": files, "postgresql": on_pg}
+
+            log_meta = log_workspace(tmp / "log", scale)
+            log_url = server.url(server.database("log"))
+            host = as_postgres(tmp / "log", tmp / "log-pg", log_url)
+            (tmp / "other").mkdir()
+            report.update(incremental(host, log_url, tmp / "other"))
+
+            room_meta = room_workspace(tmp / "room", scale)
+            room_url = server.url(server.database("room"))
+            room = as_postgres(tmp / "room", tmp / "room-pg", room_url)
+            cold = [first_frame(room, room_url, cold=True) for _ in range(3)]
+            report["pg_first_frame_s"] = statistics.median(r["pg_first_frame_s"] for r in cold)
+            report["pg_first_frame_runs_s"] = [r["pg_first_frame_s"] for r in cold]
+            report["pg_obligations_shown"] = cold[0]["obligations_shown"]
+            report.update(first_frame(room, room_url, cold=False))
+            subprocess.run([REGULATOR, "store", "roles", "--url", room_url], check=True, capture_output=True)
+            reader = room_url.replace(f"{pg.ADMIN}@", "regulator_reader@")
+            ci = tmp / "room-ci"
+            shutil.copytree(tmp / "room", ci, ignore=shutil.ignore_patterns(".regulator"))
+            report.update(once_reader(ci, reader))
+            report["sizes"] = {"log": log_meta, "room": room_meta}
+    finally:
+        pg.stop(server)
+    appends_min = min(report["appends_per_s"].values())
+    report["met"] = {
+        "appends_per_s": appends_min >= TARGETS["appends_per_s"],
+        "pg_incremental_ms": report["pg_incremental_ms"] <= TARGETS["pg_incremental_ms"],
+        "pg_first_frame_s": report["pg_first_frame_s"] <= TARGETS["pg_first_frame_s"],
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(
+            f"appends_per_s      files {report['appends_per_s']['files']}, postgresql "
+            f"{report['appends_per_s']['postgresql']}   target ≥ 1000 per backend"
+        )
+        print(f"pg_incremental_ms  {report['pg_incremental_ms']}   target ≤ 250")
+        print(
+            f"pg_first_frame_s   {report['pg_first_frame_s']} (warm {report['pg_first_frame_warm_s']})   target ≤ 2.0"
+        )
+        print(f"pg_once_reader_s   {report['pg_once_reader_s']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""`regulator store roles` and `regulator store copy --to URL|DIR` (SPEC §18: fleet mode)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from controlroom.cli_common import JsonFlag, emit_json, escape, global_options, out, workspace
+from engine.errors import BadInput, Refused
+
+store_app = typer.Typer(
+    no_args_is_help=True, help="The stores' backend: PostgreSQL roles, copies between backends."
+)
+app = typer.Typer()
+app.add_typer(store_app, name="store")
+
+
+@store_app.command("roles")
+@global_options
+def roles(
+    url: Annotated[
+        str | None, typer.Option("--url", help="postgresql://… (default: the workspace's store).")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create regulator_writer (SELECT, INSERT) and regulator_reader (SELECT); run as the owner."""
+    from engine import pgstore
+
+    if url is None:
+        ws, _ = workspace()
+        url = ws.url
+        if url is None:
+            raise BadInput("this workspace's stores are files; roles are for a postgresql:// store (--url)")
+    pgstore.check_url(url)
+    pgstore.create_roles(url)
+    if as_json:
+        emit_json(
+            {
+                "store": pgstore.redact(url),
+                "roles": {"regulator_writer": ["SELECT", "INSERT"], "regulator_reader": ["SELECT"]},
+            }
+        )
+        return
+    out(f"roles ready on {escape(pgstore.redact(url))}:")
+    out("  regulator_writer: SELECT, INSERT (hosts and units that append)")
+    out("  regulator_reader: SELECT (CI, control rooms that only watch)")
+    out("UPDATE, DELETE and TRUNCATE are granted to no one and refused by trigger")
+
+
+def _source_lines(ws, name: str) -> list[bytes]:
+    """The store's lines exactly as held; a store that does not verify is not copied."""
+    from engine.store import verify
+
+    store = ws.store(name)
+    found = verify(store)
+    if found:
+        raise Refused(f"{found[0]}: the source does not verify; nothing copied (`regulator verify` names it)")
+    data = store.whole()
+    pieces = data.split(b"\n")
+    if pieces and pieces[-1] == b"":
+        pieces.pop()
+    return pieces
+
+
+@store_app.command("copy")
+@global_options
+def copy(
+    to: Annotated[
+        str, typer.Option("--to", help="postgresql://HOST/DB (empty) or a folder (no stores yet).")
+    ],
+    as_json: JsonFlag = False,
+) -> None:
+    """Copy every store, line for line, to an empty PostgreSQL database or to a folder's .regulator/."""
+    from engine import pgstore
+    from engine.events import STORES
+    from engine.workspace import STATE_DIR
+
+    ws, lease = workspace()
+    if lease is not None:
+        raise Refused("a unit does not copy the stores (host only)")
+    if not ws.has_stores:
+        raise Refused("no stores here to copy (a clone?)")
+    source = ws.url or str(ws.state_dir)
+    lines = {name: _source_lines(ws, name) for name in STORES}
+    if pgstore.is_url(to):
+        if ws.url is not None and pgstore.redact(ws.url) == pgstore.redact(to):
+            raise BadInput("--to names the store this workspace is already on")
+        conn = pgstore.fresh(to)
+        try:
+            present = pgstore.schema_present(conn)
+        finally:
+            conn.close()
+        if not present:
+            pgstore.create_schema(to, ws.authority().clock)
+        done = pgstore.import_lines(to, lines)
+        target = pgstore.redact(to)
+    else:
+        folder = Path(to).resolve()
+        if folder.exists() and not folder.is_dir():
+            raise BadInput(f"--to {to}: not a folder")
+        state = folder / STATE_DIR
+        if state.is_symlink():
+            raise Refused(f"{state} is a symlink; nothing copied")
+        held = [
+            n for n in STORES if (state / f"{n}.ndjson").exists() and (state / f"{n}.ndjson").stat().st_size
+        ]
+        if held or (state / pgstore.MARKER).exists():
+            raise Refused(
+                f"{state} already holds stores ({', '.join(held) or 'a mirror'}); store copy writes only into an empty target"
+            )
+        try:
+            state.mkdir(mode=0o700, parents=True, exist_ok=True)
+            for name in STORES:
+                path = state / f"{name}.ndjson"
+                path.write_bytes(b"".join(raw + b"\n" for raw in lines[name]))
+                path.chmod(0o600)
+        except OSError as exc:
+            raise BadInput(f"--to {to}: cannot write ({exc.strerror or exc})") from None
+        from engine.checkpoint import host_key
+        from engine.workspace import Workspace
+
+        host_key(Workspace(folder), create=True)
+        done = {name: len(lines[name]) for name in STORES}
+        target = str(state)
+    if as_json:
+        emit_json(
+            {
+                "from": source if not pgstore.is_url(source) else pgstore.redact(source),
+                "to": target,
+                "lines": done,
+            }
+        )
+        return
+    total = sum(done.values())
+    out(f"copied {total} line(s) to {escape(target)}: " + ", ".join(f"{n} {done[n]}" for n in STORES))
+    out("run `regulator verify` on both sides; every line keeps its at, prev and hash")

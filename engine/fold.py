@@ -1,0 +1,420 @@
+"""The fold: events read from the stores, applied to the read model (engine.model). Pure of any
+policy on when to read: engine.load decides that; `advance` folds what each store gained since."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, ClassVar
+
+import msgspec
+
+from engine import clock
+from engine.authority import GRANT_OF, Uncounted
+from engine.events import INDEX, STORES, refs, unreadable
+from engine.gcpause import gc_paused
+from engine.model import (
+    BLOCKING,
+    OWED_TO,
+    RESUMING_ACTIONS,
+    WAITING_ACTIONS,
+    Closing,
+    Cursor,
+    EventKind,
+    MemoryEntry,
+    Obligation,
+    ObligationKind,
+    ObligationStatus,
+    RecoveryAction,
+    State,
+    UnitStatus,
+)
+from engine.workspace import Workspace
+
+# the names the hot loops compare with, bound once (an enum member read from its class costs more)
+_SIGNAL, _ROUTING, _DISPOSITION = EventKind.SIGNAL.value, EventKind.ROUTING.value, EventKind.DISPOSITION.value
+_OPEN, _RESOLVED, _ESCALATED = ObligationStatus.OPEN, ObligationStatus.RESOLVED, ObligationStatus.ESCALATED
+_INTELLIGENCE = ObligationKind.INTELLIGENCE
+
+
+class SignalsLine(msgspec.Struct):
+    """What the fold reads of a line in signals.ndjson; the rest of the line is checked, not kept.
+    Each default is what `dict.get` gave the fold before, so a missing field reads the same. Each
+    field is Any: it holds whatever the line holds (the engine writes text; a line edited by hand
+    to hold something else is named by `verify`, not coerced here)."""
+
+    kind: Any = None
+    id: Any = None
+    subject: Any = ""
+    expiresAt: Any = None  # noqa: N815 - the store's field name
+    signal: Any = None
+    obligations: Any = ()
+    at: Any = None
+    obligation: Any = None
+    disposition: Any = None
+    by: Any = None
+    rationale: Any = None
+
+
+class SignalLine(msgspec.Struct, tag_field="kind", tag="signal"):
+    """The three kinds the signals log holds decode into shapes of their own fields only (a third
+    less to build and free than SignalsLine); a line of any other kind, or one these refuse (a
+    repeated "kind", a kind that is not text), is read as SignalsLine instead."""
+
+    kind: ClassVar[str] = "signal"
+    id: Any = None
+    subject: Any = ""
+    expiresAt: Any = None  # noqa: N815
+    by: Any = None  # a person-raised signal counts only as a person event does
+
+
+class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
+    kind: ClassVar[str] = "routing"
+    signal: Any = None
+    obligations: Any = ()
+    at: Any = None
+
+
+class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
+    kind: ClassVar[str] = "disposition"
+    obligation: Any = None
+    disposition: Any = None
+    by: Any = None
+    rationale: Any = None
+    at: Any = None
+
+
+PERSON_KINDS = {"units": (EventKind.DECISION, EventKind.DEMOTE), "memory": (EventKind.RETRACTION,)}
+_PARALLEL = 32  # person events in one read before their signatures are checked on every core
+
+
+def person_refs(name: str, events: Sequence[Any], at_refs: list[int]) -> list[int]:
+    """The references of a read's person events (SPEC §15.1), found in one pass."""
+    if name == "signals":
+        return [
+            at
+            for e, at in zip(events, at_refs, strict=True)
+            if type(e) is DispositionLine or (type(e) is SignalLine and e.by is not None)
+        ]
+    kinds = PERSON_KINDS.get(name)
+    if not kinds:
+        return []
+    return [at for e, at in zip(events, at_refs, strict=True) if e.get("kind") in kinds]
+
+
+def check_ahead(state: State, ws: Workspace, name: str, found: list[int]) -> None:
+    """Check many person events' signatures at once, on every core (Ed25519 verification runs
+    without the GIL): the fold then finds each verdict ready. Only what the fold would check."""
+    if len(found) < _PARALLEL:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    lines = [(*line, at) for line, at in zip(_read_back(ws.store(name).path, found), found, strict=True)]
+    workers = max(1, min(4, os.cpu_count() or 1))
+    size = -(-len(lines) // workers)
+    chunks = [lines[k : k + size] for k in range(0, len(lines), size)]
+
+    def judge(chunk: list[tuple[dict[str, Any], object, int]]) -> list[str | None]:
+        return [_judge(state, event, previous, name, at) for event, previous, at in chunk]
+
+    with ThreadPoolExecutor(workers) as pool:
+        verdicts = [v for part in pool.map(judge, chunks) for v in part]
+    events = [event for event, _, _ in lines]
+    state.verdicts.update(zip(found, zip(events, verdicts, strict=True), strict=True))
+
+
+def _read_back(path: Path, found: list[int]) -> list[tuple[dict[str, Any], object]]:
+    """Whole events at these references, each with the `at` of the line before it, read through
+    one handle."""
+    with open(path, "rb") as handle:
+        return [_person_line(handle, at) for at in found]
+
+
+_AT = re.compile(rb'"at":"([^"]*)"')
+
+
+def _person_line(handle: IO[bytes], at: int) -> tuple[dict[str, Any], object]:
+    """The event at a reference, and the `at` of the line before it (None for the first line)."""
+    offset = at >> 2
+    start = max(0, offset - 4096)
+    handle.seek(start)
+    before = handle.read(offset - start)
+    line = handle.readline()
+    try:
+        event = msgspec.json.decode(line)
+    except (ValueError, RecursionError):
+        event = None
+    if type(event) is not dict:
+        return unreadable(at), None
+    cut = before[:-1].rfind(b"\n")  # the line before this one (its newline ends `before`)
+    found = _AT.findall(before[cut + 1 :]) if cut >= 0 or start == 0 else []
+    return event, (found[-1].decode() if found else None)
+
+
+def _judge(state: State, event: dict[str, Any], previous: object, store: str, at: int) -> str | None:
+    """Why a person event counts for nothing (grant, signature, or a time before its store's),
+    judged under the policy in force at its place in the log (engine.authority.people_for)."""
+    people = state.auth.people_for(store, at >> 2, event.get("at"))
+    grant = GRANT_OF.get(event.get("kind")) if people.grants else None  # type: ignore[arg-type]
+    reason = state.auth.check(event, people, grant)
+    if reason is None and state.auth.clock == "system" and _backdated(event.get("at"), previous):
+        reason = "back-dated (stamped before the line before it)"
+    return reason
+
+
+def _backdated(at: object, previous: object) -> bool:
+    """More than the skew a store allows (SPEC §15.3) before the line before it."""
+    if not isinstance(at, str) or not isinstance(previous, str) or at >= previous:
+        return False
+    from engine.store import SKEW_S
+
+    try:
+        return (clock.parse_time(previous) - clock.parse_time(at)).total_seconds() > SKEW_S
+    except Exception:  # noqa: BLE001 - an unreadable time is not a back-dated one
+        return False
+
+
+def counts(state: State, store: str, at: int) -> bool:
+    """Whether the person event at this reference counts (SPEC §15.1): signed by a key the policy
+    in force at its time lists for the person (or unsigned where signatures are not required),
+    and the first event of its store with its id. One that does not is kept in `uncounted`."""
+    ready = state.verdicts.pop(at, None)
+    if ready is not None:
+        event, reason = ready
+    else:
+        with open(state.source.paths[at & 3], "rb") as handle:
+            event, previous = _person_line(handle, at)
+        reason = _judge(state, event, previous, store, at)
+    event_id = event.get("id")
+    if reason is None and isinstance(event_id, str):
+        seen = state.person_ids.setdefault(store, set())
+        if event_id in seen:
+            reason = "replayed id (an event with this id came earlier)"
+        else:
+            seen.add(event_id)
+    if reason is None:
+        return True
+    state.uncounted.append(Uncounted(store, at >> 2, reason, event_id if isinstance(event_id, str) else None))
+    return False
+
+
+def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
+    signals, routings, obligations = state.signals.refs, state.routings.refs, state.obligations
+    waiting, pending = state.unrouted_ids, state.pending
+    expiries: dict[str, datetime] = {}
+    fresh: dict[str, SignalLine] = {}  # this read's signals: a routing usually follows its signal closely
+    for event, at in zip(events, at_refs, strict=True):
+        kind = event.kind
+        if kind == _SIGNAL:
+            if event.by is not None and not counts(state, "signals", at):
+                continue
+            signals[event.id] = at
+            fresh[event.id] = event
+            if event.id not in routings:
+                waiting[event.id] = None
+        elif kind == _ROUTING:
+            signal_id = event.signal
+            if signal_id in routings:
+                continue  # a second router's duplicate: dropped
+            routings[signal_id] = at
+            waiting.pop(signal_id, None)
+            signal = fresh.get(signal_id)
+            if signal is not None:
+                subject, expires = signal.subject, signal.expiresAt
+            else:  # routed in a later read than its signal: read the signal back
+                earlier = state.signals.get(signal_id, {})
+                subject, expires = earlier.get("subject", ""), earlier.get("expiresAt")
+            if expires and expires not in expiries:
+                expiries[expires] = clock.parse_time(expires)
+            for entry in event.obligations:
+                ob_id = entry["id"]
+                if ob_id in obligations:
+                    continue
+                obligations[ob_id] = Obligation(
+                    id=ob_id,
+                    unit=entry.get("unit"),
+                    kind=_INTELLIGENCE,
+                    source=signal_id,
+                    severity=entry["severity"],
+                    blocks=bool(entry["blocks"]),
+                    owed_to=entry.get("owedTo", OWED_TO),
+                    opened_at=event.at,
+                    subject=subject,
+                    expires_at=expiries[expires] if expires else None,
+                    history=[at],
+                )
+                if pending and ob_id in pending:
+                    obligations[ob_id].close(pending.pop(ob_id))
+        elif kind == _DISPOSITION:
+            ob = obligations.get(event.obligation)
+            if not counts(state, "signals", at) or not _may_resolve(state, event, ob, at):
+                if ob is not None:
+                    ob.history.append(at)  # shown in its lifecycle, marked: it counts for nothing
+                continue
+            closing = Closing(
+                status=_RESOLVED,
+                disposition=event.disposition,
+                by=event.by,
+                rationale=event.rationale,
+                closed_at=event.at,
+                at=at,
+            )
+            if ob is None:
+                # a recovery-decision obligation is opened in units.ndjson, folded after this store
+                pending.setdefault(event.obligation, closing)
+            elif ob.status == _OPEN:
+                ob.close(closing)
+
+
+def _may_resolve(state: State, event: DispositionLine, ob: Obligation | None, at: int) -> bool:
+    """A disposition counts only from a person the policy lets resolve that severity (an
+    obligation not yet folded is a recovery decision's: blocking)."""
+    severity = ob.severity if ob is not None else BLOCKING
+    people = state.auth.people_for("signals", at >> 2, event.at)
+    if not people.grants:  # no interaction policy known (a store without its identity): as before
+        return True
+    if isinstance(event.by, str) and severity in people.resolve.get(event.by, ()):
+        return True
+    state.uncounted.append(Uncounted("signals", at >> 2, f"by a person who may not resolve {severity}"))
+    return False
+
+
+def _fold_units(state: State, events: list[dict[str, Any]], at_refs: list[int]) -> None:
+    obligations = state.obligations
+    for event, at in zip(events, at_refs, strict=True):
+        kind = event.get("kind")
+        unit_id = event.get("unit")
+        if not isinstance(unit_id, str):
+            continue
+        unit = state.unit(unit_id)
+        unit.history.append(at)  # shown in the lifecycle even when it counts for nothing
+        if kind in PERSON_KINDS["units"] and not counts(state, "units", at):
+            continue
+        if kind == EventKind.DISPATCH:
+            # a first-round dispatch kept the token itself in the log: such a lease is not honoured
+            unit.status, unit.lease, unit.worktree = (
+                UnitStatus.IN_PROGRESS,
+                event.get("leaseHash"),
+                event.get("worktree"),
+            )
+            unit.type, unit.profile = event.get("type"), event.get("profile")
+        elif kind == EventKind.CLOSE:
+            unit.status, unit.lease = UnitStatus.CLOSED, None
+        elif kind == EventKind.DEMOTE:
+            unit.status, unit.lease = UnitStatus.TODO, None
+        elif kind == EventKind.DECISION:
+            action = event.get("action")
+            closing = Closing(
+                status=_ESCALATED if action in WAITING_ACTIONS else _RESOLVED,
+                disposition=event.get("disposition"),
+                by=event.get("by"),
+                rationale=event.get("rationale"),
+                closed_at=event.get("at"),
+                at=at,
+            )
+            for ob_id in event.get("resolves", ()):
+                ob = obligations.get(ob_id)
+                if ob is None:
+                    state.pending.setdefault(ob_id, closing)
+                elif ob.status == _OPEN:
+                    ob.close(closing)
+            opened = event.get("opens")
+            if opened:
+                ob = Obligation(
+                    id=opened["id"],
+                    unit=unit_id,
+                    kind=ObligationKind.RECOVERY_DECISION,
+                    source=event["id"],
+                    severity=opened["severity"],
+                    blocks=True,
+                    owed_to=opened.get("owedTo", OWED_TO),
+                    opened_at=event["at"],
+                    subject=f"recovery decision: {action} — {event.get('rationale', '')}",
+                    history=[at],
+                )
+                obligations[ob.id] = ob
+                pending = state.pending.pop(ob.id, None)
+                if pending is not None:
+                    ob.close(pending)
+            unit.lease = None
+            if action in RESUMING_ACTIONS:
+                unit.status, unit.recovery = UnitStatus.TODO, None
+            elif action == RecoveryAction.ABORT:
+                unit.status, unit.recovery = UnitStatus.ABORTED, None
+            else:
+                unit.status, unit.recovery = UnitStatus.WAITING, opened["id"] if opened else None
+
+
+def _fold_memory(state: State, events: list[dict[str, Any]], at_refs: list[int]) -> None:
+    memory = state.memory
+    for event, at in zip(events, at_refs, strict=True):
+        kind = event.get("kind")
+        if kind == EventKind.MEMORY:
+            memory[event["id"]] = MemoryEntry(event=event)
+        elif kind == EventKind.RETRACTION:
+            if not counts(state, "memory", at):
+                continue
+            entry = memory.get(event.get("entry"))  # type: ignore[arg-type]
+            if entry is not None and entry.retraction is None:
+                entry.retraction = event
+
+
+def _fold_identity(state: State, events: list[dict[str, Any]], at_refs: list[int]) -> None:
+    """Proposals and decisions as the authority counted them (engine.authority folds the whole
+    store: a decision counts only under the policy in force before it)."""
+    state.proposals = dict(state.auth.proposals)
+    state.decisions = list(state.auth.decisions)
+
+
+Fold = Callable[[State, list[Any], list[int]], None]
+FOLDS: dict[str, Fold] = {
+    "signals": _fold_signals,
+    "units": _fold_units,
+    "memory": _fold_memory,
+    "identity": _fold_identity,
+}
+# (the usual shapes, the shape for any line): the other folds keep whole events (memory, proposals)
+SHAPES: dict[str, tuple[object, type]] = {
+    "signals": (SignalLine | RoutingLine | DispositionLine, SignalsLine)
+}
+ORDER = STORES  # the fold's order (signals before units), also the index a reference carries
+
+
+class StoreReplaced(Exception):
+    """A store is shorter than what was read of it: read everything again."""
+
+
+def advance(
+    ws: Workspace, state: State, *, final: bool = True, stores: tuple[str, ...] = ORDER
+) -> dict[str, int]:
+    """Fold what each store gained since the last read; returns how many events each gained.
+
+    Signals fold before units so a decision finds the obligations it closes; within one store,
+    log order is the order of events.
+    """
+    state.source.bind(tuple(ws.store(name).path for name in STORES))
+    state.auth = ws.authority()
+    gained: dict[str, int] = {}
+    for name in ORDER:
+        if name not in stores:
+            continue
+        cursor = state.cursors.setdefault(name, Cursor())
+        store = ws.store(name)
+        if store.size() < cursor.offset:  # replaced or truncated: the caller reloads in full
+            raise StoreReplaced(name)
+        with gc_paused():
+            result = store.read(cursor.offset, cursor.line, final=final, shape=SHAPES.get(name))
+            cursor.offset, cursor.line = result.offset, result.line
+            if result.problems:
+                state.problems.extend(result.problems)
+                # in store order, then line: the same list however the log was read (a checkpoint)
+                state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
+            at = refs(name, result.starts)
+            check_ahead(state, ws, name, person_refs(name, result.events, at))
+            FOLDS[name](state, result.events, at)
+            state.verdicts.clear()
+        gained[name] = len(result.events)
+    return gained

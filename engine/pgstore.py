@@ -1,0 +1,659 @@
+"""The stores on PostgreSQL (SPEC §18): the same lines and chains, kept by the server.
+
+The server holds every line of every store in one table, `regulator.events`, numbered per store
+(`n`, 1, 2, 3 …: a reader resumes from a sequence number as a file reader resumes from a byte
+offset). Triggers make the table INSERT/SELECT only, refuse an `at` more than 2 s from the
+server's clock, record the server's clock beside it (`recorded_at`), check `prev` against the
+store's last line and the SHA-256 of the line text as sent, and NOTIFY every append.
+
+Readers read a local mirror: `.regulator/<store>.ndjson` holds the server's lines byte for byte,
+brought up to date from the last sequence number mirrored (`.regulator/postgresql.json`), so every
+fold, reference, checkpoint and `verify` reads exactly what it reads on files. The mirror is a
+disposable cache: the server is the store.
+
+psycopg is imported only when a postgresql store is selected (`regulator[postgresql]`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from engine import clock, ids
+from engine.errors import BadInput, Refused
+from engine.events import STORES
+from engine.store import GENESIS, ReadResult, Store, _check_time, canonical, event_hash, locked
+
+MARKER = "postgresql.json"
+CHANNEL = "regulator"
+SCHEMA_VERSION = 1
+RETRIES = 8
+SKEW_AT_S = 2  # the trigger's bound on |at - clock_timestamp()| (SPEC §18)
+
+SCHEMA_SQL = """
+CREATE SCHEMA regulator;
+CREATE TABLE regulator.meta (
+    instance text NOT NULL,
+    version int NOT NULL,
+    clock text NOT NULL CHECK (clock IN ('system', 'pinned')),
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE TABLE regulator.events (
+    store text NOT NULL CHECK (store IN ('signals', 'memory', 'units', 'identity')),
+    n bigint NOT NULL,
+    line text NOT NULL,
+    sha256 text NOT NULL,
+    hash text NOT NULL,
+    prev text NOT NULL,
+    at text,
+    recorded_at timestamptz NOT NULL,
+    PRIMARY KEY (store, n)
+);
+
+CREATE FUNCTION regulator.refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'regulator: % on %.% refused: the stores are append-only', TG_OP, TG_TABLE_SCHEMA,
+        TG_TABLE_NAME USING ERRCODE = 'insufficient_privilege';
+END $$;
+
+CREATE FUNCTION regulator.check_append() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    body json;
+    last_n bigint;
+    last_hash text;
+    importing boolean;
+    pinned boolean;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext('regulator.store.' || NEW.store));
+    IF NEW.sha256 IS DISTINCT FROM encode(sha256(convert_to(NEW.line, 'UTF8')), 'hex') THEN
+        RAISE EXCEPTION 'regulator: %: the line does not match its SHA-256 as sent', NEW.store
+            USING ERRCODE = 'check_violation';
+    END IF;
+    BEGIN
+        body := NEW.line::json;
+    EXCEPTION WHEN others THEN
+        RAISE EXCEPTION 'regulator: %: the line is not JSON', NEW.store USING ERRCODE = 'check_violation';
+    END;
+    IF json_typeof(body) IS DISTINCT FROM 'object' THEN
+        RAISE EXCEPTION 'regulator: %: the line is not a JSON object', NEW.store
+            USING ERRCODE = 'check_violation';
+    END IF;
+    NEW.hash := body->>'hash';
+    NEW.prev := body->>'prev';
+    NEW.at := body->>'at';
+    IF NEW.hash IS NULL OR NEW.prev IS NULL THEN
+        RAISE EXCEPTION 'regulator: %: the line has no hash or prev', NEW.store
+            USING ERRCODE = 'check_violation';
+    END IF;
+    SELECT e.n, e.hash INTO last_n, last_hash FROM regulator.events e
+        WHERE e.store = NEW.store ORDER BY e.n DESC LIMIT 1;
+    IF NEW.prev IS DISTINCT FROM coalesce(last_hash, '') THEN
+        RAISE EXCEPTION 'regulator: %: chain broken: prev does not name the store''s last line', NEW.store
+            USING ERRCODE = 'check_violation';
+    END IF;
+    NEW.n := coalesce(last_n, 0) + 1;
+    NEW.recorded_at := clock_timestamp();
+    importing := coalesce(current_setting('regulator.import', true), '') = 'on'
+        AND pg_has_role(current_user, (SELECT relowner FROM pg_class
+            WHERE oid = 'regulator.events'::regclass), 'USAGE');
+    SELECT m.clock = 'pinned' INTO pinned FROM regulator.meta m LIMIT 1;
+    IF NOT importing AND NOT coalesce(pinned, false) THEN
+        IF NEW.at IS NULL THEN
+            RAISE EXCEPTION 'regulator: %: the line has no at', NEW.store USING ERRCODE = 'check_violation';
+        END IF;
+        IF abs(extract(epoch FROM (clock_timestamp() - NEW.at::timestamptz))) > 2 THEN
+            RAISE EXCEPTION 'regulator: %: at % is more than 2 s from the server''s clock (%)', NEW.store,
+                NEW.at, clock_timestamp() USING ERRCODE = 'check_violation';
+        END IF;
+    END IF;
+    RETURN NEW;
+END $$;
+
+CREATE FUNCTION regulator.notify_append() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('regulator', NEW.store || ' ' || NEW.n);
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER events_append BEFORE INSERT ON regulator.events
+    FOR EACH ROW EXECUTE FUNCTION regulator.check_append();
+CREATE TRIGGER events_notify AFTER INSERT ON regulator.events
+    FOR EACH ROW WHEN (coalesce(current_setting('regulator.import', true), '') <> 'on')
+    EXECUTE FUNCTION regulator.notify_append();
+CREATE TRIGGER events_no_change BEFORE UPDATE OR DELETE ON regulator.events
+    FOR EACH ROW EXECUTE FUNCTION regulator.refuse_change();
+CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON regulator.events
+    FOR EACH STATEMENT EXECUTE FUNCTION regulator.refuse_change();
+CREATE TRIGGER meta_no_change BEFORE UPDATE OR DELETE ON regulator.meta
+    FOR EACH ROW EXECUTE FUNCTION regulator.refuse_change();
+CREATE TRIGGER meta_no_truncate BEFORE TRUNCATE ON regulator.meta
+    FOR EACH STATEMENT EXECUTE FUNCTION regulator.refuse_change();
+REVOKE ALL ON ALL TABLES IN SCHEMA regulator FROM PUBLIC;
+"""
+
+ROLES_SQL = """
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'regulator_writer') THEN
+        CREATE ROLE regulator_writer LOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'regulator_reader') THEN
+        CREATE ROLE regulator_reader LOGIN;
+    END IF;
+END $$;
+GRANT USAGE ON SCHEMA regulator TO regulator_writer, regulator_reader;
+GRANT SELECT ON regulator.meta, regulator.events TO regulator_writer, regulator_reader;
+GRANT INSERT ON regulator.events TO regulator_writer;
+REVOKE UPDATE, DELETE, TRUNCATE ON regulator.meta, regulator.events FROM regulator_writer, regulator_reader;
+"""
+
+
+CHUNK = 50_000  # lines per store per round trip when a mirror catches up
+SYNC_SQL = """
+SELECT s.store,
+       (SELECT t.hash FROM regulator.events t WHERE t.store = s.store AND t.n = s.n) AS tail,
+       g.count, g.last_n,
+       (SELECT t.hash FROM regulator.events t WHERE t.store = s.store AND t.n = g.last_n) AS last_hash,
+       g.text
+FROM unnest(%s::text[], %s::bigint[]) AS s(store, n)
+CROSS JOIN LATERAL (
+    SELECT count(*) AS count, max(e.n) AS last_n, string_agg(e.line, E'\\n' ORDER BY e.n) AS text
+    FROM (SELECT n, line FROM regulator.events
+          WHERE store = s.store AND n > s.n ORDER BY n LIMIT %s) e
+) g
+"""
+
+
+def is_url(value: str | None) -> bool:
+    return bool(value) and str(value).startswith(("postgresql://", "postgres://"))
+
+
+def redact(url: str) -> str:
+    """The URL without its password (what store.yaml records and messages show)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    user = f"{parts.username}@" if parts.username else ""
+    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise Refused(
+            "this workspace's stores are on PostgreSQL: install the driver (pip install 'regulator[postgresql]')"
+        ) from None
+    return psycopg
+
+
+def _message(exc: Exception) -> str:
+    diag = getattr(exc, "diag", None)
+    text = getattr(diag, "message_primary", None) or str(exc).strip().splitlines()[0] if str(exc) else ""
+    return text or type(exc).__name__
+
+
+# ---- connections --------------------------------------------------------------------------------
+
+_CONNECTIONS: dict[tuple[str, int, int, str], Any] = {}
+_LOCK = threading.Lock()
+
+
+def connect(url: str, purpose: str = "main") -> Any:
+    """A cached autocommit connection per process, thread and purpose; errors become one line."""
+    key = (url, os.getpid(), threading.get_ident(), purpose)
+    with _LOCK:
+        conn = _CONNECTIONS.get(key)
+        if conn is not None and not conn.closed:
+            return conn
+    psycopg = _psycopg()
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise Refused(f"cannot reach the store at {redact(url)}: {_message(exc)}") from None
+    with _LOCK:
+        _CONNECTIONS[key] = conn
+    return conn
+
+
+def fresh(url: str) -> Any:
+    """A connection of its own (not cached): for LISTEN, imports, tests."""
+    psycopg = _psycopg()
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise Refused(f"cannot reach the store at {redact(url)}: {_message(exc)}") from None
+
+
+def _run(url: str, work: Callable[[Any], Any], purpose: str = "main", tx: bool = True) -> Any:
+    """Run `work(conn)` in a transaction; serialization failures and deadlocks are retried, a
+    broken connection is opened again once, anything else is a refusal (nothing written)."""
+    psycopg = _psycopg()
+    from psycopg import errors
+
+    for attempt in range(RETRIES):
+        conn = connect(url, purpose)
+        try:
+            if not tx:  # one read-only statement: autocommit is its own transaction
+                return work(conn)
+            with conn.transaction():
+                return work(conn)
+        except (errors.SerializationFailure, errors.DeadlockDetected):
+            continue
+        except psycopg.OperationalError as exc:
+            if conn.closed and attempt == 0:
+                continue
+            raise Refused(f"store {redact(url)}: {_message(exc)}") from None
+        except errors.InsufficientPrivilege as exc:
+            raise Refused(f"store {redact(url)}: {_message(exc)} (a reader role cannot write)") from None
+        except psycopg.Error as exc:
+            raise Refused(f"store {redact(url)}: {_message(exc)}; nothing written") from None
+    raise Refused(f"store {redact(url)}: still conflicting after {RETRIES} tries; nothing written")
+
+
+def schema_present(conn: Any) -> bool:
+    return conn.execute("SELECT to_regclass('regulator.events') IS NOT NULL").fetchone()[0]
+
+
+def create_schema(url: str, clock_mode: str = "system") -> str:
+    """Create the schema (the connecting role owns it) in a database without one; its instance id."""
+    instance = os.urandom(16).hex()
+
+    def work(conn: Any) -> str:
+        if schema_present(conn):
+            raise Refused(f"{redact(url)} already holds regulator stores; nothing written")
+        encoding = conn.execute("SHOW server_encoding").fetchone()[0]
+        if encoding.upper() not in ("UTF8", "UTF-8"):
+            raise Refused(f"{redact(url)}: the database's encoding is {encoding}; regulator needs UTF8")
+        conn.execute(SCHEMA_SQL)
+        conn.execute(
+            "INSERT INTO regulator.meta (instance, version, clock) VALUES (%s, %s, %s)",
+            (instance, SCHEMA_VERSION, clock_mode),
+        )
+        return instance
+
+    return _run(url, work)
+
+
+def check_empty(url: str) -> None:
+    """The database is reachable and holds no regulator stores (refused otherwise)."""
+
+    def work(conn: Any) -> None:
+        if schema_present(conn):
+            raise Refused(f"{redact(url)} already holds regulator stores; nothing written")
+
+    _run(url, work, tx=False)
+
+
+def create_roles(url: str) -> None:
+    """`regulator store roles`: regulator_writer (SELECT, INSERT) and regulator_reader (SELECT)."""
+
+    def work(conn: Any) -> None:
+        if not schema_present(conn):
+            raise Refused(f"{redact(url)} holds no regulator stores; run `regulator init --store URL` first")
+        conn.execute(ROLES_SQL)
+
+    _run(url, work)
+
+
+def instance(url: str) -> tuple[str, str]:
+    """(instance id, clock) of the database's stores; refused where there are none."""
+
+    def work(conn: Any) -> tuple[str, str]:
+        if not schema_present(conn):
+            raise Refused(f"{redact(url)} holds no regulator stores; run `regulator init --store URL`")
+        row = conn.execute("SELECT instance, clock FROM regulator.meta LIMIT 1").fetchone()
+        if row is None:
+            raise Refused(f"{redact(url)}: regulator.meta is empty; not a regulator store")
+        return row[0], row[1]
+
+    return _run(url, work)
+
+
+def can_write(url: str) -> bool:
+    def work(conn: Any) -> bool:
+        return conn.execute("SELECT has_table_privilege('regulator.events', 'INSERT')").fetchone()[0]
+
+    return bool(_run(url, work))
+
+
+# ---- the mirror ---------------------------------------------------------------------------------
+
+
+class Mirror:
+    """The local copy of a database's stores in one folder (a workspace's `.regulator/`)."""
+
+    def __init__(self, url: str, folder: Path) -> None:
+        self.url = url
+        self.folder = Path(folder)
+        self.checked = False
+
+    @property
+    def marker(self) -> Path:
+        return self.folder / MARKER
+
+    def path(self, name: str) -> Path:
+        return self.folder / f"{name}.ndjson"
+
+    def _state(self) -> dict:
+        try:
+            return json.loads(self.marker.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def _save(self, state: dict) -> None:
+        temporary = self.folder / (MARKER + ".tmp")
+        temporary.write_text(json.dumps(state, sort_keys=True), encoding="utf-8")
+        os.replace(temporary, self.marker)
+
+    def prepare(self) -> None:
+        """Make the folder a mirror of this database, or check it is one. A folder holding file
+        stores is never taken for a mirror: those are the stores themselves."""
+        if self.checked:
+            return
+        ident, _ = instance(self.url)
+        if self.folder.is_symlink():
+            raise Refused(f"{self.folder} is a symlink; regulator opens its stores only where they are")
+        self.folder.mkdir(mode=0o700, exist_ok=True)
+        with locked(self.folder / "mirror.lock"):
+            state = self._state()
+            if not state:
+                held = [n for n in STORES if self.path(n).exists() and self.path(n).stat().st_size > 0]
+                if held:
+                    raise Refused(
+                        f"{self.folder} holds file stores ({', '.join(held)}) but the workspace's store is "
+                        f"{redact(self.url)}; move them with `regulator store copy --to URL`, then move "
+                        f"{self.folder.name}/ aside"
+                    )
+            if state.get("instance") != ident:  # another database (or none yet): start over
+                for name in STORES:
+                    self.path(name).write_bytes(b"")
+                    self.path(name).chmod(0o600)
+                (self.folder / "readmodel.checkpoint").unlink(missing_ok=True)
+                state = {"instance": ident, "url": redact(self.url), "stores": {}}
+                self._save(state)
+        self.checked = True
+        self.sync()
+
+    def sync(self, names: tuple[str, ...] = STORES) -> int:
+        """Bring the mirror up to date from the last sequence number of each store; the number of
+        lines gained. A mirror file that is not what was mirrored (edited, cut), or a server whose
+        line at that number is not the one mirrored, is read again from the first line. Each
+        store's new lines come joined by the server, a chunk at a time (one index range scan)."""
+        with locked(self.folder / "mirror.lock"):
+            state = self._state()
+            stores = state.setdefault("stores", {})
+            for name in names:
+                n, size, _ = stores.get(name, [0, 0, GENESIS])
+                try:
+                    actual = self.path(name).stat().st_size
+                except FileNotFoundError:
+                    actual = -1
+                if actual != size:
+                    self._reset(name, stores)
+            gained = 0
+            pending = list(names)
+            while pending:
+                params = (pending, [stores.get(x, [0, 0, GENESIS])[0] for x in pending], CHUNK)
+
+                def fetch(conn: Any, p: tuple = params) -> list[tuple[Any, ...]]:
+                    return conn.execute(SYNC_SQL, p).fetchall()
+
+                rows: list[tuple[Any, ...]] = _run(self.url, fetch, tx=False)
+                again = []
+                for name, tail, count, last_n, last_hash, text in rows:
+                    n, size, last = stores.get(name, [0, 0, GENESIS])
+                    if n > 0 and tail != last:  # the server's line n is not the one mirrored
+                        self._reset(name, stores)
+                        again.append(name)
+                        continue
+                    if not count:
+                        continue
+                    data = text.encode() + b"\n"
+                    with open(self.path(name), "ab") as handle:
+                        handle.write(data)
+                    stores[name] = [last_n, size + len(data), last_hash]
+                    gained += count
+                    if count == CHUNK:
+                        again.append(name)
+                pending = again
+            if gained:
+                self._save(state)
+            return gained
+
+    def _reset(self, name: str, stores: dict) -> None:
+        self.path(name).write_bytes(b"")
+        stores[name] = [0, 0, GENESIS]
+
+    def appended(self, name: str, n: int, digest: str, line: str) -> None:
+        """Our own append, committed as line `n`: mirrored at once when the mirror is at n - 1."""
+        with locked(self.folder / "mirror.lock"):
+            state = self._state()
+            stores = state.setdefault("stores", {})
+            have, size, _ = stores.get(name, [0, 0, GENESIS])
+            try:
+                actual = self.path(name).stat().st_size
+            except FileNotFoundError:
+                actual = -1
+            if have == n - 1 and actual == size:
+                data = line.encode() + b"\n"
+                with open(self.path(name), "ab") as handle:
+                    handle.write(data)
+                stores[name] = [n, size + len(data), digest]
+                self._save(state)
+                return
+        self.sync((name,))
+
+
+_MIRRORS: dict[tuple[str, Path], Mirror] = {}
+
+
+def mirror(url: str, folder: Path) -> Mirror:
+    key = (url, Path(folder))
+    found = _MIRRORS.get(key)
+    if found is None:
+        found = _MIRRORS[key] = Mirror(url, Path(folder))
+    return found
+
+
+# ---- the store ----------------------------------------------------------------------------------
+
+
+class PgStore(Store):
+    """A store kept by the server; reads go through the mirror file at `path`."""
+
+    def __init__(self, url: str, folder: Path, name: str, *, mirrored: bool = True) -> None:
+        super().__init__(Path(folder) / f"{name}.ndjson")
+        self.url = url
+        self.store = name
+        self.mirror = mirror(url, Path(folder))
+        self.mirrored = mirrored  # False: a writer that never reads (it keeps no mirror)
+
+    def append(self, event: dict, *, assign_id: bool = False) -> dict:
+        """The same line as the file store would write, chained to the server's last line of this
+        store, in one transaction under the store's advisory lock."""
+        name = self.store
+        file_name = self.name
+
+        def work(conn: Any) -> tuple[dict, int]:
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("regulator.store." + name,))
+            row = conn.execute(
+                "SELECT hash, at FROM regulator.events WHERE store = %s ORDER BY n DESC LIMIT 1", (name,)
+            ).fetchone()
+            prev, last_at = (row[0], row[1]) if row else (GENESIS, None)
+            written = dict(event)
+            if "at" in written:
+                written["at"] = _restamped(event)
+            _check_time(file_name, written.get("at"), last_at)
+            written["prev"] = prev
+            if assign_id:
+                written["id"] = ids.new_id(f"{file_name}\0{prev}\0{canonical(written).decode()}")
+                written = {"id": written.pop("id"), **written}
+            written["hash"] = event_hash(written)
+            line = line_text(written)
+            n = conn.execute(
+                "INSERT INTO regulator.events (store, line, sha256, hash, prev, recorded_at)"
+                " VALUES (%s, %s, %s, '', '', now()) RETURNING n",
+                (name, line, hashlib.sha256(line.encode()).hexdigest()),
+            ).fetchone()[0]
+            return written, n
+
+        written, n = _run(self.url, work)
+        if self.mirrored:
+            self.mirror.appended(name, n, written["hash"], line_text(written))
+        return written
+
+    def read(
+        self, offset: int = 0, line: int = 0, *, final: bool = True, shape: type | tuple | None = None
+    ) -> ReadResult:
+        """From the mirror, brought up to date first (from its last sequence number)."""
+        self.mirror.prepare()
+        self.mirror.sync((self.store,))
+        return super().read(offset, line, final=final, shape=shape)
+
+    def whole(self) -> bytes:
+        """The server's lines, not the mirror's: `verify` checks what the server holds."""
+        return b"".join(text.encode() + b"\n" for _, text in lines(self.url, self.store))
+
+
+def _restamped(event: dict) -> object:
+    """The event's `at`; an unsigned event that waited a second or more for the store's lock is
+    stamped again now (the server refuses an `at` more than 2 s off its clock). A signed person
+    event keeps its `at`: the signature covers it."""
+    at = event.get("at")
+    if "sig" in event or not isinstance(at, str):
+        return at
+    now = clock.now()
+    try:
+        behind = (now - clock.parse_time(at)).total_seconds()
+    except BadInput:
+        return at
+    return clock.iso(now) if behind >= 1 else at
+
+
+def line_text(event: dict) -> str:
+    """The canonical line (engine.store.canonical_line) as text, without its newline."""
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+
+
+# ---- the decide lock ----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def decide_lock(url: str) -> Iterator[None]:
+    """One decider at a time across hosts: a transaction-scoped advisory lock, held on a
+    connection of its own for the exclusive section (released at its end, or when the process
+    dies and the server drops its connection)."""
+    psycopg = _psycopg()
+    conn = connect(url, "decide")
+    try:
+        tx = conn.transaction()
+        tx.__enter__()
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('regulator.decide'))")
+    except psycopg.Error as exc:
+        with contextlib.suppress(Exception):
+            conn.close()
+        raise Refused(f"store {redact(url)}: {_message(exc)}") from None
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            tx.__exit__(None, None, None)
+
+
+# ---- reading lines straight from the server -----------------------------------------------------
+
+
+def lines(url: str, name: str, since: int = 0) -> list[tuple[int, str]]:
+    """(n, line) of one store after sequence number `since`, from the server."""
+    return _run(
+        url,
+        lambda conn: conn.execute(
+            "SELECT n, line FROM regulator.events WHERE store = %s AND n > %s ORDER BY n", (name, since)
+        ).fetchall(),
+        tx=False,
+    )
+
+
+def counts(url: str) -> dict[str, int]:
+    rows = _run(
+        url,
+        lambda conn: conn.execute("SELECT store, count(*) FROM regulator.events GROUP BY store").fetchall(),
+    )
+    return {name: 0 for name in STORES} | dict(rows)
+
+
+def import_lines(url: str, stores: dict[str, list[bytes]]) -> dict[str, int]:
+    """The owner-only import: every line as it was (its `at` kept), into an empty database, in
+    one transaction. The trigger still checks each line's chain and SHA-256."""
+
+    def work(conn: Any) -> dict[str, int]:
+        if not schema_present(conn):
+            raise Refused(f"{redact(url)} holds no regulator stores; run `regulator store init --store URL`")
+        owner = conn.execute(
+            "SELECT pg_has_role(current_user, relowner, 'USAGE') FROM pg_class"
+            " WHERE oid = 'regulator.events'::regclass"
+        ).fetchone()[0]
+        if not owner:
+            raise Refused(f"{redact(url)}: only the owner of regulator.events may import")
+        if conn.execute("SELECT count(*) FROM regulator.events").fetchone()[0]:
+            raise Refused(f"{redact(url)} already holds events: store copy loads only into an empty store")
+        conn.execute("SET LOCAL regulator.import = 'on'")
+        done: dict[str, int] = {}
+        with conn.cursor().copy(
+            "COPY regulator.events (store, line, sha256, hash, prev, recorded_at) FROM STDIN"
+        ) as copy:
+            for name, raws in stores.items():
+                for raw in raws:
+                    text = raw.decode("utf-8")
+                    copy.write_row((name, text, hashlib.sha256(raw).hexdigest(), "", "", "now"))
+                done[name] = len(raws)
+        return done
+
+    return _run(url, work)
+
+
+# ---- live ---------------------------------------------------------------------------------------
+
+
+def follow(url: str, on_append: Callable[[], None], stop: threading.Event, timeout: float = 0.5) -> None:
+    """LISTEN for appends and call `on_append` (at most once per batch of notifications) until
+    `stop` is set. Never polls the table: the server says when there is something to read."""
+    conn = fresh(url)
+    try:
+        conn.execute(f"LISTEN {CHANNEL}")
+        while not stop.is_set():
+            got = False
+            for _ in conn.notifies(timeout=timeout, stop_after=1):
+                got = True
+            if got:
+                with contextlib.suppress(Exception):
+                    for _ in conn.notifies(timeout=0.02):  # the rest of a burst, in one read
+                        pass
+                on_append()
+    finally:
+        with contextlib.suppress(Exception):
+            conn.close()
+
+
+def clock_pinned(url: str) -> bool:
+    return instance(url)[1] == "pinned"
+
+
+def now_text() -> str:
+    return clock.iso(clock.now())
+
+
+def check_url(value: str) -> str:
+    if not is_url(value):
+        raise BadInput(f"store {value!r} is not a postgresql:// URL")
+    return value

@@ -1,0 +1,93 @@
+"""The derived states every view and command asks: held, stale, current, waiting, a history.
+
+Nothing else decides these: a view formats what these say (controlroom.readmodel), a command
+acts on it (engine.units, engine.obligations), Next-up ranks what they leave (engine.nextup).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from engine.events import INDEX
+from engine.model import (
+    MemoryEntry,
+    MemoryStatus,
+    Obligation,
+    ObligationStatus,
+    State,
+    UnitState,
+    UnitStatus,
+)
+
+_OPEN = ObligationStatus.OPEN
+
+
+def history(state: State, holder: Obligation | UnitState) -> list[dict[str, Any]]:
+    """An obligation's or a unit's events, oldest first, read back from the stores; a person event
+    that counts for nothing carries `uncounted` (its reason)."""
+    events = state.source.events(holder.history)
+    if not state.uncounted:
+        return events
+    why = {(INDEX.get(u.store, -1), u.offset): u.reason for u in state.uncounted}
+    out = []
+    for ref, event in zip(holder.history, events, strict=True):
+        reason = why.get((ref & 3, ref >> 2))
+        out.append(event if reason is None else {**event, "uncounted": reason})
+    return out
+
+
+def unit_status(state: State, unit: UnitState) -> UnitStatus:
+    """A waiting unit returns to todo once its recovery-decision obligation is dispositioned."""
+    if unit.status == UnitStatus.WAITING and unit.recovery:
+        ob = state.obligations.get(unit.recovery)
+        if ob is not None and ob.status != _OPEN:
+            return UnitStatus.TODO
+    return unit.status
+
+
+def held_by(state: State, unit_id: str) -> list[Obligation]:
+    """The open obligations that block this unit's dispatch and close."""
+    return [
+        ob for ob in state.obligations.values() if ob.unit == unit_id and ob.status == _OPEN and ob.blocks
+    ]
+
+
+def holds_index(state: State) -> dict[str, list[Obligation]]:
+    """held_by for every unit at once (one pass), for listings."""
+    index: dict[str, list[Obligation]] = {}
+    for ob in state.obligations.values():
+        if ob.status == _OPEN and ob.blocks and ob.unit:
+            index.setdefault(ob.unit, []).append(ob)
+    return index
+
+
+def is_open(ob: Obligation) -> bool:
+    return ob.status == _OPEN
+
+
+def is_stale(state: State, ob: Obligation) -> bool:
+    """Open, and the signal behind it has expired: shown as stale until dispositioned."""
+    return ob.status == _OPEN and ob.expires_at is not None and ob.expires_at <= state.now
+
+
+def unrouted(state: State) -> list[dict[str, Any]]:
+    """Signals with no routing record yet, in log order (kept as the log is folded)."""
+    return [state.signals[s_id] for s_id in state.unrouted_ids]
+
+
+def unrouted_count(state: State) -> int:
+    return len(state.unrouted_ids)
+
+
+def memory_status(entry: MemoryEntry, today: date) -> MemoryStatus:
+    """Current through its review-by day; expired from the day after; retracted overrides."""
+    if entry.retraction is not None:
+        return MemoryStatus.RETRACTED
+    if date.fromisoformat(entry.event["reviewBy"]) < today:
+        return MemoryStatus.EXPIRED
+    return MemoryStatus.CURRENT
+
+
+def days_left(entry: MemoryEntry, today: date) -> int:
+    return (date.fromisoformat(entry.event["reviewBy"]) - today).days

@@ -1,0 +1,87 @@
+"""The identity store's fold (engine.authority): a line of any shape counts or not, and never
+breaks a read. A unit sharing the host's account can append a well-chained line (see
+tests/hardening/test_trust.py); until now a list or a mapping where the fold expected text or a
+number raised TypeError (unhashable) inside the fold, so every command failed with a traceback,
+`verify` too, which is the command that should name the line."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.authority import INTERACTION, fold
+from identity.files import content_hash
+from tests.helpers import make_workspace
+
+
+def test_forged_identity_lines_of_any_shape_are_named_and_break_no_command(tmp_path):
+    from engine import clock
+    from engine.store import Store
+
+    ws = make_workspace(tmp_path)
+    forged = [
+        {"kind": "decision", "decision": "accepted", "proposal": [1]},
+        {"kind": "decision", "decision": "rejected", "proposal": {"id": "x"}, "by": "alice"},
+        {"kind": "dismissal", "by": ["alice"], "store": "signals", "line": 1},
+        {"kind": "dismissal", "by": {"name": "alice"}},
+        {"kind": "proposal", "file": INTERACTION, "content": "people: {}\n"},  # no id
+        {"kind": "proposal", "id": ["p"], "file": INTERACTION, "content": "people: {}\n"},
+    ]
+    clock.configure(True)
+    store = Store(ws.root / ".regulator" / "identity.ndjson")
+    for event in forged:
+        store.append({**event, "at": "2026-11-29T12:00:00Z"})
+    before = ws.digest()
+    status = ws.run("status")
+    assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
+    done = ws.run("verify")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    named = [line for line in done.stdout.splitlines() if line.startswith("identity.ndjson:")]
+    assert len(named) == len(forged), done.stdout
+    assert all("counts for nothing" in line for line in named)
+    assert ws.digest() == before
+
+
+# a policy that does not require signatures: an unsigned person event counts (SPEC §15.1 "names")
+POLICY = "people:\n  alice:\n    grants: [accept]\n"
+
+
+def _fold(*events: dict):
+    baseline = {
+        "kind": "decision",
+        "decision": "baseline",
+        "file": INTERACTION,
+        "content": POLICY,
+        "contentHash": content_hash(POLICY.encode()),
+        "hash": "sha256:first",
+    }
+    return fold([baseline, *events], list(range(0, 100 * (len(events) + 1), 100)))
+
+
+def test_a_dismissal_names_the_line_verify_names():
+    dismissal = {"kind": "dismissal", "id": "d1", "by": "alice", "store": "signals", "line": 3}
+    auth = _fold(dismissal)
+    assert auth.dismissals == {("signals", 3): dismissal}
+    assert auth.uncounted == []
+
+
+@pytest.mark.parametrize("store, line", [("signals", [3]), ({"store": "signals"}, 3)])
+def test_a_counted_dismissal_of_no_store_line_dismisses_nothing(store, line):
+    # where names are enough, an unsigned dismissal "by alice" counts: its store and line are
+    # keys of the dismissals, and a list or a mapping there made the fold raise
+    forged = {"kind": "dismissal", "id": "d1", "by": "alice", "store": store, "line": line}
+    auth = _fold(forged)
+    assert auth.dismissals == {}
+
+
+def test_an_accepted_proposal_of_no_governed_file_changes_nothing_and_breaks_no_read():
+    # a unit's proposal counts without a signature, and here an unsigned decision "by alice" counts:
+    # accepting a proposal with no file made the fold raise KeyError
+    proposal = {"kind": "proposal", "id": "p1", "content": "x", "contentHash": content_hash(b"x")}
+    decision = {"kind": "decision", "id": "d1", "decision": "accepted", "proposal": "p1", "by": "alice"}
+    decision["contentHash"] = proposal["contentHash"]
+    auth = _fold(proposal, decision)
+    assert auth.content == {INTERACTION: POLICY}
+    assert [u.reason for u in auth.uncounted] == [
+        "proposes no content of a governed file",
+        "decides no proposal that counts",
+    ]
