@@ -350,3 +350,56 @@ def nextup_workspace(root: Path, scale: Scale) -> dict:
     for i in range(scale.findings):
         (root / "findings" / f"F-finding-{i:05d}.md").write_text(finding_text(i, scale.units))
     return {"units": scale.units, "findings": scale.findings}
+
+
+MEMORY_EVENTS = {"full": 400_000, "quick": 40_000, "smoke": 2_000}  # memory_freshness_ratio (SPEC §21)
+
+
+def memory_workspace(root: Path, events: int, commits: int = 200, files: int = 500) -> dict:
+    """`memory_freshness_ratio`: `events` memory events recorded over a history of `commits` commits
+    touching `files` source files, each entry at one of those revisions citing a file (`path:line`)
+    and something that is no path; about 1 % signed retractions."""
+    new_workspace(root)
+    env = dict(os.environ, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+    src = root / "src"
+    src.mkdir()
+    revisions = []
+    for c in range(commits):  # each commit edits a few files: most cited files change over time
+        touched = range(files) if c == 0 else [(c * 7 + k * 131) % files for k in range(3)]
+        for f in touched:
+            (src / f"mod{f:04d}.py").write_text(f"# module {f}, revision {c}\n" + "x = 1\n" * 20)
+        subprocess.run(["git", *GIT, "add", "-A"], cwd=root, check=True, env=env)
+        subprocess.run(["git", *GIT, "commit", "-q", "-m", f"c{c}"], cwd=root, check=True, env=env)
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, check=True, env=env, capture_output=True
+        )
+        revisions.append(done.stdout.decode().strip())
+    w = Writer(root / ".regulator" / "memory.ndjson")
+    alice = Person(root)
+    i = 0
+    while w.count < events:
+        mid = make_id(i, 5)
+        w.add(
+            {
+                "kind": "memory",
+                "id": mid,
+                "subject": f"fact {i}",
+                "note": f"Fact number {i} about the build.",
+                "evidence": [f"src/mod{(i * 31) % files:04d}.py:{1 + i % 20}", f"ci run {i}"],
+                "scope": [["implement"], [], ["research"]][i % 3],
+                "reviewBy": (TODAY + timedelta(days=1 + i % 89)).isoformat(),
+                "unit": unit_name(i % 1000),
+                "revision": revisions[(i * 13) % commits],
+                "recordedBy": "S1",
+                "at": NOW,
+            }
+        )
+        if i % 100 == 0 and w.count < events:
+            w.add(
+                alice.event(
+                    {"kind": "retraction", "entry": mid, "by": "alice", "reason": "superseded", "at": NOW}
+                )
+            )
+        i += 1
+    w.close()
+    return {"memoryEvents": w.count, "commits": commits, "files": files}

@@ -853,9 +853,18 @@ class ControlRoom(App):
             ident = readmodel.sectioned(key)[1]
             proposal = state.proposals[ident]
             verdict = "accept" if name == "accept" else "reject"
+            replay = []  # accepting a routing policy: what it would have changed (SPEC §20)
+            if verdict == "accept" and proposal["file"] == "regulator/policy/routing.yaml":
+                from engine.whatif import proposal_replay
+
+                replay = proposal_replay(self.ws, proposal["content"], state)
             self.push_screen(
                 ProposalDialog(
-                    ident, verdict, f"{proposal['file']}: {proposal['rationale']}", review(self.ws, proposal)
+                    ident,
+                    verdict,
+                    f"{proposal['file']}: {proposal['rationale']}",
+                    review(self.ws, proposal),
+                    replay,
                 ),
                 lambda r: self._proposal(ident, verdict, r),
             )

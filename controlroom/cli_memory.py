@@ -50,11 +50,16 @@ def memory_row(entry, today) -> dict:
 def memory(
     ctx: typer.Context,
     all_: Annotated[bool, typer.Option("--all", help="Add expired and retracted entries.")] = False,
+    no_evidence_check: Annotated[
+        bool, typer.Option("--no-evidence-check", help="Skip the git check of cited files (all unchecked).")
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """List current memory entries (with --all, expired and retracted ones too). Reads only."""
+    """List current memory entries (with --all, expired and retracted ones too), each with whether
+    the files it cites changed since it was recorded (SPEC §20). Reads only."""
     if ctx.invoked_subcommand is not None:
         return
+    from engine import freshness
     from engine.load import load
 
     ws, _ = workspace()
@@ -64,8 +69,14 @@ def memory(
     rows = [memory_row(e, today) for e in state.memory.values()]
     if not all_:
         rows = [r for r in rows if r["status"] == "current"]
+    fresh = {} if no_evidence_check else freshness.check(ws.root, [state.memory[r["id"]].event for r in rows])
+    for r in rows:
+        r.update(
+            fresh.get(r["id"], freshness.OFF).as_json(), evidence=state.memory[r["id"]].event["evidence"]
+        )
     if as_json:
         keys = ("id", "subject", "note", "scope", "reviewBy", "status", "unit", "revision")
+        keys += ("evidence", "evidenceStatus", "changedPaths")
         emit_json([{k: r[k] for k in keys} for r in rows])
         absent_exit(ws)
         return
@@ -76,7 +87,7 @@ def memory(
         out("memory: unknown (it lives in the stores, which a clone does not have)")
         absent_exit(ws)
     table(
-        ["id", "status", "review-by", "left", "unit", "scope", "subject: note"],
+        ["id", "status", "review-by", "left", "unit", "scope", "evidence", "subject: note"],
         [
             [
                 r["id"],
@@ -85,6 +96,7 @@ def memory(
                 f"{r['daysLeft']}d",
                 r["unit"] or "?",
                 ",".join(r["scope"]) or "all",
+                freshness.label(r["evidenceStatus"], r["changedPaths"]),
                 f"{r['subject']}: {r['note']}",
             ]
             for r in rows

@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
+from controlroom import cli_whatif
 from controlroom.cli_common import (
     JsonFlag,
     emit_json,
-    escape,
     fields_from,
     global_options,
     out,
@@ -136,26 +136,8 @@ def signals_report(
         out(f"reported signal {event['id']} (not yet routed; `regulator signals route`)")
 
 
-@signals_app.command("route")
-@global_options
-def signals_route(as_json: JsonFlag = False) -> None:
-    """Run the router by hand: one routing record per signal not yet routed."""
-    from engine.router import route
-
-    ws, _ = workspace()
-    records = route(ws)
-    if as_json:
-        emit_json(
-            [
-                {k: r[k] for k in ("signal", "derivedSeverity", "outcome", "reason")}
-                | {"obligations": [o["id"] for o in r["obligations"]]}
-                for r in records
-            ]
-        )
-        return
-    for r in records:
-        out(f"{r['signal']}: {r['outcome']} — {escape(r['reason'])}")
-    out(f"routed {len(records)} signal(s)")
+# `signals route`, with its what-if modes (SPEC §20), lives in controlroom/cli_whatif.py
+signals_app.command("route")(global_options(cli_whatif.signals_route))
 
 
 # ---- obligations -------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from controlroom.readmodel import Snapshot, sectioned
+from controlroom.readmodel import Snapshot, evidence, sectioned
 from controlroom.views import Key
 from engine.ladder import registers_of
 from engine.proposals import decision_of, review
@@ -134,6 +134,11 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         yield f"  subject: {escape(e['subject'])}"
         yield f"  note: {escape(e['note'])}"
         yield f"  evidence: {escape('; '.join(e.get('evidence') or []))}"
+        fresh = evidence(snap, key)
+        if fresh.status == "changed":
+            yield f"  evidence changed since {escape(e.get('revision'))}: {escape(', '.join(fresh.changed_paths))}"
+        else:
+            yield f"  evidence {fresh.status}{': ' + fresh.why if fresh.why else ' at HEAD'}"
         yield f"  scope: {escape(', '.join(e.get('scope') or []) or 'every unit')} · review by {e['reviewBy']}"
         status = memory_status(entry, today)
         if entry.retraction:

@@ -75,6 +75,18 @@ class Snapshot:
         self.generation += 1  # last: a count made meanwhile is kept under the old generation
 
 
+def evidence(snap: Snapshot, entry_id: str) -> Any:
+    """Whether the files a memory entry cites changed since it was recorded (SPEC §20): one
+    history pass for every entry, kept until the state or the clock moves (the fold's worker
+    warms it; engine.freshness keeps its answers per HEAD)."""
+    from engine import freshness
+
+    def check() -> Any:
+        return freshness.check(snap.ws.root, (e.event for e in snap.state.memory.values()))
+
+    return snap.cached("evidence", (), check).get(entry_id, freshness.NO_PATH)
+
+
 def snapshot(ws: Workspace, person: str | None = None, with_checks: bool = True) -> Snapshot:
     snap = Snapshot(ws, load(ws), person)
     if with_checks:
@@ -261,7 +273,8 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             e["reviewBy"],
             e.get("unit") or "?",
             ",".join(e.get("scope") or []) or "every unit",
-            f"{e['subject']}: {e['note']}",
+            ("⚠ evidence changed · " if evidence(snap, key).status == "changed" else "")
+            + f"{e['subject']}: {e['note']}",
         ]
     if view == "signals":
         s = state.signals[key]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from engine import clock
 from engine.actors import Actor, check_lease, check_person, require_grant, unit_tools
 from engine.errors import BadInput, Refused
@@ -31,8 +33,11 @@ def _listed(fields: dict, name: str) -> object:
     return [] if value is None else value
 
 
-def validate_report(fields: dict, severities: tuple[str, ...], known_units: set[str]) -> dict:
-    """Check every field of seed 000's report (exit 2 on the first problem); return the signal body."""
+def validate_report(
+    fields: dict, severities: tuple[str, ...], known_units: set[str], now: datetime | None = None
+) -> dict:
+    """Check every field of seed 000's report (exit 2 on the first problem); return the signal body.
+    `now` is the host's clock, or the routing time of a what-if case (engine.whatif)."""
     unknown = sorted(set(fields) - set(FIELDS))
     if unknown:
         raise BadInput(f"unknown field {unknown[0]!r}; the fields are {', '.join(FIELDS)}")
@@ -56,7 +61,7 @@ def validate_report(fields: dict, severities: tuple[str, ...], known_units: set[
             raise BadInput(f"affectedUnits: unit {unit_id!r} has no contract under contracts/")
     if len(set(affected)) != len(affected):
         raise BadInput("affectedUnits: a unit is named twice")
-    now = clock.now()
+    now = now or clock.now()
     observed_raw = fields.get("observedAt")
     observed = clock.parse_time(observed_raw, "observedAt") if observed_raw is not None else now
     if observed > now:

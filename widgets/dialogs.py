@@ -27,6 +27,7 @@ class _Dialog(ModalScreen[dict | None]):
     _Dialog .why { color: $error; }
     _Dialog .preview { height: auto; max-height: 14; border: round $panel-lighten-2; padding: 0 1; }
     _Dialog .note { color: $warning; margin-top: 1; }
+    _Dialog .replay { height: auto; max-height: 16; margin-top: 1; }
     """
     BINDINGS = [Binding("escape", "cancel", "cancel")]
 
@@ -169,12 +170,20 @@ class DecideDialog(_Dialog):
 class ProposalDialog(_Dialog):
     """Accept or reject a proposal, with a rationale; accepting says it commits, and shows the diff."""
 
-    def __init__(self, proposal_id: str, verdict: str, summary: str, review: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        proposal_id: str,
+        verdict: str,
+        summary: str,
+        review: list[str] | None = None,
+        replay: list[str] | None = None,
+    ) -> None:
         super().__init__()
         self.proposal_id = proposal_id
         self.verdict = verdict
         self.summary = escape(summary)  # store text: shown as characters, never acted on
         self.review = review or []
+        self.replay = [ensure_escaped(line) for line in replay or []]  # a routing policy's replay
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -189,6 +198,9 @@ class ProposalDialog(_Dialog):
             if self.review:
                 with VerticalScroll(classes="preview", id="diff"):
                     yield Static(Text("\n".join(ensure_escaped(line) for line in self.review)))
+            if self.replay:
+                with VerticalScroll(id="replay", classes="replay"):
+                    yield Static(Text("\n".join(self.replay)))
             yield Label("Rationale")
             yield _input("why", "rationale")
             yield Static("", id="why", classes="why")

@@ -1,0 +1,94 @@
+"""The control room's side of SPEC §20: memory marked `evidence changed`, and the accept dialog of a
+routing.yaml proposal showing the replay. Under Pilot, on the demo workspace."""
+
+from __future__ import annotations
+
+import asyncio
+
+import yaml
+
+from controlroom.app import ControlRoom
+from controlroom.demo import build
+from engine.actors import Actor
+from engine.decisions import propose
+from engine.memory import remember
+from engine.workspace import LEASE_FILE, read_lease
+from tests.helpers import NOW, git
+
+SIZE = (150, 42)
+
+
+def run(app: ControlRoom, script) -> None:
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            await script(pilot)
+
+    asyncio.run(main())
+
+
+def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(tmp_path, monkeypatch):
+    monkeypatch.setenv("REGULATOR_NOW", NOW)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    ws = build(tmp_path / "fleet-repo", clock_mode="pinned")
+    (ws.root / "src").mkdir()
+    (ws.root / "src/a.py").write_text("one\ntwo\nthree\n")
+    git(ws.root, "add", "src/a.py")
+    git(ws.root, "commit", "-q", "-m", "a")
+    lease = read_lease(ws.root / ".worktrees" / "u1" / LEASE_FILE)
+    fields = {
+        "subject": "a.py",
+        "note": "line 3 says three",
+        "evidence": ["src/a.py:3"],
+        "reviewBy": "2026-12-20",
+    }
+    cited = remember(ws, fields, lease)["id"]
+    (ws.root / "src/a.py").write_text("one\ntwo\nTHREE\n")
+    git(ws.root, "commit", "-q", "-am", "edit a")
+
+    policy = yaml.safe_load((ws.root / "regulator/policy/routing.yaml").read_text())
+    policy["floors"].append({"name": "statements", "pattern": "statement", "atLeast": "blocking"})
+    proposal = propose(
+        ws,
+        "regulator/policy/routing.yaml",
+        yaml.safe_dump(policy).encode(),
+        "raise statements",
+        Actor(person="alice"),
+    )["id"]
+    stores = {name: ws.store(name).path.read_bytes() for name in ("signals", "memory", "units", "identity")}
+
+    app = ControlRoom(ws, "alice", watch=False)
+    seen: dict = {}
+
+    async def script(pilot):
+        from textual.widgets import Static
+
+        from widgets.dialogs import ProposalDialog
+
+        await pilot.press("3")
+        keys = app.table.keys
+        seen["rows"] = {k: app.table.render_line(i + 1).text for i, k in enumerate(keys)}
+        app.table.cursor = keys.index(cited)
+        await pilot.pause()
+        await pilot.pause(0.2)  # the detail pane follows the cursor when the keys pause
+        seen["detail"] = str(app.query_one("#detail-text", Static).content).splitlines()
+        await pilot.press("6")
+        await pilot.pause()
+        app.table.cursor = app.table.keys.index(f"proposal:{proposal}")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        assert isinstance(app.screen, ProposalDialog)
+        seen["dialog"] = "\n".join(str(s.content) for s in app.screen.query(Static))
+        await pilot.press("escape")
+        await pilot.pause()
+
+    run(app, script)
+    marked = [k for k, text in seen["rows"].items() if "⚠ evidence" in text]  # the cell is cut at its width
+    assert marked == [cited]
+    assert any("evidence changed since" in line and line.endswith(": src/a.py") for line in seen["detail"])
+    dialog = seen["dialog"]
+    assert "1 of 2 signal(s) would route differently under the proposed policy" in dialog
+    assert "before: obligations, advisory (no floor): u3 does not block" in dialog
+    assert "after:  obligations, blocking (statements): u3 blocks" in dialog
+    assert {name: ws.store(name).path.read_bytes() for name in stores} == stores
