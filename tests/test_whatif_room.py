@@ -63,6 +63,7 @@ def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(tmp_p
     async def script(pilot):
         from textual.widgets import Static
 
+        from controlroom.views import RowKey
         from widgets.dialogs import ProposalDialog
 
         await pilot.press("3")
@@ -74,7 +75,7 @@ def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(tmp_p
         seen["detail"] = str(app.query_one("#detail-text", Static).content).splitlines()
         await pilot.press("6")
         await pilot.pause()
-        app.table.cursor = app.table.keys.index(f"proposal:{proposal}")
+        app.table.cursor = app.table.keys.index(RowKey("proposal", proposal))
         await pilot.pause()
         await pilot.press("y")
         await pilot.pause()
