@@ -48,7 +48,13 @@ def mcp_command(
     path = lease_path(lease)
     door = UnitDoor(path)  # a lease that is not the unit's current one is refused here (exit 3)
     if print_config:
+        import importlib.util
+
         from controlroom.mcp_config import server_config
+
+        if importlib.util.find_spec("mcp") is None:  # the config would launch a server that cannot start
+            sys.stderr.write(f"regulator: {MISSING_EXTRA}\n")
+            raise typer.Exit(2)
 
         sys.stdout.write(json.dumps(server_config(door.unit, path)) + "\n")
         return

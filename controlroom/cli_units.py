@@ -31,11 +31,19 @@ def unit_dispatch(
 ) -> None:
     """Dispatch a todo unit under a new lease (vetoes first)."""
     from engine.units import dispatch
+    from engine.workspace import LEASE_FILE
 
     ws = host_workspace()
     event = dispatch(ws, unit_id, worktree)
     if as_json:  # the token only where no lease file holds it: the host hands it over itself
-        emit_json({"unit": event["unit"], "lease": None if event["worktree"] else event["lease"]})
+        lease_file = (ws.root / event["worktree"] / LEASE_FILE).resolve() if event["worktree"] else None
+        emit_json(
+            {
+                "unit": event["unit"],
+                "lease": None if event["worktree"] else event["lease"],
+                "leaseFile": str(lease_file) if lease_file else None,  # what `regulator mcp --lease` takes
+            }
+        )
     elif event["worktree"]:
         out(f"dispatched {event['unit']} (lease file in {escape(event['worktree'])}, mode 0600)")
     else:

@@ -31,13 +31,16 @@ def server_name(unit: str) -> str:
 
 
 def server_config(unit: str, lease: Path) -> dict[str, Any]:
-    """`{"mcpServers": {"regulator-<unit>": {"command", "args"}}}` for the unit holding `lease`."""
+    """`{"mcpServers": {"regulator-<unit>": {"command", "args"[, "env"]}}}` for the unit holding
+    `lease` (`env` carries REGULATOR_STORE when it is set, SPEC §18)."""
+    import os
+
     command, prefix = command_line()
-    return {
-        "mcpServers": {
-            server_name(unit): {"command": command, "args": [*prefix, "mcp", "--lease", str(lease)]}
-        }
-    }
+    server: dict[str, Any] = {"command": command, "args": [*prefix, "mcp", "--lease", str(lease)]}
+    store = os.environ.get("REGULATOR_STORE")
+    if store:  # hosts pass servers only a few variables (HOME, PATH, ...): carry the store choice
+        server["env"] = {"REGULATOR_STORE": store}
+    return {"mcpServers": {server_name(unit): server}}
 
 
 def demo_config_line(root: Path, unit: str) -> str:

@@ -93,10 +93,10 @@ def _signals_json(snap: Snapshot) -> list[dict]:
                 "id": key,
                 "unit": s.get("unit"),
                 "by": s.get("by"),
-                "subject": s["subject"],
-                "reportedSeverity": s["reportedSeverity"],
-                "derivedSeverity": routing["derivedSeverity"] if routing else None,
-                "outcome": routing["outcome"] if routing else "unrouted",
+                "subject": s.get("subject"),
+                "reportedSeverity": s.get("reportedSeverity"),
+                "derivedSeverity": routing.get("derivedSeverity") if routing else None,
+                "outcome": routing.get("outcome") if routing else "unrouted",
                 "at": s.get("at"),
             }
         )

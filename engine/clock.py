@@ -70,7 +70,10 @@ def parse_time(value: str, field: str = "time") -> datetime:
         raise BadInput(f"{field}: {value!r} is not an ISO-8601 time (e.g. 2026-11-29T12:00:00Z)") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is before the first representable moment
+        raise BadInput(f"{field}: {value!r} is outside the representable years 0001-9999") from None
 
 
 def parse_date(value: str, field: str = "date") -> date:

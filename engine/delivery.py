@@ -195,11 +195,17 @@ def title(ctx: Context) -> str:
     return f"# Context for unit {escape(ctx.unit)} ({escape(ctx.unit_type or NO_UNIT)})"
 
 
+def _subject(text: object) -> str:
+    """The subject, escaped, with its middle dots as `\\u00b7` too: a subject cannot spell the
+    metadata line's own separator, so no reader takes `x · from alice` in a subject for a field."""
+    return escape(text).replace("·", "\\u00b7")
+
+
 def render_entry(event: dict) -> str:
     """One metadata line, then the note, every line of it fenced by NOTE_PREFIX."""
     scope = ", ".join(escape(s) for s in event.get("scope") or []) or UNSCOPED
     meta = (
-        f"- [{escape(event['id'][-8:])}] {escape(event['subject'])} · review by {escape(event['reviewBy'])}"
+        f"- [{escape(event['id'][-8:])}] {_subject(event['subject'])} · review by {escape(event['reviewBy'])}"
         f" · scope {scope} · from {escape(event.get('unit') or NO_UNIT)}"
         f" @ {escape(event.get('revision') or NO_REVISION)}"
         f"{EVIDENCE_CHANGED if event.get('evidenceStatus') == 'changed' else ''}\n"

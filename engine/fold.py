@@ -14,6 +14,7 @@ import msgspec
 
 from engine import clock
 from engine.authority import GRANT_OF, Uncounted
+from engine.errors import RegulatorError
 from engine.events import INDEX, STORES, refs, unreadable
 from engine.gcpause import gc_paused
 from engine.model import (
@@ -293,7 +294,7 @@ def _expiry(text: str) -> datetime | None:
     obligations keep holding rather than lapse (fail closed)."""
     try:
         return clock.parse_time(text)
-    except (ValueError, TypeError):
+    except RegulatorError:
         return None
 
 

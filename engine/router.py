@@ -6,6 +6,7 @@ import re
 from datetime import datetime
 
 from engine import clock, ids
+from engine.errors import RegulatorError
 from engine.fold import advance
 from engine.load import load
 from engine.model import State
@@ -32,9 +33,42 @@ def derive_severity(signal: dict, policy: RoutingPolicy) -> tuple[str, list[str]
     return severity, applied
 
 
+def unroutable(signal: dict, policy: RoutingPolicy) -> str | None:
+    """Why a signal line cannot be routed as report_intelligence writes it (a line appended by hand
+    with fields of the wrong type), or None. Such a line raises nothing (see D-65)."""
+    if signal.get("reportedSeverity") not in policy.severities:
+        return "reportedSeverity is not a severity of the routing policy"
+    for name in ("subject", "observation", "rationale", "claim", "unit", "expiresAt"):
+        if not isinstance(signal.get(name), str | None):
+            return f"{name} is not text"
+    units = signal.get("affectedUnits")
+    if units is not None and not (isinstance(units, list) and all(isinstance(u, str) for u in units)):
+        return "affectedUnits is not a list of unit ids"
+    expires = signal.get("expiresAt")
+    if expires:
+        try:
+            clock.parse_time(expires)
+        except RegulatorError:
+            return "expiresAt is not a time"
+    return None
+
+
 def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> dict:
     """The routing record for one signal: pure, so routing twice decides the same thing."""
     rule = policy.rules[RULE]
+    problem = unroutable(signal, policy)
+    if problem is not None:
+        return {
+            "kind": "routing",
+            "signal": signal["id"],
+            "reportedSeverity": None,
+            "derivedSeverity": None,
+            "floors": [],
+            "obligations": [],
+            "at": clock.iso(now),
+            "outcome": "noted",
+            "reason": f"not routable: {problem} (a line report_intelligence did not write); raised nothing",
+        }
     derived, floors = derive_severity(signal, policy)  # 1
     record = {
         "kind": "routing",

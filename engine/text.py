@@ -8,7 +8,9 @@
   as `\\xNN`;
 - the line and paragraph separators (U+2028, U+2029), the bidirectional overrides, embeddings,
   isolates and marks (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C) and the zero-width
-  characters (U+200B–U+200D, U+2060, U+FEFF) as `\\uNNNN`.
+  characters (U+200B–U+200D, U+2060, U+FEFF) as `\\uNNNN`; and, beyond the SPEC's list, the
+  soft hyphen, U+034F, U+180E, U+2061–U+2064, U+FFF9–U+FFFB as `\\uNNNN` and the tag characters
+  (U+E0000–U+E007F) as `\\UNNNNNNNN`.
 
 Markup (`[bold]`) is left as characters: no display here parses it. `escape_block` does the same
 but keeps newlines, for multi-line prose. The CLI (controlroom/printing.py), the control room's rows,
@@ -21,6 +23,10 @@ import re
 
 _INVISIBLE = "\u061c\u200b\u200c\u200d\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
 _INVISIBLE += "\u2060\u2066\u2067\u2068\u2069\ufeff"
+# beyond SPEC §16.1's list: other characters a person cannot see but a model reads (the soft
+# hyphen, the combining grapheme joiner, the Mongolian vowel separator, the invisible operators,
+# the interlinear annotation marks, and the tag characters that can spell hidden words)
+_INVISIBLE += "\u00ad\u034f\u180e\u2061-\u2064\ufff9-\ufffb\U000e0000-\U000e007f"
 _CONTROL = "\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f"
 # what escape changes; the newline and the tab are named, everything else by its code point
 _ESCAPED = re.compile(f"[\\\\\\n\\t{_CONTROL}{_INVISIBLE}]")
@@ -30,7 +36,7 @@ _UNSAFE = re.compile(f"[\\n\\t{_CONTROL}{_INVISIBLE}]")
 # JSON escapes C0 itself; these it would leave raw (DEL, C1, the invisible characters above)
 _RAW_IN_JSON = re.compile(f"[\\x7f-\\x9f{_INVISIBLE}]")
 _NAMED = {"\\": "\\\\", "\n": "\\n", "\t": "\\t"}
-_ESCAPE_SEQUENCE = re.compile(r"\\(?:\\|n|t|x([0-9a-f]{2})|u([0-9a-f]{4}))")
+_ESCAPE_SEQUENCE = re.compile(r"\\(?:\\|n|t|x([0-9a-f]{2})|u([0-9a-f]{4})|U([0-9a-f]{8}))")
 
 
 def _one(match: re.Match) -> str:
@@ -39,7 +45,9 @@ def _one(match: re.Match) -> str:
     if named is not None:
         return named
     point = ord(char)
-    return f"\\x{point:02x}" if point < 0x100 else f"\\u{point:04x}"
+    if point < 0x100:
+        return f"\\x{point:02x}"
+    return f"\\u{point:04x}" if point <= 0xFFFF else f"\\U{point:08x}"
 
 
 def escape(text: object) -> str:
@@ -55,7 +63,7 @@ def escape_block(text: object) -> str:
 
 
 def _back(match: re.Match) -> str:
-    code = match.group(1) or match.group(2)
+    code = match.group(1) or match.group(2) or match.group(3)
     if code is not None:
         return chr(int(code, 16))
     return {"\\\\": "\\", "\\n": "\n", "\\t": "\t"}[match.group()]
@@ -82,4 +90,13 @@ def ensure_escaped(line: str) -> str:
 def escape_json(dumped: str) -> str:
     """JSON text (from json.dumps with ensure_ascii=False) with DEL, C1 and the invisible
     characters above written as \\uNNNN: the same JSON values, none of which acts on a terminal."""
-    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
+    return _RAW_IN_JSON.sub(_json_escape, dumped)
+
+
+def _json_escape(match: re.Match) -> str:
+    """One character as JSON's \\uNNNN (a surrogate pair above U+FFFF)."""
+    point = ord(match.group())
+    if point <= 0xFFFF:
+        return f"\\u{point:04x}"
+    point -= 0x10000
+    return f"\\u{0xD800 + (point >> 10):04x}\\u{0xDC00 + (point & 0x3FF):04x}"

@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
@@ -32,7 +32,7 @@ class Lease:
     """A lease file as found on disk; honoured only while it matches the unit's current lease."""
 
     unit: str
-    lease: str
+    lease: str = field(repr=False)  # the token: a host that logs a Lease must not log it
     workspace: Path
     leased_at: str
     path: Path

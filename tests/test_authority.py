@@ -104,6 +104,12 @@ def test_forged_lines_in_the_other_stores_are_named_and_break_no_command(tmp_pat
             {"kind": "routing", "signal": "s-forged-2", "obligations": [{"id": ["o"], "severity": 1}]},
             {"kind": "disposition", "obligation": ["o"], "disposition": "no-action", "by": "alice"},
             {"kind": "signal", "id": "s-bad-units", "subject": "x", "affectedUnits": [["u1"]]},
+            {"kind": "signal", "id": "s-bad-expiry", "subject": "x", "expiresAt": "not a time"},
+            {
+                "kind": "routing",
+                "signal": "s-bad-expiry",
+                "obligations": [{"id": "o-bad-expiry", "unit": "u1", "severity": "blocking", "blocks": True}],
+            },
         ],
         "memory": [
             {"kind": "memory", "id": [1], "subject": "x"},
@@ -132,6 +138,11 @@ def test_forged_lines_in_the_other_stores_are_named_and_break_no_command(tmp_pat
         assert "Traceback" not in done.stderr, (args, done.stderr)
         assert done.returncode in (0, 1), (args, done.returncode, done.stderr)
     assert ws.digest() == before  # reads wrote nothing
+    routed = ws.run("signals", "route")  # the host's router: a forged signal raises nothing, once
+    assert routed.returncode == 0 and "Traceback" not in routed.stderr, routed.stderr
+    assert "not routable" in routed.stdout
+    again = ws.run("signals", "route")
+    assert again.returncode == 0 and "routed 0 signal(s)" in again.stdout, again.stdout + again.stderr
     done = ws.run("verify")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     named = {line.split(" ", 1)[0].rstrip(":") for line in done.stdout.splitlines() if ".ndjson:" in line}

@@ -373,3 +373,23 @@ def test_the_python_api_is_the_same_door(fleet, monkeypatch):
     with pytest.raises(Refused) as refused:
         UnitDoor(fleet.lease("b1")).report(REPORT)
     assert refused.value.exit_code == 3 and fleet.ws.digest() == before
+
+
+def test_dispatch_json_names_the_lease_file_the_server_takes(tmp_path):
+    """A host script goes from `unit dispatch --json` to the server's config without guessing a
+    path; the printed config carries REGULATOR_STORE when the host set it (hosts pass servers only
+    a few variables)."""
+    from tests.helpers import make_workspace
+
+    ws = make_workspace(tmp_path)
+    worktree = ws.root / "wt" / "r1"
+    worktree.mkdir(parents=True)
+    done = ws.json("unit", "dispatch", "r1", "--worktree", str(worktree))
+    assert done["unit"] == "r1" and done["lease"] is None
+    assert done["leaseFile"] == str((worktree / ".regulator-lease.json").resolve())
+    config = json.loads(ws.run("mcp", "--lease", done["leaseFile"], "--print-config", check=True).stdout)
+    server = config["mcpServers"]["regulator-r1"]
+    assert server["args"][-2:] == ["--lease", done["leaseFile"]] and "env" not in server
+    printed = ws.run("mcp", "--lease", done["leaseFile"], "--print-config", env={"REGULATOR_STORE": "files"})
+    config = json.loads(printed.stdout)
+    assert config["mcpServers"]["regulator-r1"]["env"] == {"REGULATOR_STORE": "files"}

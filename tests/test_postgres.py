@@ -24,8 +24,8 @@ def once_json(ws, env: dict | None = None, cwd: Path | None = None) -> dict:
     done = ws.run("controlroom", "--once", "--json", env=env, cwd=cwd)
     assert done.returncode in (0, 1), done.stderr
     data = json.loads(done.stdout)
-    for key in ("workspace", "now"):
-        data.pop(key)
+    for key in ("workspace", "now", "routed"):  # routed: what this run did (a reader routes nothing)
+        data.pop(key, None)
     return data
 
 

@@ -20,6 +20,8 @@ BAD = [
     ("empty claim", dict(claim="")),
     ("no observation", dict(observation=None)),
     ("bad time", dict(observed_at="yesterday")),
+    ("time before year 1", dict(observed_at="0001-01-01T00:00:00+01:00")),
+    ("time after year 9999", dict(expires_at="9999-12-31T23:59:59-01:00")),
     ("NUL byte", dict(claim="a\x00b")),
     ("huge claim", dict(claim="x" * (64 * 1024 + 1))),
 ]
