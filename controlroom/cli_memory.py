@@ -75,7 +75,7 @@ def memory(
             fresh.get(r["id"], freshness.OFF).as_json(), evidence=state.memory[r["id"]].event["evidence"]
         )
     if as_json:
-        keys = ("id", "subject", "note", "scope", "reviewBy", "status", "unit", "revision")
+        keys: tuple[str, ...] = ("id", "subject", "note", "scope", "reviewBy", "status", "unit", "revision")
         keys += ("evidence", "evidenceStatus", "changedPaths")
         emit_json([{k: r[k] for k in keys} for r in rows])
         absent_exit(ws)

@@ -83,7 +83,7 @@ def copy(
     if not ws.has_stores:
         raise Refused("no stores here to copy (a clone?)")
     source = ws.url or str(ws.state_dir)
-    lines = {name: _source_lines(ws, name) for name in STORES}
+    lines: dict[str, list[bytes]] = {name: _source_lines(ws, name) for name in STORES}
     if pgstore.is_url(to):
         if ws.url is not None and pgstore.redact(ws.url) == pgstore.redact(to):
             raise BadInput("--to names the store this workspace is already on")

@@ -18,6 +18,7 @@ HEAD (the control room asks again on every refresh; what a commit holds never ch
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import subprocess
@@ -92,11 +93,17 @@ _CACHES: dict[Path, _Cache] = {}
 _LOCK = threading.Lock()  # the control room may ask from two workers at once
 
 
+# what a revision held is what its objects hold: no `git replace` made from a unit's worktree (refs
+# are shared by every worktree) and no graft may stand in for it
+_GIT_ENV = {**os.environ, "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}
+
+
 def _git(root: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
     try:
         done = subprocess.run(
-            ["git", "-C", str(root), "-c", "core.quotePath=false", *args],
+            ["git", "--no-replace-objects", "-C", str(root), "-c", "core.quotePath=false", *args],
             input=stdin,
+            env=_GIT_ENV,
             capture_output=True,
             timeout=_TIMEOUT,
         )

@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -57,13 +57,24 @@ CREATE TABLE regulator.events (
     PRIMARY KEY (store, n)
 );
 
-CREATE FUNCTION regulator.refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION regulator.refuse_change() RETURNS trigger LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     RAISE EXCEPTION 'regulator: % on %.% refused: the stores are append-only', TG_OP, TG_TABLE_SCHEMA,
         TG_TABLE_NAME USING ERRCODE = 'insufficient_privilege';
 END $$;
 
-CREATE FUNCTION regulator.check_append() RETURNS trigger LANGUAGE plpgsql AS $$
+-- the owner's import session (store copy): the setting alone is not enough, the role must own the
+-- table; the search_path is pinned so no temporary table can stand in for pg_class (D-73)
+CREATE FUNCTION regulator.owner_importing() RETURNS boolean LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(pg_catalog.current_setting('regulator.import', true), '') = 'on'
+        AND pg_catalog.pg_has_role(current_user, (SELECT c.relowner FROM pg_catalog.pg_class c
+            WHERE c.oid = 'regulator.events'::pg_catalog.regclass), 'USAGE')
+$$;
+
+CREATE FUNCTION regulator.check_append() RETURNS trigger LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     body json;
     last_n bigint;
@@ -81,6 +92,10 @@ BEGIN
     EXCEPTION WHEN others THEN
         RAISE EXCEPTION 'regulator: %: the line is not JSON', NEW.store USING ERRCODE = 'check_violation';
     END;
+    IF strpos(NEW.line, E'\n') > 0 OR strpos(NEW.line, E'\r') > 0 THEN
+        RAISE EXCEPTION 'regulator: %: the line holds a raw line break', NEW.store
+            USING ERRCODE = 'check_violation';
+    END IF;
     IF json_typeof(body) IS DISTINCT FROM 'object' THEN
         RAISE EXCEPTION 'regulator: %: the line is not a JSON object', NEW.store
             USING ERRCODE = 'check_violation';
@@ -100,13 +115,12 @@ BEGIN
     END IF;
     NEW.n := coalesce(last_n, 0) + 1;
     NEW.recorded_at := clock_timestamp();
-    importing := coalesce(current_setting('regulator.import', true), '') = 'on'
-        AND pg_has_role(current_user, (SELECT relowner FROM pg_class
-            WHERE oid = 'regulator.events'::regclass), 'USAGE');
+    importing := regulator.owner_importing();
     SELECT m.clock = 'pinned' INTO pinned FROM regulator.meta m LIMIT 1;
     IF NOT importing AND NOT coalesce(pinned, false) THEN
-        IF NEW.at IS NULL THEN
-            RAISE EXCEPTION 'regulator: %: the line has no at', NEW.store USING ERRCODE = 'check_violation';
+        IF NEW.at IS NULL OR NEW.at !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$' THEN
+            RAISE EXCEPTION 'regulator: %: at must be a UTC time YYYY-MM-DDTHH:MM:SSZ', NEW.store
+                USING ERRCODE = 'check_violation';
         END IF;
         IF abs(extract(epoch FROM (clock_timestamp() - NEW.at::timestamptz))) > 2 THEN
             RAISE EXCEPTION 'regulator: %: at % is more than 2 s from the server''s clock (%)', NEW.store,
@@ -116,8 +130,12 @@ BEGIN
     RETURN NEW;
 END $$;
 
-CREATE FUNCTION regulator.notify_append() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION regulator.notify_append() RETURNS trigger LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
+    IF regulator.owner_importing() THEN
+        RETURN NULL;  -- the owner's import into an empty store: nobody is watching yet
+    END IF;
     PERFORM pg_notify('regulator', NEW.store || ' ' || NEW.n);
     RETURN NULL;
 END $$;
@@ -125,8 +143,7 @@ END $$;
 CREATE TRIGGER events_append BEFORE INSERT ON regulator.events
     FOR EACH ROW EXECUTE FUNCTION regulator.check_append();
 CREATE TRIGGER events_notify AFTER INSERT ON regulator.events
-    FOR EACH ROW WHEN (coalesce(current_setting('regulator.import', true), '') <> 'on')
-    EXECUTE FUNCTION regulator.notify_append();
+    FOR EACH ROW EXECUTE FUNCTION regulator.notify_append();
 CREATE TRIGGER events_no_change BEFORE UPDATE OR DELETE ON regulator.events
     FOR EACH ROW EXECUTE FUNCTION regulator.refuse_change();
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON regulator.events
@@ -593,7 +610,7 @@ def counts(url: str) -> dict[str, int]:
     return found | dict(rows)
 
 
-def import_lines(url: str, stores: dict[str, list[bytes]]) -> dict[str, int]:
+def import_lines(url: str, stores: Mapping[str, list[bytes]]) -> dict[str, int]:
     """The owner-only import: every line as it was (its `at` kept), into an empty database, in
     one transaction. The trigger still checks each line's chain and SHA-256."""
 

@@ -197,3 +197,14 @@ def test_the_changed_mark_parses_back_and_stored_text_cannot_forge_it():
     assert marked == [
         f"- [AAAAAAAA] real · review by 2026-12-20 · scope every unit · from u1 @ {'ab' * 20} · evidence changed"
     ]
+
+
+def test_a_replace_ref_cannot_make_changed_evidence_current(repo):
+    """`git replace` refs are shared by every worktree: a unit could make the entry's revision look
+    like HEAD. Freshness reads the objects themselves."""
+    old = commit(repo, {"T.md": "t2\n"})
+    commit(repo, {"T.md": "t3\n"})
+    head = git(repo, "rev-parse", "HEAD").strip()
+    fake = git(repo, "commit-tree", f"{head}^{{tree}}", "-p", f"{head}^", "-m", "x").strip()
+    git(repo, "replace", old, fake)  # now `old` shows HEAD's tree to every git command
+    assert status(repo, entry("e", old, "T.md:1")) == {"e": ("changed", ("T.md",))}

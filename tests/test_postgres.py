@@ -190,6 +190,23 @@ def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(t
             insert(writer, line_for(first["hash"], now), digest="0" * 64)
         with pytest.raises(psycopg.errors.CheckViolation, match="SHA-256"):
             insert(writer, line_for(first["hash"], now), digest="0" * 64)
+        with pytest.raises(psycopg.errors.CheckViolation, match="UTC time"):  # read in a session zone
+            insert(writer, line_for(first["hash"], now.removesuffix("Z")))
+        with pytest.raises(psycopg.errors.CheckViolation, match="line break"):  # splits in a mirror
+            insert(writer, line_for(first["hash"], now).replace(",", ",\n", 1))
+        # the writer cannot pass for the owner's import (which keeps old `at`s): neither by the
+        # setting alone, nor with a temporary table standing in for pg_class
+        writer.execute("CREATE TEMP TABLE pg_class (oid oid, relowner oid)")
+        writer.execute(
+            "INSERT INTO pg_temp.pg_class SELECT 'regulator.events'::regclass,"
+            " (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user)"
+        )
+        writer.execute("SET search_path = pg_temp, pg_catalog, public")
+        writer.execute("SET regulator.import = 'on'")
+        with pytest.raises(psycopg.errors.CheckViolation, match="more than 2 s"):
+            insert(writer, line_for(first["hash"], "2020-01-01T00:00:00Z"))
+        writer.execute("RESET regulator.import")
+        writer.execute("RESET search_path")
         insert(writer, line_for(first["hash"], now))  # the honest line goes in
         stamped = writer.execute(
             "SELECT n, at, recorded_at FROM regulator.events WHERE store = 'signals' ORDER BY n"
