@@ -256,7 +256,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             key,
             unit.contract.type,
             unit_status(state, unit) if snap.known else "unknown",
-            "■" if snap.holds.get(key) else "",
+            "■" if snap.holds.get(key) or snap.stale.get(key) else "",  # an obligation or a finding holds it
             str(unit.contract.priority),
             ", ".join(held),
             unit.contract.title,
@@ -402,7 +402,7 @@ def _counts(snap: Snapshot) -> dict:
             blocking += ob.blocks
             if ob.expires_at is not None and ob.expires_at <= now:  # is_stale, inlined: runs per append
                 stale += 1
-    held_units = [u for u in snap.holds if u in state.units]
+    held_units = [u for u in {*snap.holds, *(u for u, by in snap.stale.items() if by)} if u in state.units]
     cursor = state.cursors.get("memory")
     marker = (cursor.offset if cursor else -1, len(state.memory), today)
     if snap._memory_counts[:3] != marker:  # memory is counted again only when it changed

@@ -27,11 +27,12 @@ import hmac
 import json
 import mmap
 import os
+import stat
 import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -116,12 +117,25 @@ def code_key() -> str:
     return _code_key
 
 
+def _open_regular(path: Path) -> BinaryIO:
+    """Open a file to read only if it is a regular file: a FIFO or a device put where the
+    checkpoint belongs would block every reader forever (OSError instead: no checkpoint)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    return os.fdopen(fd, "rb")
+
+
 def host_key(ws: Workspace, create: bool = False) -> bytes | None:
     """The workspace's host key (32 random bytes, 0600): made by init, or by the first writer of
     a checkpoint in a workspace from before it. None when it cannot be read."""
     path = ws.state_dir / HOST_KEY
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
     except FileNotFoundError:
         if not create:
             return None
@@ -270,7 +284,7 @@ def restore(ws: Workspace, now: datetime) -> State | None:
     if key is None:
         return None
     try:
-        with open(path_of(ws), "rb") as handle:
+        with _open_regular(path_of(ws)) as handle:
             mac = handle.read(32)
             prefix = handle.read(8)
             size = int.from_bytes(prefix, "little")
@@ -306,7 +320,8 @@ def restore(ws: Workspace, now: datetime) -> State | None:
 def authentic(ws: Workspace) -> bool | None:
     """None when there is no checkpoint; else whether it carries this host key's valid MAC."""
     try:
-        data = path_of(ws).read_bytes()
+        with _open_regular(path_of(ws)) as handle:
+            data = handle.read()
     except OSError:
         return None
     key = host_key(ws)

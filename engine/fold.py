@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
@@ -382,8 +382,9 @@ def _fold_memory(state: State, events: list[dict[str, Any]], at_refs: list[int])
     for event, at in zip(events, at_refs, strict=True):
         kind = event.get("kind")
         if kind == EventKind.MEMORY:
-            if not isinstance(event.get("id"), str):
-                state.uncounted.append(Uncounted("memory", at >> 2, "malformed: an entry without a text id"))
+            problem = _memory_problem(event, memory)
+            if problem is not None:
+                state.uncounted.append(Uncounted("memory", at >> 2, f"malformed: {problem}"))
                 continue
             memory[event["id"]] = MemoryEntry(event=event)
         elif kind == EventKind.RETRACTION:
@@ -398,6 +399,32 @@ def _fold_memory(state: State, events: list[dict[str, Any]], at_refs: list[int])
             entry = memory.get(target)
             if entry is not None and entry.retraction is None:
                 entry.retraction = event
+
+
+def _memory_problem(event: dict[str, Any], memory: dict[str, MemoryEntry]) -> str | None:
+    """Why a memory line is not an entry `remember` writes (a line appended by hand), or None: the
+    fields every reader uses must have their types, and an id names one entry only (D-65)."""
+    entry_id = event.get("id")
+    if not isinstance(entry_id, str):
+        return "an entry without a text id"
+    if entry_id in memory:
+        return "an entry id already recorded (a second line cannot replace an entry)"
+    if not (isinstance(event.get("subject"), str) and isinstance(event.get("note"), str)):
+        return "subject or note is not text"
+    review_by = event.get("reviewBy")
+    try:
+        if not isinstance(review_by, str) or len(review_by) != 10:
+            raise ValueError
+        date.fromisoformat(review_by)
+    except ValueError:
+        return "reviewBy is not a calendar date (YYYY-MM-DD)"
+    for name in ("scope", "evidence"):  # remember writes both, lists of text (scope may be empty)
+        value = event.get(name)
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            return f"{name} is not a list of text"
+    if not isinstance(event.get("unit"), str | None):
+        return "unit is not text"
+    return None
 
 
 def _fold_identity(state: State, events: list[dict[str, Any]], at_refs: list[int]) -> None:

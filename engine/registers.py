@@ -194,6 +194,8 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
     if entry.fields["ack"].strip():
         raise Refused(f"{finding_id} is already acknowledged ({entry.fields['ack']})")
     path = ws.tree / entry.path
+    if commit:
+        _clean_registers(ws)
     text = path.read_text(encoding="utf-8")
     head_end = text.index("\n---", 3)
     head, rest = text[:head_end], text[head_end:]
@@ -214,6 +216,30 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
         if not git_commit(ws, paths, message, person, sign=signer is not None, root=ws.tree):
             raise Refused(f"the ack is written in {relative} but git did not commit it; commit it by hand")
     return path
+
+
+def _clean_registers(ws: Workspace) -> None:
+    """A signed ack commit carries the ack line and the views only: where the findings or intake
+    (the views' sources) hold changes git has not committed, they would ride along under the
+    person's signature, so the ack is refused until they are committed or discarded (exit 3)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(ws.tree), "status", "--porcelain", "--untracked-files=all", "--", *REGISTERS],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        raise Refused("--commit: git cannot say whether the registers hold uncommitted changes") from None
+    changed = [line[3:] for line in done.stdout.splitlines() if line.strip()]
+    if done.returncode != 0 or changed:
+        what = ", ".join(changed[:3]) + (" ..." if len(changed) > 3 else "") if changed else "unknown"
+        raise Refused(
+            f"--commit: the registers hold changes git has not committed ({what}); an ack commits only "
+            "its own line: commit or discard them first"
+        )
 
 
 assert set(REGISTERS) == {"findings", "intake", "records", "retro"}

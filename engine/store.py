@@ -31,7 +31,11 @@ _READ_CHUNK = 1 << 20
 
 
 def canonical(event: dict) -> bytes:
-    return json.dumps(event, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+    # surrogatepass: a line that smuggles a lone surrogate (`"\ud800"`) still hashes, so verify names
+    # it instead of failing; every text the engine writes encodes the same either way
+    return json.dumps(event, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass"
+    )
 
 
 def event_hash(event: dict) -> str:

@@ -114,6 +114,27 @@ def test_forged_lines_in_the_other_stores_are_named_and_break_no_command(tmp_pat
         "memory": [
             {"kind": "memory", "id": [1], "subject": "x"},
             {"kind": "retraction", "entry": {"id": "m"}, "by": "alice"},
+            {"kind": "memory", "id": "m-bad-date", "subject": "x", "note": "y", "reviewBy": "2026-02-30"},
+            {
+                "kind": "memory",
+                "id": "m-1",
+                "subject": "s",
+                "note": "kept",
+                "reviewBy": "2026-12-20",
+                "unit": "u1",
+                "scope": [],
+                "evidence": ["e"],
+            },
+            {
+                "kind": "memory",
+                "id": "m-1",
+                "subject": "s",
+                "note": "FORGED",
+                "reviewBy": "2027-12-20",
+                "unit": "u1",
+                "scope": [],
+                "evidence": ["e"],
+            },
         ],
         "units": [
             {"kind": "dispatch", "unit": ["u1"]},
@@ -149,4 +170,7 @@ def test_forged_lines_in_the_other_stores_are_named_and_break_no_command(tmp_pat
     assert {"signals.ndjson:1", "signals.ndjson:2", "signals.ndjson:3", "signals.ndjson:4"} <= named, (
         done.stdout
     )
-    assert {"memory.ndjson:1", "memory.ndjson:2"} <= named, done.stdout
+    assert {"memory.ndjson:1", "memory.ndjson:2", "memory.ndjson:3", "memory.ndjson:5"} <= named, done.stdout
+    assert "memory.ndjson:4" not in named
+    notes = {row["id"]: row["note"] for row in ws.json("memory", "--all")}
+    assert notes == {"m-1": "kept"}  # a second line with the same id replaces nothing

@@ -340,3 +340,12 @@ def test_a_garbage_checkpoint_changes_nothing_a_command_says(ws, junk):
     expected = outputs(ws, {"REGULATOR_CHECKPOINT": "off"})
     checkpoint.path_of(Workspace(ws.root)).write_bytes(junk)
     assert outputs(ws, {"REGULATOR_CHECKPOINT_BYTES": "0"}) == expected
+
+
+def test_a_fifo_where_the_checkpoint_belongs_blocks_nothing(ws):
+    """A unit with the account's shell puts a FIFO at the checkpoint's path: readers take it for no
+    checkpoint (a regular file or nothing), never wait on it forever."""
+    os.mkfifo(ws.root / ".regulator" / "readmodel.checkpoint")
+    for args in (("status", "--json"), ("verify",), ("controlroom", "--once", "--json", "--read-only")):
+        done = ws.run(*args)  # ws.run times out (a failure) rather than hang
+        assert "Traceback" not in done.stderr and done.returncode in (0, 1), (args, done.stderr)

@@ -486,7 +486,7 @@ def test_at_80_by_24_nothing_important_is_lost(demo):
         seen["identity"] = [line(app, y) for y in range(1, len(app.table.keys) + 1)]
 
     run(app, script, size=(80, 24))
-    for part in ("2 blk", "2 held", "0 stale", "1 exp≤7d", "lint✓", "0 unrtd", "○"):  # ○: not watching
+    for part in ("2 blk", "3 held", "0 stale", "1 exp≤7d", "lint✓", "0 unrtd", "○"):  # 3: a finding holds one
         assert part in seen["header"], seen["header"]
     assert "vendor/left-pad" in seen["obligations"]
     assert seen["pane"] is False and seen["pane after p"] is True
@@ -573,3 +573,25 @@ def test_quitting_never_waits_for_another_writer(demo):
     events = demo.store("signals").read().events
     late = next(e["id"] for e in events if e.get("subject") == "arrives while locked")
     assert not any(e.get("kind") == "routing" and e.get("signal") == late for e in events)  # abandoned
+
+
+def test_an_ack_commit_refuses_to_carry_uncommitted_register_changes(demo):
+    """A unit's uncommitted edit to the finding (or to intake) must not ride along in the person's
+    signed ack commit: the ack is refused (exit 3), nothing is written, nothing is committed."""
+    from engine.errors import Refused
+    from engine.load import load
+    from engine.registers import ack
+
+    finding = demo.root / "findings" / "F-alert-path-dead.md"
+    edited = finding.read_text().replace("release-hardening/manifest", "u4", 1)
+    finding.write_text(edited)
+    head = subprocess.run(
+        ["git", "-C", str(demo.root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout
+    with pytest.raises(Refused, match="not committed"):
+        ack(demo, load(demo), "F-alert-path-dead", "alice", commit=True)
+    assert finding.read_text() == edited  # no ack line written either
+    after = subprocess.run(
+        ["git", "-C", str(demo.root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout
+    assert after == head

@@ -81,6 +81,8 @@ def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(tmp_p
         await pilot.pause()
         assert isinstance(app.screen, ProposalDialog)
         seen["dialog"] = "\n".join(str(s.content) for s in app.screen.query(Static))
+        await pilot.press("o", "k")  # what the operator types lands in the rationale
+        seen["typed"] = app.screen.query_one("#rationale").value
         await pilot.press("escape")
         await pilot.pause()
 
@@ -88,6 +90,7 @@ def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(tmp_p
     marked = [k for k, text in seen["rows"].items() if "⚠ evidence" in text]  # the cell is cut at its width
     assert marked == [cited]
     assert any("evidence changed since" in line and line.endswith(": src/a.py") for line in seen["detail"])
+    assert seen["typed"] == "ok"
     dialog = seen["dialog"]
     assert "1 of 2 signal(s) would route differently under the proposed policy" in dialog
     assert "before: obligations, advisory (no floor): u3 does not block" in dialog

@@ -168,7 +168,11 @@ class DecideDialog(_Dialog):
 
 
 class ProposalDialog(_Dialog):
-    """Accept or reject a proposal, with a rationale; accepting says it commits, and shows the diff."""
+    """Accept or reject a proposal, with a rationale; accepting says it commits, and shows the diff.
+    The rationale comes before the diff and has the focus, so what the operator types lands there
+    and the commit warning stays on screen at 80×24."""
+
+    AUTO_FOCUS = "#rationale"
 
     def __init__(
         self,
@@ -195,15 +199,15 @@ class ProposalDialog(_Dialog):
                     classes="note",
                     id="commits",
                 )
+            yield Label("Rationale")
+            yield _input("why", "rationale")
+            yield Static("", id="why", classes="why")
             if self.review:
                 with VerticalScroll(classes="preview", id="diff"):
                     yield Static(Text("\n".join(ensure_escaped(line) for line in self.review)))
             if self.replay:
                 with VerticalScroll(id="replay", classes="replay"):
                     yield Static(Text("\n".join(self.replay)))
-            yield Label("Rationale")
-            yield _input("why", "rationale")
-            yield Static("", id="why", classes="why")
             yield self.buttons(self.verdict.capitalize())
 
     def confirm(self) -> None:
