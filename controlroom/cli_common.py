@@ -30,6 +30,7 @@ __all__ = [
     "out",
     "person_workspace",
     "read_json_input",
+    "report_flags",
     "report_problems",
     "table",
     "workspace",
@@ -175,6 +176,33 @@ def fields_from(flags: dict[str, Any], json_input: str | None) -> dict[str, Any]
     if given:
         raise BadInput("--json-input and field flags mixed; give one or the other")
     return read_json_input(json_input)
+
+
+def report_flags(
+    subject: str | None,
+    claim: str | None,
+    observation: str | None,
+    evidence: list[str] | None,
+    confidence: str | None,
+    severity: str | None,
+    affects: list[str] | None,
+    observed_at: str | None,
+    expires_at: str | None,
+    rationale: str | None,
+) -> dict[str, Any]:
+    """A signal's field flags under the JSON names of --json-input (SPEC §5.2)."""
+    return {
+        "subject": subject,
+        "claim": claim,
+        "observation": observation,
+        "evidence": evidence,
+        "confidence": confidence,
+        "reportedSeverity": severity,
+        "affectedUnits": affects,
+        "observedAt": observed_at,
+        "expiresAt": expires_at,
+        "rationale": rationale,
+    }
 
 
 def age(state: Any, at: str) -> str:

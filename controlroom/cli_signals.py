@@ -13,6 +13,7 @@ from controlroom.cli_common import (
     fields_from,
     global_options,
     out,
+    report_flags,
     report_problems,
     table,
     workspace,
@@ -114,18 +115,18 @@ def signals_report(
     from engine.actors import unit_or_person
     from engine.signals import report_intelligence
 
-    flags = {
-        "subject": subject,
-        "claim": claim,
-        "observation": observation,
-        "evidence": evidence,
-        "confidence": confidence,
-        "reportedSeverity": severity,
-        "affectedUnits": affects,
-        "observedAt": observed_at,
-        "expiresAt": expires_at,
-        "rationale": rationale,
-    }
+    flags = report_flags(
+        subject,
+        claim,
+        observation,
+        evidence,
+        confidence,
+        severity,
+        affects,
+        observed_at,
+        expires_at,
+        rationale,
+    )
     fields = fields_from(flags, json_input)
     ws, lease = workspace()
     actor = unit_or_person(lease, by)

@@ -6,7 +6,16 @@ from typing import Annotated
 
 import typer
 
-from controlroom.cli_common import JsonFlag, absent_exit, emit_json, escape, fields_from, out, workspace
+from controlroom.cli_common import (
+    JsonFlag,
+    absent_exit,
+    emit_json,
+    escape,
+    fields_from,
+    out,
+    report_flags,
+    workspace,
+)
 from engine.errors import BadInput
 
 
@@ -43,20 +52,18 @@ def signals_route(
     """Run the router by hand: one routing record per signal not yet routed. With --dry-run (a
     signal's flags or --json-input; or --policy FILE alone to replay the last N signals) or
     --test-file, nothing is written."""
-    flags = {
-        "subject": subject,
-        "claim": claim,
-        "observation": observation,
-        "evidence": evidence,
-        "confidence": confidence,
-        "reportedSeverity": severity,
-        "affectedUnits": affects,
-        "observedAt": observed_at,
-        "expiresAt": expires_at,
-        "rationale": rationale,
-        "unit": unit,
-        "by": by,
-    }
+    flags = report_flags(
+        subject,
+        claim,
+        observation,
+        evidence,
+        confidence,
+        severity,
+        affects,
+        observed_at,
+        expires_at,
+        rationale,
+    ) | {"unit": unit, "by": by}
     given = any(v is not None for v in flags.values()) or json_input is not None
     if test_file is not None:
         if given:

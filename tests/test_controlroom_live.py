@@ -93,7 +93,7 @@ def test_a_signal_reported_while_no_room_was_open_shows_routed(demo):
         seen["rows"] = [line(app, y) for y in range(1, len(app.table.keys) + 1)]
 
     run(app, script)
-    assert "3 blocking" in seen["header"] and "3 held" in seen["header"]
+    assert "3 blocking" in seen["header"] and "4 held" in seen["header"]  # 3 by obligations, 1 by a finding
     assert "■" in seen["u4"]  # the unit shows its hold
     assert any("vendor/leftpad2.js" in row and "u4" in row for row in seen["rows"])
 
