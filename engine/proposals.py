@@ -193,10 +193,10 @@ def review(ws: Workspace, proposal: dict) -> list[str]:
         if old.require_signatures != new.require_signatures:
             lines.append(f"! requireSignatures: {old.require_signatures} -> {new.require_signatures}")
     diff = difflib.unified_diff(
-        before.splitlines(), after.splitlines(), f"{proposal['file']} (decided)", f"{proposal['file']} (proposed)",
+        before.split("\n"), after.split("\n"), f"{proposal['file']} (decided)", f"{proposal['file']} (proposed)",
         lineterm="",
     )  # fmt: skip
-    return lines + list(diff)
+    return lines + list(diff)  # split on \n only: a \r, \x1c or U+2028 stays in its line, escaped
 
 
 def _fingerprint(key: str) -> str:

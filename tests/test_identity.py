@@ -170,3 +170,17 @@ def test_python_api_for_a_host(ws, monkeypatch):
     text = api.render_context(ws.root, "u1")
     assert text == ws.run("context", "u1", check=True).stdout
     assert "set TZ=UTC" in text
+
+
+def test_a_proposals_diff_shows_control_characters_escaped_in_their_line(ws, tmp_path):
+    """A carriage return, a separator or NEL inside proposed content is one line's character, shown
+    escaped (`\\x0d`), never a line break that could draw a fake `+` line (SPEC §16.1)."""
+    path = "regulator/identity/glossary.md"
+    current = (ws.root / path).read_text()
+    done = propose(ws, path, current + "safe line\r+EVIL\x1c\x85\u2028end\n", tmp_path, by="alice")
+    assert done.returncode == 0, done.stderr
+    shown = ws.run("identity", "show", json.loads(done.stdout)["id"])
+    assert shown.returncode == 0, shown.stderr
+    added = [line for line in shown.stdout.splitlines() if "safe line" in line]
+    assert added and "\\x0d+EVIL\\x1c\\x85\\u2028end" in added[0], shown.stdout
+    assert not any(line.startswith("+EVIL") for line in shown.stdout.split("\n"))
