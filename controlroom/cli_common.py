@@ -38,6 +38,18 @@ __all__ = [
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON (camelCase keys).")]
 
+# a signal's field flags (SPEC §5.2), for `signals report` and `signals route --dry-run`
+Subject = Annotated[str | None, typer.Option()]
+Claim = Annotated[str | None, typer.Option()]
+Observation = Annotated[str | None, typer.Option()]
+Evidence = Annotated[list[str] | None, typer.Option(help="Repeat for each reference.")]
+Confidence = Annotated[str | None, typer.Option(help="low|medium|high")]
+Severity = Annotated[str | None, typer.Option(help="info|advisory|blocking|critical")]
+Affects = Annotated[list[str] | None, typer.Option(help="A unit id; repeat for more.")]
+ObservedAt = Annotated[str | None, typer.Option("--observed-at")]
+ExpiresAt = Annotated[str | None, typer.Option("--expires-at")]
+Rationale = Annotated[str | None, typer.Option()]
+
 
 @dataclass
 class GlobalOptions:

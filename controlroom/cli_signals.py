@@ -8,7 +8,17 @@ import typer
 
 from controlroom import cli_whatif
 from controlroom.cli_common import (
+    Affects,
+    Claim,
+    Confidence,
+    Evidence,
+    ExpiresAt,
     JsonFlag,
+    Observation,
+    ObservedAt,
+    Rationale,
+    Severity,
+    Subject,
     emit_json,
     fields_from,
     global_options,
@@ -24,28 +34,6 @@ app = typer.Typer()
 app.add_typer(signals_app, name="signals")
 
 
-def signal_rows(state) -> list[dict]:
-    rows = []
-    for signal_id, signal in state.signals.items():
-        routing = state.routings.get(signal_id)
-        rows.append(
-            {
-                "id": signal_id,
-                "subject": signal.get("subject"),
-                "reportedSeverity": signal.get("reportedSeverity"),
-                "derivedSeverity": routing.get("derivedSeverity") if routing else None,
-                "routed": routing is not None,
-                "outcome": routing.get("outcome") if routing else None,
-                "reason": routing.get("reason") if routing else None,
-                "obligations": [o["id"] for o in routing.get("obligations", [])] if routing else [],
-                "unit": signal.get("unit"),
-                "by": signal.get("by"),
-                "at": signal.get("at"),
-            }
-        )
-    return rows
-
-
 @signals_app.callback()
 @global_options
 def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
@@ -57,6 +45,8 @@ def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     ws, _ = workspace()
     state = load(ws, stores=("signals",))
     report_problems(state)
+    from engine.queries import signal_rows
+
     rows = signal_rows(state)
     if as_json:
         emit_json(
@@ -97,16 +87,16 @@ def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 @signals_app.command("report")
 @global_options
 def signals_report(
-    subject: Annotated[str | None, typer.Option()] = None,
-    claim: Annotated[str | None, typer.Option()] = None,
-    observation: Annotated[str | None, typer.Option()] = None,
-    evidence: Annotated[list[str] | None, typer.Option(help="Repeat for each reference.")] = None,
-    confidence: Annotated[str | None, typer.Option(help="low|medium|high")] = None,
-    severity: Annotated[str | None, typer.Option(help="info|advisory|blocking|critical")] = None,
-    affects: Annotated[list[str] | None, typer.Option(help="A unit id; repeat for more.")] = None,
-    observed_at: Annotated[str | None, typer.Option("--observed-at")] = None,
-    expires_at: Annotated[str | None, typer.Option("--expires-at")] = None,
-    rationale: Annotated[str | None, typer.Option()] = None,
+    subject: Subject = None,
+    claim: Claim = None,
+    observation: Observation = None,
+    evidence: Evidence = None,
+    confidence: Confidence = None,
+    severity: Severity = None,
+    affects: Affects = None,
+    observed_at: ObservedAt = None,
+    expires_at: ExpiresAt = None,
+    rationale: Rationale = None,
     json_input: Annotated[str | None, typer.Option("--json-input", help="FILE or - (seed 000 keys)")] = None,
     by: Annotated[str | None, typer.Option(help="A person reporting (needs the report grant).")] = None,
     as_json: JsonFlag = False,

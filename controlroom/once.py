@@ -84,23 +84,12 @@ def _memory_json(snap: Snapshot) -> list[dict]:
 
 
 def _signals_json(snap: Snapshot) -> list[dict]:
-    state = snap.state
-    out = []
-    for key, s in state.signals.items():
-        routing = state.routings.get(key)
-        out.append(
-            {
-                "id": key,
-                "unit": s.get("unit"),
-                "by": s.get("by"),
-                "subject": s.get("subject"),
-                "reportedSeverity": s.get("reportedSeverity"),
-                "derivedSeverity": routing.get("derivedSeverity") if routing else None,
-                "outcome": routing.get("outcome") if routing else "unrouted",
-                "at": s.get("at"),
-            }
-        )
-    return out
+    from engine.queries import signal_rows
+
+    keys = ("id", "unit", "by", "subject", "reportedSeverity", "derivedSeverity", "outcome", "at")
+    return [
+        {k: r[k] for k in keys} | {"outcome": r["outcome"] or "unrouted"} for r in signal_rows(snap.state)
+    ]
 
 
 def as_json(snap: Snapshot, reasons: list[str]) -> dict:

@@ -91,3 +91,27 @@ def memory_status(entry: MemoryEntry, today: date) -> MemoryStatus:
 
 def days_left(entry: MemoryEntry, today: date) -> int:
     return (date.fromisoformat(entry.event["reviewBy"]) - today).days
+
+
+def signal_rows(state: State) -> list[dict[str, Any]]:
+    """Every signal with its routing outcome (None while unrouted), in log order: what `signals`
+    lists and `controlroom --once --json` reports."""
+    rows = []
+    for signal_id, signal in state.signals.items():
+        routing = state.routings.get(signal_id)
+        rows.append(
+            {
+                "id": signal_id,
+                "subject": signal.get("subject"),
+                "reportedSeverity": signal.get("reportedSeverity"),
+                "derivedSeverity": routing.get("derivedSeverity") if routing else None,
+                "routed": routing is not None,
+                "outcome": routing.get("outcome") if routing else None,
+                "reason": routing.get("reason") if routing else None,
+                "obligations": [o["id"] for o in routing.get("obligations", [])] if routing else [],
+                "unit": signal.get("unit"),
+                "by": signal.get("by"),
+                "at": signal.get("at"),
+            }
+        )
+    return rows
