@@ -426,7 +426,9 @@ def _counts(snap: Snapshot) -> dict:
 
 def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -> str:
     """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none."""
-    c = counts(snap)
+    c: dict[str, Any] = dict(counts(snap))
+    if not snap.known:  # without the stores these are unknown, never 0 (SPEC §16.2)
+        c.update(blocking="?", held="?", stale="?", expiring="?", unrouted="?")
     if snap.lint is None:
         lint_part = "lint …"
     else:
