@@ -530,7 +530,7 @@ def test_a_back_dated_event_is_judged_by_where_it_lands(tmp_path):
 def test_two_workspaces_never_share_an_id(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    one, two = make_workspace(tmp_path / "a"), make_workspace(tmp_path / "b")
+    one, two = make_workspace(tmp_path / "a", fresh=True), make_workspace(tmp_path / "b", fresh=True)
     first = [e["hash"] for e in (one.events("identity")[0], two.events("identity")[0])]
     assert first[0] != first[1]
 
