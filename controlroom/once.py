@@ -47,7 +47,7 @@ def once(ws: Workspace, person: str | None, read_only: bool = False) -> tuple[Sn
     # a clone has nothing to route, and writes nothing; nor does a reader role (SPEC §18)
     if not read_only and ws.has_stores and ws.writable:
         routed = route(ws)
-    snap = snapshot(ws, person)
+    snap = snapshot(ws, person, host_events=True)  # what `verify` re-derives, --once reports
     snap.routed = None if read_only or not ws.has_stores or not ws.writable else len(routed)
     return snap, exit_reasons(snap)
 

@@ -67,10 +67,12 @@ def line_of(data: list[bytes], offset: int) -> int:
     return len(data)
 
 
-def findings(ws: Workspace, state: State | None = None) -> list[Finding]:
+def findings(ws: Workspace, state: State | None = None, *, host_events: bool = False) -> list[Finding]:
     """Everything `verify` names, dismissed ones marked. `regulator verify` folds the stores afresh
     and compares any checkpoint with that fold; the control room and --once pass the state they
-    hold (a checkpoint they restored carries MAC-checked results) and only check the MAC."""
+    hold (a checkpoint they restored carries MAC-checked results) and only check the MAC. What the
+    host wrote unsigned is re-derived by `verify`, and by --once with `host_events` (one pass over
+    every line: the open room leaves it out of its frequent refreshes)."""
     from engine.load import load
 
     found: list[Finding] = []
@@ -80,15 +82,13 @@ def findings(ws: Workspace, state: State | None = None) -> list[Finding]:
     uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
     lines = {name: _lines(ws, name) for name in {u.store for u in uncounted}}
     for u in uncounted:
-        found.append(
-            Finding(
-                f"{u.store}.ndjson",
-                line_of(lines[u.store], u.offset),
-                f"{'event' if u.reason.startswith('malformed') else 'person event'} {u.reason}; "
-                "it counts for nothing",
-            )
-        )
-    if state is None:  # `regulator verify`: re-derive what the host wrote unsigned, and the times
+        if u.reason.startswith("host event: "):  # a dispatch or close past its vetoes (engine.fold)
+            message = f"{u.reason.removeprefix('host event: ')}; it counts for nothing"
+        else:
+            what = "event" if u.reason.startswith("malformed") else "person event"
+            message = f"{what} {u.reason}; it counts for nothing"
+        found.append(Finding(f"{u.store}.ndjson", line_of(lines[u.store], u.offset), message))
+    if state is None or host_events:  # re-derive what the host wrote unsigned, and the times
         found += _host_events(ws, fresh)
     found.sort(key=lambda f: (f.store, f.line))
     found += _checkpoint(ws, fresh if state is None else None)
