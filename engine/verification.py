@@ -88,6 +88,16 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
             what = "event" if u.reason.startswith("malformed") else "person event"
             message = f"{what} {u.reason}; it counts for nothing"
         found.append(Finding(f"{u.store}.ndjson", line_of(lines[u.store], u.offset), message))
+    for name in STORES:  # a mirror edited in place (fleet mode): read again from the server
+        for number in ws.store(name).mended():
+            where = f"line {number} was" if number else "its bytes were"
+            found.append(
+                Finding(
+                    f"{name}.ndjson",
+                    number,
+                    f"the local mirror: {where} not the server's (edited in place); read again from the server",
+                )
+            )
     if state is None or host_events:  # re-derive what the host wrote unsigned, and the times
         found += _host_events(ws, fresh)
     found.sort(key=lambda f: (f.store, f.line))
