@@ -389,7 +389,13 @@ def _fold_units(state: State, events: list[dict[str, Any]], at_refs: list[int]) 
 
 
 _HOST_KINDS = frozenset((EventKind.DISPATCH.value, EventKind.CLOSE.value))
-_NEEDS = {EventKind.DISPATCH.value: UnitStatus.TODO, EventKind.CLOSE.value: UnitStatus.IN_PROGRESS}
+# the statuses a host never writes the event from (engine.vetoes): a dispatch over a live lease or a
+# pending recovery decision, a close of anything but an in-progress unit. A closed unit dispatched
+# again is not judged: the engine refuses it, but synthetic logs (bench/generate.py) cycle so
+_REFUSED = {
+    EventKind.DISPATCH.value: frozenset((UnitStatus.IN_PROGRESS, UnitStatus.WAITING)),
+    EventKind.CLOSE.value: frozenset(set(UnitStatus) - {UnitStatus.IN_PROGRESS}),
+}
 
 
 def _holds(obligations: dict[str, Obligation]) -> dict[str, list[Obligation]]:
@@ -407,7 +413,7 @@ def _vetoed(
     """Why a dispatch or close counts for nothing: the host writes one only when its vetoes pass
     (engine.vetoes), unsigned, so a line that a writer (a unit with the store's writer role, or
     sharing the operator's account) appended past them is re-derived here (SPEC §15.0, §18). Its
-    status before it must be the one the command needs (exact: the units log is in order), and no
+    status before it must be one the command accepts (exact: the units log is in order), and no
     blocking obligation may have held the unit at its time. Across stores only times order events,
     so an obligation counts as holding only when it was opened, and still open, more than the skew
     two hosts' clocks may show (2 × SKEW_S) on either side of the event: a host's honest line is
@@ -417,7 +423,7 @@ def _vetoed(
         recovery = state.obligations.get(unit.recovery)
         if recovery is not None and recovery.status != _OPEN:
             status = UnitStatus.TODO
-    if status != _NEEDS[kind]:
+    if status in _REFUSED[kind]:
         return f"host event: {kind} of {unit.id} while it was {status}, which no host writes (forged?)"
     when = _moment(at)
     if when is None:

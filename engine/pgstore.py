@@ -357,7 +357,8 @@ class Mirror:
         self.folder = Path(folder)
         self.checked = False
         self._before: dict[str, int] = {}
-        self.mended: list[tuple[str, int]] = []  # (store, first line): mirror lines that were not the server's
+        # (store, first line): mirror lines that were not the server's, fetched again
+        self.mended: list[tuple[str, int]] = []
 
     @property
     def marker(self) -> Path:
@@ -470,7 +471,7 @@ class Mirror:
             return self._before.pop(name)
         return self._counts()[name]
 
-    def check(self, name: str, offset: int, line: int, before: int) -> None:
+    def check(self, name: str, offset: int, line: int, before: int, *, again: bool = True) -> None:
         """Prove that the mirror bytes a reader is about to read (from `offset`, line `line`) are
         the server's, or fetch the store again from the first line. Lines this read's own fetch
         wrote (after `before`) came from the server just now. A read from the start hashes the
@@ -499,7 +500,8 @@ class Mirror:
             "(edited in place); read again from the server",
             file=sys.stderr,
         )
-        self.check(name, 0, 0, 0)  # every line is the server's now: seal them
+        if again:  # every line is the server's now: seal them
+            self.check(name, 0, 0, 0, again=False)
 
     def _first_bad(
         self, state: dict, name: str, offset: int, line: int, upto: int, n: int, size: int
@@ -527,7 +529,7 @@ class Mirror:
                     start, first = vouched or (0, 0)
                 if upto > first:
                     wanted = self._digests(name, first, upto)
-                    pieces = bytes(data[start:]).split(b"\n", upto - first)[: upto - first]
+                    pieces = data[start:size].split(b"\n", upto - first)[: upto - first]
                     for k, (raw, want) in enumerate(zip(pieces, wanted, strict=False)):
                         if hashlib.sha256(raw).hexdigest() != want:
                             return first + 1 + k
@@ -536,7 +538,8 @@ class Mirror:
                 if broken:
                     return 0
                 if hasher is not None and key is not None:
-                    hasher.update(data[start:size])
+                    with memoryview(data) as view:
+                        hasher.update(view[start:size])
                     body = [n, size, hasher.hexdigest()]
                     if seals.get(name, [])[:3] != body:
                         seals[name] = [*body, _seal_mac(key, state.get("instance"), name, body)]
@@ -598,7 +601,8 @@ def _sealed(
         return 0, 0
     if size > len(data):
         return 0, 0
-    hasher.update(data[:size])
+    with memoryview(data) as view:
+        hasher.update(view[:size])
     if hasher.hexdigest() != digest:
         return None
     return size, lines

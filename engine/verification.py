@@ -4,6 +4,7 @@ any checkpoint compared with a fresh fold of the stores (SPEC §11, §15.1, §15
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
@@ -118,8 +119,9 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
 
     found: list[Finding] = []
     now = clock.now()
-    system = ws.authority().clock == "system"
-    policies: dict[str, object] = {}
+    authority = ws.authority()
+    system = authority.clock == "system"
+    routings: list[tuple[int, dict]] = []  # checked together, their signals read in one pass
     for name in STORES:
         store = f"{name}.ndjson"
         previous: object = None
@@ -159,12 +161,21 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
                         )
                     )
             if name == "signals" and event.get("kind") == "routing":
-                problem = _routing_problem(ws, fresh, event, routed, policies)
-                if problem:
-                    found.append(Finding(store, number, problem))
+                routings.append((number, event))
+    policies: dict[str, object] = {}
+    refs = fresh.signals.refs
+    wanted = [
+        refs[r["signal"]] for _, r in routings if isinstance(r.get("signal"), str) and r["signal"] in refs
+    ]
+    signals = {e.get("id"): e for e in fresh.source.events(wanted)}  # one read of the span they lie in
+    for number, event in routings:
+        problem = _routing_problem(authority.routing, signals, refs, event, routed, policies)
+        if problem:
+            found.append(Finding("signals.ndjson", number, problem))
     return found
 
 
+@functools.lru_cache(maxsize=4096)
 def _time(value: object) -> datetime | None:
     if not isinstance(value, str):
         return None
@@ -175,13 +186,18 @@ def _time(value: object) -> datetime | None:
 
 
 def _routing_problem(
-    ws: Workspace, state: State, record: dict, routed: set[str], policies: dict[str, object]
+    routing: list[tuple[str, str | None]],
+    signals: dict,
+    counted: dict,
+    record: dict,
+    routed: set[str],
+    policies: dict[str, object],
 ) -> str | None:
     from engine.router import route_signal
     from identity.policy import PolicyError, RoutingPolicy, parse_policy
 
     signal_id = record.get("signal")
-    if not isinstance(signal_id, str) or signal_id not in state.signals:
+    if not isinstance(signal_id, str) or signal_id not in counted:
         return "a routing record for no signal that counts (forged?)"
     if signal_id in routed:
         return "a second routing record for the same signal (readers ignore it)"
@@ -189,7 +205,7 @@ def _routing_problem(
     at = record.get("at")
     when = _time(at)
     text = ""
-    for since, content in ws.authority().routing:
+    for since, content in routing:
         if not since or (isinstance(at, str) and at >= since):
             text = content or ""
     if when is None or not text:
@@ -202,8 +218,11 @@ def _routing_problem(
     policy = policies[text]
     if not isinstance(policy, RoutingPolicy):  # None: the policy then in force does not parse
         return None
+    signal = signals.get(signal_id)
+    if signal is None:  # its line no longer reads as the signal it was folded from
+        return "a routing record for no signal that counts (forged?)"
     try:
-        expected = route_signal(state.signals[signal_id], policy, when)
+        expected = route_signal(signal, policy, when)
     except (KeyError, ValueError, TypeError, BadInput):
         return None
     keys = ("outcome", "derivedSeverity", "obligations")

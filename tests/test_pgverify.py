@@ -64,7 +64,9 @@ def once(ws) -> tuple[int, dict]:
 def verify(ws) -> tuple[int, list[str]]:
     done = ws.run("verify", "--json")
     assert done.returncode in (0, 1), done.stderr
-    return done.returncode, [f"{f['store']}:{f['line']}: {f['message']}" for f in json.loads(done.stdout)["findings"]]
+    return done.returncode, [
+        f"{f['store']}:{f['line']}: {f['message']}" for f in json.loads(done.stdout)["findings"]
+    ]
 
 
 def units(ws) -> dict[str, dict]:
@@ -97,7 +99,9 @@ def test_a_same_size_edit_of_the_mirror_is_read_again_from_the_server_and_named(
     assert code == 1
     assert any(r.startswith(f"u1 is in progress and held by blocking obligation {obligations['u1']}")
                for r in data["exitReasons"])  # fmt: skip
-    assert {"store": "signals.ndjson", "line": 2} in [{k: v[k] for k in ("store", "line")} for v in data["verify"]]
+    assert {"store": "signals.ndjson", "line": 2} in [
+        {k: v[k] for k in ("store", "line")} for v in data["verify"]
+    ]
 
     edit()
     code, named = verify(ws)
