@@ -446,10 +446,12 @@ def _vetoed(
 _ORDERED_S = 2 * SKEW_S  # two hosts' clocks, each within SKEW_S of the server's (SPEC §18)
 
 
-@functools.lru_cache(maxsize=4096)
 def _moment(text: object) -> datetime | None:
-    if not isinstance(text, str):
-        return None
+    return _parsed(text) if isinstance(text, str) else None  # a list is no time, nor hashable
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> datetime | None:
     try:
         return clock.parse_time(text)
     except RegulatorError:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from engine import clock
@@ -76,10 +78,12 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
     every line: the open room leaves it out of its frequent refreshes)."""
     from engine.load import load
 
+    fresh = state if state is not None else load(ws, cached=False)
+    # re-derive what the host wrote unsigned, and the times: beside the chains, on another core
+    derived = _beside(ws, fresh) if state is None or host_events else None
     found: list[Finding] = []
     for name in STORES:
         found += [Finding(f.store, f.line, f.message) for f in verify_chain(ws.store(name))]
-    fresh = state if state is not None else load(ws, cached=False)
     uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
     lines = {name: _lines(ws, name) for name in {u.store for u in uncounted}}
     for u in uncounted:
@@ -99,11 +103,55 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
                     f"the local mirror: {where} not the server's (edited in place); read again from the server",
                 )
             )
-    if state is None or host_events:  # re-derive what the host wrote unsigned, and the times
-        found += _host_events(ws, fresh)
+    if derived is not None:
+        found += derived()
     found.sort(key=lambda f: (f.store, f.line))
     found += _checkpoint(ws, fresh if state is None else None)
     return _mark_dismissed(ws, found)
+
+
+def _beside(ws: Workspace, fresh: State) -> Callable[[], list[Finding]]:
+    """`_host_events` in a forked child while this process checks the chains (one pass over every
+    line and a re-routing of every signal: seconds at 100,000 obligations, which a second core
+    hides); the call returns its findings. The child only reads the stores' files (the identity it
+    needs is folded here first) and answers through a pipe in JSON. Without fork, or when the
+    child fails, the pass runs here."""
+    import json
+
+    def here() -> list[Finding]:
+        return _host_events(ws, fresh)
+
+    if not hasattr(os, "fork"):
+        return here
+    ws.authority()
+    read, write = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return here
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            os.close(read)
+            data = json.dumps([[f.store, f.line, f.message] for f in _host_events(ws, fresh)]).encode()
+            with os.fdopen(write, "wb") as out:
+                out.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+
+    def result() -> list[Finding]:
+        with os.fdopen(read, "rb") as handle:
+            data = handle.read()
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            return here()
+        return [Finding(str(a), int(b), str(c)) for a, b, c in json.loads(data)]
+
+    return result
 
 
 def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
@@ -121,12 +169,15 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
     now = clock.now()
     authority = ws.authority()
     system = authority.clock == "system"
-    routings: list[tuple[int, dict]] = []  # checked together, their signals read in one pass
+    late = clock.iso(now + timedelta(seconds=SKEW_S))  # a canonical `at` after this is in the future
+    routings: list[tuple[int, dict]] = []  # checked once every line is read
+    signal_lines: dict[int, dict] = {}  # offset -> signal event: the routing checks read no line twice
     for name in STORES:
         store = f"{name}.ndjson"
         previous: object = None
-        routed: set[str] = set()
+        offset = 0
         for number, raw in enumerate(_lines(ws, name), start=1):
+            start, offset = offset, offset + len(raw) + 1
             try:
                 event = msgspec.json.decode(raw)
             except (ValueError, RecursionError):
@@ -134,25 +185,22 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
             if type(event) is not dict:
                 continue
             at = event.get("at")
-            moment = _time(at)
-            if system and moment is not None and (moment - now).total_seconds() > SKEW_S:
-                found.append(Finding(store, number, f"stamped {at}, in the future"))
-            before = _time(previous)
-            if (
-                system
-                and moment is not None
-                and before is not None
-                and (before - moment).total_seconds() > SKEW_S
-            ):
-                found.append(Finding(store, number, f"stamped {at}, before the line before it ({previous})"))
+            if system and isinstance(at, str):
+                found += _times(store, number, at, previous, now, late)
             if isinstance(at, str):
                 previous = at
-            if name == "memory" and event.get("kind") == "memory" and moment is not None:
+            kind = event.get("kind")
+            if name == "memory" and kind == "memory":
+                moment = _time(at)
                 try:
                     review = clock.parse_date(str(event.get("reviewBy")), "reviewBy")
                 except BadInput:
                     review = None
-                if review is not None and (review - moment.date()).days > MAX_REVIEW_DAYS:
+                if (
+                    moment is not None
+                    and review is not None
+                    and (review - moment.date()).days > MAX_REVIEW_DAYS
+                ):
                     found.append(
                         Finding(
                             store,
@@ -160,14 +208,14 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
                             f"review-by {review} is more than {MAX_REVIEW_DAYS} days after it was recorded",
                         )
                     )
-            if name == "signals" and event.get("kind") == "routing":
+            elif name == "signals" and kind == "routing":
                 routings.append((number, event))
+            elif name == "signals" and kind == "signal":
+                signal_lines[start] = event
     policies: dict[str, object] = {}
+    routed: set[str] = set()
     refs = fresh.signals.refs
-    wanted = [
-        refs[r["signal"]] for _, r in routings if isinstance(r.get("signal"), str) and r["signal"] in refs
-    ]
-    signals = {e.get("id"): e for e in fresh.source.events(wanted)}  # one read of the span they lie in
+    signals = {key: signal_lines.get(ref >> 2) for key, ref in refs.items()}  # the line each counts from
     for number, event in routings:
         problem = _routing_problem(authority.routing, signals, refs, event, routed, policies)
         if problem:
@@ -175,10 +223,32 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
     return found
 
 
-@functools.lru_cache(maxsize=4096)
+def _times(store: str, number: int, at: str, previous: object, now: datetime, late: str) -> list[Finding]:
+    """An `at` in the future, or more than the skew before the line before it (SPEC §15.3). A
+    canonical time (YYYY-MM-DDTHH:MM:SSZ) orders as its text, so most lines are judged without
+    parsing; only a suspect or unusual one is."""
+    from engine.store import SKEW_S
+
+    canonical = len(at) == 20 and at[-1] == "Z"
+    found = []
+    if not canonical or at > late:
+        moment = _time(at)
+        if moment is not None and (moment - now).total_seconds() > SKEW_S:
+            found.append(Finding(store, number, f"stamped {at}, in the future"))
+    ordered = canonical and isinstance(previous, str) and len(previous) == 20 and previous[-1] == "Z"
+    if isinstance(previous, str) and (not ordered or previous > at):
+        moment, before = _time(at), _time(previous)
+        if moment is not None and before is not None and (before - moment).total_seconds() > SKEW_S:
+            found.append(Finding(store, number, f"stamped {at}, before the line before it ({previous})"))
+    return found
+
+
 def _time(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
+    return _parsed(value) if isinstance(value, str) else None  # a list is no time, nor hashable
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(value: str) -> datetime | None:
     try:
         return clock.parse_time(value)
     except BadInput:
