@@ -327,7 +327,7 @@ def _fold_units(state: State, events: list[dict[str, Any]], at_refs: list[int]) 
         if kind in _HOST_KINDS:
             if holds is None:
                 holds = _holds(obligations)
-            reason = _vetoed(state, unit, kind, event.get("at"), holds)
+            reason = _vetoed(unit, kind, event.get("at"), holds)
             if reason is not None:
                 state.uncounted.append(Uncounted("units", at >> 2, reason))
                 continue
@@ -389,11 +389,14 @@ def _fold_units(state: State, events: list[dict[str, Any]], at_refs: list[int]) 
 
 
 _HOST_KINDS = frozenset((EventKind.DISPATCH.value, EventKind.CLOSE.value))
-# the statuses a host never writes the event from (engine.vetoes): a dispatch over a live lease or a
-# pending recovery decision, a close of anything but an in-progress unit. A closed unit dispatched
-# again is not judged: the engine refuses it, but synthetic logs (bench/generate.py) cycle so
+# the statuses (as the units log alone folds them) a host never writes the event from
+# (engine.vetoes): a dispatch over a live lease, a close of anything but an in-progress unit. Judged
+# on the units log alone, so a fold from a checkpoint judges as a fold from the start. A waiting
+# unit's dispatch is judged by its recovery obligation's times (a blocking obligation, below); a
+# closed unit dispatched again is not judged: the engine refuses it, but synthetic logs
+# (bench/generate.py) cycle so
 _REFUSED = {
-    EventKind.DISPATCH.value: frozenset((UnitStatus.IN_PROGRESS, UnitStatus.WAITING)),
+    EventKind.DISPATCH.value: frozenset((UnitStatus.IN_PROGRESS,)),
     EventKind.CLOSE.value: frozenset(set(UnitStatus) - {UnitStatus.IN_PROGRESS}),
 }
 
@@ -407,9 +410,7 @@ def _holds(obligations: dict[str, Obligation]) -> dict[str, list[Obligation]]:
     return index
 
 
-def _vetoed(
-    state: State, unit: UnitState, kind: str, at: object, holds: dict[str, list[Obligation]]
-) -> str | None:
+def _vetoed(unit: UnitState, kind: str, at: object, holds: dict[str, list[Obligation]]) -> str | None:
     """Why a dispatch or close counts for nothing: the host writes one only when its vetoes pass
     (engine.vetoes), unsigned, so a line that a writer (a unit with the store's writer role, or
     sharing the operator's account) appended past them is re-derived here (SPEC §15.0, §18). Its
@@ -419,10 +420,6 @@ def _vetoed(
     two hosts' clocks may show (2 × SKEW_S) on either side of the event: a host's honest line is
     never refused, and under a pinned clock (every time the same) only the status is judged."""
     status = unit.status
-    if status == UnitStatus.WAITING and unit.recovery:  # engine.queries.unit_status, inlined
-        recovery = state.obligations.get(unit.recovery)
-        if recovery is not None and recovery.status != _OPEN:
-            status = UnitStatus.TODO
     if status in _REFUSED[kind]:
         return f"host event: {kind} of {unit.id} while it was {status}, which no host writes (forged?)"
     when = _moment(at)
