@@ -51,7 +51,7 @@ def once(ws: Workspace, person: str | None, read_only: bool = False) -> tuple[Sn
     # a clone has nothing to route, and writes nothing; nor does a reader role (SPEC §18)
     routes = not read_only and ws.has_stores and ws.writable
     routed = len(route(ws)) if routes else None
-    snap = snapshot(ws, person)
+    snap = snapshot(ws, person, host_events=True)  # what `verify` re-derives, --once reports
     snap.routed = routed
     return snap, exit_reasons(snap)
 

@@ -113,10 +113,14 @@ def evidence(snap: Snapshot, entry_id: str) -> freshness.Freshness:
     return snap.cached("evidence", (), check).get(entry_id, freshness.NO_PATH)
 
 
-def snapshot(ws: Workspace, person: str | None = None, with_checks: bool = True) -> Snapshot:
+def snapshot(
+    ws: Workspace, person: str | None = None, with_checks: bool = True, *, host_events: bool = False
+) -> Snapshot:
+    """The state and, `with_checks`, the checks; `host_events` (--once) adds verify's re-derivation
+    of what the host wrote unsigned (engine.verification._host_events)."""
     snap = Snapshot(ws, load(ws), person)
     if with_checks:
-        refresh_checks(snap)
+        refresh_checks(snap, host_events=host_events)
     snap.derive()
     return snap
 
@@ -163,7 +167,7 @@ def frozen(state: State) -> State:
     return copied
 
 
-def compute_checks(ws: Workspace, state: State) -> Checks:
+def compute_checks(ws: Workspace, state: State, *, host_events: bool = False) -> Checks:
     """Lint, identity verify and store verify: slower (git, hashing). `state` is the checks' own
     (see `frozen`): nothing here writes into a state another thread reads."""
     history = None
@@ -176,13 +180,13 @@ def compute_checks(ws: Workspace, state: State) -> Checks:
 
         history = verify_history(ws)
         identity = list(history.files)
-    verify = [f for f in findings(ws, state) if f.dismissed is None]
+    verify = [f for f in findings(ws, state, host_events=host_events) if f.dismissed is None]
     return Checks(result, identity, verify, history, state.registers)
 
 
-def refresh_checks(snap: Snapshot) -> None:
+def refresh_checks(snap: Snapshot, *, host_events: bool = False) -> None:
     """The checks, run and applied in one thread (--once, screenshots, the first frame of tests)."""
-    compute_checks(snap.ws, frozen(snap.state)).apply(snap)
+    compute_checks(snap.ws, frozen(snap.state), host_events=host_events).apply(snap)
 
 
 def short(value: str | None, n: int = 8) -> str:

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
+import mmap
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from engine import clock, ids
+from engine import clock, hostkey, ids
 from engine.errors import BadInput, Refused
 from engine.events import STORES
 from engine.store import GENESIS, ReadResult, Store, _check_time, canonical, event_hash, locked
@@ -353,6 +356,9 @@ class Mirror:
         self.url = url
         self.folder = Path(folder)
         self.checked = False
+        self._before: dict[str, int] = {}
+        # (store, first line): mirror lines that were not the server's, fetched again
+        self.mended: list[tuple[str, int]] = []
 
     @property
     def marker(self) -> Path:
@@ -399,6 +405,7 @@ class Mirror:
                 state = {"instance": ident, "url": redact(self.url), "stores": {}}
                 self._save(state)
         self.checked = True
+        self._before = self._counts()  # what was here before this process fetched (see `check`)
         self.sync()
 
     def sync(self, names: tuple[str, ...] = STORES) -> int:
@@ -451,6 +458,109 @@ class Mirror:
         self.path(name).write_bytes(b"")
         stores[name] = [0, 0, GENESIS]
 
+    # ---- the mirror's bytes are the server's (SPEC §15.4: a cache never decides) ---------------
+
+    def _counts(self) -> dict[str, int]:
+        stores = self._state().get("stores", {})
+        return {name: int(stores.get(name, [0])[0]) for name in STORES}
+
+    def before(self, name: str) -> int:
+        """How many lines of the store were mirrored before this read fetches: the first read of a
+        process takes the count from before `prepare` fetched."""
+        if name in self._before:
+            return self._before.pop(name)
+        return self._counts()[name]
+
+    def check(self, name: str, offset: int, line: int, before: int, *, again: bool = True) -> None:
+        """Prove that the mirror bytes a reader is about to read (from `offset`, line `line`) are
+        the server's, or fetch the store again from the first line. Lines this read's own fetch
+        wrote (after `before`) came from the server just now. A read from the start hashes the
+        file once and compares it with the seal the last such read left (SHA-256 of the first
+        `size` bytes, MAC'd with the host key and bound to the database and line count), and
+        compares each line mirrored since the seal with the SHA-256 the server keeps of it; a read
+        from further on (the checkpoint vouches for the bytes before it, or this process read them)
+        compares only the lines after it. A mismatch (a same-size edit of the mirror) is named by
+        `verify` and warned of once; the reader reads the server's lines."""
+        with locked(self.folder / "mirror.lock"):
+            state = self._state()
+            stores = state.setdefault("stores", {})
+            n, size, _ = stores.get(name, [0, 0, GENESIS])
+            if offset > size:
+                return  # the caller's cursor is past the mirror: it reads nothing, or reloads
+            bad = self._first_bad(state, name, offset, line, min(before, n), n, size)
+            if bad is None:
+                return
+            self._reset(name, stores)
+            state.get("seals", {}).pop(name, None)
+            self._save(state)
+        self.sync((name,))
+        self.mended.append((name, bad))
+        print(
+            f"regulator: warning: the local mirror {self.path(name)} differed from the server at line {bad} "
+            "(edited in place); read again from the server",
+            file=sys.stderr,
+        )
+        if again:  # every line is the server's now: seal them
+            self.check(name, 0, 0, 0, again=False)
+
+    def _first_bad(
+        self, state: dict, name: str, offset: int, line: int, upto: int, n: int, size: int
+    ) -> int | None:
+        """The first line that is not the server's (0 when the seal does not hold yet no line
+        differs), or None; a read from the start that finds none leaves a new seal."""
+        seals = state.setdefault("seals", {})
+        key = hostkey.read(self.folder, create=True)
+        try:
+            fd = os.open(self.path(name), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None  # no mirror file: the read finds nothing, as Store.read does
+        with open(fd, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size < size:
+                return 0  # cut since the lock was taken: it cannot be, unless edited
+            data: Any = mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) if size else b""
+            try:
+                hasher = hashlib.sha256() if offset == 0 else None
+                start, first, broken = offset, line, False
+                if hasher is not None:
+                    vouched = _sealed(key, state.get("instance"), name, seals.get(name), data, hasher)
+                    broken = vouched is None
+                    if vouched is None:
+                        hasher = None  # no new seal from this read: the store is fetched again
+                    start, first = vouched or (0, 0)
+                if upto > first:
+                    wanted = self._digests(name, first, upto)
+                    pieces = data[start:size].split(b"\n", upto - first)[: upto - first]
+                    for k, (raw, want) in enumerate(zip(pieces, wanted, strict=False)):
+                        if hashlib.sha256(raw).hexdigest() != want:
+                            return first + 1 + k
+                    if len(pieces) != len(wanted) or len(wanted) != upto - first:
+                        return first + 1 + min(len(pieces), len(wanted))
+                if broken:
+                    return 0
+                if hasher is not None and key is not None:
+                    with memoryview(data) as view:
+                        hasher.update(view[start:size])
+                    body = [n, size, hasher.hexdigest()]
+                    if seals.get(name, [])[:3] != body:
+                        seals[name] = [*body, _seal_mac(key, state.get("instance"), name, body)]
+                        self._save(state)
+            finally:
+                if isinstance(data, mmap.mmap):
+                    data.close()
+        return None
+
+    def _digests(self, name: str, first: int, upto: int) -> list[str]:
+        """The SHA-256 the server keeps of each of the store's lines first+1 … upto."""
+        rows = _run(
+            self.url,
+            lambda conn: conn.execute(
+                "SELECT sha256 FROM regulator.events WHERE store = %s AND n > %s AND n <= %s ORDER BY n",
+                (name, first, upto),
+            ).fetchall(),
+            tx=False,
+        )
+        return [row[0] for row in rows]
+
     def appended(self, name: str, n: int, digest: str, line: str) -> None:
         """Our own append, committed as line `n`: mirrored at once when the mirror is at n - 1."""
         with locked(self.folder / "mirror.lock"):
@@ -469,6 +579,33 @@ class Mirror:
                 self._save(state)
                 return
         self.sync((name,))
+
+
+def _seal_mac(key: bytes, instance: object, name: str, body: list) -> str:
+    text = json.dumps([instance, name, *body], separators=(",", ":"))
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+
+
+def _sealed(
+    key: bytes | None, instance: object, name: str, seal: object, data: Any, hasher: Any
+) -> tuple[int, int] | None:
+    """(bytes, lines) of the mirror a valid seal vouches for, fed to `hasher`: (0, 0) without a
+    seal this host made (none, another key's, or one the mirror has since outgrown by a fetch
+    from the first line); None when the host's seal names bytes the mirror no longer holds."""
+    if key is None or not isinstance(seal, list) or len(seal) != 4:
+        return 0, 0
+    lines, size, digest, mac = seal
+    if not (isinstance(lines, int) and isinstance(size, int) and isinstance(mac, str)):
+        return 0, 0
+    if not hmac.compare_digest(mac, _seal_mac(key, instance, name, [lines, size, digest])):
+        return 0, 0
+    if size > len(data):
+        return 0, 0
+    with memoryview(data) as view:
+        hasher.update(view[:size])
+    if hasher.hexdigest() != digest:
+        return None
+    return size, lines
 
 
 _MIRRORS: dict[tuple[str, Path], Mirror] = {}
@@ -532,10 +669,17 @@ class PgStore(Store):
     def read(
         self, offset: int = 0, line: int = 0, *, final: bool = True, shape: type | tuple | None = None
     ) -> ReadResult:
-        """From the mirror, brought up to date first (from its last sequence number)."""
+        """From the mirror, brought up to date first (from its last sequence number), its bytes
+        proven to be the server's (Mirror.check) or fetched again."""
         self.mirror.prepare()
+        before = self.mirror.before(self.store)
         self.mirror.sync((self.store,))
+        self.mirror.check(self.store, offset, line, before)
         return super().read(offset, line, final=final, shape=shape)
+
+    def mended(self) -> list[int]:
+        """Lines of the mirror this process found were not the server's, and fetched again."""
+        return [line for name, line in self.mirror.mended if name == self.store]
 
     def whole(self) -> bytes:
         """The server's lines, not the mirror's: `verify` checks what the server holds."""

@@ -206,6 +206,11 @@ class Store:
         """Every byte of the store, as `verify` checks it."""
         return self.path.read_bytes()
 
+    def mended(self) -> list[int]:
+        """Lines of a local copy found not to be the store's and read again (engine.pgstore's
+        mirror); the files are the store itself."""
+        return []
+
 
 def _check_time(store: str, at: object, last_at: object) -> None:
     """With the system clock, a store never takes an event stamped before its last (beyond a
