@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -53,7 +54,7 @@ class Workspace:
         a linked worktree is linted as that branch), else the workspace itself."""
         return self.checkout or self.root
 
-    @property
+    @functools.cached_property
     def state_dir(self) -> Path:
         return self.root / STATE_DIR
 
@@ -102,10 +103,11 @@ class Workspace:
         """Decided content, keys and grants, folded from identity.ndjson (SPEC §15.0)."""
         from engine import authority
 
-        if self.url is not None:  # PostgreSQL: the identity store's mirror, prepared once
+        url = self.url
+        if url is not None:  # PostgreSQL: the identity store's mirror, prepared once
             from engine.pgstore import mirror
 
-            if not mirror(self.url, self.state_dir).checked:
+            if not mirror(url, self.state_dir).checked:
                 self.sync()
         return authority.of(self.root)
 
@@ -327,11 +329,11 @@ def _real(folder: Path) -> Path:
 def _opened(folder: Path) -> Workspace:
     """The workspace for a folder: itself, or the workspace a linked worktree of it belongs to."""
     home = _real(folder)
-    _untracked(home)
+    check_untracked(home)
     return Workspace(home, None if home == folder else folder)
 
 
-def _untracked(home: Path) -> None:
+def check_untracked(home: Path) -> None:
     """Stores committed to git are not the host's stores (a clone carrying forged ones would look
     like the host): refused (SPEC §16.2)."""
     if not (home / STATE_DIR).is_dir() or not (home / ".git").exists():
@@ -385,7 +387,7 @@ def _locate(
         return ws, lease
     if lease is not None:
         home = _real(lease.workspace.resolve())
-        _untracked(home)
+        check_untracked(home)
         if not (home / STATE_DIR).is_dir():
             raise Refused(f"lease {lease.path} names {lease.workspace}, which is not a workspace")
         return Workspace(home), lease
