@@ -204,8 +204,12 @@ class UnitDoor:
         ws = kept.ws
         written: dict[str, Any] | None = None
         if ws.url is not None and kept.tails is not None and kept.state is not None:
-            event = self._signal(kept.workspace(), fields, kept.state)
-            written = kept.signals(ws.url).append_unchanged(event, kept.tails)
+            try:
+                event = self._signal(kept.workspace(), fields, kept.state)
+            except RegulatorError:  # judged on what this host had read: read the server's, judge again
+                pass
+            else:
+                written = kept.signals(ws.url).append_unchanged(event, kept.tails)
         if written is None:  # files: units.ndjson looked at; PostgreSQL: what the stores gained read
             state = kept.refresh(sync=ws.url is not None)
             written = ws.store("signals").append(self._signal(ws, fields, state), assign_id=True)
