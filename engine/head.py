@@ -37,10 +37,15 @@ def _kind(path: str) -> object:
 
 def _content(path: str | Path) -> bytes | None:
     try:
-        with open(path, "rb", buffering=0) as handle:
-            return handle.read(512)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        return os.read(fd, 512)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 class Head:

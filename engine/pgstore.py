@@ -549,18 +549,19 @@ class PgStore(Store):
         trip = _one_trip(self.store, self.name, event, unchanged)
         if trip is None:
             return None
-        query, params, written = trip
+        params, written = trip
         psycopg = _psycopg()
         from psycopg import errors
 
         conn = connect(self.url)
         try:
             cursor = psycopg.ClientCursor(conn)
+            query, bound = _one_trip_query(conn, params)
             try:
-                cursor.execute(query, params)
+                cursor.execute(query, bound)
             except errors.InvalidSqlStatementName:  # a new connection: prepare it (nothing was written)
                 conn.execute(ONE_TRIP_PREPARE)
-                cursor.execute(query, params)
+                cursor.execute(query, bound)
             while cursor.nextset():  # the last statement's result: the INSERT's
                 pass
             row = cursor.fetchone()
@@ -630,8 +631,8 @@ _CUT = "regulator-cut-" + os.urandom(16).hex()  # where prev and hash go: in no 
 
 def _one_trip(
     name: str, file_name: str, event: dict, unchanged: Mapping[str, str]
-) -> tuple[str, dict[str, object], dict] | None:
-    """The query and parameters of append_unchanged, and the line as written but for prev and
+) -> tuple[dict[str, object], dict] | None:
+    """The parameters of append_unchanged's query, and the line as written but for prev and
     hash; None where one trip cannot write what append() would (SPEC §15.3, §18): a pinned
     clock (ids and `at` then derive from the chain), an `at` that is not text, a line that is
     not plain UTF-8, or a cut that is not where prev and hash alone go."""
@@ -667,7 +668,25 @@ def _one_trip(
         "tails": [tail for _, tail in guards],
     }
     del written["hash"]
-    return ONE_TRIP_SQL, params, written
+    return params, written
+
+
+def _one_trip_query(conn: Any, params: dict[str, object]) -> tuple[str, dict[str, object] | None]:
+    """ONE_TRIP_SQL with its parameters, quoted here where the connection reads text literals
+    plainly (standard_conforming_strings, UTF-8: a quote doubled is all there is to it; the lines
+    are JSON, which holds no NUL), else by psycopg (its literals, slower to make)."""
+    info = conn.info
+    plain = info.parameter_status("standard_conforming_strings") == "on" and info.encoding == "utf-8"
+    texts = [v for v in params.values() if isinstance(v, str)]
+    if not plain or any("\x00" in v for v in texts):
+        return ONE_TRIP_SQL, params
+
+    def quoted(value: object) -> str:
+        if isinstance(value, list):
+            return "ARRAY[" + ", ".join(map(quoted, value)) + "]"
+        return "'" + str(value).replace("'", "''") + "'"
+
+    return ONE_TRIP_SQL % {k: quoted(v) for k, v in params.items()}, None
 
 
 def _written_after_all(url: str, name: str, event_id: str) -> tuple[int, str, str] | None:

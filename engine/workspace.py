@@ -61,7 +61,13 @@ class Workspace:
     @property
     def url(self) -> str | None:
         """The PostgreSQL store this workspace's stores are on (SPEC §18), or None: files."""
-        return store_url(self.root)
+        env = os.environ.get("REGULATOR_STORE")
+        known = self.__dict__.get("_url")  # kept as cached_property keeps its value, per REGULATOR_STORE
+        if known is not None and known[0] == env:
+            return known[1]
+        url = store_url(self.root)
+        self.__dict__["_url"] = (env, url)
+        return url
 
     def store(self, name: str) -> Store:
         url = self.url
@@ -97,7 +103,11 @@ class Workspace:
     @property
     def has_stores(self) -> bool:
         """The host's workspace holds its stores; a clone (CI) or a copy does not (SPEC §16.2)."""
-        return (self.state_dir / "identity.ndjson").is_file()
+        return os.path.isfile(self._identity_file)
+
+    @functools.cached_property
+    def _identity_file(self) -> str:
+        return str(self.state_dir / "identity.ndjson")
 
     def authority(self) -> Authority:
         """Decided content, keys and grants, folded from identity.ndjson (SPEC §15.0)."""

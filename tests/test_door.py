@@ -331,7 +331,7 @@ def test_one_trip_append_writes_only_while_the_guarded_stores_are_unchanged(tmp_
     ws.lease("r1")
     tails = {name: json.loads(pgstore.lines(pg_url, name)[-1][1])["hash"] for name in ("units", "identity")}
     store = pgstore.PgStore(pg_url, tmp_path / "mirror", "signals", mirrored=False)
-    event = {"kind": "note", "subject": 'é ✓ "quoted" \\ back', "at": pgstore.now_text()}
+    event = {"kind": "note", "subject": "é ✓ \"it's\" 100% \\ back'); --", "at": pgstore.now_text()}
     written = store.append_unchanged(event, tails)
     assert written is not None and list(written)[0] == "id" and list(written)[-2:] == ["prev", "hash"]
     ((n, line),) = pgstore.lines(pg_url, "signals")
@@ -346,6 +346,23 @@ def test_one_trip_append_writes_only_while_the_guarded_stores_are_unchanged(tmp_
     # a store's old tail: as good as a moved one
     assert store.append_unchanged({**event, "subject": "guarded"}, {"signals": written["hash"]}) is None
     assert pgstore.counts(pg_url) == counts
+    # a connection that reads backslashes in literals as escapes: psycopg quotes the line instead
+    conn = pgstore.connect(pg_url)
+    conn.execute("SET standard_conforming_strings = off")
+    try:
+        ws.run("unit", "close", "u1", check=True)
+        tails["units"] = json.loads(pgstore.lines(pg_url, "units")[-1][1])["hash"]
+        fourth = store.append_unchanged({**event, "subject": "fourth " + event["subject"]}, tails)
+    finally:
+        conn.execute("SET standard_conforming_strings = on")
+    assert fourth is not None
+    assert pgstore.lines(pg_url, "signals")[-1][1] == pgstore.line_text(fourth)
+    assert [json.loads(line)["subject"] for _, line in pgstore.lines(pg_url, "signals")] == [
+        event["subject"],
+        "by append()",
+        "third",
+        "fourth " + event["subject"],
+    ]
     assert ws.run("verify").returncode == 0
 
 
