@@ -122,29 +122,41 @@ def run_writers(leases: list[Path], seconds: float, kind: str) -> list[tuple[int
 
 
 def server_cpu(folder: Path | None) -> float | None:
-    """CPU seconds the PostgreSQL server has used so far: the postmaster, the backends it reaped
-    and those still running (Linux /proc); None elsewhere."""
+    """CPU seconds the PostgreSQL server has used so far: the postmaster with the backends it has
+    reaped, and those still running (Linux /proc); None elsewhere. Read once the writers' backends
+    have gone (a backend that exits between two reads would be counted in neither)."""
     if folder is None:
         return None
     try:
         postmaster = int((folder / "data" / "postmaster.pid").read_text().split()[0])
-        ticks = os.sysconf("SC_CLK_TCK")
-        total = 0
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            pid, ppid = int(entry.name), int(fields[1])
-            if pid == postmaster:
-                total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
-            elif ppid == postmaster:
-                total += int(fields[11]) + int(fields[12])
-        return total / ticks
     except (OSError, ValueError, IndexError):
         return None
+    deadline = time.monotonic() + 5
+    while True:
+        found = _server_ticks(postmaster)
+        if found is None:
+            return None
+        if _server_ticks(postmaster) == found or time.monotonic() > deadline:
+            return found[0] / os.sysconf("SC_CLK_TCK")
+        time.sleep(0.1)
+
+
+def _server_ticks(postmaster: int) -> tuple[int, frozenset[int]] | None:
+    total, children = 0, set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(entry.name), int(fields[1])
+        if pid == postmaster:
+            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+        elif ppid == postmaster:
+            total += int(fields[11]) + int(fields[12])
+            children.add(pid)
+    return (total, frozenset(children)) if total else None
 
 
 def appends(
