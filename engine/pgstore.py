@@ -569,8 +569,15 @@ class PgStore(Store):
             return None  # append() says why (and stamps again an `at` that waited too long)
         except errors.InsufficientPrivilege as exc:
             raise Refused(f"store {redact(self.url)}: {_message(exc)} (a reader role cannot write)") from None
-        except psycopg.OperationalError:
-            row = _written_after_all(self.url, self.store, written["id"])
+        except psycopg.OperationalError as exc:
+            try:
+                row = _written_after_all(self.url, self.store, written["id"])
+            except Refused as unknown:
+                raise Refused(
+                    f"store {redact(self.url)}: the connection broke during an append ({_message(exc)}) and "
+                    f"the store could not be asked whether it was written ({unknown}); `regulator verify` "
+                    "and `regulator signals` show what it holds"
+                ) from None
         except psycopg.Error as exc:
             raise Refused(f"store {redact(self.url)}: {_message(exc)}; nothing written") from None
         if row is None:

@@ -325,8 +325,9 @@ def test_head_moved_the_next_signal_records_the_new_revision(fleet):
 def test_one_trip_append_writes_only_while_the_guarded_stores_are_unchanged(tmp_path, pg_url):
     """PgStore.append_unchanged: the same line append() writes, chained to the server's tail,
     and nothing at all when a guarded store moved on since its tail was read."""
-    from engine import pgstore
+    from engine import clock, pgstore
 
+    clock.configure(False)  # the system clock, as a workspace on it configures this process
     ws = make_workspace(tmp_path, now=None, clock="system", store=pg_url)
     ws.lease("r1")
     tails = {name: json.loads(pgstore.lines(pg_url, name)[-1][1])["hash"] for name in ("units", "identity")}
@@ -378,6 +379,29 @@ def test_one_trip_is_not_taken_on_a_pinned_clock(tmp_path, pg_url, monkeypatch):
     first = door.report(fields("pinned")).id
     (held,) = signals_held_url(pg_url)
     assert held["id"] == first and held["at"] == ws.env["REGULATOR_NOW"]
+
+
+def test_one_trip_as_the_writer_role_and_refused_as_the_reader(tmp_path, pg_server):
+    from engine import clock, pgstore
+    from engine.errors import Refused
+
+    clock.configure(False)
+    db = pg_server.database()
+    owner = pg_server.url(db)
+    pgstore.create_schema(owner, "system")
+    subprocess.run([REGULATOR, "store", "roles", "--url", owner], check=True, capture_output=True)
+    writer = pgstore.PgStore(pg_server.url(db, "regulator_writer"), tmp_path / "w", "signals", mirrored=False)
+    first = writer.append_unchanged({"kind": "note", "at": pgstore.now_text()}, {"units": ""})
+    assert first is not None and first["prev"] == ""
+    second = writer.append_unchanged({"kind": "note", "at": pgstore.now_text()}, {})
+    assert second is not None and second["prev"] == first["hash"]
+    reader = pgstore.PgStore(pg_server.url(db, "regulator_reader"), tmp_path / "r", "signals", mirrored=False)
+    with pytest.raises(Refused, match="a reader role cannot write"):
+        reader.append_unchanged({"kind": "note", "at": pgstore.now_text()}, {})
+    assert [line for _, line in pgstore.lines(owner, "signals")] == [
+        pgstore.line_text(first),
+        pgstore.line_text(second),
+    ]
 
 
 def signals_held_url(url: str) -> list[dict]:
