@@ -21,7 +21,7 @@ from engine import clock
 from engine.actors import check_lease
 from engine.contracts import ContractFiles, load_contracts
 from engine.errors import Refused
-from engine.fold import advance
+from engine.fold import StoreReplaced, advance
 from engine.head import Head
 from engine.model import State
 from engine.store import NO_STORES
@@ -132,7 +132,11 @@ class Kept:
             # or the file is not the one folded
             state = State(now=clock.now())
         if state is not self.state or units != self._units:
-            advance(ws, state, stores=("units",), final=False)  # a line still being written waits
+            try:
+                advance(ws, state, stores=("units",), final=False)  # a line still being written waits
+            except StoreReplaced:  # cut shorter since it was looked at: from the first byte
+                state = State(now=clock.now())
+                advance(ws, state, stores=("units",), final=False)
             self._tail = self._read_tail(state.cursors["units"].offset)
         self.state, self._units, self._identity = state, units, identity
         self.tails = self._server_tails(state) if url is not None else None
