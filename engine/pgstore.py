@@ -628,8 +628,8 @@ WHERE p.prev ~ '^([0-9a-f]{{64}})?$'
        FROM unnest($9, $10) AS s(store, tail))
 RETURNING n, prev, hash"""
 ONE_TRIP_SQL = (  # the plan made once serves every line (a custom plan costs as much again)
-    "SET LOCAL plan_cache_mode = force_generic_plan; "
-    "SELECT pg_advisory_xact_lock(hashtext('regulator.store.' || %(store)s)); "
+    "SELECT set_config('plan_cache_mode', 'force_generic_plan', true),"
+    " pg_advisory_xact_lock(hashtext('regulator.store.' || %(store)s)); "
     f"EXECUTE {ONE_TRIP} (%(store)s, %(h1)s, %(h2)s, %(l1)s, %(l2)s, %(l3)s, %(at)s, %(sent)s, "
     "%(stores)s::text[], %(tails)s::text[])"
 )
