@@ -42,6 +42,19 @@ def _identity(path: str) -> tuple[int, ...] | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
+class _Known:
+    """Kept.known(): the contracts read on the first question."""
+
+    def __init__(self, kept: Kept) -> None:
+        self.kept = kept
+        self.units: set[str] | None = None
+
+    def __contains__(self, unit: object) -> bool:
+        if self.units is None:
+            self.units = set(load_contracts(self.kept.ws, None, self.kept._contract_files))
+        return unit in self.units
+
+
 class Kept:
     """One lease's reads, kept between calls of one door (one process, one thread at a time)."""
 
@@ -89,17 +102,7 @@ class Kept:
     def known(self) -> Container[str]:
         """The units with contracts under contracts/ now, read when first asked (a report that
         names no affected unit reads none; a file is read again only when it changed)."""
-        kept = self
-
-        class Known:
-            units: set[str] | None = None
-
-            def __contains__(self, unit: object) -> bool:
-                if self.units is None:
-                    self.units = set(load_contracts(kept.ws, None, kept._contract_files))
-                return unit in self.units
-
-        return Known()
+        return _Known(self)
 
     def signals(self, url: str) -> PgStore:
         """The signals store on the server, for one-trip appends: unmirrored (readers sync first)."""
