@@ -15,7 +15,7 @@ from typing import Any
 
 from engine import delivery, memory, signals
 from engine.actors import Actor, unit_tools
-from engine.door import Kept
+from engine.door import Kept, index_key
 from engine.errors import BadInput, Refused, RegulatorError
 from engine.load import load
 from engine.model import ObligationStatus, State
@@ -175,9 +175,12 @@ class UnitDoor:
     def __init__(self, lease_file: str | Path) -> None:
         path = Path(lease_file)
         self.lease: Lease = read_lease(path)
+        home = self.lease.workspace.resolve()
+        index = index_key(home)  # before locate() asks git about it (the usual layout: home is the root)
         self.workspace: Workspace
         self.workspace, _ = locate(lease_file=path)
         self._kept = Kept(self.workspace, self.lease)
+        self._kept.untracked_checked(home, index)
         self.check()
 
     @property

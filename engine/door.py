@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Container
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine import clock
@@ -40,6 +41,13 @@ def _identity(path: str) -> tuple[int, ...] | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def index_key(root: Path) -> tuple | None:
+    """What `git ls-files` answers from: the identity of the index of the repository at `root`
+    (None where .git is not a folder: the index is elsewhere, and git is asked every time)."""
+    dotgit = os.path.join(root, ".git")
+    return ("dir", _identity(os.path.join(dotgit, "index"))) if os.path.isdir(dotgit) else None
 
 
 class _Known:
@@ -71,8 +79,6 @@ class Kept:
         self._state_dir = str(ws.state_dir)
         self._units_path = str(ws.store("units").path)
         self._identity_path = str(ws.store("identity").path)
-        self._dotgit = str(ws.root / ".git")
-        self._git_index = str(ws.root / ".git" / "index")
         self._units: tuple[int, ...] | None = None
         self._identity: tuple[int, ...] | None = None
         self._tail = b""
@@ -93,11 +99,17 @@ class Kept:
             raise Refused(f"{ws.state_dir} is a symlink; regulator opens its stores only where they are")
         if not os.path.isfile(self._identity_path):
             raise Refused(NO_STORES)
-        index = ("dir", _identity(self._git_index)) if os.path.isdir(self._dotgit) else None
+        index = index_key(ws.root)
         if index is None or index != self._index:  # a .git file: the index is elsewhere, ask git
             check_untracked(ws.root)
             self._index = index
         return configure_clock(ws)
+
+    def untracked_checked(self, root: Path, index: tuple | None) -> None:
+        """locate() has just asked git whether the stores at `root` are tracked, git's index then
+        being `index` (index_key, taken before it asked): the first call need not ask again."""
+        if index is not None and root == self.ws.root:
+            self._index = index
 
     def known(self) -> Container[str]:
         """The units with contracts under contracts/ now, read when first asked (a report that

@@ -158,6 +158,22 @@ def test_bad_input_is_exit_2_and_an_affected_unit_needs_a_contract(fleet):
     assert signals_held(fleet)[-1]["affectedUnits"] == ["zz9"]
 
 
+def test_stores_committed_to_git_meanwhile_are_refused_by_the_next_call(fleet):
+    from engine.api import Refused, UnitDoor
+
+    door = UnitDoor(fleet.lease_file)
+    door.report(fields("before"))
+    fleet.git("add", "-f", ".regulator/identity.ndjson")  # git's index changes: git is asked again
+    before = held_bytes(fleet)
+    with pytest.raises(Refused) as refused:
+        door.report(fields("tracked"))
+    assert refused.value.exit_code == 3 and "tracked by git" in str(refused.value)
+    assert held_bytes(fleet) == before
+    fleet.git("rm", "-q", "--cached", ".regulator/identity.ndjson")
+    door.report(fields("untracked again"))
+    assert [s["subject"] for s in signals_held(fleet)] == ["before", "untracked again"]
+
+
 # ---- units.ndjson replaced or rewritten (files) ----------------------------------------------------
 
 
