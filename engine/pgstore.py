@@ -454,6 +454,11 @@ class Mirror:
                 self._save(state)
             return gained
 
+    def recorded(self) -> dict[str, list]:
+        """What the mirror records of each store: [last sequence number, file size, last hash]."""
+        stores = self._state().get("stores", {})
+        return {name: stores.get(name, [0, 0, GENESIS]) for name in STORES}
+
     def _reset(self, name: str, stores: dict) -> None:
         self.path(name).write_bytes(b"")
         stores[name] = [0, 0, GENESIS]
@@ -612,7 +617,7 @@ _MIRRORS: dict[tuple[str, Path], Mirror] = {}
 
 
 def mirror(url: str, folder: Path) -> Mirror:
-    key = (url, Path(folder))
+    key = (url, folder if isinstance(folder, Path) else Path(folder))
     found = _MIRRORS.get(key)
     if found is None:
         found = _MIRRORS[key] = Mirror(url, Path(folder))
@@ -666,6 +671,66 @@ class PgStore(Store):
             self.mirror.appended(name, n, written["hash"], line_text(written))
         return written
 
+    def append_unchanged(self, event: dict, unchanged: Mapping[str, str]) -> dict | None:
+        """append(event, assign_id=True) in one round trip, if the stores named in `unchanged`
+        still end with the lines of those hashes (what the caller's checks read: a unit's lease,
+        the policy in force); None, and nothing written, when one of them has moved on or the
+        one-trip path does not apply (a pinned clock, an event stamped before the store's last, a
+        line the trigger refuses): the caller then reads again, checks again and calls append().
+
+        The server builds the line around the store's tail: the client sends the canonical line
+        and its hashed body cut where `prev` goes, the server takes the store's lock, reads the
+        tail, joins the pieces, hashes them, inserts (the trigger checks the line as ever) and
+        commits, in one simple query (each statement sees what committed before it, so the tail read
+        after the lock is the store's last line)."""
+        trip = _one_trip(self.store, self.name, event, unchanged)
+        if trip is None:
+            return None
+        params, written = trip
+        psycopg = _psycopg()
+        from psycopg import errors
+
+        conn = connect(self.url)
+        try:
+            cursor = psycopg.ClientCursor(conn)
+            query, bound = _one_trip_query(conn, params)
+            try:
+                cursor.execute(query, bound)
+            except errors.InvalidSqlStatementName:  # a new connection: prepare it (nothing was written)
+                conn.execute(ONE_TRIP_PREPARE)
+                cursor.execute(query, bound)
+            while cursor.nextset():  # the last statement's result: the INSERT's
+                pass
+            row = cursor.fetchone()
+        except errors.CheckViolation:
+            return None  # append() says why (and stamps again an `at` that waited too long)
+        except errors.InsufficientPrivilege as exc:
+            raise Refused(f"store {redact(self.url)}: {_message(exc)} (a reader role cannot write)") from None
+        except psycopg.OperationalError as exc:
+            try:
+                row = _written_after_all(self.url, self.store, written["id"])
+            except Refused as unknown:
+                raise Refused(
+                    f"store {redact(self.url)}: the connection broke during an append ({_message(exc)}) and "
+                    f"the store could not be asked whether it was written ({unknown}); `regulator verify` "
+                    "and `regulator signals` show what it holds"
+                ) from None
+        except psycopg.Error as exc:
+            raise Refused(f"store {redact(self.url)}: {_message(exc)}; nothing written") from None
+        if row is None:
+            return None
+        n, prev, digest = row
+        written["prev"], written["hash"] = prev, digest
+        body = f"{params['h1']}{prev}{params['h2']}"  # canonical(written without its hash), by the cut
+        if hashlib.sha256(body.encode()).hexdigest() != digest:  # the server joined another text
+            raise Refused(
+                f"store {redact(self.url)}: line {n} of {self.store} was written with a hash this "
+                "client does not compute; run `regulator verify`"
+            )
+        if self.mirrored:
+            self.mirror.appended(self.store, n, digest, line_text(written))
+        return written
+
     def read(
         self, offset: int = 0, line: int = 0, *, final: bool = True, shape: type | tuple | None = None
     ) -> ReadResult:
@@ -684,6 +749,111 @@ class PgStore(Store):
     def whole(self) -> bytes:
         """The server's lines, not the mirror's: `verify` checks what the server holds."""
         return b"".join(text.encode() + b"\n" for _, text in lines(self.url, self.store))
+
+
+# one round trip: the store's lock, then the line built around the store's tail and inserted, in
+# one simple query (one transaction; each statement sees what committed before it starts); the
+# INSERT is a statement prepared once per connection
+ONE_TRIP = "regulator_append_v1"
+ONE_TRIP_PREPARE = f"""PREPARE {ONE_TRIP} (text, text, text, text, text, text, text, text, text[], text[]) AS
+INSERT INTO regulator.events (store, line, sha256, hash, prev, recorded_at)
+SELECT $1, l.line, encode(sha256(convert_to(l.line, 'UTF8')), 'hex'), '', '', now()
+FROM (SELECT coalesce(t.hash, '') AS prev, t.at AS last_at FROM (SELECT 1) AS one
+      LEFT JOIN LATERAL (SELECT e.hash, e.at FROM regulator.events e WHERE e.store = $1
+                         ORDER BY e.n DESC LIMIT 1) AS t ON true) AS p
+CROSS JOIN LATERAL (SELECT encode(sha256(convert_to($2 || p.prev || $3, 'UTF8')), 'hex') AS hash) AS h
+CROSS JOIN LATERAL (SELECT $4 || p.prev || $5 || h.hash || $6 AS line) AS l
+WHERE p.prev ~ '^([0-9a-f]{{64}})?$'
+  AND (p.last_at IS NULL OR p.last_at COLLATE "C" <= $7)
+  AND encode(sha256(convert_to($2 || E'\\n' || $3 || E'\\n' || $4 || E'\\n' || $5 || E'\\n' || $6, 'UTF8')),
+             'hex') = $8
+  AND (SELECT coalesce(bool_and(coalesce((SELECT g.hash FROM regulator.events g WHERE g.store = s.store
+                                           ORDER BY g.n DESC LIMIT 1), '') = s.tail), true)
+       FROM unnest($9, $10) AS s(store, tail))
+RETURNING n, prev, hash"""
+ONE_TRIP_SQL = (  # the plan made once serves every line (a custom plan costs as much again)
+    "SELECT set_config('plan_cache_mode', 'force_generic_plan', true),"
+    " pg_advisory_xact_lock(hashtext('regulator.store.' || %(store)s)); "
+    f"EXECUTE {ONE_TRIP} (%(store)s, %(h1)s, %(h2)s, %(l1)s, %(l2)s, %(l3)s, %(at)s, %(sent)s, "
+    "%(stores)s::text[], %(tails)s::text[])"
+)
+_CUT = "regulator-cut-" + os.urandom(16).hex()  # where prev and hash go: in no line by chance
+
+
+def _one_trip(
+    name: str, file_name: str, event: dict, unchanged: Mapping[str, str]
+) -> tuple[dict[str, object], dict] | None:
+    """The parameters of append_unchanged's query, and the line as written but for prev and
+    hash; None where one trip cannot write what append() would (SPEC §15.3, §18): a pinned
+    clock (ids and `at` then derive from the chain), an `at` that is not text, a line that is
+    not plain UTF-8, or a cut that is not where prev and hash alone go."""
+    if clock.pinned() or clock.fixed():
+        return None
+    at = _restamped(event)
+    if not isinstance(at, str) or "id" in event:
+        return None
+    written = {"id": ids.new_id(file_name), **event}  # random (the clock is not fixed), first on the line
+    if "at" in written:
+        written["at"] = at
+    written["prev"] = _CUT
+    try:
+        body = canonical(written).decode("utf-8")
+        written["hash"] = _CUT
+        line = line_text(written)
+        line.encode("utf-8")
+    except UnicodeError:
+        return None
+    h1, cut, h2 = body.partition(_CUT)
+    l1, _, rest = line.partition(_CUT)
+    l2, _, l3 = rest.partition(_CUT)
+    if not cut or _CUT in h2 or body.count(_CUT) != 1 or line.count(_CUT) != 2:
+        return None
+    pieces = (h1, h2, l1, l2, l3)
+    guards = sorted(unchanged.items())
+    params: dict[str, object] = {
+        "store": name,
+        "at": at,
+        "sent": hashlib.sha256("\n".join(pieces).encode()).hexdigest(),
+        **dict(zip(("h1", "h2", "l1", "l2", "l3"), pieces, strict=True)),
+        "stores": [store for store, _ in guards],
+        "tails": [tail for _, tail in guards],
+    }
+    del written["hash"]
+    return params, written
+
+
+def _one_trip_query(conn: Any, params: dict[str, object]) -> tuple[str, dict[str, object] | None]:
+    """ONE_TRIP_SQL with its parameters, quoted here where the connection reads text literals
+    plainly (standard_conforming_strings, UTF-8: a quote doubled is all there is to it; the lines
+    are JSON, which holds no NUL), else by psycopg (its literals, slower to make)."""
+    info = conn.info
+    plain = info.parameter_status("standard_conforming_strings") == "on" and info.encoding == "utf-8"
+    texts = [v for v in params.values() if isinstance(v, str)]
+    if not plain or any("\x00" in v for v in texts):
+        return ONE_TRIP_SQL, params
+
+    def quoted(value: object) -> str:
+        if isinstance(value, list):
+            return "ARRAY[" + ", ".join(map(quoted, value)) + "]"
+        return "'" + str(value).replace("'", "''") + "'"
+
+    return ONE_TRIP_SQL % {k: quoted(v) for k, v in params.items()}, None
+
+
+def _written_after_all(url: str, name: str, event_id: str) -> tuple[int, str, str] | None:
+    """The connection broke during a one-trip append: whether the line went in after all. Under
+    the store's lock (an append still running on the server ends first), the store's last lines
+    are searched for the line's id, which is random and first on the line."""
+
+    def work(conn: Any) -> tuple[int, str, str] | None:
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("regulator.store." + name,))
+        return conn.execute(
+            "SELECT n, prev, hash FROM regulator.events WHERE store = %s AND n > coalesce((SELECT max(n)"
+            " FROM regulator.events WHERE store = %s), 0) - 10000 AND starts_with(line, %s)",
+            (name, name, '{"id":' + json.dumps(event_id) + ","),
+        ).fetchone()
+
+    return _run(url, work)
 
 
 def _restamped(event: dict) -> object:

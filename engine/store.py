@@ -26,7 +26,7 @@ from engine.errors import Refused
 GENESIS = ""
 NO_STORES = "no regulator stores here (a clone? run on the host, or connect a store: SPEC §18)"
 SKEW_S = 2  # how far an event may be stamped before its store's last one (SPEC §15.3)
-_TAIL_CHUNK = 64 * 1024
+_TAIL_CHUNK = 8 * 1024  # grown fourfold until a whole line is in it
 _READ_CHUNK = 1 << 20
 
 
