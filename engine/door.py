@@ -25,7 +25,7 @@ from engine.errors import Refused
 from engine.fold import StoreReplaced, advance
 from engine.head import Head
 from engine.model import State
-from engine.store import NO_STORES
+from engine.store import NO_STORES, open_regular
 from engine.workspace import Lease, Workspace, check_untracked, configure_clock
 
 if TYPE_CHECKING:  # psycopg is imported only where a postgresql store is selected
@@ -173,8 +173,8 @@ class Kept:
     def _read_tail(self, offset: int) -> bytes:
         start = max(0, offset - _TAIL)
         try:
-            fd = os.open(self._units_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
+            fd = open_regular(self._units_path)
+        except (OSError, Refused):
             return b""
         try:
             return os.pread(fd, offset - start, start)

@@ -22,6 +22,7 @@ import hmac
 import json
 import mmap
 import os
+import stat
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -32,7 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 from engine import clock, hostkey, ids
 from engine.errors import BadInput, Refused
 from engine.events import STORES
-from engine.store import GENESIS, ReadResult, Store, _check_time, canonical, event_hash, locked
+from engine.store import GENESIS, ReadResult, Store, _check_time, canonical, event_hash, locked, open_regular
 
 MARKER = "postgresql.json"
 CHANNEL = "regulator"
@@ -419,9 +420,13 @@ class Mirror:
             for name in names:
                 n, size, _ = stores.get(name, [0, 0, GENESIS])
                 try:
-                    actual = self.path(name).stat().st_size
+                    found = self.path(name).lstat()
+                    actual = found.st_size
                 except FileNotFoundError:
                     actual = -1
+                else:
+                    if not stat.S_ISREG(found.st_mode):  # a FIFO would block the fetch's write
+                        raise Refused(f"{self.path(name)} is not a regular file; move it aside")
                 if actual != size:
                     self._reset(name, stores)
             gained = 0
@@ -516,7 +521,7 @@ class Mirror:
         seals = state.setdefault("seals", {})
         key = hostkey.read(self.folder, create=True)
         try:
-            fd = os.open(self.path(name), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = open_regular(self.path(name))
         except OSError:
             return None  # no mirror file: the read finds nothing, as Store.read does
         with open(fd, "rb") as handle:

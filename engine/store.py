@@ -13,6 +13,7 @@ import hashlib
 import json
 import operator
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate, filterfalse
@@ -81,13 +82,23 @@ def _open(path: Path, flags: int) -> int:
     """Open without following a symlink; a missing store is never created here (only `init`
     and `demo` create stores, SPEC §15.4)."""
     try:
-        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        return open_regular(path, flags)
     except FileNotFoundError:
         raise Refused(NO_STORES) from None
     except OSError as exc:
         if os.path.islink(path):
             raise Refused(f"{path} is a symlink; regulator opens its stores only where they are") from None
         raise Refused(f"{path}: cannot open ({exc.strerror})") from None
+
+
+def open_regular(path: Path, flags: int = os.O_RDONLY) -> int:
+    """A descriptor on a store's regular file, never following a symlink and never waiting: a
+    FIFO or a device put where a store belongs would block every reader (Refused instead)."""
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise Refused(f"{path} is not a regular file; regulator reads its stores only from files")
+    return fd
 
 
 class Store:
@@ -164,7 +175,7 @@ class Store:
         """
         result = ReadResult(offset=offset, line=line)
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = open_regular(self.path)
         except FileNotFoundError:
             return result
         except OSError:
@@ -204,7 +215,8 @@ class Store:
 
     def whole(self) -> bytes:
         """Every byte of the store, as `verify` checks it."""
-        return self.path.read_bytes()
+        with open(open_regular(self.path), "rb") as handle:
+            return handle.read()
 
     def mended(self) -> list[int]:
         """Lines of a local copy found not to be the store's and read again (engine.pgstore's

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 from engine import clock
 from engine.actors import check_person, require_grant
-from engine.errors import BadInput
+from engine.errors import BadInput, Refused
 from engine.events import STORES
 from engine.limits import check_text
+from engine.store import open_regular
 from engine.store import verify as verify_chain
 from engine.workspace import Workspace
 
@@ -43,8 +44,9 @@ class Finding:
 
 def _lines(ws: Workspace, store: str) -> list[bytes]:
     try:
-        return ws.store(store).path.read_bytes().split(b"\n")
-    except OSError:
+        with open(open_regular(ws.store(store).path), "rb") as handle:
+            return handle.read().split(b"\n")
+    except (OSError, Refused):
         return []
 
 
