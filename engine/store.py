@@ -91,7 +91,7 @@ def _open(path: Path, flags: int) -> int:
         raise Refused(f"{path}: cannot open ({exc.strerror})") from None
 
 
-def open_regular(path: Path, flags: int = os.O_RDONLY) -> int:
+def open_regular(path: str | Path, flags: int = os.O_RDONLY) -> int:
     """A descriptor on a store's regular file, never following a symlink and never waiting: a
     FIFO or a device put where a store belongs would block every reader (Refused instead)."""
     fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
