@@ -369,8 +369,13 @@ class Mirror:
         return self.folder / f"{name}.ndjson"
 
     def _state(self) -> dict:
+        try:  # a FIFO or device here is no state (never waited on): the mirror is fetched again
+            fd = open_regular(self.marker)
+        except (OSError, Refused):
+            return {}
         try:
-            return json.loads(self.marker.read_text(encoding="utf-8"))
+            with os.fdopen(fd, "rb") as file:
+                return json.loads(file.read().decode("utf-8"))
         except (OSError, ValueError):
             return {}
 

@@ -187,3 +187,30 @@ def test_once_reports_the_host_events_verify_re_derives(fleet):
     text = ws.run("controlroom", "--once")
     assert text.returncode == 1 and f"- verify: {named[0]}" in text.stdout
     assert set(data) >= {"stores", "counts", "status", "obligations", "verify", "exitReasons", "exitCode"}
+
+
+def test_a_fifo_in_place_of_the_mirror_state_is_no_state_and_never_waited_on(fleet):
+    import os
+
+    ws, _, _ = fleet
+    marker = ws.root / ".regulator" / "postgresql.json"
+    assert marker.exists()
+    before = {u: s["status"] for u, s in units(ws).items()}
+    marker.unlink()
+    os.mkfifo(marker)
+    try:
+        done = subprocess.run(
+            [REGULATOR, "status", "--json"],
+            cwd=ws.root,
+            env=ws.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except subprocess.TimeoutExpired:
+        raise AssertionError("status waited on a FIFO where the mirror's state belongs") from None
+    assert "Traceback" not in done.stderr
+    if done.returncode == 0:  # the mirror was taken as unknown and read again from the server
+        assert {u["id"]: u["status"] for u in json.loads(done.stdout)["units"]} == before
+    else:
+        assert done.returncode == 3 and done.stderr.strip().count("\n") == 0, done.stderr
