@@ -176,7 +176,10 @@ def first_frame(room: Path, url: str, cold: bool, server: object = None) -> dict
 def first_frames(room: Path, url: str, runs: int, server: object) -> dict:
     """`runs` cold starts and `runs` warm ones (median, and every run with its CPU seconds)."""
     report: dict = {}
-    for cold, name in ((True, "pg_first_frame_s"), (False, "pg_first_frame_warm_s")):  # warm: the last cold's mirror
+    for cold, name in (
+        (True, "pg_first_frame_s"),
+        (False, "pg_first_frame_warm_s"),
+    ):  # warm: the last cold's mirror
         results = [first_frame(room, url, cold=cold, server=server) for _ in range(runs)]
         cpu, server_cpu = name.replace("_s", "_cpu_s"), name.replace("_s", "_server_cpu_s")
         report[name] = statistics.median(r[name] for r in results)
@@ -286,7 +289,10 @@ def main() -> int:
             if args.only is None:
                 files = appends(tmp / "files", None, args.seconds)
                 on_pg = appends(tmp / "postgresql", server.url(server.database("bench")), args.seconds)
-                report["appends_per_s"] = {"files": files["appends_per_s"], "postgresql": on_pg["appends_per_s"]}
+                report["appends_per_s"] = {
+                    "files": files["appends_per_s"],
+                    "postgresql": on_pg["appends_per_s"],
+                }
                 report["appends"] = {"files": files, "postgresql": on_pg}
 
                 log_meta = log_workspace(tmp / "log", scale)
@@ -301,7 +307,9 @@ def main() -> int:
             report.update(first_frames(room, room_url, args.runs, server))
             report["sizes"] = {"room": room_meta}
             if args.only is None:
-                subprocess.run([REGULATOR, "store", "roles", "--url", room_url], check=True, capture_output=True)
+                subprocess.run(
+                    [REGULATOR, "store", "roles", "--url", room_url], check=True, capture_output=True
+                )
                 reader = room_url.replace(f"{pg.ADMIN}@", "regulator_reader@")
                 ci = tmp / "room-ci"
                 shutil.copytree(tmp / "room", ci, ignore=shutil.ignore_patterns(".regulator"))

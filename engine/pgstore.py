@@ -185,16 +185,17 @@ LEFT JOIN LATERAL (
 # newline, as the UTF-8 bytes the server holds): binary COPY, so nothing is escaped on the way.
 # The blocks are ordered before their lines are joined (OFFSET 0 keeps that order underneath the
 # join, so the server never sorts the lines themselves); the client checks the order anyway.
-FETCH_SQL = f"""
+FETCH_SQL = """
 COPY (
     SELECT k.i, k.lo,
            (SELECT convert_to(string_agg(e.line || E'\\n', '' ORDER BY e.n), 'UTF8')
             FROM regulator.events e
-            WHERE e.store = k.store AND e.n > k.lo AND e.n <= least(k.lo + {BLOCK}, k.upto))
+            WHERE e.store = k.store AND e.n > k.lo AND e.n <= least(k.lo + %(block)s, k.upto))
     FROM (
         SELECT s.i, s.store, s.upto, b.lo
-        FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) WITH ORDINALITY AS s(store, since, upto, i)
-        CROSS JOIN LATERAL generate_series(s.since, s.upto - 1, {BLOCK}) AS b(lo)
+        FROM unnest(%(names)s::text[], %(since)s::bigint[], %(upto)s::bigint[])
+            WITH ORDINALITY AS s(store, since, upto, i)
+        CROSS JOIN LATERAL generate_series(s.since, s.upto - 1, %(block)s) AS b(lo)
         ORDER BY s.i, b.lo
         OFFSET 0
     ) k
@@ -459,7 +460,8 @@ class Mirror:
         handles = [open(self.path(x), "ab") for x in names]  # noqa: SIM115 - closed below
         try:
             conn.execute("SET jit = off")  # compiling the plan costs more than running it
-            with conn.cursor().copy(FETCH_SQL, (names, since, upto)) as copy:
+            params = {"names": names, "since": since, "upto": upto, "block": BLOCK}
+            with conn.cursor().copy(FETCH_SQL, params) as copy:
                 copy.set_types(["int8", "int8", "bytea"])
                 expect = list(since)  # the next block's first n - 1, per store
                 for i, lo, data in copy.rows():
@@ -473,7 +475,9 @@ class Mirror:
                     handles[k].write(data)
                     expect[k] = lo + lines
                 if expect != upto:
-                    raise Refused(f"store {redact(self.url)}: the server's lines ended early; the mirror keeps what it had")
+                    raise Refused(
+                        f"store {redact(self.url)}: the server's lines ended early; the mirror keeps what it had"
+                    )
             for handle in handles:
                 handle.flush()
         except BaseException:
