@@ -452,32 +452,14 @@ class Mirror:
             return gained
 
     def _fetch(self, conn: Any, stores: dict, wanted: dict[str, tuple[int, str]]) -> int:
-        """Stream lines (since, upto] of each wanted store into its mirror file; each block must
-        hold exactly its lines. On any failure the files are cut back to what was mirrored."""
+        """Stream lines (since, upto] of each wanted store into its mirror file. On any failure
+        the files are cut back to what was mirrored."""
         names = list(wanted)
         since = [stores.get(x, [0, 0, GENESIS])[0] for x in names]
         upto = [wanted[x][0] for x in names]
         handles = [open(self.path(x), "ab") for x in names]  # noqa: SIM115 - closed below
         try:
-            conn.execute("SET jit = off")  # compiling the plan costs more than running it
-            params = {"names": names, "since": since, "upto": upto, "block": BLOCK}
-            with conn.cursor().copy(FETCH_SQL, params) as copy:
-                copy.set_types(["int8", "int8", "bytea"])
-                expect = list(since)  # the next block's first n - 1, per store
-                for i, lo, data in copy.rows():
-                    k = i - 1
-                    lines = min(lo + BLOCK, upto[k]) - lo
-                    if lo != expect[k] or data is None or data.count(b"\n") != lines:
-                        raise Refused(
-                            f"store {redact(self.url)}: {names[k]} lines {lo + 1}..{lo + lines} did not "
-                            f"arrive whole; the mirror keeps what it had"
-                        )
-                    handles[k].write(data)
-                    expect[k] = lo + lines
-                if expect != upto:
-                    raise Refused(
-                        f"store {redact(self.url)}: the server's lines ended early; the mirror keeps what it had"
-                    )
+            _blocks(conn, self.url, names, since, upto, lambda k, data: handles[k].write(data))
             for handle in handles:
                 handle.flush()
         except BaseException:
@@ -514,6 +496,35 @@ class Mirror:
                 self._save(state)
                 return
         self.sync((name,))
+
+
+def _blocks(
+    conn: Any,
+    url: str,
+    names: list[str],
+    since: list[int],
+    upto: list[int],
+    take: Callable[[int, bytes], object],
+) -> None:
+    """Lines (since, upto] of each store, through one binary COPY: `take(k, data)` for each block
+    of store `names[k]` in order, every block checked to hold exactly its lines (refused if not:
+    the caller keeps nothing of it)."""
+    conn.execute("SET jit = off")  # compiling the plan costs more than running it
+    params = {"names": names, "since": since, "upto": upto, "block": BLOCK}
+    with conn.cursor().copy(FETCH_SQL, params) as copy:
+        copy.set_types(["int8", "int8", "bytea"])
+        expect = list(since)  # the next block's first n - 1, per store
+        for i, lo, data in copy.rows():
+            k = i - 1
+            lines = min(lo + BLOCK, upto[k]) - lo
+            if lo != expect[k] or data is None or data.count(b"\n") != lines:
+                raise Refused(
+                    f"store {redact(url)}: {names[k]} lines {lo + 1}..{lo + lines} did not arrive whole"
+                )
+            take(k, data)
+            expect[k] = lo + lines
+    if expect != upto:
+        raise Refused(f"store {redact(url)}: the server's lines ended early")
 
 
 _MIRRORS: dict[tuple[str, Path], Mirror] = {}
@@ -584,7 +595,7 @@ class PgStore(Store):
 
     def whole(self) -> bytes:
         """The server's lines, not the mirror's: `verify` checks what the server holds."""
-        return b"".join(text.encode() + b"\n" for _, text in lines(self.url, self.store))
+        return server_bytes(self.url, self.store)
 
 
 def _restamped(event: dict) -> object:
@@ -644,6 +655,19 @@ def lines(url: str, name: str, since: int = 0) -> list[tuple[int, str]]:
         ).fetchall(),
         tx=False,
     )
+
+
+def server_bytes(url: str, name: str) -> bytes:
+    """Every line of one store as the server holds it, each with its newline (one binary COPY)."""
+
+    def work(conn: Any) -> bytes:
+        last = conn.execute("SELECT max(n) FROM regulator.events WHERE store = %s", (name,)).fetchone()[0]
+        parts: list[bytes] = []
+        if last:
+            _blocks(conn, url, [name], [0], [last], lambda _, data: parts.append(data))
+        return b"".join(parts)
+
+    return _run(url, work, tx=False)
 
 
 def counts(url: str) -> dict[str, int]:

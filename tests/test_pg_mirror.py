@@ -103,7 +103,7 @@ def test_a_mirror_holds_every_awkward_line_byte_for_byte(pinned_url, small_block
 
 def test_raw_lines_as_imported_come_back_as_they_are_across_blocks_and_stores(pg_url, small_blocks, tmp_path):
     """`store copy` imports lines as the bytes they are (any JSON whitespace, escapes as written);
-    a mirror of several stores at once gives back exactly those bytes."""
+    a mirror of several stores at once, and `verify`'s read of the server, give back those bytes."""
     from engine import pgstore
 
     pgstore.create_schema(pg_url, "pinned")
@@ -124,6 +124,7 @@ def test_raw_lines_as_imported_come_back_as_they_are_across_blocks_and_stores(pg
     for name in STORES:
         expected = b"".join(line + b"\n" for line in stores.get(name, []))
         assert mirrored[name] == expected == held(pg_url, name)
+        assert pgstore.server_bytes(pg_url, name) == expected  # what `verify` checks: the server's
 
 
 def test_a_reader_role_fetches_the_mirror(pg_server, tmp_path):
