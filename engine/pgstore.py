@@ -446,7 +446,7 @@ class Mirror:
                     reset, n = True, 0
                 if last_n is not None and last_n > n:
                     wanted[name] = (last_n, last_hash)
-            gained = _run(self.url, lambda conn: self._fetch(conn, stores, wanted), tx=False) if wanted else 0
+            gained = _run(self.url, lambda conn: self._fetch(conn, stores, wanted)) if wanted else 0
             if gained or reset:
                 self._save(state)
             return gained
@@ -506,10 +506,10 @@ def _blocks(
     upto: list[int],
     take: Callable[[int, bytes], object],
 ) -> None:
-    """Lines (since, upto] of each store, through one binary COPY: `take(k, data)` for each block
-    of store `names[k]` in order, every block checked to hold exactly its lines (refused if not:
-    the caller keeps nothing of it)."""
-    conn.execute("SET jit = off")  # compiling the plan costs more than running it
+    """Lines (since, upto] of each store, through one binary COPY (in the caller's transaction):
+    `take(k, data)` for each block of store `names[k]` in order, every block checked to hold
+    exactly its lines (refused if not: the caller keeps nothing of it)."""
+    conn.execute("SET LOCAL jit = off")  # compiling the plan costs more than running it
     params = {"names": names, "since": since, "upto": upto, "block": BLOCK}
     with conn.cursor().copy(FETCH_SQL, params) as copy:
         copy.set_types(["int8", "int8", "bytea"])
@@ -667,7 +667,7 @@ def server_bytes(url: str, name: str) -> bytes:
             _blocks(conn, url, [name], [0], [last], lambda _, data: parts.append(data))
         return b"".join(parts)
 
-    return _run(url, work, tx=False)
+    return _run(url, work)
 
 
 def counts(url: str) -> dict[str, int]:
