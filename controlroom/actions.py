@@ -10,8 +10,10 @@ from dataclasses import dataclass
 
 from controlroom.readmodel import Snapshot, sectioned
 from controlroom.views import BY_VIEW, VIEW_DEFS, Key
+from engine.model import MemoryStatus, ObligationStatus
 from engine.proposals import decision_of
 from engine.queries import memory_status, unit_status
+from engine.units import DECIDABLE
 
 
 @dataclass(frozen=True)
@@ -40,10 +42,8 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
         return "no operator: start the control room with --as PERSON"
     if not snap.known:
         return "no regulator stores here (a clone): act on the host"
-    from identity.policy import InteractionPolicy  # loaded already: the snapshot read the policy
-
     policy = snap.policy
-    if not isinstance(policy, InteractionPolicy):  # None: it could not be read
+    if policy is None:  # it could not be read
         return "the interaction policy cannot be read (run `regulator identity verify`)"
     person = policy.people.get(snap.person)
     if person is None:
@@ -53,42 +53,42 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
     if key is None:
         return "no row selected"
     state = snap.state
+    kind, ident = sectioned(key)  # the other views' rows are keyed by the id itself (kind "")
     if action.name == "resolve":
-        ob = state.obligations.get(key)
+        ob = None if kind else state.obligations.get(ident)
         if ob is None:
             return "no obligation selected"
-        if ob.status != "open":
+        if ob.status != ObligationStatus.OPEN:
             return f"already {ob.status} by {ob.by}"
         if ob.severity not in person.resolve:
             return f"{snap.person} may not resolve {ob.severity} (resolve: {', '.join(person.resolve) or 'none'})"
         return None
     if action.name == "retract":
-        entry = state.memory.get(key)
+        entry = None if kind else state.memory.get(ident)
         if entry is None:
             return "no memory entry selected"
-        if memory_status(entry, state.now.date()) == "retracted":
+        if memory_status(entry, state.now.date()) == MemoryStatus.RETRACTED:
             return "already retracted"
         return None
     if action.name == "decide":
-        unit = state.units.get(key)
+        unit = None if kind else state.units.get(ident)
         if unit is None:
             return "no unit selected"
         status = unit_status(state, unit)
-        if status not in ("todo", "in-progress", "waiting"):
+        if status not in DECIDABLE:
             return f"the unit is {status}"
         return None
-    kind, ident = sectioned(key)
     if action.name == "ack":
         from engine.ladder import registers_of
 
         finding = finding_of(snap, key)
-        entry = registers_of(snap.ws, state).findings.get(finding) if finding else None
-        if entry is None:
+        found = registers_of(snap.ws, state).findings.get(finding) if finding else None
+        if found is None:
             return "select a finding"
-        if entry.fields["resolved"]:
+        if found.fields["resolved"]:
             return "the finding is resolved: history needs no ack"
-        if entry.fields["ack"].strip():
-            return f"already acknowledged ({entry.fields['ack']})"
+        if found.fields["ack"].strip():
+            return f"already acknowledged ({found.fields['ack']})"
         return None
     if kind != "proposal" or ident not in state.proposals:
         return "select a proposal"

@@ -19,15 +19,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
 from rich.text import Text
 from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
 from controlroom import readmodel
@@ -46,6 +47,7 @@ from engine.workspace import Workspace
 from widgets.detail import DetailPane
 from widgets.dialogs import (
     AckDialog,
+    Answer,
     DecideDialog,
     ProposalDialog,
     ResolveDialog,
@@ -184,10 +186,10 @@ def decide_lock_busy(ws: Workspace) -> bool:
     return False
 
 
-def _bindings() -> list[Binding]:
+def _bindings() -> list[BindingType]:
     """Generated from the view definitions and the action registry: one source for keys, the
     footer, `?` help and the palette."""
-    out = [Binding(v.key, f"view('{v.name}')", v.title, show=False) for v in VIEW_DEFS]
+    out: list[BindingType] = [Binding(v.key, f"view('{v.name}')", v.title, show=False) for v in VIEW_DEFS]
     out += [Binding(a.key, f"act('{a.name}')", a.label.split(" (")[0]) for a in ACTIONS]
     out += [
         Binding("enter", "lifecycle", "lifecycle"),
@@ -214,10 +216,10 @@ GENERAL_KEYS = (
 )
 
 
-class ControlRoom(App):
+class ControlRoom(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "regulator"
-    BINDINGS = _bindings()
+    BINDINGS: ClassVar[list[BindingType]] = _bindings()
 
     def __init__(
         self,
@@ -257,8 +259,8 @@ class ControlRoom(App):
         self._arranging: Arrangement | None = None  # a filter or sort under way in a worker
         self._table_view = ""  # the view whose rows the table holds
         self._checks_seq = self._checks_applied = 0  # the newest checks asked for, and applied
-        self._detail_timer: Any = None
-        self._bindings_marker: tuple | None = None
+        self._detail_timer: Timer | None = None
+        self._bindings_marker: tuple[str, bool, tuple[bool | None, ...]] | None = None
         self.refreshes = 0  # how many store changes were folded in (tests and bench read it)
         self.syncs = 0  # folds finished (tests wait on it)
 
@@ -275,7 +277,7 @@ class ControlRoom(App):
         self._filter = Input(
             placeholder="filter this view as you type (Enter: keep, Esc: clear)", id="filter"
         )
-        self._table = LineTable(BY_VIEW[self.view].columns, id="table")
+        self._table: LineTable[Key] = LineTable(BY_VIEW[self.view].columns, id="table")
         self._detail = DetailPane(id="detail")
         self._status = Static(id="status")
         yield self._topbar
@@ -308,7 +310,7 @@ class ControlRoom(App):
         self.set_interval(self.tick_seconds, self.tick)
 
     @property
-    def table(self) -> LineTable:
+    def table(self) -> LineTable[Key]:
         return self._table
 
     # ---- workers: all slow work is here, off the event loop -----------------------------------
@@ -514,14 +516,15 @@ class ControlRoom(App):
             return
         view = self.view
         with self.lock:
-            keys = readmodel.keys(view, self.snap, self.show_all)
+            listed = readmodel.keys(view, self.snap, self.show_all)
             request = self._arrangement()
-            if request.plain or len(keys) <= ARRANGE_INLINE:
-                keys = arrange(self.snap, request, keys)
+            keys: list[Key] | None = listed
+            if request.plain or len(listed) <= ARRANGE_INLINE:
+                keys = arrange(self.snap, request, listed)  # never cancelled: never None
                 self._arranging = None
             else:  # a pass over every row: a worker does it, the rows shown stay until it is done
                 self._arranging = request
-                self._arrange(request, keys)
+                self._arrange(request, listed)
                 if self._table_view == view:
                     keys = None  # until then the rows shown stay; another view's never do
         if keys is not None:
@@ -624,7 +627,7 @@ class ControlRoom(App):
         self._detail.show(lines, actions)
 
     @on(LineTable.Highlighted)
-    def _highlighted(self, event: LineTable.Highlighted) -> None:
+    def _highlighted(self, event: LineTable.Highlighted[Key]) -> None:
         # The cursor moves at once; the detail pane and the footer follow when the keys pause, so
         # holding an arrow key over 100,000 rows never waits for a pane's layout on every row.
         self.views[self.view].cursor = event.key
@@ -767,12 +770,12 @@ class ControlRoom(App):
                     event.stop()
                     self.notify(escape(f"{action.label}: {reason}"), severity="warning", markup=False)
 
-    def get_system_commands(self, screen: Screen) -> Any:
+    def get_system_commands(self, screen: Screen) -> Iterator[SystemCommand]:
         for command in super().get_system_commands(screen):
             if command.title != "Screenshot":  # ours saves where the operator is, and says where
                 yield command
         yield SystemCommand(
-            "Screenshot", "save an SVG of this screen in the current folder", self.save_screenshot
+            "Screenshot", "save an SVG of this screen in the current folder", self.screenshot_here
         )
         for v in VIEW_DEFS:
             yield SystemCommand(
@@ -791,7 +794,9 @@ class ControlRoom(App):
         yield SystemCommand("Detail pane: show / hide", "key p", self.action_toggle_pane)
         yield SystemCommand("Keys of this view", "key ?", self.action_keys)
 
-    def save_screenshot(self) -> None:
+    def screenshot_here(self) -> None:
+        """The palette's Screenshot: an SVG in the current folder, named for the view and the time.
+        (Not an override of App.save_screenshot: Textual calls that one with its own arguments.)"""
         stamp = self.now().strftime("%Y%m%dT%H%M%SZ")
         path = Path.cwd() / f"regulator-{self.view}-{stamp}.svg"
         try:
@@ -823,29 +828,33 @@ class ControlRoom(App):
         if name == "resolve":
             from engine.obligations import DISPOSITIONS
 
-            ob = state.obligations[key]
+            ob = state.obligations[readmodel.plain(key)]
             summary = f"{ob.severity} on {ob.unit or '(no unit)'}: {ob.subject}"
             self.push_screen(ResolveDialog(ob.id, summary, DISPOSITIONS), lambda r: self._resolve(ob.id, r))
         elif name == "retract":
-            entry = state.memory[key].event
+            entry_id = readmodel.plain(key)
+            event = state.memory[entry_id].event
             self.push_screen(
-                RetractDialog(key, f"{entry['subject']}: {entry['note']}"), lambda r: self._retract(key, r)
+                RetractDialog(entry_id, f"{event['subject']}: {event['note']}"),
+                lambda r: self._retract(entry_id, r),
             )
         elif name == "decide":
             from engine.model import RECOVERY_ACTIONS as RECOVERY
 
+            unit_id = readmodel.plain(key)
+
             def preview(action: str) -> list[str]:
                 with self.lock:
-                    return decision_preview(self.snap, key, action)
+                    return decision_preview(self.snap, unit_id, action)
 
-            self.push_screen(DecideDialog(key, RECOVERY, preview), lambda r: self._decide(key, r))
+            self.push_screen(DecideDialog(unit_id, RECOVERY, preview), lambda r: self._decide(unit_id, r))
         elif name == "ack":
             from engine.ladder import registers_of
 
             ident = finding_of(self.snap, key) or ""
-            entry = registers_of(self.ws, state).findings[ident]
+            finding = registers_of(self.ws, state).findings[ident]
             self.push_screen(
-                AckDialog(ident, entry.fields["title"], str(entry.path)), lambda r: self._ack(ident, r)
+                AckDialog(ident, finding.fields["title"], str(finding.path)), lambda r: self._ack(ident, r)
             )
         else:
             from engine.proposals import review
@@ -853,7 +862,7 @@ class ControlRoom(App):
             ident = readmodel.sectioned(key)[1]
             proposal = state.proposals[ident]
             verdict = "accept" if name == "accept" else "reject"
-            replay = []  # accepting a routing policy: what it would have changed (SPEC §20)
+            replay: list[str] = []  # accepting a routing policy: what it would have changed (SPEC §20)
             if verdict == "accept" and proposal["file"] == "regulator/policy/routing.yaml":
                 from engine.whatif import proposal_replay
 
@@ -869,7 +878,7 @@ class ControlRoom(App):
                 lambda r: self._proposal(ident, verdict, r),
             )
 
-    def _resolve(self, ob_id: str, answer: dict | None) -> None:
+    def _resolve(self, ob_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
         from engine.obligations import resolve
@@ -879,7 +888,7 @@ class ControlRoom(App):
             f"obligation {ob_id} resolved: {answer['disposition']}",
         )
 
-    def _retract(self, entry_id: str, answer: dict | None) -> None:
+    def _retract(self, entry_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
         from engine.memory import retract
@@ -889,7 +898,7 @@ class ControlRoom(App):
             f"memory entry {entry_id} retracted",
         )
 
-    def _decide(self, unit_id: str, answer: dict | None) -> None:
+    def _decide(self, unit_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
         from engine.units import decide
@@ -899,7 +908,7 @@ class ControlRoom(App):
             f"{unit_id}: {answer['action']} recorded",
         )
 
-    def _ack(self, finding_id: str, answer: dict | None) -> None:
+    def _ack(self, finding_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
         from engine.load import load
@@ -910,7 +919,7 @@ class ControlRoom(App):
             f"{finding_id} acknowledged and committed",
         )
 
-    def _proposal(self, proposal_id: str, verdict: str, answer: dict | None) -> None:
+    def _proposal(self, proposal_id: str, verdict: str, answer: Answer | None) -> None:
         if answer is None:
             return
         from engine.proposals import decide
@@ -968,14 +977,12 @@ class ControlRoom(App):
             await asyncio.sleep(0)
 
 
-def _follow_server(ws: Workspace):
+def _follow_server(ws: Workspace) -> threading.Event | None:
     """On PostgreSQL (SPEC §18), a thread LISTENs for appends from every host and brings them into
     the local mirror, where the file watch above sees them; None for file stores."""
     url = ws.url
     if url is None:
         return None
-    import threading
-
     from engine import pgstore
 
     stop = threading.Event()

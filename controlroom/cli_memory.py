@@ -61,6 +61,7 @@ def memory(
         return
     from engine import freshness
     from engine.load import load
+    from engine.model import MemoryStatus
 
     ws, _ = workspace()
     state = load(ws, stores=("memory",))
@@ -68,7 +69,7 @@ def memory(
     today = state.now.date()
     rows = [memory_row(e, today) for e in state.memory.values()]
     if not all_:
-        rows = [r for r in rows if r["status"] == "current"]
+        rows = [r for r in rows if r["status"] == MemoryStatus.CURRENT]
     fresh = {} if no_evidence_check else freshness.check(ws.root, [state.memory[r["id"]].event for r in rows])
     for r in rows:
         r.update(

@@ -41,12 +41,17 @@ def obligations(
 ) -> None:
     """List open obligations (all with --all). Reads only; never routes."""
     from engine.load import load
+    from engine.model import ObligationStatus
     from engine.storeless import ABSENT
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
     report_problems(state)
-    rows = [obligation_row(state, ob) for ob in state.obligations.values() if all_ or ob.status == "open"]
+    rows = [
+        obligation_row(state, ob)
+        for ob in state.obligations.values()
+        if all_ or ob.status == ObligationStatus.OPEN
+    ]
     if stale:
         rows = [r for r in rows if r["stale"]]
     if as_json:  # the §13 list; where the stores are absent it is empty, and says so (exit 1)
@@ -83,13 +88,14 @@ def obligation_show(
 ) -> None:
     """The signal an obligation came from and everything that happened to it since."""
     from engine.load import load
+    from engine.model import ObligationKind
     from engine.obligations import find
     from engine.queries import history
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
     ob = find(state, obligation_id)
-    signal = state.signals.get(ob.source) if ob.kind == "intelligence" else None
+    signal = state.signals.get(ob.source) if ob.kind == ObligationKind.INTELLIGENCE else None
     events = history(state, ob)
     if as_json:
         emit_json(obligation_row(state, ob) | {"signalEvent": signal, "history": events})
@@ -114,19 +120,21 @@ def obligation_show(
 
 
 def describe_event(event: dict) -> str:
+    from engine.model import EventKind
+
     kind = event.get("kind")
     at = event.get("at", "?")
     if "uncounted" in event:
         return f"{at} {escape(kind)} by {escape(event.get('by'))}: counts for nothing ({event['uncounted']})"
-    if kind == "routing":
+    if kind == EventKind.ROUTING:
         floors = ", ".join(event.get("floors") or []) or "no floor"
         return (
             f"{at} routed: reported {event['reportedSeverity']}, derived {event['derivedSeverity']}"
             f" ({floors}); {escape(event['reason'])}"
         )
-    if kind == "disposition":
+    if kind == EventKind.DISPOSITION:
         return f"{at} {event['disposition']} by {escape(event['by'])}: {escape(event['rationale'])}"
-    if kind == "decision":
+    if kind == EventKind.DECISION:
         return (
             f"{at} recovery decision {event['action']} by {escape(event['by'])}"
             f" ({event['disposition']}): {escape(event['rationale'])}"

@@ -125,12 +125,12 @@ def writable_svg(path: Path) -> None:
 def run_registers_only(ws, as_json: bool) -> int:
     from controlroom.once import registers_only, registers_only_text
 
-    data = registers_only(ws)
+    found = registers_only(ws)
     if as_json:
-        emit_json(data)
+        emit_json(found.as_json())
     else:
-        sys.stdout.write(registers_only_text(data))
-    return data["exitCode"]
+        sys.stdout.write(registers_only_text(found))
+    return found.exit_code
 
 
 def run_once(ws, person: str | None, read_only: bool, as_json: bool) -> int:

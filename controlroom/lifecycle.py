@@ -4,11 +4,13 @@ expired or retracted; unit dispatched → held → closed. Plain lines; store te
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
-from controlroom.readmodel import Snapshot, evidence, sectioned
+from controlroom.readmodel import Snapshot, contract_of, evidence, lint_of, plain, sectioned
 from controlroom.views import Key
+from engine import freshness
 from engine.ladder import registers_of
+from engine.model import EventKind, MemoryStatus, ObligationKind, ObligationStatus, UnitStatus
 from engine.proposals import decision_of, review
 from engine.queries import days_left, history, is_stale, memory_status, unit_status
 from engine.text import ensure_escaped, escape, escape_block
@@ -54,7 +56,7 @@ def _signal_lines(snap: Snapshot, signal_id: str) -> list[str]:
     return lines
 
 
-def _uncounted(events: list[dict]):
+def _uncounted(events: Iterable[Mapping[str, object]]) -> Iterator[str]:
     """Person events that count for nothing, shown for what they are (SPEC §15.1)."""
     for event in events:
         if "uncounted" in event:
@@ -67,9 +69,9 @@ def _uncounted(events: list[dict]):
 def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
     state = snap.state
     if view == "obligations":
-        ob = state.obligations[key]
+        ob = state.obligations[plain(key)]
         yield f"obligation {ob.id} — lifecycle"
-        if ob.kind == "intelligence":
+        if ob.kind == ObligationKind.INTELLIGENCE:
             yield from _signal_lines(snap, ob.source)
         else:
             decision = history(state, ob)[0]
@@ -81,17 +83,18 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         yield f"{ob.opened_at} opened on {ob.unit or '(no unit)'}, owed to {ob.owed_to}, {ob.severity}: {hold}"
         if is_stale(state, ob):
             yield "  stale: the signal behind it has expired; it stays open until dispositioned"
-        if ob.status != "open":
-            verb = "escalated" if ob.status == "escalated" else ob.disposition
+        if ob.status != ObligationStatus.OPEN:
+            verb = ob.status if ob.status == ObligationStatus.ESCALATED else ob.disposition
             yield f"{ob.closed_at} {verb} by {escape(ob.by)}: {escape(ob.rationale)}"
         else:
             yield "  open: awaiting a disposition"
         yield from _uncounted(history(state, ob))
         return
     if view == "units":
-        unit = state.units[key]
-        c = unit.contract
-        yield f"unit {key} — {escape(c.title)}"
+        unit_id = plain(key)
+        unit = state.units[unit_id]
+        c = contract_of(unit)
+        yield f"unit {unit_id} — {escape(c.title)}"
         yield f"  type {c.type} · profile {c.profile} · priority {c.priority} · now {unit_status(state, unit) if snap.known else 'unknown (no stores here)'}"
         if c.contract:
             yield f"  contract: {escape(c.contract)}"
@@ -100,33 +103,34 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
             kind = event["kind"]
             if "uncounted" in event:
                 continue
-            if kind == "dispatch":
+            if kind == EventKind.DISPATCH:
                 where = (
                     f"lease file in {escape(event['worktree'])}" if event.get("worktree") else "no lease file"
                 )
                 if "leaseHash" not in event:
                     where = "a first-round lease, not honoured"
                 yield f"{event['at']} dispatched as {event.get('type')}/{event.get('profile')} ({where})"
-            elif kind == "close":
+            elif kind == EventKind.CLOSE:
                 yield f"{event['at']} closed; lease released"
-            elif kind == "demote":
+            elif kind == EventKind.DEMOTE:
                 yield f"{event['at']} demoted to todo by {escape(event['by'])}: {escape(event['rationale'])}"
-            elif kind == "decision":
+            elif kind == EventKind.DECISION:
                 yield (
                     f"{event['at']} recovery decision {event['action']} by {escape(event['by'])}: "
                     f"{escape(event['rationale'])}"
                 )
         yield from _uncounted(events)
-        for ob in snap.holds.get(key, []):
+        for ob in snap.holds.get(unit_id, []):
             yield f"held by {ob.severity} obligation {ob.id}: {escape(ob.subject)}"
-        for finding in snap.stale.get(key, []):
-            yield f"stale-knowledge: unresolved finding {finding}"
+        for finding_id in snap.stale.get(unit_id, []):
+            yield f"stale-knowledge: unresolved finding {finding_id}"
         return
     if view == "memory":
-        entry = state.memory[key]
+        entry_id = plain(key)
+        entry = state.memory[entry_id]
         e = entry.event
         today = state.now.date()
-        yield f"memory entry {key}"
+        yield f"memory entry {entry_id}"
         yield (
             f"{e['at']} recorded by unit {escape(e.get('unit'))} at revision "
             f"{escape(e.get('revision') or 'unknown')} (S1)"
@@ -134,8 +138,8 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         yield f"  subject: {escape(e['subject'])}"
         yield f"  note: {escape(e['note'])}"
         yield f"  evidence: {escape('; '.join(e.get('evidence') or []))}"
-        fresh = evidence(snap, key)
-        if fresh.status == "changed":
+        fresh = evidence(snap, entry_id)
+        if fresh.status == freshness.CHANGED:
             yield f"  evidence changed since {escape(e.get('revision'))}: {escape(', '.join(fresh.changed_paths))}"
         else:
             yield f"  evidence {fresh.status}{': ' + fresh.why if fresh.why else ' at HEAD'}"
@@ -144,18 +148,19 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         if entry.retraction:
             r = entry.retraction
             yield f"{r['at']} retracted by {escape(r['by'])}: {escape(r['reason'])}"
-        elif status == "expired":
+        elif status == MemoryStatus.EXPIRED:
             yield f"expired after {e['reviewBy']}: no unit receives it"
         else:
             yield f"current: {days_left(entry, today)} day(s) left"
         return
     if view == "signals":
-        yield from _signal_lines(snap, key)
-        routing = state.routings.get(key)
-        for entry in (routing or {}).get("obligations", []):
-            ob = state.obligations.get(entry["id"])
-            if ob is not None:
-                yield f"  obligation {ob.id} on {ob.unit or '(no unit)'}: {ob.status}"
+        signal_id = plain(key)
+        yield from _signal_lines(snap, signal_id)
+        routing = state.routings.get(signal_id)
+        for opened in (routing or {}).get("obligations", []):
+            found = state.obligations.get(opened["id"])
+            if found is not None:
+                yield f"  obligation {found.id} on {found.unit or '(no unit)'}: {found.status}"
         return
     kind, ident = sectioned(key)
     if kind == "bad":
@@ -165,36 +170,35 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         yield "  every read skips it; `regulator verify` names it; the stores stay append-only"
         return
     if kind == "verify":
-        finding = snap.verify[int(ident)]
-        yield f"verify: {escape(str(finding))}"
+        yield f"verify: {escape(str(snap.verify[int(ident)]))}"
         return
     if kind == "next":
         yield f"{ident} is in Next-up: todo, not flagged by a finding, not held"
         return
     if kind == "lint":
-        issue = snap.lint.issues[int(ident)]
+        issue = lint_of(snap).issues[int(ident)]
         yield f"{issue.level}: {issue.code} ({issue.entry})"
         yield escape(issue.message)
         return
     if kind in ("finding", "intake", "record", "retro"):
         registers = registers_of(snap.ws, state)
-        entry = {
+        register = {
             "finding": registers.findings,
             "intake": registers.intake,
             "record": registers.records,
             "retro": registers.retro,
         }[kind][ident]
-        yield f"{kind} {ident} ({entry.path})"
+        yield f"{kind} {ident} ({register.path})"
         if kind == "record":
             from registry.lint import record_findings
 
-            for finding in record_findings(registers).get(ident, []):
-                acked = "acknowledged" if finding.fields["ack"].strip() else "awaits ack"
-                yield f"  open finding {finding.id} ({acked}): {escape(finding.fields['title'])}"
-        for name, value in entry.fields.items():
+            for open_finding in record_findings(registers).get(ident, []):
+                acked = "acknowledged" if open_finding.fields["ack"].strip() else "awaits ack"
+                yield f"  open finding {open_finding.id} ({acked}): {escape(open_finding.fields['title'])}"
+        for name, value in register.fields.items():
             yield f"  {name}: {escape(value)}"
         yield ""
-        yield from escape_block(entry.body.strip()).splitlines()
+        yield from escape_block(register.body.strip()).splitlines()
         return
     if kind == "badrecord":
         invalid = registers_of(snap.ws, state).invalid[ident]
@@ -227,24 +231,25 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
 def decision_preview(snap: Snapshot, unit_id: str, action: str) -> list[str]:
     """What recording `action` on `unit_id` would change, as engine.units.decide writes it: the
     unit's open obligations owed to S3 are disposed of, and a waiting action opens a blocking one."""
-    from engine.model import WAITING_ACTIONS
+    from engine.model import BLOCKING, OWED_TO, WAITING_ACTIONS
+    from engine.units import disposition_of
 
     state = snap.state
     owed = [
         ob
         for ob in state.obligations.values()
-        if ob.unit == unit_id and ob.status == "open" and ob.owed_to == "S3"
+        if ob.unit == unit_id and ob.status == ObligationStatus.OPEN and ob.owed_to == OWED_TO
     ]
-    verb = "escalated" if action in WAITING_ACTIONS else ("rejected" if action == "abort" else "rework")
-    lines = [f"{len(owed)} open obligation(s) of {unit_id} owed to S3 become {verb}:"]
+    verb = disposition_of(action)  # what engine.units.decide writes on each of them
+    lines = [f"{len(owed)} open obligation(s) of {unit_id} owed to {OWED_TO} become {verb}:"]
     lines += [f"  {ob.id[:8]} {ob.severity}: {escape(ob.subject)}" for ob in owed] or ["  (none)"]
     if action in WAITING_ACTIONS:
         lines.append(
-            f"opens a new blocking obligation on {unit_id}, owed to S3: {unit_id} waits until it is resolved"
+            f"opens a new {BLOCKING} obligation on {unit_id}, owed to {OWED_TO}: {unit_id} waits until it is resolved"
         )
     else:
         lines.append("opens nothing")
     unit = state.units.get(unit_id)
-    if unit is not None and unit.status == "in-progress":
+    if unit is not None and unit.status == UnitStatus.IN_PROGRESS:
         lines.append(f"{unit_id} is in progress: its lease file is removed")
     return lines

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from controlroom.readmodel import COLUMNS, TITLES, VIEWS, Snapshot, counts, header_text, keys, row, snapshot
 from engine.cells import pad
+from engine.idhistory import HistoryVerdict
+from engine.model import MemoryStatus, ObligationKind, UnitStatus
 from engine.nextup import next_up
 from engine.obligations import record
 from engine.queries import days_left, memory_status, unit_status
@@ -12,6 +16,7 @@ from engine.status import status
 from engine.storeless import ABSENT, authentication, stores
 from engine.text import escape
 from engine.workspace import Workspace
+from registry.lint import LintResult
 
 ABSENT_REASON = f"{ABSENT} (run --once on the host, or --once --registers-only for what git holds)"
 
@@ -21,10 +26,10 @@ def exit_reasons(snap: Snapshot) -> list[str]:
     state = snap.state
     for unit_id, holding in sorted(snap.holds.items()):
         unit = state.units.get(unit_id)
-        if unit is None or unit_status(state, unit) != "in-progress":
+        if unit is None or unit_status(state, unit) != UnitStatus.IN_PROGRESS:
             continue
         for ob in holding:
-            if ob.kind == "intelligence":
+            if ob.kind == ObligationKind.INTELLIGENCE:
                 what = f"signal {ob.source}: {state.signals.get(ob.source, {}).get('subject', '?')}"
             else:
                 what = f"recovery decision {ob.source}"
@@ -43,12 +48,11 @@ def exit_reasons(snap: Snapshot) -> list[str]:
 
 
 def once(ws: Workspace, person: str | None, read_only: bool = False) -> tuple[Snapshot, list[str]]:
-    routed: list[dict] = []
     # a clone has nothing to route, and writes nothing; nor does a reader role (SPEC §18)
-    if not read_only and ws.has_stores and ws.writable:
-        routed = route(ws)
-    snap = snapshot(ws, person)
-    snap.routed = None if read_only or not ws.has_stores or not ws.writable else len(routed)
+    routes = not read_only and ws.has_stores and ws.writable
+    routed = len(route(ws)) if routes else None
+    snap = snapshot(ws, person, host_events=True)  # what `verify` re-derives, --once reports
+    snap.routed = routed
     return snap, exit_reasons(snap)
 
 
@@ -61,7 +65,7 @@ def routed_text(snap: Snapshot) -> str:
     return f"routed {snap.routed} signal(s) before reading"
 
 
-def _memory_json(snap: Snapshot) -> list[dict]:
+def _memory_json(snap: Snapshot) -> list[dict[str, object]]:
     state = snap.state
     today = state.now.date()
     out = []
@@ -75,7 +79,7 @@ def _memory_json(snap: Snapshot) -> list[dict]:
                 "subject": e["subject"],
                 "status": status,
                 "reviewBy": e["reviewBy"],
-                "daysLeft": days_left(entry, today) if status == "current" else 0,
+                "daysLeft": days_left(entry, today) if status == MemoryStatus.CURRENT else 0,
                 "scope": list(e.get("scope") or []),
                 "at": e.get("at"),
             }
@@ -83,7 +87,7 @@ def _memory_json(snap: Snapshot) -> list[dict]:
     return out
 
 
-def _signals_json(snap: Snapshot) -> list[dict]:
+def _signals_json(snap: Snapshot) -> list[dict[str, object]]:
     from engine.queries import signal_rows
 
     keys = ("id", "unit", "by", "subject", "reportedSeverity", "derivedSeverity", "outcome", "at")
@@ -92,7 +96,7 @@ def _signals_json(snap: Snapshot) -> list[dict]:
     ]
 
 
-def as_json(snap: Snapshot, reasons: list[str]) -> dict:
+def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
 
     state = snap.state
     queue, excluded = next_up(snap.ws, state)
@@ -151,7 +155,33 @@ def _fmt(cells: list[str], columns: list[tuple[str, int]]) -> str:
     return "  ".join(parts).rstrip()
 
 
-def registers_only(ws: Workspace) -> dict:
+@dataclass
+class RegistersOnly:
+    """What `--once --registers-only` found: printed as text or as its JSON."""
+
+    stores: str  # "present" or "absent"
+    lint: LintResult
+    differing: list[str]  # the generated views that differ
+    identity: HistoryVerdict
+    reasons: list[str]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.reasons else 0
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "stores": self.stores,
+            "registersOnly": True,
+            "lint": self.lint.as_json(),
+            "views": {"differ": self.differing},
+            "identity": self.identity.as_json(),
+            "exitReasons": self.reasons,
+            "exitCode": self.exit_code,
+        }
+
+
+def registers_only(ws: Workspace) -> RegistersOnly:
     """`--once --registers-only` (SPEC §16.2): what git holds, checked as CI would: `registry lint
     --require-history`, `registry views --check` and `identity verify --require-history` by git
     history. Nothing is routed or written. Unit state is used where the stores are (the re-gate
@@ -169,43 +199,36 @@ def registers_only(ws: Workspace) -> dict:
     if not verdict.available:
         reasons.append(f"identity verify: git history unavailable ({verdict.why})")
     reasons += [f"identity verify: {c.problem()}" for c in verdict.files if not c.ok]
-    return {
-        "stores": stores(ws),
-        "registersOnly": True,
-        "lint": result.as_json(),
-        "views": {"differ": differing},
-        "identity": verdict.as_json(),
-        "exitReasons": reasons,
-        "exitCode": 1 if reasons else 0,
-    }
+    return RegistersOnly(stores(ws), result, differing, verdict, reasons)
 
 
-def registers_only_text(data: dict) -> str:
-    lines = [ABSENT] if data["stores"] == "absent" else []
+def registers_only_text(found: RegistersOnly) -> str:
+    lines = [ABSENT] if found.stores == "absent" else []
     lines.append("registers only: lint, views and identity as git holds them")
-    lint = data["lint"]
+    lint = found.lint
     lines.append(
-        f"lint: {len(lint['errors'])} error(s), {len(lint['warnings'])} warning(s), "
-        f"{len(lint['notices'])} notice(s); history {'checked' if lint['historyChecked'] else 'NOT checked'}"
+        f"lint: {len(lint.of('error'))} error(s), {len(lint.of('warning'))} warning(s), "
+        f"{len(lint.of('notice'))} notice(s); history {'checked' if lint.history_checked else 'NOT checked'}"
     )
-    for level, key in (("error", "errors"), ("warning", "warnings")):
-        lines += [f"  {level}: {i['code']}: {escape(i['message'])}" for i in lint[key]]
-    differ = data["views"]["differ"]
+    for level in ("error", "warning"):
+        lines += [f"  {level}: {i.code}: {escape(i.message)}" for i in lint.of(level)]
+    differ = found.differing
     lines.append("views: " + ("up to date" if not differ else f"{', '.join(differ)} differ"))
-    identity = data["identity"]
-    if identity["history"] == "unavailable":
-        lines.append(f"identity (git history): unavailable ({escape(identity['why'])})")
+    identity = found.identity
+    if not identity.available:
+        lines.append(f"identity (git history): unavailable ({escape(identity.why)})")
     else:
-        bad = [f for f in identity["files"] if not f["ok"]]
-        how = sorted({f["how"] for f in identity["files"] if f["ok"]})
+        files = identity.files
+        bad = [f for f in files if not f.ok]
+        how = sorted({str(f.how) for f in files if f.ok})
         lines.append(
             "identity (git history): "
-            + (f"ok, {len(identity['files'])} file(s) as decided ({', '.join(how)})" if not bad
+            + (f"ok, {len(files)} file(s) as decided ({', '.join(how)})" if not bad
                else f"{len(bad)} file(s) match no decision that counts")
         )  # fmt: skip
-    if data["exitReasons"]:
+    if found.reasons:
         lines.append("exit 1:")
-        lines += [f"- {escape(r)}" for r in data["exitReasons"]]
+        lines += [f"- {escape(r)}" for r in found.reasons]
     else:
         lines.append("exit 0: lint, views and identity by git history pass (unit state is not checked here)")
     return "\n".join(lines) + "\n"

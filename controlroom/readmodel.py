@@ -6,18 +6,20 @@ are computed on demand per key, so a table of 100,000 obligations formats only w
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from controlroom.views import BY_VIEW, TITLES, VIEWS, Key, RowKey  # noqa: E402  (one definition per view)
-from engine import clock
+from engine import clock, freshness
+from engine.contracts import Contract
 from engine.errors import RegulatorError
 from engine.ladder import registers_of, stale_knowledge
 from engine.load import load
-from engine.model import State
+from engine.model import MemoryStatus, Obligation, ObligationStatus, State, UnitState
 from engine.nextup import next_up
-from engine.proposals import FileCheck, decision_of, verify_identity
+from engine.proposals import decision_of, verify_identity
 from engine.queries import days_left, holds_index, is_stale, memory_status, unit_status, unrouted_count
 from engine.registers import lint
 from engine.text import escape
@@ -25,11 +27,29 @@ from engine.verification import Finding, findings
 from engine.workspace import Workspace
 from registry.lint import LintResult, record_findings
 
+if TYPE_CHECKING:  # loaded on first use, where they are used
+    from engine.idhistory import HistoryVerdict
+    from identity.policy import InteractionPolicy
+
 COLUMNS: dict[str, list[tuple[str, int]]] = {
     name: [(c.title, c.width) for c in view.columns] for name, view in BY_VIEW.items()
 }
 __all__ = ["COLUMNS", "TITLES", "VIEWS"]
 EXPIRING_DAYS = 7
+T = TypeVar("T")
+
+
+class IdentityCheck(Protocol):
+    """One governed file judged: by the decisions in the stores (engine.proposals.FileCheck) or,
+    in a clone, by git history (engine.idhistory.HistoryCheck)."""
+
+    @property
+    def file(self) -> str: ...
+
+    @property
+    def ok(self) -> bool: ...
+
+    def problem(self) -> str: ...
 
 
 @dataclass
@@ -40,25 +60,32 @@ class Snapshot:
     state: State
     person: str | None = None
     lint: LintResult | None = None
-    identity: list[FileCheck] = field(default_factory=list)
+    identity: Sequence[IdentityCheck] = ()
     verify: list[Finding] = field(default_factory=list)
-    holds: dict = field(default_factory=dict)
-    stale: dict = field(default_factory=dict)
-    policy: object = None  # the interaction policy, read once per refresh (actions ask it per keypress)
+    holds: dict[str, list[Obligation]] = field(default_factory=dict)  # unit -> the obligations holding it
+    stale: dict[str, list[str]] = field(default_factory=dict)  # unit -> the unresolved findings flagging it
+    # the interaction policy, read once per refresh (actions ask it per keypress); None: unreadable
+    policy: InteractionPolicy | None = None
     known: bool = True  # the stores are here: without them (a clone) unit state is unknown (§16.2)
-    history: object = None  # without the stores: identity judged by git history (idhistory.HistoryVerdict)
+    history: HistoryVerdict | None = None  # without the stores: identity judged by git history
     routed: int | None = None  # --once: signals it routed before reading (None: it did not route)
-    _memory_counts: tuple = ()  # (memory cursor, today, expiring): memory is counted once per change
+    # memory is counted once per change: (memory cursor, entries, today) when last counted, and
+    # how many entries were expiring then
+    _memory_marker: tuple[int, int, date] | None = None
+    _expiring: int = 0
     generation: int = 0  # bumped whenever what the rows read changes (a fold, checks applied)
-    _cache: dict = field(default_factory=dict)  # (what, args) -> (generation, now, value)
+    # (what, args) -> ((generation, now), value); each `what` keeps one type of value
+    _cache: dict[tuple[str, tuple[object, ...]], tuple[tuple[int, datetime], object]] = field(
+        default_factory=dict
+    )
 
-    def cached(self, what: str, args: tuple, compute: Callable[[], Any]) -> Any:
+    def cached(self, what: str, args: tuple[object, ...], compute: Callable[[], T]) -> T:
         """`compute()`, kept until the state or the clock moves: the fold's worker warms it, so the
         UI thread finds the header counts and a view's keys ready on a large workspace."""
         marker = (self.generation, self.state.now)
         hit = self._cache.get((what, args))
         if hit is not None and hit[0] == marker:
-            return hit[1]
+            return cast(T, hit[1])  # stored by this method under `what`, from a compute of type T
         value = compute()
         self._cache[(what, args)] = (marker, value)
         return value
@@ -75,22 +102,25 @@ class Snapshot:
         self.generation += 1  # last: a count made meanwhile is kept under the old generation
 
 
-def evidence(snap: Snapshot, entry_id: str) -> Any:
+def evidence(snap: Snapshot, entry_id: str) -> freshness.Freshness:
     """Whether the files a memory entry cites changed since it was recorded (SPEC §20): one
     history pass for every entry, kept until the state or the clock moves (the fold's worker
     warms it; engine.freshness keeps its answers per HEAD)."""
-    from engine import freshness
 
-    def check() -> Any:
+    def check() -> dict[str, freshness.Freshness]:
         return freshness.check(snap.ws.root, (e.event for e in snap.state.memory.values()))
 
     return snap.cached("evidence", (), check).get(entry_id, freshness.NO_PATH)
 
 
-def snapshot(ws: Workspace, person: str | None = None, with_checks: bool = True) -> Snapshot:
+def snapshot(
+    ws: Workspace, person: str | None = None, with_checks: bool = True, *, host_events: bool = False
+) -> Snapshot:
+    """The state and, `with_checks`, the checks; `host_events` (--once) adds verify's re-derivation
+    of what the host wrote unsigned (engine.verification._host_events)."""
     snap = Snapshot(ws, load(ws), person)
     if with_checks:
-        refresh_checks(snap)
+        refresh_checks(snap, host_events=host_events)
     snap.derive()
     return snap
 
@@ -101,10 +131,10 @@ class Checks:
     by whoever owns it: a worker computes them, the UI thread applies them."""
 
     lint: LintResult
-    identity: list[FileCheck]
+    identity: Sequence[IdentityCheck]
     verify: list[Finding]
-    history: object
-    registers: object
+    history: HistoryVerdict | None
+    registers: object  # registry.entries.Registers, as State.registers keeps it
 
     def apply(self, snap: Snapshot) -> None:
         snap.generation += 1
@@ -137,11 +167,12 @@ def frozen(state: State) -> State:
     return copied
 
 
-def compute_checks(ws: Workspace, state: State) -> Checks:
+def compute_checks(ws: Workspace, state: State, *, host_events: bool = False) -> Checks:
     """Lint, identity verify and store verify: slower (git, hashing). `state` is the checks' own
     (see `frozen`): nothing here writes into a state another thread reads."""
     history = None
     result = lint(ws, state)
+    identity: Sequence[IdentityCheck]
     if ws.has_stores:
         identity = verify_identity(ws, state)
     else:  # a clone: the decisions are not here, their commits are (SPEC §16.2)
@@ -149,13 +180,13 @@ def compute_checks(ws: Workspace, state: State) -> Checks:
 
         history = verify_history(ws)
         identity = list(history.files)
-    verify = [f for f in findings(ws, state) if f.dismissed is None]
+    verify = [f for f in findings(ws, state, host_events=host_events) if f.dismissed is None]
     return Checks(result, identity, verify, history, state.registers)
 
 
-def refresh_checks(snap: Snapshot) -> None:
+def refresh_checks(snap: Snapshot, *, host_events: bool = False) -> None:
     """The checks, run and applied in one thread (--once, screenshots, the first frame of tests)."""
-    compute_checks(snap.ws, frozen(snap.state)).apply(snap)
+    compute_checks(snap.ws, frozen(snap.state), host_events=host_events).apply(snap)
 
 
 def short(value: str | None, n: int = 8) -> str:
@@ -170,12 +201,12 @@ def age(state: State, at: str) -> str:
     return f"{seconds}s"
 
 
-def expiry_bar(days: int, status: str, width: int = 8) -> str:
+def expiry_bar(days: int, status: MemoryStatus, width: int = 8) -> str:
     """Days left as a bar: full at 90 days; expired and retracted read differently at a glance."""
-    if status == "retracted":
-        return "retracted".ljust(width + 6)
-    if status == "expired":
-        return ("×" * width) + " expired"
+    if status == MemoryStatus.RETRACTED:
+        return status.value.ljust(width + 6)
+    if status == MemoryStatus.EXPIRED:
+        return ("×" * width) + f" {status.value}"
     filled = max(1, min(width, round(days / 90 * width)))
     mark = "!" if days <= EXPIRING_DAYS else ""
     return ("█" * filled + "░" * (width - filled)) + f" {days}d{mark}"
@@ -189,6 +220,30 @@ def sectioned(key: Key) -> tuple[str, str]:
     return (key.kind, key.ident) if isinstance(key, RowKey) else ("", key)
 
 
+def plain(key: Key) -> str:
+    """The id a row of a view keyed by the id itself (obligations, units, memory, signals) has; a
+    sectioned key is no row there: KeyError, as for a row that is gone."""
+    if isinstance(key, RowKey):
+        raise KeyError(key)
+    return key
+
+
+def contract_of(unit: UnitState) -> Contract:
+    """A listed unit's contract. Units are listed only with one, but a contract file removed while
+    the row is on screen leaves the unit without: the row is gone (KeyError), not an error."""
+    if unit.contract is None:
+        raise KeyError(unit.id)
+    return unit.contract
+
+
+def lint_of(snap: Snapshot) -> LintResult:
+    """The lint result a lint row was listed from; a snapshot read again has none until its checks
+    run: the row is gone (KeyError), not an error."""
+    if snap.lint is None:
+        raise KeyError("lint")
+    return snap.lint
+
+
 def keys(view: str, snap: Snapshot, show_all: bool = False) -> list[Key]:
     """The keys of a view in its first order (a copy: the caller may keep it)."""
     return list(snap.cached("keys", (view, show_all), lambda: _keys(view, snap, show_all)))
@@ -197,12 +252,16 @@ def keys(view: str, snap: Snapshot, show_all: bool = False) -> list[Key]:
 def _keys(view: str, snap: Snapshot, show_all: bool) -> list[Key]:
     state = snap.state
     if view == "obligations":
-        return [k for k, ob in state.obligations.items() if show_all or ob.status == "open"]
+        return [k for k, ob in state.obligations.items() if show_all or ob.status == ObligationStatus.OPEN]
     if view == "units":
         return sorted(k for k, u in state.units.items() if u.contract is not None)
     if view == "memory":
         today = state.now.date()
-        return [k for k, e in state.memory.items() if show_all or memory_status(e, today) != "retracted"]
+        return [
+            k
+            for k, e in state.memory.items()
+            if show_all or memory_status(e, today) != MemoryStatus.RETRACTED
+        ]
     if view == "signals":
         return list(state.signals)
     if view == "registers":
@@ -237,9 +296,9 @@ def row(view: str, snap: Snapshot, key: Key) -> list[str]:
 def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
     state = snap.state
     if view == "obligations":
-        ob = state.obligations[key]
+        ob = state.obligations[plain(key)]
         subject = ob.subject + (" (stale)" if is_stale(state, ob) else "")
-        status = ob.status if ob.status != "resolved" else (ob.disposition or "resolved")
+        status = ob.status if ob.status != ObligationStatus.RESOLVED else (ob.disposition or ob.status)
         return [
             ob.id[:8],
             ob.unit or "(no unit)",
@@ -250,37 +309,42 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             subject,
         ]
     if view == "units":
-        unit = state.units[key]
-        held = [ob.id[:8] for ob in snap.holds.get(key, [])] + snap.stale.get(key, [])
+        unit_id = plain(key)
+        unit = state.units[unit_id]
+        contract = contract_of(unit)
+        held = [ob.id[:8] for ob in snap.holds.get(unit_id, [])] + snap.stale.get(unit_id, [])
         return [
-            key,
-            unit.contract.type,
+            unit_id,
+            contract.type,
             unit_status(state, unit) if snap.known else "unknown",
-            "■" if snap.holds.get(key) or snap.stale.get(key) else "",  # an obligation or a finding holds it
-            str(unit.contract.priority),
+            # an obligation or a finding holds it
+            "■" if snap.holds.get(unit_id) or snap.stale.get(unit_id) else "",
+            str(contract.priority),
             ", ".join(held),
-            unit.contract.title,
+            contract.title,
         ]
     if view == "memory":
-        entry = state.memory[key]
+        entry_id = plain(key)
+        entry = state.memory[entry_id]
         e = entry.event
         today = state.now.date()
         status = memory_status(entry, today)
         return [
-            key[-8:],
+            entry_id[-8:],
             status,
             expiry_bar(days_left(entry, today), status),
             e["reviewBy"],
             e.get("unit") or "?",
             ",".join(e.get("scope") or []) or "every unit",
-            ("⚠ evidence changed · " if evidence(snap, key).status == "changed" else "")
+            ("⚠ evidence changed · " if evidence(snap, entry_id).status == freshness.CHANGED else "")
             + f"{e['subject']}: {e['note']}",
         ]
     if view == "signals":
-        s = state.signals[key]
-        routing = state.routings.get(key)
+        signal_id = plain(key)
+        s = state.signals[signal_id]
+        routing = state.routings.get(signal_id)
         return [
-            key[-8:],
+            signal_id[-8:],
             s.get("unit") or f"@{s.get('by')}",
             s["reportedSeverity"],
             routing["derivedSeverity"] if routing else "-",
@@ -297,10 +361,10 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             finding = snap.verify[int(ident)]
             return ["store", f"{finding.store}:{finding.line}", "verify", finding.message]
         if kind == "next":
-            unit = state.units[ident]
-            return ["next-up", ident, f"priority {unit.contract.priority}", unit.contract.title]
+            contract = contract_of(state.units[ident])
+            return ["next-up", ident, f"priority {contract.priority}", contract.title]
         if kind == "lint":
-            issue = snap.lint.issues[int(ident)]
+            issue = lint_of(snap).issues[int(ident)]
             return ["lint", issue.entry, f"{issue.level}: {issue.code}", issue.message]
         if kind == "finding":
             f = registers.findings[ident].fields
@@ -316,8 +380,8 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         if kind == "retro":
             from engine.retro import summary
 
-            entry = registers.retro[ident]
-            return ["retro", ident, f"since {entry.fields['since']}", summary(entry)]
+            retro = registers.retro[ident]
+            return ["retro", ident, f"since {retro.fields['since']}", summary(retro)]
         f = registers.intake[ident].fields
         return ["intake", ident, f["disposition"], f["title"]]
     if view == "identity":
@@ -364,40 +428,56 @@ def sort_keys(view: str, snap: Snapshot, view_keys: list[Key], sort: str) -> lis
     if view == "obligations":
         obs = state.obligations
         if sort == "severity":
-            return sorted(view_keys, key=lambda k: (rank.get(obs[k].severity, 9), obs[k].opened_at))
-        return sorted(view_keys, key=lambda k: (obs[k].unit or "~", obs[k].opened_at))
+
+            def by_severity(k: Key) -> tuple[int, str]:
+                ob = obs[plain(k)]
+                return rank.get(ob.severity, 9), ob.opened_at
+
+            return sorted(view_keys, key=by_severity)
+
+        def by_unit(k: Key) -> tuple[str, str]:
+            ob = obs[plain(k)]
+            return ob.unit or "~", ob.opened_at
+
+        return sorted(view_keys, key=by_unit)
     if view == "signals":
         sig = state.signals
         if sort == "severity":
-            return sorted(view_keys, key=lambda k: rank.get(sig[k]["reportedSeverity"], 9))
-        return sorted(view_keys, key=lambda k: sig[k].get("unit") or f"~{sig[k].get('by')}")
+            return sorted(view_keys, key=lambda k: rank.get(sig[plain(k)]["reportedSeverity"], 9))
+
+        def by_source(k: Key) -> str:
+            s = sig[plain(k)]
+            return s.get("unit") or f"~{s.get('by')}"
+
+        return sorted(view_keys, key=by_source)
     if view == "memory":
         mem = state.memory
         if sort == "expiry":
-            return sorted(view_keys, key=lambda k: mem[k].event["reviewBy"])
-        return sorted(view_keys, key=lambda k: mem[k].event.get("unit") or "~")
+            return sorted(view_keys, key=lambda k: mem[plain(k)].event["reviewBy"])
+        return sorted(view_keys, key=lambda k: mem[plain(k)].event.get("unit") or "~")
     if view == "units":
         units = state.units
         if sort == "priority":
-            return sorted(view_keys, key=lambda k: (-units[k].contract.priority, k))
-        return sorted(view_keys, key=lambda k: (unit_status(state, units[k]), k))
+            return sorted(view_keys, key=lambda k: (-contract_of(units[plain(k)]).priority, plain(k)))
+        return sorted(view_keys, key=lambda k: (unit_status(state, units[plain(k)]), plain(k)))
     return view_keys
 
 
 # ---- header counts -------------------------------------------------------------------------------
 
 
-def counts(snap: Snapshot) -> dict:
+def counts(snap: Snapshot) -> dict[str, int]:
+    """The header's counts (the `counts` of --once --json)."""
     return snap.cached("counts", (), lambda: _counts(snap))
 
 
-def _counts(snap: Snapshot) -> dict:
+def _counts(snap: Snapshot) -> dict[str, int]:
     state = snap.state
     today = state.now.date()
     open_count = blocking = stale = 0
     now = state.now
     for ob in state.obligations.values():
-        if ob.status == "open":
+        if ob.status == ObligationStatus.OPEN:
             open_count += 1
             blocking += ob.blocks
             if ob.expires_at is not None and ob.expires_at <= now:  # is_stale, inlined: runs per append
@@ -405,19 +485,19 @@ def _counts(snap: Snapshot) -> dict:
     held_units = [u for u in {*snap.holds, *(u for u, by in snap.stale.items() if by)} if u in state.units]
     cursor = state.cursors.get("memory")
     marker = (cursor.offset if cursor else -1, len(state.memory), today)
-    if snap._memory_counts[:3] != marker:  # memory is counted again only when it changed
-        expiring = sum(
+    if snap._memory_marker != marker:  # memory is counted again only when it changed
+        snap._expiring = sum(
             1
             for e in state.memory.values()
-            if memory_status(e, today) == "current" and days_left(e, today) <= EXPIRING_DAYS
+            if memory_status(e, today) == MemoryStatus.CURRENT and days_left(e, today) <= EXPIRING_DAYS
         )
-        snap._memory_counts = (*marker, expiring)
+        snap._memory_marker = marker
     return {
         "open": open_count,
         "blocking": blocking,
         "held": len(held_units),
         "stale": stale,
-        "expiring": snap._memory_counts[3],
+        "expiring": snap._expiring,
         "lintErrors": len(snap.lint.errors) if snap.lint else 0,
         "unrouted": unrouted_count(state),
         "badLines": len(state.problems),
@@ -426,7 +506,7 @@ def _counts(snap: Snapshot) -> dict:
 
 def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -> str:
     """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none."""
-    c: dict[str, Any] = dict(counts(snap))
+    c: dict[str, int | str] = dict(counts(snap))
     if not snap.known:  # without the stores these are unknown, never 0 (SPEC §16.2)
         c.update(blocking="?", held="?", stale="?", expiring="?", unrouted="?")
     if snap.lint is None:

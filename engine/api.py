@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from engine import delivery, memory, signals
-from engine.actors import Actor, check_lease, unit_tools
+from engine.actors import Actor, unit_tools
+from engine.door import Kept, index_key
 from engine.errors import BadInput, Refused, RegulatorError
 from engine.load import load
 from engine.model import ObligationStatus, State
-from engine.store import NO_STORES
-from engine.workspace import Lease, Workspace, configure_clock, locate, read_lease
+from engine.workspace import Lease, Workspace, locate, read_lease
 
 __all__ = [
     "BadInput",
@@ -168,13 +168,19 @@ class UnitDoor:
 
     Opening reads the lease file once and refuses (exit 3) a lease that is not the unit's current
     one; every call checks it again against the units store (it is held in memory: editing or
-    removing the file afterwards changes nothing)."""
+    removing the file afterwards changes nothing). A door kept open keeps its reads between calls
+    (engine.door): the units store's fold, the worktree's HEAD, the workspace's checks, each read
+    again only as far as it changed, so a writer that loops over one door pays for what changed."""
 
     def __init__(self, lease_file: str | Path) -> None:
         path = Path(lease_file)
         self.lease: Lease = read_lease(path)
+        home = self.lease.workspace.resolve()
+        index = index_key(home)  # before locate() asks git about it (the usual layout: home is the root)
         self.workspace: Workspace
         self.workspace, _ = locate(lease_file=path)
+        self._kept = Kept(self.workspace, self.lease)
+        self._kept.untracked_checked(home, index)
         self.check()
 
     @property
@@ -182,25 +188,40 @@ class UnitDoor:
         return self.lease.unit
 
     def _ws(self) -> Workspace:
-        """The workspace, its clock mode read again (a decision may have changed it)."""
-        return configure_clock(self.workspace)
+        """The workspace, checked again as locating it checked it, its clock mode read again (a
+        decision may have changed it)."""
+        return self._kept.workspace()
 
     def check(self) -> State:
         """The lease is still the unit's current one (exit 3 otherwise); the units state read."""
-        ws = self._ws()
-        if not ws.has_stores:
-            raise Refused(NO_STORES)
-        loaded = load(ws, stores=("units",))
-        check_lease(loaded, self.lease)
-        return loaded
+        return self._kept.refresh(sync=True)
 
     def report(self, fields: Mapping[str, Any]) -> Reported:
         """report_intelligence (SPEC §5.2) with seed 000's field names; the engine validates
-        (exit 2) then authorizes (profile grant and research type, exit 3)."""
-        self.check()
-        event = signals.report_intelligence(self._ws(), dict(fields), Actor(unit=self.unit, lease=self.lease))
+        (exit 2) then authorizes (profile grant and research type, exit 3).
+
+        On PostgreSQL a door that knows where the units and identity stores ended when it last
+        read them appends in one round trip that writes only if they still end there; otherwise
+        (or when they moved on) it reads what they gained, decides again and appends."""
+        kept = self._kept
+        ws = kept.ws
+        written: dict[str, Any] | None = None
+        if ws.url is not None and kept.tails is not None and kept.state is not None:
+            try:
+                event = self._signal(kept.workspace(), fields, kept.state)
+            except RegulatorError:  # judged on what this host had read: read the server's, judge again
+                pass
+            else:
+                written = kept.signals(ws.url).append_unchanged(event, kept.tails)
+        if written is None:  # files: units.ndjson looked at; PostgreSQL: what the stores gained read
+            state = kept.refresh(sync=ws.url is not None)
+            written = ws.store("signals").append(self._signal(ws, fields, state), assign_id=True)
         _flush_checkpoint()
-        return Reported(event["id"])
+        return Reported(written["id"])
+
+    def _signal(self, ws: Workspace, fields: Mapping[str, Any], state: State) -> dict[str, Any]:
+        kept = self._kept
+        return signals.unit_signal(ws, dict(fields), self.lease, state, kept.known(), kept.head.revision)
 
     def remember(self, fields: Mapping[str, Any]) -> Remembered:
         """A memory entry (SPEC §6.1): subject, note, evidence, reviewBy, scope."""

@@ -168,9 +168,16 @@ def signed_bytes(event: dict) -> bytes:
 _CACHE: dict[tuple, Authority] = {}
 
 
+_PATHS: dict[Path, Path] = {}
+
+
 def of(root: Path) -> Authority:
     """The authority of the workspace at `root`, folded again only when identity.ndjson changed."""
-    path = root / ".regulator" / "identity.ndjson"
+    path = _PATHS.get(root)
+    if path is None:
+        if len(_PATHS) > 64:
+            _PATHS.clear()
+        path = _PATHS[root] = root / ".regulator" / "identity.ndjson"
     try:
         st = os.stat(path, follow_symlinks=False)
     except OSError:

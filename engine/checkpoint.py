@@ -36,6 +36,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
+from engine import hostkey
 from engine.authority import Uncounted
 from engine.contracts import ContractFiles
 from engine.events import STORES
@@ -45,7 +46,7 @@ from engine.store import Problem
 from engine.workspace import Workspace
 
 NAME = "readmodel.checkpoint"
-HOST_KEY = "host.key"
+HOST_KEY = hostkey.NAME
 FORMAT = 6  # 6: the typed model in msgspec's msgpack (5 and before: positional tuples in marshal)
 DEFAULT_BYTES = 1 << 20  # write a new one once this much more log has been folded than it covers
 CONTRACT_COST = 4096  # a contract file read again counts as this many bytes of log
@@ -130,27 +131,7 @@ def _open_regular(path: Path) -> BinaryIO:
 def host_key(ws: Workspace, create: bool = False) -> bytes | None:
     """The workspace's host key (32 random bytes, 0600): made by init, or by the first writer of
     a checkpoint in a workspace from before it. None when it cannot be read."""
-    path = ws.state_dir / HOST_KEY
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            return None
-    except FileNotFoundError:
-        if not create:
-            return None
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            os.write(fd, os.urandom(32))
-            os.close(fd)
-        except OSError:
-            pass
-        return host_key(ws)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        key = handle.read(64)
-    return key if len(key) >= 32 else None
+    return hostkey.read(ws.state_dir, create)
 
 
 def _mac(key: bytes, *parts: bytes) -> bytes:

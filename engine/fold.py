@@ -3,6 +3,7 @@ policy on when to read: engine.load decides that; `advance` folds what each stor
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -31,8 +32,10 @@ from engine.model import (
     ObligationStatus,
     RecoveryAction,
     State,
+    UnitState,
     UnitStatus,
 )
+from engine.store import SKEW_S
 from engine.workspace import Workspace
 
 # the names the hot loops compare with, bound once (an enum member read from its class costs more)
@@ -185,8 +188,6 @@ def _backdated(at: object, previous: object) -> bool:
     """More than the skew a store allows (SPEC §15.3) before the line before it."""
     if not isinstance(at, str) or not isinstance(previous, str) or at >= previous:
         return False
-    from engine.store import SKEW_S
-
     try:
         return (clock.parse_time(previous) - clock.parse_time(at)).total_seconds() > SKEW_S
     except Exception:  # noqa: BLE001 - an unreadable time is not a back-dated one
@@ -313,6 +314,7 @@ def _may_resolve(state: State, event: DispositionLine, ob: Obligation | None, at
 
 def _fold_units(state: State, events: list[dict[str, Any]], at_refs: list[int]) -> None:
     obligations = state.obligations
+    holds: dict[str, list[Obligation]] | None = None  # unit -> its blocking obligations, built once needed
     for event, at in zip(events, at_refs, strict=True):
         kind = event.get("kind")
         unit_id = event.get("unit")
@@ -322,6 +324,13 @@ def _fold_units(state: State, events: list[dict[str, Any]], at_refs: list[int]) 
         unit.history.append(at)  # shown in the lifecycle even when it counts for nothing
         if kind in PERSON_KINDS["units"] and not counts(state, "units", at):
             continue
+        if kind in _HOST_KINDS:
+            if holds is None:
+                holds = _holds(obligations)
+            reason = _vetoed(unit, kind, event.get("at"), holds)
+            if reason is not None:
+                state.uncounted.append(Uncounted("units", at >> 2, reason))
+                continue
         if kind == EventKind.DISPATCH:
             # a first-round dispatch kept the token itself in the log: such a lease is not honoured
             unit.status, unit.lease, unit.worktree = (
@@ -365,6 +374,8 @@ def _fold_units(state: State, events: list[dict[str, Any]], at_refs: list[int]) 
                     history=[at],
                 )
                 obligations[ob.id] = ob
+                if holds is not None:
+                    holds.setdefault(unit_id, []).append(ob)
                 pending = state.pending.pop(ob.id, None)
                 if pending is not None:
                     ob.close(pending)
@@ -375,6 +386,73 @@ def _fold_units(state: State, events: list[dict[str, Any]], at_refs: list[int]) 
                 unit.status, unit.recovery = UnitStatus.ABORTED, None
             else:
                 unit.status, unit.recovery = UnitStatus.WAITING, opened["id"] if opened else None
+
+
+_HOST_KINDS = frozenset((EventKind.DISPATCH.value, EventKind.CLOSE.value))
+# the statuses (as the units log alone folds them) a host never writes the event from
+# (engine.vetoes): a dispatch over a live lease, a close of anything but an in-progress unit. Judged
+# on the units log alone, so a fold from a checkpoint judges as a fold from the start. A waiting
+# unit's dispatch is judged by its recovery obligation's times (a blocking obligation, below); a
+# closed unit dispatched again is not judged: the engine refuses it, but synthetic logs
+# (bench/generate.py) cycle so
+_REFUSED = {
+    EventKind.DISPATCH.value: frozenset((UnitStatus.IN_PROGRESS,)),
+    EventKind.CLOSE.value: frozenset(set(UnitStatus) - {UnitStatus.IN_PROGRESS}),
+}
+
+
+def _holds(obligations: dict[str, Obligation]) -> dict[str, list[Obligation]]:
+    """Every unit's blocking obligations, open or not (one pass, for the units' host events)."""
+    index: dict[str, list[Obligation]] = {}
+    for ob in obligations.values():
+        if ob.blocks and ob.unit:
+            index.setdefault(ob.unit, []).append(ob)
+    return index
+
+
+def _vetoed(unit: UnitState, kind: str, at: object, holds: dict[str, list[Obligation]]) -> str | None:
+    """Why a dispatch or close counts for nothing: the host writes one only when its vetoes pass
+    (engine.vetoes), unsigned, so a line that a writer (a unit with the store's writer role, or
+    sharing the operator's account) appended past them is re-derived here (SPEC §15.0, §18). Its
+    status before it must be one the command accepts (exact: the units log is in order), and no
+    blocking obligation may have held the unit at its time. Across stores only times order events,
+    so an obligation counts as holding only when it was opened, and still open, more than the skew
+    two hosts' clocks may show (2 × SKEW_S) on either side of the event: a host's honest line is
+    never refused, and under a pinned clock (every time the same) only the status is judged."""
+    status = unit.status
+    if status in _REFUSED[kind]:
+        return f"host event: {kind} of {unit.id} while it was {status}, which no host writes (forged?)"
+    when = _moment(at)
+    if when is None:
+        return f"host event: {kind} of {unit.id} without a UTC time (forged?)"
+    for ob in holds.get(unit.id, ()):
+        opened = _moment(ob.opened_at)
+        if opened is None or (when - opened).total_seconds() <= _ORDERED_S:
+            continue
+        if ob.status != _OPEN:
+            closed = _moment(ob.closed_at)
+            if closed is None or (closed - when).total_seconds() <= _ORDERED_S:
+                continue
+        return (
+            f"host event: {kind} of {unit.id} while held by blocking obligation {ob.id} (opened "
+            f"{ob.opened_at}): vetoed, so no host wrote it (forged?)"
+        )
+    return None
+
+
+_ORDERED_S = 2 * SKEW_S  # two hosts' clocks, each within SKEW_S of the server's (SPEC §18)
+
+
+def _moment(text: object) -> datetime | None:
+    return _parsed(text) if isinstance(text, str) else None  # a list is no time, nor hashable
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> datetime | None:
+    try:
+        return clock.parse_time(text)
+    except RegulatorError:
+        return None
 
 
 def _fold_memory(state: State, events: list[dict[str, Any]], at_refs: list[int]) -> None:

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import json
+import mmap
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from engine import clock, ids
+from engine import clock, hostkey, ids
 from engine.errors import BadInput, Refused
 from engine.events import STORES
 from engine.store import GENESIS, ReadResult, Store, _check_time, canonical, event_hash, locked
@@ -369,6 +372,9 @@ class Mirror:
         self.url = url
         self.folder = Path(folder)
         self.checked = False
+        self._before: dict[str, int] = {}
+        # (store, first line): mirror lines that were not the server's, fetched again
+        self.mended: list[tuple[str, int]] = []
 
     @property
     def marker(self) -> Path:
@@ -415,6 +421,7 @@ class Mirror:
                 state = {"instance": ident, "url": redact(self.url), "stores": {}}
                 self._save(state)
         self.checked = True
+        self._before = self._counts()  # what was here before this process fetched (see `check`)
         self.sync()
 
     def sync(self, names: tuple[str, ...] = STORES) -> int:
@@ -474,9 +481,117 @@ class Mirror:
             stores[name] = [upto[k], self.path(name).stat().st_size, wanted[name][1]]
         return sum(upto[k] - since[k] for k in range(len(names)))
 
+    def recorded(self) -> dict[str, list]:
+        """What the mirror records of each store: [last sequence number, file size, last hash]."""
+        stores = self._state().get("stores", {})
+        return {name: stores.get(name, [0, 0, GENESIS]) for name in STORES}
+
     def _reset(self, name: str, stores: dict) -> None:
         self.path(name).write_bytes(b"")
         stores[name] = [0, 0, GENESIS]
+
+    # ---- the mirror's bytes are the server's (SPEC §15.4: a cache never decides) ---------------
+
+    def _counts(self) -> dict[str, int]:
+        stores = self._state().get("stores", {})
+        return {name: int(stores.get(name, [0])[0]) for name in STORES}
+
+    def before(self, name: str) -> int:
+        """How many lines of the store were mirrored before this read fetches: the first read of a
+        process takes the count from before `prepare` fetched."""
+        if name in self._before:
+            return self._before.pop(name)
+        return self._counts()[name]
+
+    def check(self, name: str, offset: int, line: int, before: int, *, again: bool = True) -> None:
+        """Prove that the mirror bytes a reader is about to read (from `offset`, line `line`) are
+        the server's, or fetch the store again from the first line. Lines this read's own fetch
+        wrote (after `before`) came from the server just now. A read from the start hashes the
+        file once and compares it with the seal the last such read left (SHA-256 of the first
+        `size` bytes, MAC'd with the host key and bound to the database and line count), and
+        compares each line mirrored since the seal with the SHA-256 the server keeps of it; a read
+        from further on (the checkpoint vouches for the bytes before it, or this process read them)
+        compares only the lines after it. A mismatch (a same-size edit of the mirror) is named by
+        `verify` and warned of once; the reader reads the server's lines."""
+        with locked(self.folder / "mirror.lock"):
+            state = self._state()
+            stores = state.setdefault("stores", {})
+            n, size, _ = stores.get(name, [0, 0, GENESIS])
+            if offset > size:
+                return  # the caller's cursor is past the mirror: it reads nothing, or reloads
+            bad = self._first_bad(state, name, offset, line, min(before, n), n, size)
+            if bad is None:
+                return
+            self._reset(name, stores)
+            state.get("seals", {}).pop(name, None)
+            self._save(state)
+        self.sync((name,))
+        self.mended.append((name, bad))
+        print(
+            f"regulator: warning: the local mirror {self.path(name)} differed from the server at line {bad} "
+            "(edited in place); read again from the server",
+            file=sys.stderr,
+        )
+        if again:  # every line is the server's now: seal them
+            self.check(name, 0, 0, 0, again=False)
+
+    def _first_bad(
+        self, state: dict, name: str, offset: int, line: int, upto: int, n: int, size: int
+    ) -> int | None:
+        """The first line that is not the server's (0 when the seal does not hold yet no line
+        differs), or None; a read from the start that finds none leaves a new seal."""
+        seals = state.setdefault("seals", {})
+        key = hostkey.read(self.folder, create=True)
+        try:
+            fd = os.open(self.path(name), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None  # no mirror file: the read finds nothing, as Store.read does
+        with open(fd, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size < size:
+                return 0  # cut since the lock was taken: it cannot be, unless edited
+            data: Any = mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) if size else b""
+            try:
+                hasher = hashlib.sha256() if offset == 0 else None
+                start, first, broken = offset, line, False
+                if hasher is not None:
+                    vouched = _sealed(key, state.get("instance"), name, seals.get(name), data, hasher)
+                    broken = vouched is None
+                    if vouched is None:
+                        hasher = None  # no new seal from this read: the store is fetched again
+                    start, first = vouched or (0, 0)
+                if upto > first:
+                    wanted = self._digests(name, first, upto)
+                    pieces = data[start:size].split(b"\n", upto - first)[: upto - first]
+                    for k, (raw, want) in enumerate(zip(pieces, wanted, strict=False)):
+                        if hashlib.sha256(raw).hexdigest() != want:
+                            return first + 1 + k
+                    if len(pieces) != len(wanted) or len(wanted) != upto - first:
+                        return first + 1 + min(len(pieces), len(wanted))
+                if broken:
+                    return 0
+                if hasher is not None and key is not None:
+                    with memoryview(data) as view:
+                        hasher.update(view[start:size])
+                    body = [n, size, hasher.hexdigest()]
+                    if seals.get(name, [])[:3] != body:
+                        seals[name] = [*body, _seal_mac(key, state.get("instance"), name, body)]
+                        self._save(state)
+            finally:
+                if isinstance(data, mmap.mmap):
+                    data.close()
+        return None
+
+    def _digests(self, name: str, first: int, upto: int) -> list[str]:
+        """The SHA-256 the server keeps of each of the store's lines first+1 … upto."""
+        rows = _run(
+            self.url,
+            lambda conn: conn.execute(
+                "SELECT sha256 FROM regulator.events WHERE store = %s AND n > %s AND n <= %s ORDER BY n",
+                (name, first, upto),
+            ).fetchall(),
+            tx=False,
+        )
+        return [row[0] for row in rows]
 
     def appended(self, name: str, n: int, digest: str, line: str) -> None:
         """Our own append, committed as line `n`: mirrored at once when the mirror is at n - 1."""
@@ -527,11 +642,38 @@ def _blocks(
         raise Refused(f"store {redact(url)}: the server's lines ended early")
 
 
+def _seal_mac(key: bytes, instance: object, name: str, body: list) -> str:
+    text = json.dumps([instance, name, *body], separators=(",", ":"))
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+
+
+def _sealed(
+    key: bytes | None, instance: object, name: str, seal: object, data: Any, hasher: Any
+) -> tuple[int, int] | None:
+    """(bytes, lines) of the mirror a valid seal vouches for, fed to `hasher`: (0, 0) without a
+    seal this host made (none, another key's, or one the mirror has since outgrown by a fetch
+    from the first line); None when the host's seal names bytes the mirror no longer holds."""
+    if key is None or not isinstance(seal, list) or len(seal) != 4:
+        return 0, 0
+    lines, size, digest, mac = seal
+    if not (isinstance(lines, int) and isinstance(size, int) and isinstance(mac, str)):
+        return 0, 0
+    if not hmac.compare_digest(mac, _seal_mac(key, instance, name, [lines, size, digest])):
+        return 0, 0
+    if size > len(data):
+        return 0, 0
+    with memoryview(data) as view:
+        hasher.update(view[:size])
+    if hasher.hexdigest() != digest:
+        return None
+    return size, lines
+
+
 _MIRRORS: dict[tuple[str, Path], Mirror] = {}
 
 
 def mirror(url: str, folder: Path) -> Mirror:
-    key = (url, Path(folder))
+    key = (url, folder if isinstance(folder, Path) else Path(folder))
     found = _MIRRORS.get(key)
     if found is None:
         found = _MIRRORS[key] = Mirror(url, Path(folder))
@@ -585,17 +727,189 @@ class PgStore(Store):
             self.mirror.appended(name, n, written["hash"], line_text(written))
         return written
 
+    def append_unchanged(self, event: dict, unchanged: Mapping[str, str]) -> dict | None:
+        """append(event, assign_id=True) in one round trip, if the stores named in `unchanged`
+        still end with the lines of those hashes (what the caller's checks read: a unit's lease,
+        the policy in force); None, and nothing written, when one of them has moved on or the
+        one-trip path does not apply (a pinned clock, an event stamped before the store's last, a
+        line the trigger refuses): the caller then reads again, checks again and calls append().
+
+        The server builds the line around the store's tail: the client sends the canonical line
+        and its hashed body cut where `prev` goes, the server takes the store's lock, reads the
+        tail, joins the pieces, hashes them, inserts (the trigger checks the line as ever) and
+        commits, in one simple query (each statement sees what committed before it, so the tail read
+        after the lock is the store's last line)."""
+        trip = _one_trip(self.store, self.name, event, unchanged)
+        if trip is None:
+            return None
+        params, written = trip
+        psycopg = _psycopg()
+        from psycopg import errors
+
+        conn = connect(self.url)
+        try:
+            cursor = psycopg.ClientCursor(conn)
+            query, bound = _one_trip_query(conn, params)
+            try:
+                cursor.execute(query, bound)
+            except errors.InvalidSqlStatementName:  # a new connection: prepare it (nothing was written)
+                conn.execute(ONE_TRIP_PREPARE)
+                cursor.execute(query, bound)
+            while cursor.nextset():  # the last statement's result: the INSERT's
+                pass
+            row = cursor.fetchone()
+        except errors.CheckViolation:
+            return None  # append() says why (and stamps again an `at` that waited too long)
+        except errors.InsufficientPrivilege as exc:
+            raise Refused(f"store {redact(self.url)}: {_message(exc)} (a reader role cannot write)") from None
+        except psycopg.OperationalError as exc:
+            try:
+                row = _written_after_all(self.url, self.store, written["id"])
+            except Refused as unknown:
+                raise Refused(
+                    f"store {redact(self.url)}: the connection broke during an append ({_message(exc)}) and "
+                    f"the store could not be asked whether it was written ({unknown}); `regulator verify` "
+                    "and `regulator signals` show what it holds"
+                ) from None
+        except psycopg.Error as exc:
+            raise Refused(f"store {redact(self.url)}: {_message(exc)}; nothing written") from None
+        if row is None:
+            return None
+        n, prev, digest = row
+        written["prev"], written["hash"] = prev, digest
+        body = f"{params['h1']}{prev}{params['h2']}"  # canonical(written without its hash), by the cut
+        if hashlib.sha256(body.encode()).hexdigest() != digest:  # the server joined another text
+            raise Refused(
+                f"store {redact(self.url)}: line {n} of {self.store} was written with a hash this "
+                "client does not compute; run `regulator verify`"
+            )
+        if self.mirrored:
+            self.mirror.appended(self.store, n, digest, line_text(written))
+        return written
+
     def read(
         self, offset: int = 0, line: int = 0, *, final: bool = True, shape: type | tuple | None = None
     ) -> ReadResult:
-        """From the mirror, brought up to date first (from its last sequence number)."""
+        """From the mirror, brought up to date first (from its last sequence number), its bytes
+        proven to be the server's (Mirror.check) or fetched again."""
         self.mirror.prepare()
+        before = self.mirror.before(self.store)
         self.mirror.sync((self.store,))
+        self.mirror.check(self.store, offset, line, before)
         return super().read(offset, line, final=final, shape=shape)
+
+    def mended(self) -> list[int]:
+        """Lines of the mirror this process found were not the server's, and fetched again."""
+        return [line for name, line in self.mirror.mended if name == self.store]
 
     def whole(self) -> bytes:
         """The server's lines, not the mirror's: `verify` checks what the server holds."""
         return server_bytes(self.url, self.store)
+
+
+# one round trip: the store's lock, then the line built around the store's tail and inserted, in
+# one simple query (one transaction; each statement sees what committed before it starts); the
+# INSERT is a statement prepared once per connection
+ONE_TRIP = "regulator_append_v1"
+ONE_TRIP_PREPARE = f"""PREPARE {ONE_TRIP} (text, text, text, text, text, text, text, text, text[], text[]) AS
+INSERT INTO regulator.events (store, line, sha256, hash, prev, recorded_at)
+SELECT $1, l.line, encode(sha256(convert_to(l.line, 'UTF8')), 'hex'), '', '', now()
+FROM (SELECT coalesce(t.hash, '') AS prev, t.at AS last_at FROM (SELECT 1) AS one
+      LEFT JOIN LATERAL (SELECT e.hash, e.at FROM regulator.events e WHERE e.store = $1
+                         ORDER BY e.n DESC LIMIT 1) AS t ON true) AS p
+CROSS JOIN LATERAL (SELECT encode(sha256(convert_to($2 || p.prev || $3, 'UTF8')), 'hex') AS hash) AS h
+CROSS JOIN LATERAL (SELECT $4 || p.prev || $5 || h.hash || $6 AS line) AS l
+WHERE p.prev ~ '^([0-9a-f]{{64}})?$'
+  AND (p.last_at IS NULL OR p.last_at COLLATE "C" <= $7)
+  AND encode(sha256(convert_to($2 || E'\\n' || $3 || E'\\n' || $4 || E'\\n' || $5 || E'\\n' || $6, 'UTF8')),
+             'hex') = $8
+  AND (SELECT coalesce(bool_and(coalesce((SELECT g.hash FROM regulator.events g WHERE g.store = s.store
+                                           ORDER BY g.n DESC LIMIT 1), '') = s.tail), true)
+       FROM unnest($9, $10) AS s(store, tail))
+RETURNING n, prev, hash"""
+ONE_TRIP_SQL = (  # the plan made once serves every line (a custom plan costs as much again)
+    "SELECT set_config('plan_cache_mode', 'force_generic_plan', true),"
+    " pg_advisory_xact_lock(hashtext('regulator.store.' || %(store)s)); "
+    f"EXECUTE {ONE_TRIP} (%(store)s, %(h1)s, %(h2)s, %(l1)s, %(l2)s, %(l3)s, %(at)s, %(sent)s, "
+    "%(stores)s::text[], %(tails)s::text[])"
+)
+_CUT = "regulator-cut-" + os.urandom(16).hex()  # where prev and hash go: in no line by chance
+
+
+def _one_trip(
+    name: str, file_name: str, event: dict, unchanged: Mapping[str, str]
+) -> tuple[dict[str, object], dict] | None:
+    """The parameters of append_unchanged's query, and the line as written but for prev and
+    hash; None where one trip cannot write what append() would (SPEC §15.3, §18): a pinned
+    clock (ids and `at` then derive from the chain), an `at` that is not text, a line that is
+    not plain UTF-8, or a cut that is not where prev and hash alone go."""
+    if clock.pinned() or clock.fixed():
+        return None
+    at = _restamped(event)
+    if not isinstance(at, str) or "id" in event:
+        return None
+    written = {"id": ids.new_id(file_name), **event}  # random (the clock is not fixed), first on the line
+    if "at" in written:
+        written["at"] = at
+    written["prev"] = _CUT
+    try:
+        body = canonical(written).decode("utf-8")
+        written["hash"] = _CUT
+        line = line_text(written)
+        line.encode("utf-8")
+    except UnicodeError:
+        return None
+    h1, cut, h2 = body.partition(_CUT)
+    l1, _, rest = line.partition(_CUT)
+    l2, _, l3 = rest.partition(_CUT)
+    if not cut or _CUT in h2 or body.count(_CUT) != 1 or line.count(_CUT) != 2:
+        return None
+    pieces = (h1, h2, l1, l2, l3)
+    guards = sorted(unchanged.items())
+    params: dict[str, object] = {
+        "store": name,
+        "at": at,
+        "sent": hashlib.sha256("\n".join(pieces).encode()).hexdigest(),
+        **dict(zip(("h1", "h2", "l1", "l2", "l3"), pieces, strict=True)),
+        "stores": [store for store, _ in guards],
+        "tails": [tail for _, tail in guards],
+    }
+    del written["hash"]
+    return params, written
+
+
+def _one_trip_query(conn: Any, params: dict[str, object]) -> tuple[str, dict[str, object] | None]:
+    """ONE_TRIP_SQL with its parameters, quoted here where the connection reads text literals
+    plainly (standard_conforming_strings, UTF-8: a quote doubled is all there is to it; the lines
+    are JSON, which holds no NUL), else by psycopg (its literals, slower to make)."""
+    info = conn.info
+    plain = info.parameter_status("standard_conforming_strings") == "on" and info.encoding == "utf-8"
+    texts = [v for v in params.values() if isinstance(v, str)]
+    if not plain or any("\x00" in v for v in texts):
+        return ONE_TRIP_SQL, params
+
+    def quoted(value: object) -> str:
+        if isinstance(value, list):
+            return "ARRAY[" + ", ".join(map(quoted, value)) + "]"
+        return "'" + str(value).replace("'", "''") + "'"
+
+    return ONE_TRIP_SQL % {k: quoted(v) for k, v in params.items()}, None
+
+
+def _written_after_all(url: str, name: str, event_id: str) -> tuple[int, str, str] | None:
+    """The connection broke during a one-trip append: whether the line went in after all. Under
+    the store's lock (an append still running on the server ends first), the store's last lines
+    are searched for the line's id, which is random and first on the line."""
+
+    def work(conn: Any) -> tuple[int, str, str] | None:
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("regulator.store." + name,))
+        return conn.execute(
+            "SELECT n, prev, hash FROM regulator.events WHERE store = %s AND n > coalesce((SELECT max(n)"
+            " FROM regulator.events WHERE store = %s), 0) - 10000 AND starts_with(line, %s)",
+            (name, name, '{"id":' + json.dumps(event_id) + ","),
+        ).fetchone()
+
+    return _run(url, work)
 
 
 def _restamped(event: dict) -> object:

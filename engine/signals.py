@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Container
 from datetime import datetime
 
 from engine import clock
@@ -9,8 +10,9 @@ from engine.actors import Actor, check_lease, check_person, require_grant, unit_
 from engine.errors import BadInput, Refused
 from engine.limits import check_list, check_text
 from engine.load import load
+from engine.model import State
 from engine.signing import person_event, signer_for
-from engine.workspace import Workspace, check_unit_id
+from engine.workspace import Lease, Workspace, check_unit_id
 
 FIELDS = (
     "subject",
@@ -34,7 +36,7 @@ def _listed(fields: dict, name: str) -> object:
 
 
 def validate_report(
-    fields: dict, severities: tuple[str, ...], known_units: set[str], now: datetime | None = None
+    fields: dict, severities: tuple[str, ...], known_units: Container[str], now: datetime | None = None
 ) -> dict:
     """Check every field of seed 000's report (exit 2 on the first problem); return the signal body.
     `now` is the host's clock, or the routing time of a what-if case (engine.whatif)."""
@@ -91,34 +93,50 @@ def validate_report(
 def report_intelligence(ws: Workspace, fields: dict, actor: Actor) -> dict:
     """Validate (exit 2), then authorize (exit 3), then append one signal with source S4 → S3."""
     state = load(ws, stores=("units",))
+    lease = actor.lease
+    if lease is not None:
+        event = unit_signal(
+            ws, fields, lease, state, set(state.contracts), lambda: ws.revision(lease.worktree)
+        )
+        return ws.store("signals").append(event, assign_id=True)
     body = validate_report(fields, ws.routing().severities, set(state.contracts))
-    revision = None
-    signer = None
-    if actor.lease is not None:
-        check_lease(state, actor.lease)
-        unit_type, profile, tools = unit_tools(ws, state, actor.lease.unit)
-        if "report_intelligence" not in tools:
-            raise Refused(f"unit {actor.unit}'s profile {profile} does not grant report_intelligence")
-        if unit_type != "research":
-            raise Refused(
-                f"unit {actor.unit} is of type {unit_type}; only a research unit reports intelligence"
-            )
-        revision = ws.revision(actor.lease.worktree)
-    else:
-        person = check_person(actor.person)  # an Actor holds a lease or a person
-        require_grant(ws, person, "report", "report intelligence")
-        signer = signer_for(ws, person)
-        revision = ws.revision()
-    event = {
+    person = check_person(actor.person)  # an Actor holds a lease or a person
+    require_grant(ws, person, "report", "report intelligence")
+    signer = signer_for(ws, person)
+    event = _stamped(body, None, person, ws.revision())
+    return ws.store("signals").append(person_event(ws, signer, event))  # signed, its own id
+
+
+def unit_signal(
+    ws: Workspace,
+    fields: dict,
+    lease: Lease,
+    state: State,
+    known_units: Container[str],
+    revision: Callable[[], str | None],
+) -> dict:
+    """The signal a leased unit reports, ready to append (with a new id): validated (exit 2), then
+    authorized (exit 3) on `state` (its units store read): the lease is the unit's current one,
+    its profile grants report_intelligence, it is a research unit. `known_units` are the units
+    with contracts; `revision` gives the worktree's HEAD, asked only once authorized."""
+    body = validate_report(fields, ws.routing().severities, known_units)
+    check_lease(state, lease)
+    unit_type, profile, tools = unit_tools(ws, state, lease.unit)
+    if "report_intelligence" not in tools:
+        raise Refused(f"unit {lease.unit}'s profile {profile} does not grant report_intelligence")
+    if unit_type != "research":
+        raise Refused(f"unit {lease.unit} is of type {unit_type}; only a research unit reports intelligence")
+    return _stamped(body, lease.unit, None, revision())
+
+
+def _stamped(body: dict, unit: str | None, person: str | None, revision: str | None) -> dict:
+    return {
         "kind": "signal",
         **body,
-        "unit": actor.unit,
-        "by": actor.person,
+        "unit": unit,
+        "by": person,
         "revision": revision,
         "source": "S4",
         "destination": "S3",
         "at": clock.iso(clock.now()),
     }
-    if actor.person is not None:  # a person-raised signal is a person event: signed, its own id
-        return ws.store("signals").append(person_event(ws, signer, event))
-    return ws.store("signals").append(event, assign_id=True)

@@ -4,9 +4,12 @@ any checkpoint compared with a fresh fold of the stores (SPEC §11, §15.1, §15
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from engine import clock
@@ -67,32 +70,88 @@ def line_of(data: list[bytes], offset: int) -> int:
     return len(data)
 
 
-def findings(ws: Workspace, state: State | None = None) -> list[Finding]:
+def findings(ws: Workspace, state: State | None = None, *, host_events: bool = False) -> list[Finding]:
     """Everything `verify` names, dismissed ones marked. `regulator verify` folds the stores afresh
     and compares any checkpoint with that fold; the control room and --once pass the state they
-    hold (a checkpoint they restored carries MAC-checked results) and only check the MAC."""
+    hold (a checkpoint they restored carries MAC-checked results) and only check the MAC. What the
+    host wrote unsigned is re-derived by `verify`, and by --once with `host_events` (one pass over
+    every line: the open room leaves it out of its frequent refreshes)."""
     from engine.load import load
 
+    fresh = state if state is not None else load(ws, cached=False)
+    # re-derive what the host wrote unsigned, and the times: beside the chains, on another core
+    derived = _beside(ws, fresh) if state is None or host_events else None
     found: list[Finding] = []
     for name in STORES:
         found += [Finding(f.store, f.line, f.message) for f in verify_chain(ws.store(name))]
-    fresh = state if state is not None else load(ws, cached=False)
     uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
     lines = {name: _lines(ws, name) for name in {u.store for u in uncounted}}
     for u in uncounted:
-        found.append(
-            Finding(
-                f"{u.store}.ndjson",
-                line_of(lines[u.store], u.offset),
-                f"{'event' if u.reason.startswith('malformed') else 'person event'} {u.reason}; "
-                "it counts for nothing",
+        if u.reason.startswith("host event: "):  # a dispatch or close past its vetoes (engine.fold)
+            message = f"{u.reason.removeprefix('host event: ')}; it counts for nothing"
+        else:
+            what = "event" if u.reason.startswith("malformed") else "person event"
+            message = f"{what} {u.reason}; it counts for nothing"
+        found.append(Finding(f"{u.store}.ndjson", line_of(lines[u.store], u.offset), message))
+    for name in STORES:  # a mirror edited in place (fleet mode): read again from the server
+        for number in ws.store(name).mended():
+            where = f"line {number} was" if number else "its bytes were"
+            found.append(
+                Finding(
+                    f"{name}.ndjson",
+                    number,
+                    f"the local mirror: {where} not the server's (edited in place); read again from the server",
+                )
             )
-        )
-    if state is None:  # `regulator verify`: re-derive what the host wrote unsigned, and the times
-        found += _host_events(ws, fresh)
+    if derived is not None:
+        found += derived()
     found.sort(key=lambda f: (f.store, f.line))
     found += _checkpoint(ws, fresh if state is None else None)
     return _mark_dismissed(ws, found)
+
+
+def _beside(ws: Workspace, fresh: State) -> Callable[[], list[Finding]]:
+    """`_host_events` in a forked child while this process checks the chains (one pass over every
+    line and a re-routing of every signal: seconds at 100,000 obligations, which a second core
+    hides); the call returns its findings. The child only reads the stores' files (the identity it
+    needs is folded here first) and answers through a pipe in JSON. Without fork, or when the
+    child fails, the pass runs here."""
+    import json
+
+    def here() -> list[Finding]:
+        return _host_events(ws, fresh)
+
+    if not hasattr(os, "fork"):
+        return here
+    ws.authority()
+    read, write = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return here
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            os.close(read)
+            data = json.dumps([[f.store, f.line, f.message] for f in _host_events(ws, fresh)]).encode()
+            with os.fdopen(write, "wb") as out:
+                out.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+
+    def result() -> list[Finding]:
+        with os.fdopen(read, "rb") as handle:
+            data = handle.read()
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            return here()
+        return [Finding(str(a), int(b), str(c)) for a, b, c in json.loads(data)]
+
+    return result
 
 
 def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
@@ -108,13 +167,17 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
 
     found: list[Finding] = []
     now = clock.now()
-    system = ws.authority().clock == "system"
-    policies: dict[str, object] = {}
+    authority = ws.authority()
+    system = authority.clock == "system"
+    late = clock.iso(now + timedelta(seconds=SKEW_S))  # a canonical `at` after this is in the future
+    routings: list[tuple[int, dict]] = []  # checked once every line is read
+    signal_lines: dict[int, dict] = {}  # offset -> signal event: the routing checks read no line twice
     for name in STORES:
         store = f"{name}.ndjson"
         previous: object = None
-        routed: set[str] = set()
+        offset = 0
         for number, raw in enumerate(_lines(ws, name), start=1):
+            start, offset = offset, offset + len(raw) + 1
             try:
                 event = msgspec.json.decode(raw)
             except (ValueError, RecursionError):
@@ -122,25 +185,22 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
             if type(event) is not dict:
                 continue
             at = event.get("at")
-            moment = _time(at)
-            if system and moment is not None and (moment - now).total_seconds() > SKEW_S:
-                found.append(Finding(store, number, f"stamped {at}, in the future"))
-            before = _time(previous)
-            if (
-                system
-                and moment is not None
-                and before is not None
-                and (before - moment).total_seconds() > SKEW_S
-            ):
-                found.append(Finding(store, number, f"stamped {at}, before the line before it ({previous})"))
+            if system and isinstance(at, str):
+                found += _times(store, number, at, previous, now, late)
             if isinstance(at, str):
                 previous = at
-            if name == "memory" and event.get("kind") == "memory" and moment is not None:
+            kind = event.get("kind")
+            if name == "memory" and kind == "memory":
+                moment = _time(at)
                 try:
                     review = clock.parse_date(str(event.get("reviewBy")), "reviewBy")
                 except BadInput:
                     review = None
-                if review is not None and (review - moment.date()).days > MAX_REVIEW_DAYS:
+                if (
+                    moment is not None
+                    and review is not None
+                    and (review - moment.date()).days > MAX_REVIEW_DAYS
+                ):
                     found.append(
                         Finding(
                             store,
@@ -148,16 +208,47 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
                             f"review-by {review} is more than {MAX_REVIEW_DAYS} days after it was recorded",
                         )
                     )
-            if name == "signals" and event.get("kind") == "routing":
-                problem = _routing_problem(ws, fresh, event, routed, policies)
-                if problem:
-                    found.append(Finding(store, number, problem))
+            elif name == "signals" and kind == "routing":
+                routings.append((number, event))
+            elif name == "signals" and kind == "signal":
+                signal_lines[start] = event
+    policies: dict[str, object] = {}
+    routed: set[str] = set()
+    refs = fresh.signals.refs
+    signals = {key: signal_lines.get(ref >> 2) for key, ref in refs.items()}  # the line each counts from
+    for number, event in routings:
+        problem = _routing_problem(authority.routing, signals, refs, event, routed, policies)
+        if problem:
+            found.append(Finding("signals.ndjson", number, problem))
+    return found
+
+
+def _times(store: str, number: int, at: str, previous: object, now: datetime, late: str) -> list[Finding]:
+    """An `at` in the future, or more than the skew before the line before it (SPEC §15.3). A
+    canonical time (YYYY-MM-DDTHH:MM:SSZ) orders as its text, so most lines are judged without
+    parsing; only a suspect or unusual one is."""
+    from engine.store import SKEW_S
+
+    canonical = len(at) == 20 and at[-1] == "Z"
+    found = []
+    if not canonical or at > late:
+        moment = _time(at)
+        if moment is not None and (moment - now).total_seconds() > SKEW_S:
+            found.append(Finding(store, number, f"stamped {at}, in the future"))
+    ordered = canonical and isinstance(previous, str) and len(previous) == 20 and previous[-1] == "Z"
+    if isinstance(previous, str) and (not ordered or previous > at):
+        moment, before = _time(at), _time(previous)
+        if moment is not None and before is not None and (before - moment).total_seconds() > SKEW_S:
+            found.append(Finding(store, number, f"stamped {at}, before the line before it ({previous})"))
     return found
 
 
 def _time(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
+    return _parsed(value) if isinstance(value, str) else None  # a list is no time, nor hashable
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(value: str) -> datetime | None:
     try:
         return clock.parse_time(value)
     except BadInput:
@@ -165,13 +256,18 @@ def _time(value: object) -> datetime | None:
 
 
 def _routing_problem(
-    ws: Workspace, state: State, record: dict, routed: set[str], policies: dict[str, object]
+    routing: list[tuple[str, str | None]],
+    signals: dict,
+    counted: dict,
+    record: dict,
+    routed: set[str],
+    policies: dict[str, object],
 ) -> str | None:
     from engine.router import route_signal
     from identity.policy import PolicyError, RoutingPolicy, parse_policy
 
     signal_id = record.get("signal")
-    if not isinstance(signal_id, str) or signal_id not in state.signals:
+    if not isinstance(signal_id, str) or signal_id not in counted:
         return "a routing record for no signal that counts (forged?)"
     if signal_id in routed:
         return "a second routing record for the same signal (readers ignore it)"
@@ -179,7 +275,7 @@ def _routing_problem(
     at = record.get("at")
     when = _time(at)
     text = ""
-    for since, content in ws.authority().routing:
+    for since, content in routing:
         if not since or (isinstance(at, str) and at >= since):
             text = content or ""
     if when is None or not text:
@@ -192,8 +288,11 @@ def _routing_problem(
     policy = policies[text]
     if not isinstance(policy, RoutingPolicy):  # None: the policy then in force does not parse
         return None
+    signal = signals.get(signal_id)
+    if signal is None:  # its line no longer reads as the signal it was folded from
+        return "a routing record for no signal that counts (forged?)"
     try:
-        expected = route_signal(state.signals[signal_id], policy, when)
+        expected = route_signal(signal, policy, when)
     except (KeyError, ValueError, TypeError, BadInput):
         return None
     keys = ("outcome", "derivedSeverity", "obligations")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -53,14 +54,20 @@ class Workspace:
         a linked worktree is linted as that branch), else the workspace itself."""
         return self.checkout or self.root
 
-    @property
+    @functools.cached_property
     def state_dir(self) -> Path:
         return self.root / STATE_DIR
 
     @property
     def url(self) -> str | None:
         """The PostgreSQL store this workspace's stores are on (SPEC §18), or None: files."""
-        return store_url(self.root)
+        env = os.environ.get("REGULATOR_STORE")
+        known = self.__dict__.get("_url")  # kept as cached_property keeps its value, per REGULATOR_STORE
+        if known is not None and known[0] == env:
+            return known[1]
+        url = store_url(self.root)
+        self.__dict__["_url"] = (env, url)
+        return url
 
     def store(self, name: str) -> Store:
         url = self.url
@@ -96,16 +103,21 @@ class Workspace:
     @property
     def has_stores(self) -> bool:
         """The host's workspace holds its stores; a clone (CI) or a copy does not (SPEC §16.2)."""
-        return (self.state_dir / "identity.ndjson").is_file()
+        return os.path.isfile(self._identity_file)
+
+    @functools.cached_property
+    def _identity_file(self) -> str:
+        return str(self.state_dir / "identity.ndjson")
 
     def authority(self) -> Authority:
         """Decided content, keys and grants, folded from identity.ndjson (SPEC §15.0)."""
         from engine import authority
 
-        if self.url is not None:  # PostgreSQL: the identity store's mirror, prepared once
+        url = self.url
+        if url is not None:  # PostgreSQL: the identity store's mirror, prepared once
             from engine.pgstore import mirror
 
-            if not mirror(self.url, self.state_dir).checked:
+            if not mirror(url, self.state_dir).checked:
                 self.sync()
         return authority.of(self.root)
 
@@ -327,11 +339,11 @@ def _real(folder: Path) -> Path:
 def _opened(folder: Path) -> Workspace:
     """The workspace for a folder: itself, or the workspace a linked worktree of it belongs to."""
     home = _real(folder)
-    _untracked(home)
+    check_untracked(home)
     return Workspace(home, None if home == folder else folder)
 
 
-def _untracked(home: Path) -> None:
+def check_untracked(home: Path) -> None:
     """Stores committed to git are not the host's stores (a clone carrying forged ones would look
     like the host): refused (SPEC §16.2)."""
     if not (home / STATE_DIR).is_dir() or not (home / ".git").exists():
@@ -385,7 +397,7 @@ def _locate(
         return ws, lease
     if lease is not None:
         home = _real(lease.workspace.resolve())
-        _untracked(home)
+        check_untracked(home)
         if not (home / STATE_DIR).is_dir():
             raise Refused(f"lease {lease.path} names {lease.workspace}, which is not a workspace")
         return Workspace(home), lease

@@ -63,7 +63,9 @@ def fingerprint(state) -> dict:
 def events(draw):
     """(store, event or raw garbage line) in log order, as the engine would write them: a signal id
     is unique, an obligation is closed at most once and only after it was opened (the engine
-    checks both under its lock), a second router's duplicate routing record may appear."""
+    checks both under its lock), a second router's duplicate routing record may appear, and time
+    moves forward across the stores (a host stamps each line as it writes it: the fold orders a
+    unit's dispatch or close after the obligations that held it by their times, engine.fold._vetoed)."""
     out = []
     signals: list[str] = []
     open_obs: dict[str, str] = {}  # obligation id -> unit
@@ -75,11 +77,12 @@ def events(draw):
             )
         )  # fmt: skip
         unit = draw(st.sampled_from(UNITS))
+        at = f"2026-11-29T08:{n:02d}:00Z"
         if kind == "signal":
             expires = draw(st.sampled_from([None, "2026-11-01T00:00:00Z", "2027-01-01T00:00:00+02:00"]))
             signals.append(f"s{n}")
             event = {"kind": "signal", "id": f"s{n}", "subject": f"subject {n}", "affectedUnits": [unit],
-                     "expiresAt": expires, "at": "2026-11-29T10:00:00Z"}  # fmt: skip
+                     "expiresAt": expires, "at": at}  # fmt: skip
             out.append(("signals", event))
         elif kind == "routing" and signals:
             signal = draw(st.sampled_from(signals))
@@ -96,34 +99,34 @@ def events(draw):
             ):
                 open_obs.update({o["id"]: o["unit"] for o in obligations})
             out.append(("signals", {"kind": "routing", "signal": signal, "obligations": obligations,
-                                    "at": "2026-11-29T10:01:00Z"}))  # fmt: skip
+                                    "at": at}))  # fmt: skip
         elif kind == "disposition" and open_obs:
             target = draw(st.sampled_from(sorted(open_obs)))
             del open_obs[target]
             out.append(("signals", {"kind": "disposition", "obligation": target, "disposition": "no-action",
-                                    "by": "alice", "rationale": "r", "at": "2026-11-29T11:00:00Z"}))  # fmt: skip
+                                    "by": "alice", "rationale": "r", "at": at}))  # fmt: skip
         elif kind == "decision":
             action = draw(st.sampled_from(["retry", "repair", "abort", "pause", "escalate"]))
             owed = sorted(ob for ob, u in open_obs.items() if u == unit)
             for ob in owed:
                 del open_obs[ob]
             event = {"kind": "decision", "id": f"d{n}", "unit": unit, "action": action, "by": "alice",
-                     "rationale": "why", "resolves": owed, "at": "2026-11-29T11:30:00Z"}  # fmt: skip
+                     "rationale": "why", "resolves": owed, "at": at}  # fmt: skip
             if action in ("pause", "escalate") and draw(st.booleans()):
                 event["opens"] = {"id": f"rec-{n}", "severity": "blocking", "owedTo": "S3"}
                 open_obs[f"rec-{n}"] = unit
             out.append(("units", event))
         elif kind in ("dispatch", "close", "demote"):
             out.append(("units", {"kind": kind, "unit": unit, "lease": f"l{n}", "by": "alice",
-                                  "rationale": "r", "at": "2026-11-29T11:40:00Z"}))  # fmt: skip
+                                  "rationale": "r", "at": at}))  # fmt: skip
         elif kind == "memory":
             out.append(("memory", {"kind": "memory", "id": f"m{n % 7}", "subject": "s", "note": "n",
-                                   "reviewBy": "2026-12-20", "scope": [], "at": "2026-11-29T09:00:00Z"}))  # fmt: skip
+                                   "reviewBy": "2026-12-20", "scope": [], "at": at}))  # fmt: skip
         elif kind == "retraction":
             out.append(("memory", {"kind": "retraction", "entry": f"m{n % 7}", "by": "alice", "reason": "r",
-                                   "at": "2026-11-29T09:30:00Z"}))  # fmt: skip
+                                   "at": at}))  # fmt: skip
         elif kind == "proposal":
-            out.append(("identity", {"kind": "proposal", "id": f"p{n}", "at": "2026-11-29T09:00:00Z"}))
+            out.append(("identity", {"kind": "proposal", "id": f"p{n}", "at": at}))
         elif kind == "garbage":
             out.append(
                 (draw(st.sampled_from(STORES)), draw(st.sampled_from([b"{not json", b"[1, 2]", b"\xff"])))

@@ -311,13 +311,14 @@ for i in range(int(sys.argv[2])):
 ROUTER = """
 import sys, time
 from pathlib import Path
-from engine import router, state
+from engine import router
+from engine.load import load
 from engine.workspace import locate
 ws, _ = locate(Path(sys.argv[1]))
 deadline = time.monotonic() + 120
 while time.monotonic() < deadline:
     router.route(ws)
-    done = state.load(ws, stores=("signals",))
+    done = load(ws, stores=("signals",))
     if len(done.signals) >= int(sys.argv[2]) and not done.unrouted_ids:
         break
     time.sleep(0.3)

@@ -10,8 +10,8 @@ import yaml
 from controlroom.app import ControlRoom
 from controlroom.demo import build
 from engine.actors import Actor
-from engine.decisions import propose
 from engine.memory import remember
+from engine.proposals import propose
 from engine.workspace import LEASE_FILE, read_lease
 from tests.helpers import NOW, git
 

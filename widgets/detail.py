@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
@@ -15,7 +16,7 @@ class DetailPane(VerticalScroll):
     DetailPane > Static { width: 100%; }
     """
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         self._text = Static(Text(""), id="detail-text")
         yield self._text
 

@@ -15,8 +15,10 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from engine.text import ensure_escaped, escape
 
+Answer = dict[str, str]  # what a confirmed dialog gives the app: field name -> the text entered
 
-class _Dialog(ModalScreen[dict | None]):
+
+class _Dialog(ModalScreen[Answer | None]):
     DEFAULT_CSS = """
     _Dialog { align: center middle; }
     _Dialog > Vertical { width: 76; height: auto; max-height: 100%; overflow-y: auto; border: thick $accent;

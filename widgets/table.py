@@ -8,10 +8,11 @@ important drop, and the flexible column takes the rest. Cells are cut with `…`
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Generic, TypeVar
 
 from rich.segment import Segment
 from rich.style import Style
+from textual import events
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
@@ -21,11 +22,11 @@ from textual.strip import Strip
 
 from widgets.columns import Column, line
 
-RowKey = Hashable  # the app's typed row keys: the table only compares them
-RowSource = Callable[[Any], list[str]]
+K = TypeVar("K", bound=Hashable)  # the app's typed row keys: the table only compares them
+HK = TypeVar("HK", bound=Hashable)
 
 
-class LineTable(ScrollView, can_focus=True):
+class LineTable(ScrollView, Generic[K], can_focus=True):
     """Rows are keys; `render_row(key)` gives a key's cells when (and only when) it is drawn."""
 
     COMPONENT_CLASSES = {"linetable--header", "linetable--cursor", "linetable--row"}
@@ -46,8 +47,8 @@ class LineTable(ScrollView, can_focus=True):
 
     cursor = reactive(0, always_update=True, init=False)
 
-    class Highlighted(Message):
-        def __init__(self, table: LineTable, key: RowKey | None) -> None:
+    class Highlighted(Message, Generic[HK]):
+        def __init__(self, table: LineTable[HK], key: HK | None) -> None:
             super().__init__()
             self.table = table
             self.key = key
@@ -57,16 +58,16 @@ class LineTable(ScrollView, can_focus=True):
     ) -> None:
         super().__init__(name=name, id=id)
         self.columns = columns
-        self.keys: list[Any] = []
-        self.render_row: RowSource = lambda key: [key]
+        self.keys: list[K] = []
+        self.render_row: Callable[[K], list[str]] = lambda key: [str(key)]
 
     # ---- data ------------------------------------------------------------------------------------
     def set_rows(
         self,
-        keys: list[Any],
-        render_row: RowSource,
+        keys: list[K],
+        render_row: Callable[[K], list[str]],
         columns: tuple[Column, ...] | None = None,
-        select: RowKey | None = None,
+        select: K | None = None,
     ) -> None:
         """Replace the keys (cheap: nothing is formatted here); the cursor stays on its key (or
         goes to `select` when that key is among them)."""
@@ -83,14 +84,14 @@ class LineTable(ScrollView, can_focus=True):
             self.cursor = min(self.cursor, max(0, len(keys) - 1))
         self.refresh()
 
-    def append_rows(self, keys: list[Any]) -> None:
+    def append_rows(self, keys: list[K]) -> None:
         """New rows at the end: only the size changes; on-screen rows redraw on demand."""
         self.keys.extend(keys)
         self.virtual_size = Size(self._width(), len(self.keys) + 1)
         self.refresh()
 
     @property
-    def current_key(self) -> Any:
+    def current_key(self) -> K | None:
         if 0 <= self.cursor < len(self.keys):
             return self.keys[self.cursor]
         return None
@@ -120,7 +121,7 @@ class LineTable(ScrollView, can_focus=True):
         if self.keys:
             self.cursor = 0 if where == 0 else len(self.keys) - 1
 
-    def on_click(self, event) -> None:
+    def on_click(self, event: events.Click) -> None:
         index = round(self.scroll_y) + event.y - 1
         if 0 <= index < len(self.keys) and event.y >= 1:
             self.cursor = index

@@ -530,7 +530,7 @@ def test_a_back_dated_event_is_judged_by_where_it_lands(tmp_path):
 def test_two_workspaces_never_share_an_id(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    one, two = make_workspace(tmp_path / "a"), make_workspace(tmp_path / "b")
+    one, two = make_workspace(tmp_path / "a", fresh=True), make_workspace(tmp_path / "b", fresh=True)
     first = [e["hash"] for e in (one.events("identity")[0], two.events("identity")[0])]
     assert first[0] != first[1]
 
@@ -667,4 +667,29 @@ def test_hostile_bytes_in_stores_and_registers_never_hang_or_crash(ws, tmp_path)
     errors = json.loads(done.stdout)["errors"]
     assert done.returncode == 1 and any(
         e["code"] == "unreadable" and "symlink" in e["message"] for e in errors
+    )
+
+
+def test_a_close_past_its_vetoes_counts_for_nothing_and_once_names_it(tmp_path):
+    ws = make_workspace(tmp_path)
+    _, obligations = held(ws)
+    # what a unit sharing the account can append: its own close while held, an hour on; b1's close
+    append_forged(
+        ws, "units", {"kind": "close", "unit": "u1", "leaseHash": None, "at": "2026-11-29T13:00:00Z"}
+    )
+    append_forged(
+        ws, "units", {"kind": "close", "unit": "b1", "leaseHash": None, "at": "2026-11-29T13:00:00Z"}
+    )
+    status = {u["id"]: u for u in ws.json("status")["units"]}
+    assert status["u1"]["status"] == "in-progress" and status["u1"]["blockedBy"] == [obligations["u1"]]
+    assert status["b1"]["status"] == "todo"
+    done = ws.run("verify")
+    assert done.returncode == 1
+    assert f"close of u1 while held by blocking obligation {obligations['u1']}" in done.stdout
+    assert "close of b1 while it was todo" in done.stdout
+    once = ws.run("controlroom", "--once", "--json")
+    assert once.returncode == 1
+    reasons = json.loads(once.stdout)["exitReasons"]
+    assert any("close of u1 while held" in r for r in reasons) and any(
+        r.startswith("u1 is in progress") for r in reasons
     )

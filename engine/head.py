@@ -1,0 +1,145 @@
+"""HEAD of one worktree for a long-lived caller: git is asked again only when a file git reads to
+answer (the `.git` found walking up, HEAD, the branch's ref, packed-refs) is not as it was."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+_OBJECT = re.compile(rb"[0-9a-f]{40}([0-9a-f]{24})?\n?")
+_SYMBOLIC = re.compile(rb"ref: (refs/heads/[^\s]+)\n?")
+# git finds its repository otherwise where these are set: then git is asked every time
+_GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES", "GIT_INDEX_FILE")
+
+
+def _identity(path: str) -> tuple[int, int, int, int] | None:
+    """A file's identity: any rewrite (git writes a lock file, then renames it) changes it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _kind(path: str) -> object:
+    """A `.git` on the way up: absent (None), a folder (True), or a file, by its identity."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return True
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _content(path: str | Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 512)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+class Head:
+    """`revision()` answers what `git -C where rev-parse HEAD` answers, from memory while the
+    files that decide it are unchanged. It remembers only a layout it reads itself and git
+    confirms: a `.git` folder or file found walking up from `where`, HEAD holding a branch or an
+    object name, the branch a loose ref holding an object name or absent (then packed-refs).
+    Anything else (a reftable, a symbolic ref pointing elsewhere, git's repository variables
+    set) and git is asked on every call, as before."""
+
+    def __init__(self, where: Path) -> None:
+        self.where = Path(where)
+        # (each .git looked at and the HEAD beside it, git dir's HEAD, common dir); None: ask git
+        self._layout: tuple[tuple[tuple[str, str], ...], str, str] | None = None
+        self._key: tuple | None = None
+        self._revision: str | None = None
+
+    def revision(self) -> str | None:
+        key = self._fingerprint(self._layout)
+        if key is not None and key == self._key:
+            return self._revision
+        layout = self._walk()
+        key = self._fingerprint(layout)  # taken before git answers: a move meanwhile is seen next call
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(self.where), "rev-parse", "--absolute-git-dir", "--git-common-dir", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            self._layout, self._key, self._revision = None, None, None
+            return None
+        said = done.stdout.splitlines()
+        if layout is not None and (
+            len(said) < 2
+            or str(Path(said[0]).resolve() / "HEAD") != layout[1]
+            or str((self.where / said[1]).resolve()) != layout[2]
+            or os.path.exists(os.path.join(layout[2], "reftable"))
+        ):
+            layout = key = None  # not the layout read here: git is asked every time
+        self._layout, self._key = layout, key
+        self._revision = said[2].strip() or None if done.returncode == 0 and len(said) == 3 else None
+        return self._revision
+
+    def _walk(self) -> tuple[tuple[tuple[str, str], ...], str, str] | None:
+        """Where git would find this worktree's repository, walking up as git does; its HEAD and
+        (for a linked worktree, from its `commondir`) where its refs are."""
+        if any(os.environ.get(name) for name in _GIT_ENV):
+            return None
+        looked: list[Path] = []
+        for folder in (self.where, *self.where.parents):
+            dotgit = folder / ".git"
+            looked.append(dotgit)
+            if dotgit.is_dir():
+                gitdir = dotgit.resolve()
+                break
+            if dotgit.is_file():
+                text = _content(dotgit) or b""
+                if not text.startswith(b"gitdir:"):
+                    return None
+                gitdir = (folder / os.fsdecode(text[len(b"gitdir:") :].strip())).resolve()
+                break
+            if (folder / "HEAD").exists():  # maybe a bare repository: git's business
+                return None
+        else:
+            return None
+        common = gitdir
+        shared = _content(gitdir / "commondir")
+        if shared is not None:
+            common = (gitdir / os.fsdecode(shared.strip())).resolve()
+        walked = tuple((str(p), str(p.parent / "HEAD")) for p in looked)
+        return walked, str(gitdir / "HEAD"), str(common)
+
+    @staticmethod
+    def _fingerprint(layout: tuple[tuple[tuple[str, str], ...], str, str] | None) -> tuple | None:
+        if layout is None:
+            return None
+        looked, head_path, common = layout
+        # each folder walked: its .git (a file by identity) and whether it holds a HEAD (a bare
+        # repository git would stop at); a repository made on the way is a change
+        walk = tuple((_kind(dotgit), os.path.exists(beside)) for dotgit, beside in looked)
+        head = _content(head_path)
+        if head is None:
+            return None
+        if _OBJECT.fullmatch(head):
+            return walk, head
+        symbolic = _SYMBOLIC.fullmatch(head)
+        if symbolic is None:
+            return None
+        ref = os.fsdecode(symbolic.group(1))
+        if ".." in ref.split("/"):
+            return None
+        loose = _content(os.path.join(common, ref))
+        if loose is not None:
+            return (walk, head, loose) if _OBJECT.fullmatch(loose) else None
+        return walk, head, None, _identity(os.path.join(common, "packed-refs"))
