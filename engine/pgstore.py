@@ -175,19 +175,35 @@ REVOKE UPDATE, DELETE, TRUNCATE ON regulator.meta, regulator.events FROM regulat
 """
 
 
-CHUNK = 50_000  # lines per store per round trip when a mirror catches up
-SYNC_SQL = """
+BLOCK = 1000  # lines per row of the catch-up COPY: the server joins them, in order, into one bytea
+HEAD_SQL = """
 SELECT s.store,
        (SELECT t.hash FROM regulator.events t WHERE t.store = s.store AND t.n = s.n) AS tail,
-       g.count, g.last_n,
-       (SELECT t.hash FROM regulator.events t WHERE t.store = s.store AND t.n = g.last_n) AS last_hash,
-       g.text
+       l.n, l.hash
 FROM unnest(%s::text[], %s::bigint[]) AS s(store, n)
-CROSS JOIN LATERAL (
-    SELECT count(*) AS count, max(e.n) AS last_n, string_agg(e.line, E'\\n' ORDER BY e.n) AS text
-    FROM (SELECT n, line FROM regulator.events
-          WHERE store = s.store AND n > s.n ORDER BY n LIMIT %s) e
-) g
+LEFT JOIN LATERAL (
+    SELECT e.n, e.hash FROM regulator.events e WHERE e.store = s.store ORDER BY e.n DESC LIMIT 1
+) l ON true
+"""
+# each row: (the store's index in the arrays, the block's first n - 1, its lines, each with its
+# newline, as the UTF-8 bytes the server holds): binary COPY, so nothing is escaped on the way.
+# The blocks are ordered before their lines are joined (OFFSET 0 keeps that order underneath the
+# join, so the server never sorts the lines themselves); the client checks the order anyway.
+FETCH_SQL = """
+COPY (
+    SELECT k.i, k.lo,
+           (SELECT convert_to(string_agg(e.line || E'\\n', '' ORDER BY e.n), 'UTF8')
+            FROM regulator.events e
+            WHERE e.store = k.store AND e.n > k.lo AND e.n <= least(k.lo + %(block)s, k.upto))
+    FROM (
+        SELECT s.i, s.store, s.upto, b.lo
+        FROM unnest(%(names)s::text[], %(since)s::bigint[], %(upto)s::bigint[])
+            WITH ORDINALITY AS s(store, since, upto, i)
+        CROSS JOIN LATERAL generate_series(s.since, s.upto - 1, %(block)s) AS b(lo)
+        ORDER BY s.i, b.lo
+        OFFSET 0
+    ) k
+) TO STDOUT (FORMAT binary)
 """
 
 
@@ -417,11 +433,13 @@ class Mirror:
     def sync(self, names: tuple[str, ...] = STORES) -> int:
         """Bring the mirror up to date from the last sequence number of each store; the number of
         lines gained. A mirror file that is not what was mirrored (edited, cut), or a server whose
-        line at that number is not the one mirrored, is read again from the first line. Each
-        store's new lines come joined by the server, a chunk at a time (one index range scan)."""
+        line at that number is not the one mirrored, is read again from the first line. One query
+        asks for each store's tail; one binary COPY then streams the new lines of every store that
+        has some, a block of lines at a time, straight into the mirror files."""
         with locked(self.folder / "mirror.lock"):
             state = self._state()
             stores = state.setdefault("stores", {})
+            reset = False
             for name in names:
                 n, size, _ = stores.get(name, [0, 0, GENESIS])
                 try:
@@ -434,35 +452,44 @@ class Mirror:
                         raise Refused(f"{self.path(name)} is not a regular file; move it aside")
                 if actual != size:
                     self._reset(name, stores)
-            gained = 0
-            pending = list(names)
-            while pending:
-                params = (pending, [stores.get(x, [0, 0, GENESIS])[0] for x in pending], CHUNK)
-
-                def fetch(conn: Any, p: tuple = params) -> list[tuple[Any, ...]]:
-                    return conn.execute(SYNC_SQL, p).fetchall()
-
-                rows: list[tuple[Any, ...]] = _run(self.url, fetch, tx=False)
-                again = []
-                for name, tail, count, last_n, last_hash, text in rows:
-                    n, size, last = stores.get(name, [0, 0, GENESIS])
-                    if n > 0 and tail != last:  # the server's line n is not the one mirrored
-                        self._reset(name, stores)
-                        again.append(name)
-                        continue
-                    if not count:
-                        continue
-                    data = text.encode() + b"\n"
-                    with open(self.path(name), "ab") as handle:
-                        handle.write(data)
-                    stores[name] = [last_n, size + len(data), last_hash]
-                    gained += count
-                    if count == CHUNK:
-                        again.append(name)
-                pending = again
-            if gained:
+                    reset = True
+            params = (list(names), [stores.get(x, [0, 0, GENESIS])[0] for x in names])
+            heads = _run(self.url, lambda conn: conn.execute(HEAD_SQL, params).fetchall(), tx=False)
+            wanted: dict[str, tuple[int, str]] = {}  # store -> (the server's last n, its hash)
+            for name, tail, last_n, last_hash in heads:
+                n, _, last = stores.get(name, [0, 0, GENESIS])
+                if n > 0 and tail != last:  # the server's line n is not the one mirrored
+                    self._reset(name, stores)
+                    reset, n = True, 0
+                if last_n is not None and last_n > n:
+                    wanted[name] = (last_n, last_hash)
+            gained = _run(self.url, lambda conn: self._fetch(conn, stores, wanted)) if wanted else 0
+            if gained or reset:
                 self._save(state)
             return gained
+
+    def _fetch(self, conn: Any, stores: dict, wanted: dict[str, tuple[int, str]]) -> int:
+        """Stream lines (since, upto] of each wanted store into its mirror file. On any failure
+        the files are cut back to what was mirrored."""
+        names = list(wanted)
+        since = [stores.get(x, [0, 0, GENESIS])[0] for x in names]
+        upto = [wanted[x][0] for x in names]
+        handles = [open(self.path(x), "ab") for x in names]  # noqa: SIM115 - closed below
+        try:
+            _blocks(conn, self.url, names, since, upto, lambda k, data: handles[k].write(data))
+            for handle in handles:
+                handle.flush()
+        except BaseException:
+            for name, handle in zip(names, handles, strict=True):
+                with contextlib.suppress(OSError):
+                    handle.truncate(stores.get(name, [0, 0, GENESIS])[1])
+            raise
+        finally:
+            for handle in handles:
+                handle.close()
+        for k, name in enumerate(names):
+            stores[name] = [upto[k], self.path(name).stat().st_size, wanted[name][1]]
+        return sum(upto[k] - since[k] for k in range(len(names)))
 
     def recorded(self) -> dict[str, list]:
         """What the mirror records of each store: [last sequence number, file size, last hash]."""
@@ -608,6 +635,35 @@ class Mirror:
 def _newlines(data: Any, start: int, end: int, piece: int = 1 << 22) -> int:
     """How many lines data[start:end] ends (an mmap has no count: a piece at a time)."""
     return sum(data[at : min(at + piece, end)].count(b"\n") for at in range(start, end, piece))
+
+
+def _blocks(
+    conn: Any,
+    url: str,
+    names: list[str],
+    since: list[int],
+    upto: list[int],
+    take: Callable[[int, bytes], object],
+) -> None:
+    """Lines (since, upto] of each store, through one binary COPY (in the caller's transaction):
+    `take(k, data)` for each block of store `names[k]` in order, every block checked to hold
+    exactly its lines (refused if not: the caller keeps nothing of it)."""
+    conn.execute("SET LOCAL jit = off")  # compiling the plan costs more than running it
+    params = {"names": names, "since": since, "upto": upto, "block": BLOCK}
+    with conn.cursor().copy(FETCH_SQL, params) as copy:
+        copy.set_types(["int8", "int8", "bytea"])
+        expect = list(since)  # the next block's first n - 1, per store
+        for i, lo, data in copy.rows():
+            k = i - 1
+            lines = min(lo + BLOCK, upto[k]) - lo
+            if lo != expect[k] or data is None or data.count(b"\n") != lines:
+                raise Refused(
+                    f"store {redact(url)}: {names[k]} lines {lo + 1}..{lo + lines} did not arrive whole"
+                )
+            take(k, data)
+            expect[k] = lo + lines
+    if expect != upto:
+        raise Refused(f"store {redact(url)}: the server's lines ended early")
 
 
 def _seal_mac(key: bytes, instance: object, name: str, body: list) -> str:
@@ -772,7 +828,7 @@ class PgStore(Store):
 
     def whole(self) -> bytes:
         """The server's lines, not the mirror's: `verify` checks what the server holds."""
-        return b"".join(text.encode() + b"\n" for _, text in lines(self.url, self.store))
+        return server_bytes(self.url, self.store)
 
 
 # one round trip: the store's lock, then the line built around the store's tail and inserted, in
@@ -937,6 +993,19 @@ def lines(url: str, name: str, since: int = 0) -> list[tuple[int, str]]:
         ).fetchall(),
         tx=False,
     )
+
+
+def server_bytes(url: str, name: str) -> bytes:
+    """Every line of one store as the server holds it, each with its newline (one binary COPY)."""
+
+    def work(conn: Any) -> bytes:
+        last = conn.execute("SELECT max(n) FROM regulator.events WHERE store = %s", (name,)).fetchone()[0]
+        parts: list[bytes] = []
+        if last:
+            _blocks(conn, url, [name], [0], [last], lambda _, data: parts.append(data))
+        return b"".join(parts)
+
+    return _run(url, work)
 
 
 def counts(url: str) -> dict[str, int]:
