@@ -135,4 +135,9 @@ def copy(
         return
     total = sum(done.values())
     out(f"copied {total} line(s) to {escape(target)}: " + ", ".join(f"{n} {done[n]}" for n in STORES))
-    out("run `regulator verify` on both sides; every line keeps its at, prev and hash")
+    out("every line keeps its at, prev and hash; run `regulator verify` on both sides")
+    if pgstore.is_url(target):
+        out(
+            "next: move .regulator/ aside, then select the store in every process: commit "
+            "regulator/policy/store.yaml (url: …) or set REGULATOR_STORE"
+        )

@@ -66,6 +66,8 @@ class Workspace:
         if known is not None and known[0] == env:
             return known[1]
         url = store_url(self.root)
+        if url is None:
+            _not_a_mirror(self.state_dir)
         self.__dict__["_url"] = (env, url)
         return url
 
@@ -258,6 +260,25 @@ def store_url(root: Path) -> str | None:
                     url = value
     _URLS[key] = url
     return url
+
+
+def _not_a_mirror(state_dir: Path) -> None:
+    """Files selected where `.regulator/` is a PostgreSQL store's local mirror (SPEC §18): refused.
+    The mirror is a cache fetched again from the server, so a line appended to it as if it were a
+    file store would be dropped without a word, and a read would show a copy's stale state."""
+    marker = state_dir / "postgresql.json"
+    if not marker.is_file():
+        return
+    try:
+        mirrored = json.loads(marker.read_text(encoding="utf-8")).get("url")
+    except (OSError, ValueError, AttributeError):
+        mirrored = None
+    named = f" of {mirrored}" if isinstance(mirrored, str) and mirrored else ""
+    raise Refused(
+        f"{state_dir} is the local mirror{named}, not file stores, but no postgresql store is "
+        f"selected here; set REGULATOR_STORE=postgresql://… or commit {STORE_POLICY} "
+        f"(url: postgresql://…), or move {state_dir.name}/ aside to use files"
+    )
 
 
 def check_unit_id(value: str, field: str = "unit") -> str:

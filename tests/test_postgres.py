@@ -289,6 +289,52 @@ def test_copy_to_postgresql_and_back_is_lossless_and_a_reader_clone_sees_the_hos
     assert twice.returncode == 3 and "empty target" in twice.stderr
 
 
+def test_a_mirror_is_never_taken_for_file_stores_when_no_postgresql_store_is_selected(tmp_path, pg_server):
+    """After `store copy` and moving .regulator/ aside, one process with REGULATOR_STORE leaves a
+    mirror; a later command without it must not write the mirror as if it were file stores (the
+    line would vanish at the next fetch) nor read it as the host's state (a clone's stale copy)."""
+    ws = make_workspace(tmp_path)
+    ws.run(*report_args(), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    db = pg_server.database()
+    url = pg_server.url(db)
+    ws.run("store", "copy", "--to", url, check=True)
+    (ws.root / ".regulator").rename(tmp_path / "aside")
+    host = once_json(ws, env={"REGULATOR_STORE": url})
+    mirror = ws.root / ".regulator"
+    before = {n: (mirror / f"{n}.ndjson").read_bytes() for n in STORES}
+    obligation = host["obligations"][0]["id"]
+    for store in (None, "files"):
+        env = {"REGULATOR_STORE": store} if store else None
+        for args in (
+            (
+                "obligation",
+                "resolve",
+                obligation,
+                "--by",
+                "alice",
+                "--disposition",
+                "accepted-risk",
+                *("--rationale", "r"),
+            ),
+            ("status",),
+            ("controlroom", "--once", "--json"),
+        ):
+            done = ws.run(*args, env=env) if env else ws.run(*args)
+            assert done.returncode == 3, (args, done.stdout, done.stderr)
+            assert done.stderr.count("\n") == 1 and "is the local mirror" in done.stderr, done.stderr
+            assert "REGULATOR_STORE" in done.stderr and done.stdout == ""
+    assert {n: (mirror / f"{n}.ndjson").read_bytes() for n in STORES} == before
+    assert once_json(ws, env={"REGULATOR_STORE": url}) == host  # nothing reached the server either
+
+    subprocess.run([REGULATOR, "store", "roles", "--url", url], check=True, capture_output=True)
+    ci = clone(ws, tmp_path / "ci")
+    reader = {"REGULATOR_STORE": pg_server.url(db, "regulator_reader")}
+    assert once_json(ws, env=reader, cwd=ci) == host
+    done = ws.run("status", cwd=ci)  # the clone's mirror is not "stores: present"
+    assert done.returncode == 3 and "is the local mirror" in done.stderr, done.stdout
+
+
 # ---- exactly once, across processes ------------------------------------------------------------------
 
 
