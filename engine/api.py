@@ -154,6 +154,13 @@ class UnitStatus:
         }
 
 
+def _fields(fields: object) -> dict[str, Any]:
+    """A call's fields as a dict of named fields, or BadInput (exit 2) naming what was given."""
+    if not isinstance(fields, Mapping) or not all(isinstance(k, str) for k in fields):
+        raise BadInput(f"fields must be a mapping of field names to values, not {type(fields).__name__}")
+    return dict(fields)
+
+
 def _flush_checkpoint() -> None:
     """A write's load may have offered its state for a checkpoint (engine.checkpoint): write it now,
     after the write and outside its lock, as the CLI does when a command ends."""
@@ -221,12 +228,12 @@ class UnitDoor:
 
     def _signal(self, ws: Workspace, fields: Mapping[str, Any], state: State) -> dict[str, Any]:
         kept = self._kept
-        return signals.unit_signal(ws, dict(fields), self.lease, state, kept.known(), kept.head.revision)
+        return signals.unit_signal(ws, _fields(fields), self.lease, state, kept.known(), kept.head.revision)
 
     def remember(self, fields: Mapping[str, Any]) -> Remembered:
         """A memory entry (SPEC §6.1): subject, note, evidence, reviewBy, scope."""
         self.check()
-        event = memory.remember(self._ws(), dict(fields), self.lease)
+        event = memory.remember(self._ws(), _fields(fields), self.lease)
         _flush_checkpoint()
         return Remembered(event["id"], event["reviewBy"])
 

@@ -158,6 +158,18 @@ def test_bad_input_is_exit_2_and_an_affected_unit_needs_a_contract(fleet):
     assert signals_held(fleet)[-1]["affectedUnits"] == ["zz9"]
 
 
+def test_fields_that_are_not_a_mapping_are_bad_input_and_write_nothing(fleet):
+    from engine.api import BadInput, UnitDoor
+
+    door = UnitDoor(fleet.lease_file)
+    before = held_bytes(fleet)
+    for call, given in ((door.report, "text"), (door.remember, [("subject", "s")]), (door.report, {1: "x"})):
+        with pytest.raises(BadInput) as bad:
+            call(given)  # type: ignore[arg-type]  # what a harness passing the wrong shape does
+        assert bad.value.exit_code == 2 and "fields must be a mapping" in str(bad.value)
+    assert held_bytes(fleet) == before
+
+
 def test_stores_committed_to_git_meanwhile_are_refused_by_the_next_call(fleet):
     from engine.api import Refused, UnitDoor
 
