@@ -4,24 +4,13 @@ command but the control room starts fast."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import sys
 from typing import Annotated
 
 import typer
 
-from controlroom import (
-    cli_identity,
-    cli_mcp,
-    cli_memory,
-    cli_obligations,
-    cli_registry,
-    cli_room,
-    cli_signals,
-    cli_store,
-    cli_units,
-    cli_workspace,
-)
 from controlroom.cli_common import (
     OPTIONS,
     KeyOption,
@@ -35,27 +24,47 @@ from controlroom.cli_common import (
 from controlroom.printing import escape
 from engine.errors import RegulatorError
 
-GROUPS = (
-    cli_workspace,
-    cli_signals,
-    cli_obligations,
-    cli_units,
-    cli_memory,
-    cli_identity,
-    cli_registry,
-    cli_room,
-    cli_mcp,
-    cli_store,
+# the command group modules, in the order of the root's help
+MODULES = (
+    "cli_workspace",
+    "cli_signals",
+    "cli_obligations",
+    "cli_units",
+    "cli_memory",
+    "cli_identity",
+    "cli_registry",
+    "cli_room",
+    "cli_mcp",
+    "cli_store",
 )
+# the names each module adds to the root, so that a lean command line imports and builds its own
+# group only (tests/test_cli.py checks this table against what the modules register)
+GROUP_OF = {
+    "init": "cli_workspace",
+    "status": "cli_workspace",
+    "verify": "cli_workspace",
+    "signals": "cli_signals",
+    "obligations": "cli_obligations",
+    "obligation": "cli_obligations",
+    "unit": "cli_units",
+    "memory": "cli_memory",
+    "context": "cli_memory",
+    "identity": "cli_identity",
+    "registry": "cli_registry",
+    "controlroom": "cli_room",
+    "demo": "cli_room",
+    "mcp": "cli_mcp",
+    "store": "cli_store",
+}
 
 
-def build(*, lean: bool) -> typer.Typer:
-    """The root app. A lean one has no --install-completion, --show-completion or help option (and
-    its commands no --root, --lease or --key: declare_globals): for a command line that gives none
-    of them, which then parses exactly as with them. Typer 0.29 coerces every option that is not a
-    given flag through a pydantic TypeAdapter, absent or not, and so imports pydantic (about 0.1 s
-    of a cold start); the lean root spares a command like `status --json` that cost through
-    Typer's public API only (D-62: no patching Typer)."""
+def build(modules: tuple[str, ...] = MODULES, *, lean: bool = False) -> typer.Typer:
+    """The root app over these group modules. A lean one has no --install-completion,
+    --show-completion or help option (and its commands no --root, --lease or --key:
+    declare_globals), for a command line that gives none of them and so parses exactly as with
+    them. Typer 0.29 coerces every declared option but a given flag through a pydantic
+    TypeAdapter, absent or not, which imports pydantic (about 0.1 s of a cold start): the lean
+    root spares `status --json` that cost with Typer's public API only (D-62: no patching Typer)."""
     root_app = typer.Typer(
         add_completion=not lean,
         no_args_is_help=True,
@@ -64,13 +73,20 @@ def build(*, lean: bool) -> typer.Typer:
         context_settings={"help_option_names": [] if lean else ["-h", "--help"]},
         help="regulator: durable memory and a control room for fleets of AI agent units.",
     )
-    for group in GROUPS:
-        root_app.add_typer(group.app)
+    for name in modules:
+        root_app.add_typer(importlib.import_module(f"controlroom.{name}").app)
+    root_app.callback()(root)
     return root_app
 
 
-app = build(lean=False)
-lean_app = build(lean=True)
+def lean_group(args: list[str]) -> str | None:
+    """The one group module a command line needs when it can run on a lean root: it gives none of
+    the options a lean root leaves out (cli_common.lean_enough), so its first word that is no
+    option (only flags may precede it) names its command, and the table knows that name."""
+    if not lean_enough(args):
+        return None
+    name = next((arg for arg in args if not arg.startswith("-")), None)
+    return GROUP_OF.get(name) if name is not None else None
 
 
 def show_version(value: bool) -> None:
@@ -85,8 +101,6 @@ def show_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@lean_app.callback()
-@app.callback()
 def root(
     root: RootOption = None,
     lease: LeaseOption = None,
@@ -102,13 +116,8 @@ def root(
     remember_globals(root, lease, key)
 
 
-switchable(
-    root,
-    inspect.signature(root, eval_str=True),
-    inspect.signature(root, eval_str=True).replace(
-        parameters=[inspect.signature(root, eval_str=True).parameters["version"]]
-    ),
-)
+_ROOT = inspect.signature(root, eval_str=True)
+switchable(root, _ROOT, _ROOT.replace(parameters=[_ROOT.parameters["version"]]))  # a lean root: --version
 
 
 def flush_checkpoint() -> None:
@@ -124,18 +133,18 @@ def flush_checkpoint() -> None:
 PARSE_ERRORS = ("NoArgsIsHelpError", "NoSuchOption")
 
 
-def main(argv: list[str] | None = None, *, lean: bool | None = None) -> int:
+def main(argv: list[str] | None = None, *, full: bool = False) -> int:
     """Run one command; errors become one line on stderr and the documented exit code (SPEC §13).
-    A command line that gives no global, help or completion option runs on the lean root (build)."""
+    A command line that gives no global, help or completion option runs on a lean root holding its
+    own group only (build, lean_group); any other on the full root."""
     from typer.main import get_command
 
     args = list(sys.argv[1:] if argv is None else argv)
     OPTIONS.reset()
-    if lean is None:
-        lean = lean_enough(args)
-    declare_globals(not lean)
+    group = None if full else lean_group(args)
+    declare_globals(group is None)
     try:
-        command = get_command(lean_app if lean else app)
+        command = get_command(build() if group is None else build((group,), lean=True))
         try:
             code = command.main(args, prog_name="regulator", standalone_mode=False)
         finally:
@@ -148,8 +157,8 @@ def main(argv: list[str] | None = None, *, lean: bool | None = None) -> int:
     except typer.Exit as exc:
         return int(exc.exit_code)
     except typer.TyperException as exc:  # Click's usage errors (Typer's public base class)
-        if lean and type(exc).__name__ in PARSE_ERRORS:
-            return main(args, lean=False)  # the help, or "did you mean", as with every option declared
+        if group is not None and type(exc).__name__ in PARSE_ERRORS:
+            return main(args, full=True)  # the help, or "did you mean", as with every option declared
         code = int(getattr(exc, "exit_code", 2))
         if type(exc).__name__ == "NoArgsIsHelpError":  # `regulator signals`-style: the help, exit 2
             exc.show()  # type: ignore[attr-defined]

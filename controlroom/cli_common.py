@@ -108,16 +108,20 @@ LEAN_OMITS = ("--root", "--lease", "--key", "--help", "--install-completion", "-
 COMPLETE_VAR = "_REGULATOR_COMPLETE"  # Typer's shell completion for prog_name "regulator"
 
 
+_DECLARED = [True]  # what declare_globals last said (a group module imported later follows it)
+
+
 def switchable(function: Any, with_globals: inspect.Signature, without: inspect.Signature) -> None:
     """Let declare_globals give `function` (a command, a group's callback or the root's) the
     signature that declares --root, --lease and --key, or the one that leaves them out."""
-    function.__signature__ = with_globals
+    function.__signature__ = with_globals if _DECLARED[0] else without
     _SIGNATURES.append((function, with_globals, without))
 
 
 def declare_globals(declared: bool) -> None:
     """Declare --root, --lease and --key on every command (the default), or on none (a lean root's
     commands: controlroom.cli.build). Typer reads the signatures when it builds the commands."""
+    _DECLARED[0] = declared
     for function, with_globals, without in _SIGNATURES:
         function.__signature__ = with_globals if declared else without
 
