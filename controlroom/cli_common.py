@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,9 @@ from engine.errors import BadInput
 
 __all__ = [
     "OPTIONS",
+    "declare_globals",
+    "lean_enough",
+    "switchable",
     "JsonFlag",
     "absent_exit",
     "age",
@@ -97,6 +101,45 @@ def remember_globals(root: str | None, lease: str | None, key: str | None) -> No
         OPTIONS.key = key
 
 
+# (callable, its signature with the global options, without them): see declare_globals
+_SIGNATURES: list[tuple[Any, inspect.Signature, inspect.Signature]] = []
+# what a lean root (controlroom.cli.build) leaves out; Click matches a long option by its full name
+LEAN_OMITS = ("--root", "--lease", "--key", "--help", "--install-completion", "--show-completion")
+COMPLETE_VAR = "_REGULATOR_COMPLETE"  # Typer's shell completion for prog_name "regulator"
+
+
+_DECLARED = [True]  # what declare_globals last said (a group module imported later follows it)
+
+
+def switchable(function: Any, with_globals: inspect.Signature, without: inspect.Signature) -> None:
+    """Let declare_globals give `function` (a command, a group's callback or the root's) the
+    signature that declares --root, --lease and --key, or the one that leaves them out."""
+    function.__signature__ = with_globals if _DECLARED[0] else without
+    _SIGNATURES.append((function, with_globals, without))
+
+
+def declare_globals(declared: bool) -> None:
+    """Declare --root, --lease and --key on every command (the default), or on none (a lean root's
+    commands: controlroom.cli.build). Typer reads the signatures when it builds the commands."""
+    _DECLARED[0] = declared
+    for function, with_globals, without in _SIGNATURES:
+        function.__signature__ = with_globals if declared else without
+
+
+def lean_enough(args: list[str]) -> bool:
+    """Whether a command line can give none of the options a lean root leaves out: no token spelled
+    as one of them, no short flag group holding -h, and no shell completion under way. Conservative:
+    a value that merely looks like one (`--subject --root`) makes it run on the full root."""
+    if COMPLETE_VAR in os.environ:
+        return False
+    for arg in args:
+        if arg.startswith(LEAN_OMITS):
+            return False
+        if arg.startswith("-") and not arg.startswith("--") and "h" in arg:
+            return False
+    return True
+
+
 def global_options(command: F) -> F:
     """Give a command (or a group's callback) --root, --lease and --key of its own, declared in its
     signature so that its --help shows them. A public-API decorator: Typer reads the signature."""
@@ -105,12 +148,12 @@ def global_options(command: F) -> F:
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        remember_globals(kwargs.pop("global_root"), kwargs.pop("global_lease"), kwargs.pop("global_key"))
+        remember_globals(
+            kwargs.pop("global_root", None), kwargs.pop("global_lease", None), kwargs.pop("global_key", None)
+        )
         return command(*args, **kwargs)
 
-    wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[*parameters, *_GLOBAL_PARAMETERS]
-    )
+    switchable(wrapper, signature.replace(parameters=[*parameters, *_GLOBAL_PARAMETERS]), signature)
     return wrapper  # type: ignore[return-value]
 
 

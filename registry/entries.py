@@ -15,7 +15,6 @@ from datetime import date
 from functools import partial
 from pathlib import Path
 
-from identity.yamlload import ImpossibleDateError, YamlError, safe_load_strict
 from registry.frontmatter import parse as fast_parse
 
 REGISTERS = {"findings": "finding", "intake": "intake", "records": "record", "retro": "retro"}
@@ -174,6 +173,8 @@ def load_frontmatter(text: str) -> tuple[dict, str]:
     fast = fast_parse(head)
     if fast is not None:
         return fast, body
+    from identity.yamlload import ImpossibleDateError, YamlError, safe_load_strict  # only now: 15 ms
+
     try:
         data = safe_load_strict(head)
     except ImpossibleDateError as exc:  # YAML reads it, but as no date: the schema's to name

@@ -61,3 +61,44 @@ def test_shell_completion_offers_groups_and_commands():
         env={"_REGULATOR_COMPLETE": "complete_bash", "COMP_WORDS": "regulator signals r", "COMP_CWORD": "2"}
     )
     assert words.stdout.split() == ["report", "route"]
+
+
+def test_the_lean_roots_table_names_every_command_of_every_group():
+    """A command line that gives no global, help or completion option imports only its own group
+    (controlroom.cli.GROUP_OF): the table must name what each group module really adds."""
+    from typer.main import get_command
+
+    from controlroom import cli
+
+    for module in cli.MODULES:
+        names = set(get_command(cli.build((module,))).commands)  # type: ignore[attr-defined]
+        assert names == {name for name, m in cli.GROUP_OF.items() if m == module}, module
+
+
+def test_a_command_line_answers_the_same_on_the_lean_root_and_the_full_one(ws, monkeypatch, capsys):
+    """Output, errors and exit codes are the full root's, whichever root parsed them; a typo or a
+    bare group is parsed again by the full root so that its suggestions and help are complete."""
+    from controlroom.cli import main
+
+    monkeypatch.chdir(ws.root)
+    for name, value in ws.env.items():
+        monkeypatch.setenv(name, value)
+    for args in (
+        ["status", "--json"],
+        ["status"],
+        ["status", "--lese", "x"],  # did you mean --lease: only the full root declares it
+        ["status", "extra"],
+        ["obligations", "--al"],
+        ["obligation", "show"],
+        ["unit"],  # a bare group: its help, exit 2
+        ["statu"],
+        ["--version", "status"],
+        [],
+    ):
+        answers = []
+        for full in (False, True):
+            code = main(list(args), full=full)
+            answers.append((code, *capsys.readouterr()))
+        assert answers[0] == answers[1], args
+    code = main(["status", "--lese", "x"])
+    assert code == 2 and "--lease" in capsys.readouterr().err
