@@ -7,6 +7,8 @@ from engine.model import State, UnitStatus
 from engine.queries import holds_index, unit_status
 from engine.workspace import Workspace
 
+_TODO = UnitStatus.TODO  # bound once (engine.queries says why)
+
 
 def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dict], list[dict]]:
     """(queue, excluded): todo units not flagged by a finding nor held, by priority then id.
@@ -30,10 +32,10 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
         if contract is None:
             continue
         status = unit_status(state, unit) if known else "unknown (no stores here)"
-        if status == UnitStatus.TODO and unit_id not in stale and unit_id not in holds:
+        if status == _TODO and unit_id not in stale and unit_id not in holds:
             ready.append((contract.priority, unit_id))
         elif explain:
-            reasons = [] if status == UnitStatus.TODO else [f"status {status}"]
+            reasons = [] if status == _TODO else [f"status {status}"]
             reasons += [
                 f"stale-knowledge: unresolved {finding}{from_trunk.get(finding, '')}"
                 for finding in stale.get(unit_id, [])

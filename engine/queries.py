@@ -20,7 +20,10 @@ from engine.model import (
     UnitStatus,
 )
 
+# bound once: a member read from its enum class goes through EnumType.__getattr__ on Python 3.11
+# (about 0.3 µs; Next-up asks twice per unit)
 _OPEN = ObligationStatus.OPEN
+_WAITING, _TODO = UnitStatus.WAITING, UnitStatus.TODO
 
 
 def history(state: State, holder: Obligation | UnitState) -> list[dict[str, Any]]:
@@ -39,10 +42,10 @@ def history(state: State, holder: Obligation | UnitState) -> list[dict[str, Any]
 
 def unit_status(state: State, unit: UnitState) -> UnitStatus:
     """A waiting unit returns to todo once its recovery-decision obligation is dispositioned."""
-    if unit.status == UnitStatus.WAITING and unit.recovery:
+    if unit.status == _WAITING and unit.recovery:
         ob = state.obligations.get(unit.recovery)
         if ob is not None and ob.status != _OPEN:
-            return UnitStatus.TODO
+            return _TODO
     return unit.status
 
 

@@ -285,14 +285,15 @@ def _parse_lines(
 
     The hot path of every reader. With a shape, msgspec builds only the fields the fold reads and
     skips the rest, checking its JSON though not its UTF-8: so non-ASCII lines are decoded once
-    to check that. When every line is an event (almost always), decoding is one `map` in C;
+    to check that (whole events need no such pass: every string is decoded, its UTF-8 checked). When every line is an event (almost always), decoding is one `map` in C;
     otherwise `_parse_each` finds the bad lines. Each event's byte offset is kept so the read
     models can hold a reference instead of the event.
     """
     decode, each = _decoders(shape)
     try:
-        for raw in filterfalse(bytes.isascii, pieces):  # UTF-8 first, whatever the shape
-            raw.decode("utf-8")
+        if shape is not None:  # whole events: msgspec decodes, and so checks, every byte of text
+            for raw in filterfalse(bytes.isascii, pieces):  # UTF-8 first: a shape skips some text
+                raw.decode("utf-8")
         events = list(map(decode, pieces))
         if shape is None and not set(map(type, events)) <= {dict}:
             raise ValueError("not a JSON object")

@@ -8,7 +8,9 @@ is `schema`. Either way it is listed as invalid, never left out (SPEC §16.3).
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
@@ -380,24 +382,39 @@ def load_fields(kind: str, text: str) -> dict | None:
 MAX_ENTRY_BYTES = 1 << 20  # a register entry is prose and frontmatter: a larger file is not one
 
 
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
 def _read_entry(path: Path) -> bytes:
     """A regular file's bytes, never through a symlink and never more than MAX_ENTRY_BYTES: a
-    committed link to /dev/zero or a FIFO must not hang every command (SPEC §16.4)."""
-    import os
-    import stat
-
+    committed link to /dev/zero or a FIFO must not hang every command (SPEC §16.4). Read with
+    os.read, no buffered file object: `registry lint` reads 10,000 of these in the bench."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
         why = "a symlink (entries are files)" if path.is_symlink() else exc.strerror
         raise Unreadable(f"cannot be read ({why})") from None
-    with os.fdopen(fd, "rb") as handle:
-        st = os.fstat(handle.fileno())
+    try:
+        st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise Unreadable("cannot be read (not a regular file)")
         if st.st_size > MAX_ENTRY_BYTES:
             raise Unreadable(f"cannot be read ({st.st_size} bytes: over {MAX_ENTRY_BYTES})")
-        return handle.read(MAX_ENTRY_BYTES + 1)
+        parts = []
+        left = MAX_ENTRY_BYTES + 1
+        while left > 0:  # to the end, as a buffered read does (a file may grow while it is read)
+            part = os.read(fd, left)
+            if not part:
+                break
+            parts.append(part)
+            left -= len(part)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def _name(path: Path) -> str:
+    return path.name
 
 
 def load_registers(root: Path) -> Registers:
@@ -407,7 +424,8 @@ def load_registers(root: Path) -> Registers:
         if not base.is_dir():
             continue
         target = getattr(registers, folder)
-        for path in sorted(base.glob("*.md")):
+        # by name: one folder's paths order as their names do, compared as text (not as Paths)
+        for path in sorted(base.glob("*.md"), key=_name):
             relative = f"{folder}/{path.name}"
             registers.paths.add(relative)
             _add(registers, kind, relative, target, partial(_read_entry, path))
