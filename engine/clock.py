@@ -5,6 +5,7 @@ with a one-line warning, so a unit cannot move time by setting a variable.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from datetime import UTC, date, datetime
@@ -81,3 +82,16 @@ def parse_date(value: str, field: str = "date") -> date:
         return date.fromisoformat(value.strip())
     except (ValueError, AttributeError):
         raise BadInput(f"{field}: {value!r} is not a calendar date (YYYY-MM-DD)") from None
+
+
+def moment(value: object) -> datetime | None:
+    """A stored `at` as a time, or None when it is none: a list is no time (nor hashable)."""
+    return _moment(value) if isinstance(value, str) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _moment(value: str) -> datetime | None:
+    try:
+        return parse_time(value)
+    except BadInput:
+        return None

@@ -3,7 +3,6 @@ policy on when to read: engine.load decides that; `advance` folds what each stor
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -441,15 +440,15 @@ def _vetoed(unit: UnitState, kind: str, at: object, holds: dict[str, list[Obliga
     status = unit.status
     if status in _REFUSED[kind]:
         return f"host event: {kind} of {unit.id} while it was {status}, which no host writes (forged?)"
-    when = _moment(at)
+    when = clock.moment(at)
     if when is None:
         return f"host event: {kind} of {unit.id} without a UTC time (forged?)"
     for ob in holds.get(unit.id, ()):
-        opened = _moment(ob.opened_at)
+        opened = clock.moment(ob.opened_at)
         if opened is None or (when - opened).total_seconds() <= _ORDERED_S:
             continue
         if ob.status != _OPEN:
-            closed = _moment(ob.closed_at)
+            closed = clock.moment(ob.closed_at)
             if closed is None or (closed - when).total_seconds() <= _ORDERED_S:
                 continue
         return (
@@ -460,18 +459,6 @@ def _vetoed(unit: UnitState, kind: str, at: object, holds: dict[str, list[Obliga
 
 
 _ORDERED_S = 2 * SKEW_S  # two hosts' clocks, each within SKEW_S of the server's (SPEC §18)
-
-
-def _moment(text: object) -> datetime | None:
-    return _parsed(text) if isinstance(text, str) else None  # a list is no time, nor hashable
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed(text: str) -> datetime | None:
-    try:
-        return clock.parse_time(text)
-    except RegulatorError:
-        return None
 
 
 def _fold_memory(state: State, events: list[dict[str, Any]], at_refs: list[int]) -> None:

@@ -4,7 +4,6 @@ any checkpoint compared with a fresh fold of the stores (SPEC §11, §15.1, §15
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 from collections.abc import Callable
@@ -193,7 +192,7 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
                 previous = at
             kind = event.get("kind")
             if name == "memory" and kind == "memory":
-                moment = _time(at)
+                moment = clock.moment(at)
                 try:
                     review = clock.parse_date(str(event.get("reviewBy")), "reviewBy")
                 except BadInput:
@@ -234,27 +233,15 @@ def _times(store: str, number: int, at: str, previous: object, now: datetime, la
     canonical = len(at) == 20 and at[-1] == "Z"
     found = []
     if not canonical or at > late:
-        moment = _time(at)
+        moment = clock.moment(at)
         if moment is not None and (moment - now).total_seconds() > SKEW_S:
             found.append(Finding(store, number, f"stamped {at}, in the future"))
     ordered = canonical and isinstance(previous, str) and len(previous) == 20 and previous[-1] == "Z"
     if isinstance(previous, str) and (not ordered or previous > at):
-        moment, before = _time(at), _time(previous)
+        moment, before = clock.moment(at), clock.moment(previous)
         if moment is not None and before is not None and (before - moment).total_seconds() > SKEW_S:
             found.append(Finding(store, number, f"stamped {at}, before the line before it ({previous})"))
     return found
-
-
-def _time(value: object) -> datetime | None:
-    return _parsed(value) if isinstance(value, str) else None  # a list is no time, nor hashable
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed(value: str) -> datetime | None:
-    try:
-        return clock.parse_time(value)
-    except BadInput:
-        return None
 
 
 def _routing_problem(
@@ -275,7 +262,7 @@ def _routing_problem(
         return "a second routing record for the same signal (readers ignore it)"
     routed.add(signal_id)
     at = record.get("at")
-    when = _time(at)
+    when = clock.moment(at)
     text = ""
     for since, content in routing:
         if not since or (isinstance(at, str) and at >= since):

@@ -14,7 +14,6 @@ import pytest
 from rich.cells import cell_len
 
 from controlroom.app import WAITING, ControlRoom
-from controlroom.demo import build
 from controlroom.views import RowKey
 from engine import clock
 from engine.actors import Actor
@@ -22,33 +21,14 @@ from engine.proposals import propose
 from engine.signals import report_intelligence
 from engine.workspace import Workspace
 from tests.helpers import NOW, REGULATOR, clean_env
+from tests.room import demo_workspace, run, until
 
 SIZE = (150, 42)
 
 
 @pytest.fixture
 def demo(tmp_path, monkeypatch) -> Workspace:
-    monkeypatch.setenv("REGULATOR_NOW", NOW)
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    return build(tmp_path / "fleet-repo", clock_mode="pinned")
-
-
-def run(app: ControlRoom, script, size: tuple[int, int] = SIZE) -> None:
-    async def main() -> None:
-        async with app.run_test(size=size) as pilot:
-            await pilot.pause()
-            await script(pilot)
-
-    asyncio.run(main())
-
-
-async def until(pilot, condition, seconds: float = 20.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        await pilot.pause(0.05)
-    return True
+    return demo_workspace(tmp_path, monkeypatch)
 
 
 def line(app: ControlRoom, y: int) -> str:

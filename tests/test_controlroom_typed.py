@@ -3,47 +3,21 @@ test here failed before: the room crashed, where the operator should have seen t
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 import pytest
 import textual.constants
 
 import controlroom.app as room
 from controlroom.app import ControlRoom
-from controlroom.demo import build
 from controlroom.views import RowKey
 from engine.workspace import Workspace
-from tests.helpers import NOW
+from tests.room import demo_workspace, run, until
 
 SIZE = (150, 42)  # wide enough that the detail pane is shown
 
 
 @pytest.fixture
 def demo(tmp_path, monkeypatch) -> Workspace:
-    monkeypatch.setenv("REGULATOR_NOW", NOW)
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    return build(tmp_path / "fleet-repo", clock_mode="pinned")
-
-
-def run(app: ControlRoom, script) -> None:
-    """Under Pilot; an exception the room did not handle is raised here (Textual re-raises it)."""
-
-    async def main() -> None:
-        async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause()
-            await script(pilot)
-
-    asyncio.run(main())
-
-
-async def until(pilot, condition, seconds: float = 20.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        await pilot.pause(0.05)
-    return True
+    return demo_workspace(tmp_path, monkeypatch)
 
 
 def detail(app: ControlRoom) -> str:
