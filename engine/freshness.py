@@ -25,8 +25,10 @@ import subprocess
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
-from typing import cast
+
+from engine.gcpause import gc_paused
 
 PATH_ITEM = re.compile(r"[^\s:\x00-\x1f\x7f]+(:\d+)?")  # SPEC §20's pattern, no control characters
 REVISION = re.compile(r"[0-9a-f]{7,64}")
@@ -62,7 +64,7 @@ def label(status: str, changed_paths: Iterable[str] = ()) -> str:
 _PATHS: dict[str, str | None] = {}  # an item that looks like a path -> the path it names
 
 
-_UNSEEN = object()
+_UNSEEN = "\0"  # no path: PATH_ITEM refuses control characters
 
 
 def path_of(item: object) -> str | None:
@@ -165,30 +167,41 @@ def _differences(root: Path, head: str, revisions: list[str]) -> dict[str, dict[
 def check(root: Path, entries: Iterable[dict]) -> dict[str, Freshness]:
     """Freshness of each memory entry (by id) against HEAD of the git repository at `root`. The
     git pass runs in a thread while this one reads the entries' evidence (git works on another
-    core; the thread only waits on it)."""
+    core; the thread only waits on it). A revision that is not text (a line appended by hand) is
+    no revision: the entry is unchecked."""
     entries = entries if isinstance(entries, list) else list(entries)
-    revisions = {
-        r for r in (e.get("revision") for e in entries) if isinstance(r, str) and REVISION.fullmatch(r)
-    }
+    # the distinct revisions first (200 in the bench's 400,000 entries), then the pattern on each
+    stamped = {r for r in map(dict.get, entries, repeat("revision")) if type(r) is str}
+    revisions = {r for r in stamped if REVISION.fullmatch(r)}
     if not revisions:
         return {e["id"]: _unchecked(e) for e in entries}
     outcome: list[_Cache | None] = []
     worker = threading.Thread(target=lambda: outcome.append(_pass(root, revisions)), daemon=True)
     worker.start()
+    with gc_paused():  # a tuple or two per entry, and nothing to collect (the rows scanned again)
+        result = _judge_all(entries, revisions, worker, outcome)
+    return result
+
+
+def _judge_all(
+    entries: list[dict], revisions: set[str], worker: threading.Thread, outcome: list[_Cache | None]
+) -> dict[str, Freshness]:
     result: dict[str, Freshness] = {}
     cited: dict[str, tuple[str, tuple[str, ...]]] = {}  # entry id -> (revision, paths)
-    known_paths = _PATHS
+    known_paths, unseen = _PATHS, _UNSEEN
     for event in entries:  # the hot loop (400,000 entries in the bench): kept lean
+        get = event.get
         paths: tuple[str, ...] = ()
-        for item in event.get("evidence") or ():
+        for item in get("evidence") or ():
             if type(item) is not str or " " in item:  # most prose is not a path: the cheap test first
                 continue
-            seen = known_paths.get(item, _UNSEEN)
-            path = path_of(item) if seen is _UNSEEN else cast("str | None", seen)
+            path = known_paths.get(item, unseen)
+            if path is unseen:
+                path = path_of(item)
             if path:
                 paths += (path,)
-        revision = event.get("revision")
-        if paths and revision in revisions:
+        revision = get("revision")
+        if paths and type(revision) is str and revision in revisions:
             cited[event["id"]] = (revision, paths)
         else:
             result[event["id"]] = _unchecked(event, paths)

@@ -87,6 +87,16 @@ def test_an_accepted_proposal_of_no_governed_file_changes_nothing_and_breaks_no_
     ]
 
 
+ENTRY = {
+    "kind": "memory",
+    "subject": "s",
+    "reviewBy": "2026-12-20",
+    "unit": "u1",
+    "scope": [],
+    "evidence": ["README.md"],
+}
+
+
 def test_forged_lines_in_the_other_stores_are_named_and_break_no_command(tmp_path):
     """The same for signals, memory and units: a well-chained line whose fields have the wrong
     shapes (a list for an id, a mapping for a reference, an obligation entry that is text) is
@@ -135,6 +145,9 @@ def test_forged_lines_in_the_other_stores_are_named_and_break_no_command(tmp_pat
                 "scope": [],
                 "evidence": ["e"],
             },
+            # a revision that is text, so the evidence check asks git, beside one that is a list
+            {**ENTRY, "id": "m-rev", "note": "revision as text", "revision": "a" * 40},
+            {**ENTRY, "id": "m-rev-list", "note": "revision as a list", "revision": ["a" * 40]},
         ],
         "units": [
             {"kind": "dispatch", "unit": ["u1"]},
@@ -152,6 +165,7 @@ def test_forged_lines_in_the_other_stores_are_named_and_break_no_command(tmp_pat
         ("obligations", "--json"),
         ("signals", "--json"),
         ("memory", "--json"),
+        ("memory",),
         ("context", "u1"),
         ("controlroom", "--once", "--json", "--read-only"),
     ):
@@ -172,5 +186,10 @@ def test_forged_lines_in_the_other_stores_are_named_and_break_no_command(tmp_pat
     )
     assert {"memory.ndjson:1", "memory.ndjson:2", "memory.ndjson:3", "memory.ndjson:5"} <= named, done.stdout
     assert "memory.ndjson:4" not in named
-    notes = {row["id"]: row["note"] for row in ws.json("memory", "--all")}
-    assert notes == {"m-1": "kept"}  # a second line with the same id replaces nothing
+    rows = {row["id"]: row for row in ws.json("memory", "--all")}
+    assert {k: r["note"] for k, r in rows.items()} == {  # a second line with the same id replaces nothing
+        "m-1": "kept",
+        "m-rev": "revision as text",
+        "m-rev-list": "revision as a list",
+    }
+    assert rows["m-rev-list"]["evidenceStatus"] == "unchecked"  # a revision that is not text is none
