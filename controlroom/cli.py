@@ -64,7 +64,7 @@ def build(modules: tuple[str, ...] = MODULES, *, lean: bool = False) -> typer.Ty
     declare_globals), for a command line that gives none of them and so parses exactly as with
     them. Typer 0.29 coerces every declared option but a given flag through a pydantic
     TypeAdapter, absent or not, which imports pydantic (about 0.1 s of a cold start): the lean
-    root spares `status --json` that cost with Typer's public API only (D-62: no patching Typer)."""
+    root spares `status --json` that cost with Typer's public API only (D-84; D-62: no patching Typer)."""
     root_app = typer.Typer(
         add_completion=not lean,
         no_args_is_help=True,

@@ -25,7 +25,6 @@ __all__ = [
     "switchable",
     "JsonFlag",
     "absent_exit",
-    "age",
     "emit_json",
     "escape",
     "fields_from",
@@ -258,14 +257,3 @@ def report_flags(
         "expiresAt": expires_at,
         "rationale": rationale,
     }
-
-
-def age(state: Any, at: str) -> str:
-    """How long ago, in the largest whole unit (d, h, m, s), on the state's clock."""
-    from engine import clock
-
-    seconds = max(0, int((state.now - clock.parse_time(at)).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"

@@ -9,7 +9,6 @@ import typer
 from controlroom.cli_common import (
     JsonFlag,
     absent_exit,
-    age,
     emit_json,
     escape,
     global_options,
@@ -63,6 +62,8 @@ def obligations(
         out(ABSENT)
         out("obligations: unknown (they live in the stores, which a clone does not have)")
         absent_exit(ws)
+    from engine.queries import age
+
     table(
         ["id", "unit", "severity", "blocks", "owed", "age", "status", "subject"],
         [

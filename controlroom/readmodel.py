@@ -12,7 +12,7 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from controlroom.views import BY_VIEW, TITLES, VIEWS, Key, RowKey  # noqa: E402  (one definition per view)
-from engine import clock, freshness
+from engine import freshness
 from engine.contracts import Contract
 from engine.errors import RegulatorError
 from engine.ladder import registers_of, stale_knowledge
@@ -20,7 +20,7 @@ from engine.load import load
 from engine.model import MemoryStatus, Obligation, ObligationStatus, State, UnitState
 from engine.nextup import next_up
 from engine.proposals import decision_of, verify_identity
-from engine.queries import days_left, holds_index, is_stale, memory_status, unit_status, unrouted_count
+from engine.queries import age, days_left, holds_index, is_stale, memory_status, unit_status, unrouted_count
 from engine.registers import lint
 from engine.text import escape
 from engine.verification import Finding, findings
@@ -191,14 +191,6 @@ def refresh_checks(snap: Snapshot, *, host_events: bool = False) -> None:
 
 def short(value: str | None, n: int = 8) -> str:
     return (value or "")[:n] if value else "-"
-
-
-def age(state: State, at: str) -> str:
-    seconds = max(0, int((state.now - clock.parse_time(at)).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
 
 
 def expiry_bar(days: int, status: MemoryStatus, width: int = 8) -> str:

@@ -16,8 +16,10 @@ deleting the checkpoint changes nothing but the time of the next read.
 A cache never decides (SPEC §15.4): a checkpoint counts only when it carries the HMAC of
 `.regulator/host.key` (random, mode 0600, which a confined unit cannot read); one without a
 valid MAC is ignored, never decoded, and `verify` names it. What it keeps is the read model's own
-types (engine.model) in msgspec's typed msgpack: a field is read by name and type, never by place,
-and a checkpoint of an older FORMAT (or other code) is ignored and rebuilt from the log.
+types (engine.model) in msgspec's typed msgpack, each checked by type as it is decoded; the model
+Structs are `array_like` (their fields in declaration order, which keeps the file small), so a
+field added, removed or reordered changes the fold's source and so the code key, and such a
+checkpoint, like one of an older FORMAT, is ignored and rebuilt from the log.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ _loads = msgspec.json.decode
 
 StoreName = Literal["signals", "units", "memory", "identity"]
 # every store, the one list: in the fold's order (signals before units), and the index a reference carries
+UNREADABLE = "unreadable"  # the kind of what a reference reads back as when its line is gone
 STORES: tuple[StoreName, ...] = ("signals", "units", "memory", "identity")
 INDEX: dict[str, int] = {name: i for i, name in enumerate(STORES)}
 CACHED = 4096  # parsed events kept: a screenful of rows and their detail panes many times over
@@ -33,7 +34,7 @@ def refs(store: str, offsets: list[int]) -> list[int]:
 
 def unreadable(item: int) -> dict[str, Any]:
     """What a reference resolves to when its line no longer parses (the store was edited)."""
-    return {"kind": "unreadable", "store": STORES[item & 3], "offset": item >> 2}
+    return {"kind": UNREADABLE, "store": STORES[item & 3], "offset": item >> 2}
 
 
 class EventSource:

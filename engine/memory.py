@@ -11,7 +11,7 @@ from engine.errors import BadInput, Refused
 from engine.limits import check_list, check_text
 from engine.load import load
 from engine.lookup import by_prefix
-from engine.model import MemoryEntry, MemoryStatus
+from engine.model import EventKind, MemoryEntry, MemoryStatus
 from engine.queries import memory_status
 from engine.signing import person_event, signer_for
 from engine.workspace import Lease, Workspace
@@ -70,7 +70,7 @@ def remember(ws: Workspace, fields: dict, lease: Lease | None) -> dict:
     if "remember" not in tools:
         raise Refused(f"unit {lease.unit}'s profile {profile} does not grant remember")
     event = {
-        "kind": "memory",
+        "kind": EventKind.MEMORY,
         **body,
         "unit": lease.unit,
         "revision": ws.revision(lease.worktree),
@@ -114,7 +114,7 @@ def retract(ws: Workspace, prefix: str, by: str | None, reason: str) -> dict:
             r = entry.retraction
             raise Refused(f"memory entry {entry.event['id']} was already retracted by {r['by']} at {r['at']}")
         event = {
-            "kind": "retraction",
+            "kind": EventKind.RETRACTION,
             "entry": entry.event["id"],
             "by": person,
             "reason": reason,

@@ -17,7 +17,7 @@ import msgspec
 
 from engine.authority import Authority, Uncounted
 from engine.contracts import Contract, ContractFiles
-from engine.events import EventMap, EventSource
+from engine.events import UNREADABLE, EventMap, EventSource
 from engine.store import Problem
 
 # ---- the names -------------------------------------------------------------------------------
@@ -92,21 +92,29 @@ PERSON_DISPOSITIONS = (
     Disposition.REPLAN,
     Disposition.RESEARCH_REQUESTED,
 )
-ENGINE_DISPOSITIONS = (Disposition.REJECTED, Disposition.ESCALATED)
 
 
 class EventKind(StrEnum):
-    """The `kind` of the events the fold reads."""
+    """The `kind` of every event the engine writes, by store. DECISION names a recovery decision
+    in units.ndjson and an identity decision in identity.ndjson: the store tells them apart."""
 
-    SIGNAL = "signal"
+    SIGNAL = "signal"  # signals.ndjson
     ROUTING = "routing"
     DISPOSITION = "disposition"
-    DISPATCH = "dispatch"
+    DISMISSAL = "dismissal"  # a person dismisses a line `verify` names (regulator verify --dismiss)
+    DISPATCH = "dispatch"  # units.ndjson
     CLOSE = "close"
     DEMOTE = "demote"
-    DECISION = "decision"
-    MEMORY = "memory"
+    DECISION = "decision"  # units.ndjson and identity.ndjson
+    MEMORY = "memory"  # memory.ndjson
     RETRACTION = "retraction"
+    PROPOSAL = "proposal"  # identity.ndjson
+    UNREADABLE = UNREADABLE  # no store's: what a reference reads back as when its line is gone
+
+
+# the status shown for a unit when the stores are absent (a clone, SPEC §16.2): not a UnitStatus,
+# since no fold ever yields it
+UNKNOWN_STATUS = "unknown"
 
 
 # Severities are named by the routing policy (identity.policy.RoutingPolicy.severities), so they

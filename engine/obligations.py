@@ -8,7 +8,7 @@ from engine.errors import BadInput, Refused
 from engine.limits import check_text
 from engine.load import load
 from engine.lookup import by_prefix, check_prefix
-from engine.model import PERSON_DISPOSITIONS, Obligation, ObligationKind, ObligationStatus, State
+from engine.model import PERSON_DISPOSITIONS, EventKind, Obligation, ObligationKind, ObligationStatus, State
 from engine.router import route_locked
 from engine.signing import person_event, signer_for
 from engine.workspace import Workspace
@@ -65,7 +65,7 @@ def resolve(ws: Workspace, prefix: str, by: str | None, disposition: str, ration
                 f"obligation {ob.id} is already {ob.status} ({ob.disposition}) by {ob.by} at {ob.closed_at}"
             )
         event = {
-            "kind": "disposition",
+            "kind": EventKind.DISPOSITION,
             "obligation": ob.id,
             "unit": ob.unit,
             "disposition": disposition,

@@ -11,7 +11,7 @@ from engine.init import write_governed
 from engine.limits import check_text
 from engine.load import load
 from engine.lookup import by_prefix
-from engine.model import State
+from engine.model import EventKind, State
 from engine.signing import person_event, signer_for
 from engine.workspace import Workspace
 from identity.files import GOVERNED, POLICY_DIR, content_hash, file_hash
@@ -53,7 +53,7 @@ def propose(ws: Workspace, file: str, content: bytes, rationale: str, actor: Act
     else:
         signer = signer_for(ws, actor.person)
     event = {
-        "kind": "proposal",
+        "kind": EventKind.PROPOSAL,
         "file": relative,
         "content": text,
         "contentHash": content_hash(content),
@@ -104,7 +104,7 @@ def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: 
                 f"(`git checkout -- {proposal['file']}`) or propose again"
             )
         event = {
-            "kind": "decision",
+            "kind": EventKind.DECISION,
             "decision": verdict,
             "proposal": proposal["id"],
             "file": proposal["file"],

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from engine import clock
 from engine.events import INDEX
 from engine.model import (
     MemoryEntry,
@@ -65,10 +66,6 @@ def holds_index(state: State) -> dict[str, list[Obligation]]:
     return index
 
 
-def is_open(ob: Obligation) -> bool:
-    return ob.status == _OPEN
-
-
 def is_stale(state: State, ob: Obligation) -> bool:
     """Open, and the signal behind it has expired: shown as stale until dispositioned."""
     return ob.status == _OPEN and ob.expires_at is not None and ob.expires_at <= state.now
@@ -118,3 +115,12 @@ def signal_rows(state: State) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def age(state: State, at: str) -> str:
+    """How long ago `at` was on the state's clock, in the largest whole unit (d, h, m, s)."""
+    seconds = max(0, int((state.now - clock.parse_time(at)).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

@@ -13,7 +13,7 @@ from engine.actors import check_person, require_grant
 from engine.errors import BadInput, Refused
 from engine.gitconfig import trunk_of
 from engine.ladder import registers_of
-from engine.model import State
+from engine.model import UNKNOWN_STATUS, State
 from engine.queries import unit_status
 from engine.workspace import Workspace
 from registry.entries import FINDING_ID, REGISTERS, Issue
@@ -120,7 +120,7 @@ def lint(
             found = pending.result() if range_spec is None else None
             policy = trunk_policy(ws, found if isinstance(found, History) else None)
         units = {
-            unit_id: unit_status(state, unit) if known else "unknown"
+            unit_id: unit_status(state, unit) if known else UNKNOWN_STATUS
             for unit_id, unit in state.units.items()
             if unit.contract
         }

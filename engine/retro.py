@@ -18,7 +18,15 @@ import yaml
 
 from engine import clock
 from engine.errors import BadInput, Refused
-from engine.model import State, UnitState
+from engine.model import (
+    RESUMING_ACTIONS,
+    EventKind,
+    ObligationStatus,
+    RecoveryAction,
+    State,
+    UnitState,
+    UnitStatus,
+)
 from engine.queries import history
 from engine.workspace import Workspace
 from registry.entries import Entry, Issue, Registers, registers_from
@@ -80,7 +88,9 @@ def store_numbers(state: State, since: datetime, until: datetime) -> dict[str, A
     """The numbers the stores give for [since, until)."""
     opened = [ob for ob in state.obligations.values() if _in(ob.opened_at, since, until)]
     resolved = [
-        ob for ob in state.obligations.values() if ob.status == "resolved" and _in(ob.closed_at, since, until)
+        ob
+        for ob in state.obligations.values()
+        if ob.status == ObligationStatus.RESOLVED and _in(ob.closed_at, since, until)
     ]
     by: dict[str, int] = {}
     for ob in resolved:
@@ -97,7 +107,7 @@ def store_numbers(state: State, since: datetime, until: datetime) -> dict[str, A
             continue
         start = max(clock.parse_time(ob.opened_at), since)
         end = until
-        if ob.status != "open" and ob.closed_at:
+        if ob.status != ObligationStatus.OPEN and ob.closed_at:
             end = min(clock.parse_time(ob.closed_at), until)
         if start < end:
             spans.setdefault(ob.unit, []).append((start, end))
@@ -156,30 +166,30 @@ def _union(parts: list[tuple[datetime, datetime]]) -> float:
 
 def unit_status_at(state: State, unit: UnitState, until: datetime) -> str:
     """A unit's status as its counted events before `until` left it (the fold's rules)."""
-    status, recovery = "todo", None
+    status, recovery = UnitStatus.TODO, None
     for event in history(state, unit):
         if "uncounted" in event or not _before(event.get("at"), until):
             continue
         kind = event.get("kind")
-        if kind == "dispatch":
-            status = "in-progress"
-        elif kind == "close":
-            status = "closed"
-        elif kind == "demote":
-            status = "todo"
-        elif kind == "decision":
+        if kind == EventKind.DISPATCH:
+            status = UnitStatus.IN_PROGRESS
+        elif kind == EventKind.CLOSE:
+            status = UnitStatus.CLOSED
+        elif kind == EventKind.DEMOTE:
+            status = UnitStatus.TODO
+        elif kind == EventKind.DECISION:
             action = event.get("action")
             opens = event.get("opens")
-            if action in ("retry", "repair"):
-                status, recovery = "todo", None
-            elif action == "abort":
-                status, recovery = "aborted", None
+            if action in RESUMING_ACTIONS:
+                status, recovery = UnitStatus.TODO, None
+            elif action == RecoveryAction.ABORT:
+                status, recovery = UnitStatus.ABORTED, None
             else:
-                status, recovery = "waiting", opens.get("id") if isinstance(opens, dict) else None
-    if status == "waiting" and recovery:
+                status, recovery = UnitStatus.WAITING, opens.get("id") if isinstance(opens, dict) else None
+    if status == UnitStatus.WAITING and recovery:
         ob = state.obligations.get(recovery)
-        if ob is not None and ob.status != "open" and _before(ob.closed_at, until):
-            return "todo"
+        if ob is not None and ob.status != ObligationStatus.OPEN and _before(ob.closed_at, until):
+            return UnitStatus.TODO
     return status
 
 
@@ -255,7 +265,7 @@ def git_numbers(
     statuses = {
         unit_id: unit_status_at(state, state.units[unit_id], until)
         if unit_id in named and unit_id in state.units
-        else "todo"
+        else UnitStatus.TODO
         for unit_id in units
     }
     policy = trunk.policy_at(ws, blobs.get("regulator/policy/interaction.yaml"), f"trunk at {at_until[:10]}")

@@ -9,7 +9,7 @@ from engine import clock, ids
 from engine.errors import RegulatorError
 from engine.fold import advance
 from engine.load import load
-from engine.model import State
+from engine.model import EventKind, State
 from engine.queries import unrouted
 from engine.workspace import Workspace
 from identity.policy import RoutingPolicy
@@ -59,7 +59,7 @@ def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> dict:
     problem = unroutable(signal, policy)
     if problem is not None:
         return {
-            "kind": "routing",
+            "kind": EventKind.ROUTING,
             "signal": signal["id"],
             "reportedSeverity": None,
             "derivedSeverity": None,
@@ -71,7 +71,7 @@ def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> dict:
         }
     derived, floors = derive_severity(signal, policy)  # 1
     record = {
-        "kind": "routing",
+        "kind": EventKind.ROUTING,
         "signal": signal["id"],
         "reportedSeverity": signal["reportedSeverity"],
         "derivedSeverity": derived,

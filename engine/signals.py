@@ -10,7 +10,7 @@ from engine.actors import Actor, check_lease, check_person, require_grant, unit_
 from engine.errors import BadInput, Refused
 from engine.limits import check_list, check_text
 from engine.load import load
-from engine.model import State
+from engine.model import EventKind, State
 from engine.signing import person_event, signer_for
 from engine.workspace import Lease, Workspace, check_unit_id
 
@@ -131,7 +131,7 @@ def unit_signal(
 
 def _stamped(body: dict, unit: str | None, person: str | None, revision: str | None) -> dict:
     return {
-        "kind": "signal",
+        "kind": EventKind.SIGNAL,
         **body,
         "unit": unit,
         "by": person,

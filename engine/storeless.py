@@ -8,12 +8,12 @@ say `stores: absent — unit state unknown` first, show every unit's status as `
 
 from __future__ import annotations
 
-from engine.model import State, UnitState
+from engine.model import UNKNOWN_STATUS, State, UnitState
 from engine.queries import unit_status
 from engine.workspace import Workspace
 
 ABSENT = "stores: absent — unit state unknown"
-UNKNOWN = "unknown"  # a unit's status where the stores are absent
+UNKNOWN = UNKNOWN_STATUS  # a unit's status where the stores are absent
 
 
 def stores(ws: Workspace) -> str:

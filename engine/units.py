@@ -23,6 +23,7 @@ from engine.model import (
     RECOVERY_ACTIONS,
     WAITING_ACTIONS,
     Disposition,
+    EventKind,
     ObligationStatus,
     RecoveryAction,
     State,
@@ -66,7 +67,7 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
         token = secrets.token_urlsafe(32)
         at = clock.iso(clock.now())
         event = {
-            "kind": "dispatch",
+            "kind": EventKind.DISPATCH,
             "unit": unit_id,
             "leaseHash": lease_hash(token),
             # the grants of the lease come from here, not from the contract file as it is later
@@ -134,7 +135,12 @@ def close(ws: Workspace, unit_id: str) -> dict:
         state = load(ws)
         unit = _unit(state, unit_id)
         check_close(ws, state, unit)
-        event = {"kind": "close", "unit": unit_id, "leaseHash": unit.lease, "at": clock.iso(clock.now())}
+        event = {
+            "kind": EventKind.CLOSE,
+            "unit": unit_id,
+            "leaseHash": unit.lease,
+            "at": clock.iso(clock.now()),
+        }
         written = ws.store("units").append(event)
         _remove_lease_file(ws, unit)
         return written
@@ -186,7 +192,7 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str | None, rationale: 
             if ob.unit == unit_id and ob.status == ObligationStatus.OPEN and ob.owed_to == OWED_TO
         ]
         event: dict = {
-            "kind": "decision",
+            "kind": EventKind.DECISION,
             "unit": unit_id,
             "action": action,
             "by": person,
@@ -224,7 +230,7 @@ def demote(ws: Workspace, unit_id: str, by: str | None, rationale: str) -> dict:
         if status != UnitStatus.IN_PROGRESS:
             raise BadInput(f"unit {unit_id} is {status}; only an in-progress unit can be demoted")
         event = {
-            "kind": "demote",
+            "kind": EventKind.DEMOTE,
             "unit": unit_id,
             "leaseHash": unit.lease,
             "by": person,

@@ -16,6 +16,7 @@ from engine.actors import check_person, require_grant
 from engine.errors import BadInput, Refused
 from engine.events import STORES
 from engine.limits import check_text
+from engine.model import EventKind
 from engine.store import open_regular
 from engine.store import verify as verify_chain
 from engine.workspace import Workspace
@@ -191,7 +192,7 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
             if isinstance(at, str):
                 previous = at
             kind = event.get("kind")
-            if name == "memory" and kind == "memory":
+            if name == "memory" and kind == EventKind.MEMORY:
                 moment = clock.moment(at)
                 try:
                     review = clock.parse_date(str(event.get("reviewBy")), "reviewBy")
@@ -209,9 +210,9 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
                             f"review-by {review} is more than {MAX_REVIEW_DAYS} days after it was recorded",
                         )
                     )
-            elif name == "signals" and kind == "routing":
+            elif name == "signals" and kind == EventKind.ROUTING:
                 routings.append((number, event))
-            elif name == "signals" and kind == "signal":
+            elif name == "signals" and kind == EventKind.SIGNAL:
                 signal_lines[start] = event
     policies: dict[str, object] = {}
     routed: set[str] = set()
@@ -378,7 +379,7 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
     require_grant(ws, person, "accept", "dismiss a line verify names")
     signer = signer_for(ws, person)
     event = {
-        "kind": "dismissal",
+        "kind": EventKind.DISMISSAL,
         "store": store,
         "line": line,
         "lineHash": _line_hash(ws, store, line),
