@@ -198,6 +198,12 @@ def absent_exit(ws: Any) -> None:
 
 
 def report_problems(state: Any) -> None:
+    unknown = getattr(getattr(state, "auth", None), "unknown", None)
+    if unknown:
+        sys.stderr.write(
+            f"regulator: warning: the policy in force is unknown ({unknown}): no person event counts "
+            "until identity.ndjson verifies again (regulator verify)\n"
+        )
     for problem in state.problems:
         sys.stderr.write(f"regulator: warning: {problem}\n")
     for problem in state.contract_problems:

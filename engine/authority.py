@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.store import Store, canonical
+from engine.store import verify as verify_chain
 from identity.files import GOVERNED, content_hash
 
 INTERACTION = "regulator/policy/interaction.yaml"
@@ -37,6 +38,13 @@ class People:
     keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
     grants: dict[str, tuple[str, ...]] = field(default_factory=dict)
     resolve: dict[str, tuple[str, ...]] = field(default_factory=dict)  # severities each may resolve
+
+    @classmethod
+    def closed(cls) -> People:
+        """The policy when the policy in force cannot be known (its decided text fails its hash, or
+        identity.ndjson does not verify): signatures required, no person listed, so no person event
+        counts and every hold stays (SPEC §16: what cannot be known is never shown as fine)."""
+        return cls(require_signatures=True)
 
     @classmethod
     def parse(cls, text: str | None) -> People:
@@ -92,6 +100,10 @@ class Authority:
     decisions: list[dict] = field(default_factory=list)  # the decisions that count, baseline first
     dismissals: dict[tuple[str, int], dict] = field(default_factory=dict)  # (store, line) -> event
     uncounted: list[Uncounted] = field(default_factory=list)
+    # why the policy in force is unknown (identity.ndjson's first line that does not verify, or a
+    # decided policy whose text fails its hash): then no person event counts (People.closed)
+    unknown: str | None = None
+    tampered: set[str] = field(default_factory=set)  # governed files whose baseline text fails its hash
 
     @property
     def people(self) -> People:
@@ -185,12 +197,36 @@ def of(root: Path) -> Authority:
     key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
     found = _CACHE.get(key)
     if found is None:
-        read = Store(path).read()
+        store = Store(path)
+        read = store.read()
         found = fold(read.events, read.starts)
+        # the trust root is checked on every read, not only by `verify`: a line edited in place
+        # (a unit sharing the account can) must not change the policy in force (small: one hash
+        # a line). A torn or garbage line readers skip is not a break; an edit or a gap is.
+        broken = [
+            f for f in verify_chain(store) if f.message.startswith(("content does not", "chain broken"))
+        ]
+        if broken:
+            found = _closed(found, f"identity.ndjson:{broken[0].line}: {broken[0].message}")
         found.present = True
         _CACHE.clear()
         _CACHE[key] = found
     return found
+
+
+def _closed(auth: Authority, why: str) -> Authority:
+    """The authority of an identity store that does not verify: the workspace keeps its id, but no
+    content is decided and no person event counts until the store verifies again."""
+    return Authority(
+        workspace_id=auth.workspace_id,
+        content=dict.fromkeys(auth.content),  # nothing decided is known, not even by its hash
+        decided_hash={},
+        times=[""],
+        marks=[None],
+        policies=[People.closed()],
+        routing=[("", None)],
+        unknown=why,
+    )
 
 
 def fold(events: list[dict], starts: list[int]) -> Authority:
@@ -209,7 +245,7 @@ def fold(events: list[dict], starts: list[int]) -> Authority:
             continue
         if leading:
             leading = False
-            auth.policies.append(People.parse(auth.content.get(INTERACTION)))
+            auth.policies.append(_baseline_people(auth))
             auth.times.append("")
             auth.marks.append(None)
             auth.routing.append(("", auth.content.get(ROUTING)))
@@ -241,11 +277,21 @@ def fold(events: list[dict], starts: list[int]) -> Authority:
             if isinstance(store, str) and isinstance(line, int):  # else it names no line verify names
                 auth.dismissals[(store, line)] = event
     if leading:
-        auth.policies.append(People.parse(auth.content.get(INTERACTION)))
+        auth.policies.append(_baseline_people(auth))
         auth.times.append("")
         auth.marks.append(None)
         auth.routing.append(("", auth.content.get(ROUTING)))
     return auth
+
+
+def _baseline_people(auth: Authority) -> People:
+    """The interaction policy the baseline puts in force. A baseline whose text fails its hash
+    (edited) puts none that anyone can meet; one that carries only its hash (the first round's)
+    keeps that round's reading."""
+    if INTERACTION in auth.tampered:
+        auth.unknown = auth.unknown or f"the baseline's {INTERACTION} does not match its hash (edited)"
+        return People.closed()
+    return People.parse(auth.content.get(INTERACTION))
 
 
 def _baseline(auth: Authority, event: dict) -> None:
@@ -255,6 +301,8 @@ def _baseline(auth: Authority, event: dict) -> None:
         return
     text = event.get("content")
     ok = isinstance(text, str) and content_hash(text.encode()) == digest
+    if isinstance(text, str) and not ok:
+        auth.tampered.add(file)
     auth.content[file] = text if ok else None
     auth.decided_hash[file] = digest
     auth.decisions.append(event)

@@ -82,11 +82,20 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
 
     fresh = state if state is not None else load(ws, cached=False)
     # re-derive what the host wrote unsigned, and the times: beside the chains, on another core
-    derived = _beside(ws, fresh) if state is None or host_events else None
+    # (not when the policy in force is unknown: what the host would have written rests on which
+    # person events count, and none is judged then; identity.ndjson is named instead, below)
+    derived = _beside(ws, fresh) if (state is None or host_events) and not fresh.auth.unknown else None
     found: list[Finding] = []
     for name in STORES:
         found += [Finding(f.store, f.line, f.message) for f in verify_chain(ws.store(name))]
     uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
+    if fresh.auth.unknown:
+        # identity.ndjson does not verify: no person event counts, and none is judged one by one
+        # (each would read "bad signature" under a policy nobody decided), nor the host events
+        # judged by them; the store is named once
+        uncounted = [u for u in uncounted if u.reason.startswith("malformed")]
+        if not any(f.store == "identity.ndjson" for f in found):
+            found.append(Finding("identity.ndjson", 1, fresh.auth.unknown))
     lines = {name: _lines(ws, name) for name in {u.store for u in uncounted}}
     for u in uncounted:
         if u.reason.startswith("host event: "):  # a dispatch or close past its vetoes (engine.fold)

@@ -168,6 +168,11 @@ class Workspace:
                 data = path.read_bytes()
             except OSError:
                 data = None
+            if auth.unknown:  # identity.ndjson does not verify: nothing decided is known (fail closed)
+                raise Refused(
+                    f"the policy in force is unknown ({auth.unknown}): no governed file's decided content "
+                    "can be read until identity.ndjson verifies again (`regulator verify` names the line)"
+                )
             if decided is None or data is None or content_hash(data) != decided:
                 raise Refused(
                     f"{relative} differs from its last decided content and no decision records that "

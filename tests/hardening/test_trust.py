@@ -693,3 +693,41 @@ def test_a_close_past_its_vetoes_counts_for_nothing_and_once_names_it(tmp_path):
     assert any("close of u1 while held" in r for r in reasons) and any(
         r.startswith("u1 is in progress") for r in reasons
     )
+
+
+def test_an_identity_store_edited_in_place_lifts_no_hold(tmp_path):
+    """A unit sharing the account edits identity.ndjson in place (six bytes: `requireSignatures:
+    true` -> `ture`, so the baseline's text no longer matches its hash) and appends an unsigned
+    disposition of its own hold. Before, every read then folded an empty policy that required
+    nothing, and the disposition counted. Now the policy in force is unknown: no person event
+    counts, the hold stays, reads say why and `verify` names the edited line."""
+    ws = make_workspace(tmp_path)
+    worktrees, obligations = held(ws)
+    identity = ws.store("identity")
+    data = identity.read_bytes()
+    assert data.count(b"requireSignatures: true") == 1
+    identity.write_bytes(data.replace(b"requireSignatures: true", b"requireSignatures: ture"))
+    append_forged(
+        ws,
+        "signals",
+        {"kind": "disposition", "obligation": obligations["u1"], "disposition": "no-action", "by": "alice",
+         "rationale": "fine", "at": NOW},
+    )  # fmt: skip
+    rows = {o["id"]: o["status"] for o in ws.json("obligations", "--all")}
+    assert rows[obligations["u1"]] == "open"
+    done = ws.run("status")
+    assert "the policy in force is unknown (identity.ndjson:" in done.stderr
+    assert "names unauthenticated" not in done.stderr + done.stdout
+    before = ws.digest()
+    done = ws.run("unit", "close", "u1", cwd=worktrees["u1"])
+    assert done.returncode == 3 and "the policy in force is unknown" in one_line(done)
+    assert ws.digest() == before  # nothing written
+    done = ws.run("verify")
+    assert done.returncode == 1
+    named = [line for line in done.stdout.splitlines() if ".ndjson:" in line]
+    assert named[0].startswith("identity.ndjson:") and "edited" in named[0], done.stdout
+    assert not any(line.startswith("signals.ndjson:") for line in named)  # not judged one by one
+    identity.write_bytes(data)  # restored: the policy is known again, the forged line counts for nothing
+    rows = {o["id"]: o["status"] for o in ws.json("obligations", "--all")}
+    assert rows[obligations["u1"]] == "open"
+    assert "person event unsigned" in ws.run("verify").stdout
