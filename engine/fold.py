@@ -253,6 +253,9 @@ def counts(state: State, store: str, at: int) -> bool:
     return False
 
 
+_RESTATED = "malformed: a signal id already recorded (a second line replaces nothing: the first is routed)"
+
+
 def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
     signals, routings, obligations = state.signals.refs, state.routings.refs, state.obligations
     waiting, pending = state.unrouted_ids, state.pending
@@ -266,6 +269,9 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
             continue
         if kind == _SIGNAL:
             if event.by is not None and not counts(state, "signals", at):
+                continue
+            if event.id in signals:  # a second line cannot restate a signal (its units, before routing)
+                state.uncounted.append(Uncounted("signals", at >> 2, _RESTATED))
                 continue
             signals[event.id] = at
             fresh[event.id] = event

@@ -731,3 +731,25 @@ def test_an_identity_store_edited_in_place_lifts_no_hold(tmp_path):
     rows = {o["id"]: o["status"] for o in ws.json("obligations", "--all")}
     assert rows[obligations["u1"]] == "open"
     assert "person event unsigned" in ws.run("verify").stdout
+
+
+def test_a_signal_restated_under_its_id_before_routing_changes_nothing(tmp_path):
+    """A unit sharing the account sees a blocking signal that names it (u1, u3) arrive, and before
+    the host routes it appends a well-chained copy with the same id naming only u3. Before, the
+    copy replaced the signal: the router held u3 alone and `verify` was clean. Now the first line
+    is routed, the copy counts for nothing and `verify` names it."""
+    ws = make_workspace(tmp_path)
+    worktrees = {u: ws.lease(u) for u in ("u1", "u3", "r1")}
+    done = ws.run(*report_args(), "--json", cwd=worktrees["r1"], check=True)
+    signal_id = json.loads(done.stdout)["id"]
+    original = next(e for e in ws.events("signals") if e.get("id") == signal_id)
+    copy = {k: v for k, v in original.items() if k not in ("prev", "hash")}
+    copy["affectedUnits"] = ["u3"]
+    append_forged(ws, "signals", copy)
+    ws.run("signals", "route", check=True)
+    held_units = sorted(o["unit"] for o in ws.json("obligations") if o["blocks"])
+    assert held_units == ["u1", "u3"]
+    assert ws.run("unit", "close", "u1", cwd=worktrees["u1"]).returncode == 3  # still held
+    done = ws.run("verify")
+    assert done.returncode == 1
+    assert "a signal id already recorded" in done.stdout, done.stdout
