@@ -201,13 +201,20 @@ def _subject(text: object) -> str:
     return escape(text).replace("·", "\\u00b7")
 
 
+def _field(text: object) -> str:
+    """A field of the metadata line other than the subject, escaped, with the line's structure
+    (the middle dot, the comma between scope items, the space) as escapes too: a scope item, a
+    unit or a revision appended by hand cannot spell another field (reversible, as escape is)."""
+    return _subject(text).replace(",", "\\u002c").replace(" ", "\\u0020")
+
+
 def render_entry(event: dict) -> str:
     """One metadata line, then the note, every line of it fenced by NOTE_PREFIX."""
-    scope = ", ".join(escape(s) for s in event.get("scope") or []) or UNSCOPED
+    scope = ", ".join(_field(s) for s in event.get("scope") or []) or UNSCOPED
     meta = (
-        f"- [{escape(event['id'][-8:])}] {_subject(event['subject'])} · review by {escape(event['reviewBy'])}"
-        f" · scope {scope} · from {escape(event.get('unit') or NO_UNIT)}"
-        f" @ {escape(event.get('revision') or NO_REVISION)}"
+        f"- [{_field(event['id'][-8:])}] {_subject(event['subject'])} · review by {_field(event['reviewBy'])}"
+        f" · scope {scope} · from {_field(event.get('unit') or NO_UNIT)}"
+        f" @ {_field(event.get('revision') or NO_REVISION)}"
         f"{EVIDENCE_CHANGED if event.get('evidenceStatus') == 'changed' else ''}\n"
     )
     return meta + "".join(f"{NOTE_PREFIX}{escape(line)}\n" for line in event["note"].split("\n"))

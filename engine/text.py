@@ -27,6 +27,9 @@ _INVISIBLE += "\u2060\u2066\u2067\u2068\u2069\ufeff"
 # hyphen, the combining grapheme joiner, the Mongolian vowel separator, the invisible operators,
 # the interlinear annotation marks, and the tag characters that can spell hidden words)
 _INVISIBLE += "\u00ad\u034f\u180e\u2061-\u2064\ufff9-\ufffb\U000e0000-\U000e007f"
+# and the variation selectors (which can carry a hidden payload after any character) and the
+# blank fillers that render as nothing
+_INVISIBLE += "\u180b-\u180d\ufe00-\ufe0f\U000e0100-\U000e01ef\u115f\u1160\u3164\uffa0"
 _CONTROL = "\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f"
 # what escape changes; the newline and the tab are named, everything else by its code point
 _ESCAPED = re.compile(f"[\\\\\\n\\t{_CONTROL}{_INVISIBLE}]")
