@@ -253,6 +253,10 @@ class ControlRoom(App[None]):
         self._pending_lock = threading.Lock()
         self.snap = readmodel.snapshot(ws, person, with_checks=not background_checks)
         self.snap.state.now = self.now()
+        # asked once, before the first frame (as the first state is read): a store role that cannot
+        # write (PostgreSQL's regulator_reader) makes the room read-only for writes and routing,
+        # every write shown disabled with this reason
+        self.write_refusal = None if read_only else cannot_write(ws)
         self.live = "● live" if watch else "○ paused"
         self.waiting = False
         self.detail_shown: bool | None = None  # None: by the terminal's width
@@ -263,6 +267,15 @@ class ControlRoom(App[None]):
         self._bindings_marker: tuple[str, bool, tuple[bool | None, ...]] | None = None
         self.refreshes = 0  # how many store changes were folded in (tests and bench read it)
         self.syncs = 0  # folds finished (tests wait on it)
+
+    @property
+    def routes(self) -> bool:
+        """Whether this room routes new signals (not read-only, and its store role can write)."""
+        return not self.read_only and self.write_refusal is None
+
+    def refusal(self, action: Action, key: Key | None) -> str | None:
+        """Why the operator may not take `action` on the row `key` now, or None (with `lock` held)."""
+        return self.write_refusal or why_not(action, self.snap, key)
 
     @property
     def filter_text(self) -> str:
@@ -356,7 +369,7 @@ class ControlRoom(App[None]):
             gained = advance(ws, snap.state, final=False)
             pending = unrouted_count(snap.state)
         routed = 0
-        if pending and not self.read_only and ws.has_stores and ws.writable:  # a reader role never routes
+        if pending and self.routes and ws.has_stores:  # a reader role never routes
             routed = self._route(snap)
         contracts = None
         if registers:
@@ -379,6 +392,7 @@ class ControlRoom(App[None]):
         """Count the header and list the current view's keys here, in the worker, so the UI thread
         finds them ready (a pass over 100,000 obligations each)."""
         readmodel.counts(snap)
+        readmodel.in_memory(snap)  # the header's "would block once routed"
         readmodel.keys(self.view, snap, self.show_all)
 
     def _route(self, snap: readmodel.Snapshot) -> int:
@@ -578,14 +592,18 @@ class ControlRoom(App[None]):
         with self.lock:
             right = readmodel.header_text(self.snap, live)
             compact = readmodel.header_text(self.snap, "⏳ waiting" if self.waiting else self.live[:1], True)
-        mode = " · read-only" if self.read_only else ""
+        mode = ""
+        if self.read_only:
+            mode = " · read-only"
+        elif self.write_refusal:  # a store role that cannot write: the reason is on every action
+            mode = " · read-only: the store role cannot write"
         left = f"regulator · {self.ws.root.name}" + (
             f" · as {self.person}" if self.person else " · no operator"
         )
         if width(left + mode) + 4 + width(right) <= size:
             top = f"{left}{mode}    {right}"
         else:  # narrow: every count stays, abbreviated; the workspace name gives way first
-            short = f"{self.person or 'no operator'}{' ro' if self.read_only else ''}"
+            short = f"{self.person or 'no operator'}{' ro' if self.read_only else mode.replace(' ·', '', 1)}"
             room = size - width(compact) - 1
             top = f"{fit(short, room)} {compact}" if room >= 4 else fit(compact, size)
         self._topbar.update(Text(top))
@@ -609,10 +627,33 @@ class ControlRoom(App[None]):
         status = f"{count} row(s) · enter lifecycle · / filter · s sort · p pane · ? keys"
         if self._arranging is not None:
             status = "filtering and sorting… · " + status
+        if self.view == "obligations" and not self.routes:
+            with self.lock:
+                unrouted = self._unrouted_status()
+            if unrouted:
+                status = f"{unrouted} · {status}"
         if self.waiting:
             status = f"⏳ {WAITING} (decide lock): keys still work · " + status
         self._status.update(Text(status))
         self._refresh_bindings_if_changed()
+
+    def _unrouted_status(self) -> str | None:
+        """What routing the signals this room does not route would open (SPEC §16), or None."""
+        if not self.snap.known:
+            return None
+        found = readmodel.in_memory(self.snap)
+        why = "read-only" if self.read_only else "this store's role cannot write"
+        if found.problem is not None:
+            return escape(
+                f"⚠ {found.unrouted} signal(s) not routed here ({why}) and not judged: {found.problem}"
+            )
+        holds = found.holds
+        if not holds:
+            return None
+        units = ", ".join(sorted({h.unit for h in holds}))
+        return escape(
+            f"⚠ not routed here ({why}): routing would open {len(holds)} blocking obligation(s) on {units}"
+        )
 
     def draw_detail(self) -> None:
         if not self._detail.display:
@@ -623,7 +664,7 @@ class ControlRoom(App[None]):
             actions = []
             if not self.read_only:
                 for action in for_view(self.view):
-                    actions.append((action.key, action.label, why_not(action, self.snap, key)))
+                    actions.append((action.key, action.label, self.refusal(action, key)))
         self._detail.show(lines, actions)
 
     @on(LineTable.Highlighted)
@@ -734,7 +775,7 @@ class ControlRoom(App[None]):
                 state = (
                     "hidden: read-only"
                     if self.read_only
-                    else (why_not(action, self.snap, self.table.current_key) or "available")
+                    else (self.refusal(action, self.table.current_key) or "available")
                 )
                 lines.append(f"  {action.key:<12} {action.label} ({state})")
         return lines
@@ -751,7 +792,7 @@ class ControlRoom(App[None]):
             if table is None or not table.is_mounted:
                 return True  # before the first frame: shown, judged once there is a row
             with self.lock:
-                return None if why_not(spec, self.snap, table.current_key) else True
+                return None if self.refusal(spec, table.current_key) else True
         return True
 
     def on_key(self, event: events.Key) -> None:
@@ -764,7 +805,7 @@ class ControlRoom(App[None]):
                     reason = (
                         "read-only: writes are hidden"
                         if self.read_only
-                        else why_not(action, self.snap, self.table.current_key)
+                        else self.refusal(action, self.table.current_key)
                     )
                 if reason:
                     event.stop()
@@ -816,7 +857,7 @@ class ControlRoom(App[None]):
         spec = BY_NAME[name]
         key = self.table.current_key
         with self.lock:
-            reason = "read-only" if self.read_only else why_not(spec, self.snap, key)
+            reason = "read-only" if self.read_only else self.refusal(spec, key)
         if reason or key is None:
             self.notify(escape(f"{spec.label}: {reason}"), severity="warning", markup=False)
             return
@@ -975,6 +1016,16 @@ class ControlRoom(App[None]):
             if stores or registers or git:
                 self.sync(registers=registers, git=git)
             await asyncio.sleep(0)
+
+
+def cannot_write(ws: Workspace) -> str | None:
+    """Why no write this room offers can be taken on these stores (a PostgreSQL role without
+    INSERT), in the words the operator sees; None on files and for a writer role."""
+    try:
+        why = ws.cannot_write()
+    except RegulatorError as exc:  # never "may write" by default: shown disabled, and why
+        return f"cannot tell whether this store's role can write ({exc})"
+    return f"{why}: open the room with a writer role" if why else None
 
 
 def _follow_server(ws: Workspace) -> threading.Event | None:

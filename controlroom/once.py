@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controlroom.readmodel import COLUMNS, TITLES, VIEWS, Snapshot, counts, header_text, keys, row, snapshot
+from controlroom.readmodel import (
+    COLUMNS,
+    TITLES,
+    VIEWS,
+    Snapshot,
+    counts,
+    header_text,
+    in_memory,
+    keys,
+    row,
+    snapshot,
+)
 from engine.cells import pad
 from engine.idhistory import HistoryVerdict
 from engine.model import MemoryStatus, ObligationKind, UnitStatus
@@ -34,6 +45,7 @@ def exit_reasons(snap: Snapshot) -> list[str]:
             else:
                 what = f"recovery decision {ob.source}"
             reasons.append(f"{unit_id} is in progress and held by {ob.severity} obligation {ob.id} ({what})")
+    reasons += _unrouted_reasons(snap)
     if snap.lint is not None:
         for issue in snap.lint.errors:
             reasons.append(f"lint error {issue.code}: {issue.message}")
@@ -47,22 +59,64 @@ def exit_reasons(snap: Snapshot) -> list[str]:
     return reasons
 
 
+def _unrouted_reasons(snap: Snapshot) -> list[str]:
+    """Signals this run did not route (read-only, a reader role, or appended after it routed) are
+    judged as the router would route them now (SPEC §16, §18): a would-be blocking obligation on
+    an in-progress unit fails --once as an open one does; signals that cannot be judged fail it too."""
+    if not snap.known:
+        return []
+    state = snap.state
+    found = in_memory(snap)
+    if found.problem is not None:
+        return [f"{found.unrouted} signal(s) not yet routed could not be judged: {found.problem}"]
+    reasons = []
+    for hold in sorted(found.holds, key=lambda h: h.unit):
+        unit = state.units.get(hold.unit)
+        if unit is None or unit_status(state, unit) != UnitStatus.IN_PROGRESS:
+            continue
+        reasons.append(
+            f"{hold.unit} is in progress and would be held by {hold.severity} obligation {hold.obligation} "
+            f"(signal {hold.signal}: {hold.subject}), not yet routed"
+        )
+    return reasons
+
+
 def once(ws: Workspace, person: str | None, read_only: bool = False) -> tuple[Snapshot, list[str]]:
-    # a clone has nothing to route, and writes nothing; nor does a reader role (SPEC §18)
-    routes = not read_only and ws.has_stores and ws.writable
-    routed = len(route(ws)) if routes else None
+    # a clone has nothing to route, and writes nothing; nor does a reader role (SPEC §18): what
+    # they leave unrouted is routed in memory and judged (exit_reasons)
+    if read_only:
+        why: str | None = "read-only"
+    elif ws.url is None and not ws.has_stores:
+        why = "no stores here"
+    else:  # on PostgreSQL the mirror may not be here yet: the role decides
+        why = ws.cannot_write()
+    routed = len(route(ws)) if why is None else None
     snap = snapshot(ws, person, host_events=True)  # what `verify` re-derives, --once reports
-    snap.routed = routed
+    snap.routed, snap.not_routed = routed, why
     return snap, exit_reasons(snap)
 
 
 def routed_text(snap: Snapshot) -> str:
-    """Whether this run routed, in words (`--once` routes unless --read-only or in a clone)."""
+    """Whether this run routed, in words (`--once` routes unless --read-only, in a clone, or as a
+    store role that cannot write), and what is still unrouted, judged in memory."""
     if snap.routed is None:
-        return "not routed (read-only)" if snap.known else "not routed (no stores here)"
-    if snap.routed == 0:
-        return "routed: nothing was unrouted"
-    return f"routed {snap.routed} signal(s) before reading"
+        text = (
+            f"not routed ({snap.not_routed or 'read-only'})" if snap.known else "not routed (no stores here)"
+        )
+    elif snap.routed == 0:
+        text = "routed: nothing was unrouted"
+    else:
+        text = f"routed {snap.routed} signal(s) before reading"
+    found = in_memory(snap) if snap.known else None
+    if found is not None and found.unrouted:
+        if found.problem is not None:
+            text += f"; {found.unrouted} signal(s) not yet routed, not judged: {found.problem}"
+        else:
+            text += (
+                f"; {found.unrouted} signal(s) not yet routed, judged as the router would route them "
+                f"now: {len(found.holds)} blocking obligation(s) would open"
+            )
+    return text
 
 
 def _memory_json(snap: Snapshot) -> list[dict[str, object]]:
@@ -96,6 +150,23 @@ def _signals_json(snap: Snapshot) -> list[dict[str, object]]:
     ]
 
 
+def _would_route_json(snap: Snapshot) -> list[dict[str, object]]:
+    """The routing each signal not yet routed would get now (routed in memory, written nowhere)."""
+    if not snap.known:
+        return []
+    keys = ("signal", "subject", "derivedSeverity", "floors", "outcome", "reason")
+    return [
+        {k: record[k] for k in keys}
+        | {
+            "obligations": [
+                {k: ob[k] for k in ("id", "unit", "severity", "blocks", "owedTo")}
+                for ob in record["obligations"]
+            ]
+        }
+        for record in in_memory(snap).records
+    ]
+
+
 def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
 
     state = snap.state
@@ -115,6 +186,7 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
         "memory": _memory_json(snap),
         "signals": _signals_json(snap),
         "routed": snap.routed,
+        "wouldRoute": _would_route_json(snap),
         "lint": snap.lint.as_json() if snap.lint else None,
         "nextUp": queue,
         "excluded": excluded,

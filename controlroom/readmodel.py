@@ -24,6 +24,7 @@ from engine.queries import age, days_left, holds_index, is_stale, memory_status,
 from engine.registers import lint
 from engine.text import escape
 from engine.verification import Finding, findings
+from engine.whatif import InMemory, route_in_memory
 from engine.workspace import Workspace
 from registry.lint import LintResult, record_findings
 
@@ -69,6 +70,7 @@ class Snapshot:
     known: bool = True  # the stores are here: without them (a clone) unit state is unknown (§16.2)
     history: HistoryVerdict | None = None  # without the stores: identity judged by git history
     routed: int | None = None  # --once: signals it routed before reading (None: it did not route)
+    not_routed: str | None = None  # --once: why it did not route (read-only, a reader role, ...)
     # memory is counted once per change: (memory cursor, entries, today) when last counted, and
     # how many entries were expiring then
     _memory_marker: tuple[int, int, date] | None = None
@@ -496,6 +498,26 @@ def _counts(snap: Snapshot) -> dict[str, int]:
     }
 
 
+def in_memory(snap: Snapshot) -> InMemory:
+    """The signals not yet routed, routed in memory as the router would (engine.whatif): kept until
+    the state or the clock moves (the fold's worker warms it with the counts)."""
+    return snap.cached("in-memory", (), lambda: route_in_memory(snap.ws, snap.state))
+
+
+def would_block_text(snap: Snapshot, compact: bool = False) -> str | None:
+    """What routing the unrouted signals would hold (SPEC §16: a count of 0 blocking with signals
+    not yet routed is not all clear), or None when nothing unrouted would block."""
+    if not snap.known:
+        return None
+    found = in_memory(snap)
+    if found.problem is not None:
+        return "⚠ unrouted not judged" if compact else "⚠ unrouted signals not judged"
+    holds = len(found.holds)
+    if not holds:
+        return None
+    return f"⚠{holds} would blk" if compact else f"⚠ {holds} would block"
+
+
 def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -> str:
     """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none."""
     c: dict[str, int | str] = dict(counts(snap))
@@ -514,6 +536,9 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -
             lint_part.replace(" ", ""),
             f"{c['unrouted']} unrtd",
         ]
+        would = would_block_text(snap, compact=True)
+        if would:
+            parts.append(would)
         if c["badLines"]:
             parts.append(f"{c['badLines']} bad")
         parts += [SHORT_MARKS.get(m, m) for m in trust_marks(snap.ws)]
@@ -526,6 +551,9 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -
         lint_part,
         f"{c['unrouted']} unrouted",
     ]
+    would = would_block_text(snap)
+    if would:
+        parts.append(would)
     if c["badLines"]:
         parts.append(f"{c['badLines']} bad line(s)")
     parts += trust_marks(snap.ws)

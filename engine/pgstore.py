@@ -239,6 +239,30 @@ def _message(exc: Exception) -> str:
     return text or type(exc).__name__
 
 
+GRANTS_MISSING = "run `regulator store roles` as the schema owner"
+
+
+def _denied(conn: Any, exc: Exception) -> str:
+    """A refused privilege, with its real cause: the append-only trigger (its own words), a role
+    the stores were never granted to (a read fails too: `store roles` has not run), or a role that
+    may read but not write (regulator_reader). The server is asked which, on this error path only."""
+    text = _message(exc)
+    if "append-only" in text:
+        return f"{text}; nothing written"
+    try:
+        role, usage = conn.execute(
+            "SELECT current_user, has_schema_privilege('regulator', 'USAGE')"
+        ).fetchone()
+        reads = (
+            usage and conn.execute("SELECT has_table_privilege('regulator.events', 'SELECT')").fetchone()[0]
+        )
+    except Exception:  # the connection broke, or the schema is gone: say both causes
+        return f"{text} (a reader role cannot write; a role with no grants cannot read: {GRANTS_MISSING})"
+    if not reads:
+        return f"{text} (role {role} has no grants on the stores: {GRANTS_MISSING})"
+    return f"{text} (a reader role cannot write)"
+
+
 # ---- connections --------------------------------------------------------------------------------
 
 _CONNECTIONS: dict[tuple[str, int, int, str], Any] = {}
@@ -291,7 +315,7 @@ def _run(url: str, work: Callable[[Any], Any], purpose: str = "main", tx: bool =
                 continue
             raise Refused(f"store {redact(url)}: {_message(exc)}") from None
         except errors.InsufficientPrivilege as exc:
-            raise Refused(f"store {redact(url)}: {_message(exc)} (a reader role cannot write)") from None
+            raise Refused(f"store {redact(url)}: {_denied(conn, exc)}") from None
         except psycopg.Error as exc:
             raise Refused(f"store {redact(url)}: {_message(exc)}; nothing written") from None
     raise Refused(f"store {redact(url)}: still conflicting after {RETRIES} tries; nothing written")
@@ -356,11 +380,16 @@ def instance(url: str) -> tuple[str, str]:
     return _run(url, work)
 
 
-def can_write(url: str) -> bool:
-    def work(conn: Any) -> bool:
-        return conn.execute("SELECT has_table_privilege('regulator.events', 'INSERT')").fetchone()[0]
+def write_access(url: str) -> tuple[str, bool]:
+    """(the role this connection acts as, whether it may append to the stores)."""
 
-    return bool(_run(url, work))
+    def work(conn: Any) -> tuple[str, bool]:
+        row = conn.execute(
+            "SELECT current_user, has_table_privilege('regulator.events', 'INSERT')"
+        ).fetchone()
+        return str(row[0]), bool(row[1])
+
+    return _run(url, work, tx=False)
 
 
 # ---- the mirror ---------------------------------------------------------------------------------
@@ -785,7 +814,7 @@ class PgStore(Store):
         except errors.CheckViolation:
             return None  # append() says why (and stamps again an `at` that waited too long)
         except errors.InsufficientPrivilege as exc:
-            raise Refused(f"store {redact(self.url)}: {_message(exc)} (a reader role cannot write)") from None
+            raise Refused(f"store {redact(self.url)}: {_denied(conn, exc)}") from None
         except psycopg.OperationalError as exc:
             try:
                 row = _written_after_all(self.url, self.store, written["id"])

@@ -113,6 +113,13 @@ def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> dict:
     }
 
 
+def pending(state: State, policy: RoutingPolicy, now: datetime) -> list[dict]:
+    """The routing record the router gives each signal not yet routed, at `now`, in log order:
+    what it appends (route_locked), and what a reader that does not route judges holds on
+    (engine.whatif.route_in_memory). Pure: nothing is appended here."""
+    return [route_signal(signal, policy, now) for signal in unrouted(state)]
+
+
 def route_locked(ws: Workspace, state: State | None = None) -> list[dict]:
     """Route inside the caller's exclusive section: exactly one routing record per signal.
 
@@ -125,8 +132,7 @@ def route_locked(ws: Workspace, state: State | None = None) -> list[dict]:
     else:
         advance(ws, state, final=False, stores=("signals",))
     store = ws.store("signals")
-    now = clock.now()
-    return [store.append(route_signal(signal, policy, now)) for signal in unrouted(state)]
+    return [store.append(record) for record in pending(state, policy, clock.now())]
 
 
 def route(ws: Workspace, state: State | None = None) -> list[dict]:

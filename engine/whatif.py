@@ -11,7 +11,7 @@ from engine import clock
 from engine.errors import BadInput, RegulatorError
 from engine.load import load
 from engine.model import State
-from engine.router import RULE, route_signal
+from engine.router import RULE, pending, route_signal
 from engine.signals import FIELDS, validate_report
 from engine.text import escape
 from engine.workspace import Workspace, check_unit_id
@@ -85,6 +85,58 @@ def dry_run(ws: Workspace, fields: dict, policy: RoutingPolicy | None = None) ->
     record = route_signal(signal, policy, routed_at)
     record["obligations"] = [{**ob, "id": None} for ob in record["obligations"]]
     return record | {"signal": None, "dryRun": True}
+
+
+# ---- the signals not yet routed, routed in memory --------------------------------------------------
+@dataclass(frozen=True)
+class WouldHold:
+    """A blocking obligation the router would open on a unit for a signal not yet routed."""
+
+    unit: str
+    obligation: str
+    severity: str
+    signal: str
+    subject: str
+
+
+@dataclass
+class InMemory:
+    """The signals not yet routed, routed in memory as the router would route them now (SPEC
+    §16, §18): what a reader that does not route (--read-only, a store role that cannot write, a
+    signal appended after this run routed) judges holds on. Written nowhere."""
+
+    records: list[dict] = field(default_factory=list)  # the routing records, in log order
+    problem: str | None = None  # why they could not be routed in memory (the policy unreadable)
+    unrouted: int = 0  # how many signals were not yet routed
+
+    @property
+    def holds(self) -> list[WouldHold]:
+        """Each would-be blocking obligation on a unit, in log order."""
+        return [
+            WouldHold(ob["unit"], ob["id"], ob["severity"], record["signal"], str(record["subject"]))
+            for record in self.records
+            for ob in record["obligations"]
+            if ob["blocks"] and ob["unit"]
+        ]
+
+
+def route_in_memory(ws: Workspace, state: State) -> InMemory:
+    """The routing the router would append for every unrouted signal of `state`, at `state.now`,
+    under the policy in force (engine.router.pending, the router's own step). A policy that
+    cannot be read is `problem`, never "nothing would hold"."""
+    count = len(state.unrouted_ids)
+    if not count:
+        return InMemory()
+    try:
+        records = pending(state, ws.routing(), state.now)
+    except RegulatorError as exc:
+        return InMemory(problem=str(exc), unrouted=count)
+    except (KeyError, ValueError) as exc:  # a policy the router itself could not route under
+        return InMemory(problem=f"the routing policy cannot route them ({exc})", unrouted=count)
+    subjects = {s_id: state.signals[s_id].get("subject") for s_id in state.unrouted_ids}
+    for record in records:
+        record["subject"] = subjects.get(record["signal"])
+    return InMemory(records, None, count)
 
 
 # ---- replay --------------------------------------------------------------------------------------

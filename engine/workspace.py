@@ -92,15 +92,16 @@ class Workspace:
             return 1
         return found.sync()
 
-    @property
-    def writable(self) -> bool:
-        """Whether this process may append (a reader role on PostgreSQL may not)."""
+    def cannot_write(self) -> str | None:
+        """Why this process may not append, in words (a PostgreSQL role without INSERT on the
+        stores, such as regulator_reader), or None: it may. One question to the server."""
         url = self.url
         if url is None:
-            return True
-        from engine.pgstore import can_write
+            return None
+        from engine.pgstore import write_access
 
-        return can_write(url)
+        role, allowed = write_access(url)
+        return None if allowed else f"this store's role ({role}) cannot write"
 
     @property
     def has_stores(self) -> bool:
