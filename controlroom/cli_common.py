@@ -156,8 +156,9 @@ def global_options(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def workspace() -> tuple[Any, Any]:
-    """The workspace and the lease (if any) for this command, found as SPEC §3 orders it."""
+def workspace(git_only: bool = False) -> tuple[Any, Any]:
+    """The workspace and the lease (if any) for this command, found as SPEC §3 orders it.
+    `git_only`: the command answers from git, and opens no store that is not a file here (D-87)."""
     from engine.workspace import locate
 
     if OPTIONS.key:
@@ -165,7 +166,7 @@ def workspace() -> tuple[Any, Any]:
 
         use_key(OPTIONS.key)
     root, lease = OPTIONS.root, OPTIONS.lease
-    return locate(Path(root) if root else None, Path(lease) if lease else None)
+    return locate(Path(root) if root else None, Path(lease) if lease else None, git_only=git_only)
 
 
 def person_workspace(by: str | None) -> Any:

@@ -52,7 +52,7 @@ def registry_lint(
     from engine.load import load
     from engine.registers import lint
 
-    ws, _ = workspace()
+    ws, _ = workspace(git_only=True)
     state = load(ws)
     report_problems(state)
     result = lint(ws, state, trunk, range_spec=range_spec, require_history=require_history)
@@ -138,7 +138,7 @@ def registry_views(
     from engine.load import load
     from engine.registers import views
 
-    ws, _ = workspace()
+    ws, _ = workspace(git_only=True)
     differing = views(ws, load(ws, stores=()), check)
     if check:
         for name in differing:
@@ -183,7 +183,7 @@ def registry_records(as_json: JsonFlag = False) -> None:
     from engine.load import load
     from registry.lint import record_findings
 
-    ws, _ = workspace()
+    ws, _ = workspace(git_only=True)
     state = load(ws, stores=())
     registers = registers_of(ws, state)
     affecting = record_findings(registers)

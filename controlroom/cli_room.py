@@ -78,7 +78,7 @@ def controlroom(
     interactive = not (once or as_json or screenshot is not None)
     if screenshot is not None and not (once or as_json):
         writable_svg(screenshot)
-    ws, lease = workspace()
+    ws, lease = workspace(git_only=registers_only)  # what git holds: no store is reached (D-87)
     no_person_under_lease(lease, as_)
     person = _person(ws, as_)
     if person is not None and not read_only and interactive:

@@ -75,7 +75,7 @@ def copy(
     """Copy every store, line for line, to an empty PostgreSQL database or to a folder's .regulator/."""
     from engine import pgstore
     from engine.events import STORES
-    from engine.workspace import STATE_DIR
+    from engine.workspace import STATE_DIR, STORE_POLICY, committed_url
 
     ws, lease = workspace()
     if lease is not None:
@@ -135,9 +135,28 @@ def copy(
         return
     total = sum(done.values())
     out(f"copied {total} line(s) to {escape(target)}: " + ", ".join(f"{n} {done[n]}" for n in STORES))
-    out("every line keeps its at, prev and hash; run `regulator verify` on both sides")
     if pgstore.is_url(target):
+        out("every line keeps its at, prev and hash; run `regulator verify` on both sides")
         out(
             "next: move .regulator/ aside, then select the store in every process: commit "
             "regulator/policy/store.yaml (url: …) or set REGULATOR_STORE"
         )
+        return
+    import shlex
+
+    # back to files: the copy is read only where the files are selected (D-88)
+    out("every line keeps its at, prev and hash; run `regulator verify` on both sides:")
+    out("  this side, as this command ran:  regulator verify")
+    there = escape(shlex.quote(str(folder)))
+    out(f"  the copy, its files selected:    cd {there} && REGULATOR_STORE=files regulator verify")
+    try:
+        named = committed_url(folder) is not None
+    except BadInput:  # a store.yaml there that names no URL it can use: it must change too
+        named = True
+    if named:
+        out(
+            f"next: select the files there for good: `url: files` in {STORE_POLICY} there, committed "
+            "(it is read-only on disk: chmod u+w first), or REGULATOR_STORE=files in every process"
+        )
+    else:
+        out("next: there the files are the stores wherever REGULATOR_STORE is unset or `files`")

@@ -166,7 +166,7 @@ def run_test_file(path: str, policy_file: str | None, as_json: bool) -> None:
     from engine import whatif
 
     proposed = whatif.read_policy_file(policy_file) if policy_file else None
-    ws, _ = workspace()
+    ws, _ = workspace(git_only=True)
     report = whatif.run_tests(ws, path, proposed)
     if as_json:
         emit_json(

@@ -256,8 +256,9 @@ class RegistersOnly:
 def registers_only(ws: Workspace) -> RegistersOnly:
     """`--once --registers-only` (SPEC §16.2): what git holds, checked as CI would: `registry lint
     --require-history`, `registry views --check` and `identity verify --require-history` by git
-    history. Nothing is routed or written. Unit state is used where the stores are (the re-gate
-    check), and reported unknown where they are not; exit 0 when the three pass."""
+    history. Nothing is routed or written. Unit state is used where the stores are files on this
+    disk (the re-gate check), and reported unknown elsewhere: a clone, or stores on PostgreSQL,
+    which this check never reaches (D-87); exit 0 when the three pass."""
     from engine.idhistory import verify_history
     from engine.load import load
     from engine.registers import lint, views

@@ -92,13 +92,15 @@ class Kept:
         mode in force."""
         ws = self.ws
         try:
-            st = os.lstat(self._state_dir)
+            st: os.stat_result | None = os.lstat(self._state_dir)
         except OSError:
-            raise Refused(NO_STORES) from None
-        if stat.S_ISLNK(st.st_mode):
+            st = None
+        if st is not None and stat.S_ISLNK(st.st_mode):
             raise Refused(f"{ws.state_dir} is a symlink; regulator opens its stores only where they are")
-        if not os.path.isfile(self._identity_path):
-            raise Refused(NO_STORES)
+        if st is None or not os.path.isfile(self._identity_path):
+            if ws.url is None:
+                raise Refused(NO_STORES)
+            ws.sync()  # PostgreSQL: the mirror was deleted (always safe): made again (D-87)
         index = index_key(ws.root)
         if index is None or index != self._index:  # a .git file: the index is elsewhere, ask git
             check_untracked(ws.root)

@@ -26,6 +26,8 @@ def load(
     (engine.contracts.Prefetch). A writer's load (inside the decide lock) offers its state for a
     new checkpoint, written once the command is done; a reader's never does."""
     configure_clock(ws)  # the clock follows the workspace read (REGULATOR_NOW only where pinned)
+    if ws.git_only:  # a command that reads only git opens no store (D-87)
+        stores = ()
     now = now or clock.now()
     state = None
     size = sum(ws.store(name).size() for name in stores)

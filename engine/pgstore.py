@@ -445,8 +445,10 @@ class Mirror:
                 if held:
                     raise Refused(
                         f"{self.folder} holds file stores ({', '.join(held)}) but the workspace's store is "
-                        f"{redact(self.url)}; move them with `regulator store copy --to URL`, then move "
-                        f"{self.folder.name}/ aside"
+                        f"{redact(self.url)}: to use the files, select them (REGULATOR_STORE=files for "
+                        "the process, or `url: files` in regulator/policy/store.yaml, committed); to move "
+                        f"them to the server, `regulator store copy --to URL`, then move {self.folder.name}/ "
+                        "aside"
                     )
             if state.get("instance") != ident:  # another database (or none yet): start over
                 for name in STORES:
@@ -464,7 +466,12 @@ class Mirror:
         lines gained. A mirror file that is not what was mirrored (edited, cut), or a server whose
         line at that number is not the one mirrored, is read again from the first line. One query
         asks for each store's tail; one binary COPY then streams the new lines of every store that
-        has some, a block of lines at a time, straight into the mirror files."""
+        has some, a block of lines at a time, straight into the mirror files. A mirror deleted
+        since it was prepared (always safe) is made again and fetched from the first line."""
+        if self.checked and not os.path.lexists(self.folder):
+            self.checked = False
+            self.prepare()
+            return sum(self._counts()[name] for name in names)
         with locked(self.folder / "mirror.lock"):
             state = self._state()
             stores = state.setdefault("stores", {})
@@ -643,6 +650,9 @@ class Mirror:
 
     def appended(self, name: str, n: int, digest: str, line: str) -> None:
         """Our own append, committed as line `n`: mirrored at once when the mirror is at n - 1."""
+        if not os.path.lexists(self.folder):  # deleted meanwhile: made again, the line with it
+            self.sync((name,))
+            return
         with locked(self.folder / "mirror.lock"):
             state = self._state()
             stores = state.setdefault("stores", {})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -47,6 +48,9 @@ class Lease:
 class Workspace:
     root: Path  # the workspace: its stores, its decided policy, its governed files
     checkout: Path | None = None  # a linked git worktree of it the command runs in (its registers)
+    # a command that reads only git where the stores are not file stores on this disk (PostgreSQL,
+    # or a mirror with no PostgreSQL store selected): it opens none of them, as in a clone (D-87)
+    git_only: bool = False
 
     @property
     def tree(self) -> Path:
@@ -60,7 +64,10 @@ class Workspace:
 
     @property
     def url(self) -> str | None:
-        """The PostgreSQL store this workspace's stores are on (SPEC §18), or None: files."""
+        """The PostgreSQL store this workspace's stores are on (SPEC §18), or None: files (and for
+        a command that reads only git, D-87)."""
+        if self.git_only:
+            return None
         env = os.environ.get("REGULATOR_STORE")
         known = self.__dict__.get("_url")  # kept as cached_property keeps its value, per REGULATOR_STORE
         if known is not None and known[0] == env:
@@ -105,8 +112,9 @@ class Workspace:
 
     @property
     def has_stores(self) -> bool:
-        """The host's workspace holds its stores; a clone (CI) or a copy does not (SPEC §16.2)."""
-        return os.path.isfile(self._identity_file)
+        """The host's workspace holds its stores; a clone (CI) or a copy does not (SPEC §16.2), nor
+        does a command that reads only git where they are not file stores (D-87)."""
+        return not self.git_only and os.path.isfile(self._identity_file)
 
     @functools.cached_property
     def _identity_file(self) -> str:
@@ -116,6 +124,8 @@ class Workspace:
         """Decided content, keys and grants, folded from identity.ndjson (SPEC §15.0)."""
         from engine import authority
 
+        if self.git_only:  # as in a clone: no decision log is read
+            return authority.Authority()
         url = self.url
         if url is not None:  # PostgreSQL: the identity store's mirror, prepared once
             from engine.pgstore import mirror
@@ -233,6 +243,7 @@ class Workspace:
 
 
 STORE_POLICY = f"{POLICY_DIR}/store.yaml"
+MIRROR_MARKER = "postgresql.json"  # engine.pgstore.MARKER: what makes `.regulator/` a mirror
 _URLS: dict[tuple[Path, str | None], str | None] = {}
 
 
@@ -252,19 +263,26 @@ def store_url(root: Path) -> str | None:
         else:
             raise BadInput(f"REGULATOR_STORE={env!r} is not a postgresql:// URL (or `files`)")
     else:
-        try:
-            text = (root / STORE_POLICY).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            text = ""
-        for raw in text.splitlines():
-            key_part, _, value = raw.partition(":")
-            if key_part.strip() == "url":
-                value = value.strip().strip("'\"")
-                if value and value != "files":
-                    if not value.startswith(("postgresql://", "postgres://")):
-                        raise BadInput(f"{STORE_POLICY}: url {value!r} is not a postgresql:// URL")
-                    url = value
+        url = committed_url(root)
     _URLS[key] = url
+    return url
+
+
+def committed_url(root: Path) -> str | None:
+    """The `url:` of regulator/policy/store.yaml at `root` (None: files), whatever REGULATOR_STORE says."""
+    try:
+        text = (root / STORE_POLICY).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    url: str | None = None
+    for raw in text.splitlines():
+        key_part, _, value = raw.partition(":")
+        if key_part.strip() == "url":
+            value = value.strip().strip("'\"")
+            if value and value != "files":
+                if not value.startswith(("postgresql://", "postgres://")):
+                    raise BadInput(f"{STORE_POLICY}: url {value!r} is not a postgresql:// URL")
+                url = value
     return url
 
 
@@ -272,7 +290,7 @@ def _not_a_mirror(state_dir: Path) -> None:
     """Files selected where `.regulator/` is a PostgreSQL store's local mirror (SPEC §18): refused.
     The mirror is a cache fetched again from the server, so a line appended to it as if it were a
     file store would be dropped without a word, and a read would show a copy's stale state."""
-    marker = state_dir / "postgresql.json"
+    marker = state_dir / MIRROR_MARKER
     if not marker.is_file():
         return
     try:
@@ -333,6 +351,16 @@ def is_workspace(folder: Path) -> bool:
     """A folder with stores, or a clone of one (CI): the tracked policy is there, the stores are
     not (`.regulator/` is never committed), and readers then see empty stores."""
     return (folder / STATE_DIR).is_dir() or (folder / POLICY_DIR).is_dir()
+
+
+def holds_stores(folder: Path) -> bool:
+    """A workspace a lease may name: its stores are here (`.regulator/`), or on the PostgreSQL
+    store selected for this checkout of it, whose local mirror is made on first use (D-87): a host
+    whose mirror was deleted or moved aside is still the host. `REGULATOR_STORE` alone does not
+    make any folder a workspace: the workspace's committed policy must be there."""
+    if (folder / STATE_DIR).is_dir():
+        return True
+    return (folder / POLICY_DIR).is_dir() and store_url(folder) is not None
 
 
 def main_worktree(folder: Path) -> Path | None:
@@ -397,10 +425,21 @@ def configure_clock(ws: Workspace) -> Workspace:
 
 
 def locate(
-    root: Path | None = None, lease_file: Path | None = None, cwd: Path | None = None
+    root: Path | None = None,
+    lease_file: Path | None = None,
+    cwd: Path | None = None,
+    *,
+    git_only: bool = False,
 ) -> tuple[Workspace, Lease | None]:
-    """Find the workspace (SPEC §3 order: --root, --lease, a lease walking up, .regulator/ walking up)."""
+    """Find the workspace (SPEC §3 order: --root, --lease, a lease walking up, .regulator/ walking up).
+
+    `git_only`: the command answers from git (registry lint, views, records, routing tests,
+    `--once --registers-only`). It reads file stores on this disk as ever, but where the stores
+    are on PostgreSQL, or `.regulator/` is a mirror, it opens none of them and never connects: the
+    workspace is then read as a clone is (stores absent, D-87), so CI needs no database."""
     ws, lease = _locate(root, lease_file, cwd)
+    if git_only and (store_url(ws.root) is not None or (ws.state_dir / MIRROR_MARKER).is_file()):
+        return configure_clock(dataclasses.replace(ws, git_only=True)), lease
     ws.sync()  # on PostgreSQL: the mirror the reads go through, up to date (SPEC §18)
     return configure_clock(ws), lease
 
@@ -425,7 +464,7 @@ def _locate(
     if lease is not None:
         home = _real(lease.workspace.resolve())
         check_untracked(home)
-        if not (home / STATE_DIR).is_dir():
+        if not holds_stores(home):
             raise Refused(f"lease {lease.path} names {lease.workspace}, which is not a workspace")
         return Workspace(home), lease
     for folder in _walk_up(cwd):
