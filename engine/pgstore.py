@@ -279,6 +279,10 @@ def connect(url: str, purpose: str = "main") -> Any:
     psycopg = _psycopg()
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        # what this session needs, whatever defaults a role gave itself (`ALTER ROLE ... SET`,
+        # which a writer may do to its own role): text as UTF-8 (not bytes), and transactions that
+        # may write where the grants allow it
+        conn.execute(_SESSION)
     except psycopg.Error as exc:
         raise Refused(f"cannot reach the store at {redact(url)}: {_message(exc)}") from None
     with _LOCK:
@@ -286,11 +290,16 @@ def connect(url: str, purpose: str = "main") -> Any:
     return conn
 
 
+_SESSION = "SET client_encoding = 'UTF8'; SET default_transaction_read_only = off"
+
+
 def fresh(url: str) -> Any:
     """A connection of its own (not cached): for LISTEN, imports, tests."""
     psycopg = _psycopg()
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=10)
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        conn.execute(_SESSION)
+        return conn
     except psycopg.Error as exc:
         raise Refused(f"cannot reach the store at {redact(url)}: {_message(exc)}") from None
 

@@ -588,3 +588,23 @@ def test_the_room_shows_another_hosts_append(pg_fleet, tmp_path):
 
     asyncio.run(main())
     assert seen["signals"][1] == seen["signals"][0] + 1
+
+
+def test_a_roles_own_session_defaults_change_nothing(tmp_path, pg_server):
+    """A writer may give its own role session defaults (`ALTER ROLE regulator_writer SET ...`):
+    read-only transactions stopped every host's writes, and SQL_ASCII made reads crash (text came
+    back as bytes). Every connection now sets what it needs. (Set here per database, as the
+    admin, so that no other test on this server sees it.)"""
+    db = pg_server.database()
+    ws = make_workspace(tmp_path, store=pg_server.url(db))
+    ws.run("store", "roles", "--url", pg_server.url(db), check=True)
+    with pg_server.admin(db) as conn:
+        conn.execute(f"ALTER ROLE regulator_writer IN DATABASE \"{db}\" SET client_encoding = 'SQL_ASCII'")
+        conn.execute(f'ALTER ROLE regulator_writer IN DATABASE "{db}" SET default_transaction_read_only = on')
+    writer = {"REGULATOR_STORE": pg_server.url(db, "regulator_writer")}
+    done = ws.run("status", "--json", env=writer)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    done = ws.run("unit", "dispatch", "r1", env=writer)
+    assert done.returncode == 0, done.stderr
+    units = {u["id"]: u["status"] for u in ws.json("status", env=writer)["units"]}
+    assert units["r1"] == "in-progress"
