@@ -645,6 +645,29 @@ class Mirror:
                     data.close()
         return None
 
+    def prove(self, name: str, server: bytes) -> None:
+        """`verify`'s own check, beside the seal: the mirror's bytes must be the first bytes of the
+        server's. A seal is MAC'd with host.key, which a unit sharing the account can read and
+        reseal an edited mirror with; the server's bytes it cannot forge. A mirror that is not the
+        server's is fetched again and named (`mended`)."""
+        try:
+            fd = open_regular(self.path(name))
+        except (OSError, Refused):
+            return
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read()
+        if server.startswith(data):
+            return
+        mine, theirs = data.split(b"\n"), server.split(b"\n")
+        bad = next((k for k, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b), len(theirs) - 1)
+        with locked(self.folder / "mirror.lock"):
+            state = self._state()
+            self._reset(name, state.setdefault("stores", {}))
+            state.get("seals", {}).pop(name, None)
+            self._save(state)
+        self.sync((name,))
+        self.mended.append((name, bad + 1))
+
     def _digests(self, name: str, first: int, upto: int) -> list[str]:
         """The SHA-256 the server keeps of each of the store's lines first+1 … upto."""
         rows = _run(
@@ -875,8 +898,12 @@ class PgStore(Store):
         return [line for name, line in self.mirror.mended if name == self.store]
 
     def whole(self) -> bytes:
-        """The server's lines, not the mirror's: `verify` checks what the server holds."""
-        return server_bytes(self.url, self.store)
+        """The server's lines, not the mirror's: `verify` checks what the server holds. The mirror
+        is compared with them too (Mirror.prove), whatever its seal says."""
+        data = server_bytes(self.url, self.store)
+        if self.mirrored:
+            self.mirror.prove(self.store, data)
+        return data
 
 
 # one round trip: the store's lock, then the line built around the store's tail and inserted, in

@@ -367,7 +367,7 @@ class Finding:
         return f"{self.store}:{self.line}: {self.message}"
 
 
-def verify(store: Store) -> list[Finding]:
+def verify(store: Store, data: bytes | None = None) -> list[Finding]:
     """Check the hash chain; name every unreadable line and the first break in the chain.
 
     An edited line fails its own hash; an inserted, deleted or reordered line breaks `prev`.
@@ -375,7 +375,7 @@ def verify(store: Store) -> list[Finding]:
     """
     found: list[Finding] = []
     try:
-        data = store.whole()
+        data = store.whole() if data is None else data
     except FileNotFoundError:
         return found
     pieces = data.split(b"\n")

@@ -80,6 +80,9 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
     every line: the open room leaves it out of its frequent refreshes)."""
     from engine.load import load
 
+    # a PostgreSQL store's server bytes first: each mirror is proven against them (and fetched
+    # again where it is not theirs) before the fold reads it, and the chains are checked on them
+    server = {name: ws.store(name).whole() for name in STORES} if state is None and ws.url else {}
     fresh = state if state is not None else load(ws, cached=False)
     # re-derive what the host wrote unsigned, and the times: beside the chains, on another core
     # (not when the policy in force is unknown: what the host would have written rests on which
@@ -87,7 +90,7 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
     derived = _beside(ws, fresh) if (state is None or host_events) and not fresh.auth.unknown else None
     found: list[Finding] = []
     for name in STORES:
-        found += [Finding(f.store, f.line, f.message) for f in verify_chain(ws.store(name))]
+        found += [Finding(f.store, f.line, f.message) for f in verify_chain(ws.store(name), server.get(name))]
     uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
     if fresh.auth.unknown:
         # identity.ndjson does not verify: no person event counts, and none is judged one by one

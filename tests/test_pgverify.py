@@ -214,3 +214,35 @@ def test_a_fifo_in_place_of_the_mirror_state_is_no_state_and_never_waited_on(fle
         assert {u["id"]: u["status"] for u in json.loads(done.stdout)["units"]} == before
     else:
         assert done.returncode == 3 and done.stderr.strip().count("\n") == 0, done.stderr
+
+
+def test_a_mirror_resealed_with_the_host_key_is_still_named_by_verify(fleet):
+    """A unit sharing the account can read host.key: it edits the mirror and seals it again as a
+    reader would. verify compares the mirror with the server's own bytes (which it reads for the
+    chains anyway), names the first line that differs and fetches the store again."""
+    import hashlib
+
+    from engine import hostkey, pgstore
+
+    ws, _, obligations = fleet
+    mirror = ws.store("signals")
+    assert units(ws)["u1"]["held"] is True  # a read that leaves the mirror sealed
+    data = mirror.read_bytes()
+    forged = data.replace(b'"unit":"u1"', b'"unit":"b1"')
+    assert forged != data and len(forged) == len(data)
+    mirror.write_bytes(forged)
+    marker = ws.root / ".regulator" / "postgresql.json"
+    state = json.loads(marker.read_text())
+    key = hostkey.read(ws.root / ".regulator")
+    n, size, _ = state["stores"]["signals"]
+    body = [n, size, hashlib.sha256(forged[:size]).hexdigest()]
+    state["seals"]["signals"] = [*body, pgstore._seal_mac(key, state["instance"], "signals", body)]
+    marker.write_text(json.dumps(state, sort_keys=True))
+    code, named = verify(ws)
+    assert code == 1
+    assert named == [
+        "signals.ndjson:2: the local mirror: line 2 was not the server's (edited in place); read again from the server"
+    ]
+    assert b'"unit":"b1"' not in mirror.read_bytes()  # fetched again: the server's bytes
+    assert units(ws)["u1"]["held"] is True
+    assert verify(ws) == (0, [])
