@@ -138,8 +138,9 @@ def copy(
     if pgstore.is_url(target):
         out("every line keeps its at, prev and hash; run `regulator verify` on both sides")
         out(
-            "next: move .regulator/ aside, then select the store in every process: commit "
-            "regulator/policy/store.yaml (url: …) or set REGULATOR_STORE"
+            "next: move .regulator/ aside, then select the store in every process: with "
+            "REGULATOR_STORE set to it, propose and accept regulator/policy/store.yaml (url: …), "
+            "which is governed; or keep setting REGULATOR_STORE"
         )
         return
     import shlex

@@ -41,9 +41,10 @@ def init(
         typer.Option("--store", help="postgresql://HOST/DB: keep the stores on PostgreSQL (SPEC §18)."),
     ] = None,
 ) -> None:
-    """Create the workspace skeleton here (or at --root): policy, identity, records, stores."""
+    """Create the workspace here (or at --root): policy, identity, records, views, stores; in git,
+    commit it (the baseline as the owner's decision, then the rest)."""
     from engine.actors import host_only
-    from engine.init import initialize
+    from engine.init import setup, summary
     from engine.workspace import find_lease, read_lease
 
     found = Path(OPTIONS.lease) if OPTIONS.lease else find_lease(Path.cwd())
@@ -54,7 +55,8 @@ def init(
 
         use_key(OPTIONS.key)
     root = Path(OPTIONS.root or ".")
-    ws = initialize(root, owner, trunk, owner_key, clock_mode, store)
+    made = setup(root, owner, trunk, owner_key, clock_mode, store)
+    ws = made.ws
     from engine import sshsig
 
     people = ws.authority().people
@@ -64,20 +66,32 @@ def init(
         f"owner: {escape(name)} (act with --by {escape(name)}; key {sshsig.fingerprint(keys[0])}); "
         f"requireSignatures: true; clock: {clock_mode}"
     )
-    from engine.init import baseline_commit
-
-    committed = baseline_commit(ws)
-    if committed == "signed":
+    if made.baseline == "signed":
         out(f"baseline committed as {escape(name)}'s decision, signed (identity verify reads it in a clone)")
-    elif committed == "claimed":
+    elif made.baseline == "claimed":
         out(
             f"baseline committed as {escape(name)}'s decision, unsigned ('claimed': no private key for the "
             "owner's key was at hand; pass --key FILE to sign it)"
         )
-    elif (ws.root / ".git").exists():
+    if made.committed_rest:
+        out(f"workspace committed: {', '.join(summary(made.rest))} (the views generated; a second commit)")
+    elif made.baseline is None and made.committed_rest is None:
+        out(
+            f"not a git repository ({escape(ws.root)} has no .git): nothing committed. To commit it, "
+            f"`git init -b {escape(trunk)}` there, then (-S on the first signs it with the owner's key):"
+        )
+        for line in made.commands():
+            out(f"  {escape(line)}")
+    else:
+        what = "the baseline" if made.baseline is None else "the rest of the workspace"
         sys.stderr.write(
-            "regulator: warning: git did not commit the baseline; `identity verify` in a clone will "
-            "find no decision for the governed files\n"
+            f"regulator: warning: git did not commit {what}; commit {', '.join(summary(made.rest))}"
+            + (
+                " and the governed files as the owner's decision (`identity verify` in a clone finds none)"
+                if made.baseline is None
+                else ""
+            )
+            + "\n"
         )
 
 

@@ -102,12 +102,19 @@ def _git(root: Path, *args: str, env: dict | None = None, data: bytes | None = N
 
 
 def commit(
-    ws: Workspace, paths: list[str], message: str, person: str, sign: bool, root: Path | None = None
+    ws: Workspace,
+    paths: list[str],
+    message: str,
+    person: str,
+    sign: bool,
+    root: Path | None = None,
+    allow_empty: bool = True,
 ) -> bool:
     """Commit these paths' working-tree bytes (only these: anything else staged is left alone) as
     `person`, SSH-signed with the person's key when `sign`. Built with git's plumbing (hash-object
     --no-filters, a private index, commit-tree), so no hook, filter or fsmonitor of the repository
-    runs. False outside git or when git refuses."""
+    runs. False outside git or when git refuses. Without `allow_empty`, paths that HEAD already
+    holds as they are make no commit (True: nothing was left to commit)."""
     import os
     import tempfile
 
@@ -153,6 +160,8 @@ def commit(
         tree = _git(root, "write-tree", env=index)
     if tree is None:
         return False
+    if not allow_empty and head is not None and tree == _git(root, "rev-parse", f"{head}^{{tree}}"):
+        return True
     parents = ["-p", head] if head else []
     new = _git(root, *signing, "commit-tree", tree, *parents, *(["-S"] if sign else []), "-F", "-",
                env=env, data=message.encode())  # fmt: skip

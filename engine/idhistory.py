@@ -6,7 +6,8 @@ where the policy requires signatures: `regulator init` commits the baseline gove
 (`Regulator-Decision: baseline`), `identity accept` each accepted file. Without the stores, each
 governed file passes when its content equals its content at some such commit that counts, so
 squash, rebase and merge commits made later (which carry no trailers) do not break it, and a hand
-edit committed without a decision fails.
+edit committed without a decision fails. store.yaml is governed where it exists: absent is fine
+while no counted decision ever committed it.
 
 Which commits count is folded like identity.ndjson (engine.authority), oldest first:
 - the first baseline commit, which must be on trunk (a branch cannot bring its own root), is
@@ -32,7 +33,7 @@ from pathlib import Path
 from engine.authority import INTERACTION, People
 from engine.gitsig import NAMESPACE, split_signature
 from engine.workspace import Workspace
-from identity.files import GOVERNED
+from identity.files import GOVERNED, OPTIONAL
 
 DECISION = "Regulator-Decision"
 DECIDED_BY = "Regulator-Decided-By"
@@ -229,6 +230,8 @@ def verify_history(ws: Workspace, trunk: str | None = None) -> HistoryVerdict:
         try:
             actual = blob_id((ws.tree / path).read_bytes(), object_format)
         except OSError:
+            if path in OPTIONAL and not decided.get(path):
+                continue  # a workspace on files has no store.yaml, and never decided one
             verdict.files.append(HistoryCheck(path, None, None))
             continue
         hit = decided.get(path, {}).get(actual)

@@ -5,16 +5,17 @@ from __future__ import annotations
 import hashlib
 import secrets
 import stat
-import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from engine import clock
 from engine.errors import BadInput, Refused
 from engine.events import STORES
 from engine.gitconfig import CONFIG, git_config
+from engine.idhistory import BASELINE, DECIDED_BY, DECISION
 from engine.limits import check_text
 from engine.workspace import STATE_DIR, Workspace
-from identity.files import IDENTITY_DIR, POLICY_DIR, content_hash
+from identity.files import IDENTITY_DIR, POLICY_DIR, STORE_POLICY, content_hash
 from identity.shipped import IDENTITY_FILES, policy_files
 
 
@@ -84,6 +85,19 @@ def initialize(
     clock_mode: str = "system",
     store: str | None = None,
 ) -> Workspace:
+    return setup(root, owner, trunk, key, clock_mode, store).ws
+
+
+def setup(
+    root: Path,
+    owner: str | None = None,
+    trunk: str = "main",
+    key: Path | None = None,
+    clock_mode: str = "system",
+    store: str | None = None,
+) -> Initialized:
+    """The workspace, written and (in a git repository) committed whole: the governed files as the
+    owner's baseline decision, then the rest of what init wrote in an ordinary commit."""
     root = root.resolve()
     if not root.is_dir():
         raise BadInput(f"{root} is not a folder; create it (and `git init` it) first")
@@ -122,9 +136,10 @@ def initialize(
     for relative, text in written.items():
         write_governed(root / relative, text)
     (root / CONFIG).write_text(f"trunk: {trunk}\n", encoding="utf-8")
+    rest = [CONFIG]  # what init writes beside the governed files, committed after the baseline
     from registry.shipped import write_shipped_records
 
-    write_shipped_records(root)
+    rest += [path.relative_to(root).as_posix() for path in write_shipped_records(root)]
     gitignore = root / ".gitignore"
     existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
     missing = [name for name in (".regulator/", ".regulator-lease.json") if name not in existing.split()]
@@ -132,13 +147,13 @@ def initialize(
         gitignore.write_text(
             existing + ("" if existing.endswith("\n") or not existing else "\n") + "\n".join(missing) + "\n"
         )
-    committed = list(written)
+        rest.append(".gitignore")
     if store is not None:  # the stores on PostgreSQL (SPEC §18): where, recorded without a password
         from engine import pgstore, workspace
 
         pgstore.create_schema(store, clock_mode)
-        write_governed(root / workspace.STORE_POLICY, f"url: {pgstore.redact(store)}\n")
-        committed.append(workspace.STORE_POLICY)
+        written[STORE_POLICY] = f"url: {pgstore.redact(store)}\n"  # governed: in the baseline
+        write_governed(root / STORE_POLICY, written[STORE_POLICY])
         workspace._URLS.clear()
         ws.state_dir.mkdir(mode=0o700)
         pgstore.mirror(ws.url or store, ws.state_dir).prepare()
@@ -173,28 +188,94 @@ def initialize(
             }
         )
         nonce = ""
-    commit_baseline(ws, owner, committed, public_key)
-    return ws
+    from engine.load import load
+    from engine.registers import views
+
+    # the generated views, so that CI's `registry views --check` holds from the first commit
+    rest += views(ws, load(ws, stores=()), check=False)
+    governed = list(written)
+    if not (root / ".git").exists():
+        return Initialized(ws, owner, governed, rest, None, None)
+    baseline = commit_baseline(ws, owner, governed, public_key)
+    done = baseline is not None and commit_rest(ws, owner, rest, sign=baseline == "signed")
+    return Initialized(ws, owner, governed, rest, baseline, done)
 
 
-def commit_baseline(ws: Workspace, owner: str, paths: list[str], public_key: str) -> bool:
+@dataclass(frozen=True)
+class Initialized:
+    """What `init` made and committed (the command says it)."""
+
+    ws: Workspace
+    owner: str
+    governed: list[str]  # committed as the owner's baseline decision
+    rest: list[str]  # records, views, config, .gitignore: committed after it, as an ordinary commit
+    baseline: str | None  # "signed", "claimed", or None: not committed (outside git, or git refused)
+    committed_rest: bool | None  # None outside git
+
+    def commands(self) -> list[str]:
+        """The git commands that commit what init wrote, as init would have (outside git)."""
+        import shlex
+
+        folders = (f"{IDENTITY_DIR}/", f"{POLICY_DIR}/")
+        governed = " ".join(shlex.quote(path) for path in summary(self.governed, folders))
+        rest = " ".join(shlex.quote(path) for path in summary(self.rest))
+        trailers = " ".join(
+            shlex.quote(f"--trailer={line}")
+            for line in (f"{DECISION}: {BASELINE}", f"{DECIDED_BY}: {self.owner}")
+        )
+        return [
+            f"git add {governed} && git commit -m {shlex.quote(BASELINE_SUBJECT)} {trailers}",
+            f"git add {rest} && git commit -m {shlex.quote(REST_SUBJECT)}",
+        ]
+
+
+def summary(paths: list[str], folders: tuple[str, ...] = ("records/",)) -> list[str]:
+    """The paths, those under the folders given (which init fills) named once by their folder."""
+    shown: list[str] = []
+    for path in paths:
+        named = next((f for f in folders if path.startswith(f)), path)
+        if named not in shown:
+            shown.append(named)
+    return shown
+
+
+BASELINE_SUBJECT = "regulator: baseline identity and policy"
+REST_SUBJECT = "regulator: workspace (records, views, config, .gitignore)"
+
+
+def commit_baseline(ws: Workspace, owner: str, paths: list[str], public_key: str) -> str | None:
     """In a git repository, commit the baseline governed files (only those) as the owner's decision,
     with the trailers `identity verify` reads in a clone (SPEC §16.2; engine.idhistory), SSH-signed
     only when a private key for the owner's public key is at hand (`--key`, REGULATOR_SIGNING_KEY,
     git's ssh signing key) and usable without a prompt; else unsigned: the baseline is then
-    'claimed', as a baseline in the stores is (trusted on first use). False when not committed."""
+    'claimed', as a baseline in the stores is (trusted on first use). "signed" or "claimed"; None
+    when git did not commit it."""
     from engine.gitsig import commit
 
-    if not (ws.root / ".git").exists():
-        return False
     message = (
-        "regulator: baseline identity and policy\n\n"
+        f"{BASELINE_SUBJECT}\n\n"
         f"Written by regulator init as {owner}'s decision.\n\n"
-        f"Regulator-Decision: baseline\nRegulator-Decided-By: {owner}\n"
+        f"{DECISION}: {BASELINE}\n{DECIDED_BY}: {owner}\n"
     )
     if _can_sign(ws, public_key) and commit(ws, paths, message, owner, sign=True):
+        return "signed"
+    return "claimed" if commit(ws, paths, message, owner, sign=False) else None
+
+
+def commit_rest(ws: Workspace, owner: str, paths: list[str], sign: bool) -> bool:
+    """The rest of what init wrote, in an ordinary commit after the baseline (no trailers: it
+    decides nothing; D-89), signed with the key that signed the baseline. Only these paths."""
+    from engine.gitsig import commit
+
+    message = (
+        f"{REST_SUBJECT}\n\n"
+        "Written by regulator init beside the baseline decision: the shipped records, the generated\n"
+        "views, the trunk setting and the ignore rules for the stores and lease files. These change by\n"
+        "ordinary review, not by decision.\n"
+    )
+    if sign and commit(ws, paths, message, owner, sign=True, allow_empty=False):
         return True
-    return commit(ws, paths, message, owner, sign=False)
+    return commit(ws, paths, message, owner, sign=False, allow_empty=False)
 
 
 def _can_sign(ws: Workspace, public_key: str) -> bool:
@@ -209,23 +290,3 @@ def _can_sign(ws: Workspace, public_key: str) -> bool:
         return sshsig.load_signer(path).public_key == sshsig.normalize_key(public_key)
     except (sshsig.SigningKeyError, ValueError):
         return False
-
-
-def baseline_commit(ws: Workspace) -> str | None:
-    """How HEAD carries the baseline just committed: "signed", "claimed", or None (not committed)."""
-    from engine.idhistory import BASELINE, DECISION, trailers
-
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(ws.root), "cat-file", "commit", "HEAD"], capture_output=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
-        return None
-    from engine.gitsig import split_signature
-
-    payload, signature = split_signature(done.stdout)
-    if trailers(payload.partition(b"\n\n")[2]).get(DECISION.lower()) != [BASELINE]:
-        return None
-    return "signed" if signature is not None else "claimed"

@@ -14,7 +14,7 @@ from engine.lookup import by_prefix
 from engine.model import EventKind, State
 from engine.signing import person_event, signer_for
 from engine.workspace import Workspace
-from identity.files import GOVERNED, POLICY_DIR, content_hash, file_hash
+from identity.files import GOVERNED, OPTIONAL, POLICY_DIR, STORE_POLICY, content_hash, file_hash
 from identity.policy import POLICY_MODELS, PolicyError, parse_policy
 
 
@@ -41,6 +41,8 @@ def propose(ws: Workspace, file: str, content: bytes, rationale: str, actor: Act
             parse_policy(name, text)
         except PolicyError as exc:
             raise BadInput(f"proposed {exc}; a policy that cannot be read is not proposed") from None
+    if relative == STORE_POLICY:
+        check_store_policy(text)
     state = load(ws, stores=("units",))
     signer = None
     if actor.lease is not None:
@@ -66,6 +68,28 @@ def propose(ws: Workspace, file: str, content: bytes, rationale: str, actor: Act
     if actor.person is not None:
         return ws.store("identity").append(person_event(ws, signer, event))
     return ws.store("identity").append(event, assign_id=True)
+
+
+def check_store_policy(text: str) -> None:
+    """A proposed store.yaml names files or a postgresql:// URL, and never a password (SPEC §18:
+    libpq's PGPASSFILE supplies credentials; the proposal's content lands in the log and in git)."""
+    from urllib.parse import urlsplit
+
+    from engine.workspace import store_policy_url
+
+    try:
+        url = store_policy_url(text)
+    except ValueError as exc:
+        raise BadInput(f"proposed {STORE_POLICY}: {exc} (or `url: files`)") from None
+    try:
+        password = urlsplit(url).password if url else None
+    except ValueError:
+        raise BadInput(f"proposed {STORE_POLICY}: url {url!r} does not parse") from None
+    if password is not None:
+        raise BadInput(
+            f"proposed {STORE_POLICY}: the url carries a password; store.yaml records none "
+            "(libpq's PGPASSFILE, or peer or certificate authentication, supplies it)"
+        )
 
 
 def _decided_hash(ws: Workspace, relative: str) -> str | None:
@@ -144,22 +168,56 @@ class FileCheck:
     file: str
     decided: str | None
     actual: str | None
+    history: str = ""  # store.yaml: why git history does not bear the content out ("": it does)
 
     @property
     def ok(self) -> bool:
-        return self.decided is not None and self.decided == self.actual
+        return self.decided is not None and self.decided == self.actual and not self.history
 
     def problem(self) -> str:
         if self.decided is None:
+            if self.file in OPTIONAL:
+                return f"{self.file}: no decision records it (added by hand?); remove it, or propose it"
             return f"{self.file}: no decision records it; accept a proposal for it"
         if self.actual is None:
             return f"{self.file}: missing; its last decided content has hash {self.decided}"
-        return f"{self.file}: hand-edited (content differs from its last decided hash); propose the change"
+        if self.decided != self.actual:
+            return (
+                f"{self.file}: hand-edited (content differs from its last decided hash); propose the change"
+            )
+        return f"{self.file}: {self.history}"
 
 
 def verify_identity(ws: Workspace, state: State) -> list[FileCheck]:
+    """Each governed file against its last counted decision in the stores. A governed file a
+    workspace may lack (store.yaml) is left out while it is absent and undecided. store.yaml names
+    the stores that judge it, so where git history is at hand it must also be borne out there (a
+    commit that repointed the workspace at other stores, which could hold a baseline of their own,
+    is named even though those stores agree with it)."""
     decided = ws.authority().decided_hash  # the decisions that count (engine.authority)
-    return [FileCheck(f, decided.get(f), file_hash(ws.root / f)) for f in GOVERNED]
+    checks = []
+    for f in GOVERNED:
+        check = FileCheck(f, decided.get(f), file_hash(ws.root / f))
+        if f in OPTIONAL and check.decided is None and check.actual is None:
+            continue
+        if f == STORE_POLICY and check.ok:
+            check = FileCheck(f, check.decided, check.actual, _store_history(ws))
+        checks.append(check)
+    return checks
+
+
+def _store_history(ws: Workspace) -> str:
+    """Why git history does not bear out store.yaml as it is on disk; "" when it does, or when
+    there is no history to read (outside git, a shallow clone, no trunk)."""
+    from engine.idhistory import verify_history
+
+    verdict = verify_history(ws)
+    if not verdict.available:
+        return ""
+    for check in verdict.files:
+        if check.file == STORE_POLICY and not check.ok:
+            return check.problem().removeprefix(f"{STORE_POLICY}: ") + " (git history)"
+    return ""
 
 
 def review(ws: Workspace, proposal: dict) -> list[str]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal, overload
 
 from engine.errors import BadInput, Refused
 from engine.store import NO_STORES, Store, locked
-from identity.files import POLICY_DIR, content_hash
+from identity.files import POLICY_DIR, STORE_POLICY, content_hash
 
 if TYPE_CHECKING:  # the policy models are pydantic: imported only by commands that read policy
     from engine.authority import Authority
@@ -75,6 +75,8 @@ class Workspace:
         url = store_url(self.root)
         if url is None:
             _not_a_mirror(self.state_dir)
+        elif not env:
+            _decided_store(self, url)
         self.__dict__["_url"] = (env, url)
         return url
 
@@ -242,7 +244,6 @@ class Workspace:
         return done.stdout.strip() or None if done.returncode == 0 else None
 
 
-STORE_POLICY = f"{POLICY_DIR}/store.yaml"
 MIRROR_MARKER = "postgresql.json"  # engine.pgstore.MARKER: what makes `.regulator/` a mirror
 _URLS: dict[tuple[Path, str | None], str | None] = {}
 
@@ -274,16 +275,54 @@ def committed_url(root: Path) -> str | None:
         text = (root / STORE_POLICY).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         text = ""
-    url: str | None = None
+    try:
+        return store_policy_url(text)
+    except ValueError as exc:
+        raise BadInput(f"{STORE_POLICY}: {exc}") from None
+
+
+def store_policy_url(text: str) -> str | None:
+    """The `url:` of a store.yaml's text: a postgresql:// URL, or None (absent, empty or `files`).
+    ValueError when it names anything else."""
+    url = None
     for raw in text.splitlines():
         key_part, _, value = raw.partition(":")
         if key_part.strip() == "url":
             value = value.strip().strip("'\"")
             if value and value != "files":
                 if not value.startswith(("postgresql://", "postgres://")):
-                    raise BadInput(f"{STORE_POLICY}: url {value!r} is not a postgresql:// URL")
+                    raise ValueError(f"url {value!r} is not a postgresql:// URL")
                 url = value
     return url
+
+
+def _decided_store(ws: Workspace, url: str) -> None:
+    """store.yaml names a postgresql store where `.regulator/` holds file stores: those stores
+    say whether a decision chose it (store.yaml is governed). One that no decision records is
+    refused before anything connects to the server it names (exit 3); a decided one is the move
+    the mirror then asks to finish (`store copy`). A mirror, or no stores here, judges nothing."""
+    if os.path.lexists(ws.state_dir / "postgresql.json"):
+        return
+    try:
+        if os.stat(ws._identity_file, follow_symlinks=False).st_size == 0:
+            return
+    except OSError:
+        return
+    from engine import authority
+
+    decided = authority.of(ws.root).decided_hash.get(STORE_POLICY)
+    try:
+        actual = content_hash((ws.root / STORE_POLICY).read_bytes())
+    except OSError:
+        return
+    if decided != actual:
+        from engine.pgstore import redact
+
+        raise Refused(
+            f"{STORE_POLICY} names {redact(url)}, but no decision in the stores here ({STATE_DIR}/) "
+            "records that content (a hand edit?): restore its decided content or remove it, then "
+            f"propose the change (`regulator identity propose --file {STORE_POLICY} …`)"
+        )
 
 
 def _not_a_mirror(state_dir: Path) -> None:

@@ -9,8 +9,15 @@ IDENTITY_DIR = "regulator/identity"
 POLICY_DIR = "regulator/policy"
 IDENTITY_NAMES = ("invariants.md", "glossary.md", "boundaries.md")
 POLICY_NAMES = ("routing.yaml", "interaction.yaml", "profiles.yaml")
-GOVERNED = tuple(f"{IDENTITY_DIR}/{n}" for n in IDENTITY_NAMES) + tuple(
-    f"{POLICY_DIR}/{n}" for n in POLICY_NAMES
+# where the stores are (SPEC §18): governed where it exists; a workspace on files has none
+STORE_POLICY = f"{POLICY_DIR}/store.yaml"
+# governed files a workspace may lack: absent and never decided is fine, present without a
+# decision is a hand edit like any other
+OPTIONAL = (STORE_POLICY,)
+GOVERNED = (
+    tuple(f"{IDENTITY_DIR}/{n}" for n in IDENTITY_NAMES)
+    + tuple(f"{POLICY_DIR}/{n}" for n in POLICY_NAMES)
+    + OPTIONAL
 )
 
 

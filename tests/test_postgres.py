@@ -73,7 +73,16 @@ def test_the_demo_says_the_same_on_files_and_on_postgresql(tmp_path, pg_url):
             for n in STORES
         }
     assert "u1 is in progress and held by blocking obligation" in runs["postgresql"]
-    assert renamed(runs["files"], runs["postgresql"])  # ids differ, nothing else does
+    # on PostgreSQL the Identity view has one row more: store.yaml, governed there (D-90)
+    rows = [line for line in runs["postgresql"].splitlines(keepends=True) if "policy/store.yaml" in line]
+    assert len(rows) == 1 and rows[0].rstrip().endswith("as decided"), rows
+    shown = re.search(r"== Identity \((\d+)\)", runs["files"])
+    assert shown is not None
+    on_pg = runs["postgresql"].replace(rows[0], "", 1)
+    on_pg = on_pg.replace(f"== Identity ({int(shown[1]) + 1})", shown[0], 1)
+    assert renamed(runs["files"], on_pg)  # ids differ, nothing else does
+    assert kinds["postgresql"]["identity"][0] == "decision"  # the baseline holds store.yaml too
+    kinds["postgresql"]["identity"].pop(0)
     assert kinds["files"] == kinds["postgresql"] and kinds["files"]["signals"]
     from engine import pgstore
 
@@ -126,6 +135,41 @@ def test_init_records_the_url_without_its_password_and_bad_urls_are_refused(tmp_
     gone = ws.run("status", env={"REGULATOR_STORE": pg_server.url("no_such_db")})
     assert gone.returncode == 3 and "cannot reach the store" in gone.stderr
     assert "Traceback" not in gone.stderr and gone.stderr.count("\n") == 1
+
+
+def test_store_yaml_is_in_the_baseline_and_a_repoint_nobody_decided_fails_identity_verify(
+    tmp_path, pg_server
+):
+    """store.yaml is governed (D-90): `init --store` decides it in the baseline (the stores' first
+    events and the signed baseline commit). A commit that points the workspace at another
+    database fails `identity verify`, even where that database carries a baseline of its own that
+    agrees with the file (it judges the file that chose it): git history has no decision for it."""
+    store = "regulator/policy/store.yaml"
+    ws = make_workspace(tmp_path, store=pg_server.url(pg_server.database()))
+    baseline = [e["file"] for e in ws.events("identity") if e.get("decision") == "baseline"]
+    assert store in baseline and len(baseline) == 7
+    commit = ws.git("log", "--format=%H", "--grep=^Regulator-Decision: baseline").strip()
+    assert store in ws.git("show", "--name-only", "--format=", commit).split()
+    data = ws.json("identity", "verify")
+    assert data["ok"] is True and store in [f["file"] for f in data["files"]]
+    done = ws.run("controlroom", "--once", "--registers-only", cwd=clone(ws, tmp_path / "ci"))
+    assert done.returncode == 0 and "7 file(s) as decided (signed)" in done.stdout, done.stdout
+    # another database, made by a real init of its own (the same owner, key and policy files)
+    (tmp_path / "other").mkdir()
+    other = make_workspace(tmp_path / "other", store=pg_server.url(pg_server.database()))
+    path = ws.root / store
+    path.chmod(0o644)
+    path.write_text((other.root / store).read_text())
+    ws.commit("point the fleet at the other database (signed by alice, but no decision)")
+    done = ws.run("identity", "verify")
+    assert done.returncode == 1, done.stdout
+    assert f"{store}: its content matches no decision in git history" in done.stdout
+    assert [f["file"] for f in json.loads(ws.run("identity", "verify", "--json").stdout)["files"]
+            if not f["ok"]] == [store]  # fmt: skip
+    once = ws.run("controlroom", "--once", "--json")
+    assert once.returncode == 1 and any(store in r for r in json.loads(once.stdout)["exitReasons"])
+    done = ws.run("controlroom", "--once", "--registers-only", cwd=clone(ws, tmp_path / "ci-after"))
+    assert done.returncode == 1 and f"identity verify: {store}" in done.stdout, done.stdout
 
 
 # ---- the database enforces what the files only promise ----------------------------------------------

@@ -1,0 +1,217 @@
+"""`regulator init` leaves a workspace that is whole in git (D-89), and store.yaml is governed where
+it exists (D-90): what an operator in a hurry, and the CI job after them, see."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.helpers import REGULATOR, alice_key, clean_env, git
+
+STORE = "regulator/policy/store.yaml"
+GOVERNED = sorted(
+    [f"regulator/identity/{n}" for n in ("invariants.md", "glossary.md", "boundaries.md")]
+    + [f"regulator/policy/{n}" for n in ("routing.yaml", "interaction.yaml", "profiles.yaml")]
+)
+
+
+def regulator(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [REGULATOR, *args], cwd=cwd, env=env or clean_env(), capture_output=True, text=True, timeout=120
+    )
+
+
+def one_line(done: subprocess.CompletedProcess) -> str:
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    return lines[0]
+
+
+def hand_write(path: Path, text: str) -> None:
+    if path.exists():
+        path.chmod(0o644)  # governed files are left read-only
+    path.write_text(text)
+
+
+def fresh_repo(tmp_path: Path, name: str = "repo") -> Path:
+    """A new git repository on trunk `main`, with the identity the tests set (none is configured
+    on a fresh machine) and no commit yet."""
+    root = tmp_path / name
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    return root
+
+
+def initialized(tmp_path: Path) -> Path:
+    root = fresh_repo(tmp_path)
+    key = alice_key()
+    done = regulator(root, "init", "--owner", "alice", "--owner-key", f"{key}.pub", "--key", str(key))
+    assert done.returncode == 0, done.stderr
+    return root
+
+
+def clone(root: Path, target: Path) -> Path:
+    git(root.parent, "clone", "-q", f"file://{root}", str(target))
+    return target
+
+
+def paths_in(root: Path, rev: str) -> list[str]:
+    return sorted(git(root, "show", "--name-only", "--format=", rev).split())
+
+
+# ---- a fresh init is whole in git ---------------------------------------------------------------
+
+
+def test_init_in_a_git_repository_leaves_it_clean_and_ci_passes_at_once(tmp_path):
+    root = initialized(tmp_path)
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    # the owner's signed baseline decision holds the governed files, as before; then the rest
+    assert paths_in(root, "HEAD~1") == GOVERNED
+    assert "Regulator-Decision: baseline" in git(root, "log", "-1", "--format=%B", "HEAD~1")
+    rest = paths_in(root, "HEAD")
+    assert {".gitignore", "FINDINGS.md", "INTAKE.md", "regulator/config.yaml"} <= set(rest)
+    assert [p for p in rest if p.startswith("records/")] == sorted(
+        f"records/{p.name}" for p in (root / "records").iterdir()
+    )
+    assert "Regulator-Decision" not in git(root, "log", "-1", "--format=%B", "HEAD")  # decides nothing
+    assert len(git(root, "rev-list", "HEAD").split()) == 2
+    for args in (
+        ("controlroom", "--once", "--registers-only"),
+        ("identity", "verify"),
+        ("registry", "lint", "--require-history"),
+        ("registry", "views", "--check"),
+    ):
+        done = regulator(root, *args)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+    # a clone has the ignore rules, the trunk setting, the records and the views, and CI passes
+    here = clone(root, tmp_path / "clone")
+    assert ".regulator/" in (here / ".gitignore").read_text().split()
+    assert (here / "regulator/config.yaml").read_text() == "trunk: main\n"
+    assert sorted(p.name for p in (here / "records").iterdir()) == sorted(
+        p.name for p in (root / "records").iterdir()
+    )
+    done = regulator(here, "controlroom", "--once", "--registers-only")
+    assert done.returncode == 0, done.stdout
+    assert "views: up to date" in done.stdout and "6 file(s) as decided (signed)" in done.stdout
+    done = regulator(here, "identity", "verify", "--require-history", "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["ok"] is True
+
+
+def test_init_outside_git_commits_nothing_and_says_how_to(tmp_path):
+    root = tmp_path / "plain"
+    root.mkdir()
+    done = regulator(root, "init", "--owner", "alice", "--owner-key", f"{alice_key()}.pub")
+    assert done.returncode == 0, done.stderr
+    assert not (root / ".git").exists() and (root / ".regulator").is_dir()
+    lines = done.stdout.splitlines()
+    say = next(i for i, line in enumerate(lines) if line.startswith("not a git repository"))
+    assert "nothing committed" in lines[say] and "`git init -b main`" in lines[say]
+    commands = [line.strip() for line in lines[say + 1 :]]
+    assert len(commands) == 2 and all(c.startswith("git add ") for c in commands)
+    # the commands as printed make the workspace whole: the CI checks pass in a clone
+    git(root, "init", "-q", "-b", "main")
+    for command in commands:
+        subprocess.run(["sh", "-c", command], cwd=root, env=clean_env(), check=True, capture_output=True)
+    assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    assert paths_in(root, "HEAD~1") == GOVERNED
+    here = clone(root, tmp_path / "clone")
+    done = regulator(here, "controlroom", "--once", "--registers-only")
+    assert done.returncode == 0, done.stdout
+    assert "6 file(s) as decided (claimed)" in done.stdout
+
+
+# ---- store.yaml is governed where it exists ------------------------------------------------------
+
+
+def test_a_workspace_on_files_without_store_yaml_is_unaffected(tmp_path):
+    root = initialized(tmp_path)
+    assert not (root / STORE).exists()
+    data = json.loads(regulator(root, "identity", "verify", "--json").stdout)
+    assert data["ok"] is True and sorted(f["file"] for f in data["files"]) == GOVERNED
+    here = clone(root, tmp_path / "clone")
+    data = json.loads(regulator(here, "identity", "verify", "--json").stdout)
+    assert data["ok"] is True and sorted(f["file"] for f in data["files"]) == GOVERNED
+
+
+def test_a_store_yaml_added_by_hand_fails_identity_verify_on_the_host_and_in_a_clone(tmp_path):
+    root = initialized(tmp_path)
+    hand_write(root / STORE, "url: files\n")  # selects nothing new, but nobody decided it
+    done = regulator(root, "identity", "verify")
+    assert done.returncode == 1
+    assert f"{STORE}: no decision records it" in done.stdout
+    git(root, "add", STORE)
+    git(root, "commit", "-q", "-m", "store: files")
+    here = clone(root, tmp_path / "clone")
+    done = regulator(here, "identity", "verify")
+    assert done.returncode == 1
+    assert f"{STORE}: its content matches no decision in git history" in done.stdout
+    done = regulator(here, "controlroom", "--once", "--registers-only")
+    assert done.returncode == 1 and f"identity verify: {STORE}" in done.stdout
+
+
+def test_a_hand_written_store_yaml_naming_a_database_is_refused_before_connecting(tmp_path):
+    root = initialized(tmp_path)
+    before = (root / ".regulator/identity.ndjson").read_bytes()
+    hand_write(root / STORE, "url: postgresql://elsewhere.invalid/fleet\n")
+    for args in (("status",), ("identity", "verify"), ("controlroom", "--once")):
+        done = regulator(root, *args)
+        assert done.returncode == 3, (args, done.stdout, done.stderr)
+        line = one_line(done)
+        assert f"{STORE} names postgresql://elsewhere.invalid/fleet" in line and "no decision" in line
+        assert "cannot reach" not in line  # nothing connected to the server it names
+    assert (root / ".regulator/identity.ndjson").read_bytes() == before
+
+
+def test_store_yaml_changes_by_proposal_and_the_decision_is_committed(tmp_path):
+    root = initialized(tmp_path)
+    key = alice_key()
+    env = clean_env(REGULATOR_SIGNING_KEY=str(key))
+    before = (root / ".regulator/identity.ndjson").read_bytes()
+    for text, why in (
+        ("url: mysql://db/fleet\n", "not a postgresql:// URL"),
+        ("url: postgresql://alice:s3cret@db.example/fleet\n", "carries a password"),
+    ):
+        source = tmp_path / "store.yaml"
+        source.write_text(text)
+        done = regulator(
+            root, "identity", "propose", "--file", STORE, "--content-from", str(source),
+            "--rationale", "r", "--by", "alice", env=env,
+        )  # fmt: skip
+        assert done.returncode == 2 and why in one_line(done)
+    assert (root / ".regulator/identity.ndjson").read_bytes() == before  # nothing written
+    source = tmp_path / "store.yaml"
+    source.write_text("url: files\n")
+    done = regulator(
+        root, "identity", "propose", "--file", STORE, "--content-from", str(source),
+        "--rationale", "say it", "--by", "alice", "--json", env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    proposal = json.loads(done.stdout)["id"]
+    done = regulator(root, "identity", "accept", proposal, "--by", "alice", "--rationale", "ok", env=env)
+    assert done.returncode == 0, done.stderr
+    assert (root / STORE).read_text() == "url: files\n"
+    assert paths_in(root, "HEAD") == [STORE] and "Regulator-Decided-By: alice" in git(
+        root, "log", "-1", "--format=%B"
+    )
+    data = json.loads(regulator(root, "identity", "verify", "--json").stdout)
+    assert data["ok"] is True and STORE in [f["file"] for f in data["files"]]
+    here = clone(root, tmp_path / "clone")
+    done = regulator(here, "controlroom", "--once", "--registers-only")
+    assert done.returncode == 0, done.stdout
+    assert "7 file(s) as decided (signed)" in done.stdout
+    # removing a decided store.yaml is a hand edit too
+    (here / STORE).unlink()
+    done = regulator(here, "identity", "verify")
+    assert done.returncode == 1 and f"{STORE}: missing" in done.stdout
+
+
+def test_a_proposal_names_store_yaml_among_the_governed_files(tmp_path):
+    root = initialized(tmp_path)
+    source = tmp_path / "x"
+    source.write_text("x")
+    done = regulator(
+        root, "identity", "propose", "--file", "README.md", "--content-from", str(source),
+        "--rationale", "r", "--by", "alice",
+    )  # fmt: skip
+    assert done.returncode == 2 and STORE in one_line(done)
