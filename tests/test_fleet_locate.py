@@ -245,13 +245,11 @@ def test_moving_back_to_files_says_how_to_select_them_and_the_printed_steps_work
     assert {n: (back / ".regulator" / f"{n}.ndjson").read_bytes() for n in STORES} == stores
     assert not (back / ".regulator" / "postgresql.json").exists()
 
-    # or for good: store.yaml says files, committed
-    policy = back / "regulator" / "policy" / "store.yaml"
-    policy.chmod(0o644)
-    policy.write_text("url: files\n")
-    git(back, "commit", "-q", "-am", "the stores are files again", env=ws.env)
-    assert ws.run("verify", cwd=back).returncode == 0
-    files = json.loads(ws.run("controlroom", "--once", "--json", cwd=back).stdout)
+    # the files selected (for good, store.yaml is governed: `url: files` is proposed and accepted,
+    # D-90; a hand edit of it is named by identity verify): the same read models as the host's
+    files_env = {"REGULATOR_STORE": "files"}
+    assert ws.run("verify", cwd=back, env=files_env).returncode == 0
+    files = json.loads(ws.run("controlroom", "--once", "--json", cwd=back, env=files_env).stdout)
     for key in ("workspace", "now", "routed"):
         host.pop(key), files.pop(key)
     assert files == host  # the same read models on both sides
