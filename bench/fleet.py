@@ -76,14 +76,14 @@ def clean_env(**extra: str) -> dict[str, str]:
 def writer_workspace(root: Path, store: str | None) -> list[Path]:
     """A workspace on the system clock with 8 research units dispatched; their lease files."""
     from engine import units
-    from engine.init import initialize
+    from engine.init import setup
     from engine.workspace import LEASE_FILE, locate
 
     root.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
     for key in ("user.name", "user.email"):
         subprocess.run(["git", "-C", str(root), "config", key, "bench@regulator.invalid"], check=True)
-    initialize(root, owner="alice", key=bench_key(root), clock_mode="system", store=store)
+    setup(root, owner="alice", key=bench_key(root), clock_mode="system", store=store)
     for i in range(WRITERS):
         data = {"id": f"w{i}", "type": "research", "profile": "intelligence", "title": f"writer {i}"}
         (root / "contracts" / f"w{i}.json").write_text(json.dumps(data))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from engine import ids
 from engine.authority import signed_bytes
-from engine.init import initialize
+from engine.init import setup
 from engine.store import GENESIS, canonical_line, event_hash
 
 NOW = "2026-11-29T12:00:00Z"
@@ -115,7 +115,7 @@ def new_workspace(root: Path) -> Path:
     old = os.environ.get("REGULATOR_NOW")
     os.environ["REGULATOR_NOW"] = NOW
     try:
-        initialize(root, owner="alice", key=bench_key(root), clock_mode="pinned")
+        setup(root, owner="alice", key=bench_key(root), clock_mode="pinned")
         (root / ".gitignore").write_text(".regulator/\n.bench-keys/\n")
     finally:
         if old is None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from engine import clock
 from engine.actors import Actor
 from engine.contracts import write_contract
-from engine.init import initialize
+from engine.init import setup
 from engine.memory import remember
 from engine.router import route
 from engine.signals import report_intelligence
@@ -237,7 +237,7 @@ def _build(root: Path, reproducible: bool, store: str | None = None) -> Workspac
     _git(root, "config", "user.email", "demo@regulator.invalid")
     key = demo_key(root, reproducible)
     use_key(key)
-    ws = initialize(root, owner=OWNER, key=key.with_name(f"{OWNER}.pub"), clock_mode="pinned", store=store)
+    ws = setup(root, owner=OWNER, key=key.with_name(f"{OWNER}.pub"), clock_mode="pinned", store=store).ws
     for contract in CONTRACTS:
         write_contract(ws, contract)
     (root / "vendor").mkdir()

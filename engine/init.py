@@ -77,17 +77,6 @@ def _key_line(text: str, where: str) -> str:
     return text.strip()
 
 
-def initialize(
-    root: Path,
-    owner: str | None = None,
-    trunk: str = "main",
-    key: Path | None = None,
-    clock_mode: str = "system",
-    store: str | None = None,
-) -> Workspace:
-    return setup(root, owner, trunk, key, clock_mode, store).ws
-
-
 def setup(
     root: Path,
     owner: str | None = None,

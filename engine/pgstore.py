@@ -455,7 +455,7 @@ class Mirror:
                     raise Refused(
                         f"{self.folder} holds file stores ({', '.join(held)}) but the workspace's store is "
                         f"{redact(self.url)}: to use the files, select them (REGULATOR_STORE=files for "
-                        "the process, or `url: files` in regulator/policy/store.yaml, committed); to move "
+                        "the process, or decide `url: files` in regulator/policy/store.yaml); to move "
                         f"them to the server, `regulator store copy --to URL`, then move {self.folder.name}/ "
                         "aside"
                     )

@@ -301,7 +301,7 @@ def _decided_store(ws: Workspace, url: str) -> None:
     say whether a decision chose it (store.yaml is governed). One that no decision records is
     refused before anything connects to the server it names (exit 3); a decided one is the move
     the mirror then asks to finish (`store copy`). A mirror, or no stores here, judges nothing."""
-    if os.path.lexists(ws.state_dir / "postgresql.json"):
+    if os.path.lexists(ws.state_dir / MIRROR_MARKER):
         return
     try:
         if os.stat(ws._identity_file, follow_symlinks=False).st_size == 0:

@@ -146,6 +146,20 @@ class Workspace:
         return worktree
 
 
+def clone(ws, target: Path) -> Path:
+    """A git clone of the workspace's repository (what CI checks out): never its stores."""
+    git(ws.root.parent, "clone", "-q", f"file://{ws.root}", str(target), env=ws.env)
+    assert not (target / ".regulator").exists()
+    return target
+
+
+def one_line(done) -> str:
+    """The one line a refusal prints on stderr, and no traceback."""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    return lines[0]
+
+
 def make_key(folder: Path, name: str = "id", kind: str = "ed25519", passphrase: str = "") -> Path:
     """A real OpenSSH key pair made by ssh-keygen; returns the private key's path (.pub beside it)."""
     folder.mkdir(parents=True, exist_ok=True)

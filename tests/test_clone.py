@@ -14,7 +14,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import REGULATOR, alice_key, clean_env, git, make_key, make_workspace, report_args
+from tests.helpers import (
+    REGULATOR,
+    alice_key,
+    clean_env,
+    git,
+    make_key,
+    make_workspace,
+    one_line,
+    report_args,
+)
 
 ABSENT = "stores: absent — unit state unknown"
 FINDING = "findings/F-x.md"
@@ -37,12 +46,6 @@ def clone(ws, tmp_path: Path, name: str = "clone", depth: int | None = None) -> 
     git(tmp_path, "clone", "-q", *shallow, f"file://{ws.root}", str(target), env=ws.env)
     assert not (target / ".regulator").exists()
     return target
-
-
-def one_line(done) -> str:
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    return lines[0]
 
 
 def hand_edit(ws, relative: str, text: str) -> None:

@@ -12,24 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REGULATOR, git, make_workspace, report_args
+from tests.helpers import REGULATOR, clone, make_workspace, one_line, report_args
 
 pytestmark = pytest.mark.usefixtures("pg_server")
 STORES = ("signals", "memory", "units", "identity")
 ABSENT = "stores: absent — unit state unknown"
 UNREACHABLE = {"REGULATOR_STORE": "postgresql://x@/db?host=/nonexistent"}
-
-
-def clone(ws, target: Path) -> Path:
-    git(ws.root.parent, "clone", "-q", f"file://{ws.root}", str(target), env=ws.env)
-    assert not (target / ".regulator").exists()
-    return target
-
-
-def one_line(done) -> str:
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    return lines[0]
 
 
 def files_under(folder: Path) -> list[Path]:

@@ -7,7 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.helpers import REGULATOR, alice_key, clean_env, git
+from tests.helpers import REGULATOR, alice_key, clean_env, git, one_line
 
 STORE = "regulator/policy/store.yaml"
 GOVERNED = sorted(
@@ -20,12 +20,6 @@ def regulator(cwd: Path, *args: str, env: dict | None = None) -> subprocess.Comp
     return subprocess.run(
         [REGULATOR, *args], cwd=cwd, env=env or clean_env(), capture_output=True, text=True, timeout=120
     )
-
-
-def one_line(done: subprocess.CompletedProcess) -> str:
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    return lines[0]
 
 
 def hand_write(path: Path, text: str) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import NOW, REGULATOR, clean_env, git, make_workspace, report_args
+from tests.helpers import NOW, REGULATOR, clean_env, clone, git, make_workspace, report_args
 
 pytestmark = pytest.mark.usefixtures("pg_server")
 STORES = ("signals", "memory", "units", "identity")
@@ -27,11 +27,6 @@ def once_json(ws, env: dict | None = None, cwd: Path | None = None) -> dict:
     for key in ("workspace", "now", "routed"):  # routed: what this run did (a reader routes nothing)
         data.pop(key, None)
     return data
-
-
-def clone(ws, target: Path) -> Path:
-    git(ws.root.parent, "clone", "-q", str(ws.root), str(target), env=ws.env)
-    return target
 
 
 # ---- the end-to-end demo, on both backends --------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import NOW, git, make_workspace, report_args
+from tests.helpers import NOW, clone, make_workspace, report_args
 
 CRITICAL_ON_U1 = report_args(subject="left-pad is compromised", severity="critical", affects=["u1"])
 REASON = "u1 is in progress and would be held by critical obligation {ob} (signal {sig}: left-pad is compromised), not yet routed"
@@ -31,11 +31,6 @@ def once(ws, *more: str, env: dict | None = None, cwd: Path | None = None):
     data = ws.run("controlroom", "--once", *more, "--json", env=env, cwd=cwd)
     assert "Traceback" not in text.stderr + data.stderr, text.stderr + data.stderr
     return text, data.returncode, json.loads(data.stdout)
-
-
-def clone(ws, target: Path) -> Path:
-    git(ws.root.parent, "clone", "-q", str(ws.root), str(target), env=ws.env)
-    return target
 
 
 # ---- files: --once --read-only -----------------------------------------------------------------------

@@ -14,7 +14,17 @@ import yaml
 from engine import sshsig
 from engine.authority import signed_bytes
 from engine.store import Store
-from tests.helpers import NOW, alice_key, clean_env, git, make_key, make_workspace, remember_args, report_args
+from tests.helpers import (
+    NOW,
+    alice_key,
+    clean_env,
+    git,
+    make_key,
+    make_workspace,
+    one_line,
+    remember_args,
+    report_args,
+)
 
 
 def held(ws):
@@ -24,12 +34,6 @@ def held(ws):
     ws.run("signals", "route", check=True)
     obligations = {o["unit"]: o["id"] for o in ws.json("obligations")}
     return worktrees, obligations
-
-
-def one_line(done) -> str:
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    return lines[0]
 
 
 def append_forged(ws, store: str, event: dict) -> None:
