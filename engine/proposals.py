@@ -250,9 +250,18 @@ def review(ws: Workspace, proposal: dict) -> list[str]:
                 )
         if old.require_signatures != new.require_signatures:
             lines.append(f"! requireSignatures: {old.require_signatures} -> {new.require_signatures}")
+    if proposal["file"] == STORE_POLICY:  # where every host reads and writes the stores (SPEC §18)
+        from engine.workspace import store_policy_url
+
+        try:
+            was, will = store_policy_url(before) or "files", store_policy_url(after) or "files"
+        except ValueError:
+            was, will = "?", "?"  # propose refuses such text; a line appended by hand may hold it
+        if was != will:
+            lines.append(f"! moves the stores: {was} -> {will} (proposed by {author})")
     diff = difflib.unified_diff(
-        before.split("\n"), after.split("\n"), f"{proposal['file']} (decided)", f"{proposal['file']} (proposed)",
-        lineterm="",
+        before.split("\n") if before else [], after.split("\n"), f"{proposal['file']} (decided)",
+        f"{proposal['file']} (proposed)", lineterm="",
     )  # fmt: skip
     return lines + list(diff)  # split on \n only: a \r, \x1c or U+2028 stays in its line, escaped
 

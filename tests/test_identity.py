@@ -184,3 +184,19 @@ def test_a_proposals_diff_shows_control_characters_escaped_in_their_line(ws, tmp
     added = [line for line in shown.stdout.splitlines() if "safe line" in line]
     assert added and "\\x0d+EVIL\\x1c\\x85\\u2028end" in added[0], shown.stdout
     assert not any(line.startswith("+EVIL") for line in shown.stdout.split("\n"))
+
+
+def test_a_unit_proposing_to_move_the_stores_is_said_plainly_to_the_person_deciding(ws, tmp_path):
+    """store.yaml is governed (D-90): a unit may propose to repoint every host at another database.
+    `identity show` puts that first, as it does a key a unit would add, with the URL escaped, and
+    the diff from no decided file has no phantom empty line."""
+    worktree = ws.lease("r1")
+    url = "postgresql://evil@/x?host=/tmp/\x1b[2Jz"
+    done = propose(ws, "regulator/policy/store.yaml", f"url: {url}\n", tmp_path, cwd=worktree)
+    assert done.returncode == 0, done.stderr
+    shown = ws.run("identity", "show", json.loads(done.stdout)["id"])
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    warning = "! moves the stores: files -> postgresql://evil@/x?host=/tmp/\\x1b[2Jz (proposed by unit r1)"
+    assert warning in lines and "\x1b" not in shown.stdout
+    assert "@@ -0,0 +1,2 @@" in lines
