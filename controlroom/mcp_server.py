@@ -1,7 +1,7 @@
 """`regulator mcp`: the agent's door (SPEC §17), an MCP server on stdio for one leased unit.
 
 Imported only by the `mcp` command: it needs the optional extra `regulator[mcp]` (the official
-`mcp` SDK). Every tool calls engine.api's UnitDoor, bound to the lease the host named at launch;
+`mcp` SDK). Every tool calls engine.doors.api's UnitDoor, bound to the lease the host named at launch;
 no tool takes a unit, and no person action is offered.
 """
 
@@ -20,9 +20,9 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from controlroom.mcp_config import server_name
-from engine.api import UnitDoor
-from engine.errors import RegulatorError
-from engine.text import escape
+from engine.base.errors import RegulatorError
+from engine.base.text import escape
+from engine.doors.api import UnitDoor
 
 SHIPPED_SEVERITIES = ("info", "advisory", "blocking", "critical")
 STRINGS = {"type": "array", "items": {"type": "string"}}
@@ -200,7 +200,7 @@ def _call(door: UnitDoor, name: str, args: dict[str, Any]) -> tuple[dict[str, An
         _only(args, ("all",))
         include = args.get("all", False)
         if not isinstance(include, bool):
-            from engine.errors import BadInput
+            from engine.base.errors import BadInput
 
             raise BadInput(f"all: {include!r} is not true or false")
         data = {"unit": door.unit, "obligations": [o.as_json() for o in door.obligations(include)]}
@@ -209,13 +209,13 @@ def _call(door: UnitDoor, name: str, args: dict[str, Any]) -> tuple[dict[str, An
         _only(args, ())
         data = door.status().as_json()
         return data, json.dumps(data)
-    from engine.errors import BadInput
+    from engine.base.errors import BadInput
 
     raise BadInput(f"no tool {name!r}; the tools are {', '.join(tool_schemas(SHIPPED_SEVERITIES))}")
 
 
 def _only(args: dict[str, Any], names: tuple[str, ...]) -> None:
-    from engine.errors import BadInput
+    from engine.base.errors import BadInput
 
     unknown = sorted(set(args) - set(names))
     if unknown:
