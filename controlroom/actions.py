@@ -10,10 +10,7 @@ from dataclasses import dataclass
 
 from controlroom.readmodel import Snapshot, sectioned
 from controlroom.views import BY_VIEW, VIEW_DEFS, Key
-from engine.commands.proposals import decision_of
-from engine.commands.units import DECIDABLE
-from engine.read.model import MemoryStatus, ObligationStatus
-from engine.read.queries import memory_status, unit_status
+from engine.read import rules
 
 
 @dataclass(frozen=True)
@@ -37,19 +34,19 @@ BY_NAME = {a.name: a for a in ACTIONS}
 
 
 def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
-    """None when the operator may take the action on this row; otherwise the reason, in words."""
+    """None when the operator may take the action on this row; otherwise the reason, in words:
+    the engine's rule for the action (engine.read.rules), as the command would refuse it."""
     if snap.person is None:
         return "no operator: start the control room with --as PERSON"
     if not snap.known:
         return "no regulator stores here (a clone): act on the host"
-    policy = snap.policy
-    if policy is None:  # it could not be read
+    people = snap.people
+    if people is None:  # the interaction policy could not be read
         return "the interaction policy cannot be read (run `regulator identity verify`)"
-    person = policy.people.get(snap.person)
-    if person is None:
-        return f"{snap.person} is not a person in interaction.yaml"
-    if action.grant not in person.grants:
-        return f"{snap.person} lacks the {action.grant} grant"
+    person = snap.person
+    denied = rules.lacks(people, person, action.grant, action.label)
+    if denied is not None:
+        return denied.short
     if key is None:
         return "no row selected"
     state = snap.state
@@ -58,44 +55,31 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
         ob = None if kind else state.obligations.get(ident)
         if ob is None:
             return "no obligation selected"
-        if ob.status != ObligationStatus.OPEN:
-            return f"already {ob.status} by {ob.by}"
-        if ob.severity not in person.resolve:
-            return f"{snap.person} may not resolve {ob.severity} (resolve: {', '.join(person.resolve) or 'none'})"
-        return None
-    if action.name == "retract":
+        denied = rules.resolving(people, person, ob)
+    elif action.name == "retract":
         entry = None if kind else state.memory.get(ident)
         if entry is None:
             return "no memory entry selected"
-        if memory_status(entry, state.now.date()) == MemoryStatus.RETRACTED:
-            return "already retracted"
-        return None
-    if action.name == "decide":
+        denied = rules.retracting(people, person, entry)
+    elif action.name == "decide":
         unit = None if kind else state.units.get(ident)
         if unit is None:
             return "no unit selected"
-        status = unit_status(state, unit)
-        if status not in DECIDABLE:
-            return f"the unit is {status}"
-        return None
-    if action.name == "ack":
+        denied = rules.deciding_unit(people, person, state, unit)
+    elif action.name == "ack":
         from engine.read.ladder import registers_of
 
         finding = finding_of(snap, key)
         found = registers_of(snap.ws, state).findings.get(finding) if finding else None
         if found is None:
             return "select a finding"
-        if found.fields["resolved"]:
-            return "the finding is resolved: history needs no ack"
-        if found.fields["ack"].strip():
-            return f"already acknowledged ({found.fields['ack']})"
-        return None
-    if kind != "proposal" or ident not in state.proposals:
-        return "select a proposal"
-    decided = decision_of(state, ident)
-    if decided is not None:
-        return f"already {decided['decision']} by {decided['by']}"
-    return None
+        denied = rules.acking(people, person, found)
+    else:
+        if kind != "proposal" or ident not in state.proposals:
+            return "select a proposal"
+        verdict = "accepted" if action.name == "accept" else "rejected"
+        denied = rules.deciding_proposal(people, person, state, ident, verdict)
+    return None if denied is None else denied.short
 
 
 def finding_of(snap: Snapshot, key: Key) -> str | None:

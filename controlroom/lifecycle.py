@@ -9,11 +9,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from controlroom.readmodel import Snapshot, contract_of, evidence, lint_of, plain, sectioned
 from controlroom.views import Key
 from engine.base.text import ensure_escaped, escape, escape_block
-from engine.commands.proposals import decision_of, review
+from engine.commands.proposals import review
 from engine.read import freshness
 from engine.read.ladder import registers_of
-from engine.read.model import EventKind, MemoryStatus, ObligationKind, ObligationStatus, UnitStatus
+from engine.read.model import EventKind, MemoryStatus, ObligationKind, ObligationStatus
 from engine.read.queries import days_left, history, is_stale, memory_status, unit_status
+from engine.read.rules import decision_of, recovery
 
 
 def lifecycle(view: str, snap: Snapshot, key: Key | None) -> list[str]:
@@ -229,27 +230,20 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
 
 
 def decision_preview(snap: Snapshot, unit_id: str, action: str) -> list[str]:
-    """What recording `action` on `unit_id` would change, as engine.commands.units.decide writes it: the
-    unit's open obligations owed to S3 are disposed of, and a waiting action opens a blocking one."""
-    from engine.commands.units import disposition_of
-    from engine.read.model import BLOCKING, OWED_TO, WAITING_ACTIONS
+    """What recording `action` on `unit_id` would change, as `unit decide` writes it
+    (engine.read.rules.recovery): what it disposes of, what it opens, the lease it ends."""
+    from engine.read.model import BLOCKING, OWED_TO
 
-    state = snap.state
-    owed = [
-        ob
-        for ob in state.obligations.values()
-        if ob.unit == unit_id and ob.status == ObligationStatus.OPEN and ob.owed_to == OWED_TO
-    ]
-    verb = disposition_of(action)  # what engine.commands.units.decide writes on each of them
-    lines = [f"{len(owed)} open obligation(s) of {unit_id} owed to {OWED_TO} become {verb}:"]
+    effect = recovery(snap.state, unit_id, action)
+    owed = effect.disposes
+    lines = [f"{len(owed)} open obligation(s) of {unit_id} owed to {OWED_TO} become {effect.disposition}:"]
     lines += [f"  {ob.id[:8]} {ob.severity}: {escape(ob.subject)}" for ob in owed] or ["  (none)"]
-    if action in WAITING_ACTIONS:
+    if effect.opens:
         lines.append(
             f"opens a new {BLOCKING} obligation on {unit_id}, owed to {OWED_TO}: {unit_id} waits until it is resolved"
         )
     else:
         lines.append("opens nothing")
-    unit = state.units.get(unit_id)
-    if unit is not None and unit.status == UnitStatus.IN_PROGRESS:
+    if effect.releases_lease:
         lines.append(f"{unit_id} is in progress: its lease file is removed")
     return lines

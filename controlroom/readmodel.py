@@ -15,30 +15,31 @@ from controlroom.views import BY_VIEW, TITLES, VIEWS, Key, RowKey  # noqa: E402 
 from engine.base.errors import RegulatorError
 from engine.base.text import escape
 from engine.checkout.workspace import Workspace
-from engine.commands.proposals import decision_of, verify_identity
+from engine.commands.proposals import verify_identity
 from engine.commands.registers import lint
 from engine.commands.verification import Finding, findings
 from engine.commands.whatif import InMemory, route_in_memory
 from engine.read import freshness
 from engine.read.contracts import Contract
-from engine.read.ladder import registers_of, stale_knowledge
+from engine.read.ladder import registers_of
 from engine.read.load import load
 from engine.read.model import MemoryStatus, Obligation, ObligationStatus, State, UnitState
 from engine.read.nextup import next_up
 from engine.read.queries import (
     age,
     days_left,
-    holds_index,
     is_stale,
     memory_status,
     unit_status,
     unrouted_count,
 )
+from engine.read.rules import decision_of
+from engine.read.vetoes import holds
 from registry.lint import LintResult, record_findings
 
 if TYPE_CHECKING:  # loaded on first use, where they are used
+    from engine.checkout.authority import People
     from engine.trust.idhistory import HistoryVerdict
-    from identity.policy import InteractionPolicy
 
 COLUMNS: dict[str, list[tuple[str, int]]] = {
     name: [(c.title, c.width) for c in view.columns] for name, view in BY_VIEW.items()
@@ -73,8 +74,9 @@ class Snapshot:
     verify: list[Finding] = field(default_factory=list)
     holds: dict[str, list[Obligation]] = field(default_factory=dict)  # unit -> the obligations holding it
     stale: dict[str, list[str]] = field(default_factory=dict)  # unit -> the unresolved findings flagging it
-    # the interaction policy, read once per refresh (actions ask it per keypress); None: unreadable
-    policy: InteractionPolicy | None = None
+    # the interaction policy's persons, read once per refresh (actions ask them per keypress);
+    # None: the policy cannot be read
+    people: People | None = None
     known: bool = True  # the stores are here: without them (a clone) unit state is unknown (§16.2)
     history: HistoryVerdict | None = None  # without the stores: identity judged by git history
     routed: int | None = None  # --once: signals it routed before reading (None: it did not route)
@@ -103,12 +105,12 @@ class Snapshot:
     def derive(self) -> None:
         """Recompute the indexes every row reads (cheap, one pass each)."""
         self.known = self.ws.has_stores
-        self.holds = holds_index(self.state)
-        self.stale = stale_knowledge(self.ws, self.state)
+        found = holds(self.ws, self.state)
+        self.holds, self.stale = found.obligations, found.findings
         try:
-            self.policy = self.ws.interaction()
+            self.people = self.ws.people()
         except RegulatorError:
-            self.policy = None
+            self.people = None
         self.generation += 1  # last: a count made meanwhile is kept under the old generation
 
 

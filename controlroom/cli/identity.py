@@ -177,8 +177,9 @@ def identity_show(
     """The governed files with their decision state, and the proposals; with an ID, what accepting
     that proposal would change (who gains a key or a grant, and the diff)."""
     from engine.base.lookup import by_prefix
-    from engine.commands.proposals import decision_of, review, verify_identity
+    from engine.commands.proposals import review, verify_identity
     from engine.read.load import load
+    from engine.read.rules import decision_of
 
     ws, _ = workspace()
     state = load(ws, stores=("identity",))

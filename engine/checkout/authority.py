@@ -16,10 +16,14 @@ import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.log.store import Store, canonical
 from engine.log.store import verify as verify_chain
 from identity.files import GOVERNED, content_hash
+
+if TYPE_CHECKING:
+    from identity.policy import InteractionPolicy
 
 INTERACTION = "regulator/policy/interaction.yaml"
 ROUTING = "regulator/policy/routing.yaml"
@@ -71,6 +75,17 @@ class People:
             grants[str(name)] = tuple(g for g in entry.get("grants") or () if isinstance(g, str))
             resolve[str(name)] = tuple(r for r in entry.get("resolve") or () if isinstance(r, str))
         return cls(data.get("requireSignatures") is True, keys, grants, resolve)
+
+    @classmethod
+    def of(cls, policy: InteractionPolicy) -> People:
+        """The persons of a parsed interaction policy: what the writes and the room judge by
+        (Workspace.people), in the shape the fold judges by."""
+        return cls(
+            policy.require_signatures,
+            {name: p.keys for name, p in policy.people.items()},
+            {name: p.grants for name, p in policy.people.items()},
+            {name: p.resolve for name, p in policy.people.items()},
+        )
 
     def may(self, person: object, grant: str) -> bool:
         return isinstance(person, str) and grant in self.grants.get(person, ())

@@ -19,12 +19,13 @@ from engine.log.store import NO_STORES, Store, locked
 from identity.files import POLICY_DIR, STORE_POLICY, content_hash
 
 if TYPE_CHECKING:  # the policy models are pydantic: imported only by commands that read policy
-    from engine.checkout.authority import Authority
+    from engine.checkout.authority import Authority, People
     from identity.policy import InteractionPolicy, Profiles, RoutingPolicy
 
 LEASE_FILE = ".regulator-lease.json"
 STATE_DIR = ".regulator"
 _POLICY_CACHE: dict[tuple, object] = {}
+_PEOPLE: dict[int, tuple[object, People]] = {}  # id(parsed policy) -> (it, its People)
 _DECIDING: set[Path] = set()  # workspaces whose decide lock this process holds
 UNIT_ID = re.compile(r"[a-z0-9][a-z0-9-]*(/[a-z0-9-]+)?")
 
@@ -226,6 +227,19 @@ class Workspace:
 
     def interaction(self) -> InteractionPolicy:
         return self._policy("interaction.yaml")
+
+    def people(self) -> People:
+        """The interaction policy in force as the rules read it (engine.read.rules): who is a
+        person, with which grants, keys and severities to resolve."""
+        from engine.checkout.authority import People
+
+        policy = self.interaction()
+        known = _PEOPLE.get(id(policy))
+        if known is None or known[0] is not policy:
+            if len(_PEOPLE) > 32:
+                _PEOPLE.clear()
+            known = _PEOPLE[id(policy)] = (policy, People.of(policy))
+        return known[1]
 
     def profiles(self) -> Profiles:
         return self._policy("profiles.yaml")

@@ -10,6 +10,7 @@ from engine.base.limits import check_text
 from engine.checkout.workspace import Lease, Workspace
 from engine.read.model import State, UnitStatus
 from engine.read.queries import unit_status
+from engine.read.rules import lacks, refuse
 
 
 @dataclass(frozen=True)
@@ -85,11 +86,5 @@ def unit_tools(ws: Workspace, state: State, unit_id: str) -> tuple[str, str, tup
 
 
 def require_grant(ws: Workspace, person: str, grant: str, doing: str) -> None:
-    policy = ws.interaction()
-    if person not in policy.people:
-        raise Refused(
-            f"{person!r} is not a person in regulator/policy/interaction.yaml; "
-            f"only a named person with the {grant} grant may {doing}"
-        )
-    if not policy.may(person, grant):
-        raise Refused(f"{person} lacks the {grant} grant needed to {doing} (interaction.yaml)")
+    """Refused (exit 3) unless the person is named in the policy in force with the grant."""
+    refuse(lacks(ws.people(), person, grant, doing))

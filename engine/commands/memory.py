@@ -11,10 +11,11 @@ from engine.base.limits import check_list, check_text
 from engine.base.lookup import by_prefix
 from engine.checkout.workspace import Lease, Workspace
 from engine.commands.actors import check_lease, check_person, require_grant, unit_tools
-from engine.read.load import load
-from engine.read.model import EventKind, MemoryEntry, MemoryStatus
+from engine.commands.deciding import deciding
+from engine.read.kinds import MemoryEvent, RetractionEvent
+from engine.read.model import EventKind, MemoryEntry, MemoryStatus, State
 from engine.read.queries import memory_status
-from engine.trust.signing import person_event, signer_for
+from engine.read.rules import Denied, retracting
 
 FIELDS = ("subject", "note", "evidence", "reviewBy", "scope")
 MAX_REVIEW_DAYS = 90
@@ -64,37 +65,46 @@ def remember(ws: Workspace, fields: dict, lease: Lease | None) -> dict:
         raise BadInput(
             "memory is written by a unit under its lease: run inside a leased worktree or pass --lease FILE"
         )
-    state = load(ws, stores=("units",))
-    check_lease(state, lease)
-    _, profile, tools = unit_tools(ws, state, lease.unit)
-    if "remember" not in tools:
-        raise Refused(f"unit {lease.unit}'s profile {profile} does not grant remember")
-    event = {
-        "kind": EventKind.MEMORY,
-        **body,
-        "unit": lease.unit,
-        "revision": ws.revision(lease.worktree),
-        "recordedBy": "S1",
-        "at": clock.iso(clock.now()),
-    }
-    with ws.exclusive():  # the count and the append together: two writers cannot both take the last place
-        check_quota(ws, lease.unit)
+    revision = ws.revision(lease.worktree)
+
+    def rule(state: State) -> Denied | None:
+        check_lease(state, lease)
+        _, profile, tools = unit_tools(ws, state, lease.unit)
+        if "remember" not in tools:
+            raise Refused(f"unit {lease.unit}'s profile {profile} does not grant remember")
+        return over_quota(ws, state, lease.unit)
+
+    # the count and the append under one lock: two writers cannot both take the last place
+    with deciding(ws, rule, stores=("units", "memory"), route=False, first=True):
+        event: MemoryEvent = {
+            "kind": EventKind.MEMORY,
+            "subject": body["subject"],
+            "note": body["note"],
+            "evidence": body["evidence"],
+            "scope": body["scope"],
+            "reviewBy": body["reviewBy"],
+            "unit": lease.unit,
+            "revision": revision,
+            "recordedBy": "S1",
+            "at": clock.iso(clock.now()),
+        }
         return ws.store("memory").append(event, assign_id=True)
 
 
-def check_quota(ws: Workspace, unit: str) -> None:
+def over_quota(ws: Workspace, state: State, unit: str) -> Denied | None:
     """A recording unit holds at most memory.maxCurrentPerUnit current entries (SPEC §16.1)."""
     most = ws.routing().memory.max_current_per_unit
-    state = load(ws, stores=("memory",))
     today = state.now.date()
     mine = [entry for entry in state.memory.values() if entry.event.get("unit") == unit]
     held = sum(memory_status(entry, today) == MemoryStatus.CURRENT for entry in mine)
-    if held >= most:
-        raise Refused(
-            f"unit {unit} holds {held} current memory entries, the most one unit may hold "
-            "(memory.maxCurrentPerUnit in regulator/policy/routing.yaml): ask a person to retract one "
-            "(`regulator memory retract ID --by PERSON`) or let one expire"
-        )
+    if held < most:
+        return None
+    return Denied(
+        f"unit {unit} holds {held} current memory entries",
+        f"unit {unit} holds {held} current memory entries, the most one unit may hold "
+        "(memory.maxCurrentPerUnit in regulator/policy/routing.yaml): ask a person to retract one "
+        "(`regulator memory retract ID --by PERSON`) or let one expire",
+    )
 
 
 def find(entries: dict[str, MemoryEntry], prefix: str) -> MemoryEntry:
@@ -106,18 +116,17 @@ def retract(ws: Workspace, prefix: str, by: str | None, reason: str) -> dict:
     person = check_person(by)
     reason = check_text("--reason", reason, kind="reason")
     require_grant(ws, person, "retract", "retract a memory entry")
-    signer = signer_for(ws, person)
-    with ws.exclusive():
-        state = load(ws, stores=("memory",))
-        entry = find(state.memory, prefix)
-        if entry.retraction is not None:
-            r = entry.retraction
-            raise Refused(f"memory entry {entry.event['id']} was already retracted by {r['by']} at {r['at']}")
-        event = {
+
+    def rule(state: State) -> Denied | None:
+        return retracting(ws.people(), person, find(state.memory, prefix))
+
+    with deciding(ws, rule, stores=("memory",), person=person, route=False) as turn:
+        entry = find(turn.state.memory, prefix)
+        event: RetractionEvent = {
             "kind": EventKind.RETRACTION,
             "entry": entry.event["id"],
             "by": person,
             "reason": reason,
             "at": clock.iso(clock.now()),
         }
-        return ws.store("memory").append(person_event(ws, signer, event))
+        return ws.store("memory").append(turn.signed(event))

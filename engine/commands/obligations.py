@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 from engine.base import clock
-from engine.base.errors import BadInput, Refused
+from engine.base.errors import BadInput
 from engine.base.limits import check_text
 from engine.base.lookup import by_prefix, check_prefix
 from engine.checkout.workspace import Workspace
-from engine.commands.actors import check_person, require_grant
-from engine.commands.router import route_locked
-from engine.read.load import load
+from engine.commands.actors import check_person
+from engine.commands.deciding import deciding
+from engine.read.kinds import DispositionEvent
 from engine.read.model import (
     PERSON_DISPOSITIONS,
     EventKind,
     Obligation,
     ObligationKind,
-    ObligationStatus,
     State,
 )
-from engine.trust.signing import person_event, signer_for
+from engine.read.rules import Denied, lacks, refuse, resolving
 
 DISPOSITIONS = PERSON_DISPOSITIONS  # what `obligation resolve --disposition` accepts
 
@@ -44,34 +43,20 @@ def find(state: State, prefix: str) -> Obligation:
     return by_prefix(state.obligations, prefix, "obligation")
 
 
-def _may_resolve(ws: Workspace, person: str, ob: Obligation) -> None:
-    policy = ws.interaction()
-    if not policy.may_resolve(person, ob.severity):
-        raise Refused(
-            f"{person} may not resolve a {ob.severity} obligation (interaction.yaml lets them "
-            f"resolve: {', '.join(policy.people[person].resolve) or 'no severity'})"
-        )
-
-
 def resolve(ws: Workspace, prefix: str, by: str | None, disposition: str, rationale: str) -> dict:
     check_prefix(prefix, "obligation")
     person = check_person(by)
     if disposition not in DISPOSITIONS:
         raise BadInput(f"--disposition {disposition!r} is not one of {', '.join(DISPOSITIONS)}")
     rationale = check_text("--rationale", rationale, kind="rationale")
-    require_grant(ws, person, "resolve", "resolve an obligation")
-    _may_resolve(ws, person, find(load(ws, stores=("signals", "units")), prefix))  # before any key
-    signer = signer_for(ws, person)  # before the lock: a passphrase is never asked under it
-    with ws.exclusive():
-        route_locked(ws)
-        state = load(ws, stores=("signals", "units"))
-        ob = find(state, prefix)
-        _may_resolve(ws, person, ob)
-        if ob.status != ObligationStatus.OPEN:
-            raise Refused(
-                f"obligation {ob.id} is already {ob.status} ({ob.disposition}) by {ob.by} at {ob.closed_at}"
-            )
-        event = {
+    refuse(lacks(ws.people(), person, "resolve", "resolve an obligation"))
+
+    def rule(state: State) -> Denied | None:
+        return resolving(ws.people(), person, find(state, prefix))
+
+    with deciding(ws, rule, stores=("signals", "units"), person=person) as turn:
+        ob = find(turn.state, prefix)
+        event: DispositionEvent = {
             "kind": EventKind.DISPOSITION,
             "obligation": ob.id,
             "unit": ob.unit,
@@ -80,4 +65,4 @@ def resolve(ws: Workspace, prefix: str, by: str | None, disposition: str, ration
             "rationale": rationale,
             "at": clock.iso(clock.now()),
         }
-        return ws.store("signals").append(person_event(ws, signer, event))
+        return ws.store("signals").append(turn.signed(event))

@@ -10,9 +10,12 @@ from engine.base.limits import check_text
 from engine.base.lookup import by_prefix
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import Actor, check_lease, check_person, require_grant, unit_tools
+from engine.commands.deciding import deciding
 from engine.commands.init import write_governed
+from engine.read.kinds import IdentityDecisionEvent, ProposalEvent
 from engine.read.load import load
 from engine.read.model import EventKind, State
+from engine.read.rules import Denied, deciding_proposal
 from engine.trust.signing import person_event, signer_for
 from identity.files import GOVERNED, OPTIONAL, POLICY_DIR, STORE_POLICY, content_hash, file_hash
 from identity.policy import POLICY_MODELS, PolicyError, parse_policy
@@ -54,7 +57,7 @@ def propose(ws: Workspace, file: str, content: bytes, rationale: str, actor: Act
         raise Refused(f"{actor.person!r} is not a person in regulator/policy/interaction.yaml")
     else:
         signer = signer_for(ws, actor.person)
-    event = {
+    event: ProposalEvent = {
         "kind": EventKind.PROPOSAL,
         "file": relative,
         "content": text,
@@ -97,39 +100,23 @@ def _decided_hash(ws: Workspace, relative: str) -> str | None:
     return ws.authority().decided_hash.get(relative) or file_hash(ws.root / relative)
 
 
-def decision_of(state: State, proposal_id: str) -> dict | None:
-    for event in state.decisions:
-        if event.get("proposal") == proposal_id:
-            return event
-    return None
-
-
 def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: str) -> dict:
     person = check_person(by)
     rationale = check_text("--rationale", rationale, kind="rationale")
     require_grant(ws, person, "accept", f"{'accept' if verdict == 'accepted' else 'reject'} a proposal")
-    signer = signer_for(ws, person)
-    with ws.exclusive():
-        state = load(ws, stores=("identity",))
+
+    def rule(state: State) -> Denied | None:
         proposal = by_prefix(state.proposals, prefix, "proposal")
-        earlier = decision_of(state, proposal["id"])
-        if earlier is not None:
-            raise Refused(
-                f"proposal {proposal['id']} was already {earlier['decision']} by {earlier['by']} at {earlier['at']}"
-            )
-        path = ws.root / proposal["file"]
-        if verdict == "accepted" and _decided_hash(ws, proposal["file"]) != proposal["baseHash"]:
-            raise Refused(
-                f"{proposal['file']} changed since proposal {proposal['id']} was made; propose again"
-            )
-        if verdict == "accepted" and file_hash(path) != proposal["baseHash"]:
-            raise Refused(
-                f"{proposal['file']} on disk differs from its decided content (a hand edit): restore it "
-                f"(`git checkout -- {proposal['file']}`) or propose again"
-            )
-        event = {
+        denied = deciding_proposal(ws.people(), person, state, proposal["id"], verdict)
+        if denied is None and verdict == "accepted":
+            denied = _stale(ws, proposal)
+        return denied
+
+    with deciding(ws, rule, stores=("identity",), person=person, route=False) as turn:
+        proposal = by_prefix(turn.state.proposals, prefix, "proposal")
+        event: IdentityDecisionEvent = {
             "kind": EventKind.DECISION,
-            "decision": verdict,
+            "decision": "accepted" if verdict == "accepted" else "rejected",
             "proposal": proposal["id"],
             "file": proposal["file"],
             "contentHash": proposal["contentHash"] if verdict == "accepted" else None,
@@ -140,12 +127,26 @@ def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: 
             "marks": {name: ws.store(name).size() for name in ("signals", "units", "memory")},
             "at": clock.iso(clock.now()),
         }
-        written = ws.store("identity").append(person_event(ws, signer, event))
+        written = ws.store("identity").append(turn.signed(event))
         if verdict == "accepted":  # the decision is the truth; the file follows it
-            write_governed(path, proposal["content"])
+            write_governed(ws.root / proposal["file"], proposal["content"])
     if verdict == "accepted":
         commit(ws, proposal, person, rationale, written)
     return written
+
+
+def _stale(ws: Workspace, proposal: dict) -> Denied | None:
+    """An accept applies a proposal to the content it was made against, as decided and on disk."""
+    if _decided_hash(ws, proposal["file"]) != proposal["baseHash"]:
+        text = f"{proposal['file']} changed since proposal {proposal['id']} was made; propose again"
+        return Denied(text, text)
+    if file_hash(ws.root / proposal["file"]) != proposal["baseHash"]:
+        text = (
+            f"{proposal['file']} on disk differs from its decided content (a hand edit): restore it "
+            f"(`git checkout -- {proposal['file']}`) or propose again"
+        )
+        return Denied(text, text)
+    return None
 
 
 def commit(ws: Workspace, proposal: dict, person: str, rationale: str, decision: dict | None = None) -> bool:

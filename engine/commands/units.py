@@ -16,25 +16,13 @@ from engine.base.errors import BadInput
 from engine.base.limits import check_text
 from engine.checkout.workspace import LEASE_FILE, Workspace, check_unit_id
 from engine.commands.actors import check_person, lease_hash, require_grant
-from engine.commands.router import route_locked
+from engine.commands.deciding import deciding
 from engine.read.contracts import contract_path
-from engine.read.load import load
-from engine.read.model import (
-    BLOCKING,
-    OWED_TO,
-    RECOVERY_ACTIONS,
-    WAITING_ACTIONS,
-    Disposition,
-    EventKind,
-    ObligationStatus,
-    RecoveryAction,
-    State,
-    UnitState,
-    UnitStatus,
-)
-from engine.read.queries import unit_status
-from engine.read.vetoes import check_close, check_dispatch
-from engine.trust.signing import person_event, signer_for
+from engine.read.kinds import CloseEvent, DemoteEvent, DispatchEvent, RecoveryDecisionEvent
+from engine.read.model import BLOCKING, OWED_TO, RECOVERY_ACTIONS, EventKind, State, UnitState
+from engine.read.rules import Denied, deciding_unit, demoting, recovery
+from engine.read.vetoes import close_veto, dispatch_veto
+from engine.trust.signing import person_event
 
 
 def _known(ws: Workspace, unit_id: str) -> None:
@@ -57,16 +45,12 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
         worktree = worktree.resolve()
         if not worktree.is_dir():
             raise BadInput(f"--worktree {worktree} is not a folder; create it first")
-    with ws.exclusive():
-        route_locked(ws)
-        state = load(ws)
-        unit = _unit(state, unit_id)
-        check_dispatch(ws, state, unit)
-        contract = state.contracts[unit_id]
+    with deciding(ws, lambda state: dispatch_veto(ws, state, _unit(state, unit_id))) as turn:
+        contract = turn.state.contracts[unit_id]
         # always random, even under a pinned clock; the log keeps only its hash (SPEC §15.2)
         token = secrets.token_urlsafe(32)
         at = clock.iso(clock.now())
-        event = {
+        event: DispatchEvent = {
             "kind": EventKind.DISPATCH,
             "unit": unit_id,
             "leaseHash": lease_hash(token),
@@ -130,12 +114,9 @@ def _relative(ws: Workspace, worktree: Path | None) -> str | None:
 
 def close(ws: Workspace, unit_id: str) -> dict:
     _known(ws, unit_id)
-    with ws.exclusive():
-        route_locked(ws)
-        state = load(ws)
-        unit = _unit(state, unit_id)
-        check_close(ws, state, unit)
-        event = {
+    with deciding(ws, lambda state: close_veto(ws, state, _unit(state, unit_id))) as turn:
+        unit = _unit(turn.state, unit_id)
+        event: CloseEvent = {
             "kind": EventKind.CLOSE,
             "unit": unit_id,
             "leaseHash": unit.lease,
@@ -158,60 +139,42 @@ def _remove_lease_file(ws: Workspace, unit: UnitState) -> None:
             pass
 
 
-DECIDABLE = (UnitStatus.TODO, UnitStatus.IN_PROGRESS, UnitStatus.WAITING)  # a recovery decision applies
-
-
-def disposition_of(action: str) -> Disposition:
-    """The disposition a recovery decision writes on the obligations it closes."""
-    if action in WAITING_ACTIONS:
-        return Disposition.ESCALATED
-    return Disposition.REJECTED if action == RecoveryAction.ABORT else Disposition.REWORK
-
-
 def decide(ws: Workspace, unit_id: str, action: str, by: str | None, rationale: str) -> dict:
-    """A recovery decision (§4.4): it disposes of the unit's open S3 obligations in one event."""
+    """A recovery decision (§4.4): it disposes of the unit's open S3 obligations in one event
+    (engine.read.rules.recovery says which, and what it opens)."""
     _known(ws, unit_id)
     person = check_person(by)
     if action not in RECOVERY_ACTIONS:
         raise BadInput(f"--action {action!r} is not one of {', '.join(RECOVERY_ACTIONS)}")
     rationale = check_text("--rationale", rationale, kind="rationale")
     require_grant(ws, person, "decide", "record a recovery decision")
-    signer = signer_for(ws, person)
-    with ws.exclusive():
-        route_locked(ws)
-        state = load(ws)
-        unit = _unit(state, unit_id)
-        status = unit_status(state, unit)
-        if status not in DECIDABLE:
-            raise BadInput(
-                f"unit {unit_id} is {status}; a recovery decision needs todo, in-progress or waiting"
-            )
-        owed = [
-            ob.id
-            for ob in state.obligations.values()
-            if ob.unit == unit_id and ob.status == ObligationStatus.OPEN and ob.owed_to == OWED_TO
-        ]
-        event: dict = {
+
+    def rule(state: State) -> Denied | None:
+        return deciding_unit(ws.people(), person, state, _unit(state, unit_id))
+
+    with deciding(ws, rule, person=person) as turn:
+        effect = recovery(turn.state, unit_id, action)
+        event: RecoveryDecisionEvent = {
             "kind": EventKind.DECISION,
             "unit": unit_id,
             "action": action,
             "by": person,
             "rationale": rationale,
-            "resolves": owed,
-            "disposition": disposition_of(action).value,
+            "resolves": [ob.id for ob in effect.disposes],
+            "disposition": effect.disposition.value,
             "opens": None,
             "at": clock.iso(clock.now()),
         }
-        event = person_event(ws, None, event)  # its id names the obligation it opens
-        if action in WAITING_ACTIONS:
-            event["opens"] = {
-                "id": ids.recovery_obligation_id(event["id"], unit_id),
+        made = person_event(ws, None, event)  # its id names the obligation it opens
+        if effect.opens:
+            made["opens"] = {
+                "id": ids.recovery_obligation_id(made["id"], unit_id),
                 "severity": BLOCKING,
                 "owedTo": OWED_TO,
             }
-        written = ws.store("units").append(person_event(ws, signer, event))
-        if unit.status == UnitStatus.IN_PROGRESS:
-            _remove_lease_file(ws, unit)
+        written = ws.store("units").append(turn.signed(made))
+        if effect.releases_lease:
+            _remove_lease_file(ws, _unit(turn.state, unit_id))
         return written
 
 
@@ -221,15 +184,13 @@ def demote(ws: Workspace, unit_id: str, by: str | None, rationale: str) -> dict:
     person = check_person(by)
     rationale = check_text("--rationale", rationale, kind="rationale")
     require_grant(ws, person, "decide", "demote a unit")
-    signer = signer_for(ws, person)
-    with ws.exclusive():
-        route_locked(ws)
-        state = load(ws)
-        unit = _unit(state, unit_id)
-        status = unit_status(state, unit)
-        if status != UnitStatus.IN_PROGRESS:
-            raise BadInput(f"unit {unit_id} is {status}; only an in-progress unit can be demoted")
-        event = {
+
+    def rule(state: State) -> Denied | None:
+        return demoting(ws.people(), person, state, _unit(state, unit_id))
+
+    with deciding(ws, rule, person=person) as turn:
+        unit = _unit(turn.state, unit_id)
+        event: DemoteEvent = {
             "kind": EventKind.DEMOTE,
             "unit": unit_id,
             "leaseHash": unit.lease,
@@ -237,6 +198,6 @@ def demote(ws: Workspace, unit_id: str, by: str | None, rationale: str) -> dict:
             "rationale": rationale,
             "at": clock.iso(clock.now()),
         }
-        written = ws.store("units").append(person_event(ws, signer, event))
+        written = ws.store("units").append(turn.signed(event))
         _remove_lease_file(ws, unit)
         return written

@@ -373,6 +373,7 @@ def _line_hash(ws: Workspace, store: str, line: int) -> str | None:
 def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
     """Append a signed dismissal of a named bad line: verify lists it as dismissed and exits 0
     for it; the line still counts for nothing (the log is append-only)."""
+    from engine.read.kinds import DismissalEvent
     from engine.trust.signing import person_event, signer_for
 
     person = check_person(by)
@@ -390,7 +391,7 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
         raise BadInput(f"--dismiss {target}: verify names no undismissed problem on that line")
     require_grant(ws, person, "accept", "dismiss a line verify names")
     signer = signer_for(ws, person)
-    event = {
+    event: DismissalEvent = {
         "kind": EventKind.DISMISSAL,
         "store": store,
         "line": line,

@@ -14,10 +14,11 @@ import json
 import operator
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import accumulate, filterfalse
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -107,7 +108,7 @@ class Store:
         self.name = self.path.name
 
     # ---- writing -------------------------------------------------------------------------
-    def append(self, event: dict, *, assign_id: bool = False) -> dict:
+    def append(self, event: Mapping[str, Any], *, assign_id: bool = False) -> dict[str, Any]:
         """Append one validated event; returns it as written (with id, prev and hash).
 
         The lock covers finding the chain's tail and the write, so concurrent writers chain in

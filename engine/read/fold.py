@@ -7,10 +7,10 @@ import operator
 import os
 import re
 from collections.abc import Callable, Sequence
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from itertools import compress, repeat
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import IO, Any
 
 import msgspec
 
@@ -21,8 +21,8 @@ from engine.checkout.authority import GRANT_OF, Uncounted
 from engine.checkout.workspace import Workspace
 from engine.log.events import INDEX, STORES, refs, unreadable
 from engine.log.store import SKEW_S
+from engine.read.kinds import DispositionLine, RoutingLine, SignalLine, SignalsLine, UnitsLine
 from engine.read.model import (
-    BLOCKING,
     OWED_TO,
     RESUMING_ACTIONS,
     WAITING_ACTIONS,
@@ -35,9 +35,10 @@ from engine.read.model import (
     ObligationStatus,
     RecoveryAction,
     State,
-    UnitState,
     UnitStatus,
 )
+from engine.read.rules import may_resolve, resolving_severity, unresolvable
+from engine.read.vetoes import Span, host_veto
 
 # the names the hot loops compare with, bound once (an enum member read from its class costs more)
 _SIGNAL, _ROUTING, _DISPOSITION = EventKind.SIGNAL.value, EventKind.ROUTING.value, EventKind.DISPOSITION.value
@@ -50,88 +51,7 @@ _MEMORY, _RETRACTION = EventKind.MEMORY.value, EventKind.RETRACTION.value
 _IN_PROGRESS, _CLOSED, _TODO = UnitStatus.IN_PROGRESS, UnitStatus.CLOSED, UnitStatus.TODO
 
 
-class SignalsLine(msgspec.Struct):
-    """What the fold reads of a line in signals.ndjson; the rest of the line is checked, not kept.
-    Each default is what `dict.get` gave the fold before, so a missing field reads the same. Each
-    field is Any: it holds whatever the line holds (the engine writes text; a line edited by hand
-    to hold something else is named by `verify`, not coerced here)."""
-
-    kind: Any = None
-    id: Any = None
-    subject: Any = ""
-    expiresAt: Any = None  # noqa: N815 - the store's field name
-    signal: Any = None
-    obligations: Any = ()
-    at: Any = None
-    obligation: Any = None
-    disposition: Any = None
-    by: Any = None
-    rationale: Any = None
-
-
-class SignalLine(msgspec.Struct, tag_field="kind", tag="signal"):
-    """The three kinds the signals log holds decode into typed shapes of their own fields only (a
-    third less to build and free than SignalsLine). A line of any other kind, or one these refuse
-    (a repeated "kind", a kind that is not text, a field of the wrong type), is read as SignalsLine
-    instead; the fold counts a refused line of these kinds for nothing and `verify` names it: a
-    well-chained line can be appended by anyone with the account's shell (SPEC §15.0)."""
-
-    kind: ClassVar[str] = "signal"
-    id: str
-    subject: str = ""
-    expiresAt: str | None = None  # noqa: N815
-    by: str | None = None  # a person-raised signal counts only as a person event does
-
-
-class RoutedObligation(msgspec.Struct):
-    """One obligation a routing record opens, as the router writes it."""
-
-    id: str
-    severity: str
-    blocks: bool
-    unit: str | None = None
-    owedTo: str = OWED_TO  # noqa: N815
-
-
-class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
-    kind: ClassVar[str] = "routing"
-    signal: str
-    obligations: list[RoutedObligation] = []
-    at: str | None = None
-
-
-class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
-    kind: ClassVar[str] = "disposition"
-    obligation: str
-    disposition: str | None = None
-    by: str | None = None
-    rationale: str | None = None
-    at: str | None = None
-
-
 _TYPED_KINDS = frozenset((_SIGNAL, _ROUTING, _DISPOSITION))
-
-
-class UnitsLine(msgspec.Struct):
-    """What the units fold reads of a line in units.ndjson: the rest (its hash, prev, signature,
-    ...) is checked as JSON, not built. As with SignalsLine, each field is Any and each default is
-    what `dict.get` gave the fold (UNSET where the fold tells a missing field from a null one), so
-    any line reads as the whole event did; tests/test_store.py proves the two readings agree."""
-
-    kind: Any = None
-    unit: Any = None
-    id: Any = None
-    at: Any = None
-    leaseHash: Any = None  # noqa: N815 - the store's field name
-    worktree: Any = None
-    type: Any = None
-    profile: Any = None
-    action: Any = None
-    disposition: Any = None
-    by: Any = None
-    rationale: Any = msgspec.UNSET
-    resolves: Any = ()
-    opens: Any = None
 
 
 _UNIT_PERSON = (_DECISION, _DEMOTE)
@@ -348,15 +268,12 @@ def _expiry(text: str) -> datetime | None:
 
 
 def _may_resolve(state: State, event: DispositionLine, ob: Obligation | None, at: int) -> bool:
-    """A disposition counts only from a person the policy lets resolve that severity (an
-    obligation not yet folded is a recovery decision's: blocking)."""
-    severity = ob.severity if ob is not None else BLOCKING
-    people = state.auth.people_for("signals", at >> 2, event.at)
-    if not people.grants:  # no interaction policy known (a store without its identity): as before
+    """A disposition counts only from a person the policy in force at its place lets resolve that
+    severity (engine.read.rules.may_resolve, which `obligation resolve` and the room ask too)."""
+    severity = resolving_severity(ob)
+    if may_resolve(state.auth.people_for("signals", at >> 2, event.at), event.by, severity) is None:
         return True
-    if isinstance(event.by, str) and severity in people.resolve.get(event.by, ()):
-        return True
-    state.uncounted.append(Uncounted("signals", at >> 2, f"by a person who may not resolve {severity}"))
+    state.uncounted.append(Uncounted("signals", at >> 2, unresolvable(severity)))
     return False
 
 
@@ -387,9 +304,9 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
             if spans is None:
                 spans = held[unit_id] = [(clock.moment(ob.opened_at), ob) for ob in holds.get(unit_id, ())]
             # the common case needs no call: no hold, a time, and a status the command accepts
-            # (a dispatch refuses only in-progress, a close anything else: _REFUSED)
+            # (a dispatch refuses only in-progress, a close anything else: engine.read.vetoes.REFUSED)
             if spans or last_when is None or (unit.status == _IN_PROGRESS) == (kind == _DISPATCH):
-                reason = _vetoed(unit, kind, last_when, spans)
+                reason = host_veto(unit, kind, last_when, spans)
             else:
                 reason = None
             if reason is not None:
@@ -456,16 +373,6 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
 
 
 _HOST_KINDS = frozenset((EventKind.DISPATCH.value, EventKind.CLOSE.value))
-# the statuses (as the units log alone folds them) a host never writes the event from
-# (engine.read.vetoes): a dispatch over a live lease, a close of anything but an in-progress unit. Judged
-# on the units log alone, so a fold from a checkpoint judges as a fold from the start. A waiting
-# unit's dispatch is judged by its recovery obligation's times (a blocking obligation, below); a
-# closed unit dispatched again is not judged: the engine refuses it, but synthetic logs
-# (bench/generate.py) cycle so
-_REFUSED = {
-    EventKind.DISPATCH.value: frozenset((UnitStatus.IN_PROGRESS,)),
-    EventKind.CLOSE.value: frozenset(set(UnitStatus) - {UnitStatus.IN_PROGRESS}),
-}
 
 
 def _holds(obligations: dict[str, Obligation]) -> dict[str, list[Obligation]]:
@@ -475,41 +382,6 @@ def _holds(obligations: dict[str, Obligation]) -> dict[str, list[Obligation]]:
         if ob.blocks and ob.unit:
             index.setdefault(ob.unit, []).append(ob)
     return index
-
-
-Span = tuple[datetime | None, Obligation]  # a blocking obligation and the time it opened
-
-
-def _vetoed(unit: UnitState, kind: str, when: datetime | None, spans: list[Span]) -> str | None:
-    """Why a dispatch or close counts for nothing: the host writes one only when its vetoes pass
-    (engine.read.vetoes), unsigned, so a line that a writer (a unit with the store's writer role, or
-    sharing the operator's account) appended past them is re-derived here (SPEC §15.0, §18). Its
-    status before it must be one the command accepts (exact: the units log is in order), and no
-    blocking obligation may have held the unit at its time (`when`, its `at` read as a time; `spans`,
-    the unit's blocking obligations with the times they opened). Across stores only times order
-    events, so an obligation counts as holding only when it was opened, and still open, more than
-    the skew two hosts' clocks may show (2 × SKEW_S) on either side of the event: a host's honest
-    line is never refused, and under a pinned clock (every time the same) only the status is judged."""
-    status = unit.status
-    if status in _REFUSED[kind]:
-        return f"host event: {kind} of {unit.id} while it was {status}, which no host writes (forged?)"
-    if when is None:
-        return f"host event: {kind} of {unit.id} without a UTC time (forged?)"
-    for opened, ob in spans:
-        if opened is None or when - opened <= _ORDERED:
-            continue
-        if ob.status != _OPEN:
-            closed = clock.moment(ob.closed_at)
-            if closed is None or closed - when <= _ORDERED:
-                continue
-        return (
-            f"host event: {kind} of {unit.id} while held by blocking obligation {ob.id} (opened "
-            f"{ob.opened_at}): vetoed, so no host wrote it (forged?)"
-        )
-    return None
-
-
-_ORDERED = timedelta(seconds=2 * SKEW_S)  # two hosts' clocks, each within SKEW_S of the server's (SPEC §18)
 
 
 def _fold_memory(state: State, events: list[dict[str, Any]], at_refs: list[int]) -> None:

@@ -19,13 +19,19 @@ from engine.read.model import State, UnitState
 
 
 def load(
-    ws: Workspace, now: datetime | None = None, stores: tuple[str, ...] = ORDER, *, cached: bool = True
+    ws: Workspace,
+    now: datetime | None = None,
+    stores: tuple[str, ...] = ORDER,
+    *,
+    cached: bool = True,
+    final: bool = True,
 ) -> State:
     """The read model now: from the checkpoint when it holds and the stores asked for are large
     enough to be worth it (engine.read.checkpoint), then whatever the stores gained since. With no
     checkpoint and a large log, a second process reads the contract files while this one folds
     (engine.read.contracts.Prefetch). A writer's load (inside the decide lock) offers its state for a
-    new checkpoint, written once the command is done; a reader's never does."""
+    new checkpoint, written once the command is done; a reader's never does. `final=False` leaves a
+    last line without its newline to be read whole later (a writer's load before its lock)."""
     configure_clock(ws)  # the clock follows the workspace read (REGULATOR_NOW only where pinned)
     if ws.git_only:  # a command that reads only git opens no store (D-87)
         stores = ()
@@ -39,7 +45,7 @@ def load(
     helper = prefetch(ws) if cold is not None and size >= cold and not state.contract_files.seen else None
     files = None
     try:
-        advance(ws, state, stores=stores)
+        advance(ws, state, stores=stores, final=final)
         files = helper.files() if helper is not None else None
     finally:
         if helper is not None:

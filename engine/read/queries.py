@@ -1,4 +1,5 @@
-"""The derived states every view and command asks: held, stale, current, waiting, a history.
+"""The derived states every view and command asks: stale, current, waiting, a history (held is
+engine.read.vetoes', who may act engine.read.rules').
 
 Nothing else decides these: a view formats what these say (controlroom.readmodel), a command
 acts on it (engine.commands.units, engine.commands.obligations), Next-up ranks what they leave (engine.read.nextup).
@@ -48,22 +49,6 @@ def unit_status(state: State, unit: UnitState) -> UnitStatus:
         if ob is not None and ob.status != _OPEN:
             return _TODO
     return unit.status
-
-
-def held_by(state: State, unit_id: str) -> list[Obligation]:
-    """The open obligations that block this unit's dispatch and close."""
-    return [
-        ob for ob in state.obligations.values() if ob.unit == unit_id and ob.status == _OPEN and ob.blocks
-    ]
-
-
-def holds_index(state: State) -> dict[str, list[Obligation]]:
-    """held_by for every unit at once (one pass), for listings."""
-    index: dict[str, list[Obligation]] = {}
-    for ob in state.obligations.values():
-        if ob.status == _OPEN and ob.blocks and ob.unit:
-            index.setdefault(ob.unit, []).append(ob)
-    return index
 
 
 def is_stale(state: State, ob: Obligation) -> bool:

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 from engine.checkout.workspace import Workspace
-from engine.read.ladder import stale_knowledge
 from engine.read.model import State
-from engine.read.queries import holds_index, unrouted
+from engine.read.queries import unrouted
 from engine.read.storeless import authentication, status_of, stores
+from engine.read.vetoes import holds
 
 
 def status(ws: Workspace, state: State) -> dict:
     """Without the stores (a clone, SPEC §16.2) nothing is known of the units' state: their status
     is `unknown`, `held` and `unrouted` are null, never `todo`, `false` or 0."""
     known = ws.has_stores
-    holds = holds_index(state)
-    stale = stale_knowledge(ws, state)
+    found = holds(ws, state)
+    stale = found.findings
     units = []
     for unit_id in sorted(state.units):
         unit = state.units[unit_id]
-        blocked_by = [ob.id for ob in holds.get(unit_id, [])]
+        blocked_by = [ob.id for ob in found.obligations.get(unit_id, [])]
         units.append(
             {
                 "id": unit_id,

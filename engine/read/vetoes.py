@@ -1,11 +1,78 @@
-"""Vetoes (SPEC §4.3): what holds a unit's dispatch or close. Checked before the unit's status."""
+"""Is this unit held, and by what (SPEC §4.3): the one answer the dispatch and close vetoes, the
+fold's judgement of a host's dispatch or close, Next-up, status and the control room ask.
+
+A unit is held by its open blocking obligations and by the unresolved findings that name it
+(stale knowledge, engine.read.ladder); a waiting unit also waits on its recovery decision's
+obligation. `holding` says whether one obligation holds: now, or at an event's time.
+"""
 
 from __future__ import annotations
 
-from engine.base.errors import BadInput, Refused
+import functools
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from engine.base import clock
 from engine.checkout.workspace import Workspace
-from engine.read.model import Obligation, ObligationKind, State, UnitState, UnitStatus
-from engine.read.queries import held_by, unit_status
+from engine.log.store import SKEW_S
+from engine.read.model import Obligation, ObligationKind, ObligationStatus, State, UnitState, UnitStatus
+from engine.read.queries import unit_status
+from engine.read.rules import Denied
+
+_OPEN = ObligationStatus.OPEN  # bound once (engine.read.queries says why)
+# two hosts' clocks, each within SKEW_S of the server's (SPEC §18): across stores only times order
+# events, so an obligation holds an event only when it opened (and stayed open) this far around it
+ORDERED = timedelta(seconds=2 * SKEW_S)
+
+
+def holding(ob: Obligation, when: datetime | None = None, opened: datetime | None = None) -> bool:
+    """Whether a blocking obligation holds its unit: now (`when` None) while it is open; at an
+    event's time `when` (`opened`: the time it opened, parsed) when it opened more than ORDERED
+    before and was still open ORDERED after, so a host's honest line is never judged held, and
+    under a pinned clock (every time the same) none is."""
+    if not ob.blocks:
+        return False
+    if when is None:
+        return ob.status == _OPEN
+    if opened is None or when - opened <= ORDERED:
+        return False
+    if ob.status != _OPEN:
+        closed = clock.moment(ob.closed_at)
+        if closed is None or closed - when <= ORDERED:
+            return False
+    return True
+
+
+def blocking(state: State) -> dict[str, list[Obligation]]:
+    """unit id -> the obligations holding it now (one pass over every obligation)."""
+    index: dict[str, list[Obligation]] = {}
+    for ob in state.obligations.values():
+        if ob.unit and holding(ob):
+            index.setdefault(ob.unit, []).append(ob)
+    return index
+
+
+@dataclass(frozen=True)
+class Holds:
+    """What holds each unit now: `obligations` (open, blocking) and `findings` (unresolved, naming
+    it: stale knowledge; read from the registers when first asked)."""
+
+    ws: Workspace
+    state: State
+    obligations: dict[str, list[Obligation]]
+
+    @functools.cached_property
+    def findings(self) -> dict[str, list[str]]:
+        from engine.read.ladder import stale_knowledge  # registers are read only when asked
+
+        return stale_knowledge(self.ws, self.state)
+
+    def held(self, unit_id: str) -> bool:
+        return bool(self.obligations.get(unit_id) or self.findings.get(unit_id))
+
+
+def holds(ws: Workspace, state: State) -> Holds:
+    return Holds(ws, state, blocking(state))
 
 
 def _describe(state: State, ob: Obligation) -> str:
@@ -15,37 +82,82 @@ def _describe(state: State, ob: Obligation) -> str:
     return f"{ob.id} ({ob.severity}, signal {ob.source}: {signal.get('subject', '?')})"
 
 
-def _held(state: State, unit: UnitState, doing: str) -> None:
-    holding = held_by(state, unit.id)
-    if holding:
-        named = "; ".join(_describe(state, ob) for ob in holding)
-        raise Refused(
-            f"{doing} of {unit.id} vetoed: held by open obligation(s) {named}; "
-            "resolve them with `regulator obligation resolve`"
-        )
+def _held(state: State, found: Holds, unit: UnitState, doing: str) -> Denied | None:
+    by = found.obligations.get(unit.id)
+    if not by:
+        return None
+    named = "; ".join(_describe(state, ob) for ob in by)
+    text = (
+        f"{doing} of {unit.id} vetoed: held by open obligation(s) {named}; "
+        "resolve them with `regulator obligation resolve`"
+    )
+    return Denied(text, text)
 
 
-def check_dispatch(ws: Workspace, state: State, unit: UnitState) -> None:
-    _held(state, unit, "dispatch")
+def dispatch_veto(ws: Workspace, state: State, unit: UnitState) -> Denied | None:
+    """Why the host may not dispatch the unit now: held, waiting, flagged by a finding, or not todo."""
+    found = holds(ws, state)
+    denied = _held(state, found, unit, "dispatch")
+    if denied is not None:
+        return denied
     status = unit_status(state, unit)
     if status == UnitStatus.WAITING:
-        raise Refused(
-            f"dispatch of {unit.id} vetoed: it waits on recovery decision obligation {unit.recovery}"
-        )
-    from engine.read.ladder import stale_knowledge  # registers are read only when a unit is decided
-
-    findings = stale_knowledge(ws, state).get(unit.id)
+        text = f"dispatch of {unit.id} vetoed: it waits on recovery decision obligation {unit.recovery}"
+        return Denied(text, text)
+    findings = found.findings.get(unit.id)
     if findings:
-        raise Refused(
+        text = (
             f"dispatch of {unit.id} vetoed: stale-knowledge from unresolved finding(s) "
             f"{', '.join(findings)}; resolve the finding first"
         )
+        return Denied(text, text)
     if status != UnitStatus.TODO:
-        raise BadInput(f"unit {unit.id} is {status}; dispatch needs a todo unit")
+        text = f"unit {unit.id} is {status}; dispatch needs a todo unit"
+        return Denied(text, text, bad_input=True)
+    return None
 
 
-def check_close(ws: Workspace, state: State, unit: UnitState) -> None:
-    _held(state, unit, "close")
+def close_veto(ws: Workspace, state: State, unit: UnitState) -> Denied | None:
+    """Why the host may not close the unit now: held, or not in progress."""
+    denied = _held(state, holds(ws, state), unit, "close")
+    if denied is not None:
+        return denied
     status = unit_status(state, unit)
     if status != UnitStatus.IN_PROGRESS:
-        raise BadInput(f"unit {unit.id} is {status}; close needs an in-progress unit")
+        text = f"unit {unit.id} is {status}; close needs an in-progress unit"
+        return Denied(text, text, bad_input=True)
+    return None
+
+
+# the statuses (as the units log alone folds them) a host never writes the event from: a dispatch
+# over a live lease, a close of anything but an in-progress unit. Judged on the units log alone,
+# so a fold from a checkpoint judges as a fold from the start. A waiting unit's dispatch is judged
+# by its recovery obligation's times (a blocking obligation); a closed unit dispatched again is
+# not judged: the veto refuses it, but synthetic logs (bench/generate.py) cycle so
+REFUSED = {
+    "dispatch": frozenset((UnitStatus.IN_PROGRESS,)),
+    "close": frozenset(set(UnitStatus) - {UnitStatus.IN_PROGRESS}),
+}
+
+Span = tuple[datetime | None, Obligation]  # a blocking obligation and the time it opened
+
+
+def host_veto(unit: UnitState, kind: str, when: datetime | None, spans: list[Span]) -> str | None:
+    """Why a dispatch or close in the log counts for nothing: the host writes one only when the
+    vetoes above pass, unsigned, so a line that a writer (a unit with the store's writer role, or
+    sharing the operator's account) appended past them is judged again by the fold (SPEC §15.0,
+    §18). Its status before it must be one the host writes it from, and no blocking obligation
+    may have held the unit at its time (`when`; `spans`, the unit's blocking obligations with the
+    times they opened)."""
+    status = unit.status
+    if status in REFUSED[kind]:
+        return f"host event: {kind} of {unit.id} while it was {status}, which no host writes (forged?)"
+    if when is None:
+        return f"host event: {kind} of {unit.id} without a UTC time (forged?)"
+    for opened, ob in spans:
+        if holding(ob, when, opened):
+            return (
+                f"host event: {kind} of {unit.id} while held by blocking obligation {ob.id} (opened "
+                f"{ob.opened_at}): vetoed, so no host wrote it (forged?)"
+            )
+    return None

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engine.base import ids
 from engine.base.errors import Refused
@@ -115,7 +116,7 @@ def _fingerprints(keys: set[str]) -> list[str]:
     return sorted(sshsig.fingerprint(k) for k in keys)
 
 
-def person_event(ws: Workspace, signer: Signer | None, event: dict) -> dict:
+def person_event(ws: Workspace, signer: Signer | None, event: Mapping[str, Any]) -> dict[str, Any]:
     """The event as it will be appended: an id that does not depend on its place in the store
     (so it can be signed before the lock), the workspace it belongs to, and the signature."""
     body = {**event, "workspace": ws.authority().workspace_id}

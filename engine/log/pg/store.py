@@ -37,7 +37,7 @@ class PgStore(Store):
         self.mirror = mirror(url, Path(folder))
         self.mirrored = mirrored  # False: a writer that never reads (it keeps no mirror)
 
-    def append(self, event: dict, *, assign_id: bool = False) -> dict:
+    def append(self, event: Mapping[str, Any], *, assign_id: bool = False) -> dict[str, Any]:
         """The same line as the file store would write, chained to the server's last line of this
         store, in one transaction under the store's advisory lock."""
         name = self.store
@@ -260,7 +260,7 @@ def _written_after_all(url: str, name: str, event_id: str) -> tuple[int, str, st
     return _run(url, work)
 
 
-def _restamped(event: dict) -> object:
+def _restamped(event: Mapping[str, Any]) -> object:
     """The event's `at`; an unsigned event that waited a second or more for the store's lock is
     stamped again now (the server refuses an `at` more than 2 s off its clock). A signed person
     event keeps its `at`: the signature covers it."""

@@ -1,0 +1,335 @@
+"""A typed shape per event kind: what each writer appends (a TypedDict, checked by mypy where the
+event is built) and what the fold reads of it (a msgspec Struct of the fields it needs, decoded
+in C). tests/test_kinds.py proves every event a writer appends converts to its written shape and
+every field the fold reads is one a writer writes.
+
+The read shapes hold any line a store may hold: a line appended by hand is read, judged and, when
+it is no event an engine writes, counted for nothing (engine.read.fold), never coerced.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal, TypedDict
+
+import msgspec
+
+from engine.read.model import OWED_TO, EventKind
+
+# ---- as written ------------------------------------------------------------------------------
+
+
+class Stamped(TypedDict, total=False):
+    """What the store or the signer adds to an event as it is appended."""
+
+    id: str  # a person event's own (made before the lock), or the store's (assign_id)
+    workspace: str | None  # a person event's: the workspace it was signed for
+    sig: str  # a person event's signature, where the person signs
+    prev: str
+    hash: str
+
+
+class SignalEvent(TypedDict):
+    """signals.ndjson: report_intelligence, by a leased unit or a person (SPEC §13)."""
+
+    kind: Literal[EventKind.SIGNAL]
+    subject: str
+    claim: str
+    observation: str
+    evidence: list[str]
+    confidence: str
+    reportedSeverity: str
+    affectedUnits: list[str]
+    observedAt: str
+    expiresAt: str | None
+    rationale: str | None
+    unit: str | None
+    by: str | None
+    revision: str | None
+    source: str
+    destination: str
+    at: str
+
+
+class RoutedObligationEvent(TypedDict):
+    """One obligation a routing record opens."""
+
+    id: str
+    unit: str | None
+    severity: str
+    blocks: bool
+    owedTo: str
+
+
+class RoutingEvent(TypedDict):
+    """signals.ndjson: the router's record for one signal (engine.commands.router)."""
+
+    kind: Literal[EventKind.ROUTING]
+    signal: str
+    reportedSeverity: str | None
+    derivedSeverity: str | None
+    floors: list[str]
+    obligations: list[RoutedObligationEvent]
+    at: str
+    outcome: str
+    reason: str
+
+
+class DispositionEvent(TypedDict):
+    """signals.ndjson: a person resolves an obligation (engine.commands.obligations)."""
+
+    kind: Literal[EventKind.DISPOSITION]
+    obligation: str
+    unit: str | None
+    disposition: str
+    by: str
+    rationale: str
+    at: str
+
+
+class DispatchEvent(TypedDict):
+    """units.ndjson: the host leases a unit (engine.commands.units.dispatch)."""
+
+    kind: Literal[EventKind.DISPATCH]
+    unit: str
+    leaseHash: str
+    type: str
+    profile: str
+    contractHash: str | None
+    worktree: str | None
+    revision: str | None
+    at: str
+
+
+class CloseEvent(TypedDict):
+    """units.ndjson: the host closes an in-progress unit, its lease released."""
+
+    kind: Literal[EventKind.CLOSE]
+    unit: str
+    leaseHash: str | None
+    at: str
+
+
+class DemoteEvent(TypedDict):
+    """units.ndjson: a person sends an in-progress unit back to todo."""
+
+    kind: Literal[EventKind.DEMOTE]
+    unit: str
+    leaseHash: str | None
+    by: str
+    rationale: str
+    at: str
+
+
+class OpenedEvent(TypedDict):
+    """The blocking obligation a waiting recovery decision opens."""
+
+    id: str
+    severity: str
+    owedTo: str
+
+
+class RecoveryDecisionEvent(TypedDict):
+    """units.ndjson: a person's recovery decision (SPEC §4.4; engine.read.rules.recovery)."""
+
+    kind: Literal[EventKind.DECISION]
+    unit: str
+    action: str
+    by: str
+    rationale: str
+    resolves: list[str]
+    disposition: str
+    opens: OpenedEvent | None
+    at: str
+
+
+class MemoryEvent(TypedDict):
+    """memory.ndjson: a fact a leased unit records (engine.commands.memory.remember)."""
+
+    kind: Literal[EventKind.MEMORY]
+    subject: str
+    note: str
+    evidence: list[str]
+    scope: list[str]
+    reviewBy: str
+    unit: str
+    revision: str | None
+    recordedBy: str
+    at: str
+
+
+class RetractionEvent(TypedDict):
+    """memory.ndjson: a person retracts an entry."""
+
+    kind: Literal[EventKind.RETRACTION]
+    entry: str
+    by: str
+    reason: str
+    at: str
+
+
+class ProposalEvent(TypedDict):
+    """identity.ndjson: a change to a governed file, proposed by a unit or a person (SPEC §7)."""
+
+    kind: Literal[EventKind.PROPOSAL]
+    file: str
+    content: str
+    contentHash: str
+    baseHash: str | None
+    rationale: str
+    unit: str | None
+    by: str | None
+    at: str
+
+
+class IdentityDecisionEvent(TypedDict):
+    """identity.ndjson: a person accepts or rejects a proposal; `marks` are the other stores'
+    sizes, where the decision takes effect (engine.checkout.authority.people_for)."""
+
+    kind: Literal[EventKind.DECISION]
+    decision: Literal["accepted", "rejected"]
+    proposal: str
+    file: str
+    contentHash: str | None
+    by: str
+    rationale: str
+    marks: dict[str, int]
+    at: str
+
+
+class BaselineEvent(TypedDict, total=False):
+    """identity.ndjson: init's first events, one per governed file, trusted on first use."""
+
+    nonce: str  # the first one's: never two workspaces alike
+    kind: Literal["decision"]
+    decision: Literal["baseline"]
+    proposal: None
+    file: str
+    content: str
+    contentHash: str
+    by: str
+    rationale: str
+    at: str
+
+
+class DismissalEvent(TypedDict):
+    """identity.ndjson: a person dismisses a line `verify` names (it still counts for nothing)."""
+
+    kind: Literal[EventKind.DISMISSAL]
+    store: str
+    line: int
+    lineHash: str | None
+    by: str
+    rationale: str
+    at: str
+
+
+# each store's kinds, as written (tests/test_kinds.py converts what each writer appends)
+WRITTEN: dict[str, dict[str, tuple[type, ...]]] = {
+    "signals": {"signal": (SignalEvent,), "routing": (RoutingEvent,), "disposition": (DispositionEvent,)},
+    "units": {
+        "dispatch": (DispatchEvent,),
+        "close": (CloseEvent,),
+        "demote": (DemoteEvent,),
+        "decision": (RecoveryDecisionEvent,),
+    },
+    "memory": {"memory": (MemoryEvent,), "retraction": (RetractionEvent,)},
+    "identity": {
+        "proposal": (ProposalEvent,),
+        "decision": (IdentityDecisionEvent, BaselineEvent),
+        "dismissal": (DismissalEvent,),
+    },
+}
+
+
+# ---- as the fold reads them ------------------------------------------------------------------
+
+
+class SignalsLine(msgspec.Struct):
+    """What the fold reads of a line in signals.ndjson; the rest of the line is checked, not kept.
+    Each default is what `dict.get` gave the fold before, so a missing field reads the same. Each
+    field is Any: it holds whatever the line holds (the engine writes text; a line edited by hand
+    to hold something else is named by `verify`, not coerced here)."""
+
+    kind: Any = None
+    id: Any = None
+    subject: Any = ""
+    expiresAt: Any = None  # noqa: N815 - the store's field name
+    signal: Any = None
+    obligations: Any = ()
+    at: Any = None
+    obligation: Any = None
+    disposition: Any = None
+    by: Any = None
+    rationale: Any = None
+
+
+class SignalLine(msgspec.Struct, tag_field="kind", tag="signal"):
+    """The three kinds the signals log holds decode into typed shapes of their own fields only (a
+    third less to build and free than SignalsLine). A line of any other kind, or one these refuse
+    (a repeated "kind", a kind that is not text, a field of the wrong type), is read as SignalsLine
+    instead; the fold counts a refused line of these kinds for nothing and `verify` names it: a
+    well-chained line can be appended by anyone with the account's shell (SPEC §15.0)."""
+
+    kind: ClassVar[str] = "signal"
+    id: str
+    subject: str = ""
+    expiresAt: str | None = None  # noqa: N815
+    by: str | None = None  # a person-raised signal counts only as a person event does
+
+
+class RoutedObligation(msgspec.Struct):
+    """One obligation a routing record opens, as the router writes it."""
+
+    id: str
+    severity: str
+    blocks: bool
+    unit: str | None = None
+    owedTo: str = OWED_TO  # noqa: N815
+
+
+class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
+    kind: ClassVar[str] = "routing"
+    signal: str
+    obligations: list[RoutedObligation] = []
+    at: str | None = None
+
+
+class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
+    kind: ClassVar[str] = "disposition"
+    obligation: str
+    disposition: str | None = None
+    by: str | None = None
+    rationale: str | None = None
+    at: str | None = None
+
+
+class UnitsLine(msgspec.Struct):
+    """What the units fold reads of a line in units.ndjson: the rest (its hash, prev, signature,
+    ...) is checked as JSON, not built. As with SignalsLine, each field is Any and each default is
+    what `dict.get` gave the fold (UNSET where the fold tells a missing field from a null one), so
+    any line reads as the whole event did; tests/test_store.py proves the two readings agree."""
+
+    kind: Any = None
+    unit: Any = None
+    id: Any = None
+    at: Any = None
+    leaseHash: Any = None  # noqa: N815 - the store's field name
+    worktree: Any = None
+    type: Any = None
+    profile: Any = None
+    action: Any = None
+    disposition: Any = None
+    by: Any = None
+    rationale: Any = msgspec.UNSET
+    resolves: Any = ()
+    opens: Any = None
+
+
+# what the fold reads of each kind: (store, kind) -> its read shape (memory and identity are read
+# whole, as dicts)
+READ: dict[tuple[str, str], type[msgspec.Struct]] = {
+    ("signals", "signal"): SignalLine,
+    ("signals", "routing"): RoutingLine,
+    ("signals", "disposition"): DispositionLine,
+    **{("units", kind): UnitsLine for kind in ("dispatch", "close", "demote", "decision")},
+}

@@ -1,0 +1,243 @@
+"""Each rule once: may this person take this action on this thing, and what a recovery decision
+disposes of and opens. The write refuses with these, the fold counts by them, the control room
+shows an action disabled with their words and previews a decision with them (docs/codebase.md).
+
+A rule answers None (yes) or a `Denied`: `short` is what the room shows beside a disabled action,
+`full` what the command refuses with (exit 3, or 2 for a thing in the wrong state to act on).
+Whether a unit is held, and by what, is engine.read.vetoes'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from engine.base.errors import BadInput, Refused
+from engine.read.model import (
+    BLOCKING,
+    OWED_TO,
+    WAITING_ACTIONS,
+    Disposition,
+    MemoryEntry,
+    Obligation,
+    ObligationStatus,
+    RecoveryAction,
+    State,
+    UnitState,
+    UnitStatus,
+)
+from engine.read.queries import unit_status
+
+if TYPE_CHECKING:
+    from engine.checkout.authority import People
+    from registry.entries import Entry
+
+
+@dataclass(frozen=True)
+class Denied:
+    """Why not: `short` beside a disabled action in the room, `full` as the command refuses."""
+
+    short: str
+    full: str
+    bad_input: bool = False  # exit 2 (the thing is in no state for the action), else 3 (refused)
+
+    def refuse(self) -> NoReturn:
+        raise (BadInput if self.bad_input else Refused)(self.full)
+
+
+def refuse(denied: Denied | None) -> None:
+    """Raise the refusal a rule gave, if it gave one (the writes' way of asking a rule)."""
+    if denied is not None:
+        denied.refuse()
+
+
+# ---- who: a named person holding a grant ------------------------------------------------------
+
+
+def lacks(people: People, person: str, grant: str, doing: str) -> Denied | None:
+    """A person acts only when named in the interaction policy in force with the grant."""
+    if person not in people.grants:
+        return Denied(
+            f"{person} is not a person in interaction.yaml",
+            f"{person!r} is not a person in regulator/policy/interaction.yaml; "
+            f"only a named person with the {grant} grant may {doing}",
+        )
+    if not people.may(person, grant):
+        return Denied(
+            f"{person} lacks the {grant} grant",
+            f"{person} lacks the {grant} grant needed to {doing} (interaction.yaml)",
+        )
+    return None
+
+
+# ---- resolve: a disposition of an open obligation (signals.ndjson) ---------------------------
+
+
+def may_resolve(people: People, person: object, severity: str) -> Denied | None:
+    """Whether the person may resolve an obligation of this severity (the interaction policy's
+    `resolve` list). The fold counts a disposition only when this says yes under the policy in
+    force at its place in the log; where no policy is known (a store without its identity) every
+    disposition counts, as before policies named severities."""
+    if not people.grants:
+        return None
+    allowed = people.resolve.get(person, ()) if isinstance(person, str) else ()
+    if severity in allowed:
+        return None
+    return Denied(
+        f"{person} may not resolve {severity} (resolve: {', '.join(allowed) or 'none'})",
+        f"{person} may not resolve a {severity} obligation (interaction.yaml lets them "
+        f"resolve: {', '.join(allowed) or 'no severity'})",
+    )
+
+
+def unresolvable(severity: str) -> str:
+    """What `verify` says of a disposition `may_resolve` refused: it counts for nothing."""
+    return f"by a person who may not resolve {severity}"
+
+
+def resolving(people: People, person: str, ob: Obligation) -> Denied | None:
+    """`obligation resolve`: the resolve grant, the obligation's severity, and still open."""
+    denied = lacks(people, person, "resolve", "resolve an obligation") or may_resolve(
+        people, person, ob.severity
+    )
+    if denied is None and ob.status != ObligationStatus.OPEN:
+        denied = Denied(
+            f"already {ob.status} by {ob.by}",
+            f"obligation {ob.id} is already {ob.status} ({ob.disposition}) by {ob.by} at {ob.closed_at}",
+        )
+    return denied
+
+
+def resolving_severity(ob: Obligation | None) -> str:
+    """The severity a disposition is judged at: its obligation's, or, for one not yet folded (a
+    recovery decision's, opened in units.ndjson, which the fold reads after signals), blocking."""
+    return ob.severity if ob is not None else BLOCKING
+
+
+# ---- retract: a memory entry, once -----------------------------------------------------------
+
+
+def retracting(people: People, person: str, entry: MemoryEntry) -> Denied | None:
+    """`memory retract`: the retract grant, and an entry not retracted yet."""
+    denied = lacks(people, person, "retract", "retract a memory entry")
+    if denied is None and entry.retraction is not None:
+        r = entry.retraction
+        denied = Denied(
+            "already retracted",
+            f"memory entry {entry.event['id']} was already retracted by {r['by']} at {r['at']}",
+        )
+    return denied
+
+
+# ---- decide and demote: a unit's recovery ----------------------------------------------------
+
+DECIDABLE = (UnitStatus.TODO, UnitStatus.IN_PROGRESS, UnitStatus.WAITING)  # a recovery decision applies
+
+
+def deciding_unit(people: People, person: str, state: State, unit: UnitState) -> Denied | None:
+    """`unit decide`: the decide grant, and a unit todo, in progress or waiting."""
+    denied = lacks(people, person, "decide", "record a recovery decision")
+    status = unit_status(state, unit)
+    if denied is None and status not in DECIDABLE:
+        denied = Denied(
+            f"the unit is {status}",
+            f"unit {unit.id} is {status}; a recovery decision needs todo, in-progress or waiting",
+            bad_input=True,
+        )
+    return denied
+
+
+def demoting(people: People, person: str, state: State, unit: UnitState) -> Denied | None:
+    """`unit demote`: the decide grant, and a unit in progress."""
+    denied = lacks(people, person, "decide", "demote a unit")
+    status = unit_status(state, unit)
+    if denied is None and status != UnitStatus.IN_PROGRESS:
+        denied = Denied(
+            f"the unit is {status}",
+            f"unit {unit.id} is {status}; only an in-progress unit can be demoted",
+            bad_input=True,
+        )
+    return denied
+
+
+def disposition_of(action: str) -> Disposition:
+    """The disposition a recovery decision writes on the obligations it closes."""
+    if action in WAITING_ACTIONS:
+        return Disposition.ESCALATED
+    return Disposition.REJECTED if action == RecoveryAction.ABORT else Disposition.REWORK
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What recording a recovery decision does (SPEC §4.4): `unit decide` writes it, the room's
+    decide dialog previews it."""
+
+    unit: str
+    action: str
+    disposes: list[Obligation]  # the unit's open obligations owed to S3, closed by it
+    disposition: Disposition  # what it writes on each of them
+    opens: bool  # a waiting action opens a blocking obligation the unit then waits on
+    releases_lease: bool  # the unit is in progress: its lease ends, its lease file is removed
+
+
+def recovery(state: State, unit_id: str, action: str) -> Recovery:
+    owed = [
+        ob
+        for ob in state.obligations.values()
+        if ob.unit == unit_id and ob.status == ObligationStatus.OPEN and ob.owed_to == OWED_TO
+    ]
+    unit = state.units.get(unit_id)
+    return Recovery(
+        unit_id,
+        action,
+        owed,
+        disposition_of(action),
+        action in WAITING_ACTIONS,
+        unit is not None and unit.status == UnitStatus.IN_PROGRESS,
+    )
+
+
+# ---- accept and reject: a proposal, once -----------------------------------------------------
+
+
+def decision_of(state: State, proposal_id: str) -> dict[str, Any] | None:
+    """The decision that counted on a proposal, or None while it is pending."""
+    for event in state.decisions:
+        if event.get("proposal") == proposal_id:
+            return event
+    return None
+
+
+def deciding_proposal(
+    people: People, person: str, state: State, proposal_id: str, verdict: str
+) -> Denied | None:
+    """`identity accept` and `identity reject`: the accept grant, and a proposal not decided yet."""
+    denied = lacks(people, person, "accept", f"{'accept' if verdict == 'accepted' else 'reject'} a proposal")
+    earlier = decision_of(state, proposal_id)
+    if denied is None and earlier is not None:
+        denied = Denied(
+            f"already {earlier['decision']} by {earlier['by']}",
+            f"proposal {proposal_id} was already {earlier['decision']} by {earlier['by']} at {earlier['at']}",
+        )
+    return denied
+
+
+# ---- ack: a finding, once, while it is unresolved --------------------------------------------
+
+
+def acking(people: People, person: str, finding: Entry) -> Denied | None:
+    """`registry ack`: the ack grant, and a finding neither resolved nor acknowledged."""
+    denied = lacks(people, person, "ack", "acknowledge a finding")
+    if denied is not None:
+        return denied
+    if finding.fields["resolved"]:
+        return Denied(
+            "the finding is resolved: history needs no ack",
+            f"{finding.id} is resolved: history needs no ack",
+        )
+    if finding.fields["ack"].strip():
+        return Denied(
+            f"already acknowledged ({finding.fields['ack']})",
+            f"{finding.id} is already acknowledged ({finding.fields['ack']})",
+        )
+    return None
