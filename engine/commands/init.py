@@ -14,6 +14,7 @@ from engine.base.limits import check_text
 from engine.checkout.gitconfig import CONFIG, git_config
 from engine.checkout.workspace import STATE_DIR, Workspace
 from engine.log.events import STORES
+from engine.read.kinds import BaselineEvent
 from engine.trust.idhistory import BASELINE, DECIDED_BY, DECISION
 from identity.files import IDENTITY_DIR, POLICY_DIR, STORE_POLICY, content_hash
 from identity.shipped import IDENTITY_FILES, policy_files
@@ -165,20 +166,18 @@ def setup(
     else:
         nonce = secrets.token_hex(16)
     for relative, text in written.items():  # the first events: trusted on first use (SPEC §15.0)
-        identity_store.append(
-            {
-                **({"nonce": nonce} if nonce else {}),
-                "kind": "decision",
-                "decision": "baseline",
-                "proposal": None,
-                "file": relative,
-                "content": text,
-                "contentHash": content_hash(text.encode()),
-                "by": owner,
-                "rationale": "baseline written by regulator init",
-                "at": now,
-            }
-        )
+        first: BaselineEvent = {
+            "kind": "decision",
+            "decision": "baseline",
+            "proposal": None,
+            "file": relative,
+            "content": text,
+            "contentHash": content_hash(text.encode()),
+            "by": owner,
+            "rationale": "baseline written by regulator init",
+            "at": now,
+        }
+        identity_store.append({"nonce": nonce, **first} if nonce else first)
         nonce = ""
     from engine.commands.registers import views
     from engine.read.load import load

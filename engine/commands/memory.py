@@ -77,7 +77,7 @@ def remember(ws: Workspace, fields: dict, lease: Lease | None) -> dict:
     # the count and the append under one lock: two writers cannot both take the last place
     with deciding(ws, rule, stores=("units", "memory"), route=False, first=True):
         event: MemoryEvent = {
-            "kind": EventKind.MEMORY,
+            "kind": EventKind.MEMORY.value,
             "subject": body["subject"],
             "note": body["note"],
             "evidence": body["evidence"],
@@ -123,7 +123,7 @@ def retract(ws: Workspace, prefix: str, by: str | None, reason: str) -> dict:
     with deciding(ws, rule, stores=("memory",), person=person, route=False) as turn:
         entry = find(turn.state.memory, prefix)
         event: RetractionEvent = {
-            "kind": EventKind.RETRACTION,
+            "kind": EventKind.RETRACTION.value,
             "entry": entry.event["id"],
             "by": person,
             "reason": reason,

@@ -57,7 +57,7 @@ def resolve(ws: Workspace, prefix: str, by: str | None, disposition: str, ration
     with deciding(ws, rule, stores=("signals", "units"), person=person) as turn:
         ob = find(turn.state, prefix)
         event: DispositionEvent = {
-            "kind": EventKind.DISPOSITION,
+            "kind": EventKind.DISPOSITION.value,
             "obligation": ob.id,
             "unit": ob.unit,
             "disposition": disposition,

@@ -58,7 +58,7 @@ def propose(ws: Workspace, file: str, content: bytes, rationale: str, actor: Act
     else:
         signer = signer_for(ws, actor.person)
     event: ProposalEvent = {
-        "kind": EventKind.PROPOSAL,
+        "kind": EventKind.PROPOSAL.value,
         "file": relative,
         "content": text,
         "contentHash": content_hash(content),
@@ -115,7 +115,7 @@ def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: 
     with deciding(ws, rule, stores=("identity",), person=person, route=False) as turn:
         proposal = by_prefix(turn.state.proposals, prefix, "proposal")
         event: IdentityDecisionEvent = {
-            "kind": EventKind.DECISION,
+            "kind": EventKind.DECISION.value,
             "decision": "accepted" if verdict == "accepted" else "rejected",
             "proposal": proposal["id"],
             "file": proposal["file"],

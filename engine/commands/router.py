@@ -9,6 +9,7 @@ from engine.base import clock, ids
 from engine.base.errors import RegulatorError
 from engine.checkout.workspace import Workspace
 from engine.read.fold import advance
+from engine.read.kinds import RoutedObligationEvent, RoutingEvent
 from engine.read.load import load
 from engine.read.model import EventKind, State
 from engine.read.queries import unrouted
@@ -53,48 +54,42 @@ def unroutable(signal: dict, policy: RoutingPolicy) -> str | None:
     return None
 
 
-def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> dict:
+def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> RoutingEvent:
     """The routing record for one signal: pure, so routing twice decides the same thing."""
     rule = policy.rules[RULE]
+
+    def record(outcome: str, reason: str, derived: str | None = None, floors: list[str] | None = None,
+               obligations: list[RoutedObligationEvent] | None = None) -> RoutingEvent:  # fmt: skip
+        return {
+            "kind": EventKind.ROUTING.value,
+            "signal": signal["id"],
+            "reportedSeverity": signal["reportedSeverity"] if derived is not None else None,
+            "derivedSeverity": derived,
+            "floors": floors or [],
+            "obligations": obligations or [],
+            "at": clock.iso(now),
+            "outcome": outcome,
+            "reason": reason,
+        }
+
     problem = unroutable(signal, policy)
     if problem is not None:
-        return {
-            "kind": EventKind.ROUTING,
-            "signal": signal["id"],
-            "reportedSeverity": None,
-            "derivedSeverity": None,
-            "floors": [],
-            "obligations": [],
-            "at": clock.iso(now),
-            "outcome": "noted",
-            "reason": f"not routable: {problem} (a line report_intelligence did not write); raised nothing",
-        }
+        why = f"not routable: {problem} (a line report_intelligence did not write); raised nothing"
+        return record("noted", why)
     derived, floors = derive_severity(signal, policy)  # 1
-    record = {
-        "kind": EventKind.ROUTING,
-        "signal": signal["id"],
-        "reportedSeverity": signal["reportedSeverity"],
-        "derivedSeverity": derived,
-        "floors": floors,
-        "obligations": [],
-        "at": clock.iso(now),
-    }
     if policy.rank(derived) < policy.rank(rule.at_or_above):  # 2
-        return record | {
-            "outcome": "noted",
-            "reason": f"derived severity {derived} is below the {RULE} rule "
-            f"({rule.at_or_above} and above owed to {rule.owed_to}); raised nothing",
-        }
+        why = (
+            f"derived severity {derived} is below the {RULE} rule "
+            f"({rule.at_or_above} and above owed to {rule.owed_to}); raised nothing"
+        )
+        return record("noted", why, derived, floors)
     expires = signal.get("expiresAt")
     if expires and clock.parse_time(expires) <= now:  # 3
-        return record | {
-            "outcome": "expired",
-            "reason": f"expiresAt {expires} is at or before routing time {clock.iso(now)}; "
-            "stale intelligence raises nothing",
-        }
+        why = f"expiresAt {expires} is at or before routing time {clock.iso(now)}; stale intelligence raises nothing"
+        return record("expired", why, derived, floors)
     units = signal.get("affectedUnits") or [signal.get("unit")]  # 4
     blocks = policy.rank(derived) >= policy.rank(policy.blocks_at_or_above)  # 5
-    record["obligations"] = [
+    opened: list[RoutedObligationEvent] = [
         {
             "id": ids.obligation_id(signal["id"], unit),
             "unit": unit,
@@ -106,14 +101,14 @@ def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> dict:
     ]
     named = ", ".join(u or "no unit" for u in units)
     hold = "blocks" if blocks else "does not block"
-    return record | {
-        "outcome": "obligations",
-        "reason": f"{len(units)} obligation(s) owed to {rule.owed_to} on {named}; {derived} "
-        f"{hold} (blocksAtOrAbove {policy.blocks_at_or_above})",
-    }
+    why = (
+        f"{len(units)} obligation(s) owed to {rule.owed_to} on {named}; {derived} "
+        f"{hold} (blocksAtOrAbove {policy.blocks_at_or_above})"
+    )
+    return record("obligations", why, derived, floors, opened)
 
 
-def pending(state: State, policy: RoutingPolicy, now: datetime) -> list[dict]:
+def pending(state: State, policy: RoutingPolicy, now: datetime) -> list[RoutingEvent]:
     """The routing record the router gives each signal not yet routed, at `now`, in log order:
     what it appends (route_locked), and what a reader that does not route judges holds on
     (engine.commands.whatif.route_in_memory). Pure: nothing is appended here."""

@@ -10,6 +10,7 @@ from engine.base.errors import BadInput, Refused
 from engine.base.limits import check_list, check_text
 from engine.checkout.workspace import Lease, Workspace, check_unit_id
 from engine.commands.actors import Actor, check_lease, check_person, require_grant, unit_tools
+from engine.read.kinds import SignalEvent
 from engine.read.load import load
 from engine.read.model import EventKind, State
 from engine.trust.signing import person_event, signer_for
@@ -103,8 +104,9 @@ def report_intelligence(ws: Workspace, fields: dict, actor: Actor) -> dict:
     person = check_person(actor.person)  # an Actor holds a lease or a person
     require_grant(ws, person, "report", "report intelligence")
     signer = signer_for(ws, person)
-    event = _stamped(body, None, person, ws.revision())
-    return ws.store("signals").append(person_event(ws, signer, event))  # signed, its own id
+    return ws.store("signals").append(
+        person_event(ws, signer, _stamped(body, None, person, ws.revision()))
+    )  # signed, its own id
 
 
 def unit_signal(
@@ -126,13 +128,22 @@ def unit_signal(
         raise Refused(f"unit {lease.unit}'s profile {profile} does not grant report_intelligence")
     if unit_type != "research":
         raise Refused(f"unit {lease.unit} is of type {unit_type}; only a research unit reports intelligence")
-    return _stamped(body, lease.unit, None, revision())
+    return dict(_stamped(body, lease.unit, None, revision()))
 
 
-def _stamped(body: dict, unit: str | None, person: str | None, revision: str | None) -> dict:
+def _stamped(body: dict, unit: str | None, person: str | None, revision: str | None) -> SignalEvent:
     return {
-        "kind": EventKind.SIGNAL,
-        **body,
+        "kind": EventKind.SIGNAL.value,
+        "subject": body["subject"],
+        "claim": body["claim"],
+        "observation": body["observation"],
+        "evidence": body["evidence"],
+        "confidence": body["confidence"],
+        "reportedSeverity": body["reportedSeverity"],
+        "affectedUnits": body["affectedUnits"],
+        "observedAt": body["observedAt"],
+        "expiresAt": body["expiresAt"],
+        "rationale": body["rationale"],
         "unit": unit,
         "by": person,
         "revision": revision,

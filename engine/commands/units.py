@@ -51,7 +51,7 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
         token = secrets.token_urlsafe(32)
         at = clock.iso(clock.now())
         event: DispatchEvent = {
-            "kind": EventKind.DISPATCH,
+            "kind": EventKind.DISPATCH.value,
             "unit": unit_id,
             "leaseHash": lease_hash(token),
             # the grants of the lease come from here, not from the contract file as it is later
@@ -117,7 +117,7 @@ def close(ws: Workspace, unit_id: str) -> dict:
     with deciding(ws, lambda state: close_veto(ws, state, _unit(state, unit_id))) as turn:
         unit = _unit(turn.state, unit_id)
         event: CloseEvent = {
-            "kind": EventKind.CLOSE,
+            "kind": EventKind.CLOSE.value,
             "unit": unit_id,
             "leaseHash": unit.lease,
             "at": clock.iso(clock.now()),
@@ -155,7 +155,7 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str | None, rationale: 
     with deciding(ws, rule, person=person) as turn:
         effect = recovery(turn.state, unit_id, action)
         event: RecoveryDecisionEvent = {
-            "kind": EventKind.DECISION,
+            "kind": EventKind.DECISION.value,
             "unit": unit_id,
             "action": action,
             "by": person,
@@ -191,7 +191,7 @@ def demote(ws: Workspace, unit_id: str, by: str | None, rationale: str) -> dict:
     with deciding(ws, rule, person=person) as turn:
         unit = _unit(turn.state, unit_id)
         event: DemoteEvent = {
-            "kind": EventKind.DEMOTE,
+            "kind": EventKind.DEMOTE.value,
             "unit": unit_id,
             "leaseHash": unit.lease,
             "by": person,

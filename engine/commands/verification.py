@@ -392,7 +392,7 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
     require_grant(ws, person, "accept", "dismiss a line verify names")
     signer = signer_for(ws, person)
     event: DismissalEvent = {
-        "kind": EventKind.DISMISSAL,
+        "kind": EventKind.DISMISSAL.value,
         "store": store,
         "line": line,
         "lineHash": _line_hash(ws, store, line),

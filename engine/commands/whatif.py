@@ -82,7 +82,7 @@ def dry_run(ws: Workspace, fields: dict, policy: RoutingPolicy | None = None) ->
     policy = policy or ws.routing()
     state = load(ws, stores=())
     signal, routed_at = what_if_signal(fields, policy, set(state.contracts))
-    record = route_signal(signal, policy, routed_at)
+    record: dict = dict(route_signal(signal, policy, routed_at))
     record["obligations"] = [{**ob, "id": None} for ob in record["obligations"]]
     return record | {"signal": None, "dryRun": True}
 
@@ -128,7 +128,7 @@ def route_in_memory(ws: Workspace, state: State) -> InMemory:
     if not count:
         return InMemory()
     try:
-        records = pending(state, ws.routing(), state.now)
+        records: list[dict] = [dict(record) for record in pending(state, ws.routing(), state.now)]
     except RegulatorError as exc:
         return InMemory(problem=str(exc), unrouted=count)
     except (KeyError, ValueError) as exc:  # a policy the router itself could not route under
@@ -190,13 +190,13 @@ def replay(
             after = route_signal(signal, proposed, at)
         except (KeyError, ValueError) as exc:  # a signal whose severity a policy does not know
             raise BadInput(f"signal {signal_id}: cannot be routed under both policies ({exc})") from None
-        if _decides(before) != _decides(after):
+        if _decides(dict(before)) != _decides(dict(after)):
             result.changes.append(
                 {
                     "signal": signal_id,
                     "subject": signal.get("subject"),
-                    "before": summary(before),
-                    "after": summary(after),
+                    "before": summary(dict(before)),
+                    "after": summary(dict(after)),
                 }
             )
     return result
@@ -373,7 +373,8 @@ def run_tests(ws: Workspace, path: str | Path, policy: RoutingPolicy | None = No
             signal, routed_at = what_if_signal(case["signal"], policy, known)
         except RegulatorError as exc:
             raise BadInput(f"--test-file {path}: case {i} ({case['name']}): signal: {exc}") from None
-        record = route_signal(signal, policy, routed_at)
+        routed = route_signal(signal, policy, routed_at)
+        record: dict = dict(routed)
         seen_floors.update(record["floors"])
         outcomes.add(record["outcome"])
         if record["obligations"]:

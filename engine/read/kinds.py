@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal, TypedDict
 
 import msgspec
 
-from engine.read.model import OWED_TO, EventKind
+from engine.read.model import OWED_TO
 
 # ---- as written ------------------------------------------------------------------------------
 
@@ -28,10 +28,10 @@ class Stamped(TypedDict, total=False):
     hash: str
 
 
-class SignalEvent(TypedDict):
+class SignalEvent(Stamped):
     """signals.ndjson: report_intelligence, by a leased unit or a person (SPEC §13)."""
 
-    kind: Literal[EventKind.SIGNAL]
+    kind: Literal["signal"]
     subject: str
     claim: str
     observation: str
@@ -60,10 +60,10 @@ class RoutedObligationEvent(TypedDict):
     owedTo: str
 
 
-class RoutingEvent(TypedDict):
+class RoutingEvent(Stamped):
     """signals.ndjson: the router's record for one signal (engine.commands.router)."""
 
-    kind: Literal[EventKind.ROUTING]
+    kind: Literal["routing"]
     signal: str
     reportedSeverity: str | None
     derivedSeverity: str | None
@@ -74,10 +74,10 @@ class RoutingEvent(TypedDict):
     reason: str
 
 
-class DispositionEvent(TypedDict):
+class DispositionEvent(Stamped):
     """signals.ndjson: a person resolves an obligation (engine.commands.obligations)."""
 
-    kind: Literal[EventKind.DISPOSITION]
+    kind: Literal["disposition"]
     obligation: str
     unit: str | None
     disposition: str
@@ -86,10 +86,10 @@ class DispositionEvent(TypedDict):
     at: str
 
 
-class DispatchEvent(TypedDict):
+class DispatchEvent(Stamped):
     """units.ndjson: the host leases a unit (engine.commands.units.dispatch)."""
 
-    kind: Literal[EventKind.DISPATCH]
+    kind: Literal["dispatch"]
     unit: str
     leaseHash: str
     type: str
@@ -100,19 +100,19 @@ class DispatchEvent(TypedDict):
     at: str
 
 
-class CloseEvent(TypedDict):
+class CloseEvent(Stamped):
     """units.ndjson: the host closes an in-progress unit, its lease released."""
 
-    kind: Literal[EventKind.CLOSE]
+    kind: Literal["close"]
     unit: str
     leaseHash: str | None
     at: str
 
 
-class DemoteEvent(TypedDict):
+class DemoteEvent(Stamped):
     """units.ndjson: a person sends an in-progress unit back to todo."""
 
-    kind: Literal[EventKind.DEMOTE]
+    kind: Literal["demote"]
     unit: str
     leaseHash: str | None
     by: str
@@ -128,10 +128,10 @@ class OpenedEvent(TypedDict):
     owedTo: str
 
 
-class RecoveryDecisionEvent(TypedDict):
+class RecoveryDecisionEvent(Stamped):
     """units.ndjson: a person's recovery decision (SPEC §4.4; engine.read.rules.recovery)."""
 
-    kind: Literal[EventKind.DECISION]
+    kind: Literal["decision"]
     unit: str
     action: str
     by: str
@@ -142,10 +142,10 @@ class RecoveryDecisionEvent(TypedDict):
     at: str
 
 
-class MemoryEvent(TypedDict):
+class MemoryEvent(Stamped):
     """memory.ndjson: a fact a leased unit records (engine.commands.memory.remember)."""
 
-    kind: Literal[EventKind.MEMORY]
+    kind: Literal["memory"]
     subject: str
     note: str
     evidence: list[str]
@@ -157,20 +157,20 @@ class MemoryEvent(TypedDict):
     at: str
 
 
-class RetractionEvent(TypedDict):
+class RetractionEvent(Stamped):
     """memory.ndjson: a person retracts an entry."""
 
-    kind: Literal[EventKind.RETRACTION]
+    kind: Literal["retraction"]
     entry: str
     by: str
     reason: str
     at: str
 
 
-class ProposalEvent(TypedDict):
+class ProposalEvent(Stamped):
     """identity.ndjson: a change to a governed file, proposed by a unit or a person (SPEC §7)."""
 
-    kind: Literal[EventKind.PROPOSAL]
+    kind: Literal["proposal"]
     file: str
     content: str
     contentHash: str
@@ -181,11 +181,11 @@ class ProposalEvent(TypedDict):
     at: str
 
 
-class IdentityDecisionEvent(TypedDict):
+class IdentityDecisionEvent(Stamped):
     """identity.ndjson: a person accepts or rejects a proposal; `marks` are the other stores'
     sizes, where the decision takes effect (engine.checkout.authority.people_for)."""
 
-    kind: Literal[EventKind.DECISION]
+    kind: Literal["decision"]
     decision: Literal["accepted", "rejected"]
     proposal: str
     file: str
@@ -196,7 +196,7 @@ class IdentityDecisionEvent(TypedDict):
     at: str
 
 
-class BaselineEvent(TypedDict, total=False):
+class BaselineEvent(Stamped, total=False):
     """identity.ndjson: init's first events, one per governed file, trusted on first use."""
 
     nonce: str  # the first one's: never two workspaces alike
@@ -211,10 +211,10 @@ class BaselineEvent(TypedDict, total=False):
     at: str
 
 
-class DismissalEvent(TypedDict):
+class DismissalEvent(Stamped):
     """identity.ndjson: a person dismisses a line `verify` names (it still counts for nothing)."""
 
-    kind: Literal[EventKind.DISMISSAL]
+    kind: Literal["dismissal"]
     store: str
     line: int
     lineHash: str | None

@@ -1,0 +1,214 @@
+"""Each rule once (issue 30): the write accepts exactly what the fold counts, and the room's
+refusals are the engine's rules' own words (engine.read.rules), never a copy in controlroom/."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from controlroom import actions, readmodel
+from engine.base import clock
+from engine.base.errors import RegulatorError
+from engine.checkout.workspace import Workspace
+from engine.commands.obligations import resolve
+from engine.read import rules
+from engine.read.load import load
+from engine.read.model import ObligationStatus
+from engine.trust import signing
+from engine.trust.signing import person_event
+from tests.helpers import NOW, alice_key, make_key, make_workspace, report_args
+
+ROOT = Path(__file__).resolve().parent.parent
+INTERACTION = "regulator/policy/interaction.yaml"
+SEVERITIES = ("advisory", "blocking", "critical")
+# who may resolve what: the grant, the severities, a key (None: the person lists none)
+PEOPLE: dict[str, tuple[tuple[str, ...], tuple[str, ...], str | None]] = {
+    "alice": (("resolve", "accept", "decide", "report"), ("info", *SEVERITIES), "alice"),
+    "bob": (("resolve",), ("blocking",), "bob"),
+    "carol": (("resolve",), (), "carol"),
+    "dave": (("decide",), ("blocking", "advisory"), "dave"),
+    "erin": (("resolve",), ("blocking", "advisory"), None),
+}
+ACTORS = (*PEOPLE, "mallory")  # mallory is no person of the policy
+
+
+@pytest.fixture(scope="module")
+def keys() -> dict[str, Path]:
+    folder = Path(tempfile.mkdtemp(prefix="regulator-rule-keys-"))
+    found = {name: make_key(folder, name) for name in ("bob", "carol", "dave")}
+    return found | {"alice": alice_key()}
+
+
+def _policy(keys: dict[str, Path], signatures: bool) -> str:
+    lines = [f"requireSignatures: {'true' if signatures else 'false'}", "people:"]
+    for name, (grants, resolvable, key) in PEOPLE.items():
+        lines += [
+            f"  {name}:",
+            f"    grants: [{', '.join(grants)}]",
+            f"    resolve: [{', '.join(resolvable)}]",
+        ]
+        if key is not None:
+            lines.append(f"    keys: ['{Path(f'{keys[key]}.pub').read_text().strip()}']")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def templates(keys: dict[str, Path]) -> Iterator[dict[bool, Path]]:
+    """Two workspaces (signatures required or not), each with an open obligation of every
+    severity on u1 and one obligation alice has resolved already; copied for every example."""
+    made: dict[bool, Path] = {}
+    base = Path(tempfile.mkdtemp(prefix="regulator-rule-templates-"))
+    for signatures in (True, False):
+        folder = base / str(signatures)
+        folder.mkdir()
+        ws = make_workspace(folder, fresh=True)
+        ws.decide(INTERACTION, _policy(keys, signatures))
+        for subject, severity in (*((s, s) for s in SEVERITIES), ("resolved", "blocking")):
+            ws.run(
+                *report_args(severity=severity, affects=["u1"], subject=subject), "--by", "alice", check=True
+            )
+        ws.run("signals", "route", check=True)
+        signal = next(s["id"] for s in ws.json("signals") if s["subject"] == "resolved")
+        closed = next(o["id"] for o in ws.json("obligations") if o["signal"] == signal)
+        ws.run("obligation", "resolve", closed, "--by", "alice", "--disposition", "no-action",
+               "--rationale", "done", check=True)  # fmt: skip
+        made[signatures] = ws.root
+    yield made
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _closed_by(ws: Workspace, ob_id: str, person: str, line: int) -> bool:
+    """Whether a fresh fold counts the disposition at signals.ndjson's `line`: the obligation is
+    closed by it (by that person, that line the last of its history) and verify names no line."""
+    state = load(ws, cached=False)
+    ob = state.obligations[ob_id]
+    offsets = ws.store("signals").read().starts
+    ref = state.obligations[ob_id].history[-1]
+    return (
+        ob.status == ObligationStatus.RESOLVED
+        and ob.by == person
+        and ref >> 2 == offsets[line - 1]
+        and not any(u.store == "signals" and u.offset == offsets[line - 1] for u in state.uncounted)
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    signatures=st.booleans(),
+    person=st.sampled_from(ACTORS),
+    target=st.integers(min_value=0, max_value=3),  # three open obligations, one resolved already
+)
+def test_the_write_accepts_exactly_what_the_fold_counts(
+    templates: dict[bool, Path], keys: dict[str, Path], signatures: bool, person: str, target: int
+) -> None:
+    """For any person (granted or not, allowed the severity or not, with a key or without, or no
+    person at all) and any obligation (of any severity, open or resolved): `obligation resolve`
+    succeeds exactly when the fold counts the disposition it writes. Where the write refuses, the
+    same event appended past it (as a unit sharing the account could) counts for nothing."""
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("REGULATOR_NOW", NOW)
+        root = Path(tmp) / "ws"
+        shutil.copytree(templates[signatures], root, symlinks=True)
+        ws = Workspace(root)
+        ob_id = _targets(ws)[target]
+        key = PEOPLE.get(person, ((), (), None))[2]
+        signing.use_key(keys[key] if key else None)
+        mp.setenv("REGULATOR_SIGNING_KEY", str(keys[key] if key else "/nonexistent"))
+        try:
+            resolve(ws, ob_id, person, "no-action", "property")
+            wrote = True
+        except RegulatorError:
+            wrote = False
+            # the event the write would have appended, appended past it (signed where the person
+            # lists a key: the key proves who, the rules say whether they may)
+            signer = signing.signer_for(ws, person) if key and person in PEOPLE else None
+            event = {
+                "kind": "disposition",
+                "obligation": ob_id,
+                "unit": "u1",
+                "disposition": "no-action",
+                "by": person,
+                "rationale": "property",
+                "at": clock.iso(clock.now()),
+            }
+            ws.store("signals").append(person_event(ws, signer, event))
+        finally:
+            signing.use_key(None)
+        line = len(ws.store("signals").read().events)
+        assert wrote == _closed_by(ws, ob_id, person, line), (person, signatures, target)
+
+
+def _targets(ws: Workspace) -> list[str]:
+    """The template's obligations: advisory, blocking and critical open, then the resolved one."""
+    obligations = load(ws).obligations.values()
+    still = {ob.subject: ob.id for ob in obligations if ob.status == ObligationStatus.OPEN}
+    done = [ob.id for ob in obligations if ob.status != ObligationStatus.OPEN]
+    return [still["advisory"], still["blocking"], still["critical"], *done]
+
+
+# ---- the room says what the engine's rules say -------------------------------------------------
+
+RULE_TEXTS = (
+    "may not resolve",
+    "lacks the",
+    "is not a person in interaction",
+    "already retracted",
+    "already acknowledged",
+    "history needs no ack",
+    "a recovery decision needs",
+    "the unit is ",
+    "already {",
+    "vetoed: held by",
+)
+
+
+def test_no_refusal_text_of_a_rule_is_written_in_the_control_room() -> None:
+    """The words of every rule are engine.read.rules' and engine.read.vetoes': the control room
+    (its app, actions, views, previews) asks them and holds no copy."""
+    for path in sorted((ROOT / "controlroom").glob("*.py")) + sorted((ROOT / "widgets").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for phrase in RULE_TEXTS:
+            assert phrase not in text, f"{path.relative_to(ROOT)} spells a rule's refusal: {phrase!r}"
+    rules_text = (ROOT / "engine/read/rules.py").read_text(encoding="utf-8")
+    for phrase in RULE_TEXTS[:-1]:
+        assert re.search(re.escape(phrase), rules_text), phrase
+
+
+def test_the_rooms_refusals_are_the_rules_answers(ws) -> None:  # type: ignore[no-untyped-def]
+    """bob may resolve blocking only: the room shows resolve disabled on an advisory obligation
+    with the words `obligation resolve` refuses with (the rule's short form), and enabled on a
+    blocking one; an unknown person is refused as the rule says."""
+    bob = Path(f"{alice_key()}.pub").read_text().strip()
+    policy = _policy(
+        {"alice": alice_key(), "bob": alice_key(), "carol": alice_key(), "dave": alice_key()}, True
+    )
+    ws.decide(INTERACTION, policy.replace(Path(f"{alice_key()}.pub").read_text().strip(), bob))
+    for severity in ("advisory", "blocking"):
+        ws.run(*report_args(severity=severity, affects=["u1"], subject=severity), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("REGULATOR_NOW", NOW)
+        engine_ws = Workspace(ws.root)
+        snap = readmodel.snapshot(engine_ws, "bob", with_checks=False)
+        people = engine_ws.people()
+        by_severity = {ob.severity: ob for ob in snap.state.obligations.values()}
+        action = actions.BY_NAME["resolve"]
+        advisory = rules.resolving(people, "bob", by_severity["advisory"])
+        assert advisory is not None
+        assert actions.why_not(action, snap, by_severity["advisory"].id) == advisory.short
+        assert actions.why_not(action, snap, by_severity["blocking"].id) is None
+        done = ws.run("obligation", "resolve", by_severity["advisory"].id, "--by", "bob",
+                      "--disposition", "no-action", "--rationale", "r")  # fmt: skip
+        assert done.returncode == 3 and done.stderr.strip() == f"regulator: {advisory.full}"
+        snap.person = "mallory"
+        assert (
+            actions.why_not(action, snap, by_severity["blocking"].id)
+            == "mallory is not a person in interaction.yaml"
+        )
