@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
-import os
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,14 +25,26 @@ from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
-from controlroom import readmodel
-from controlroom.actions import ACTIONS, BY_NAME, Action, finding_of, for_view, why_not
-from controlroom.lifecycle import decision_preview, lifecycle
+from controlroom import prepare, readmodel
+from controlroom.actions import ACTIONS, BY_NAME, Action, for_view, why_not
+from controlroom.host import cannot_write, decide_lock_busy, follow_server, write_whole
+from controlroom.lifecycle import lifecycle
+from controlroom.messages import (
+    Arranged,
+    Arrangement,
+    Checked,
+    Prepared,
+    Reloaded,
+    Synced,
+    Ticked,
+    WriterWait,
+    Written,
+    arrange,
+)
 from controlroom.views import BY_VIEW, VIEW_DEFS, VIEWS, Key
 from engine.base import clock
 from engine.base.cells import fit, width
@@ -63,97 +74,7 @@ WAITING = "waiting for another writer"
 DETAIL_MIN_WIDTH = 110  # narrower than this, the detail pane starts hidden (`p` shows it)
 
 
-# ---- what workers tell the UI ---------------------------------------------------------------------
-class Synced(Message):
-    """A fold finished on `snap` (the room's state, updated under its lock)."""
-
-    def __init__(self, snap: readmodel.Snapshot, changed: bool, routed: int) -> None:
-        super().__init__()
-        self.snap, self.changed, self.routed = snap, changed, routed
-
-
-class Ticked(Message):
-    """The clock moved (the header counted again in the worker): the UI redraws."""
-
-    def __init__(self, snap: readmodel.Snapshot) -> None:
-        super().__init__()
-        self.snap = snap
-
-
-class Reloaded(Message):
-    """A whole new snapshot, read in a worker: the UI swaps it in."""
-
-    def __init__(self, snap: readmodel.Snapshot) -> None:
-        super().__init__()
-        self.snap = snap
-
-
-class Checked(Message):
-    """Lint, identity verify and store verify, computed on a copy: the UI applies them."""
-
-    def __init__(self, snap: readmodel.Snapshot, checks: readmodel.Checks, seq: int) -> None:
-        super().__init__()
-        self.snap, self.checks, self.seq = snap, checks, seq
-
-
-class WriterWait(Message):
-    """Another process holds the decide lock (True), or this room got its turn (False)."""
-
-    def __init__(self, waiting: bool) -> None:
-        super().__init__()
-        self.waiting = waiting
-
-
-class Written(Message):
-    """An operator's write finished: `ok` and what to tell the operator."""
-
-    def __init__(self, ok: bool, text: str) -> None:
-        super().__init__()
-        self.ok, self.text = ok, text
-
-
-class Arranged(Message):
-    """A view's rows filtered and sorted in a worker."""
-
-    def __init__(self, request: Arrangement, keys: list[Key]) -> None:
-        super().__init__()
-        self.request, self.keys = request, keys
-
-
-@dataclass(frozen=True)
-class Arrangement:
-    """What a view's rows are filtered and sorted by, and which state they were read from."""
-
-    view: str
-    needle: str
-    sort: str
-    show_all: bool
-    snap: int
-    generation: int
-    plain: bool  # no filter, the first sort: the keys as the view lists them
-
-
 ARRANGE_INLINE = 2_000  # rows filtered or sorted on the UI thread; more go to a worker
-
-
-def arrange(
-    snap: readmodel.Snapshot,
-    request: Arrangement,
-    keys: list[Key],
-    cancelled: Callable[[], bool] = lambda: False,
-) -> list[Key] | None:
-    """The rows of a view filtered by `request.needle` (in any cell) and sorted; None if cancelled."""
-    if request.needle:
-        kept = []
-        for i, key in enumerate(keys):
-            if i % 1000 == 0 and cancelled():
-                return None
-            if request.needle in " ".join(readmodel.row(request.view, snap, key)).lower():
-                kept.append(key)
-        keys = kept
-    if request.sort:
-        keys = readmodel.sort_keys(request.view, snap, keys, request.sort)
-    return keys
 
 
 class Abandoned(Exception):
@@ -167,24 +88,6 @@ class ViewState:
     filter: str = ""
     cursor: Key | None = None
     sort: int = 0
-
-
-def decide_lock_busy(ws: Workspace) -> bool:
-    """Does another writer hold `.regulator/decide.lock` right now? (A probe: never waits.)"""
-    path = ws.state_dir / "decide.lock"
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)  # closing releases the probe's lock
-    return False
 
 
 def _bindings() -> list[BindingType]:
@@ -862,63 +765,50 @@ class ControlRoom(App[None]):
         if reason or key is None:
             self.notify(escape(f"{spec.label}: {reason}"), severity="warning", markup=False)
             return
+        if name in ("resolve", "retract"):  # a row's own fields: opened at once
+            with self.lock:
+                found = prepare.content(self.snap, name, key)
+            self._open_dialog(Prepared(found))
+            return
+        self._prepare(name, key)
+
+    @work(thread=True, exclusive=True, group="dialog")
+    def _prepare(self, name: str, key: Key) -> None:
+        """Read what the dialog shows here, in a worker, on a copy of the state (a routing
+        proposal replays every signal): the UI opens it when it is ready."""
         with self.lock:
-            self._open_dialog(name, key)
+            snap = dataclasses.replace(self.snap, state=readmodel.frozen(self.snap.state), _cache={})
+        try:
+            found = prepare.content(snap, name, key)
+        except KeyError:
+            self.post_message(Written(False, f"{BY_NAME[name].label}: the row changed under the cursor"))
+            return
+        except RegulatorError as exc:
+            self.post_message(Written(False, f"{BY_NAME[name].label}: {exc}"))
+            return
+        self.post_message(Prepared(found))
 
-    def _open_dialog(self, name: str, key: Key) -> None:
-        state = self.snap.state
-        if name == "resolve":
-            from engine.commands.obligations import DISPOSITIONS
-
-            ob = state.obligations[readmodel.plain(key)]
-            summary = f"{ob.severity} on {ob.unit or '(no unit)'}: {ob.subject}"
-            self.push_screen(ResolveDialog(ob.id, summary, DISPOSITIONS), lambda r: self._resolve(ob.id, r))
-        elif name == "retract":
-            entry_id = readmodel.plain(key)
-            event = state.memory[entry_id].event
-            self.push_screen(
-                RetractDialog(entry_id, f"{event['subject']}: {event['note']}"),
-                lambda r: self._retract(entry_id, r),
-            )
-        elif name == "decide":
-            from engine.read.model import RECOVERY_ACTIONS as RECOVERY
-
-            unit_id = readmodel.plain(key)
-
-            def preview(action: str) -> list[str]:
-                with self.lock:
-                    return decision_preview(self.snap, unit_id, action)
-
-            self.push_screen(DecideDialog(unit_id, RECOVERY, preview), lambda r: self._decide(unit_id, r))
-        elif name == "ack":
-            from engine.read.ladder import registers_of
-
-            ident = finding_of(self.snap, key) or ""
-            finding = registers_of(self.ws, state).findings[ident]
-            self.push_screen(
-                AckDialog(ident, finding.fields["title"], str(finding.path)), lambda r: self._ack(ident, r)
-            )
+    @on(Prepared)
+    def _open_dialog(self, message: Prepared) -> None:
+        found = message.content
+        if isinstance(found, prepare.ResolveContent):
+            ob_id = found.obligation
+            dialog: Screen[Answer | None] = ResolveDialog(ob_id, found.summary, found.dispositions)
+            self.push_screen(dialog, lambda r: self._resolve(ob_id, r))
+        elif isinstance(found, prepare.RetractContent):
+            entry_id = found.entry
+            self.push_screen(RetractDialog(entry_id, found.summary), lambda r: self._retract(entry_id, r))
+        elif isinstance(found, prepare.DecideContent):
+            unit_id, previews = found.unit, found.previews
+            dialog = DecideDialog(unit_id, found.actions, lambda action: previews.get(action, []))
+            self.push_screen(dialog, lambda r: self._decide(unit_id, r))
+        elif isinstance(found, prepare.AckContent):
+            ident = found.finding
+            self.push_screen(AckDialog(ident, found.title, found.path), lambda r: self._ack(ident, r))
         else:
-            from engine.commands.proposals import review
-
-            ident = readmodel.sectioned(key)[1]
-            proposal = state.proposals[ident]
-            verdict = "accept" if name == "accept" else "reject"
-            replay: list[str] = []  # accepting a routing policy: what it would have changed (SPEC §20)
-            if verdict == "accept" and proposal["file"] == "regulator/policy/routing.yaml":
-                from engine.commands.whatif import proposal_replay
-
-                replay = proposal_replay(self.ws, proposal["content"], state)
-            self.push_screen(
-                ProposalDialog(
-                    ident,
-                    verdict,
-                    f"{proposal['file']}: {proposal['rationale']}",
-                    review(self.ws, proposal),
-                    replay,
-                ),
-                lambda r: self._proposal(ident, verdict, r),
-            )
+            ident, verdict = found.proposal, found.verdict
+            dialog = ProposalDialog(ident, verdict, found.summary, found.review, found.replay)
+            self.push_screen(dialog, lambda r: self._proposal(ident, verdict, r))
 
     def _resolve(self, ob_id: str, answer: Answer | None) -> None:
         if answer is None:
@@ -999,7 +889,7 @@ class ControlRoom(App[None]):
         paths = [str(p) for p in self.watch_paths()]
         if not paths:
             return
-        stop = _follow_server(self.ws)  # PostgreSQL: NOTIFY brings each append into the mirror
+        stop = follow_server(self.ws)  # PostgreSQL: NOTIFY brings each append into the mirror
         try:
             await self._watch_paths(paths)
         finally:
@@ -1019,37 +909,6 @@ class ControlRoom(App[None]):
             await asyncio.sleep(0)
 
 
-def cannot_write(ws: Workspace) -> str | None:
-    """Why no write this room offers can be taken on these stores (a PostgreSQL role without
-    INSERT), in the words the operator sees; None on files and for a writer role."""
-    try:
-        why = ws.cannot_write()
-    except RegulatorError as exc:  # never "may write" by default: shown disabled, and why
-        return f"cannot tell whether this store's role can write ({exc})"
-    return f"{why}: open the room with a writer role" if why else None
-
-
-def _follow_server(ws: Workspace) -> threading.Event | None:
-    """On PostgreSQL (SPEC §18), a thread LISTENs for appends from every host and brings them into
-    the local mirror, where the file watch above sees them; None for file stores."""
-    url = ws.url
-    if url is None:
-        return None
-    from engine.log.pg import server as pg_srv
-
-    stop = threading.Event()
-
-    def pull() -> None:
-        ws.sync()
-
-    def run() -> None:
-        with contextlib.suppress(Exception):  # the watch goes on with what the mirror holds
-            pg_srv.follow(url, pull, stop)
-
-    threading.Thread(target=run, name="regulator-listen", daemon=True).start()
-    return stop
-
-
 def screenshot(
     ws: Workspace, path: Path, view: str, person: str | None, size: tuple[int, int] = (150, 42)
 ) -> None:
@@ -1063,23 +922,3 @@ def screenshot(
             return app.export_screenshot(title=f"regulator · {BY_VIEW[view].title}")
 
     write_whole(path, asyncio.run(shoot()))
-
-
-def write_whole(path: Path, text: str) -> None:
-    """The file whole or not at all: a temporary file beside it, renamed over it (SPEC §16.4)."""
-    import tempfile
-
-    from engine.base.errors import BadInput
-
-    temporary = None
-    try:
-        fd, temporary = tempfile.mkstemp(prefix=".regulator-", suffix=".svg.tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(temporary, 0o644)  # as a plain write would leave it, not mkstemp's 0600
-        os.replace(temporary, path)
-    except OSError as exc:
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-        raise BadInput(f"{path}: cannot write it ({exc.strerror or exc}); nothing written") from None

@@ -30,7 +30,3 @@ def file_hash(path: Path) -> str | None:
         return content_hash(path.read_bytes())
     except FileNotFoundError:
         return None
-
-
-def is_governed(relative: str) -> bool:
-    return relative in GOVERNED

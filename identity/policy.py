@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -167,12 +166,3 @@ def parse_policy(name: str, text: str) -> _Model:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "(top)"
         raise PolicyError(f"{name}: {where}: {err['msg']}") from None
-
-
-def load_policy(policy_dir: Path, name: str) -> _Model:
-    path = policy_dir / name
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PolicyError(f"{path}: missing; run `regulator init` or restore it") from None
-    return parse_policy(name, text)

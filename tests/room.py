@@ -43,3 +43,8 @@ async def until(pilot: Any, condition: Callable[[], object], seconds: float = 20
             return False
         await pilot.pause(0.05)
     return True
+
+
+async def opened(pilot: Any, kind: type) -> bool:
+    """Wait for a dialog the room reads in a worker before it opens (controlroom.prepare)."""
+    return await until(pilot, lambda: isinstance(pilot.app.screen, kind))

@@ -21,7 +21,8 @@ from engine.commands.actors import Actor
 from engine.commands.proposals import propose
 from engine.commands.signals import report_intelligence
 from tests.helpers import NOW, REGULATOR, clean_env
-from tests.room import demo_workspace, run, until
+from tests.room import demo_workspace, opened, run, until
+from widgets.dialogs import AckDialog, DecideDialog, ProposalDialog
 
 SIZE = (150, 42)
 
@@ -355,7 +356,7 @@ def test_the_decision_dialog_previews_what_changes(demo):
         app.table.cursor = app.table.keys.index("u3")
         await pilot.pause()
         await pilot.press("d")
-        await pilot.pause()
+        assert await opened(pilot, DecideDialog)
         app.screen.query_one(Select).value = "pause"
         await pilot.pause()
         seen["pause"] = str(app.screen.query_one("#preview").render())
@@ -384,7 +385,7 @@ def test_the_accept_dialog_says_it_commits_and_shows_a_diff(demo):
         )
         await pilot.pause()
         await pilot.press("y")
-        await pilot.pause()
+        assert await opened(pilot, ProposalDialog)
         seen["commits"] = str(app.screen.query_one("#commits").render())
         seen["diff"] = "\n".join(str(s.render()) for s in app.screen.query("#diff Static"))
 
@@ -402,7 +403,7 @@ def test_ack_from_the_registers_view_commits(demo):
         app.table.cursor = app.table.keys.index(RowKey("finding", "F-alert-path-dead"))
         await pilot.pause()
         await pilot.press("c")
-        await pilot.pause()
+        assert await opened(pilot, AckDialog)
         assert "commits" in str(app.screen.query_one("#commits").render())
         await pilot.click("#confirm")
         assert await until(pilot, lambda: any("acknowledged" in n for n in notes(app))), notes(app)

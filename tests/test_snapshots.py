@@ -12,6 +12,8 @@ from controlroom.views import VIEW_DEFS
 from engine.base import clock
 from engine.checkout.workspace import Workspace
 from tests.helpers import NOW
+from tests.room import opened
+from widgets.dialogs import DecideDialog
 
 SIZES = {"80x24": (80, 24), "150x42": (150, 42)}
 
@@ -71,7 +73,7 @@ def test_decide_dialog_snapshot(snap_compare, demo_app):
         pilot.app.table.cursor = pilot.app.table.keys.index("u3")
         await pilot.pause()
         await pilot.press("d")
-        await pilot.pause()
+        assert await opened(pilot, DecideDialog)
         pilot.app.screen.query_one(Select).value = "pause"
         for box in pilot.app.screen.query(Input):
             box.cursor_blink = False

@@ -14,6 +14,7 @@ from engine.commands.actors import Actor
 from engine.commands.memory import remember
 from engine.commands.proposals import propose
 from tests.helpers import NOW, git
+from tests.room import opened
 
 SIZE = (150, 42)
 
@@ -78,8 +79,7 @@ def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(tmp_p
         app.table.cursor = app.table.keys.index(RowKey("proposal", proposal))
         await pilot.pause()
         await pilot.press("y")
-        await pilot.pause()
-        assert isinstance(app.screen, ProposalDialog)
+        assert await opened(pilot, ProposalDialog)
         seen["dialog"] = "\n".join(str(s.content) for s in app.screen.query(Static))
         await pilot.press("o", "k")  # what the operator types lands in the rationale
         seen["typed"] = app.screen.query_one("#rationale").value

@@ -84,12 +84,6 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
             self.cursor = min(self.cursor, max(0, len(keys) - 1))
         self.refresh()
 
-    def append_rows(self, keys: list[K]) -> None:
-        """New rows at the end: only the size changes; on-screen rows redraw on demand."""
-        self.keys.extend(keys)
-        self.virtual_size = Size(self._width(), len(self.keys) + 1)
-        self.refresh()
-
     @property
     def current_key(self) -> K | None:
         if 0 <= self.cursor < len(self.keys):

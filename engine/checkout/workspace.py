@@ -152,14 +152,19 @@ class Workspace:
                 finally:
                     _DECIDING.discard(self.root)
             return
-        if not self.state_dir.is_dir():
-            raise Refused(NO_STORES)
+        self.require_stores()
         with locked(self.state_dir / "decide.lock"):
             _DECIDING.add(self.root)
             try:
                 yield
             finally:
                 _DECIDING.discard(self.root)
+
+    def require_stores(self) -> None:
+        """Refused where there are no stores to write (a clone: `.regulator/` is never committed);
+        on PostgreSQL the server's stores are always there to write."""
+        if self.url is None and not self.state_dir.is_dir():
+            raise Refused(NO_STORES)
 
     def deciding(self) -> bool:
         """Inside exclusive(): this command writes (readers never do, SPEC §13)."""

@@ -64,6 +64,9 @@ def deciding(
     caller appends inside. `person` signs (their key is made ready before the lock, and the rule
     is asked once before it too: nothing refused asks for a key; `first` asks it there without a
     person); `route` routes every pending signal first (a unit's transition)."""
+    ws.require_stores()  # a clone: refused before anything is read
+    if route:
+        ws.routing()  # the policy the router routes by: refused here when it cannot be known
     state = load(ws, stores=stores, final=False)  # a line being written now is read whole below
     if person is not None or first:
         refuse(rule(state))

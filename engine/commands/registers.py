@@ -16,6 +16,7 @@ from engine.commands.actors import check_person, require_grant
 from engine.read.ladder import registers_of
 from engine.read.model import UNKNOWN_STATUS, State
 from engine.read.queries import unit_status
+from engine.read.rules import acking, refuse
 from registry.entries import FINDING_ID, REGISTERS, Issue
 from registry.history import History, RangeError, RangeHistory, read_history, read_range
 from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range
@@ -189,10 +190,7 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
         signer = signer_for(ws, person)  # refused (exit 3) when the person must sign and cannot
         if not (ws.tree / ".git").exists():
             raise BadInput("--commit: the workspace is not a git repository")
-    if entry.fields["resolved"]:
-        raise Refused(f"{finding_id} is resolved: history needs no ack")
-    if entry.fields["ack"].strip():
-        raise Refused(f"{finding_id} is already acknowledged ({entry.fields['ack']})")
+    refuse(acking(ws.people(), person, entry))
     path = ws.tree / entry.path
     if commit:
         _clean_registers(ws)

@@ -50,19 +50,6 @@ def _lines(ws: Workspace, store: str) -> list[bytes]:
         return []
 
 
-def _what(data: list[bytes], number: int) -> str:
-    """A person event named for a reader: its kind, who it names, what it acts on."""
-    import json
-
-    try:
-        event = json.loads(data[number - 1])
-    except (ValueError, IndexError, RecursionError):
-        return "person event"
-    target = event.get("obligation") or event.get("entry") or event.get("proposal") or event.get("unit")
-    on = f" on {str(target)[:20]}" if target else ""
-    return f"{event.get('kind')} by {event.get('by')!r}{on}"
-
-
 def line_of(data: list[bytes], offset: int) -> int:
     position = 0
     for number, raw in enumerate(data, start=1):

@@ -8,6 +8,7 @@ parse. A reference is `offset << 2 | store`: one int, cheap to fold, to keep and
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -38,21 +39,31 @@ def unreadable(item: int) -> dict[str, Any]:
 
 
 class EventSource:
-    """Reads events back by reference from one workspace's stores, keeping the latest parsed."""
+    """Reads events back by reference from one workspace's stores, keeping the latest parsed. The
+    control room reads through one source from its UI thread and its workers at once: the cache
+    is changed and read under `_lock` (the files are read outside it)."""
 
     def __init__(self) -> None:
         self.paths: tuple[Path, ...] = ()
         self._cache: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def bind(self, paths: tuple[Path, ...]) -> None:
         if self.paths != paths:
-            self.paths = paths
-            self._cache.clear()
+            with self._lock:
+                self.paths = paths
+                self._cache.clear()
+
+    def _cached(self, item: int) -> dict[str, Any] | None:
+        with self._lock:
+            found = self._cache.get(item)
+            if found is not None:
+                self._cache.move_to_end(item)
+            return found
 
     def event(self, item: int) -> dict[str, Any]:
-        found = self._cache.get(item)
+        found = self._cached(item)
         if found is not None:
-            self._cache.move_to_end(item)
             return found
         try:
             with open(self.paths[item & 3], "rb") as handle:
@@ -68,8 +79,10 @@ class EventSource:
         if len(items) <= BULK:
             return [self.event(item) for item in items]
         spans: dict[int, tuple[int, int]] = {}  # store index -> (first, last) offset not cached
+        with self._lock:
+            known = {item: self._cache[item] for item in items if item in self._cache}
         for item in items:
-            if item not in self._cache:
+            if item not in known:
                 first, last = spans.get(item & 3, (item >> 2, item >> 2))
                 spans[item & 3] = (min(first, item >> 2), max(last, item >> 2))
         data: dict[int, tuple[int, bytes]] = {}  # store index -> (offset of the bytes, the bytes)
@@ -82,7 +95,7 @@ class EventSource:
                 data[index] = first, b""
         out = []
         for item in items:
-            found = self._cache.get(item)
+            found = known.get(item)
             if found is None:
                 start, blob = data[item & 3]
                 at = (item >> 2) - start
@@ -92,9 +105,10 @@ class EventSource:
         return out
 
     def _remember(self, item: int, event: dict[str, Any]) -> None:
-        self._cache[item] = event
-        if len(self._cache) > CACHED:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[item] = event
+            if len(self._cache) > CACHED:
+                self._cache.popitem(last=False)
 
 
 def _parse(raw: bytes, item: int) -> dict[str, Any]:

@@ -48,7 +48,6 @@ from engine.read.contracts import ContractFiles
 from engine.read.model import Closing, Cursor, MemoryEntry, Obligation, State, UnitState
 
 NAME = "readmodel.checkpoint"
-HOST_KEY = hostkey.NAME
 FORMAT = 6  # 6: the typed model in msgspec's msgpack (5 and before: positional tuples in marshal)
 DEFAULT_BYTES = 1 << 20  # write a new one once this much more log has been folded than it covers
 CONTRACT_COST = 4096  # a contract file read again counts as this many bytes of log

@@ -79,10 +79,6 @@ def contract_path(ws: Workspace, unit_id: str) -> Path:
     return ws.root / "contracts" / f"{unit_id}.json"
 
 
-def parse_contract(path: Path | str, text: str) -> Contract:
-    return Contract(*_parse_fields(path, text))
-
-
 def _parse_fields(path: Path | str, text: str) -> tuple:
     try:
         data = _loads(text)

@@ -65,8 +65,6 @@ UNSCOPED = "every unit"
 NO_UNIT = "?"
 NO_REVISION = "unknown"
 EVIDENCE_CHANGED = " · evidence changed"
-# the fields the text carries of each entry (the JSON carries them all)
-TEXT_FIELDS = ("id", "subject", "note", "scope", "reviewBy", "unit", "revision", "evidenceChanged")
 JSON_FIELDS = ("id", "subject", "note", "evidence", "scope", "reviewBy", "unit", "revision", "at")
 
 

@@ -112,7 +112,3 @@ def import_lines(url: str, stores: Mapping[str, list[bytes]]) -> dict[str, int]:
         return done
 
     return _run(url, work)
-
-
-def clock_pinned(url: str) -> bool:
-    return instance(url)[1] == "pinned"
