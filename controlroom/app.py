@@ -23,7 +23,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.timer import Timer
@@ -31,7 +31,8 @@ from textual.widgets import Footer, Input, Static
 
 from controlroom import prepare, readmodel
 from controlroom.actions import ACTIONS, BY_NAME, Action, for_view, why_not
-from controlroom.host import cannot_write, decide_lock_busy, follow_server, write_whole
+from controlroom.host import cannot_write, classify, decide_lock_busy, follow_server, watch_paths, write_whole
+from controlroom.keys import bindings, help_lines
 from controlroom.lifecycle import lifecycle
 from controlroom.messages import (
     Arranged,
@@ -68,8 +69,6 @@ from widgets.dialogs import (
 )
 from widgets.table import LineTable
 
-REGISTER_DIRS = ("findings", "intake", "records", "retro", "contracts", "regulator")
-GIT_PARTS = ("HEAD", "index", "packed-refs", "refs")  # a commit, a checkout, a fetch, a staged file
 WAITING = "waiting for another writer"
 DETAIL_MIN_WIDTH = 110  # narrower than this, the detail pane starts hidden (`p` shows it)
 
@@ -90,40 +89,10 @@ class ViewState:
     sort: int = 0
 
 
-def _bindings() -> list[BindingType]:
-    """Generated from the view definitions and the action registry: one source for keys, the
-    footer, `?` help and the palette."""
-    out: list[BindingType] = [Binding(v.key, f"view('{v.name}')", v.title, show=False) for v in VIEW_DEFS]
-    out += [Binding(a.key, f"act('{a.name}')", a.label.split(" (")[0]) for a in ACTIONS]
-    out += [
-        Binding("enter", "lifecycle", "lifecycle"),
-        Binding("slash", "filter", "filter"),
-        Binding("escape", "clear_filter", "clear filter", show=False),
-        Binding("s", "sort", "sort"),
-        Binding("a", "toggle_all", "all"),
-        Binding("p", "toggle_pane", "pane"),
-        Binding("question_mark", "keys", "keys"),
-        Binding("q", "quit", "quit"),
-    ]
-    return out
-
-
-GENERAL_KEYS = (
-    ("up/down j/k", "move · pgup/pgdn page · home/end first/last"),
-    ("enter", "the whole lifecycle of the row"),
-    ("/", "filter this view as you type; enter keeps it, esc clears (kept per view)"),
-    ("s", "cycle the sort of this view"),
-    ("a", "show all (resolved, retracted) or only the live rows"),
-    ("p", "show or hide the detail pane"),
-    ("ctrl+p", "command palette: every view and action"),
-    ("q", "quit"),
-)
-
-
 class ControlRoom(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "regulator"
-    BINDINGS: ClassVar[list[BindingType]] = _bindings()
+    BINDINGS: ClassVar[list[BindingType]] = bindings()
 
     def __init__(
         self,
@@ -533,31 +502,14 @@ class ControlRoom(App[None]):
             status = "filtering and sorting… · " + status
         if self.view == "obligations" and not self.routes:
             with self.lock:
-                unrouted = self._unrouted_status()
+                why = "read-only" if self.read_only else "this store's role cannot write"
+                unrouted = readmodel.unrouted_status(self.snap, why)
             if unrouted:
                 status = f"{unrouted} · {status}"
         if self.waiting:
             status = f"⏳ {WAITING} (decide lock): keys still work · " + status
         self._status.update(Text(status))
         self._refresh_bindings_if_changed()
-
-    def _unrouted_status(self) -> str | None:
-        """What routing the signals this room does not route would open (SPEC §16), or None."""
-        if not self.snap.known:
-            return None
-        found = readmodel.in_memory(self.snap)
-        why = "read-only" if self.read_only else "this store's role cannot write"
-        if found.problem is not None:
-            return escape(
-                f"⚠ {found.unrouted} signal(s) not routed here ({why}) and not judged: {found.problem}"
-            )
-        holds = found.holds
-        if not holds:
-            return None
-        units = ", ".join(sorted({h.unit for h in holds}))
-        return escape(
-            f"⚠ not routed here ({why}): routing would open {len(holds)} blocking obligation(s) on {units}"
-        )
 
     def draw_detail(self) -> None:
         if not self._detail.display:
@@ -668,21 +620,17 @@ class ControlRoom(App[None]):
 
     def help_lines(self) -> list[str]:
         """`?`: generated from the view definitions and the action registry."""
-        definition = BY_VIEW[self.view]
-        lines = ["views: " + " · ".join(f"{v.key} {v.title}" for v in VIEW_DEFS), ""]
-        lines.append(f"keys of this view ({definition.title}; lifecycle: {definition.lifecycle}):")
-        lines += [f"  {key:<12} {what}" for key, what in GENERAL_KEYS]
-        if definition.sorts:
-            lines.append(f"  sorts: {', '.join(definition.sorts)}")
         with self.lock:
-            for action in for_view(self.view):
-                state = (
+            states = [
+                (
+                    a,
                     "hidden: read-only"
                     if self.read_only
-                    else (self.refusal(action, self.table.current_key) or "available")
+                    else self.refusal(a, self.table.current_key) or "available",
                 )
-                lines.append(f"  {action.key:<12} {action.label} ({state})")
-        return lines
+                for a in for_view(self.view)
+            ]
+        return help_lines(self.view, states)
 
     def action_keys(self) -> None:
         self.push_screen(TextScreen("keys", self.help_lines()))
@@ -794,99 +742,32 @@ class ControlRoom(App[None]):
         if isinstance(found, prepare.ResolveContent):
             ob_id = found.obligation
             dialog: Screen[Answer | None] = ResolveDialog(ob_id, found.summary, found.dispositions)
-            self.push_screen(dialog, lambda r: self._resolve(ob_id, r))
+            self.push_screen(dialog, lambda r: self._answered(found, r))
         elif isinstance(found, prepare.RetractContent):
             entry_id = found.entry
-            self.push_screen(RetractDialog(entry_id, found.summary), lambda r: self._retract(entry_id, r))
+            self.push_screen(RetractDialog(entry_id, found.summary), lambda r: self._answered(found, r))
         elif isinstance(found, prepare.DecideContent):
             unit_id, previews = found.unit, found.previews
             dialog = DecideDialog(unit_id, found.actions, lambda action: previews.get(action, []))
-            self.push_screen(dialog, lambda r: self._decide(unit_id, r))
+            self.push_screen(dialog, lambda r: self._answered(found, r))
         elif isinstance(found, prepare.AckContent):
             ident = found.finding
-            self.push_screen(AckDialog(ident, found.title, found.path), lambda r: self._ack(ident, r))
+            self.push_screen(AckDialog(ident, found.title, found.path), lambda r: self._answered(found, r))
         else:
             ident, verdict = found.proposal, found.verdict
             dialog = ProposalDialog(ident, verdict, found.summary, found.review, found.replay)
-            self.push_screen(dialog, lambda r: self._proposal(ident, verdict, r))
+            self.push_screen(dialog, lambda r: self._answered(found, r))
 
-    def _resolve(self, ob_id: str, answer: Answer | None) -> None:
-        if answer is None:
-            return
-        from engine.commands.obligations import resolve
-
-        self._write(
-            lambda: resolve(self.ws, ob_id, self.person, answer["disposition"], answer["rationale"]),
-            f"obligation {ob_id} resolved: {answer['disposition']}",
-        )
-
-    def _retract(self, entry_id: str, answer: Answer | None) -> None:
-        if answer is None:
-            return
-        from engine.commands.memory import retract
-
-        self._write(
-            lambda: retract(self.ws, entry_id, self.person, answer["reason"]),
-            f"memory entry {entry_id} retracted",
-        )
-
-    def _decide(self, unit_id: str, answer: Answer | None) -> None:
-        if answer is None:
-            return
-        from engine.commands.units import decide
-
-        self._write(
-            lambda: decide(self.ws, unit_id, answer["action"], self.person, answer["rationale"]),
-            f"{unit_id}: {answer['action']} recorded",
-        )
-
-    def _ack(self, finding_id: str, answer: Answer | None) -> None:
-        if answer is None:
-            return
-        from engine.commands.registers import ack
-        from engine.read.load import load
-
-        self._write(
-            lambda: ack(self.ws, load(self.ws, stores=()), finding_id, self.person, commit=True),
-            f"{finding_id} acknowledged and committed",
-        )
-
-    def _proposal(self, proposal_id: str, verdict: str, answer: Answer | None) -> None:
-        if answer is None:
-            return
-        from engine.commands.proposals import decide
-
-        outcome = "accepted" if verdict == "accept" else "rejected"
-        self._write(
-            lambda: decide(self.ws, proposal_id, self.person, answer["rationale"], outcome),
-            f"proposal {proposal_id} {outcome}" + (" and committed" if outcome == "accepted" else ""),
-        )
+    def _answered(self, found: prepare.Content, answer: Answer | None) -> None:
+        """A confirmed dialog: the same engine call as the CLI's, in a worker (controlroom.prepare)."""
+        if answer is not None:
+            self._write(*prepare.write(self.ws, self.person, found, answer))
 
     # ---- live ------------------------------------------------------------------------------------
-    def watch_paths(self) -> list[Path]:
-        """The stores, the register folders and git's HEAD, refs and index (a commit changes lint
-        and Next-up without touching a register file). A clone has no .regulator/ (SPEC §16.2)."""
-        candidates = [self.ws.state_dir, *(self.ws.root / d for d in REGISTER_DIRS), self.ws.tree / ".git"]
-        return [p for p in candidates if p.is_dir()]
-
-    def _classify(self, changed: list[Path]) -> tuple[bool, bool, bool]:
-        """(a store changed, a register file changed, git moved)."""
-        git_dir = self.ws.tree / ".git"
-        stores = registers = git = False
-        for path in changed:
-            if path == git_dir or git_dir in path.parents:
-                parts = path.relative_to(git_dir).parts
-                git |= bool(parts) and parts[0] in GIT_PARTS and not path.name.endswith(".lock")
-            elif path == self.ws.state_dir or self.ws.state_dir in path.parents:
-                stores |= path.suffix == ".ndjson"
-            else:
-                registers = True
-        return stores, registers, git
-
     @work(exclusive=True, group="watch")
     async def watch_stores(self) -> None:
         # a clone has no .regulator/ (SPEC §16.2): only the folders that exist are watched
-        paths = [str(p) for p in self.watch_paths()]
+        paths = [str(p) for p in watch_paths(self.ws)]
         if not paths:
             return
         stop = follow_server(self.ws)  # PostgreSQL: NOTIFY brings each append into the mirror
@@ -903,22 +784,7 @@ class ControlRoom(App[None]):
         async for changes in awatch(
             *paths, watch_filter=None, debounce=60, step=20, rust_timeout=500, yield_on_timeout=False
         ):
-            stores, registers, git = self._classify([Path(p) for _, p in changes])
+            stores, registers, git = classify(self.ws, [Path(p) for _, p in changes])
             if stores or registers or git:
                 self.sync(registers=registers, git=git)
             await asyncio.sleep(0)
-
-
-def screenshot(
-    ws: Workspace, path: Path, view: str, person: str | None, size: tuple[int, int] = (150, 42)
-) -> None:
-    """Render the real application headless to an SVG (the source of screenshots/)."""
-    app = ControlRoom(ws, person, view=view, watch=False, background_checks=False)
-    app.live = "● live"
-
-    async def shoot() -> str:
-        async with app.run_test(size=size) as pilot:
-            await pilot.pause()
-            return app.export_screenshot(title=f"regulator · {BY_VIEW[view].title}")
-
-    write_whole(path, asyncio.run(shoot()))

@@ -80,3 +80,29 @@ def write_whole(path: Path, text: str) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
         raise BadInput(f"{path}: cannot write it ({exc.strerror or exc}); nothing written") from None
+
+
+REGISTER_DIRS = ("findings", "intake", "records", "retro", "contracts", "regulator")
+GIT_PARTS = ("HEAD", "index", "packed-refs", "refs")  # a commit, a checkout, a fetch, a staged file
+
+
+def watch_paths(ws: Workspace) -> list[Path]:
+    """The stores, the register folders and git's HEAD, refs and index (a commit changes lint
+    and Next-up without touching a register file). A clone has no .regulator/ (SPEC §16.2)."""
+    candidates = [ws.state_dir, *(ws.root / d for d in REGISTER_DIRS), ws.tree / ".git"]
+    return [p for p in candidates if p.is_dir()]
+
+
+def classify(ws: Workspace, changed: list[Path]) -> tuple[bool, bool, bool]:
+    """(a store changed, a register file changed, git moved)."""
+    git_dir = ws.tree / ".git"
+    stores = registers = git = False
+    for path in changed:
+        if path == git_dir or git_dir in path.parents:
+            parts = path.relative_to(git_dir).parts
+            git |= bool(parts) and parts[0] in GIT_PARTS and not path.name.endswith(".lock")
+        elif path == ws.state_dir or ws.state_dir in path.parents:
+            stores |= path.suffix == ".ndjson"
+        else:
+            registers = True
+    return stores, registers, git

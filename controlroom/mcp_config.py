@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from controlroom.printing import escape
+from engine.base.text import escape
 
 
 def command_line() -> tuple[str, list[str]]:

@@ -5,9 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controlroom.readmodel import (
-    COLUMNS,
-    TITLES,
-    VIEWS,
     Snapshot,
     counts,
     header_text,
@@ -16,6 +13,7 @@ from controlroom.readmodel import (
     row,
     snapshot,
 )
+from controlroom.views import BY_VIEW, TITLES, VIEWS
 from engine.base.cells import pad
 from engine.base.text import escape
 from engine.checkout.workspace import Workspace
@@ -204,7 +202,7 @@ def as_text(snap: Snapshot, reasons: list[str]) -> str:
     for view in VIEWS:
         view_keys = keys(view, snap)
         lines.append(f"== {TITLES[view]} ({len(view_keys)})")
-        columns = COLUMNS[view]
+        columns = [(c.title, c.width) for c in BY_VIEW[view].columns]
         lines.append(_fmt([title for title, _ in columns], columns))
         for key in view_keys[:200]:
             lines.append(_fmt(row(view, snap, key), columns))

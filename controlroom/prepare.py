@@ -1,15 +1,18 @@
 """What each action's dialog shows, read in a worker off Textual's event loop (a routing
 proposal's replay of every signal, a proposal's review, the registers, the preview of every
-recovery action): the UI only opens the dialog with it."""
+recovery action): the UI only opens the dialog with it; and the engine call its answer makes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from controlroom import readmodel
 from controlroom.actions import finding_of
 from controlroom.lifecycle import decision_preview
 from controlroom.views import Key
+from engine.checkout.workspace import Workspace
+from widgets.dialogs import Answer
 
 
 @dataclass(frozen=True)
@@ -88,3 +91,45 @@ def content(snap: readmodel.Snapshot, name: str, key: Key) -> Content:
         replay = proposal_replay(ws, proposal["content"], state)
     summary = f"{proposal['file']}: {proposal['rationale']}"
     return ProposalContent(ident, verdict, summary, review(ws, proposal), replay)
+
+
+def write(
+    ws: Workspace, person: str | None, found: Content, answer: Answer
+) -> tuple[Callable[[], object], str]:
+    """The engine call a confirmed dialog makes (the CLI's own), and what to tell the operator."""
+    if isinstance(found, ResolveContent):
+        from engine.commands.obligations import resolve
+
+        ob_id, disposition = found.obligation, answer["disposition"]
+        return (
+            lambda: resolve(ws, ob_id, person, disposition, answer["rationale"]),
+            f"obligation {ob_id} resolved: {disposition}",
+        )
+    if isinstance(found, RetractContent):
+        from engine.commands.memory import retract
+
+        entry_id = found.entry
+        return lambda: retract(ws, entry_id, person, answer["reason"]), f"memory entry {entry_id} retracted"
+    if isinstance(found, DecideContent):
+        from engine.commands.units import decide
+
+        unit_id, action = found.unit, answer["action"]
+        return lambda: decide(
+            ws, unit_id, action, person, answer["rationale"]
+        ), f"{unit_id}: {action} recorded"
+    if isinstance(found, AckContent):
+        from engine.commands.registers import ack
+        from engine.read.load import load
+
+        finding = found.finding
+        return (
+            lambda: ack(ws, load(ws, stores=()), finding, person, commit=True),
+            f"{finding} acknowledged and committed",
+        )
+    from engine.commands.proposals import decide as decide_proposal
+
+    proposal, outcome = found.proposal, "accepted" if found.verdict == "accept" else "rejected"
+    return (
+        lambda: decide_proposal(ws, proposal, person, answer["rationale"], outcome),
+        f"proposal {proposal} {outcome}" + (" and committed" if outcome == "accepted" else ""),
+    )

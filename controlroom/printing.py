@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from engine.base.text import escape, escape_block, escape_json
-
-__all__ = ["escape", "escape_block", "out", "emit_json", "table"]
+from engine.base.text import escape, escape_json
 
 
 def out(line: str = "") -> None:

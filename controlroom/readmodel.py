@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
-from controlroom.views import BY_VIEW, TITLES, VIEWS, Key, RowKey  # noqa: E402  (one definition per view)
+from controlroom.views import BY_VIEW, Key, RowKey
 from engine.base.errors import RegulatorError
 from engine.base.text import escape
 from engine.checkout.workspace import Workspace
@@ -41,10 +41,6 @@ if TYPE_CHECKING:  # loaded on first use, where they are used
     from engine.checkout.authority import People
     from engine.trust.idhistory import HistoryVerdict
 
-COLUMNS: dict[str, list[tuple[str, int]]] = {
-    name: [(c.title, c.width) for c in view.columns] for name, view in BY_VIEW.items()
-}
-__all__ = ["COLUMNS", "TITLES", "VIEWS"]
 EXPIRING_DAYS = 7
 T = TypeVar("T")
 
@@ -526,6 +522,23 @@ def would_block_text(snap: Snapshot, compact: bool = False) -> str | None:
     if not holds:
         return None
     return f"⚠{holds} would blk" if compact else f"⚠ {holds} would block"
+
+
+def unrouted_status(snap: Snapshot, why: str) -> str | None:
+    """What routing the signals a room does not route (`why`: read-only, a reader role) would
+    open (SPEC §16), escaped, or None."""
+    if not snap.known:
+        return None
+    found = in_memory(snap)
+    if found.problem is not None:
+        return escape(f"⚠ {found.unrouted} signal(s) not routed here ({why}) and not judged: {found.problem}")
+    holds = found.holds
+    if not holds:
+        return None
+    units = ", ".join(sorted({h.unit for h in holds}))
+    return escape(
+        f"⚠ not routed here ({why}): routing would open {len(holds)} blocking obligation(s) on {units}"
+    )
 
 
 def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -> str:

@@ -91,7 +91,7 @@ class ResolveDialog(_Dialog):
 
 
 class RetractDialog(_Dialog):
-    """A reason, and the first characters of the id typed back: retraction is for good."""
+    """A reason, and the last characters of the id typed back: retraction is for good."""
 
     CONFIRM_CHARS = 4
 

@@ -15,8 +15,9 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from controlroom.printing import emit_json, escape, out, table
+from controlroom.printing import emit_json, out, table
 from engine.base.errors import BadInput
+from engine.base.text import escape
 
 __all__ = [
     "OPTIONS",

@@ -18,7 +18,7 @@ app = typer.Typer()
 
 
 def _views() -> tuple[str, ...]:
-    from controlroom.readmodel import VIEWS
+    from controlroom.views import VIEWS
 
     return VIEWS
 
@@ -96,7 +96,7 @@ def controlroom(
         code = run_once(ws, person, read_only, as_json)
         raise typer.Exit(code)
     if screenshot is not None:
-        from controlroom.app import screenshot as shoot
+        from controlroom.shots import screenshot as shoot
 
         shoot(ws, screenshot, view, person)
         out(f"wrote {escape(screenshot)}")

@@ -21,8 +21,8 @@ from controlroom.cli.common import (
     remember_globals,
     switchable,
 )
-from controlroom.printing import escape
 from engine.base.errors import RegulatorError
+from engine.base.text import escape
 
 # the command group modules, in the order of the root's help
 MODULES = (

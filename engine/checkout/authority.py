@@ -35,8 +35,9 @@ GRANT_OF = {"disposition": "resolve", "decision": "decide", "demote": "decide", 
 
 @dataclass(frozen=True)
 class People:
-    """What the interaction policy says about persons, read without pydantic (status stays lean):
-    the content was validated when it was proposed or written by init."""
+    """What the interaction policy says about persons, read without pydantic (status stays lean)
+    by the loader every policy file is read with (identity.yamlload): the content was validated
+    when it was proposed or written by init."""
 
     require_signatures: bool = False
     keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -54,11 +55,11 @@ class People:
     def parse(cls, text: str | None) -> People:
         if not text:
             return cls()
-        import yaml
+        from identity.yamlload import YamlError, safe_load_strict  # the one loader of every policy file
 
         try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError:
+            data = safe_load_strict(text)
+        except YamlError:
             return cls()
         if not isinstance(data, dict):
             return cls()

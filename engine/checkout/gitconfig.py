@@ -22,10 +22,19 @@ def git_config(root: Path, key: str) -> str | None:
 
 
 def trunk_of(ws: Workspace) -> str:
+    """The trunk `regulator/config.yaml` names (`trunk:`, read as YAML: quotes and comments are
+    YAML's), or main when it names none."""
+    from identity.yamlload import YamlError, safe_load_strict
+
     try:
-        for line in (ws.root / CONFIG).read_text(encoding="utf-8").splitlines():
-            if line.startswith("trunk:"):
-                return line.split(":", 1)[1].strip() or "main"
+        text = (ws.root / CONFIG).read_text(encoding="utf-8")
     except FileNotFoundError:
-        pass
-    return "main"
+        return "main"
+    try:
+        data = safe_load_strict(text)
+    except YamlError:
+        return "main"
+    trunk = data.get("trunk") if isinstance(data, dict) else None
+    if isinstance(trunk, bool) or not isinstance(trunk, str | int | float):
+        return "main"
+    return str(trunk).strip() or "main"

@@ -1,7 +1,8 @@
 """Append-only NDJSON stores: one event per line, one write under an exclusive lock, hash-chained.
 
 This is the one small interface between the engine and the files (append a validated event; read
-from a cursor; an exclusive section), so a server-backed store could stand in for it.
+from a cursor; an exclusive section); the PostgreSQL store (engine.log.pg.store.PgStore) stands in
+for it with the same interface, its lines mirrored into these files.
 """
 
 from __future__ import annotations

@@ -187,7 +187,7 @@ def _identity(entry: os.DirEntry) -> tuple | None:
 
 
 PREFETCH_BYTES = 16 << 20  # a cold read of this much log lets a second process read the contracts
-_HELPER = "import sys; sys.path.insert(0, sys.argv[1]); from engine.read.contracts import _helper; _helper(sys.argv[2])"
+HELPER = "engine.read.contracts_helper"  # run as `python -m`, from this code's own folder
 
 
 def prefetch_threshold() -> int | None:
@@ -212,12 +212,15 @@ class Prefetch:
         import subprocess
 
         self._subprocess = subprocess
-        package_root = str(Path(__file__).resolve().parents[2])
+        package_root = str(Path(__file__).resolve().parents[2])  # this code, installed or not
+        path = os.environ.get("PYTHONPATH")
+        env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
         self.process = subprocess.Popen(
-            [sys.executable, "-c", _HELPER, package_root, str(ws.root)],
+            [sys.executable, "-m", HELPER, str(ws.root)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            env=env,
         )
 
     def files(self) -> ContractFiles | None:
@@ -251,13 +254,6 @@ def prefetch(ws: Workspace) -> Prefetch | None:
         return Prefetch(ws)
     except OSError:
         return None
-
-
-def _helper(root: str) -> None:
-    """The second process: read every contract file, write their outcomes (marshal) to stdout."""
-    files = ContractFiles()
-    load_contracts(Workspace(Path(root)), None, files)
-    sys.stdout.buffer.write(marshal.dumps(files.seen))
 
 
 def write_contract(ws: Workspace, contract: dict) -> Path:
