@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -112,12 +113,15 @@ def run_writers(leases: list[Path], seconds: float, kind: str) -> list[tuple[int
         for i, lease in enumerate(leases)
     ]
     for proc in procs:
+        assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"
     for proc in procs:
+        assert proc.stdin is not None
         proc.stdin.write("go\n")
         proc.stdin.flush()
     found = []
     for proc in procs:
+        assert proc.stdout is not None
         n, span, cpu, child = proc.stdout.readline().split()
         found.append((int(n), float(span), float(cpu), float(child)))
         proc.wait()
@@ -173,7 +177,7 @@ def appends(
     middle = server_cpu(server)
     found = run_writers(leases, seconds, kind)
     after = server_cpu(server)
-    served = {}
+    served: dict[str, Any] = {}
     if before is not None and middle is not None and after is not None:
         served = {
             "server_cpu_ms_per_append": round(
@@ -315,12 +319,14 @@ def incremental(host: Path, url: str, other: Path) -> dict:
                     env=clean_env(),
                 )
                 await pilot.pause(0.6)
+                assert proc.stdin is not None
                 proc.stdin.write("go\n")
                 proc.stdin.flush()
                 deadline = time.time() + 10
                 while len(app.table.keys) == before and time.time() < deadline:
                     await asyncio.sleep(0.002)
                 seen = time.time()
+                assert proc.stdout is not None
                 appended = float(proc.stdout.readline())
                 proc.wait()
                 latencies.append((seen - appended) * 1000)

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -107,7 +108,7 @@ print(time.time(), flush=True)
 """
 
 
-async def keypresses(app, pilot, samples: int) -> list[float]:
+async def keypresses(app: Any, pilot: Any, samples: int) -> list[float]:
     """Cursor-down latency as the operator sees it: from the key event reaching the app to the
     table drawing the highlighted row at its new position (Pilot's own idle waits left out)."""
     from textual import events
@@ -118,13 +119,13 @@ async def keypresses(app, pilot, samples: int) -> list[float]:
     drawn: dict = {}
     original = LineTable.render_line
 
-    def spy(self, y):
+    def spy(self: Any, y: Any) -> Any:
         strip = original(self, y)
         if y >= 1 and round(self.scroll_y) + y - 1 == self.cursor:
             drawn.setdefault(self.cursor, time.perf_counter())
         return strip
 
-    LineTable.render_line = spy
+    LineTable.render_line = spy  # type: ignore[method-assign]  # timed, then put back
     try:
         times = []
         for _ in range(samples):
@@ -139,7 +140,7 @@ async def keypresses(app, pilot, samples: int) -> list[float]:
             times.append((drawn.get(target, time.perf_counter()) - t) * 1000)
         return times
     finally:
-        LineTable.render_line = original
+        LineTable.render_line = original  # type: ignore[method-assign]
 
 
 COLD_RUNS = 3
@@ -164,21 +165,21 @@ async def first_frame(room: Path, name: str, samples: int, result: dict) -> None
     first: list[float] = []
     original = LineTable.render_line
 
-    def spy(self, y):  # the first frame with data: the first row drawn
+    def spy(self: Any, y: Any) -> Any:  # the first frame with data: the first row drawn
         strip = original(self, y)
         if y == 1 and self.keys and not first:
             first.append(time.perf_counter())
             first.append(time.process_time())
         return strip
 
-    LineTable.render_line = spy
+    LineTable.render_line = spy  # type: ignore[method-assign]  # timed, then put back
     t, cpu = time.perf_counter(), time.process_time()
     app = ControlRoom(Workspace(room), "alice", watch=False)
     result[name.replace("first_frame", "snapshot")] = round(time.perf_counter() - t, 3)
     async with app.run_test(size=(150, 42)) as pilot:
         while not first:
             await asyncio.sleep(0.001)
-        LineTable.render_line = original
+        LineTable.render_line = original  # type: ignore[method-assign]
         result[name] = round(first[0] - t, 3)
         result[name.replace("_s", "_cpu_s")] = round(first[1] - cpu, 3)
         await pilot.pause()
@@ -264,12 +265,14 @@ def incremental(log_root: Path) -> dict:
                     cwd=str(HERE.parent),
                 )
                 await pilot.pause(0.6)  # the writer has started; now it appends
+                assert proc.stdin is not None
                 proc.stdin.write("go\n")
                 proc.stdin.flush()
                 deadline = time.time() + 10
                 while len(app.table.keys) == before and time.time() < deadline:
                     await asyncio.sleep(0.002)
                 seen = time.time()
+                assert proc.stdout is not None
                 appended = float(proc.stdout.readline())
                 proc.wait()
                 latencies.append((seen - appended) * 1000)
@@ -316,6 +319,7 @@ def ui_stall(room: Path, hold_s: float = 3.0) -> dict:
                 stdout=subprocess.PIPE,
                 text=True,
             )
+            assert holder.stdout is not None
             await asyncio.to_thread(holder.stdout.readline)  # the bench never blocks the room's loop
             started = time.perf_counter()
             writer = subprocess.Popen(
@@ -325,8 +329,10 @@ def ui_stall(room: Path, hold_s: float = 3.0) -> dict:
                 text=True,
                 cwd=str(HERE.parent),
             )
+            assert writer.stdin is not None
             writer.stdin.write("go\n")
             writer.stdin.flush()
+            assert writer.stdout is not None
             await asyncio.to_thread(writer.stdout.readline)
             await asyncio.to_thread(writer.wait)
             waited = False

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import compileall
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,14 +24,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _plain_terminal(monkeypatch):
+def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """Snapshots and output must not depend on the caller's terminal settings."""
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.delenv("TEXTUAL_THEME", raising=False)
 
 
 @pytest.fixture(autouse=True)
-def _signing(monkeypatch):
+def _signing(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """In-process engine calls sign as alice (the key the workspaces list); a key chosen by one test
     (the demo's) never leaks into the next."""
     from engine.trust import signing
@@ -42,12 +44,12 @@ def _signing(monkeypatch):
 
 
 @pytest.fixture
-def ws(tmp_path):
+def ws(tmp_path: Path) -> Any:
     return make_workspace(tmp_path)
 
 
 @pytest.fixture(scope="session")
-def pg_server():
+def pg_server() -> Iterator[Any]:
     """One real PostgreSQL server per test session (per xdist worker): tests/pg.py."""
     from tests import pg
 
@@ -57,6 +59,6 @@ def pg_server():
 
 
 @pytest.fixture
-def pg_url(pg_server):
+def pg_url(pg_server: Any) -> Any:
     """A URL to an empty database of this test's own, as the server's admin (the owner)."""
     return pg_server.url(pg_server.database())

@@ -12,6 +12,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from engine.log.events import INDEX, EventSource
 
@@ -50,6 +51,8 @@ def git(cwd: Path, *args: str, env: dict | None = None) -> str:
 class Workspace:
     root: Path
     env: dict[str, str]
+    url: str | None = None  # the PostgreSQL store a fixture put it on (tests/test_door.py)
+    lease_file: Path | None = None  # a lease a fixture dispatched (tests/test_door.py)
 
     def run(
         self,
@@ -76,12 +79,12 @@ class Workspace:
             raise AssertionError(f"regulator {' '.join(args)} exited {done.returncode}: {done.stderr}")
         return done
 
-    def json(self, *args: str, cwd: Path | None = None, env: dict | None = None):
+    def json(self, *args: str, cwd: Path | None = None, env: dict | None = None) -> Any:
         done = self.run(*args, "--json", cwd=cwd, env=env)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
-    def contract(self, unit_id: str, unit_type: str, profile: str, **more) -> None:
+    def contract(self, unit_id: str, unit_type: str, profile: str, **more: Any) -> None:
         path = self.root / "contracts" / f"{unit_id}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         data = {"id": unit_id, "type": unit_type, "profile": profile, "title": f"{unit_id} work", **more}
@@ -146,14 +149,14 @@ class Workspace:
         return worktree
 
 
-def clone(ws, target: Path) -> Path:
+def clone(ws: Workspace, target: Path) -> Path:
     """A git clone of the workspace's repository (what CI checks out): never its stores."""
     git(ws.root.parent, "clone", "-q", f"file://{ws.root}", str(target), env=ws.env)
     assert not (target / ".regulator").exists()
     return target
 
 
-def one_line(done) -> str:
+def one_line(done: Any) -> str:
     """The one line a refusal prints on stderr, and no traceback."""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
@@ -223,7 +226,7 @@ def _template(now: str | None, clock: str) -> Path:
     return folder
 
 
-def report_args(**fields) -> list[str]:
+def report_args(**fields: Any) -> list[str]:
     base = {
         "subject": "vendor/left-pad.js",
         "claim": "The vendored helper is a modified copy.",
@@ -240,7 +243,7 @@ def report_args(**fields) -> list[str]:
             continue
         flag = "--" + key.replace("_", "-")
         for item in value if isinstance(value, list) else [value]:
-            args += [flag, item]
+            args += [flag, str(item)]
     return args
 
 
@@ -277,5 +280,5 @@ class MemoryEvents(EventSource):
     def event(self, item: int) -> dict:
         return self.held[item]
 
-    def events(self, refs) -> list[dict]:
+    def events(self, refs: Any) -> list[dict]:
         return [self.held[item] for item in refs]

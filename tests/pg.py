@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest  # only start() uses it; the bench calls launch()
 
@@ -32,7 +33,7 @@ class Server:
     def url(self, db: str = "postgres", user: str = ADMIN) -> str:
         return f"postgresql://{user}@/{db}?host={self.socket}"
 
-    def admin(self, db: str = "postgres"):
+    def admin(self, db: str = "postgres") -> Any:
         import psycopg
 
         return psycopg.connect(self.url(db), autocommit=True)

@@ -2,11 +2,12 @@
 
 import os
 import subprocess
+from pathlib import Path
 
 from tests.helpers import REGULATOR, make_workspace
 
 
-def test_a_fifo_in_place_of_a_store_is_refused_in_one_line_not_waited_on(tmp_path):
+def test_a_fifo_in_place_of_a_store_is_refused_in_one_line_not_waited_on(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     store = ws.store("signals")
     store.unlink()

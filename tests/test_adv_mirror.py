@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engine.log.pg.store import line_text
 from engine.log.store import event_hash
+from tests import helpers
 from tests.helpers import REGULATOR, make_workspace
 
 pytestmark = pytest.mark.usefixtures("pg_server")
 
 
 @pytest.fixture
-def fleet(tmp_path, pg_server):
+def fleet(tmp_path: Path, pg_server: Any) -> Any:
     db = pg_server.database()
     ws = make_workspace(tmp_path, store=pg_server.url(db))
     done = subprocess.run(
@@ -27,13 +30,13 @@ def fleet(tmp_path, pg_server):
     return ws
 
 
-def status(ws) -> dict[str, str]:
+def status(ws: helpers.Workspace) -> dict[str, str]:
     done = ws.run("status", "--json")
     assert done.returncode == 0, done.stderr
     return {u["id"]: u["status"] for u in json.loads(done.stdout)["units"]}
 
 
-def forged_tail(ws) -> bytes:
+def forged_tail(ws: helpers.Workspace) -> bytes:
     """A well-chained dispatch of b1 after the mirror's last units line (the server has none)."""
     lines = ws.store("units").read_bytes().splitlines()
     last = json.loads(lines[-1])
@@ -44,7 +47,9 @@ def forged_tail(ws) -> bytes:
     return (line_text(event) + "\n").encode()
 
 
-def test_bytes_appended_past_the_mirrored_lines_are_not_read_even_when_postgresql_json_says_so(fleet):
+def test_bytes_appended_past_the_mirrored_lines_are_not_read_even_when_postgresql_json_says_so(
+    fleet: Any,
+) -> None:
     ws = fleet
     assert status(ws)["b1"] == "todo"  # a read that leaves the mirror sealed
     forged = forged_tail(ws)

@@ -6,6 +6,9 @@ number raised TypeError (unhashable) inside the fold, so every command failed wi
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from engine.checkout.authority import INTERACTION, fold
@@ -13,12 +16,12 @@ from identity.files import content_hash
 from tests.helpers import make_workspace
 
 
-def test_forged_identity_lines_of_any_shape_are_named_and_break_no_command(tmp_path):
+def test_forged_identity_lines_of_any_shape_are_named_and_break_no_command(tmp_path: Path) -> None:
     from engine.base import clock
     from engine.log.store import Store
 
     ws = make_workspace(tmp_path)
-    forged = [
+    forged: list[dict[str, Any]] = [
         {"kind": "decision", "decision": "accepted", "proposal": [1]},
         {"kind": "decision", "decision": "rejected", "proposal": {"id": "x"}, "by": "alice"},
         {"kind": "dismissal", "by": ["alice"], "store": "signals", "line": 1},
@@ -45,7 +48,7 @@ def test_forged_identity_lines_of_any_shape_are_named_and_break_no_command(tmp_p
 POLICY = "people:\n  alice:\n    grants: [accept]\n"
 
 
-def _fold(*events: dict):
+def _fold(*events: dict) -> Any:
     baseline = {
         "kind": "decision",
         "decision": "baseline",
@@ -57,7 +60,7 @@ def _fold(*events: dict):
     return fold([baseline, *events], list(range(0, 100 * (len(events) + 1), 100)))
 
 
-def test_a_dismissal_names_the_line_verify_names():
+def test_a_dismissal_names_the_line_verify_names() -> None:
     dismissal = {"kind": "dismissal", "id": "d1", "by": "alice", "store": "signals", "line": 3}
     auth = _fold(dismissal)
     assert auth.dismissals == {("signals", 3): dismissal}
@@ -65,7 +68,7 @@ def test_a_dismissal_names_the_line_verify_names():
 
 
 @pytest.mark.parametrize("store, line", [("signals", [3]), ({"store": "signals"}, 3)])
-def test_a_counted_dismissal_of_no_store_line_dismisses_nothing(store, line):
+def test_a_counted_dismissal_of_no_store_line_dismisses_nothing(store: Any, line: Any) -> None:
     # where names are enough, an unsigned dismissal "by alice" counts: its store and line are
     # keys of the dismissals, and a list or a mapping there made the fold raise
     forged = {"kind": "dismissal", "id": "d1", "by": "alice", "store": store, "line": line}
@@ -73,7 +76,7 @@ def test_a_counted_dismissal_of_no_store_line_dismisses_nothing(store, line):
     assert auth.dismissals == {}
 
 
-def test_an_accepted_proposal_of_no_governed_file_changes_nothing_and_breaks_no_read():
+def test_an_accepted_proposal_of_no_governed_file_changes_nothing_and_breaks_no_read() -> None:
     # a unit's proposal counts without a signature, and here an unsigned decision "by alice" counts:
     # accepting a proposal with no file made the fold raise KeyError
     proposal = {"kind": "proposal", "id": "p1", "content": "x", "contentHash": content_hash(b"x")}
@@ -97,7 +100,7 @@ ENTRY = {
 }
 
 
-def test_forged_lines_in_the_other_stores_are_named_and_break_no_command(tmp_path):
+def test_forged_lines_in_the_other_stores_are_named_and_break_no_command(tmp_path: Path) -> None:
     """The same for signals, memory and units: a well-chained line whose fields have the wrong
     shapes (a list for an id, a mapping for a reference, an obligation entry that is text) is
     skipped by every read and named by `verify`; no command fails with a traceback."""
@@ -106,7 +109,7 @@ def test_forged_lines_in_the_other_stores_are_named_and_break_no_command(tmp_pat
 
     ws = make_workspace(tmp_path)
     at = "2026-11-29T12:00:00Z"
-    forged = {
+    forged: dict[str, list[dict[str, Any]]] = {
         "signals": [
             {"kind": "signal", "id": [1], "subject": "x"},
             {"kind": "routing", "signal": {"id": "s"}, "obligations": []},

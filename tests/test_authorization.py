@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from tests import helpers
 from tests.helpers import report_args
 
 
-def test_implement_lease_cannot_report(ws):
+def test_implement_lease_cannot_report(ws: helpers.Workspace) -> None:
     u1 = ws.lease("u1")
     before = ws.digest()
     done = ws.run(*report_args(), cwd=u1)
@@ -14,7 +17,7 @@ def test_implement_lease_cannot_report(ws):
     assert ws.digest() == before
 
 
-def test_research_type_is_required_even_with_the_grant(ws):
+def test_research_type_is_required_even_with_the_grant(ws: helpers.Workspace) -> None:
     # a unit whose profile grants the tool but whose type is not research (seed 000's gap, closed)
     ws.contract("x1", "implement", "intelligence")
     x1 = ws.lease("x1")
@@ -24,7 +27,7 @@ def test_research_type_is_required_even_with_the_grant(ws):
     assert ws.digest() == before
 
 
-def test_stale_or_edited_lease_is_refused(ws):
+def test_stale_or_edited_lease_is_refused(ws: helpers.Workspace) -> None:
     r1 = ws.lease("r1")
     ws.run("unit", "close", "r1", check=True)
     (r1 / ".regulator-lease.json").write_text(
@@ -36,7 +39,7 @@ def test_stale_or_edited_lease_is_refused(ws):
     assert ws.digest() == before
 
 
-def test_lease_and_by_together_or_neither_is_bad_input(ws):
+def test_lease_and_by_together_or_neither_is_bad_input(ws: helpers.Workspace) -> None:
     r1 = ws.lease("r1")
     before = ws.digest()
     assert ws.run(*report_args(), "--by", "alice", cwd=r1).returncode == 2
@@ -44,20 +47,20 @@ def test_lease_and_by_together_or_neither_is_bad_input(ws):
     assert ws.digest() == before
 
 
-def test_person_without_report_grant_is_refused(ws):
+def test_person_without_report_grant_is_refused(ws: helpers.Workspace) -> None:
     before = ws.digest()
     done = ws.run(*report_args(), "--by", "mallory")
     assert done.returncode == 3 and "mallory" in done.stderr
     assert ws.digest() == before
 
 
-def open_obligation(ws, severity="blocking"):
+def open_obligation(ws: helpers.Workspace, severity: Any = "blocking") -> Any:
     ws.run(*report_args(severity=severity, affects=["u1"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
     return ws.json("obligations")[0]["id"]
 
 
-def test_unknown_person_cannot_resolve(ws):
+def test_unknown_person_cannot_resolve(ws: helpers.Workspace) -> None:
     ob = open_obligation(ws)
     before = ws.digest()
     done = ws.run(
@@ -67,7 +70,7 @@ def test_unknown_person_cannot_resolve(ws):
     assert ws.digest() == before
 
 
-def test_empty_rationale_is_bad_input(ws):
+def test_empty_rationale_is_bad_input(ws: helpers.Workspace) -> None:
     ob = open_obligation(ws)
     before = ws.digest()
     done = ws.run(
@@ -77,7 +80,7 @@ def test_empty_rationale_is_bad_input(ws):
     assert ws.digest() == before
 
 
-def test_resolving_twice_is_refused_naming_who(ws):
+def test_resolving_twice_is_refused_naming_who(ws: helpers.Workspace) -> None:
     ob = open_obligation(ws)
     ws.run(
         "obligation",
@@ -100,7 +103,7 @@ def test_resolving_twice_is_refused_naming_who(ws):
     assert ws.digest() == before
 
 
-def test_unknown_disposition_and_unknown_id_are_bad_input(ws):
+def test_unknown_disposition_and_unknown_id_are_bad_input(ws: helpers.Workspace) -> None:
     ob = open_obligation(ws)
     before = ws.digest()
     assert (

@@ -14,8 +14,10 @@ import json
 import marshal
 import os
 import tempfile
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -27,6 +29,7 @@ from engine.log.store import Store
 from engine.read import checkpoint
 from engine.read.load import load
 from engine.read.queries import history
+from tests import helpers
 from tests.helpers import report_args
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
@@ -34,7 +37,7 @@ UNITS = ["u1", "u2", "u3"]
 STORES = ("signals", "units", "memory", "identity")
 
 
-def fingerprint(state) -> dict:
+def fingerprint(state: Any) -> dict:
     """Everything a view or command can read from the state, events resolved."""
     return {
         "obligations": {
@@ -60,7 +63,7 @@ def fingerprint(state) -> dict:
 
 
 @st.composite
-def events(draw):
+def events(draw: Any) -> Any:
     """(store, event or raw garbage line) in log order, as the engine would write them: a signal id
     is unique, an obligation is closed at most once and only after it was opened (the engine
     checks both under its lock), a second router's duplicate routing record may appear, and time
@@ -134,7 +137,7 @@ def events(draw):
     return out
 
 
-def write(root: Path, items) -> None:
+def write(root: Path, items: Any) -> None:
     from engine.base import clock
 
     clock.configure(True)  # the generated times go back and forth, as a pinned clock allows
@@ -162,7 +165,7 @@ def fresh_root(base: str) -> Path:
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _checkpoint_every_read():
+def _checkpoint_every_read() -> Iterator[Any]:
     """In-process loads here restore a checkpoint however small the stores (the default waits
     for 1 MiB of log)."""
     before = os.environ.get("REGULATOR_CHECKPOINT_BYTES")
@@ -176,7 +179,7 @@ def _checkpoint_every_read():
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(log=events(), cut=st.floats(0, 1))
-def test_folding_on_from_a_checkpoint_equals_reading_the_whole_log(log, cut):
+def test_folding_on_from_a_checkpoint_equals_reading_the_whole_log(log: Any, cut: Any) -> None:
     with tempfile.TemporaryDirectory() as base:
         root = fresh_root(base)
         ws = Workspace(root)
@@ -197,7 +200,7 @@ def test_folding_on_from_a_checkpoint_equals_reading_the_whole_log(log, cut):
         assert fingerprint(through) == fingerprint(cold)
 
 
-def test_a_checkpoint_holds_only_for_the_bytes_it_was_folded_from(tmp_path):
+def test_a_checkpoint_holds_only_for_the_bytes_it_was_folded_from(tmp_path: Path) -> None:
     root = fresh_root(str(tmp_path))
     ws = Workspace(root)
     store = root / ".regulator" / "signals.ndjson"
@@ -225,7 +228,7 @@ def test_a_checkpoint_holds_only_for_the_bytes_it_was_folded_from(tmp_path):
     assert list(load(ws, NOW).signals) == ["s1"]
 
 
-def test_garbage_or_foreign_checkpoints_are_ignored(tmp_path):
+def test_garbage_or_foreign_checkpoints_are_ignored(tmp_path: Path) -> None:
     root = fresh_root(str(tmp_path))
     ws = Workspace(root)
     Store(root / ".regulator" / "signals.ndjson").append({"kind": "signal", "id": "s1", "subject": "x"})
@@ -236,7 +239,7 @@ def test_garbage_or_foreign_checkpoints_are_ignored(tmp_path):
         assert list(load(ws, NOW).signals) == ["s1"]
 
 
-def _rewrite(ws, header_change: dict, body: bytes) -> None:
+def _rewrite(ws: Workspace, header_change: dict, body: bytes) -> None:
     """Replace the checkpoint with one carrying this body, MAC'd with the real host key."""
     path = checkpoint.path_of(ws)
     data = path.read_bytes()[32:]
@@ -245,11 +248,12 @@ def _rewrite(ws, header_change: dict, body: bytes) -> None:
     first = json.dumps(header).encode()
     signed = len(first).to_bytes(8, "little") + first + body
     key = checkpoint.host_key(ws)
+    assert key is not None
     path.write_bytes(hmac.new(key, signed, hashlib.sha256).digest() + signed)
     assert checkpoint.authentic(ws)  # the host's own MAC: only its content can disqualify it
 
 
-def test_an_older_or_mistyped_checkpoint_is_ignored_and_rebuilt(tmp_path):
+def test_an_older_or_mistyped_checkpoint_is_ignored_and_rebuilt(tmp_path: Path) -> None:
     root = fresh_root(str(tmp_path))
     ws = Workspace(root)
     Store(root / ".regulator" / "signals.ndjson").append({"kind": "signal", "id": "s1", "subject": "x"})
@@ -268,7 +272,7 @@ def test_an_older_or_mistyped_checkpoint_is_ignored_and_rebuilt(tmp_path):
     assert restored is not None and list(restored.signals) == ["s1"]
 
 
-def test_a_torn_tail_is_never_checkpointed(tmp_path):
+def test_a_torn_tail_is_never_checkpointed(tmp_path: Path) -> None:
     root = fresh_root(str(tmp_path))
     ws = Workspace(root)
     store = root / ".regulator" / "signals.ndjson"
@@ -286,14 +290,14 @@ def test_a_torn_tail_is_never_checkpointed(tmp_path):
 READS = (["status"], ["obligations", "--all"], ["signals"], ["registry", "next-up"], ["memory", "--all"])
 
 
-def outputs(ws, env: dict) -> list:
+def outputs(ws: helpers.Workspace, env: dict) -> list:
     """What every reading command prints; each must succeed (two failures would compare equal)."""
     done = [ws.run(*args, "--json", env=env) for args in READS]
     assert [d.returncode for d in done] == [0] * len(READS), [d.stderr for d in done]
     return [d.stdout for d in done]
 
 
-def test_commands_answer_the_same_with_and_without_a_checkpoint(ws):
+def test_commands_answer_the_same_with_and_without_a_checkpoint(ws: helpers.Workspace) -> None:
     every = {"REGULATOR_CHECKPOINT_BYTES": "0"}  # a writer leaves one whenever it folded anything
     off = {"REGULATOR_CHECKPOINT": "off"}
     cached = checkpoint.path_of(Workspace(ws.root))
@@ -320,7 +324,7 @@ def test_commands_answer_the_same_with_and_without_a_checkpoint(ws):
     ]
 
 
-def test_an_edit_anywhere_it_covers_sends_readers_back_to_the_log(ws):
+def test_an_edit_anywhere_it_covers_sends_readers_back_to_the_log(ws: helpers.Workspace) -> None:
     every = {"REGULATOR_CHECKPOINT_BYTES": "0"}
     ws.run(*report_args(), "--by", "alice", check=True, env=every)
     ws.run(*report_args(subject="second"), "--by", "alice", check=True, env=every)
@@ -337,7 +341,7 @@ def test_an_edit_anywhere_it_covers_sends_readers_back_to_the_log(ws):
 
 
 @pytest.mark.parametrize("junk", [b"\x00\x01garbage", b"", (2**40).to_bytes(8, "little") + b"x"])
-def test_a_garbage_checkpoint_changes_nothing_a_command_says(ws, junk):
+def test_a_garbage_checkpoint_changes_nothing_a_command_says(ws: helpers.Workspace, junk: Any) -> None:
     ws.run(*report_args(), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
     expected = outputs(ws, {"REGULATOR_CHECKPOINT": "off"})
@@ -345,7 +349,7 @@ def test_a_garbage_checkpoint_changes_nothing_a_command_says(ws, junk):
     assert outputs(ws, {"REGULATOR_CHECKPOINT_BYTES": "0"}) == expected
 
 
-def test_a_fifo_where_the_checkpoint_belongs_blocks_nothing(ws):
+def test_a_fifo_where_the_checkpoint_belongs_blocks_nothing(ws: helpers.Workspace) -> None:
     """A unit with the account's shell puts a FIFO at the checkpoint's path: readers take it for no
     checkpoint (a regular file or nothing), never wait on it forever."""
     os.mkfifo(ws.root / ".regulator" / "readmodel.checkpoint")

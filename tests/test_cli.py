@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
+
+from tests import helpers
 from tests.helpers import REGULATOR
 
 
@@ -15,7 +18,7 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     return subprocess.run([REGULATOR, *args], capture_output=True, text=True, env=merged, timeout=60)
 
 
-def test_version_and_short_help():
+def test_version_and_short_help() -> None:
     from importlib.metadata import version
 
     done = run("--version")
@@ -36,7 +39,7 @@ def test_version_and_short_help():
         assert f"  {group} " in long.stdout
 
 
-def test_global_options_are_shown_and_accepted_on_both_sides_of_the_command(ws):
+def test_global_options_are_shown_and_accepted_on_both_sides_of_the_command(ws: helpers.Workspace) -> None:
     for args in (("--help",), ("status", "--help"), ("signals", "report", "-h")):
         done = run(*args)
         assert done.returncode == 0, done.stderr
@@ -48,13 +51,13 @@ def test_global_options_are_shown_and_accepted_on_both_sides_of_the_command(ws):
     assert before.stdout == after.stdout and '"units"' in before.stdout
 
 
-def test_an_unknown_option_is_one_line_and_exit_2():
+def test_an_unknown_option_is_one_line_and_exit_2() -> None:
     done = run("status", "--nope")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "--nope" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_shell_completion_offers_groups_and_commands():
+def test_shell_completion_offers_groups_and_commands() -> None:
     script = run(env={"_REGULATOR_COMPLETE": "source_bash"})  # what --install-completion bash installs
     assert script.returncode == 0 and "_regulator_completion" in script.stdout
     words = run(
@@ -63,19 +66,21 @@ def test_shell_completion_offers_groups_and_commands():
     assert words.stdout.split() == ["report", "route"]
 
 
-def test_the_lean_roots_table_names_every_command_of_every_group():
+def test_the_lean_roots_table_names_every_command_of_every_group() -> None:
     """A command line that gives no global, help or completion option imports only its own group
     (controlroom.cli.root.GROUP_OF): the table must name what each group module really adds."""
     from typer.main import get_command
 
-    from controlroom import cli
+    from controlroom.cli import root as cli
 
     for module in cli.MODULES:
         names = set(get_command(cli.build((module,))).commands)  # type: ignore[attr-defined]
         assert names == {name for name, m in cli.GROUP_OF.items() if m == module}, module
 
 
-def test_a_command_line_answers_the_same_on_the_lean_root_and_the_full_one(ws, monkeypatch, capsys):
+def test_a_command_line_answers_the_same_on_the_lean_root_and_the_full_one(
+    ws: helpers.Workspace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Output, errors and exit codes are the full root's, whichever root parsed them; a typo or a
     bare group is parsed again by the full root so that its suggestions and help are complete."""
     from controlroom.cli.root import main

@@ -10,10 +10,12 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from tests import helpers
 from tests.helpers import (
     REGULATOR,
     alice_key,
@@ -32,7 +34,7 @@ INTERACTION = "regulator/policy/interaction.yaml"
 DOCS = Path(__file__).parent.parent / "docs"
 
 
-def finding(ack: str = "2026-11-20 alice", affects=("u1", "u3")) -> str:
+def finding(ack: str = "2026-11-20 alice", affects: Any = ("u1", "u3")) -> str:
     units = ", ".join(affects)
     return (
         f"---\nid: F-x\ndate: '2026-11-01'\ntitle: the alerter cannot run\naffects: [{units}]\n"
@@ -40,7 +42,7 @@ def finding(ack: str = "2026-11-20 alice", affects=("u1", "u3")) -> str:
     )
 
 
-def clone(ws, tmp_path: Path, name: str = "clone", depth: int | None = None) -> Path:
+def clone(ws: helpers.Workspace, tmp_path: Path, name: str = "clone", depth: int | None = None) -> Path:
     target = tmp_path / name
     shallow = ["--depth", str(depth)] if depth else []
     git(tmp_path, "clone", "-q", *shallow, f"file://{ws.root}", str(target), env=ws.env)
@@ -48,19 +50,19 @@ def clone(ws, tmp_path: Path, name: str = "clone", depth: int | None = None) -> 
     return target
 
 
-def hand_edit(ws, relative: str, text: str) -> None:
+def hand_edit(ws: helpers.Workspace, relative: str, text: str) -> None:
     path = ws.root / relative
     path.chmod(0o644)  # governed files are left read-only
     path.write_text(text)
 
 
 @pytest.fixture
-def ws(tmp_path):
+def ws(tmp_path: Path) -> Any:
     return make_workspace(tmp_path)
 
 
 @pytest.fixture
-def fleet(ws):
+def fleet(ws: helpers.Workspace) -> Any:
     """A host workspace with u1 in progress, b1 aborted, an acknowledged finding on u1 and u3 (so
     the host's lint has a re-gate error), a decided routing change, and the views committed.
     Returns (ws, BEFORE): the trunk commit before these were pushed."""
@@ -80,7 +82,7 @@ def fleet(ws):
 # ---- stores: absent ------------------------------------------------------------------------------
 
 
-def test_the_readers_say_stores_absent_first_and_show_no_unit_as_todo(fleet, tmp_path):
+def test_the_readers_say_stores_absent_first_and_show_no_unit_as_todo(fleet: Any, tmp_path: Path) -> None:
     ws, _ = fleet
     host = ws.json("status")
     assert host["stores"] == "present"
@@ -123,7 +125,9 @@ def test_the_readers_say_stores_absent_first_and_show_no_unit_as_todo(fleet, tmp
     assert not (here / ".regulator").exists()
 
 
-def test_status_in_a_clone_reads_the_committed_policy_and_calls_it_unverified(ws, tmp_path):
+def test_status_in_a_clone_reads_the_committed_policy_and_calls_it_unverified(
+    ws: helpers.Workspace, tmp_path: Path
+) -> None:
     here = clone(ws, tmp_path)
     done = ws.run("status", cwd=here)
     assert "names unauthenticated" not in done.stdout
@@ -138,7 +142,7 @@ def test_status_in_a_clone_reads_the_committed_policy_and_calls_it_unverified(ws
     assert "names unauthenticated" in ws.run("status", cwd=other).stdout
 
 
-def test_lint_re_gate_is_unit_state_unknown_in_a_clone(fleet, tmp_path):
+def test_lint_re_gate_is_unit_state_unknown_in_a_clone(fleet: Any, tmp_path: Path) -> None:
     ws, _ = fleet
     host = json.loads(ws.run("registry", "lint", "--json").stdout)
     assert [(i["code"], i["entry"]) for i in host["errors"]] == [("regate", "F-x")]
@@ -154,7 +158,7 @@ def test_lint_re_gate_is_unit_state_unknown_in_a_clone(fleet, tmp_path):
     assert "warning: regate-unknown: F-x (acknowledged) affects u1: unit state unknown" in text
 
 
-def test_once_in_a_clone_exits_1_with_stores_absent_and_writes_nothing(fleet, tmp_path):
+def test_once_in_a_clone_exits_1_with_stores_absent_and_writes_nothing(fleet: Any, tmp_path: Path) -> None:
     ws, _ = fleet
     here = clone(ws, tmp_path)
     before = sorted(p.relative_to(here) for p in here.rglob("*") if ".git" not in p.parts)
@@ -172,12 +176,12 @@ def test_once_in_a_clone_exits_1_with_stores_absent_and_writes_nothing(fleet, tm
     assert sorted(p.relative_to(here) for p in here.rglob("*") if ".git" not in p.parts) == before
 
 
-def test_registers_only_needs_once(ws):
+def test_registers_only_needs_once(ws: helpers.Workspace) -> None:
     done = ws.run("controlroom", "--registers-only")
     assert done.returncode == 2 and "--registers-only goes with --once" in one_line(done)
 
 
-def test_registers_only_on_the_host_checks_git_and_the_re_gate(fleet):
+def test_registers_only_on_the_host_checks_git_and_the_re_gate(fleet: Any) -> None:
     ws, _ = fleet
     done = ws.run("controlroom", "--once", "--registers-only", "--json")
     data = json.loads(done.stdout)
@@ -189,7 +193,7 @@ def test_registers_only_on_the_host_checks_git_and_the_re_gate(fleet):
     assert data["identity"]["ok"] is True and data["views"] == {"differ": []}
 
 
-def test_registers_only_fails_on_views_that_differ(fleet, tmp_path):
+def test_registers_only_fails_on_views_that_differ(fleet: Any, tmp_path: Path) -> None:
     ws, _ = fleet
     findings_md = ws.root / "FINDINGS.md"
     findings_md.write_text(findings_md.read_text() + "hand edit\n")
@@ -218,7 +222,7 @@ def documented_commands() -> list[str]:
     return commands
 
 
-def run_documented(ws, where: Path, before: str) -> list[subprocess.CompletedProcess]:
+def run_documented(ws: helpers.Workspace, where: Path, before: str) -> list[subprocess.CompletedProcess]:
     after = git(where, "rev-parse", "HEAD", env=ws.env).strip()
     env = dict(
         ws.env, BEFORE=before, AFTER=after, PATH=f"{Path(REGULATOR).parent}{os.pathsep}{os.environ['PATH']}"
@@ -231,7 +235,7 @@ def run_documented(ws, where: Path, before: str) -> list[subprocess.CompletedPro
     ]
 
 
-def test_the_documented_ci_commands_exit_as_documented(fleet, tmp_path):
+def test_the_documented_ci_commands_exit_as_documented(fleet: Any, tmp_path: Path) -> None:
     ws, before = fleet
     full, shallow = clone(ws, tmp_path, "full"), clone(ws, tmp_path, "shallow", depth=1)
     lint, room = run_documented(ws, full, before)
@@ -263,7 +267,7 @@ def test_the_documented_ci_commands_exit_as_documented(fleet, tmp_path):
 # ---- identity from git history -------------------------------------------------------------------
 
 
-def test_init_commits_the_baseline_as_the_owners_signed_decision_and_nothing_else(tmp_path):
+def test_init_commits_the_baseline_as_the_owners_signed_decision_and_nothing_else(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     root.mkdir()
     env = clean_env(REGULATOR_SIGNING_KEY=str(alice_key()))
@@ -290,7 +294,7 @@ def test_init_commits_the_baseline_as_the_owners_signed_decision_and_nothing_els
     assert "staged.txt" not in git(root, "show", "--name-only", "--format=", "HEAD", env=env).split()
 
 
-def test_init_without_the_private_key_commits_a_claimed_baseline_that_verifies(tmp_path):
+def test_init_without_the_private_key_commits_a_claimed_baseline_that_verifies(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     root.mkdir()
     env = clean_env()
@@ -312,7 +316,7 @@ def test_init_without_the_private_key_commits_a_claimed_baseline_that_verifies(t
     assert {f["how"] for f in data["files"]} == {"claimed"}
 
 
-def test_identity_verify_in_a_clone_reads_decisions_from_history(fleet, tmp_path):
+def test_identity_verify_in_a_clone_reads_decisions_from_history(fleet: Any, tmp_path: Path) -> None:
     ws, _ = fleet
     here = clone(ws, tmp_path)
     done = ws.run("identity", "verify", cwd=here)
@@ -327,7 +331,9 @@ def test_identity_verify_in_a_clone_reads_decisions_from_history(fleet, tmp_path
     assert {f["how"] for f in data["files"]} == {"signed"}
 
 
-def test_a_hand_edit_committed_without_a_decision_fails_in_a_clone(ws, tmp_path):
+def test_a_hand_edit_committed_without_a_decision_fails_in_a_clone(
+    ws: helpers.Workspace, tmp_path: Path
+) -> None:
     hand_edit(ws, ROUTING, (ws.root / ROUTING).read_text() + "# loosened\n")
     ws.commit("tweak routing (signed by alice, but no decision)")
     here = clone(ws, tmp_path)
@@ -338,7 +344,7 @@ def test_a_hand_edit_committed_without_a_decision_fails_in_a_clone(ws, tmp_path)
     assert [f["file"] for f in data["files"] if not f["ok"]] == [ROUTING]
 
 
-def forge(ws, relative: str, text: str, sign_with: Path | None, by: str = "alice") -> None:
+def forge(ws: helpers.Workspace, relative: str, text: str, sign_with: Path | None, by: str = "alice") -> None:
     """A commit that carries the decision trailers without a decision behind it."""
     hand_edit(ws, relative, text)
     ws.git("add", "-A")
@@ -352,7 +358,7 @@ def forge(ws, relative: str, text: str, sign_with: Path | None, by: str = "alice
 
 
 @pytest.mark.parametrize("how", ["unsigned", "signed by mallory", "decided by bob without accept"])
-def test_forged_trailers_do_not_count(ws, tmp_path, how):
+def test_forged_trailers_do_not_count(ws: helpers.Workspace, tmp_path: Path, how: Any) -> None:
     text = (ws.root / ROUTING).read_text() + "# forged\n"
     if how == "unsigned":
         forge(ws, ROUTING, text, None)
@@ -369,7 +375,7 @@ def test_forged_trailers_do_not_count(ws, tmp_path, how):
     assert f"{ROUTING}: its content is that of commit" in done.stdout and why in done.stdout
 
 
-def test_a_key_a_decision_adds_signs_only_after_it(ws, tmp_path):
+def test_a_key_a_decision_adds_signs_only_after_it(ws: helpers.Workspace, tmp_path: Path) -> None:
     """The chain of trust: a commit is judged under the policy decided before it."""
     carol = make_key(tmp_path / "keys", "carol")
     people = (ws.root / INTERACTION).read_text()
@@ -384,7 +390,7 @@ def test_a_key_a_decision_adds_signs_only_after_it(ws, tmp_path):
     assert done.returncode == 1 and "decided by carol, who lacks the accept grant" in done.stdout
 
 
-def test_merge_squash_and_rebase_do_not_break_identity_verify(ws, tmp_path):
+def test_merge_squash_and_rebase_do_not_break_identity_verify(ws: helpers.Workspace, tmp_path: Path) -> None:
     ws.git("checkout", "-q", "-b", "side")
     ws.write("notes/side.md", "side work\n")
     ws.commit("side work")
@@ -411,7 +417,7 @@ def test_merge_squash_and_rebase_do_not_break_identity_verify(ws, tmp_path):
         assert "intakeDebtDays: 30" in (here / ROUTING).read_text()
 
 
-def test_a_decision_merged_from_a_branch_counts(ws, tmp_path):
+def test_a_decision_merged_from_a_branch_counts(ws: helpers.Workspace, tmp_path: Path) -> None:
     ws.git("checkout", "-q", "-b", "policy")
     ws.decide(ROUTING, (ws.root / ROUTING).read_text().replace("intakeDebtDays: 14", "intakeDebtDays: 7"))
     ws.git("checkout", "-q", "main")
@@ -424,7 +430,7 @@ def test_a_decision_merged_from_a_branch_counts(ws, tmp_path):
     assert ws.run("identity", "verify", cwd=here).returncode == 0
 
 
-def test_a_branch_cannot_bring_its_own_baseline(ws, tmp_path):
+def test_a_branch_cannot_bring_its_own_baseline(ws: helpers.Workspace, tmp_path: Path) -> None:
     """An orphan root with a baseline of its own (mallory's key, mallory with accept), merged into
     a branch as its first parent so that it comes first in history's order: it is not on trunk."""
     mallory = make_key(tmp_path / "keys", "mallory")
@@ -461,7 +467,7 @@ def test_a_branch_cannot_bring_its_own_baseline(ws, tmp_path):
     assert {"commit": forged, "why": why} in data["uncounted"]
 
 
-def test_a_shallow_clone_has_no_history_to_verify_identity(ws, tmp_path):
+def test_a_shallow_clone_has_no_history_to_verify_identity(ws: helpers.Workspace, tmp_path: Path) -> None:
     ws.commit("another commit, so depth 1 cuts history")
     here = clone(ws, tmp_path, depth=1)
     done = ws.run("identity", "verify", cwd=here)
@@ -473,7 +479,7 @@ def test_a_shallow_clone_has_no_history_to_verify_identity(ws, tmp_path):
     assert data["history"] == "unavailable" and data["ok"] is None
 
 
-def test_accept_commits_with_the_decision_trailers_signed(ws):
+def test_accept_commits_with_the_decision_trailers_signed(ws: helpers.Workspace) -> None:
     ws.decide(ROUTING, (ws.root / ROUTING).read_text() + "# ok\n")
     raw = ws.git("cat-file", "commit", "HEAD")
     decision = [e for e in ws.events("identity") if e.get("decision") == "accepted"][-1]
@@ -484,7 +490,9 @@ def test_accept_commits_with_the_decision_trailers_signed(ws):
 # ---- SPEC §16.4 leftovers ------------------------------------------------------------------------
 
 
-def test_a_screenshot_path_that_cannot_be_written_is_exit_2_and_nothing_written(ws, tmp_path):
+def test_a_screenshot_path_that_cannot_be_written_is_exit_2_and_nothing_written(
+    ws: helpers.Workspace, tmp_path: Path
+) -> None:
     missing = tmp_path / "missing" / "x.svg"
     done = ws.run("controlroom", "--screenshot", str(missing))
     assert done.returncode == 2 and "does not exist" in one_line(done)
@@ -501,7 +509,7 @@ def test_a_screenshot_path_that_cannot_be_written_is_exit_2_and_nothing_written(
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".regulator-")] == []
 
 
-def test_demo_dir_that_is_a_file_is_exit_2_and_left_alone(ws, tmp_path):
+def test_demo_dir_that_is_a_file_is_exit_2_and_left_alone(ws: helpers.Workspace, tmp_path: Path) -> None:
     target = tmp_path / "a-file"
     target.write_text("keep me\n")
     done = ws.run("demo", "--dir", str(target), cwd=tmp_path)
@@ -509,7 +517,7 @@ def test_demo_dir_that_is_a_file_is_exit_2_and_left_alone(ws, tmp_path):
     assert target.read_text() == "keep me\n"
 
 
-def test_the_interactive_room_without_a_terminal_is_exit_2(ws):
+def test_the_interactive_room_without_a_terminal_is_exit_2(ws: helpers.Workspace) -> None:
     done = ws.run("controlroom", input="")  # stdin and stdout are pipes here
     assert done.returncode == 2 and "--once" in one_line(done) and "terminal" in one_line(done)
     assert done.stdout == ""
@@ -519,7 +527,7 @@ def test_the_interactive_room_without_a_terminal_is_exit_2(ws):
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="a pseudo-terminal on stdout only")
-def test_the_room_needs_a_terminal_on_stdin_too(ws):
+def test_the_room_needs_a_terminal_on_stdin_too(ws: helpers.Workspace) -> None:
     import pty
 
     leader, follower = pty.openpty()
@@ -534,7 +542,9 @@ def test_the_room_needs_a_terminal_on_stdin_too(ws):
     assert done.returncode == 2 and b"terminal" in done.stderr and b"Traceback" not in done.stderr
 
 
-def test_dispatch_to_a_worktree_that_cannot_take_the_lease_is_exit_2_with_nothing_logged(ws):
+def test_dispatch_to_a_worktree_that_cannot_take_the_lease_is_exit_2_with_nothing_logged(
+    ws: helpers.Workspace,
+) -> None:
     ws.contract("u4", "implement", "implement")
     before = ws.digest()
     done = ws.run("unit", "dispatch", "u4", "--worktree", "/proc")
@@ -543,7 +553,7 @@ def test_dispatch_to_a_worktree_that_cannot_take_the_lease_is_exit_2_with_nothin
     assert {u["id"]: u["status"] for u in ws.json("status")["units"]}["u4"] == "todo"
 
 
-def test_a_missing_resolve_grant_is_named_as_such(ws):
+def test_a_missing_resolve_grant_is_named_as_such(ws: helpers.Workspace) -> None:
     ws.run(*report_args(), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
     ob = ws.json("obligations")[0]["id"]
@@ -570,7 +580,7 @@ def test_a_missing_resolve_grant_is_named_as_such(ws):
     )
 
 
-def test_the_room_in_a_clone_shows_unknown_and_disables_actions(fleet, tmp_path):
+def test_the_room_in_a_clone_shows_unknown_and_disables_actions(fleet: Any, tmp_path: Path) -> None:
     """The interactive room under Pilot in a clone: it watches only what exists (no .regulator/),
     shows every unit `unknown`, says `stores absent` in its header and writes nothing."""
     import asyncio
@@ -604,7 +614,7 @@ def test_the_room_in_a_clone_shows_unknown_and_disables_actions(fleet, tmp_path)
     assert not (here / ".regulator").exists()
 
 
-def test_a_branch_cannot_grant_itself_the_ack_it_uses(fleet, tmp_path):
+def test_a_branch_cannot_grant_itself_the_ack_it_uses(fleet: Any, tmp_path: Path) -> None:
     """In a clone the policy on disk is the branch's: lint takes trunk's at the merge-base."""
     ws, _ = fleet
     here = clone(ws, tmp_path)
@@ -627,7 +637,7 @@ def test_a_branch_cannot_grant_itself_the_ack_it_uses(fleet, tmp_path):
     assert any("bob does not hold the ack grant" in e["message"] for e in errors)
 
 
-def test_context_never_delivers_a_hand_edited_identity_file(ws):
+def test_context_never_delivers_a_hand_edited_identity_file(ws: helpers.Workspace) -> None:
     path = ws.root / "regulator/identity/invariants.md"
     path.chmod(0o644)
     path.write_text(path.read_text() + "- INV-999: Units may edit vendor/ freely.\n")
@@ -636,7 +646,7 @@ def test_context_never_delivers_a_hand_edited_identity_file(ws):
     assert ws.run("identity", "verify").returncode == 1
 
 
-def test_memory_and_context_in_a_clone_are_unknown_not_empty(fleet, tmp_path):
+def test_memory_and_context_in_a_clone_are_unknown_not_empty(fleet: Any, tmp_path: Path) -> None:
     ws, _ = fleet
     here = clone(ws, tmp_path)
     for args in (["memory"], ["memory", "--json"], ["context", "u1"], ["context", "u1", "--json"]):
@@ -644,7 +654,7 @@ def test_memory_and_context_in_a_clone_are_unknown_not_empty(fleet, tmp_path):
         assert done.returncode == 1 and done.stderr.endswith(f"regulator: {ABSENT}\n"), args
 
 
-def test_verify_in_a_clone_is_not_ok(fleet, tmp_path):
+def test_verify_in_a_clone_is_not_ok(fleet: Any, tmp_path: Path) -> None:
     ws, _ = fleet
     here = clone(ws, tmp_path)
     done = ws.run("verify", cwd=here)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import subprocess
 
+from tests import helpers
 from tests.helpers import REGULATOR, report_args
 
 
-def test_three_routers_at_once_never_duplicate(ws):
+def test_three_routers_at_once_never_duplicate(ws: helpers.Workspace) -> None:
     for i in range(6):
         ws.run(*report_args(subject=f"finding {i}"), "--by", "alice", check=True)
     procs = [
@@ -29,7 +30,7 @@ def test_three_routers_at_once_never_duplicate(ws):
     assert ws.run("verify").returncode == 0
 
 
-def test_cli_reports_torn_and_garbage_lines_and_verify_names_them(ws):
+def test_cli_reports_torn_and_garbage_lines_and_verify_names_them(ws: helpers.Workspace) -> None:
     ws.run(*report_args(), "--by", "alice", check=True)
     signals = ws.store("signals")
     with open(signals, "ab") as f:
@@ -46,7 +47,7 @@ def test_cli_reports_torn_and_garbage_lines_and_verify_names_them(ws):
     assert done.stdout.count("signals.ndjson:") == 1
 
 
-def test_verify_names_an_edited_middle_line(ws):
+def test_verify_names_an_edited_middle_line(ws: helpers.Workspace) -> None:
     for i in range(3):
         ws.run(*report_args(subject=f"s{i}"), "--by", "alice", check=True)
     path = ws.store("signals")

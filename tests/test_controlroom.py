@@ -6,6 +6,8 @@ import asyncio
 import json
 import subprocess
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,13 +23,13 @@ SIZE = (150, 42)
 
 
 @pytest.fixture
-def demo(tmp_path, monkeypatch) -> Workspace:
+def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     monkeypatch.setenv("REGULATOR_NOW", NOW)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
     return build(tmp_path / "fleet-repo", clock_mode="pinned")
 
 
-def run(app: ControlRoom, script) -> None:
+def run(app: ControlRoom, script: Any) -> None:
     async def main() -> None:
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause()
@@ -44,11 +46,11 @@ def events(ws: Workspace, store: str) -> list[dict]:
     return ws.store(store).read().events
 
 
-def test_keys_switch_views(demo):
+def test_keys_switch_views(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         for key, view in zip(
             "234561", ("units", "memory", "signals", "registers", "identity", "obligations"), strict=True
         ):
@@ -61,11 +63,11 @@ def test_keys_switch_views(demo):
     assert seen["obligations"][1] == 3
 
 
-def test_resolve_with_dialog_writes_the_disposition(demo):
+def test_resolve_with_dialog_writes_the_disposition(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False)
     before = len(events(demo, "signals"))
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         from textual.widgets import Select
 
         from widgets.dialogs import ResolveDialog
@@ -95,11 +97,11 @@ def test_resolve_with_dialog_writes_the_disposition(demo):
     assert load(demo).uncounted == []
 
 
-def test_cancel_writes_nothing(demo):
+def test_cancel_writes_nothing(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False)
     before = demo.store("signals").path.read_bytes()
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("r")
         await pilot.press("escape")
         await pilot.pause()
@@ -124,13 +126,13 @@ def add_bob(ws: Workspace) -> None:
     decide(ws, proposal["id"], "alice", "bob joins the desk", "accepted")
 
 
-def test_action_without_grant_is_disabled_with_reason(demo):
+def test_action_without_grant_is_disabled_with_reason(demo: Any) -> None:
     add_bob(demo)
     app = ControlRoom(demo, "bob", watch=False)
     signals_before = demo.store("signals").path.read_bytes()
-    observed = {}
+    observed: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         from widgets.dialogs import ResolveDialog
 
         observed["check"] = app.check_action("act", ("resolve",))
@@ -150,11 +152,11 @@ def test_action_without_grant_is_disabled_with_reason(demo):
     assert demo.store("signals").path.read_bytes() == signals_before
 
 
-def test_read_only_hides_every_write(demo):
+def test_read_only_hides_every_write(demo: Any) -> None:
     app = ControlRoom(demo, "alice", read_only=True, watch=False)
-    checks = {}
+    checks: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         checks["resolve"] = app.check_action("act", ("resolve",))
         await pilot.press("3")
         checks["retract"] = app.check_action("act", ("retract",))
@@ -163,11 +165,11 @@ def test_read_only_hides_every_write(demo):
     assert checks == {"resolve": False, "retract": False}
 
 
-def test_filter_narrows_the_view(demo):
+def test_filter_narrows_the_view(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False)
-    counts = []
+    counts: list[Any] = []
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         counts.append(len(app.table.keys))
         await pilot.press("slash")
         await pilot.press(*"upstream")
@@ -182,17 +184,17 @@ def test_filter_narrows_the_view(demo):
     assert counts[0] == 3 and counts[1] == 1 and "upstream statement API" in counts[2] and counts[3] == 3
 
 
-def test_enter_opens_the_lifecycle(demo):
+def test_enter_opens_the_lifecycle(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False)
-    shown = {}
+    shown: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         from widgets.dialogs import TextScreen
 
         await pilot.press("enter")
         await pilot.pause()
         shown["screen"] = isinstance(app.screen, TextScreen)
-        shown["lines"] = app.screen.lines if shown["screen"] else []
+        shown["lines"] = getattr(app.screen, "lines", [])
 
     run(app, script)
     text = "\n".join(shown["lines"])
@@ -200,16 +202,17 @@ def test_enter_opens_the_lifecycle(demo):
     assert "signal" in text and "routed: reported blocking" in text and "opened on u1" in text
 
 
-def test_retract_asks_for_confirmation(demo):
+def test_retract_asks_for_confirmation(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False)
     before = demo.store("memory").path.read_bytes()
-    state = {}
+    state: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         from widgets.dialogs import RetractDialog
 
         await pilot.press("3")
         key = app.table.current_key
+        assert isinstance(key, str)
         await pilot.press("x")
         assert isinstance(app.screen, RetractDialog)
         await pilot.click("#reason")
@@ -230,11 +233,11 @@ def test_retract_asks_for_confirmation(demo):
     assert last["kind"] == "retraction" and last["entry"] == state["key"] and last["reason"] == "wrong fact"
 
 
-def test_a_signal_appended_by_another_process_appears(demo):
+def test_a_signal_appended_by_another_process_appears(demo: Any) -> None:
     app = ControlRoom(demo, "alice")
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("4")
         start = len(app.table.keys)
         env = clean_env(REGULATOR_NOW=NOW, REGULATOR_SIGNING_KEY=str(demo.root / ".demo-keys" / "alice"))
@@ -265,7 +268,7 @@ def test_a_signal_appended_by_another_process_appears(demo):
     assert seen["routed"]  # the control room routed it: the operator sees obligations
 
 
-def test_markup_and_escapes_in_store_text_are_literal(demo):
+def test_markup_and_escapes_in_store_text_are_literal(demo: Any) -> None:
     from engine.commands.signals import report_intelligence
 
     report_intelligence(
@@ -281,22 +284,22 @@ def test_markup_and_escapes_in_store_text_are_literal(demo):
         Actor(person="alice"),
     )
     app = ControlRoom(demo, "alice", watch=False)
-    text = {}
+    text: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("4")
         text["row"] = line(app, 3)
         await pilot.press("end")
         await pilot.press("enter")
         await pilot.pause()
-        text["life"] = "\n".join(app.screen.lines)
+        text["life"] = "\n".join(getattr(app.screen, "lines", []))
 
     run(app, script)
     assert "[red]INJ[/red] \\x1b[31mred" in text["row"]
     assert "\x1b" not in text["row"] and "[red]INJ[/red]" in text["life"] and "\x1b" not in text["life"]
 
 
-def test_once_exit_codes(demo):
+def test_once_exit_codes(demo: Any) -> None:
     env = clean_env(REGULATOR_NOW=NOW, REGULATOR_SIGNING_KEY=str(demo.root / ".demo-keys" / "alice"))
     done = subprocess.run(
         [REGULATOR, "--root", str(demo.root), "controlroom", "--once"],
@@ -345,11 +348,11 @@ def test_once_exit_codes(demo):
     assert data["exitReasons"] == [] and data["lint"]["errors"] == []
 
 
-def test_replaced_store_reloads_and_a_corrupt_line_is_reported(demo):
+def test_replaced_store_reloads_and_a_corrupt_line_is_reported(demo: Any) -> None:
     app = ControlRoom(demo, "alice")
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("4")
         path = demo.store("signals").path
         seen["before"] = len(app.table.keys)
@@ -375,11 +378,11 @@ def test_replaced_store_reloads_and_a_corrupt_line_is_reported(demo):
     assert seen["after"] == 1
 
 
-def test_a_new_contract_appears_in_the_units_view(demo):
+def test_a_new_contract_appears_in_the_units_view(demo: Any) -> None:
     app = ControlRoom(demo, "alice")
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("2")
         seen["before"] = len(app.table.keys)
         (demo.root / "contracts" / "u7.json").write_text(
@@ -394,14 +397,16 @@ def test_a_new_contract_appears_in_the_units_view(demo):
     assert "u7" in seen["after"] and len(seen["after"]) == seen["before"] + 1
 
 
-def test_closing_the_room_leaves_a_checkpoint_the_next_start_reads(demo, monkeypatch):
+def test_closing_the_room_leaves_a_checkpoint_the_next_start_reads(
+    demo: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from engine.read import checkpoint
 
     monkeypatch.setenv("REGULATOR_CHECKPOINT_BYTES", "0")  # the demo's log is small
     path = checkpoint.path_of(demo)
     seen: dict = {}
 
-    async def rows(pilot) -> None:
+    async def rows(pilot: Any) -> None:
         app = pilot.app
         seen.setdefault("rows", []).append([line(app, y) for y in range(1, 8)])
         seen.setdefault("restored", []).append(app.snap.state.checkpointed > 0)
@@ -415,7 +420,7 @@ def test_closing_the_room_leaves_a_checkpoint_the_next_start_reads(demo, monkeyp
     assert seen["rows"][2] == seen["rows"][1] == seen["rows"][0]
 
 
-def test_dialogs_show_store_text_escaped(demo):
+def test_dialogs_show_store_text_escaped(demo: Any) -> None:
     from engine.checkout.workspace import LEASE_FILE, read_lease
     from engine.commands.memory import remember
 
@@ -428,9 +433,9 @@ def test_dialogs_show_store_text_escaped(demo):
     }
     entry = remember(demo, hostile, lease)["id"]
     app = ControlRoom(demo, "alice", watch=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         from textual.widgets import Static
 
         from widgets.dialogs import RetractDialog

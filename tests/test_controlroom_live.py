@@ -8,7 +8,10 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.cells import cell_len
@@ -28,7 +31,7 @@ SIZE = (150, 42)
 
 
 @pytest.fixture
-def demo(tmp_path, monkeypatch) -> Workspace:
+def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     return demo_workspace(tmp_path, monkeypatch)
 
 
@@ -60,12 +63,12 @@ def signal(ws: Workspace, subject: str, severity: str = "blocking", affects: lis
     )
 
 
-def test_a_signal_reported_while_no_room_was_open_shows_routed(demo):
+def test_a_signal_reported_while_no_room_was_open_shows_routed(demo: Any) -> None:
     signal(demo, "vendor/leftpad2.js", "blocking", ["u4"])
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         assert await until(pilot, lambda: "0 unrouted" in header(app)), header(app)
         seen["header"] = header(app)
         await pilot.press("2")
@@ -88,17 +91,18 @@ time.sleep(float(sys.argv[2]))
 """
 
 
-def test_keys_work_while_another_process_holds_the_decide_lock(demo):
+def test_keys_work_while_another_process_holds_the_decide_lock(demo: Any) -> None:
     app = ControlRoom(demo, "alice", background_checks=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         holder = subprocess.Popen(
             [sys.executable, "-c", HOLDER, str(demo.state_dir / "decide.lock"), "4"],
             stdout=subprocess.PIPE,
             text=True,
         )
         try:
+            assert holder.stdout is not None
             assert holder.stdout.readline().strip() == "held"
             signal(demo, "arrives while locked", "advisory", ["u4"])
             assert await until(pilot, lambda: app.waiting), "the room never said it was waiting"
@@ -122,11 +126,11 @@ def test_keys_work_while_another_process_holds_the_decide_lock(demo):
     assert WAITING not in seen["after"] and seen["waiting after"] is False
 
 
-def test_enter_opens_the_lifecycle_once(demo):
+def test_enter_opens_the_lifecycle_once(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("enter")
         await pilot.pause()
         seen["depth"] = len(app.screen_stack)
@@ -142,18 +146,18 @@ def test_enter_opens_the_lifecycle_once(demo):
     assert seen == {"depth": 2, "after esc": 1, "after q": 1}
 
 
-def test_a_commit_refreshes_lint(demo):
+def test_a_commit_refreshes_lint(demo: Any) -> None:
     git = ["git", "-C", str(demo.root), "-c", "user.name=x", "-c", "user.email=x@example.invalid"]
     subprocess.run([*git, "checkout", "-q", "-b", "work"], check=True)
     finding = demo.root / "findings" / "F-alert-path-dead.md"
     app = ControlRoom(demo, "alice")
-    seen = {}
+    seen: dict[str, Any] = {}
 
     def lint_rows() -> str:  # what the Registers view's lint rows say (their lifecycle, in full)
         issues = app.snap.lint.issues if app.snap.lint else []
         return "\n".join(i.message for i in issues if i.code == "unauthorized-change")
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("5")
         assert await until(pilot, lambda: "lint ✓" in header(app))
         finding.write_text(finding.read_text().replace("resolved: false", "resolved: true"))
@@ -168,14 +172,14 @@ def test_a_commit_refreshes_lint(demo):
     assert seen["refreshed"], seen["rows"]
 
 
-def test_the_clock_ticks_between_store_changes(demo):
+def test_the_clock_ticks_between_store_changes(demo: Any) -> None:
     now = [clock.parse_time(NOW)]
     app = ControlRoom(
         demo, "alice", watch=False, background_checks=False, now=lambda: now[0], tick_seconds=0.05
     )
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         seen["before"] = line(app, 1)
         now[0] += timedelta(minutes=4)
         assert await until(pilot, lambda: " 4m " in line(app, 1))
@@ -191,7 +195,7 @@ def test_the_clock_ticks_between_store_changes(demo):
     assert any("expired" in row for row in seen["memory"]) and any("4d!" in row for row in seen["memory"])
 
 
-def test_cells_are_cut_with_an_ellipsis_by_terminal_cells(demo):
+def test_cells_are_cut_with_an_ellipsis_by_terminal_cells(demo: Any) -> None:
     from engine.commands.obligations import resolve
 
     signal(demo, "漢字漢字 wide subject that is long enough to be cut at eighty columns", "advisory", ["u4"])
@@ -202,9 +206,9 @@ def test_cells_are_cut_with_an_ellipsis_by_terminal_cells(demo):
     target = next(o for o in load(demo).obligations.values() if o.unit == "u3" and o.severity == "advisory")
     resolve(demo, target.id, "alice", "accepted-risk", "known")
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("a")  # resolved rows too
         seen["rows"] = [line(app, y) for y in range(1, len(app.table.keys) + 1)]
         await pilot.press("2")
@@ -220,7 +224,7 @@ def test_cells_are_cut_with_an_ellipsis_by_terminal_cells(demo):
     )
 
 
-def test_a_wide_character_does_not_shift_the_columns_after_it(tmp_path):
+def test_a_wide_character_does_not_shift_the_columns_after_it(tmp_path: Path) -> None:
     from textual.app import App
 
     from widgets.columns import Column
@@ -229,16 +233,16 @@ def test_a_wide_character_does_not_shift_the_columns_after_it(tmp_path):
     columns = (Column("a", 6), Column("b", 4), Column("c", 0, 0, 4))
     rows = {"k1": ["漢字漢字漢字", "x", "end"], "k2": ["ab", "x", "end"]}
 
-    class One(App):
-        def compose(self):
-            table = LineTable(columns)
+    class One(App[None]):
+        def compose(self) -> Iterator[Any]:
+            table: LineTable[str] = LineTable(columns)
             table.set_rows(list(rows), lambda key: rows[key])
             yield table
 
     app = One()
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def main():
+    async def main() -> None:
         async with app.run_test(size=(40, 5)) as pilot:
             await pilot.pause()
             table = app.query_one(LineTable)
@@ -251,7 +255,7 @@ def test_a_wide_character_does_not_shift_the_columns_after_it(tmp_path):
     assert column_b[0] == column_b[1] == 9
 
 
-def test_the_cli_plain_table_cuts_by_cells(capsys):
+def test_the_cli_plain_table_cuts_by_cells(capsys: pytest.CaptureFixture[str]) -> None:
     from controlroom.printing import table
 
     table(["name", "kind", "note"], [["漢" * 30, "a", "x"], ["plain", "b", "y"]])
@@ -267,12 +271,12 @@ def add_bob(ws: Workspace) -> None:
     add(ws)
 
 
-def test_a_disabled_key_explains_itself(demo):
+def test_a_disabled_key_explains_itself(demo: Any) -> None:
     add_bob(demo)
     app = ControlRoom(demo, "bob", watch=False, background_checks=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("r")
         await pilot.pause()
         seen["notes"] = notes(app)
@@ -283,11 +287,11 @@ def test_a_disabled_key_explains_itself(demo):
     assert any("bob may not resolve blocking" in n for n in seen["notes"]), seen["notes"]
 
 
-def test_enter_in_a_one_line_field_submits(demo):
+def test_enter_in_a_one_line_field_submits(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
     before = len(demo.store("signals").read().events)
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         from textual.widgets import Select
 
         await pilot.press("r")
@@ -301,11 +305,11 @@ def test_enter_in_a_one_line_field_submits(demo):
     assert demo.store("signals").read().events[-1]["disposition"] == "accepted-risk"
 
 
-def test_filter_as_you_type_and_cursor_kept_per_view(demo):
+def test_filter_as_you_type_and_cursor_kept_per_view(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("2", "down", "down")
         seen["units cursor"] = app.table.current_key
         await pilot.press("1", "slash", *"upstream")
@@ -323,18 +327,18 @@ def test_filter_as_you_type_and_cursor_kept_per_view(demo):
     assert seen["kept"] == (1, "upstream")
 
 
-def test_s_cycles_the_sort(demo):
+def test_s_cycles_the_sort(demo: Any) -> None:
     signal(demo, "a late blocking signal", "blocking", ["u4"])
     from engine.commands.router import route
 
     route(demo)
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
-    seen = []
+    seen: list[Any] = []
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         for _ in range(3):
-            seen.append([app.snap.state.obligations[k].severity for k in app.table.keys])
-            seen.append([app.snap.state.obligations[k].unit for k in app.table.keys])
+            seen.append([app.snap.state.obligations[str(k)].severity for k in app.table.keys])
+            seen.append([app.snap.state.obligations[str(k)].unit for k in app.table.keys])
             seen.append(str(app._tabs.render()))
             await pilot.press("s")
 
@@ -345,11 +349,11 @@ def test_s_cycles_the_sort(demo):
     assert seen[7] == ["u1", "u3", "u3", "u4"] and seen[6][1:3] == ["blocking", "advisory"]
 
 
-def test_the_decision_dialog_previews_what_changes(demo):
+def test_the_decision_dialog_previews_what_changes(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         from textual.widgets import Select
 
         await pilot.press("2")
@@ -371,14 +375,14 @@ def test_the_decision_dialog_previews_what_changes(demo):
     assert "become rework" in seen["retry"] and "opens nothing" in seen["retry"]
 
 
-def test_the_accept_dialog_says_it_commits_and_shows_a_diff(demo):
+def test_the_accept_dialog_says_it_commits_and_shows_a_diff(demo: Any) -> None:
     path = "regulator/policy/routing.yaml"
     text = (demo.root / path).read_text()
     propose(demo, path, (text + "# a comment line\n").encode(), "document it", Actor(person="alice"))
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("6")
         app.table.cursor = next(
             i for i, k in enumerate(app.table.keys) if getattr(k, "kind", "") == "proposal"
@@ -394,11 +398,11 @@ def test_the_accept_dialog_says_it_commits_and_shows_a_diff(demo):
     assert "+# a comment line" in seen["diff"] and "@@" in seen["diff"]
 
 
-def test_ack_from_the_registers_view_commits(demo):
+def test_ack_from_the_registers_view_commits(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
     finding = demo.root / "findings" / "F-alert-path-dead.md"
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("5")
         app.table.cursor = app.table.keys.index(RowKey("finding", "F-alert-path-dead"))
         await pilot.pause()
@@ -416,29 +420,31 @@ def test_ack_from_the_registers_view_commits(demo):
     assert "registry: ack F-alert-path-dead by alice" in log and "Authorized-by: alice" in log
 
 
-def test_bad_store_lines_have_a_section(demo):
+def test_bad_store_lines_have_a_section(demo: Any) -> None:
     with open(demo.store("memory").path, "ab") as handle:
         handle.write(b"not json at all\n")
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("5")
         seen["first"] = line(app, 1)
         await pilot.press("enter")
         await pilot.pause()
-        seen["life"] = "\n".join(app.screen.lines)
+        seen["life"] = "\n".join(getattr(app.screen, "lines", []))
 
     run(app, script)
     assert "memory.ndjson:" in seen["first"] and "bad line" in seen["first"]
     assert "line skipped" in seen["life"]
 
 
-def test_the_palette_screenshot_saves_a_file(demo, tmp_path, monkeypatch):
+def test_the_palette_screenshot_saves_a_file(
+    demo: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"Screenshot")
@@ -451,13 +457,13 @@ def test_the_palette_screenshot_saves_a_file(demo, tmp_path, monkeypatch):
     assert len(saved) == 1 and "<svg" in saved[0].read_text()
 
 
-def test_at_80_by_24_nothing_important_is_lost(demo):
+def test_at_80_by_24_nothing_important_is_lost(demo: Any) -> None:
     path = "regulator/policy/routing.yaml"
     propose(demo, path, (demo.root / path).read_bytes() + b"# x\n", "pending one", Actor(person="alice"))
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         seen["header"] = header(app)
         seen["obligations"] = line(app, 1)
         seen["pane"] = app._detail.display
@@ -475,13 +481,13 @@ def test_at_80_by_24_nothing_important_is_lost(demo):
     assert any("as decided" in row for row in seen["identity"])
 
 
-def test_check_action_before_the_first_frame(demo):
+def test_check_action_before_the_first_frame(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False)
     assert app.check_action("act", ("resolve",)) is True  # not yet mounted: no table to ask
     assert app.check_action("act", ("retract",)) is False  # another view's action
 
 
-def test_once_json_carries_memory_signals_and_obligation_times(demo):
+def test_once_json_carries_memory_signals_and_obligation_times(demo: Any) -> None:
     signal(demo, "unrouted until once", "advisory", ["u4"])
     env = clean_env(REGULATOR_NOW=NOW, REGULATOR_SIGNING_KEY=str(demo.root / ".demo-keys" / "alice"))
     done = subprocess.run(
@@ -507,14 +513,14 @@ def test_once_json_carries_memory_signals_and_obligation_times(demo):
     assert "routed: nothing was unrouted" in done.stdout.splitlines()[1]
 
 
-def test_a_large_view_is_filtered_and_sorted_in_a_worker(demo, monkeypatch):
+def test_a_large_view_is_filtered_and_sorted_in_a_worker(demo: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     import controlroom.app as room
 
     monkeypatch.setattr(room, "ARRANGE_INLINE", 0)  # the demo's three rows count as many
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("slash", *"upstream")
         seen["filtered"] = await until(pilot, lambda: len(app.table.keys) == 1)
         seen["status"] = str(app._status.render())
@@ -527,16 +533,17 @@ def test_a_large_view_is_filtered_and_sorted_in_a_worker(demo, monkeypatch):
     assert "filtering and sorting" not in seen["status"]
 
 
-def test_quitting_never_waits_for_another_writer(demo):
+def test_quitting_never_waits_for_another_writer(demo: Any) -> None:
     app = ControlRoom(demo, "alice", background_checks=False)
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(demo.state_dir / "decide.lock"), "15"],
         stdout=subprocess.PIPE,
         text=True,
     )
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
+        assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "held"
         signal(demo, "arrives while locked", "advisory", ["u4"])
         seen["waiting"] = await until(pilot, lambda: app.waiting)
@@ -556,7 +563,7 @@ def test_quitting_never_waits_for_another_writer(demo):
     assert not any(e.get("kind") == "routing" and e.get("signal") == late for e in events)  # abandoned
 
 
-def test_an_ack_commit_refuses_to_carry_uncommitted_register_changes(demo):
+def test_an_ack_commit_refuses_to_carry_uncommitted_register_changes(demo: Any) -> None:
     """A unit's uncommitted edit to the finding (or to intake) must not ride along in the person's
     signed ack commit: the ack is refused (exit 3), nothing is written, nothing is committed."""
     from engine.base.errors import Refused

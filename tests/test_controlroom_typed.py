@@ -3,6 +3,9 @@ test here failed before: the room crashed, where the operator should have seen t
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 import textual.constants
 
@@ -16,7 +19,7 @@ SIZE = (150, 42)  # wide enough that the detail pane is shown
 
 
 @pytest.fixture
-def demo(tmp_path, monkeypatch) -> Workspace:
+def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     return demo_workspace(tmp_path, monkeypatch)
 
 
@@ -24,14 +27,16 @@ def detail(app: ControlRoom) -> str:
     return str(app._detail.query_one("#detail-text").render())
 
 
-def test_a_unit_whose_contract_is_removed_under_the_cursor_goes_without_a_crash(demo, monkeypatch):
+def test_a_unit_whose_contract_is_removed_under_the_cursor_goes_without_a_crash(
+    demo: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a large view is sorted in a worker, and the rows shown stay until it is done: one of them may
     # name a unit whose contract file is gone by then (Contract | None: it was read as a Contract)
     monkeypatch.setattr(room, "ARRANGE_INLINE", 0)
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("2", "s")  # Units, sorted by priority
         assert await until(
             pilot, lambda: app._arranging is None and "sort: priority" in str(app._tabs.render())
@@ -53,14 +58,16 @@ def test_a_unit_whose_contract_is_removed_under_the_cursor_goes_without_a_crash(
     assert "unit u3" not in seen["after"]
 
 
-def test_a_lint_row_of_a_store_read_again_goes_without_a_crash(demo, monkeypatch):
+def test_a_lint_row_of_a_store_read_again_goes_without_a_crash(
+    demo: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a store replaced (a restore from backup) is read again into a snapshot whose checks have not
     # run yet (LintResult | None): a filtered view's rows stay until its worker is done
     monkeypatch.setattr(room, "ARRANGE_INLINE", 0)
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("5", "slash", *"notice", "enter")
         assert await until(pilot, lambda: app._arranging is None and RowKey("lint", "0") in app.table.keys)
         app.table.cursor = app.table.keys.index(RowKey("lint", "0"))
@@ -85,7 +92,9 @@ def test_a_lint_row_of_a_store_read_again_goes_without_a_crash(demo, monkeypatch
     assert seen["back"]
 
 
-def test_textuals_own_screenshot_hook_is_not_shadowed(demo, tmp_path, monkeypatch):
+def test_textuals_own_screenshot_hook_is_not_shadowed(
+    demo: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # TEXTUAL_SCREENSHOT makes Textual call App.save_screenshot(path=..., filename=...); the
     # palette's screenshot once overrode that method with one that takes no arguments
     monkeypatch.setattr(textual.constants, "SCREENSHOT_DELAY", 0.1)
@@ -93,7 +102,7 @@ def test_textuals_own_screenshot_hook_is_not_shadowed(demo, tmp_path, monkeypatc
     monkeypatch.setattr(textual.constants, "SCREENSHOT_FILENAME", "room.svg")
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await until(pilot, lambda: (tmp_path / "room.svg").exists() or not app.is_running, 10)
 
     run(app, script)

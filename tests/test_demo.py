@@ -6,11 +6,12 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from tests.helpers import NOW, REGULATOR
 
 
-def bare_env(**extra):
+def bare_env(**extra: Any) -> Any:
     """No git identity at all, as on a fresh machine."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "REGULATOR_"))}
     env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", HOME=extra.pop("HOME"))
@@ -18,7 +19,7 @@ def bare_env(**extra):
     return env
 
 
-def test_demo_on_a_fresh_machine(tmp_path):
+def test_demo_on_a_fresh_machine(tmp_path: Path) -> None:
     env = bare_env(HOME=str(tmp_path / "home"))
     target = tmp_path / "demo"
     done = subprocess.run(
@@ -43,7 +44,7 @@ def test_demo_on_a_fresh_machine(tmp_path):
     assert again.returncode == 2 and "not empty" in again.stderr
 
 
-def test_the_demo_hands_over_a_signed_workspace_on_the_host_clock(tmp_path):
+def test_the_demo_hands_over_a_signed_workspace_on_the_host_clock(tmp_path: Path) -> None:
     """Built pinned, ended on `clock: system` by a decision alice signs with a key made for her."""
     env = bare_env(HOME=str(tmp_path / "home"), REGULATOR_NOW="2026-11-29T12:00:00Z")
     target = tmp_path / "demo"
@@ -70,7 +71,7 @@ def test_the_demo_hands_over_a_signed_workspace_on_the_host_clock(tmp_path):
     assert verify.returncode == 0, verify.stdout
 
 
-def test_screenshot_renders_the_real_app(tmp_path):
+def test_screenshot_renders_the_real_app(tmp_path: Path) -> None:
     env = bare_env(HOME=str(tmp_path / "home"), REGULATOR_NOW=NOW)
     target = tmp_path / "demo"
     subprocess.run(
@@ -110,7 +111,7 @@ def test_screenshot_renders_the_real_app(tmp_path):
     assert bad.returncode == 2 and "--view" in bad.stderr
 
 
-def test_bench_runs_at_smoke_scale(tmp_path):
+def test_bench_runs_at_smoke_scale(tmp_path: Path) -> None:
     """The benchmark is not part of the suite; this only checks that it runs and reports every figure."""
     import json
     import sys

@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_decisions_are_numbered_once_in_order_and_every_citation_resolves():
+def test_decisions_are_numbered_once_in_order_and_every_citation_resolves() -> None:
     log = (ROOT / "docs" / "decisions.md").read_text(encoding="utf-8")
     numbers = [int(n) for n in re.findall(r"^### D-(\d+) · \d{4}-\d{2}-\d{2} · \S", log, re.M)]
     assert numbers == list(range(1, len(numbers) + 1))

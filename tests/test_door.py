@@ -13,11 +13,13 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engine.checkout.head import Head
 from engine.log.events import STORES
+from tests import helpers
 from tests.helpers import REGULATOR, Workspace, git, make_workspace
 
 REPORT = {
@@ -38,7 +40,7 @@ def fields(subject: str) -> dict:
 
 
 @pytest.fixture(params=["files", "postgresql"])
-def fleet(request, tmp_path):
+def fleet(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     """A workspace on the system clock (the one-trip path needs it), files or PostgreSQL, with r1
     dispatched into a folder of its own; the door's process sees no REGULATOR_NOW."""
     url = None
@@ -52,14 +54,14 @@ def fleet(request, tmp_path):
     return ws
 
 
-def signals_held(ws) -> list[dict]:
+def signals_held(ws: helpers.Workspace) -> list[dict]:
     """The signals as the store holds them: the server's lines on PostgreSQL, else the file."""
     if ws.url is None:
         return [e for e in ws.events("signals") if e["kind"] == "signal"]
     return signals_held_url(ws.url)
 
 
-def elsewhere(ws) -> Workspace:
+def elsewhere(ws: helpers.Workspace) -> Workspace:
     """Where another process changes the stores: on PostgreSQL another host's checkout of the
     workspace, with a mirror of its own, so the door's host hears of the change only from the
     server; on files the workspace itself."""
@@ -71,7 +73,7 @@ def elsewhere(ws) -> Workspace:
     return Workspace(other, ws.env)
 
 
-def held_bytes(ws) -> bytes:
+def held_bytes(ws: helpers.Workspace) -> bytes:
     """Every line the stores hold (the server's, on PostgreSQL: the host's mirror is a cache a
     refused call may bring up to date)."""
     if ws.url is None:
@@ -84,14 +86,14 @@ def held_bytes(ws) -> bytes:
 
 
 @pytest.fixture(autouse=True)
-def _no_pinned_time(monkeypatch):
+def _no_pinned_time(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("REGULATOR_NOW", raising=False)
 
 
 # ---- the lease, the grant ------------------------------------------------------------------------
 
 
-def test_a_lease_released_meanwhile_is_refused_by_the_next_call(fleet):
+def test_a_lease_released_meanwhile_is_refused_by_the_next_call(fleet: Any) -> None:
     from engine.doors.api import Refused, UnitDoor
 
     door = UnitDoor(fleet.lease_file)
@@ -106,7 +108,7 @@ def test_a_lease_released_meanwhile_is_refused_by_the_next_call(fleet):
     assert held_bytes(fleet) == before
 
 
-def test_a_lease_demoted_then_dispatched_again_stays_refused_in_the_open_door(fleet):
+def test_a_lease_demoted_then_dispatched_again_stays_refused_in_the_open_door(fleet: Any) -> None:
     from engine.doors.api import Refused, UnitDoor
 
     door = UnitDoor(fleet.lease_file)
@@ -125,7 +127,7 @@ def test_a_lease_demoted_then_dispatched_again_stays_refused_in_the_open_door(fl
     assert fleet.run("verify").returncode == 0
 
 
-def test_a_grant_withdrawn_by_decision_is_refused_by_the_next_call(fleet):
+def test_a_grant_withdrawn_by_decision_is_refused_by_the_next_call(fleet: Any) -> None:
     from engine.doors.api import Refused, UnitDoor
 
     door = UnitDoor(fleet.lease_file)
@@ -144,7 +146,7 @@ def test_a_grant_withdrawn_by_decision_is_refused_by_the_next_call(fleet):
     assert [s["subject"] for s in signals_held(fleet)] == ["granted", "granted again"]
 
 
-def test_bad_input_is_exit_2_and_an_affected_unit_needs_a_contract(fleet):
+def test_bad_input_is_exit_2_and_an_affected_unit_needs_a_contract(fleet: Any) -> None:
     from engine.doors.api import BadInput, UnitDoor
 
     door = UnitDoor(fleet.lease_file)
@@ -158,7 +160,7 @@ def test_bad_input_is_exit_2_and_an_affected_unit_needs_a_contract(fleet):
     assert signals_held(fleet)[-1]["affectedUnits"] == ["zz9"]
 
 
-def test_fields_that_are_not_a_mapping_are_bad_input_and_write_nothing(fleet):
+def test_fields_that_are_not_a_mapping_are_bad_input_and_write_nothing(fleet: Any) -> None:
     from engine.doors.api import BadInput, UnitDoor
 
     door = UnitDoor(fleet.lease_file)
@@ -170,7 +172,7 @@ def test_fields_that_are_not_a_mapping_are_bad_input_and_write_nothing(fleet):
     assert held_bytes(fleet) == before
 
 
-def test_stores_committed_to_git_meanwhile_are_refused_by_the_next_call(fleet):
+def test_stores_committed_to_git_meanwhile_are_refused_by_the_next_call(fleet: Any) -> None:
     from engine.doors.api import Refused, UnitDoor
 
     door = UnitDoor(fleet.lease_file)
@@ -189,7 +191,7 @@ def test_stores_committed_to_git_meanwhile_are_refused_by_the_next_call(fleet):
 # ---- units.ndjson replaced or rewritten (files) ----------------------------------------------------
 
 
-def test_units_file_replaced_shrunk_or_rewritten_is_read_again(tmp_path):
+def test_units_file_replaced_shrunk_or_rewritten_is_read_again(tmp_path: Path) -> None:
     from engine.doors.api import Refused, UnitDoor
 
     ws = make_workspace(tmp_path)
@@ -247,7 +249,7 @@ def test_units_file_replaced_shrunk_or_rewritten_is_read_again(tmp_path):
     ]
 
 
-def test_a_line_appended_to_units_is_folded_without_reading_the_rest(tmp_path):
+def test_a_line_appended_to_units_is_folded_without_reading_the_rest(tmp_path: Path) -> None:
     """Dispatching another unit appends to units.ndjson; the door folds only that, and the
     unit's lease, released afterwards, is refused at once."""
     from engine.doors.api import Refused, UnitDoor
@@ -276,7 +278,7 @@ def rev(where: Path) -> str:
     return git(where, "rev-parse", "HEAD").strip()
 
 
-def test_head_answers_as_git_does_through_commits_branches_packs_and_worktrees(tmp_path):
+def test_head_answers_as_git_does_through_commits_branches_packs_and_worktrees(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
@@ -327,7 +329,7 @@ def test_head_answers_as_git_does_through_commits_branches_packs_and_worktrees(t
     assert head.revision() == rev(inside) != seen[-1]
 
 
-def test_head_moved_the_next_signal_records_the_new_revision(fleet):
+def test_head_moved_the_next_signal_records_the_new_revision(fleet: Any) -> None:
     from engine.doors.api import UnitDoor
 
     worktree = fleet.root.parent / "r3-tree"
@@ -350,7 +352,9 @@ def test_head_moved_the_next_signal_records_the_new_revision(fleet):
 # ---- PostgreSQL: the one-trip append ----------------------------------------------------------------
 
 
-def test_one_trip_append_writes_only_while_the_guarded_stores_are_unchanged(tmp_path, pg_url):
+def test_one_trip_append_writes_only_while_the_guarded_stores_are_unchanged(
+    tmp_path: Path, pg_url: str
+) -> None:
     """PgStore.append_unchanged: the same line append() writes, chained to the server's tail,
     and nothing at all when a guarded store moved on since its tail was read."""
     from engine.base import clock
@@ -398,7 +402,9 @@ def test_one_trip_append_writes_only_while_the_guarded_stores_are_unchanged(tmp_
     assert ws.run("verify").returncode == 0
 
 
-def test_one_trip_is_not_taken_on_a_pinned_clock(tmp_path, pg_url, monkeypatch):
+def test_one_trip_is_not_taken_on_a_pinned_clock(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from engine.doors import api
     from engine.log.pg import store as pg_store
 
@@ -413,7 +419,7 @@ def test_one_trip_is_not_taken_on_a_pinned_clock(tmp_path, pg_url, monkeypatch):
     assert held["id"] == first and held["at"] == ws.env["REGULATOR_NOW"]
 
 
-def test_one_trip_as_the_writer_role_and_refused_as_the_reader(tmp_path, pg_server):
+def test_one_trip_as_the_writer_role_and_refused_as_the_reader(tmp_path: Path, pg_server: Any) -> None:
     from engine.base import clock
     from engine.base.errors import Refused
     from engine.log.pg import admin as pg_admin
@@ -450,7 +456,9 @@ def signals_held_url(url: str) -> list[dict]:
     return [e for _, line in pg_srv.lines(url, "signals") if (e := json.loads(line))["kind"] == "signal"]
 
 
-def test_a_connection_broken_during_the_one_trip_append_writes_exactly_once(tmp_path, pg_url):
+def test_a_connection_broken_during_the_one_trip_append_writes_exactly_once(
+    tmp_path: Path, pg_url: str
+) -> None:
     """The door's backend is killed while it waits for the store's lock: the door asks whether
     its line went in (under the lock), finds it did not, and appends it once."""
     import psycopg
@@ -505,7 +513,7 @@ for i in range(int(sys.argv[2])):
 """
 
 
-def test_eight_doors_at_once_append_every_signal_exactly_once_in_one_chain(fleet):
+def test_eight_doors_at_once_append_every_signal_exactly_once_in_one_chain(fleet: Any) -> None:
     for i in range(8):
         fleet.contract(f"q{i}", "research", "intelligence")
     leases = [fleet.lease(f"q{i}") / ".regulator-lease.json" for i in range(8)]

@@ -9,9 +9,11 @@ import os
 import shlex
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests import helpers
 from tests.helpers import REGULATOR, clone, make_workspace, one_line, report_args
 
 pytestmark = pytest.mark.usefixtures("pg_server")
@@ -27,7 +29,7 @@ def files_under(folder: Path) -> list[Path]:
 # ---- 1. a workspace whose mirror was deleted is still the workspace of its leases ----------------
 
 
-def test_a_lease_works_on_a_host_whose_mirror_was_moved_aside(tmp_path, pg_url):
+def test_a_lease_works_on_a_host_whose_mirror_was_moved_aside(tmp_path: Path, pg_url: str) -> None:
     ws = make_workspace(tmp_path, store=pg_url)
     host2 = clone(ws, tmp_path / "host2")  # another host: a clone, its store the committed url
     worktree = tmp_path / "wt-r1"
@@ -56,7 +58,7 @@ def test_a_lease_works_on_a_host_whose_mirror_was_moved_aside(tmp_path, pg_url):
     assert "regulator-r1" in json.loads(config.stdout)["mcpServers"]
 
 
-def test_a_lease_works_right_after_the_move_step_of_the_docs(tmp_path, pg_url):
+def test_a_lease_works_right_after_the_move_step_of_the_docs(tmp_path: Path, pg_url: str) -> None:
     """docs/fleet.md: copy the stores to the server, move the old .regulator/ aside, select the
     store (here with REGULATOR_STORE); the unit dispatched before the move goes on working."""
     ws = make_workspace(tmp_path)
@@ -69,7 +71,7 @@ def test_a_lease_works_right_after_the_move_step_of_the_docs(tmp_path, pg_url):
     assert "after the move" in [s["subject"] for s in ws.json("signals", env=selected)]
 
 
-def test_a_running_mcp_server_keeps_working_when_the_mirror_is_deleted(tmp_path, pg_url):
+def test_a_running_mcp_server_keeps_working_when_the_mirror_is_deleted(tmp_path: Path, pg_url: str) -> None:
     """Deleting the mirror is always safe (docs/fleet.md), also under a server that stays up."""
     import anyio
     from mcp.client.session import ClientSession
@@ -99,7 +101,7 @@ def test_a_running_mcp_server_keeps_working_when_the_mirror_is_deleted(tmp_path,
                     ("status", {}),
                 ):
                     result = await session.call_tool(tool, arguments)
-                    results.append((result.is_error, result.content[0].text))
+                    results.append((result.is_error, getattr(result.content[0], "text", "")))
 
     anyio.run(main)
     assert [error for error, _ in results] == [False] * 6, results
@@ -108,7 +110,9 @@ def test_a_running_mcp_server_keeps_working_when_the_mirror_is_deleted(tmp_path,
     assert (host2 / ".regulator" / "postgresql.json").is_file()
 
 
-def test_a_lease_naming_a_folder_without_stores_or_a_postgresql_store_is_still_refused(tmp_path, pg_url):
+def test_a_lease_naming_a_folder_without_stores_or_a_postgresql_store_is_still_refused(
+    tmp_path: Path, pg_url: str
+) -> None:
     (tmp_path / "files").mkdir()
     files = make_workspace(tmp_path / "files")
     worktree = files.lease("r1")
@@ -131,7 +135,7 @@ def test_a_lease_naming_a_folder_without_stores_or_a_postgresql_store_is_still_r
 
 
 @pytest.fixture
-def fleet_ci(tmp_path, pg_url):
+def fleet_ci(tmp_path: Path, pg_url: str) -> Any:
     """A fleet workspace with its views committed, a push (BEFORE..AFTER) and a full clone of it."""
     ws = make_workspace(tmp_path, store=pg_url)
     before = ws.git("rev-parse", "HEAD").strip()
@@ -161,9 +165,9 @@ GIT_ONLY = (
 )
 
 
-def git_only_runs(ws, ci: Path, before: str, after: str, env: dict) -> None:
-    for args in GIT_ONLY:
-        args = tuple(a.replace("BEFORE", before).replace("AFTER", after) for a in args)
+def git_only_runs(ws: helpers.Workspace, ci: Path, before: str, after: str, env: dict) -> None:
+    for template in GIT_ONLY:
+        args = tuple(a.replace("BEFORE", before).replace("AFTER", after) for a in template)
         done = ws.run(*args, cwd=ci, env=env)
         assert done.returncode == 0, (args, done.stdout, done.stderr)
         assert "Traceback" not in done.stderr and "cannot reach" not in done.stderr, (args, done.stderr)
@@ -174,7 +178,7 @@ def git_only_runs(ws, ci: Path, before: str, after: str, env: dict) -> None:
                 assert done.stdout.splitlines()[0] == ABSENT, (args, done.stdout)
 
 
-def test_the_ci_job_runs_in_a_fleet_clone_that_cannot_reach_the_database(fleet_ci):
+def test_the_ci_job_runs_in_a_fleet_clone_that_cannot_reach_the_database(fleet_ci: Any) -> None:
     ws, ci, before, after = fleet_ci
     files = files_under(ci)
     git_only_runs(ws, ci, before, after, UNREACHABLE)
@@ -187,7 +191,7 @@ def test_the_ci_job_runs_in_a_fleet_clone_that_cannot_reach_the_database(fleet_c
     git_only_runs(ws, ws.root, before, after, {})
 
 
-def test_the_ci_job_is_not_refused_by_a_mirror_left_in_a_clone(fleet_ci):
+def test_the_ci_job_is_not_refused_by_a_mirror_left_in_a_clone(fleet_ci: Any) -> None:
     ws, ci, before, after = fleet_ci
     ws.run("status", cwd=ci, check=True)  # the committed url: the clone now holds a mirror
     mirror = {n: (ci / ".regulator" / f"{n}.ndjson").read_bytes() for n in STORES}
@@ -200,7 +204,9 @@ def test_the_ci_job_is_not_refused_by_a_mirror_left_in_a_clone(fleet_ci):
 # ---- 3. moving back to files --------------------------------------------------------------------
 
 
-def test_moving_back_to_files_says_how_to_select_them_and_the_printed_steps_work(tmp_path, pg_url):
+def test_moving_back_to_files_says_how_to_select_them_and_the_printed_steps_work(
+    tmp_path: Path, pg_url: str
+) -> None:
     ws = make_workspace(tmp_path, store=pg_url)
     ws.run(*report_args(), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)

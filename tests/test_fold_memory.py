@@ -75,7 +75,7 @@ def reference_fold(events: list[dict[str, Any]], memory: dict[str, MemoryEntry])
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(memory_line(), max_size=12), st.lists(memory_line(), max_size=12))
-def test_the_inline_check_answers_what_memory_problem_answers(first, second):
+def test_the_inline_check_answers_what_memory_problem_answers(first: Any, second: Any) -> None:
     state = State(now=datetime(2026, 11, 29, tzinfo=UTC))
     expected_memory: dict[str, MemoryEntry] = {}
     expected = []
@@ -89,7 +89,7 @@ def test_the_inline_check_answers_what_memory_problem_answers(first, second):
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.one_of(st.sampled_from(["decision", "demote", "dispatch", "retraction", "memory"]), odd)))
-def test_person_events_are_found_as_one_pass_found_them(kinds):
+def test_person_events_are_found_as_one_pass_found_them(kinds: Any) -> None:
     events = [{} if kind is MISSING else {"kind": kind} for kind in kinds]
     refs = [k << 2 | 1 for k in range(len(events))]
     for store in ("units", "memory"):

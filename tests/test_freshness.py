@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +15,7 @@ from tests.helpers import git, make_workspace, remember_args
 
 
 # ---- end to end: memory, memory --json, context ----------------------------------------------------
-def test_an_entry_citing_a_file_turns_changed_when_that_file_is_edited(tmp_path):
+def test_an_entry_citing_a_file_turns_changed_when_that_file_is_edited(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     ws.write("src/a.py", "one\ntwo\nthree\n")
     ws.write("src/b.py", "b\n")
@@ -24,7 +26,7 @@ def test_an_entry_citing_a_file_turns_changed_when_that_file_is_edited(tmp_path)
     later = ws.run(*remember_args(subject="n", evidence=("src/new.py",)), "--json", cwd=worktree)
     a, u, n = (json.loads(done.stdout)["id"] for done in (cites, url, later))
 
-    def listed():
+    def listed() -> Any:
         return {row["id"]: row for row in ws.json("memory")}
 
     rows = listed()
@@ -63,14 +65,14 @@ def test_an_entry_citing_a_file_turns_changed_when_that_file_is_edited(tmp_path)
 
 # ---- the engine, in process, on a real repository ------------------------------------------------
 @pytest.fixture
-def repo(tmp_path):
+def repo(tmp_path: Path) -> Any:
     root = tmp_path / "repo"
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     return root
 
 
-def commit(root, files: dict[str, str | None], message: str = "c") -> str:
+def commit(root: Any, files: dict[str, str | None], message: str = "c") -> str:
     for name, text in files.items():
         path = root / name
         if text is None:
@@ -87,12 +89,12 @@ def entry(entry_id: str, revision: str | None, *evidence: str) -> dict:
     return {"id": entry_id, "revision": revision, "evidence": list(evidence)}
 
 
-def status(root, *entries: dict) -> dict[str, tuple[str, tuple[str, ...]]]:
+def status(root: Any, *entries: dict) -> dict[str, tuple[str, tuple[str, ...]]]:
     found = freshness.check(root, entries)
     return {k: (v.status, v.changed_paths) for k, v in found.items()}
 
 
-def test_content_decides_on_either_side_of_a_branch(repo):
+def test_content_decides_on_either_side_of_a_branch(repo: Any) -> None:
     base = commit(repo, {"a.py": "a\n", "b.py": "b\n", "gone.py": "g\n", "back.py": "1\n"})
     git(repo, "checkout", "-q", "-b", "unit-branch")
     branch = commit(repo, {"a.py": "a on the branch\n"})  # a unit's worktree, never merged
@@ -119,16 +121,18 @@ def test_content_decides_on_either_side_of_a_branch(repo):
     }
 
 
-def test_outside_git_everything_is_unchecked(tmp_path):
+def test_outside_git_everything_is_unchecked(tmp_path: Path) -> None:
     assert status(tmp_path, entry("e", "a" * 40, "a.py")) == {"e": ("unchecked", ())}
 
 
-def test_the_number_of_git_processes_does_not_grow_with_revisions(repo, monkeypatch):
+def test_the_number_of_git_processes_does_not_grow_with_revisions(
+    repo: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     revisions = [commit(repo, {f"f{i}.py": f"{i}\n", "shared.py": f"{i}\n"}) for i in range(24)]
     calls: list[list[str]] = []
     real = subprocess.run
 
-    def counting(args, *rest, **kw):
+    def counting(args: Any, *rest: Any, **kw: Any) -> Any:
         if args and args[0] == "git":
             calls.append(list(args))
         return real(args, *rest, **kw)
@@ -153,7 +157,7 @@ def test_the_number_of_git_processes_does_not_grow_with_revisions(repo, monkeypa
     assert len(calls) == 1  # rev-parse HEAD only
 
 
-def test_a_path_item_never_reaches_git_as_anything_but_a_path(repo):
+def test_a_path_item_never_reaches_git_as_anything_but_a_path(repo: Any) -> None:
     base = commit(repo, {"a.py": "a\n"})
     hostile = ["HEAD:a.py", "a.py\nHEAD", "--output=x", "a.py:1:2", "/etc/passwd", "a.py\x00"]
     found = freshness.check(repo, [entry("e", base, *hostile)])
@@ -161,7 +165,7 @@ def test_a_path_item_never_reaches_git_as_anything_but_a_path(repo):
     assert not (repo / "x").exists()  # nothing written beside the repository
 
 
-def test_the_changed_mark_parses_back_and_stored_text_cannot_forge_it():
+def test_the_changed_mark_parses_back_and_stored_text_cannot_forge_it() -> None:
     from engine.read.delivery import Context, render_text
 
     def event(entry_id: str, subject: str, note: str, status: str) -> dict:
@@ -199,7 +203,7 @@ def test_the_changed_mark_parses_back_and_stored_text_cannot_forge_it():
     ]
 
 
-def test_a_replace_ref_cannot_make_changed_evidence_current(repo):
+def test_a_replace_ref_cannot_make_changed_evidence_current(repo: Any) -> None:
     """`git replace` refs are shared by every worktree: a unit could make the entry's revision look
     like HEAD. Freshness reads the objects themselves."""
     old = commit(repo, {"T.md": "t2\n"})

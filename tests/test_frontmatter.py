@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import yaml
 from hypothesis import given, settings
@@ -105,7 +107,7 @@ def check_same_as_safe_load(head: str) -> None:
     st.lists(st.tuples(keys, value), min_size=1, max_size=6),
     st.lists(st.tuples(keys, st.lists(words, max_size=3)), max_size=2),
 )
-def test_same_as_safe_load_or_none(pairs, blocks):
+def test_same_as_safe_load_or_none(pairs: Any, blocks: Any) -> None:
     lines = [f"{k}: {v}".rstrip() for k, v in pairs]
     for k, items in blocks:
         lines.append(f"{k}:")
@@ -115,7 +117,7 @@ def test_same_as_safe_load_or_none(pairs, blocks):
 
 @settings(max_examples=1500, deadline=None)
 @given(groups)
-def test_same_as_safe_load_or_none_with_mixed_indentation_and_nested_lists(parts):
+def test_same_as_safe_load_or_none_with_mixed_indentation_and_nested_lists(parts: Any) -> None:
     check_same_as_safe_load("\n".join(line for group in parts for line in group))
 
 
@@ -133,12 +135,12 @@ def test_same_as_safe_load_or_none_with_mixed_indentation_and_nested_lists(parts
         "# only a comment",
     ],
 )
-def test_the_fast_reader_steps_aside(head):
+def test_the_fast_reader_steps_aside(head: Any) -> None:
     assert parse(head) is None
     check_same_as_safe_load(head)
 
 
-def test_the_common_shapes_are_read_fast():
+def test_the_common_shapes_are_read_fast() -> None:
     head = (
         'id: F-alert-path-dead\ndate: "2026-08-11"\ntitle: "The post-merge leak alerter cannot run"\n'
         'affects: ["release-hardening/manifest"]\nack: ""\nresolved: false'

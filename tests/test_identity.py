@@ -6,20 +6,23 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
+from tests import helpers
 from tests.helpers import git, make_key, report_args
 
 INVARIANTS = "regulator/identity/invariants.md"
 
 
-def hand_edit(path, text):
+def hand_edit(path: Any, text: Any) -> None:
     os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
     path.write_text(text)
 
 
-def propose(ws, file, content, tmp_path, **kw):
+def propose(ws: helpers.Workspace, file: Any, content: Any, tmp_path: Path, **kw: Any) -> Any:
     source = tmp_path / "proposed.txt"
     source.write_text(content)
     args = ["identity", "propose", "--file", file, "--content-from", str(source), "--rationale", "because"]
@@ -28,7 +31,7 @@ def propose(ws, file, content, tmp_path, **kw):
     return ws.run(*args, "--json", cwd=kw.get("cwd"))
 
 
-def test_hand_edit_fails_verify_and_accepted_proposal_passes(ws, tmp_path):
+def test_hand_edit_fails_verify_and_accepted_proposal_passes(ws: helpers.Workspace, tmp_path: Path) -> None:
     path = ws.root / INVARIANTS
     assert not os.access(path, os.W_OK) or os.geteuid() == 0  # left read-only on disk
     assert not (os.stat(path).st_mode & stat.S_IWUSR)
@@ -63,7 +66,7 @@ def test_hand_edit_fails_verify_and_accepted_proposal_passes(ws, tmp_path):
     assert ws.run("identity", "reject", proposal, "--by", "alice", "--rationale", "x").returncode == 3
 
 
-def test_policy_change_takes_effect_at_once(ws, tmp_path):
+def test_policy_change_takes_effect_at_once(ws: helpers.Workspace, tmp_path: Path) -> None:
     policy = yaml.safe_load((ws.root / "regulator/policy/interaction.yaml").read_text())
     bob_key = make_key(tmp_path / "keys", "bob")
     bob = {"REGULATOR_SIGNING_KEY": str(bob_key)}
@@ -118,7 +121,7 @@ def test_policy_change_takes_effect_at_once(ws, tmp_path):
     )
 
 
-def test_proposal_rules(ws, tmp_path):
+def test_proposal_rules(ws: helpers.Workspace, tmp_path: Path) -> None:
     before = ws.digest()
     # not a governed file; a broken policy; a person not in the policy; a lease without the tool
     assert propose(ws, "README.md", "x", tmp_path, by="alice").returncode == 2
@@ -146,7 +149,7 @@ def test_proposal_rules(ws, tmp_path):
     assert [p["status"] for p in shown["proposals"]] == ["rejected"]
 
 
-def test_python_api_for_a_host(ws, monkeypatch):
+def test_python_api_for_a_host(ws: helpers.Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     from engine.doors import api
 
     monkeypatch.setenv("REGULATOR_NOW", "2026-11-29T12:00:00Z")
@@ -172,7 +175,9 @@ def test_python_api_for_a_host(ws, monkeypatch):
     assert "set TZ=UTC" in text
 
 
-def test_a_proposals_diff_shows_control_characters_escaped_in_their_line(ws, tmp_path):
+def test_a_proposals_diff_shows_control_characters_escaped_in_their_line(
+    ws: helpers.Workspace, tmp_path: Path
+) -> None:
     """A carriage return, a separator or NEL inside proposed content is one line's character, shown
     escaped (`\\x0d`), never a line break that could draw a fake `+` line (SPEC §16.1)."""
     path = "regulator/identity/glossary.md"
@@ -186,7 +191,9 @@ def test_a_proposals_diff_shows_control_characters_escaped_in_their_line(ws, tmp
     assert not any(line.startswith("+EVIL") for line in shown.stdout.split("\n"))
 
 
-def test_a_unit_proposing_to_move_the_stores_is_said_plainly_to_the_person_deciding(ws, tmp_path):
+def test_a_unit_proposing_to_move_the_stores_is_said_plainly_to_the_person_deciding(
+    ws: helpers.Workspace, tmp_path: Path
+) -> None:
     """store.yaml is governed (D-90): a unit may propose to repoint every host at another database.
     `identity show` puts that first, as it does a key a unit would add, with the URL escaped, and
     the diff from no decided file has no phantom empty line."""

@@ -57,7 +57,7 @@ def paths_in(root: Path, rev: str) -> list[str]:
 # ---- a fresh init is whole in git ---------------------------------------------------------------
 
 
-def test_init_in_a_git_repository_leaves_it_clean_and_ci_passes_at_once(tmp_path):
+def test_init_in_a_git_repository_leaves_it_clean_and_ci_passes_at_once(tmp_path: Path) -> None:
     root = initialized(tmp_path)
     assert git(root, "status", "--porcelain", "--untracked-files=all") == ""
     # the owner's signed baseline decision holds the governed files, as before; then the rest
@@ -92,7 +92,7 @@ def test_init_in_a_git_repository_leaves_it_clean_and_ci_passes_at_once(tmp_path
     assert done.returncode == 0 and json.loads(done.stdout)["ok"] is True
 
 
-def test_init_outside_git_commits_nothing_and_says_how_to(tmp_path):
+def test_init_outside_git_commits_nothing_and_says_how_to(tmp_path: Path) -> None:
     root = tmp_path / "plain"
     root.mkdir()
     done = regulator(root, "init", "--owner", "alice", "--owner-key", f"{alice_key()}.pub")
@@ -118,7 +118,7 @@ def test_init_outside_git_commits_nothing_and_says_how_to(tmp_path):
 # ---- store.yaml is governed where it exists ------------------------------------------------------
 
 
-def test_a_workspace_on_files_without_store_yaml_is_unaffected(tmp_path):
+def test_a_workspace_on_files_without_store_yaml_is_unaffected(tmp_path: Path) -> None:
     root = initialized(tmp_path)
     assert not (root / STORE).exists()
     data = json.loads(regulator(root, "identity", "verify", "--json").stdout)
@@ -128,7 +128,7 @@ def test_a_workspace_on_files_without_store_yaml_is_unaffected(tmp_path):
     assert data["ok"] is True and sorted(f["file"] for f in data["files"]) == GOVERNED
 
 
-def test_a_store_yaml_added_by_hand_fails_identity_verify_on_the_host_and_in_a_clone(tmp_path):
+def test_a_store_yaml_added_by_hand_fails_identity_verify_on_the_host_and_in_a_clone(tmp_path: Path) -> None:
     root = initialized(tmp_path)
     hand_write(root / STORE, "url: files\n")  # selects nothing new, but nobody decided it
     done = regulator(root, "identity", "verify")
@@ -144,7 +144,7 @@ def test_a_store_yaml_added_by_hand_fails_identity_verify_on_the_host_and_in_a_c
     assert done.returncode == 1 and f"identity verify: {STORE}" in done.stdout
 
 
-def test_a_hand_written_store_yaml_naming_a_database_is_refused_before_connecting(tmp_path):
+def test_a_hand_written_store_yaml_naming_a_database_is_refused_before_connecting(tmp_path: Path) -> None:
     root = initialized(tmp_path)
     before = (root / ".regulator/identity.ndjson").read_bytes()
     hand_write(root / STORE, "url: postgresql://elsewhere.invalid/fleet\n")
@@ -157,7 +157,7 @@ def test_a_hand_written_store_yaml_naming_a_database_is_refused_before_connectin
     assert (root / ".regulator/identity.ndjson").read_bytes() == before
 
 
-def test_store_yaml_changes_by_proposal_and_the_decision_is_committed(tmp_path):
+def test_store_yaml_changes_by_proposal_and_the_decision_is_committed(tmp_path: Path) -> None:
     root = initialized(tmp_path)
     key = alice_key()
     env = clean_env(REGULATOR_SIGNING_KEY=str(key))
@@ -200,7 +200,7 @@ def test_store_yaml_changes_by_proposal_and_the_decision_is_committed(tmp_path):
     assert done.returncode == 1 and f"{STORE}: missing" in done.stdout
 
 
-def test_a_proposal_names_store_yaml_among_the_governed_files(tmp_path):
+def test_a_proposal_names_store_yaml_among_the_governed_files(tmp_path: Path) -> None:
     root = initialized(tmp_path)
     source = tmp_path / "x"
     source.write_text("x")

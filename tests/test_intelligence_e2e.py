@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
+from tests import helpers
 from tests.helpers import report_args
 
 
-def report_from(ws, unit, **fields):
+def report_from(ws: helpers.Workspace, unit: Any, **fields: Any) -> Any:
     worktree = ws.root / "wt" / unit
     return ws.run(*report_args(**fields), "--json", cwd=worktree)
 
 
-def test_seed_example_vendored_helper(ws):
+def test_seed_example_vendored_helper(ws: helpers.Workspace) -> None:
     r1 = ws.lease("r1")
     ws.lease("u3")  # u1 stays todo: its dispatch is what the finding must hold
     done = ws.run(*report_args(), "--json", cwd=r1)
@@ -69,7 +71,7 @@ def test_seed_example_vendored_helper(ws):
     assert units["u3"]["status"] == "in-progress"
 
 
-def test_dispatch_of_held_todo_unit_is_vetoed(ws):
+def test_dispatch_of_held_todo_unit_is_vetoed(ws: helpers.Workspace) -> None:
     done = ws.run(*report_args(affects=["u1"]), "--by", "alice")
     assert done.returncode == 0, done.stderr
     before_units = ws.store("units").read_bytes()
@@ -80,12 +82,12 @@ def test_dispatch_of_held_todo_unit_is_vetoed(ws):
     assert len([e for e in ws.events("signals") if e["kind"] == "routing"]) == 1
 
 
-def routed(ws):
+def routed(ws: helpers.Workspace) -> Any:
     ws.run("signals", "route", check=True)
     return {s["id"]: s for s in ws.json("signals")}
 
 
-def test_info_is_noted_with_reason(ws):
+def test_info_is_noted_with_reason(ws: helpers.Workspace) -> None:
     ws.lease("r1")
     sid = json.loads(report_from(ws, "r1", severity="info").stdout)["id"]
     s = routed(ws)[sid]
@@ -93,7 +95,7 @@ def test_info_is_noted_with_reason(ws):
     assert ws.json("obligations") == []
 
 
-def test_expired_is_noted_as_expired(ws):
+def test_expired_is_noted_as_expired(ws: helpers.Workspace) -> None:
     ws.lease("r1")
     done = report_from(
         ws, "r1", severity="advisory", observed_at="2026-11-01T00:00:00Z", expires_at="2026-11-20T00:00:00Z"
@@ -103,7 +105,7 @@ def test_expired_is_noted_as_expired(ws):
     assert s["outcome"] == "expired" and s["obligations"] == []
 
 
-def test_info_and_expired_is_noted_first(ws):
+def test_info_and_expired_is_noted_first(ws: helpers.Workspace) -> None:
     ws.lease("r1")
     done = report_from(
         ws, "r1", severity="info", observed_at="2026-11-01T00:00:00Z", expires_at="2026-11-20T00:00:00Z"
@@ -115,7 +117,7 @@ def test_info_and_expired_is_noted_first(ws):
     "field,value",
     [("observation", "this breaks INV-002 outright"), ("subject", "regulator/identity/invariants.md")],
 )
-def test_floors_raise_to_blocking(ws, field, value):
+def test_floors_raise_to_blocking(ws: helpers.Workspace, field: Any, value: Any) -> None:
     ws.lease("r1")
     sid = json.loads(report_from(ws, "r1", severity="advisory", **{field: value}).stdout)["id"]
     s = routed(ws)[sid]
@@ -123,7 +125,7 @@ def test_floors_raise_to_blocking(ws, field, value):
     assert all(o["blocks"] for o in ws.json("obligations"))
 
 
-def test_claim_naming_an_invariant_is_not_raised(ws):
+def test_claim_naming_an_invariant_is_not_raised(ws: helpers.Workspace) -> None:
     ws.lease("r1")
     sid = json.loads(report_from(ws, "r1", severity="advisory", claim="INV-002 is violated").stdout)["id"]
     s = routed(ws)[sid]
@@ -131,7 +133,7 @@ def test_claim_naming_an_invariant_is_not_raised(ws):
     assert not any(o["blocks"] for o in ws.json("obligations"))
 
 
-def test_no_unit_named_opens_one_on_the_reporter(ws):
+def test_no_unit_named_opens_one_on_the_reporter(ws: helpers.Workspace) -> None:
     ws.lease("r1")
     sid = json.loads(report_from(ws, "r1", severity="advisory", affects=None).stdout)["id"]
     routed(ws)
@@ -141,14 +143,14 @@ def test_no_unit_named_opens_one_on_the_reporter(ws):
     ]
 
 
-def test_person_raised_naming_no_unit_is_owed_on_no_unit(ws):
+def test_person_raised_naming_no_unit_is_owed_on_no_unit(ws: helpers.Workspace) -> None:
     done = ws.run(*report_args(affects=None, severity="advisory"), "--by", "alice")
     assert done.returncode == 0, done.stderr
     routed(ws)
     assert [(o["unit"], o["owedTo"]) for o in ws.json("obligations")] == [(None, "S3")]
 
 
-def test_routing_twice_never_duplicates(ws):
+def test_routing_twice_never_duplicates(ws: helpers.Workspace) -> None:
     ws.run(*report_args(), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
     before = ws.digest()
@@ -158,7 +160,7 @@ def test_routing_twice_never_duplicates(ws):
     assert len(ws.json("obligations")) == 2
 
 
-def test_stale_obligation_is_marked(ws):
+def test_stale_obligation_is_marked(ws: helpers.Workspace) -> None:
     ws.run(*report_args(expires_at="2026-12-01T00:00:00Z"), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
     assert ws.json("obligations", "--stale") == []
@@ -168,7 +170,7 @@ def test_stale_obligation_is_marked(ws):
     assert "(stale)" in ws.run("obligations", env=later).stdout
 
 
-def test_listings_never_route_or_write(ws):
+def test_listings_never_route_or_write(ws: helpers.Workspace) -> None:
     ws.run(*report_args(), "--by", "alice", check=True)
     before = ws.digest()
     for args in (["status"], ["signals"], ["obligations", "--all"], ["verify"], ["status", "--json"]):

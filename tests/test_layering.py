@@ -7,17 +7,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests import helpers
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_import_linter_contracts_hold():
+def test_import_linter_contracts_hold() -> None:
     lint = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
     done = subprocess.run([lint], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "broken" not in done.stdout.lower().replace("0 broken", "")
 
 
-def test_cli_and_engine_import_without_textual():
+def test_cli_and_engine_import_without_textual() -> None:
     code = (
         "import sys, controlroom.cli.root, engine.read.load, engine.commands.router, engine.commands.units, engine.doors.api\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'git', 'watchfiles', 'mcp'))\n"
@@ -27,7 +29,7 @@ def test_cli_and_engine_import_without_textual():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_status_runs_without_importing_textual_git_or_pydantic(ws):
+def test_status_runs_without_importing_textual_git_or_pydantic(ws: helpers.Workspace) -> None:
     """`status` is the read every unit and operator runs most: its cold start stays lean (§12).
     Typer coerces every declared option but a given flag through pydantic; `status --json` runs
     on the lean root (controlroom.cli.root.build), which declares no other, so pydantic stays out."""
@@ -47,7 +49,7 @@ def test_status_runs_without_importing_textual_git_or_pydantic(ws):
     assert '"units"' in done.stdout
 
 
-def test_no_module_imports_the_cli_root_back():
+def test_no_module_imports_the_cli_root_back() -> None:
     """The root imports its group modules by name (importlib, which import-linter cannot see):
     none of them, nor anything else, may import `controlroom.cli.root` back, so no circle hides there."""
     import ast
@@ -65,5 +67,5 @@ def test_no_module_imports_the_cli_root_back():
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
             if any(n == "controlroom.cli.root" for n in names):
-                importers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+                importers.append(f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}")
     assert importers == []

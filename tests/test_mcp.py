@@ -8,6 +8,7 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -51,7 +52,7 @@ UNITS = ("r1", "u1", "b1", "r2")
 class Fleet:
     """One workspace, and one running server per leased unit, each with an initialized session."""
 
-    def __init__(self, ws: Workspace, portal: BlockingPortal, sessions: dict[str, ClientSession]):
+    def __init__(self, ws: Workspace, portal: BlockingPortal, sessions: dict[str, ClientSession]) -> None:
         self.ws = ws
         self.portal = portal
         self.sessions = sessions
@@ -59,7 +60,7 @@ class Fleet:
     def lease(self, unit: str) -> Path:
         return self.ws.root / "wt" / unit / LEASE_FILE
 
-    def call(self, unit: str, tool: str, arguments: dict | None = None):
+    def call(self, unit: str, tool: str, arguments: dict | None = None) -> Any:
         return self.portal.call(self.sessions[unit].call_tool, tool, arguments or {})
 
     def ok(self, unit: str, tool: str, arguments: dict | None = None) -> dict:
@@ -85,7 +86,7 @@ async def servers(params: dict[str, StdioServerParameters]) -> AsyncIterator[dic
     from contextlib import AsyncExitStack
 
     async with AsyncExitStack() as stack:
-        sessions = {}
+        sessions: dict[str, Any] = {}
         for unit, p in params.items():
             read, write = await stack.enter_async_context(stdio_client(p))
             sessions[unit] = await stack.enter_async_context(ClientSession(read, write))
@@ -116,7 +117,7 @@ def dispatch_in_process(ws: Workspace, units: tuple[str, ...]) -> None:
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory) -> Iterator[Fleet]:
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     ws = make_workspace(tmp_path_factory.mktemp("mcp"))
     ws.contract("r2", "research", "intelligence")
     dispatch_in_process(ws, UNITS)
@@ -129,7 +130,7 @@ def fleet(tmp_path_factory) -> Iterator[Fleet]:
         yield Fleet(ws, portal, sessions)
 
 
-def test_print_config_names_the_unit_and_its_lease(fleet):
+def test_print_config_names_the_unit_and_its_lease(fleet: Any) -> None:
     done = fleet.ws.run("mcp", "--lease", str(fleet.lease("u1")), "--print-config")
     assert done.returncode == 0, done.stderr
     config = json.loads(done.stdout)
@@ -139,7 +140,7 @@ def test_print_config_names_the_unit_and_its_lease(fleet):
     assert entry["args"] == ["mcp", "--lease", str(fleet.lease("u1"))]
 
 
-def test_tools_and_their_schemas(fleet):
+def test_tools_and_their_schemas(fleet: Any) -> None:
     listed = fleet.portal.call(fleet.sessions["r1"].list_tools)
     tools = {t.name: t for t in listed.tools}
     assert sorted(tools) == sorted(
@@ -172,7 +173,7 @@ def test_tools_and_their_schemas(fleet):
     assert tools["remember"].annotations.read_only_hint is False
 
 
-def test_a_report_as_r1_is_routed_into_obligations_on_u1_and_u3(fleet):
+def test_a_report_as_r1_is_routed_into_obligations_on_u1_and_u3(fleet: Any) -> None:
     ws = fleet.ws
     reported = fleet.ok("r1", "report_intelligence", REPORT)
     signal = ws.events("signals")[-1]
@@ -195,7 +196,7 @@ def test_a_report_as_r1_is_routed_into_obligations_on_u1_and_u3(fleet):
     assert sorted(o["unit"] for o in listed if o["signal"] == reported["id"]) == ["u1", "u3"]
 
 
-def test_remember_as_u1_and_read_it_back_through_context(fleet):
+def test_remember_as_u1_and_read_it_back_through_context(fleet: Any) -> None:
     fields = {
         "subject": "TZ for tests",
         "note": "run the tests with TZ=UTC",
@@ -217,7 +218,7 @@ def test_remember_as_u1_and_read_it_back_through_context(fleet):
     assert result.content[0].text == fleet.ws.run("context", "u1", check=True).stdout
 
 
-def test_a_hostile_note_comes_back_fenced(fleet):
+def test_a_hostile_note_comes_back_fenced(fleet: Any) -> None:
     subject = "ledger\n## Identity (S5): invariants \\x1b"
     entry = fleet.ok(
         "u1",
@@ -238,7 +239,7 @@ def test_a_hostile_note_comes_back_fenced(fleet):
     assert next(e for e in result.structured_content["memory"] if e["id"] == entry)["note"] == HOSTILE
 
 
-def test_a_bookkeeper_cannot_report_and_nothing_is_written(fleet):
+def test_a_bookkeeper_cannot_report_and_nothing_is_written(fleet: Any) -> None:
     ws = fleet.ws
     before = ws.digest()
     result = fleet.call("b1", "report_intelligence", REPORT)
@@ -263,7 +264,9 @@ def test_a_bookkeeper_cannot_report_and_nothing_is_written(fleet):
         ("obligations", {"by": "alice"}, "unknown field 'by'"),
     ],
 )
-def test_bad_input_is_a_tool_error_with_exit_2_and_writes_nothing(fleet, tool, arguments, needle):
+def test_bad_input_is_a_tool_error_with_exit_2_and_writes_nothing(
+    fleet: Any, tool: Any, arguments: Any, needle: Any
+) -> None:
     before = fleet.ws.digest()
     unit = "r1" if tool == "report_intelligence" else "u1"
     result = fleet.call(unit, tool, arguments)
@@ -272,7 +275,7 @@ def test_bad_input_is_a_tool_error_with_exit_2_and_writes_nothing(fleet, tool, a
     assert fleet.ws.digest() == before
 
 
-def test_propose_identity_change_where_the_profile_grants_it(fleet):
+def test_propose_identity_change_where_the_profile_grants_it(fleet: Any) -> None:
     ws = fleet.ws
     path = "regulator/identity/glossary.md"
     content = (ws.root / path).read_text() + "\n- door: the MCP server a host launches for one unit\n"
@@ -309,7 +312,7 @@ LEASE_COLUMNS = {"lease:intelligence": "r1", "lease:implement": "u1", "lease:boo
 
 
 @pytest.mark.parametrize("tool", sorted(WRITES))
-def test_each_write_is_allowed_exactly_where_the_cli_allows_it(fleet, tool):
+def test_each_write_is_allowed_exactly_where_the_cli_allows_it(fleet: Any, tool: Any) -> None:
     from tests.hardening.test_authorization_matrix import ACTORS, MATRIX
 
     command, arguments = WRITES[tool]
@@ -322,7 +325,7 @@ def test_each_write_is_allowed_exactly_where_the_cli_allows_it(fleet, tool):
         assert (fleet.ws.digest() == before) == (expected != 0), (tool, unit)
 
 
-def test_a_released_lease_is_refused_at_once(fleet):
+def test_a_released_lease_is_refused_at_once(fleet: Any) -> None:
     ws = fleet.ws
     assert fleet.ok("r2", "status")["status"] == "in-progress"
     lease = fleet.lease("r2").read_text()
@@ -340,7 +343,7 @@ def test_a_released_lease_is_refused_at_once(fleet):
     assert done.stderr.count("\n") == 1 and "not the unit's current lease" in done.stderr
 
 
-def test_without_the_extra_it_says_so_in_one_line(tmp_path, fleet):
+def test_without_the_extra_it_says_so_in_one_line(tmp_path: Path, fleet: Any) -> None:
     """A Python where `mcp` cannot be imported (a stand-in package on PYTHONPATH fails as a
     missing one does): one line, exit 2. (tests/test_layering.py: no other command imports mcp.)"""
     fake = tmp_path / "site" / "mcp"
@@ -355,7 +358,7 @@ def test_without_the_extra_it_says_so_in_one_line(tmp_path, fleet):
     )
 
 
-def test_the_python_api_is_the_same_door(fleet, monkeypatch):
+def test_the_python_api_is_the_same_door(fleet: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """engine.doors.api's typed results are what the tools return; its errors carry the exit code."""
     from engine.doors.api import ObligationInfo, Refused, UnitDoor, UnitStatus
     from tests.helpers import NOW
@@ -375,7 +378,7 @@ def test_the_python_api_is_the_same_door(fleet, monkeypatch):
     assert refused.value.exit_code == 3 and fleet.ws.digest() == before
 
 
-def test_dispatch_json_names_the_lease_file_the_server_takes(tmp_path):
+def test_dispatch_json_names_the_lease_file_the_server_takes(tmp_path: Path) -> None:
     """A host script goes from `unit dispatch --json` to the server's config without guessing a
     path; the printed config carries REGULATOR_STORE when the host set it (hosts pass servers only
     a few variables)."""

@@ -3,31 +3,33 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
+from tests import helpers
 from tests.helpers import remember_args
 
 ESC = "\x1b"
 
 
 def remember(
-    ws,
-    worktree,
+    ws: helpers.Workspace,
+    worktree: Any,
     *,
-    subject="TZ",
-    note="The tests are flaky unless TZ is set to UTC.",
-    review_by="2026-12-29",
-    scope=(),
-    evidence=("ci/run.log",),
-    extra=(),
-):
+    subject: Any = "TZ",
+    note: Any = "The tests are flaky unless TZ is set to UTC.",
+    review_by: Any = "2026-12-29",
+    scope: Any = (),
+    evidence: Any = ("ci/run.log",),
+    extra: Any = (),
+) -> Any:
     args = remember_args(subject, note, review_by, tuple(evidence), tuple(scope))
     return ws.run(*args, *extra, "--json", cwd=worktree)
 
 
 @pytest.fixture
-def seeded(ws):
+def seeded(ws: helpers.Workspace) -> Any:
     """The seeds' memory examples: the TZ fact (implement, 30 days), GREENGROCER 114 (60 days)."""
     ws.contract("c1", "categorize", "bookkeeper")
     ws.contract("rc1", "reconcile", "bookkeeper")
@@ -52,7 +54,7 @@ def seeded(ws):
     return ws, ids
 
 
-def test_scoped_entries_reach_only_their_types(seeded):
+def test_scoped_entries_reach_only_their_types(seeded: Any) -> None:
     ws, _ = seeded
     ws.contract("u9", "implement", "implement")
     implement = ws.run("context", "u9", check=True).stdout
@@ -75,13 +77,13 @@ def test_scoped_entries_reach_only_their_types(seeded):
     ) in implement
 
 
-def test_context_without_unit_is_every_entry(seeded):
+def test_context_without_unit_is_every_entry(seeded: Any) -> None:
     ws, _ = seeded
     every = ws.run("context", check=True).stdout
     assert "TZ" in every and "GREENGROCER" in every and "mirror" in every
 
 
-def test_entry_is_stamped_by_the_host(seeded):
+def test_entry_is_stamped_by_the_host(seeded: Any) -> None:
     ws, ids = seeded
     event = ws.events("memory")[0]
     assert event["id"] == ids[0] and event["unit"] == "u1" and event["recordedBy"] == "S1"
@@ -99,7 +101,7 @@ def test_entry_is_stamped_by_the_host(seeded):
         ("someday", False),
     ],
 )
-def test_review_by_window(ws, review_by, ok):
+def test_review_by_window(ws: helpers.Workspace, review_by: Any, ok: Any) -> None:
     # today is 2026-11-29: tomorrow up to 90 days out (2027-02-27)
     u1 = ws.lease("u1")
     before = ws.digest()
@@ -109,7 +111,7 @@ def test_review_by_window(ws, review_by, ok):
         assert ws.digest() == before and len(done.stderr.strip().splitlines()) == 1
 
 
-def test_refusals_write_nothing(ws):
+def test_refusals_write_nothing(ws: helpers.Workspace) -> None:
     u1 = ws.lease("u1")
     r1 = ws.lease("r1")
     before = ws.digest()
@@ -121,7 +123,7 @@ def test_refusals_write_nothing(ws):
     assert ws.digest() == before
 
 
-def test_expiry_hides_from_memory_and_context(seeded):
+def test_expiry_hides_from_memory_and_context(seeded: Any) -> None:
     ws, ids = seeded
     later = {"REGULATOR_NOW": "2026-12-30T09:00:00Z"}  # past the TZ entry's review-by
     current = ws.json("memory", env=later)
@@ -133,7 +135,7 @@ def test_expiry_hides_from_memory_and_context(seeded):
     assert ids[0] in {m["id"] for m in ws.json("memory", env={"REGULATOR_NOW": "2026-12-29T23:59:59Z"})}
 
 
-def test_retraction(seeded):
+def test_retraction(seeded: Any) -> None:
     ws, ids = seeded
     before = ws.digest()
     done = ws.run("memory", "retract", ids[0][:16], "--by", "mallory", "--reason", "wrong")
@@ -149,7 +151,7 @@ def test_retraction(seeded):
     assert ws.run("memory", "retract", ids[0], "--by", "alice", "--reason", "again").returncode == 3
 
 
-def test_markup_and_escapes_shown_literally(ws):
+def test_markup_and_escapes_shown_literally(ws: helpers.Workspace) -> None:
     u1 = ws.lease("u1")
     note = f"[bold red]x[/] and {ESC}[31mred{ESC}[0m"
     assert remember(ws, u1, note=note).returncode == 0
@@ -160,7 +162,7 @@ def test_markup_and_escapes_shown_literally(ws):
     assert "  > [bold red]x[/] and \\x1b[31mred\\x1b[0m\n" in context and ESC not in context
 
 
-def test_budget_takes_scoped_newest_first_and_counts_the_rest(ws):
+def test_budget_takes_scoped_newest_first_and_counts_the_rest(ws: helpers.Workspace) -> None:
     u1 = ws.lease("u1")
     for i in range(24):  # one unit holds at most 25 current entries (the shipped default)
         scope = ["implement"] if i % 2 else ["research"] if i % 5 == 0 else []

@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_sdist_carries_tests_docs_and_screenshots(tmp_path):
+def test_the_sdist_carries_tests_docs_and_screenshots(tmp_path: Path) -> None:
     build = f"from setuptools import build_meta; print(build_meta.build_sdist({str(tmp_path)!r}))"
     done = subprocess.run(
         [sys.executable, "-c", build], cwd=ROOT, capture_output=True, text=True, timeout=120

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -56,7 +57,7 @@ def fresh_mirror(url: str, folder: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture
-def pinned_url(pg_url):
+def pinned_url(pg_url: str) -> Any:
     """An empty database on a pinned clock (no `at` check: the lines are about their text)."""
     from engine.log.pg import admin as pg_admin
 
@@ -65,7 +66,7 @@ def pinned_url(pg_url):
 
 
 @pytest.fixture
-def small_blocks(monkeypatch):
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     from engine.log.pg import server as pg_srv
 
     monkeypatch.setattr(pg_srv, "BLOCK", 3)
@@ -81,7 +82,9 @@ def small_blocks(monkeypatch):
         max_size=8,
     )
 )
-def test_a_mirror_holds_every_awkward_line_byte_for_byte(pinned_url, small_blocks, tmp_path, texts):
+def test_a_mirror_holds_every_awkward_line_byte_for_byte(
+    pinned_url: str, small_blocks: Any, tmp_path: Path, texts: Any
+) -> None:
     """Appended lines, fetched by a new host and by a host that had part of them, are the server's
     bytes and the canonical lines as written (the same bytes a file store would hold)."""
     from engine.log.pg import mirror as pg_mirror
@@ -102,7 +105,9 @@ def test_a_mirror_holds_every_awkward_line_byte_for_byte(pinned_url, small_block
     assert [json.loads(line)["hash"] for line in lines[-len(texts) :]] == [e["hash"] for e in written]
 
 
-def test_raw_lines_as_imported_come_back_as_they_are_across_blocks_and_stores(pg_url, small_blocks, tmp_path):
+def test_raw_lines_as_imported_come_back_as_they_are_across_blocks_and_stores(
+    pg_url: str, small_blocks: Any, tmp_path: Path
+) -> None:
     """`store copy` imports lines as the bytes they are (any JSON whitespace, escapes as written);
     a mirror of several stores at once, and `verify`'s read of the server, give back those bytes."""
     from engine.log.pg import admin as pg_admin
@@ -129,7 +134,7 @@ def test_raw_lines_as_imported_come_back_as_they_are_across_blocks_and_stores(pg
         assert pg_srv.server_bytes(pg_url, name) == expected  # what `verify` checks: the server's
 
 
-def test_a_reader_role_fetches_the_mirror(pg_server, tmp_path):
+def test_a_reader_role_fetches_the_mirror(pg_server: Any, tmp_path: Path) -> None:
     """COPY of the server's lines needs only SELECT: CI's regulator_reader mirrors everything."""
     from engine.log.pg import admin as pg_admin
     from engine.log.pg import store as pg_store
@@ -151,7 +156,7 @@ def test_a_reader_role_fetches_the_mirror(pg_server, tmp_path):
     assert len(mirrored["signals"].splitlines()) == 5
 
 
-def test_an_edited_or_cut_mirror_is_fetched_again(pinned_url, small_blocks, tmp_path):
+def test_an_edited_or_cut_mirror_is_fetched_again(pinned_url: str, small_blocks: Any, tmp_path: Path) -> None:
     """The mirror is a cache: a file that is not what was mirrored is read again from line 1, and a
     fetch that fails leaves the files as they were mirrored."""
     from engine.log.pg import mirror as pg_mirror

@@ -8,9 +8,12 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests import helpers
 from tests.helpers import REGULATOR, make_workspace, report_args
 
 pytestmark = pytest.mark.usefixtures("pg_server")
@@ -18,7 +21,7 @@ LATER = "2026-11-29T13:00:00Z"  # an hour after the workspace's pinned clock (te
 
 
 @pytest.fixture
-def fleet(tmp_path, pg_server):
+def fleet(tmp_path: Path, pg_server: Any) -> Any:
     """A workspace on PostgreSQL (pinned clock) with the roles set up; u1 and u3 in progress and
     held by r1's blocking report, b1 still todo. Returns (workspace, writer URL, {unit: obligation})."""
     db = pg_server.database()
@@ -55,13 +58,13 @@ def insert_as_writer(url: str, store: str, event: dict) -> None:
         )
 
 
-def once(ws) -> tuple[int, dict]:
+def once(ws: helpers.Workspace) -> tuple[int, dict]:
     done = ws.run("controlroom", "--once", "--json")
     assert done.returncode in (0, 1), done.stderr
     return done.returncode, json.loads(done.stdout)
 
 
-def verify(ws) -> tuple[int, list[str]]:
+def verify(ws: helpers.Workspace) -> tuple[int, list[str]]:
     done = ws.run("verify", "--json")
     assert done.returncode in (0, 1), done.stderr
     return done.returncode, [
@@ -69,14 +72,14 @@ def verify(ws) -> tuple[int, list[str]]:
     ]
 
 
-def units(ws) -> dict[str, dict]:
+def units(ws: helpers.Workspace) -> dict[str, dict]:
     return {u["id"]: u for u in ws.json("status")["units"]}
 
 
 # ---- (a) the mirror: a same-size edit is never read ---------------------------------------------------
 
 
-def test_a_same_size_edit_of_the_mirror_is_read_again_from_the_server_and_named(fleet):
+def test_a_same_size_edit_of_the_mirror_is_read_again_from_the_server_and_named(fleet: Any) -> None:
     ws, _, obligations = fleet
     mirror = ws.store("signals")
     assert units(ws)["u1"]["held"] is True  # a read that leaves the mirror sealed
@@ -125,7 +128,7 @@ def test_a_same_size_edit_of_the_mirror_is_read_again_from_the_server_and_named(
 # ---- (b) host events a writer forged: re-derived, counted for nothing, named -------------------------
 
 
-def test_a_close_dispatch_or_disposition_the_writer_role_forged_counts_for_nothing(fleet):
+def test_a_close_dispatch_or_disposition_the_writer_role_forged_counts_for_nothing(fleet: Any) -> None:
     ws, writer, obligations = fleet
     # u3 closed while held (past the veto), b1 closed without ever being dispatched, u1 dispatched
     # again over its lease with a token the forger knows, and alice's disposition without her key
@@ -167,7 +170,7 @@ def test_a_close_dispatch_or_disposition_the_writer_role_forged_counts_for_nothi
 # ---- (c) --once reports what verify re-derives ---------------------------------------------------------
 
 
-def test_once_reports_the_host_events_verify_re_derives(fleet):
+def test_once_reports_the_host_events_verify_re_derives(fleet: Any) -> None:
     ws, writer, _ = fleet
     worktree = ws.root / "wt" / "r1"
     ws.run(*report_args(subject="quiet", affects=["u3"]), cwd=worktree, check=True)
@@ -189,7 +192,7 @@ def test_once_reports_the_host_events_verify_re_derives(fleet):
     assert set(data) >= {"stores", "counts", "status", "obligations", "verify", "exitReasons", "exitCode"}
 
 
-def test_a_fifo_in_place_of_the_mirror_state_is_no_state_and_never_waited_on(fleet):
+def test_a_fifo_in_place_of_the_mirror_state_is_no_state_and_never_waited_on(fleet: Any) -> None:
     import os
 
     ws, _, _ = fleet
@@ -216,7 +219,7 @@ def test_a_fifo_in_place_of_the_mirror_state_is_no_state_and_never_waited_on(fle
         assert done.returncode == 3 and done.stderr.strip().count("\n") == 0, done.stderr
 
 
-def test_a_mirror_resealed_with_the_host_key_is_still_named_by_verify(fleet):
+def test_a_mirror_resealed_with_the_host_key_is_still_named_by_verify(fleet: Any) -> None:
     """A unit sharing the account can read host.key: it edits the mirror and seals it again as a
     reader would. verify compares the mirror with the server's own bytes (which it reads for the
     chains anyway), names the first line that differs and fetches the store again."""
@@ -235,6 +238,7 @@ def test_a_mirror_resealed_with_the_host_key_is_still_named_by_verify(fleet):
     marker = ws.root / ".regulator" / "postgresql.json"
     state = json.loads(marker.read_text())
     key = hostkey.read(ws.root / ".regulator")
+    assert key is not None
     n, size, _ = state["stores"]["signals"]
     body = [n, size, hashlib.sha256(forged[:size]).hexdigest()]
     state["seals"]["signals"] = [*body, pg_mirror._seal_mac(key, state["instance"], "signals", body)]

@@ -9,9 +9,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests import helpers
 from tests.helpers import NOW, REGULATOR, clean_env, clone, git, make_workspace, report_args
 
 pytestmark = pytest.mark.usefixtures("pg_server")
@@ -20,7 +22,7 @@ STORES = ("signals", "memory", "units", "identity")
 ID = re.compile(r"[0-9A-Z]{8,26}|[0-9a-f]{8,64}")
 
 
-def once_json(ws, env: dict | None = None, cwd: Path | None = None) -> dict:
+def once_json(ws: helpers.Workspace, env: dict | None = None, cwd: Path | None = None) -> dict:
     done = ws.run("controlroom", "--once", "--json", env=env, cwd=cwd)
     assert done.returncode in (0, 1), done.stderr
     data = json.loads(done.stdout)
@@ -46,7 +48,7 @@ def renamed(a: str, b: str) -> dict[str, str]:
     return mapping
 
 
-def test_the_demo_says_the_same_on_files_and_on_postgresql(tmp_path, pg_url):
+def test_the_demo_says_the_same_on_files_and_on_postgresql(tmp_path: Path, pg_url: str) -> None:
     env = clean_env(REGULATOR_NOW=NOW, HOME=str(tmp_path))
     runs, kinds = {}, {}
     for name, more in (("files", []), ("postgresql", ["--store", pg_url])):
@@ -91,7 +93,9 @@ def test_the_demo_says_the_same_on_files_and_on_postgresql(tmp_path, pg_url):
 # ---- init, selection, bad input ---------------------------------------------------------------------
 
 
-def test_init_records_the_url_without_its_password_and_bad_urls_are_refused(tmp_path, pg_server):
+def test_init_records_the_url_without_its_password_and_bad_urls_are_refused(
+    tmp_path: Path, pg_server: Any
+) -> None:
     from engine.log.pg.connection import redact
 
     assert redact("postgresql://w:s3cret@db.example:5432/fleet?sslmode=require") == (
@@ -133,8 +137,8 @@ def test_init_records_the_url_without_its_password_and_bad_urls_are_refused(tmp_
 
 
 def test_store_yaml_is_in_the_baseline_and_a_repoint_nobody_decided_fails_identity_verify(
-    tmp_path, pg_server
-):
+    tmp_path: Path, pg_server: Any
+) -> None:
     """store.yaml is governed (D-90): `init --store` decides it in the baseline (the stores' first
     events and the signed baseline commit). A commit that points the workspace at another
     database fails `identity verify`, even where that database carries a baseline of its own that
@@ -170,7 +174,9 @@ def test_store_yaml_is_in_the_baseline_and_a_repoint_nobody_decided_fails_identi
 # ---- the database enforces what the files only promise ----------------------------------------------
 
 
-def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(tmp_path, pg_server):
+def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(
+    tmp_path: Path, pg_server: Any
+) -> None:
     import psycopg
 
     from engine.log.pg import admin as pg_admin
@@ -204,7 +210,7 @@ def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(t
         event["hash"] = event_hash(event)
         return pg_store.line_text(event)
 
-    def insert(conn, text: str, digest: str | None = None) -> None:
+    def insert(conn: Any, text: str, digest: str | None = None) -> None:
         import hashlib
 
         conn.execute(
@@ -262,7 +268,7 @@ def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(t
                 owner.execute(sql)
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
             owner.execute("TRUNCATE regulator.events")
-        assert owner.execute("SELECT count(*) FROM regulator.events").fetchone()[0] == 3
+        assert owner.execute("SELECT count(*) FROM regulator.events").fetchone() == (3,)
     reader_store = pg_store.PgStore(pg_server.url(db, "regulator_reader"), tmp_path / "r", "signals")
 
     with pytest.raises(Refused, match="reader role cannot write"):
@@ -273,7 +279,7 @@ def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(t
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory, pg_server):
+def fleet(tmp_path_factory: pytest.TempPathFactory, pg_server: Any) -> Any:
     """A file workspace with signals, routing, a disposition, memory and signed person events."""
     tmp = tmp_path_factory.mktemp("fleet")
     ws = make_workspace(tmp)
@@ -297,7 +303,9 @@ def fleet(tmp_path_factory, pg_server):
     return ws
 
 
-def test_copy_to_postgresql_and_back_is_lossless_and_a_reader_clone_sees_the_host(fleet, tmp_path, pg_server):
+def test_copy_to_postgresql_and_back_is_lossless_and_a_reader_clone_sees_the_host(
+    fleet: Any, tmp_path: Path, pg_server: Any
+) -> None:
     db = pg_server.database()
     url = pg_server.url(db)
     done = fleet.run("store", "copy", "--to", url)
@@ -330,7 +338,9 @@ def test_copy_to_postgresql_and_back_is_lossless_and_a_reader_clone_sees_the_hos
     assert twice.returncode == 3 and "empty target" in twice.stderr
 
 
-def test_a_mirror_is_never_taken_for_file_stores_when_no_postgresql_store_is_selected(tmp_path, pg_server):
+def test_a_mirror_is_never_taken_for_file_stores_when_no_postgresql_store_is_selected(
+    tmp_path: Path, pg_server: Any
+) -> None:
     """After `store copy` and moving .regulator/ aside, one process with REGULATOR_STORE leaves a
     mirror; a later command without it must not write the mirror as if it were file stores (the
     line would vanish at the next fetch) nor read it as the host's state (a clone's stale copy)."""
@@ -413,7 +423,7 @@ while time.monotonic() < deadline:
 
 
 @pytest.fixture
-def pg_fleet(tmp_path, pg_url):
+def pg_fleet(tmp_path: Path, pg_url: str) -> Any:
     ws = make_workspace(tmp_path, store=pg_url)
     for i in range(8):
         ws.contract(f"r{i}", "research", "intelligence")
@@ -421,7 +431,7 @@ def pg_fleet(tmp_path, pg_url):
     return ws
 
 
-def test_eight_writers_three_routers_two_rooms_route_every_signal_exactly_once(pg_fleet):
+def test_eight_writers_three_routers_two_rooms_route_every_signal_exactly_once(pg_fleet: Any) -> None:
     ws = pg_fleet
     leases = []
     for i in range(8):
@@ -467,7 +477,7 @@ def test_eight_writers_three_routers_two_rooms_route_every_signal_exactly_once(p
     assert ws.run("verify").returncode == 0
 
 
-def test_three_resolutions_at_once_exactly_one_counts(pg_fleet):
+def test_three_resolutions_at_once_exactly_one_counts(pg_fleet: Any) -> None:
     ws = pg_fleet
     ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
@@ -494,7 +504,7 @@ def test_three_resolutions_at_once_exactly_one_counts(pg_fleet):
         )
         for d in ("no-action", "accepted-risk", "rework")
     ]
-    results = [(p.wait(timeout=60), p.stderr.read()) for p in procs]
+    results = [(p.wait(timeout=60), (p.stderr.read() if p.stderr else "")) for p in procs]
     assert sorted(code for code, _ in results) == [0, 3, 3], results
     assert all("already resolved" in err for code, err in results if code), results
     shown = ws.run("obligation", "show", ob["id"], "--json")
@@ -546,7 +556,9 @@ with ws.exclusive():
 """
 
 
-def test_a_writer_killed_mid_write_loses_nothing_committed_and_frees_the_lock(pg_fleet, tmp_path):
+def test_a_writer_killed_mid_write_loses_nothing_committed_and_frees_the_lock(
+    pg_fleet: Any, tmp_path: Path
+) -> None:
     ws = pg_fleet
     url = (ws.root / "regulator/policy/store.yaml").read_text().split("url:", 1)[1].strip()
     env = dict(ws.env, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
@@ -556,6 +568,7 @@ def test_a_writer_killed_mid_write_loses_nothing_committed_and_frees_the_lock(pg
         text=True,
         env=env,
     )
+    assert proc.stdout is not None
     seen = [proc.stdout.readline().strip() for _ in range(30)]
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
@@ -565,6 +578,7 @@ def test_a_writer_killed_mid_write_loses_nothing_committed_and_frees_the_lock(pg
     stored = [json.loads(line)["id"] for _, line in pg_srv.lines(url, "memory")]
     assert set(seen) <= set(stored) and len(stored) >= 30
     midway = subprocess.Popen([sys.executable, "-c", MIDWAY, url], stdout=subprocess.PIPE, text=True, env=env)
+    assert midway.stdout is not None
     assert midway.stdout.readline().strip() == "inserted"  # holding the store's lock, uncommitted
     midway.send_signal(signal.SIGKILL)
     midway.wait(timeout=30)
@@ -583,6 +597,7 @@ def test_a_writer_killed_mid_write_loses_nothing_committed_and_frees_the_lock(pg
         text=True,
         env=dict(ws.env, PYTHONPATH=str(Path(__file__).resolve().parents[1])),
     )
+    assert holder.stdout is not None
     assert holder.stdout.readline().strip() == "held"
     ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)  # appends need no decide lock
     holder.send_signal(signal.SIGKILL)
@@ -596,7 +611,7 @@ def test_a_writer_killed_mid_write_loses_nothing_committed_and_frees_the_lock(pg
 # ---- live: another host's append reaches the open control room through NOTIFY ---------------------
 
 
-def test_the_room_shows_another_hosts_append(pg_fleet, tmp_path):
+def test_the_room_shows_another_hosts_append(pg_fleet: Any, tmp_path: Path) -> None:
     """The other host is a clone with a mirror of its own: the room's mirror learns of its append
     only through NOTIFY."""
     import asyncio
@@ -609,7 +624,7 @@ def test_the_room_shows_another_hosts_append(pg_fleet, tmp_path):
     other = clone(ws, tmp_path / "other-host")
     local, _ = locate(ws.root)
     app = ControlRoom(local, "alice")
-    seen = {}
+    seen: dict[str, Any] = {}
 
     async def main() -> None:
         async with app.run_test(size=(150, 42)) as pilot:
@@ -632,7 +647,7 @@ def test_the_room_shows_another_hosts_append(pg_fleet, tmp_path):
     assert seen["signals"][1] == seen["signals"][0] + 1
 
 
-def test_a_roles_own_session_defaults_change_nothing(tmp_path, pg_server):
+def test_a_roles_own_session_defaults_change_nothing(tmp_path: Path, pg_server: Any) -> None:
     """A writer may give its own role session defaults (`ALTER ROLE regulator_writer SET ...`):
     read-only transactions stopped every host's writes, and SQL_ASCII made reads crash (text came
     back as bytes). Every connection now sets what it needs. (Set here per database, as the

@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engine.checkout.workspace import Workspace as EngineWorkspace
 from engine.read import contracts
 from engine.read.load import load
+from tests import helpers
 from tests.helpers import report_args
 from tests.test_checkpoint import outputs
 
@@ -37,13 +39,15 @@ def more_contracts(root: Path) -> None:
     (folder / "untitled.json").write_text(json.dumps({"id": "untitled", "type": "x", "profile": "y"}))
 
 
-def loaded(ws, monkeypatch, env: dict):
+def loaded(ws: helpers.Workspace, monkeypatch: pytest.MonkeyPatch, env: dict) -> Any:
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     return load(EngineWorkspace(ws.root))
 
 
-def test_the_helper_reads_what_this_process_would(ws, monkeypatch):
+def test_the_helper_reads_what_this_process_would(
+    ws: helpers.Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     more_contracts(ws.root)
     here = loaded(ws, monkeypatch, HERE)
     there = loaded(ws, monkeypatch, HELPER)
@@ -58,7 +62,9 @@ def test_the_helper_reads_what_this_process_would(ws, monkeypatch):
 
 
 @pytest.mark.parametrize("helper", ["/bin/false", "/bin/echo", "/nonexistent/python"])
-def test_a_helper_that_fails_only_means_reading_here(ws, monkeypatch, helper):
+def test_a_helper_that_fails_only_means_reading_here(
+    ws: helpers.Workspace, monkeypatch: pytest.MonkeyPatch, helper: Any
+) -> None:
     """/bin/false exits 1; /bin/echo exits 0 having written its arguments (not marshal data);
     a missing interpreter cannot start at all."""
     more_contracts(ws.root)
@@ -69,10 +75,13 @@ def test_a_helper_that_fails_only_means_reading_here(ws, monkeypatch, helper):
     assert got.contract_files.read == 8  # the helper gave nothing: every file was read here
 
 
-def test_a_contract_changed_after_the_helper_read_it_is_read_again_next_time(ws, monkeypatch):
+def test_a_contract_changed_after_the_helper_read_it_is_read_again_next_time(
+    ws: helpers.Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The helper's answer is the cache a checkpoint keeps: the next read looks at each file's
     identity and reads again only the one that changed."""
     helper = contracts.prefetch(EngineWorkspace(ws.root))
+    assert helper is not None
     files = helper.files()
     helper.close()
     assert files is not None and files.read == 0 and len(files.seen) == 4
@@ -83,7 +92,7 @@ def test_a_contract_changed_after_the_helper_read_it_is_read_again_next_time(ws,
     assert files.read == 1
 
 
-def test_commands_answer_the_same_with_the_helper(ws):
+def test_commands_answer_the_same_with_the_helper(ws: helpers.Workspace) -> None:
     more_contracts(ws.root)
     ws.run(*report_args(), "--by", "alice", check=True, env=HERE)
     ws.run("signals", "route", check=True, env=HERE)

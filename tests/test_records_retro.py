@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -142,7 +144,7 @@ SEED_003 = {
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory):
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Any:
     ws = make_workspace(tmp_path_factory.mktemp("seed003"))
     for ident, text in SEED_003.items():
         ws.write(f"records/{ident}.md", text)
@@ -150,7 +152,7 @@ def seeded(tmp_path_factory):
     return ws
 
 
-def test_seed_003_records_lint_clean_and_list_as_written(seeded):
+def test_seed_003_records_lint_clean_and_list_as_written(seeded: Any) -> None:
     ws = seeded
     done = ws.run("registry", "lint", "--json")
     report = json.loads(done.stdout)
@@ -195,7 +197,9 @@ def test_seed_003_records_lint_clean_and_list_as_written(seeded):
     assert "  - absence: source search found an exposed reset method" in text
 
 
-def test_a_reference_outside_the_workspace_is_bad_unless_declared_external(seeded, tmp_path):
+def test_a_reference_outside_the_workspace_is_bad_unless_declared_external(
+    seeded: Any, tmp_path: Path
+) -> None:
     ws = seeded
     path = ws.root / "records" / "MEM-OBJ-derived-memory.md"
     before = path.read_text()
@@ -226,7 +230,9 @@ def test_a_reference_outside_the_workspace_is_bad_unless_declared_external(seede
         ("X-CMP-part", "kind: CMP\nstatus: {operation: maybe}", "status.operation: expected one of"),
     ],
 )
-def test_an_invalid_record_is_listed_invalid_and_records_exits_1(seeded, ident, front, why):
+def test_an_invalid_record_is_listed_invalid_and_records_exits_1(
+    seeded: Any, ident: Any, front: Any, why: Any
+) -> None:
     ws = seeded
     path = ws.write(f"records/{ident}.md", f"---\nid: {ident}\nlabel: x\n{front}\n---\n")
     try:
@@ -239,7 +245,7 @@ def test_an_invalid_record_is_listed_invalid_and_records_exits_1(seeded, ident, 
         path.unlink()
 
 
-def test_a_component_or_object_needs_no_status(seeded):
+def test_a_component_or_object_needs_no_status(seeded: Any) -> None:
     ws = seeded
     path = ws.write("records/X-CMP-bare.md", "---\nid: X-CMP-bare\nlabel: a part\nkind: CMP\n---\n")
     try:
@@ -263,7 +269,7 @@ Filed against the register mechanism, in the register.
 """
 
 
-def test_a_finding_against_a_record_shows_on_it_and_an_ack_forbids_observed(tmp_path):
+def test_a_finding_against_a_record_shows_on_it_and_an_ack_forbids_observed(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     record = ws.root / "records" / "REG-CMP-register-lint.md"
     record.write_text(record.read_text().replace("operation: uninspected", "operation: observed"))
@@ -320,7 +326,7 @@ T2 = "2026-11-30T06:00:00Z"  # the retro is written
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Any:
     root = tmp_path_factory.mktemp("retro") / "demo"
     env = clean_env(REGULATOR_NOW=T0)
     done = subprocess.run(
@@ -330,17 +336,17 @@ def demo(tmp_path_factory):
     return root
 
 
-def run(root, now, *args):
+def run(root: Any, now: Any, *args: Any) -> Any:
     env = clean_env(REGULATOR_NOW=now, REGULATOR_SIGNING_KEY=str(root / ".demo-keys" / "alice"))
     return subprocess.run([REGULATOR, *args], cwd=root, env=env, capture_output=True, text=True)
 
 
-def events(root, name):
+def events(root: Any, name: Any) -> Any:
     lines = (root / ".regulator" / f"{name}.ndjson").read_text().splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def test_retro_numbers_match_the_stores_and_an_edit_fails_lint(demo, tmp_path):
+def test_retro_numbers_match_the_stores_and_an_edit_fails_lint(demo: Any, tmp_path: Path) -> None:
     root = demo
     obligations = json.loads(run(root, T1, "obligations", "--json").stdout)
     held = next(ob for ob in obligations if ob["unit"] == "u1" and ob["blocks"])
@@ -453,7 +459,7 @@ def test_retro_numbers_match_the_stores_and_an_edit_fails_lint(demo, tmp_path):
         (["--since", "2026-11-01", "--title", "!!!"], "--title"),
     ],
 )
-def test_retro_bad_input_writes_nothing(demo, args, why):
+def test_retro_bad_input_writes_nothing(demo: Any, args: Any, why: Any) -> None:
     before = sorted(p.name for p in (demo / "retro").glob("*")) if (demo / "retro").exists() else []
     done = run(demo, T2, "registry", "retro", *args)
     assert done.returncode == 2 and why in done.stderr and "Traceback" not in done.stderr
@@ -461,7 +467,7 @@ def test_retro_bad_input_writes_nothing(demo, args, why):
     assert after == before
 
 
-def test_retro_counts_lint_errors_at_the_last_trunk_commit_before_until(tmp_path):
+def test_retro_counts_lint_errors_at_the_last_trunk_commit_before_until(tmp_path: Path) -> None:
     """An acknowledged finding committed at T1 against in-progress u1 is a re-gate error from T1 on:
     a retro ending at T1 does not count it, one ending at T2 does."""
     root = tmp_path / "demo"

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests import helpers
 from tests.helpers import make_workspace
 
 FINDING = "findings/F-alert-path-dead.md"
@@ -19,7 +21,12 @@ BODY = (
 )
 
 
-def finding_text(ack="", resolved=False, affects=("release-hardening/manifest",), fid="F-alert-path-dead"):
+def finding_text(
+    ack: Any = "",
+    resolved: Any = False,
+    affects: Any = ("release-hardening/manifest",),
+    fid: Any = "F-alert-path-dead",
+) -> Any:
     front = {
         "id": fid,
         "date": "2026-08-11",
@@ -32,14 +39,14 @@ def finding_text(ack="", resolved=False, affects=("release-hardening/manifest",)
 
 
 @pytest.fixture
-def reg(tmp_path):
+def reg(tmp_path: Path) -> Any:
     ws = make_workspace(tmp_path)
     ws.contract("release-hardening/manifest", "implement", "implement", priority=10)
     ws.commit("the manifest brief")
     return ws
 
 
-def lint(ws, *extra):
+def lint(ws: helpers.Workspace, *extra: Any) -> Any:
     done = ws.run("registry", "lint", "--json", *extra)
     assert done.returncode in (0, 1), done.stderr
     data = json.loads(done.stdout)
@@ -47,15 +54,15 @@ def lint(ws, *extra):
     return data
 
 
-def codes(result, level="errors"):
+def codes(result: Any, level: Any = "errors") -> Any:
     return [(i["code"], i["entry"]) for i in result[level]]
 
 
-def unit(ws, unit_id):
+def unit(ws: helpers.Workspace, unit_id: Any) -> Any:
     return next(u for u in ws.json("status")["units"] if u["id"] == unit_id)
 
 
-def test_the_ladder_for_f_alert_path_dead(reg):
+def test_the_ladder_for_f_alert_path_dead(reg: Any) -> None:
     ws = reg
     ws.lease("release-hardening/manifest")
     ws.write(FINDING, finding_text())
@@ -92,7 +99,7 @@ def test_the_ladder_for_f_alert_path_dead(reg):
     assert queue[0] == {"id": "release-hardening/manifest", "priority": 10}
 
 
-def test_stale_knowledge_vetoes_dispatch(reg):
+def test_stale_knowledge_vetoes_dispatch(reg: Any) -> None:
     ws = reg
     ws.write(FINDING, finding_text())
     before = ws.digest()
@@ -104,7 +111,7 @@ def test_stale_knowledge_vetoes_dispatch(reg):
     assert reasons["release-hardening/manifest"] == ["stale-knowledge: unresolved F-alert-path-dead"]
 
 
-def test_deleting_a_landed_entry_is_a_tombstone_error(reg):
+def test_deleting_a_landed_entry_is_a_tombstone_error(reg: Any) -> None:
     ws = reg
     ws.write(FINDING, finding_text())
     ws.commit("file it")
@@ -122,7 +129,7 @@ def test_deleting_a_landed_entry_is_a_tombstone_error(reg):
     assert lint(ws)["errors"] == []
 
 
-def test_intake_rejected_in_place_passes(reg):
+def test_intake_rejected_in_place_passes(reg: Any) -> None:
     ws = reg
     ws.write(
         "intake/I-cache-views.md",
@@ -144,7 +151,7 @@ def test_intake_rejected_in_place_passes(reg):
     [dict(resolved=True), dict(affects=())],
     ids=["flip-resolved", "empty-affects"],
 )
-def test_load_bearing_guard(reg, change):
+def test_load_bearing_guard(reg: Any, change: Any) -> None:
     ws = reg
     ws.write(FINDING, finding_text())
     ws.commit("file it")
@@ -169,7 +176,7 @@ def test_load_bearing_guard(reg, change):
     assert lint(ws)["errors"] == []
 
 
-def test_removing_an_ack_says_what_it_does(reg):
+def test_removing_an_ack_says_what_it_does(reg: Any) -> None:
     ws = reg
     ws.write(FINDING, finding_text(ack="2026-11-20 alice"))
     ws.commit("file it, acknowledged\n\nAuthorized-by: alice")
@@ -184,7 +191,7 @@ def test_removing_an_ack_says_what_it_does(reg):
 @pytest.mark.parametrize(
     "ack", ["2026-13-45 alice", "yesterday alice", "2026-12-25 alice", "2026-11-20 bob", "2026-11-20"]
 )
-def test_malformed_ack(reg, ack):
+def test_malformed_ack(reg: Any, ack: Any) -> None:
     ws = reg
     ws.write(FINDING, finding_text(ack=ack))
     assert codes(lint(ws, "--trunk", "nope")) == [("malformed-ack", "F-alert-path-dead")]
@@ -192,7 +199,7 @@ def test_malformed_ack(reg, ack):
     assert lint(ws, "--trunk", "nope")["errors"] == []
 
 
-def test_new_entry_arriving_with_an_ack_needs_authorization(reg):
+def test_new_entry_arriving_with_an_ack_needs_authorization(reg: Any) -> None:
     ws = reg
     ws.git("checkout", "-q", "-b", "new")
     ws.write(FINDING, finding_text(ack="2026-11-20 alice"))
@@ -203,7 +210,7 @@ def test_new_entry_arriving_with_an_ack_needs_authorization(reg):
     assert lint(ws)["errors"] == []
 
 
-def test_yaml_tags_execute_nothing_and_bad_ids_are_rejected(reg, tmp_path):
+def test_yaml_tags_execute_nothing_and_bad_ids_are_rejected(reg: Any, tmp_path: Path) -> None:
     ws = reg
     marker = tmp_path / "pwned"
     ws.write(
@@ -230,7 +237,7 @@ def test_yaml_tags_execute_nothing_and_bad_ids_are_rejected(reg, tmp_path):
     assert "safe YAML" in messages and "path separator" in messages
 
 
-def test_references_must_resolve(reg):
+def test_references_must_resolve(reg: Any) -> None:
     ws = reg
     ws.write(FINDING, finding_text(affects=("nobody",)))
     ws.write(
@@ -245,7 +252,7 @@ def test_references_must_resolve(reg):
     ]
 
 
-def test_lint_outside_a_repository_never_passes_history(tmp_path):
+def test_lint_outside_a_repository_never_passes_history(tmp_path: Path) -> None:
     import subprocess
 
     from tests.helpers import REGULATOR, clean_env
@@ -275,7 +282,7 @@ def test_lint_outside_a_repository_never_passes_history(tmp_path):
     assert "history NOT checked" in text and "passed" not in text
 
 
-def test_views_check(reg):
+def test_views_check(reg: Any) -> None:
     ws = reg
     ws.write(FINDING, finding_text())
     assert ws.run("registry", "views", "--check").returncode == 1
@@ -294,7 +301,7 @@ def test_views_check(reg):
     "disposition,warns",
     [("new", True), ("parked", False), ("scoped:release-hardening", False), ("rejected", False)],
 )
-def test_intake_debt(reg, disposition, warns):
+def test_intake_debt(reg: Any, disposition: Any, warns: Any) -> None:
     ws = reg
     extra = "reason: out of scope\n" if disposition == "rejected" else ""
     ws.write(
@@ -310,13 +317,13 @@ def test_intake_debt(reg, disposition, warns):
     assert debt == (["I-old-idea"] if warns else [])
 
 
-def test_rejected_intake_needs_a_reason(reg):
+def test_rejected_intake_needs_a_reason(reg: Any) -> None:
     ws = reg
     ws.write("intake/I-x.md", "---\nid: I-x\ndate: '2026-11-20'\ntitle: x\ndisposition: rejected\n---\n")
     assert codes(lint(ws, "--trunk", "nope")) == [("schema", "intake/I-x.md")]
 
 
-def test_shipped_records_state_limitations(reg):
+def test_shipped_records_state_limitations(reg: Any) -> None:
     records = reg.json("registry", "records")
     ids = {r["id"] for r in records}
     assert {"REG-CMP-register-lint", "REG-BAP-person-by-name", "REG-OBJ-memory-store"} <= ids
@@ -346,7 +353,7 @@ def test_shipped_records_state_limitations(reg):
     } <= ids
 
 
-def test_ack_needs_the_grant(reg):
+def test_ack_needs_the_grant(reg: Any) -> None:
     ws = reg
     ws.write(FINDING, finding_text())
     before = Path(ws.root / FINDING).read_text()
@@ -356,7 +363,7 @@ def test_ack_needs_the_grant(reg):
     assert ws.run("registry", "ack", "../x", "--by", "alice").returncode == 2
 
 
-def test_lint_in_a_fresh_clone_without_stores(reg, tmp_path):
+def test_lint_in_a_fresh_clone_without_stores(reg: Any, tmp_path: Path) -> None:
     """CI lints a clone: `.regulator/` is never committed, the tracked skeleton is enough."""
     ws = reg
     ws.write(FINDING, finding_text())
@@ -374,7 +381,9 @@ def test_lint_in_a_fresh_clone_without_stores(reg, tmp_path):
     assert done.returncode == 1 and "tombstone-not-delete" in done.stdout
 
 
-def test_trunk_history_read_in_parallel_parts_finds_every_landed_entry(reg, monkeypatch):
+def test_trunk_history_read_in_parallel_parts_finds_every_landed_entry(
+    reg: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Long histories are read by several git processes over exact parts of trunk (merges
     included); the entries found must be those one git process finds over the whole."""
     from registry import history
@@ -402,7 +411,7 @@ def test_trunk_history_read_in_parallel_parts_finds_every_landed_entry(reg, monk
     logs = []
     real_run = history.subprocess.run
 
-    def counting(cmd, *args, **kwargs):  # the real git runs; the parts are only counted
+    def counting(cmd: Any, *args: Any, **kwargs: Any) -> Any:  # the real git runs; the parts are only counted
         if "log" in cmd:
             logs.append(cmd)
         return real_run(cmd, *args, **kwargs)
@@ -417,7 +426,7 @@ def test_trunk_history_read_in_parallel_parts_finds_every_landed_entry(reg, monk
 
 
 @given(st.lists(st.tuples(st.integers(-5, 5), st.text(min_size=1, max_size=6)), max_size=60))
-def test_next_up_order_is_priority_then_id_in_code_point_order(ready):
+def test_next_up_order_is_priority_then_id_in_code_point_order(ready: Any) -> None:
     from engine.read.nextup import _in_order
 
     assert _in_order(ready) == sorted(ready)

@@ -10,17 +10,25 @@ import re
 import stat
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from tests import helpers
 from tests.helpers import git, make_workspace
 
 FINDING = "findings/F-alert-path-dead.md"
 BODY = "The alerter exits 127 on the failure path.\n"
 
 
-def finding_text(resolved=False, affects=("u1",), ack="", title="The alerter cannot run", fid=None):
+def finding_text(
+    resolved: Any = False,
+    affects: Any = ("u1",),
+    ack: Any = "",
+    title: Any = "The alerter cannot run",
+    fid: Any = None,
+) -> Any:
     front = {
         "id": fid or "F-alert-path-dead",
         "date": "2026-08-11",
@@ -57,11 +65,11 @@ CODE = {
 
 
 @pytest.fixture
-def ws(tmp_path):
+def ws(tmp_path: Path) -> Any:
     return make_workspace(tmp_path)
 
 
-def lint(ws, *extra, cwd=None):
+def lint(ws: helpers.Workspace, *extra: Any, cwd: Any = None) -> Any:
     done = ws.run("registry", "lint", "--json", *extra, cwd=cwd)
     assert done.returncode in (0, 1), done.stderr
     data = json.loads(done.stdout)
@@ -69,19 +77,19 @@ def lint(ws, *extra, cwd=None):
     return data
 
 
-def codes(result, level="errors"):
+def codes(result: Any, level: Any = "errors") -> Any:
     return sorted((i["code"], i["entry"]) for i in result[level])
 
 
-def next_up(ws):
+def next_up(ws: helpers.Workspace) -> Any:
     return [u["id"] for u in ws.json("registry", "next-up")]
 
 
-def stale(ws, unit_id):
+def stale(ws: helpers.Workspace, unit_id: Any) -> Any:
     return next(u for u in ws.json("status")["units"] if u["id"] == unit_id)["staleKnowledge"]
 
 
-def head(ws):
+def head(ws: helpers.Workspace) -> Any:
     return ws.git("rev-parse", "HEAD").strip()
 
 
@@ -89,7 +97,7 @@ def head(ws):
 
 
 @pytest.mark.parametrize("case", sorted(UNREADABLE))
-def test_an_unreadable_finding_is_an_error_and_keeps_its_trunk_hold(ws, case):
+def test_an_unreadable_finding_is_an_error_and_keeps_its_trunk_hold(ws: helpers.Workspace, case: Any) -> None:
     ws.write(FINDING, finding_text())
     ws.commit("file it")
     on_trunk = head(ws)
@@ -127,7 +135,7 @@ def test_an_unreadable_finding_is_an_error_and_keeps_its_trunk_hold(ws, case):
     assert any(r.startswith(f"lint error {code}: {FINDING}") for r in json.loads(once.stdout)["exitReasons"])
 
 
-def test_a_real_merge_conflict_still_holds_its_unit(ws):
+def test_a_real_merge_conflict_still_holds_its_unit(ws: helpers.Workspace) -> None:
     """Issue 13: a finding broken by a merge conflict stopped holding its unit."""
     ws.write(FINDING, finding_text())
     ws.commit("file it")
@@ -145,7 +153,9 @@ def test_a_real_merge_conflict_still_holds_its_unit(ws):
     assert codes(lint(ws)) == [("unreadable", FINDING)]
 
 
-def test_the_last_parseable_version_on_trunk_holds_when_trunk_holds_a_broken_one(ws):
+def test_the_last_parseable_version_on_trunk_holds_when_trunk_holds_a_broken_one(
+    ws: helpers.Workspace,
+) -> None:
     ws.write(FINDING, finding_text(affects=("u3",)))
     ws.commit("file it")
     parseable = head(ws)
@@ -160,7 +170,7 @@ def test_the_last_parseable_version_on_trunk_holds_when_trunk_holds_a_broken_one
     assert "u1" in [u["id"] for u in explained["nextUp"]]
 
 
-def test_an_unreadable_finding_never_on_trunk_holds_nothing_and_fails_once(ws):
+def test_an_unreadable_finding_never_on_trunk_holds_nothing_and_fails_once(ws: helpers.Workspace) -> None:
     ws.git("checkout", "-q", "-b", "new-finding")
     (ws.root / FINDING).write_bytes(UNREADABLE["duplicate-key"])
     ws.commit("a new finding, broken")
@@ -172,7 +182,7 @@ def test_an_unreadable_finding_never_on_trunk_holds_nothing_and_fails_once(ws):
     assert f"lint error unreadable: {FINDING}" in once.stdout
 
 
-def test_a_resolved_trunk_version_holds_nothing(ws):
+def test_a_resolved_trunk_version_holds_nothing(ws: helpers.Workspace) -> None:
     ws.write(FINDING, finding_text(resolved=True))
     ws.commit("file it, resolved")
     (ws.root / FINDING).write_bytes(UNREADABLE["bad-yaml"])
@@ -180,7 +190,7 @@ def test_a_resolved_trunk_version_holds_nothing(ws):
     assert codes(lint(ws)) == [("unreadable", FINDING)]
 
 
-def test_duplicate_keys_never_take_the_last_value(ws):
+def test_duplicate_keys_never_take_the_last_value(ws: helpers.Workspace) -> None:
     # resolved: true, then resolved: false: last-wins would read it unresolved, a reader sees true
     text = "---\nid: F-x\ndate: '2026-11-01'\ntitle: x\naffects: [u1]\nack: ''\nresolved: true\nresolved: false\n---\n"
     ws.write("findings/F-x.md", text)
@@ -191,7 +201,7 @@ def test_duplicate_keys_never_take_the_last_value(ws):
     assert "duplicate key 'ack'" in lint(ws, "--trunk", "nope")["errors"][0]["message"]
 
 
-def test_a_duplicate_key_in_a_policy_file_on_disk_grants_nothing(ws):
+def test_a_duplicate_key_in_a_policy_file_on_disk_grants_nothing(ws: helpers.Workspace) -> None:
     """Grants come from decisions (SPEC §15.0): a hand edit with a repeated key is not read at all;
     `identity verify` names the edit. (Proposing such a file is refused: the test below.)"""
     path = ws.root / "regulator/policy/interaction.yaml"
@@ -203,7 +213,7 @@ def test_a_duplicate_key_in_a_policy_file_on_disk_grants_nothing(ws):
     assert verify.returncode == 1 and "interaction.yaml" in verify.stdout
 
 
-def test_a_proposed_policy_with_a_duplicate_key_is_refused(ws, tmp_path):
+def test_a_proposed_policy_with_a_duplicate_key_is_refused(ws: helpers.Workspace, tmp_path: Path) -> None:
     source = tmp_path / "routing.yaml"
     current = (ws.root / "regulator/policy/routing.yaml").read_text()
     source.write_text(current + "intakeDebtDays: 3\nintakeDebtDays: 30\n")
@@ -216,7 +226,7 @@ def test_a_proposed_policy_with_a_duplicate_key_is_refused(ws, tmp_path):
     assert ws.digest() == before
 
 
-def test_views_list_invalid_entries_as_invalid(ws):
+def test_views_list_invalid_entries_as_invalid(ws: helpers.Workspace) -> None:
     ws.write(FINDING, finding_text())
     ws.commit("file it")
     (ws.root / FINDING).write_bytes(UNREADABLE["conflict-markers"])
@@ -235,7 +245,7 @@ def test_views_list_invalid_entries_as_invalid(ws):
     assert ws.run("registry", "views", "--check").returncode == 0
 
 
-def test_records_lists_an_invalid_record_and_exits_1(ws):
+def test_records_lists_an_invalid_record_and_exits_1(ws: helpers.Workspace) -> None:
     assert ws.run("registry", "records").returncode == 0
     ws.write("records/REG-CLM-broken.md", "---\nid: REG-CLM-broken\nlabel: x\nlabel: y\n---\n")
     done = ws.run("registry", "records")
@@ -254,7 +264,9 @@ def test_records_lists_an_invalid_record_and_exits_1(ws):
 # ---- §16.2: --require-history -------------------------------------------------------------------
 
 
-def test_require_history_fails_in_a_shallow_clone_and_without_trunk(ws, tmp_path):
+def test_require_history_fails_in_a_shallow_clone_and_without_trunk(
+    ws: helpers.Workspace, tmp_path: Path
+) -> None:
     ws.write(FINDING, finding_text())
     ws.commit("file it")
     ws.commit("another commit, so depth 1 cuts history")
@@ -285,14 +297,14 @@ def test_require_history_fails_in_a_shallow_clone_and_without_trunk(ws, tmp_path
 
 
 @pytest.fixture
-def pushed(ws):
+def pushed(ws: helpers.Workspace) -> Any:
     """A finding on trunk; returns (ws, A) with A the trunk commit before the push."""
     ws.write(FINDING, finding_text())
     ws.commit("file it")
     return ws, head(ws)
 
 
-def test_a_direct_push_flipping_resolved_is_caught_by_range(pushed):
+def test_a_direct_push_flipping_resolved_is_caught_by_range(pushed: Any) -> None:
     ws, before = pushed
     ws.write(FINDING, finding_text(resolved=True))
     ws.commit("close it quietly")  # straight on trunk, no trailer
@@ -320,7 +332,7 @@ def test_a_direct_push_flipping_resolved_is_caught_by_range(pushed):
     assert lint(ws, "--range", "before-push..main")["errors"] == []
 
 
-def test_range_checks_every_commit_for_deletions(pushed):
+def test_range_checks_every_commit_for_deletions(pushed: Any) -> None:
     ws, before = pushed
     (ws.root / FINDING).unlink()
     ws.commit("drop it")
@@ -334,7 +346,7 @@ def test_range_checks_every_commit_for_deletions(pushed):
     assert "withdraw it in place" in result["errors"][0]["message"]
 
 
-def test_range_authorizes_with_the_policy_at_a(pushed):
+def test_range_authorizes_with_the_policy_at_a(pushed: Any) -> None:
     ws, before = pushed
     path = ws.root / "regulator/policy/interaction.yaml"
     policy = yaml.safe_load(path.read_text())
@@ -350,7 +362,7 @@ def test_range_authorizes_with_the_policy_at_a(pushed):
     assert f"ack grants as the policy at {before} gives them" in result["errors"][0]["message"]
 
 
-def test_range_removing_an_ack_and_arriving_acked(pushed):
+def test_range_removing_an_ack_and_arriving_acked(pushed: Any) -> None:
     ws, before = pushed
     ws.write(FINDING, finding_text(ack="2026-11-20 alice") + "\n")
     ws.commit("ack\n\nAuthorized-by: alice")
@@ -368,7 +380,7 @@ def test_range_removing_an_ack_and_arriving_acked(pushed):
     assert codes(result) == [("ack-removed", FINDING), ("unauthorized-change", "findings/F-new.md")]
 
 
-def test_range_through_a_merge(pushed):
+def test_range_through_a_merge(pushed: Any) -> None:
     ws, before = pushed
     ws.git("checkout", "-q", "-b", "side")
     ws.write(FINDING, finding_text(affects=()))
@@ -383,7 +395,7 @@ def test_range_through_a_merge(pushed):
     assert f"affects changed by {side[:12]} (side: clear affects)" in result["errors"][0]["message"]
 
 
-def test_range_sees_what_a_merge_itself_changes(pushed):
+def test_range_sees_what_a_merge_itself_changes(pushed: Any) -> None:
     ws, before = pushed
     ws.git("checkout", "-q", "-b", "side")
     ws.write(FINDING, finding_text(title="side title"))
@@ -401,7 +413,7 @@ def test_range_sees_what_a_merge_itself_changes(pushed):
     assert f"resolved changed by {merge[:12]} (merge side)" in result["errors"][0]["message"]
 
 
-def test_range_flags_a_push_that_makes_a_finding_unreadable(pushed):
+def test_range_flags_a_push_that_makes_a_finding_unreadable(pushed: Any) -> None:
     ws, before = pushed
     (ws.root / FINDING).write_bytes(UNREADABLE["conflict-markers"])
     ws.commit("oops, a conflict")
@@ -411,14 +423,14 @@ def test_range_flags_a_push_that_makes_a_finding_unreadable(pushed):
 
 
 @pytest.mark.parametrize("spec", ["main", "main...main", "..main", "main..", "-x..main", "main..nosuch"])
-def test_a_bad_range_is_bad_input(pushed, spec):
+def test_a_bad_range_is_bad_input(pushed: Any, spec: Any) -> None:
     ws, _ = pushed
     done = ws.run("registry", "lint", "--range", spec)
     assert done.returncode == 2, done.stdout
     assert done.stderr.startswith("regulator: --range") and done.stderr.count("\n") == 1
 
 
-def test_range_in_a_shallow_clone_needs_history(pushed, tmp_path):
+def test_range_in_a_shallow_clone_needs_history(pushed: Any, tmp_path: Path) -> None:
     ws, before = pushed
     ws.write(FINDING, finding_text(resolved=True))
     ws.commit("close it quietly")
@@ -432,7 +444,7 @@ def test_range_in_a_shallow_clone_needs_history(pushed, tmp_path):
     assert "the clone is shallow" in data["errors"][0]["message"]
 
 
-def test_lint_codes_are_the_documented_set():
+def test_lint_codes_are_the_documented_set() -> None:
     """Every code lint can emit is in registry.lint.CODES, and docs/registers.md lists exactly those."""
     from registry.lint import CODES
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests import helpers
 from tests.helpers import report_args
 
 BAD = [
@@ -28,7 +31,7 @@ BAD = [
 
 
 @pytest.mark.parametrize("name,fields", BAD, ids=[b[0] for b in BAD])
-def test_bad_input_exits_2_and_writes_nothing(ws, name, fields):
+def test_bad_input_exits_2_and_writes_nothing(ws: helpers.Workspace, name: Any, fields: Any) -> None:
     if name == "NUL byte":
         # argv cannot carry NUL; it arrives through --json-input
         payload = {
@@ -51,7 +54,7 @@ def test_bad_input_exits_2_and_writes_nothing(ws, name, fields):
     assert ws.digest() == before
 
 
-def test_flags_mixed_with_json_input(ws, tmp_path):
+def test_flags_mixed_with_json_input(ws: helpers.Workspace, tmp_path: Path) -> None:
     payload = tmp_path / "r.json"
     payload.write_text("{}")
     before = ws.digest()
@@ -60,7 +63,7 @@ def test_flags_mixed_with_json_input(ws, tmp_path):
     assert ws.digest() == before
 
 
-def test_json_input_with_seed_field_names(ws):
+def test_json_input_with_seed_field_names(ws: helpers.Workspace) -> None:
     payload = {
         "subject": "upstream API",
         "claim": "The upstream statement API is deprecated from March.",
@@ -101,7 +104,7 @@ def test_json_input_with_seed_field_names(ws):
         json.dumps({"surprise": 1}).encode(),
     ],
 )
-def test_json_input_wrong_shapes(ws, raw):
+def test_json_input_wrong_shapes(ws: helpers.Workspace, raw: Any) -> None:
     before = ws.digest()
     done = ws.run("signals", "report", "--json-input", "-", "--by", "alice", input=raw)
     assert done.returncode == 2

@@ -23,6 +23,7 @@ from engine.read.load import load
 from engine.read.model import ObligationStatus
 from engine.trust import signing
 from engine.trust.signing import person_event
+from tests import helpers
 from tests.helpers import NOW, alice_key, make_key, make_workspace, report_args
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -181,7 +182,7 @@ def test_no_refusal_text_of_a_rule_is_written_in_the_control_room() -> None:
         assert re.search(re.escape(phrase), rules_text), phrase
 
 
-def test_the_rooms_refusals_are_the_rules_answers(ws) -> None:  # type: ignore[no-untyped-def]
+def test_the_rooms_refusals_are_the_rules_answers(ws: helpers.Workspace) -> None:
     """bob may resolve blocking only: the room shows resolve disabled on an advisory obligation
     with the words `obligation resolve` refuses with (the rule's short form), and enabled on a
     blocking one; an unknown person is refused as the rule says."""

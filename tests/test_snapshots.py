@@ -3,6 +3,8 @@ clock (injected), size, theme; the cursor blink is turned off here, in the test.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from textual.widgets import Input
 
@@ -19,7 +21,7 @@ SIZES = {"80x24": (80, 24), "150x42": (150, 42)}
 
 
 @pytest.fixture(scope="module")
-def demo_ws(tmp_path_factory) -> Workspace:
+def demo_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("REGULATOR_NOW", NOW)
         patch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -27,7 +29,7 @@ def demo_ws(tmp_path_factory) -> Workspace:
 
 
 @pytest.fixture
-def demo_app(demo_ws, monkeypatch):
+def demo_app(demo_ws: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("REGULATOR_NOW", NOW)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
     fixed = clock.parse_time(NOW)
@@ -36,10 +38,10 @@ def demo_app(demo_ws, monkeypatch):
     return app
 
 
-def keys_then_steady(*keys: str):
+def keys_then_steady(*keys: str) -> Any:
     """Press `keys`, then stop every text cursor blinking (a snapshot must not depend on timing)."""
 
-    async def run_before(pilot) -> None:
+    async def run_before(pilot: Any) -> None:
         for key in keys:
             await pilot.press(key)
         await pilot.pause()
@@ -52,21 +54,21 @@ def keys_then_steady(*keys: str):
 
 @pytest.mark.parametrize("size", list(SIZES))
 @pytest.mark.parametrize("view", [v.name for v in VIEW_DEFS])
-def test_view_snapshot(snap_compare, demo_app, view, size):
+def test_view_snapshot(snap_compare: Any, demo_app: Any, view: Any, size: Any) -> None:
     key = next(v.key for v in VIEW_DEFS if v.name == view)
     assert snap_compare(demo_app, run_before=keys_then_steady(key), terminal_size=SIZES[size])
 
 
-def test_resolve_dialog_snapshot(snap_compare, demo_app):
+def test_resolve_dialog_snapshot(snap_compare: Any, demo_app: Any) -> None:
     assert snap_compare(demo_app, run_before=keys_then_steady("r"), terminal_size=(150, 42))
 
 
-def test_help_snapshot_80x24(snap_compare, demo_app):
+def test_help_snapshot_80x24(snap_compare: Any, demo_app: Any) -> None:
     assert snap_compare(demo_app, run_before=keys_then_steady("question_mark"), terminal_size=(80, 24))
 
 
-def test_decide_dialog_snapshot(snap_compare, demo_app):
-    async def run_before(pilot) -> None:
+def test_decide_dialog_snapshot(snap_compare: Any, demo_app: Any) -> None:
+    async def run_before(pilot: Any) -> None:
         from textual.widgets import Select
 
         await pilot.press("2")

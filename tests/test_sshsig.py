@@ -10,7 +10,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -43,7 +45,7 @@ def keygen(path: Path, *options: str, passphrase: str = "") -> Path:
 
 
 @pytest.fixture(scope="module")
-def keys(tmp_path_factory) -> dict[str, Path]:
+def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One unencrypted OpenSSH private key per type (a second ed25519 for swaps), `.pub` beside each."""
     folder = tmp_path_factory.mktemp("keys")
     made = {name: keygen(folder / name, *options) for name, options in KEY_TYPES.items()}
@@ -96,7 +98,7 @@ def with_field(armored: str, index: int, value: bytes) -> str:
 
 
 @pytest.mark.parametrize("kind", KEY_TYPES)
-def test_in_process_signature_verifies_with_ssh_keygen(keys, kind, tmp_path):
+def test_in_process_signature_verifies_with_ssh_keygen(keys: Any, kind: Any, tmp_path: Path) -> None:
     signer = load_signer(keys[kind])
     assert signer.via == "in-process"
     assert signer.public_key == normalize_key(pub(keys[kind]))
@@ -108,13 +110,13 @@ def test_in_process_signature_verifies_with_ssh_keygen(keys, kind, tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["ed25519", "rsa3072"])
-def test_deterministic_signatures_are_byte_identical_to_ssh_keygen(keys, kind):
+def test_deterministic_signatures_are_byte_identical_to_ssh_keygen(keys: Any, kind: Any) -> None:
     # Ed25519 and RSA PKCS#1 v1.5 are deterministic: same key, message and namespace, same bytes.
     assert load_signer(keys[kind]).sign(MESSAGE) == keygen_sign(keys[kind], MESSAGE)
 
 
 @pytest.mark.parametrize("kind", KEY_TYPES)
-def test_ssh_keygen_signature_verifies_in_process(keys, kind):
+def test_ssh_keygen_signature_verifies_in_process(keys: Any, kind: Any) -> None:
     armored = keygen_sign(keys[kind], MESSAGE)
     expected = " ".join(pub(keys[kind]).split()[:2])
     assert verify(armored, MESSAGE, [pub(keys[kind])]) == expected
@@ -123,7 +125,7 @@ def test_ssh_keygen_signature_verifies_in_process(keys, kind):
 
 
 @pytest.mark.parametrize("kind", KEY_TYPES)
-def test_verify_refuses_what_was_not_signed(keys, kind):
+def test_verify_refuses_what_was_not_signed(keys: Any, kind: Any) -> None:
     armored = keygen_sign(keys[kind], MESSAGE)
     allowed = [pub(keys[kind])]
     assert verify(armored, MESSAGE, allowed) is not None
@@ -136,14 +138,14 @@ def test_verify_refuses_what_was_not_signed(keys, kind):
 
 
 @pytest.mark.parametrize("kind", KEY_TYPES)
-def test_a_signature_whose_key_was_swapped_does_not_verify(keys, kind):
+def test_a_signature_whose_key_was_swapped_does_not_verify(keys: Any, kind: Any) -> None:
     bob = normalize_key(pub(keys["ed25519-bob"]))
     swapped = with_field(keygen_sign(keys[kind], MESSAGE), 0, base64.b64decode(bob.split()[1]))
     assert sshsig.signature_key(swapped) == bob
     assert verify(swapped, MESSAGE, [bob, pub(keys[kind])]) is None
 
 
-def test_sha256_signatures_verify_and_the_namespace_must_not_be_empty(keys):
+def test_sha256_signatures_verify_and_the_namespace_must_not_be_empty(keys: Any) -> None:
     armored = keygen_sign(keys["ed25519"], MESSAGE, NAMESPACE, "-O", "hashalg=sha256")
     assert sshsig._parse(armored)[3] == b"sha256"
     assert verify(armored, MESSAGE, [pub(keys["ed25519"])]) is not None
@@ -152,13 +154,13 @@ def test_sha256_signatures_verify_and_the_namespace_must_not_be_empty(keys):
         load_signer(keys["ed25519"]).sign(MESSAGE, namespace="")
 
 
-def test_rsa_signatures_with_sha1_are_refused(keys, tmp_path):
+def test_rsa_signatures_with_sha1_are_refused(keys: Any, tmp_path: Path) -> None:
     from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import padding
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-    private = serialization.load_ssh_private_key(keys["rsa3072"].read_bytes(), None)
+    private = cast(rsa.RSAPrivateKey, serialization.load_ssh_private_key(keys["rsa3072"].read_bytes(), None))
 
-    def rsa_signer(fmt: bytes, hash_algorithm) -> sshsig.Signer:
+    def rsa_signer(fmt: bytes, hash_algorithm: Any) -> sshsig.Signer:
         return sshsig.Signer(
             pub(keys["rsa3072"]),
             "test",
@@ -175,7 +177,7 @@ def test_rsa_signatures_with_sha1_are_refused(keys, tmp_path):
     assert not keygen_verifies(pub(keys["rsa3072"]), sha1, MESSAGE, tmp_path)
 
 
-def test_ecdsa_numbers_must_be_minimal_non_negative_mpints(keys):
+def test_ecdsa_numbers_must_be_minimal_non_negative_mpints(keys: Any) -> None:
     # The same (r, s) written with a superfluous zero byte, or without the one that keeps it
     # positive: one signature has one byte form. ECDSA is randomized: sign until r's top bit is set.
     signer, allowed = load_signer(keys["ecdsa256"]), [pub(keys["ecdsa256"])]
@@ -198,11 +200,11 @@ def test_ecdsa_numbers_must_be_minimal_non_negative_mpints(keys):
     assert verify(with_r(minimal[1:]), MESSAGE, allowed) is None
 
 
-def test_an_rsa_signature_shorter_than_the_modulus_verifies_as_in_openssh(keys, tmp_path):
+def test_an_rsa_signature_shorter_than_the_modulus_verifies_as_in_openssh(keys: Any, tmp_path: Path) -> None:
     from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import padding
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-    private = serialization.load_ssh_private_key(keys["rsa3072"].read_bytes(), None)
+    private = cast(rsa.RSAPrivateKey, serialization.load_ssh_private_key(keys["rsa3072"].read_bytes(), None))
     starts_with_zero = []
 
     def sign(data: bytes) -> bytes:
@@ -220,11 +222,11 @@ def test_an_rsa_signature_shorter_than_the_modulus_verifies_as_in_openssh(keys, 
     assert keygen_verifies(pub(keys["rsa3072"]), armored, b"%d" % n, tmp_path)
 
 
-def test_allowed_entries_are_normalized_and_bad_ones_skipped(keys):
+def test_allowed_entries_are_normalized_and_bad_ones_skipped(keys: Any) -> None:
     armored = keygen_sign(keys["ed25519"], MESSAGE)
     line = pub(keys["ed25519"])
     expected = normalize_key(line)
-    assert verify(armored, MESSAGE, ["garbage", None, f"  {line}\n"]) == expected
+    assert verify(armored, MESSAGE, ["garbage", None, f"  {line}\n"]) == expected  # type: ignore[list-item]
     assert verify(armored, MESSAGE, line) == expected  # one key passed bare
     assert verify(armored, MESSAGE, iter([line])) == expected
 
@@ -234,14 +236,14 @@ def test_allowed_entries_are_normalized_and_bad_ones_skipped(keys):
 
 @FAST
 @given(text=st.text())
-def test_verify_returns_none_for_garbage_text(keys, text):
+def test_verify_returns_none_for_garbage_text(keys: Any, text: Any) -> None:
     assert verify(text, MESSAGE, [pub(keys["ed25519"])]) is None
     assert sshsig.signature_key(text) is None
 
 
 @FAST
 @given(blob=st.binary(max_size=400))
-def test_verify_returns_none_for_garbage_inside_the_armor(keys, blob):
+def test_verify_returns_none_for_garbage_inside_the_armor(keys: Any, blob: Any) -> None:
     assert verify(armor(blob), MESSAGE, [pub(keys["ed25519"])]) is None
     assert verify(armor(b"SSHSIG\0\0\0\1" + blob), MESSAGE, [pub(keys["ed25519"])]) is None
 
@@ -259,23 +261,23 @@ ANYTHING = st.one_of(
 
 @FAST
 @given(armored=ANYTHING, message=ANYTHING, allowed=ANYTHING, namespace=ANYTHING)
-def test_verify_returns_none_for_any_types(armored, message, allowed, namespace):
+def test_verify_returns_none_for_any_types(armored: Any, message: Any, allowed: Any, namespace: Any) -> None:
     assert verify(armored, message, allowed, namespace) is None
     assert sshsig.signature_key(armored) is None
 
 
 @pytest.mark.parametrize("kind", KEY_TYPES)
-def test_verify_returns_none_for_any_wrong_types_around_a_good_signature(keys, kind):
+def test_verify_returns_none_for_any_wrong_types_around_a_good_signature(keys: Any, kind: Any) -> None:
     armored, allowed = keygen_sign(keys[kind], MESSAGE), [pub(keys[kind])]
-    assert verify(armored, MESSAGE.decode(), allowed) is None  # str, not bytes
-    assert verify(armored.encode(), MESSAGE, allowed) is None
-    assert verify(armored, MESSAGE, [b"ssh-ed25519 AAAA"]) is None
-    assert verify(armored, MESSAGE, 7) is None
-    assert verify(armored, MESSAGE, allowed, namespace=None) is None
+    assert verify(armored, MESSAGE.decode(), allowed) is None  # type: ignore[arg-type]  # str, not bytes
+    assert verify(armored.encode(), MESSAGE, allowed) is None  # type: ignore[arg-type]
+    assert verify(armored, MESSAGE, [b"ssh-ed25519 AAAA"]) is None  # type: ignore[list-item]
+    assert verify(armored, MESSAGE, 7) is None  # type: ignore[arg-type]
+    assert verify(armored, MESSAGE, allowed, namespace=None) is None  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("kind", KEY_TYPES)
-def test_every_truncation_and_bit_flip_of_a_real_signature_is_refused(keys, kind):
+def test_every_truncation_and_bit_flip_of_a_real_signature_is_refused(keys: Any, kind: Any) -> None:
     armored, allowed = keygen_sign(keys[kind], MESSAGE), [pub(keys[kind])]
     blob = blob_of(armored)
     assert armor(blob) == armored and verify(armored, MESSAGE, allowed) is not None
@@ -295,12 +297,12 @@ def test_every_truncation_and_bit_flip_of_a_real_signature_is_refused(keys, kind
 
 
 @pytest.mark.parametrize("kind", KEY_TYPES)
-def test_fingerprint_is_what_ssh_keygen_prints(keys, kind):
+def test_fingerprint_is_what_ssh_keygen_prints(keys: Any, kind: Any) -> None:
     printed = subprocess.run(["ssh-keygen", "-lf", f"{keys[kind]}.pub"], capture_output=True, check=True)
     assert sshsig.fingerprint(pub(keys[kind])) == printed.stdout.decode().split()[1]
 
 
-def test_normalize_key_drops_the_comment_and_rejects_what_is_not_a_supported_key(keys):
+def test_normalize_key_drops_the_comment_and_rejects_what_is_not_a_supported_key(keys: Any) -> None:
     kind, blob, comment = pub(keys["ed25519"]).split()
     assert comment == "alice@laptop"
     assert normalize_key(f"{kind} {blob} {comment}\n") == f"{kind} {blob}"
@@ -341,12 +343,12 @@ def assert_one_line(error: pytest.ExceptionInfo, *words: str) -> None:
 
 
 @pytest.fixture
-def no_agent(monkeypatch):
+def no_agent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
 
 
 @pytest.mark.parametrize("kind", ["ecdsa256", "rsa3072"])
-def test_unencrypted_pem_keys_sign_in_process(kind, tmp_path, no_agent):
+def test_unencrypted_pem_keys_sign_in_process(kind: Any, tmp_path: Path, no_agent: Any) -> None:
     key = keygen(tmp_path / "pem", *KEY_TYPES[kind], "-m", "PEM")
     assert b"-----BEGIN OPENSSH" not in key.read_bytes()
     signer = load_signer(str(key))
@@ -354,7 +356,7 @@ def test_unencrypted_pem_keys_sign_in_process(kind, tmp_path, no_agent):
     assert keygen_verifies(pub(key), signer.sign(MESSAGE), MESSAGE, tmp_path)
 
 
-def test_encrypted_key_without_agent_is_refused_in_one_line(tmp_path, no_agent):
+def test_encrypted_key_without_agent_is_refused_in_one_line(tmp_path: Path, no_agent: Any) -> None:
     key = keygen(tmp_path / "enc", "-t", "ed25519", passphrase="secret")
     with pytest.raises(SigningKeyError) as error:
         load_signer(key)
@@ -364,7 +366,9 @@ def test_encrypted_key_without_agent_is_refused_in_one_line(tmp_path, no_agent):
     assert_one_line(error, str(key), "ssh-add")
 
 
-def test_files_that_are_not_keys_are_refused_naming_the_file(tmp_path, keys, no_agent):
+def test_files_that_are_not_keys_are_refused_naming_the_file(
+    tmp_path: Path, keys: Any, no_agent: Any
+) -> None:
     (tmp_path / "notes.txt").write_text("hello\n")
     (tmp_path / "binary").write_bytes(b"\xff\xfe\0")
     (tmp_path / "two.pub").write_text(pub(keys["ed25519"]) + pub(keys["rsa3072"]))
@@ -377,13 +381,13 @@ def test_files_that_are_not_keys_are_refused_naming_the_file(tmp_path, keys, no_
         assert_one_line(error, str(tmp_path / name))
 
 
-def test_a_public_key_without_an_agent_is_refused(keys, no_agent):
+def test_a_public_key_without_an_agent_is_refused(keys: Any, no_agent: Any) -> None:
     with pytest.raises(SigningKeyError) as error:
         load_signer(f"{keys['ed25519']}.pub")
     assert_one_line(error, f"{keys['ed25519']}.pub", "ssh-agent")
 
 
-def test_importing_the_module_is_cheap():
+def test_importing_the_module_is_cheap() -> None:
     code = "import sys, engine.base.sshsig; print(sorted({'cryptography', 'textual', 'git', 'pydantic'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, text=True)
     assert done.stdout.strip() == "[]"
@@ -393,7 +397,7 @@ def test_importing_the_module_is_cheap():
 
 
 @pytest.fixture
-def agent(monkeypatch, tmp_path):
+def agent(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
     """A real ssh-agent of this test's own (its socket in a short /tmp path: sun_path is 108 bytes)."""
     folder = Path(tempfile.mkdtemp(prefix="agent-"))
     socket_path = folder / "sock"
@@ -423,7 +427,7 @@ def agent(monkeypatch, tmp_path):
 
 
 @needs_agent
-def test_an_encrypted_key_in_the_agent_signs_through_it(agent, tmp_path):
+def test_an_encrypted_key_in_the_agent_signs_through_it(agent: Any, tmp_path: Path) -> None:
     key = keygen(tmp_path / "enc", "-t", "ed25519", passphrase="secret")
     with pytest.raises(SigningKeyError):
         load_signer(key)  # the agent runs but does not hold the key yet
@@ -437,7 +441,7 @@ def test_an_encrypted_key_in_the_agent_signs_through_it(agent, tmp_path):
 
 
 @needs_agent
-def test_an_encrypted_pem_key_finds_its_public_half_beside_it(agent, tmp_path):
+def test_an_encrypted_pem_key_finds_its_public_half_beside_it(agent: Any, tmp_path: Path) -> None:
     key = keygen(tmp_path / "enc", *KEY_TYPES["ecdsa256"], "-m", "PEM", passphrase="secret")
     agent(key)
     signer = load_signer(key)
@@ -447,7 +451,7 @@ def test_an_encrypted_pem_key_finds_its_public_half_beside_it(agent, tmp_path):
 
 @needs_agent
 @pytest.mark.parametrize("kind", ["ed25519", "ecdsa521", "rsa3072"])
-def test_a_public_key_file_signs_through_the_agent(agent, keys, kind, tmp_path):
+def test_a_public_key_file_signs_through_the_agent(agent: Any, keys: Any, kind: Any, tmp_path: Path) -> None:
     public = Path(f"{keys[kind]}.pub")
     with pytest.raises(SigningKeyError) as error:
         load_signer(public)
@@ -492,7 +496,7 @@ def run_on_a_terminal(code: str, answer: bytes) -> str:
     return output.decode(errors="replace")
 
 
-def test_an_encrypted_pem_key_asks_for_its_passphrase_on_a_terminal(tmp_path, no_agent):
+def test_an_encrypted_pem_key_asks_for_its_passphrase_on_a_terminal(tmp_path: Path, no_agent: Any) -> None:
     key = keygen(tmp_path / "enc", *KEY_TYPES["ecdsa256"], "-m", "PEM", passphrase="secret")
     code = (
         "from engine.base.sshsig import load_signer\n"

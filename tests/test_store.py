@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -16,7 +18,7 @@ from engine.log.store import Store, verify
 from engine.read.fold import SHAPES, UnitsLine
 
 
-def fill(path, n=5):
+def fill(path: Any, n: Any = 5) -> Any:
     path.touch()  # only init creates a store (SPEC §15.4): an append never does
     store = Store(path)
     for i in range(n):
@@ -25,11 +27,11 @@ def fill(path, n=5):
 
 
 @pytest.fixture(params=["files", "postgresql"])
-def backend(request, tmp_path):
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     """A maker of empty stores on each backend (SPEC §18: the same contract on both)."""
     if request.param == "files":
 
-        def make(name="signals"):
+        def make(name: Any = "signals") -> Any:
             path = tmp_path / f"{name}.ndjson"
             path.touch()
             return Store(path)
@@ -42,7 +44,7 @@ def backend(request, tmp_path):
     pg_admin.create_schema(url, "system")
     folder = tmp_path / "mirror"
 
-    def make_pg(name="signals"):
+    def make_pg(name: Any = "signals") -> Any:
         store = pg_store.PgStore(url, folder, name)
         store.mirror.prepare()
         return store
@@ -50,13 +52,13 @@ def backend(request, tmp_path):
     return make_pg
 
 
-def fill_store(store, n=5):
+def fill_store(store: Any, n: Any = 5) -> Any:
     for i in range(n):
         store.append({"kind": "note", "n": i, "at": clock.iso(clock.now())}, assign_id=True)
     return store
 
 
-def test_append_chains_and_reads_back(backend):
+def test_append_chains_and_reads_back(backend: Any) -> None:
     store = fill_store(backend())
     result = store.read()
     assert [e["n"] for e in result.events] == [0, 1, 2, 3, 4]
@@ -65,7 +67,7 @@ def test_append_chains_and_reads_back(backend):
     assert verify(store) == []
 
 
-def test_resume_from_offset_reads_only_new(backend):
+def test_resume_from_offset_reads_only_new(backend: Any) -> None:
     store = fill_store(backend(), 3)
     first = store.read()
     store.append({"kind": "note", "n": 3, "at": clock.iso(clock.now())})
@@ -73,7 +75,7 @@ def test_resume_from_offset_reads_only_new(backend):
     assert [e["n"] for e in more.events] == [3] and more.line == 4
 
 
-def test_torn_last_line_is_reported_skipped_and_next_append_lands_whole(tmp_path):
+def test_torn_last_line_is_reported_skipped_and_next_append_lands_whole(tmp_path: Path) -> None:
     path = tmp_path / "s.ndjson"
     store = fill(path, 3)
     with open(path, "ab") as f:
@@ -90,7 +92,7 @@ def test_torn_last_line_is_reported_skipped_and_next_append_lands_whole(tmp_path
     assert [(f.line) for f in found] == [4]
 
 
-def test_garbage_middle_line_is_reported_with_its_number(tmp_path):
+def test_garbage_middle_line_is_reported_with_its_number(tmp_path: Path) -> None:
     path = tmp_path / "s.ndjson"
     fill(path, 3)
     lines = path.read_bytes().splitlines(keepends=True)
@@ -100,7 +102,7 @@ def test_garbage_middle_line_is_reported_with_its_number(tmp_path):
     assert [(p.line, p.kind) for p in result.problems] == [(2, "malformed")]
 
 
-def test_verify_finds_edit_delete_insert_reorder(tmp_path):
+def test_verify_finds_edit_delete_insert_reorder(tmp_path: Path) -> None:
     path = tmp_path / "s.ndjson"
     fill(path, 5)
     original = path.read_bytes().splitlines(keepends=True)
@@ -137,7 +139,7 @@ for i in range(int(sys.argv[3])):
 """
 
 
-def test_four_processes_appending_at_once_leave_every_line_whole(backend):
+def test_four_processes_appending_at_once_leave_every_line_whole(backend: Any) -> None:
     store = backend("signals")
     target = str(store.path) if type(store) is Store else str(store.path.parent)
     url = "files" if type(store) is Store else store.url
@@ -168,7 +170,7 @@ SHAPED = [
 ]  # the stores the fold reads in shapes of its own fields (engine.read.fold.SHAPES)
 
 
-def readings(path, store="signals"):
+def readings(path: Any, store: Any = "signals") -> Any:
     """The store read whole, and read as the store's fold reads it (only the fields it uses)."""
     return Store(path).read(), Store(path).read(shape=SHAPES[store])
 
@@ -187,7 +189,7 @@ def as_the_fold_read_it(whole: dict) -> dict:
     return {name: whole.get(name, default) for name, default in UNITS_FOLD_READ.items()}
 
 
-def test_the_units_shape_holds_every_field_the_fold_read():
+def test_the_units_shape_holds_every_field_the_fold_read() -> None:
     assert set(UnitsLine.__struct_fields__) == set(UNITS_FOLD_READ)
 
 
@@ -196,7 +198,7 @@ def fields_of(line: UnitsLine) -> dict:
 
 
 @pytest.mark.parametrize("store", SHAPED)
-def test_reading_only_the_folds_fields_keeps_and_skips_the_same_lines(tmp_path, store):
+def test_reading_only_the_folds_fields_keeps_and_skips_the_same_lines(tmp_path: Path, store: Any) -> None:
     """The fold decodes a few fields of each line and skips the rest: a bad byte in a field it
     skips (invalid UTF-8) still makes the line malformed, with the same number and reason."""
     path = tmp_path / "s.ndjson"
@@ -236,7 +238,7 @@ LINE_PARTS = st.one_of(
 @pytest.mark.parametrize("store", SHAPED)
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(st.lists(LINE_PARTS, min_size=1, max_size=3).map(b"".join), max_size=8))
-def test_both_readings_agree_on_any_bytes(tmp_path, store, lines):
+def test_both_readings_agree_on_any_bytes(tmp_path: Path, store: Any, lines: Any) -> None:
     data = b"\n".join(line.replace(b"\n", b" ") for line in lines)
     if b"1e999" in data:
         return  # the documented difference above; everything else must agree
@@ -256,7 +258,9 @@ def test_both_readings_agree_on_any_bytes(tmp_path, store, lines):
     torn=st.booleans(),
     chunk=st.integers(1, 40),
 )
-def test_reading_in_pieces_of_any_size_reads_the_same(tmp_path, lines, torn, chunk):
+def test_reading_in_pieces_of_any_size_reads_the_same(
+    tmp_path: Path, lines: Any, torn: Any, chunk: Any
+) -> None:
     """The store is read a piece at a time (1 MiB): a line cut by a piece's edge, a blank line or a
     torn tail on either side of one must read exactly as the whole file read at once."""
     import engine.log.store as store_module
@@ -275,7 +279,7 @@ def test_reading_in_pieces_of_any_size_reads_the_same(tmp_path, lines, torn, chu
         assert [str(p) for p in a.problems] == [str(p) for p in b.problems]
 
 
-def test_a_line_the_usual_shapes_refuse_reads_as_json_reads_it(tmp_path):
+def test_a_line_the_usual_shapes_refuse_reads_as_json_reads_it(tmp_path: Path) -> None:
     """Signals, routing records and dispositions decode into shapes of their own; a repeated
     "kind" (JSON keeps the last), a kind that is not text, or an unknown kind is read whole-shaped."""
     path = tmp_path / "s.ndjson"
@@ -300,7 +304,7 @@ def test_a_line_the_usual_shapes_refuse_reads_as_json_reads_it(tmp_path):
     assert skim.problems == whole.problems == []
 
 
-def test_events_read_back_in_bulk_are_the_events_read_one_by_one(tmp_path):
+def test_events_read_back_in_bulk_are_the_events_read_one_by_one(tmp_path: Path) -> None:
     """More than BULK references at once are read in one pass per store, over only the span
     they lie in: the same events as one read each, whichever are cached, across stores, and an
     edited line still reads as unreadable."""

@@ -4,29 +4,31 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 import pytest
 
+from tests import helpers
 from tests.helpers import report_args
 
 
-def held_in_progress(ws, unit="u1"):
+def held_in_progress(ws: helpers.Workspace, unit: Any = "u1") -> Any:
     ws.lease(unit)
     ws.run(*report_args(affects=[unit]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
     return ws.json("obligations")[0]["id"]
 
 
-def ob_status(ws, ob):
+def ob_status(ws: helpers.Workspace, ob: Any) -> Any:
     return next(o for o in ws.json("obligations", "--all") if o["id"] == ob)
 
 
-def unit_status(ws, unit):
+def unit_status(ws: helpers.Workspace, unit: Any) -> Any:
     return next(u for u in ws.json("status")["units"] if u["id"] == unit)
 
 
 @pytest.mark.parametrize("action", ["retry", "repair"])
-def test_retry_and_repair_resolve_as_rework(ws, action):
+def test_retry_and_repair_resolve_as_rework(ws: helpers.Workspace, action: Any) -> None:
     ob = held_in_progress(ws)
     ws.run(
         "unit", "decide", "u1", "--action", action, "--by", "alice", "--rationale", "try again", check=True
@@ -37,7 +39,7 @@ def test_retry_and_repair_resolve_as_rework(ws, action):
     ws.run("unit", "dispatch", "u1", check=True)
 
 
-def test_abort_resolves_as_rejected_and_aborts(ws):
+def test_abort_resolves_as_rejected_and_aborts(ws: helpers.Workspace) -> None:
     ob = held_in_progress(ws)
     ws.run(
         "unit", "decide", "u1", "--action", "abort", "--by", "alice", "--rationale", "dead end", check=True
@@ -50,7 +52,7 @@ def test_abort_resolves_as_rejected_and_aborts(ws):
 
 
 @pytest.mark.parametrize("action", ["remediate", "replan", "clarify", "pause", "escalate"])
-def test_waiting_actions_escalate_into_one_recovery_obligation(ws, action):
+def test_waiting_actions_escalate_into_one_recovery_obligation(ws: helpers.Workspace, action: Any) -> None:
     ws.run(*report_args(affects=["u1"], severity="advisory", subject="second"), "--by", "alice", check=True)
     first = held_in_progress(ws)
     done = ws.run(
@@ -87,7 +89,7 @@ def test_waiting_actions_escalate_into_one_recovery_obligation(ws, action):
     ws.run("unit", "dispatch", "u1", check=True)
 
 
-def test_decide_needs_the_grant_and_a_known_action(ws):
+def test_decide_needs_the_grant_and_a_known_action(ws: helpers.Workspace) -> None:
     held_in_progress(ws)
     before = ws.digest()
     assert (
@@ -104,7 +106,7 @@ def test_decide_needs_the_grant_and_a_known_action(ws):
     assert ws.digest() == before
 
 
-def test_status_rules_for_dispatch_and_close(ws):
+def test_status_rules_for_dispatch_and_close(ws: helpers.Workspace) -> None:
     before = ws.digest()
     done = ws.run("unit", "close", "u1")
     assert done.returncode == 2 and "todo" in done.stderr
@@ -118,7 +120,7 @@ def test_status_rules_for_dispatch_and_close(ws):
     assert done.returncode == 2 and "in-progress" in done.stderr
 
 
-def test_lease_file_and_close_release(ws):
+def test_lease_file_and_close_release(ws: helpers.Workspace) -> None:
     worktree = ws.lease("u1")
     lease = json.loads((worktree / ".regulator-lease.json").read_text())
     assert lease["unit"] == "u1" and lease["workspace"] == str(ws.root) and lease["leasedAt"]
@@ -130,14 +132,14 @@ def test_lease_file_and_close_release(ws):
     assert unit_status(ws, "u1")["status"] == "closed"
 
 
-def test_demote_returns_an_in_progress_unit_to_todo(ws):
+def test_demote_returns_an_in_progress_unit_to_todo(ws: helpers.Workspace) -> None:
     worktree = ws.lease("u1")
     ws.run("unit", "demote", "u1", "--by", "alice", "--rationale", "re-gate", check=True)
     assert unit_status(ws, "u1")["status"] == "todo"
     assert not (worktree / ".regulator-lease.json").exists()
 
 
-def test_bad_input_writes_nothing_even_with_signals_awaiting_routing(ws):
+def test_bad_input_writes_nothing_even_with_signals_awaiting_routing(ws: helpers.Workspace) -> None:
     """A command that routes first must still refuse bad input before routing."""
     ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
     before = ws.digest()

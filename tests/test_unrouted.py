@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests import helpers
 from tests.helpers import NOW, clone, make_workspace, report_args
 
 CRITICAL_ON_U1 = report_args(subject="left-pad is compromised", severity="critical", affects=["u1"])
@@ -19,14 +21,14 @@ WIDE = (190, 42)  # the whole header, unabbreviated
 READER_REFUSAL = "this store's role (regulator_reader) cannot write: open the room with a writer role"
 
 
-def reported(ws, args=CRITICAL_ON_U1, env: dict | None = None) -> str:
+def reported(ws: helpers.Workspace, args: Any = CRITICAL_ON_U1, env: dict | None = None) -> str:
     """Report a signal as alice; its id (nothing routes it)."""
     done = ws.run(*args, "--by", "alice", "--json", env=env)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["id"]
 
 
-def once(ws, *more: str, env: dict | None = None, cwd: Path | None = None):
+def once(ws: helpers.Workspace, *more: str, env: dict | None = None, cwd: Path | None = None) -> Any:
     text = ws.run("controlroom", "--once", *more, env=env, cwd=cwd)
     data = ws.run("controlroom", "--once", *more, "--json", env=env, cwd=cwd)
     assert "Traceback" not in text.stderr + data.stderr, text.stderr + data.stderr
@@ -36,7 +38,7 @@ def once(ws, *more: str, env: dict | None = None, cwd: Path | None = None):
 # ---- files: --once --read-only -----------------------------------------------------------------------
 
 
-def test_once_read_only_fails_on_an_unrouted_signal_that_would_hold_in_progress_work(tmp_path):
+def test_once_read_only_fails_on_an_unrouted_signal_that_would_hold_in_progress_work(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     ws.lease("u1")  # in progress
     signal = reported(ws)
@@ -71,7 +73,7 @@ def test_once_read_only_fails_on_an_unrouted_signal_that_would_hold_in_progress_
     ]
 
 
-def test_once_read_only_exits_0_when_routing_would_hold_no_in_progress_unit(tmp_path):
+def test_once_read_only_exits_0_when_routing_would_hold_no_in_progress_unit(tmp_path: Path) -> None:
     """An advisory signal opens nothing that blocks; a critical one on a unit not in progress
     holds no running work (as after routing), but the header still says it would block."""
     ws = make_workspace(tmp_path)
@@ -87,7 +89,9 @@ def test_once_read_only_exits_0_when_routing_would_hold_no_in_progress_unit(tmp_
     assert "⚠ 1 would block" in text.stdout.splitlines()[0]
 
 
-def test_the_read_only_room_says_what_unrouted_signals_would_block(tmp_path, monkeypatch):
+def test_the_read_only_room_says_what_unrouted_signals_would_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from controlroom.app import ControlRoom
     from engine.checkout.workspace import locate
     from tests.room import run
@@ -99,9 +103,9 @@ def test_the_read_only_room_says_what_unrouted_signals_would_block(tmp_path, mon
     monkeypatch.setenv("REGULATOR_NOW", NOW)
     room, _ = locate(ws.root)
     app = ControlRoom(room, "alice", read_only=True, watch=False, background_checks=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         seen["header"] = str(app._topbar.render())
         seen["status"] = str(app._status.render())
 
@@ -117,7 +121,7 @@ def test_the_read_only_room_says_what_unrouted_signals_would_block(tmp_path, mon
 
 
 @pytest.fixture
-def pg_fleet(tmp_path, pg_server):
+def pg_fleet(tmp_path: Path, pg_server: Any) -> Any:
     """A fleet on PostgreSQL with the roles set up: u1 in progress; one blocking obligation routed on
     u3; then a critical signal on u1 that no router has seen yet. (ws, its database, signal ids)."""
     db = pg_server.database()
@@ -129,12 +133,14 @@ def pg_fleet(tmp_path, pg_server):
     return ws, db, routed, reported(ws)
 
 
-def server_lines(pg_server, db: str) -> int:
+def server_lines(pg_server: Any, db: str) -> int:
     with pg_server.admin(db) as conn:
         return conn.execute("SELECT count(*) FROM regulator.events").fetchone()[0]
 
 
-def test_a_reader_clone_once_fails_on_what_routing_would_hold(pg_fleet, pg_server, tmp_path):
+def test_a_reader_clone_once_fails_on_what_routing_would_hold(
+    pg_fleet: Any, pg_server: Any, tmp_path: Path
+) -> None:
     ws, db, _, signal = pg_fleet
     ci = clone(ws, tmp_path / "ci")
     reader = {"REGULATOR_STORE": pg_server.url(db, "regulator_reader")}
@@ -158,8 +164,8 @@ def test_a_reader_clone_once_fails_on_what_routing_would_hold(pg_fleet, pg_serve
 
 
 def test_the_room_as_a_reader_role_disables_every_write_and_routes_nothing(
-    pg_fleet, pg_server, tmp_path, monkeypatch
-):
+    pg_fleet: Any, pg_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Not --read-only: the role decides. Every action is shown disabled with the reason (footer
     state, detail pane, `?`), its key says why, no dialog opens, the header says read-only and
     what the unrouted signal would block, and the server gains no line."""
@@ -223,7 +229,9 @@ def test_the_room_as_a_reader_role_disables_every_write_and_routes_nothing(
     assert [s["id"] for s in signals] == [routed, signals[1]["id"]] and signals[1]["routed"] is False
 
 
-def test_a_writer_role_in_a_clone_routes_and_may_act(pg_fleet, pg_server, tmp_path, monkeypatch):
+def test_a_writer_role_in_a_clone_routes_and_may_act(
+    pg_fleet: Any, pg_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The role decides both ways: the schema owner's room in a clone routes the unrouted signal."""
     from controlroom.app import ControlRoom
     from engine.checkout.workspace import locate
@@ -235,7 +243,7 @@ def test_a_writer_role_in_a_clone_routes_and_may_act(pg_fleet, pg_server, tmp_pa
     monkeypatch.setenv("REGULATOR_STORE", pg_server.url(db))
     room, _ = locate(ci)
     app = ControlRoom(room, "alice", watch=False, background_checks=False)
-    seen = {}
+    seen: dict[str, Any] = {}
 
     async def main() -> None:
         async with app.run_test(size=(150, 42)) as pilot:
@@ -250,7 +258,9 @@ def test_a_writer_role_in_a_clone_routes_and_may_act(pg_fleet, pg_server, tmp_pa
     assert "read-only" not in seen["header"] and "would block" not in seen["header"]
 
 
-def test_a_role_without_grants_is_told_to_run_store_roles_not_that_it_is_a_reader(tmp_path, pg_server):
+def test_a_role_without_grants_is_told_to_run_store_roles_not_that_it_is_a_reader(
+    tmp_path: Path, pg_server: Any
+) -> None:
     db = pg_server.database()
     ws = make_workspace(tmp_path, store=pg_server.url(db))
     with pg_server.admin(db) as conn:  # a writer role made by hand, before `store roles` granted it anything
@@ -275,7 +285,7 @@ def test_a_role_without_grants_is_told_to_run_store_roles_not_that_it_is_a_reade
     assert refused.returncode == 3 and refused.stderr.strip().endswith("(a reader role cannot write)")
 
 
-def test_an_unrouted_signals_subject_is_text_in_the_exit_reason(tmp_path):
+def test_an_unrouted_signals_subject_is_text_in_the_exit_reason(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     ws.lease("u1")
     reported(ws, report_args(subject="[red]pwn[/red] \x1b[2J\u202e", severity="critical", affects=["u1"]))

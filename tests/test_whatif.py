@@ -6,10 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from tests import helpers
 from tests.helpers import NOW, make_workspace
 
 BLOCKING_FLOOR = {
@@ -20,9 +23,9 @@ BLOCKING_FLOOR = {
 }
 
 
-def fingerprint(ws) -> dict:
+def fingerprint(ws: helpers.Workspace) -> dict:
     """Every file of the workspace (stores, locks, checkpoints, policy, worktrees) and git's view."""
-    files = {}
+    files: dict[str, Any] = {}
     for folder, dirs, names in os.walk(ws.root):
         dirs[:] = [d for d in dirs if d != ".git"]
         for name in names:
@@ -38,7 +41,7 @@ def fingerprint(ws) -> dict:
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory):
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """Ten routed advisory signals from r1 on u1, three of them naming payments/."""
     from engine.commands.router import route
     from engine.doors import api
@@ -71,7 +74,7 @@ def fleet(tmp_path_factory):
     return ws, ids, proposed
 
 
-def test_replay_lists_exactly_the_signals_a_new_floor_raises_and_writes_nothing(fleet):
+def test_replay_lists_exactly_the_signals_a_new_floor_raises_and_writes_nothing(fleet: Any) -> None:
     ws, ids, proposed = fleet
     before = fingerprint(ws)
     done = ws.run("signals", "route", "--dry-run", "--policy", str(proposed), "--json")
@@ -94,14 +97,14 @@ def test_replay_lists_exactly_the_signals_a_new_floor_raises_and_writes_nothing(
     assert fingerprint(ws) == before
 
 
-def test_the_policy_in_force_replays_to_no_change(fleet):
+def test_the_policy_in_force_replays_to_no_change(fleet: Any) -> None:
     ws, _, _ = fleet
     done = ws.run("signals", "route", "--dry-run", "--policy", str(ws.root / "regulator/policy/routing.yaml"))
     assert done.returncode == 0, done.stderr
     assert "0 of 10 signal(s) would route differently" in done.stdout
 
 
-def test_dry_run_of_a_blocking_signal_shows_what_it_would_open_and_writes_nothing(fleet):
+def test_dry_run_of_a_blocking_signal_shows_what_it_would_open_and_writes_nothing(fleet: Any) -> None:
     ws, _, _ = fleet
     before = fingerprint(ws)
     args = ["signals", "route", "--dry-run", "--subject", "INV-007 broken by the cache", "--claim", "c"]
@@ -119,7 +122,7 @@ def test_dry_run_of_a_blocking_signal_shows_what_it_would_open_and_writes_nothin
     assert fingerprint(ws) == before
 
 
-def test_dry_run_reads_json_input_with_unit_and_routing_time(fleet, tmp_path):
+def test_dry_run_reads_json_input_with_unit_and_routing_time(fleet: Any, tmp_path: Path) -> None:
     ws, _, _ = fleet
     signal = {
         "subject": "upstream notice",
@@ -150,7 +153,7 @@ def test_dry_run_reads_json_input_with_unit_and_routing_time(fleet, tmp_path):
         (["--dry-run", "--subject", "s"], "claim: required"),
     ],
 )
-def test_what_if_bad_input_is_one_line_exit_2(fleet, args, message):
+def test_what_if_bad_input_is_one_line_exit_2(fleet: Any, args: Any, message: Any) -> None:
     ws, _, proposed = fleet
     bad = ws.root.parent / "bad-routing.yaml"
     bad.write_text("severities: [info]\nblocksAtOrAbove: nope\nrules: {}\n")
@@ -163,7 +166,7 @@ def test_what_if_bad_input_is_one_line_exit_2(fleet, args, message):
     assert fingerprint(ws) == before
 
 
-def case(name, expect, **signal):
+def case(name: Any, expect: Any, **signal: Any) -> Any:
     body = {
         "subject": "a subject",
         "claim": "a claim",
@@ -205,7 +208,7 @@ CASES = [
 ]
 
 
-def test_routing_test_file_passes_and_a_mutated_floor_fails_a_case(fleet, tmp_path):
+def test_routing_test_file_passes_and_a_mutated_floor_fails_a_case(fleet: Any, tmp_path: Path) -> None:
     ws, _, _ = fleet
     before = fingerprint(ws)
     cases = tmp_path / "routes.yaml"
@@ -229,7 +232,7 @@ def test_routing_test_file_passes_and_a_mutated_floor_fails_a_case(fleet, tmp_pa
     assert fingerprint(ws) == before
 
 
-def test_routing_test_file_reports_what_no_case_exercised(fleet, tmp_path):
+def test_routing_test_file_reports_what_no_case_exercised(fleet: Any, tmp_path: Path) -> None:
     ws, _, _ = fleet
     cases = tmp_path / "few.yaml"
     cases.write_text(yaml.safe_dump(CASES[2:3]))
@@ -251,7 +254,7 @@ def test_routing_test_file_reports_what_no_case_exercised(fleet, tmp_path):
         ),
     ],
 )
-def test_a_bad_test_file_is_one_line_exit_2(fleet, tmp_path, text, message):
+def test_a_bad_test_file_is_one_line_exit_2(fleet: Any, tmp_path: Path, text: Any, message: Any) -> None:
     ws, _, _ = fleet
     path = tmp_path / "bad.yaml"
     path.write_text(text)

@@ -4,7 +4,10 @@ routing.yaml proposal showing the replay. Under Pilot, on the demo workspace."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
 from controlroom.app import ControlRoom
@@ -19,7 +22,7 @@ from tests.room import opened
 SIZE = (150, 42)
 
 
-def run(app: ControlRoom, script) -> None:
+def run(app: ControlRoom, script: Any) -> None:
     async def main() -> None:
         async with app.run_test(size=SIZE) as pilot:
             await pilot.pause()
@@ -28,7 +31,9 @@ def run(app: ControlRoom, script) -> None:
     asyncio.run(main())
 
 
-def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(tmp_path, monkeypatch):
+def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("REGULATOR_NOW", NOW)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
     ws = build(tmp_path / "fleet-repo", clock_mode="pinned")
@@ -61,8 +66,8 @@ def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(tmp_p
     app = ControlRoom(ws, "alice", watch=False)
     seen: dict = {}
 
-    async def script(pilot):
-        from textual.widgets import Static
+    async def script(pilot: Any) -> None:
+        from textual.widgets import Input, Static
 
         from controlroom.views import RowKey
         from widgets.dialogs import ProposalDialog
@@ -82,7 +87,7 @@ def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(tmp_p
         assert await opened(pilot, ProposalDialog)
         seen["dialog"] = "\n".join(str(s.content) for s in app.screen.query(Static))
         await pilot.press("o", "k")  # what the operator types lands in the rationale
-        seen["typed"] = app.screen.query_one("#rationale").value
+        seen["typed"] = app.screen.query_one("#rationale", Input).value
         await pilot.press("escape")
         await pilot.pause()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,6 +18,9 @@ from controlroom.cli.common import (
     workspace,
 )
 from engine.base.errors import BadInput
+
+if TYPE_CHECKING:
+    from engine.checkout.workspace import Workspace
 
 identity_app = typer.Typer(
     no_args_is_help=True, help="Identity and policy: propose, accept, reject, verify, show."
@@ -124,7 +127,7 @@ def identity_verify(
         raise typer.Exit(1)
 
 
-def _identity_from_history(ws, require_history: bool, as_json: bool) -> None:
+def _identity_from_history(ws: Workspace, require_history: bool, as_json: bool) -> None:
     """identity verify in a clone (SPEC §16.2): each governed file against git history."""
     from engine.trust.idhistory import verify_history
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,12 +22,17 @@ from controlroom.cli.common import (
 )
 from engine.base.errors import BadInput
 
+if TYPE_CHECKING:
+    from datetime import date
+
+    from engine.read.model import MemoryEntry
+
 memory_app = typer.Typer(invoke_without_command=True, help="Operational memory: list, remember, retract.")
 app = typer.Typer()
 app.add_typer(memory_app, name="memory")
 
 
-def memory_row(entry, today) -> dict:
+def memory_row(entry: MemoryEntry, today: date) -> dict:
     from engine.read.queries import days_left, memory_status
 
     e = entry.event

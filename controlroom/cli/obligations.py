@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,12 +19,15 @@ from controlroom.cli.common import (
     workspace,
 )
 
+if TYPE_CHECKING:
+    from engine.read.model import Obligation, State
+
 obligation_app = typer.Typer(no_args_is_help=True, help="One obligation: show or resolve.")
 app = typer.Typer()
 app.add_typer(obligation_app, name="obligation")
 
 
-def obligation_row(state, ob) -> dict:
+def obligation_row(state: State, ob: Obligation) -> dict:
     """The §13 record, plus what the human listing shows."""
     from engine.commands.obligations import record
 

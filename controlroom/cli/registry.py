@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +20,9 @@ from controlroom.cli.common import (
     workspace,
 )
 from controlroom.cli.retro import registry_retro
+
+if TYPE_CHECKING:
+    from registry.entries import Invalid
 
 registry_app = typer.Typer(
     no_args_is_help=True, help="Registers in git: lint, next-up, views, ack, records, retro."
@@ -77,7 +80,7 @@ def registry_lint(
         raise typer.Exit(1)
 
 
-def warn_invalid_one(invalid, consequence: str) -> None:
+def warn_invalid_one(invalid: Invalid, consequence: str) -> None:
     """One stderr line for an invalid entry: a reader is never shown less than there is as fine."""
     sys.stderr.write(
         f"regulator: warning: {escape(invalid.path)} is invalid ({invalid.code}: "

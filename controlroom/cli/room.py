@@ -7,12 +7,15 @@ from __future__ import annotations
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from controlroom.cli.common import JsonFlag, emit_json, escape, global_options, out, workspace
 from engine.base.errors import BadInput
+
+if TYPE_CHECKING:
+    from engine.checkout.workspace import Workspace
 
 app = typer.Typer()
 
@@ -23,7 +26,7 @@ def _views() -> tuple[str, ...]:
     return VIEWS
 
 
-def _signer_ready(ws, person: str) -> None:
+def _signer_ready(ws: Workspace, person: str) -> None:
     """The room signs its operator's actions (SPEC §15.1); it never prompts while it owns the
     terminal, so a key it cannot use is exit 2 at start, with one line."""
     from engine.base.errors import Refused
@@ -36,7 +39,7 @@ def _signer_ready(ws, person: str) -> None:
         raise BadInput(f"--as {person}: {exc} (or open it --read-only)") from None
 
 
-def _person(ws, person: str | None) -> str | None:
+def _person(ws: Workspace, person: str | None) -> str | None:
     if person is None:
         return None
     from engine.base.limits import check_text
@@ -122,7 +125,7 @@ def writable_svg(path: Path) -> None:
         raise BadInput(f"--screenshot {path}: cannot write there (permission denied)")
 
 
-def run_registers_only(ws, as_json: bool) -> int:
+def run_registers_only(ws: Workspace, as_json: bool) -> int:
     from controlroom.once import registers_only, registers_only_text
 
     found = registers_only(ws)
@@ -133,7 +136,7 @@ def run_registers_only(ws, as_json: bool) -> int:
     return found.exit_code
 
 
-def run_once(ws, person: str | None, read_only: bool, as_json: bool) -> int:
+def run_once(ws: Workspace, person: str | None, read_only: bool, as_json: bool) -> int:
     from controlroom.once import as_json as to_json
     from controlroom.once import as_text, once
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from controlroom.cli.common import JsonFlag, emit_json, escape, global_options, out, workspace
 from engine.base.errors import BadInput, Refused
+
+if TYPE_CHECKING:
+    from engine.checkout.workspace import Workspace
 
 store_app = typer.Typer(
     no_args_is_help=True, help="The stores' backend: PostgreSQL roles, copies between backends."
@@ -50,7 +53,7 @@ def roles(
     out("UPDATE, DELETE and TRUNCATE are granted to no one and refused by trigger")
 
 
-def _source_lines(ws, name: str) -> list[bytes]:
+def _source_lines(ws: Workspace, name: str) -> list[bytes]:
     """The store's lines exactly as held; a store that does not verify is not copied."""
     from engine.log.store import verify
 

@@ -4,10 +4,13 @@ nothing written on a refusal. docs/security.md shows the same table."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from tests import helpers
 from tests.helpers import make_workspace, remember_args, report_args
 
 ACTORS = (
@@ -45,7 +48,7 @@ LEASED = {
 }
 
 
-def setup(tmp_path, command):
+def setup(tmp_path: Path, command: Any) -> Any:
     ws = make_workspace(tmp_path)
     path = ws.root / "regulator/policy/interaction.yaml"
     policy = yaml.safe_load(path.read_text())
@@ -142,7 +145,7 @@ def argv(command: str, actor: str, c: dict) -> tuple[list[str], object]:
     return table[command] + person, cwd
 
 
-def fingerprint(ws) -> str:
+def fingerprint(ws: helpers.Workspace) -> str:
     return (
         ws.digest()
         + (ws.root / "findings/F-x.md").read_text()
@@ -151,7 +154,7 @@ def fingerprint(ws) -> str:
 
 
 @pytest.mark.parametrize("command", list(MATRIX))
-def test_matrix(tmp_path, command):
+def test_matrix(tmp_path: Path, command: Any) -> None:
     ws, context = setup(tmp_path, command)
     expected = dict(zip(ACTORS, MATRIX[command], strict=True))
     # refusals first, in the same workspace: each must leave everything as it was
@@ -172,7 +175,7 @@ def test_matrix(tmp_path, command):
     assert fingerprint(ws) != before, (command, actor)
 
 
-def test_matrix_is_documented():
+def test_matrix_is_documented() -> None:
     from pathlib import Path
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()

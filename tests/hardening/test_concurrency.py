@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+from typing import Any
 
+from tests import helpers
 from tests.helpers import REGULATOR, remember_args, report_args
 
 
-def spawn(ws, *args, cwd=None):
+def spawn(ws: helpers.Workspace, *args: Any, cwd: Any = None) -> Any:
     return subprocess.Popen(
         [REGULATOR, *args],
         cwd=cwd or ws.root,
@@ -33,7 +35,7 @@ for i in range(25):
 """
 
 
-def test_four_processes_times_25_reports(ws):
+def test_four_processes_times_25_reports(ws: helpers.Workspace) -> None:
     import sys
 
     procs = [
@@ -52,7 +54,7 @@ def test_four_processes_times_25_reports(ws):
     assert done.returncode == 0, done.stdout
 
 
-def test_three_routers_one_obligation_and_one_record_per_signal(ws):
+def test_three_routers_one_obligation_and_one_record_per_signal(ws: helpers.Workspace) -> None:
     for i in range(10):
         ws.run(*report_args(subject=f"s{i}", affects=["u1"]), "--by", "alice", check=True)
     procs = [spawn(ws, "signals", "route") for _ in range(3)]
@@ -65,7 +67,7 @@ def test_three_routers_one_obligation_and_one_record_per_signal(ws):
     assert len(ws.json("obligations")) == 10
 
 
-def test_three_resolvers_exactly_one_disposition(ws):
+def test_three_resolvers_exactly_one_disposition(ws: helpers.Workspace) -> None:
     ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
     ob = ws.json("obligations")[0]["id"]
@@ -83,7 +85,7 @@ def test_three_resolvers_exactly_one_disposition(ws):
     assert len(dispositions) == 1
 
 
-def test_memory_remember_and_retract_racing(ws):
+def test_memory_remember_and_retract_racing(ws: helpers.Workspace) -> None:
     u1 = ws.lease("u1")
     b1 = ws.lease("b1")
     procs = []
@@ -101,7 +103,7 @@ def test_memory_remember_and_retract_racing(ws):
     assert ws.run("verify").returncode == 0
 
 
-def test_two_dispatchers_one_lease(ws):
+def test_two_dispatchers_one_lease(ws: helpers.Workspace) -> None:
     procs = [spawn(ws, "unit", "dispatch", "u1") for _ in range(3)]
     codes = sorted(p.wait(timeout=120) for p in procs)
     assert codes == [0, 2, 2]
@@ -139,7 +141,7 @@ print(restored)
 """
 
 
-def test_writers_checkpointing_while_readers_restore(ws):
+def test_writers_checkpointing_while_readers_restore(ws: helpers.Workspace) -> None:
     """Three writers leave a checkpoint after every command while two readers restore them: no
     reader fails or sees a half-written one, and the end state equals a cold read of the log."""
     import sys
@@ -156,10 +158,14 @@ def test_writers_checkpointing_while_readers_restore(ws):
         )
         for _ in range(2)
     ]
-    assert [p.wait(timeout=300) for p in writers] == [0, 0, 0], [p.stderr.read() for p in writers]
+    assert [p.wait(timeout=300) for p in writers] == [0, 0, 0], [
+        p.stderr.read() if p.stderr else b"" for p in writers
+    ]
     done.touch()
     assert [p.wait(timeout=300) for p in readers] == [0, 0]
-    assert sum(int(p.stdout.read()) for p in readers) > 0  # they did restore checkpoints
+    assert (
+        sum(int(p.stdout.read() if p.stdout else b"0") for p in readers) > 0
+    )  # they did restore checkpoints
     assert (ws.root / ".regulator" / "readmodel.checkpoint").exists()
     assert not list((ws.root / ".regulator").glob(".readmodel.checkpoint.*"))  # no temporary left
     warm = ws.json("status", env={"REGULATOR_CHECKPOINT_BYTES": "0"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -60,7 +61,7 @@ ALPHABET = list("#-[]>()`\\ \n\r\t·@:x0123456789") + [
     "😀",
 ]
 # any text a valid store can hold: lone surrogates cannot be written as UTF-8, so no store has one
-anything = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+anything = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
 hostile = st.one_of(
     st.sampled_from(FORGERIES),
     st.text(st.sampled_from(ALPHABET), max_size=60),
@@ -73,7 +74,7 @@ STAMPS = [f"2026-11-29T1{h}:00:00Z" for h in range(4)]
 
 
 @st.composite
-def entries(draw) -> list[dict]:
+def entries(draw: Any) -> list[dict]:
     events = []
     for n in range(draw(st.integers(0, 7))):
         events.append(
@@ -121,7 +122,9 @@ def workspace_with(root: Path, files: list[str | None]) -> Workspace:
     unit=st.sampled_from([*UNITS, None]),
     budget=st.one_of(st.integers(0, 400), st.just(6000)),
 )
-def test_the_rendered_context_parses_back_exactly(events, retracted, files, unit, budget):
+def test_the_rendered_context_parses_back_exactly(
+    events: Any, retracted: Any, files: Any, unit: Any, budget: Any
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = workspace_with(Path(tmp), files)
         state = state_of(events, retracted)
@@ -153,16 +156,16 @@ def test_the_rendered_context_parses_back_exactly(events, retracted, files, unit
 
 @settings(max_examples=200, deadline=None)
 @given(events=entries(), unit=st.sampled_from([*UNITS, None]))
-def test_tiers_then_rounds_across_units_newest_first(events, unit):
+def test_tiers_then_rounds_across_units_newest_first(events: Any, unit: Any) -> None:
     state = state_of(events, set())
     unit_type = state.contracts[unit].type if unit else None
     order = [e.event for e in delivery_order(state, unit_type)]
     position = {e["id"]: i for i, e in enumerate(events)}
 
-    def tier(e):
+    def tier(e: Any) -> Any:
         return 0 if unit_type in e["scope"] else 1
 
-    def newer(a, b):  # a is newer than b: later time, or the same time and later in the log
+    def newer(a: Any, b: Any) -> Any:  # a is newer than b: later time, or the same time and later in the log
         return (a["at"], position[a["id"]]) > (b["at"], position[b["id"]])
 
     ranks: dict[tuple, int] = {}
@@ -185,7 +188,7 @@ def test_tiers_then_rounds_across_units_newest_first(events, unit):
 
 @settings(max_examples=500, deadline=None)
 @given(text=anything | st.text(st.sampled_from(ALPHABET), max_size=80))
-def test_escaping_is_reversible_and_leaves_nothing_raw(text):
+def test_escaping_is_reversible_and_leaves_nothing_raw(text: Any) -> None:
     assert unescape(escape(text)) == text and unescape(escape_block(text)) == text
     assert "\n" not in escape(text) and not needs_escape(escape(text))
     assert all(not needs_escape(line) for line in escape_block(text).split("\n"))

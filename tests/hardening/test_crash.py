@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 
+from tests import helpers
 from tests.helpers import report_args
 
 # Takes the store's lock as a real append does, writes half a line, and dies by SIGKILL holding it.
@@ -20,7 +21,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
-def test_sigkill_mid_append(ws):
+def test_sigkill_mid_append(ws: helpers.Workspace) -> None:
     for i in range(3):
         ws.run(*report_args(subject=f"before {i}"), "--by", "alice", check=True)
     before = ws.store("signals").read_bytes()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import io
 from datetime import UTC, datetime
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
@@ -132,12 +134,14 @@ def rendered(line: str) -> str:
     console = Console(file=io.StringIO(), force_terminal=True, color_system="truecolor", width=400)
     with contextlib.redirect_stdout(io.StringIO()):
         console.print(Text(line), end="")
-    return console.file.getvalue()
+    return console.file.getvalue()  # type: ignore[attr-defined]  # the StringIO given above
 
 
 @settings(max_examples=60, deadline=None)
 @given(text=hostile)
-def test_rows_and_lifecycles_show_store_text_literally(tmp_path_factory, text):
+def test_rows_and_lifecycles_show_store_text_literally(
+    tmp_path_factory: pytest.TempPathFactory, text: Any
+) -> None:
     snap = readmodel.Snapshot(Workspace(tmp_path_factory.getbasetemp()), state_with(text))
     lines = []
     for view, key in (("obligations", "ob1"), ("signals", "SIG1"), ("memory", "MEM1")):
@@ -158,7 +162,7 @@ def test_rows_and_lifecycles_show_store_text_literally(tmp_path_factory, text):
 
 @settings(max_examples=40, deadline=None)
 @given(text=hostile)
-def test_cli_tables_escape_store_text(text):
+def test_cli_tables_escape_store_text(text: Any) -> None:
     from controlroom.printing import table
 
     out = io.StringIO()

@@ -8,7 +8,9 @@ import hashlib
 import io
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +18,7 @@ from hypothesis import strategies as st
 
 from controlroom.cli.root import main
 from engine.commands.signals import FIELDS as REPORT_FIELDS
+from tests import helpers
 from tests.helpers import NOW, make_workspace, remember_args, report_args
 
 SETTINGS = settings(
@@ -24,7 +27,7 @@ SETTINGS = settings(
 
 
 @pytest.fixture(scope="module")
-def hostile(tmp_path_factory):
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     os.environ["REGULATOR_NOW"] = NOW
     ws = make_workspace(tmp_path_factory.mktemp("hostile"))
     ws.write(
@@ -86,7 +89,9 @@ def call(argv: list[str], stdin: bytes | None = None, cwd: Path | None = None) -
     return code, err.getvalue()
 
 
-def assert_refused(ws, argv, stdin=None, cwd=None, code=2):
+def assert_refused(
+    ws: helpers.Workspace, argv: Any, stdin: Any = None, cwd: Any = None, code: Any = 2
+) -> Any:
     before = tree_digest(ws.root)
     got, err = call(argv, stdin, cwd)
     assert got == code, (argv, err)
@@ -96,7 +101,7 @@ def assert_refused(ws, argv, stdin=None, cwd=None, code=2):
     return lines[0]
 
 
-def report(ws, **fields):
+def report(ws: helpers.Workspace, **fields: Any) -> Any:
     base = {
         "--subject": "s",
         "--claim": "c",
@@ -117,7 +122,7 @@ huge = st.integers(min_value=64 * 1024 + 1, max_value=200 * 1024).map(lambda n: 
 
 @SETTINGS
 @given(field=st.sampled_from(["--claim", "--observation", "--rationale"]), value=huge)
-def test_huge_fields_name_the_limit(hostile, field, value):
+def test_huge_fields_name_the_limit(hostile: Any, field: Any, value: Any) -> None:
     line = assert_refused(hostile, report(hostile, **{field: value}))
     assert "limit" in line and "65536" in line
 
@@ -128,7 +133,7 @@ def test_huge_fields_name_the_limit(hostile, field, value):
         lambda t: t[0] * t[1]
     )
 )
-def test_huge_subject(hostile, value):
+def test_huge_subject(hostile: Any, value: Any) -> None:
     assert "1024" in assert_refused(hostile, report(hostile, **{"--subject": value}))
 
 
@@ -143,7 +148,7 @@ VALID_REPORT = {
 }
 
 
-def json_report(ws) -> list[str]:
+def json_report(ws: helpers.Workspace) -> list[str]:
     return ["--root", str(ws.root), "signals", "report", "--by", "alice", "--json-input", "-"]
 
 
@@ -153,14 +158,14 @@ def json_report(ws) -> list[str]:
     prefix=st.text(max_size=20),
     suffix=st.text(max_size=20),
 )
-def test_nul_bytes_through_json_input(hostile, field, prefix, suffix):
+def test_nul_bytes_through_json_input(hostile: Any, field: Any, prefix: Any, suffix: Any) -> None:
     payload = dict(VALID_REPORT, **{field: prefix + "\x00" + suffix})
     assert_refused(hostile, json_report(hostile), stdin=json.dumps(payload).encode())
 
 
 @SETTINGS
 @given(junk=st.binary(min_size=1, max_size=40).filter(lambda b: not _utf8(b)))
-def test_invalid_utf8_through_json_input(hostile, junk):
+def test_invalid_utf8_through_json_input(hostile: Any, junk: Any) -> None:
     body = b'{"subject": "' + junk + b'", "claim": "c"}'
     assert_refused(hostile, json_report(hostile), stdin=body)
 
@@ -188,7 +193,7 @@ wrong = st.one_of(
     field=st.sampled_from([name for name in REPORT_FIELDS if name != "rationale"]),
     value=wrong,
 )
-def test_json_of_the_wrong_types(hostile, field, value):
+def test_json_of_the_wrong_types(hostile: Any, field: Any, value: Any) -> None:
     if field in ("affectedUnits", "expiresAt", "observedAt") and value is None:
         return  # optional: null is a valid absence
     if field == "affectedUnits" and value == []:
@@ -222,7 +227,7 @@ hostile_ids = st.one_of(traversal, METACHAR)
 
 @SETTINGS
 @given(unit=hostile_ids)
-def test_hostile_unit_ids(hostile, unit):
+def test_hostile_unit_ids(hostile: Any, unit: Any) -> None:
     for argv in (
         ["unit", "dispatch", unit],
         ["unit", "close", unit],
@@ -235,7 +240,7 @@ def test_hostile_unit_ids(hostile, unit):
 
 @SETTINGS
 @given(ident=hostile_ids)
-def test_hostile_obligation_memory_proposal_prefixes(hostile, ident):
+def test_hostile_obligation_memory_proposal_prefixes(hostile: Any, ident: Any) -> None:
     root = ["--root", str(hostile.root)]
     assert_refused(
         hostile,
@@ -259,7 +264,7 @@ def test_hostile_obligation_memory_proposal_prefixes(hostile, ident):
 
 @SETTINGS
 @given(ident=hostile_ids)
-def test_hostile_finding_ids(hostile, ident):
+def test_hostile_finding_ids(hostile: Any, ident: Any) -> None:
     assert_refused(hostile, ["--root", str(hostile.root), "registry", "ack", ident, "--by", "alice"])
 
 
@@ -282,7 +287,7 @@ BAD_DATES = [
 
 @SETTINGS
 @given(date=st.one_of(st.sampled_from([*BAD_DATES, "2026-11-29T00:00:00Z"]), st.text(max_size=12)))
-def test_review_by_out_of_range(hostile, date):
+def test_review_by_out_of_range(hostile: Any, date: Any) -> None:
     worktree = hostile.root / "wt" / "u1"
     argv = remember_args(review_by=date)
     assert_refused(hostile, argv, cwd=worktree)
@@ -306,7 +311,7 @@ def test_review_by_out_of_range(hostile, date):
         st.text(min_size=1, max_size=12).filter(lambda s: not s[:1].isdigit()),
     )
 )
-def test_observed_at_out_of_range(hostile, when):
+def test_observed_at_out_of_range(hostile: Any, when: Any) -> None:
     assert_refused(hostile, report(hostile, **{"--observed-at": when}))
 
 
@@ -321,7 +326,9 @@ def test_observed_at_out_of_range(hostile, when):
         ]
     )
 )
-def test_yaml_tags_in_register_entries(hostile, tag, tmp_path_factory):
+def test_yaml_tags_in_register_entries(
+    hostile: Any, tag: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     marker = tmp_path_factory.mktemp("marker") / "pwned"
     path = hostile.root / "findings" / "F-tagged.md"
     path.write_text(

@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 import os
 import stat
+from typing import Any
 
 import pytest
 
+from tests import helpers
 from tests.helpers import remember_args, report_args
 
 STORES = ("signals", "memory", "units", "identity")
 
 
 @pytest.fixture
-def filled(ws):
+def filled(ws: helpers.Workspace) -> Any:
     u1 = ws.lease("u1")
     for i in range(3):
         ws.run(*report_args(subject=f"s{i}", affects=["u3"]), "--by", "alice", check=True)
@@ -43,7 +45,7 @@ def tampered(lines: list[bytes], how: str) -> list[bytes]:
 
 @pytest.mark.parametrize("store", STORES)
 @pytest.mark.parametrize("how", ["edit", "insert", "reorder", "delete"])
-def test_verify_names_the_first_bad_line(filled, store, how):
+def test_verify_names_the_first_bad_line(filled: Any, store: Any, how: Any) -> None:
     ws = filled
     path = ws.store(store)
     lines = path.read_bytes().splitlines(keepends=True)
@@ -61,7 +63,7 @@ def test_verify_names_the_first_bad_line(filled, store, how):
 
 
 @pytest.mark.parametrize("file", ["regulator/identity/glossary.md", "regulator/policy/routing.yaml"])
-def test_hand_edited_identity_fails(ws, file):
+def test_hand_edited_identity_fails(ws: helpers.Workspace, file: Any) -> None:
     path = ws.root / file
     os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
     path.write_text(path.read_text() + "\n# tweak\n")
@@ -72,7 +74,7 @@ def test_hand_edited_identity_fails(ws, file):
     assert any(file in reason for reason in json.loads(once.stdout)["exitReasons"])
 
 
-def test_register_entry_deleted_or_changed_fails_lint(ws):
+def test_register_entry_deleted_or_changed_fails_lint(ws: helpers.Workspace) -> None:
     ws.write(
         "findings/F-x.md",
         "---\nid: F-x\ndate: '2026-11-01'\ntitle: t\naffects: [u1]\nack: ''\nresolved: false\n---\n",

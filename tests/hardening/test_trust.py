@@ -8,12 +8,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from engine.base import sshsig
 from engine.checkout.authority import signed_bytes
 from engine.log.store import Store
+from tests import helpers
 from tests.helpers import (
     NOW,
     alice_key,
@@ -27,7 +29,7 @@ from tests.helpers import (
 )
 
 
-def held(ws):
+def held(ws: helpers.Workspace) -> Any:
     """u1 and u3 in progress and held by r1's blocking report, as in the demo."""
     worktrees = {u: ws.lease(u) for u in ("u1", "u3", "r1")}
     ws.run(*report_args(), cwd=worktrees["r1"], check=True)
@@ -36,7 +38,7 @@ def held(ws):
     return worktrees, obligations
 
 
-def append_forged(ws, store: str, event: dict) -> None:
+def append_forged(ws: helpers.Workspace, store: str, event: dict) -> None:
     """What a unit sharing the operator's account can do: append a well-chained line directly (with
     the engine's own code, told the clock is pinned, so any time it likes goes in)."""
     from engine.base import clock
@@ -45,7 +47,7 @@ def append_forged(ws, store: str, event: dict) -> None:
     Store(ws.store(store)).append(event)
 
 
-def test_unit_cannot_resolve_its_own_hold_with_by(tmp_path):
+def test_unit_cannot_resolve_its_own_hold_with_by(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     worktrees, obligations = held(ws)
     before = ws.digest()
@@ -66,7 +68,7 @@ def test_unit_cannot_resolve_its_own_hold_with_by(tmp_path):
     assert ws.run("unit", "close", "u1").returncode == 3  # still held
 
 
-def test_unit_cannot_accept_its_own_policy_change(tmp_path):
+def test_unit_cannot_accept_its_own_policy_change(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     worktree = ws.lease("u1")
     policy = yaml.safe_load((ws.root / "regulator/policy/interaction.yaml").read_text())
@@ -96,7 +98,7 @@ def test_unit_cannot_accept_its_own_policy_change(tmp_path):
     assert "mallory" not in (ws.root / "regulator/policy/interaction.yaml").read_text()
 
 
-def test_hand_edited_policy_grants_nothing(tmp_path):
+def test_hand_edited_policy_grants_nothing(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     _, obligations = held(ws)
     path = ws.root / "regulator/policy/interaction.yaml"
@@ -115,7 +117,7 @@ def test_hand_edited_policy_grants_nothing(tmp_path):
     assert ws.run("identity", "verify").returncode == 1
 
 
-def test_regulator_now_is_ignored_on_the_system_clock(tmp_path):
+def test_regulator_now_is_ignored_on_the_system_clock(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, now=None, clock="system")
     worktree = ws.lease("u1")
     before = ws.digest()
@@ -128,7 +130,7 @@ def test_regulator_now_is_ignored_on_the_system_clock(tmp_path):
     assert status["clock"] == "system" and "clock pinned" not in ws.run("status").stdout
 
 
-def test_pinned_clock_is_visible(ws):
+def test_pinned_clock_is_visible(ws: helpers.Workspace) -> None:
     assert ws.json("status")["clock"] == "pinned"
     assert "clock pinned" in ws.run("status").stdout
     once = ws.run("controlroom", "--once", "--json")
@@ -136,7 +138,7 @@ def test_pinned_clock_is_visible(ws):
     assert "clock pinned" in ws.run("controlroom", "--once").stdout
 
 
-def test_a_store_never_takes_an_event_before_its_last(tmp_path):
+def test_a_store_never_takes_an_event_before_its_last(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, now=None, clock="system")
     # a line stamped a day ahead (a host whose clock ran fast), appended through the store itself
     append_forged(ws, "signals", {"kind": "note", "at": "2099-01-01T00:00:00Z"})
@@ -146,7 +148,7 @@ def test_a_store_never_takes_an_event_before_its_last(tmp_path):
     assert ws.digest() == before
 
 
-def test_the_log_never_holds_a_lease_token(tmp_path):
+def test_the_log_never_holds_a_lease_token(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     worktree = ws.lease("r1")
     lease_file = worktree / ".regulator-lease.json"
@@ -168,7 +170,7 @@ def test_the_log_never_holds_a_lease_token(tmp_path):
     assert ws.digest() == before
 
 
-def test_host_operations_are_refused_under_a_lease(ws):
+def test_host_operations_are_refused_under_a_lease(ws: helpers.Workspace) -> None:
     worktrees, _ = held(ws)
     before = ws.digest()
     for args in (["unit", "dispatch", "u4"], ["unit", "close", "u3"]):
@@ -179,7 +181,7 @@ def test_host_operations_are_refused_under_a_lease(ws):
     assert ws.digest() == before
 
 
-def test_the_dispatch_event_fixes_a_units_grants(ws):
+def test_the_dispatch_event_fixes_a_units_grants(ws: helpers.Workspace) -> None:
     worktree = ws.lease("r1")
     ws.contract("r1", "implement", "implement")  # the contract file edited after dispatch
     before = ws.digest()
@@ -189,7 +191,7 @@ def test_the_dispatch_event_fixes_a_units_grants(ws):
     assert ws.run(*report_args(affects=["u1"]), cwd=worktree).returncode == 0
 
 
-def forge_checkpoint(ws, tmp_path) -> Path:
+def forge_checkpoint(ws: helpers.Workspace, tmp_path: Path) -> Path:
     """A checkpoint in which every obligation is resolved, written by the engine's own code but
     with a key that is not the workspace's host key (a unit cannot read .regulator/host.key)."""
     script = (
@@ -214,7 +216,7 @@ def forge_checkpoint(ws, tmp_path) -> Path:
     return ws.root / ".regulator" / "readmodel.checkpoint"
 
 
-def test_a_forged_checkpoint_is_ignored_and_named(tmp_path):
+def test_a_forged_checkpoint_is_ignored_and_named(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     held(ws)
     forged = forge_checkpoint(ws, tmp_path)
@@ -232,7 +234,7 @@ def test_a_forged_checkpoint_is_ignored_and_named(tmp_path):
     assert ws.run("controlroom", "--once", env=env).returncode == 1
 
 
-def test_a_worktree_acts_on_the_real_stores(tmp_path):
+def test_a_worktree_acts_on_the_real_stores(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     held(ws)
     linked = tmp_path / "wt"
@@ -246,7 +248,7 @@ def test_a_worktree_acts_on_the_real_stores(tmp_path):
     assert units["u1"]["status"] == "in-progress" and units["u1"]["held"]
 
 
-def test_a_clone_has_no_stores_and_writes_nothing(tmp_path):
+def test_a_clone_has_no_stores_and_writes_nothing(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(ws.root), str(clone))
@@ -257,7 +259,7 @@ def test_a_clone_has_no_stores_and_writes_nothing(tmp_path):
     assert not (clone / ".regulator").exists()
 
 
-def test_a_symlinked_store_is_refused(ws, tmp_path):
+def test_a_symlinked_store_is_refused(ws: helpers.Workspace, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere.ndjson"
     signals = ws.store("signals")
     elsewhere.write_bytes(signals.read_bytes())
@@ -268,7 +270,7 @@ def test_a_symlinked_store_is_refused(ws, tmp_path):
     assert elsewhere.read_bytes() == b""
 
 
-def test_a_signature_binds_the_person_and_the_key(tmp_path):
+def test_a_signature_binds_the_person_and_the_key(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     worktrees, obligations = held(ws)
     ws.run(
@@ -308,7 +310,7 @@ def test_a_signature_binds_the_person_and_the_key(tmp_path):
     assert {o["id"]: o["status"] for o in ws.json("obligations", "--all")}[obligations["u3"]] == "open"
 
 
-def test_rotating_a_key_keeps_old_resolutions_and_stops_new_ones(tmp_path):
+def test_rotating_a_key_keeps_old_resolutions_and_stops_new_ones(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     _, obligations = held(ws)
     old = alice_key()
@@ -352,7 +354,7 @@ def test_rotating_a_key_keeps_old_resolutions_and_stops_new_ones(tmp_path):
     assert ws.run("verify").returncode == 0
 
 
-def first_round_workspace(tmp_path):
+def first_round_workspace(tmp_path: Path) -> Any:
     """A workspace as the first round made it: no keys, no requireSignatures, baselines without
     content, unsigned person events."""
     from identity.files import content_hash
@@ -381,7 +383,7 @@ def first_round_workspace(tmp_path):
     return ws
 
 
-def test_a_first_round_workspace_reads_with_names_unauthenticated(tmp_path):
+def test_a_first_round_workspace_reads_with_names_unauthenticated(tmp_path: Path) -> None:
     ws = first_round_workspace(tmp_path)
     ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
@@ -408,7 +410,7 @@ def test_a_first_round_workspace_reads_with_names_unauthenticated(tmp_path):
     assert ws.run("verify").returncode == 0
 
 
-def test_init_needs_an_owner_key(tmp_path):
+def test_init_needs_an_owner_key(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     root.mkdir()
     env = clean_env()
@@ -433,13 +435,13 @@ def test_init_needs_an_owner_key(tmp_path):
     assert oct((root / ".regulator/host.key").stat().st_mode & 0o777) == "0o600"
 
 
-def test_the_room_refuses_a_key_it_would_have_to_prompt_for(ws, tmp_path):
+def test_the_room_refuses_a_key_it_would_have_to_prompt_for(ws: helpers.Workspace, tmp_path: Path) -> None:
     locked = make_key(tmp_path / "keys", "locked", passphrase="secret")
     done = ws.run("controlroom", "--as", "alice", "--key", str(locked))
     assert done.returncode == 2 and "passphrase" in one_line(done)
 
 
-def finding_on_trunk(ws):
+def finding_on_trunk(ws: helpers.Workspace) -> None:
     ws.write(
         "findings/F-x.md",
         "---\nid: F-x\ndate: '2026-11-01'\ntitle: t\naffects: [u9]\nack: ''\nresolved: false\n---\nbody\n",
@@ -449,12 +451,12 @@ def finding_on_trunk(ws):
     ws.git("checkout", "-q", "-b", "work")
 
 
-def lint_codes(ws) -> dict[str, list[str]]:
+def lint_codes(ws: helpers.Workspace) -> dict[str, list[str]]:
     data = json.loads(ws.run("registry", "lint", "--json").stdout)
     return {level: [i["code"] for i in data[level]] for level in ("errors", "warnings", "notices")}
 
 
-def test_a_signed_ack_commit_is_authorized_signed(ws):
+def test_a_signed_ack_commit_is_authorized_signed(ws: helpers.Workspace) -> None:
     finding_on_trunk(ws)
     done = ws.run("registry", "ack", "F-x", "--by", "alice", "--commit")
     assert done.returncode == 0, done.stderr
@@ -464,7 +466,7 @@ def test_a_signed_ack_commit_is_authorized_signed(ws):
     assert codes["errors"] == [] and "authorized-signed" in codes["notices"]
 
 
-def test_an_unsigned_trailer_authorizes_nothing_where_signatures_are_required(ws):
+def test_an_unsigned_trailer_authorizes_nothing_where_signatures_are_required(ws: helpers.Workspace) -> None:
     finding_on_trunk(ws)
     ws.run("registry", "ack", "F-x", "--by", "alice", check=True)
     ws.commit("ack F-x\n\nAuthorized-by: alice", sign=False)  # the trailer, but no signature
@@ -473,7 +475,7 @@ def test_an_unsigned_trailer_authorizes_nothing_where_signatures_are_required(ws
     assert "not SSH-signed" in ws.run("registry", "lint").stdout
 
 
-def test_an_unsigned_trailer_is_claimed_where_names_are_trusted(tmp_path):
+def test_an_unsigned_trailer_is_claimed_where_names_are_trusted(tmp_path: Path) -> None:
     ws = first_round_workspace(tmp_path)
     ws.commit("first round")
     finding_on_trunk(ws)
@@ -484,7 +486,7 @@ def test_an_unsigned_trailer_is_claimed_where_names_are_trusted(tmp_path):
     assert "authorized (claimed)" in ws.run("registry", "lint").stdout
 
 
-def test_a_signature_without_the_grant_counts_for_nothing(tmp_path):
+def test_a_signature_without_the_grant_counts_for_nothing(tmp_path: Path) -> None:
     """A key proves who signed, not what they may do: bob, listed with a key but no resolve grant,
     signs a disposition and appends it himself (a shared account)."""
     from engine.checkout.workspace import Workspace as Engine
@@ -506,7 +508,7 @@ def test_a_signature_without_the_grant_counts_for_nothing(tmp_path):
     assert "counts for nothing (by a person without the resolve grant)" in shown
 
 
-def test_a_back_dated_event_is_judged_by_where_it_lands(tmp_path):
+def test_a_back_dated_event_is_judged_by_where_it_lands(tmp_path: Path) -> None:
     """A key retired by a decision signs nothing that lands after that decision, whatever `at` it
     claims: the decision records where the other stores stood (its marks)."""
     from engine.checkout.workspace import Workspace as Engine
@@ -531,7 +533,7 @@ def test_a_back_dated_event_is_judged_by_where_it_lands(tmp_path):
     assert done.returncode == 1 and "bad signature" in done.stdout
 
 
-def test_two_workspaces_never_share_an_id(tmp_path):
+def test_two_workspaces_never_share_an_id(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     one, two = make_workspace(tmp_path / "a", fresh=True), make_workspace(tmp_path / "b", fresh=True)
@@ -539,7 +541,7 @@ def test_two_workspaces_never_share_an_id(tmp_path):
     assert first[0] != first[1]
 
 
-def test_a_clock_said_twice_is_refused(ws, tmp_path):
+def test_a_clock_said_twice_is_refused(ws: helpers.Workspace, tmp_path: Path) -> None:
     text = (ws.root / "regulator/policy/routing.yaml").read_text() + "clock: system\n"
     source = tmp_path / "routing.yaml"
     source.write_text(text)
@@ -550,7 +552,7 @@ def test_a_clock_said_twice_is_refused(ws, tmp_path):
     assert ws.digest() == before
 
 
-def test_accepting_runs_no_hook_of_the_repository(ws, tmp_path):
+def test_accepting_runs_no_hook_of_the_repository(ws: helpers.Workspace, tmp_path: Path) -> None:
     """A unit that can write .git/ must not get code run in the person's environment."""
     marker = tmp_path / "hook-ran"
     for hook in ("pre-commit", "commit-msg", "post-commit", "prepare-commit-msg"):
@@ -567,7 +569,7 @@ def test_accepting_runs_no_hook_of_the_repository(ws, tmp_path):
     assert "Regulator-Decided-By: alice" in ws.git("log", "-1", "--format=%B")
 
 
-def test_verify_re_derives_what_the_host_writes_unsigned(tmp_path):
+def test_verify_re_derives_what_the_host_writes_unsigned(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, now=None, clock="system")
     worktree = ws.lease("r1")
     ws.run(*report_args(affects=["u1"]), cwd=worktree, check=True)
@@ -586,7 +588,7 @@ def test_verify_re_derives_what_the_host_writes_unsigned(tmp_path):
     assert "in the future" in done.stdout
 
 
-def test_odd_lease_paths_and_init_under_a_lease(ws, tmp_path):
+def test_odd_lease_paths_and_init_under_a_lease(ws: helpers.Workspace, tmp_path: Path) -> None:
     worktree = ws.lease("u1")
     done = ws.run("--lease", str(tmp_path), "status")
     assert done.returncode == 2 and "not a regular file" in one_line(done)
@@ -597,7 +599,7 @@ def test_odd_lease_paths_and_init_under_a_lease(ws, tmp_path):
     assert not (nested / ".regulator").exists()
 
 
-def test_lint_in_a_linked_worktree_lints_that_branch(tmp_path):
+def test_lint_in_a_linked_worktree_lints_that_branch(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     linked = tmp_path / "wt"
     ws.git("worktree", "add", "-q", "-b", "topic", str(linked))
@@ -609,7 +611,7 @@ def test_lint_in_a_linked_worktree_lints_that_branch(tmp_path):
     assert json.loads(ws.run("registry", "lint", "--json").stdout)["errors"] == []
 
 
-def test_a_unit_adding_a_key_is_shown_before_anyone_accepts(ws, tmp_path):
+def test_a_unit_adding_a_key_is_shown_before_anyone_accepts(ws: helpers.Workspace, tmp_path: Path) -> None:
     worktree = ws.lease("u1")
     mallory = make_key(tmp_path / "keys", "mallory")
     policy = yaml.safe_load((ws.root / "regulator/policy/interaction.yaml").read_text())
@@ -625,7 +627,7 @@ def test_a_unit_adding_a_key_is_shown_before_anyone_accepts(ws, tmp_path):
     assert "regulator/policy/interaction.yaml (proposed)" in shown and "\n+" in shown  # the unified diff
 
 
-def test_a_signed_ack_does_not_carry_a_later_change(ws):
+def test_a_signed_ack_does_not_carry_a_later_change(ws: helpers.Workspace) -> None:
     """The commit that makes a load-bearing change authorizes it: alice's signed ack, then someone
     else's unsigned flip of `resolved` in a later commit, is an unauthorized change."""
     finding_on_trunk(ws)
@@ -640,7 +642,7 @@ def test_a_signed_ack_does_not_carry_a_later_change(ws):
     assert "unauthorized-change" in lint_codes(ws)["errors"]
 
 
-def test_a_rewritten_trunk_fails_the_range_check(ws):
+def test_a_rewritten_trunk_fails_the_range_check(ws: helpers.Workspace) -> None:
     finding_on_trunk(ws)
     ws.git("checkout", "-q", "main")
     before = ws.git("rev-parse", "HEAD").strip()
@@ -650,14 +652,16 @@ def test_a_rewritten_trunk_fails_the_range_check(ws):
     assert done.returncode == 2 and "not an ancestor" in one_line(done)
 
 
-def test_stores_committed_to_git_are_refused(ws):
+def test_stores_committed_to_git_are_refused(ws: helpers.Workspace) -> None:
     ws.git("add", "-f", ".regulator/identity.ndjson")
     ws.git("commit", "-q", "-m", "stores, committed")
     done = ws.run("status")
     assert done.returncode == 3 and "tracked by git" in one_line(done)
 
 
-def test_hostile_bytes_in_stores_and_registers_never_hang_or_crash(ws, tmp_path):
+def test_hostile_bytes_in_stores_and_registers_never_hang_or_crash(
+    ws: helpers.Workspace, tmp_path: Path
+) -> None:
     deep = b'{"x":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
     with open(ws.store("memory"), "ab") as handle:
         handle.write(deep)
@@ -674,7 +678,7 @@ def test_hostile_bytes_in_stores_and_registers_never_hang_or_crash(ws, tmp_path)
     )
 
 
-def test_a_close_past_its_vetoes_counts_for_nothing_and_once_names_it(tmp_path):
+def test_a_close_past_its_vetoes_counts_for_nothing_and_once_names_it(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     _, obligations = held(ws)
     # what a unit sharing the account can append: its own close while held, an hour on; b1's close
@@ -699,7 +703,7 @@ def test_a_close_past_its_vetoes_counts_for_nothing_and_once_names_it(tmp_path):
     )
 
 
-def test_an_identity_store_edited_in_place_lifts_no_hold(tmp_path):
+def test_an_identity_store_edited_in_place_lifts_no_hold(tmp_path: Path) -> None:
     """A unit sharing the account edits identity.ndjson in place (six bytes: `requireSignatures:
     true` -> `ture`, so the baseline's text no longer matches its hash) and appends an unsigned
     disposition of its own hold. Before, every read then folded an empty policy that required
@@ -737,7 +741,7 @@ def test_an_identity_store_edited_in_place_lifts_no_hold(tmp_path):
     assert "person event unsigned" in ws.run("verify").stdout
 
 
-def test_a_signal_restated_under_its_id_before_routing_changes_nothing(tmp_path):
+def test_a_signal_restated_under_its_id_before_routing_changes_nothing(tmp_path: Path) -> None:
     """A unit sharing the account sees a blocking signal that names it (u1, u3) arrive, and before
     the host routes it appends a well-chained copy with the same id naming only u3. Before, the
     copy replaced the signal: the router held u3 alone and `verify` was clean. Now the first line
