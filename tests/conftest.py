@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import compileall
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,40 @@ def pytest_configure(config: pytest.Config) -> None:
     root = Path(__file__).resolve().parent.parent
     for package in ("engine", "registry", "identity", "controlroom", "widgets"):
         compileall.compile_dir(root / package, quiet=2)
+
+
+# what makes a test end-to-end: a fixture that builds a workspace with the real commands (or a
+# PostgreSQL server), or a body that starts the real `regulator`, git, the control room or a
+# workspace of its own. Every other test outside tests/hardening is a unit test.
+E2E_FIXTURES = frozenset(
+    {"ws", "fleet", "fleet_ci", "pg_fleet", "demo", "demo_app", "pg_server", "pg_url", "seeded", "reg",
+     "pushed", "snap_compare", "templates"}
+)  # fmt: skip
+E2E_CALLS = ("make_workspace(", "REGULATOR", ".run(", "Popen(", "ControlRoom(", "build(", "demo_workspace(")
+
+
+def kind_of(item: pytest.Item) -> str:
+    """`hardening` (tests/hardening), `e2e` or `unit`: the marker `pytest -m` selects by
+    (README: run the fast ones alone with `pytest -m unit`)."""
+    path = Path(str(item.fspath))
+    if "hardening" in path.parts:
+        return "hardening"
+    if set(getattr(item, "fixturenames", ())) & E2E_FIXTURES:
+        return "e2e"
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and any("postgres" in str(v) for v in callspec.params.values()):
+        return "e2e"
+    function = getattr(item, "function", None)
+    try:
+        source = inspect.getsource(function) if function is not None else ""
+    except (OSError, TypeError):
+        source = ""
+    return "e2e" if any(call in source for call in E2E_CALLS) else "unit"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(getattr(pytest.mark, kind_of(item)))
 
 
 @pytest.fixture(autouse=True)
