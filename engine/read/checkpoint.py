@@ -54,6 +54,9 @@ CONTRACT_COST = 4096  # a contract file read again counts as this many bytes of 
 _SOURCES = (  # relative to engine/
     "read/model.py",
     "read/fold.py",
+    "read/kinds.py",  # what the fold reads of each line
+    "read/rules.py",  # which dispositions count
+    "read/vetoes.py",  # which host events count
     "log/events.py",
     "read/checkpoint.py",
     "read/contracts.py",
