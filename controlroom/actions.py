@@ -23,15 +23,16 @@ class Action:
     label: str
     view: str
     grant: str
+    short: str  # the footer's word for it (narrow terminals keep every key)
 
 
 ACTIONS = (
-    Action("resolve", "r", "resolve obligation", "obligations", "resolve"),
-    Action("retract", "x", "retract memory entry", "memory", "retract"),
-    Action("decide", "d", "record recovery decision", "units", "decide"),
-    Action("accept", "y", "accept proposal", "identity", "accept"),
-    Action("reject", "n", "reject proposal", "identity", "accept"),
-    Action("ack", "c", "acknowledge finding (commits)", "registers", "ack"),
+    Action("resolve", "r", "resolve obligation", "obligations", "resolve", "resolve"),
+    Action("retract", "x", "retract memory entry", "memory", "retract", "retract"),
+    Action("decide", "d", "record recovery decision", "units", "decide", "decide"),
+    Action("accept", "y", "accept proposal", "identity", "accept", "accept"),
+    Action("reject", "n", "reject proposal", "identity", "accept", "reject"),
+    Action("ack", "c", "acknowledge finding (commits)", "registers", "ack", "ack"),
 )
 BY_NAME = {a.name: a for a in ACTIONS}
 

@@ -54,6 +54,7 @@ from widgets.dialogs import (
     RetractDialog,
     TextScreen,
 )
+from widgets.fitline import FitLine, fit_parts, fit_tabs
 from widgets.table import LineTable
 
 REGISTER_DIRS = ("findings", "intake", "records", "retro", "contracts", "regulator")
@@ -166,6 +167,7 @@ class ViewState:
     filter: str = ""
     cursor: Key | None = None
     sort: int = 0
+    show_all: bool = False  # `a`: resolved or retracted rows too
 
 
 def decide_lock_busy(ws: Workspace) -> bool:
@@ -190,7 +192,7 @@ def _bindings() -> list[BindingType]:
     """Generated from the view definitions and the action registry: one source for keys, the
     footer, `?` help and the palette."""
     out: list[BindingType] = [Binding(v.key, f"view('{v.name}')", v.title, show=False) for v in VIEW_DEFS]
-    out += [Binding(a.key, f"act('{a.name}')", a.label.split(" (")[0]) for a in ACTIONS]
+    out += [Binding(a.key, f"act('{a.name}')", a.short, tooltip=a.label) for a in ACTIONS]
     out += [
         Binding("enter", "lifecycle", "lifecycle"),
         Binding("slash", "filter", "filter"),
@@ -204,6 +206,7 @@ def _bindings() -> list[BindingType]:
     return out
 
 
+NOT_IN_EVERY_VIEW = ("sort", "toggle_all")
 GENERAL_KEYS = (
     ("up/down j/k", "move · pgup/pgdn page · home/end first/last"),
     ("enter", "the whole lifecycle of the row"),
@@ -238,7 +241,6 @@ class ControlRoom(App[None]):
         self.read_only = read_only
         self.view = view
         self.watching = watch
-        self.show_all = False
         self.now = now or clock.now  # injected by tests; ages, expiry and stale follow it
         self.tick_seconds = tick_seconds
         self.views = {name: ViewState() for name in VIEWS}
@@ -258,6 +260,7 @@ class ControlRoom(App[None]):
         # every write shown disabled with this reason
         self.write_refusal = None if read_only else cannot_write(ws)
         self.live = "● live" if watch else "○ paused"
+        self.backend = "postgresql" if ws.url else "files"  # where the stores are: in the header
         self.waiting = False
         self.detail_shown: bool | None = None  # None: by the terminal's width
         self._arranging: Arrangement | None = None  # a filter or sort under way in a worker
@@ -285,14 +288,14 @@ class ControlRoom(App[None]):
     def compose(self) -> ComposeResult:
         # kept as attributes: a query from the app searches the top screen, which is a dialog's
         # while one is open, and live updates arrive then too
-        self._topbar = Static(id="topbar")
-        self._tabs = Static(id="tabs")
+        self._topbar = FitLine(id="topbar")
+        self._tabs = FitLine(id="tabs")
         self._filter = Input(
             placeholder="filter this view as you type (Enter: keep, Esc: clear)", id="filter"
         )
         self._table: LineTable[Key] = LineTable(BY_VIEW[self.view].columns, id="table")
         self._detail = DetailPane(id="detail")
-        self._status = Static(id="status")
+        self._status = FitLine(id="status")
         yield self._topbar
         yield self._tabs
         yield self._filter
@@ -300,7 +303,7 @@ class ControlRoom(App[None]):
             yield self._table
             yield self._detail
         yield self._status
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_unmount(self) -> None:
         """Leave a checkpoint of what was folded, so the next start reads only what is new
@@ -393,7 +396,7 @@ class ControlRoom(App[None]):
         finds them ready (a pass over 100,000 obligations each)."""
         readmodel.counts(snap)
         readmodel.in_memory(snap)  # the header's "would block once routed"
-        readmodel.keys(self.view, snap, self.show_all)
+        readmodel.keys(self.view, snap, self.views[self.view].show_all)
 
     def _route(self, snap: readmodel.Snapshot) -> int:
         from engine.router import route_locked
@@ -530,7 +533,7 @@ class ControlRoom(App[None]):
             return
         view = self.view
         with self.lock:
-            listed = readmodel.keys(view, self.snap, self.show_all)
+            listed = readmodel.keys(view, self.snap, self.views[self.view].show_all)
             request = self._arrangement()
             keys: list[Key] | None = listed
             if request.plain or len(listed) <= ARRANGE_INLINE:
@@ -547,9 +550,14 @@ class ControlRoom(App[None]):
         self.draw_detail()
 
     def _set_rows(self, keys: list[Key]) -> None:
-        view = self._table_view = self.view
+        view = self.view
+        fresh, self._table_view = self._table_view != view, view
         self.table.set_rows(
-            keys, lambda key: self._row(view, key), BY_VIEW[view].columns, select=self.views[view].cursor
+            keys,
+            lambda key: self._row(view, key),
+            BY_VIEW[view].columns,
+            select=self.views[view].cursor,
+            fresh=fresh,  # a view's first visit starts at its own first row
         )
 
     def _arrangement(self) -> Arrangement:
@@ -559,7 +567,7 @@ class ControlRoom(App[None]):
             self.view,
             settings.filter.lower(),
             sorts[settings.sort] if sorts else "",
-            self.show_all,
+            self.views[self.view].show_all,
             id(self.snap),
             self.snap.generation,
             not settings.filter and (not sorts or settings.sort == 0),
@@ -585,57 +593,65 @@ class ControlRoom(App[None]):
         self.draw_detail()
 
     def draw_chrome(self) -> None:
+        """The header, the tabs and the status line, each chosen for the width it is drawn at (so a
+        resize relayouts them in the same frame: widgets.fitline)."""
         if not self.screen_stack:
             return
-        size = self.size.width - 2
         live = f"⏳ {WAITING}" if self.waiting else self.live
         with self.lock:
-            right = readmodel.header_text(self.snap, live)
-            compact = readmodel.header_text(self.snap, "⏳ waiting" if self.waiting else self.live[:1], True)
+            right = readmodel.header_text(self.snap, live, store=self.backend)
+            compact = readmodel.header_text(
+                self.snap, "⏳ waiting" if self.waiting else self.live[:1], True, store=self.backend
+            )
         mode = ""
         if self.read_only:
             mode = " · read-only"
         elif self.write_refusal:  # a store role that cannot write: the reason is on every action
             mode = " · read-only: the store role cannot write"
-        left = f"regulator · {self.ws.root.name}" + (
-            f" · as {self.person}" if self.person else " · no operator"
-        )
-        if width(left + mode) + 4 + width(right) <= size:
-            top = f"{left}{mode}    {right}"
-        else:  # narrow: every count stays, abbreviated; the workspace name gives way first
-            short = f"{self.person or 'no operator'}{' ro' if self.read_only else mode.replace(' ·', '', 1)}"
-            room = size - width(compact) - 1
-            top = f"{fit(short, room)} {compact}" if room >= 4 else fit(compact, size)
-        self._topbar.update(Text(top))
-        tabs = Text()
-        narrow = self.size.width < 100
-        for v in VIEW_DEFS:
-            label = f" {v.key} {v.title[:5] if narrow and v.name != self.view else v.title} "
-            tabs.append(label, style="reverse bold" if v.name == self.view else "")
-            tabs.append(" ")
-        extra = []
-        settings = self.views[self.view]
-        if self.show_all:
-            extra.append("all")
-        if BY_VIEW[self.view].sorts:
-            extra.append(f"sort: {BY_VIEW[self.view].sorts[settings.sort]}")
-        if settings.filter:
-            extra.append(f"filter: {settings.filter}")
-        tabs.append(" " + " · ".join(extra) if extra else "")
-        self._tabs.update(tabs)
-        count = len(self.table.keys)
-        status = f"{count} row(s) · enter lifecycle · / filter · s sort · p pane · ? keys"
+        operator = f"as {self.person}" if self.person else "no operator"
+        left = f"regulator · {self.ws.root.name} · {operator}"
+        short = f"{self.person or 'no operator'}{' ro' if self.read_only else mode.replace(' ·', '', 1)}"
+        self._topbar.show(lambda cells: Text(header_line(left + mode, right, short, compact, cells)))
+        titles = [(v.key, v.title) for v in VIEW_DEFS]
+        current = VIEWS.index(self.view)
+
+        def tabs(cells: int) -> Text:
+            line = Text()
+            for i, label in enumerate(fit_tabs(titles, current, cells)):
+                line.append(f" {label} ", style="reverse bold" if i == current else "")
+                line.append(" ")
+            return line
+
+        self._tabs.show(tabs)
+        first = [f"{len(self.table.keys)} row(s)", *self.indicators()]
         if self._arranging is not None:
-            status = "filtering and sorting… · " + status
+            first.insert(0, "filtering and sorting…")
+        warnings = []
+        if self.waiting:
+            warnings.append(f"⏳ {WAITING} (decide lock): keys still work")
         if self.view == "obligations" and not self.routes:
             with self.lock:
                 unrouted = self._unrouted_status()
             if unrouted:
-                status = f"{unrouted} · {status}"
-        if self.waiting:
-            status = f"⏳ {WAITING} (decide lock): keys still work · " + status
-        self._status.update(Text(status))
+                warnings.append(unrouted)
+        hints = ["enter lifecycle", "/ filter"]
+        hints += [hint for hint, name in (("s sort", "sort"), ("a all", "toggle_all")) if not self.not_here(name)]
+        hints += ["p pane", "? keys"]
+        self._status.show(lambda cells: Text(status_line(first, warnings, hints, cells)))
         self._refresh_bindings_if_changed()
+
+    def indicators(self) -> list[str]:
+        """What this view is narrowed or ordered by: shown first on the status line, never cut."""
+        settings = self.views[self.view]
+        sorts = BY_VIEW[self.view].sorts
+        out = []
+        if sorts:
+            out.append(f"sort: {sorts[settings.sort]}")
+        if settings.filter:
+            out.append(f"filter: {settings.filter}")
+        if BY_VIEW[self.view].all_rows:
+            out.append("all rows" if settings.show_all else "live rows")
+        return out
 
     def _unrouted_status(self) -> str | None:
         """What routing the signals this room does not route would open (SPEC §16), or None."""
@@ -671,7 +687,7 @@ class ControlRoom(App[None]):
     def _highlighted(self, event: LineTable.Highlighted[Key]) -> None:
         # The cursor moves at once; the detail pane and the footer follow when the keys pause, so
         # holding an arrow key over 100,000 rows never waits for a pane's layout on every row.
-        self.views[self.view].cursor = event.key
+        self.views[self._table_view].cursor = event.key
         if self._detail_timer is not None:
             self._detail_timer.stop()
         self._detail_timer = self.set_timer(0.06, self._follow_cursor)
@@ -709,13 +725,20 @@ class ControlRoom(App[None]):
         self.show_view()
 
     def action_toggle_all(self) -> None:
-        self.show_all = not self.show_all
+        """`a`, per view: the resolved or retracted rows too, or only the live ones."""
+        reason = self.not_here("toggle_all")
+        if reason:  # from the palette
+            self.notify(reason, markup=False)
+            return
+        settings = self.views[self.view]
+        settings.show_all = not settings.show_all
         self.show_view()
 
     def action_sort(self) -> None:
         sorts = BY_VIEW[self.view].sorts
-        if not sorts:
-            self.notify(f"{BY_VIEW[self.view].title} has one order", markup=False)
+        reason = self.not_here("sort")
+        if reason:  # from the palette
+            self.notify(reason, markup=False)
             return
         settings = self.views[self.view]
         settings.sort = (settings.sort + 1) % len(sorts)
@@ -784,6 +807,8 @@ class ControlRoom(App[None]):
         self.push_screen(TextScreen("keys", self.help_lines()))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in NOT_IN_EVERY_VIEW:  # hidden where the view has none (the key says why)
+            return self.not_here(action) is None
         if action == "act" and parameters:
             spec = BY_NAME[str(parameters[0])]
             if self.read_only or spec.view != self.view:
@@ -795,10 +820,25 @@ class ControlRoom(App[None]):
                 return None if self.refusal(spec, table.current_key) else True
         return True
 
+    def not_here(self, action: str) -> str | None:
+        """Why `s` or `a` does nothing in this view, or None when it does something."""
+        definition = BY_VIEW[self.view]
+        if action == "sort" and not definition.sorts:
+            return f"{definition.title} has one order"
+        if action == "toggle_all" and not definition.all_rows:
+            return f"{definition.title} lists every row: `a` has nothing to add"
+        return None
+
     def on_key(self, event: events.Key) -> None:
         """A disabled action's key explains itself instead of doing nothing."""
         if len(self.screen_stack) != 1 or self.focused is self._filter:
             return
+        for key, name in (("s", "sort"), ("a", "toggle_all")):
+            reason = self.not_here(name) if event.key == key else None
+            if reason:
+                event.stop()
+                self.notify(reason, markup=False)
+                return
         for action in for_view(self.view):
             if event.key == action.key:
                 with self.lock:
@@ -1016,6 +1056,28 @@ class ControlRoom(App[None]):
             if stores or registers or git:
                 self.sync(registers=registers, git=git)
             await asyncio.sleep(0)
+
+
+def header_line(left: str, right: str, short: str, compact: str, cells: int) -> str:
+    """The header for `cells` columns: whole when it fits; narrower, every count stays, abbreviated,
+    and the workspace's name gives way first."""
+    if width(left) + 4 + width(right) <= cells:
+        return f"{left}    {right}"
+    room = cells - width(compact) - 1
+    return f"{fit(short, room)} {compact}" if room >= 4 else fit(compact, cells)
+
+
+def status_line(first: list[str], warnings: list[str], hints: list[str], cells: int) -> str:
+    """The status line for `cells` columns: the row count and what the view is narrowed or sorted
+    by first (never cut), then each warning (cut with `…` when it must be), then the key hints
+    that fit."""
+    head = " · ".join(first)
+    for warning in warnings:
+        room = cells - width(head) - 3
+        if room < 12:
+            break
+        head = f"{head} · {fit(warning, room)}"
+    return fit_parts([head], hints, cells)
 
 
 def cannot_write(ws: Workspace) -> str | None:

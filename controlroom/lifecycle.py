@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from controlroom.readmodel import Snapshot, contract_of, evidence, lint_of, plain, sectioned
+from controlroom.readmodel import Snapshot, contract_of, evidence, lint_of, plain, sectioned, short_id
 from controlroom.views import Key
 from engine import freshness
 from engine.ladder import registers_of
@@ -242,7 +242,7 @@ def decision_preview(snap: Snapshot, unit_id: str, action: str) -> list[str]:
     ]
     verb = disposition_of(action)  # what engine.units.decide writes on each of them
     lines = [f"{len(owed)} open obligation(s) of {unit_id} owed to {OWED_TO} become {verb}:"]
-    lines += [f"  {ob.id[:8]} {ob.severity}: {escape(ob.subject)}" for ob in owed] or ["  (none)"]
+    lines += [f"  {short_id(ob.id)} {ob.severity}: {escape(ob.subject)}" for ob in owed] or ["  (none)"]
     if action in WAITING_ACTIONS:
         lines.append(
             f"opens a new {BLOCKING} obligation on {unit_id}, owed to {OWED_TO}: {unit_id} waits until it is resolved"

@@ -191,8 +191,15 @@ def refresh_checks(snap: Snapshot, *, host_events: bool = False) -> None:
     compute_checks(snap.ws, frozen(snap.state), host_events=host_events).apply(snap)
 
 
-def short(value: str | None, n: int = 8) -> str:
-    return (value or "")[:n] if value else "-"
+ID_CELLS = 8
+
+
+def short_id(ident: str) -> str:
+    """How the room and --once show an obligation, memory entry, signal or proposal id: its last
+    8 characters, for every kind alike (a ULID's first characters are its time, shared by
+    everything recorded in the same second; the CLI takes a unique ending of 6 or more: D-entry
+    "room: ids by their last characters")."""
+    return ident[-ID_CELLS:]
 
 
 def expiry_bar(days: int, status: MemoryStatus, width: int = 8) -> str:
@@ -294,10 +301,10 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         subject = ob.subject + (" (stale)" if is_stale(state, ob) else "")
         status = ob.status if ob.status != ObligationStatus.RESOLVED else (ob.disposition or ob.status)
         return [
-            ob.id[:8],
+            short_id(ob.id),
             ob.unit or "(no unit)",
             ob.severity,
-            "■" if ob.blocks else "·",
+            "■" if ob.blocks and ob.status == ObligationStatus.OPEN else "·",  # a closed one holds nothing
             age(state, ob.opened_at),
             status,
             subject,
@@ -306,7 +313,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         unit_id = plain(key)
         unit = state.units[unit_id]
         contract = contract_of(unit)
-        held = [ob.id[:8] for ob in snap.holds.get(unit_id, [])] + snap.stale.get(unit_id, [])
+        held = [short_id(ob.id) for ob in snap.holds.get(unit_id, [])] + snap.stale.get(unit_id, [])
         return [
             unit_id,
             contract.type,
@@ -324,7 +331,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         today = state.now.date()
         status = memory_status(entry, today)
         return [
-            entry_id[-8:],
+            short_id(entry_id),
             status,
             expiry_bar(days_left(entry, today), status),
             e["reviewBy"],
@@ -338,7 +345,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         s = state.signals[signal_id]
         routing = state.routings.get(signal_id)
         return [
-            signal_id[-8:],
+            short_id(signal_id),
             s.get("unit") or f"@{s.get('by')}",
             s["reportedSeverity"],
             routing["derivedSeverity"] if routing else "-",
@@ -392,7 +399,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             p = state.proposals[ident]
             d = decision_of(state, ident)
             verdict = f"{d['decision']} by {d['by']}" if d else "pending"
-            return ["proposal", ident[-8:] + " " + p["file"], verdict, p["rationale"]]
+            return ["proposal", short_id(ident) + " " + p["file"], verdict, p["rationale"]]
         registers = registers_of(snap.ws, state)
         if kind == "badrecord":
             invalid = registers.invalid[ident]
@@ -518,8 +525,11 @@ def would_block_text(snap: Snapshot, compact: bool = False) -> str | None:
     return f"⚠{holds} would blk" if compact else f"⚠ {holds} would block"
 
 
-def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -> str:
-    """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none."""
+def header_text(
+    snap: Snapshot, live: str = "● live", compact: bool = False, store: str | None = None
+) -> str:
+    """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none;
+    `store` names where the stores are (files, postgresql), before the live indicator."""
     c: dict[str, int | str] = dict(counts(snap))
     if not snap.known:  # without the stores these are unknown, never 0 (SPEC §16.2)
         c.update(blocking="?", held="?", stale="?", expiring="?", unrouted="?")
@@ -542,6 +552,8 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -
         if c["badLines"]:
             parts.append(f"{c['badLines']} bad")
         parts += [SHORT_MARKS.get(m, m) for m in trust_marks(snap.ws)]
+        if store and snap.known:
+            parts.append(SHORT_STORES.get(store, store))
         return "·".join(parts) + f"·{live}"
     parts = [
         f"{c['blocking']} blocking",
@@ -557,7 +569,12 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -
     if c["badLines"]:
         parts.append(f"{c['badLines']} bad line(s)")
     parts += trust_marks(snap.ws)
+    if store and snap.known:
+        parts.append(store)
     return " · ".join(parts) + f" · {live}"
+
+
+SHORT_STORES = {"postgresql": "pg", "files": "files"}
 
 
 SHORT_MARKS = {
