@@ -159,8 +159,14 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         routing = state.routings.get(signal_id)
         for opened in (routing or {}).get("obligations", []):
             found = state.obligations.get(opened["id"])
-            if found is not None:
-                yield f"  obligation {found.id} on {found.unit or '(no unit)'}: {found.status}"
+            if found is None:
+                continue
+            yield f"{found.opened_at} opened obligation {found.id} on {found.unit or '(no unit)'}, {found.severity}"
+            if found.status == ObligationStatus.OPEN:
+                yield "  open: awaiting a disposition"
+            else:
+                verb = found.status if found.status == ObligationStatus.ESCALATED else found.disposition
+                yield f"{found.closed_at} {verb} by {escape(found.by)}: {escape(found.rationale)}"
         return
     kind, ident = sectioned(key)
     if kind == "bad":
@@ -196,7 +202,7 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
                 acked = "acknowledged" if open_finding.fields["ack"].strip() else "awaits ack"
                 yield f"  open finding {open_finding.id} ({acked}): {escape(open_finding.fields['title'])}"
         for name, value in register.fields.items():
-            yield f"  {name}: {escape(value)}"
+            yield from field_lines(name, value)
         yield ""
         yield from escape_block(register.body.strip()).splitlines()
         return
@@ -226,6 +232,34 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         yield from (escape(line) for line in review(snap.ws, p))
         return
     raise KeyError(key)
+
+
+def field_lines(name: str, value: object) -> list[str]:
+    """A register field as an operator reads it, never as a Python repr: true/false as yes/no, a
+    mapping as `key value` pairs, a short list on one line, a longer one as items under its name."""
+    if isinstance(value, bool):
+        return [f"  {name}: {'yes' if value else 'no'}"]
+    if value is None or value == "" or value == [] or value == {}:
+        return [f"  {name}: (none)"]
+    if isinstance(value, dict):
+        return [f"  {name}: " + " · ".join(f"{escape(k)} {_item(v)}" for k, v in value.items())]
+    if isinstance(value, list):
+        items = [_item(v) for v in value]
+        if all(isinstance(v, str) for v in value) and len(", ".join(items)) <= 60:
+            return [f"  {name}: {', '.join(items)}"]
+        return [f"  {name}:", *(f"    - {item}" for item in items)]
+    return [f"  {name}: {escape(value)}"]
+
+
+def _item(value: object) -> str:
+    """One value of a list or mapping field: a facet or one-key evidence as `kind: text`."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return "; ".join(f"{escape(k)}: {_item(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_item(v) for v in value)
+    return escape(value)
 
 
 def decision_preview(snap: Snapshot, unit_id: str, action: str) -> list[str]:

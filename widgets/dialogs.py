@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 from engine.text import ensure_escaped, escape
+from widgets.hanging import Hanging
 
 Answer = dict[str, str]  # what a confirmed dialog gives the app: field name -> the text entered
 
@@ -265,7 +266,7 @@ class TextScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static(Text(ensure_escaped(self.title_text), style="bold"))
-            yield Static(Text("\n".join(ensure_escaped(line) for line in self.lines)))
+            yield Static(Hanging((ensure_escaped(line), None) for line in self.lines), id="text")
 
     def action_close(self) -> None:
         self.dismiss(None)
