@@ -1059,10 +1059,11 @@ class ControlRoom(App[None]):
 
 
 def header_line(left: str, right: str, short: str, compact: str, cells: int) -> str:
-    """The header for `cells` columns: whole when it fits; narrower, every count stays, abbreviated,
-    and the workspace's name gives way first."""
-    if width(left) + 4 + width(right) <= cells:
-        return f"{left}    {right}"
+    """The header for `cells` columns: whole when it fits; narrower, the workspace's name gives
+    way first, then every count stays, abbreviated."""
+    for lead in (left, left.split(" · ", 2)[-1]):
+        if width(lead) + 4 + width(right) <= cells:
+            return f"{lead}    {right}"
     room = cells - width(compact) - 1
     return f"{fit(short, room)} {compact}" if room >= 4 else fit(compact, cells)
 

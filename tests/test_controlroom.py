@@ -137,7 +137,7 @@ def test_action_without_grant_is_disabled_with_reason(demo):
         await pilot.press("r")
         await pilot.pause()
         observed["dialog"] = isinstance(app.screen, ResolveDialog)
-        detail = str(app.query_one("#detail-text").render())
+        detail = app._detail.text
         observed["detail"] = detail
         await pilot.press("3")
         observed["retract"] = app.check_action("act", ("retract",))

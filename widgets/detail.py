@@ -23,6 +23,11 @@ class DetailPane(VerticalScroll):
         self._text = Static(Hanging([]), id="detail-text")
         yield self._text
 
+    @property
+    def text(self) -> str:
+        """What the pane holds, as plain lines (unwrapped)."""
+        return str(self._text.content)
+
     def show(self, lines: list[str], actions: list[tuple[str, str, str | None]]) -> None:
         """Lines of history (wrapped under their labels), then each action: (key, label, why-not
         or None when allowed)."""
