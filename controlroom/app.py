@@ -32,7 +32,8 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
 from controlroom import readmodel
-from controlroom.actions import ACTIONS, BY_NAME, Action, finding_of, for_view, why_not
+from controlroom import meanings
+from controlroom.actions import ACTIONS, BY_NAME, Action, dismissable, finding_of, for_view, why_not
 from controlroom.lifecycle import decision_preview, lifecycle
 from controlroom.views import BY_VIEW, VIEW_DEFS, VIEWS, Key
 from engine import checkpoint, clock
@@ -49,8 +50,10 @@ from widgets.dialogs import (
     AckDialog,
     Answer,
     DecideDialog,
+    DismissDialog,
     ProposalDialog,
     ResolveDialog,
+    ResolveFindingDialog,
     RetractDialog,
     TextScreen,
 )
@@ -212,7 +215,7 @@ GENERAL_KEYS = (
     ("enter", "the whole lifecycle of the row"),
     ("/", "filter this view as you type; enter keeps it, esc clears (kept per view)"),
     ("s", "cycle the sort of this view"),
-    ("a", "show all (resolved, retracted) or only the live rows"),
+    ("a", "this view: all rows (resolved, retracted) or only the live ones"),
     ("p", "show or hide the detail pane"),
     ("ctrl+p", "command palette: every view and action"),
     ("q", "quit"),
@@ -234,8 +237,10 @@ class ControlRoom(App[None]):
         background_checks: bool = True,
         now: Callable[[], datetime] | None = None,
         tick_seconds: float = 15.0,
+        welcome: str | None = None,
     ) -> None:
         super().__init__()
+        self.welcome = welcome  # said as the room opens (the demo: where its workspace lives)
         self.ws = ws
         self.person = person
         self.read_only = read_only
@@ -324,6 +329,8 @@ class ControlRoom(App[None]):
             # after the first frame: the checks hash every store and would compete with it
             self.set_timer(0.5, self.run_checks)
         self.set_interval(self.tick_seconds, self.tick)
+        if self.welcome:
+            self.notify(escape(self.welcome), title="welcome", timeout=30, markup=False)
 
     @property
     def table(self) -> LineTable[Key]:
@@ -786,9 +793,14 @@ class ControlRoom(App[None]):
         self.push_screen(TextScreen(f"{BY_VIEW[self.view].title} · {key} — lifecycle", lines))
 
     def help_lines(self) -> list[str]:
-        """`?`: generated from the view definitions and the action registry."""
+        """`?`: generated from the view definitions, the action registry and the header legend."""
         definition = BY_VIEW[self.view]
-        lines = ["views: " + " · ".join(f"{v.key} {v.title}" for v in VIEW_DEFS), ""]
+        lines = [
+            f"workspace: {self.ws.root}",
+            f"  reopen it: regulator controlroom --root {self.ws.root}" + (f" --as {self.person}" if self.person else ""),
+            "views: " + " · ".join(f"{v.key} {v.title}" for v in VIEW_DEFS),
+            "",
+        ]
         lines.append(f"keys of this view ({definition.title}; lifecycle: {definition.lifecycle}):")
         lines += [f"  {key:<12} {what}" for key, what in GENERAL_KEYS]
         if definition.sorts:
@@ -801,10 +813,17 @@ class ControlRoom(App[None]):
                     else (self.refusal(action, self.table.current_key) or "available")
                 )
                 lines.append(f"  {action.key:<12} {action.label} ({state})")
+        lines += ["", "the header (narrow form = wide form, then what it counts):"]
+        lines += [
+            f"  {narrow if narrow == full else f'{narrow} = {full}'}  {meaning}"
+            for full, narrow, meaning in readmodel.HEADER_LEGEND
+        ]
+        lines += ["", "marks in the tables:"]
+        lines += [f"  {mark}  {meaning}" for mark, meaning in readmodel.TABLE_LEGEND]
         return lines
 
     def action_keys(self) -> None:
-        self.push_screen(TextScreen("keys", self.help_lines()))
+        self.push_screen(TextScreen("keys, and what the header says", self.help_lines()))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in NOT_IN_EVERY_VIEW:  # hidden where the view has none (the key says why)
@@ -853,7 +872,9 @@ class ControlRoom(App[None]):
 
     def get_system_commands(self, screen: Screen) -> Iterator[SystemCommand]:
         for command in super().get_system_commands(screen):
-            if command.title != "Screenshot":  # ours saves where the operator is, and says where
+            # ours save where the operator is and say where, and list this view's keys and the
+            # header legend: each is listed once
+            if command.title not in ("Screenshot", "Keys"):
                 yield command
         yield SystemCommand(
             "Screenshot", "save an SVG of this screen in the current folder", self.screenshot_here
@@ -873,7 +894,7 @@ class ControlRoom(App[None]):
         yield SystemCommand("Sort: next order", "key s", self.action_sort)
         yield SystemCommand("Show all rows / live rows", "key a", self.action_toggle_all)
         yield SystemCommand("Detail pane: show / hide", "key p", self.action_toggle_pane)
-        yield SystemCommand("Keys of this view", "key ?", self.action_keys)
+        yield SystemCommand("Keys", "this view's keys and the header legend (key ?)", self.action_keys)
 
     def screenshot_here(self) -> None:
         """The palette's Screenshot: an SVG in the current folder, named for the view and the time.
@@ -907,11 +928,11 @@ class ControlRoom(App[None]):
     def _open_dialog(self, name: str, key: Key) -> None:
         state = self.snap.state
         if name == "resolve":
-            from engine.obligations import DISPOSITIONS
-
             ob = state.obligations[readmodel.plain(key)]
             summary = f"{ob.severity} on {ob.unit or '(no unit)'}: {ob.subject}"
-            self.push_screen(ResolveDialog(ob.id, summary, DISPOSITIONS), lambda r: self._resolve(ob.id, r))
+            self.push_screen(
+                ResolveDialog(ob.id, summary, meanings.DISPOSITIONS), lambda r: self._resolve(ob.id, r)
+            )
         elif name == "retract":
             entry_id = readmodel.plain(key)
             event = state.memory[entry_id].event
@@ -920,23 +941,31 @@ class ControlRoom(App[None]):
                 lambda r: self._retract(entry_id, r),
             )
         elif name == "decide":
-            from engine.model import RECOVERY_ACTIONS as RECOVERY
-
             unit_id = readmodel.plain(key)
 
             def preview(action: str) -> list[str]:
                 with self.lock:
                     return decision_preview(self.snap, unit_id, action)
 
-            self.push_screen(DecideDialog(unit_id, RECOVERY, preview), lambda r: self._decide(unit_id, r))
-        elif name == "ack":
+            self.push_screen(
+                DecideDialog(unit_id, meanings.RECOVERY, preview), lambda r: self._decide(unit_id, r)
+            )
+        elif name in ("ack", "resolve-finding"):
             from engine.ladder import registers_of
 
             ident = finding_of(self.snap, key) or ""
             finding = registers_of(self.ws, state).findings[ident]
-            self.push_screen(
-                AckDialog(ident, finding.fields["title"], str(finding.path)), lambda r: self._ack(ident, r)
-            )
+            title, path, affects = finding.fields["title"], str(finding.path), finding.fields.get("affects") or []
+            if name == "ack":
+                self.push_screen(AckDialog(ident, title, path, affects), lambda r: self._ack(ident, r))
+            else:
+                self.push_screen(
+                    ResolveFindingDialog(ident, title, path, affects), lambda r: self._resolve_finding(ident, r)
+                )
+        elif name == "dismiss":
+            target = dismissable(self.snap, key) or ""
+            message = " · ".join(readmodel.row("registers", self.snap, key)[2:])
+            self.push_screen(DismissDialog(target, message), lambda r: self._dismiss(target, r))
         else:
             from engine.proposals import review
 
@@ -998,6 +1027,29 @@ class ControlRoom(App[None]):
         self._write(
             lambda: ack(self.ws, load(self.ws, stores=()), finding_id, self.person, commit=True),
             f"{finding_id} acknowledged and committed",
+        )
+
+    def _resolve_finding(self, finding_id: str, answer: Answer | None) -> None:
+        if answer is None:
+            return
+        from engine.load import load
+        from engine.registers import resolve_finding
+
+        self._write(
+            lambda: resolve_finding(
+                self.ws, load(self.ws, stores=()), finding_id, self.person, answer["rationale"], commit=True
+            ),
+            f"{finding_id} resolved and committed",
+        )
+
+    def _dismiss(self, target: str, answer: Answer | None) -> None:
+        if answer is None:
+            return
+        from engine.verification import dismiss
+
+        self._write(
+            lambda: dismiss(self.ws, target, self.person, answer["rationale"]),
+            f"{target} dismissed (signed); it still counts for nothing",
         )
 
     def _proposal(self, proposal_id: str, verdict: str, answer: Answer | None) -> None:

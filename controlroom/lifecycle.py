@@ -133,14 +133,14 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         yield f"memory entry {entry_id}"
         yield (
             f"{e['at']} recorded by unit {escape(e.get('unit'))} at revision "
-            f"{escape(e.get('revision') or 'unknown')} (S1)"
+            f"{escape((e.get('revision') or 'unknown')[:12])} (S1)"
         )
         yield f"  subject: {escape(e['subject'])}"
         yield f"  note: {escape(e['note'])}"
         yield f"  evidence: {escape('; '.join(e.get('evidence') or []))}"
         fresh = evidence(snap, entry_id)
         if fresh.status == freshness.CHANGED:
-            yield f"  evidence changed since {escape(e.get('revision'))}: {escape(', '.join(fresh.changed_paths))}"
+            yield f"  evidence changed since {escape((e.get('revision') or '')[:12])}: {escape(', '.join(fresh.changed_paths))}"
         else:
             yield f"  evidence {fresh.status}{': ' + fresh.why if fresh.why else ' at HEAD'}"
         yield f"  scope: {escape(', '.join(e.get('scope') or []) or 'every unit')} · review by {e['reviewBy']}"

@@ -576,6 +576,36 @@ def header_text(
 
 SHORT_STORES = {"postgresql": "pg", "files": "files"}
 
+# what every part of the header means: `?` shows it and the README lists it (tests/test_room_first_contact.py
+# checks both, and that every part the header can show is here). (full form, narrow form, meaning)
+HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
+    ("N blocking", "N blk", "open obligations that block: each holds its unit's dispatch and close"),
+    ("N held", "N held", "units held, by a blocking obligation or an unresolved finding"),
+    ("N stale", "N stale", "open obligations whose signal has expired; they stay open until dispositioned"),
+    ("N expiring ≤7d", "N exp≤7d", "current memory entries within 7 days of their review-by date"),
+    ("lint ✓ / ✗N / …", "lint✓ / lint✗N / lint…", "registry lint: no error / N errors / still running"),
+    ("N unrouted", "N unrtd", "signals not yet routed (this room routes them, unless read-only)"),
+    ("⚠ N would block", "⚠N would blk", "blocking obligations that routing the unrouted signals would open"),
+    ("N bad line(s)", "N bad", "store lines every read skips (torn or malformed): first in Registers"),
+    ("stores absent: unit state unknown", "NO STORES", "a checkout without the stores (a clone)"),
+    ("names unauthenticated", "names unauth", "person events count by name: no signatures required"),
+    ("clock pinned", "clock pinned", "REGULATOR_NOW is honoured here (tests and demos only)"),
+    ("files / postgresql", "files / pg", "where the stores are: files under .regulator/, or PostgreSQL"),
+    ("● live / ○ paused", "● / ○", "watching the stores (an append shows within half a second) / not"),
+    ("⏳ waiting for another writer", "⏳ waiting", "another process holds the decide lock; keys still work"),
+    ("read-only", "ro", "writes hidden and nothing routed (--read-only, or a store role that cannot write)"),
+)
+# the marks in the tables
+TABLE_LEGEND: tuple[tuple[str, str], ...] = (
+    ("■", "blocks (obligations) / held (units); · holds nothing"),
+    ("███░░ 30d", "memory: days left before review-by, full at 90; ! within 7 days; ×××× expired"),
+    ("⚠ evidence changed", "memory: a file its evidence cites changed since it was recorded"),
+    ("(stale)", "obligations: the signal behind it has expired"),
+    ("⚑ F-x", "records: an open finding affects it (awaits ack until acknowledged)"),
+    ("ids", "obligations, memory, signals and proposals show their id's last 8 characters "
+     "(the CLI takes any unique ending of 6 or more)"),
+)
+
 
 SHORT_MARKS = {
     "stores absent: unit state unknown": "NO STORES",

@@ -86,7 +86,7 @@ VIEW_DEFS: tuple[View, ...] = (
             Column("review-by", 10, 3),
             Column("unit", 6, 4),
             Column("scope", 12, 5),
-            Column("subject: note", 0, 0, 16),
+            Column("subject: note", 0, 0, 20),
         ),
         sorts=("age", "expiry", "unit"),
         actions=("retract",),
@@ -118,7 +118,7 @@ VIEW_DEFS: tuple[View, ...] = (
             Column("state", 20, 0),
             Column("title / message", 0, 0, 12),
         ),
-        actions=("ack",),
+        actions=("ack", "resolve-finding", "dismiss"),
         lifecycle="the entry, its fields and body",
     ),
     View(

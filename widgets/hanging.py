@@ -15,13 +15,14 @@ from rich.style import Style
 
 LABEL = re.compile(r"(\s*)(?:- )?[A-Za-z][\w .'/()≤-]{0,30}: ")  # `  claim: `, `  - evidence: `
 STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T[\d:.]+Z ")  # an event's time: the rest hangs under its words
+KEYED = re.compile(r"\s*\S(?:\S| (?! ))*\s{2,}(?=\S)")  # `  up/down j/k  move …`: under the text
 LEAD = re.compile(r"(\s*)(?:- )?")
 
 
 def indent_of(line: str) -> int:
     """Where a wrapped line of `line` starts: under the text after its label, its timestamp, or
     its own indentation (plus two)."""
-    for pattern in (STAMP, LABEL):
+    for pattern in (STAMP, LABEL, KEYED):
         found = pattern.match(line)
         if found:
             return cell_len(found.group(0))
