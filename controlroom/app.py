@@ -617,8 +617,8 @@ class ControlRoom(App[None]):
             mode = " · read-only: the store role cannot write"
         operator = f"as {self.person}" if self.person else "no operator"
         left = f"regulator · {self.ws.root.name} · {operator}"
-        short = f"{self.person or 'no operator'}{' ro' if self.read_only else mode.replace(' ·', '', 1)}"
-        self._topbar.show(lambda cells: Text(header_line(left + mode, right, short, compact, cells)))
+        person, flag = self.person or "no operator", "ro" if mode else ""
+        self._topbar.show(lambda cells: Text(header_line(left + mode, right, person, flag, compact, cells)))
         titles = [(v.key, v.title) for v in VIEW_DEFS]
         current = VIEWS.index(self.view)
 
@@ -1110,14 +1110,19 @@ class ControlRoom(App[None]):
             await asyncio.sleep(0)
 
 
-def header_line(left: str, right: str, short: str, compact: str, cells: int) -> str:
+def header_line(left: str, right: str, person: str, flag: str, compact: str, cells: int) -> str:
     """The header for `cells` columns: whole when it fits; narrower, the workspace's name gives
-    way first, then every count stays, abbreviated."""
+    way first, then every count stays, abbreviated (`flag`, "ro", stays; the operator's name goes)."""
     for lead in (left, left.split(" · ", 2)[-1]):
-        if width(lead) + 4 + width(right) <= cells:
-            return f"{lead}    {right}"
-    room = cells - width(compact) - 1
-    return f"{fit(short, room)} {compact}" if room >= 4 else fit(compact, cells)
+        if width(lead) + 5 + width(right) <= cells:
+            return f" {lead}    {right}"
+    for lead in (f"{person} {flag}".strip(), flag):
+        line = f"{lead} {compact}".strip()
+        if width(line) < cells:
+            return f" {line}"
+        if width(line) == cells:  # the margin gives way before a count does
+            return line
+    return fit(f"{flag} {compact}".strip(), cells)
 
 
 def status_line(first: list[str], warnings: list[str], hints: list[str], cells: int) -> str:

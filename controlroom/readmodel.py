@@ -589,7 +589,7 @@ HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
     ("N bad line(s)", "N bad", "store lines every read skips (torn or malformed): first in Registers"),
     ("stores absent: unit state unknown", "NO STORES", "a checkout without the stores (a clone)"),
     ("names unauthenticated", "names unauth", "person events count by name: no signatures required"),
-    ("clock pinned", "clock pinned", "REGULATOR_NOW is honoured here (tests and demos only)"),
+    ("clock pinned", "pinned", "REGULATOR_NOW is honoured here (tests and demos only)"),
     ("files / postgresql", "files / pg", "where the stores are: files under .regulator/, or PostgreSQL"),
     ("● live / ○ paused", "● / ○", "watching the stores (an append shows within half a second) / not"),
     ("⏳ waiting for another writer", "⏳ waiting", "another process holds the decide lock; keys still work"),
@@ -610,7 +610,7 @@ TABLE_LEGEND: tuple[tuple[str, str], ...] = (
 SHORT_MARKS = {
     "stores absent: unit state unknown": "NO STORES",
     "names unauthenticated": "names unauth",
-    "clock pinned": "clock pinned",
+    "clock pinned": "pinned",
 }
 
 
