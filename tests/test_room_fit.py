@@ -333,7 +333,7 @@ def test_hang_indents_under_label_timestamp_key_or_item():
     assert hang("2026-11-29T12:00:00Z routed: reported blocking, derived blocking", 50)[1].startswith(" " * 21 + "d")
     assert hang("  /            filter this view as you type", 32)[1].startswith(" " * 15 + "as")
     assert hang("    - an item that wraps", 20)[1] == "      wraps"
-    assert hang("prose goes back to its margin when it wraps", 20)[1] == "to its margin when"
+    assert hang("prose goes back to its margin when it wraps", 20)[1] == "its margin when it"
 
 
 def test_a_signals_lifecycle_carries_each_obligations_disposition(demo):
