@@ -130,7 +130,10 @@ def dismissable(snap: Snapshot, key: Key) -> str | None:
         where = (found.store, found.line)
     elif kind == "bad" and ident.isdigit() and int(ident) < len(snap.state.problems):
         problem = snap.state.problems[int(ident)]
-        where = (problem.store if problem.store.endswith(".ndjson") else f"{problem.store}.ndjson", problem.line)
+        where = (
+            problem.store if problem.store.endswith(".ndjson") else f"{problem.store}.ndjson",
+            problem.line,
+        )
     else:
         return None
     if where not in named or not where[0].endswith(".ndjson"):

@@ -29,10 +29,9 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Input
 
-from controlroom import readmodel
-from controlroom import meanings
+from controlroom import meanings, readmodel
 from controlroom.actions import ACTIONS, BY_NAME, Action, dismissable, finding_of, for_view, why_not
 from controlroom.lifecycle import decision_preview, lifecycle
 from controlroom.views import BY_VIEW, VIEW_DEFS, VIEWS, Key
@@ -642,7 +641,9 @@ class ControlRoom(App[None]):
             if unrouted:
                 warnings.append(unrouted)
         hints = ["enter lifecycle", "/ filter"]
-        hints += [hint for hint, name in (("s sort", "sort"), ("a all", "toggle_all")) if not self.not_here(name)]
+        hints += [
+            hint for hint, name in (("s sort", "sort"), ("a all", "toggle_all")) if not self.not_here(name)
+        ]
         hints += ["p pane", "? keys"]
         self._status.show(lambda cells: Text(status_line(first, warnings, hints, cells)))
         self._refresh_bindings_if_changed()
@@ -797,7 +798,8 @@ class ControlRoom(App[None]):
         definition = BY_VIEW[self.view]
         lines = [
             f"workspace: {self.ws.root}",
-            f"  reopen it: regulator controlroom --root {self.ws.root}" + (f" --as {self.person}" if self.person else ""),
+            f"  reopen it: regulator controlroom --root {self.ws.root}"
+            + (f" --as {self.person}" if self.person else ""),
             "views: " + " · ".join(f"{v.key} {v.title}" for v in VIEW_DEFS),
             "",
         ]
@@ -955,12 +957,17 @@ class ControlRoom(App[None]):
 
             ident = finding_of(self.snap, key) or ""
             finding = registers_of(self.ws, state).findings[ident]
-            title, path, affects = finding.fields["title"], str(finding.path), finding.fields.get("affects") or []
+            title, path, affects = (
+                finding.fields["title"],
+                str(finding.path),
+                finding.fields.get("affects") or [],
+            )
             if name == "ack":
                 self.push_screen(AckDialog(ident, title, path, affects), lambda r: self._ack(ident, r))
             else:
                 self.push_screen(
-                    ResolveFindingDialog(ident, title, path, affects), lambda r: self._resolve_finding(ident, r)
+                    ResolveFindingDialog(ident, title, path, affects),
+                    lambda r: self._resolve_finding(ident, r),
                 )
         elif name == "dismiss":
             target = dismissable(self.snap, key) or ""

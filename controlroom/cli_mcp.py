@@ -15,7 +15,9 @@ from engine.errors import BadInput
 
 app = typer.Typer()
 
-MISSING_EXTRA = "regulator mcp needs the optional extra: pip install -e '.[mcp]' from a checkout (the mcp SDK)"
+MISSING_EXTRA = (
+    "regulator mcp needs the optional extra: pip install -e '.[mcp]' from a checkout (the mcp SDK)"
+)
 
 
 def lease_path(given: str | None) -> Path:

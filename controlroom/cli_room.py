@@ -192,6 +192,7 @@ def demo(
 def demo_welcome(root: Path, key: Path, temporary: bool) -> str:
     """What the room says as the demo opens it: where the workspace lives and how to come back."""
     from controlroom.demo import OWNER
+
     where = "a temporary folder: it stays until you delete it" if temporary else "the folder you gave"
     return (
         f"The demo workspace is {root} ({where}). Reopen it with: regulator controlroom --root {root} "

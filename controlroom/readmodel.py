@@ -525,9 +525,7 @@ def would_block_text(snap: Snapshot, compact: bool = False) -> str | None:
     return f"⚠{holds} would blk" if compact else f"⚠ {holds} would block"
 
 
-def header_text(
-    snap: Snapshot, live: str = "● live", compact: bool = False, store: str | None = None
-) -> str:
+def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, store: str | None = None) -> str:
     """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none;
     `store` names where the stores are (files, postgresql), before the live indicator."""
     c: dict[str, int | str] = dict(counts(snap))
@@ -602,8 +600,11 @@ TABLE_LEGEND: tuple[tuple[str, str], ...] = (
     ("⚠ evidence changed", "memory: a file its evidence cites changed since it was recorded"),
     ("(stale)", "obligations: the signal behind it has expired"),
     ("⚑ F-x", "records: an open finding affects it (awaits ack until acknowledged)"),
-    ("ids", "obligations, memory, signals and proposals show their id's last 8 characters "
-     "(the CLI takes any unique ending of 6 or more)"),
+    (
+        "ids",
+        "obligations, memory, signals and proposals show their id's last 8 characters "
+        "(the CLI takes any unique ending of 6 or more)",
+    ),
 )
 
 

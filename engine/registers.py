@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 from engine import clock
 from engine.actors import check_person, require_grant
 from engine.errors import BadInput, Refused
-from engine.limits import check_text
 from engine.gitconfig import trunk_of
 from engine.ladder import registers_of
+from engine.limits import check_text
 from engine.model import UNKNOWN_STATUS, State
 from engine.queries import unit_status
 from engine.workspace import Workspace
@@ -226,7 +226,9 @@ def resolve_finding(
     note = f"Resolved {clock.today().isoformat()} by {person}: {rationale}"
     path.write_text(head + rest.rstrip("\n") + "\n\n" + note + "\n", encoding="utf-8")
     if commit:
-        _commit_entry(ws, state, path, f"registry: resolve {finding_id} by {person}", person, signed, "resolution")
+        _commit_entry(
+            ws, state, path, f"registry: resolve {finding_id} by {person}", person, signed, "resolution"
+        )
     return path
 
 

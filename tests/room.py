@@ -60,7 +60,12 @@ def screen_lines(app: ControlRoom) -> list[str]:
 
     width, height = app.size
     console = Console(
-        width=width, height=height, file=io.StringIO(), force_terminal=True, color_system="truecolor", record=True
+        width=width,
+        height=height,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system="truecolor",
+        record=True,
     )
     console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
     return console.export_text(styles=False).splitlines()

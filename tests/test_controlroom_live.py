@@ -215,7 +215,8 @@ def test_cells_are_cut_with_an_ellipsis_by_terminal_cells(demo):
     wide = next(row for row in seen["rows"] if "漢字" in row)
     assert cell_len(wide) == 80 and wide.rstrip().endswith("…")
     assert any(
-        "release-hardeni…" in row for row in seen["units"]  # the id gives way to the title (16 cells)
+        "release-hardeni…" in row
+        for row in seen["units"]  # the id gives way to the title (16 cells)
     )
 
 

@@ -36,12 +36,18 @@ def cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess:
     env = clean_env(REGULATOR_NOW=NOW, GIT_CONFIG_GLOBAL="/dev/null")
     key = str(ws.root / KEY_DIR / OWNER)
     return subprocess.run(
-        [REGULATOR, "--root", str(ws.root), "--key", key, *args], capture_output=True, text=True, env=env, timeout=120
+        [REGULATOR, "--root", str(ws.root), "--key", key, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
 
 
 def git(ws: Workspace, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(ws.root), *args], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(ws.root), *args], capture_output=True, text=True, check=True
+    ).stdout
 
 
 FINDING = "F-alert-path-dead"
@@ -60,11 +66,23 @@ def test_registry_resolve_writes_commits_signed_and_releases_the_unit(demo):
     assert bad.returncode == 2 and "not a finding id" in bad.stderr and path.read_text() == before
     head = git(demo, "rev-parse", "HEAD")
 
-    done = cli(demo, "registry", "resolve", FINDING, "--by", "alice", "--rationale", "the runner ships it", "--commit")
+    done = cli(
+        demo,
+        "registry",
+        "resolve",
+        FINDING,
+        "--by",
+        "alice",
+        "--rationale",
+        "the runner ships it",
+        "--commit",
+    )
     assert done.returncode == 0, done.stderr
     assert f"resolved {FINDING} and committed it with Authorized-by: alice" in done.stdout
     text = path.read_text()
-    assert "resolved: true" in text and text.rstrip().endswith("Resolved 2026-11-29 by alice: the runner ships it")
+    assert "resolved: true" in text and text.rstrip().endswith(
+        "Resolved 2026-11-29 by alice: the runner ships it"
+    )
     log = git(demo, "log", "-1", "--format=%B%n%G?%n%H")
     assert f"registry: resolve {FINDING} by alice" in log and "Authorized-by: alice" in log
     assert git(demo, "rev-parse", "HEAD^").strip() == head.strip()  # one commit
@@ -91,7 +109,11 @@ def test_registry_resolve_needs_the_ack_grant_and_writes_nothing_without(demo):
     policy = yaml.safe_load(policy_path.read_text())
     policy["people"]["bob"] = {"grants": ["resolve"], "resolve": ["advisory"]}
     proposal = propose(
-        demo, "regulator/policy/interaction.yaml", yaml.safe_dump(policy).encode(), "bob", Actor(person="alice")
+        demo,
+        "regulator/policy/interaction.yaml",
+        yaml.safe_dump(policy).encode(),
+        "bob",
+        Actor(person="alice"),
     )
     decide(demo, proposal["id"], "alice", "bob joins", "accepted")
     path = demo.root / "findings" / f"{FINDING}.md"
@@ -122,8 +144,10 @@ def test_the_room_resolves_a_finding_with_the_same_signed_commit(demo):
         seen["dialog"] = type(app.screen).__name__
         await pilot.click("#rationale")
         await pilot.press(*"the runner ships it", "enter")
-        assert await until(pilot, lambda: any("resolved and committed" in n.message for n in app._notifications))
-        assert await until(pilot, lambda: "0 held" not in "" and not app.snap.stale.get("release-hardening/manifest"))
+        assert await until(
+            pilot, lambda: any("resolved and committed" in n.message for n in app._notifications)
+        )
+        assert await until(pilot, lambda: not app.snap.stale.get("release-hardening/manifest"))
         await pilot.press("2")
         await pilot.pause()
         seen["units"] = [line for line in screen_lines(app) if "release-harden" in line]
@@ -200,7 +224,9 @@ def test_the_room_says_where_the_demo_lives(demo):
     from controlroom.cli_room import demo_welcome
 
     key = demo.root / KEY_DIR / OWNER
-    app = ControlRoom(demo, OWNER, watch=False, background_checks=False, welcome=demo_welcome(demo.root, key, True))
+    app = ControlRoom(
+        demo, OWNER, watch=False, background_checks=False, welcome=demo_welcome(demo.root, key, True)
+    )
     seen = {}
 
     async def script(pilot):
@@ -213,7 +239,10 @@ def test_the_room_says_where_the_demo_lives(demo):
     note = seen["notes"][0]
     assert f"The demo workspace is {demo.root} (a temporary folder" in note
     assert f"regulator controlroom --root {demo.root} --as alice --key {key}" in note
-    assert f"workspace: {demo.root}" in seen["help"] and f"regulator controlroom --root {demo.root}" in seen["help"]
+    assert (
+        f"workspace: {demo.root}" in seen["help"]
+        and f"regulator controlroom --root {demo.root}" in seen["help"]
+    )
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -221,10 +250,14 @@ def test_regulator_demo_in_a_terminal_shows_where_it_lives(tmp_path):
     """The README's first command as a person runs it, in an 80×24 terminal (tmux)."""
     temp = tmp_path / "tmp"
     temp.mkdir()
-    env = clean_env(HOME=str(tmp_path), TMPDIR=str(temp), GIT_CONFIG_GLOBAL="/dev/null", TERM="xterm-256color")
+    env = clean_env(
+        HOME=str(tmp_path), TMPDIR=str(temp), GIT_CONFIG_GLOBAL="/dev/null", TERM="xterm-256color"
+    )
     socket = f"regulator-test-{time.monotonic_ns()}"
     tmux = ["tmux", "-L", socket]
-    subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "24", REGULATOR, "demo"], env=env, check=True)
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-x", "80", "-y", "24", REGULATOR, "demo"], env=env, check=True
+    )
     try:
         screen = ""
         deadline = time.monotonic() + 90
@@ -236,7 +269,10 @@ def test_regulator_demo_in_a_terminal_shows_where_it_lives(tmp_path):
         (folder,) = temp.glob("regulator-demo-*")
         flat = re.sub(r"[\s▌▐▊▎│█]", "", screen)
         assert "demoworkspaceis" in flat, screen
-        assert str(folder / "fleet-repo" if (folder / "fleet-repo").exists() else folder).replace(" ", "") in flat
+        assert (
+            str(folder / "fleet-repo" if (folder / "fleet-repo").exists() else folder).replace(" ", "")
+            in flat
+        )
         assert "regulatorcontrolroom--root" in flat
         subprocess.run([*tmux, "send-keys", "q"], env=env)
     finally:
@@ -266,7 +302,10 @@ def test_the_fleet_move_runs_store_roles_on_the_new_database():
 @pytest.mark.parametrize(
     "command, choices",
     [
-        (("unit", "decide"), ("retry", "repair", "abort", "remediate", "replan", "clarify", "pause", "escalate")),
+        (
+            ("unit", "decide"),
+            ("retry", "repair", "abort", "remediate", "replan", "clarify", "pause", "escalate"),
+        ),
         (("obligation", "resolve"), ("no-action", "accepted-risk", "rework", "replan", "research-requested")),
     ],
 )

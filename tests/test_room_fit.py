@@ -36,7 +36,9 @@ def room(ws: Workspace, **kwargs) -> ControlRoom:
     return ControlRoom(ws, "alice", now=lambda: FIXED, tick_seconds=3600, **kwargs)
 
 
-def signal(ws: Workspace, subject: str, severity: str = "advisory", affects: tuple[str, ...] = ("u4",)) -> None:
+def signal(
+    ws: Workspace, subject: str, severity: str = "advisory", affects: tuple[str, ...] = ("u4",)
+) -> None:
     report_intelligence(
         ws,
         {
@@ -55,7 +57,13 @@ def signal(ws: Workspace, subject: str, severity: str = "advisory", affects: tup
 def propose_routing(ws: Workspace) -> None:
     path = "regulator/policy/routing.yaml"
     text = (ws.root / path).read_text()
-    propose(ws, path, (text + "# " + "a long comment line " * 6 + "\n").encode(), "document it", Actor(person="alice"))
+    propose(
+        ws,
+        path,
+        (text + "# " + "a long comment line " * 6 + "\n").encode(),
+        "document it",
+        Actor(person="alice"),
+    )
 
 
 def select(app: ControlRoom, key) -> None:
@@ -83,7 +91,9 @@ def test_a_resize_relayouts_the_header_and_tabs_in_the_same_frame(demo):
     for part in ("2 blk", "3 held", "0 stale", "1 exp≤7d", "lint✓", "0 unrtd", "files"):
         assert part in header, header
     assert all(v.title in tabs for v in VIEW_DEFS), tabs  # 80 columns hold every title whole
-    assert "lint ✓ · 0 unrouted" in seen["wide again"][0] and "regulator · fleet-repo" in seen["wide again"][0]
+    assert (
+        "lint ✓ · 0 unrouted" in seen["wide again"][0] and "regulator · fleet-repo" in seen["wide again"][0]
+    )
     assert seen["wide again"] == seen["wide"]
 
 
@@ -163,7 +173,7 @@ def test_the_decision_dialog_keeps_record_and_cancel_on_screen_at_80x24(demo):
     text = "\n".join(seen["screen"])
     assert "Record" in text and "Cancel" in text and "pause: hold the unit" in text
     for region in seen["buttons"]:
-        assert region.height > 0 and 0 <= region.y and region.bottom <= NARROW[1]
+        assert region.height > 0 and region.y >= 0 and region.bottom <= NARROW[1]
 
 
 @pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "150x42"])
@@ -262,7 +272,16 @@ def test_tabs_are_whole_or_cut_with_an_ellipsis_and_the_footer_keeps_every_key(d
     for v in VIEW_DEFS[:-1]:
         assert v.title in tabs or f"{v.key} {v.title[:2]}" in tabs and "…" in tabs, tabs
     footer = seen["80"][-1]
-    for key in ("y accept", "n reject", "⏎ lifecycle", "/ filter", "p pane", "? keys", "q quit", "^p palette"):
+    for key in (
+        "y accept",
+        "n reject",
+        "⏎ lifecycle",
+        "/ filter",
+        "p pane",
+        "? keys",
+        "q quit",
+        "^p palette",
+    ):
         assert key in footer, footer
 
 
@@ -329,8 +348,14 @@ def test_lifecycles_show_values_as_text_and_wrap_under_their_labels(demo):
 
 
 def test_hang_indents_under_label_timestamp_key_or_item():
-    assert hang("  claim: one two three four five six", 20) == ["  claim: one two", "         three four", "         five six"]
-    assert hang("2026-11-29T12:00:00Z routed: reported blocking, derived blocking", 50)[1].startswith(" " * 21 + "d")
+    assert hang("  claim: one two three four five six", 20) == [
+        "  claim: one two",
+        "         three four",
+        "         five six",
+    ]
+    assert hang("2026-11-29T12:00:00Z routed: reported blocking, derived blocking", 50)[1].startswith(
+        " " * 21 + "d"
+    )
     assert hang("  /            filter this view as you type", 32)[1].startswith(" " * 15 + "as")
     assert hang("    - an item that wraps", 20)[1] == "      wraps"
     assert hang("prose goes back to its margin when it wraps", 20)[1] == "its margin when it"

@@ -33,9 +33,8 @@ def _demo(tmp_path_factory, name: str) -> Workspace:
 @pytest.fixture(scope="module")
 def demo_ws(tmp_path_factory) -> Workspace:
     """The demo, and alice's proposal to document the routing policy (pending)."""
-    from engine.proposals import propose
-
     from engine import ids
+    from engine.proposals import propose
 
     ws = _demo(tmp_path_factory, "snap")
     path = "regulator/policy/routing.yaml"
@@ -96,7 +95,9 @@ def _on(key: object) -> Callable:
 
 def _first(kind: str) -> Callable:
     async def put(pilot) -> None:
-        pilot.app.table.cursor = next(i for i, k in enumerate(pilot.app.table.keys) if getattr(k, "kind", "") == kind)
+        pilot.app.table.cursor = next(
+            i for i, k in enumerate(pilot.app.table.keys) if getattr(k, "kind", "") == kind
+        )
         await pilot.pause()
 
     return put

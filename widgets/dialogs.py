@@ -121,7 +121,9 @@ class ResolveDialog(_Dialog):
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if isinstance(event.value, str):
-            self.query_one("#meaning", Static).update(Text(f"{event.value}: {self.dispositions[event.value]}"))
+            self.query_one("#meaning", Static).update(
+                Text(f"{event.value}: {self.dispositions[event.value]}")
+            )
 
     def confirm(self) -> None:
         disposition = self.query_one("#disposition", Select).value
@@ -195,7 +197,9 @@ class DecideDialog(_Dialog):
         yield _heading(f"Recovery decision for unit {self.unit_id}")
         yield Label("Action")
         yield Select(_choices(self.actions), id="action", prompt="choose an action")
-        yield Static(Text("choose an action to see what it means and changes"), id="preview", classes="preview")
+        yield Static(
+            Text("choose an action to see what it means and changes"), id="preview", classes="preview"
+        )
         yield Label("Rationale")
         yield _input("why", "rationale")
         yield Static("", id="why", classes="why")
@@ -255,7 +259,9 @@ class ProposalDialog(_Dialog):
                 id="commits",
             )
         else:
-            yield Static(Text("Rejecting writes nothing to the file; the proposal is closed."), classes="note")
+            yield Static(
+                Text("Rejecting writes nothing to the file; the proposal is closed."), classes="note"
+            )
         yield Label("Rationale")
         yield _input("why", "rationale")
         yield Static("", id="why", classes="why")

@@ -48,7 +48,9 @@ def fit_tabs(labels: Sequence[tuple[str, str]], current: int, cells: int) -> lis
         ]
         if used(parts) <= cells:
             return parts
-    return [text if i == current else key for i, ((key, _), text) in enumerate(zip(labels, whole, strict=True))]
+    return [
+        text if i == current else key for i, ((key, _), text) in enumerate(zip(labels, whole, strict=True))
+    ]
 
 
 def fit_parts(first: Sequence[str], rest: Sequence[str], cells: int, joiner: str = " · ") -> str:
