@@ -74,6 +74,7 @@ def test_resolve_with_dialog_writes_the_disposition(demo):
         await pilot.press("r")
         assert isinstance(app.screen, ResolveDialog)
         app.screen.query_one(Select).value = "accepted-risk"
+        await pilot.pause()  # the meaning of the choice appears under it: the layout moves
         await pilot.click("#rationale")
         await pilot.press(*"fix lands upstream")
         await pilot.click("#confirm")

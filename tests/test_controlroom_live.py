@@ -292,6 +292,7 @@ def test_enter_in_a_one_line_field_submits(demo):
 
         await pilot.press("r")
         app.screen.query_one(Select).value = "accepted-risk"
+        await pilot.pause()  # the meaning of the choice appears under it: the layout moves
         await pilot.click("#rationale")
         await pilot.press(*"known", "enter")
         assert await until(pilot, lambda: len(demo.store("signals").read().events) == before + 1)
