@@ -68,7 +68,7 @@ def test_the_lean_roots_table_names_every_command_of_every_group():
     (controlroom.cli.root.GROUP_OF): the table must name what each group module really adds."""
     from typer.main import get_command
 
-    from controlroom import cli
+    from controlroom.cli import root as cli
 
     for module in cli.MODULES:
         names = set(get_command(cli.build((module,))).commands)  # type: ignore[attr-defined]
