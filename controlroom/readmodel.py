@@ -17,7 +17,7 @@ from engine.contracts import Contract
 from engine.errors import RegulatorError
 from engine.ladder import registers_of, stale_knowledge
 from engine.load import load
-from engine.model import MemoryStatus, Obligation, ObligationStatus, State, UnitState
+from engine.model import MemoryStatus, Obligation, ObligationKind, ObligationStatus, State, UnitState
 from engine.nextup import next_up
 from engine.proposals import decision_of, verify_identity
 from engine.queries import age, days_left, holds_index, is_stale, memory_status, unit_status, unrouted_count
@@ -292,6 +292,8 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
     if view == "obligations":
         ob = state.obligations[plain(key)]
         subject = ob.subject + (" (stale)" if is_stale(state, ob) else "")
+        if ob.kind == ObligationKind.QUESTION:  # a unit's question, waiting for a person's answer
+            subject = f"? {subject}"
         status = ob.status if ob.status != ObligationStatus.RESOLVED else (ob.disposition or ob.status)
         return [
             ob.id[:8],
