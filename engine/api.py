@@ -372,7 +372,9 @@ class UnitDoor:
         self.check()
         ws = self._ws()
         loaded = load(ws)
+        key = self._kept.reuse_registers(loaded)
         data = derive(ws, loaded)
+        self._kept.keep_registers(loaded, key)
         row = next(u for u in data["units"] if u["id"] == self.unit)
         unit_type, profile, tools = unit_tools(ws, loaded, self.unit)
         return UnitStatus(
