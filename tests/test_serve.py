@@ -269,3 +269,63 @@ def test_the_stdio_door_stays_on_files(served):
 def test_serve_without_a_workspace_is_bad_input(tmp_path):
     done = subprocess.run([REGULATOR, "serve", "--once-tick"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 2 and one_line(done)
+
+
+def test_every_request_is_answered_nested_json_and_lone_surrogates_included(served):
+    """SPEC §26: deeply nested JSON and a lone surrogate get a JSON-RPC or tool error, never silence."""
+    import anyio
+
+    from tests.serving import http
+
+    ws, serving, tokens = served
+    before = ws.digest()
+    bodies = [
+        b"[" * 200_000 + b"]" * 200_000,
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "status", "arguments": '
+        + b'{"a": ' * 5000
+        + b"1"
+        + b"}" * 5000
+        + b"}}",
+        b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "remember", "arguments": '
+        b'{"subject": "\\ud800", "note": "n", "evidence": ["e"], "reviewBy": "2026-12-20"}}}',
+        b"not json at all \xff",
+    ]
+
+    async def main() -> list[int]:
+        statuses = []
+        async with http(serving.sock, tokens["u1"]) as client:
+            for body in bodies:
+                response = await client.post(
+                    "http://door/mcp",
+                    content=body,
+                    headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+                )
+                statuses.append(response.status_code)
+                assert response.content, body[:40]
+        return statuses
+
+    statuses = anyio.run(main)
+    assert all(code < 500 for code in statuses), statuses
+    assert ws.digest() == before
+    assert sdk_call(serving.sock, tokens["u1"], "status").structured_content["unit"] == "u1"  # still serving
+
+
+def test_a_door_call_is_a_heartbeat(tmp_path, monkeypatch):
+    from engine import heartbeat
+    from engine.actors import lease_hash
+    from engine.host_door import HostDoor
+    from engine.workspace import locate
+    from tests.helpers import NOW
+
+    monkeypatch.setenv("REGULATOR_NOW", NOW)
+    ws = make_workspace(tmp_path)
+    token = token_of(ws.lease("u1"))
+    engine_ws, _ = locate(ws.root)
+    door = HostDoor(engine_ws)
+    beats: list[str] = []
+    heartbeat.on_beat(lambda hashed, at: beats.append(hashed))
+    assert heartbeat.seen(lease_hash(token)) is None
+    session = door.authenticate(token)
+    assert session is not None and session.unit == "u1"
+    assert heartbeat.seen(lease_hash(token)) is not None and beats[-1] == lease_hash(token)
+    assert door.authenticate("x" * 43) is None and door.authenticate(None) is None
