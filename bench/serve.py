@@ -106,25 +106,27 @@ def door_call(tmp: Path) -> dict:
 
 
 POLLER = """
-import sys, time
+import json, sys, time
+from pathlib import Path
 from engine.load import load
 from engine.workspace import locate
-ws, _ = locate(__import__("pathlib").Path(sys.argv[1]))
-wanted = set(sys.argv[2].split(","))
+ws, _ = locate(Path(sys.argv[1]))
+prefix, count = sys.argv[2], int(sys.argv[3])
+load(ws, stores=("signals",))  # warm: imports and the first read, before the reports start
+print("ready", flush=True)
 seen = {}
-while wanted - set(seen):
+while len(seen) < count:
     ws.sync()
-    state = load(ws, stores=("signals",))
-    for ob in state.obligations.values():
-        if ob.source in wanted and ob.source not in seen:
-            seen[ob.source] = time.time()
+    for ob in load(ws, stores=("signals",)).obligations.values():
+        if ob.subject.startswith(prefix) and ob.subject not in seen:
+            seen[ob.subject] = time.time()
     time.sleep(0.005)
-print(__import__("json").dumps(seen))
+print(json.dumps(seen), flush=True)
 """
 
 
 def reports_at_once(serving: Serving, tokens: list[str], run: int) -> dict[str, float]:
-    """Each of the 8 units reports once, all released together: signal id -> when its call began."""
+    """Each of the 8 units reports once, all released together: subject -> when its call began."""
     sent: dict[str, float] = {}
     lock = threading.Lock()
     barrier = threading.Barrier(len(tokens))
@@ -134,9 +136,9 @@ def reports_at_once(serving: Serving, tokens: list[str], run: int) -> dict[str, 
         door.status()
         barrier.wait()
         t0 = time.time()
-        got = door.report({**REPORT, "affectedUnits": [f"b{i}"], "subject": f"run {run} b{i}"})
+        door.report({**REPORT, "affectedUnits": [f"b{i}"], "subject": f"run {run} b{i}"})
         with lock:
-            sent[got["id"]] = t0
+            sent[f"run {run} b{i}"] = t0
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(len(tokens))]
     for t in threads:
@@ -153,16 +155,19 @@ def serve_route(tmp: Path, store: str | None, runs: int) -> dict:
     samples: list[float] = []
     try:
         for run in range(runs):
-            sent = reports_at_once(serving, tokens, run)
-            done = subprocess.run(
-                [sys.executable, "-c", POLLER, str(ws.root), ",".join(sent)],
-                capture_output=True,
+            poller = subprocess.Popen(
+                [sys.executable, "-c", POLLER, str(ws.root), f"run {run} ", str(len(tokens))],
+                stdout=subprocess.PIPE,
                 text=True,
                 env={**ws.env, "PYTHONPATH": str(HERE.parent)},
-                timeout=120,
-                check=True,
             )
-            seen = json.loads(done.stdout)
+            try:
+                assert poller.stdout is not None and poller.stdout.readline().strip() == "ready"
+                sent = reports_at_once(serving, tokens, run)
+                seen = json.loads(poller.stdout.readline())
+            finally:
+                poller.kill()
+                poller.wait()
             samples += [(seen[s] - sent[s]) * 1000 for s in sent]
     finally:
         serving.close()

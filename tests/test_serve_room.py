@@ -25,7 +25,9 @@ def asked(tmp_path, monkeypatch):
     ws = make_workspace(tmp_path)
     worktree = ws.lease("r1")
     door = UnitDoor(worktree / ".regulator-lease.json")
-    question = door.ask({"question": "Pin left-pad to 1.3.0 or move to 2.0?\n\x1b[31m[bold]", "options": ["1.3.0"]})
+    question = door.ask(
+        {"question": "Pin left-pad to 1.3.0 or move to 2.0?\n\x1b[31m[bold]", "options": ["1.3.0"]}
+    )
     return ws, door, question
 
 
