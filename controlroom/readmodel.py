@@ -342,7 +342,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         return [
             signal_id[-8:],
             s.get("unit") or f"@{s.get('by')}",
-            s["reportedSeverity"],
+            s.get("reportedSeverity") or str(s.get("type") or "-"),  # a unit's question has none
             routing["derivedSeverity"] if routing else "-",
             routing["outcome"] if routing else "unrouted",
             s["subject"],
@@ -439,7 +439,7 @@ def sort_keys(view: str, snap: Snapshot, view_keys: list[Key], sort: str) -> lis
     if view == "signals":
         sig = state.signals
         if sort == "severity":
-            return sorted(view_keys, key=lambda k: rank.get(sig[plain(k)]["reportedSeverity"], 9))
+            return sorted(view_keys, key=lambda k: rank.get(sig[plain(k)].get("reportedSeverity"), 9))
 
         def by_source(k: Key) -> str:
             s = sig[plain(k)]

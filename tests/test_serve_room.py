@@ -99,3 +99,35 @@ def test_the_room_says_serve_is_not_running_then_shows_its_state(tmp_path, monke
     finally:
         serving.close()
     assert "lag 0 B" in line and "last tick 2026-11-29T12:00:00Z" in line
+
+
+def test_a_question_reads_everywhere_a_signal_does(asked):
+    """A question has no claim nor severity: every listing and lifecycle shows it as a question."""
+    ws, _, question = asked
+    ws.run("signals", "route", check=True)
+    listed = ws.run("signals")
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr
+    shown = ws.run("obligation", "show", question.obligation)
+    assert shown.returncode == 0, shown.stderr
+    assert "? Pin left-pad to 1.3.0 or move to 2.0?" in shown.stdout and "\x1b" not in shown.stdout
+    once = ws.run("controlroom", "--once", "--json")
+    assert once.returncode in (0, 1) and "Traceback" not in once.stderr
+    engine_ws, _ = locate(ws.root)
+    app = ControlRoom(engine_ws, "alice", watch=False)
+    rows: dict[str, list[str]] = {}
+
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            for key, view in (("4", "signals"), ("1", "obligations")):
+                await pilot.press(key)
+                await pilot.pause()
+                rows[view] = [" ".join(app._row(view, k)) for k in app.table.keys]
+                app.table.cursor = len(app.table.keys) - 1
+                await pilot.press("enter")  # the whole lifecycle of the row
+                await pilot.pause()
+                await pilot.press("escape")
+
+    asyncio.run(main())
+    assert any("question" in r and "Pin left-pad" in r for r in rows["signals"])
+    assert any("? Pin left-pad" in r for r in rows["obligations"])
