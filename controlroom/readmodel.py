@@ -439,7 +439,7 @@ def sort_keys(view: str, snap: Snapshot, view_keys: list[Key], sort: str) -> lis
     if view == "signals":
         sig = state.signals
         if sort == "severity":
-            return sorted(view_keys, key=lambda k: rank.get(sig[plain(k)].get("reportedSeverity"), 9))
+            return sorted(view_keys, key=lambda k: rank.get(sig[plain(k)].get("reportedSeverity") or "", 9))
 
         def by_source(k: Key) -> str:
             s = sig[plain(k)]
