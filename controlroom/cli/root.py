@@ -35,6 +35,7 @@ MODULES = (
     "registry",
     "room",
     "mcp",
+    "serve",
     "store",
 )
 # the names each module adds to the root, so that a lean command line imports and builds its own
@@ -54,6 +55,8 @@ GROUP_OF = {
     "controlroom": "room",
     "demo": "room",
     "mcp": "mcp",
+    "serve": "serve",
+    "door": "serve",
     "store": "store",
 }
 

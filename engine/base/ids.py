@@ -44,3 +44,9 @@ def obligation_id(signal_id: str, unit_id: str | None) -> str:
 def recovery_obligation_id(decision_id: str, unit_id: str) -> str:
     digest = hashlib.sha256(f"recovery\0{decision_id}\0{unit_id}".encode()).hexdigest()
     return digest[:20]
+
+
+def question_obligation_id(signal_id: str) -> str:
+    """The one obligation a question (a signal of type question, SPEC §22) opens, owed to S3."""
+    digest = hashlib.sha256(f"question\0{signal_id}".encode()).hexdigest()
+    return digest[:20]

@@ -32,6 +32,7 @@ class ObligationStatus(StrEnum):
 class ObligationKind(StrEnum):
     INTELLIGENCE = "intelligence"  # from a routed signal
     RECOVERY_DECISION = "recovery-decision"  # opened by a unit's recovery decision
+    QUESTION = "question"  # a unit's question to a person (ask_human), routed from its signal (§22)
 
 
 class UnitStatus(StrEnum):
@@ -83,6 +84,7 @@ class Disposition(StrEnum):
     RESEARCH_REQUESTED = "research-requested"
     REJECTED = "rejected"  # an abort
     ESCALATED = "escalated"  # a waiting action
+    ANSWERED = "answered"  # a person's answer to a question (its rationale is the answer, §22)
 
 
 PERSON_DISPOSITIONS = (
@@ -91,6 +93,7 @@ PERSON_DISPOSITIONS = (
     Disposition.REWORK,
     Disposition.REPLAN,
     Disposition.RESEARCH_REQUESTED,
+    Disposition.ANSWERED,  # on questions only (engine.commands.obligations.resolve)
 )
 
 
@@ -109,6 +112,7 @@ class EventKind(StrEnum):
     MEMORY = "memory"  # memory.ndjson
     RETRACTION = "retraction"
     PROPOSAL = "proposal"  # identity.ndjson
+    RESULT = "result"  # units.ndjson: a host event, what a unit's run came to (report_result, §22)
     UNREADABLE = UNREADABLE  # no store's: what a reference reads back as when its line is gone
 
 

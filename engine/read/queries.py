@@ -12,9 +12,11 @@ from typing import Any
 from engine.base import clock
 from engine.log.events import INDEX
 from engine.read.model import (
+    Disposition,
     MemoryEntry,
     MemoryStatus,
     Obligation,
+    ObligationKind,
     ObligationStatus,
     State,
     UnitState,
@@ -124,3 +126,26 @@ def age(state: State, at: str) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def answers(state: State, unit_id: str) -> list[dict[str, Any]]:
+    """The questions this unit asked that a person answered, in log order: {"obligation",
+    "question", "options", "answer", "by", "at"} (raw values; the caller escapes what it shows)."""
+    found = []
+    for ob in state.obligations.values():
+        if ob.unit != unit_id or ob.kind != ObligationKind.QUESTION:
+            continue
+        if ob.disposition != Disposition.ANSWERED:
+            continue
+        signal = state.signals.get(ob.source) or {}
+        found.append(
+            {
+                "obligation": ob.id,
+                "question": signal.get("question") if isinstance(signal.get("question"), str) else ob.subject,
+                "options": list(signal.get("options") or []),
+                "answer": ob.rationale or "",
+                "by": ob.by,
+                "at": ob.closed_at,
+            }
+        )
+    return found
