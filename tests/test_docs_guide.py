@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -40,7 +41,7 @@ def design_sections(text: str | None = None) -> set[str]:
     return set(DESIGN_HEADING.findall(DESIGN.read_text(encoding="utf-8") if text is None else text))
 
 
-def _cite_design():
+def _cite_design() -> ModuleType:
     spec = importlib.util.spec_from_file_location("cite_design", ROOT / "scripts" / "cite_design.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -50,7 +51,7 @@ def _cite_design():
 
 def citations(text: str) -> list[tuple[int, str]]:
     """(line, section number) of every design citation in the text, each number of a list too."""
-    found = []
+    found: list[tuple[int, str]] = []
     for match in CITED.finditer(text):
         line = text.count("\n", 0, match.start()) + 1
         found.append((line, match.group(1)))
@@ -65,7 +66,7 @@ def named_paths(text: str) -> set[str]:
     """Everything in backticks or a link that reads as a repository path: it has a slash or a file
     suffix, no spaces, and is not a URL or an option."""
     spans = set(re.findall(r"`([^`\n]+)`", text)) | set(re.findall(r"\]\(([^)\s]+)\)", text))
-    paths = set()
+    paths: set[str] = set()
     for span in spans:
         span = span.strip()
         if " " in span or "://" in span or span.startswith(("-", "$", "~", *WORKSPACE)):
@@ -109,7 +110,7 @@ def module_resolves(dotted: str) -> bool:
     return False
 
 
-def test_every_path_the_codebase_guide_names_exists():
+def test_every_path_the_codebase_guide_names_exists() -> None:
     text = GUIDE.read_text(encoding="utf-8")
     paths = named_paths(text)
     assert len(paths) > 40  # the guide names the files it guides to
@@ -117,7 +118,7 @@ def test_every_path_the_codebase_guide_names_exists():
     assert not missing, f"docs/codebase.md names paths that do not exist: {missing}"
 
 
-def test_every_module_the_codebase_guide_names_exists():
+def test_every_module_the_codebase_guide_names_exists() -> None:
     text = GUIDE.read_text(encoding="utf-8")
     modules = named_modules(text)
     assert modules  # e.g. engine.read.load.load
@@ -125,7 +126,7 @@ def test_every_module_the_codebase_guide_names_exists():
     assert not missing, f"docs/codebase.md names modules or names that do not exist: {missing}"
 
 
-def test_the_guides_checks_catch_a_wrong_path_and_a_wrong_name():
+def test_the_guides_checks_catch_a_wrong_path_and_a_wrong_name() -> None:
     assert not exists("engine/nowhere.py") and exists("controlroom/cli/<group>.py")
     assert not exists("controlroom/nowhere/<group>.py")
     assert module_resolves("engine.read.load.load") and module_resolves("engine.read")
@@ -140,7 +141,7 @@ def test_the_guides_checks_catch_a_wrong_path_and_a_wrong_name():
 # ---- docs/design.md --------------------------------------------------------------------------
 
 
-def test_design_has_every_section_of_the_specification():
+def test_design_has_every_section_of_the_specification() -> None:
     spec = spec_path()
     if not spec.is_file():
         pytest.skip(f"the original specification is not beside the repository ({spec})")
@@ -154,14 +155,14 @@ def _order(number: str) -> tuple[int, ...]:
     return tuple(int(n) for n in number.split("."))
 
 
-def test_design_sections_are_numbered_in_order_once_each():
+def test_design_sections_are_numbered_in_order_once_each() -> None:
     numbers = DESIGN_HEADING.findall(DESIGN.read_text(encoding="utf-8"))
     assert {str(n) for n in range(1, 27)} <= set(numbers)
     assert len(numbers) == len(set(numbers)), "a section number is used twice"
     assert numbers == sorted(numbers, key=_order), "sections out of order"
 
 
-def test_every_section_the_design_refers_to_is_in_the_design():
+def test_every_section_the_design_refers_to_is_in_the_design() -> None:
     text = DESIGN.read_text(encoding="utf-8")
     have = design_sections(text)
     body = re.sub(r"^#.*$", "", text, flags=re.M)
@@ -169,11 +170,12 @@ def test_every_section_the_design_refers_to_is_in_the_design():
     assert not sorted(referred - have, key=_order)
 
 
-def test_every_design_citation_in_the_repository_names_a_section_of_the_design():
+def test_every_design_citation_in_the_repository_names_a_section_of_the_design() -> None:
     """Citations written as design sections, and those the rewrite will turn into them."""
     have = design_sections()
     tool = _cite_design()
-    broken, total = [], 0
+    broken: list[str] = []
+    total = 0
     for path in tool.files(ROOT):
         text = path.read_text(encoding="utf-8")
         rewritten, _ = tool.rewrite(text)
@@ -185,13 +187,13 @@ def test_every_design_citation_in_the_repository_names_a_section_of_the_design()
     assert not broken, broken
 
 
-def test_citations_are_found_in_lists_across_lines_and_checked():
+def test_citations_are_found_in_lists_across_lines_and_checked() -> None:
     text = f"see design §16, §18 and §99\n# ({SPEC}\n    # §4.2's rule) and design §17–§21\n"
     assert citations(text) == [(1, "16"), (1, "18"), (1, "99"), (2, "4.2"), (3, "17"), (3, "21")]
     assert citations(f"the {SPEC}'s list, RFC 4251 §5, design notes") == []
 
 
-def test_the_rewrite_changes_the_word_only_and_leaves_other_mentions():
+def test_the_rewrite_changes_the_word_only_and_leaves_other_mentions() -> None:
     tool = _cite_design()
     old = SPEC
     text = f"({old} §16, §18) and ({old}\n    §22): the {old}'s list; {old}.md §3\n"
