@@ -244,7 +244,7 @@ class Workspace:
         return done.stdout.strip() or None if done.returncode == 0 else None
 
 
-MIRROR_MARKER = "postgresql.json"  # engine.pg_sql.MARKER: what makes `.regulator/` a mirror
+MIRROR_MARKER = "postgresql.json"  # engine.log.pg.sql.MARKER: what makes `.regulator/` a mirror
 _URLS: dict[tuple[Path, str | None], str | None] = {}
 
 

@@ -6,7 +6,7 @@ against the units store as it is then. On files, units.ndjson is looked at (one 
 call and only its appended bytes are folded; a file that shrank, was replaced or was rewritten in
 place is folded again from its first byte, as a new door would. On PostgreSQL the one-trip append
 itself checks, in the statement that inserts, that the units and identity stores still end where
-the door's reads ended (engine.pg_store.PgStore.append_unchanged); when they do not, the door reads
+the door's reads ended (engine.log.pg.store.PgStore.append_unchanged); when they do not, the door reads
 what the server gained and decides again.
 """
 

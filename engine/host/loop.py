@@ -2,7 +2,7 @@
 
 Threads, no event loop, so the door's server (controlroom.door_http) runs beside it:
 - the watcher: on files, an inotify watch of `.regulator/` (watchfiles, a 30 ms debounce); on
-  PostgreSQL, LISTEN on the stores' NOTIFY channel (engine.pg_srv.follow). Either only pokes;
+  PostgreSQL, LISTEN on the stores' NOTIFY channel (engine.log.pg.server.follow). Either only pokes;
 - the router: on each poke, folds what the signals store gained since its last pass (never the
   whole log again) and, only when a signal is unrouted, routes it inside the decide lock;
 - the ticker: at once on start and every TICK_S, the route pass then the registered duties
