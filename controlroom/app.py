@@ -35,15 +35,16 @@ from controlroom import meanings, readmodel
 from controlroom.actions import ACTIONS, BY_NAME, Action, dismissable, finding_of, for_view, why_not
 from controlroom.lifecycle import decision_preview, lifecycle
 from controlroom.views import BY_VIEW, VIEW_DEFS, VIEWS, Key
-from engine import checkpoint, clock
-from engine.cells import fit, width
-from engine.contracts import load_contracts
-from engine.errors import RegulatorError
-from engine.fold import StoreReplaced, advance
-from engine.load import attach_contracts
-from engine.queries import unrouted_count
-from engine.text import escape
-from engine.workspace import Workspace
+from engine.base import clock
+from engine.base.cells import fit, width
+from engine.base.errors import RegulatorError
+from engine.base.text import escape
+from engine.checkout.workspace import Workspace
+from engine.read import checkpoint
+from engine.read.contracts import load_contracts
+from engine.read.fold import StoreReplaced, advance
+from engine.read.load import attach_contracts
+from engine.read.queries import unrouted_count
 from widgets.detail import DetailPane
 from widgets.dialogs import (
     AckDialog,
@@ -272,6 +273,7 @@ class ControlRoom(App[None]):
         self._checks_seq = self._checks_applied = 0  # the newest checks asked for, and applied
         self._detail_timer: Timer | None = None
         self._bindings_marker: tuple[str, bool, tuple[bool | None, ...]] | None = None
+        self.serve_text: str | None = None  # serve's state (SPEC §22), asked while the room is live
         self.refreshes = 0  # how many store changes were folded in (tests and bench read it)
         self.syncs = 0  # folds finished (tests wait on it)
 
@@ -324,6 +326,7 @@ class ControlRoom(App[None]):
             self.sync()  # a signal reported while no room was open: route it, then show it
         if self.watching:
             self.watch_stores()
+            self.ask_serve()
         if self.background_checks:
             # after the first frame: the checks hash every store and would compete with it
             self.set_timer(0.5, self.run_checks)
@@ -405,7 +408,7 @@ class ControlRoom(App[None]):
         readmodel.keys(self.view, snap, self.views[self.view].show_all)
 
     def _route(self, snap: readmodel.Snapshot) -> int:
-        from engine.router import route_locked
+        from engine.commands.router import route_locked
 
         try:
             with self.writer_turn(), self.ws.exclusive(), self.lock:
@@ -519,10 +522,26 @@ class ControlRoom(App[None]):
         else:
             self.notify(escape(message.text), severity="error", timeout=8, markup=False)
 
+    @work(thread=True, group="serve", exclusive=True)
+    def ask_serve(self) -> None:
+        """serve's state from serve.json and its /healthz (a live room only: a paused one, as in
+        screenshots, asks nothing), shown on the status line."""
+        from engine.host.instance import describe, serve_state
+
+        try:
+            text = describe(serve_state(self.ws))
+        except (RegulatorError, OSError) as exc:
+            text = f"serve: unknown ({exc})"
+        if text != self.serve_text:
+            self.serve_text = text
+            self.call_from_thread(self.draw_chrome)
+
     @work(thread=True, group="tick", exclusive=True)
     def tick(self) -> None:
         """The clock moves between store changes: ages, expiry bars, stale, expiring ≤ 7d (counted
         here, in the worker; the UI redraws)."""
+        if self.watching:
+            self.ask_serve()
         snap = self.snap
         with self._fold_lock:  # no fold changes the state meanwhile: reading needs no state lock
             snap.state.now = self.now()
@@ -640,6 +659,8 @@ class ControlRoom(App[None]):
                 unrouted = self._unrouted_status()
             if unrouted:
                 warnings.append(unrouted)
+        if self.serve_text:  # serve's state (a live room asks it)
+            warnings.append(escape(self.serve_text))
         hints = ["enter lifecycle", "/ filter"]
         hints += [
             hint for hint, name in (("s sort", "sort"), ("a all", "toggle_all")) if not self.not_here(name)
@@ -930,11 +951,23 @@ class ControlRoom(App[None]):
     def _open_dialog(self, name: str, key: Key) -> None:
         state = self.snap.state
         if name == "resolve":
+            from engine.commands.obligations import dispositions_for
+            from engine.read.model import ObligationKind
+
             ob = state.obligations[readmodel.plain(key)]
-            summary = f"{ob.severity} on {ob.unit or '(no unit)'}: {ob.subject}"
-            self.push_screen(
-                ResolveDialog(ob.id, summary, meanings.DISPOSITIONS), lambda r: self._resolve(ob.id, r)
+            allowed = dispositions_for(ob)
+            if ob.kind == ObligationKind.QUESTION:  # a unit's question: answered, the answer signed
+                summary = f"question from {ob.unit or '(no unit)'}: {ob.subject}"
+                allowed = ("answered", *[d for d in allowed if d != "answered"])
+            else:
+                summary = f"{ob.severity} on {ob.unit or '(no unit)'}: {ob.subject}"
+            dialog = ResolveDialog(
+                ob.id,
+                summary,
+                {d: meanings.DISPOSITIONS[d] for d in allowed},
+                question=ob.kind == ObligationKind.QUESTION,
             )
+            self.push_screen(dialog, lambda r: self._resolve(ob.id, r))
         elif name == "retract":
             entry_id = readmodel.plain(key)
             event = state.memory[entry_id].event
@@ -953,7 +986,7 @@ class ControlRoom(App[None]):
                 DecideDialog(unit_id, meanings.RECOVERY, preview), lambda r: self._decide(unit_id, r)
             )
         elif name in ("ack", "resolve-finding"):
-            from engine.ladder import registers_of
+            from engine.read.ladder import registers_of
 
             ident = finding_of(self.snap, key) or ""
             finding = registers_of(self.ws, state).findings[ident]
@@ -974,14 +1007,14 @@ class ControlRoom(App[None]):
             message = " · ".join(readmodel.row("registers", self.snap, key)[2:])
             self.push_screen(DismissDialog(target, message), lambda r: self._dismiss(target, r))
         else:
-            from engine.proposals import review
+            from engine.commands.proposals import review
 
             ident = readmodel.sectioned(key)[1]
             proposal = state.proposals[ident]
             verdict = "accept" if name == "accept" else "reject"
             replay: list[str] = []  # accepting a routing policy: what it would have changed (SPEC §20)
             if verdict == "accept" and proposal["file"] == "regulator/policy/routing.yaml":
-                from engine.whatif import proposal_replay
+                from engine.commands.whatif import proposal_replay
 
                 replay = proposal_replay(self.ws, proposal["content"], state)
             self.push_screen(
@@ -998,7 +1031,7 @@ class ControlRoom(App[None]):
     def _resolve(self, ob_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.obligations import resolve
+        from engine.commands.obligations import resolve
 
         self._write(
             lambda: resolve(self.ws, ob_id, self.person, answer["disposition"], answer["rationale"]),
@@ -1008,7 +1041,7 @@ class ControlRoom(App[None]):
     def _retract(self, entry_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.memory import retract
+        from engine.commands.memory import retract
 
         self._write(
             lambda: retract(self.ws, entry_id, self.person, answer["reason"]),
@@ -1018,7 +1051,7 @@ class ControlRoom(App[None]):
     def _decide(self, unit_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.units import decide
+        from engine.commands.units import decide
 
         self._write(
             lambda: decide(self.ws, unit_id, answer["action"], self.person, answer["rationale"]),
@@ -1028,8 +1061,8 @@ class ControlRoom(App[None]):
     def _ack(self, finding_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.load import load
-        from engine.registers import ack
+        from engine.commands.registers import ack
+        from engine.read.load import load
 
         self._write(
             lambda: ack(self.ws, load(self.ws, stores=()), finding_id, self.person, commit=True),
@@ -1039,8 +1072,8 @@ class ControlRoom(App[None]):
     def _resolve_finding(self, finding_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.load import load
-        from engine.registers import resolve_finding
+        from engine.commands.registers import resolve_finding
+        from engine.read.load import load
 
         self._write(
             lambda: resolve_finding(
@@ -1052,7 +1085,7 @@ class ControlRoom(App[None]):
     def _dismiss(self, target: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.verification import dismiss
+        from engine.commands.verification import dismiss
 
         self._write(
             lambda: dismiss(self.ws, target, self.person, answer["rationale"]),
@@ -1062,7 +1095,7 @@ class ControlRoom(App[None]):
     def _proposal(self, proposal_id: str, verdict: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.proposals import decide
+        from engine.commands.proposals import decide
 
         outcome = "accepted" if verdict == "accept" else "rejected"
         self._write(
@@ -1161,7 +1194,7 @@ def _follow_server(ws: Workspace) -> threading.Event | None:
     url = ws.url
     if url is None:
         return None
-    from engine import pgstore
+    from engine.log.pg import server as pg_srv
 
     stop = threading.Event()
 
@@ -1170,7 +1203,7 @@ def _follow_server(ws: Workspace) -> threading.Event | None:
 
     def run() -> None:
         with contextlib.suppress(Exception):  # the watch goes on with what the mirror holds
-            pgstore.follow(url, pull, stop)
+            pg_srv.follow(url, pull, stop)
 
     threading.Thread(target=run, name="regulator-listen", daemon=True).start()
     return stop
@@ -1195,7 +1228,7 @@ def write_whole(path: Path, text: str) -> None:
     """The file whole or not at all: a temporary file beside it, renamed over it (SPEC §16.4)."""
     import tempfile
 
-    from engine.errors import BadInput
+    from engine.base.errors import BadInput
 
     temporary = None
     try:

@@ -3,7 +3,7 @@ actions, and the header's abbreviations. `short: longer` — the part before the
 
 from __future__ import annotations
 
-from engine.model import PERSON_DISPOSITIONS, RECOVERY_ACTIONS
+from engine.read.model import PERSON_DISPOSITIONS, RECOVERY_ACTIONS
 
 DISPOSITIONS = {
     "no-action": "nothing to do: the signal was wrong, already handled, or does not concern this "
@@ -16,6 +16,8 @@ DISPOSITIONS = {
     "and releases what it held",
     "research-requested": "more must be found out first: research is asked for; the obligation "
     "closes and releases what it held",
+    "answered": "a unit's question is answered (questions only): the rationale is the answer, which "
+    "the unit reads in its context; the obligation closes and releases what it held",
 }
 
 RECOVERY = {

@@ -17,8 +17,8 @@ from controlroom.app import ControlRoom
 from controlroom.demo import KEY_DIR, OWNER
 from controlroom.readmodel import HEADER_LEGEND
 from controlroom.views import RowKey
-from engine import clock
-from engine.workspace import Workspace
+from engine.base import clock
+from engine.checkout.workspace import Workspace
 from tests.helpers import NOW, REGULATOR, clean_env
 from tests.room import demo_workspace, run, screen_lines, until
 
@@ -102,8 +102,8 @@ def test_registry_resolve_writes_commits_signed_and_releases_the_unit(demo):
 def test_registry_resolve_needs_the_ack_grant_and_writes_nothing_without(demo):
     import yaml
 
-    from engine.actors import Actor
-    from engine.proposals import decide, propose
+    from engine.commands.actors import Actor
+    from engine.commands.proposals import decide, propose
 
     policy_path = demo.root / "regulator/policy/interaction.yaml"
     policy = yaml.safe_load(policy_path.read_text())
@@ -221,7 +221,7 @@ def test_the_demos_units_work_in_git_worktrees_and_its_evidence_is_checked(demo)
 
 
 def test_the_room_says_where_the_demo_lives(demo):
-    from controlroom.cli_room import demo_welcome
+    from controlroom.cli.room import demo_welcome
 
     key = demo.root / KEY_DIR / OWNER
     app = ControlRoom(

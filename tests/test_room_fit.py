@@ -9,11 +9,11 @@ import pytest
 
 from controlroom.app import ControlRoom
 from controlroom.views import BY_VIEW, VIEW_DEFS, RowKey
-from engine import clock
-from engine.actors import Actor
-from engine.proposals import propose
-from engine.signals import report_intelligence
-from engine.workspace import Workspace
+from engine.base import clock
+from engine.checkout.workspace import Workspace
+from engine.commands.actors import Actor
+from engine.commands.proposals import propose
+from engine.commands.signals import report_intelligence
 from tests.helpers import NOW
 from tests.room import demo_workspace, run, screen_lines, until
 from widgets.columns import fit_columns
@@ -227,7 +227,7 @@ def test_cells_cut_by_the_scrollbar_or_the_pane_keep_their_ellipsis(demo):
 
 
 def test_resolved_obligations_show_no_blocks_mark(demo):
-    from engine.obligations import resolve
+    from engine.commands.obligations import resolve
 
     target = next(o for o in demo_obligations(demo) if o.unit == "u1")
     resolve(demo, target.id, "alice", "accepted-risk", "known")
@@ -246,7 +246,7 @@ def test_resolved_obligations_show_no_blocks_mark(demo):
 
 
 def demo_obligations(ws: Workspace):
-    from engine.load import load
+    from engine.read.load import load
 
     return list(load(ws).obligations.values())
 
@@ -362,7 +362,7 @@ def test_hang_indents_under_label_timestamp_key_or_item():
 
 
 def test_a_signals_lifecycle_carries_each_obligations_disposition(demo):
-    from engine.obligations import resolve
+    from engine.commands.obligations import resolve
 
     target = next(o for o in demo_obligations(demo) if o.unit == "u1")
     resolve(demo, target.id, "alice", "accepted-risk", "the fix lands upstream")
@@ -484,7 +484,7 @@ def test_the_header_names_where_the_stores_are(demo):
 
 
 def test_every_id_is_shown_by_its_last_characters_and_the_cli_takes_it(demo):
-    from engine.load import load
+    from engine.read.load import load
 
     state = load(demo)
     app = room(demo)
@@ -512,12 +512,12 @@ def test_every_id_is_shown_by_its_last_characters_and_the_cli_takes_it(demo):
 
 
 def test_all_rows_is_kept_per_view(demo):
-    from engine.memory import retract
-    from engine.obligations import resolve
+    from engine.commands.memory import retract
+    from engine.commands.obligations import resolve
 
     state_obligation = next(o for o in demo_obligations(demo) if o.unit == "u1")
     resolve(demo, state_obligation.id, "alice", "no-action", "n")
-    from engine.load import load
+    from engine.read.load import load
 
     entry = next(iter(load(demo).memory))
     retract(demo, entry, "alice", "wrong")

@@ -12,9 +12,9 @@ from textual.widgets import Input, Select
 from controlroom.app import ControlRoom
 from controlroom.demo import build
 from controlroom.views import VIEW_DEFS, RowKey
-from engine import clock
-from engine.actors import Actor
-from engine.workspace import Workspace
+from engine.base import clock
+from engine.checkout.workspace import Workspace
+from engine.commands.actors import Actor
 from tests.helpers import NOW
 
 SIZES = {"80x24": (80, 24), "150x42": (150, 42)}
@@ -33,8 +33,8 @@ def _demo(tmp_path_factory, name: str) -> Workspace:
 @pytest.fixture(scope="module")
 def demo_ws(tmp_path_factory) -> Workspace:
     """The demo, and alice's proposal to document the routing policy (pending)."""
-    from engine import ids
-    from engine.proposals import propose
+    from engine.base import ids
+    from engine.commands.proposals import propose
 
     ws = _demo(tmp_path_factory, "snap")
     path = "regulator/policy/routing.yaml"

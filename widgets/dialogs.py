@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from engine.text import ensure_escaped, escape
+from engine.base.text import ensure_escaped, escape
 from widgets.hanging import Hanging
 
 Answer = dict[str, str]  # what a confirmed dialog gives the app: field name -> the text entered
@@ -99,24 +99,43 @@ class ResolveDialog(_Dialog):
 
     CONFIRM = "Resolve"
 
-    def __init__(self, obligation_id: str, summary: str, dispositions: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        obligation_id: str,
+        summary: str,
+        dispositions: Mapping[str, str],
+        *,
+        question: bool = False,
+    ) -> None:
         super().__init__()
         self.obligation_id = obligation_id
         self.summary = escape(summary)  # store text: shown as characters, never acted on
         self.dispositions = dict(dispositions)
+        self.question = question  # a unit's question: `answered` first and chosen, its rationale the answer
+        if question:
+            self.CONFIRM = "Answer"
 
     def body(self) -> ComposeResult:
-        yield _heading(f"Resolve obligation {self.obligation_id}")
+        title = "Answer question" if self.question else "Resolve obligation"
+        yield _heading(f"{title} {self.obligation_id}")
         yield Static(Text(self.summary))
         yield Label("Disposition")
-        yield Select(_choices(self.dispositions), id="disposition", prompt="choose a disposition")
+        if self.question:
+            first = next(iter(self.dispositions))
+            yield Select(_choices(self.dispositions), id="disposition", value=first, allow_blank=False)
+        else:
+            yield Select(_choices(self.dispositions), id="disposition", prompt="choose a disposition")
         yield Static(
             Text("any disposition closes the obligation and releases what it holds"),
             id="meaning",
             classes="meaning",
         )
-        yield Label("Rationale")
-        yield _input("why this disposition", "rationale")
+        if self.question:
+            yield Label("Answer (the unit reads it in its context)")
+            yield _input("your answer", "rationale")
+        else:
+            yield Label("Rationale")
+            yield _input("why this disposition", "rationale")
         yield Static("", id="why", classes="why")
 
     def on_select_changed(self, event: Select.Changed) -> None:

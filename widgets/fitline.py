@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from rich.text import Text
 from textual.widget import Widget
 
-from engine.cells import fit, width
+from engine.base.cells import fit, width
 
 
 class FitLine(Widget):
