@@ -23,15 +23,18 @@ class Action:
     label: str
     view: str
     grant: str
+    short: str  # the footer's word for it (narrow terminals keep every key)
 
 
 ACTIONS = (
-    Action("resolve", "r", "resolve obligation", "obligations", "resolve"),
-    Action("retract", "x", "retract memory entry", "memory", "retract"),
-    Action("decide", "d", "record recovery decision", "units", "decide"),
-    Action("accept", "y", "accept proposal", "identity", "accept"),
-    Action("reject", "n", "reject proposal", "identity", "accept"),
-    Action("ack", "c", "acknowledge finding (commits)", "registers", "ack"),
+    Action("resolve", "r", "resolve obligation", "obligations", "resolve", "resolve"),
+    Action("retract", "x", "retract memory entry", "memory", "retract", "retract"),
+    Action("decide", "d", "record recovery decision", "units", "decide", "decide"),
+    Action("accept", "y", "accept proposal", "identity", "accept", "accept"),
+    Action("reject", "n", "reject proposal", "identity", "accept", "reject"),
+    Action("ack", "c", "acknowledge finding (commits)", "registers", "ack", "ack"),
+    Action("resolve-finding", "r", "resolve finding (commits)", "registers", "ack", "resolve"),
+    Action("dismiss", "d", "dismiss a line verify names (signed)", "registers", "accept", "dismiss"),
 )
 BY_NAME = {a.name: a for a in ACTIONS}
 
@@ -78,7 +81,7 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
         if status not in DECIDABLE:
             return f"the unit is {status}"
         return None
-    if action.name == "ack":
+    if action.name in ("ack", "resolve-finding"):
         from engine.read.ladder import registers_of
 
         finding = finding_of(snap, key)
@@ -86,9 +89,16 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
         if found is None:
             return "select a finding"
         if found.fields["resolved"]:
-            return "the finding is resolved: history needs no ack"
-        if found.fields["ack"].strip():
+            return "the finding is resolved: it is history"
+        if action.name == "ack" and found.fields["ack"].strip():
             return f"already acknowledged ({found.fields['ack']})"
+        return None
+    if action.name == "dismiss":
+        if kind not in ("bad", "verify"):
+            return "select a bad store line or a verify finding"
+        target = dismissable(snap, key)
+        if target is None:
+            return "verify does not name this line as a store line (a checkpoint is not dismissed)"
         return None
     if kind != "proposal" or ident not in state.proposals:
         return "select a proposal"
@@ -108,6 +118,27 @@ def finding_of(snap: Snapshot, key: Key) -> str | None:
         entry = snap.lint.issues[int(ident)].entry
         return entry if entry.startswith("F-") else None
     return None
+
+
+def dismissable(snap: Snapshot, key: Key) -> str | None:
+    """`STORE:LINE` of the line a Registers row names, when `verify` names it undismissed (what
+    `verify --dismiss` takes); None otherwise."""
+    kind, ident = sectioned(key)
+    named = {(f.store, f.line) for f in snap.verify}  # undismissed only (readmodel.compute_checks)
+    if kind == "verify" and ident.isdigit() and int(ident) < len(snap.verify):
+        found = snap.verify[int(ident)]
+        where = (found.store, found.line)
+    elif kind == "bad" and ident.isdigit() and int(ident) < len(snap.state.problems):
+        problem = snap.state.problems[int(ident)]
+        where = (
+            problem.store if problem.store.endswith(".ndjson") else f"{problem.store}.ndjson",
+            problem.line,
+        )
+    else:
+        return None
+    if where not in named or not where[0].endswith(".ndjson"):
+        return None
+    return f"{where[0].removesuffix('.ndjson')}:{where[1]}"
 
 
 def for_view(view: str) -> list[Action]:

@@ -199,8 +199,15 @@ def refresh_checks(snap: Snapshot, *, host_events: bool = False) -> None:
     compute_checks(snap.ws, frozen(snap.state), host_events=host_events).apply(snap)
 
 
-def short(value: str | None, n: int = 8) -> str:
-    return (value or "")[:n] if value else "-"
+ID_CELLS = 8
+
+
+def short_id(ident: str) -> str:
+    """How the room and --once show an obligation, memory entry, signal or proposal id: its last
+    8 characters, for every kind alike (a ULID's first characters are its time, shared by
+    everything recorded in the same second; the CLI takes a unique ending of 6 or more: D-entry
+    "room: ids by their last characters")."""
+    return ident[-ID_CELLS:]
 
 
 def expiry_bar(days: int, status: MemoryStatus, width: int = 8) -> str:
@@ -304,10 +311,10 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             subject = f"? {subject}"
         status = ob.status if ob.status != ObligationStatus.RESOLVED else (ob.disposition or ob.status)
         return [
-            ob.id[:8],
+            short_id(ob.id),
             ob.unit or "(no unit)",
             ob.severity,
-            "■" if ob.blocks else "·",
+            "■" if ob.blocks and ob.status == ObligationStatus.OPEN else "·",  # a closed one holds nothing
             age(state, ob.opened_at),
             status,
             subject,
@@ -316,7 +323,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         unit_id = plain(key)
         unit = state.units[unit_id]
         contract = contract_of(unit)
-        held = [ob.id[:8] for ob in snap.holds.get(unit_id, [])] + snap.stale.get(unit_id, [])
+        held = [short_id(ob.id) for ob in snap.holds.get(unit_id, [])] + snap.stale.get(unit_id, [])
         return [
             unit_id,
             contract.type,
@@ -334,7 +341,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         today = state.now.date()
         status = memory_status(entry, today)
         return [
-            entry_id[-8:],
+            short_id(entry_id),
             status,
             expiry_bar(days_left(entry, today), status),
             e["reviewBy"],
@@ -348,7 +355,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         s = state.signals[signal_id]
         routing = state.routings.get(signal_id)
         return [
-            signal_id[-8:],
+            short_id(signal_id),
             s.get("unit") or f"@{s.get('by')}",
             s.get("reportedSeverity") or str(s.get("type") or "-"),  # a unit's question has none
             routing["derivedSeverity"] if routing else "-",
@@ -402,7 +409,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             p = state.proposals[ident]
             d = decision_of(state, ident)
             verdict = f"{d['decision']} by {d['by']}" if d else "pending"
-            return ["proposal", ident[-8:] + " " + p["file"], verdict, p["rationale"]]
+            return ["proposal", short_id(ident) + " " + p["file"], verdict, p["rationale"]]
         registers = registers_of(snap.ws, state)
         if kind == "badrecord":
             invalid = registers.invalid[ident]
@@ -528,8 +535,9 @@ def would_block_text(snap: Snapshot, compact: bool = False) -> str | None:
     return f"⚠{holds} would blk" if compact else f"⚠ {holds} would block"
 
 
-def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -> str:
-    """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none."""
+def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, store: str | None = None) -> str:
+    """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none;
+    `store` names where the stores are (files, postgresql), before the live indicator."""
     c: dict[str, int | str] = dict(counts(snap))
     if not snap.known:  # without the stores these are unknown, never 0 (SPEC §16.2)
         c.update(blocking="?", held="?", stale="?", expiring="?", unrouted="?")
@@ -552,6 +560,8 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -
         if c["badLines"]:
             parts.append(f"{c['badLines']} bad")
         parts += [SHORT_MARKS.get(m, m) for m in trust_marks(snap.ws)]
+        if store and snap.known:
+            parts.append(SHORT_STORES.get(store, store))
         return "·".join(parts) + f"·{live}"
     parts = [
         f"{c['blocking']} blocking",
@@ -567,13 +577,51 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -
     if c["badLines"]:
         parts.append(f"{c['badLines']} bad line(s)")
     parts += trust_marks(snap.ws)
+    if store and snap.known:
+        parts.append(store)
     return " · ".join(parts) + f" · {live}"
+
+
+SHORT_STORES = {"postgresql": "pg", "files": "files"}
+
+# what every part of the header means: `?` shows it and the README lists it (tests/test_room_first_contact.py
+# checks both, and that every part the header can show is here). (full form, narrow form, meaning)
+HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
+    ("N blocking", "N blk", "open obligations that block: each holds its unit's dispatch and close"),
+    ("N held", "N held", "units held, by a blocking obligation or an unresolved finding"),
+    ("N stale", "N stale", "open obligations whose signal has expired; they stay open until dispositioned"),
+    ("N expiring ≤7d", "N exp≤7d", "current memory entries within 7 days of their review-by date"),
+    ("lint ✓ / ✗N / …", "lint✓ / lint✗N / lint…", "registry lint: no error / N errors / still running"),
+    ("N unrouted", "N unrtd", "signals not yet routed (this room routes them, unless read-only)"),
+    ("⚠ N would block", "⚠N would blk", "blocking obligations that routing the unrouted signals would open"),
+    ("N bad line(s)", "N bad", "store lines every read skips (torn or malformed): first in Registers"),
+    ("stores absent: unit state unknown", "NO STORES", "a checkout without the stores (a clone)"),
+    ("names unauthenticated", "names unauth", "person events count by name: no signatures required"),
+    ("clock pinned", "pinned", "REGULATOR_NOW is honoured here (tests and demos only)"),
+    ("files / postgresql", "files / pg", "where the stores are: files under .regulator/, or PostgreSQL"),
+    ("● live / ○ paused", "● / ○", "watching the stores (an append shows within half a second) / not"),
+    ("⏳ waiting for another writer", "⏳ waiting", "another process holds the decide lock; keys still work"),
+    ("read-only", "ro", "writes hidden and nothing routed (--read-only, or a store role that cannot write)"),
+)
+# the marks in the tables
+TABLE_LEGEND: tuple[tuple[str, str], ...] = (
+    ("■", "blocks (obligations) / held (units); · holds nothing"),
+    ("███░░ 30d", "memory: days left before review-by, full at 90; ! within 7 days; ×××× expired"),
+    ("⚠ evidence changed", "memory: a file its evidence cites changed since it was recorded"),
+    ("(stale)", "obligations: the signal behind it has expired"),
+    ("⚑ F-x", "records: an open finding affects it (awaits ack until acknowledged)"),
+    (
+        "ids",
+        "obligations, memory, signals and proposals show their id's last 8 characters "
+        "(the CLI takes any unique ending of 6 or more)",
+    ),
+)
 
 
 SHORT_MARKS = {
     "stores absent: unit state unknown": "NO STORES",
     "names unauthenticated": "names unauth",
-    "clock pinned": "clock pinned",
+    "clock pinned": "pinned",
 }
 
 

@@ -360,7 +360,7 @@ def test_without_the_extra_it_says_so_in_one_line(tmp_path, fleet):
     assert done.returncode == 2 and done.stdout == ""
     assert (
         done.stderr
-        == "regulator: regulator mcp needs the optional extra: pip install 'regulator[mcp]' (the mcp SDK)\n"
+        == "regulator: regulator mcp needs the optional extra: pip install -e '.[mcp]' from a checkout (the mcp SDK)\n"
     )
 
 

@@ -183,7 +183,7 @@ def test_the_room_as_a_reader_role_disables_every_write_and_routes_nothing(
             assert await until(pilot, lambda: app.syncs >= 1)  # the start's fold: it would route here
             seen["header"] = str(app._topbar.render())
             seen["status"] = str(app._status.render())
-            seen["detail"] = str(app.query_one("#detail-text").render())
+            seen["detail"] = app._detail.text
             await pilot.press("r")
             await pilot.pause()
             seen["screen"] = type(app.screen).__name__

@@ -15,7 +15,9 @@ from engine.base.errors import BadInput
 
 app = typer.Typer()
 
-MISSING_EXTRA = "regulator mcp needs the optional extra: pip install 'regulator[mcp]' (the mcp SDK)"
+MISSING_EXTRA = (
+    "regulator mcp needs the optional extra: pip install -e '.[mcp]' from a checkout (the mcp SDK)"
+)
 
 
 def lease_path(given: str | None) -> Path:

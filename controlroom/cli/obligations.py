@@ -150,13 +150,24 @@ def describe_event(event: dict) -> str:
     return f"{at} {escape(kind)}"
 
 
-@obligation_app.command("resolve")
+def _dispositions_epilog() -> str:
+    """Each disposition and what it means, one paragraph each (wrapped at words)."""
+    from controlroom.meanings import DISPOSITIONS
+
+    return "\n\n".join(f"{name}: {meaning}." for name, meaning in DISPOSITIONS.items())
+
+
+@obligation_app.command("resolve", epilog=_dispositions_epilog())
 @global_options
 def obligation_resolve(
     obligation_id: Annotated[str, typer.Argument(metavar="ID")],
     by: Annotated[str | None, typer.Option()] = None,
     disposition: Annotated[
-        str, typer.Option(help="no-action|accepted-risk|rework|replan|research-requested")
+        str,
+        typer.Option(
+            help="One of: no-action, accepted-risk, rework, replan, research-requested (what each "
+            "means: below)."
+        ),
     ] = "",
     rationale: Annotated[str, typer.Option()] = "",
     as_json: JsonFlag = False,

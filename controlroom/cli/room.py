@@ -180,10 +180,21 @@ def demo(
     if once or not (sys.stdin.isatty() and sys.stdout.isatty()):
         run_once(ws, OWNER, False, False)
         out(
-            f"(the demo exits 0; run `regulator --root {escape(ws.root)} controlroom --as {OWNER} "
+            f"(the demo exits 0; run `regulator controlroom --root {escape(ws.root)} --as {OWNER} "
             f"--key {escape(key)}` to look around)"
         )
         return
     from controlroom.app import ControlRoom
 
-    ControlRoom(ws, OWNER).run()
+    ControlRoom(ws, OWNER, welcome=demo_welcome(ws.root, key, temporary=dir_ is None)).run()
+
+
+def demo_welcome(root: Path, key: Path, temporary: bool) -> str:
+    """What the room says as the demo opens it: where the workspace lives and how to come back."""
+    from controlroom.demo import OWNER
+
+    where = "a temporary folder: it stays until you delete it" if temporary else "the folder you gave"
+    return (
+        f"The demo workspace is {root} ({where}). Reopen it with: regulator controlroom --root {root} "
+        f"--as {OWNER} --key {key}. `?` shows this path again."
+    )

@@ -20,7 +20,9 @@ app = typer.Typer()
 door_app = typer.Typer(no_args_is_help=True, help="A unit's way to serve's door: from stdio or a shell.")
 app.add_typer(door_app, name="door")
 
-MISSING_EXTRA = "regulator serve needs the optional extra: pip install 'regulator[mcp]' (the mcp SDK)"
+MISSING_EXTRA = (
+    "regulator serve needs the optional extra: pip install -e '.[mcp]' from a checkout (the mcp SDK)"
+)
 DOOR_ENV, TOKEN_ENV = "REGULATOR_DOOR", "REGULATOR_DOOR_TOKEN"
 
 

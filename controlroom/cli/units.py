@@ -61,12 +61,23 @@ def unit_close(unit_id: Annotated[str, typer.Argument(metavar="UNIT")]) -> None:
     out(f"closed {unit_id}")
 
 
-@unit_app.command("decide")
+def _actions_epilog() -> str:
+    """Each recovery action and what it does, one paragraph each (wrapped at words)."""
+    from controlroom.meanings import RECOVERY
+
+    return "\n\n".join(f"{name}: {meaning}." for name, meaning in RECOVERY.items())
+
+
+@unit_app.command("decide", epilog=_actions_epilog())
 @global_options
 def unit_decide(
     unit_id: Annotated[str, typer.Argument(metavar="UNIT")],
     action: Annotated[
-        str, typer.Option(help="retry|repair|abort|remediate|replan|clarify|pause|escalate")
+        str,
+        typer.Option(
+            help="One of: retry, repair, abort, remediate, replan, clarify, pause, escalate (what each "
+            "does: below)."
+        ),
     ] = "",
     by: Annotated[str | None, typer.Option()] = None,
     rationale: Annotated[str, typer.Option()] = "",

@@ -38,7 +38,8 @@ def check_dispatch(ws: Workspace, state: State, unit: UnitState) -> None:
     if findings:
         raise Refused(
             f"dispatch of {unit.id} vetoed: stale-knowledge from unresolved finding(s) "
-            f"{', '.join(findings)}; resolve the finding first"
+            f"{', '.join(findings)}; resolve the finding first "
+            f"(regulator registry resolve {findings[0]} --by PERSON --rationale R --commit)"
         )
     if status != UnitStatus.TODO:
         raise BadInput(f"unit {unit.id} is {status}; dispatch needs a todo unit")

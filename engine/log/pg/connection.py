@@ -35,7 +35,7 @@ def _psycopg() -> Any:
         import psycopg
     except ImportError:
         raise Refused(
-            "this workspace's stores are on PostgreSQL: install the driver (pip install 'regulator[postgresql]')"
+            "this workspace's stores are on PostgreSQL: install the driver (from a checkout: pip install -e '.[postgresql]')"
         ) from None
     return psycopg
 
