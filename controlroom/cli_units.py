@@ -17,7 +17,9 @@ from controlroom.cli_common import (
     person_workspace,
 )
 
-unit_app = typer.Typer(no_args_is_help=True, help="Unit lifecycle: dispatch, close, decide, demote.")
+unit_app = typer.Typer(
+    no_args_is_help=True, help="Units: define (new, schema), run, and their lifecycle (dispatch, close, decide, demote)."
+)
 app = typer.Typer()
 app.add_typer(unit_app, name="unit")
 
@@ -107,6 +109,36 @@ def unit_demote(
     ws = person_workspace(by)
     demote(ws, unit_id, by, rationale)
     out(f"demoted {unit_id} to todo")
+
+
+@unit_app.command("new")
+@global_options
+def unit_new(
+    unit_id: Annotated[str, typer.Argument(metavar="ID")],
+    unit_type: Annotated[str, typer.Option("--type", help="Free text: research, implement, ...")] = "",
+    profile: Annotated[str, typer.Option(help="A profile of regulator/policy/profiles.yaml.")] = "",
+    title: Annotated[str, typer.Option(help="One line people read.")] = "",
+    contract: Annotated[str | None, typer.Option(help="The task, in words.")] = None,
+    budget_wall: Annotated[
+        str | None, typer.Option("--budget-wall", help="Wall-clock budget of a run: 30s, 15m, 2h, 1d.")
+    ] = None,
+) -> None:
+    """Write a valid contracts/ID.json (docs/units.md); never over an existing one."""
+    from engine.contracts import new_contract
+
+    ws = host_workspace()
+    path = new_contract(ws, unit_id, unit_type, profile, title, contract, budget_wall)
+    out(f"wrote {escape(path.relative_to(ws.root).as_posix())}; commit it, then `regulator unit run {unit_id} -- CMD`")
+
+
+@unit_app.command("schema")
+def unit_schema() -> None:
+    """Print the JSON Schema of contracts/<id>.json."""
+    import sys
+
+    from engine.contracts import schema_text
+
+    sys.stdout.write(schema_text())
 
 
 # ---- entry point -----------------------------------------------------------------------------

@@ -44,3 +44,13 @@ def obligation_id(signal_id: str, unit_id: str | None) -> str:
 def recovery_obligation_id(decision_id: str, unit_id: str) -> str:
     digest = hashlib.sha256(f"recovery\0{decision_id}\0{unit_id}".encode()).hexdigest()
     return digest[:20]
+
+
+def result_id(lease_hash: str) -> str:
+    """A result's id: one result per lease, so the same lease names the same result."""
+    return "R" + hashlib.sha256(f"result\0{lease_hash}".encode()).hexdigest()[:25]
+
+
+def expiry_id(lease_hash: str) -> str:
+    """A lease-expired event's id: two hosts (or one duty run twice) name the same expiry."""
+    return "X" + hashlib.sha256(f"lease-expired\0{lease_hash}".encode()).hexdigest()[:25]

@@ -11,6 +11,7 @@ LIMITS: dict[str, int] = {
     "claim": 64 * KIB,
     "observation": 64 * KIB,
     "note": 64 * KIB,
+    "summary": 64 * KIB,
     "rationale": 64 * KIB,
     "reason": 64 * KIB,
     "evidence": 4 * KIB,

@@ -9,18 +9,23 @@ import hashlib
 import json
 import os
 import secrets
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from engine import clock, ids
 from engine.actors import check_person, lease_hash, require_grant
-from engine.contracts import contract_path
-from engine.errors import BadInput
+from engine.contracts import contract_path, read_contract
+from engine.errors import BadInput, Refused
 from engine.limits import check_text
 from engine.load import load
 from engine.model import (
+    ADVISORY,
+    ASKS_RECOVERY,
     BLOCKING,
     OWED_TO,
     RECOVERY_ACTIONS,
+    RESULT_OUTCOMES,
     WAITING_ACTIONS,
     Disposition,
     EventKind,
@@ -30,7 +35,7 @@ from engine.model import (
     UnitState,
     UnitStatus,
 )
-from engine.queries import unit_status
+from engine.queries import STARTED, unit_status
 from engine.router import route_locked
 from engine.signing import person_event, signer_for
 from engine.vetoes import check_close, check_dispatch
@@ -38,10 +43,10 @@ from engine.workspace import LEASE_FILE, Workspace, check_unit_id
 
 
 def _known(ws: Workspace, unit_id: str) -> None:
-    """Bad input is refused before anything runs, routing included: nothing is written."""
+    """Bad input is refused before anything runs, routing included: nothing is written. An invalid
+    contract is named in one line (engine.contracts.read_contract)."""
     check_unit_id(unit_id)
-    if not contract_path(ws, unit_id).is_file():
-        raise BadInput(f"unit {unit_id!r} has no contract (contracts/{unit_id}.json); add it first")
+    read_contract(ws, unit_id)
 
 
 def _unit(state: State, unit_id: str) -> UnitState:
@@ -51,7 +56,19 @@ def _unit(state: State, unit_id: str) -> UnitState:
     return state.unit(unit_id)
 
 
-def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
+@dataclass(frozen=True)
+class LeaseTerms:
+    """How `unit run` leases a unit (SPEC §23); a plain `unit dispatch` takes none of them: its
+    lease never expires, its unit is not known to be confined and its lease file is in the worktree."""
+
+    ttl: int | None = None  # seconds; None: the lease never expires
+    confined: bool = False  # the child runs as another account (`--user`)
+    lease_dir: Path | None = None  # the lease file's folder, outside the worktree
+    owner: tuple[int, int] | None = None  # (uid, gid) the lease file is given to (`--user`)
+
+
+def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None, terms: LeaseTerms | None = None) -> dict:
+    terms = terms or LeaseTerms()
     _known(ws, unit_id)
     if worktree is not None:
         worktree = worktree.resolve()
@@ -65,7 +82,8 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
         contract = state.contracts[unit_id]
         # always random, even under a pinned clock; the log keeps only its hash (SPEC §15.2)
         token = secrets.token_urlsafe(32)
-        at = clock.iso(clock.now())
+        now = clock.now()
+        at = clock.iso(now)
         event = {
             "kind": EventKind.DISPATCH,
             "unit": unit_id,
@@ -78,16 +96,27 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
             "revision": ws.revision(worktree),
             "at": at,
         }
+        if terms.ttl is not None:
+            event["expiresAt"] = clock.iso(now + timedelta(seconds=terms.ttl))
+            event["ttl"] = terms.ttl
+        if terms.lease_dir is not None:
+            event["confined"] = terms.confined
         lease_file = None
-        if worktree is not None:  # written first: a dispatch whose lease cannot be handed over is none
-            lease_file = _write_lease(worktree, unit_id, token, ws, at)
+        folder = terms.lease_dir or worktree
+        if folder is not None:  # written first: a dispatch whose lease cannot be handed over is none
+            lease = {"unit": unit_id, "lease": token, "workspace": str(ws.root), "leasedAt": at}
+            if "expiresAt" in event:
+                lease["expiresAt"] = event["expiresAt"]
+            if terms.lease_dir is not None and worktree is not None:
+                lease["worktree"] = str(worktree)
+            lease_file = _write_lease(folder, lease, terms.owner)
         try:
             written = ws.store("units").append(event)
         except BaseException:
             if lease_file is not None:
                 lease_file.unlink(missing_ok=True)
             raise
-        return written | {"lease": token}
+        return written | {"lease": token, "leaseFile": str(lease_file) if lease_file else None}
 
 
 def _contract_hash(ws: Workspace, unit_id: str) -> str | None:
@@ -97,14 +126,16 @@ def _contract_hash(ws: Workspace, unit_id: str) -> str | None:
         return None
 
 
-def _write_lease(worktree: Path, unit_id: str, token: str, ws: Workspace, at: str) -> Path:
-    """The lease file, mode 0600, replaced whole (a temporary file renamed over it)."""
-    lease = {"unit": unit_id, "lease": token, "workspace": str(ws.root), "leasedAt": at}
-    target = worktree / LEASE_FILE
-    temporary = worktree / f".{LEASE_FILE}.{os.getpid()}"
+def _write_lease(folder: Path, lease: dict, owner: tuple[int, int] | None = None) -> Path:
+    """The lease file, mode 0600 (given to `owner` when named), replaced whole (a temporary file
+    renamed over it)."""
+    target = folder / LEASE_FILE
+    temporary = folder / f".{LEASE_FILE}.{os.getpid()}"
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            if owner is not None:
+                os.fchown(handle.fileno(), *owner)
             handle.write(json.dumps(lease, indent=2) + "\n")
         os.replace(temporary, target)
     except OSError as exc:
@@ -113,7 +144,7 @@ def _write_lease(worktree: Path, unit_id: str, token: str, ws: Workspace, at: st
         except OSError:
             pass
         raise BadInput(
-            f"--worktree {worktree}: cannot write the lease file ({exc.strerror}); nothing dispatched"
+            f"--worktree {folder}: cannot write the lease file ({exc.strerror}); nothing dispatched"
         ) from None
     return target
 
@@ -158,7 +189,8 @@ def _remove_lease_file(ws: Workspace, unit: UnitState) -> None:
             pass
 
 
-DECIDABLE = (UnitStatus.TODO, UnitStatus.IN_PROGRESS, UnitStatus.WAITING)  # a recovery decision applies
+# a recovery decision applies (a lost unit's lease expired: a person may decide what next, §23)
+DECIDABLE = (UnitStatus.TODO, UnitStatus.IN_PROGRESS, UnitStatus.WAITING, UnitStatus.LOST)
 
 
 def disposition_of(action: str) -> Disposition:
@@ -184,7 +216,7 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str | None, rationale: 
         status = unit_status(state, unit)
         if status not in DECIDABLE:
             raise BadInput(
-                f"unit {unit_id} is {status}; a recovery decision needs todo, in-progress or waiting"
+                f"unit {unit_id} is {status}; a recovery decision needs todo, in-progress, waiting or lost"
             )
         owed = [
             ob.id
@@ -227,8 +259,8 @@ def demote(ws: Workspace, unit_id: str, by: str | None, rationale: str) -> dict:
         state = load(ws)
         unit = _unit(state, unit_id)
         status = unit_status(state, unit)
-        if status != UnitStatus.IN_PROGRESS:
-            raise BadInput(f"unit {unit_id} is {status}; only an in-progress unit can be demoted")
+        if status not in STARTED:
+            raise BadInput(f"unit {unit_id} is {status}; only an in-progress or lost unit can be demoted")
         event = {
             "kind": EventKind.DEMOTE,
             "unit": unit_id,
@@ -240,3 +272,68 @@ def demote(ws: Workspace, unit_id: str, by: str | None, rationale: str) -> dict:
         written = ws.store("units").append(person_event(ws, signer, event))
         _remove_lease_file(ws, unit)
         return written
+
+
+def check_usage(usage: object) -> dict | None:
+    """A result's `usage` (SPEC §22): `{tokens, costUsd}`, each optional, neither negative."""
+    if usage is None:
+        return None
+    if not isinstance(usage, dict) or set(usage) - {"tokens", "costUsd"}:
+        raise BadInput("usage: expected {tokens, costUsd} (each optional)")
+    tokens, cost = usage.get("tokens"), usage.get("costUsd")
+    if tokens is not None and (type(tokens) is not int or tokens < 0):
+        raise BadInput("usage.tokens: expected a whole number, 0 or more")
+    if cost is not None and (type(cost) not in (int, float) or not 0 <= cost < 1e12):
+        raise BadInput("usage.costUsd: expected a number of dollars, 0 or more")
+    return {k: v for k, v in (("tokens", tokens), ("costUsd", cost)) if v is not None}
+
+
+def record_result(
+    ws: Workspace,
+    unit_id: str,
+    lease: str,
+    outcome: object,
+    summary: object,
+    *,
+    by: str = "unit",
+    usage: object = None,
+    exit_code: int | None = None,
+    duration_s: int | None = None,
+) -> dict:
+    """What a unit's run came to (SPEC §22, §23): one `result` per lease (`lease` is the token's
+    hash), by the unit through the door (`by` "unit") or by `unit run` when the unit reported none
+    (`by` "host", with the child's exit code and the run's duration). A `failed` or `blocked`
+    result opens an advisory obligation of kind `recovery` owed to S3: a person decides (§4.4)."""
+    if outcome not in RESULT_OUTCOMES:
+        raise BadInput(f"outcome: {outcome!r} is not one of {', '.join(RESULT_OUTCOMES)}")
+    summary = check_text("summary", summary, kind="summary")
+    checked_usage = check_usage(usage)
+    with ws.exclusive():
+        state = load(ws, stores=("signals", "units"))
+        unit = _unit(state, unit_id)
+        if unit_status(state, unit) != UnitStatus.IN_PROGRESS or unit.lease != lease:
+            raise Refused(f"unit {unit_id}: this lease is not its current one; no result recorded")
+        if unit.result is not None:
+            raise Refused(
+                f"unit {unit_id} already reported its result ({unit.result.outcome}) for this lease"
+            )
+        result_id = ids.result_id(lease)
+        event: dict = {
+            "kind": EventKind.RESULT,
+            "id": result_id,
+            "unit": unit_id,
+            "leaseHash": lease,
+            "outcome": str(outcome),
+            "summary": summary,
+            "by": by,
+            "at": clock.iso(clock.now()),
+        }
+        if checked_usage:
+            event["usage"] = checked_usage
+        if exit_code is not None:
+            event["exitCode"] = exit_code
+        if duration_s is not None:
+            event["durationS"] = duration_s
+        if outcome in ASKS_RECOVERY:
+            event["opens"] = {"id": ids.recovery_obligation_id(result_id, unit_id), "severity": ADVISORY, "owedTo": OWED_TO}
+        return ws.store("units").append(event)
