@@ -18,7 +18,8 @@ from controlroom.cli_common import (
 )
 
 unit_app = typer.Typer(
-    no_args_is_help=True, help="Units: define (new, schema), run, and their lifecycle (dispatch, close, decide, demote)."
+    no_args_is_help=True,
+    help="Units: define (new, schema), run, and their lifecycle (dispatch, close, decide, demote).",
 )
 app = typer.Typer()
 app.add_typer(unit_app, name="unit")
@@ -128,7 +129,9 @@ def unit_new(
 
     ws = host_workspace()
     path = new_contract(ws, unit_id, unit_type, profile, title, contract, budget_wall)
-    out(f"wrote {escape(path.relative_to(ws.root).as_posix())}; commit it, then `regulator unit run {unit_id} -- CMD`")
+    out(
+        f"wrote {escape(path.relative_to(ws.root).as_posix())}; commit it, then `regulator unit run {unit_id} -- CMD`"
+    )
 
 
 @unit_app.command("schema")

@@ -95,7 +95,9 @@ def _check_budget(budget: object) -> None:
     if budget is None or isinstance(budget, str) or type(budget) in (int, float):
         return
     if not isinstance(budget, dict):
-        raise ValueError("budget: expected {wallSeconds, tokens, costUsd} (or free text, which enforces nothing)")
+        raise ValueError(
+            "budget: expected {wallSeconds, tokens, costUsd} (or free text, which enforces nothing)"
+        )
     unknown = sorted(set(budget) - set(BUDGET_KEYS))
     if unknown:
         raise ValueError(f"budget: unknown key {unknown[0]!r} (known: {', '.join(BUDGET_KEYS)})")

@@ -436,7 +436,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
             )
             opened = event.opens
             if opened:
-                ob = Obligation(
+                recovery = Obligation(
                     id=opened["id"],
                     unit=unit_id,
                     kind=ObligationKind.RECOVERY,
@@ -448,10 +448,10 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                     subject=f"recovery: {unit_id} reported {event.outcome}: {event.summary}",
                     history=[at],
                 )
-                obligations.setdefault(ob.id, ob)
-                pending = state.pending.pop(ob.id, None)
+                obligations.setdefault(recovery.id, recovery)
+                pending = state.pending.pop(recovery.id, None)
                 if pending is not None:
-                    ob.close(pending)
+                    recovery.close(pending)
         elif kind == _LEASE_EXPIRED:
             reason = _expiry_refused(unit, event)
             if reason is not None:

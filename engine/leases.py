@@ -143,7 +143,7 @@ def expire_leases(ws: Workspace, now: datetime, beats: Heartbeats) -> list[dict[
                 "unit": unit.id,
                 "leaseHash": unit.lease,
                 "expiredAt": clock.iso(when),
-                "at": clock.iso(max(now, clock.now())),
+                "at": clock.iso(now),
             }
             written.append(ws.store("units").append(event))
     return written

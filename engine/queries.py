@@ -62,7 +62,11 @@ def awaiting_close(state: State, unit: UnitState, holding: list[Obligation] | No
     (SPEC §23): the unit's work is over, a person's disposition is not. `holding`: held_by, when
     the caller has it."""
     result = unit.result
-    if result is None or result.outcome != ResultOutcome.DONE or unit_status(state, unit) != UnitStatus.IN_PROGRESS:
+    if (
+        result is None
+        or result.outcome != ResultOutcome.DONE
+        or unit_status(state, unit) != UnitStatus.IN_PROGRESS
+    ):
         return False
     return bool(held_by(state, unit.id) if holding is None else holding)
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from engine.ladder import stale_knowledge
 from typing import Any
 
+from engine.ladder import stale_knowledge
 from engine.model import State, UnitResult
 from engine.queries import awaiting_close, confined, holds_index, unrouted
 from engine.storeless import authentication, status_of, stores

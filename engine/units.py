@@ -67,7 +67,9 @@ class LeaseTerms:
     owner: tuple[int, int] | None = None  # (uid, gid) the lease file is given to (`--user`)
 
 
-def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None, terms: LeaseTerms | None = None) -> dict:
+def dispatch(
+    ws: Workspace, unit_id: str, worktree: Path | None = None, terms: LeaseTerms | None = None
+) -> dict:
     terms = terms or LeaseTerms()
     _known(ws, unit_id)
     if worktree is not None:
@@ -84,7 +86,7 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None, terms: L
         token = secrets.token_urlsafe(32)
         now = clock.now()
         at = clock.iso(now)
-        event = {
+        event: dict = {
             "kind": EventKind.DISPATCH,
             "unit": unit_id,
             "leaseHash": lease_hash(token),
@@ -104,7 +106,7 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None, terms: L
         lease_file = None
         folder = terms.lease_dir or worktree
         if folder is not None:  # written first: a dispatch whose lease cannot be handed over is none
-            lease = {"unit": unit_id, "lease": token, "workspace": str(ws.root), "leasedAt": at}
+            lease: dict = {"unit": unit_id, "lease": token, "workspace": str(ws.root), "leasedAt": at}
             if "expiresAt" in event:
                 lease["expiresAt"] = event["expiresAt"]
             if terms.lease_dir is not None and worktree is not None:
@@ -335,5 +337,9 @@ def record_result(
         if duration_s is not None:
             event["durationS"] = duration_s
         if outcome in ASKS_RECOVERY:
-            event["opens"] = {"id": ids.recovery_obligation_id(result_id, unit_id), "severity": ADVISORY, "owedTo": OWED_TO}
+            event["opens"] = {
+                "id": ids.recovery_obligation_id(result_id, unit_id),
+                "severity": ADVISORY,
+                "owedTo": OWED_TO,
+            }
         return ws.store("units").append(event)
