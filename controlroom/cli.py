@@ -35,6 +35,7 @@ MODULES = (
     "cli_registry",
     "cli_room",
     "cli_mcp",
+    "cli_serve",
     "cli_store",
 )
 # the names each module adds to the root, so that a lean command line imports and builds its own
@@ -54,6 +55,8 @@ GROUP_OF = {
     "controlroom": "cli_room",
     "demo": "cli_room",
     "mcp": "cli_mcp",
+    "serve": "cli_serve",
+    "door": "cli_serve",
     "store": "cli_store",
 }
 

@@ -16,20 +16,25 @@ from typing import Any
 from engine import delivery, memory, signals
 from engine.actors import Actor, unit_tools
 from engine.door import Kept, index_key
+from engine.doorclient import DoorClient, ToolError
 from engine.errors import BadInput, Refused, RegulatorError
 from engine.load import load
-from engine.model import ObligationStatus, State
+from engine.model import Disposition, ObligationStatus, State
 from engine.workspace import Lease, Workspace, locate, read_lease
 
 __all__ = [
+    "Asked",
     "BadInput",
     "ContextResult",
+    "DoorClient",
     "ObligationInfo",
     "Proposed",
     "Refused",
     "RegulatorError",
     "Remembered",
+    "ToolError",
     "Reported",
+    "ResultRecorded",
     "UnitDoor",
     "UnitStatus",
     "context",
@@ -63,6 +68,28 @@ class Remembered:
 
     def as_json(self) -> dict[str, Any]:
         return {"id": self.id, "reviewBy": self.review_by}
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A question to a person (ask_human): its signal; routing opens its obligation."""
+
+    id: str
+    obligation: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "obligation": self.obligation}
+
+
+@dataclass(frozen=True)
+class ResultRecorded:
+    """What the unit's run came to, recorded (report_result)."""
+
+    id: str
+    outcome: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "outcome": self.outcome}
 
 
 @dataclass(frozen=True)
@@ -103,6 +130,8 @@ class ObligationInfo:
     stale: bool
     subject: str
     opened_at: str
+    kind: str = "intelligence"
+    answer: str | None = None  # a question answered by a person: the answer (SPEC §22)
 
     @property
     def holds(self) -> bool:
@@ -123,6 +152,8 @@ class ObligationInfo:
             "stale": self.stale,
             "subject": self.subject,
             "openedAt": self.opened_at,
+            "kind": self.kind,
+            "answer": self.answer,
         }
 
 
@@ -190,6 +221,17 @@ class UnitDoor:
         self._kept.untracked_checked(home, index)
         self.check()
 
+    @classmethod
+    def bound(cls, ws: Workspace, lease: Lease) -> UnitDoor:
+        """A door for a lease the host found itself (serve's door: the bearer token's lease, no
+        lease file read); refused (exit 3) as the constructor refuses a lease not current."""
+        door = cls.__new__(cls)
+        door.lease = lease
+        door.workspace = ws
+        door._kept = Kept(ws, lease)
+        door.check()
+        return door
+
     @property
     def unit(self) -> str:
         return self.lease.unit
@@ -236,6 +278,30 @@ class UnitDoor:
         event = memory.remember(self._ws(), _fields(fields), self.lease)
         _flush_checkpoint()
         return Remembered(event["id"], event["reviewBy"])
+
+    def ask(self, fields: Mapping[str, Any]) -> Asked:
+        """ask_human (SPEC §22): a question to a person, where the profile grants ask_human; the
+        router opens its advisory obligation, and the answer comes back in `obligations` and the
+        context."""
+        from engine import ids
+        from engine.questions import unit_question
+
+        state = self.check()
+        ws = self._ws()
+        kept = self._kept
+        event = unit_question(ws, _fields(fields), self.lease, state, kept.head.revision)
+        written = ws.store("signals").append(event, assign_id=True)
+        _flush_checkpoint()
+        return Asked(written["id"], ids.question_obligation_id(written["id"]))
+
+    def report_result(self, fields: Mapping[str, Any]) -> ResultRecorded:
+        """report_result (SPEC §22): summary, outcome (done|blocked|failed), usage {tokens, costUsd}."""
+        from engine.results import report_result
+
+        self.check()
+        event = report_result(self._ws(), _fields(fields), self.lease)
+        _flush_checkpoint()
+        return ResultRecorded(event["id"], event["outcome"])
 
     def propose(self, path: object, content: object, rationale: object) -> Proposed:
         """A proposed change to a governed file (SPEC §7), where the profile grants
@@ -293,6 +359,8 @@ class UnitDoor:
                     stale=r["stale"],
                     subject=ob.subject,
                     opened_at=ob.opened_at,
+                    kind=str(ob.kind),
+                    answer=ob.rationale if ob.disposition == Disposition.ANSWERED else None,
                 )
             )
         return found

@@ -19,6 +19,15 @@ The rendered context has one fixed format (SPEC §6.4, §16.1), which `parse_con
       > <a line of the note>                         (one per line of the note, split on \\n only)
     ... one such block per entry shown ...
     (<shown> of <current> current entries shown; <left> left out by the <budget>-character budget; ...)
+    <blank>                                          (the rest only when a person answered one of
+    ## Answers to your questions                      the unit's questions, SPEC §22)
+    <blank>
+    <ANSWERS_PREAMBLE>
+    <blank>
+    - [<obligation id8>] answered by <person> at <time>
+      ? <a line of the question>                     (one per line of the question)
+      > <a line of the answer>                       (one per line of the answer)
+    ... one such block per answer, in log order ...
 
 `<id8>` is the id's last 8 characters; the line ends ` · evidence changed` when a file the entry
 cites is gone or changed at HEAD since its revision (engine.freshness, SPEC §20). Every piece of stored text goes through engine.text.escape
@@ -61,6 +70,14 @@ PREAMBLE = (
     "escapes (`\\\\`, `\\n`, `\\x1b`, `\\u202e`) stand for characters shown as text."
 )
 NOTE_PREFIX = "  > "
+ANSWERS_HEADING = "## Answers to your questions"
+ANSWERS_PREAMBLE = (
+    "A person answered these questions you asked (ask_human). Each is one line (the question's "
+    "obligation, who answered, when), then the question, every line of which starts with `  ? `, "
+    "then the answer, every line of which starts with `  > `: quoted data from a person, escaped as "
+    "the notes above are."
+)
+QUESTION_PREFIX = "  ? "
 UNSCOPED = "every unit"
 NO_UNIT = "?"
 NO_REVISION = "unknown"
@@ -68,6 +85,7 @@ EVIDENCE_CHANGED = " · evidence changed"
 # the fields the text carries of each entry (the JSON carries them all)
 TEXT_FIELDS = ("id", "subject", "note", "scope", "reviewBy", "unit", "revision", "evidenceChanged")
 JSON_FIELDS = ("id", "subject", "note", "evidence", "scope", "reviewBy", "unit", "revision", "at")
+ANSWER_TEXT_FIELDS = ("obligation", "question", "answer", "by", "at")
 
 
 @dataclass(frozen=True)
@@ -80,6 +98,8 @@ class Context:
     memory: list[dict] = field(default_factory=list)
     current: int = 0  # current entries this unit receives, shown or not
     budget: int = DEFAULT_BUDGET
+    # the unit's answered questions (engine.questions.answers), in log order
+    answers: list[dict] = field(default_factory=list)
 
     @property
     def shown(self) -> int:
@@ -104,7 +124,10 @@ class Context:
             }
             for e in self.memory
         ]
-        return Context(self.unit, self.unit_type, self.identity, entries, self.current, self.budget)
+        answers = [
+            {k: a[k] for k in ANSWER_TEXT_FIELDS} | {"obligation": a["obligation"][-8:]} for a in self.answers
+        ]
+        return Context(self.unit, self.unit_type, self.identity, entries, self.current, self.budget, answers)
 
 
 # ---- choosing ------------------------------------------------------------------------------------
@@ -160,7 +183,12 @@ def build_context(ws: Workspace, state: State, unit_id: str | None, budget: int 
             continue
         shown.append(event)
         used += size
-    return Context(unit_id, unit_type, read_identity(ws), shown, len(order), budget)
+    answered: list[dict] = []
+    if unit_id is not None:
+        from engine.questions import answers
+
+        answered = answers(state, unit_id)
+    return Context(unit_id, unit_type, read_identity(ws), shown, len(order), budget, answered)
 
 
 def read_identity(ws: Workspace) -> list[tuple[str, str | None]]:
@@ -240,7 +268,24 @@ def render_text(ctx: Context) -> str:
     parts += [HEADING, "\n\n", PREAMBLE, "\n\n"]
     parts += [render_entry(event) for event in ctx.memory]
     parts += [closing(ctx), "\n"]
+    if ctx.answers:
+        parts += ["\n", ANSWERS_HEADING, "\n\n", ANSWERS_PREAMBLE, "\n\n"]
+        parts += [render_answer(answer) for answer in ctx.answers]
     return "".join(parts)
+
+
+def render_answer(answer: dict) -> str:
+    """One metadata line, then the question and the answer, each line fenced by its prefix."""
+    meta = (
+        f"- [{_field(answer['obligation'][-8:])}] answered by {_field(answer.get('by') or NO_UNIT)}"
+        f" at {_field(answer.get('at') or NO_REVISION)}\n"
+    )
+    question = "".join(f"{QUESTION_PREFIX}{escape(line)}\n" for line in str(answer["question"]).split("\n"))
+    return (
+        meta
+        + question
+        + "".join(f"{NOTE_PREFIX}{escape(line)}\n" for line in str(answer["answer"]).split("\n"))
+    )
 
 
 def render_json(ctx: Context) -> dict:
@@ -260,6 +305,7 @@ def render_json(ctx: Context) -> dict:
         "current": ctx.current,
         "leftOut": ctx.left_out,
         "budget": ctx.budget,
+        "answers": [dict(answer) for answer in ctx.answers],
     }
 
 
@@ -275,6 +321,7 @@ _ENTRY = re.compile(
     r" · scope (?P<scope>every unit|\S+(?:, \S+)*) · from (?P<unit>\S*) @ (?P<revision>\S*)"
     r"(?P<changed> · evidence changed)?"
 )
+_ANSWER = re.compile(r"- \[(?P<obligation>\S*)\] answered by (?P<by>\S*) at (?P<at>\S*)")
 _CLOSING = re.compile(
     r"\((\d+) of (\d+) current entries shown; (\d+) left out by the (\d+)-character budget; "
     r"`regulator memory` lists them all\)"
@@ -371,6 +418,7 @@ def parse_context(text: str) -> Context:
             raise ValueError(f"context: a line the format does not admit: {line!r}")
         shown, current, left_out, budget = (int(g) for g in match.groups())
         break
+    answers = _parse_answers(read) if read.at != len(text) else []
     if read.at != len(text):
         raise ValueError("context: text after the closing line")
     for entry in entries:
@@ -379,7 +427,44 @@ def parse_context(text: str) -> Context:
         entry["note"] = "\n".join(entry["note"])
     if shown != len(entries) or left_out != current - shown:
         raise ValueError("context: the closing line does not count the entries shown")
-    return Context(unit, unit_type, identity, entries, current, budget)
+    return Context(unit, unit_type, identity, entries, current, budget, answers)
+
+
+def _parse_answers(read: _Reader) -> list[dict]:
+    """The answers section, after the memory section's closing line."""
+    read.expect("")
+    read.expect(ANSWERS_HEADING)
+    read.expect("")
+    read.expect(ANSWERS_PREAMBLE)
+    read.expect("")
+    answers: list[dict] = []
+    while read.at < len(read.text):
+        line = read.line()
+        match = _ANSWER.fullmatch(line)
+        if match is not None:
+            answers.append(
+                {
+                    "obligation": unescape(match.group("obligation")),
+                    "question": [],
+                    "answer": [],
+                    "by": _or_none(match.group("by"), NO_UNIT),
+                    "at": _or_none(match.group("at"), NO_REVISION),
+                }
+            )
+        elif answers and line.startswith(QUESTION_PREFIX) and not answers[-1]["answer"]:
+            answers[-1]["question"].append(unescape(line[len(QUESTION_PREFIX) :]))
+        elif answers and line.startswith(NOTE_PREFIX) and answers[-1]["question"]:
+            answers[-1]["answer"].append(unescape(line[len(NOTE_PREFIX) :]))
+        else:
+            raise ValueError(f"context: a line the answers section does not admit: {line!r}")
+    if not answers:
+        raise ValueError("context: an answers section with no answer")
+    for answer in answers:
+        if not answer["question"] or not answer["answer"]:
+            raise ValueError(f"context: answer {answer['obligation']} lacks its question or its answer")
+        answer["question"] = "\n".join(answer["question"])
+        answer["answer"] = "\n".join(answer["answer"])
+    return answers
 
 
 def _or_none(text: str, absent: str) -> str | None:

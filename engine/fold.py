@@ -28,6 +28,7 @@ from engine.model import (
     WAITING_ACTIONS,
     Closing,
     Cursor,
+    Disposition,
     EventKind,
     MemoryEntry,
     Obligation,
@@ -45,7 +46,8 @@ from engine.workspace import Workspace
 # the names the hot loops compare with, bound once (an enum member read from its class costs more)
 _SIGNAL, _ROUTING, _DISPOSITION = EventKind.SIGNAL.value, EventKind.ROUTING.value, EventKind.DISPOSITION.value
 _OPEN, _RESOLVED, _ESCALATED = ObligationStatus.OPEN, ObligationStatus.RESOLVED, ObligationStatus.ESCALATED
-_INTELLIGENCE = ObligationKind.INTELLIGENCE
+_INTELLIGENCE, _QUESTION = ObligationKind.INTELLIGENCE, ObligationKind.QUESTION
+_ANSWERED = Disposition.ANSWERED.value
 _DISPATCH, _CLOSE, _DEMOTE, _DECISION = (
     k.value for k in (EventKind.DISPATCH, EventKind.CLOSE, EventKind.DEMOTE, EventKind.DECISION)
 )
@@ -96,6 +98,7 @@ class RoutedObligation(msgspec.Struct):
     blocks: bool
     unit: str | None = None
     owedTo: str = OWED_TO  # noqa: N815
+    kind: str | None = None  # "question" for a question's obligation (SPEC §22); else intelligence
 
 
 class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
@@ -312,7 +315,7 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                 obligations[ob_id] = Obligation(
                     ob_id,  # id
                     entry.unit,
-                    _INTELLIGENCE,  # kind
+                    _INTELLIGENCE if entry.kind is None else _kind_of(entry.kind),  # kind
                     signal_id,  # source
                     entry.severity,
                     entry.blocks,
@@ -350,6 +353,13 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                 ob.close(closing)
 
 
+def _kind_of(text: str) -> ObligationKind:
+    """The kind a routed obligation names: a question's, else intelligence (a routing record whose
+    kind is anything else was not written by the router: verify names it, the fold keeps it as
+    intelligence, which may hold)."""
+    return _QUESTION if text == _QUESTION.value else _INTELLIGENCE
+
+
 def _expiry(text: str) -> datetime | None:
     """A signal's expiry; one that is not a time (a line no engine wrote) never expires: its
     obligations keep holding rather than lapse (fail closed)."""
@@ -362,6 +372,9 @@ def _expiry(text: str) -> datetime | None:
 def _may_resolve(state: State, event: DispositionLine, ob: Obligation | None, at: int) -> bool:
     """A disposition counts only from a person the policy lets resolve that severity (an
     obligation not yet folded is a recovery decision's: blocking)."""
+    if event.disposition == _ANSWERED and (ob is None or ob.kind != _QUESTION):
+        state.uncounted.append(Uncounted("signals", at >> 2, "answered: a disposition of questions only"))
+        return False
     severity = ob.severity if ob is not None else BLOCKING
     people = state.auth.people_for("signals", at >> 2, event.at)
     if not people.grants:  # no interaction policy known (a store without its identity): as before

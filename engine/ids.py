@@ -54,3 +54,9 @@ def result_id(lease_hash: str) -> str:
 def expiry_id(lease_hash: str) -> str:
     """A lease-expired event's id: two hosts (or one duty run twice) name the same expiry."""
     return "X" + hashlib.sha256(f"lease-expired\0{lease_hash}".encode()).hexdigest()[:25]
+
+
+def question_obligation_id(signal_id: str) -> str:
+    """The one obligation a question (a signal of type question, SPEC §22) opens, owed to S3."""
+    digest = hashlib.sha256(f"question\0{signal_id}".encode()).hexdigest()
+    return digest[:20]

@@ -33,6 +33,7 @@ class ObligationKind(StrEnum):
     INTELLIGENCE = "intelligence"  # from a routed signal
     RECOVERY_DECISION = "recovery-decision"  # opened by a unit's recovery decision
     RECOVERY = "recovery"  # opened by a failed or blocked result: a person decides (SPEC §23)
+    QUESTION = "question"  # a unit's question to a person (ask_human), routed from its signal (§22)
 
 
 class UnitStatus(StrEnum):
@@ -85,6 +86,7 @@ class Disposition(StrEnum):
     RESEARCH_REQUESTED = "research-requested"
     REJECTED = "rejected"  # an abort
     ESCALATED = "escalated"  # a waiting action
+    ANSWERED = "answered"  # a person's answer to a question (its rationale is the answer, §22)
 
 
 PERSON_DISPOSITIONS = (
@@ -93,6 +95,7 @@ PERSON_DISPOSITIONS = (
     Disposition.REWORK,
     Disposition.REPLAN,
     Disposition.RESEARCH_REQUESTED,
+    Disposition.ANSWERED,  # on questions only (engine.obligations.resolve)
 )
 
 

@@ -8,12 +8,28 @@ from engine.errors import BadInput, Refused
 from engine.limits import check_text
 from engine.load import load
 from engine.lookup import by_prefix, check_prefix
-from engine.model import PERSON_DISPOSITIONS, EventKind, Obligation, ObligationKind, ObligationStatus, State
+from engine.model import (
+    PERSON_DISPOSITIONS,
+    Disposition,
+    EventKind,
+    Obligation,
+    ObligationKind,
+    ObligationStatus,
+    State,
+)
 from engine.router import route_locked
 from engine.signing import person_event, signer_for
 from engine.workspace import Workspace
 
 DISPOSITIONS = PERSON_DISPOSITIONS  # what `obligation resolve --disposition` accepts
+_FROM_SIGNALS = (ObligationKind.INTELLIGENCE, ObligationKind.QUESTION)
+
+
+def dispositions_for(ob: Obligation) -> tuple[str, ...]:
+    """What a person may dispose of this obligation with: `answered` on questions only (§22)."""
+    if ob.kind == ObligationKind.QUESTION:
+        return tuple(DISPOSITIONS)
+    return tuple(d for d in DISPOSITIONS if d != Disposition.ANSWERED)
 
 
 def record(state: State, ob: Obligation) -> dict:
@@ -23,7 +39,7 @@ def record(state: State, ob: Obligation) -> dict:
     return {
         "id": ob.id,
         "unit": ob.unit,
-        "signal": ob.source if ob.kind == ObligationKind.INTELLIGENCE else None,
+        "signal": ob.source if ob.kind in _FROM_SIGNALS else None,
         "severity": ob.severity,
         "blocks": ob.blocks,
         "owedTo": ob.owed_to,
@@ -31,6 +47,14 @@ def record(state: State, ob: Obligation) -> dict:
         "disposition": ob.disposition,
         "stale": is_stale(state, ob),
     }
+
+
+def _check_disposition(ob: Obligation, disposition: str) -> None:
+    if disposition not in dispositions_for(ob):
+        raise BadInput(
+            f"--disposition {disposition}: allowed on questions only; obligation {ob.id} is of kind "
+            f"{ob.kind} (use one of {', '.join(dispositions_for(ob))})"
+        )
 
 
 def find(state: State, prefix: str) -> Obligation:
@@ -53,13 +77,16 @@ def resolve(ws: Workspace, prefix: str, by: str | None, disposition: str, ration
         raise BadInput(f"--disposition {disposition!r} is not one of {', '.join(DISPOSITIONS)}")
     rationale = check_text("--rationale", rationale, kind="rationale")
     require_grant(ws, person, "resolve", "resolve an obligation")
-    _may_resolve(ws, person, find(load(ws, stores=("signals", "units")), prefix))  # before any key
+    found = find(load(ws, stores=("signals", "units")), prefix)
+    _check_disposition(found, disposition)  # bad input before any key is asked for
+    _may_resolve(ws, person, found)  # before any key
     signer = signer_for(ws, person)  # before the lock: a passphrase is never asked under it
     with ws.exclusive():
         route_locked(ws)
         state = load(ws, stores=("signals", "units"))
         ob = find(state, prefix)
         _may_resolve(ws, person, ob)
+        _check_disposition(ob, disposition)
         if ob.status != ObligationStatus.OPEN:
             raise Refused(
                 f"obligation {ob.id} is already {ob.status} ({ob.disposition}) by {ob.by} at {ob.closed_at}"

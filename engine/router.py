@@ -9,7 +9,7 @@ from engine import clock, ids
 from engine.errors import RegulatorError
 from engine.fold import advance
 from engine.load import load
-from engine.model import EventKind, State
+from engine.model import OWED_TO, EventKind, State
 from engine.queries import unrouted
 from engine.workspace import Workspace
 from identity.policy import RoutingPolicy
@@ -53,8 +53,47 @@ def unroutable(signal: dict, policy: RoutingPolicy) -> str | None:
     return None
 
 
+QUESTION = "question"  # the `type` of a signal that asks a person (ask_human, SPEC §22)
+ADVISORY = "advisory"
+
+
+def route_question(signal: dict, policy: RoutingPolicy, now: datetime) -> dict | None:
+    """A question (a signal of type question) opens one advisory obligation of kind question on
+    the asking unit, owed to S3, whatever its text says: it holds nothing. None where the line is
+    not a question ask_human writes (it is then routed as any other signal)."""
+    unit = signal.get("unit")
+    if not isinstance(unit, str) or not isinstance(signal.get("question"), str):
+        return None
+    # the policy's own advisory, else its lowest severity: a question never blocks
+    severity = ADVISORY if ADVISORY in policy.severities else policy.severities[0]
+    return {
+        "kind": EventKind.ROUTING,
+        "signal": signal["id"],
+        "reportedSeverity": None,
+        "derivedSeverity": severity,
+        "floors": [],
+        "obligations": [
+            {
+                "id": ids.question_obligation_id(signal["id"]),
+                "unit": unit,
+                "severity": severity,
+                "blocks": False,
+                "owedTo": OWED_TO,
+                "kind": QUESTION,
+            }
+        ],
+        "at": clock.iso(now),
+        "outcome": "obligations",
+        "reason": f"a question from {unit}, owed to {OWED_TO} ({severity}: it holds nothing)",
+    }
+
+
 def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> dict:
     """The routing record for one signal: pure, so routing twice decides the same thing."""
+    if signal.get("type") == QUESTION:
+        asked = route_question(signal, policy, now)
+        if asked is not None:
+            return asked
     rule = policy.rules[RULE]
     problem = unroutable(signal, policy)
     if problem is not None:

@@ -16,16 +16,13 @@ from pathlib import Path
 from engine import clock, ids
 from engine.actors import check_person, lease_hash, require_grant
 from engine.contracts import contract_path, read_contract
-from engine.errors import BadInput, Refused
+from engine.errors import BadInput
 from engine.limits import check_text
 from engine.load import load
 from engine.model import (
-    ADVISORY,
-    ASKS_RECOVERY,
     BLOCKING,
     OWED_TO,
     RECOVERY_ACTIONS,
-    RESULT_OUTCOMES,
     WAITING_ACTIONS,
     Disposition,
     EventKind,
@@ -274,72 +271,3 @@ def demote(ws: Workspace, unit_id: str, by: str | None, rationale: str) -> dict:
         written = ws.store("units").append(person_event(ws, signer, event))
         _remove_lease_file(ws, unit)
         return written
-
-
-def check_usage(usage: object) -> dict | None:
-    """A result's `usage` (SPEC §22): `{tokens, costUsd}`, each optional, neither negative."""
-    if usage is None:
-        return None
-    if not isinstance(usage, dict) or set(usage) - {"tokens", "costUsd"}:
-        raise BadInput("usage: expected {tokens, costUsd} (each optional)")
-    tokens, cost = usage.get("tokens"), usage.get("costUsd")
-    if tokens is not None and (type(tokens) is not int or tokens < 0):
-        raise BadInput("usage.tokens: expected a whole number, 0 or more")
-    if cost is not None and (type(cost) not in (int, float) or not 0 <= cost < 1e12):
-        raise BadInput("usage.costUsd: expected a number of dollars, 0 or more")
-    return {k: v for k, v in (("tokens", tokens), ("costUsd", cost)) if v is not None}
-
-
-def record_result(
-    ws: Workspace,
-    unit_id: str,
-    lease: str,
-    outcome: object,
-    summary: object,
-    *,
-    by: str = "unit",
-    usage: object = None,
-    exit_code: int | None = None,
-    duration_s: int | None = None,
-) -> dict:
-    """What a unit's run came to (SPEC §22, §23): one `result` per lease (`lease` is the token's
-    hash), by the unit through the door (`by` "unit") or by `unit run` when the unit reported none
-    (`by` "host", with the child's exit code and the run's duration). A `failed` or `blocked`
-    result opens an advisory obligation of kind `recovery` owed to S3: a person decides (§4.4)."""
-    if outcome not in RESULT_OUTCOMES:
-        raise BadInput(f"outcome: {outcome!r} is not one of {', '.join(RESULT_OUTCOMES)}")
-    summary = check_text("summary", summary, kind="summary")
-    checked_usage = check_usage(usage)
-    with ws.exclusive():
-        state = load(ws, stores=("signals", "units"))
-        unit = _unit(state, unit_id)
-        if unit_status(state, unit) != UnitStatus.IN_PROGRESS or unit.lease != lease:
-            raise Refused(f"unit {unit_id}: this lease is not its current one; no result recorded")
-        if unit.result is not None:
-            raise Refused(
-                f"unit {unit_id} already reported its result ({unit.result.outcome}) for this lease"
-            )
-        result_id = ids.result_id(lease)
-        event: dict = {
-            "kind": EventKind.RESULT,
-            "id": result_id,
-            "unit": unit_id,
-            "leaseHash": lease,
-            "outcome": str(outcome),
-            "summary": summary,
-            "by": by,
-            "at": clock.iso(clock.now()),
-        }
-        if checked_usage:
-            event["usage"] = checked_usage
-        if exit_code is not None:
-            event["exitCode"] = exit_code
-        if duration_s is not None:
-            event["durationS"] = duration_s
-        if outcome in ASKS_RECOVERY:
-            event["opens"] = {
-                "id": ids.recovery_obligation_id(result_id, unit_id),
-                "severity": ADVISORY,
-                "owedTo": OWED_TO,
-            }
-        return ws.store("units").append(event)

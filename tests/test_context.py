@@ -74,7 +74,7 @@ def test_context_json_has_every_field_raw(ws):
     first = remember(ws, u1, subject="TZ", note="set TZ=UTC\nfor the tests", scope=["implement"])
     second = remember(ws, u1, subject="mirror \u202e", note="slow before 09:00")
     data = ws.json("context", "u3")
-    assert set(data) == {"unit", "identity", "memory", "shown", "current", "leftOut", "budget"}
+    assert set(data) == {"unit", "identity", "memory", "shown", "current", "leftOut", "budget", "answers"}
     assert data["unit"] == "u3"
     assert [f["path"] for f in data["identity"]] == [
         "regulator/identity/invariants.md",

@@ -16,7 +16,8 @@ from engine.errors import BadInput, Refused
 from engine.leases import MemoryHeartbeats, expire_leases
 from engine.load import load
 from engine.queries import awaiting_close, unit_status
-from engine.units import LeaseTerms, close, dispatch, record_result
+from engine.results import record_host_result, report_result
+from engine.units import LeaseTerms, close, dispatch
 from engine.workspace import locate, read_lease
 from tests.helpers import NOW, make_workspace, report_args
 
@@ -48,6 +49,12 @@ def run_lease(ws, unit_id: str, ttl: int | None = 60) -> dict:
     folder = ws.leases / unit_id
     folder.mkdir(exist_ok=True)
     return dispatch(ws.engine, unit_id, ws.root, LeaseTerms(ttl=ttl, lease_dir=folder))
+
+
+def unit_result(ws, unit_id: str, outcome: str, summary: str) -> dict:
+    """The unit's own report_result, through its lease (as the door calls it)."""
+    lease = read_lease(ws.leases / unit_id / ".regulator-lease.json")
+    return report_result(ws.engine, {"outcome": outcome, "summary": summary}, lease)
 
 
 def state_of(ws):
@@ -135,8 +142,8 @@ def test_old_leases_and_recorded_results_never_expire(fleet):
     old = dispatch(fleet.engine, "u1", fleet.root)  # `unit dispatch`: no time, as before this round
     assert "expiresAt" not in old
     run_lease(fleet, "r1", ttl=5)
-    done = run_lease(fleet, "u3", ttl=5)
-    record_result(fleet.engine, "u3", done["leaseHash"], "done", "found nothing", by="unit")
+    run_lease(fleet, "u3", ttl=5)
+    unit_result(fleet, "u3", "done", "found nothing")
     beats = MemoryHeartbeats(started=fleet.at(0))
     written = expire_leases(fleet.engine, fleet.at(400 * 86400), beats)
     assert [e["unit"] for e in written] == ["r1"]
@@ -145,15 +152,15 @@ def test_old_leases_and_recorded_results_never_expire(fleet):
 def test_one_result_per_lease_and_a_failed_one_asks_for_recovery(fleet):
     event = run_lease(fleet, "r1")
     with pytest.raises(Refused, match="lease is not its current one"):
-        record_result(fleet.engine, "r1", "0" * 64, "done", "x")
+        record_host_result(fleet.engine, "r1", "0" * 64, "done", "x", 0, 1)
     with pytest.raises(BadInput, match="outcome: 'finished' is not one of done, blocked, failed"):
-        record_result(fleet.engine, "r1", event["leaseHash"], "finished", "x")
-    written = record_result(
-        fleet.engine, "r1", event["leaseHash"], "failed", "exit 3", by="host", exit_code=3, duration_s=2
-    )
+        unit_result(fleet, "r1", "finished", "x")
+    written = record_host_result(fleet.engine, "r1", event["leaseHash"], "failed", "exit 3", 3, 2)
     assert written["opens"]["severity"] == "advisory"
     with pytest.raises(Refused, match="already reported its result \\(failed\\)"):
-        record_result(fleet.engine, "r1", event["leaseHash"], "done", "again")
+        unit_result(fleet, "r1", "done", "again")
+    # the host's result stands aside for one already recorded: it writes nothing
+    assert record_host_result(fleet.engine, "r1", event["leaseHash"], "done", "x", 0, 1) is None
     state = state_of(fleet)
     recovery = state.obligations[written["opens"]["id"]]
     assert (recovery.kind, recovery.blocks, recovery.unit, recovery.owed_to) == ("recovery", False, "r1", "S3")
@@ -176,8 +183,8 @@ def test_one_result_per_lease_and_a_failed_one_asks_for_recovery(fleet):
 
 
 def test_awaiting_close_is_a_done_result_and_a_held_close(fleet):
-    event = run_lease(fleet, "u1")
-    record_result(fleet.engine, "u1", event["leaseHash"], "done", "implemented", by="unit")
+    run_lease(fleet, "u1")
+    unit_result(fleet, "u1", "done", "implemented")
     state = state_of(fleet)
     assert not awaiting_close(state, state.units["u1"])  # nothing holds it: it may close
     fleet.run(*report_args(severity="blocking", affects=["u1"]), "--by", "alice", check=True)

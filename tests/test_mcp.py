@@ -143,7 +143,16 @@ def test_tools_and_their_schemas(fleet):
     listed = fleet.portal.call(fleet.sessions["r1"].list_tools)
     tools = {t.name: t for t in listed.tools}
     assert sorted(tools) == sorted(
-        ["report_intelligence", "remember", "context", "obligations", "status", "propose_identity_change"]
+        [
+            "report_intelligence",
+            "remember",
+            "context",
+            "obligations",
+            "status",
+            "propose_identity_change",
+            "report_result",
+            "ask_human",
+        ]
     )
     schema = {name: t.input_schema for name, t in tools.items()}
     assert set(schema["report_intelligence"]["properties"]) == SIGNAL_FIELDS
