@@ -13,7 +13,8 @@ import pytest
 from engine import clock
 from engine.actors import check_lease, lease_hash
 from engine.errors import BadInput, Refused
-from engine.leases import MemoryHeartbeats, expire_leases
+from engine import heartbeat
+from engine.leases import ProcessHeartbeats, expire_leases
 from engine.load import load
 from engine.queries import awaiting_close, unit_status
 from engine.results import record_host_result, report_result
@@ -69,7 +70,9 @@ def test_durations_are_n_and_a_unit(text, seconds):
     assert clock.parse_duration(clock.format_duration(seconds)) == seconds
 
 
-@pytest.mark.parametrize("text", ["30", "0s", "-5m", "1.5h", "15 m", "15M", "m", "", "15mm", "٣s", "01m", None, 15])
+@pytest.mark.parametrize(
+    "text", ["30", "0s", "-5m", "1.5h", "15 m", "15M", "m", "", "15mm", "٣s", "01m", None, 15]
+)
 def test_anything_else_is_bad_input_naming_the_field(text):
     with pytest.raises(BadInput, match="--ttl: .* is not a duration such as 30s, 15m, 2h or 14d"):
         clock.parse_duration(text, "--ttl")
@@ -82,7 +85,7 @@ def test_a_lease_past_its_time_expires_once_and_the_unit_is_lost(fleet):
     assert (fleet.leases / "r1" / ".regulator-lease.json").stat().st_mode & 0o777 == 0o600
     dispatched = clock.parse_time(event["at"])
     assert event["expiresAt"] == clock.iso(dispatched + timedelta(seconds=60)) and event["ttl"] == 60
-    beats = MemoryHeartbeats(started=dispatched)
+    beats = ProcessHeartbeats(started=dispatched)
     # before its time: nothing written
     assert expire_leases(fleet.engine, fleet.at(59), beats) == []
     written = expire_leases(fleet.engine, fleet.at(61), beats)
@@ -115,12 +118,14 @@ def test_a_lost_unit_is_held_as_before(fleet):
     run_lease(fleet, "u1", ttl=5)
     fleet.run(*report_args(severity="blocking"), "--by", "alice", check=True)
     fleet.run("signals", "route", check=True)
-    beats = MemoryHeartbeats(started=fleet.at(0))
+    beats = ProcessHeartbeats(started=fleet.at(0))
     expire_leases(fleet.engine, fleet.at(10), beats)
     once = fleet.run("controlroom", "--once", "--json")
     assert once.returncode == 1
     reasons = json.loads(once.stdout)["exitReasons"]
-    assert any(r.startswith("u1 is lost (its lease expired while in progress) and held by blocking") for r in reasons)
+    assert any(
+        r.startswith("u1 is lost (its lease expired while in progress) and held by blocking") for r in reasons
+    )
     # dispatch from lost is allowed, but vetoes apply first
     with pytest.raises(Refused, match="dispatch of u1 vetoed: held by open obligation"):
         run_lease(fleet, "u1")
@@ -129,11 +134,12 @@ def test_a_lost_unit_is_held_as_before(fleet):
 def test_heartbeats_and_a_restart_grace_extend_a_lease(fleet):
     event = run_lease(fleet, "r1", ttl=60)
     dispatched = clock.parse_time(event["at"])
-    beats = MemoryHeartbeats(started=dispatched)
-    beats.beat(event["leaseHash"], dispatched + timedelta(seconds=50))
+    beats = ProcessHeartbeats(started=dispatched)
+    fleet.at(50)
+    heartbeat.beat(event["leaseHash"])  # a door call, 50 s in
     assert expire_leases(fleet.engine, fleet.at(100), beats) == []  # beat + 60 = 110
     # a host that (re)started later gives every lease one full TTL from its start
-    restarted = MemoryHeartbeats(started=dispatched + timedelta(seconds=200))
+    restarted = ProcessHeartbeats(started=dispatched + timedelta(seconds=200))
     assert expire_leases(fleet.engine, fleet.at(250), restarted) == []
     assert len(expire_leases(fleet.engine, fleet.at(261), restarted)) == 1
 
@@ -144,7 +150,7 @@ def test_old_leases_and_recorded_results_never_expire(fleet):
     run_lease(fleet, "r1", ttl=5)
     run_lease(fleet, "u3", ttl=5)
     unit_result(fleet, "u3", "done", "found nothing")
-    beats = MemoryHeartbeats(started=fleet.at(0))
+    beats = ProcessHeartbeats(started=fleet.at(0))
     written = expire_leases(fleet.engine, fleet.at(400 * 86400), beats)
     assert [e["unit"] for e in written] == ["r1"]
 
@@ -163,7 +169,12 @@ def test_one_result_per_lease_and_a_failed_one_asks_for_recovery(fleet):
     assert record_host_result(fleet.engine, "r1", event["leaseHash"], "done", "x", 0, 1) is None
     state = state_of(fleet)
     recovery = state.obligations[written["opens"]["id"]]
-    assert (recovery.kind, recovery.blocks, recovery.unit, recovery.owed_to) == ("recovery", False, "r1", "S3")
+    assert (recovery.kind, recovery.blocks, recovery.unit, recovery.owed_to) == (
+        "recovery",
+        False,
+        "r1",
+        "S3",
+    )
     row = next(u for u in fleet.json("status")["units"] if u["id"] == "r1")
     assert row["status"] == "in-progress" and row["awaitingClose"] is False
     assert row["result"] == {
@@ -176,7 +187,9 @@ def test_one_result_per_lease_and_a_failed_one_asks_for_recovery(fleet):
         "at": written["at"],
     }
     # a recovery decision disposes of it with the unit's other S3 obligations (§4.4)
-    fleet.run("unit", "decide", "r1", "--action", "retry", "--by", "alice", "--rationale", "again", check=True)
+    fleet.run(
+        "unit", "decide", "r1", "--action", "retry", "--by", "alice", "--rationale", "again", check=True
+    )
     state = state_of(fleet)
     assert state.obligations[recovery.id].status == "resolved"
     assert unit_status(state, state.units["r1"]) == "todo"
@@ -221,3 +234,23 @@ def test_forged_expiry_and_result_lines_count_for_nothing(fleet):
     reasons = [u.reason for u in state.uncounted]
     assert any("lease-expired for r1 before its lease's time" in r for r in reasons)
     assert any("result for r1 under a lease that is not its current one" in r for r in reasons)
+
+
+def test_heartbeats_on_postgresql_are_a_row_that_only_moves_forward(pg_url):
+    """Every host's door beats; the leader reads them from `regulator.leases` (never the log)."""
+    from engine import pgstore
+    from engine.leases import PgHeartbeats
+
+    pgstore.create_schema(pg_url)
+    start = clock.parse_time(NOW)
+    beats = PgHeartbeats(pg_url, start)
+    other = PgHeartbeats(pg_url, start)  # a second host: it sees what the first wrote
+    beats.record("a" * 64, start + timedelta(seconds=30))
+    assert other.last("a" * 64) == start + timedelta(seconds=30)
+    other.record("a" * 64, start + timedelta(seconds=10))  # a late beat of an earlier moment
+    assert beats.last("a" * 64) == start + timedelta(seconds=30)
+    assert beats.last("b" * 64) is None
+    events = pgstore._run(
+        pg_url, lambda c: c.execute("SELECT count(*) FROM regulator.events").fetchone()[0], tx=False
+    )
+    assert events == 0  # heartbeats never grow the log
