@@ -36,6 +36,7 @@ MODULES = (
     "cli_room",
     "cli_mcp",
     "cli_serve",
+    "cli_hook",
     "cli_store",
 )
 # the names each module adds to the root, so that a lean command line imports and builds its own
@@ -57,6 +58,7 @@ GROUP_OF = {
     "mcp": "cli_mcp",
     "serve": "cli_serve",
     "door": "cli_serve",
+    "hook": "cli_hook",
     "store": "cli_store",
 }
 

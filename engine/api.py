@@ -18,6 +18,7 @@ from engine.actors import Actor, unit_tools
 from engine.door import Kept, index_key
 from engine.doorclient import DoorClient, ToolError
 from engine.errors import BadInput, Refused, RegulatorError
+from engine.harness import CLAUDE_CODE, grants_for
 from engine.load import load
 from engine.model import Disposition, ObligationStatus, State
 from engine.workspace import Lease, Workspace, locate, read_lease
@@ -170,6 +171,9 @@ class UnitStatus:
     stale_knowledge: list[str] = field(default_factory=list)
     grants: list[str] = field(default_factory=list)
     unrouted: int = 0  # signals not yet routed: an obligation may still be on its way
+    checks: list[str] = field(default_factory=list)  # the commands run_checks may run (its contract's)
+    # what its profile grants in each harness (engine.harness.Grants.as_json), for the hooks (§23)
+    harness: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -182,6 +186,8 @@ class UnitStatus:
             "staleKnowledge": list(self.stale_knowledge),
             "grants": list(self.grants),
             "unrouted": self.unrouted,
+            "checks": list(self.checks),
+            "harness": dict(self.harness),
         }
 
 
@@ -375,6 +381,9 @@ class UnitDoor:
         data = derive(ws, loaded)
         row = next(u for u in data["units"] if u["id"] == self.unit)
         unit_type, profile, tools = unit_tools(ws, loaded, self.unit)
+        contract = loaded.contracts.get(self.unit)
+        checks = list(contract.checks) if contract is not None else []
+        mapping = ws.profiles().harness(CLAUDE_CODE)
         return UnitStatus(
             unit=self.unit,
             type=unit_type,
@@ -385,6 +394,8 @@ class UnitDoor:
             stale_knowledge=list(row["staleKnowledge"]),
             grants=list(tools),
             unrouted=data["unrouted"] or 0,
+            checks=checks,
+            harness={CLAUDE_CODE: grants_for(profile, tools, mapping, checks).as_json()},
         )
 
 
