@@ -105,7 +105,9 @@ def _pre_tool_use(payload: dict[str, Any] | None) -> dict[str, Any] | None:
         status = _client().status()
         grants = Grants.from_json((status.get("harness") or {}).get(CLAUDE_CODE))
     except (RegulatorError, ValueError) as exc:
-        return deny_output(f"regulator's door did not answer ({exc}); every tool but the door's own is denied")
+        return deny_output(
+            f"regulator's door did not answer ({exc}); every tool but the door's own is denied"
+        )
     reason = decide_tool(grants, tool, payload.get("tool_input"))
     return None if reason is None else deny_output(reason)
 

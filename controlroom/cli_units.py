@@ -134,6 +134,52 @@ def unit_new(
     )
 
 
+@unit_app.command("run")
+@global_options
+def unit_run(
+    unit_id: Annotated[str, typer.Argument(metavar="UNIT")],
+    command: Annotated[
+        list[str] | None, typer.Argument(metavar="-- CMD ARGS…", help="The agent to run.")
+    ] = None,
+    worktree: Annotated[
+        Path | None,
+        typer.Option(help="Where the unit works (default .worktrees/UNIT, a git worktree at trunk)."),
+    ] = None,
+    user: Annotated[
+        str | None,
+        typer.Option(metavar="ACCOUNT", help="Run as this account: the unit is confined (needs root)."),
+    ] = None,
+    harness: Annotated[str, typer.Option(help="claude-code (MCP config, settings, hooks) or env.")] = "env",
+    ttl: Annotated[
+        str, typer.Option(metavar="DURATION|none", help="How long the lease lives past its last heartbeat.")
+    ] = "15m",
+    wait: Annotated[
+        bool, typer.Option("--wait", help="When a hold vetoes the close, wait for its disposition.")
+    ] = False,
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", metavar="NAME", help="Pass this variable on too; repeat for more."),
+    ] = None,
+) -> None:
+    """Run an agent as UNIT under `serve`: dispatch (vetoes first), a worktree, the lease, the
+    allowlisted environment with the door's URL and token; then its result, and the close (exit 0),
+    awaiting close (exit 3), or a recovery obligation for failed|blocked (exit 1)."""
+    import sys
+
+    from engine.unitrun import RunRequest, run
+
+    ws = host_workspace()
+    request = RunRequest(unit_id, list(command or []), worktree, user, harness, ttl, wait, list(env or []))
+
+    def say(line: str) -> None:
+        sys.stderr.write(f"regulator: {escape(line)}\n")
+        sys.stderr.flush()
+
+    code = run(ws, request, say)
+    if code:
+        raise typer.Exit(code)
+
+
 @unit_app.command("schema")
 def unit_schema() -> None:
     """Print the JSON Schema of contracts/<id>.json."""
