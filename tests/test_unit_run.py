@@ -61,10 +61,27 @@ def run_unit(ws, *args: str, env: dict | None = None) -> subprocess.CompletedPro
     return done
 
 
+STARTED: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def _stop_runs():
+    """A run a failed test left behind is stopped: SIGTERM reaches its child's group through it."""
+    yield
+    while STARTED:
+        host = STARTED.pop()
+        if host.poll() is None:
+            host.send_signal(signal.SIGTERM)
+            try:
+                host.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(host.pid, signal.SIGKILL)
+
+
 def start_unit(ws, *args: str, env: dict | None = None) -> subprocess.Popen:
     """`unit run` in the background, in a session of its own (so a test can kill the host)."""
     merged = dict(ws.env, **(env or {}))
-    return subprocess.Popen(
+    host = subprocess.Popen(
         [REGULATOR, "unit", "run", *args],
         cwd=ws.root,
         env=merged,
@@ -73,6 +90,8 @@ def start_unit(ws, *args: str, env: dict | None = None) -> subprocess.Popen:
         text=True,
         start_new_session=True,
     )
+    STARTED.append(host)
+    return host
 
 
 def row(ws, unit: str) -> dict:
