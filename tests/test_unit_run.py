@@ -66,8 +66,12 @@ STARTED: list[subprocess.Popen] = []
 
 @pytest.fixture(autouse=True)
 def _stop_runs():
-    """A run a failed test left behind is stopped: SIGTERM reaches its child's group through it."""
     yield
+    stop_runs()
+
+
+def stop_runs() -> None:
+    """A run a failed test left behind is stopped: SIGTERM reaches its child's group through it."""
     while STARTED:
         host = STARTED.pop()
         if host.poll() is None:
@@ -328,6 +332,7 @@ def account():
     try:
         yield pwd.getpwnam(name)
     finally:
+        stop_runs()  # its processes first: userdel refuses an account still running
         subprocess.run(["userdel", name], capture_output=True)
 
 
