@@ -10,10 +10,9 @@ from datetime import timedelta
 
 import pytest
 
-from engine import clock
+from engine import clock, heartbeat
 from engine.actors import check_lease, lease_hash
 from engine.errors import BadInput, Refused
-from engine import heartbeat
 from engine.leases import ProcessHeartbeats, expire_leases
 from engine.load import load
 from engine.queries import awaiting_close, unit_status
