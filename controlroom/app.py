@@ -265,6 +265,7 @@ class ControlRoom(App[None]):
         self._checks_seq = self._checks_applied = 0  # the newest checks asked for, and applied
         self._detail_timer: Timer | None = None
         self._bindings_marker: tuple[str, bool, tuple[bool | None, ...]] | None = None
+        self.serve_text: str | None = None  # serve's state (SPEC §22), asked while the room is live
         self.refreshes = 0  # how many store changes were folded in (tests and bench read it)
         self.syncs = 0  # folds finished (tests wait on it)
 
@@ -317,6 +318,7 @@ class ControlRoom(App[None]):
             self.sync()  # a signal reported while no room was open: route it, then show it
         if self.watching:
             self.watch_stores()
+            self.ask_serve()
         if self.background_checks:
             # after the first frame: the checks hash every store and would compete with it
             self.set_timer(0.5, self.run_checks)
@@ -510,10 +512,26 @@ class ControlRoom(App[None]):
         else:
             self.notify(escape(message.text), severity="error", timeout=8, markup=False)
 
+    @work(thread=True, group="serve", exclusive=True)
+    def ask_serve(self) -> None:
+        """serve's state from serve.json and its /healthz (a live room only: a paused one, as in
+        screenshots, asks nothing), shown on the status line."""
+        from engine.host_instance import describe, serve_state
+
+        try:
+            text = describe(serve_state(self.ws))
+        except (RegulatorError, OSError) as exc:
+            text = f"serve: unknown ({exc})"
+        if text != self.serve_text:
+            self.serve_text = text
+            self.call_from_thread(self.draw_chrome)
+
     @work(thread=True, group="tick", exclusive=True)
     def tick(self) -> None:
         """The clock moves between store changes: ages, expiry bars, stale, expiring ≤ 7d (counted
         here, in the worker; the UI redraws)."""
+        if self.watching:
+            self.ask_serve()
         snap = self.snap
         with self._fold_lock:  # no fold changes the state meanwhile: reading needs no state lock
             snap.state.now = self.now()
@@ -634,6 +652,8 @@ class ControlRoom(App[None]):
                 status = f"{unrouted} · {status}"
         if self.waiting:
             status = f"⏳ {WAITING} (decide lock): keys still work · " + status
+        if self.serve_text:
+            status = f"{escape(self.serve_text)} · {status}"
         self._status.update(Text(status))
         self._refresh_bindings_if_changed()
 
@@ -867,11 +887,22 @@ class ControlRoom(App[None]):
     def _open_dialog(self, name: str, key: Key) -> None:
         state = self.snap.state
         if name == "resolve":
-            from engine.obligations import DISPOSITIONS
+            from engine.model import ObligationKind
+            from engine.obligations import dispositions_for
 
             ob = state.obligations[readmodel.plain(key)]
-            summary = f"{ob.severity} on {ob.unit or '(no unit)'}: {ob.subject}"
-            self.push_screen(ResolveDialog(ob.id, summary, DISPOSITIONS), lambda r: self._resolve(ob.id, r))
+            if ob.kind == ObligationKind.QUESTION:  # a unit's question: answered, the answer signed
+                summary = f"question from {ob.unit or '(no unit)'}: {ob.subject}"
+                dialog = ResolveDialog(
+                    ob.id,
+                    summary,
+                    ("answered", *[d for d in dispositions_for(ob) if d != "answered"]),
+                    question=True,
+                )
+            else:
+                summary = f"{ob.severity} on {ob.unit or '(no unit)'}: {ob.subject}"
+                dialog = ResolveDialog(ob.id, summary, dispositions_for(ob))
+            self.push_screen(dialog, lambda r: self._resolve(ob.id, r))
         elif name == "retract":
             entry_id = readmodel.plain(key)
             event = state.memory[entry_id].event

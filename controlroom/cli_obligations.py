@@ -96,7 +96,8 @@ def obligation_show(
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
     ob = find(state, obligation_id)
-    signal = state.signals.get(ob.source) if ob.kind == ObligationKind.INTELLIGENCE else None
+    from_signal = ob.kind in (ObligationKind.INTELLIGENCE, ObligationKind.QUESTION)
+    signal = state.signals.get(ob.source) if from_signal else None
     events = history(state, ob)
     if as_json:
         emit_json(obligation_row(state, ob) | {"signalEvent": signal, "history": events})
@@ -105,7 +106,13 @@ def obligation_show(
         f"obligation {ob.id}  unit {escape(ob.unit or '(none)')}  {ob.severity}"
         f"{' blocking' if ob.blocks else ''}  owed to {ob.owed_to}  {ob.status}"
     )
-    if signal:
+    if signal and signal.get("type") == "question":  # a unit's question (ask_human, SPEC §22)
+        out(f"question {signal['id']} from {escape(signal.get('unit'))} at {signal['at']}")
+        for line in str(signal.get("question", "")).split("\n"):
+            out(f"  ? {escape(line)}")
+        if signal.get("options"):
+            out(f"  options: {escape('; '.join(signal['options']))}")
+    elif signal:
         out(f"signal {signal['id']} from {escape(signal.get('unit') or signal.get('by'))} at {signal['at']}")
         out(f"  subject: {escape(signal['subject'])}")
         out(f"  claim: {escape(signal['claim'])}")

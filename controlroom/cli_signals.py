@@ -73,7 +73,7 @@ def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         [
             [
                 r["id"],
-                r["reportedSeverity"],
+                r["reportedSeverity"] or "-",
                 r["derivedSeverity"] or "-",
                 r["outcome"] or "unrouted",
                 r["unit"] or r["by"] or "?",

@@ -33,6 +33,12 @@ def _signal_lines(snap: Snapshot, signal_id: str) -> list[str]:
     if s is None:
         return [f"signal {signal_id} (not in the log)"]
     who = f"unit {s['unit']}" if s.get("unit") else f"person {s.get('by')}"
+    if s.get("type") == "question":  # a unit's question (ask_human, SPEC §22)
+        return [
+            f"{s['at']} question {signal_id} from {escape(who)}",
+            *(f"  ? {escape(line)}" for line in str(s.get("question", "")).split("\n")),
+            *([f"  options: {escape('; '.join(s.get('options') or []))}"] if s.get("options") else []),
+        ]
     lines = [
         f"{s['at']} signal {signal_id} from {escape(who)}",
         f"  subject: {escape(s['subject'])}",
@@ -71,7 +77,7 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
     if view == "obligations":
         ob = state.obligations[plain(key)]
         yield f"obligation {ob.id} — lifecycle"
-        if ob.kind == ObligationKind.INTELLIGENCE:
+        if ob.kind in (ObligationKind.INTELLIGENCE, ObligationKind.QUESTION):
             yield from _signal_lines(snap, ob.source)
         elif ob.kind == ObligationKind.RECOVERY:
             result = history(state, ob)[0]

@@ -17,7 +17,7 @@ from engine.contracts import Contract
 from engine.errors import RegulatorError
 from engine.ladder import registers_of, stale_knowledge
 from engine.load import load
-from engine.model import MemoryStatus, Obligation, ObligationStatus, State, UnitState
+from engine.model import MemoryStatus, Obligation, ObligationKind, ObligationStatus, State, UnitState
 from engine.nextup import next_up
 from engine.proposals import decision_of, verify_identity
 from engine.queries import (
@@ -328,6 +328,8 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
     if view == "obligations":
         ob = state.obligations[plain(key)]
         subject = ob.subject + (" (stale)" if is_stale(state, ob) else "")
+        if ob.kind == ObligationKind.QUESTION:  # a unit's question, waiting for a person's answer
+            subject = f"? {subject}"
         status = ob.status if ob.status != ObligationStatus.RESOLVED else (ob.disposition or ob.status)
         return [
             ob.id[:8],
@@ -376,7 +378,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         return [
             signal_id[-8:],
             s.get("unit") or f"@{s.get('by')}",
-            s["reportedSeverity"],
+            s.get("reportedSeverity") or str(s.get("type") or "-"),  # a unit's question has none
             routing["derivedSeverity"] if routing else "-",
             routing["outcome"] if routing else "unrouted",
             s["subject"],
@@ -473,7 +475,7 @@ def sort_keys(view: str, snap: Snapshot, view_keys: list[Key], sort: str) -> lis
     if view == "signals":
         sig = state.signals
         if sort == "severity":
-            return sorted(view_keys, key=lambda k: rank.get(sig[plain(k)]["reportedSeverity"], 9))
+            return sorted(view_keys, key=lambda k: rank.get(sig[plain(k)].get("reportedSeverity") or "", 9))
 
         def by_source(k: Key) -> str:
             s = sig[plain(k)]

@@ -184,3 +184,37 @@ def _answers(path: Path) -> bool:
     finally:
         sock.close()
     return True
+
+
+def serve_state(ws: Workspace, timeout: float = 2.0) -> dict[str, Any]:
+    """What the host-side commands and the control room show of serve (SPEC §22): serve.json of
+    the running serve and its /healthz, {"running": False} where none runs, or "error" where it
+    runs but its door does not answer."""
+    info = running(ws)
+    if info is None:
+        return {"running": False}
+    found: dict[str, Any] = {"running": True, "pid": info.get("pid"), "door": info.get("door")}
+    door = info.get("door")
+    if not isinstance(door, str):
+        return found | {"error": "serve.json names no door"}
+    from engine.doorclient import DoorClient
+    from engine.errors import RegulatorError
+
+    try:
+        health = DoorClient(door, "", timeout=timeout).healthz()
+    except RegulatorError as exc:
+        return found | {"error": str(exc)}
+    return found | {k: health.get(k) for k in ("leader", "lag", "lastTick", "units")}
+
+
+def describe(state: dict[str, Any]) -> str:
+    """One line for a person: `serve: leader · lag 0 B · last tick 12:00:00Z`, or why not."""
+    if not state.get("running"):
+        return "serve not running"
+    if "error" in state:
+        return f"serve (pid {state.get('pid')}) does not answer: {state['error']}"
+    lag = state.get("lag")
+    behind = sum(v for v in lag.values() if isinstance(v, int)) if isinstance(lag, dict) else 0
+    role = "leader" if state.get("leader") else "follower"
+    tick = state.get("lastTick") or "none yet"
+    return f"serve: {role} · lag {behind} B · last tick {tick}"

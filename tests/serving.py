@@ -64,7 +64,11 @@ class Serving:
             stderr=self._log_handle,
             start_new_session=True,
         )
-        wait_for(self._ready, f"serve listening at {self.sock} (log: {self.log})", deadline=60)
+        try:
+            wait_for(self._ready, f"serve listening at {self.sock} (log: {self.log})", deadline=60)
+        except BaseException:
+            self.close()  # never leave a serve running behind a failed start
+            raise
 
     def _ready(self) -> bool:
         if self.proc.poll() is not None:
@@ -98,6 +102,8 @@ class Serving:
             self.proc.wait(timeout=30)
 
     def close(self) -> None:
+        if self._log_handle.closed:
+            return
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)

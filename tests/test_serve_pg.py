@@ -50,7 +50,8 @@ def test_a_report_through_the_door_becomes_its_obligation_with_serve_running(pg_
         assert not result.is_error, result.content
         signal_id = result.structured_content["id"]
         found = wait_for(
-            lambda: [o for o in pg_ws.json("obligations") if o["signal"] == signal_id], "the report's obligation"
+            lambda: [o for o in pg_ws.json("obligations") if o["signal"] == signal_id],
+            "the report's obligation",
         )
         assert [(o["unit"], o["blocks"]) for o in found] == [("u1", True)]
         assert healthz(serving.sock)["leader"] is True

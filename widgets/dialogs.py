@@ -61,22 +61,32 @@ def _input(placeholder: str, id: str) -> Input:
 class ResolveDialog(_Dialog):
     """Disposition and rationale for one obligation."""
 
-    def __init__(self, obligation_id: str, summary: str, dispositions: tuple[str, ...]) -> None:
+    def __init__(
+        self, obligation_id: str, summary: str, dispositions: tuple[str, ...], *, question: bool = False
+    ) -> None:
         super().__init__()
         self.obligation_id = obligation_id
         self.summary = escape(summary)  # store text: shown as characters, never acted on
         self.dispositions = dispositions
+        self.question = question  # a unit's question: `answered` first and chosen, its rationale the answer
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text(f"Resolve obligation {self.obligation_id}", style="bold"))
+            title = "Answer question" if self.question else "Resolve obligation"
+            yield Static(Text(f"{title} {self.obligation_id}", style="bold"))
             yield Static(Text(self.summary))
             yield Label("Disposition")
-            yield Select([(d, d) for d in self.dispositions], id="disposition", prompt="choose a disposition")
-            yield Label("Rationale")
-            yield _input("why this disposition", "rationale")
+            choices = [(d, d) for d in self.dispositions]
+            if self.question:
+                yield Select(choices, id="disposition", value=self.dispositions[0], allow_blank=False)
+                yield Label("Answer (the unit reads it in its context)")
+                yield _input("your answer", "rationale")
+            else:
+                yield Select(choices, id="disposition", prompt="choose a disposition")
+                yield Label("Rationale")
+                yield _input("why this disposition", "rationale")
             yield Static("", id="why", classes="why")
-            yield self.buttons("Resolve")
+            yield self.buttons("Answer" if self.question else "Resolve")
 
     def confirm(self) -> None:
         disposition = self.query_one("#disposition", Select).value
