@@ -395,3 +395,22 @@ def test_user_refuses_stores_the_account_could_read(account, tmp_path):
     finally:
         (ws.root / ".regulator").chmod(0o700)
         serving.close()
+
+
+def test_a_lease_the_door_refuses_stops_the_run(served, tmp_path):
+    """A person demotes the running unit: its lease is released, the door answers 401 to the run's
+    next heartbeat, and the child's process group is killed; nothing more is recorded."""
+    ws, serving = served
+    ready = tmp_path / "ready"
+    agent = script(tmp_path, "long.sh", f"echo $$ > {ready}.part\nmv {ready}.part {ready}\nexec sleep 600\n")
+    host = start_unit(ws, "b1", "--ttl", "3s", "--", str(agent))  # a beat every second
+    wait_for(ready.exists, "the child started")
+    ws.run("unit", "demote", "b1", "--by", "alice", "--rationale", "wrong brief", check=True)
+    _, err = host.communicate(timeout=60)
+    assert host.returncode == 3, err
+    assert "the door refused b1's lease (it expired or was released): the command was stopped" in err
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(ready.read_text()), 0)  # the child is gone
+    b1 = row(ws, "b1")
+    assert (b1["status"], b1["result"]) == ("todo", None)
+    assert not [e for e in ws.events("units") if e["kind"] == "result"]
