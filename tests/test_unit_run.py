@@ -98,6 +98,15 @@ def start_unit(ws, *args: str, env: dict | None = None) -> subprocess.Popen:
     return host
 
 
+def alive(pid: int) -> bool:
+    """The process runs (a zombie, killed and not yet reaped by whoever adopted it, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def row(ws, unit: str) -> dict:
     return next(u for u in ws.json("status")["units"] if u["id"] == unit)
 
@@ -296,9 +305,7 @@ def test_the_wall_budget_kills_the_childs_process_group(served, tmp_path):
     assert done.returncode == 1, done.stderr
     result = row(ws, "slow")["result"]
     assert result["outcome"] == "failed" and "stopped at its wall budget (2s)" in result["summary"]
-    pid = int(background.read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)  # the background process of the group went with it
+    assert not alive(int(background.read_text()))  # the background process of the group went with it
     recovery = [o for o in ws.json("obligations") if o["unit"] == "slow"]
     assert [(o["severity"], o["blocks"], o["owedTo"]) for o in recovery] == [("advisory", False, "S3")]
 
@@ -409,8 +416,7 @@ def test_a_lease_the_door_refuses_stops_the_run(served, tmp_path):
     _, err = host.communicate(timeout=60)
     assert host.returncode == 3, err
     assert "the door refused b1's lease (it expired or was released): the command was stopped" in err
-    with pytest.raises(ProcessLookupError):
-        os.kill(int(ready.read_text()), 0)  # the child is gone
+    assert not alive(int(ready.read_text()))  # the child is gone
     b1 = row(ws, "b1")
     assert (b1["status"], b1["result"]) == ("todo", None)
     assert not [e for e in ws.events("units") if e["kind"] == "result"]
