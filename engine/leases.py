@@ -205,4 +205,13 @@ def lease_duty(ws: Workspace, now: datetime) -> object:
     return {"expired": [event["unit"] for event in written]}
 
 
+def heartbeat_duty(ws: Workspace, now: datetime) -> object:
+    """On every host, leader or not: keep this host's heartbeats from its first tick (the grace's
+    start) and, on PostgreSQL, write its door's beats through to `regulator.leases`, so the leader,
+    whichever host it is, sees the beats every host received."""
+    heartbeats_for(ws)
+    return None
+
+
+register("lease-heartbeats", heartbeat_duty, leader_only=False)
 register("lease-expiry", lease_duty)
