@@ -249,6 +249,8 @@ def test_heartbeats_on_postgresql_are_a_row_that_only_moves_forward(pg_url):
     other.record("a" * 64, start + timedelta(seconds=10))  # a late beat of an earlier moment
     assert beats.last("a" * 64) == start + timedelta(seconds=30)
     assert beats.last("b" * 64) is None
+    heartbeat.beat("c" * 64)  # a door call on this host: written through for the other hosts to see
+    assert other.last("c" * 64) is not None
     events = pgstore._run(
         pg_url, lambda c: c.execute("SELECT count(*) FROM regulator.events").fetchone()[0], tx=False
     )
