@@ -4,7 +4,7 @@
 
 - door_call_ms: 50 clients (threads, each its own unit and lease), each a closed loop of 20 calls
   through serve's door on its Unix socket, 3 `status` : 1 `report_intelligence`; the latency of
-  every call (one HTTP POST of a JSON-RPC tools/call: engine.api.DoorClient), p50 and p99;
+  every call (one HTTP POST of a JSON-RPC tools/call: engine.doors.api.DoorClient), p50 and p99;
 - serve_route_ms: 8 clients report at once through the door; for each report, from just before
   its call until its obligation is in the read model (`load` of the signals store, polled every
   5 ms by a reader process of its own), the median, on files and on PostgreSQL;
@@ -31,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from engine.doorclient import DoorClient  # noqa: E402
+from engine.doors.client import DoorClient  # noqa: E402
 from tests.helpers import clone, make_workspace  # noqa: E402
 from tests.serving import REPORT, Serving, healthz, token_of, wait_for  # noqa: E402
 
@@ -108,8 +108,8 @@ def door_call(tmp: Path) -> dict:
 POLLER = """
 import json, sys, time
 from pathlib import Path
-from engine.load import load
-from engine.workspace import locate
+from engine.read.load import load
+from engine.checkout.workspace import locate
 ws, _ = locate(Path(sys.argv[1]))
 prefix, count = sys.argv[2], int(sys.argv[3])
 load(ws, stores=("signals",))  # warm: imports and the first read, before the reports start

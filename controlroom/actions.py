@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 from controlroom.readmodel import Snapshot, sectioned
 from controlroom.views import BY_VIEW, VIEW_DEFS, Key
-from engine.model import MemoryStatus, ObligationStatus
-from engine.proposals import decision_of
-from engine.queries import memory_status, unit_status
-from engine.units import DECIDABLE
+from engine.commands.proposals import decision_of
+from engine.commands.units import DECIDABLE
+from engine.read.model import MemoryStatus, ObligationStatus
+from engine.read.queries import memory_status, unit_status
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
             return f"the unit is {status}"
         return None
     if action.name == "ack":
-        from engine.ladder import registers_of
+        from engine.read.ladder import registers_of
 
         finding = finding_of(snap, key)
         found = registers_of(snap.ws, state).findings.get(finding) if finding else None

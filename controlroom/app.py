@@ -35,15 +35,16 @@ from controlroom import readmodel
 from controlroom.actions import ACTIONS, BY_NAME, Action, finding_of, for_view, why_not
 from controlroom.lifecycle import decision_preview, lifecycle
 from controlroom.views import BY_VIEW, VIEW_DEFS, VIEWS, Key
-from engine import checkpoint, clock
-from engine.cells import fit, width
-from engine.contracts import load_contracts
-from engine.errors import RegulatorError
-from engine.fold import StoreReplaced, advance
-from engine.load import attach_contracts
-from engine.queries import unrouted_count
-from engine.text import escape
-from engine.workspace import Workspace
+from engine.base import clock
+from engine.base.cells import fit, width
+from engine.base.errors import RegulatorError
+from engine.base.text import escape
+from engine.checkout.workspace import Workspace
+from engine.read import checkpoint
+from engine.read.contracts import load_contracts
+from engine.read.fold import StoreReplaced, advance
+from engine.read.load import attach_contracts
+from engine.read.queries import unrouted_count
 from widgets.detail import DetailPane
 from widgets.dialogs import (
     AckDialog,
@@ -398,7 +399,7 @@ class ControlRoom(App[None]):
         readmodel.keys(self.view, snap, self.show_all)
 
     def _route(self, snap: readmodel.Snapshot) -> int:
-        from engine.router import route_locked
+        from engine.commands.router import route_locked
 
         try:
             with self.writer_turn(), self.ws.exclusive(), self.lock:
@@ -516,7 +517,7 @@ class ControlRoom(App[None]):
     def ask_serve(self) -> None:
         """serve's state from serve.json and its /healthz (a live room only: a paused one, as in
         screenshots, asks nothing), shown on the status line."""
-        from engine.host_instance import describe, serve_state
+        from engine.host.instance import describe, serve_state
 
         try:
             text = describe(serve_state(self.ws))
@@ -887,8 +888,8 @@ class ControlRoom(App[None]):
     def _open_dialog(self, name: str, key: Key) -> None:
         state = self.snap.state
         if name == "resolve":
-            from engine.model import ObligationKind
-            from engine.obligations import dispositions_for
+            from engine.commands.obligations import dispositions_for
+            from engine.read.model import ObligationKind
 
             ob = state.obligations[readmodel.plain(key)]
             if ob.kind == ObligationKind.QUESTION:  # a unit's question: answered, the answer signed
@@ -911,7 +912,7 @@ class ControlRoom(App[None]):
                 lambda r: self._retract(entry_id, r),
             )
         elif name == "decide":
-            from engine.model import RECOVERY_ACTIONS as RECOVERY
+            from engine.read.model import RECOVERY_ACTIONS as RECOVERY
 
             unit_id = readmodel.plain(key)
 
@@ -921,7 +922,7 @@ class ControlRoom(App[None]):
 
             self.push_screen(DecideDialog(unit_id, RECOVERY, preview), lambda r: self._decide(unit_id, r))
         elif name == "ack":
-            from engine.ladder import registers_of
+            from engine.read.ladder import registers_of
 
             ident = finding_of(self.snap, key) or ""
             finding = registers_of(self.ws, state).findings[ident]
@@ -929,14 +930,14 @@ class ControlRoom(App[None]):
                 AckDialog(ident, finding.fields["title"], str(finding.path)), lambda r: self._ack(ident, r)
             )
         else:
-            from engine.proposals import review
+            from engine.commands.proposals import review
 
             ident = readmodel.sectioned(key)[1]
             proposal = state.proposals[ident]
             verdict = "accept" if name == "accept" else "reject"
             replay: list[str] = []  # accepting a routing policy: what it would have changed (SPEC §20)
             if verdict == "accept" and proposal["file"] == "regulator/policy/routing.yaml":
-                from engine.whatif import proposal_replay
+                from engine.commands.whatif import proposal_replay
 
                 replay = proposal_replay(self.ws, proposal["content"], state)
             self.push_screen(
@@ -953,7 +954,7 @@ class ControlRoom(App[None]):
     def _resolve(self, ob_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.obligations import resolve
+        from engine.commands.obligations import resolve
 
         self._write(
             lambda: resolve(self.ws, ob_id, self.person, answer["disposition"], answer["rationale"]),
@@ -963,7 +964,7 @@ class ControlRoom(App[None]):
     def _retract(self, entry_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.memory import retract
+        from engine.commands.memory import retract
 
         self._write(
             lambda: retract(self.ws, entry_id, self.person, answer["reason"]),
@@ -973,7 +974,7 @@ class ControlRoom(App[None]):
     def _decide(self, unit_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.units import decide
+        from engine.commands.units import decide
 
         self._write(
             lambda: decide(self.ws, unit_id, answer["action"], self.person, answer["rationale"]),
@@ -983,8 +984,8 @@ class ControlRoom(App[None]):
     def _ack(self, finding_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.load import load
-        from engine.registers import ack
+        from engine.commands.registers import ack
+        from engine.read.load import load
 
         self._write(
             lambda: ack(self.ws, load(self.ws, stores=()), finding_id, self.person, commit=True),
@@ -994,7 +995,7 @@ class ControlRoom(App[None]):
     def _proposal(self, proposal_id: str, verdict: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.proposals import decide
+        from engine.commands.proposals import decide
 
         outcome = "accepted" if verdict == "accept" else "rejected"
         self._write(
@@ -1065,7 +1066,7 @@ def _follow_server(ws: Workspace) -> threading.Event | None:
     url = ws.url
     if url is None:
         return None
-    from engine import pgstore
+    from engine.log.pg import server as pg_srv
 
     stop = threading.Event()
 
@@ -1074,7 +1075,7 @@ def _follow_server(ws: Workspace) -> threading.Event | None:
 
     def run() -> None:
         with contextlib.suppress(Exception):  # the watch goes on with what the mirror holds
-            pgstore.follow(url, pull, stop)
+            pg_srv.follow(url, pull, stop)
 
     threading.Thread(target=run, name="regulator-listen", daemon=True).start()
     return stop
@@ -1099,7 +1100,7 @@ def write_whole(path: Path, text: str) -> None:
     """The file whole or not at all: a temporary file beside it, renamed over it (SPEC §16.4)."""
     import tempfile
 
-    from engine.errors import BadInput
+    from engine.base.errors import BadInput
 
     temporary = None
     try:

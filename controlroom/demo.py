@@ -11,16 +11,16 @@ import subprocess
 from datetime import timedelta
 from pathlib import Path
 
-from engine import clock
-from engine.actors import Actor
-from engine.contracts import write_contract
-from engine.init import setup
-from engine.memory import remember
-from engine.router import route
-from engine.signals import report_intelligence
-from engine.signing import use_key
-from engine.units import dispatch
-from engine.workspace import LEASE_FILE, Workspace, configure_clock, read_lease
+from engine.base import clock
+from engine.checkout.workspace import LEASE_FILE, Workspace, configure_clock, read_lease
+from engine.commands.actors import Actor
+from engine.commands.init import setup
+from engine.commands.memory import remember
+from engine.commands.router import route
+from engine.commands.signals import report_intelligence
+from engine.commands.units import dispatch
+from engine.read.contracts import write_contract
+from engine.trust.signing import use_key
 
 OWNER = "alice"
 DEMO_GIT = ["-c", "user.name=regulator demo", "-c", "user.email=demo@regulator.invalid"]
@@ -191,7 +191,7 @@ def demo_key(root: Path, reproducible: bool = False) -> Path:
 def build(root: Path, clock_mode: str = "system", store: str | None = None) -> Workspace:
     """The demo's history is built with the clock pinned (at REGULATOR_NOW, or now); unless the
     caller keeps it pinned, the workspace ends on the system clock by a decision alice signs."""
-    from engine.errors import BadInput
+    from engine.base.errors import BadInput
 
     if root.exists() and not root.is_dir():
         raise BadInput(f"--dir {root} is a file, not a folder; give a new or empty folder")
@@ -216,7 +216,7 @@ def build(root: Path, clock_mode: str = "system", store: str | None = None) -> W
 def _system_clock(ws: Workspace) -> None:
     """Alice proposes and accepts `clock: system`, signed: the workspace a user is handed cannot be
     moved in time by REGULATOR_NOW."""
-    from engine.proposals import decide, propose
+    from engine.commands.proposals import decide, propose
 
     path = ws.root / "regulator" / "policy" / "routing.yaml"
     text = path.read_text(encoding="utf-8").replace("clock: pinned", "clock: system")
@@ -262,8 +262,8 @@ def _build(root: Path, reproducible: bool, store: str | None = None) -> Workspac
         (root / "intake" / f"{ident}.md").write_text("\n".join([*lines, "---", title + ".", ""]))
     gitignore = root / ".gitignore"
     gitignore.write_text(gitignore.read_text() + f".worktrees/\n{KEY_DIR}/\n")
-    from engine.load import load
-    from engine.registers import views
+    from engine.commands.registers import views
+    from engine.read.load import load
 
     views(ws, load(ws, stores=()), check=False)  # committed with the registers: CI's views --check holds
     _git(root, "add", "-A")

@@ -23,10 +23,10 @@ import anyio.to_thread
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from controlroom.mcp_server import SHIPPED_SEVERITIES, _call, instructions_for, server_for
-from engine.doorclient import HEALTH_PATH, MCP_PATH, UNAUTHORIZED
-from engine.errors import RegulatorError
-from engine.host_door import HostDoor, Session, Unavailable
-from engine.host_loop import Host
+from engine.base.errors import RegulatorError
+from engine.doors.client import HEALTH_PATH, MCP_PATH, UNAUTHORIZED
+from engine.host.door import HostDoor, Session, Unavailable
+from engine.host.loop import Host
 
 CURRENT: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
     "regulator_door_session", default=None
@@ -93,7 +93,7 @@ def build_app(host: Host, door: HostDoor) -> Callable[..., Any]:
     async def invoke(name: str, args: dict[str, Any], read_only: bool) -> tuple[dict[str, Any], str]:
         session = CURRENT.get()
         if session is None:  # never: the door lets no request without a lease this far
-            from engine.errors import Refused
+            from engine.base.errors import Refused
 
             raise Refused(UNAUTHORIZED)
 
@@ -241,8 +241,8 @@ def stdio_forward(url: str, token: str) -> None:
     from mcp.server.stdio import stdio_server
 
     from controlroom.mcp_server import error_result
-    from engine.doorclient import DoorClient
-    from engine.text import escape
+    from engine.base.text import escape
+    from engine.doors.client import DoorClient
 
     client = DoorClient(url, token)
 

@@ -8,12 +8,12 @@ from collections.abc import Iterable, Iterator, Mapping
 
 from controlroom.readmodel import Snapshot, contract_of, evidence, lint_of, plain, sectioned
 from controlroom.views import Key
-from engine import freshness
-from engine.ladder import registers_of
-from engine.model import EventKind, MemoryStatus, ObligationKind, ObligationStatus, UnitStatus
-from engine.proposals import decision_of, review
-from engine.queries import awaiting_close, days_left, history, is_stale, memory_status, unit_status
-from engine.text import ensure_escaped, escape, escape_block
+from engine.base.text import ensure_escaped, escape, escape_block
+from engine.commands.proposals import decision_of, review
+from engine.read import freshness
+from engine.read.ladder import registers_of
+from engine.read.model import EventKind, MemoryStatus, ObligationKind, ObligationStatus, UnitStatus
+from engine.read.queries import awaiting_close, days_left, history, is_stale, memory_status, unit_status
 
 
 def lifecycle(view: str, snap: Snapshot, key: Key | None) -> list[str]:
@@ -261,10 +261,10 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
 
 
 def decision_preview(snap: Snapshot, unit_id: str, action: str) -> list[str]:
-    """What recording `action` on `unit_id` would change, as engine.units.decide writes it: the
+    """What recording `action` on `unit_id` would change, as engine.commands.units.decide writes it: the
     unit's open obligations owed to S3 are disposed of, and a waiting action opens a blocking one."""
-    from engine.model import BLOCKING, OWED_TO, WAITING_ACTIONS
-    from engine.units import disposition_of
+    from engine.commands.units import disposition_of
+    from engine.read.model import BLOCKING, OWED_TO, WAITING_ACTIONS
 
     state = snap.state
     owed = [
@@ -272,7 +272,7 @@ def decision_preview(snap: Snapshot, unit_id: str, action: str) -> list[str]:
         for ob in state.obligations.values()
         if ob.unit == unit_id and ob.status == ObligationStatus.OPEN and ob.owed_to == OWED_TO
     ]
-    verb = disposition_of(action)  # what engine.units.decide writes on each of them
+    verb = disposition_of(action)  # what engine.commands.units.decide writes on each of them
     lines = [f"{len(owed)} open obligation(s) of {unit_id} owed to {OWED_TO} become {verb}:"]
     lines += [f"  {ob.id[:8]} {ob.severity}: {escape(ob.subject)}" for ob in owed] or ["  (none)"]
     if action in WAITING_ACTIONS:

@@ -2,7 +2,7 @@
 (`regulator mcp`), and the same tools behind `serve`'s Streamable HTTP door (controlroom.door_http).
 
 Imported only by the `mcp` and `serve` commands: it needs the optional extra `regulator[mcp]` (the
-official `mcp` SDK). Every tool calls engine.api's UnitDoor, bound to the lease the host named at
+official `mcp` SDK). Every tool calls engine.doors.api's UnitDoor, bound to the lease the host named at
 launch (stdio) or the bearer token's lease (HTTP); no tool takes a unit, and no person action is
 offered.
 """
@@ -22,9 +22,9 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from controlroom.mcp_config import server_name
-from engine.api import UnitDoor
-from engine.errors import RegulatorError
-from engine.text import escape
+from engine.base.errors import RegulatorError
+from engine.base.text import escape
+from engine.doors.api import UnitDoor
 
 SHIPPED_SEVERITIES = ("info", "advisory", "blocking", "critical")
 STRINGS = {"type": "array", "items": {"type": "string"}}
@@ -231,7 +231,7 @@ def _call(door: UnitDoor, name: str, args: dict[str, Any]) -> tuple[dict[str, An
     """Run one tool against the engine: (structured content, text)."""
     named = next((key for key in NOT_ARGUMENTS if key in args), None)
     if named is not None:
-        from engine.errors import BadInput
+        from engine.base.errors import BadInput
 
         raise BadInput(
             f"unknown field {named!r}: a door call takes no {named}; it acts as unit {door.unit}, "
@@ -261,7 +261,7 @@ def _call(door: UnitDoor, name: str, args: dict[str, Any]) -> tuple[dict[str, An
         _only(args, ("all",))
         include = args.get("all", False)
         if not isinstance(include, bool):
-            from engine.errors import BadInput
+            from engine.base.errors import BadInput
 
             raise BadInput(f"all: {include!r} is not true or false")
         data = {"unit": door.unit, "obligations": [o.as_json() for o in door.obligations(include)]}
@@ -270,13 +270,13 @@ def _call(door: UnitDoor, name: str, args: dict[str, Any]) -> tuple[dict[str, An
         _only(args, ())
         data = door.status().as_json()
         return data, json.dumps(data)
-    from engine.errors import BadInput
+    from engine.base.errors import BadInput
 
     raise BadInput(f"no tool {name!r}; the tools are {', '.join(tool_schemas(SHIPPED_SEVERITIES))}")
 
 
 def _only(args: dict[str, Any], names: tuple[str, ...]) -> None:
-    from engine.errors import BadInput
+    from engine.base.errors import BadInput
 
     unknown = sorted(set(args) - set(names))
     if unknown:

@@ -12,15 +12,20 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from controlroom.views import BY_VIEW, TITLES, VIEWS, Key, RowKey  # noqa: E402  (one definition per view)
-from engine import freshness
-from engine.contracts import Contract
-from engine.errors import RegulatorError
-from engine.ladder import registers_of, stale_knowledge
-from engine.load import load
-from engine.model import MemoryStatus, Obligation, ObligationKind, ObligationStatus, State, UnitState
-from engine.nextup import next_up
-from engine.proposals import decision_of, verify_identity
-from engine.queries import (
+from engine.base.errors import RegulatorError
+from engine.base.text import escape
+from engine.checkout.workspace import Workspace
+from engine.commands.proposals import decision_of, verify_identity
+from engine.commands.registers import lint
+from engine.commands.verification import Finding, findings
+from engine.commands.whatif import InMemory, route_in_memory
+from engine.read import freshness
+from engine.read.contracts import Contract
+from engine.read.ladder import registers_of, stale_knowledge
+from engine.read.load import load
+from engine.read.model import MemoryStatus, Obligation, ObligationKind, ObligationStatus, State, UnitState
+from engine.read.nextup import next_up
+from engine.read.queries import (
     age,
     awaiting_close,
     confined,
@@ -31,15 +36,10 @@ from engine.queries import (
     unit_status,
     unrouted_count,
 )
-from engine.registers import lint
-from engine.text import escape
-from engine.verification import Finding, findings
-from engine.whatif import InMemory, route_in_memory
-from engine.workspace import Workspace
 from registry.lint import LintResult, record_findings
 
 if TYPE_CHECKING:  # loaded on first use, where they are used
-    from engine.idhistory import HistoryVerdict
+    from engine.trust.idhistory import HistoryVerdict
     from identity.policy import InteractionPolicy
 
 COLUMNS: dict[str, list[tuple[str, int]]] = {
@@ -51,8 +51,8 @@ T = TypeVar("T")
 
 
 class IdentityCheck(Protocol):
-    """One governed file judged: by the decisions in the stores (engine.proposals.FileCheck) or,
-    in a clone, by git history (engine.idhistory.HistoryCheck)."""
+    """One governed file judged: by the decisions in the stores (engine.commands.proposals.FileCheck) or,
+    in a clone, by git history (engine.trust.idhistory.HistoryCheck)."""
 
     @property
     def file(self) -> str: ...
@@ -117,7 +117,7 @@ class Snapshot:
 def evidence(snap: Snapshot, entry_id: str) -> freshness.Freshness:
     """Whether the files a memory entry cites changed since it was recorded (SPEC §20): one
     history pass for every entry, kept until the state or the clock moves (the fold's worker
-    warms it; engine.freshness keeps its answers per HEAD)."""
+    warms it; engine.read.freshness keeps its answers per HEAD)."""
 
     def check() -> dict[str, freshness.Freshness]:
         return freshness.check(snap.ws.root, (e.event for e in snap.state.memory.values()))
@@ -129,7 +129,7 @@ def snapshot(
     ws: Workspace, person: str | None = None, with_checks: bool = True, *, host_events: bool = False
 ) -> Snapshot:
     """The state and, `with_checks`, the checks; `host_events` (--once) adds verify's re-derivation
-    of what the host wrote unsigned (engine.verification._host_events)."""
+    of what the host wrote unsigned (engine.commands.verification._host_events)."""
     snap = Snapshot(ws, load(ws), person)
     if with_checks:
         refresh_checks(snap, host_events=host_events)
@@ -164,7 +164,7 @@ def frozen(state: State) -> State:
     on in one thread while the checks read in another. Its register cache starts empty."""
     import copy
 
-    from engine.events import EventMap
+    from engine.log.events import EventMap
 
     copied = copy.copy(state)
     for name in ("obligations", "units", "memory", "proposals", "unrouted_ids", "contracts"):
@@ -188,7 +188,7 @@ def compute_checks(ws: Workspace, state: State, *, host_events: bool = False) ->
     if ws.has_stores:
         identity = verify_identity(ws, state)
     else:  # a clone: the decisions are not here, their commits are (SPEC §16.2)
-        from engine.idhistory import verify_history
+        from engine.trust.idhistory import verify_history
 
         history = verify_history(ws)
         identity = list(history.files)
@@ -410,7 +410,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
                 f"{f['title']} → {', '.join(f.get('affects') or []) or '-'}",
             ]
         if kind == "retro":
-            from engine.retro import summary
+            from engine.commands.retro import summary
 
             retro = registers.retro[ident]
             return ["retro", ident, f"since {retro.fields['since']}", summary(retro)]
@@ -537,7 +537,7 @@ def _counts(snap: Snapshot) -> dict[str, int]:
 
 
 def in_memory(snap: Snapshot) -> InMemory:
-    """The signals not yet routed, routed in memory as the router would (engine.whatif): kept until
+    """The signals not yet routed, routed in memory as the router would (engine.commands.whatif): kept until
     the state or the clock moves (the fold's worker warms it with the counts)."""
     return snap.cached("in-memory", (), lambda: route_in_memory(snap.ws, snap.state))
 

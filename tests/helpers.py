@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.events import INDEX, EventSource
+from engine.log.events import INDEX, EventSource
 
 REGULATOR = str(Path(sys.executable).parent / "regulator")
 NOW = "2026-11-29T12:00:00Z"

@@ -12,7 +12,7 @@ import pytest
 
 from controlroom.app import ControlRoom
 from controlroom.demo import build
-from engine.workspace import Workspace
+from engine.checkout.workspace import Workspace
 from tests.helpers import NOW
 
 SIZE = (150, 42)  # wide enough that the detail pane is shown

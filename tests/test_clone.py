@@ -576,7 +576,7 @@ def test_the_room_in_a_clone_shows_unknown_and_disables_actions(fleet, tmp_path)
     import asyncio
 
     from controlroom.app import ControlRoom
-    from engine.workspace import locate
+    from engine.checkout.workspace import locate
 
     ws, _ = fleet
     here = clone(ws, tmp_path)

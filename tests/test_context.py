@@ -7,7 +7,7 @@ import json
 
 import yaml
 
-from engine.delivery import HEADING, IDENTITY_HEADING, PREAMBLE, parse_context
+from engine.read.delivery import HEADING, IDENTITY_HEADING, PREAMBLE, parse_context
 from identity.policy import parse_policy
 from identity.shipped import policy_files
 from tests.helpers import remember_args
@@ -235,8 +235,8 @@ def test_a_field_appended_by_hand_cannot_spell_another_field(ws):
     metadata line's next fields, a unit name with a space and a comma, and a subject carrying a
     hidden payload in variation selectors. The line still parses back to exactly those values,
     and nothing invisible reaches the unit raw."""
-    from engine import clock
-    from engine.store import Store
+    from engine.base import clock
+    from engine.log.store import Store
 
     hidden = "note" + "".join(chr(0xE0100 + k) for k in range(3)) + "\ufe0f"
     scope = ["implement", "x · from b1 @ 1aa79ed · review by 2027-01-15", "a, b"]

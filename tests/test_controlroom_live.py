@@ -15,11 +15,11 @@ from rich.cells import cell_len
 
 from controlroom.app import WAITING, ControlRoom
 from controlroom.views import RowKey
-from engine import clock
-from engine.actors import Actor
-from engine.proposals import propose
-from engine.signals import report_intelligence
-from engine.workspace import Workspace
+from engine.base import clock
+from engine.checkout.workspace import Workspace
+from engine.commands.actors import Actor
+from engine.commands.proposals import propose
+from engine.commands.signals import report_intelligence
 from tests.helpers import NOW, REGULATOR, clean_env
 from tests.room import demo_workspace, run, until
 
@@ -191,11 +191,11 @@ def test_the_clock_ticks_between_store_changes(demo):
 
 
 def test_cells_are_cut_with_an_ellipsis_by_terminal_cells(demo):
-    from engine.obligations import resolve
+    from engine.commands.obligations import resolve
 
     signal(demo, "漢字漢字 wide subject that is long enough to be cut at eighty columns", "advisory", ["u4"])
-    from engine.load import load
-    from engine.router import route
+    from engine.commands.router import route
+    from engine.read.load import load
 
     route(demo)
     target = next(o for o in load(demo).obligations.values() if o.unit == "u3" and o.severity == "advisory")
@@ -324,7 +324,7 @@ def test_filter_as_you_type_and_cursor_kept_per_view(demo):
 
 def test_s_cycles_the_sort(demo):
     signal(demo, "a late blocking signal", "blocking", ["u4"])
-    from engine.router import route
+    from engine.commands.router import route
 
     route(demo)
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
@@ -558,9 +558,9 @@ def test_quitting_never_waits_for_another_writer(demo):
 def test_an_ack_commit_refuses_to_carry_uncommitted_register_changes(demo):
     """A unit's uncommitted edit to the finding (or to intake) must not ride along in the person's
     signed ack commit: the ack is refused (exit 3), nothing is written, nothing is committed."""
-    from engine.errors import Refused
-    from engine.load import load
-    from engine.registers import ack
+    from engine.base.errors import Refused
+    from engine.commands.registers import ack
+    from engine.read.load import load
 
     finding = demo.root / "findings" / "F-alert-path-dead.md"
     edited = finding.read_text().replace("release-hardening/manifest", "u4", 1)

@@ -9,7 +9,7 @@ import textual.constants
 import controlroom.app as room
 from controlroom.app import ControlRoom
 from controlroom.views import RowKey
-from engine.workspace import Workspace
+from engine.checkout.workspace import Workspace
 from tests.room import demo_workspace, run, until
 
 SIZE = (150, 42)  # wide enough that the detail pane is shown

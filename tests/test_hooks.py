@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.harness import decide_tool, deny_rules, grants_for
+from engine.doors.harness import decide_tool, deny_rules, grants_for
 from identity.shipped import HARNESS_TOOLS
 from tests.helpers import REGULATOR, make_workspace
 from tests.serving import Serving, wait_for

@@ -10,15 +10,16 @@ from datetime import timedelta
 
 import pytest
 
-from engine import clock, heartbeat
-from engine.actors import check_lease, lease_hash
-from engine.errors import BadInput, Refused
-from engine.leases import ProcessHeartbeats, expire_leases
-from engine.load import load
-from engine.queries import awaiting_close, unit_status
-from engine.results import record_host_result, report_result
-from engine.units import LeaseTerms, close, dispatch
-from engine.workspace import locate, read_lease
+from engine.base import clock
+from engine.base.errors import BadInput, Refused
+from engine.checkout import heartbeat
+from engine.checkout.workspace import locate, read_lease
+from engine.commands.actors import check_lease, lease_hash
+from engine.commands.results import record_host_result, report_result
+from engine.commands.units import LeaseTerms, close, dispatch
+from engine.host.leases import ProcessHeartbeats, expire_leases
+from engine.read.load import load
+from engine.read.queries import awaiting_close, unit_status
 from tests.helpers import NOW, make_workspace, report_args
 
 
@@ -213,7 +214,7 @@ def test_awaiting_close_is_a_done_result_and_a_held_close(fleet):
 
 def test_forged_expiry_and_result_lines_count_for_nothing(fleet):
     """A writer appending host events by hand, well chained: the fold re-derives them."""
-    from engine.store import canonical_line, event_hash
+    from engine.log.store import canonical_line, event_hash
 
     event = run_lease(fleet, "r1", ttl=3600)
     path = fleet.store("units")
@@ -237,10 +238,11 @@ def test_forged_expiry_and_result_lines_count_for_nothing(fleet):
 
 def test_heartbeats_on_postgresql_are_a_row_that_only_moves_forward(pg_url):
     """Every host's door beats; the leader reads them from `regulator.leases` (never the log)."""
-    from engine import pgstore
-    from engine.leases import PgHeartbeats
+    from engine.host.leases import PgHeartbeats
+    from engine.log.pg import admin as pg_admin
+    from engine.log.pg import connection as pg_connection
 
-    pgstore.create_schema(pg_url)
+    pg_admin.create_schema(pg_url)
     start = clock.parse_time(NOW)
     beats = PgHeartbeats(pg_url, start)
     other = PgHeartbeats(pg_url, start)  # a second host: it sees what the first wrote
@@ -251,7 +253,7 @@ def test_heartbeats_on_postgresql_are_a_row_that_only_moves_forward(pg_url):
     assert beats.last("b" * 64) is None
     heartbeat.beat("c" * 64)  # a door call on this host: written through for the other hosts to see
     assert other.last("c" * 64) is not None
-    events = pgstore._run(
+    events = pg_connection._run(
         pg_url, lambda c: c.execute("SELECT count(*) FROM regulator.events").fetchone()[0], tx=False
     )
     assert events == 0  # heartbeats never grow the log

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from engine.delivery import ANSWERS_HEADING, parse_context
+from engine.read.delivery import ANSWERS_HEADING, parse_context
 from tests.helpers import REGULATOR, make_workspace, one_line, report_args
 from tests.serving import (
     REPORT,
@@ -219,7 +219,7 @@ def test_once_tick_routes_what_is_unrouted_and_exits_0(tmp_path):
     lines = [json.loads(line) for line in done.stderr.splitlines()]
     assert [x["duty"] for x in lines] == ["route", "lease-heartbeats", "lease-expiry", "tick"]
     assert lines[0]["outcome"] == {"routed": 1}
-    assert lines[2]["outcome"] == {"expired": []}  # a duty of every tick (engine.leases)
+    assert lines[2]["outcome"] == {"expired": []}  # a duty of every tick (engine.host.leases)
     assert ws.json("status")["unrouted"] == 0 and len(ws.json("obligations")) == 1
 
 
@@ -338,10 +338,10 @@ def test_every_request_is_answered_nested_json_and_lone_surrogates_included(serv
 
 
 def test_a_door_call_is_a_heartbeat(tmp_path, monkeypatch):
-    from engine import heartbeat
-    from engine.actors import lease_hash
-    from engine.host_door import HostDoor
-    from engine.workspace import locate
+    from engine.checkout import heartbeat
+    from engine.checkout.workspace import locate
+    from engine.commands.actors import lease_hash
+    from engine.host.door import HostDoor
     from tests.helpers import NOW
 
     monkeypatch.setenv("REGULATOR_NOW", NOW)

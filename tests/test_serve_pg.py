@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from engine.doorclient import DoorClient
+from engine.doors.client import DoorClient
 from tests.helpers import clone, make_workspace, one_line
 from tests.serving import REPORT, Serving, healthz, sdk_call, token_of, wait_for
 

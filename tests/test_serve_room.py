@@ -9,9 +9,9 @@ import asyncio
 import pytest
 
 from controlroom.app import ControlRoom
-from engine.api import UnitDoor
-from engine.load import load
-from engine.workspace import locate
+from engine.checkout.workspace import locate
+from engine.doors.api import UnitDoor
+from engine.read.load import load
 from tests.helpers import NOW, make_workspace
 from tests.serving import Serving
 

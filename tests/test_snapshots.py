@@ -9,8 +9,8 @@ from textual.widgets import Input
 from controlroom.app import ControlRoom
 from controlroom.demo import build
 from controlroom.views import VIEW_DEFS
-from engine import clock
-from engine.workspace import Workspace
+from engine.base import clock
+from engine.checkout.workspace import Workspace
 from tests.helpers import NOW
 
 SIZES = {"80x24": (80, 24), "150x42": (150, 42)}

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.doorclient import UNAUTHORIZED, DoorClient
-from engine.errors import Refused
+from engine.base.errors import Refused
+from engine.doors.client import UNAUTHORIZED, DoorClient
 from tests.helpers import REGULATOR, make_workspace, one_line
 from tests.serving import Serving, wait_for
 
@@ -356,7 +356,7 @@ def test_a_confined_unit_runs_as_its_account_and_cannot_read_the_stores(account,
             probe = (
                 "import os, sys, json, pathlib, time\n"
                 f"sys.path.insert(0, {str(ROOT)!r})\n"
-                "from engine.doorclient import DoorClient\n"
+                "from engine.doors.client import DoorClient\n"
                 "found = {'uid': os.getuid(), 'env': sorted(os.environ)}\n"
                 f"try:\n    open({str(ws.root / '.regulator' / 'units.ndjson')!r}).read(); found['stores'] = 'read'\n"
                 "except OSError as exc:\n    found['stores'] = type(exc).__name__\n"

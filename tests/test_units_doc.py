@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from engine.contracts import Contract
+from engine.read.contracts import Contract
 from tests.helpers import REGULATOR, make_workspace, one_line
 from tests.serving import wait_for
 

@@ -89,7 +89,7 @@ def test_once_read_only_exits_0_when_routing_would_hold_no_in_progress_unit(tmp_
 
 def test_the_read_only_room_says_what_unrouted_signals_would_block(tmp_path, monkeypatch):
     from controlroom.app import ControlRoom
-    from engine.workspace import locate
+    from engine.checkout.workspace import locate
     from tests.room import run
 
     ws = make_workspace(tmp_path)
@@ -165,7 +165,7 @@ def test_the_room_as_a_reader_role_disables_every_write_and_routes_nothing(
     what the unrouted signal would block, and the server gains no line."""
     from controlroom.actions import ACTIONS
     from controlroom.app import ControlRoom
-    from engine.workspace import locate
+    from engine.checkout.workspace import locate
     from tests.room import until
 
     ws, db, routed, _ = pg_fleet
@@ -226,7 +226,7 @@ def test_the_room_as_a_reader_role_disables_every_write_and_routes_nothing(
 def test_a_writer_role_in_a_clone_routes_and_may_act(pg_fleet, pg_server, tmp_path, monkeypatch):
     """The role decides both ways: the schema owner's room in a clone routes the unrouted signal."""
     from controlroom.app import ControlRoom
-    from engine.workspace import locate
+    from engine.checkout.workspace import locate
     from tests.room import until
 
     ws, db, _, signal = pg_fleet

@@ -9,10 +9,10 @@ import yaml
 
 from controlroom.app import ControlRoom
 from controlroom.demo import build
-from engine.actors import Actor
-from engine.memory import remember
-from engine.proposals import propose
-from engine.workspace import LEASE_FILE, read_lease
+from engine.checkout.workspace import LEASE_FILE, read_lease
+from engine.commands.actors import Actor
+from engine.commands.memory import remember
+from engine.commands.proposals import propose
 from tests.helpers import NOW, git
 
 SIZE = (150, 42)

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from engine.text import ensure_escaped
+from engine.base.text import ensure_escaped
 
 
 class DetailPane(VerticalScroll):

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from engine.text import ensure_escaped, escape
+from engine.base.text import ensure_escaped, escape
 
 Answer = dict[str, str]  # what a confirmed dialog gives the app: field name -> the text entered
 
