@@ -82,9 +82,13 @@ def running(tmp_path):
         text=True,
     )
     try:
-        found = wait_for(
-            lambda: seen.exists() and json.loads(seen.read_text() or "null"), "claude started", 60
-        )
+
+        def started() -> dict | None:
+            if host.poll() is not None:  # unit run ended before claude started: say why
+                raise AssertionError(f"unit run exited {host.returncode}: {host.stderr.read()}")
+            return seen.exists() and json.loads(seen.read_text() or "null")
+
+        found = wait_for(started, "claude started", 60)
         yield ws, serving, found, go, host
     finally:
         go.touch()

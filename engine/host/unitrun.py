@@ -310,7 +310,7 @@ def write_private(path: Path, text: str, account: Account | None) -> Path:
 def harness_files(ws: Workspace, p: Plan) -> list[str]:
     """`--harness claude-code`: the MCP config and the settings in the lease's folder; what is
     appended to the command when it is `claude`."""
-    from engine import harness
+    from engine.doors import harness
 
     profiles = ws.profiles()
     profile = profiles.profiles.get(p.contract.profile)
