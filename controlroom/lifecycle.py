@@ -13,7 +13,7 @@ from engine.commands.proposals import decision_of, review
 from engine.read import freshness
 from engine.read.ladder import registers_of
 from engine.read.model import EventKind, MemoryStatus, ObligationKind, ObligationStatus, UnitStatus
-from engine.read.queries import days_left, history, is_stale, memory_status, unit_status
+from engine.read.queries import awaiting_close, days_left, history, is_stale, memory_status, unit_status
 
 
 def lifecycle(view: str, snap: Snapshot, key: Key | None) -> list[str]:
@@ -79,6 +79,13 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         yield f"obligation {ob.id} — lifecycle"
         if ob.kind in (ObligationKind.INTELLIGENCE, ObligationKind.QUESTION):
             yield from _signal_lines(snap, ob.source)
+        elif ob.kind == ObligationKind.RECOVERY:
+            result = history(state, ob)[0]
+            yield (
+                f"{result['at']} result {escape(result.get('outcome'))} of {ob.unit} "
+                f"(by {escape(result.get('by'))}): {escape(result.get('summary'))}"
+            )
+            yield "  a person records a recovery decision: `regulator unit decide`"
         else:
             decision = history(state, ob)[0]
             yield (
@@ -116,6 +123,23 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
                 if "leaseHash" not in event:
                     where = "a first-round lease, not honoured"
                 yield f"{event['at']} dispatched as {event.get('type')}/{event.get('profile')} ({where})"
+                if event.get("expiresAt"):
+                    yield f"  lease expires {escape(event['expiresAt'])} unless heartbeats extend it"
+                if "confined" in event:
+                    yield (
+                        "  runs confined (its own account)"
+                        if event["confined"] is True
+                        else "  runs UNCONFINED"
+                    )
+            elif kind == EventKind.RESULT:
+                code = event.get("exitCode")
+                yield (
+                    f"{event['at']} result {escape(event.get('outcome'))} by {escape(event.get('by'))}"
+                    + (f" (exit code {escape(code)})" if code is not None else "")
+                    + f": {escape(event.get('summary'))}"
+                )
+            elif kind == EventKind.LEASE_EXPIRED:
+                yield f"{event['at']} lease expired (its time was {escape(event.get('expiredAt'))}); the unit is lost"
             elif kind == EventKind.CLOSE:
                 yield f"{event['at']} closed; lease released"
             elif kind == EventKind.DEMOTE:
@@ -128,6 +152,8 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         yield from _uncounted(events)
         for ob in snap.holds.get(unit_id, []):
             yield f"held by {ob.severity} obligation {ob.id}: {escape(ob.subject)}"
+        if snap.known and awaiting_close(state, unit, snap.holds.get(unit_id, [])):
+            yield "awaiting close: its result is recorded; a hold vetoes the close until it is dispositioned"
         for finding_id in snap.stale.get(unit_id, []):
             yield f"stale-knowledge: unresolved finding {finding_id}"
         return

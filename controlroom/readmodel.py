@@ -27,6 +27,8 @@ from engine.read.model import MemoryStatus, Obligation, ObligationKind, Obligati
 from engine.read.nextup import next_up
 from engine.read.queries import (
     age,
+    awaiting_close,
+    confined,
     days_left,
     holds_index,
     is_stale,
@@ -245,6 +247,32 @@ def contract_of(unit: UnitState) -> Contract:
     return unit.contract
 
 
+def unit_cell(snap: Snapshot, unit: UnitState) -> str:
+    """A unit's status as the room and --once show it: `awaiting close` for an in-progress unit
+    whose result is recorded and whose close a hold vetoes (SPEC §23), `unknown` without stores."""
+    if not snap.known:
+        return "unknown"
+    if awaiting_close(snap.state, unit, snap.holds.get(unit.id, [])):
+        return AWAITING_CLOSE
+    return unit_status(snap.state, unit)
+
+
+AWAITING_CLOSE = "awaiting close"
+
+
+def run_marks(snap: Snapshot, unit: UnitState) -> str:
+    """What a row says before a unit's title of how it runs: a started unit that is not confined
+    (SPEC §23, it could read the stores), and the outcome of the result its lease recorded."""
+    if not snap.known:
+        return ""
+    marks = []
+    if confined(snap.state, unit) is False:
+        marks.append("unconfined")
+    if unit.result is not None:
+        marks.append(f"result {unit.result.outcome}")
+    return " · ".join(marks) + " · " if marks else ""
+
+
 def lint_of(snap: Snapshot) -> LintResult:
     """The lint result a lint row was listed from; a snapshot read again has none until its checks
     run: the row is gone (KeyError), not an error."""
@@ -327,12 +355,12 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         return [
             unit_id,
             contract.type,
-            unit_status(state, unit) if snap.known else "unknown",
+            unit_cell(snap, unit),
             # an obligation or a finding holds it
             "■" if snap.holds.get(unit_id) or snap.stale.get(unit_id) else "",
             str(contract.priority),
             ", ".join(held),
-            contract.title,
+            run_marks(snap, unit) + contract.title,
         ]
     if view == "memory":
         entry_id = plain(key)

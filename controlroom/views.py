@@ -65,7 +65,7 @@ VIEW_DEFS: tuple[View, ...] = (
         (
             Column("id", 16),
             Column("type", 10, 3),
-            Column("status", 11),
+            Column("status", 14),
             Column("held", 4, 1),
             Column("prio", 4, 4),
             Column("held by", 18, 2),

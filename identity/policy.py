@@ -133,8 +133,23 @@ class Profile(_Model):
     tools: tuple[str, ...] = ()
 
 
+HarnessTools = dict[str, dict[str, tuple[str, ...]]]  # harness -> abstract tool -> the harness's names
+
+
 class Profiles(_Model):
     profiles: dict[str, Profile]
+    # SPEC §23: the abstract tools a profile grants, as each harness names them; a file without it
+    # (every workspace before this round) uses the shipped mapping (identity.shipped.HARNESS_TOOLS)
+    harness_tools: HarnessTools | None = Field(default=None, alias="harnessTools")
+
+    def harness(self, name: str) -> dict[str, tuple[str, ...]]:
+        """The mapping for one harness (`claude-code`): the file's, else the shipped default."""
+        from identity.shipped import HARNESS_TOOLS
+
+        mapping = (self.harness_tools or {}).get(name)
+        if mapping is None:
+            mapping = {tool: tuple(names) for tool, names in HARNESS_TOOLS.get(name, {}).items()}
+        return mapping
 
 
 POLICY_MODELS: dict[str, type[_Model]] = {

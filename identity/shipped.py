@@ -100,6 +100,19 @@ PROFILES = {
 }
 
 
+# the abstract tools of profiles.yaml as Claude Code names them (SPEC §23): what `regulator hook
+# PreToolUse` and the settings' deny rules use when a workspace's profiles.yaml has no `harnessTools`
+HARNESS_TOOLS: dict[str, dict[str, list[str]]] = {
+    "claude-code": {
+        "read": ["Read", "Grep", "Glob", "LS"],
+        "write": ["Write", "NotebookEdit"],
+        "edit": ["Edit", "MultiEdit"],
+        "shell": ["Bash"],
+        "web": ["WebFetch", "WebSearch"],
+    }
+}
+
+
 def interaction(owner: str, email: str | None, key: str | None = None) -> dict:
     person: dict = {
         "grants": ["resolve", "retract", "accept", "ack", "decide", "report"],

@@ -178,6 +178,7 @@ def readings(path, store="signals"):
 UNITS_FOLD_READ = {
     **dict.fromkeys(("kind", "unit", "id", "at", "leaseHash", "worktree", "type", "profile")),
     **dict.fromkeys(("action", "disposition", "by", "opens")),
+    **dict.fromkeys(("expiresAt", "ttl", "confined", "outcome", "summary", "exitCode", "durationS")),
     "rationale": msgspec.UNSET,
     "resolves": (),
 }
@@ -226,7 +227,9 @@ LINE_PARTS = st.one_of(
     st.binary(max_size=12),
     st.sampled_from([b"\xff", b"\xc3", b"\x00", b"\x01", b"[1]", b"{", b"}", b'"', b"null", b"1e999"]),
     st.dictionaries(
-        st.sampled_from(["kind", "id", "claim", "at", "n", "unit", "rationale", "resolves", "opens"]),
+        st.sampled_from(
+            ["kind", "id", "claim", "at", "n", "unit", "rationale", "resolves", "opens", "outcome", "ttl"]
+        ),
         st.one_of(st.text(max_size=6), st.none(), st.lists(st.text(max_size=2), max_size=2)),
         max_size=4,
     ).map(lambda d: json.dumps(d, ensure_ascii=False).encode()),

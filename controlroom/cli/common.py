@@ -34,6 +34,7 @@ __all__ = [
     "person_workspace",
     "read_json_input",
     "report_flags",
+    "report_contracts",
     "report_problems",
     "table",
     "workspace",
@@ -207,6 +208,11 @@ def report_problems(state: Any) -> None:
         )
     for problem in state.problems:
         sys.stderr.write(f"regulator: warning: {problem}\n")
+    report_contracts(state)
+
+
+def report_contracts(state: Any) -> None:
+    """Each invalid contract, named in one line on stderr (it is left out of what is read)."""
     for problem in state.contract_problems:
         sys.stderr.write(f"regulator: warning: contract skipped: {escape(problem)}\n")
 

@@ -36,6 +36,7 @@ MODULES = (
     "room",
     "mcp",
     "serve",
+    "hook",
     "store",
 )
 # the names each module adds to the root, so that a lean command line imports and builds its own
@@ -57,6 +58,7 @@ GROUP_OF = {
     "mcp": "mcp",
     "serve": "serve",
     "door": "serve",
+    "hook": "hook",
     "store": "store",
 }
 

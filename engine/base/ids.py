@@ -46,6 +46,16 @@ def recovery_obligation_id(decision_id: str, unit_id: str) -> str:
     return digest[:20]
 
 
+def result_id(lease_hash: str) -> str:
+    """A result's id: one result per lease, so the same lease names the same result."""
+    return "R" + hashlib.sha256(f"result\0{lease_hash}".encode()).hexdigest()[:25]
+
+
+def expiry_id(lease_hash: str) -> str:
+    """A lease-expired event's id: two hosts (or one duty run twice) name the same expiry."""
+    return "X" + hashlib.sha256(f"lease-expired\0{lease_hash}".encode()).hexdigest()[:25]
+
+
 def question_obligation_id(signal_id: str) -> str:
     """The one obligation a question (a signal of type question, SPEC §22) opens, owed to S3."""
     digest = hashlib.sha256(f"question\0{signal_id}".encode()).hexdigest()

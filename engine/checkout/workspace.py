@@ -38,10 +38,13 @@ class Lease:
     workspace: Path
     leased_at: str
     path: Path
+    # where the unit works, when the lease file lies outside it (`unit run` keeps it in the lease's
+    # folder, SPEC §23); else the lease file's folder
+    work: Path | None = None
 
     @property
     def worktree(self) -> Path:
-        return self.path.parent
+        return self.work or self.path.parent
 
 
 @dataclass(frozen=True)
@@ -364,6 +367,7 @@ def read_lease(path: Path) -> Lease:
             workspace=Path(data["workspace"]),
             leased_at=str(data["leasedAt"]),
             path=path.resolve(),
+            work=Path(data["worktree"]) if isinstance(data.get("worktree"), str) else None,
         )
     except FileNotFoundError:
         raise BadInput(f"lease file {path} does not exist") from None

@@ -22,8 +22,10 @@ from engine.checkout.workspace import Workspace
 from engine.log.events import INDEX, STORES, refs, unreadable
 from engine.log.store import SKEW_S
 from engine.read.model import (
+    ASKS_RECOVERY,
     BLOCKING,
     OWED_TO,
+    RESULT_OUTCOMES,
     RESUMING_ACTIONS,
     WAITING_ACTIONS,
     Closing,
@@ -36,6 +38,7 @@ from engine.read.model import (
     ObligationStatus,
     RecoveryAction,
     State,
+    UnitResult,
     UnitState,
     UnitStatus,
 )
@@ -49,7 +52,9 @@ _DISPATCH, _CLOSE, _DEMOTE, _DECISION = (
     k.value for k in (EventKind.DISPATCH, EventKind.CLOSE, EventKind.DEMOTE, EventKind.DECISION)
 )
 _MEMORY, _RETRACTION = EventKind.MEMORY.value, EventKind.RETRACTION.value
+_RESULT, _LEASE_EXPIRED = EventKind.RESULT.value, EventKind.LEASE_EXPIRED.value
 _IN_PROGRESS, _CLOSED, _TODO = UnitStatus.IN_PROGRESS, UnitStatus.CLOSED, UnitStatus.TODO
+_LOST = UnitStatus.LOST
 
 
 class SignalsLine(msgspec.Struct):
@@ -135,6 +140,13 @@ class UnitsLine(msgspec.Struct):
     rationale: Any = msgspec.UNSET
     resolves: Any = ()
     opens: Any = None
+    expiresAt: Any = None  # noqa: N815 - a dispatch's lease time (SPEC §23)
+    ttl: Any = None
+    confined: Any = None
+    outcome: Any = None  # a result's
+    summary: Any = None
+    exitCode: Any = None  # noqa: N815
+    durationS: Any = None  # noqa: N815
 
 
 _UNIT_PERSON = (_DECISION, _DEMOTE)
@@ -416,6 +428,49 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 event.worktree,
             )
             unit.type, unit.profile = event.type, event.profile
+            expires, ttl = event.expiresAt, event.ttl
+            unit.expires_at = expires if type(expires) is str else None
+            unit.ttl = ttl if type(ttl) is int else None
+            unit.confined = event.confined if type(event.confined) is bool else None
+            unit.result = None
+        elif kind == _RESULT:
+            reason = _result_refused(unit, event)
+            if reason is not None:
+                state.uncounted.append(Uncounted("units", at >> 2, reason))
+                continue
+            unit.result = UnitResult(
+                event.id,
+                event.outcome,
+                event.summary,
+                event.at,
+                "host" if event.by == "host" else "unit",
+                event.exitCode if type(event.exitCode) is int else None,
+                event.durationS if type(event.durationS) is int else None,
+            )
+            opened = event.opens
+            if opened:
+                recovery = Obligation(
+                    id=opened["id"],
+                    unit=unit_id,
+                    kind=ObligationKind.RECOVERY,
+                    source=event.id,
+                    severity=opened["severity"],
+                    blocks=False,
+                    owed_to=opened.get("owedTo", OWED_TO),
+                    opened_at=event.at,
+                    subject=f"recovery: {unit_id} reported {event.outcome}: {event.summary}",
+                    history=[at],
+                )
+                obligations.setdefault(recovery.id, recovery)
+                pending = state.pending.pop(recovery.id, None)
+                if pending is not None:
+                    recovery.close(pending)
+        elif kind == _LEASE_EXPIRED:
+            reason = _expiry_refused(unit, event)
+            if reason is not None:
+                state.uncounted.append(Uncounted("units", at >> 2, reason))
+                continue
+            unit.status, unit.lease = _LOST, None
         elif kind == _CLOSE:
             unit.status, unit.lease = _CLOSED, None
         elif kind == _DEMOTE:
@@ -466,6 +521,41 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 unit.status, unit.recovery = UnitStatus.ABORTED, None
             else:
                 unit.status, unit.recovery = UnitStatus.WAITING, opened["id"] if opened else None
+
+
+def _result_refused(unit: UnitState, event: UnitsLine) -> str | None:
+    """Why a result line counts for nothing: the host writes one only for the unit's current lease,
+    once, with an outcome it knows (engine.commands.results)."""
+    if unit.status != _IN_PROGRESS or not unit.lease or event.leaseHash != unit.lease:
+        return f"host event: result for {unit.id} under a lease that is not its current one (forged?)"
+    if unit.result is not None:
+        return f"host event: a second result for {unit.id}'s lease (one per lease)"
+    if event.outcome not in RESULT_OUTCOMES or type(event.summary) is not str or type(event.id) is not str:
+        return "malformed: a result without its id, outcome or summary"
+    opened = event.opens
+    if opened is not None and not (
+        event.outcome in ASKS_RECOVERY
+        and type(opened) is dict
+        and type(opened.get("id")) is str
+        and type(opened.get("severity")) is str
+    ):
+        return "malformed: a result that opens an obligation it does not ask for"
+    return None
+
+
+def _expiry_refused(unit: UnitState, event: UnitsLine) -> str | None:
+    """Why a lease-expired line counts for nothing: only an in-progress unit's current lease that
+    has a time, with no result recorded, expires, and not before its time (SPEC §23)."""
+    if unit.status != _IN_PROGRESS or not unit.lease or event.leaseHash != unit.lease:
+        return f"host event: lease-expired for {unit.id} under a lease that is not its current one"
+    if unit.expires_at is None:
+        return f"host event: lease-expired for {unit.id}, whose lease never expires (forged?)"
+    if unit.result is not None:
+        return f"host event: lease-expired for {unit.id} after its result was recorded (forged?)"
+    when, due = clock.moment(event.at), clock.moment(unit.expires_at)
+    if when is None or due is None or when < due:
+        return f"host event: lease-expired for {unit.id} before its lease's time {unit.expires_at} (forged?)"
+    return None
 
 
 _HOST_KINDS = frozenset((EventKind.DISPATCH.value, EventKind.CLOSE.value))

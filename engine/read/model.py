@@ -32,6 +32,7 @@ class ObligationStatus(StrEnum):
 class ObligationKind(StrEnum):
     INTELLIGENCE = "intelligence"  # from a routed signal
     RECOVERY_DECISION = "recovery-decision"  # opened by a unit's recovery decision
+    RECOVERY = "recovery"  # opened by a failed or blocked result: a person decides (SPEC §23)
     QUESTION = "question"  # a unit's question to a person (ask_human), routed from its signal (§22)
 
 
@@ -41,6 +42,7 @@ class UnitStatus(StrEnum):
     CLOSED = "closed"
     WAITING = "waiting"  # on a recovery-decision obligation (see engine.read.queries.unit_status)
     ABORTED = "aborted"
+    LOST = "lost"  # its lease expired while in progress (SPEC §23): held as before, dispatchable again
 
 
 class MemoryStatus(StrEnum):
@@ -109,10 +111,11 @@ class EventKind(StrEnum):
     CLOSE = "close"
     DEMOTE = "demote"
     DECISION = "decision"  # units.ndjson and identity.ndjson
+    RESULT = "result"  # units.ndjson: what a unit's run came to (SPEC §23), one per lease
+    LEASE_EXPIRED = "lease-expired"  # units.ndjson: a host found the lease past its time
     MEMORY = "memory"  # memory.ndjson
     RETRACTION = "retraction"
     PROPOSAL = "proposal"  # identity.ndjson
-    RESULT = "result"  # units.ndjson: a host event, what a unit's run came to (report_result, §22)
     UNREADABLE = UNREADABLE  # no store's: what a reference reads back as when its line is gone
 
 
@@ -125,6 +128,7 @@ UNKNOWN_STATUS = "unknown"
 # are text; the engine names one itself: the severity a recovery decision's obligation opens with.
 Severity = str
 BLOCKING: Severity = "blocking"
+ADVISORY: Severity = "advisory"  # the severity of a recovery obligation a failed result opens (§23)
 OWED_TO = "S3"  # whom an obligation is owed to when its record does not say
 
 
@@ -172,6 +176,31 @@ class Obligation(msgspec.Struct, array_like=True):
         self.history.append(closing.at)
 
 
+class ResultOutcome(StrEnum):
+    """What a unit's run came to (`report_result`, or `unit run` when the unit reported none)."""
+
+    DONE = "done"
+    BLOCKED = "blocked"
+    FAILED = "failed"
+
+
+RESULT_OUTCOMES: tuple[ResultOutcome, ...] = tuple(ResultOutcome)
+ASKS_RECOVERY = (ResultOutcome.BLOCKED, ResultOutcome.FAILED)  # a person decides what next (§4.4)
+
+
+class UnitResult(msgspec.Struct, array_like=True):
+    """The result recorded for a unit's lease: by the unit through the door, or by `unit run`
+    (`by` "host") when the unit reported none. Store text: shown escaped, never interpreted."""
+
+    id: str
+    outcome: str
+    summary: str
+    at: str
+    by: str  # "unit" or "host"
+    exit_code: int | None = None  # the child's own exit code, where `unit run` saw it
+    duration_s: int | None = None
+
+
 class UnitState(msgspec.Struct, array_like=True):
     id: str
     contract: Contract | None = None  # attached by engine.read.load; a checkpoint does not keep it
@@ -182,6 +211,11 @@ class UnitState(msgspec.Struct, array_like=True):
     history: list[int] = []  # references (engine.log.events)
     type: str | None = None  # as the current dispatch recorded them: a lease's grants (§15.0)
     profile: str | None = None
+    # the current lease's time (SPEC §23): None for a lease that never expires (one from before)
+    expires_at: str | None = None
+    ttl: int | None = None  # seconds a heartbeat extends it by
+    confined: bool | None = None  # as the current dispatch recorded it (`unit run --user`)
+    result: UnitResult | None = None  # the result of the latest lease, kept until the next dispatch
 
 
 class MemoryEntry(msgspec.Struct, array_like=True):
