@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import os
 import threading
 import time
@@ -167,24 +166,6 @@ class ViewState:
     filter: str = ""
     cursor: Key | None = None
     sort: int = 0
-
-
-def decide_lock_busy(ws: Workspace) -> bool:
-    """Does another writer hold `.regulator/decide.lock` right now? (A probe: never waits.)"""
-    path = ws.state_dir / "decide.lock"
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)  # closing releases the probe's lock
-    return False
 
 
 def _bindings() -> list[BindingType]:
@@ -422,7 +403,7 @@ class ControlRoom(App[None]):
         worker = get_current_worker()
         waited = False
         try:
-            while decide_lock_busy(self.ws):
+            while self.ws.decide_lock_held():
                 if not waited:
                     waited = True
                     self.post_message(WriterWait(True))
