@@ -16,6 +16,7 @@ from engine.log.pg.connection import _run, redact
 from engine.log.pg.server import UPGRADE as RUN_UPGRADE
 from engine.log.pg.sql import (
     HOST_ROLE,
+    IS_HOST,
     OLD_WRITER_ROLE,
     ROLES_SQL,
     SCHEMA_SQL,
@@ -186,11 +187,8 @@ class Access:
 def access(url: str) -> Access:
     def work(conn: Any) -> Access:
         row = conn.execute(
-            "SELECT current_user, has_table_privilege('regulator.events', 'INSERT'),"
-            " coalesce((SELECT pg_has_role(current_user, r.oid, 'USAGE') FROM pg_roles r"
-            "           WHERE r.rolname = %s), false),"
-            " (SELECT max(version) FROM regulator.meta)",
-            (HOST_ROLE,),
+            f"SELECT current_user, has_table_privilege('regulator.events', 'INSERT'), {IS_HOST},"
+            " (SELECT max(version) FROM regulator.meta)"
         ).fetchone()
         return Access(str(row[0]), bool(row[1]), bool(row[2]), int(row[3] or 0))
 

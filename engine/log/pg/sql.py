@@ -39,6 +39,11 @@ SESSION = {
 }
 
 
+IS_HOST = f"""(pg_catalog.current_setting('is_superuser') = 'on'
+        OR coalesce((SELECT pg_catalog.pg_has_role(current_user, r.oid, 'USAGE')
+                     FROM pg_catalog.pg_roles r WHERE r.rolname = '{HOST_ROLE}'), false))"""
+
+
 def _host_kinds_sql() -> str:
     """The host-event kinds (engine.log.events.HOST_KINDS) as an SQL array of text literals."""
     quoted = ", ".join("'" + kind.replace("'", "''") + "'" for kind in sorted(HOST_KINDS))
@@ -120,13 +125,13 @@ BEGIN
 END $$;
 """
 
-# whether the session's role acts as a host: regulator_host itself or a role that has its
-# privileges (a login role per host granted regulator_host; a superuser has every role's)
+# whether the session's role acts as a host: regulator_host itself, a role that has its
+# privileges (a login role per host granted regulator_host, an owner granted it), or a superuser
+# (which could drop the trigger anyway)
 IS_HOST_SQL = f"""
 CREATE OR REPLACE FUNCTION regulator.is_host() RETURNS boolean LANGUAGE sql STABLE
     SET search_path = pg_catalog, pg_temp AS $$
-    SELECT coalesce((SELECT pg_catalog.pg_has_role(current_user, r.oid, 'USAGE')
-                     FROM pg_catalog.pg_roles r WHERE r.rolname = '{HOST_ROLE}'), false)
+    SELECT {IS_HOST}
 $$;
 """
 
