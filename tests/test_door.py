@@ -426,9 +426,7 @@ def test_one_trip_as_the_writer_role_and_refused_as_the_reader(tmp_path, pg_serv
     owner = pg_server.url(db)
     pg_admin.create_schema(owner, "system")
     subprocess.run([REGULATOR, "store", "roles", "--url", owner], check=True, capture_output=True)
-    writer = pg_store.PgStore(
-        pg_server.url(db, "regulator_host"), tmp_path / "w", "signals", mirrored=False
-    )
+    writer = pg_store.PgStore(pg_server.url(db, "regulator_host"), tmp_path / "w", "signals", mirrored=False)
     first = writer.append_unchanged({"kind": "note", "at": pg_connection.now_text()}, {"units": ""})
     assert first is not None and first["prev"] == ""
     second = writer.append_unchanged({"kind": "note", "at": pg_connection.now_text()}, {})

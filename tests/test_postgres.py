@@ -225,7 +225,9 @@ def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(t
                 writer.execute(sql)
         with pytest.raises(psycopg.errors.CheckViolation, match="more than 2 s"):
             insert(writer, line_for(first["hash"], "2026-01-01T00:00:00Z"))  # a forged at
-        with pytest.raises(psycopg.errors.SerializationFailure, match="chain broken"):  # the client reads again
+        with pytest.raises(
+            psycopg.errors.SerializationFailure, match="chain broken"
+        ):  # the client reads again
             insert(writer, line_for("0" * 64, now))
         with pytest.raises(psycopg.errors.CheckViolation, match="SHA-256"):
             insert(writer, line_for(first["hash"], now), digest="0" * 64)

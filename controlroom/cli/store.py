@@ -81,7 +81,7 @@ def upgrade(url: UrlOption = None, as_json: JsonFlag = False) -> None:
         )
         return
     if done.mark is None:
-        out(f"{escape(shown)} is at schema {done.after} already; nothing written")
+        out(f"{escape(shown)} is at schema {done.after} already; nothing written (its trigger made again)")
         return
     out(f"upgraded {escape(shown)} from schema {done.before} to {done.after}")
     marks = ", ".join(f"{name} {size}" for name, size in done.mark["marks"].items())

@@ -19,7 +19,7 @@ from engine.base.errors import RegulatorError
 from engine.base.gcpause import gc_paused
 from engine.checkout.authority import GRANT_OF, Uncounted
 from engine.checkout.workspace import Workspace
-from engine.log.events import INDEX, STORES, refs, unreadable
+from engine.log.events import HOST_KINDS, INDEX, STORES, refs, unreadable
 from engine.log.store import SKEW_S
 from engine.read.model import (
     BLOCKING,
@@ -455,7 +455,6 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 unit.status, unit.recovery = UnitStatus.WAITING, opened["id"] if opened else None
 
 
-_HOST_KINDS = frozenset((EventKind.DISPATCH.value, EventKind.CLOSE.value))
 # the statuses (as the units log alone folds them) a host never writes the event from
 # (engine.read.vetoes): a dispatch over a live lease, a close of anything but an in-progress unit. Judged
 # on the units log alone, so a fold from a checkpoint judges as a fold from the start. A waiting
@@ -466,6 +465,8 @@ _REFUSED = {
     EventKind.DISPATCH.value: frozenset((UnitStatus.IN_PROGRESS,)),
     EventKind.CLOSE.value: frozenset(set(UnitStatus) - {UnitStatus.IN_PROGRESS}),
 }
+# the units' host events (engine.log.events.HOST_KINDS) a host writes only past its vetoes
+_HOST_KINDS = HOST_KINDS & frozenset(_REFUSED)
 
 
 def _holds(obligations: dict[str, Obligation]) -> dict[str, list[Obligation]]:

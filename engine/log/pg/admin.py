@@ -15,8 +15,10 @@ from engine.log.events import STORES, UPGRADE
 from engine.log.pg.connection import _run, redact
 from engine.log.pg.server import UPGRADE as RUN_UPGRADE
 from engine.log.pg.sql import (
+    CHECK_APPEND_SQL,
     HOST_ROLE,
     IS_HOST,
+    IS_HOST_SQL,
     OLD_WRITER_ROLE,
     ROLES_SQL,
     SCHEMA_SQL,
@@ -117,7 +119,8 @@ def upgrade(url: str) -> Upgraded:
                 f"{redact(url)}: only the owner of regulator.events upgrades the schema; nothing written"
             )
         before = _version(conn)
-        if before >= SCHEMA_VERSION:
+        if before >= SCHEMA_VERSION:  # the trigger made again: a host-event kind added since is refused
+            conn.execute(IS_HOST_SQL + CHECK_APPEND_SQL)
             return Upgraded(before, before, None, False)
         conn.execute("SET LOCAL statement_timeout = 0")  # the marks read every line once
         conn.execute("SET LOCAL lock_timeout = '60s'")  # each host's append in flight ends first
