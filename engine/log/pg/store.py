@@ -104,10 +104,11 @@ class PgStore(Store):
             query, bound = _one_trip_query(conn, params)
             for attempt in range(ONE_TRIP_TRIES):
                 try:
-                    cursor.execute(query, bound)
-                except errors.InvalidSqlStatementName:  # a new connection: prepare it (nothing written)
-                    conn.execute(ONE_TRIP_PREPARE)
-                    cursor.execute(query, bound)
+                    try:
+                        cursor.execute(query, bound)
+                    except errors.InvalidSqlStatementName:  # a new connection: prepare it (nothing written)
+                        conn.execute(ONE_TRIP_PREPARE)
+                        cursor.execute(query, bound)
                 except (errors.UniqueViolation, errors.SerializationFailure):
                     _pause(attempt)  # another append took the line: again, on the new tail
                     continue
@@ -122,6 +123,8 @@ class PgStore(Store):
         except errors.InsufficientPrivilege as exc:
             raise Refused(f"store {redact(self.url)}: {_denied(conn, exc)}") from None
         except psycopg.OperationalError as exc:
+            if not conn.broken:  # the server refused it (a timeout, say), the connection is fine
+                raise Refused(f"store {redact(self.url)}: {_message(exc)}; nothing written") from None
             try:
                 row = _written_after_all(self.url, self.store, written["id"], pid)
             except Refused as unknown:
