@@ -1002,12 +1002,12 @@ class ControlRoom(App[None]):
 
 def cannot_write(ws: Workspace) -> str | None:
     """Why no write this room offers can be taken on these stores (a PostgreSQL role without
-    INSERT), in the words the operator sees; None on files and for a writer role."""
+    INSERT, or not a host), in the words the operator sees; None on files and for regulator_host."""
     try:
         why = ws.cannot_write()
     except RegulatorError as exc:  # never "may write" by default: shown disabled, and why
         return f"cannot tell whether this store's role can write ({exc})"
-    return f"{why}: open the room with a writer role" if why else None
+    return f"{why}: open the room as regulator_host" if why else None
 
 
 def _follow_server(ws: Workspace) -> threading.Event | None:

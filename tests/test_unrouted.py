@@ -16,7 +16,7 @@ from tests.helpers import NOW, clone, make_workspace, report_args
 CRITICAL_ON_U1 = report_args(subject="left-pad is compromised", severity="critical", affects=["u1"])
 REASON = "u1 is in progress and would be held by critical obligation {ob} (signal {sig}: left-pad is compromised), not yet routed"
 WIDE = (190, 42)  # the whole header, unabbreviated
-READER_REFUSAL = "this store's role (regulator_reader) cannot write: open the room with a writer role"
+READER_REFUSAL = "this store's role (regulator_reader) cannot write: open the room as regulator_host"
 
 
 def reported(ws, args=CRITICAL_ON_U1, env: dict | None = None) -> str:

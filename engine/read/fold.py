@@ -483,8 +483,8 @@ Span = tuple[datetime | None, Obligation]  # a blocking obligation and the time 
 
 def _vetoed(unit: UnitState, kind: str, when: datetime | None, spans: list[Span]) -> str | None:
     """Why a dispatch or close counts for nothing: the host writes one only when its vetoes pass
-    (engine.read.vetoes), unsigned, so a line that a writer (a unit with the store's writer role, or
-    sharing the operator's account) appended past them is re-derived here (SPEC §15.0, §18). Its
+    (engine.read.vetoes), unsigned, so a line that a writer (a holder of the host role; before SPEC
+    §22 a unit with the writer role; a unit sharing the operator's account) appended past them is re-derived here (SPEC §15.0, §18). Its
     status before it must be one the command accepts (exact: the units log is in order), and no
     blocking obligation may have held the unit at its time (`when`, its `at` read as a time; `spans`,
     the unit's blocking obligations with the times they opened). Across stores only times order
