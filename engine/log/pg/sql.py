@@ -1,4 +1,21 @@
-"""The SQL of the PostgreSQL stores: the schema, the roles, the catch-up reads, their constants."""
+"""The SQL of the PostgreSQL stores: the schema, the roles, the upgrade, the catch-up reads, their
+constants.
+
+Schema 2 (SPEC §22), every table in the schema `regulator`, owned by the role that ran `init`:
+- `meta` (instance, version, clock, created_at): one row; never changed but by `store upgrade`.
+- `events` (store, n, line, sha256, hash, prev, at, recorded_at, written_by): every line of every
+  store, numbered per store; INSERT only (triggers refuse UPDATE, DELETE, TRUNCATE). The trigger
+  fills n, hash, prev, at from the line, recorded_at (the server's clock) and written_by (the
+  session's login role, `session_user`; null on lines from before schema 2).
+- `locks` (name): one row per exclusive decision, `decide`; held with SELECT ... FOR UPDATE (needs
+  UPDATE: regulator_host's); the rows never change.
+- `leader` (id = 1, holder, expires): the host running the timed duties and until when; renewed
+  with `UPDATE ... WHERE holder = me OR expires < now()`; holder '' and expires -infinity: nobody.
+- `leases` (lease, unit, expires, heartbeat): a unit's lease by its hash (never the token), when it
+  expires (null: never) and when it was last seen; INSERT and UPDATE by regulator_host.
+Roles: regulator_host (SELECT; INSERT on events; UPDATE on locks and leader; INSERT, UPDATE on
+leases) and regulator_reader (SELECT). Units hold none.
+"""
 
 from __future__ import annotations
 
