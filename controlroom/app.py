@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import os
 import threading
 import time
@@ -171,24 +170,6 @@ class ViewState:
     cursor: Key | None = None
     sort: int = 0
     show_all: bool = False  # `a`: resolved or retracted rows too
-
-
-def decide_lock_busy(ws: Workspace) -> bool:
-    """Does another writer hold `.regulator/decide.lock` right now? (A probe: never waits.)"""
-    path = ws.state_dir / "decide.lock"
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)  # closing releases the probe's lock
-    return False
 
 
 def _bindings() -> list[BindingType]:
@@ -433,7 +414,7 @@ class ControlRoom(App[None]):
         worker = get_current_worker()
         waited = False
         try:
-            while decide_lock_busy(self.ws):
+            while self.ws.decide_lock_held():
                 if not waited:
                     waited = True
                     self.post_message(WriterWait(True))
@@ -1180,12 +1161,12 @@ def status_line(first: list[str], warnings: list[str], hints: list[str], cells: 
 
 def cannot_write(ws: Workspace) -> str | None:
     """Why no write this room offers can be taken on these stores (a PostgreSQL role without
-    INSERT), in the words the operator sees; None on files and for a writer role."""
+    INSERT, or not a host), in the words the operator sees; None on files and for regulator_host."""
     try:
         why = ws.cannot_write()
     except RegulatorError as exc:  # never "may write" by default: shown disabled, and why
         return f"cannot tell whether this store's role can write ({exc})"
-    return f"{why}: open the room with a writer role" if why else None
+    return f"{why}: open the room as regulator_host" if why else None
 
 
 def _follow_server(ws: Workspace) -> threading.Event | None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
 from engine.base.errors import BadInput, Refused
-from engine.log.store import NO_STORES, Store, locked
+from engine.log.store import NO_STORES, Store, lock_held, locked
 from identity.files import POLICY_DIR, STORE_POLICY, content_hash
 
 if TYPE_CHECKING:  # the policy models are pydantic: imported only by commands that read policy
@@ -105,15 +105,15 @@ class Workspace:
         return found.sync()
 
     def cannot_write(self) -> str | None:
-        """Why this process may not append, in words (a PostgreSQL role without INSERT on the
-        stores, such as regulator_reader), or None: it may. One question to the server."""
+        """Why this process may not write what a host writes, in words (a PostgreSQL role without
+        INSERT on the stores, such as regulator_reader, or one that is not regulator_host; a
+        database still on an earlier schema), or None: it may. One question to the server."""
         url = self.url
         if url is None:
             return None
-        from engine.log.pg.admin import write_access
+        from engine.log.pg.admin import cannot_write
 
-        role, allowed = write_access(url)
-        return None if allowed else f"this store's role ({role}) cannot write"
+        return cannot_write(url)
 
     @property
     def has_stores(self) -> bool:
@@ -162,6 +162,16 @@ class Workspace:
                 yield
             finally:
                 _DECIDING.discard(self.root)
+
+    def decide_lock_held(self) -> bool:
+        """Does another process hold the decide lock right now (the one exclusive() takes)? A probe
+        that never waits: `.regulator/decide.lock` on files, the lock row on PostgreSQL."""
+        url = self.url
+        if url is not None:
+            from engine.log.pg.server import decide_lock_held
+
+            return decide_lock_held(url)
+        return lock_held(self.state_dir / "decide.lock")
 
     def deciding(self) -> bool:
         """Inside exclusive(): this command writes (readers never do, SPEC §13)."""

@@ -57,8 +57,10 @@ class ProcessHeartbeats:
 
 LEASES_SQL = """
 CREATE TABLE IF NOT EXISTS regulator.leases (
-    lease_hash text PRIMARY KEY,
-    beat_at timestamptz NOT NULL
+    lease text PRIMARY KEY,
+    unit text,
+    expires timestamptz,
+    heartbeat timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 REVOKE ALL ON regulator.leases FROM PUBLIC;
 DO $$ BEGIN
@@ -71,10 +73,10 @@ DO $$ BEGIN
 END $$;
 """
 BEAT_SQL = (
-    "INSERT INTO regulator.leases (lease_hash, beat_at) VALUES (%s, %s) "
-    "ON CONFLICT (lease_hash) DO UPDATE SET beat_at = GREATEST(regulator.leases.beat_at, EXCLUDED.beat_at)"
+    "INSERT INTO regulator.leases (lease, heartbeat) VALUES (%s, %s) "
+    "ON CONFLICT (lease) DO UPDATE SET heartbeat = GREATEST(regulator.leases.heartbeat, EXCLUDED.heartbeat)"
 )
-LAST_SQL = "SELECT beat_at FROM regulator.leases WHERE lease_hash = %s"
+LAST_SQL = "SELECT heartbeat FROM regulator.leases WHERE lease = %s"
 BEAT_EVERY_S = 1.0  # a lease's beats written to PostgreSQL at most this often (a door call is one)
 
 

@@ -19,7 +19,7 @@ from engine.base.errors import RegulatorError
 from engine.base.gcpause import gc_paused
 from engine.checkout.authority import GRANT_OF, Uncounted
 from engine.checkout.workspace import Workspace
-from engine.log.events import INDEX, STORES, refs, unreadable
+from engine.log.events import HOST_KINDS, INDEX, STORES, refs, unreadable
 from engine.log.store import SKEW_S
 from engine.read.model import (
     ASKS_RECOVERY,
@@ -558,7 +558,6 @@ def _expiry_refused(unit: UnitState, event: UnitsLine) -> str | None:
     return None
 
 
-_HOST_KINDS = frozenset((EventKind.DISPATCH.value, EventKind.CLOSE.value))
 # the statuses (as the units log alone folds them) a host never writes the event from
 # (engine.read.vetoes): a dispatch over a live lease, a close of anything but an in-progress unit. Judged
 # on the units log alone, so a fold from a checkpoint judges as a fold from the start. A waiting
@@ -569,6 +568,8 @@ _REFUSED = {
     EventKind.DISPATCH.value: frozenset((UnitStatus.IN_PROGRESS,)),
     EventKind.CLOSE.value: frozenset(set(UnitStatus) - {UnitStatus.IN_PROGRESS}),
 }
+# the units' host events (engine.log.events.HOST_KINDS) a host writes only past its vetoes
+_HOST_KINDS = HOST_KINDS & frozenset(_REFUSED)
 
 
 def _holds(obligations: dict[str, Obligation]) -> dict[str, list[Obligation]]:
@@ -585,8 +586,8 @@ Span = tuple[datetime | None, Obligation]  # a blocking obligation and the time 
 
 def _vetoed(unit: UnitState, kind: str, when: datetime | None, spans: list[Span]) -> str | None:
     """Why a dispatch or close counts for nothing: the host writes one only when its vetoes pass
-    (engine.read.vetoes), unsigned, so a line that a writer (a unit with the store's writer role, or
-    sharing the operator's account) appended past them is re-derived here (SPEC §15.0, §18). Its
+    (engine.read.vetoes), unsigned, so a line that a writer (a holder of the host role; before SPEC
+    §22 a unit with the writer role; a unit sharing the operator's account) appended past them is re-derived here (SPEC §15.0, §18). Its
     status before it must be one the command accepts (exact: the units log is in order), and no
     blocking obligation may have held the unit at its time (`when`, its `at` read as a time; `spans`,
     the unit's blocking obligations with the times they opened). Across stores only times order
