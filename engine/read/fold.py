@@ -683,9 +683,10 @@ def _ordered(
     if type(wanted) is not int:
         return f"host event: {what} records no `seen` of signals.ndjson: no host wrote it (forged?)"
     if wanted > host.signals_size:
+        host.beyond = wanted if host.beyond < 0 else min(host.beyond, wanted)
         return (
-            f"host event: {what} says it saw {wanted} bytes of signals.ndjson, which held "
-            f"{host.signals_size}: no host wrote it (forged?)"
+            f"host event: {what} says it saw {wanted} bytes of signals.ndjson, more than it holds: no "
+            "host wrote it (forged?)"
         )
     j = order.unseen(start, wanted)
     if j is not None:
@@ -851,6 +852,8 @@ def advance(
 
 def _read(ws: Workspace, state: State, name: str, final: bool, gained: dict[str, int]) -> None:
     """Fold what one store gained since it was last read."""
+    if name == "signals" and name not in state.cursors and state.host.units_at:
+        raise Refold(name)  # dispatches and closes were judged without it: judge them with it
     cursor = state.cursors.setdefault(name, Cursor())
     store = ws.store(name)
     if store.size() < cursor.offset:  # replaced or truncated: the caller reloads in full
@@ -859,7 +862,10 @@ def _read(ws: Workspace, state: State, name: str, final: bool, gained: dict[str,
         result = store.read(cursor.offset, cursor.line, final=final, shape=SHAPES.get(name))
         cursor.offset, cursor.line = result.offset, result.line
         if name == "signals":
-            state.host.signals_size = result.end
+            host = state.host
+            host.signals_size = result.end
+            if 0 <= host.beyond <= result.end:  # a dispatch or close said it saw this much: judge it now
+                raise Refold("signals")
         if result.problems:
             state.problems.extend(result.problems)
             # in store order, then line: the same list however the log was read (a checkpoint)

@@ -188,8 +188,9 @@ class HostOrder(msgspec.Struct):
     records that route and record `seen`, in signals.ndjson's order, as two parallel lists (their
     start offsets, and the byte length of units.ndjson each saw); whether each store's host events
     have begun to record `seen` (a later one without it counts for nothing); the most of
-    signals.ndjson a dispatch or close that counts claims to have seen; and how far each store was
-    read (units folded up to `units_at`, signals.ndjson's size when last read)."""
+    signals.ndjson a dispatch or close that counts claims to have seen; how far each store was read
+    (units folded up to `units_at`, signals.ndjson's size when last read); and the least length of
+    signals.ndjson claimed past what it held by a dispatch or close (judged again once it holds it)."""
 
     starts: list[int] = []
     seen_units: list[int] = []
@@ -199,6 +200,7 @@ class HostOrder(msgspec.Struct):
     max_seen: int = -1
     units_at: int = 0
     signals_size: int = 0
+    beyond: int = -1  # the least `seen` of signals.ndjson past its length then that voided one (-1: none)
 
 
 class MemoryEntry(msgspec.Struct, array_like=True):
