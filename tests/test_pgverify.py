@@ -150,7 +150,7 @@ def test_a_close_dispatch_or_disposition_the_writer_role_forged_counts_for_nothi
         "signals.ndjson:3", "units.ndjson:4", "units.ndjson:5", "units.ndjson:6"
     ]  # fmt: skip
     assert "person event unsigned" in named[0]
-    assert f"close of u3 while held by blocking obligation {obligations['u3']}" in named[1]
+    assert "close of u3 without `seen`, after host events that record it" in named[1]  # SPEC §22
     assert "close of b1 while it was todo" in named[2]
     assert "dispatch of u1 while it was in-progress" in named[3]
 

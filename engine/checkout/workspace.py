@@ -9,12 +9,13 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
 from engine.base.errors import BadInput, Refused
+from engine.log.events import STORES
 from engine.log.store import NO_STORES, Store, lock_held, locked
 from identity.files import POLICY_DIR, STORE_POLICY, content_hash
 
@@ -90,6 +91,18 @@ class Workspace:
 
             return PgStore(url, self.state_dir, name)
         return Store(self.state_dir / f"{name}.ndjson")
+
+    def marks(self, but: str, folded: Mapping[str, int] | None = None) -> dict[str, int]:
+        """Where every store but `but` ends, as a write decided inside the decide lock records it:
+        an identity decision's `marks`, a host event's `seen` (SPEC §22). A store the caller folded
+        counts as far as it was folded (`folded`: store -> byte offset); any other, its length now
+        (on PostgreSQL, its mirror's bytes, brought up to date when the lock was taken)."""
+        folded = folded or {}
+        return {
+            name: folded[name] if name in folded else self.store(name).size()
+            for name in STORES
+            if name != but
+        }
 
     def sync(self) -> int:
         """A postgresql workspace: bring the local mirror up to date (lines gained); files: 0."""

@@ -137,7 +137,7 @@ def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: 
             "rationale": rationale,
             # where in the other stores this decision takes effect: a line appended later is judged
             # under it, whatever time it claims (engine.checkout.authority.people_for)
-            "marks": {name: ws.store(name).size() for name in ("signals", "units", "memory")},
+            "marks": ws.marks(but="identity"),
             "at": clock.iso(clock.now()),
         }
         written = ws.store("identity").append(person_event(ws, signer, event))

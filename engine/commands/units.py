@@ -93,6 +93,7 @@ def dispatch(
             "contractHash": _contract_hash(ws, unit_id),
             "worktree": _relative(ws, worktree),
             "revision": ws.revision(worktree),
+            "seen": seen(ws, state),
             "at": at,
         }
         if terms.ttl is not None:
@@ -169,11 +170,18 @@ def close(ws: Workspace, unit_id: str) -> dict:
             "kind": EventKind.CLOSE,
             "unit": unit_id,
             "leaseHash": unit.lease,
+            "seen": seen(ws, state),
             "at": clock.iso(clock.now()),
         }
         written = ws.store("units").append(event)
         _remove_lease_file(ws, unit)
         return written
+
+
+def seen(ws: Workspace, state: State) -> dict[str, int]:
+    """What a dispatch or close was decided on (SPEC §22): how far the host folded every other
+    store, inside the decide lock. The fold judges the event at exactly this."""
+    return ws.marks(but="units", folded={name: cursor.offset for name, cursor in state.cursors.items()})
 
 
 def _remove_lease_file(ws: Workspace, unit: UnitState) -> None:

@@ -66,6 +66,7 @@ class ReadResult:
     problems: list[Problem] = field(default_factory=list)
     offset: int = 0
     line: int = 0
+    end: int = 0  # the bytes read, a last line not yet ended included (which `offset` may leave out)
 
 
 @contextlib.contextmanager
@@ -193,7 +194,7 @@ class Store:
         `shape` (a msgspec Struct, or a pair: the shapes most lines take, the shape for any line)
         reads only the fields a fold uses; by default, whole events.
         """
-        result = ReadResult(offset=offset, line=line)
+        result = ReadResult(offset=offset, line=line, end=offset)
         try:
             fd = open_regular(self.path)
         except FileNotFoundError:
@@ -217,6 +218,7 @@ class Store:
                 if pieces:
                     number = _parse_lines(self.name, pieces, number, done, result, shape)
                     done += len(data) - len(last)
+        result.end = done + len(last)
         if last and final:
             number += 1
             result.problems.append(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import operator
 import os
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from itertools import compress, repeat
@@ -32,6 +33,7 @@ from engine.read.model import (
     Cursor,
     Disposition,
     EventKind,
+    HostOrder,
     MemoryEntry,
     Obligation,
     ObligationKind,
@@ -106,6 +108,7 @@ class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
     signal: str
     obligations: list[RoutedObligation] = []
     at: str | None = None
+    seen: dict[str, int] | None = None  # the other stores' byte lengths the router saw (SPEC §22)
 
 
 class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
@@ -147,6 +150,7 @@ class UnitsLine(msgspec.Struct):
     summary: Any = None
     exitCode: Any = None  # noqa: N815
     durationS: Any = None  # noqa: N815
+    seen: Any = None  # a dispatch's or close's: the other stores' byte lengths the host saw (SPEC §22)
 
 
 _UNIT_PERSON = (_DECISION, _DEMOTE)
@@ -273,7 +277,7 @@ _RESTATED = "malformed: a signal id already recorded (a second line replaces not
 
 def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
     signals, routings, obligations = state.signals.refs, state.routings.refs, state.obligations
-    waiting, pending = state.unrouted_ids, state.pending
+    waiting, pending, host = state.unrouted_ids, state.pending, state.host
     expiries: dict[str, datetime | None] = {}
     fresh: dict[str, SignalLine] = {}  # this read's signals: a routing usually follows its signal closely
     for event, at in zip(events, at_refs, strict=True):
@@ -296,6 +300,11 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
             signal_id = event.signal
             if signal_id in routings:
                 continue  # a second router's duplicate: dropped
+            if event.seen is not None or host.signals_seen:
+                reason = _routing_order(state, event, at)
+                if reason is not None:  # counts for nothing: the next routing record routes it
+                    state.uncounted.append(Uncounted("signals", at >> 2, reason))
+                    continue
             routings[signal_id] = at
             waiting.pop(signal_id, None)
             signal = fresh.get(signal_id)
@@ -391,6 +400,9 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
     held: dict[str, list[Span]] = {}  # unit -> (opened, obligation) of each, parsed once the unit needs them
     last_at: object = None
     last_when: datetime | None = None
+    host = state.host
+    crossing = "signals" in state.cursors  # signals.ndjson is folded here: the order rule applies
+    order = _Order(host)
     for event, at in zip(events, at_refs, strict=True):
         kind = event.kind
         unit_id = event.unit
@@ -403,23 +415,42 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
         if kind in _UNIT_PERSON and not counts(state, "units", at):
             continue
         if kind in _HOST_KINDS:
-            if holds is None:
-                holds = _holds(obligations)
-            at_text = event.at
-            if at_text != last_at or type(at_text) is not str:  # a host writes many in one second
-                last_at, last_when = at_text, clock.moment(at_text)
-            spans = held.get(unit_id)
-            if spans is None:
-                spans = held[unit_id] = [(clock.moment(ob.opened_at), ob) for ob in holds.get(unit_id, ())]
-            # the common case needs no call: no hold, a time, and a status the command accepts
-            # (a dispatch refuses only in-progress, a close anything else: _REFUSED)
-            if spans or last_when is None or (unit.status == _IN_PROGRESS) == (kind == _DISPATCH):
-                reason = _vetoed(unit, kind, last_when, spans)
-            else:
-                reason = None
-            if reason is not None:
-                state.uncounted.append(Uncounted("units", at >> 2, reason))
-                continue
+            seen = event.seen
+            if seen is not None or host.units_seen or (crossing and order.decided_before(at >> 2)):
+                # judged by the order (SPEC §22): where it says it decided, not by its time
+                wanted = seen.get("signals") if crossing and type(seen) is dict else None
+                if type(wanted) is int and wanted > host.signals_size and state.reread is not None:
+                    host.units_at = at >> 2  # what a routing read now must find seen
+                    state.reread()  # appended to signals.ndjson since it was read: read it first
+                    holds, held, order = None, {}, _Order(host)
+                if holds is None:
+                    holds = _holds(obligations)
+                reason = _ordered(state, unit, kind, seen, at >> 2, holds.get(unit_id, ()), order, crossing)
+                if reason is not None:
+                    state.uncounted.append(Uncounted("units", at >> 2, reason))
+                    continue
+                if type(wanted) is int and wanted > host.max_seen:
+                    host.max_seen = wanted  # what a routing record read later must not be
+            else:  # a store from before `seen` (SPEC §22): judged by time, as it always was
+                if holds is None:
+                    holds = _holds(obligations)
+                at_text = event.at
+                if at_text != last_at or type(at_text) is not str:  # a host writes many in one second
+                    last_at, last_when = at_text, clock.moment(at_text)
+                spans = held.get(unit_id)
+                if spans is None:
+                    spans = held[unit_id] = [
+                        (clock.moment(ob.opened_at), ob) for ob in holds.get(unit_id, ())
+                    ]
+                # the common case needs no call: no hold, a time, and a status the command accepts
+                # (a dispatch refuses only in-progress, a close anything else: _REFUSED)
+                if spans or last_when is None or (unit.status == _IN_PROGRESS) == (kind == _DISPATCH):
+                    reason = _vetoed(unit, kind, last_when, spans)
+                else:
+                    reason = None
+                if reason is not None:
+                    state.uncounted.append(Uncounted("units", at >> 2, reason))
+                    continue
         if kind == _DISPATCH:
             # a first-round dispatch kept the token itself in the log: such a lease is not honoured
             unit.status, unit.lease, unit.worktree = (
@@ -616,6 +647,182 @@ def _vetoed(unit: UnitState, kind: str, when: datetime | None, spans: list[Span]
 _ORDERED = timedelta(seconds=2 * SKEW_S)  # two hosts' clocks, each within SKEW_S of the server's (SPEC §18)
 
 
+# ---- the order rule (SPEC §22) ------------------------------------------------------------------
+# A host event (a routing record, a dispatch, a close) records `seen`: the byte length of every other
+# store when the host decided it, inside the decide lock. A line of a store is covered by a length
+# when it starts before it (for every length a host records, which falls between lines, the same as
+# ending at or before it). For a routing record R and a dispatch or close F: R decided before F was
+# appended when R's `seen` of units.ndjson does not cover F; F must then have seen R. When neither
+# saw the other, F counts for nothing (D-96): the routing's hold stands.
+
+_CEILING = 1 << 62  # past any store's length: a forged figure stays within a checkpoint's 64 bits
+
+
+class _Order:
+    """The routing records that route and record `seen`, as a units fold asks of them (a bisection
+    a question; where a forged line breaks their order, suffix minima and prefix maxima instead)."""
+
+    def __init__(self, host: HostOrder) -> None:
+        self.starts, self.seen = host.starts, host.seen_units
+        self.low, self.high = self.seen, self.seen
+        if not host.monotone:
+            low, high = list(self.seen), list(self.seen)
+            for k in range(len(low) - 2, -1, -1):
+                low[k] = min(low[k], low[k + 1])
+            for k in range(1, len(high)):
+                high[k] = max(high[k], high[k - 1])
+            self.low, self.high = low, high
+
+    def decided_before(self, start: int) -> bool:
+        """A routing record was decided before the units line at `start` was appended."""
+        return bool(self.low) and self.low[0] <= start
+
+    def unseen(self, start: int, seen: int) -> int | None:
+        """A routing record decided before the line at `start` was appended that `seen` does not
+        cover (the line did not see it), by index; None when it saw every one."""
+        k = bisect_left(self.starts, seen)
+        if k < len(self.low) and self.low[k] <= start:
+            return next(j for j in range(k, len(self.seen)) if self.seen[j] <= start)
+        return None
+
+    def saw_first(self, start: int, seen: int) -> int | None:
+        """A routing record that saw the line at `start` though `seen` covers it (each says it saw
+        the other first, which no two hosts can), by index; None when there is none."""
+        k = bisect_left(self.starts, seen)
+        if k > 0 and self.high[k - 1] > start:
+            return next(j for j in range(k) if self.seen[j] > start)
+        return None
+
+
+def _routing_order(state: State, event: RoutingLine, at: int) -> str | None:
+    """Why a routing record counts for nothing by the order, or None: once a host event of
+    signals.ndjson records `seen`, every later one must. One that counts is kept for judging the
+    dispatches and closes (a routing record depends on no other store, so none is refused here for
+    another store's line: SPEC §22, D-96)."""
+    host = state.host
+    seen = event.seen
+    what = f"routing record of signal {event.signal}"
+    if seen is None:
+        return (
+            f"host event: {what} without `seen`, after host events that record it: no host wrote it (forged?)"
+        )
+    host.signals_seen = True
+    units = seen.get("units")
+    if units is None:
+        return f"host event: {what} records no `seen` of units.ndjson: no host wrote it (forged?)"
+    units = min(units, _CEILING)
+    start = at >> 2
+    if host.max_seen > start or units < host.units_at:
+        _check_folded(state, start, units)
+    if host.seen_units and units < host.seen_units[-1]:
+        host.monotone = False
+    host.starts.append(start)
+    host.seen_units.append(units)
+    return None
+
+
+def _check_folded(state: State, start: int, units: int) -> None:
+    """A routing record read after dispatches and closes that must be judged with it (one that was
+    appended after it was decided, or that says it saw it): Refold if one of them counts, since
+    it would not. Only lines that no host wrote place a routing record so (a host appends every
+    host event inside the decide lock, and a fold reads what signals.ndjson gained before judging
+    a dispatch or close that saw it)."""
+    host = state.host
+    low = 0 if host.max_seen > start else units
+    if low >= host.units_at:
+        return
+    void = {u.offset for u in state.uncounted if u.store == "units"}
+    with open(state.source.paths[INDEX["units"]], "rb") as handle:
+        handle.seek(low)
+        data = handle.read(host.units_at - low)
+    offset = low
+    for raw in data.split(b"\n"):
+        here, offset = offset, offset + len(raw) + 1
+        try:
+            event = msgspec.json.decode(raw)
+        except (ValueError, RecursionError):
+            continue
+        if type(event) is not dict or event.get("kind") not in _HOST_KINDS or here in void:
+            continue
+        if not isinstance(event.get("unit"), str):
+            continue
+        seen = event.get("seen")
+        wanted = seen.get("signals") if type(seen) is dict else None
+        saw = type(wanted) is int and wanted > start
+        if (here >= units) != saw:  # appended after it was decided yet did not see it, or both saw
+            raise Refold("signals")
+
+
+def _ordered(
+    state: State,
+    unit: UnitState,
+    kind: str,
+    seen: object,
+    start: int,
+    holds: Sequence[Obligation],
+    order: _Order,
+    crossing: bool,
+) -> str | None:
+    """Why a dispatch or close judged by the order counts for nothing, or None: its status before
+    it must be one the command accepts; once a host event of units.ndjson records `seen`, or a
+    routing record decided before it was appended does, it must record it; and, where
+    signals.ndjson is folded too (`crossing`), it must have seen every routing record decided
+    before it was appended, none that saw it, and no blocking obligation may hold the unit at
+    exactly what it saw (opened by a routing record it saw or a recovery decision before it, not
+    closed by a disposition it saw or a decision before it). No time is compared."""
+    host = state.host
+    what = f"{kind} of {unit.id}"
+    if seen is not None:
+        host.units_seen = True
+    status = unit.status
+    if status in _REFUSED[kind]:
+        return f"host event: {what} while it was {status}, which no host writes (forged?)"
+    if seen is None:
+        return (
+            f"host event: {what} without `seen`, after host events that record it: no host wrote it (forged?)"
+        )
+    if not crossing:
+        return None
+    wanted = seen.get("signals") if type(seen) is dict else None
+    if type(wanted) is not int:
+        return f"host event: {what} records no `seen` of signals.ndjson: no host wrote it (forged?)"
+    if wanted > host.signals_size:
+        host.beyond = wanted if host.beyond < 0 else min(host.beyond, wanted)
+        return (
+            f"host event: {what} says it saw {wanted} bytes of signals.ndjson, more than it holds: no "
+            "host wrote it (forged?)"
+        )
+    j = order.unseen(start, wanted)
+    if j is not None:
+        return (
+            f"host event: {what} did not see the routing record of signal {_routed(state, j)}, decided "
+            "before it was appended: out of order, so no host wrote it (forged?)"
+        )
+    j = order.saw_first(start, wanted)
+    if j is not None:
+        return (
+            f"host event: {what} says it saw the routing record of signal {_routed(state, j)}, which "
+            "saw it first: out of order, so no host wrote it (forged?)"
+        )
+    for ob in holds:
+        opened = ob.history[0]
+        if not opened & 3 and opened >> 2 >= wanted:
+            continue  # routed after what it saw
+        closing = ob.closed_by
+        if closing >= 0 and (closing & 3 or closing >> 2 < wanted):
+            continue  # closed by a decision before it, or a disposition it saw
+        return (
+            f"host event: {what} while held by blocking obligation {ob.id} (opened "
+            f"{ob.opened_at}): vetoed, so no host wrote it (forged?)"
+        )
+    return None
+
+
+def _routed(state: State, index: int) -> object:
+    """The signal a remembered routing record routes (read back: this is only asked to name one)."""
+    return state.source.event(state.host.starts[index] << 2 | INDEX["signals"]).get("signal")
+
+
 def _fold_memory(state: State, events: list[dict[str, Any]], at_refs: list[int]) -> None:
     memory = state.memory
     dates: set[str] = set()  # the review dates of this read already found calendar dates
@@ -719,34 +926,58 @@ class StoreReplaced(Exception):
     """A store is shorter than what was read of it: read everything again."""
 
 
+class Refold(StoreReplaced):
+    """A routing record read now bears on dispatches and closes read before it (only a line that
+    no host wrote can be placed so, SPEC §22): read everything again, so each is judged with it."""
+
+
 def advance(
     ws: Workspace, state: State, *, final: bool = True, stores: tuple[str, ...] = ORDER
 ) -> dict[str, int]:
     """Fold what each store gained since the last read; returns how many events each gained.
 
     Signals fold before units so a decision finds the obligations it closes; within one store,
-    log order is the order of events.
+    log order is the order of events. A dispatch or close that saw more of signals.ndjson than was
+    read of it (appended since) has the rest read first (`state.reread`), so it is judged at
+    exactly what it saw (SPEC §22).
     """
     state.source.bind(tuple(ws.store(name).path for name in STORES))
     state.auth = ws.authority()
-    gained: dict[str, int] = {}
-    for name in ORDER:
-        if name not in stores:
-            continue
-        cursor = state.cursors.setdefault(name, Cursor())
-        store = ws.store(name)
-        if store.size() < cursor.offset:  # replaced or truncated: the caller reloads in full
-            raise StoreReplaced(name)
-        with gc_paused():
-            result = store.read(cursor.offset, cursor.line, final=final, shape=SHAPES.get(name))
-            cursor.offset, cursor.line = result.offset, result.line
-            if result.problems:
-                state.problems.extend(result.problems)
-                # in store order, then line: the same list however the log was read (a checkpoint)
-                state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
-            at = refs(name, result.starts)
-            check_ahead(state, ws, name, person_refs(name, result.events, at))
-            FOLDS[name](state, result.events, at)
-            state.verdicts.clear()
-        gained[name] = len(result.events)
+    gained: dict[str, int] = dict.fromkeys((name for name in ORDER if name in stores), 0)
+    for name in list(gained):
+        if name == "units" and "signals" in state.cursors:
+            state.reread = lambda: _read(ws, state, "signals", final, gained)
+        try:
+            _read(ws, state, name, final, gained)
+        finally:
+            state.reread = None
     return gained
+
+
+def _read(ws: Workspace, state: State, name: str, final: bool, gained: dict[str, int]) -> None:
+    """Fold what one store gained since it was last read."""
+    if name == "signals" and name not in state.cursors and state.host.units_at:
+        raise Refold(name)  # dispatches and closes were judged without it: judge them with it
+    cursor = state.cursors.setdefault(name, Cursor())
+    store = ws.store(name)
+    if store.size() < cursor.offset:  # replaced or truncated: the caller reloads in full
+        raise StoreReplaced(name)
+    with gc_paused():
+        result = store.read(cursor.offset, cursor.line, final=final, shape=SHAPES.get(name))
+        cursor.offset, cursor.line = result.offset, result.line
+        if name == "signals":
+            host = state.host
+            host.signals_size = result.end
+            if 0 <= host.beyond <= result.end:  # a dispatch or close said it saw this much: judge it now
+                raise Refold("signals")
+        if result.problems:
+            state.problems.extend(result.problems)
+            # in store order, then line: the same list however the log was read (a checkpoint)
+            state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
+        at = refs(name, result.starts)
+        check_ahead(state, ws, name, person_refs(name, result.events, at))
+        FOLDS[name](state, result.events, at)
+        state.verdicts.clear()
+        if name == "units":
+            state.host.units_at = cursor.offset
+    gained[name] = gained.get(name, 0) + len(result.events)

@@ -8,6 +8,7 @@ what the stores, JSON output and tables carry is unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -166,6 +167,7 @@ class Obligation(msgspec.Struct, array_like=True):
     rationale: str | None = None
     closed_at: str | None = None
     history: list[int] = []  # references (engine.log.events), oldest first; a new list each
+    closed_by: int = -1  # reference to the event that closed it (-1: open), for the order rule
 
     def close(self, closing: Closing) -> None:
         self.status = closing.status
@@ -173,6 +175,7 @@ class Obligation(msgspec.Struct, array_like=True):
         self.by = closing.by
         self.rationale = closing.rationale
         self.closed_at = closing.closed_at
+        self.closed_by = closing.at
         self.history.append(closing.at)
 
 
@@ -218,6 +221,26 @@ class UnitState(msgspec.Struct, array_like=True):
     result: UnitResult | None = None  # the result of the latest lease, kept until the next dispatch
 
 
+class HostOrder(msgspec.Struct):
+    """What the fold keeps to judge host events by the order rule (SPEC §22): the routing
+    records that route and record `seen`, in signals.ndjson's order, as two parallel lists (their
+    start offsets, and the byte length of units.ndjson each saw); whether each store's host events
+    have begun to record `seen` (a later one without it counts for nothing); the most of
+    signals.ndjson a dispatch or close that counts claims to have seen; how far each store was read
+    (units folded up to `units_at`, signals.ndjson's size when last read); and the least length of
+    signals.ndjson claimed past what it held by a dispatch or close (judged again once it holds it)."""
+
+    starts: list[int] = []
+    seen_units: list[int] = []
+    monotone: bool = True  # seen_units never decreases (as hosts write it: a fast path)
+    signals_seen: bool = False
+    units_seen: bool = False
+    max_seen: int = -1
+    units_at: int = 0
+    signals_size: int = 0
+    beyond: int = -1  # the least `seen` of signals.ndjson past its length then that voided one (-1: none)
+
+
 class MemoryEntry(msgspec.Struct, array_like=True):
     event: dict[str, Any]
     retraction: dict[str, Any] | None = None
@@ -259,9 +282,11 @@ class State:
     uncounted: list[Uncounted] = field(default_factory=list)
     person_ids: dict[str, set[str]] = field(default_factory=dict)  # store -> ids of person events
     auth: Authority = field(default_factory=Authority)  # the authority the person events were judged by
+    host: HostOrder = field(default_factory=HostOrder)  # the order rule's memory (engine.read.fold)
     verdicts: dict[int, tuple[dict[str, Any], str | None]] = field(
         default_factory=dict
     )  # see fold.check_ahead
+    reread: Callable[[], None] | None = None  # while units.ndjson folds: read what signals.ndjson gained
 
     def __post_init__(self) -> None:
         if self.signals is None:
