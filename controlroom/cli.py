@@ -36,6 +36,7 @@ MODULES = (
     "cli_room",
     "cli_mcp",
     "cli_store",
+    "cli_world",
 )
 # the names each module adds to the root, so that a lean command line imports and builds its own
 # group only (tests/test_cli.py checks this table against what the modules register)
@@ -55,6 +56,9 @@ GROUP_OF = {
     "demo": "cli_room",
     "mcp": "cli_mcp",
     "store": "cli_store",
+    "tick": "cli_world",
+    "sensors": "cli_world",
+    "calibration": "cli_world",
 }
 
 

@@ -24,11 +24,19 @@ app = typer.Typer()
 app.add_typer(obligation_app, name="obligation")
 
 
-def obligation_row(state, ob) -> dict:
+def obligation_row(state, ob, deadlines=None) -> dict:
     """The §13 record, plus what the human listing shows."""
     from engine.obligations import record
 
-    return record(state, ob) | {"kind": ob.kind, "subject": ob.subject, "openedAt": ob.opened_at}
+    return record(state, ob, deadlines) | {"kind": ob.kind, "subject": ob.subject, "openedAt": ob.opened_at}
+
+
+def marks(row: dict) -> str:
+    """What a listing appends to an obligation's subject: stale, evidence expired, overdue."""
+    said = [m for m, on in (("stale", row["stale"]), ("evidence expired", row["evidenceExpired"])) if on]
+    if row["overdue"]:
+        said.append(f"overdue since {row['dueAt']}")
+    return f" ({', '.join(said)})" if said else ""
 
 
 @app.command()
@@ -36,25 +44,45 @@ def obligation_row(state, ob) -> dict:
 def obligations(
     all_: Annotated[bool, typer.Option("--all", help="Include resolved and escalated ones.")] = False,
     stale: Annotated[bool, typer.Option("--stale", help="Only those whose signal expired.")] = False,
+    overdue: Annotated[
+        bool, typer.Option("--overdue", help="Only those open past their deadline (routing.yaml deadlines).")
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """List open obligations (all with --all). Reads only; never routes."""
     from engine.load import load
     from engine.model import ObligationStatus
+    from engine.obligations import deadlines_of
     from engine.storeless import ABSENT
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
     report_problems(state)
+    deadlines = deadlines_of(ws, state) if ws.has_stores else None
     rows = [
-        obligation_row(state, ob)
+        obligation_row(state, ob, deadlines)
         for ob in state.obligations.values()
         if all_ or ob.status == ObligationStatus.OPEN
     ]
     if stale:
         rows = [r for r in rows if r["stale"]]
+    if overdue:
+        rows = [r for r in rows if r["overdue"]]
     if as_json:  # the §13 list; where the stores are absent it is empty, and says so (exit 1)
-        keys = ("id", "unit", "signal", "severity", "blocks", "owedTo", "status", "disposition", "stale")
+        keys = (
+            "id",
+            "unit",
+            "signal",
+            "severity",
+            "blocks",
+            "owedTo",
+            "status",
+            "disposition",
+            "stale",
+            "evidenceExpired",
+            "overdue",
+            "dueAt",
+        )
         emit_json([{k: r[k] for k in keys} for r in rows])
         absent_exit(ws)
         return
@@ -75,7 +103,7 @@ def obligations(
                 r["owedTo"],
                 age(state, r["openedAt"]),
                 r["status"],
-                r["subject"] + (" (stale)" if r["stale"] else ""),
+                r["subject"] + marks(r),
             ]
             for r in rows
         ],
@@ -90,23 +118,29 @@ def obligation_show(
     """The signal an obligation came from and everything that happened to it since."""
     from engine.load import load
     from engine.model import ObligationKind
-    from engine.obligations import find
+    from engine.obligations import deadlines_of, find
     from engine.queries import history
+    from engine.worldfold import reporter
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
     ob = find(state, obligation_id)
-    signal = state.signals.get(ob.source) if ob.kind == ObligationKind.INTELLIGENCE else None
+    about = ob.kind in (ObligationKind.INTELLIGENCE, ObligationKind.RECHECK)
+    signal = state.signals.get(ob.source) if about else None
     events = history(state, ob)
+    row = obligation_row(state, ob, deadlines_of(ws, state))
+    later = state.world.superseded.get(ob.source, []) if about else []
     if as_json:
-        emit_json(obligation_row(state, ob) | {"signalEvent": signal, "history": events})
+        emit_json(row | {"signalEvent": signal, "history": events, "supersededBy": later})
         return
     out(
         f"obligation {ob.id}  unit {escape(ob.unit or '(none)')}  {ob.severity}"
-        f"{' blocking' if ob.blocks else ''}  owed to {ob.owed_to}  {ob.status}"
+        f"{' blocking' if ob.blocks else ''}  owed to {ob.owed_to}  {ob.status}{marks(row)}"
     )
+    if ob.kind == ObligationKind.RECHECK and signal:
+        out(f"recheck: the evidence of signal {signal['id']} expired; ask {escape(reporter(signal))} again")
     if signal:
-        out(f"signal {signal['id']} from {escape(signal.get('unit') or signal.get('by'))} at {signal['at']}")
+        out(f"signal {signal['id']} from {escape(reporter(signal))} at {signal['at']}")
         out(f"  subject: {escape(signal['subject'])}")
         out(f"  claim: {escape(signal['claim'])}")
         out(f"  observation: {escape(signal['observation'])}")
@@ -115,6 +149,11 @@ def obligation_show(
             f"  confidence {signal['confidence']}, reported {signal['reportedSeverity']}"
             f", expires {signal.get('expiresAt') or 'never'}"
         )
+        if signal.get("supersedes"):
+            out(f"  supersedes signal {escape(signal['supersedes'])}")
+    for newer in later:
+        found = state.signals.get(newer, {})
+        out(f"superseded by signal {newer} from {escape(reporter(found))}: {escape(found.get('subject'))}")
     out("history:")
     for event in events:
         out("  " + describe_event(event))
@@ -139,6 +178,28 @@ def describe_event(event: dict) -> str:
         return (
             f"{at} recovery decision {event['action']} by {escape(event['by'])}"
             f" ({event['disposition']}): {escape(event['rationale'])}"
+        )
+    return describe_world(event, at, kind)
+
+
+def describe_world(event: dict, at: object, kind: object) -> str:
+    """The host events of SPEC §24 on an obligation's lifecycle."""
+    from engine.model import EventKind
+
+    if kind == EventKind.EVIDENCE_EXPIRED:
+        return (
+            f"{at} evidence expired (signal expired {event.get('expiresAt')}); recheck "
+            f"{event.get('opens', {}).get('id')} opened, owed to S3: ask {escape(event.get('reporter'))} again"
+        )
+    if kind == EventKind.OVERDUE:
+        return f"{at} overdue: {event.get('severity')} deadline {event.get('deadline')} passed at {event.get('dueAt')}"
+    if kind == EventKind.DEADLINE_ESCALATED:
+        people = ", ".join(event.get("people") or []) or "no one (routing.yaml escalate is empty)"
+        return f"{at} deadline escalated to {escape(people)}"
+    if kind == EventKind.ADVISORY_WITHDRAWN:
+        return (
+            f"{at} advisory {escape(event.get('advisory'))} withdrawn ({event.get('withdrawn') or '?'}) "
+            f"by its feed (sensor {escape(event.get('sensor'))})"
         )
     return f"{at} {escape(kind)}"
 

@@ -20,6 +20,7 @@ from controlroom.cli_common import (
     Severity,
     Subject,
     emit_json,
+    escape,
     fields_from,
     global_options,
     out,
@@ -49,21 +50,20 @@ def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
     rows = signal_rows(state)
     if as_json:
+        keys = (
+            "id",
+            "subject",
+            "reportedSeverity",
+            "derivedSeverity",
+            "routed",
+            "outcome",
+            "reason",
+            "obligations",
+        )
+        keys += ("sensor", "supersedes", "supersededBy", "evidenceExpired", "withdrawn")  # type: ignore[assignment]
         emit_json(
             [
-                {
-                    k: r[k]
-                    for k in (
-                        "id",
-                        "subject",
-                        "reportedSeverity",
-                        "derivedSeverity",
-                        "routed",
-                        "outcome",
-                        "reason",
-                        "obligations",
-                    )
-                }
+                {k: r[k] for k in keys} | ({"prediction": r["prediction"]} if r["prediction"] else {})
                 for r in rows
             ]
         )
@@ -76,7 +76,7 @@ def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
                 r["reportedSeverity"],
                 r["derivedSeverity"] or "-",
                 r["outcome"] or "unrouted",
-                r["unit"] or r["by"] or "?",
+                r["from"],
                 r["subject"],
             ]
             for r in rows
@@ -125,6 +125,28 @@ def signals_report(
         emit_json({"id": event["id"]})
     else:
         out(f"reported signal {event['id']} (not yet routed; `regulator signals route`)")
+
+
+@signals_app.command("resolve-prediction")
+@global_options
+def signals_resolve_prediction(
+    signal_id: Annotated[str, typer.Argument(metavar="ID")],
+    came_true: Annotated[str, typer.Option("--came-true", help="yes|no")] = "",
+    by: Annotated[str | None, typer.Option()] = None,
+    rationale: Annotated[str, typer.Option()] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Record whether a signal's prediction came true (signed; the resolve grant)."""
+    from controlroom.cli_common import person_workspace
+    from engine.predictions import resolve_prediction
+
+    ws = person_workspace(by)
+    event = resolve_prediction(ws, signal_id, came_true, by, rationale)
+    if as_json:
+        emit_json({"signal": event["signal"], "cameTrue": event["cameTrue"], "id": event["id"]})
+    else:
+        said = "came true" if event["cameTrue"] else "did not come true"
+        out(f"signal {event['signal']}: the prediction {said} (recorded by {escape(event['by'])})")
 
 
 # `signals route`, with its what-if modes (SPEC §20), lives in controlroom/cli_whatif.py

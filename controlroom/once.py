@@ -20,7 +20,7 @@ from engine.cells import pad
 from engine.idhistory import HistoryVerdict
 from engine.model import MemoryStatus, ObligationKind, UnitStatus
 from engine.nextup import next_up
-from engine.obligations import record
+from engine.obligations import deadlines_of, record
 from engine.queries import days_left, memory_status, unit_status
 from engine.router import route
 from engine.status import status
@@ -171,6 +171,7 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
 
     state = snap.state
     queue, excluded = next_up(snap.ws, state)
+    deadlines = deadlines_of(snap.ws, state) if snap.ws.has_stores else None
     return {
         "stores": stores(snap.ws),
         "workspace": str(snap.ws.root),
@@ -180,7 +181,12 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
         "counts": counts(snap),
         "status": status(snap.ws, state),
         "obligations": [
-            {**record(state, ob), "subject": ob.subject, "opened": ob.opened_at, "closed": ob.closed_at}
+            {
+                **record(state, ob, deadlines),
+                "subject": ob.subject,
+                "opened": ob.opened_at,
+                "closed": ob.closed_at,
+            }
             for ob in state.obligations.values()
         ],
         "memory": _memory_json(snap),

@@ -43,7 +43,7 @@ from engine.authority import Uncounted
 from engine.contracts import ContractFiles
 from engine.events import STORES
 from engine.gcpause import gc_paused
-from engine.model import Closing, Cursor, MemoryEntry, Obligation, State, UnitState
+from engine.model import Closing, Cursor, MemoryEntry, Obligation, State, UnitState, World
 from engine.store import Problem
 from engine.workspace import Workspace
 
@@ -60,6 +60,7 @@ _SOURCES = (
     "contracts.py",
     "store.py",
     "authority.py",
+    "worldfold.py",
 )
 _code_key: str | None = None
 
@@ -83,6 +84,7 @@ class Body(msgspec.Struct):
     contracts: dict[str, ContractOutcome]
     uncounted: list[Uncounted]
     person_ids: dict[str, list[str]]
+    world: World
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -209,6 +211,7 @@ def save(ws: Workspace, state: State) -> bool:
         contracts=state.contract_files.seen,
         uncounted=state.uncounted,
         person_ids={name: sorted(ids) for name, ids in state.person_ids.items()},
+        world=state.world,
     )
     target = path_of(ws)
     temporary = target.with_name(f".{NAME}.{os.getpid()}")
@@ -345,6 +348,7 @@ def _build(body: Body, marks: dict[str, Mark], now: datetime) -> State:
     state.contract_files = ContractFiles(seen=body.contracts)
     state.uncounted = body.uncounted
     state.person_ids = {name: set(ids) for name, ids in body.person_ids.items()}
+    state.world = body.world
     state.cursors = {name: Cursor(offset=mark[0], line=mark[1]) for name, mark in marks.items()}
     state.checkpointed = sum(mark[0] for mark in marks.values())
     return state

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from engine import clock
 from engine.actors import check_person, require_grant
+from engine.deadlines import Deadlines
 from engine.errors import BadInput, Refused
 from engine.limits import check_text
 from engine.load import load
@@ -16,21 +17,40 @@ from engine.workspace import Workspace
 DISPOSITIONS = PERSON_DISPOSITIONS  # what `obligation resolve --disposition` accepts
 
 
-def record(state: State, ob: Obligation) -> dict:
-    """An obligation as `obligations --json` and `controlroom --once --json` show it (SPEC §13)."""
+def record(state: State, ob: Obligation, deadlines: Deadlines | None = None) -> dict:
+    """An obligation as `obligations --json` and `controlroom --once --json` show it (SPEC §13, §24:
+    `evidenceExpired` recorded by the host, `overdue` and `dueAt` by the routing policy's deadlines)."""
     from engine.queries import is_stale
 
     return {
         "id": ob.id,
         "unit": ob.unit,
-        "signal": ob.source if ob.kind == ObligationKind.INTELLIGENCE else None,
+        "signal": ob.source if ob.kind in _FROM_SIGNAL else None,
         "severity": ob.severity,
         "blocks": ob.blocks,
         "owedTo": ob.owed_to,
         "status": ob.status,
         "disposition": ob.disposition,
         "stale": is_stale(state, ob),
+        "evidenceExpired": ob.id in state.world.stale_evidence,
+        "overdue": deadlines.overdue(ob) if deadlines is not None else False,
+        "dueAt": deadlines.due(ob) if deadlines is not None else None,
     }
+
+
+_FROM_SIGNAL = (ObligationKind.INTELLIGENCE, ObligationKind.RECHECK)  # `signal`: the one it is about
+
+
+def deadlines_of(ws: Workspace, state: State) -> Deadlines:
+    """The deadlines of the routing policy in force, at the state's time (none when the policy
+    cannot be read: a listing still lists)."""
+    from engine.errors import RegulatorError
+
+    try:
+        policy = ws.routing()
+    except RegulatorError:
+        policy = None
+    return Deadlines.of(policy, state.now)
 
 
 def find(state: State, prefix: str) -> Obligation:
