@@ -36,7 +36,7 @@ def marks(row: dict) -> str:
     said = [m for m, on in (("stale", row["stale"]), ("evidence expired", row["evidenceExpired"])) if on]
     if row["overdue"]:
         said.append(f"overdue since {row['dueAt']}")
-    return f" ({', '.join(said)})" if said else ""
+    return "".join(f" ({m})" for m in said)
 
 
 @app.command()
