@@ -186,7 +186,7 @@ def tick(ws: Workspace, now: datetime | None = None, duties: dict[str, Duty] | N
     outcomes = []
     with deciding(ws):
         routed = route_locked(ws)
-    outcomes.append(Outcome("route", [r["id"] for r in routed]))
+    outcomes.append(Outcome("route", [r["signal"] for r in routed], note="signals routed" if routed else ""))
     for name, duty in (duties or DUTIES).items():
         try:
             outcomes.append(duty(ws, now))
