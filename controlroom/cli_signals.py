@@ -99,6 +99,12 @@ def signals_report(
     rationale: Rationale = None,
     json_input: Annotated[str | None, typer.Option("--json-input", help="FILE or - (seed 000 keys)")] = None,
     by: Annotated[str | None, typer.Option(help="A person reporting (needs the report grant).")] = None,
+    supersedes: Annotated[
+        str | None, typer.Option(help="The id of an earlier signal this report re-asks or replaces.")
+    ] = None,
+    resolves_at: Annotated[
+        str | None, typer.Option("--resolves-at", help="A prediction: when the claim can be judged.")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """report_intelligence: append a signal (S4 → S3). It opens nothing; routing does."""
@@ -116,6 +122,8 @@ def signals_report(
         observed_at,
         expires_at,
         rationale,
+        supersedes,
+        resolves_at,
     )
     fields = fields_from(flags, json_input)
     ws, lease = workspace()

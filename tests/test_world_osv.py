@@ -277,7 +277,9 @@ def test_an_osv_feed_against_four_lockfiles_raises_one_signal_per_affected_pair(
     by_signal: dict[str, list[str]] = {}
     for ob in obligations:
         by_signal.setdefault(ob["signal"], []).append(ob["unit"])
-    assert {s["id"]: sorted(s["affectedUnits"]) for s in raised} == {k: sorted(v) for k, v in by_signal.items()}
+    assert {s["id"]: sorted(s["affectedUnits"]) for s in raised} == {
+        k: sorted(v) for k, v in by_signal.items()
+    }
     assert {o["severity"] for o in obligations if o["signal"] == django["id"]} == {"critical"}
 
     # a second run raises nothing new: only the run is recorded
@@ -411,4 +413,7 @@ def test_identity_show_marks_a_proposal_that_runs_a_command(ws):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     shown = ws.run("identity", "show", json.loads(done.stdout)["id"], check=True).stdout
-    assert "! runs python3 tools/scan.py --all on the host (sensor scan in sensors.yaml, proposed by person alice)" in shown
+    assert (
+        "! runs python3 tools/scan.py --all on the host (sensor scan in sensors.yaml, proposed by person alice)"
+        in shown
+    )
