@@ -161,7 +161,7 @@ class Pin:
 
 
 _REQUIREMENT = re.compile(
-    r"([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*==\s*([^\s;,\\#]+)"
+    r"([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*==(?!=)\s*([^\s;,\\#]+)"
 )
 
 
@@ -185,7 +185,7 @@ def _requirements(text: str) -> list[Pin]:
         if not line or line.startswith(("#", "-")):
             continue
         found = _REQUIREMENT.match(line)
-        if found is None or "*" in found.group(2) or line[found.end() :].lstrip().startswith("="):
+        if found is None or "*" in found.group(2):
             continue
         pins.append(Pin(PYPI, found.group(1), found.group(2), number))
     return pins
