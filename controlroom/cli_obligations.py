@@ -179,29 +179,9 @@ def describe_event(event: dict) -> str:
             f"{at} recovery decision {event['action']} by {escape(event['by'])}"
             f" ({event['disposition']}): {escape(event['rationale'])}"
         )
-    return describe_world(event, at, kind)
+    from engine.worldfold import event_line
 
-
-def describe_world(event: dict, at: object, kind: object) -> str:
-    """The host events of SPEC §24 on an obligation's lifecycle."""
-    from engine.model import EventKind
-
-    if kind == EventKind.EVIDENCE_EXPIRED:
-        return (
-            f"{at} evidence expired (signal expired {event.get('expiresAt')}); recheck "
-            f"{event.get('opens', {}).get('id')} opened, owed to S3: ask {escape(event.get('reporter'))} again"
-        )
-    if kind == EventKind.OVERDUE:
-        return f"{at} overdue: {event.get('severity')} deadline {event.get('deadline')} passed at {event.get('dueAt')}"
-    if kind == EventKind.DEADLINE_ESCALATED:
-        people = ", ".join(event.get("people") or []) or "no one (routing.yaml escalate is empty)"
-        return f"{at} deadline escalated to {escape(people)}"
-    if kind == EventKind.ADVISORY_WITHDRAWN:
-        return (
-            f"{at} advisory {escape(event.get('advisory'))} withdrawn ({event.get('withdrawn') or '?'}) "
-            f"by its feed (sensor {escape(event.get('sensor'))})"
-        )
-    return f"{at} {escape(kind)}"
+    return event_line(event) or f"{at} {escape(kind)}"
 
 
 @obligation_app.command("resolve")

@@ -22,7 +22,7 @@ class Deadlines:
         self.seconds = seconds
         self.now = now
         # per severity: an obligation that opened before this is overdue at `now`
-        self._before = {severity: clock.iso(now - timedelta(seconds=s)) for severity, s in seconds.items()}
+        self.before = {severity: clock.iso(now - timedelta(seconds=s)) for severity, s in seconds.items()}
         self._due: dict[tuple[str, str], str | None] = {}
 
     @classmethod
@@ -54,7 +54,7 @@ class Deadlines:
         """Open past its deadline at `now`."""
         if ob.status != _OPEN:
             return False
-        before = self._before.get(ob.severity)
+        before = self.before.get(ob.severity)
         if before is None:
             return False
         opened = ob.opened_at

@@ -273,6 +273,37 @@ def prediction_json(state: State, signal_id: str, signal: dict[str, Any]) -> dic
     }
 
 
+def event_line(event: dict[str, Any]) -> str | None:
+    """One of this module's events on a lifecycle, as one line of text (store text escaped), or
+    None for any other kind."""
+    from engine.text import escape
+
+    at, kind = event.get("at"), event.get("kind")
+    if kind == EventKind.EVIDENCE_EXPIRED:
+        found = event.get("opens")
+        opened: dict[str, Any] = found if isinstance(found, dict) else {}
+        return (
+            f"{at} evidence expired (the signal expired {event.get('expiresAt')}); recheck "
+            f"{opened.get('id')} opened, owed to S3: ask {escape(event.get('reporter'))} again"
+        )
+    if kind == EventKind.OVERDUE:
+        return f"{at} overdue: the {event.get('severity')} deadline of {event.get('deadline')} passed at {event.get('dueAt')}"
+    if kind == EventKind.DEADLINE_ESCALATED:
+        listed = event.get("people")
+        people: list[Any] = listed if isinstance(listed, list) else []
+        named = ", ".join(str(p) for p in people) or "no one (routing.yaml escalate names nobody)"
+        return f"{at} deadline escalated to {escape(named)}"
+    if kind == EventKind.ADVISORY_WITHDRAWN:
+        return (
+            f"{at} advisory {escape(event.get('advisory'))} withdrawn ({escape(event.get('withdrawn') or '?')}) "
+            f"by its feed (sensor {escape(event.get('sensor'))})"
+        )
+    if kind == EventKind.PREDICTION_OUTCOME:
+        said = "came true" if event.get("cameTrue") is True else "did not come true"
+        return f"{at} the prediction {said}, recorded by {escape(event.get('by'))}: {escape(event.get('rationale'))}"
+    return None
+
+
 def evidence_expired(state: State, ob: Obligation) -> bool:
     """The host recorded that the evidence behind this obligation expired while it was open (SPEC
     §24; the age-based `stale` of engine.queries.is_stale is another thing)."""

@@ -90,6 +90,41 @@ class ResolveDialog(_Dialog):
         self.dismiss({"disposition": disposition, "rationale": rationale})
 
 
+class OutcomeDialog(_Dialog):
+    """Whether a signal's prediction came true, and why (SPEC §24): recorded signed, once."""
+
+    def __init__(self, signal_id: str, summary: str, resolves_at: str) -> None:
+        super().__init__()
+        self.signal_id = signal_id
+        self.summary = escape(summary)  # store text: shown as characters, never acted on
+        self.resolves_at = escape(resolves_at)
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(f"Record the outcome of signal {self.signal_id}'s prediction", style="bold"))
+            yield Static(Text(self.summary))
+            yield Static(Text(f"It resolves at {self.resolves_at}."), classes="note")
+            yield Label("Did it come true?")
+            yield Select(
+                [("yes: it came true", "yes"), ("no: it did not", "no")], id="came-true", prompt="choose"
+            )
+            yield Label("Rationale")
+            yield _input("what shows it", "rationale")
+            yield Static("", id="why", classes="why")
+            yield self.buttons("Record")
+
+    def confirm(self) -> None:
+        answer = self.query_one("#came-true", Select).value
+        rationale = self.query_one("#rationale", Input).value
+        if answer is Select.BLANK or not isinstance(answer, str):
+            self.query_one("#why", Static).update("say whether it came true")
+            return
+        if not rationale.strip():
+            self.query_one("#why", Static).update("a rationale is required")
+            return
+        self.dismiss({"cameTrue": answer, "rationale": rationale})
+
+
 class RetractDialog(_Dialog):
     """A reason, and the first characters of the id typed back: retraction is for good."""
 
