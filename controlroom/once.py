@@ -14,6 +14,7 @@ from controlroom.readmodel import (
     in_memory,
     keys,
     row,
+    sensor_rows,
     snapshot,
 )
 from engine.cells import pad
@@ -42,6 +43,10 @@ def exit_reasons(snap: Snapshot) -> list[str]:
         for ob in holding:
             if ob.kind == ObligationKind.INTELLIGENCE:
                 what = f"signal {ob.source}: {state.signals.get(ob.source, {}).get('subject', '?')}"
+            elif ob.kind == ObligationKind.RECHECK:
+                what = (
+                    f"recheck of signal {ob.source}: {state.signals.get(ob.source, {}).get('subject', '?')}"
+                )
             else:
                 what = f"recovery decision {ob.source}"
             reasons.append(f"{unit_id} is in progress and held by {ob.severity} obligation {ob.id} ({what})")
@@ -144,9 +149,12 @@ def _memory_json(snap: Snapshot) -> list[dict[str, object]]:
 def _signals_json(snap: Snapshot) -> list[dict[str, object]]:
     from engine.queries import signal_rows
 
-    keys = ("id", "unit", "by", "subject", "reportedSeverity", "derivedSeverity", "outcome", "at")
+    keys = ("id", "unit", "by", "sensor", "subject", "reportedSeverity", "derivedSeverity", "outcome", "at")
     return [
-        {k: r[k] for k in keys} | {"outcome": r["outcome"] or "unrouted"} for r in signal_rows(snap.state)
+        {k: r[k] for k in keys}
+        | {"outcome": r["outcome"] or "unrouted"}
+        | ({"prediction": r["prediction"]} if r["prediction"] else {})
+        for r in signal_rows(snap.state)
     ]
 
 
@@ -191,6 +199,7 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
         ],
         "memory": _memory_json(snap),
         "signals": _signals_json(snap),
+        "sensors": list(sensor_rows(snap).values()),
         "routed": snap.routed,
         "wouldRoute": _would_route_json(snap),
         "lint": snap.lint.as_json() if snap.lint else None,
