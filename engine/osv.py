@@ -75,11 +75,15 @@ def version_key(kind: str, ecosystem: str, text: str) -> Key | None:
     return None
 
 
+@functools.lru_cache(maxsize=65536)
 def normalize(ecosystem: str, name: str) -> str:
     """A package name as OSV compares it: PEP 503 for PyPI, as written elsewhere (npm)."""
     if ecosystem == PYPI:
-        return re.sub(r"[-_.]+", "-", name).lower()
+        return _SEPARATORS.sub("-", name).lower()
     return name
+
+
+_SEPARATORS = re.compile(r"[-_.]+")
 
 
 class Unordered(ValueError):
@@ -292,7 +296,11 @@ class Feed:
 
     records: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    newest: datetime | None = None
+    latest: str = ""  # the newest `modified` as written (RFC 3339 in UTC orders as its text to the second)
+
+    @property
+    def newest(self) -> datetime | None:
+        return moment(self.latest) if self.latest else None
 
 
 def read_feed(path: Path) -> Feed:
@@ -314,17 +322,21 @@ def read_feed(path: Path) -> Feed:
 
 
 def _folder(path: Path) -> Iterator[tuple[str, bytes | None]]:
-    for root, dirs, files in os.walk(path):
+    """Every `*.json` under the folder, in name order, read with plain strings (10,000 of them)."""
+    top = str(path)
+    for root, dirs, files in os.walk(top):
         dirs.sort()
+        where = root[len(top) :].lstrip("/")
         for name in sorted(files):
             if not name.endswith(".json"):
                 continue
-            full = Path(root) / name
+            full = f"{root}/{name}"
             try:
-                size = full.stat().st_size
-                yield str(full.relative_to(path)), None if size > MAX_RECORD else full.read_bytes()
+                with open(full, "rb") as handle:
+                    data = handle.read(MAX_RECORD + 1)
             except OSError as exc:
                 raise OSError(f"{full}: {exc.strerror}") from None
+            yield f"{where}/{name}" if where else name, None if len(data) > MAX_RECORD else data
 
 
 def _zip(path: Path) -> Iterator[tuple[str, bytes | None]]:
@@ -347,9 +359,9 @@ def _add(feed: Feed, name: str, data: bytes | None) -> None:
     if not isinstance(record, dict) or not isinstance(record.get("id"), str) or not record["id"]:
         feed.errors.append(f"{name}: not an OSV record (no id); skipped")
         return
-    modified = moment(record.get("modified"))
-    if modified is not None and (feed.newest is None or modified > feed.newest):
-        feed.newest = modified
+    modified = record.get("modified")
+    if isinstance(modified, str) and modified[:19] > feed.latest[:19] and moment(modified) is not None:
+        feed.latest = modified
     feed.records.append(record)
 
 
