@@ -291,6 +291,9 @@ def test_an_osv_feed_against_four_lockfiles_raises_one_signal_per_affected_pair(
     listed = ws.json("sensors")
     assert listed[0]["name"] == "osv" and listed[0]["raised"] == len(EXPECTED) and listed[0]["runs"] == 2
     assert ws.run("verify").returncode == 0
+    once = json.loads(ws.run("controlroom", "--once", "--json").stdout)  # exit 0 or 1: it reports either way
+    assert once["sensors"] == listed and once["counts"]["overdue"] == 0
+    assert {s["sensor"] for s in once["signals"]} == {"osv"}
 
 
 def test_an_alias_a_later_feed_and_a_withdrawal(ws):

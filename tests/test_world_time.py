@@ -10,7 +10,9 @@ import os
 import sys
 from datetime import datetime, timedelta
 
-from tests.helpers import NOW, one_line, report_args
+import pytest
+
+from tests.helpers import NOW, make_workspace, one_line, report_args
 
 DEADLINES = {"critical": timedelta(hours=4), "blocking": timedelta(hours=48), "advisory": timedelta(days=14)}
 START = datetime.fromisoformat(NOW.replace("Z", "+00:00"))
@@ -244,3 +246,31 @@ def test_confined_commands_lose_their_whole_process_group_at_the_time_limit(tmp_
     )
     assert ran.code == 0 and set(eval(ran.stdout)) <= set(confine.ENVIRONMENT) | {"LC_CTYPE"}
     assert "REGULATOR_SIGNING_KEY" in os.environ  # the test's own environment holds more than that
+
+
+@pytest.mark.parametrize("backend", ["files", "postgresql"])
+def test_the_duties_write_once_from_a_checkpoint_and_on_postgresql(tmp_path, request, backend):
+    """A duty knows what it wrote from the read model, restored from a checkpoint or folded from a
+    PostgreSQL store's mirror: a second tick writes nothing, and every reader agrees."""
+    url = None
+    if backend == "postgresql":
+        server = request.getfixturevalue("pg_server")
+        url = server.url(server.database())
+    ws = make_workspace(tmp_path, store=url)
+    every = {"REGULATOR_CHECKPOINT_BYTES": "0"}  # a writer leaves a checkpoint whenever it folded
+    off = {"REGULATOR_CHECKPOINT": "off"}
+    ws.run(*report_args(expires_at="2026-12-01T00:00:00Z"), "--by", "alice", check=True, env=every)
+    ws.run("signals", "route", check=True, env=every)
+    later = {"REGULATOR_NOW": "2026-12-03T00:00:00Z"}
+    first = ws.run("tick", "--json", env=every | later, check=True)
+    wrote = {o["duty"]: len(o["written"]) for o in json.loads(first.stdout)}
+    assert wrote["evidence"] == 1 and wrote["deadlines"] == 4
+    again = ws.run("tick", "--json", env=every | later, check=True)
+    assert all(o["written"] == [] for o in json.loads(again.stdout))
+    for args in (["obligations", "--all", "--json"], ["signals", "--json"]):
+        assert ws.run(*args, env=every | later).stdout == ws.run(*args, env=off | later).stdout
+    shown = ws.json("obligation", "show", ws.json("obligations")[0]["id"], env=later)
+    kinds = [e["kind"] for e in shown["history"]]
+    assert kinds == ["routing", "evidence-expired", "overdue", "deadline-escalated"]
+    assert shown["evidenceExpired"] and shown["overdue"]
+    assert ws.run("verify", env=later).returncode == 0
