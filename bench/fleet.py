@@ -3,8 +3,8 @@
     python bench/fleet.py [--scale quick|full] [--json] [--only appends|first-frame]
                           [--writer door|one-shot] [--runs N]
 
-- appends_per_s: 8 long-lived writer processes, each looping over `engine.api.UnitDoor.report` on
-  one door under its own lease (`--writer one-shot`: `engine.api.report_intelligence`, a door per
+- appends_per_s: 8 long-lived writer processes, each looping over `engine.doors.api.UnitDoor.report` on
+  one door under its own lease (`--writer one-shot`: `engine.doors.api.report_intelligence`, a door per
   call), the total across the 8 per second, per backend; beside it, one writer alone first, and
   its CPU time per append (steadier than the total on a shared machine);
 - pg_incremental_ms: another host's append (a writer with no mirror of its own) until its row is
@@ -43,7 +43,7 @@ WRITERS = 8
 
 WRITER = """
 import os, sys, time
-from engine import api
+from engine.doors import api
 lease, seconds, name, kind = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
 door = api.UnitDoor(lease) if kind == "door" else None
 def report(i):
@@ -75,9 +75,9 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 def writer_workspace(root: Path, store: str | None) -> list[Path]:
     """A workspace on the system clock with 8 research units dispatched; their lease files."""
-    from engine import units
-    from engine.init import setup
-    from engine.workspace import LEASE_FILE, locate
+    from engine.checkout.workspace import LEASE_FILE, locate
+    from engine.commands import units
+    from engine.commands.init import setup
 
     root.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
@@ -275,7 +275,7 @@ def first_frames(room: Path, url: str, runs: int, folder: Path | None) -> dict:
 
 APPENDER = """
 import sys, time
-from engine.pgstore import PgStore
+from engine.log.pg.store import PgStore
 store = PgStore(sys.argv[1], sys.argv[2], "signals", mirrored=False)  # another host: it only writes
 sys.stdin.readline()
 store.append({"kind": "signal", "subject": "bench append " + sys.argv[3], "claim": "c",
@@ -290,7 +290,7 @@ print(time.time(), flush=True)
 def incremental(host: Path, url: str, other: Path) -> dict:
     """Another host's append until its obligation's row is in the open room (NOTIFY → mirror)."""
     from controlroom.app import ControlRoom
-    from engine.workspace import locate
+    from engine.checkout.workspace import locate
 
     os.environ["REGULATOR_NOW"] = NOW
     os.environ["REGULATOR_STORE"] = url

@@ -1,6 +1,6 @@
 """Deterministic large workspaces for the benchmarks, written with the engine's own line format.
 
-Events are chained and hashed exactly as `engine.store.Store.append` writes them (same canonical
+Events are chained and hashed exactly as `engine.log.store.Store.append` writes them (same canonical
 JSON, same hash), so `regulator verify` passes on a generated log; they are written in bulk rather
 than one locked append each, which is what makes a million of them take seconds.
 """
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
-from engine import ids
-from engine.authority import signed_bytes
-from engine.init import setup
-from engine.store import GENESIS, canonical_line, event_hash
+from engine.base import ids
+from engine.checkout.authority import signed_bytes
+from engine.commands.init import setup
+from engine.log.store import GENESIS, canonical_line, event_hash
 
 NOW = "2026-11-29T12:00:00Z"
 TODAY = date(2026, 11, 29)
@@ -75,8 +75,8 @@ class Person:
     """Alice, signing person events as the CLI does (id, workspace, sig over the canonical bytes)."""
 
     def __init__(self, root: Path) -> None:
-        from engine import sshsig
-        from engine.workspace import Workspace
+        from engine.base import sshsig
+        from engine.checkout.workspace import Workspace
 
         self.signer = sshsig.load_signer(root / ".bench-keys" / "alice")
         self.workspace = Workspace(root).authority().workspace_id
@@ -412,10 +412,10 @@ def osv_workspace(root: Path, advisories: int = 10_000, lockfiles: int = 50, pin
     affecting its version; the osv sensor declared by a decision, signed as the CLI signs it."""
     import random
 
-    from engine.actors import Actor
-    from engine.proposals import decide, propose
-    from engine.signing import use_key
-    from engine.workspace import Workspace
+    from engine.checkout.workspace import Workspace
+    from engine.commands.actors import Actor
+    from engine.commands.proposals import decide, propose
+    from engine.trust.signing import use_key
 
     rng = random.Random(24)
     new_workspace(root)

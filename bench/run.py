@@ -60,9 +60,9 @@ def bench_env() -> dict:
 
 def projection(root: Path) -> dict:
     """Build the read models from a cold log, against json.loads of every line of the same files."""
-    from engine.fold import ORDER, advance
-    from engine.model import State
-    from engine.workspace import Workspace
+    from engine.checkout.workspace import Workspace
+    from engine.read.fold import ORDER, advance
+    from engine.read.model import State
 
     ws = Workspace(root)
     paths = [ws.store(name).path for name in ORDER]
@@ -81,7 +81,7 @@ def projection(root: Path) -> dict:
                     lines += 1
         loads_times.append(time.perf_counter() - t)
         t = time.perf_counter()
-        state = State(now=__import__("engine.clock", fromlist=["now"]).now())
+        state = State(now=__import__("engine.base.clock", fromlist=["now"]).now())
         advance(ws, state)
         projection_times.append(time.perf_counter() - t)
         del state
@@ -97,7 +97,7 @@ def projection(root: Path) -> dict:
 
 APPENDER = """
 import sys, time
-from engine.store import Store
+from engine.log.store import Store
 store = Store(sys.argv[1])
 sys.stdin.readline()
 event = store.append({"kind": "signal", "subject": "bench append " + sys.argv[2], "claim": "c",
@@ -160,7 +160,7 @@ async def first_frame(room: Path, name: str, samples: int, result: dict) -> None
     is drawn (and `name` with _cpu_s: the CPU seconds of this process's threads until then); with
     samples, then the cursor-down latencies."""
     from controlroom.app import ControlRoom
-    from engine.workspace import Workspace
+    from engine.checkout.workspace import Workspace
     from widgets.table import LineTable
 
     first: list[float] = []
@@ -200,8 +200,8 @@ async def first_frame(room: Path, name: str, samples: int, result: dict) -> None
 
 def _cold_first_frame(room: Path) -> int:
     """The fresh process of one cold start: no checkpoint, the log folded from its first byte."""
-    from engine import checkpoint
-    from engine.workspace import Workspace
+    from engine.checkout.workspace import Workspace
+    from engine.read import checkpoint
 
     checkpoint.discard(Workspace(room))
     result: dict = {}
@@ -227,8 +227,8 @@ def control_room(room: Path, samples: int) -> dict:
     first byte, as this figure always measured), the median of three starts, each a fresh process
     as an operator's is. `first_frame_warm_s`: a later start as it finds the workspace (the
     checkpoint the previous session left when it closed). Keypresses: the warm session."""
-    from engine import checkpoint
-    from engine.workspace import Workspace
+    from engine.checkout.workspace import Workspace
+    from engine.read import checkpoint
 
     os.environ["REGULATOR_NOW"] = NOW
     result: dict = {}
@@ -245,7 +245,7 @@ def control_room(room: Path, samples: int) -> dict:
 def incremental(log_root: Path) -> dict:
     """An append by another process until its obligation's row is in the table (log loaded)."""
     from controlroom.app import ControlRoom
-    from engine.workspace import Workspace
+    from engine.checkout.workspace import Workspace
 
     os.environ["REGULATOR_NOW"] = NOW
     result: dict = {}
@@ -297,8 +297,8 @@ def ui_stall(room: Path, hold_s: float = 3.0) -> dict:
     while another process holds the decide lock for `hold_s` and a signal is appended (the room
     folds it at once, waits for its turn to route it off the event loop, then routes it)."""
     from controlroom.app import ControlRoom
-    from engine.queries import unrouted_count
-    from engine.workspace import Workspace
+    from engine.checkout.workspace import Workspace
+    from engine.read.queries import unrouted_count
 
     os.environ["REGULATOR_NOW"] = NOW
     result: dict = {}
@@ -380,10 +380,10 @@ def lint(root: Path, meta: dict) -> dict:
 
 
 def next_up(root: Path, meta: dict) -> dict:
-    from engine.ladder import registers_of
-    from engine.load import load
-    from engine.nextup import next_up as derive
-    from engine.workspace import Workspace
+    from engine.checkout.workspace import Workspace
+    from engine.read.ladder import registers_of
+    from engine.read.load import load
+    from engine.read.nextup import next_up as derive
 
     ws = Workspace(root)
     state = load(ws)
@@ -481,8 +481,8 @@ FOLD = (
     "import sys, time\n"
     "from pathlib import Path\n"
     "t = time.perf_counter()\n"
-    "from engine.load import load\n"
-    "from engine.workspace import Workspace\n"
+    "from engine.read.load import load\n"
+    "from engine.checkout.workspace import Workspace\n"
     "state = load(Workspace(Path(sys.argv[1])), cached=False)\n"
     "closed = sum(o.status != 'open' for o in state.obligations.values())\n"
     "print(time.perf_counter() - t, closed, len(state.uncounted))\n"

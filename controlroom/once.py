@@ -17,17 +17,17 @@ from controlroom.readmodel import (
     sensor_rows,
     snapshot,
 )
-from engine.cells import pad
-from engine.idhistory import HistoryVerdict
-from engine.model import MemoryStatus, ObligationKind, UnitStatus
-from engine.nextup import next_up
-from engine.obligations import deadlines_of, record
-from engine.queries import days_left, memory_status, unit_status
-from engine.router import route
-from engine.status import status
-from engine.storeless import ABSENT, authentication, stores
-from engine.text import escape
-from engine.workspace import Workspace
+from engine.base.cells import pad
+from engine.base.text import escape
+from engine.checkout.workspace import Workspace
+from engine.commands.obligations import deadlines_of, record
+from engine.commands.router import route
+from engine.read.model import MemoryStatus, ObligationKind, UnitStatus
+from engine.read.nextup import next_up
+from engine.read.queries import days_left, memory_status, unit_status
+from engine.read.status import status
+from engine.read.storeless import ABSENT, authentication, stores
+from engine.trust.idhistory import HistoryVerdict
 from registry.lint import LintResult
 
 ABSENT_REASON = f"{ABSENT} (run --once on the host, or --once --registers-only for what git holds)"
@@ -147,7 +147,7 @@ def _memory_json(snap: Snapshot) -> list[dict[str, object]]:
 
 
 def _signals_json(snap: Snapshot) -> list[dict[str, object]]:
-    from engine.queries import signal_rows
+    from engine.read.queries import signal_rows
 
     keys = ("id", "unit", "by", "sensor", "subject", "reportedSeverity", "derivedSeverity", "outcome", "at")
     return [
@@ -274,9 +274,9 @@ def registers_only(ws: Workspace) -> RegistersOnly:
     history. Nothing is routed or written. Unit state is used where the stores are files on this
     disk (the re-gate check), and reported unknown elsewhere: a clone, or stores on PostgreSQL,
     which this check never reaches (D-87); exit 0 when the three pass."""
-    from engine.idhistory import verify_history
-    from engine.load import load
-    from engine.registers import lint, views
+    from engine.commands.registers import lint, views
+    from engine.read.load import load
+    from engine.trust.idhistory import verify_history
 
     state = load(ws)
     result = lint(ws, state, require_history=True)

@@ -12,25 +12,33 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from controlroom.views import BY_VIEW, TITLES, VIEWS, Key, RowKey  # noqa: E402  (one definition per view)
-from engine import freshness
-from engine.contracts import Contract
-from engine.deadlines import Deadlines
-from engine.errors import RegulatorError
-from engine.ladder import registers_of, stale_knowledge
-from engine.load import load
-from engine.model import MemoryStatus, Obligation, ObligationStatus, State, UnitState
-from engine.nextup import next_up
-from engine.proposals import decision_of, verify_identity
-from engine.queries import age, days_left, holds_index, is_stale, memory_status, unit_status, unrouted_count
-from engine.registers import lint
-from engine.text import escape
-from engine.verification import Finding, findings
-from engine.whatif import InMemory, route_in_memory
-from engine.workspace import Workspace
+from engine.base.errors import RegulatorError
+from engine.base.text import escape
+from engine.checkout.workspace import Workspace
+from engine.commands.proposals import decision_of, verify_identity
+from engine.commands.registers import lint
+from engine.commands.verification import Finding, findings
+from engine.commands.whatif import InMemory, route_in_memory
+from engine.read import freshness
+from engine.read.contracts import Contract
+from engine.read.deadlines import Deadlines
+from engine.read.ladder import registers_of, stale_knowledge
+from engine.read.load import load
+from engine.read.model import MemoryStatus, Obligation, ObligationKind, ObligationStatus, State, UnitState
+from engine.read.nextup import next_up
+from engine.read.queries import (
+    age,
+    days_left,
+    holds_index,
+    is_stale,
+    memory_status,
+    unit_status,
+    unrouted_count,
+)
 from registry.lint import LintResult, record_findings
 
 if TYPE_CHECKING:  # loaded on first use, where they are used
-    from engine.idhistory import HistoryVerdict
+    from engine.trust.idhistory import HistoryVerdict
     from identity.policy import InteractionPolicy, RoutingPolicy
 
 COLUMNS: dict[str, list[tuple[str, int]]] = {
@@ -42,8 +50,8 @@ T = TypeVar("T")
 
 
 class IdentityCheck(Protocol):
-    """One governed file judged: by the decisions in the stores (engine.proposals.FileCheck) or,
-    in a clone, by git history (engine.idhistory.HistoryCheck)."""
+    """One governed file judged: by the decisions in the stores (engine.commands.proposals.FileCheck) or,
+    in a clone, by git history (engine.trust.idhistory.HistoryCheck)."""
 
     @property
     def file(self) -> str: ...
@@ -113,7 +121,7 @@ class Snapshot:
 def evidence(snap: Snapshot, entry_id: str) -> freshness.Freshness:
     """Whether the files a memory entry cites changed since it was recorded (SPEC §20): one
     history pass for every entry, kept until the state or the clock moves (the fold's worker
-    warms it; engine.freshness keeps its answers per HEAD)."""
+    warms it; engine.read.freshness keeps its answers per HEAD)."""
 
     def check() -> dict[str, freshness.Freshness]:
         return freshness.check(snap.ws.root, (e.event for e in snap.state.memory.values()))
@@ -125,7 +133,7 @@ def snapshot(
     ws: Workspace, person: str | None = None, with_checks: bool = True, *, host_events: bool = False
 ) -> Snapshot:
     """The state and, `with_checks`, the checks; `host_events` (--once) adds verify's re-derivation
-    of what the host wrote unsigned (engine.verification._host_events)."""
+    of what the host wrote unsigned (engine.commands.verification._host_events)."""
     snap = Snapshot(ws, load(ws), person)
     if with_checks:
         refresh_checks(snap, host_events=host_events)
@@ -160,7 +168,7 @@ def frozen(state: State) -> State:
     on in one thread while the checks read in another. Its register cache starts empty."""
     import copy
 
-    from engine.events import EventMap
+    from engine.log.events import EventMap
 
     copied = copy.copy(state)
     for name in ("obligations", "units", "memory", "proposals", "unrouted_ids", "contracts"):
@@ -184,7 +192,7 @@ def compute_checks(ws: Workspace, state: State, *, host_events: bool = False) ->
     if ws.has_stores:
         identity = verify_identity(ws, state)
     else:  # a clone: the decisions are not here, their commits are (SPEC §16.2)
-        from engine.idhistory import verify_history
+        from engine.trust.idhistory import verify_history
 
         history = verify_history(ws)
         identity = list(history.files)
@@ -197,8 +205,15 @@ def refresh_checks(snap: Snapshot, *, host_events: bool = False) -> None:
     compute_checks(snap.ws, frozen(snap.state), host_events=host_events).apply(snap)
 
 
-def short(value: str | None, n: int = 8) -> str:
-    return (value or "")[:n] if value else "-"
+ID_CELLS = 8
+
+
+def short_id(ident: str) -> str:
+    """How the room and --once show an obligation, memory entry, signal or proposal id: its last
+    8 characters, for every kind alike (a ULID's first characters are its time, shared by
+    everything recorded in the same second; the CLI takes a unique ending of 6 or more: D-entry
+    "room: ids by their last characters")."""
+    return ident[-ID_CELLS:]
 
 
 def expiry_bar(days: int, status: MemoryStatus, width: int = 8) -> str:
@@ -304,12 +319,14 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             subject += " (evidence expired)"
         if deadlines(snap).overdue(ob):
             subject += " (overdue)"
+        if ob.kind == ObligationKind.QUESTION:  # a unit's question, waiting for a person's answer
+            subject = f"? {subject}"
         status = ob.status if ob.status != ObligationStatus.RESOLVED else (ob.disposition or ob.status)
         return [
-            ob.id[:8],
+            short_id(ob.id),
             ob.unit or "(no unit)",
             ob.severity,
-            "■" if ob.blocks else "·",
+            "■" if ob.blocks and ob.status == ObligationStatus.OPEN else "·",  # a closed one holds nothing
             age(state, ob.opened_at),
             status,
             subject,
@@ -318,7 +335,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         unit_id = plain(key)
         unit = state.units[unit_id]
         contract = contract_of(unit)
-        held = [ob.id[:8] for ob in snap.holds.get(unit_id, [])] + snap.stale.get(unit_id, [])
+        held = [short_id(ob.id) for ob in snap.holds.get(unit_id, [])] + snap.stale.get(unit_id, [])
         return [
             unit_id,
             contract.type,
@@ -336,7 +353,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         today = state.now.date()
         status = memory_status(entry, today)
         return [
-            entry_id[-8:],
+            short_id(entry_id),
             status,
             expiry_bar(days_left(entry, today), status),
             e["reviewBy"],
@@ -351,9 +368,9 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         routing = state.routings.get(signal_id)
         source = f"sensor:{s['sensor']}" if isinstance(s.get("sensor"), str) else None
         return [
-            signal_id[-8:],
+            short_id(signal_id),
             source or s.get("unit") or f"@{s.get('by')}",
-            s["reportedSeverity"],
+            s.get("reportedSeverity") or str(s.get("type") or "-"),  # a unit's question has none
             routing["derivedSeverity"] if routing else "-",
             routing["outcome"] if routing else "unrouted",
             s["subject"] + signal_marks(state, signal_id, s),
@@ -398,7 +415,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
                 f"{f['title']} → {', '.join(f.get('affects') or []) or '-'}",
             ]
         if kind == "retro":
-            from engine.retro import summary
+            from engine.commands.retro import summary
 
             retro = registers.retro[ident]
             return ["retro", ident, f"since {retro.fields['since']}", summary(retro)]
@@ -418,7 +435,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             p = state.proposals[ident]
             d = decision_of(state, ident)
             verdict = f"{d['decision']} by {d['by']}" if d else "pending"
-            return ["proposal", ident[-8:] + " " + p["file"], verdict, p["rationale"]]
+            return ["proposal", short_id(ident) + " " + p["file"], verdict, p["rationale"]]
         registers = registers_of(snap.ws, state)
         if kind == "badrecord":
             invalid = registers.invalid[ident]
@@ -436,7 +453,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
 def signal_marks(state: State, signal_id: str, signal: dict) -> str:
     """What a signal row adds to its subject (SPEC §24): its prediction's state, supersession,
     stale evidence, a withdrawn advisory."""
-    from engine.worldfold import AWAITING, CAME_TRUE, DID_NOT, status
+    from engine.read.worldfold import AWAITING, CAME_TRUE, DID_NOT, status
 
     world = state.world
     marks = []
@@ -461,11 +478,11 @@ def signal_marks(state: State, signal_id: str, signal: dict) -> str:
 
 
 def sensor_rows(snap: Snapshot) -> dict[str, dict]:
-    """The declared sensors with their last runs (engine.sensors.listing), by name; none when the
+    """The declared sensors with their last runs (engine.commands.sensors.listing), by name; none when the
     sensors policy cannot be read (the header says so through identity verify)."""
 
     def compute() -> dict[str, dict]:
-        from engine.sensors import listing
+        from engine.commands.sensors import listing
 
         try:
             return {r["name"]: r for r in listing(snap.ws, snap.state)}
@@ -510,7 +527,7 @@ def sort_keys(view: str, snap: Snapshot, view_keys: list[Key], sort: str) -> lis
     if view == "signals":
         sig = state.signals
         if sort == "severity":
-            return sorted(view_keys, key=lambda k: rank.get(sig[plain(k)]["reportedSeverity"], 9))
+            return sorted(view_keys, key=lambda k: rank.get(sig[plain(k)].get("reportedSeverity") or "", 9))
 
         def by_source(k: Key) -> str:
             s = sig[plain(k)]
@@ -586,7 +603,7 @@ def _counts(snap: Snapshot) -> dict[str, int]:
 
 
 def in_memory(snap: Snapshot) -> InMemory:
-    """The signals not yet routed, routed in memory as the router would (engine.whatif): kept until
+    """The signals not yet routed, routed in memory as the router would (engine.commands.whatif): kept until
     the state or the clock moves (the fold's worker warms it with the counts)."""
     return snap.cached("in-memory", (), lambda: route_in_memory(snap.ws, snap.state))
 
@@ -605,8 +622,9 @@ def would_block_text(snap: Snapshot, compact: bool = False) -> str | None:
     return f"⚠{holds} would blk" if compact else f"⚠ {holds} would block"
 
 
-def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -> str:
-    """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none."""
+def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, store: str | None = None) -> str:
+    """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none;
+    `store` names where the stores are (files, postgresql), before the live indicator."""
     c: dict[str, int | str] = dict(counts(snap))
     if not snap.known:  # without the stores these are unknown, never 0 (SPEC §16.2)
         c.update(blocking="?", held="?", stale="?", expiring="?", unrouted="?")
@@ -633,6 +651,8 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -
         if c["badLines"]:
             parts.append(f"{c['badLines']} bad")
         parts += [SHORT_MARKS.get(m, m) for m in trust_marks(snap.ws)]
+        if store and snap.known:
+            parts.append(SHORT_STORES.get(store, store))
         return "·".join(parts) + f"·{live}"
     parts = [
         f"{c['blocking']} blocking",
@@ -652,13 +672,51 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -
     if c["badLines"]:
         parts.append(f"{c['badLines']} bad line(s)")
     parts += trust_marks(snap.ws)
+    if store and snap.known:
+        parts.append(store)
     return " · ".join(parts) + f" · {live}"
+
+
+SHORT_STORES = {"postgresql": "pg", "files": "files"}
+
+# what every part of the header means: `?` shows it and the README lists it (tests/test_room_first_contact.py
+# checks both, and that every part the header can show is here). (full form, narrow form, meaning)
+HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
+    ("N blocking", "N blk", "open obligations that block: each holds its unit's dispatch and close"),
+    ("N held", "N held", "units held, by a blocking obligation or an unresolved finding"),
+    ("N stale", "N stale", "open obligations whose signal has expired; they stay open until dispositioned"),
+    ("N expiring ≤7d", "N exp≤7d", "current memory entries within 7 days of their review-by date"),
+    ("lint ✓ / ✗N / …", "lint✓ / lint✗N / lint…", "registry lint: no error / N errors / still running"),
+    ("N unrouted", "N unrtd", "signals not yet routed (this room routes them, unless read-only)"),
+    ("⚠ N would block", "⚠N would blk", "blocking obligations that routing the unrouted signals would open"),
+    ("N bad line(s)", "N bad", "store lines every read skips (torn or malformed): first in Registers"),
+    ("stores absent: unit state unknown", "NO STORES", "a checkout without the stores (a clone)"),
+    ("names unauthenticated", "names unauth", "person events count by name: no signatures required"),
+    ("clock pinned", "pinned", "REGULATOR_NOW is honoured here (tests and demos only)"),
+    ("files / postgresql", "files / pg", "where the stores are: files under .regulator/, or PostgreSQL"),
+    ("● live / ○ paused", "● / ○", "watching the stores (an append shows within half a second) / not"),
+    ("⏳ waiting for another writer", "⏳ waiting", "another process holds the decide lock; keys still work"),
+    ("read-only", "ro", "writes hidden and nothing routed (--read-only, or a store role that cannot write)"),
+)
+# the marks in the tables
+TABLE_LEGEND: tuple[tuple[str, str], ...] = (
+    ("■", "blocks (obligations) / held (units); · holds nothing"),
+    ("███░░ 30d", "memory: days left before review-by, full at 90; ! within 7 days; ×××× expired"),
+    ("⚠ evidence changed", "memory: a file its evidence cites changed since it was recorded"),
+    ("(stale)", "obligations: the signal behind it has expired"),
+    ("⚑ F-x", "records: an open finding affects it (awaits ack until acknowledged)"),
+    (
+        "ids",
+        "obligations, memory, signals and proposals show their id's last 8 characters "
+        "(the CLI takes any unique ending of 6 or more)",
+    ),
+)
 
 
 SHORT_MARKS = {
     "stores absent: unit state unknown": "NO STORES",
     "names unauthenticated": "names unauth",
-    "clock pinned": "clock pinned",
+    "clock pinned": "pinned",
 }
 
 

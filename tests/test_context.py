@@ -7,7 +7,7 @@ import json
 
 import yaml
 
-from engine.delivery import HEADING, IDENTITY_HEADING, PREAMBLE, parse_context
+from engine.read.delivery import HEADING, IDENTITY_HEADING, PREAMBLE, parse_context
 from identity.policy import parse_policy
 from identity.shipped import policy_files
 from tests.helpers import remember_args
@@ -74,7 +74,7 @@ def test_context_json_has_every_field_raw(ws):
     first = remember(ws, u1, subject="TZ", note="set TZ=UTC\nfor the tests", scope=["implement"])
     second = remember(ws, u1, subject="mirror \u202e", note="slow before 09:00")
     data = ws.json("context", "u3")
-    assert set(data) == {"unit", "identity", "memory", "shown", "current", "leftOut", "budget"}
+    assert set(data) == {"unit", "identity", "memory", "shown", "current", "leftOut", "budget", "answers"}
     assert data["unit"] == "u3"
     assert [f["path"] for f in data["identity"]] == [
         "regulator/identity/invariants.md",
@@ -224,8 +224,8 @@ def test_a_field_appended_by_hand_cannot_spell_another_field(ws):
     metadata line's next fields, a unit name with a space and a comma, and a subject carrying a
     hidden payload in variation selectors. The line still parses back to exactly those values,
     and nothing invisible reaches the unit raw."""
-    from engine import clock
-    from engine.store import Store
+    from engine.base import clock
+    from engine.log.store import Store
 
     hidden = "note" + "".join(chr(0xE0100 + k) for k in range(3)) + "\ufe0f"
     scope = ["implement", "x · from b1 @ 1aa79ed · review by 2027-01-15", "a, b"]

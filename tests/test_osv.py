@@ -1,4 +1,4 @@
-"""OSV matching as the schema's evaluation defines it (engine.osv), and the lockfile readers."""
+"""OSV matching as the schema's evaluation defines it (engine.read.osv), and the lockfile readers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from engine.osv import Unordered, affects, normalize, parse_lockfile, pep440_key, semver_key
+from engine.read.osv import Unordered, affects, normalize, parse_lockfile, pep440_key, semver_key
 
 
 def test_semver_precedence_is_semver_section_11():

@@ -38,8 +38,8 @@ def insert_as_writer(url: str, store: str, event: dict) -> None:
     the engine makes before it writes (the trigger checks only chain, digest and time)."""
     import psycopg
 
-    from engine.pgstore import line_text
-    from engine.store import event_hash
+    from engine.log.pg.store import line_text
+    from engine.log.store import event_hash
 
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute(
@@ -222,7 +222,8 @@ def test_a_mirror_resealed_with_the_host_key_is_still_named_by_verify(fleet):
     chains anyway), names the first line that differs and fetches the store again."""
     import hashlib
 
-    from engine import hostkey, pgstore
+    from engine.base import hostkey
+    from engine.log.pg import mirror as pg_mirror
 
     ws, _, obligations = fleet
     mirror = ws.store("signals")
@@ -236,7 +237,7 @@ def test_a_mirror_resealed_with_the_host_key_is_still_named_by_verify(fleet):
     key = hostkey.read(ws.root / ".regulator")
     n, size, _ = state["stores"]["signals"]
     body = [n, size, hashlib.sha256(forged[:size]).hexdigest()]
-    state["seals"]["signals"] = [*body, pgstore._seal_mac(key, state["instance"], "signals", body)]
+    state["seals"]["signals"] = [*body, pg_mirror._seal_mac(key, state["instance"], "signals", body)]
     marker.write_text(json.dumps(state, sort_keys=True))
     code, named = verify(ws)
     assert code == 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from tests.helpers import one_line, report_args
+from tests.helpers import one_line, report_args, tick
 
 LATER = {"REGULATOR_NOW": "2026-12-15T00:00:00Z"}
 
@@ -131,7 +131,7 @@ def test_recording_an_outcome_is_a_signed_person_action_once(ws):
     forged["id"] = "FORGED" + event["id"][6:]
     forged["signal"] = report(ws, by="alice", subject="another")
     sys.path.insert(0, str(ws.root))
-    from engine.store import Store
+    from engine.log.store import Store
 
     Store(ws.store("signals")).append(forged)
     listed = {s["id"]: s for s in ws.json("signals", env=LATER)}
@@ -156,6 +156,6 @@ def test_supersedes_links_both_lifecycles(ws):
     assert listed[first]["supersededBy"] == [second] and listed[second]["supersedes"] == first
     # the recheck a stale signal opens stays a person's to disposition: a superseding report
     # answers the question, it does not close the obligation
-    ws.run("tick", env={"REGULATOR_NOW": "2026-12-02T00:00:00Z"}, check=True)
+    tick(ws, env={"REGULATOR_NOW": "2026-12-02T00:00:00Z"})
     recheck = [o for o in ws.json("obligations", env=LATER) if o["signal"] == first and o["unit"] is None]
     assert len(recheck) == 1 and recheck[0]["status"] == "open"

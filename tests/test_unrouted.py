@@ -89,7 +89,7 @@ def test_once_read_only_exits_0_when_routing_would_hold_no_in_progress_unit(tmp_
 
 def test_the_read_only_room_says_what_unrouted_signals_would_block(tmp_path, monkeypatch):
     from controlroom.app import ControlRoom
-    from engine.workspace import locate
+    from engine.checkout.workspace import locate
     from tests.room import run
 
     ws = make_workspace(tmp_path)
@@ -165,7 +165,7 @@ def test_the_room_as_a_reader_role_disables_every_write_and_routes_nothing(
     what the unrouted signal would block, and the server gains no line."""
     from controlroom.actions import ACTIONS
     from controlroom.app import ControlRoom
-    from engine.workspace import locate
+    from engine.checkout.workspace import locate
     from tests.room import until
 
     ws, db, routed, _ = pg_fleet
@@ -183,7 +183,7 @@ def test_the_room_as_a_reader_role_disables_every_write_and_routes_nothing(
             assert await until(pilot, lambda: app.syncs >= 1)  # the start's fold: it would route here
             seen["header"] = str(app._topbar.render())
             seen["status"] = str(app._status.render())
-            seen["detail"] = str(app.query_one("#detail-text").render())
+            seen["detail"] = app._detail.text
             await pilot.press("r")
             await pilot.pause()
             seen["screen"] = type(app.screen).__name__
@@ -227,7 +227,7 @@ def test_the_room_as_a_reader_role_disables_every_write_and_routes_nothing(
 def test_a_writer_role_in_a_clone_routes_and_may_act(pg_fleet, pg_server, tmp_path, monkeypatch):
     """The role decides both ways: the schema owner's room in a clone routes the unrouted signal."""
     from controlroom.app import ControlRoom
-    from engine.workspace import locate
+    from engine.checkout.workspace import locate
     from tests.room import until
 
     ws, db, _, signal = pg_fleet

@@ -9,7 +9,7 @@ import json
 import zipfile
 from pathlib import Path
 
-from tests.helpers import one_line
+from tests.helpers import one_line, tick
 
 REQUIREMENTS = """\
 # pinned by pip-compile
@@ -402,8 +402,7 @@ def test_sensors_are_declared_only_by_decision(ws):
 def test_a_workspace_without_sensors_yaml_has_no_sensors(ws):
     assert ws.json("sensors") == []
     assert "no sensors declared" in ws.run("sensors", check=True).stdout
-    ticked = ws.run("tick", check=True).stdout
-    assert "sensors: nothing to do (no sensors declared)" in ticked
+    assert tick(ws)["sensors"]["outcome"] == {"written": 0, "note": "no sensors declared"}
     assert ws.run("identity", "verify").returncode == 0
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from controlroom import readmodel
 from controlroom.app import ControlRoom
-from engine.workspace import Workspace
-from tests.helpers import report_args
+from engine.checkout.workspace import Workspace
+from tests.helpers import report_args, tick
 
 SIZE = (150, 42)
 LATER = "2026-12-05T12:00:00Z"
@@ -54,7 +54,7 @@ def world(ws, monkeypatch):
         "regulator/policy/sensors.yaml",
         f"sensors:\n  disk:\n    kind: command\n    command: [{sys.executable}, {script}]\n",
     )
-    ws.run("tick", env={"REGULATOR_NOW": LATER}, check=True)
+    tick(ws, env={"REGULATOR_NOW": LATER})
     for name, value in ws.env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("REGULATOR_NOW", LATER)

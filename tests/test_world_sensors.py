@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from tests.helpers import one_line
+from tests.helpers import one_line, tick
 
 GOOD = {
     "subject": "deploy key rotated late",
@@ -118,13 +118,13 @@ def test_a_command_that_hangs_is_killed_and_writes_nothing(ws):
 def test_the_tick_runs_a_sensor_when_it_is_due(ws):
     declare(ws, [GOOD], every="1h")
     runs = lambda: [e for e in ws.events("signals") if e["kind"] == "sensor-run"]  # noqa: E731
-    ws.run("tick", env={"REGULATOR_NOW": "2026-11-29T12:00:00Z"}, check=True)
-    ws.run("tick", env={"REGULATOR_NOW": "2026-11-29T12:30:00Z"}, check=True)
+    tick(ws, env={"REGULATOR_NOW": "2026-11-29T12:00:00Z"})
+    tick(ws, env={"REGULATOR_NOW": "2026-11-29T12:30:00Z"})
     assert len(runs()) == 1
     listed = ws.json("sensors", env={"REGULATOR_NOW": "2026-11-29T12:30:00Z"})[0]
     assert listed["lastRun"] == "2026-11-29T12:00:00Z" and listed["nextRun"] == "2026-11-29T13:00:00Z"
-    ws.run("tick", env={"REGULATOR_NOW": "2026-11-29T13:00:00Z"}, check=True)
-    ws.run("tick", env={"REGULATOR_NOW": "2026-11-29T13:00:00Z"}, check=True)  # the same tick twice: once
+    tick(ws, env={"REGULATOR_NOW": "2026-11-29T13:00:00Z"})
+    tick(ws, env={"REGULATOR_NOW": "2026-11-29T13:00:00Z"})  # the same tick twice: once
     assert len(runs()) == 2
     assert len(sensor_signals(ws)) == 1
     shown = ws.run("sensors", env={"REGULATOR_NOW": "2026-11-29T13:00:00Z"}, check=True).stdout

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from tests.helpers import NOW, make_workspace, one_line, report_args
+from tests.helpers import NOW, make_workspace, one_line, report_args, tick
 
 DEADLINES = {"critical": timedelta(hours=4), "blocking": timedelta(hours=48), "advisory": timedelta(days=14)}
 START = datetime.fromisoformat(NOW.replace("Z", "+00:00"))
@@ -70,8 +70,10 @@ def test_thirty_days_of_ticks_overdue_escalated_rechecked_once_and_nothing_resol
     dispositions = count(ws, "disposition")
     for hours in STEPS_H:
         now = START + timedelta(hours=hours)
-        done = ws.run("tick", env={"REGULATOR_NOW": iso(now)})
-        assert done.returncode == 0, (hours, done.stdout, done.stderr)
+        outcomes = tick(ws, env={"REGULATOR_NOW": iso(now)})
+        assert all(o["outcome"] != "failed" and "errors" not in o["outcome"] for o in outcomes.values()), (
+            outcomes
+        )
         check_invariants(ws, now, log)
     assert count(ws, "disposition") == dispositions  # time resolved nothing
     every = ws.json("obligations", "--all", env={"REGULATOR_NOW": iso(START + timedelta(days=30))})
@@ -171,8 +173,10 @@ def test_an_old_policy_without_deadlines_escalates_nothing(ws):
     ws.run(*report_args(), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
     later = {"REGULATOR_NOW": "2027-01-30T00:00:00Z"}
-    done = ws.run("tick", env=later, check=True)
-    assert "deadlines: nothing to do (routing.yaml sets no deadlines)" in done.stdout
+    assert tick(ws, env=later)["deadlines"]["outcome"] == {
+        "written": 0,
+        "note": "routing.yaml sets no deadlines",
+    }
     assert count(ws, "overdue") == 0 and count(ws, "deadline-escalated") == 0
     assert all(not o["overdue"] and o["dueAt"] is None for o in ws.json("obligations", env=later))
 
@@ -185,11 +189,14 @@ def test_a_failing_notify_is_one_error_and_is_not_run_again(ws):
     ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)  # opened now: due in 48 h
     later = {"REGULATOR_NOW": "2026-12-05T00:00:00Z"}
-    done = ws.run("tick", env=later)
-    assert done.returncode == 1 and "cannot run /nonexistent/notify" in one_line(done)
+    done = tick(ws, env=later)["deadlines"]["outcome"]
+    assert (
+        done["written"] == 2
+        and len(done["errors"]) == 1
+        and "cannot run /nonexistent/notify" in done["errors"][0]
+    )
     assert count(ws, "deadline-escalated") == 1  # the escalation is recorded whatever notify did
-    again = ws.run("tick", env=later)
-    assert again.returncode == 0 and again.stderr == ""
+    assert tick(ws, env=later)["deadlines"]["outcome"] == {"written": 0}  # and notify is not run again
 
 
 def test_a_policy_with_a_bad_deadline_is_not_proposed(ws):
@@ -218,12 +225,12 @@ def test_a_policy_with_a_bad_deadline_is_not_proposed(ws):
 
 def test_a_tick_is_a_host_operation(ws):
     worktree = ws.lease("r1")
-    done = ws.run("tick", cwd=worktree)
+    done = ws.run("serve", "--once-tick", cwd=worktree)
     assert done.returncode == 3 and "host operation" in one_line(done)
 
 
 def test_confined_commands_lose_their_whole_process_group_at_the_time_limit(tmp_path):
-    from engine import confine
+    from engine.base import confine
 
     marker = tmp_path / "survived"
     child = tmp_path / "child.py"
@@ -262,11 +269,10 @@ def test_the_duties_write_once_from_a_checkpoint_and_on_postgresql(tmp_path, req
     ws.run(*report_args(expires_at="2026-12-01T00:00:00Z"), "--by", "alice", check=True, env=every)
     ws.run("signals", "route", check=True, env=every)
     later = {"REGULATOR_NOW": "2026-12-03T00:00:00Z"}
-    first = ws.run("tick", "--json", env=every | later, check=True)
-    wrote = {o["duty"]: len(o["written"]) for o in json.loads(first.stdout)}
-    assert wrote["evidence"] == 1 and wrote["deadlines"] == 4
-    again = ws.run("tick", "--json", env=every | later, check=True)
-    assert all(o["written"] == [] for o in json.loads(again.stdout))
+    first = tick(ws, env=every | later)
+    assert first["evidence"]["outcome"]["written"] == 1 and first["deadlines"]["outcome"]["written"] == 4
+    again = tick(ws, env=every | later)
+    assert all(again[d]["outcome"]["written"] == 0 for d in ("evidence", "deadlines", "sensors"))
     for args in (["obligations", "--all", "--json"], ["signals", "--json"]):
         assert ws.run(*args, env=every | later).stdout == ws.run(*args, env=off | later).stdout
     shown = ws.json("obligation", "show", ws.json("obligations")[0]["id"], env=later)

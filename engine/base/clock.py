@@ -1,0 +1,97 @@
+"""The clock is the host's (SPEC §15.3): REGULATOR_NOW fixes "now" only in a workspace whose
+routing policy in force says `clock: pinned` (tests, the demo's build); elsewhere it is ignored
+with a one-line warning, so a unit cannot move time by setting a variable.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from datetime import UTC, date, datetime
+
+from engine.base.errors import BadInput
+
+_pinned = False  # set by configure() when a workspace is opened
+_warned = False
+
+
+def configure(pinned: bool) -> None:
+    """Follow the workspace just opened: honour REGULATOR_NOW only if its clock is pinned."""
+    global _pinned
+    _pinned = pinned
+
+
+def pinned() -> bool:
+    return _pinned
+
+
+def fixed() -> bool:
+    """True while a pinned clock is in use: ids are then derived, not random (never lease tokens)."""
+    return _pinned and bool(os.environ.get("REGULATOR_NOW"))
+
+
+def now() -> datetime:
+    value = os.environ.get("REGULATOR_NOW")
+    if value:
+        if _pinned:
+            return parse_time(value, "REGULATOR_NOW")
+        _warn_ignored()
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def _warn_ignored() -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        sys.stderr.write(
+            "regulator: warning: REGULATOR_NOW ignored: this workspace's clock is the system's "
+            "(routing.yaml `clock: pinned` is set only by `init --clock pinned` or a decision)\n"
+        )
+
+
+def today() -> date:
+    return now().date()
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: str, field: str = "time") -> datetime:
+    """Parse ISO-8601; a time without zone is taken as UTC, a bare date as its midnight UTC."""
+    if not isinstance(value, str) or not value.strip():
+        raise BadInput(f"{field}: expected an ISO-8601 time such as 2026-11-29T12:00:00Z")
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise BadInput(f"{field}: {value!r} is not an ISO-8601 time (e.g. 2026-11-29T12:00:00Z)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is before the first representable moment
+        raise BadInput(f"{field}: {value!r} is outside the representable years 0001-9999") from None
+
+
+def parse_date(value: str, field: str = "date") -> date:
+    try:
+        return date.fromisoformat(value.strip())
+    except (ValueError, AttributeError):
+        raise BadInput(f"{field}: {value!r} is not a calendar date (YYYY-MM-DD)") from None
+
+
+def moment(value: object) -> datetime | None:
+    """A stored `at` as a time, or None when it is none: a list is no time (nor hashable)."""
+    return _moment(value) if isinstance(value, str) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _moment(value: str) -> datetime | None:
+    try:
+        return parse_time(value)
+    except BadInput:
+        return None
