@@ -50,6 +50,7 @@ from widgets.dialogs import (
     Answer,
     DecideDialog,
     DismissDialog,
+    OutcomeDialog,
     ProposalDialog,
     ResolveDialog,
     ResolveFindingDialog,
@@ -966,6 +967,15 @@ class ControlRoom(App[None]):
             self.push_screen(
                 DecideDialog(unit_id, meanings.RECOVERY, preview), lambda r: self._decide(unit_id, r)
             )
+        elif name == "outcome":
+            signal_id = readmodel.plain(key)
+            signal = state.signals[signal_id]
+            self.push_screen(
+                OutcomeDialog(
+                    signal_id, f"{signal['subject']}: {signal['claim']}", signal["prediction"]["resolvesAt"]
+                ),
+                lambda r: self._outcome(signal_id, r),
+            )
         elif name in ("ack", "resolve-finding"):
             from engine.read.ladder import registers_of
 
@@ -1037,6 +1047,19 @@ class ControlRoom(App[None]):
         self._write(
             lambda: decide(self.ws, unit_id, answer["action"], self.person, answer["rationale"]),
             f"{unit_id}: {answer['action']} recorded",
+        )
+
+    def _outcome(self, signal_id: str, answer: Answer | None) -> None:
+        if answer is None:
+            return
+        from engine.commands.predictions import resolve_prediction
+
+        said = "came true" if answer["cameTrue"] == "yes" else "did not come true"
+        self._write(
+            lambda: resolve_prediction(
+                self.ws, signal_id, answer["cameTrue"], self.person, answer["rationale"]
+            ),
+            f"signal {signal_id}: the prediction {said} (recorded, signed)",
         )
 
     def _ack(self, finding_id: str, answer: Answer | None) -> None:

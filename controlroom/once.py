@@ -14,12 +14,13 @@ from controlroom.readmodel import (
     in_memory,
     keys,
     row,
+    sensor_rows,
     snapshot,
 )
 from engine.base.cells import pad
 from engine.base.text import escape
 from engine.checkout.workspace import Workspace
-from engine.commands.obligations import record
+from engine.commands.obligations import deadlines_of, record
 from engine.commands.router import route
 from engine.read.model import MemoryStatus, ObligationKind, State, UnitState, UnitStatus
 from engine.read.nextup import next_up
@@ -43,6 +44,10 @@ def exit_reasons(snap: Snapshot) -> list[str]:
         for ob in holding:
             if ob.kind == ObligationKind.INTELLIGENCE:
                 what = f"signal {ob.source}: {state.signals.get(ob.source, {}).get('subject', '?')}"
+            elif ob.kind == ObligationKind.RECHECK:
+                what = (
+                    f"recheck of signal {ob.source}: {state.signals.get(ob.source, {}).get('subject', '?')}"
+                )
             else:
                 what = f"recovery decision {ob.source}"
             reasons.append(f"{unit_id} is {started} and held by {ob.severity} obligation {ob.id} ({what})")
@@ -158,9 +163,12 @@ def _memory_json(snap: Snapshot) -> list[dict[str, object]]:
 def _signals_json(snap: Snapshot) -> list[dict[str, object]]:
     from engine.read.queries import signal_rows
 
-    keys = ("id", "unit", "by", "subject", "reportedSeverity", "derivedSeverity", "outcome", "at")
+    keys = ("id", "unit", "by", "sensor", "subject", "reportedSeverity", "derivedSeverity", "outcome", "at")
     return [
-        {k: r[k] for k in keys} | {"outcome": r["outcome"] or "unrouted"} for r in signal_rows(snap.state)
+        {k: r[k] for k in keys}
+        | {"outcome": r["outcome"] or "unrouted"}
+        | ({"prediction": r["prediction"]} if r["prediction"] else {})
+        for r in signal_rows(snap.state)
     ]
 
 
@@ -185,6 +193,7 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
 
     state = snap.state
     queue, excluded = next_up(snap.ws, state)
+    deadlines = deadlines_of(snap.ws, state) if snap.ws.has_stores else None
     return {
         "stores": stores(snap.ws),
         "workspace": str(snap.ws.root),
@@ -194,11 +203,17 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
         "counts": counts(snap),
         "status": status(snap.ws, state),
         "obligations": [
-            {**record(state, ob), "subject": ob.subject, "opened": ob.opened_at, "closed": ob.closed_at}
+            {
+                **record(state, ob, deadlines),
+                "subject": ob.subject,
+                "opened": ob.opened_at,
+                "closed": ob.closed_at,
+            }
             for ob in state.obligations.values()
         ],
         "memory": _memory_json(snap),
         "signals": _signals_json(snap),
+        "sensors": list(sensor_rows(snap).values()),
         "routed": snap.routed,
         "wouldRoute": _would_route_json(snap),
         "lint": snap.lint.as_json() if snap.lint else None,

@@ -69,6 +69,8 @@ ROUTING = {
     ],
     "rules": {"intelligence-signal": {"atOrAbove": "advisory", "owedTo": "S3"}},
     "intakeDebtDays": 14,
+    # SPEC §24: an obligation open past its deadline is overdue and escalated (never resolved)
+    "deadlines": {"critical": "4h", "blocking": "48h", "advisory": "14d"},
 }
 
 PROFILES = {
@@ -134,7 +136,8 @@ def policy_files(
 ) -> dict[str, str]:
     return {
         "routing.yaml": dump(
-            {**ROUTING, "clock": clock}, "# Routing policy (SPEC §5.1). Changed only by accepted proposal.\n"
+            {**ROUTING, "escalate": [owner], "clock": clock},
+            "# Routing policy (SPEC §5.1, §24). Changed only by accepted proposal.\n",
         ),
         "interaction.yaml": dump(
             interaction(owner, email, key),

@@ -191,15 +191,16 @@ def test_the_room_as_a_reader_role_disables_every_write_and_routes_nothing(
             seen["actions"] = {}
             for action in ACTIONS:
                 await pilot.press(
-                    {"obligations": "1", "units": "2", "memory": "3", "registers": "5", "identity": "6"}[
-                        action.view
-                    ]
+                    {"obligations": "1", "units": "2", "memory": "3", "signals": "4", "registers": "5"}.get(
+                        action.view, "6"
+                    )
                 )
                 await pilot.pause()
                 seen["actions"][action.name] = (
                     app.check_action("act", (action.name,)),
                     app.refusal(action, app.table.current_key),
                 )
+            await pilot.press("5")
             await pilot.press("question_mark")
             await pilot.pause()
             seen["help"] = "\n".join(getattr(app.screen, "lines", []))

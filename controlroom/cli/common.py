@@ -256,9 +256,13 @@ def report_flags(
     observed_at: str | None,
     expires_at: str | None,
     rationale: str | None,
+    supersedes: str | None = None,
+    resolves_at: str | None = None,
 ) -> dict[str, Any]:
-    """A signal's field flags under the JSON names of --json-input (SPEC §5.2)."""
+    """A signal's field flags under the JSON names of --json-input (SPEC §5.2, §24)."""
     return {
+        "supersedes": supersedes,
+        "prediction": {"resolvesAt": resolves_at} if resolves_at is not None else None,
         "subject": subject,
         "claim": claim,
         "observation": observation,

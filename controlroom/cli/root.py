@@ -38,6 +38,7 @@ MODULES = (
     "serve",
     "hook",
     "store",
+    "world",
 )
 # the names each module adds to the root, so that a lean command line imports and builds its own
 # group only (tests/test_cli.py checks this table against what the modules register)
@@ -60,6 +61,8 @@ GROUP_OF = {
     "door": "serve",
     "hook": "hook",
     "store": "store",
+    "sensors": "world",
+    "calibration": "world",
 }
 
 

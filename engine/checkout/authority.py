@@ -26,7 +26,7 @@ ROUTING = "regulator/policy/routing.yaml"
 UNSIGNED_FIELDS = ("prev", "hash", "sig")  # what a signature does not cover
 # the grant each person event of signals, units and memory needs (identity's are judged in _judge)
 GRANT_OF = {"disposition": "resolve", "decision": "decide", "demote": "decide", "retraction": "retract",
-            "signal": "report"}  # fmt: skip
+            "signal": "report", "prediction-outcome": "resolve"}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Literal, overload
 from engine.base.errors import BadInput, Refused
 from engine.log.events import STORES
 from engine.log.store import NO_STORES, Store, lock_held, locked
-from identity.files import POLICY_DIR, STORE_POLICY, content_hash
+from identity.files import POLICY_DIR, SENSORS_POLICY, STORE_POLICY, content_hash
 
 if TYPE_CHECKING:  # the policy models are pydantic: imported only by commands that read policy
     from engine.checkout.authority import Authority
-    from identity.policy import InteractionPolicy, Profiles, RoutingPolicy
+    from identity.policy import InteractionPolicy, Profiles, RoutingPolicy, SensorsPolicy
 
 LEASE_FILE = ".regulator-lease.json"
 STATE_DIR = ".regulator"
@@ -223,18 +223,34 @@ class Workspace:
         except FileNotFoundError:
             raise BadInput(f"policy {relative}: missing; run `regulator init` or restore it") from None
 
+    def optional_policy_text(self, relative: str) -> str | None:
+        """A governed file a workspace may lack (sensors.yaml): None while it is absent on disk and
+        no decision ever recorded it; else its content in force, as policy_text."""
+        auth = self.authority()
+        decided = relative in auth.decided_hash or relative in auth.content
+        if not decided and not os.path.lexists(self.root / relative):
+            return None
+        return self.policy_text(relative)
+
     @overload
     def _policy(self, name: Literal["routing.yaml"]) -> RoutingPolicy: ...
     @overload
     def _policy(self, name: Literal["interaction.yaml"]) -> InteractionPolicy: ...
     @overload
     def _policy(self, name: Literal["profiles.yaml"]) -> Profiles: ...
+    @overload
+    def _policy(self, name: Literal["sensors.yaml"]) -> SensorsPolicy: ...
     def _policy(self, name: str) -> object:
         """Parsed policy in force, parsed again only when its decided content changed (a long-lived
-        control room asks for it on every append)."""
+        control room asks for it on every append). sensors.yaml absent and never decided: none."""
         from identity.policy import PolicyError, parse_policy
 
-        text = self.policy_text(f"{POLICY_DIR}/{name}")
+        relative = f"{POLICY_DIR}/{name}"
+        text = (
+            self.optional_policy_text(relative) if relative == SENSORS_POLICY else self.policy_text(relative)
+        )
+        if text is None:
+            text = "sensors: {}\n"
         key = (name, text)
         if key in _POLICY_CACHE:
             return _POLICY_CACHE[key]
@@ -255,6 +271,10 @@ class Workspace:
 
     def profiles(self) -> Profiles:
         return self._policy("profiles.yaml")
+
+    def sensors(self) -> SensorsPolicy:
+        """The declared sensors in force (SPEC §24); none where sensors.yaml was never decided."""
+        return self._policy("sensors.yaml")
 
     def revision(self, where: Path | None = None) -> str | None:
         """HEAD of the given worktree (or the workspace); None outside git."""

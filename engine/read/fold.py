@@ -44,6 +44,20 @@ from engine.read.model import (
     UnitState,
     UnitStatus,
 )
+from engine.read.worldfold import KINDS as WORLD_KINDS
+from engine.read.worldfold import (
+    EscalatedLine,
+    ExpiredLine,
+    OsvRef,
+    OutcomeLine,
+    OverdueLine,
+    SensorRunLine,
+    WithdrawnLine,
+    fold_world,
+    world_signal,
+)
+
+WorldLine = ExpiredLine | OverdueLine | EscalatedLine | WithdrawnLine | SensorRunLine | OutcomeLine
 
 # the names the hot loops compare with, bound once (an enum member read from its class costs more)
 _SIGNAL, _ROUTING, _DISPOSITION = EventKind.SIGNAL.value, EventKind.ROUTING.value, EventKind.DISPOSITION.value
@@ -90,6 +104,11 @@ class SignalLine(msgspec.Struct, tag_field="kind", tag="signal"):
     subject: str = ""
     expiresAt: str | None = None  # noqa: N815
     by: str | None = None  # a person-raised signal counts only as a person event does
+    # SPEC §24 (engine.read.worldfold): a sensor's report, a supersession, a prediction
+    sensor: str | None = None
+    osv: OsvRef | None = None
+    supersedes: str | None = None
+    prediction: dict[str, Any] | None = None
 
 
 class RoutedObligation(msgspec.Struct):
@@ -120,7 +139,7 @@ class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
     at: str | None = None
 
 
-_TYPED_KINDS = frozenset((_SIGNAL, _ROUTING, _DISPOSITION))
+_TYPED_KINDS = frozenset((_SIGNAL, _ROUTING, _DISPOSITION, *WORLD_KINDS))
 
 
 class UnitsLine(msgspec.Struct):
@@ -165,7 +184,9 @@ def person_refs(name: str, events: Sequence[Any], at_refs: list[int]) -> list[in
         return [
             at
             for e, at in zip(events, at_refs, strict=True)
-            if type(e) is DispositionLine or (type(e) is SignalLine and e.by is not None)
+            if type(e) is DispositionLine
+            or (type(e) is SignalLine and e.by is not None)
+            or type(e) is OutcomeLine
         ]
     kinds = PERSON_KINDS.get(name)
     if not kinds:
@@ -296,6 +317,8 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
             fresh[event.id] = event
             if event.id not in routings:
                 waiting[event.id] = None
+            if event.sensor is not None or event.supersedes is not None or event.prediction is not None:
+                world_signal(state, event, at)
         elif kind == _ROUTING:
             signal_id = event.signal
             if signal_id in routings:
@@ -360,6 +383,8 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                 pending.setdefault(event.obligation, closing)
             elif ob.status == _OPEN:
                 ob.close(closing)
+        else:  # what time and the world brought in (SPEC §24)
+            fold_world(state, event, at, counts)
 
 
 def _kind_of(text: str) -> ObligationKind:
@@ -916,7 +941,7 @@ FOLDS: dict[str, Fold] = {
 # (the usual shapes, the shape for any line), or one shape for any line: the other folds keep whole
 # events (memory, proposals)
 SHAPES: dict[str, tuple[object, type] | type] = {
-    "signals": (SignalLine | RoutingLine | DispositionLine, SignalsLine),
+    "signals": (SignalLine | RoutingLine | DispositionLine | WorldLine, SignalsLine),
     "units": UnitsLine,
 }
 ORDER = STORES  # the fold's order (signals before units), also the index a reference carries

@@ -34,6 +34,7 @@ class ObligationKind(StrEnum):
     INTELLIGENCE = "intelligence"  # from a routed signal
     RECOVERY_DECISION = "recovery-decision"  # opened by a unit's recovery decision
     RECOVERY = "recovery"  # opened by a failed or blocked result: a person decides (SPEC §23)
+    RECHECK = "recheck"  # opened when a signal's evidence expired under an open obligation (§24)
     QUESTION = "question"  # a unit's question to a person (ask_human), routed from its signal (§22)
 
 
@@ -117,6 +118,13 @@ class EventKind(StrEnum):
     MEMORY = "memory"  # memory.ndjson
     RETRACTION = "retraction"
     PROPOSAL = "proposal"  # identity.ndjson
+    # host events of SPEC §24 (signals.ndjson), written by the timed duties with derived ids
+    EVIDENCE_EXPIRED = "evidence-expired"  # a signal expired under an open obligation: re-ask
+    OVERDUE = "overdue"  # an obligation open past its deadline
+    DEADLINE_ESCALATED = "deadline-escalated"  # ... escalated to the policy's people
+    ADVISORY_WITHDRAWN = "advisory-withdrawn"  # an OSV advisory a sensor raised was withdrawn
+    SENSOR_RUN = "sensor-run"  # a sensor ran: its outcome, the signals it raised, its errors
+    PREDICTION_OUTCOME = "prediction-outcome"  # a person event: whether a prediction came true
     UNREADABLE = UNREADABLE  # no store's: what a reference reads back as when its line is gone
 
 
@@ -246,6 +254,24 @@ class MemoryEntry(msgspec.Struct, array_like=True):
     retraction: dict[str, Any] | None = None
 
 
+class World(msgspec.Struct):
+    """What time and the world brought in (SPEC §24), folded from signals.ndjson: each index maps to
+    references (engine.events) or ids, so holding it costs little and a checkpoint keeps it."""
+
+    expired: dict[str, int] = {}  # signal id -> its evidence-expired event
+    stale_evidence: dict[str, str] = {}  # obligation id -> the signal whose evidence expired under it
+    overdue: dict[str, int] = {}  # obligation id -> its overdue event
+    escalated: dict[str, int] = {}  # obligation id -> its deadline-escalated event
+    withdrawn: dict[str, int] = {}  # signal id -> its advisory-withdrawn event
+    runs: dict[str, list[int]] = {}  # sensor -> its sensor-run events, oldest first
+    sensed: dict[str, list[str]] = {}  # sensor -> the signals it raised, log order
+    advisories: dict[str, str] = {}  # "<advisory id or alias>\0<package>\0<lockfile>" -> signal id
+    predicted: dict[str, None] = {}  # signals that make a prediction, log order
+    outcomes: dict[str, int] = {}  # signal id -> the prediction-outcome that counts
+    superseded: dict[str, list[str]] = {}  # signal id -> the later signals that supersede it
+    ids: dict[str, None] = {}  # the ids of the host events above (a duty's second write is dropped)
+
+
 class Cursor(msgspec.Struct):
     """How far a store has been folded: its byte offset and line number."""
 
@@ -287,6 +313,7 @@ class State:
         default_factory=dict
     )  # see fold.check_ahead
     reread: Callable[[], None] | None = None  # while units.ndjson folds: read what signals.ndjson gained
+    world: World = field(default_factory=World)  # SPEC §24: what time and the world brought in
 
     def __post_init__(self) -> None:
         if self.signals is None:

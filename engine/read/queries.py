@@ -127,6 +127,9 @@ def days_left(entry: MemoryEntry, today: date) -> int:
 def signal_rows(state: State) -> list[dict[str, Any]]:
     """Every signal with its routing outcome (None while unrouted), in log order: what `signals`
     lists and `controlroom --once --json` reports."""
+    from engine.read.worldfold import prediction_json, reporter
+
+    world = state.world
     rows = []
     for signal_id, signal in state.signals.items():
         routing = state.routings.get(signal_id)
@@ -143,6 +146,15 @@ def signal_rows(state: State) -> list[dict[str, Any]]:
                 "unit": signal.get("unit"),
                 "by": signal.get("by"),
                 "at": signal.get("at"),
+                "from": reporter(signal).partition(" ")[2] or "?",
+                "sensor": signal.get("sensor"),
+                "supersedes": signal.get("supersedes"),
+                "supersededBy": world.superseded.get(signal_id, []),
+                "evidenceExpired": signal_id in world.expired,
+                "withdrawn": signal_id in world.withdrawn,
+                "prediction": prediction_json(state, signal_id, signal)
+                if signal_id in world.predicted
+                else None,
             }
         )
     return rows
