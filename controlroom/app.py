@@ -27,12 +27,12 @@ from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Input
 
 from controlroom import prepare, readmodel
 from controlroom.actions import ACTIONS, BY_NAME, Action, for_view, why_not
-from controlroom.host import cannot_write, classify, decide_lock_busy, follow_server, watch_paths, write_whole
-from controlroom.keys import bindings, help_lines
+from controlroom.host import cannot_write, classify, follow_server, watch_paths, write_whole
+from controlroom.keys import NOT_IN_EVERY_VIEW, bindings, help_lines
 from controlroom.lifecycle import lifecycle
 from controlroom.messages import (
     Arranged,
@@ -62,11 +62,15 @@ from widgets.dialogs import (
     AckDialog,
     Answer,
     DecideDialog,
+    DismissDialog,
+    OutcomeDialog,
     ProposalDialog,
     ResolveDialog,
+    ResolveFindingDialog,
     RetractDialog,
     TextScreen,
 )
+from widgets.fitline import FitLine, fit_parts, fit_tabs
 from widgets.table import LineTable
 
 WAITING = "waiting for another writer"
@@ -87,6 +91,7 @@ class ViewState:
     filter: str = ""
     cursor: Key | None = None
     sort: int = 0
+    show_all: bool = False  # `a`: resolved or retracted rows too
 
 
 class ControlRoom(App[None]):
@@ -104,14 +109,15 @@ class ControlRoom(App[None]):
         background_checks: bool = True,
         now: Callable[[], datetime] | None = None,
         tick_seconds: float = 15.0,
+        welcome: str | None = None,
     ) -> None:
         super().__init__()
+        self.welcome = welcome  # said as the room opens (the demo: where its workspace lives)
         self.ws = ws
         self.person = person
         self.read_only = read_only
         self.view = view
         self.watching = watch
-        self.show_all = False
         self.now = now or clock.now  # injected by tests; ages, expiry and stale follow it
         self.tick_seconds = tick_seconds
         self.views = {name: ViewState() for name in VIEWS}
@@ -131,6 +137,7 @@ class ControlRoom(App[None]):
         # every write shown disabled with this reason
         self.write_refusal = None if read_only else cannot_write(ws)
         self.live = "● live" if watch else "○ paused"
+        self.backend = "postgresql" if ws.url else "files"  # where the stores are: in the header
         self.waiting = False
         self.detail_shown: bool | None = None  # None: by the terminal's width
         self._arranging: Arrangement | None = None  # a filter or sort under way in a worker
@@ -138,6 +145,7 @@ class ControlRoom(App[None]):
         self._checks_seq = self._checks_applied = 0  # the newest checks asked for, and applied
         self._detail_timer: Timer | None = None
         self._bindings_marker: tuple[str, bool, tuple[bool | None, ...]] | None = None
+        self.serve_text: str | None = None  # serve's state (SPEC §22), asked while the room is live
         self.refreshes = 0  # how many store changes were folded in (tests and bench read it)
         self.syncs = 0  # folds finished (tests wait on it)
 
@@ -158,14 +166,14 @@ class ControlRoom(App[None]):
     def compose(self) -> ComposeResult:
         # kept as attributes: a query from the app searches the top screen, which is a dialog's
         # while one is open, and live updates arrive then too
-        self._topbar = Static(id="topbar")
-        self._tabs = Static(id="tabs")
+        self._topbar = FitLine(id="topbar")
+        self._tabs = FitLine(id="tabs")
         self._filter = Input(
             placeholder="filter this view as you type (Enter: keep, Esc: clear)", id="filter"
         )
         self._table: LineTable[Key] = LineTable(BY_VIEW[self.view].columns, id="table")
         self._detail = DetailPane(id="detail")
-        self._status = Static(id="status")
+        self._status = FitLine(id="status")
         yield self._topbar
         yield self._tabs
         yield self._filter
@@ -173,7 +181,7 @@ class ControlRoom(App[None]):
             yield self._table
             yield self._detail
         yield self._status
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_unmount(self) -> None:
         """Leave a checkpoint of what was folded, so the next start reads only what is new
@@ -190,10 +198,13 @@ class ControlRoom(App[None]):
             self.sync()  # a signal reported while no room was open: route it, then show it
         if self.watching:
             self.watch_stores()
+            self.ask_serve()
         if self.background_checks:
             # after the first frame: the checks hash every store and would compete with it
             self.set_timer(0.5, self.run_checks)
         self.set_interval(self.tick_seconds, self.tick)
+        if self.welcome:
+            self.notify(escape(self.welcome), title="welcome", timeout=30, markup=False)
 
     @property
     def table(self) -> LineTable[Key]:
@@ -266,7 +277,7 @@ class ControlRoom(App[None]):
         finds them ready (a pass over 100,000 obligations each)."""
         readmodel.counts(snap)
         readmodel.in_memory(snap)  # the header's "would block once routed"
-        readmodel.keys(self.view, snap, self.show_all)
+        readmodel.keys(self.view, snap, self.views[self.view].show_all)
 
     def _route(self, snap: readmodel.Snapshot) -> int:
         from engine.commands.router import route_locked
@@ -294,7 +305,7 @@ class ControlRoom(App[None]):
         worker = get_current_worker()
         waited = False
         try:
-            while decide_lock_busy(self.ws):
+            while self.ws.decide_lock_held():
                 if not waited:
                     waited = True
                     self.post_message(WriterWait(True))
@@ -383,10 +394,26 @@ class ControlRoom(App[None]):
         else:
             self.notify(escape(message.text), severity="error", timeout=8, markup=False)
 
+    @work(thread=True, group="serve", exclusive=True)
+    def ask_serve(self) -> None:
+        """serve's state from serve.json and its /healthz (a live room only: a paused one, as in
+        screenshots, asks nothing), shown on the status line."""
+        from engine.host.instance import describe, serve_state
+
+        try:
+            text = describe(serve_state(self.ws))
+        except (RegulatorError, OSError) as exc:
+            text = f"serve: unknown ({exc})"
+        if text != self.serve_text:
+            self.serve_text = text
+            self.call_from_thread(self.draw_chrome)
+
     @work(thread=True, group="tick", exclusive=True)
     def tick(self) -> None:
         """The clock moves between store changes: ages, expiry bars, stale, expiring ≤ 7d (counted
         here, in the worker; the UI redraws)."""
+        if self.watching:
+            self.ask_serve()
         snap = self.snap
         with self._fold_lock:  # no fold changes the state meanwhile: reading needs no state lock
             snap.state.now = self.now()
@@ -403,7 +430,7 @@ class ControlRoom(App[None]):
             return
         view = self.view
         with self.lock:
-            listed = readmodel.keys(view, self.snap, self.show_all)
+            listed = readmodel.keys(view, self.snap, self.views[self.view].show_all)
             request = self._arrangement()
             keys: list[Key] | None = listed
             if request.plain or len(listed) <= ARRANGE_INLINE:
@@ -420,9 +447,14 @@ class ControlRoom(App[None]):
         self.draw_detail()
 
     def _set_rows(self, keys: list[Key]) -> None:
-        view = self._table_view = self.view
+        view = self.view
+        fresh, self._table_view = self._table_view != view, view
         self.table.set_rows(
-            keys, lambda key: self._row(view, key), BY_VIEW[view].columns, select=self.views[view].cursor
+            keys,
+            lambda key: self._row(view, key),
+            BY_VIEW[view].columns,
+            select=self.views[view].cursor,
+            fresh=fresh,  # a view's first visit starts at its own first row
         )
 
     def _arrangement(self) -> Arrangement:
@@ -432,7 +464,7 @@ class ControlRoom(App[None]):
             self.view,
             settings.filter.lower(),
             sorts[settings.sort] if sorts else "",
-            self.show_all,
+            self.views[self.view].show_all,
             id(self.snap),
             self.snap.generation,
             not settings.filter and (not sorts or settings.sort == 0),
@@ -458,58 +490,70 @@ class ControlRoom(App[None]):
         self.draw_detail()
 
     def draw_chrome(self) -> None:
+        """The header, the tabs and the status line, each chosen for the width it is drawn at (so a
+        resize relayouts them in the same frame: widgets.fitline)."""
         if not self.screen_stack:
             return
-        size = self.size.width - 2
         live = f"⏳ {WAITING}" if self.waiting else self.live
         with self.lock:
-            right = readmodel.header_text(self.snap, live)
-            compact = readmodel.header_text(self.snap, "⏳ waiting" if self.waiting else self.live[:1], True)
+            right = readmodel.header_text(self.snap, live, store=self.backend)
+            compact = readmodel.header_text(
+                self.snap, "⏳ waiting" if self.waiting else self.live[:1], True, store=self.backend
+            )
         mode = ""
         if self.read_only:
             mode = " · read-only"
         elif self.write_refusal:  # a store role that cannot write: the reason is on every action
             mode = " · read-only: the store role cannot write"
-        left = f"regulator · {self.ws.root.name}" + (
-            f" · as {self.person}" if self.person else " · no operator"
-        )
-        if width(left + mode) + 4 + width(right) <= size:
-            top = f"{left}{mode}    {right}"
-        else:  # narrow: every count stays, abbreviated; the workspace name gives way first
-            short = f"{self.person or 'no operator'}{' ro' if self.read_only else mode.replace(' ·', '', 1)}"
-            room = size - width(compact) - 1
-            top = f"{fit(short, room)} {compact}" if room >= 4 else fit(compact, size)
-        self._topbar.update(Text(top))
-        tabs = Text()
-        narrow = self.size.width < 100
-        for v in VIEW_DEFS:
-            label = f" {v.key} {v.title[:5] if narrow and v.name != self.view else v.title} "
-            tabs.append(label, style="reverse bold" if v.name == self.view else "")
-            tabs.append(" ")
-        extra = []
-        settings = self.views[self.view]
-        if self.show_all:
-            extra.append("all")
-        if BY_VIEW[self.view].sorts:
-            extra.append(f"sort: {BY_VIEW[self.view].sorts[settings.sort]}")
-        if settings.filter:
-            extra.append(f"filter: {settings.filter}")
-        tabs.append(" " + " · ".join(extra) if extra else "")
-        self._tabs.update(tabs)
-        count = len(self.table.keys)
-        status = f"{count} row(s) · enter lifecycle · / filter · s sort · p pane · ? keys"
+        operator = f"as {self.person}" if self.person else "no operator"
+        left = f"regulator · {self.ws.root.name} · {operator}"
+        person, flag = self.person or "no operator", "ro" if mode else ""
+        self._topbar.show(lambda cells: Text(header_line(left + mode, right, person, flag, compact, cells)))
+        titles = [(v.key, v.title) for v in VIEW_DEFS]
+        current = VIEWS.index(self.view)
+
+        def tabs(cells: int) -> Text:
+            line = Text()
+            for i, label in enumerate(fit_tabs(titles, current, cells)):
+                line.append(f" {label} ", style="reverse bold" if i == current else "")
+                line.append(" ")
+            return line
+
+        self._tabs.show(tabs)
+        first = [f"{len(self.table.keys)} row(s)", *self.indicators()]
         if self._arranging is not None:
-            status = "filtering and sorting… · " + status
+            first.insert(0, "filtering and sorting…")
+        warnings = []
+        if self.waiting:
+            warnings.append(f"⏳ {WAITING} (decide lock): keys still work")
         if self.view == "obligations" and not self.routes:
             with self.lock:
                 why = "read-only" if self.read_only else "this store's role cannot write"
                 unrouted = readmodel.unrouted_status(self.snap, why)
             if unrouted:
-                status = f"{unrouted} · {status}"
-        if self.waiting:
-            status = f"⏳ {WAITING} (decide lock): keys still work · " + status
-        self._status.update(Text(status))
+                warnings.append(unrouted)
+        if self.serve_text:  # serve's state (a live room asks it)
+            warnings.append(escape(self.serve_text))
+        hints = ["enter lifecycle", "/ filter"]
+        hints += [
+            hint for hint, name in (("s sort", "sort"), ("a all", "toggle_all")) if not self.not_here(name)
+        ]
+        hints += ["p pane", "? keys"]
+        self._status.show(lambda cells: Text(status_line(first, warnings, hints, cells)))
         self._refresh_bindings_if_changed()
+
+    def indicators(self) -> list[str]:
+        """What this view is narrowed or ordered by: shown first on the status line, never cut."""
+        settings = self.views[self.view]
+        sorts = BY_VIEW[self.view].sorts
+        out = []
+        if sorts:
+            out.append(f"sort: {sorts[settings.sort]}")
+        if settings.filter:
+            out.append(f"filter: {settings.filter}")
+        if BY_VIEW[self.view].all_rows:
+            out.append("all rows" if settings.show_all else "live rows")
+        return out
 
     def draw_detail(self) -> None:
         if not self._detail.display:
@@ -527,7 +571,7 @@ class ControlRoom(App[None]):
     def _highlighted(self, event: LineTable.Highlighted[Key]) -> None:
         # The cursor moves at once; the detail pane and the footer follow when the keys pause, so
         # holding an arrow key over 100,000 rows never waits for a pane's layout on every row.
-        self.views[self.view].cursor = event.key
+        self.views[self._table_view].cursor = event.key
         if self._detail_timer is not None:
             self._detail_timer.stop()
         self._detail_timer = self.set_timer(0.06, self._follow_cursor)
@@ -565,13 +609,20 @@ class ControlRoom(App[None]):
         self.show_view()
 
     def action_toggle_all(self) -> None:
-        self.show_all = not self.show_all
+        """`a`, per view: the resolved or retracted rows too, or only the live ones."""
+        reason = self.not_here("toggle_all")
+        if reason:  # from the palette
+            self.notify(reason, markup=False)
+            return
+        settings = self.views[self.view]
+        settings.show_all = not settings.show_all
         self.show_view()
 
     def action_sort(self) -> None:
         sorts = BY_VIEW[self.view].sorts
-        if not sorts:
-            self.notify(f"{BY_VIEW[self.view].title} has one order", markup=False)
+        reason = self.not_here("sort")
+        if reason:  # from the palette
+            self.notify(reason, markup=False)
             return
         settings = self.views[self.view]
         settings.sort = (settings.sort + 1) % len(sorts)
@@ -619,7 +670,7 @@ class ControlRoom(App[None]):
         self.push_screen(TextScreen(f"{BY_VIEW[self.view].title} · {key} — lifecycle", lines))
 
     def help_lines(self) -> list[str]:
-        """`?`: generated from the view definitions and the action registry."""
+        """`?`: generated from the view definitions, the action registry and the header legend."""
         with self.lock:
             states = [
                 (
@@ -630,12 +681,15 @@ class ControlRoom(App[None]):
                 )
                 for a in for_view(self.view)
             ]
-        return help_lines(self.view, states)
+        legend = (readmodel.HEADER_LEGEND, readmodel.TABLE_LEGEND)
+        return help_lines(self.view, states, self.ws.root, self.person, legend)
 
     def action_keys(self) -> None:
-        self.push_screen(TextScreen("keys", self.help_lines()))
+        self.push_screen(TextScreen("keys, and what the header says", self.help_lines()))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in NOT_IN_EVERY_VIEW:  # hidden where the view has none (the key says why)
+            return self.not_here(action) is None
         if action == "act" and parameters:
             spec = BY_NAME[str(parameters[0])]
             if self.read_only or spec.view != self.view:
@@ -647,10 +701,25 @@ class ControlRoom(App[None]):
                 return None if self.refusal(spec, table.current_key) else True
         return True
 
+    def not_here(self, action: str) -> str | None:
+        """Why `s` or `a` does nothing in this view, or None when it does something."""
+        definition = BY_VIEW[self.view]
+        if action == "sort" and not definition.sorts:
+            return f"{definition.title} has one order"
+        if action == "toggle_all" and not definition.all_rows:
+            return f"{definition.title} lists every row: `a` has nothing to add"
+        return None
+
     def on_key(self, event: events.Key) -> None:
         """A disabled action's key explains itself instead of doing nothing."""
         if len(self.screen_stack) != 1 or self.focused is self._filter:
             return
+        for key, name in (("s", "sort"), ("a", "toggle_all")):
+            reason = self.not_here(name) if event.key == key else None
+            if reason:
+                event.stop()
+                self.notify(reason, markup=False)
+                return
         for action in for_view(self.view):
             if event.key == action.key:
                 with self.lock:
@@ -665,7 +734,9 @@ class ControlRoom(App[None]):
 
     def get_system_commands(self, screen: Screen) -> Iterator[SystemCommand]:
         for command in super().get_system_commands(screen):
-            if command.title != "Screenshot":  # ours saves where the operator is, and says where
+            # ours save where the operator is and say where, and list this view's keys and the
+            # header legend: each is listed once
+            if command.title not in ("Screenshot", "Keys"):
                 yield command
         yield SystemCommand(
             "Screenshot", "save an SVG of this screen in the current folder", self.screenshot_here
@@ -685,7 +756,7 @@ class ControlRoom(App[None]):
         yield SystemCommand("Sort: next order", "key s", self.action_sort)
         yield SystemCommand("Show all rows / live rows", "key a", self.action_toggle_all)
         yield SystemCommand("Detail pane: show / hide", "key p", self.action_toggle_pane)
-        yield SystemCommand("Keys of this view", "key ?", self.action_keys)
+        yield SystemCommand("Keys", "this view's keys and the header legend (key ?)", self.action_keys)
 
     def screenshot_here(self) -> None:
         """The palette's Screenshot: an SVG in the current folder, named for the view and the time.
@@ -741,7 +812,9 @@ class ControlRoom(App[None]):
         found = message.content
         if isinstance(found, prepare.ResolveContent):
             ob_id = found.obligation
-            dialog: Screen[Answer | None] = ResolveDialog(ob_id, found.summary, found.dispositions)
+            dialog: Screen[Answer | None] = ResolveDialog(
+                ob_id, found.summary, found.dispositions, question=found.question
+            )
             self.push_screen(dialog, lambda r: self._answered(found, r))
         elif isinstance(found, prepare.RetractContent):
             entry_id = found.entry
@@ -752,7 +825,16 @@ class ControlRoom(App[None]):
             self.push_screen(dialog, lambda r: self._answered(found, r))
         elif isinstance(found, prepare.AckContent):
             ident = found.finding
-            self.push_screen(AckDialog(ident, found.title, found.path), lambda r: self._answered(found, r))
+            made = ResolveFindingDialog if found.resolve else AckDialog
+            dialog = made(ident, found.title, found.path, found.affects)
+            self.push_screen(dialog, lambda r: self._answered(found, r))
+        elif isinstance(found, prepare.OutcomeContent):
+            signal_id = found.signal
+            dialog = OutcomeDialog(signal_id, found.summary, found.resolves_at)
+            self.push_screen(dialog, lambda r: self._answered(found, r))
+        elif isinstance(found, prepare.DismissContent):
+            dialog = DismissDialog(found.target, found.message)
+            self.push_screen(dialog, lambda r: self._answered(found, r))
         else:
             ident, verdict = found.proposal, found.verdict
             dialog = ProposalDialog(ident, verdict, found.summary, found.review, found.replay)
@@ -788,3 +870,31 @@ class ControlRoom(App[None]):
             if stores or registers or git:
                 self.sync(registers=registers, git=git)
             await asyncio.sleep(0)
+
+
+def header_line(left: str, right: str, person: str, flag: str, compact: str, cells: int) -> str:
+    """The header for `cells` columns: whole when it fits; narrower, the workspace's name gives
+    way first, then every count stays, abbreviated (`flag`, "ro", stays; the operator's name goes)."""
+    for lead in (left, left.split(" · ", 2)[-1]):
+        if width(lead) + 5 + width(right) <= cells:
+            return f" {lead}    {right}"
+    for lead in (f"{person} {flag}".strip(), flag):
+        line = f"{lead} {compact}".strip()
+        if width(line) < cells:
+            return f" {line}"
+        if width(line) == cells:  # the margin gives way before a count does
+            return line
+    return fit(f"{flag} {compact}".strip(), cells)
+
+
+def status_line(first: list[str], warnings: list[str], hints: list[str], cells: int) -> str:
+    """The status line for `cells` columns: the row count and what the view is narrowed or sorted
+    by first (never cut), then each warning (cut with `…` when it must be), then the key hints
+    that fit."""
+    head = " · ".join(first)
+    for warning in warnings:
+        room = cells - width(head) - 3
+        if room < 12:
+            break
+        head = f"{head} · {fit(warning, room)}"
+    return fit_parts([head], hints, cells)

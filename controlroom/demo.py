@@ -109,6 +109,15 @@ exists for. A red gate with a dead alerter is indistinguishable from a green one
 watching raw logs.
 """
 
+TZ_LOG = """run 4711: 3 failed, 212 passed
+FAILED test_dates.py::test_month_end - expected 2026-11-30, got 2026-12-01 (TZ=Pacific/Auckland)
+rerun with TZ=UTC: 215 passed
+"""
+MIRROR = """# the package mirror CI installs from
+mirror: https://mirror-eu.example/simple
+timeout_s: 30
+"""
+
 INTAKE = [
     ("I-person-raised-intake", 19, "A person can report intelligence, not only a research unit", "new", None),
     (
@@ -150,8 +159,11 @@ def worktree_of(root: Path, unit_id: str) -> Path:
 
 
 def _lease(ws: Workspace, unit_id: str) -> Actor:
+    """Dispatch a unit into a `git worktree` of its own (branch `unit/<id>`), as a host does: what
+    it records is stamped with its worktree's HEAD, so its memory's evidence can be checked."""
     worktree = worktree_of(ws.root, unit_id)
-    worktree.mkdir(parents=True, exist_ok=True)
+    worktree.parent.mkdir(parents=True, exist_ok=True)
+    _git(ws.root, "worktree", "add", "-q", "-b", f"unit/{worktree.name}", str(worktree))
     dispatch(ws, unit_id, worktree)
     lease = read_lease(worktree / LEASE_FILE)
     return Actor(unit=unit_id, lease=lease)
@@ -260,6 +272,11 @@ def _build(root: Path, reproducible: bool, store: str | None = None) -> Workspac
         if reason:
             lines.append(f"reason: {json.dumps(reason)}")
         (root / "intake" / f"{ident}.md").write_text("\n".join([*lines, "---", title + ".", ""]))
+    # what the memory entries cite: the TZ entry's log stays as it was (evidence current); the
+    # mirror's configuration moves after the entry is recorded (evidence changed)
+    (root / "ci" / "logs").mkdir(parents=True)
+    (root / "ci" / "logs" / "run-4711.txt").write_text(TZ_LOG)
+    (root / "ci" / "mirror.yaml").write_text(MIRROR)
     gitignore = root / ".gitignore"
     gitignore.write_text(gitignore.read_text() + f".worktrees/\n{KEY_DIR}/\n")
     from engine.commands.registers import views
@@ -335,9 +352,12 @@ def _build(root: Path, reproducible: bool, store: str | None = None) -> Workspac
         {
             "subject": "package mirror",
             "note": "The package mirror is slow before 09:00 UTC; retry once.",
-            "evidence": ["ci/logs/run-4702.txt"],
+            "evidence": ["ci/mirror.yaml"],
             "reviewBy": (today + timedelta(days=5)).isoformat(),
         },
         u1.lease,
     )
+    # main moves on after the entry: the file it cites changed, so it reads `evidence changed`
+    (root / "ci" / "mirror.yaml").write_text(MIRROR.replace("mirror-eu.example", "mirror-us.example"))
+    _git(root, "commit", "-q", "-am", "ci: move the package mirror")
     return ws

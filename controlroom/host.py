@@ -4,7 +4,6 @@ lock, whether its store role can write, the PostgreSQL server's appends, a file 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import threading
 from pathlib import Path
@@ -13,32 +12,14 @@ from engine.base.errors import RegulatorError
 from engine.checkout.workspace import Workspace
 
 
-def decide_lock_busy(ws: Workspace) -> bool:
-    """Does another writer hold `.regulator/decide.lock` right now? (A probe: never waits.)"""
-    path = ws.state_dir / "decide.lock"
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)  # closing releases the probe's lock
-    return False
-
-
 def cannot_write(ws: Workspace) -> str | None:
     """Why no write this room offers can be taken on these stores (a PostgreSQL role without
-    INSERT), in the words the operator sees; None on files and for a writer role."""
+    INSERT, or not a host), in the words the operator sees; None on files and for regulator_host."""
     try:
         why = ws.cannot_write()
     except RegulatorError as exc:  # never "may write" by default: shown disabled, and why
         return f"cannot tell whether this store's role can write ({exc})"
-    return f"{why}: open the room with a writer role" if why else None
+    return f"{why}: open the room as regulator_host" if why else None
 
 
 def follow_server(ws: Workspace) -> threading.Event | None:

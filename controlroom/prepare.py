@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from controlroom import readmodel
-from controlroom.actions import finding_of
+from controlroom import meanings, readmodel
+from controlroom.actions import dismissable, finding_of
 from controlroom.lifecycle import decision_preview
 from controlroom.views import Key
 from engine.checkout.workspace import Workspace
@@ -19,7 +19,8 @@ from widgets.dialogs import Answer
 class ResolveContent:
     obligation: str
     summary: str
-    dispositions: tuple[str, ...]
+    dispositions: dict[str, str]  # each allowed disposition and what it means, in the order shown
+    question: bool = False  # a unit's question: answered, the answer signed (SPEC §22)
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,15 @@ class RetractContent:
 @dataclass(frozen=True)
 class DecideContent:
     unit: str
-    actions: tuple[str, ...]
+    actions: dict[str, str]  # each recovery action and what it means
     previews: dict[str, list[str]]  # each action's preview (engine.read.rules.recovery), read ahead
+
+
+@dataclass(frozen=True)
+class OutcomeContent:
+    signal: str
+    summary: str
+    resolves_at: str
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,14 @@ class AckContent:
     finding: str
     title: str
     path: str
+    affects: list[str]
+    resolve: bool = False  # `resolve-finding`: resolved, not acknowledged
+
+
+@dataclass(frozen=True)
+class DismissContent:
+    target: str
+    message: str
 
 
 @dataclass(frozen=True)
@@ -51,7 +67,15 @@ class ProposalContent:
     replay: list[str]  # accepting a routing policy: what it would have changed (SPEC §20)
 
 
-Content = ResolveContent | RetractContent | DecideContent | AckContent | ProposalContent
+Content = (
+    ResolveContent
+    | RetractContent
+    | DecideContent
+    | OutcomeContent
+    | AckContent
+    | DismissContent
+    | ProposalContent
+)
 
 
 def content(snap: readmodel.Snapshot, name: str, key: Key) -> Content:
@@ -59,10 +83,18 @@ def content(snap: readmodel.Snapshot, name: str, key: Key) -> Content:
     copy: readmodel.frozen). KeyError when the row is gone."""
     state, ws = snap.state, snap.ws
     if name == "resolve":
-        from engine.commands.obligations import DISPOSITIONS
+        from engine.read.model import ObligationKind
+        from engine.read.rules import dispositions_for
 
         ob = state.obligations[readmodel.plain(key)]
-        return ResolveContent(ob.id, f"{ob.severity} on {ob.unit or '(no unit)'}: {ob.subject}", DISPOSITIONS)
+        allowed = dispositions_for(ob)
+        question = ob.kind == ObligationKind.QUESTION
+        if question:  # a unit's question: answered first, the answer signed
+            summary = f"question from {ob.unit or '(no unit)'}: {ob.subject}"
+            allowed = ("answered", *[d for d in allowed if d != "answered"])
+        else:
+            summary = f"{ob.severity} on {ob.unit or '(no unit)'}: {ob.subject}"
+        return ResolveContent(ob.id, summary, {d: meanings.DISPOSITIONS[d] for d in allowed}, question)
     if name == "retract":
         entry_id = readmodel.plain(key)
         event = state.memory[entry_id].event
@@ -72,13 +104,25 @@ def content(snap: readmodel.Snapshot, name: str, key: Key) -> Content:
 
         unit_id = readmodel.plain(key)
         previews = {action.value: decision_preview(snap, unit_id, action) for action in RECOVERY_ACTIONS}
-        return DecideContent(unit_id, tuple(a.value for a in RECOVERY_ACTIONS), previews)
-    if name == "ack":
+        return DecideContent(unit_id, dict(meanings.RECOVERY), previews)
+    if name == "outcome":
+        signal_id = readmodel.plain(key)
+        signal = state.signals[signal_id]
+        return OutcomeContent(
+            signal_id, f"{signal['subject']}: {signal['claim']}", signal["prediction"]["resolvesAt"]
+        )
+    if name in ("ack", "resolve-finding"):
         from engine.read.ladder import registers_of
 
         ident = finding_of(snap, key) or ""
         finding = registers_of(ws, state).findings[ident]
-        return AckContent(ident, finding.fields["title"], str(finding.path))
+        affects = list(finding.fields.get("affects") or [])
+        return AckContent(
+            ident, finding.fields["title"], str(finding.path), affects, name == "resolve-finding"
+        )
+    if name == "dismiss":
+        target = dismissable(snap, key) or ""
+        return DismissContent(target, " · ".join(readmodel.row("registers", snap, key)[2:]))
     from engine.commands.proposals import review
 
     ident = readmodel.sectioned(key)[1]
@@ -117,6 +161,26 @@ def write(
         return lambda: decide(
             ws, unit_id, action, person, answer["rationale"]
         ), f"{unit_id}: {action} recorded"
+    if isinstance(found, OutcomeContent):
+        from engine.commands.predictions import resolve_prediction
+
+        signal_id, came_true = found.signal, answer["cameTrue"]
+        said = "came true" if came_true == "yes" else "did not come true"
+        return (
+            lambda: resolve_prediction(ws, signal_id, came_true, person, answer["rationale"]),
+            f"signal {signal_id}: the prediction {said} (recorded, signed)",
+        )
+    if isinstance(found, AckContent) and found.resolve:
+        from engine.commands.registers import resolve_finding
+        from engine.read.load import load
+
+        finding = found.finding
+        return (
+            lambda: resolve_finding(
+                ws, load(ws, stores=()), finding, person, answer["rationale"], commit=True
+            ),
+            f"{finding} resolved and committed",
+        )
     if isinstance(found, AckContent):
         from engine.commands.registers import ack
         from engine.read.load import load
@@ -125,6 +189,14 @@ def write(
         return (
             lambda: ack(ws, load(ws, stores=()), finding, person, commit=True),
             f"{finding} acknowledged and committed",
+        )
+    if isinstance(found, DismissContent):
+        from engine.commands.verification import dismiss
+
+        target = found.target
+        return (
+            lambda: dismiss(ws, target, person, answer["rationale"]),
+            f"{target} dismissed (signed); it still counts for nothing",
         )
     from engine.commands.proposals import decide as decide_proposal
 

@@ -76,6 +76,7 @@ def test_resolve_with_dialog_writes_the_disposition(demo: Any) -> None:
         await pilot.press("r")
         assert isinstance(app.screen, ResolveDialog)
         app.screen.query_one(Select).value = "accepted-risk"
+        await pilot.pause()  # the meaning of the choice appears under it: the layout moves
         await pilot.click("#rationale")
         await pilot.press(*"fix lands upstream")
         await pilot.click("#confirm")
@@ -139,7 +140,7 @@ def test_action_without_grant_is_disabled_with_reason(demo: Any) -> None:
         await pilot.press("r")
         await pilot.pause()
         observed["dialog"] = isinstance(app.screen, ResolveDialog)
-        detail = str(app.query_one("#detail-text").render())
+        detail = app._detail.text
         observed["detail"] = detail
         await pilot.press("3")
         observed["retract"] = app.check_action("act", ("retract",))

@@ -24,7 +24,7 @@ def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
 
 
 def detail(app: ControlRoom) -> str:
-    return str(app._detail.query_one("#detail-text").render())
+    return app._detail.text
 
 
 def test_a_unit_whose_contract_is_removed_under_the_cursor_goes_without_a_crash(
@@ -39,7 +39,7 @@ def test_a_unit_whose_contract_is_removed_under_the_cursor_goes_without_a_crash(
     async def script(pilot: Any) -> None:
         await pilot.press("2", "s")  # Units, sorted by priority
         assert await until(
-            pilot, lambda: app._arranging is None and "sort: priority" in str(app._tabs.render())
+            pilot, lambda: app._arranging is None and "sort: priority" in str(app._status.render())
         )
         app.table.cursor = app.table.keys.index("u3")
         await pilot.pause(0.2)

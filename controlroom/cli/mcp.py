@@ -15,7 +15,9 @@ from engine.base.errors import BadInput
 
 app = typer.Typer()
 
-MISSING_EXTRA = "regulator mcp needs the optional extra: pip install 'regulator[mcp]' (the mcp SDK)"
+MISSING_EXTRA = (
+    "regulator mcp needs the optional extra: pip install -e '.[mcp]' from a checkout (the mcp SDK)"
+)
 
 
 def lease_path(given: str | None) -> Path:
@@ -29,6 +31,21 @@ def lease_path(given: str | None) -> Path:
     if OPTIONS.root is not None:
         raise BadInput("regulator mcp takes no --root: the workspace is the one the lease names")
     return Path(chosen).absolute()
+
+
+def refuse_on_a_server(path: Path) -> None:
+    """On a PostgreSQL store the stdio door would need database credentials in the unit's process
+    tree: refused (exit 3), pointing at `serve` (SPEC §22). On files it stays."""
+    from engine.base.errors import Refused
+    from engine.checkout.workspace import Workspace, read_lease
+
+    lease = read_lease(path)
+    if Workspace(lease.workspace.resolve()).url is not None:
+        raise Refused(
+            "this workspace's stores are on PostgreSQL: the stdio door would need database credentials "
+            "in the unit's process tree; run `regulator serve` on the host and connect the unit through its "
+            "door (`regulator door stdio`, or `regulator unit run`)"
+        )
 
 
 @app.command("mcp")
@@ -46,6 +63,7 @@ def mcp_command(
     from engine.doors.api import UnitDoor
 
     path = lease_path(lease)
+    refuse_on_a_server(path)
     door = UnitDoor(path)  # a lease that is not the unit's current one is refused here (exit 3)
     if print_config:
         import importlib.util

@@ -1,4 +1,4 @@
-"""Register commands (SPEC §8, §9): lint, next-up, views, ack, records."""
+"""Register commands (SPEC §8, §9): lint, next-up, views, ack, resolve, records."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from controlroom.cli.common import (
     global_options,
     out,
     person_workspace,
+    report_contracts,
     report_problems,
     table,
     workspace,
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from registry.entries import Invalid
 
 registry_app = typer.Typer(
-    no_args_is_help=True, help="Registers in git: lint, next-up, views, ack, records, retro."
+    no_args_is_help=True, help="Registers in git: lint, next-up, views, ack, resolve, records, retro."
 )
 app = typer.Typer()
 app.add_typer(registry_app, name="registry")
@@ -103,6 +104,7 @@ def registry_next_up(
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
+    report_contracts(state)
     queue, excluded = next_up(ws, state, explain=explain)
     registers = registers_of(ws, state)
     for invalid in registers.invalid_of("finding"):
@@ -173,6 +175,32 @@ def registry_ack(
         return
     out(
         f"acknowledged {finding} in {path.relative_to(ws.tree)}; commit it with 'Authorized-by: {escape(by)}'"
+        " (or use --commit, which signs it)"
+    )
+
+
+@registry_app.command("resolve")
+@global_options
+def registry_resolve(
+    finding: Annotated[str, typer.Argument(metavar="F-ID")],
+    by: Annotated[str | None, typer.Option(help="The person resolving (needs the ack grant).")] = None,
+    rationale: Annotated[str, typer.Option(help="Why it is resolved: what fixed it.")] = "",
+    commit: Annotated[
+        bool, typer.Option("--commit", help="Commit it with Authorized-by: <you>, SSH-signed with your key.")
+    ] = False,
+) -> None:
+    """Resolve a finding: resolved: true and the rationale in the entry (commit it with
+    Authorized-by: <you>, or pass --commit). The units it affects are no longer held by it."""
+    from engine.commands.registers import resolve_finding
+    from engine.read.load import load
+
+    ws = person_workspace(by)
+    path = resolve_finding(ws, load(ws, stores=()), finding, by, rationale, commit)
+    if commit:
+        out(f"resolved {finding} and committed it with Authorized-by: {escape(by)}")
+        return
+    out(
+        f"resolved {finding} in {path.relative_to(ws.tree)}; commit it with 'Authorized-by: {escape(by)}'"
         " (or use --commit, which signs it)"
     )
 

@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from controlroom.cli.common import JsonFlag, emit_json, escape, global_options, out, workspace
+from controlroom.cli.common import (
+    JsonFlag,
+    emit_json,
+    escape,
+    global_options,
+    out,
+    report_contracts,
+    workspace,
+)
 from engine.base.errors import BadInput
 
 if TYPE_CHECKING:
@@ -141,6 +149,7 @@ def run_once(ws: Workspace, person: str | None, read_only: bool, as_json: bool) 
     from controlroom.once import as_text, once
 
     snap, reasons = once(ws, person, read_only)
+    report_contracts(snap.state)
     if as_json:
         emit_json(to_json(snap, reasons))
     else:
@@ -183,10 +192,21 @@ def demo(
     if once or not (sys.stdin.isatty() and sys.stdout.isatty()):
         run_once(ws, OWNER, False, False)
         out(
-            f"(the demo exits 0; run `regulator --root {escape(ws.root)} controlroom --as {OWNER} "
+            f"(the demo exits 0; run `regulator controlroom --root {escape(ws.root)} --as {OWNER} "
             f"--key {escape(key)}` to look around)"
         )
         return
     from controlroom.app import ControlRoom
 
-    ControlRoom(ws, OWNER).run()
+    ControlRoom(ws, OWNER, welcome=demo_welcome(ws.root, key, temporary=dir_ is None)).run()
+
+
+def demo_welcome(root: Path, key: Path, temporary: bool) -> str:
+    """What the room says as the demo opens it: where the workspace lives and how to come back."""
+    from controlroom.demo import OWNER
+
+    where = "a temporary folder: it stays until you delete it" if temporary else "the folder you gave"
+    return (
+        f"The demo workspace is {root} ({where}). Reopen it with: regulator controlroom --root {root} "
+        f"--as {OWNER} --key {key}. `?` shows this path again."
+    )

@@ -35,7 +35,10 @@ MODULES = (
     "registry",
     "room",
     "mcp",
+    "serve",
+    "hook",
     "store",
+    "world",
 )
 # the names each module adds to the root, so that a lean command line imports and builds its own
 # group only (tests/test_cli.py checks this table against what the modules register)
@@ -54,7 +57,12 @@ GROUP_OF = {
     "controlroom": "room",
     "demo": "room",
     "mcp": "mcp",
+    "serve": "serve",
+    "door": "serve",
+    "hook": "hook",
     "store": "store",
+    "sensors": "world",
+    "calibration": "world",
 }
 
 

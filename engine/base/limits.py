@@ -15,10 +15,12 @@ LIMITS: dict[str, int] = {
     "reason": 64 * KIB,
     "evidence": 4 * KIB,
     "content": 256 * KIB,
+    "question": 4 * KIB,
+    "summary": 64 * KIB,
     "name": 200,
     "id": 200,
 }
-MAX_LIST = {"evidence": 64, "affects": 256, "scope": 32}
+MAX_LIST = {"evidence": 64, "affects": 256, "scope": 32, "options": 16}
 
 
 def check_text(field: str, value: object, *, kind: str | None = None, required: bool = True) -> str:

@@ -9,6 +9,7 @@ from engine.base.lookup import by_prefix, check_prefix
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person
 from engine.commands.deciding import deciding
+from engine.read.deadlines import Deadlines
 from engine.read.kinds import DispositionEvent
 from engine.read.model import (
     PERSON_DISPOSITIONS,
@@ -20,23 +21,40 @@ from engine.read.model import (
 from engine.read.rules import Denied, lacks, refuse, resolving
 
 DISPOSITIONS = PERSON_DISPOSITIONS  # what `obligation resolve --disposition` accepts
+_FROM_SIGNALS = (ObligationKind.INTELLIGENCE, ObligationKind.QUESTION, ObligationKind.RECHECK)
 
 
-def record(state: State, ob: Obligation) -> dict:
-    """An obligation as `obligations --json` and `controlroom --once --json` show it (SPEC §13)."""
+def record(state: State, ob: Obligation, deadlines: Deadlines | None = None) -> dict:
+    """An obligation as `obligations --json` and `controlroom --once --json` show it (SPEC §13, §24:
+    `evidenceExpired` recorded by the host, `overdue` and `dueAt` by the routing policy's deadlines)."""
     from engine.read.queries import is_stale
 
     return {
         "id": ob.id,
         "unit": ob.unit,
-        "signal": ob.source if ob.kind == ObligationKind.INTELLIGENCE else None,
+        "signal": ob.source if ob.kind in _FROM_SIGNALS else None,
         "severity": ob.severity,
         "blocks": ob.blocks,
         "owedTo": ob.owed_to,
         "status": ob.status,
         "disposition": ob.disposition,
         "stale": is_stale(state, ob),
+        "evidenceExpired": ob.id in state.world.stale_evidence,
+        "overdue": deadlines.overdue(ob) if deadlines is not None else False,
+        "dueAt": deadlines.due(ob) if deadlines is not None else None,
     }
+
+
+def deadlines_of(ws: Workspace, state: State) -> Deadlines:
+    """The deadlines of the routing policy in force, at the state's time (none when the policy
+    cannot be read: a listing still lists)."""
+    from engine.base.errors import RegulatorError
+
+    try:
+        policy = ws.routing()
+    except RegulatorError:
+        policy = None
+    return Deadlines.of(policy, state.now)
 
 
 def find(state: State, prefix: str) -> Obligation:
@@ -52,7 +70,7 @@ def resolve(ws: Workspace, prefix: str, by: str | None, disposition: str, ration
     refuse(lacks(ws.people(), person, "resolve", "resolve an obligation"))
 
     def rule(state: State) -> Denied | None:
-        return resolving(ws.people(), person, find(state, prefix))
+        return resolving(ws.people(), person, find(state, prefix), disposition)
 
     with deciding(ws, rule, stores=("signals", "units"), person=person) as turn:
         ob = find(turn.state, prefix)

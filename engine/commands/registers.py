@@ -1,4 +1,4 @@
-"""The registers as the engine composes them: lint with units and policy, views, ack."""
+"""The registers as the engine composes them: lint with units and policy, views, ack, resolve."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ from typing import TYPE_CHECKING
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
+from engine.base.limits import check_text
 from engine.checkout.gitconfig import trunk_of
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person, require_grant
 from engine.read.ladder import registers_of
 from engine.read.model import UNKNOWN_STATUS, State
 from engine.read.queries import unit_status
-from engine.read.rules import acking, refuse
-from registry.entries import FINDING_ID, REGISTERS, Issue
+from engine.read.rules import acking, refuse, resolving_finding
+from registry.entries import FINDING_ID, REGISTERS, Entry, Issue
 from registry.history import History, RangeError, RangeHistory, read_history, read_range
 from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range
 from registry.views import VIEWS
@@ -170,26 +171,16 @@ def views(ws: Workspace, state: State, check: bool) -> list[str]:
 
 
 ACK_LINE = re.compile(r"^ack:.*$", re.MULTILINE)
+RESOLVED_LINE = re.compile(r"^resolved:.*$", re.MULTILINE)
 
 
 def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bool = False) -> Path:
     """Write `ack: "YYYY-MM-DD <who>"` into the entry; the change still goes through review. With
     `commit`, commit it with the `Authorized-by:` trailer, SSH-signed with the person's key."""
     person = check_person(by)
-    if not isinstance(finding_id, str) or not FINDING_ID.fullmatch(finding_id):
-        raise BadInput(f"{finding_id!r} is not a finding id (F-<slug>)")
-    registers = registers_of(ws, state)
-    entry = registers.findings.get(finding_id)
-    if entry is None:
-        raise BadInput(f"no finding {finding_id} under findings/ (or it does not parse: run registry lint)")
+    entry = _finding(ws, state, finding_id)
     require_grant(ws, person, "ack", "acknowledge a finding")
-    signer = None
-    if commit:
-        from engine.trust.signing import signer_for
-
-        signer = signer_for(ws, person)  # refused (exit 3) when the person must sign and cannot
-        if not (ws.tree / ".git").exists():
-            raise BadInput("--commit: the workspace is not a git repository")
+    signed = _commit_ready(ws, person, commit)
     refuse(acking(ws.people(), person, entry))
     path = ws.tree / entry.path
     if commit:
@@ -204,16 +195,75 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
         head = head + "\n" + line
     path.write_text(head + rest, encoding="utf-8")
     if commit:
-        from engine.trust.gitsig import commit as git_commit
-
-        relative = path.relative_to(ws.tree).as_posix()
-        state.registers = None  # the views follow the ack in the same commit, so `views --check` holds
-        views(ws, state, check=False)
-        paths = [relative, *(name for name in VIEWS if (ws.tree / name).exists())]
-        message = f"registry: ack {finding_id} by {person}\n\nAuthorized-by: {person}\n"
-        if not git_commit(ws, paths, message, person, sign=signer is not None, root=ws.tree):
-            raise Refused(f"the ack is written in {relative} but git did not commit it; commit it by hand")
+        _commit_entry(ws, state, path, f"registry: ack {finding_id} by {person}", person, signed, "ack")
     return path
+
+
+def resolve_finding(
+    ws: Workspace, state: State, finding_id: str, by: str | None, rationale: str, commit: bool = False
+) -> Path:
+    """Resolve a finding: `resolved: true` in the entry and, under its body, `Resolved DATE by
+    PERSON: RATIONALE`. Like an ack it needs the `ack` grant (lint authorizes a change of
+    `resolved` by that grant's `Authorized-by:` trailer) and still goes through review; with
+    `commit`, it is committed with the trailer, SSH-signed with the person's key. The finding
+    becomes history: the units it affects are no longer held by it (SPEC §8.2)."""
+    person = check_person(by)
+    rationale = check_text("--rationale", rationale, kind="rationale")
+    entry = _finding(ws, state, finding_id)
+    require_grant(ws, person, "ack", "resolve a finding")
+    signed = _commit_ready(ws, person, commit)
+    refuse(resolving_finding(ws.people(), person, entry))
+    path = ws.tree / entry.path
+    if commit:
+        _clean_registers(ws)
+    text = path.read_text(encoding="utf-8")
+    head_end = text.index("\n---", 3)
+    head, rest = text[:head_end], text[head_end:]
+    head = RESOLVED_LINE.sub("resolved: true", head, count=1)  # the schema makes it present
+    note = f"Resolved {clock.today().isoformat()} by {person}: {rationale}"
+    path.write_text(head + rest.rstrip("\n") + "\n\n" + note + "\n", encoding="utf-8")
+    if commit:
+        _commit_entry(
+            ws, state, path, f"registry: resolve {finding_id} by {person}", person, signed, "resolution"
+        )
+    return path
+
+
+def _finding(ws: Workspace, state: State, finding_id: str) -> Entry:
+    if not isinstance(finding_id, str) or not FINDING_ID.fullmatch(finding_id):
+        raise BadInput(f"{finding_id!r} is not a finding id (F-<slug>)")
+    entry = registers_of(ws, state).findings.get(finding_id)
+    if entry is None:
+        raise BadInput(f"no finding {finding_id} under findings/ (or it does not parse: run registry lint)")
+    return entry
+
+
+def _commit_ready(ws: Workspace, person: str, commit: bool) -> bool:
+    """Before anything is written: can a `--commit` be made, and is it signed?"""
+    if not commit:
+        return False
+    from engine.trust.signing import signer_for
+
+    signer = signer_for(ws, person)  # refused (exit 3) when the person must sign and cannot
+    if not (ws.tree / ".git").exists():
+        raise BadInput("--commit: the workspace is not a git repository")
+    return signer is not None
+
+
+def _commit_entry(
+    ws: Workspace, state: State, path: Path, subject: str, person: str, signed: bool, what: str
+) -> None:
+    """Commit an entry a person changed with the views that follow it (so `views --check` holds),
+    with `Authorized-by:` as the message's last paragraph."""
+    from engine.trust.gitsig import commit as git_commit
+
+    relative = path.relative_to(ws.tree).as_posix()
+    state.registers = None
+    views(ws, state, check=False)
+    paths = [relative, *(name for name in VIEWS if (ws.tree / name).exists())]
+    message = f"{subject}\n\nAuthorized-by: {person}\n"
+    if not git_commit(ws, paths, message, person, sign=signed, root=ws.tree):
+        raise Refused(f"the {what} is written in {relative} but git did not commit it; commit it by hand")
 
 
 def _clean_registers(ws: Workspace) -> None:

@@ -11,7 +11,7 @@ from engine.checkout.workspace import Workspace
 from engine.read.fold import advance
 from engine.read.kinds import RoutedObligationEvent, RoutingEvent
 from engine.read.load import load
-from engine.read.model import EventKind, State
+from engine.read.model import OWED_TO, EventKind, State
 from engine.read.queries import unrouted
 from identity.policy import RoutingPolicy
 
@@ -54,8 +54,47 @@ def unroutable(signal: dict, policy: RoutingPolicy) -> str | None:
     return None
 
 
+QUESTION = "question"  # the `type` of a signal that asks a person (ask_human, SPEC §22)
+ADVISORY = "advisory"
+
+
+def route_question(signal: dict, policy: RoutingPolicy, now: datetime) -> RoutingEvent | None:
+    """A question (a signal of type question) opens one advisory obligation of kind question on
+    the asking unit, owed to S3, whatever its text says: it holds nothing. None where the line is
+    not a question ask_human writes (it is then routed as any other signal)."""
+    unit = signal.get("unit")
+    if not isinstance(unit, str) or not isinstance(signal.get("question"), str):
+        return None
+    # the policy's own advisory, else its lowest severity: a question never blocks
+    severity = ADVISORY if ADVISORY in policy.severities else policy.severities[0]
+    return {
+        "kind": EventKind.ROUTING.value,
+        "signal": signal["id"],
+        "reportedSeverity": None,
+        "derivedSeverity": severity,
+        "floors": [],
+        "obligations": [
+            {
+                "id": ids.question_obligation_id(signal["id"]),
+                "unit": unit,
+                "severity": severity,
+                "blocks": False,
+                "owedTo": OWED_TO,
+                "kind": "question",
+            }
+        ],
+        "at": clock.iso(now),
+        "outcome": "obligations",
+        "reason": f"a question from {unit}, owed to {OWED_TO} ({severity}: it holds nothing)",
+    }
+
+
 def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> RoutingEvent:
     """The routing record for one signal: pure, so routing twice decides the same thing."""
+    if signal.get("type") == QUESTION:
+        asked = route_question(signal, policy, now)
+        if asked is not None:
+            return asked
     rule = policy.rules[RULE]
 
     def record(outcome: str, reason: str, derived: str | None = None, floors: list[str] | None = None,
@@ -127,7 +166,13 @@ def route_locked(ws: Workspace, state: State | None = None) -> list[dict]:
     else:
         advance(ws, state, final=False, stores=("signals",))
     store = ws.store("signals")
-    return [store.append(record) for record in pending(state, policy, clock.now())]
+    records = pending(state, policy, clock.now())
+    if not records:
+        return []
+    # what the router decided on (SPEC §22): every other store's length inside the decide lock (the
+    # signals it routes are in its own store, before the record)
+    seen = ws.marks(but="signals")
+    return [store.append(record | {"seen": seen}) for record in records]
 
 
 def route(ws: Workspace, state: State | None = None) -> list[dict]:

@@ -17,20 +17,26 @@ from engine.base.errors import BadInput, Refused, RegulatorError
 from engine.checkout.workspace import Lease, Workspace, locate, read_lease
 from engine.commands import memory, signals
 from engine.commands.actors import Actor, unit_tools
+from engine.doors.client import DoorClient, ToolError
 from engine.doors.door import Kept, index_key
+from engine.doors.harness import CLAUDE_CODE, grants_for
 from engine.read import delivery
 from engine.read.load import load
-from engine.read.model import ObligationStatus, State
+from engine.read.model import Disposition, ObligationStatus, State
 
 __all__ = [
+    "Asked",
     "BadInput",
     "ContextResult",
+    "DoorClient",
     "ObligationInfo",
     "Proposed",
     "Refused",
     "RegulatorError",
     "Remembered",
+    "ToolError",
     "Reported",
+    "ResultRecorded",
     "UnitDoor",
     "UnitStatus",
     "context",
@@ -64,6 +70,28 @@ class Remembered:
 
     def as_json(self) -> dict[str, Any]:
         return {"id": self.id, "reviewBy": self.review_by}
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A question to a person (ask_human): its signal; routing opens its obligation."""
+
+    id: str
+    obligation: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "obligation": self.obligation}
+
+
+@dataclass(frozen=True)
+class ResultRecorded:
+    """What the unit's run came to, recorded (report_result)."""
+
+    id: str
+    outcome: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "outcome": self.outcome}
 
 
 @dataclass(frozen=True)
@@ -104,6 +132,8 @@ class ObligationInfo:
     stale: bool
     subject: str
     opened_at: str
+    kind: str = "intelligence"
+    answer: str | None = None  # a question answered by a person: the answer (SPEC §22)
 
     @property
     def holds(self) -> bool:
@@ -124,6 +154,8 @@ class ObligationInfo:
             "stale": self.stale,
             "subject": self.subject,
             "openedAt": self.opened_at,
+            "kind": self.kind,
+            "answer": self.answer,
         }
 
 
@@ -140,6 +172,9 @@ class UnitStatus:
     stale_knowledge: list[str] = field(default_factory=list)
     grants: list[str] = field(default_factory=list)
     unrouted: int = 0  # signals not yet routed: an obligation may still be on its way
+    checks: list[str] = field(default_factory=list)  # the commands run_checks may run (its contract's)
+    # what its profile grants in each harness (engine.doors.harness.Grants.as_json), for the hooks (§23)
+    harness: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -152,6 +187,8 @@ class UnitStatus:
             "staleKnowledge": list(self.stale_knowledge),
             "grants": list(self.grants),
             "unrouted": self.unrouted,
+            "checks": list(self.checks),
+            "harness": dict(self.harness),
         }
 
 
@@ -190,6 +227,17 @@ class UnitDoor:
         self._kept = Kept(self.workspace, self.lease)
         self._kept.untracked_checked(home, index)
         self.check()
+
+    @classmethod
+    def bound(cls, ws: Workspace, lease: Lease) -> UnitDoor:
+        """A door for a lease the host found itself (serve's door: the bearer token's lease, no
+        lease file read); refused (exit 3) as the constructor refuses a lease not current."""
+        door = cls.__new__(cls)
+        door.lease = lease
+        door.workspace = ws
+        door._kept = Kept(ws, lease)
+        door.check()
+        return door
 
     @property
     def unit(self) -> str:
@@ -237,6 +285,30 @@ class UnitDoor:
         event = memory.remember(self._ws(), _fields(fields), self.lease)
         _flush_checkpoint()
         return Remembered(event["id"], event["reviewBy"])
+
+    def ask(self, fields: Mapping[str, Any]) -> Asked:
+        """ask_human (SPEC §22): a question to a person, where the profile grants ask_human; the
+        router opens its advisory obligation, and the answer comes back in `obligations` and the
+        context."""
+        from engine.base import ids
+        from engine.commands.questions import unit_question
+
+        state = self.check()
+        ws = self._ws()
+        kept = self._kept
+        event = unit_question(ws, _fields(fields), self.lease, state, kept.head.revision)
+        written = ws.store("signals").append(event, assign_id=True)
+        _flush_checkpoint()
+        return Asked(written["id"], ids.question_obligation_id(written["id"]))
+
+    def report_result(self, fields: Mapping[str, Any]) -> ResultRecorded:
+        """report_result (SPEC §22): summary, outcome (done|blocked|failed), usage {tokens, costUsd}."""
+        from engine.commands.results import report_result
+
+        self.check()
+        event = report_result(self._ws(), _fields(fields), self.lease)
+        _flush_checkpoint()
+        return ResultRecorded(event["id"], event["outcome"])
 
     def propose(self, path: object, content: object, rationale: object) -> Proposed:
         """A proposed change to a governed file (SPEC §7), where the profile grants
@@ -294,6 +366,8 @@ class UnitDoor:
                     stale=r["stale"],
                     subject=ob.subject,
                     opened_at=ob.opened_at,
+                    kind=str(ob.kind),
+                    answer=ob.rationale if ob.disposition == Disposition.ANSWERED else None,
                 )
             )
         return found
@@ -305,9 +379,14 @@ class UnitDoor:
         self.check()
         ws = self._ws()
         loaded = load(ws)
+        key = self._kept.reuse_registers(loaded)
         data = derive(ws, loaded)
+        self._kept.keep_registers(loaded, key)
         row = next(u for u in data["units"] if u["id"] == self.unit)
         unit_type, profile, tools = unit_tools(ws, loaded, self.unit)
+        contract = loaded.contracts.get(self.unit)
+        checks = list(contract.checks) if contract is not None else []
+        mapping = ws.profiles().harness(CLAUDE_CODE)
         return UnitStatus(
             unit=self.unit,
             type=unit_type,
@@ -318,6 +397,8 @@ class UnitDoor:
             stale_knowledge=list(row["staleKnowledge"]),
             grants=list(tools),
             unrouted=data["unrouted"] or 0,
+            checks=checks,
+            harness={CLAUDE_CODE: grants_for(profile, tools, mapping, checks).as_json()},
         )
 
 

@@ -6,7 +6,7 @@ against the units store as it is then. On files, units.ndjson is looked at (one 
 call and only its appended bytes are folded; a file that shrank, was replaced or was rewritten in
 place is folded again from its first byte, as a new door would. On PostgreSQL the one-trip append
 itself checks, in the statement that inserts, that the units and identity stores still end where
-the door's reads ended (engine.pg_store.PgStore.append_unchanged); when they do not, the door reads
+the door's reads ended (engine.log.pg.store.PgStore.append_unchanged); when they do not, the door reads
 what the server gained and decides again.
 """
 
@@ -50,6 +50,28 @@ def index_key(root: Path) -> tuple | None:
     return ("dir", _identity(os.path.join(dotgit, "index"))) if os.path.isdir(dotgit) else None
 
 
+def registers_key(tree: Path) -> tuple | None:
+    """The identity of every register file under `tree` (name, inode, size, times), or None
+    where a folder cannot be listed."""
+    from registry.entries import REGISTERS
+
+    found: list[tuple] = []
+    for folder in REGISTERS:
+        try:
+            with os.scandir(os.path.join(tree, folder)) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".md"):
+                        st = entry.stat(follow_symlinks=False)
+                        found.append(
+                            (folder, entry.name, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                        )
+        except FileNotFoundError:
+            found.append((folder, None))
+        except OSError:
+            return None
+    return tuple(sorted(found, key=repr))
+
+
 class _Known:
     """Kept.known(): the contracts read on the first question."""
 
@@ -84,6 +106,10 @@ class Kept:
         self._tail = b""
         self._index: object = ()  # never equal to a key: the first call asks git
         self._signals: PgStore | None = None
+        # the register entries parsed for the last status (a dozen YAML files: most of a status
+        # call's time), kept while no register file changed (registers_key)
+        self._registers: object = None
+        self._registers_key: object = None
 
     # ---- the workspace -------------------------------------------------------------------------
     def workspace(self) -> Workspace:
@@ -125,6 +151,22 @@ class Kept:
 
             self._signals = PgStore(url, self.ws.state_dir, "signals", mirrored=False)
         return self._signals
+
+    # ---- the registers --------------------------------------------------------------------------
+    def reuse_registers(self, state: State) -> object:
+        """Give `state` the registers parsed for an earlier call when no register file changed
+        since (every file's identity, looked at now); returns the key to `keep_registers` with."""
+        key = registers_key(self.ws.tree)
+        if key is not None and key == self._registers_key and self._registers is not None:
+            state.registers = self._registers
+        return key
+
+    def keep_registers(self, state: State, key: object) -> None:
+        """Keep what `state` parsed of the registers for the next call (not when an entry is
+        invalid: what holds then is read from trunk's history, which no file here names)."""
+        registers = state.registers
+        if key is not None and registers is not None and not getattr(registers, "invalid", True):
+            self._registers, self._registers_key = registers, key
 
     # ---- the units store -----------------------------------------------------------------------
     def refresh(self, sync: bool) -> State:

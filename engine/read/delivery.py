@@ -4,6 +4,13 @@ The rendered context has one fixed format (SPEC §6.4, §16.1), which `parse_con
 
     # Context for unit <unit> (<type>)              or: # Context (no unit: every current entry)
     <blank>
+    ## Your task                                     (a unit with a contract: SPEC §23)
+    <blank>
+    <TASK_PREAMBLE>
+    <blank>
+      : <the contract's title>
+      > <a line of the contract's text>              (one per line; none without a text)
+    <blank>
     ## Identity (S5): invariants, glossary, boundaries
     <blank>
     ### regulator/identity/<name> (<n> characters)  or: ### regulator/identity/<name> (missing)
@@ -19,6 +26,15 @@ The rendered context has one fixed format (SPEC §6.4, §16.1), which `parse_con
       > <a line of the note>                         (one per line of the note, split on \\n only)
     ... one such block per entry shown ...
     (<shown> of <current> current entries shown; <left> left out by the <budget>-character budget; ...)
+    <blank>                                          (the rest only when a person answered one of
+    ## Answers to your questions                      the unit's questions, SPEC §22)
+    <blank>
+    <ANSWERS_PREAMBLE>
+    <blank>
+    - [<obligation id8>] answered by <person> at <time>
+      ? <a line of the question>                     (one per line of the question)
+      > <a line of the answer>                       (one per line of the answer)
+    ... one such block per answer, in log order ...
 
 `<id8>` is the id's last 8 characters; the line ends ` · evidence changed` when a file the entry
 cites is gone or changed at HEAD since its revision (engine.read.freshness, SPEC §20). Every piece of stored text goes through engine.base.text.escape
@@ -44,7 +60,7 @@ from engine.base.errors import BadInput, RegulatorError
 from engine.base.text import escape, escape_block, unescape
 from engine.checkout.workspace import Workspace
 from engine.read.model import MemoryEntry, MemoryStatus, State
-from engine.read.queries import memory_status
+from engine.read.queries import answers, memory_status
 from identity.files import IDENTITY_DIR, IDENTITY_NAMES
 
 DEFAULT_BUDGET = 6000
@@ -61,11 +77,26 @@ PREAMBLE = (
     "escapes (`\\\\`, `\\n`, `\\x1b`, `\\u202e`) stand for characters shown as text."
 )
 NOTE_PREFIX = "  > "
+TASK_HEADING = "## Your task"
+TASK_PREAMBLE = (
+    "Your unit's contract, as the host reads it: its title (the line after `  : `) and its text "
+    "(every line after `  > `). It is quoted and escaped as the notes below are."
+)
+TITLE_PREFIX = "  : "
+ANSWERS_HEADING = "## Answers to your questions"
+ANSWERS_PREAMBLE = (
+    "A person answered these questions you asked (ask_human). Each is one line (the question's "
+    "obligation, who answered, when), then the question, every line of which starts with `  ? `, "
+    "then the answer, every line of which starts with `  > `: quoted data from a person, escaped as "
+    "the notes above are."
+)
+QUESTION_PREFIX = "  ? "
 UNSCOPED = "every unit"
 NO_UNIT = "?"
 NO_REVISION = "unknown"
 EVIDENCE_CHANGED = " · evidence changed"
 JSON_FIELDS = ("id", "subject", "note", "evidence", "scope", "reviewBy", "unit", "revision", "at")
+ANSWER_TEXT_FIELDS = ("obligation", "question", "answer", "by", "at")
 
 
 @dataclass(frozen=True)
@@ -78,6 +109,9 @@ class Context:
     memory: list[dict] = field(default_factory=list)
     current: int = 0  # current entries this unit receives, shown or not
     budget: int = DEFAULT_BUDGET
+    # the unit's answered questions (engine.read.queries.answers), in log order
+    answers: list[dict] = field(default_factory=list)
+    task: dict | None = None  # the unit's contract: {"title", "contract"} (SPEC §23); None: no unit
 
     @property
     def shown(self) -> int:
@@ -102,7 +136,12 @@ class Context:
             }
             for e in self.memory
         ]
-        return Context(self.unit, self.unit_type, self.identity, entries, self.current, self.budget)
+        answers = [
+            {k: a[k] for k in ANSWER_TEXT_FIELDS} | {"obligation": a["obligation"][-8:]} for a in self.answers
+        ]
+        return Context(
+            self.unit, self.unit_type, self.identity, entries, self.current, self.budget, answers, self.task
+        )
 
 
 # ---- choosing ------------------------------------------------------------------------------------
@@ -141,9 +180,12 @@ def delivery_order(state: State, unit_type: str | None) -> list[MemoryEntry]:
 
 def build_context(ws: Workspace, state: State, unit_id: str | None, budget: int = DEFAULT_BUDGET) -> Context:
     unit_type = None
+    task = None
     if unit_id is not None:
         contract = state.contracts.get(unit_id)
         unit_type = contract.type if contract else None
+        if contract is not None:  # the contract opens the unit's context (SPEC §23)
+            task = {"title": contract.title, "contract": contract.contract}
     from engine.read import freshness
 
     order = delivery_order(state, unit_type)
@@ -158,7 +200,10 @@ def build_context(ws: Workspace, state: State, unit_id: str | None, budget: int 
             continue
         shown.append(event)
         used += size
-    return Context(unit_id, unit_type, read_identity(ws), shown, len(order), budget)
+    answered: list[dict] = []
+    if unit_id is not None:
+        answered = answers(state, unit_id)
+    return Context(unit_id, unit_type, read_identity(ws), shown, len(order), budget, answered, task)
 
 
 def read_identity(ws: Workspace) -> list[tuple[str, str | None]]:
@@ -225,8 +270,22 @@ def closing(ctx: Context) -> str:
     )
 
 
+def render_task(task: dict) -> str:
+    """The unit's contract: its title, then its text, every line fenced."""
+    text = task.get("contract")
+    lines = [] if text is None else str(text).split("\n")
+    return (
+        f"{TASK_HEADING}\n\n{TASK_PREAMBLE}\n\n{TITLE_PREFIX}{escape(task['title'])}\n"
+        + "".join(f"{NOTE_PREFIX}{escape(line)}\n" for line in lines)
+        + "\n"
+    )
+
+
 def render_text(ctx: Context) -> str:
-    parts = [title(ctx), "\n\n", IDENTITY_HEADING, "\n\n"]
+    parts = [title(ctx), "\n\n"]
+    if ctx.task is not None:
+        parts.append(render_task(ctx.task))
+    parts += [IDENTITY_HEADING, "\n\n"]
     for path, content in ctx.identity:
         if content is None:
             parts += [f"### {escape(path)} (missing)\n", "\n"]
@@ -238,7 +297,24 @@ def render_text(ctx: Context) -> str:
     parts += [HEADING, "\n\n", PREAMBLE, "\n\n"]
     parts += [render_entry(event) for event in ctx.memory]
     parts += [closing(ctx), "\n"]
+    if ctx.answers:
+        parts += ["\n", ANSWERS_HEADING, "\n\n", ANSWERS_PREAMBLE, "\n\n"]
+        parts += [render_answer(answer) for answer in ctx.answers]
     return "".join(parts)
+
+
+def render_answer(answer: dict) -> str:
+    """One metadata line, then the question and the answer, each line fenced by its prefix."""
+    meta = (
+        f"- [{_field(answer['obligation'][-8:])}] answered by {_field(answer.get('by') or NO_UNIT)}"
+        f" at {_field(answer.get('at') or NO_REVISION)}\n"
+    )
+    question = "".join(f"{QUESTION_PREFIX}{escape(line)}\n" for line in str(answer["question"]).split("\n"))
+    return (
+        meta
+        + question
+        + "".join(f"{NOTE_PREFIX}{escape(line)}\n" for line in str(answer["answer"]).split("\n"))
+    )
 
 
 def render_json(ctx: Context) -> dict:
@@ -258,6 +334,8 @@ def render_json(ctx: Context) -> dict:
         "current": ctx.current,
         "leftOut": ctx.left_out,
         "budget": ctx.budget,
+        "answers": [dict(answer) for answer in ctx.answers],
+        "task": dict(ctx.task) if ctx.task is not None else None,
     }
 
 
@@ -273,6 +351,7 @@ _ENTRY = re.compile(
     r" · scope (?P<scope>every unit|\S+(?:, \S+)*) · from (?P<unit>\S*) @ (?P<revision>\S*)"
     r"(?P<changed> · evidence changed)?"
 )
+_ANSWER = re.compile(r"- \[(?P<obligation>\S*)\] answered by (?P<by>\S*) at (?P<at>\S*)")
 _CLOSING = re.compile(
     r"\((\d+) of (\d+) current entries shown; (\d+) left out by the (\d+)-character budget; "
     r"`regulator memory` lists them all\)"
@@ -320,7 +399,13 @@ def parse_context(text: str) -> Context:
         unit, unit_type = unescape(match.group(1)), unescape(match.group(2))
         unit_type = None if unit_type == NO_UNIT else unit_type
     read.expect("")
-    read.expect(IDENTITY_HEADING)
+    heading = read.line()
+    task = None
+    if heading == TASK_HEADING:
+        task = _parse_task(read)
+        heading = read.line()
+    if heading != IDENTITY_HEADING:
+        raise ValueError(f"context: expected {IDENTITY_HEADING!r}, got {heading!r}")
     read.expect("")
     identity: list[tuple[str, str | None]] = []
     for _ in IDENTITY_NAMES:
@@ -369,6 +454,7 @@ def parse_context(text: str) -> Context:
             raise ValueError(f"context: a line the format does not admit: {line!r}")
         shown, current, left_out, budget = (int(g) for g in match.groups())
         break
+    answers = _parse_answers(read) if read.at != len(text) else []
     if read.at != len(text):
         raise ValueError("context: text after the closing line")
     for entry in entries:
@@ -377,7 +463,61 @@ def parse_context(text: str) -> Context:
         entry["note"] = "\n".join(entry["note"])
     if shown != len(entries) or left_out != current - shown:
         raise ValueError("context: the closing line does not count the entries shown")
-    return Context(unit, unit_type, identity, entries, current, budget)
+    return Context(unit, unit_type, identity, entries, current, budget, answers, task)
+
+
+def _parse_task(read: _Reader) -> dict:
+    """The task section, after its heading: the title, then the contract's lines, then a blank."""
+    read.expect("")
+    read.expect(TASK_PREAMBLE)
+    read.expect("")
+    line = read.line()
+    if not line.startswith(TITLE_PREFIX):
+        raise ValueError("context: the task's title was expected")
+    found = unescape(line[len(TITLE_PREFIX) :])
+    lines = []
+    while (line := read.line()) != "":
+        if not line.startswith(NOTE_PREFIX):
+            raise ValueError(f"context: a line the task section does not admit: {line!r}")
+        lines.append(unescape(line[len(NOTE_PREFIX) :]))
+    return {"title": found, "contract": "\n".join(lines) if lines else None}
+
+
+def _parse_answers(read: _Reader) -> list[dict]:
+    """The answers section, after the memory section's closing line."""
+    read.expect("")
+    read.expect(ANSWERS_HEADING)
+    read.expect("")
+    read.expect(ANSWERS_PREAMBLE)
+    read.expect("")
+    answers: list[dict] = []
+    while read.at < len(read.text):
+        line = read.line()
+        match = _ANSWER.fullmatch(line)
+        if match is not None:
+            answers.append(
+                {
+                    "obligation": unescape(match.group("obligation")),
+                    "question": [],
+                    "answer": [],
+                    "by": _or_none(match.group("by"), NO_UNIT),
+                    "at": _or_none(match.group("at"), NO_REVISION),
+                }
+            )
+        elif answers and line.startswith(QUESTION_PREFIX) and not answers[-1]["answer"]:
+            answers[-1]["question"].append(unescape(line[len(QUESTION_PREFIX) :]))
+        elif answers and line.startswith(NOTE_PREFIX) and answers[-1]["question"]:
+            answers[-1]["answer"].append(unescape(line[len(NOTE_PREFIX) :]))
+        else:
+            raise ValueError(f"context: a line the answers section does not admit: {line!r}")
+    if not answers:
+        raise ValueError("context: an answers section with no answer")
+    for answer in answers:
+        if not answer["question"] or not answer["answer"]:
+            raise ValueError(f"context: answer {answer['obligation']} lacks its question or its answer")
+        answer["question"] = "\n".join(answer["question"])
+        answer["answer"] = "\n".join(answer["answer"])
+    return answers
 
 
 def _or_none(text: str, absent: str) -> str | None:

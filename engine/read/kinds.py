@@ -9,11 +9,12 @@ it is no event an engine writes, counted for nothing (engine.read.fold), never c
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, TypedDict
+from typing import Any, ClassVar, Literal, NotRequired, TypedDict
 
 import msgspec
 
 from engine.read.model import OWED_TO
+from engine.read.worldfold import LINES, OsvRef
 
 # ---- as written ------------------------------------------------------------------------------
 
@@ -48,6 +49,27 @@ class SignalEvent(Stamped):
     source: str
     destination: str
     at: str
+    # SPEC §24: a claim about the future, a report that replaces an earlier one, a sensor's report
+    prediction: NotRequired[dict[str, Any]]
+    supersedes: NotRequired[str]
+    sensor: NotRequired[str]
+    osv: NotRequired[dict[str, Any]]
+
+
+class QuestionEvent(Stamped):
+    """signals.ndjson: a leased unit asks a person (ask_human, engine.commands.questions; SPEC §22)."""
+
+    kind: Literal["signal"]
+    type: Literal["question"]
+    subject: str
+    question: str
+    options: list[str] | None
+    unit: str
+    by: None
+    revision: str | None
+    source: str
+    destination: str
+    at: str
 
 
 class RoutedObligationEvent(TypedDict):
@@ -58,6 +80,7 @@ class RoutedObligationEvent(TypedDict):
     severity: str
     blocks: bool
     owedTo: str
+    kind: NotRequired[Literal["question"]]  # a question's obligation (SPEC §22); else intelligence
 
 
 class RoutingEvent(Stamped):
@@ -72,6 +95,7 @@ class RoutingEvent(Stamped):
     at: str
     outcome: str
     reason: str
+    seen: NotRequired[dict[str, int]]  # added as it is appended (SPEC §22: the order rule)
 
 
 class DispositionEvent(Stamped):
@@ -97,7 +121,11 @@ class DispatchEvent(Stamped):
     contractHash: str | None
     worktree: str | None
     revision: str | None
+    seen: dict[str, int]  # the other stores' lengths the host decided on (SPEC §22)
     at: str
+    expiresAt: NotRequired[str]  # `unit run`'s lease time and its ttl (SPEC §23)
+    ttl: NotRequired[int]
+    confined: NotRequired[bool]
 
 
 class CloseEvent(Stamped):
@@ -106,6 +134,33 @@ class CloseEvent(Stamped):
     kind: Literal["close"]
     unit: str
     leaseHash: str | None
+    seen: dict[str, int]
+    at: str
+
+
+class ResultEvent(Stamped):
+    """units.ndjson: the host records what a leased unit reported (report_result, SPEC §23)."""
+
+    kind: Literal["result"]
+    unit: str
+    leaseHash: str
+    summary: str
+    outcome: str
+    usage: dict[str, Any] | None
+    by: str | None
+    at: str
+    exitCode: NotRequired[int]
+    durationS: NotRequired[float]
+    opens: NotRequired[dict[str, Any]]  # a recovery obligation, for an outcome that asks one
+
+
+class LeaseExpiredEvent(Stamped):
+    """units.ndjson: the host marks a lease past its time (engine.host.leases; the unit is lost)."""
+
+    kind: Literal["lease-expired"]
+    unit: str
+    leaseHash: str | None
+    expiredAt: str
     at: str
 
 
@@ -223,14 +278,104 @@ class DismissalEvent(Stamped):
     at: str
 
 
+class EvidenceExpiredEvent(Stamped):
+    """signals.ndjson: the host marks a signal's evidence stale and opens its recheck (SPEC §24)."""
+
+    kind: Literal["evidence-expired"]
+    signal: str
+    expiresAt: str | None
+    obligations: list[str]
+    reporter: str
+    opens: dict[str, Any]
+    reason: str
+    at: str
+
+
+class OverdueEvent(Stamped):
+    """signals.ndjson: an open obligation past its deadline (engine.commands.timed)."""
+
+    kind: Literal["overdue"]
+    obligation: str
+    unit: str | None
+    severity: str
+    deadline: str
+    dueAt: str | None
+    at: str
+
+
+class DeadlineEscalatedEvent(Stamped):
+    """signals.ndjson: the same, escalated to the policy's people (once)."""
+
+    kind: Literal["deadline-escalated"]
+    obligation: str
+    unit: str | None
+    severity: str
+    deadline: str
+    dueAt: str | None
+    at: str
+    people: list[str]
+    subject: str
+
+
+class AdvisoryWithdrawnEvent(Stamped):
+    """signals.ndjson: an OSV advisory a sensor's signal named was withdrawn (SPEC §24)."""
+
+    kind: Literal["advisory-withdrawn"]
+    signal: str
+    advisory: str
+    withdrawn: str | None
+    sensor: str
+    obligations: list[str]
+    at: str
+
+
+class SensorRunEvent(Stamped):
+    """signals.ndjson: one run of a declared sensor (engine.commands.sensors)."""
+
+    kind: Literal["sensor-run"]
+    sensor: str
+    sensorKind: str
+    outcome: str
+    signals: list[str]
+    withdrawn: list[str]
+    errors: list[str]
+    errorCount: int
+    exitCode: int | None
+    revision: str | None
+    at: str
+
+
+class PredictionOutcomeEvent(Stamped):
+    """signals.ndjson: a person records whether a prediction came true (SPEC §24)."""
+
+    kind: Literal["prediction-outcome"]
+    signal: str
+    cameTrue: bool
+    by: str
+    rationale: str
+    at: str
+
+
 # each store's kinds, as written (tests/test_kinds.py converts what each writer appends)
 WRITTEN: dict[str, dict[str, tuple[type, ...]]] = {
-    "signals": {"signal": (SignalEvent,), "routing": (RoutingEvent,), "disposition": (DispositionEvent,)},
+    "signals": {
+        "signal": (SignalEvent, QuestionEvent),
+        "routing": (RoutingEvent,),
+        "disposition": (DispositionEvent,),
+        "evidence-expired": (EvidenceExpiredEvent,),
+        "overdue": (OverdueEvent,),
+        "deadline-escalated": (DeadlineEscalatedEvent,),
+        "advisory-withdrawn": (AdvisoryWithdrawnEvent,),
+        "sensor-run": (SensorRunEvent,),
+        "prediction-outcome": (PredictionOutcomeEvent,),
+    },
     "units": {
         "dispatch": (DispatchEvent,),
         "close": (CloseEvent,),
         "demote": (DemoteEvent,),
         "decision": (RecoveryDecisionEvent,),
+        "result": (ResultEvent,),
+        "lease-expired": (LeaseExpiredEvent,),
     },
     "memory": {"memory": (MemoryEvent,), "retraction": (RetractionEvent,)},
     "identity": {
@@ -275,6 +420,11 @@ class SignalLine(msgspec.Struct, tag_field="kind", tag="signal"):
     subject: str = ""
     expiresAt: str | None = None  # noqa: N815
     by: str | None = None  # a person-raised signal counts only as a person event does
+    # SPEC §24 (engine.read.worldfold): a sensor's report, a supersession, a prediction
+    sensor: str | None = None
+    osv: OsvRef | None = None
+    supersedes: str | None = None
+    prediction: dict[str, Any] | None = None
 
 
 class RoutedObligation(msgspec.Struct):
@@ -285,6 +435,7 @@ class RoutedObligation(msgspec.Struct):
     blocks: bool
     unit: str | None = None
     owedTo: str = OWED_TO  # noqa: N815
+    kind: str | None = None  # "question" for a question's obligation (SPEC §22); else intelligence
 
 
 class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
@@ -292,6 +443,7 @@ class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
     signal: str
     obligations: list[RoutedObligation] = []
     at: str | None = None
+    seen: dict[str, int] | None = None  # the other stores' byte lengths the router saw (SPEC §22)
 
 
 class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
@@ -323,6 +475,14 @@ class UnitsLine(msgspec.Struct):
     rationale: Any = msgspec.UNSET
     resolves: Any = ()
     opens: Any = None
+    expiresAt: Any = None  # noqa: N815 - a dispatch's lease time (SPEC §23)
+    ttl: Any = None
+    confined: Any = None
+    outcome: Any = None  # a result's
+    summary: Any = None
+    exitCode: Any = None  # noqa: N815
+    durationS: Any = None  # noqa: N815
+    seen: Any = None  # a dispatch's or close's: the other stores' byte lengths the host saw (SPEC §22)
 
 
 # what the fold reads of each kind: (store, kind) -> its read shape (memory and identity are read
@@ -331,5 +491,9 @@ READ: dict[tuple[str, str], type[msgspec.Struct]] = {
     ("signals", "signal"): SignalLine,
     ("signals", "routing"): RoutingLine,
     ("signals", "disposition"): DispositionLine,
-    **{("units", kind): UnitsLine for kind in ("dispatch", "close", "demote", "decision")},
+    **{("signals", line.kind): line for line in LINES},
+    **{
+        ("units", kind): UnitsLine
+        for kind in ("dispatch", "close", "demote", "decision", "result", "lease-expired")
+    },
 }

@@ -13,9 +13,11 @@ from typing import Any
 from engine.base import clock
 from engine.log.events import INDEX
 from engine.read.model import (
+    Disposition,
     MemoryEntry,
     MemoryStatus,
     Obligation,
+    ObligationKind,
     ObligationStatus,
     State,
     UnitState,
@@ -51,6 +53,20 @@ def unit_status(state: State, unit: UnitState) -> UnitStatus:
     return unit.status
 
 
+# a unit whose work has started and not ended: an in-progress one, or one whose lease expired
+# while in progress (lost, SPEC §23). A hold on either fails --once; status, the room and Next-up
+# show both.
+STARTED = (UnitStatus.IN_PROGRESS, UnitStatus.LOST)
+
+
+def confined(state: State, unit: UnitState) -> bool | None:
+    """Whether a started unit runs confined (`unit run --user`, SPEC §23); a unit dispatched any
+    other way is not known to be: false. None for a unit that is not started."""
+    if unit_status(state, unit) not in STARTED:
+        return None
+    return unit.confined is True
+
+
 def is_stale(state: State, ob: Obligation) -> bool:
     """Open, and the signal behind it has expired: shown as stale until dispositioned."""
     return ob.status == _OPEN and ob.expires_at is not None and ob.expires_at <= state.now
@@ -81,6 +97,9 @@ def days_left(entry: MemoryEntry, today: date) -> int:
 def signal_rows(state: State) -> list[dict[str, Any]]:
     """Every signal with its routing outcome (None while unrouted), in log order: what `signals`
     lists and `controlroom --once --json` reports."""
+    from engine.read.worldfold import prediction_json, reporter
+
+    world = state.world
     rows = []
     for signal_id, signal in state.signals.items():
         routing = state.routings.get(signal_id)
@@ -97,6 +116,15 @@ def signal_rows(state: State) -> list[dict[str, Any]]:
                 "unit": signal.get("unit"),
                 "by": signal.get("by"),
                 "at": signal.get("at"),
+                "from": reporter(signal).partition(" ")[2] or "?",
+                "sensor": signal.get("sensor"),
+                "supersedes": signal.get("supersedes"),
+                "supersededBy": world.superseded.get(signal_id, []),
+                "evidenceExpired": signal_id in world.expired,
+                "withdrawn": signal_id in world.withdrawn,
+                "prediction": prediction_json(state, signal_id, signal)
+                if signal_id in world.predicted
+                else None,
             }
         )
     return rows
@@ -109,3 +137,26 @@ def age(state: State, at: str) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def answers(state: State, unit_id: str) -> list[dict[str, Any]]:
+    """The questions this unit asked that a person answered, in log order: {"obligation",
+    "question", "options", "answer", "by", "at"} (raw values; the caller escapes what it shows)."""
+    found = []
+    for ob in state.obligations.values():
+        if ob.unit != unit_id or ob.kind != ObligationKind.QUESTION:
+            continue
+        if ob.disposition != Disposition.ANSWERED:
+            continue
+        signal = state.signals.get(ob.source) or {}
+        found.append(
+            {
+                "obligation": ob.id,
+                "question": signal.get("question") if isinstance(signal.get("question"), str) else ob.subject,
+                "options": list(signal.get("options") or []),
+                "answer": ob.rationale or "",
+                "by": ob.by,
+                "at": ob.closed_at,
+            }
+        )
+    return found

@@ -16,17 +16,19 @@ from engine.base.errors import BadInput, Refused
 from engine.read.model import (
     BLOCKING,
     OWED_TO,
+    PERSON_DISPOSITIONS,
     WAITING_ACTIONS,
     Disposition,
     MemoryEntry,
     Obligation,
+    ObligationKind,
     ObligationStatus,
     RecoveryAction,
     State,
     UnitState,
     UnitStatus,
 )
-from engine.read.queries import unit_status
+from engine.read.queries import STARTED, unit_status
 
 if TYPE_CHECKING:
     from engine.checkout.authority import People
@@ -95,10 +97,38 @@ def unresolvable(severity: str) -> str:
     return f"by a person who may not resolve {severity}"
 
 
-def resolving(people: People, person: str, ob: Obligation) -> Denied | None:
-    """`obligation resolve`: the resolve grant, the obligation's severity, and still open."""
-    denied = lacks(people, person, "resolve", "resolve an obligation") or may_resolve(
-        people, person, ob.severity
+def dispositions_for(ob: Obligation | None) -> tuple[str, ...]:
+    """What a person may dispose of this obligation with: `answered` on questions only (SPEC §22;
+    an obligation not yet folded is a recovery decision's, no question)."""
+    if ob is not None and ob.kind == ObligationKind.QUESTION:
+        return tuple(PERSON_DISPOSITIONS)
+    return tuple(d for d in PERSON_DISPOSITIONS if d != Disposition.ANSWERED)
+
+
+def disposing(ob: Obligation | None, disposition: object) -> Denied | None:
+    """A disposition this obligation's kind allows (`answered` on questions only): `obligation
+    resolve` refuses another as bad input, the fold counts one for nothing."""
+    allowed = dispositions_for(ob)
+    if disposition in allowed or disposition not in PERSON_DISPOSITIONS:
+        return None  # a disposition no person writes is judged elsewhere
+    kind = ob.kind if ob is not None else "recovery-decision"
+    ob_id = ob.id if ob is not None else "?"
+    return Denied(
+        f"{disposition}: a disposition of questions only",
+        f"--disposition {disposition}: allowed on questions only; obligation {ob_id} is of kind "
+        f"{kind} (use one of {', '.join(allowed)})",
+        bad_input=True,
+    )
+
+
+def resolving(people: People, person: str, ob: Obligation, disposition: str | None = None) -> Denied | None:
+    """`obligation resolve`: a disposition the obligation's kind allows (when named), the resolve
+    grant, the obligation's severity, and still open."""
+    denied = disposing(ob, disposition) if disposition is not None else None
+    denied = (
+        denied
+        or lacks(people, person, "resolve", "resolve an obligation")
+        or may_resolve(people, person, ob.severity)
     )
     if denied is None and ob.status != ObligationStatus.OPEN:
         denied = Denied(
@@ -131,30 +161,31 @@ def retracting(people: People, person: str, entry: MemoryEntry) -> Denied | None
 
 # ---- decide and demote: a unit's recovery ----------------------------------------------------
 
-DECIDABLE = (UnitStatus.TODO, UnitStatus.IN_PROGRESS, UnitStatus.WAITING)  # a recovery decision applies
+# a recovery decision applies (a lost unit's lease expired: a person may decide what next, §23)
+DECIDABLE = (UnitStatus.TODO, UnitStatus.IN_PROGRESS, UnitStatus.WAITING, UnitStatus.LOST)
 
 
 def deciding_unit(people: People, person: str, state: State, unit: UnitState) -> Denied | None:
-    """`unit decide`: the decide grant, and a unit todo, in progress or waiting."""
+    """`unit decide`: the decide grant, and a unit todo, in progress, waiting or lost."""
     denied = lacks(people, person, "decide", "record a recovery decision")
     status = unit_status(state, unit)
     if denied is None and status not in DECIDABLE:
         denied = Denied(
             f"the unit is {status}",
-            f"unit {unit.id} is {status}; a recovery decision needs todo, in-progress or waiting",
+            f"unit {unit.id} is {status}; a recovery decision needs todo, in-progress, waiting or lost",
             bad_input=True,
         )
     return denied
 
 
 def demoting(people: People, person: str, state: State, unit: UnitState) -> Denied | None:
-    """`unit demote`: the decide grant, and a unit in progress."""
+    """`unit demote`: the decide grant, and a unit in progress or lost (§23)."""
     denied = lacks(people, person, "decide", "demote a unit")
     status = unit_status(state, unit)
-    if denied is None and status != UnitStatus.IN_PROGRESS:
+    if denied is None and status not in STARTED:
         denied = Denied(
             f"the unit is {status}",
-            f"unit {unit.id} is {status}; only an in-progress unit can be demoted",
+            f"unit {unit.id} is {status}; only an in-progress or lost unit can be demoted",
             bad_input=True,
         )
     return denied
@@ -241,3 +272,12 @@ def acking(people: People, person: str, finding: Entry) -> Denied | None:
             f"{finding.id} is already acknowledged ({finding.fields['ack']})",
         )
     return None
+
+
+def resolving_finding(people: People, person: str, finding: Entry) -> Denied | None:
+    """`registry resolve`: the ack grant (lint authorizes a change of `resolved` by it), and a
+    finding not resolved yet."""
+    denied = lacks(people, person, "ack", "resolve a finding")
+    if denied is None and finding.fields["resolved"]:
+        denied = Denied("the finding is resolved: it is history", f"{finding.id} is already resolved")
+    return denied

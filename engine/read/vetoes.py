@@ -15,7 +15,15 @@ from datetime import datetime, timedelta
 from engine.base import clock
 from engine.checkout.workspace import Workspace
 from engine.log.store import SKEW_S
-from engine.read.model import Obligation, ObligationKind, ObligationStatus, State, UnitState, UnitStatus
+from engine.read.model import (
+    Obligation,
+    ObligationKind,
+    ObligationStatus,
+    ResultOutcome,
+    State,
+    UnitState,
+    UnitStatus,
+)
 from engine.read.queries import unit_status
 from engine.read.rules import Denied
 
@@ -75,9 +83,27 @@ def holds(ws: Workspace, state: State) -> Holds:
     return Holds(ws, state, blocking(state))
 
 
+def awaiting_close(state: State, unit: UnitState, holding: list[Obligation] | None = None) -> bool:
+    """In progress with a `done` result recorded for its lease, and a hold that vetoes its close
+    (SPEC §23): the unit's work is over, a person's disposition is not. `holding`: the obligations
+    holding it now (blocking()), when the caller has them."""
+    result = unit.result
+    if (
+        result is None
+        or result.outcome != ResultOutcome.DONE
+        or unit_status(state, unit) != UnitStatus.IN_PROGRESS
+    ):
+        return False
+    if holding is None:
+        holding = blocking(state).get(unit.id, [])
+    return bool(holding)
+
+
 def _describe(state: State, ob: Obligation) -> str:
     if ob.kind == ObligationKind.RECOVERY_DECISION:
         return f"{ob.id} ({ob.severity}, recovery decision {ob.source})"
+    if ob.kind == ObligationKind.RECOVERY:
+        return f"{ob.id} ({ob.severity}, recovery after result {ob.source})"
     signal = state.signals.get(ob.source, {})
     return f"{ob.id} ({ob.severity}, signal {ob.source}: {signal.get('subject', '?')})"
 
@@ -94,8 +120,12 @@ def _held(state: State, found: Holds, unit: UnitState, doing: str) -> Denied | N
     return Denied(text, text)
 
 
+DISPATCHABLE = (UnitStatus.TODO, UnitStatus.LOST)  # a lost unit's lease expired: it may run again (§23)
+
+
 def dispatch_veto(ws: Workspace, state: State, unit: UnitState) -> Denied | None:
-    """Why the host may not dispatch the unit now: held, waiting, flagged by a finding, or not todo."""
+    """Why the host may not dispatch the unit now: held, waiting, flagged by a finding, or not
+    todo or lost."""
     found = holds(ws, state)
     denied = _held(state, found, unit, "dispatch")
     if denied is not None:
@@ -108,11 +138,12 @@ def dispatch_veto(ws: Workspace, state: State, unit: UnitState) -> Denied | None
     if findings:
         text = (
             f"dispatch of {unit.id} vetoed: stale-knowledge from unresolved finding(s) "
-            f"{', '.join(findings)}; resolve the finding first"
+            f"{', '.join(findings)}; resolve the finding first "
+            f"(regulator registry resolve {findings[0]} --by PERSON --rationale R --commit)"
         )
         return Denied(text, text)
-    if status != UnitStatus.TODO:
-        text = f"unit {unit.id} is {status}; dispatch needs a todo unit"
+    if status not in DISPATCHABLE:
+        text = f"unit {unit.id} is {status}; dispatch needs a todo or lost unit"
         return Denied(text, text, bad_input=True)
     return None
 
