@@ -181,8 +181,8 @@ def contracts_of(seen: dict[str, tuple], problems: list[str] | None = None) -> d
         if type(outcome) is str:
             if problems is not None:
                 problems.append(outcome)
-        else:
-            found[outcome[0]] = Contract(*outcome)
+        else:  # a checkpoint gives back its tuples as lists: `checks` is a tuple again here
+            found[outcome[0]] = Contract(*outcome[:-1], tuple(outcome[-1]))
     return found
 
 
