@@ -182,7 +182,10 @@ def contracts_of(seen: dict[str, tuple], problems: list[str] | None = None) -> d
             if problems is not None:
                 problems.append(outcome)
         else:  # a checkpoint gives back its tuples as lists: `checks` is a tuple again here
-            found[outcome[0]] = Contract(*outcome[:-1], tuple(outcome[-1]))
+            contract = Contract(*outcome)
+            if type(contract.checks) is not tuple:
+                contract = msgspec.structs.replace(contract, checks=tuple(contract.checks))
+            found[outcome[0]] = contract
     return found
 
 
