@@ -6,7 +6,8 @@
 - appends_per_s: 8 long-lived writer processes, each looping over `engine.doors.api.UnitDoor.report` on
   one door under its own lease (`--writer one-shot`: `engine.doors.api.report_intelligence`, a door per
   call), the total across the 8 per second, per backend; beside it, one writer alone first, and
-  its CPU time per append (steadier than the total on a shared machine);
+  its CPU time per append (steadier than the total on a shared machine); on PostgreSQL the
+  transactions rolled back per append (appends that met on one line and were sent again: no lock);
 - pg_incremental_ms: another host's append (a writer with no mirror of its own) until its row is
   in the open control room, through NOTIFY, on a store of `scale.events` events;
 - pg_first_frame_s: first frame of the control room at `scale.obligations` open obligations read
@@ -162,6 +163,19 @@ def _server_ticks(postmaster: int) -> tuple[int, frozenset[int]] | None:
     return (total, frozenset(children)) if total else None
 
 
+def rollbacks(url: str | None) -> int:
+    """Transactions the database has rolled back so far (the server's statistics, flushed as each
+    writer's session ends): on PostgreSQL every append that met another on one line is one."""
+    if url is None:
+        return 0
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute("SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()")
+        return int(row.fetchone()[0])
+
+
 def appends(
     root: Path, store: str | None, seconds: float, kind: str = "door", server: Path | None = None
 ) -> dict:
@@ -171,8 +185,14 @@ def appends(
     before = server_cpu(server)
     ((n1, span1, cpu1, child1),) = run_writers(leases[:1], min(seconds, 2.0), kind)
     middle = server_cpu(server)
+    undone = rollbacks(store)
     found = run_writers(leases, seconds, kind)
     after = server_cpu(server)
+    conflicts = {}
+    if store is not None:  # appends that met on one line and were sent again (SPEC §22: no lock)
+        conflicts = {
+            "rollbacks_per_append": round((rollbacks(store) - undone) / max(1, sum(n for n, *_ in found)), 4)
+        }
     served = {}
     if before is not None and middle is not None and after is not None:
         served = {
@@ -193,6 +213,7 @@ def appends(
         "appends_per_s": round(sum(counts) / max(spans), 1),
         "cpu_ms_per_append": round(1000 * sum(c for _, _, c, _ in found) / max(1, sum(counts)), 3),
         **served,
+        **conflicts,
         "single_writer": {
             "appends_per_s": round(n1 / span1, 1),
             "cpu_ms_per_append": round(1000 * cpu1 / max(1, n1), 3),

@@ -35,6 +35,7 @@ ACTIONS = (
     Action("ack", "c", "acknowledge finding (commits)", "registers", "ack", "ack"),
     Action("resolve-finding", "r", "resolve finding (commits)", "registers", "ack", "resolve"),
     Action("dismiss", "d", "dismiss a line verify names (signed)", "registers", "accept", "dismiss"),
+    Action("outcome", "o", "record prediction outcome", "signals", "resolve", "outcome"),
 )
 BY_NAME = {a.name: a for a in ACTIONS}
 
@@ -81,6 +82,8 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
         if status not in DECIDABLE:
             return f"the unit is {status}"
         return None
+    if action.name == "outcome":
+        return outcome_refusal(snap, None if kind else ident)
     if action.name in ("ack", "resolve-finding"):
         from engine.read.ladder import registers_of
 
@@ -105,6 +108,22 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
     decided = decision_of(state, ident)
     if decided is not None:
         return f"already {decided['decision']} by {decided['by']}"
+    return None
+
+
+def outcome_refusal(snap: Snapshot, signal_id: str | None) -> str | None:
+    """Why the selected signal's prediction outcome cannot be recorded now (SPEC §24)."""
+    from engine.read.worldfold import outcome, resolves_at
+
+    signal = snap.state.signals.get(signal_id) if signal_id else None
+    if signal is None:
+        return "no signal selected"
+    if resolves_at(signal) is None:
+        return "the signal makes no prediction"
+    recorded = outcome(snap.state, signal["id"]) if isinstance(signal.get("id"), str) else None
+    if recorded is not None:
+        said = "came true" if recorded.get("cameTrue") else "did not come true"
+        return f"already recorded: {said} (by {recorded.get('by')})"
     return None
 
 

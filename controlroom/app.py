@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import os
 import threading
 import time
@@ -51,6 +50,7 @@ from widgets.dialogs import (
     Answer,
     DecideDialog,
     DismissDialog,
+    OutcomeDialog,
     ProposalDialog,
     ResolveDialog,
     ResolveFindingDialog,
@@ -171,24 +171,6 @@ class ViewState:
     cursor: Key | None = None
     sort: int = 0
     show_all: bool = False  # `a`: resolved or retracted rows too
-
-
-def decide_lock_busy(ws: Workspace) -> bool:
-    """Does another writer hold `.regulator/decide.lock` right now? (A probe: never waits.)"""
-    path = ws.state_dir / "decide.lock"
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)  # closing releases the probe's lock
-    return False
 
 
 def _bindings() -> list[BindingType]:
@@ -433,7 +415,7 @@ class ControlRoom(App[None]):
         worker = get_current_worker()
         waited = False
         try:
-            while decide_lock_busy(self.ws):
+            while self.ws.decide_lock_held():
                 if not waited:
                     waited = True
                     self.post_message(WriterWait(True))
@@ -985,6 +967,15 @@ class ControlRoom(App[None]):
             self.push_screen(
                 DecideDialog(unit_id, meanings.RECOVERY, preview), lambda r: self._decide(unit_id, r)
             )
+        elif name == "outcome":
+            signal_id = readmodel.plain(key)
+            signal = state.signals[signal_id]
+            self.push_screen(
+                OutcomeDialog(
+                    signal_id, f"{signal['subject']}: {signal['claim']}", signal["prediction"]["resolvesAt"]
+                ),
+                lambda r: self._outcome(signal_id, r),
+            )
         elif name in ("ack", "resolve-finding"):
             from engine.read.ladder import registers_of
 
@@ -1056,6 +1047,19 @@ class ControlRoom(App[None]):
         self._write(
             lambda: decide(self.ws, unit_id, answer["action"], self.person, answer["rationale"]),
             f"{unit_id}: {answer['action']} recorded",
+        )
+
+    def _outcome(self, signal_id: str, answer: Answer | None) -> None:
+        if answer is None:
+            return
+        from engine.commands.predictions import resolve_prediction
+
+        said = "came true" if answer["cameTrue"] == "yes" else "did not come true"
+        self._write(
+            lambda: resolve_prediction(
+                self.ws, signal_id, answer["cameTrue"], self.person, answer["rationale"]
+            ),
+            f"signal {signal_id}: the prediction {said} (recorded, signed)",
         )
 
     def _ack(self, finding_id: str, answer: Answer | None) -> None:
@@ -1180,12 +1184,12 @@ def status_line(first: list[str], warnings: list[str], hints: list[str], cells: 
 
 def cannot_write(ws: Workspace) -> str | None:
     """Why no write this room offers can be taken on these stores (a PostgreSQL role without
-    INSERT), in the words the operator sees; None on files and for a writer role."""
+    INSERT, or not a host), in the words the operator sees; None on files and for regulator_host."""
     try:
         why = ws.cannot_write()
     except RegulatorError as exc:  # never "may write" by default: shown disabled, and why
         return f"cannot tell whether this store's role can write ({exc})"
-    return f"{why}: open the room with a writer role" if why else None
+    return f"{why}: open the room as regulator_host" if why else None
 
 
 def _follow_server(ws: Workspace) -> threading.Event | None:

@@ -89,6 +89,19 @@ def tool_schemas(severities: tuple[str, ...]) -> dict[str, tuple[str, dict[str, 
                         "whose signal expired is shown stale.",
                     },
                     "rationale": {"type": "string", "description": "Optional: why it matters."},
+                    "prediction": {
+                        "type": "object",
+                        "properties": {"resolvesAt": {"type": "string"}},
+                        "required": ["resolvesAt"],
+                        "additionalProperties": False,
+                        "description": "Optional, for a claim about the future: {resolvesAt: when it can be "
+                        "judged, ISO 8601 UTC}. A person records whether it came true; calibration counts it.",
+                    },
+                    "supersedes": {
+                        "type": "string",
+                        "description": "Optional: the id of an earlier signal this report re-asks or replaces "
+                        "(a recheck of stale evidence); it must exist.",
+                    },
                 },
                 ("subject", "claim", "observation", "evidence", "confidence", "reportedSeverity"),
             ),

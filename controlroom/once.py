@@ -14,16 +14,17 @@ from controlroom.readmodel import (
     in_memory,
     keys,
     row,
+    sensor_rows,
     snapshot,
 )
 from engine.base.cells import pad
 from engine.base.text import escape
 from engine.checkout.workspace import Workspace
-from engine.commands.obligations import record
+from engine.commands.obligations import deadlines_of, record
 from engine.commands.router import route
-from engine.read.model import MemoryStatus, ObligationKind, UnitStatus
+from engine.read.model import MemoryStatus, ObligationKind, State, UnitState, UnitStatus
 from engine.read.nextup import next_up
-from engine.read.queries import days_left, memory_status, unit_status
+from engine.read.queries import STARTED, awaiting_close, days_left, memory_status, unit_status
 from engine.read.status import status
 from engine.read.storeless import ABSENT, authentication, stores
 from engine.trust.idhistory import HistoryVerdict
@@ -37,14 +38,19 @@ def exit_reasons(snap: Snapshot) -> list[str]:
     state = snap.state
     for unit_id, holding in sorted(snap.holds.items()):
         unit = state.units.get(unit_id)
-        if unit is None or unit_status(state, unit) != UnitStatus.IN_PROGRESS:
+        started = _started(state, unit)
+        if started is None:
             continue
         for ob in holding:
             if ob.kind == ObligationKind.INTELLIGENCE:
                 what = f"signal {ob.source}: {state.signals.get(ob.source, {}).get('subject', '?')}"
+            elif ob.kind == ObligationKind.RECHECK:
+                what = (
+                    f"recheck of signal {ob.source}: {state.signals.get(ob.source, {}).get('subject', '?')}"
+                )
             else:
                 what = f"recovery decision {ob.source}"
-            reasons.append(f"{unit_id} is in progress and held by {ob.severity} obligation {ob.id} ({what})")
+            reasons.append(f"{unit_id} is {started} and held by {ob.severity} obligation {ob.id} ({what})")
     reasons += _unrouted_reasons(snap)
     if snap.lint is not None:
         for issue in snap.lint.errors:
@@ -59,6 +65,19 @@ def exit_reasons(snap: Snapshot) -> list[str]:
     return reasons
 
 
+def _started(state: State, unit: UnitState | None) -> str | None:
+    """How a started unit (in progress, or lost: its lease expired, SPEC §23) is named in a reason
+    --once fails for; None for a unit not started."""
+    if unit is None:
+        return None
+    status = unit_status(state, unit)
+    if status not in STARTED:
+        return None
+    if status == UnitStatus.LOST:
+        return "lost (its lease expired while in progress)"
+    return "in progress, awaiting close," if awaiting_close(state, unit) else "in progress"
+
+
 def _unrouted_reasons(snap: Snapshot) -> list[str]:
     """Signals this run did not route (read-only, a reader role, or appended after it routed) are
     judged as the router would route them now (SPEC §16, §18): a would-be blocking obligation on
@@ -71,11 +90,11 @@ def _unrouted_reasons(snap: Snapshot) -> list[str]:
         return [f"{found.unrouted} signal(s) not yet routed could not be judged: {found.problem}"]
     reasons = []
     for hold in sorted(found.holds, key=lambda h: h.unit):
-        unit = state.units.get(hold.unit)
-        if unit is None or unit_status(state, unit) != UnitStatus.IN_PROGRESS:
+        started = _started(state, state.units.get(hold.unit))
+        if started is None:
             continue
         reasons.append(
-            f"{hold.unit} is in progress and would be held by {hold.severity} obligation {hold.obligation} "
+            f"{hold.unit} is {started} and would be held by {hold.severity} obligation {hold.obligation} "
             f"(signal {hold.signal}: {hold.subject}), not yet routed"
         )
     return reasons
@@ -144,9 +163,12 @@ def _memory_json(snap: Snapshot) -> list[dict[str, object]]:
 def _signals_json(snap: Snapshot) -> list[dict[str, object]]:
     from engine.read.queries import signal_rows
 
-    keys = ("id", "unit", "by", "subject", "reportedSeverity", "derivedSeverity", "outcome", "at")
+    keys = ("id", "unit", "by", "sensor", "subject", "reportedSeverity", "derivedSeverity", "outcome", "at")
     return [
-        {k: r[k] for k in keys} | {"outcome": r["outcome"] or "unrouted"} for r in signal_rows(snap.state)
+        {k: r[k] for k in keys}
+        | {"outcome": r["outcome"] or "unrouted"}
+        | ({"prediction": r["prediction"]} if r["prediction"] else {})
+        for r in signal_rows(snap.state)
     ]
 
 
@@ -171,6 +193,7 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
 
     state = snap.state
     queue, excluded = next_up(snap.ws, state)
+    deadlines = deadlines_of(snap.ws, state) if snap.ws.has_stores else None
     return {
         "stores": stores(snap.ws),
         "workspace": str(snap.ws.root),
@@ -180,11 +203,17 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
         "counts": counts(snap),
         "status": status(snap.ws, state),
         "obligations": [
-            {**record(state, ob), "subject": ob.subject, "opened": ob.opened_at, "closed": ob.closed_at}
+            {
+                **record(state, ob, deadlines),
+                "subject": ob.subject,
+                "opened": ob.opened_at,
+                "closed": ob.closed_at,
+            }
             for ob in state.obligations.values()
         ],
         "memory": _memory_json(snap),
         "signals": _signals_json(snap),
+        "sensors": list(sensor_rows(snap).values()),
         "routed": snap.routed,
         "wouldRoute": _would_route_json(snap),
         "lint": snap.lint.as_json() if snap.lint else None,

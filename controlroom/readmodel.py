@@ -21,12 +21,15 @@ from engine.commands.verification import Finding, findings
 from engine.commands.whatif import InMemory, route_in_memory
 from engine.read import freshness
 from engine.read.contracts import Contract
+from engine.read.deadlines import Deadlines
 from engine.read.ladder import registers_of, stale_knowledge
 from engine.read.load import load
 from engine.read.model import MemoryStatus, Obligation, ObligationKind, ObligationStatus, State, UnitState
 from engine.read.nextup import next_up
 from engine.read.queries import (
     age,
+    awaiting_close,
+    confined,
     days_left,
     holds_index,
     is_stale,
@@ -38,7 +41,7 @@ from registry.lint import LintResult, record_findings
 
 if TYPE_CHECKING:  # loaded on first use, where they are used
     from engine.trust.idhistory import HistoryVerdict
-    from identity.policy import InteractionPolicy
+    from identity.policy import InteractionPolicy, RoutingPolicy
 
 COLUMNS: dict[str, list[tuple[str, int]]] = {
     name: [(c.title, c.width) for c in view.columns] for name, view in BY_VIEW.items()
@@ -75,6 +78,7 @@ class Snapshot:
     stale: dict[str, list[str]] = field(default_factory=dict)  # unit -> the unresolved findings flagging it
     # the interaction policy, read once per refresh (actions ask it per keypress); None: unreadable
     policy: InteractionPolicy | None = None
+    routing: RoutingPolicy | None = None  # the routing policy (its deadlines, SPEC §24); None: unreadable
     known: bool = True  # the stores are here: without them (a clone) unit state is unknown (§16.2)
     history: HistoryVerdict | None = None  # without the stores: identity judged by git history
     routed: int | None = None  # --once: signals it routed before reading (None: it did not route)
@@ -109,6 +113,10 @@ class Snapshot:
             self.policy = self.ws.interaction()
         except RegulatorError:
             self.policy = None
+        try:
+            self.routing = self.ws.routing() if self.known else None
+        except RegulatorError:
+            self.routing = None
         self.generation += 1  # last: a count made meanwhile is kept under the old generation
 
 
@@ -245,6 +253,32 @@ def contract_of(unit: UnitState) -> Contract:
     return unit.contract
 
 
+def unit_cell(snap: Snapshot, unit: UnitState) -> str:
+    """A unit's status as the room and --once show it: `awaiting close` for an in-progress unit
+    whose result is recorded and whose close a hold vetoes (SPEC §23), `unknown` without stores."""
+    if not snap.known:
+        return "unknown"
+    if awaiting_close(snap.state, unit, snap.holds.get(unit.id, [])):
+        return AWAITING_CLOSE
+    return unit_status(snap.state, unit)
+
+
+AWAITING_CLOSE = "awaiting close"
+
+
+def run_marks(snap: Snapshot, unit: UnitState) -> str:
+    """What a row says before a unit's title of how it runs: a started unit that is not confined
+    (SPEC §23, it could read the stores), and the outcome of the result its lease recorded."""
+    if not snap.known:
+        return ""
+    marks = []
+    if confined(snap.state, unit) is False:
+        marks.append("unconfined")
+    if unit.result is not None:
+        marks.append(f"result {unit.result.outcome}")
+    return " · ".join(marks) + " · " if marks else ""
+
+
 def lint_of(snap: Snapshot) -> LintResult:
     """The lint result a lint row was listed from; a snapshot read again has none until its checks
     run: the row is gone (KeyError), not an error."""
@@ -286,6 +320,8 @@ def _keys(view: str, snap: Snapshot, show_all: bool) -> list[Key]:
         out += [RowKey("intake", k) for k in sorted(registers.intake)]
         out += [RowKey("retro", k) for k in sorted(registers.retro)]
         return out
+    if view == "sensors":
+        return list(sensor_rows(snap))
     if view == "identity":
         registers = registers_of(snap.ws, state)
         out = [RowKey("file", c.file) for c in snap.identity]
@@ -307,6 +343,10 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
     if view == "obligations":
         ob = state.obligations[plain(key)]
         subject = ob.subject + (" (stale)" if is_stale(state, ob) else "")
+        if ob.id in state.world.stale_evidence:
+            subject += " (evidence expired)"
+        if deadlines(snap).overdue(ob):
+            subject += " (overdue)"
         if ob.kind == ObligationKind.QUESTION:  # a unit's question, waiting for a person's answer
             subject = f"? {subject}"
         status = ob.status if ob.status != ObligationStatus.RESOLVED else (ob.disposition or ob.status)
@@ -327,12 +367,12 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         return [
             unit_id,
             contract.type,
-            unit_status(state, unit) if snap.known else "unknown",
+            unit_cell(snap, unit),
             # an obligation or a finding holds it
             "■" if snap.holds.get(unit_id) or snap.stale.get(unit_id) else "",
             str(contract.priority),
             ", ".join(held),
-            contract.title,
+            run_marks(snap, unit) + contract.title,
         ]
     if view == "memory":
         entry_id = plain(key)
@@ -354,13 +394,27 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         signal_id = plain(key)
         s = state.signals[signal_id]
         routing = state.routings.get(signal_id)
+        source = f"sensor:{s['sensor']}" if isinstance(s.get("sensor"), str) else None
         return [
             short_id(signal_id),
-            s.get("unit") or f"@{s.get('by')}",
+            source or s.get("unit") or f"@{s.get('by')}",
             s.get("reportedSeverity") or str(s.get("type") or "-"),  # a unit's question has none
             routing["derivedSeverity"] if routing else "-",
             routing["outcome"] if routing else "unrouted",
-            s["subject"],
+            s["subject"] + signal_marks(state, signal_id, s),
+        ]
+    if view == "sensors":
+        r = sensor_rows(snap)[plain(key)]
+        errors = f"{r['errorCount']} error(s): {r['errors'][0]}" if r["errors"] else ""
+        return [
+            r["name"],
+            r["kind"],
+            r["every"],
+            r["lastRun"] or "never",
+            r["outcome"] or "-",
+            str(r["raised"]),
+            r["nextRun"] or "due now",
+            errors or f"{len(r['signals'])} signal(s) last run, {r['runs']} run(s)",
         ]
     if view == "registers":
         kind, ident = sectioned(key)
@@ -424,6 +478,53 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
     raise KeyError(view)
 
 
+def signal_marks(state: State, signal_id: str, signal: dict) -> str:
+    """What a signal row adds to its subject (SPEC §24): its prediction's state, supersession,
+    stale evidence, a withdrawn advisory."""
+    from engine.read.worldfold import AWAITING, CAME_TRUE, DID_NOT, status
+
+    world = state.world
+    marks = []
+    if signal_id in world.predicted:
+        found = status(state, signal_id, signal)
+        marks.append(
+            {
+                AWAITING: "prediction awaits its outcome",
+                CAME_TRUE: "came true",
+                DID_NOT: "did not come true",
+            }.get(found, "prediction pending")
+        )
+    if isinstance(signal.get("supersedes"), str):
+        marks.append(f"supersedes {signal['supersedes'][-8:]}")
+    if world.superseded.get(signal_id):
+        marks.append(f"superseded by {world.superseded[signal_id][-1][-8:]}")
+    if signal_id in world.expired:
+        marks.append("evidence expired")
+    if signal_id in world.withdrawn:
+        marks.append("advisory withdrawn")
+    return "".join(f" ({m})" for m in marks)
+
+
+def sensor_rows(snap: Snapshot) -> dict[str, dict]:
+    """The declared sensors with their last runs (engine.commands.sensors.listing), by name; none when the
+    sensors policy cannot be read (the header says so through identity verify)."""
+
+    def compute() -> dict[str, dict]:
+        from engine.commands.sensors import listing
+
+        try:
+            return {r["name"]: r for r in listing(snap.ws, snap.state)}
+        except RegulatorError:
+            return {}
+
+    return snap.cached("sensors", (), compute)
+
+
+def deadlines(snap: Snapshot) -> Deadlines:
+    """The routing policy's deadlines at the state's time (none when it cannot be read)."""
+    return snap.cached("deadlines", (), lambda: Deadlines.of(snap.routing, snap.state.now))
+
+
 # ---- sorting: `s` cycles through a view's sorts ------------------------------------------------
 
 SEVERITY_RANK = {"critical": 0, "blocking": 1, "advisory": 2, "info": 3}
@@ -485,14 +586,26 @@ def counts(snap: Snapshot) -> dict[str, int]:
 def _counts(snap: Snapshot) -> dict[str, int]:
     state = snap.state
     today = state.now.date()
-    open_count = blocking = stale = 0
+    open_count = blocking = stale = overdue = 0
     now = state.now
+    judge = deadlines(snap)
+    before = judge.before  # severity -> opened before this is overdue (Deadlines.overdue, inlined)
     for ob in state.obligations.values():
         if ob.status == ObligationStatus.OPEN:
             open_count += 1
             blocking += ob.blocks
             if ob.expires_at is not None and ob.expires_at <= now:  # is_stale, inlined: runs per append
                 stale += 1
+            if before:
+                limit = before.get(ob.severity)
+                if limit is not None and (
+                    ob.opened_at < limit if len(ob.opened_at) == 20 else judge.overdue(ob)
+                ):
+                    overdue += 1
+    obligations = state.obligations
+    expired = sum(
+        1 for ob_id in state.world.stale_evidence if obligations[ob_id].status == ObligationStatus.OPEN
+    )
     held_units = [u for u in {*snap.holds, *(u for u, by in snap.stale.items() if by)} if u in state.units]
     cursor = state.cursors.get("memory")
     marker = (cursor.offset if cursor else -1, len(state.memory), today)
@@ -512,6 +625,8 @@ def _counts(snap: Snapshot) -> dict[str, int]:
         "lintErrors": len(snap.lint.errors) if snap.lint else 0,
         "unrouted": unrouted_count(state),
         "badLines": len(state.problems),
+        "overdue": overdue,
+        "evidenceExpired": expired,
     }
 
 
@@ -557,6 +672,10 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, s
         would = would_block_text(snap, compact=True)
         if would:
             parts.append(would)
+        if c["overdue"]:
+            parts.append(f"{c['overdue']} overdue")
+        if c["evidenceExpired"]:
+            parts.append(f"{c['evidenceExpired']} evid.exp")
         if c["badLines"]:
             parts.append(f"{c['badLines']} bad")
         parts += [SHORT_MARKS.get(m, m) for m in trust_marks(snap.ws)]
@@ -574,6 +693,10 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, s
     would = would_block_text(snap)
     if would:
         parts.append(would)
+    if c["overdue"]:
+        parts.append(f"{c['overdue']} overdue")
+    if c["evidenceExpired"]:
+        parts.append(f"{c['evidenceExpired']} evidence expired")
     if c["badLines"]:
         parts.append(f"{c['badLines']} bad line(s)")
     parts += trust_marks(snap.ws)

@@ -65,7 +65,7 @@ VIEW_DEFS: tuple[View, ...] = (
         (
             Column("id", 16),
             Column("type", 10, 3),
-            Column("status", 11),
+            Column("status", 14),
             Column("held", 4, 1),
             Column("prio", 4, 4),
             Column("held by", 18, 2),
@@ -106,7 +106,8 @@ VIEW_DEFS: tuple[View, ...] = (
             Column("subject", 0, 0, 16),
         ),
         sorts=("age", "severity", "unit"),
-        lifecycle="reported → routed → the obligations it opened",
+        actions=("outcome",),
+        lifecycle="reported → routed → the obligations it opened → its prediction's outcome",
     ),
     View(
         "registers",
@@ -133,6 +134,22 @@ VIEW_DEFS: tuple[View, ...] = (
         ),
         actions=("accept", "reject"),
         lifecycle="proposed → decided, with the diff",
+    ),
+    View(
+        "sensors",
+        "7",
+        "Sensors",
+        (
+            Column("sensor", 14),
+            Column("kind", 7, 3),
+            Column("every", 5, 4),
+            Column("last run", 20),
+            Column("outcome", 9),
+            Column("raised", 6, 2),
+            Column("next run", 20, 1),
+            Column("detail", 0, 0, 12),
+        ),
+        lifecycle="declared → each run: its outcome, signals and errors",
     ),
 )
 BY_VIEW = {v.name: v for v in VIEW_DEFS}

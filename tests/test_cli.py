@@ -60,7 +60,7 @@ def test_shell_completion_offers_groups_and_commands():
     words = run(
         env={"_REGULATOR_COMPLETE": "complete_bash", "COMP_WORDS": "regulator signals r", "COMP_CWORD": "2"}
     )
-    assert words.stdout.split() == ["report", "route"]
+    assert words.stdout.split() == ["report", "resolve-prediction", "route"]
 
 
 def test_the_lean_roots_table_names_every_command_of_every_group():

@@ -426,9 +426,7 @@ def test_one_trip_as_the_writer_role_and_refused_as_the_reader(tmp_path, pg_serv
     owner = pg_server.url(db)
     pg_admin.create_schema(owner, "system")
     subprocess.run([REGULATOR, "store", "roles", "--url", owner], check=True, capture_output=True)
-    writer = pg_store.PgStore(
-        pg_server.url(db, "regulator_writer"), tmp_path / "w", "signals", mirrored=False
-    )
+    writer = pg_store.PgStore(pg_server.url(db, "regulator_host"), tmp_path / "w", "signals", mirrored=False)
     first = writer.append_unchanged({"kind": "note", "at": pg_connection.now_text()}, {"units": ""})
     assert first is not None and first["prev"] == ""
     second = writer.append_unchanged({"kind": "note", "at": pg_connection.now_text()}, {})
@@ -451,17 +449,30 @@ def signals_held_url(url: str) -> list[dict]:
 
 
 def test_a_connection_broken_during_the_one_trip_append_writes_exactly_once(tmp_path, pg_url):
-    """The door's backend is killed while it waits for the store's lock: the door asks whether
-    its line went in (under the lock), finds it did not, and appends it once."""
+    """The door's backend is killed while its insert waits on another append that took the same
+    line first and has not committed: the door waits for its old session to end, asks whether its
+    line went in, finds it did not, and appends it once."""
     import psycopg
 
     from engine.doors.api import UnitDoor
+    from engine.log.pg.store import line_text
+    from engine.log.store import event_hash
 
     ws = make_workspace(tmp_path, now=None, clock="system", store=pg_url)
     door = UnitDoor(ws.lease("r1") / ".regulator-lease.json")
     door.report(fields("warm"))
-    holder = psycopg.connect(pg_url)  # a transaction holding the signals store's lock
-    holder.execute("SELECT pg_advisory_xact_lock(hashtext('regulator.store.signals'))")
+    holder = psycopg.connect(pg_url)  # an append of the store's next line, not committed
+    tail = holder.execute(
+        "SELECT hash FROM regulator.events WHERE store = 'signals' ORDER BY n DESC LIMIT 1"
+    ).fetchone()[0]
+    event = {"kind": "note", "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "prev": tail}
+    event["hash"] = event_hash(event)
+    line = line_text(event)
+    holder.execute(
+        "INSERT INTO regulator.events (store, line, sha256, hash, prev, recorded_at)"
+        " VALUES ('signals', %s, encode(sha256(convert_to(%s, 'UTF8')), 'hex'), '', '', now())",
+        (line, line),
+    )
     done: dict = {}
 
     def report() -> None:
@@ -476,15 +487,15 @@ def test_a_connection_broken_during_the_one_trip_append_writes_exactly_once(tmp_
         deadline = time.monotonic() + 30
         waiting: list = []
         while not waiting and time.monotonic() < deadline:
-            waiting = admin.execute(
-                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'"
-                " AND pid <> pg_backend_pid()"
+            waiting = admin.execute(  # the door's insert, waiting for the holder's to commit or not
+                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND wait_event = 'transactionid' AND pid <> pg_backend_pid()"
             ).fetchall()
             time.sleep(0.02)
         assert len(waiting) == 1, waiting
         admin.execute("SELECT pg_terminate_backend(%s)", waiting[0])
         time.sleep(0.3)
-    holder.rollback()  # the lock is free: the door's look and its append go on
+    holder.rollback()  # the holder's line is undone: the door's look and its append go on
     holder.close()
     writer.join(60)
     assert "error" not in done, done

@@ -139,9 +139,7 @@ def test_a_reader_role_fetches_the_mirror(pg_server, tmp_path):
     owner = pg_server.url(db)
     pg_admin.create_schema(owner, "pinned")
     pg_admin.create_roles(owner)
-    writer = pg_store.PgStore(
-        pg_server.url(db, "regulator_writer"), tmp_path / "w", "signals", mirrored=False
-    )
+    writer = pg_store.PgStore(pg_server.url(db, "regulator_host"), tmp_path / "w", "signals", mirrored=False)
     for i in range(5):
         writer.append({"kind": "note", "n": i, "text": "\\ \u2028 é"})
     reader = pg_server.url(db, "regulator_reader")

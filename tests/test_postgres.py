@@ -182,8 +182,8 @@ def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(t
     owner_url = pg_server.url(db)
     pg_admin.create_schema(owner_url, "system")
     ok = subprocess.run([REGULATOR, "store", "roles", "--url", owner_url], capture_output=True, text=True)
-    assert ok.returncode == 0 and "regulator_writer" in ok.stdout, ok.stderr
-    store = pg_store.PgStore(pg_server.url(db, "regulator_writer"), tmp_path / "m", "signals")
+    assert ok.returncode == 0 and "regulator_host" in ok.stdout, ok.stderr
+    store = pg_store.PgStore(pg_server.url(db, "regulator_host"), tmp_path / "m", "signals")
     store.mirror.prepare()
     first = store.append({"kind": "note", "at": pg_connection.now_text()}, assign_id=True)
     assert first["prev"] == ""
@@ -214,7 +214,7 @@ def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(t
         )
 
     now = pg_connection.now_text()
-    with psycopg.connect(pg_server.url(db, "regulator_writer"), autocommit=True) as writer:
+    with psycopg.connect(pg_server.url(db, "regulator_host"), autocommit=True) as writer:
         for sql in (
             "UPDATE regulator.events SET line = line",
             "DELETE FROM regulator.events",
@@ -225,7 +225,9 @@ def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(t
                 writer.execute(sql)
         with pytest.raises(psycopg.errors.CheckViolation, match="more than 2 s"):
             insert(writer, line_for(first["hash"], "2026-01-01T00:00:00Z"))  # a forged at
-        with pytest.raises(psycopg.errors.CheckViolation, match="chain broken"):
+        with pytest.raises(
+            psycopg.errors.SerializationFailure, match="chain broken"
+        ):  # the client reads again
             insert(writer, line_for("0" * 64, now))
         with pytest.raises(psycopg.errors.CheckViolation, match="SHA-256"):
             insert(writer, line_for(first["hash"], now), digest="0" * 64)
@@ -633,20 +635,21 @@ def test_the_room_shows_another_hosts_append(pg_fleet, tmp_path):
 
 
 def test_a_roles_own_session_defaults_change_nothing(tmp_path, pg_server):
-    """A writer may give its own role session defaults (`ALTER ROLE regulator_writer SET ...`):
+    """A host may give its own role session defaults (`ALTER ROLE regulator_host SET ...`):
     read-only transactions stopped every host's writes, and SQL_ASCII made reads crash (text came
     back as bytes). Every connection now sets what it needs. (Set here per database, as the
-    admin, so that no other test on this server sees it.)"""
+    admin, so that no other test on this server sees it; tests/test_pg_roles.py sets more, as the
+    role itself.)"""
     db = pg_server.database()
     ws = make_workspace(tmp_path, store=pg_server.url(db))
     ws.run("store", "roles", "--url", pg_server.url(db), check=True)
     with pg_server.admin(db) as conn:
-        conn.execute(f"ALTER ROLE regulator_writer IN DATABASE \"{db}\" SET client_encoding = 'SQL_ASCII'")
-        conn.execute(f'ALTER ROLE regulator_writer IN DATABASE "{db}" SET default_transaction_read_only = on')
-    writer = {"REGULATOR_STORE": pg_server.url(db, "regulator_writer")}
-    done = ws.run("status", "--json", env=writer)
+        conn.execute(f"ALTER ROLE regulator_host IN DATABASE \"{db}\" SET client_encoding = 'SQL_ASCII'")
+        conn.execute(f'ALTER ROLE regulator_host IN DATABASE "{db}" SET default_transaction_read_only = on')
+    host = {"REGULATOR_STORE": pg_server.url(db, "regulator_host")}
+    done = ws.run("status", "--json", env=host)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
-    done = ws.run("unit", "dispatch", "r1", env=writer)
+    done = ws.run("unit", "dispatch", "r1", env=host)
     assert done.returncode == 0, done.stderr
-    units = {u["id"]: u["status"] for u in ws.json("status", env=writer)["units"]}
+    units = {u["id"]: u["status"] for u in ws.json("status", env=host)["units"]}
     assert units["r1"] == "in-progress"

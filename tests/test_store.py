@@ -177,7 +177,8 @@ def readings(path, store="signals"):
 # out here, not taken from the shape (UNSET: the fold tells a missing rationale from a null one)
 UNITS_FOLD_READ = {
     **dict.fromkeys(("kind", "unit", "id", "at", "leaseHash", "worktree", "type", "profile")),
-    **dict.fromkeys(("action", "disposition", "by", "opens")),
+    **dict.fromkeys(("action", "disposition", "by", "opens", "seen")),
+    **dict.fromkeys(("expiresAt", "ttl", "confined", "outcome", "summary", "exitCode", "durationS")),
     "rationale": msgspec.UNSET,
     "resolves": (),
 }
@@ -226,7 +227,22 @@ LINE_PARTS = st.one_of(
     st.binary(max_size=12),
     st.sampled_from([b"\xff", b"\xc3", b"\x00", b"\x01", b"[1]", b"{", b"}", b'"', b"null", b"1e999"]),
     st.dictionaries(
-        st.sampled_from(["kind", "id", "claim", "at", "n", "unit", "rationale", "resolves", "opens"]),
+        st.sampled_from(
+            [
+                "kind",
+                "id",
+                "claim",
+                "at",
+                "n",
+                "unit",
+                "rationale",
+                "resolves",
+                "opens",
+                "outcome",
+                "ttl",
+                "seen",
+            ]
+        ),
         st.one_of(st.text(max_size=6), st.none(), st.lists(st.text(max_size=2), max_size=2)),
         max_size=4,
     ).map(lambda d: json.dumps(d, ensure_ascii=False).encode()),
@@ -273,6 +289,7 @@ def test_reading_in_pieces_of_any_size_reads_the_same(tmp_path, lines, torn, chu
     for a, b in zip(whole, pieces, strict=True):
         assert (a.events, a.starts, a.offset, a.line) == (b.events, b.starts, b.offset, b.line)
         assert [str(p) for p in a.problems] == [str(p) for p in b.problems]
+        assert a.end == b.end == path.stat().st_size  # every byte read, a torn tail included
 
 
 def test_a_line_the_usual_shapes_refuse_reads_as_json_reads_it(tmp_path):

@@ -156,6 +156,46 @@ class ResolveDialog(_Dialog):
         self.dismiss({"disposition": disposition, "rationale": rationale})
 
 
+class OutcomeDialog(_Dialog):
+    """Whether a signal's prediction came true, and why (SPEC §24): recorded signed, once."""
+
+    CONFIRM = "Record"
+
+    def __init__(self, signal_id: str, summary: str, resolves_at: str) -> None:
+        super().__init__()
+        self.signal_id = signal_id
+        self.summary = escape(summary)  # store text: shown as characters, never acted on
+        self.resolves_at = escape(resolves_at)
+
+    def body(self) -> ComposeResult:
+        yield _heading(f"Record the outcome of signal {self.signal_id}'s prediction")
+        yield Static(Text(self.summary))
+        yield Static(
+            Text(f"It resolves at {self.resolves_at}: that it did not come true can be recorded only then."),
+            classes="note",
+        )
+        yield Label("Did it come true?")
+        yield Select(
+            [("yes — it came true (at any time)", "yes"), ("no — it did not", "no")],
+            id="came-true",
+            prompt="choose",
+        )
+        yield Label("Rationale")
+        yield _input("what shows it", "rationale")
+        yield Static("", id="why", classes="why")
+
+    def confirm(self) -> None:
+        answer = self.query_one("#came-true", Select).value
+        rationale = self.query_one("#rationale", Input).value
+        if answer is Select.BLANK or not isinstance(answer, str):
+            self.refuse("say whether it came true")
+            return
+        if not rationale.strip():
+            self.refuse("a rationale is required")
+            return
+        self.dismiss({"cameTrue": answer, "rationale": rationale})
+
+
 class RetractDialog(_Dialog):
     """A reason, and the first characters of the id typed back: retraction is for good."""
 

@@ -34,6 +34,7 @@ __all__ = [
     "person_workspace",
     "read_json_input",
     "report_flags",
+    "report_contracts",
     "report_problems",
     "table",
     "workspace",
@@ -207,6 +208,11 @@ def report_problems(state: Any) -> None:
         )
     for problem in state.problems:
         sys.stderr.write(f"regulator: warning: {problem}\n")
+    report_contracts(state)
+
+
+def report_contracts(state: Any) -> None:
+    """Each invalid contract, named in one line on stderr (it is left out of what is read)."""
     for problem in state.contract_problems:
         sys.stderr.write(f"regulator: warning: contract skipped: {escape(problem)}\n")
 
@@ -250,9 +256,13 @@ def report_flags(
     observed_at: str | None,
     expires_at: str | None,
     rationale: str | None,
+    supersedes: str | None = None,
+    resolves_at: str | None = None,
 ) -> dict[str, Any]:
-    """A signal's field flags under the JSON names of --json-input (SPEC §5.2)."""
+    """A signal's field flags under the JSON names of --json-input (SPEC §5.2, §24)."""
     return {
+        "supersedes": supersedes,
+        "prediction": {"resolvesAt": resolves_at} if resolves_at is not None else None,
         "subject": subject,
         "claim": claim,
         "observation": observation,

@@ -16,6 +16,7 @@ from controlroom.cli.common import (
     global_options,
     out,
     person_workspace,
+    report_contracts,
     report_problems,
     table,
     workspace,
@@ -163,7 +164,11 @@ def context(
     if unit is not None:
         check_unit_id(unit)
         if unit not in state.contracts:
+            from engine.read.contracts import read_contract
+
+            read_contract(ws, unit)  # names a missing or invalid contract in one line (exit 2)
             raise BadInput(f"unit {unit!r} has no contract under contracts/")
+    report_contracts(state)
     ctx = build_context(ws, state, unit, budget)
     if as_json:
         emit_json(render_json(ctx))

@@ -24,11 +24,19 @@ app = typer.Typer()
 app.add_typer(obligation_app, name="obligation")
 
 
-def obligation_row(state, ob) -> dict:
+def obligation_row(state, ob, deadlines=None) -> dict:
     """The §13 record, plus what the human listing shows."""
     from engine.commands.obligations import record
 
-    return record(state, ob) | {"kind": ob.kind, "subject": ob.subject, "openedAt": ob.opened_at}
+    return record(state, ob, deadlines) | {"kind": ob.kind, "subject": ob.subject, "openedAt": ob.opened_at}
+
+
+def marks(row: dict) -> str:
+    """What a listing appends to an obligation's subject: stale, evidence expired, overdue."""
+    said = [m for m, on in (("stale", row["stale"]), ("evidence expired", row["evidenceExpired"])) if on]
+    if row["overdue"]:
+        said.append(f"overdue since {row['dueAt']}")
+    return "".join(f" ({m})" for m in said)
 
 
 @app.command()
@@ -36,9 +44,13 @@ def obligation_row(state, ob) -> dict:
 def obligations(
     all_: Annotated[bool, typer.Option("--all", help="Include resolved and escalated ones.")] = False,
     stale: Annotated[bool, typer.Option("--stale", help="Only those whose signal expired.")] = False,
+    overdue: Annotated[
+        bool, typer.Option("--overdue", help="Only those open past their deadline (routing.yaml deadlines).")
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """List open obligations (all with --all). Reads only; never routes."""
+    from engine.commands.obligations import deadlines_of
     from engine.read.load import load
     from engine.read.model import ObligationStatus
     from engine.read.storeless import ABSENT
@@ -46,15 +58,31 @@ def obligations(
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
     report_problems(state)
+    deadlines = deadlines_of(ws, state) if ws.has_stores else None
     rows = [
-        obligation_row(state, ob)
+        obligation_row(state, ob, deadlines)
         for ob in state.obligations.values()
         if all_ or ob.status == ObligationStatus.OPEN
     ]
     if stale:
         rows = [r for r in rows if r["stale"]]
+    if overdue:
+        rows = [r for r in rows if r["overdue"]]
     if as_json:  # the §13 list; where the stores are absent it is empty, and says so (exit 1)
-        keys = ("id", "unit", "signal", "severity", "blocks", "owedTo", "status", "disposition", "stale")
+        keys = (
+            "id",
+            "unit",
+            "signal",
+            "severity",
+            "blocks",
+            "owedTo",
+            "status",
+            "disposition",
+            "stale",
+            "evidenceExpired",
+            "overdue",
+            "dueAt",
+        )
         emit_json([{k: r[k] for k in keys} for r in rows])
         absent_exit(ws)
         return
@@ -75,7 +103,7 @@ def obligations(
                 r["owedTo"],
                 age(state, r["openedAt"]),
                 r["status"],
-                r["subject"] + (" (stale)" if r["stale"] else ""),
+                r["subject"] + marks(r),
             ]
             for r in rows
         ],
@@ -88,24 +116,29 @@ def obligation_show(
     obligation_id: Annotated[str, typer.Argument(metavar="ID")], as_json: JsonFlag = False
 ) -> None:
     """The signal an obligation came from and everything that happened to it since."""
-    from engine.commands.obligations import find
+    from engine.commands.obligations import deadlines_of, find
     from engine.read.load import load
     from engine.read.model import ObligationKind
     from engine.read.queries import history
+    from engine.read.worldfold import reporter
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
     ob = find(state, obligation_id)
-    from_signal = ob.kind in (ObligationKind.INTELLIGENCE, ObligationKind.QUESTION)
-    signal = state.signals.get(ob.source) if from_signal else None
+    about = ob.kind in (ObligationKind.INTELLIGENCE, ObligationKind.QUESTION, ObligationKind.RECHECK)
+    signal = state.signals.get(ob.source) if about else None
     events = history(state, ob)
+    row = obligation_row(state, ob, deadlines_of(ws, state))
+    later = state.world.superseded.get(ob.source, []) if about else []
     if as_json:
-        emit_json(obligation_row(state, ob) | {"signalEvent": signal, "history": events})
+        emit_json(row | {"signalEvent": signal, "history": events, "supersededBy": later})
         return
     out(
         f"obligation {ob.id}  unit {escape(ob.unit or '(none)')}  {ob.severity}"
-        f"{' blocking' if ob.blocks else ''}  owed to {ob.owed_to}  {ob.status}"
+        f"{' blocking' if ob.blocks else ''}  owed to {ob.owed_to}  {ob.status}{marks(row)}"
     )
+    if ob.kind == ObligationKind.RECHECK and signal:
+        out(f"recheck: the evidence of signal {signal['id']} expired; ask {escape(reporter(signal))} again")
     if signal and signal.get("type") == "question":  # a unit's question (ask_human, SPEC §22)
         out(f"question {signal['id']} from {escape(signal.get('unit'))} at {signal['at']}")
         for line in str(signal.get("question", "")).split("\n"):
@@ -113,7 +146,7 @@ def obligation_show(
         if signal.get("options"):
             out(f"  options: {escape('; '.join(signal['options']))}")
     elif signal:
-        out(f"signal {signal['id']} from {escape(signal.get('unit') or signal.get('by'))} at {signal['at']}")
+        out(f"signal {signal['id']} from {escape(reporter(signal))} at {signal['at']}")
         out(f"  subject: {escape(signal['subject'])}")
         out(f"  claim: {escape(signal['claim'])}")
         out(f"  observation: {escape(signal['observation'])}")
@@ -122,6 +155,11 @@ def obligation_show(
             f"  confidence {signal['confidence']}, reported {signal['reportedSeverity']}"
             f", expires {signal.get('expiresAt') or 'never'}"
         )
+        if signal.get("supersedes"):
+            out(f"  supersedes signal {escape(signal['supersedes'])}")
+    for newer in later:
+        found = state.signals.get(newer, {})
+        out(f"superseded by signal {newer} from {escape(reporter(found))}: {escape(found.get('subject'))}")
     out("history:")
     for event in events:
         out("  " + describe_event(event))
@@ -147,7 +185,9 @@ def describe_event(event: dict) -> str:
             f"{at} recovery decision {event['action']} by {escape(event['by'])}"
             f" ({event['disposition']}): {escape(event['rationale'])}"
         )
-    return f"{at} {escape(kind)}"
+    from engine.read.worldfold import event_line
+
+    return event_line(event) or f"{at} {escape(kind)}"
 
 
 def _dispositions_epilog() -> str:

@@ -15,6 +15,7 @@ from controlroom.cli.common import (
     global_options,
     out,
     person_workspace,
+    report_contracts,
     report_problems,
     table,
     workspace,
@@ -100,6 +101,7 @@ def registry_next_up(
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
+    report_contracts(state)
     queue, excluded = next_up(ws, state, explain=explain)
     registers = registers_of(ws, state)
     for invalid in registers.invalid_of("finding"):

@@ -11,7 +11,15 @@ from typing import Annotated
 
 import typer
 
-from controlroom.cli.common import JsonFlag, emit_json, escape, global_options, out, workspace
+from controlroom.cli.common import (
+    JsonFlag,
+    emit_json,
+    escape,
+    global_options,
+    out,
+    report_contracts,
+    workspace,
+)
 from engine.base.errors import BadInput
 
 app = typer.Typer()
@@ -138,6 +146,7 @@ def run_once(ws, person: str | None, read_only: bool, as_json: bool) -> int:
     from controlroom.once import as_text, once
 
     snap, reasons = once(ws, person, read_only)
+    report_contracts(snap.state)
     if as_json:
         emit_json(to_json(snap, reasons))
     else:

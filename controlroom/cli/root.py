@@ -36,7 +36,9 @@ MODULES = (
     "room",
     "mcp",
     "serve",
+    "hook",
     "store",
+    "world",
 )
 # the names each module adds to the root, so that a lean command line imports and builds its own
 # group only (tests/test_cli.py checks this table against what the modules register)
@@ -57,7 +59,10 @@ GROUP_OF = {
     "mcp": "mcp",
     "serve": "serve",
     "door": "serve",
+    "hook": "hook",
     "store": "store",
+    "sensors": "world",
+    "calibration": "world",
 }
 
 

@@ -20,6 +20,7 @@ from controlroom.cli.common import (
     Severity,
     Subject,
     emit_json,
+    escape,
     fields_from,
     global_options,
     out,
@@ -49,21 +50,20 @@ def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
     rows = signal_rows(state)
     if as_json:
+        keys = (
+            "id",
+            "subject",
+            "reportedSeverity",
+            "derivedSeverity",
+            "routed",
+            "outcome",
+            "reason",
+            "obligations",
+        )
+        keys += ("sensor", "supersedes", "supersededBy", "evidenceExpired", "withdrawn")  # type: ignore[assignment]
         emit_json(
             [
-                {
-                    k: r[k]
-                    for k in (
-                        "id",
-                        "subject",
-                        "reportedSeverity",
-                        "derivedSeverity",
-                        "routed",
-                        "outcome",
-                        "reason",
-                        "obligations",
-                    )
-                }
+                {k: r[k] for k in keys} | ({"prediction": r["prediction"]} if r["prediction"] else {})
                 for r in rows
             ]
         )
@@ -76,7 +76,7 @@ def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
                 r["reportedSeverity"] or "-",
                 r["derivedSeverity"] or "-",
                 r["outcome"] or "unrouted",
-                r["unit"] or r["by"] or "?",
+                r["from"],
                 r["subject"],
             ]
             for r in rows
@@ -99,6 +99,12 @@ def signals_report(
     rationale: Rationale = None,
     json_input: Annotated[str | None, typer.Option("--json-input", help="FILE or - (seed 000 keys)")] = None,
     by: Annotated[str | None, typer.Option(help="A person reporting (needs the report grant).")] = None,
+    supersedes: Annotated[
+        str | None, typer.Option(help="The id of an earlier signal this report re-asks or replaces.")
+    ] = None,
+    resolves_at: Annotated[
+        str | None, typer.Option("--resolves-at", help="A prediction: when the claim can be judged.")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """report_intelligence: append a signal (S4 → S3). It opens nothing; routing does."""
@@ -116,6 +122,8 @@ def signals_report(
         observed_at,
         expires_at,
         rationale,
+        supersedes,
+        resolves_at,
     )
     fields = fields_from(flags, json_input)
     ws, lease = workspace()
@@ -125,6 +133,28 @@ def signals_report(
         emit_json({"id": event["id"]})
     else:
         out(f"reported signal {event['id']} (not yet routed; `regulator signals route`)")
+
+
+@signals_app.command("resolve-prediction")
+@global_options
+def signals_resolve_prediction(
+    signal_id: Annotated[str, typer.Argument(metavar="ID")],
+    came_true: Annotated[str, typer.Option("--came-true", help="yes|no")] = "",
+    by: Annotated[str | None, typer.Option()] = None,
+    rationale: Annotated[str, typer.Option()] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Record whether a signal's prediction came true (signed; the resolve grant)."""
+    from controlroom.cli.common import person_workspace
+    from engine.commands.predictions import resolve_prediction
+
+    ws = person_workspace(by)
+    event = resolve_prediction(ws, signal_id, came_true, by, rationale)
+    if as_json:
+        emit_json({"signal": event["signal"], "cameTrue": event["cameTrue"], "id": event["id"]})
+    else:
+        said = "came true" if event["cameTrue"] else "did not come true"
+        out(f"signal {event['signal']}: the prediction {said} (recorded by {escape(event['by'])})")
 
 
 # `signals route`, with its what-if modes (SPEC §20), lives in controlroom/cli/whatif.py

@@ -1,4 +1,4 @@
-"""`regulator store roles` and `regulator store copy --to URL|DIR` (SPEC §18: fleet mode)."""
+"""`regulator store roles|upgrade` and `regulator store copy --to URL|DIR` (SPEC §18, §22: fleet mode)."""
 
 from __future__ import annotations
 
@@ -17,37 +17,83 @@ app = typer.Typer()
 app.add_typer(store_app, name="store")
 
 
-@store_app.command("roles")
-@global_options
-def roles(
-    url: Annotated[
-        str | None, typer.Option("--url", help="postgresql://… (default: the workspace's store).")
-    ] = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Create regulator_writer (SELECT, INSERT) and regulator_reader (SELECT); run as the owner."""
-    from engine.log.pg import admin as pg_admin
+def _url(url: str | None) -> str:
+    """--url, else the workspace's store; a postgresql:// URL or bad input."""
     from engine.log.pg import connection as pg_connection
 
     if url is None:
         ws, _ = workspace()
         url = ws.url
         if url is None:
-            raise BadInput("this workspace's stores are files; roles are for a postgresql:// store (--url)")
-    pg_connection.check_url(url)
+            raise BadInput("this workspace's stores are files; this is for a postgresql:// store (--url)")
+    return pg_connection.check_url(url)
+
+
+UrlOption = Annotated[
+    str | None, typer.Option("--url", help="postgresql://… (default: the workspace's store).")
+]
+GRANTS = {
+    "regulator_host": ["SELECT", "INSERT events", "UPDATE locks, leader", "INSERT, UPDATE leases"],
+    "regulator_reader": ["SELECT"],
+}
+
+
+@store_app.command("roles")
+@global_options
+def roles(url: UrlOption = None, as_json: JsonFlag = False) -> None:
+    """Create regulator_host (hosts, serve, persons' CLIs) and regulator_reader (SELECT); run as the owner."""
+    from engine.log.pg import admin as pg_admin
+    from engine.log.pg import connection as pg_connection
+
+    url = _url(url)
     pg_admin.create_roles(url)
+    if as_json:
+        emit_json({"store": pg_connection.redact(url), "roles": GRANTS})
+        return
+    out(f"roles ready on {escape(pg_connection.redact(url))}:")
+    out("  regulator_host: SELECT; INSERT on the events; UPDATE on the lock and leader rows; the leases")
+    out("                  (serve, host commands, persons' CLIs: the only role that writes host events)")
+    out("  regulator_reader: SELECT (CI, control rooms that only watch)")
+    out("units hold no database role; UPDATE, DELETE and TRUNCATE of the events are refused by trigger")
+
+
+@store_app.command("upgrade")
+@global_options
+def upgrade(url: UrlOption = None, as_json: JsonFlag = False) -> None:
+    """Bring a database made by an earlier regulator to this schema; run as the schema's owner."""
+    from engine.log.pg import admin as pg_admin
+    from engine.log.pg import connection as pg_connection
+
+    url = _url(url)
+    done = pg_admin.upgrade(url)
+    shown = pg_connection.redact(url)
     if as_json:
         emit_json(
             {
-                "store": pg_connection.redact(url),
-                "roles": {"regulator_writer": ["SELECT", "INSERT"], "regulator_reader": ["SELECT"]},
+                "store": shown,
+                "from": done.before,
+                "schema": done.after,
+                "upgraded": done.mark is not None,
+                "mark": done.mark["id"] if done.mark else None,
+                "marks": done.mark["marks"] if done.mark else None,
+                "writerRevoked": done.writer_revoked,
             }
         )
         return
-    out(f"roles ready on {escape(pg_connection.redact(url))}:")
-    out("  regulator_writer: SELECT, INSERT (hosts and units that append)")
-    out("  regulator_reader: SELECT (CI, control rooms that only watch)")
-    out("UPDATE, DELETE and TRUNCATE are granted to no one and refused by trigger")
+    if done.mark is None:
+        out(f"{escape(shown)} is at schema {done.after} already; nothing written (its trigger made again)")
+        return
+    out(f"upgraded {escape(shown)} from schema {done.before} to {done.after}")
+    marks = ", ".join(f"{name} {size}" for name, size in done.mark["marks"].items())
+    out(f"upgrade mark {escape(done.mark['id'])} in units.ndjson; lines before it (bytes: {marks}) are")
+    out("judged by the rules they were written under")
+    if done.writer_revoked:
+        out(
+            "regulator_writer may no longer append: move every host to regulator_host, then DROP ROLE regulator_writer"
+        )
+    out(
+        "next: `regulator store roles` (regulator_host, regulator_reader), then point the hosts at regulator_host"
+    )
 
 
 def _source_lines(ws, name: str) -> list[bytes]:

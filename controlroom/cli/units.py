@@ -17,7 +17,10 @@ from controlroom.cli.common import (
     person_workspace,
 )
 
-unit_app = typer.Typer(no_args_is_help=True, help="Unit lifecycle: dispatch, close, decide, demote.")
+unit_app = typer.Typer(
+    no_args_is_help=True,
+    help="Units: define (new, schema), run, and their lifecycle (dispatch, close, decide, demote).",
+)
 app = typer.Typer()
 app.add_typer(unit_app, name="unit")
 
@@ -118,6 +121,84 @@ def unit_demote(
     ws = person_workspace(by)
     demote(ws, unit_id, by, rationale)
     out(f"demoted {unit_id} to todo")
+
+
+@unit_app.command("new")
+@global_options
+def unit_new(
+    unit_id: Annotated[str, typer.Argument(metavar="ID")],
+    unit_type: Annotated[str, typer.Option("--type", help="Free text: research, implement, ...")] = "",
+    profile: Annotated[str, typer.Option(help="A profile of regulator/policy/profiles.yaml.")] = "",
+    title: Annotated[str, typer.Option(help="One line people read.")] = "",
+    contract: Annotated[str | None, typer.Option(help="The task, in words.")] = None,
+    budget_wall: Annotated[
+        str | None, typer.Option("--budget-wall", help="Wall-clock budget of a run: 30s, 15m, 2h, 1d.")
+    ] = None,
+) -> None:
+    """Write a valid contracts/ID.json (docs/units.md); never over an existing one."""
+    from engine.read.contracts import new_contract
+
+    ws = host_workspace()
+    path = new_contract(ws, unit_id, unit_type, profile, title, contract, budget_wall)
+    out(
+        f"wrote {escape(path.relative_to(ws.root).as_posix())}; commit it, then `regulator unit run {unit_id} -- CMD`"
+    )
+
+
+@unit_app.command("run")
+@global_options
+def unit_run(
+    unit_id: Annotated[str, typer.Argument(metavar="UNIT")],
+    command: Annotated[
+        list[str] | None, typer.Argument(metavar="-- CMD ARGS…", help="The agent to run.")
+    ] = None,
+    worktree: Annotated[
+        Path | None,
+        typer.Option(help="Where the unit works (default .worktrees/UNIT, a git worktree at trunk)."),
+    ] = None,
+    user: Annotated[
+        str | None,
+        typer.Option(metavar="ACCOUNT", help="Run as this account: the unit is confined (needs root)."),
+    ] = None,
+    harness: Annotated[str, typer.Option(help="claude-code (MCP config, settings, hooks) or env.")] = "env",
+    ttl: Annotated[
+        str, typer.Option(metavar="DURATION|none", help="How long the lease lives past its last heartbeat.")
+    ] = "15m",
+    wait: Annotated[
+        bool, typer.Option("--wait", help="When a hold vetoes the close, wait for its disposition.")
+    ] = False,
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", metavar="NAME", help="Pass this variable on too; repeat for more."),
+    ] = None,
+) -> None:
+    """Run an agent as UNIT under `serve`: dispatch (vetoes first), a worktree, the lease, the
+    allowlisted environment with the door's URL and token; then its result, and the close (exit 0),
+    awaiting close (exit 3), or a recovery obligation for failed|blocked (exit 1)."""
+    import sys
+
+    from engine.host.unitrun import RunRequest, run
+
+    ws = host_workspace()
+    request = RunRequest(unit_id, list(command or []), worktree, user, harness, ttl, wait, list(env or []))
+
+    def say(line: str) -> None:
+        sys.stderr.write(f"regulator: {escape(line)}\n")
+        sys.stderr.flush()
+
+    code = run(ws, request, say)
+    if code:
+        raise typer.Exit(code)
+
+
+@unit_app.command("schema")
+def unit_schema() -> None:
+    """Print the JSON Schema of contracts/<id>.json."""
+    import sys
+
+    from engine.read.contracts import schema_text
+
+    sys.stdout.write(schema_text())
 
 
 # ---- entry point -----------------------------------------------------------------------------

@@ -113,9 +113,10 @@ def status(as_json: JsonFlag = False) -> None:
         [
             u["id"],
             u["type"] or "?",
-            u["status"],
+            "awaiting close" if u["awaitingClose"] else u["status"],
             "?" if u["held"] is None else "held" if u["held"] else "",
             ", ".join(u["blockedBy"] + u["staleKnowledge"]),
+            _run_text(u),
         ]
         for u in data["units"]
     ]
@@ -128,13 +129,23 @@ def status(as_json: JsonFlag = False) -> None:
         out(warning)
     if data["clock"] == "pinned":
         out("clock pinned: REGULATOR_NOW is honoured here (tests and demos only)")
-    table(["unit", "type", "status", "held", "by"], rows)
+    table(["unit", "type", "status", "held", "by", "run"], rows)
     if data["unrouted"] is None:
         out("unrouted signals: unknown (no stores here)")
         return
     out(f"{data['unrouted']} unrouted signal(s)")
     for s in data["unroutedSignals"]:
         out(f"  {s['id']}  {escape(s['subject'])}")
+
+
+def _run_text(unit: dict) -> str:
+    """How a started unit runs (SPEC §23) and the result its lease recorded, in words."""
+    parts = []
+    if unit["confined"] is not None:
+        parts.append("confined" if unit["confined"] else "unconfined")
+    if unit["result"]:
+        parts.append(f"result {unit['result']['outcome']}: {unit['result']['summary']}")
+    return "; ".join(parts)
 
 
 @app.command()

@@ -95,3 +95,30 @@ def _moment(value: str) -> datetime | None:
         return parse_time(value)
     except BadInput:
         return None
+
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_DURATION_S = 100 * 365 * 86400  # a hundred years: beyond it a duration is a typo, not a plan
+
+
+def parse_duration(value: object, field: str = "duration") -> int:
+    """A duration as regulator writes them everywhere (SPEC §23): `<n>s|m|h|d`, n a whole number
+    above 0 (`30s`, `15m`, `2h`, `14d`); its length in seconds. Anything else is BadInput naming
+    `field`: no spaces, no signs, no fractions, no bare numbers (seconds or minutes?)."""
+    text = value if isinstance(value, str) else None
+    if text is not None and 2 <= len(text) <= 12 and text[-1] in _DURATION_UNITS:
+        digits = text[:-1]
+        if digits.isascii() and digits.isdigit() and digits[0] != "0":
+            seconds = int(digits) * _DURATION_UNITS[text[-1]]
+            if seconds <= MAX_DURATION_S:
+                return seconds
+    raise BadInput(f"{field}: {value!r} is not a duration such as 30s, 15m, 2h or 14d")
+
+
+def format_duration(seconds: int) -> str:
+    """The largest unit that divides a duration whole (900 → `15m`): what parse_duration reads."""
+    for unit in ("d", "h", "m"):
+        size = _DURATION_UNITS[unit]
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

@@ -46,6 +46,29 @@ def recovery_obligation_id(decision_id: str, unit_id: str) -> str:
     return digest[:20]
 
 
+def result_id(lease_hash: str) -> str:
+    """A result's id: one result per lease, so the same lease names the same result."""
+    return "R" + hashlib.sha256(f"result\0{lease_hash}".encode()).hexdigest()[:25]
+
+
+def expiry_id(lease_hash: str) -> str:
+    """A lease-expired event's id: two hosts (or one duty run twice) name the same expiry."""
+    return "X" + hashlib.sha256(f"lease-expired\0{lease_hash}".encode()).hexdigest()[:25]
+
+
+def derived_id(kind: str, *parts: str) -> str:
+    """The id of a host event a timed duty writes (SPEC §24): derived from what it is about, so a
+    duty run twice, by two hosts or after a restart, names the same event and writes it once."""
+    digest = hashlib.sha256("\0".join((kind, *parts)).encode()).digest()
+    return _encode(int.from_bytes(digest[:16], "big"), 26)
+
+
+def recheck_obligation_id(signal_id: str) -> str:
+    """The one recheck obligation a signal whose evidence expired opens (SPEC §24)."""
+    digest = hashlib.sha256(f"recheck\0{signal_id}".encode()).hexdigest()
+    return digest[:20]
+
+
 def question_obligation_id(signal_id: str) -> str:
     """The one obligation a question (a signal of type question, SPEC §22) opens, owed to S3."""
     digest = hashlib.sha256(f"question\0{signal_id}".encode()).hexdigest()

@@ -19,9 +19,14 @@ def check_prefix(prefix: object, what: str) -> str:
 
 
 def by_prefix(items: Mapping[str, T], prefix: str, what: str) -> T:
+    return items[key_by_prefix(items, prefix, what)]
+
+
+def key_by_prefix(items: Mapping[str, object], prefix: str, what: str) -> str:
+    """The one id among `items` that `prefix` names (exit 2 for none, or more than one)."""
     check_prefix(prefix, what)
     if prefix in items:
-        return items[prefix]
+        return prefix
     lowered = prefix.lower()
     matches = [key for key in items if key.lower().startswith(lowered)]
     if not matches and len(prefix) >= 6:  # the room and --once show ids by their last characters
@@ -31,4 +36,4 @@ def by_prefix(items: Mapping[str, T], prefix: str, what: str) -> T:
     if len(matches) > 1:
         shown = ", ".join(sorted(matches)[:5])
         raise BadInput(f"{what} id prefix {prefix!r} is ambiguous ({shown}...); give more characters")
-    return items[matches[0]]
+    return matches[0]

@@ -26,7 +26,7 @@ ROUTING = "regulator/policy/routing.yaml"
 UNSIGNED_FIELDS = ("prev", "hash", "sig")  # what a signature does not cover
 # the grant each person event of signals, units and memory needs (identity's are judged in _judge)
 GRANT_OF = {"disposition": "resolve", "decision": "decide", "demote": "decide", "retraction": "retract",
-            "signal": "report"}  # fmt: skip
+            "signal": "report", "prediction-outcome": "resolve"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,8 @@ class Authority:
     times: list[str] = field(default_factory=list)  # `at` of each interaction policy in force
     marks: list[dict | None] = field(default_factory=list)  # ... the other stores' sizes then
     policies: list[People] = field(default_factory=list)  # ... and the policy from then on
-    routing: list[tuple[str, str | None]] = field(default_factory=list)  # (from `at`, decided routing.yaml)
+    # (from `at`, decided routing.yaml, where its decision starts in identity.ndjson: -1 the baseline)
+    routing: list[tuple[str, str | None, int]] = field(default_factory=list)
     proposals: dict[str, dict] = field(default_factory=dict)  # the proposals that count
     decisions: list[dict] = field(default_factory=list)  # the decisions that count, baseline first
     dismissals: dict[tuple[str, int], dict] = field(default_factory=dict)  # (store, line) -> event
@@ -224,7 +225,7 @@ def _closed(auth: Authority, why: str) -> Authority:
         times=[""],
         marks=[None],
         policies=[People.closed()],
-        routing=[("", None)],
+        routing=[("", None, -1)],
         unknown=why,
     )
 
@@ -248,7 +249,7 @@ def fold(events: list[dict], starts: list[int]) -> Authority:
             auth.policies.append(_baseline_people(auth))
             auth.times.append("")
             auth.marks.append(None)
-            auth.routing.append(("", auth.content.get(ROUTING)))
+            auth.routing.append(("", auth.content.get(ROUTING), -1))
         reason = _judge(auth, event, kind, verdict, seen, decided)
         if reason is not None:
             auth.uncounted.append(Uncounted("identity", offset, reason, event.get("id")))
@@ -270,7 +271,7 @@ def fold(events: list[dict], starts: list[int]) -> Authority:
                     auth.marks.append(event.get("marks") if isinstance(event.get("marks"), dict) else None)
                 if proposal["file"] == ROUTING:
                     auth.routing.append(
-                        (at if isinstance(at := event.get("at"), str) else "", proposal["content"])
+                        (at if isinstance(at := event.get("at"), str) else "", proposal["content"], offset)
                     )
         elif kind == "dismissal":
             store, line = event.get("store"), event.get("line")
@@ -280,7 +281,7 @@ def fold(events: list[dict], starts: list[int]) -> Authority:
         auth.policies.append(_baseline_people(auth))
         auth.times.append("")
         auth.marks.append(None)
-        auth.routing.append(("", auth.content.get(ROUTING)))
+        auth.routing.append(("", auth.content.get(ROUTING), -1))
     return auth
 
 

@@ -9,18 +9,19 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
 from engine.base.errors import BadInput, Refused
-from engine.log.store import NO_STORES, Store, locked
-from identity.files import POLICY_DIR, STORE_POLICY, content_hash
+from engine.log.events import STORES
+from engine.log.store import NO_STORES, Store, lock_held, locked
+from identity.files import POLICY_DIR, SENSORS_POLICY, STORE_POLICY, content_hash
 
 if TYPE_CHECKING:  # the policy models are pydantic: imported only by commands that read policy
     from engine.checkout.authority import Authority
-    from identity.policy import InteractionPolicy, Profiles, RoutingPolicy
+    from identity.policy import InteractionPolicy, Profiles, RoutingPolicy, SensorsPolicy
 
 LEASE_FILE = ".regulator-lease.json"
 STATE_DIR = ".regulator"
@@ -38,10 +39,13 @@ class Lease:
     workspace: Path
     leased_at: str
     path: Path
+    # where the unit works, when the lease file lies outside it (`unit run` keeps it in the lease's
+    # folder, SPEC §23); else the lease file's folder
+    work: Path | None = None
 
     @property
     def worktree(self) -> Path:
-        return self.path.parent
+        return self.work or self.path.parent
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,18 @@ class Workspace:
             return PgStore(url, self.state_dir, name)
         return Store(self.state_dir / f"{name}.ndjson")
 
+    def marks(self, but: str, folded: Mapping[str, int] | None = None) -> dict[str, int]:
+        """Where every store but `but` ends, as a write decided inside the decide lock records it:
+        an identity decision's `marks`, a host event's `seen` (SPEC §22). A store the caller folded
+        counts as far as it was folded (`folded`: store -> byte offset); any other, its length now
+        (on PostgreSQL, its mirror's bytes, brought up to date when the lock was taken)."""
+        folded = folded or {}
+        return {
+            name: folded[name] if name in folded else self.store(name).size()
+            for name in STORES
+            if name != but
+        }
+
     def sync(self) -> int:
         """A postgresql workspace: bring the local mirror up to date (lines gained); files: 0."""
         url = self.url
@@ -102,15 +118,15 @@ class Workspace:
         return found.sync()
 
     def cannot_write(self) -> str | None:
-        """Why this process may not append, in words (a PostgreSQL role without INSERT on the
-        stores, such as regulator_reader), or None: it may. One question to the server."""
+        """Why this process may not write what a host writes, in words (a PostgreSQL role without
+        INSERT on the stores, such as regulator_reader, or one that is not regulator_host; a
+        database still on an earlier schema), or None: it may. One question to the server."""
         url = self.url
         if url is None:
             return None
-        from engine.log.pg.admin import write_access
+        from engine.log.pg.admin import cannot_write
 
-        role, allowed = write_access(url)
-        return None if allowed else f"this store's role ({role}) cannot write"
+        return cannot_write(url)
 
     @property
     def has_stores(self) -> bool:
@@ -160,6 +176,16 @@ class Workspace:
             finally:
                 _DECIDING.discard(self.root)
 
+    def decide_lock_held(self) -> bool:
+        """Does another process hold the decide lock right now (the one exclusive() takes)? A probe
+        that never waits: `.regulator/decide.lock` on files, the lock row on PostgreSQL."""
+        url = self.url
+        if url is not None:
+            from engine.log.pg.server import decide_lock_held
+
+            return decide_lock_held(url)
+        return lock_held(self.state_dir / "decide.lock")
+
     def deciding(self) -> bool:
         """Inside exclusive(): this command writes (readers never do, SPEC §13)."""
         return self.root in _DECIDING
@@ -197,18 +223,34 @@ class Workspace:
         except FileNotFoundError:
             raise BadInput(f"policy {relative}: missing; run `regulator init` or restore it") from None
 
+    def optional_policy_text(self, relative: str) -> str | None:
+        """A governed file a workspace may lack (sensors.yaml): None while it is absent on disk and
+        no decision ever recorded it; else its content in force, as policy_text."""
+        auth = self.authority()
+        decided = relative in auth.decided_hash or relative in auth.content
+        if not decided and not os.path.lexists(self.root / relative):
+            return None
+        return self.policy_text(relative)
+
     @overload
     def _policy(self, name: Literal["routing.yaml"]) -> RoutingPolicy: ...
     @overload
     def _policy(self, name: Literal["interaction.yaml"]) -> InteractionPolicy: ...
     @overload
     def _policy(self, name: Literal["profiles.yaml"]) -> Profiles: ...
+    @overload
+    def _policy(self, name: Literal["sensors.yaml"]) -> SensorsPolicy: ...
     def _policy(self, name: str) -> object:
         """Parsed policy in force, parsed again only when its decided content changed (a long-lived
-        control room asks for it on every append)."""
+        control room asks for it on every append). sensors.yaml absent and never decided: none."""
         from identity.policy import PolicyError, parse_policy
 
-        text = self.policy_text(f"{POLICY_DIR}/{name}")
+        relative = f"{POLICY_DIR}/{name}"
+        text = (
+            self.optional_policy_text(relative) if relative == SENSORS_POLICY else self.policy_text(relative)
+        )
+        if text is None:
+            text = "sensors: {}\n"
         key = (name, text)
         if key in _POLICY_CACHE:
             return _POLICY_CACHE[key]
@@ -229,6 +271,10 @@ class Workspace:
 
     def profiles(self) -> Profiles:
         return self._policy("profiles.yaml")
+
+    def sensors(self) -> SensorsPolicy:
+        """The declared sensors in force (SPEC §24); none where sensors.yaml was never decided."""
+        return self._policy("sensors.yaml")
 
     def revision(self, where: Path | None = None) -> str | None:
         """HEAD of the given worktree (or the workspace); None outside git."""
@@ -364,6 +410,7 @@ def read_lease(path: Path) -> Lease:
             workspace=Path(data["workspace"]),
             leased_at=str(data["leasedAt"]),
             path=path.resolve(),
+            work=Path(data["worktree"]) if isinstance(data.get("worktree"), str) else None,
         )
     except FileNotFoundError:
         raise BadInput(f"lease file {path} does not exist") from None

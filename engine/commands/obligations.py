@@ -9,6 +9,7 @@ from engine.base.lookup import by_prefix, check_prefix
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person, require_grant
 from engine.commands.router import route_locked
+from engine.read.deadlines import Deadlines
 from engine.read.load import load
 from engine.read.model import (
     PERSON_DISPOSITIONS,
@@ -22,7 +23,7 @@ from engine.read.model import (
 from engine.trust.signing import person_event, signer_for
 
 DISPOSITIONS = PERSON_DISPOSITIONS  # what `obligation resolve --disposition` accepts
-_FROM_SIGNALS = (ObligationKind.INTELLIGENCE, ObligationKind.QUESTION)
+_FROM_SIGNALS = (ObligationKind.INTELLIGENCE, ObligationKind.QUESTION, ObligationKind.RECHECK)
 
 
 def dispositions_for(ob: Obligation) -> tuple[str, ...]:
@@ -32,8 +33,9 @@ def dispositions_for(ob: Obligation) -> tuple[str, ...]:
     return tuple(d for d in DISPOSITIONS if d != Disposition.ANSWERED)
 
 
-def record(state: State, ob: Obligation) -> dict:
-    """An obligation as `obligations --json` and `controlroom --once --json` show it (SPEC §13)."""
+def record(state: State, ob: Obligation, deadlines: Deadlines | None = None) -> dict:
+    """An obligation as `obligations --json` and `controlroom --once --json` show it (SPEC §13, §24:
+    `evidenceExpired` recorded by the host, `overdue` and `dueAt` by the routing policy's deadlines)."""
     from engine.read.queries import is_stale
 
     return {
@@ -46,7 +48,22 @@ def record(state: State, ob: Obligation) -> dict:
         "status": ob.status,
         "disposition": ob.disposition,
         "stale": is_stale(state, ob),
+        "evidenceExpired": ob.id in state.world.stale_evidence,
+        "overdue": deadlines.overdue(ob) if deadlines is not None else False,
+        "dueAt": deadlines.due(ob) if deadlines is not None else None,
     }
+
+
+def deadlines_of(ws: Workspace, state: State) -> Deadlines:
+    """The deadlines of the routing policy in force, at the state's time (none when the policy
+    cannot be read: a listing still lists)."""
+    from engine.base.errors import RegulatorError
+
+    try:
+        policy = ws.routing()
+    except RegulatorError:
+        policy = None
+    return Deadlines.of(policy, state.now)
 
 
 def _check_disposition(ob: Obligation, disposition: str) -> None:

@@ -14,7 +14,15 @@ from engine.commands.init import write_governed
 from engine.read.load import load
 from engine.read.model import EventKind, State
 from engine.trust.signing import person_event, signer_for
-from identity.files import GOVERNED, OPTIONAL, POLICY_DIR, STORE_POLICY, content_hash, file_hash
+from identity.files import (
+    GOVERNED,
+    OPTIONAL,
+    POLICY_DIR,
+    SENSORS_POLICY,
+    STORE_POLICY,
+    content_hash,
+    file_hash,
+)
 from identity.policy import POLICY_MODELS, PolicyError, parse_policy
 
 
@@ -43,6 +51,8 @@ def propose(ws: Workspace, file: str, content: bytes, rationale: str, actor: Act
             raise BadInput(f"proposed {exc}; a policy that cannot be read is not proposed") from None
     if relative == STORE_POLICY:
         check_store_policy(text)
+    if relative == SENSORS_POLICY:
+        check_sensors_policy(ws, text)
     state = load(ws, stores=("units",))
     signer = None
     if actor.lease is not None:
@@ -92,6 +102,23 @@ def check_store_policy(text: str) -> None:
         )
 
 
+def check_sensors_policy(ws: Workspace, text: str) -> None:
+    """A proposed sensors.yaml names severities of the routing policy in force and unit ids
+    (SPEC §24); its shape was checked when it parsed."""
+    from engine.workspace import check_unit_id
+
+    severities = ws.routing().severities
+    for name, sensor in parse_policy("sensors.yaml", text).sensors.items():
+        if sensor.severity not in severities:
+            raise BadInput(
+                f"proposed {SENSORS_POLICY}: sensor {name}: severity {sensor.severity!r} is not one of "
+                f"{', '.join(severities)}"
+            )
+        for path, units in sensor.lockfiles.items():
+            for unit in units:
+                check_unit_id(unit, f"proposed {SENSORS_POLICY}: sensor {name}: lockfile {path}")
+
+
 def _decided_hash(ws: Workspace, relative: str) -> str | None:
     """The content a proposal changes: the decided one (a hand edit on disk is not the base)."""
     return ws.authority().decided_hash.get(relative) or file_hash(ws.root / relative)
@@ -137,7 +164,7 @@ def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: 
             "rationale": rationale,
             # where in the other stores this decision takes effect: a line appended later is judged
             # under it, whatever time it claims (engine.checkout.authority.people_for)
-            "marks": {name: ws.store(name).size() for name in ("signals", "units", "memory")},
+            "marks": ws.marks(but="identity"),
             "at": clock.iso(clock.now()),
         }
         written = ws.store("identity").append(person_event(ws, signer, event))
@@ -259,11 +286,43 @@ def review(ws: Workspace, proposal: dict) -> list[str]:
             was, will = "?", "?"  # propose refuses such text; a line appended by hand may hold it
         if was != will:
             lines.append(f"! moves the stores: {was} -> {will} (proposed by {author})")
+    for command, where in added_commands(proposal["file"], before, after):
+        lines.append(f"! runs {command} on the host ({where}, proposed by {author})")
     diff = difflib.unified_diff(
         before.split("\n") if before else [], after.split("\n"), f"{proposal['file']} (decided)",
         f"{proposal['file']} (proposed)", lineterm="",
     )  # fmt: skip
     return lines + list(diff)  # split on \n only: a \r, \x1c or U+2028 stays in its line, escaped
+
+
+def added_commands(file: str, before: str, after: str) -> list[tuple[str, str]]:
+    """The commands a proposal adds or changes that the host would run (SPEC §24): routing.yaml's
+    `notify`, sensors.yaml's command sensors; each as (the command, where it is declared). A text
+    that does not parse declares none here (propose refuses it)."""
+    import shlex
+
+    from identity.files import POLICY_DIR, SENSORS_POLICY
+
+    def commands(text: str) -> dict[str, tuple[str, ...]]:
+        from identity.yamlload import YamlError, safe_load_strict
+
+        try:
+            data = safe_load_strict(text) if text else None
+        except YamlError:
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        found: dict[str, tuple[str, ...]] = {}
+        if file == f"{POLICY_DIR}/routing.yaml" and isinstance(data.get("notify"), list):
+            found["notify in routing.yaml"] = tuple(str(a) for a in data["notify"])
+        if file == SENSORS_POLICY and isinstance(data.get("sensors"), dict):
+            for name, sensor in data["sensors"].items():
+                if isinstance(sensor, dict) and isinstance(sensor.get("command"), list):
+                    found[f"sensor {name} in sensors.yaml"] = tuple(str(a) for a in sensor["command"])
+        return found
+
+    old, new = commands(before), commands(after)
+    return [(shlex.join(argv), where) for where, argv in new.items() if argv and old.get(where) != argv]
 
 
 def _fingerprint(key: str) -> str:

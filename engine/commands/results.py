@@ -2,23 +2,25 @@
 units.ndjson by the door that the unit called (never a close: closing stays the host's, vetoes first).
 
 One result per lease: a second is refused (exit 3), so a unit cannot rewrite what it reported.
-`unit run` (SPEC §23) records one itself when the unit reported none.
+`unit run` (SPEC §23) records one itself when the unit reported none (record_host_result). A
+`failed` or `blocked` result asks a person for a recovery decision (an advisory obligation).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from engine.base import clock
+from engine.base import clock, ids
 from engine.base.errors import BadInput, Refused
 from engine.base.limits import check_text
 from engine.checkout.workspace import Lease, Workspace
 from engine.commands.actors import check_lease, unit_tools
 from engine.read.load import load
-from engine.read.model import EventKind, State
+from engine.read.model import ADVISORY, ASKS_RECOVERY, OWED_TO, RESULT_OUTCOMES, EventKind, State, UnitStatus
+from engine.read.queries import unit_status
 
 FIELDS = ("summary", "outcome", "usage")
-OUTCOMES = ("done", "blocked", "failed")
+OUTCOMES = RESULT_OUTCOMES
 USAGE = ("tokens", "costUsd")
 GRANT = "report_result"
 
@@ -58,14 +60,61 @@ def validate_result(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def reported(state: State, unit_id: str, lease_hash: str | None) -> bool:
-    """A result is recorded for this lease of the unit."""
+    """A result is recorded for this lease of the unit (the fold keeps the latest lease's)."""
     unit = state.units.get(unit_id)
-    if unit is None or lease_hash is None:
-        return False
-    return any(
-        e.get("kind") == EventKind.RESULT and e.get("leaseHash") == lease_hash
-        for e in state.source.events(unit.history)
+    return (
+        unit is not None and lease_hash is not None and unit.lease == lease_hash and unit.result is not None
     )
+
+
+def result_event(
+    state: State,
+    unit_id: str,
+    lease_hash: str | None,
+    body: dict[str, Any],
+    by: str,
+    exit_code: int | None = None,
+    duration_s: int | None = None,
+) -> dict[str, Any]:
+    """The `result` event for the unit's current lease (exit 3 when the lease is not current or a
+    result is already recorded for it). Its id derives from the lease (one result per lease); a
+    `failed` or `blocked` outcome opens an advisory obligation of kind `recovery`, owed to S3, that
+    asks a person for a recovery decision (SPEC §4.4, §23)."""
+    unit = state.units.get(unit_id)
+    if (
+        unit is None
+        or lease_hash is None
+        or unit.lease != lease_hash
+        or unit_status(state, unit) != UnitStatus.IN_PROGRESS
+    ):
+        raise Refused(f"unit {unit_id}: this lease is not its current one; no result recorded")
+    if unit.result is not None:
+        raise Refused(
+            f"unit {unit_id} has already reported its result ({unit.result.outcome}) under this lease"
+        )
+    result_id = ids.result_id(lease_hash)
+    event: dict[str, Any] = {
+        "kind": EventKind.RESULT,
+        "id": result_id,
+        "unit": unit_id,
+        "leaseHash": lease_hash,
+        "summary": body["summary"],
+        "outcome": body["outcome"],
+        "usage": body.get("usage"),
+        "by": by,
+        "at": clock.iso(clock.now()),
+    }
+    if exit_code is not None:
+        event["exitCode"] = exit_code
+    if duration_s is not None:
+        event["durationS"] = duration_s
+    if body["outcome"] in ASKS_RECOVERY:
+        event["opens"] = {
+            "id": ids.recovery_obligation_id(result_id, unit_id),
+            "severity": ADVISORY,
+            "owedTo": OWED_TO,
+        }
+    return event
 
 
 def report_result(ws: Workspace, fields: dict[str, Any], lease: Lease) -> dict[str, Any]:
@@ -78,15 +127,20 @@ def report_result(ws: Workspace, fields: dict[str, Any], lease: Lease) -> dict[s
         _, profile, tools = unit_tools(ws, state, lease.unit)
         if GRANT not in tools:
             raise Refused(f"unit {lease.unit}'s profile {profile} does not grant {GRANT}")
-        lease_hash = state.units[lease.unit].lease
-        if reported(state, lease.unit, lease_hash):
-            raise Refused(f"unit {lease.unit} has already reported its result under this lease")
-        event = {
-            "kind": EventKind.RESULT,
-            "unit": lease.unit,
-            "leaseHash": lease_hash,
-            **body,
-            "by": None,
-            "at": clock.iso(clock.now()),
-        }
-        return ws.store("units").append(event, assign_id=True)
+        event = result_event(state, lease.unit, state.units[lease.unit].lease, body, by="unit")
+        return ws.store("units").append(event)
+
+
+def record_host_result(
+    ws: Workspace, unit_id: str, lease_hash: str, outcome: str, summary: str, exit_code: int, duration_s: int
+) -> dict[str, Any] | None:
+    """`unit run`'s result when the unit reported none (SPEC §23): outcome `done` for exit 0, else
+    `failed`; the child's own exit code and the run's duration. None when the unit's own result is
+    already recorded for this lease (it stands)."""
+    body = validate_result({"summary": summary, "outcome": outcome})
+    with ws.exclusive():
+        state = load(ws, stores=("units",))
+        if reported(state, unit_id, lease_hash):
+            return None
+        event = result_event(state, unit_id, lease_hash, body, "host", exit_code, duration_s)
+        return ws.store("units").append(event)

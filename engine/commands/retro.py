@@ -175,6 +175,8 @@ def unit_status_at(state: State, unit: UnitState, until: datetime) -> str:
             status = UnitStatus.IN_PROGRESS
         elif kind == EventKind.CLOSE:
             status = UnitStatus.CLOSED
+        elif kind == EventKind.LEASE_EXPIRED:
+            status = UnitStatus.LOST
         elif kind == EventKind.DEMOTE:
             status = UnitStatus.TODO
         elif kind == EventKind.DECISION:

@@ -171,7 +171,13 @@ def route_locked(ws: Workspace, state: State | None = None) -> list[dict]:
     else:
         advance(ws, state, final=False, stores=("signals",))
     store = ws.store("signals")
-    return [store.append(record) for record in pending(state, policy, clock.now())]
+    records = pending(state, policy, clock.now())
+    if not records:
+        return []
+    # what the router decided on (SPEC §22): every other store's length inside the decide lock (the
+    # signals it routes are in its own store, before the record)
+    seen = ws.marks(but="signals")
+    return [store.append(record | {"seen": seen}) for record in records]
 
 
 def route(ws: Workspace, state: State | None = None) -> list[dict]:

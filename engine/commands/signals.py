@@ -8,6 +8,7 @@ from datetime import datetime
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
 from engine.base.limits import check_list, check_text
+from engine.base.lookup import check_prefix
 from engine.checkout.workspace import Lease, Workspace, check_unit_id
 from engine.commands.actors import Actor, check_lease, check_person, require_grant, unit_tools
 from engine.read.load import load
@@ -25,6 +26,8 @@ FIELDS = (
     "observedAt",
     "expiresAt",
     "rationale",
+    "prediction",  # SPEC §24: {resolvesAt} for a claim about the future
+    "supersedes",  # SPEC §24: the id of an earlier signal this report re-asks or replaces
 )
 CONFIDENCE = ("low", "medium", "high")
 
@@ -76,6 +79,11 @@ def validate_report(
     rationale = fields.get("rationale")
     if rationale is not None:
         rationale = check_text("rationale", rationale)
+    extra: dict = {}
+    if fields.get("prediction") is not None:
+        extra["prediction"] = _prediction(fields["prediction"], observed)
+    if fields.get("supersedes") is not None:
+        extra["supersedes"] = check_prefix(fields["supersedes"], "supersedes: signal")
     return {
         "subject": subject,
         "claim": claim,
@@ -87,7 +95,32 @@ def validate_report(
         "observedAt": clock.iso(observed),
         "expiresAt": clock.iso(expires) if expires else None,
         "rationale": rationale,
+        **extra,
     }
+
+
+def _prediction(value: object, observed: datetime) -> dict:
+    """`prediction: {resolvesAt}`: when the claim about the future can be judged (after observedAt)."""
+    if not isinstance(value, dict) or set(value) != {"resolvesAt"}:
+        raise BadInput('prediction: expected {"resolvesAt": "<time>"} (when the claim can be judged)')
+    resolves = clock.parse_time(value["resolvesAt"], "prediction.resolvesAt")
+    if resolves <= observed:
+        raise BadInput(
+            f"prediction.resolvesAt {clock.iso(resolves)} is not after observedAt {clock.iso(observed)}"
+        )
+    return {"resolvesAt": clock.iso(resolves)}
+
+
+def check_supersedes(ws: Workspace, body: dict) -> dict:
+    """A report that supersedes an earlier signal names one that exists (a unique prefix is taken,
+    and the whole id recorded): exit 2 otherwise. The signals store is read only then."""
+    named = body.get("supersedes")
+    if named is None:
+        return body
+    from engine.lookup import key_by_prefix
+
+    state = load(ws, stores=("signals",))
+    return {**body, "supersedes": key_by_prefix(state.signals.refs, named, "signal")}
 
 
 def report_intelligence(ws: Workspace, fields: dict, actor: Actor) -> dict:
@@ -99,7 +132,7 @@ def report_intelligence(ws: Workspace, fields: dict, actor: Actor) -> dict:
             ws, fields, lease, state, set(state.contracts), lambda: ws.revision(lease.worktree)
         )
         return ws.store("signals").append(event, assign_id=True)
-    body = validate_report(fields, ws.routing().severities, set(state.contracts))
+    body = check_supersedes(ws, validate_report(fields, ws.routing().severities, set(state.contracts)))
     person = check_person(actor.person)  # an Actor holds a lease or a person
     require_grant(ws, person, "report", "report intelligence")
     signer = signer_for(ws, person)
@@ -119,7 +152,7 @@ def unit_signal(
     authorized (exit 3) on `state` (its units store read): the lease is the unit's current one,
     its profile grants report_intelligence, it is a research unit. `known_units` are the units
     with contracts; `revision` gives the worktree's HEAD, asked only once authorized."""
-    body = validate_report(fields, ws.routing().severities, known_units)
+    body = check_supersedes(ws, validate_report(fields, ws.routing().severities, known_units))
     check_lease(state, lease)
     unit_type, profile, tools = unit_tools(ws, state, lease.unit)
     if "report_intelligence" not in tools:

@@ -9,6 +9,8 @@ import hashlib
 import json
 import os
 import secrets
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from engine.base import clock, ids
@@ -17,7 +19,7 @@ from engine.base.limits import check_text
 from engine.checkout.workspace import LEASE_FILE, Workspace, check_unit_id
 from engine.commands.actors import check_person, lease_hash, require_grant
 from engine.commands.router import route_locked
-from engine.read.contracts import contract_path
+from engine.read.contracts import contract_path, read_contract
 from engine.read.load import load
 from engine.read.model import (
     BLOCKING,
@@ -32,16 +34,16 @@ from engine.read.model import (
     UnitState,
     UnitStatus,
 )
-from engine.read.queries import unit_status
+from engine.read.queries import STARTED, unit_status
 from engine.read.vetoes import check_close, check_dispatch
 from engine.trust.signing import person_event, signer_for
 
 
 def _known(ws: Workspace, unit_id: str) -> None:
-    """Bad input is refused before anything runs, routing included: nothing is written."""
+    """Bad input is refused before anything runs, routing included: nothing is written. An invalid
+    contract is named in one line (engine.read.contracts.read_contract)."""
     check_unit_id(unit_id)
-    if not contract_path(ws, unit_id).is_file():
-        raise BadInput(f"unit {unit_id!r} has no contract (contracts/{unit_id}.json); add it first")
+    read_contract(ws, unit_id)
 
 
 def _unit(state: State, unit_id: str) -> UnitState:
@@ -51,7 +53,21 @@ def _unit(state: State, unit_id: str) -> UnitState:
     return state.unit(unit_id)
 
 
-def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
+@dataclass(frozen=True)
+class LeaseTerms:
+    """How `unit run` leases a unit (SPEC §23); a plain `unit dispatch` takes none of them: its
+    lease never expires, its unit is not known to be confined and its lease file is in the worktree."""
+
+    ttl: int | None = None  # seconds; None: the lease never expires
+    confined: bool = False  # the child runs as another account (`--user`)
+    lease_dir: Path | None = None  # the lease file's folder, outside the worktree
+    owner: tuple[int, int] | None = None  # (uid, gid) the lease file is given to (`--user`)
+
+
+def dispatch(
+    ws: Workspace, unit_id: str, worktree: Path | None = None, terms: LeaseTerms | None = None
+) -> dict:
+    terms = terms or LeaseTerms()
     _known(ws, unit_id)
     if worktree is not None:
         worktree = worktree.resolve()
@@ -65,8 +81,9 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
         contract = state.contracts[unit_id]
         # always random, even under a pinned clock; the log keeps only its hash (SPEC §15.2)
         token = secrets.token_urlsafe(32)
-        at = clock.iso(clock.now())
-        event = {
+        now = clock.now()
+        at = clock.iso(now)
+        event: dict = {
             "kind": EventKind.DISPATCH,
             "unit": unit_id,
             "leaseHash": lease_hash(token),
@@ -76,18 +93,30 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
             "contractHash": _contract_hash(ws, unit_id),
             "worktree": _relative(ws, worktree),
             "revision": ws.revision(worktree),
+            "seen": seen(ws, state),
             "at": at,
         }
+        if terms.ttl is not None:
+            event["expiresAt"] = clock.iso(now + timedelta(seconds=terms.ttl))
+            event["ttl"] = terms.ttl
+        if terms.lease_dir is not None:
+            event["confined"] = terms.confined
         lease_file = None
-        if worktree is not None:  # written first: a dispatch whose lease cannot be handed over is none
-            lease_file = _write_lease(worktree, unit_id, token, ws, at)
+        folder = terms.lease_dir or worktree
+        if folder is not None:  # written first: a dispatch whose lease cannot be handed over is none
+            lease: dict = {"unit": unit_id, "lease": token, "workspace": str(ws.root), "leasedAt": at}
+            if "expiresAt" in event:
+                lease["expiresAt"] = event["expiresAt"]
+            if terms.lease_dir is not None and worktree is not None:
+                lease["worktree"] = str(worktree)
+            lease_file = _write_lease(folder, lease, terms.owner)
         try:
             written = ws.store("units").append(event)
         except BaseException:
             if lease_file is not None:
                 lease_file.unlink(missing_ok=True)
             raise
-        return written | {"lease": token}
+        return written | {"lease": token, "leaseFile": str(lease_file) if lease_file else None}
 
 
 def _contract_hash(ws: Workspace, unit_id: str) -> str | None:
@@ -97,14 +126,16 @@ def _contract_hash(ws: Workspace, unit_id: str) -> str | None:
         return None
 
 
-def _write_lease(worktree: Path, unit_id: str, token: str, ws: Workspace, at: str) -> Path:
-    """The lease file, mode 0600, replaced whole (a temporary file renamed over it)."""
-    lease = {"unit": unit_id, "lease": token, "workspace": str(ws.root), "leasedAt": at}
-    target = worktree / LEASE_FILE
-    temporary = worktree / f".{LEASE_FILE}.{os.getpid()}"
+def _write_lease(folder: Path, lease: dict, owner: tuple[int, int] | None = None) -> Path:
+    """The lease file, mode 0600 (given to `owner` when named), replaced whole (a temporary file
+    renamed over it)."""
+    target = folder / LEASE_FILE
+    temporary = folder / f".{LEASE_FILE}.{os.getpid()}"
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            if owner is not None:
+                os.fchown(handle.fileno(), *owner)
             handle.write(json.dumps(lease, indent=2) + "\n")
         os.replace(temporary, target)
     except OSError as exc:
@@ -113,7 +144,7 @@ def _write_lease(worktree: Path, unit_id: str, token: str, ws: Workspace, at: st
         except OSError:
             pass
         raise BadInput(
-            f"--worktree {worktree}: cannot write the lease file ({exc.strerror}); nothing dispatched"
+            f"--worktree {folder}: cannot write the lease file ({exc.strerror}); nothing dispatched"
         ) from None
     return target
 
@@ -139,11 +170,18 @@ def close(ws: Workspace, unit_id: str) -> dict:
             "kind": EventKind.CLOSE,
             "unit": unit_id,
             "leaseHash": unit.lease,
+            "seen": seen(ws, state),
             "at": clock.iso(clock.now()),
         }
         written = ws.store("units").append(event)
         _remove_lease_file(ws, unit)
         return written
+
+
+def seen(ws: Workspace, state: State) -> dict[str, int]:
+    """What a dispatch or close was decided on (SPEC §22): how far the host folded every other
+    store, inside the decide lock. The fold judges the event at exactly this."""
+    return ws.marks(but="units", folded={name: cursor.offset for name, cursor in state.cursors.items()})
 
 
 def _remove_lease_file(ws: Workspace, unit: UnitState) -> None:
@@ -158,7 +196,8 @@ def _remove_lease_file(ws: Workspace, unit: UnitState) -> None:
             pass
 
 
-DECIDABLE = (UnitStatus.TODO, UnitStatus.IN_PROGRESS, UnitStatus.WAITING)  # a recovery decision applies
+# a recovery decision applies (a lost unit's lease expired: a person may decide what next, §23)
+DECIDABLE = (UnitStatus.TODO, UnitStatus.IN_PROGRESS, UnitStatus.WAITING, UnitStatus.LOST)
 
 
 def disposition_of(action: str) -> Disposition:
@@ -184,7 +223,7 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str | None, rationale: 
         status = unit_status(state, unit)
         if status not in DECIDABLE:
             raise BadInput(
-                f"unit {unit_id} is {status}; a recovery decision needs todo, in-progress or waiting"
+                f"unit {unit_id} is {status}; a recovery decision needs todo, in-progress, waiting or lost"
             )
         owed = [
             ob.id
@@ -227,8 +266,8 @@ def demote(ws: Workspace, unit_id: str, by: str | None, rationale: str) -> dict:
         state = load(ws)
         unit = _unit(state, unit_id)
         status = unit_status(state, unit)
-        if status != UnitStatus.IN_PROGRESS:
-            raise BadInput(f"unit {unit_id} is {status}; only an in-progress unit can be demoted")
+        if status not in STARTED:
+            raise BadInput(f"unit {unit_id} is {status}; only an in-progress or lost unit can be demoted")
         event = {
             "kind": EventKind.DEMOTE,
             "unit": unit_id,

@@ -184,7 +184,7 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
     authority = ws.authority()
     system = authority.clock == "system"
     late = clock.iso(now + timedelta(seconds=SKEW_S))  # a canonical `at` after this is in the future
-    routings: list[tuple[int, dict]] = []  # checked once every line is read
+    routings: list[tuple[int, int, dict]] = []  # (line, offset, record): checked once every line is read
     signal_lines: dict[int, dict] = {}  # offset -> signal event: the routing checks read no line twice
     for name in STORES:
         store = f"{name}.ndjson"
@@ -223,14 +223,17 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
                         )
                     )
             elif name == "signals" and kind == EventKind.ROUTING:
-                routings.append((number, event))
+                routings.append((number, start, event))
             elif name == "signals" and kind == EventKind.SIGNAL:
                 signal_lines[start] = event
     policies: dict[str, object] = {}
     routed: set[str] = set()
     refs = fresh.signals.refs
     signals = {key: signal_lines.get(ref >> 2) for key, ref in refs.items()}  # the line each counts from
-    for number, event in routings:
+    void = {u.offset for u in fresh.uncounted if u.store == "signals"}  # named already, as the fold judged
+    for number, start, event in routings:
+        if start in void:
+            continue
         problem = _routing_problem(authority.routing, signals, refs, event, routed, policies)
         if problem:
             found.append(Finding("signals.ndjson", number, problem))
@@ -258,7 +261,7 @@ def _times(store: str, number: int, at: str, previous: object, now: datetime, la
 
 
 def _routing_problem(
-    routing: list[tuple[str, str | None]],
+    routing: list[tuple[str, str | None, int]],
     signals: dict,
     counted: dict,
     record: dict,
@@ -276,10 +279,7 @@ def _routing_problem(
     routed.add(signal_id)
     at = record.get("at")
     when = clock.moment(at)
-    text = ""
-    for since, content in routing:
-        if not since or (isinstance(at, str) and at >= since):
-            text = content or ""
+    text = _policy_then(routing, record)
     if when is None or not text:
         return None
     if text not in policies:
@@ -306,11 +306,28 @@ def _routing_problem(
     return None
 
 
+def _policy_then(routing: list[tuple[str, str | None, int]], record: dict) -> str:
+    """The routing policy a routing record was decided under: the last decided at what it saw of
+    identity.ndjson (its `seen`, SPEC §22: exactly, no time compared), or for a record from
+    before `seen`, the last decided at or before its time."""
+    at = record.get("at")
+    seen = record.get("seen")
+    mark = seen.get("identity") if isinstance(seen, dict) else None
+    text = ""
+    for since, content, offset in routing:
+        if isinstance(mark, int) and not isinstance(mark, bool):
+            if offset < mark:
+                text = content or ""
+        elif not since or (isinstance(at, str) and at >= since):
+            text = content or ""
+    return text
+
+
 def _checkpoint(ws: Workspace, fresh: State | None) -> list[Finding]:
     """A checkpoint without this host key's MAC is forged (ignored by every read); one with it
     must fold to what the stores fold to."""
     from engine.read import checkpoint
-    from engine.read.fold import advance
+    from engine.read.fold import StoreReplaced, advance
 
     authentic = checkpoint.authentic(ws)
     if authentic is None:
@@ -328,7 +345,10 @@ def _checkpoint(ws: Workspace, fresh: State | None) -> list[Finding]:
     restored = checkpoint.restore(ws, fresh.now)
     if restored is None:
         return []  # stale (the stores moved on from it): unused, nothing to compare
-    advance(ws, restored)
+    try:
+        advance(ws, restored)
+    except StoreReplaced:  # what it folded must be judged again (engine.read.fold.Refold): unused
+        return []
     if _digest(restored) != _digest(fresh):
         return [Finding(CHECKPOINT, 0, "does not fold to what the stores fold to; ignored (delete it)")]
     return []

@@ -19,6 +19,7 @@ from engine.commands import memory, signals
 from engine.commands.actors import Actor, unit_tools
 from engine.doors.client import DoorClient, ToolError
 from engine.doors.door import Kept, index_key
+from engine.doors.harness import CLAUDE_CODE, grants_for
 from engine.read import delivery
 from engine.read.load import load
 from engine.read.model import Disposition, ObligationStatus, State
@@ -171,6 +172,9 @@ class UnitStatus:
     stale_knowledge: list[str] = field(default_factory=list)
     grants: list[str] = field(default_factory=list)
     unrouted: int = 0  # signals not yet routed: an obligation may still be on its way
+    checks: list[str] = field(default_factory=list)  # the commands run_checks may run (its contract's)
+    # what its profile grants in each harness (engine.doors.harness.Grants.as_json), for the hooks (§23)
+    harness: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -183,6 +187,8 @@ class UnitStatus:
             "staleKnowledge": list(self.stale_knowledge),
             "grants": list(self.grants),
             "unrouted": self.unrouted,
+            "checks": list(self.checks),
+            "harness": dict(self.harness),
         }
 
 
@@ -378,6 +384,9 @@ class UnitDoor:
         self._kept.keep_registers(loaded, key)
         row = next(u for u in data["units"] if u["id"] == self.unit)
         unit_type, profile, tools = unit_tools(ws, loaded, self.unit)
+        contract = loaded.contracts.get(self.unit)
+        checks = list(contract.checks) if contract is not None else []
+        mapping = ws.profiles().harness(CLAUDE_CODE)
         return UnitStatus(
             unit=self.unit,
             type=unit_type,
@@ -388,6 +397,8 @@ class UnitDoor:
             stale_knowledge=list(row["staleKnowledge"]),
             grants=list(tools),
             unrouted=data["unrouted"] or 0,
+            checks=checks,
+            harness={CLAUDE_CODE: grants_for(profile, tools, mapping, checks).as_json()},
         )
 
 

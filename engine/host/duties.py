@@ -45,7 +45,7 @@ from engine.checkout.workspace import Workspace
 Duty = Callable[[Workspace, datetime], object]
 
 # the modules whose import registers duties (each calls register() at import); serve imports them
-DUTY_MODULES: list[str] = []
+DUTY_MODULES: list[str] = ["engine.host.leases", "engine.host.world"]
 
 
 @dataclass(frozen=True)

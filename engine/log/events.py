@@ -22,6 +22,27 @@ StoreName = Literal["signals", "units", "memory", "identity"]
 UNREADABLE = "unreadable"  # the kind of what a reference reads back as when its line is gone
 STORES: tuple[StoreName, ...] = ("signals", "units", "memory", "identity")
 INDEX: dict[str, int] = {name: i for i, name in enumerate(STORES)}
+# host events (SPEC §22): the kinds only a host writes, unsigned, from what it decided: routing
+# records, the units' dispatch and close, a run's result and an expired lease (§23), what the timed
+# duties record (§24), and a database's upgrade mark. One list: the PostgreSQL insert trigger
+# (engine.log.pg.sql) refuses them from any role but regulator_host, and the fold and `verify`
+# re-derive the ones a rule judges (engine.read.fold, engine.commands.verification).
+HOST_KINDS: frozenset[str] = frozenset(
+    (
+        "routing",
+        "dispatch",
+        "close",
+        "result",
+        "lease-expired",
+        "evidence-expired",
+        "overdue",
+        "deadline-escalated",
+        "advisory-withdrawn",
+        "sensor-run",
+        "upgrade",
+    )
+)
+UPGRADE = "upgrade"  # `regulator store upgrade`'s mark in units.ndjson (engine.log.pg.admin.upgrade)
 CACHED = 4096  # parsed events kept: a screenful of rows and their detail panes many times over
 BULK = 64  # more references than this at once: one read per store, of the span they lie in
 

@@ -22,13 +22,14 @@ from pathlib import Path
 import msgspec
 
 from engine.base import clock, ids
-from engine.base.errors import Refused
+from engine.base.errors import BadInput, Refused
 
 GENESIS = ""
 NO_STORES = "no regulator stores here (a clone? run on the host, or connect a store: SPEC §18)"
 SKEW_S = 2  # how far an event may be stamped before its store's last one (SPEC §15.3)
 _TAIL_CHUNK = 8 * 1024  # grown fourfold until a whole line is in it
 _READ_CHUNK = 1 << 20
+MAX_LINE_BYTES = 1 << 20  # a line's canonical JSON, its newline aside (SPEC §22, §26): 1 MiB
 
 
 def canonical(event: dict) -> bytes:
@@ -65,6 +66,7 @@ class ReadResult:
     problems: list[Problem] = field(default_factory=list)
     offset: int = 0
     line: int = 0
+    end: int = 0  # the bytes read, a last line not yet ended included (which `offset` may leave out)
 
 
 @contextlib.contextmanager
@@ -76,6 +78,24 @@ def locked(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def lock_held(path: Path) -> bool:
+    """Does another process hold the lock file `locked(path)` takes? A probe: never waits, and a
+    missing or unopenable file is no lock held."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing releases the probe's lock
+    return False
 
 
 def _open(path: Path, flags: int) -> int:
@@ -114,6 +134,7 @@ class Store:
         order. A file that does not end in a newline (a torn write) gets one first, in the same
         write, so the new event always lands whole on its own line.
         """
+        check_size(self.name, event)
         fd = _open(self.path, os.O_WRONLY | os.O_APPEND)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -126,7 +147,7 @@ class Store:
                 # keep the id first on the line, for people reading the file
                 written = {"id": written.pop("id"), **written}
             written["hash"] = event_hash(written)
-            data = (b"" if ends_clean else b"\n") + canonical_line(written)
+            data = (b"" if ends_clean else b"\n") + line_text(self.name, written).encode() + b"\n"
             view = memoryview(data)
             while view:
                 done = os.write(fd, view)
@@ -173,7 +194,7 @@ class Store:
         `shape` (a msgspec Struct, or a pair: the shapes most lines take, the shape for any line)
         reads only the fields a fold uses; by default, whole events.
         """
-        result = ReadResult(offset=offset, line=line)
+        result = ReadResult(offset=offset, line=line, end=offset)
         try:
             fd = open_regular(self.path)
         except FileNotFoundError:
@@ -197,6 +218,7 @@ class Store:
                 if pieces:
                     number = _parse_lines(self.name, pieces, number, done, result, shape)
                     done += len(data) - len(last)
+        result.end = done + len(last)
         if last and final:
             number += 1
             result.problems.append(
@@ -345,6 +367,49 @@ def _starts(pieces: list[bytes], offset: int) -> list[int]:
 def canonical_line(event: dict) -> bytes:
     """How an event is written: compact JSON, UTF-8, key order kept, one line."""
     return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def line_text(store: str, event: dict) -> str:
+    """The event's canonical line as text, without its newline, refused (BadInput) when its UTF-8
+    is over MAX_LINE_BYTES. Its characters are counted before it is encoded (a character is at
+    least one byte), so an event of 100 MB costs one copy of its text, never its bytes as well."""
+    text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    if len(text) > MAX_LINE_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
+        raise BadInput(too_long(store, len(text)))
+    return text
+
+
+def too_long(store: str, size: int) -> str:
+    return (
+        f"{store}: a line of {size:,} characters or more is over the limit of {MAX_LINE_BYTES:,} "
+        "bytes (1 MiB) of canonical JSON; nothing written"
+    )
+
+
+def check_size(store: str, event: dict) -> None:
+    """Refuse (BadInput) an event whose line would be over MAX_LINE_BYTES before anything is built
+    from it (its JSON, its id, its hash): its texts' characters are counted first, without a copy
+    (its JSON holds at least as many bytes); the line `line_text` builds at the end is checked
+    again, exactly."""
+    least = _least_size(event)
+    if least > MAX_LINE_BYTES:
+        raise BadInput(too_long(store, least))
+
+
+def _least_size(value: object) -> int:
+    """How many bytes, at least, the JSON of `value` holds: the characters of every text in it
+    (keys too). Iterative: a deeply nested event is counted, not recursed into."""
+    size, stack = 0, [value]
+    while stack and size <= MAX_LINE_BYTES:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += len(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return size
 
 
 def _parse(raw: bytes) -> dict | None:

@@ -45,7 +45,7 @@ from engine.checkout.workspace import Workspace
 from engine.log.events import STORES
 from engine.log.store import Problem
 from engine.read.contracts import ContractFiles
-from engine.read.model import Closing, Cursor, MemoryEntry, Obligation, State, UnitState
+from engine.read.model import Closing, Cursor, HostOrder, MemoryEntry, Obligation, State, UnitState, World
 
 NAME = "readmodel.checkpoint"
 HOST_KEY = hostkey.NAME
@@ -60,6 +60,7 @@ _SOURCES = (  # relative to engine/
     "read/contracts.py",
     "log/store.py",
     "checkout/authority.py",
+    "read/worldfold.py",
 )
 _code_key: str | None = None
 
@@ -83,6 +84,8 @@ class Body(msgspec.Struct):
     contracts: dict[str, ContractOutcome]
     uncounted: list[Uncounted]
     person_ids: dict[str, list[str]]
+    host: HostOrder
+    world: World
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -209,6 +212,8 @@ def save(ws: Workspace, state: State) -> bool:
         contracts=state.contract_files.seen,
         uncounted=state.uncounted,
         person_ids={name: sorted(ids) for name, ids in state.person_ids.items()},
+        host=state.host,
+        world=state.world,
     )
     target = path_of(ws)
     temporary = target.with_name(f".{NAME}.{os.getpid()}")
@@ -345,6 +350,8 @@ def _build(body: Body, marks: dict[str, Mark], now: datetime) -> State:
     state.contract_files = ContractFiles(seen=body.contracts)
     state.uncounted = body.uncounted
     state.person_ids = {name: set(ids) for name, ids in body.person_ids.items()}
+    state.host = body.host
+    state.world = body.world
     state.cursors = {name: Cursor(offset=mark[0], line=mark[1]) for name, mark in marks.items()}
     state.checkpointed = sum(mark[0] for mark in marks.values())
     return state

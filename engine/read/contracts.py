@@ -33,16 +33,27 @@ class Contract(msgspec.Struct, frozen=True):
     priority: int = 100
     workload: str | None = None
     contract: str | None = None
-    budget: object = None
+    budget: object = None  # {wallSeconds, tokens, costUsd}, or a free-form budget from before (text)
     route: str | None = None
     extra: dict = {}  # a new dict for each
+    checks: tuple[str, ...] = ()  # commands run_checks may run, exactly (SPEC §23)
+
+    @property
+    def wall_seconds(self) -> int | None:
+        """The wall-clock budget `unit run` enforces, or None (none, or a free-form budget)."""
+        budget = self.budget
+        return budget.get("wallSeconds") if isinstance(budget, dict) else None
 
     @classmethod
     def from_dict(cls, data: dict) -> Contract:
         return cls(*checked_fields(data))
 
 
-KNOWN = frozenset({"id", "type", "profile", "title", "priority", "workload", "contract", "budget", "route"})
+KNOWN = frozenset(
+    {"id", "type", "profile", "title", "priority", "workload", "contract", "budget", "route", "checks"}
+)
+BUDGET_KEYS = ("wallSeconds", "tokens", "costUsd")
+MAX_CHECKS = 64
 
 
 def checked_fields(data: dict) -> tuple:
@@ -61,6 +72,8 @@ def checked_fields(data: dict) -> tuple:
     for name in ("workload", "contract", "route"):
         if data.get(name) is not None and not isinstance(data[name], str):
             raise ValueError(f"{name}: expected text")
+    _check_budget(data.get("budget"))
+    checks = _checks(data.get("checks"))
     return (
         data["id"],
         data["type"],
@@ -72,11 +85,66 @@ def checked_fields(data: dict) -> tuple:
         data.get("budget"),
         data.get("route"),
         {k: v for k, v in data.items() if k not in KNOWN},
+        checks,
     )
+
+
+def _contract(fields: tuple | list) -> Contract:
+    """A Contract from its fields in order; `checks` a tuple again however they were kept (a
+    checkpoint keeps the tuple as a list)."""
+    *head, checks = fields
+    return Contract(*head, tuple(checks))  # type: ignore[call-arg]
+
+
+def _check_budget(budget: object) -> None:
+    """`{wallSeconds, tokens, costUsd}`, each optional; text or a number is a free-form budget from
+    before this round, kept as it is and enforcing nothing (SPEC §23)."""
+    if budget is None or isinstance(budget, str) or type(budget) in (int, float):
+        return
+    if not isinstance(budget, dict):
+        raise ValueError(
+            "budget: expected {wallSeconds, tokens, costUsd} (or free text, which enforces nothing)"
+        )
+    unknown = sorted(set(budget) - set(BUDGET_KEYS))
+    if unknown:
+        raise ValueError(f"budget: unknown key {unknown[0]!r} (known: {', '.join(BUDGET_KEYS)})")
+    wall, tokens, cost = (budget.get(k) for k in BUDGET_KEYS)
+    if wall is not None and (type(wall) is not int or wall < 1):
+        raise ValueError("budget.wallSeconds: expected a whole number of seconds, 1 or more")
+    if tokens is not None and (type(tokens) is not int or tokens < 0):
+        raise ValueError("budget.tokens: expected a whole number, 0 or more")
+    if cost is not None and (type(cost) not in (int, float) or not 0 <= cost < 1e12):
+        raise ValueError("budget.costUsd: expected a number of dollars, 0 or more")
+
+
+def _checks(value: object) -> tuple[str, ...]:
+    """The commands a unit's run_checks grant lets it run (exact match), as text."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > MAX_CHECKS:
+        raise ValueError(f"checks: expected a list of at most {MAX_CHECKS} commands")
+    for command in value:
+        if not isinstance(command, str) or not command.strip() or len(command) > 4096 or "\x00" in command:
+            raise ValueError("checks: each command is non-empty text of at most 4096 characters")
+    return tuple(value)
 
 
 def contract_path(ws: Workspace, unit_id: str) -> Path:
     return ws.root / "contracts" / f"{unit_id}.json"
+
+
+def read_contract(ws: Workspace, unit_id: str) -> Contract:
+    """One unit's contract, read now; BadInput (exit 2) in one line when it is missing or invalid,
+    naming the file and what is wrong."""
+    path = contract_path(ws, unit_id)
+    relative = f"contracts/{unit_id}.json"
+    if not path.is_file():
+        raise BadInput(f"unit {unit_id!r} has no contract ({relative}); add it first (`regulator unit new`)")
+    outcome = _read_contract(unit_id, str(path))
+    if type(outcome) is str:
+        raise BadInput(f"invalid contract {relative}: {outcome.removeprefix(str(path) + ': ')}")
+    assert not isinstance(outcome, str)
+    return _contract(outcome)
 
 
 def parse_contract(path: Path | str, text: str) -> Contract:
@@ -126,7 +194,7 @@ def contracts_of(seen: dict[str, tuple], problems: list[str] | None = None) -> d
             if problems is not None:
                 problems.append(outcome)
         else:
-            found[outcome[0]] = Contract(*outcome)
+            found[outcome[0]] = _contract(outcome)
     return found
 
 
@@ -264,6 +332,53 @@ def _helper(root: str) -> None:
     sys.stdout.buffer.write(marshal.dumps(files.seen))
 
 
+def new_contract(
+    ws: Workspace,
+    unit_id: str,
+    unit_type: str,
+    profile: str,
+    title: str,
+    text: str | None = None,
+    budget_wall: str | None = None,
+) -> Path:
+    """`regulator unit new`: a valid contracts/<id>.json (SPEC §23), never over an existing one.
+    The profile must be one the decided profiles.yaml names (exit 2 otherwise); the type is free."""
+    from engine.base.clock import parse_duration
+    from engine.base.limits import check_text
+    from engine.checkout.workspace import check_unit_id
+
+    check_unit_id(unit_id)
+    contract: dict = {
+        "id": unit_id,
+        "type": check_text("--type", unit_type, kind="id"),
+        "profile": check_text("--profile", profile, kind="id"),
+        "title": check_text("--title", title, kind="title"),
+    }
+    if text is not None:
+        contract["contract"] = check_text("--contract", text, kind="content")
+    if budget_wall is not None:
+        contract["budget"] = {"wallSeconds": parse_duration(budget_wall, "--budget-wall")}
+    known = ws.profiles().profiles
+    if profile not in known:
+        raise BadInput(f"--profile {profile!r} is not in profiles.yaml (known: {', '.join(sorted(known))})")
+    try:
+        Contract.from_dict(contract)
+    except ValueError as exc:
+        raise BadInput(f"contract: {exc}") from None
+    path = contract_path(ws, unit_id)
+    if path.exists() or path.is_symlink():
+        raise BadInput(f"contracts/{unit_id}.json exists; edit it, or choose another id")
+    data = (json.dumps(contract, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        raise BadInput(f"contracts/{unit_id}.json: cannot write ({exc.strerror})") from None
+    return path
+
+
 def write_contract(ws: Workspace, contract: dict) -> Path:
     """Used by `demo` and tests: validate, then write the contract file."""
     checked = Contract.from_dict(contract)
@@ -271,3 +386,60 @@ def write_contract(ws: Workspace, contract: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(contract, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
+
+
+_TEXT = {"type": "string", "pattern": r"\S"}  # text with something in it besides spaces
+SCHEMA: dict = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://regulator.invalid/schema/contract.json",
+    "title": "regulator unit contract (contracts/<id>.json)",
+    "description": "One unit: what it is asked to do, under which profile, within which budget (SPEC §4.1, §23).",
+    "type": "object",
+    "required": list(REQUIRED),
+    "properties": {
+        "id": {
+            "type": "string",
+            "pattern": "^" + UNIT_ID.pattern + "$",
+            "maxLength": 200,
+            "description": "The unit id; the file is contracts/<id>.json (an id with '/' is a subfolder).",
+        },
+        "type": {**_TEXT, "maxLength": 200, "description": "Free text: research, implement, bookkeeper, ..."},
+        "profile": {**_TEXT, "maxLength": 200, "description": "A key of regulator/policy/profiles.yaml."},
+        "title": {**_TEXT, "maxLength": 1024, "description": "One line people read."},
+        "contract": {"type": "string", "description": "The task, in words; it opens the unit's context."},
+        "workload": {"type": "string", "description": "e.g. software-development, household-ledger."},
+        "route": {"type": "string", "description": "The model route."},
+        "priority": {"type": "integer", "description": "Lower first in Next-up; default 100."},
+        "budget": {
+            "description": "What a run may spend. Text or a number is a free-form budget from before: kept, enforcing nothing.",
+            "oneOf": [
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "wallSeconds": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "description": "`unit run` kills the run's process group after this many seconds.",
+                        },
+                        "tokens": {"type": "integer", "minimum": 0},
+                        "costUsd": {"type": "number", "minimum": 0},
+                    },
+                },
+                {"type": "string"},
+                {"type": "number"},
+            ],
+        },
+        "checks": {
+            "type": "array",
+            "maxItems": MAX_CHECKS,
+            "items": {**_TEXT, "maxLength": 4096},
+            "description": "Commands the run_checks grant lets the unit run in a shell, matched exactly.",
+        },
+    },
+}
+
+
+def schema_text() -> str:
+    """What `regulator unit schema` prints."""
+    return json.dumps(SCHEMA, indent=2, ensure_ascii=False) + "\n"

@@ -4,6 +4,13 @@ The rendered context has one fixed format (SPEC §6.4, §16.1), which `parse_con
 
     # Context for unit <unit> (<type>)              or: # Context (no unit: every current entry)
     <blank>
+    ## Your task                                     (a unit with a contract: SPEC §23)
+    <blank>
+    <TASK_PREAMBLE>
+    <blank>
+      : <the contract's title>
+      > <a line of the contract's text>              (one per line; none without a text)
+    <blank>
     ## Identity (S5): invariants, glossary, boundaries
     <blank>
     ### regulator/identity/<name> (<n> characters)  or: ### regulator/identity/<name> (missing)
@@ -70,6 +77,12 @@ PREAMBLE = (
     "escapes (`\\\\`, `\\n`, `\\x1b`, `\\u202e`) stand for characters shown as text."
 )
 NOTE_PREFIX = "  > "
+TASK_HEADING = "## Your task"
+TASK_PREAMBLE = (
+    "Your unit's contract, as the host reads it: its title (the line after `  : `) and its text "
+    "(every line after `  > `). It is quoted and escaped as the notes below are."
+)
+TITLE_PREFIX = "  : "
 ANSWERS_HEADING = "## Answers to your questions"
 ANSWERS_PREAMBLE = (
     "A person answered these questions you asked (ask_human). Each is one line (the question's "
@@ -100,6 +113,7 @@ class Context:
     budget: int = DEFAULT_BUDGET
     # the unit's answered questions (engine.read.queries.answers), in log order
     answers: list[dict] = field(default_factory=list)
+    task: dict | None = None  # the unit's contract: {"title", "contract"} (SPEC §23); None: no unit
 
     @property
     def shown(self) -> int:
@@ -127,7 +141,9 @@ class Context:
         answers = [
             {k: a[k] for k in ANSWER_TEXT_FIELDS} | {"obligation": a["obligation"][-8:]} for a in self.answers
         ]
-        return Context(self.unit, self.unit_type, self.identity, entries, self.current, self.budget, answers)
+        return Context(
+            self.unit, self.unit_type, self.identity, entries, self.current, self.budget, answers, self.task
+        )
 
 
 # ---- choosing ------------------------------------------------------------------------------------
@@ -166,9 +182,12 @@ def delivery_order(state: State, unit_type: str | None) -> list[MemoryEntry]:
 
 def build_context(ws: Workspace, state: State, unit_id: str | None, budget: int = DEFAULT_BUDGET) -> Context:
     unit_type = None
+    task = None
     if unit_id is not None:
         contract = state.contracts.get(unit_id)
         unit_type = contract.type if contract else None
+        if contract is not None:  # the contract opens the unit's context (SPEC §23)
+            task = {"title": contract.title, "contract": contract.contract}
     from engine.read import freshness
 
     order = delivery_order(state, unit_type)
@@ -186,7 +205,7 @@ def build_context(ws: Workspace, state: State, unit_id: str | None, budget: int 
     answered: list[dict] = []
     if unit_id is not None:
         answered = answers(state, unit_id)
-    return Context(unit_id, unit_type, read_identity(ws), shown, len(order), budget, answered)
+    return Context(unit_id, unit_type, read_identity(ws), shown, len(order), budget, answered, task)
 
 
 def read_identity(ws: Workspace) -> list[tuple[str, str | None]]:
@@ -253,8 +272,22 @@ def closing(ctx: Context) -> str:
     )
 
 
+def render_task(task: dict) -> str:
+    """The unit's contract: its title, then its text, every line fenced."""
+    text = task.get("contract")
+    lines = [] if text is None else str(text).split("\n")
+    return (
+        f"{TASK_HEADING}\n\n{TASK_PREAMBLE}\n\n{TITLE_PREFIX}{escape(task['title'])}\n"
+        + "".join(f"{NOTE_PREFIX}{escape(line)}\n" for line in lines)
+        + "\n"
+    )
+
+
 def render_text(ctx: Context) -> str:
-    parts = [title(ctx), "\n\n", IDENTITY_HEADING, "\n\n"]
+    parts = [title(ctx), "\n\n"]
+    if ctx.task is not None:
+        parts.append(render_task(ctx.task))
+    parts += [IDENTITY_HEADING, "\n\n"]
     for path, content in ctx.identity:
         if content is None:
             parts += [f"### {escape(path)} (missing)\n", "\n"]
@@ -304,6 +337,7 @@ def render_json(ctx: Context) -> dict:
         "leftOut": ctx.left_out,
         "budget": ctx.budget,
         "answers": [dict(answer) for answer in ctx.answers],
+        "task": dict(ctx.task) if ctx.task is not None else None,
     }
 
 
@@ -367,7 +401,13 @@ def parse_context(text: str) -> Context:
         unit, unit_type = unescape(match.group(1)), unescape(match.group(2))
         unit_type = None if unit_type == NO_UNIT else unit_type
     read.expect("")
-    read.expect(IDENTITY_HEADING)
+    heading = read.line()
+    task = None
+    if heading == TASK_HEADING:
+        task = _parse_task(read)
+        heading = read.line()
+    if heading != IDENTITY_HEADING:
+        raise ValueError(f"context: expected {IDENTITY_HEADING!r}, got {heading!r}")
     read.expect("")
     identity: list[tuple[str, str | None]] = []
     for _ in IDENTITY_NAMES:
@@ -425,7 +465,24 @@ def parse_context(text: str) -> Context:
         entry["note"] = "\n".join(entry["note"])
     if shown != len(entries) or left_out != current - shown:
         raise ValueError("context: the closing line does not count the entries shown")
-    return Context(unit, unit_type, identity, entries, current, budget, answers)
+    return Context(unit, unit_type, identity, entries, current, budget, answers, task)
+
+
+def _parse_task(read: _Reader) -> dict:
+    """The task section, after its heading: the title, then the contract's lines, then a blank."""
+    read.expect("")
+    read.expect(TASK_PREAMBLE)
+    read.expect("")
+    line = read.line()
+    if not line.startswith(TITLE_PREFIX):
+        raise ValueError("context: the task's title was expected")
+    found = unescape(line[len(TITLE_PREFIX) :])
+    lines = []
+    while (line := read.line()) != "":
+        if not line.startswith(NOTE_PREFIX):
+            raise ValueError(f"context: a line the task section does not admit: {line!r}")
+        lines.append(unescape(line[len(NOTE_PREFIX) :]))
+    return {"title": found, "contract": "\n".join(lines) if lines else None}
 
 
 def _parse_answers(read: _Reader) -> list[dict]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import operator
 import os
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from datetime import date, datetime, timedelta
 from itertools import compress, repeat
@@ -19,26 +20,44 @@ from engine.base.errors import RegulatorError
 from engine.base.gcpause import gc_paused
 from engine.checkout.authority import GRANT_OF, Uncounted
 from engine.checkout.workspace import Workspace
-from engine.log.events import INDEX, STORES, refs, unreadable
+from engine.log.events import HOST_KINDS, INDEX, STORES, refs, unreadable
 from engine.log.store import SKEW_S
 from engine.read.model import (
+    ASKS_RECOVERY,
     BLOCKING,
     OWED_TO,
+    RESULT_OUTCOMES,
     RESUMING_ACTIONS,
     WAITING_ACTIONS,
     Closing,
     Cursor,
     Disposition,
     EventKind,
+    HostOrder,
     MemoryEntry,
     Obligation,
     ObligationKind,
     ObligationStatus,
     RecoveryAction,
     State,
+    UnitResult,
     UnitState,
     UnitStatus,
 )
+from engine.read.worldfold import KINDS as WORLD_KINDS
+from engine.read.worldfold import (
+    EscalatedLine,
+    ExpiredLine,
+    OsvRef,
+    OutcomeLine,
+    OverdueLine,
+    SensorRunLine,
+    WithdrawnLine,
+    fold_world,
+    world_signal,
+)
+
+WorldLine = ExpiredLine | OverdueLine | EscalatedLine | WithdrawnLine | SensorRunLine | OutcomeLine
 
 # the names the hot loops compare with, bound once (an enum member read from its class costs more)
 _SIGNAL, _ROUTING, _DISPOSITION = EventKind.SIGNAL.value, EventKind.ROUTING.value, EventKind.DISPOSITION.value
@@ -49,7 +68,9 @@ _DISPATCH, _CLOSE, _DEMOTE, _DECISION = (
     k.value for k in (EventKind.DISPATCH, EventKind.CLOSE, EventKind.DEMOTE, EventKind.DECISION)
 )
 _MEMORY, _RETRACTION = EventKind.MEMORY.value, EventKind.RETRACTION.value
+_RESULT, _LEASE_EXPIRED = EventKind.RESULT.value, EventKind.LEASE_EXPIRED.value
 _IN_PROGRESS, _CLOSED, _TODO = UnitStatus.IN_PROGRESS, UnitStatus.CLOSED, UnitStatus.TODO
+_LOST = UnitStatus.LOST
 
 
 class SignalsLine(msgspec.Struct):
@@ -83,6 +104,11 @@ class SignalLine(msgspec.Struct, tag_field="kind", tag="signal"):
     subject: str = ""
     expiresAt: str | None = None  # noqa: N815
     by: str | None = None  # a person-raised signal counts only as a person event does
+    # SPEC §24 (engine.read.worldfold): a sensor's report, a supersession, a prediction
+    sensor: str | None = None
+    osv: OsvRef | None = None
+    supersedes: str | None = None
+    prediction: dict[str, Any] | None = None
 
 
 class RoutedObligation(msgspec.Struct):
@@ -101,6 +127,7 @@ class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
     signal: str
     obligations: list[RoutedObligation] = []
     at: str | None = None
+    seen: dict[str, int] | None = None  # the other stores' byte lengths the router saw (SPEC §22)
 
 
 class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
@@ -112,7 +139,7 @@ class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
     at: str | None = None
 
 
-_TYPED_KINDS = frozenset((_SIGNAL, _ROUTING, _DISPOSITION))
+_TYPED_KINDS = frozenset((_SIGNAL, _ROUTING, _DISPOSITION, *WORLD_KINDS))
 
 
 class UnitsLine(msgspec.Struct):
@@ -135,6 +162,14 @@ class UnitsLine(msgspec.Struct):
     rationale: Any = msgspec.UNSET
     resolves: Any = ()
     opens: Any = None
+    expiresAt: Any = None  # noqa: N815 - a dispatch's lease time (SPEC §23)
+    ttl: Any = None
+    confined: Any = None
+    outcome: Any = None  # a result's
+    summary: Any = None
+    exitCode: Any = None  # noqa: N815
+    durationS: Any = None  # noqa: N815
+    seen: Any = None  # a dispatch's or close's: the other stores' byte lengths the host saw (SPEC §22)
 
 
 _UNIT_PERSON = (_DECISION, _DEMOTE)
@@ -149,7 +184,9 @@ def person_refs(name: str, events: Sequence[Any], at_refs: list[int]) -> list[in
         return [
             at
             for e, at in zip(events, at_refs, strict=True)
-            if type(e) is DispositionLine or (type(e) is SignalLine and e.by is not None)
+            if type(e) is DispositionLine
+            or (type(e) is SignalLine and e.by is not None)
+            or type(e) is OutcomeLine
         ]
     kinds = PERSON_KINDS.get(name)
     if not kinds:
@@ -261,7 +298,7 @@ _RESTATED = "malformed: a signal id already recorded (a second line replaces not
 
 def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
     signals, routings, obligations = state.signals.refs, state.routings.refs, state.obligations
-    waiting, pending = state.unrouted_ids, state.pending
+    waiting, pending, host = state.unrouted_ids, state.pending, state.host
     expiries: dict[str, datetime | None] = {}
     fresh: dict[str, SignalLine] = {}  # this read's signals: a routing usually follows its signal closely
     for event, at in zip(events, at_refs, strict=True):
@@ -280,10 +317,17 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
             fresh[event.id] = event
             if event.id not in routings:
                 waiting[event.id] = None
+            if event.sensor is not None or event.supersedes is not None or event.prediction is not None:
+                world_signal(state, event, at)
         elif kind == _ROUTING:
             signal_id = event.signal
             if signal_id in routings:
                 continue  # a second router's duplicate: dropped
+            if event.seen is not None or host.signals_seen:
+                reason = _routing_order(state, event, at)
+                if reason is not None:  # counts for nothing: the next routing record routes it
+                    state.uncounted.append(Uncounted("signals", at >> 2, reason))
+                    continue
             routings[signal_id] = at
             waiting.pop(signal_id, None)
             signal = fresh.get(signal_id)
@@ -339,6 +383,8 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                 pending.setdefault(event.obligation, closing)
             elif ob.status == _OPEN:
                 ob.close(closing)
+        else:  # what time and the world brought in (SPEC §24)
+            fold_world(state, event, at, counts)
 
 
 def _kind_of(text: str) -> ObligationKind:
@@ -379,6 +425,9 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
     held: dict[str, list[Span]] = {}  # unit -> (opened, obligation) of each, parsed once the unit needs them
     last_at: object = None
     last_when: datetime | None = None
+    host = state.host
+    crossing = "signals" in state.cursors  # signals.ndjson is folded here: the order rule applies
+    order = _Order(host)
     for event, at in zip(events, at_refs, strict=True):
         kind = event.kind
         unit_id = event.unit
@@ -391,23 +440,42 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
         if kind in _UNIT_PERSON and not counts(state, "units", at):
             continue
         if kind in _HOST_KINDS:
-            if holds is None:
-                holds = _holds(obligations)
-            at_text = event.at
-            if at_text != last_at or type(at_text) is not str:  # a host writes many in one second
-                last_at, last_when = at_text, clock.moment(at_text)
-            spans = held.get(unit_id)
-            if spans is None:
-                spans = held[unit_id] = [(clock.moment(ob.opened_at), ob) for ob in holds.get(unit_id, ())]
-            # the common case needs no call: no hold, a time, and a status the command accepts
-            # (a dispatch refuses only in-progress, a close anything else: _REFUSED)
-            if spans or last_when is None or (unit.status == _IN_PROGRESS) == (kind == _DISPATCH):
-                reason = _vetoed(unit, kind, last_when, spans)
-            else:
-                reason = None
-            if reason is not None:
-                state.uncounted.append(Uncounted("units", at >> 2, reason))
-                continue
+            seen = event.seen
+            if seen is not None or host.units_seen or (crossing and order.decided_before(at >> 2)):
+                # judged by the order (SPEC §22): where it says it decided, not by its time
+                wanted = seen.get("signals") if crossing and type(seen) is dict else None
+                if type(wanted) is int and wanted > host.signals_size and state.reread is not None:
+                    host.units_at = at >> 2  # what a routing read now must find seen
+                    state.reread()  # appended to signals.ndjson since it was read: read it first
+                    holds, held, order = None, {}, _Order(host)
+                if holds is None:
+                    holds = _holds(obligations)
+                reason = _ordered(state, unit, kind, seen, at >> 2, holds.get(unit_id, ()), order, crossing)
+                if reason is not None:
+                    state.uncounted.append(Uncounted("units", at >> 2, reason))
+                    continue
+                if type(wanted) is int and wanted > host.max_seen:
+                    host.max_seen = wanted  # what a routing record read later must not be
+            else:  # a store from before `seen` (SPEC §22): judged by time, as it always was
+                if holds is None:
+                    holds = _holds(obligations)
+                at_text = event.at
+                if at_text != last_at or type(at_text) is not str:  # a host writes many in one second
+                    last_at, last_when = at_text, clock.moment(at_text)
+                spans = held.get(unit_id)
+                if spans is None:
+                    spans = held[unit_id] = [
+                        (clock.moment(ob.opened_at), ob) for ob in holds.get(unit_id, ())
+                    ]
+                # the common case needs no call: no hold, a time, and a status the command accepts
+                # (a dispatch refuses only in-progress, a close anything else: _REFUSED)
+                if spans or last_when is None or (unit.status == _IN_PROGRESS) == (kind == _DISPATCH):
+                    reason = _vetoed(unit, kind, last_when, spans)
+                else:
+                    reason = None
+                if reason is not None:
+                    state.uncounted.append(Uncounted("units", at >> 2, reason))
+                    continue
         if kind == _DISPATCH:
             # a first-round dispatch kept the token itself in the log: such a lease is not honoured
             unit.status, unit.lease, unit.worktree = (
@@ -416,6 +484,49 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 event.worktree,
             )
             unit.type, unit.profile = event.type, event.profile
+            expires, ttl = event.expiresAt, event.ttl
+            unit.expires_at = expires if type(expires) is str else None
+            unit.ttl = ttl if type(ttl) is int else None
+            unit.confined = event.confined if type(event.confined) is bool else None
+            unit.result = None
+        elif kind == _RESULT:
+            reason = _result_refused(unit, event)
+            if reason is not None:
+                state.uncounted.append(Uncounted("units", at >> 2, reason))
+                continue
+            unit.result = UnitResult(
+                event.id,
+                event.outcome,
+                event.summary,
+                event.at,
+                "host" if event.by == "host" else "unit",
+                event.exitCode if type(event.exitCode) is int else None,
+                event.durationS if type(event.durationS) is int else None,
+            )
+            opened = event.opens
+            if opened:
+                recovery = Obligation(
+                    id=opened["id"],
+                    unit=unit_id,
+                    kind=ObligationKind.RECOVERY,
+                    source=event.id,
+                    severity=opened["severity"],
+                    blocks=False,
+                    owed_to=opened.get("owedTo", OWED_TO),
+                    opened_at=event.at,
+                    subject=f"recovery: {unit_id} reported {event.outcome}: {event.summary}",
+                    history=[at],
+                )
+                obligations.setdefault(recovery.id, recovery)
+                pending = state.pending.pop(recovery.id, None)
+                if pending is not None:
+                    recovery.close(pending)
+        elif kind == _LEASE_EXPIRED:
+            reason = _expiry_refused(unit, event)
+            if reason is not None:
+                state.uncounted.append(Uncounted("units", at >> 2, reason))
+                continue
+            unit.status, unit.lease = _LOST, None
         elif kind == _CLOSE:
             unit.status, unit.lease = _CLOSED, None
         elif kind == _DEMOTE:
@@ -468,7 +579,41 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 unit.status, unit.recovery = UnitStatus.WAITING, opened["id"] if opened else None
 
 
-_HOST_KINDS = frozenset((EventKind.DISPATCH.value, EventKind.CLOSE.value))
+def _result_refused(unit: UnitState, event: UnitsLine) -> str | None:
+    """Why a result line counts for nothing: the host writes one only for the unit's current lease,
+    once, with an outcome it knows (engine.commands.results)."""
+    if unit.status != _IN_PROGRESS or not unit.lease or event.leaseHash != unit.lease:
+        return f"host event: result for {unit.id} under a lease that is not its current one (forged?)"
+    if unit.result is not None:
+        return f"host event: a second result for {unit.id}'s lease (one per lease)"
+    if event.outcome not in RESULT_OUTCOMES or type(event.summary) is not str or type(event.id) is not str:
+        return "malformed: a result without its id, outcome or summary"
+    opened = event.opens
+    if opened is not None and not (
+        event.outcome in ASKS_RECOVERY
+        and type(opened) is dict
+        and type(opened.get("id")) is str
+        and type(opened.get("severity")) is str
+    ):
+        return "malformed: a result that opens an obligation it does not ask for"
+    return None
+
+
+def _expiry_refused(unit: UnitState, event: UnitsLine) -> str | None:
+    """Why a lease-expired line counts for nothing: only an in-progress unit's current lease that
+    has a time, with no result recorded, expires, and not before its time (SPEC §23)."""
+    if unit.status != _IN_PROGRESS or not unit.lease or event.leaseHash != unit.lease:
+        return f"host event: lease-expired for {unit.id} under a lease that is not its current one"
+    if unit.expires_at is None:
+        return f"host event: lease-expired for {unit.id}, whose lease never expires (forged?)"
+    if unit.result is not None:
+        return f"host event: lease-expired for {unit.id} after its result was recorded (forged?)"
+    when, due = clock.moment(event.at), clock.moment(unit.expires_at)
+    if when is None or due is None or when < due:
+        return f"host event: lease-expired for {unit.id} before its lease's time {unit.expires_at} (forged?)"
+    return None
+
+
 # the statuses (as the units log alone folds them) a host never writes the event from
 # (engine.read.vetoes): a dispatch over a live lease, a close of anything but an in-progress unit. Judged
 # on the units log alone, so a fold from a checkpoint judges as a fold from the start. A waiting
@@ -479,6 +624,8 @@ _REFUSED = {
     EventKind.DISPATCH.value: frozenset((UnitStatus.IN_PROGRESS,)),
     EventKind.CLOSE.value: frozenset(set(UnitStatus) - {UnitStatus.IN_PROGRESS}),
 }
+# the units' host events (engine.log.events.HOST_KINDS) a host writes only past its vetoes
+_HOST_KINDS = HOST_KINDS & frozenset(_REFUSED)
 
 
 def _holds(obligations: dict[str, Obligation]) -> dict[str, list[Obligation]]:
@@ -495,8 +642,8 @@ Span = tuple[datetime | None, Obligation]  # a blocking obligation and the time 
 
 def _vetoed(unit: UnitState, kind: str, when: datetime | None, spans: list[Span]) -> str | None:
     """Why a dispatch or close counts for nothing: the host writes one only when its vetoes pass
-    (engine.read.vetoes), unsigned, so a line that a writer (a unit with the store's writer role, or
-    sharing the operator's account) appended past them is re-derived here (SPEC §15.0, §18). Its
+    (engine.read.vetoes), unsigned, so a line that a writer (a holder of the host role; before SPEC
+    §22 a unit with the writer role; a unit sharing the operator's account) appended past them is re-derived here (SPEC §15.0, §18). Its
     status before it must be one the command accepts (exact: the units log is in order), and no
     blocking obligation may have held the unit at its time (`when`, its `at` read as a time; `spans`,
     the unit's blocking obligations with the times they opened). Across stores only times order
@@ -523,6 +670,182 @@ def _vetoed(unit: UnitState, kind: str, when: datetime | None, spans: list[Span]
 
 
 _ORDERED = timedelta(seconds=2 * SKEW_S)  # two hosts' clocks, each within SKEW_S of the server's (SPEC §18)
+
+
+# ---- the order rule (SPEC §22) ------------------------------------------------------------------
+# A host event (a routing record, a dispatch, a close) records `seen`: the byte length of every other
+# store when the host decided it, inside the decide lock. A line of a store is covered by a length
+# when it starts before it (for every length a host records, which falls between lines, the same as
+# ending at or before it). For a routing record R and a dispatch or close F: R decided before F was
+# appended when R's `seen` of units.ndjson does not cover F; F must then have seen R. When neither
+# saw the other, F counts for nothing (D-96): the routing's hold stands.
+
+_CEILING = 1 << 62  # past any store's length: a forged figure stays within a checkpoint's 64 bits
+
+
+class _Order:
+    """The routing records that route and record `seen`, as a units fold asks of them (a bisection
+    a question; where a forged line breaks their order, suffix minima and prefix maxima instead)."""
+
+    def __init__(self, host: HostOrder) -> None:
+        self.starts, self.seen = host.starts, host.seen_units
+        self.low, self.high = self.seen, self.seen
+        if not host.monotone:
+            low, high = list(self.seen), list(self.seen)
+            for k in range(len(low) - 2, -1, -1):
+                low[k] = min(low[k], low[k + 1])
+            for k in range(1, len(high)):
+                high[k] = max(high[k], high[k - 1])
+            self.low, self.high = low, high
+
+    def decided_before(self, start: int) -> bool:
+        """A routing record was decided before the units line at `start` was appended."""
+        return bool(self.low) and self.low[0] <= start
+
+    def unseen(self, start: int, seen: int) -> int | None:
+        """A routing record decided before the line at `start` was appended that `seen` does not
+        cover (the line did not see it), by index; None when it saw every one."""
+        k = bisect_left(self.starts, seen)
+        if k < len(self.low) and self.low[k] <= start:
+            return next(j for j in range(k, len(self.seen)) if self.seen[j] <= start)
+        return None
+
+    def saw_first(self, start: int, seen: int) -> int | None:
+        """A routing record that saw the line at `start` though `seen` covers it (each says it saw
+        the other first, which no two hosts can), by index; None when there is none."""
+        k = bisect_left(self.starts, seen)
+        if k > 0 and self.high[k - 1] > start:
+            return next(j for j in range(k) if self.seen[j] > start)
+        return None
+
+
+def _routing_order(state: State, event: RoutingLine, at: int) -> str | None:
+    """Why a routing record counts for nothing by the order, or None: once a host event of
+    signals.ndjson records `seen`, every later one must. One that counts is kept for judging the
+    dispatches and closes (a routing record depends on no other store, so none is refused here for
+    another store's line: SPEC §22, D-96)."""
+    host = state.host
+    seen = event.seen
+    what = f"routing record of signal {event.signal}"
+    if seen is None:
+        return (
+            f"host event: {what} without `seen`, after host events that record it: no host wrote it (forged?)"
+        )
+    host.signals_seen = True
+    units = seen.get("units")
+    if units is None:
+        return f"host event: {what} records no `seen` of units.ndjson: no host wrote it (forged?)"
+    units = min(units, _CEILING)
+    start = at >> 2
+    if host.max_seen > start or units < host.units_at:
+        _check_folded(state, start, units)
+    if host.seen_units and units < host.seen_units[-1]:
+        host.monotone = False
+    host.starts.append(start)
+    host.seen_units.append(units)
+    return None
+
+
+def _check_folded(state: State, start: int, units: int) -> None:
+    """A routing record read after dispatches and closes that must be judged with it (one that was
+    appended after it was decided, or that says it saw it): Refold if one of them counts, since
+    it would not. Only lines that no host wrote place a routing record so (a host appends every
+    host event inside the decide lock, and a fold reads what signals.ndjson gained before judging
+    a dispatch or close that saw it)."""
+    host = state.host
+    low = 0 if host.max_seen > start else units
+    if low >= host.units_at:
+        return
+    void = {u.offset for u in state.uncounted if u.store == "units"}
+    with open(state.source.paths[INDEX["units"]], "rb") as handle:
+        handle.seek(low)
+        data = handle.read(host.units_at - low)
+    offset = low
+    for raw in data.split(b"\n"):
+        here, offset = offset, offset + len(raw) + 1
+        try:
+            event = msgspec.json.decode(raw)
+        except (ValueError, RecursionError):
+            continue
+        if type(event) is not dict or event.get("kind") not in _HOST_KINDS or here in void:
+            continue
+        if not isinstance(event.get("unit"), str):
+            continue
+        seen = event.get("seen")
+        wanted = seen.get("signals") if type(seen) is dict else None
+        saw = type(wanted) is int and wanted > start
+        if (here >= units) != saw:  # appended after it was decided yet did not see it, or both saw
+            raise Refold("signals")
+
+
+def _ordered(
+    state: State,
+    unit: UnitState,
+    kind: str,
+    seen: object,
+    start: int,
+    holds: Sequence[Obligation],
+    order: _Order,
+    crossing: bool,
+) -> str | None:
+    """Why a dispatch or close judged by the order counts for nothing, or None: its status before
+    it must be one the command accepts; once a host event of units.ndjson records `seen`, or a
+    routing record decided before it was appended does, it must record it; and, where
+    signals.ndjson is folded too (`crossing`), it must have seen every routing record decided
+    before it was appended, none that saw it, and no blocking obligation may hold the unit at
+    exactly what it saw (opened by a routing record it saw or a recovery decision before it, not
+    closed by a disposition it saw or a decision before it). No time is compared."""
+    host = state.host
+    what = f"{kind} of {unit.id}"
+    if seen is not None:
+        host.units_seen = True
+    status = unit.status
+    if status in _REFUSED[kind]:
+        return f"host event: {what} while it was {status}, which no host writes (forged?)"
+    if seen is None:
+        return (
+            f"host event: {what} without `seen`, after host events that record it: no host wrote it (forged?)"
+        )
+    if not crossing:
+        return None
+    wanted = seen.get("signals") if type(seen) is dict else None
+    if type(wanted) is not int:
+        return f"host event: {what} records no `seen` of signals.ndjson: no host wrote it (forged?)"
+    if wanted > host.signals_size:
+        host.beyond = wanted if host.beyond < 0 else min(host.beyond, wanted)
+        return (
+            f"host event: {what} says it saw {wanted} bytes of signals.ndjson, more than it holds: no "
+            "host wrote it (forged?)"
+        )
+    j = order.unseen(start, wanted)
+    if j is not None:
+        return (
+            f"host event: {what} did not see the routing record of signal {_routed(state, j)}, decided "
+            "before it was appended: out of order, so no host wrote it (forged?)"
+        )
+    j = order.saw_first(start, wanted)
+    if j is not None:
+        return (
+            f"host event: {what} says it saw the routing record of signal {_routed(state, j)}, which "
+            "saw it first: out of order, so no host wrote it (forged?)"
+        )
+    for ob in holds:
+        opened = ob.history[0]
+        if not opened & 3 and opened >> 2 >= wanted:
+            continue  # routed after what it saw
+        closing = ob.closed_by
+        if closing >= 0 and (closing & 3 or closing >> 2 < wanted):
+            continue  # closed by a decision before it, or a disposition it saw
+        return (
+            f"host event: {what} while held by blocking obligation {ob.id} (opened "
+            f"{ob.opened_at}): vetoed, so no host wrote it (forged?)"
+        )
+    return None
+
+
+def _routed(state: State, index: int) -> object:
+    """The signal a remembered routing record routes (read back: this is only asked to name one)."""
+    return state.source.event(state.host.starts[index] << 2 | INDEX["signals"]).get("signal")
 
 
 def _fold_memory(state: State, events: list[dict[str, Any]], at_refs: list[int]) -> None:
@@ -618,7 +941,7 @@ FOLDS: dict[str, Fold] = {
 # (the usual shapes, the shape for any line), or one shape for any line: the other folds keep whole
 # events (memory, proposals)
 SHAPES: dict[str, tuple[object, type] | type] = {
-    "signals": (SignalLine | RoutingLine | DispositionLine, SignalsLine),
+    "signals": (SignalLine | RoutingLine | DispositionLine | WorldLine, SignalsLine),
     "units": UnitsLine,
 }
 ORDER = STORES  # the fold's order (signals before units), also the index a reference carries
@@ -628,34 +951,58 @@ class StoreReplaced(Exception):
     """A store is shorter than what was read of it: read everything again."""
 
 
+class Refold(StoreReplaced):
+    """A routing record read now bears on dispatches and closes read before it (only a line that
+    no host wrote can be placed so, SPEC §22): read everything again, so each is judged with it."""
+
+
 def advance(
     ws: Workspace, state: State, *, final: bool = True, stores: tuple[str, ...] = ORDER
 ) -> dict[str, int]:
     """Fold what each store gained since the last read; returns how many events each gained.
 
     Signals fold before units so a decision finds the obligations it closes; within one store,
-    log order is the order of events.
+    log order is the order of events. A dispatch or close that saw more of signals.ndjson than was
+    read of it (appended since) has the rest read first (`state.reread`), so it is judged at
+    exactly what it saw (SPEC §22).
     """
     state.source.bind(tuple(ws.store(name).path for name in STORES))
     state.auth = ws.authority()
-    gained: dict[str, int] = {}
-    for name in ORDER:
-        if name not in stores:
-            continue
-        cursor = state.cursors.setdefault(name, Cursor())
-        store = ws.store(name)
-        if store.size() < cursor.offset:  # replaced or truncated: the caller reloads in full
-            raise StoreReplaced(name)
-        with gc_paused():
-            result = store.read(cursor.offset, cursor.line, final=final, shape=SHAPES.get(name))
-            cursor.offset, cursor.line = result.offset, result.line
-            if result.problems:
-                state.problems.extend(result.problems)
-                # in store order, then line: the same list however the log was read (a checkpoint)
-                state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
-            at = refs(name, result.starts)
-            check_ahead(state, ws, name, person_refs(name, result.events, at))
-            FOLDS[name](state, result.events, at)
-            state.verdicts.clear()
-        gained[name] = len(result.events)
+    gained: dict[str, int] = dict.fromkeys((name for name in ORDER if name in stores), 0)
+    for name in list(gained):
+        if name == "units" and "signals" in state.cursors:
+            state.reread = lambda: _read(ws, state, "signals", final, gained)
+        try:
+            _read(ws, state, name, final, gained)
+        finally:
+            state.reread = None
     return gained
+
+
+def _read(ws: Workspace, state: State, name: str, final: bool, gained: dict[str, int]) -> None:
+    """Fold what one store gained since it was last read."""
+    if name == "signals" and name not in state.cursors and state.host.units_at:
+        raise Refold(name)  # dispatches and closes were judged without it: judge them with it
+    cursor = state.cursors.setdefault(name, Cursor())
+    store = ws.store(name)
+    if store.size() < cursor.offset:  # replaced or truncated: the caller reloads in full
+        raise StoreReplaced(name)
+    with gc_paused():
+        result = store.read(cursor.offset, cursor.line, final=final, shape=SHAPES.get(name))
+        cursor.offset, cursor.line = result.offset, result.line
+        if name == "signals":
+            host = state.host
+            host.signals_size = result.end
+            if 0 <= host.beyond <= result.end:  # a dispatch or close said it saw this much: judge it now
+                raise Refold("signals")
+        if result.problems:
+            state.problems.extend(result.problems)
+            # in store order, then line: the same list however the log was read (a checkpoint)
+            state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
+        at = refs(name, result.starts)
+        check_ahead(state, ws, name, person_refs(name, result.events, at))
+        FOLDS[name](state, result.events, at)
+        state.verdicts.clear()
+        if name == "units":
+            state.host.units_at = cursor.offset
+    gained[name] = gained.get(name, 0) + len(result.events)

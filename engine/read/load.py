@@ -11,10 +11,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from engine.base import clock
+from engine.base.errors import Refused
 from engine.checkout.workspace import Workspace, configure_clock
 from engine.read import checkpoint
 from engine.read.contracts import Contract, contracts_of, load_contracts, prefetch, prefetch_threshold
-from engine.read.fold import ORDER, advance
+from engine.read.fold import ORDER, StoreReplaced, advance
 from engine.read.model import State, UnitState
 
 
@@ -39,7 +40,7 @@ def load(
     helper = prefetch(ws) if cold is not None and size >= cold and not state.contract_files.seen else None
     files = None
     try:
-        advance(ws, state, stores=stores)
+        state = _fold(ws, state, stores, now)
         files = helper.files() if helper is not None else None
     finally:
         if helper is not None:
@@ -52,6 +53,22 @@ def load(
     attach_contracts(state, contracts)
     if ws.deciding():
         checkpoint.offer(ws, state)
+    return state
+
+
+def _fold(ws: Workspace, state: State, stores: tuple[str, ...], now: datetime) -> State:
+    """advance(), from the first byte again when what was folded must be judged again: a line that
+    no host wrote bears on it (engine.read.fold.Refold), or a store was cut shorter."""
+    for _ in range(2):
+        try:
+            advance(ws, state, stores=stores)
+            return state
+        except StoreReplaced:
+            state = State(now=now)
+    try:
+        advance(ws, state, stores=stores)
+    except StoreReplaced as exc:
+        raise Refused(f"{exc}.ndjson changed while it was read; run the command again") from None
     return state
 
 

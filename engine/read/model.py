@@ -8,6 +8,7 @@ what the stores, JSON output and tables carry is unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -32,6 +33,8 @@ class ObligationStatus(StrEnum):
 class ObligationKind(StrEnum):
     INTELLIGENCE = "intelligence"  # from a routed signal
     RECOVERY_DECISION = "recovery-decision"  # opened by a unit's recovery decision
+    RECOVERY = "recovery"  # opened by a failed or blocked result: a person decides (SPEC §23)
+    RECHECK = "recheck"  # opened when a signal's evidence expired under an open obligation (§24)
     QUESTION = "question"  # a unit's question to a person (ask_human), routed from its signal (§22)
 
 
@@ -41,6 +44,7 @@ class UnitStatus(StrEnum):
     CLOSED = "closed"
     WAITING = "waiting"  # on a recovery-decision obligation (see engine.read.queries.unit_status)
     ABORTED = "aborted"
+    LOST = "lost"  # its lease expired while in progress (SPEC §23): held as before, dispatchable again
 
 
 class MemoryStatus(StrEnum):
@@ -109,10 +113,18 @@ class EventKind(StrEnum):
     CLOSE = "close"
     DEMOTE = "demote"
     DECISION = "decision"  # units.ndjson and identity.ndjson
+    RESULT = "result"  # units.ndjson: what a unit's run came to (SPEC §23), one per lease
+    LEASE_EXPIRED = "lease-expired"  # units.ndjson: a host found the lease past its time
     MEMORY = "memory"  # memory.ndjson
     RETRACTION = "retraction"
     PROPOSAL = "proposal"  # identity.ndjson
-    RESULT = "result"  # units.ndjson: a host event, what a unit's run came to (report_result, §22)
+    # host events of SPEC §24 (signals.ndjson), written by the timed duties with derived ids
+    EVIDENCE_EXPIRED = "evidence-expired"  # a signal expired under an open obligation: re-ask
+    OVERDUE = "overdue"  # an obligation open past its deadline
+    DEADLINE_ESCALATED = "deadline-escalated"  # ... escalated to the policy's people
+    ADVISORY_WITHDRAWN = "advisory-withdrawn"  # an OSV advisory a sensor raised was withdrawn
+    SENSOR_RUN = "sensor-run"  # a sensor ran: its outcome, the signals it raised, its errors
+    PREDICTION_OUTCOME = "prediction-outcome"  # a person event: whether a prediction came true
     UNREADABLE = UNREADABLE  # no store's: what a reference reads back as when its line is gone
 
 
@@ -125,6 +137,7 @@ UNKNOWN_STATUS = "unknown"
 # are text; the engine names one itself: the severity a recovery decision's obligation opens with.
 Severity = str
 BLOCKING: Severity = "blocking"
+ADVISORY: Severity = "advisory"  # the severity of a recovery obligation a failed result opens (§23)
 OWED_TO = "S3"  # whom an obligation is owed to when its record does not say
 
 
@@ -162,6 +175,7 @@ class Obligation(msgspec.Struct, array_like=True):
     rationale: str | None = None
     closed_at: str | None = None
     history: list[int] = []  # references (engine.log.events), oldest first; a new list each
+    closed_by: int = -1  # reference to the event that closed it (-1: open), for the order rule
 
     def close(self, closing: Closing) -> None:
         self.status = closing.status
@@ -169,7 +183,33 @@ class Obligation(msgspec.Struct, array_like=True):
         self.by = closing.by
         self.rationale = closing.rationale
         self.closed_at = closing.closed_at
+        self.closed_by = closing.at
         self.history.append(closing.at)
+
+
+class ResultOutcome(StrEnum):
+    """What a unit's run came to (`report_result`, or `unit run` when the unit reported none)."""
+
+    DONE = "done"
+    BLOCKED = "blocked"
+    FAILED = "failed"
+
+
+RESULT_OUTCOMES: tuple[ResultOutcome, ...] = tuple(ResultOutcome)
+ASKS_RECOVERY = (ResultOutcome.BLOCKED, ResultOutcome.FAILED)  # a person decides what next (§4.4)
+
+
+class UnitResult(msgspec.Struct, array_like=True):
+    """The result recorded for a unit's lease: by the unit through the door, or by `unit run`
+    (`by` "host") when the unit reported none. Store text: shown escaped, never interpreted."""
+
+    id: str
+    outcome: str
+    summary: str
+    at: str
+    by: str  # "unit" or "host"
+    exit_code: int | None = None  # the child's own exit code, where `unit run` saw it
+    duration_s: int | None = None
 
 
 class UnitState(msgspec.Struct, array_like=True):
@@ -182,11 +222,54 @@ class UnitState(msgspec.Struct, array_like=True):
     history: list[int] = []  # references (engine.log.events)
     type: str | None = None  # as the current dispatch recorded them: a lease's grants (§15.0)
     profile: str | None = None
+    # the current lease's time (SPEC §23): None for a lease that never expires (one from before)
+    expires_at: str | None = None
+    ttl: int | None = None  # seconds a heartbeat extends it by
+    confined: bool | None = None  # as the current dispatch recorded it (`unit run --user`)
+    result: UnitResult | None = None  # the result of the latest lease, kept until the next dispatch
+
+
+class HostOrder(msgspec.Struct):
+    """What the fold keeps to judge host events by the order rule (SPEC §22): the routing
+    records that route and record `seen`, in signals.ndjson's order, as two parallel lists (their
+    start offsets, and the byte length of units.ndjson each saw); whether each store's host events
+    have begun to record `seen` (a later one without it counts for nothing); the most of
+    signals.ndjson a dispatch or close that counts claims to have seen; how far each store was read
+    (units folded up to `units_at`, signals.ndjson's size when last read); and the least length of
+    signals.ndjson claimed past what it held by a dispatch or close (judged again once it holds it)."""
+
+    starts: list[int] = []
+    seen_units: list[int] = []
+    monotone: bool = True  # seen_units never decreases (as hosts write it: a fast path)
+    signals_seen: bool = False
+    units_seen: bool = False
+    max_seen: int = -1
+    units_at: int = 0
+    signals_size: int = 0
+    beyond: int = -1  # the least `seen` of signals.ndjson past its length then that voided one (-1: none)
 
 
 class MemoryEntry(msgspec.Struct, array_like=True):
     event: dict[str, Any]
     retraction: dict[str, Any] | None = None
+
+
+class World(msgspec.Struct):
+    """What time and the world brought in (SPEC §24), folded from signals.ndjson: each index maps to
+    references (engine.events) or ids, so holding it costs little and a checkpoint keeps it."""
+
+    expired: dict[str, int] = {}  # signal id -> its evidence-expired event
+    stale_evidence: dict[str, str] = {}  # obligation id -> the signal whose evidence expired under it
+    overdue: dict[str, int] = {}  # obligation id -> its overdue event
+    escalated: dict[str, int] = {}  # obligation id -> its deadline-escalated event
+    withdrawn: dict[str, int] = {}  # signal id -> its advisory-withdrawn event
+    runs: dict[str, list[int]] = {}  # sensor -> its sensor-run events, oldest first
+    sensed: dict[str, list[str]] = {}  # sensor -> the signals it raised, log order
+    advisories: dict[str, str] = {}  # "<advisory id or alias>\0<package>\0<lockfile>" -> signal id
+    predicted: dict[str, None] = {}  # signals that make a prediction, log order
+    outcomes: dict[str, int] = {}  # signal id -> the prediction-outcome that counts
+    superseded: dict[str, list[str]] = {}  # signal id -> the later signals that supersede it
+    ids: dict[str, None] = {}  # the ids of the host events above (a duty's second write is dropped)
 
 
 class Cursor(msgspec.Struct):
@@ -225,9 +308,12 @@ class State:
     uncounted: list[Uncounted] = field(default_factory=list)
     person_ids: dict[str, set[str]] = field(default_factory=dict)  # store -> ids of person events
     auth: Authority = field(default_factory=Authority)  # the authority the person events were judged by
+    host: HostOrder = field(default_factory=HostOrder)  # the order rule's memory (engine.read.fold)
     verdicts: dict[int, tuple[dict[str, Any], str | None]] = field(
         default_factory=dict
     )  # see fold.check_ahead
+    reread: Callable[[], None] | None = None  # while units.ndjson folds: read what signals.ndjson gained
+    world: World = field(default_factory=World)  # SPEC §24: what time and the world brought in
 
     def __post_init__(self) -> None:
         if self.signals is None:

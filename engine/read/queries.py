@@ -18,6 +18,7 @@ from engine.read.model import (
     Obligation,
     ObligationKind,
     ObligationStatus,
+    ResultOutcome,
     State,
     UnitState,
     UnitStatus,
@@ -50,6 +51,34 @@ def unit_status(state: State, unit: UnitState) -> UnitStatus:
         if ob is not None and ob.status != _OPEN:
             return _TODO
     return unit.status
+
+
+# a unit whose work has started and not ended: an in-progress one, or one whose lease expired
+# while in progress (lost, SPEC §23). A hold on either fails --once; status, the room and Next-up
+# show both.
+STARTED = (UnitStatus.IN_PROGRESS, UnitStatus.LOST)
+
+
+def awaiting_close(state: State, unit: UnitState, holding: list[Obligation] | None = None) -> bool:
+    """In progress with a `done` result recorded for its lease, and a hold that vetoes its close
+    (SPEC §23): the unit's work is over, a person's disposition is not. `holding`: held_by, when
+    the caller has it."""
+    result = unit.result
+    if (
+        result is None
+        or result.outcome != ResultOutcome.DONE
+        or unit_status(state, unit) != UnitStatus.IN_PROGRESS
+    ):
+        return False
+    return bool(held_by(state, unit.id) if holding is None else holding)
+
+
+def confined(state: State, unit: UnitState) -> bool | None:
+    """Whether a started unit runs confined (`unit run --user`, SPEC §23); a unit dispatched any
+    other way is not known to be: false. None for a unit that is not started."""
+    if unit_status(state, unit) not in STARTED:
+        return None
+    return unit.confined is True
 
 
 def held_by(state: State, unit_id: str) -> list[Obligation]:
@@ -98,6 +127,9 @@ def days_left(entry: MemoryEntry, today: date) -> int:
 def signal_rows(state: State) -> list[dict[str, Any]]:
     """Every signal with its routing outcome (None while unrouted), in log order: what `signals`
     lists and `controlroom --once --json` reports."""
+    from engine.read.worldfold import prediction_json, reporter
+
+    world = state.world
     rows = []
     for signal_id, signal in state.signals.items():
         routing = state.routings.get(signal_id)
@@ -114,6 +146,15 @@ def signal_rows(state: State) -> list[dict[str, Any]]:
                 "unit": signal.get("unit"),
                 "by": signal.get("by"),
                 "at": signal.get("at"),
+                "from": reporter(signal).partition(" ")[2] or "?",
+                "sensor": signal.get("sensor"),
+                "supersedes": signal.get("supersedes"),
+                "supersededBy": world.superseded.get(signal_id, []),
+                "evidenceExpired": signal_id in world.expired,
+                "withdrawn": signal_id in world.withdrawn,
+                "prediction": prediction_json(state, signal_id, signal)
+                if signal_id in world.predicted
+                else None,
             }
         )
     return rows

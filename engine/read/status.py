@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from engine.checkout.workspace import Workspace
 from engine.read.ladder import stale_knowledge
-from engine.read.model import State
-from engine.read.queries import holds_index, unrouted
+from engine.read.model import State, UnitResult
+from engine.read.queries import awaiting_close, confined, holds_index, unrouted
 from engine.read.storeless import authentication, status_of, stores
 
 
@@ -18,7 +20,8 @@ def status(ws: Workspace, state: State) -> dict:
     units = []
     for unit_id in sorted(state.units):
         unit = state.units[unit_id]
-        blocked_by = [ob.id for ob in holds.get(unit_id, [])]
+        holding = holds.get(unit_id, [])
+        blocked_by = [ob.id for ob in holding]
         units.append(
             {
                 "id": unit_id,
@@ -27,6 +30,10 @@ def status(ws: Workspace, state: State) -> dict:
                 "held": bool(blocked_by) if known else None,
                 "blockedBy": blocked_by,
                 "staleKnowledge": stale.get(unit_id, []),
+                # SPEC §23: null where nothing is known (not started, or no stores here)
+                "awaitingClose": awaiting_close(state, unit, holding) if known else None,
+                "confined": confined(state, unit) if known else None,
+                "result": result_json(unit.result) if known else None,
             }
         )
     waiting = unrouted(state)
@@ -38,4 +45,19 @@ def status(ws: Workspace, state: State) -> dict:
         "units": units,
         "unrouted": len(waiting) if known else None,
         "unroutedSignals": [{"id": s["id"], "subject": s["subject"]} for s in waiting],
+    }
+
+
+def result_json(result: UnitResult | None) -> dict[str, Any] | None:
+    """The result a unit's latest lease recorded, as every reader's JSON gives it."""
+    if result is None:
+        return None
+    return {
+        "id": result.id,
+        "outcome": result.outcome,
+        "summary": result.summary,
+        "by": result.by,
+        "exitCode": result.exit_code,
+        "durationS": result.duration_s,
+        "at": result.at,
     }

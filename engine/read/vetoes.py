@@ -11,6 +11,8 @@ from engine.read.queries import held_by, unit_status
 def _describe(state: State, ob: Obligation) -> str:
     if ob.kind == ObligationKind.RECOVERY_DECISION:
         return f"{ob.id} ({ob.severity}, recovery decision {ob.source})"
+    if ob.kind == ObligationKind.RECOVERY:
+        return f"{ob.id} ({ob.severity}, recovery after result {ob.source})"
     signal = state.signals.get(ob.source, {})
     return f"{ob.id} ({ob.severity}, signal {ob.source}: {signal.get('subject', '?')})"
 
@@ -23,6 +25,9 @@ def _held(state: State, unit: UnitState, doing: str) -> None:
             f"{doing} of {unit.id} vetoed: held by open obligation(s) {named}; "
             "resolve them with `regulator obligation resolve`"
         )
+
+
+DISPATCHABLE = (UnitStatus.TODO, UnitStatus.LOST)  # a lost unit's lease expired: it may run again (§23)
 
 
 def check_dispatch(ws: Workspace, state: State, unit: UnitState) -> None:
@@ -41,8 +46,8 @@ def check_dispatch(ws: Workspace, state: State, unit: UnitState) -> None:
             f"{', '.join(findings)}; resolve the finding first "
             f"(regulator registry resolve {findings[0]} --by PERSON --rationale R --commit)"
         )
-    if status != UnitStatus.TODO:
-        raise BadInput(f"unit {unit.id} is {status}; dispatch needs a todo unit")
+    if status not in DISPATCHABLE:
+        raise BadInput(f"unit {unit.id} is {status}; dispatch needs a todo or lost unit")
 
 
 def check_close(ws: Workspace, state: State, unit: UnitState) -> None:

@@ -677,12 +677,18 @@ def test_hostile_bytes_in_stores_and_registers_never_hang_or_crash(ws, tmp_path)
 def test_a_close_past_its_vetoes_counts_for_nothing_and_once_names_it(tmp_path):
     ws = make_workspace(tmp_path)
     _, obligations = held(ws)
-    # what a unit sharing the account can append: its own close while held, an hour on; b1's close
+    # what a unit sharing the account can append: its own close while held, an hour on, saying it
+    # saw the stores as they are (SPEC §22: re-derived there, it is vetoed); b1's close
+    seen = {name: ws.store(name).stat().st_size for name in ("signals", "memory", "identity")}
     append_forged(
-        ws, "units", {"kind": "close", "unit": "u1", "leaseHash": None, "at": "2026-11-29T13:00:00Z"}
+        ws,
+        "units",
+        {"kind": "close", "unit": "u1", "leaseHash": None, "seen": seen, "at": "2026-11-29T13:00:00Z"},
     )
     append_forged(
-        ws, "units", {"kind": "close", "unit": "b1", "leaseHash": None, "at": "2026-11-29T13:00:00Z"}
+        ws,
+        "units",
+        {"kind": "close", "unit": "b1", "leaseHash": None, "seen": seen, "at": "2026-11-29T13:00:00Z"},
     )
     status = {u["id"]: u for u in ws.json("status")["units"]}
     assert status["u1"]["status"] == "in-progress" and status["u1"]["blockedBy"] == [obligations["u1"]]

@@ -4,14 +4,16 @@ with retry, errors as one line."""
 from __future__ import annotations
 
 import os
+import random
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
-from engine.log.pg.sql import RETRIES
+from engine.log.pg.sql import RETRIES, SESSION
 
 
 def is_url(value: str | None) -> bool:
@@ -54,7 +56,7 @@ def _denied(conn: Any, exc: Exception) -> str:
     the stores were never granted to (a read fails too: `store roles` has not run), or a role that
     may read but not write (regulator_reader). The server is asked which, on this error path only."""
     text = _message(exc)
-    if "append-only" in text:
+    if "append-only" in text or "is a host event" in text:  # the trigger's own words say it all
         return f"{text}; nothing written"
     try:
         role, usage = conn.execute(
@@ -83,30 +85,32 @@ def connect(url: str, purpose: str = "main") -> Any:
         conn = _CONNECTIONS.get(key)
         if conn is not None and not conn.closed:
             return conn
-    psycopg = _psycopg()
-    try:
-        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
-        # what this session needs, whatever defaults a role gave itself (`ALTER ROLE ... SET`,
-        # which a writer may do to its own role): text as UTF-8 (not bytes), and transactions that
-        # may write where the grants allow it
-        conn.execute(_SESSION)
-    except psycopg.Error as exc:
-        raise Refused(f"cannot reach the store at {redact(url)}: {_message(exc)}") from None
+    conn = fresh(url)
     with _LOCK:
         _CONNECTIONS[key] = conn
     return conn
 
 
-_SESSION = "SET client_encoding = 'UTF8'; SET default_transaction_read_only = off"
+def session_options(url: str) -> str:
+    """libpq's `options` for a connection: the URL's own, then every setting of SESSION (the
+    last of a repeated setting wins, so ours do)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        given = str(conninfo_to_dict(url).get("options") or "")
+    except Exception:  # a URL libpq cannot read: connect() says so
+        given = ""
+    ours = " ".join(f"-c {name}={value}" for name, value in SESSION.items())
+    return f"{given} {ours}".strip()
 
 
 def fresh(url: str) -> Any:
-    """A connection of its own (not cached): for LISTEN, imports, tests."""
+    """A connection of its own (not cached): for LISTEN, imports, tests. What it needs is set as
+    it starts (engine.log.pg.sql.SESSION), whatever defaults a role gave itself (`ALTER ROLE ...
+    SET`, which any role may do to itself): those apply to no regulator session."""
     psycopg = _psycopg()
     try:
-        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
-        conn.execute(_SESSION)
-        return conn
+        return psycopg.connect(url, autocommit=True, connect_timeout=10, options=session_options(url))
     except psycopg.Error as exc:
         raise Refused(f"cannot reach the store at {redact(url)}: {_message(exc)}") from None
 
@@ -124,7 +128,10 @@ def _run(url: str, work: Callable[[Any], Any], purpose: str = "main", tx: bool =
                 return work(conn)
             with conn.transaction():
                 return work(conn)
-        except (errors.SerializationFailure, errors.DeadlockDetected):
+        except (errors.SerializationFailure, errors.DeadlockDetected, errors.UniqueViolation):
+            # another append took the store's next line first (engine.log.pg.sql.CHECK_APPEND_SQL):
+            # read the tail again and chain on it
+            _pause(attempt)
             continue
         except psycopg.OperationalError as exc:
             if conn.closed and attempt == 0:
@@ -135,6 +142,12 @@ def _run(url: str, work: Callable[[Any], Any], purpose: str = "main", tx: bool =
         except psycopg.Error as exc:
             raise Refused(f"store {redact(url)}: {_message(exc)}; nothing written") from None
     raise Refused(f"store {redact(url)}: still conflicting after {RETRIES} tries; nothing written")
+
+
+def _pause(attempt: int) -> None:
+    """A short random wait before trying again, growing with the tries, so appends that met on one
+    line do not meet again on the next."""
+    time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
 
 
 def now_text() -> str:

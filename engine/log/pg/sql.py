@@ -1,14 +1,189 @@
-"""The SQL of the PostgreSQL stores: the schema, the roles, the catch-up reads, their constants."""
+"""The SQL of the PostgreSQL stores: the schema, the roles, the upgrade, the catch-up reads, their
+constants.
+
+Schema 2 (SPEC §22), every table in the schema `regulator`, owned by the role that ran `init`:
+- `meta` (instance, version, clock, created_at): one row; never changed but by `store upgrade`.
+- `events` (store, n, line, sha256, hash, prev, at, recorded_at, written_by): every line of every
+  store, numbered per store; INSERT only (triggers refuse UPDATE, DELETE, TRUNCATE). The trigger
+  fills n, hash, prev, at from the line, recorded_at (the server's clock) and written_by (the
+  session's login role, `session_user`; null on lines from before schema 2).
+- `locks` (name): one row per exclusive decision, `decide`; held with SELECT ... FOR UPDATE (needs
+  UPDATE: regulator_host's); the rows never change.
+- `leader` (id = 1, holder, expires): the host running the timed duties and until when; renewed
+  with `UPDATE ... WHERE holder = me OR expires < now()`; holder '' and expires -infinity: nobody.
+- `leases` (lease, unit, expires, heartbeat): a unit's lease by its hash (never the token), when it
+  expires (null: never) and when it was last seen; INSERT and UPDATE by regulator_host.
+Roles: regulator_host (SELECT; INSERT on events; UPDATE on locks and leader; INSERT, UPDATE on
+leases) and regulator_reader (SELECT). Units hold none.
+"""
 
 from __future__ import annotations
 
+from engine.log.events import HOST_KINDS
+from engine.log.store import MAX_LINE_BYTES
+
 MARKER = "postgresql.json"
 CHANNEL = "regulator"
-SCHEMA_VERSION = 1
-RETRIES = 8
+SCHEMA_VERSION = 2  # 1: the first round's; 2: SPEC §22 (roles, locks, leader, leases, the writer recorded)
+RETRIES = 32  # conflicts retried (appends that met on one line, deadlocks), each after a short random pause
 SKEW_AT_S = 2  # the trigger's bound on |at - clock_timestamp()| (SPEC §18)
+HOST_ROLE = "regulator_host"
+READER_ROLE = "regulator_reader"
+OLD_WRITER_ROLE = "regulator_writer"  # schema 1's hosts and units: `store upgrade` revokes its INSERT
+DECIDE = "decide"  # the row of regulator.locks the decide lock holds
 
-SCHEMA_SQL = """
+# Every connection's own settings, sent when it starts (libpq's `options`): they outrank what a
+# role gave itself (`ALTER ROLE ... SET`), so no role's defaults change how a host's session runs:
+# bounded waits and statements, text as UTF-8, transactions that may write where the grants allow,
+# the server's default ordering of transactions, ISO dates, and functions and tables found only in
+# the catalog (every table is named with its schema). idle_session_timeout 0: a LISTEN connection
+# idles by design.
+SESSION = {
+    "statement_timeout": "30s",
+    "lock_timeout": "5s",
+    "idle_in_transaction_session_timeout": "60s",
+    "idle_session_timeout": "0",
+    "client_encoding": "UTF8",
+    "default_transaction_read_only": "off",
+    "default_transaction_isolation": "read\\ committed",
+    "default_transaction_deferrable": "off",
+    "standard_conforming_strings": "on",
+    "DateStyle": "ISO",
+    "IntervalStyle": "postgres",
+    "TimeZone": "UTC",
+    "search_path": "pg_catalog,pg_temp",
+    "role": "none",
+}
+
+
+IS_HOST = f"""(pg_catalog.current_setting('is_superuser') = 'on'
+        OR coalesce((SELECT pg_catalog.pg_has_role(current_user, r.oid, 'USAGE')
+                     FROM pg_catalog.pg_roles r WHERE r.rolname = '{HOST_ROLE}'), false))"""
+
+
+def _host_kinds_sql() -> str:
+    """The host-event kinds (engine.log.events.HOST_KINDS) as an SQL array of text literals."""
+    quoted = ", ".join("'" + kind.replace("'", "''") + "'" for kind in sorted(HOST_KINDS))
+    return f"ARRAY[{quoted}]::text[]"
+
+
+# the insert trigger (schema 2). No lock of its own: two appends to one store that read the same
+# last line number their lines the same, and the primary key (store, n) lets one in; the other
+# gets a unique violation (or, when the other committed before its read, a prev that no longer
+# names the last line: a serialization failure) and the client tries again, on a fresh tail.
+CHECK_APPEND_SQL = f"""
+CREATE OR REPLACE FUNCTION regulator.check_append() RETURNS trigger LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    body json;
+    kind text;
+    last_n bigint;
+    last_hash text;
+    importing boolean;
+    pinned boolean;
+    size bigint;
+BEGIN
+    size := octet_length(NEW.line);
+    IF size > {MAX_LINE_BYTES} THEN
+        RAISE EXCEPTION 'regulator: %: a line of % bytes is over the limit of {MAX_LINE_BYTES} bytes (1 MiB)',
+            NEW.store, size USING ERRCODE = 'check_violation';
+    END IF;
+    IF NEW.sha256 IS DISTINCT FROM encode(sha256(convert_to(NEW.line, 'UTF8')), 'hex') THEN
+        RAISE EXCEPTION 'regulator: %: the line does not match its SHA-256 as sent', NEW.store
+            USING ERRCODE = 'check_violation';
+    END IF;
+    BEGIN
+        body := NEW.line::json;
+    EXCEPTION WHEN others THEN
+        RAISE EXCEPTION 'regulator: %: the line is not JSON', NEW.store USING ERRCODE = 'check_violation';
+    END;
+    IF strpos(NEW.line, E'\\n') > 0 OR strpos(NEW.line, E'\\r') > 0 THEN
+        RAISE EXCEPTION 'regulator: %: the line holds a raw line break', NEW.store
+            USING ERRCODE = 'check_violation';
+    END IF;
+    IF json_typeof(body) IS DISTINCT FROM 'object' THEN
+        RAISE EXCEPTION 'regulator: %: the line is not a JSON object', NEW.store
+            USING ERRCODE = 'check_violation';
+    END IF;
+    importing := regulator.owner_importing();
+    kind := body->>'kind';  -- of duplicate keys the last, as every reader of the line takes it
+    IF kind = ANY ({_host_kinds_sql()}) AND NOT importing AND NOT regulator.is_host() THEN
+        RAISE EXCEPTION 'regulator: %: % is a host event: only {HOST_ROLE} writes it (this session is %)',
+            NEW.store, kind, current_user USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    NEW.hash := body->>'hash';
+    NEW.prev := body->>'prev';
+    NEW.at := body->>'at';
+    IF NEW.hash IS NULL OR NEW.prev IS NULL THEN
+        RAISE EXCEPTION 'regulator: %: the line has no hash or prev', NEW.store
+            USING ERRCODE = 'check_violation';
+    END IF;
+    SELECT e.n, e.hash INTO last_n, last_hash FROM regulator.events e
+        WHERE e.store = NEW.store ORDER BY e.n DESC LIMIT 1;
+    IF NEW.prev IS DISTINCT FROM coalesce(last_hash, '') THEN
+        RAISE EXCEPTION 'regulator: %: chain broken: prev does not name the store''s last line', NEW.store
+            USING ERRCODE = 'serialization_failure';
+    END IF;
+    NEW.n := coalesce(last_n, 0) + 1;
+    NEW.recorded_at := clock_timestamp();
+    NEW.written_by := session_user;
+    SELECT m.clock = 'pinned' INTO pinned FROM regulator.meta m LIMIT 1;
+    IF NOT importing AND NOT coalesce(pinned, false) THEN
+        IF NEW.at IS NULL OR NEW.at !~ '^[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}T[0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}Z$' THEN
+            RAISE EXCEPTION 'regulator: %: at must be a UTC time YYYY-MM-DDTHH:MM:SSZ', NEW.store
+                USING ERRCODE = 'check_violation';
+        END IF;
+        IF abs(extract(epoch FROM (clock_timestamp() - NEW.at::timestamptz))) > {SKEW_AT_S} THEN
+            RAISE EXCEPTION 'regulator: %: at % is more than {SKEW_AT_S} s from the server''s clock (%)',
+                NEW.store, NEW.at, clock_timestamp() USING ERRCODE = 'check_violation';
+        END IF;
+    END IF;
+    RETURN NEW;
+END $$;
+"""
+
+# whether the session's role acts as a host: regulator_host itself, a role that has its
+# privileges (a login role per host granted regulator_host, an owner granted it), or a superuser
+# (which could drop the trigger anyway)
+IS_HOST_SQL = f"""
+CREATE OR REPLACE FUNCTION regulator.is_host() RETURNS boolean LANGUAGE sql STABLE
+    SET search_path = pg_catalog, pg_temp AS $$
+    SELECT {IS_HOST}
+$$;
+"""
+
+# the rows hosts update (schema 2): exclusive decisions, leadership, leases. Only these change.
+# (Made where missing: `serve` of an earlier build may have made regulator.leader already.)
+#   regulator.locks   (name): one row per exclusive decision ('decide'); a decider holds its row
+#                     with SELECT ... FOR UPDATE, which needs UPDATE (the reader cannot); the rows
+#                     themselves never change (a trigger refuses it)
+#   regulator.leader  (id = 1, holder, expires): the one host running the timed duties (SPEC §22),
+#                     renewed with UPDATE ... WHERE holder = me OR expires < now()
+#   regulator.leases  (lease, unit, expires, heartbeat): a unit's lease by its hash (never the
+#                     token), when it expires (null: never) and when it was last seen (SPEC §23)
+HOST_TABLES_SQL = f"""
+CREATE TABLE IF NOT EXISTS regulator.locks (name text PRIMARY KEY);
+INSERT INTO regulator.locks (name) VALUES ('{DECIDE}') ON CONFLICT (name) DO NOTHING;
+CREATE OR REPLACE TRIGGER locks_no_change BEFORE UPDATE OR DELETE ON regulator.locks
+    FOR EACH ROW EXECUTE FUNCTION regulator.refuse_change();
+CREATE OR REPLACE TRIGGER locks_no_truncate BEFORE TRUNCATE ON regulator.locks
+    FOR EACH STATEMENT EXECUTE FUNCTION regulator.refuse_change();
+CREATE TABLE IF NOT EXISTS regulator.leader (
+    id int PRIMARY KEY CHECK (id = 1),
+    holder text NOT NULL,
+    expires timestamptz NOT NULL
+);
+INSERT INTO regulator.leader (id, holder, expires) VALUES (1, '', '-infinity') ON CONFLICT (id) DO NOTHING;
+CREATE TABLE IF NOT EXISTS regulator.leases (
+    lease text PRIMARY KEY,
+    unit text,
+    expires timestamptz,
+    heartbeat timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+REVOKE ALL ON regulator.locks, regulator.leader, regulator.leases FROM PUBLIC;
+"""
+
+SCHEMA_SQL = f"""
 CREATE SCHEMA regulator;
 CREATE TABLE regulator.meta (
     instance text NOT NULL,
@@ -25,6 +200,7 @@ CREATE TABLE regulator.events (
     prev text NOT NULL,
     at text,
     recorded_at timestamptz NOT NULL,
+    written_by text,
     PRIMARY KEY (store, n)
 );
 
@@ -43,64 +219,8 @@ CREATE FUNCTION regulator.owner_importing() RETURNS boolean LANGUAGE sql STABLE
         AND pg_catalog.pg_has_role(current_user, (SELECT c.relowner FROM pg_catalog.pg_class c
             WHERE c.oid = 'regulator.events'::pg_catalog.regclass), 'USAGE')
 $$;
-
-CREATE FUNCTION regulator.check_append() RETURNS trigger LANGUAGE plpgsql
-    SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    body json;
-    last_n bigint;
-    last_hash text;
-    importing boolean;
-    pinned boolean;
-BEGIN
-    PERFORM pg_advisory_xact_lock(hashtext('regulator.store.' || NEW.store));
-    IF NEW.sha256 IS DISTINCT FROM encode(sha256(convert_to(NEW.line, 'UTF8')), 'hex') THEN
-        RAISE EXCEPTION 'regulator: %: the line does not match its SHA-256 as sent', NEW.store
-            USING ERRCODE = 'check_violation';
-    END IF;
-    BEGIN
-        body := NEW.line::json;
-    EXCEPTION WHEN others THEN
-        RAISE EXCEPTION 'regulator: %: the line is not JSON', NEW.store USING ERRCODE = 'check_violation';
-    END;
-    IF strpos(NEW.line, E'\n') > 0 OR strpos(NEW.line, E'\r') > 0 THEN
-        RAISE EXCEPTION 'regulator: %: the line holds a raw line break', NEW.store
-            USING ERRCODE = 'check_violation';
-    END IF;
-    IF json_typeof(body) IS DISTINCT FROM 'object' THEN
-        RAISE EXCEPTION 'regulator: %: the line is not a JSON object', NEW.store
-            USING ERRCODE = 'check_violation';
-    END IF;
-    NEW.hash := body->>'hash';
-    NEW.prev := body->>'prev';
-    NEW.at := body->>'at';
-    IF NEW.hash IS NULL OR NEW.prev IS NULL THEN
-        RAISE EXCEPTION 'regulator: %: the line has no hash or prev', NEW.store
-            USING ERRCODE = 'check_violation';
-    END IF;
-    SELECT e.n, e.hash INTO last_n, last_hash FROM regulator.events e
-        WHERE e.store = NEW.store ORDER BY e.n DESC LIMIT 1;
-    IF NEW.prev IS DISTINCT FROM coalesce(last_hash, '') THEN
-        RAISE EXCEPTION 'regulator: %: chain broken: prev does not name the store''s last line', NEW.store
-            USING ERRCODE = 'check_violation';
-    END IF;
-    NEW.n := coalesce(last_n, 0) + 1;
-    NEW.recorded_at := clock_timestamp();
-    importing := regulator.owner_importing();
-    SELECT m.clock = 'pinned' INTO pinned FROM regulator.meta m LIMIT 1;
-    IF NOT importing AND NOT coalesce(pinned, false) THEN
-        IF NEW.at IS NULL OR NEW.at !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$' THEN
-            RAISE EXCEPTION 'regulator: %: at must be a UTC time YYYY-MM-DDTHH:MM:SSZ', NEW.store
-                USING ERRCODE = 'check_violation';
-        END IF;
-        IF abs(extract(epoch FROM (clock_timestamp() - NEW.at::timestamptz))) > 2 THEN
-            RAISE EXCEPTION 'regulator: %: at % is more than 2 s from the server''s clock (%)', NEW.store,
-                NEW.at, clock_timestamp() USING ERRCODE = 'check_violation';
-        END IF;
-    END IF;
-    RETURN NEW;
-END $$;
-
+{IS_HOST_SQL}
+{CHECK_APPEND_SQL}
 CREATE FUNCTION regulator.notify_append() RETURNS trigger LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -123,22 +243,56 @@ CREATE TRIGGER meta_no_change BEFORE UPDATE OR DELETE ON regulator.meta
     FOR EACH ROW EXECUTE FUNCTION regulator.refuse_change();
 CREATE TRIGGER meta_no_truncate BEFORE TRUNCATE ON regulator.meta
     FOR EACH STATEMENT EXECUTE FUNCTION regulator.refuse_change();
+{HOST_TABLES_SQL}
 REVOKE ALL ON ALL TABLES IN SCHEMA regulator FROM PUBLIC;
 """
 
-ROLES_SQL = """
+# what each role may do (run by `store roles`, and by `store upgrade` for the roles that exist)
+GRANTS_SQL = f"""
+GRANT USAGE ON SCHEMA regulator TO {HOST_ROLE}, {READER_ROLE};
+GRANT SELECT ON regulator.meta, regulator.events, regulator.locks, regulator.leader, regulator.leases
+    TO {HOST_ROLE}, {READER_ROLE};
+GRANT INSERT ON regulator.events TO {HOST_ROLE};
+GRANT UPDATE ON regulator.locks, regulator.leader TO {HOST_ROLE};
+GRANT INSERT, UPDATE ON regulator.leases TO {HOST_ROLE};
+REVOKE UPDATE, DELETE, TRUNCATE ON regulator.meta, regulator.events FROM {HOST_ROLE}, {READER_ROLE};
+REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON regulator.meta, regulator.events, regulator.locks,
+    regulator.leader, regulator.leases FROM {READER_ROLE};
+"""
+
+ROLES_SQL = f"""
 DO $$ BEGIN
-    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'regulator_writer') THEN
-        CREATE ROLE regulator_writer LOGIN;
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{HOST_ROLE}') THEN
+        CREATE ROLE {HOST_ROLE} LOGIN;
     END IF;
-    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'regulator_reader') THEN
-        CREATE ROLE regulator_reader LOGIN;
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{READER_ROLE}') THEN
+        CREATE ROLE {READER_ROLE} LOGIN;
     END IF;
 END $$;
-GRANT USAGE ON SCHEMA regulator TO regulator_writer, regulator_reader;
-GRANT SELECT ON regulator.meta, regulator.events TO regulator_writer, regulator_reader;
-GRANT INSERT ON regulator.events TO regulator_writer;
-REVOKE UPDATE, DELETE, TRUNCATE ON regulator.meta, regulator.events FROM regulator_writer, regulator_reader;
+{GRANTS_SQL}
+"""
+
+# schema 1 -> 2, as the owner, in one transaction (engine.log.pg.admin.upgrade appends the mark
+# after it): the writer recorded beside each line from now on (older lines: null), the trigger
+# that refuses host events from other roles and lines over 1 MiB and takes no lock, the host
+# tables, the old writer role's INSERT revoked, and the new roles' grants where they exist
+UPGRADE_SQL = f"""
+ALTER TABLE regulator.events ADD COLUMN written_by text;
+{IS_HOST_SQL}
+{CHECK_APPEND_SQL}
+{HOST_TABLES_SQL}
+DO $$ BEGIN
+    IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{OLD_WRITER_ROLE}') THEN
+        REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON regulator.events FROM {OLD_WRITER_ROLE};
+    END IF;
+    IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{HOST_ROLE}')
+            AND EXISTS (SELECT FROM pg_roles WHERE rolname = '{READER_ROLE}') THEN
+        EXECUTE $grants${GRANTS_SQL}$grants$;
+    END IF;
+END $$;
+ALTER TABLE regulator.meta DISABLE TRIGGER meta_no_change;
+UPDATE regulator.meta SET version = {SCHEMA_VERSION};
+ALTER TABLE regulator.meta ENABLE TRIGGER meta_no_change;
 """
 
 

@@ -6,23 +6,27 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from engine.base import clock, ids
 from engine.base.errors import BadInput, Refused
-from engine.log.pg.connection import _denied, _message, _psycopg, _run, connect, redact
+from engine.log.pg.connection import _denied, _message, _pause, _psycopg, _run, connect, redact
 from engine.log.pg.mirror import mirror
 from engine.log.pg.server import server_bytes
 from engine.log.store import (
     GENESIS,
+    MAX_LINE_BYTES,
     ReadResult,
     Store,
     _check_time,
     canonical,
+    check_size,
     event_hash,
 )
+from engine.log.store import line_text as checked_line
 
 # ---- the store ----------------------------------------------------------------------------------
 
@@ -39,12 +43,13 @@ class PgStore(Store):
 
     def append(self, event: dict, *, assign_id: bool = False) -> dict:
         """The same line as the file store would write, chained to the server's last line of this
-        store, in one transaction under the store's advisory lock."""
+        store, in one transaction. No lock: an append that another took the line number of first
+        is tried again on the new tail (engine.log.pg.connection._run)."""
         name = self.store
         file_name = self.name
+        check_size(file_name, event)
 
         def work(conn: Any) -> tuple[dict, int]:
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("regulator.store." + name,))
             row = conn.execute(
                 "SELECT hash, at FROM regulator.events WHERE store = %s ORDER BY n DESC LIMIT 1", (name,)
             ).fetchone()
@@ -58,7 +63,7 @@ class PgStore(Store):
                 written["id"] = ids.new_id(f"{file_name}\0{prev}\0{canonical(written).decode()}")
                 written = {"id": written.pop("id"), **written}
             written["hash"] = event_hash(written)
-            line = line_text(written)
+            line = checked_line(file_name, written)
             n = conn.execute(
                 "INSERT INTO regulator.events (store, line, sha256, hash, prev, recorded_at)"
                 " VALUES (%s, %s, %s, '', '', now()) RETURNING n",
@@ -79,10 +84,12 @@ class PgStore(Store):
         line the trigger refuses): the caller then reads again, checks again and calls append().
 
         The server builds the line around the store's tail: the client sends the canonical line
-        and its hashed body cut where `prev` goes, the server takes the store's lock, reads the
-        tail, joins the pieces, hashes them, inserts (the trigger checks the line as ever) and
-        commits, in one simple query (each statement sees what committed before it, so the tail read
-        after the lock is the store's last line)."""
+        and its hashed body cut where `prev` goes, the server reads the tail, joins the pieces,
+        hashes them, inserts (the trigger checks the line as ever) and commits, in one simple
+        query. Another append that took the same line number first makes the insert fail (the
+        primary key; or a prev the trigger finds is no longer the last line): the query is sent
+        again, reading the new tail, a few times, before the caller's slower path is left to it."""
+        check_size(self.name, event)
         trip = _one_trip(self.store, self.name, event, unchanged)
         if trip is None:
             return None
@@ -91,14 +98,23 @@ class PgStore(Store):
         from psycopg import errors
 
         conn = connect(self.url)
+        pid = conn.info.backend_pid
         try:
             cursor = psycopg.ClientCursor(conn)
             query, bound = _one_trip_query(conn, params)
-            try:
-                cursor.execute(query, bound)
-            except errors.InvalidSqlStatementName:  # a new connection: prepare it (nothing was written)
-                conn.execute(ONE_TRIP_PREPARE)
-                cursor.execute(query, bound)
+            for attempt in range(ONE_TRIP_TRIES):
+                try:
+                    try:
+                        cursor.execute(query, bound)
+                    except errors.InvalidSqlStatementName:  # a new connection: prepare it (nothing written)
+                        conn.execute(ONE_TRIP_PREPARE)
+                        cursor.execute(query, bound)
+                except (errors.UniqueViolation, errors.SerializationFailure):
+                    _pause(attempt)  # another append took the line: again, on the new tail
+                    continue
+                break
+            else:
+                return None
             while cursor.nextset():  # the last statement's result: the INSERT's
                 pass
             row = cursor.fetchone()
@@ -107,8 +123,10 @@ class PgStore(Store):
         except errors.InsufficientPrivilege as exc:
             raise Refused(f"store {redact(self.url)}: {_denied(conn, exc)}") from None
         except psycopg.OperationalError as exc:
+            if not conn.broken:  # the server refused it (a timeout, say), the connection is fine
+                raise Refused(f"store {redact(self.url)}: {_message(exc)}; nothing written") from None
             try:
-                row = _written_after_all(self.url, self.store, written["id"])
+                row = _written_after_all(self.url, self.store, written["id"], pid)
             except Refused as unknown:
                 raise Refused(
                     f"store {redact(self.url)}: the connection broke during an append ({_message(exc)}) and "
@@ -155,9 +173,8 @@ class PgStore(Store):
         return data
 
 
-# one round trip: the store's lock, then the line built around the store's tail and inserted, in
-# one simple query (one transaction; each statement sees what committed before it starts); the
-# INSERT is a statement prepared once per connection
+# one round trip: the line built around the store's tail and inserted, in one simple query (one
+# transaction); the INSERT is a statement prepared once per connection
 ONE_TRIP = "regulator_append_v1"
 ONE_TRIP_PREPARE = f"""PREPARE {ONE_TRIP} (text, text, text, text, text, text, text, text, text[], text[]) AS
 INSERT INTO regulator.events (store, line, sha256, hash, prev, recorded_at)
@@ -175,9 +192,9 @@ WHERE p.prev ~ '^([0-9a-f]{{64}})?$'
                                            ORDER BY g.n DESC LIMIT 1), '') = s.tail), true)
        FROM unnest($9, $10) AS s(store, tail))
 RETURNING n, prev, hash"""
+ONE_TRIP_TRIES = 8  # conflicts the one-trip query is sent again for, before append() takes over
 ONE_TRIP_SQL = (  # the plan made once serves every line (a custom plan costs as much again)
-    "SELECT set_config('plan_cache_mode', 'force_generic_plan', true),"
-    " pg_advisory_xact_lock(hashtext('regulator.store.' || %(store)s)); "
+    "SELECT set_config('plan_cache_mode', 'force_generic_plan', true); "
     f"EXECUTE {ONE_TRIP} (%(store)s, %(h1)s, %(h2)s, %(l1)s, %(l2)s, %(l3)s, %(at)s, %(sent)s, "
     "%(stores)s::text[], %(tails)s::text[])"
 )
@@ -206,6 +223,8 @@ def _one_trip(
         line = line_text(written)
         line.encode("utf-8")
     except UnicodeError:
+        return None
+    if len(line.encode("utf-8")) + 2 * 64 > MAX_LINE_BYTES:  # perhaps over with prev and hash: append() says
         return None
     h1, cut, h2 = body.partition(_CUT)
     l1, _, rest = line.partition(_CUT)
@@ -244,20 +263,32 @@ def _one_trip_query(conn: Any, params: dict[str, object]) -> tuple[str, dict[str
     return ONE_TRIP_SQL % {k: quoted(v) for k, v in params.items()}, None
 
 
-def _written_after_all(url: str, name: str, event_id: str) -> tuple[int, str, str] | None:
-    """The connection broke during a one-trip append: whether the line went in after all. Under
-    the store's lock (an append still running on the server ends first), the store's last lines
-    are searched for the line's id, which is random and first on the line."""
+def _written_after_all(url: str, name: str, event_id: str, pid: int) -> tuple[int, str, str] | None:
+    """The connection broke during a one-trip append: whether the line went in after all. Once the
+    server's session that ran it (`pid`) has ended (its append committed or undone for good; its
+    statement_timeout bounds the wait), the store's last lines are searched for the line's id,
+    which is random and first on the line."""
+
+    def ended(conn: Any) -> bool:
+        return not conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+
+    deadline = time.monotonic() + GONE_S
+    while not _run(url, ended, tx=False):
+        if time.monotonic() > deadline:
+            raise Refused(f"the server's session {pid} that ran it has not ended after {GONE_S:.0f} s")
+        time.sleep(0.05)
 
     def work(conn: Any) -> tuple[int, str, str] | None:
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("regulator.store." + name,))
         return conn.execute(
             "SELECT n, prev, hash FROM regulator.events WHERE store = %s AND n > coalesce((SELECT max(n)"
             " FROM regulator.events WHERE store = %s), 0) - 10000 AND starts_with(line, %s)",
             (name, name, '{"id":' + json.dumps(event_id) + ","),
         ).fetchone()
 
-    return _run(url, work)
+    return _run(url, work, tx=False)
+
+
+GONE_S = 40.0  # longer than any statement runs (the sessions' statement_timeout, 30 s)
 
 
 def _restamped(event: dict) -> object:
