@@ -717,6 +717,12 @@ HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
     ("lint ✓ / ✗N / …", "lint✓ / lint✗N / lint…", "registry lint: no error / N errors / still running"),
     ("N unrouted", "N unrtd", "signals not yet routed (this room routes them, unless read-only)"),
     ("⚠ N would block", "⚠N would blk", "blocking obligations that routing the unrouted signals would open"),
+    ("N overdue", "N overdue", "open obligations past their severity's deadline (shown when there are some)"),
+    (
+        "N evidence expired",
+        "N evid.exp",
+        "signals that expired while an obligation they opened was open: each re-asked by a recheck",
+    ),
     ("N bad line(s)", "N bad", "store lines every read skips (torn or malformed): first in Registers"),
     ("stores absent: unit state unknown", "NO STORES", "a checkout without the stores (a clone)"),
     ("names unauthenticated", "names unauth", "person events count by name: no signatures required"),
