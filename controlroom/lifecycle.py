@@ -120,9 +120,10 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
                     f"{escape(event['rationale'])}"
                 )
         yield from _uncounted(events)
-        for ob in snap.holds.get(unit_id, []):
+        why = snap.held.get(unit_id)
+        for ob in why.obligations if why else ():
             yield f"held by {ob.severity} obligation {ob.id}: {escape(ob.subject)}"
-        for finding_id in snap.stale.get(unit_id, []):
+        for finding_id in why.findings if why else ():
             yield f"stale-knowledge: unresolved finding {finding_id}"
         return
     if view == "memory":

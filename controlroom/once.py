@@ -35,11 +35,11 @@ ABSENT_REASON = f"{ABSENT} (run --once on the host, or --once --registers-only f
 def exit_reasons(snap: Snapshot) -> list[str]:
     reasons = [] if snap.known else [ABSENT_REASON]
     state = snap.state
-    for unit_id, holding in sorted(snap.holds.items()):
+    for unit_id, holding in sorted(snap.held.items()):
         unit = state.units.get(unit_id)
         if unit is None or unit_status(state, unit) != UnitStatus.IN_PROGRESS:
             continue
-        for ob in holding:
+        for ob in holding.obligations:
             if ob.kind == ObligationKind.INTELLIGENCE:
                 what = f"signal {ob.source}: {state.signals.get(ob.source, {}).get('subject', '?')}"
             else:

@@ -15,12 +15,12 @@ from controlroom.views import BY_VIEW, TITLES, VIEWS, Key, RowKey  # noqa: E402 
 from engine import freshness
 from engine.contracts import Contract
 from engine.errors import RegulatorError
-from engine.ladder import registers_of, stale_knowledge
+from engine.ladder import HeldBy, held, registers_of
 from engine.load import load
 from engine.model import MemoryStatus, Obligation, ObligationStatus, State, UnitState
 from engine.nextup import next_up
 from engine.proposals import decision_of, verify_identity
-from engine.queries import age, days_left, holds_index, is_stale, memory_status, unit_status, unrouted_count
+from engine.queries import age, days_left, is_stale, memory_status, unit_status, unrouted_count
 from engine.registers import lint
 from engine.text import escape
 from engine.verification import Finding, findings
@@ -63,8 +63,8 @@ class Snapshot:
     lint: LintResult | None = None
     identity: Sequence[IdentityCheck] = ()
     verify: list[Finding] = field(default_factory=list)
-    holds: dict[str, list[Obligation]] = field(default_factory=dict)  # unit -> the obligations holding it
-    stale: dict[str, list[str]] = field(default_factory=dict)  # unit -> the unresolved findings flagging it
+    # unit -> what holds it (engine.ladder.held: obligations and findings, one meaning everywhere)
+    held: dict[str, HeldBy] = field(default_factory=dict)
     # the interaction policy, read once per refresh (actions ask it per keypress); None: unreadable
     policy: InteractionPolicy | None = None
     known: bool = True  # the stores are here: without them (a clone) unit state is unknown (§16.2)
@@ -95,8 +95,7 @@ class Snapshot:
     def derive(self) -> None:
         """Recompute the indexes every row reads (cheap, one pass each)."""
         self.known = self.ws.has_stores
-        self.holds = holds_index(self.state)
-        self.stale = stale_knowledge(self.ws, self.state)
+        self.held = held(self.ws, self.state)
         try:
             self.policy = self.ws.interaction()
         except RegulatorError:
@@ -147,6 +146,7 @@ class Checks:
             self.history,
         )
         snap.state.registers = self.registers
+        snap.held = held(snap.ws, snap.state)  # the registers just read (trunk's too) hold units
 
 
 def frozen(state: State) -> State:
@@ -306,15 +306,16 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         unit_id = plain(key)
         unit = state.units[unit_id]
         contract = contract_of(unit)
-        held = [ob.id[:8] for ob in snap.holds.get(unit_id, [])] + snap.stale.get(unit_id, [])
+        why = snap.held.get(unit_id, HeldBy())
+        held_by = [ob.id[:8] for ob in why.obligations] + list(why.findings)
         return [
             unit_id,
             contract.type,
             unit_status(state, unit) if snap.known else "unknown",
             # an obligation or a finding holds it
-            "■" if snap.holds.get(unit_id) or snap.stale.get(unit_id) else "",
+            "■" if held_by else "",
             str(contract.priority),
-            ", ".join(held),
+            ", ".join(held_by),
             contract.title,
         ]
     if view == "memory":
@@ -476,7 +477,7 @@ def _counts(snap: Snapshot) -> dict[str, int]:
             blocking += ob.blocks
             if ob.expires_at is not None and ob.expires_at <= now:  # is_stale, inlined: runs per append
                 stale += 1
-    held_units = [u for u in {*snap.holds, *(u for u, by in snap.stale.items() if by)} if u in state.units]
+    held_units = [u for u in snap.held if u in state.units]
     cursor = state.cursors.get("memory")
     marker = (cursor.offset if cursor else -1, len(state.memory), today)
     if snap._memory_marker != marker:  # memory is counted again only when it changed

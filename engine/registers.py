@@ -18,7 +18,7 @@ from engine.queries import unit_status
 from engine.workspace import Workspace
 from registry.entries import FINDING_ID, REGISTERS, Issue
 from registry.history import History, RangeError, RangeHistory, read_history, read_range
-from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range
+from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range, lint_trunk
 from registry.views import VIEWS
 
 if TYPE_CHECKING:
@@ -77,6 +77,25 @@ def trunk_policy(ws: Workspace, history: History | None) -> Policy:
     except (PolicyError, UnicodeDecodeError):
         policy.intake_debt_days = ws.routing().intake_debt_days
     return policy
+
+
+def walk_policy(ws: Workspace) -> Policy:
+    """Whose `Authorized-by:` counts on trunk's history (SPEC §26): on the host, the decided
+    policy; in a clone (no decisions here), the interaction policy trunk holds, never the
+    checkout's files, which a branch may have edited."""
+    if ws.has_stores:
+        return lint_policy(ws)
+    import subprocess
+
+    from registry.history import resolve_trunk
+
+    ref = resolve_trunk(ws.tree, trunk_of(ws))
+    if ref is None:
+        return lint_policy(ws)
+    done = subprocess.run(
+        ["git", "-C", str(ws.tree), "show", f"{ref}:regulator/policy/interaction.yaml"], capture_output=True
+    )
+    return policy_at(ws, done.stdout if done.returncode == 0 else None, f"trunk ({ref})")
 
 
 def policy_at(ws: Workspace, text: bytes | None, where: str) -> Policy:
@@ -139,6 +158,9 @@ def lint(
         result.issues += lint_range(history, policy_at(ws, history.policy, before))
     else:
         result.issues += lint_history(registers, registers.texts, history, policy)
+        from engine.ladder import trunk_findings
+
+        result.issues += lint_trunk(trunk_findings(ws, state), walk_policy(ws))
     result.history_checked = history.available
     if require_history and not history.available:
         result.issues = [

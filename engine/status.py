@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from engine.ladder import stale_knowledge
+from engine.ladder import HeldBy, held
 from engine.model import State
-from engine.queries import holds_index, unrouted
+from engine.queries import unrouted
 from engine.storeless import authentication, status_of, stores
 from engine.workspace import Workspace
 
@@ -13,20 +13,19 @@ def status(ws: Workspace, state: State) -> dict:
     """Without the stores (a clone, SPEC §16.2) nothing is known of the units' state: their status
     is `unknown`, `held` and `unrouted` are null, never `todo`, `false` or 0."""
     known = ws.has_stores
-    holds = holds_index(state)
-    stale = stale_knowledge(ws, state)
+    holding = held(ws, state)  # "held": an obligation or a finding, as everywhere (SPEC §26)
     units = []
     for unit_id in sorted(state.units):
         unit = state.units[unit_id]
-        blocked_by = [ob.id for ob in holds.get(unit_id, [])]
+        why = holding.get(unit_id, HeldBy())
         units.append(
             {
                 "id": unit_id,
                 "type": unit.contract.type if unit.contract else None,
                 "status": status_of(known, state, unit),
-                "held": bool(blocked_by) if known else None,
-                "blockedBy": blocked_by,
-                "staleKnowledge": stale.get(unit_id, []),
+                "held": bool(why.obligations or why.findings) if known else None,
+                "blockedBy": [ob.id for ob in why.obligations],
+                "staleKnowledge": list(why.findings),
             }
         )
     waiting = unrouted(state)
