@@ -224,7 +224,7 @@ def _backdated(at: object, previous: object) -> bool:
     if not isinstance(at, str) or not isinstance(previous, str) or at >= previous:
         return False
     try:
-        return (clock.parse_time(previous) - clock.parse_time(at)).total_seconds() > SKEW_S
+        return (clock.read_time(previous) - clock.read_time(at)).total_seconds() > SKEW_S
     except Exception:  # noqa: BLE001 - an unreadable time is not a back-dated one
         return False
 
@@ -342,7 +342,7 @@ def _expiry(text: str) -> datetime | None:
     """A signal's expiry; one that is not a time (a line no engine wrote) never expires: its
     obligations keep holding rather than lapse (fail closed)."""
     try:
-        return clock.parse_time(text)
+        return clock.read_time(text)
     except RegulatorError:
         return None
 
@@ -574,10 +574,8 @@ def _memory_problem(event: dict[str, Any], memory: dict[str, MemoryEntry]) -> st
         return "subject or note is not text"
     review_by = event.get("reviewBy")
     try:
-        if not isinstance(review_by, str) or len(review_by) != 10:
-            raise ValueError
-        date.fromisoformat(review_by)
-    except ValueError:
+        clock.parse_date(review_by)  # exactly YYYY-MM-DD, as remember writes it (SPEC §26)
+    except RegulatorError:
         return "reviewBy is not a calendar date (YYYY-MM-DD)"
     for name in ("scope", "evidence"):  # remember writes both, lists of text (scope may be empty)
         value = event.get(name)

@@ -1020,7 +1020,7 @@ def _restamped(event: dict) -> object:
         return at
     now = clock.now()
     try:
-        behind = (now - clock.parse_time(at)).total_seconds()
+        behind = (now - clock.read_time(at)).total_seconds()
     except BadInput:
         return at
     return clock.iso(now) if behind >= 1 else at

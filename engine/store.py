@@ -230,7 +230,7 @@ def _check_time(store: str, at: object, last_at: object) -> None:
     if clock.pinned() or not isinstance(at, str) or not isinstance(last_at, str) or at >= last_at:
         return
     try:
-        behind = (clock.parse_time(last_at) - clock.parse_time(at)).total_seconds()
+        behind = (clock.read_time(last_at) - clock.read_time(at)).total_seconds()
     except Exception:  # noqa: BLE001 - a last line with a bad time does not stop the log
         return
     if behind > SKEW_S:
