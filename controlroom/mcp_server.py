@@ -292,7 +292,11 @@ def request_id(raw: object) -> int | str | None:
         data = None
     if isinstance(data, dict):
         found = data.get("id")
-        return found if isinstance(found, int | str) and not isinstance(found, bool) and _sendable(found) else None
+        return (
+            found
+            if isinstance(found, int | str) and not isinstance(found, bool) and _sendable(found)
+            else None
+        )
     depth = 0
     for match in _TOKEN.finditer(raw):
         token = match.group()

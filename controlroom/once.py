@@ -192,7 +192,7 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
         "excluded": excluded,
         "identity": [{"file": c.file, "ok": c.ok} for c in snap.identity],
         "verify": [{"store": f.store, "line": f.line, "message": f.message} for f in snap.verify],
-        "problems": [str(p) for p in state.problems],
+        "problems": [str(p) for p in state.problems],  # the first ones; counts.badLines has them all
         "exitReasons": reasons,
         "exitCode": 1 if reasons else 0,
     }

@@ -17,7 +17,7 @@ from engine.contracts import Contract
 from engine.errors import RegulatorError
 from engine.ladder import HeldBy, held, registers_of
 from engine.load import load
-from engine.model import MemoryStatus, Obligation, ObligationStatus, State, UnitState
+from engine.model import MemoryStatus, ObligationStatus, State, UnitState
 from engine.nextup import next_up
 from engine.proposals import decision_of, verify_identity
 from engine.queries import age, days_left, is_stale, memory_status, unit_status, unrouted_count
@@ -263,6 +263,8 @@ def _keys(view: str, snap: Snapshot, show_all: bool) -> list[Key]:
         queue, _ = next_up(snap.ws, state, explain=False)
         # bad store lines first: what the stores could not say is the first thing to see (§16.3)
         out: list[Key] = [RowKey("bad", str(i)) for i in range(len(state.problems))]
+        if state.bad_lines > len(state.problems):  # the rest are counted, not listed (SPEC §26)
+            out.append(RowKey("bad", "more"))
         out += [RowKey("verify", str(i)) for i in range(len(snap.verify))]
         out += [RowKey("next", u["id"]) for u in queue]
         if snap.lint is not None:
@@ -349,6 +351,14 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
     if view == "registers":
         kind, ident = sectioned(key)
         registers = registers_of(snap.ws, state)
+        if kind == "bad" and ident == "more":
+            more = state.bad_lines - len(state.problems)
+            return [
+                "store",
+                "…",
+                "bad lines",
+                f"and {more} more bad line(s), counted, not listed (`regulator verify`)",
+            ]
         if kind == "bad":
             problem = state.problems[int(ident)]
             return ["store", f"{problem.store}:{problem.line}", f"bad line: {problem.kind}", problem.message]
@@ -495,7 +505,7 @@ def _counts(snap: Snapshot) -> dict[str, int]:
         "expiring": snap._expiring,
         "lintErrors": len(snap.lint.errors) if snap.lint else 0,
         "unrouted": unrouted_count(state),
-        "badLines": len(state.problems),
+        "badLines": state.bad_lines,
     }
 
 

@@ -7,7 +7,7 @@ import operator
 import os
 import re
 from collections.abc import Callable, Sequence
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from itertools import compress, repeat
 from pathlib import Path
 from typing import IO, Any, ClassVar
@@ -36,7 +36,7 @@ from engine.model import (
     UnitState,
     UnitStatus,
 )
-from engine.store import SKEW_S
+from engine.store import KEPT_PROBLEMS, SKEW_S
 from engine.workspace import Workspace
 
 # the names the hot loops compare with, bound once (an enum member read from its class costs more)
@@ -634,10 +634,13 @@ def advance(
         with gc_paused():
             result = store.read(cursor.offset, cursor.line, final=final, shape=SHAPES.get(name))
             cursor.offset, cursor.line = result.offset, result.line
-            if result.problems:
+            if result.bad:
+                state.bad_lines += result.bad
                 state.problems.extend(result.problems)
-                # in store order, then line: the same list however the log was read (a checkpoint)
+                # in store order, then line: the same list however the log was read (a checkpoint);
+                # the first KEPT_PROBLEMS are named, every one is counted (SPEC §26)
                 state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
+                del state.problems[KEPT_PROBLEMS:]
             at = refs(name, result.starts)
             check_ahead(state, ws, name, person_refs(name, result.events, at))
             FOLDS[name](state, result.events, at)

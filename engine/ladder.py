@@ -39,8 +39,8 @@ def trunk_findings(ws: Workspace, state: State) -> TrunkFindings:
     registers: what trunk holds, and each load-bearing change with whether it counts."""
     registers = registers_of(ws, state)
     if not isinstance(registers.trunk, TrunkFindings):
+        from engine.ackers import walk_policy
         from engine.gitconfig import trunk_of
-        from engine.registers import walk_policy
         from registry.lint import authorize_commit
 
         policy = walk_policy(ws)

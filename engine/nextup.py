@@ -38,7 +38,8 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
             why = holding.get(unit_id, none)
             reasons = [] if status == _TODO else [f"status {status}"]
             reasons += [
-                f"stale-knowledge: unresolved {finding}{from_trunk.get(finding, '')}" for finding in why.findings
+                f"stale-knowledge: unresolved {finding}{from_trunk.get(finding, '')}"
+                for finding in why.findings
             ]
             reasons += [f"held by {ob.severity} obligation {ob.id}" for ob in why.obligations]
             excluded.append({"id": unit_id, "priority": contract.priority, "reasons": reasons})

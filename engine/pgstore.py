@@ -33,7 +33,18 @@ from urllib.parse import urlsplit, urlunsplit
 from engine import clock, hostkey, ids
 from engine.errors import BadInput, Refused
 from engine.events import STORES
-from engine.store import GENESIS, ReadResult, Store, _check_time, canonical, event_hash, locked, open_regular
+from engine.store import (
+    GENESIS,
+    MAX_LINE,
+    ReadResult,
+    Store,
+    _check_time,
+    canonical,
+    check_line,
+    event_hash,
+    locked,
+    open_regular,
+)
 
 MARKER = "postgresql.json"
 CHANNEL = "regulator"
@@ -1027,8 +1038,12 @@ def _restamped(event: dict) -> object:
 
 
 def line_text(event: dict) -> str:
-    """The canonical line (engine.store.canonical_line) as text, without its newline."""
-    return json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    """The canonical line (engine.store.canonical_line) as text, without its newline; bad input
+    when over engine.store.MAX_LINE (SPEC §26), as on files."""
+    text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    if len(text) > MAX_LINE // 4:  # a character is at most 4 bytes: only a long line is encoded
+        check_line(text.encode("utf-8", "surrogatepass") + b"\n")
+    return text
 
 
 # ---- the decide lock ----------------------------------------------------------------------------

@@ -6,9 +6,9 @@ import json
 import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from engine import clock
+from engine.ackers import lint_policy, policy_at, walk_policy
 from engine.actors import check_person, require_grant
 from engine.errors import BadInput, Refused
 from engine.gitconfig import trunk_of
@@ -20,29 +20,6 @@ from registry.entries import FINDING_ID, REGISTERS, Issue
 from registry.history import History, RangeError, RangeHistory, read_history, read_range
 from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range, lint_trunk
 from registry.views import VIEWS
-
-if TYPE_CHECKING:
-    from identity.policy import InteractionPolicy
-
-
-def lint_policy(ws: Workspace) -> Policy:
-    policy = _signing_policy(ws, ws.interaction())
-    policy.intake_debt_days = ws.routing().intake_debt_days
-    return policy
-
-
-def _signing_policy(ws: Workspace, interaction: InteractionPolicy, note: str = "") -> Policy:
-    """Who may authorize a load-bearing change, and whether it must be SSH-signed (SPEC §15.1)."""
-    people = interaction.people
-    ackers = {name: person.emails for name, person in people.items() if "ack" in person.grants}
-    keys = {name: person.keys for name, person in people.items()}
-
-    def signed(sha: str, person: str) -> bool:
-        from engine.gitsig import signed_by
-
-        return signed_by(ws.root, sha, {person: keys.get(person, ())})[person]
-
-    return Policy(ackers=ackers, signed=signed, require_signatures=interaction.require_signatures, note=note)
 
 
 def trunk_policy(ws: Workspace, history: History | None) -> Policy:
@@ -77,39 +54,6 @@ def trunk_policy(ws: Workspace, history: History | None) -> Policy:
     except (PolicyError, UnicodeDecodeError):
         policy.intake_debt_days = ws.routing().intake_debt_days
     return policy
-
-
-def walk_policy(ws: Workspace) -> Policy:
-    """Whose `Authorized-by:` counts on trunk's history (SPEC §26): on the host, the decided
-    policy; in a clone (no decisions here), the interaction policy trunk holds, never the
-    checkout's files, which a branch may have edited."""
-    if ws.has_stores:
-        return lint_policy(ws)
-    import subprocess
-
-    from registry.history import resolve_trunk
-
-    ref = resolve_trunk(ws.tree, trunk_of(ws))
-    if ref is None:
-        return lint_policy(ws)
-    done = subprocess.run(
-        ["git", "-C", str(ws.tree), "show", f"{ref}:regulator/policy/interaction.yaml"], capture_output=True
-    )
-    return policy_at(ws, done.stdout if done.returncode == 0 else None, f"trunk ({ref})")
-
-
-def policy_at(ws: Workspace, text: bytes | None, where: str) -> Policy:
-    """The ack grants and keys of an interaction policy as it stood at a commit (--range: at A), so
-    a push cannot use signing rights it grants itself."""
-    from identity.policy import PolicyError, parse_policy
-
-    if text is None:
-        return Policy(ackers={}, note=f"no interaction policy at {where}: nobody holds the ack grant")
-    try:
-        interaction = parse_policy("interaction.yaml", text.decode("utf-8"))
-    except (PolicyError, UnicodeDecodeError) as exc:
-        return Policy(ackers={}, note=f"the interaction policy at {where} does not read ({exc})")
-    return _signing_policy(ws, interaction, note=f"ack grants as the policy at {where} gives them")
 
 
 def lint(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -17,7 +17,6 @@ from engine.errors import BadInput, Refused
 from engine.events import STORES
 from engine.limits import check_text
 from engine.model import EventKind
-from engine.store import open_regular
 from engine.store import verify as verify_chain
 from engine.workspace import Workspace
 
@@ -42,34 +41,34 @@ class Finding:
         return f"{where}: {self.message}{tail}"
 
 
-def _lines(ws: Workspace, store: str) -> list[bytes]:
+def _lines(ws: Workspace, store: str) -> Iterator[tuple[int, int, bytes | None]]:
+    """(line number, start offset, line) for each line of a store, read in bounded memory (a line
+    longer than engine.store.MAX_LINE is None); nothing when it cannot be read."""
     try:
-        with open(open_regular(ws.store(store).path), "rb") as handle:
-            return handle.read().split(b"\n")
+        yield from ((n, start, raw) for n, (start, raw) in enumerate(ws.store(store).lines(), start=1))
     except (OSError, Refused):
-        return []
+        return
 
 
-def _what(data: list[bytes], number: int) -> str:
-    """A person event named for a reader: its kind, who it names, what it acts on."""
-    import json
-
-    try:
-        event = json.loads(data[number - 1])
-    except (ValueError, IndexError, RecursionError):
-        return "person event"
-    target = event.get("obligation") or event.get("entry") or event.get("proposal") or event.get("unit")
-    on = f" on {str(target)[:20]}" if target else ""
-    return f"{event.get('kind')} by {event.get('by')!r}{on}"
-
-
-def line_of(data: list[bytes], offset: int) -> int:
-    position = 0
-    for number, raw in enumerate(data, start=1):
-        if position >= offset:
-            return number
-        position += len(raw) + 1
-    return len(data)
+def line_numbers(ws: Workspace, store: str, offsets: set[int]) -> dict[int, int]:
+    """offset -> the number of the line starting there (or the last line before it), one pass."""
+    found: dict[int, int] = {}
+    wanted = sorted(offsets)
+    k = 0
+    last = 0
+    for number, start, _ in _lines(ws, store):
+        while k < len(wanted) and wanted[k] < start:
+            found[wanted[k]] = last
+            k += 1
+        if k < len(wanted) and wanted[k] == start:
+            found[start] = number
+            k += 1
+        last = number
+        if k == len(wanted):
+            break
+    for offset in wanted[k:]:
+        found[offset] = last
+    return found
 
 
 def findings(ws: Workspace, state: State | None = None, *, host_events: bool = False) -> list[Finding]:
@@ -99,14 +98,17 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
         uncounted = [u for u in uncounted if u.reason.startswith("malformed")]
         if not any(f.store == "identity.ndjson" for f in found):
             found.append(Finding("identity.ndjson", 1, fresh.auth.unknown))
-    lines = {name: _lines(ws, name) for name in {u.store for u in uncounted}}
+    lines = {
+        name: line_numbers(ws, name, {u.offset for u in uncounted if u.store == name})
+        for name in {u.store for u in uncounted}
+    }
     for u in uncounted:
         if u.reason.startswith("host event: "):  # a dispatch or close past its vetoes (engine.fold)
             message = f"{u.reason.removeprefix('host event: ')}; it counts for nothing"
         else:
             what = "event" if u.reason.startswith("malformed") else "person event"
             message = f"{what} {u.reason}; it counts for nothing"
-        found.append(Finding(f"{u.store}.ndjson", line_of(lines[u.store], u.offset), message))
+        found.append(Finding(f"{u.store}.ndjson", lines[u.store][u.offset], message))
     for name in STORES:  # a mirror edited in place (fleet mode): read again from the server
         for number in ws.store(name).mended():
             where = f"line {number} was" if number else "its bytes were"
@@ -189,9 +191,9 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
     for name in STORES:
         store = f"{name}.ndjson"
         previous: object = None
-        offset = 0
-        for number, raw in enumerate(_lines(ws, name), start=1):
-            start, offset = offset, offset + len(raw) + 1
+        for number, start, raw in _lines(ws, name):
+            if raw is None:
+                continue  # too long to be an event: the chain check names it
             try:
                 event = msgspec.json.decode(raw)
             except (ValueError, RecursionError):
@@ -364,10 +366,10 @@ def _mark_dismissed(ws: Workspace, found: list[Finding]) -> list[Finding]:
 
 
 def _line_hash(ws: Workspace, store: str, line: int) -> str | None:
-    data = _lines(ws, store)
-    if not 1 <= line <= len(data):
-        return None
-    return hashlib.sha256(data[line - 1]).hexdigest()
+    for number, _, raw in _lines(ws, store):
+        if number == line:
+            return hashlib.sha256(raw).hexdigest() if raw is not None else None
+    return None
 
 
 def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:

@@ -43,7 +43,9 @@ def check(ws: Workspace, state: State, unit: UnitState, doing: str) -> None:
             f"{', '.join(holding.findings)}; resolve the finding first (committed to trunk with "
             "Authorized-by: an edit not on trunk adds a hold, never lifts one)"
         )
-    needed, named = (UnitStatus.TODO, "a todo") if doing == DISPATCH else (UnitStatus.IN_PROGRESS, "an in-progress")
+    needed, named = (
+        (UnitStatus.TODO, "a todo") if doing == DISPATCH else (UnitStatus.IN_PROGRESS, "an in-progress")
+    )
     if status != needed:
         raise BadInput(f"unit {unit.id} is {status}; {doing} needs {named} unit")
 

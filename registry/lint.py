@@ -481,10 +481,15 @@ def lint_trunk(found: TrunkFindings, policy: Policy) -> list[Issue]:
             continue
         if change.superseded:
             continue
-        why = change.how or "no Authorized-by: <person with the ack grant> on the commit that brought it to trunk"
+        why = (
+            change.how
+            or "no Authorized-by: <person with the ack grant> on the commit that brought it to trunk"
+        )
         if policy.note:
             why += f" ({policy.note})"
         if change.lifts:
             why += f"; it keeps the hold on {', '.join(change.lifts)} it would have lifted"
-        _unauthorized(issues, path, list(change.changed), change.ack_removed, " on trunk", f"on trunk by {by}", why)
+        _unauthorized(
+            issues, path, list(change.changed), change.ack_removed, " on trunk", f"on trunk by {by}", why
+        )
     return issues

@@ -130,7 +130,10 @@ SPACES_AND_BREAKS = [
 
 
 @settings(max_examples=600, deadline=None)
-@given(groups, st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(SPACES_AND_BREAKS)), min_size=1, max_size=3))
+@given(
+    groups,
+    st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(SPACES_AND_BREAKS)), min_size=1, max_size=3),
+)
 def test_same_as_safe_load_or_none_with_unicode_spaces_and_line_breaks(parts, inserts):
     """Issue 28: `resolved: true` + U+00A0 read True here, a string to YAML (14,702 of 20,020
     generated headers with Unicode spaces disagreed)."""

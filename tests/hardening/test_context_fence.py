@@ -63,7 +63,9 @@ hostile = st.one_of(
 # SPEC §26: every code point of the categories Cc, Cf, Co, Cs and Cn (as the running Python's
 # unicodedata classifies them) and the variation selectors, in every field of an entry (a line in a
 # store may hold a lone surrogate as a JSON escape; identity files are UTF-8, so they hold none)
-VARIATION_SELECTORS = [chr(c) for c in (*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0), 0x180B, 0x180C, 0x180D, 0x180F)]
+VARIATION_SELECTORS = [
+    chr(c) for c in (*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0), 0x180B, 0x180C, 0x180D, 0x180F)
+]
 hidden_points = st.one_of(
     st.characters(categories=("Cc", "Cf", "Co", "Cs", "Cn")), st.sampled_from(VARIATION_SELECTORS)
 )
@@ -85,11 +87,15 @@ def entries(draw) -> list[dict]:
                 "subject": draw(field_text),
                 "note": draw(field_text),
                 "evidence": ["e"],
-                "scope": sorted(set(draw(st.lists(st.one_of(st.sampled_from(TYPES), hidden_text), max_size=2)))),
+                "scope": sorted(
+                    set(draw(st.lists(st.one_of(st.sampled_from(TYPES), hidden_text), max_size=2)))
+                ),
                 "reviewBy": draw(st.sampled_from(["2026-11-28", "2026-11-29", "2026-12-20"])),
                 "unit": draw(st.one_of(st.sampled_from([*UNITS, None]), hidden_text)),
                 "revision": draw(
-                    st.one_of(st.sampled_from(["2a27fa1cf5597a059de442545ee55830243783e3", None]), hidden_text)
+                    st.one_of(
+                        st.sampled_from(["2a27fa1cf5597a059de442545ee55830243783e3", None]), hidden_text
+                    )
                 ),
                 "recordedBy": "S1",
                 "at": draw(st.sampled_from(STAMPS)),

@@ -19,7 +19,15 @@ from engine.errors import BadInput
 from engine.workspace import LEASE_FILE
 from tests.helpers import REGULATOR, one_line, remember_args, report_args
 
-DATES = ["20261221", "2026-W52-1", "2026-355", " 2026-12-20", "2026-12-20 ", "2026-12-20T00:00:00Z", "٢٠٢٦-١٢-٢٠"]
+DATES = [
+    "20261221",
+    "2026-W52-1",
+    "2026-355",
+    " 2026-12-20",
+    "2026-12-20 ",
+    "2026-12-20T00:00:00Z",
+    "٢٠٢٦-١٢-٢٠",
+]
 TIMES = [
     "20261129T100000Z",
     "2026-11-29T10:00:00+00:00",
@@ -159,9 +167,13 @@ def test_review_by_in_another_form_is_refused_through_the_door(door, value):
 def test_deeply_nested_json_gets_an_answer(door):
     """Issue 28: nested JSON sent to the door got no reply, and the agent waited forever."""
     ws, opened = door
-    deep = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"status","arguments":' + (
-        b'{"a":' * 100_000
-    ) + b"1" + b"}" * 100_000 + b"}}"
+    deep = (
+        b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"status","arguments":'
+        + (b'{"a":' * 100_000)
+        + b"1"
+        + b"}" * 100_000
+        + b"}}"
+    )
     opened.send(deep)
     answer = opened.reply()
     assert answer.get("id") in (7, None) and "error" in answer, answer
@@ -189,7 +201,9 @@ def test_a_lone_surrogate_gets_an_answer(door):
 
 def test_invalid_utf8_and_garbage_get_an_answer(door):
     ws, opened = door
-    opened.send(b'{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"status","arguments":{"x":"\xff"}}}')
+    opened.send(
+        b'{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"status","arguments":{"x":"\xff"}}}'
+    )
     answer = opened.reply()
     assert answer.get("id") == 11 and ("error" in answer or answer["result"]["isError"]), answer
     opened.send(b"not json at all")

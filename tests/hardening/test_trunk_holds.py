@@ -58,7 +58,9 @@ def test_an_uncommitted_edit_lifts_no_hold_on_close_either(ws):
     ws.write(FINDING, finding())
     ws.commit("file F-x")
     ws.write(FINDING, finding(resolved="true"))
-    assert "close of u1 vetoed: stale-knowledge from unresolved finding(s) F-x" in refused(ws, "unit", "close", "u1")
+    assert "close of u1 vetoed: stale-knowledge from unresolved finding(s) F-x" in refused(
+        ws, "unit", "close", "u1"
+    )
 
 
 def test_an_uncommitted_edit_can_add_a_hold(filed):
@@ -122,7 +124,9 @@ def test_an_unauthorized_side_commit_merged_lifts_nothing(filed):
     ws.git("checkout", "-q", "main")
     ws.git("merge", "-q", "--no-ff", "--no-edit", "sneak")
     assert "F-x" in refused(ws, "unit", "dispatch", "u1")
-    assert json.loads(ws.run("registry", "lint", "--json").stdout)["errors"][0]["code"] == "unauthorized-change"
+    assert (
+        json.loads(ws.run("registry", "lint", "--json").stdout)["errors"][0]["code"] == "unauthorized-change"
+    )
 
 
 def test_a_later_authorized_commit_decides_the_entry_afresh(filed):
@@ -138,7 +142,10 @@ def test_a_later_authorized_commit_decides_the_entry_afresh(filed):
 def test_a_claimed_authorization_counts_where_signatures_are_not_required(filed):
     ws = filed
     path = ws.root / "regulator/policy/interaction.yaml"
-    ws.decide("regulator/policy/interaction.yaml", path.read_text().replace("requireSignatures: true", "requireSignatures: false"))
+    ws.decide(
+        "regulator/policy/interaction.yaml",
+        path.read_text().replace("requireSignatures: true", "requireSignatures: false"),
+    )
     ws.write(FINDING, finding(resolved="true"))
     ws.commit("resolve F-x\n\nAuthorized-by: alice", sign=False)
     data = json.loads(ws.run("registry", "lint", "--json").stdout)
