@@ -45,6 +45,7 @@ from engine.model import MemoryEntry, MemoryStatus, State
 from engine.queries import memory_status
 from engine.text import escape, escape_block, unescape
 from engine.workspace import Workspace
+from identity import regular
 from identity.files import IDENTITY_DIR, IDENTITY_NAMES
 
 DEFAULT_BUDGET = 6000
@@ -178,7 +179,7 @@ def read_identity(ws: Workspace) -> list[tuple[str, str | None]]:
                 files.append((relative, None))  # hand-edited, and its decided content is not known
             continue
         try:
-            data = (ws.root / relative).read_bytes()
+            data = regular.read_bytes(ws.root / relative)
         except FileNotFoundError:
             files.append((relative, None))
             continue

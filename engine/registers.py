@@ -16,6 +16,7 @@ from engine.ladder import registers_of
 from engine.model import UNKNOWN_STATUS, State
 from engine.queries import unit_status
 from engine.workspace import Workspace
+from identity import regular
 from registry.entries import FINDING_ID, REGISTERS, Issue
 from registry.history import History, RangeError, RangeHistory, read_history, read_range
 from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range, lint_trunk
@@ -126,7 +127,7 @@ def views(ws: Workspace, state: State, check: bool) -> list[str]:
     differing = []
     for name, text in render_views(ws, state).items():
         path = ws.tree / name
-        current = path.read_text(encoding="utf-8") if path.exists() else None
+        current = regular.read_text(path) if path.exists() else None
         if current != text:
             differing.append(name)
             if not check:
@@ -162,7 +163,7 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
     path = ws.tree / entry.path
     if commit:
         _clean_registers(ws)
-    text = path.read_text(encoding="utf-8")
+    text = regular.read_text(path)
     head_end = text.index("\n---", 3)
     head, rest = text[:head_end], text[head_end:]
     line = "ack: " + json.dumps(f"{clock.today().isoformat()} {person}", ensure_ascii=False)

@@ -35,6 +35,7 @@ from engine.router import route_locked
 from engine.signing import person_event, signer_for
 from engine.vetoes import check_close, check_dispatch
 from engine.workspace import LEASE_FILE, Workspace, check_unit_id
+from identity import regular
 
 
 def _known(ws: Workspace, unit_id: str) -> None:
@@ -92,7 +93,7 @@ def dispatch(ws: Workspace, unit_id: str, worktree: Path | None = None) -> dict:
 
 def _contract_hash(ws: Workspace, unit_id: str) -> str | None:
     try:
-        return "sha256:" + hashlib.sha256(contract_path(ws, unit_id).read_bytes()).hexdigest()
+        return "sha256:" + hashlib.sha256(regular.read_bytes(contract_path(ws, unit_id))).hexdigest()
     except OSError:
         return None
 
@@ -151,7 +152,7 @@ def _remove_lease_file(ws: Workspace, unit: UnitState) -> None:
     if unit.worktree:
         path = ws.root / unit.worktree / LEASE_FILE
         try:
-            token = json.loads(path.read_text(encoding="utf-8")).get("lease")
+            token = json.loads(regular.read_text(path)).get("lease")
             if isinstance(token, str) and lease_hash(token) == unit.lease:
                 path.unlink()
         except (OSError, ValueError, AttributeError):
