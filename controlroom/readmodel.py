@@ -534,17 +534,14 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -
     c: dict[str, int | str] = dict(counts(snap))
     if not snap.known:  # without the stores these are unknown, never 0 (SPEC §16.2)
         c.update(blocking="?", held="?", stale="?", expiring="?", unrouted="?")
-    if snap.lint is None:
-        lint_part = "lint …"
-    else:
-        lint_part = "lint ✓" if c["lintErrors"] == 0 else f"lint ✗{c['lintErrors']}"
+    lint_part = lint_mark(snap)
     if compact:
         parts = [
             f"{c['blocking']} blk",
             f"{c['held']} held",
             f"{c['stale']} stale",
             f"{c['expiring']} exp≤7d",
-            lint_part.replace(" ", ""),
+            lint_part.replace("lint unchecked", "lint:unchecked").replace(" ", ""),
             f"{c['unrouted']} unrtd",
         ]
         would = would_block_text(snap, compact=True)
@@ -569,6 +566,23 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -
         parts.append(f"{c['badLines']} bad line(s)")
     parts += trust_marks(snap.ws)
     return " · ".join(parts) + f" · {live}"
+
+
+def lint_mark(snap: Snapshot) -> str:
+    """The header's lint part: `lint …` until it ran, `lint ✗N` with errors, and `lint unchecked`
+    when trunk history could not be read (SPEC §26: never ✓ for what was not checked)."""
+    if snap.lint is None:
+        return "lint …"
+    if snap.lint.errors:
+        return f"lint ✗{len(snap.lint.errors)}"
+    return "lint ✓" if snap.lint.history_checked else "lint unchecked"
+
+
+def lint_unchecked(snap: Snapshot) -> str | None:
+    """Why lint's history checks did not run (trunk history unavailable), or None."""
+    if snap.lint is None or snap.lint.history_checked:
+        return None
+    return snap.lint.history_why or "trunk history unavailable"
 
 
 SHORT_MARKS = {

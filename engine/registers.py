@@ -107,6 +107,7 @@ def lint(
 
         result.issues += lint_trunk(trunk_findings(ws, state), walk_policy(ws))
     result.history_checked = history.available
+    result.history_why = history.why
     if require_history and not history.available:
         result.issues = [
             Issue("error", i.code, i.entry, f"{i.message} (--require-history: check out with full depth)")

@@ -59,6 +59,7 @@ class Policy:
 class LintResult:
     issues: list[Issue] = field(default_factory=list)
     history_checked: bool = False
+    history_why: str = ""  # why trunk history could not be read (history_checked False)
 
     def of(self, level: str) -> list[Issue]:
         return [i for i in self.issues if i.level == level]
@@ -73,6 +74,7 @@ class LintResult:
             "warnings": [i.as_json() for i in self.of("warning")],
             "notices": [i.as_json() for i in self.of("notice")],
             "historyChecked": self.history_checked,
+            "historyUnavailable": None if self.history_checked else self.history_why or "unknown",
         }
 
 

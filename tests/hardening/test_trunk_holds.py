@@ -172,3 +172,27 @@ def test_held_means_one_thing_in_status_the_room_and_once(filed):
     rows = {line.split()[0]: line for line in text.splitlines() if line.startswith(("u1 ", "u3 ", "b1 "))}
     assert "■" in rows["u1"] and "F-x" in rows["u1"] and "■" in rows["u3"] and "■" not in rows["b1"]
     assert "2 held" in text
+
+
+def test_without_trunk_history_once_shows_lint_unchecked_and_why(ws):
+    """Issue 28: with trunk missing, --once showed `lint ✓` and exited 0 though lint read no history."""
+    ws.git("branch", "-m", "main", "elsewhere")
+    done = ws.run("controlroom", "--once")
+    assert done.returncode == 0, done.stdout
+    assert "lint ✓" not in done.stdout and "lint unchecked" in done.stdout.splitlines()[0]
+    assert "lint unchecked: trunk history unavailable (no trunk branch 'main'" in done.stdout
+    data = json.loads(ws.run("controlroom", "--once", "--json").stdout)
+    assert data["lint"]["historyChecked"] is False and "no trunk branch" in data["lint"]["historyUnavailable"]
+    strict = ws.run("controlroom", "--once", "--require-history")
+    assert strict.returncode == 1
+    assert "- lint unchecked: trunk history unavailable (no trunk branch 'main'" in strict.stdout
+    # with the history there, --require-history passes
+    ws.git("branch", "-m", "elsewhere", "main")
+    assert ws.run("controlroom", "--once", "--require-history").returncode == 0
+
+
+def test_the_documented_fleet_job_requires_history():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "ci.md").read_text()
+    assert "run: regulator controlroom --once --require-history" in text
