@@ -14,7 +14,7 @@ import json
 import operator
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import accumulate, filterfalse
 from pathlib import Path
@@ -473,7 +473,9 @@ class Finding:
 _STRICT = msgspec.json.Decoder()
 
 
-def verify(store: Store, data: bytes | None = None) -> list[Finding]:
+def verify(
+    store: Store, data: bytes | None = None, dismissed: Mapping[int, str] | None = None
+) -> list[Finding]:
     """Check the hash chain; name every unreadable line and the first break in the chain.
 
     An edited line fails its own hash; an inserted, deleted or reordered line breaks `prev`.
@@ -482,6 +484,10 @@ def verify(store: Store, data: bytes | None = None) -> list[Finding]:
     skip is named here too, though its `hash` carries the chain on (SPEC §26). The first
     KEPT_PROBLEMS unreadable lines are named, the rest counted in one finding. Read line by line:
     bounded memory whatever the store holds (`data`: the bytes a server sent, fleet mode).
+
+    `dismissed`: line number -> the SHA-256 of the line a signed dismissal names (SPEC §26). Such a
+    line, while it still has that hash, is named but does not stop the check: the next line may
+    chain to the hash it claims (appended after it) or to the line before it (inserted).
     """
     found: list[Finding] = []
     if data is None:
@@ -491,9 +497,10 @@ def verify(store: Store, data: bytes | None = None) -> list[Finding]:
         if pieces[-1] == b"":
             pieces.pop()
         source = [p if p is None or len(p) <= MAX_LINE else None for p in pieces]
-    prev = GENESIS
+    prev = {GENESIS}  # what the next line's prev may name
     chain_broken = False
     unreadable = first_unlisted = number = 0
+    dismissed = dismissed or {}
     torn_at = _torn_line(store, data)
     for raw in source:
         number += 1
@@ -511,8 +518,10 @@ def verify(store: Store, data: bytes | None = None) -> list[Finding]:
             continue
         if event.get("hash") != event_hash(event):
             found.append(Finding(store.name, number, "content does not match its hash (edited)"))
-            chain_broken = True
-        elif event.get("prev") != prev:
+            chain_broken = not _dismissed(dismissed, number, raw)
+            if not chain_broken and isinstance(event.get("hash"), str):
+                prev = prev | {event["hash"]}
+        elif event.get("prev") not in prev:
             found.append(
                 Finding(
                     store.name,
@@ -520,9 +529,11 @@ def verify(store: Store, data: bytes | None = None) -> list[Finding]:
                     "chain broken: prev does not name the line before (inserted, deleted or reordered)",
                 )
             )
-            chain_broken = True
+            chain_broken = not _dismissed(dismissed, number, raw)
+            if not chain_broken and isinstance(event.get("hash"), str):
+                prev = prev | {event["hash"]}
         else:
-            prev = event["hash"]
+            prev = {event["hash"]}
     if unreadable > KEPT_PROBLEMS:
         found.append(
             Finding(
@@ -534,6 +545,12 @@ def verify(store: Store, data: bytes | None = None) -> list[Finding]:
         )
         found.sort(key=lambda f: f.line)
     return found
+
+
+def _dismissed(dismissed: Mapping[int, str], number: int, raw: bytes | None) -> bool:
+    """A signed dismissal names this line, and the line still has the bytes it named."""
+    digest = dismissed.get(number)
+    return digest is not None and raw is not None and hashlib.sha256(raw).hexdigest() == digest
 
 
 def _torn_line(store: Store, data: bytes | None) -> int | None:

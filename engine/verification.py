@@ -88,8 +88,15 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
     # person events count, and none is judged then; identity.ndjson is named instead, below)
     derived = _beside(ws, fresh) if (state is None or host_events) and not fresh.auth.unknown else None
     found: list[Finding] = []
+    # a line a signed dismissal names does not stop the check of its store: the lines after it
+    # are checked on (SPEC §26), and the dismissed line is listed as dismissed (_mark_dismissed)
+    dismissed: dict[str, dict[int, str]] = {}
+    for (store_name, number), event in fresh.auth.dismissals.items():
+        if isinstance(event.get("lineHash"), str):
+            dismissed.setdefault(store_name, {})[number] = event["lineHash"]
     for name in STORES:
-        found += [Finding(f.store, f.line, f.message) for f in verify_chain(ws.store(name), server.get(name))]
+        chain = verify_chain(ws.store(name), server.get(name), dismissed.get(name))
+        found += [Finding(f.store, f.line, f.message) for f in chain]
     uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
     if fresh.auth.unknown:
         # identity.ndjson does not verify: no person event counts, and none is judged one by one
@@ -387,11 +394,35 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
             f"--dismiss {target!r}: name a line as STORE:LINE (e.g. signals:42), as verify names it"
         )
     line = int(number)
-    named = {(f.store.removesuffix(".ndjson"), f.line) for f in findings(ws) if f.dismissed is None}
-    if (store, line) not in named:
+    problem = next(
+        (
+            f
+            for f in findings(ws)
+            if f.dismissed is None and f.store.removesuffix(".ndjson") == store and f.line == line
+        ),
+        None,
+    )
+    if problem is None:
         raise BadInput(f"--dismiss {target}: verify names no undismissed problem on that line")
-    require_grant(ws, person, "accept", "dismiss a line verify names")
-    signer = signer_for(ws, person)
+    if store == "identity" and problem.message.startswith(("content does not", "chain broken")):
+        # an identity line that fails its hash leaves the policy unknown: the grant and the key
+        # are those of the policy in force just before that line (SPEC §26)
+        from engine.authority import before_line
+
+        people = before_line(ws.root, line).people
+        if not people.may(person, "accept"):
+            raise Refused(
+                f"{person} did not hold the accept grant under the policy in force before identity.ndjson "
+                f"line {line}: only such a person may dismiss it"
+            )
+        signer = signer_for(ws, person, people)
+        if signer is None:
+            raise Refused(
+                f"dismissing identity.ndjson line {line} needs {person}'s signature: {person} lists no key"
+            )
+    else:
+        require_grant(ws, person, "accept", "dismiss a line verify names")
+        signer = signer_for(ws, person)
     event = {
         "kind": EventKind.DISMISSAL,
         "store": store,
