@@ -131,7 +131,8 @@ BEGIN
     NEW.n := coalesce(last_n, 0) + 1;
     NEW.recorded_at := clock_timestamp();
     importing := regulator.owner_importing();
-    SELECT m.clock = 'pinned' INTO pinned FROM regulator.meta m LIMIT 1;
+    -- pinned only while every row says so: a decision to the system clock adds a 'system' row
+    SELECT bool_and(m.clock = 'pinned') INTO pinned FROM regulator.meta m;
     IF NOT importing AND NOT coalesce(pinned, false) THEN
         IF NEW.at IS NULL OR NEW.at !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$' THEN
             RAISE EXCEPTION 'regulator: %: at must be a UTC time YYYY-MM-DDTHH:MM:SSZ', NEW.store
@@ -142,6 +143,29 @@ BEGIN
                 NEW.at, clock_timestamp() USING ERRCODE = 'check_violation';
         END IF;
     END IF;
+    RETURN NEW;
+END $$;
+
+-- SPEC §26: the clock mode follows the decided policy. A later row of meta can only move the
+-- database to the system clock (never back: pinned is init's, for tests and demos), and keeps the
+-- instance, version and time of the server whatever the row sent says.
+CREATE FUNCTION regulator.check_meta() RETURNS trigger LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    first_instance text;
+    first_version int;
+BEGIN
+    SELECT m.instance, m.version INTO first_instance, first_version FROM regulator.meta m
+        ORDER BY m.created_at LIMIT 1;
+    IF first_instance IS NULL THEN
+        RETURN NEW;  -- create_schema's own row
+    END IF;
+    IF NEW.clock IS DISTINCT FROM 'system' THEN
+        RAISE EXCEPTION 'regulator: the clock mode moves only to system' USING ERRCODE = 'check_violation';
+    END IF;
+    NEW.instance := first_instance;
+    NEW.version := first_version;
+    NEW.created_at := clock_timestamp();
     RETURN NEW;
 END $$;
 
@@ -163,6 +187,8 @@ CREATE TRIGGER events_no_change BEFORE UPDATE OR DELETE ON regulator.events
     FOR EACH ROW EXECUTE FUNCTION regulator.refuse_change();
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON regulator.events
     FOR EACH STATEMENT EXECUTE FUNCTION regulator.refuse_change();
+CREATE TRIGGER meta_append BEFORE INSERT ON regulator.meta
+    FOR EACH ROW EXECUTE FUNCTION regulator.check_meta();
 CREATE TRIGGER meta_no_change BEFORE UPDATE OR DELETE ON regulator.meta
     FOR EACH ROW EXECUTE FUNCTION regulator.refuse_change();
 CREATE TRIGGER meta_no_truncate BEFORE TRUNCATE ON regulator.meta
@@ -181,7 +207,7 @@ DO $$ BEGIN
 END $$;
 GRANT USAGE ON SCHEMA regulator TO regulator_writer, regulator_reader;
 GRANT SELECT ON regulator.meta, regulator.events TO regulator_writer, regulator_reader;
-GRANT INSERT ON regulator.events TO regulator_writer;
+GRANT INSERT ON regulator.events, regulator.meta TO regulator_writer;
 REVOKE UPDATE, DELETE, TRUNCATE ON regulator.meta, regulator.events FROM regulator_writer, regulator_reader;
 """
 
@@ -386,14 +412,35 @@ def create_roles(url: str) -> None:
     _run(url, work)
 
 
+INSTANCE_SQL = """
+SELECT (SELECT m.instance FROM regulator.meta m ORDER BY m.created_at LIMIT 1),
+       CASE WHEN bool_and(clock = 'pinned') THEN 'pinned' ELSE 'system' END
+FROM regulator.meta
+"""
+# the database moves to the system clock (idempotent: nothing when it is there already)
+TO_SYSTEM_SQL = """
+INSERT INTO regulator.meta (instance, version, clock)
+SELECT m.instance, m.version, 'system' FROM regulator.meta m
+WHERE NOT EXISTS (SELECT 1 FROM regulator.meta s WHERE s.clock = 'system')
+ORDER BY m.created_at LIMIT 1
+"""
+
+
+def follow_clock(url: str) -> None:
+    """SPEC §26: the clock mode the insert trigger checks follows the decided policy. Called when
+    the workspace's decided clock is the system's (the decision that moves it there, the demo's
+    too): the database stops taking times it would refuse on the system clock."""
+    _run(url, lambda conn: conn.execute(TO_SYSTEM_SQL))
+
+
 def instance(url: str) -> tuple[str, str]:
     """(instance id, clock) of the database's stores; refused where there are none."""
 
     def work(conn: Any) -> tuple[str, str]:
         if not schema_present(conn):
             raise Refused(f"{redact(url)} holds no regulator stores; run `regulator init --store URL`")
-        row = conn.execute("SELECT instance, clock FROM regulator.meta LIMIT 1").fetchone()
-        if row is None:
+        row = conn.execute(INSTANCE_SQL).fetchone()
+        if row is None or row[0] is None:
             raise Refused(f"{redact(url)}: regulator.meta is empty; not a regulator store")
         return row[0], row[1]
 
@@ -821,6 +868,8 @@ class PgStore(Store):
                 written = {"id": written.pop("id"), **written}
             written["hash"] = event_hash(written)
             line = line_text(written)
+            if not clock.pinned() and name == "identity":  # a decision may have moved the clock
+                conn.execute(TO_SYSTEM_SQL)
             n = conn.execute(
                 "INSERT INTO regulator.events (store, line, sha256, hash, prev, recorded_at)"
                 " VALUES (%s, %s, %s, '', '', now()) RETURNING n",

@@ -143,6 +143,11 @@ def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: 
         written = ws.store("identity").append(person_event(ws, signer, event))
         if verdict == "accepted":  # the decision is the truth; the file follows it
             write_governed(path, proposal["content"])
+        if verdict == "accepted" and ws.url is not None and ws.authority().clock == "system":
+            # SPEC §26: on PostgreSQL the insert trigger's clock mode follows the decided policy
+            from engine.pgstore import follow_clock
+
+            follow_clock(ws.url)
     if verdict == "accepted":
         commit(ws, proposal, person, rationale, written)
     return written
