@@ -23,7 +23,7 @@ from engine.proposals import decision_of, verify_identity
 from engine.queries import age, days_left, is_stale, memory_status, unit_status, unrouted_count
 from engine.registers import lint
 from engine.text import escape
-from engine.verification import Finding, findings
+from engine.verification import Finding, LiveChain, findings
 from engine.whatif import InMemory, route_in_memory
 from engine.workspace import Workspace
 from registry.lint import LintResult, record_findings
@@ -63,6 +63,10 @@ class Snapshot:
     lint: LintResult | None = None
     identity: Sequence[IdentityCheck] = ()
     verify: list[Finding] = field(default_factory=list)
+    # the stores' chains checked line by line as the room folds them (SPEC §26): what they found
+    # since the last full checks, which `verify` holds too until those checks run again
+    live: list[Finding] = field(default_factory=list)
+    chains: dict[str, LiveChain] = field(default_factory=dict)
     # unit -> what holds it (engine.ladder.held: obligations and findings, one meaning everywhere)
     held: dict[str, HeldBy] = field(default_factory=dict)
     # the interaction policy, read once per refresh (actions ask it per keypress); None: unreadable
@@ -91,6 +95,23 @@ class Snapshot:
         value = compute()
         self._cache[(what, args)] = (marker, value)
         return value
+
+    def check_appended(self) -> bool:
+        """Check the hash chain of every line folded since the last call (engine.verification
+        LiveChain); a line failing its hash or breaking the chain joins `verify` at once. True
+        when one was found. The first call only marks where the stores stand."""
+        found: list[Finding] = []
+        for name, cursor in self.state.cursors.items():
+            chain = self.chains.get(name)
+            if chain is None:
+                self.chains[name] = LiveChain.at(self.ws, name, cursor.offset, cursor.line)
+                continue
+            found += chain.check(self.ws, name, cursor.offset)
+        if found:
+            self.live += found
+            self.verify = self.verify + found
+            self.generation += 1
+        return bool(found)
 
     def derive(self) -> None:
         """Recompute the indexes every row reads (cheap, one pass each)."""
@@ -123,6 +144,7 @@ def snapshot(
     if with_checks:
         refresh_checks(snap, host_events=host_events)
     snap.derive()
+    snap.check_appended()  # marks where each store's chain stands: the room checks what comes after
     return snap
 
 
@@ -139,10 +161,12 @@ class Checks:
 
     def apply(self, snap: Snapshot) -> None:
         snap.generation += 1
+        covered = {(f.store, f.line) for f in self.verify}
+        snap.live = [f for f in snap.live if (f.store, f.line) not in covered]  # lines after these checks
         snap.lint, snap.identity, snap.verify, snap.history = (
             self.lint,
             self.identity,
-            self.verify,
+            self.verify + snap.live,
             self.history,
         )
         snap.state.registers = self.registers
@@ -506,6 +530,7 @@ def _counts(snap: Snapshot) -> dict[str, int]:
         "lintErrors": len(snap.lint.errors) if snap.lint else 0,
         "unrouted": unrouted_count(state),
         "badLines": state.bad_lines,
+        "verify": len(snap.verify),
     }
 
 
@@ -549,6 +574,8 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -
             parts.append(would)
         if c["badLines"]:
             parts.append(f"{c['badLines']} bad")
+        if c["verify"]:
+            parts.append(f"⚠{c['verify']} vfy")
         parts += [SHORT_MARKS.get(m, m) for m in trust_marks(snap.ws)]
         return "·".join(parts) + f"·{live}"
     parts = [
@@ -564,6 +591,8 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -
         parts.append(would)
     if c["badLines"]:
         parts.append(f"{c['badLines']} bad line(s)")
+    if c["verify"]:
+        parts.append(f"⚠ {c['verify']} verify finding(s)")
     parts += trust_marks(snap.ws)
     return " · ".join(parts) + f" · {live}"
 

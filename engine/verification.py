@@ -17,6 +17,7 @@ from engine.errors import BadInput, Refused
 from engine.events import STORES
 from engine.limits import check_text
 from engine.model import EventKind
+from engine.store import MAX_LINE, open_regular
 from engine.store import verify as verify_chain
 from engine.workspace import Workspace
 
@@ -434,3 +435,74 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
     }
     with ws.exclusive():
         return ws.store("identity").append(person_event(ws, signer, event))
+
+
+@dataclass
+class LiveChain:
+    """The hash chain of one store checked as lines arrive, for the open control room (SPEC §26): a
+    line that fails its hash or breaks the chain appears at once, as a bad line does, without
+    hashing the whole store again. `offset`: where the next unchecked line starts."""
+
+    offset: int
+    line: int
+    prev: set[str]
+
+    @classmethod
+    def at(cls, ws: Workspace, name: str, offset: int, line: int) -> LiveChain:
+        """Start at the fold's cursor, chained to the last line before it that reads."""
+        from engine.store import GENESIS, _parse, lines_backwards
+
+        prev = GENESIS
+        try:
+            with open(open_regular(ws.store(name).path), "rb", buffering=0) as handle:
+                for start, end in lines_backwards(handle, offset):
+                    if end - start > MAX_LINE:
+                        continue
+                    handle.seek(start)
+                    event = _parse(handle.read(end - start))
+                    if event is not None and isinstance(event.get("hash"), str):
+                        prev = event["hash"]
+                        break
+        except (OSError, Refused):
+            pass
+        return cls(offset, line, {prev})
+
+    def check(self, ws: Workspace, name: str, upto: int) -> list[Finding]:
+        """Check the whole lines from `offset` up to byte `upto` (the fold's cursor); advance."""
+        from engine.store import _event_of, event_hash, read_lines
+
+        found: list[Finding] = []
+        if upto <= self.offset:
+            return found
+        store = f"{name}.ndjson"
+        try:
+            with open(open_regular(ws.store(name).path), "rb", buffering=0) as handle:
+                handle.seek(self.offset)
+                for start, raw in read_lines(handle):
+                    if start >= upto:
+                        break
+                    self.line += 1
+                    event, _ = _event_of(raw)
+                    if event is None:
+                        continue  # no JSON object: a bad line, which the fold names
+                    claimed = event.get("hash")
+                    if claimed != event_hash(event):
+                        found.append(Finding(store, self.line, "content does not match its hash (edited)"))
+                    elif event.get("prev") not in self.prev:
+                        found.append(
+                            Finding(
+                                store,
+                                self.line,
+                                "chain broken: prev does not name the line before (inserted, deleted or reordered)",
+                            )
+                        )
+                    else:
+                        self.prev = {claimed}
+                        continue
+                    # a bad line: the next may chain to what it claims or to the line before it
+                    if isinstance(claimed, str):
+                        self.prev = self.prev | {claimed}
+        except (OSError, Refused):
+            return found
+        self.offset = upto  # the fold's cursor stands at the end of a whole line
+        return found
