@@ -3,10 +3,11 @@
     python bench/fleet.py [--scale quick|full] [--json] [--only appends|first-frame]
                           [--writer door|one-shot] [--runs N]
 
-- appends_per_s: 8 long-lived writer processes, each looping over `engine.api.UnitDoor.report` on
-  one door under its own lease (`--writer one-shot`: `engine.api.report_intelligence`, a door per
+- appends_per_s: 8 long-lived writer processes, each looping over `engine.doors.api.UnitDoor.report` on
+  one door under its own lease (`--writer one-shot`: `engine.doors.api.report_intelligence`, a door per
   call), the total across the 8 per second, per backend; beside it, one writer alone first, and
-  its CPU time per append (steadier than the total on a shared machine);
+  its CPU time per append (steadier than the total on a shared machine); on PostgreSQL the
+  transactions rolled back per append (appends that met on one line and were sent again: no lock);
 - pg_incremental_ms: another host's append (a writer with no mirror of its own) until its row is
   in the open control room, through NOTIFY, on a store of `scale.events` events;
 - pg_first_frame_s: first frame of the control room at `scale.obligations` open obligations read
@@ -43,7 +44,7 @@ WRITERS = 8
 
 WRITER = """
 import os, sys, time
-from engine import api
+from engine.doors import api
 lease, seconds, name, kind = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
 door = api.UnitDoor(lease) if kind == "door" else None
 def report(i):
@@ -75,9 +76,9 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 def writer_workspace(root: Path, store: str | None) -> list[Path]:
     """A workspace on the system clock with 8 research units dispatched; their lease files."""
-    from engine import units
-    from engine.init import setup
-    from engine.workspace import LEASE_FILE, locate
+    from engine.checkout.workspace import LEASE_FILE, locate
+    from engine.commands import units
+    from engine.commands.init import setup
 
     root.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
@@ -162,6 +163,19 @@ def _server_ticks(postmaster: int) -> tuple[int, frozenset[int]] | None:
     return (total, frozenset(children)) if total else None
 
 
+def rollbacks(url: str | None) -> int:
+    """Transactions the database has rolled back so far (the server's statistics, flushed as each
+    writer's session ends): on PostgreSQL every append that met another on one line is one."""
+    if url is None:
+        return 0
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute("SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()")
+        return int(row.fetchone()[0])
+
+
 def appends(
     root: Path, store: str | None, seconds: float, kind: str = "door", server: Path | None = None
 ) -> dict:
@@ -171,8 +185,14 @@ def appends(
     before = server_cpu(server)
     ((n1, span1, cpu1, child1),) = run_writers(leases[:1], min(seconds, 2.0), kind)
     middle = server_cpu(server)
+    undone = rollbacks(store)
     found = run_writers(leases, seconds, kind)
     after = server_cpu(server)
+    conflicts = {}
+    if store is not None:  # appends that met on one line and were sent again (SPEC §22: no lock)
+        conflicts = {
+            "rollbacks_per_append": round((rollbacks(store) - undone) / max(1, sum(n for n, *_ in found)), 4)
+        }
     served = {}
     if before is not None and middle is not None and after is not None:
         served = {
@@ -193,6 +213,7 @@ def appends(
         "appends_per_s": round(sum(counts) / max(spans), 1),
         "cpu_ms_per_append": round(1000 * sum(c for _, _, c, _ in found) / max(1, sum(counts)), 3),
         **served,
+        **conflicts,
         "single_writer": {
             "appends_per_s": round(n1 / span1, 1),
             "cpu_ms_per_append": round(1000 * cpu1 / max(1, n1), 3),
@@ -275,7 +296,7 @@ def first_frames(room: Path, url: str, runs: int, folder: Path | None) -> dict:
 
 APPENDER = """
 import sys, time
-from engine.pgstore import PgStore
+from engine.log.pg.store import PgStore
 store = PgStore(sys.argv[1], sys.argv[2], "signals", mirrored=False)  # another host: it only writes
 sys.stdin.readline()
 store.append({"kind": "signal", "subject": "bench append " + sys.argv[3], "claim": "c",
@@ -290,7 +311,7 @@ print(time.time(), flush=True)
 def incremental(host: Path, url: str, other: Path) -> dict:
     """Another host's append until its obligation's row is in the open room (NOTIFY → mirror)."""
     from controlroom.app import ControlRoom
-    from engine.workspace import locate
+    from engine.checkout.workspace import locate
 
     os.environ["REGULATOR_NOW"] = NOW
     os.environ["REGULATOR_STORE"] = url

@@ -1,6 +1,6 @@
 """Deterministic large workspaces for the benchmarks, written with the engine's own line format.
 
-Events are chained and hashed exactly as `engine.store.Store.append` writes them (same canonical
+Events are chained and hashed exactly as `engine.log.store.Store.append` writes them (same canonical
 JSON, same hash), so `regulator verify` passes on a generated log; they are written in bulk rather
 than one locked append each, which is what makes a million of them take seconds.
 """
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
-from engine import ids
-from engine.authority import signed_bytes
-from engine.init import setup
-from engine.store import GENESIS, canonical_line, event_hash
+from engine.base import ids
+from engine.checkout.authority import signed_bytes
+from engine.commands.init import setup
+from engine.log.store import GENESIS, canonical_line, event_hash
 
 NOW = "2026-11-29T12:00:00Z"
 TODAY = date(2026, 11, 29)
@@ -75,8 +75,8 @@ class Person:
     """Alice, signing person events as the CLI does (id, workspace, sig over the canonical bytes)."""
 
     def __init__(self, root: Path) -> None:
-        from engine import sshsig
-        from engine.workspace import Workspace
+        from engine.base import sshsig
+        from engine.checkout.workspace import Workspace
 
         self.signer = sshsig.load_signer(root / ".bench-keys" / "alice")
         self.workspace = Workspace(root).authority().workspace_id
@@ -403,3 +403,76 @@ def memory_workspace(root: Path, events: int, commits: int = 200, files: int = 5
         i += 1
     w.close()
     return {"memoryEvents": w.count, "commits": commits, "files": files}
+
+
+def osv_workspace(root: Path, advisories: int = 10_000, lockfiles: int = 50, pins: int = 100) -> dict:
+    """SPEC §25's `osv_sensor_s`: `lockfiles` requirements files of `pins` pins each, committed on
+    trunk, each declared for its own unit, and a feed folder of `advisories` OSV records (GitHub's
+    shape) over 5,000 package names, about one in twenty of those that name a pinned package
+    affecting its version; the osv sensor declared by a decision, signed as the CLI signs it."""
+    import random
+
+    from engine.checkout.workspace import Workspace
+    from engine.commands.actors import Actor
+    from engine.commands.proposals import decide, propose
+    from engine.trust.signing import use_key
+
+    rng = random.Random(24)
+    new_workspace(root)
+    write_contracts(root, lockfiles)
+    pool = [f"pkg-{i:04d}" for i in range(2_000)]
+    declared = {}
+    for n in range(lockfiles):
+        path = f"services/svc-{n:02d}/requirements.txt"
+        chosen = rng.sample(pool, pins)
+        lines = [f"# svc-{n:02d}, pinned"] + [
+            f"{name}==2.{rng.randrange(10)}.{rng.randrange(10)}" for name in chosen
+        ]
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("\n".join(lines) + "\n")
+        declared[path] = [unit_name(n)]
+    feed = root / "feed"
+    feed.mkdir()
+    (root / ".gitignore").write_text(".regulator/\n.bench-keys/\nfeed/\n")
+    for i in range(advisories):
+        name = f"pkg-{rng.randrange(5_000):04d}"
+        fixed = f"2.{rng.randrange(10)}.0" if rng.random() < 0.05 else f"1.{rng.randrange(10)}.0"
+        record = {
+            "schema_version": "1.6.0",
+            "id": f"GHSA-{i:04x}-bnch-{i % 997:04x}",
+            "modified": "2026-11-28T10:00:00Z",
+            "published": "2026-11-01T00:00:00Z",
+            "aliases": [f"CVE-2026-{10_000 + i}"],
+            "summary": f"{name}: a vulnerability before {fixed}",
+            "details": "Generated for the benchmark.",
+            "affected": [
+                {
+                    "package": {"ecosystem": "PyPI", "name": name, "purl": f"pkg:pypi/{name}"},
+                    "ranges": [{"type": "ECOSYSTEM", "events": [{"introduced": "0"}, {"fixed": fixed}]}],
+                    "database_specific": {"source": "generated"},
+                }
+            ],
+            "database_specific": {
+                "github_reviewed": True,
+                "severity": rng.choice(["LOW", "MODERATE", "HIGH"]),
+            },
+        }
+        (feed / f"{record['id']}.json").write_text(json.dumps(record))
+    subprocess.run(["git", *GIT, "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", *GIT, "-C", str(root), "commit", "-q", "-m", "lockfiles"], check=True)
+    text = "sensors:\n  osv:\n    kind: osv\n    feed: feed\n    staleAfter: 30d\n    lockfiles:\n"
+    text += "".join(f"      {path}: [{units[0]}]\n" for path, units in declared.items())
+    old = os.environ.get("REGULATOR_NOW")
+    os.environ["REGULATOR_NOW"] = NOW
+    use_key(root / ".bench-keys" / "alice")
+    try:
+        ws = Workspace(root)
+        proposal = propose(ws, "regulator/policy/sensors.yaml", text.encode(), "bench", Actor(person="alice"))
+        decide(ws, proposal["id"], "alice", "bench", "accepted")
+    finally:
+        use_key(None)
+        if old is None:
+            del os.environ["REGULATOR_NOW"]
+        else:
+            os.environ["REGULATOR_NOW"] = old
+    return {"advisories": advisories, "lockfiles": lockfiles, "pins": lockfiles * pins}

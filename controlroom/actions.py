@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 from controlroom.readmodel import Snapshot, sectioned
 from controlroom.views import BY_VIEW, VIEW_DEFS, Key
-from engine.model import MemoryStatus, ObligationStatus
-from engine.proposals import decision_of
-from engine.queries import memory_status, unit_status
-from engine.units import DECIDABLE
+from engine.commands.proposals import decision_of
+from engine.commands.units import DECIDABLE
+from engine.read.model import MemoryStatus, ObligationStatus
+from engine.read.queries import memory_status, unit_status
 
 
 @dataclass(frozen=True)
@@ -23,15 +23,19 @@ class Action:
     label: str
     view: str
     grant: str
+    short: str  # the footer's word for it (narrow terminals keep every key)
 
 
 ACTIONS = (
-    Action("resolve", "r", "resolve obligation", "obligations", "resolve"),
-    Action("retract", "x", "retract memory entry", "memory", "retract"),
-    Action("decide", "d", "record recovery decision", "units", "decide"),
-    Action("accept", "y", "accept proposal", "identity", "accept"),
-    Action("reject", "n", "reject proposal", "identity", "accept"),
-    Action("ack", "c", "acknowledge finding (commits)", "registers", "ack"),
+    Action("resolve", "r", "resolve obligation", "obligations", "resolve", "resolve"),
+    Action("retract", "x", "retract memory entry", "memory", "retract", "retract"),
+    Action("decide", "d", "record recovery decision", "units", "decide", "decide"),
+    Action("accept", "y", "accept proposal", "identity", "accept", "accept"),
+    Action("reject", "n", "reject proposal", "identity", "accept", "reject"),
+    Action("ack", "c", "acknowledge finding (commits)", "registers", "ack", "ack"),
+    Action("resolve-finding", "r", "resolve finding (commits)", "registers", "ack", "resolve"),
+    Action("dismiss", "d", "dismiss a line verify names (signed)", "registers", "accept", "dismiss"),
+    Action("outcome", "o", "record prediction outcome", "signals", "resolve", "outcome"),
 )
 BY_NAME = {a.name: a for a in ACTIONS}
 
@@ -78,23 +82,48 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
         if status not in DECIDABLE:
             return f"the unit is {status}"
         return None
-    if action.name == "ack":
-        from engine.ladder import registers_of
+    if action.name == "outcome":
+        return outcome_refusal(snap, None if kind else ident)
+    if action.name in ("ack", "resolve-finding"):
+        from engine.read.ladder import registers_of
 
         finding = finding_of(snap, key)
         found = registers_of(snap.ws, state).findings.get(finding) if finding else None
         if found is None:
             return "select a finding"
         if found.fields["resolved"]:
-            return "the finding is resolved: history needs no ack"
-        if found.fields["ack"].strip():
+            return "the finding is resolved: it is history"
+        if action.name == "ack" and found.fields["ack"].strip():
             return f"already acknowledged ({found.fields['ack']})"
+        return None
+    if action.name == "dismiss":
+        if kind not in ("bad", "verify"):
+            return "select a bad store line or a verify finding"
+        target = dismissable(snap, key)
+        if target is None:
+            return "verify does not name this line as a store line (a checkpoint is not dismissed)"
         return None
     if kind != "proposal" or ident not in state.proposals:
         return "select a proposal"
     decided = decision_of(state, ident)
     if decided is not None:
         return f"already {decided['decision']} by {decided['by']}"
+    return None
+
+
+def outcome_refusal(snap: Snapshot, signal_id: str | None) -> str | None:
+    """Why the selected signal's prediction outcome cannot be recorded now (SPEC §24)."""
+    from engine.read.worldfold import outcome, resolves_at
+
+    signal = snap.state.signals.get(signal_id) if signal_id else None
+    if signal is None:
+        return "no signal selected"
+    if resolves_at(signal) is None:
+        return "the signal makes no prediction"
+    recorded = outcome(snap.state, signal["id"]) if isinstance(signal.get("id"), str) else None
+    if recorded is not None:
+        said = "came true" if recorded.get("cameTrue") else "did not come true"
+        return f"already recorded: {said} (by {recorded.get('by')})"
     return None
 
 
@@ -108,6 +137,27 @@ def finding_of(snap: Snapshot, key: Key) -> str | None:
         entry = snap.lint.issues[int(ident)].entry
         return entry if entry.startswith("F-") else None
     return None
+
+
+def dismissable(snap: Snapshot, key: Key) -> str | None:
+    """`STORE:LINE` of the line a Registers row names, when `verify` names it undismissed (what
+    `verify --dismiss` takes); None otherwise."""
+    kind, ident = sectioned(key)
+    named = {(f.store, f.line) for f in snap.verify}  # undismissed only (readmodel.compute_checks)
+    if kind == "verify" and ident.isdigit() and int(ident) < len(snap.verify):
+        found = snap.verify[int(ident)]
+        where = (found.store, found.line)
+    elif kind == "bad" and ident.isdigit() and int(ident) < len(snap.state.problems):
+        problem = snap.state.problems[int(ident)]
+        where = (
+            problem.store if problem.store.endswith(".ndjson") else f"{problem.store}.ndjson",
+            problem.line,
+        )
+    else:
+        return None
+    if where not in named or not where[0].endswith(".ndjson"):
+        return None
+    return f"{where[0].removesuffix('.ndjson')}:{where[1]}"
 
 
 def for_view(view: str) -> list[Action]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import os
 import threading
 import time
@@ -29,31 +28,36 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Input
 
-from controlroom import readmodel
-from controlroom.actions import ACTIONS, BY_NAME, Action, finding_of, for_view, why_not
+from controlroom import meanings, readmodel
+from controlroom.actions import ACTIONS, BY_NAME, Action, dismissable, finding_of, for_view, why_not
 from controlroom.lifecycle import decision_preview, lifecycle
 from controlroom.views import BY_VIEW, VIEW_DEFS, VIEWS, Key
-from engine import checkpoint, clock
-from engine.cells import fit, width
-from engine.contracts import load_contracts
-from engine.errors import RegulatorError
-from engine.fold import StoreReplaced, advance
-from engine.load import attach_contracts
-from engine.queries import unrouted_count
-from engine.text import escape
-from engine.workspace import Workspace
+from engine.base import clock
+from engine.base.cells import fit, width
+from engine.base.errors import RegulatorError
+from engine.base.text import escape
+from engine.checkout.workspace import Workspace
+from engine.read import checkpoint
+from engine.read.contracts import load_contracts
+from engine.read.fold import StoreReplaced, advance
+from engine.read.load import attach_contracts
+from engine.read.queries import unrouted_count
 from widgets.detail import DetailPane
 from widgets.dialogs import (
     AckDialog,
     Answer,
     DecideDialog,
+    DismissDialog,
+    OutcomeDialog,
     ProposalDialog,
     ResolveDialog,
+    ResolveFindingDialog,
     RetractDialog,
     TextScreen,
 )
+from widgets.fitline import FitLine, fit_parts, fit_tabs
 from widgets.table import LineTable
 
 REGISTER_DIRS = ("findings", "intake", "records", "retro", "contracts", "regulator")
@@ -166,31 +170,14 @@ class ViewState:
     filter: str = ""
     cursor: Key | None = None
     sort: int = 0
-
-
-def decide_lock_busy(ws: Workspace) -> bool:
-    """Does another writer hold `.regulator/decide.lock` right now? (A probe: never waits.)"""
-    path = ws.state_dir / "decide.lock"
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)  # closing releases the probe's lock
-    return False
+    show_all: bool = False  # `a`: resolved or retracted rows too
 
 
 def _bindings() -> list[BindingType]:
     """Generated from the view definitions and the action registry: one source for keys, the
     footer, `?` help and the palette."""
     out: list[BindingType] = [Binding(v.key, f"view('{v.name}')", v.title, show=False) for v in VIEW_DEFS]
-    out += [Binding(a.key, f"act('{a.name}')", a.label.split(" (")[0]) for a in ACTIONS]
+    out += [Binding(a.key, f"act('{a.name}')", a.short, tooltip=a.label) for a in ACTIONS]
     out += [
         Binding("enter", "lifecycle", "lifecycle"),
         Binding("slash", "filter", "filter"),
@@ -204,12 +191,13 @@ def _bindings() -> list[BindingType]:
     return out
 
 
+NOT_IN_EVERY_VIEW = ("sort", "toggle_all")
 GENERAL_KEYS = (
     ("up/down j/k", "move · pgup/pgdn page · home/end first/last"),
     ("enter", "the whole lifecycle of the row"),
     ("/", "filter this view as you type; enter keeps it, esc clears (kept per view)"),
     ("s", "cycle the sort of this view"),
-    ("a", "show all (resolved, retracted) or only the live rows"),
+    ("a", "this view: all rows (resolved, retracted) or only the live ones"),
     ("p", "show or hide the detail pane"),
     ("ctrl+p", "command palette: every view and action"),
     ("q", "quit"),
@@ -231,14 +219,15 @@ class ControlRoom(App[None]):
         background_checks: bool = True,
         now: Callable[[], datetime] | None = None,
         tick_seconds: float = 15.0,
+        welcome: str | None = None,
     ) -> None:
         super().__init__()
+        self.welcome = welcome  # said as the room opens (the demo: where its workspace lives)
         self.ws = ws
         self.person = person
         self.read_only = read_only
         self.view = view
         self.watching = watch
-        self.show_all = False
         self.now = now or clock.now  # injected by tests; ages, expiry and stale follow it
         self.tick_seconds = tick_seconds
         self.views = {name: ViewState() for name in VIEWS}
@@ -258,6 +247,7 @@ class ControlRoom(App[None]):
         # every write shown disabled with this reason
         self.write_refusal = None if read_only else cannot_write(ws)
         self.live = "● live" if watch else "○ paused"
+        self.backend = "postgresql" if ws.url else "files"  # where the stores are: in the header
         self.waiting = False
         self.detail_shown: bool | None = None  # None: by the terminal's width
         self._arranging: Arrangement | None = None  # a filter or sort under way in a worker
@@ -265,6 +255,7 @@ class ControlRoom(App[None]):
         self._checks_seq = self._checks_applied = 0  # the newest checks asked for, and applied
         self._detail_timer: Timer | None = None
         self._bindings_marker: tuple[str, bool, tuple[bool | None, ...]] | None = None
+        self.serve_text: str | None = None  # serve's state (SPEC §22), asked while the room is live
         self.refreshes = 0  # how many store changes were folded in (tests and bench read it)
         self.syncs = 0  # folds finished (tests wait on it)
 
@@ -285,14 +276,14 @@ class ControlRoom(App[None]):
     def compose(self) -> ComposeResult:
         # kept as attributes: a query from the app searches the top screen, which is a dialog's
         # while one is open, and live updates arrive then too
-        self._topbar = Static(id="topbar")
-        self._tabs = Static(id="tabs")
+        self._topbar = FitLine(id="topbar")
+        self._tabs = FitLine(id="tabs")
         self._filter = Input(
             placeholder="filter this view as you type (Enter: keep, Esc: clear)", id="filter"
         )
         self._table: LineTable[Key] = LineTable(BY_VIEW[self.view].columns, id="table")
         self._detail = DetailPane(id="detail")
-        self._status = Static(id="status")
+        self._status = FitLine(id="status")
         yield self._topbar
         yield self._tabs
         yield self._filter
@@ -300,7 +291,7 @@ class ControlRoom(App[None]):
             yield self._table
             yield self._detail
         yield self._status
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_unmount(self) -> None:
         """Leave a checkpoint of what was folded, so the next start reads only what is new
@@ -317,10 +308,13 @@ class ControlRoom(App[None]):
             self.sync()  # a signal reported while no room was open: route it, then show it
         if self.watching:
             self.watch_stores()
+            self.ask_serve()
         if self.background_checks:
             # after the first frame: the checks hash every store and would compete with it
             self.set_timer(0.5, self.run_checks)
         self.set_interval(self.tick_seconds, self.tick)
+        if self.welcome:
+            self.notify(escape(self.welcome), title="welcome", timeout=30, markup=False)
 
     @property
     def table(self) -> LineTable[Key]:
@@ -396,10 +390,10 @@ class ControlRoom(App[None]):
         finds them ready (a pass over 100,000 obligations each)."""
         readmodel.counts(snap)
         readmodel.in_memory(snap)  # the header's "would block once routed"
-        readmodel.keys(self.view, snap, self.show_all)
+        readmodel.keys(self.view, snap, self.views[self.view].show_all)
 
     def _route(self, snap: readmodel.Snapshot) -> int:
-        from engine.router import route_locked
+        from engine.commands.router import route_locked
 
         try:
             with self.writer_turn(), self.ws.exclusive(), self.lock:
@@ -424,7 +418,7 @@ class ControlRoom(App[None]):
         worker = get_current_worker()
         waited = False
         try:
-            while decide_lock_busy(self.ws):
+            while self.ws.decide_lock_held():
                 if not waited:
                     waited = True
                     self.post_message(WriterWait(True))
@@ -513,10 +507,26 @@ class ControlRoom(App[None]):
         else:
             self.notify(escape(message.text), severity="error", timeout=8, markup=False)
 
+    @work(thread=True, group="serve", exclusive=True)
+    def ask_serve(self) -> None:
+        """serve's state from serve.json and its /healthz (a live room only: a paused one, as in
+        screenshots, asks nothing), shown on the status line."""
+        from engine.host.instance import describe, serve_state
+
+        try:
+            text = describe(serve_state(self.ws))
+        except (RegulatorError, OSError) as exc:
+            text = f"serve: unknown ({exc})"
+        if text != self.serve_text:
+            self.serve_text = text
+            self.call_from_thread(self.draw_chrome)
+
     @work(thread=True, group="tick", exclusive=True)
     def tick(self) -> None:
         """The clock moves between store changes: ages, expiry bars, stale, expiring ≤ 7d (counted
         here, in the worker; the UI redraws)."""
+        if self.watching:
+            self.ask_serve()
         snap = self.snap
         with self._fold_lock:  # no fold changes the state meanwhile: reading needs no state lock
             snap.state.now = self.now()
@@ -533,7 +543,7 @@ class ControlRoom(App[None]):
             return
         view = self.view
         with self.lock:
-            listed = readmodel.keys(view, self.snap, self.show_all)
+            listed = readmodel.keys(view, self.snap, self.views[self.view].show_all)
             request = self._arrangement()
             keys: list[Key] | None = listed
             if request.plain or len(listed) <= ARRANGE_INLINE:
@@ -550,9 +560,14 @@ class ControlRoom(App[None]):
         self.draw_detail()
 
     def _set_rows(self, keys: list[Key]) -> None:
-        view = self._table_view = self.view
+        view = self.view
+        fresh, self._table_view = self._table_view != view, view
         self.table.set_rows(
-            keys, lambda key: self._row(view, key), BY_VIEW[view].columns, select=self.views[view].cursor
+            keys,
+            lambda key: self._row(view, key),
+            BY_VIEW[view].columns,
+            select=self.views[view].cursor,
+            fresh=fresh,  # a view's first visit starts at its own first row
         )
 
     def _arrangement(self) -> Arrangement:
@@ -562,7 +577,7 @@ class ControlRoom(App[None]):
             self.view,
             settings.filter.lower(),
             sorts[settings.sort] if sorts else "",
-            self.show_all,
+            self.views[self.view].show_all,
             id(self.snap),
             self.snap.generation,
             not settings.filter and (not sorts or settings.sort == 0),
@@ -588,57 +603,69 @@ class ControlRoom(App[None]):
         self.draw_detail()
 
     def draw_chrome(self) -> None:
+        """The header, the tabs and the status line, each chosen for the width it is drawn at (so a
+        resize relayouts them in the same frame: widgets.fitline)."""
         if not self.screen_stack:
             return
-        size = self.size.width - 2
         live = f"⏳ {WAITING}" if self.waiting else self.live
         with self.lock:
-            right = readmodel.header_text(self.snap, live)
-            compact = readmodel.header_text(self.snap, "⏳ waiting" if self.waiting else self.live[:1], True)
+            right = readmodel.header_text(self.snap, live, store=self.backend)
+            compact = readmodel.header_text(
+                self.snap, "⏳ waiting" if self.waiting else self.live[:1], True, store=self.backend
+            )
         mode = ""
         if self.read_only:
             mode = " · read-only"
         elif self.write_refusal:  # a store role that cannot write: the reason is on every action
             mode = " · read-only: the store role cannot write"
-        left = f"regulator · {self.ws.root.name}" + (
-            f" · as {self.person}" if self.person else " · no operator"
-        )
-        if width(left + mode) + 4 + width(right) <= size:
-            top = f"{left}{mode}    {right}"
-        else:  # narrow: every count stays, abbreviated; the workspace name gives way first
-            short = f"{self.person or 'no operator'}{' ro' if self.read_only else mode.replace(' ·', '', 1)}"
-            room = size - width(compact) - 1
-            top = f"{fit(short, room)} {compact}" if room >= 4 else fit(compact, size)
-        self._topbar.update(Text(top))
-        tabs = Text()
-        narrow = self.size.width < 100
-        for v in VIEW_DEFS:
-            label = f" {v.key} {v.title[:5] if narrow and v.name != self.view else v.title} "
-            tabs.append(label, style="reverse bold" if v.name == self.view else "")
-            tabs.append(" ")
-        extra = []
-        settings = self.views[self.view]
-        if self.show_all:
-            extra.append("all")
-        if BY_VIEW[self.view].sorts:
-            extra.append(f"sort: {BY_VIEW[self.view].sorts[settings.sort]}")
-        if settings.filter:
-            extra.append(f"filter: {settings.filter}")
-        tabs.append(" " + " · ".join(extra) if extra else "")
-        self._tabs.update(tabs)
-        count = len(self.table.keys)
-        status = f"{count} row(s) · enter lifecycle · / filter · s sort · p pane · ? keys"
+        operator = f"as {self.person}" if self.person else "no operator"
+        left = f"regulator · {self.ws.root.name} · {operator}"
+        person, flag = self.person or "no operator", "ro" if mode else ""
+        self._topbar.show(lambda cells: Text(header_line(left + mode, right, person, flag, compact, cells)))
+        titles = [(v.key, v.title) for v in VIEW_DEFS]
+        current = VIEWS.index(self.view)
+
+        def tabs(cells: int) -> Text:
+            line = Text()
+            for i, label in enumerate(fit_tabs(titles, current, cells)):
+                line.append(f" {label} ", style="reverse bold" if i == current else "")
+                line.append(" ")
+            return line
+
+        self._tabs.show(tabs)
+        first = [f"{len(self.table.keys)} row(s)", *self.indicators()]
         if self._arranging is not None:
-            status = "filtering and sorting… · " + status
+            first.insert(0, "filtering and sorting…")
+        warnings = []
+        if self.waiting:
+            warnings.append(f"⏳ {WAITING} (decide lock): keys still work")
         if self.view == "obligations" and not self.routes:
             with self.lock:
                 unrouted = self._unrouted_status()
             if unrouted:
-                status = f"{unrouted} · {status}"
-        if self.waiting:
-            status = f"⏳ {WAITING} (decide lock): keys still work · " + status
-        self._status.update(Text(status))
+                warnings.append(unrouted)
+        if self.serve_text:  # serve's state (a live room asks it)
+            warnings.append(escape(self.serve_text))
+        hints = ["enter lifecycle", "/ filter"]
+        hints += [
+            hint for hint, name in (("s sort", "sort"), ("a all", "toggle_all")) if not self.not_here(name)
+        ]
+        hints += ["p pane", "? keys"]
+        self._status.show(lambda cells: Text(status_line(first, warnings, hints, cells)))
         self._refresh_bindings_if_changed()
+
+    def indicators(self) -> list[str]:
+        """What this view is narrowed or ordered by: shown first on the status line, never cut."""
+        settings = self.views[self.view]
+        sorts = BY_VIEW[self.view].sorts
+        out = []
+        if sorts:
+            out.append(f"sort: {sorts[settings.sort]}")
+        if settings.filter:
+            out.append(f"filter: {settings.filter}")
+        if BY_VIEW[self.view].all_rows:
+            out.append("all rows" if settings.show_all else "live rows")
+        return out
 
     def _unrouted_status(self) -> str | None:
         """What routing the signals this room does not route would open (SPEC §16), or None."""
@@ -674,7 +701,7 @@ class ControlRoom(App[None]):
     def _highlighted(self, event: LineTable.Highlighted[Key]) -> None:
         # The cursor moves at once; the detail pane and the footer follow when the keys pause, so
         # holding an arrow key over 100,000 rows never waits for a pane's layout on every row.
-        self.views[self.view].cursor = event.key
+        self.views[self._table_view].cursor = event.key
         if self._detail_timer is not None:
             self._detail_timer.stop()
         self._detail_timer = self.set_timer(0.06, self._follow_cursor)
@@ -712,13 +739,20 @@ class ControlRoom(App[None]):
         self.show_view()
 
     def action_toggle_all(self) -> None:
-        self.show_all = not self.show_all
+        """`a`, per view: the resolved or retracted rows too, or only the live ones."""
+        reason = self.not_here("toggle_all")
+        if reason:  # from the palette
+            self.notify(reason, markup=False)
+            return
+        settings = self.views[self.view]
+        settings.show_all = not settings.show_all
         self.show_view()
 
     def action_sort(self) -> None:
         sorts = BY_VIEW[self.view].sorts
-        if not sorts:
-            self.notify(f"{BY_VIEW[self.view].title} has one order", markup=False)
+        reason = self.not_here("sort")
+        if reason:  # from the palette
+            self.notify(reason, markup=False)
             return
         settings = self.views[self.view]
         settings.sort = (settings.sort + 1) % len(sorts)
@@ -766,9 +800,15 @@ class ControlRoom(App[None]):
         self.push_screen(TextScreen(f"{BY_VIEW[self.view].title} · {key} — lifecycle", lines))
 
     def help_lines(self) -> list[str]:
-        """`?`: generated from the view definitions and the action registry."""
+        """`?`: generated from the view definitions, the action registry and the header legend."""
         definition = BY_VIEW[self.view]
-        lines = ["views: " + " · ".join(f"{v.key} {v.title}" for v in VIEW_DEFS), ""]
+        lines = [
+            f"workspace: {self.ws.root}",
+            f"  reopen it: regulator controlroom --root {self.ws.root}"
+            + (f" --as {self.person}" if self.person else ""),
+            "views: " + " · ".join(f"{v.key} {v.title}" for v in VIEW_DEFS),
+            "",
+        ]
         lines.append(f"keys of this view ({definition.title}; lifecycle: {definition.lifecycle}):")
         lines += [f"  {key:<12} {what}" for key, what in GENERAL_KEYS]
         if definition.sorts:
@@ -781,12 +821,21 @@ class ControlRoom(App[None]):
                     else (self.refusal(action, self.table.current_key) or "available")
                 )
                 lines.append(f"  {action.key:<12} {action.label} ({state})")
+        lines += ["", "the header (narrow form = wide form, then what it counts):"]
+        lines += [
+            f"  {narrow if narrow == full else f'{narrow} = {full}'}  {meaning}"
+            for full, narrow, meaning in readmodel.HEADER_LEGEND
+        ]
+        lines += ["", "marks in the tables:"]
+        lines += [f"  {mark}  {meaning}" for mark, meaning in readmodel.TABLE_LEGEND]
         return lines
 
     def action_keys(self) -> None:
-        self.push_screen(TextScreen("keys", self.help_lines()))
+        self.push_screen(TextScreen("keys, and what the header says", self.help_lines()))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in NOT_IN_EVERY_VIEW:  # hidden where the view has none (the key says why)
+            return self.not_here(action) is None
         if action == "act" and parameters:
             spec = BY_NAME[str(parameters[0])]
             if self.read_only or spec.view != self.view:
@@ -798,10 +847,25 @@ class ControlRoom(App[None]):
                 return None if self.refusal(spec, table.current_key) else True
         return True
 
+    def not_here(self, action: str) -> str | None:
+        """Why `s` or `a` does nothing in this view, or None when it does something."""
+        definition = BY_VIEW[self.view]
+        if action == "sort" and not definition.sorts:
+            return f"{definition.title} has one order"
+        if action == "toggle_all" and not definition.all_rows:
+            return f"{definition.title} lists every row: `a` has nothing to add"
+        return None
+
     def on_key(self, event: events.Key) -> None:
         """A disabled action's key explains itself instead of doing nothing."""
         if len(self.screen_stack) != 1 or self.focused is self._filter:
             return
+        for key, name in (("s", "sort"), ("a", "toggle_all")):
+            reason = self.not_here(name) if event.key == key else None
+            if reason:
+                event.stop()
+                self.notify(reason, markup=False)
+                return
         for action in for_view(self.view):
             if event.key == action.key:
                 with self.lock:
@@ -816,7 +880,9 @@ class ControlRoom(App[None]):
 
     def get_system_commands(self, screen: Screen) -> Iterator[SystemCommand]:
         for command in super().get_system_commands(screen):
-            if command.title != "Screenshot":  # ours saves where the operator is, and says where
+            # ours save where the operator is and say where, and list this view's keys and the
+            # header legend: each is listed once
+            if command.title not in ("Screenshot", "Keys"):
                 yield command
         yield SystemCommand(
             "Screenshot", "save an SVG of this screen in the current folder", self.screenshot_here
@@ -836,7 +902,7 @@ class ControlRoom(App[None]):
         yield SystemCommand("Sort: next order", "key s", self.action_sort)
         yield SystemCommand("Show all rows / live rows", "key a", self.action_toggle_all)
         yield SystemCommand("Detail pane: show / hide", "key p", self.action_toggle_pane)
-        yield SystemCommand("Keys of this view", "key ?", self.action_keys)
+        yield SystemCommand("Keys", "this view's keys and the header legend (key ?)", self.action_keys)
 
     def screenshot_here(self) -> None:
         """The palette's Screenshot: an SVG in the current folder, named for the view and the time.
@@ -870,11 +936,23 @@ class ControlRoom(App[None]):
     def _open_dialog(self, name: str, key: Key) -> None:
         state = self.snap.state
         if name == "resolve":
-            from engine.obligations import DISPOSITIONS
+            from engine.commands.obligations import dispositions_for
+            from engine.read.model import ObligationKind
 
             ob = state.obligations[readmodel.plain(key)]
-            summary = f"{ob.severity} on {ob.unit or '(no unit)'}: {ob.subject}"
-            self.push_screen(ResolveDialog(ob.id, summary, DISPOSITIONS), lambda r: self._resolve(ob.id, r))
+            allowed = dispositions_for(ob)
+            if ob.kind == ObligationKind.QUESTION:  # a unit's question: answered, the answer signed
+                summary = f"question from {ob.unit or '(no unit)'}: {ob.subject}"
+                allowed = ("answered", *[d for d in allowed if d != "answered"])
+            else:
+                summary = f"{ob.severity} on {ob.unit or '(no unit)'}: {ob.subject}"
+            dialog = ResolveDialog(
+                ob.id,
+                summary,
+                {d: meanings.DISPOSITIONS[d] for d in allowed},
+                question=ob.kind == ObligationKind.QUESTION,
+            )
+            self.push_screen(dialog, lambda r: self._resolve(ob.id, r))
         elif name == "retract":
             entry_id = readmodel.plain(key)
             event = state.memory[entry_id].event
@@ -883,32 +961,54 @@ class ControlRoom(App[None]):
                 lambda r: self._retract(entry_id, r),
             )
         elif name == "decide":
-            from engine.model import RECOVERY_ACTIONS as RECOVERY
-
             unit_id = readmodel.plain(key)
 
             def preview(action: str) -> list[str]:
                 with self.lock:
                     return decision_preview(self.snap, unit_id, action)
 
-            self.push_screen(DecideDialog(unit_id, RECOVERY, preview), lambda r: self._decide(unit_id, r))
-        elif name == "ack":
-            from engine.ladder import registers_of
+            self.push_screen(
+                DecideDialog(unit_id, meanings.RECOVERY, preview), lambda r: self._decide(unit_id, r)
+            )
+        elif name == "outcome":
+            signal_id = readmodel.plain(key)
+            signal = state.signals[signal_id]
+            self.push_screen(
+                OutcomeDialog(
+                    signal_id, f"{signal['subject']}: {signal['claim']}", signal["prediction"]["resolvesAt"]
+                ),
+                lambda r: self._outcome(signal_id, r),
+            )
+        elif name in ("ack", "resolve-finding"):
+            from engine.read.ladder import registers_of
 
             ident = finding_of(self.snap, key) or ""
             finding = registers_of(self.ws, state).findings[ident]
-            self.push_screen(
-                AckDialog(ident, finding.fields["title"], str(finding.path)), lambda r: self._ack(ident, r)
+            title, path, affects = (
+                finding.fields["title"],
+                str(finding.path),
+                finding.fields.get("affects") or [],
             )
+            if name == "ack":
+                self.push_screen(AckDialog(ident, title, path, affects), lambda r: self._ack(ident, r))
+            else:
+                self.push_screen(
+                    ResolveFindingDialog(ident, title, path, affects),
+                    lambda r: self._resolve_finding(ident, r),
+                )
+        elif name == "dismiss":
+            target = dismissable(self.snap, key) or ""
+            message = " · ".join(readmodel.row("registers", self.snap, key)[2:])
+            self.push_screen(DismissDialog(target, message), lambda r: self._dismiss(target, r))
         else:
-            from engine.proposals import review
+            from engine.commands.proposals import review
 
             ident = readmodel.sectioned(key)[1]
             proposal = state.proposals[ident]
             verdict = "accept" if name == "accept" else "reject"
             replay: list[str] = []  # accepting a routing policy: what it would have changed (SPEC §20)
             if verdict == "accept" and proposal["file"] == "regulator/policy/routing.yaml":
-                from engine.whatif import proposal_replay
+                from engine.commands.whatif import proposal_replay
 
                 replay = proposal_replay(self.ws, proposal["content"], state)
             self.push_screen(
@@ -925,7 +1025,7 @@ class ControlRoom(App[None]):
     def _resolve(self, ob_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.obligations import resolve
+        from engine.commands.obligations import resolve
 
         self._write(
             lambda: resolve(self.ws, ob_id, self.person, answer["disposition"], answer["rationale"]),
@@ -935,7 +1035,7 @@ class ControlRoom(App[None]):
     def _retract(self, entry_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.memory import retract
+        from engine.commands.memory import retract
 
         self._write(
             lambda: retract(self.ws, entry_id, self.person, answer["reason"]),
@@ -945,28 +1045,64 @@ class ControlRoom(App[None]):
     def _decide(self, unit_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.units import decide
+        from engine.commands.units import decide
 
         self._write(
             lambda: decide(self.ws, unit_id, answer["action"], self.person, answer["rationale"]),
             f"{unit_id}: {answer['action']} recorded",
         )
 
+    def _outcome(self, signal_id: str, answer: Answer | None) -> None:
+        if answer is None:
+            return
+        from engine.commands.predictions import resolve_prediction
+
+        said = "came true" if answer["cameTrue"] == "yes" else "did not come true"
+        self._write(
+            lambda: resolve_prediction(
+                self.ws, signal_id, answer["cameTrue"], self.person, answer["rationale"]
+            ),
+            f"signal {signal_id}: the prediction {said} (recorded, signed)",
+        )
+
     def _ack(self, finding_id: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.load import load
-        from engine.registers import ack
+        from engine.commands.registers import ack
+        from engine.read.load import load
 
         self._write(
             lambda: ack(self.ws, load(self.ws, stores=()), finding_id, self.person, commit=True),
             f"{finding_id} acknowledged and committed",
         )
 
+    def _resolve_finding(self, finding_id: str, answer: Answer | None) -> None:
+        if answer is None:
+            return
+        from engine.commands.registers import resolve_finding
+        from engine.read.load import load
+
+        self._write(
+            lambda: resolve_finding(
+                self.ws, load(self.ws, stores=()), finding_id, self.person, answer["rationale"], commit=True
+            ),
+            f"{finding_id} resolved and committed",
+        )
+
+    def _dismiss(self, target: str, answer: Answer | None) -> None:
+        if answer is None:
+            return
+        from engine.commands.verification import dismiss
+
+        self._write(
+            lambda: dismiss(self.ws, target, self.person, answer["rationale"]),
+            f"{target} dismissed (signed); it still counts for nothing",
+        )
+
     def _proposal(self, proposal_id: str, verdict: str, answer: Answer | None) -> None:
         if answer is None:
             return
-        from engine.proposals import decide
+        from engine.commands.proposals import decide
 
         outcome = "accepted" if verdict == "accept" else "rejected"
         self._write(
@@ -1021,14 +1157,42 @@ class ControlRoom(App[None]):
             await asyncio.sleep(0)
 
 
+def header_line(left: str, right: str, person: str, flag: str, compact: str, cells: int) -> str:
+    """The header for `cells` columns: whole when it fits; narrower, the workspace's name gives
+    way first, then every count stays, abbreviated (`flag`, "ro", stays; the operator's name goes)."""
+    for lead in (left, left.split(" · ", 2)[-1]):
+        if width(lead) + 5 + width(right) <= cells:
+            return f" {lead}    {right}"
+    for lead in (f"{person} {flag}".strip(), flag):
+        line = f"{lead} {compact}".strip()
+        if width(line) < cells:
+            return f" {line}"
+        if width(line) == cells:  # the margin gives way before a count does
+            return line
+    return fit(f"{flag} {compact}".strip(), cells)
+
+
+def status_line(first: list[str], warnings: list[str], hints: list[str], cells: int) -> str:
+    """The status line for `cells` columns: the row count and what the view is narrowed or sorted
+    by first (never cut), then each warning (cut with `…` when it must be), then the key hints
+    that fit."""
+    head = " · ".join(first)
+    for warning in warnings:
+        room = cells - width(head) - 3
+        if room < 12:
+            break
+        head = f"{head} · {fit(warning, room)}"
+    return fit_parts([head], hints, cells)
+
+
 def cannot_write(ws: Workspace) -> str | None:
     """Why no write this room offers can be taken on these stores (a PostgreSQL role without
-    INSERT), in the words the operator sees; None on files and for a writer role."""
+    INSERT, or not a host), in the words the operator sees; None on files and for regulator_host."""
     try:
         why = ws.cannot_write()
     except RegulatorError as exc:  # never "may write" by default: shown disabled, and why
         return f"cannot tell whether this store's role can write ({exc})"
-    return f"{why}: open the room with a writer role" if why else None
+    return f"{why}: open the room as regulator_host" if why else None
 
 
 def _follow_server(ws: Workspace) -> threading.Event | None:
@@ -1037,7 +1201,7 @@ def _follow_server(ws: Workspace) -> threading.Event | None:
     url = ws.url
     if url is None:
         return None
-    from engine import pgstore
+    from engine.log.pg import server as pg_srv
 
     stop = threading.Event()
 
@@ -1046,7 +1210,7 @@ def _follow_server(ws: Workspace) -> threading.Event | None:
 
     def run() -> None:
         with contextlib.suppress(Exception):  # the watch goes on with what the mirror holds
-            pgstore.follow(url, pull, stop)
+            pg_srv.follow(url, pull, stop)
 
     threading.Thread(target=run, name="regulator-listen", daemon=True).start()
     return stop
@@ -1071,7 +1235,7 @@ def write_whole(path: Path, text: str) -> None:
     """The file whole or not at all: a temporary file beside it, renamed over it (SPEC §16.4)."""
     import tempfile
 
-    from engine.errors import BadInput
+    from engine.base.errors import BadInput
 
     temporary = None
     try:

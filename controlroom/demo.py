@@ -11,16 +11,16 @@ import subprocess
 from datetime import timedelta
 from pathlib import Path
 
-from engine import clock
-from engine.actors import Actor
-from engine.contracts import write_contract
-from engine.init import setup
-from engine.memory import remember
-from engine.router import route
-from engine.signals import report_intelligence
-from engine.signing import use_key
-from engine.units import dispatch
-from engine.workspace import LEASE_FILE, Workspace, configure_clock, read_lease
+from engine.base import clock
+from engine.checkout.workspace import LEASE_FILE, Workspace, configure_clock, read_lease
+from engine.commands.actors import Actor
+from engine.commands.init import setup
+from engine.commands.memory import remember
+from engine.commands.router import route
+from engine.commands.signals import report_intelligence
+from engine.commands.units import dispatch
+from engine.read.contracts import write_contract
+from engine.trust.signing import use_key
 
 OWNER = "alice"
 DEMO_GIT = ["-c", "user.name=regulator demo", "-c", "user.email=demo@regulator.invalid"]
@@ -109,6 +109,15 @@ exists for. A red gate with a dead alerter is indistinguishable from a green one
 watching raw logs.
 """
 
+TZ_LOG = """run 4711: 3 failed, 212 passed
+FAILED test_dates.py::test_month_end - expected 2026-11-30, got 2026-12-01 (TZ=Pacific/Auckland)
+rerun with TZ=UTC: 215 passed
+"""
+MIRROR = """# the package mirror CI installs from
+mirror: https://mirror-eu.example/simple
+timeout_s: 30
+"""
+
 INTAKE = [
     ("I-person-raised-intake", 19, "A person can report intelligence, not only a research unit", "new", None),
     (
@@ -150,8 +159,11 @@ def worktree_of(root: Path, unit_id: str) -> Path:
 
 
 def _lease(ws: Workspace, unit_id: str) -> Actor:
+    """Dispatch a unit into a `git worktree` of its own (branch `unit/<id>`), as a host does: what
+    it records is stamped with its worktree's HEAD, so its memory's evidence can be checked."""
     worktree = worktree_of(ws.root, unit_id)
-    worktree.mkdir(parents=True, exist_ok=True)
+    worktree.parent.mkdir(parents=True, exist_ok=True)
+    _git(ws.root, "worktree", "add", "-q", "-b", f"unit/{worktree.name}", str(worktree))
     dispatch(ws, unit_id, worktree)
     lease = read_lease(worktree / LEASE_FILE)
     return Actor(unit=unit_id, lease=lease)
@@ -191,7 +203,7 @@ def demo_key(root: Path, reproducible: bool = False) -> Path:
 def build(root: Path, clock_mode: str = "system", store: str | None = None) -> Workspace:
     """The demo's history is built with the clock pinned (at REGULATOR_NOW, or now); unless the
     caller keeps it pinned, the workspace ends on the system clock by a decision alice signs."""
-    from engine.errors import BadInput
+    from engine.base.errors import BadInput
 
     if root.exists() and not root.is_dir():
         raise BadInput(f"--dir {root} is a file, not a folder; give a new or empty folder")
@@ -216,7 +228,7 @@ def build(root: Path, clock_mode: str = "system", store: str | None = None) -> W
 def _system_clock(ws: Workspace) -> None:
     """Alice proposes and accepts `clock: system`, signed: the workspace a user is handed cannot be
     moved in time by REGULATOR_NOW."""
-    from engine.proposals import decide, propose
+    from engine.commands.proposals import decide, propose
 
     path = ws.root / "regulator" / "policy" / "routing.yaml"
     text = path.read_text(encoding="utf-8").replace("clock: pinned", "clock: system")
@@ -260,10 +272,15 @@ def _build(root: Path, reproducible: bool, store: str | None = None) -> Workspac
         if reason:
             lines.append(f"reason: {json.dumps(reason)}")
         (root / "intake" / f"{ident}.md").write_text("\n".join([*lines, "---", title + ".", ""]))
+    # what the memory entries cite: the TZ entry's log stays as it was (evidence current); the
+    # mirror's configuration moves after the entry is recorded (evidence changed)
+    (root / "ci" / "logs").mkdir(parents=True)
+    (root / "ci" / "logs" / "run-4711.txt").write_text(TZ_LOG)
+    (root / "ci" / "mirror.yaml").write_text(MIRROR)
     gitignore = root / ".gitignore"
     gitignore.write_text(gitignore.read_text() + f".worktrees/\n{KEY_DIR}/\n")
-    from engine.load import load
-    from engine.registers import views
+    from engine.commands.registers import views
+    from engine.read.load import load
 
     views(ws, load(ws, stores=()), check=False)  # committed with the registers: CI's views --check holds
     _git(root, "add", "-A")
@@ -335,9 +352,12 @@ def _build(root: Path, reproducible: bool, store: str | None = None) -> Workspac
         {
             "subject": "package mirror",
             "note": "The package mirror is slow before 09:00 UTC; retry once.",
-            "evidence": ["ci/logs/run-4702.txt"],
+            "evidence": ["ci/mirror.yaml"],
             "reviewBy": (today + timedelta(days=5)).isoformat(),
         },
         u1.lease,
     )
+    # main moves on after the entry: the file it cites changed, so it reads `evidence changed`
+    (root / "ci" / "mirror.yaml").write_text(MIRROR.replace("mirror-eu.example", "mirror-us.example"))
+    _git(root, "commit", "-q", "-am", "ci: move the package mirror")
     return ws

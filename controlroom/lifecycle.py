@@ -6,14 +6,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from controlroom.readmodel import Snapshot, contract_of, evidence, lint_of, plain, sectioned
+from controlroom.readmodel import (
+    Snapshot,
+    contract_of,
+    deadlines,
+    evidence,
+    lint_of,
+    plain,
+    sectioned,
+    sensor_rows,
+    short_id,
+)
 from controlroom.views import Key
-from engine import freshness
-from engine.ladder import registers_of
-from engine.model import EventKind, MemoryStatus, ObligationKind, ObligationStatus, UnitStatus
-from engine.proposals import decision_of, review
-from engine.queries import days_left, history, is_stale, memory_status, unit_status
-from engine.text import ensure_escaped, escape, escape_block
+from engine.base.text import ensure_escaped, escape, escape_block
+from engine.commands.proposals import decision_of, review
+from engine.read import freshness
+from engine.read.ladder import registers_of
+from engine.read.model import EventKind, MemoryStatus, ObligationKind, ObligationStatus, UnitStatus
+from engine.read.queries import awaiting_close, days_left, history, is_stale, memory_status, unit_status
+from engine.read.worldfold import event_line, reporter
 
 
 def lifecycle(view: str, snap: Snapshot, key: Key | None) -> list[str]:
@@ -32,7 +43,13 @@ def _signal_lines(snap: Snapshot, signal_id: str) -> list[str]:
     s = snap.state.signals.get(signal_id)
     if s is None:
         return [f"signal {signal_id} (not in the log)"]
-    who = f"unit {s['unit']}" if s.get("unit") else f"person {s.get('by')}"
+    who = reporter(s)
+    if s.get("type") == "question":  # a unit's question (ask_human, SPEC §22)
+        return [
+            f"{s['at']} question {signal_id} from {escape(who)}",
+            *(f"  ? {escape(line)}" for line in str(s.get("question", "")).split("\n")),
+            *([f"  options: {escape('; '.join(s.get('options') or []))}"] if s.get("options") else []),
+        ]
     lines = [
         f"{s['at']} signal {signal_id} from {escape(who)}",
         f"  subject: {escape(s['subject'])}",
@@ -43,6 +60,17 @@ def _signal_lines(snap: Snapshot, signal_id: str) -> list[str]:
         f"{escape(', '.join(s.get('affectedUnits') or []) or '(none)')}",
         f"  observed {s['observedAt']} · expires {s.get('expiresAt') or 'never'}",
     ]
+    world = snap.state.world
+    if isinstance(s.get("supersedes"), str):
+        older = snap.state.signals.get(s["supersedes"], {})
+        lines.append(f"  supersedes signal {escape(s['supersedes'])}: {escape(older.get('subject'))}")
+    for newer in world.superseded.get(signal_id, []):
+        found = snap.state.signals.get(newer, {})
+        lines.append(
+            f"  superseded by signal {newer} from {escape(reporter(found))}: {escape(found.get('subject'))}"
+        )
+    if signal_id in world.predicted:
+        lines.append(f"  a prediction: resolves at {escape(s['prediction'].get('resolvesAt'))}")
     routing = snap.state.routings.get(signal_id)
     if routing is None:
         lines.append("  not yet routed")
@@ -71,7 +99,17 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
     if view == "obligations":
         ob = state.obligations[plain(key)]
         yield f"obligation {ob.id} — lifecycle"
-        if ob.kind == ObligationKind.INTELLIGENCE:
+        if ob.kind in (ObligationKind.INTELLIGENCE, ObligationKind.QUESTION):
+            yield from _signal_lines(snap, ob.source)
+        elif ob.kind == ObligationKind.RECOVERY:
+            result = history(state, ob)[0]
+            yield (
+                f"{result['at']} result {escape(result.get('outcome'))} of {ob.unit} "
+                f"(by {escape(result.get('by'))}): {escape(result.get('summary'))}"
+            )
+            yield "  a person records a recovery decision: `regulator unit decide`"
+        elif ob.kind == ObligationKind.RECHECK:
+            yield f"recheck: the evidence behind signal {ob.source} expired while obligations it opened were open"
             yield from _signal_lines(snap, ob.source)
         else:
             decision = history(state, ob)[0]
@@ -83,6 +121,12 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         yield f"{ob.opened_at} opened on {ob.unit or '(no unit)'}, owed to {ob.owed_to}, {ob.severity}: {hold}"
         if is_stale(state, ob):
             yield "  stale: the signal behind it has expired; it stays open until dispositioned"
+        for event in history(state, ob):
+            line = event_line(event) if "uncounted" not in event else None
+            if line is not None:
+                yield line
+        if deadlines(snap).overdue(ob):
+            yield f"  overdue since {deadlines(snap).due(ob)}: it stays open until a person dispositions it"
         if ob.status != ObligationStatus.OPEN:
             verb = ob.status if ob.status == ObligationStatus.ESCALATED else ob.disposition
             yield f"{ob.closed_at} {verb} by {escape(ob.by)}: {escape(ob.rationale)}"
@@ -110,6 +154,23 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
                 if "leaseHash" not in event:
                     where = "a first-round lease, not honoured"
                 yield f"{event['at']} dispatched as {event.get('type')}/{event.get('profile')} ({where})"
+                if event.get("expiresAt"):
+                    yield f"  lease expires {escape(event['expiresAt'])} unless heartbeats extend it"
+                if "confined" in event:
+                    yield (
+                        "  runs confined (its own account)"
+                        if event["confined"] is True
+                        else "  runs UNCONFINED"
+                    )
+            elif kind == EventKind.RESULT:
+                code = event.get("exitCode")
+                yield (
+                    f"{event['at']} result {escape(event.get('outcome'))} by {escape(event.get('by'))}"
+                    + (f" (exit code {escape(code)})" if code is not None else "")
+                    + f": {escape(event.get('summary'))}"
+                )
+            elif kind == EventKind.LEASE_EXPIRED:
+                yield f"{event['at']} lease expired (its time was {escape(event.get('expiredAt'))}); the unit is lost"
             elif kind == EventKind.CLOSE:
                 yield f"{event['at']} closed; lease released"
             elif kind == EventKind.DEMOTE:
@@ -120,10 +181,11 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
                     f"{escape(event['rationale'])}"
                 )
         yield from _uncounted(events)
-        why = snap.held.get(unit_id)
-        for ob in why.obligations if why else ():
+        for ob in snap.holds.get(unit_id, []):
             yield f"held by {ob.severity} obligation {ob.id}: {escape(ob.subject)}"
-        for finding_id in why.findings if why else ():
+        if snap.known and awaiting_close(state, unit, snap.holds.get(unit_id, [])):
+            yield "awaiting close: its result is recorded; a hold vetoes the close until it is dispositioned"
+        for finding_id in snap.stale.get(unit_id, []):
             yield f"stale-knowledge: unresolved finding {finding_id}"
         return
     if view == "memory":
@@ -134,14 +196,14 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         yield f"memory entry {entry_id}"
         yield (
             f"{e['at']} recorded by unit {escape(e.get('unit'))} at revision "
-            f"{escape(e.get('revision') or 'unknown')} (S1)"
+            f"{escape((e.get('revision') or 'unknown')[:12])} (S1)"
         )
         yield f"  subject: {escape(e['subject'])}"
         yield f"  note: {escape(e['note'])}"
         yield f"  evidence: {escape('; '.join(e.get('evidence') or []))}"
         fresh = evidence(snap, entry_id)
         if fresh.status == freshness.CHANGED:
-            yield f"  evidence changed since {escape(e.get('revision'))}: {escape(', '.join(fresh.changed_paths))}"
+            yield f"  evidence changed since {escape((e.get('revision') or '')[:12])}: {escape(', '.join(fresh.changed_paths))}"
         else:
             yield f"  evidence {fresh.status}{': ' + fresh.why if fresh.why else ' at HEAD'}"
         yield f"  scope: {escape(', '.join(e.get('scope') or []) or 'every unit')} · review by {e['reviewBy']}"
@@ -160,8 +222,51 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         routing = state.routings.get(signal_id)
         for opened in (routing or {}).get("obligations", []):
             found = state.obligations.get(opened["id"])
-            if found is not None:
-                yield f"  obligation {found.id} on {found.unit or '(no unit)'}: {found.status}"
+            if found is None:
+                continue
+            yield f"{found.opened_at} opened obligation {found.id} on {found.unit or '(no unit)'}, {found.severity}"
+            if found.status == ObligationStatus.OPEN:
+                yield "  open: awaiting a disposition"
+            else:
+                verb = found.status if found.status == ObligationStatus.ESCALATED else found.disposition
+                yield f"{found.closed_at} {verb} by {escape(found.by)}: {escape(found.rationale)}"
+        world = state.world
+        for ref in (
+            world.expired.get(signal_id),
+            world.withdrawn.get(signal_id),
+            world.outcomes.get(signal_id),
+        ):
+            line = event_line(state.source.event(ref)) if ref is not None else None
+            if line is not None:
+                yield line
+        if signal_id in world.predicted and signal_id not in world.outcomes:
+            from engine.read.worldfold import AWAITING
+            from engine.read.worldfold import status as prediction_status
+
+            waiting = prediction_status(state, signal_id, state.signals[signal_id]) == AWAITING
+            yield (
+                "  the prediction awaits its outcome (o records it)"
+                if waiting
+                else "  the prediction is pending"
+            )
+        return
+    if view == "sensors":
+        name = plain(key)
+        r = sensor_rows(snap)[name]
+        yield f"sensor {name}: {r['kind']}, every {r['every']}, severity {r['severity']}"
+        yield f"  {r['runs']} run(s), {r['raised']} signal(s) raised in all; next run {r['nextRun'] or 'now'}"
+        runs = state.world.runs.get(name, [])
+        for event in state.source.events(runs[-20:]):
+            said = (
+                f"{event.get('at')} run: {event.get('outcome')}, {len(event.get('signals') or [])} signal(s)"
+            )
+            if event.get("withdrawn"):
+                said += f", {len(event['withdrawn'])} withdrawn"
+            yield said
+            for error in event.get("errors") or []:
+                yield f"    error: {escape(error)}"
+            if (event.get("errorCount") or 0) > len(event.get("errors") or []):
+                yield f"    … and {event['errorCount'] - len(event['errors'])} more"
         return
     kind, ident = sectioned(key)
     if kind == "bad" and ident == "more":
@@ -201,7 +306,7 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
                 acked = "acknowledged" if open_finding.fields["ack"].strip() else "awaits ack"
                 yield f"  open finding {open_finding.id} ({acked}): {escape(open_finding.fields['title'])}"
         for name, value in register.fields.items():
-            yield f"  {name}: {escape(value)}"
+            yield from field_lines(name, value)
         yield ""
         yield from escape_block(register.body.strip()).splitlines()
         return
@@ -233,11 +338,39 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
     raise KeyError(key)
 
 
+def field_lines(name: str, value: object) -> list[str]:
+    """A register field as an operator reads it, never as a Python repr: true/false as yes/no, a
+    mapping as `key value` pairs, a short list on one line, a longer one as items under its name."""
+    if isinstance(value, bool):
+        return [f"  {name}: {'yes' if value else 'no'}"]
+    if value is None or value == "" or value == [] or value == {}:
+        return [f"  {name}: (none)"]
+    if isinstance(value, dict):
+        return [f"  {name}: " + " · ".join(f"{escape(k)} {_item(v)}" for k, v in value.items())]
+    if isinstance(value, list):
+        items = [_item(v) for v in value]
+        if all(isinstance(v, str) for v in value) and len(", ".join(items)) <= 60:
+            return [f"  {name}: {', '.join(items)}"]
+        return [f"  {name}:", *(f"    - {item}" for item in items)]
+    return [f"  {name}: {escape(value)}"]
+
+
+def _item(value: object) -> str:
+    """One value of a list or mapping field: a facet or one-key evidence as `kind: text`."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return "; ".join(f"{escape(k)}: {_item(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return ", ".join(_item(v) for v in value)
+    return escape(value)
+
+
 def decision_preview(snap: Snapshot, unit_id: str, action: str) -> list[str]:
-    """What recording `action` on `unit_id` would change, as engine.units.decide writes it: the
+    """What recording `action` on `unit_id` would change, as engine.commands.units.decide writes it: the
     unit's open obligations owed to S3 are disposed of, and a waiting action opens a blocking one."""
-    from engine.model import BLOCKING, OWED_TO, WAITING_ACTIONS
-    from engine.units import disposition_of
+    from engine.commands.units import disposition_of
+    from engine.read.model import BLOCKING, OWED_TO, WAITING_ACTIONS
 
     state = snap.state
     owed = [
@@ -245,9 +378,9 @@ def decision_preview(snap: Snapshot, unit_id: str, action: str) -> list[str]:
         for ob in state.obligations.values()
         if ob.unit == unit_id and ob.status == ObligationStatus.OPEN and ob.owed_to == OWED_TO
     ]
-    verb = disposition_of(action)  # what engine.units.decide writes on each of them
+    verb = disposition_of(action)  # what engine.commands.units.decide writes on each of them
     lines = [f"{len(owed)} open obligation(s) of {unit_id} owed to {OWED_TO} become {verb}:"]
-    lines += [f"  {ob.id[:8]} {ob.severity}: {escape(ob.subject)}" for ob in owed] or ["  (none)"]
+    lines += [f"  {short_id(ob.id)} {ob.severity}: {escape(ob.subject)}" for ob in owed] or ["  (none)"]
     if action in WAITING_ACTIONS:
         lines.append(
             f"opens a new {BLOCKING} obligation on {unit_id}, owed to {OWED_TO}: {unit_id} waits until it is resolved"

@@ -21,7 +21,7 @@ def command_line() -> tuple[str, list[str]]:
     found = shutil.which("regulator")
     if found:
         return str(Path(found).resolve()), []
-    return sys.executable, ["-c", "from controlroom.cli import run; run()"]
+    return sys.executable, ["-c", "from controlroom.cli.root import run; run()"]
 
 
 def server_name(unit: str) -> str:
@@ -46,7 +46,7 @@ def server_config(unit: str, lease: Path) -> dict[str, Any]:
 def demo_config_line(root: Path, unit: str) -> str:
     """The demo's line for an agent host: the `--print-config` JSON of the unit's server."""
     from controlroom.demo import worktree_of
-    from engine.workspace import LEASE_FILE
+    from engine.checkout.workspace import LEASE_FILE
 
     lease = (worktree_of(root, unit) / LEASE_FILE).absolute()
     config = json.dumps(server_config(unit, lease))

@@ -15,19 +15,20 @@ from controlroom.readmodel import (
     keys,
     lint_unchecked,
     row,
+    sensor_rows,
     snapshot,
 )
-from engine.cells import pad
-from engine.idhistory import HistoryVerdict
-from engine.model import MemoryStatus, ObligationKind, UnitStatus
-from engine.nextup import next_up
-from engine.obligations import record
-from engine.queries import days_left, memory_status, unit_status
-from engine.router import route
-from engine.status import status
-from engine.storeless import ABSENT, authentication, stores
-from engine.text import escape
-from engine.workspace import Workspace
+from engine.base.cells import pad
+from engine.base.text import escape
+from engine.checkout.workspace import Workspace
+from engine.commands.obligations import deadlines_of, record
+from engine.commands.router import route
+from engine.read.model import MemoryStatus, ObligationKind, State, UnitState, UnitStatus
+from engine.read.nextup import next_up
+from engine.read.queries import STARTED, awaiting_close, days_left, memory_status, unit_status
+from engine.read.status import status
+from engine.read.storeless import ABSENT, authentication, stores
+from engine.trust.idhistory import HistoryVerdict
 from registry.lint import LintResult
 
 ABSENT_REASON = f"{ABSENT} (run --once on the host, or --once --registers-only for what git holds)"
@@ -36,16 +37,21 @@ ABSENT_REASON = f"{ABSENT} (run --once on the host, or --once --registers-only f
 def exit_reasons(snap: Snapshot, require_history: bool = False) -> list[str]:
     reasons = [] if snap.known else [ABSENT_REASON]
     state = snap.state
-    for unit_id, holding in sorted(snap.held.items()):
+    for unit_id, holding in sorted(snap.holds.items()):
         unit = state.units.get(unit_id)
-        if unit is None or unit_status(state, unit) != UnitStatus.IN_PROGRESS:
+        started = _started(state, unit)
+        if started is None:
             continue
-        for ob in holding.obligations:
+        for ob in holding:
             if ob.kind == ObligationKind.INTELLIGENCE:
                 what = f"signal {ob.source}: {state.signals.get(ob.source, {}).get('subject', '?')}"
+            elif ob.kind == ObligationKind.RECHECK:
+                what = (
+                    f"recheck of signal {ob.source}: {state.signals.get(ob.source, {}).get('subject', '?')}"
+                )
             else:
                 what = f"recovery decision {ob.source}"
-            reasons.append(f"{unit_id} is in progress and held by {ob.severity} obligation {ob.id} ({what})")
+            reasons.append(f"{unit_id} is {started} and held by {ob.severity} obligation {ob.id} ({what})")
     reasons += _unrouted_reasons(snap)
     if snap.lint is not None:
         for issue in snap.lint.errors:
@@ -65,6 +71,19 @@ def exit_reasons(snap: Snapshot, require_history: bool = False) -> list[str]:
     return reasons
 
 
+def _started(state: State, unit: UnitState | None) -> str | None:
+    """How a started unit (in progress, or lost: its lease expired, SPEC §23) is named in a reason
+    --once fails for; None for a unit not started."""
+    if unit is None:
+        return None
+    status = unit_status(state, unit)
+    if status not in STARTED:
+        return None
+    if status == UnitStatus.LOST:
+        return "lost (its lease expired while in progress)"
+    return "in progress, awaiting close," if awaiting_close(state, unit) else "in progress"
+
+
 def _unrouted_reasons(snap: Snapshot) -> list[str]:
     """Signals this run did not route (read-only, a reader role, or appended after it routed) are
     judged as the router would route them now (SPEC §16, §18): a would-be blocking obligation on
@@ -77,11 +96,11 @@ def _unrouted_reasons(snap: Snapshot) -> list[str]:
         return [f"{found.unrouted} signal(s) not yet routed could not be judged: {found.problem}"]
     reasons = []
     for hold in sorted(found.holds, key=lambda h: h.unit):
-        unit = state.units.get(hold.unit)
-        if unit is None or unit_status(state, unit) != UnitStatus.IN_PROGRESS:
+        started = _started(state, state.units.get(hold.unit))
+        if started is None:
             continue
         reasons.append(
-            f"{hold.unit} is in progress and would be held by {hold.severity} obligation {hold.obligation} "
+            f"{hold.unit} is {started} and would be held by {hold.severity} obligation {hold.obligation} "
             f"(signal {hold.signal}: {hold.subject}), not yet routed"
         )
     return reasons
@@ -150,11 +169,14 @@ def _memory_json(snap: Snapshot) -> list[dict[str, object]]:
 
 
 def _signals_json(snap: Snapshot) -> list[dict[str, object]]:
-    from engine.queries import signal_rows
+    from engine.read.queries import signal_rows
 
-    keys = ("id", "unit", "by", "subject", "reportedSeverity", "derivedSeverity", "outcome", "at")
+    keys = ("id", "unit", "by", "sensor", "subject", "reportedSeverity", "derivedSeverity", "outcome", "at")
     return [
-        {k: r[k] for k in keys} | {"outcome": r["outcome"] or "unrouted"} for r in signal_rows(snap.state)
+        {k: r[k] for k in keys}
+        | {"outcome": r["outcome"] or "unrouted"}
+        | ({"prediction": r["prediction"]} if r["prediction"] else {})
+        for r in signal_rows(snap.state)
     ]
 
 
@@ -179,6 +201,7 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
 
     state = snap.state
     queue, excluded = next_up(snap.ws, state)
+    deadlines = deadlines_of(snap.ws, state) if snap.ws.has_stores else None
     return {
         "stores": stores(snap.ws),
         "workspace": str(snap.ws.root),
@@ -188,11 +211,17 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
         "counts": counts(snap),
         "status": status(snap.ws, state),
         "obligations": [
-            {**record(state, ob), "subject": ob.subject, "opened": ob.opened_at, "closed": ob.closed_at}
+            {
+                **record(state, ob, deadlines),
+                "subject": ob.subject,
+                "opened": ob.opened_at,
+                "closed": ob.closed_at,
+            }
             for ob in state.obligations.values()
         ],
         "memory": _memory_json(snap),
         "signals": _signals_json(snap),
+        "sensors": list(sensor_rows(snap).values()),
         "routed": snap.routed,
         "wouldRoute": _would_route_json(snap),
         "lint": snap.lint.as_json() if snap.lint else None,
@@ -278,9 +307,9 @@ def registers_only(ws: Workspace) -> RegistersOnly:
     history. Nothing is routed or written. Unit state is used where the stores are files on this
     disk (the re-gate check), and reported unknown elsewhere: a clone, or stores on PostgreSQL,
     which this check never reaches (D-87); exit 0 when the three pass."""
-    from engine.idhistory import verify_history
-    from engine.load import load
-    from engine.registers import lint, views
+    from engine.commands.registers import lint, views
+    from engine.read.load import load
+    from engine.trust.idhistory import verify_history
 
     state = load(ws)
     result = lint(ws, state, require_history=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from engine.text import escape, escape_block, escape_json
+from engine.base.text import escape, escape_block, escape_json
 
 __all__ = ["escape", "escape_block", "out", "emit_json", "table"]
 
@@ -22,7 +22,7 @@ def emit_json(data: object) -> None:
 def table(headers: list[str], rows: list[list[object]]) -> None:
     """A plain text table: every cell escaped, columns padded by terminal cells (a wide character
     takes two), a cell longer than 40 cells cut with `…`, the last column not padded."""
-    from engine.cells import pad, width
+    from engine.base.cells import pad, width
 
     cells = [[escape(c) for c in row] for row in rows]
     widths = [width(h) for h in headers]

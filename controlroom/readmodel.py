@@ -12,25 +12,35 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from controlroom.views import BY_VIEW, TITLES, VIEWS, Key, RowKey  # noqa: E402  (one definition per view)
-from engine import freshness
-from engine.contracts import Contract
-from engine.errors import RegulatorError
-from engine.ladder import HeldBy, held, registers_of
-from engine.load import load
-from engine.model import MemoryStatus, ObligationStatus, State, UnitState
-from engine.nextup import next_up
-from engine.proposals import decision_of, verify_identity
-from engine.queries import age, days_left, is_stale, memory_status, unit_status, unrouted_count
-from engine.registers import lint
-from engine.text import escape
-from engine.verification import Finding, LiveChain, findings
-from engine.whatif import InMemory, route_in_memory
-from engine.workspace import Workspace
+from engine.base.errors import RegulatorError
+from engine.base.text import escape
+from engine.checkout.workspace import Workspace
+from engine.commands.proposals import decision_of, verify_identity
+from engine.commands.registers import lint
+from engine.commands.verification import Finding, LiveChain, findings
+from engine.commands.whatif import InMemory, route_in_memory
+from engine.read import freshness
+from engine.read.contracts import Contract
+from engine.read.deadlines import Deadlines
+from engine.read.ladder import held, registers_of
+from engine.read.load import load
+from engine.read.model import MemoryStatus, Obligation, ObligationKind, ObligationStatus, State, UnitState
+from engine.read.nextup import next_up
+from engine.read.queries import (
+    age,
+    awaiting_close,
+    confined,
+    days_left,
+    is_stale,
+    memory_status,
+    unit_status,
+    unrouted_count,
+)
 from registry.lint import LintResult, record_findings
 
 if TYPE_CHECKING:  # loaded on first use, where they are used
-    from engine.idhistory import HistoryVerdict
-    from identity.policy import InteractionPolicy
+    from engine.trust.idhistory import HistoryVerdict
+    from identity.policy import InteractionPolicy, RoutingPolicy
 
 COLUMNS: dict[str, list[tuple[str, int]]] = {
     name: [(c.title, c.width) for c in view.columns] for name, view in BY_VIEW.items()
@@ -41,8 +51,8 @@ T = TypeVar("T")
 
 
 class IdentityCheck(Protocol):
-    """One governed file judged: by the decisions in the stores (engine.proposals.FileCheck) or,
-    in a clone, by git history (engine.idhistory.HistoryCheck)."""
+    """One governed file judged: by the decisions in the stores (engine.commands.proposals.FileCheck) or,
+    in a clone, by git history (engine.trust.idhistory.HistoryCheck)."""
 
     @property
     def file(self) -> str: ...
@@ -63,14 +73,15 @@ class Snapshot:
     lint: LintResult | None = None
     identity: Sequence[IdentityCheck] = ()
     verify: list[Finding] = field(default_factory=list)
+    holds: dict[str, list[Obligation]] = field(default_factory=dict)  # unit -> the obligations holding it
+    stale: dict[str, list[str]] = field(default_factory=dict)  # unit -> the unresolved findings flagging it
     # the stores' chains checked line by line as the room folds them (SPEC §26): what they found
     # since the last full checks, which `verify` holds too until those checks run again
     live: list[Finding] = field(default_factory=list)
     chains: dict[str, LiveChain] = field(default_factory=dict)
-    # unit -> what holds it (engine.ladder.held: obligations and findings, one meaning everywhere)
-    held: dict[str, HeldBy] = field(default_factory=dict)
     # the interaction policy, read once per refresh (actions ask it per keypress); None: unreadable
     policy: InteractionPolicy | None = None
+    routing: RoutingPolicy | None = None  # the routing policy (its deadlines, SPEC §24); None: unreadable
     known: bool = True  # the stores are here: without them (a clone) unit state is unknown (§16.2)
     history: HistoryVerdict | None = None  # without the stores: identity judged by git history
     routed: int | None = None  # --once: signals it routed before reading (None: it did not route)
@@ -97,9 +108,9 @@ class Snapshot:
         return value
 
     def check_appended(self) -> bool:
-        """Check the hash chain of every line folded since the last call (engine.verification
-        LiveChain); a line failing its hash or breaking the chain joins `verify` at once. True
-        when one was found. The first call only marks where the stores stand."""
+        """Check the hash chain of every line folded since the last call (engine.commands.
+        verification.LiveChain); a line failing its hash or breaking the chain joins `verify` at
+        once. True when one was found. The first call only marks where the stores stand."""
         found: list[Finding] = []
         for name, cursor in self.state.cursors.items():
             chain = self.chains.get(name)
@@ -113,21 +124,31 @@ class Snapshot:
             self.generation += 1
         return bool(found)
 
+    def hold(self) -> None:
+        """What holds each unit, as engine.read.ladder.held decides it (one meaning: SPEC §26)."""
+        found = held(self.ws, self.state)
+        self.holds = {u: list(h.obligations) for u, h in found.items() if h.obligations}
+        self.stale = {u: list(h.findings) for u, h in found.items() if h.findings}
+
     def derive(self) -> None:
         """Recompute the indexes every row reads (cheap, one pass each)."""
         self.known = self.ws.has_stores
-        self.held = held(self.ws, self.state)
+        self.hold()
         try:
             self.policy = self.ws.interaction()
         except RegulatorError:
             self.policy = None
+        try:
+            self.routing = self.ws.routing() if self.known else None
+        except RegulatorError:
+            self.routing = None
         self.generation += 1  # last: a count made meanwhile is kept under the old generation
 
 
 def evidence(snap: Snapshot, entry_id: str) -> freshness.Freshness:
     """Whether the files a memory entry cites changed since it was recorded (SPEC §20): one
     history pass for every entry, kept until the state or the clock moves (the fold's worker
-    warms it; engine.freshness keeps its answers per HEAD)."""
+    warms it; engine.read.freshness keeps its answers per HEAD)."""
 
     def check() -> dict[str, freshness.Freshness]:
         return freshness.check(snap.ws.root, (e.event for e in snap.state.memory.values()))
@@ -139,7 +160,7 @@ def snapshot(
     ws: Workspace, person: str | None = None, with_checks: bool = True, *, host_events: bool = False
 ) -> Snapshot:
     """The state and, `with_checks`, the checks; `host_events` (--once) adds verify's re-derivation
-    of what the host wrote unsigned (engine.verification._host_events)."""
+    of what the host wrote unsigned (engine.commands.verification._host_events)."""
     snap = Snapshot(ws, load(ws), person)
     if with_checks:
         refresh_checks(snap, host_events=host_events)
@@ -170,7 +191,7 @@ class Checks:
             self.history,
         )
         snap.state.registers = self.registers
-        snap.held = held(snap.ws, snap.state)  # the registers just read (trunk's too) hold units
+        snap.hold()  # the registers just read (trunk's too) hold units
 
 
 def frozen(state: State) -> State:
@@ -178,7 +199,7 @@ def frozen(state: State) -> State:
     on in one thread while the checks read in another. Its register cache starts empty."""
     import copy
 
-    from engine.events import EventMap
+    from engine.log.events import EventMap
 
     copied = copy.copy(state)
     for name in ("obligations", "units", "memory", "proposals", "unrouted_ids", "contracts"):
@@ -202,7 +223,7 @@ def compute_checks(ws: Workspace, state: State, *, host_events: bool = False) ->
     if ws.has_stores:
         identity = verify_identity(ws, state)
     else:  # a clone: the decisions are not here, their commits are (SPEC §16.2)
-        from engine.idhistory import verify_history
+        from engine.trust.idhistory import verify_history
 
         history = verify_history(ws)
         identity = list(history.files)
@@ -215,8 +236,15 @@ def refresh_checks(snap: Snapshot, *, host_events: bool = False) -> None:
     compute_checks(snap.ws, frozen(snap.state), host_events=host_events).apply(snap)
 
 
-def short(value: str | None, n: int = 8) -> str:
-    return (value or "")[:n] if value else "-"
+ID_CELLS = 8
+
+
+def short_id(ident: str) -> str:
+    """How the room and --once show an obligation, memory entry, signal or proposal id: its last
+    8 characters, for every kind alike (a ULID's first characters are its time, shared by
+    everything recorded in the same second; the CLI takes a unique ending of 6 or more: D-entry
+    "room: ids by their last characters")."""
+    return ident[-ID_CELLS:]
 
 
 def expiry_bar(days: int, status: MemoryStatus, width: int = 8) -> str:
@@ -252,6 +280,32 @@ def contract_of(unit: UnitState) -> Contract:
     if unit.contract is None:
         raise KeyError(unit.id)
     return unit.contract
+
+
+def unit_cell(snap: Snapshot, unit: UnitState) -> str:
+    """A unit's status as the room and --once show it: `awaiting close` for an in-progress unit
+    whose result is recorded and whose close a hold vetoes (SPEC §23), `unknown` without stores."""
+    if not snap.known:
+        return "unknown"
+    if awaiting_close(snap.state, unit, snap.holds.get(unit.id, [])):
+        return AWAITING_CLOSE
+    return unit_status(snap.state, unit)
+
+
+AWAITING_CLOSE = "awaiting close"
+
+
+def run_marks(snap: Snapshot, unit: UnitState) -> str:
+    """What a row says before a unit's title of how it runs: a started unit that is not confined
+    (SPEC §23, it could read the stores), and the outcome of the result its lease recorded."""
+    if not snap.known:
+        return ""
+    marks = []
+    if confined(snap.state, unit) is False:
+        marks.append("unconfined")
+    if unit.result is not None:
+        marks.append(f"result {unit.result.outcome}")
+    return " · ".join(marks) + " · " if marks else ""
 
 
 def lint_of(snap: Snapshot) -> LintResult:
@@ -297,6 +351,8 @@ def _keys(view: str, snap: Snapshot, show_all: bool) -> list[Key]:
         out += [RowKey("intake", k) for k in sorted(registers.intake)]
         out += [RowKey("retro", k) for k in sorted(registers.retro)]
         return out
+    if view == "sensors":
+        return list(sensor_rows(snap))
     if view == "identity":
         registers = registers_of(snap.ws, state)
         out = [RowKey("file", c.file) for c in snap.identity]
@@ -318,12 +374,18 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
     if view == "obligations":
         ob = state.obligations[plain(key)]
         subject = ob.subject + (" (stale)" if is_stale(state, ob) else "")
+        if ob.id in state.world.stale_evidence:
+            subject += " (evidence expired)"
+        if deadlines(snap).overdue(ob):
+            subject += " (overdue)"
+        if ob.kind == ObligationKind.QUESTION:  # a unit's question, waiting for a person's answer
+            subject = f"? {subject}"
         status = ob.status if ob.status != ObligationStatus.RESOLVED else (ob.disposition or ob.status)
         return [
-            ob.id[:8],
+            short_id(ob.id),
             ob.unit or "(no unit)",
             ob.severity,
-            "■" if ob.blocks else "·",
+            "■" if ob.blocks and ob.status == ObligationStatus.OPEN else "·",  # a closed one holds nothing
             age(state, ob.opened_at),
             status,
             subject,
@@ -332,17 +394,16 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         unit_id = plain(key)
         unit = state.units[unit_id]
         contract = contract_of(unit)
-        why = snap.held.get(unit_id, HeldBy())
-        held_by = [ob.id[:8] for ob in why.obligations] + list(why.findings)
+        held = [short_id(ob.id) for ob in snap.holds.get(unit_id, [])] + snap.stale.get(unit_id, [])
         return [
             unit_id,
             contract.type,
-            unit_status(state, unit) if snap.known else "unknown",
+            unit_cell(snap, unit),
             # an obligation or a finding holds it
-            "■" if held_by else "",
+            "■" if snap.holds.get(unit_id) or snap.stale.get(unit_id) else "",
             str(contract.priority),
-            ", ".join(held_by),
-            contract.title,
+            ", ".join(held),
+            run_marks(snap, unit) + contract.title,
         ]
     if view == "memory":
         entry_id = plain(key)
@@ -351,7 +412,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         today = state.now.date()
         status = memory_status(entry, today)
         return [
-            entry_id[-8:],
+            short_id(entry_id),
             status,
             expiry_bar(days_left(entry, today), status),
             e["reviewBy"],
@@ -364,13 +425,27 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         signal_id = plain(key)
         s = state.signals[signal_id]
         routing = state.routings.get(signal_id)
+        source = f"sensor:{s['sensor']}" if isinstance(s.get("sensor"), str) else None
         return [
-            signal_id[-8:],
-            s.get("unit") or f"@{s.get('by')}",
-            s["reportedSeverity"],
+            short_id(signal_id),
+            source or s.get("unit") or f"@{s.get('by')}",
+            s.get("reportedSeverity") or str(s.get("type") or "-"),  # a unit's question has none
             routing["derivedSeverity"] if routing else "-",
             routing["outcome"] if routing else "unrouted",
-            s["subject"],
+            s["subject"] + signal_marks(state, signal_id, s),
+        ]
+    if view == "sensors":
+        r = sensor_rows(snap)[plain(key)]
+        errors = f"{r['errorCount']} error(s): {r['errors'][0]}" if r["errors"] else ""
+        return [
+            r["name"],
+            r["kind"],
+            r["every"],
+            r["lastRun"] or "never",
+            r["outcome"] or "-",
+            str(r["raised"]),
+            r["nextRun"] or "due now",
+            errors or f"{len(r['signals'])} signal(s) last run, {r['runs']} run(s)",
         ]
     if view == "registers":
         kind, ident = sectioned(key)
@@ -407,7 +482,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
                 f"{f['title']} → {', '.join(f.get('affects') or []) or '-'}",
             ]
         if kind == "retro":
-            from engine.retro import summary
+            from engine.commands.retro import summary
 
             retro = registers.retro[ident]
             return ["retro", ident, f"since {retro.fields['since']}", summary(retro)]
@@ -427,7 +502,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             p = state.proposals[ident]
             d = decision_of(state, ident)
             verdict = f"{d['decision']} by {d['by']}" if d else "pending"
-            return ["proposal", ident[-8:] + " " + p["file"], verdict, p["rationale"]]
+            return ["proposal", short_id(ident) + " " + p["file"], verdict, p["rationale"]]
         registers = registers_of(snap.ws, state)
         if kind == "badrecord":
             invalid = registers.invalid[ident]
@@ -440,6 +515,53 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         )
         return ["record", ident, axes, r["label"] + flag]
     raise KeyError(view)
+
+
+def signal_marks(state: State, signal_id: str, signal: dict) -> str:
+    """What a signal row adds to its subject (SPEC §24): its prediction's state, supersession,
+    stale evidence, a withdrawn advisory."""
+    from engine.read.worldfold import AWAITING, CAME_TRUE, DID_NOT, status
+
+    world = state.world
+    marks = []
+    if signal_id in world.predicted:
+        found = status(state, signal_id, signal)
+        marks.append(
+            {
+                AWAITING: "prediction awaits its outcome",
+                CAME_TRUE: "came true",
+                DID_NOT: "did not come true",
+            }.get(found, "prediction pending")
+        )
+    if isinstance(signal.get("supersedes"), str):
+        marks.append(f"supersedes {signal['supersedes'][-8:]}")
+    if world.superseded.get(signal_id):
+        marks.append(f"superseded by {world.superseded[signal_id][-1][-8:]}")
+    if signal_id in world.expired:
+        marks.append("evidence expired")
+    if signal_id in world.withdrawn:
+        marks.append("advisory withdrawn")
+    return "".join(f" ({m})" for m in marks)
+
+
+def sensor_rows(snap: Snapshot) -> dict[str, dict]:
+    """The declared sensors with their last runs (engine.commands.sensors.listing), by name; none when the
+    sensors policy cannot be read (the header says so through identity verify)."""
+
+    def compute() -> dict[str, dict]:
+        from engine.commands.sensors import listing
+
+        try:
+            return {r["name"]: r for r in listing(snap.ws, snap.state)}
+        except RegulatorError:
+            return {}
+
+    return snap.cached("sensors", (), compute)
+
+
+def deadlines(snap: Snapshot) -> Deadlines:
+    """The routing policy's deadlines at the state's time (none when it cannot be read)."""
+    return snap.cached("deadlines", (), lambda: Deadlines.of(snap.routing, snap.state.now))
 
 
 # ---- sorting: `s` cycles through a view's sorts ------------------------------------------------
@@ -472,7 +594,7 @@ def sort_keys(view: str, snap: Snapshot, view_keys: list[Key], sort: str) -> lis
     if view == "signals":
         sig = state.signals
         if sort == "severity":
-            return sorted(view_keys, key=lambda k: rank.get(sig[plain(k)]["reportedSeverity"], 9))
+            return sorted(view_keys, key=lambda k: rank.get(sig[plain(k)].get("reportedSeverity") or "", 9))
 
         def by_source(k: Key) -> str:
             s = sig[plain(k)]
@@ -503,15 +625,27 @@ def counts(snap: Snapshot) -> dict[str, int]:
 def _counts(snap: Snapshot) -> dict[str, int]:
     state = snap.state
     today = state.now.date()
-    open_count = blocking = stale = 0
+    open_count = blocking = stale = overdue = 0
     now = state.now
+    judge = deadlines(snap)
+    before = judge.before  # severity -> opened before this is overdue (Deadlines.overdue, inlined)
     for ob in state.obligations.values():
         if ob.status == ObligationStatus.OPEN:
             open_count += 1
             blocking += ob.blocks
             if ob.expires_at is not None and ob.expires_at <= now:  # is_stale, inlined: runs per append
                 stale += 1
-    held_units = [u for u in snap.held if u in state.units]
+            if before:
+                limit = before.get(ob.severity)
+                if limit is not None and (
+                    ob.opened_at < limit if len(ob.opened_at) == 20 else judge.overdue(ob)
+                ):
+                    overdue += 1
+    obligations = state.obligations
+    expired = sum(
+        1 for ob_id in state.world.stale_evidence if obligations[ob_id].status == ObligationStatus.OPEN
+    )
+    held_units = [u for u in {*snap.holds, *(u for u, by in snap.stale.items() if by)} if u in state.units]
     cursor = state.cursors.get("memory")
     marker = (cursor.offset if cursor else -1, len(state.memory), today)
     if snap._memory_marker != marker:  # memory is counted again only when it changed
@@ -531,11 +665,13 @@ def _counts(snap: Snapshot) -> dict[str, int]:
         "unrouted": unrouted_count(state),
         "badLines": state.bad_lines,
         "verify": len(snap.verify),
+        "overdue": overdue,
+        "evidenceExpired": expired,
     }
 
 
 def in_memory(snap: Snapshot) -> InMemory:
-    """The signals not yet routed, routed in memory as the router would (engine.whatif): kept until
+    """The signals not yet routed, routed in memory as the router would (engine.commands.whatif): kept until
     the state or the clock moves (the fold's worker warms it with the counts)."""
     return snap.cached("in-memory", (), lambda: route_in_memory(snap.ws, snap.state))
 
@@ -554,8 +690,9 @@ def would_block_text(snap: Snapshot, compact: bool = False) -> str | None:
     return f"⚠{holds} would blk" if compact else f"⚠ {holds} would block"
 
 
-def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -> str:
-    """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none."""
+def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, store: str | None = None) -> str:
+    """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none;
+    `store` names where the stores are (files, postgresql), before the live indicator."""
     c: dict[str, int | str] = dict(counts(snap))
     if not snap.known:  # without the stores these are unknown, never 0 (SPEC §16.2)
         c.update(blocking="?", held="?", stale="?", expiring="?", unrouted="?")
@@ -572,11 +709,17 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -
         would = would_block_text(snap, compact=True)
         if would:
             parts.append(would)
+        if c["overdue"]:
+            parts.append(f"{c['overdue']} overdue")
+        if c["evidenceExpired"]:
+            parts.append(f"{c['evidenceExpired']} evid.exp")
         if c["badLines"]:
             parts.append(f"{c['badLines']} bad")
         if c["verify"]:
             parts.append(f"⚠{c['verify']} vfy")
         parts += [SHORT_MARKS.get(m, m) for m in trust_marks(snap.ws)]
+        if store and snap.known:
+            parts.append(SHORT_STORES.get(store, store))
         return "·".join(parts) + f"·{live}"
     parts = [
         f"{c['blocking']} blocking",
@@ -589,11 +732,17 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False) -
     would = would_block_text(snap)
     if would:
         parts.append(would)
+    if c["overdue"]:
+        parts.append(f"{c['overdue']} overdue")
+    if c["evidenceExpired"]:
+        parts.append(f"{c['evidenceExpired']} evidence expired")
     if c["badLines"]:
         parts.append(f"{c['badLines']} bad line(s)")
     if c["verify"]:
         parts.append(f"⚠ {c['verify']} verify finding(s)")
     parts += trust_marks(snap.ws)
+    if store and snap.known:
+        parts.append(store)
     return " · ".join(parts) + f" · {live}"
 
 
@@ -614,10 +763,55 @@ def lint_unchecked(snap: Snapshot) -> str | None:
     return snap.lint.history_why or "trunk history unavailable"
 
 
+SHORT_STORES = {"postgresql": "pg", "files": "files"}
+
+# what every part of the header means: `?` shows it and the README lists it (tests/test_room_first_contact.py
+# checks both, and that every part the header can show is here). (full form, narrow form, meaning)
+HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
+    ("N blocking", "N blk", "open obligations that block: each holds its unit's dispatch and close"),
+    ("N held", "N held", "units held, by a blocking obligation or an unresolved finding"),
+    ("N stale", "N stale", "open obligations whose signal has expired; they stay open until dispositioned"),
+    ("N expiring ≤7d", "N exp≤7d", "current memory entries within 7 days of their review-by date"),
+    (
+        "lint ✓ / ✗N / … / unchecked",
+        "lint✓ / lint✗N / lint… / lint:unchecked",
+        "registry lint: no error / N errors / still running / trunk history could not be read",
+    ),
+    ("N unrouted", "N unrtd", "signals not yet routed (this room routes them, unless read-only)"),
+    ("⚠ N would block", "⚠N would blk", "blocking obligations that routing the unrouted signals would open"),
+    ("N bad line(s)", "N bad", "store lines every read skips (torn or malformed): first in Registers"),
+    (
+        "⚠ N verify finding(s)",
+        "⚠N vfy",
+        "lines `regulator verify` names (a failed hash, a broken chain): Registers",
+    ),
+    ("stores absent: unit state unknown", "NO STORES", "a checkout without the stores (a clone)"),
+    ("names unauthenticated", "names unauth", "person events count by name: no signatures required"),
+    ("clock pinned", "pinned", "REGULATOR_NOW is honoured here (tests and demos only)"),
+    ("files / postgresql", "files / pg", "where the stores are: files under .regulator/, or PostgreSQL"),
+    ("● live / ○ paused", "● / ○", "watching the stores (an append shows within half a second) / not"),
+    ("⏳ waiting for another writer", "⏳ waiting", "another process holds the decide lock; keys still work"),
+    ("read-only", "ro", "writes hidden and nothing routed (--read-only, or a store role that cannot write)"),
+)
+# the marks in the tables
+TABLE_LEGEND: tuple[tuple[str, str], ...] = (
+    ("■", "blocks (obligations) / held (units); · holds nothing"),
+    ("███░░ 30d", "memory: days left before review-by, full at 90; ! within 7 days; ×××× expired"),
+    ("⚠ evidence changed", "memory: a file its evidence cites changed since it was recorded"),
+    ("(stale)", "obligations: the signal behind it has expired"),
+    ("⚑ F-x", "records: an open finding affects it (awaits ack until acknowledged)"),
+    (
+        "ids",
+        "obligations, memory, signals and proposals show their id's last 8 characters "
+        "(the CLI takes any unique ending of 6 or more)",
+    ),
+)
+
+
 SHORT_MARKS = {
     "stores absent: unit state unknown": "NO STORES",
     "names unauthenticated": "names unauth",
-    "clock pinned": "clock pinned",
+    "clock pinned": "pinned",
 }
 
 

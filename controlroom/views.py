@@ -36,6 +36,7 @@ class View:
     sorts: tuple[str, ...] = ()  # `s` cycles through them; the first is the log's own order
     actions: tuple[str, ...] = ()  # names in controlroom.actions.ACTIONS
     lifecycle: str = "the whole history of the row"
+    all_rows: str = ""  # what `a` adds to the live rows ("": the view lists every row)
 
 
 VIEW_DEFS: tuple[View, ...] = (
@@ -44,7 +45,7 @@ VIEW_DEFS: tuple[View, ...] = (
         "1",
         "Obligations",
         (
-            Column("id", 8),
+            Column("id", 8, 5),  # the first to go: the pane and the lifecycle name it whole
             Column("unit", 14, 2),
             Column("severity", 8),
             Column("blocks", 6, 4),
@@ -55,19 +56,20 @@ VIEW_DEFS: tuple[View, ...] = (
         sorts=("age", "severity", "unit"),
         actions=("resolve",),
         lifecycle="signal → routed → opened → dispositioned",
+        all_rows="resolved and escalated obligations",
     ),
     View(
         "units",
         "2",
         "Units",
         (
-            Column("id", 24),
+            Column("id", 16),
             Column("type", 10, 3),
-            Column("status", 11),
+            Column("status", 14),
             Column("held", 4, 1),
             Column("prio", 4, 4),
             Column("held by", 18, 2),
-            Column("title", 0, 0, 12),
+            Column("title", 0, 0, 24),  # the title gets more room than the id
         ),
         sorts=("id", "priority", "status"),
         actions=("decide",),
@@ -84,11 +86,12 @@ VIEW_DEFS: tuple[View, ...] = (
             Column("review-by", 10, 3),
             Column("unit", 6, 4),
             Column("scope", 12, 5),
-            Column("subject: note", 0, 0, 16),
+            Column("subject: note", 0, 0, 20),
         ),
         sorts=("age", "expiry", "unit"),
         actions=("retract",),
         lifecycle="recorded → expired or retracted",
+        all_rows="retracted entries",
     ),
     View(
         "signals",
@@ -103,7 +106,8 @@ VIEW_DEFS: tuple[View, ...] = (
             Column("subject", 0, 0, 16),
         ),
         sorts=("age", "severity", "unit"),
-        lifecycle="reported → routed → the obligations it opened",
+        actions=("outcome",),
+        lifecycle="reported → routed → the obligations it opened → its prediction's outcome",
     ),
     View(
         "registers",
@@ -115,7 +119,7 @@ VIEW_DEFS: tuple[View, ...] = (
             Column("state", 20, 0),
             Column("title / message", 0, 0, 12),
         ),
-        actions=("ack",),
+        actions=("ack", "resolve-finding", "dismiss"),
         lifecycle="the entry, its fields and body",
     ),
     View(
@@ -130,6 +134,22 @@ VIEW_DEFS: tuple[View, ...] = (
         ),
         actions=("accept", "reject"),
         lifecycle="proposed → decided, with the diff",
+    ),
+    View(
+        "sensors",
+        "7",
+        "Sensors",
+        (
+            Column("sensor", 14),
+            Column("kind", 7, 3),
+            Column("every", 5, 4),
+            Column("last run", 20),
+            Column("outcome", 9),
+            Column("raised", 6, 2),
+            Column("next run", 20, 1),
+            Column("detail", 0, 0, 12),
+        ),
+        lifecycle="declared → each run: its outcome, signals and errors",
     ),
 )
 BY_VIEW = {v.name: v for v in VIEW_DEFS}

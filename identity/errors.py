@@ -1,5 +1,5 @@
 """Errors a user can cause, each carrying the documented exit code (SPEC §13). Defined in the
-lowest layer so that a file read here (identity.regular) refuses as the engine does; engine.errors
+lowest layer so that a file read here (identity.regular) refuses as the engine does; engine.base.errors
 is where the rest of regulator imports them from."""
 
 

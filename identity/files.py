@@ -13,9 +13,11 @@ IDENTITY_NAMES = ("invariants.md", "glossary.md", "boundaries.md")
 POLICY_NAMES = ("routing.yaml", "interaction.yaml", "profiles.yaml")
 # where the stores are (SPEC §18): governed where it exists; a workspace on files has none
 STORE_POLICY = f"{POLICY_DIR}/store.yaml"
+# the declared sensors (SPEC §24): governed where it exists; a workspace without one has none
+SENSORS_POLICY = f"{POLICY_DIR}/sensors.yaml"
 # governed files a workspace may lack: absent and never decided is fine, present without a
 # decision is a hand edit like any other
-OPTIONAL = (STORE_POLICY,)
+OPTIONAL = (STORE_POLICY, SENSORS_POLICY)
 GOVERNED = (
     tuple(f"{IDENTITY_DIR}/{n}" for n in IDENTITY_NAMES)
     + tuple(f"{POLICY_DIR}/{n}" for n in POLICY_NAMES)

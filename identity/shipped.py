@@ -69,6 +69,8 @@ ROUTING = {
     ],
     "rules": {"intelligence-signal": {"atOrAbove": "advisory", "owedTo": "S3"}},
     "intakeDebtDays": 14,
+    # SPEC §24: an obligation open past its deadline is overdue and escalated (never resolved)
+    "deadlines": {"critical": "4h", "blocking": "48h", "advisory": "14d"},
 }
 
 PROFILES = {
@@ -100,6 +102,19 @@ PROFILES = {
 }
 
 
+# the abstract tools of profiles.yaml as Claude Code names them (SPEC §23): what `regulator hook
+# PreToolUse` and the settings' deny rules use when a workspace's profiles.yaml has no `harnessTools`
+HARNESS_TOOLS: dict[str, dict[str, list[str]]] = {
+    "claude-code": {
+        "read": ["Read", "Grep", "Glob", "LS"],
+        "write": ["Write", "NotebookEdit"],
+        "edit": ["Edit", "MultiEdit"],
+        "shell": ["Bash"],
+        "web": ["WebFetch", "WebSearch"],
+    }
+}
+
+
 def interaction(owner: str, email: str | None, key: str | None = None) -> dict:
     person: dict = {
         "grants": ["resolve", "retract", "accept", "ack", "decide", "report"],
@@ -121,7 +136,8 @@ def policy_files(
 ) -> dict[str, str]:
     return {
         "routing.yaml": dump(
-            {**ROUTING, "clock": clock}, "# Routing policy (SPEC §5.1). Changed only by accepted proposal.\n"
+            {**ROUTING, "escalate": [owner], "clock": clock},
+            "# Routing policy (SPEC §5.1, §24). Changed only by accepted proposal.\n",
         ),
         "interaction.yaml": dump(
             interaction(owner, email, key),

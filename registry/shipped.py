@@ -18,7 +18,7 @@ RECORDS: list[dict[str, Any]] = [
         "label": "Intelligence intake: report_intelligence and person-raised reports",
         "kind": "RTE",
         "status": {"implementation": "wired", "operation": "uninspected"},
-        "sources": ["engine/signals.py", "engine/router.py"],
+        "sources": ["engine/commands/signals.py", "engine/commands/router.py"],
         "relates": ["REG-OBJ-regulatory-log", "REG-RTE-routing-to-obligations"],
         "evidence": [{"direct": "tests/test_intelligence_e2e.py: reports from a research unit and a person"}],
         "limitations": [
@@ -44,7 +44,7 @@ RECORDS: list[dict[str, Any]] = [
         "label": "The router: severity floors, the intelligence rule and blocking obligations",
         "kind": "RTE",
         "status": {"implementation": "wired", "operation": "uninspected"},
-        "sources": ["engine/router.py", "identity/policy.py", "regulator/policy/routing.yaml"],
+        "sources": ["engine/commands/router.py", "identity/policy.py", "regulator/policy/routing.yaml"],
         "relates": ["REG-RTE-intelligence-intake", "REG-BAP-vetoes", "REG-OBJ-regulatory-log"],
         "evidence": [
             {
@@ -76,7 +76,7 @@ RECORDS: list[dict[str, Any]] = [
         "label": "Vetoes: open blocking obligations and unresolved findings hold dispatch and close",
         "kind": "BAP",
         "status": {"claim": "claimed", "implementation": "wired", "operation": "uninspected"},
-        "sources": ["engine/vetoes.py", "engine/ladder.py", "engine/units.py"],
+        "sources": ["engine/read/vetoes.py", "engine/read/ladder.py", "engine/commands/units.py"],
         "relates": ["REG-RTE-routing-to-obligations", "REG-CMP-register-lint"],
         "evidence": [{"direct": "tests/test_units.py and tests/hardening/: a held unit's dispatch exits 3"}],
         "limitations": [
@@ -96,7 +96,7 @@ RECORDS: list[dict[str, Any]] = [
         "id": "REG-OBJ-regulatory-log",
         "label": "The append-only, hash-chained stores under .regulator/",
         "kind": "OBJ",
-        "sources": ["engine/store.py"],
+        "sources": ["engine/log/store.py"],
         "relates": [],
         "limitations": [
             _facet(
@@ -112,7 +112,7 @@ RECORDS: list[dict[str, Any]] = [
         "id": "REG-OBJ-memory-store",
         "label": "Operational memory: dated facts rendered into later units' context",
         "kind": "OBJ",
-        "sources": ["engine/memory.py", "engine/delivery.py"],
+        "sources": ["engine/commands/memory.py", "engine/read/delivery.py"],
         "relates": ["REG-RTE-memory-delivery"],
         "limitations": [
             _facet(
@@ -131,7 +131,7 @@ RECORDS: list[dict[str, Any]] = [
         "label": "Delivery of identity and current memory into a unit's starting context",
         "kind": "RTE",
         "status": {"implementation": "wired", "operation": "uninspected"},
-        "sources": ["engine/delivery.py"],
+        "sources": ["engine/read/delivery.py"],
         "relates": ["REG-OBJ-memory-store"],
         "limitations": [
             _facet(
@@ -150,7 +150,12 @@ RECORDS: list[dict[str, Any]] = [
         "label": "Dispositions, retractions, decisions and acks by a named person (--by)",
         "kind": "BAP",
         "status": {"claim": "claimed", "implementation": "wired", "operation": "uninspected"},
-        "sources": ["engine/actors.py", "engine/signing.py", "engine/authority.py", "engine/sshsig.py"],
+        "sources": [
+            "engine/commands/actors.py",
+            "engine/trust/signing.py",
+            "engine/checkout/authority.py",
+            "engine/base/sshsig.py",
+        ],
         "relates": ["REG-RTE-signed-actions"],
         "limitations": [
             "A person event counts only when SSH-signed by a key the interaction policy in force lists "
@@ -170,7 +175,12 @@ RECORDS: list[dict[str, Any]] = [
         "label": "Signed person actions: the CLI signs, the fold counts only what verifies",
         "kind": "RTE",
         "status": {"implementation": "wired", "operation": "uninspected"},
-        "sources": ["engine/signing.py", "engine/sshsig.py", "engine/authority.py", "engine/fold.py"],
+        "sources": [
+            "engine/trust/signing.py",
+            "engine/base/sshsig.py",
+            "engine/checkout/authority.py",
+            "engine/read/fold.py",
+        ],
         "relates": ["REG-BAP-person-by-name", "REG-BAP-identity-decisions"],
         "evidence": [
             {"direct": "tests/test_sshsig.py: signatures made by ssh-keygen verify, tampered ones do not"},
@@ -198,7 +208,11 @@ RECORDS: list[dict[str, Any]] = [
         "label": "Identity decisions: governed files change by a proposal a person with `accept` decides",
         "kind": "BAP",
         "status": {"claim": "claimed", "implementation": "wired", "operation": "uninspected"},
-        "sources": ["engine/proposals.py", "engine/authority.py", "engine/idhistory.py"],
+        "sources": [
+            "engine/commands/proposals.py",
+            "engine/checkout/authority.py",
+            "engine/trust/idhistory.py",
+        ],
         "relates": ["REG-RTE-signed-actions", "REG-RTE-memory-delivery"],
         "evidence": [
             {"direct": "tests/test_identity.py: a hand edit grants nothing and identity verify names it"}
@@ -243,7 +257,7 @@ RECORDS: list[dict[str, Any]] = [
         "id": "REG-OBJ-retro-register",
         "label": "The RETRO register: retro/R-<date>-<slug>.md with generated numbers only",
         "kind": "OBJ",
-        "sources": ["engine/retro.py", "registry/trunkat.py"],
+        "sources": ["engine/commands/retro.py", "registry/trunkat.py"],
         "relates": ["REG-OBJ-regulatory-log", "REG-CMP-register-lint"],
         "limitations": [
             _facet(

@@ -107,7 +107,7 @@ def baseline_of(root: Path, ref: str) -> str:
 
 def walk(root: Path, trunk: str, authorize: Authorize) -> TrunkFindings:
     """Walk trunk's findings since the baseline; `authorize(sha, email, message)` says whether a
-    commit's trailers and signature authorize a change (engine.registers gives it the policy)."""
+    commit's trailers and signature authorize a change (engine.commands.registers gives it the policy)."""
     shallow = _git(root, "rev-parse", "--is-shallow-repository")
     if shallow.returncode != 0:
         return unavailable("not a git repository")

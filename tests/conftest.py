@@ -32,7 +32,7 @@ def _plain_terminal(monkeypatch):
 def _signing(monkeypatch):
     """In-process engine calls sign as alice (the key the workspaces list); a key chosen by one test
     (the demo's) never leaks into the next."""
-    from engine import signing
+    from engine.trust import signing
 
     monkeypatch.setenv("REGULATOR_SIGNING_KEY", str(alice_key()))
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)

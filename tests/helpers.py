@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.events import INDEX, EventSource
+from engine.log.events import INDEX, EventSource
 
 REGULATOR = str(Path(sys.executable).parent / "regulator")
 NOW = "2026-11-29T12:00:00Z"
@@ -279,3 +279,19 @@ class MemoryEvents(EventSource):
 
     def events(self, refs) -> list[dict]:
         return [self.held[item] for item in refs]
+
+
+def tick(ws, env: dict | None = None, cwd: Path | None = None) -> dict[str, dict]:
+    """`regulator serve --once-tick`: one tick of the host's duties (SPEC §22, §24); the JSON line
+    each duty logged on stderr, by the duty's name."""
+    done = ws.run("serve", "--once-tick", env=env, cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    found = {}
+    for line in done.stderr.splitlines():
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("duty"), str):
+            found[data["duty"]] = data
+    return found

@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from engine.pgstore import line_text
-from engine.store import event_hash
+from engine.log.pg.store import line_text
+from engine.log.store import event_hash
 from tests.helpers import REGULATOR, make_workspace
 
 pytestmark = pytest.mark.usefixtures("pg_server")

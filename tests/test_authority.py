@@ -1,4 +1,4 @@
-"""The identity store's fold (engine.authority): a line of any shape counts or not, and never
+"""The identity store's fold (engine.checkout.authority): a line of any shape counts or not, and never
 breaks a read. A unit sharing the host's account can append a well-chained line (see
 tests/hardening/test_trust.py); until now a list or a mapping where the fold expected text or a
 number raised TypeError (unhashable) inside the fold, so every command failed with a traceback,
@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from engine.authority import INTERACTION, fold
+from engine.checkout.authority import INTERACTION, fold
 from identity.files import content_hash
 from tests.helpers import make_workspace
 
 
 def test_forged_identity_lines_of_any_shape_are_named_and_break_no_command(tmp_path):
-    from engine import clock
-    from engine.store import Store
+    from engine.base import clock
+    from engine.log.store import Store
 
     ws = make_workspace(tmp_path)
     forged = [
@@ -101,8 +101,8 @@ def test_forged_lines_in_the_other_stores_are_named_and_break_no_command(tmp_pat
     """The same for signals, memory and units: a well-chained line whose fields have the wrong
     shapes (a list for an id, a mapping for a reference, an obligation entry that is text) is
     skipped by every read and named by `verify`; no command fails with a traceback."""
-    from engine import clock
-    from engine.store import Store
+    from engine.base import clock
+    from engine.log.store import Store
 
     ws = make_workspace(tmp_path)
     at = "2026-11-29T12:00:00Z"

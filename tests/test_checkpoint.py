@@ -22,11 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import checkpoint
-from engine.load import load
-from engine.queries import history
-from engine.store import Store
-from engine.workspace import Workspace
+from engine.checkout.workspace import Workspace
+from engine.log.store import Store
+from engine.read import checkpoint
+from engine.read.load import load
+from engine.read.queries import history
 from tests.helpers import report_args
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)
@@ -65,7 +65,7 @@ def events(draw):
     is unique, an obligation is closed at most once and only after it was opened (the engine
     checks both under its lock), a second router's duplicate routing record may appear, and time
     moves forward across the stores (a host stamps each line as it writes it: the fold orders a
-    unit's dispatch or close after the obligations that held it by their times, engine.fold._vetoed)."""
+    unit's dispatch or close after the obligations that held it by their times, engine.read.fold._vetoed)."""
     out = []
     signals: list[str] = []
     open_obs: dict[str, str] = {}  # obligation id -> unit
@@ -135,7 +135,7 @@ def events(draw):
 
 
 def write(root: Path, items) -> None:
-    from engine import clock
+    from engine.base import clock
 
     clock.configure(True)  # the generated times go back and forth, as a pinned clock allows
     for store, event in items:

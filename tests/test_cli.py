@@ -60,15 +60,15 @@ def test_shell_completion_offers_groups_and_commands():
     words = run(
         env={"_REGULATOR_COMPLETE": "complete_bash", "COMP_WORDS": "regulator signals r", "COMP_CWORD": "2"}
     )
-    assert words.stdout.split() == ["report", "route"]
+    assert words.stdout.split() == ["report", "resolve-prediction", "route"]
 
 
 def test_the_lean_roots_table_names_every_command_of_every_group():
     """A command line that gives no global, help or completion option imports only its own group
-    (controlroom.cli.GROUP_OF): the table must name what each group module really adds."""
+    (controlroom.cli.root.GROUP_OF): the table must name what each group module really adds."""
     from typer.main import get_command
 
-    from controlroom import cli
+    from controlroom.cli import root as cli
 
     for module in cli.MODULES:
         names = set(get_command(cli.build((module,))).commands)  # type: ignore[attr-defined]
@@ -78,7 +78,7 @@ def test_the_lean_roots_table_names_every_command_of_every_group():
 def test_a_command_line_answers_the_same_on_the_lean_root_and_the_full_one(ws, monkeypatch, capsys):
     """Output, errors and exit codes are the full root's, whichever root parsed them; a typo or a
     bare group is parsed again by the full root so that its suggestions and help are complete."""
-    from controlroom.cli import main
+    from controlroom.cli.root import main
 
     monkeypatch.chdir(ws.root)
     for name, value in ws.env.items():

@@ -576,7 +576,7 @@ def test_the_room_in_a_clone_shows_unknown_and_disables_actions(fleet, tmp_path)
     import asyncio
 
     from controlroom.app import ControlRoom
-    from engine.workspace import locate
+    from engine.checkout.workspace import locate
 
     ws, _ = fleet
     here = clone(ws, tmp_path)
@@ -594,7 +594,7 @@ def test_the_room_in_a_clone_shows_unknown_and_disables_actions(fleet, tmp_path)
             seen["decide"] = app.check_action("act", ("decide",))
             await pilot.press("d")
             await pilot.pause()
-            seen["detail"] = str(app.query_one("#detail-text").render())
+            seen["detail"] = app._detail.text
 
     asyncio.run(main())
     assert all(" unknown " in row and " todo " not in row for row in seen["rows"]), seen["rows"]

@@ -11,10 +11,10 @@ import pytest
 
 from controlroom.app import ControlRoom
 from controlroom.demo import build
-from engine.actors import Actor
-from engine.load import load
-from engine.proposals import decide, propose
-from engine.workspace import Workspace
+from engine.checkout.workspace import Workspace
+from engine.commands.actors import Actor
+from engine.commands.proposals import decide, propose
+from engine.read.load import load
 from tests.helpers import NOW, REGULATOR, clean_env, report_args
 
 SIZE = (150, 42)
@@ -74,6 +74,7 @@ def test_resolve_with_dialog_writes_the_disposition(demo):
         await pilot.press("r")
         assert isinstance(app.screen, ResolveDialog)
         app.screen.query_one(Select).value = "accepted-risk"
+        await pilot.pause()  # the meaning of the choice appears under it: the layout moves
         await pilot.click("#rationale")
         await pilot.press(*"fix lands upstream")
         await pilot.click("#confirm")
@@ -87,8 +88,8 @@ def test_resolve_with_dialog_writes_the_disposition(demo):
     assert written[-1]["kind"] == "disposition" and written[-1]["by"] == "alice"
     assert (written[-1]["disposition"], written[-1]["rationale"]) == ("accepted-risk", "fix lands upstream")
     # the room signs its operator's action with the operator's key (SPEC §15.1), and it counts
-    from engine import sshsig
-    from engine.authority import signed_bytes
+    from engine.base import sshsig
+    from engine.checkout.authority import signed_bytes
 
     keys = demo.authority().people.keys["alice"]
     assert sshsig.verify(written[-1]["sig"], signed_bytes(written[-1]), keys)
@@ -137,7 +138,7 @@ def test_action_without_grant_is_disabled_with_reason(demo):
         await pilot.press("r")
         await pilot.pause()
         observed["dialog"] = isinstance(app.screen, ResolveDialog)
-        detail = str(app.query_one("#detail-text").render())
+        detail = app._detail.text
         observed["detail"] = detail
         await pilot.press("3")
         observed["retract"] = app.check_action("act", ("retract",))
@@ -266,7 +267,7 @@ def test_a_signal_appended_by_another_process_appears(demo):
 
 
 def test_markup_and_escapes_in_store_text_are_literal(demo):
-    from engine.signals import report_intelligence
+    from engine.commands.signals import report_intelligence
 
     report_intelligence(
         demo,
@@ -395,7 +396,7 @@ def test_a_new_contract_appears_in_the_units_view(demo):
 
 
 def test_closing_the_room_leaves_a_checkpoint_the_next_start_reads(demo, monkeypatch):
-    from engine import checkpoint
+    from engine.read import checkpoint
 
     monkeypatch.setenv("REGULATOR_CHECKPOINT_BYTES", "0")  # the demo's log is small
     path = checkpoint.path_of(demo)
@@ -416,8 +417,8 @@ def test_closing_the_room_leaves_a_checkpoint_the_next_start_reads(demo, monkeyp
 
 
 def test_dialogs_show_store_text_escaped(demo):
-    from engine.memory import remember
-    from engine.workspace import LEASE_FILE, read_lease
+    from engine.checkout.workspace import LEASE_FILE, read_lease
+    from engine.commands.memory import remember
 
     lease = read_lease(demo.root / ".worktrees" / "u1" / LEASE_FILE)
     hostile = {

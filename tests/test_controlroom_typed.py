@@ -9,7 +9,7 @@ import textual.constants
 import controlroom.app as room
 from controlroom.app import ControlRoom
 from controlroom.views import RowKey
-from engine.workspace import Workspace
+from engine.checkout.workspace import Workspace
 from tests.room import demo_workspace, run, until
 
 SIZE = (150, 42)  # wide enough that the detail pane is shown
@@ -21,7 +21,7 @@ def demo(tmp_path, monkeypatch) -> Workspace:
 
 
 def detail(app: ControlRoom) -> str:
-    return str(app._detail.query_one("#detail-text").render())
+    return app._detail.text
 
 
 def test_a_unit_whose_contract_is_removed_under_the_cursor_goes_without_a_crash(demo, monkeypatch):
@@ -34,7 +34,7 @@ def test_a_unit_whose_contract_is_removed_under_the_cursor_goes_without_a_crash(
     async def script(pilot):
         await pilot.press("2", "s")  # Units, sorted by priority
         assert await until(
-            pilot, lambda: app._arranging is None and "sort: priority" in str(app._tabs.render())
+            pilot, lambda: app._arranging is None and "sort: priority" in str(app._status.render())
         )
         app.table.cursor = app.table.keys.index("u3")
         await pilot.pause(0.2)

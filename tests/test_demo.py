@@ -100,7 +100,7 @@ def test_screenshot_renders_the_real_app(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     text = svg.read_text()
-    assert text.startswith("<svg") and "release-hardening" in text
+    assert text.startswith("<svg") and "release-harden" in text
     bad = subprocess.run(
         [REGULATOR, "--root", str(target), "controlroom", "--view", "nope", "--screenshot", str(svg)],
         env=env,

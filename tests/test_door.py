@@ -1,4 +1,4 @@
-"""A UnitDoor kept open (engine.door): it keeps its reads between calls, and nothing it keeps
+"""A UnitDoor kept open (engine.doors.door): it keeps its reads between calls, and nothing it keeps
 outlives the change it depends on. A lease released, a grant withdrawn, units.ndjson replaced or
 rewritten, HEAD moved: the next call from the same door sees it. On PostgreSQL the one-trip append
 writes only while the units and identity stores are as the door read them, and exactly once."""
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.events import STORES
-from engine.head import Head
+from engine.checkout.head import Head
+from engine.log.events import STORES
 from tests.helpers import REGULATOR, Workspace, git, make_workspace
 
 REPORT = {
@@ -76,10 +76,10 @@ def held_bytes(ws) -> bytes:
     refused call may bring up to date)."""
     if ws.url is None:
         return ws.digest().encode()
-    from engine import pgstore
+    from engine.log.pg import server as pg_srv
 
     return b"".join(
-        line.encode() + b"\n" for name in sorted(STORES) for _, line in pgstore.lines(ws.url, name)
+        line.encode() + b"\n" for name in sorted(STORES) for _, line in pg_srv.lines(ws.url, name)
     )
 
 
@@ -92,7 +92,7 @@ def _no_pinned_time(monkeypatch):
 
 
 def test_a_lease_released_meanwhile_is_refused_by_the_next_call(fleet):
-    from engine.api import Refused, UnitDoor
+    from engine.doors.api import Refused, UnitDoor
 
     door = UnitDoor(fleet.lease_file)
     first = door.report(fields("before the close")).id
@@ -107,7 +107,7 @@ def test_a_lease_released_meanwhile_is_refused_by_the_next_call(fleet):
 
 
 def test_a_lease_demoted_then_dispatched_again_stays_refused_in_the_open_door(fleet):
-    from engine.api import Refused, UnitDoor
+    from engine.doors.api import Refused, UnitDoor
 
     door = UnitDoor(fleet.lease_file)
     door.report(fields("before"))
@@ -126,7 +126,7 @@ def test_a_lease_demoted_then_dispatched_again_stays_refused_in_the_open_door(fl
 
 
 def test_a_grant_withdrawn_by_decision_is_refused_by_the_next_call(fleet):
-    from engine.api import Refused, UnitDoor
+    from engine.doors.api import Refused, UnitDoor
 
     door = UnitDoor(fleet.lease_file)
     door.report(fields("granted"))
@@ -145,7 +145,7 @@ def test_a_grant_withdrawn_by_decision_is_refused_by_the_next_call(fleet):
 
 
 def test_bad_input_is_exit_2_and_an_affected_unit_needs_a_contract(fleet):
-    from engine.api import BadInput, UnitDoor
+    from engine.doors.api import BadInput, UnitDoor
 
     door = UnitDoor(fleet.lease_file)
     before = held_bytes(fleet)
@@ -159,7 +159,7 @@ def test_bad_input_is_exit_2_and_an_affected_unit_needs_a_contract(fleet):
 
 
 def test_fields_that_are_not_a_mapping_are_bad_input_and_write_nothing(fleet):
-    from engine.api import BadInput, UnitDoor
+    from engine.doors.api import BadInput, UnitDoor
 
     door = UnitDoor(fleet.lease_file)
     before = held_bytes(fleet)
@@ -171,7 +171,7 @@ def test_fields_that_are_not_a_mapping_are_bad_input_and_write_nothing(fleet):
 
 
 def test_stores_committed_to_git_meanwhile_are_refused_by_the_next_call(fleet):
-    from engine.api import Refused, UnitDoor
+    from engine.doors.api import Refused, UnitDoor
 
     door = UnitDoor(fleet.lease_file)
     door.report(fields("before"))
@@ -190,7 +190,7 @@ def test_stores_committed_to_git_meanwhile_are_refused_by_the_next_call(fleet):
 
 
 def test_units_file_replaced_shrunk_or_rewritten_is_read_again(tmp_path):
-    from engine.api import Refused, UnitDoor
+    from engine.doors.api import Refused, UnitDoor
 
     ws = make_workspace(tmp_path)
     lease = ws.lease("r1") / ".regulator-lease.json"
@@ -250,7 +250,7 @@ def test_units_file_replaced_shrunk_or_rewritten_is_read_again(tmp_path):
 def test_a_line_appended_to_units_is_folded_without_reading_the_rest(tmp_path):
     """Dispatching another unit appends to units.ndjson; the door folds only that, and the
     unit's lease, released afterwards, is refused at once."""
-    from engine.api import Refused, UnitDoor
+    from engine.doors.api import Refused, UnitDoor
 
     ws = make_workspace(tmp_path)
     lease = ws.lease("r1") / ".regulator-lease.json"
@@ -328,7 +328,7 @@ def test_head_answers_as_git_does_through_commits_branches_packs_and_worktrees(t
 
 
 def test_head_moved_the_next_signal_records_the_new_revision(fleet):
-    from engine.api import UnitDoor
+    from engine.doors.api import UnitDoor
 
     worktree = fleet.root.parent / "r3-tree"
     fleet.git("worktree", "add", "-q", "-b", "r3", str(worktree))
@@ -353,40 +353,43 @@ def test_head_moved_the_next_signal_records_the_new_revision(fleet):
 def test_one_trip_append_writes_only_while_the_guarded_stores_are_unchanged(tmp_path, pg_url):
     """PgStore.append_unchanged: the same line append() writes, chained to the server's tail,
     and nothing at all when a guarded store moved on since its tail was read."""
-    from engine import clock, pgstore
+    from engine.base import clock
+    from engine.log.pg import connection as pg_connection
+    from engine.log.pg import server as pg_srv
+    from engine.log.pg import store as pg_store
 
     clock.configure(False)  # the system clock, as a workspace on it configures this process
     ws = make_workspace(tmp_path, now=None, clock="system", store=pg_url)
     ws.lease("r1")
-    tails = {name: json.loads(pgstore.lines(pg_url, name)[-1][1])["hash"] for name in ("units", "identity")}
-    store = pgstore.PgStore(pg_url, tmp_path / "mirror", "signals", mirrored=False)
-    event = {"kind": "note", "subject": "é ✓ \"it's\" 100% \\ back'); --", "at": pgstore.now_text()}
+    tails = {name: json.loads(pg_srv.lines(pg_url, name)[-1][1])["hash"] for name in ("units", "identity")}
+    store = pg_store.PgStore(pg_url, tmp_path / "mirror", "signals", mirrored=False)
+    event = {"kind": "note", "subject": "é ✓ \"it's\" 100% \\ back'); --", "at": pg_connection.now_text()}
     written = store.append_unchanged(event, tails)
     assert written is not None and list(written)[0] == "id" and list(written)[-2:] == ["prev", "hash"]
-    ((n, line),) = pgstore.lines(pg_url, "signals")
-    assert line == pgstore.line_text(written) and json.loads(line)["subject"] == event["subject"]
+    ((n, line),) = pg_srv.lines(pg_url, "signals")
+    assert line == pg_store.line_text(written) and json.loads(line)["subject"] == event["subject"]
     second = store.append({**event, "subject": "by append()"}, assign_id=True)
     third = store.append_unchanged({**event, "subject": "third"}, tails)
     assert third is not None and third["prev"] == second["hash"]
     ws.run("unit", "dispatch", "u1", check=True)  # the units store moves on, in another process
-    counts = pgstore.counts(pg_url)
+    counts = pg_srv.counts(pg_url)
     assert store.append_unchanged({**event, "subject": "guarded"}, tails) is None
-    assert pgstore.counts(pg_url) == counts
+    assert pg_srv.counts(pg_url) == counts
     # a store's old tail: as good as a moved one
     assert store.append_unchanged({**event, "subject": "guarded"}, {"signals": written["hash"]}) is None
-    assert pgstore.counts(pg_url) == counts
+    assert pg_srv.counts(pg_url) == counts
     # a connection that reads backslashes in literals as escapes: psycopg quotes the line instead
-    conn = pgstore.connect(pg_url)
+    conn = pg_connection.connect(pg_url)
     conn.execute("SET standard_conforming_strings = off")
     try:
         ws.run("unit", "close", "u1", check=True)
-        tails["units"] = json.loads(pgstore.lines(pg_url, "units")[-1][1])["hash"]
+        tails["units"] = json.loads(pg_srv.lines(pg_url, "units")[-1][1])["hash"]
         fourth = store.append_unchanged({**event, "subject": "fourth " + event["subject"]}, tails)
     finally:
         conn.execute("SET standard_conforming_strings = on")
     assert fourth is not None
-    assert pgstore.lines(pg_url, "signals")[-1][1] == pgstore.line_text(fourth)
-    assert [json.loads(line)["subject"] for _, line in pgstore.lines(pg_url, "signals")] == [
+    assert pg_srv.lines(pg_url, "signals")[-1][1] == pg_store.line_text(fourth)
+    assert [json.loads(line)["subject"] for _, line in pg_srv.lines(pg_url, "signals")] == [
         event["subject"],
         "by append()",
         "third",
@@ -396,13 +399,14 @@ def test_one_trip_append_writes_only_while_the_guarded_stores_are_unchanged(tmp_
 
 
 def test_one_trip_is_not_taken_on_a_pinned_clock(tmp_path, pg_url, monkeypatch):
-    from engine import api, pgstore
+    from engine.doors import api
+    from engine.log.pg import store as pg_store
 
     ws = make_workspace(tmp_path, store=pg_url)  # clock: pinned, REGULATOR_NOW set
     lease = ws.lease("r1") / ".regulator-lease.json"
     monkeypatch.setenv("REGULATOR_NOW", ws.env["REGULATOR_NOW"])
     door = api.UnitDoor(lease)
-    store = pgstore.PgStore(pg_url, tmp_path / "m", "signals", mirrored=False)
+    store = pg_store.PgStore(pg_url, tmp_path / "m", "signals", mirrored=False)
     assert store.append_unchanged({"kind": "note", "at": ws.env["REGULATOR_NOW"]}, {}) is None
     first = door.report(fields("pinned")).id
     (held,) = signals_held_url(pg_url)
@@ -410,46 +414,65 @@ def test_one_trip_is_not_taken_on_a_pinned_clock(tmp_path, pg_url, monkeypatch):
 
 
 def test_one_trip_as_the_writer_role_and_refused_as_the_reader(tmp_path, pg_server):
-    from engine import clock, pgstore
-    from engine.errors import Refused
+    from engine.base import clock
+    from engine.base.errors import Refused
+    from engine.log.pg import admin as pg_admin
+    from engine.log.pg import connection as pg_connection
+    from engine.log.pg import server as pg_srv
+    from engine.log.pg import store as pg_store
 
     clock.configure(False)
     db = pg_server.database()
     owner = pg_server.url(db)
-    pgstore.create_schema(owner, "system")
+    pg_admin.create_schema(owner, "system")
     subprocess.run([REGULATOR, "store", "roles", "--url", owner], check=True, capture_output=True)
-    writer = pgstore.PgStore(pg_server.url(db, "regulator_writer"), tmp_path / "w", "signals", mirrored=False)
-    first = writer.append_unchanged({"kind": "note", "at": pgstore.now_text()}, {"units": ""})
+    writer = pg_store.PgStore(pg_server.url(db, "regulator_host"), tmp_path / "w", "signals", mirrored=False)
+    first = writer.append_unchanged({"kind": "note", "at": pg_connection.now_text()}, {"units": ""})
     assert first is not None and first["prev"] == ""
-    second = writer.append_unchanged({"kind": "note", "at": pgstore.now_text()}, {})
+    second = writer.append_unchanged({"kind": "note", "at": pg_connection.now_text()}, {})
     assert second is not None and second["prev"] == first["hash"]
-    reader = pgstore.PgStore(pg_server.url(db, "regulator_reader"), tmp_path / "r", "signals", mirrored=False)
+    reader = pg_store.PgStore(
+        pg_server.url(db, "regulator_reader"), tmp_path / "r", "signals", mirrored=False
+    )
     with pytest.raises(Refused, match="a reader role cannot write"):
-        reader.append_unchanged({"kind": "note", "at": pgstore.now_text()}, {})
-    assert [line for _, line in pgstore.lines(owner, "signals")] == [
-        pgstore.line_text(first),
-        pgstore.line_text(second),
+        reader.append_unchanged({"kind": "note", "at": pg_connection.now_text()}, {})
+    assert [line for _, line in pg_srv.lines(owner, "signals")] == [
+        pg_store.line_text(first),
+        pg_store.line_text(second),
     ]
 
 
 def signals_held_url(url: str) -> list[dict]:
-    from engine import pgstore
+    from engine.log.pg import server as pg_srv
 
-    return [e for _, line in pgstore.lines(url, "signals") if (e := json.loads(line))["kind"] == "signal"]
+    return [e for _, line in pg_srv.lines(url, "signals") if (e := json.loads(line))["kind"] == "signal"]
 
 
 def test_a_connection_broken_during_the_one_trip_append_writes_exactly_once(tmp_path, pg_url):
-    """The door's backend is killed while it waits for the store's lock: the door asks whether
-    its line went in (under the lock), finds it did not, and appends it once."""
+    """The door's backend is killed while its insert waits on another append that took the same
+    line first and has not committed: the door waits for its old session to end, asks whether its
+    line went in, finds it did not, and appends it once."""
     import psycopg
 
-    from engine.api import UnitDoor
+    from engine.doors.api import UnitDoor
+    from engine.log.pg.store import line_text
+    from engine.log.store import event_hash
 
     ws = make_workspace(tmp_path, now=None, clock="system", store=pg_url)
     door = UnitDoor(ws.lease("r1") / ".regulator-lease.json")
     door.report(fields("warm"))
-    holder = psycopg.connect(pg_url)  # a transaction holding the signals store's lock
-    holder.execute("SELECT pg_advisory_xact_lock(hashtext('regulator.store.signals'))")
+    holder = psycopg.connect(pg_url)  # an append of the store's next line, not committed
+    tail = holder.execute(
+        "SELECT hash FROM regulator.events WHERE store = 'signals' ORDER BY n DESC LIMIT 1"
+    ).fetchone()[0]
+    event = {"kind": "note", "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "prev": tail}
+    event["hash"] = event_hash(event)
+    line = line_text(event)
+    holder.execute(
+        "INSERT INTO regulator.events (store, line, sha256, hash, prev, recorded_at)"
+        " VALUES ('signals', %s, encode(sha256(convert_to(%s, 'UTF8')), 'hex'), '', '', now())",
+        (line, line),
+    )
     done: dict = {}
 
     def report() -> None:
@@ -464,15 +487,15 @@ def test_a_connection_broken_during_the_one_trip_append_writes_exactly_once(tmp_
         deadline = time.monotonic() + 30
         waiting: list = []
         while not waiting and time.monotonic() < deadline:
-            waiting = admin.execute(
-                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'"
-                " AND pid <> pg_backend_pid()"
+            waiting = admin.execute(  # the door's insert, waiting for the holder's to commit or not
+                "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND wait_event = 'transactionid' AND pid <> pg_backend_pid()"
             ).fetchall()
             time.sleep(0.02)
         assert len(waiting) == 1, waiting
         admin.execute("SELECT pg_terminate_backend(%s)", waiting[0])
         time.sleep(0.3)
-    holder.rollback()  # the lock is free: the door's look and its append go on
+    holder.rollback()  # the holder's line is undone: the door's look and its append go on
     holder.close()
     writer.join(60)
     assert "error" not in done, done
@@ -485,7 +508,7 @@ def test_a_connection_broken_during_the_one_trip_append_writes_exactly_once(tmp_
 
 WRITER = """
 import sys
-from engine.api import UnitDoor
+from engine.doors.api import UnitDoor
 door = UnitDoor(sys.argv[1])
 for i in range(int(sys.argv[2])):
     door.report(dict(subject=f"{sys.argv[3]} {i}", claim="c", observation="o", evidence=["e"],
@@ -512,6 +535,6 @@ def test_eight_doors_at_once_append_every_signal_exactly_once_in_one_chain(fleet
     done = subprocess.run([REGULATOR, "verify"], cwd=fleet.root, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     # the one-call function still works beside them
-    from engine import api
+    from engine.doors import api
 
     assert api.report_intelligence(leases[0], **fields("one call")) == signals_held(fleet)[-1]["id"]

@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.fold import PERSON_KINDS, UnitsLine, _fold_memory, _memory_problem, person_refs
-from engine.model import MemoryEntry, State
+from engine.read.fold import PERSON_KINDS, UnitsLine, _fold_memory, _memory_problem, person_refs
+from engine.read.model import MemoryEntry, State
 
 MISSING = object()
 texts = st.sampled_from(["", "a", "fact", "é", "x y"])
@@ -94,7 +94,7 @@ def test_person_events_are_found_as_one_pass_found_them(kinds):
     refs = [k << 2 | 1 for k in range(len(events))]
     for store in ("units", "memory"):
         wanted = PERSON_KINDS[store]
-        # the units fold reads its lines as UnitsLine (engine.fold.SHAPES), memory's whole
+        # the units fold reads its lines as UnitsLine (engine.read.fold.SHAPES), memory's whole
         read = [UnitsLine(**e) for e in events] if store == "units" else events
         assert person_refs(store, read, refs) == [
             at for e, at in zip(events, refs, strict=True) if e.get("kind") in wanted

@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from engine import freshness
-from engine.delivery import parse_context
+from engine.read import freshness
+from engine.read.delivery import parse_context
 from tests.helpers import git, make_workspace, remember_args
 
 
@@ -162,7 +162,7 @@ def test_a_path_item_never_reaches_git_as_anything_but_a_path(repo):
 
 
 def test_the_changed_mark_parses_back_and_stored_text_cannot_forge_it():
-    from engine.delivery import Context, render_text
+    from engine.read.delivery import Context, render_text
 
     def event(entry_id: str, subject: str, note: str, status: str) -> dict:
         return {

@@ -147,7 +147,7 @@ def test_proposal_rules(ws, tmp_path):
 
 
 def test_python_api_for_a_host(ws, monkeypatch):
-    from engine import api
+    from engine.doors import api
 
     monkeypatch.setenv("REGULATOR_NOW", "2026-11-29T12:00:00Z")
     u1 = ws.lease("u1")

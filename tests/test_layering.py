@@ -19,7 +19,7 @@ def test_import_linter_contracts_hold():
 
 def test_cli_and_engine_import_without_textual():
     code = (
-        "import sys, controlroom.cli, engine.load, engine.router, engine.units, engine.api\n"
+        "import sys, controlroom.cli.root, engine.read.load, engine.commands.router, engine.commands.units, engine.doors.api\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'git', 'watchfiles', 'mcp'))\n"
         "print(bad); sys.exit(1 if bad else 0)"
     )
@@ -30,10 +30,10 @@ def test_cli_and_engine_import_without_textual():
 def test_status_runs_without_importing_textual_git_or_pydantic(ws):
     """`status` is the read every unit and operator runs most: its cold start stays lean (§12).
     Typer coerces every declared option but a given flag through pydantic; `status --json` runs
-    on the lean root (controlroom.cli.build), which declares no other, so pydantic stays out."""
+    on the lean root (controlroom.cli.root.build), which declares no other, so pydantic stays out."""
     code = (
         "import sys\n"
-        "from controlroom.cli import main\n"
+        "from controlroom.cli.root import main\n"
         "code = main(['status', '--json'])\n"
         "heavy = {'textual', 'git', 'watchfiles', 'mcp', 'pydantic'}\n"
         "heavy = sorted({m.split('.')[0] for m in sys.modules} & heavy)\n"
@@ -49,7 +49,7 @@ def test_status_runs_without_importing_textual_git_or_pydantic(ws):
 
 def test_no_module_imports_the_cli_root_back():
     """The root imports its group modules by name (importlib, which import-linter cannot see):
-    none of them, nor anything else, may import `controlroom.cli` back, so no circle hides there."""
+    none of them, nor anything else, may import `controlroom.cli.root` back, so no circle hides there."""
     import ast
 
     importers = []
@@ -64,6 +64,6 @@ def test_no_module_imports_the_cli_root_back():
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            if any(n == "controlroom.cli" for n in names):
+            if any(n == "controlroom.cli.root" for n in names):
                 importers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert importers == []

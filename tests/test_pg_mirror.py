@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.events import STORES
+from engine.log.events import STORES
 
 pytestmark = pytest.mark.usefixtures("pg_server")
 
@@ -41,16 +41,16 @@ AWKWARD = [
 
 def held(url: str, name: str) -> bytes:
     """Every line the server holds for a store, each with its newline: what a mirror must hold."""
-    from engine import pgstore
+    from engine.log.pg import server as pg_srv
 
-    return b"".join(line.encode() + b"\n" for _, line in pgstore.lines(url, name))
+    return b"".join(line.encode() + b"\n" for _, line in pg_srv.lines(url, name))
 
 
 def fresh_mirror(url: str, folder: Path) -> dict[str, bytes]:
     """A new host's mirror of every store: its files after the first sync."""
-    from engine import pgstore
+    from engine.log.pg import mirror as pg_mirror
 
-    mirror = pgstore.Mirror(url, folder)
+    mirror = pg_mirror.Mirror(url, folder)
     mirror.prepare()
     return {name: mirror.path(name).read_bytes() for name in STORES}
 
@@ -58,17 +58,17 @@ def fresh_mirror(url: str, folder: Path) -> dict[str, bytes]:
 @pytest.fixture
 def pinned_url(pg_url):
     """An empty database on a pinned clock (no `at` check: the lines are about their text)."""
-    from engine import pgstore
+    from engine.log.pg import admin as pg_admin
 
-    pgstore.create_schema(pg_url, "pinned")
+    pg_admin.create_schema(pg_url, "pinned")
     return pg_url
 
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    from engine import pgstore
+    from engine.log.pg import server as pg_srv
 
-    monkeypatch.setattr(pgstore, "BLOCK", 3)
+    monkeypatch.setattr(pg_srv, "BLOCK", 3)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -84,10 +84,11 @@ def small_blocks(monkeypatch):
 def test_a_mirror_holds_every_awkward_line_byte_for_byte(pinned_url, small_blocks, tmp_path, texts):
     """Appended lines, fetched by a new host and by a host that had part of them, are the server's
     bytes and the canonical lines as written (the same bytes a file store would hold)."""
-    from engine import pgstore
+    from engine.log.pg import mirror as pg_mirror
+    from engine.log.pg import store as pg_store
 
-    writer = pgstore.PgStore(pinned_url, tmp_path / "writer", "memory", mirrored=False)
-    old_host = pgstore.Mirror(pinned_url, tmp_path / "old-host")
+    writer = pg_store.PgStore(pinned_url, tmp_path / "writer", "memory", mirrored=False)
+    old_host = pg_mirror.Mirror(pinned_url, tmp_path / "old-host")
     old_host.prepare()  # mirrored before this example's lines: it catches up from the middle
     written = [writer.append({"kind": "note", "text": text, "keys": {text: [text]}}) for text in texts]
     old_host.sync()
@@ -95,7 +96,7 @@ def test_a_mirror_holds_every_awkward_line_byte_for_byte(pinned_url, small_block
         mirrored = fresh_mirror(pinned_url, Path(new_host))
     server = held(pinned_url, "memory")
     assert mirrored["memory"] == server == old_host.path("memory").read_bytes()
-    tail = b"".join(pgstore.line_text(event).encode() + b"\n" for event in written)
+    tail = b"".join(pg_store.line_text(event).encode() + b"\n" for event in written)
     assert server.endswith(tail)
     lines = server.split(b"\n")[:-1]
     assert [json.loads(line)["hash"] for line in lines[-len(texts) :]] == [e["hash"] for e in written]
@@ -104,9 +105,10 @@ def test_a_mirror_holds_every_awkward_line_byte_for_byte(pinned_url, small_block
 def test_raw_lines_as_imported_come_back_as_they_are_across_blocks_and_stores(pg_url, small_blocks, tmp_path):
     """`store copy` imports lines as the bytes they are (any JSON whitespace, escapes as written);
     a mirror of several stores at once, and `verify`'s read of the server, give back those bytes."""
-    from engine import pgstore
+    from engine.log.pg import admin as pg_admin
+    from engine.log.pg import server as pg_srv
 
-    pgstore.create_schema(pg_url, "pinned")
+    pg_admin.create_schema(pg_url, "pinned")
     stores: dict[str, list[bytes]] = {}
     for s, name in enumerate(("signals", "identity", "units")):
         prev, lines = "", []
@@ -119,24 +121,25 @@ def test_raw_lines_as_imported_come_back_as_they_are_across_blocks_and_stores(pg
             lines.append(line.encode())
             prev = digest
         stores[name] = lines
-    pgstore.import_lines(pg_url, stores)
+    pg_admin.import_lines(pg_url, stores)
     mirrored = fresh_mirror(pg_url, tmp_path / "host")
     for name in STORES:
         expected = b"".join(line + b"\n" for line in stores.get(name, []))
         assert mirrored[name] == expected == held(pg_url, name)
-        assert pgstore.server_bytes(pg_url, name) == expected  # what `verify` checks: the server's
+        assert pg_srv.server_bytes(pg_url, name) == expected  # what `verify` checks: the server's
 
 
 def test_a_reader_role_fetches_the_mirror(pg_server, tmp_path):
     """COPY of the server's lines needs only SELECT: CI's regulator_reader mirrors everything."""
-    from engine import pgstore
+    from engine.log.pg import admin as pg_admin
+    from engine.log.pg import store as pg_store
     from tests.pg import ADMIN
 
     db = pg_server.database()
     owner = pg_server.url(db)
-    pgstore.create_schema(owner, "pinned")
-    pgstore.create_roles(owner)
-    writer = pgstore.PgStore(pg_server.url(db, "regulator_writer"), tmp_path / "w", "signals", mirrored=False)
+    pg_admin.create_schema(owner, "pinned")
+    pg_admin.create_roles(owner)
+    writer = pg_store.PgStore(pg_server.url(db, "regulator_host"), tmp_path / "w", "signals", mirrored=False)
     for i in range(5):
         writer.append({"kind": "note", "n": i, "text": "\\ \u2028 é"})
     reader = pg_server.url(db, "regulator_reader")
@@ -149,12 +152,13 @@ def test_a_reader_role_fetches_the_mirror(pg_server, tmp_path):
 def test_an_edited_or_cut_mirror_is_fetched_again(pinned_url, small_blocks, tmp_path):
     """The mirror is a cache: a file that is not what was mirrored is read again from line 1, and a
     fetch that fails leaves the files as they were mirrored."""
-    from engine import pgstore
+    from engine.log.pg import mirror as pg_mirror
+    from engine.log.pg import store as pg_store
 
-    writer = pgstore.PgStore(pinned_url, tmp_path / "w", "signals", mirrored=False)
+    writer = pg_store.PgStore(pinned_url, tmp_path / "w", "signals", mirrored=False)
     for i in range(8):
         writer.append({"kind": "note", "n": i})
-    mirror = pgstore.Mirror(pinned_url, tmp_path / "host")
+    mirror = pg_mirror.Mirror(pinned_url, tmp_path / "host")
     mirror.prepare()
     path = mirror.path("signals")
     path.write_bytes(path.read_bytes()[:-10])  # cut

@@ -1,5 +1,6 @@
-"""Fleet mode's trust gaps (issue 17; SPEC §15, §18): what a unit holding the store's writer role,
-or a shell on a host, can do to the stores and the mirror, replayed with a real PostgreSQL server,
+"""Fleet mode's trust gaps (issue 17; SPEC §15, §18): what a unit holding the store's writer role
+(before SPEC §22; now a host's role, regulator_host, the only one that writes host events), or a
+shell on a host, can do to the stores and the mirror, replayed with a real PostgreSQL server,
 real `regulator` processes and a real git repository. Each forgery counts for nothing, `verify`
 names it, and `controlroom --once` reports what `verify` would."""
 
@@ -20,7 +21,7 @@ LATER = "2026-11-29T13:00:00Z"  # an hour after the workspace's pinned clock (te
 @pytest.fixture
 def fleet(tmp_path, pg_server):
     """A workspace on PostgreSQL (pinned clock) with the roles set up; u1 and u3 in progress and
-    held by r1's blocking report, b1 still todo. Returns (workspace, writer URL, {unit: obligation})."""
+    held by r1's blocking report, b1 still todo. Returns (workspace, host role URL, {unit: obligation})."""
     db = pg_server.database()
     url = pg_server.url(db)
     ws = make_workspace(tmp_path, store=url)
@@ -30,16 +31,16 @@ def fleet(tmp_path, pg_server):
     ws.run(*report_args(), cwd=worktrees["r1"], check=True)
     ws.run("signals", "route", check=True)
     obligations = {o["unit"]: o["id"] for o in ws.json("obligations")}
-    return ws, pg_server.url(db, "regulator_writer"), obligations
+    return ws, pg_server.url(db, "regulator_host"), obligations
 
 
 def insert_as_writer(url: str, store: str, event: dict) -> None:
-    """What a unit given the writer role can do with psql: a well-chained line, past every check
+    """What a unit given the writer role (now: the host role) could do with psql: a well-chained line, past every check
     the engine makes before it writes (the trigger checks only chain, digest and time)."""
     import psycopg
 
-    from engine.pgstore import line_text
-    from engine.store import event_hash
+    from engine.log.pg.store import line_text
+    from engine.log.store import event_hash
 
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute(
@@ -149,7 +150,7 @@ def test_a_close_dispatch_or_disposition_the_writer_role_forged_counts_for_nothi
         "signals.ndjson:3", "units.ndjson:4", "units.ndjson:5", "units.ndjson:6"
     ]  # fmt: skip
     assert "person event unsigned" in named[0]
-    assert f"close of u3 while held by blocking obligation {obligations['u3']}" in named[1]
+    assert "close of u3 without `seen`, after host events that record it" in named[1]  # SPEC §22
     assert "close of b1 while it was todo" in named[2]
     assert "dispatch of u1 while it was in-progress" in named[3]
 
@@ -222,7 +223,8 @@ def test_a_mirror_resealed_with_the_host_key_is_still_named_by_verify(fleet):
     chains anyway), names the first line that differs and fetches the store again."""
     import hashlib
 
-    from engine import hostkey, pgstore
+    from engine.base import hostkey
+    from engine.log.pg import mirror as pg_mirror
 
     ws, _, obligations = fleet
     mirror = ws.store("signals")
@@ -236,7 +238,7 @@ def test_a_mirror_resealed_with_the_host_key_is_still_named_by_verify(fleet):
     key = hostkey.read(ws.root / ".regulator")
     n, size, _ = state["stores"]["signals"]
     body = [n, size, hashlib.sha256(forged[:size]).hexdigest()]
-    state["seals"]["signals"] = [*body, pgstore._seal_mac(key, state["instance"], "signals", body)]
+    state["seals"]["signals"] = [*body, pg_mirror._seal_mac(key, state["instance"], "signals", body)]
     marker.write_text(json.dumps(state, sort_keys=True))
     code, named = verify(ws)
     assert code == 1

@@ -79,11 +79,11 @@ def test_the_demo_says_the_same_on_files_and_on_postgresql(tmp_path, pg_url):
     assert kinds["postgresql"]["identity"][0] == "decision"  # the baseline holds store.yaml too
     kinds["postgresql"]["identity"].pop(0)
     assert kinds["files"] == kinds["postgresql"] and kinds["files"]["signals"]
-    from engine import pgstore
+    from engine.log.pg import server as pg_srv
 
     mirror = tmp_path / "postgresql" / "demo" / ".regulator"
     for name in STORES:  # the mirror holds exactly the server's lines
-        held = b"".join(line.encode() + b"\n" for _, line in pgstore.lines(pg_url, name))
+        held = b"".join(line.encode() + b"\n" for _, line in pg_srv.lines(pg_url, name))
         assert held == (mirror / f"{name}.ndjson").read_bytes()
     assert (mirror.parent / "regulator/policy/store.yaml").read_text() == f"url: {pg_url}\n"
 
@@ -92,7 +92,7 @@ def test_the_demo_says_the_same_on_files_and_on_postgresql(tmp_path, pg_url):
 
 
 def test_init_records_the_url_without_its_password_and_bad_urls_are_refused(tmp_path, pg_server):
-    from engine.pgstore import redact
+    from engine.log.pg.connection import redact
 
     assert redact("postgresql://w:s3cret@db.example:5432/fleet?sslmode=require") == (
         "postgresql://w@db.example:5432/fleet?sslmode=require"
@@ -173,22 +173,24 @@ def test_store_yaml_is_in_the_baseline_and_a_repoint_nobody_decided_fails_identi
 def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(tmp_path, pg_server):
     import psycopg
 
-    from engine import pgstore
-    from engine.store import event_hash
+    from engine.log.pg import admin as pg_admin
+    from engine.log.pg import connection as pg_connection
+    from engine.log.pg import store as pg_store
+    from engine.log.store import event_hash
 
     db = pg_server.database()
     owner_url = pg_server.url(db)
-    pgstore.create_schema(owner_url, "system")
+    pg_admin.create_schema(owner_url, "system")
     ok = subprocess.run([REGULATOR, "store", "roles", "--url", owner_url], capture_output=True, text=True)
-    assert ok.returncode == 0 and "regulator_writer" in ok.stdout, ok.stderr
-    store = pgstore.PgStore(pg_server.url(db, "regulator_writer"), tmp_path / "m", "signals")
+    assert ok.returncode == 0 and "regulator_host" in ok.stdout, ok.stderr
+    store = pg_store.PgStore(pg_server.url(db, "regulator_host"), tmp_path / "m", "signals")
     store.mirror.prepare()
-    first = store.append({"kind": "note", "at": pgstore.now_text()}, assign_id=True)
+    first = store.append({"kind": "note", "at": pg_connection.now_text()}, assign_id=True)
     assert first["prev"] == ""
     from datetime import timedelta
 
-    from engine import clock
-    from engine.errors import Refused
+    from engine.base import clock
+    from engine.base.errors import Refused
 
     late = clock.iso(clock.now() - timedelta(seconds=5))  # prepared, then a long wait for the lock
     with pytest.raises(Refused, match="before the store's last event|more than 2 s"):  # signed: kept
@@ -200,7 +202,7 @@ def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(t
     def line_for(prev: str, at: str) -> str:
         event = {"kind": "note", "at": at, "prev": prev}
         event["hash"] = event_hash(event)
-        return pgstore.line_text(event)
+        return pg_store.line_text(event)
 
     def insert(conn, text: str, digest: str | None = None) -> None:
         import hashlib
@@ -211,8 +213,8 @@ def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(t
             (text, digest or hashlib.sha256(text.encode()).hexdigest()),
         )
 
-    now = pgstore.now_text()
-    with psycopg.connect(pg_server.url(db, "regulator_writer"), autocommit=True) as writer:
+    now = pg_connection.now_text()
+    with psycopg.connect(pg_server.url(db, "regulator_host"), autocommit=True) as writer:
         for sql in (
             "UPDATE regulator.events SET line = line",
             "DELETE FROM regulator.events",
@@ -223,7 +225,9 @@ def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(t
                 writer.execute(sql)
         with pytest.raises(psycopg.errors.CheckViolation, match="more than 2 s"):
             insert(writer, line_for(first["hash"], "2026-01-01T00:00:00Z"))  # a forged at
-        with pytest.raises(psycopg.errors.CheckViolation, match="chain broken"):
+        with pytest.raises(
+            psycopg.errors.SerializationFailure, match="chain broken"
+        ):  # the client reads again
             insert(writer, line_for("0" * 64, now))
         with pytest.raises(psycopg.errors.CheckViolation, match="SHA-256"):
             insert(writer, line_for(first["hash"], now), digest="0" * 64)
@@ -261,10 +265,10 @@ def test_append_only_for_every_role_and_the_trigger_checks_at_chain_and_digest(t
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
             owner.execute("TRUNCATE regulator.events")
         assert owner.execute("SELECT count(*) FROM regulator.events").fetchone()[0] == 3
-    reader_store = pgstore.PgStore(pg_server.url(db, "regulator_reader"), tmp_path / "r", "signals")
+    reader_store = pg_store.PgStore(pg_server.url(db, "regulator_reader"), tmp_path / "r", "signals")
 
     with pytest.raises(Refused, match="reader role cannot write"):
-        reader_store.append({"kind": "note", "at": pgstore.now_text()})
+        reader_store.append({"kind": "note", "at": pg_connection.now_text()})
 
 
 # ---- copy both ways; the clone that sees the fleet ----------------------------------------------------
@@ -380,9 +384,9 @@ def test_a_mirror_is_never_taken_for_file_stores_when_no_postgresql_store_is_sel
 WRITER = """
 import sys
 from pathlib import Path
-from engine import signals
-from engine.actors import Actor
-from engine.workspace import locate, read_lease
+from engine.commands import signals
+from engine.commands.actors import Actor
+from engine.checkout.workspace import locate, read_lease
 lease = read_lease(Path(sys.argv[1]))
 ws, _ = locate(lease_file=Path(sys.argv[1]))
 for i in range(int(sys.argv[2])):
@@ -396,9 +400,9 @@ for i in range(int(sys.argv[2])):
 ROUTER = """
 import sys, time
 from pathlib import Path
-from engine import router
-from engine.load import load
-from engine.workspace import locate
+from engine.commands import router
+from engine.read.load import load
+from engine.checkout.workspace import locate
 ws, _ = locate(Path(sys.argv[1]))
 deadline = time.monotonic() + 120
 while time.monotonic() < deadline:
@@ -503,8 +507,8 @@ def test_three_resolutions_at_once_exactly_one_counts(pg_fleet):
 
 KILLED = """
 import sys
-from engine import clock
-from engine.pgstore import PgStore
+from engine.base import clock
+from engine.log.pg.store import PgStore
 store = PgStore(sys.argv[1], sys.argv[2], "memory")
 store.mirror.prepare()
 i = 0
@@ -517,9 +521,9 @@ while True:
 MIDWAY = """
 import hashlib, sys, time
 import psycopg
-from engine import clock
-from engine.pgstore import line_text
-from engine.store import event_hash
+from engine.base import clock
+from engine.log.pg.store import line_text
+from engine.log.store import event_hash
 conn = psycopg.connect(sys.argv[1])  # not autocommit: the INSERT waits for a COMMIT never sent
 prev = conn.execute("SELECT hash FROM regulator.events WHERE store = 'memory' ORDER BY n DESC LIMIT 1").fetchone()[0]
 event = {"kind": "note", "i": "midway", "at": clock.iso(clock.now()), "prev": prev}
@@ -536,7 +540,7 @@ time.sleep(60)
 HOLDER = """
 import sys, time
 from pathlib import Path
-from engine.workspace import locate
+from engine.checkout.workspace import locate
 ws, _ = locate(Path(sys.argv[1]))
 with ws.exclusive():
     print("held", flush=True)
@@ -557,19 +561,20 @@ def test_a_writer_killed_mid_write_loses_nothing_committed_and_frees_the_lock(pg
     seen = [proc.stdout.readline().strip() for _ in range(30)]
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    from engine import pgstore
+    from engine.log.pg import server as pg_srv
+    from engine.log.pg import store as pg_store
 
-    stored = [json.loads(line)["id"] for _, line in pgstore.lines(url, "memory")]
+    stored = [json.loads(line)["id"] for _, line in pg_srv.lines(url, "memory")]
     assert set(seen) <= set(stored) and len(stored) >= 30
     midway = subprocess.Popen([sys.executable, "-c", MIDWAY, url], stdout=subprocess.PIPE, text=True, env=env)
     assert midway.stdout.readline().strip() == "inserted"  # holding the store's lock, uncommitted
     midway.send_signal(signal.SIGKILL)
     midway.wait(timeout=30)
-    after = [json.loads(line) for _, line in pgstore.lines(url, "memory")]
+    after = [json.loads(line) for _, line in pg_srv.lines(url, "memory")]
     assert len(after) == len(stored) and not any(e.get("i") == "midway" for e in after)
-    from engine import clock
+    from engine.base import clock
 
-    nxt = pgstore.PgStore(url, tmp_path / "mirror", "memory").append(
+    nxt = pg_store.PgStore(url, tmp_path / "mirror", "memory").append(
         {"kind": "note", "at": clock.iso(clock.now())}
     )
     assert nxt["prev"] == after[-1]["hash"]  # the next writer chains on, not stuck behind the dead one
@@ -599,7 +604,7 @@ def test_the_room_shows_another_hosts_append(pg_fleet, tmp_path):
     import asyncio
 
     from controlroom.app import ControlRoom
-    from engine.workspace import locate
+    from engine.checkout.workspace import locate
 
     ws = pg_fleet
     url = (ws.root / "regulator/policy/store.yaml").read_text().split("url:", 1)[1].strip()
@@ -630,20 +635,21 @@ def test_the_room_shows_another_hosts_append(pg_fleet, tmp_path):
 
 
 def test_a_roles_own_session_defaults_change_nothing(tmp_path, pg_server):
-    """A writer may give its own role session defaults (`ALTER ROLE regulator_writer SET ...`):
+    """A host may give its own role session defaults (`ALTER ROLE regulator_host SET ...`):
     read-only transactions stopped every host's writes, and SQL_ASCII made reads crash (text came
     back as bytes). Every connection now sets what it needs. (Set here per database, as the
-    admin, so that no other test on this server sees it.)"""
+    admin, so that no other test on this server sees it; tests/test_pg_roles.py sets more, as the
+    role itself.)"""
     db = pg_server.database()
     ws = make_workspace(tmp_path, store=pg_server.url(db))
     ws.run("store", "roles", "--url", pg_server.url(db), check=True)
     with pg_server.admin(db) as conn:
-        conn.execute(f"ALTER ROLE regulator_writer IN DATABASE \"{db}\" SET client_encoding = 'SQL_ASCII'")
-        conn.execute(f'ALTER ROLE regulator_writer IN DATABASE "{db}" SET default_transaction_read_only = on')
-    writer = {"REGULATOR_STORE": pg_server.url(db, "regulator_writer")}
-    done = ws.run("status", "--json", env=writer)
+        conn.execute(f"ALTER ROLE regulator_host IN DATABASE \"{db}\" SET client_encoding = 'SQL_ASCII'")
+        conn.execute(f'ALTER ROLE regulator_host IN DATABASE "{db}" SET default_transaction_read_only = on')
+    host = {"REGULATOR_STORE": pg_server.url(db, "regulator_host")}
+    done = ws.run("status", "--json", env=host)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
-    done = ws.run("unit", "dispatch", "r1", env=writer)
+    done = ws.run("unit", "dispatch", "r1", env=host)
     assert done.returncode == 0, done.stderr
-    units = {u["id"]: u["status"] for u in ws.json("status", env=writer)["units"]}
+    units = {u["id"]: u["status"] for u in ws.json("status", env=host)["units"]}
     assert units["r1"] == "in-progress"

@@ -1,4 +1,4 @@
-"""A cold start of a large log reads the contract files in a second process (engine.contracts.Prefetch).
+"""A cold start of a large log reads the contract files in a second process (engine.read.contracts.Prefetch).
 
 It must come to exactly what reading them here gives, bad files included, and any way the helper
 can fail (it cannot start, exits with an error, writes garbage) must only mean reading them here.
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import contracts
-from engine.load import load
-from engine.workspace import Workspace as EngineWorkspace
+from engine.checkout.workspace import Workspace as EngineWorkspace
+from engine.read import contracts
+from engine.read.load import load
 from tests.helpers import report_args
 from tests.test_checkpoint import outputs
 

@@ -422,6 +422,6 @@ def test_trunk_history_read_in_parallel_parts_finds_every_landed_entry(reg, monk
 
 @given(st.lists(st.tuples(st.integers(-5, 5), st.text(min_size=1, max_size=6)), max_size=60))
 def test_next_up_order_is_priority_then_id_in_code_point_order(ready):
-    from engine.nextup import _in_order
+    from engine.read.nextup import _in_order
 
     assert _in_order(ready) == sorted(ready)

@@ -1,80 +1,150 @@
-"""Snapshots of every view at 80×24 and 150×42 on the demo workspace, and of the dialogs: fixed
-clock (injected), size, theme; the cursor blink is turned off here, in the test."""
+"""Snapshots of every view and every dialog at 80×24 and 150×42 on the demo workspace (with a pending
+proposal, so the Identity view and its dialogs have one): fixed clock (injected), size and theme;
+the cursor blink is turned off here, in the test. snap_compare runs the app itself."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
-from textual.widgets import Input
+from textual.widgets import Input, Select
 
 from controlroom.app import ControlRoom
 from controlroom.demo import build
-from controlroom.views import VIEW_DEFS
-from engine import clock
-from engine.workspace import Workspace
+from controlroom.views import VIEW_DEFS, RowKey
+from engine.base import clock
+from engine.checkout.workspace import Workspace
+from engine.commands.actors import Actor
 from tests.helpers import NOW
 
 SIZES = {"80x24": (80, 24), "150x42": (150, 42)}
+PROPOSAL_ID = "01M8KJT9G0PR0P0SA1DEM0PAGE"
+SHOWN_ROOT = "/tmp/regulator-demo-x/fleet-repo"  # where `?` says the workspace is, in a snapshot
+FIXED = clock.parse_time(NOW)
+
+
+def _demo(tmp_path_factory, name: str) -> Workspace:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REGULATOR_NOW", NOW)
+        patch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+        return build(tmp_path_factory.mktemp(name) / "fleet-repo", clock_mode="pinned")
 
 
 @pytest.fixture(scope="module")
 def demo_ws(tmp_path_factory) -> Workspace:
+    """The demo, and alice's proposal to document the routing policy (pending)."""
+    from engine.base import ids
+    from engine.commands.proposals import propose
+
+    ws = _demo(tmp_path_factory, "snap")
+    path = "regulator/policy/routing.yaml"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("REGULATOR_NOW", NOW)
-        patch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-        return build(tmp_path_factory.mktemp("snap") / "fleet-repo", clock_mode="pinned")
+        # a person event's id derives from the workspace's id, which derives from its folder: the
+        # folder differs from run to run, so the proposal's id is given here, as the clock is
+        patch.setattr(ids, "new_id", lambda seed: PROPOSAL_ID)
+        text = (ws.root / path).read_text() + "# floors are matched over subject, observation and rationale\n"
+        propose(ws, path, text.encode(), "document where floors look", Actor(person="alice"))
+    return ws
 
 
-@pytest.fixture
-def demo_app(demo_ws, monkeypatch):
+@pytest.fixture(scope="module")
+def damaged_ws(tmp_path_factory) -> Workspace:
+    """The demo with a line of garbage in the memory store (what the dismiss dialog is for)."""
+    ws = _demo(tmp_path_factory, "damaged")
+    with open(ws.store("memory").path, "ab") as handle:
+        handle.write(b"not json: a line written by hand\n")
+    return ws
+
+
+def room(ws: Workspace, monkeypatch) -> ControlRoom:
     monkeypatch.setenv("REGULATOR_NOW", NOW)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    fixed = clock.parse_time(NOW)
-    app = ControlRoom(demo_ws, "alice", watch=False, background_checks=False, now=lambda: fixed)
+    app = ControlRoom(ws, "alice", watch=False, background_checks=False, now=lambda: FIXED)
     app.live = "● live"
     return app
 
 
-def keys_then_steady(*keys: str):
-    """Press `keys`, then stop every text cursor blinking (a snapshot must not depend on timing)."""
-
-    async def run_before(pilot) -> None:
-        for key in keys:
-            await pilot.press(key)
-        await pilot.pause()
-        for box in pilot.app.screen.query(Input):
-            box.cursor_blink = False
-        await pilot.pause()
-
-    return run_before
+async def steady(pilot) -> None:
+    """Stop every text cursor blinking (a snapshot must not depend on timing)."""
+    await pilot.pause()
+    for box in pilot.app.screen.query(Input):
+        box.cursor_blink = False
+    await pilot.pause()
 
 
 @pytest.mark.parametrize("size", list(SIZES))
 @pytest.mark.parametrize("view", [v.name for v in VIEW_DEFS])
-def test_view_snapshot(snap_compare, demo_app, view, size):
+def test_view_snapshot(snap_compare, demo_ws, monkeypatch, view, size):
     key = next(v.key for v in VIEW_DEFS if v.name == view)
-    assert snap_compare(demo_app, run_before=keys_then_steady(key), terminal_size=SIZES[size])
 
-
-def test_resolve_dialog_snapshot(snap_compare, demo_app):
-    assert snap_compare(demo_app, run_before=keys_then_steady("r"), terminal_size=(150, 42))
-
-
-def test_help_snapshot_80x24(snap_compare, demo_app):
-    assert snap_compare(demo_app, run_before=keys_then_steady("question_mark"), terminal_size=(80, 24))
-
-
-def test_decide_dialog_snapshot(snap_compare, demo_app):
     async def run_before(pilot) -> None:
-        from textual.widgets import Select
+        await pilot.press(key)
+        await steady(pilot)
 
-        await pilot.press("2")
-        pilot.app.table.cursor = pilot.app.table.keys.index("u3")
-        await pilot.pause()
-        await pilot.press("d")
-        await pilot.pause()
-        pilot.app.screen.query_one(Select).value = "pause"
-        for box in pilot.app.screen.query(Input):
-            box.cursor_blink = False
+    assert snap_compare(room(demo_ws, monkeypatch), run_before=run_before, terminal_size=SIZES[size])
+
+
+def _on(key: object) -> Callable:
+    async def put(pilot) -> None:
+        pilot.app.table.cursor = pilot.app.table.keys.index(key)
         await pilot.pause()
 
-    assert snap_compare(demo_app, run_before=run_before, terminal_size=(150, 42))
+    return put
+
+
+def _first(kind: str) -> Callable:
+    async def put(pilot) -> None:
+        pilot.app.table.cursor = next(
+            i for i, k in enumerate(pilot.app.table.keys) if getattr(k, "kind", "") == kind
+        )
+        await pilot.pause()
+
+    return put
+
+
+async def _shown_root(pilot) -> None:
+    """`?` names the workspace's folder, which differs from run to run: a fixed one is shown."""
+    app = pilot.app
+    lines, root = app.help_lines, str(app.ws.root)
+    app.help_lines = lambda: [line.replace(root, SHOWN_ROOT) for line in lines()]
+
+
+def _choose(value: str) -> Callable:
+    async def put(pilot) -> None:
+        pilot.app.screen.query_one(Select).value = value
+        await pilot.pause()
+
+    return put
+
+
+# each dialog: the keys and steps that open it (a step is a key or a coroutine), and its workspace
+DIALOGS: dict[str, tuple[tuple[object, ...], str]] = {
+    "resolve": (("r", _choose("accepted-risk")), "demo_ws"),
+    "retract": (("3", "x"), "demo_ws"),
+    "decide": (("2", _on("u3"), "d", _choose("pause")), "demo_ws"),
+    "accept": (("6", _first("proposal"), "y"), "demo_ws"),
+    "reject": (("6", _first("proposal"), "n"), "demo_ws"),
+    "ack": (("5", _on(RowKey("finding", "F-alert-path-dead")), "c"), "demo_ws"),
+    "resolve-finding": (("5", _on(RowKey("finding", "F-alert-path-dead")), "r"), "demo_ws"),
+    "dismiss": (("5", "d"), "damaged_ws"),
+    "lifecycle": (("enter",), "demo_ws"),
+    "keys": ((_shown_root, "question_mark"), "demo_ws"),
+}
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("dialog", list(DIALOGS))
+def test_dialog_snapshot(snap_compare, request, monkeypatch, dialog, size):
+    steps, fixture = DIALOGS[dialog]
+
+    async def run_before(pilot) -> None:
+        for step in steps:
+            if isinstance(step, str):
+                await pilot.press(step)
+            else:
+                await step(pilot)
+        await steady(pilot)
+
+    app = room(request.getfixturevalue(fixture), monkeypatch)
+    assert snap_compare(app, run_before=run_before, terminal_size=SIZES[size])

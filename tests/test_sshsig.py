@@ -1,4 +1,4 @@
-"""engine.sshsig against the real ssh-keygen, ssh-agent and ssh-add, with keys made here."""
+"""engine.base.sshsig against the real ssh-keygen, ssh-agent and ssh-add, with keys made here."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import sshsig
-from engine.sshsig import NAMESPACE, SigningKeyError, load_signer, normalize_key, verify
+from engine.base import sshsig
+from engine.base.sshsig import NAMESPACE, SigningKeyError, load_signer, normalize_key, verify
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH's ssh-keygen")
 needs_agent = pytest.mark.skipif(
@@ -384,7 +384,7 @@ def test_a_public_key_without_an_agent_is_refused(keys, no_agent):
 
 
 def test_importing_the_module_is_cheap():
-    code = "import sys, engine.sshsig; print(sorted({'cryptography', 'textual', 'git', 'pydantic'} & set(sys.modules)))"
+    code = "import sys, engine.base.sshsig; print(sorted({'cryptography', 'textual', 'git', 'pydantic'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, text=True)
     assert done.stdout.strip() == "[]"
 
@@ -495,7 +495,7 @@ def run_on_a_terminal(code: str, answer: bytes) -> str:
 def test_an_encrypted_pem_key_asks_for_its_passphrase_on_a_terminal(tmp_path, no_agent):
     key = keygen(tmp_path / "enc", *KEY_TYPES["ecdsa256"], "-m", "PEM", passphrase="secret")
     code = (
-        "from engine.sshsig import load_signer\n"
+        "from engine.base.sshsig import load_signer\n"
         f"signer = load_signer({str(key)!r}, interactive=True)\n"
         "print('VIA', signer.via)\n"
         f"open({str(tmp_path / 'sig')!r}, 'w').write(signer.sign({MESSAGE!r}))\n"

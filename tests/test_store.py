@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import clock
-from engine.fold import SHAPES, UnitsLine
-from engine.store import Store, verify
+from engine.base import clock
+from engine.log.store import Store, verify
+from engine.read.fold import SHAPES, UnitsLine
 
 
 def fill(path, n=5):
@@ -35,14 +35,15 @@ def backend(request, tmp_path):
             return Store(path)
 
         return make
-    from engine import pgstore
+    from engine.log.pg import admin as pg_admin
+    from engine.log.pg import store as pg_store
 
     url = request.getfixturevalue("pg_url")
-    pgstore.create_schema(url, "system")
+    pg_admin.create_schema(url, "system")
     folder = tmp_path / "mirror"
 
     def make_pg(name="signals"):
-        store = pgstore.PgStore(url, folder, name)
+        store = pg_store.PgStore(url, folder, name)
         store.mirror.prepare()
         return store
 
@@ -123,12 +124,12 @@ def test_verify_finds_edit_delete_insert_reorder(tmp_path):
 
 WRITER = """
 import sys
-from engine import clock
-from engine.store import Store
+from engine.base import clock
+from engine.log.store import Store
 if sys.argv[4] == "files":
     store = Store(sys.argv[1])
 else:
-    from engine.pgstore import PgStore
+    from engine.log.pg.store import PgStore
     store = PgStore(sys.argv[4], sys.argv[1], "signals")
 for i in range(int(sys.argv[3])):
     event = {"kind": "note", "writer": sys.argv[2], "i": i, "pad": "x" * 3000, "at": clock.iso(clock.now())}
@@ -161,7 +162,10 @@ HOSTILE = (
 )
 
 
-SHAPED = ["signals", "units"]  # the stores the fold reads in shapes of its own fields (engine.fold.SHAPES)
+SHAPED = [
+    "signals",
+    "units",
+]  # the stores the fold reads in shapes of its own fields (engine.read.fold.SHAPES)
 
 
 def readings(path, store="signals"):
@@ -173,7 +177,8 @@ def readings(path, store="signals"):
 # out here, not taken from the shape (UNSET: the fold tells a missing rationale from a null one)
 UNITS_FOLD_READ = {
     **dict.fromkeys(("kind", "unit", "id", "at", "leaseHash", "worktree", "type", "profile")),
-    **dict.fromkeys(("action", "disposition", "by", "opens")),
+    **dict.fromkeys(("action", "disposition", "by", "opens", "seen")),
+    **dict.fromkeys(("expiresAt", "ttl", "confined", "outcome", "summary", "exitCode", "durationS")),
     "rationale": msgspec.UNSET,
     "resolves": (),
 }
@@ -222,7 +227,22 @@ LINE_PARTS = st.one_of(
     st.binary(max_size=12),
     st.sampled_from([b"\xff", b"\xc3", b"\x00", b"\x01", b"[1]", b"{", b"}", b'"', b"null", b"1e999"]),
     st.dictionaries(
-        st.sampled_from(["kind", "id", "claim", "at", "n", "unit", "rationale", "resolves", "opens"]),
+        st.sampled_from(
+            [
+                "kind",
+                "id",
+                "claim",
+                "at",
+                "n",
+                "unit",
+                "rationale",
+                "resolves",
+                "opens",
+                "outcome",
+                "ttl",
+                "seen",
+            ]
+        ),
         st.one_of(st.text(max_size=6), st.none(), st.lists(st.text(max_size=2), max_size=2)),
         max_size=4,
     ).map(lambda d: json.dumps(d, ensure_ascii=False).encode()),
@@ -255,7 +275,7 @@ def test_both_readings_agree_on_any_bytes(tmp_path, store, lines):
 def test_reading_in_pieces_of_any_size_reads_the_same(tmp_path, lines, torn, chunk):
     """The store is read a piece at a time (1 MiB): a line cut by a piece's edge, a blank line or a
     torn tail on either side of one must read exactly as the whole file read at once."""
-    import engine.store as store_module
+    import engine.log.store as store_module
 
     path = tmp_path / "s.ndjson"
     path.write_bytes(b"\n".join(line.replace(b"\n", b" ") for line in lines) + (b"" if torn else b"\n"))
@@ -269,6 +289,7 @@ def test_reading_in_pieces_of_any_size_reads_the_same(tmp_path, lines, torn, chu
     for a, b in zip(whole, pieces, strict=True):
         assert (a.events, a.starts, a.offset, a.line) == (b.events, b.starts, b.offset, b.line)
         assert [str(p) for p in a.problems] == [str(p) for p in b.problems]
+        assert a.end == b.end == path.stat().st_size  # every byte read, a torn tail included
 
 
 def test_a_line_the_usual_shapes_refuse_reads_as_json_reads_it(tmp_path):
@@ -300,7 +321,7 @@ def test_events_read_back_in_bulk_are_the_events_read_one_by_one(tmp_path):
     """More than BULK references at once are read in one pass per store, over only the span
     they lie in: the same events as one read each, whichever are cached, across stores, and an
     edited line still reads as unreadable."""
-    from engine.events import BULK, EventSource, refs
+    from engine.log.events import BULK, EventSource, refs
 
     paths = (tmp_path / "signals.ndjson", tmp_path / "units.ndjson")
     for path in paths:

@@ -16,7 +16,7 @@ from tests.helpers import NOW, clone, make_workspace, report_args
 CRITICAL_ON_U1 = report_args(subject="left-pad is compromised", severity="critical", affects=["u1"])
 REASON = "u1 is in progress and would be held by critical obligation {ob} (signal {sig}: left-pad is compromised), not yet routed"
 WIDE = (190, 42)  # the whole header, unabbreviated
-READER_REFUSAL = "this store's role (regulator_reader) cannot write: open the room with a writer role"
+READER_REFUSAL = "this store's role (regulator_reader) cannot write: open the room as regulator_host"
 
 
 def reported(ws, args=CRITICAL_ON_U1, env: dict | None = None) -> str:
@@ -89,7 +89,7 @@ def test_once_read_only_exits_0_when_routing_would_hold_no_in_progress_unit(tmp_
 
 def test_the_read_only_room_says_what_unrouted_signals_would_block(tmp_path, monkeypatch):
     from controlroom.app import ControlRoom
-    from engine.workspace import locate
+    from engine.checkout.workspace import locate
     from tests.room import run
 
     ws = make_workspace(tmp_path)
@@ -165,7 +165,7 @@ def test_the_room_as_a_reader_role_disables_every_write_and_routes_nothing(
     what the unrouted signal would block, and the server gains no line."""
     from controlroom.actions import ACTIONS
     from controlroom.app import ControlRoom
-    from engine.workspace import locate
+    from engine.checkout.workspace import locate
     from tests.room import until
 
     ws, db, routed, _ = pg_fleet
@@ -183,7 +183,7 @@ def test_the_room_as_a_reader_role_disables_every_write_and_routes_nothing(
             assert await until(pilot, lambda: app.syncs >= 1)  # the start's fold: it would route here
             seen["header"] = str(app._topbar.render())
             seen["status"] = str(app._status.render())
-            seen["detail"] = str(app.query_one("#detail-text").render())
+            seen["detail"] = app._detail.text
             await pilot.press("r")
             await pilot.pause()
             seen["screen"] = type(app.screen).__name__
@@ -191,15 +191,16 @@ def test_the_room_as_a_reader_role_disables_every_write_and_routes_nothing(
             seen["actions"] = {}
             for action in ACTIONS:
                 await pilot.press(
-                    {"obligations": "1", "units": "2", "memory": "3", "registers": "5", "identity": "6"}[
-                        action.view
-                    ]
+                    {"obligations": "1", "units": "2", "memory": "3", "signals": "4", "registers": "5"}.get(
+                        action.view, "6"
+                    )
                 )
                 await pilot.pause()
                 seen["actions"][action.name] = (
                     app.check_action("act", (action.name,)),
                     app.refusal(action, app.table.current_key),
                 )
+            await pilot.press("5")
             await pilot.press("question_mark")
             await pilot.pause()
             seen["help"] = "\n".join(getattr(app.screen, "lines", []))
@@ -226,7 +227,7 @@ def test_the_room_as_a_reader_role_disables_every_write_and_routes_nothing(
 def test_a_writer_role_in_a_clone_routes_and_may_act(pg_fleet, pg_server, tmp_path, monkeypatch):
     """The role decides both ways: the schema owner's room in a clone routes the unrouted signal."""
     from controlroom.app import ControlRoom
-    from engine.workspace import locate
+    from engine.checkout.workspace import locate
     from tests.room import until
 
     ws, db, _, signal = pg_fleet
@@ -253,23 +254,23 @@ def test_a_writer_role_in_a_clone_routes_and_may_act(pg_fleet, pg_server, tmp_pa
 def test_a_role_without_grants_is_told_to_run_store_roles_not_that_it_is_a_reader(tmp_path, pg_server):
     db = pg_server.database()
     ws = make_workspace(tmp_path, store=pg_server.url(db))
-    with pg_server.admin(db) as conn:  # a writer role made by hand, before `store roles` granted it anything
+    with pg_server.admin(db) as conn:  # a host role made by hand, before `store roles` granted it anything
         conn.execute(
-            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'regulator_writer') THEN "
-            "CREATE ROLE regulator_writer LOGIN; END IF; END $$"
+            "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'regulator_host') THEN "
+            "CREATE ROLE regulator_host LOGIN; END IF; END $$"
         )  # roles are the server's: another test's `store roles` may have made it (grants are per database)
-    writer = {"REGULATOR_STORE": pg_server.url(db, "regulator_writer")}
-    done = ws.run("status", env=writer, cwd=clone(ws, tmp_path / "ci"))
+    host = {"REGULATOR_STORE": pg_server.url(db, "regulator_host")}
+    done = ws.run("status", env=host, cwd=clone(ws, tmp_path / "ci"))
     assert done.returncode == 3 and done.stdout == ""
     [line] = done.stderr.splitlines()
     assert "permission denied for schema regulator" in line and "reader role" not in line
     assert (
-        "role regulator_writer has no grants on the stores: run `regulator store roles` as the schema owner"
+        "role regulator_host has no grants on the stores: run `regulator store roles` as the schema owner"
         in line
     )
 
     ws.run("store", "roles", "--url", pg_server.url(db), check=True)
-    assert ws.run("status", env=writer, cwd=tmp_path / "ci").returncode == 0
+    assert ws.run("status", env=host, cwd=tmp_path / "ci").returncode == 0
     reader = {"REGULATOR_STORE": pg_server.url(db, "regulator_reader")}
     refused = ws.run(*CRITICAL_ON_U1, "--by", "alice", env=reader, cwd=tmp_path / "ci")
     assert refused.returncode == 3 and refused.stderr.strip().endswith("(a reader role cannot write)")

@@ -40,8 +40,8 @@ def fingerprint(ws) -> dict:
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory):
     """Ten routed advisory signals from r1 on u1, three of them naming payments/."""
-    from engine import api
-    from engine.router import route
+    from engine.commands.router import route
+    from engine.doors import api
 
     ws = make_workspace(tmp_path_factory.mktemp("whatif"))
     worktree = ws.lease("r1")

@@ -9,10 +9,11 @@ import yaml
 
 from controlroom.app import ControlRoom
 from controlroom.demo import build
-from engine.actors import Actor
-from engine.memory import remember
-from engine.proposals import propose
-from engine.workspace import LEASE_FILE, read_lease
+from engine.checkout.workspace import LEASE_FILE, read_lease
+from engine.commands.actors import Actor
+from engine.commands.memory import remember
+from engine.commands.proposals import propose
+from engine.read.load import load
 from tests.helpers import NOW, git
 
 SIZE = (150, 42)
@@ -35,6 +36,7 @@ def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(tmp_p
     (ws.root / "src/a.py").write_text("one\ntwo\nthree\n")
     git(ws.root, "add", "src/a.py")
     git(ws.root, "commit", "-q", "-m", "a")
+    git(ws.root / ".worktrees" / "u1", "merge", "-q", "--ff-only", "main")  # u1's worktree has it too
     lease = read_lease(ws.root / ".worktrees" / "u1" / LEASE_FILE)
     fields = {
         "subject": "a.py",
@@ -88,7 +90,8 @@ def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(tmp_p
 
     run(app, script)
     marked = [k for k, text in seen["rows"].items() if "⚠ evidence" in text]  # the cell is cut at its width
-    assert marked == [cited]
+    mirror = next(k for k, e in load(ws).memory.items() if e.event["subject"] == "package mirror")
+    assert sorted(marked) == sorted([cited, mirror])  # the demo's own changed entry, and this one
     assert any("evidence changed since" in line and line.endswith(": src/a.py") for line in seen["detail"])
     assert seen["typed"] == "ok"
     dialog = seen["dialog"]

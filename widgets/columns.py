@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.cells import pad
+from engine.base.cells import pad
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from rich.text import Text
+from rich.style import Style
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from engine.text import ensure_escaped
+from engine.base.text import ensure_escaped
+from widgets.hanging import Hanging
+
+BOLD, DIM = Style(bold=True), Style(dim=True)
 
 
 class DetailPane(VerticalScroll):
@@ -17,17 +20,23 @@ class DetailPane(VerticalScroll):
     """
 
     def compose(self) -> ComposeResult:
-        self._text = Static(Text(""), id="detail-text")
+        self._text = Static(Hanging([]), id="detail-text")
         yield self._text
 
+    @property
+    def text(self) -> str:
+        """What the pane holds, as plain lines (unwrapped)."""
+        return str(self._text.content)
+
     def show(self, lines: list[str], actions: list[tuple[str, str, str | None]]) -> None:
-        """Lines of history, then each action: (key, label, why-not or None when allowed)."""
-        text = Text("\n".join(ensure_escaped(line) for line in lines), no_wrap=False)
+        """Lines of history (wrapped under their labels), then each action: (key, label, why-not
+        or None when allowed)."""
+        rows: list[tuple[str, Style | None]] = [(ensure_escaped(line), None) for line in lines]
         if actions:
-            text.append("\n\nactions\n", style="bold")
+            rows += [("", None), ("actions", BOLD)]
             for key, label, why_not in actions:
                 if why_not is None:
-                    text.append(f"  {key} {label}\n")
+                    rows.append((f"  {key} {label}", None))
                 else:
-                    text.append(f"  {key} {label}: disabled, {ensure_escaped(why_not)}\n", style="dim")
-        self._text.update(text)
+                    rows.append((f"  {key} {label}: disabled, {ensure_escaped(why_not)}", DIM))
+        self._text.update(Hanging(rows))

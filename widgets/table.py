@@ -68,10 +68,15 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
         render_row: Callable[[K], list[str]],
         columns: tuple[Column, ...] | None = None,
         select: K | None = None,
+        fresh: bool = False,
     ) -> None:
         """Replace the keys (cheap: nothing is formatted here); the cursor stays on its key (or
-        goes to `select` when that key is among them)."""
-        current = select if select is not None and select in keys else self.current_key
+        goes to `select` when that key is among them). `fresh`: another list than the one shown
+        (another view), so the cursor goes to `select` or the first row, never to the old row."""
+        if select is not None and select in keys:
+            current: K | None = select
+        else:
+            current = None if fresh else self.current_key
         if columns is not None:
             self.columns = columns
         self.keys = keys
@@ -81,7 +86,7 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
             index = keys.index(current) if len(keys) < 200_000 else self.cursor
             self.cursor = index
         else:
-            self.cursor = min(self.cursor, max(0, len(keys) - 1))
+            self.cursor = 0 if fresh else min(self.cursor, max(0, len(keys) - 1))
         self.refresh()
 
     def append_rows(self, keys: list[K]) -> None:
@@ -131,7 +136,9 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
         return line(self.columns, cells, width)
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        # the text fits the width left beside a vertical scrollbar, so a cut cell keeps its `…`
+        # (the scrollbar is drawn over the last cells of a line as wide as the widget)
+        width = self.scrollable_content_region.width
         scroll_x = round(self.scroll_x)
         if y == 0:
             text = self._line([c.title for c in self.columns], width)

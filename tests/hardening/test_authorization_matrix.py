@@ -35,6 +35,7 @@ MATRIX = {
     "identity accept": (0, 3, 3, 2, 2, 2, 2, 3),
     "identity reject": (0, 3, 3, 2, 2, 2, 2, 3),
     "registry ack": (0, 3, 3, 2, 2, 2, 2, 0),
+    "registry resolve": (0, 3, 3, 2, 2, 2, 2, 0),
 }
 PERSON = {"owner": "alice", "no-grant": "bob", "unknown": "mallory", "unit --by": "alice", "no key": "carol"}
 LEASED = {
@@ -135,6 +136,7 @@ def argv(command: str, actor: str, c: dict) -> tuple[list[str], object]:
         "identity accept": ["identity", "accept", c["proposal"], "--rationale", "r"],
         "identity reject": ["identity", "reject", c["proposal"], "--rationale", "r"],
         "registry ack": ["registry", "ack", "F-x"],
+        "registry resolve": ["registry", "resolve", "F-x", "--rationale", "r"],
     }
     # memory remember takes no --by: a person naming themselves is still not a unit's lease
     if command == "memory remember" and actor in PERSON:

@@ -11,9 +11,9 @@ import subprocess
 
 import pytest
 
-from engine import clock
-from engine.errors import BadInput
-from engine.store import MAX_LINE, Store, event_hash
+from engine.base import clock
+from engine.base.errors import BadInput
+from engine.log.store import MAX_LINE, Store, event_hash
 from tests.helpers import REGULATOR
 
 LIMIT = 200 << 20  # bytes of address space: less than the 200 MB line, so no command may hold it

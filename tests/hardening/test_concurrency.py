@@ -21,9 +21,9 @@ def spawn(ws, *args, cwd=None):
 
 REPORTER = """
 import sys
-from engine.actors import Actor
-from engine.signals import report_intelligence
-from engine.workspace import Workspace
+from engine.commands.actors import Actor
+from engine.commands.signals import report_intelligence
+from engine.checkout.workspace import Workspace
 from pathlib import Path
 ws = Workspace(Path(sys.argv[1]))
 for i in range(25):
@@ -110,9 +110,9 @@ def test_two_dispatchers_one_lease(ws):
 
 CYCLER = """
 import sys
-from engine.checkpoint import flush
-from engine.units import demote, dispatch
-from engine.workspace import Workspace
+from engine.read.checkpoint import flush
+from engine.commands.units import demote, dispatch
+from engine.checkout.workspace import Workspace
 from pathlib import Path
 ws = Workspace(Path(sys.argv[1]))
 for i in range(15):
@@ -124,9 +124,9 @@ for i in range(15):
 
 READER = """
 import sys, json, time
-from engine.load import load
-from engine.status import status
-from engine.workspace import Workspace
+from engine.read.load import load
+from engine.read.status import status
+from engine.checkout.workspace import Workspace
 from pathlib import Path
 ws = Workspace(Path(sys.argv[1]))
 restored = 0

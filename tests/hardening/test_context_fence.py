@@ -11,11 +11,18 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.contracts import Contract
-from engine.delivery import build_context, closing, delivery_order, parse_context, render_entry, render_text
-from engine.model import MemoryEntry, State
-from engine.text import escape, escape_block, needs_escape, unescape
-from engine.workspace import Workspace
+from engine.base.text import escape, escape_block, needs_escape, unescape
+from engine.checkout.workspace import Workspace
+from engine.read.contracts import Contract
+from engine.read.delivery import (
+    build_context,
+    closing,
+    delivery_order,
+    parse_context,
+    render_entry,
+    render_text,
+)
+from engine.read.model import MemoryEntry, State
 from identity.files import IDENTITY_DIR, IDENTITY_NAMES
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=UTC)

@@ -13,9 +13,9 @@ from rich.text import Text
 
 from controlroom import readmodel
 from controlroom.lifecycle import lifecycle
-from engine.model import MemoryEntry, Obligation, ObligationKind, ObligationStatus, State
-from engine.text import escape, unescape
-from engine.workspace import Workspace
+from engine.base.text import escape, unescape
+from engine.checkout.workspace import Workspace
+from engine.read.model import MemoryEntry, Obligation, ObligationKind, ObligationStatus, State
 from tests.helpers import MemoryEvents
 
 hostile = st.one_of(

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controlroom.cli import main
-from engine.signals import FIELDS as REPORT_FIELDS
+from controlroom.cli.root import main
+from engine.commands.signals import FIELDS as REPORT_FIELDS
 from tests.helpers import NOW, make_workspace, remember_args, report_args
 
 SETTINGS = settings(

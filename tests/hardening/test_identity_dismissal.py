@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 
-from engine import clock, sshsig
-from engine.authority import signed_bytes
-from engine.store import Store, event_hash
+from engine.base import clock, sshsig
+from engine.checkout.authority import signed_bytes
+from engine.log.store import Store, event_hash
 from tests.helpers import make_key
 
 

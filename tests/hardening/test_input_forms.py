@@ -1,6 +1,6 @@
 """Dates are exactly YYYY-MM-DD and times exactly YYYY-MM-DDTHH:MM:SSZ (SPEC §26, issue 28): every
 other form is exit 2 with one line and nothing written, on the command line and through the MCP
-door alike (one parser, engine.clock); and the door answers every request, deeply nested JSON and
+door alike (one parser, engine.base.clock); and the door answers every request, deeply nested JSON and
 lone surrogates included, with an error it can read (never silence)."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import clock
-from engine.errors import BadInput
-from engine.workspace import LEASE_FILE
+from engine.base import clock
+from engine.base.errors import BadInput
+from engine.checkout.workspace import LEASE_FILE
 from tests.helpers import REGULATOR, one_line, remember_args, report_args
 
 DATES = [

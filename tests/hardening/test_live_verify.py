@@ -9,8 +9,8 @@ import json
 import pytest
 
 from controlroom.app import ControlRoom
-from engine.store import Store
-from engine.workspace import Workspace
+from engine.checkout.workspace import Workspace
+from engine.log.store import Store
 from tests.room import demo_workspace, run, until
 
 

@@ -10,8 +10,9 @@ import subprocess
 import psycopg
 import pytest
 
-from engine import pgstore
-from engine.store import event_hash
+from engine.log.pg import admin as pg_admin
+from engine.log.pg import store as pg_store
+from engine.log.store import event_hash
 from tests.helpers import NOW, REGULATOR, clean_env
 
 
@@ -20,7 +21,7 @@ def forged_line(conn, at: str) -> str:
     prev = (tail.fetchone() or [""])[0]
     event = {"kind": "note", "at": at, "prev": prev}
     event["hash"] = event_hash(event)
-    return pgstore.line_text(event)
+    return pg_store.line_text(event)
 
 
 def insert(conn, text: str) -> None:
@@ -38,7 +39,7 @@ def test_the_demos_decision_to_the_system_clock_moves_the_database(tmp_path, pg_
         env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
-    instance, mode = pgstore.instance(pg_url)
+    instance, mode = pg_admin.instance(pg_url)
     assert mode == "system"
     with psycopg.connect(pg_url, autocommit=True) as owner:
         with pytest.raises(psycopg.errors.CheckViolation, match="more than 2 s"):
@@ -50,14 +51,14 @@ def test_the_demos_decision_to_the_system_clock_moves_the_database(tmp_path, pg_
             "INSERT INTO regulator.meta (instance, version, clock, created_at) "
             "VALUES ('forged', 9, 'system', '2000-01-01')"
         )
-    assert pgstore.instance(pg_url) == (instance, "system")
+    assert pg_admin.instance(pg_url) == (instance, "system")
 
 
 def test_a_pinned_database_stays_pinned_until_a_decision_moves_it(tmp_path, pg_url):
-    pgstore.create_schema(pg_url, "pinned")
-    assert pgstore.instance(pg_url)[1] == "pinned"
-    pgstore.follow_clock(pg_url)
-    pgstore.follow_clock(pg_url)  # idempotent
-    assert pgstore.instance(pg_url)[1] == "system"
+    pg_admin.create_schema(pg_url, "pinned")
+    assert pg_admin.instance(pg_url)[1] == "pinned"
+    pg_admin.follow_clock(pg_url)
+    pg_admin.follow_clock(pg_url)  # idempotent
+    assert pg_admin.instance(pg_url)[1] == "system"
     with psycopg.connect(pg_url, autocommit=True) as owner:
         assert owner.execute("SELECT count(*) FROM regulator.meta").fetchone()[0] == 2

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import yaml
 
-from engine import sshsig
-from engine.authority import signed_bytes
-from engine.store import Store
+from engine.base import sshsig
+from engine.checkout.authority import signed_bytes
+from engine.log.store import Store
 from tests.helpers import (
     NOW,
     alice_key,
@@ -39,7 +39,7 @@ def held(ws):
 def append_forged(ws, store: str, event: dict) -> None:
     """What a unit sharing the operator's account can do: append a well-chained line directly (with
     the engine's own code, told the clock is pinned, so any time it likes goes in)."""
-    from engine import clock
+    from engine.base import clock
 
     clock.configure(True)
     Store(ws.store(store)).append(event)
@@ -195,9 +195,9 @@ def forge_checkpoint(ws, tmp_path) -> Path:
     script = (
         "import sys, os\n"
         "from pathlib import Path\n"
-        "from engine import checkpoint\n"
-        "from engine.load import load\n"
-        "from engine.workspace import Workspace\n"
+        "from engine.read import checkpoint\n"
+        "from engine.read.load import load\n"
+        "from engine.checkout.workspace import Workspace\n"
         "ws = Workspace(Path(sys.argv[1]))\n"
         "state = load(ws, cached=False)\n"
         "for ob in state.obligations.values():\n"
@@ -487,8 +487,8 @@ def test_an_unsigned_trailer_is_claimed_where_names_are_trusted(tmp_path):
 def test_a_signature_without_the_grant_counts_for_nothing(tmp_path):
     """A key proves who signed, not what they may do: bob, listed with a key but no resolve grant,
     signs a disposition and appends it himself (a shared account)."""
-    from engine.signing import person_event
-    from engine.workspace import Workspace as Engine
+    from engine.checkout.workspace import Workspace as Engine
+    from engine.trust.signing import person_event
 
     ws = make_workspace(tmp_path)
     _, obligations = held(ws)
@@ -509,8 +509,8 @@ def test_a_signature_without_the_grant_counts_for_nothing(tmp_path):
 def test_a_back_dated_event_is_judged_by_where_it_lands(tmp_path):
     """A key retired by a decision signs nothing that lands after that decision, whatever `at` it
     claims: the decision records where the other stores stood (its marks)."""
-    from engine.signing import person_event
-    from engine.workspace import Workspace as Engine
+    from engine.checkout.workspace import Workspace as Engine
+    from engine.trust.signing import person_event
 
     ws = make_workspace(tmp_path)
     _, obligations = held(ws)
@@ -677,12 +677,18 @@ def test_hostile_bytes_in_stores_and_registers_never_hang_or_crash(ws, tmp_path)
 def test_a_close_past_its_vetoes_counts_for_nothing_and_once_names_it(tmp_path):
     ws = make_workspace(tmp_path)
     _, obligations = held(ws)
-    # what a unit sharing the account can append: its own close while held, an hour on; b1's close
+    # what a unit sharing the account can append: its own close while held, an hour on, saying it
+    # saw the stores as they are (SPEC §22: re-derived there, it is vetoed); b1's close
+    seen = {name: ws.store(name).stat().st_size for name in ("signals", "memory", "identity")}
     append_forged(
-        ws, "units", {"kind": "close", "unit": "u1", "leaseHash": None, "at": "2026-11-29T13:00:00Z"}
+        ws,
+        "units",
+        {"kind": "close", "unit": "u1", "leaseHash": None, "seen": seen, "at": "2026-11-29T13:00:00Z"},
     )
     append_forged(
-        ws, "units", {"kind": "close", "unit": "b1", "leaseHash": None, "at": "2026-11-29T13:00:00Z"}
+        ws,
+        "units",
+        {"kind": "close", "unit": "b1", "leaseHash": None, "seen": seen, "at": "2026-11-29T13:00:00Z"},
     )
     status = {u["id"]: u for u in ws.json("status")["units"]}
     assert status["u1"]["status"] == "in-progress" and status["u1"]["blockedBy"] == [obligations["u1"]]

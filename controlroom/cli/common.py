@@ -1,0 +1,282 @@
+"""What every command group shares: the global options, finding the workspace, reading input,
+and the printing helpers. Group modules import this; it imports no group and not the root."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from controlroom.printing import emit_json, escape, out, table
+from engine.base.errors import BadInput
+
+__all__ = [
+    "OPTIONS",
+    "declare_globals",
+    "lean_enough",
+    "switchable",
+    "JsonFlag",
+    "absent_exit",
+    "emit_json",
+    "escape",
+    "fields_from",
+    "global_options",
+    "host_workspace",
+    "out",
+    "person_workspace",
+    "read_json_input",
+    "report_flags",
+    "report_contracts",
+    "report_problems",
+    "table",
+    "workspace",
+]
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON (camelCase keys).")]
+
+# a signal's field flags (SPEC §5.2), for `signals report` and `signals route --dry-run`
+Subject = Annotated[str | None, typer.Option()]
+Claim = Annotated[str | None, typer.Option()]
+Observation = Annotated[str | None, typer.Option()]
+Evidence = Annotated[list[str] | None, typer.Option(help="Repeat for each reference.")]
+Confidence = Annotated[str | None, typer.Option(help="low|medium|high")]
+Severity = Annotated[str | None, typer.Option(help="info|advisory|blocking|critical")]
+Affects = Annotated[list[str] | None, typer.Option(help="A unit id; repeat for more.")]
+ObservedAt = Annotated[str | None, typer.Option("--observed-at")]
+ExpiresAt = Annotated[str | None, typer.Option("--expires-at")]
+Rationale = Annotated[str | None, typer.Option()]
+
+
+@dataclass
+class GlobalOptions:
+    """--root, --lease and --key: given before the command or among its own options (SPEC §3)."""
+
+    root: str | None = None
+    lease: str | None = None
+    key: str | None = None
+
+    def reset(self) -> None:
+        self.root = self.lease = self.key = None
+
+
+OPTIONS = GlobalOptions()
+
+RootOption = Annotated[
+    str | None,
+    typer.Option("--root", metavar="DIR", help="The workspace (default: found from the current directory)."),
+]
+LeaseOption = Annotated[
+    str | None,
+    typer.Option("--lease", metavar="FILE", help="Act as the unit of this lease file (default: found)."),
+]
+KeyOption = Annotated[
+    str | None,
+    typer.Option("--key", metavar="FILE", help="The SSH private key that signs a person's action."),
+]
+
+_GLOBAL_PARAMETERS = [
+    inspect.Parameter("global_root", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=RootOption),
+    inspect.Parameter("global_lease", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=LeaseOption),
+    inspect.Parameter("global_key", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=KeyOption),
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def remember_globals(root: str | None, lease: str | None, key: str | None) -> None:
+    """Record the global options given at this level (a later level may give others)."""
+    if root is not None:
+        OPTIONS.root = root
+    if lease is not None:
+        OPTIONS.lease = lease
+    if key is not None:
+        OPTIONS.key = key
+
+
+# (callable, its signature with the global options, without them): see declare_globals
+_SIGNATURES: list[tuple[Any, inspect.Signature, inspect.Signature]] = []
+# what a lean root (controlroom.cli.root.build) leaves out; Click matches a long option by its full name
+LEAN_OMITS = ("--root", "--lease", "--key", "--help", "--install-completion", "--show-completion")
+COMPLETE_VAR = "_REGULATOR_COMPLETE"  # Typer's shell completion for prog_name "regulator"
+
+
+_DECLARED = [True]  # what declare_globals last said (a group module imported later follows it)
+
+
+def switchable(function: Any, with_globals: inspect.Signature, without: inspect.Signature) -> None:
+    """Let declare_globals give `function` (a command, a group's callback or the root's) the
+    signature that declares --root, --lease and --key, or the one that leaves them out."""
+    function.__signature__ = with_globals if _DECLARED[0] else without
+    _SIGNATURES.append((function, with_globals, without))
+
+
+def declare_globals(declared: bool) -> None:
+    """Declare --root, --lease and --key on every command (the default), or on none (a lean root's
+    commands: controlroom.cli.root.build). Typer reads the signatures when it builds the commands."""
+    _DECLARED[0] = declared
+    for function, with_globals, without in _SIGNATURES:
+        function.__signature__ = with_globals if declared else without
+
+
+def lean_enough(args: list[str]) -> bool:
+    """Whether a command line can give none of the options a lean root leaves out: no token spelled
+    as one of them, no short flag group holding -h, and no shell completion under way. Conservative:
+    a value that merely looks like one (`--subject --root`) makes it run on the full root."""
+    if COMPLETE_VAR in os.environ:
+        return False
+    for arg in args:
+        if arg.startswith(LEAN_OMITS):
+            return False
+        if arg.startswith("-") and not arg.startswith("--") and "h" in arg:
+            return False
+    return True
+
+
+def global_options(command: F) -> F:
+    """Give a command (or a group's callback) --root, --lease and --key of its own, declared in its
+    signature so that its --help shows them. A public-API decorator: Typer reads the signature."""
+    signature = inspect.signature(command, eval_str=True)
+    parameters = list(signature.parameters.values())
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        remember_globals(
+            kwargs.pop("global_root", None), kwargs.pop("global_lease", None), kwargs.pop("global_key", None)
+        )
+        return command(*args, **kwargs)
+
+    switchable(wrapper, signature.replace(parameters=[*parameters, *_GLOBAL_PARAMETERS]), signature)
+    return wrapper  # type: ignore[return-value]
+
+
+def workspace(git_only: bool = False) -> tuple[Any, Any]:
+    """The workspace and the lease (if any) for this command, found as SPEC §3 orders it.
+    `git_only`: the command answers from git, and opens no store that is not a file here (D-87)."""
+    from engine.checkout.workspace import locate
+
+    if OPTIONS.key:
+        from engine.trust.signing import use_key
+
+        use_key(OPTIONS.key)
+    root, lease = OPTIONS.root, OPTIONS.lease
+    return locate(Path(root) if root else None, Path(lease) if lease else None, git_only=git_only)
+
+
+def person_workspace(by: str | None) -> Any:
+    """The workspace for a person's action: --by under a lease is refused (exit 2, SPEC §15.2)."""
+    from engine.commands.actors import no_person_under_lease
+
+    ws, lease = workspace()
+    no_person_under_lease(lease, by)
+    return ws
+
+
+def host_workspace(unit_id: str | None = None) -> Any:
+    """The workspace for a host operation: refused under a lease (exit 3, SPEC §15.0), except a
+    unit closing itself."""
+    from engine.commands.actors import host_only
+
+    ws, lease = workspace()
+    host_only(lease, unit_id)
+    return ws
+
+
+def absent_exit(ws: Any) -> None:
+    """A list read where the stores are absent is not an empty list: exit 1, saying so on stderr, so
+    a consumer of the §13 JSON list cannot take "unknown" for "nothing" (SPEC §16.2)."""
+    if not ws.has_stores:
+        from engine.read.storeless import ABSENT
+
+        sys.stderr.write(f"regulator: {ABSENT}\n")
+        raise typer.Exit(1)
+
+
+def report_problems(state: Any) -> None:
+    unknown = getattr(getattr(state, "auth", None), "unknown", None)
+    if unknown:
+        sys.stderr.write(
+            f"regulator: warning: the policy in force is unknown ({unknown}): no person event counts "
+            "until identity.ndjson verifies again (regulator verify)\n"
+        )
+    for problem in state.problems:  # the first ones; the rest are counted (SPEC §26)
+        sys.stderr.write(f"regulator: warning: {problem}\n")
+    more = getattr(state, "bad_lines", 0) - len(state.problems)
+    if more > 0:
+        sys.stderr.write(
+            f"regulator: warning: and {more} more bad line(s) skipped, not listed one by one "
+            "(`regulator verify` names the first of each store)\n"
+        )
+    report_contracts(state)
+
+
+def report_contracts(state: Any) -> None:
+    """Each invalid contract, named in one line on stderr (it is left out of what is read)."""
+    for problem in state.contract_problems:
+        sys.stderr.write(f"regulator: warning: contract skipped: {escape(problem)}\n")
+
+
+def read_json_input(source: str) -> dict[str, Any]:
+    try:
+        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise BadInput(f"--json-input {source}: cannot read ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"--json-input {source}: not valid UTF-8") from None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise BadInput(f"--json-input {source}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"--json-input {source}: expected one JSON object")
+    return data
+
+
+def fields_from(flags: dict[str, Any], json_input: str | None) -> dict[str, Any]:
+    """The given field flags, or the one JSON object of --json-input: never both (exit 2)."""
+    given = {k: v for k, v in flags.items() if v is not None}
+    if json_input is None:
+        return given
+    if given:
+        raise BadInput("--json-input and field flags mixed; give one or the other")
+    return read_json_input(json_input)
+
+
+def report_flags(
+    subject: str | None,
+    claim: str | None,
+    observation: str | None,
+    evidence: list[str] | None,
+    confidence: str | None,
+    severity: str | None,
+    affects: list[str] | None,
+    observed_at: str | None,
+    expires_at: str | None,
+    rationale: str | None,
+    supersedes: str | None = None,
+    resolves_at: str | None = None,
+) -> dict[str, Any]:
+    """A signal's field flags under the JSON names of --json-input (SPEC §5.2, §24)."""
+    return {
+        "supersedes": supersedes,
+        "prediction": {"resolvesAt": resolves_at} if resolves_at is not None else None,
+        "subject": subject,
+        "claim": claim,
+        "observation": observation,
+        "evidence": evidence,
+        "confidence": confidence,
+        "reportedSeverity": severity,
+        "affectedUnits": affects,
+        "observedAt": observed_at,
+        "expiresAt": expires_at,
+        "rationale": rationale,
+    }

@@ -1,0 +1,226 @@
+"""Obligations: the open list, one obligation's history, its disposition (SPEC §5.4)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from controlroom.cli.common import (
+    JsonFlag,
+    absent_exit,
+    emit_json,
+    escape,
+    global_options,
+    out,
+    person_workspace,
+    report_problems,
+    table,
+    workspace,
+)
+
+obligation_app = typer.Typer(no_args_is_help=True, help="One obligation: show or resolve.")
+app = typer.Typer()
+app.add_typer(obligation_app, name="obligation")
+
+
+def obligation_row(state, ob, deadlines=None) -> dict:
+    """The §13 record, plus what the human listing shows."""
+    from engine.commands.obligations import record
+
+    return record(state, ob, deadlines) | {"kind": ob.kind, "subject": ob.subject, "openedAt": ob.opened_at}
+
+
+def marks(row: dict) -> str:
+    """What a listing appends to an obligation's subject: stale, evidence expired, overdue."""
+    said = [m for m, on in (("stale", row["stale"]), ("evidence expired", row["evidenceExpired"])) if on]
+    if row["overdue"]:
+        said.append(f"overdue since {row['dueAt']}")
+    return "".join(f" ({m})" for m in said)
+
+
+@app.command()
+@global_options
+def obligations(
+    all_: Annotated[bool, typer.Option("--all", help="Include resolved and escalated ones.")] = False,
+    stale: Annotated[bool, typer.Option("--stale", help="Only those whose signal expired.")] = False,
+    overdue: Annotated[
+        bool, typer.Option("--overdue", help="Only those open past their deadline (routing.yaml deadlines).")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """List open obligations (all with --all). Reads only; never routes."""
+    from engine.commands.obligations import deadlines_of
+    from engine.read.load import load
+    from engine.read.model import ObligationStatus
+    from engine.read.storeless import ABSENT
+
+    ws, _ = workspace()
+    state = load(ws, stores=("signals", "units"))
+    report_problems(state)
+    deadlines = deadlines_of(ws, state) if ws.has_stores else None
+    rows = [
+        obligation_row(state, ob, deadlines)
+        for ob in state.obligations.values()
+        if all_ or ob.status == ObligationStatus.OPEN
+    ]
+    if stale:
+        rows = [r for r in rows if r["stale"]]
+    if overdue:
+        rows = [r for r in rows if r["overdue"]]
+    if as_json:  # the §13 list; where the stores are absent it is empty, and says so (exit 1)
+        keys = (
+            "id",
+            "unit",
+            "signal",
+            "severity",
+            "blocks",
+            "owedTo",
+            "status",
+            "disposition",
+            "stale",
+            "evidenceExpired",
+            "overdue",
+            "dueAt",
+        )
+        emit_json([{k: r[k] for k in keys} for r in rows])
+        absent_exit(ws)
+        return
+    if not ws.has_stores:
+        out(ABSENT)
+        out("obligations: unknown (they live in the stores, which a clone does not have)")
+        absent_exit(ws)
+    from engine.read.queries import age
+
+    table(
+        ["id", "unit", "severity", "blocks", "owed", "age", "status", "subject"],
+        [
+            [
+                r["id"],
+                r["unit"] or "(none)",
+                r["severity"],
+                "yes" if r["blocks"] else "no",
+                r["owedTo"],
+                age(state, r["openedAt"]),
+                r["status"],
+                r["subject"] + marks(r),
+            ]
+            for r in rows
+        ],
+    )
+
+
+@obligation_app.command("show")
+@global_options
+def obligation_show(
+    obligation_id: Annotated[str, typer.Argument(metavar="ID")], as_json: JsonFlag = False
+) -> None:
+    """The signal an obligation came from and everything that happened to it since."""
+    from engine.commands.obligations import deadlines_of, find
+    from engine.read.load import load
+    from engine.read.model import ObligationKind
+    from engine.read.queries import history
+    from engine.read.worldfold import reporter
+
+    ws, _ = workspace()
+    state = load(ws, stores=("signals", "units"))
+    ob = find(state, obligation_id)
+    about = ob.kind in (ObligationKind.INTELLIGENCE, ObligationKind.QUESTION, ObligationKind.RECHECK)
+    signal = state.signals.get(ob.source) if about else None
+    events = history(state, ob)
+    row = obligation_row(state, ob, deadlines_of(ws, state))
+    later = state.world.superseded.get(ob.source, []) if about else []
+    if as_json:
+        emit_json(row | {"signalEvent": signal, "history": events, "supersededBy": later})
+        return
+    out(
+        f"obligation {ob.id}  unit {escape(ob.unit or '(none)')}  {ob.severity}"
+        f"{' blocking' if ob.blocks else ''}  owed to {ob.owed_to}  {ob.status}{marks(row)}"
+    )
+    if ob.kind == ObligationKind.RECHECK and signal:
+        out(f"recheck: the evidence of signal {signal['id']} expired; ask {escape(reporter(signal))} again")
+    if signal and signal.get("type") == "question":  # a unit's question (ask_human, SPEC §22)
+        out(f"question {signal['id']} from {escape(signal.get('unit'))} at {signal['at']}")
+        for line in str(signal.get("question", "")).split("\n"):
+            out(f"  ? {escape(line)}")
+        if signal.get("options"):
+            out(f"  options: {escape('; '.join(signal['options']))}")
+    elif signal:
+        out(f"signal {signal['id']} from {escape(reporter(signal))} at {signal['at']}")
+        out(f"  subject: {escape(signal['subject'])}")
+        out(f"  claim: {escape(signal['claim'])}")
+        out(f"  observation: {escape(signal['observation'])}")
+        out(f"  evidence: {escape(', '.join(signal['evidence']))}")
+        out(
+            f"  confidence {signal['confidence']}, reported {signal['reportedSeverity']}"
+            f", expires {signal.get('expiresAt') or 'never'}"
+        )
+        if signal.get("supersedes"):
+            out(f"  supersedes signal {escape(signal['supersedes'])}")
+    for newer in later:
+        found = state.signals.get(newer, {})
+        out(f"superseded by signal {newer} from {escape(reporter(found))}: {escape(found.get('subject'))}")
+    out("history:")
+    for event in events:
+        out("  " + describe_event(event))
+
+
+def describe_event(event: dict) -> str:
+    from engine.read.model import EventKind
+
+    kind = event.get("kind")
+    at = event.get("at", "?")
+    if "uncounted" in event:
+        return f"{at} {escape(kind)} by {escape(event.get('by'))}: counts for nothing ({event['uncounted']})"
+    if kind == EventKind.ROUTING:
+        floors = ", ".join(event.get("floors") or []) or "no floor"
+        return (
+            f"{at} routed: reported {event['reportedSeverity']}, derived {event['derivedSeverity']}"
+            f" ({floors}); {escape(event['reason'])}"
+        )
+    if kind == EventKind.DISPOSITION:
+        return f"{at} {event['disposition']} by {escape(event['by'])}: {escape(event['rationale'])}"
+    if kind == EventKind.DECISION:
+        return (
+            f"{at} recovery decision {event['action']} by {escape(event['by'])}"
+            f" ({event['disposition']}): {escape(event['rationale'])}"
+        )
+    from engine.read.worldfold import event_line
+
+    return event_line(event) or f"{at} {escape(kind)}"
+
+
+def _dispositions_epilog() -> str:
+    """Each disposition and what it means, one paragraph each (wrapped at words)."""
+    from controlroom.meanings import DISPOSITIONS
+
+    return "\n\n".join(f"{name}: {meaning}." for name, meaning in DISPOSITIONS.items())
+
+
+@obligation_app.command("resolve", epilog=_dispositions_epilog())
+@global_options
+def obligation_resolve(
+    obligation_id: Annotated[str, typer.Argument(metavar="ID")],
+    by: Annotated[str | None, typer.Option()] = None,
+    disposition: Annotated[
+        str,
+        typer.Option(
+            help="One of: no-action, accepted-risk, rework, replan, research-requested (what each "
+            "means: below)."
+        ),
+    ] = "",
+    rationale: Annotated[str, typer.Option()] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Disposition an open obligation (the interaction policy decides who may)."""
+    from engine.commands.obligations import resolve
+
+    ws = person_workspace(by)
+    event = resolve(ws, obligation_id, by, disposition, rationale)
+    if as_json:
+        emit_json({"obligation": event["obligation"], "disposition": event["disposition"]})
+    else:
+        out(f"obligation {event['obligation']} resolved: {event['disposition']} by {escape(event['by'])}")
+
+
+# ---- units --------------------------------------------------------------------------------------

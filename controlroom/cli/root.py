@@ -1,0 +1,186 @@
+"""The `regulator` command line: the root app, which joins one sub-app per command group
+(`add_typer`) and runs it. Group modules never import this one; it imports no Textual, so every
+command but the control room starts fast."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from typing import Annotated
+
+import typer
+
+from controlroom.cli.common import (
+    OPTIONS,
+    KeyOption,
+    LeaseOption,
+    RootOption,
+    declare_globals,
+    lean_enough,
+    remember_globals,
+    switchable,
+)
+from controlroom.printing import escape
+from engine.base.errors import RegulatorError
+
+# the command group modules, in the order of the root's help
+MODULES = (
+    "workspace",
+    "signals",
+    "obligations",
+    "units",
+    "memory",
+    "identity",
+    "registry",
+    "room",
+    "mcp",
+    "serve",
+    "hook",
+    "store",
+    "world",
+)
+# the names each module adds to the root, so that a lean command line imports and builds its own
+# group only (tests/test_cli.py checks this table against what the modules register)
+GROUP_OF = {
+    "init": "workspace",
+    "status": "workspace",
+    "verify": "workspace",
+    "signals": "signals",
+    "obligations": "obligations",
+    "obligation": "obligations",
+    "unit": "units",
+    "memory": "memory",
+    "context": "memory",
+    "identity": "identity",
+    "registry": "registry",
+    "controlroom": "room",
+    "demo": "room",
+    "mcp": "mcp",
+    "serve": "serve",
+    "door": "serve",
+    "hook": "hook",
+    "store": "store",
+    "sensors": "world",
+    "calibration": "world",
+}
+
+
+def build(modules: tuple[str, ...] = MODULES, *, lean: bool = False) -> typer.Typer:
+    """The root app over these group modules. A lean one has no --install-completion,
+    --show-completion or help option (and its commands no --root, --lease or --key:
+    declare_globals), for a command line that gives none of them and so parses exactly as with
+    them. Typer 0.29 coerces every declared option but a given flag through a pydantic
+    TypeAdapter, absent or not, which imports pydantic (about 0.1 s of a cold start): the lean
+    root spares `status --json` that cost with Typer's public API only (D-84; D-62: no patching Typer)."""
+    root_app = typer.Typer(
+        add_completion=not lean,
+        no_args_is_help=True,
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": [] if lean else ["-h", "--help"]},
+        help="regulator: durable memory and a control room for fleets of AI agent units.",
+    )
+    for name in modules:
+        root_app.add_typer(importlib.import_module(f"controlroom.cli.{name}").app)
+    root_app.callback()(root)
+    return root_app
+
+
+def lean_group(args: list[str]) -> str | None:
+    """The one group module a command line needs when it can run on a lean root: it gives none of
+    the options a lean root leaves out (controlroom.cli.common.lean_enough), so its first word that is no
+    option (only flags may precede it) names its command, and the table knows that name."""
+    if not lean_enough(args):
+        return None
+    name = next((arg for arg in args if not arg.startswith("-")), None)
+    return GROUP_OF.get(name) if name is not None else None
+
+
+def show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("regulator")
+        except PackageNotFoundError:  # pragma: no cover - run from a source tree, not installed
+            number = "unknown"
+        sys.stdout.write(f"regulator {number}\n")
+        raise typer.Exit(0)
+
+
+def root(
+    root: RootOption = None,
+    lease: LeaseOption = None,
+    key: KeyOption = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """regulator: durable memory and a control room for fleets of AI agent units.
+
+    --root, --lease and --key may also be given among a command's own options."""
+    remember_globals(root, lease, key)
+
+
+_ROOT = inspect.signature(root, eval_str=True)
+switchable(root, _ROOT, _ROOT.replace(parameters=[_ROOT.parameters["version"]]))  # a lean root: --version
+
+
+def flush_checkpoint() -> None:
+    """A writer's load may have offered its state for a checkpoint: write it now, after the
+    command and outside its lock (engine.read.checkpoint). Nothing to do if the engine never loaded."""
+    module = sys.modules.get("engine.read.checkpoint")
+    if module is not None:
+        module.flush()
+
+
+# raised while the command line is parsed, before any command runs: parsed again by the full root,
+# the help shown and "did you mean" are those of every option declared
+PARSE_ERRORS = ("NoArgsIsHelpError", "NoSuchOption")
+
+
+def main(argv: list[str] | None = None, *, full: bool = False) -> int:
+    """Run one command; errors become one line on stderr and the documented exit code (SPEC §13).
+    A command line that gives no global, help or completion option runs on a lean root holding its
+    own group only (build, lean_group); any other on the full root."""
+    from typer.main import get_command
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    OPTIONS.reset()
+    group = None if full else lean_group(args)
+    declare_globals(group is None)
+    try:
+        command = get_command(build() if group is None else build((group,), lean=True))
+        try:
+            code = command.main(args, prog_name="regulator", standalone_mode=False)
+        finally:
+            flush_checkpoint()
+        if isinstance(code, int):
+            return code  # typer.Exit inside a command comes back as a return value
+    except RegulatorError as exc:
+        sys.stderr.write(f"regulator: {escape(str(exc))}\n")
+        return exc.exit_code
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.TyperException as exc:  # Click's usage errors (Typer's public base class)
+        if group is not None and type(exc).__name__ in PARSE_ERRORS:
+            return main(args, full=True)  # the help, or "did you mean", as with every option declared
+        code = int(getattr(exc, "exit_code", 2))
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `regulator signals`-style: the help, exit 2
+            exc.show()  # type: ignore[attr-defined]
+            return code
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        sys.stderr.write(f"regulator: {message} (see `regulator --help`)\n")
+        return code
+    except typer.Abort:
+        sys.stderr.write("regulator: aborted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+def run() -> None:
+    sys.exit(main())

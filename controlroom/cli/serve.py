@@ -1,0 +1,199 @@
+"""`regulator serve` (the host: the S3 loop and the units' door) and `regulator door stdio|call`
+(a unit's way to the door from stdio or a shell), SPEC §22. The MCP SDK and uvicorn are imported
+only when a door runs, so every other command starts without them."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from controlroom.cli.common import emit_json, global_options, host_workspace, read_json_input
+from engine.base.errors import BadInput
+
+app = typer.Typer()
+door_app = typer.Typer(no_args_is_help=True, help="A unit's way to serve's door: from stdio or a shell.")
+app.add_typer(door_app, name="door")
+
+MISSING_EXTRA = (
+    "regulator serve needs the optional extra: pip install -e '.[mcp]' from a checkout (the mcp SDK)"
+)
+DOOR_ENV, TOKEN_ENV = "REGULATOR_DOOR", "REGULATOR_DOOR_TOKEN"
+
+
+def parse_listen(value: str | None, ws: Any, tls_cert: str | None, tls_key: str | None) -> Any:
+    """--listen unix:PATH | HOST:PORT (loopback only, unless TLS is given); default the socket of
+    engine.host.instance.default_socket."""
+    from controlroom.door_http import Listen
+    from engine.host.instance import check_socket_path, default_socket
+
+    if (tls_cert is None) != (tls_key is None):
+        raise BadInput("--tls-cert and --tls-key go together")
+    if value is None or value.startswith("unix:"):
+        if tls_cert:
+            raise BadInput("--tls-cert/--tls-key serve TCP only; a Unix socket needs none")
+        path = Path(value[5:]) if value else default_socket(ws)
+        return Listen(path=check_socket_path(path))
+    host, sep, port_text = value.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise BadInput(f"--listen {value!r}: give unix:PATH or HOST:PORT (e.g. 127.0.0.1:7420)")
+    if not _loopback(host) and tls_cert is None:
+        raise BadInput(
+            f"--listen {value}: TCP only on loopback (127.0.0.1, ::1) unless --tls-cert and --tls-key are given"
+        )
+    for name, given in (("--tls-cert", tls_cert), ("--tls-key", tls_key)):
+        if given is not None and not Path(given).is_file():
+            raise BadInput(f"{name} {given}: no such file")
+    return Listen(host=host, port=int(port_text), tls_cert=tls_cert, tls_key=tls_key)
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command("serve")
+@global_options
+def serve_command(
+    listen: Annotated[
+        str | None,
+        typer.Option(
+            "--listen",
+            metavar="unix:PATH|HOST:PORT",
+            help="Where the door listens (default: a Unix socket under $XDG_RUNTIME_DIR or /tmp).",
+        ),
+    ] = None,
+    once_tick: Annotated[
+        bool, typer.Option("--once-tick", help="Run one tick and exit 0 (cron, tests).")
+    ] = False,
+    tls_cert: Annotated[
+        str | None, typer.Option("--tls-cert", metavar="FILE", help="TLS certificate (TCP).")
+    ] = None,
+    tls_key: Annotated[
+        str | None, typer.Option("--tls-key", metavar="FILE", help="TLS private key (TCP).")
+    ] = None,
+) -> None:
+    """The host: route within moments of every append, run the timed duties every 10 s, and serve
+    the units' door (MCP over Streamable HTTP at /mcp, bearer lease tokens; GET /healthz)."""
+    from engine.host import instance as host_instance
+
+    ws = host_workspace()
+    if once_tick:
+        instance = host_instance.claim(ws)  # one serve per workspace per host (exit 3 naming the first)
+        try:
+            from engine.host.loop import once_tick as run_once
+
+            run_once(ws)
+        finally:
+            instance.release()
+        return
+    target = parse_listen(listen, ws, tls_cert, tls_key)
+    _check_extra()
+    instance = host_instance.claim(ws)
+    try:
+        _serve(ws, target, instance)
+    finally:
+        instance.release()
+
+
+def _serve(ws: Any, target: Any, instance: Any) -> None:
+    """The loop's threads, and the door until SIGINT or SIGTERM."""
+    from controlroom.door_http import run
+    from engine.host import instance as host_instance
+    from engine.host.door import HostDoor
+    from engine.host.loop import Host
+
+    if target.path is not None:
+        host_instance.prepare_socket_folder(target.path)
+    host = Host(ws)
+    door = HostDoor(ws, host.write_lock)
+
+    def ready(url: str) -> None:
+        instance.write(url)
+        sys.stderr.write(json.dumps({"at": instance_time(), "serve": "listening", "door": url}) + "\n")
+        sys.stderr.flush()
+
+    host.start()
+    try:
+        run(host, door, target, ready)
+    finally:
+        host.stop()
+        if target.path is not None:
+            try:
+                os.unlink(target.path)
+            except OSError:
+                pass
+
+
+def instance_time() -> str:
+    from engine.base import clock
+
+    return clock.iso(clock.now())
+
+
+def _check_extra() -> None:
+    import importlib.util
+
+    for module in ("mcp", "uvicorn"):
+        if importlib.util.find_spec(module) is None:
+            raise BadInput(MISSING_EXTRA)
+
+
+def _door_env() -> tuple[str, str]:
+    from engine.doors.client import check_door_url
+
+    url, token = os.environ.get(DOOR_ENV), os.environ.get(TOKEN_ENV)
+    if not url or not token:
+        raise BadInput(
+            f"set {DOOR_ENV} (unix:/PATH or http://127.0.0.1:PORT) and {TOKEN_ENV} (the lease token): "
+            "`regulator unit run` gives a unit both"
+        )
+    return check_door_url(url), token
+
+
+@door_app.command("stdio")
+def door_stdio() -> None:
+    """An MCP server on stdio forwarding every request to the door ($REGULATOR_DOOR, with the
+    token in $REGULATOR_DOOR_TOKEN), for agent harnesses that speak only stdio."""
+    url, token = _door_env()
+    _check_extra()
+    import gc
+
+    gc.disable()  # the SDK builds thousands of pydantic models on import
+    try:
+        from controlroom.door_http import stdio_forward
+    finally:
+        gc.enable()
+    gc.freeze()
+    stdio_forward(url, token)
+
+
+@door_app.command("call")
+def door_call(
+    tool: Annotated[
+        str, typer.Argument(metavar="TOOL", help="A door tool: status, context, report_intelligence, …")
+    ],
+    json_input: Annotated[
+        str | None,
+        typer.Option(
+            "--json-input", metavar="FILE|-", help="The tool's arguments: one JSON object (default {})."
+        ),
+    ] = None,
+) -> None:
+    """Call one door tool as the unit of $REGULATOR_DOOR_TOKEN and print its JSON result (exit 2
+    bad input, 3 refused, as the CLI)."""
+    from engine.doors.client import DoorClient
+
+    url, token = _door_env()
+    arguments = read_json_input(json_input) if json_input is not None else {}
+    emit_json(DoorClient(url, token).call(tool, arguments))

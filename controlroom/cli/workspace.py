@@ -1,0 +1,207 @@
+"""The workspace's own commands: init, status, verify (SPEC §3, §11, §15)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from controlroom.cli.common import (
+    OPTIONS,
+    JsonFlag,
+    emit_json,
+    escape,
+    global_options,
+    out,
+    person_workspace,
+    report_problems,
+    table,
+    workspace,
+)
+
+app = typer.Typer()
+
+
+@app.command()
+@global_options
+def init(
+    owner: Annotated[str | None, typer.Option(help="The one person of the shipped policy.")] = None,
+    owner_key: Annotated[
+        Path | None,
+        typer.Option("--owner-key", help="The owner's OpenSSH public key (default: git's ssh signing key)."),
+    ] = None,
+    trunk: Annotated[str, typer.Option(help="The trunk branch.")] = "main",
+    clock_mode: Annotated[
+        str, typer.Option("--clock", help="system, or pinned (REGULATOR_NOW honoured: tests, demos).")
+    ] = "system",
+    store: Annotated[
+        str | None,
+        typer.Option("--store", help="postgresql://HOST/DB: keep the stores on PostgreSQL (SPEC §18)."),
+    ] = None,
+) -> None:
+    """Create the workspace here (or at --root): policy, identity, records, views, stores; in git,
+    commit it (the baseline as the owner's decision, then the rest)."""
+    from engine.checkout.workspace import find_lease, read_lease
+    from engine.commands.actors import host_only
+    from engine.commands.init import setup, summary
+
+    found = Path(OPTIONS.lease) if OPTIONS.lease else find_lease(Path.cwd())
+    host_only(read_lease(found) if found else None)  # a unit does not make workspaces
+
+    if OPTIONS.key:  # the key to sign the baseline commit with (the owner's private half)
+        from engine.trust.signing import use_key
+
+        use_key(OPTIONS.key)
+    root = Path(OPTIONS.root or ".")
+    made = setup(root, owner, trunk, owner_key, clock_mode, store)
+    ws = made.ws
+    from engine.base import sshsig
+
+    people = ws.authority().people
+    ((name, keys),) = people.keys.items()
+    out(f"initialized regulator workspace at {escape(ws.root)}")
+    out(
+        f"owner: {escape(name)} (act with --by {escape(name)}; key {sshsig.fingerprint(keys[0])}); "
+        f"requireSignatures: true; clock: {clock_mode}"
+    )
+    if made.baseline == "signed":
+        out(f"baseline committed as {escape(name)}'s decision, signed (identity verify reads it in a clone)")
+    elif made.baseline == "claimed":
+        out(
+            f"baseline committed as {escape(name)}'s decision, unsigned ('claimed': no private key for the "
+            "owner's key was at hand; pass --key FILE to sign it)"
+        )
+    if made.committed_rest:
+        out(f"workspace committed: {', '.join(summary(made.rest))} (the views generated; a second commit)")
+    elif made.baseline is None and made.committed_rest is None:
+        out(
+            f"not a git repository ({escape(ws.root)} has no .git): nothing committed. To commit it, "
+            f"`git init -b {escape(trunk)}` there, then (-S on the first signs it with the owner's key):"
+        )
+        for line in made.commands():
+            out(f"  {escape(line)}")
+    else:
+        what = "the baseline" if made.baseline is None else "the rest of the workspace"
+        sys.stderr.write(
+            f"regulator: warning: git did not commit {what}; commit {', '.join(summary(made.rest))}"
+            + (
+                " and the governed files as the owner's decision (`identity verify` in a clone finds none)"
+                if made.baseline is None
+                else ""
+            )
+            + "\n"
+        )
+
+
+@app.command()
+@global_options
+def status(as_json: JsonFlag = False) -> None:
+    """Units, what holds them, and signals not yet routed. Reads only; never routes."""
+    from engine.read.load import load
+    from engine.read.status import status as derive
+
+    ws, _ = workspace()
+    state = load(ws)
+    report_problems(state)
+    data = derive(ws, state)
+    if as_json:
+        emit_json(data)
+        return
+    rows = [
+        [
+            u["id"],
+            u["type"] or "?",
+            "awaiting close" if u["awaitingClose"] else u["status"],
+            "?" if u["held"] is None else "held" if u["held"] else "",
+            ", ".join(u["blockedBy"] + u["staleKnowledge"]),
+            _run_text(u),
+        ]
+        for u in data["units"]
+    ]
+    from engine.read.storeless import ABSENT, authentication_line
+
+    if data["stores"] == "absent":
+        out(ABSENT)
+    warning = authentication_line(data["authentication"])
+    if warning:
+        out(warning)
+    if data["clock"] == "pinned":
+        out("clock pinned: REGULATOR_NOW is honoured here (tests and demos only)")
+    table(["unit", "type", "status", "held", "by", "run"], rows)
+    if data["unrouted"] is None:
+        out("unrouted signals: unknown (no stores here)")
+        return
+    out(f"{data['unrouted']} unrouted signal(s)")
+    for s in data["unroutedSignals"]:
+        out(f"  {s['id']}  {escape(s['subject'])}")
+
+
+def _run_text(unit: dict) -> str:
+    """How a started unit runs (SPEC §23) and the result its lease recorded, in words."""
+    parts = []
+    if unit["confined"] is not None:
+        parts.append("confined" if unit["confined"] else "unconfined")
+    if unit["result"]:
+        parts.append(f"result {unit['result']['outcome']}: {unit['result']['summary']}")
+    return "; ".join(parts)
+
+
+@app.command()
+@global_options
+def verify(
+    as_json: JsonFlag = False,
+    dismiss: Annotated[
+        str | None, typer.Option("--dismiss", metavar="STORE:LINE", help="Dismiss a named bad line (signed).")
+    ] = None,
+    by: Annotated[str | None, typer.Option(help="The person dismissing (needs the accept grant).")] = None,
+    rationale: Annotated[str, typer.Option(help="Why the line is dismissed.")] = "",
+) -> None:
+    """Check every store's hash chain, every person event's signature and any checkpoint (exit 1)."""
+    from engine.commands import verification
+
+    if dismiss is not None:
+        ws = person_workspace(by)
+        event = verification.dismiss(ws, dismiss, by, rationale)
+        out(
+            f"dismissed {event['store']}:{event['line']} by {escape(event['by'])}; it still counts for nothing"
+        )
+        return
+    ws, _ = workspace()
+    if not ws.has_stores:  # nothing verified is not "ok" (SPEC §16.2)
+        from engine.read.storeless import ABSENT
+
+        if as_json:
+            emit_json({"ok": False, "stores": "absent", "findings": [], "limit": "no stores here"})
+        else:
+            out(ABSENT)
+            out("verify: nothing to verify here: the stores live on the host (run it there)")
+        raise typer.Exit(1)
+    findings = verification.findings(ws)
+    failing = [f for f in findings if f.dismissed is None]
+    limit = (
+        "verify cannot see a cut-off tail or a rewritten and re-hashed suffix without an anchor "
+        "kept elsewhere"
+    )
+    if as_json:
+        emit_json(
+            {
+                "ok": not failing,
+                "findings": [
+                    {"store": f.store, "line": f.line, "message": f.message, "dismissed": f.dismissed}
+                    for f in findings
+                ],
+                "limit": limit,
+            }
+        )
+    else:
+        for f in findings:
+            out(escape(str(f)))
+        done = f"{len(failing)} problem(s)" if failing else "ok: every chain holds, every person event counts"
+        if findings and not failing:
+            done = f"ok: every chain holds; {len(findings)} bad line(s) dismissed (they count for nothing)"
+        out("verify: " + done)
+        out(f"note: {limit}")
+    if failing:
+        raise typer.Exit(1)

@@ -1,0 +1,127 @@
+"""What time and the world bring in (SPEC §24): the declared sensors (`sensors`, `sensors run`)
+and the calibration of predictions (`calibration`). The timed duties run in `serve`'s tick
+(`serve --once-tick` by hand)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from controlroom.cli.common import (
+    JsonFlag,
+    absent_exit,
+    emit_json,
+    escape,
+    global_options,
+    host_workspace,
+    out,
+    report_problems,
+    table,
+    workspace,
+)
+
+app = typer.Typer()
+sensors_app = typer.Typer(invoke_without_command=True, help="The declared sensors: list, run one now.")
+app.add_typer(sensors_app, name="sensors")
+
+
+def _errors(errors: list[str]) -> None:
+    for error in errors:
+        sys.stderr.write(f"regulator: {escape(error)}\n")
+
+
+@sensors_app.callback()
+@global_options
+def sensors(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """List the declared sensors with their last run, outcome and signals. Reads only."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from engine.commands.sensors import listing
+    from engine.read.load import load
+
+    ws, _ = workspace()
+    state = load(ws, stores=("signals",))
+    report_problems(state)
+    rows = listing(ws, state)
+    if as_json:
+        emit_json(rows)
+        absent_exit(ws)
+        return
+    if not rows:
+        out("no sensors declared (regulator/policy/sensors.yaml, changed by accepted proposal)")
+        absent_exit(ws)
+        return
+    table(
+        ["sensor", "kind", "every", "severity", "last run", "outcome", "raised", "next run"],
+        [
+            [
+                r["name"],
+                r["kind"],
+                r["every"],
+                r["severity"],
+                r["lastRun"] or "never",
+                (r["outcome"] or "-") + (f" ({r['errorCount']} error(s))" if r["errorCount"] else ""),
+                f"{len(r['signals'])} last run, {r['raised']} in all",
+                r["nextRun"] or "now",
+            ]
+            for r in rows
+        ],
+    )
+    absent_exit(ws)
+
+
+@sensors_app.command("run")
+@global_options
+def sensors_run(name: Annotated[str, typer.Argument(metavar="NAME")], as_json: JsonFlag = False) -> None:
+    """Run one sensor now (a host operation): its new signals, withdrawn advisories and the run
+    are written; each problem is one line on stderr, and exit 1."""
+    from engine.commands.sensors import run
+
+    ws = host_workspace()
+    outcome = run(ws, name)
+    if as_json:
+        emit_json({"sensor": name, "written": outcome.written, "errors": outcome.errors})
+    else:
+        out(f"sensor {name}: {outcome.outcome}")
+    _errors(outcome.errors)
+    if outcome.errors:
+        raise typer.Exit(1)
+
+
+@app.command()
+@global_options
+def calibration(as_json: JsonFlag = False) -> None:
+    """Per reporting source and confidence: how many predictions came true, did not, or await an
+    outcome. Reads only."""
+    from engine.commands.predictions import calibration as tallies
+    from engine.read.load import load
+
+    ws, _ = workspace()
+    state = load(ws, stores=("signals",))
+    report_problems(state)
+    rows = [t.json() for t in tallies(state)]
+    if as_json:
+        emit_json(rows)
+        absent_exit(ws)
+        return
+    if not rows:
+        out("no predictions yet (report_intelligence's `prediction: {resolvesAt}`)")
+    else:
+        table(
+            ["source", "confidence", "came true", "did not", "awaiting", "pending", "rate"],
+            [
+                [
+                    f"{r['sourceKind']} {r['source']}",
+                    r["confidence"],
+                    r["cameTrue"],
+                    r["didNotComeTrue"],
+                    r["awaiting"],
+                    r["pending"],
+                    "-" if r["rate"] is None else f"{r['rate']:.0%}",
+                ]
+                for r in rows
+            ],
+        )
+    absent_exit(ws)

@@ -1,0 +1,77 @@
+"""Running a command the policy declares (a sensor, `notify`), confined as units are (SPEC §24):
+its argument vector without a shell, an allowlisted environment, a time limit after which its
+whole process group is killed, and its output read from a file, never held unbounded in a pipe."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ENVIRONMENT = ("PATH", "HOME", "LANG", "TERM", "TZ")  # what a declared command gets of the host's
+MAX_OUTPUT = 64 << 20  # more standard output than this is not a sensor's report
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a declared command did: its exit code (None when it did not run or was killed), its
+    standard output, and why it failed in one line ("" when it ran to its end)."""
+
+    code: int | None
+    stdout: bytes
+    problem: str = ""
+
+
+def run(argv: tuple[str, ...] | list[str], *, stdin: bytes, timeout: float, cwd: Path) -> Ran:
+    """Run `argv` in `cwd` with `stdin`, at most `timeout` seconds; never raises for the command's
+    own failure (a missing program, a crash, a timeout): that is the Ran's problem."""
+    env = {name: os.environ[name] for name in ENVIRONMENT if name in os.environ}
+    env.setdefault("PATH", os.defpath)
+    shown = " ".join(argv)[:200]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as given:
+        given.write(stdin)
+        given.seek(0)
+        try:
+            child = subprocess.Popen(  # noqa: S603 - an argument vector a decision declared, no shell
+                list(argv),
+                cwd=cwd,
+                env=env,
+                stdin=given,
+                stdout=out,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group: killed whole on timeout
+                close_fds=True,
+            )
+        except OSError as exc:
+            return Ran(None, b"", f"cannot run {shown}: {exc.strerror or exc}")
+        try:
+            code = child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill(child)
+            return Ran(None, b"", f"{shown}: killed after its {timeout:g} s time limit")
+        finally:
+            _kill_group(child.pid)  # anything it left running in its group goes with it
+        size = out.seek(0, os.SEEK_END)
+        if size > MAX_OUTPUT:
+            return Ran(code, b"", f"{shown}: printed {size} bytes, over the {MAX_OUTPUT} byte limit")
+        out.seek(0)
+        return Ran(code, out.read(), "")
+
+
+def _kill(child: subprocess.Popen) -> None:
+    _kill_group(child.pid)
+    try:
+        child.kill()
+    except OSError:
+        pass
+    child.wait()
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,586 @@
+"""Finding the workspace and the lease, and reading what it holds (policy, contracts)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import json
+import os
+import re
+import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, overload
+
+from engine.base.errors import BadInput, Refused
+from engine.log.events import STORES
+from engine.log.store import NO_STORES, Store, lock_held, locked
+from identity import regular
+from identity.files import POLICY_DIR, SENSORS_POLICY, STORE_POLICY, content_hash
+
+if TYPE_CHECKING:  # the policy models are pydantic: imported only by commands that read policy
+    from engine.checkout.authority import Authority
+    from identity.policy import InteractionPolicy, Profiles, RoutingPolicy, SensorsPolicy
+
+LEASE_FILE = ".regulator-lease.json"
+STATE_DIR = ".regulator"
+_POLICY_CACHE: dict[tuple, object] = {}
+_DECIDING: set[Path] = set()  # workspaces whose decide lock this process holds
+UNIT_ID = re.compile(r"[a-z0-9][a-z0-9-]*(/[a-z0-9-]+)?")
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A lease file as found on disk; honoured only while it matches the unit's current lease."""
+
+    unit: str
+    lease: str = field(repr=False)  # the token: a host that logs a Lease must not log it
+    workspace: Path
+    leased_at: str
+    path: Path
+    # where the unit works, when the lease file lies outside it (`unit run` keeps it in the lease's
+    # folder, SPEC §23); else the lease file's folder
+    work: Path | None = None
+
+    @property
+    def worktree(self) -> Path:
+        return self.work or self.path.parent
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path  # the workspace: its stores, its decided policy, its governed files
+    checkout: Path | None = None  # a linked git worktree of it the command runs in (its registers)
+    # a command that reads only git where the stores are not file stores on this disk (PostgreSQL,
+    # or a mirror with no PostgreSQL store selected): it opens none of them, as in a clone (D-87)
+    git_only: bool = False
+
+    @property
+    def tree(self) -> Path:
+        """Where the registers are read and written: the checkout the command runs in (a branch in
+        a linked worktree is linted as that branch), else the workspace itself."""
+        return self.checkout or self.root
+
+    @functools.cached_property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def url(self) -> str | None:
+        """The PostgreSQL store this workspace's stores are on (SPEC §18), or None: files (and for
+        a command that reads only git, D-87)."""
+        if self.git_only:
+            return None
+        env = os.environ.get("REGULATOR_STORE")
+        known = self.__dict__.get("_url")  # kept as cached_property keeps its value, per REGULATOR_STORE
+        if known is not None and known[0] == env:
+            return known[1]
+        url = store_url(self.root)
+        if url is None:
+            _not_a_mirror(self.state_dir)
+        elif not env:
+            _decided_store(self, url)
+        self.__dict__["_url"] = (env, url)
+        return url
+
+    def store(self, name: str) -> Store:
+        url = self.url
+        if url is not None:
+            from engine.log.pg.store import PgStore
+
+            return PgStore(url, self.state_dir, name)
+        return Store(self.state_dir / f"{name}.ndjson")
+
+    def marks(self, but: str, folded: Mapping[str, int] | None = None) -> dict[str, int]:
+        """Where every store but `but` ends, as a write decided inside the decide lock records it:
+        an identity decision's `marks`, a host event's `seen` (SPEC §22). A store the caller folded
+        counts as far as it was folded (`folded`: store -> byte offset); any other, its length now
+        (on PostgreSQL, its mirror's bytes, brought up to date when the lock was taken)."""
+        folded = folded or {}
+        return {
+            name: folded[name] if name in folded else self.store(name).size()
+            for name in STORES
+            if name != but
+        }
+
+    def sync(self) -> int:
+        """A postgresql workspace: bring the local mirror up to date (lines gained); files: 0."""
+        url = self.url
+        if url is None:
+            return 0
+        from engine.log.pg.mirror import mirror
+
+        found = mirror(url, self.state_dir)
+        if not found.checked:
+            found.prepare()
+            return 1
+        return found.sync()
+
+    def cannot_write(self) -> str | None:
+        """Why this process may not write what a host writes, in words (a PostgreSQL role without
+        INSERT on the stores, such as regulator_reader, or one that is not regulator_host; a
+        database still on an earlier schema), or None: it may. One question to the server."""
+        url = self.url
+        if url is None:
+            return None
+        from engine.log.pg.admin import cannot_write
+
+        return cannot_write(url)
+
+    @property
+    def has_stores(self) -> bool:
+        """The host's workspace holds its stores; a clone (CI) or a copy does not (SPEC §16.2), nor
+        does a command that reads only git where they are not file stores (D-87)."""
+        return not self.git_only and os.path.isfile(self._identity_file)
+
+    @functools.cached_property
+    def _identity_file(self) -> str:
+        return str(self.state_dir / "identity.ndjson")
+
+    def authority(self) -> Authority:
+        """Decided content, keys and grants, folded from identity.ndjson (SPEC §15.0)."""
+        from engine.checkout import authority
+
+        if self.git_only:  # as in a clone: no decision log is read
+            return authority.Authority()
+        url = self.url
+        if url is not None:  # PostgreSQL: the identity store's mirror, prepared once
+            from engine.log.pg.mirror import mirror
+
+            if not mirror(url, self.state_dir).checked:
+                self.sync()
+        return authority.of(self.root)
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """One decider at a time: routing, dispositions and unit transitions check, then write."""
+        url = self.url
+        if url is not None:
+            from engine.log.pg.server import decide_lock
+
+            with decide_lock(url):
+                self.sync()  # what every other host committed before the lock was ours
+                _DECIDING.add(self.root)
+                try:
+                    yield
+                finally:
+                    _DECIDING.discard(self.root)
+            return
+        if not self.state_dir.is_dir():
+            raise Refused(NO_STORES)
+        with locked(self.state_dir / "decide.lock"):
+            _DECIDING.add(self.root)
+            try:
+                yield
+            finally:
+                _DECIDING.discard(self.root)
+
+    def decide_lock_held(self) -> bool:
+        """Does another process hold the decide lock right now (the one exclusive() takes)? A probe
+        that never waits: `.regulator/decide.lock` on files, the lock row on PostgreSQL."""
+        url = self.url
+        if url is not None:
+            from engine.log.pg.server import decide_lock_held
+
+            return decide_lock_held(url)
+        return lock_held(self.state_dir / "decide.lock")
+
+    def deciding(self) -> bool:
+        """Inside exclusive(): this command writes (readers never do, SPEC §13)."""
+        return self.root in _DECIDING
+
+    # ---- policy ----------------------------------------------------------------------------
+    def policy_text(self, relative: str) -> str:
+        """A governed file's content in force: the last decision's (SPEC §15.0), never the file
+        on disk, which grants nothing by being edited. A first-round baseline recorded only a
+        hash: the file is used then only while it still has that hash. In a clone (no stores)
+        the committed file is all there is (SPEC §16.2 says how that is checked)."""
+        path = self.root / relative
+        auth = self.authority()
+        if auth.present:
+            text = auth.content.get(relative)
+            if text is not None:
+                return text
+            decided = auth.decided_hash.get(relative)
+            try:
+                data = regular.read_bytes(path)
+            except OSError:
+                data = None
+            if auth.unknown:  # identity.ndjson does not verify: nothing decided is known (fail closed)
+                raise Refused(
+                    f"the policy in force is unknown ({auth.unknown}): no governed file's decided content "
+                    "can be read until identity.ndjson verifies again (`regulator verify` names the line)"
+                )
+            if decided is None or data is None or content_hash(data) != decided:
+                raise Refused(
+                    f"{relative} differs from its last decided content and no decision records that "
+                    "content: grants come only from decisions; `regulator identity verify` names the edit"
+                )
+            return data.decode("utf-8", "replace")
+        try:
+            return regular.read_text(path)
+        except FileNotFoundError:
+            raise BadInput(f"policy {relative}: missing; run `regulator init` or restore it") from None
+
+    def optional_policy_text(self, relative: str) -> str | None:
+        """A governed file a workspace may lack (sensors.yaml): None while it is absent on disk and
+        no decision ever recorded it; else its content in force, as policy_text."""
+        auth = self.authority()
+        decided = relative in auth.decided_hash or relative in auth.content
+        if not decided and not os.path.lexists(self.root / relative):
+            return None
+        return self.policy_text(relative)
+
+    @overload
+    def _policy(self, name: Literal["routing.yaml"]) -> RoutingPolicy: ...
+    @overload
+    def _policy(self, name: Literal["interaction.yaml"]) -> InteractionPolicy: ...
+    @overload
+    def _policy(self, name: Literal["profiles.yaml"]) -> Profiles: ...
+    @overload
+    def _policy(self, name: Literal["sensors.yaml"]) -> SensorsPolicy: ...
+    def _policy(self, name: str) -> object:
+        """Parsed policy in force, parsed again only when its decided content changed (a long-lived
+        control room asks for it on every append). sensors.yaml absent and never decided: none."""
+        from identity.policy import PolicyError, parse_policy
+
+        relative = f"{POLICY_DIR}/{name}"
+        text = (
+            self.optional_policy_text(relative) if relative == SENSORS_POLICY else self.policy_text(relative)
+        )
+        if text is None:
+            text = "sensors: {}\n"
+        key = (name, text)
+        if key in _POLICY_CACHE:
+            return _POLICY_CACHE[key]
+        try:
+            parsed = parse_policy(name, text)
+        except PolicyError as exc:
+            raise BadInput(f"policy {exc}") from None
+        if len(_POLICY_CACHE) > 32:
+            _POLICY_CACHE.clear()
+        _POLICY_CACHE[key] = parsed
+        return parsed
+
+    def routing(self) -> RoutingPolicy:
+        return self._policy("routing.yaml")
+
+    def interaction(self) -> InteractionPolicy:
+        return self._policy("interaction.yaml")
+
+    def profiles(self) -> Profiles:
+        return self._policy("profiles.yaml")
+
+    def sensors(self) -> SensorsPolicy:
+        """The declared sensors in force (SPEC §24); none where sensors.yaml was never decided."""
+        return self._policy("sensors.yaml")
+
+    def revision(self, where: Path | None = None) -> str | None:
+        """HEAD of the given worktree (or the workspace); None outside git."""
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(where or self.root), "rev-parse", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+MIRROR_MARKER = "postgresql.json"  # engine.log.pg.sql.MARKER: what makes `.regulator/` a mirror
+_URLS: dict[tuple[Path, str | None], str | None] = {}
+
+
+def store_url(root: Path) -> str | None:
+    """Where the stores are (SPEC §18): REGULATOR_STORE for this process, else the `url:` of
+    regulator/policy/store.yaml, else None (the files under .regulator/)."""
+    env = os.environ.get("REGULATOR_STORE") or None
+    key = (root, env)
+    if key in _URLS:
+        return _URLS[key]
+    url: str | None = None
+    if env is not None:
+        if env in ("files", "file"):
+            url = None
+        elif env.startswith(("postgresql://", "postgres://")):
+            url = env
+        else:
+            raise BadInput(f"REGULATOR_STORE={env!r} is not a postgresql:// URL (or `files`)")
+    else:
+        url = committed_url(root)
+    _URLS[key] = url
+    return url
+
+
+def committed_url(root: Path) -> str | None:
+    """The `url:` of regulator/policy/store.yaml at `root` (None: files), whatever REGULATOR_STORE says."""
+    try:
+        text = regular.read_text(root / STORE_POLICY)
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    try:
+        return store_policy_url(text)
+    except ValueError as exc:
+        raise BadInput(f"{STORE_POLICY}: {exc}") from None
+
+
+def store_policy_url(text: str) -> str | None:
+    """The `url:` of a store.yaml's text: a postgresql:// URL, or None (absent, empty or `files`).
+    ValueError when it names anything else."""
+    url = None
+    for raw in text.splitlines():
+        key_part, _, value = raw.partition(":")
+        if key_part.strip() == "url":
+            value = value.strip().strip("'\"")
+            if value and value != "files":
+                if not value.startswith(("postgresql://", "postgres://")):
+                    raise ValueError(f"url {value!r} is not a postgresql:// URL")
+                url = value
+    return url
+
+
+def _decided_store(ws: Workspace, url: str) -> None:
+    """store.yaml names a postgresql store where `.regulator/` holds file stores: those stores
+    say whether a decision chose it (store.yaml is governed). One that no decision records is
+    refused before anything connects to the server it names (exit 3); a decided one is the move
+    the mirror then asks to finish (`store copy`). A mirror, or no stores here, judges nothing."""
+    if os.path.lexists(ws.state_dir / MIRROR_MARKER):
+        return
+    try:
+        if os.stat(ws._identity_file, follow_symlinks=False).st_size == 0:
+            return
+    except OSError:
+        return
+    from engine.checkout import authority
+
+    decided = authority.of(ws.root).decided_hash.get(STORE_POLICY)
+    try:
+        actual = content_hash(regular.read_bytes(ws.root / STORE_POLICY))
+    except OSError:
+        return
+    if decided != actual:
+        from engine.log.pg.connection import redact
+
+        raise Refused(
+            f"{STORE_POLICY} names {redact(url)}, but no decision in the stores here ({STATE_DIR}/) "
+            "records that content (a hand edit?): restore its decided content or remove it, then "
+            f"propose the change (`regulator identity propose --file {STORE_POLICY} …`)"
+        )
+
+
+def _not_a_mirror(state_dir: Path) -> None:
+    """Files selected where `.regulator/` is a PostgreSQL store's local mirror (SPEC §18): refused.
+    The mirror is a cache fetched again from the server, so a line appended to it as if it were a
+    file store would be dropped without a word, and a read would show a copy's stale state."""
+    marker = state_dir / MIRROR_MARKER
+    if not marker.is_file():
+        return
+    try:
+        mirrored = json.loads(regular.read_text(marker)).get("url")
+    except (OSError, ValueError, AttributeError):
+        mirrored = None
+    named = f" of {mirrored}" if isinstance(mirrored, str) and mirrored else ""
+    raise Refused(
+        f"{state_dir} is the local mirror{named}, not file stores, but no postgresql store is "
+        f"selected here; set REGULATOR_STORE=postgresql://… or commit {STORE_POLICY} "
+        f"(url: postgresql://…), or move {state_dir.name}/ aside to use files"
+    )
+
+
+def check_unit_id(value: str, field: str = "unit") -> str:
+    if not isinstance(value, str) or not UNIT_ID.fullmatch(value) or len(value) > 200:
+        raise BadInput(
+            f"{field}: {value!r} is not a unit id (lowercase letters, digits and '-', "
+            "optionally one '/stream-part')"
+        )
+    return value
+
+
+def read_lease(path: Path) -> Lease:
+    if path.exists() and not path.is_file():  # a folder or a FIFO: never opened (it would hang)
+        raise BadInput(f"lease file {path} is not a regular file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        lease = Lease(
+            unit=check_unit_id(data["unit"]),
+            lease=str(data["lease"]),
+            workspace=Path(data["workspace"]),
+            leased_at=str(data["leasedAt"]),
+            path=path.resolve(),
+            work=Path(data["worktree"]) if isinstance(data.get("worktree"), str) else None,
+        )
+    except FileNotFoundError:
+        raise BadInput(f"lease file {path} does not exist") from None
+    except (ValueError, KeyError, TypeError, RecursionError, BadInput):
+        raise Refused(f"lease file {path} is not a valid lease; ask the host to dispatch again") from None
+    return lease
+
+
+def _walk_up(start: Path) -> Iterator[Path]:
+    here = start.resolve()
+    yield here
+    yield from here.parents
+
+
+def find_lease(cwd: Path) -> Path | None:
+    for folder in _walk_up(cwd):
+        candidate = folder / LEASE_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def is_workspace(folder: Path) -> bool:
+    """A folder with stores, or a clone of one (CI): the tracked policy is there, the stores are
+    not (`.regulator/` is never committed), and readers then see empty stores."""
+    return (folder / STATE_DIR).is_dir() or (folder / POLICY_DIR).is_dir()
+
+
+def holds_stores(folder: Path) -> bool:
+    """A workspace a lease may name: its stores are here (`.regulator/`), or on the PostgreSQL
+    store selected for this checkout of it, whose local mirror is made on first use (D-87): a host
+    whose mirror was deleted or moved aside is still the host. `REGULATOR_STORE` alone does not
+    make any folder a workspace: the workspace's committed policy must be there."""
+    if (folder / STATE_DIR).is_dir():
+        return True
+    return (folder / POLICY_DIR).is_dir() and store_url(folder) is not None
+
+
+def main_worktree(folder: Path) -> Path | None:
+    """The main worktree of a linked git worktree (`git worktree add`), as git's common directory
+    names it (what `git rev-parse --git-common-dir` answers, read from the files without a
+    process): its `.git` is a file naming a gitdir that holds a `commondir`. None otherwise."""
+    dotgit = folder / ".git"
+    try:
+        if not dotgit.is_file():
+            return None
+        text = regular.read_text(dotgit).strip()
+        if not text.startswith("gitdir:"):
+            return None
+        gitdir = folder / text[len("gitdir:") :].strip()
+        common = (gitdir / regular.read_text(gitdir / "commondir").strip()).resolve()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return common.parent if common.name == ".git" else None
+
+
+def _real(folder: Path) -> Path:
+    """A worktree of the workspace is the workspace (SPEC §15.4); a symlinked .regulator/ is refused."""
+    main = main_worktree(folder)
+    if main is not None and is_workspace(main):
+        folder = main
+    if (folder / STATE_DIR).is_symlink():
+        raise Refused(f"{folder / STATE_DIR} is a symlink; regulator opens its stores only where they are")
+    return folder
+
+
+GIT_FILES = ("HEAD", "config", "index", "packed-refs")
+
+
+def check_git(folder: Path) -> None:
+    """The files git reads before it answers anything are regular files (SPEC §26): a FIFO at
+    `.git/HEAD` would hang every git call regulator makes (lint, revisions, the trunk walk), so it
+    is refused in one line first. A linked worktree's own git directory is checked too."""
+    dotgit = folder / ".git"
+    gitdirs = []
+    if dotgit.is_dir():
+        gitdirs.append(dotgit)
+    elif dotgit.is_file():
+        text = regular.read_text(dotgit).strip()
+        if text.startswith("gitdir:"):
+            gitdirs.append(folder / text[len("gitdir:") :].strip())
+    for gitdir in gitdirs:
+        for name in GIT_FILES:
+            regular.check_regular(gitdir / name)
+
+
+def _opened(folder: Path) -> Workspace:
+    """The workspace for a folder: itself, or the workspace a linked worktree of it belongs to."""
+    check_git(folder)
+    home = _real(folder)
+    if home != folder:
+        check_git(home)
+    check_untracked(home)
+    return Workspace(home, None if home == folder else folder)
+
+
+def check_untracked(home: Path) -> None:
+    """Stores committed to git are not the host's stores (a clone carrying forged ones would look
+    like the host): refused (SPEC §16.2)."""
+    if not (home / STATE_DIR).is_dir() or not (home / ".git").exists():
+        return
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(home), "ls-files", "--", STATE_DIR], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    if done.returncode == 0 and done.stdout.strip():
+        raise Refused(
+            f"{home / STATE_DIR} is tracked by git: committed stores are never trusted (a clone that "
+            f"carries them?); remove them from git (`git rm -r --cached {STATE_DIR}`)"
+        )
+
+
+def configure_clock(ws: Workspace) -> Workspace:
+    """REGULATOR_NOW is honoured only where the routing policy in force says `clock: pinned`."""
+    from engine.base import clock
+
+    clock.configure(ws.authority().clock == "pinned" if ws.has_stores else False)
+    return ws
+
+
+def locate(
+    root: Path | None = None,
+    lease_file: Path | None = None,
+    cwd: Path | None = None,
+    *,
+    git_only: bool = False,
+) -> tuple[Workspace, Lease | None]:
+    """Find the workspace (SPEC §3 order: --root, --lease, a lease walking up, .regulator/ walking up).
+
+    `git_only`: the command answers from git (registry lint, views, records, routing tests,
+    `--once --registers-only`). It reads file stores on this disk as ever, but where the stores
+    are on PostgreSQL, or `.regulator/` is a mirror, it opens none of them and never connects: the
+    workspace is then read as a clone is (stores absent, D-87), so CI needs no database."""
+    ws, lease = _locate(root, lease_file, cwd)
+    if git_only and (store_url(ws.root) is not None or (ws.state_dir / MIRROR_MARKER).is_file()):
+        return configure_clock(dataclasses.replace(ws, git_only=True)), lease
+    ws.sync()  # on PostgreSQL: the mirror the reads go through, up to date (SPEC §18)
+    return configure_clock(ws), lease
+
+
+def _locate(
+    root: Path | None = None, lease_file: Path | None = None, cwd: Path | None = None
+) -> tuple[Workspace, Lease | None]:
+    cwd = cwd or Path.cwd()
+    lease = read_lease(lease_file) if lease_file else None
+    if lease is None:
+        found = find_lease(cwd)
+        if found is not None:
+            lease = read_lease(found)
+    if root is not None:
+        ws = _opened(root.resolve())
+        root = ws.root
+        if not is_workspace(root):
+            raise BadInput(f"{root} is not a regulator workspace (no {STATE_DIR}/); run `regulator init`")
+        if lease is not None and lease.workspace.resolve() != ws.root:
+            lease = None if lease_file is None else lease
+        return ws, lease
+    if lease is not None:
+        home = _real(lease.workspace.resolve())
+        check_git(home)
+        check_untracked(home)
+        if not holds_stores(home):
+            raise Refused(f"lease {lease.path} names {lease.workspace}, which is not a workspace")
+        return Workspace(home), lease
+    for folder in _walk_up(cwd):
+        if main_worktree(folder) is not None or is_workspace(folder):
+            ws = _opened(folder)
+            if is_workspace(ws.root):
+                return ws, None
+    raise BadInput("no regulator workspace here or above; run `regulator init` or pass --root DIR")

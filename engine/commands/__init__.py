@@ -1,0 +1,1 @@
+"""The write commands: report, route, resolve, remember, dispatch/close/decide, propose/accept, verify, registers, init."""

@@ -1,0 +1,95 @@
+"""Who is acting: a unit (stamped from its lease, never from an argument) or a named person."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from engine.base.errors import BadInput, Refused
+from engine.base.limits import check_text
+from engine.checkout.workspace import Lease, Workspace
+from engine.read.model import State, UnitStatus
+from engine.read.queries import unit_status
+
+
+@dataclass(frozen=True)
+class Actor:
+    unit: str | None = None
+    person: str | None = None
+    lease: Lease | None = None
+
+
+def check_person(by: str | None, field: str = "--by") -> str:
+    if by is None:
+        raise BadInput(f"{field}: name the person acting (e.g. --by alice)")
+    return check_text(field, by, kind="name")
+
+
+def lease_hash(token: str) -> str:
+    """What the log keeps of a lease token (SPEC §15.2): the token itself never reaches a store."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def no_person_under_lease(lease: Lease | None, by: str | None) -> None:
+    """A command given --by while a lease is in effect is refused (exit 2, SPEC §15.2)."""
+    if lease is not None and by is not None:
+        raise BadInput(
+            f"a unit cannot act as a person: --by/--as is refused under a lease ({lease.path}); "
+            "persons act from their own shell, outside any leased worktree"
+        )
+
+
+def host_only(lease: Lease | None, unit_id: str | None = None) -> None:
+    """Host operations are refused under a lease (exit 3); a unit may close only itself."""
+    if lease is not None and (unit_id is None or unit_id != lease.unit):
+        raise Refused(f"a unit cannot run a host operation (under the lease of {lease.unit}); ask the host")
+
+
+def unit_or_person(lease: Lease | None, by: str | None) -> Actor:
+    """A unit-authored command takes a lease or --by, never both and never neither (exit 2)."""
+    no_person_under_lease(lease, by)
+    if lease is None and by is None:
+        raise BadInput(
+            "no lease here and no --by: run inside a leased worktree, pass --lease FILE, "
+            "or name a person with --by"
+        )
+    if lease is not None:
+        return Actor(unit=lease.unit, lease=lease)
+    return Actor(person=check_person(by))
+
+
+def check_lease(state: State, lease: Lease) -> None:
+    """A lease file is honoured only while it matches the unit's current lease."""
+    unit = state.units.get(lease.unit)
+    if (
+        unit is None
+        or unit_status(state, unit) != UnitStatus.IN_PROGRESS
+        or unit.lease != lease_hash(lease.lease)
+    ):
+        raise Refused(
+            f"the lease in {lease.path} for unit {lease.unit} is not the unit's current lease "
+            "(stale or edited); ask the host to dispatch the unit again"
+        )
+
+
+def unit_tools(ws: Workspace, state: State, unit_id: str) -> tuple[str, str, tuple[str, ...]]:
+    """(type, profile, tools) of a leased unit: type and profile as its dispatch recorded them
+    (SPEC §15.0; an edited contract grants nothing), tools from the profiles policy in force."""
+    unit = state.units.get(unit_id)
+    unit_type, profile_name = (unit.type, unit.profile) if unit is not None else (None, None)
+    if unit_type is None or profile_name is None:
+        raise Refused(f"unit {unit_id}'s dispatch recorded no type and profile; its lease grants nothing")
+    profile = ws.profiles().profiles.get(profile_name)
+    tools = profile.tools if profile is not None else ()
+    return unit_type, profile_name, tools
+
+
+def require_grant(ws: Workspace, person: str, grant: str, doing: str) -> None:
+    policy = ws.interaction()
+    if person not in policy.people:
+        raise Refused(
+            f"{person!r} is not a person in regulator/policy/interaction.yaml; "
+            f"only a named person with the {grant} grant may {doing}"
+        )
+    if not policy.may(person, grant):
+        raise Refused(f"{person} lacks the {grant} grant needed to {doing} (interaction.yaml)")

@@ -1,0 +1,123 @@
+"""Operational memory (seed 000): dated facts for later units, written by a unit under its lease."""
+
+from __future__ import annotations
+
+import re
+from datetime import date, timedelta
+
+from engine.base import clock
+from engine.base.errors import BadInput, Refused
+from engine.base.limits import check_list, check_text
+from engine.base.lookup import by_prefix
+from engine.checkout.workspace import Lease, Workspace
+from engine.commands.actors import check_lease, check_person, require_grant, unit_tools
+from engine.read.load import load
+from engine.read.model import EventKind, MemoryEntry, MemoryStatus
+from engine.read.queries import memory_status
+from engine.trust.signing import person_event, signer_for
+
+FIELDS = ("subject", "note", "evidence", "reviewBy", "scope")
+MAX_REVIEW_DAYS = 90
+UNIT_TYPE = re.compile(r"[a-z0-9][a-z0-9-]*")
+
+
+def validate_entry(fields: dict, today: date) -> dict:
+    unknown = sorted(set(fields) - set(FIELDS))
+    if unknown:
+        raise BadInput(f"unknown field {unknown[0]!r}; the fields are {', '.join(FIELDS)}")
+    for name in ("subject", "note", "reviewBy"):
+        if fields.get(name) is None:
+            raise BadInput(f"{name}: required")
+    subject = check_text("subject", fields["subject"])
+    note = check_text("note", fields["note"])
+    evidence = check_list("evidence", [] if fields.get("evidence") is None else fields["evidence"], minimum=1)
+    if not isinstance(fields["reviewBy"], str):
+        raise BadInput("reviewBy: expected a date YYYY-MM-DD")
+    review_by = clock.parse_date(fields["reviewBy"], "review-by")
+    if review_by <= today:
+        raise BadInput(
+            f"review-by {review_by} is not after today ({today}); a stale fact is not worth recording"
+        )
+    latest = today + timedelta(days=MAX_REVIEW_DAYS)
+    if review_by > latest:
+        raise BadInput(
+            f"review-by {review_by} is more than {MAX_REVIEW_DAYS} days out (latest {latest}); "
+            "a fact that should hold longer is a rule: propose it"
+        )
+    scope = check_list("scope", [] if fields.get("scope") is None else fields["scope"], kind="name")
+    for unit_type in scope:
+        if not UNIT_TYPE.fullmatch(unit_type):
+            raise BadInput(f"scope: {unit_type!r} is not a unit type (lowercase letters, digits, '-')")
+    return {
+        "subject": subject,
+        "note": note,
+        "evidence": evidence,
+        "scope": sorted(set(scope)),
+        "reviewBy": review_by.isoformat(),
+    }
+
+
+def remember(ws: Workspace, fields: dict, lease: Lease | None) -> dict:
+    """Validate (exit 2), then check the lease and the profile's remember grant (exit 3)."""
+    body = validate_entry(fields, clock.today())
+    if lease is None:
+        raise BadInput(
+            "memory is written by a unit under its lease: run inside a leased worktree or pass --lease FILE"
+        )
+    state = load(ws, stores=("units",))
+    check_lease(state, lease)
+    _, profile, tools = unit_tools(ws, state, lease.unit)
+    if "remember" not in tools:
+        raise Refused(f"unit {lease.unit}'s profile {profile} does not grant remember")
+    event = {
+        "kind": EventKind.MEMORY,
+        **body,
+        "unit": lease.unit,
+        "revision": ws.revision(lease.worktree),
+        "recordedBy": "S1",
+        "at": clock.iso(clock.now()),
+    }
+    with ws.exclusive():  # the count and the append together: two writers cannot both take the last place
+        check_quota(ws, lease.unit)
+        return ws.store("memory").append(event, assign_id=True)
+
+
+def check_quota(ws: Workspace, unit: str) -> None:
+    """A recording unit holds at most memory.maxCurrentPerUnit current entries (SPEC §16.1)."""
+    most = ws.routing().memory.max_current_per_unit
+    state = load(ws, stores=("memory",))
+    today = state.now.date()
+    mine = [entry for entry in state.memory.values() if entry.event.get("unit") == unit]
+    held = sum(memory_status(entry, today) == MemoryStatus.CURRENT for entry in mine)
+    if held >= most:
+        raise Refused(
+            f"unit {unit} holds {held} current memory entries, the most one unit may hold "
+            "(memory.maxCurrentPerUnit in regulator/policy/routing.yaml): ask a person to retract one "
+            "(`regulator memory retract ID --by PERSON`) or let one expire"
+        )
+
+
+def find(entries: dict[str, MemoryEntry], prefix: str) -> MemoryEntry:
+    return by_prefix(entries, prefix, "memory entry")
+
+
+def retract(ws: Workspace, prefix: str, by: str | None, reason: str) -> dict:
+    """A later event; nothing is deleted. Needs a person with the retract grant."""
+    person = check_person(by)
+    reason = check_text("--reason", reason, kind="reason")
+    require_grant(ws, person, "retract", "retract a memory entry")
+    signer = signer_for(ws, person)
+    with ws.exclusive():
+        state = load(ws, stores=("memory",))
+        entry = find(state.memory, prefix)
+        if entry.retraction is not None:
+            r = entry.retraction
+            raise Refused(f"memory entry {entry.event['id']} was already retracted by {r['by']} at {r['at']}")
+        event = {
+            "kind": EventKind.RETRACTION,
+            "entry": entry.event["id"],
+            "by": person,
+            "reason": reason,
+            "at": clock.iso(clock.now()),
+        }
+        return ws.store("memory").append(person_event(ws, signer, event))

@@ -1,0 +1,339 @@
+"""S5 changes only by decision: a proposal, then a named person's accept or reject (SPEC §7)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.base import clock
+from engine.base.errors import BadInput, Refused
+from engine.base.limits import check_text
+from engine.base.lookup import by_prefix
+from engine.checkout.workspace import Workspace
+from engine.commands.actors import Actor, check_lease, check_person, require_grant, unit_tools
+from engine.commands.init import write_governed
+from engine.read.load import load
+from engine.read.model import EventKind, State
+from engine.trust.signing import person_event, signer_for
+from identity.files import (
+    GOVERNED,
+    OPTIONAL,
+    POLICY_DIR,
+    SENSORS_POLICY,
+    STORE_POLICY,
+    content_hash,
+    file_hash,
+)
+from identity.policy import POLICY_MODELS, PolicyError, parse_policy
+
+
+def governed_path(file: str) -> str:
+    relative = file.strip()
+    if relative.startswith("./"):
+        relative = relative[2:]
+    if relative not in GOVERNED:
+        raise BadInput(f"--file {file!r} is not a governed file; one of: {', '.join(GOVERNED)}")
+    return relative
+
+
+def propose(ws: Workspace, file: str, content: bytes, rationale: str, actor: Actor) -> dict:
+    relative = governed_path(file)
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput("--content-from: not valid UTF-8") from None
+    check_text("--content-from", text, kind="content")
+    rationale = check_text("--rationale", rationale, kind="rationale")
+    name = relative.rsplit("/", 1)[1]
+    if relative.startswith(POLICY_DIR) and name in POLICY_MODELS:
+        try:
+            parse_policy(name, text)
+        except PolicyError as exc:
+            raise BadInput(f"proposed {exc}; a policy that cannot be read is not proposed") from None
+    if relative == STORE_POLICY:
+        check_store_policy(text)
+    if relative == SENSORS_POLICY:
+        check_sensors_policy(ws, text)
+    state = load(ws, stores=("units",))
+    signer = None
+    if actor.lease is not None:
+        check_lease(state, actor.lease)
+        _, profile, tools = unit_tools(ws, state, actor.lease.unit)
+        if "propose_policy_change" not in tools:
+            raise Refused(f"unit {actor.unit}'s profile {profile} does not grant propose_policy_change")
+    elif actor.person not in ws.interaction().people:
+        raise Refused(f"{actor.person!r} is not a person in regulator/policy/interaction.yaml")
+    else:
+        signer = signer_for(ws, actor.person)
+    event = {
+        "kind": EventKind.PROPOSAL,
+        "file": relative,
+        "content": text,
+        "contentHash": content_hash(content),
+        "baseHash": _decided_hash(ws, relative),
+        "rationale": rationale,
+        "unit": actor.unit,
+        "by": actor.person,
+        "at": clock.iso(clock.now()),
+    }
+    if actor.person is not None:
+        return ws.store("identity").append(person_event(ws, signer, event))
+    return ws.store("identity").append(event, assign_id=True)
+
+
+def check_store_policy(text: str) -> None:
+    """A proposed store.yaml names files or a postgresql:// URL, and never a password (SPEC §18:
+    libpq's PGPASSFILE supplies credentials; the proposal's content lands in the log and in git)."""
+    from urllib.parse import urlsplit
+
+    from engine.checkout.workspace import store_policy_url
+
+    try:
+        url = store_policy_url(text)
+    except ValueError as exc:
+        raise BadInput(f"proposed {STORE_POLICY}: {exc} (or `url: files`)") from None
+    try:
+        password = urlsplit(url).password if url else None
+    except ValueError:
+        raise BadInput(f"proposed {STORE_POLICY}: url {url!r} does not parse") from None
+    if password is not None:
+        raise BadInput(
+            f"proposed {STORE_POLICY}: the url carries a password; store.yaml records none "
+            "(libpq's PGPASSFILE, or peer or certificate authentication, supplies it)"
+        )
+
+
+def check_sensors_policy(ws: Workspace, text: str) -> None:
+    """A proposed sensors.yaml names severities of the routing policy in force and unit ids
+    (SPEC §24); its shape was checked when it parsed."""
+    from engine.checkout.workspace import check_unit_id
+
+    severities = ws.routing().severities
+    for name, sensor in parse_policy("sensors.yaml", text).sensors.items():
+        if sensor.severity not in severities:
+            raise BadInput(
+                f"proposed {SENSORS_POLICY}: sensor {name}: severity {sensor.severity!r} is not one of "
+                f"{', '.join(severities)}"
+            )
+        for path, units in sensor.lockfiles.items():
+            for unit in units:
+                check_unit_id(unit, f"proposed {SENSORS_POLICY}: sensor {name}: lockfile {path}")
+
+
+def _decided_hash(ws: Workspace, relative: str) -> str | None:
+    """The content a proposal changes: the decided one (a hand edit on disk is not the base)."""
+    return ws.authority().decided_hash.get(relative) or file_hash(ws.root / relative)
+
+
+def decision_of(state: State, proposal_id: str) -> dict | None:
+    for event in state.decisions:
+        if event.get("proposal") == proposal_id:
+            return event
+    return None
+
+
+def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: str) -> dict:
+    person = check_person(by)
+    rationale = check_text("--rationale", rationale, kind="rationale")
+    require_grant(ws, person, "accept", f"{'accept' if verdict == 'accepted' else 'reject'} a proposal")
+    signer = signer_for(ws, person)
+    with ws.exclusive():
+        state = load(ws, stores=("identity",))
+        proposal = by_prefix(state.proposals, prefix, "proposal")
+        earlier = decision_of(state, proposal["id"])
+        if earlier is not None:
+            raise Refused(
+                f"proposal {proposal['id']} was already {earlier['decision']} by {earlier['by']} at {earlier['at']}"
+            )
+        path = ws.root / proposal["file"]
+        if verdict == "accepted" and _decided_hash(ws, proposal["file"]) != proposal["baseHash"]:
+            raise Refused(
+                f"{proposal['file']} changed since proposal {proposal['id']} was made; propose again"
+            )
+        if verdict == "accepted" and file_hash(path) != proposal["baseHash"]:
+            raise Refused(
+                f"{proposal['file']} on disk differs from its decided content (a hand edit): restore it "
+                f"(`git checkout -- {proposal['file']}`) or propose again"
+            )
+        event = {
+            "kind": EventKind.DECISION,
+            "decision": verdict,
+            "proposal": proposal["id"],
+            "file": proposal["file"],
+            "contentHash": proposal["contentHash"] if verdict == "accepted" else None,
+            "by": person,
+            "rationale": rationale,
+            # where in the other stores this decision takes effect: a line appended later is judged
+            # under it, whatever time it claims (engine.checkout.authority.people_for)
+            "marks": ws.marks(but="identity"),
+            "at": clock.iso(clock.now()),
+        }
+        written = ws.store("identity").append(person_event(ws, signer, event))
+        if verdict == "accepted":  # the decision is the truth; the file follows it
+            write_governed(path, proposal["content"])
+        if verdict == "accepted" and ws.url is not None and ws.authority().clock == "system":
+            # SPEC §26: on PostgreSQL the insert trigger's clock mode follows the decided policy
+            from engine.log.pg.admin import follow_clock
+
+            follow_clock(ws.url)
+    if verdict == "accepted":
+        commit(ws, proposal, person, rationale, written)
+    return written
+
+
+def commit(ws: Workspace, proposal: dict, person: str, rationale: str, decision: dict | None = None) -> bool:
+    """Commit the accepted file when the workspace is a git repository, with the decision's
+    trailers, signed by the person where signatures are required; False when it is not committed."""
+    from engine.trust.gitsig import commit as git_commit
+
+    decision_id = (decision or {}).get("id")
+    message = (
+        f"regulator: accept proposal {proposal['id']} for {proposal['file']}\n\n"
+        f"Accepted by {person}: {rationale}\n\nAuthorized-by: {person}\n"
+        + (f"Regulator-Decision: {decision_id}\nRegulator-Decided-By: {person}\n" if decision_id else "")
+    )
+    sign = ws.authority().people.require_signatures
+    return git_commit(ws, [proposal["file"]], message, person, sign)
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    file: str
+    decided: str | None
+    actual: str | None
+    history: str = ""  # store.yaml: why git history does not bear the content out ("": it does)
+
+    @property
+    def ok(self) -> bool:
+        return self.decided is not None and self.decided == self.actual and not self.history
+
+    def problem(self) -> str:
+        if self.decided is None:
+            if self.file in OPTIONAL:
+                return f"{self.file}: no decision records it (added by hand?); remove it, or propose it"
+            return f"{self.file}: no decision records it; accept a proposal for it"
+        if self.actual is None:
+            return f"{self.file}: missing; its last decided content has hash {self.decided}"
+        if self.decided != self.actual:
+            return (
+                f"{self.file}: hand-edited (content differs from its last decided hash); propose the change"
+            )
+        return f"{self.file}: {self.history}"
+
+
+def verify_identity(ws: Workspace, state: State) -> list[FileCheck]:
+    """Each governed file against its last counted decision in the stores. A governed file a
+    workspace may lack (store.yaml) is left out while it is absent and undecided. store.yaml names
+    the stores that judge it, so where git history is at hand it must also be borne out there (a
+    commit that repointed the workspace at other stores, which could hold a baseline of their own,
+    is named even though those stores agree with it)."""
+    decided = ws.authority().decided_hash  # the decisions that count (engine.checkout.authority)
+    checks = []
+    for f in GOVERNED:
+        check = FileCheck(f, decided.get(f), file_hash(ws.root / f))
+        if f in OPTIONAL and check.decided is None and check.actual is None:
+            continue
+        if f == STORE_POLICY and check.ok:
+            check = FileCheck(f, check.decided, check.actual, _store_history(ws))
+        checks.append(check)
+    return checks
+
+
+def _store_history(ws: Workspace) -> str:
+    """Why git history does not bear out store.yaml as it is on disk; "" when it does, or when
+    there is no history to read (outside git, a shallow clone, no trunk)."""
+    from engine.trust.idhistory import verify_history
+
+    verdict = verify_history(ws)
+    if not verdict.available:
+        return ""
+    for check in verdict.files:
+        if check.file == STORE_POLICY and not check.ok:
+            return check.problem().removeprefix(f"{STORE_POLICY}: ") + " (git history)"
+    return ""
+
+
+def review(ws: Workspace, proposal: dict) -> list[str]:
+    """What accepting a proposal would change, for a person deciding: for interaction.yaml, who
+    gains or loses a key or a grant (a unit proposing to add a key is the attack to catch), then a
+    unified diff of the decided content against the proposed one. Plain text lines (escape them)."""
+    import difflib
+
+    from engine.checkout.authority import INTERACTION, People
+
+    before = ws.authority().content.get(proposal["file"]) or ""
+    after = proposal["content"]
+    lines: list[str] = []
+    author = f"unit {proposal['unit']}" if proposal.get("unit") else f"person {proposal.get('by')}"
+    if proposal["file"] == INTERACTION:
+        old, new = People.parse(before), People.parse(after)
+        for person in sorted(set(old.keys) | set(new.keys) | set(old.grants) | set(new.grants)):
+            gained = set(new.keys.get(person, ())) - set(old.keys.get(person, ()))
+            lost = set(old.keys.get(person, ())) - set(new.keys.get(person, ()))
+            for key, verb in [
+                *((k, "adds") for k in sorted(gained)),
+                *((k, "removes") for k in sorted(lost)),
+            ]:
+                lines.append(f"! {verb} signing key {_fingerprint(key)} for {person} (proposed by {author})")
+            grants = set(new.grants.get(person, ())) ^ set(old.grants.get(person, ()))
+            if grants:
+                lines.append(
+                    f"! changes {person}'s grants: {sorted(old.grants.get(person, ()))} -> "
+                    f"{sorted(new.grants.get(person, ()))} (proposed by {author})"
+                )
+        if old.require_signatures != new.require_signatures:
+            lines.append(f"! requireSignatures: {old.require_signatures} -> {new.require_signatures}")
+    if proposal["file"] == STORE_POLICY:  # where every host reads and writes the stores (SPEC §18)
+        from engine.checkout.workspace import store_policy_url
+
+        try:
+            was, will = store_policy_url(before) or "files", store_policy_url(after) or "files"
+        except ValueError:
+            was, will = "?", "?"  # propose refuses such text; a line appended by hand may hold it
+        if was != will:
+            lines.append(f"! moves the stores: {was} -> {will} (proposed by {author})")
+    for command, where in added_commands(proposal["file"], before, after):
+        lines.append(f"! runs {command} on the host ({where}, proposed by {author})")
+    diff = difflib.unified_diff(
+        before.split("\n") if before else [], after.split("\n"), f"{proposal['file']} (decided)",
+        f"{proposal['file']} (proposed)", lineterm="",
+    )  # fmt: skip
+    return lines + list(diff)  # split on \n only: a \r, \x1c or U+2028 stays in its line, escaped
+
+
+def added_commands(file: str, before: str, after: str) -> list[tuple[str, str]]:
+    """The commands a proposal adds or changes that the host would run (SPEC §24): routing.yaml's
+    `notify`, sensors.yaml's command sensors; each as (the command, where it is declared). A text
+    that does not parse declares none here (propose refuses it)."""
+    import shlex
+
+    from identity.files import POLICY_DIR, SENSORS_POLICY
+
+    def commands(text: str) -> dict[str, tuple[str, ...]]:
+        from identity.yamlload import YamlError, safe_load_strict
+
+        try:
+            data = safe_load_strict(text) if text else None
+        except YamlError:
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        found: dict[str, tuple[str, ...]] = {}
+        if file == f"{POLICY_DIR}/routing.yaml" and isinstance(data.get("notify"), list):
+            found["notify in routing.yaml"] = tuple(str(a) for a in data["notify"])
+        if file == SENSORS_POLICY and isinstance(data.get("sensors"), dict):
+            for name, sensor in data["sensors"].items():
+                if isinstance(sensor, dict) and isinstance(sensor.get("command"), list):
+                    found[f"sensor {name} in sensors.yaml"] = tuple(str(a) for a in sensor["command"])
+        return found
+
+    old, new = commands(before), commands(after)
+    return [(shlex.join(argv), where) for where, argv in new.items() if argv and old.get(where) != argv]
+
+
+def _fingerprint(key: str) -> str:
+    from engine.base import sshsig
+
+    try:
+        return sshsig.fingerprint(key)
+    except ValueError:
+        return "(not a key)"

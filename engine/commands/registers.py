@@ -1,0 +1,264 @@
+"""The registers as the engine composes them: lint with units and policy, views, ack, resolve."""
+
+from __future__ import annotations
+
+import json
+import re
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from engine.base import clock
+from engine.base.errors import BadInput, Refused
+from engine.base.limits import check_text
+from engine.checkout.gitconfig import trunk_of
+from engine.checkout.workspace import Workspace
+from engine.commands.actors import check_person, require_grant
+from engine.read.ladder import registers_of
+from engine.read.model import UNKNOWN_STATUS, State
+from engine.read.queries import unit_status
+from engine.trust.ackers import lint_policy, policy_at, walk_policy
+from identity import regular
+from registry.entries import FINDING_ID, REGISTERS, Entry, Issue
+from registry.history import History, RangeError, RangeHistory, read_history, read_range
+from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range, lint_trunk
+from registry.views import VIEWS
+
+
+def trunk_policy(ws: Workspace, history: History | None) -> Policy:
+    """In a clone (no decided policy), the policy as trunk had it at the merge-base: a branch
+    cannot grant itself the ack it uses, nor loosen intake debt. Without history, the checkout's."""
+    import subprocess
+
+    base = None
+    if history is not None and history.available:
+        done = subprocess.run(
+            ["git", "-C", str(ws.tree), "merge-base", "HEAD", history.trunk_ref],
+            capture_output=True,
+            text=True,
+        )
+        base = done.stdout.strip() if done.returncode == 0 else None
+    if base is None:
+        return lint_policy(ws)
+
+    def at_base(name: str) -> bytes | None:
+        done = subprocess.run(
+            ["git", "-C", str(ws.tree), "show", f"{base}:regulator/policy/{name}"], capture_output=True
+        )
+        return done.stdout if done.returncode == 0 else None
+
+    policy = policy_at(ws, at_base("interaction.yaml"), f"trunk at {base[:10]}")
+    from identity.policy import PolicyError, parse_policy
+
+    try:
+        policy.intake_debt_days = parse_policy(
+            "routing.yaml", (at_base("routing.yaml") or b"").decode()
+        ).intake_debt_days
+    except (PolicyError, UnicodeDecodeError):
+        policy.intake_debt_days = ws.routing().intake_debt_days
+    return policy
+
+
+def lint(
+    ws: Workspace,
+    state: State,
+    trunk: str | None = None,
+    range_spec: str | None = None,
+    require_history: bool = False,
+) -> LintResult:
+    """Lint the registers. Trunk history is read by git in a second process while this one parses
+    the entries: on two cores the slower of the two sets the time, not their sum.
+
+    With `range_spec` (A..B) the history checks are those of every commit in the range instead of
+    the branch's against its merge-base. With `require_history`, history that cannot be read is an
+    error, not a warning."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending: Future[RangeHistory] | Future[History]
+        if range_spec is not None:
+            pending = pool.submit(read_range, ws.tree, range_spec)
+        else:
+            pending = pool.submit(read_history, ws.tree, trunk or trunk_of(ws))
+        registers = registers_of(ws, state)
+        known = ws.has_stores  # without the stores a unit's state is unknown (SPEC §16.2)
+        if known:
+            policy = lint_policy(ws)
+        else:  # a clone: not the checkout's policy files, which the branch itself may have edited
+            found = pending.result() if range_spec is None else None
+            policy = trunk_policy(ws, found if isinstance(found, History) else None)
+        units = {
+            unit_id: unit_status(state, unit) if known else UNKNOWN_STATUS
+            for unit_id, unit in state.units.items()
+            if unit.contract
+        }
+        result = LintResult()
+        result.issues = lint_entries(registers, units, set(registers.records), policy, state.now.date())
+        if registers.retro:
+            from engine.commands.retro import check as check_retros
+
+            result.issues += check_retros(ws, state, registers, policy_at)
+        try:
+            history = pending.result()
+        except RangeError as exc:
+            raise BadInput(str(exc)) from None
+    if isinstance(history, RangeHistory):  # range_spec was given
+        before = history.spec.partition("..")[0]
+        result.issues += lint_range(history, policy_at(ws, history.policy, before))
+    else:
+        result.issues += lint_history(registers, registers.texts, history, policy)
+        from engine.read.ladder import trunk_findings
+
+        result.issues += lint_trunk(trunk_findings(ws, state), walk_policy(ws))
+    result.history_checked = history.available
+    result.history_why = history.why
+    if require_history and not history.available:
+        result.issues = [
+            Issue("error", i.code, i.entry, f"{i.message} (--require-history: check out with full depth)")
+            if i.code == "history-unavailable"
+            else i
+            for i in result.issues
+        ]
+    return result
+
+
+def render_views(ws: Workspace, state: State) -> dict[str, str]:
+    registers = registers_of(ws, state)
+    return {name: render(registers) for name, render in VIEWS.items()}
+
+
+def views(ws: Workspace, state: State, check: bool) -> list[str]:
+    """Write the views (or, with check, name those that differ from what would be generated)."""
+    differing = []
+    for name, text in render_views(ws, state).items():
+        path = ws.tree / name
+        current = regular.read_text(path) if path.exists() else None
+        if current != text:
+            differing.append(name)
+            if not check:
+                path.write_text(text, encoding="utf-8")
+    return differing
+
+
+ACK_LINE = re.compile(r"^ack:.*$", re.MULTILINE)
+RESOLVED_LINE = re.compile(r"^resolved:.*$", re.MULTILINE)
+
+
+def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bool = False) -> Path:
+    """Write `ack: "YYYY-MM-DD <who>"` into the entry; the change still goes through review. With
+    `commit`, commit it with the `Authorized-by:` trailer, SSH-signed with the person's key."""
+    person = check_person(by)
+    entry = _finding(ws, state, finding_id)
+    require_grant(ws, person, "ack", "acknowledge a finding")
+    signed = _commit_ready(ws, person, commit)
+    if entry.fields["resolved"]:
+        raise Refused(f"{finding_id} is resolved: history needs no ack")
+    if entry.fields["ack"].strip():
+        raise Refused(f"{finding_id} is already acknowledged ({entry.fields['ack']})")
+    path = ws.tree / entry.path
+    if commit:
+        _clean_registers(ws)
+    text = regular.read_text(path)
+    head_end = text.index("\n---", 3)
+    head, rest = text[:head_end], text[head_end:]
+    line = "ack: " + json.dumps(f"{clock.today().isoformat()} {person}", ensure_ascii=False)
+    if ACK_LINE.search(head):
+        head = ACK_LINE.sub(line.replace("\\", "\\\\"), head, count=1)
+    else:
+        head = head + "\n" + line
+    path.write_text(head + rest, encoding="utf-8")
+    if commit:
+        _commit_entry(ws, state, path, f"registry: ack {finding_id} by {person}", person, signed, "ack")
+    return path
+
+
+def resolve_finding(
+    ws: Workspace, state: State, finding_id: str, by: str | None, rationale: str, commit: bool = False
+) -> Path:
+    """Resolve a finding: `resolved: true` in the entry and, under its body, `Resolved DATE by
+    PERSON: RATIONALE`. Like an ack it needs the `ack` grant (lint authorizes a change of
+    `resolved` by that grant's `Authorized-by:` trailer) and still goes through review; with
+    `commit`, it is committed with the trailer, SSH-signed with the person's key. The finding
+    becomes history: the units it affects are no longer held by it (SPEC §8.2)."""
+    person = check_person(by)
+    rationale = check_text("--rationale", rationale, kind="rationale")
+    entry = _finding(ws, state, finding_id)
+    require_grant(ws, person, "ack", "resolve a finding")
+    signed = _commit_ready(ws, person, commit)
+    if entry.fields["resolved"]:
+        raise Refused(f"{finding_id} is already resolved")
+    path = ws.tree / entry.path
+    if commit:
+        _clean_registers(ws)
+    text = regular.read_text(path)
+    head_end = text.index("\n---", 3)
+    head, rest = text[:head_end], text[head_end:]
+    head = RESOLVED_LINE.sub("resolved: true", head, count=1)  # the schema makes it present
+    note = f"Resolved {clock.today().isoformat()} by {person}: {rationale}"
+    path.write_text(head + rest.rstrip("\n") + "\n\n" + note + "\n", encoding="utf-8")
+    if commit:
+        _commit_entry(
+            ws, state, path, f"registry: resolve {finding_id} by {person}", person, signed, "resolution"
+        )
+    return path
+
+
+def _finding(ws: Workspace, state: State, finding_id: str) -> Entry:
+    if not isinstance(finding_id, str) or not FINDING_ID.fullmatch(finding_id):
+        raise BadInput(f"{finding_id!r} is not a finding id (F-<slug>)")
+    entry = registers_of(ws, state).findings.get(finding_id)
+    if entry is None:
+        raise BadInput(f"no finding {finding_id} under findings/ (or it does not parse: run registry lint)")
+    return entry
+
+
+def _commit_ready(ws: Workspace, person: str, commit: bool) -> bool:
+    """Before anything is written: can a `--commit` be made, and is it signed?"""
+    if not commit:
+        return False
+    from engine.trust.signing import signer_for
+
+    signer = signer_for(ws, person)  # refused (exit 3) when the person must sign and cannot
+    if not (ws.tree / ".git").exists():
+        raise BadInput("--commit: the workspace is not a git repository")
+    return signer is not None
+
+
+def _commit_entry(
+    ws: Workspace, state: State, path: Path, subject: str, person: str, signed: bool, what: str
+) -> None:
+    """Commit an entry a person changed with the views that follow it (so `views --check` holds),
+    with `Authorized-by:` as the message's last paragraph."""
+    from engine.trust.gitsig import commit as git_commit
+
+    relative = path.relative_to(ws.tree).as_posix()
+    state.registers = None
+    views(ws, state, check=False)
+    paths = [relative, *(name for name in VIEWS if (ws.tree / name).exists())]
+    message = f"{subject}\n\nAuthorized-by: {person}\n"
+    if not git_commit(ws, paths, message, person, sign=signed, root=ws.tree):
+        raise Refused(f"the {what} is written in {relative} but git did not commit it; commit it by hand")
+
+
+def _clean_registers(ws: Workspace) -> None:
+    """A signed ack commit carries the ack line and the views only: where the findings or intake
+    (the views' sources) hold changes git has not committed, they would ride along under the
+    person's signature, so the ack is refused until they are committed or discarded (exit 3)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(ws.tree), "status", "--porcelain", "--untracked-files=all", "--", *REGISTERS],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        raise Refused("--commit: git cannot say whether the registers hold uncommitted changes") from None
+    changed = [line[3:] for line in done.stdout.splitlines() if line.strip()]
+    if done.returncode != 0 or changed:
+        what = ", ".join(changed[:3]) + (" ..." if len(changed) > 3 else "") if changed else "unknown"
+        raise Refused(
+            f"--commit: the registers hold changes git has not committed ({what}); an ack commits only "
+            "its own line: commit or discard them first"
+        )
+
+
+assert set(REGISTERS) == {"findings", "intake", "records", "retro"}

@@ -1,0 +1,185 @@
+"""The router: seed 000's five routing steps, in order, for every signal not yet routed."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from engine.base import clock, ids
+from engine.base.errors import RegulatorError
+from engine.checkout.workspace import Workspace
+from engine.read.fold import advance
+from engine.read.load import load
+from engine.read.model import OWED_TO, EventKind, State
+from engine.read.queries import unrouted
+from identity.policy import RoutingPolicy
+
+RULE = "intelligence-signal"
+
+
+def derive_severity(signal: dict, policy: RoutingPolicy) -> tuple[str, list[str]]:
+    """Step 1: the reported severity, raised by every floor whose pattern the text matches.
+
+    Floors look at subject, observation and rationale; never at the claim.
+    """
+    severity = signal["reportedSeverity"]
+    applied: list[str] = []
+    for floor in policy.floors:
+        pattern = re.compile(floor.pattern)
+        if any(pattern.search(signal.get(name) or "") for name in floor.fields):
+            applied.append(floor.name)
+            if policy.rank(floor.at_least) > policy.rank(severity):
+                severity = floor.at_least
+    return severity, applied
+
+
+def unroutable(signal: dict, policy: RoutingPolicy) -> str | None:
+    """Why a signal line cannot be routed as report_intelligence writes it (a line appended by hand
+    with fields of the wrong type), or None. Such a line raises nothing (see D-65)."""
+    if signal.get("reportedSeverity") not in policy.severities:
+        return "reportedSeverity is not a severity of the routing policy"
+    for name in ("subject", "observation", "rationale", "claim", "unit", "expiresAt"):
+        if not isinstance(signal.get(name), str | None):
+            return f"{name} is not text"
+    units = signal.get("affectedUnits")
+    if units is not None and not (isinstance(units, list) and all(isinstance(u, str) for u in units)):
+        return "affectedUnits is not a list of unit ids"
+    expires = signal.get("expiresAt")
+    if expires:
+        try:
+            clock.read_time(expires)
+        except RegulatorError:
+            return "expiresAt is not a time"
+    return None
+
+
+QUESTION = "question"  # the `type` of a signal that asks a person (ask_human, SPEC §22)
+ADVISORY = "advisory"
+
+
+def route_question(signal: dict, policy: RoutingPolicy, now: datetime) -> dict | None:
+    """A question (a signal of type question) opens one advisory obligation of kind question on
+    the asking unit, owed to S3, whatever its text says: it holds nothing. None where the line is
+    not a question ask_human writes (it is then routed as any other signal)."""
+    unit = signal.get("unit")
+    if not isinstance(unit, str) or not isinstance(signal.get("question"), str):
+        return None
+    # the policy's own advisory, else its lowest severity: a question never blocks
+    severity = ADVISORY if ADVISORY in policy.severities else policy.severities[0]
+    return {
+        "kind": EventKind.ROUTING,
+        "signal": signal["id"],
+        "reportedSeverity": None,
+        "derivedSeverity": severity,
+        "floors": [],
+        "obligations": [
+            {
+                "id": ids.question_obligation_id(signal["id"]),
+                "unit": unit,
+                "severity": severity,
+                "blocks": False,
+                "owedTo": OWED_TO,
+                "kind": QUESTION,
+            }
+        ],
+        "at": clock.iso(now),
+        "outcome": "obligations",
+        "reason": f"a question from {unit}, owed to {OWED_TO} ({severity}: it holds nothing)",
+    }
+
+
+def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> dict:
+    """The routing record for one signal: pure, so routing twice decides the same thing."""
+    if signal.get("type") == QUESTION:
+        asked = route_question(signal, policy, now)
+        if asked is not None:
+            return asked
+    rule = policy.rules[RULE]
+    problem = unroutable(signal, policy)
+    if problem is not None:
+        return {
+            "kind": EventKind.ROUTING,
+            "signal": signal["id"],
+            "reportedSeverity": None,
+            "derivedSeverity": None,
+            "floors": [],
+            "obligations": [],
+            "at": clock.iso(now),
+            "outcome": "noted",
+            "reason": f"not routable: {problem} (a line report_intelligence did not write); raised nothing",
+        }
+    derived, floors = derive_severity(signal, policy)  # 1
+    record = {
+        "kind": EventKind.ROUTING,
+        "signal": signal["id"],
+        "reportedSeverity": signal["reportedSeverity"],
+        "derivedSeverity": derived,
+        "floors": floors,
+        "obligations": [],
+        "at": clock.iso(now),
+    }
+    if policy.rank(derived) < policy.rank(rule.at_or_above):  # 2
+        return record | {
+            "outcome": "noted",
+            "reason": f"derived severity {derived} is below the {RULE} rule "
+            f"({rule.at_or_above} and above owed to {rule.owed_to}); raised nothing",
+        }
+    expires = signal.get("expiresAt")
+    if expires and clock.read_time(expires) <= now:  # 3
+        return record | {
+            "outcome": "expired",
+            "reason": f"expiresAt {expires} is at or before routing time {clock.iso(now)}; "
+            "stale intelligence raises nothing",
+        }
+    units = signal.get("affectedUnits") or [signal.get("unit")]  # 4
+    blocks = policy.rank(derived) >= policy.rank(policy.blocks_at_or_above)  # 5
+    record["obligations"] = [
+        {
+            "id": ids.obligation_id(signal["id"], unit),
+            "unit": unit,
+            "severity": derived,
+            "blocks": blocks,
+            "owedTo": rule.owed_to,
+        }
+        for unit in units
+    ]
+    named = ", ".join(u or "no unit" for u in units)
+    hold = "blocks" if blocks else "does not block"
+    return record | {
+        "outcome": "obligations",
+        "reason": f"{len(units)} obligation(s) owed to {rule.owed_to} on {named}; {derived} "
+        f"{hold} (blocksAtOrAbove {policy.blocks_at_or_above})",
+    }
+
+
+def pending(state: State, policy: RoutingPolicy, now: datetime) -> list[dict]:
+    """The routing record the router gives each signal not yet routed, at `now`, in log order:
+    what it appends (route_locked), and what a reader that does not route judges holds on
+    (engine.commands.whatif.route_in_memory). Pure: nothing is appended here."""
+    return [route_signal(signal, policy, now) for signal in unrouted(state)]
+
+
+def route_locked(ws: Workspace, state: State | None = None) -> list[dict]:
+    """Route inside the caller's exclusive section: exactly one routing record per signal.
+
+    A long-lived reader (the control room) passes its state: it is brought up to date under the
+    lock by reading only what was appended, instead of reading the whole log again.
+    """
+    policy = ws.routing()
+    if state is None:
+        state = load(ws, stores=("signals",))
+    else:
+        advance(ws, state, final=False, stores=("signals",))
+    store = ws.store("signals")
+    records = pending(state, policy, clock.now())
+    if not records:
+        return []
+    # what the router decided on (SPEC §22): every other store's length inside the decide lock (the
+    # signals it routes are in its own store, before the record)
+    seen = ws.marks(but="signals")
+    return [store.append(record | {"seen": seen}) for record in records]
+
+
+def route(ws: Workspace, state: State | None = None) -> list[dict]:
+    with ws.exclusive():
+        return route_locked(ws, state)

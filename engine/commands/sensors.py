@@ -1,0 +1,461 @@
+"""Declared sensors (SPEC §24, seed 000 gap 1: "a watcher on an advisory feed").
+
+`regulator/policy/sensors.yaml` (governed) declares each sensor. A sensor's report is a signal
+like any other (source S4, routed with the severity floors applied), stamped by the host with
+`sensor: <name>`, no unit, the host's revision and time:
+- `kind: command` runs its argument vector (engine.base.confine) and reads report_intelligence JSON
+  objects, one a line, from its standard output; a bad line is one error, never a partial signal;
+- `kind: osv` reads OSV advisories from a folder or a zip and matches them against lockfiles read
+  from trunk (engine.read.osv): one signal per (advisory, package, lockfile), deduplicated by advisory
+  id and aliases across runs and feeds; a withdrawn advisory gets one `advisory-withdrawn` event
+  on its signal; a feed whose newest `modified` is older than `staleAfter` raises one
+  `sensor-stalled` signal per stall.
+Each run is recorded as a `sensor-run` event (its outcome, the signals it raised, its errors), so
+`regulator sensors` shows the last run and the duty knows when a sensor is due again.
+
+What a sensor brings is collected first (a command may run up to its timeout) and written inside
+the decide lock, judged against the stores as they are then: every id is derived, so a run that
+races another writes each signal once.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from engine.base import clock, confine, ids
+from engine.base.errors import BadInput, RegulatorError
+from engine.checkout.workspace import Workspace
+from engine.commands.duty import Outcome, deciding
+from engine.commands.signals import validate_report
+from engine.log.store import canonical
+from engine.read.load import load
+from engine.read.model import EventKind, State
+from engine.read.osv import (
+    ECOSYSTEM_OF,
+    Pin,
+    Unordered,
+    aliases,
+    claim_of,
+    feed_severity,
+    matches,
+    normalize,
+    parse_lockfile,
+    read_feed,
+)
+from engine.read.worldfold import OSV_KEY
+from identity.policy import RoutingPolicy, Sensor, duration_seconds, lockfile_format
+
+MAX_ERRORS = 20  # errors a run keeps in its event (and prints); the rest are counted
+STALLED = "sensor-stalled"
+
+
+@dataclass
+class Collected:
+    """What one run of a sensor brought, before it is judged against the stores."""
+
+    signals: list[dict[str, Any]] = field(default_factory=list)  # whole signal events, ids derived
+    withdrawn: list[tuple[str, list[str], str]] = field(default_factory=list)  # (id, names, when)
+    errors: list[str] = field(default_factory=list)
+    revision: str | None = None
+    exit_code: int | None = None
+
+
+def sensor_of(ws: Workspace, name: str) -> Sensor:
+    sensors = ws.sensors().sensors
+    if name not in sensors:
+        named = ", ".join(sorted(sensors)) or "none (regulator/policy/sensors.yaml declares none)"
+        raise BadInput(f"no sensor {name!r}; the sensors are: {named}")
+    return sensors[name]
+
+
+# ---- when ---------------------------------------------------------------------------------------
+
+
+def last_run(state: State, name: str) -> dict[str, Any] | None:
+    runs = state.world.runs.get(name)
+    return state.source.event(runs[-1]) if runs else None
+
+
+def next_run(state: State, name: str, sensor: Sensor) -> datetime | None:
+    """When the sensor is due again (None: now, it never ran)."""
+    last = last_run(state, name)
+    at = clock.moment(last.get("at")) if last else None
+    return at + timedelta(seconds=sensor.every_seconds) if at is not None else None
+
+
+def is_due(state: State, name: str, sensor: Sensor, now: datetime) -> bool:
+    due = next_run(state, name, sensor)
+    return due is None or due <= now
+
+
+# ---- collecting ---------------------------------------------------------------------------------
+
+
+def _signal(
+    name: str,
+    fields: dict[str, Any],
+    policy: RoutingPolicy,
+    known: set[str],
+    now: datetime,
+    revision: str | None,
+) -> dict[str, Any]:
+    """A sensor's report as the signal it becomes: validated as report_intelligence validates
+    (exit 2 on the first problem), stamped by the host; not yet given its id."""
+    body = validate_report(fields, policy.severities, known, now)
+    return {
+        "kind": EventKind.SIGNAL,
+        **body,
+        "unit": None,
+        "by": None,
+        "revision": revision,
+        "source": "S4",
+        "destination": "S3",
+        "sensor": name,
+        "at": clock.iso(now),
+    }
+
+
+def _higher(policy: RoutingPolicy, *severities: str | None) -> str:
+    known = [s for s in severities if s in policy.severities]
+    return max(known, key=policy.rank)
+
+
+def collect_command(
+    ws: Workspace, name: str, sensor: Sensor, policy: RoutingPolicy, known: set[str], now: datetime
+) -> Collected:
+    """Run the command; each line of its output that is a report becomes a signal (its id derived
+    from the sensor and the line, so the same line printed on every run is one signal)."""
+    found = Collected(revision=ws.revision())
+    ran = confine.run(sensor.command, stdin=b"", timeout=sensor.timeout_seconds, cwd=ws.root)
+    found.exit_code = ran.code
+    if ran.problem:  # it did not run, or was killed: what it printed is not judged at all
+        found.errors.append(ran.problem)
+        return found
+    if ran.code != 0:
+        found.errors.append(f"{' '.join(sensor.command)[:200]} exited {ran.code}")
+    for number, raw in enumerate(ran.stdout.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            fields = json.loads(raw.decode("utf-8"))
+            if not isinstance(fields, dict):
+                raise BadInput("not a JSON object of report_intelligence fields")
+            given = dict(fields)
+            fields.setdefault("reportedSeverity", sensor.severity)
+            if fields["reportedSeverity"] not in policy.severities:
+                raise BadInput(
+                    f"severity: {fields['reportedSeverity']!r} is not one of {', '.join(policy.severities)}"
+                )
+            fields["reportedSeverity"] = _higher(policy, fields["reportedSeverity"], sensor.severity)
+            event = _signal(name, fields, policy, known, now, found.revision)
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError too
+            found.errors.append(f"line {number}: not JSON ({exc})")
+            continue
+        except RegulatorError as exc:
+            found.errors.append(f"line {number}: {exc}")
+            continue
+        event["id"] = ids.derived_id("sensor-signal", name, canonical(given).decode())
+        found.signals.append(event)
+    return found
+
+
+def trunk_files(ws: Workspace, paths: list[str]) -> tuple[str | None, dict[str, bytes], list[str]]:
+    """The commit trunk is at and each path's content there (one `git cat-file --batch`); the
+    problems, one line each (no trunk; a path not on trunk)."""
+    from engine.checkout.gitconfig import trunk_of
+
+    trunk = trunk_of(ws)
+    commit = None
+    for ref in (trunk, f"origin/{trunk}"):
+        done = _git(ws, ["rev-parse", "--verify", "-q", f"{ref}^{{commit}}"])
+        if done is not None and done.returncode == 0 and done.stdout.strip():
+            commit = done.stdout.decode().strip()
+            break
+    if commit is None:
+        return (
+            None,
+            {},
+            [f"trunk {trunk!r} not found (nor origin/{trunk}): the lockfiles are read from trunk"],
+        )
+    done = _git(ws, ["cat-file", "--batch"], "".join(f"{commit}:{p}\n" for p in paths).encode())
+    if done is None or done.returncode != 0:
+        return commit, {}, ["git cat-file failed reading the lockfiles from trunk"]
+    files: dict[str, bytes] = {}
+    errors: list[str] = []
+    data, at = done.stdout, 0
+    for path in paths:
+        end = data.index(b"\n", at)
+        header = data[at:end].split()
+        at = end + 1
+        if len(header) == 3 and header[1] == b"blob":
+            size = int(header[2])
+            files[path] = data[at : at + size]
+            at += size + 1
+        else:
+            errors.append(f"lockfile {path} is not on trunk {trunk} ({commit[:12]})")
+    return commit, files, errors
+
+
+def _git(ws: Workspace, args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess | None:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(ws.root), *args], input=stdin, capture_output=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def collect_osv(
+    ws: Workspace, name: str, sensor: Sensor, policy: RoutingPolicy, known: set[str], now: datetime
+) -> Collected:
+    """The feed against the lockfiles on trunk: a signal per (advisory, package, lockfile) a
+    record affects; withdrawn records noted; a stall raised."""
+    commit, files, errors = trunk_files(ws, list(sensor.lockfiles))
+    found = Collected(errors=errors, revision=commit)
+    index: dict[tuple[str, str], list[tuple[str, Pin]]] = {}
+    for path, data in files.items():
+        kind = lockfile_format(path) or ""
+        try:
+            pins = parse_lockfile(kind, data.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            found.errors.append(f"lockfile {path} on trunk: {exc}")
+            continue
+        for pin in pins:
+            index.setdefault((pin.ecosystem, normalize(pin.ecosystem, pin.name)), []).append((path, pin))
+    feed_path = Path(sensor.feed or "")
+    feed = read_feed(ws.root / feed_path if not feed_path.is_absolute() else feed_path)
+    found.errors.extend(feed.errors)
+    if not feed.records and not feed.errors:
+        found.errors.append(f"feed {sensor.feed} holds no OSV record")
+    for record in feed.records:
+        rid = record["id"]
+        names = [rid, *aliases(record)]
+        withdrawn = record.get("withdrawn")
+        if withdrawn is not None:
+            found.withdrawn.append((rid, names, withdrawn if isinstance(withdrawn, str) else ""))
+            continue
+        try:
+            hits = list(matches(record, index))
+        except Unordered as exc:
+            found.errors.append(f"advisory {rid}: {exc}; not judged")
+            continue
+        severity = _higher(policy, sensor.severity, feed_severity(record))
+        for lockfile, package, pins in hits:
+            try:
+                found.signals.append(
+                    _osv_signal(
+                        name, sensor, policy, known, now, commit, record, lockfile, package, pins, severity
+                    )
+                )
+            except RegulatorError as exc:
+                found.errors.append(f"advisory {rid} for {package} in {lockfile}: {exc}")
+    stall = sensor.stale_after
+    if (
+        stall is not None
+        and feed.newest is not None
+        and now - feed.newest > timedelta(seconds=duration_seconds(stall))
+    ):
+        fields = {
+            "subject": f"sensor {name} stalled: its feed's newest advisory was modified {clock.iso(feed.newest)}",
+            "claim": f"the feed {sensor.feed} has not changed for longer than {stall}: advisories published "
+            "since may be missing, so an empty result proves nothing",
+            "observation": f"newest `modified` in {len(feed.records)} record(s) is {clock.iso(feed.newest)}, "
+            f"more than staleAfter {stall} before {clock.iso(now)}",
+            "evidence": [str(sensor.feed)],
+            "confidence": "high",
+            "reportedSeverity": sensor.severity,
+        }
+        event = _signal(name, fields, policy, known, now, commit)
+        event["id"] = ids.derived_id(STALLED, name, clock.iso(feed.newest))
+        event["stalled"] = clock.iso(feed.newest)
+        found.signals.append(event)
+    return found
+
+
+def _osv_signal(
+    name: str,
+    sensor: Sensor,
+    policy: RoutingPolicy,
+    known: set[str],
+    now: datetime,
+    revision: str | None,
+    record: dict[str, Any],
+    lockfile: str,
+    package: str,
+    pins: list[Pin],
+    severity: str,
+) -> dict[str, Any]:
+    rid = record["id"]
+    versions = ", ".join(dict.fromkeys(p.version for p in pins))
+    ecosystem = ECOSYSTEM_OF[lockfile_format(lockfile) or ""]
+    others = aliases(record)
+    fields = {
+        "subject": f"{package} {versions}: {rid}",
+        "claim": claim_of(record),
+        "observation": f"{lockfile} on trunk pins {package} {versions} ({ecosystem}), which OSV advisory "
+        f"{rid}{' (' + ', '.join(others) + ')' if others else ''} affects",
+        "evidence": ([f"{lockfile}:{p.line}" for p in pins] + [rid, *others])[:64],
+        "confidence": "high",
+        "reportedSeverity": severity,
+        "affectedUnits": list(sensor.lockfiles[lockfile]),
+    }
+    event = _signal(name, fields, policy, known, now, revision)
+    normalized = normalize(ecosystem, package)
+    event["id"] = ids.derived_id("osv", rid, ecosystem, normalized, lockfile)
+    event["osv"] = {
+        "id": rid,
+        "aliases": others,
+        "package": normalized,
+        "lockfile": lockfile,
+        "ecosystem": ecosystem,
+    }
+    return event
+
+
+# ---- judging and writing --------------------------------------------------------------------------
+
+
+def plan(state: State, name: str, sensor: Sensor, found: Collected, now: datetime) -> list[dict[str, Any]]:
+    """What a run writes, judged against the stores inside the lock: the signals not already
+    there (by id, and for an advisory by any of its names for the same package and lockfile), an
+    advisory-withdrawn event for each signal a withdrawn advisory raised, then the run itself."""
+    world = state.world
+    last = world.runs.get(name)
+    run_id = ids.derived_id(
+        EventKind.SENSOR_RUN,
+        name,
+        state.source.event(last[-1]).get("id", "") if last else "-",
+        clock.iso(now),
+    )
+    if run_id in world.ids:
+        return []
+    events: list[dict[str, Any]] = []
+    keys: set[str] = set()
+    planned: set[str] = set()
+    for event in found.signals:
+        if event["id"] in state.signals.refs or event["id"] in planned:
+            continue
+        ref = event.get("osv")
+        if ref is not None:
+            mine = {OSV_KEY.join((n, ref["package"], ref["lockfile"])) for n in (ref["id"], *ref["aliases"])}
+            if any(k in world.advisories or k in keys for k in mine):
+                continue  # an advisory already raised, under this id or an alias
+            keys |= mine
+        if "supersedes" in event and event["supersedes"] not in state.signals.refs:
+            found.errors.append(f"a report supersedes {event['supersedes']}, which is no signal; not written")
+            continue
+        planned.add(event["id"])
+        events.append(event)
+    by_name: dict[str, list[str]] = {}
+    for key, signal_id in world.advisories.items():
+        by_name.setdefault(key.split(OSV_KEY, 1)[0], []).append(signal_id)
+    withdrawn: list[str] = []
+    for rid, names, when in found.withdrawn:
+        for signal_id in dict.fromkeys(s for n in names for s in by_name.get(n, ())):
+            if signal_id in world.withdrawn or signal_id in withdrawn:
+                continue
+            withdrawn.append(signal_id)
+            routing = state.routings.get(signal_id)
+            events.append(
+                {
+                    "id": ids.derived_id(EventKind.ADVISORY_WITHDRAWN, signal_id),
+                    "kind": EventKind.ADVISORY_WITHDRAWN,
+                    "signal": signal_id,
+                    "advisory": rid,
+                    "withdrawn": when,
+                    "sensor": name,
+                    "obligations": [o.get("id") for o in routing.get("obligations") or []] if routing else [],
+                    "at": clock.iso(now),
+                }
+            )
+    raised = [e["id"] for e in events if e["kind"] == EventKind.SIGNAL]
+    run = {
+        "id": run_id,
+        "kind": EventKind.SENSOR_RUN,
+        "sensor": name,
+        "sensorKind": sensor.kind,
+        "outcome": "error" if found.errors else "ok",
+        "signals": raised,
+        "withdrawn": withdrawn,
+        "errors": found.errors[:MAX_ERRORS],
+        "errorCount": len(found.errors),
+        "exitCode": found.exit_code,
+        "revision": found.revision,
+        "at": clock.iso(now),
+    }
+    return [*events, run]
+
+
+def run(ws: Workspace, name: str, now: datetime | None = None, *, only_due: bool = False) -> Outcome:
+    """Run one sensor now (`regulator sensors run NAME`), or, `only_due`, if it is due (the duty)."""
+    now = now or clock.now()
+    sensor = sensor_of(ws, name)
+    policy = ws.routing()
+    state = load(ws, now, stores=("signals",))
+    if only_due and not is_due(state, name, sensor, now):
+        return Outcome(f"sensor {name}", note="not due")
+    if sensor.severity not in policy.severities:
+        found = Collected(errors=[f"severity {sensor.severity!r} is not a severity of routing.yaml"])
+    elif sensor.kind == "command":
+        found = collect_command(ws, name, sensor, policy, set(state.contracts), now)
+    else:
+        found = collect_osv(ws, name, sensor, policy, set(state.contracts), now)
+    with deciding(ws):
+        state = load(ws, now, stores=("signals",))
+        if only_due and not is_due(state, name, sensor, now):  # another host ran it meanwhile
+            return Outcome(f"sensor {name}", note="not due")
+        store = ws.store("signals")
+        written = [store.append(event)["id"] for event in plan(state, name, sensor, found, now)]
+    return Outcome(f"sensor {name}", written, [f"sensor {name}: {e}" for e in found.errors])
+
+
+def run_due(ws: Workspace, now: datetime) -> Outcome:
+    """The sensors duty (SPEC §24): every declared sensor that is due runs, one after another."""
+    total = Outcome("sensors")
+    sensors = ws.sensors().sensors
+    ran = 0
+    for name in sorted(sensors):
+        try:
+            outcome = run(ws, name, now, only_due=True)
+        except RegulatorError as exc:
+            total.errors.append(f"sensor {name}: {exc}")
+            continue
+        if outcome.note != "not due":
+            ran += 1
+        total.written += outcome.written
+        total.errors += outcome.errors
+    total.note = f"{ran} of {len(sensors)} sensor(s) ran" if sensors else "no sensors declared"
+    return total
+
+
+# ---- listing ------------------------------------------------------------------------------------
+
+
+def listing(ws: Workspace, state: State) -> list[dict[str, Any]]:
+    """Each declared sensor with its last run, outcome and signals (`regulator sensors --json`)."""
+    rows = []
+    for name, sensor in sorted(ws.sensors().sensors.items()):
+        last = last_run(state, name)
+        due = next_run(state, name, sensor)
+        rows.append(
+            {
+                "name": name,
+                "kind": sensor.kind,
+                "every": sensor.every,
+                "severity": sensor.severity,
+                "lastRun": last.get("at") if last else None,
+                "outcome": last.get("outcome") if last else None,
+                "signals": list(last.get("signals") or []) if last else [],
+                "errors": list(last.get("errors") or []) if last else [],
+                "errorCount": last.get("errorCount", 0) if last else 0,
+                "raised": len(state.world.sensed.get(name, ())),
+                "runs": len(state.world.runs.get(name, ())),
+                "nextRun": clock.iso(due) if due else None,
+            }
+        )
+    return rows

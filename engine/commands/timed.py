@@ -1,0 +1,174 @@
+"""The timed duties of SPEC §24, each a plain function `(workspace, now) -> Outcome`, as `serve`'s
+tick runs them (§22; `regulator serve --once-tick` runs one tick by hand):
+
+- evidence: a signal whose `expiresAt` passed while an obligation it opened is open gets one
+  `evidence-expired` event, which opens one advisory `recheck` obligation owed to S3;
+- deadlines: an obligation open past its severity's deadline gets one `overdue` and one
+  `deadline-escalated` event (naming the policy's `escalate` people), and `notify` runs once with
+  the escalation's JSON on its standard input;
+- sensors: each declared sensor that is due runs (engine.commands.sensors).
+
+Each writes host events with ids derived from what they are about, inside the decide lock (taken
+here unless the caller holds it), so a duty run twice writes once. None resolves, approves or
+releases anything: time marks and asks; a person decides.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from engine.base import clock, confine, ids
+from engine.checkout.workspace import Workspace
+from engine.commands.duty import Duty, Outcome, deciding
+from engine.commands.sensors import run_due
+from engine.log.store import canonical
+from engine.read.deadlines import Deadlines
+from engine.read.load import load
+from engine.read.model import EventKind, ObligationKind, ObligationStatus, State
+from engine.read.worldfold import reporter
+from identity.policy import RoutingPolicy
+
+NOTIFY_TIMEOUT_S = 30
+RECHECK_SEVERITY = "advisory"
+
+
+# ---- stale evidence ---------------------------------------------------------------------------
+
+
+def evidence_events(state: State, policy: RoutingPolicy, now: datetime) -> list[dict]:
+    """The evidence-expired events due at `now`: one per signal whose expiry has passed while an
+    obligation it opened is open, each opening the signal's one recheck obligation."""
+    world = state.world
+    by_signal: dict[str, list[str]] = {}
+    for ob in state.obligations.values():
+        if (
+            ob.kind == ObligationKind.INTELLIGENCE
+            and ob.status == ObligationStatus.OPEN
+            and ob.expires_at is not None
+            and ob.expires_at <= now
+            and ob.source not in world.expired
+        ):
+            by_signal.setdefault(ob.source, []).append(ob.id)
+    severity = (
+        RECHECK_SEVERITY
+        if RECHECK_SEVERITY in policy.severities
+        else policy.rules["intelligence-signal"].at_or_above
+    )
+    blocks = policy.rank(severity) >= policy.rank(policy.blocks_at_or_above)
+    owed = policy.rules["intelligence-signal"].owed_to
+    events = []
+    for signal_id, obligations in by_signal.items():
+        event_id = ids.derived_id(EventKind.EVIDENCE_EXPIRED, signal_id)
+        if event_id in world.ids:
+            continue
+        signal = state.signals[signal_id]
+        who = reporter(signal)
+        events.append(
+            {
+                "id": event_id,
+                "kind": EventKind.EVIDENCE_EXPIRED,
+                "signal": signal_id,
+                "expiresAt": signal.get("expiresAt"),
+                "obligations": sorted(obligations),
+                "reporter": who,
+                "opens": {
+                    "id": ids.recheck_obligation_id(signal_id),
+                    "kind": ObligationKind.RECHECK,
+                    "unit": None,
+                    "severity": severity,
+                    "blocks": blocks,
+                    "owedTo": owed,
+                },
+                "reason": f"evidence expired at {signal.get('expiresAt')} while {len(obligations)} "
+                f"obligation(s) it opened were open; recheck: ask {who} again",
+                "at": clock.iso(now),
+            }
+        )
+    return events
+
+
+def expire_evidence(ws: Workspace, now: datetime) -> Outcome:
+    """The stale-evidence duty (SPEC §24): mark, and re-ask; never resolve."""
+    policy = ws.routing()
+    with deciding(ws):
+        state = load(ws, now, stores=("signals",))
+        store = ws.store("signals")
+        written = [store.append(event)["id"] for event in evidence_events(state, policy, now)]
+    return Outcome("evidence", written)
+
+
+# ---- deadlines --------------------------------------------------------------------------------
+
+
+def deadline_events(state: State, policy: RoutingPolicy, now: datetime) -> list[dict]:
+    """One overdue and one deadline-escalated event for each open obligation past its deadline
+    that has not had them."""
+    world = state.world
+    deadlines = Deadlines.of(policy, now)
+    events = []
+    for ob in state.obligations.values():
+        if not deadlines.overdue(ob):
+            continue
+        common: dict[str, object] = {
+            "obligation": ob.id,
+            "unit": ob.unit,
+            "severity": ob.severity,
+            "deadline": policy.deadlines[ob.severity],
+            "dueAt": deadlines.due(ob),
+            "at": clock.iso(now),
+        }
+        if ob.id not in world.overdue:
+            events.append(
+                {"id": ids.derived_id(EventKind.OVERDUE, ob.id), "kind": EventKind.OVERDUE, **common}
+            )
+        if ob.id not in world.escalated:
+            events.append(
+                {
+                    "id": ids.derived_id(EventKind.DEADLINE_ESCALATED, ob.id),
+                    "kind": EventKind.DEADLINE_ESCALATED,
+                    **common,
+                    "people": list(policy.escalate),
+                    "subject": ob.subject,
+                }
+            )
+    return [e for e in events if e["id"] not in world.ids]
+
+
+def check_deadlines(ws: Workspace, now: datetime) -> Outcome:
+    """The deadline duty (SPEC §24): overdue, escalated, notified once; never resolved."""
+    policy = ws.routing()
+    if not policy.deadlines:
+        return Outcome("deadlines", note="routing.yaml sets no deadlines")
+    with deciding(ws):
+        state = load(ws, now, stores=("signals", "units"))
+        store = ws.store("signals")
+        written = [store.append(event) for event in deadline_events(state, policy, now)]
+    outcome = Outcome("deadlines", [e["id"] for e in written])
+    if policy.notify:
+        for event in written:
+            if event["kind"] == EventKind.DEADLINE_ESCALATED:
+                problem = notify(ws, policy.notify, event)
+                if problem:
+                    outcome.errors.append(problem)
+    return outcome
+
+
+def notify(ws: Workspace, argv: tuple[str, ...], event: dict) -> str:
+    """Run the policy's `notify` once for an escalation written just now, the event's JSON on its
+    standard input; the problem in one line ("" when it ran and exited 0). Not retried: the
+    event is the durable record, and the room shows it."""
+    ran = confine.run(argv, stdin=canonical(event) + b"\n", timeout=NOTIFY_TIMEOUT_S, cwd=ws.root)
+    if ran.problem:
+        return f"notify for {event['obligation']}: {ran.problem}"
+    if ran.code != 0:
+        return f"notify for {event['obligation']}: {' '.join(argv)[:200]} exited {ran.code}"
+    return ""
+
+
+# ---- the duties, as serve's tick runs them (engine.host.world registers them) ---------------------
+
+DUTIES: dict[str, Duty] = {
+    "evidence": expire_evidence,
+    "deadlines": check_deadlines,
+    "sensors": run_due,
+}

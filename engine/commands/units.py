@@ -1,0 +1,282 @@
+"""Unit lifecycle: dispatch under a lease, close, recovery decisions, demotion (SPEC §4).
+
+Every transition runs in the exclusive section and routes first, so a veto sees every signal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from engine.base import clock, ids
+from engine.base.errors import BadInput
+from engine.base.limits import check_text
+from engine.checkout.workspace import LEASE_FILE, Workspace, check_unit_id
+from engine.commands.actors import check_person, lease_hash, require_grant
+from engine.commands.router import route_locked
+from engine.read.contracts import contract_path, read_contract
+from engine.read.load import load
+from engine.read.model import (
+    BLOCKING,
+    OWED_TO,
+    RECOVERY_ACTIONS,
+    WAITING_ACTIONS,
+    Disposition,
+    EventKind,
+    ObligationStatus,
+    RecoveryAction,
+    State,
+    UnitState,
+    UnitStatus,
+)
+from engine.read.queries import STARTED, unit_status
+from engine.read.vetoes import check_close, check_dispatch
+from engine.trust.signing import person_event, signer_for
+from identity import regular
+
+
+def _known(ws: Workspace, unit_id: str) -> None:
+    """Bad input is refused before anything runs, routing included: nothing is written. An invalid
+    contract is named in one line (engine.read.contracts.read_contract)."""
+    check_unit_id(unit_id)
+    read_contract(ws, unit_id)
+
+
+def _unit(state: State, unit_id: str) -> UnitState:
+    check_unit_id(unit_id)
+    if unit_id not in state.contracts:
+        raise BadInput(f"unit {unit_id!r} has no contract (contracts/{unit_id}.json); add it first")
+    return state.unit(unit_id)
+
+
+@dataclass(frozen=True)
+class LeaseTerms:
+    """How `unit run` leases a unit (SPEC §23); a plain `unit dispatch` takes none of them: its
+    lease never expires, its unit is not known to be confined and its lease file is in the worktree."""
+
+    ttl: int | None = None  # seconds; None: the lease never expires
+    confined: bool = False  # the child runs as another account (`--user`)
+    lease_dir: Path | None = None  # the lease file's folder, outside the worktree
+    owner: tuple[int, int] | None = None  # (uid, gid) the lease file is given to (`--user`)
+
+
+def dispatch(
+    ws: Workspace, unit_id: str, worktree: Path | None = None, terms: LeaseTerms | None = None
+) -> dict:
+    terms = terms or LeaseTerms()
+    _known(ws, unit_id)
+    if worktree is not None:
+        worktree = worktree.resolve()
+        if not worktree.is_dir():
+            raise BadInput(f"--worktree {worktree} is not a folder; create it first")
+    with ws.exclusive():
+        route_locked(ws)
+        state = load(ws)
+        unit = _unit(state, unit_id)
+        check_dispatch(ws, state, unit)
+        contract = state.contracts[unit_id]
+        # always random, even under a pinned clock; the log keeps only its hash (SPEC §15.2)
+        token = secrets.token_urlsafe(32)
+        now = clock.now()
+        at = clock.iso(now)
+        event: dict = {
+            "kind": EventKind.DISPATCH,
+            "unit": unit_id,
+            "leaseHash": lease_hash(token),
+            # the grants of the lease come from here, not from the contract file as it is later
+            "type": contract.type,
+            "profile": contract.profile,
+            "contractHash": _contract_hash(ws, unit_id),
+            "worktree": _relative(ws, worktree),
+            "revision": ws.revision(worktree),
+            "seen": seen(ws, state),
+            "at": at,
+        }
+        if terms.ttl is not None:
+            event["expiresAt"] = clock.iso(now + timedelta(seconds=terms.ttl))
+            event["ttl"] = terms.ttl
+        if terms.lease_dir is not None:
+            event["confined"] = terms.confined
+        lease_file = None
+        folder = terms.lease_dir or worktree
+        if folder is not None:  # written first: a dispatch whose lease cannot be handed over is none
+            lease: dict = {"unit": unit_id, "lease": token, "workspace": str(ws.root), "leasedAt": at}
+            if "expiresAt" in event:
+                lease["expiresAt"] = event["expiresAt"]
+            if terms.lease_dir is not None and worktree is not None:
+                lease["worktree"] = str(worktree)
+            lease_file = _write_lease(folder, lease, terms.owner)
+        try:
+            written = ws.store("units").append(event)
+        except BaseException:
+            if lease_file is not None:
+                lease_file.unlink(missing_ok=True)
+            raise
+        return written | {"lease": token, "leaseFile": str(lease_file) if lease_file else None}
+
+
+def _contract_hash(ws: Workspace, unit_id: str) -> str | None:
+    try:
+        return "sha256:" + hashlib.sha256(regular.read_bytes(contract_path(ws, unit_id))).hexdigest()
+    except OSError:
+        return None
+
+
+def _write_lease(folder: Path, lease: dict, owner: tuple[int, int] | None = None) -> Path:
+    """The lease file, mode 0600 (given to `owner` when named), replaced whole (a temporary file
+    renamed over it)."""
+    target = folder / LEASE_FILE
+    temporary = folder / f".{LEASE_FILE}.{os.getpid()}"
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            if owner is not None:
+                os.fchown(handle.fileno(), *owner)
+            handle.write(json.dumps(lease, indent=2) + "\n")
+        os.replace(temporary, target)
+    except OSError as exc:
+        try:
+            temporary.unlink()
+        except OSError:
+            pass
+        raise BadInput(
+            f"--worktree {folder}: cannot write the lease file ({exc.strerror}); nothing dispatched"
+        ) from None
+    return target
+
+
+def _relative(ws: Workspace, worktree: Path | None) -> str | None:
+    """Worktrees inside the workspace are recorded relative to it, so the log moves with it."""
+    if worktree is None:
+        return None
+    try:
+        return worktree.relative_to(ws.root).as_posix()
+    except ValueError:
+        return str(worktree)
+
+
+def close(ws: Workspace, unit_id: str) -> dict:
+    _known(ws, unit_id)
+    with ws.exclusive():
+        route_locked(ws)
+        state = load(ws)
+        unit = _unit(state, unit_id)
+        check_close(ws, state, unit)
+        event = {
+            "kind": EventKind.CLOSE,
+            "unit": unit_id,
+            "leaseHash": unit.lease,
+            "seen": seen(ws, state),
+            "at": clock.iso(clock.now()),
+        }
+        written = ws.store("units").append(event)
+        _remove_lease_file(ws, unit)
+        return written
+
+
+def seen(ws: Workspace, state: State) -> dict[str, int]:
+    """What a dispatch or close was decided on (SPEC §22): how far the host folded every other
+    store, inside the decide lock. The fold judges the event at exactly this."""
+    return ws.marks(but="units", folded={name: cursor.offset for name, cursor in state.cursors.items()})
+
+
+def _remove_lease_file(ws: Workspace, unit: UnitState) -> None:
+    """The lease is released in the log; the file, now stale, is removed as a courtesy."""
+    if unit.worktree:
+        path = ws.root / unit.worktree / LEASE_FILE
+        try:
+            token = json.loads(regular.read_text(path)).get("lease")
+            if isinstance(token, str) and lease_hash(token) == unit.lease:
+                path.unlink()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+# a recovery decision applies (a lost unit's lease expired: a person may decide what next, §23)
+DECIDABLE = (UnitStatus.TODO, UnitStatus.IN_PROGRESS, UnitStatus.WAITING, UnitStatus.LOST)
+
+
+def disposition_of(action: str) -> Disposition:
+    """The disposition a recovery decision writes on the obligations it closes."""
+    if action in WAITING_ACTIONS:
+        return Disposition.ESCALATED
+    return Disposition.REJECTED if action == RecoveryAction.ABORT else Disposition.REWORK
+
+
+def decide(ws: Workspace, unit_id: str, action: str, by: str | None, rationale: str) -> dict:
+    """A recovery decision (§4.4): it disposes of the unit's open S3 obligations in one event."""
+    _known(ws, unit_id)
+    person = check_person(by)
+    if action not in RECOVERY_ACTIONS:
+        raise BadInput(f"--action {action!r} is not one of {', '.join(RECOVERY_ACTIONS)}")
+    rationale = check_text("--rationale", rationale, kind="rationale")
+    require_grant(ws, person, "decide", "record a recovery decision")
+    signer = signer_for(ws, person)
+    with ws.exclusive():
+        route_locked(ws)
+        state = load(ws)
+        unit = _unit(state, unit_id)
+        status = unit_status(state, unit)
+        if status not in DECIDABLE:
+            raise BadInput(
+                f"unit {unit_id} is {status}; a recovery decision needs todo, in-progress, waiting or lost"
+            )
+        owed = [
+            ob.id
+            for ob in state.obligations.values()
+            if ob.unit == unit_id and ob.status == ObligationStatus.OPEN and ob.owed_to == OWED_TO
+        ]
+        event: dict = {
+            "kind": EventKind.DECISION,
+            "unit": unit_id,
+            "action": action,
+            "by": person,
+            "rationale": rationale,
+            "resolves": owed,
+            "disposition": disposition_of(action).value,
+            "opens": None,
+            "at": clock.iso(clock.now()),
+        }
+        event = person_event(ws, None, event)  # its id names the obligation it opens
+        if action in WAITING_ACTIONS:
+            event["opens"] = {
+                "id": ids.recovery_obligation_id(event["id"], unit_id),
+                "severity": BLOCKING,
+                "owedTo": OWED_TO,
+            }
+        written = ws.store("units").append(person_event(ws, signer, event))
+        if unit.status == UnitStatus.IN_PROGRESS:
+            _remove_lease_file(ws, unit)
+        return written
+
+
+def demote(ws: Workspace, unit_id: str, by: str | None, rationale: str) -> dict:
+    """The re-gate of seed 004: an in-progress unit back to todo, its lease released."""
+    _known(ws, unit_id)
+    person = check_person(by)
+    rationale = check_text("--rationale", rationale, kind="rationale")
+    require_grant(ws, person, "decide", "demote a unit")
+    signer = signer_for(ws, person)
+    with ws.exclusive():
+        route_locked(ws)
+        state = load(ws)
+        unit = _unit(state, unit_id)
+        status = unit_status(state, unit)
+        if status not in STARTED:
+            raise BadInput(f"unit {unit_id} is {status}; only an in-progress or lost unit can be demoted")
+        event = {
+            "kind": EventKind.DEMOTE,
+            "unit": unit_id,
+            "leaseHash": unit.lease,
+            "by": person,
+            "rationale": rationale,
+            "at": clock.iso(clock.now()),
+        }
+        written = ws.store("units").append(person_event(ws, signer, event))
+        _remove_lease_file(ws, unit)
+        return written

@@ -1,0 +1,528 @@
+"""`regulator verify`: every store's hash chain, every person event that counts for nothing, and
+any checkpoint compared with a fresh fold of the stores (SPEC §11, §15.1, §15.4); and dismissals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from engine.base import clock
+from engine.base.errors import BadInput, Refused
+from engine.base.limits import check_text
+from engine.checkout.workspace import Workspace
+from engine.commands.actors import check_person, require_grant
+from engine.log.events import STORES
+from engine.log.store import MAX_LINE, open_regular
+from engine.log.store import verify as verify_chain
+from engine.read.model import EventKind
+
+CHECKPOINT = "readmodel.checkpoint"
+
+if TYPE_CHECKING:
+    from engine.read.model import State
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A line `verify` names: bad chain, unreadable, or a person event that counts for nothing."""
+
+    store: str  # "signals.ndjson", ... or "readmodel.checkpoint"
+    line: int
+    message: str
+    dismissed: str | None = None  # "dismissed by alice at …: rationale"
+
+    def __str__(self) -> str:
+        where = self.store if self.store == CHECKPOINT else f"{self.store}:{self.line}"
+        tail = f" [dismissed by {self.dismissed}]" if self.dismissed else ""
+        return f"{where}: {self.message}{tail}"
+
+
+def _lines(ws: Workspace, store: str) -> Iterator[tuple[int, int, bytes | None]]:
+    """(line number, start offset, line) for each line of a store, read in bounded memory (a line
+    longer than engine.log.store.MAX_LINE is None); nothing when it cannot be read."""
+    try:
+        yield from ((n, start, raw) for n, (start, raw) in enumerate(ws.store(store).lines(), start=1))
+    except (OSError, Refused):
+        return
+
+
+def line_numbers(ws: Workspace, store: str, offsets: set[int]) -> dict[int, int]:
+    """offset -> the number of the line starting there (or the last line before it), one pass."""
+    found: dict[int, int] = {}
+    wanted = sorted(offsets)
+    k = 0
+    last = 0
+    for number, start, _ in _lines(ws, store):
+        while k < len(wanted) and wanted[k] < start:
+            found[wanted[k]] = last
+            k += 1
+        if k < len(wanted) and wanted[k] == start:
+            found[start] = number
+            k += 1
+        last = number
+        if k == len(wanted):
+            break
+    for offset in wanted[k:]:
+        found[offset] = last
+    return found
+
+
+def findings(ws: Workspace, state: State | None = None, *, host_events: bool = False) -> list[Finding]:
+    """Everything `verify` names, dismissed ones marked. `regulator verify` folds the stores afresh
+    and compares any checkpoint with that fold; the control room and --once pass the state they
+    hold (a checkpoint they restored carries MAC-checked results) and only check the MAC. What the
+    host wrote unsigned is re-derived by `verify`, and by --once with `host_events` (one pass over
+    every line: the open room leaves it out of its frequent refreshes)."""
+    from engine.read.load import load
+
+    # a PostgreSQL store's server bytes first: each mirror is proven against them (and fetched
+    # again where it is not theirs) before the fold reads it, and the chains are checked on them
+    server = {name: ws.store(name).whole() for name in STORES} if state is None and ws.url else {}
+    fresh = state if state is not None else load(ws, cached=False)
+    # re-derive what the host wrote unsigned, and the times: beside the chains, on another core
+    # (not when the policy in force is unknown: what the host would have written rests on which
+    # person events count, and none is judged then; identity.ndjson is named instead, below)
+    derived = _beside(ws, fresh) if (state is None or host_events) and not fresh.auth.unknown else None
+    found: list[Finding] = []
+    # a line a signed dismissal names does not stop the check of its store: the lines after it
+    # are checked on (SPEC §26), and the dismissed line is listed as dismissed (_mark_dismissed)
+    dismissed: dict[str, dict[int, str]] = {}
+    for (store_name, number), event in fresh.auth.dismissals.items():
+        if isinstance(event.get("lineHash"), str):
+            dismissed.setdefault(store_name, {})[number] = event["lineHash"]
+    for name in STORES:
+        chain = verify_chain(ws.store(name), server.get(name), dismissed.get(name))
+        found += [Finding(f.store, f.line, f.message) for f in chain]
+    uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
+    if fresh.auth.unknown:
+        # identity.ndjson does not verify: no person event counts, and none is judged one by one
+        # (each would read "bad signature" under a policy nobody decided), nor the host events
+        # judged by them; the store is named once
+        uncounted = [u for u in uncounted if u.reason.startswith("malformed")]
+        if not any(f.store == "identity.ndjson" for f in found):
+            found.append(Finding("identity.ndjson", 1, fresh.auth.unknown))
+    lines = {
+        name: line_numbers(ws, name, {u.offset for u in uncounted if u.store == name})
+        for name in {u.store for u in uncounted}
+    }
+    for u in uncounted:
+        if u.reason.startswith("host event: "):  # a dispatch or close past its vetoes (engine.read.fold)
+            message = f"{u.reason.removeprefix('host event: ')}; it counts for nothing"
+        else:
+            what = "event" if u.reason.startswith("malformed") else "person event"
+            message = f"{what} {u.reason}; it counts for nothing"
+        found.append(Finding(f"{u.store}.ndjson", lines[u.store][u.offset], message))
+    for name in STORES:  # a mirror edited in place (fleet mode): read again from the server
+        for number in ws.store(name).mended():
+            where = f"line {number} was" if number else "its bytes were"
+            found.append(
+                Finding(
+                    f"{name}.ndjson",
+                    number,
+                    f"the local mirror: {where} not the server's (edited in place); read again from the server",
+                )
+            )
+    if derived is not None:
+        found += derived()
+    found.sort(key=lambda f: (f.store, f.line))
+    found += _checkpoint(ws, fresh if state is None else None)
+    return _mark_dismissed(ws, found)
+
+
+def _beside(ws: Workspace, fresh: State) -> Callable[[], list[Finding]]:
+    """`_host_events` in a forked child while this process checks the chains (one pass over every
+    line and a re-routing of every signal: seconds at 100,000 obligations, which a second core
+    hides); the call returns its findings. The child only reads the stores' files (the identity it
+    needs is folded here first) and answers through a pipe in JSON. Without fork, or when the
+    child fails, the pass runs here."""
+    import json
+
+    def here() -> list[Finding]:
+        return _host_events(ws, fresh)
+
+    if not hasattr(os, "fork"):
+        return here
+    ws.authority()
+    read, write = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return here
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            os.close(read)
+            data = json.dumps([[f.store, f.line, f.message] for f in _host_events(ws, fresh)]).encode()
+            with os.fdopen(write, "wb") as out:
+                out.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+
+    def result() -> list[Finding]:
+        with os.fdopen(read, "rb") as handle:
+            data = handle.read()
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            return here()
+        return [Finding(str(a), int(b), str(c)) for a, b, c in json.loads(data)]
+
+    return result
+
+
+def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
+    """What no signature covers, re-derived (SPEC §15.0's shared account): every routing record
+    must be the one the router writes for its signal under the routing policy then in force, once
+    per signal; no event is stamped in the future, nor (on the system clock) more than the allowed
+    skew before the line before it; no memory entry is reviewed more than 90 days after it was
+    recorded. Readers still obey what is written; verify names it (exit 1)."""
+    import msgspec
+
+    from engine.commands.memory import MAX_REVIEW_DAYS
+    from engine.log.store import SKEW_S
+
+    found: list[Finding] = []
+    now = clock.now()
+    authority = ws.authority()
+    system = authority.clock == "system"
+    late = clock.iso(now + timedelta(seconds=SKEW_S))  # a canonical `at` after this is in the future
+    routings: list[tuple[int, int, dict]] = []  # (line, offset, record): checked once every line is read
+    signal_lines: dict[int, dict] = {}  # offset -> signal event: the routing checks read no line twice
+    for name in STORES:
+        store = f"{name}.ndjson"
+        previous: object = None
+        for number, start, raw in _lines(ws, name):
+            if raw is None:
+                continue  # too long to be an event: the chain check names it
+            try:
+                event = msgspec.json.decode(raw)
+            except (ValueError, RecursionError):
+                continue
+            if type(event) is not dict:
+                continue
+            at = event.get("at")
+            if system and isinstance(at, str):
+                found += _times(store, number, at, previous, now, late)
+            if isinstance(at, str):
+                previous = at
+            kind = event.get("kind")
+            if name == "memory" and kind == EventKind.MEMORY:
+                moment = clock.moment(at)
+                try:
+                    review = clock.parse_date(str(event.get("reviewBy")), "reviewBy")
+                except BadInput:
+                    review = None
+                if (
+                    moment is not None
+                    and review is not None
+                    and (review - moment.date()).days > MAX_REVIEW_DAYS
+                ):
+                    found.append(
+                        Finding(
+                            store,
+                            number,
+                            f"review-by {review} is more than {MAX_REVIEW_DAYS} days after it was recorded",
+                        )
+                    )
+            elif name == "signals" and kind == EventKind.ROUTING:
+                routings.append((number, start, event))
+            elif name == "signals" and kind == EventKind.SIGNAL:
+                signal_lines[start] = event
+    policies: dict[str, object] = {}
+    routed: set[str] = set()
+    refs = fresh.signals.refs
+    signals = {key: signal_lines.get(ref >> 2) for key, ref in refs.items()}  # the line each counts from
+    void = {u.offset for u in fresh.uncounted if u.store == "signals"}  # named already, as the fold judged
+    for number, start, event in routings:
+        if start in void:
+            continue
+        problem = _routing_problem(authority.routing, signals, refs, event, routed, policies)
+        if problem:
+            found.append(Finding("signals.ndjson", number, problem))
+    return found
+
+
+def _times(store: str, number: int, at: str, previous: object, now: datetime, late: str) -> list[Finding]:
+    """An `at` in the future, or more than the skew before the line before it (SPEC §15.3). A
+    canonical time (YYYY-MM-DDTHH:MM:SSZ) orders as its text, so most lines are judged without
+    parsing; only a suspect or unusual one is."""
+    from engine.log.store import SKEW_S
+
+    canonical = len(at) == 20 and at[-1] == "Z"
+    found = []
+    if not canonical or at > late:
+        moment = clock.moment(at)
+        if moment is not None and (moment - now).total_seconds() > SKEW_S:
+            found.append(Finding(store, number, f"stamped {at}, in the future"))
+    ordered = canonical and isinstance(previous, str) and len(previous) == 20 and previous[-1] == "Z"
+    if isinstance(previous, str) and (not ordered or previous > at):
+        moment, before = clock.moment(at), clock.moment(previous)
+        if moment is not None and before is not None and (before - moment).total_seconds() > SKEW_S:
+            found.append(Finding(store, number, f"stamped {at}, before the line before it ({previous})"))
+    return found
+
+
+def _routing_problem(
+    routing: list[tuple[str, str | None, int]],
+    signals: dict,
+    counted: dict,
+    record: dict,
+    routed: set[str],
+    policies: dict[str, object],
+) -> str | None:
+    from engine.commands.router import route_signal
+    from identity.policy import PolicyError, RoutingPolicy, parse_policy
+
+    signal_id = record.get("signal")
+    if not isinstance(signal_id, str) or signal_id not in counted:
+        return "a routing record for no signal that counts (forged?)"
+    if signal_id in routed:
+        return "a second routing record for the same signal (readers ignore it)"
+    routed.add(signal_id)
+    at = record.get("at")
+    when = clock.moment(at)
+    text = _policy_then(routing, record)
+    if when is None or not text:
+        return None
+    if text not in policies:
+        try:
+            policies[text] = parse_policy("routing.yaml", text)
+        except PolicyError:
+            policies[text] = None
+    policy = policies[text]
+    if not isinstance(policy, RoutingPolicy):  # None: the policy then in force does not parse
+        return None
+    signal = signals.get(signal_id)
+    if signal is None:  # its line no longer reads as the signal it was folded from
+        return "a routing record for no signal that counts (forged?)"
+    try:
+        expected = route_signal(signal, policy, when)
+    except (KeyError, ValueError, TypeError, BadInput):
+        return None
+    keys = ("outcome", "derivedSeverity", "obligations")
+    if any(record.get(k) != expected.get(k) for k in keys):
+        return (
+            f"routing record for {signal_id} says {record.get('outcome')}/{record.get('derivedSeverity')}; "
+            f"the router writes {expected['outcome']}/{expected['derivedSeverity']} (forged?); readers obey it"
+        )
+    return None
+
+
+def _policy_then(routing: list[tuple[str, str | None, int]], record: dict) -> str:
+    """The routing policy a routing record was decided under: the last decided at what it saw of
+    identity.ndjson (its `seen`, SPEC §22: exactly, no time compared), or for a record from
+    before `seen`, the last decided at or before its time."""
+    at = record.get("at")
+    seen = record.get("seen")
+    mark = seen.get("identity") if isinstance(seen, dict) else None
+    text = ""
+    for since, content, offset in routing:
+        if isinstance(mark, int) and not isinstance(mark, bool):
+            if offset < mark:
+                text = content or ""
+        elif not since or (isinstance(at, str) and at >= since):
+            text = content or ""
+    return text
+
+
+def _checkpoint(ws: Workspace, fresh: State | None) -> list[Finding]:
+    """A checkpoint without this host key's MAC is forged (ignored by every read); one with it
+    must fold to what the stores fold to."""
+    from engine.read import checkpoint
+    from engine.read.fold import StoreReplaced, advance
+
+    authentic = checkpoint.authentic(ws)
+    if authentic is None:
+        return []
+    if not authentic:
+        return [
+            Finding(
+                CHECKPOINT,
+                0,
+                "no valid MAC of .regulator/host.key (forged, or from another host); ignored by every read and write",
+            )
+        ]
+    if fresh is None:  # the control room and --once: the MAC is what they check
+        return []
+    restored = checkpoint.restore(ws, fresh.now)
+    if restored is None:
+        return []  # stale (the stores moved on from it): unused, nothing to compare
+    try:
+        advance(ws, restored)
+    except StoreReplaced:  # what it folded must be judged again (engine.read.fold.Refold): unused
+        return []
+    if _digest(restored) != _digest(fresh):
+        return [Finding(CHECKPOINT, 0, "does not fold to what the stores fold to; ignored (delete it)")]
+    return []
+
+
+def _digest(state: State) -> tuple[object, ...]:
+    return (
+        sorted((o.id, o.status, o.disposition, o.by, o.blocks, o.unit) for o in state.obligations.values()),
+        sorted((u.id, u.status, u.lease, u.recovery) for u in state.units.values() if u.history),
+        sorted((k, e.retraction is not None) for k, e in state.memory.items()),
+        list(state.unrouted_ids),
+    )
+
+
+def _mark_dismissed(ws: Workspace, found: list[Finding]) -> list[Finding]:
+    dismissals = ws.authority().dismissals
+    if not dismissals:
+        return found
+    out = []
+    for f in found:
+        event = dismissals.get((f.store.removesuffix(".ndjson"), f.line))
+        if event is not None and event.get("lineHash") == _line_hash(
+            ws, f.store.removesuffix(".ndjson"), f.line
+        ):
+            f = Finding(
+                f.store,
+                f.line,
+                f.message,
+                f"{event.get('by')} at {event.get('at')}: {event.get('rationale')}",
+            )
+        out.append(f)
+    return out
+
+
+def _line_hash(ws: Workspace, store: str, line: int) -> str | None:
+    for number, _, raw in _lines(ws, store):
+        if number == line:
+            return hashlib.sha256(raw).hexdigest() if raw is not None else None
+    return None
+
+
+def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
+    """Append a signed dismissal of a named bad line: verify lists it as dismissed and exits 0
+    for it; the line still counts for nothing (the log is append-only)."""
+    from engine.trust.signing import person_event, signer_for
+
+    person = check_person(by)
+    rationale = check_text("--rationale", rationale, kind="rationale")
+    store, _, number = target.partition(":")
+    if store.endswith(".ndjson"):
+        store = store.removesuffix(".ndjson")
+    if store not in STORES or not number.isdigit():
+        raise BadInput(
+            f"--dismiss {target!r}: name a line as STORE:LINE (e.g. signals:42), as verify names it"
+        )
+    line = int(number)
+    problem = next(
+        (
+            f
+            for f in findings(ws)
+            if f.dismissed is None and f.store.removesuffix(".ndjson") == store and f.line == line
+        ),
+        None,
+    )
+    if problem is None:
+        raise BadInput(f"--dismiss {target}: verify names no undismissed problem on that line")
+    if store == "identity" and problem.message.startswith(("content does not", "chain broken")):
+        # an identity line that fails its hash leaves the policy unknown: the grant and the key
+        # are those of the policy in force just before that line (SPEC §26)
+        from engine.checkout.authority import before_line
+
+        people = before_line(ws.root, line).people
+        if not people.may(person, "accept"):
+            raise Refused(
+                f"{person} did not hold the accept grant under the policy in force before identity.ndjson "
+                f"line {line}: only such a person may dismiss it"
+            )
+        signer = signer_for(ws, person, people)
+        if signer is None:
+            raise Refused(
+                f"dismissing identity.ndjson line {line} needs {person}'s signature: {person} lists no key"
+            )
+    else:
+        require_grant(ws, person, "accept", "dismiss a line verify names")
+        signer = signer_for(ws, person)
+    event = {
+        "kind": EventKind.DISMISSAL,
+        "store": store,
+        "line": line,
+        "lineHash": _line_hash(ws, store, line),
+        "by": person,
+        "rationale": rationale,
+        "at": clock.iso(clock.now()),
+    }
+    with ws.exclusive():
+        return ws.store("identity").append(person_event(ws, signer, event))
+
+
+@dataclass
+class LiveChain:
+    """The hash chain of one store checked as lines arrive, for the open control room (SPEC §26): a
+    line that fails its hash or breaks the chain appears at once, as a bad line does, without
+    hashing the whole store again. `offset`: where the next unchecked line starts."""
+
+    offset: int
+    line: int
+    prev: set[str]
+
+    @classmethod
+    def at(cls, ws: Workspace, name: str, offset: int, line: int) -> LiveChain:
+        """Start at the fold's cursor, chained to the last line before it that reads."""
+        from engine.log.store import GENESIS, _parse, lines_backwards
+
+        prev = GENESIS
+        try:
+            with open(open_regular(ws.store(name).path), "rb", buffering=0) as handle:
+                for start, end in lines_backwards(handle, offset):
+                    if end - start > MAX_LINE:
+                        continue
+                    handle.seek(start)
+                    event = _parse(handle.read(end - start))
+                    if event is not None and isinstance(event.get("hash"), str):
+                        prev = event["hash"]
+                        break
+        except (OSError, Refused):
+            pass
+        return cls(offset, line, {prev})
+
+    def check(self, ws: Workspace, name: str, upto: int) -> list[Finding]:
+        """Check the whole lines from `offset` up to byte `upto` (the fold's cursor); advance."""
+        from engine.log.store import _event_of, event_hash, read_lines
+
+        found: list[Finding] = []
+        if upto <= self.offset:
+            return found
+        store = f"{name}.ndjson"
+        try:
+            with open(open_regular(ws.store(name).path), "rb", buffering=0) as handle:
+                handle.seek(self.offset)
+                for start, raw in read_lines(handle):
+                    if start >= upto:
+                        break
+                    self.line += 1
+                    event, _ = _event_of(raw)
+                    if event is None:
+                        continue  # no JSON object: a bad line, which the fold names
+                    claimed = event.get("hash")
+                    if claimed != event_hash(event):
+                        found.append(Finding(store, self.line, "content does not match its hash (edited)"))
+                    elif event.get("prev") not in self.prev:
+                        found.append(
+                            Finding(
+                                store,
+                                self.line,
+                                "chain broken: prev does not name the line before (inserted, deleted or reordered)",
+                            )
+                        )
+                    else:
+                        self.prev = {claimed}
+                        continue
+                    # a bad line: the next may chain to what it claims or to the line before it
+                    if isinstance(claimed, str):
+                        self.prev = self.prev | {claimed}
+        except (OSError, Refused):
+            return found
+        self.offset = upto  # the fold's cursor stands at the end of a whole line
+        return found

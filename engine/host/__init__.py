@@ -1,0 +1,1 @@
+"""The host: `regulator serve`, its loop (routing on append, timed duties, leadership) and the units' door over HTTP."""

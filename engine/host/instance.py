@@ -1,0 +1,220 @@
+"""One `serve` per workspace per host (SPEC §22): its file lock, `.regulator/serve.json` for the
+host-side commands that look for it, and the door's default listen address.
+
+The lock is an flock on `.regulator/serve.lock`, held for the life of the process (the kernel drops
+it when the process dies, however it dies), so a stale serve.json never stops a new `serve`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.base import clock
+from engine.base.errors import BadInput, Refused
+from engine.checkout.workspace import Workspace
+
+LOCK_FILE = "serve.lock"
+INFO_FILE = "serve.json"
+SOCKET_NAME = "door.sock"
+SOCKET_PATH_MAX = 107  # bytes: sockaddr_un's sun_path, less its terminating NUL
+ID_CHARS = 16  # the workspace id's hex digits in the socket's folder: unique enough, and short
+
+
+@dataclass
+class Instance:
+    """The lock this process holds, and where its serve.json is."""
+
+    fd: int
+    info: Path
+
+    def write(self, door: str) -> dict[str, Any]:
+        """serve.json ({"pid", "door", "startedAt"}), replaced whole."""
+        data = {"pid": os.getpid(), "door": door, "startedAt": clock.iso(clock.now())}
+        temporary = self.info.with_name(f".{INFO_FILE}.{os.getpid()}")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(data) + "\n")
+        os.replace(temporary, self.info)
+        return data
+
+    def release(self) -> None:
+        """At a clean stop: serve.json removed (while the lock is still ours), then the lock."""
+        with contextlib.suppress(OSError):
+            current = json.loads(self.info.read_text(encoding="utf-8"))
+            if current.get("pid") == os.getpid():
+                self.info.unlink()
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+def claim(ws: Workspace) -> Instance:
+    """Take the workspace's serve lock, or refuse (exit 3) naming the running serve's pid."""
+    folder = ws.state_dir
+    if not folder.is_dir() or folder.is_symlink():
+        raise Refused(f"no regulator stores at {folder}; run `regulator serve` on the host's workspace")
+    path = folder / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        raise Refused(f"{path}: cannot open ({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise Refused(f"{path} is not a regular file")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        running = read_info(ws)
+        pid = running.get("pid") if running else None
+        raise Refused(
+            f"regulator serve is already running for this workspace (pid {pid if pid else 'unknown'}); "
+            "one serve per workspace per host"
+        ) from None
+    return Instance(fd, folder / INFO_FILE)
+
+
+def read_info(ws: Workspace) -> dict[str, Any] | None:
+    """serve.json as the running serve wrote it, or None (no serve, or not readable)."""
+    path = ws.state_dir / INFO_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = json.loads(os.read(fd, 1 << 16).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    return data if isinstance(data, dict) else None
+
+
+def running(ws: Workspace) -> dict[str, Any] | None:
+    """serve.json of a serve that holds the lock now (a stale file left by a killed one: None)."""
+    info = read_info(ws)
+    if info is None:
+        return None
+    path = ws.state_dir / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return info  # held: serve runs
+    else:
+        return None
+    finally:
+        os.close(fd)
+
+
+def workspace_id(ws: Workspace) -> str:
+    """The workspace's id (the hash of identity.ndjson's first event), cut to ID_CHARS."""
+    found = ws.authority().workspace_id
+    if not found:
+        raise Refused("this workspace has no identity store to name it by; run `regulator init`")
+    return found[:ID_CHARS]
+
+
+def default_socket(ws: Workspace) -> Path:
+    """`$XDG_RUNTIME_DIR/regulator/<workspace-id>/door.sock`, else
+    `/tmp/regulator-<uid>/<workspace-id>/door.sock`."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = Path(runtime) / "regulator" if runtime else Path(f"/tmp/regulator-{os.getuid()}")
+    return base / workspace_id(ws) / SOCKET_NAME
+
+
+def check_socket_path(path: Path) -> Path:
+    if not path.is_absolute():
+        raise BadInput(f"--listen unix:{path}: name an absolute path")
+    if len(os.fsencode(path)) > SOCKET_PATH_MAX:
+        raise BadInput(
+            f"--listen unix:{path}: {len(os.fsencode(path))} bytes is over the {SOCKET_PATH_MAX} a Unix "
+            "socket path may have; choose a shorter one"
+        )
+    return path
+
+
+def prepare_socket_folder(path: Path) -> None:
+    """The socket's folders made (the last one 0711: anyone may reach a socket they know the name
+    of, no one may list them), and a stale socket of a dead serve removed (we hold the lock)."""
+    check_socket_path(path)
+    folder = path.parent
+    try:
+        folder.parent.mkdir(mode=0o711, parents=True, exist_ok=True)
+        folder.mkdir(mode=0o711, exist_ok=True)
+        for mine in (folder.parent, folder):
+            st = os.lstat(mine)
+            if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid():
+                raise Refused(
+                    f"--listen unix:{path}: {mine} is not a folder of this account; remove it first"
+                )
+        os.chmod(folder, 0o711)
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise Refused(f"--listen unix:{path}: cannot prepare its folder ({exc.strerror})") from None
+    if not stat.S_ISSOCK(st.st_mode):
+        raise Refused(f"--listen unix:{path}: something that is not a socket is there; remove it first")
+    if _answers(path):
+        raise Refused(f"--listen unix:{path}: another process listens there; choose another path")
+    os.unlink(path)
+
+
+def _answers(path: Path) -> bool:
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(1.0)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        sock.close()
+    return True
+
+
+def serve_state(ws: Workspace, timeout: float = 2.0) -> dict[str, Any]:
+    """What the host-side commands and the control room show of serve (SPEC §22): serve.json of
+    the running serve and its /healthz, {"running": False} where none runs, or "error" where it
+    runs but its door does not answer."""
+    info = running(ws)
+    if info is None:
+        return {"running": False}
+    found: dict[str, Any] = {"running": True, "pid": info.get("pid"), "door": info.get("door")}
+    door = info.get("door")
+    if not isinstance(door, str):
+        return found | {"error": "serve.json names no door"}
+    from engine.base.errors import RegulatorError
+    from engine.doors.client import DoorClient
+
+    try:
+        health = DoorClient(door, "", timeout=timeout).healthz()
+    except RegulatorError as exc:
+        return found | {"error": str(exc)}
+    return found | {k: health.get(k) for k in ("leader", "lag", "lastTick", "units")}
+
+
+def describe(state: dict[str, Any]) -> str:
+    """One line for a person: `serve: leader · lag 0 B · last tick 12:00:00Z`, or why not."""
+    if not state.get("running"):
+        return "serve not running"
+    if "error" in state:
+        return f"serve (pid {state.get('pid')}) does not answer: {state['error']}"
+    lag = state.get("lag")
+    behind = sum(v for v in lag.values() if isinstance(v, int)) if isinstance(lag, dict) else 0
+    role = "leader" if state.get("leader") else "follower"
+    tick = state.get("lastTick") or "none yet"
+    return f"serve: {role} · lag {behind} B · last tick {tick}"

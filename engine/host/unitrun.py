@@ -1,0 +1,552 @@
+"""`regulator unit run` (SPEC §23): the one command a host needs to run an agent as a unit.
+
+It finds `serve` (its serve.json), dispatches the unit (vetoes first: a held unit starts nothing),
+makes its git worktree (detached at trunk), writes the lease and the harness's files in the lease's
+folder outside the worktree, and runs the command there: as another account when asked (the unit is
+confined), else as the host's (unconfined, and every surface says so). The child's environment is
+an allowlist carrying the door's URL and the lease's token. While the child lives its lease is
+heartbeaten through the door; SIGINT and SIGTERM are forwarded to its process group, which is
+killed at the contract's wall budget and when the door refuses the lease (401). When it ends: a
+`result` if the unit reported none, then the close (exit 0), or awaiting close (exit 3, or `--wait`
+for the disposition), or, for `failed`/`blocked`, a recovery obligation (exit 1).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.base import clock
+from engine.base.errors import BadInput, Refused, RegulatorError
+from engine.checkout.workspace import STATE_DIR, Workspace, check_unit_id
+from engine.read.contracts import Contract, read_contract
+
+HARNESSES = ("env", "claude-code")
+DEFAULT_TTL = "15m"
+WORKTREES = ".worktrees"  # at the workspace's root, ignored by git
+LEASES = ".leases"  # WORKTREES/.leases/<unit>: the lease's folder, outside every worktree
+ALLOWED_ENV = ("PATH", "HOME", "LANG", "TERM", "TZ")  # the host's, passed on where set
+DOOR_ENV = ("REGULATOR_DOOR", "REGULATOR_DOOR_TOKEN", "REGULATOR_UNIT")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+KILL_GRACE_S = 5.0  # SIGTERM, then SIGKILL this much later
+WAIT_POLL_S = 1.0
+EXIT_DONE, EXIT_FAILED, EXIT_HELD = 0, 1, 3
+
+
+@dataclass(frozen=True)
+class Account:
+    """The OS account a confined unit runs as."""
+
+    name: str
+    uid: int
+    gid: int
+    home: str
+
+
+@dataclass
+class RunRequest:
+    """What `unit run` was asked, as given on the command line."""
+
+    unit: str
+    command: list[str]
+    worktree: Path | None = None
+    user: str | None = None
+    harness: str = "env"
+    ttl: str = DEFAULT_TTL
+    wait: bool = False
+    env: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    """A request checked against the workspace: nothing is written until all of it holds."""
+
+    unit: str
+    command: list[str]
+    worktree: Path
+    lease_dir: Path
+    account: Account | None
+    harness: str
+    ttl: int | None
+    wait: bool
+    env: dict[str, str]  # the child's environment without the door's three
+    door: str
+    contract: Contract
+    regulator: str  # the `regulator` the harness's files name
+
+
+Say = Callable[[str], None]
+
+
+# ---- checking the request (nothing written) ------------------------------------------------------
+def plan(ws: Workspace, request: RunRequest) -> Plan:
+    """Check everything the run needs, in the order a user fixes it: bad input (exit 2) first, then
+    what the host or the workspace refuses (exit 3: no serve, no right to switch accounts, stores a
+    confined unit could read)."""
+    from engine.host.instance import running
+
+    unit = check_unit_id(request.unit)
+    if not request.command:
+        raise BadInput("no command: give it after `--` (e.g. regulator unit run r1 -- claude -p 'do it')")
+    if request.harness not in HARNESSES:
+        raise BadInput(f"--harness {request.harness!r} is not one of {', '.join(HARNESSES)}")
+    ttl = None if request.ttl == "none" else clock.parse_duration(request.ttl, "--ttl")
+    contract = read_contract(ws, unit)
+    env = _environment(request.env)
+    account = _account(request.user) if request.user is not None else None
+    worktree = _worktree_path(ws, unit, request.worktree)
+    lease_dir = ws.root / WORKTREES / LEASES / unit
+    if account is not None:
+        _check_confinable(ws, account)
+    info = running(ws)
+    if info is None or not isinstance(info.get("door"), str):
+        raise Refused(
+            f"no `regulator serve` is running for this workspace (no live {STATE_DIR}/serve.json): "
+            "start it first (`regulator serve`), then run the unit"
+        )
+    if account is not None:
+        env["HOME"] = account.home
+    return Plan(
+        unit=unit,
+        command=list(request.command),
+        worktree=worktree,
+        lease_dir=lease_dir,
+        account=account,
+        harness=request.harness,
+        ttl=ttl,
+        wait=request.wait,
+        env=env,
+        door=info["door"],
+        contract=contract,
+        regulator=_regulator(),
+    )
+
+
+def _environment(names: list[str]) -> dict[str, str]:
+    """The allowlist (SPEC §23): PATH, HOME, LANG, TERM, TZ where the host has them, and each
+    `--env NAME` the host has; the door's three are added at the start. Nothing else."""
+    env = {name: os.environ[name] for name in ALLOWED_ENV if name in os.environ}
+    env.setdefault("PATH", DEFAULT_PATH)
+    for name in names:
+        if not ENV_NAME.fullmatch(name):
+            raise BadInput(f"--env {name!r} is not a variable name")
+        if name in DOOR_ENV or name in ALLOWED_ENV:
+            raise BadInput(f"--env {name}: already given to every unit (or set by unit run itself)")
+        if name not in os.environ:
+            raise BadInput(f"--env {name}: not set in this environment; set it or leave it out")
+        env[name] = os.environ[name]
+    return env
+
+
+def _account(name: str) -> Account:
+    try:
+        entry = pwd.getpwnam(name)
+    except (KeyError, ValueError):
+        raise BadInput(f"--user {name!r}: no such account on this host") from None
+    if entry.pw_uid == os.geteuid():
+        raise BadInput(f"--user {name}: that is this host's own account; a confined unit runs as another")
+    if os.geteuid() != 0:
+        raise Refused(f"--user {name}: switching accounts needs root (this host runs as uid {os.geteuid()})")
+    return Account(name, entry.pw_uid, entry.pw_gid, entry.pw_dir or "/")
+
+
+def _check_confinable(ws: Workspace, account: Account) -> None:
+    """A confined unit must not read the stores: `.regulator/` may be open to its owner only."""
+    try:
+        st = os.stat(ws.state_dir)
+    except OSError:
+        return  # PostgreSQL without a mirror here: nothing on this disk to read
+    groups = {account.gid, *os.getgrouplist(account.name, account.gid)}
+    readable = st.st_mode & stat.S_IRWXO or (st.st_mode & stat.S_IRWXG and st.st_gid in groups)
+    if readable or st.st_uid == account.uid:
+        raise Refused(
+            f"--user {account.name} could read {ws.state_dir} (mode {stat.S_IMODE(st.st_mode):o}): a confined unit "
+            f"must not read the stores; `chmod 700 {ws.state_dir}` first"
+        )
+
+
+def _worktree_path(ws: Workspace, unit: str, given: Path | None) -> Path:
+    """--worktree DIR, or `.worktrees/<unit>` at the workspace's root; never under `.regulator/`."""
+    path = (given if given is not None else ws.root / WORKTREES / unit).absolute()
+    resolved = path.resolve()
+    state = ws.state_dir.resolve()
+    if resolved == state or state in resolved.parents:
+        raise BadInput(f"--worktree {path}: never under {STATE_DIR}/ (the stores)")
+    if (
+        resolved == (ws.root / WORKTREES / LEASES).resolve()
+        or (ws.root / WORKTREES / LEASES).resolve() in resolved.parents
+    ):
+        raise BadInput(f"--worktree {path}: {WORKTREES}/{LEASES} holds the leases' folders")
+    if path.exists() and not path.is_dir():
+        raise BadInput(f"--worktree {path}: not a folder")
+    return path
+
+
+def _regulator() -> str:
+    """The `regulator` command the harness's files name: the one running now."""
+    beside = Path(sys.executable).parent / "regulator"
+    return str(beside) if beside.is_file() else shutil.which("regulator") or "regulator"
+
+
+# ---- preparing (the writes, in order) ------------------------------------------------------------
+def check_vetoes(ws: Workspace, unit: str) -> None:
+    """Route what is unrouted, then the dispatch's vetoes, before anything is made (a held unit
+    starts nothing: exit 3 naming what holds it)."""
+    from engine.commands.router import route
+    from engine.read.load import load
+    from engine.read.vetoes import check_dispatch
+
+    route(ws)
+    state = load(ws)
+    check_dispatch(ws, state, state.unit(unit))
+
+
+def make_worktree(ws: Workspace, worktree: Path) -> bool:
+    """A git worktree of the workspace, detached at trunk, where none is; True when made here."""
+    from engine.checkout.gitconfig import trunk_of
+
+    if worktree.exists():
+        return False
+    _exclude(ws, worktree)
+    worktree.parent.mkdir(parents=True, exist_ok=True)
+    trunk = trunk_of(ws)
+    done = subprocess.run(
+        ["git", "-C", str(ws.root), "worktree", "add", "--detach", str(worktree), trunk],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["git worktree add failed"])[-1]
+        raise BadInput(f"--worktree {worktree}: cannot make a git worktree at {trunk} ({last})")
+    return True
+
+
+def _exclude(ws: Workspace, path: Path) -> None:
+    """`.worktrees/` ignored by git (in the repository's info/exclude: nothing to commit)."""
+    if ws.root / WORKTREES not in (path, *path.parents):
+        return
+    done = subprocess.run(
+        ["git", "-C", str(ws.root), "rev-parse", "--git-path", "info/exclude"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
+    if done.returncode != 0:
+        return
+    exclude = Path(done.stdout.strip())
+    if not exclude.is_absolute():
+        exclude = ws.root / exclude
+    line = f"/{WORKTREES}/"
+    try:
+        present = exclude.read_text(encoding="utf-8").splitlines() if exclude.exists() else []
+        if line not in present:
+            exclude.parent.mkdir(parents=True, exist_ok=True)
+            with exclude.open("a", encoding="utf-8") as handle:
+                handle.write(("" if not present or not present[-1] else "") + line + "\n")
+    except OSError:
+        pass
+
+
+def make_lease_dir(ws: Workspace, p: Plan) -> None:
+    """`.worktrees/.leases/<unit>`, 0700 (given to the account when confined), emptied of an
+    earlier run's files; the folders above it passable (0711), never listable by a unit."""
+    top = ws.root / WORKTREES
+    top.mkdir(exist_ok=True)
+    leases = top / LEASES
+    leases.mkdir(mode=0o711, exist_ok=True)
+    os.chmod(top, os.stat(top).st_mode | 0o011)  # a confined unit passes through to its worktree
+    os.chmod(leases, 0o711)
+    folder = leases
+    for part in p.unit.split("/"):
+        folder = folder / part
+        folder.mkdir(mode=0o711, exist_ok=True)
+    if p.lease_dir.is_symlink() or not p.lease_dir.is_dir():
+        raise Refused(f"{p.lease_dir} is not a folder; remove it")
+    for old in p.lease_dir.iterdir():
+        if old.is_file() or old.is_symlink():
+            old.unlink()
+    os.chmod(p.lease_dir, 0o700)
+    if p.account is not None:
+        os.chown(p.lease_dir, p.account.uid, p.account.gid)
+
+
+def give_worktree(worktree: Path, account: Account) -> None:
+    """The worktree's files to the confined account, so it can work in them."""
+    for folder, dirs, files in os.walk(worktree):
+        for name in [
+            folder,
+            *(os.path.join(folder, d) for d in dirs),
+            *(os.path.join(folder, f) for f in files),
+        ]:
+            with contextlib.suppress(OSError):
+                os.lchown(name, account.uid, account.gid)
+
+
+def write_private(path: Path, text: str, account: Account | None) -> Path:
+    """A file of the lease's folder: 0600, the confined account's when there is one."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        if account is not None:
+            os.fchown(handle.fileno(), account.uid, account.gid)
+        handle.write(text)
+    return path
+
+
+def harness_files(ws: Workspace, p: Plan) -> list[str]:
+    """`--harness claude-code`: the MCP config and the settings in the lease's folder; what is
+    appended to the command when it is `claude`."""
+    from engine.doors import harness
+
+    profiles = ws.profiles()
+    profile = profiles.profiles.get(p.contract.profile)
+    tools = profile.tools if profile is not None else ()
+    grants = harness.grants_for(
+        p.contract.profile, tools, profiles.harness(harness.CLAUDE_CODE), p.contract.checks
+    )
+    mcp = write_private(
+        p.lease_dir / "mcp.json", harness.file_text(harness.mcp_config(p.regulator)), p.account
+    )
+    settings = write_private(
+        p.lease_dir / "settings.json",
+        harness.file_text(harness.settings(p.regulator, str(p.lease_dir), grants)),
+        p.account,
+    )
+    if Path(p.command[0]).name != "claude":
+        return []
+    return ["--mcp-config", str(mcp), "--strict-mcp-config", "--settings", str(settings)]
+
+
+# ---- running ---------------------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    """How the child ended, as the run saw it."""
+
+    code: int  # the child's exit code (128 + N when killed by signal N, as shells say)
+    seconds: int
+    stopped: str | None = None  # why the run stopped it: "wall" or "refused"
+
+
+class Supervisor:
+    """The child, its process group, its heartbeats, and the signals forwarded to it."""
+
+    def __init__(self, p: Plan, env: dict[str, str], token: str, say: Say) -> None:
+        self.p, self.env, self.token, self.say = p, env, token, say
+        self.refused = threading.Event()
+        self.done = threading.Event()
+        self.child: subprocess.Popen[bytes] | None = None
+
+    def beat_every(self) -> float:
+        ttl = self.p.ttl
+        return 30.0 if ttl is None else max(0.5, min(ttl / 3, 30.0))
+
+    def _beats(self) -> None:
+        """A door call is a heartbeat; a 401 means the lease is gone (expired, released)."""
+        from engine.doors.client import UNAUTHORIZED, DoorClient
+
+        client = DoorClient(self.p.door, self.token, timeout=10.0)
+        while not self.done.is_set():
+            try:
+                client.status()
+            except Refused as exc:
+                if str(exc) == UNAUTHORIZED:
+                    self.refused.set()
+                    return
+            except RegulatorError:
+                pass  # a tool error or a door restarting: the grace covers it
+            self.done.wait(self.beat_every())
+
+    def run(self) -> Outcome:
+        p = self.p
+        account = p.account
+        start = time.monotonic()
+        self.child = subprocess.Popen(
+            p.command,
+            cwd=p.worktree,
+            env=self.env,
+            process_group=0,
+            user=account.uid if account else None,
+            group=account.gid if account else None,
+            extra_groups=[] if account else None,
+            close_fds=True,
+        )
+        group = self.child.pid
+        foreground = _give_terminal(group)
+        previous = {sig: signal.signal(sig, self._forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+        beats = threading.Thread(target=self._beats, name="heartbeat", daemon=True)
+        beats.start()
+        wall = p.contract.wall_seconds
+        stopped: str | None = None
+        try:
+            while True:
+                try:
+                    code = self.child.wait(timeout=0.2)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if stopped is None and self.refused.is_set():
+                    stopped = "refused"
+                    self._kill(group)
+                elif stopped is None and wall is not None and time.monotonic() - start >= wall:
+                    stopped = "wall"
+                    self._kill(group)
+        finally:
+            self.done.set()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)  # whatever of the group outlived its leader
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            _take_terminal(foreground)
+        return Outcome(128 - code if code < 0 else code, round(time.monotonic() - start), stopped)
+
+    def _forward(self, signum: int, _frame: object) -> None:
+        if self.child is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.child.pid, signum)
+
+    def _kill(self, group: int) -> None:
+        """SIGTERM to the group, SIGKILL what is left after the grace."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGTERM)
+        assert self.child is not None
+        try:
+            self.child.wait(timeout=KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
+
+
+def _give_terminal(group: int) -> int | None:
+    """An interactive agent (a terminal on stdin) gets the terminal's foreground; returns whom to
+    give it back to."""
+    try:
+        if not os.isatty(0):
+            return None
+        before = os.tcgetpgrp(0)
+        with _quiet_ttou():
+            os.tcsetpgrp(0, group)
+        return before
+    except OSError:
+        return None
+
+
+def _take_terminal(before: int | None) -> None:
+    if before is None:
+        return
+    with contextlib.suppress(OSError), _quiet_ttou():
+        os.tcsetpgrp(0, before)
+
+
+@contextlib.contextmanager
+def _quiet_ttou() -> Any:
+    previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTTOU, previous)
+
+
+# ---- after the child -------------------------------------------------------------------------------
+def host_summary(outcome: Outcome, wall: int | None) -> str:
+    if outcome.stopped == "wall":
+        return f"stopped at its wall budget ({clock.format_duration(wall or 0)}); the command's exit code {outcome.code}"
+    return f"the command exited {outcome.code} after {outcome.seconds}s; the unit reported no result"
+
+
+def finish(ws: Workspace, p: Plan, lease_hash: str, outcome: Outcome, say: Say) -> int:
+    """The result (the unit's, or the host's), then the close, the wait or the recovery."""
+    from engine.commands.results import record_host_result
+    from engine.read.load import load
+
+    if outcome.stopped == "refused":
+        raise Refused(
+            f"the door refused {p.unit}'s lease (it expired or was released): the command was stopped "
+            f"(exit code {outcome.code}); nothing more recorded"
+        )
+    host_outcome = "done" if outcome.code == 0 and outcome.stopped is None else "failed"
+    summary = host_summary(outcome, p.contract.wall_seconds)
+    written = record_host_result(ws, p.unit, lease_hash, host_outcome, summary, outcome.code, outcome.seconds)
+    state = load(ws, stores=("signals", "units"))
+    result = state.units[p.unit].result
+    if result is None:  # not current any more: a person decided meanwhile
+        raise Refused(f"{p.unit}'s lease is no longer its current one; no result recorded")
+    who = "the host" if written is not None else "the unit"
+    say(f"{p.unit}: result {result.outcome} recorded by {who} (the command exited {outcome.code})")
+    if result.outcome != "done":
+        say(
+            f"{p.unit} stays in progress; a person records a recovery decision "
+            f"(`regulator unit decide {p.unit} --action ...`): an advisory recovery obligation asks for it"
+        )
+        return EXIT_FAILED
+    return close_or_wait(ws, p, say)
+
+
+def close_or_wait(ws: Workspace, p: Plan, say: Say) -> int:
+    from engine.commands.units import close
+
+    told = False
+    while True:
+        try:
+            close(ws, p.unit)
+        except Refused as exc:
+            if not p.wait:
+                raise Refused(f"{p.unit} is awaiting close: {exc}") from None
+            if not told:
+                say(f"{p.unit} is awaiting close: {exc}; waiting for its disposition (--wait)")
+                told = True
+            time.sleep(WAIT_POLL_S)
+            continue
+        say(f"closed {p.unit}")
+        return EXIT_DONE
+
+
+def run(ws: Workspace, request: RunRequest, say: Say) -> int:
+    """The whole run; its exit code (errors raise as every command's do)."""
+    from engine.commands.units import LeaseTerms, dispatch
+
+    p = plan(ws, request)
+    check_vetoes(ws, p.unit)
+    made = make_worktree(ws, p.worktree)
+    make_lease_dir(ws, p)
+    if p.account is not None and made:
+        give_worktree(p.worktree, p.account)
+    owner = (p.account.uid, p.account.gid) if p.account else None
+    terms = LeaseTerms(ttl=p.ttl, confined=p.account is not None, lease_dir=p.lease_dir, owner=owner)
+    event = dispatch(ws, p.unit, p.worktree, terms)
+    try:
+        extra = harness_files(ws, p) if p.harness == "claude-code" else []
+        env = dict(p.env, REGULATOR_DOOR=p.door, REGULATOR_DOOR_TOKEN=event["lease"], REGULATOR_UNIT=p.unit)
+        who = (
+            f"confined, as {p.account.name}"
+            if p.account
+            else "UNCONFINED: as this host's account, it could read the stores"
+        )
+        expiry = (
+            "never expires"
+            if p.ttl is None
+            else f"expires {clock.format_duration(p.ttl)} after its last heartbeat"
+        )
+        say(f"dispatched {p.unit} in {p.worktree} ({who}; its lease {expiry})")
+        p.command = p.command + extra
+        try:
+            outcome = Supervisor(p, env, event["lease"], say).run()
+        except OSError as exc:  # dispatched, but the command never started: a failed run
+            say(f"{p.unit}: cannot start {p.command[0]!r} ({exc.strerror})")
+            outcome = Outcome(127, 0)
+    finally:
+        shutil.rmtree(p.lease_dir, ignore_errors=True)
+    return finish(ws, p, event["leaseHash"], outcome, say)

@@ -1,0 +1,158 @@
+"""Events by reference: the read models keep where an event lies in its store, not the event.
+
+A signal or routing record is read again only when someone looks at it (a row on screen, a
+detail pane, `obligation show`), so holding 100,000 obligations costs their few fields and one
+integer per event, and a checkpoint of them loads in a fraction of the time the log takes to
+parse. A reference is `offset << 2 | store`: one int, cheap to fold, to keep and to persist.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+_loads = msgspec.json.decode
+
+StoreName = Literal["signals", "units", "memory", "identity"]
+# every store, the one list: in the fold's order (signals before units), and the index a reference carries
+UNREADABLE = "unreadable"  # the kind of what a reference reads back as when its line is gone
+STORES: tuple[StoreName, ...] = ("signals", "units", "memory", "identity")
+INDEX: dict[str, int] = {name: i for i, name in enumerate(STORES)}
+# host events (SPEC §22): the kinds only a host writes, unsigned, from what it decided: routing
+# records, the units' dispatch and close, a run's result and an expired lease (§23), what the timed
+# duties record (§24), and a database's upgrade mark. One list: the PostgreSQL insert trigger
+# (engine.log.pg.sql) refuses them from any role but regulator_host, and the fold and `verify`
+# re-derive the ones a rule judges (engine.read.fold, engine.commands.verification).
+HOST_KINDS: frozenset[str] = frozenset(
+    (
+        "routing",
+        "dispatch",
+        "close",
+        "result",
+        "lease-expired",
+        "evidence-expired",
+        "overdue",
+        "deadline-escalated",
+        "advisory-withdrawn",
+        "sensor-run",
+        "upgrade",
+    )
+)
+UPGRADE = "upgrade"  # `regulator store upgrade`'s mark in units.ndjson (engine.log.pg.admin.upgrade)
+CACHED = 4096  # parsed events kept: a screenful of rows and their detail panes many times over
+BULK = 64  # more references than this at once: one read per store, of the span they lie in
+
+
+def refs(store: str, offsets: list[int]) -> list[int]:
+    """The references to the events starting at these byte offsets of one store."""
+    index = INDEX[store]
+    return [offset << 2 | index for offset in offsets]
+
+
+def unreadable(item: int) -> dict[str, Any]:
+    """What a reference resolves to when its line no longer parses (the store was edited)."""
+    return {"kind": UNREADABLE, "store": STORES[item & 3], "offset": item >> 2}
+
+
+class EventSource:
+    """Reads events back by reference from one workspace's stores, keeping the latest parsed."""
+
+    def __init__(self) -> None:
+        self.paths: tuple[Path, ...] = ()
+        self._cache: OrderedDict[int, dict[str, Any]] = OrderedDict()
+
+    def bind(self, paths: tuple[Path, ...]) -> None:
+        if self.paths != paths:
+            self.paths = paths
+            self._cache.clear()
+
+    def event(self, item: int) -> dict[str, Any]:
+        found = self._cache.get(item)
+        if found is not None:
+            self._cache.move_to_end(item)
+            return found
+        try:
+            with open(self.paths[item & 3], "rb") as handle:
+                handle.seek(item >> 2)
+                found = _parse(handle.readline(), item)
+        except (OSError, IndexError):
+            found = unreadable(item)
+        self._remember(item, found)
+        return found
+
+    def events(self, refs: Iterable[int]) -> list[dict[str, Any]]:
+        items = list(refs)
+        if len(items) <= BULK:
+            return [self.event(item) for item in items]
+        spans: dict[int, tuple[int, int]] = {}  # store index -> (first, last) offset not cached
+        for item in items:
+            if item not in self._cache:
+                first, last = spans.get(item & 3, (item >> 2, item >> 2))
+                spans[item & 3] = (min(first, item >> 2), max(last, item >> 2))
+        data: dict[int, tuple[int, bytes]] = {}  # store index -> (offset of the bytes, the bytes)
+        for index, (first, last) in spans.items():
+            try:
+                with open(self.paths[index], "rb") as handle:
+                    handle.seek(first)  # from the first line wanted through the last, no more
+                    data[index] = first, handle.read(last - first) + handle.readline()
+            except (OSError, IndexError):
+                data[index] = first, b""
+        out = []
+        for item in items:
+            found = self._cache.get(item)
+            if found is None:
+                start, blob = data[item & 3]
+                at = (item >> 2) - start
+                end = blob.find(b"\n", at)
+                found = _parse(blob[at : end if end >= 0 else len(blob)], item)
+            out.append(found)
+        return out
+
+    def _remember(self, item: int, event: dict[str, Any]) -> None:
+        self._cache[item] = event
+        if len(self._cache) > CACHED:
+            self._cache.popitem(last=False)
+
+
+def _parse(raw: bytes, item: int) -> dict[str, Any]:
+    try:
+        event = _loads(raw)
+    except (ValueError, RecursionError):
+        return unreadable(item)
+    return event if type(event) is dict else unreadable(item)
+
+
+class EventMap(Mapping[str, dict[str, Any]]):
+    """id -> event, holding references; looks like the dict of events it replaces."""
+
+    __slots__ = ("refs", "source")
+
+    def __init__(self, source: EventSource) -> None:
+        self.refs: dict[str, int] = {}
+        self.source = source
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        return self.source.event(self.refs[key])
+
+    def __setitem__(self, key: str, value: int) -> None:
+        self.refs[key] = value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.refs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.refs)
+
+    def __len__(self) -> int:
+        return len(self.refs)
+
+    def values(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        return self.source.events(self.refs.values())
+
+    def items(self) -> list[tuple[str, dict[str, Any]]]:  # type: ignore[override]
+        keys = list(self.refs)
+        return list(zip(keys, self.source.events(self.refs[k] for k in keys), strict=True))

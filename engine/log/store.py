@@ -1,0 +1,648 @@
+"""Append-only NDJSON stores: one event per line, one write under an exclusive lock, hash-chained.
+
+This is the one small interface between the engine and the files (append a validated event; read
+from a cursor; an exclusive section), so a server-backed store could stand in for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import json
+import operator
+import os
+import stat
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from itertools import accumulate, filterfalse
+from pathlib import Path
+from typing import IO
+
+import msgspec
+
+from engine.base import clock, ids
+from engine.base.errors import BadInput, Refused
+
+GENESIS = ""
+NO_STORES = "no regulator stores here (a clone? run on the host, or connect a store: SPEC §18)"
+SKEW_S = 2  # how far an event may be stamped before its store's last one (SPEC §15.3)
+_TAIL_CHUNK = 8 * 1024  # grown fourfold until a whole line is in it
+_READ_CHUNK = 1 << 20
+MAX_LINE_BYTES = 1 << 20  # a line's canonical JSON, its newline aside (SPEC §22, §26): 1 MiB
+# SPEC §26: a line longer than MAX_LINE_BYTES is read as a bad line, skipped in bounded memory: a
+# reader never holds more than it and a chunk at once
+MAX_LINE = MAX_LINE_BYTES
+# bad lines kept to be named, per read and in a read model (the first ones, in store and line
+# order); beyond them they are counted, so a million garbage lines cost a count, not a million
+# warnings (SPEC §26)
+KEPT_PROBLEMS = 20
+TOO_LONG = f"longer than {MAX_LINE} bytes (1 MiB): not an event line"
+
+
+def canonical(event: dict) -> bytes:
+    # surrogatepass: a line that smuggles a lone surrogate (`"\ud800"`) still hashes, so verify names
+    # it instead of failing; every text the engine writes encodes the same either way
+    return json.dumps(event, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass"
+    )
+
+
+def event_hash(event: dict) -> str:
+    """The hash of an event's content and its `prev`; the `hash` field itself is left out."""
+    body = {k: v for k, v in event.items() if k != "hash"}
+    return hashlib.sha256(canonical(body)).hexdigest()
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A line a reader skipped: `torn` (last line cut off) or `malformed` (a bad middle line)."""
+
+    store: str
+    line: int
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.store}:{self.line}: {self.kind} line skipped ({self.message})"
+
+
+@dataclass
+class ReadResult:
+    events: list = field(default_factory=list)  # dicts, or the shape the reader asked for
+    starts: list[int] = field(default_factory=list)  # the byte offset of each event's line
+    problems: list[Problem] = field(default_factory=list)  # the first KEPT_PROBLEMS bad lines
+    bad: int = 0  # every bad line of the read, kept or only counted
+    offset: int = 0
+    line: int = 0
+    end: int = 0  # the bytes read, a last line not yet ended included (which `offset` may leave out)
+
+    def problem(self, store: str, line: int, kind: str, why: Callable[[], str]) -> None:
+        """Count a bad line; keep it (its reason computed only then) while fewer are kept."""
+        self.bad += 1
+        if len(self.problems) < KEPT_PROBLEMS:
+            self.problems.append(Problem(store, line, kind, why()))
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive section across processes, held on a lock file beside the stores."""
+    fd = _open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def lock_held(path: Path) -> bool:
+    """Does another process hold the lock file `locked(path)` takes? A probe: never waits, and a
+    missing or unopenable file is no lock held."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing releases the probe's lock
+    return False
+
+
+def _open(path: Path, flags: int) -> int:
+    """Open without following a symlink; a missing store is never created here (only `init`
+    and `demo` create stores, SPEC §15.4)."""
+    try:
+        return open_regular(path, flags)
+    except FileNotFoundError:
+        raise Refused(NO_STORES) from None
+    except OSError as exc:
+        if os.path.islink(path):
+            raise Refused(f"{path} is a symlink; regulator opens its stores only where they are") from None
+        raise Refused(f"{path}: cannot open ({exc.strerror})") from None
+
+
+def open_regular(path: str | Path, flags: int = os.O_RDONLY) -> int:
+    """A descriptor on a store's regular file, never following a symlink and never waiting: a
+    FIFO or a device put where a store belongs would block every reader (Refused instead)."""
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise Refused(f"{path} is not a regular file; regulator reads its stores only from files")
+    return fd
+
+
+class Store:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.name = self.path.name
+
+    # ---- writing -------------------------------------------------------------------------
+    def append(self, event: dict, *, assign_id: bool = False) -> dict:
+        """Append one validated event; returns it as written (with id, prev and hash).
+
+        The lock covers finding the chain's tail and the write, so concurrent writers chain in
+        order. A file that does not end in a newline (a torn write) gets one first, in the same
+        write, so the new event always lands whole on its own line.
+        """
+        check_size(self.name, event)
+        fd = _open(self.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            prev, ends_clean, last_at = self._tail()
+            _check_time(self.name, event.get("at"), last_at)
+            written = dict(event)
+            written["prev"] = prev
+            if assign_id:
+                written["id"] = ids.new_id(f"{self.name}\0{prev}\0{canonical(written).decode()}")
+                # keep the id first on the line, for people reading the file
+                written = {"id": written.pop("id"), **written}
+            written["hash"] = event_hash(written)
+            data = (b"" if ends_clean else b"\n") + line_text(self.name, written).encode() + b"\n"
+            view = memoryview(data)
+            while view:
+                done = os.write(fd, view)
+                view = view[done:]
+            return written
+        finally:
+            os.close(fd)
+
+    def _tail(self) -> tuple[str, bool, object]:
+        """The hash of the last valid event, whether the file ends with a newline, and its `at`.
+        Lines are found from the end in bounded pieces; one longer than MAX_LINE is stepped over
+        unread (it is no event), so a 200 MB garbage tail costs a scan, not its size in memory."""
+        try:
+            fd = open_regular(self.path)
+        except FileNotFoundError:
+            return GENESIS, True, None
+        with open(fd, "rb", buffering=0) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size == 0:
+                return GENESIS, True, None
+            handle.seek(size - 1)
+            ends_clean = handle.read(1) == b"\n"
+            for start, end in lines_backwards(handle, size):
+                if end - start > MAX_LINE:
+                    continue
+                handle.seek(start)
+                event = _parse(handle.read(end - start))
+                if event is not None and isinstance(event.get("hash"), str):
+                    return event["hash"], ends_clean, event.get("at")
+        return GENESIS, ends_clean, None
+
+    # ---- reading -------------------------------------------------------------------------
+    def read(
+        self, offset: int = 0, line: int = 0, *, final: bool = True, shape: type | tuple | None = None
+    ) -> ReadResult:
+        """Read the events after byte `offset` (line number `line` so far).
+
+        A last line without a newline is torn: with `final` it is reported and skipped; a live
+        reader passes final=False and leaves the offset before it, to read it again when whole.
+        `shape` (a msgspec Struct, or a pair: the shapes most lines take, the shape for any line)
+        reads only the fields a fold uses; by default, whole events.
+        """
+        result = ReadResult(offset=offset, line=line, end=offset)
+        try:
+            fd = open_regular(self.path)
+        except FileNotFoundError:
+            return result
+        except OSError:
+            if os.path.islink(self.path):
+                raise Refused(
+                    f"{self.path} is a symlink; regulator opens its stores only where they are"
+                ) from None
+            raise
+        handle = open(fd, "rb", buffering=0)  # noqa: SIM115 - closed by the with below
+        number, done, last = line, offset, b""  # done: where `last` (a line not yet ended) starts
+        skipping = False  # inside a line longer than MAX_LINE: its bytes are dropped, not kept
+        with handle:
+            handle.seek(offset)
+            # in pieces: the memory one piece's lines used is reused by the next, and a large
+            # log never sits in memory twice (its bytes and its lines)
+            while chunk := handle.read(_READ_CHUNK):
+                if skipping:
+                    ends = chunk.find(b"\n")
+                    if ends < 0:
+                        continue
+                    number += 1
+                    result.problem(self.name, number, "malformed", lambda: TOO_LONG)
+                    chunk, skipping = chunk[ends + 1 :], False
+                    done = handle.tell() - len(chunk)
+                    if not chunk:
+                        continue
+                data = last + chunk if last else chunk
+                pieces = data.split(b"\n")
+                last = pieces.pop()  # b"" when the data ends with a newline
+                if pieces:
+                    number = _parse_lines(self.name, pieces, number, done, result, shape)
+                    done += len(data) - len(last)
+                if len(last) > MAX_LINE:  # no newline yet, and already too long to be an event
+                    last, skipping = b"", True
+            end = handle.tell()
+        result.end = end
+        if (last or skipping) and final:
+            number += 1
+            why = TOO_LONG if skipping else "no newline at the end: a write cut off"
+            result.problem(self.name, number, "torn", lambda: why)
+            done = end
+        result.offset = done
+        result.line = number
+        return result
+
+    def size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def whole(self) -> bytes:
+        """Every byte of the store, as `verify` checks it."""
+        with open(open_regular(self.path), "rb") as handle:
+            return handle.read()
+
+    def lines(self) -> Iterator[tuple[int, bytes | None]]:
+        """(start offset, line) for every line of the store in order, without its newline; None
+        for a line longer than MAX_LINE (never held whole). Bounded memory whatever it holds."""
+        try:
+            fd = open_regular(self.path)
+        except FileNotFoundError:
+            return
+        with open(fd, "rb", buffering=0) as handle:
+            yield from read_lines(handle)
+
+    def mended(self) -> list[int]:
+        """Lines of a local copy found not to be the store's and read again (engine.log.pg's
+        mirror); the files are the store itself."""
+        return []
+
+
+def _check_time(store: str, at: object, last_at: object) -> None:
+    """With the system clock, a store never takes an event stamped before its last (beyond a
+    little skew): time in the log only moves forward (SPEC §15.3)."""
+    if clock.pinned() or not isinstance(at, str) or not isinstance(last_at, str) or at >= last_at:
+        return
+    try:
+        behind = (clock.read_time(last_at) - clock.read_time(at)).total_seconds()
+    except Exception:  # noqa: BLE001 - a last line with a bad time does not stop the log
+        return
+    if behind > SKEW_S:
+        raise Refused(
+            f"{store}: this event is stamped {at}, before the store's last event ({last_at}); "
+            "the host's clock went back or the time was forged: nothing written"
+        )
+
+
+_WHOLE = msgspec.json.Decoder()
+
+
+@functools.cache
+def _decoders(shape: type | tuple | None) -> tuple[Callable, Callable]:
+    """(for a piece, for each line): a piece's lines are decoded in one `map` with the first; a
+    line it refuses is decoded alone with the second, which tries the shape for any line too."""
+    if shape is None:
+        return _WHOLE.decode, _WHOLE.decode
+    if not isinstance(shape, tuple):
+        decode: Callable[[bytes], object] = msgspec.json.Decoder(shape).decode
+        return decode, decode
+    usual, anyline = (msgspec.json.Decoder(s).decode for s in shape)
+
+    def each(raw: bytes) -> object:
+        try:
+            return usual(raw)
+        except msgspec.ValidationError:
+            return anyline(raw)
+
+    return usual, each
+
+
+def _why_not(raw: bytes) -> str:
+    """Why a line is not an event, decided on the whole line whatever shape was asked for (a
+    shape stops at the first field it cannot use, and says less about the rest)."""
+    if len(raw) > MAX_LINE:
+        return TOO_LONG
+    try:
+        raw.decode("utf-8")
+        value = _WHOLE.decode(raw)
+    except UnicodeDecodeError:
+        return "not valid UTF-8"
+    except ValueError as exc:
+        return "not valid UTF-8" if "utf-8" in str(exc).lower() else "not JSON"
+    except RecursionError:
+        return "not JSON (nested too deep)"
+    return "not a JSON object" if type(value) is not dict else "not JSON"
+
+
+def _parse_lines(
+    store: str, pieces: list[bytes], line: int, offset: int, result: ReadResult, shape: type | tuple | None
+) -> int:
+    """Parse whole lines into events; report the bad ones by number. Returns the last line number.
+
+    The hot path of every reader. With a shape, msgspec builds only the fields the fold reads and
+    skips the rest, checking its JSON though not its UTF-8: so non-ASCII lines are decoded once
+    to check that (whole events need no such pass: every string is decoded, its UTF-8 checked). When every line is an event (almost always), decoding is one `map` in C;
+    otherwise `_parse_each` finds the bad lines. Each event's byte offset is kept so the read
+    models can hold a reference instead of the event.
+    """
+    decode, each = _decoders(shape)
+    if max(map(len, pieces)) > MAX_LINE:  # a line too long to be an event: named line by line
+        return _parse_each(store, pieces, line, offset, result, each, shape is None)
+    try:
+        if shape is not None:  # whole events: msgspec decodes, and so checks, every byte of text
+            for raw in filterfalse(bytes.isascii, pieces):  # UTF-8 first: a shape skips some text
+                raw.decode("utf-8")
+        events = list(map(decode, pieces))
+        if shape is None and not set(map(type, events)) <= {dict}:
+            raise ValueError("not a JSON object")
+    except (ValueError, RecursionError):  # msgspec's errors and UnicodeDecodeError are ValueErrors
+        return _parse_each(store, pieces, line, offset, result, each, shape is None)
+    result.events.extend(events)
+    result.starts.extend(_starts(pieces, offset))
+    return line + len(pieces)
+
+
+def _parse_each(
+    store: str,
+    pieces: list[bytes],
+    line: int,
+    offset: int,
+    result: ReadResult,
+    decode: Callable[[bytes], object],
+    whole: bool,
+) -> int:
+    """Line by line, naming each line that is not an event (torn, garbage, not an object)."""
+    append = result.events.append
+    number = line
+    skipped: set[int] = set()  # indices into pieces of lines that are not events
+    for k, raw in enumerate(pieces):
+        number += 1
+        try:
+            if not raw:
+                raise ValueError("empty")
+            if len(raw) > MAX_LINE:
+                raise ValueError(TOO_LONG)
+            if not raw.isascii():
+                raw.decode("utf-8")
+            event = decode(raw)
+            if whole and type(event) is not dict:  # a shape decodes only JSON objects
+                raise ValueError("not a JSON object")
+        except (ValueError, RecursionError):
+            skipped.add(k)
+            if raw:  # an empty line is the newline that closed off a torn write: no problem of its own
+                result.problem(store, number, "malformed", functools.partial(_why_not, raw))
+            continue
+        append(event)
+    result.starts.extend(at for k, at in enumerate(_starts(pieces, offset)) if k not in skipped)
+    return number
+
+
+def _starts(pieces: list[bytes], offset: int) -> list[int]:
+    """Line k starts at offset + the lengths of the k lines before it + their k newlines (in C)."""
+    return list(map(operator.add, accumulate(map(len, pieces), initial=offset), range(len(pieces))))
+
+
+def canonical_line(event: dict) -> bytes:
+    """How an event is written: compact JSON, UTF-8, key order kept, one line."""
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def line_text(store: str, event: dict) -> str:
+    """The event's canonical line as text, without its newline, refused (BadInput) when its UTF-8
+    is over MAX_LINE_BYTES. Its characters are counted before it is encoded (a character is at
+    least one byte), so an event of 100 MB costs one copy of its text, never its bytes as well."""
+    text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    if len(text) > MAX_LINE_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
+        raise BadInput(too_long(store, len(text)))
+    return text
+
+
+def too_long(store: str, size: int) -> str:
+    return (
+        f"{store}: a line of {size:,} characters or more is over the limit of {MAX_LINE_BYTES:,} "
+        "bytes (1 MiB) of canonical JSON; nothing written"
+    )
+
+
+def check_size(store: str, event: dict) -> None:
+    """Refuse (BadInput) an event whose line would be over MAX_LINE_BYTES before anything is built
+    from it (its JSON, its id, its hash): its texts' characters are counted first, without a copy
+    (its JSON holds at least as many bytes); the line `line_text` builds at the end is checked
+    again, exactly."""
+    least = _least_size(event)
+    if least > MAX_LINE_BYTES:
+        raise BadInput(too_long(store, least))
+
+
+def _least_size(value: object) -> int:
+    """How many bytes, at least, the JSON of `value` holds: the characters of every text in it
+    (keys too). Iterative: a deeply nested event is counted, not recursed into."""
+    size, stack = 0, [value]
+    while stack and size <= MAX_LINE_BYTES:
+        item = stack.pop()
+        if isinstance(item, str):
+            size += len(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return size
+
+
+def read_lines(handle: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
+    """(start offset, line) for each line of a file from where `handle` stands, without its
+    newline (a last line without one included); the line is None when longer than MAX_LINE, its
+    bytes dropped as they are read. At most a chunk and MAX_LINE are held at once."""
+    position = handle.tell()  # where `last` starts
+    last, skipping = b"", False
+    while chunk := handle.read(_READ_CHUNK):
+        if skipping:
+            ends = chunk.find(b"\n")
+            if ends < 0:
+                continue
+            yield position, None
+            position = handle.tell() - len(chunk) + ends + 1
+            chunk, skipping = chunk[ends + 1 :], False
+        data = last + chunk if last else chunk
+        pieces = data.split(b"\n")
+        last = pieces.pop()
+        for piece in pieces:
+            yield position, piece if len(piece) <= MAX_LINE else None
+            position += len(piece) + 1
+        if len(last) > MAX_LINE:
+            last, skipping = b"", True
+    if skipping:
+        yield position, None
+    elif last:
+        yield position, last
+
+
+def lines_backwards(handle: IO[bytes], size: int) -> Iterator[tuple[int, int]]:
+    """(start, end) of each line of the file, the last first (end excludes the newline; a final
+    newline ends the last line and starts none). Newlines are found in pieces of _READ_CHUNK read
+    from the end, so memory stays bounded however long a line is."""
+    end = size
+    position = size
+    if size:
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            end = position = size - 1
+    while position > 0:
+        start = max(0, position - _READ_CHUNK)
+        handle.seek(start)
+        piece = handle.read(position - start)
+        at = len(piece)
+        while (found := piece.rfind(b"\n", 0, at)) >= 0:
+            yield start + found + 1, end
+            end = start + found
+            at = found
+        position = start
+    yield 0, end
+
+
+def _parse(raw: bytes) -> dict | None:
+    try:
+        event = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return event if isinstance(event, dict) else None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing `verify` found wrong with a store."""
+
+    store: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.store}:{self.line}: {self.message}"
+
+
+_STRICT = msgspec.json.Decoder()
+
+
+def verify(
+    store: Store, data: bytes | None = None, dismissed: Mapping[int, str] | None = None
+) -> list[Finding]:
+    """Check the hash chain; name every unreadable line and the first break in the chain.
+
+    An edited line fails its own hash; an inserted, deleted or reordered line breaks `prev`.
+    A cut-off tail or a rewritten and re-hashed suffix cannot be seen without an outside anchor.
+    A line is read as every reader reads it (strict JSON: `NaN` is no JSON), so a line readers
+    skip is named here too, though its `hash` carries the chain on (SPEC §26). The first
+    KEPT_PROBLEMS unreadable lines are named, the rest counted in one finding. Read line by line:
+    bounded memory whatever the store holds (`data`: the bytes a server sent, fleet mode).
+
+    `dismissed`: line number -> the SHA-256 of the line a signed dismissal names (SPEC §26). Such a
+    line, while it still has that hash, is named but does not stop the check: the next line may
+    chain to the hash it claims (appended after it) or to the line before it (inserted).
+    """
+    found: list[Finding] = []
+    if data is None:
+        source: Iterable[bytes | None] = (raw for _, raw in store.lines())
+    else:
+        pieces: list[bytes | None] = list(data.split(b"\n"))
+        if pieces[-1] == b"":
+            pieces.pop()
+        source = [p if p is None or len(p) <= MAX_LINE else None for p in pieces]
+    prev = {GENESIS}  # what the next line's prev may name
+    chain_broken = False
+    unreadable = first_unlisted = number = 0
+    dismissed = dismissed or {}
+    torn_at = _torn_line(store, data)
+    for raw in source:
+        number += 1
+        event, why = _event_of(raw)
+        if why is not None:
+            unreadable += 1
+            if unreadable <= KEPT_PROBLEMS:
+                kind = "torn last line (a write cut off)" if number == torn_at else why
+                found.append(Finding(store.name, number, f"{kind}; readers skip it"))
+            elif unreadable == KEPT_PROBLEMS + 1:
+                first_unlisted = number
+            if event is None:
+                continue
+        if chain_broken or event is None:
+            continue
+        if event.get("hash") != event_hash(event):
+            found.append(Finding(store.name, number, "content does not match its hash (edited)"))
+            chain_broken = not _dismissed(dismissed, number, raw)
+            if not chain_broken and isinstance(event.get("hash"), str):
+                prev = prev | {event["hash"]}
+        elif event.get("prev") not in prev:
+            found.append(
+                Finding(
+                    store.name,
+                    number,
+                    "chain broken: prev does not name the line before (inserted, deleted or reordered)",
+                )
+            )
+            chain_broken = not _dismissed(dismissed, number, raw)
+            if not chain_broken and isinstance(event.get("hash"), str):
+                prev = prev | {event["hash"]}
+        else:
+            prev = {event["hash"]}
+    if unreadable > KEPT_PROBLEMS:
+        found.append(
+            Finding(
+                store.name,
+                first_unlisted,
+                f"and {unreadable - KEPT_PROBLEMS} more unreadable line(s) from here, not listed one by one "
+                f"({unreadable} in all; the first {KEPT_PROBLEMS} are named above)",
+            )
+        )
+        found.sort(key=lambda f: f.line)
+    return found
+
+
+def _dismissed(dismissed: Mapping[int, str], number: int, raw: bytes | None) -> bool:
+    """A signed dismissal names this line, and the line still has the bytes it named."""
+    digest = dismissed.get(number)
+    return digest is not None and raw is not None and hashlib.sha256(raw).hexdigest() == digest
+
+
+def _torn_line(store: Store, data: bytes | None) -> int | None:
+    """The number of the last line when it has no newline (a write cut off), else None; known
+    only when the bytes are in hand (a file's last line is found by lines() itself)."""
+    if data is not None:
+        return data.count(b"\n") + 1 if data and not data.endswith(b"\n") else None
+    try:
+        fd = open_regular(store.path)
+    except (OSError, Refused):
+        return None
+    with open(fd, "rb", buffering=0) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            return None
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return None
+        handle.seek(0)
+        count = 1
+        while chunk := handle.read(_READ_CHUNK):
+            count += chunk.count(b"\n")
+        return count
+
+
+def _event_of(raw: bytes | None) -> tuple[dict | None, str | None]:
+    """(the line as a JSON object for the chain, or None; why readers skip it, or None). A line
+    strict JSON refuses but Python's lenient reader takes (`NaN`, `Infinity`) is skipped by every
+    reader, yet carries the chain on: the appender chained the next line to its hash."""
+    if raw is None:
+        return None, "a line " + TOO_LONG
+    try:
+        value = _STRICT.decode(raw)
+    except (ValueError, RecursionError):
+        lenient = _parse(raw)
+        if lenient is not None:
+            return lenient, "not an event line (JSON holds no NaN or Infinity)"
+        return None, "unreadable line (torn write or garbage)"
+    if type(value) is not dict:
+        return None, "unreadable line (not a JSON object)"
+    return value, None

@@ -1,0 +1,1009 @@
+"""The fold: events read from the stores, applied to the read model (engine.read.model). Pure of any
+policy on when to read: engine.read.load decides that; `advance` folds what each store gained since."""
+
+from __future__ import annotations
+
+import operator
+import os
+import re
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from itertools import compress, repeat
+from pathlib import Path
+from typing import IO, Any, ClassVar
+
+import msgspec
+
+from engine.base import clock
+from engine.base.errors import RegulatorError
+from engine.base.gcpause import gc_paused
+from engine.checkout.authority import GRANT_OF, Uncounted
+from engine.checkout.workspace import Workspace
+from engine.log.events import HOST_KINDS, INDEX, STORES, refs, unreadable
+from engine.log.store import KEPT_PROBLEMS, SKEW_S
+from engine.read.model import (
+    ASKS_RECOVERY,
+    BLOCKING,
+    OWED_TO,
+    RESULT_OUTCOMES,
+    RESUMING_ACTIONS,
+    WAITING_ACTIONS,
+    Closing,
+    Cursor,
+    Disposition,
+    EventKind,
+    HostOrder,
+    MemoryEntry,
+    Obligation,
+    ObligationKind,
+    ObligationStatus,
+    RecoveryAction,
+    State,
+    UnitResult,
+    UnitState,
+    UnitStatus,
+)
+from engine.read.worldfold import KINDS as WORLD_KINDS
+from engine.read.worldfold import (
+    EscalatedLine,
+    ExpiredLine,
+    OsvRef,
+    OutcomeLine,
+    OverdueLine,
+    SensorRunLine,
+    WithdrawnLine,
+    fold_world,
+    world_signal,
+)
+
+WorldLine = ExpiredLine | OverdueLine | EscalatedLine | WithdrawnLine | SensorRunLine | OutcomeLine
+
+# the names the hot loops compare with, bound once (an enum member read from its class costs more)
+_SIGNAL, _ROUTING, _DISPOSITION = EventKind.SIGNAL.value, EventKind.ROUTING.value, EventKind.DISPOSITION.value
+_OPEN, _RESOLVED, _ESCALATED = ObligationStatus.OPEN, ObligationStatus.RESOLVED, ObligationStatus.ESCALATED
+_INTELLIGENCE, _QUESTION = ObligationKind.INTELLIGENCE, ObligationKind.QUESTION
+_ANSWERED = Disposition.ANSWERED.value
+_DISPATCH, _CLOSE, _DEMOTE, _DECISION = (
+    k.value for k in (EventKind.DISPATCH, EventKind.CLOSE, EventKind.DEMOTE, EventKind.DECISION)
+)
+_MEMORY, _RETRACTION = EventKind.MEMORY.value, EventKind.RETRACTION.value
+_RESULT, _LEASE_EXPIRED = EventKind.RESULT.value, EventKind.LEASE_EXPIRED.value
+_IN_PROGRESS, _CLOSED, _TODO = UnitStatus.IN_PROGRESS, UnitStatus.CLOSED, UnitStatus.TODO
+_LOST = UnitStatus.LOST
+
+
+class SignalsLine(msgspec.Struct):
+    """What the fold reads of a line in signals.ndjson; the rest of the line is checked, not kept.
+    Each default is what `dict.get` gave the fold before, so a missing field reads the same. Each
+    field is Any: it holds whatever the line holds (the engine writes text; a line edited by hand
+    to hold something else is named by `verify`, not coerced here)."""
+
+    kind: Any = None
+    id: Any = None
+    subject: Any = ""
+    expiresAt: Any = None  # noqa: N815 - the store's field name
+    signal: Any = None
+    obligations: Any = ()
+    at: Any = None
+    obligation: Any = None
+    disposition: Any = None
+    by: Any = None
+    rationale: Any = None
+
+
+class SignalLine(msgspec.Struct, tag_field="kind", tag="signal"):
+    """The three kinds the signals log holds decode into typed shapes of their own fields only (a
+    third less to build and free than SignalsLine). A line of any other kind, or one these refuse
+    (a repeated "kind", a kind that is not text, a field of the wrong type), is read as SignalsLine
+    instead; the fold counts a refused line of these kinds for nothing and `verify` names it: a
+    well-chained line can be appended by anyone with the account's shell (SPEC §15.0)."""
+
+    kind: ClassVar[str] = "signal"
+    id: str
+    subject: str = ""
+    expiresAt: str | None = None  # noqa: N815
+    by: str | None = None  # a person-raised signal counts only as a person event does
+    # SPEC §24 (engine.read.worldfold): a sensor's report, a supersession, a prediction
+    sensor: str | None = None
+    osv: OsvRef | None = None
+    supersedes: str | None = None
+    prediction: dict[str, Any] | None = None
+
+
+class RoutedObligation(msgspec.Struct):
+    """One obligation a routing record opens, as the router writes it."""
+
+    id: str
+    severity: str
+    blocks: bool
+    unit: str | None = None
+    owedTo: str = OWED_TO  # noqa: N815
+    kind: str | None = None  # "question" for a question's obligation (SPEC §22); else intelligence
+
+
+class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
+    kind: ClassVar[str] = "routing"
+    signal: str
+    obligations: list[RoutedObligation] = []
+    at: str | None = None
+    seen: dict[str, int] | None = None  # the other stores' byte lengths the router saw (SPEC §22)
+
+
+class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
+    kind: ClassVar[str] = "disposition"
+    obligation: str
+    disposition: str | None = None
+    by: str | None = None
+    rationale: str | None = None
+    at: str | None = None
+
+
+_TYPED_KINDS = frozenset((_SIGNAL, _ROUTING, _DISPOSITION, *WORLD_KINDS))
+
+
+class UnitsLine(msgspec.Struct):
+    """What the units fold reads of a line in units.ndjson: the rest (its hash, prev, signature,
+    ...) is checked as JSON, not built. As with SignalsLine, each field is Any and each default is
+    what `dict.get` gave the fold (UNSET where the fold tells a missing field from a null one), so
+    any line reads as the whole event did; tests/test_store.py proves the two readings agree."""
+
+    kind: Any = None
+    unit: Any = None
+    id: Any = None
+    at: Any = None
+    leaseHash: Any = None  # noqa: N815 - the store's field name
+    worktree: Any = None
+    type: Any = None
+    profile: Any = None
+    action: Any = None
+    disposition: Any = None
+    by: Any = None
+    rationale: Any = msgspec.UNSET
+    resolves: Any = ()
+    opens: Any = None
+    expiresAt: Any = None  # noqa: N815 - a dispatch's lease time (SPEC §23)
+    ttl: Any = None
+    confined: Any = None
+    outcome: Any = None  # a result's
+    summary: Any = None
+    exitCode: Any = None  # noqa: N815
+    durationS: Any = None  # noqa: N815
+    seen: Any = None  # a dispatch's or close's: the other stores' byte lengths the host saw (SPEC §22)
+
+
+_UNIT_PERSON = (_DECISION, _DEMOTE)
+_KIND = operator.attrgetter("kind")
+PERSON_KINDS = {"units": _UNIT_PERSON, "memory": (_RETRACTION,)}
+_PARALLEL = 32  # person events in one read before their signatures are checked on every core
+
+
+def person_refs(name: str, events: Sequence[Any], at_refs: list[int]) -> list[int]:
+    """The references of a read's person events (SPEC §15.1), found in one pass."""
+    if name == "signals":
+        return [
+            at
+            for e, at in zip(events, at_refs, strict=True)
+            if type(e) is DispositionLine
+            or (type(e) is SignalLine and e.by is not None)
+            or type(e) is OutcomeLine
+        ]
+    kinds = PERSON_KINDS.get(name)
+    if not kinds:
+        return []
+    if len(events) != len(at_refs):
+        raise ValueError("one reference per event")
+    # `e.kind in kinds` (units, read as UnitsLine) or `e.get("kind") in kinds` (memory, whole
+    # events) for every event, in C: 800,000 of them in the bench
+    found = map(_KIND, events) if name == "units" else map(dict.get, events, repeat("kind"))
+    return list(compress(at_refs, map(kinds.__contains__, found)))
+
+
+def check_ahead(state: State, ws: Workspace, name: str, found: list[int]) -> None:
+    """Check many person events' signatures at once, on every core (Ed25519 verification runs
+    without the GIL): the fold then finds each verdict ready. Only what the fold would check."""
+    if len(found) < _PARALLEL:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    lines = [(*line, at) for line, at in zip(_read_back(ws.store(name).path, found), found, strict=True)]
+    workers = max(1, min(4, os.cpu_count() or 1))
+    size = -(-len(lines) // workers)
+    chunks = [lines[k : k + size] for k in range(0, len(lines), size)]
+
+    def judge(chunk: list[tuple[dict[str, Any], object, int]]) -> list[str | None]:
+        return [_judge(state, event, previous, name, at) for event, previous, at in chunk]
+
+    with ThreadPoolExecutor(workers) as pool:
+        verdicts = [v for part in pool.map(judge, chunks) for v in part]
+    events = [event for event, _, _ in lines]
+    state.verdicts.update(zip(found, zip(events, verdicts, strict=True), strict=True))
+
+
+def _read_back(path: Path, found: list[int]) -> list[tuple[dict[str, Any], object]]:
+    """Whole events at these references, each with the `at` of the line before it, read through
+    one handle."""
+    with open(path, "rb") as handle:
+        return [_person_line(handle, at) for at in found]
+
+
+_AT = re.compile(rb'"at":"([^"]*)"')
+
+
+def _person_line(handle: IO[bytes], at: int) -> tuple[dict[str, Any], object]:
+    """The event at a reference, and the `at` of the line before it (None for the first line)."""
+    offset = at >> 2
+    start = max(0, offset - 4096)
+    handle.seek(start)
+    before = handle.read(offset - start)
+    line = handle.readline()
+    try:
+        event = msgspec.json.decode(line)
+    except (ValueError, RecursionError):
+        event = None
+    if type(event) is not dict:
+        return unreadable(at), None
+    cut = before[:-1].rfind(b"\n")  # the line before this one (its newline ends `before`)
+    found = _AT.findall(before[cut + 1 :]) if cut >= 0 or start == 0 else []
+    return event, (found[-1].decode() if found else None)
+
+
+def _judge(state: State, event: dict[str, Any], previous: object, store: str, at: int) -> str | None:
+    """Why a person event counts for nothing (grant, signature, or a time before its store's),
+    judged under the policy in force at its place in the log (engine.checkout.authority.people_for)."""
+    people = state.auth.people_for(store, at >> 2, event.get("at"))
+    grant = GRANT_OF.get(event.get("kind")) if people.grants else None  # type: ignore[arg-type]
+    reason = state.auth.check(event, people, grant)
+    if reason is None and state.auth.clock == "system" and _backdated(event.get("at"), previous):
+        reason = "back-dated (stamped before the line before it)"
+    return reason
+
+
+def _backdated(at: object, previous: object) -> bool:
+    """More than the skew a store allows (SPEC §15.3) before the line before it."""
+    if not isinstance(at, str) or not isinstance(previous, str) or at >= previous:
+        return False
+    try:
+        return (clock.read_time(previous) - clock.read_time(at)).total_seconds() > SKEW_S
+    except Exception:  # noqa: BLE001 - an unreadable time is not a back-dated one
+        return False
+
+
+def counts(state: State, store: str, at: int) -> bool:
+    """Whether the person event at this reference counts (SPEC §15.1): signed by a key the policy
+    in force at its time lists for the person (or unsigned where signatures are not required),
+    and the first event of its store with its id. One that does not is kept in `uncounted`."""
+    ready = state.verdicts.pop(at, None)
+    if ready is not None:
+        event, reason = ready
+    else:
+        with open(state.source.paths[at & 3], "rb") as handle:
+            event, previous = _person_line(handle, at)
+        reason = _judge(state, event, previous, store, at)
+    event_id = event.get("id")
+    if reason is None and isinstance(event_id, str):
+        seen = state.person_ids.setdefault(store, set())
+        if event_id in seen:
+            reason = "replayed id (an event with this id came earlier)"
+        else:
+            seen.add(event_id)
+    if reason is None:
+        return True
+    state.uncounted.append(Uncounted(store, at >> 2, reason, event_id if isinstance(event_id, str) else None))
+    return False
+
+
+_RESTATED = "malformed: a signal id already recorded (a second line replaces nothing: the first is routed)"
+
+
+def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
+    signals, routings, obligations = state.signals.refs, state.routings.refs, state.obligations
+    waiting, pending, host = state.unrouted_ids, state.pending, state.host
+    expiries: dict[str, datetime | None] = {}
+    fresh: dict[str, SignalLine] = {}  # this read's signals: a routing usually follows its signal closely
+    for event, at in zip(events, at_refs, strict=True):
+        kind = event.kind
+        if type(event) is SignalsLine:  # not one of the typed shapes
+            if kind in _TYPED_KINDS or not isinstance(kind, str):
+                state.uncounted.append(Uncounted("signals", at >> 2, "malformed: fields of the wrong type"))
+            continue
+        if kind == _SIGNAL:
+            if event.by is not None and not counts(state, "signals", at):
+                continue
+            if event.id in signals:  # a second line cannot restate a signal (its units, before routing)
+                state.uncounted.append(Uncounted("signals", at >> 2, _RESTATED))
+                continue
+            signals[event.id] = at
+            fresh[event.id] = event
+            if event.id not in routings:
+                waiting[event.id] = None
+            if event.sensor is not None or event.supersedes is not None or event.prediction is not None:
+                world_signal(state, event, at)
+        elif kind == _ROUTING:
+            signal_id = event.signal
+            if signal_id in routings:
+                continue  # a second router's duplicate: dropped
+            if event.seen is not None or host.signals_seen:
+                reason = _routing_order(state, event, at)
+                if reason is not None:  # counts for nothing: the next routing record routes it
+                    state.uncounted.append(Uncounted("signals", at >> 2, reason))
+                    continue
+            routings[signal_id] = at
+            waiting.pop(signal_id, None)
+            signal = fresh.get(signal_id)
+            if signal is not None:
+                subject, expires = signal.subject, signal.expiresAt
+            else:  # routed in a later read than its signal: read the signal back
+                earlier = state.signals.get(signal_id, {})
+                subject, expires = earlier.get("subject", ""), earlier.get("expiresAt")
+            if expires and expires not in expiries:
+                expiries[expires] = _expiry(expires)
+            for entry in event.obligations:
+                ob_id = entry.id
+                if ob_id in obligations:
+                    continue
+                # positional, every field in order (Obligation.__struct_fields__): this runs once per
+                # obligation in the log, the hottest constructor
+                obligations[ob_id] = Obligation(
+                    ob_id,  # id
+                    entry.unit,
+                    _INTELLIGENCE if entry.kind is None else _kind_of(entry.kind),  # kind
+                    signal_id,  # source
+                    entry.severity,
+                    entry.blocks,
+                    entry.owedTo,  # owed_to
+                    event.at,  # opened_at
+                    subject,
+                    expiries.get(expires) if expires else None,  # expires_at
+                    _OPEN,  # status
+                    None,  # disposition
+                    None,  # by
+                    None,  # rationale
+                    None,  # closed_at
+                    [at],  # history
+                )
+                if pending and ob_id in pending:
+                    obligations[ob_id].close(pending.pop(ob_id))
+        elif kind == _DISPOSITION:
+            ob = obligations.get(event.obligation)
+            if not counts(state, "signals", at) or not _may_resolve(state, event, ob, at):
+                if ob is not None:
+                    ob.history.append(at)  # shown in its lifecycle, marked: it counts for nothing
+                continue
+            closing = Closing(
+                status=_RESOLVED,
+                disposition=event.disposition,
+                by=event.by,
+                rationale=event.rationale,
+                closed_at=event.at,
+                at=at,
+            )
+            if ob is None:
+                # a recovery-decision obligation is opened in units.ndjson, folded after this store
+                pending.setdefault(event.obligation, closing)
+            elif ob.status == _OPEN:
+                ob.close(closing)
+        else:  # what time and the world brought in (SPEC §24)
+            fold_world(state, event, at, counts)
+
+
+def _kind_of(text: str) -> ObligationKind:
+    """The kind a routed obligation names: a question's, else intelligence (a routing record whose
+    kind is anything else was not written by the router: verify names it, the fold keeps it as
+    intelligence, which may hold)."""
+    return _QUESTION if text == _QUESTION.value else _INTELLIGENCE
+
+
+def _expiry(text: str) -> datetime | None:
+    """A signal's expiry; one that is not a time (a line no engine wrote) never expires: its
+    obligations keep holding rather than lapse (fail closed)."""
+    try:
+        return clock.read_time(text)
+    except RegulatorError:
+        return None
+
+
+def _may_resolve(state: State, event: DispositionLine, ob: Obligation | None, at: int) -> bool:
+    """A disposition counts only from a person the policy lets resolve that severity (an
+    obligation not yet folded is a recovery decision's: blocking)."""
+    if event.disposition == _ANSWERED and (ob is None or ob.kind != _QUESTION):
+        state.uncounted.append(Uncounted("signals", at >> 2, "answered: a disposition of questions only"))
+        return False
+    severity = ob.severity if ob is not None else BLOCKING
+    people = state.auth.people_for("signals", at >> 2, event.at)
+    if not people.grants:  # no interaction policy known (a store without its identity): as before
+        return True
+    if isinstance(event.by, str) and severity in people.resolve.get(event.by, ()):
+        return True
+    state.uncounted.append(Uncounted("signals", at >> 2, f"by a person who may not resolve {severity}"))
+    return False
+
+
+def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> None:
+    obligations, units, unit_of = state.obligations, state.units, state.unit
+    holds: dict[str, list[Obligation]] | None = None  # unit -> its blocking obligations, built once needed
+    held: dict[str, list[Span]] = {}  # unit -> (opened, obligation) of each, parsed once the unit needs them
+    last_at: object = None
+    last_when: datetime | None = None
+    host = state.host
+    crossing = "signals" in state.cursors  # signals.ndjson is folded here: the order rule applies
+    order = _Order(host)
+    for event, at in zip(events, at_refs, strict=True):
+        kind = event.kind
+        unit_id = event.unit
+        if not isinstance(unit_id, str):
+            continue
+        unit = units.get(unit_id)
+        if unit is None:
+            unit = unit_of(unit_id)
+        unit.history.append(at)  # shown in the lifecycle even when it counts for nothing
+        if kind in _UNIT_PERSON and not counts(state, "units", at):
+            continue
+        if kind in _HOST_KINDS:
+            seen = event.seen
+            if seen is not None or host.units_seen or (crossing and order.decided_before(at >> 2)):
+                # judged by the order (SPEC §22): where it says it decided, not by its time
+                wanted = seen.get("signals") if crossing and type(seen) is dict else None
+                if type(wanted) is int and wanted > host.signals_size and state.reread is not None:
+                    host.units_at = at >> 2  # what a routing read now must find seen
+                    state.reread()  # appended to signals.ndjson since it was read: read it first
+                    holds, held, order = None, {}, _Order(host)
+                if holds is None:
+                    holds = _holds(obligations)
+                reason = _ordered(state, unit, kind, seen, at >> 2, holds.get(unit_id, ()), order, crossing)
+                if reason is not None:
+                    state.uncounted.append(Uncounted("units", at >> 2, reason))
+                    continue
+                if type(wanted) is int and wanted > host.max_seen:
+                    host.max_seen = wanted  # what a routing record read later must not be
+            else:  # a store from before `seen` (SPEC §22): judged by time, as it always was
+                if holds is None:
+                    holds = _holds(obligations)
+                at_text = event.at
+                if at_text != last_at or type(at_text) is not str:  # a host writes many in one second
+                    last_at, last_when = at_text, clock.moment(at_text)
+                spans = held.get(unit_id)
+                if spans is None:
+                    spans = held[unit_id] = [
+                        (clock.moment(ob.opened_at), ob) for ob in holds.get(unit_id, ())
+                    ]
+                # the common case needs no call: no hold, a time, and a status the command accepts
+                # (a dispatch refuses only in-progress, a close anything else: _REFUSED)
+                if spans or last_when is None or (unit.status == _IN_PROGRESS) == (kind == _DISPATCH):
+                    reason = _vetoed(unit, kind, last_when, spans)
+                else:
+                    reason = None
+                if reason is not None:
+                    state.uncounted.append(Uncounted("units", at >> 2, reason))
+                    continue
+        if kind == _DISPATCH:
+            # a first-round dispatch kept the token itself in the log: such a lease is not honoured
+            unit.status, unit.lease, unit.worktree = (
+                _IN_PROGRESS,
+                event.leaseHash,
+                event.worktree,
+            )
+            unit.type, unit.profile = event.type, event.profile
+            expires, ttl = event.expiresAt, event.ttl
+            unit.expires_at = expires if type(expires) is str else None
+            unit.ttl = ttl if type(ttl) is int else None
+            unit.confined = event.confined if type(event.confined) is bool else None
+            unit.result = None
+        elif kind == _RESULT:
+            reason = _result_refused(unit, event)
+            if reason is not None:
+                state.uncounted.append(Uncounted("units", at >> 2, reason))
+                continue
+            unit.result = UnitResult(
+                event.id,
+                event.outcome,
+                event.summary,
+                event.at,
+                "host" if event.by == "host" else "unit",
+                event.exitCode if type(event.exitCode) is int else None,
+                event.durationS if type(event.durationS) is int else None,
+            )
+            opened = event.opens
+            if opened:
+                recovery = Obligation(
+                    id=opened["id"],
+                    unit=unit_id,
+                    kind=ObligationKind.RECOVERY,
+                    source=event.id,
+                    severity=opened["severity"],
+                    blocks=False,
+                    owed_to=opened.get("owedTo", OWED_TO),
+                    opened_at=event.at,
+                    subject=f"recovery: {unit_id} reported {event.outcome}: {event.summary}",
+                    history=[at],
+                )
+                obligations.setdefault(recovery.id, recovery)
+                pending = state.pending.pop(recovery.id, None)
+                if pending is not None:
+                    recovery.close(pending)
+        elif kind == _LEASE_EXPIRED:
+            reason = _expiry_refused(unit, event)
+            if reason is not None:
+                state.uncounted.append(Uncounted("units", at >> 2, reason))
+                continue
+            unit.status, unit.lease = _LOST, None
+        elif kind == _CLOSE:
+            unit.status, unit.lease = _CLOSED, None
+        elif kind == _DEMOTE:
+            unit.status, unit.lease = _TODO, None
+        elif kind == _DECISION:
+            action = event.action
+            rationale = event.rationale
+            closing = Closing(
+                status=_ESCALATED if action in WAITING_ACTIONS else _RESOLVED,
+                disposition=event.disposition,
+                by=event.by,
+                rationale=None if rationale is msgspec.UNSET else rationale,
+                closed_at=event.at,
+                at=at,
+            )
+            for ob_id in event.resolves:
+                ob = obligations.get(ob_id)
+                if ob is None:
+                    state.pending.setdefault(ob_id, closing)
+                elif ob.status == _OPEN:
+                    ob.close(closing)
+            opened = event.opens
+            if opened:
+                ob = Obligation(
+                    id=opened["id"],
+                    unit=unit_id,
+                    kind=ObligationKind.RECOVERY_DECISION,
+                    source=event.id,
+                    severity=opened["severity"],
+                    blocks=True,
+                    owed_to=opened.get("owedTo", OWED_TO),
+                    opened_at=event.at,
+                    subject=f"recovery decision: {action} — {'' if rationale is msgspec.UNSET else rationale}",
+                    history=[at],
+                )
+                obligations[ob.id] = ob
+                if holds is not None:
+                    holds.setdefault(unit_id, []).append(ob)
+                    if unit_id in held:
+                        held[unit_id].append((clock.moment(ob.opened_at), ob))
+                pending = state.pending.pop(ob.id, None)
+                if pending is not None:
+                    ob.close(pending)
+            unit.lease = None
+            if action in RESUMING_ACTIONS:
+                unit.status, unit.recovery = UnitStatus.TODO, None
+            elif action == RecoveryAction.ABORT:
+                unit.status, unit.recovery = UnitStatus.ABORTED, None
+            else:
+                unit.status, unit.recovery = UnitStatus.WAITING, opened["id"] if opened else None
+
+
+def _result_refused(unit: UnitState, event: UnitsLine) -> str | None:
+    """Why a result line counts for nothing: the host writes one only for the unit's current lease,
+    once, with an outcome it knows (engine.commands.results)."""
+    if unit.status != _IN_PROGRESS or not unit.lease or event.leaseHash != unit.lease:
+        return f"host event: result for {unit.id} under a lease that is not its current one (forged?)"
+    if unit.result is not None:
+        return f"host event: a second result for {unit.id}'s lease (one per lease)"
+    if event.outcome not in RESULT_OUTCOMES or type(event.summary) is not str or type(event.id) is not str:
+        return "malformed: a result without its id, outcome or summary"
+    opened = event.opens
+    if opened is not None and not (
+        event.outcome in ASKS_RECOVERY
+        and type(opened) is dict
+        and type(opened.get("id")) is str
+        and type(opened.get("severity")) is str
+    ):
+        return "malformed: a result that opens an obligation it does not ask for"
+    return None
+
+
+def _expiry_refused(unit: UnitState, event: UnitsLine) -> str | None:
+    """Why a lease-expired line counts for nothing: only an in-progress unit's current lease that
+    has a time, with no result recorded, expires, and not before its time (SPEC §23)."""
+    if unit.status != _IN_PROGRESS or not unit.lease or event.leaseHash != unit.lease:
+        return f"host event: lease-expired for {unit.id} under a lease that is not its current one"
+    if unit.expires_at is None:
+        return f"host event: lease-expired for {unit.id}, whose lease never expires (forged?)"
+    if unit.result is not None:
+        return f"host event: lease-expired for {unit.id} after its result was recorded (forged?)"
+    when, due = clock.moment(event.at), clock.moment(unit.expires_at)
+    if when is None or due is None or when < due:
+        return f"host event: lease-expired for {unit.id} before its lease's time {unit.expires_at} (forged?)"
+    return None
+
+
+# the statuses (as the units log alone folds them) a host never writes the event from
+# (engine.read.vetoes): a dispatch over a live lease, a close of anything but an in-progress unit. Judged
+# on the units log alone, so a fold from a checkpoint judges as a fold from the start. A waiting
+# unit's dispatch is judged by its recovery obligation's times (a blocking obligation, below); a
+# closed unit dispatched again is not judged: the engine refuses it, but synthetic logs
+# (bench/generate.py) cycle so
+_REFUSED = {
+    EventKind.DISPATCH.value: frozenset((UnitStatus.IN_PROGRESS,)),
+    EventKind.CLOSE.value: frozenset(set(UnitStatus) - {UnitStatus.IN_PROGRESS}),
+}
+# the units' host events (engine.log.events.HOST_KINDS) a host writes only past its vetoes
+_HOST_KINDS = HOST_KINDS & frozenset(_REFUSED)
+
+
+def _holds(obligations: dict[str, Obligation]) -> dict[str, list[Obligation]]:
+    """Every unit's blocking obligations, open or not (one pass, for the units' host events)."""
+    index: dict[str, list[Obligation]] = {}
+    for ob in obligations.values():
+        if ob.blocks and ob.unit:
+            index.setdefault(ob.unit, []).append(ob)
+    return index
+
+
+Span = tuple[datetime | None, Obligation]  # a blocking obligation and the time it opened
+
+
+def _vetoed(unit: UnitState, kind: str, when: datetime | None, spans: list[Span]) -> str | None:
+    """Why a dispatch or close counts for nothing: the host writes one only when its vetoes pass
+    (engine.read.vetoes), unsigned, so a line that a writer (a holder of the host role; before SPEC
+    §22 a unit with the writer role; a unit sharing the operator's account) appended past them is re-derived here (SPEC §15.0, §18). Its
+    status before it must be one the command accepts (exact: the units log is in order), and no
+    blocking obligation may have held the unit at its time (`when`, its `at` read as a time; `spans`,
+    the unit's blocking obligations with the times they opened). Across stores only times order
+    events, so an obligation counts as holding only when it was opened, and still open, more than
+    the skew two hosts' clocks may show (2 × SKEW_S) on either side of the event: a host's honest
+    line is never refused, and under a pinned clock (every time the same) only the status is judged."""
+    status = unit.status
+    if status in _REFUSED[kind]:
+        return f"host event: {kind} of {unit.id} while it was {status}, which no host writes (forged?)"
+    if when is None:
+        return f"host event: {kind} of {unit.id} without a UTC time (forged?)"
+    for opened, ob in spans:
+        if opened is None or when - opened <= _ORDERED:
+            continue
+        if ob.status != _OPEN:
+            closed = clock.moment(ob.closed_at)
+            if closed is None or closed - when <= _ORDERED:
+                continue
+        return (
+            f"host event: {kind} of {unit.id} while held by blocking obligation {ob.id} (opened "
+            f"{ob.opened_at}): vetoed, so no host wrote it (forged?)"
+        )
+    return None
+
+
+_ORDERED = timedelta(seconds=2 * SKEW_S)  # two hosts' clocks, each within SKEW_S of the server's (SPEC §18)
+
+
+# ---- the order rule (SPEC §22) ------------------------------------------------------------------
+# A host event (a routing record, a dispatch, a close) records `seen`: the byte length of every other
+# store when the host decided it, inside the decide lock. A line of a store is covered by a length
+# when it starts before it (for every length a host records, which falls between lines, the same as
+# ending at or before it). For a routing record R and a dispatch or close F: R decided before F was
+# appended when R's `seen` of units.ndjson does not cover F; F must then have seen R. When neither
+# saw the other, F counts for nothing (D-96): the routing's hold stands.
+
+_CEILING = 1 << 62  # past any store's length: a forged figure stays within a checkpoint's 64 bits
+
+
+class _Order:
+    """The routing records that route and record `seen`, as a units fold asks of them (a bisection
+    a question; where a forged line breaks their order, suffix minima and prefix maxima instead)."""
+
+    def __init__(self, host: HostOrder) -> None:
+        self.starts, self.seen = host.starts, host.seen_units
+        self.low, self.high = self.seen, self.seen
+        if not host.monotone:
+            low, high = list(self.seen), list(self.seen)
+            for k in range(len(low) - 2, -1, -1):
+                low[k] = min(low[k], low[k + 1])
+            for k in range(1, len(high)):
+                high[k] = max(high[k], high[k - 1])
+            self.low, self.high = low, high
+
+    def decided_before(self, start: int) -> bool:
+        """A routing record was decided before the units line at `start` was appended."""
+        return bool(self.low) and self.low[0] <= start
+
+    def unseen(self, start: int, seen: int) -> int | None:
+        """A routing record decided before the line at `start` was appended that `seen` does not
+        cover (the line did not see it), by index; None when it saw every one."""
+        k = bisect_left(self.starts, seen)
+        if k < len(self.low) and self.low[k] <= start:
+            return next(j for j in range(k, len(self.seen)) if self.seen[j] <= start)
+        return None
+
+    def saw_first(self, start: int, seen: int) -> int | None:
+        """A routing record that saw the line at `start` though `seen` covers it (each says it saw
+        the other first, which no two hosts can), by index; None when there is none."""
+        k = bisect_left(self.starts, seen)
+        if k > 0 and self.high[k - 1] > start:
+            return next(j for j in range(k) if self.seen[j] > start)
+        return None
+
+
+def _routing_order(state: State, event: RoutingLine, at: int) -> str | None:
+    """Why a routing record counts for nothing by the order, or None: once a host event of
+    signals.ndjson records `seen`, every later one must. One that counts is kept for judging the
+    dispatches and closes (a routing record depends on no other store, so none is refused here for
+    another store's line: SPEC §22, D-96)."""
+    host = state.host
+    seen = event.seen
+    what = f"routing record of signal {event.signal}"
+    if seen is None:
+        return (
+            f"host event: {what} without `seen`, after host events that record it: no host wrote it (forged?)"
+        )
+    host.signals_seen = True
+    units = seen.get("units")
+    if units is None:
+        return f"host event: {what} records no `seen` of units.ndjson: no host wrote it (forged?)"
+    units = min(units, _CEILING)
+    start = at >> 2
+    if host.max_seen > start or units < host.units_at:
+        _check_folded(state, start, units)
+    if host.seen_units and units < host.seen_units[-1]:
+        host.monotone = False
+    host.starts.append(start)
+    host.seen_units.append(units)
+    return None
+
+
+def _check_folded(state: State, start: int, units: int) -> None:
+    """A routing record read after dispatches and closes that must be judged with it (one that was
+    appended after it was decided, or that says it saw it): Refold if one of them counts, since
+    it would not. Only lines that no host wrote place a routing record so (a host appends every
+    host event inside the decide lock, and a fold reads what signals.ndjson gained before judging
+    a dispatch or close that saw it)."""
+    host = state.host
+    low = 0 if host.max_seen > start else units
+    if low >= host.units_at:
+        return
+    void = {u.offset for u in state.uncounted if u.store == "units"}
+    with open(state.source.paths[INDEX["units"]], "rb") as handle:
+        handle.seek(low)
+        data = handle.read(host.units_at - low)
+    offset = low
+    for raw in data.split(b"\n"):
+        here, offset = offset, offset + len(raw) + 1
+        try:
+            event = msgspec.json.decode(raw)
+        except (ValueError, RecursionError):
+            continue
+        if type(event) is not dict or event.get("kind") not in _HOST_KINDS or here in void:
+            continue
+        if not isinstance(event.get("unit"), str):
+            continue
+        seen = event.get("seen")
+        wanted = seen.get("signals") if type(seen) is dict else None
+        saw = type(wanted) is int and wanted > start
+        if (here >= units) != saw:  # appended after it was decided yet did not see it, or both saw
+            raise Refold("signals")
+
+
+def _ordered(
+    state: State,
+    unit: UnitState,
+    kind: str,
+    seen: object,
+    start: int,
+    holds: Sequence[Obligation],
+    order: _Order,
+    crossing: bool,
+) -> str | None:
+    """Why a dispatch or close judged by the order counts for nothing, or None: its status before
+    it must be one the command accepts; once a host event of units.ndjson records `seen`, or a
+    routing record decided before it was appended does, it must record it; and, where
+    signals.ndjson is folded too (`crossing`), it must have seen every routing record decided
+    before it was appended, none that saw it, and no blocking obligation may hold the unit at
+    exactly what it saw (opened by a routing record it saw or a recovery decision before it, not
+    closed by a disposition it saw or a decision before it). No time is compared."""
+    host = state.host
+    what = f"{kind} of {unit.id}"
+    if seen is not None:
+        host.units_seen = True
+    status = unit.status
+    if status in _REFUSED[kind]:
+        return f"host event: {what} while it was {status}, which no host writes (forged?)"
+    if seen is None:
+        return (
+            f"host event: {what} without `seen`, after host events that record it: no host wrote it (forged?)"
+        )
+    if not crossing:
+        return None
+    wanted = seen.get("signals") if type(seen) is dict else None
+    if type(wanted) is not int:
+        return f"host event: {what} records no `seen` of signals.ndjson: no host wrote it (forged?)"
+    if wanted > host.signals_size:
+        host.beyond = wanted if host.beyond < 0 else min(host.beyond, wanted)
+        return (
+            f"host event: {what} says it saw {wanted} bytes of signals.ndjson, more than it holds: no "
+            "host wrote it (forged?)"
+        )
+    j = order.unseen(start, wanted)
+    if j is not None:
+        return (
+            f"host event: {what} did not see the routing record of signal {_routed(state, j)}, decided "
+            "before it was appended: out of order, so no host wrote it (forged?)"
+        )
+    j = order.saw_first(start, wanted)
+    if j is not None:
+        return (
+            f"host event: {what} says it saw the routing record of signal {_routed(state, j)}, which "
+            "saw it first: out of order, so no host wrote it (forged?)"
+        )
+    for ob in holds:
+        opened = ob.history[0]
+        if not opened & 3 and opened >> 2 >= wanted:
+            continue  # routed after what it saw
+        closing = ob.closed_by
+        if closing >= 0 and (closing & 3 or closing >> 2 < wanted):
+            continue  # closed by a decision before it, or a disposition it saw
+        return (
+            f"host event: {what} while held by blocking obligation {ob.id} (opened "
+            f"{ob.opened_at}): vetoed, so no host wrote it (forged?)"
+        )
+    return None
+
+
+def _routed(state: State, index: int) -> object:
+    """The signal a remembered routing record routes (read back: this is only asked to name one)."""
+    return state.source.event(state.host.starts[index] << 2 | INDEX["signals"]).get("signal")
+
+
+def _fold_memory(state: State, events: list[dict[str, Any]], at_refs: list[int]) -> None:
+    memory = state.memory
+    dates: set[str] = set()  # the review dates of this read already found calendar dates
+    for event, at in zip(events, at_refs, strict=True):
+        get: Callable[[str], Any] = event.get
+        kind = get("kind")
+        if kind == _MEMORY:
+            # an entry as `remember` writes it is recognised here, inline: this runs for every entry
+            # of a cold read (400,000 in the bench). Any other line, or a review date not met yet
+            # in this read, is asked of _memory_problem, which decides (tests/test_fold_memory.py).
+            entry_id, scope, evidence, unit = get("id"), get("scope"), get("evidence"), get("unit")
+            review_by = get("reviewBy")
+            written = (
+                type(entry_id) is str
+                and entry_id not in memory
+                and type(get("subject")) is str
+                and type(get("note")) is str
+                and type(review_by) is str
+                and review_by in dates
+                and type(scope) is list
+                and type(evidence) is list
+                and (unit is None or type(unit) is str)
+            )
+            if written:
+                try:
+                    "".join(scope)  # refuses, in C, an item that is not text
+                    "".join(evidence)
+                except TypeError:
+                    written = False
+            if not written:
+                problem = _memory_problem(event, memory)
+                if problem is not None:
+                    state.uncounted.append(Uncounted("memory", at >> 2, f"malformed: {problem}"))
+                    continue
+                dates.add(review_by)
+            memory[entry_id] = MemoryEntry(event)
+        elif kind == _RETRACTION:
+            target = get("entry")
+            if not isinstance(target, str):
+                state.uncounted.append(
+                    Uncounted("memory", at >> 2, "malformed: a retraction without an entry id")
+                )
+                continue
+            if not counts(state, "memory", at):
+                continue
+            entry = memory.get(target)
+            if entry is not None and entry.retraction is None:
+                entry.retraction = event
+
+
+def _memory_problem(event: dict[str, Any], memory: dict[str, MemoryEntry]) -> str | None:
+    """Why a memory line is not an entry `remember` writes (a line appended by hand), or None: the
+    fields every reader uses must have their types, and an id names one entry only (D-65)."""
+    entry_id = event.get("id")
+    if not isinstance(entry_id, str):
+        return "an entry without a text id"
+    if entry_id in memory:
+        return "an entry id already recorded (a second line cannot replace an entry)"
+    if not (isinstance(event.get("subject"), str) and isinstance(event.get("note"), str)):
+        return "subject or note is not text"
+    review_by = event.get("reviewBy")
+    try:
+        clock.parse_date(review_by)  # exactly YYYY-MM-DD, as remember writes it (SPEC §26)
+    except RegulatorError:
+        return "reviewBy is not a calendar date (YYYY-MM-DD)"
+    for name in ("scope", "evidence"):  # remember writes both, lists of text (scope may be empty)
+        value = event.get(name)
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            return f"{name} is not a list of text"
+    if not isinstance(event.get("unit"), str | None):
+        return "unit is not text"
+    return None
+
+
+def _fold_identity(state: State, events: list[dict[str, Any]], at_refs: list[int]) -> None:
+    """Proposals and decisions as the authority counted them (engine.checkout.authority folds the whole
+    store: a decision counts only under the policy in force before it)."""
+    state.proposals = dict(state.auth.proposals)
+    state.decisions = list(state.auth.decisions)
+
+
+Fold = Callable[[State, list[Any], list[int]], None]
+FOLDS: dict[str, Fold] = {
+    "signals": _fold_signals,
+    "units": _fold_units,
+    "memory": _fold_memory,
+    "identity": _fold_identity,
+}
+# (the usual shapes, the shape for any line), or one shape for any line: the other folds keep whole
+# events (memory, proposals)
+SHAPES: dict[str, tuple[object, type] | type] = {
+    "signals": (SignalLine | RoutingLine | DispositionLine | WorldLine, SignalsLine),
+    "units": UnitsLine,
+}
+ORDER = STORES  # the fold's order (signals before units), also the index a reference carries
+
+
+class StoreReplaced(Exception):
+    """A store is shorter than what was read of it: read everything again."""
+
+
+class Refold(StoreReplaced):
+    """A routing record read now bears on dispatches and closes read before it (only a line that
+    no host wrote can be placed so, SPEC §22): read everything again, so each is judged with it."""
+
+
+def advance(
+    ws: Workspace, state: State, *, final: bool = True, stores: tuple[str, ...] = ORDER
+) -> dict[str, int]:
+    """Fold what each store gained since the last read; returns how many events each gained.
+
+    Signals fold before units so a decision finds the obligations it closes; within one store,
+    log order is the order of events. A dispatch or close that saw more of signals.ndjson than was
+    read of it (appended since) has the rest read first (`state.reread`), so it is judged at
+    exactly what it saw (SPEC §22).
+    """
+    state.source.bind(tuple(ws.store(name).path for name in STORES))
+    state.auth = ws.authority()
+    gained: dict[str, int] = dict.fromkeys((name for name in ORDER if name in stores), 0)
+    for name in list(gained):
+        if name == "units" and "signals" in state.cursors:
+            state.reread = lambda: _read(ws, state, "signals", final, gained)
+        try:
+            _read(ws, state, name, final, gained)
+        finally:
+            state.reread = None
+    return gained
+
+
+def _read(ws: Workspace, state: State, name: str, final: bool, gained: dict[str, int]) -> None:
+    """Fold what one store gained since it was last read."""
+    if name == "signals" and name not in state.cursors and state.host.units_at:
+        raise Refold(name)  # dispatches and closes were judged without it: judge them with it
+    cursor = state.cursors.setdefault(name, Cursor())
+    store = ws.store(name)
+    if store.size() < cursor.offset:  # replaced or truncated: the caller reloads in full
+        raise StoreReplaced(name)
+    with gc_paused():
+        result = store.read(cursor.offset, cursor.line, final=final, shape=SHAPES.get(name))
+        cursor.offset, cursor.line = result.offset, result.line
+        if name == "signals":
+            host = state.host
+            host.signals_size = result.end
+            if 0 <= host.beyond <= result.end:  # a dispatch or close said it saw this much: judge it now
+                raise Refold("signals")
+        if result.bad:
+            state.bad_lines += result.bad
+            state.problems.extend(result.problems)
+            # in store order, then line: the same list however the log was read (a checkpoint);
+            # the first KEPT_PROBLEMS are named, every one is counted (SPEC §26)
+            state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
+            del state.problems[KEPT_PROBLEMS:]
+        at = refs(name, result.starts)
+        check_ahead(state, ws, name, person_refs(name, result.events, at))
+        FOLDS[name](state, result.events, at)
+        state.verdicts.clear()
+        if name == "units":
+            state.host.units_at = cursor.offset
+    gained[name] = gained.get(name, 0) + len(result.events)

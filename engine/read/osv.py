@@ -1,0 +1,430 @@
+"""OSV advisories against lockfiles (SPEC §24): reading a feed, reading the four lockfile formats,
+and deciding whether a pinned version is affected, as the OSV schema's evaluation says.
+
+Pure of the stores: engine.commands.sensors reads the feed and trunk, and writes what this module finds.
+Matching follows https://ossf.github.io/osv-schema/ ("Evaluation"): a version is affected when
+it is in an `affected[]` entry's `versions` list, or inside one of its ranges; an `ECOSYSTEM`
+range orders versions as the ecosystem does (PEP 440 for PyPI, semver for npm), a `SEMVER` range
+by SemVer 2.0 precedence; `GIT` ranges need the repository and are not read. Package names compare
+normalized (PEP 503 for PyPI).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import tomllib
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+PYPI, NPM = "PyPI", "npm"
+ECOSYSTEM_OF = {"requirements": PYPI, "poetry": PYPI, "uv": PYPI, "npm": NPM}
+MAX_RECORD = 4 << 20  # an OSV record is a few KiB; a file larger than this is not one
+
+
+# ---- versions ---------------------------------------------------------------------------------
+
+_SEMVER = re.compile(
+    r"v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?"
+    r"(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?"
+)
+Key = tuple[Any, ...]
+ZERO: Key = (-1,)  # `introduced: "0"`: before every version
+INFINITY = "*"  # a `limit` holding "*": after every version
+
+
+@functools.lru_cache(maxsize=65536)
+def semver_key(text: str) -> Key | None:
+    """SemVer 2.0 precedence (section 11) as a sortable key; None when `text` is not semver."""
+    found = _SEMVER.fullmatch(text.strip())
+    if found is None:
+        return None
+    major, minor, patch, pre = found.groups()
+    if pre is None:
+        return (0, int(major), int(minor), int(patch), 1, ())
+    parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split("."))
+    return (0, int(major), int(minor), int(patch), 0, parts)
+
+
+@functools.lru_cache(maxsize=65536)
+def pep440_key(text: str) -> Key | None:
+    """PEP 440 ordering (packaging's Version) as a sortable key; None when not a version."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(text.strip()))
+    except InvalidVersion:
+        return None
+
+
+def version_key(kind: str, ecosystem: str, text: str) -> Key | None:
+    """The sort key of a version in a range of `kind` (ECOSYSTEM or SEMVER) for `ecosystem`."""
+    if kind == "SEMVER" or ecosystem == NPM:
+        return semver_key(text)
+    if ecosystem == PYPI:
+        return pep440_key(text)
+    return None
+
+
+@functools.lru_cache(maxsize=65536)
+def normalize(ecosystem: str, name: str) -> str:
+    """A package name as OSV compares it: PEP 503 for PyPI, as written elsewhere (npm)."""
+    if ecosystem == PYPI:
+        return _SEPARATORS.sub("-", name).lower()
+    return name
+
+
+_SEPARATORS = re.compile(r"[-_.]+")
+
+
+class Unordered(ValueError):
+    """A range bound that does not parse as a version of its kind: the record is not judged."""
+
+
+def in_range(kind: str, ecosystem: str, version: Key, events: list[Any]) -> bool:
+    """The OSV evaluation of one range (IncludedInRanges and BeforeLimits, for one range)."""
+    timeline: list[tuple[Key, int, str]] = []
+    limits: list[Key | None] = []
+    for position, event in enumerate(events):
+        if not isinstance(event, dict) or len(event) != 1:
+            raise Unordered(f"a range event is not one of introduced, fixed, last_affected, limit: {event!r}")
+        ((name, value),) = event.items()
+        if not isinstance(value, str):
+            raise Unordered(f"{name}: {value!r} is not a version")
+        if name == "limit":
+            limits.append(None if INFINITY in value else _bound(kind, ecosystem, value))
+            continue
+        if name not in ("introduced", "fixed", "last_affected"):
+            raise Unordered(f"unknown range event {name!r}")
+        key = ZERO if name == "introduced" and value == "0" else _bound(kind, ecosystem, value)
+        timeline.append((key, position, name))
+    if limits and not any(limit is None or version < limit for limit in limits):
+        return False
+    vulnerable = False
+    for key, _, name in sorted(timeline, key=lambda t: (t[0], t[1])):
+        if name == "introduced" and version >= key:
+            vulnerable = True
+        elif (name == "fixed" and version >= key) or (name == "last_affected" and version > key):
+            vulnerable = False
+    return vulnerable
+
+
+def _bound(kind: str, ecosystem: str, value: str) -> Key:
+    key = version_key(kind, ecosystem, value)
+    if key is None:
+        raise Unordered(f"{value!r} is not a {kind} version of {ecosystem}")
+    return key
+
+
+def affects(entry: dict[str, Any], ecosystem: str, version: str) -> bool:
+    """Whether one `affected[]` entry covers `version` (IsVulnerable, for a package already
+    matched by ecosystem and name). Unordered when a range cannot be read."""
+    versions = entry.get("versions")
+    if isinstance(versions, list) and version in versions:
+        return True
+    ranges = entry.get("ranges")
+    if not isinstance(ranges, list):
+        return False
+    for found in ranges:
+        if not isinstance(found, dict):
+            continue
+        kind = found.get("type")
+        if kind not in ("ECOSYSTEM", "SEMVER"):
+            continue  # GIT: commits, not versions
+        events = found.get("events")
+        if not isinstance(events, list):
+            raise Unordered("a range without events")
+        key = version_key(kind, ecosystem, version)
+        if key is None:
+            raise Unordered(f"{version!r} is not a {kind} version of {ecosystem}")
+        if in_range(kind, ecosystem, key, events):
+            return True
+    return False
+
+
+# ---- lockfiles --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One package at one version in a lockfile, and the line that pins it (1-based)."""
+
+    ecosystem: str
+    name: str
+    version: str
+    line: int
+
+
+_REQUIREMENT = re.compile(
+    r"([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*==(?!=)\s*([^\s;,\\#]+)"
+)
+
+
+def parse_lockfile(kind: str, text: str) -> list[Pin]:
+    """The pins of one lockfile's text; ValueError (one line) when it cannot be read."""
+    if kind == "requirements":
+        return _requirements(text)
+    if kind in ("poetry", "uv"):
+        return _toml_packages(kind, text)
+    if kind == "npm":
+        return _package_lock(text)
+    raise ValueError(f"unknown lockfile format {kind!r}")
+
+
+def _requirements(text: str) -> list[Pin]:
+    """`name==version` pins (with extras, markers and hashes around them); anything else (ranges,
+    options, URLs, comments) pins nothing."""
+    pins = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith(("#", "-")):
+            continue
+        found = _REQUIREMENT.match(line)
+        if found is None or "*" in found.group(2):
+            continue
+        pins.append(Pin(PYPI, found.group(1), found.group(2), number))
+    return pins
+
+
+_HEADER = re.compile(r"\s*\[\[\s*package\s*\]\]\s*(#.*)?$")
+_NAME = re.compile(r"\s*name\s*=\s*\"([^\"]*)\"")
+
+
+def _toml_packages(kind: str, text: str) -> list[Pin]:
+    """poetry.lock and uv.lock: every `[[package]]` with a version that comes from an index (a
+    package from a folder, a file, a URL or git is not the index's, and no advisory names it)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"not valid TOML ({exc})") from None
+    packages = data.get("package")
+    if not isinstance(packages, list):
+        return []
+    lines = _package_lines(text)
+    pins = []
+    for index, package in enumerate(packages):
+        if not isinstance(package, dict):
+            continue
+        name, version = package.get("name"), package.get("version")
+        if not isinstance(name, str) or not isinstance(version, str):
+            continue
+        if _local(kind, package.get("source")):
+            continue
+        pins.append(Pin(PYPI, name, version, lines[index] if index < len(lines) else 1))
+    return pins
+
+
+def _package_lines(text: str) -> list[int]:
+    """The line of each `[[package]]`'s `name = "…"` (its header's line when it has none), in order."""
+    found: list[int] = []
+    inside = False
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if _HEADER.match(raw):
+            found.append(number)
+            inside = True
+        elif raw.lstrip().startswith("["):
+            inside = False
+        elif inside and _NAME.match(raw):
+            found[-1] = number
+            inside = False
+    return found
+
+
+def _local(kind: str, source: object) -> bool:
+    if not isinstance(source, dict):
+        return False
+    if kind == "uv":
+        return any(k in source for k in ("editable", "virtual", "directory", "path", "git", "url"))
+    return source.get("type") in ("directory", "file", "git", "url")
+
+
+_KEY_LINE = re.compile(r"\s*\"((?:[^\"\\]|\\.)*)\"\s*:\s*\{")
+
+
+def _package_lock(text: str) -> list[Pin]:
+    """package-lock.json of lockfileVersion 2 or 3: every package under node_modules (its name is
+    the path's last node_modules/ part, or the entry's `name` for an alias)."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError("not a package-lock.json (no object at the top)")
+    version = data.get("lockfileVersion")
+    if version not in (2, 3):
+        raise ValueError(f"lockfileVersion {version!r}: only versions 2 and 3 are read (npm 7 and later)")
+    packages = data.get("packages")
+    if not isinstance(packages, dict):
+        raise ValueError("no `packages` object")
+    lines: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        found = _KEY_LINE.match(raw)
+        if found is not None:
+            try:
+                lines.setdefault(json.loads(f'"{found.group(1)}"'), number)
+            except ValueError:
+                continue
+    pins: list[Pin] = []
+    for path, entry in packages.items():
+        if "node_modules/" not in path or not isinstance(entry, dict) or entry.get("link"):
+            continue
+        name = entry.get("name")
+        if not isinstance(name, str):
+            name = path.rsplit("node_modules/", 1)[1]
+        pinned = entry.get("version")
+        if isinstance(pinned, str):
+            pins.append(Pin(NPM, name, pinned, lines.get(path, 1)))
+    return pins
+
+
+# ---- the feed ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Feed:
+    """The records of a feed, what could not be read of it (one line each), and its newest
+    `modified` (None when no record says)."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    latest: str = ""  # the newest `modified` as written (RFC 3339 in UTC orders as its text to the second)
+
+    @property
+    def newest(self) -> datetime | None:
+        return moment(self.latest) if self.latest else None
+
+
+def read_feed(path: Path) -> Feed:
+    """Every OSV record in a folder (recursively) or a zip of OSV JSON files, in name order."""
+    feed = Feed()
+    if path.is_dir():
+        sources = _folder(path)
+    elif path.is_file() and zipfile.is_zipfile(path):
+        sources = _zip(path)
+    else:
+        feed.errors.append(f"feed {path}: neither a folder nor a zip of OSV JSON files")
+        return feed
+    try:
+        for name, data in sources:
+            _add(feed, name, data)
+    except (OSError, zipfile.BadZipFile) as exc:
+        feed.errors.append(f"feed {path}: cannot read ({exc})")
+    return feed
+
+
+def _folder(path: Path) -> Iterator[tuple[str, bytes | None]]:
+    """Every `*.json` under the folder, in name order, read with plain strings (10,000 of them)."""
+    top = str(path)
+    for root, dirs, files in os.walk(top):
+        dirs.sort()
+        where = root[len(top) :].lstrip("/")
+        for name in sorted(files):
+            if not name.endswith(".json"):
+                continue
+            full = f"{root}/{name}"
+            try:
+                with open(full, "rb") as handle:
+                    data = handle.read(MAX_RECORD + 1)
+            except OSError as exc:
+                raise OSError(f"{full}: {exc.strerror}") from None
+            yield f"{where}/{name}" if where else name, None if len(data) > MAX_RECORD else data
+
+
+def _zip(path: Path) -> Iterator[tuple[str, bytes | None]]:
+    with zipfile.ZipFile(path) as archive:
+        for info in sorted(archive.infolist(), key=lambda i: i.filename):
+            if info.is_dir() or not info.filename.endswith(".json"):
+                continue
+            yield info.filename, None if info.file_size > MAX_RECORD else archive.read(info)
+
+
+def _add(feed: Feed, name: str, data: bytes | None) -> None:
+    if data is None:
+        feed.errors.append(f"{name}: over {MAX_RECORD} bytes, not an OSV record; skipped")
+        return
+    try:
+        record = msgspec.json.decode(data)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        feed.errors.append(f"{name}: not JSON ({exc}); skipped")
+        return
+    if not isinstance(record, dict) or not isinstance(record.get("id"), str) or not record["id"]:
+        feed.errors.append(f"{name}: not an OSV record (no id); skipped")
+        return
+    modified = record.get("modified")
+    if isinstance(modified, str) and modified[:19] > feed.latest[:19] and moment(modified) is not None:
+        feed.latest = modified
+    feed.records.append(record)
+
+
+def moment(value: object) -> datetime | None:
+    """An OSV timestamp (RFC 3339, UTC, fractional seconds of any length), or None."""
+    if not isinstance(value, str):
+        return None
+    text = re.sub(r"(\.\d{6})\d+", r"\1", value.strip())
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        found = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return found if found.tzinfo is not None else None
+
+
+def aliases(record: dict[str, Any]) -> list[str]:
+    """A record's aliases that are text (a feed may hold anything)."""
+    found = record.get("aliases")
+    return [a for a in found if isinstance(a, str) and a] if isinstance(found, list) else []
+
+
+def claim_of(record: dict[str, Any]) -> str:
+    """The record's summary, else the first line of its details, else its id."""
+    summary = record.get("summary")
+    if isinstance(summary, str) and summary.strip():
+        return summary.strip()
+    details = record.get("details")
+    if isinstance(details, str) and details.strip():
+        return details.strip().splitlines()[0].strip()
+    return f"OSV advisory {record['id']}"
+
+
+def feed_severity(record: dict[str, Any]) -> str | None:
+    """What the feed says of severity: `database_specific.severity` HIGH or CRITICAL (GitHub's
+    advisories) as blocking or critical; anything else says nothing more than the sensor."""
+    specific = record.get("database_specific")
+    value = specific.get("severity") if isinstance(specific, dict) else None
+    return {"HIGH": "blocking", "CRITICAL": "critical"}.get(value) if isinstance(value, str) else None
+
+
+def matches(
+    record: dict[str, Any], index: dict[tuple[str, str], list[tuple[str, Pin]]]
+) -> Iterator[tuple[str, str, list[Pin]]]:
+    """(lockfile, package as the lockfile names it, the affected pins) for each lockfile package a
+    record affects; `index` maps (ecosystem, normalized name) to (lockfile, pin). Unordered when
+    a range the record applies cannot be read."""
+    found: dict[tuple[str, str], list[Pin]] = {}
+    entries = record.get("affected")
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, dict):
+            continue
+        package = entry.get("package")
+        if not isinstance(package, dict):
+            continue
+        ecosystem, name = package.get("ecosystem"), package.get("name")
+        if not isinstance(ecosystem, str) or not isinstance(name, str):
+            continue
+        for lockfile, pin in index.get((ecosystem, normalize(ecosystem, name)), ()):
+            if affects(entry, ecosystem, pin.version):
+                pins = found.setdefault((lockfile, normalize(ecosystem, pin.name)), [])
+                if pin not in pins:
+                    pins.append(pin)
+    for (lockfile, _), pins in found.items():
+        yield lockfile, pins[0].name, pins

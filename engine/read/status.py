@@ -1,0 +1,63 @@
+"""`regulator status`: units with what holds them, and the signals not yet routed. Reads only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.checkout.workspace import Workspace
+from engine.read.ladder import HeldBy, held
+from engine.read.model import State, UnitResult
+from engine.read.queries import awaiting_close, confined, unrouted
+from engine.read.storeless import authentication, status_of, stores
+
+
+def status(ws: Workspace, state: State) -> dict:
+    """Without the stores (a clone, SPEC §16.2) nothing is known of the units' state: their status
+    is `unknown`, `held` and `unrouted` are null, never `todo`, `false` or 0."""
+    known = ws.has_stores
+    holds = held(ws, state)  # "held": an obligation or a finding, as everywhere (SPEC §26)
+    units = []
+    for unit_id in sorted(state.units):
+        unit = state.units[unit_id]
+        why = holds.get(unit_id, HeldBy())
+        holding = list(why.obligations)
+        blocked_by = [ob.id for ob in holding]
+        units.append(
+            {
+                "id": unit_id,
+                "type": unit.contract.type if unit.contract else None,
+                "status": status_of(known, state, unit),
+                "held": bool(why.obligations or why.findings) if known else None,
+                "blockedBy": blocked_by,
+                "staleKnowledge": list(why.findings),
+                # SPEC §23: null where nothing is known (not started, or no stores here)
+                "awaitingClose": awaiting_close(state, unit, holding) if known else None,
+                "confined": confined(state, unit) if known else None,
+                "result": result_json(unit.result) if known else None,
+            }
+        )
+    waiting = unrouted(state)
+    return {
+        "stores": stores(ws),
+        # "names": person events are not proven (§15.1); "-unverified": the committed policy's word
+        "authentication": authentication(ws),
+        "clock": ws.authority().clock,
+        "units": units,
+        "unrouted": len(waiting) if known else None,
+        "unroutedSignals": [{"id": s["id"], "subject": s["subject"]} for s in waiting],
+    }
+
+
+def result_json(result: UnitResult | None) -> dict[str, Any] | None:
+    """The result a unit's latest lease recorded, as every reader's JSON gives it."""
+    if result is None:
+        return None
+    return {
+        "id": result.id,
+        "outcome": result.outcome,
+        "summary": result.summary,
+        "by": result.by,
+        "exitCode": result.exit_code,
+        "durationS": result.duration_s,
+        "at": result.at,
+    }

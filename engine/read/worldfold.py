@@ -1,0 +1,314 @@
+"""The fold of what time and the world bring in (SPEC §24): the host events the timed duties write
+to signals.ndjson, a person's prediction outcome, and what a signal says about sensors,
+predictions and supersession, applied to the read model's `World` (engine.read.model).
+
+Every duty's event carries an id derived from what it is about, so a duty run twice (a retry, two
+hosts, a restart) writes once; a second line with an id already folded, or about something that
+already has its event, counts for nothing and `verify` names it. None of these events resolves,
+approves or releases anything: each marks, or opens an advisory recheck obligation.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+import msgspec
+
+from engine.base import clock
+from engine.checkout.authority import Uncounted
+from engine.read.model import EventKind, Obligation, ObligationKind, ObligationStatus, State
+
+PENDING, AWAITING, CAME_TRUE, DID_NOT = "pending", "awaiting", "came-true", "did-not-come-true"
+OSV_KEY = "\0"  # joins (advisory id or alias, package, lockfile) into one key of World.advisories
+
+
+class OsvRef(msgspec.Struct):
+    """What an OSV sensor's signal records of the advisory it raised (engine.commands.sensors)."""
+
+    id: str
+    package: str
+    lockfile: str
+    aliases: list[str] = []
+    ecosystem: str = ""
+
+
+class RoutedRecheck(msgspec.Struct):
+    """The recheck obligation an evidence-expired event opens (as a routing record opens one)."""
+
+    id: str
+    severity: str
+    blocks: bool
+    owedTo: str = "S3"  # noqa: N815 - the store's field name
+    unit: str | None = None
+
+
+class ExpiredLine(msgspec.Struct, tag_field="kind", tag=EventKind.EVIDENCE_EXPIRED.value):
+    kind: ClassVar[str] = EventKind.EVIDENCE_EXPIRED.value
+    id: str
+    signal: str
+    obligations: list[str] = []
+    opens: RoutedRecheck | None = None
+    at: str | None = None
+
+
+class OverdueLine(msgspec.Struct, tag_field="kind", tag=EventKind.OVERDUE.value):
+    kind: ClassVar[str] = EventKind.OVERDUE.value
+    id: str
+    obligation: str
+    at: str | None = None
+
+
+class EscalatedLine(msgspec.Struct, tag_field="kind", tag=EventKind.DEADLINE_ESCALATED.value):
+    kind: ClassVar[str] = EventKind.DEADLINE_ESCALATED.value
+    id: str
+    obligation: str
+    at: str | None = None
+
+
+class WithdrawnLine(msgspec.Struct, tag_field="kind", tag=EventKind.ADVISORY_WITHDRAWN.value):
+    kind: ClassVar[str] = EventKind.ADVISORY_WITHDRAWN.value
+    id: str
+    signal: str
+    obligations: list[str] = []
+    at: str | None = None
+
+
+class SensorRunLine(msgspec.Struct, tag_field="kind", tag=EventKind.SENSOR_RUN.value):
+    kind: ClassVar[str] = EventKind.SENSOR_RUN.value
+    id: str
+    sensor: str
+    at: str | None = None
+
+
+class OutcomeLine(msgspec.Struct, tag_field="kind", tag=EventKind.PREDICTION_OUTCOME.value):
+    kind: ClassVar[str] = EventKind.PREDICTION_OUTCOME.value
+    id: str
+    signal: str
+    cameTrue: bool  # noqa: N815 - the store's field name
+    by: str | None = None
+    at: str | None = None
+
+
+LINES = (ExpiredLine, OverdueLine, EscalatedLine, WithdrawnLine, SensorRunLine, OutcomeLine)
+KINDS = frozenset(line.kind for line in LINES)
+HOST_KINDS = KINDS - {EventKind.PREDICTION_OUTCOME.value}  # written by the host, unsigned
+
+
+def world_signal(state: State, event: Any, at: int) -> None:
+    """A signal that names a sensor, supersedes another or makes a prediction: index it."""
+    world = state.world
+    if event.sensor is not None:
+        world.sensed.setdefault(event.sensor, []).append(event.id)
+        ref = event.osv
+        if ref is not None:
+            for name in (ref.id, *ref.aliases):
+                world.advisories.setdefault(OSV_KEY.join((name, ref.package, ref.lockfile)), event.id)
+    if event.supersedes is not None and event.supersedes in state.signals.refs:
+        world.superseded.setdefault(event.supersedes, []).append(event.id)
+    if event.prediction is not None:
+        world.predicted[event.id] = None
+
+
+def fold_world(state: State, event: Any, at: int, counts: Any) -> None:
+    """One of this module's lines (LINES), in log order. `counts` is engine.read.fold.counts: whether a
+    person event counts (signed, granted, first with its id)."""
+    world = state.world
+    kind = event.kind
+    if kind == OutcomeLine.kind:
+        _outcome(state, event, at, counts)
+        return
+    if event.id in world.ids:
+        _uncounted(state, at, "a host event with an id already recorded (a second write of a duty)")
+        return
+    problem = _HOST[kind](state, event, at)
+    if problem is not None:
+        _uncounted(state, at, problem)
+        return
+    world.ids[event.id] = None
+
+
+def _expired(state: State, event: ExpiredLine, at: int) -> str | None:
+    world = state.world
+    if event.signal not in state.signals.refs:
+        return "evidence-expired for no signal that counts"
+    if event.signal in world.expired:
+        return "a second evidence-expired for the same signal"
+    world.expired[event.signal] = at
+    for ob_id in event.obligations:
+        ob = state.obligations.get(ob_id)
+        if ob is not None and ob.source == event.signal:
+            world.stale_evidence[ob_id] = event.signal
+            ob.history.append(at)
+    opened = event.opens
+    if opened is not None and opened.id not in state.obligations:
+        subject = state.signals[event.signal].get("subject")
+        ob = Obligation(
+            id=opened.id,
+            unit=opened.unit,
+            kind=ObligationKind.RECHECK,
+            source=event.signal,
+            severity=opened.severity,
+            blocks=opened.blocks,
+            owed_to=opened.owedTo,
+            opened_at=event.at or "",
+            subject=f"recheck: {subject if isinstance(subject, str) else ''}",
+            history=[at],
+        )
+        state.obligations[ob.id] = ob
+        closing = state.pending.pop(ob.id, None)
+        if closing is not None:
+            ob.close(closing)
+    return None
+
+
+def _obligation_mark(index: str) -> Any:
+    def mark(state: State, event: OverdueLine | EscalatedLine, at: int) -> str | None:
+        marks: dict[str, int] = getattr(state.world, index)
+        ob = state.obligations.get(event.obligation)
+        if ob is None:
+            return f"{event.kind} for no obligation that counts"
+        if event.obligation in marks:
+            return f"a second {event.kind} for the same obligation"
+        marks[event.obligation] = at
+        ob.history.append(at)
+        return None
+
+    return mark
+
+
+def _withdrawn(state: State, event: WithdrawnLine, at: int) -> str | None:
+    world = state.world
+    if event.signal not in state.signals.refs:
+        return "advisory-withdrawn for no signal that counts"
+    if event.signal in world.withdrawn:
+        return "a second advisory-withdrawn for the same signal"
+    world.withdrawn[event.signal] = at
+    for ob_id in event.obligations:
+        ob = state.obligations.get(ob_id)
+        if ob is not None and ob.source == event.signal:
+            ob.history.append(at)
+    return None
+
+
+def _run(state: State, event: SensorRunLine, at: int) -> str | None:
+    state.world.runs.setdefault(event.sensor, []).append(at)
+    return None
+
+
+_HOST = {
+    ExpiredLine.kind: _expired,
+    OverdueLine.kind: _obligation_mark("overdue"),
+    EscalatedLine.kind: _obligation_mark("escalated"),
+    WithdrawnLine.kind: _withdrawn,
+    SensorRunLine.kind: _run,
+}
+
+
+def _outcome(state: State, event: OutcomeLine, at: int, counts: Any) -> None:
+    """A person's record of whether a prediction came true: it counts when signed by a person with
+    the grant (engine.checkout.authority.GRANT_OF), for a signal that predicts, and only the first."""
+    world = state.world
+    if not counts(state, "signals", at):
+        return
+    if event.signal not in world.predicted:
+        _uncounted(state, at, "a prediction outcome for no signal that makes a prediction")
+    elif event.signal in world.outcomes:
+        _uncounted(state, at, "a second prediction outcome for the same signal")
+    else:
+        world.outcomes[event.signal] = at
+
+
+def _uncounted(state: State, at: int, reason: str) -> None:
+    state.uncounted.append(Uncounted("signals", at >> 2, reason))
+
+
+def reporter(signal: dict[str, Any]) -> str:
+    """Who reported a signal, in words: `unit r1`, `sensor osv-pypi` or `person alice`."""
+    if isinstance(signal.get("sensor"), str):
+        return f"sensor {signal['sensor']}"
+    if isinstance(signal.get("unit"), str):
+        return f"unit {signal['unit']}"
+    if isinstance(signal.get("by"), str):
+        return f"person {signal['by']}"
+    return "unknown"
+
+
+# ---- predictions (read back) ---------------------------------------------------------------
+
+
+def resolves_at(signal: dict[str, Any]) -> datetime | None:
+    prediction = signal.get("prediction")
+    return clock.moment(prediction.get("resolvesAt")) if isinstance(prediction, dict) else None
+
+
+def outcome(state: State, signal_id: str) -> dict[str, Any] | None:
+    """The counted outcome recorded for a signal's prediction, or None."""
+    ref = state.world.outcomes.get(signal_id)
+    return state.source.event(ref) if ref is not None else None
+
+
+def status(state: State, signal_id: str, signal: dict[str, Any]) -> str:
+    """pending (before resolvesAt), awaiting (past it, no outcome), came-true or did-not-come-true."""
+    found = outcome(state, signal_id)
+    if found is not None:
+        return CAME_TRUE if found.get("cameTrue") is True else DID_NOT
+    due = resolves_at(signal)
+    return AWAITING if due is not None and due <= state.now else PENDING
+
+
+def prediction_json(state: State, signal_id: str, signal: dict[str, Any]) -> dict[str, Any] | None:
+    """A signal's `prediction` as `signals --json` shows it: resolvesAt, cameTrue (null until a
+    person records it), status, and who recorded it when."""
+    prediction = signal.get("prediction")
+    if not isinstance(prediction, dict):
+        return None
+    found = outcome(state, signal_id)
+    return {
+        "resolvesAt": prediction.get("resolvesAt"),
+        "cameTrue": found.get("cameTrue") if found else None,
+        "status": status(state, signal_id, signal),
+        "by": found.get("by") if found else None,
+        "at": found.get("at") if found else None,
+    }
+
+
+def event_line(event: dict[str, Any]) -> str | None:
+    """One of this module's events on a lifecycle, as one line of text (store text escaped), or
+    None for any other kind."""
+    from engine.base.text import escape
+
+    at, kind = event.get("at"), event.get("kind")
+    if kind == EventKind.EVIDENCE_EXPIRED:
+        found = event.get("opens")
+        opened: dict[str, Any] = found if isinstance(found, dict) else {}
+        return (
+            f"{at} evidence expired (the signal expired {event.get('expiresAt')}); recheck "
+            f"{opened.get('id')} opened, owed to S3: ask {escape(event.get('reporter'))} again"
+        )
+    if kind == EventKind.OVERDUE:
+        return f"{at} overdue: the {event.get('severity')} deadline of {event.get('deadline')} passed at {event.get('dueAt')}"
+    if kind == EventKind.DEADLINE_ESCALATED:
+        listed = event.get("people")
+        people: list[Any] = listed if isinstance(listed, list) else []
+        named = ", ".join(str(p) for p in people) or "no one (routing.yaml escalate names nobody)"
+        return f"{at} deadline escalated to {escape(named)}"
+    if kind == EventKind.ADVISORY_WITHDRAWN:
+        return (
+            f"{at} advisory {escape(event.get('advisory'))} withdrawn ({escape(event.get('withdrawn') or '?')}) "
+            f"by its feed (sensor {escape(event.get('sensor'))})"
+        )
+    if kind == EventKind.PREDICTION_OUTCOME:
+        said = "came true" if event.get("cameTrue") is True else "did not come true"
+        return f"{at} the prediction {said}, recorded by {escape(event.get('by'))}: {escape(event.get('rationale'))}"
+    return None
+
+
+def evidence_expired(state: State, ob: Obligation) -> bool:
+    """The host recorded that the evidence behind this obligation expired while it was open (SPEC
+    §24; the age-based `stale` of engine.read.queries.is_stale is another thing)."""
+    return ob.id in state.world.stale_evidence
+
+
+def is_open(ob: Obligation) -> bool:
+    return ob.status == ObligationStatus.OPEN

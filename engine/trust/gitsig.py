@@ -1,0 +1,174 @@
+"""SSH-signed git commits (SPEC §15.1): which listed key, if any, signed a commit, checked in-process.
+
+Git signs a commit with `ssh-keygen -Y sign -n git` over the commit object without its `gpgsig`
+header, and stores the armored signature in that header. Lint asks this only of the commits that
+authorize a load-bearing register change, so its cost stays with those few commits.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.base import sshsig
+
+if TYPE_CHECKING:
+    from engine.checkout.workspace import Workspace
+
+NAMESPACE = "git"
+
+
+def split_signature(raw: bytes) -> tuple[bytes, str | None]:
+    """(the signed payload, the armored SSH signature) of a raw commit object."""
+    head, sep, body = raw.partition(b"\n\n")
+    kept: list[bytes] = []
+    signature: list[bytes] = []
+    inside = False
+    for line in head.split(b"\n"):
+        if line.startswith(b"gpgsig "):
+            inside = True
+            signature.append(line[len(b"gpgsig ") :])
+            continue
+        if inside and line.startswith(b" "):
+            signature.append(line[1:])
+            continue
+        inside = False
+        kept.append(line)
+    payload = b"\n".join(kept) + sep + body
+    if not signature:
+        return payload, None
+    text = b"\n".join(signature).decode("utf-8", "replace")
+    return payload, text if "BEGIN SSH SIGNATURE" in text else None
+
+
+def signed_by(root: Path, sha: str, keys: Mapping[str, tuple[str, ...]]) -> dict[str, bool]:
+    """For each person given, whether the commit is SSH-signed by one of their keys."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "cat-file", "commit", sha], capture_output=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {person: False for person in keys}
+    if done.returncode != 0:
+        return {person: False for person in keys}
+    payload, signature = split_signature(done.stdout)
+    if signature is None:
+        return {person: False for person in keys}
+    return {
+        person: bool(listed) and sshsig.verify(signature, payload, listed, NAMESPACE) is not None
+        for person, listed in keys.items()
+    }
+
+
+# git as regulator runs it for a person: no hooks, no fsmonitor, no filters, the stock signer. A
+# unit that can write `.git/` must not get code run in the person's environment (with their agent).
+SAFE = [
+    "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "gpg.ssh.program=ssh-keygen",
+    "-c", "commit.gpgsign=false", "-c", "core.sshCommand=ssh",
+]  # fmt: skip
+
+
+def _no_filters(root: Path) -> list[str]:
+    """Every filter driver the repository configures, emptied: writing the index re-hashes racily
+    clean files, which would run a clean filter a unit planted in .git/config."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "config", "--name-only", "--get-regexp", r"^filter\."],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    names = {
+        line.split(".", 1)[1].rsplit(".", 1)[0] for line in done.stdout.splitlines() if line.count(".") >= 2
+    }
+    return [flag for name in sorted(names) for part in ("clean", "smudge", "process")
+            for flag in ("-c", f"filter.{name}.{part}=")]  # fmt: skip
+
+
+def _git(root: Path, *args: str, env: dict | None = None, data: bytes | None = None) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), *SAFE, *_no_filters(root), *args],
+            capture_output=True,
+            input=data,
+            env=env,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.decode().strip() if done.returncode == 0 else None
+
+
+def commit(
+    ws: Workspace,
+    paths: list[str],
+    message: str,
+    person: str,
+    sign: bool,
+    root: Path | None = None,
+    allow_empty: bool = True,
+) -> bool:
+    """Commit these paths' working-tree bytes (only these: anything else staged is left alone) as
+    `person`, SSH-signed with the person's key when `sign`. Built with git's plumbing (hash-object
+    --no-filters, a private index, commit-tree), so no hook, filter or fsmonitor of the repository
+    runs. False outside git or when git refuses. Without `allow_empty`, paths that HEAD already
+    holds as they are make no commit (True: nothing was left to commit)."""
+    import os
+    import tempfile
+
+    from engine.base import clock
+    from engine.checkout.gitconfig import git_config
+    from engine.trust.signing import key_path
+
+    root = root or ws.root
+    if not (root / ".git").exists():
+        return False
+    env = dict(os.environ)
+    if clock.fixed():  # a pinned workspace (tests, the demo) makes the same commits every time
+        stamp = clock.iso(clock.now())
+        env.update(GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp)
+    if not git_config(root, "user.email"):
+        entry = ws.interaction().people.get(person)
+        email = entry.emails[0] if entry and entry.emails else f"{person}@regulator.invalid"
+        env.update(GIT_AUTHOR_NAME=person, GIT_AUTHOR_EMAIL=email, GIT_COMMITTER_NAME=person,
+                   GIT_COMMITTER_EMAIL=email)  # fmt: skip
+    signing: list[str] = []
+    if sign:
+        key = key_path(ws)
+        if key is None:
+            return False
+        signing = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={key}"]
+    head = _git(root, "rev-parse", "--verify", "-q", "HEAD")
+    blobs = []
+    for relative in paths:
+        blob = _git(root, "hash-object", "-w", "--no-filters", "--", relative)
+        if blob is None:
+            return False
+        blobs.append((relative, blob))
+    with tempfile.TemporaryDirectory() as tmp:
+        index = dict(env, GIT_INDEX_FILE=str(Path(tmp) / "index"))
+        if head is not None and _git(root, "read-tree", head, env=index) is None:
+            return False
+        for relative, blob in blobs:
+            if (
+                _git(root, "update-index", "--add", "--cacheinfo", f"100644,{blob},{relative}", env=index)
+                is None
+            ):
+                return False
+        tree = _git(root, "write-tree", env=index)
+    if tree is None:
+        return False
+    if not allow_empty and head is not None and tree == _git(root, "rev-parse", f"{head}^{{tree}}"):
+        return True
+    parents = ["-p", head] if head else []
+    new = _git(root, *signing, "commit-tree", tree, *parents, *(["-S"] if sign else []), "-F", "-",
+               env=env, data=message.encode())  # fmt: skip
+    if new is None:
+        return False
+    if _git(root, "update-ref", "-m", "regulator: commit", "HEAD", new, *([head] if head else [])) is None:
+        return False
+    for relative, blob in blobs:  # the real index agrees, so `git status` shows the file committed
+        _git(root, "update-index", "--add", "--cacheinfo", f"100644,{blob},{relative}")
+    return True

@@ -1,0 +1,461 @@
+"""Order, not time (SPEC §22, issue 25): host events record `seen`, and a dispatch or close counts
+only at exactly what it saw, by the order rule, with no time tolerance.
+
+The attack of issue 25, replayed with real `regulator` processes on the files and on a real
+PostgreSQL server: a close of a held unit appended by hand, its `at` back-dated into the old 4 s
+tolerance (or inserted right after the routing that holds it) made the unit `closed`. Each form of
+it now counts for nothing, `verify` names it (exit 1) and `controlroom --once` still lists the unit
+held. Honest sequences still count, and stores from before `seen` read as they always did.
+In-process (hypothesis): the order rule's fast path answers what the pairwise rule answers, and a
+fold read piece by piece (a live reader, a checkpoint) equals a cold one on logs holding `seen`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.base import clock, ids
+from engine.checkout.workspace import Workspace as EngineWorkspace
+from engine.log.store import Store
+from engine.read import checkpoint
+from engine.read.fold import StoreReplaced, _Order, advance
+from engine.read.load import attach_contracts, load
+from engine.read.model import HostOrder, State
+from tests.hardening.test_trust import append_forged, held
+from tests.helpers import make_workspace, report_args
+from tests.test_checkpoint import fingerprint, fresh_root
+
+ZERO = "2026-11-29T08:00:00Z"
+
+
+def moment(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def stamp(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def sizes(ws, but: str) -> dict[str, int]:
+    return {
+        name: ws.store(name).stat().st_size
+        for name in ("signals", "units", "memory", "identity")
+        if name != but
+    }
+
+
+def routing_of(ws) -> dict:
+    return next(e for e in ws.events("signals") if e["kind"] == "routing")
+
+
+def verify(ws) -> tuple[int, list[str]]:
+    done = ws.run("verify", "--json")
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, [
+        f"{f['store']}:{f['line']}: {f['message']}" for f in json.loads(done.stdout)["findings"]
+    ]
+
+
+def once(ws) -> tuple[int, list[str]]:
+    done = ws.run("controlroom", "--once", "--json")
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)["exitReasons"]
+
+
+def status(ws) -> dict[str, dict]:
+    return {u["id"]: u for u in ws.json("status")["units"]}
+
+
+def assert_still_held(ws, obligation: str, line: int, why: str) -> None:
+    """The forged close counts for nothing: u1 in progress and held everywhere a user looks."""
+    u1 = status(ws)["u1"]
+    assert u1["status"] == "in-progress" and u1["held"] is True and u1["blockedBy"] == [obligation]
+    code, named = verify(ws)
+    assert code == 1
+    forged = [n for n in named if n.startswith(f"units.ndjson:{line}: ")]
+    assert len(forged) == 1 and why in forged[0] and forged[0].endswith("it counts for nothing"), named
+    code, reasons = once(ws)
+    assert code == 1
+    assert f"u1 is in progress and held by blocking obligation {obligation}" in " ".join(reasons)
+    assert f"verify: {forged[0]}" in reasons
+    refused = ws.run("unit", "close", "u1")
+    assert refused.returncode == 3 and "vetoed" in refused.stderr
+
+
+# ---- the attack on the files: a back-dated close of a held unit ------------------------------------
+
+FORMS = {
+    # no `seen`, after host events that record it
+    "without seen": (
+        lambda ws, dispatch: None,
+        "close of u1 without `seen`, after host events that record it",
+    ),
+    # what the unit's own dispatch saw: from before the routing that holds it
+    "stale seen": (
+        lambda ws, dispatch: dispatch["seen"],
+        "close of u1 did not see the routing record of signal",
+    ),
+    # the stores as they are: re-derived there, the routing holds it
+    "current seen": (
+        lambda ws, dispatch: sizes(ws, "units"),
+        "close of u1 while held by blocking obligation",
+    ),
+    # more than signals.ndjson holds
+    "future seen": (
+        lambda ws, dispatch: dict(sizes(ws, "units"), signals=sizes(ws, "units")["signals"] + 4096),
+        "close of u1 says it saw",
+    ),
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_a_back_dated_close_of_a_held_unit_appended_by_hand_counts_for_nothing(tmp_path, form):
+    ws = make_workspace(tmp_path, now=None, clock="system")  # the real clock: the 4 s tolerance was there
+    _, obligations = held(ws)
+    dispatch = next(e for e in ws.events("units") if e["kind"] == "dispatch" and e["unit"] == "u1")
+    seen, why = FORMS[form]
+    forged = {"kind": "close", "unit": "u1", "leaseHash": dispatch["leaseHash"]}
+    if (value := seen(ws, dispatch)) is not None:
+        forged["seen"] = value
+    forged["at"] = stamp(moment(routing_of(ws)["at"]) - timedelta(seconds=1))  # inside the old 4 s
+    append_forged(ws, "units", forged)
+    line = len(ws.events("units"))
+    assert_still_held(ws, obligations["u1"], line, why)
+
+
+# ---- the same on PostgreSQL: inserted through the owner's role right after the routing -------------
+
+
+def insert(url: str, store: str, event: dict) -> int:
+    """A well-chained line inserted with psql's powers through the given role (the trigger checks
+    chain, digest and time, and what the roles allow; the order rule is the fold's); returns its
+    line number."""
+    import psycopg
+
+    from engine.log.pg.store import line_text
+    from engine.log.store import event_hash
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT hash FROM regulator.events WHERE store = %s ORDER BY n DESC LIMIT 1", (store,)
+        ).fetchone()
+        event = dict(event, prev=row[0] if row else "")
+        event["hash"] = event_hash(event)
+        line = line_text(event)
+        return conn.execute(
+            "INSERT INTO regulator.events (store, line, sha256, hash, prev, recorded_at)"
+            " VALUES (%s, %s, %s, '', '', now()) RETURNING n",
+            (store, line, hashlib.sha256(line.encode()).hexdigest()),
+        ).fetchone()[0]  # its line number in the store
+
+
+def server_sizes(url: str) -> dict[str, int]:
+    """Each store's byte length as the server holds it (a mirror's bytes are the same)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT store, sum(octet_length(convert_to(line, 'UTF8')) + 1) FROM regulator.events GROUP BY store"
+        ).fetchall()
+    return {store: int(size) for store, size in rows}
+
+
+@pytest.mark.usefixtures("pg_server")
+@pytest.mark.parametrize("form", ["without seen", "stale seen", "current seen"])
+def test_the_same_close_inserted_right_after_the_routing_on_postgresql_counts_for_nothing(
+    tmp_path, pg_server, form
+):
+    db = pg_server.database()
+    owner = pg_server.url(db)
+    ws = make_workspace(tmp_path, now=None, clock="system", store=owner)
+    _, obligations = held(ws)
+    dispatch = next(e for e in ws.events("units") if e["kind"] == "dispatch" and e["unit"] == "u1")
+    forged = {"kind": "close", "unit": "u1", "leaseHash": dispatch["leaseHash"]}
+    if form == "stale seen":
+        forged["seen"] = dispatch["seen"]
+    elif form == "current seen":
+        on_server = server_sizes(owner)
+        forged["seen"] = {name: on_server.get(name, 0) for name in ("signals", "memory", "identity")}
+    forged["at"] = stamp(datetime.now(UTC))  # the server takes only its own time, within 2 s
+    line = insert(owner, "units", forged)
+    why = {
+        "without seen": "close of u1 without `seen`",
+        "stale seen": "close of u1 did not see the routing record of signal",
+        "current seen": "close of u1 while held by blocking obligation",
+    }[form]
+    assert_still_held(ws, obligations["u1"], line, why)
+
+
+# ---- honest sequences still count ------------------------------------------------------------------
+
+
+def test_an_honest_route_then_close_that_saw_it_counts(tmp_path):
+    ws = make_workspace(tmp_path, now=None, clock="system")
+    _, obligations = held(ws)
+    routing = routing_of(ws)
+    assert set(routing["seen"]) == {"units", "memory", "identity"}
+    assert routing["seen"]["units"] == ws.store("units").stat().st_size  # every dispatch before it
+    ws.run(
+        "obligation", "resolve", obligations["u1"], "--by", "alice", "--disposition", "no-action",
+        "--rationale", "checked upstream", check=True,
+    )  # fmt: skip
+    ws.run("unit", "close", "u1", check=True)
+    close = ws.events("units")[-1]
+    assert close["kind"] == "close" and close["seen"]["signals"] == ws.store("signals").stat().st_size
+    ws.run(*report_args(subject="b1 too", affects=["b1"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    b1 = next(o["id"] for o in ws.json("obligations") if o["unit"] == "b1")
+    assert ws.run("unit", "dispatch", "b1").returncode == 3  # held: vetoed, nothing written
+    ws.run(
+        "obligation", "resolve", b1, "--by", "alice", "--disposition", "no-action", "--rationale", "ok", check=True
+    )  # fmt: skip
+    ws.run("unit", "dispatch", "b1", check=True)
+    now = status(ws)
+    assert (now["u1"]["status"], now["u3"]["status"], now["b1"]["status"]) == (
+        "closed",
+        "in-progress",
+        "in-progress",
+    )
+    assert verify(ws) == (0, [])
+    code, reasons = once(ws)
+    assert not any(r.startswith(("u1 ", "b1 ", "verify")) for r in reasons), reasons
+
+
+def test_a_reader_that_read_signals_before_the_host_decided_reads_them_first(tmp_path, monkeypatch):
+    """A live reader folds signals.ndjson, then the host routes, resolves and closes: the close saw
+    more of signals.ndjson than the reader had read, so the reader reads it first (never judges the
+    close on less than it saw), and ends where a cold fold ends."""
+    ws = make_workspace(tmp_path)
+    _, obligations = held(ws)
+    monkeypatch.setenv("REGULATOR_NOW", ws.env["REGULATOR_NOW"])
+    engine_ws = EngineWorkspace(ws.root)
+    live = load(engine_ws, cached=False)
+    ws.run(
+        "obligation", "resolve", obligations["u1"], "--by", "alice", "--disposition", "no-action",
+        "--rationale", "checked", check=True,
+    )  # fmt: skip
+    ws.run("unit", "close", "u1", check=True)
+    advance(engine_ws, live, stores=("units",))  # units first: the close saw signals it has not read
+    assert live.units["u1"].status == "closed" and live.uncounted == []
+    advance(engine_ws, live)
+    assert fingerprint(live) == fingerprint(load(engine_ws, cached=False))
+
+
+# ---- stores from before `seen` ---------------------------------------------------------------------
+
+
+def test_a_store_from_before_seen_reads_as_before_and_upgrades_in_place(tmp_path):
+    ws = make_workspace(tmp_path)  # a pinned clock: the old times are what the lines say
+    old = clock.parse_time("2026-11-29T11:00:00Z")
+
+    def at(seconds: int) -> str:
+        return clock.iso(old + timedelta(seconds=seconds))
+
+    # what a host before `seen` wrote: u1 and u3 dispatched, then a blocking report routed onto both
+    for unit in ("u1", "u3"):
+        append_forged(ws, "units", {"kind": "dispatch", "unit": unit, "leaseHash": None, "at": at(0)})
+    ws.run(*report_args(), "--by", "alice", check=True)
+    signal = ws.events("signals")[-1]["id"]
+    ob = {unit: ids.obligation_id(signal, unit) for unit in ("u1", "u3")}  # as the router names them
+    obligations = [
+        {"id": ob[unit], "unit": unit, "severity": "blocking", "blocks": True, "owedTo": "S3"}
+        for unit in ("u1", "u3")
+    ]
+    append_forged(ws, "signals", {"kind": "routing", "signal": signal, "reportedSeverity": "blocking",
+                                  "derivedSeverity": "blocking", "floors": [], "obligations": obligations,
+                                  "outcome": "obligations", "reason": "r", "at": at(10)})  # fmt: skip
+    # the old reading: u1's close 2 s after the hold opened is within the tolerance and counts; u3's,
+    # an hour on, was vetoed
+    append_forged(ws, "units", {"kind": "close", "unit": "u1", "leaseHash": None, "at": at(12)})
+    append_forged(ws, "units", {"kind": "close", "unit": "u3", "leaseHash": None, "at": at(3600)})
+    now = status(ws)
+    assert now["u1"]["status"] == "closed"
+    assert now["u3"]["status"] == "in-progress" and now["u3"]["blockedBy"] == [ob["u3"]]
+    code, named = verify(ws)
+    assert code == 1 and len(named) == 1, named
+    assert f"close of u3 while held by blocking obligation {ob['u3']}" in named[0]
+
+    # upgraded in place: the host's next events record `seen`; the old ones keep counting
+    ws.run("unit", "dispatch", "b1", check=True)
+    assert "seen" in ws.events("units")[-1]
+    now = status(ws)
+    assert (now["u1"]["status"], now["b1"]["status"]) == ("closed", "in-progress")
+    # and from then on, a host event without `seen` counts for nothing
+    append_forged(ws, "units", {"kind": "close", "unit": "b1", "leaseHash": None, "at": at(3601)})
+    assert status(ws)["b1"]["status"] == "in-progress"
+    code, named = verify(ws)
+    assert code == 1 and "close of b1 without `seen`" in named[-1]
+
+
+def test_a_routing_record_without_seen_after_ones_with_it_routes_nothing(tmp_path):
+    """A `noted` routing record appended by hand for a blocking report, before the host routes it:
+    it counts for nothing, so the host's router routes the report and its hold stands."""
+    ws = make_workspace(tmp_path)
+    worktrees, _ = held(ws)
+    ws.run(*report_args(subject="second", affects=["u3"]), cwd=worktrees["r1"], check=True)
+    signal = ws.events("signals")[-1]["id"]
+    append_forged(ws, "signals", {"kind": "routing", "signal": signal, "reportedSeverity": "blocking",
+                                  "derivedSeverity": "blocking", "floors": [], "obligations": [],
+                                  "outcome": "noted", "reason": "nothing to see",
+                                  "at": "2026-11-29T12:00:00Z"})  # fmt: skip
+    code, named = verify(ws)
+    assert code == 1 and len(named) == 1
+    assert named[0].startswith("signals.ndjson:4: routing record of signal") and "without `seen`" in named[0]
+    ws.run("signals", "route", check=True)  # the report is still unrouted: the host routes it
+    assert [o["unit"] for o in ws.json("obligations") if o["signal"] == signal] == ["u3"]
+    assert ws.events("signals")[-1]["outcome"] == "obligations"
+
+
+# ---- in-process: the fast path equals the pairwise rule ---------------------------------------------
+
+
+def pairwise(
+    starts: list[int], seen_units: list[int], start: int, seen: int
+) -> tuple[int | None, int | None]:
+    """The order rule as SPEC §22 states it, pair by pair: the first routing record decided before
+    the line at `start` was appended that `seen` does not cover, and the first that saw the line
+    though `seen` covers it."""
+    unseen = next((j for j, s in enumerate(starts) if s >= seen and seen_units[j] <= start), None)
+    first = next((j for j, s in enumerate(starts) if s < seen and seen_units[j] > start), None)
+    return unseen, first
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    gaps=st.lists(st.integers(1, 50), max_size=12),
+    seen_units=st.lists(st.integers(-5, 400), max_size=12),
+    monotone=st.booleans(),
+    queries=st.lists(st.tuples(st.integers(-5, 400), st.integers(-5, 700)), min_size=1, max_size=10),
+)
+def test_the_order_rules_fast_path_answers_what_the_pairwise_rule_answers(
+    gaps, seen_units, monotone, queries
+):
+    n = min(len(gaps), len(seen_units))
+    starts = [sum(gaps[: k + 1]) for k in range(n)]
+    seen = sorted(seen_units[:n]) if monotone else seen_units[:n]
+    host = HostOrder(
+        starts=starts, seen_units=seen, monotone=all(a <= b for a, b in zip(seen, seen[1:], strict=False))
+    )
+    order = _Order(host)
+    slow = _Order(HostOrder(starts=starts, seen_units=seen, monotone=False))  # suffix minima, prefix maxima
+    for start, covered in queries:
+        expected = pairwise(starts, seen, start, covered)
+        assert (order.unseen(start, covered), order.saw_first(start, covered)) == expected
+        assert (slow.unseen(start, covered), slow.saw_first(start, covered)) == expected
+        assert order.decided_before(start) == any(s <= start for s in seen)
+
+
+# ---- in-process: read piece by piece, or through a checkpoint, a fold equals a cold one ---------------
+
+
+@st.composite
+def hosts(draw):
+    """Steps of a workspace whose host events record `seen`, as hosts write them (`seen` of the
+    stores as they are), with lines no host wrote among them: a `seen` from an earlier step, none, or
+    more than a store holds. A step is (store, event) or ("read", stores) for a live reader."""
+    steps: list = []
+    signals: list[str] = []
+    routed: set[str] = set()
+    opened: list[str] = []
+    for n in range(draw(st.integers(1, 30))):
+        kind = draw(
+            st.sampled_from(["signal", "routing", "disposition", "dispatch", "close", "read", "garbage"])
+        )
+        unit = draw(st.sampled_from(["u1", "u2", "u3"]))
+        seen = draw(st.sampled_from(["now"] * 6 + ["earlier", "none", "more"]))
+        at = f"2026-11-29T08:{n:02d}:00Z"
+        if kind == "signal":
+            signals.append(f"s{n}")
+            steps.append(("signals", {"kind": "signal", "id": f"s{n}", "subject": "s", "at": at}))
+        elif kind == "routing" and signals:
+            signal = draw(st.sampled_from(signals))
+            obligations = [
+                {"id": f"ob-{signal}-{unit}", "unit": unit, "severity": "blocking", "blocks": True}
+            ]
+            if signal not in routed and seen == "now":
+                routed.add(signal)
+                opened.append(obligations[0]["id"])
+            steps.append(("signals", {"kind": "routing", "signal": signal, "obligations": obligations,
+                                      "seen": seen, "at": at}))  # fmt: skip
+        elif kind == "disposition" and opened:
+            target = opened.pop(draw(st.integers(0, len(opened) - 1)))
+            steps.append(("signals", {"kind": "disposition", "obligation": target, "disposition": "no-action",
+                                      "by": "alice", "rationale": "r", "at": at}))  # fmt: skip
+        elif kind in ("dispatch", "close"):
+            steps.append(("units", {"kind": kind, "unit": unit, "leaseHash": None, "seen": seen, "at": at}))
+        elif kind == "read":
+            steps.append(("read", draw(st.sampled_from([("signals",), ("units",), ("signals", "units")]))))
+        elif kind == "garbage":
+            steps.append((draw(st.sampled_from(["signals", "units"])), b"{not json"))
+    return steps
+
+
+def run_steps(root: Path, steps, live: State, ws) -> State:
+    """Write each step as a host (or a forger) would, a live reader folding along the way; returns
+    the live reader's state (read again from the first byte when a line no host wrote asks it to)."""
+    clock.configure(True)
+    earlier: dict[str, int] = {"signals": 0, "units": 0, "memory": 0, "identity": 0}
+    for store, event in steps:
+        if store == "read":
+            try:
+                advance(ws, live, final=False, stores=event)
+            except StoreReplaced:
+                live = State(now=live.now)
+                advance(ws, live, final=False)
+            continue
+        path = root / ".regulator" / f"{store}.ndjson"
+        if isinstance(event, bytes):
+            with open(path, "ab") as handle:
+                handle.write(event + b"\n")
+            continue
+        now = {name: (root / ".regulator" / f"{name}.ndjson").stat().st_size for name in earlier}
+        event = dict(event)
+        mode = event.pop("seen", "none")
+        if mode != "none":
+            chosen = {"now": now, "earlier": earlier, "more": {k: v + 999 for k, v in now.items()}}[mode]
+            event["seen"] = {name: size for name, size in chosen.items() if name != store}
+        earlier = now
+        Store(path).append(event)
+    return live
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=hosts(), cut=st.floats(0, 1))
+def test_a_fold_read_piece_by_piece_or_through_a_checkpoint_equals_a_cold_one(steps, cut):
+    with tempfile.TemporaryDirectory() as base:
+        root = fresh_root(base)
+        ws = EngineWorkspace(root)
+        now = datetime(2026, 11, 29, 12, tzinfo=UTC)
+        split = int(len(steps) * cut)
+        live = run_steps(root, steps[:split], State(now=now), ws)
+        os.environ["REGULATOR_CHECKPOINT_BYTES"] = "0"
+        try:
+            assert checkpoint.save(ws, load(ws, now))
+            live = run_steps(root, steps[split:], live, ws)
+            through = load(ws, now)
+            os.environ["REGULATOR_CHECKPOINT"] = "off"
+            cold = load(ws, now)
+        finally:
+            os.environ.pop("REGULATOR_CHECKPOINT", None)
+            os.environ.pop("REGULATOR_CHECKPOINT_BYTES", None)
+        try:
+            advance(ws, live)
+        except StoreReplaced:
+            live = State(now=now)
+            advance(ws, live)
+        attach_contracts(live, cold.contracts)
+        live.contract_problems = cold.contract_problems
+        assert fingerprint(through) == fingerprint(cold)
+        assert fingerprint(live) == fingerprint(cold)
+        assert sorted(cold.uncounted, key=lambda u: (u.store, u.offset)) == sorted(
+            live.uncounted, key=lambda u: (u.store, u.offset)
+        )

@@ -1,0 +1,128 @@
+"""`regulator serve` on PostgreSQL (SPEC §22): routing through LISTEN, two hosts routing every
+signal exactly once, leadership that moves when the leader is killed, and the stdio door that
+refuses to start. Real serve subprocesses, the real server of tests/pg.py; the other host is a
+clone of the workspace with a mirror of its own."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import pytest
+
+from engine.doors.client import DoorClient
+from tests.helpers import clone, make_workspace, one_line
+from tests.serving import REPORT, Serving, healthz, sdk_call, token_of, wait_for
+
+
+def _url(ws) -> str:
+    return (ws.root / "regulator/policy/store.yaml").read_text().split("url:", 1)[1].strip()
+
+
+@pytest.fixture
+def pg_ws(tmp_path, pg_url):
+    ws = make_workspace(tmp_path, store=pg_url)
+    for i in range(4):
+        ws.contract(f"r{i}", "research", "intelligence")
+    ws.commit("research units", sign=False)
+    return ws
+
+
+@pytest.fixture
+def hosts(pg_ws, tmp_path):
+    """Two hosts: the workspace and a clone of it on the same database, each running serve."""
+    other = clone(pg_ws, tmp_path / "other-host")
+    started: list[Serving] = []
+    try:
+        started.append(Serving(pg_ws))
+        started.append(Serving(pg_ws, cwd=other, env={"REGULATOR_STORE": _url(pg_ws)}))
+        yield pg_ws, started
+    finally:
+        for serving in started:
+            serving.close()
+
+
+def test_a_report_through_the_door_becomes_its_obligation_with_serve_running(pg_ws):
+    worktree = pg_ws.lease("r1")
+    serving = Serving(pg_ws)
+    try:
+        result = sdk_call(serving.sock, token_of(worktree), "report_intelligence", REPORT)
+        assert not result.is_error, result.content
+        signal_id = result.structured_content["id"]
+        found = wait_for(
+            lambda: [o for o in pg_ws.json("obligations") if o["signal"] == signal_id],
+            "the report's obligation",
+        )
+        assert [(o["unit"], o["blocks"]) for o in found] == [("u1", True)]
+        assert healthz(serving.sock)["leader"] is True
+    finally:
+        serving.close()
+
+
+def test_two_hosts_serving_route_every_signal_exactly_once(hosts):
+    ws, (one, two) = hosts
+    tokens = [token_of(ws.lease(f"r{i}")) for i in range(4)]
+    per = 6
+    ids: list[str] = []
+    lock = threading.Lock()
+
+    def report(i: int) -> None:
+        for k in range(per):
+            door = (one, two)[(i + k) % 2]  # every unit's token works at either host's door
+            got = DoorClient(door.url, tokens[i]).report({**REPORT, "subject": f"r{i} report {k}"})
+            with lock:
+                ids.append(got["id"])
+
+    threads = [threading.Thread(target=report, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert len(ids) == 4 * per
+
+    def all_routed() -> bool:
+        status = ws.json("status")
+        return status["unrouted"] == 0 and len(ws.json("obligations")) == 4 * per
+
+    wait_for(all_routed, "every signal routed by one host or the other", deadline=60)
+    routings = [e for e in ws.events("signals") if e["kind"] == "routing"]
+    assert sorted(r["signal"] for r in routings) == sorted(ids)  # one routing record per signal
+    assert ws.run("verify").returncode == 0
+
+
+def test_killing_the_leader_moves_the_duties_to_the_other_host(hosts):
+    ws, servings = hosts
+
+    def leader() -> Serving | None:
+        found = [s for s in servings if healthz(s.sock)["leader"]]
+        return found[0] if len(found) == 1 else None
+
+    first = wait_for(leader, "one leader among the two hosts")
+    other = next(s for s in servings if s is not first)
+    assert healthz(other.sock)["leader"] is False
+    first.kill(signal.SIGKILL)
+    wait_for(lambda: healthz(other.sock)["leader"], "the other host leads", deadline=15)
+
+    def duties_on_other() -> bool:
+        lines = other.lines()
+        took = max((i for i, x in enumerate(lines) if x.get("outcome") == "took leadership"), default=None)
+        return took is not None and any(
+            x.get("duty") == "tick" and x["outcome"]["leader"] for x in lines[took + 1 :]
+        )
+
+    wait_for(duties_on_other, "a tick of duties on the new leader", deadline=15)
+
+
+def test_the_stdio_door_refuses_to_start_on_postgresql(pg_ws):
+    worktree = pg_ws.lease("r1")
+    done = pg_ws.run("mcp", "--lease", str(worktree / ".regulator-lease.json"))
+    assert done.returncode == 3 and "regulator serve" in one_line(done)
+
+
+def test_once_tick_on_postgresql_routes_and_leads_only_when_it_can(pg_ws):
+    from tests.helpers import report_args
+
+    pg_ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
+    done = pg_ws.run("serve", "--once-tick")
+    assert done.returncode == 0, done.stderr
+    assert '"leader": true' in done.stderr and pg_ws.json("status")["unrouted"] == 0

@@ -1,0 +1,422 @@
+"""`regulator unit run` end to end (SPEC §23): real `serve`, real `unit run`, real children that call
+the door. A research unit reports, asks and reports its result; the obligation it raised holds
+another unit, whose run starts nothing; a held close leaves the unit awaiting close, `--wait` closes
+it after a signed disposition; the child's environment is exactly the allowlist; `--user` runs it
+confined (it cannot read `.regulator/`); a SIGKILLed child with its host gone loses its lease after
+its TTL, its token gets 401, and a new run dispatches it again; the wall budget and SIGTERM reach
+the child's process group."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from engine.base.errors import Refused
+from engine.doors.client import UNAUTHORIZED, DoorClient
+from tests.helpers import REGULATOR, make_workspace, one_line
+from tests.serving import Serving, wait_for
+
+ROOT = Path(__file__).resolve().parents[1]
+ALLOWED = {"PATH", "HOME", "LANG", "TERM", "TZ", "REGULATOR_DOOR", "REGULATOR_DOOR_TOKEN", "REGULATOR_UNIT"}
+
+
+def system_workspace(folder: Path):
+    """A workspace on the system clock (leases expire in real time), its env without REGULATOR_NOW."""
+    ws = make_workspace(folder, now=None, clock="system")
+    ws.env.pop("REGULATOR_NOW", None)
+    return ws
+
+
+@pytest.fixture
+def served(tmp_path):
+    ws = system_workspace(tmp_path)
+    serving = Serving(ws)
+    try:
+        yield ws, serving
+    finally:
+        serving.close()
+
+
+def script(folder: Path, name: str, text: str) -> Path:
+    """A shell script the child runs (`regulator` named by its path: the child's PATH is the host's)."""
+    path = folder / name
+    path.write_text("#!/bin/sh\nset -e\nREG=" + REGULATOR + "\n" + text)
+    path.chmod(0o755)
+    return path
+
+
+def run_unit(ws, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    done = ws.run("unit", "run", *args, env=env)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+STARTED: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def _stop_runs():
+    yield
+    stop_runs()
+
+
+def stop_runs() -> None:
+    """A run a failed test left behind is stopped: SIGTERM reaches its child's group through it."""
+    while STARTED:
+        host = STARTED.pop()
+        if host.poll() is None:
+            host.send_signal(signal.SIGTERM)
+            try:
+                host.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(host.pid, signal.SIGKILL)
+
+
+def start_unit(ws, *args: str, env: dict | None = None) -> subprocess.Popen:
+    """`unit run` in the background, in a session of its own (so a test can kill the host)."""
+    merged = dict(ws.env, **(env or {}))
+    host = subprocess.Popen(
+        [REGULATOR, "unit", "run", *args],
+        cwd=ws.root,
+        env=merged,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    STARTED.append(host)
+    return host
+
+
+def alive(pid: int) -> bool:
+    """The process runs (a zombie, killed and not yet reaped by whoever adopted it, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def row(ws, unit: str) -> dict:
+    return next(u for u in ws.json("status")["units"] if u["id"] == unit)
+
+
+def test_a_research_unit_reports_asks_and_its_obligation_holds_another(served, tmp_path):
+    ws, serving = served
+    report = {
+        "subject": "vendor/left-pad.js",
+        "claim": "The vendored helper is a modified copy.",
+        "observation": "diff against upstream 1.3.0 shows a patched padStart",
+        "evidence": ["vendor/left-pad.js"],
+        "confidence": "high",
+        "reportedSeverity": "blocking",
+        "affectedUnits": ["u1"],
+    }
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    agent = script(
+        tmp_path,
+        "research.sh",
+        f"""$REG door call report_intelligence --json-input {tmp_path}/report.json > {tmp_path}/reported.json
+echo '{{"question": "Is upstream 1.3.0 the version we meant to vendor?"}}' | $REG door call ask_human --json-input - > {tmp_path}/asked.json
+echo '{{"summary": "left-pad is a modified copy; u1 is affected", "outcome": "done"}}' | $REG door call report_result --json-input -
+""",
+    )
+    done = run_unit(ws, "r1", "--ttl", "1m", "--", str(agent))
+    assert done.returncode == 0, done.stderr
+    assert "closed r1" in done.stderr and "UNCONFINED" in done.stderr
+    r1 = row(ws, "r1")
+    assert (r1["status"], r1["result"]["outcome"], r1["result"]["by"]) == ("closed", "done", "unit")
+    signal_id = json.loads((tmp_path / "reported.json").read_text())["id"]
+    asked = json.loads((tmp_path / "asked.json").read_text())
+    obligations = {o["id"]: o for o in ws.json("obligations")}
+    assert obligations[asked["obligation"]]["owedTo"] == "S3"  # the question, to a person
+    holding = [o for o in obligations.values() if o["unit"] == "u1" and o["signal"] == signal_id]
+    assert holding and holding[0]["blocks"]
+    # the obligation r1 raised holds u1: its run exits 3 naming it, and starts nothing
+    before = ws.digest()
+    marker = tmp_path / "u1-started"
+    held = run_unit(ws, "u1", "--", "sh", "-c", f"touch {marker}")
+    assert held.returncode == 3 and "dispatch of u1 vetoed" in one_line(held)
+    assert holding[0]["id"] in held.stderr
+    assert not marker.exists() and not (ws.root / ".worktrees" / "u1").exists()
+    assert ws.digest() == before
+    assert ws.root.joinpath(".worktrees", "r1").is_dir()  # r1's worktree: detached at trunk
+    head = subprocess.run(["git", "-C", str(ws.root / ".worktrees" / "r1"), "symbolic-ref", "-q", "HEAD"])
+    assert head.returncode != 0  # detached
+    assert ".worktrees" not in ws.git("status", "--porcelain")  # ignored by git
+
+
+def test_a_held_close_awaits_and_wait_closes_after_a_signed_disposition(served, tmp_path):
+    ws, serving = served
+    go = tmp_path / "go"
+    started = tmp_path / "started"
+    agent = script(
+        tmp_path, "work.sh", f"touch {started}-$REGULATOR_UNIT\nwhile [ ! -e {go} ]; do sleep 0.1; done\n"
+    )
+    plain = start_unit(ws, "u1", "--", str(agent))
+    waiting = start_unit(ws, "u3", "--wait", "--", str(agent))
+    wait_for(
+        lambda: Path(f"{started}-u1").exists() and Path(f"{started}-u3").exists(), "both children started"
+    )
+    for unit in ("u1", "u3"):  # a person reports what holds each while it runs
+        ws.run(
+            "signals", "report", "--subject", f"{unit} breaks the build", "--claim", "c", "--observation", "o",
+            "--evidence", "ci", "--confidence", "high", "--severity", "blocking", "--affects", unit,
+            "--by", "alice", check=True,
+        )  # fmt: skip
+    go.touch()
+    out, err = plain.communicate(timeout=60)
+    assert plain.returncode == 3, err
+    assert "u1 is awaiting close: close of u1 vetoed: held by open obligation(s)" in err
+    u1 = row(ws, "u1")
+    assert (u1["status"], u1["held"], u1["awaitingClose"], u1["result"]["outcome"]) == (
+        "in-progress",
+        True,
+        True,
+        "done",
+    )
+    wait_for(lambda: row(ws, "u3")["awaitingClose"], "u3 awaiting close")
+    assert waiting.poll() is None  # --wait: still waiting for the disposition
+    once = json.loads(ws.run("controlroom", "--once", "--json").stdout)
+    assert {u["id"]: u["awaitingClose"] for u in once["status"]["units"]}["u3"] is True
+    hold = row(ws, "u3")["blockedBy"][0]
+    ws.run(
+        "obligation", "resolve", hold, "--disposition", "no-action", "--by", "alice", "--rationale", "fixed",
+        check=True,
+    )  # fmt: skip
+    out, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0, err
+    assert "closed u3" in err
+    assert row(ws, "u3")["status"] == "closed"
+
+
+def test_the_childs_environment_is_exactly_the_allowlist(served, tmp_path):
+    ws, serving = served
+    seen, go = tmp_path / "env.json", tmp_path / "go"
+    child = (
+        "import json, os, pathlib, time\n"
+        f"pathlib.Path({str(seen)!r}).write_text(json.dumps(dict(os.environ)))\n"
+        f"while not pathlib.Path({str(go)!r}).exists(): time.sleep(0.1)\n"
+    )
+    host = {
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "TZ": "UTC",
+        "SECRET_TOKEN": "do-not-leak",
+        "REGULATOR_STORE": "files",
+        "EXTRA_OK": "passed on",
+    }
+    proc = start_unit(ws, "r1", "--env", "EXTRA_OK", "--", sys.executable, "-c", child, env=host)
+    env = wait_for(
+        lambda: seen.exists() and json.loads(seen.read_text() or "null"), "the child's environment"
+    )
+    assert set(env) == ALLOWED | {"EXTRA_OK"}
+    assert env["EXTRA_OK"] == "passed on" and env["REGULATOR_UNIT"] == "r1"
+    assert env["REGULATOR_DOOR"] == serving.url and env["HOME"] == os.environ["HOME"]
+    # unconfined: every surface says so
+    assert row(ws, "r1")["confined"] is False
+    once = json.loads(ws.run("controlroom", "--once", "--json").stdout)
+    assert {u["id"]: u["confined"] for u in once["status"]["units"]}["r1"] is False
+    assert "unconfined" in ws.run("controlroom", "--once").stdout
+    # the token is no file's: the lease file (0600, outside the worktree) is the only one holding it
+    lease = ws.root / ".worktrees" / ".leases" / "r1" / ".regulator-lease.json"
+    assert json.loads(lease.read_text())["lease"] == env["REGULATOR_DOOR_TOKEN"]
+    assert lease.stat().st_mode & 0o777 == 0o600
+    go.touch()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert not lease.exists()  # the lease's folder is removed when the run ends
+
+
+def test_env_names_and_bad_input_are_refused_before_anything(served):
+    ws, serving = served
+    before = ws.digest()
+    for args, needle in (
+        (["r1", "--env", "NOT_SET_ANYWHERE", "--", "true"], "--env NOT_SET_ANYWHERE: not set"),
+        (["r1", "--env", "REGULATOR_DOOR_TOKEN", "--", "true"], "already given to every unit"),
+        (["r1", "--ttl", "5", "--", "true"], "--ttl: '5' is not a duration"),
+        (["r1", "--harness", "cursor", "--", "true"], "--harness 'cursor' is not one of env, claude-code"),
+        (["r1"], "no command"),
+        (["r1", "--worktree", str(ws.root / ".regulator" / "x"), "--", "true"], "never under .regulator/"),
+        (["zz9", "--", "true"], "has no contract"),
+        (["r1", "--user", "no-such-account-here", "--", "true"], "no such account"),
+    ):
+        done = run_unit(ws, *args)
+        assert done.returncode == 2 and needle in one_line(done), (args, done.stderr)
+    assert ws.digest() == before
+
+
+def test_without_serve_unit_run_exits_3_saying_to_start_it(tmp_path):
+    ws = system_workspace(tmp_path)
+    before = ws.digest()
+    done = run_unit(ws, "r1", "--", "true")
+    assert done.returncode == 3 and "start it first (`regulator serve`)" in one_line(done)
+    assert ws.digest() == before and not (ws.root / ".worktrees").exists()
+
+
+def test_a_sigkilled_child_with_its_host_gone_is_lost_after_its_ttl(served, tmp_path):
+    ws, serving = served
+    token_file = tmp_path / "token"
+    agent = script(
+        tmp_path,
+        "hang.sh",
+        f"echo $REGULATOR_DOOR_TOKEN $$ > {token_file}.part\nmv {token_file}.part {token_file}\nexec sleep 600\n",
+    )
+    host = start_unit(ws, "r1", "--ttl", "2s", "--", str(agent))
+    token, child = wait_for(
+        lambda: token_file.exists() and token_file.read_text().split(), "the child started"
+    )
+    assert DoorClient(serving.url, token).status()["status"] == "in-progress"
+    os.killpg(host.pid, signal.SIGKILL)  # the host is gone
+    os.killpg(int(child), signal.SIGKILL)  # and its child with it
+    host.communicate(timeout=30)
+    # serve's tick (every 10 s) finds the lease past its time: the unit is lost, held as before
+    wait_for(lambda: row(ws, "r1")["status"] == "lost", "r1 lost", deadline=60, every=0.5)
+    expired = [e for e in ws.events("units") if e["kind"] == "lease-expired"]
+    assert [e["unit"] for e in expired] == ["r1"]
+    with pytest.raises(Refused) as refused:
+        DoorClient(serving.url, token).status()
+    assert str(refused.value) == UNAUTHORIZED
+    assert row(ws, "r1")["result"] is None  # nothing was recorded for it, nothing released
+    # a new run dispatches it again
+    again = run_unit(ws, "r1", "--ttl", "1m", "--", "true")
+    assert again.returncode == 0, again.stderr
+    assert row(ws, "r1")["status"] == "closed"
+
+
+def test_the_wall_budget_kills_the_childs_process_group(served, tmp_path):
+    ws, serving = served
+    ws.run("unit", "new", "slow", "--type", "research", "--profile", "intelligence", "--title", "Slow",
+           "--budget-wall", "2s", check=True)  # fmt: skip
+    ws.commit("the slow unit", sign=False)
+    background = tmp_path / "bg"
+    agent = script(tmp_path, "slow.sh", f"sleep 600 &\necho $! > {background}\nwait\n")
+    done = run_unit(ws, "slow", "--", str(agent))
+    assert done.returncode == 1, done.stderr
+    result = row(ws, "slow")["result"]
+    assert result["outcome"] == "failed" and "stopped at its wall budget (2s)" in result["summary"]
+    assert not alive(int(background.read_text()))  # the background process of the group went with it
+    recovery = [o for o in ws.json("obligations") if o["unit"] == "slow"]
+    assert [(o["severity"], o["blocks"], o["owedTo"]) for o in recovery] == [("advisory", False, "S3")]
+
+
+def test_sigterm_is_forwarded_and_the_childs_exit_code_is_in_the_result(served, tmp_path):
+    ws, serving = served
+    ready, got = tmp_path / "ready", tmp_path / "got"
+    agent = script(
+        tmp_path,
+        "trap.sh",
+        f"trap 'echo term > {got}; exit 7' TERM\ntouch {ready}\nwhile true; do sleep 0.1; done\n",
+    )
+    host = start_unit(ws, "b1", "--", str(agent))
+    wait_for(ready.exists, "the child ready")
+    host.send_signal(signal.SIGTERM)
+    out, err = host.communicate(timeout=60)
+    assert host.returncode == 1, err  # failed: a person decides (the command's own code is the child's)
+    assert got.read_text().strip() == "term"
+    result = row(ws, "b1")["result"]
+    assert (result["outcome"], result["exitCode"], result["by"]) == ("failed", 7, "host")
+
+
+# ---- confined: --user ---------------------------------------------------------------------------
+@pytest.fixture
+def account():
+    """A throwaway system account without a home, removed after the test."""
+    if os.geteuid() != 0 or shutil.which("useradd") is None:
+        pytest.skip("needs root and useradd")
+    name = f"regt{secrets.token_hex(3)}"
+    subprocess.run(["useradd", "-M", "-r", "-s", "/usr/sbin/nologin", name], check=True, capture_output=True)
+    try:
+        yield pwd.getpwnam(name)
+    finally:
+        stop_runs()  # its processes first: userdel refuses an account still running
+        subprocess.run(["userdel", name], capture_output=True)
+
+
+def test_a_confined_unit_runs_as_its_account_and_cannot_read_the_stores(account, tmp_path):
+    home = Path(tempfile.mkdtemp(prefix="regconf-", dir="/tmp"))
+    try:
+        home.chmod(0o755)  # the account passes through to its worktree, never into .regulator/
+        ws = system_workspace(home)
+        serving = Serving(ws)
+        try:
+            out, go = home / "seen", home / "go"
+            out.touch()
+            out.chmod(0o666)
+            probe = (
+                "import os, sys, json, pathlib, time\n"
+                f"sys.path.insert(0, {str(ROOT)!r})\n"
+                "from engine.doors.client import DoorClient\n"
+                "found = {'uid': os.getuid(), 'env': sorted(os.environ)}\n"
+                f"try:\n    open({str(ws.root / '.regulator' / 'units.ndjson')!r}).read(); found['stores'] = 'read'\n"
+                "except OSError as exc:\n    found['stores'] = type(exc).__name__\n"
+                "found['door'] = DoorClient(os.environ['REGULATOR_DOOR'], os.environ['REGULATOR_DOOR_TOKEN']).status()['status']\n"
+                f"pathlib.Path({str(out)!r}).write_text(json.dumps(found))\n"
+                f"while not pathlib.Path({str(go)!r}).exists(): time.sleep(0.1)\n"
+            )
+            plain = {"LANG": "C.UTF-8", "TERM": "dumb", "TZ": "UTC", "SECRET_TOKEN": "do-not-leak"}
+            host = start_unit(
+                ws, "r1", "--user", account.pw_name, "--", "/usr/bin/python3", "-c", probe, env=plain
+            )
+            found = wait_for(
+                lambda: out.read_text() and json.loads(out.read_text()), "the confined child's report"
+            )
+            assert found["uid"] == account.pw_uid
+            assert found["stores"] == "PermissionError"  # .regulator/ is the host's alone
+            assert found["door"] == "in-progress"  # the door is its way in
+            assert set(found["env"]) == ALLOWED
+            lease = ws.root / ".worktrees" / ".leases" / "r1" / ".regulator-lease.json"
+            st = lease.stat()
+            assert (st.st_uid, st.st_mode & 0o777) == (account.pw_uid, 0o600)
+            assert row(ws, "r1")["confined"] is True
+            assert "UNCONFINED" not in ws.run("controlroom", "--once").stdout
+            go.touch()
+            _, err = host.communicate(timeout=60)
+            assert host.returncode == 0, err
+            assert f"confined, as {account.pw_name}" in err
+        finally:
+            serving.close()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_user_refuses_stores_the_account_could_read(account, tmp_path):
+    ws = system_workspace(tmp_path)
+    serving = Serving(ws)
+    try:
+        (ws.root / ".regulator").chmod(0o755)
+        before = ws.digest()
+        done = run_unit(ws, "r1", "--user", account.pw_name, "--", "true")
+        assert done.returncode == 3 and "could read" in one_line(done) and "chmod 700" in done.stderr
+        assert ws.digest() == before
+    finally:
+        (ws.root / ".regulator").chmod(0o700)
+        serving.close()
+
+
+def test_a_lease_the_door_refuses_stops_the_run(served, tmp_path):
+    """A person demotes the running unit: its lease is released, the door answers 401 to the run's
+    next heartbeat, and the child's process group is killed; nothing more is recorded."""
+    ws, serving = served
+    ready = tmp_path / "ready"
+    agent = script(tmp_path, "long.sh", f"echo $$ > {ready}.part\nmv {ready}.part {ready}\nexec sleep 600\n")
+    host = start_unit(ws, "b1", "--ttl", "3s", "--", str(agent))  # a beat every second
+    wait_for(ready.exists, "the child started")
+    ws.run("unit", "demote", "b1", "--by", "alice", "--rationale", "wrong brief", check=True)
+    _, err = host.communicate(timeout=60)
+    assert host.returncode == 3, err
+    assert "the door refused b1's lease (it expired or was released): the command was stopped" in err
+    assert not alive(int(ready.read_text()))  # the child is gone
+    b1 = row(ws, "b1")
+    assert (b1["status"], b1["result"]) == ("todo", None)
+    assert not [e for e in ws.events("units") if e["kind"] == "result"]

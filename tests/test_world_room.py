@@ -1,0 +1,163 @@
+"""The control room shows what time and the world brought in (SPEC §24), under Pilot: overdue and
+evidence-expired in the header and the views, the sensors with their last runs, and a prediction's
+outcome recorded from the keyboard, signed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import pytest
+
+from controlroom import readmodel
+from controlroom.app import ControlRoom
+from engine.checkout.workspace import Workspace
+from tests.helpers import report_args, tick
+
+SIZE = (150, 42)
+LATER = "2026-12-05T12:00:00Z"
+
+
+@pytest.fixture
+def world(ws, monkeypatch):
+    """A workspace four days on: a finding expired under its two obligations, both overdue and
+    re-asked; a command sensor that ran; a person's prediction awaiting its outcome."""
+    r1 = ws.lease("r1")
+    ws.run(*report_args(expires_at="2026-12-01T00:00:00Z"), cwd=r1, check=True)
+    prediction = ws.root.parent / "prediction.json"
+    prediction.write_text(
+        json.dumps(
+            {
+                "subject": "the release slips",
+                "claim": "The release slips past the 1st.",
+                "observation": "three blockers open",
+                "evidence": ["tracker"],
+                "confidence": "medium",
+                "reportedSeverity": "info",
+                "prediction": {"resolvesAt": "2026-12-01T00:00:00Z"},
+            }
+        )
+    )
+    ws.run("signals", "report", "--json-input", str(prediction), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    line = {
+        "subject": "disk filling",
+        "claim": "c",
+        "observation": "o",
+        "evidence": ["df"],
+        "confidence": "low",
+    }
+    script = ws.root.parent / "disk.py"
+    script.write_text(f"print({json.dumps(json.dumps(line))})\n")
+    ws.decide(
+        "regulator/policy/sensors.yaml",
+        f"sensors:\n  disk:\n    kind: command\n    command: [{sys.executable}, {script}]\n",
+    )
+    tick(ws, env={"REGULATOR_NOW": LATER})
+    for name, value in ws.env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("REGULATOR_NOW", LATER)
+    return ws
+
+
+def run(app: ControlRoom, script) -> None:
+    async def main() -> None:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            await script(pilot)
+
+    asyncio.run(main())
+
+
+def text(app: ControlRoom) -> list[str]:
+    """The rows of the view on screen, whole (the table cuts long cells to the screen's width)."""
+    return [" ".join(readmodel.row(app.view, app.snap, key)) for key in app.table.keys]
+
+
+def test_overdue_evidence_expired_and_sensors_are_shown(world):
+    app = ControlRoom(Workspace(world.root), "alice", watch=False)
+    seen: dict[str, object] = {}
+
+    async def script(pilot):
+        seen["obligations"] = text(app)
+        await pilot.press("7")
+        seen["sensors"] = text(app)
+        await pilot.press("enter")
+        await pilot.pause()
+        seen["sensor lifecycle"] = "\n".join(str(w.render()) for w in app.screen.query("Static"))
+        await pilot.press("escape")
+        await pilot.press("1")
+        app.table.cursor = next(
+            i for i, k in enumerate(app.table.keys) if world_obligation(app, k).unit == "u1"
+        )
+        await pilot.press("enter")
+        await pilot.pause()
+        seen["lifecycle"] = "\n".join(str(w.render()) for w in app.screen.query("Static"))
+
+    run(app, script)
+
+    header = readmodel.header_text(app.snap)
+    assert "3 overdue" not in header  # the recheck opened at the tick: not overdue yet
+    assert "2 overdue" in header and "2 evidence expired" in header
+    rows = "\n".join(seen["obligations"])  # type: ignore[arg-type]
+    assert (
+        rows.count("(evidence expired)") == 2
+        and rows.count("(overdue)") == 2
+        and "recheck: vendor/left-pad.js" in rows
+    )
+    sensors = "\n".join(seen["sensors"])  # type: ignore[arg-type]
+    assert "disk" in sensors and "2026-12-05T12:00:00Z" in sensors and "ok" in sensors
+    assert "run: ok, 1 signal(s)" in seen["sensor lifecycle"]  # type: ignore[operator]
+    lifecycle = seen["lifecycle"]
+    assert "evidence expired (the signal expired 2026-12-01T00:00:00Z)" in lifecycle  # type: ignore[operator]
+    assert "deadline escalated to alice" in lifecycle and "overdue since 2026-12-01T12:00:00Z" in lifecycle  # type: ignore[operator]
+
+
+def world_obligation(app: ControlRoom, key):
+    return app.snap.state.obligations[key]
+
+
+def test_a_prediction_outcome_is_recorded_from_the_keyboard_signed(world):
+    app = ControlRoom(Workspace(world.root), "alice", watch=False)
+    seen: dict[str, object] = {}
+
+    async def script(pilot):
+        from textual.widgets import Select
+
+        from widgets.dialogs import OutcomeDialog
+
+        await pilot.press("4")
+        state = app.snap.state
+        plain = next(k for k in app.table.keys if "prediction" not in state.signals[k])
+        app.table.cursor = app.table.keys.index(plain)
+        await pilot.press("o")  # no prediction: refused, said, no dialog
+        await pilot.pause()
+        seen["refused"] = not isinstance(app.screen, OutcomeDialog)
+        predicted = next(k for k in app.table.keys if "prediction" in state.signals[k])
+        app.table.cursor = app.table.keys.index(predicted)
+        seen["row"] = " ".join(readmodel.row("signals", app.snap, predicted))
+        await pilot.press("o")
+        await pilot.pause()
+        assert isinstance(app.screen, OutcomeDialog)
+        app.screen.query_one(Select).value = "yes"
+        await pilot.click("#rationale")
+        await pilot.press(*"slipped to the 9th")
+        await pilot.click("#confirm")
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if any(e["kind"] == "prediction-outcome" for e in world.events("signals")):
+                break
+        seen["key"] = predicted
+
+    run(app, script)
+    assert seen["refused"]
+    assert "(prediction awaits its outcome)" in seen["row"]  # type: ignore[operator]
+    (event,) = [e for e in world.events("signals") if e["kind"] == "prediction-outcome"]
+    assert event["signal"] == seen["key"] and event["cameTrue"] is True and event["by"] == "alice"
+    assert event["rationale"] == "slipped to the 9th" and event["sig"].startswith("-----BEGIN SSH SIGNATURE")
+    calibration = world.json("calibration")
+    assert calibration == [
+        {"source": "alice", "sourceKind": "person", "confidence": "medium", "cameTrue": 1, "didNotComeTrue": 0,
+         "awaiting": 0, "pending": 0, "rate": 1.0}
+    ]  # fmt: skip

@@ -1,0 +1,131 @@
+"""A command sensor (SPEC §24): a declared argument vector, run confined, whose standard output is
+report_intelligence JSON objects, one a line; a bad line is one error and never a partial signal."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from tests.helpers import one_line, tick
+
+GOOD = {
+    "subject": "deploy key rotated late",
+    "claim": "The deploy key was rotated 40 days after the policy's 30.",
+    "observation": "rotation log shows 40 days; this breaks INV-002 reading of the audit trail",
+    "evidence": ["ops/rotation.log:12"],
+    "confidence": "medium",
+    "affectedUnits": ["u1"],
+}
+QUIET = {
+    "subject": "disk 80% full",
+    "claim": "The build cache will fill the disk within a week.",
+    "observation": "du shows 80% used, growing 3% a day",
+    "evidence": ["df -h"],
+    "confidence": "low",
+    "reportedSeverity": "info",
+    "prediction": {"resolvesAt": "2026-12-06T00:00:00Z"},
+}
+SCAN = """\
+import json, os, sys
+lines = json.load(open(sys.argv[1]))
+for line in lines:
+    print(line if isinstance(line, str) else json.dumps(line))
+with open(sys.argv[2], "w") as out:
+    json.dump(sorted(os.environ), out)
+"""
+
+
+def declare(
+    ws, lines: list, *, timeout: str = "60s", every: str = "1h", command: list[str] | None = None
+) -> None:
+    script = ws.root.parent / "scan.py"
+    script.write_text(SCAN)
+    given = ws.root.parent / "lines.json"
+    given.write_text(json.dumps(lines))
+    argv = command or [sys.executable, str(script), str(given), str(ws.root.parent / "env.json")]
+    ws.decide(
+        "regulator/policy/sensors.yaml",
+        "sensors:\n  scan:\n    kind: command\n"
+        f"    command: {json.dumps(argv)}\n    every: {every}\n    severity: advisory\n    timeout: {timeout}\n",
+    )
+
+
+def sensor_signals(ws) -> list[dict]:
+    return [e for e in ws.events("signals") if e["kind"] == "signal" and e.get("sensor")]
+
+
+def test_a_command_sensor_reports_and_its_bad_line_is_one_error(ws):
+    declare(ws, [GOOD, "{not json at all", QUIET])
+    done = ws.run("sensors", "run", "scan")
+    assert done.returncode == 1
+    assert one_line(done).startswith("regulator: sensor scan: line 2: not JSON")  # one line for one bad line
+    raised = sensor_signals(ws)
+    assert [s["subject"] for s in raised] == [GOOD["subject"], QUIET["subject"]]
+    good, quiet = raised
+    assert good["sensor"] == "scan" and good["unit"] is None and good["by"] is None and good["source"] == "S4"
+    assert good["reportedSeverity"] == "advisory"  # the sensor's severity where the line says none
+    assert quiet["reportedSeverity"] == "advisory"  # the feed never lowers the sensor's severity
+    assert quiet["prediction"] == {"resolvesAt": "2026-12-06T00:00:00Z"}
+    seen = json.loads((ws.root.parent / "env.json").read_text())
+    assert set(seen) <= {"PATH", "HOME", "LANG", "TERM", "TZ", "LC_CTYPE"}, seen  # confined: allowlisted
+    (run,) = [e for e in ws.events("signals") if e["kind"] == "sensor-run"]
+    assert (
+        run["outcome"] == "error" and run["errorCount"] == 1 and run["signals"] == [good["id"], quiet["id"]]
+    )
+
+    # its report passes the severity floors like any other: INV-002 in the observation
+    ws.run("signals", "route", check=True)
+    routed = {s["id"]: s for s in ws.json("signals")}
+    assert (
+        routed[good["id"]]["derivedSeverity"] == "blocking" and routed[good["id"]]["outcome"] == "obligations"
+    )
+    (ob,) = [o for o in ws.json("obligations") if o["signal"] == good["id"]]
+    assert ob["unit"] == "u1" and ob["blocks"]
+
+    # the same output again raises nothing again (each line's id is derived from the line)
+    assert ws.run("sensors", "run", "scan").returncode == 1
+    assert len(sensor_signals(ws)) == 2
+
+
+def test_every_kind_of_bad_line_writes_nothing_for_itself(ws):
+    bad = [
+        [1, 2],  # not an object
+        {**GOOD, "unit": "u3"},  # a sensor cannot say it is a unit
+        {**GOOD, "claim": ""},  # an empty field
+        {**GOOD, "affectedUnits": ["nobody"]},  # a unit with no contract
+        {**GOOD, "reportedSeverity": "apocalyptic"},
+        {**GOOD, "supersedes": "01NOSUCHSIGNAL"},  # names no signal
+        "\u00ff\u00fe not json",
+    ]
+    declare(ws, [*bad, GOOD])
+    before = ws.digest()
+    done = ws.run("sensors", "run", "scan")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    errors = done.stderr.strip().splitlines()
+    assert len(errors) == len(bad), errors
+    assert [s["subject"] for s in sensor_signals(ws)] == [GOOD["subject"]]
+    assert ws.digest() != before and ws.run("verify").returncode == 0
+
+
+def test_a_command_that_hangs_is_killed_and_writes_nothing(ws):
+    declare(ws, [], timeout="1s", command=[sys.executable, "-c", f"print({json.dumps(json.dumps(GOOD))}, flush=True); import time; time.sleep(60)"])  # fmt: skip
+    done = ws.run("sensors", "run", "scan")
+    assert done.returncode == 1 and "killed after its 1 s time limit" in one_line(done)
+    assert sensor_signals(ws) == []
+    assert ws.json("sensors")[0]["outcome"] == "error"
+
+
+def test_the_tick_runs_a_sensor_when_it_is_due(ws):
+    declare(ws, [GOOD], every="1h")
+    runs = lambda: [e for e in ws.events("signals") if e["kind"] == "sensor-run"]  # noqa: E731
+    tick(ws, env={"REGULATOR_NOW": "2026-11-29T12:00:00Z"})
+    tick(ws, env={"REGULATOR_NOW": "2026-11-29T12:30:00Z"})
+    assert len(runs()) == 1
+    listed = ws.json("sensors", env={"REGULATOR_NOW": "2026-11-29T12:30:00Z"})[0]
+    assert listed["lastRun"] == "2026-11-29T12:00:00Z" and listed["nextRun"] == "2026-11-29T13:00:00Z"
+    tick(ws, env={"REGULATOR_NOW": "2026-11-29T13:00:00Z"})
+    tick(ws, env={"REGULATOR_NOW": "2026-11-29T13:00:00Z"})  # the same tick twice: once
+    assert len(runs()) == 2
+    assert len(sensor_signals(ws)) == 1
+    shown = ws.run("sensors", env={"REGULATOR_NOW": "2026-11-29T13:00:00Z"}, check=True).stdout
+    assert "scan" in shown and "2026-11-29T13:00:00Z" in shown and "1 in all" in shown

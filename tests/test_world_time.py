@@ -1,0 +1,282 @@
+"""What time brings in (SPEC §24): evidence that expires under an open obligation is re-asked,
+an obligation open past its deadline is overdue and escalated, and `notify` runs once per
+escalation; none of it resolves anything. Driven by `regulator tick` (what `serve` runs every 10 s)
+with the pinned clock of a test workspace moved through 30 days."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import datetime, timedelta
+
+import pytest
+
+from tests.helpers import NOW, make_workspace, one_line, report_args, tick
+
+DEADLINES = {"critical": timedelta(hours=4), "blocking": timedelta(hours=48), "advisory": timedelta(days=14)}
+START = datetime.fromisoformat(NOW.replace("Z", "+00:00"))
+STEPS_H = [0, 3, 5, 24, 47, 49, 72, 96, 7 * 24, 10 * 24, 14 * 24, 15 * 24, 16 * 24, 20 * 24, 25 * 24, 30 * 24]
+
+NOTIFY = """\
+import json, os, sys
+event = json.loads(sys.stdin.read())
+with open(sys.argv[1], "a") as out:
+    out.write(json.dumps({"event": event, "env": sorted(os.environ)}) + "\\n")
+"""
+
+
+def iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def with_notify(ws, log):
+    script = ws.root.parent / "notify.py"
+    script.write_text(NOTIFY)
+    routing = (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
+    assert "deadlines:" in routing and "escalate:\n- alice" in routing  # shipped by init
+    ws.decide("regulator/policy/routing.yaml", routing + f"notify: [{sys.executable}, {script}, {log}]\n")
+
+
+def test_thirty_days_of_ticks_overdue_escalated_rechecked_once_and_nothing_resolved(ws):
+    log = ws.root.parent / "notified.ndjson"
+    with_notify(ws, log)
+    r1 = ws.lease("r1")
+    # a unit's finding that expires in four days, under two blocking obligations
+    ws.run(*report_args(expires_at="2026-12-03T12:00:00Z"), cwd=r1, check=True)
+    # a person's advisory with no expiry; a critical one that expires in three weeks
+    ws.run(
+        *report_args(subject="upstream API deprecated", severity="advisory", affects=["u1"]),
+        "--by",
+        "alice",
+        check=True,
+    )
+    ws.run(*report_args(subject="key leaked", severity="critical", affects=["u3"], expires_at="2026-12-20T00:00:00Z"), "--by", "alice", check=True)  # fmt: skip
+    # one that expires after its obligation was dispositioned: nothing is re-asked
+    ws.run(*report_args(subject="flaky test", severity="advisory", affects=["u1"], expires_at="2026-12-01T00:00:00Z"), "--by", "alice", check=True)  # fmt: skip
+    # info: noted, no obligation, nothing to expire or escalate
+    ws.run(
+        *report_args(subject="fyi", severity="info", expires_at="2026-11-30T00:00:00Z"),
+        "--by",
+        "alice",
+        check=True,
+    )
+    ws.run("signals", "route", check=True)
+    flaky = next(
+        o for o in ws.json("obligations") if o["severity"] == "advisory" and ws_subject(ws, o) == "flaky test"
+    )
+    ws.run("obligation", "resolve", flaky["id"], "--by", "alice", "--disposition", "no-action", "--rationale", "fixed", check=True)  # fmt: skip
+
+    dispositions = count(ws, "disposition")
+    for hours in STEPS_H:
+        now = START + timedelta(hours=hours)
+        outcomes = tick(ws, env={"REGULATOR_NOW": iso(now)})
+        assert all(o["outcome"] != "failed" and "errors" not in o["outcome"] for o in outcomes.values()), (
+            outcomes
+        )
+        check_invariants(ws, now, log)
+    assert count(ws, "disposition") == dispositions  # time resolved nothing
+    every = ws.json("obligations", "--all", env={"REGULATOR_NOW": iso(START + timedelta(days=30))})
+    assert [o["id"] for o in every if o["status"] != "open"] == [flaky["id"]]
+    # a recheck obligation is an obligation: the one open past 14 days is overdue and escalated too
+    rechecks = [o for o in every if ws_kind(ws, o) == "recheck"]
+    assert len(rechecks) == 2 and sorted(o["overdue"] for o in rechecks) == [False, True]
+    assert ws.run("verify").returncode == 0
+    overdue = ws.json("obligations", "--overdue", env={"REGULATOR_NOW": iso(START + timedelta(hours=5))})
+    assert [o["severity"] for o in overdue] == ["critical"]  # at 5 h only the 4 h deadline had passed
+
+
+def ws_subject(ws, ob: dict) -> str:
+    return next(e for e in ws.events("signals") if e.get("id") == ob["signal"])["subject"]
+
+
+def ws_kind(ws, ob: dict) -> str:
+    shown = ws.json("obligation", "show", ob["id"])
+    return "recheck" if shown["subject"].startswith("recheck: ") else "intelligence"
+
+
+def count(ws, kind: str) -> int:
+    return sum(1 for e in ws.events("signals") if e["kind"] == kind)
+
+
+def check_invariants(ws, now: datetime, log) -> None:
+    events = ws.events("signals")
+    by_kind: dict[str, list[dict]] = {}
+    for event in events:
+        by_kind.setdefault(event["kind"], []).append(event)
+    obligations = ws.json("obligations", "--all", env={"REGULATOR_NOW": iso(now)})
+    resolved = {e["obligation"] for e in by_kind.get("disposition", [])}
+    opened = opened_at(events)
+    for ob in obligations:
+        due = opened[ob["id"]] + DEADLINES[ob["severity"]]
+        past = ob["id"] not in resolved and now > due
+        for kind in ("overdue", "deadline-escalated"):
+            marks = [e for e in by_kind.get(kind, []) if e["obligation"] == ob["id"]]
+            assert len(marks) == (1 if past else 0), (now, ob, kind, marks)
+        assert ob["overdue"] == past and ob["dueAt"] == iso(due)
+    # every signal that expired while an obligation it opened was open: one recheck, exactly
+    expired = by_kind.get("evidence-expired", [])
+    assert len({e["signal"] for e in expired}) == len(expired)
+    for event in expired:
+        recheck = [o for o in obligations if o["id"] == event["opens"]["id"]]
+        assert len(recheck) == 1 and recheck[0]["severity"] == "advisory" and not recheck[0]["blocks"]
+        assert (
+            recheck[0]["owedTo"] == "S3"
+            and recheck[0]["unit"] is None
+            and recheck[0]["signal"] == event["signal"]
+        )
+    signals = {e["id"]: e for e in by_kind["signal"]}
+    owed = set()
+    for ob in obligations:
+        signal = signals.get(ob["signal"])
+        expires = signal.get("expiresAt") if signal else None
+        rechecks = {e["opens"]["id"] for e in expired}
+        if expires and ob["id"] not in resolved and ob["id"] not in rechecks and parse(expires) <= now:
+            owed.add(signal["id"])
+            assert ob["evidenceExpired"] and ob["stale"]
+    assert owed == {e["signal"] for e in expired}
+    # notify ran once per escalation, with the event on stdin and the allowlisted environment only
+    escalations = by_kind.get("deadline-escalated", [])
+    notified = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    assert sorted(n["event"]["id"] for n in notified) == sorted(e["id"] for e in escalations)
+    for n in notified:
+        assert set(n["env"]) <= {"PATH", "HOME", "LANG", "TERM", "TZ", "LC_CTYPE"}, n["env"]
+        assert n["event"]["people"] == ["alice"] and n["event"]["kind"] == "deadline-escalated"
+
+
+def parse(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def opened_at(events: list[dict]) -> dict[str, datetime]:
+    found = {}
+    for event in events:
+        if event["kind"] == "routing":
+            for ob in event["obligations"]:
+                found[ob["id"]] = datetime.fromisoformat(event["at"].replace("Z", "+00:00"))
+        elif event["kind"] == "evidence-expired":
+            found[event["opens"]["id"]] = datetime.fromisoformat(event["at"].replace("Z", "+00:00"))
+    return found
+
+
+def test_an_old_policy_without_deadlines_escalates_nothing(ws):
+    routing = (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
+    old = "".join(
+        line + "\n"
+        for line in routing.splitlines()
+        if not line.startswith(
+            ("deadlines:", "  critical:", "  blocking:", "  advisory:", "escalate:", "- alice")
+        )
+    )
+    assert "deadlines" not in old
+    ws.decide("regulator/policy/routing.yaml", old)
+    ws.run(*report_args(), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    later = {"REGULATOR_NOW": "2027-01-30T00:00:00Z"}
+    assert tick(ws, env=later)["deadlines"]["outcome"] == {
+        "written": 0,
+        "note": "routing.yaml sets no deadlines",
+    }
+    assert count(ws, "overdue") == 0 and count(ws, "deadline-escalated") == 0
+    assert all(not o["overdue"] and o["dueAt"] is None for o in ws.json("obligations", env=later))
+
+
+def test_a_failing_notify_is_one_error_and_is_not_run_again(ws):
+    ws.decide(
+        "regulator/policy/routing.yaml",
+        (ws.root / "regulator" / "policy" / "routing.yaml").read_text() + "notify: [/nonexistent/notify]\n",
+    )
+    ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)  # opened now: due in 48 h
+    later = {"REGULATOR_NOW": "2026-12-05T00:00:00Z"}
+    done = tick(ws, env=later)["deadlines"]["outcome"]
+    assert (
+        done["written"] == 2
+        and len(done["errors"]) == 1
+        and "cannot run /nonexistent/notify" in done["errors"][0]
+    )
+    assert count(ws, "deadline-escalated") == 1  # the escalation is recorded whatever notify did
+    assert tick(ws, env=later)["deadlines"]["outcome"] == {"written": 0}  # and notify is not run again
+
+
+def test_a_policy_with_a_bad_deadline_is_not_proposed(ws):
+    routing = (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
+    source = ws.root.parent / "routing.yaml"
+    source.write_text(routing.replace("blocking: 48h", "blocking: two days"))
+    done = ws.run(
+        "identity", "propose", "--file", "regulator/policy/routing.yaml", "--content-from", str(source),
+        "--rationale", "r", "--by", "alice",
+    )  # fmt: skip
+    assert done.returncode == 2 and "is not a duration" in one_line(done)
+    source.write_text(routing + "notify: 'curl -d @- https://hooks.example/x'\n")
+    done = ws.run(
+        "identity", "propose", "--file", "regulator/policy/routing.yaml", "--content-from", str(source),
+        "--rationale", "r", "--by", "alice", "--json",
+    )  # fmt: skip
+    assert done.returncode == 2 and "notify" in one_line(done)  # a list (argv), never a shell line
+    source.write_text(routing + "notify: [curl, -d, '@-', https://hooks.example/x]\n")
+    done = ws.run(
+        "identity", "propose", "--file", "regulator/policy/routing.yaml", "--content-from", str(source),
+        "--rationale", "r", "--by", "alice", "--json",
+    )  # fmt: skip
+    shown = ws.run("identity", "show", json.loads(done.stdout)["id"], check=True).stdout
+    assert "! runs curl -d @- https://hooks.example/x on the host (notify in routing.yaml" in shown
+
+
+def test_a_tick_is_a_host_operation(ws):
+    worktree = ws.lease("r1")
+    done = ws.run("serve", "--once-tick", cwd=worktree)
+    assert done.returncode == 3 and "host operation" in one_line(done)
+
+
+def test_confined_commands_lose_their_whole_process_group_at_the_time_limit(tmp_path):
+    from engine.base import confine
+
+    marker = tmp_path / "survived"
+    child = tmp_path / "child.py"
+    child.write_text(f"import time\ntime.sleep(3)\nopen({str(marker)!r}, 'w').write('x')\n")
+    parent = tmp_path / "parent.py"
+    parent.write_text(
+        f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, {str(child)!r}])\ntime.sleep(30)\n"
+    )
+    ran = confine.run([sys.executable, str(parent)], stdin=b"", timeout=1, cwd=tmp_path)
+    assert ran.code is None and "killed after its 1 s time limit" in ran.problem
+    import time
+
+    time.sleep(3.5)
+    assert not marker.exists()  # the grandchild went with its group
+    ran = confine.run(
+        [sys.executable, "-c", "import os, sys; print(sorted(os.environ))"],
+        stdin=b"",
+        timeout=10,
+        cwd=tmp_path,
+    )
+    assert ran.code == 0 and set(eval(ran.stdout)) <= set(confine.ENVIRONMENT) | {"LC_CTYPE"}
+    assert "REGULATOR_SIGNING_KEY" in os.environ  # the test's own environment holds more than that
+
+
+@pytest.mark.parametrize("backend", ["files", "postgresql"])
+def test_the_duties_write_once_from_a_checkpoint_and_on_postgresql(tmp_path, request, backend):
+    """A duty knows what it wrote from the read model, restored from a checkpoint or folded from a
+    PostgreSQL store's mirror: a second tick writes nothing, and every reader agrees."""
+    url = None
+    if backend == "postgresql":
+        server = request.getfixturevalue("pg_server")
+        url = server.url(server.database())
+    ws = make_workspace(tmp_path, store=url)
+    every = {"REGULATOR_CHECKPOINT_BYTES": "0"}  # a writer leaves a checkpoint whenever it folded
+    off = {"REGULATOR_CHECKPOINT": "off"}
+    ws.run(*report_args(expires_at="2026-12-01T00:00:00Z"), "--by", "alice", check=True, env=every)
+    ws.run("signals", "route", check=True, env=every)
+    later = {"REGULATOR_NOW": "2026-12-03T00:00:00Z"}
+    first = tick(ws, env=every | later)
+    assert first["evidence"]["outcome"]["written"] == 1 and first["deadlines"]["outcome"]["written"] == 4
+    again = tick(ws, env=every | later)
+    assert all(again[d]["outcome"]["written"] == 0 for d in ("evidence", "deadlines", "sensors"))
+    for args in (["obligations", "--all", "--json"], ["signals", "--json"]):
+        assert ws.run(*args, env=every | later).stdout == ws.run(*args, env=off | later).stdout
+    shown = ws.json("obligation", "show", ws.json("obligations")[0]["id"], env=later)
+    kinds = [e["kind"] for e in shown["history"]]
+    assert kinds == ["routing", "evidence-expired", "overdue", "deadline-escalated"]
+    assert shown["evidenceExpired"] and shown["overdue"]
+    assert ws.run("verify", env=later).returncode == 0
