@@ -8,7 +8,7 @@ import os
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from itertools import compress, repeat
 from pathlib import Path
 from typing import IO, Any, ClassVar
@@ -21,7 +21,7 @@ from engine.base.gcpause import gc_paused
 from engine.checkout.authority import GRANT_OF, Uncounted
 from engine.checkout.workspace import Workspace
 from engine.log.events import HOST_KINDS, INDEX, STORES, refs, unreadable
-from engine.log.store import SKEW_S
+from engine.log.store import KEPT_PROBLEMS, SKEW_S
 from engine.read.model import (
     ASKS_RECOVERY,
     BLOCKING,
@@ -264,7 +264,7 @@ def _backdated(at: object, previous: object) -> bool:
     if not isinstance(at, str) or not isinstance(previous, str) or at >= previous:
         return False
     try:
-        return (clock.parse_time(previous) - clock.parse_time(at)).total_seconds() > SKEW_S
+        return (clock.read_time(previous) - clock.read_time(at)).total_seconds() > SKEW_S
     except Exception:  # noqa: BLE001 - an unreadable time is not a back-dated one
         return False
 
@@ -398,7 +398,7 @@ def _expiry(text: str) -> datetime | None:
     """A signal's expiry; one that is not a time (a line no engine wrote) never expires: its
     obligations keep holding rather than lapse (fail closed)."""
     try:
-        return clock.parse_time(text)
+        return clock.read_time(text)
     except RegulatorError:
         return None
 
@@ -910,10 +910,8 @@ def _memory_problem(event: dict[str, Any], memory: dict[str, MemoryEntry]) -> st
         return "subject or note is not text"
     review_by = event.get("reviewBy")
     try:
-        if not isinstance(review_by, str) or len(review_by) != 10:
-            raise ValueError
-        date.fromisoformat(review_by)
-    except ValueError:
+        clock.parse_date(review_by)  # exactly YYYY-MM-DD, as remember writes it (SPEC §26)
+    except RegulatorError:
         return "reviewBy is not a calendar date (YYYY-MM-DD)"
     for name in ("scope", "evidence"):  # remember writes both, lists of text (scope may be empty)
         value = event.get(name)
@@ -995,10 +993,13 @@ def _read(ws: Workspace, state: State, name: str, final: bool, gained: dict[str,
             host.signals_size = result.end
             if 0 <= host.beyond <= result.end:  # a dispatch or close said it saw this much: judge it now
                 raise Refold("signals")
-        if result.problems:
+        if result.bad:
+            state.bad_lines += result.bad
             state.problems.extend(result.problems)
-            # in store order, then line: the same list however the log was read (a checkpoint)
+            # in store order, then line: the same list however the log was read (a checkpoint);
+            # the first KEPT_PROBLEMS are named, every one is counted (SPEC §26)
             state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
+            del state.problems[KEPT_PROBLEMS:]
         at = refs(name, result.starts)
         check_ahead(state, ws, name, person_refs(name, result.events, at))
         FOLDS[name](state, result.events, at)
