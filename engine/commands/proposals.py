@@ -105,7 +105,7 @@ def check_store_policy(text: str) -> None:
 def check_sensors_policy(ws: Workspace, text: str) -> None:
     """A proposed sensors.yaml names severities of the routing policy in force and unit ids
     (SPEC §24); its shape was checked when it parsed."""
-    from engine.workspace import check_unit_id
+    from engine.checkout.workspace import check_unit_id
 
     severities = ws.routing().severities
     for name, sensor in parse_policy("sensors.yaml", text).sensors.items():

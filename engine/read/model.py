@@ -199,7 +199,7 @@ class MemoryEntry(msgspec.Struct, array_like=True):
 
 class World(msgspec.Struct):
     """What time and the world brought in (SPEC §24), folded from signals.ndjson: each index maps to
-    references (engine.events) or ids, so holding it costs little and a checkpoint keeps it."""
+    references (engine.log.events) or ids, so holding it costs little and a checkpoint keeps it."""
 
     expired: dict[str, int] = {}  # signal id -> its evidence-expired event
     stale_evidence: dict[str, str] = {}  # obligation id -> the signal whose evidence expired under it
