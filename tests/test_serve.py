@@ -217,7 +217,8 @@ def test_once_tick_routes_what_is_unrouted_and_exits_0(tmp_path):
     done = ws.run("serve", "--once-tick")
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stderr.splitlines()]
-    assert [x["duty"] for x in lines] == ["route", "tick"]
+    # the route pass, the timed duties of §24 (engine.host.world), then the tick's own line
+    assert [x["duty"] for x in lines] == ["route", "evidence", "deadlines", "sensors", "tick"]
     assert lines[0]["outcome"] == {"routed": 1}
     assert ws.json("status")["unrouted"] == 0 and len(ws.json("obligations")) == 1
 
