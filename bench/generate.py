@@ -302,7 +302,8 @@ def log_workspace(root: Path, scale: Scale) -> dict:
     new_workspace(root)
     write_contracts(root, scale.units)
     routed = 2 * scale.obligations  # write_signals writes a signal and its routing record each
-    units = write_units(root, (scale.events - routed) // 2, scale.units)  # first: the routing records saw them
+    # units first: every routing record saw them (and they saw no signal)
+    units = write_units(root, (scale.events - routed) // 2, scale.units)
     signals = write_signals(root, scale.obligations, scale.units)
     memory = write_memory(root, scale.events - signals - units, scale.units)
     return {"events": signals + units + memory, "signals": signals, "units": units, "memory": memory}
