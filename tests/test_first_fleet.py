@@ -38,23 +38,27 @@ def test_the_first_fleet_section_runs_verbatim_and_closes_the_unit(tmp_path: Pat
     home = tmp_path / "home"
     home.mkdir()
     script = "".join(blocks)
-    shell = subprocess.Popen(
-        ["bash", "-e", "-c", script],
-        cwd=tmp_path,
-        env=fresh_env(home),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # serve, started with `&`, is in this group: killed below whatever happens
-    )
-    try:
-        out, err = shell.communicate(timeout=180)
-    finally:
+    out_path, err_path = tmp_path / "stdout", tmp_path / "stderr"
+    # Files, not pipes: a serve left running (the script failed before `kill %1`) would hold a pipe
+    # open. serve, started with `&`, is in the shell's new session: its group is killed whatever happens.
+    with out_path.open("wb") as out_file, err_path.open("wb") as err_file:
+        shell = subprocess.Popen(
+            ["bash", "-e", "-c", script],
+            cwd=tmp_path,
+            env=fresh_env(home),
+            stdout=out_file,
+            stderr=err_file,
+            start_new_session=True,
+        )
         try:
-            os.killpg(shell.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        shell.wait(timeout=30)
+            shell.wait(timeout=180)
+        finally:
+            try:
+                os.killpg(shell.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            shell.wait(timeout=30)
+    out, err = out_path.read_text(), err_path.read_text()
     assert shell.returncode == 0, err
     assert "Traceback" not in err, err
     assert "baseline committed as alice's decision, signed" in out
