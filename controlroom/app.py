@@ -359,8 +359,9 @@ class ControlRoom(App[None]):
         ws = self.ws
         with self.lock:
             snap.state.now = self.now()
-            problems = len(snap.state.problems)
+            problems = snap.state.bad_lines
             gained = advance(ws, snap.state, final=False)
+            found = snap.check_appended()  # a line failing its hash shows at once (SPEC §26)
             pending = unrouted_count(snap.state)
         routed = 0
         if pending and self.routes and ws.has_stores:  # a reader role never routes
@@ -374,7 +375,9 @@ class ControlRoom(App[None]):
                 attach_contracts(snap.state, contracts[0])
                 snap.state.contract_problems = contracts[1]
                 snap.state.registers = None  # read again on first use
-            changed = any(gained.values()) or registers or routed > 0 or len(snap.state.problems) != problems
+            changed = (
+                any(gained.values()) or registers or routed > 0 or snap.state.bad_lines != problems or found
+            )
         if changed:
             # only this worker changes the state (it holds the fold lock): reading it here needs
             # no state lock, so the UI keeps drawing while the indexes and counts are rebuilt

@@ -9,6 +9,7 @@ from typing import Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from identity import regular
 from identity.yamlload import YamlError, safe_load_strict
 
 GRANTS = ("resolve", "retract", "accept", "ack", "decide", "report")
@@ -324,7 +325,7 @@ def parse_policy(name: str, text: str) -> _Model:
 def load_policy(policy_dir: Path, name: str) -> _Model:
     path = policy_dir / name
     try:
-        text = path.read_text(encoding="utf-8")
+        text = regular.read_text(path)
     except FileNotFoundError:
         raise PolicyError(f"{path}: missing; run `regulator init` or restore it") from None
     return parse_policy(name, text)

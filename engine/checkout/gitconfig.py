@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 from engine.checkout.workspace import Workspace
+from identity import regular
 
 CONFIG = "regulator/config.yaml"  # the tracked file that names the trunk (init --trunk)
 
@@ -23,7 +24,7 @@ def git_config(root: Path, key: str) -> str | None:
 
 def trunk_of(ws: Workspace) -> str:
     try:
-        for line in (ws.root / CONFIG).read_text(encoding="utf-8").splitlines():
+        for line in regular.read_text(ws.root / CONFIG).splitlines():
             if line.startswith("trunk:"):
                 return line.split(":", 1)[1].strip() or "main"
     except FileNotFoundError:

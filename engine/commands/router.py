@@ -47,7 +47,7 @@ def unroutable(signal: dict, policy: RoutingPolicy) -> str | None:
     expires = signal.get("expiresAt")
     if expires:
         try:
-            clock.parse_time(expires)
+            clock.read_time(expires)
         except RegulatorError:
             return "expiresAt is not a time"
     return None
@@ -125,7 +125,7 @@ def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> dict:
             f"({rule.at_or_above} and above owed to {rule.owed_to}); raised nothing",
         }
     expires = signal.get("expiresAt")
-    if expires and clock.parse_time(expires) <= now:  # 3
+    if expires and clock.read_time(expires) <= now:  # 3
         return record | {
             "outcome": "expired",
             "reason": f"expiresAt {expires} is at or before routing time {clock.iso(now)}; "

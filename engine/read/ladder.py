@@ -1,12 +1,16 @@
-"""The ladder of seed 004 as the engine applies it. One function decides stale-knowledge; the
-vetoes, status, Next-up, lint and every view ask it.
+"""The ladder of seed 004 as the engine applies it. One function decides stale-knowledge and one
+whether a unit is held; the vetoes, status, Next-up, lint and every view ask them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from engine.checkout.workspace import Workspace
-from engine.read.model import State
+from engine.read.model import Obligation, State
+from engine.read.queries import holds_index
 from registry.entries import Held, Registers, entry_or_none, load_registers
+from registry.trunkwalk import TrunkFindings, held_units, walk
 
 
 def registers_of(ws: Workspace, state: State) -> Registers:
@@ -30,17 +34,57 @@ def trunk_holds_of(ws: Workspace, paths: list[str]) -> dict[str, Held]:
     return {path: Held(entry, commit) for path, (commit, entry) in found.items()}
 
 
+def trunk_findings(ws: Workspace, state: State) -> TrunkFindings:
+    """Trunk's findings since the baseline (registry.trunkwalk), walked once per read of the
+    registers: what trunk holds, and each load-bearing change with whether it counts."""
+    registers = registers_of(ws, state)
+    if not isinstance(registers.trunk, TrunkFindings):
+        from engine.checkout.gitconfig import trunk_of
+        from engine.trust.ackers import walk_policy
+        from registry.lint import authorize_commit
+
+        policy = walk_policy(ws)
+        registers.trunk = walk(
+            ws.tree, trunk_of(ws), lambda sha, email, message: authorize_commit(policy, sha, email, message)
+        )
+    return registers.trunk
+
+
 def stale_knowledge(ws: Workspace, state: State) -> dict[str, list[str]]:
-    """unit id → the unresolved findings (acknowledged or not) that name it, sorted. A finding
-    that cannot be read here counts as its last parseable version on trunk."""
+    """unit id → the unresolved findings that hold it, sorted: the stricter of trunk and the
+    working tree (SPEC §26). A finding in the working tree holds what it names; trunk holds what
+    its committed history holds (an unauthorized change there lifts nothing), so an edit that is
+    not committed, or not authorized, can add a hold and never remove one. A finding that cannot
+    be read here counts as its last parseable version on trunk."""
     registers = registers_of(ws, state)
     findings = list(registers.findings.values()) + [held.entry for held in registers.held.values()]
-    flagged: dict[str, list[str]] = {}
-    for finding in sorted(findings, key=lambda e: e.id):
-        if finding.fields["resolved"]:
-            continue
-        for unit_id in finding.fields.get("affects") or []:
-            ids = flagged.setdefault(unit_id, [])
-            if finding.id not in ids:
-                ids.append(finding.id)
-    return flagged
+    flagged: dict[str, set[str]] = {}
+    for finding in findings:
+        for unit_id in held_units(finding):
+            flagged.setdefault(unit_id, set()).add(finding.id)
+    trunk = trunk_findings(ws, state)
+    names = trunk.ids()
+    for path, units in trunk.holds.items():
+        for unit_id in units:
+            flagged.setdefault(unit_id, set()).add(names[path])
+    return {unit_id: sorted(ids) for unit_id, ids in flagged.items()}
+
+
+@dataclass(frozen=True)
+class HeldBy:
+    """Why a unit is held: the open blocking obligations on it, and the unresolved findings."""
+
+    obligations: tuple[Obligation, ...] = ()
+    findings: tuple[str, ...] = ()
+
+
+def held(ws: Workspace, state: State) -> dict[str, HeldBy]:
+    """unit id → what holds it. "Held" means one thing everywhere (SPEC §26): an open obligation
+    that blocks, or an unresolved finding as trunk and the working tree hold it (stale_knowledge).
+    `status`, the room, `--once`, Next-up and the vetoes all ask this."""
+    obligations = holds_index(state)
+    findings = stale_knowledge(ws, state)
+    return {
+        unit_id: HeldBy(tuple(obligations.get(unit_id, ())), tuple(findings.get(unit_id, ())))
+        for unit_id in obligations.keys() | findings.keys()
+    }

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from engine.checkout.workspace import Workspace
-from engine.read.ladder import registers_of, stale_knowledge
+from engine.read.ladder import HeldBy, held, registers_of
 from engine.read.model import State, UnitStatus
-from engine.read.queries import holds_index, unit_status
+from engine.read.queries import unit_status
 
 _TODO = UnitStatus.TODO  # bound once (engine.read.queries says why)
 
@@ -18,8 +18,8 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
     known to be todo: the queue is empty and every unit is excluded as `status unknown`.
     """
     known = ws.has_stores
-    holds = holds_index(state)
-    stale = stale_knowledge(ws, state)
+    holding = held(ws, state)
+    none = HeldBy()
     # a finding that cannot be read here holds as its last parseable trunk version: say so
     from_trunk = {
         held.entry.id: f" (invalid here: {path} holds as on trunk at {held.commit[:12]})"
@@ -32,15 +32,16 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
         if contract is None:
             continue
         status = unit_status(state, unit) if known else "unknown (no stores here)"
-        if status == _TODO and unit_id not in stale and unit_id not in holds:
+        if status == _TODO and unit_id not in holding:
             ready.append((contract.priority, unit_id))
         elif explain:
+            why = holding.get(unit_id, none)
             reasons = [] if status == _TODO else [f"status {status}"]
             reasons += [
                 f"stale-knowledge: unresolved {finding}{from_trunk.get(finding, '')}"
-                for finding in stale.get(unit_id, [])
+                for finding in why.findings
             ]
-            reasons += [f"held by {ob.severity} obligation {ob.id}" for ob in holds.get(unit_id, [])]
+            reasons += [f"held by {ob.severity} obligation {ob.id}" for ob in why.obligations]
             excluded.append({"id": unit_id, "priority": contract.priority, "reasons": reasons})
     excluded.sort(key=lambda u: (u["priority"], u["id"]))
     return [{"id": unit_id, "priority": priority} for priority, unit_id in _in_order(ready)], excluded

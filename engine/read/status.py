@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from engine.checkout.workspace import Workspace
-from engine.read.ladder import stale_knowledge
+from engine.read.ladder import HeldBy, held
 from engine.read.model import State, UnitResult
-from engine.read.queries import awaiting_close, confined, holds_index, unrouted
+from engine.read.queries import awaiting_close, confined, unrouted
 from engine.read.storeless import authentication, status_of, stores
 
 
@@ -15,21 +15,21 @@ def status(ws: Workspace, state: State) -> dict:
     """Without the stores (a clone, SPEC §16.2) nothing is known of the units' state: their status
     is `unknown`, `held` and `unrouted` are null, never `todo`, `false` or 0."""
     known = ws.has_stores
-    holds = holds_index(state)
-    stale = stale_knowledge(ws, state)
+    holds = held(ws, state)  # "held": an obligation or a finding, as everywhere (SPEC §26)
     units = []
     for unit_id in sorted(state.units):
         unit = state.units[unit_id]
-        holding = holds.get(unit_id, [])
+        why = holds.get(unit_id, HeldBy())
+        holding = list(why.obligations)
         blocked_by = [ob.id for ob in holding]
         units.append(
             {
                 "id": unit_id,
                 "type": unit.contract.type if unit.contract else None,
                 "status": status_of(known, state, unit),
-                "held": bool(blocked_by) if known else None,
+                "held": bool(why.obligations or why.findings) if known else None,
                 "blockedBy": blocked_by,
-                "staleKnowledge": stale.get(unit_id, []),
+                "staleKnowledge": list(why.findings),
                 # SPEC §23: null where nothing is known (not started, or no stores here)
                 "awaitingClose": awaiting_close(state, unit, holding) if known else None,
                 "confined": confined(state, unit) if known else None,
