@@ -32,8 +32,11 @@ def demo(tmp_path, monkeypatch) -> Workspace:
 
 
 def cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess:
-    """The real command on the demo, signing with the demo's key for alice."""
+    """The real command on the demo, signing with the demo's key for alice; git's identity is the
+    demo's own (its repository's config), as for a person trying the demo."""
     env = clean_env(REGULATOR_NOW=NOW, GIT_CONFIG_GLOBAL="/dev/null")
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        env.pop(name, None)
     key = str(ws.root / KEY_DIR / OWNER)
     return subprocess.run(
         [REGULATOR, "--root", str(ws.root), "--key", key, *args],
