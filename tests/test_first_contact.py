@@ -59,6 +59,11 @@ FINDING = "F-alert-path-dead"
 # ---- resolving a finding: the CLI -------------------------------------------------------------------
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="known defect found at the merge (open in issues 28/31): trunk-history lint judges the demo's signed "
+    "resolve commit by its author email before its signature, so the commit keeps the hold",
+)
 def test_registry_resolve_writes_commits_signed_and_releases_the_unit(demo):
     path = demo.root / "findings" / f"{FINDING}.md"
     before = path.read_text()

@@ -43,10 +43,15 @@ def trunk_findings(ws: Workspace, state: State) -> TrunkFindings:
         from engine.trust.ackers import walk_policy
         from registry.lint import authorize_commit
 
-        policy = walk_policy(ws)
-        registers.trunk = walk(
-            ws.tree, trunk_of(ws), lambda sha, email, message: authorize_commit(policy, sha, email, message)
-        )
+        policies: list = []  # read on the first change that needs authorizing (the policy's
+        # models are pydantic: a walk that authorizes nothing, the common `status`, never loads them)
+
+        def authorize(sha: str, email: str, message: str) -> tuple[str | None, str]:
+            if not policies:
+                policies.append(walk_policy(ws))
+            return authorize_commit(policies[0], sha, email, message)
+
+        registers.trunk = walk(ws.tree, trunk_of(ws), authorize)
     return registers.trunk
 
 
