@@ -1159,7 +1159,8 @@ class ControlRoom(App[None]):
 
 def header_line(left: str, right: str, person: str, flag: str, compact: str, cells: int) -> str:
     """The header for `cells` columns: whole when it fits; narrower, the workspace's name gives
-    way first, then every count stays, abbreviated (`flag`, "ro", stays; the operator's name goes)."""
+    way first, then every count stays, abbreviated (`flag`, "ro", stays; the operator's name goes);
+    when even that is more than a line, it takes two, broken between parts: no part is cut."""
     for lead in (left, left.split(" · ", 2)[-1]):
         if width(lead) + 5 + width(right) <= cells:
             return f" {lead}    {right}"
@@ -1169,7 +1170,17 @@ def header_line(left: str, right: str, person: str, flag: str, compact: str, cel
             return f" {line}"
         if width(line) == cells:  # the margin gives way before a count does
             return line
-    return fit(f"{flag} {compact}".strip(), cells)
+    # more than a line holds: two lines (or more), broken between parts, rather than a part cut
+    lines: list[str] = []
+    line = f" {person} {flag} ".replace("  ", " ")
+    for part in compact.split("·"):
+        candidate = line + part if line.endswith(" ") else f"{line}·{part}"
+        if width(candidate) > cells and line.strip():
+            lines.append(line.rstrip())
+            candidate = f" {part}"
+        line = candidate
+    lines.append(line)
+    return "\n".join(fit(one, cells) for one in lines)
 
 
 def status_line(first: list[str], warnings: list[str], hints: list[str], cells: int) -> str:

@@ -779,6 +779,16 @@ HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
     ),
     ("N unrouted", "N unrtd", "signals not yet routed (this room routes them, unless read-only)"),
     ("⚠ N would block", "⚠N would blk", "blocking obligations that routing the unrouted signals would open"),
+    (
+        "N overdue",
+        "N overdue",
+        "open obligations past their deadline (routing.yaml deadlines): escalated, still open",
+    ),
+    (
+        "N evidence expired",
+        "N evid.exp",
+        "open obligations whose signal's evidence expired under them: a recheck is open",
+    ),
     ("N bad line(s)", "N bad", "store lines every read skips (torn or malformed): first in Registers"),
     (
         "⚠ N verify finding(s)",
@@ -799,6 +809,15 @@ TABLE_LEGEND: tuple[tuple[str, str], ...] = (
     ("███░░ 30d", "memory: days left before review-by, full at 90; ! within 7 days; ×××× expired"),
     ("⚠ evidence changed", "memory: a file its evidence cites changed since it was recorded"),
     ("(stale)", "obligations: the signal behind it has expired"),
+    (
+        "(evidence expired) (overdue)",
+        "obligations: the host recorded its evidence expired / open past its deadline",
+    ),
+    ("sensor:NAME", "signals: reported by a declared sensor (7 Sensors lists them with their last runs)"),
+    (
+        "(prediction …) (came true)",
+        "signals: a prediction pending or awaiting its outcome (o records it) / its outcome",
+    ),
     ("⚑ F-x", "records: an open finding affects it (awaits ack until acknowledged)"),
     (
         "ids",

@@ -459,3 +459,27 @@ def test_a_fold_read_piece_by_piece_or_through_a_checkpoint_equals_a_cold_one(st
         assert sorted(cold.uncounted, key=lambda u: (u.store, u.offset)) == sorted(
             live.uncounted, key=lambda u: (u.store, u.offset)
         )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=hosts())
+def test_the_inline_judgement_of_host_events_equals_the_one_that_says_why(steps):
+    """The folds judge a host event as hosts write it inline, and ask engine.read.fold._ordered
+    (and _routing_order) only otherwise: with the inline path off, every fold is the same."""
+    import engine.read.fold as fold
+
+    with tempfile.TemporaryDirectory() as base:
+        root = fresh_root(base)
+        ws = EngineWorkspace(root)
+        now = datetime(2026, 11, 29, 12, tzinfo=UTC)
+        live = run_steps(root, steps, State(now=now), ws)
+        fast = load(ws, now, cached=False)
+        fold._INLINE = False
+        try:
+            slow = load(ws, now, cached=False)
+        finally:
+            fold._INLINE = True
+        assert fingerprint(fast) == fingerprint(slow)
+        assert fast.uncounted == slow.uncounted
+        assert fast.host == slow.host
+        del live

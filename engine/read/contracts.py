@@ -89,6 +89,13 @@ def checked_fields(data: dict) -> tuple:
     )
 
 
+def _contract(fields: tuple | list) -> Contract:
+    """A Contract from its fields in order; `checks` a tuple again however they were kept (a
+    checkpoint keeps the tuple as a list)."""
+    *head, checks = fields
+    return Contract(*head, tuple(checks))  # type: ignore[call-arg]
+
+
 def _check_budget(budget: object) -> None:
     """`{wallSeconds, tokens, costUsd}`, each optional; text or a number is a free-form budget from
     before this round, kept as it is and enforcing nothing (SPEC §23)."""
@@ -136,7 +143,8 @@ def read_contract(ws: Workspace, unit_id: str) -> Contract:
     outcome = _read_contract(unit_id, str(path))
     if type(outcome) is str:
         raise BadInput(f"invalid contract {relative}: {outcome.removeprefix(str(path) + ': ')}")
-    return Contract(*outcome)
+    assert not isinstance(outcome, str)
+    return _contract(outcome)
 
 
 def parse_contract(path: Path | str, text: str) -> Contract:
@@ -186,7 +194,7 @@ def contracts_of(seen: dict[str, tuple], problems: list[str] | None = None) -> d
             if problems is not None:
                 problems.append(outcome)
         else:
-            found[outcome[0]] = Contract(*outcome)
+            found[outcome[0]] = _contract(outcome)
     return found
 
 

@@ -323,11 +323,27 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
             signal_id = event.signal
             if signal_id in routings:
                 continue  # a second router's duplicate: dropped
-            if event.seen is not None or host.signals_seen:
-                reason = _routing_order(state, event, at)
-                if reason is not None:  # counts for nothing: the next routing record routes it
-                    state.uncounted.append(Uncounted("signals", at >> 2, reason))
-                    continue
+            seen = event.seen
+            if seen is not None or host.signals_seen:
+                # as a host writes it, inline (one per routing record of the log): it saw units.ndjson
+                # no shorter than the routing records before it, and nothing read bears on it
+                saw = seen.get("units") if seen is not None else None
+                if (
+                    _INLINE
+                    and type(saw) is int
+                    and host.signals_seen
+                    and saw >= (saws[-1] if (saws := host.seen_units) else 0)
+                    and saw >= host.units_at
+                    and host.max_seen <= at >> 2
+                    and saw < _CEILING
+                ):
+                    host.starts.append(at >> 2)
+                    saws.append(saw)
+                else:
+                    reason = _routing_order(state, event, at)
+                    if reason is not None:  # counts for nothing: the next routing record routes it
+                        state.uncounted.append(Uncounted("signals", at >> 2, reason))
+                        continue
             routings[signal_id] = at
             waiting.pop(signal_id, None)
             signal = fresh.get(signal_id)
@@ -422,6 +438,7 @@ def _may_resolve(state: State, event: DispositionLine, ob: Obligation | None, at
 def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> None:
     obligations, units, unit_of = state.obligations, state.units, state.unit
     holds: dict[str, list[Obligation]] | None = None  # unit -> its blocking obligations, built once needed
+    first: dict[str, int] = {}  # unit -> where in signals.ndjson its first blocking obligation opened
     held: dict[str, list[Span]] = {}  # unit -> (opened, obligation) of each, parsed once the unit needs them
     last_at: object = None
     last_when: datetime | None = None
@@ -450,7 +467,33 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                     holds, held, order = None, {}, _Order(host)
                 if holds is None:
                     holds = _holds(obligations)
-                reason = _ordered(state, unit, kind, seen, at >> 2, holds.get(unit_id, ()), order, crossing)
+                    first = _first_opened(holds)
+                # as a host writes it, inline (one per dispatch and close of the log): a status the
+                # command accepts, what it saw of signals.ndjson held, every routing record decided
+                # before it seen and none that saw it, and no blocking obligation of the unit in
+                # what it saw; anything else is asked of _ordered, which decides and says why
+                if (
+                    _INLINE
+                    and host.units_seen
+                    and seen is not None
+                    and (unit.status == _IN_PROGRESS) != (kind == _DISPATCH)
+                    and (
+                        not crossing  # the units log alone (a door): its status is all that is judged
+                        or type(wanted) is int
+                        and wanted <= host.signals_size
+                        and (
+                            (k := bisect_left(order.starts, wanted)) == len(order.low)
+                            or order.low[k] > at >> 2
+                        )
+                        and (k == 0 or order.high[k - 1] <= at >> 2)
+                        and wanted <= first.get(unit_id, wanted)
+                    )
+                ):
+                    reason = None
+                else:
+                    reason = _ordered(
+                        state, unit, kind, seen, at >> 2, holds.get(unit_id, ()), order, crossing
+                    )
                 if reason is not None:
                     state.uncounted.append(Uncounted("units", at >> 2, reason))
                     continue
@@ -565,6 +608,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 obligations[ob.id] = ob
                 if holds is not None:
                     holds.setdefault(unit_id, []).append(ob)
+                    first[unit_id] = -1  # opened here: before every host event after it
                     if unit_id in held:
                         held[unit_id].append((clock.moment(ob.opened_at), ob))
                 pending = state.pending.pop(ob.id, None)
@@ -628,6 +672,15 @@ _REFUSED = {
 _HOST_KINDS = HOST_KINDS & frozenset(_REFUSED)
 
 
+def _first_opened(holds: dict[str, list[Obligation]]) -> dict[str, int]:
+    """Where each unit's first blocking obligation opened in signals.ndjson (-1: one opened in
+    units.ndjson): a dispatch or close that saw less saw none of them (the order rule's fast path)."""
+    return {
+        unit: min(-1 if ob.history[0] & 3 else ob.history[0] >> 2 for ob in obs)
+        for unit, obs in holds.items()
+    }
+
+
 def _holds(obligations: dict[str, Obligation]) -> dict[str, list[Obligation]]:
     """Every unit's blocking obligations, open or not (one pass, for the units' host events)."""
     index: dict[str, list[Obligation]] = {}
@@ -681,6 +734,7 @@ _ORDERED = timedelta(seconds=2 * SKEW_S)  # two hosts' clocks, each within SKEW_
 # saw the other, F counts for nothing (D-96): the routing's hold stands.
 
 _CEILING = 1 << 62  # past any store's length: a forged figure stays within a checkpoint's 64 bits
+_INLINE = True  # the folds judge a host event as hosts write it inline (tests turn it off: the same)
 
 
 class _Order:
