@@ -83,7 +83,7 @@ def parse_date(value: object, field: str = "date") -> date:
     basic `20261221`, a week date `2026-W52-1`, spaces around it) is bad input (SPEC §26)."""
     if not isinstance(value, str) or not _DATE.fullmatch(value):
         shown = repr(value) if isinstance(value, str) else "not text"
-        raise BadInput(f"{field}: {shown} is not a date {DATE_FORM}")
+        raise BadInput(f"{field}: {shown} is not a calendar date {DATE_FORM}")
     try:
         return date.fromisoformat(value)
     except ValueError:

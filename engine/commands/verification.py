@@ -17,7 +17,7 @@ from engine.base.limits import check_text
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person, require_grant
 from engine.log.events import STORES
-from engine.log.store import MAX_LINE, open_regular
+from engine.log.store import open_regular
 from engine.log.store import verify as verify_chain
 from engine.read.model import EventKind
 
@@ -208,8 +208,8 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
         store = f"{name}.ndjson"
         previous: object = None
         for number, start, raw in _lines(ws, name):
-            if raw is None:
-                continue  # too long to be an event: the chain check names it
+            if raw is None or raw[:1] != b"{" and raw.lstrip()[:1] != b"{":
+                continue  # too long, or no JSON object: no event; the chain check names it
             try:
                 event = msgspec.json.decode(raw)
             except (ValueError, RecursionError):
@@ -478,19 +478,14 @@ class LiveChain:
     @classmethod
     def at(cls, ws: Workspace, name: str, offset: int, line: int) -> LiveChain:
         """Start at the fold's cursor, chained to the last line before it that reads."""
-        from engine.log.store import GENESIS, _parse, lines_backwards
+        from engine.log.store import GENESIS, last_event
 
         prev = GENESIS
         try:
             with open(open_regular(ws.store(name).path), "rb", buffering=0) as handle:
-                for start, end in lines_backwards(handle, offset):
-                    if end - start > MAX_LINE:
-                        continue
-                    handle.seek(start)
-                    event = _parse(handle.read(end - start))
-                    if event is not None and isinstance(event.get("hash"), str):
-                        prev = event["hash"]
-                        break
+                event = last_event(handle, offset)
+                if event is not None:
+                    prev = event["hash"]
         except (OSError, Refused):
             pass
         return cls(offset, line, {prev})

@@ -186,14 +186,10 @@ class Store:
                 return GENESIS, True, None
             handle.seek(size - 1)
             ends_clean = handle.read(1) == b"\n"
-            for start, end in lines_backwards(handle, size):
-                if end - start > MAX_LINE:
-                    continue
-                handle.seek(start)
-                event = _parse(handle.read(end - start))
-                if event is not None and isinstance(event.get("hash"), str):
-                    return event["hash"], ends_clean, event.get("at")
-        return GENESIS, ends_clean, None
+            event = last_event(handle, size)
+        if event is None:
+            return GENESIS, ends_clean, None
+        return event["hash"], ends_clean, event.get("at")
 
     # ---- reading -------------------------------------------------------------------------
     def read(
@@ -380,6 +376,11 @@ def _parse_each(
     skipped: set[int] = set()  # indices into pieces of lines that are not events
     for k, raw in enumerate(pieces):
         number += 1
+        if raw[:1] != b"{" and raw.lstrip()[:1] != b"{":  # no JSON object: bad, without a decode
+            skipped.add(k)
+            if raw:
+                result.problem(store, number, "malformed", functools.partial(_why_not, raw))
+            continue
         try:
             if not raw:
                 raise ValueError("empty")
@@ -481,27 +482,35 @@ def read_lines(handle: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
         yield position, last
 
 
-def lines_backwards(handle: IO[bytes], size: int) -> Iterator[tuple[int, int]]:
-    """(start, end) of each line of the file, the last first (end excludes the newline; a final
-    newline ends the last line and starts none). Newlines are found in pieces of _READ_CHUNK read
-    from the end, so memory stays bounded however long a line is."""
-    end = size
-    position = size
-    if size:
-        handle.seek(size - 1)
-        if handle.read(1) == b"\n":
-            end = position = size - 1
+def last_event(handle: IO[bytes], end: int) -> dict | None:
+    """The last line before byte `end` that is a JSON object with a text `hash` (the chain's tail),
+    or None. Read backwards in pieces of _READ_CHUNK, each split in memory; a line longer than
+    MAX_LINE is stepped over without being held, a line with no JSON object without a parse, so a
+    tail of a million garbage lines or one 200 MB line costs a scan, never their size in memory."""
+    position, carry, skipping = end, b"", False
     while position > 0:
         start = max(0, position - _READ_CHUNK)
         handle.seek(start)
-        piece = handle.read(position - start)
-        at = len(piece)
-        while (found := piece.rfind(b"\n", 0, at)) >= 0:
-            yield start + found + 1, end
-            end = start + found
-            at = found
+        data = handle.read(position - start)
         position = start
-    yield 0, end
+        if skipping:  # inside a line too long to be one: drop bytes until the newline before it
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                continue
+            data, skipping = data[:cut], False
+        else:
+            data += carry
+        lines = data.split(b"\n")
+        head = lines[0] if start > 0 else None  # perhaps the end of a line that starts earlier
+        for raw in reversed(lines[1:] if start > 0 else lines):
+            if len(raw) <= MAX_LINE and (raw[:1] == b"{" or raw.lstrip()[:1] == b"{"):
+                event = _parse(raw)
+                if event is not None and isinstance(event.get("hash"), str):
+                    return event
+        carry = head or b""
+        if len(carry) > MAX_LINE:
+            carry, skipping = b"", True
+    return None
 
 
 def _parse(raw: bytes) -> dict | None:
@@ -545,18 +554,18 @@ def verify(
     """
     found: list[Finding] = []
     if data is None:
-        source: Iterable[bytes | None] = (raw for _, raw in store.lines())
+        source: Iterable[tuple[int, bytes | None]] = store.lines()
     else:
         pieces: list[bytes | None] = list(data.split(b"\n"))
         if pieces[-1] == b"":
             pieces.pop()
-        source = [p if p is None or len(p) <= MAX_LINE else None for p in pieces]
+        source = [(0, p if p is None or len(p) <= MAX_LINE else None) for p in pieces]
     prev = {GENESIS}  # what the next line's prev may name
     chain_broken = False
     unreadable = first_unlisted = number = 0
     dismissed = dismissed or {}
     torn_at = _torn_line(store, data)
-    for raw in source:
+    for _, raw in source:
         number += 1
         event, why = _event_of(raw)
         if why is not None:
@@ -636,6 +645,8 @@ def _event_of(raw: bytes | None) -> tuple[dict | None, str | None]:
     reader, yet carries the chain on: the appender chained the next line to its hash."""
     if raw is None:
         return None, "a line " + TOO_LONG
+    if raw[:1] != b"{" and raw.lstrip()[:1] != b"{":  # no JSON object: garbage, without a decode
+        return None, "unreadable line (torn write or garbage)"
     try:
         value = _STRICT.decode(raw)
     except (ValueError, RecursionError):

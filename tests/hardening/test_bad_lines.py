@@ -85,7 +85,7 @@ def test_a_line_over_1_mib_is_refused_on_write(ws):
     clock.configure(True)
     store = Store(ws.store("signals"))
     before = ws.store("signals").read_bytes()
-    with pytest.raises(BadInput, match="over the limit of 1048576"):
+    with pytest.raises(BadInput, match="over the limit of 1,048,576 bytes"):
         store.append({"kind": "note", "text": "a" * MAX_LINE, "at": "2026-11-29T12:00:00Z"})
     assert ws.store("signals").read_bytes() == before
 

@@ -43,7 +43,7 @@ TIMES = [
 
 @pytest.mark.parametrize("value", DATES)
 def test_a_date_in_any_other_form_is_bad_input(value):
-    with pytest.raises(BadInput, match="is not a date YYYY-MM-DD"):
+    with pytest.raises(BadInput, match="is not a calendar date YYYY-MM-DD"):
         clock.parse_date(value)
 
 

@@ -33,8 +33,9 @@ def test_a_second_round_policy_file_parses_and_each_new_key_takes_its_default(na
 
 
 def test_a_workspace_with_second_round_policy_files_works_unchanged(ws):
-    for name in ("routing.yaml", "profiles.yaml"):
-        assert (ws.root / "regulator/policy" / name).read_text() == (ROUND2 / name).read_text()
+    for name in ("routing.yaml", "profiles.yaml"):  # decided as an old workspace had them
+        ws.decide(f"regulator/policy/{name}", (ROUND2 / name).read_text())
+    ws.commit("second-round policy files")
     for args in (("status",), ("signals", "route"), ("controlroom", "--once"), ("identity", "verify")):
         done = ws.run(*args)
         assert done.returncode == 0 and "Traceback" not in done.stderr, (args, done.stdout, done.stderr)
