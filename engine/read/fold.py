@@ -140,6 +140,7 @@ class UnitsLine(msgspec.Struct):
 
 _UNIT_PERSON = (_DECISION, _DEMOTE)
 _KIND = operator.attrgetter("kind")
+_ID = operator.attrgetter("id")
 PERSON_KINDS = {"units": _UNIT_PERSON, "memory": (_RETRACTION,)}
 _PARALLEL = 32  # person events in one read before their signatures are checked on every core
 
@@ -452,6 +453,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
             else:  # a store from before `seen` (SPEC §22): judged by time, as it always was
                 if holds is None:
                     holds = _holds(obligations)
+                    first = _first_opened(holds)
                 at_text = event.at
                 if at_text != last_at or type(at_text) is not str:  # a host writes many in one second
                     last_at, last_when = at_text, clock.moment(at_text)
@@ -742,6 +744,19 @@ def _ordered(
             f"host event: {what} says it saw {wanted} bytes of signals.ndjson, more than it holds: no "
             "host wrote it (forged?)"
         )
+    # first what it saw (every reader that judges it has read that much), then the routing records
+    # after it, so every reader names the same reason; the obligations in a fixed order
+    for ob in sorted(holds, key=_ID):
+        opened = ob.history[0]
+        if not opened & 3 and opened >> 2 >= wanted:
+            continue  # routed after what it saw
+        closing = ob.closed_by
+        if closing >= 0 and (closing & 3 or closing >> 2 < wanted):
+            continue  # closed by a decision before it, or a disposition it saw
+        return (
+            f"host event: {what} while held by blocking obligation {ob.id} (opened "
+            f"{ob.opened_at}): vetoed, so no host wrote it (forged?)"
+        )
     j = order.unseen(start, wanted)
     if j is not None:
         return (
@@ -753,17 +768,6 @@ def _ordered(
         return (
             f"host event: {what} says it saw the routing record of signal {_routed(state, j)}, which "
             "saw it first: out of order, so no host wrote it (forged?)"
-        )
-    for ob in holds:
-        opened = ob.history[0]
-        if not opened & 3 and opened >> 2 >= wanted:
-            continue  # routed after what it saw
-        closing = ob.closed_by
-        if closing >= 0 and (closing & 3 or closing >> 2 < wanted):
-            continue  # closed by a decision before it, or a disposition it saw
-        return (
-            f"host event: {what} while held by blocking obligation {ob.id} (opened "
-            f"{ob.opened_at}): vetoed, so no host wrote it (forged?)"
         )
     return None
 
