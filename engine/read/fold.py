@@ -95,12 +95,21 @@ class RoutedObligation(msgspec.Struct):
     owedTo: str = OWED_TO  # noqa: N815
 
 
+class Seen(msgspec.Struct, gc=False):
+    """What a fold reads of a host event's `seen` (SPEC §22): the lengths of the two stores that
+    hold host events, as a host writes them (built in C with no dict; one of any other shape is read
+    whole, by the shape for any line, and judged there)."""
+
+    signals: int | None = None
+    units: int | None = None
+
+
 class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
     kind: ClassVar[str] = "routing"
     signal: str
     obligations: list[RoutedObligation] = []
     at: str | None = None
-    seen: dict[str, int] | None = None  # the other stores' byte lengths the router saw (SPEC §22)
+    seen: Seen | None = None  # the other stores' byte lengths the router saw (SPEC §22)
 
 
 class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
@@ -136,6 +145,13 @@ class UnitsLine(msgspec.Struct):
     resolves: Any = ()
     opens: Any = None
     seen: Any = None  # a dispatch's or close's: the other stores' byte lengths the host saw (SPEC §22)
+
+
+class HostUnitsLine(UnitsLine):
+    """UnitsLine with `seen` as a host writes it: the shape most lines take (a `seen` of another
+    shape is read by UnitsLine, whole)."""
+
+    seen: Seen | None = None
 
 
 _UNIT_PERSON = (_DECISION, _DEMOTE)
@@ -290,7 +306,7 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
             if seen is not None or host.signals_seen:
                 # as a host writes it, inline (one per routing record of the log): it saw units.ndjson
                 # no shorter than the routing records before it, and nothing read bears on it
-                saw = seen.get("units") if seen is not None else None
+                saw = seen.units if seen is not None else None
                 if (
                     _INLINE
                     and type(saw) is int
@@ -411,7 +427,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
             seen = event.seen
             if seen is not None or host.units_seen or (crossing and order.decided_before(at >> 2)):
                 # judged by the order (SPEC §22): where it says it decided, not by its time
-                wanted = seen.get("signals") if crossing and type(seen) is dict else None
+                wanted = _signals_seen(seen) if crossing else None
                 if type(wanted) is int and wanted > host.signals_size and state.reread is not None:
                     host.units_at = at >> 2  # what a routing read now must find seen
                     state.reread()  # appended to signals.ndjson since it was read: read it first
@@ -659,7 +675,7 @@ def _routing_order(state: State, event: RoutingLine, at: int) -> str | None:
             f"host event: {what} without `seen`, after host events that record it: no host wrote it (forged?)"
         )
     host.signals_seen = True
-    units = seen.get("units")
+    units = seen.units
     if units is None:
         return f"host event: {what} records no `seen` of units.ndjson: no host wrote it (forged?)"
     units = min(units, _CEILING)
@@ -735,7 +751,7 @@ def _ordered(
         )
     if not crossing:
         return None
-    wanted = seen.get("signals") if type(seen) is dict else None
+    wanted = _signals_seen(seen)
     if type(wanted) is not int:
         return f"host event: {what} records no `seen` of signals.ndjson: no host wrote it (forged?)"
     if wanted > host.signals_size:
@@ -770,6 +786,13 @@ def _ordered(
             "saw it first: out of order, so no host wrote it (forged?)"
         )
     return None
+
+
+def _signals_seen(seen: object) -> object:
+    """What a dispatch's or close's `seen` says of signals.ndjson (None when it says nothing)."""
+    if type(seen) is Seen:
+        return seen.signals
+    return seen.get("signals") if type(seen) is dict else None
 
 
 def _routed(state: State, index: int) -> object:
@@ -871,7 +894,7 @@ FOLDS: dict[str, Fold] = {
 # events (memory, proposals)
 SHAPES: dict[str, tuple[object, type] | type] = {
     "signals": (SignalLine | RoutingLine | DispositionLine, SignalsLine),
-    "units": UnitsLine,
+    "units": (HostUnitsLine, UnitsLine),
 }
 ORDER = STORES  # the fold's order (signals before units), also the index a reference carries
 
