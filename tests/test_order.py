@@ -368,7 +368,9 @@ def hosts(draw):
     opened: list[str] = []
     for n in range(draw(st.integers(1, 30))):
         kind = draw(
-            st.sampled_from(["signal", "routing", "disposition", "dispatch", "close", "read", "garbage"])
+            st.sampled_from(
+                ["signal", "routing", "disposition", "dispatch", "close", "decision", "read", "garbage"]
+            )
         )
         unit = draw(st.sampled_from(["u1", "u2", "u3"]))
         seen = draw(st.sampled_from(["now"] * 6 + ["earlier", "none", "more"]))
@@ -390,6 +392,14 @@ def hosts(draw):
             target = opened.pop(draw(st.integers(0, len(opened) - 1)))
             steps.append(("signals", {"kind": "disposition", "obligation": target, "disposition": "no-action",
                                       "by": "alice", "rationale": "r", "at": at}))  # fmt: skip
+        elif (
+            kind == "decision"
+        ):  # a recovery decision that waits: its blocking obligation opens in units.ndjson
+            opened.append(f"rec-{n}")
+            steps.append(("units", {"kind": "decision", "id": f"d{n}", "unit": unit, "action": "pause",
+                                    "by": "alice", "rationale": "r", "resolves": [],
+                                    "opens": {"id": f"rec-{n}", "severity": "blocking", "owedTo": "S3"},
+                                    "at": at}))  # fmt: skip
         elif kind in ("dispatch", "close"):
             steps.append(("units", {"kind": kind, "unit": unit, "leaseHash": None, "seen": seen, "at": at}))
         elif kind == "read":
@@ -428,7 +438,7 @@ def run_steps(root: Path, steps, live: State, ws) -> State:
     return live
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=hosts(), cut=st.floats(0, 1))
 def test_a_fold_read_piece_by_piece_or_through_a_checkpoint_equals_a_cold_one(steps, cut):
     with tempfile.TemporaryDirectory() as base:
@@ -461,7 +471,7 @@ def test_a_fold_read_piece_by_piece_or_through_a_checkpoint_equals_a_cold_one(st
         )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=hosts())
 def test_the_inline_judgement_of_host_events_equals_the_one_that_says_why(steps):
     """The folds judge a host event as hosts write it inline, and ask engine.read.fold._ordered

@@ -102,7 +102,7 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
     if any(f.store == "signals.ndjson" and f.message.startswith(_BREAKS) for f in found):
         # a dispatch or close saw signals.ndjson's bytes as they were; edited since, the store
         # cannot say what that was: its break is named, not each host event judged on it, nor
-        # those judged after them (as an identity store that does not verify, D-92; D-96)
+        # those judged after them (as an identity store that does not verify, D-92; D-148)
         uncounted = [u for u in uncounted if not (u.store == "units" and u.reason.startswith("host event: "))]
     if fresh.auth.unknown:
         # identity.ndjson does not verify: no person event counts, and none is judged one by one

@@ -122,12 +122,21 @@ class RoutedObligation(msgspec.Struct):
     kind: str | None = None  # "question" for a question's obligation (SPEC §22); else intelligence
 
 
+class Seen(msgspec.Struct, gc=False):
+    """What a fold reads of a host event's `seen` (SPEC §22): the lengths of the two stores that
+    hold host events, as a host writes them (built in C with no dict; one of any other shape is read
+    whole, by the shape for any line, and judged there)."""
+
+    signals: int | None = None
+    units: int | None = None
+
+
 class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
     kind: ClassVar[str] = "routing"
     signal: str
     obligations: list[RoutedObligation] = []
     at: str | None = None
-    seen: dict[str, int] | None = None  # the other stores' byte lengths the router saw (SPEC §22)
+    seen: Seen | None = None  # the other stores' byte lengths the router saw (SPEC §22)
 
 
 class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
@@ -172,8 +181,16 @@ class UnitsLine(msgspec.Struct):
     seen: Any = None  # a dispatch's or close's: the other stores' byte lengths the host saw (SPEC §22)
 
 
+class HostUnitsLine(UnitsLine):
+    """UnitsLine with `seen` as a host writes it: the shape most lines take (a `seen` of another
+    shape is read by UnitsLine, whole)."""
+
+    seen: Seen | None = None
+
+
 _UNIT_PERSON = (_DECISION, _DEMOTE)
 _KIND = operator.attrgetter("kind")
+_ID = operator.attrgetter("id")
 PERSON_KINDS = {"units": _UNIT_PERSON, "memory": (_RETRACTION,)}
 _PARALLEL = 32  # person events in one read before their signatures are checked on every core
 
@@ -327,7 +344,7 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
             if seen is not None or host.signals_seen:
                 # as a host writes it, inline (one per routing record of the log): it saw units.ndjson
                 # no shorter than the routing records before it, and nothing read bears on it
-                saw = seen.get("units") if seen is not None else None
+                saw = seen.units if seen is not None else None
                 if (
                     _INLINE
                     and type(saw) is int
@@ -460,7 +477,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
             seen = event.seen
             if seen is not None or host.units_seen or (crossing and order.decided_before(at >> 2)):
                 # judged by the order (SPEC §22): where it says it decided, not by its time
-                wanted = seen.get("signals") if crossing and type(seen) is dict else None
+                wanted = _signals_seen(seen) if crossing else None
                 if type(wanted) is int and wanted > host.signals_size and state.reread is not None:
                     host.units_at = at >> 2  # what a routing read now must find seen
                     state.reread()  # appended to signals.ndjson since it was read: read it first
@@ -502,6 +519,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
             else:  # a store from before `seen` (SPEC §22): judged by time, as it always was
                 if holds is None:
                     holds = _holds(obligations)
+                    first = _first_opened(holds)
                 at_text = event.at
                 if at_text != last_at or type(at_text) is not str:  # a host writes many in one second
                     last_at, last_when = at_text, clock.moment(at_text)
@@ -731,7 +749,7 @@ _ORDERED = timedelta(seconds=2 * SKEW_S)  # two hosts' clocks, each within SKEW_
 # when it starts before it (for every length a host records, which falls between lines, the same as
 # ending at or before it). For a routing record R and a dispatch or close F: R decided before F was
 # appended when R's `seen` of units.ndjson does not cover F; F must then have seen R. When neither
-# saw the other, F counts for nothing (D-96): the routing's hold stands.
+# saw the other, F counts for nothing (D-148): the routing's hold stands.
 
 _CEILING = 1 << 62  # past any store's length: a forged figure stays within a checkpoint's 64 bits
 _INLINE = True  # the folds judge a host event as hosts write it inline (tests turn it off: the same)
@@ -777,7 +795,7 @@ def _routing_order(state: State, event: RoutingLine, at: int) -> str | None:
     """Why a routing record counts for nothing by the order, or None: once a host event of
     signals.ndjson records `seen`, every later one must. One that counts is kept for judging the
     dispatches and closes (a routing record depends on no other store, so none is refused here for
-    another store's line: SPEC §22, D-96)."""
+    another store's line: SPEC §22, D-148)."""
     host = state.host
     seen = event.seen
     what = f"routing record of signal {event.signal}"
@@ -786,7 +804,7 @@ def _routing_order(state: State, event: RoutingLine, at: int) -> str | None:
             f"host event: {what} without `seen`, after host events that record it: no host wrote it (forged?)"
         )
     host.signals_seen = True
-    units = seen.get("units")
+    units = seen.units
     if units is None:
         return f"host event: {what} records no `seen` of units.ndjson: no host wrote it (forged?)"
     units = min(units, _CEILING)
@@ -862,7 +880,7 @@ def _ordered(
         )
     if not crossing:
         return None
-    wanted = seen.get("signals") if type(seen) is dict else None
+    wanted = _signals_seen(seen)
     if type(wanted) is not int:
         return f"host event: {what} records no `seen` of signals.ndjson: no host wrote it (forged?)"
     if wanted > host.signals_size:
@@ -870,6 +888,19 @@ def _ordered(
         return (
             f"host event: {what} says it saw {wanted} bytes of signals.ndjson, more than it holds: no "
             "host wrote it (forged?)"
+        )
+    # first what it saw (every reader that judges it has read that much), then the routing records
+    # after it, so every reader names the same reason; the obligations in a fixed order
+    for ob in sorted(holds, key=_ID):
+        opened = ob.history[0]
+        if not opened & 3 and opened >> 2 >= wanted:
+            continue  # routed after what it saw
+        closing = ob.closed_by
+        if closing >= 0 and (closing & 3 or closing >> 2 < wanted):
+            continue  # closed by a decision before it, or a disposition it saw
+        return (
+            f"host event: {what} while held by blocking obligation {ob.id} (opened "
+            f"{ob.opened_at}): vetoed, so no host wrote it (forged?)"
         )
     j = order.unseen(start, wanted)
     if j is not None:
@@ -883,18 +914,14 @@ def _ordered(
             f"host event: {what} says it saw the routing record of signal {_routed(state, j)}, which "
             "saw it first: out of order, so no host wrote it (forged?)"
         )
-    for ob in holds:
-        opened = ob.history[0]
-        if not opened & 3 and opened >> 2 >= wanted:
-            continue  # routed after what it saw
-        closing = ob.closed_by
-        if closing >= 0 and (closing & 3 or closing >> 2 < wanted):
-            continue  # closed by a decision before it, or a disposition it saw
-        return (
-            f"host event: {what} while held by blocking obligation {ob.id} (opened "
-            f"{ob.opened_at}): vetoed, so no host wrote it (forged?)"
-        )
     return None
+
+
+def _signals_seen(seen: object) -> object:
+    """What a dispatch's or close's `seen` says of signals.ndjson (None when it says nothing)."""
+    if type(seen) is Seen:
+        return seen.signals
+    return seen.get("signals") if type(seen) is dict else None
 
 
 def _routed(state: State, index: int) -> object:
@@ -994,7 +1021,7 @@ FOLDS: dict[str, Fold] = {
 # events (memory, proposals)
 SHAPES: dict[str, tuple[object, type] | type] = {
     "signals": (SignalLine | RoutingLine | DispositionLine | WorldLine, SignalsLine),
-    "units": UnitsLine,
+    "units": (HostUnitsLine, UnitsLine),
 }
 ORDER = STORES  # the fold's order (signals before units), also the index a reference carries
 
