@@ -228,21 +228,19 @@ def _load_bearing(fields: dict | None) -> dict:
 def authorize_commit(policy: Policy, sha: str, email: str, message: str) -> tuple[str | None, str]:
     """Whether one commit authorizes the load-bearing changes it makes: (the person, "authorized
     (signed) by ...") when SSH-signed by a person with the ack grant named in its `Authorized-by:`
-    trailer (the key proves who: the author address is not asked), (the person, "authorized
-    (claimed) by ...") for the trailer alone, from one of the person's addresses, where signatures
-    are not required; else (None, why not)."""
+    trailer, (the person, "authorized (claimed) by ...") for the trailer alone where signatures are
+    not required; else (None, why not)."""
     seen = ""
     for name in Commit(sha, email, message, []).authorized_by():
         if name not in policy.ackers:
             seen = f"Authorized-by: {name} does not hold the ack grant"
             continue
-        # a signature by one of the person's keys proves who, whatever address git recorded
-        if policy.signed is not None and policy.signed(sha, name):
-            return name, f"authorized (signed) by {name} in {sha[:10]}"
         emails = policy.ackers[name]
         if emails and email not in emails:
             seen = f"Authorized-by: {name}, but the commit author {email} is not one of {name}'s emails"
             continue
+        if policy.signed is not None and policy.signed(sha, name):
+            return name, f"authorized (signed) by {name} in {sha[:10]}"
         if policy.require_signatures:
             seen = (
                 f"Authorized-by: {name} on {sha[:10]}, but the commit is not SSH-signed by one of "
