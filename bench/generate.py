@@ -140,12 +140,24 @@ def write_contracts(root: Path, count: int) -> None:
         (folder / f"{unit_name(i)}.json").write_text(json.dumps(data))
 
 
+def seen(root: Path, **sizes: int) -> dict[str, int]:
+    """A host event's `seen` (SPEC §22): the other stores' lengths when it was decided, as the
+    generated log orders them (every dispatch and close before the first signal; memory after the
+    last host event)."""
+    identity = (root / ".regulator" / "identity.ndjson").stat().st_size
+    return {"signals": 0, "units": 0, "memory": 0, "identity": identity, **sizes}
+
+
 def write_signals(root: Path, signals: int, units: int, resolved: int = 0) -> int:
     """`signals` signals, each routed into one open obligation (blocking one time in ten): reported
     by research units under their leases, one in a hundred raised by a person (signed). The first
-    `resolved` obligations are then dispositioned by alice, each a signed person event."""
+    `resolved` obligations are then dispositioned by alice, each a signed person event. Each
+    routing record saw units.ndjson whole."""
     w = Writer(root / ".regulator" / "signals.ndjson")
     alice = Person(root)
+    units_path = root / ".regulator" / "units.ndjson"
+    routed = seen(root, units=units_path.stat().st_size if units_path.exists() else 0)
+    routed.pop("signals")
     for i in range(signals):
         sid = make_id(i, 1)
         unit = unit_name(i % units)
@@ -191,6 +203,7 @@ def write_signals(root: Path, signals: int, units: int, resolved: int = 0) -> in
                 "at": NOW,
                 "outcome": "obligations",
                 "reason": f"1 obligation(s) owed to S3 on {unit}",
+                "seen": routed,
             }
         )
     for i in range(resolved):
@@ -221,8 +234,11 @@ def person_workspace(root: Path, scale: Scale) -> dict:
 
 
 def write_units(root: Path, events: int, units: int) -> int:
-    """Dispatch/close cycles; every unit ends todo or closed, never in progress."""
+    """Dispatch/close cycles; every unit ends todo or closed, never in progress. Each saw no signal
+    (the generated log routes every signal after them)."""
     w = Writer(root / ".regulator" / "units.ndjson")
+    decided = seen(root)
+    decided.pop("units")
     i = 0
     while w.count + 2 <= events:
         unit = unit_name(i % units)
@@ -238,10 +254,11 @@ def write_units(root: Path, events: int, units: int) -> int:
                 "contractHash": None,
                 "worktree": None,
                 "revision": None,
+                "seen": decided,
                 "at": NOW,
             }
         )
-        w.add({"kind": "close", "unit": unit, "leaseHash": lease_hash, "at": NOW})
+        w.add({"kind": "close", "unit": unit, "leaseHash": lease_hash, "seen": decided, "at": NOW})
         i += 1
     w.close()
     return w.count
@@ -284,9 +301,10 @@ def log_workspace(root: Path, scale: Scale) -> dict:
     """`scale.events` events across the stores, `scale.obligations` of them open obligations."""
     new_workspace(root)
     write_contracts(root, scale.units)
+    routed = 2 * scale.obligations  # write_signals writes a signal and its routing record each
+    # units first: every routing record saw them (and they saw no signal)
+    units = write_units(root, (scale.events - routed) // 2, scale.units)
     signals = write_signals(root, scale.obligations, scale.units)
-    rest = scale.events - signals
-    units = write_units(root, rest // 2, scale.units)
     memory = write_memory(root, scale.events - signals - units, scale.units)
     return {"events": signals + units + memory, "signals": signals, "units": units, "memory": memory}
 

@@ -441,7 +441,7 @@ MCP_START = (
     "        tools = await session.list_tools()\n"
     "        answered = time.perf_counter() - t\n"
     "        cpu = server_cpu()\n"
-    "    assert len(tools.tools) == 6, tools\n"
+    "    assert len(tools.tools) == 8, tools\n"
     "    return answered, cpu\n"
     "print(json.dumps([anyio.run(once) for _ in range(int(sys.argv[4]))]))\n"
 )

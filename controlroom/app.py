@@ -249,8 +249,9 @@ class ControlRoom(App[None]):
         ws = self.ws
         with self.lock:
             snap.state.now = self.now()
-            problems = len(snap.state.problems)
+            problems = snap.state.bad_lines
             gained = advance(ws, snap.state, final=False)
+            found = snap.check_appended()  # a line failing its hash shows at once (SPEC §26)
             pending = unrouted_count(snap.state)
         routed = 0
         if pending and self.routes and ws.has_stores:  # a reader role never routes
@@ -264,7 +265,9 @@ class ControlRoom(App[None]):
                 attach_contracts(snap.state, contracts[0])
                 snap.state.contract_problems = contracts[1]
                 snap.state.registers = None  # read again on first use
-            changed = any(gained.values()) or registers or routed > 0 or len(snap.state.problems) != problems
+            changed = (
+                any(gained.values()) or registers or routed > 0 or snap.state.bad_lines != problems or found
+            )
         if changed:
             # only this worker changes the state (it holds the fold lock): reading it here needs
             # no state lock, so the UI keeps drawing while the indexes and counts are rebuilt
@@ -874,7 +877,8 @@ class ControlRoom(App[None]):
 
 def header_line(left: str, right: str, person: str, flag: str, compact: str, cells: int) -> str:
     """The header for `cells` columns: whole when it fits; narrower, the workspace's name gives
-    way first, then every count stays, abbreviated (`flag`, "ro", stays; the operator's name goes)."""
+    way first, then every count stays, abbreviated (`flag`, "ro", stays; the operator's name goes);
+    when even that is more than a line, it takes two, broken between parts: no part is cut."""
     for lead in (left, left.split(" · ", 2)[-1]):
         if width(lead) + 5 + width(right) <= cells:
             return f" {lead}    {right}"
@@ -884,7 +888,17 @@ def header_line(left: str, right: str, person: str, flag: str, compact: str, cel
             return f" {line}"
         if width(line) == cells:  # the margin gives way before a count does
             return line
-    return fit(f"{flag} {compact}".strip(), cells)
+    # more than a line holds: two lines (or more), broken between parts, rather than a part cut
+    lines: list[str] = []
+    line = f" {person} {flag} ".replace("  ", " ")
+    for part in compact.split("·"):
+        candidate = line + part if line.endswith(" ") else f"{line}·{part}"
+        if width(candidate) > cells and line.strip():
+            lines.append(line.rstrip())
+            candidate = f" {part}"
+        line = candidate
+    lines.append(line)
+    return "\n".join(fit(one, cells) for one in lines)
 
 
 def status_line(first: list[str], warnings: list[str], hints: list[str], cells: int) -> str:

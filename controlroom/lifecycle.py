@@ -271,6 +271,10 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
                 yield f"    … and {event['errorCount'] - len(event['errors'])} more"
         return
     kind, ident = sectioned(key)
+    if kind == "bad" and ident == "more":
+        yield f"{state.bad_lines - len(state.problems)} more bad line(s) beyond the first {len(state.problems)}"
+        yield "  counted, not listed one by one; every read skips them; `regulator verify` counts them too"
+        return
     if kind == "bad":
         problem = state.problems[int(ident)]
         yield f"{problem.store} line {problem.line}: {problem.kind} line skipped"

@@ -10,6 +10,7 @@ offered.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
@@ -381,6 +382,78 @@ def server_for(name: str, instructions: str, severities: tuple[str, ...], invoke
     )
 
 
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]]')
+_ID_VALUE = re.compile(r'\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")')
+
+
+def request_id(raw: object) -> int | str | None:
+    """The `id` of a line that is no valid message, where one can be read: from the JSON when it
+    parses, else by a scan of the top-level object's keys (a line nested too deep for any parser
+    still names its id first). None when there is none: the answer then carries a null id."""
+    if not isinstance(raw, str):
+        return None
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict):
+        found = data.get("id")
+        return (
+            found
+            if isinstance(found, int | str) and not isinstance(found, bool) and _sendable(found)
+            else None
+        )
+    depth = 0
+    for match in _TOKEN.finditer(raw):
+        token = match.group()
+        if token in "{[":
+            depth += 1
+        elif token in "}]":
+            depth -= 1
+        elif depth == 1 and token == '"id"' and raw[: match.start()].rstrip()[-1:] in ("{", ","):
+            value = _ID_VALUE.match(raw, match.end())
+            if value is not None:
+                try:
+                    parsed = json.loads(value.group(1))
+                except ValueError:
+                    return None
+                return parsed if isinstance(parsed, int | str) and _sendable(parsed) else None
+    return None
+
+
+def _sendable(value: int | str) -> bool:
+    """An id the answer can carry back: text with a lone surrogate cannot be written as UTF-8."""
+    if isinstance(value, int):
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def answer_to(exc: Exception) -> types.JSONRPCError:
+    """SPEC §26: a line the SDK cannot read as a message (not JSON, nested too deep, a lone
+    surrogate, not a JSON-RPC message) is answered with a JSON-RPC error naming its id where it has
+    one, never left unanswered: an agent waiting on that id would wait forever."""
+    raw: object = None
+    errors = getattr(exc, "errors", None)
+    kind = ""
+    if callable(errors):
+        try:
+            first = errors()[0]
+            raw, kind = first.get("input"), str(first.get("type", ""))
+        except (IndexError, TypeError, AttributeError):
+            pass
+    parse = kind == "json_invalid" or not isinstance(raw, str)
+    code = types.PARSE_ERROR if parse else types.INVALID_REQUEST
+    what = "not JSON this door reads (invalid, or nested too deep)" if parse else "not a JSON-RPC message"
+    message = f"regulator: the request is {what}: {escape(str(exc).splitlines()[-1].strip()[:200])}"
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=request_id(raw), error=types.ErrorData(code=code, message=message)
+    )
+
+
 def instructions_for(unit: str | None) -> str:
     who = f"unit {unit}" if unit else "the unit whose lease token you present"
     return (
@@ -401,10 +474,27 @@ def build(door: UnitDoor) -> Server[Any]:
 
 
 def serve(door: UnitDoor) -> None:
+    from mcp.shared._context_streams import create_context_streams
+    from mcp.shared.message import SessionMessage
+
     server = build(door)
 
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with stdio_server() as (received, write_stream):
+            # every line the SDK could not read comes as an exception: answered here, in order
+            relay_send, relay_read = create_context_streams[SessionMessage | Exception](0)
+
+            async def relay() -> None:
+                async with relay_send:
+                    async for item in received:
+                        if isinstance(item, Exception):
+                            await write_stream.send(SessionMessage(answer_to(item)))
+                        else:
+                            await relay_send.send(item)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(relay)
+                await server.run(relay_read, write_stream, server.create_initialization_options())
+                group.cancel_scope.cancel()
 
     anyio.run(main)

@@ -10,6 +10,7 @@ from controlroom.readmodel import (
     header_text,
     in_memory,
     keys,
+    lint_unchecked,
     row,
     sensor_rows,
     snapshot,
@@ -32,7 +33,7 @@ from registry.lint import LintResult
 ABSENT_REASON = f"{ABSENT} (run --once on the host, or --once --registers-only for what git holds)"
 
 
-def exit_reasons(snap: Snapshot) -> list[str]:
+def exit_reasons(snap: Snapshot, require_history: bool = False) -> list[str]:
     reasons = [] if snap.known else [ABSENT_REASON]
     state = snap.state
     for unit_id, holding in sorted(snap.holds.items()):
@@ -54,6 +55,11 @@ def exit_reasons(snap: Snapshot) -> list[str]:
     if snap.lint is not None:
         for issue in snap.lint.errors:
             reasons.append(f"lint error {issue.code}: {issue.message}")
+    unchecked = lint_unchecked(snap)
+    if require_history and unchecked is not None:
+        reasons.append(
+            f"lint unchecked: trunk history unavailable ({unchecked}); --require-history: check out with full depth"
+        )
     if snap.history is not None and not snap.history.available:
         reasons.append(f"identity verify: git history unavailable ({snap.history.why})")
     for check in snap.identity:
@@ -99,7 +105,9 @@ def _unrouted_reasons(snap: Snapshot) -> list[str]:
     return reasons
 
 
-def once(ws: Workspace, person: str | None, read_only: bool = False) -> tuple[Snapshot, list[str]]:
+def once(
+    ws: Workspace, person: str | None, read_only: bool = False, require_history: bool = False
+) -> tuple[Snapshot, list[str]]:
     # a clone has nothing to route, and writes nothing; nor does a reader role (SPEC §18): what
     # they leave unrouted is routed in memory and judged (exit_reasons)
     if read_only:
@@ -111,7 +119,7 @@ def once(ws: Workspace, person: str | None, read_only: bool = False) -> tuple[Sn
     routed = len(route(ws)) if why is None else None
     snap = snapshot(ws, person, host_events=True)  # what `verify` re-derives, --once reports
     snap.routed, snap.not_routed = routed, why
-    return snap, exit_reasons(snap)
+    return snap, exit_reasons(snap, require_history)
 
 
 def routed_text(snap: Snapshot) -> str:
@@ -220,7 +228,7 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
         "excluded": excluded,
         "identity": [{"file": c.file, "ok": c.ok} for c in snap.identity],
         "verify": [{"store": f.store, "line": f.line, "message": f.message} for f in snap.verify],
-        "problems": [str(p) for p in state.problems],
+        "problems": [str(p) for p in state.problems],  # the first ones; counts.badLines has them all
         "exitReasons": reasons,
         "exitCode": 1 if reasons else 0,
     }
@@ -228,7 +236,13 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
 
 def as_text(snap: Snapshot, reasons: list[str]) -> str:
     lines = [] if snap.known else [ABSENT]
-    lines += [f"regulator · {snap.ws.root.name} · {header_text(snap, live='once')}", routed_text(snap), ""]
+    lines += [f"regulator · {snap.ws.root.name} · {header_text(snap, live='once')}", routed_text(snap)]
+    unchecked = lint_unchecked(snap)
+    if unchecked is not None:  # never shown as ✓: said, with why (SPEC §26)
+        lines.append(
+            f"lint unchecked: trunk history unavailable ({escape(unchecked)}); its history checks did not run"
+        )
+    lines.append("")
     for view in VIEWS:
         view_keys = keys(view, snap)
         lines.append(f"== {TITLES[view]} ({len(view_keys)})")
@@ -242,6 +256,11 @@ def as_text(snap: Snapshot, reasons: list[str]) -> str:
     if reasons:
         lines.append("exit 1:")
         lines += [f"- {escape(r)}" for r in reasons]
+    elif unchecked is not None:
+        lines.append(
+            "exit 0: nothing holds in-progress work; identity and stores verify; lint's history checks did "
+            "not run (--require-history makes that exit 1)"
+        )
     else:
         lines.append("exit 0: nothing holds in-progress work; lint, identity and stores verify")
     return "\n".join(lines) + "\n"

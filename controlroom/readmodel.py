@@ -17,7 +17,7 @@ from engine.base.text import escape
 from engine.checkout.workspace import Workspace
 from engine.commands.proposals import verify_identity
 from engine.commands.registers import lint
-from engine.commands.verification import Finding, findings
+from engine.commands.verification import Finding, LiveChain, findings
 from engine.commands.whatif import InMemory, route_in_memory
 from engine.read import freshness
 from engine.read.contracts import Contract
@@ -73,6 +73,10 @@ class Snapshot:
     verify: list[Finding] = field(default_factory=list)
     holds: dict[str, list[Obligation]] = field(default_factory=dict)  # unit -> the obligations holding it
     stale: dict[str, list[str]] = field(default_factory=dict)  # unit -> the unresolved findings flagging it
+    # the stores' chains checked line by line as the room folds them (SPEC §26): what they found
+    # since the last full checks, which `verify` holds too until those checks run again
+    live: list[Finding] = field(default_factory=list)
+    chains: dict[str, LiveChain] = field(default_factory=dict)
     # the interaction policy's persons, read once per refresh (actions ask them per keypress);
     # None: the policy cannot be read
     people: People | None = None
@@ -102,11 +106,32 @@ class Snapshot:
         self._cache[(what, args)] = (marker, value)
         return value
 
+    def check_appended(self) -> bool:
+        """Check the hash chain of every line folded since the last call (engine.commands.
+        verification.LiveChain); a line failing its hash or breaking the chain joins `verify` at
+        once. True when one was found. The first call only marks where the stores stand."""
+        found: list[Finding] = []
+        for name, cursor in self.state.cursors.items():
+            chain = self.chains.get(name)
+            if chain is None:
+                self.chains[name] = LiveChain.at(self.ws, name, cursor.offset, cursor.line)
+                continue
+            found += chain.check(self.ws, name, cursor.offset)
+        if found:
+            self.live += found
+            self.verify = self.verify + found
+            self.generation += 1
+        return bool(found)
+
+    def hold(self) -> None:
+        """What holds each unit, as engine.read.vetoes.holds decides it (one meaning: SPEC §26)."""
+        found = holds(self.ws, self.state)
+        self.holds, self.stale = found.obligations, found.findings
+
     def derive(self) -> None:
         """Recompute the indexes every row reads (cheap, one pass each)."""
         self.known = self.ws.has_stores
-        found = holds(self.ws, self.state)
-        self.holds, self.stale = found.obligations, found.findings
+        self.hold()
         try:
             self.people = self.ws.people()
         except RegulatorError:
@@ -138,6 +163,7 @@ def snapshot(
     if with_checks:
         refresh_checks(snap, host_events=host_events)
     snap.derive()
+    snap.check_appended()  # marks where each store's chain stands: the room checks what comes after
     return snap
 
 
@@ -154,13 +180,16 @@ class Checks:
 
     def apply(self, snap: Snapshot) -> None:
         snap.generation += 1
+        covered = {(f.store, f.line) for f in self.verify}
+        snap.live = [f for f in snap.live if (f.store, f.line) not in covered]  # lines after these checks
         snap.lint, snap.identity, snap.verify, snap.history = (
             self.lint,
             self.identity,
-            self.verify,
+            self.verify + snap.live,
             self.history,
         )
         snap.state.registers = self.registers
+        snap.hold()  # the registers just read (trunk's too) hold units
 
 
 def frozen(state: State) -> State:
@@ -310,6 +339,8 @@ def _keys(view: str, snap: Snapshot, show_all: bool) -> list[Key]:
         queue, _ = next_up(snap.ws, state, explain=False)
         # bad store lines first: what the stores could not say is the first thing to see (§16.3)
         out: list[Key] = [RowKey("bad", str(i)) for i in range(len(state.problems))]
+        if state.bad_lines > len(state.problems):  # the rest are counted, not listed (SPEC §26)
+            out.append(RowKey("bad", "more"))
         out += [RowKey("verify", str(i)) for i in range(len(snap.verify))]
         out += [RowKey("next", u["id"]) for u in queue]
         if snap.lint is not None:
@@ -417,6 +448,14 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
     if view == "registers":
         kind, ident = sectioned(key)
         registers = registers_of(snap.ws, state)
+        if kind == "bad" and ident == "more":
+            more = state.bad_lines - len(state.problems)
+            return [
+                "store",
+                "…",
+                "bad lines",
+                f"and {more} more bad line(s), counted, not listed (`regulator verify`)",
+            ]
         if kind == "bad":
             problem = state.problems[int(ident)]
             return ["store", f"{problem.store}:{problem.line}", f"bad line: {problem.kind}", problem.message]
@@ -622,7 +661,8 @@ def _counts(snap: Snapshot) -> dict[str, int]:
         "expiring": snap._expiring,
         "lintErrors": len(snap.lint.errors) if snap.lint else 0,
         "unrouted": unrouted_count(state),
-        "badLines": len(state.problems),
+        "badLines": state.bad_lines,
+        "verify": len(snap.verify),
         "overdue": overdue,
         "evidenceExpired": expired,
     }
@@ -671,17 +711,14 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, s
     c: dict[str, int | str] = dict(counts(snap))
     if not snap.known:  # without the stores these are unknown, never 0 (SPEC §16.2)
         c.update(blocking="?", held="?", stale="?", expiring="?", unrouted="?")
-    if snap.lint is None:
-        lint_part = "lint …"
-    else:
-        lint_part = "lint ✓" if c["lintErrors"] == 0 else f"lint ✗{c['lintErrors']}"
+    lint_part = lint_mark(snap)
     if compact:
         parts = [
             f"{c['blocking']} blk",
             f"{c['held']} held",
             f"{c['stale']} stale",
             f"{c['expiring']} exp≤7d",
-            lint_part.replace(" ", ""),
+            lint_part.replace("lint unchecked", "lint:unchecked").replace(" ", ""),
             f"{c['unrouted']} unrtd",
         ]
         would = would_block_text(snap, compact=True)
@@ -693,6 +730,8 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, s
             parts.append(f"{c['evidenceExpired']} evid.exp")
         if c["badLines"]:
             parts.append(f"{c['badLines']} bad")
+        if c["verify"]:
+            parts.append(f"⚠{c['verify']} vfy")
         parts += [SHORT_MARKS.get(m, m) for m in trust_marks(snap.ws)]
         if store and snap.known:
             parts.append(SHORT_STORES.get(store, store))
@@ -714,10 +753,29 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, s
         parts.append(f"{c['evidenceExpired']} evidence expired")
     if c["badLines"]:
         parts.append(f"{c['badLines']} bad line(s)")
+    if c["verify"]:
+        parts.append(f"⚠ {c['verify']} verify finding(s)")
     parts += trust_marks(snap.ws)
     if store and snap.known:
         parts.append(store)
     return " · ".join(parts) + f" · {live}"
+
+
+def lint_mark(snap: Snapshot) -> str:
+    """The header's lint part: `lint …` until it ran, `lint ✗N` with errors, and `lint unchecked`
+    when trunk history could not be read (SPEC §26: never ✓ for what was not checked)."""
+    if snap.lint is None:
+        return "lint …"
+    if snap.lint.errors:
+        return f"lint ✗{len(snap.lint.errors)}"
+    return "lint ✓" if snap.lint.history_checked else "lint unchecked"
+
+
+def lint_unchecked(snap: Snapshot) -> str | None:
+    """Why lint's history checks did not run (trunk history unavailable), or None."""
+    if snap.lint is None or snap.lint.history_checked:
+        return None
+    return snap.lint.history_why or "trunk history unavailable"
 
 
 SHORT_STORES = {"postgresql": "pg", "files": "files"}
@@ -729,10 +787,29 @@ HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
     ("N held", "N held", "units held, by a blocking obligation or an unresolved finding"),
     ("N stale", "N stale", "open obligations whose signal has expired; they stay open until dispositioned"),
     ("N expiring ≤7d", "N exp≤7d", "current memory entries within 7 days of their review-by date"),
-    ("lint ✓ / ✗N / …", "lint✓ / lint✗N / lint…", "registry lint: no error / N errors / still running"),
+    (
+        "lint ✓ / ✗N / … / unchecked",
+        "lint✓ / lint✗N / lint… / lint:unchecked",
+        "registry lint: no error / N errors / still running / trunk history could not be read",
+    ),
     ("N unrouted", "N unrtd", "signals not yet routed (this room routes them, unless read-only)"),
     ("⚠ N would block", "⚠N would blk", "blocking obligations that routing the unrouted signals would open"),
+    (
+        "N overdue",
+        "N overdue",
+        "open obligations past their deadline (routing.yaml deadlines): escalated, still open",
+    ),
+    (
+        "N evidence expired",
+        "N evid.exp",
+        "open obligations whose signal's evidence expired under them: a recheck is open",
+    ),
     ("N bad line(s)", "N bad", "store lines every read skips (torn or malformed): first in Registers"),
+    (
+        "⚠ N verify finding(s)",
+        "⚠N vfy",
+        "lines `regulator verify` names (a failed hash, a broken chain): Registers",
+    ),
     ("stores absent: unit state unknown", "NO STORES", "a checkout without the stores (a clone)"),
     ("names unauthenticated", "names unauth", "person events count by name: no signatures required"),
     ("clock pinned", "pinned", "REGULATOR_NOW is honoured here (tests and demos only)"),
@@ -747,6 +824,15 @@ TABLE_LEGEND: tuple[tuple[str, str], ...] = (
     ("███░░ 30d", "memory: days left before review-by, full at 90; ! within 7 days; ×××× expired"),
     ("⚠ evidence changed", "memory: a file its evidence cites changed since it was recorded"),
     ("(stale)", "obligations: the signal behind it has expired"),
+    (
+        "(evidence expired) (overdue)",
+        "obligations: the host recorded its evidence expired / open past its deadline",
+    ),
+    ("sensor:NAME", "signals: reported by a declared sensor (7 Sensors lists them with their last runs)"),
+    (
+        "(prediction …) (came true)",
+        "signals: a prediction pending or awaiting its outcome (o records it) / its outcome",
+    ),
     ("⚑ F-x", "records: an open finding affects it (awaits ack until acknowledged)"),
     (
         "ids",

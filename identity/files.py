@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from identity import regular
+
 IDENTITY_DIR = "regulator/identity"
 POLICY_DIR = "regulator/policy"
 IDENTITY_NAMES = ("invariants.md", "glossary.md", "boundaries.md")
@@ -29,6 +31,6 @@ def content_hash(data: bytes) -> str:
 
 def file_hash(path: Path) -> str | None:
     try:
-        return content_hash(path.read_bytes())
+        return content_hash(regular.read_bytes(path))
     except FileNotFoundError:
         return None

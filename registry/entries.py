@@ -121,6 +121,7 @@ class Registers:
     texts: dict[str, str] = field(default_factory=dict)  # path -> text as read (lint compares it)
     invalid: dict[str, Invalid] = field(default_factory=dict)  # path -> why it is no entry
     held: dict[str, Held] = field(default_factory=dict)  # invalid finding path -> its trunk hold
+    trunk: object = None  # registry.trunkwalk.TrunkFindings, walked on first use (engine.read.ladder)
 
     def invalid_of(self, kind: str) -> list[Invalid]:
         return sorted((i for i in self.invalid.values() if i.kind == kind), key=lambda i: i.path)

@@ -5,8 +5,9 @@ costs a quarter of a millisecond per entry. Most frontmatter is flat `key: value
 quoted or plain strings, booleans, dates and flow or block lists of strings. This reader accepts
 exactly that subset and answers None for anything else (tags, anchors, nesting, numbers, a key
 given twice, a block list whose items are not all indented alike, a character YAML treats as a line
-break or refuses, any doubt), so the caller falls back to the strict loader: the result is always
-what `yaml.safe_load` would give, and a head it would refuse is never answered here.
+break or refuses, a Unicode space Python would strip and YAML keeps, any doubt), so the caller
+falls back to the strict loader: the result is always what `yaml.safe_load` would give, and a head
+it would refuse is never answered here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import date
 
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: (.*))?$")
 _PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_ ./()=+'-]*(?::[A-Za-z0-9_./()=+'-]+)*")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _BOOLS = {
     **dict.fromkeys(("yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
     **dict.fromkeys(("no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False),
@@ -25,6 +26,11 @@ _NULLS = ("null", "Null", "NULL", "~")
 # anything but newline and printable characters: YAML refuses C0/C1 controls, reads \r, \x85,
 # U+2028 and U+2029 as line breaks, and a tab has rules of its own; all of it is YAML's job
 _ODD = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# the spaces Python's str.strip and str.split take for whitespace and YAML does not (YAML's
+# whitespace is the space and the tab): `resolved: true` + U+00A0 is the text "true\u00a0" to
+# YAML, and must never be read as True here (SPEC §26). Any of them in a head: YAML's job.
+UNICODE_SPACES = "\xa0\u1680\u2000-\u200a\u202f\u205f\u3000"
+_SPACE = re.compile(f"[{UNICODE_SPACES}]")
 _KEY_MAX = 200  # YAML allows a simple key 1024 characters at most; long ones are YAML's job
 
 
@@ -90,7 +96,7 @@ def parse(head: str) -> dict | None:
 
 
 def _parse(head: str) -> dict:
-    if _ODD.search(head):
+    if _ODD.search(head) or _SPACE.search(head):
         raise _Unsure
     data: dict = {}
     lines = head.split("\n")

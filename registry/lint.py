@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from registry.entries import LOAD_BEARING, Entry, Issue, Registers, load_fields, parse_ack
-from registry.history import ZERO, History, RangeHistory
+from registry.history import ZERO, Commit, History, RangeHistory
+from registry.trunkwalk import TrunkFindings
 
 CODES = {
     "awaits-ack": "notice: an unresolved finding nobody has acknowledged yet",
@@ -58,6 +59,7 @@ class Policy:
 class LintResult:
     issues: list[Issue] = field(default_factory=list)
     history_checked: bool = False
+    history_why: str = ""  # why trunk history could not be read (history_checked False)
 
     def of(self, level: str) -> list[Issue]:
         return [i for i in self.issues if i.level == level]
@@ -72,6 +74,7 @@ class LintResult:
             "warnings": [i.as_json() for i in self.of("warning")],
             "notices": [i.as_json() for i in self.of("notice")],
             "historyChecked": self.history_checked,
+            "historyUnavailable": None if self.history_checked else self.history_why or "unknown",
         }
 
 
@@ -222,6 +225,32 @@ def _load_bearing(fields: dict | None) -> dict:
     return {k: fields.get(k) for k in LOAD_BEARING}
 
 
+def authorize_commit(policy: Policy, sha: str, email: str, message: str) -> tuple[str | None, str]:
+    """Whether one commit authorizes the load-bearing changes it makes: (the person, "authorized
+    (signed) by ...") when SSH-signed by a person with the ack grant named in its `Authorized-by:`
+    trailer, (the person, "authorized (claimed) by ...") for the trailer alone where signatures are
+    not required; else (None, why not)."""
+    seen = ""
+    for name in Commit(sha, email, message, []).authorized_by():
+        if name not in policy.ackers:
+            seen = f"Authorized-by: {name} does not hold the ack grant"
+            continue
+        emails = policy.ackers[name]
+        if emails and email not in emails:
+            seen = f"Authorized-by: {name}, but the commit author {email} is not one of {name}'s emails"
+            continue
+        if policy.signed is not None and policy.signed(sha, name):
+            return name, f"authorized (signed) by {name} in {sha[:10]}"
+        if policy.require_signatures:
+            seen = (
+                f"Authorized-by: {name} on {sha[:10]}, but the commit is not SSH-signed by one of "
+                f"{name}'s keys (requireSignatures); `regulator registry ack F-x --by {name} --commit` signs it"
+            )
+            continue
+        return name, f"authorized (claimed) by {name} in {sha[:10]}: the commit is not signed"
+    return None, seen
+
+
 def _authorizer(
     history: History | RangeHistory,
     path: str,
@@ -238,23 +267,10 @@ def _authorizer(
     # commit cannot carry someone else's later change to the same entry
     touching = [c for c in history.commits if path in c.paths and (only is None or c.sha == only)]
     for commit in touching[:1]:
-        for name in commit.authorized_by():
-            if name not in policy.ackers:
-                seen = f"Authorized-by: {name} does not hold the ack grant"
-                continue
-            emails = policy.ackers[name]
-            if emails and commit.email not in emails:
-                seen = f"Authorized-by: {name}, but the commit author {commit.email} is not one of {name}'s emails"
-                continue
-            if policy.signed is not None and policy.signed(commit.sha, name):
-                return name, f"authorized (signed) by {name} in {commit.sha[:10]}"
-            if policy.require_signatures:
-                seen = (
-                    f"Authorized-by: {name} on {commit.sha[:10]}, but the commit is not SSH-signed by one of "
-                    f"{name}'s keys (requireSignatures); `regulator registry ack F-x --by {name} --commit` signs it"
-                )
-                continue
-            return name, f"authorized (claimed) by {name} in {commit.sha[:10]}: the commit is not signed"
+        who, how = authorize_commit(policy, commit.sha, commit.email, commit.message)
+        if who is not None:
+            return who, how
+        seen = how
     why = seen or f"no commit {where} carries Authorized-by: <person with the ack grant>"
     return None, f"{why} ({policy.note})" if policy.note else why
 
@@ -451,4 +467,31 @@ def lint_range(history: RangeHistory, policy: Policy) -> list[Issue]:
                 continue
             ack_removed = "ack" in changed and not (after.get("ack") or "").strip()
             _unauthorized(issues, path, changed, ack_removed, f" in {by}", f"by {by}", why)
+    return issues
+
+
+def lint_trunk(found: TrunkFindings, policy: Policy) -> list[Issue]:
+    """SPEC §26: every load-bearing change trunk holds since the baseline, authorized by the commit
+    that brought it to trunk (or the merged commit that made it), or an error that keeps the hold
+    it would have lifted. A change a later authorized commit decided afresh is no longer an error."""
+    issues: list[Issue] = []
+    for change in found.changes:
+        path, by = change.path, f"{change.commit[:12]} ({change.subject})"
+        if change.who is not None:
+            if change.changed:
+                _authorized(issues, path, f"{change.how} (on trunk: {', '.join(change.changed)})")
+            continue
+        if change.superseded:
+            continue
+        why = (
+            change.how
+            or "no Authorized-by: <person with the ack grant> on the commit that brought it to trunk"
+        )
+        if policy.note:
+            why += f" ({policy.note})"
+        if change.lifts:
+            why += f"; it keeps the hold on {', '.join(change.lifts)} it would have lifted"
+        _unauthorized(
+            issues, path, list(change.changed), change.ack_removed, " on trunk", f"on trunk by {by}", why
+        )
     return issues

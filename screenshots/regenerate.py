@@ -14,8 +14,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from controlroom.views import VIEWS  # every view, as the room defines them
+
 NOW = "2026-11-29T12:00:00Z"
-VIEWS = ("obligations", "units", "memory", "signals", "registers", "identity")
+
 HERE = Path(__file__).resolve().parent
 
 

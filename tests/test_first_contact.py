@@ -33,7 +33,8 @@ def demo(tmp_path: Any, monkeypatch: Any) -> Workspace:
 
 
 def cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess:
-    """The real command on the demo, signing with the demo's key for alice."""
+    """The real command on the demo, signing with the demo's key for alice, from a shell whose git
+    identity (GIT_AUTHOR_EMAIL=alice@example.org) is not one the demo's policy lists for her."""
     env = clean_env(REGULATOR_NOW=NOW, GIT_CONFIG_GLOBAL="/dev/null")
     key = str(ws.root / KEY_DIR / OWNER)
     return subprocess.run(
@@ -88,6 +89,9 @@ def test_registry_resolve_writes_commits_signed_and_releases_the_unit(demo: Any)
     assert f"registry: resolve {FINDING} by alice" in log and "Authorized-by: alice" in log
     assert git(demo, "rev-parse", "HEAD^").strip() == head.strip()  # one commit
     assert "-----BEGIN SSH SIGNATURE-----" in git(demo, "cat-file", "commit", "HEAD")  # signed by alice's key
+    # authored by alice as the policy lists her (lint authorizes only a listed email), whatever the
+    # shell's git identity says
+    assert git(demo, "log", "-1", "--format=%an <%ae>").strip() == "alice <demo@regulator.invalid>"
     assert git(demo, "status", "--porcelain").strip() == ""  # the views followed it in the same commit
     lint = cli(demo, "registry", "lint", "--json")
     assert lint.returncode == 0, lint.stdout

@@ -53,9 +53,10 @@ def test_a_lease_works_on_a_host_whose_mirror_was_moved_aside(tmp_path: Path, pg
     by_flag = ws.run("--lease", str(lease), "status", cwd=tmp_path)
     assert by_flag.returncode == 0, by_flag.stderr
     (host2 / ".regulator").rename(tmp_path / "aside-5")
+    # the stdio door is not for a PostgreSQL store (SPEC §22: no database credentials in a unit's
+    # process tree): refused in one line pointing at serve, whichever way the lease is found
     config = ws.run("mcp", "--lease", str(lease), "--print-config", cwd=tmp_path)
-    assert config.returncode == 0, config.stderr
-    assert "regulator-r1" in json.loads(config.stdout)["mcpServers"]
+    assert config.returncode == 3 and "regulator serve" in one_line(config), config.stderr
 
 
 def test_a_lease_works_right_after_the_move_step_of_the_docs(tmp_path: Path, pg_url: str) -> None:
@@ -69,45 +70,6 @@ def test_a_lease_works_right_after_the_move_step_of_the_docs(tmp_path: Path, pg_
     done = ws.run(*report_args(subject="after the move"), cwd=worktree, env=selected)
     assert done.returncode == 0, done.stderr
     assert "after the move" in [s["subject"] for s in ws.json("signals", env=selected)]
-
-
-def test_a_running_mcp_server_keeps_working_when_the_mirror_is_deleted(tmp_path: Path, pg_url: str) -> None:
-    """Deleting the mirror is always safe (docs/fleet.md), also under a server that stays up."""
-    import anyio
-    from mcp.client.session import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
-    ws = make_workspace(tmp_path, store=pg_url)
-    host2 = clone(ws, tmp_path / "host2")
-    worktree = tmp_path / "wt-r1"
-    worktree.mkdir()
-    ws.run("unit", "dispatch", "r1", "--worktree", str(worktree), cwd=host2, check=True)
-    lease = str(worktree / ".regulator-lease.json")
-    fields = {
-        "subject": "s", "claim": "c", "observation": "o", "evidence": ["e"], "confidence": "high",
-        "reportedSeverity": "info", "affectedUnits": [],
-    }  # fmt: skip
-    results: list[tuple[bool, str]] = []
-
-    async def main() -> None:
-        params = StdioServerParameters(command=REGULATOR, args=["mcp", "--lease", lease], env=ws.env)
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            for n in range(3):
-                if n and (host2 / ".regulator").is_dir():  # remade by the calls before
-                    (host2 / ".regulator").rename(tmp_path / f"aside-{n}")
-                for tool, arguments in (
-                    ("report_intelligence", dict(fields, subject=f"report {n}")),
-                    ("status", {}),
-                ):
-                    result = await session.call_tool(tool, arguments)
-                    results.append((result.is_error, getattr(result.content[0], "text", "")))
-
-    anyio.run(main)
-    assert [error for error, _ in results] == [False] * 6, results
-    subjects = [s["subject"] for s in ws.json("signals")]
-    assert subjects == ["report 0", "report 1", "report 2"]
-    assert (host2 / ".regulator" / "postgresql.json").is_file()
 
 
 def test_a_lease_naming_a_folder_without_stores_or_a_postgresql_store_is_still_refused(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import pytest
@@ -119,6 +120,36 @@ def test_same_as_safe_load_or_none(pairs: Any, blocks: Any) -> None:
 @given(groups)
 def test_same_as_safe_load_or_none_with_mixed_indentation_and_nested_lists(parts: Any) -> None:
     check_same_as_safe_load("\n".join(line for group in parts for line in group))
+
+
+# SPEC §26: every character Python's str methods take for whitespace or a line break, and every
+# Unicode space and separator (YAML's whitespace is the space and the tab; its line breaks \n, \r,
+# NEL, U+2028 and U+2029), plus the byte-order mark
+SPACES_AND_BREAKS = [
+    c for c in map(chr, range(0x3001)) if c.isspace() or unicodedata.category(c) in ("Zs", "Zl", "Zp")
+] + ["\ufeff"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    groups,
+    st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(SPACES_AND_BREAKS)), min_size=1, max_size=3),
+)
+def test_same_as_safe_load_or_none_with_unicode_spaces_and_line_breaks(parts, inserts):
+    """Issue 28: `resolved: true` + U+00A0 read True here, a string to YAML (14,702 of 20,020
+    generated headers with Unicode spaces disagreed)."""
+    head = "\n".join(line for group in parts for line in group)
+    for position, char in inserts:
+        at = position % (len(head) + 1)
+        head = head[:at] + char + head[at:]
+    check_same_as_safe_load(head)
+
+
+@pytest.mark.parametrize("space", SPACES_AND_BREAKS)
+def test_a_unicode_space_after_a_boolean_is_never_the_boolean(space):
+    head = f"id: F-x\nresolved: true{space}\naffects: [u1]"
+    check_same_as_safe_load(head)
+    assert parse(head) is None or parse(head)["resolved"] is True and space in " \n"
 
 
 @pytest.mark.parametrize(

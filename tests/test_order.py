@@ -373,7 +373,9 @@ def hosts(draw: Any) -> Any:
     opened: list[str] = []
     for n in range(draw(st.integers(1, 30))):
         kind = draw(
-            st.sampled_from(["signal", "routing", "disposition", "dispatch", "close", "read", "garbage"])
+            st.sampled_from(
+                ["signal", "routing", "disposition", "dispatch", "close", "decision", "read", "garbage"]
+            )
         )
         unit = draw(st.sampled_from(["u1", "u2", "u3"]))
         seen = draw(st.sampled_from(["now"] * 6 + ["earlier", "none", "more"]))
@@ -395,6 +397,14 @@ def hosts(draw: Any) -> Any:
             target = opened.pop(draw(st.integers(0, len(opened) - 1)))
             steps.append(("signals", {"kind": "disposition", "obligation": target, "disposition": "no-action",
                                       "by": "alice", "rationale": "r", "at": at}))  # fmt: skip
+        elif (
+            kind == "decision"
+        ):  # a recovery decision that waits: its blocking obligation opens in units.ndjson
+            opened.append(f"rec-{n}")
+            steps.append(("units", {"kind": "decision", "id": f"d{n}", "unit": unit, "action": "pause",
+                                    "by": "alice", "rationale": "r", "resolves": [],
+                                    "opens": {"id": f"rec-{n}", "severity": "blocking", "owedTo": "S3"},
+                                    "at": at}))  # fmt: skip
         elif kind in ("dispatch", "close"):
             steps.append(("units", {"kind": kind, "unit": unit, "leaseHash": None, "seen": seen, "at": at}))
         elif kind == "read":
@@ -433,7 +443,7 @@ def run_steps(root: Path, steps: Any, live: State, ws: Any) -> State:
     return live
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=hosts(), cut=st.floats(0, 1))
 def test_a_fold_read_piece_by_piece_or_through_a_checkpoint_equals_a_cold_one(steps: Any, cut: Any) -> None:
     with tempfile.TemporaryDirectory() as base:
@@ -464,3 +474,27 @@ def test_a_fold_read_piece_by_piece_or_through_a_checkpoint_equals_a_cold_one(st
         assert sorted(cold.uncounted, key=lambda u: (u.store, u.offset)) == sorted(
             live.uncounted, key=lambda u: (u.store, u.offset)
         )
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=hosts())
+def test_the_inline_judgement_of_host_events_equals_the_one_that_says_why(steps):
+    """The folds judge a host event as hosts write it inline, and ask engine.read.fold._ordered
+    (and _routing_order) only otherwise: with the inline path off, every fold is the same."""
+    import engine.read.fold as fold
+
+    with tempfile.TemporaryDirectory() as base:
+        root = fresh_root(base)
+        ws = EngineWorkspace(root)
+        now = datetime(2026, 11, 29, 12, tzinfo=UTC)
+        live = run_steps(root, steps, State(now=now), ws)
+        fast = load(ws, now, cached=False)
+        fold._INLINE = False
+        try:
+            slow = load(ws, now, cached=False)
+        finally:
+            fold._INLINE = True
+        assert fingerprint(fast) == fingerprint(slow)
+        assert fast.uncounted == slow.uncounted
+        assert fast.host == slow.host
+        del live

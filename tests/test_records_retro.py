@@ -484,7 +484,12 @@ def test_retro_counts_lint_errors_at_the_last_trunk_commit_before_until(tmp_path
     git(root, "add", "-A")
     git(
         root,
+        "-c",
+        "gpg.format=ssh",
+        "-c",
+        f"user.signingkey={root / '.demo-keys' / 'alice'}",
         "commit",
+        "-S",  # arriving acknowledged on trunk: signed by alice, whose policy requires it (SPEC §26)
         "-qm",
         "a finding against u1\n\nAuthorized-by: alice",
         env=clean_env(GIT_AUTHOR_DATE=T1, GIT_COMMITTER_DATE=T1),

@@ -90,6 +90,10 @@ def test_the_ladder_for_f_alert_path_dead(reg: Any) -> None:
     ws.write(FINDING, finding_text(ack="2026-11-29 alice", resolved=True))
     ws.commit("resolve: alerter ships its CLI\n\nAuthorized-by: alice")
     assert lint(ws)["errors"] == []
+    # holds come from trunk (SPEC §26): resolved on the branch, the finding holds until it lands
+    assert unit(ws, "release-hardening/manifest")["staleKnowledge"] == ["F-alert-path-dead"]
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--ff-only", "desk")
     assert unit(ws, "release-hardening/manifest")["staleKnowledge"] == []
     assert "release-hardening/manifest" not in [u["id"] for u in ws.json("registry", "next-up")]
     ws.run(

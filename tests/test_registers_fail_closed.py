@@ -309,8 +309,9 @@ def test_a_direct_push_flipping_resolved_is_caught_by_range(pushed: Any) -> None
     ws.write(FINDING, finding_text(resolved=True))
     ws.commit("close it quietly")  # straight on trunk, no trailer
     after = head(ws)
-    # HEAD is trunk: the branch guard sees nothing uncommitted (the hole issue 13 names)
-    assert lint(ws)["errors"] == []
+    # HEAD is trunk: the branch guard sees nothing uncommitted, and lint over trunk's history since
+    # the baseline names the flip (SPEC §26)
+    assert codes(lint(ws)) == [("unauthorized-change", FINDING)]
     result = lint(ws, "--range", f"{before}..{after}")
     assert codes(result) == [("unauthorized-change", FINDING)] and result["historyChecked"] is True
     message = result["errors"][0]["message"]

@@ -220,7 +220,17 @@ def test_once_tick_routes_what_is_unrouted_and_exits_0(tmp_path: Any) -> None:
     done = ws.run("serve", "--once-tick")
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stderr.splitlines()]
-    assert [x["duty"] for x in lines] == ["route", "lease-heartbeats", "lease-expiry", "tick"]
+    # the route pass, lease heartbeats and expiry (engine.host.leases), the timed duties of §24
+    # (engine.host.world), then the tick's own line
+    assert [x["duty"] for x in lines] == [
+        "route",
+        "lease-heartbeats",
+        "lease-expiry",
+        "evidence",
+        "deadlines",
+        "sensors",
+        "tick",
+    ]
     assert lines[0]["outcome"] == {"routed": 1}
     assert lines[2]["outcome"] == {"expired": []}  # a duty of every tick (engine.host.leases)
     assert ws.json("status")["unrouted"] == 0 and len(ws.json("obligations")) == 1

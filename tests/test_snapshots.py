@@ -21,6 +21,7 @@ from tests.room import until
 
 SIZES = {"80x24": (80, 24), "150x42": (150, 42)}
 PROPOSAL_ID = "01M8KJT9G0PR0P0SA1DEM0PAGE"
+PREDICTION_ID = "01M8KJT9G0PREDCT10NDEM0PAG"
 SHOWN_ROOT = "/tmp/regulator-demo-x/fleet-repo"  # where `?` says the workspace is, in a snapshot
 FIXED = clock.parse_time(NOW)
 
@@ -47,6 +48,36 @@ def demo_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
         patch.setattr(ids, "new_id", lambda seed: PROPOSAL_ID)
         text = (ws.root / path).read_text() + "# floors are matched over subject, observation and rationale\n"
         propose(ws, path, text.encode(), "document where floors look", Actor(person="alice"))
+    return ws
+
+
+@pytest.fixture(scope="module")
+def predicted_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    """The demo with alice's prediction awaiting its outcome (what the outcome dialog is for)."""
+    from engine.base import ids
+    from engine.commands.router import route
+    from engine.commands.signals import report_intelligence
+
+    ws = _demo(tmp_path_factory, "predicted")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REGULATOR_NOW", NOW)
+        patch.setattr(ids, "new_id", lambda seed: PREDICTION_ID)  # as the proposal's, above
+        report_intelligence(
+            ws,
+            {
+                "subject": "the release slips",
+                "claim": "The release slips past the 1st.",
+                "observation": "three blockers open",
+                "evidence": ["tracker"],
+                "confidence": "medium",
+                "reportedSeverity": "info",
+                "prediction": {"resolvesAt": "2026-12-01T00:00:00Z"},
+            },
+            Actor(person="alice"),
+        )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REGULATOR_NOW", NOW)
+        route(ws)  # before the room opens: its first frame does not wait on a routing worker
     return ws
 
 
@@ -134,6 +165,7 @@ DIALOGS: dict[str, tuple[tuple[object, ...], str]] = {
     "ack": (("5", _on(RowKey("finding", "F-alert-path-dead")), "c"), "demo_ws"),
     "resolve-finding": (("5", _on(RowKey("finding", "F-alert-path-dead")), "r"), "demo_ws"),
     "dismiss": (("5", "d"), "damaged_ws"),
+    "outcome": (("4", _on(PREDICTION_ID), "o", _choose("yes")), "predicted_ws"),
     "lifecycle": (("enter",), "demo_ws"),
     "keys": ((_shown_root, "question_mark"), "demo_ws"),
 }

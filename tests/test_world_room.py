@@ -86,7 +86,7 @@ def test_overdue_evidence_expired_and_sensors_are_shown(world: Any) -> None:
         seen["sensors"] = text(app)
         await pilot.press("enter")
         await pilot.pause()
-        seen["sensor lifecycle"] = "\n".join(str(w.render()) for w in app.screen.query("Static"))
+        seen["sensor lifecycle"] = "\n".join(app.screen.lines)
         await pilot.press("escape")
         await pilot.press("1")
         app.table.cursor = next(
@@ -94,7 +94,7 @@ def test_overdue_evidence_expired_and_sensors_are_shown(world: Any) -> None:
         )
         await pilot.press("enter")
         await pilot.pause()
-        seen["lifecycle"] = "\n".join(str(w.render()) for w in app.screen.query("Static"))
+        seen["lifecycle"] = "\n".join(app.screen.lines)
 
     run(app, script)
 

@@ -207,8 +207,14 @@ def report_problems(state: Any) -> None:
             f"regulator: warning: the policy in force is unknown ({unknown}): no person event counts "
             "until identity.ndjson verifies again (regulator verify)\n"
         )
-    for problem in state.problems:
+    for problem in state.problems:  # the first ones; the rest are counted (SPEC §26)
         sys.stderr.write(f"regulator: warning: {problem}\n")
+    more = getattr(state, "bad_lines", 0) - len(state.problems)
+    if more > 0:
+        sys.stderr.write(
+            f"regulator: warning: and {more} more bad line(s) skipped, not listed one by one "
+            "(`regulator verify` names the first of each store)\n"
+        )
     report_contracts(state)
 
 

@@ -80,12 +80,22 @@ def controlroom(
             help="With --once: check only what git holds (lint, views, identity by git history).",
         ),
     ] = False,
+    require_history: Annotated[
+        bool,
+        typer.Option(
+            "--require-history",
+            help="With --once: exit 1 when trunk history is unavailable (lint unchecked). "
+            "--registers-only always requires it.",
+        ),
+    ] = False,
 ) -> None:
     """Open the control room; --once prints the state for CI (exit 1 when something holds)."""
     from engine.commands.actors import no_person_under_lease
 
     if registers_only and not (once or as_json):
         raise BadInput("--registers-only goes with --once (a check for CI)")
+    if require_history and not (once or as_json):
+        raise BadInput("--require-history goes with --once (a check for CI)")
     interactive = not (once or as_json or screenshot is not None)
     if screenshot is not None and not (once or as_json):
         writable_svg(screenshot)
@@ -104,7 +114,7 @@ def controlroom(
     if registers_only:
         raise typer.Exit(run_registers_only(ws, as_json))
     if once or as_json:
-        code = run_once(ws, person, read_only, as_json)
+        code = run_once(ws, person, read_only, as_json, require_history)
         raise typer.Exit(code)
     if screenshot is not None:
         from controlroom.shots import screenshot as shoot
@@ -144,11 +154,13 @@ def run_registers_only(ws: Workspace, as_json: bool) -> int:
     return found.exit_code
 
 
-def run_once(ws: Workspace, person: str | None, read_only: bool, as_json: bool) -> int:
+def run_once(
+    ws: Workspace, person: str | None, read_only: bool, as_json: bool, require_history: bool = False
+) -> int:
     from controlroom.once import as_json as to_json
     from controlroom.once import as_text, once
 
-    snap, reasons = once(ws, person, read_only)
+    snap, reasons = once(ws, person, read_only, require_history)
     report_contracts(snap.state)
     if as_json:
         emit_json(to_json(snap, reasons))

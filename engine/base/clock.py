@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from datetime import UTC, date, datetime
 
@@ -58,8 +59,41 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_time(value: str, field: str = "time") -> datetime:
-    """Parse ISO-8601; a time without zone is taken as UTC, a bare date as its midnight UTC."""
+DATE_FORM = "YYYY-MM-DD"
+TIME_FORM = "YYYY-MM-DDTHH:MM:SSZ"
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
+def parse_time(value: object, field: str = "time") -> datetime:
+    """A time given to regulator (a flag, a JSON field, an MCP argument, REGULATOR_NOW): exactly
+    YYYY-MM-DDTHH:MM:SSZ, a real moment in UTC; every other form is bad input (SPEC §26). The one
+    parser of input times: `20261221T000000Z`, `+00:00`, a week date or a bare date are refused."""
+    if not isinstance(value, str) or not _TIME.fullmatch(value):
+        shown = repr(value) if isinstance(value, str) else "not text"
+        raise BadInput(f"{field}: {shown} is not a time {TIME_FORM} (e.g. 2026-11-29T12:00:00Z)")
+    try:
+        return datetime.fromisoformat(value[:-1]).replace(tzinfo=UTC)
+    except ValueError:
+        raise BadInput(f"{field}: {value!r} is not a real moment ({TIME_FORM})") from None
+
+
+def parse_date(value: object, field: str = "date") -> date:
+    """A date given to regulator: exactly YYYY-MM-DD, a real calendar day; every other form (a
+    basic `20261221`, a week date `2026-W52-1`, spaces around it) is bad input (SPEC §26)."""
+    if not isinstance(value, str) or not _DATE.fullmatch(value):
+        shown = repr(value) if isinstance(value, str) else "not text"
+        raise BadInput(f"{field}: {shown} is not a calendar date {DATE_FORM}")
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise BadInput(f"{field}: {value!r} is not a calendar date ({DATE_FORM})") from None
+
+
+def read_time(value: str, field: str = "time") -> datetime:
+    """A time as a line already in a store holds it (written by the engine in TIME_FORM; a line
+    no engine wrote may hold any ISO-8601 form): read leniently, a zone-less time as UTC. Input is
+    never read with this: parse_time is the contract."""
     if not isinstance(value, str) or not value.strip():
         raise BadInput(f"{field}: expected an ISO-8601 time such as 2026-11-29T12:00:00Z")
     text = value.strip()
@@ -77,13 +111,6 @@ def parse_time(value: str, field: str = "time") -> datetime:
         raise BadInput(f"{field}: {value!r} is outside the representable years 0001-9999") from None
 
 
-def parse_date(value: str, field: str = "date") -> date:
-    try:
-        return date.fromisoformat(value.strip())
-    except (ValueError, AttributeError):
-        raise BadInput(f"{field}: {value!r} is not a calendar date (YYYY-MM-DD)") from None
-
-
 def moment(value: object) -> datetime | None:
     """A stored `at` as a time, or None when it is none: a list is no time (nor hashable)."""
     return _moment(value) if isinstance(value, str) else None
@@ -92,7 +119,7 @@ def moment(value: object) -> datetime | None:
 @functools.lru_cache(maxsize=4096)
 def _moment(value: str) -> datetime | None:
     try:
-        return parse_time(value)
+        return read_time(value)
     except BadInput:
         return None
 

@@ -1,19 +1,6 @@
-"""Errors a user can cause, each carrying the documented exit code (SPEC §13)."""
+"""Errors a user can cause, each carrying the documented exit code (SPEC §13): defined in
+identity.errors (the lowest layer reads files too), imported from here by the rest of regulator."""
 
+from identity.errors import BadInput, Refused, RegulatorError
 
-class RegulatorError(Exception):
-    """One line for the user: what was wrong and what to do."""
-
-    exit_code = 1
-
-
-class BadInput(RegulatorError):
-    """Exit 2: the input is wrong; nothing was written."""
-
-    exit_code = 2
-
-
-class Refused(RegulatorError):
-    """Exit 3: a veto, a missing grant, or a state that no longer allows it; nothing written."""
-
-    exit_code = 3
+__all__ = ["BadInput", "Refused", "RegulatorError"]

@@ -10,7 +10,10 @@
   isolates and marks (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C) and the zero-width
   characters (U+200B–U+200D, U+2060, U+FEFF) as `\\uNNNN`; and, beyond the SPEC's list, the
   soft hyphen, U+034F, U+180E, U+2061–U+2064, U+FFF9–U+FFFB as `\\uNNNN` and the tag characters
-  (U+E0000–U+E007F) as `\\UNNNNNNNN`.
+  (U+E0000–U+E007F) as `\\UNNNNNNNN`, the variation selectors and the blank fillers;
+- and every other code point of the categories Cc, Cf, Co, Cs and Cn as the running Python's
+  unicodedata classifies them (format, private use, lone surrogates, unassigned: SPEC §26), as
+  `\\xNN`, `\\uNNNN` or `\\UNNNNNNNN`.
 
 Markup (`[bold]`) is left as characters: no display here parses it. `escape_block` does the same
 but keeps newlines, for multi-line prose. The CLI (controlroom/printing.py), the control room's rows,
@@ -20,6 +23,7 @@ details and dialogs, and `regulator context` all call these; nothing else escape
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _INVISIBLE = "\u061c\u200b\u200c\u200d\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
 _INVISIBLE += "\u2060\u2066\u2067\u2068\u2069\ufeff"
@@ -29,40 +33,65 @@ _INVISIBLE += "\u2060\u2066\u2067\u2068\u2069\ufeff"
 _INVISIBLE += "\u00ad\u034f\u180e\u2061-\u2064\ufff9-\ufffb\U000e0000-\U000e007f"
 # and the variation selectors (which can carry a hidden payload after any character) and the
 # blank fillers that render as nothing
-_INVISIBLE += "\u180b-\u180d\ufe00-\ufe0f\U000e0100-\U000e01ef\u115f\u1160\u3164\uffa0"
-_CONTROL = "\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f"
-# what escape changes; the newline and the tab are named, everything else by its code point
-_ESCAPED = re.compile(f"[\\\\\\n\\t{_CONTROL}{_INVISIBLE}]")
-_ESCAPED_IN_BLOCK = re.compile(f"[\\\\\\t{_CONTROL}{_INVISIBLE}]")
-# what a reader must never receive raw (the backslash is harmless, only ambiguous)
-_UNSAFE = re.compile(f"[\\n\\t{_CONTROL}{_INVISIBLE}]")
-# JSON escapes C0 itself; these it would leave raw (DEL, C1, the invisible characters above)
-_RAW_IN_JSON = re.compile(f"[\\x7f-\\x9f{_INVISIBLE}]")
+_INVISIBLE += "\u180b-\u180d\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef\u115f\u1160\u3164\uffa0"
+# SPEC §26: every code point of the categories Cc, Cf, Co, Cs and Cn, as the running Python's
+# unicodedata classifies them, is escaped too. `str.isprintable` is false for exactly those and the
+# separators (Z*, the space aside): text that is printable and holds none of the characters above
+# (nor a backslash) is returned as it is, in C; any other is escaped character by character.
+_ESCAPED_CATEGORIES = frozenset(("Cc", "Cf", "Co", "Cs", "Cn"))
+_INVISIBLE_CLASS = re.compile(f"[{_INVISIBLE}]")
+# what may stand in printable text and still be escaped: the backslash, the invisible list
+_PRINTABLE_BUT_ESCAPED = re.compile(f"[\\\\{_INVISIBLE}]")
+# the invisible characters `str.isprintable` passes (variation selectors, fillers, U+034F): looked
+# up per character where text is escaped one character at a time
+_PRINTABLE_HIDDEN = frozenset(
+    c for c in map(chr, [*range(0x34F, 0x350), *range(0x180B, 0x1810), *range(0xFE00, 0xFE10),
+                         *range(0xE0100, 0xE01F0), 0x115F, 0x1160, 0x3164, 0xFFA0])
+    if c.isprintable() and _INVISIBLE_CLASS.match(c)
+)  # fmt: skip
 _NAMED = {"\\": "\\\\", "\n": "\\n", "\t": "\\t"}
 _ESCAPE_SEQUENCE = re.compile(r"\\(?:\\|n|t|x([0-9a-f]{2})|u([0-9a-f]{4})|U([0-9a-f]{8}))")
 
 
-def _one(match: re.Match) -> str:
-    char = match.group()
-    named = _NAMED.get(char)
-    if named is not None:
-        return named
+def _code(char: str) -> str:
     point = ord(char)
     if point < 0x100:
         return f"\\x{point:02x}"
     return f"\\u{point:04x}" if point <= 0xFFFF else f"\\U{point:08x}"
 
 
+def hidden(char: str) -> bool:
+    """A character no reader may receive raw: a control, format, private-use, surrogate or
+    unassigned code point (Cc, Cf, Co, Cs, Cn), or one of the invisible characters above."""
+    if char.isprintable():
+        return char in _PRINTABLE_HIDDEN
+    return unicodedata.category(char) != "Zs"  # not printable: C*, Zl, Zp, or a space (kept)
+
+
+def _escaped(value: str, keep_newlines: bool) -> str:
+    if value.isprintable() and _PRINTABLE_BUT_ESCAPED.search(value) is None:
+        return value
+    out = []
+    for char in value:
+        if char == "\n" and keep_newlines:
+            out.append(char)
+        elif char in _NAMED:
+            out.append(_NAMED[char])
+        elif hidden(char):
+            out.append(_code(char))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 def escape(text: object) -> str:
     """One line: every character above, and the backslash, shown escaped. Reversible."""
-    value = "" if text is None else str(text)
-    return _ESCAPED.sub(_one, value)
+    return _escaped("" if text is None else str(text), keep_newlines=False)
 
 
 def escape_block(text: object) -> str:
     """Like escape, but keeps newlines (for multi-line prose). Reversible."""
-    value = "" if text is None else str(text)
-    return _ESCAPED_IN_BLOCK.sub(_one, value)
+    return _escaped("" if text is None else str(text), keep_newlines=True)
 
 
 def _back(match: re.Match) -> str:
@@ -80,7 +109,9 @@ def unescape(text: str) -> str:
 def needs_escape(text: str) -> bool:
     """True when the text holds a character that must not reach a reader raw (the backslash
     aside, which is harmless on its own)."""
-    return _UNSAFE.search(text) is not None
+    if text.isprintable() and _INVISIBLE_CLASS.search(text) is None:
+        return False
+    return any(char in "\n\t" or hidden(char) for char in text)
 
 
 def ensure_escaped(line: str) -> str:
@@ -91,14 +122,17 @@ def ensure_escaped(line: str) -> str:
 
 
 def escape_json(dumped: str) -> str:
-    """JSON text (from json.dumps with ensure_ascii=False) with DEL, C1 and the invisible
-    characters above written as \\uNNNN: the same JSON values, none of which acts on a terminal."""
-    return _RAW_IN_JSON.sub(_json_escape, dumped)
+    """JSON text (from json.dumps with ensure_ascii=False) with every character `hidden` names
+    (DEL, C1, format, private-use, surrogate, unassigned, the invisible list) written as \\uNNNN:
+    the same JSON values, none of which acts on a terminal. JSON has escaped C0 already."""
+    if dumped.isprintable() and _INVISIBLE_CLASS.search(dumped) is None:
+        return dumped
+    return "".join(_json_escape(char) if char >= "\x7f" and hidden(char) else char for char in dumped)
 
 
-def _json_escape(match: re.Match) -> str:
+def _json_escape(char: str) -> str:
     """One character as JSON's \\uNNNN (a surrogate pair above U+FFFF)."""
-    point = ord(match.group())
+    point = ord(char)
     if point <= 0xFFFF:
         return f"\\u{point:04x}"
     point -= 0x10000

@@ -214,21 +214,90 @@ def of(root: Path) -> Authority:
     key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
     found = _CACHE.get(key)
     if found is None:
-        store = Store(path)
-        read = store.read()
-        found = fold(read.events, read.starts)
-        # the trust root is checked on every read, not only by `verify`: a line edited in place
-        # (a unit sharing the account can) must not change the policy in force (small: one hash
-        # a line). A torn or garbage line readers skip is not a break; an edit or a gap is.
-        broken = [
-            f for f in verify_chain(store) if f.message.startswith(("content does not", "chain broken"))
-        ]
-        if broken:
-            found = _closed(found, f"identity.ndjson:{broken[0].line}: {broken[0].message}")
+        found = _trusted(Store(path))
         found.present = True
         _CACHE.clear()
         _CACHE[key] = found
     return found
+
+
+BREAKS = ("content does not", "chain broken")
+MAX_DISMISSED = 64  # identity lines dismissed before the store is judged unknown anyway
+
+
+def _trusted(store: Store) -> Authority:
+    """The authority identity.ndjson establishes, its chain checked on every read, not only by
+    `verify`: a line edited in place (a unit sharing the account can) must not change the policy
+    in force (small: one hash a line). A torn or garbage line readers skip is not a break; an edit
+    or a gap is, and makes the policy unknown (_closed), unless a signed dismissal names that line
+    (SPEC §26): by a person who held `accept` under the policy in force just before it, its
+    signature verifying under that policy. The dismissed line is then left out of the fold and
+    the chain checked on past it, so one forged line cannot stop a fleet forever."""
+    read = store.read()
+    dismissed: dict[int, str] = {}
+    dismissals: dict[tuple[str, int], dict] = {}
+    lines: dict[int, tuple[int, bytes | None]] | None = None
+    while True:
+        broken = [f for f in verify_chain(store, dismissed=dismissed) if f.message.startswith(BREAKS)]
+        broken = [f for f in broken if f.line not in dismissed]
+        if not broken:
+            break
+        first = broken[0]
+        why = f"identity.ndjson:{first.line}: {first.message}"
+        if lines is None:
+            lines = {n: (start, raw) for n, (start, raw) in enumerate(store.lines(), start=1)}
+        found = _dismissal_of(read.events, read.starts, lines, first.line)
+        if found is None or len(dismissed) >= MAX_DISMISSED:
+            closed = _closed(fold(read.events, read.starts), why)
+            closed.dismissals = dismissals  # those that counted: verify checks on past them
+            return closed
+        dismissed[first.line] = found["lineHash"]
+        dismissals[("identity", first.line)] = found
+    if not dismissed:
+        return fold(read.events, read.starts)
+    assert lines is not None
+    left_out = {lines[n][0] for n in dismissed}
+    kept = [(e, at) for e, at in zip(read.events, read.starts, strict=True) if at not in left_out]
+    return fold([e for e, _ in kept], [at for _, at in kept])
+
+
+def _dismissal_of(
+    events: list[dict], starts: list[int], lines: dict[int, tuple[int, bytes | None]], number: int
+) -> dict | None:
+    """The later line that dismisses line `number` (store identity, that line, its SHA-256),
+    signed by a person with `accept` under the policy folded from the lines before it; None when
+    there is none."""
+    import hashlib
+
+    start, raw = lines.get(number, (-1, None))
+    if raw is None:
+        return None
+    digest = hashlib.sha256(raw).hexdigest()
+    before = fold(
+        [e for e, at in zip(events, starts, strict=True) if at < start],
+        [at for at in starts if at < start],
+    )
+    people = before.people
+    for event, at in zip(events, starts, strict=True):
+        if at <= start or event.get("kind") != "dismissal":
+            continue
+        if (event.get("store"), event.get("line"), event.get("lineHash")) != ("identity", number, digest):
+            continue
+        if "sig" in event and before.check(event, people, "accept") is None:
+            return event
+    return None
+
+
+def before_line(root: Path, number: int) -> Authority:
+    """The authority folded from identity.ndjson's lines before line `number` (the policy in force
+    just before it): whom `verify --dismiss identity:N` asks for the grant and the key."""
+    store = Store(root / ".regulator" / "identity.ndjson")
+    read = store.read()
+    start = next((at for n, (at, _) in enumerate(store.lines(), start=1) if n == number), None)
+    if start is None:
+        return fold(read.events, read.starts)
+    keep = [k for k, at in enumerate(read.starts) if at < start]
+    return fold([read.events[k] for k in keep], [read.starts[k] for k in keep])
 
 
 def _closed(auth: Authority, why: str) -> Authority:

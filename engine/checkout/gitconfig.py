@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 from engine.checkout.workspace import Workspace
+from identity import regular
 
 CONFIG = "regulator/config.yaml"  # the tracked file that names the trunk (init --trunk)
 
@@ -27,7 +28,7 @@ def trunk_of(ws: Workspace) -> str:
     from identity.yamlload import YamlError, safe_load_strict
 
     try:
-        text = (ws.root / CONFIG).read_text(encoding="utf-8")
+        text = regular.read_text(ws.root / CONFIG)
     except FileNotFoundError:
         return "main"
     try:

@@ -37,10 +37,12 @@ def _kind(path: str) -> object:
 
 def _content(path: str | Path) -> bytes | None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO: never waited on
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None  # not read: git is asked instead, and refuses it
         return os.read(fd, 512)
     except OSError:
         return None

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal, overload
 from engine.base.errors import BadInput, Refused
 from engine.log.events import STORES
 from engine.log.store import NO_STORES, Store, lock_held, locked
+from identity import regular
 from identity.files import POLICY_DIR, SENSORS_POLICY, STORE_POLICY, content_hash
 
 if TYPE_CHECKING:  # the policy models are pydantic: imported only by commands that read policy
@@ -210,7 +211,7 @@ class Workspace:
                 return text
             decided = auth.decided_hash.get(relative)
             try:
-                data = path.read_bytes()
+                data = regular.read_bytes(path)
             except OSError:
                 data = None
             if auth.unknown:  # identity.ndjson does not verify: nothing decided is known (fail closed)
@@ -225,7 +226,7 @@ class Workspace:
                 )
             return data.decode("utf-8", "replace")
         try:
-            return path.read_text(encoding="utf-8")
+            return regular.read_text(path)
         except FileNotFoundError:
             raise BadInput(f"policy {relative}: missing; run `regulator init` or restore it") from None
 
@@ -337,7 +338,7 @@ def store_url(root: Path) -> str | None:
 def committed_url(root: Path) -> str | None:
     """The `url:` of regulator/policy/store.yaml at `root` (None: files), whatever REGULATOR_STORE says."""
     try:
-        text = (root / STORE_POLICY).read_text(encoding="utf-8")
+        text = regular.read_text(root / STORE_POLICY)
     except (OSError, UnicodeDecodeError):
         text = ""
     try:
@@ -377,7 +378,7 @@ def _decided_store(ws: Workspace, url: str) -> None:
 
     decided = authority.of(ws.root).decided_hash.get(STORE_POLICY)
     try:
-        actual = content_hash((ws.root / STORE_POLICY).read_bytes())
+        actual = content_hash(regular.read_bytes(ws.root / STORE_POLICY))
     except OSError:
         return
     if decided != actual:
@@ -398,7 +399,7 @@ def _not_a_mirror(state_dir: Path) -> None:
     if not marker.is_file():
         return
     try:
-        mirrored = json.loads(marker.read_text(encoding="utf-8")).get("url")
+        mirrored = json.loads(regular.read_text(marker)).get("url")
     except (OSError, ValueError, AttributeError):
         mirrored = None
     named = f" of {mirrored}" if isinstance(mirrored, str) and mirrored else ""
@@ -476,11 +477,11 @@ def main_worktree(folder: Path) -> Path | None:
     try:
         if not dotgit.is_file():
             return None
-        text = dotgit.read_text(encoding="utf-8").strip()
+        text = regular.read_text(dotgit).strip()
         if not text.startswith("gitdir:"):
             return None
         gitdir = folder / text[len("gitdir:") :].strip()
-        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+        common = (gitdir / regular.read_text(gitdir / "commondir").strip()).resolve()
     except (OSError, UnicodeDecodeError):
         return None
     return common.parent if common.name == ".git" else None
@@ -496,9 +497,32 @@ def _real(folder: Path) -> Path:
     return folder
 
 
+GIT_FILES = ("HEAD", "config", "index", "packed-refs")
+
+
+def check_git(folder: Path) -> None:
+    """The files git reads before it answers anything are regular files (SPEC §26): a FIFO at
+    `.git/HEAD` would hang every git call regulator makes (lint, revisions, the trunk walk), so it
+    is refused in one line first. A linked worktree's own git directory is checked too."""
+    dotgit = folder / ".git"
+    gitdirs = []
+    if dotgit.is_dir():
+        gitdirs.append(dotgit)
+    elif dotgit.is_file():
+        text = regular.read_text(dotgit).strip()
+        if text.startswith("gitdir:"):
+            gitdirs.append(folder / text[len("gitdir:") :].strip())
+    for gitdir in gitdirs:
+        for name in GIT_FILES:
+            regular.check_regular(gitdir / name)
+
+
 def _opened(folder: Path) -> Workspace:
     """The workspace for a folder: itself, or the workspace a linked worktree of it belongs to."""
+    check_git(folder)
     home = _real(folder)
+    if home != folder:
+        check_git(home)
     check_untracked(home)
     return Workspace(home, None if home == folder else folder)
 
@@ -568,6 +592,7 @@ def _locate(
         return ws, lease
     if lease is not None:
         home = _real(lease.workspace.resolve())
+        check_git(home)
         check_untracked(home)
         if not holds_stores(home):
             raise Refused(f"lease {lease.path} names {lease.workspace}, which is not a workspace")

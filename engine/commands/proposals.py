@@ -108,7 +108,7 @@ def check_store_policy(text: str) -> None:
 def check_sensors_policy(ws: Workspace, text: str) -> None:
     """A proposed sensors.yaml names severities of the routing policy in force and unit ids
     (SPEC §24); its shape was checked when it parsed."""
-    from engine.workspace import check_unit_id
+    from engine.checkout.workspace import check_unit_id
 
     severities = ws.routing().severities
     for name, sensor in parse_policy("sensors.yaml", text).sensors.items():
@@ -157,6 +157,11 @@ def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: 
         written = ws.store("identity").append(turn.signed(event))
         if verdict == "accepted":  # the decision is the truth; the file follows it
             write_governed(ws.root / proposal["file"], proposal["content"])
+        if verdict == "accepted" and ws.url is not None and ws.authority().clock == "system":
+            # SPEC §26: on PostgreSQL the insert trigger's clock mode follows the decided policy
+            from engine.log.pg.admin import follow_clock
+
+            follow_clock(ws.url)
     if verdict == "accepted":
         commit(ws, proposal, person, rationale, written)
     return written

@@ -6,7 +6,6 @@ import json
 import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
@@ -18,33 +17,12 @@ from engine.read.ladder import registers_of
 from engine.read.model import UNKNOWN_STATUS, State
 from engine.read.queries import unit_status
 from engine.read.rules import acking, refuse, resolving_finding
+from engine.trust.ackers import lint_policy, policy_at, walk_policy
+from identity import regular
 from registry.entries import FINDING_ID, REGISTERS, Entry, Issue
 from registry.history import History, RangeError, RangeHistory, read_history, read_range
-from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range
+from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range, lint_trunk
 from registry.views import VIEWS
-
-if TYPE_CHECKING:
-    from identity.policy import InteractionPolicy
-
-
-def lint_policy(ws: Workspace) -> Policy:
-    policy = _signing_policy(ws, ws.interaction())
-    policy.intake_debt_days = ws.routing().intake_debt_days
-    return policy
-
-
-def _signing_policy(ws: Workspace, interaction: InteractionPolicy, note: str = "") -> Policy:
-    """Who may authorize a load-bearing change, and whether it must be SSH-signed (SPEC §15.1)."""
-    people = interaction.people
-    ackers = {name: person.emails for name, person in people.items() if "ack" in person.grants}
-    keys = {name: person.keys for name, person in people.items()}
-
-    def signed(sha: str, person: str) -> bool:
-        from engine.trust.gitsig import signed_by
-
-        return signed_by(ws.root, sha, {person: keys.get(person, ())})[person]
-
-    return Policy(ackers=ackers, signed=signed, require_signatures=interaction.require_signatures, note=note)
 
 
 def trunk_policy(ws: Workspace, history: History | None) -> Policy:
@@ -79,20 +57,6 @@ def trunk_policy(ws: Workspace, history: History | None) -> Policy:
     except (PolicyError, UnicodeDecodeError):
         policy.intake_debt_days = ws.routing().intake_debt_days
     return policy
-
-
-def policy_at(ws: Workspace, text: bytes | None, where: str) -> Policy:
-    """The ack grants and keys of an interaction policy as it stood at a commit (--range: at A), so
-    a push cannot use signing rights it grants itself."""
-    from identity.policy import PolicyError, parse_policy
-
-    if text is None:
-        return Policy(ackers={}, note=f"no interaction policy at {where}: nobody holds the ack grant")
-    try:
-        interaction = parse_policy("interaction.yaml", text.decode("utf-8"))
-    except (PolicyError, UnicodeDecodeError) as exc:
-        return Policy(ackers={}, note=f"the interaction policy at {where} does not read ({exc})")
-    return _signing_policy(ws, interaction, note=f"ack grants as the policy at {where} gives them")
 
 
 def lint(
@@ -141,7 +105,11 @@ def lint(
         result.issues += lint_range(history, policy_at(ws, history.policy, before))
     else:
         result.issues += lint_history(registers, registers.texts, history, policy)
+        from engine.read.ladder import trunk_findings
+
+        result.issues += lint_trunk(trunk_findings(ws, state), walk_policy(ws))
     result.history_checked = history.available
+    result.history_why = history.why
     if require_history and not history.available:
         result.issues = [
             Issue("error", i.code, i.entry, f"{i.message} (--require-history: check out with full depth)")
@@ -162,7 +130,7 @@ def views(ws: Workspace, state: State, check: bool) -> list[str]:
     differing = []
     for name, text in render_views(ws, state).items():
         path = ws.tree / name
-        current = path.read_text(encoding="utf-8") if path.exists() else None
+        current = regular.read_text(path) if path.exists() else None
         if current != text:
             differing.append(name)
             if not check:
@@ -185,7 +153,7 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
     path = ws.tree / entry.path
     if commit:
         _clean_registers(ws)
-    text = path.read_text(encoding="utf-8")
+    text = regular.read_text(path)
     head_end = text.index("\n---", 3)
     head, rest = text[:head_end], text[head_end:]
     line = "ack: " + json.dumps(f"{clock.today().isoformat()} {person}", ensure_ascii=False)
@@ -216,7 +184,7 @@ def resolve_finding(
     path = ws.tree / entry.path
     if commit:
         _clean_registers(ws)
-    text = path.read_text(encoding="utf-8")
+    text = regular.read_text(path)
     head_end = text.index("\n---", 3)
     head, rest = text[:head_end], text[head_end:]
     head = RESOLVED_LINE.sub("resolved: true", head, count=1)  # the schema makes it present

@@ -74,7 +74,7 @@ def _in(at: object, since: datetime, until: datetime) -> bool:
     if not isinstance(at, str):
         return False
     try:
-        moment = clock.parse_time(at)
+        moment = clock.read_time(at)
     except BadInput:
         return False
     return since <= moment < until
@@ -97,7 +97,7 @@ def store_numbers(state: State, since: datetime, until: datetime) -> dict[str, A
         key = str(ob.disposition)
         by[key] = by.get(key, 0) + 1
     waits = [
-        (clock.parse_time(ob.closed_at) - clock.parse_time(ob.opened_at)).total_seconds()
+        (clock.read_time(ob.closed_at) - clock.read_time(ob.opened_at)).total_seconds()
         for ob in resolved
         if ob.closed_at
     ]
@@ -105,10 +105,10 @@ def store_numbers(state: State, since: datetime, until: datetime) -> dict[str, A
     for ob in state.obligations.values():
         if not ob.blocks or not ob.unit:
             continue
-        start = max(clock.parse_time(ob.opened_at), since)
+        start = max(clock.read_time(ob.opened_at), since)
         end = until
         if ob.status != ObligationStatus.OPEN and ob.closed_at:
-            end = min(clock.parse_time(ob.closed_at), until)
+            end = min(clock.read_time(ob.closed_at), until)
         if start < end:
             spans.setdefault(ob.unit, []).append((start, end))
     held = {unit: _hours(_union(parts)) for unit, parts in sorted(spans.items())}
@@ -141,7 +141,7 @@ def store_numbers(state: State, since: datetime, until: datetime) -> dict[str, A
 
 def _before(at: object, moment: datetime) -> bool:
     try:
-        return isinstance(at, str) and clock.parse_time(at) < moment
+        return isinstance(at, str) and clock.read_time(at) < moment
     except BadInput:
         return False
 
@@ -360,7 +360,7 @@ def _period_of(entry: Entry) -> tuple[datetime, datetime] | None:
         start = datetime.combine(
             since if isinstance(since, date) else date.fromisoformat(str(since)), time(), UTC
         )
-        end = clock.parse_time(until if isinstance(until, str) else str(until))
+        end = clock.read_time(until if isinstance(until, str) else str(until))
     except (BadInput, ValueError):
         return None
     return start, end

@@ -48,7 +48,7 @@ def unroutable(signal: dict, policy: RoutingPolicy) -> str | None:
     expires = signal.get("expiresAt")
     if expires:
         try:
-            clock.parse_time(expires)
+            clock.read_time(expires)
         except RegulatorError:
             return "expiresAt is not a time"
     return None
@@ -123,7 +123,7 @@ def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> RoutingE
         )
         return record("noted", why, derived, floors)
     expires = signal.get("expiresAt")
-    if expires and clock.parse_time(expires) <= now:  # 3
+    if expires and clock.read_time(expires) <= now:  # 3
         why = f"expiresAt {expires} is at or before routing time {clock.iso(now)}; stale intelligence raises nothing"
         return record("expired", why, derived, floors)
     units = signal.get("affectedUnits") or [signal.get("unit")]  # 4

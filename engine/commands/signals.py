@@ -118,7 +118,7 @@ def check_supersedes(ws: Workspace, body: dict) -> dict:
     named = body.get("supersedes")
     if named is None:
         return body
-    from engine.lookup import key_by_prefix
+    from engine.base.lookup import key_by_prefix
 
     state = load(ws, stores=("signals",))
     return {**body, "supersedes": key_by_prefix(state.signals.refs, named, "signal")}

@@ -25,6 +25,7 @@ from engine.read.model import BLOCKING, OWED_TO, RECOVERY_ACTIONS, EventKind, St
 from engine.read.rules import Denied, deciding_unit, demoting, recovery
 from engine.read.vetoes import close_veto, dispatch_veto
 from engine.trust.signing import person_event
+from identity import regular
 
 
 def _known(ws: Workspace, unit_id: str) -> None:
@@ -105,7 +106,7 @@ def dispatch(
 
 def _contract_hash(ws: Workspace, unit_id: str) -> str | None:
     try:
-        return "sha256:" + hashlib.sha256(contract_path(ws, unit_id).read_bytes()).hexdigest()
+        return "sha256:" + hashlib.sha256(regular.read_bytes(contract_path(ws, unit_id))).hexdigest()
     except OSError:
         return None
 
@@ -170,7 +171,7 @@ def _remove_lease_file(ws: Workspace, unit: UnitState) -> None:
     if unit.worktree:
         path = ws.root / unit.worktree / LEASE_FILE
         try:
-            token = json.loads(path.read_text(encoding="utf-8")).get("lease")
+            token = json.loads(regular.read_text(path)).get("lease")
             if isinstance(token, str) and lease_hash(token) == unit.lease:
                 path.unlink()
         except (OSError, ValueError, AttributeError):

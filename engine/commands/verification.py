@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -15,7 +15,7 @@ from engine.base import clock
 from engine.base.errors import BadInput, Refused
 from engine.base.limits import check_text
 from engine.checkout.workspace import Workspace
-from engine.commands.actors import check_person, require_grant
+from engine.commands.actors import check_person
 from engine.log.events import STORES
 from engine.log.store import open_regular
 from engine.log.store import verify as verify_chain
@@ -42,21 +42,34 @@ class Finding:
         return f"{where}: {self.message}{tail}"
 
 
-def _lines(ws: Workspace, store: str) -> list[bytes]:
+def _lines(ws: Workspace, store: str) -> Iterator[tuple[int, int, bytes | None]]:
+    """(line number, start offset, line) for each line of a store, read in bounded memory (a line
+    longer than engine.log.store.MAX_LINE is None); nothing when it cannot be read."""
     try:
-        with open(open_regular(ws.store(store).path), "rb") as handle:
-            return handle.read().split(b"\n")
+        yield from ((n, start, raw) for n, (start, raw) in enumerate(ws.store(store).lines(), start=1))
     except (OSError, Refused):
-        return []
+        return
 
 
-def line_of(data: list[bytes], offset: int) -> int:
-    position = 0
-    for number, raw in enumerate(data, start=1):
-        if position >= offset:
-            return number
-        position += len(raw) + 1
-    return len(data)
+def line_numbers(ws: Workspace, store: str, offsets: set[int]) -> dict[int, int]:
+    """offset -> the number of the line starting there (or the last line before it), one pass."""
+    found: dict[int, int] = {}
+    wanted = sorted(offsets)
+    k = 0
+    last = 0
+    for number, start, _ in _lines(ws, store):
+        while k < len(wanted) and wanted[k] < start:
+            found[wanted[k]] = last
+            k += 1
+        if k < len(wanted) and wanted[k] == start:
+            found[start] = number
+            k += 1
+        last = number
+        if k == len(wanted):
+            break
+    for offset in wanted[k:]:
+        found[offset] = last
+    return found
 
 
 def findings(ws: Workspace, state: State | None = None, *, host_events: bool = False) -> list[Finding]:
@@ -76,9 +89,21 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
     # person events count, and none is judged then; identity.ndjson is named instead, below)
     derived = _beside(ws, fresh) if (state is None or host_events) and not fresh.auth.unknown else None
     found: list[Finding] = []
+    # a line a signed dismissal names does not stop the check of its store: the lines after it
+    # are checked on (SPEC §26), and the dismissed line is listed as dismissed (_mark_dismissed)
+    dismissed: dict[str, dict[int, str]] = {}
+    for (store_name, number), event in fresh.auth.dismissals.items():
+        if isinstance(event.get("lineHash"), str):
+            dismissed.setdefault(store_name, {})[number] = event["lineHash"]
     for name in STORES:
-        found += [Finding(f.store, f.line, f.message) for f in verify_chain(ws.store(name), server.get(name))]
+        chain = verify_chain(ws.store(name), server.get(name), dismissed.get(name))
+        found += [Finding(f.store, f.line, f.message) for f in chain]
     uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
+    if any(f.store == "signals.ndjson" and f.message.startswith(_BREAKS) for f in found):
+        # a dispatch or close saw signals.ndjson's bytes as they were; edited since, the store
+        # cannot say what that was: its break is named, not each host event judged on it, nor
+        # those judged after them (as an identity store that does not verify, D-92; D-148)
+        uncounted = [u for u in uncounted if not (u.store == "units" and u.reason.startswith("host event: "))]
     if fresh.auth.unknown:
         # identity.ndjson does not verify: no person event counts, and none is judged one by one
         # (each would read "bad signature" under a policy nobody decided), nor the host events
@@ -86,14 +111,17 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
         uncounted = [u for u in uncounted if u.reason.startswith("malformed")]
         if not any(f.store == "identity.ndjson" for f in found):
             found.append(Finding("identity.ndjson", 1, fresh.auth.unknown))
-    lines = {name: _lines(ws, name) for name in {u.store for u in uncounted}}
+    lines = {
+        name: line_numbers(ws, name, {u.offset for u in uncounted if u.store == name})
+        for name in {u.store for u in uncounted}
+    }
     for u in uncounted:
         if u.reason.startswith("host event: "):  # a dispatch or close past its vetoes (engine.read.fold)
             message = f"{u.reason.removeprefix('host event: ')}; it counts for nothing"
         else:
             what = "event" if u.reason.startswith("malformed") else "person event"
             message = f"{what} {u.reason}; it counts for nothing"
-        found.append(Finding(f"{u.store}.ndjson", line_of(lines[u.store], u.offset), message))
+        found.append(Finding(f"{u.store}.ndjson", lines[u.store][u.offset], message))
     for name in STORES:  # a mirror edited in place (fleet mode): read again from the server
         for number in ws.store(name).mended():
             where = f"line {number} was" if number else "its bytes were"
@@ -109,6 +137,9 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
     found.sort(key=lambda f: (f.store, f.line))
     found += _checkpoint(ws, fresh if state is None else None)
     return _mark_dismissed(ws, found)
+
+
+_BREAKS = ("content does not", "chain broken")  # engine.log.store.verify's words for an edited store
 
 
 def _beside(ws: Workspace, fresh: State) -> Callable[[], list[Finding]]:
@@ -176,9 +207,9 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
     for name in STORES:
         store = f"{name}.ndjson"
         previous: object = None
-        offset = 0
-        for number, raw in enumerate(_lines(ws, name), start=1):
-            start, offset = offset, offset + len(raw) + 1
+        for number, start, raw in _lines(ws, name):
+            if raw is None or raw[:1] != b"{" and raw.lstrip()[:1] != b"{":
+                continue  # too long, or no JSON object: no event; the chain check names it
             try:
                 event = msgspec.json.decode(raw)
             except (ValueError, RecursionError):
@@ -371,16 +402,17 @@ def _mark_dismissed(ws: Workspace, found: list[Finding]) -> list[Finding]:
 
 
 def _line_hash(ws: Workspace, store: str, line: int) -> str | None:
-    data = _lines(ws, store)
-    if not 1 <= line <= len(data):
-        return None
-    return hashlib.sha256(data[line - 1]).hexdigest()
+    for number, _, raw in _lines(ws, store):
+        if number == line:
+            return hashlib.sha256(raw).hexdigest() if raw is not None else None
+    return None
 
 
 def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
     """Append a signed dismissal of a named bad line: verify lists it as dismissed and exits 0
     for it; the line still counts for nothing (the log is append-only)."""
     from engine.read.kinds import DismissalEvent
+    from engine.read.rules import dismissing, refuse
     from engine.trust.signing import person_event, signer_for
 
     person = check_person(by)
@@ -393,11 +425,31 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
             f"--dismiss {target!r}: name a line as STORE:LINE (e.g. signals:42), as verify names it"
         )
     line = int(number)
-    named = {(f.store.removesuffix(".ndjson"), f.line) for f in findings(ws) if f.dismissed is None}
-    if (store, line) not in named:
+    problem = next(
+        (
+            f
+            for f in findings(ws)
+            if f.dismissed is None and f.store.removesuffix(".ndjson") == store and f.line == line
+        ),
+        None,
+    )
+    if problem is None:
         raise BadInput(f"--dismiss {target}: verify names no undismissed problem on that line")
-    require_grant(ws, person, "accept", "dismiss a line verify names")
-    signer = signer_for(ws, person)
+    if store == "identity" and problem.message.startswith(("content does not", "chain broken")):
+        # an identity line that fails its hash leaves the policy unknown: the grant and the key
+        # are those of the policy in force just before that line (SPEC §26)
+        from engine.checkout.authority import before_line
+
+        people = before_line(ws.root, line).people
+        refuse(dismissing(people, person, line))
+        signer = signer_for(ws, person, people)
+        if signer is None:
+            raise Refused(
+                f"dismissing identity.ndjson line {line} needs {person}'s signature: {person} lists no key"
+            )
+    else:
+        refuse(dismissing(ws.people(), person))
+        signer = signer_for(ws, person)
     event: DismissalEvent = {
         "kind": EventKind.DISMISSAL.value,
         "store": store,
@@ -409,3 +461,69 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
     }
     with ws.exclusive():
         return ws.store("identity").append(person_event(ws, signer, event))
+
+
+@dataclass
+class LiveChain:
+    """The hash chain of one store checked as lines arrive, for the open control room (SPEC §26): a
+    line that fails its hash or breaks the chain appears at once, as a bad line does, without
+    hashing the whole store again. `offset`: where the next unchecked line starts."""
+
+    offset: int
+    line: int
+    prev: set[str]
+
+    @classmethod
+    def at(cls, ws: Workspace, name: str, offset: int, line: int) -> LiveChain:
+        """Start at the fold's cursor, chained to the last line before it that reads."""
+        from engine.log.store import GENESIS, last_event
+
+        prev = GENESIS
+        try:
+            with open(open_regular(ws.store(name).path), "rb", buffering=0) as handle:
+                event = last_event(handle, offset)
+                if event is not None:
+                    prev = event["hash"]
+        except (OSError, Refused):
+            pass
+        return cls(offset, line, {prev})
+
+    def check(self, ws: Workspace, name: str, upto: int) -> list[Finding]:
+        """Check the whole lines from `offset` up to byte `upto` (the fold's cursor); advance."""
+        from engine.log.store import _event_of, event_hash, read_lines
+
+        found: list[Finding] = []
+        if upto <= self.offset:
+            return found
+        store = f"{name}.ndjson"
+        try:
+            with open(open_regular(ws.store(name).path), "rb", buffering=0) as handle:
+                handle.seek(self.offset)
+                for start, raw in read_lines(handle):
+                    if start >= upto:
+                        break
+                    self.line += 1
+                    event, _ = _event_of(raw)
+                    if event is None:
+                        continue  # no JSON object: a bad line, which the fold names
+                    claimed = event.get("hash")
+                    if claimed != event_hash(event):
+                        found.append(Finding(store, self.line, "content does not match its hash (edited)"))
+                    elif event.get("prev") not in self.prev:
+                        found.append(
+                            Finding(
+                                store,
+                                self.line,
+                                "chain broken: prev does not name the line before (inserted, deleted or reordered)",
+                            )
+                        )
+                    else:
+                        self.prev = {claimed}
+                        continue
+                    # a bad line: the next may chain to what it claims or to the line before it
+                    if isinstance(claimed, str):
+                        self.prev = self.prev | {claimed}
+        except (OSError, Refused):
+            return found
+        self.offset = upto  # the fold's cursor stands at the end of a whole line
+        return found

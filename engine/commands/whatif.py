@@ -184,7 +184,7 @@ def replay(
     for signal_id in chosen:
         signal = state.signals[signal_id]
         routing = state.routings.get(signal_id)
-        at = clock.parse_time(routing["at"], "routing at") if routing and routing.get("at") else now
+        at = clock.read_time(routing["at"], "routing at") if routing and routing.get("at") else now
         try:
             before = route_signal(signal, current, at)
             after = route_signal(signal, proposed, at)

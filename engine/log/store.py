@@ -15,11 +15,11 @@ import json
 import operator
 import os
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import accumulate, filterfalse
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import msgspec
 
@@ -32,6 +32,14 @@ SKEW_S = 2  # how far an event may be stamped before its store's last one (SPEC 
 _TAIL_CHUNK = 8 * 1024  # grown fourfold until a whole line is in it
 _READ_CHUNK = 1 << 20
 MAX_LINE_BYTES = 1 << 20  # a line's canonical JSON, its newline aside (SPEC §22, §26): 1 MiB
+# SPEC §26: a line longer than MAX_LINE_BYTES is read as a bad line, skipped in bounded memory: a
+# reader never holds more than it and a chunk at once
+MAX_LINE = MAX_LINE_BYTES
+# bad lines kept to be named, per read and in a read model (the first ones, in store and line
+# order); beyond them they are counted, so a million garbage lines cost a count, not a million
+# warnings (SPEC §26)
+KEPT_PROBLEMS = 20
+TOO_LONG = f"longer than {MAX_LINE} bytes (1 MiB): not an event line"
 
 
 def canonical(event: dict) -> bytes:
@@ -65,10 +73,17 @@ class Problem:
 class ReadResult:
     events: list = field(default_factory=list)  # dicts, or the shape the reader asked for
     starts: list[int] = field(default_factory=list)  # the byte offset of each event's line
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)  # the first KEPT_PROBLEMS bad lines
+    bad: int = 0  # every bad line of the read, kept or only counted
     offset: int = 0
     line: int = 0
     end: int = 0  # the bytes read, a last line not yet ended included (which `offset` may leave out)
+
+    def problem(self, store: str, line: int, kind: str, why: Callable[[], str]) -> None:
+        """Count a bad line; keep it (its reason computed only then) while fewer are kept."""
+        self.bad += 1
+        if len(self.problems) < KEPT_PROBLEMS:
+            self.problems.append(Problem(store, line, kind, why()))
 
 
 @contextlib.contextmanager
@@ -159,31 +174,23 @@ class Store:
             os.close(fd)
 
     def _tail(self) -> tuple[str, bool, object]:
-        """The hash of the last valid event, whether the file ends with a newline, and its `at`."""
+        """The hash of the last valid event, whether the file ends with a newline, and its `at`.
+        Lines are found from the end in bounded pieces; one longer than MAX_LINE is stepped over
+        unread (it is no event), so a 200 MB garbage tail costs a scan, not its size in memory."""
         try:
-            size = self.path.stat().st_size
+            fd = open_regular(self.path)
         except FileNotFoundError:
             return GENESIS, True, None
-        if size == 0:
-            return GENESIS, True, None
-        with open(self.path, "rb") as handle:
+        with open(fd, "rb", buffering=0) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size == 0:
+                return GENESIS, True, None
             handle.seek(size - 1)
             ends_clean = handle.read(1) == b"\n"
-            chunk = _TAIL_CHUNK
-            while True:
-                start = max(0, size - chunk)
-                handle.seek(start)
-                data = handle.read(size - start)
-                lines = data.split(b"\n")
-                if start > 0:
-                    lines = lines[1:]  # the first piece may be cut
-                for raw in reversed(lines):
-                    event = _parse(raw)
-                    if event is not None and isinstance(event.get("hash"), str):
-                        return event["hash"], ends_clean, event.get("at")
-                if start == 0:
-                    return GENESIS, ends_clean, None
-                chunk *= 4
+            event = last_event(handle, size)
+        if event is None:
+            return GENESIS, ends_clean, None
+        return event["hash"], ends_clean, event.get("at")
 
     # ---- reading -------------------------------------------------------------------------
     def read(
@@ -209,24 +216,37 @@ class Store:
             raise
         handle = open(fd, "rb", buffering=0)  # noqa: SIM115 - closed by the with below
         number, done, last = line, offset, b""  # done: where `last` (a line not yet ended) starts
+        skipping = False  # inside a line longer than MAX_LINE: its bytes are dropped, not kept
         with handle:
             handle.seek(offset)
             # in pieces: the memory one piece's lines used is reused by the next, and a large
             # log never sits in memory twice (its bytes and its lines)
             while chunk := handle.read(_READ_CHUNK):
+                if skipping:
+                    ends = chunk.find(b"\n")
+                    if ends < 0:
+                        continue
+                    number += 1
+                    result.problem(self.name, number, "malformed", lambda: TOO_LONG)
+                    chunk, skipping = chunk[ends + 1 :], False
+                    done = handle.tell() - len(chunk)
+                    if not chunk:
+                        continue
                 data = last + chunk if last else chunk
                 pieces = data.split(b"\n")
                 last = pieces.pop()  # b"" when the data ends with a newline
                 if pieces:
                     number = _parse_lines(self.name, pieces, number, done, result, shape)
                     done += len(data) - len(last)
-        result.end = done + len(last)
-        if last and final:
+                if len(last) > MAX_LINE:  # no newline yet, and already too long to be an event
+                    last, skipping = b"", True
+            end = handle.tell()
+        result.end = end
+        if (last or skipping) and final:
             number += 1
-            result.problems.append(
-                Problem(self.name, number, "torn", "no newline at the end: a write cut off")
-            )
-            done += len(last)
+            why = TOO_LONG if skipping else "no newline at the end: a write cut off"
+            result.problem(self.name, number, "torn", lambda: why)
+            done = end
         result.offset = done
         result.line = number
         return result
@@ -242,6 +262,16 @@ class Store:
         with open(open_regular(self.path), "rb") as handle:
             return handle.read()
 
+    def lines(self) -> Iterator[tuple[int, bytes | None]]:
+        """(start offset, line) for every line of the store in order, without its newline; None
+        for a line longer than MAX_LINE (never held whole). Bounded memory whatever it holds."""
+        try:
+            fd = open_regular(self.path)
+        except FileNotFoundError:
+            return
+        with open(fd, "rb", buffering=0) as handle:
+            yield from read_lines(handle)
+
     def mended(self) -> list[int]:
         """Lines of a local copy found not to be the store's and read again (engine.log.pg's
         mirror); the files are the store itself."""
@@ -254,7 +284,7 @@ def _check_time(store: str, at: object, last_at: object) -> None:
     if clock.pinned() or not isinstance(at, str) or not isinstance(last_at, str) or at >= last_at:
         return
     try:
-        behind = (clock.parse_time(last_at) - clock.parse_time(at)).total_seconds()
+        behind = (clock.read_time(last_at) - clock.read_time(at)).total_seconds()
     except Exception:  # noqa: BLE001 - a last line with a bad time does not stop the log
         return
     if behind > SKEW_S:
@@ -290,6 +320,8 @@ def _decoders(shape: type | tuple | None) -> tuple[Callable, Callable]:
 def _why_not(raw: bytes) -> str:
     """Why a line is not an event, decided on the whole line whatever shape was asked for (a
     shape stops at the first field it cannot use, and says less about the rest)."""
+    if len(raw) > MAX_LINE:
+        return TOO_LONG
     try:
         raw.decode("utf-8")
         value = _WHOLE.decode(raw)
@@ -314,6 +346,8 @@ def _parse_lines(
     models can hold a reference instead of the event.
     """
     decode, each = _decoders(shape)
+    if max(map(len, pieces)) > MAX_LINE:  # a line too long to be an event: named line by line
+        return _parse_each(store, pieces, line, offset, result, each, shape is None)
     try:
         if shape is not None:  # whole events: msgspec decodes, and so checks, every byte of text
             for raw in filterfalse(bytes.isascii, pieces):  # UTF-8 first: a shape skips some text
@@ -343,9 +377,16 @@ def _parse_each(
     skipped: set[int] = set()  # indices into pieces of lines that are not events
     for k, raw in enumerate(pieces):
         number += 1
+        if raw[:1] != b"{" and raw.lstrip()[:1] != b"{":  # no JSON object: bad, without a decode
+            skipped.add(k)
+            if raw:
+                result.problem(store, number, "malformed", functools.partial(_why_not, raw))
+            continue
         try:
             if not raw:
                 raise ValueError("empty")
+            if len(raw) > MAX_LINE:
+                raise ValueError(TOO_LONG)
             if not raw.isascii():
                 raw.decode("utf-8")
             event = decode(raw)
@@ -354,7 +395,7 @@ def _parse_each(
         except (ValueError, RecursionError):
             skipped.add(k)
             if raw:  # an empty line is the newline that closed off a torn write: no problem of its own
-                result.problems.append(Problem(store, number, "malformed", _why_not(raw)))
+                result.problem(store, number, "malformed", functools.partial(_why_not, raw))
             continue
         append(event)
     result.starts.extend(at for k, at in enumerate(_starts(pieces, offset)) if k not in skipped)
@@ -414,6 +455,65 @@ def _least_size(value: object) -> int:
     return size
 
 
+def read_lines(handle: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
+    """(start offset, line) for each line of a file from where `handle` stands, without its
+    newline (a last line without one included); the line is None when longer than MAX_LINE, its
+    bytes dropped as they are read. At most a chunk and MAX_LINE are held at once."""
+    position = handle.tell()  # where `last` starts
+    last, skipping = b"", False
+    while chunk := handle.read(_READ_CHUNK):
+        if skipping:
+            ends = chunk.find(b"\n")
+            if ends < 0:
+                continue
+            yield position, None
+            position = handle.tell() - len(chunk) + ends + 1
+            chunk, skipping = chunk[ends + 1 :], False
+        data = last + chunk if last else chunk
+        pieces = data.split(b"\n")
+        last = pieces.pop()
+        for piece in pieces:
+            yield position, piece if len(piece) <= MAX_LINE else None
+            position += len(piece) + 1
+        if len(last) > MAX_LINE:
+            last, skipping = b"", True
+    if skipping:
+        yield position, None
+    elif last:
+        yield position, last
+
+
+def last_event(handle: IO[bytes], end: int) -> dict | None:
+    """The last line before byte `end` that is a JSON object with a text `hash` (the chain's tail),
+    or None. Read backwards in pieces of _READ_CHUNK, each split in memory; a line longer than
+    MAX_LINE is stepped over without being held, a line with no JSON object without a parse, so a
+    tail of a million garbage lines or one 200 MB line costs a scan, never their size in memory."""
+    position, carry, skipping = end, b"", False
+    while position > 0:
+        start = max(0, position - _READ_CHUNK)
+        handle.seek(start)
+        data = handle.read(position - start)
+        position = start
+        if skipping:  # inside a line too long to be one: drop bytes until the newline before it
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                continue
+            data, skipping = data[:cut], False
+        else:
+            data += carry
+        lines = data.split(b"\n")
+        head = lines[0] if start > 0 else None  # perhaps the end of a line that starts earlier
+        for raw in reversed(lines[1:] if start > 0 else lines):
+            if len(raw) <= MAX_LINE and (raw[:1] == b"{" or raw.lstrip()[:1] == b"{"):
+                event = _parse(raw)
+                if event is not None and isinstance(event.get("hash"), str):
+                    return event
+        carry = head or b""
+        if len(carry) > MAX_LINE:
+            carry, skipping = b"", True
+    return None
+
+
 def _parse(raw: bytes) -> dict | None:
     try:
         event = json.loads(raw)
@@ -434,36 +534,58 @@ class Finding:
         return f"{self.store}:{self.line}: {self.message}"
 
 
-def verify(store: Store, data: bytes | None = None) -> list[Finding]:
+_STRICT = msgspec.json.Decoder()
+
+
+def verify(
+    store: Store, data: bytes | None = None, dismissed: Mapping[int, str] | None = None
+) -> list[Finding]:
     """Check the hash chain; name every unreadable line and the first break in the chain.
 
     An edited line fails its own hash; an inserted, deleted or reordered line breaks `prev`.
     A cut-off tail or a rewritten and re-hashed suffix cannot be seen without an outside anchor.
+    A line is read as every reader reads it (strict JSON: `NaN` is no JSON), so a line readers
+    skip is named here too, though its `hash` carries the chain on (SPEC §26). The first
+    KEPT_PROBLEMS unreadable lines are named, the rest counted in one finding. Read line by line:
+    bounded memory whatever the store holds (`data`: the bytes a server sent, fleet mode).
+
+    `dismissed`: line number -> the SHA-256 of the line a signed dismissal names (SPEC §26). Such a
+    line, while it still has that hash, is named but does not stop the check: the next line may
+    chain to the hash it claims (appended after it) or to the line before it (inserted).
     """
     found: list[Finding] = []
-    try:
-        data = store.whole() if data is None else data
-    except FileNotFoundError:
-        return found
-    pieces = data.split(b"\n")
-    last = pieces.pop()
-    if last:
-        pieces.append(last)
-    prev = GENESIS
+    if data is None:
+        source: Iterable[tuple[int, bytes | None]] = store.lines()
+    else:
+        pieces: list[bytes | None] = list(data.split(b"\n"))
+        if pieces[-1] == b"":
+            pieces.pop()
+        source = [(0, p if p is None or len(p) <= MAX_LINE else None) for p in pieces]
+    prev = {GENESIS}  # what the next line's prev may name
     chain_broken = False
-    for number, raw in enumerate(pieces, start=1):
-        torn = bool(last) and number == len(pieces)
-        event = _parse(raw)
-        if event is None:
-            kind = "torn last line (a write cut off)" if torn else "unreadable line (torn write or garbage)"
-            found.append(Finding(store.name, number, f"{kind}; readers skip it"))
-            continue
-        if chain_broken:
+    unreadable = first_unlisted = number = 0
+    dismissed = dismissed or {}
+    torn_at = _torn_line(store, data)
+    for _, raw in source:
+        number += 1
+        event, why = _event_of(raw)
+        if why is not None:
+            unreadable += 1
+            if unreadable <= KEPT_PROBLEMS:
+                kind = "torn last line (a write cut off)" if number == torn_at else why
+                found.append(Finding(store.name, number, f"{kind}; readers skip it"))
+            elif unreadable == KEPT_PROBLEMS + 1:
+                first_unlisted = number
+            if event is None:
+                continue
+        if chain_broken or event is None:
             continue
         if event.get("hash") != event_hash(event):
             found.append(Finding(store.name, number, "content does not match its hash (edited)"))
-            chain_broken = True
-        elif event.get("prev") != prev:
+            chain_broken = not _dismissed(dismissed, number, raw)
+            if not chain_broken and isinstance(event.get("hash"), str):
+                prev = prev | {event["hash"]}
+        elif event.get("prev") not in prev:
             found.append(
                 Finding(
                     store.name,
@@ -471,7 +593,68 @@ def verify(store: Store, data: bytes | None = None) -> list[Finding]:
                     "chain broken: prev does not name the line before (inserted, deleted or reordered)",
                 )
             )
-            chain_broken = True
+            chain_broken = not _dismissed(dismissed, number, raw)
+            if not chain_broken and isinstance(event.get("hash"), str):
+                prev = prev | {event["hash"]}
         else:
-            prev = event["hash"]
+            prev = {event["hash"]}
+    if unreadable > KEPT_PROBLEMS:
+        found.append(
+            Finding(
+                store.name,
+                first_unlisted,
+                f"and {unreadable - KEPT_PROBLEMS} more unreadable line(s) from here, not listed one by one "
+                f"({unreadable} in all; the first {KEPT_PROBLEMS} are named above)",
+            )
+        )
+        found.sort(key=lambda f: f.line)
     return found
+
+
+def _dismissed(dismissed: Mapping[int, str], number: int, raw: bytes | None) -> bool:
+    """A signed dismissal names this line, and the line still has the bytes it named."""
+    digest = dismissed.get(number)
+    return digest is not None and raw is not None and hashlib.sha256(raw).hexdigest() == digest
+
+
+def _torn_line(store: Store, data: bytes | None) -> int | None:
+    """The number of the last line when it has no newline (a write cut off), else None; known
+    only when the bytes are in hand (a file's last line is found by lines() itself)."""
+    if data is not None:
+        return data.count(b"\n") + 1 if data and not data.endswith(b"\n") else None
+    try:
+        fd = open_regular(store.path)
+    except (OSError, Refused):
+        return None
+    with open(fd, "rb", buffering=0) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            return None
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return None
+        handle.seek(0)
+        count = 1
+        while chunk := handle.read(_READ_CHUNK):
+            count += chunk.count(b"\n")
+        return count
+
+
+def _event_of(raw: bytes | None) -> tuple[dict | None, str | None]:
+    """(the line as a JSON object for the chain, or None; why readers skip it, or None). A line
+    strict JSON refuses but Python's lenient reader takes (`NaN`, `Infinity`) is skipped by every
+    reader, yet carries the chain on: the appender chained the next line to its hash."""
+    if raw is None:
+        return None, "a line " + TOO_LONG
+    if raw[:1] != b"{" and raw.lstrip()[:1] != b"{":  # no JSON object: garbage, without a decode
+        return None, "unreadable line (torn write or garbage)"
+    try:
+        value = _STRICT.decode(raw)
+    except (ValueError, RecursionError):
+        lenient = _parse(raw)
+        if lenient is not None:
+            return lenient, "not an event line (JSON holds no NaN or Infinity)"
+        return None, "unreadable line (torn write or garbage)"
+    if type(value) is not dict:
+        return None, "unreadable line (not a JSON object)"
+    return value, None

@@ -88,6 +88,7 @@ class Body(msgspec.Struct):
     person_ids: dict[str, list[str]]
     host: HostOrder
     world: World
+    bad_lines: int = 0
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -216,6 +217,7 @@ def save(ws: Workspace, state: State) -> bool:
         person_ids={name: sorted(ids) for name, ids in state.person_ids.items()},
         host=state.host,
         world=state.world,
+        bad_lines=state.bad_lines,
     )
     target = path_of(ws)
     temporary = target.with_name(f".{NAME}.{os.getpid()}")
@@ -349,6 +351,7 @@ def _build(body: Body, marks: dict[str, Mark], now: datetime) -> State:
     state.decisions = body.decisions
     state.pending = body.pending
     state.problems = body.problems
+    state.bad_lines = max(body.bad_lines, len(body.problems))
     state.contract_files = ContractFiles(seen=body.contracts)
     state.uncounted = body.uncounted
     state.person_ids = {name: set(ids) for name, ids in body.person_ids.items()}

@@ -89,6 +89,15 @@ def checked_fields(data: dict) -> tuple:
     )
 
 
+def _contract(fields: tuple | list) -> Contract:
+    """A Contract from its fields in order; `checks` a tuple again however they were kept (a
+    checkpoint keeps the tuple as a list)."""
+    contract = Contract(*fields)
+    if type(contract.checks) is not tuple:
+        contract = msgspec.structs.replace(contract, checks=tuple(contract.checks))
+    return contract
+
+
 def _check_budget(budget: object) -> None:
     """`{wallSeconds, tokens, costUsd}`, each optional; text or a number is a free-form budget from
     before this round, kept as it is and enforcing nothing (SPEC §23)."""
@@ -136,7 +145,8 @@ def read_contract(ws: Workspace, unit_id: str) -> Contract:
     outcome = _read_contract(unit_id, str(path))
     if type(outcome) is str:
         raise BadInput(f"invalid contract {relative}: {outcome.removeprefix(str(path) + ': ')}")
-    return Contract(*outcome)
+    assert not isinstance(outcome, str)
+    return _contract(outcome)
 
 
 def _parse_fields(path: Path | str, text: str) -> tuple:
@@ -181,11 +191,8 @@ def contracts_of(seen: dict[str, tuple], problems: list[str] | None = None) -> d
         if type(outcome) is str:
             if problems is not None:
                 problems.append(outcome)
-        else:  # a checkpoint gives back its tuples as lists: `checks` is a tuple again here
-            contract = Contract(*outcome)
-            if type(contract.checks) is not tuple:
-                contract = msgspec.structs.replace(contract, checks=tuple(contract.checks))
-            found[outcome[0]] = contract
+        else:
+            found[outcome[0]] = _contract(outcome)
     return found
 
 

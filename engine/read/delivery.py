@@ -61,6 +61,7 @@ from engine.base.text import escape, escape_block, unescape
 from engine.checkout.workspace import Workspace
 from engine.read.model import MemoryEntry, MemoryStatus, State
 from engine.read.queries import answers, memory_status
+from identity import regular
 from identity.files import IDENTITY_DIR, IDENTITY_NAMES
 
 DEFAULT_BUDGET = 6000
@@ -221,7 +222,7 @@ def read_identity(ws: Workspace) -> list[tuple[str, str | None]]:
                 files.append((relative, None))  # hand-edited, and its decided content is not known
             continue
         try:
-            data = (ws.root / relative).read_bytes()
+            data = regular.read_bytes(ws.root / relative)
         except FileNotFoundError:
             files.append((relative, None))
             continue

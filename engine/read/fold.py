@@ -8,7 +8,7 @@ import os
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from datetime import date, datetime
+from datetime import datetime
 from itertools import compress, repeat
 from pathlib import Path
 from typing import IO, Any
@@ -21,8 +21,16 @@ from engine.base.gcpause import gc_paused
 from engine.checkout.authority import GRANT_OF, Uncounted
 from engine.checkout.workspace import Workspace
 from engine.log.events import HOST_KINDS, INDEX, STORES, refs, unreadable
-from engine.log.store import SKEW_S
-from engine.read.kinds import DispositionLine, RoutingLine, SignalLine, SignalsLine, UnitsLine
+from engine.log.store import KEPT_PROBLEMS, SKEW_S
+from engine.read.kinds import (
+    DispositionLine,
+    HostUnitsLine,
+    RoutingLine,
+    Seen,
+    SignalLine,
+    SignalsLine,
+    UnitsLine,
+)
 from engine.read.model import (
     ASKS_RECOVERY,
     OWED_TO,
@@ -79,6 +87,7 @@ _TYPED_KINDS = frozenset((_SIGNAL, _ROUTING, _DISPOSITION, *WORLD_KINDS))
 
 _UNIT_PERSON = (_DECISION, _DEMOTE)
 _KIND = operator.attrgetter("kind")
+_ID = operator.attrgetter("id")
 PERSON_KINDS = {"units": _UNIT_PERSON, "memory": (_RETRACTION,)}
 _PARALLEL = 32  # person events in one read before their signatures are checked on every core
 
@@ -169,7 +178,7 @@ def _backdated(at: object, previous: object) -> bool:
     if not isinstance(at, str) or not isinstance(previous, str) or at >= previous:
         return False
     try:
-        return (clock.parse_time(previous) - clock.parse_time(at)).total_seconds() > SKEW_S
+        return (clock.read_time(previous) - clock.read_time(at)).total_seconds() > SKEW_S
     except Exception:  # noqa: BLE001 - an unreadable time is not a back-dated one
         return False
 
@@ -228,11 +237,27 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
             signal_id = event.signal
             if signal_id in routings:
                 continue  # a second router's duplicate: dropped
-            if event.seen is not None or host.signals_seen:
-                reason = _routing_order(state, event, at)
-                if reason is not None:  # counts for nothing: the next routing record routes it
-                    state.uncounted.append(Uncounted("signals", at >> 2, reason))
-                    continue
+            seen = event.seen
+            if seen is not None or host.signals_seen:
+                # as a host writes it, inline (one per routing record of the log): it saw units.ndjson
+                # no shorter than the routing records before it, and nothing read bears on it
+                saw = seen.units if seen is not None else None
+                if (
+                    _INLINE
+                    and type(saw) is int
+                    and host.signals_seen
+                    and saw >= (saws[-1] if (saws := host.seen_units) else 0)
+                    and saw >= host.units_at
+                    and host.max_seen <= at >> 2
+                    and saw < _CEILING
+                ):
+                    host.starts.append(at >> 2)
+                    saws.append(saw)
+                else:
+                    reason = _routing_order(state, event, at)
+                    if reason is not None:  # counts for nothing: the next routing record routes it
+                        state.uncounted.append(Uncounted("signals", at >> 2, reason))
+                        continue
             routings[signal_id] = at
             waiting.pop(signal_id, None)
             signal = fresh.get(signal_id)
@@ -303,7 +328,7 @@ def _expiry(text: str) -> datetime | None:
     """A signal's expiry; one that is not a time (a line no engine wrote) never expires: its
     obligations keep holding rather than lapse (fail closed)."""
     try:
-        return clock.parse_time(text)
+        return clock.read_time(text)
     except RegulatorError:
         return None
 
@@ -327,6 +352,7 @@ def _may_resolve(state: State, event: DispositionLine, ob: Obligation | None, at
 def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> None:
     obligations, units, unit_of = state.obligations, state.units, state.unit
     holds: dict[str, list[Obligation]] | None = None  # unit -> its blocking obligations, built once needed
+    first: dict[str, int] = {}  # unit -> where in signals.ndjson its first blocking obligation opened
     held: dict[str, list[Span]] = {}  # unit -> (opened, obligation) of each, parsed once the unit needs them
     last_at: object = None
     last_when: datetime | None = None
@@ -348,14 +374,40 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
             seen = event.seen
             if seen is not None or host.units_seen or (crossing and order.decided_before(at >> 2)):
                 # judged by the order (SPEC §22): where it says it decided, not by its time
-                wanted = seen.get("signals") if crossing and type(seen) is dict else None
+                wanted = _signals_seen(seen) if crossing else None
                 if type(wanted) is int and wanted > host.signals_size and state.reread is not None:
                     host.units_at = at >> 2  # what a routing read now must find seen
                     state.reread()  # appended to signals.ndjson since it was read: read it first
                     holds, held, order = None, {}, _Order(host)
                 if holds is None:
                     holds = _holds(obligations)
-                reason = _ordered(state, unit, kind, seen, at >> 2, holds.get(unit_id, ()), order, crossing)
+                    first = _first_opened(holds)
+                # as a host writes it, inline (one per dispatch and close of the log): a status the
+                # command accepts, what it saw of signals.ndjson held, every routing record decided
+                # before it seen and none that saw it, and no blocking obligation of the unit in
+                # what it saw; anything else is asked of _ordered, which decides and says why
+                if (
+                    _INLINE
+                    and host.units_seen
+                    and seen is not None
+                    and (unit.status == _IN_PROGRESS) != (kind == _DISPATCH)
+                    and (
+                        not crossing  # the units log alone (a door): its status is all that is judged
+                        or type(wanted) is int
+                        and wanted <= host.signals_size
+                        and (
+                            (k := bisect_left(order.starts, wanted)) == len(order.low)
+                            or order.low[k] > at >> 2
+                        )
+                        and (k == 0 or order.high[k - 1] <= at >> 2)
+                        and wanted <= first.get(unit_id, wanted)
+                    )
+                ):
+                    reason = None
+                else:
+                    reason = _ordered(
+                        state, unit, kind, seen, at >> 2, holds.get(unit_id, ()), order, crossing
+                    )
                 if reason is not None:
                     state.uncounted.append(Uncounted("units", at >> 2, reason))
                     continue
@@ -364,6 +416,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
             else:  # a store from before `seen` (SPEC §22): judged by time, as it always was
                 if holds is None:
                     holds = _holds(obligations)
+                    first = _first_opened(holds)
                 at_text = event.at
                 if at_text != last_at or type(at_text) is not str:  # a host writes many in one second
                     last_at, last_when = at_text, clock.moment(at_text)
@@ -470,6 +523,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 obligations[ob.id] = ob
                 if holds is not None:
                     holds.setdefault(unit_id, []).append(ob)
+                    first[unit_id] = -1  # opened here: before every host event after it
                     if unit_id in held:
                         held[unit_id].append((clock.moment(ob.opened_at), ob))
                 pending = state.pending.pop(ob.id, None)
@@ -524,6 +578,15 @@ def _expiry_refused(unit: UnitState, event: UnitsLine) -> str | None:
 _HOST_KINDS = HOST_KINDS & frozenset(REFUSED)
 
 
+def _first_opened(holds: dict[str, list[Obligation]]) -> dict[str, int]:
+    """Where each unit's first blocking obligation opened in signals.ndjson (-1: one opened in
+    units.ndjson): a dispatch or close that saw less saw none of them (the order rule's fast path)."""
+    return {
+        unit: min(-1 if ob.history[0] & 3 else ob.history[0] >> 2 for ob in obs)
+        for unit, obs in holds.items()
+    }
+
+
 def _holds(obligations: dict[str, Obligation]) -> dict[str, list[Obligation]]:
     """Every unit's blocking obligations, open or not (one pass, for the units' host events)."""
     index: dict[str, list[Obligation]] = {}
@@ -539,9 +602,10 @@ def _holds(obligations: dict[str, Obligation]) -> dict[str, list[Obligation]]:
 # when it starts before it (for every length a host records, which falls between lines, the same as
 # ending at or before it). For a routing record R and a dispatch or close F: R decided before F was
 # appended when R's `seen` of units.ndjson does not cover F; F must then have seen R. When neither
-# saw the other, F counts for nothing (D-96): the routing's hold stands.
+# saw the other, F counts for nothing (D-148): the routing's hold stands.
 
 _CEILING = 1 << 62  # past any store's length: a forged figure stays within a checkpoint's 64 bits
+_INLINE = True  # the folds judge a host event as hosts write it inline (tests turn it off: the same)
 
 
 class _Order:
@@ -584,7 +648,7 @@ def _routing_order(state: State, event: RoutingLine, at: int) -> str | None:
     """Why a routing record counts for nothing by the order, or None: once a host event of
     signals.ndjson records `seen`, every later one must. One that counts is kept for judging the
     dispatches and closes (a routing record depends on no other store, so none is refused here for
-    another store's line: SPEC §22, D-96)."""
+    another store's line: SPEC §22, D-148)."""
     host = state.host
     seen = event.seen
     what = f"routing record of signal {event.signal}"
@@ -593,7 +657,7 @@ def _routing_order(state: State, event: RoutingLine, at: int) -> str | None:
             f"host event: {what} without `seen`, after host events that record it: no host wrote it (forged?)"
         )
     host.signals_seen = True
-    units = seen.get("units")
+    units = seen.units
     if units is None:
         return f"host event: {what} records no `seen` of units.ndjson: no host wrote it (forged?)"
     units = min(units, _CEILING)
@@ -669,7 +733,7 @@ def _ordered(
         )
     if not crossing:
         return None
-    wanted = seen.get("signals") if type(seen) is dict else None
+    wanted = _signals_seen(seen)
     if type(wanted) is not int:
         return f"host event: {what} records no `seen` of signals.ndjson: no host wrote it (forged?)"
     if wanted > host.signals_size:
@@ -677,6 +741,19 @@ def _ordered(
         return (
             f"host event: {what} says it saw {wanted} bytes of signals.ndjson, more than it holds: no "
             "host wrote it (forged?)"
+        )
+    # first what it saw (every reader that judges it has read that much), then the routing records
+    # after it, so every reader names the same reason; the obligations in a fixed order
+    for ob in sorted(holds, key=_ID):
+        opened = ob.history[0]
+        if not opened & 3 and opened >> 2 >= wanted:
+            continue  # routed after what it saw
+        closing = ob.closed_by
+        if closing >= 0 and (closing & 3 or closing >> 2 < wanted):
+            continue  # closed by a decision before it, or a disposition it saw
+        return (
+            f"host event: {what} while held by blocking obligation {ob.id} (opened "
+            f"{ob.opened_at}): vetoed, so no host wrote it (forged?)"
         )
     j = order.unseen(start, wanted)
     if j is not None:
@@ -690,18 +767,14 @@ def _ordered(
             f"host event: {what} says it saw the routing record of signal {_routed(state, j)}, which "
             "saw it first: out of order, so no host wrote it (forged?)"
         )
-    for ob in holds:
-        opened = ob.history[0]
-        if not opened & 3 and opened >> 2 >= wanted:
-            continue  # routed after what it saw
-        closing = ob.closed_by
-        if closing >= 0 and (closing & 3 or closing >> 2 < wanted):
-            continue  # closed by a decision before it, or a disposition it saw
-        return (
-            f"host event: {what} while held by blocking obligation {ob.id} (opened "
-            f"{ob.opened_at}): vetoed, so no host wrote it (forged?)"
-        )
     return None
+
+
+def _signals_seen(seen: object) -> object:
+    """What a dispatch's or close's `seen` says of signals.ndjson (None when it says nothing)."""
+    if type(seen) is Seen:
+        return seen.signals
+    return seen.get("signals") if type(seen) is dict else None
 
 
 def _routed(state: State, index: int) -> object:
@@ -771,10 +844,8 @@ def _memory_problem(event: dict[str, Any], memory: dict[str, MemoryEntry]) -> st
         return "subject or note is not text"
     review_by = event.get("reviewBy")
     try:
-        if not isinstance(review_by, str) or len(review_by) != 10:
-            raise ValueError
-        date.fromisoformat(review_by)
-    except ValueError:
+        clock.parse_date(review_by)  # exactly YYYY-MM-DD, as remember writes it (SPEC §26)
+    except RegulatorError:
         return "reviewBy is not a calendar date (YYYY-MM-DD)"
     for name in ("scope", "evidence"):  # remember writes both, lists of text (scope may be empty)
         value = event.get(name)
@@ -803,7 +874,7 @@ FOLDS: dict[str, Fold] = {
 # events (memory, proposals)
 SHAPES: dict[str, tuple[object, type] | type] = {
     "signals": (SignalLine | RoutingLine | DispositionLine | WorldLine, SignalsLine),
-    "units": UnitsLine,
+    "units": (HostUnitsLine, UnitsLine),
 }
 ORDER = STORES  # the fold's order (signals before units), also the index a reference carries
 
@@ -856,10 +927,13 @@ def _read(ws: Workspace, state: State, name: str, final: bool, gained: dict[str,
             host.signals_size = result.end
             if 0 <= host.beyond <= result.end:  # a dispatch or close said it saw this much: judge it now
                 raise Refold("signals")
-        if result.problems:
+        if result.bad:
+            state.bad_lines += result.bad
             state.problems.extend(result.problems)
-            # in store order, then line: the same list however the log was read (a checkpoint)
+            # in store order, then line: the same list however the log was read (a checkpoint);
+            # the first KEPT_PROBLEMS are named, every one is counted (SPEC §26)
             state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
+            del state.problems[KEPT_PROBLEMS:]
         at = refs(name, result.starts)
         check_ahead(state, ws, name, person_refs(name, result.events, at))
         FOLDS[name](state, result.events, at)

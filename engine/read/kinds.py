@@ -438,12 +438,21 @@ class RoutedObligation(msgspec.Struct):
     kind: str | None = None  # "question" for a question's obligation (SPEC §22); else intelligence
 
 
+class Seen(msgspec.Struct, gc=False):
+    """What a fold reads of a host event's `seen` (SPEC §22): the lengths of the two stores that
+    hold host events, as a host writes them (built in C with no dict; one of any other shape is read
+    whole, by the shape for any line, and judged there)."""
+
+    signals: int | None = None
+    units: int | None = None
+
+
 class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
     kind: ClassVar[str] = "routing"
     signal: str
     obligations: list[RoutedObligation] = []
     at: str | None = None
-    seen: dict[str, int] | None = None  # the other stores' byte lengths the router saw (SPEC §22)
+    seen: Seen | None = None  # the other stores' byte lengths the router saw (SPEC §22)
 
 
 class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
@@ -483,6 +492,13 @@ class UnitsLine(msgspec.Struct):
     exitCode: Any = None  # noqa: N815
     durationS: Any = None  # noqa: N815
     seen: Any = None  # a dispatch's or close's: the other stores' byte lengths the host saw (SPEC §22)
+
+
+class HostUnitsLine(UnitsLine):
+    """UnitsLine with `seen` as a host writes it: the shape most lines take (a `seen` of another
+    shape is read by UnitsLine, whole)."""
+
+    seen: Seen | None = None
 
 
 # what the fold reads of each kind: (store, kind) -> its read shape (memory and identity are read

@@ -1,5 +1,5 @@
-"""The ladder of seed 004 as the engine applies it. One function decides stale-knowledge; the
-vetoes, status, Next-up, lint and every view ask it.
+"""The ladder of seed 004 as the engine applies it: one function decides stale knowledge, which
+engine.read.vetoes.holds counts as a hold (the vetoes, status, Next-up, lint and every view ask it).
 """
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 from engine.checkout.workspace import Workspace
 from engine.read.model import State
 from registry.entries import Held, Registers, entry_or_none, load_registers
+from registry.trunkwalk import TrunkFindings, held_units, walk
 
 
 def registers_of(ws: Workspace, state: State) -> Registers:
@@ -30,17 +31,42 @@ def trunk_holds_of(ws: Workspace, paths: list[str]) -> dict[str, Held]:
     return {path: Held(entry, commit) for path, (commit, entry) in found.items()}
 
 
+def trunk_findings(ws: Workspace, state: State) -> TrunkFindings:
+    """Trunk's findings since the baseline (registry.trunkwalk), walked once per read of the
+    registers: what trunk holds, and each load-bearing change with whether it counts."""
+    registers = registers_of(ws, state)
+    if not isinstance(registers.trunk, TrunkFindings):
+        from engine.checkout.gitconfig import trunk_of
+        from engine.trust.ackers import walk_policy
+        from registry.lint import authorize_commit
+
+        policies: list = []  # read on the first change that needs authorizing (the policy's
+        # models are pydantic: a walk that authorizes nothing, the common `status`, never loads them)
+
+        def authorize(sha: str, email: str, message: str) -> tuple[str | None, str]:
+            if not policies:
+                policies.append(walk_policy(ws))
+            return authorize_commit(policies[0], sha, email, message)
+
+        registers.trunk = walk(ws.tree, trunk_of(ws), authorize)
+    return registers.trunk
+
+
 def stale_knowledge(ws: Workspace, state: State) -> dict[str, list[str]]:
-    """unit id → the unresolved findings (acknowledged or not) that name it, sorted. A finding
-    that cannot be read here counts as its last parseable version on trunk."""
+    """unit id → the unresolved findings that hold it, sorted: the stricter of trunk and the
+    working tree (SPEC §26). A finding in the working tree holds what it names; trunk holds what
+    its committed history holds (an unauthorized change there lifts nothing), so an edit that is
+    not committed, or not authorized, can add a hold and never remove one. A finding that cannot
+    be read here counts as its last parseable version on trunk."""
     registers = registers_of(ws, state)
     findings = list(registers.findings.values()) + [held.entry for held in registers.held.values()]
-    flagged: dict[str, list[str]] = {}
-    for finding in sorted(findings, key=lambda e: e.id):
-        if finding.fields["resolved"]:
-            continue
-        for unit_id in finding.fields.get("affects") or []:
-            ids = flagged.setdefault(unit_id, [])
-            if finding.id not in ids:
-                ids.append(finding.id)
-    return flagged
+    flagged: dict[str, set[str]] = {}
+    for finding in findings:
+        for unit_id in held_units(finding):
+            flagged.setdefault(unit_id, set()).add(finding.id)
+    trunk = trunk_findings(ws, state)
+    names = trunk.ids()
+    for path, units in trunk.holds.items():
+        for unit_id in units:
+            flagged.setdefault(unit_id, set()).add(names[path])
+    return {unit_id: sorted(ids) for unit_id, ids in flagged.items()}

@@ -256,7 +256,7 @@ class MemoryEntry(msgspec.Struct, array_like=True):
 
 class World(msgspec.Struct):
     """What time and the world brought in (SPEC §24), folded from signals.ndjson: each index maps to
-    references (engine.events) or ids, so holding it costs little and a checkpoint keeps it."""
+    references (engine.log.events) or ids, so holding it costs little and a checkpoint keeps it."""
 
     expired: dict[str, int] = {}  # signal id -> its evidence-expired event
     stale_evidence: dict[str, str] = {}  # obligation id -> the signal whose evidence expired under it
@@ -298,7 +298,8 @@ class State:
     # record it follows; this keeps the result the same whatever order the stores were read in.
     pending: dict[str, Closing] = field(default_factory=dict)
     unrouted_ids: dict[str, None] = field(default_factory=dict)  # signals awaiting routing, log order
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)  # the first bad lines, named
+    bad_lines: int = 0  # every bad line read, named or only counted (SPEC §26)
     contract_problems: list[str] = field(default_factory=list)
     cursors: dict[str, Cursor] = field(default_factory=dict)
     contract_files: ContractFiles = field(default_factory=ContractFiles)

@@ -19,7 +19,7 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
     known to be todo: the queue is empty and every unit is excluded as `status unknown`.
     """
     known = ws.has_stores
-    found = holds(ws, state)
+    found = holds(ws, state)  # "held": an obligation or a finding, as everywhere (SPEC §26)
     holding, stale = found.obligations, found.findings
     # a finding that cannot be read here holds as its last parseable trunk version: say so
     from_trunk = {
@@ -33,7 +33,7 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
         if contract is None:
             continue
         status = unit_status(state, unit) if known else "unknown (no stores here)"
-        if status == _TODO and unit_id not in stale and unit_id not in holding:
+        if status == _TODO and not found.held(unit_id):
             ready.append((contract.priority, unit_id))
         elif explain:
             reasons = [] if status == _TODO else [f"status {status}"]

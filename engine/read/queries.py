@@ -132,7 +132,7 @@ def signal_rows(state: State) -> list[dict[str, Any]]:
 
 def age(state: State, at: str) -> str:
     """How long ago `at` was on the state's clock, in the largest whole unit (d, h, m, s)."""
-    seconds = max(0, int((state.now - clock.parse_time(at)).total_seconds()))
+    seconds = max(0, int((state.now - clock.read_time(at)).total_seconds()))
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{seconds // size}{unit}"

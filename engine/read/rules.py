@@ -253,6 +253,24 @@ def deciding_proposal(
     return denied
 
 
+# ---- dismiss: a line verify names ----------------------------------------------------------------
+
+
+def dismissing(people: People, person: str, identity_line: int | None = None) -> Denied | None:
+    """`verify --dismiss`: the accept grant. An identity line that fails its hash leaves the policy
+    unknown: `people` is then the policy in force just before that line (`identity_line`), and only
+    a person holding accept under it may dismiss the line (SPEC §26)."""
+    if identity_line is None:
+        return lacks(people, person, "accept", "dismiss a line verify names")
+    if people.may(person, "accept"):
+        return None
+    return Denied(
+        f"{person} lacked the accept grant before identity line {identity_line}",
+        f"{person} did not hold the accept grant under the policy in force before identity.ndjson "
+        f"line {identity_line}: only such a person may dismiss it",
+    )
+
+
 # ---- ack: a finding, once, while it is unresolved --------------------------------------------
 
 

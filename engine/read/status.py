@@ -15,21 +15,21 @@ def status(ws: Workspace, state: State) -> dict:
     """Without the stores (a clone, SPEC §16.2) nothing is known of the units' state: their status
     is `unknown`, `held` and `unrouted` are null, never `todo`, `false` or 0."""
     known = ws.has_stores
-    found = holds(ws, state)
-    stale = found.findings
+    found = holds(ws, state)  # "held": an obligation or a finding, as everywhere (SPEC §26)
     units = []
     for unit_id in sorted(state.units):
         unit = state.units[unit_id]
         holding = found.obligations.get(unit_id, [])
+        findings = found.findings.get(unit_id, [])
         blocked_by = [ob.id for ob in holding]
         units.append(
             {
                 "id": unit_id,
                 "type": unit.contract.type if unit.contract else None,
                 "status": status_of(known, state, unit),
-                "held": bool(blocked_by) if known else None,
+                "held": bool(holding or findings) if known else None,
                 "blockedBy": blocked_by,
-                "staleKnowledge": stale.get(unit_id, []),
+                "staleKnowledge": list(findings),
                 # SPEC §23: null where nothing is known (not started, or no stores here)
                 "awaitingClose": awaiting_close(state, unit, holding) if known else None,
                 "confined": confined(state, unit) if known else None,

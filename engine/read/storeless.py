@@ -11,6 +11,7 @@ from __future__ import annotations
 from engine.checkout.workspace import Workspace
 from engine.read.model import UNKNOWN_STATUS, State, UnitState
 from engine.read.queries import unit_status
+from identity import regular
 
 ABSENT = "stores: absent — unit state unknown"
 UNKNOWN = UNKNOWN_STATUS  # a unit's status where the stores are absent
@@ -36,7 +37,7 @@ def authentication(ws: Workspace) -> str:
     from engine.checkout.authority import INTERACTION, People
 
     try:
-        text = (ws.tree / INTERACTION).read_text(encoding="utf-8")
+        text = regular.read_text(ws.tree / INTERACTION)
     except (OSError, UnicodeDecodeError):
         text = None
     return ("signatures" if People.parse(text).require_signatures else "names") + "-unverified"

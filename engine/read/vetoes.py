@@ -1,10 +1,10 @@
-"""Is this unit held, and by what (SPEC §4.3): the one answer the dispatch and close vetoes, the
-fold's judgement of a host's dispatch or close, Next-up, status and the control room ask.
+"""Is this unit held, and by what (SPEC §4.3, §26): the one answer the dispatch and close vetoes,
+the fold's judgement of a host's dispatch or close, Next-up, status, --once and the control room ask.
 
-A unit is held by its open blocking obligations and by the unresolved findings that name it
-(stale knowledge, engine.read.ladder); a waiting unit also waits on its recovery decision's
-obligation. `holding` says whether one obligation holds: now, or at an event's time.
-"""
+"Held" means one thing everywhere: a unit is held by its open blocking obligations and by the
+unresolved findings that name it, as trunk and the working tree hold them (stale knowledge,
+engine.read.ladder); a waiting unit also waits on its recovery decision's obligation. `holding`
+says whether one obligation holds: now, or at an event's time."""
 
 from __future__ import annotations
 
@@ -78,6 +78,10 @@ class Holds:
     def held(self, unit_id: str) -> bool:
         return bool(self.obligations.get(unit_id) or self.findings.get(unit_id))
 
+    def units(self) -> set[str]:
+        """Every unit held, by an obligation or a finding."""
+        return {u for u, by in self.obligations.items() if by} | {u for u, by in self.findings.items() if by}
+
 
 def holds(ws: Workspace, state: State) -> Holds:
     return Holds(ws, state, blocking(state))
@@ -108,6 +112,19 @@ def _describe(state: State, ob: Obligation) -> str:
     return f"{ob.id} ({ob.severity}, signal {ob.source}: {signal.get('subject', '?')})"
 
 
+def _flagged(found: Holds, unit: UnitState, doing: str) -> Denied | None:
+    findings = found.findings.get(unit.id)
+    if not findings:
+        return None
+    text = (
+        f"{doing} of {unit.id} vetoed: stale-knowledge from unresolved finding(s) "
+        f"{', '.join(findings)}; resolve the finding first, on trunk "
+        f"(regulator registry resolve {findings[0]} --by PERSON --rationale R --commit): "
+        "an edit not committed to trunk with Authorized-by adds a hold, never lifts one"
+    )
+    return Denied(text, text)
+
+
 def _held(state: State, found: Holds, unit: UnitState, doing: str) -> Denied | None:
     by = found.obligations.get(unit.id)
     if not by:
@@ -134,14 +151,9 @@ def dispatch_veto(ws: Workspace, state: State, unit: UnitState) -> Denied | None
     if status == UnitStatus.WAITING:
         text = f"dispatch of {unit.id} vetoed: it waits on recovery decision obligation {unit.recovery}"
         return Denied(text, text)
-    findings = found.findings.get(unit.id)
-    if findings:
-        text = (
-            f"dispatch of {unit.id} vetoed: stale-knowledge from unresolved finding(s) "
-            f"{', '.join(findings)}; resolve the finding first "
-            f"(regulator registry resolve {findings[0]} --by PERSON --rationale R --commit)"
-        )
-        return Denied(text, text)
+    denied = _flagged(found, unit, "dispatch")
+    if denied is not None:
+        return denied
     if status not in DISPATCHABLE:
         text = f"unit {unit.id} is {status}; dispatch needs a todo or lost unit"
         return Denied(text, text, bad_input=True)
@@ -149,8 +161,10 @@ def dispatch_veto(ws: Workspace, state: State, unit: UnitState) -> Denied | None
 
 
 def close_veto(ws: Workspace, state: State, unit: UnitState) -> Denied | None:
-    """Why the host may not close the unit now: held, or not in progress."""
-    denied = _held(state, holds(ws, state), unit, "close")
+    """Why the host may not close the unit now: held (by an obligation or a finding), or not in
+    progress."""
+    found = holds(ws, state)
+    denied = _held(state, found, unit, "close") or _flagged(found, unit, "close")
     if denied is not None:
         return denied
     status = unit_status(state, unit)

@@ -101,6 +101,25 @@ def _git(root: Path, *args: str, env: dict | None = None, data: bytes | None = N
     return done.stdout.decode().strip() if done.returncode == 0 else None
 
 
+def _emails(ws: Workspace, person: str) -> list[str]:
+    """The emails the interaction policy lists for `person` (none when it cannot be read)."""
+    from engine.base.errors import RegulatorError
+
+    try:
+        entry = ws.interaction().people.get(person)
+    except RegulatorError:
+        return []
+    return list(entry.emails) if entry else []
+
+
+def _author_email(root: Path, env: dict[str, str]) -> str | None:
+    """The author email git would write here (its environment first, then its configuration)."""
+    ident = _git(root, "var", "GIT_AUTHOR_IDENT", env=env)
+    if ident is None or "<" not in ident:
+        return None
+    return ident.split("<", 1)[1].split(">", 1)[0]
+
+
 def commit(
     ws: Workspace,
     paths: list[str],
@@ -129,9 +148,11 @@ def commit(
     if clock.fixed():  # a pinned workspace (tests, the demo) makes the same commits every time
         stamp = clock.iso(clock.now())
         env.update(GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp)
-    if not git_config(root, "user.email"):
-        entry = ws.interaction().people.get(person)
-        email = entry.emails[0] if entry and entry.emails else f"{person}@regulator.invalid"
+    listed = _emails(ws, person)
+    if not git_config(root, "user.email") or (listed and _author_email(root, env) not in listed):
+        # the commit is the person's: where the policy lists their emails, its author is one of
+        # them (lint authorizes a change only from a listed email), whatever git would have used
+        email = listed[0] if listed else f"{person}@regulator.invalid"
         env.update(GIT_AUTHOR_NAME=person, GIT_AUTHOR_EMAIL=email, GIT_COMMITTER_NAME=person,
                    GIT_COMMITTER_EMAIL=email)  # fmt: skip
     signing: list[str] = []

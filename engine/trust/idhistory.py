@@ -33,6 +33,7 @@ from pathlib import Path
 from engine.checkout.authority import INTERACTION, People
 from engine.checkout.workspace import Workspace
 from engine.trust.gitsig import NAMESPACE, split_signature
+from identity import regular
 from identity.files import GOVERNED, OPTIONAL
 
 DECISION = "Regulator-Decision"
@@ -228,7 +229,7 @@ def verify_history(ws: Workspace, trunk: str | None = None) -> HistoryVerdict:
                 decided[path][blob] = (commit.sha, person, how)
     for path in GOVERNED:
         try:
-            actual = blob_id((ws.tree / path).read_bytes(), object_format)
+            actual = blob_id(regular.read_bytes(ws.tree / path), object_format)
         except OSError:
             if path in OPTIONAL and not decided.get(path):
                 continue  # a workspace on files has no store.yaml, and never decided one

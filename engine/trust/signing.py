@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.base import ids
 from engine.base.errors import Refused
-from engine.checkout.authority import signed_bytes
+from engine.checkout.authority import People, signed_bytes
 from engine.checkout.workspace import Workspace
 from engine.log.store import canonical
 
@@ -67,11 +67,12 @@ def _literal(line: str) -> Path:
     return path
 
 
-def signer_for(ws: Workspace, person: str) -> Signer | None:
+def signer_for(ws: Workspace, person: str, people: People | None = None) -> Signer | None:
     """The signer for `person`, or None where an unsigned event still counts (a workspace whose
     policy does not require signatures, and the person lists no key). Refused (exit 3) when the
-    person must sign and cannot: no key, a key the policy does not list, a key that cannot sign."""
-    people = ws.authority().people
+    person must sign and cannot: no key, a key the policy does not list, a key that cannot sign.
+    `people`: the policy whose keys count (default the one in force)."""
+    people = people or ws.authority().people
     listed = people.keys.get(person, ())
     path = key_path(ws)
     if not listed:

@@ -68,6 +68,17 @@ hostile = st.one_of(
     anything,
     st.lists(st.sampled_from(FORGERIES), max_size=4).map("\n".join),
 )
+# SPEC §26: every code point of the categories Cc, Cf, Co, Cs and Cn (as the running Python's
+# unicodedata classifies them) and the variation selectors, in every field of an entry (a line in a
+# store may hold a lone surrogate as a JSON escape; identity files are UTF-8, so they hold none)
+VARIATION_SELECTORS = [
+    chr(c) for c in (*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0), 0x180B, 0x180C, 0x180D, 0x180F)
+]
+hidden_points = st.one_of(
+    st.characters(categories=("Cc", "Cf", "Co", "Cs", "Cn")), st.sampled_from(VARIATION_SELECTORS)
+)
+hidden_text = st.text(hidden_points, min_size=1, max_size=12)
+field_text = st.one_of(hostile, hidden_text, st.tuples(hostile, hidden_text, hostile).map("".join))
 TYPES = ["implement", "research", "bookkeeper", "categorize"]
 UNITS = ["u1", "u3", "b1", "r1"]
 STAMPS = [f"2026-11-29T1{h}:00:00Z" for h in range(4)]
@@ -80,14 +91,20 @@ def entries(draw: Any) -> list[dict]:
         events.append(
             {
                 "kind": "memory",
-                "id": f"01M8KJT9G0{n:016d}",
-                "subject": draw(hostile),
-                "note": draw(hostile),
+                "id": f"01M8KJT9G0{n:016d}" + draw(st.one_of(st.just(""), hidden_text)),
+                "subject": draw(field_text),
+                "note": draw(field_text),
                 "evidence": ["e"],
-                "scope": sorted(set(draw(st.lists(st.sampled_from(TYPES), max_size=2)))),
+                "scope": sorted(
+                    set(draw(st.lists(st.one_of(st.sampled_from(TYPES), hidden_text), max_size=2)))
+                ),
                 "reviewBy": draw(st.sampled_from(["2026-11-28", "2026-11-29", "2026-12-20"])),
-                "unit": draw(st.sampled_from([*UNITS, None])),
-                "revision": draw(st.sampled_from(["2a27fa1cf5597a059de442545ee55830243783e3", None])),
+                "unit": draw(st.one_of(st.sampled_from([*UNITS, None]), hidden_text)),
+                "revision": draw(
+                    st.one_of(
+                        st.sampled_from(["2a27fa1cf5597a059de442545ee55830243783e3", None]), hidden_text
+                    )
+                ),
                 "recordedBy": "S1",
                 "at": draw(st.sampled_from(STAMPS)),
             }
@@ -187,8 +204,32 @@ def test_tiers_then_rounds_across_units_newest_first(events: Any, unit: Any) -> 
 
 
 @settings(max_examples=500, deadline=None)
-@given(text=anything | st.text(st.sampled_from(ALPHABET), max_size=80))
+@given(text=anything | st.text(st.sampled_from(ALPHABET), max_size=80) | field_text)
 def test_escaping_is_reversible_and_leaves_nothing_raw(text: Any) -> None:
     assert unescape(escape(text)) == text and unescape(escape_block(text)) == text
     assert "\n" not in escape(text) and not needs_escape(escape(text))
     assert all(not needs_escape(line) for line in escape_block(text).split("\n"))
+
+
+def test_every_format_code_point_is_escaped_in_every_field():
+    """Issue 28: U+1D173–U+1D17A and 3,781 other invisible code points reached a unit's context raw.
+    Every Cc and Cf code point, and samples of Co, Cs, Cn and the variation selectors, in each field
+    of an entry: the context holds none raw and reads back exactly."""
+    import unicodedata
+
+    points = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) in ("Cc", "Cf")]
+    points += ["\ue000", "\U000f0000", "\U0010fffd", "\ud800", "\udfff", "\u0378", "\U000e01ef", "\ufe0f"]
+    text = "".join(points)
+    assert "\U0001d173" in text
+    event = {
+        "kind": "memory", "id": "01M8KJT9G0" + text[:40], "subject": text, "note": text, "evidence": ["e"],
+        "scope": [text[:30]], "reviewBy": "2026-12-20", "unit": text[30:60], "revision": text[60:90],
+        "recordedBy": "S1", "at": STAMPS[0],
+    }  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = workspace_with(Path(tmp), [None, None, None])
+        ctx = build_context(ws, state_of([event], set()), None, 1_000_000)
+        rendered = render_text(ctx)
+    assert len(ctx.memory) == 1 and parse_context(rendered) == ctx.as_text()
+    assert rendered.isascii() or all(not needs_escape(line) for line in rendered.split("\n"))
+    assert not any(unicodedata.category(c) in ("Cc", "Cf", "Co", "Cs", "Cn") for c in rendered if c != "\n")

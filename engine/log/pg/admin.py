@@ -23,6 +23,7 @@ from engine.log.pg.sql import (
     ROLES_SQL,
     SCHEMA_SQL,
     SCHEMA_VERSION,
+    TO_SYSTEM_SQL,
     UPGRADE_SQL,
 )
 from engine.log.store import GENESIS, canonical, event_hash, line_text
@@ -163,14 +164,28 @@ def upgrade(url: str) -> Upgraded:
     return _run(url, work)
 
 
+INSTANCE_SQL = """
+SELECT (SELECT m.instance FROM regulator.meta m ORDER BY m.created_at LIMIT 1),
+       CASE WHEN bool_and(clock = 'pinned') THEN 'pinned' ELSE 'system' END
+FROM regulator.meta
+"""
+
+
+def follow_clock(url: str) -> None:
+    """SPEC §26: the clock mode the insert trigger checks follows the decided policy. Called when
+    the workspace's decided clock is the system's (the decision that moves it there, the demo's
+    too): the database stops taking times it would refuse on the system clock. Idempotent."""
+    _run(url, lambda conn: conn.execute(TO_SYSTEM_SQL))
+
+
 def instance(url: str) -> tuple[str, str]:
     """(instance id, clock) of the database's stores; refused where there are none."""
 
     def work(conn: Any) -> tuple[str, str]:
         if not schema_present(conn):
             raise Refused(f"{redact(url)} holds no regulator stores; run `regulator init --store URL`")
-        row = conn.execute("SELECT instance, clock FROM regulator.meta LIMIT 1").fetchone()
-        if row is None:
+        row = conn.execute(INSTANCE_SQL).fetchone()
+        if row is None or row[0] is None:
             raise Refused(f"{redact(url)}: regulator.meta is empty; not a regulator store")
         return row[0], row[1]
 

@@ -2,7 +2,9 @@
 constants.
 
 Schema 2 (SPEC §22), every table in the schema `regulator`, owned by the role that ran `init`:
-- `meta` (instance, version, clock, created_at): one row; never changed but by `store upgrade`.
+- `meta` (instance, version, clock, created_at): init's row; never changed but by `store upgrade`.
+  A later row can only move the database to the system clock (SPEC §26: the mode follows the
+  decided policy): it keeps init's instance and version and the server's time, whatever it sent.
 - `events` (store, n, line, sha256, hash, prev, at, recorded_at, written_by): every line of every
   store, numbered per store; INSERT only (triggers refuse UPDATE, DELETE, TRUNCATE). The trigger
   fills n, hash, prev, at from the line, recorded_at (the server's clock) and written_by (the
@@ -127,7 +129,8 @@ BEGIN
     NEW.n := coalesce(last_n, 0) + 1;
     NEW.recorded_at := clock_timestamp();
     NEW.written_by := session_user;
-    SELECT m.clock = 'pinned' INTO pinned FROM regulator.meta m LIMIT 1;
+    -- pinned only while every row says so: a decision to the system clock adds a 'system' row
+    SELECT bool_and(m.clock = 'pinned') INTO pinned FROM regulator.meta m;
     IF NOT importing AND NOT coalesce(pinned, false) THEN
         IF NEW.at IS NULL OR NEW.at !~ '^[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}T[0-9]{{2}}:[0-9]{{2}}:[0-9]{{2}}Z$' THEN
             RAISE EXCEPTION 'regulator: %: at must be a UTC time YYYY-MM-DDTHH:MM:SSZ', NEW.store
@@ -181,6 +184,42 @@ CREATE TABLE IF NOT EXISTS regulator.leases (
     heartbeat timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 REVOKE ALL ON regulator.locks, regulator.leader, regulator.leases FROM PUBLIC;
+"""
+
+# SPEC §26: the clock mode the insert trigger checks follows the decided policy. A later row of
+# meta can only move the database to the system clock (never back: pinned is init's, for tests and
+# demos), and keeps init's instance and version and the server's time whatever the row sent.
+META_SQL = """
+CREATE OR REPLACE FUNCTION regulator.check_meta() RETURNS trigger LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    first_instance text;
+    first_version int;
+BEGIN
+    SELECT m.instance, m.version INTO first_instance, first_version FROM regulator.meta m
+        ORDER BY m.created_at LIMIT 1;
+    IF first_instance IS NULL THEN
+        RETURN NEW;  -- init's own row
+    END IF;
+    IF NEW.clock IS DISTINCT FROM 'system' THEN
+        RAISE EXCEPTION 'regulator: the clock mode moves only to system' USING ERRCODE = 'check_violation';
+    END IF;
+    NEW.instance := first_instance;
+    NEW.version := first_version;
+    NEW.created_at := clock_timestamp();
+    RETURN NEW;
+END $$;
+DROP TRIGGER IF EXISTS meta_append ON regulator.meta;
+CREATE TRIGGER meta_append BEFORE INSERT ON regulator.meta
+    FOR EACH ROW EXECUTE FUNCTION regulator.check_meta();
+"""
+
+# the database moves to the system clock (idempotent: nothing when it is there already)
+TO_SYSTEM_SQL = """
+INSERT INTO regulator.meta (instance, version, clock)
+SELECT m.instance, m.version, 'system' FROM regulator.meta m
+WHERE NOT EXISTS (SELECT 1 FROM regulator.meta s WHERE s.clock = 'system')
+ORDER BY m.created_at LIMIT 1
 """
 
 SCHEMA_SQL = f"""
@@ -243,6 +282,7 @@ CREATE TRIGGER meta_no_change BEFORE UPDATE OR DELETE ON regulator.meta
     FOR EACH ROW EXECUTE FUNCTION regulator.refuse_change();
 CREATE TRIGGER meta_no_truncate BEFORE TRUNCATE ON regulator.meta
     FOR EACH STATEMENT EXECUTE FUNCTION regulator.refuse_change();
+{META_SQL}
 {HOST_TABLES_SQL}
 REVOKE ALL ON ALL TABLES IN SCHEMA regulator FROM PUBLIC;
 """
@@ -252,7 +292,7 @@ GRANTS_SQL = f"""
 GRANT USAGE ON SCHEMA regulator TO {HOST_ROLE}, {READER_ROLE};
 GRANT SELECT ON regulator.meta, regulator.events, regulator.locks, regulator.leader, regulator.leases
     TO {HOST_ROLE}, {READER_ROLE};
-GRANT INSERT ON regulator.events TO {HOST_ROLE};
+GRANT INSERT ON regulator.events, regulator.meta TO {HOST_ROLE};
 GRANT UPDATE ON regulator.locks, regulator.leader TO {HOST_ROLE};
 GRANT INSERT, UPDATE ON regulator.leases TO {HOST_ROLE};
 REVOKE UPDATE, DELETE, TRUNCATE ON regulator.meta, regulator.events FROM {HOST_ROLE}, {READER_ROLE};
@@ -280,6 +320,7 @@ UPGRADE_SQL = f"""
 ALTER TABLE regulator.events ADD COLUMN written_by text;
 {IS_HOST_SQL}
 {CHECK_APPEND_SQL}
+{META_SQL}
 {HOST_TABLES_SQL}
 DO $$ BEGIN
     IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{OLD_WRITER_ROLE}') THEN

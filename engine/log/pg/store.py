@@ -16,6 +16,7 @@ from engine.base.errors import BadInput, Refused
 from engine.log.pg.connection import _denied, _message, _pause, _psycopg, _run, connect, redact
 from engine.log.pg.mirror import mirror
 from engine.log.pg.server import server_bytes
+from engine.log.pg.sql import TO_SYSTEM_SQL
 from engine.log.store import (
     GENESIS,
     MAX_LINE_BYTES,
@@ -64,6 +65,8 @@ class PgStore(Store):
                 written = {"id": written.pop("id"), **written}
             written["hash"] = event_hash(written)
             line = checked_line(file_name, written)
+            if not clock.pinned() and name == "identity":  # a decision may have moved the clock (§26)
+                conn.execute(TO_SYSTEM_SQL)
             n = conn.execute(
                 "INSERT INTO regulator.events (store, line, sha256, hash, prev, recorded_at)"
                 " VALUES (%s, %s, %s, '', '', now()) RETURNING n",
@@ -300,7 +303,7 @@ def _restamped(event: Mapping[str, Any]) -> object:
         return at
     now = clock.now()
     try:
-        behind = (now - clock.parse_time(at)).total_seconds()
+        behind = (now - clock.read_time(at)).total_seconds()
     except BadInput:
         return at
     return clock.iso(now) if behind >= 1 else at

@@ -1,0 +1,67 @@
+"""Who may authorize a load-bearing register change (SPEC §8.4, §15.1, §26): the `ack` grants,
+the persons' emails and keys, and whether signatures are required, as lint and the trunk walk
+(engine.read.ladder) judge commits by them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.checkout.gitconfig import trunk_of
+from engine.checkout.workspace import Workspace
+from registry.lint import Policy
+
+if TYPE_CHECKING:
+    from identity.policy import InteractionPolicy
+
+
+def lint_policy(ws: Workspace) -> Policy:
+    policy = _signing_policy(ws, ws.interaction())
+    policy.intake_debt_days = ws.routing().intake_debt_days
+    return policy
+
+
+def _signing_policy(ws: Workspace, interaction: InteractionPolicy, note: str = "") -> Policy:
+    """Who may authorize a load-bearing change, and whether it must be SSH-signed (SPEC §15.1)."""
+    people = interaction.people
+    ackers = {name: person.emails for name, person in people.items() if "ack" in person.grants}
+    keys = {name: person.keys for name, person in people.items()}
+
+    def signed(sha: str, person: str) -> bool:
+        from engine.trust.gitsig import signed_by
+
+        return signed_by(ws.root, sha, {person: keys.get(person, ())})[person]
+
+    return Policy(ackers=ackers, signed=signed, require_signatures=interaction.require_signatures, note=note)
+
+
+def walk_policy(ws: Workspace) -> Policy:
+    """Whose `Authorized-by:` counts on trunk's history (SPEC §26): on the host, the decided
+    policy; in a clone (no decisions here), the interaction policy trunk holds, never the
+    checkout's files, which a branch may have edited."""
+    if ws.has_stores:
+        return lint_policy(ws)
+    import subprocess
+
+    from registry.history import resolve_trunk
+
+    ref = resolve_trunk(ws.tree, trunk_of(ws))
+    if ref is None:
+        return lint_policy(ws)
+    done = subprocess.run(
+        ["git", "-C", str(ws.tree), "show", f"{ref}:regulator/policy/interaction.yaml"], capture_output=True
+    )
+    return policy_at(ws, done.stdout if done.returncode == 0 else None, f"trunk ({ref})")
+
+
+def policy_at(ws: Workspace, text: bytes | None, where: str) -> Policy:
+    """The ack grants and keys of an interaction policy as it stood at a commit (--range: at A), so
+    a push cannot use signing rights it grants itself."""
+    from identity.policy import PolicyError, parse_policy
+
+    if text is None:
+        return Policy(ackers={}, note=f"no interaction policy at {where}: nobody holds the ack grant")
+    try:
+        interaction = parse_policy("interaction.yaml", text.decode("utf-8"))
+    except (PolicyError, UnicodeDecodeError) as exc:
+        return Policy(ackers={}, note=f"the interaction policy at {where} does not read ({exc})")
+    return _signing_policy(ws, interaction, note=f"ack grants as the policy at {where} gives them")

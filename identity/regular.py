@@ -1,0 +1,58 @@
+"""The files regulator reads, read only when they are regular files and never waited on (SPEC
+§16.4, §26): a FIFO, a socket or a device put where a governed file, a view, a config file or
+`.git/HEAD` belongs is refused in one line (exit 3), since opening a FIFO blocks until a writer
+comes and reading a device may never end."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from identity.errors import Refused
+
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+_CHUNK = 1 << 20
+
+
+def not_regular(path: Path | str) -> Refused:
+    return Refused(
+        f"{path} is not a regular file (a FIFO, socket or device?); regulator reads only regular files "
+        "and waits on none: remove it and restore the file"
+    )
+
+
+def read_bytes(path: Path | str) -> bytes:
+    """The bytes of a regular file (through a symlink to one). FileNotFoundError and the other
+    OSErrors as `Path.read_bytes` raises them; Refused when it is no regular file: the open does
+    not wait (O_NONBLOCK) and nothing is read from it."""
+    try:
+        fd = os.open(path, _FLAGS)
+    except OSError:
+        check_regular(path)  # a socket cannot be opened at all (ENXIO): say what it is
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise not_regular(path)
+        parts = []
+        while part := os.read(fd, _CHUNK):
+            parts.append(part)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path | str) -> str:
+    """A regular file's text, UTF-8 (UnicodeDecodeError as `Path.read_text` raises it)."""
+    return read_bytes(path).decode("utf-8")
+
+
+def check_regular(path: Path | str) -> None:
+    """Refused when something other than a regular file (or nothing) is at `path` (following a
+    symlink): for the files git reads before regulator runs it (`.git/HEAD`)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise not_regular(path)

@@ -1,0 +1,262 @@
+"""Trunk's history of the findings since the baseline, walked once (SPEC §26): each load-bearing
+change authorized or not, and the holds trunk keeps.
+
+The walk follows trunk's first-parent line, oldest first, from the baseline commit (`regulator
+init`'s, trailer `Regulator-Decision: baseline`; the root when there is none). A commit on that
+line brings each change to trunk: the commit itself, or a merge or squash. A change to a
+finding's load-bearing fields (resolved, affects, ack), or one that would lift a hold, counts when
+the commit that brought it carries a valid `Authorized-by:` (signed by that person's key, or,
+where signatures are not required, claimed) or, for a merge, when the newest commit of the merged
+side that touched the entry, holding the same fields, does. Otherwise it is `unauthorized-change`
+and lifts nothing: the units held before stay held (a hold can be added by anyone, never removed
+without the grant). A later authorized commit touching the entry decides it afresh.
+
+A version that is no valid finding (bad YAML, a schema error) changes nothing: the entry keeps
+what it held. A deleted entry keeps its hold (deletion is `tombstone-not-delete`, never a release).
+
+Whatever the history's length: a handful of git calls (rev-parse, the baseline, one `git log` over
+findings/, one `cat-file --batch` of the versions and commits), plus one `git log` per merge whose
+own commit does not authorize a change it brought.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from registry.entries import LOAD_BEARING, Entry, entry_or_none
+from registry.history import AUTHOR, ZERO, _cat_batch, _git, _raw_log, resolve_trunk
+
+BASELINE_GREP = "^Regulator-Decision: baseline$"
+FOLDER = "findings"
+
+# (commit sha, author email, message, path) -> (person or None, how or why not)
+Authorize = Callable[[str, str, str], tuple[str | None, str]]
+
+
+@dataclass(frozen=True)
+class TrunkChange:
+    """One load-bearing change a trunk commit brought to a finding, and whether it counts."""
+
+    path: str
+    commit: str
+    subject: str
+    changed: tuple[str, ...]  # the load-bearing fields that differ from the version before
+    lifts: tuple[str, ...]  # units it would have released
+    who: str | None  # the person whose authorization covers it (None: unauthorized)
+    how: str  # "authorized (signed) by ..." / "authorized (claimed) by ...", or why not
+    ack_removed: bool = False
+    superseded: str = ""  # a later authorized commit that decided the entry afresh (sha)
+
+
+@dataclass
+class TrunkFindings:
+    available: bool
+    why: str = ""
+    tip: str = ""
+    baseline: str = ""  # the commit the walk starts after ("" : from the root)
+    holds: dict[str, frozenset[str]] = field(default_factory=dict)  # finding path -> units trunk holds
+    changes: list[TrunkChange] = field(default_factory=list)  # oldest first
+
+    def ids(self) -> dict[str, str]:
+        """finding path -> its id (the file name's: the content may be unreadable)."""
+        return {path: path.rsplit("/", 1)[-1].removesuffix(".md") for path in self.holds}
+
+
+def unavailable(why: str) -> TrunkFindings:
+    return TrunkFindings(available=False, why=why)
+
+
+def held_units(entry: Entry | None) -> frozenset[str]:
+    """The units a valid finding holds: those it affects, while it is not resolved."""
+    if entry is None or entry.fields.get("resolved") is True:
+        return frozenset()
+    return frozenset(u for u in entry.fields.get("affects") or [] if isinstance(u, str))
+
+
+def load_bearing(entry: Entry) -> dict:
+    return {k: entry.fields.get(k) for k in LOAD_BEARING}
+
+
+def _finding_path(path: str) -> bool:
+    folder, _, name = path.partition("/")
+    return folder == FOLDER and name.endswith(".md") and "/" not in name
+
+
+def _commit_fields(raw: bytes | None) -> tuple[str, str]:
+    """(author email, message) of a raw commit object."""
+    if raw is None:
+        return "", ""
+    head, _, message = raw.partition(b"\n\n")
+    author = AUTHOR.search(head)
+    email = author.group(1).decode("utf-8", errors="replace") if author else ""
+    return email, message.decode("utf-8", errors="replace")
+
+
+def baseline_of(root: Path, ref: str) -> str:
+    """The oldest commit on trunk's first-parent line carrying init's baseline trailer, or ""."""
+    done = _git(
+        root, "rev-list", "--first-parent", "--reverse", f"--grep={BASELINE_GREP}", "--extended-regexp", ref
+    )
+    if done.returncode != 0:
+        return ""
+    first = done.stdout.split(b"\n", 1)[0].strip()
+    return first.decode() if first else ""
+
+
+def walk(root: Path, trunk: str, authorize: Authorize) -> TrunkFindings:
+    """Walk trunk's findings since the baseline; `authorize(sha, email, message)` says whether a
+    commit's trailers and signature authorize a change (engine.commands.registers gives it the policy)."""
+    shallow = _git(root, "rev-parse", "--is-shallow-repository")
+    if shallow.returncode != 0:
+        return unavailable("not a git repository")
+    if shallow.stdout.strip() == b"true":
+        return unavailable("the clone is shallow")
+    ref = resolve_trunk(root, trunk)
+    if ref is None:
+        return unavailable(f"no trunk branch {trunk!r} (nor origin/{trunk})")
+    tip = _git(root, "rev-parse", ref).stdout.decode().strip()
+    base = baseline_of(root, ref)
+    found = TrunkFindings(available=True, tip=tip, baseline=base)
+    revisions = [f"{base}..{ref}"] if base else [ref]
+    done = _git(
+        root, "log", *revisions, "--first-parent", "--diff-merges=first-parent", "--reverse",
+        "--format=%x00C%H %P", "--raw", "-z", "--no-abbrev", "--no-renames", "--", f"{FOLDER}/",
+    )  # fmt: skip
+    if done.returncode != 0:
+        return unavailable("git could not read trunk's history")
+    commits = []
+    for header, changes in _raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
+        sha, *parents = header.split()
+        mine = [c for c in changes if _finding_path(c.path)]
+        if mine:
+            commits.append((sha, parents, mine))
+    start = _start(root, base)
+    blobs = {c.new for _, _, changes in commits for c in changes if c.new != ZERO}
+    objects = _cat_batch(root, [sha for sha, _, _ in commits] + sorted(blobs | set(start.values())))
+    entries: dict[str, Entry | None] = {}
+
+    def entry(path: str, blob: str) -> Entry | None:
+        key = f"{path}\0{blob}"
+        if key not in entries:
+            data = objects.get(blob)
+            try:
+                text = data.decode("utf-8") if data is not None else None
+            except UnicodeDecodeError:
+                text = None
+            entries[key] = entry_or_none("finding", path, text) if text is not None else None
+        return entries[key]
+
+    last: dict[str, dict] = {}  # path -> load-bearing fields of its last valid version
+    holds: dict[str, frozenset[str]] = {}
+    pending: dict[str, list[int]] = {}  # path -> indexes of unauthorized changes not yet decided afresh
+    for path, blob in start.items():
+        first = entry(path, blob)
+        if first is not None:
+            last[path], holds[path] = load_bearing(first), held_units(first)
+    for sha, parents, changes in commits:
+        email, message = _commit_fields(objects.get(sha))
+        subject = message.split("\n", 1)[0]
+        verdict: tuple[str | None, str] | None = None
+        for change in changes:
+            path = change.path
+            if change.new == ZERO:
+                continue  # deleted: the hold stays (tombstone-not-delete names the deletion)
+            now = entry(path, change.new)
+            if now is None:
+                continue  # no valid finding: it keeps what it held
+            fields, units = load_bearing(now), held_units(now)
+            before, kept = last.get(path), holds.get(path, frozenset())
+            changed = tuple(
+                k for k in LOAD_BEARING if (before or {}).get(k, "" if k == "ack" else None) != fields[k]
+            )
+            if before is None:  # a new entry: only an ack needs authorization on arrival
+                changed = ("ack",) if (fields["ack"] or "").strip() else ()
+            # a version with the same fields as the last lifts nothing anew (what an earlier
+            # unauthorized change failed to lift stays held, and is that change's error)
+            lifts = tuple(sorted(kept - units)) if changed or before is None else ()
+            if lifts and not changed:  # an entry deleted and brought back holding less
+                changed = ("affects",)
+            if not changed and not lifts and not pending.get(path):
+                last[path], holds[path] = fields, kept | units
+                continue
+            if verdict is None:
+                verdict = authorize(sha, email, message)
+            who, how = verdict
+            if who is None and len(parents) > 1 and (changed or lifts):
+                who, how = _from_side(root, sha, parents[0], path, fields, authorize, how)
+            last[path] = fields
+            if who is not None:
+                holds[path] = units
+                for k in pending.pop(path, []):
+                    found.changes[k] = _superseded(found.changes[k], sha)
+                if not changed and not lifts:
+                    continue
+            else:
+                holds[path] = kept | units
+                if not changed and not lifts:
+                    continue
+                pending.setdefault(path, []).append(len(found.changes))
+            ack_removed = bool((before or {}).get("ack") or "") and not (fields["ack"] or "").strip()
+            found.changes.append(
+                TrunkChange(path, sha, subject, changed, lifts, who, how, ack_removed=ack_removed)
+            )
+    found.holds = holds
+    return found
+
+
+def _superseded(change: TrunkChange, sha: str) -> TrunkChange:
+    from dataclasses import replace
+
+    return replace(change, superseded=sha)
+
+
+def _start(root: Path, base: str) -> dict[str, str]:
+    """finding path -> blob at the baseline (trusted as it stood: nothing before it is judged)."""
+    if not base:
+        return {}
+    done = _git(root, "ls-tree", "-z", base, "--", f"{FOLDER}/")
+    if done.returncode != 0:
+        return {}
+    found = {}
+    for item in done.stdout.decode("utf-8", errors="surrogateescape").split("\0"):
+        if "\t" not in item:
+            continue
+        meta, path = item.split("\t", 1)
+        if _finding_path(path):
+            found[path] = meta.split()[2]
+    return found
+
+
+def _from_side(
+    root: Path, merge: str, first: str, path: str, fields: dict, authorize: Authorize, why: str
+) -> tuple[str | None, str]:
+    """A merge brought the change: the newest commit of the merged side that touched the entry
+    authorizes it when it carries the same load-bearing fields and a valid authorization."""
+    done = _git(
+        root, "log", f"{first}..{merge}", "--format=%x00C%H", "--raw", "-z", "--no-abbrev",
+        "--no-renames", "--", f":(literal){path}",
+    )  # fmt: skip
+    if done.returncode != 0:
+        return None, why
+    for sha, changes in _raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
+        if sha == merge:
+            continue
+        blob = next((c.new for c in changes if c.path == path), None)
+        if blob is None or blob == ZERO:
+            return None, why
+        objects = _cat_batch(root, [sha, blob])
+        data = objects.get(blob)
+        try:
+            version = entry_or_none("finding", path, data.decode("utf-8")) if data is not None else None
+        except UnicodeDecodeError:
+            version = None
+        if version is None or load_bearing(version) != fields:
+            return None, why
+        email, message = _commit_fields(objects.get(sha))
+        who, how = authorize(sha, email, message)
+        if who is None:
+            return None, f"{why}; the merged commit {sha[:10]} that made it: {how}"
+        return who, f"{how} (merged by {merge[:10]})"
+    return None, why

@@ -1,0 +1,114 @@
+"""Bad lines (SPEC §26, issue 28): a line that parses as JSON but is no event is bad for `verify`
+and `--once`; a million bad lines cost a count and the first 20, not a line each; a line over
+1 MiB is refused on write and read as bad in bounded time and memory. Each command runs as a real
+process under a hard timeout and an address-space limit, and must finish with its exit code."""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+
+import pytest
+
+from engine.base import clock
+from engine.base.errors import BadInput
+from engine.log.store import MAX_LINE, Store, event_hash
+from tests.helpers import REGULATOR
+
+LIMIT = 200 << 20  # bytes of address space: less than the 200 MB line, so no command may hold it
+
+
+def bounded(ws, *args: str, memory: int = LIMIT, timeout: int = 120) -> subprocess.CompletedProcess:
+    """The real command under a hard timeout (TimeoutExpired fails the test) and a memory limit."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    return subprocess.run(
+        [REGULATOR, *args], cwd=ws.root, env=ws.env, capture_output=True, text=True, timeout=timeout,
+        preexec_fn=limit,
+    )  # fmt: skip
+
+
+def append_raw(ws, store: str, text: str) -> None:
+    with open(ws.store(store), "a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def chained(ws, store: str, event: dict) -> str:
+    """The line a writer with the account's shell appends: chained to the store's tail, hashed
+    with Python's lenient json (which writes NaN)."""
+    prev, _, _ = Store(ws.store(store))._tail()
+    event = {**event, "prev": prev}
+    event["hash"] = event_hash(event)
+    return json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def test_a_nan_line_shaped_as_a_disposition_is_a_bad_line_for_verify_and_once(ws):
+    line = chained(ws, "signals", {
+        "kind": "disposition", "obligation": "01M8KJT9G0XXXXXXXXXXXXXXXX", "disposition": "no-action",
+        "by": "alice", "rationale": float("nan"), "at": "2026-11-29T12:00:00Z",
+    })  # fmt: skip
+    assert "NaN" in line
+    append_raw(ws, "signals", line)
+    done = bounded(ws, "verify")
+    assert done.returncode == 1 and "signals.ndjson:1: not an event line" in done.stdout, done.stdout
+    assert "Traceback" not in done.stderr
+    once = bounded(ws, "controlroom", "--once")
+    assert once.returncode == 1 and "verify: signals.ndjson:1: not an event line" in once.stdout
+    assert "1 bad line(s)" in once.stdout
+    # the line still carries the chain: the next append verifies after it
+    ws.run("signals", "report", "--by", "alice", "--subject", "s", "--claim", "c", "--observation", "o",
+           "--evidence", "e", "--confidence", "low", "--severity", "info", check=True)  # fmt: skip
+    findings = [line for line in bounded(ws, "verify").stdout.splitlines() if line.startswith("signals")]
+    assert len(findings) == 1 and findings[0].startswith("signals.ndjson:1:"), findings
+
+
+def test_a_million_bad_lines_print_a_count_and_the_first_20(ws):
+    append_raw(ws, "signals", "x\n" * 1_000_000)
+    done = bounded(ws, "verify", memory=1 << 30)
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert len([line for line in lines if line.startswith("signals.ndjson:")]) == 21, lines[:30]
+    assert "and 999980 more unreadable line(s) from here" in done.stdout
+    once = bounded(ws, "controlroom", "--once", memory=1 << 30)
+    assert once.returncode == 1 and len(once.stdout) < 200_000 and len(once.stderr) < 10_000
+    assert "1000000 bad line(s)" in once.stdout
+    status = bounded(ws, "status", memory=1 << 30)
+    warnings = status.stderr.splitlines()
+    assert status.returncode == 0 and len(warnings) == 21, warnings[-3:]
+    assert "and 999980 more bad line(s) skipped" in warnings[-1]
+
+
+def test_a_line_over_1_mib_is_refused_on_write(ws):
+    clock.configure(True)
+    store = Store(ws.store("signals"))
+    before = ws.store("signals").read_bytes()
+    with pytest.raises(BadInput, match="over the limit of 1,048,576 bytes"):
+        store.append({"kind": "note", "text": "a" * MAX_LINE, "at": "2026-11-29T12:00:00Z"})
+    assert ws.store("signals").read_bytes() == before
+
+
+@pytest.mark.parametrize("newline", [True, False], ids=["ended", "torn"])
+def test_a_200_mb_line_is_read_as_bad_in_bounded_time_and_memory(ws, newline):
+    with open(ws.store("signals"), "ab") as handle:
+        block = b"a" * (1 << 20)
+        for _ in range(200):
+            handle.write(block)
+        if newline:
+            handle.write(b"\n")
+    status = bounded(ws, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert "longer than 1048576 bytes" in status.stderr and "Traceback" not in status.stderr
+    verify = bounded(ws, "verify")
+    assert verify.returncode == 1 and "signals.ndjson:1:" in verify.stdout, verify.stderr
+    if not newline:
+        return  # torn: read as bad by every reader (above); the rest is the ended line's
+    once = bounded(ws, "controlroom", "--once")
+    assert once.returncode == 1 and "1 bad line(s)" in once.stdout, once.stderr[-2000:]
+    # the store still takes appends, chained past it
+    report = ["signals", "report", "--by", "alice", "--subject", "s", "--claim", "c", "--observation", "o",
+              "--evidence", "e", "--confidence", "low", "--severity", "info"]  # fmt: skip
+    assert bounded(ws, *report).returncode == 0
+    assert "s" in [s["subject"] for s in json.loads(bounded(ws, "signals", "--json").stdout)]

@@ -1,0 +1,85 @@
+"""A FIFO, socket or device at any file regulator reads (SPEC §26, issue 28): governed files, the
+generated views, the trunk's config, `.git/HEAD`. Each is refused in one line (exit 3) and never
+waited on: every command runs as a real process under a hard timeout and must finish."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REGULATOR, one_line
+
+PATHS = [
+    "regulator/config.yaml",
+    "FINDINGS.md",
+    "regulator/identity/invariants.md",
+    "regulator/policy/routing.yaml",
+    ".git/HEAD",
+]
+COMMANDS = [("identity", "verify"), ("controlroom", "--once"), ("registry", "views", "--check")]  # issue 28's
+
+
+def replace(path, kind: str) -> None:
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        short = Path(tempfile.mkdtemp(dir="/tmp")) / "s"  # a socket path holds ~107 bytes at most
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(short))  # the path stays a socket after the process closes it
+        server.close()
+        short.rename(path)
+    else:
+        path.symlink_to("/dev/zero")  # a device that never ends
+
+
+def bounded(ws, *args: str) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(
+            [REGULATOR, *args], cwd=ws.root, env=ws.env, capture_output=True, text=True, timeout=60
+        )
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"regulator {' '.join(args)} waited on it") from None
+
+
+@pytest.mark.parametrize("relative", PATHS)
+def test_a_fifo_where_regulator_reads_is_refused_never_waited_on(ws, relative):
+    replace(ws.root / relative, "fifo")
+    before = ws.digest()
+    for command in COMMANDS:
+        done = bounded(ws, *command)
+        # a command that never reads that file may pass; none waits, none writes, none crashes
+        if done.returncode == 3:
+            assert "is not a regular file" in one_line(done), (command, done.stderr)
+        else:
+            assert "Traceback" not in done.stderr, (command, done.stderr)
+    assert ws.digest() == before
+
+
+@pytest.mark.parametrize("relative", PATHS)
+def test_the_commands_that_read_it_refuse_it(ws, relative):
+    """The ones issue 28 saw hang: identity verify, --once and views --check, on the file they read."""
+    replace(ws.root / relative, "fifo")
+    reads = {
+        "regulator/config.yaml": ("controlroom", "--once"),
+        "FINDINGS.md": ("registry", "views", "--check"),
+        "regulator/identity/invariants.md": ("identity", "verify"),
+        "regulator/policy/routing.yaml": ("identity", "verify"),
+        ".git/HEAD": ("registry", "lint"),
+    }[relative]
+    done = bounded(ws, *reads)
+    assert done.returncode == 3 and "is not a regular file" in one_line(done), done.stderr
+
+
+@pytest.mark.parametrize("kind", ["socket", "device"])
+def test_a_socket_or_a_device_is_refused_as_a_fifo_is(ws, kind):
+    for relative in ("regulator/identity/invariants.md", "FINDINGS.md"):
+        replace(ws.root / relative, kind)
+    for command in (("identity", "verify"), ("registry", "views", "--check")):
+        done = bounded(ws, *command)
+        assert done.returncode == 3 and "is not a regular file" in one_line(done), (command, done.stderr)

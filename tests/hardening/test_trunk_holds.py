@@ -1,0 +1,198 @@
+"""Holds judged from trunk (SPEC §26, issue 28): an edit of a finding that is not committed to trunk,
+or committed without authorization, can add a hold and never remove one; `registry lint` checks
+trunk's whole history since the baseline; "held" means one thing in `status`, the room and `--once`.
+Real git, real signatures (alice's ssh-keygen key), the real `regulator` command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import one_line
+
+FINDING = "findings/F-x.md"
+HEAD = "---\nid: F-x\ndate: '2026-11-01'\ntitle: the alerter is dead\n"
+
+
+def finding(affects: str = "[u1]", resolved: str = "false", ack: str = "''", body: str = "body\n") -> str:
+    return f"{HEAD}affects: {affects}\nack: {ack}\nresolved: {resolved}\n---\n{body}"
+
+
+@pytest.fixture
+def filed(ws):
+    """F-x, unresolved, affecting u1, committed on trunk (filing needs no authorization)."""
+    ws.write(FINDING, finding())
+    ws.commit("file F-x")
+    return ws
+
+
+def refused(ws, *args: str) -> str:
+    """The command exits 3 with one line and no traceback, and writes nothing to any store."""
+    before = ws.digest()
+    done = ws.run(*args)
+    assert done.returncode == 3, (done.returncode, done.stdout, done.stderr)
+    assert ws.digest() == before
+    return one_line(done)
+
+
+EDITS = {
+    "resolved": finding(resolved="true"),
+    "resolved-with-a-no-break-space": finding(resolved="true\u00a0"),
+    "affects-nothing": finding(affects="[]"),
+    "a-lookalike-unit-id": finding(affects="[u\u04301]"),  # Cyrillic a: not u1
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_an_uncommitted_edit_of_a_finding_lifts_no_hold(filed, edit):
+    ws = filed
+    ws.write(FINDING, EDITS[edit])
+    line = refused(ws, "unit", "dispatch", "u1")
+    assert "dispatch of u1 vetoed: stale-knowledge from unresolved finding(s) F-x" in line
+    assert next(u for u in ws.json("status")["units"] if u["id"] == "u1")["staleKnowledge"] == ["F-x"]
+
+
+def test_an_uncommitted_edit_lifts_no_hold_on_close_either(ws):
+    ws.lease("u1")
+    ws.write(FINDING, finding())
+    ws.commit("file F-x")
+    ws.write(FINDING, finding(resolved="true"))
+    assert "close of u1 vetoed: stale-knowledge from unresolved finding(s) F-x" in refused(
+        ws, "unit", "close", "u1"
+    )
+
+
+def test_an_uncommitted_edit_can_add_a_hold(filed):
+    ws = filed
+    ws.write(FINDING, finding(affects="[u1, u3]"))
+    assert "F-x" in refused(ws, "unit", "dispatch", "u3")
+
+
+def test_an_unsigned_commit_on_trunk_lifts_no_hold_and_lint_names_it(filed):
+    ws = filed
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("close it quietly", sign=False)  # straight on trunk, no trailer, no signature
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    done = ws.run("registry", "lint", "--json")
+    errors = json.loads(done.stdout)["errors"]
+    assert done.returncode == 1 and [e["code"] for e in errors] == ["unauthorized-change"], done.stdout
+    assert "resolved changed on trunk by" in errors[0]["message"]
+    assert "keeps the hold on u1 it would have lifted" in errors[0]["message"]
+    once = ws.run("controlroom", "--once")
+    assert once.returncode == 1 and "lint ✓" not in once.stdout and "lint ✗1" in once.stdout
+
+
+def test_a_trailer_without_the_signature_lifts_nothing_where_signatures_are_required(filed):
+    ws = filed
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("resolve F-x\n\nAuthorized-by: alice", sign=False)
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    errors = json.loads(ws.run("registry", "lint", "--json").stdout)["errors"]
+    assert "not SSH-signed by one of alice's keys" in errors[0]["message"]
+
+
+def test_a_signed_authorized_commit_on_trunk_lifts_the_hold(filed):
+    ws = filed
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("resolve F-x\n\nAuthorized-by: alice")
+    data = json.loads(ws.run("registry", "lint", "--json").stdout)
+    assert data["errors"] == [] and "authorized-signed" in [n["code"] for n in data["notices"]]
+    assert any("authorized (signed) by alice" in n["message"] for n in data["notices"])
+    ws.run("unit", "dispatch", "u1", check=True)
+
+
+def test_a_signed_ack_merged_by_an_unsigned_merge_commit_counts(filed):
+    """The commit that brought it to trunk is the merge; the merged side's own signed commit that
+    made the change authorizes it."""
+    ws = filed
+    ws.git("checkout", "-q", "-b", "desk")
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("resolve F-x\n\nAuthorized-by: alice")
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--no-ff", "--no-edit", "desk")
+    data = json.loads(ws.run("registry", "lint", "--json").stdout)
+    assert data["errors"] == [] and any("merged by" in n["message"] for n in data["notices"]), data
+    ws.run("unit", "dispatch", "u1", check=True)
+
+
+def test_an_unauthorized_side_commit_merged_lifts_nothing(filed):
+    ws = filed
+    ws.git("checkout", "-q", "-b", "sneak")
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("tidy", sign=False)
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--no-ff", "--no-edit", "sneak")
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    assert (
+        json.loads(ws.run("registry", "lint", "--json").stdout)["errors"][0]["code"] == "unauthorized-change"
+    )
+
+
+def test_a_later_authorized_commit_decides_the_entry_afresh(filed):
+    ws = filed
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("close it quietly", sign=False)
+    ws.write(FINDING, finding(resolved="true", body="reviewed: the alerter ships its CLI\n"))
+    ws.commit("resolve F-x\n\nAuthorized-by: alice")
+    assert json.loads(ws.run("registry", "lint", "--json").stdout)["errors"] == []
+    ws.run("unit", "dispatch", "u1", check=True)
+
+
+def test_a_claimed_authorization_counts_where_signatures_are_not_required(filed):
+    ws = filed
+    path = ws.root / "regulator/policy/interaction.yaml"
+    ws.decide(
+        "regulator/policy/interaction.yaml",
+        path.read_text().replace("requireSignatures: true", "requireSignatures: false"),
+    )
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("resolve F-x\n\nAuthorized-by: alice", sign=False)
+    data = json.loads(ws.run("registry", "lint", "--json").stdout)
+    assert data["errors"] == [] and "authorized-claimed" in [n["code"] for n in data["notices"]], data
+    ws.run("unit", "dispatch", "u1", check=True)
+
+
+def test_held_means_one_thing_in_status_the_room_and_once(filed):
+    """u1 held by a finding alone, u3 by a blocking obligation alone: status, the room's Units view
+    and the header's count, and --once's JSON all say the same two units, for the same reasons."""
+    ws = filed
+    r1 = ws.lease("r1")
+    ws.run("signals", "report", "--subject", "s", "--claim", "c", "--observation", "o", "--evidence", "e",
+           "--confidence", "high", "--severity", "blocking", "--affects", "u3", cwd=r1, check=True)  # fmt: skip
+    ws.run("signals", "route", check=True)
+    status = {u["id"]: u for u in ws.json("status")["units"]}
+    assert {u for u, row in status.items() if row["held"]} == {"u1", "u3"}
+    assert status["u1"]["staleKnowledge"] == ["F-x"] and status["u1"]["blockedBy"] == []
+    assert status["u3"]["staleKnowledge"] == [] and len(status["u3"]["blockedBy"]) == 1
+    once = json.loads(ws.run("controlroom", "--once", "--json").stdout)
+    assert once["counts"]["held"] == 2
+    assert {u["id"] for u in once["status"]["units"] if u["held"]} == {"u1", "u3"}
+    text = ws.run("controlroom", "--once").stdout
+    rows = {line.split()[0]: line for line in text.splitlines() if line.startswith(("u1 ", "u3 ", "b1 "))}
+    assert "■" in rows["u1"] and "F-x" in rows["u1"] and "■" in rows["u3"] and "■" not in rows["b1"]
+    assert "2 held" in text
+
+
+def test_without_trunk_history_once_shows_lint_unchecked_and_why(ws):
+    """Issue 28: with trunk missing, --once showed `lint ✓` and exited 0 though lint read no history."""
+    ws.git("branch", "-m", "main", "elsewhere")
+    done = ws.run("controlroom", "--once")
+    assert done.returncode == 0, done.stdout
+    assert "lint ✓" not in done.stdout and "lint unchecked" in done.stdout.splitlines()[0]
+    assert "lint unchecked: trunk history unavailable (no trunk branch 'main'" in done.stdout
+    data = json.loads(ws.run("controlroom", "--once", "--json").stdout)
+    assert data["lint"]["historyChecked"] is False and "no trunk branch" in data["lint"]["historyUnavailable"]
+    strict = ws.run("controlroom", "--once", "--require-history")
+    assert strict.returncode == 1
+    assert "- lint unchecked: trunk history unavailable (no trunk branch 'main'" in strict.stdout
+    # with the history there, --require-history passes
+    ws.git("branch", "-m", "elsewhere", "main")
+    assert ws.run("controlroom", "--once", "--require-history").returncode == 0
+
+
+def test_the_documented_fleet_job_requires_history():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "ci.md").read_text()
+    assert "run: regulator controlroom --once --require-history" in text
