@@ -135,7 +135,9 @@ SPACES_AND_BREAKS = [
     groups,
     st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(SPACES_AND_BREAKS)), min_size=1, max_size=3),
 )
-def test_same_as_safe_load_or_none_with_unicode_spaces_and_line_breaks(parts, inserts):
+def test_same_as_safe_load_or_none_with_unicode_spaces_and_line_breaks(
+    parts: list[list[str]], inserts: list[tuple[int, str]]
+) -> None:
     """Issue 28: `resolved: true` + U+00A0 read True here, a string to YAML (14,702 of 20,020
     generated headers with Unicode spaces disagreed)."""
     head = "\n".join(line for group in parts for line in group)
@@ -146,10 +148,11 @@ def test_same_as_safe_load_or_none_with_unicode_spaces_and_line_breaks(parts, in
 
 
 @pytest.mark.parametrize("space", SPACES_AND_BREAKS)
-def test_a_unicode_space_after_a_boolean_is_never_the_boolean(space):
+def test_a_unicode_space_after_a_boolean_is_never_the_boolean(space: str) -> None:
     head = f"id: F-x\nresolved: true{space}\naffects: [u1]"
     check_same_as_safe_load(head)
-    assert parse(head) is None or parse(head)["resolved"] is True and space in " \n"
+    parsed = parse(head)
+    assert parsed is None or parsed["resolved"] is True and space in " \n"
 
 
 @pytest.mark.parametrize(

@@ -191,7 +191,7 @@ def as_the_fold_read_it(whole: dict) -> dict:
             for name, default in UNITS_FOLD_READ.items()}  # fmt: skip
 
 
-def seen_of(value):
+def seen_of(value: object) -> object:
     """What the fold reads of `seen` (engine.read.fold.Seen, or a value of any other shape whole)."""
     if isinstance(value, Seen):
         return {"signals": value.signals, "units": value.units}

@@ -15,9 +15,17 @@ from controlroom import readmodel
 from controlroom.app import ControlRoom
 from engine.checkout.workspace import Workspace
 from tests.helpers import report_args, tick
+from widgets.dialogs import TextScreen
 
 SIZE = (150, 42)
 LATER = "2026-12-05T12:00:00Z"
+
+
+def lines_of(app: ControlRoom) -> list[str]:
+    """The lines of the text page the room has open (a row's lifecycle)."""
+    screen = app.screen
+    assert isinstance(screen, TextScreen), screen
+    return screen.lines
 
 
 @pytest.fixture
@@ -86,7 +94,7 @@ def test_overdue_evidence_expired_and_sensors_are_shown(world: Any) -> None:
         seen["sensors"] = text(app)
         await pilot.press("enter")
         await pilot.pause()
-        seen["sensor lifecycle"] = "\n".join(app.screen.lines)
+        seen["sensor lifecycle"] = "\n".join(lines_of(app))
         await pilot.press("escape")
         await pilot.press("1")
         app.table.cursor = next(
@@ -94,7 +102,7 @@ def test_overdue_evidence_expired_and_sensors_are_shown(world: Any) -> None:
         )
         await pilot.press("enter")
         await pilot.pause()
-        seen["lifecycle"] = "\n".join(app.screen.lines)
+        seen["lifecycle"] = "\n".join(lines_of(app))
 
     run(app, script)
 

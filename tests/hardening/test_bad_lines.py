@@ -14,12 +14,14 @@ import pytest
 from engine.base import clock
 from engine.base.errors import BadInput
 from engine.log.store import MAX_LINE, Store, event_hash
-from tests.helpers import REGULATOR
+from tests.helpers import REGULATOR, Workspace
 
 LIMIT = 200 << 20  # bytes of address space: less than the 200 MB line, so no command may hold it
 
 
-def bounded(ws, *args: str, memory: int = LIMIT, timeout: int = 120) -> subprocess.CompletedProcess:
+def bounded(
+    ws: Workspace, *args: str, memory: int = LIMIT, timeout: int = 120
+) -> subprocess.CompletedProcess:
     """The real command under a hard timeout (TimeoutExpired fails the test) and a memory limit."""
 
     def limit() -> None:
@@ -31,12 +33,12 @@ def bounded(ws, *args: str, memory: int = LIMIT, timeout: int = 120) -> subproce
     )  # fmt: skip
 
 
-def append_raw(ws, store: str, text: str) -> None:
+def append_raw(ws: Workspace, store: str, text: str) -> None:
     with open(ws.store(store), "a", encoding="utf-8") as handle:
         handle.write(text)
 
 
-def chained(ws, store: str, event: dict) -> str:
+def chained(ws: Workspace, store: str, event: dict) -> str:
     """The line a writer with the account's shell appends: chained to the store's tail, hashed
     with Python's lenient json (which writes NaN)."""
     prev, _, _ = Store(ws.store(store))._tail()
@@ -45,7 +47,7 @@ def chained(ws, store: str, event: dict) -> str:
     return json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def test_a_nan_line_shaped_as_a_disposition_is_a_bad_line_for_verify_and_once(ws):
+def test_a_nan_line_shaped_as_a_disposition_is_a_bad_line_for_verify_and_once(ws: Workspace) -> None:
     line = chained(ws, "signals", {
         "kind": "disposition", "obligation": "01M8KJT9G0XXXXXXXXXXXXXXXX", "disposition": "no-action",
         "by": "alice", "rationale": float("nan"), "at": "2026-11-29T12:00:00Z",
@@ -65,7 +67,7 @@ def test_a_nan_line_shaped_as_a_disposition_is_a_bad_line_for_verify_and_once(ws
     assert len(findings) == 1 and findings[0].startswith("signals.ndjson:1:"), findings
 
 
-def test_a_million_bad_lines_print_a_count_and_the_first_20(ws):
+def test_a_million_bad_lines_print_a_count_and_the_first_20(ws: Workspace) -> None:
     append_raw(ws, "signals", "x\n" * 1_000_000)
     done = bounded(ws, "verify", memory=1 << 30)
     assert done.returncode == 1, done.stderr
@@ -81,7 +83,7 @@ def test_a_million_bad_lines_print_a_count_and_the_first_20(ws):
     assert "and 999980 more bad line(s) skipped" in warnings[-1]
 
 
-def test_a_line_over_1_mib_is_refused_on_write(ws):
+def test_a_line_over_1_mib_is_refused_on_write(ws: Workspace) -> None:
     clock.configure(True)
     store = Store(ws.store("signals"))
     before = ws.store("signals").read_bytes()
@@ -91,7 +93,7 @@ def test_a_line_over_1_mib_is_refused_on_write(ws):
 
 
 @pytest.mark.parametrize("newline", [True, False], ids=["ended", "torn"])
-def test_a_200_mb_line_is_read_as_bad_in_bounded_time_and_memory(ws, newline):
+def test_a_200_mb_line_is_read_as_bad_in_bounded_time_and_memory(ws: Workspace, newline: bool) -> None:
     with open(ws.store("signals"), "ab") as handle:
         block = b"a" * (1 << 20)
         for _ in range(200):

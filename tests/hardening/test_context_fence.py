@@ -211,7 +211,7 @@ def test_escaping_is_reversible_and_leaves_nothing_raw(text: Any) -> None:
     assert all(not needs_escape(line) for line in escape_block(text).split("\n"))
 
 
-def test_every_format_code_point_is_escaped_in_every_field():
+def test_every_format_code_point_is_escaped_in_every_field() -> None:
     """Issue 28: U+1D173–U+1D17A and 3,781 other invisible code points reached a unit's context raw.
     Every Cc and Cf code point, and samples of Co, Cs, Cn and the variation selectors, in each field
     of an entry: the context holds none raw and reads back exactly."""

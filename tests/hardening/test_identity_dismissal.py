@@ -6,14 +6,16 @@ before that line, lifts it; nothing else does. Real keys (ssh-keygen), the real 
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 from engine.base import clock, sshsig
 from engine.checkout.authority import signed_bytes
 from engine.log.store import Store, event_hash
-from tests.helpers import make_key
+from tests.helpers import Workspace, make_key
 
 
-def one_line(done) -> str:
+def one_line(done: subprocess.CompletedProcess[str]) -> str:
     """The one line of a refusal, beside the warning that REGULATOR_NOW is ignored (while the policy
     is unknown, so is its pinned clock), and no traceback."""
     lines = [x for x in done.stderr.splitlines() if "REGULATOR_NOW ignored" not in x]
@@ -21,7 +23,7 @@ def one_line(done) -> str:
     return lines[0]
 
 
-def forge(ws, event: dict, valid_hash: bool = False) -> int:
+def forge(ws: Workspace, event: dict, valid_hash: bool = False) -> int:
     """Append a line as a writer with the account's shell can; returns its line number."""
     path = ws.store("identity")
     prev, _, _ = Store(path)._tail()
@@ -41,7 +43,7 @@ FORGED = {
 }
 
 
-def test_a_forged_identity_line_is_dismissed_by_a_person_with_accept(ws):
+def test_a_forged_identity_line_is_dismissed_by_a_person_with_accept(ws: Workspace) -> None:
     line = forge(ws, FORGED)
     before = ws.digest()
     done = ws.run("unit", "dispatch", "u1")
@@ -62,7 +64,7 @@ def test_a_forged_identity_line_is_dismissed_by_a_person_with_accept(ws):
     assert ws.run("unit", "close", "u1").returncode == 3
 
 
-def test_nobody_without_the_grant_and_the_key_can_dismiss_it(ws, tmp_path):
+def test_nobody_without_the_grant_and_the_key_can_dismiss_it(ws: Workspace, tmp_path: Path) -> None:
     line = forge(ws, FORGED)
     before = ws.digest()
     done = ws.run("verify", "--dismiss", f"identity:{line}", "--by", "mallory", "--rationale", "mine")

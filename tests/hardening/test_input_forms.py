@@ -10,6 +10,7 @@ import os
 import selectors
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ import pytest
 from engine.base import clock
 from engine.base.errors import BadInput
 from engine.checkout.workspace import LEASE_FILE
-from tests.helpers import REGULATOR, one_line, remember_args, report_args
+from tests.helpers import REGULATOR, Workspace, one_line, remember_args, report_args
 
 DATES = [
     "20261221",
@@ -42,18 +43,18 @@ TIMES = [
 
 
 @pytest.mark.parametrize("value", DATES)
-def test_a_date_in_any_other_form_is_bad_input(value):
+def test_a_date_in_any_other_form_is_bad_input(value: str) -> None:
     with pytest.raises(BadInput, match="is not a calendar date YYYY-MM-DD"):
         clock.parse_date(value)
 
 
 @pytest.mark.parametrize("value", TIMES)
-def test_a_time_in_any_other_form_is_bad_input(value):
+def test_a_time_in_any_other_form_is_bad_input(value: str) -> None:
     with pytest.raises(BadInput, match="is not a time YYYY-MM-DDTHH:MM:SSZ"):
         clock.parse_time(value)
 
 
-def test_the_exact_forms_read_and_impossible_ones_do_not():
+def test_the_exact_forms_read_and_impossible_ones_do_not() -> None:
     assert clock.iso(clock.parse_time("2026-11-29T10:00:00Z")) == "2026-11-29T10:00:00Z"
     assert clock.parse_date("2026-12-20").isoformat() == "2026-12-20"
     with pytest.raises(BadInput, match="not a calendar date"):
@@ -62,7 +63,7 @@ def test_the_exact_forms_read_and_impossible_ones_do_not():
         clock.parse_time("2026-11-29T24:00:00Z")
 
 
-def nothing_written(ws, *args: str, cwd: Path | None = None) -> str:
+def nothing_written(ws: Workspace, *args: str, cwd: Path | None = None) -> str:
     before = ws.digest()
     done = ws.run(*args, cwd=cwd)
     assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
@@ -71,14 +72,14 @@ def nothing_written(ws, *args: str, cwd: Path | None = None) -> str:
 
 
 @pytest.mark.parametrize("value", ["20261221", "2026-W52-1"])
-def test_review_by_in_another_form_is_refused_on_the_command_line(ws, value):
+def test_review_by_in_another_form_is_refused_on_the_command_line(ws: Workspace, value: str) -> None:
     worktree = ws.lease("u1")
     line = nothing_written(ws, *remember_args(review_by=value), cwd=worktree)
     assert "review-by" in line and "YYYY-MM-DD" in line
 
 
 @pytest.mark.parametrize("flag", ["--observed-at", "--expires-at"])
-def test_a_time_in_another_form_is_refused_on_the_command_line(ws, flag):
+def test_a_time_in_another_form_is_refused_on_the_command_line(ws: Workspace, flag: str) -> None:
     worktree = ws.lease("r1")
     value = "20261129T100000Z" if flag == "--observed-at" else "2027-01-01T00:00:00+00:00"
     line = nothing_written(ws, *report_args(), flag, value, cwd=worktree)
@@ -91,7 +92,7 @@ def test_a_time_in_another_form_is_refused_on_the_command_line(ws, flag):
 class Door:
     """`regulator mcp --lease FILE` as a subprocess, one JSON-RPC message per line."""
 
-    def __init__(self, ws, unit: str):
+    def __init__(self, ws: Workspace, unit: str) -> None:
         lease = ws.lease(unit) / LEASE_FILE
         self.process = subprocess.Popen(
             [REGULATOR, "mcp", "--lease", str(lease)],
@@ -101,8 +102,10 @@ class Door:
             env=ws.env,
             cwd=ws.root.parent,
         )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.stdin, self.stdout = self.process.stdin, self.process.stdout
         self.buffer = b""
-        os.set_blocking(self.process.stdout.fileno(), False)
+        os.set_blocking(self.stdout.fileno(), False)
         self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})  # fmt: skip
         assert "result" in self.reply(timeout=60)
@@ -110,19 +113,19 @@ class Door:
 
     def send(self, message: dict | bytes) -> None:
         data = message if isinstance(message, bytes) else json.dumps(message).encode()
-        self.process.stdin.write(data + b"\n")
-        self.process.stdin.flush()
+        self.stdin.write(data + b"\n")
+        self.stdin.flush()
 
     def reply(self, timeout: float = 15) -> dict:
         """The next message the server writes; fails (never waits forever) when none comes."""
         deadline = time.monotonic() + timeout
         with selectors.DefaultSelector() as selector:
-            selector.register(self.process.stdout, selectors.EVENT_READ)
+            selector.register(self.stdout, selectors.EVENT_READ)
             while b"\n" not in self.buffer:
                 left = deadline - time.monotonic()
                 assert left > 0, f"no answer within {timeout} s"
                 if selector.select(left):
-                    chunk = self.process.stdout.read(1 << 16)
+                    chunk = self.stdout.read(1 << 16)
                     assert chunk, "the server closed its output"
                     self.buffer += chunk
         line, _, self.buffer = self.buffer.partition(b"\n")
@@ -134,7 +137,7 @@ class Door:
         return self.reply()
 
     def close(self) -> None:
-        self.process.stdin.close()
+        self.stdin.close()
         try:
             self.process.wait(timeout=30)
         finally:
@@ -143,7 +146,7 @@ class Door:
 
 
 @pytest.fixture
-def door(ws):
+def door(ws: Workspace) -> Iterator[tuple[Workspace, Door]]:
     opened = Door(ws, "u1")
     yield ws, opened
     opened.close()
@@ -155,7 +158,7 @@ def tool_error(answer: dict) -> dict:
     return result["structuredContent"]
 
 
-def test_the_door_refuses_other_forms_and_answers_every_request(door):
+def test_the_door_refuses_other_forms_and_answers_every_request(door: tuple[Workspace, Door]) -> None:
     """One server, every case in turn (each server start costs a second): a date in another form is
     a tool error with exit code 2 and nothing written; deeply nested JSON, a lone surrogate,
     invalid UTF-8 and garbage each get an answer (issue 28: the agent waited forever), and the door

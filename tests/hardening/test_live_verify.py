@@ -5,6 +5,8 @@ never appeared until the room was opened again. Under Pilot, with the demo's wor
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +17,7 @@ from tests.room import demo_workspace, run, until
 
 
 @pytest.fixture
-def demo(tmp_path, monkeypatch) -> Workspace:
+def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     return demo_workspace(tmp_path, monkeypatch)
 
 
@@ -27,12 +29,12 @@ def rows(app: ControlRoom) -> list[str]:
     return [app.table.render_line(y).text for y in range(1, len(app.table.keys) + 1)]
 
 
-def test_a_line_failing_its_hash_shows_live(demo):
+def test_a_line_failing_its_hash_shows_live(demo: Workspace) -> None:
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
     path = demo.store("signals").path
-    seen = {}
+    seen: dict[str, Any] = {}
 
-    async def script(pilot):
+    async def script(pilot: Any) -> None:
         await pilot.press("5")  # Registers
         seen["before"] = header(app)
         prev, _, _ = Store(path)._tail()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REGULATOR, one_line
+from tests.helpers import REGULATOR, Workspace, one_line
 
 PATHS = [
     "regulator/config.yaml",
@@ -24,7 +24,7 @@ PATHS = [
 COMMANDS = [("identity", "verify"), ("controlroom", "--once"), ("registry", "views", "--check")]  # issue 28's
 
 
-def replace(path, kind: str) -> None:
+def replace(path: Path, kind: str) -> None:
     path.unlink()
     if kind == "fifo":
         os.mkfifo(path)
@@ -38,7 +38,7 @@ def replace(path, kind: str) -> None:
         path.symlink_to("/dev/zero")  # a device that never ends
 
 
-def bounded(ws, *args: str) -> subprocess.CompletedProcess:
+def bounded(ws: Workspace, *args: str) -> subprocess.CompletedProcess:
     try:
         return subprocess.run(
             [REGULATOR, *args], cwd=ws.root, env=ws.env, capture_output=True, text=True, timeout=60
@@ -48,7 +48,7 @@ def bounded(ws, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("relative", PATHS)
-def test_a_fifo_where_regulator_reads_is_refused_never_waited_on(ws, relative):
+def test_a_fifo_where_regulator_reads_is_refused_never_waited_on(ws: Workspace, relative: str) -> None:
     replace(ws.root / relative, "fifo")
     before = ws.digest()
     for command in COMMANDS:
@@ -62,7 +62,7 @@ def test_a_fifo_where_regulator_reads_is_refused_never_waited_on(ws, relative):
 
 
 @pytest.mark.parametrize("relative", PATHS)
-def test_the_commands_that_read_it_refuse_it(ws, relative):
+def test_the_commands_that_read_it_refuse_it(ws: Workspace, relative: str) -> None:
     """The ones issue 28 saw hang: identity verify, --once and views --check, on the file they read."""
     replace(ws.root / relative, "fifo")
     reads = {
@@ -77,7 +77,7 @@ def test_the_commands_that_read_it_refuse_it(ws, relative):
 
 
 @pytest.mark.parametrize("kind", ["socket", "device"])
-def test_a_socket_or_a_device_is_refused_as_a_fifo_is(ws, kind):
+def test_a_socket_or_a_device_is_refused_as_a_fifo_is(ws: Workspace, kind: str) -> None:
     for relative in ("regulator/identity/invariants.md", "FINDINGS.md"):
         replace(ws.root / relative, kind)
     for command in (("identity", "verify"), ("registry", "views", "--check")):

@@ -11,13 +11,14 @@ import yaml
 
 from identity.policy import parse_policy
 from identity.shipped import policy_files
+from tests.helpers import Workspace
 
 ROUND2 = Path(__file__).parent / "round2"
-EMPTY = (None, (), [], {})
+EMPTY: tuple[object, ...] = (None, (), [], {})
 
 
 @pytest.mark.parametrize("name", ["routing.yaml", "interaction.yaml", "profiles.yaml"])
-def test_a_second_round_policy_file_parses_and_each_new_key_takes_its_default(name):
+def test_a_second_round_policy_file_parses_and_each_new_key_takes_its_default(name: str) -> None:
     text = (ROUND2 / name).read_text()
     given = set(yaml.safe_load(text))
     old = parse_policy(name, text)
@@ -32,7 +33,7 @@ def test_a_second_round_policy_file_parses_and_each_new_key_takes_its_default(na
     assert not getattr(old, "sensors", None)
 
 
-def test_a_workspace_with_second_round_policy_files_works_unchanged(ws):
+def test_a_workspace_with_second_round_policy_files_works_unchanged(ws: Workspace) -> None:
     for name in ("routing.yaml", "profiles.yaml"):  # decided as an old workspace had them
         ws.decide(f"regulator/policy/{name}", (ROUND2 / name).read_text())
     ws.commit("second-round policy files")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
+from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -16,7 +18,7 @@ from engine.log.store import event_hash
 from tests.helpers import NOW, REGULATOR, clean_env
 
 
-def forged_line(conn, at: str) -> str:
+def forged_line(conn: psycopg.Connection[Any], at: str) -> str:
     tail = conn.execute("SELECT hash FROM regulator.events WHERE store = 'signals' ORDER BY n DESC LIMIT 1")
     prev = (tail.fetchone() or [""])[0]
     event = {"kind": "note", "at": at, "prev": prev}
@@ -24,7 +26,7 @@ def forged_line(conn, at: str) -> str:
     return pg_store.line_text(event)
 
 
-def insert(conn, text: str) -> None:
+def insert(conn: psycopg.Connection[Any], text: str) -> None:
     conn.execute(
         "INSERT INTO regulator.events (store, line, sha256, hash, prev, recorded_at)"
         " VALUES ('signals', %s, %s, '', '', now())",
@@ -32,7 +34,7 @@ def insert(conn, text: str) -> None:
     )
 
 
-def test_the_demos_decision_to_the_system_clock_moves_the_database(tmp_path, pg_url):
+def test_the_demos_decision_to_the_system_clock_moves_the_database(tmp_path: Path, pg_url: str) -> None:
     env = clean_env(REGULATOR_NOW=NOW, HOME=str(tmp_path))
     done = subprocess.run(
         [REGULATOR, "demo", "--dir", str(tmp_path / "demo"), "--once", "--store", pg_url],
@@ -54,11 +56,11 @@ def test_the_demos_decision_to_the_system_clock_moves_the_database(tmp_path, pg_
     assert pg_admin.instance(pg_url) == (instance, "system")
 
 
-def test_a_pinned_database_stays_pinned_until_a_decision_moves_it(tmp_path, pg_url):
+def test_a_pinned_database_stays_pinned_until_a_decision_moves_it(tmp_path: Path, pg_url: str) -> None:
     pg_admin.create_schema(pg_url, "pinned")
     assert pg_admin.instance(pg_url)[1] == "pinned"
     pg_admin.follow_clock(pg_url)
     pg_admin.follow_clock(pg_url)  # idempotent
     assert pg_admin.instance(pg_url)[1] == "system"
     with psycopg.connect(pg_url, autocommit=True) as owner:
-        assert owner.execute("SELECT count(*) FROM regulator.meta").fetchone()[0] == 2
+        assert owner.execute("SELECT count(*) FROM regulator.meta").fetchone() == (2,)

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.helpers import one_line
+from tests.helpers import Workspace, one_line
 
 FINDING = "findings/F-x.md"
 HEAD = "---\nid: F-x\ndate: '2026-11-01'\ntitle: the alerter is dead\n"
@@ -20,14 +20,14 @@ def finding(affects: str = "[u1]", resolved: str = "false", ack: str = "''", bod
 
 
 @pytest.fixture
-def filed(ws):
+def filed(ws: Workspace) -> Workspace:
     """F-x, unresolved, affecting u1, committed on trunk (filing needs no authorization)."""
     ws.write(FINDING, finding())
     ws.commit("file F-x")
     return ws
 
 
-def refused(ws, *args: str) -> str:
+def refused(ws: Workspace, *args: str) -> str:
     """The command exits 3 with one line and no traceback, and writes nothing to any store."""
     before = ws.digest()
     done = ws.run(*args)
@@ -45,7 +45,7 @@ EDITS = {
 
 
 @pytest.mark.parametrize("edit", sorted(EDITS))
-def test_an_uncommitted_edit_of_a_finding_lifts_no_hold(filed, edit):
+def test_an_uncommitted_edit_of_a_finding_lifts_no_hold(filed: Workspace, edit: str) -> None:
     ws = filed
     ws.write(FINDING, EDITS[edit])
     line = refused(ws, "unit", "dispatch", "u1")
@@ -53,7 +53,7 @@ def test_an_uncommitted_edit_of_a_finding_lifts_no_hold(filed, edit):
     assert next(u for u in ws.json("status")["units"] if u["id"] == "u1")["staleKnowledge"] == ["F-x"]
 
 
-def test_an_uncommitted_edit_lifts_no_hold_on_close_either(ws):
+def test_an_uncommitted_edit_lifts_no_hold_on_close_either(ws: Workspace) -> None:
     ws.lease("u1")
     ws.write(FINDING, finding())
     ws.commit("file F-x")
@@ -63,13 +63,13 @@ def test_an_uncommitted_edit_lifts_no_hold_on_close_either(ws):
     )
 
 
-def test_an_uncommitted_edit_can_add_a_hold(filed):
+def test_an_uncommitted_edit_can_add_a_hold(filed: Workspace) -> None:
     ws = filed
     ws.write(FINDING, finding(affects="[u1, u3]"))
     assert "F-x" in refused(ws, "unit", "dispatch", "u3")
 
 
-def test_an_unsigned_commit_on_trunk_lifts_no_hold_and_lint_names_it(filed):
+def test_an_unsigned_commit_on_trunk_lifts_no_hold_and_lint_names_it(filed: Workspace) -> None:
     ws = filed
     ws.write(FINDING, finding(resolved="true"))
     ws.commit("close it quietly", sign=False)  # straight on trunk, no trailer, no signature
@@ -83,7 +83,9 @@ def test_an_unsigned_commit_on_trunk_lifts_no_hold_and_lint_names_it(filed):
     assert once.returncode == 1 and "lint ✓" not in once.stdout and "lint ✗1" in once.stdout
 
 
-def test_a_trailer_without_the_signature_lifts_nothing_where_signatures_are_required(filed):
+def test_a_trailer_without_the_signature_lifts_nothing_where_signatures_are_required(
+    filed: Workspace,
+) -> None:
     ws = filed
     ws.write(FINDING, finding(resolved="true"))
     ws.commit("resolve F-x\n\nAuthorized-by: alice", sign=False)
@@ -92,7 +94,7 @@ def test_a_trailer_without_the_signature_lifts_nothing_where_signatures_are_requ
     assert "not SSH-signed by one of alice's keys" in errors[0]["message"]
 
 
-def test_a_signed_authorized_commit_on_trunk_lifts_the_hold(filed):
+def test_a_signed_authorized_commit_on_trunk_lifts_the_hold(filed: Workspace) -> None:
     ws = filed
     ws.write(FINDING, finding(resolved="true"))
     ws.commit("resolve F-x\n\nAuthorized-by: alice")
@@ -102,7 +104,7 @@ def test_a_signed_authorized_commit_on_trunk_lifts_the_hold(filed):
     ws.run("unit", "dispatch", "u1", check=True)
 
 
-def test_a_signed_ack_merged_by_an_unsigned_merge_commit_counts(filed):
+def test_a_signed_ack_merged_by_an_unsigned_merge_commit_counts(filed: Workspace) -> None:
     """The commit that brought it to trunk is the merge; the merged side's own signed commit that
     made the change authorizes it."""
     ws = filed
@@ -116,7 +118,7 @@ def test_a_signed_ack_merged_by_an_unsigned_merge_commit_counts(filed):
     ws.run("unit", "dispatch", "u1", check=True)
 
 
-def test_an_unauthorized_side_commit_merged_lifts_nothing(filed):
+def test_an_unauthorized_side_commit_merged_lifts_nothing(filed: Workspace) -> None:
     ws = filed
     ws.git("checkout", "-q", "-b", "sneak")
     ws.write(FINDING, finding(resolved="true"))
@@ -129,7 +131,7 @@ def test_an_unauthorized_side_commit_merged_lifts_nothing(filed):
     )
 
 
-def test_a_later_authorized_commit_decides_the_entry_afresh(filed):
+def test_a_later_authorized_commit_decides_the_entry_afresh(filed: Workspace) -> None:
     ws = filed
     ws.write(FINDING, finding(resolved="true"))
     ws.commit("close it quietly", sign=False)
@@ -139,7 +141,7 @@ def test_a_later_authorized_commit_decides_the_entry_afresh(filed):
     ws.run("unit", "dispatch", "u1", check=True)
 
 
-def test_a_claimed_authorization_counts_where_signatures_are_not_required(filed):
+def test_a_claimed_authorization_counts_where_signatures_are_not_required(filed: Workspace) -> None:
     ws = filed
     path = ws.root / "regulator/policy/interaction.yaml"
     ws.decide(
@@ -153,7 +155,7 @@ def test_a_claimed_authorization_counts_where_signatures_are_not_required(filed)
     ws.run("unit", "dispatch", "u1", check=True)
 
 
-def test_held_means_one_thing_in_status_the_room_and_once(filed):
+def test_held_means_one_thing_in_status_the_room_and_once(filed: Workspace) -> None:
     """u1 held by a finding alone, u3 by a blocking obligation alone: status, the room's Units view
     and the header's count, and --once's JSON all say the same two units, for the same reasons."""
     ws = filed
@@ -174,7 +176,7 @@ def test_held_means_one_thing_in_status_the_room_and_once(filed):
     assert "2 held" in text
 
 
-def test_without_trunk_history_once_shows_lint_unchecked_and_why(ws):
+def test_without_trunk_history_once_shows_lint_unchecked_and_why(ws: Workspace) -> None:
     """Issue 28: with trunk missing, --once showed `lint ✓` and exited 0 though lint read no history."""
     ws.git("branch", "-m", "main", "elsewhere")
     done = ws.run("controlroom", "--once")
@@ -191,7 +193,7 @@ def test_without_trunk_history_once_shows_lint_unchecked_and_why(ws):
     assert ws.run("controlroom", "--once", "--require-history").returncode == 0
 
 
-def test_the_documented_fleet_job_requires_history():
+def test_the_documented_fleet_job_requires_history() -> None:
     from pathlib import Path
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "ci.md").read_text()
