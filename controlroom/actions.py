@@ -70,8 +70,10 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
         if unit is None:
             return "no unit selected"
         denied = rules.deciding_unit(people, person, state, unit)
-    elif action.name == "outcome":
-        return outcome_refusal(snap, None if kind else ident)
+    elif action.name == "outcome":  # the answer is asked next: whether it may be "no" is judged then
+        if kind or ident not in state.signals:
+            return "no signal selected"
+        denied = rules.recording_outcome(people, person, state, ident)
     elif action.name in ("ack", "resolve-finding"):
         from engine.read.ladder import registers_of
 
@@ -96,22 +98,6 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
         verdict = "accepted" if action.name == "accept" else "rejected"
         denied = rules.deciding_proposal(people, person, state, ident, verdict)
     return None if denied is None else denied.short
-
-
-def outcome_refusal(snap: Snapshot, signal_id: str | None) -> str | None:
-    """Why the selected signal's prediction outcome cannot be recorded now (SPEC §24)."""
-    from engine.read.worldfold import outcome, resolves_at
-
-    signal = snap.state.signals.get(signal_id) if signal_id else None
-    if signal is None:
-        return "no signal selected"
-    if resolves_at(signal) is None:
-        return "the signal makes no prediction"
-    recorded = outcome(snap.state, signal["id"]) if isinstance(signal.get("id"), str) else None
-    if recorded is not None:
-        said = "came true" if recorded.get("cameTrue") else "did not come true"
-        return f"already recorded: {said} (by {recorded.get('by')})"
-    return None
 
 
 def finding_of(snap: Snapshot, key: Key) -> str | None:

@@ -167,6 +167,7 @@ RULE_TEXTS = (
     "the unit is {",  # the f-string a copy would spell (a history line may say "the unit is lost")
     "already {",
     "did not hold the accept grant",
+    "makes no prediction",
 )
 VETO_TEXTS = ("vetoed: held by", "stale-knowledge from unresolved finding", "it waits on recovery decision")
 

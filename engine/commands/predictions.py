@@ -6,68 +6,52 @@ per reporting source and confidence, how many came true, how many did not and ho
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from engine.base import clock
-from engine.base.errors import BadInput, Refused
+from engine.base.errors import BadInput
 from engine.base.limits import check_text
 from engine.base.lookup import check_prefix, key_by_prefix
 from engine.checkout.workspace import Workspace
-from engine.commands.actors import check_person, require_grant
+from engine.commands.actors import check_person
+from engine.commands.deciding import deciding
 from engine.commands.signals import CONFIDENCE
-from engine.read.load import load
+from engine.read.kinds import PredictionOutcomeEvent
 from engine.read.model import EventKind, State
-from engine.read.worldfold import AWAITING, CAME_TRUE, DID_NOT, outcome, reporter, resolves_at, status
-from engine.trust.signing import person_event, signer_for
+from engine.read.rules import Denied, lacks, recording_outcome
+from engine.read.worldfold import AWAITING, CAME_TRUE, DID_NOT, reporter, status
 
 ANSWERS = {"yes": True, "no": False}
 
 
-def _check(state: State, signal_id: str, came_true: bool, now: datetime) -> None:
-    signal = state.signals[signal_id]
-    due = resolves_at(signal)
-    if due is None:
-        raise BadInput(f"signal {signal_id} makes no prediction (report_intelligence's `prediction`)")
-    earlier = outcome(state, signal_id)
-    if earlier is not None:
-        said = "came true" if earlier.get("cameTrue") else "did not come true"
-        raise Refused(
-            f"signal {signal_id}'s prediction already {said}: recorded by {earlier.get('by')} at {earlier.get('at')}"
-        )
-    if not came_true and due > now:
-        raise Refused(
-            f"signal {signal_id}'s prediction resolves at {clock.iso(due)}: that it did not come true "
-            "can be recorded only then (that it came true, at any time)"
-        )
-
-
-def resolve_prediction(ws: Workspace, prefix: str, came_true: str, by: str | None, rationale: str) -> dict:
+def resolve_prediction(
+    ws: Workspace, prefix: str, came_true: str, by: str | None, rationale: str
+) -> dict[str, Any]:
     """`regulator signals resolve-prediction ID --came-true yes|no --by P --rationale R`: a signed
-    person event; the person needs the `resolve` grant."""
+    person event, as engine.read.rules.recording_outcome allows it."""
     check_prefix(prefix, "signal")
     person = check_person(by)
     if came_true not in ANSWERS:
         raise BadInput(f"--came-true {came_true!r}: yes or no")
     answer = ANSWERS[came_true]
     rationale = check_text("--rationale", rationale, kind="rationale")
-    require_grant(ws, person, "resolve", "record a prediction's outcome")
-    state = load(ws, stores=("signals",))
-    _check(state, key_by_prefix(state.signals.refs, prefix, "signal"), answer, state.now)  # before any key
-    signer = signer_for(ws, person)  # before the lock: a passphrase is never asked under it
-    with ws.exclusive():
-        state = load(ws, stores=("signals",))
-        signal_id = key_by_prefix(state.signals.refs, prefix, "signal")
-        _check(state, signal_id, answer, state.now)
-        event = {
-            "kind": EventKind.PREDICTION_OUTCOME,
-            "signal": signal_id,
+
+    def rule(state: State) -> Denied | None:  # the grant before the signal is looked up, as ever
+        people = ws.people()
+        return lacks(people, person, "resolve", "record a prediction's outcome") or recording_outcome(
+            people, person, state, key_by_prefix(state.signals.refs, prefix, "signal"), answer
+        )
+
+    with deciding(ws, rule, stores=("signals",), person=person, route=False) as turn:
+        event: PredictionOutcomeEvent = {
+            "kind": EventKind.PREDICTION_OUTCOME.value,
+            "signal": key_by_prefix(turn.state.signals.refs, prefix, "signal"),
             "cameTrue": answer,
             "by": person,
             "rationale": rationale,
             "at": clock.iso(clock.now()),
         }
-        return ws.store("signals").append(person_event(ws, signer, event))
+        return ws.store("signals").append(turn.signed(event))
 
 
 # ---- calibration ------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from engine.base.limits import check_list, check_text
 from engine.checkout.workspace import Lease, Workspace
 from engine.commands.actors import check_lease, unit_tools
 from engine.commands.router import QUESTION
+from engine.read.kinds import QuestionEvent
 from engine.read.model import EventKind, State
 
 FIELDS = ("question", "options")
@@ -46,7 +47,7 @@ def subject_of(question: str) -> str:
 
 def unit_question(
     ws: Workspace, fields: dict[str, Any], lease: Lease, state: State, revision: Callable[[], str | None]
-) -> dict[str, Any]:
+) -> QuestionEvent:
     """The question signal a leased unit asks, ready to append (a new id): validated (exit 2),
     then authorized (exit 3) on `state`: the lease is current and its profile grants ask_human."""
     body = validate_question(fields)
@@ -55,10 +56,11 @@ def unit_question(
     if GRANT not in tools:
         raise Refused(f"unit {lease.unit}'s profile {profile} does not grant {GRANT}")
     return {
-        "kind": EventKind.SIGNAL,
+        "kind": EventKind.SIGNAL.value,
         "type": QUESTION,
         "subject": subject_of(body["question"]),
-        **body,
+        "question": body["question"],
+        "options": body["options"],
         "unit": lease.unit,
         "by": None,
         "revision": revision(),

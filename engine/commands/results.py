@@ -15,6 +15,7 @@ from engine.base.errors import BadInput, Refused
 from engine.base.limits import check_text
 from engine.checkout.workspace import Lease, Workspace
 from engine.commands.actors import check_lease, unit_tools
+from engine.read.kinds import ResultEvent
 from engine.read.load import load
 from engine.read.model import ADVISORY, ASKS_RECOVERY, OWED_TO, RESULT_OUTCOMES, EventKind, State, UnitStatus
 from engine.read.queries import unit_status
@@ -75,7 +76,7 @@ def result_event(
     by: str,
     exit_code: int | None = None,
     duration_s: int | None = None,
-) -> dict[str, Any]:
+) -> ResultEvent:
     """The `result` event for the unit's current lease (exit 3 when the lease is not current or a
     result is already recorded for it). Its id derives from the lease (one result per lease); a
     `failed` or `blocked` outcome opens an advisory obligation of kind `recovery`, owed to S3, that
@@ -93,8 +94,8 @@ def result_event(
             f"unit {unit_id} has already reported its result ({unit.result.outcome}) under this lease"
         )
     result_id = ids.result_id(lease_hash)
-    event: dict[str, Any] = {
-        "kind": EventKind.RESULT,
+    event: ResultEvent = {
+        "kind": EventKind.RESULT.value,
         "id": result_id,
         "unit": unit_id,
         "leaseHash": lease_hash,

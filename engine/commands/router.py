@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Final
 
 from engine.base import clock, ids
 from engine.base.errors import RegulatorError
@@ -54,7 +55,7 @@ def unroutable(signal: dict, policy: RoutingPolicy) -> str | None:
     return None
 
 
-QUESTION = "question"  # the `type` of a signal that asks a person (ask_human, SPEC §22)
+QUESTION: Final = "question"  # the `type` of a signal that asks a person (ask_human, SPEC §22)
 ADVISORY = "advisory"
 
 

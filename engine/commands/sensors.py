@@ -31,8 +31,9 @@ from engine.base import clock, confine, ids
 from engine.base.errors import BadInput, RegulatorError
 from engine.checkout.workspace import Workspace
 from engine.commands.duty import Outcome, deciding
-from engine.commands.signals import validate_report
+from engine.commands.signals import stamped, validate_report
 from engine.log.store import canonical
+from engine.read.kinds import AdvisoryWithdrawnEvent, SensorRunEvent, SignalEvent
 from engine.read.load import load
 from engine.read.model import EventKind, State
 from engine.read.osv import (
@@ -53,12 +54,14 @@ from identity.policy import RoutingPolicy, Sensor, duration_seconds, lockfile_fo
 MAX_ERRORS = 20  # errors a run keeps in its event (and prints); the rest are counted
 STALLED = "sensor-stalled"
 
+SensorEvent = SignalEvent | AdvisoryWithdrawnEvent | SensorRunEvent  # what a run writes
+
 
 @dataclass
 class Collected:
     """What one run of a sensor brought, before it is judged against the stores."""
 
-    signals: list[dict[str, Any]] = field(default_factory=list)  # whole signal events, ids derived
+    signals: list[SignalEvent] = field(default_factory=list)  # whole signal events, ids derived
     withdrawn: list[tuple[str, list[str], str]] = field(default_factory=list)  # (id, names, when)
     errors: list[str] = field(default_factory=list)
     revision: str | None = None
@@ -103,21 +106,14 @@ def _signal(
     known: set[str],
     now: datetime,
     revision: str | None,
-) -> dict[str, Any]:
+) -> SignalEvent:
     """A sensor's report as the signal it becomes: validated as report_intelligence validates
     (exit 2 on the first problem), stamped by the host; not yet given its id."""
-    body = validate_report(fields, policy.severities, known, now)
-    return {
-        "kind": EventKind.SIGNAL,
-        **body,
-        "unit": None,
-        "by": None,
-        "revision": revision,
-        "source": "S4",
-        "destination": "S3",
-        "sensor": name,
-        "at": clock.iso(now),
-    }
+    event = stamped(
+        validate_report(fields, policy.severities, known, now), None, None, revision, clock.iso(now)
+    )
+    event["sensor"] = name
+    return event
 
 
 def _higher(policy: RoutingPolicy, *severities: str | None) -> str:
@@ -289,7 +285,7 @@ def _osv_signal(
     package: str,
     pins: list[Pin],
     severity: str,
-) -> dict[str, Any]:
+) -> SignalEvent:
     rid = record["id"]
     versions = ", ".join(dict.fromkeys(p.version for p in pins))
     ecosystem = ECOSYSTEM_OF[lockfile_format(lockfile) or ""]
@@ -320,7 +316,7 @@ def _osv_signal(
 # ---- judging and writing --------------------------------------------------------------------------
 
 
-def plan(state: State, name: str, sensor: Sensor, found: Collected, now: datetime) -> list[dict[str, Any]]:
+def plan(state: State, name: str, sensor: Sensor, found: Collected, now: datetime) -> list[SensorEvent]:
     """What a run writes, judged against the stores inside the lock: the signals not already
     there (by id, and for an advisory by any of its names for the same package and lockfile), an
     advisory-withdrawn event for each signal a withdrawn advisory raised, then the run itself."""
@@ -334,7 +330,7 @@ def plan(state: State, name: str, sensor: Sensor, found: Collected, now: datetim
     )
     if run_id in world.ids:
         return []
-    events: list[dict[str, Any]] = []
+    events: list[SensorEvent] = []
     keys: set[str] = set()
     planned: set[str] = set()
     for event in found.signals:
@@ -364,7 +360,7 @@ def plan(state: State, name: str, sensor: Sensor, found: Collected, now: datetim
             events.append(
                 {
                     "id": ids.derived_id(EventKind.ADVISORY_WITHDRAWN, signal_id),
-                    "kind": EventKind.ADVISORY_WITHDRAWN,
+                    "kind": EventKind.ADVISORY_WITHDRAWN.value,
                     "signal": signal_id,
                     "advisory": rid,
                     "withdrawn": when,
@@ -374,9 +370,9 @@ def plan(state: State, name: str, sensor: Sensor, found: Collected, now: datetim
                 }
             )
     raised = [e["id"] for e in events if e["kind"] == EventKind.SIGNAL]
-    run = {
+    run: SensorRunEvent = {
         "id": run_id,
-        "kind": EventKind.SENSOR_RUN,
+        "kind": EventKind.SENSOR_RUN.value,
         "sensor": name,
         "sensorKind": sensor.kind,
         "outcome": "error" if found.errors else "ok",

@@ -138,7 +138,7 @@ def report_intelligence(ws: Workspace, fields: dict, actor: Actor) -> dict:
     require_grant(ws, person, "report", "report intelligence")
     signer = signer_for(ws, person)
     return ws.store("signals").append(
-        person_event(ws, signer, _stamped(body, None, person, ws.revision()))
+        person_event(ws, signer, stamped(body, None, person, ws.revision()))
     )  # signed, its own id
 
 
@@ -161,11 +161,15 @@ def unit_signal(
         raise Refused(f"unit {lease.unit}'s profile {profile} does not grant report_intelligence")
     if unit_type != "research":
         raise Refused(f"unit {lease.unit} is of type {unit_type}; only a research unit reports intelligence")
-    return dict(_stamped(body, lease.unit, None, revision()))
+    return dict(stamped(body, lease.unit, None, revision()))
 
 
-def _stamped(body: dict, unit: str | None, person: str | None, revision: str | None) -> SignalEvent:
-    return {
+def stamped(
+    body: dict, unit: str | None, person: str | None, revision: str | None, at: str | None = None
+) -> SignalEvent:
+    """The signal a validated report becomes (validate_report's body, with its prediction and
+    the signal it supersedes where it names them), stamped with who reported it and when."""
+    event: SignalEvent = {
         "kind": EventKind.SIGNAL.value,
         "subject": body["subject"],
         "claim": body["claim"],
@@ -182,5 +186,10 @@ def _stamped(body: dict, unit: str | None, person: str | None, revision: str | N
         "revision": revision,
         "source": "S4",
         "destination": "S3",
-        "at": clock.iso(clock.now()),
+        "at": at or clock.iso(clock.now()),
     }
+    if "prediction" in body:  # SPEC §24: a claim about the future
+        event["prediction"] = body["prediction"]
+    if "supersedes" in body:
+        event["supersedes"] = body["supersedes"]
+    return event

@@ -23,6 +23,7 @@ from engine.commands.duty import Duty, Outcome, deciding
 from engine.commands.sensors import run_due
 from engine.log.store import canonical
 from engine.read.deadlines import Deadlines
+from engine.read.kinds import DeadlineEscalatedEvent, EvidenceExpiredEvent, OverdueEvent
 from engine.read.load import load
 from engine.read.model import EventKind, ObligationKind, ObligationStatus, State
 from engine.read.worldfold import reporter
@@ -35,7 +36,7 @@ RECHECK_SEVERITY = "advisory"
 # ---- stale evidence ---------------------------------------------------------------------------
 
 
-def evidence_events(state: State, policy: RoutingPolicy, now: datetime) -> list[dict]:
+def evidence_events(state: State, policy: RoutingPolicy, now: datetime) -> list[EvidenceExpiredEvent]:
     """The evidence-expired events due at `now`: one per signal whose expiry has passed while an
     obligation it opened is open, each opening the signal's one recheck obligation."""
     world = state.world
@@ -56,7 +57,7 @@ def evidence_events(state: State, policy: RoutingPolicy, now: datetime) -> list[
     )
     blocks = policy.rank(severity) >= policy.rank(policy.blocks_at_or_above)
     owed = policy.rules["intelligence-signal"].owed_to
-    events = []
+    events: list[EvidenceExpiredEvent] = []
     for signal_id, obligations in by_signal.items():
         event_id = ids.derived_id(EventKind.EVIDENCE_EXPIRED, signal_id)
         if event_id in world.ids:
@@ -66,7 +67,7 @@ def evidence_events(state: State, policy: RoutingPolicy, now: datetime) -> list[
         events.append(
             {
                 "id": event_id,
-                "kind": EventKind.EVIDENCE_EXPIRED,
+                "kind": EventKind.EVIDENCE_EXPIRED.value,
                 "signal": signal_id,
                 "expiresAt": signal.get("expiresAt"),
                 "obligations": sorted(obligations),
@@ -100,16 +101,20 @@ def expire_evidence(ws: Workspace, now: datetime) -> Outcome:
 # ---- deadlines --------------------------------------------------------------------------------
 
 
-def deadline_events(state: State, policy: RoutingPolicy, now: datetime) -> list[dict]:
+def deadline_events(
+    state: State, policy: RoutingPolicy, now: datetime
+) -> list[OverdueEvent | DeadlineEscalatedEvent]:
     """One overdue and one deadline-escalated event for each open obligation past its deadline
     that has not had them."""
     world = state.world
     deadlines = Deadlines.of(policy, now)
-    events = []
+    events: list[OverdueEvent | DeadlineEscalatedEvent] = []
     for ob in state.obligations.values():
         if not deadlines.overdue(ob):
             continue
-        common: dict[str, object] = {
+        overdue: OverdueEvent = {
+            "id": ids.derived_id(EventKind.OVERDUE, ob.id),
+            "kind": EventKind.OVERDUE.value,
             "obligation": ob.id,
             "unit": ob.unit,
             "severity": ob.severity,
@@ -118,19 +123,16 @@ def deadline_events(state: State, policy: RoutingPolicy, now: datetime) -> list[
             "at": clock.iso(now),
         }
         if ob.id not in world.overdue:
-            events.append(
-                {"id": ids.derived_id(EventKind.OVERDUE, ob.id), "kind": EventKind.OVERDUE, **common}
-            )
+            events.append(overdue)
         if ob.id not in world.escalated:
-            events.append(
-                {
-                    "id": ids.derived_id(EventKind.DEADLINE_ESCALATED, ob.id),
-                    "kind": EventKind.DEADLINE_ESCALATED,
-                    **common,
-                    "people": list(policy.escalate),
-                    "subject": ob.subject,
-                }
-            )
+            escalated: DeadlineEscalatedEvent = {
+                **overdue,
+                "id": ids.derived_id(EventKind.DEADLINE_ESCALATED, ob.id),
+                "kind": EventKind.DEADLINE_ESCALATED.value,
+                "people": list(policy.escalate),
+                "subject": ob.subject,
+            }
+            events.append(escalated)
     return [e for e in events if e["id"] not in world.ids]
 
 

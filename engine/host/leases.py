@@ -22,6 +22,7 @@ from engine.base.errors import Refused
 from engine.checkout import heartbeat
 from engine.checkout.workspace import Workspace
 from engine.host.duties import register
+from engine.read.kinds import LeaseExpiredEvent
 from engine.read.load import load
 from engine.read.model import EventKind, State, UnitState, UnitStatus
 from engine.read.queries import unit_status
@@ -185,8 +186,8 @@ def expire_leases_locked(ws: Workspace, now: datetime, beats: Heartbeats) -> lis
     state = load(ws)
     written = []
     for unit, when in expiring(state, now, beats):
-        event = {
-            "kind": EventKind.LEASE_EXPIRED,
+        event: LeaseExpiredEvent = {
+            "kind": EventKind.LEASE_EXPIRED.value,
             "id": ids.expiry_id(unit.lease or ""),
             "unit": unit.id,
             "leaseHash": unit.lease,

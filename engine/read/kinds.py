@@ -54,6 +54,7 @@ class SignalEvent(Stamped):
     supersedes: NotRequired[str]
     sensor: NotRequired[str]
     osv: NotRequired[dict[str, Any]]
+    stalled: NotRequired[str]  # a stalled feed's signal: its newest record's time (D-132)
 
 
 class QuestionEvent(Stamped):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from engine.base import clock
 from engine.base.errors import BadInput, Refused
 from engine.read.model import (
     BLOCKING,
@@ -251,6 +252,44 @@ def deciding_proposal(
             f"proposal {proposal_id} was already {earlier['decision']} by {earlier['by']} at {earlier['at']}",
         )
     return denied
+
+
+# ---- a prediction's outcome: once, and that it did not come true only once it is due -----------
+
+
+def recording_outcome(
+    people: People, person: str, state: State, signal_id: str, came_true: bool | None = None
+) -> Denied | None:
+    """`signals resolve-prediction` (and the room's `o`): the resolve grant, a signal that makes a
+    prediction, no outcome recorded yet, and, for "did not come true" (`came_true` False), its
+    time come (SPEC §24); `came_true` None asks all but the last (the room, before the answer)."""
+    from engine.read.worldfold import outcome, resolves_at
+
+    denied = lacks(people, person, "resolve", "record a prediction's outcome")
+    if denied is not None:
+        return denied
+    due = resolves_at(state.signals[signal_id])
+    if due is None:
+        return Denied(
+            "the signal makes no prediction",
+            f"signal {signal_id} makes no prediction (report_intelligence's `prediction`)",
+            bad_input=True,
+        )
+    earlier = outcome(state, signal_id)
+    if earlier is not None:
+        said = "came true" if earlier.get("cameTrue") else "did not come true"
+        return Denied(
+            f"already recorded: {said} (by {earlier.get('by')})",
+            f"signal {signal_id}'s prediction already {said}: recorded by {earlier.get('by')} at "
+            f"{earlier.get('at')}",
+        )
+    if came_true is False and due > state.now:
+        return Denied(
+            f"it resolves at {clock.iso(due)}",
+            f"signal {signal_id}'s prediction resolves at {clock.iso(due)}: that it did not come true "
+            "can be recorded only then (that it came true, at any time)",
+        )
+    return None
 
 
 # ---- dismiss: a line verify names ----------------------------------------------------------------
