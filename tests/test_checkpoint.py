@@ -68,7 +68,7 @@ def events(draw: Any) -> Any:
     is unique, an obligation is closed at most once and only after it was opened (the engine
     checks both under its lock), a second router's duplicate routing record may appear, and time
     moves forward across the stores (a host stamps each line as it writes it: the fold orders a
-    unit's dispatch or close after the obligations that held it by their times, engine.read.fold._vetoed)."""
+    unit's dispatch or close after the obligations that held it by their times, engine.read.vetoes.host_veto)."""
     out = []
     signals: list[str] = []
     open_obs: dict[str, str] = {}  # obligation id -> unit

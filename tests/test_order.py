@@ -479,7 +479,7 @@ def test_a_fold_read_piece_by_piece_or_through_a_checkpoint_equals_a_cold_one(st
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=hosts())
 def test_the_inline_judgement_of_host_events_equals_the_one_that_says_why(steps: Any) -> None:
-    """The folds judge a host event as hosts write it inline, and ask engine.read.fold._ordered
+    """The folds judge a host event as hosts write it inline, and ask engine.read.order._ordered
     (and _routing_order) only otherwise: with the inline path off, every fold is the same."""
     import engine.read.fold as fold
 

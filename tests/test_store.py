@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from engine.base import clock
 from engine.log.store import Store, verify
-from engine.read.fold import SHAPES, Seen, UnitsLine
+from engine.read.fold import SHAPES, UnitsLine
+from engine.read.kinds import Seen
 
 
 def fill(path: Any, n: Any = 5) -> Any:
@@ -192,7 +193,7 @@ def as_the_fold_read_it(whole: dict) -> dict:
 
 
 def seen_of(value: object) -> object:
-    """What the fold reads of `seen` (engine.read.fold.Seen, or a value of any other shape whole)."""
+    """What the fold reads of `seen` (engine.read.kinds.Seen, or a value of any other shape whole)."""
     if isinstance(value, Seen):
         return {"signals": value.signals, "units": value.units}
     if isinstance(value, dict) and all(type(value.get(k)) in (int, type(None)) for k in ("signals", "units")):

@@ -10,7 +10,7 @@ from engine.base.limits import check_text
 from engine.checkout.workspace import Lease, Workspace
 from engine.read.model import State, UnitStatus
 from engine.read.queries import unit_status
-from engine.read.rules import lacks, refuse
+from engine.read.rules import lacks, refuse, tool_lacking
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,15 @@ def unit_tools(ws: Workspace, state: State, unit_id: str) -> tuple[str, str, tup
     profile = ws.profiles().profiles.get(profile_name)
     tools = profile.tools if profile is not None else ()
     return unit_type, profile_name, tools
+
+
+def leased(ws: Workspace, state: State, lease: Lease, tool: str) -> tuple[str, str]:
+    """(type, profile) of the unit whose lease calls `tool`: refused (exit 3) unless the lease is
+    its current one and its profile grants the tool (engine.read.rules.tool_lacking)."""
+    check_lease(state, lease)
+    unit_type, profile, tools = unit_tools(ws, state, lease.unit)
+    refuse(tool_lacking(lease.unit, profile, tools, tool))
+    return unit_type, profile
 
 
 def require_grant(ws: Workspace, person: str, grant: str, doing: str) -> None:

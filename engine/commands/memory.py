@@ -6,11 +6,11 @@ import re
 from datetime import date, timedelta
 
 from engine.base import clock
-from engine.base.errors import BadInput, Refused
+from engine.base.errors import BadInput
 from engine.base.limits import check_list, check_text
 from engine.base.lookup import by_prefix
 from engine.checkout.workspace import Lease, Workspace
-from engine.commands.actors import check_lease, check_person, require_grant, unit_tools
+from engine.commands.actors import check_person, leased, require_grant
 from engine.commands.deciding import deciding
 from engine.read.kinds import MemoryEvent, RetractionEvent
 from engine.read.model import EventKind, MemoryEntry, MemoryStatus, State
@@ -68,10 +68,7 @@ def remember(ws: Workspace, fields: dict, lease: Lease | None) -> dict:
     revision = ws.revision(lease.worktree)
 
     def rule(state: State) -> Denied | None:
-        check_lease(state, lease)
-        _, profile, tools = unit_tools(ws, state, lease.unit)
-        if "remember" not in tools:
-            raise Refused(f"unit {lease.unit}'s profile {profile} does not grant remember")
+        leased(ws, state, lease, "remember")
         return over_quota(ws, state, lease.unit)
 
     # the count and the append under one lock: two writers cannot both take the last place

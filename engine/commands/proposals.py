@@ -9,7 +9,7 @@ from engine.base.errors import BadInput, Refused
 from engine.base.limits import check_text
 from engine.base.lookup import by_prefix
 from engine.checkout.workspace import Workspace
-from engine.commands.actors import Actor, check_lease, check_person, require_grant, unit_tools
+from engine.commands.actors import Actor, check_person, leased, require_grant
 from engine.commands.deciding import deciding
 from engine.commands.init import write_governed
 from engine.read.kinds import IdentityDecisionEvent, ProposalEvent
@@ -59,10 +59,7 @@ def propose(ws: Workspace, file: str, content: bytes, rationale: str, actor: Act
     state = load(ws, stores=("units",))
     signer = None
     if actor.lease is not None:
-        check_lease(state, actor.lease)
-        _, profile, tools = unit_tools(ws, state, actor.lease.unit)
-        if "propose_policy_change" not in tools:
-            raise Refused(f"unit {actor.unit}'s profile {profile} does not grant propose_policy_change")
+        leased(ws, state, actor.lease, "propose_policy_change")
     elif actor.person not in ws.interaction().people:
         raise Refused(f"{actor.person!r} is not a person in regulator/policy/interaction.yaml")
     else:

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.base import clock
-from engine.base.errors import BadInput, Refused
+from engine.base.errors import BadInput
 from engine.base.limits import check_list, check_text
 from engine.checkout.workspace import Lease, Workspace
-from engine.commands.actors import check_lease, unit_tools
+from engine.commands.actors import leased
 from engine.commands.router import QUESTION
 from engine.read.kinds import QuestionEvent
 from engine.read.model import EventKind, State
@@ -51,10 +51,7 @@ def unit_question(
     """The question signal a leased unit asks, ready to append (a new id): validated (exit 2),
     then authorized (exit 3) on `state`: the lease is current and its profile grants ask_human."""
     body = validate_question(fields)
-    check_lease(state, lease)
-    unit_type, profile, tools = unit_tools(ws, state, lease.unit)
-    if GRANT not in tools:
-        raise Refused(f"unit {lease.unit}'s profile {profile} does not grant {GRANT}")
+    unit_type, _ = leased(ws, state, lease, GRANT)
     return {
         "kind": EventKind.SIGNAL.value,
         "type": QUESTION,

@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from engine.base import clock, ids
-from engine.base.errors import BadInput, Refused
+from engine.base.errors import BadInput
 from engine.base.limits import check_text
 from engine.checkout.workspace import Lease, Workspace
-from engine.commands.actors import check_lease, unit_tools
+from engine.commands.actors import leased
+from engine.commands.deciding import deciding
 from engine.read.kinds import ResultEvent
-from engine.read.load import load
-from engine.read.model import ADVISORY, ASKS_RECOVERY, OWED_TO, RESULT_OUTCOMES, EventKind, State, UnitStatus
-from engine.read.queries import unit_status
+from engine.read.model import ADVISORY, ASKS_RECOVERY, OWED_TO, RESULT_OUTCOMES, EventKind, State
+from engine.read.rules import Denied, refuse, reporting_result
 
 FIELDS = ("summary", "outcome", "usage")
 OUTCOMES = RESULT_OUTCOMES
@@ -81,18 +81,8 @@ def result_event(
     result is already recorded for it). Its id derives from the lease (one result per lease); a
     `failed` or `blocked` outcome opens an advisory obligation of kind `recovery`, owed to S3, that
     asks a person for a recovery decision (SPEC §4.4, §23)."""
-    unit = state.units.get(unit_id)
-    if (
-        unit is None
-        or lease_hash is None
-        or unit.lease != lease_hash
-        or unit_status(state, unit) != UnitStatus.IN_PROGRESS
-    ):
-        raise Refused(f"unit {unit_id}: this lease is not its current one; no result recorded")
-    if unit.result is not None:
-        raise Refused(
-            f"unit {unit_id} has already reported its result ({unit.result.outcome}) under this lease"
-        )
+    refuse(reporting_result(state, unit_id, lease_hash))
+    assert lease_hash is not None  # reporting_result refuses a missing lease
     result_id = ids.result_id(lease_hash)
     event: ResultEvent = {
         "kind": EventKind.RESULT.value,
@@ -122,12 +112,13 @@ def report_result(ws: Workspace, fields: dict[str, Any], lease: Lease) -> dict[s
     """Validate (exit 2), then in the decide lock check the lease, the grant and that no result is
     recorded for it yet (exit 3), and append the result."""
     body = validate_result(fields)
-    with ws.exclusive():
-        state = load(ws, stores=("units",))
-        check_lease(state, lease)
-        _, profile, tools = unit_tools(ws, state, lease.unit)
-        if GRANT not in tools:
-            raise Refused(f"unit {lease.unit}'s profile {profile} does not grant {GRANT}")
+
+    def rule(state: State) -> Denied | None:
+        leased(ws, state, lease, GRANT)
+        return reporting_result(state, lease.unit, state.units[lease.unit].lease)
+
+    with deciding(ws, rule, stores=("units",), route=False) as turn:
+        state = turn.state
         event = result_event(state, lease.unit, state.units[lease.unit].lease, body, by="unit")
         return ws.store("units").append(event)
 
@@ -139,9 +130,8 @@ def record_host_result(
     `failed`; the child's own exit code and the run's duration. None when the unit's own result is
     already recorded for this lease (it stands)."""
     body = validate_result({"summary": summary, "outcome": outcome})
-    with ws.exclusive():
-        state = load(ws, stores=("units",))
-        if reported(state, unit_id, lease_hash):
+    with deciding(ws, stores=("units",), route=False) as turn:
+        if reported(turn.state, unit_id, lease_hash):
             return None
-        event = result_event(state, unit_id, lease_hash, body, "host", exit_code, duration_s)
+        event = result_event(turn.state, unit_id, lease_hash, body, "host", exit_code, duration_s)
         return ws.store("units").append(event)

@@ -10,7 +10,7 @@ from engine.base.errors import BadInput, Refused
 from engine.base.limits import check_list, check_text
 from engine.base.lookup import check_prefix
 from engine.checkout.workspace import Lease, Workspace, check_unit_id
-from engine.commands.actors import Actor, check_lease, check_person, require_grant, unit_tools
+from engine.commands.actors import Actor, check_person, leased, require_grant
 from engine.read.kinds import SignalEvent
 from engine.read.load import load
 from engine.read.model import EventKind, State
@@ -155,10 +155,7 @@ def unit_signal(
     its profile grants report_intelligence, it is a research unit. `known_units` are the units
     with contracts; `revision` gives the worktree's HEAD, asked only once authorized."""
     body = check_supersedes(ws, validate_report(fields, ws.routing().severities, known_units))
-    check_lease(state, lease)
-    unit_type, profile, tools = unit_tools(ws, state, lease.unit)
-    if "report_intelligence" not in tools:
-        raise Refused(f"unit {lease.unit}'s profile {profile} does not grant report_intelligence")
+    unit_type, _ = leased(ws, state, lease, "report_intelligence")
     if unit_type != "research":
         raise Refused(f"unit {lease.unit} is of type {unit_type}; only a research unit reports intelligence")
     return dict(stamped(body, lease.unit, None, revision()))

@@ -57,6 +57,7 @@ _SOURCES = (  # relative to engine/
     "read/kinds.py",  # what the fold reads of each line
     "read/rules.py",  # which dispositions count
     "read/vetoes.py",  # which host events count
+    "read/order.py",  # the order rule: which host events count by their `seen`
     "log/events.py",
     "read/checkpoint.py",
     "read/contracts.py",

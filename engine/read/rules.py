@@ -73,6 +73,39 @@ def lacks(people: People, person: str, grant: str, doing: str) -> Denied | None:
     return None
 
 
+# ---- what a leased unit may do: its profile's tools, its one result per lease ----------------------
+
+
+def tool_lacking(unit_id: str, profile: str, tools: tuple[str, ...], tool: str) -> Denied | None:
+    """A leased unit calls a door tool only when the profile its dispatch recorded grants it."""
+    if tool in tools:
+        return None
+    text = f"unit {unit_id}'s profile {profile} does not grant {tool}"
+    return Denied(f"profile {profile} does not grant {tool}", text)
+
+
+def reporting_result(state: State, unit_id: str, lease_hash: str | None) -> Denied | None:
+    """report_result (the unit's, or `unit run`'s for it): the unit's current lease, in progress,
+    and no result recorded under it yet (one per lease, SPEC §23)."""
+    unit = state.units.get(unit_id)
+    if (
+        unit is None
+        or lease_hash is None
+        or unit.lease != lease_hash
+        or unit_status(state, unit) != UnitStatus.IN_PROGRESS
+    ):
+        return Denied(
+            "not the unit's current lease",
+            f"unit {unit_id}: this lease is not its current one; no result recorded",
+        )
+    if unit.result is not None:
+        return Denied(
+            f"already reported ({unit.result.outcome})",
+            f"unit {unit_id} has already reported its result ({unit.result.outcome}) under this lease",
+        )
+    return None
+
+
 # ---- resolve: a disposition of an open obligation (signals.ndjson) ---------------------------
 
 
