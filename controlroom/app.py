@@ -15,7 +15,6 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
@@ -29,12 +28,13 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input
 
-from controlroom import prepare, readmodel
+from controlroom import header, prepare, readmodel
 from controlroom.actions import ACTIONS, BY_NAME, Action, for_view, why_not
 from controlroom.host import cannot_write, classify, follow_server, watch_paths, write_whole
-from controlroom.keys import NOT_IN_EVERY_VIEW, bindings, help_lines
+from controlroom.keys import NOT_IN_EVERY_VIEW, bindings, help_lines, palette
 from controlroom.lifecycle import lifecycle
 from controlroom.messages import (
+    Abandoned,
     Arranged,
     Arrangement,
     Checked,
@@ -42,13 +42,13 @@ from controlroom.messages import (
     Reloaded,
     Synced,
     Ticked,
+    ViewState,
     WriterWait,
     Written,
     arrange,
 )
-from controlroom.views import BY_VIEW, VIEW_DEFS, VIEWS, Key
+from controlroom.views import BY_VIEW, VIEWS, Key
 from engine.base import clock
-from engine.base.cells import fit, width
 from engine.base.errors import RegulatorError
 from engine.base.text import escape
 from engine.checkout.workspace import Workspace
@@ -59,18 +59,10 @@ from engine.read.load import attach_contracts
 from engine.read.queries import unrouted_count
 from widgets.detail import DetailPane
 from widgets.dialogs import (
-    AckDialog,
     Answer,
-    DecideDialog,
-    DismissDialog,
-    OutcomeDialog,
-    ProposalDialog,
-    ResolveDialog,
-    ResolveFindingDialog,
-    RetractDialog,
     TextScreen,
 )
-from widgets.fitline import FitLine, fit_parts, fit_tabs
+from widgets.fitline import FitLine
 from widgets.table import LineTable
 
 WAITING = "waiting for another writer"
@@ -78,20 +70,6 @@ DETAIL_MIN_WIDTH = 110  # narrower than this, the detail pane starts hidden (`p`
 
 
 ARRANGE_INLINE = 2_000  # rows filtered or sorted on the UI thread; more go to a worker
-
-
-class Abandoned(Exception):
-    """The room closed while a worker waited for another writer: nothing was written."""
-
-
-@dataclass
-class ViewState:
-    """What the operator set on one view, kept when they switch away and back."""
-
-    filter: str = ""
-    cursor: Key | None = None
-    sort: int = 0
-    show_all: bool = False  # `a`: resolved or retracted rows too
 
 
 class ControlRoom(App[None]):
@@ -278,8 +256,8 @@ class ControlRoom(App[None]):
     def _warm(self, snap: readmodel.Snapshot) -> None:
         """Count the header and list the current view's keys here, in the worker, so the UI thread
         finds them ready (a pass over 100,000 obligations each)."""
-        readmodel.counts(snap)
-        readmodel.in_memory(snap)  # the header's "would block once routed"
+        header.counts(snap)
+        header.in_memory(snap)  # the header's "would block once routed"
         readmodel.keys(self.view, snap, self.views[self.view].show_all)
 
     def _route(self, snap: readmodel.Snapshot) -> int:
@@ -499,8 +477,8 @@ class ControlRoom(App[None]):
             return
         live = f"⏳ {WAITING}" if self.waiting else self.live
         with self.lock:
-            right = readmodel.header_text(self.snap, live, store=self.backend)
-            compact = readmodel.header_text(
+            right = header.header_text(self.snap, live, store=self.backend)
+            compact = header.header_text(
                 self.snap, "⏳ waiting" if self.waiting else self.live[:1], True, store=self.backend
             )
         mode = ""
@@ -511,52 +489,28 @@ class ControlRoom(App[None]):
         operator = f"as {self.person}" if self.person else "no operator"
         left = f"regulator · {self.ws.root.name} · {operator}"
         person, flag = self.person or "no operator", "ro" if mode else ""
-        self._topbar.show(lambda cells: Text(header_line(left + mode, right, person, flag, compact, cells)))
-        titles = [(v.key, v.title) for v in VIEW_DEFS]
+        self._topbar.show(
+            lambda cells: Text(header.header_line(left + mode, right, person, flag, compact, cells))
+        )
         current = VIEWS.index(self.view)
-
-        def tabs(cells: int) -> Text:
-            line = Text()
-            for i, label in enumerate(fit_tabs(titles, current, cells)):
-                line.append(f" {label} ", style="reverse bold" if i == current else "")
-                line.append(" ")
-            return line
-
-        self._tabs.show(tabs)
-        first = [f"{len(self.table.keys)} row(s)", *self.indicators()]
-        if self._arranging is not None:
-            first.insert(0, "filtering and sorting…")
-        warnings = []
-        if self.waiting:
-            warnings.append(f"⏳ {WAITING} (decide lock): keys still work")
+        self._tabs.show(lambda cells: header.tabs_line(current, cells))
+        unrouted = None
         if self.view == "obligations" and not self.routes:
             with self.lock:
                 why = "read-only" if self.read_only else "this store's role cannot write"
-                unrouted = readmodel.unrouted_status(self.snap, why)
-            if unrouted:
-                warnings.append(unrouted)
-        if self.serve_text:  # serve's state (a live room asks it)
-            warnings.append(escape(self.serve_text))
-        hints = ["enter lifecycle", "/ filter"]
-        hints += [
-            hint for hint, name in (("s sort", "sort"), ("a all", "toggle_all")) if not self.not_here(name)
-        ]
-        hints += ["p pane", "? keys"]
-        self._status.show(lambda cells: Text(status_line(first, warnings, hints, cells)))
-        self._refresh_bindings_if_changed()
-
-    def indicators(self) -> list[str]:
-        """What this view is narrowed or ordered by: shown first on the status line, never cut."""
+                unrouted = header.unrouted_status(self.snap, why)
         settings = self.views[self.view]
-        sorts = BY_VIEW[self.view].sorts
-        out = []
-        if sorts:
-            out.append(f"sort: {sorts[settings.sort]}")
-        if settings.filter:
-            out.append(f"filter: {settings.filter}")
-        if BY_VIEW[self.view].all_rows:
-            out.append("all rows" if settings.show_all else "live rows")
-        return out
+        first, warnings, hints = header.status_parts(
+            len(self.table.keys),
+            header.indicators(self.view, settings.sort, settings.filter, settings.show_all),
+            arranging=self._arranging is not None,
+            waiting=f"⏳ {WAITING} (decide lock): keys still work" if self.waiting else None,
+            unrouted=unrouted,
+            serve=self.serve_text,
+            here=[name for name in ("sort", "toggle_all") if not self.not_here(name)],
+        )
+        self._status.show(lambda cells: Text(header.status_line(first, warnings, hints, cells)))
+        self._refresh_bindings_if_changed()
 
     def draw_detail(self) -> None:
         if not self._detail.display:
@@ -684,7 +638,7 @@ class ControlRoom(App[None]):
                 )
                 for a in for_view(self.view)
             ]
-        legend = (readmodel.HEADER_LEGEND, readmodel.TABLE_LEGEND)
+        legend = (header.HEADER_LEGEND, header.TABLE_LEGEND)
         return help_lines(self.view, states, self.ws.root, self.person, legend)
 
     def action_keys(self) -> None:
@@ -741,25 +695,19 @@ class ControlRoom(App[None]):
             # header legend: each is listed once
             if command.title not in ("Screenshot", "Keys"):
                 yield command
-        yield SystemCommand(
-            "Screenshot", "save an SVG of this screen in the current folder", self.screenshot_here
+        screenshot = ("Screenshot", "save an SVG of this screen in the current folder", self.screenshot_here)
+        yield from palette(
+            None if self.read_only else self._palette_act,
+            self.action_view,
+            first=(screenshot,),
+            last=(
+                ("Filter this view", "key /", self.action_filter),
+                ("Sort: next order", "key s", self.action_sort),
+                ("Show all rows / live rows", "key a", self.action_toggle_all),
+                ("Detail pane: show / hide", "key p", self.action_toggle_pane),
+                ("Keys", "this view's keys and the header legend (key ?)", self.action_keys),
+            ),
         )
-        for v in VIEW_DEFS:
-            yield SystemCommand(
-                f"View: {v.title}", f"key {v.key}", lambda name=v.name: self.action_view(name)
-            )
-        if not self.read_only:
-            for action in ACTIONS:
-                yield SystemCommand(
-                    f"Action: {action.label}",
-                    f"key {action.key} in {BY_VIEW[action.view].title}",
-                    lambda action=action: self._palette_act(action),
-                )
-        yield SystemCommand("Filter this view", "key /", self.action_filter)
-        yield SystemCommand("Sort: next order", "key s", self.action_sort)
-        yield SystemCommand("Show all rows / live rows", "key a", self.action_toggle_all)
-        yield SystemCommand("Detail pane: show / hide", "key p", self.action_toggle_pane)
-        yield SystemCommand("Keys", "this view's keys and the header legend (key ?)", self.action_keys)
 
     def screenshot_here(self) -> None:
         """The palette's Screenshot: an SVG in the current folder, named for the view and the time.
@@ -813,35 +761,7 @@ class ControlRoom(App[None]):
     @on(Prepared)
     def _open_dialog(self, message: Prepared) -> None:
         found = message.content
-        if isinstance(found, prepare.ResolveContent):
-            ob_id = found.obligation
-            dialog: Screen[Answer | None] = ResolveDialog(
-                ob_id, found.summary, found.dispositions, question=found.question
-            )
-            self.push_screen(dialog, lambda r: self._answered(found, r))
-        elif isinstance(found, prepare.RetractContent):
-            entry_id = found.entry
-            self.push_screen(RetractDialog(entry_id, found.summary), lambda r: self._answered(found, r))
-        elif isinstance(found, prepare.DecideContent):
-            unit_id, previews = found.unit, found.previews
-            dialog = DecideDialog(unit_id, found.actions, lambda action: previews.get(action, []))
-            self.push_screen(dialog, lambda r: self._answered(found, r))
-        elif isinstance(found, prepare.AckContent):
-            ident = found.finding
-            made = ResolveFindingDialog if found.resolve else AckDialog
-            dialog = made(ident, found.title, found.path, found.affects)
-            self.push_screen(dialog, lambda r: self._answered(found, r))
-        elif isinstance(found, prepare.OutcomeContent):
-            signal_id = found.signal
-            dialog = OutcomeDialog(signal_id, found.summary, found.resolves_at)
-            self.push_screen(dialog, lambda r: self._answered(found, r))
-        elif isinstance(found, prepare.DismissContent):
-            dialog = DismissDialog(found.target, found.message)
-            self.push_screen(dialog, lambda r: self._answered(found, r))
-        else:
-            ident, verdict = found.proposal, found.verdict
-            dialog = ProposalDialog(ident, verdict, found.summary, found.review, found.replay)
-            self.push_screen(dialog, lambda r: self._answered(found, r))
+        self.push_screen(prepare.dialog(found), lambda r: self._answered(found, r))
 
     def _answered(self, found: prepare.Content, answer: Answer | None) -> None:
         """A confirmed dialog: the same engine call as the CLI's, in a worker (controlroom.prepare)."""
@@ -873,42 +793,3 @@ class ControlRoom(App[None]):
             if stores or registers or git:
                 self.sync(registers=registers, git=git)
             await asyncio.sleep(0)
-
-
-def header_line(left: str, right: str, person: str, flag: str, compact: str, cells: int) -> str:
-    """The header for `cells` columns: whole when it fits; narrower, the workspace's name gives
-    way first, then every count stays, abbreviated (`flag`, "ro", stays; the operator's name goes);
-    when even that is more than a line, it takes two, broken between parts: no part is cut."""
-    for lead in (left, left.split(" · ", 2)[-1]):
-        if width(lead) + 5 + width(right) <= cells:
-            return f" {lead}    {right}"
-    for lead in (f"{person} {flag}".strip(), flag):
-        line = f"{lead} {compact}".strip()
-        if width(line) < cells:
-            return f" {line}"
-        if width(line) == cells:  # the margin gives way before a count does
-            return line
-    # more than a line holds: two lines (or more), broken between parts, rather than a part cut
-    lines: list[str] = []
-    line = f" {person} {flag} ".replace("  ", " ")
-    for part in compact.split("·"):
-        candidate = line + part if line.endswith(" ") else f"{line}·{part}"
-        if width(candidate) > cells and line.strip():
-            lines.append(line.rstrip())
-            candidate = f" {part}"
-        line = candidate
-    lines.append(line)
-    return "\n".join(fit(one, cells) for one in lines)
-
-
-def status_line(first: list[str], warnings: list[str], hints: list[str], cells: int) -> str:
-    """The status line for `cells` columns: the row count and what the view is narrowed or sorted
-    by first (never cut), then each warning (cut with `…` when it must be), then the key hints
-    that fit."""
-    head = " · ".join(first)
-    for warning in warnings:
-        room = cells - width(head) - 3
-        if room < 12:
-            break
-        head = f"{head} · {fit(warning, room)}"
-    return fit_parts([head], hints, cells)

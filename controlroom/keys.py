@@ -3,6 +3,9 @@ source for the bindings, the footer, `?` help and the palette."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
+
+from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
 
 from controlroom.actions import ACTIONS, Action
@@ -47,7 +50,7 @@ def help_lines(
 ) -> list[str]:
     """`?` for a view: the workspace and how to reopen it, every view's key, this view's keys and
     sorts, each of its actions with whether it may be taken now (`available`, or why not), then
-    the header's and the tables' legends (`legend`: readmodel.HEADER_LEGEND, TABLE_LEGEND)."""
+    the header's and the tables' legends (`legend`: controlroom.header.HEADER_LEGEND, TABLE_LEGEND)."""
     definition = BY_VIEW[view]
     lines = [
         f"workspace: {root}",
@@ -69,3 +72,29 @@ def help_lines(
     lines += ["", "marks in the tables:"]
     lines += [f"  {mark}  {meaning}" for mark, meaning in marks]
     return lines
+
+
+Entry = tuple[str, str, Callable[[], object]]  # a palette entry: its title, its help, what it runs
+
+
+def palette(
+    act: Callable[[Action], None] | None,
+    view: Callable[[str], None],
+    first: Sequence[Entry] = (),
+    last: Sequence[Entry] = (),
+) -> Iterator[SystemCommand]:
+    """The command palette's entries of the room: `first`, a view per key, every action (`act`
+    None: read-only, none), then `last`."""
+    for title, help_text, callback in first:
+        yield SystemCommand(title, help_text, callback)
+    for v in VIEW_DEFS:
+        yield SystemCommand(f"View: {v.title}", f"key {v.key}", lambda name=v.name: view(name))
+    if act is not None:
+        for action in ACTIONS:
+            yield SystemCommand(
+                f"Action: {action.label}",
+                f"key {action.key} in {BY_VIEW[action.view].title}",
+                lambda action=action: act(action),
+            )
+    for title, help_text, callback in last:
+        yield SystemCommand(title, help_text, callback)

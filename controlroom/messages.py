@@ -1,5 +1,6 @@
-"""What the control room's workers tell its UI (typed Textual messages), and how a view's rows
-are filtered and sorted (on the UI thread for a few, in a worker for many)."""
+"""What the control room's workers tell its UI (typed Textual messages), what the operator set on
+each view, and how a view's rows are filtered and sorted (on the UI thread for a few, in a worker
+for many)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,20 @@ from textual.message import Message
 from controlroom import readmodel
 from controlroom.prepare import Content
 from controlroom.views import Key
+
+
+class Abandoned(Exception):
+    """The room closed while a worker waited for another writer: nothing was written."""
+
+
+@dataclass
+class ViewState:
+    """What the operator set on one view, kept when they switch away and back."""
+
+    filter: str = ""
+    cursor: Key | None = None
+    sort: int = 0
+    show_all: bool = False  # `a`: resolved or retracted rows too
 
 
 class Synced(Message):

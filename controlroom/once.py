@@ -4,17 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from controlroom.readmodel import (
-    Snapshot,
-    counts,
-    header_text,
-    in_memory,
-    keys,
-    lint_unchecked,
-    row,
-    sensor_rows,
-    snapshot,
-)
+from controlroom.header import counts, header_text, in_memory, lint_unchecked
+from controlroom.readmodel import Snapshot, keys, row, sensor_rows, snapshot
 from controlroom.views import BY_VIEW, TITLES, VIEWS
 from engine.base.cells import pad
 from engine.base.text import escape

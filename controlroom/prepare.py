@@ -1,18 +1,33 @@
 """What each action's dialog shows, read in a worker off Textual's event loop (a routing
 proposal's replay of every signal, a proposal's review, the registers, the preview of every
-recovery action): the UI only opens the dialog with it; and the engine call its answer makes."""
+recovery action): the UI only opens the dialog with it (`dialog`); and the engine call its answer
+makes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from controlroom import meanings, readmodel
 from controlroom.actions import dismissable, finding_of
 from controlroom.lifecycle import decision_preview
 from controlroom.views import Key
 from engine.checkout.workspace import Workspace
-from widgets.dialogs import Answer
+from widgets.dialogs import (
+    AckDialog,
+    Answer,
+    DecideDialog,
+    DismissDialog,
+    OutcomeDialog,
+    ProposalDialog,
+    ResolveDialog,
+    ResolveFindingDialog,
+    RetractDialog,
+)
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
 
 
 @dataclass(frozen=True)
@@ -205,3 +220,22 @@ def write(
         lambda: decide_proposal(ws, proposal, person, answer["rationale"], outcome),
         f"proposal {proposal} {outcome}" + (" and committed" if outcome == "accepted" else ""),
     )
+
+
+def dialog(found: Content) -> Screen[Answer | None]:
+    """The dialog that asks the operator's answer to what was prepared (widgets.dialogs)."""
+    if isinstance(found, ResolveContent):
+        return ResolveDialog(found.obligation, found.summary, found.dispositions, question=found.question)
+    if isinstance(found, RetractContent):
+        return RetractDialog(found.entry, found.summary)
+    if isinstance(found, DecideContent):
+        previews = found.previews
+        return DecideDialog(found.unit, found.actions, lambda action: previews.get(action, []))
+    if isinstance(found, AckContent):
+        made = ResolveFindingDialog if found.resolve else AckDialog
+        return made(found.finding, found.title, found.path, found.affects)
+    if isinstance(found, OutcomeContent):
+        return OutcomeDialog(found.signal, found.summary, found.resolves_at)
+    if isinstance(found, DismissContent):
+        return DismissDialog(found.target, found.message)
+    return ProposalDialog(found.proposal, found.verdict, found.summary, found.review, found.replay)

@@ -16,7 +16,7 @@ import pytest
 
 from controlroom.app import ControlRoom
 from controlroom.demo import KEY_DIR, OWNER
-from controlroom.readmodel import HEADER_LEGEND
+from controlroom.header import HEADER_LEGEND
 from controlroom.views import RowKey
 from engine.base import clock
 from engine.checkout.workspace import Workspace

@@ -400,7 +400,7 @@ def test_help_explains_every_part_the_header_shows(demo: Any) -> None:
         await pilot.pause()
         seen["help"] = "\n".join(app.screen.lines)  # type: ignore[attr-defined]
         seen["header"] = str(app._topbar.render())
-        from controlroom.readmodel import header_text
+        from controlroom.header import header_text
 
         seen["wide"] = header_text(app.snap, app.live, store=app.backend)  # every part, wide
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from controlroom import readmodel
+from controlroom import header, readmodel
 from controlroom.app import ControlRoom
 from engine.checkout.workspace import Workspace
 from tests.helpers import report_args, tick
@@ -106,9 +106,9 @@ def test_overdue_evidence_expired_and_sensors_are_shown(world: Any) -> None:
 
     run(app, script)
 
-    header = readmodel.header_text(app.snap)
-    assert "3 overdue" not in header  # the recheck opened at the tick: not overdue yet
-    assert "2 overdue" in header and "2 evidence expired" in header
+    said = header.header_text(app.snap)
+    assert "3 overdue" not in said  # the recheck opened at the tick: not overdue yet
+    assert "2 overdue" in said and "2 evidence expired" in said
     rows = "\n".join(seen["obligations"])  # type: ignore[arg-type]
     assert (
         rows.count("(evidence expired)") == 2

@@ -1,0 +1,361 @@
+"""The control room's header and --once's counts: what is held, late, unrouted or unchecked, in
+one line (or two) that fits the terminal; formatted from what the engine derived (readmodel)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.base.text import escape
+from engine.checkout.workspace import Workspace
+from engine.commands.whatif import InMemory, route_in_memory
+from engine.read.model import MemoryStatus, ObligationStatus
+from engine.read.queries import (
+    days_left,
+    memory_status,
+    unrouted_count,
+)
+
+if TYPE_CHECKING:
+    pass
+from rich.text import Text
+
+from controlroom.readmodel import EXPIRING_DAYS, Snapshot, deadlines
+from controlroom.views import BY_VIEW, VIEW_DEFS
+from engine.base.cells import fit, width
+from widgets.fitline import fit_parts, fit_tabs
+
+# ---- header counts -------------------------------------------------------------------------------
+
+
+def counts(snap: Snapshot) -> dict[str, int]:
+    """The header's counts (the `counts` of --once --json)."""
+    return snap.cached("counts", (), lambda: _counts(snap))
+
+
+def _counts(snap: Snapshot) -> dict[str, int]:
+    state = snap.state
+    today = state.now.date()
+    open_count = blocking = stale = overdue = 0
+    now = state.now
+    judge = deadlines(snap)
+    before = judge.before  # severity -> opened before this is overdue (Deadlines.overdue, inlined)
+    for ob in state.obligations.values():
+        if ob.status == ObligationStatus.OPEN:
+            open_count += 1
+            blocking += ob.blocks
+            if ob.expires_at is not None and ob.expires_at <= now:  # is_stale, inlined: runs per append
+                stale += 1
+            if before:
+                limit = before.get(ob.severity)
+                if limit is not None and (
+                    ob.opened_at < limit if len(ob.opened_at) == 20 else judge.overdue(ob)
+                ):
+                    overdue += 1
+    obligations = state.obligations
+    expired = sum(
+        1 for ob_id in state.world.stale_evidence if obligations[ob_id].status == ObligationStatus.OPEN
+    )
+    held_units = [u for u in {*snap.holds, *(u for u, by in snap.stale.items() if by)} if u in state.units]
+    cursor = state.cursors.get("memory")
+    marker = (cursor.offset if cursor else -1, len(state.memory), today)
+    if snap._memory_marker != marker:  # memory is counted again only when it changed
+        snap._expiring = sum(
+            1
+            for e in state.memory.values()
+            if memory_status(e, today) == MemoryStatus.CURRENT and days_left(e, today) <= EXPIRING_DAYS
+        )
+        snap._memory_marker = marker
+    return {
+        "open": open_count,
+        "blocking": blocking,
+        "held": len(held_units),
+        "stale": stale,
+        "expiring": snap._expiring,
+        "lintErrors": len(snap.lint.errors) if snap.lint else 0,
+        "unrouted": unrouted_count(state),
+        "badLines": state.bad_lines,
+        "verify": len(snap.verify),
+        "overdue": overdue,
+        "evidenceExpired": expired,
+    }
+
+
+def in_memory(snap: Snapshot) -> InMemory:
+    """The signals not yet routed, routed in memory as the router would (engine.commands.whatif): kept until
+    the state or the clock moves (the fold's worker warms it with the counts)."""
+    return snap.cached("in-memory", (), lambda: route_in_memory(snap.ws, snap.state))
+
+
+def would_block_text(snap: Snapshot, compact: bool = False) -> str | None:
+    """What routing the unrouted signals would hold (SPEC §16: a count of 0 blocking with signals
+    not yet routed is not all clear), or None when nothing unrouted would block."""
+    if not snap.known:
+        return None
+    found = in_memory(snap)
+    if found.problem is not None:
+        return "⚠ unrouted not judged" if compact else "⚠ unrouted signals not judged"
+    holds = len(found.holds)
+    if not holds:
+        return None
+    return f"⚠{holds} would blk" if compact else f"⚠ {holds} would block"
+
+
+def unrouted_status(snap: Snapshot, why: str) -> str | None:
+    """What routing the signals a room does not route (`why`: read-only, a reader role) would
+    open (SPEC §16), escaped, or None."""
+    if not snap.known:
+        return None
+    found = in_memory(snap)
+    if found.problem is not None:
+        return escape(f"⚠ {found.unrouted} signal(s) not routed here ({why}) and not judged: {found.problem}")
+    holds = found.holds
+    if not holds:
+        return None
+    units = ", ".join(sorted({h.unit for h in holds}))
+    return escape(
+        f"⚠ not routed here ({why}): routing would open {len(holds)} blocking obligation(s) on {units}"
+    )
+
+
+def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, store: str | None = None) -> str:
+    """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none;
+    `store` names where the stores are (files, postgresql), before the live indicator."""
+    c: dict[str, int | str] = dict(counts(snap))
+    if not snap.known:  # without the stores these are unknown, never 0 (SPEC §16.2)
+        c.update(blocking="?", held="?", stale="?", expiring="?", unrouted="?")
+    lint_part = lint_mark(snap)
+    if compact:
+        parts = [
+            f"{c['blocking']} blk",
+            f"{c['held']} held",
+            f"{c['stale']} stale",
+            f"{c['expiring']} exp≤7d",
+            lint_part.replace("lint unchecked", "lint:unchecked").replace(" ", ""),
+            f"{c['unrouted']} unrtd",
+        ]
+        would = would_block_text(snap, compact=True)
+        if would:
+            parts.append(would)
+        if c["overdue"]:
+            parts.append(f"{c['overdue']} overdue")
+        if c["evidenceExpired"]:
+            parts.append(f"{c['evidenceExpired']} evid.exp")
+        if c["badLines"]:
+            parts.append(f"{c['badLines']} bad")
+        if c["verify"]:
+            parts.append(f"⚠{c['verify']} vfy")
+        parts += [SHORT_MARKS.get(m, m) for m in trust_marks(snap.ws)]
+        if store and snap.known:
+            parts.append(SHORT_STORES.get(store, store))
+        return "·".join(parts) + f"·{live}"
+    parts = [
+        f"{c['blocking']} blocking",
+        f"{c['held']} held",
+        f"{c['stale']} stale",
+        f"{c['expiring']} expiring ≤7d",
+        lint_part,
+        f"{c['unrouted']} unrouted",
+    ]
+    would = would_block_text(snap)
+    if would:
+        parts.append(would)
+    if c["overdue"]:
+        parts.append(f"{c['overdue']} overdue")
+    if c["evidenceExpired"]:
+        parts.append(f"{c['evidenceExpired']} evidence expired")
+    if c["badLines"]:
+        parts.append(f"{c['badLines']} bad line(s)")
+    if c["verify"]:
+        parts.append(f"⚠ {c['verify']} verify finding(s)")
+    parts += trust_marks(snap.ws)
+    if store and snap.known:
+        parts.append(store)
+    return " · ".join(parts) + f" · {live}"
+
+
+def lint_mark(snap: Snapshot) -> str:
+    """The header's lint part: `lint …` until it ran, `lint ✗N` with errors, and `lint unchecked`
+    when trunk history could not be read (SPEC §26: never ✓ for what was not checked)."""
+    if snap.lint is None:
+        return "lint …"
+    if snap.lint.errors:
+        return f"lint ✗{len(snap.lint.errors)}"
+    return "lint ✓" if snap.lint.history_checked else "lint unchecked"
+
+
+def lint_unchecked(snap: Snapshot) -> str | None:
+    """Why lint's history checks did not run (trunk history unavailable), or None."""
+    if snap.lint is None or snap.lint.history_checked:
+        return None
+    return snap.lint.history_why or "trunk history unavailable"
+
+
+SHORT_STORES = {"postgresql": "pg", "files": "files"}
+
+# what every part of the header means: `?` shows it and the README lists it (tests/test_room_first_contact.py
+# checks both, and that every part the header can show is here). (full form, narrow form, meaning)
+HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
+    ("N blocking", "N blk", "open obligations that block: each holds its unit's dispatch and close"),
+    ("N held", "N held", "units held, by a blocking obligation or an unresolved finding"),
+    ("N stale", "N stale", "open obligations whose signal has expired; they stay open until dispositioned"),
+    ("N expiring ≤7d", "N exp≤7d", "current memory entries within 7 days of their review-by date"),
+    (
+        "lint ✓ / ✗N / … / unchecked",
+        "lint✓ / lint✗N / lint… / lint:unchecked",
+        "registry lint: no error / N errors / still running / trunk history could not be read",
+    ),
+    ("N unrouted", "N unrtd", "signals not yet routed (this room routes them, unless read-only)"),
+    ("⚠ N would block", "⚠N would blk", "blocking obligations that routing the unrouted signals would open"),
+    (
+        "N overdue",
+        "N overdue",
+        "open obligations past their deadline (routing.yaml deadlines): escalated, still open",
+    ),
+    (
+        "N evidence expired",
+        "N evid.exp",
+        "open obligations whose signal's evidence expired under them: a recheck is open",
+    ),
+    ("N bad line(s)", "N bad", "store lines every read skips (torn or malformed): first in Registers"),
+    (
+        "⚠ N verify finding(s)",
+        "⚠N vfy",
+        "lines `regulator verify` names (a failed hash, a broken chain): Registers",
+    ),
+    ("stores absent: unit state unknown", "NO STORES", "a checkout without the stores (a clone)"),
+    ("names unauthenticated", "names unauth", "person events count by name: no signatures required"),
+    ("clock pinned", "pinned", "REGULATOR_NOW is honoured here (tests and demos only)"),
+    ("files / postgresql", "files / pg", "where the stores are: files under .regulator/, or PostgreSQL"),
+    ("● live / ○ paused", "● / ○", "watching the stores (an append shows within half a second) / not"),
+    ("⏳ waiting for another writer", "⏳ waiting", "another process holds the decide lock; keys still work"),
+    ("read-only", "ro", "writes hidden and nothing routed (--read-only, or a store role that cannot write)"),
+)
+# the marks in the tables
+TABLE_LEGEND: tuple[tuple[str, str], ...] = (
+    ("■", "blocks (obligations) / held (units); · holds nothing"),
+    ("███░░ 30d", "memory: days left before review-by, full at 90; ! within 7 days; ×××× expired"),
+    ("⚠ evidence changed", "memory: a file its evidence cites changed since it was recorded"),
+    ("(stale)", "obligations: the signal behind it has expired"),
+    (
+        "(evidence expired) (overdue)",
+        "obligations: the host recorded its evidence expired / open past its deadline",
+    ),
+    ("sensor:NAME", "signals: reported by a declared sensor (7 Sensors lists them with their last runs)"),
+    (
+        "(prediction …) (came true)",
+        "signals: a prediction pending or awaiting its outcome (o records it) / its outcome",
+    ),
+    ("⚑ F-x", "records: an open finding affects it (awaits ack until acknowledged)"),
+    (
+        "ids",
+        "obligations, memory, signals and proposals show their id's last 8 characters "
+        "(the CLI takes any unique ending of 6 or more)",
+    ),
+)
+
+
+SHORT_MARKS = {
+    "stores absent: unit state unknown": "NO STORES",
+    "names unauthenticated": "names unauth",
+    "clock pinned": "pinned",
+}
+
+
+def trust_marks(ws: Workspace) -> list[str]:
+    """What the header must never hide (SPEC §15.1, §15.3): names not proven, a clock not the host's."""
+    auth = ws.authority()
+    marks = [] if auth.present else ["stores absent: unit state unknown"]
+    if auth.present and auth.authentication == "names":
+        marks.append("names unauthenticated")
+    if auth.present and auth.clock == "pinned":
+        marks.append("clock pinned")
+    return marks
+
+
+# ---- the chrome's lines, at the width they are drawn at (D-107) ----------------------------------
+
+
+def header_line(left: str, right: str, person: str, flag: str, compact: str, cells: int) -> str:
+    """The header for `cells` columns: whole when it fits; narrower, the workspace's name gives
+    way first, then every count stays, abbreviated (`flag`, "ro", stays; the operator's name goes);
+    when even that is more than a line, it takes two, broken between parts: no part is cut."""
+    for lead in (left, left.split(" · ", 2)[-1]):
+        if width(lead) + 5 + width(right) <= cells:
+            return f" {lead}    {right}"
+    for lead in (f"{person} {flag}".strip(), flag):
+        line = f"{lead} {compact}".strip()
+        if width(line) < cells:
+            return f" {line}"
+        if width(line) == cells:  # the margin gives way before a count does
+            return line
+    # more than a line holds: two lines (or more), broken between parts, rather than a part cut
+    lines: list[str] = []
+    line = f" {person} {flag} ".replace("  ", " ")
+    for part in compact.split("·"):
+        candidate = line + part if line.endswith(" ") else f"{line}·{part}"
+        if width(candidate) > cells and line.strip():
+            lines.append(line.rstrip())
+            candidate = f" {part}"
+        line = candidate
+    lines.append(line)
+    return "\n".join(fit(one, cells) for one in lines)
+
+
+def status_line(first: list[str], warnings: list[str], hints: list[str], cells: int) -> str:
+    """The status line for `cells` columns: the row count and what the view is narrowed or sorted
+    by first (never cut), then each warning (cut with `…` when it must be), then the key hints
+    that fit."""
+    head = " · ".join(first)
+    for warning in warnings:
+        room = cells - width(head) - 3
+        if room < 12:
+            break
+        head = f"{head} · {fit(warning, room)}"
+    return fit_parts([head], hints, cells)
+
+
+def tabs_line(current: int, cells: int) -> Text:
+    """The tabs for `cells` columns, the current view's reversed (widgets.fitline.fit_tabs)."""
+    line = Text()
+    titles = [(v.key, v.title) for v in VIEW_DEFS]
+    for i, label in enumerate(fit_tabs(titles, current, cells)):
+        line.append(f" {label} ", style="reverse bold" if i == current else "")
+        line.append(" ")
+    return line
+
+
+def indicators(view: str, sort: int, filter_text: str, show_all: bool) -> list[str]:
+    """What this view is narrowed or ordered by: shown first on the status line, never cut."""
+    sorts = BY_VIEW[view].sorts
+    out = []
+    if sorts:
+        out.append(f"sort: {sorts[sort]}")
+    if filter_text:
+        out.append(f"filter: {filter_text}")
+    if BY_VIEW[view].all_rows:
+        out.append("all rows" if show_all else "live rows")
+    return out
+
+
+def status_parts(
+    rows: int,
+    narrowed: list[str],
+    *,
+    arranging: bool,
+    waiting: str | None,
+    unrouted: str | None,
+    serve: str | None,
+    here: list[str],
+) -> tuple[list[str], list[str], list[str]]:
+    """(first, warnings, hints) of the status line: the row count and what narrows the view
+    (never cut), then what the operator must know (waiting for the decide lock, signals not
+    routed here, serve's state), then the keys (`here`: sort and toggle_all where the view has them)."""
+    first = [f"{rows} row(s)", *narrowed]
+    if arranging:
+        first.insert(0, "filtering and sorting…")
+    warnings = [w for w in (waiting, unrouted) if w]
+    if serve:  # serve's state (a live room asks it)
+        warnings.append(escape(serve))
+    hints = ["enter lifecycle", "/ filter"]
+    hints += [hint for hint, name in (("s sort", "sort"), ("a all", "toggle_all")) if name in here]
+    return first, warnings, [*hints, "p pane", "? keys"]
