@@ -189,7 +189,7 @@ wrong = st.one_of(
     value=wrong,
 )
 def test_json_of_the_wrong_types(hostile, field, value):
-    if field in ("affectedUnits", "expiresAt", "observedAt", "prediction") and value is None:
+    if field in ("affectedUnits", "expiresAt", "observedAt", "prediction", "supersedes") and value is None:
         return  # optional: null is a valid absence
     if field == "affectedUnits" and value == []:
         return  # naming no unit is valid
