@@ -158,7 +158,8 @@ def tool_schemas(severities: tuple[str, ...]) -> dict[str, tuple[str, dict[str, 
         "obligations": (
             "The obligations on your unit: id, signal, severity, blocks, holds (open and blocking: your "
             "close is vetoed until a person dispositions it), owedTo, status, disposition, stale, subject. "
-            "Open ones only unless all is true. Reads only.",
+            "Open ones and your questions a person answered (answer: the person's answer), unless all is "
+            "true (every one). Reads only.",
             _object({"all": {"type": "boolean", "default": False, "description": "Include closed ones."}}),
             True,
         ),

@@ -97,7 +97,7 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
     """Check everything the run needs, in the order a user fixes it: bad input (exit 2) first, then
     what the host or the workspace refuses (exit 3: no serve, no right to switch accounts, stores a
     confined unit could read)."""
-    from engine.host.instance import running
+    from engine.host.instance import lock_held, running
 
     unit = check_unit_id(request.unit)
     if not request.command:
@@ -113,6 +113,12 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
     if account is not None:
         _check_confinable(ws, account)
     info = running(ws)
+    if (info is None or not isinstance(info.get("door"), str)) and lock_held(ws):
+        raise Refused(
+            "regulator serve is starting (it holds the workspace's serve lock, its door does not listen "
+            f"yet: no live {STATE_DIR}/serve.json), or a `serve --once-tick` runs; run the unit again "
+            "in a moment"
+        )
     if info is None or not isinstance(info.get("door"), str):
         raise Refused(
             f"no `regulator serve` is running for this workspace (no live {STATE_DIR}/serve.json): "

@@ -54,6 +54,8 @@ from engine.read.worldfold import (
     SensorRunLine,
     WithdrawnLine,
     fold_world,
+    opened_in_units,
+    settle_unopened,
     world_signal,
 )
 
@@ -579,6 +581,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                     history=[at],
                 )
                 obligations.setdefault(recovery.id, recovery)
+                opened_in_units(state, recovery)
                 pending = state.pending.pop(recovery.id, None)
                 if pending is not None:
                     recovery.close(pending)
@@ -629,6 +632,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                     first[unit_id] = -1  # opened here: before every host event after it
                     if unit_id in held:
                         held[unit_id].append((clock.moment(ob.opened_at), ob))
+                opened_in_units(state, ob)
                 pending = state.pending.pop(ob.id, None)
                 if pending is not None:
                     ob.close(pending)
@@ -1055,6 +1059,8 @@ def advance(
             _read(ws, state, name, final, gained)
         finally:
             state.reread = None
+    if "units" in gained and "signals" in state.cursors:
+        settle_unopened(state)  # the obligations units.ndjson opens are all folded now
     return gained
 
 
