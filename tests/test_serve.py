@@ -96,7 +96,7 @@ def test_a_unit_reports_remembers_asks_and_reads_its_context_over_http(served):
     seen, every, context = sdk_calls(
         serving.sock, tokens["r1"], [("obligations", {}), ("obligations", {"all": True}), ("context", {})]
     )
-    for listed in (seen, every):  # the default call lists the answered question too (D-154)
+    for listed in (seen, every):  # the default call lists the answered question too (D-162)
         mine = {o["id"]: o for o in listed.structured_content["obligations"]}
         assert mine[question]["kind"] == "question" and mine[question]["answer"] == answer
     assert context.structured_content["answers"][0]["answer"] == answer

@@ -109,7 +109,7 @@ def serve_command(
         try:
             instance = host_instance.claim(ws)  # one serve per workspace per host
         except host_instance.AlreadyRunning as running:
-            # a cron job beside a running serve (D-152): that serve runs the duties; nothing to do
+            # a cron job beside a running serve (D-160): that serve runs the duties; nothing to do
             sys.stderr.write(
                 f"regulator: serve (pid {running.pid or 'unknown'}) is running for this workspace and "
                 "runs the duties every 10 s; this tick wrote nothing\n"

@@ -344,7 +344,7 @@ class UnitDoor:
 
     def obligations(self, include_closed: bool = False) -> list[ObligationInfo]:
         """The obligations on this unit: open ones and the questions a person answered (`answer`:
-        the unit reads its answers where it reads its obligations, D-154), or all with
+        the unit reads its answers where it reads its obligations, D-162), or all with
         include_closed; in log order."""
         from engine.commands.obligations import record
 
