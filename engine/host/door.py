@@ -69,6 +69,16 @@ def lease_of(ws: Workspace, state: State, unit_id: str, token: str) -> Lease:
     )
 
 
+def plausible(token: str | None) -> bool:
+    """Could this be a lease token at all (checked before anything is looked up)?"""
+    return (
+        bool(token)
+        and len(token or "") <= TOKEN_MAX
+        and (token or "").isascii()
+        and (token or "").isprintable()
+    )
+
+
 class HostDoor:
     """The door's sessions for one workspace."""
 
@@ -87,7 +97,7 @@ class HostDoor:
     def authenticate(self, token: str | None) -> Session | None:
         """The session of the lease this token is the current lease of, checked now; None: not a
         lease (401). Unavailable: the stores cannot be read (the door cannot tell)."""
-        if not token or len(token) > TOKEN_MAX or not token.isascii() or not token.isprintable():
+        if token is None or not plausible(token):
             return None
         hashed = lease_hash(token)
         with self._lock:
