@@ -5,7 +5,8 @@ The door hashes the token (engine.commands.actors.lease_hash: the log keeps only
 unit whose current lease has that hash; none, and the caller answers 401 and writes nothing. The
 unit id always comes from the lease found, never from the request. A door kept for a lease is
 checked again on every request, so a lease closed, demoted or replaced stops working at once. Every
-request that passes is a heartbeat (engine.checkout.heartbeat).
+request that passes is a heartbeat (engine.checkout.heartbeat). A lease whose `unit run` is over
+(engine.host.runs: its child exited, or the run died) is refused too, though the log keeps it current.
 
 Concurrency: requests of different units run at once; the calls of one lease take turns on its
 door (each keeps its reads, engine.doors.door.Kept, for one thread at a time); writes take `write_lock`,
@@ -22,6 +23,7 @@ from engine.checkout import heartbeat
 from engine.checkout.workspace import LEASE_FILE, Lease, Workspace
 from engine.commands.actors import lease_hash
 from engine.doors.api import UnitDoor
+from engine.host import runs
 from engine.read.load import load
 from engine.read.model import EventKind, State, UnitStatus
 from engine.read.queries import unit_status
@@ -116,6 +118,9 @@ class HostDoor:
                     self._drop(hashed)
                     return None
                 raise Unavailable(str(exc)) from None
+        if runs.over(self.ws, hashed):  # its `unit run` is over: the lease acts no more (401)
+            self._drop(hashed)
+            return None
         heartbeat.beat(hashed)
         return session
 
