@@ -230,3 +230,29 @@ def test_a_budget_that_is_not_positive_is_bad_input(tmp_path, flag):
     ws = make_workspace(tmp_path)
     done = ws.run("serve", "--listen", "unix:/tmp/nowhere.sock", flag, "0")
     assert done.returncode == 2 and f"{flag} 0: give a positive number" in done.stderr
+
+
+def test_accept_errors_for_want_of_files_are_one_line_a_minute(capsys):
+    """asyncio reports a failed accept (EMFILE) through the loop's exception handler, with a
+    traceback each time; the door's handler makes it one line a minute (the count since in it)."""
+    import asyncio
+    import errno
+
+    from controlroom.door_http import Throttled, _quiet_accept_errors
+    from engine.host.limits import ConnectionCaps
+
+    async def main() -> None:
+        _quiet_accept_errors(Throttled(), ConnectionCaps(8, 2))
+        loop = asyncio.get_running_loop()
+        for _ in range(1000):
+            error = OSError(errno.EMFILE, "Too many open files")
+            loop.call_exception_handler(
+                {"message": "socket.accept() out of system resource", "exception": error}
+            )
+
+    asyncio.run(main())
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) == 1 and "Traceback" not in err
+    said = json.loads(lines[0])
+    assert (said["door"], said["error"], said["since"]) == ("accept", "Too many open files", 0)
