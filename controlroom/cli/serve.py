@@ -99,6 +99,20 @@ def serve_command(
     tls_key: Annotated[
         str | None, typer.Option("--tls-key", metavar="FILE", help="TLS private key (TCP).")
     ] = None,
+    unit_writes: Annotated[
+        int | None,
+        typer.Option(
+            "--unit-writes", metavar="N", help="Write calls a lease may make a minute (default 60)."
+        ),
+    ] = None,
+    unit_write_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--unit-write-bytes",
+            metavar="BYTES",
+            help="Bytes of write calls' arguments a lease may send a minute (default 4194304).",
+        ),
+    ] = None,
 ) -> None:
     """The host: route within moments of every append, run the timed duties every 10 s, and serve
     the units' door (MCP over Streamable HTTP at /mcp, bearer lease tokens; GET /healthz)."""
@@ -124,14 +138,28 @@ def serve_command(
         return
     _check_extra()  # before --listen is read: its Listen lives in the door's module, which needs it
     target = parse_listen(listen, ws, tls_cert, tls_key)
+    budget = write_budget(unit_writes, unit_write_bytes)
     instance = host_instance.claim(ws)
     try:
-        _serve(ws, target, instance)
+        _serve(ws, target, instance, budget)
     finally:
         instance.release()
 
 
-def _serve(ws: Any, target: Any, instance: Any) -> None:
+def write_budget(writes: int | None, size: int | None) -> Any:
+    """Each lease's write budget (engine.host.limits.WriteBudget); positive numbers only."""
+    from engine.host import limits
+
+    for name, given in (("--unit-writes", writes), ("--unit-write-bytes", size)):
+        if given is not None and given < 1:
+            raise BadInput(f"{name} {given}: give a positive number")
+    return limits.WriteBudget(
+        writes if writes is not None else limits.WRITES_PER_MINUTE,
+        size if size is not None else limits.WRITE_BYTES_PER_MINUTE,
+    )
+
+
+def _serve(ws: Any, target: Any, instance: Any, budget: Any = None) -> None:
     """The loop's threads, and the door until SIGINT or SIGTERM."""
     from controlroom.door_http import run
     from engine.host import instance as host_instance
@@ -150,7 +178,7 @@ def _serve(ws: Any, target: Any, instance: Any) -> None:
 
     host.start()
     try:
-        run(host, door, target, ready)
+        run(host, door, target, ready, budget)
     finally:
         host.stop()
         if target.path is not None:
