@@ -3,6 +3,12 @@ Streamable HTTP transport at `/mcp` (stateless, JSON responses), behind a bearer
 `GET /healthz`. Served by uvicorn on a Unix socket (mode 0666: the token, not the file mode, is the
 lock) or a TCP port.
 
+What one caller may take (engine.host.limits): open connections per peer (its uid on the Unix
+socket, by SO_PEERCRED; its address on TCP) and in all, below the open-file limit; a request not
+sent whole within READ_DEADLINE_S is closed; a lease's calls pass a gate on the event loop (a few
+at once, a few waiting, 429 beyond) before any thread is taken, and its writes a budget; tokens are
+checked on threads of their own. An accept that fails for want of files is one log line a minute.
+
 Imported only by `regulator serve` (it needs the optional extra `regulator[mcp]`).
 """
 
@@ -11,8 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import errno
 import json
 import os
+import socket
+import struct
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,14 +35,18 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from controlroom.mcp_server import SHIPPED_SEVERITIES, _call, instructions_for, server_for
 from engine.base.errors import RegulatorError
+from engine.commands.actors import lease_hash
 from engine.doors.client import HEALTH_PATH, MCP_PATH, UNAUTHORIZED
-from engine.host.door import HostDoor, Session, Unavailable
+from engine.host import limits
+from engine.host.door import HostDoor, Session, Unavailable, plausible
 from engine.host.loop import Host
 
 CURRENT: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
     "regulator_door_session", default=None
 )
 THREADS = 64  # engine calls at once (reads of different units; writes take turns on the write lock)
+AUTH_THREADS = 16  # token checks at once, on threads of their own (never behind the calls)
+LOG_EVERY_S = 60.0  # a repeated door error (out of files, connections refused) logged once this often
 
 
 @dataclass(frozen=True)
@@ -86,9 +101,43 @@ async def _json(
     await send({"type": "http.response.body", "body": body})
 
 
-def build_app(host: Host, door: HostDoor) -> Callable[..., Any]:
+class _Gate:
+    """One lease's calls: LEASE_RUNNING at once, the rest of `holders` waiting."""
+
+    def __init__(self) -> None:
+        self.running = asyncio.Semaphore(limits.LEASE_RUNNING)
+        self.holders = 0
+
+
+class Throttled:
+    """One line on stderr per kind of trouble, at most once every LOG_EVERY_S (never a traceback
+    per connection)."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, float] = {}
+        self._missed: dict[str, int] = {}
+
+    def say(self, kind: str, **fields: Any) -> None:
+        from engine.base import clock
+
+        moment = time.monotonic()
+        last = self._last.get(kind)
+        if last is not None and moment - last < LOG_EVERY_S:
+            self._missed[kind] = self._missed.get(kind, 0) + 1
+            return
+        self._last[kind] = moment
+        line = {"at": clock.iso(clock.now()), "door": kind, **fields, "since": self._missed.pop(kind, 0)}
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(json.dumps(line) + "\n")
+            sys.stderr.flush()
+
+
+def build_app(host: Host, door: HostDoor, budget: limits.WriteBudget | None = None) -> Callable[..., Any]:
     """The door's ASGI application (lifespan included: the session manager runs inside it)."""
     limiter = anyio.CapacityLimiter(THREADS)
+    auth_limiter = anyio.CapacityLimiter(AUTH_THREADS)
+    gates: dict[str, _Gate] = {}
+    spend = budget or limits.WriteBudget()
 
     async def invoke(name: str, args: dict[str, Any], read_only: bool) -> tuple[dict[str, Any], str]:
         session = CURRENT.get()
@@ -96,6 +145,14 @@ def build_app(host: Host, door: HostDoor) -> Callable[..., Any]:
             from engine.base.errors import Refused
 
             raise Refused(UNAUTHORIZED)
+
+        if not read_only:
+            size = len(json.dumps(args, separators=(",", ":"), default=str).encode())
+            refusal = spend.charge(session.lease_hash, size)
+            if refusal is not None:
+                from engine.base.errors import Refused
+
+                raise Refused(refusal)
 
         def run() -> tuple[dict[str, Any], str]:
             if read_only:
@@ -113,20 +170,47 @@ def build_app(host: Host, door: HostDoor) -> Callable[..., Any]:
     server = server_for("regulator", instructions_for(None), _severities(door), invoke)
     manager = StreamableHTTPSessionManager(server, stateless=True, json_response=True)
 
+    async def unauthorized(send: Any) -> None:
+        await _json(send, 401, {"error": UNAUTHORIZED}, [(b"www-authenticate", b'Bearer realm="regulator"')])
+
     async def mcp_endpoint(scope: dict[str, Any], receive: Any, send: Any) -> None:
         token = _bearer(scope)
-        try:
-            session = await anyio.to_thread.run_sync(door.authenticate, token, limiter=limiter)
-        except Unavailable as exc:
-            await _json(send, 503, {"error": f"the stores cannot be read now: {exc}"})
+        if not plausible(token):
+            await unauthorized(send)
             return
-        if session is None:
+        assert token is not None
+        hashed = lease_hash(token)
+        gate = gates.get(hashed)
+        if gate is None:
+            gate = gates[hashed] = _Gate()
+        if gate.holders >= limits.LEASE_RUNNING + limits.LEASE_WAITING:
             await _json(
-                send, 401, {"error": UNAUTHORIZED}, [(b"www-authenticate", b'Bearer realm="regulator"')]
+                send,
+                429,
+                {
+                    "error": f"too many calls of this lease at once (at most {limits.LEASE_RUNNING} "
+                    f"running and {limits.LEASE_WAITING} waiting): wait for the ones in flight"
+                },
+                [(b"retry-after", b"1")],
             )
             return
-        CURRENT.set(session)
-        await manager.handle_request(scope, receive, send)
+        gate.holders += 1
+        try:
+            async with gate.running:
+                try:
+                    session = await anyio.to_thread.run_sync(door.authenticate, token, limiter=auth_limiter)
+                except Unavailable as exc:
+                    await _json(send, 503, {"error": f"the stores cannot be read now: {exc}"})
+                    return
+                if session is None:
+                    await unauthorized(send)
+                    return
+                CURRENT.set(session)
+                await manager.handle_request(scope, receive, send)
+        finally:
+            gate.holders -= 1
+            if gate.holders == 0:
+                gates.pop(hashed, None)
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
@@ -189,13 +273,117 @@ def _server_class() -> type:
     return Server
 
 
-def run(host: Host, door: HostDoor, listen: Listen, on_ready: Callable[[str], None]) -> None:
+def _peer(transport: Any) -> str:
+    """Who is at the other end: a uid on a Unix socket (the kernel's SO_PEERCRED, which a client
+    cannot choose), an address on TCP."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family == socket.AF_UNIX:
+        try:
+            raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            return f"uid:{struct.unpack('3i', raw)[1]}"
+        except OSError:
+            return "uid:?"
+    peer = transport.get_extra_info("peername")
+    if isinstance(peer, tuple) and peer:
+        return f"ip:{peer[0]}"
+    return "?"
+
+
+_REFUSED_BODY = b'{"error": "too many open connections: close some, then retry"}'
+REFUSED = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
+    + b"content-length: %d\r\n\r\n" % len(_REFUSED_BODY)
+    + _REFUSED_BODY
+)
+
+
+def _protocol_class(caps: limits.ConnectionCaps, log: Throttled, deadline: float) -> type:
+    """uvicorn's h11 protocol, with the connection caps and the request read deadline."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class DoorProtocol(H11Protocol):
+        _peer_key: str | None = None
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            peer = _peer(transport)
+            if not caps.admit(peer):
+                log.say("refused", reason="too many open connections", peer=peer, open=caps.open)
+                transport.write(REFUSED)
+                transport.close()
+                return
+            self._peer_key = peer
+            super().connection_made(transport)
+            self._arm()
+
+        def _arm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            self._deadline = self.loop.call_later(deadline, self._read_expired)
+
+        def _read_expired(self) -> None:
+            """Closed when its request is not in whole by now (its headers or its body)."""
+            self._deadline = None
+            if self.transport.is_closing():
+                return
+            reading = self.conn.their_state is h11.SEND_BODY or (
+                self.conn.their_state is h11.IDLE and (self.cycle is None or self.cycle.response_complete)
+            )
+            if reading:
+                self.transport.close()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._peer_key is None:
+                return  # refused at the door: never counted, nothing started
+            caps.release(self._peer_key)
+            self._peer_key = None
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+            super().connection_lost(exc)
+
+    return DoorProtocol
+
+
+def _quiet_accept_errors(log: Throttled, caps: limits.ConnectionCaps) -> None:
+    """An accept that fails for want of files (or memory) is one line a minute, not a traceback
+    a connection; every other loop error goes to asyncio's handler as before."""
+    loop = asyncio.get_running_loop()
+    scarce = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, OSError) and exc.errno in scarce:
+            log.say("accept", error=exc.strerror or str(exc), open=caps.open)
+            return
+        loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
+
+
+def run(
+    host: Host,
+    door: HostDoor,
+    listen: Listen,
+    on_ready: Callable[[str], None],
+    budget: limits.WriteBudget | None = None,
+) -> None:
     """Serve until SIGINT or SIGTERM; `on_ready(url)` once the door listens (serve.json)."""
     import uvicorn
 
     _Server = _server_class()
+    total, per_peer = limits.connection_caps(limits.raise_open_files())
+    caps = limits.ConnectionCaps(total, per_peer)
+    log = Throttled()
     config = uvicorn.Config(
-        build_app(host, door),
+        build_app(host, door, budget),
+        http=_protocol_class(caps, log, limits.READ_DEADLINE_S),
         uds=str(listen.path) if listen.path is not None else None,
         host=listen.host or "127.0.0.1",
         port=listen.port or 0,
@@ -224,6 +412,7 @@ def run(host: Host, door: HostDoor, listen: Listen, on_ready: Callable[[str], No
         on_ready(listen.url(port))
 
     async def main() -> None:
+        _quiet_accept_errors(log, caps)
         watcher = asyncio.ensure_future(ready())
         try:
             await server.serve()

@@ -148,7 +148,8 @@ def context(
 def obligations(all: Annotated[bool, Field(description="Include closed ones.")] = False) -> None:  # noqa: A002
     """The obligations on your unit: id, signal, severity, blocks, holds (open and blocking: your
     close is vetoed until a person dispositions it), owedTo, status, disposition, stale, subject.
-    Open ones only unless all is true. Reads only."""
+    Open ones and your questions a person answered (answer: the person's answer), unless all is
+    true (every one). Reads only."""
 
 
 def status() -> None:

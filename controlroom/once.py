@@ -11,7 +11,9 @@ from engine.base.cells import pad
 from engine.base.text import escape
 from engine.checkout.workspace import Workspace
 from engine.commands.obligations import deadlines_of, record
-from engine.commands.router import route
+from engine.commands.router import route_locked
+from engine.read import checkpoint
+from engine.read.load import load
 from engine.read.model import MemoryStatus, ObligationKind, State, UnitState, UnitStatus
 from engine.read.nextup import next_up
 from engine.read.queries import STARTED, days_left, memory_status, unit_status
@@ -107,8 +109,15 @@ def once(
         why = "no stores here"
     else:  # on PostgreSQL the mirror may not be here yet: the role decides
         why = ws.cannot_write()
-    routed = len(route(ws)) if why is None else None
-    snap = snapshot(ws, person, host_events=True)  # what `verify` re-derives, --once reports
+    state = None
+    if why is None:  # the router's fold of signals.ndjson is the snapshot's start: the log read once
+        with ws.exclusive():
+            state = load(ws, stores=("signals",))
+            routed: int | None = len(route_locked(ws, state))
+        checkpoint.flush()  # what that load offered, written as it stands, before the fold goes on
+    else:
+        routed = None
+    snap = snapshot(ws, person, host_events=True, start=state)  # what `verify` re-derives, --once reports
     snap.routed, snap.not_routed = routed, why
     return snap, exit_reasons(snap, require_history)
 

@@ -153,11 +153,17 @@ def evidence(snap: Snapshot, entry_id: str) -> freshness.Freshness:
 
 
 def snapshot(
-    ws: Workspace, person: str | None = None, with_checks: bool = True, *, host_events: bool = False
+    ws: Workspace,
+    person: str | None = None,
+    with_checks: bool = True,
+    *,
+    host_events: bool = False,
+    start: State | None = None,
 ) -> Snapshot:
     """The state and, `with_checks`, the checks; `host_events` (--once) adds verify's re-derivation
-    of what the host wrote unsigned (engine.commands.verification._host_events)."""
-    snap = Snapshot(ws, load(ws), person)
+    of what the host wrote unsigned (engine.commands.verification._host_events). `start`: a state
+    folded moments ago, brought up to now (engine.read.load.load)."""
+    snap = Snapshot(ws, load(ws, start=start), person)
     if with_checks:
         refresh_checks(snap, host_events=host_events)
     snap.derive()

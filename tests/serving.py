@@ -46,7 +46,14 @@ def wait_for(check: Callable[[], Any], what: str, deadline: float = DEADLINE_S, 
 class Serving:
     """One running `regulator serve` of a workspace (or of a clone of it, as another host)."""
 
-    def __init__(self, ws: Workspace, cwd: Path | None = None, env: dict | None = None) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        cwd: Path | None = None,
+        env: dict | None = None,
+        args: tuple[str, ...] = (),
+        open_files: int | None = None,
+    ) -> None:
         self.ws = ws
         self.cwd = cwd or ws.root
         self.folder = short_folder()
@@ -56,13 +63,21 @@ class Serving:
         merged.update(env or {})
         self.env = merged
         self._log_handle = open(self.log, "wb")  # noqa: SIM115 - closed in close()
+
+        def limit() -> None:  # serve's open-file limit (soft and hard), where a test sets one
+            if open_files is not None:
+                import resource
+
+                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
         self.proc = subprocess.Popen(
-            [REGULATOR, "serve", "--listen", f"unix:{self.sock}"],
+            [REGULATOR, "serve", "--listen", f"unix:{self.sock}", *args],
             cwd=self.cwd,
             env=merged,
             stdout=subprocess.DEVNULL,
             stderr=self._log_handle,
             start_new_session=True,
+            preexec_fn=limit if open_files is not None else None,  # noqa: PLW1509 - no threads here yet
         )
         try:
             wait_for(self._ready, f"serve listening at {self.sock} (log: {self.log})", deadline=60)

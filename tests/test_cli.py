@@ -107,3 +107,14 @@ def test_a_command_line_answers_the_same_on_the_lean_root_and_the_full_one(
         assert answers[0] == answers[1], args
     code = main(["status", "--lese", "x"])
     assert code == 2 and "--lease" in capsys.readouterr().err
+
+
+def test_help_names_every_disposition_and_what_is_required() -> None:
+    """`obligation resolve --help` lists `answered` with the rest; `identity propose --help` says
+    --rationale is required (an empty one is refused)."""
+    resolve = run("obligation", "resolve", "--help", env={"COLUMNS": "200"})
+    assert resolve.returncode == 0 and "research-requested, answered" in " ".join(resolve.stdout.split())
+    propose = run("identity", "propose", "--help", env={"COLUMNS": "200"})
+    assert propose.returncode == 0
+    line = next(x for x in propose.stdout.splitlines() if "--rationale" in x)
+    assert "required" in line, propose.stdout

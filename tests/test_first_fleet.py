@@ -72,3 +72,36 @@ def test_the_first_fleet_section_runs_verbatim_and_closes_the_unit(tmp_path: Pat
         ["git", "status", "--porcelain"], cwd=fleet, env=fresh_env(home), capture_output=True, text=True
     )
     assert clean.returncode == 0 and clean.stdout == "", clean.stdout
+
+
+def test_the_quick_start_installs_what_serve_needs() -> None:
+    text = README.read_text(encoding="utf-8")
+    quick = re.search(r"^## Quick start\n(.*?)^## ", text, re.S | re.M)
+    assert quick is not None and "pip install -e '.[mcp]' && regulator demo" in quick.group(1)
+
+
+def test_the_wait_for_serve_ends_when_serve_dies_and_trusts_no_stale_serve_json(tmp_path: Path) -> None:
+    """The README's wait, from `regulator serve … &` to the loop's end, with a serve that cannot start
+    (no `mcp`: a stand-in package fails as a missing one does) and a serve.json a crashed serve left:
+    the loop ends (a hard deadline, not a speed assertion) and does not take the stale file for ready."""
+    from tests.helpers import make_workspace
+
+    ws = make_workspace(tmp_path)
+    block = section_blocks()[1]
+    wait = block[: block.index("regulator unit run")]
+    assert wait.startswith("regulator serve ") and "kill -0" in wait, wait
+    fake = tmp_path / "site" / "mcp"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise ModuleNotFoundError("No module named \'mcp\'", name="mcp")\n')
+    (ws.root / ".regulator" / "serve.json").write_text('{"pid": 1, "door": "unix:/nonexistent/d.sock"}\n')
+    check = 'grep -qs "\\"pid\\": $SERVE," .regulator/serve.json && echo ready || echo "not ready"\n'
+    env = dict(
+        ws.env,
+        PYTHONPATH=str(tmp_path / "site"),
+        PATH=f"{Path(REGULATOR).parent}{os.pathsep}{os.environ['PATH']}",
+    )
+    done = subprocess.run(
+        ["bash", "-e", "-c", wait + check], cwd=ws.root, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout == "not ready\n", done.stdout + done.stderr
+    assert "pip install -e '.[mcp]'" in (ws.root / ".regulator" / "serve.log").read_text()

@@ -81,6 +81,28 @@ def predicted_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     return ws
 
 
+QUESTION_ID = "01M8KJT9G0QUEST10NDEM0PAGE"
+
+
+@pytest.fixture(scope="module")
+def asked_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    """The demo with r1's question to a person, routed (what the answer dialog is for, SPEC §22)."""
+    from controlroom.demo import worktree_of
+    from engine.base import ids
+    from engine.checkout.workspace import LEASE_FILE
+    from engine.commands.router import route
+    from engine.doors.api import UnitDoor
+
+    ws = _demo(tmp_path_factory, "asked")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REGULATOR_NOW", NOW)
+        patch.setattr(ids, "new_id", lambda seed: QUESTION_ID)  # as the proposal's, above
+        door = UnitDoor(worktree_of(ws.root, "r1") / LEASE_FILE)
+        door.ask({"question": "Pin left-pad to upstream 1.3.0, or move the vendored copy to 2.0?"})
+        route(ws)
+    return ws
+
+
 @pytest.fixture(scope="module")
 def damaged_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     """The demo with a line of garbage in the memory store (what the dismiss dialog is for)."""
@@ -138,6 +160,13 @@ def _first(kind: str) -> Callable[[Any], Awaitable[None]]:
     return put
 
 
+async def _on_question(pilot: Any) -> None:
+    """The Obligations view, on r1's question (its obligation's id derives from its signal's)."""
+    from engine.base import ids
+
+    await _on(ids.question_obligation_id(QUESTION_ID))(pilot)
+
+
 async def _shown_root(pilot: Any) -> None:
     """`?` names the workspace's folder, which differs from run to run: a fixed one is shown."""
     app = pilot.app
@@ -165,6 +194,7 @@ DIALOGS: dict[str, tuple[tuple[object, ...], str]] = {
     "ack": (("5", _on(RowKey("finding", "F-alert-path-dead")), "c"), "demo_ws"),
     "resolve-finding": (("5", _on(RowKey("finding", "F-alert-path-dead")), "r"), "demo_ws"),
     "dismiss": (("5", "d"), "damaged_ws"),
+    "answer": ((_on_question, "r"), "asked_ws"),
     "outcome": (("4", _on(PREDICTION_ID), "o", _choose("yes")), "predicted_ws"),
     "lifecycle": (("enter",), "demo_ws"),
     "keys": ((_shown_root, "question_mark"), "demo_ws"),

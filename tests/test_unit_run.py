@@ -8,6 +8,7 @@ the child's process group."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -421,3 +422,134 @@ def test_a_lease_the_door_refuses_stops_the_run(served: Any, tmp_path: Any) -> N
     b1 = row(ws, "b1")
     assert (b1["status"], b1["result"]) == ("todo", None)
     assert not [e for e in ws.events("units") if e["kind"] == "result"]
+
+
+# ---- one account per confined unit; nothing acts as the unit after its run -----------------------
+@pytest.fixture
+def confined(account: Any) -> Any:
+    """A system-clock workspace under /tmp (the account passes through to its worktree, never into
+    .regulator/), its serve, and a folder the account may write to."""
+    home = Path(tempfile.mkdtemp(prefix="regconf-", dir="/tmp"))
+    home.chmod(0o755)
+    shared = home / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    ws = system_workspace(home)
+    serving = Serving(ws)
+    try:
+        yield ws, serving, account, shared
+    finally:
+        stop_runs()
+        serving.close()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_user_refuses_an_account_another_run_or_process_holds_and_root(confined: Any) -> None:
+    ws, serving, account, shared = confined
+    go, ready = shared / "go", shared / "ready"
+    agent = script(shared, "hold.sh", f"touch {ready}\nwhile [ ! -e {go} ]; do sleep 0.1; done\n")
+    first = start_unit(ws, "r1", "--user", account.pw_name, "--", str(agent))
+    wait_for(ready.exists, "the first confined child started")
+    before = ws.digest()
+    second = run_unit(ws, "b1", "--user", account.pw_name, "--", "true")
+    assert second.returncode == 3, second.stderr
+    assert f"another `unit run` (pid {first.pid}) is confined as {account.pw_name} now" in one_line(second)
+    assert "each confined unit needs an account of its own" in second.stderr
+    assert ws.digest() == before and row(ws, "b1")["status"] == "todo"  # nothing started, nothing written
+    go.touch()
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    # a process of the account outside any run: refused as well
+    stray = subprocess.Popen(["sleep", "600"], user=account.pw_uid, group=account.pw_gid, extra_groups=[])
+    try:
+        before = ws.digest()
+        done = run_unit(ws, "b1", "--user", account.pw_name, "--", "true")
+        assert done.returncode == 3, done.stderr
+        assert f"the account runs processes already (pid {stray.pid})" in one_line(done)
+        assert ws.digest() == before
+    finally:
+        stray.kill()
+        stray.wait(timeout=30)
+    done = run_unit(ws, "b1", "--user", "root", "--", "true")
+    assert done.returncode == 2 and "that is this host's own account" in one_line(done)
+    assert run_unit(ws, "b1", "--user", account.pw_name, "--", "true").returncode == 0  # free again
+
+
+LEFTOVER = (
+    "echo $REGULATOR_DOOR_TOKEN > {token}\n"
+    "setsid sh -c 'echo $$ > {pid}.part; mv {pid}.part {pid}; while [ ! -e {go} ]; do sleep 0.1; done; "
+    "{reg} door call remember --json-input {note} > {out}.part 2>&1; echo $? >> {out}.part; mv {out}.part {out}' "
+    "< /dev/null > /dev/null 2>&1 &\n"
+    "while [ ! -e {pid} ]; do sleep 0.1; done\n"
+    "exit 1\n"
+)
+NOTE = {"subject": "TZ", "note": "left behind", "evidence": ["ci.log"], "reviewBy": "2026-12-20"}
+
+
+def test_a_setsid_leftover_of_a_confined_unit_is_killed_when_its_run_ends(confined: Any) -> None:
+    ws, serving, account, shared = confined
+    token, pid, go, out, note = (shared / n for n in ("token", "pid", "go", "out", "note.json"))
+    note.write_text(json.dumps(NOTE))
+    note.chmod(0o644)
+    text = LEFTOVER.format(token=token, pid=pid, go=go, out=out, note=note, reg=REGULATOR)
+    agent = script(shared, "escape.sh", text)
+    done = run_unit(ws, "u1", "--user", account.pw_name, "--", str(agent))
+    assert done.returncode == 1, done.stderr  # failed: u1 stays in progress, a person decides
+    assert row(ws, "u1")["status"] == "in-progress"
+    assert not alive(int(pid.read_text()))  # escaped the process group, not the account
+    from engine.host.unitrun import account_processes
+
+    assert account_processes(account.pw_uid) == []
+    before = ws.digest()
+    with pytest.raises(Refused) as refused:  # and its lease acts no more
+        DoorClient(serving.url, token.read_text().strip()).status()
+    assert str(refused.value) == UNAUTHORIZED
+    go.touch()
+    assert not out.exists() and ws.digest() == before
+
+
+def test_a_setsid_leftover_of_an_unconfined_unit_gets_401_after_its_run(served: Any, tmp_path: Any) -> None:
+    ws, serving = served
+    token, pid, go, out, note = (tmp_path / n for n in ("token", "pid", "go", "out", "note.json"))
+    note.write_text(json.dumps(NOTE))
+    text = LEFTOVER.format(token=token, pid=pid, go=go, out=out, note=note, reg=REGULATOR)
+    agent = script(tmp_path, "escape.sh", text)
+    done = run_unit(ws, "u1", "--", str(agent))
+    assert done.returncode == 1, done.stderr
+    assert row(ws, "u1")["status"] == "in-progress"
+    leftover = int(pid.read_text())
+    try:
+        assert alive(leftover)  # unconfined: setsid escapes the process group (docs/security.md)
+        before = ws.digest()
+        go.touch()
+        said = wait_for(lambda: out.exists() and out.read_text(), "the leftover's door call")
+        assert said.splitlines()[-1] == "3" and UNAUTHORIZED in said, said
+        assert ws.digest() == before  # nothing written by it
+        assert not [m for m in ws.json("memory") if m["note"] == "left behind"]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(leftover, signal.SIGKILL)
+
+
+def test_a_confined_units_report_records_its_worktrees_revision(confined: Any) -> None:
+    """The worktree is the account's: git run there by the host refuses it ("dubious ownership"),
+    so the host reads its HEAD from the repository's worktree metadata instead."""
+    from tests.serving import REPORT
+
+    ws, serving, account, shared = confined
+    report = shared / "report.json"
+    report.write_text(json.dumps(REPORT))
+    report.chmod(0o644)
+    probe = (
+        f"import json, os, sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+        "from engine.doors.client import DoorClient\n"
+        "door = DoorClient(os.environ['REGULATOR_DOOR'], os.environ['REGULATOR_DOOR_TOKEN'])\n"
+        f"door.call('report_intelligence', json.loads(open({str(report)!r}).read()))\n"
+    )
+    done = run_unit(ws, "r1", "--user", account.pw_name, "--", "/usr/bin/python3", "-c", probe)
+    assert done.returncode == 0, done.stderr
+    trunk = subprocess.run(
+        ["git", "-C", str(ws.root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    signal_event = next(e for e in ws.events("signals") if e.get("subject") == REPORT["subject"])
+    assert signal_event["revision"] == trunk

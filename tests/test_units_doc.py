@@ -64,6 +64,10 @@ def test_the_documented_commands_run_verbatim(tmp_path: Any) -> None:
     assert "result done: vendor/left-pad.js matches upstream 1.3.0" in run.stdout
     contract = json.loads((ws.root / "contracts" / "research-left-pad.json").read_text())
     assert contract["budget"] == {"wallSeconds": 1800}
+    clean = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=ws.root, env=env, capture_output=True, text=True
+    )
+    assert clean.returncode == 0 and clean.stdout == "", clean.stdout  # the example leaves nothing behind
 
 
 SCHEMA_CASES = [

@@ -60,6 +60,10 @@ def test_a_command_sensor_reports_and_its_bad_line_is_one_error(ws: Any) -> None
     done = ws.run("sensors", "run", "scan")
     assert done.returncode == 1
     assert one_line(done).startswith("regulator: sensor scan: line 2: not JSON")  # one line for one bad line
+    assert done.stdout == (  # what went wrong is on stderr; what was written and skipped, here
+        "sensor scan: 1 error(s), each on stderr; wrote the run's record (outcome error) and 2 new "
+        "signal(s) or withdrawal(s); what failed was skipped, never written in part\n"
+    )
     raised = sensor_signals(ws)
     assert [s["subject"] for s in raised] == [GOOD["subject"], QUIET["subject"]]
     good, quiet = raised

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import NOW, make_workspace, one_line, report_args, tick
+from tests.helpers import NOW, REGULATOR, make_workspace, one_line, report_args, tick
 
 DEADLINES = {"critical": timedelta(hours=4), "blocking": timedelta(hours=48), "advisory": timedelta(days=14)}
 START = datetime.fromisoformat(NOW.replace("Z", "+00:00"))
@@ -283,3 +283,41 @@ def test_the_duties_write_once_from_a_checkpoint_and_on_postgresql(
     assert kinds == ["routing", "evidence-expired", "overdue", "deadline-escalated"]
     assert shown["evidenceExpired"] and shown["overdue"]
     assert ws.run("verify", env=later).returncode == 0
+
+
+def test_a_recovery_obligation_and_a_question_are_escalated_once_across_ticks(ws: Any, tmp_path: Any) -> None:
+    """A failed run's recovery obligation opens in units.ndjson, a question's in signals.ndjson:
+    past the deadline each gets one overdue and one deadline-escalated event, notify runs once for
+    each, later ticks write nothing, and verify finds nothing (SPEC §24)."""
+    from tests.serving import Serving
+
+    log = ws.root.parent / "notified.ndjson"
+    with_notify(ws, log)
+    serving = Serving(ws)
+    try:
+        failed = ws.run("unit", "run", "b1", "--", "false")
+        assert failed.returncode == 1, failed.stderr
+        asks = 'echo \'{"question": "Which version?"}\' | "$0" door call ask_human --json-input -'
+        asked = ws.run("unit", "run", "r1", "--harness", "env", "--", "sh", "-c", asks, REGULATOR)
+        assert asked.returncode == 0, asked.stderr
+    finally:
+        serving.close()
+    kinds = {ws_kind_of(ws, o) for o in ws.json("obligations")}
+    assert kinds == {"recovery", "question"}, ws.json("obligations")
+    later = {"REGULATOR_NOW": iso(START + timedelta(days=15))}
+    written = [tick(ws, env=later)["deadlines"]["outcome"]["written"] for _ in range(3)]
+    assert written == [4, 0, 0]
+    for ob in ws.json("obligations", env=later):
+        assert ob["overdue"], ob
+        for kind in ("overdue", "deadline-escalated"):
+            assert (
+                sum(1 for e in ws.events("signals") if e["kind"] == kind and e["obligation"] == ob["id"]) == 1
+            )
+    notified = [json.loads(line)["event"]["obligation"] for line in log.read_text().splitlines()]
+    assert sorted(notified) == sorted(o["id"] for o in ws.json("obligations", env=later))
+    done = ws.run("verify", env=later)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def ws_kind_of(ws: Any, ob: dict) -> str:
+    return ws.json("obligation", "show", ob["id"])["kind"]

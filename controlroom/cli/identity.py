@@ -36,7 +36,9 @@ def identity_propose(
         str, typer.Option("--file", help="The governed file, e.g. regulator/identity/invariants.md")
     ],
     content_from: Annotated[Path, typer.Option("--content-from", help="The whole proposed content.")],
-    rationale: Annotated[str, typer.Option()] = "",
+    rationale: Annotated[
+        str, typer.Option(metavar="TEXT", help="Why the change (required; a person reads it to decide).")
+    ] = "",
     by: Annotated[str | None, typer.Option()] = None,
     as_json: JsonFlag = False,
 ) -> None:

@@ -138,8 +138,8 @@ def obligation_show(
         emit_json(row | {"signalEvent": signal, "history": events, "supersededBy": later})
         return
     out(
-        f"obligation {ob.id}  unit {escape(ob.unit or '(none)')}  {ob.severity}"
-        f"{' blocking' if ob.blocks else ''}  owed to {ob.owed_to}  {ob.status}{marks(row)}"
+        f"obligation {ob.id}  unit {escape(ob.unit or '(none)')}  severity {escape(ob.severity)}"
+        f"{', blocks' if ob.blocks else ''}  owed to {ob.owed_to}  {ob.status}{marks(row)}"
     )
     if ob.kind == ObligationKind.RECHECK and signal:
         out(f"recheck: the evidence of signal {signal['id']} expired; ask {escape(reporter(signal))} again")
@@ -178,10 +178,9 @@ def describe_event(event: dict) -> str:
         return f"{at} {escape(kind)} by {escape(event.get('by'))}: counts for nothing ({event['uncounted']})"
     if kind == EventKind.ROUTING:
         floors = ", ".join(event.get("floors") or []) or "no floor"
-        return (
-            f"{at} routed: reported {event['reportedSeverity']}, derived {event['derivedSeverity']}"
-            f" ({floors}); {escape(event['reason'])}"
-        )
+        reported = event.get("reportedSeverity")
+        said = f"reported {reported}, " if reported is not None else "no severity reported, "
+        return f"{at} routed: {said}derived {event['derivedSeverity']} ({floors}); {escape(event['reason'])}"
     if kind == EventKind.DISPOSITION:
         return f"{at} {event['disposition']} by {escape(event['by'])}: {escape(event['rationale'])}"
     if kind == EventKind.DECISION:
@@ -209,8 +208,8 @@ def obligation_resolve(
     disposition: Annotated[
         str,
         typer.Option(
-            help="One of: no-action, accepted-risk, rework, replan, research-requested (what each "
-            "means: below)."
+            help="One of: no-action, accepted-risk, rework, replan, research-requested, answered "
+            "(questions only: the rationale is the answer); what each means: below."
         ),
     ] = "",
     rationale: Annotated[str, typer.Option()] = "",

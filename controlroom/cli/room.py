@@ -159,13 +159,17 @@ def run_once(
 ) -> int:
     from controlroom.once import as_json as to_json
     from controlroom.once import as_text, once
+    from engine.base.gcpause import gc_paused
 
-    snap, reasons = once(ws, person, read_only, require_history)
-    report_contracts(snap.state)
-    if as_json:
-        emit_json(to_json(snap, reasons))
-    else:
-        sys.stdout.write(as_text(snap, reasons))
+    # one pass that builds rows, reports and their JSON, every one alive until printed: the cyclic
+    # collector would walk the 100,000 obligations' objects again and again and free nothing
+    with gc_paused():
+        snap, reasons = once(ws, person, read_only, require_history)
+        report_contracts(snap.state)
+        if as_json:
+            emit_json(to_json(snap, reasons))
+        else:
+            sys.stdout.write(as_text(snap, reasons))
     return 1 if reasons else 0
 
 

@@ -4,6 +4,7 @@ only when a door runs, so every other command starts without them."""
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import json
 import os
@@ -21,8 +22,10 @@ door_app = typer.Typer(no_args_is_help=True, help="A unit's way to serve's door:
 app.add_typer(door_app, name="door")
 
 MISSING_EXTRA = (
-    "regulator serve needs the optional extra: pip install -e '.[mcp]' from a checkout (the mcp SDK)"
+    "regulator serve needs the optional extra mcp (the mcp SDK and uvicorn): "
+    "pip install -e '.[mcp]' from a checkout"
 )
+EXTRA_MODULES = ("mcp", "uvicorn", "anyio", "starlette", "httpx", "pydantic_settings", "sse_starlette")
 DOOR_ENV, TOKEN_ENV = "REGULATOR_DOOR", "REGULATOR_DOOR_TOKEN"
 
 
@@ -41,8 +44,11 @@ def parse_listen(value: str | None, ws: Any, tls_cert: str | None, tls_key: str 
         return Listen(path=check_socket_path(path))
     host, sep, port_text = value.rpartition(":")
     host = host.strip("[]")
-    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
-        raise BadInput(f"--listen {value!r}: give unix:PATH or HOST:PORT (e.g. 127.0.0.1:7420)")
+    if not sep or not _address(host) or not port_text.isdigit() or int(port_text) > 65535:
+        raise BadInput(
+            f"--listen {value!r}: malformed; expected unix:PATH or 127.0.0.1:PORT (an IP address or "
+            "localhost, then the port)"
+        )
     if not _loopback(host) and tls_cert is None:
         raise BadInput(
             f"--listen {value}: TCP only on loopback (127.0.0.1, ::1) unless --tls-cert and --tls-key are given"
@@ -51,6 +57,17 @@ def parse_listen(value: str | None, ws: Any, tls_cert: str | None, tls_key: str 
         if given is not None and not Path(given).is_file():
             raise BadInput(f"{name} {given}: no such file")
     return Listen(host=host, port=int(port_text), tls_cert=tls_cert, tls_key=tls_key)
+
+
+def _address(host: str) -> bool:
+    """An IP address or localhost (never a scheme such as `tcp`, nor a name to resolve)."""
+    if host == "localhost":
+        return True
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _loopback(host: str) -> bool:
@@ -82,6 +99,20 @@ def serve_command(
     tls_key: Annotated[
         str | None, typer.Option("--tls-key", metavar="FILE", help="TLS private key (TCP).")
     ] = None,
+    unit_writes: Annotated[
+        int | None,
+        typer.Option(
+            "--unit-writes", metavar="N", help="Write calls a lease may make a minute (default 60)."
+        ),
+    ] = None,
+    unit_write_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--unit-write-bytes",
+            metavar="BYTES",
+            help="Bytes of write calls' arguments a lease may send a minute (default 4194304).",
+        ),
+    ] = None,
 ) -> None:
     """The host: route within moments of every append, run the timed duties every 10 s, and serve
     the units' door (MCP over Streamable HTTP at /mcp, bearer lease tokens; GET /healthz)."""
@@ -89,7 +120,15 @@ def serve_command(
 
     ws = host_workspace()
     if once_tick:
-        instance = host_instance.claim(ws)  # one serve per workspace per host (exit 3 naming the first)
+        try:
+            instance = host_instance.claim(ws)  # one serve per workspace per host
+        except host_instance.AlreadyRunning as running:
+            # a cron job beside a running serve (D-160): that serve runs the duties; nothing to do
+            sys.stderr.write(
+                f"regulator: serve (pid {running.pid or 'unknown'}) is running for this workspace and "
+                "runs the duties every 10 s; this tick wrote nothing\n"
+            )
+            return
         try:
             from engine.host.loop import once_tick as run_once
 
@@ -97,16 +136,30 @@ def serve_command(
         finally:
             instance.release()
         return
+    _check_extra()  # before --listen is read: its Listen lives in the door's module, which needs it
     target = parse_listen(listen, ws, tls_cert, tls_key)
-    _check_extra()
+    budget = write_budget(unit_writes, unit_write_bytes)
     instance = host_instance.claim(ws)
     try:
-        _serve(ws, target, instance)
+        _serve(ws, target, instance, budget)
     finally:
         instance.release()
 
 
-def _serve(ws: Any, target: Any, instance: Any) -> None:
+def write_budget(writes: int | None, size: int | None) -> Any:
+    """Each lease's write budget (engine.host.limits.WriteBudget); positive numbers only."""
+    from engine.host import limits
+
+    for name, given in (("--unit-writes", writes), ("--unit-write-bytes", size)):
+        if given is not None and given < 1:
+            raise BadInput(f"{name} {given}: give a positive number")
+    return limits.WriteBudget(
+        writes if writes is not None else limits.WRITES_PER_MINUTE,
+        size if size is not None else limits.WRITE_BYTES_PER_MINUTE,
+    )
+
+
+def _serve(ws: Any, target: Any, instance: Any, budget: Any = None) -> None:
     """The loop's threads, and the door until SIGINT or SIGTERM."""
     from controlroom.door_http import run
     from engine.host import instance as host_instance
@@ -125,7 +178,7 @@ def _serve(ws: Any, target: Any, instance: Any) -> None:
 
     host.start()
     try:
-        run(host, door, target, ready)
+        run(host, door, target, ready, budget)
     finally:
         host.stop()
         if target.path is not None:
@@ -142,11 +195,22 @@ def instance_time() -> str:
 
 
 def _check_extra() -> None:
+    """The door's module imported (the mcp SDK and uvicorn with it), or one line naming the extra
+    to install (exit 2, as `regulator mcp` without it): never a traceback."""
     import importlib.util
 
     for module in ("mcp", "uvicorn"):
         if importlib.util.find_spec(module) is None:
             raise BadInput(MISSING_EXTRA)
+    gc.disable()  # the SDK builds thousands of pydantic models on import
+    try:
+        import controlroom.door_http  # noqa: F401
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] in EXTRA_MODULES:
+            raise BadInput(MISSING_EXTRA) from None
+        raise
+    finally:
+        gc.enable()
 
 
 def _door_env() -> tuple[str, str]:
@@ -167,13 +231,8 @@ def door_stdio() -> None:
     token in $REGULATOR_DOOR_TOKEN), for agent harnesses that speak only stdio."""
     url, token = _door_env()
     _check_extra()
-    import gc
+    from controlroom.door_http import stdio_forward
 
-    gc.disable()  # the SDK builds thousands of pydantic models on import
-    try:
-        from controlroom.door_http import stdio_forward
-    finally:
-        gc.enable()
     gc.freeze()
     stdio_forward(url, token)
 

@@ -132,7 +132,15 @@ def signals_report(
     if as_json:
         emit_json({"id": event["id"]})
     else:
-        out(f"reported signal {event['id']} (not yet routed; `regulator signals route`)")
+        from engine.host.instance import running
+
+        serving = running(ws)
+        if serving is not None:
+            out(f"reported signal {event['id']} (serve, pid {serving.get('pid')}, routes it within moments)")
+        else:
+            out(
+                f"reported signal {event['id']} (not yet routed: no serve is running; `regulator signals route`)"
+            )
 
 
 @signals_app.command("resolve-prediction")

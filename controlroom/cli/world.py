@@ -83,6 +83,12 @@ def sensors_run(name: Annotated[str, typer.Argument(metavar="NAME")], as_json: J
     outcome = run(ws, name)
     if as_json:
         emit_json({"sensor": name, "written": outcome.written, "errors": outcome.errors})
+    elif outcome.errors:
+        out(
+            f"sensor {name}: {len(outcome.errors)} error(s), each on stderr; wrote the run's record "
+            f"(outcome error) and {max(0, len(outcome.written) - 1)} new signal(s) or withdrawal(s); what failed "
+            "was skipped, never written in part"
+        )
     else:
         out(f"sensor {name}: {outcome.outcome}")
     _errors(outcome.errors)

@@ -127,7 +127,17 @@ def escape_json(dumped: str) -> str:
     the same JSON values, none of which acts on a terminal. JSON has escaped C0 already."""
     if dumped.isprintable() and _INVISIBLE_CLASS.search(dumped) is None:
         return dumped
-    return "".join(_json_escape(char) if char >= "\x7f" and hidden(char) else char for char in dumped)
+    # only a character from DEL up can be escaped here: each is looked at, the ASCII runs between
+    # them are copied as they are (what the one-character-at-a-time join wrote: tests/test_perf_paths.py)
+    return _FROM_DEL.sub(_json_escaped, dumped)
+
+
+_FROM_DEL = re.compile("[^\x00-\x7e]")
+
+
+def _json_escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    return _json_escape(char) if hidden(char) else char
 
 
 def _json_escape(char: str) -> str:

@@ -50,6 +50,79 @@ def _content(path: str | Path) -> bytes | None:
         os.close(fd)
 
 
+def _foreign(where: Path) -> bool:
+    """A worktree another account owns (a confined unit's): git refuses it ("dubious ownership")
+    and must not be run in it, so its HEAD is read from the host's side (`_linked_head`)."""
+    try:
+        return os.stat(where).st_uid != os.geteuid()
+    except OSError:
+        return False
+
+
+def _mine(path: Path, folder: bool) -> bool:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    kind = stat.S_ISDIR(st.st_mode) if folder else stat.S_ISREG(st.st_mode)
+    return kind and st.st_uid == os.geteuid()
+
+
+def _linked_head(where: Path) -> str | None:
+    """The HEAD of a linked worktree the host does not own, read from the repository's own
+    metadata, never from git run in the worktree: its `.git` file names `<common>/worktrees/<name>`,
+    which counts only when that folder and its files are the host's and its `gitdir` names this
+    worktree back (the unit cannot point it at another's); a detached HEAD is the answer, a branch
+    is resolved by git in the common directory (the host's). None where any of it does not hold."""
+    text = _content(where / ".git") or b""
+    if not text.startswith(b"gitdir:"):
+        return None
+    gitdir = Path(os.path.realpath(where / os.fsdecode(text[len(b"gitdir:") :].strip())))
+    common_text = _content(gitdir / "commondir")
+    back = _content(gitdir / "gitdir")
+    if common_text is None or back is None:
+        return None
+    common = Path(os.path.realpath(gitdir / os.fsdecode(common_text.strip())))
+    if gitdir.parent != common / "worktrees" or not all(
+        _mine(path, folder)
+        for path, folder in (
+            (common, True),
+            (gitdir, True),
+            (gitdir / "gitdir", False),
+            (gitdir / "HEAD", False),
+        )
+    ):
+        return None
+    if os.path.realpath(os.fsdecode(back.strip())) != os.path.realpath(where / ".git"):
+        return None
+    head = _content(gitdir / "HEAD") or b""
+    if _OBJECT.fullmatch(head):
+        return head.decode().strip()
+    symbolic = _SYMBOLIC.fullmatch(head)
+    if symbolic is None:
+        return None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    try:
+        done = subprocess.run(
+            [
+                "git",
+                f"--git-dir={common}",
+                "rev-parse",
+                "--verify",
+                "-q",
+                f"{os.fsdecode(symbolic.group(1))}^{{commit}}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            env=env,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = done.stdout.strip()
+    return found if done.returncode == 0 and _OBJECT.fullmatch(found.encode()) else None
+
+
 class Head:
     """`revision()` answers what `git -C where rev-parse HEAD` answers, from memory while the
     files that decide it are unchanged. It remembers only a layout it reads itself and git
@@ -66,6 +139,8 @@ class Head:
         self._revision: str | None = None
 
     def revision(self) -> str | None:
+        if _foreign(self.where):
+            return _linked_head(self.where)
         key = self._fingerprint(self._layout)
         if key is not None and key == self._key:
             return self._revision

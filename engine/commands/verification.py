@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
+from engine.base.gcpause import gc_paused
 from engine.base.limits import check_text
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person
@@ -151,7 +152,8 @@ def _beside(ws: Workspace, fresh: State) -> Callable[[], list[Finding]]:
     import json
 
     def here() -> list[Finding]:
-        return _host_events(ws, fresh)
+        with gc_paused():  # every line's event is kept until the routings are judged: nothing to collect
+            return _host_events(ws, fresh)
 
     if not hasattr(os, "fork"):
         return here
@@ -167,7 +169,7 @@ def _beside(ws: Workspace, fresh: State) -> Callable[[], list[Finding]]:
         code = 1
         try:
             os.close(read)
-            data = json.dumps([[f.store, f.line, f.message] for f in _host_events(ws, fresh)]).encode()
+            data = json.dumps([[f.store, f.line, f.message] for f in here()]).encode()
             with os.fdopen(write, "wb") as out:
                 out.write(data)
             code = 0
@@ -490,7 +492,7 @@ class LiveChain:
 
     def check(self, ws: Workspace, name: str, upto: int) -> list[Finding]:
         """Check the whole lines from `offset` up to byte `upto` (the fold's cursor); advance."""
-        from engine.log.store import _event_of, event_hash, read_lines
+        from engine.log.store import _event_of, event_hash, line_hash, read_lines
 
         found: list[Finding] = []
         if upto <= self.offset:
@@ -503,11 +505,11 @@ class LiveChain:
                     if start >= upto:
                         break
                     self.line += 1
-                    event, _ = _event_of(raw)
+                    event, why = _event_of(raw)
                     if event is None:
                         continue  # no JSON object: a bad line, which the fold names
                     claimed = event.get("hash")
-                    if claimed != event_hash(event):
+                    if claimed != (line_hash(event) if why is None else event_hash(event)):
                         found.append(Finding(store, self.line, "content does not match its hash (edited)"))
                     elif event.get("prev") not in self.prev:
                         found.append(

@@ -343,14 +343,20 @@ class UnitDoor:
         return ContextResult(delivery.render_text(built), delivery.render_json(built))
 
     def obligations(self, include_closed: bool = False) -> list[ObligationInfo]:
-        """The obligations on this unit: open ones (all with include_closed), in log order."""
+        """The obligations on this unit: open ones and the questions a person answered (`answer`:
+        the unit reads its answers where it reads its obligations, D-162), or all with
+        include_closed; in log order."""
         from engine.commands.obligations import record
 
         self.check()
         loaded = load(self._ws(), stores=("signals", "units"))
         found = []
         for ob in loaded.obligations.values():
-            if ob.unit != self.unit or not (include_closed or ob.status == ObligationStatus.OPEN):
+            if ob.unit != self.unit:
+                continue
+            if not (
+                include_closed or ob.status == ObligationStatus.OPEN or ob.disposition == Disposition.ANSWERED
+            ):
                 continue
             r = record(loaded, ob)
             found.append(

@@ -130,6 +130,8 @@ class DoorClient:
         error = reply.get("error")
         if isinstance(error, dict):
             raise BadInput(f"the door refused the request: {error.get('message')}")
+        if isinstance(error, str):  # the door's own refusals (429 too many calls at once, 503)
+            raise Refused(f"the door at {self.url} answered HTTP {status}: {error}")
         result = reply.get("result")
         if not isinstance(result, dict):
             raise Refused(f"the door at {self.url} answered HTTP {status} without a result")

@@ -5,7 +5,8 @@ The door hashes the token (engine.commands.actors.lease_hash: the log keeps only
 unit whose current lease has that hash; none, and the caller answers 401 and writes nothing. The
 unit id always comes from the lease found, never from the request. A door kept for a lease is
 checked again on every request, so a lease closed, demoted or replaced stops working at once. Every
-request that passes is a heartbeat (engine.checkout.heartbeat).
+request that passes is a heartbeat (engine.checkout.heartbeat). A lease whose `unit run` is over
+(engine.host.runs: its child exited, or the run died) is refused too, though the log keeps it current.
 
 Concurrency: requests of different units run at once; the calls of one lease take turns on its
 door (each keeps its reads, engine.doors.door.Kept, for one thread at a time); writes take `write_lock`,
@@ -22,6 +23,7 @@ from engine.checkout import heartbeat
 from engine.checkout.workspace import LEASE_FILE, Lease, Workspace
 from engine.commands.actors import lease_hash
 from engine.doors.api import UnitDoor
+from engine.host import runs
 from engine.read.load import load
 from engine.read.model import EventKind, State, UnitStatus
 from engine.read.queries import unit_status
@@ -69,6 +71,16 @@ def lease_of(ws: Workspace, state: State, unit_id: str, token: str) -> Lease:
     )
 
 
+def plausible(token: str | None) -> bool:
+    """Could this be a lease token at all (checked before anything is looked up)?"""
+    return (
+        bool(token)
+        and len(token or "") <= TOKEN_MAX
+        and (token or "").isascii()
+        and (token or "").isprintable()
+    )
+
+
 class HostDoor:
     """The door's sessions for one workspace."""
 
@@ -87,7 +99,7 @@ class HostDoor:
     def authenticate(self, token: str | None) -> Session | None:
         """The session of the lease this token is the current lease of, checked now; None: not a
         lease (401). Unavailable: the stores cannot be read (the door cannot tell)."""
-        if not token or len(token) > TOKEN_MAX or not token.isascii() or not token.isprintable():
+        if token is None or not plausible(token):
             return None
         hashed = lease_hash(token)
         with self._lock:
@@ -106,6 +118,9 @@ class HostDoor:
                     self._drop(hashed)
                     return None
                 raise Unavailable(str(exc)) from None
+        if runs.over(self.ws, hashed):  # its `unit run` is over: the lease acts no more (401)
+            self._drop(hashed)
+            return None
         heartbeat.beat(hashed)
         return session
 

@@ -27,6 +27,17 @@ SOCKET_PATH_MAX = 107  # bytes: sockaddr_un's sun_path, less its terminating NUL
 ID_CHARS = 16  # the workspace id's hex digits in the socket's folder: unique enough, and short
 
 
+class AlreadyRunning(Refused):
+    """Another process holds the workspace's serve lock (exit 3 naming it, where serve.json does)."""
+
+    def __init__(self, pid: object) -> None:
+        self.pid = pid if isinstance(pid, int) else None
+        super().__init__(
+            f"regulator serve is already running for this workspace (pid {self.pid or 'unknown'}); "
+            "one serve per workspace per host"
+        )
+
+
 @dataclass
 class Instance:
     """The lock this process holds, and where its serve.json is."""
@@ -72,11 +83,11 @@ def claim(ws: Workspace) -> Instance:
     except OSError:
         os.close(fd)
         running = read_info(ws)
-        pid = running.get("pid") if running else None
-        raise Refused(
-            f"regulator serve is already running for this workspace (pid {pid if pid else 'unknown'}); "
-            "one serve per workspace per host"
-        ) from None
+        raise AlreadyRunning(running.get("pid") if running else None) from None
+    # ours now: a serve.json left here is a dead serve's (killed before it could remove it); gone
+    # before this serve's door listens, so no one finds a door that is not there
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(folder / INFO_FILE)
     return Instance(fd, folder / INFO_FILE)
 
 
@@ -99,23 +110,45 @@ def read_info(ws: Workspace) -> dict[str, Any] | None:
 
 
 def running(ws: Workspace) -> dict[str, Any] | None:
-    """serve.json of a serve that holds the lock now (a stale file left by a killed one: None)."""
+    """serve.json of a serve that holds the lock now, its pid alive (a stale file left by a killed
+    one: None)."""
     info = read_info(ws)
-    if info is None:
+    if info is None or not lock_held(ws):
         return None
+    pid = info.get("pid")
+    if not isinstance(pid, int) or not _alive(pid):
+        return None
+    return info
+
+
+def lock_held(ws: Workspace) -> bool:
+    """Some process holds the workspace's serve lock: a serve (listening, or still starting) or a
+    `serve --once-tick`."""
     path = ws.state_dir / LOCK_FILE
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
-        return None
+        return False
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:
-        return info  # held: serve runs
+        return True
     else:
-        return None
+        return False
     finally:
         os.close(fd)
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another account's process: it exists
+    return True
 
 
 def workspace_id(ws: Workspace) -> str:

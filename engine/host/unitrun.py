@@ -6,7 +6,10 @@ folder outside the worktree, and runs the command there: as another account when
 confined), else as the host's (unconfined, and every surface says so). The child's environment is
 an allowlist carrying the door's URL and the lease's token. While the child lives its lease is
 heartbeaten through the door; SIGINT and SIGTERM are forwarded to its process group, which is
-killed at the contract's wall budget and when the door refuses the lease (401). When it ends: a
+killed at the contract's wall budget and when the door refuses the lease (401). When the child has
+exited, whatever of its group is left is killed and, for a confined unit, every process of its
+account (the account is the unit's alone: a second run under it is refused while one runs or any
+process of it lives); then the lease is over (engine.host.runs: the door refuses it). Then: a
 `result` if the unit reported none, then the close (exit 0), or awaiting close (exit 3, or `--wait`
 for the disposition), or, for `failed`/`blocked`, a recovery obligation (exit 1).
 """
@@ -14,6 +17,7 @@ for the disposition), or, for `failed`/`blocked`, a recovery obligation (exit 1)
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import pwd
 import re
@@ -87,6 +91,7 @@ class Plan:
     door: str
     contract: Contract
     regulator: str  # the `regulator` the harness's files name
+    account_lock: int | None = None  # held for the whole run: the account is this run's alone
 
 
 Say = Callable[[str], None]
@@ -97,7 +102,7 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
     """Check everything the run needs, in the order a user fixes it: bad input (exit 2) first, then
     what the host or the workspace refuses (exit 3: no serve, no right to switch accounts, stores a
     confined unit could read)."""
-    from engine.host.instance import running
+    from engine.host.instance import lock_held, running
 
     unit = check_unit_id(request.unit)
     if not request.command:
@@ -113,13 +118,21 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
     if account is not None:
         _check_confinable(ws, account)
     info = running(ws)
+    if (info is None or not isinstance(info.get("door"), str)) and lock_held(ws):
+        raise Refused(
+            "regulator serve is starting (it holds the workspace's serve lock, its door does not listen "
+            f"yet: no live {STATE_DIR}/serve.json), or a `serve --once-tick` runs; run the unit again "
+            "in a moment"
+        )
     if info is None or not isinstance(info.get("door"), str):
         raise Refused(
             f"no `regulator serve` is running for this workspace (no live {STATE_DIR}/serve.json): "
             "start it first (`regulator serve`), then run the unit"
         )
+    lock = None
     if account is not None:
         env["HOME"] = account.home
+        lock = claim_account(account)
     return Plan(
         unit=unit,
         command=list(request.command),
@@ -133,6 +146,7 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
         door=info["door"],
         contract=contract,
         regulator=_regulator(),
+        account_lock=lock,
     )
 
 
@@ -159,6 +173,8 @@ def _account(name: str) -> Account:
         raise BadInput(f"--user {name!r}: no such account on this host") from None
     if entry.pw_uid == os.geteuid():
         raise BadInput(f"--user {name}: that is this host's own account; a confined unit runs as another")
+    if entry.pw_uid == 0:
+        raise BadInput(f"--user {name}: that is root; a confined unit runs as an account of its own")
     if os.geteuid() != 0:
         raise Refused(f"--user {name}: switching accounts needs root (this host runs as uid {os.geteuid()})")
     return Account(name, entry.pw_uid, entry.pw_gid, entry.pw_dir or "/")
@@ -177,6 +193,93 @@ def _check_confinable(ws: Workspace, account: Account) -> None:
             f"--user {account.name} could read {ws.state_dir} (mode {stat.S_IMODE(st.st_mode):o}): a confined unit "
             f"must not read the stores; `chmod 700 {ws.state_dir}` first"
         )
+
+
+def _locks_folder() -> Path:
+    """Host-wide (one account is confined for one run, whatever the workspace): root's runtime
+    folder, else a folder of this account's in /tmp."""
+    base = Path("/run") if os.access("/run", os.W_OK) else Path(f"/tmp/regulator-{os.geteuid()}")
+    folder = base / "regulator-accounts"
+    for made in (base, folder):
+        if made == Path("/run"):
+            continue
+        made.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(made)
+        if stat.S_ISLNK(st.st_mode) or st.st_uid != os.geteuid():
+            raise Refused(f"{made} is not a folder of this account; remove it first")
+    return folder
+
+
+def account_processes(uid: int) -> list[int]:
+    """The live processes (zombies aside) any of whose uids (real, effective, saved, fs) is `uid`."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = Path(entry.path, "status").read_text()
+        except OSError:
+            continue
+        uids: list[str] = []
+        zombie = False
+        for line in text.splitlines():
+            if line.startswith("Uid:"):
+                uids = line.split()[1:]
+            elif line.startswith("State:"):
+                zombie = line.split()[1:2] == ["Z"]
+        if not zombie and str(uid) in uids:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def claim_account(account: Account) -> int:
+    """The account for this run alone (SPEC §15.2: units never act as each other): a host-wide lock
+    held for the run, and no process of the account alive. Refused (exit 3) otherwise; nothing
+    started, nothing written to the workspace."""
+    path = _locks_folder() / f"{account.uid}.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise Refused(
+            f"--user {account.name}: another `unit run` (pid {holder}) is confined as {account.name} now; "
+            "each confined unit needs an account of its own"
+        ) from None
+    busy = account_processes(account.uid)
+    if busy:
+        os.close(fd)
+        shown = ", ".join(str(pid) for pid in busy[:5]) + (", …" if len(busy) > 5 else "")
+        raise Refused(
+            f"--user {account.name}: the account runs processes already (pid {shown}); each confined unit "
+            "needs an account of its own that runs nothing else"
+        )
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def kill_account(account: Account) -> None:
+    """Every process of the account SIGKILLed (a `setsid` escapes the process group, not this): a
+    helper forked here takes the account's uid and kill(-1)s, which reaches only processes that uid
+    may signal, until none is left (a fork racing the kill is caught by the next round)."""
+    for _ in range(20):
+        if not account_processes(account.uid):
+            return
+        pid = os.fork()
+        if pid == 0:  # the helper: nothing but system calls, then out
+            code = 0
+            try:
+                os.setgroups([])
+                os.setgid(account.gid)
+                os.setuid(account.uid)
+                os.kill(-1, signal.SIGKILL)
+            except BaseException:  # noqa: BLE001 - no process left to signal, or no right to switch
+                code = 1
+            os._exit(code)
+        os.waitpid(pid, 0)
+        time.sleep(0.05)  # killed processes leave /proc once reaped
 
 
 def _worktree_path(ws: Workspace, unit: str, given: Path | None) -> Path:
@@ -409,6 +512,8 @@ class Supervisor:
             self.done.set()
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, signal.SIGKILL)  # whatever of the group outlived its leader
+            if account is not None:
+                kill_account(account)  # and, confined, whatever escaped the group (setsid)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             _take_terminal(foreground)
@@ -529,6 +634,7 @@ def run(ws: Workspace, request: RunRequest, say: Say) -> int:
     terms = LeaseTerms(ttl=p.ttl, confined=p.account is not None, lease_dir=p.lease_dir, owner=owner)
     event = dispatch(ws, p.unit, p.worktree, terms)
     try:
+        _begin_run(ws, event["leaseHash"])
         extra = harness_files(ws, p) if p.harness == "claude-code" else []
         env = dict(p.env, REGULATOR_DOOR=p.door, REGULATOR_DOOR_TOKEN=event["lease"], REGULATOR_UNIT=p.unit)
         who = (
@@ -549,5 +655,22 @@ def run(ws: Workspace, request: RunRequest, say: Say) -> int:
             say(f"{p.unit}: cannot start {p.command[0]!r} ({exc.strerror})")
             outcome = Outcome(127, 0)
     finally:
+        from engine.host import runs
+
+        with contextlib.suppress(OSError):
+            runs.end(ws, event["leaseHash"])  # the child is gone: so is its lease, at the door
         shutil.rmtree(p.lease_dir, ignore_errors=True)
+        if p.account_lock is not None:  # every process of the account is gone: it is free again
+            os.close(p.account_lock)
+            p.account_lock = None
     return finish(ws, p, event["leaseHash"], outcome, say)
+
+
+def _begin_run(ws: Workspace, lease_hash: str) -> None:
+    """The lease is this run's (engine.host.runs): the door answers it while the run has its child."""
+    from engine.host import runs
+    from engine.read.load import load
+
+    state = load(ws, stores=("units",))
+    current = {unit.lease for unit in state.units.values() if unit.lease}
+    runs.begin(ws, lease_hash, current | {lease_hash})

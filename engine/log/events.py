@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from engine.base.gcpause import gc_paused
+
 _loads = msgspec.json.decode
 
 StoreName = Literal["signals", "units", "memory", "identity"]
@@ -99,6 +101,10 @@ class EventSource:
         items = list(refs)
         if len(items) <= BULK:
             return [self.event(item) for item in items]
+        with gc_paused():  # every event parsed stays alive in the list returned: nothing to collect
+            return self._bulk(items)
+
+    def _bulk(self, items: list[int]) -> list[dict[str, Any]]:
         spans: dict[int, tuple[int, int]] = {}  # store index -> (first, last) offset not cached
         with self._lock:
             known = {item: self._cache[item] for item in items if item in self._cache}

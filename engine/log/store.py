@@ -56,6 +56,36 @@ def event_hash(event: dict) -> str:
     return hashlib.sha256(canonical(body)).hexdigest()
 
 
+class _Float(float):
+    """A JSON number with a fraction or exponent, as `HASHING` decodes it: msgspec writes floats
+    unlike json.dumps (`1e16` for `1e+16`), so the fast encoder refuses this type (TypeError) and
+    a line holding one is hashed by `canonical` itself."""
+
+    __slots__ = ()
+
+
+# decodes exactly what the strict reader decodes, each float as _Float (the chain check's reader)
+HASHING = msgspec.json.Decoder(float_hook=_Float)
+_SORTED = msgspec.json.Encoder(order="sorted")
+_UNSET = object()
+
+
+def line_hash(event: dict) -> str:
+    """`event_hash(event)` for an event `HASHING` decoded, written by msgspec where its bytes are
+    json.dumps's (str, int, bool, null, lists and objects, keys sorted by code point: proved in
+    tests/test_perf_paths.py), else by `canonical`. The `hash` field is taken out while the body
+    is encoded and put back."""
+    value = event.pop("hash", _UNSET)
+    try:
+        body = _SORTED.encode(event)
+    except (TypeError, UnicodeEncodeError, OverflowError, ValueError):
+        body = canonical(event)
+    finally:
+        if value is not _UNSET:
+            event["hash"] = value
+    return hashlib.sha256(body).hexdigest()
+
+
 @dataclass(frozen=True)
 class Problem:
     """A line a reader skipped: `torn` (last line cut off) or `malformed` (a bad middle line)."""
@@ -534,9 +564,6 @@ class Finding:
         return f"{self.store}:{self.line}: {self.message}"
 
 
-_STRICT = msgspec.json.Decoder()
-
-
 def verify(
     store: Store, data: bytes | None = None, dismissed: Mapping[int, str] | None = None
 ) -> list[Finding]:
@@ -580,7 +607,8 @@ def verify(
                 continue
         if chain_broken or event is None:
             continue
-        if event.get("hash") != event_hash(event):
+        # a line only the lenient reader takes holds plain floats: hashed by `canonical` alone
+        if event.get("hash") != (line_hash(event) if why is None else event_hash(event)):
             found.append(Finding(store.name, number, "content does not match its hash (edited)"))
             chain_broken = not _dismissed(dismissed, number, raw)
             if not chain_broken and isinstance(event.get("hash"), str):
@@ -649,7 +677,7 @@ def _event_of(raw: bytes | None) -> tuple[dict | None, str | None]:
     if raw[:1] != b"{" and raw.lstrip()[:1] != b"{":  # no JSON object: garbage, without a decode
         return None, "unreadable line (torn write or garbage)"
     try:
-        value = _STRICT.decode(raw)
+        value = HASHING.decode(raw)
     except (ValueError, RecursionError):
         lenient = _parse(raw)
         if lenient is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import operator
 import os
 import re
+import sys
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -71,6 +72,8 @@ from engine.read.worldfold import (
     SensorRunLine,
     WithdrawnLine,
     fold_world,
+    opened_in_units,
+    settle_unopened,
     world_signal,
 )
 
@@ -214,6 +217,7 @@ def counts(state: State, store: str, at: int) -> bool:
     return False
 
 
+_intern = sys.intern
 _RESTATED = "malformed: a signal id already recorded (a second line replaces nothing: the first is routed)"
 
 
@@ -265,9 +269,11 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                     if reason is not None:  # counts for nothing: the next routing record routes it
                         state.uncounted.append(Uncounted("signals", at >> 2, reason))
                         continue
+            signal = fresh.get(signal_id)
+            if signal is not None:  # one string for the id, kept by signals, routings and obligations
+                signal_id = signal.id
             routings[signal_id] = at
             waiting.pop(signal_id, None)
-            signal = fresh.get(signal_id)
             if signal is not None:
                 subject, expires = signal.subject, signal.expiresAt
             else:  # routed in a later read than its signal: read the signal back
@@ -281,14 +287,17 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                     continue
                 # positional, every field in order (Obligation.__struct_fields__): this runs once per
                 # obligation in the log, the hottest constructor
+                # the few texts many obligations repeat (unit, severity, owed to) are one string
+                # each, not one per obligation: ~170 bytes an open obligation (docs/performance.md)
+                unit = entry.unit
                 obligations[ob_id] = Obligation(
                     ob_id,  # id
-                    entry.unit,
+                    unit if unit is None else _intern(unit),
                     _INTELLIGENCE if entry.kind is None else _kind_of(entry.kind),  # kind
                     signal_id,  # source
-                    entry.severity,
+                    _intern(entry.severity),
                     entry.blocks,
-                    entry.owedTo,  # owed_to
+                    _intern(entry.owedTo),  # owed_to
                     event.at,  # opened_at
                     subject,
                     expiries.get(expires) if expires else None,  # expires_at
@@ -483,6 +492,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                     history=[at],
                 )
                 obligations.setdefault(recovery.id, recovery)
+                opened_in_units(state, recovery)
                 pending = state.pending.pop(recovery.id, None)
                 if pending is not None:
                     recovery.close(pending)
@@ -533,6 +543,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                     first[unit_id] = -1  # opened here: before every host event after it
                     if unit_id in held:
                         held[unit_id].append((clock.moment(ob.opened_at), ob))
+                opened_in_units(state, ob)
                 pending = state.pending.pop(ob.id, None)
                 if pending is not None:
                     ob.close(pending)
@@ -718,6 +729,8 @@ def advance(
             _read(ws, state, name, final, gained)
         finally:
             state.reread = None
+    if "units" in gained and "signals" in state.cursors:
+        settle_unopened(state)  # the obligations units.ndjson opens are all folded now
     return gained
 
 

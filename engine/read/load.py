@@ -26,20 +26,26 @@ def load(
     *,
     cached: bool = True,
     final: bool = True,
+    start: State | None = None,
 ) -> State:
     """The read model now: from the checkpoint when it holds and the stores asked for are large
     enough to be worth it (engine.read.checkpoint), then whatever the stores gained since. With no
     checkpoint and a large log, a second process reads the contract files while this one folds
     (engine.read.contracts.Prefetch). A writer's load (inside the decide lock) offers its state for a
     new checkpoint, written once the command is done; a reader's never does. `final=False` leaves a
-    last line without its newline to be read whole later (a writer's load before its lock)."""
+    last line without its newline to be read whole later (a writer's load before its lock).
+    `start`: a state this process folded moments ago (--once's router's, SPEC §25), brought up to
+    now instead of a checkpoint or the first byte."""
     configure_clock(ws)  # the clock follows the workspace read (REGULATOR_NOW only where pinned)
     if ws.git_only:  # a command that reads only git opens no store (D-87)
         stores = ()
     now = now or clock.now()
-    state = None
+    state = start
+    if state is not None:  # its contracts are attached again below, their problems named again
+        state.now = now
+        state.contract_problems = []
     size = sum(ws.store(name).size() for name in stores)
-    if cached and size >= checkpoint.threshold():
+    if state is None and cached and size >= checkpoint.threshold():
         state = checkpoint.restore(ws, now)
     state = state or State(now=now)
     cold = prefetch_threshold()

@@ -262,6 +262,9 @@ class World(msgspec.Struct):
     stale_evidence: dict[str, str] = {}  # obligation id -> the signal whose evidence expired under it
     overdue: dict[str, int] = {}  # obligation id -> its overdue event
     escalated: dict[str, int] = {}  # obligation id -> its deadline-escalated event
+    # obligation id -> its overdue/escalated events read before it opened: a recovery obligation
+    # opens in units.ndjson, folded after signals.ndjson (engine.read.worldfold.opened)
+    unopened: dict[str, list[int]] = {}
     withdrawn: dict[str, int] = {}  # signal id -> its advisory-withdrawn event
     runs: dict[str, list[int]] = {}  # sensor -> its sensor-run events, oldest first
     sensed: dict[str, list[str]] = {}  # sensor -> the signals it raised, log order

@@ -101,8 +101,10 @@ def signal_rows(state: State) -> list[dict[str, Any]]:
 
     world = state.world
     rows = []
+    # the routing records read back at once (one read of the span they lie in), not one open per row
+    routings = dict(state.routings.items())
     for signal_id, signal in state.signals.items():
-        routing = state.routings.get(signal_id)
+        routing = routings.get(signal_id)
         rows.append(
             {
                 "id": signal_id,

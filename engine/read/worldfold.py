@@ -165,16 +165,38 @@ def _expired(state: State, event: ExpiredLine, at: int) -> str | None:
 def _obligation_mark(index: str) -> Any:
     def mark(state: State, event: OverdueLine | EscalatedLine, at: int) -> str | None:
         marks: dict[str, int] = getattr(state.world, index)
-        ob = state.obligations.get(event.obligation)
-        if ob is None:
-            return f"{event.kind} for no obligation that counts"
         if event.obligation in marks:
             return f"a second {event.kind} for the same obligation"
         marks[event.obligation] = at
-        ob.history.append(at)
+        ob = state.obligations.get(event.obligation)
+        if ob is not None:
+            ob.history.append(at)
+        else:  # a recovery obligation opens in units.ndjson, folded after this store: kept until then
+            state.world.unopened.setdefault(event.obligation, []).append(at)
         return None
 
     return mark
+
+
+def opened_in_units(state: State, ob: Obligation) -> None:
+    """An obligation that units.ndjson opens (a recovery, a recovery decision's): the overdue and
+    deadline-escalated events read before it are its own."""
+    marks = state.world.unopened.pop(ob.id, None) if state.world.unopened else None
+    if marks:
+        ob.history.extend(marks)
+
+
+def settle_unopened(state: State) -> None:
+    """Once units.ndjson is folded to its end, an overdue or deadline-escalated event whose obligation
+    never opened counts for nothing (`verify` names it): its obligation was written before it."""
+    world = state.world
+    for ob_id, marks in world.unopened.items():
+        for at in marks:
+            for index, kind in ((world.overdue, OverdueLine.kind), (world.escalated, EscalatedLine.kind)):
+                if index.get(ob_id) == at:
+                    del index[ob_id]
+                    _uncounted(state, at, f"{kind} for no obligation that counts")
+    world.unopened = {}
 
 
 def _withdrawn(state: State, event: WithdrawnLine, at: int) -> str | None:

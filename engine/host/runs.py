@@ -1,0 +1,82 @@
+"""Which leases belong to a `unit run` that is over (SPEC §23; docs/decisions.md D-?): the door
+answers a lease only while the run that made it still has its child.
+
+`unit run` writes `.regulator/runs/<lease hash>.json` (the host's folder: no unit reads or writes it)
+when it dispatches: its own pid and that process's start time. When the child has exited (and every
+process of a confined account is killed) it marks the file ended. The door (engine.host.door) asks
+`over(hash)` on every request: a marked file, or a `unit run` no longer alive (killed with its host),
+and the lease is refused (401) though the log still holds it current (a person decides what becomes
+of the unit). A lease without a file (`unit dispatch`, a lease from before) answers as before.
+
+`unit run` and `serve` run on one host, in one process namespace (serve.json is found the same way).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+from engine.checkout.workspace import Workspace
+
+RUNS = "runs"
+
+
+def _folder(ws: Workspace) -> Path:
+    return ws.state_dir / RUNS
+
+
+def _path(ws: Workspace, lease_hash: str) -> Path:
+    if not lease_hash.isalnum():
+        raise ValueError(lease_hash)
+    return _folder(ws) / f"{lease_hash}.json"
+
+
+def _started(pid: int) -> str | None:
+    """The process's start time (field 22 of /proc/PID/stat), which a reused pid does not share."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[1].split()
+    return fields[19] if len(fields) > 19 and fields[0] != "Z" else None
+
+
+def _write(path: Path, data: dict[str, object]) -> None:
+    part = path.with_suffix(".part")
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(data))
+    os.replace(part, path)
+
+
+def begin(ws: Workspace, lease_hash: str, current: set[str]) -> None:
+    """This process runs the lease's child (written before the child starts); the files of leases
+    that are no one's current lease any more are removed."""
+    folder = _folder(ws)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for old in folder.glob("*.json"):
+        if old.stem not in current:
+            with contextlib.suppress(OSError):
+                old.unlink()
+    _write(_path(ws, lease_hash), {"pid": os.getpid(), "started": _started(os.getpid()), "ended": False})
+
+
+def end(ws: Workspace, lease_hash: str) -> None:
+    """The lease's child is gone: the door refuses the lease from now on."""
+    _write(_path(ws, lease_hash), {"ended": True})
+
+
+def over(ws: Workspace, lease_hash: str) -> bool:
+    """The lease belongs to a `unit run` that ended (or died); False without a file."""
+    try:
+        data = json.loads(_path(ws, lease_hash).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return True  # a file there but unreadable: fail closed
+    if not isinstance(data, dict) or data.get("ended") is not False:
+        return True
+    pid = data.get("pid")
+    return not isinstance(pid, int) or _started(pid) != data.get("started")

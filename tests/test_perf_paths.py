@@ -1,0 +1,182 @@
+"""The third round's fast paths (SPEC §25) answer what the slow paths they stand beside answer.
+
+In-process (hypothesis), no timer: speed is measured in bench/, never asserted here.
+- `line_hash` (the chain check's hash of a strictly decoded line) equals `event_hash` of the same
+  line as the strict reader decodes it, whatever the line holds (floats, big integers, any text).
+- `verify` names exactly what it named with `event_hash` on every line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.log.store import HASHING, canonical, event_hash, line_hash
+
+# every text a JSON line can carry: any code point (lone surrogates too: json.dumps writes them
+# escaped, and the strict reader refuses them), keys as well as values
+TEXT = st.text(st.characters(codec=None), max_size=8)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([1e16, 1.5e-5, 1e22, 0.1, -0.0, 1e-7, 123456789.125, 5e-324]),
+    TEXT,
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(TEXT, inner, max_size=4)),
+    max_leaves=16,
+)
+EVENTS = st.dictionaries(
+    st.one_of(TEXT, st.sampled_from(["hash", "prev", "kind", "at", "id"])), VALUES, max_size=8
+)
+
+
+def _lines(event: dict) -> list[bytes]:
+    """The ways a line holding `event` may be written: canonically (as the engine writes), with
+    Python's default separators and key order, and with every non-ASCII character escaped."""
+    return [
+        canonical(event),
+        json.dumps(event).encode(),
+        json.dumps(event, ensure_ascii=False).encode("utf-8", "surrogatepass"),
+    ]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(EVENTS, st.one_of(st.none(), st.text("0123456789abcdef", min_size=64, max_size=64)))
+def test_line_hash_is_event_hash(event: dict, claimed: str | None) -> None:
+    if claimed is not None:
+        event["hash"] = claimed
+    for raw in _lines(event):
+        try:
+            strict = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            strict = None
+        try:
+            fast = HASHING.decode(raw)
+        except msgspec.DecodeError:
+            fast = None
+        # the hashing reader takes exactly the lines the strict reader takes
+        assert (strict is None) == (fast is None)
+        if fast is None:
+            continue
+        before = list(fast.items())
+        assert line_hash(fast) == event_hash(strict)
+        assert dict(fast) == dict(before)  # the event holds what it held (its `hash` put back)
+
+
+def test_line_hash_floats_and_sorting() -> None:
+    """The cases where msgspec writes other bytes than json.dumps: floats with an exponent, and
+    key order (code point order across the BMP and astral planes)."""
+    for raw in [
+        b'{"a":1e16,"hash":"x"}',
+        b'{"a":1.5e-05}',
+        b'{"a":[0.000015,1E+22]}',
+        b'{"\\uffff":1,"\\ud83d\\ude00":2,"\\u00e9":3,"z":4}',
+        b'{"a":{"hash":"inner"},"hash":"outer","prev":""}',
+        b'{"b":123456789012345678901234567890}',
+    ]:
+        assert line_hash(HASHING.decode(raw)) == event_hash(msgspec.json.decode(raw))
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(st.lists(EVENTS, min_size=1, max_size=6), st.data())
+def test_verify_names_what_the_full_check_names(tmp_path_factory: Any, events: list[dict], data: Any) -> None:
+    """A store whose lines are chained as the engine chains them, some then edited (a value
+    changed, a float rewritten, a line re-encoded): `verify` with the fast hash finds exactly
+    what it finds hashing every line with `event_hash`."""
+    import engine.log.store as store_module
+    from engine.log.store import GENESIS, Store
+
+    lines = []
+    prev = GENESIS
+    for event in events:
+        event = {k: v for k, v in event.items() if k not in ("hash", "prev")} | {"prev": prev}
+        event["hash"] = event_hash(event)
+        prev = event["hash"]
+        line = canonical(event)
+        edit = data.draw(st.sampled_from(["none", "none", "value", "dumps", "float"]))
+        if edit == "value":
+            line = canonical(event | {"kind": data.draw(TEXT)})
+        elif edit == "dumps":
+            line = json.dumps(event).encode()
+        elif edit == "float":
+            line = canonical(event | {"x": data.draw(st.floats(allow_nan=False, allow_infinity=False))})
+        lines.append(line.replace(b"\n", b"\\n"))
+    root = tmp_path_factory.mktemp("store")
+    path = root / "signals.ndjson"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    store = Store(path)
+    fast = store_module.verify(store)
+    original = store_module.line_hash
+    store_module.line_hash = store_module.event_hash  # the full check: canonical on every line
+    try:
+        slow = store_module.verify(store)
+    finally:
+        store_module.line_hash = original
+    assert fast == slow
+
+
+def test_line_hash_matches_sha256_of_canonical_body() -> None:
+    event = {"kind": "signal", "prev": "", "subject": "é \u202e\x7f", "n": 3, "hash": "h"}
+    body = {k: v for k, v in event.items() if k != "hash"}
+    assert line_hash(dict(event)) == hashlib.sha256(canonical(body)).hexdigest()
+
+
+# ---- output: --json's encoder and its escaping -------------------------------------------------
+
+OUTPUT_KEYS = st.one_of(TEXT, st.integers(-5, 5), st.booleans(), st.none())
+OUTPUT = st.recursive(
+    st.one_of(SCALARS, st.sampled_from([float("inf"), float("-inf"), float("nan")])),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.tuples(inner, inner),
+        st.dictionaries(OUTPUT_KEYS, inner, max_size=4),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(OUTPUT)
+def test_dumps_indented_is_json_dumps(data: Any) -> None:
+    from controlroom.printing import dumps_indented
+
+    assert dumps_indented(data) == json.dumps(data, ensure_ascii=False, indent=2)
+
+
+def _escape_json_one_by_one(dumped: str) -> str:
+    """escape_json as it was: every character looked at."""
+    from engine.base.text import _json_escape, hidden
+
+    if (
+        dumped.isprintable()
+        and __import__("engine.base.text", fromlist=["x"])._INVISIBLE_CLASS.search(dumped) is None
+    ):
+        return dumped
+    return "".join(_json_escape(char) if char >= "\x7f" and hidden(char) else char for char in dumped)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(OUTPUT, TEXT, st.text(st.characters(codec=None), max_size=40)))
+def test_escape_json_is_the_per_character_escape(data: Any) -> None:
+    from engine.base.text import escape_json
+
+    for dumped in (
+        (data if isinstance(data, str) else ""),
+        json.dumps(data, ensure_ascii=False, indent=2),
+        json.dumps(data, ensure_ascii=False),
+    ):
+        assert escape_json(dumped) == _escape_json_one_by_one(dumped)
