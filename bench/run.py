@@ -27,6 +27,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from bench import common  # noqa: E402
+from bench.common import REGULATOR, bench_env, load_now, repeat, timed  # noqa: E402
 from bench.generate import (  # noqa: E402
     MEMORY_EVENTS,
     NOW,
@@ -40,8 +42,8 @@ from bench.generate import (  # noqa: E402
     registry_workspace,
     room_workspace,
 )
+from bench.third import cold_command, fleet, osv_sensor, room_of, third_round  # noqa: E402
 
-REGULATOR = str(Path(sys.executable).parent / "regulator")
 TARGETS = {
     "projection_ratio": 2.0,
     "incremental_ms": 250,
@@ -67,12 +69,6 @@ FLEET_TARGETS = {
     "serve_route_ms": 250,
     "leader_failover_s": 10,
 }
-
-
-def bench_env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TEXTUAL_THEME")}
-    env.update(REGULATOR_NOW=NOW, GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
-    return env
 
 
 def projection(root: Path) -> dict:
@@ -163,15 +159,9 @@ async def keypresses(app: Any, pilot: Any, samples: int) -> list[float]:
 
 COLD_RUNS = 3
 
+
 # How many times each figure is repeated: `repeat(n)` is n, or 1 at the smoke scale, whose only
 # purpose is the test that the harness runs and reports every figure (tests/test_demo.py).
-SMOKE = False
-
-
-def repeat(n: int) -> int:
-    return 1 if SMOKE else n
-
-
 async def first_frame(room: Path, name: str, samples: int, result: dict) -> None:
     """Construct the control room, run it headless: `name` is the time until the first table row
     is drawn (and `name` with _cpu_s: the CPU seconds of this process's threads until then); with
@@ -380,18 +370,6 @@ def ui_stall(room: Path, hold_s: float = 3.0) -> dict:
     return result
 
 
-def timed(cmd: list[str], cwd: Path, runs: int) -> tuple[float, list[float], str]:
-    times, out = [], ""
-    for _ in range(runs):
-        t = time.perf_counter()
-        done = subprocess.run(cmd, cwd=cwd, env=bench_env(), capture_output=True, text=True)
-        times.append(time.perf_counter() - t)
-        out = done.stdout
-        if done.returncode not in (0, 1):
-            raise RuntimeError(f"{cmd} exited {done.returncode}: {done.stderr}")
-    return statistics.median(times), times, out
-
-
 def lint(root: Path, meta: dict) -> dict:
     median, times, out = timed([REGULATOR, "registry", "lint", "--json"], root, repeat(3))
     data = json.loads(out)
@@ -579,70 +557,6 @@ def memory_freshness(root: Path, meta: dict, runs: int = 3) -> dict:
     }
 
 
-def load_now() -> float:
-    """The machine's 1-minute load average as a figure is measured (2 cores; others' work too)."""
-    return round(os.getloadavg()[0], 2)
-
-
-def run_rss(cmd: list[str], cwd: Path) -> tuple[float, float, int, int, str]:
-    """(wall seconds, CPU seconds, peak RSS in KB, exit code, stdout) of one fresh process; its CPU
-    time (user and system, its reaped children's included) is what a loaded machine cannot inflate."""
-    with tempfile.TemporaryFile() as out:
-        t = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=bench_env(), stdout=out, stderr=subprocess.DEVNULL)
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - t
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        cpu = usage.ru_utime + usage.ru_stime
-        return seconds, cpu, usage.ru_maxrss, proc.returncode, out.read().decode()
-
-
-def cold_command(root: Path, args: list[str], name: str, runs: int, ok: tuple[int, ...] = (0, 1)) -> dict:
-    """`regulator ARGS` as a fresh process, no checkpoint (discarded before each run, as an
-    operator's first command after a fresh clone or an upgrade finds none): median, raw runs,
-    peak RSS of each, and the load average beside each run."""
-    from engine.checkout.workspace import Workspace
-    from engine.read import checkpoint
-
-    times, cpu, rss, loads = [], [], [], []
-    out = ""
-    for _ in range(repeat(runs)):
-        checkpoint.discard(Workspace(root))
-        loads.append(load_now())
-        seconds, used, peak, code, out = run_rss([REGULATOR, *args], root)
-        if code not in ok:
-            raise RuntimeError(f"regulator {' '.join(args)} exited {code}")
-        times.append(seconds)
-        cpu.append(used)
-        rss.append(peak)
-    return {
-        name: round(statistics.median(times), 3),
-        f"{name.removesuffix('_s')}_runs_s": [round(t, 3) for t in times],
-        f"{name.removesuffix('_s')}_cpu_s": [round(t, 3) for t in cpu],
-        f"{name.removesuffix('_s')}_rss_kb": rss,
-        f"{name.removesuffix('_s')}_load": loads,
-        f"{name.removesuffix('_s')}_output_bytes": len(out.encode()),
-    }
-
-
-def room_of(root: Path, obligations: int) -> dict:
-    """SPEC §25's workspace: `obligations` open obligations, 10 per unit."""
-    n = obligations
-    return room_workspace(root, Scale("x", 0, n // 10, n, 0, 0))
-
-
-def third_round(room: Path, log_root: Path, meta: dict) -> dict:
-    """SPEC §25 at the room workspace's size (100,000 obligations at full scale): `controlroom
-    --once --json` (verification included) and `status --json`, each a cold fresh process; and
-    `verify` of the log workspace (1,000,000 events at full scale)."""
-    result = {"third_round_sizes": {"room": meta}}
-    result |= cold_command(room, ["controlroom", "--once", "--json"], "once_json_s", 3)
-    result |= cold_command(room, ["status", "--json"], "status_cold_100k_s", 5)
-    result |= cold_command(log_root, ["verify"], "verify_s", 3)
-    return result
-
-
 def huge(tmp: Path, scale: Scale, runs: int = 3) -> dict:
     """SPEC §25's 500,000 figures: the room's cold first frame (a fresh process, no checkpoint)
     and its peak RSS ÷ open obligations."""
@@ -667,66 +581,7 @@ def huge(tmp: Path, scale: Scale, runs: int = 3) -> dict:
     }
 
 
-def fleet(runs: int) -> dict:
-    """The fleet figures of SPEC §25 from bench/serve.py (real `serve` processes, a real PostgreSQL
-    server), named here: door_call_ms (p50, p99), serve_route_ms (median, files and PostgreSQL),
-    leader_failover_s; each with its raw runs."""
-    load_before = load_now()
-    done = subprocess.run(
-        [sys.executable, str(HERE / "serve.py"), "--json", "--runs", str(runs)],
-        capture_output=True,
-        text=True,
-        cwd=HERE.parent,
-    )
-    if done.returncode != 0:
-        return {"fleet_error": done.stderr[-2000:]}
-    report = json.loads(done.stdout)
-    door, route, failover = report["door_call_ms"], report["serve_route_ms"], report["leader_failover_s"]
-    return {
-        "door_call_ms_p50": door["p50"],
-        "door_call_ms_p99": door["p99"],
-        "door_call_ms": door,
-        "serve_route_ms": max(route["files"]["median"], route["postgresql"]["median"]),
-        "serve_route_ms_by_store": route,
-        "leader_failover_s": failover["max"],
-        "leader_failover_runs_s": failover,
-        "fleet_load": [load_before, load_now()],
-    }
-
-
 # the figures `--only` measures alone, each building only the workspace it needs
-def osv_sensor(root: Path, meta: dict) -> dict:
-    """SPEC §25: `regulator sensors run osv` as a fresh process, 10,000 advisories against 50
-    requirements files, from the stores as they were before the sensor's first run (restored
-    between runs: each run raises what the first raises); then a run over what it already raised."""
-    signals = root / ".regulator" / "signals.ndjson"
-    before = signals.read_bytes()
-    import resource
-
-    cmd = [REGULATOR, "sensors", "run", "osv", "--json"]
-    times, cpu = [], []
-    written = 0
-    for _ in range(repeat(3)):
-        signals.write_bytes(before)
-        (root / ".regulator" / "readmodel.checkpoint").unlink(missing_ok=True)
-        used = resource.getrusage(resource.RUSAGE_CHILDREN)
-        median, runs, out = timed(cmd, root, 1)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu.append(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime)  # git's too
-        times += runs
-        written = len(json.loads(out)["written"])
-    again, again_runs, out = timed(cmd, root, repeat(3))
-    return {
-        "osv_sensor_s": round(statistics.median(times), 3),
-        "osv_sensor_runs_s": [round(t, 3) for t in times],
-        "osv_sensor_cpu_s": [round(t, 3) for t in cpu],  # on a loaded machine, what the run itself cost
-        "osv_sensor_written": written,
-        "osv_sensor_again_s": round(again, 3),
-        "osv_sensor_again_written": len(json.loads(out)["written"]),
-        "osv_sensor_sizes": meta,
-    }
-
-
 ALONE = {
     "projection_ratio": lambda tmp, scale: (
         {"sizes": log_workspace(tmp / "log", scale)} | projection(tmp / "log")
@@ -795,8 +650,7 @@ def main() -> int:
         print(json.dumps(figures, indent=2))
         return 0
     scale = SCALES[args.scale]
-    global SMOKE
-    SMOKE = scale.name == "smoke"
+    common.SETTINGS.smoke = scale.name == "smoke"
     if args.ui_stall_only:
         with tempfile.TemporaryDirectory() as tmp_name:
             tmp = args.keep or Path(tmp_name)
@@ -858,13 +712,13 @@ def main() -> int:
         report.update(next_up(tmp / "nextup", nu_meta))
         report.update(status_cold(tmp))
         report.update(person_events(tmp / "person", person_meta))
-        report.update(ui_stall(tmp / "room", hold_s=1.0 if SMOKE else 3.0))
+        report.update(ui_stall(tmp / "room", hold_s=1.0 if common.SETTINGS.smoke else 3.0))
         report.update(memory_freshness(tmp / "memory", memory_workspace(tmp / "memory", memory_events)))
         report.update(mcp_start(tmp, runs=1 if scale.name == "smoke" else 7))
         report.update(osv_sensor(tmp / "osv", osv_workspace(tmp / "osv")))
         report.update(third_round(tmp / "room", tmp / "log", room_meta))
     if scale.name == "full" or args.fleet:
-        report.update(fleet(1 if SMOKE else 3))
+        report.update(fleet(1 if common.SETTINGS.smoke else 3))
         report["fleet_targets"] = FLEET_TARGETS
         report["fleet_met"] = {k: report[k] <= v for k, v in FLEET_TARGETS.items() if k in report}
     report["met"] = {k: report[k] <= v for k, v in TARGETS.items() if k in report}
