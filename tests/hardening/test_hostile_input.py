@@ -194,7 +194,7 @@ wrong = st.one_of(
     value=wrong,
 )
 def test_json_of_the_wrong_types(hostile: Any, field: Any, value: Any) -> None:
-    if field in ("affectedUnits", "expiresAt", "observedAt", "prediction") and value is None:
+    if field in ("affectedUnits", "expiresAt", "observedAt", "prediction", "supersedes") and value is None:
         return  # optional: null is a valid absence
     if field == "affectedUnits" and value == []:
         return  # naming no unit is valid
