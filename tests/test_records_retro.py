@@ -482,6 +482,11 @@ def test_retro_counts_lint_errors_at_the_last_trunk_commit_before_until(tmp_path
     )
     assert run(root, T1, "registry", "views").returncode == 0
     git(root, "add", "-A")
+    # authored as alice is in the demo's policy (its repository's git identity, D-147), not as the
+    # tests' shell: lint authorizes a person's commit only from an email the policy lists
+    as_alice = clean_env(GIT_AUTHOR_DATE=T1, GIT_COMMITTER_DATE=T1)
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        as_alice.pop(name, None)
     git(
         root,
         "-c",
@@ -492,7 +497,7 @@ def test_retro_counts_lint_errors_at_the_last_trunk_commit_before_until(tmp_path
         "-S",  # arriving acknowledged on trunk: signed by alice, whose policy requires it (SPEC §26)
         "-qm",
         "a finding against u1\n\nAuthorized-by: alice",
-        env=clean_env(GIT_AUTHOR_DATE=T1, GIT_COMMITTER_DATE=T1),
+        env=as_alice,
     )
     lint = json.loads(run(root, T2, "registry", "lint", "--json").stdout)
     assert [(i["code"], i["entry"]) for i in lint["errors"]] == [("regate", "F-u1-wrong-base")]
