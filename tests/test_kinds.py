@@ -16,6 +16,7 @@ from engine.checkout.workspace import LEASE_FILE, locate, read_lease
 from engine.commands.results import report_result
 from engine.commands.units import LeaseTerms, dispatch
 from engine.host.leases import ProcessHeartbeats, expire_leases
+from engine.log.events import HOST_KINDS
 from engine.log.store import Store
 from engine.read import kinds
 from tests.helpers import NOW, Workspace, make_workspace, remember_args, report_args, tick
@@ -151,6 +152,13 @@ def test_every_event_the_host_writes_has_its_kinds_shape(
     ws.run("signals", "resolve-prediction", predicted, "--came-true", "no", "--by", "alice",
            "--rationale", "it did not", env=later, check=True)  # fmt: skip
     assert _kinds_written(ws) >= HOSTED - {("signals", "advisory-withdrawn")}
+    # SPEC §22: every host event records `seen`, how far the host had folded every other store
+    for store in ("signals", "units"):
+        for event in ws.events(store):
+            if event["kind"] in HOST_KINDS and event["kind"] != "upgrade":
+                marks = event.get("seen")
+                assert isinstance(marks, dict) and store not in marks, (store, event)
+                assert all(isinstance(n, int) and n >= 0 for n in marks.values()), (store, event)
 
 
 def test_the_fold_reads_only_fields_the_writers_write() -> None:

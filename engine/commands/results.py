@@ -16,6 +16,7 @@ from engine.base.limits import check_text
 from engine.checkout.workspace import Lease, Workspace
 from engine.commands.actors import leased
 from engine.commands.deciding import deciding
+from engine.commands.units import seen
 from engine.read.kinds import ResultEvent
 from engine.read.model import ADVISORY, ASKS_RECOVERY, OWED_TO, RESULT_OUTCOMES, EventKind, State
 from engine.read.rules import Denied, refuse, reporting_result
@@ -120,6 +121,7 @@ def report_result(ws: Workspace, fields: dict[str, Any], lease: Lease) -> dict[s
     with deciding(ws, rule, stores=("units",), route=False) as turn:
         state = turn.state
         event = result_event(state, lease.unit, state.units[lease.unit].lease, body, by="unit")
+        event["seen"] = seen(ws, state)
         return ws.store("units").append(event)
 
 
@@ -134,4 +136,5 @@ def record_host_result(
         if reported(turn.state, unit_id, lease_hash):
             return None
         event = result_event(turn.state, unit_id, lease_hash, body, "host", exit_code, duration_s)
+        event["seen"] = seen(ws, turn.state)
         return ws.store("units").append(event)

@@ -32,6 +32,8 @@ from engine.base.errors import BadInput, RegulatorError
 from engine.checkout.workspace import Workspace
 from engine.commands.duty import Outcome, deciding
 from engine.commands.signals import stamped, validate_report
+from engine.commands.units import seen
+from engine.log.events import HOST_KINDS
 from engine.log.store import canonical
 from engine.read.kinds import AdvisoryWithdrawnEvent, SensorRunEvent, SignalEvent
 from engine.read.load import load
@@ -406,7 +408,11 @@ def run(ws: Workspace, name: str, now: datetime | None = None, *, only_due: bool
         if only_due and not is_due(state, name, sensor, now):  # another host ran it meanwhile
             return Outcome(f"sensor {name}", note="not due")
         store = ws.store("signals")
-        written = [store.append(event)["id"] for event in plan(state, name, sensor, found, now)]
+        marks = seen(ws, state, "signals")  # on its host events: a sensor's reports are not host events
+        written = [
+            store.append(event | {"seen": marks} if event["kind"] in HOST_KINDS else event)["id"]
+            for event in plan(state, name, sensor, found, now)
+        ]
     return Outcome(f"sensor {name}", written, [f"sensor {name}: {e}" for e in found.errors])
 
 

@@ -21,6 +21,7 @@ from engine.base import clock, confine, ids
 from engine.checkout.workspace import Workspace
 from engine.commands.duty import Duty, Outcome, deciding
 from engine.commands.sensors import run_due
+from engine.commands.units import seen
 from engine.log.store import canonical
 from engine.read.deadlines import Deadlines
 from engine.read.kinds import DeadlineEscalatedEvent, EvidenceExpiredEvent, OverdueEvent
@@ -94,7 +95,10 @@ def expire_evidence(ws: Workspace, now: datetime) -> Outcome:
     with deciding(ws):
         state = load(ws, now, stores=("signals",))
         store = ws.store("signals")
-        written = [store.append(event)["id"] for event in evidence_events(state, policy, now)]
+        marks = seen(ws, state, "signals")
+        written = [
+            store.append(event | {"seen": marks})["id"] for event in evidence_events(state, policy, now)
+        ]
     return Outcome("evidence", written)
 
 
@@ -144,7 +148,8 @@ def check_deadlines(ws: Workspace, now: datetime) -> Outcome:
     with deciding(ws):
         state = load(ws, now, stores=("signals", "units"))
         store = ws.store("signals")
-        written = [store.append(event) for event in deadline_events(state, policy, now)]
+        marks = seen(ws, state, "signals")
+        written = [store.append(event | {"seen": marks}) for event in deadline_events(state, policy, now)]
     outcome = Outcome("deadlines", [e["id"] for e in written])
     if policy.notify:
         for event in written:

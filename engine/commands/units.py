@@ -160,10 +160,11 @@ def close(ws: Workspace, unit_id: str) -> dict:
         return written
 
 
-def seen(ws: Workspace, state: State) -> dict[str, int]:
-    """What a dispatch or close was decided on (SPEC §22): how far the host folded every other
-    store, inside the decide lock. The fold judges the event at exactly this."""
-    return ws.marks(but="units", folded={name: cursor.offset for name, cursor in state.cursors.items()})
+def seen(ws: Workspace, state: State, store: str = "units") -> dict[str, int]:
+    """What a host event in `store` was decided on (SPEC §22: every host event records it): how far
+    the host folded every other store, inside the decide lock. The fold judges a dispatch or close
+    at exactly this; the other host events record it for the reader (D-169)."""
+    return ws.marks(but=store, folded={name: cursor.offset for name, cursor in state.cursors.items()})
 
 
 def _remove_lease_file(ws: Workspace, unit: UnitState) -> None:

@@ -21,6 +21,7 @@ from engine.base import clock, ids
 from engine.base.errors import Refused
 from engine.checkout import heartbeat
 from engine.checkout.workspace import Workspace
+from engine.commands.units import seen
 from engine.host.duties import register
 from engine.read.kinds import LeaseExpiredEvent
 from engine.read.load import load
@@ -193,6 +194,7 @@ def expire_leases_locked(ws: Workspace, now: datetime, beats: Heartbeats) -> lis
             "leaseHash": unit.lease,
             "expiredAt": clock.iso(when),
             "at": clock.iso(now),
+            "seen": seen(ws, state),
         }
         written.append(ws.store("units").append(event))
     return written

@@ -153,6 +153,7 @@ class ResultEvent(Stamped):
     exitCode: NotRequired[int]
     durationS: NotRequired[float]
     opens: NotRequired[dict[str, Any]]  # a recovery obligation, for an outcome that asks one
+    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (SPEC §22)
 
 
 class LeaseExpiredEvent(Stamped):
@@ -163,6 +164,7 @@ class LeaseExpiredEvent(Stamped):
     leaseHash: str | None
     expiredAt: str
     at: str
+    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (SPEC §22)
 
 
 class DemoteEvent(Stamped):
@@ -290,6 +292,7 @@ class EvidenceExpiredEvent(Stamped):
     opens: dict[str, Any]
     reason: str
     at: str
+    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (SPEC §22)
 
 
 class OverdueEvent(Stamped):
@@ -302,6 +305,7 @@ class OverdueEvent(Stamped):
     deadline: str
     dueAt: str | None
     at: str
+    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (SPEC §22)
 
 
 class DeadlineEscalatedEvent(Stamped):
@@ -316,6 +320,7 @@ class DeadlineEscalatedEvent(Stamped):
     at: str
     people: list[str]
     subject: str
+    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (SPEC §22)
 
 
 class AdvisoryWithdrawnEvent(Stamped):
@@ -328,6 +333,7 @@ class AdvisoryWithdrawnEvent(Stamped):
     sensor: str
     obligations: list[str]
     at: str
+    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (SPEC §22)
 
 
 class SensorRunEvent(Stamped):
@@ -344,6 +350,7 @@ class SensorRunEvent(Stamped):
     exitCode: int | None
     revision: str | None
     at: str
+    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (SPEC §22)
 
 
 class PredictionOutcomeEvent(Stamped):
