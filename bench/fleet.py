@@ -1,4 +1,4 @@
-"""Fleet-mode figures (SPEC §18, §21), files and PostgreSQL side by side:
+"""Fleet-mode figures (design §18, §21), files and PostgreSQL side by side:
 
     python bench/fleet.py [--scale quick|full] [--json] [--only appends|first-frame]
                           [--writer door|one-shot] [--runs N]
@@ -194,7 +194,7 @@ def appends(
     found = run_writers(leases, seconds, kind)
     after = server_cpu(server)
     conflicts: dict[str, Any] = {}
-    if store is not None:  # appends that met on one line and were sent again (SPEC §22: no lock)
+    if store is not None:  # appends that met on one line and were sent again (design §22: no lock)
         conflicts = {
             "rollbacks_per_append": round((rollbacks(store) - undone) / max(1, sum(n for n, *_ in found)), 4)
         }

@@ -39,7 +39,7 @@ SCALES = {
     "full": Scale("full", 1_000_000, 10_000, 100_000, 10_000, 1_000),
     "quick": Scale("quick", 50_000, 1_000, 10_000, 500, 100),
     "smoke": Scale("smoke", 4_000, 100, 1_000, 50, 10),  # for the test that the harness runs
-    # SPEC §25's 500,000 figures only (first_frame_500k_s, rss_kb_per_obligation): bench/last-huge.json
+    # design §25's 500,000 figures only (first_frame_500k_s, rss_kb_per_obligation): bench/last-huge.json
     "huge": Scale("huge", 0, 50_000, 500_000, 0, 0),
 }
 
@@ -143,7 +143,7 @@ def write_contracts(root: Path, count: int) -> None:
 
 
 def seen(root: Path, **sizes: int) -> dict[str, int]:
-    """A host event's `seen` (SPEC §22): the other stores' lengths when it was decided, as the
+    """A host event's `seen` (design §22): the other stores' lengths when it was decided, as the
     generated log orders them (every dispatch and close before the first signal; memory after the
     last host event)."""
     identity = (root / ".regulator" / "identity.ndjson").stat().st_size
@@ -288,7 +288,7 @@ def write_memory(root: Path, events: int, units: int) -> int:
                 "at": NOW,
             }
         )
-        if i % 100 == 0 and w.count < events:  # person events: about 1 % of the log (SPEC §21)
+        if i % 100 == 0 and w.count < events:  # person events: about 1 % of the log (design §21)
             w.add(
                 alice.event(
                     {"kind": "retraction", "entry": mid, "by": "alice", "reason": "superseded", "at": NOW}
@@ -372,7 +372,7 @@ def nextup_workspace(root: Path, scale: Scale) -> dict:
     return {"units": scale.units, "findings": scale.findings}
 
 
-MEMORY_EVENTS = {"full": 400_000, "quick": 40_000, "smoke": 2_000}  # memory_freshness_ratio (SPEC §21)
+MEMORY_EVENTS = {"full": 400_000, "quick": 40_000, "smoke": 2_000}  # memory_freshness_ratio (design §21)
 
 
 def memory_workspace(root: Path, events: int, commits: int = 200, files: int = 500) -> dict:
@@ -426,7 +426,7 @@ def memory_workspace(root: Path, events: int, commits: int = 200, files: int = 5
 
 
 def osv_workspace(root: Path, advisories: int = 10_000, lockfiles: int = 50, pins: int = 100) -> dict:
-    """SPEC §25's `osv_sensor_s`: `lockfiles` requirements files of `pins` pins each, committed on
+    """design §25's `osv_sensor_s`: `lockfiles` requirements files of `pins` pins each, committed on
     trunk, each declared for its own unit, and a feed folder of `advisories` OSV records (GitHub's
     shape) over 5,000 package names, about one in twenty of those that name a pinned package
     affecting its version; the osv sensor declared by a decision, signed as the CLI signs it."""

@@ -1,9 +1,9 @@
-"""The figures of SPEC §12, §21 and §25, measured side by side on generated workspaces.
+"""The figures of design §12, §21 and §25, measured side by side on generated workspaces.
 
     python bench/run.py [--scale quick|full|huge] [--json] [--keep DIR] [--fleet]
 
 Each ratio is reported with the raw times behind it and the sizes measured. `--scale huge` measures
-SPEC §25's 500,000 figures only (first_frame_500k_s, rss_kb_per_obligation) and keeps its report
+design §25's 500,000 figures only (first_frame_500k_s, rss_kb_per_obligation) and keeps its report
 in bench/last-huge.json. The fleet figures (door_call_ms, serve_route_ms, leader_failover_s: a real
 `serve` and PostgreSQL, bench/serve.py) are measured at full scale or with --fleet, and named in the
 same document; each figure's report carries the machine's load average when it was measured.
@@ -57,7 +57,7 @@ TARGETS = {
     "memory_freshness_ratio": 1.2,
     "mcp_start_s": 1.0,
     "osv_sensor_s": 5.0,
-    # SPEC §25 (the 500,000 figures are measured by --scale huge, the fleet's by bench/serve.py)
+    # design §25 (the 500,000 figures are measured by --scale huge, the fleet's by bench/serve.py)
     "once_json_s": 3.0,
     "status_cold_100k_s": 1.0,
     "verify_s": 3.0,
@@ -306,7 +306,7 @@ time.sleep(float(sys.argv[2]))
 
 
 def ui_stall(room: Path, hold_s: float = 3.0) -> dict:
-    """SPEC §21 `ui_stall_ms`: the longest gap between 50 ms timer ticks of the open control room
+    """design §21 `ui_stall_ms`: the longest gap between 50 ms timer ticks of the open control room
     while another process holds the decide lock for `hold_s` and a signal is appended (the room
     folds it at once, waits for its turn to route it off the event loop, then routes it)."""
     from controlroom.app import ControlRoom
@@ -558,7 +558,7 @@ def memory_freshness(root: Path, meta: dict, runs: int = 3) -> dict:
 
 
 def huge(tmp: Path, scale: Scale, runs: int = 3) -> dict:
-    """SPEC §25's 500,000 figures: the room's cold first frame (a fresh process, no checkpoint)
+    """design §25's 500,000 figures: the room's cold first frame (a fresh process, no checkpoint)
     and its peak RSS ÷ open obligations."""
     meta = room_of(tmp / "room", scale.obligations)
     os.sync()
@@ -590,7 +590,7 @@ ALONE = {
     "next_up_ms": lambda tmp, scale: next_up(tmp / "nextup", nextup_workspace(tmp / "nextup", scale)),
     "status_cold_s": lambda tmp, scale: status_cold(tmp),
     "osv_sensor_s": lambda tmp, scale: osv_sensor(tmp / "osv", osv_workspace(tmp / "osv")),
-    # SPEC §25: --once and status on the room workspace, verify on the log workspace
+    # design §25: --once and status on the room workspace, verify on the log workspace
     "once_json_s": lambda tmp, scale: (
         {"sizes": {"room": room_of(tmp / "room", scale.obligations)}}
         | cold_command(tmp / "room", ["controlroom", "--once", "--json"], "once_json_s", 3)
@@ -626,7 +626,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", type=Path, help="build the workspaces here and keep them")
     parser.add_argument("--cold-first-frame", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--ui-stall-only", action="store_true", help="measure only ui_stall_ms (SPEC §21)")
+    parser.add_argument("--ui-stall-only", action="store_true", help="measure only ui_stall_ms (design §21)")
     parser.add_argument(
         "--only",
         choices=["memory_freshness", *ALONE],
@@ -664,7 +664,7 @@ def main() -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "targets": TARGETS,
     }
-    if scale.name == "huge":  # SPEC §25's 500,000 figures alone, kept as bench/last-huge.json
+    if scale.name == "huge":  # design §25's 500,000 figures alone, kept as bench/last-huge.json
         report["targets"] = HUGE_TARGETS
         with tempfile.TemporaryDirectory() as tmp_name:
             report.update(huge(args.keep or Path(tmp_name), scale))

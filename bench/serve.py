@@ -1,4 +1,4 @@
-"""serve's figures (SPEC §25), measured from outside against real `regulator serve` processes:
+"""serve's figures (design §25), measured from outside against real `regulator serve` processes:
 
     python bench/serve.py [--json] [--only door|route|failover] [--runs N]
 

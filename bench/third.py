@@ -1,4 +1,4 @@
-"""SPEC §25's figures: cold fresh processes on the 100,000-obligation room and the log
+"""design §25's figures: cold fresh processes on the 100,000-obligation room and the log
 (`--once --json`, `status --json`, `verify`), the fleet's figures from bench/serve.py, and the OSV
 sensor's run."""
 
@@ -43,13 +43,13 @@ def cold_command(root: Path, args: list[str], name: str, runs: int, ok: tuple[in
 
 
 def room_of(root: Path, obligations: int) -> dict:
-    """SPEC §25's workspace: `obligations` open obligations, 10 per unit."""
+    """design §25's workspace: `obligations` open obligations, 10 per unit."""
     n = obligations
     return room_workspace(root, Scale("x", 0, n // 10, n, 0, 0))
 
 
 def third_round(room: Path, log_root: Path, meta: dict) -> dict:
-    """SPEC §25 at the room workspace's size (100,000 obligations at full scale): `controlroom
+    """design §25 at the room workspace's size (100,000 obligations at full scale): `controlroom
     --once --json` (verification included) and `status --json`, each a cold fresh process; and
     `verify` of the log workspace (1,000,000 events at full scale)."""
     result = {"third_round_sizes": {"room": meta}}
@@ -60,7 +60,7 @@ def third_round(room: Path, log_root: Path, meta: dict) -> dict:
 
 
 def fleet(runs: int) -> dict:
-    """The fleet figures of SPEC §25 from bench/serve.py (real `serve` processes, a real PostgreSQL
+    """The fleet figures of design §25 from bench/serve.py (real `serve` processes, a real PostgreSQL
     server), named here: door_call_ms (p50, p99), serve_route_ms (median, files and PostgreSQL),
     leader_failover_s; each with its raw runs."""
     load_before = load_now()
@@ -87,7 +87,7 @@ def fleet(runs: int) -> dict:
 
 
 def osv_sensor(root: Path, meta: dict) -> dict:
-    """SPEC §25: `regulator sensors run osv` as a fresh process, 10,000 advisories against 50
+    """design §25: `regulator sensors run osv` as a fresh process, 10,000 advisories against 50
     requirements files, from the stores as they were before the sensor's first run (restored
     between runs: each run raises what the first raises); then a run over what it already raised."""
     signals = root / ".regulator" / "signals.ndjson"

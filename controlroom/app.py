@@ -1,4 +1,4 @@
-"""The control room: a Textual application over the engine's read models (SPEC §10).
+"""The control room: a Textual application over the engine's read models (design §10).
 
 Nothing slow runs on Textual's event loop. Folding, routing, writes, lint and verify run in thread
 workers (`@work(thread=True)`) that post typed messages; the UI owns what it shows and applies
@@ -123,7 +123,7 @@ class ControlRoom(App[None]):
         self._checks_seq = self._checks_applied = 0  # the newest checks asked for, and applied
         self._detail_timer: Timer | None = None
         self._bindings_marker: tuple[str, bool, tuple[bool | None, ...]] | None = None
-        self.serve_text: str | None = None  # serve's state (SPEC §22), asked while the room is live
+        self.serve_text: str | None = None  # serve's state (design §22), asked while the room is live
         self.refreshes = 0  # how many store changes were folded in (tests and bench read it)
         self.syncs = 0  # folds finished (tests wait on it)
 
@@ -229,7 +229,7 @@ class ControlRoom(App[None]):
             snap.state.now = self.now()
             problems = snap.state.bad_lines
             gained = advance(ws, snap.state, final=False)
-            found = snap.check_appended()  # a line failing its hash shows at once (SPEC §26)
+            found = snap.check_appended()  # a line failing its hash shows at once (design §26)
             pending = unrouted_count(snap.state)
         routed = 0
         if pending and self.routes and ws.has_stores:  # a reader role never routes
@@ -771,7 +771,7 @@ class ControlRoom(App[None]):
     # ---- live ------------------------------------------------------------------------------------
     @work(exclusive=True, group="watch")
     async def watch_stores(self) -> None:
-        # a clone has no .regulator/ (SPEC §16.2): only the folders that exist are watched
+        # a clone has no .regulator/ (design §16.2): only the folders that exist are watched
         paths = [str(p) for p in watch_paths(self.ws)]
         if not paths:
             return

@@ -1,4 +1,4 @@
-"""`regulator demo`: the seeds' worked examples, built through the engine's own API (SPEC §14).
+"""`regulator demo`: the seeds' worked examples, built through the engine's own API (design §14).
 
 Works on a fresh machine with no git identity: the demo's commits carry their own.
 """

@@ -1,4 +1,4 @@
-"""serve's door over HTTP (SPEC §22): the tools of controlroom.mcp_server with the mcp SDK's
+"""serve's door over HTTP (design §22): the tools of controlroom.mcp_server with the mcp SDK's
 Streamable HTTP transport at `/mcp` (stateless, JSON responses), behind a bearer lease token, and
 `GET /healthz`. Served by uvicorn on a Unix socket (mode 0666: the token, not the file mode, is the
 lock) or a TCP port.

@@ -87,7 +87,7 @@ def in_memory(snap: Snapshot) -> InMemory:
 
 
 def would_block_text(snap: Snapshot, compact: bool = False) -> str | None:
-    """What routing the unrouted signals would hold (SPEC §16: a count of 0 blocking with signals
+    """What routing the unrouted signals would hold (design §16: a count of 0 blocking with signals
     not yet routed is not all clear), or None when nothing unrouted would block."""
     if not snap.known:
         return None
@@ -102,7 +102,7 @@ def would_block_text(snap: Snapshot, compact: bool = False) -> str | None:
 
 def unrouted_status(snap: Snapshot, why: str) -> str | None:
     """What routing the signals a room does not route (`why`: read-only, a reader role) would
-    open (SPEC §16), escaped, or None."""
+    open (design §16), escaped, or None."""
     if not snap.known:
         return None
     found = in_memory(snap)
@@ -121,7 +121,7 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, s
     """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none;
     `store` names where the stores are (files, postgresql), before the live indicator."""
     c: dict[str, int | str] = dict(counts(snap))
-    if not snap.known:  # without the stores these are unknown, never 0 (SPEC §16.2)
+    if not snap.known:  # without the stores these are unknown, never 0 (design §16.2)
         c.update(blocking="?", held="?", stale="?", expiring="?", unrouted="?")
     lint_part = lint_mark(snap)
     if compact:
@@ -175,7 +175,7 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, s
 
 def lint_mark(snap: Snapshot) -> str:
     """The header's lint part: `lint …` until it ran, `lint ✗N` with errors, and `lint unchecked`
-    when trunk history could not be read (SPEC §26: never ✓ for what was not checked)."""
+    when trunk history could not be read (design §26: never ✓ for what was not checked)."""
     if snap.lint is None:
         return "lint …"
     if snap.lint.errors:
@@ -262,7 +262,7 @@ SHORT_MARKS = {
 
 
 def trust_marks(ws: Workspace) -> list[str]:
-    """What the header must never hide (SPEC §15.1, §15.3): names not proven, a clock not the host's."""
+    """What the header must never hide (design §15.1, §15.3): names not proven, a clock not the host's."""
     auth = ws.authority()
     marks = [] if auth.present else ["stores absent: unit state unknown"]
     if auth.present and auth.authentication == "names":

@@ -23,7 +23,7 @@ def cannot_write(ws: Workspace) -> str | None:
 
 
 def follow_server(ws: Workspace) -> threading.Event | None:
-    """On PostgreSQL (SPEC §18), a thread LISTENs for appends from every host and brings them into
+    """On PostgreSQL (design §18), a thread LISTENs for appends from every host and brings them into
     the local mirror, where the file watch above sees them; None for file stores."""
     url = ws.url
     if url is None:
@@ -44,7 +44,7 @@ def follow_server(ws: Workspace) -> threading.Event | None:
 
 
 def write_whole(path: Path, text: str) -> None:
-    """The file whole or not at all: a temporary file beside it, renamed over it (SPEC §16.4)."""
+    """The file whole or not at all: a temporary file beside it, renamed over it (design §16.4)."""
     import tempfile
 
     from engine.base.errors import BadInput
@@ -69,7 +69,7 @@ GIT_PARTS = ("HEAD", "index", "packed-refs", "refs")  # a commit, a checkout, a 
 
 def watch_paths(ws: Workspace) -> list[Path]:
     """The stores, the register folders and git's HEAD, refs and index (a commit changes lint
-    and Next-up without touching a register file). A clone has no .regulator/ (SPEC §16.2)."""
+    and Next-up without touching a register file). A clone has no .regulator/ (design §16.2)."""
     candidates = [ws.state_dir, *(ws.root / d for d in REGISTER_DIRS), ws.tree / ".git"]
     return [p for p in candidates if p.is_dir()]
 

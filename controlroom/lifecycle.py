@@ -46,7 +46,7 @@ def _signal_lines(snap: Snapshot, signal_id: str) -> list[str]:
     if s is None:
         return [f"signal {signal_id} (not in the log)"]
     who = reporter(s)
-    if s.get("type") == "question":  # a unit's question (ask_human, SPEC §22)
+    if s.get("type") == "question":  # a unit's question (ask_human, design §22)
         return [
             f"{s['at']} question {signal_id} from {escape(who)}",
             *(f"  ? {escape(line)}" for line in str(s.get("question", "")).split("\n")),
@@ -87,7 +87,7 @@ def _signal_lines(snap: Snapshot, signal_id: str) -> list[str]:
 
 
 def _uncounted(events: Iterable[Mapping[str, object]]) -> Iterator[str]:
-    """Person events that count for nothing, shown for what they are (SPEC §15.1)."""
+    """Person events that count for nothing, shown for what they are (design §15.1)."""
     for event in events:
         if "uncounted" in event:
             yield (

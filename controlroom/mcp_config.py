@@ -1,4 +1,4 @@
-"""The `mcpServers` entry an agent host needs to launch a unit's `regulator mcp` (SPEC §17). No
+"""The `mcpServers` entry an agent host needs to launch a unit's `regulator mcp` (design §17). No
 MCP SDK here: a host can print the config where the server's extra is not installed."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def server_name(unit: str) -> str:
 
 def server_config(unit: str, lease: Path) -> dict[str, Any]:
     """`{"mcpServers": {"regulator-<unit>": {"command", "args"[, "env"]}}}` for the unit holding
-    `lease` (`env` carries REGULATOR_STORE when it is set, SPEC §18)."""
+    `lease` (`env` carries REGULATOR_STORE when it is set, design §18)."""
     import os
 
     command, prefix = command_line()

@@ -1,4 +1,4 @@
-"""The agent's door's tools (SPEC §17, §22) as an MCP server: on stdio for one leased unit
+"""The agent's door's tools (design §17, §22) as an MCP server: on stdio for one leased unit
 (`regulator mcp`), and the same tools behind `serve`'s Streamable HTTP door (controlroom.door_http).
 
 Imported only by the `mcp` and `serve` commands: it needs the optional extra `regulator[mcp]` (the
@@ -33,7 +33,7 @@ SHIPPED_SEVERITIES = ("info", "advisory", "blocking", "critical")
 
 # ---- the tools, declared as the SDK declares its tools: each signature is the tool's input (its
 # JSON schema is derived by the SDK, engine.doors.api validates the call), each docstring its
-# description. Field names are `--json-input`'s (SPEC §5.2, §6.1); no tool takes a unit or a person.
+# description. Field names are `--json-input`'s (design §5.2, §6.1); no tool takes a unit or a person.
 def report_intelligence(
     subject: Annotated[
         str, Field(description="What it is about: a path, component or unit (e.g. vendor/left-pad.js).")
@@ -434,7 +434,7 @@ def _sendable(value: int | str) -> bool:
 
 
 def answer_to(exc: Exception) -> types.JSONRPCError:
-    """SPEC §26: a line the SDK cannot read as a message (not JSON, nested too deep, a lone
+    """design §26: a line the SDK cannot read as a message (not JSON, nested too deep, a lone
     surrogate, not a JSON-RPC message) is answered with a JSON-RPC error naming its id where it has
     one, never left unanswered: an agent waiting on that id would wait forever."""
     raw: object = None

@@ -1,4 +1,4 @@
-"""`controlroom --once`: route, lint, derive, print the state, exit 0 or 1 (SPEC §10)."""
+"""`controlroom --once`: route, lint, derive, print the state, exit 0 or 1 (design §10)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def exit_reasons(snap: Snapshot, require_history: bool = False) -> list[str]:
 
 
 def _started(state: State, unit: UnitState | None) -> str | None:
-    """How a started unit (in progress, or lost: its lease expired, SPEC §23) is named in a reason
+    """How a started unit (in progress, or lost: its lease expired, design §23) is named in a reason
     --once fails for; None for a unit not started."""
     if unit is None:
         return None
@@ -78,7 +78,7 @@ def _started(state: State, unit: UnitState | None) -> str | None:
 
 def _unrouted_reasons(snap: Snapshot) -> list[str]:
     """Signals this run did not route (read-only, a reader role, or appended after it routed) are
-    judged as the router would route them now (SPEC §16, §18): a would-be blocking obligation on
+    judged as the router would route them now (design §16, §18): a would-be blocking obligation on
     an in-progress unit fails --once as an open one does; signals that cannot be judged fail it too."""
     if not snap.known:
         return []
@@ -101,7 +101,7 @@ def _unrouted_reasons(snap: Snapshot) -> list[str]:
 def once(
     ws: Workspace, person: str | None, read_only: bool = False, require_history: bool = False
 ) -> tuple[Snapshot, list[str]]:
-    # a clone has nothing to route, and writes nothing; nor does a reader role (SPEC §18): what
+    # a clone has nothing to route, and writes nothing; nor does a reader role (design §18): what
     # they leave unrouted is routed in memory and judged (exit_reasons)
     if read_only:
         why: str | None = "read-only"
@@ -238,7 +238,7 @@ def as_text(snap: Snapshot, reasons: list[str]) -> str:
     lines = [] if snap.known else [ABSENT]
     lines += [f"regulator · {snap.ws.root.name} · {header_text(snap, live='once')}", routed_text(snap)]
     unchecked = lint_unchecked(snap)
-    if unchecked is not None:  # never shown as ✓: said, with why (SPEC §26)
+    if unchecked is not None:  # never shown as ✓: said, with why (design §26)
         lines.append(
             f"lint unchecked: trunk history unavailable ({escape(unchecked)}); its history checks did not run"
         )
@@ -301,7 +301,7 @@ class RegistersOnly:
 
 
 def registers_only(ws: Workspace) -> RegistersOnly:
-    """`--once --registers-only` (SPEC §16.2): what git holds, checked as CI would: `registry lint
+    """`--once --registers-only` (design §16.2): what git holds, checked as CI would: `registry lint
     --require-history`, `registry views --check` and `identity verify --require-history` by git
     history. Nothing is routed or written. Unit state is used where the stores are files on this
     disk (the re-gate check), and reported unknown elsewhere: a clone, or stores on PostgreSQL,

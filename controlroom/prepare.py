@@ -35,7 +35,7 @@ class ResolveContent:
     obligation: str
     summary: str
     dispositions: dict[str, str]  # each allowed disposition and what it means, in the order shown
-    question: bool = False  # a unit's question: answered, the answer signed (SPEC §22)
+    question: bool = False  # a unit's question: answered, the answer signed (design §22)
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class ProposalContent:
     verdict: str  # accept | reject
     summary: str
     review: list[str]
-    replay: list[str]  # accepting a routing policy: what it would have changed (SPEC §20)
+    replay: list[str]  # accepting a routing policy: what it would have changed (design §20)
 
 
 Content = (

@@ -71,14 +71,14 @@ class Snapshot:
     verify: list[Finding] = field(default_factory=list)
     holds: dict[str, list[Obligation]] = field(default_factory=dict)  # unit -> the obligations holding it
     stale: dict[str, list[str]] = field(default_factory=dict)  # unit -> the unresolved findings flagging it
-    # the stores' chains checked line by line as the room folds them (SPEC §26): what they found
+    # the stores' chains checked line by line as the room folds them (design §26): what they found
     # since the last full checks, which `verify` holds too until those checks run again
     live: list[Finding] = field(default_factory=list)
     chains: dict[str, LiveChain] = field(default_factory=dict)
     # the interaction policy's persons, read once per refresh (actions ask them per keypress);
     # None: the policy cannot be read
     people: People | None = None
-    routing: RoutingPolicy | None = None  # the routing policy (its deadlines, SPEC §24); None: unreadable
+    routing: RoutingPolicy | None = None  # the routing policy (its deadlines, design §24); None: unreadable
     known: bool = True  # the stores are here: without them (a clone) unit state is unknown (§16.2)
     history: HistoryVerdict | None = None  # without the stores: identity judged by git history
     routed: int | None = None  # --once: signals it routed before reading (None: it did not route)
@@ -122,7 +122,7 @@ class Snapshot:
         return bool(found)
 
     def hold(self) -> None:
-        """What holds each unit, as engine.read.vetoes.holds decides it (one meaning: SPEC §26)."""
+        """What holds each unit, as engine.read.vetoes.holds decides it (one meaning: design §26)."""
         found = holds(self.ws, self.state)
         self.holds, self.stale = found.obligations, found.findings
 
@@ -142,7 +142,7 @@ class Snapshot:
 
 
 def evidence(snap: Snapshot, entry_id: str) -> freshness.Freshness:
-    """Whether the files a memory entry cites changed since it was recorded (SPEC §20): one
+    """Whether the files a memory entry cites changed since it was recorded (design §20): one
     history pass for every entry, kept until the state or the clock moves (the fold's worker
     warms it; engine.read.freshness keeps its answers per HEAD)."""
 
@@ -224,7 +224,7 @@ def compute_checks(ws: Workspace, state: State, *, host_events: bool = False) ->
     identity: Sequence[IdentityCheck]
     if ws.has_stores:
         identity = verify_identity(ws, state)
-    else:  # a clone: the decisions are not here, their commits are (SPEC §16.2)
+    else:  # a clone: the decisions are not here, their commits are (design §16.2)
         from engine.trust.idhistory import verify_history
 
         history = verify_history(ws)
@@ -286,7 +286,7 @@ def contract_of(unit: UnitState) -> Contract:
 
 def unit_cell(snap: Snapshot, unit: UnitState) -> str:
     """A unit's status as the room and --once show it: `awaiting close` for an in-progress unit
-    whose result is recorded and whose close a hold vetoes (SPEC §23), `unknown` without stores."""
+    whose result is recorded and whose close a hold vetoes (design §23), `unknown` without stores."""
     if not snap.known:
         return "unknown"
     if awaiting_close(snap.state, unit, snap.holds.get(unit.id, [])):
@@ -299,7 +299,7 @@ AWAITING_CLOSE = "awaiting close"
 
 def run_marks(snap: Snapshot, unit: UnitState) -> str:
     """What a row says before a unit's title of how it runs: a started unit that is not confined
-    (SPEC §23, it could read the stores), and the outcome of the result its lease recorded."""
+    (design §23, it could read the stores), and the outcome of the result its lease recorded."""
     if not snap.known:
         return ""
     marks = []
@@ -343,7 +343,7 @@ def _keys(view: str, snap: Snapshot, show_all: bool) -> list[Key]:
         queue, _ = next_up(snap.ws, state, explain=False)
         # bad store lines first: what the stores could not say is the first thing to see (§16.3)
         out: list[Key] = [RowKey("bad", str(i)) for i in range(len(state.problems))]
-        if state.bad_lines > len(state.problems):  # the rest are counted, not listed (SPEC §26)
+        if state.bad_lines > len(state.problems):  # the rest are counted, not listed (design §26)
             out.append(RowKey("bad", "more"))
         out += [RowKey("verify", str(i)) for i in range(len(snap.verify))]
         out += [RowKey("next", u["id"]) for u in queue]
@@ -520,7 +520,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
 
 
 def signal_marks(state: State, signal_id: str, signal: dict) -> str:
-    """What a signal row adds to its subject (SPEC §24): its prediction's state, supersession,
+    """What a signal row adds to its subject (design §24): its prediction's state, supersession,
     stale evidence, a withdrawn advisory."""
     from engine.read.worldfold import AWAITING, CAME_TRUE, DID_NOT, status
 

@@ -1,4 +1,4 @@
-"""Errors a user can cause, each carrying the documented exit code (SPEC §13). Defined in the
+"""Errors a user can cause, each carrying the documented exit code (design §13). Defined in the
 lowest layer so that a file read here (identity.regular) refuses as the engine does; engine.base.errors
 is where the rest of regulator imports them from."""
 

@@ -11,9 +11,9 @@ IDENTITY_DIR = "regulator/identity"
 POLICY_DIR = "regulator/policy"
 IDENTITY_NAMES = ("invariants.md", "glossary.md", "boundaries.md")
 POLICY_NAMES = ("routing.yaml", "interaction.yaml", "profiles.yaml")
-# where the stores are (SPEC §18): governed where it exists; a workspace on files has none
+# where the stores are (design §18): governed where it exists; a workspace on files has none
 STORE_POLICY = f"{POLICY_DIR}/store.yaml"
-# the declared sensors (SPEC §24): governed where it exists; a workspace without one has none
+# the declared sensors (design §24): governed where it exists; a workspace without one has none
 SENSORS_POLICY = f"{POLICY_DIR}/sensors.yaml"
 # governed files a workspace may lack: absent and never decided is fine, present without a
 # decision is a hand edit like any other

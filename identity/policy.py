@@ -1,4 +1,4 @@
-"""The policy files (SPEC §13 shapes): routing, interaction, profiles. Parsed with safe_load only
+"""The policy files (design §13 shapes): routing, interaction, profiles. Parsed with safe_load only
 (identity/yamlload.py: strict, a duplicate key is an error)."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ FLOOR_FIELDS = ("subject", "observation", "rationale")  # never the claim (seed 
 DURATION = re.compile(r"([1-9][0-9]{0,6})([smhd])")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")  # a sensor's name
-# the lockfile formats an osv sensor reads (SPEC §24), by file name
+# the lockfile formats an osv sensor reads (design §24), by file name
 LOCKFILE_FORMATS = ("requirements*.txt", "poetry.lock", "uv.lock", "package-lock.json")
 
 
 def duration_seconds(text: str) -> int:
-    """`<n>s|m|h|d` (30s, 15m, 2h, 14d) in seconds; ValueError for anything else (SPEC §23)."""
+    """`<n>s|m|h|d` (30s, 15m, 2h, 14d) in seconds; ValueError for anything else (design §23)."""
     found = DURATION.fullmatch(text) if isinstance(text, str) else None
     if found is None:
         raise ValueError(f"{text!r} is not a duration (<n>s, <n>m, <n>h or <n>d, e.g. 48h)")
@@ -86,7 +86,7 @@ class Rule(_Model):
 
 
 class MemoryPolicy(_Model):
-    """How much current memory one recording unit may hold (SPEC §16.1)."""
+    """How much current memory one recording unit may hold (design §16.1)."""
 
     max_current_per_unit: int = Field(default=25, alias="maxCurrentPerUnit", ge=1)
 
@@ -97,10 +97,10 @@ class RoutingPolicy(_Model):
     floors: tuple[Floor, ...] = ()
     rules: dict[str, Rule]
     intake_debt_days: int = Field(default=14, alias="intakeDebtDays", ge=0)
-    # SPEC §15.3: REGULATOR_NOW is honoured only under `pinned` (tests, the demo's build)
+    # design §15.3: REGULATOR_NOW is honoured only under `pinned` (tests, the demo's build)
     clock: Literal["system", "pinned"] = "system"
     memory: MemoryPolicy = MemoryPolicy()
-    # SPEC §24: how long an obligation of each severity may stay open before it is overdue and
+    # design §24: how long an obligation of each severity may stay open before it is overdue and
     # escalated; who it is escalated to; the command run once per escalation (no shell). A policy
     # written before these keys has none: nothing is ever overdue, no one is notified.
     deadlines: dict[str, str] = {}
@@ -152,7 +152,7 @@ class Person(_Model):
     grants: tuple[str, ...] = ()
     resolve: tuple[str, ...] = ()
     emails: tuple[str, ...] = ()
-    keys: tuple[str, ...] = ()  # OpenSSH public keys that may sign this person's events (SPEC §15.1)
+    keys: tuple[str, ...] = ()  # OpenSSH public keys that may sign this person's events (design §15.1)
     retired_keys: tuple[str, ...] = Field(default=(), alias="retiredKeys")  # verify old events only
 
     @field_validator("keys", "retired_keys")
@@ -176,7 +176,7 @@ class Person(_Model):
 
 class InteractionPolicy(_Model):
     people: dict[str, Person]
-    # SPEC §15.1: a person event counts only when signed by one of the person's keys. A policy
+    # design §15.1: a person event counts only when signed by one of the person's keys. A policy
     # without it (made before signatures) counts unsigned person events: "names unauthenticated".
     require_signatures: bool = Field(default=False, alias="requireSignatures")
 
@@ -190,7 +190,7 @@ class InteractionPolicy(_Model):
 
 
 class Sensor(_Model):
-    """One declared sensor (SPEC §24): a command printing report_intelligence lines, or an OSV feed
+    """One declared sensor (design §24): a command printing report_intelligence lines, or an OSV feed
     matched against lockfiles read from trunk."""
 
     kind: Literal["command", "osv"]
@@ -271,7 +271,7 @@ HarnessTools = dict[str, dict[str, tuple[str, ...]]]  # harness -> abstract tool
 
 class Profiles(_Model):
     profiles: dict[str, Profile]
-    # SPEC §23: the abstract tools a profile grants, as each harness names them; a file without it
+    # design §23: the abstract tools a profile grants, as each harness names them; a file without it
     # (every workspace before this round) uses the shipped mapping (identity.shipped.HARNESS_TOOLS)
     harness_tools: HarnessTools | None = Field(default=None, alias="harnessTools")
 

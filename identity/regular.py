@@ -1,4 +1,4 @@
-"""The files regulator reads, read only when they are regular files and never waited on (SPEC
+"""The files regulator reads, read only when they are regular files and never waited on (design
 §16.4, §26): a FIFO, a socket or a device put where a governed file, a view, a config file or
 `.git/HEAD` belongs is refused in one line (exit 3), since opening a FIFO blocks until a writer
 comes and reading a device may never end."""

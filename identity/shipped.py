@@ -1,4 +1,4 @@
-"""What `regulator init` writes: the shipped policy (SPEC §5.1, §7, §13) and a baseline identity."""
+"""What `regulator init` writes: the shipped policy (design §5.1, §7, §13) and a baseline identity."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ ROUTING = {
     ],
     "rules": {"intelligence-signal": {"atOrAbove": "advisory", "owedTo": "S3"}},
     "intakeDebtDays": 14,
-    # SPEC §24: an obligation open past its deadline is overdue and escalated (never resolved)
+    # design §24: an obligation open past its deadline is overdue and escalated (never resolved)
     "deadlines": {"critical": "4h", "blocking": "48h", "advisory": "14d"},
 }
 
@@ -102,7 +102,7 @@ PROFILES = {
 }
 
 
-# the abstract tools of profiles.yaml as Claude Code names them (SPEC §23): what `regulator hook
+# the abstract tools of profiles.yaml as Claude Code names them (design §23): what `regulator hook
 # PreToolUse` and the settings' deny rules use when a workspace's profiles.yaml has no `harnessTools`
 HARNESS_TOOLS: dict[str, dict[str, list[str]]] = {
     "claude-code": {
@@ -137,11 +137,11 @@ def policy_files(
     return {
         "routing.yaml": dump(
             {**ROUTING, "escalate": [owner], "clock": clock},
-            "# Routing policy (SPEC §5.1, §24). Changed only by accepted proposal.\n",
+            "# Routing policy (design §5.1, §24). Changed only by accepted proposal.\n",
         ),
         "interaction.yaml": dump(
             interaction(owner, email, key),
-            "# Who may do what (SPEC §7). Changed only by accepted proposal.\n",
+            "# Who may do what (design §7). Changed only by accepted proposal.\n",
         ),
-        "profiles.yaml": dump(PROFILES, "# Tool profiles for units (SPEC §13).\n"),
+        "profiles.yaml": dump(PROFILES, "# Tool profiles for units (design §13).\n"),
     }

@@ -1,9 +1,9 @@
 """Register entries: one markdown file each, YAML frontmatter (safe_load only), typed references.
 
-Prose is never parsed for status: only the frontmatter fields of SPEC §8.1 and §9 count. A file
+Prose is never parsed for status: only the frontmatter fields of design §8.1 and §9 count. A file
 that cannot be read (invalid UTF-8, a byte-order mark, merge conflict markers, bad YAML, a key
 given twice) is `unreadable`; one that reads but breaks the schema (an impossible date included)
-is `schema`. Either way it is listed as invalid, never left out (SPEC §16.3).
+is `schema`. Either way it is listed as invalid, never left out (design §16.3).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ ACK = re.compile(r"(\d{4}-\d{2}-\d{2}) (\S.*)")
 DISPOSITIONS = ("new", "parked", "rejected")
 RECORD_STATUS = ("claimed", "wired", "observed", "uninspected", "n/a")
 AXES = ("claim", "implementation", "operation")
-# SPEC §19: the status axes a record of each kind must carry (seed 003's records carry them so)
+# design §19: the status axes a record of each kind must carry (seed 003's records carry them so)
 REQUIRED_AXES: dict[str, tuple[str, ...]] = {
     "CLM": AXES,
     "BAP": AXES,
@@ -104,7 +104,7 @@ class Invalid:
 
 @dataclass(frozen=True)
 class Held:
-    """The hold an unreadable finding keeps: its last parseable version on trunk (SPEC §16.3)."""
+    """The hold an unreadable finding keeps: its last parseable version on trunk (design §16.3)."""
 
     entry: Entry
     commit: str  # the trunk commit that version is from
@@ -268,7 +268,7 @@ def parse_entry(kind: str, relative: str, text: str) -> Entry:
 
 
 def _record(data: dict, entry_id: str) -> None:
-    """A record's schema (SPEC §9 as amended by §19)."""
+    """A record's schema (design §9 as amended by §19)."""
     _text(data, "label")
     record_kind = entry_id.split("-")[1]
     if data.get("kind") not in (record_kind, RECORD_KINDS[record_kind]):
@@ -307,7 +307,7 @@ def _status(data: dict, record_kind: str) -> None:
     if record_kind == "RTE" and status.get("claim", "n/a") != "n/a":
         raise EntryError(
             "field status.claim: a route carries no claim status (omit it, or n/a; a record shipped "
-            "before SPEC §19 carries one: delete that line)"
+            "before design §19 carries one: delete that line)"
         )
 
 
@@ -343,7 +343,7 @@ def _evidence(data: dict) -> None:
 
 
 def _retro(data: dict) -> None:
-    """A RETRO entry (SPEC §19): the period and the generated numbers; the body is prose."""
+    """A RETRO entry (design §19): the period and the generated numbers; the body is prose."""
     _date(data, "since")
     until = data.get("until")
     if not isinstance(until, str | date):
@@ -388,7 +388,7 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 def _read_entry(path: Path) -> bytes:
     """A regular file's bytes, never through a symlink and never more than MAX_ENTRY_BYTES: a
-    committed link to /dev/zero or a FIFO must not hang every command (SPEC §16.4). Read with
+    committed link to /dev/zero or a FIFO must not hang every command (design §16.4). Read with
     os.read, no buffered file object: `registry lint` reads 10,000 of these in the bench."""
     try:
         fd = os.open(path, _OPEN_FLAGS)

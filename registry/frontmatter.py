@@ -28,7 +28,7 @@ _NULLS = ("null", "Null", "NULL", "~")
 _ODD = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 # the spaces Python's str.strip and str.split take for whitespace and YAML does not (YAML's
 # whitespace is the space and the tab): `resolved: true` + U+00A0 is the text "true\u00a0" to
-# YAML, and must never be read as True here (SPEC §26). Any of them in a head: YAML's job.
+# YAML, and must never be read as True here (design §26). Any of them in a head: YAML's job.
 UNICODE_SPACES = "\xa0\u1680\u2000-\u200a\u202f\u205f\u3000"
 _SPACE = re.compile(f"[{UNICODE_SPACES}]")
 _KEY_MAX = 200  # YAML allows a simple key 1024 characters at most; long ones are YAML's job

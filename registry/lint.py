@@ -1,4 +1,4 @@
-"""Lint of the registers (SPEC §8.2, §8.4): schema, references, the ladder, intake debt, and the
+"""Lint of the registers (design §8.2, §8.4): schema, references, the ladder, intake debt, and the
 history checks against trunk (tombstone-not-delete, the load-bearing guard).
 
 Units, their statuses and the interaction policy come in as arguments: the registry knows no engine.
@@ -47,7 +47,7 @@ class Policy:
 
     ackers: dict[str, tuple[str, ...]]  # person -> emails (empty: any author)
     intake_debt_days: int = 14
-    # SPEC §15.1: (commit sha, person) -> whether the commit is SSH-signed by one of the person's
+    # design §15.1: (commit sha, person) -> whether the commit is SSH-signed by one of the person's
     # keys. Asked only of commits that authorize a load-bearing change. With require_signatures,
     # a trailer on an unsigned commit authorizes nothing.
     signed: Callable[[str, str], bool] | None = None
@@ -147,7 +147,7 @@ def record_findings(registers: Registers) -> dict[str, list[Entry]]:
 
 
 def _observed_under_finding(registers: Registers, policy: Policy, today: date) -> list[Issue]:
-    """SPEC §19: a record cannot claim `observed` on an axis while an acknowledged (well formed),
+    """design §19: a record cannot claim `observed` on an axis while an acknowledged (well formed),
     unresolved finding affects it."""
     issues: list[Issue] = []
     for record_id, findings in sorted(record_findings(registers).items()):
@@ -262,7 +262,7 @@ def _authorizer(
     range), if any, and how: "authorized (signed)" by a commit SSH-signed with their key, or
     "authorized (claimed)" by the trailer alone (only where signatures are not required)."""
     seen = ""
-    # the commit that makes the change authorizes it (SPEC §8.4): under --range, each commit's own;
+    # the commit that makes the change authorizes it (design §8.4): under --range, each commit's own;
     # on a branch, the last commit that touched the entry (newest first), so an ack signed in one
     # commit cannot carry someone else's later change to the same entry
     touching = [c for c in history.commits if path in c.paths and (only is None or c.sha == only)]
@@ -471,7 +471,7 @@ def lint_range(history: RangeHistory, policy: Policy) -> list[Issue]:
 
 
 def lint_trunk(found: TrunkFindings, policy: Policy) -> list[Issue]:
-    """SPEC §26: every load-bearing change trunk holds since the baseline, authorized by the commit
+    """design §26: every load-bearing change trunk holds since the baseline, authorized by the commit
     that brought it to trunk (or the merged commit that made it), or an error that keeps the hold
     it would have lifted. A change a later authorized commit decided afresh is no longer an error."""
     issues: list[Issue] = []

@@ -1,4 +1,4 @@
-"""Trunk as it stood at a moment (RETRO, SPEC §19): the last commit before a time, the register
+"""Trunk as it stood at a moment (RETRO, design §19): the last commit before a time, the register
 and contract files in its tree, and what ever landed on trunk up to it. A few git calls each."""
 
 from __future__ import annotations

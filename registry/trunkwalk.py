@@ -1,4 +1,4 @@
-"""Trunk's history of the findings since the baseline, walked once (SPEC §26): each load-bearing
+"""Trunk's history of the findings since the baseline, walked once (design §26): each load-bearing
 change authorized or not, and the holds trunk keeps.
 
 The walk follows trunk's first-parent line, oldest first, from the baseline commit (`regulator

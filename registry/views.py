@@ -27,7 +27,7 @@ def _view(title: str, summary: str, headers: list[str], rows: list[list[str]]) -
 
 
 def _invalid_rows(registers: Registers, kind: str, width: int) -> list[tuple[str, list[str]]]:
-    """An entry that cannot be read is listed as invalid, with why, never left out (SPEC §16.3)."""
+    """An entry that cannot be read is listed as invalid, with why, never left out (design §16.3)."""
     rows = []
     for invalid in registers.invalid_of(kind):
         cells = [f"[{_cell(invalid.id)}]({_cell(invalid.path)})", "", f"INVALID ({invalid.code}): "]

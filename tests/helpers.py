@@ -132,7 +132,7 @@ class Workspace:
         return git(self.root, *args, env=self.env)
 
     def decide(self, relative: str, text: str, by: str = "alice", env: dict | None = None) -> None:
-        """Change a governed file the only way it changes: a proposal, accepted (SPEC §7, §15.0)."""
+        """Change a governed file the only way it changes: a proposal, accepted (design §7, §15.0)."""
         source = self.root.parent / f"proposed-{relative.replace('/', '-')}"
         source.write_text(text)
         args = ["identity", "propose", "--file", relative, "--content-from", str(source)]
@@ -285,7 +285,7 @@ class MemoryEvents(EventSource):
 
 
 def tick(ws: Any, env: dict | None = None, cwd: Path | None = None) -> dict[str, dict]:
-    """`regulator serve --once-tick`: one tick of the host's duties (SPEC §22, §24); the JSON line
+    """`regulator serve --once-tick`: one tick of the host's duties (design §22, §24); the JSON line
     each duty logged on stderr, by the duty's name."""
     done = ws.run("serve", "--once-tick", env=env, cwd=cwd)
     assert done.returncode == 0, done.stderr

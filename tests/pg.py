@@ -1,4 +1,4 @@
-"""A real PostgreSQL 15 server for the tests (SPEC §18): one per test session (per xdist worker),
+"""A real PostgreSQL 15 server for the tests (design §18): one per test session (per xdist worker),
 started from the machine's binaries on a Unix socket only, one database per test.
 
 As root (PostgreSQL refuses to run as root), initdb and pg_ctl run as the `postgres` OS user in a

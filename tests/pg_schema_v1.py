@@ -1,5 +1,5 @@
 """Schema 1 of the PostgreSQL stores, as the first and second rounds made it (engine/log/pg/sql.py
-before SPEC §22), verbatim: what `regulator store upgrade` is tested on. Never edited: a database
+before design §22), verbatim: what `regulator store upgrade` is tested on. Never edited: a database
 made by that code holds exactly this."""
 
 VERSION = 1

@@ -1,4 +1,4 @@
-"""Helpers for the tests of `regulator serve` (SPEC §22): a real serve subprocess on a short Unix
+"""Helpers for the tests of `regulator serve` (design §22): a real serve subprocess on a short Unix
 socket path, the SDK's own Streamable HTTP client over that socket, and hard-deadline polling.
 
 Every serve started here is killed when the test ends (`Serving.close`, called by the fixtures)."""

@@ -44,7 +44,7 @@ def test_forged_identity_lines_of_any_shape_are_named_and_break_no_command(tmp_p
     assert ws.digest() == before
 
 
-# a policy that does not require signatures: an unsigned person event counts (SPEC §15.1 "names")
+# a policy that does not require signatures: an unsigned person event counts (design §15.1 "names")
 POLICY = "people:\n  alice:\n    grants: [accept]\n"
 
 

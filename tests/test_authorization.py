@@ -1,4 +1,4 @@
-"""Who may report and resolve (SPEC §5.2, §5.4): refusals exit 3 and write nothing."""
+"""Who may report and resolve (design §5.2, §5.4): refusals exit 3 and write nothing."""
 
 from __future__ import annotations
 

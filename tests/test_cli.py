@@ -1,4 +1,4 @@
-"""The command line's shape (SPEC §13): one root, every group one command away, global options shown
+"""The command line's shape (design §13): one root, every group one command away, global options shown
 where they apply, --version, -h and shell completion."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A checkout without the stores says so (SPEC §16.2; issue 13): a CI clone shows no unit as
+"""A checkout without the stores says so (design §16.2; issue 13): a CI clone shows no unit as
 `todo`, lint's re-gate reports `unit state unknown`, `controlroom --once` exits 1 there unless
 `--registers-only`, and `identity verify` reads the decisions from git history."""
 
@@ -487,7 +487,7 @@ def test_accept_commits_with_the_decision_trailers_signed(ws: helpers.Workspace)
     assert "gpgsig -----BEGIN SSH SIGNATURE-----" in raw
 
 
-# ---- SPEC §16.4 leftovers ------------------------------------------------------------------------
+# ---- design §16.4 leftovers ------------------------------------------------------------------------
 
 
 def test_a_screenshot_path_that_cannot_be_written_is_exit_2_and_nothing_written(

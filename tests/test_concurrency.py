@@ -1,4 +1,4 @@
-"""Real processes racing (SPEC §5.3, §11): routing never duplicates, appends stay whole."""
+"""Real processes racing (design §5.3, §11): routing never duplicates, appends stay whole."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The control room under Pilot (SPEC §10): views, actions, grants, filter, lifecycle, live."""
+"""The control room under Pilot (design §10): views, actions, grants, filter, lifecycle, live."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_resolve_with_dialog_writes_the_disposition(demo: Any) -> None:
     assert len(written) == before + 1
     assert written[-1]["kind"] == "disposition" and written[-1]["by"] == "alice"
     assert (written[-1]["disposition"], written[-1]["rationale"]) == ("accepted-risk", "fix lands upstream")
-    # the room signs its operator's action with the operator's key (SPEC §15.1), and it counts
+    # the room signs its operator's action with the operator's key (design §15.1), and it counts
     from engine.base import sshsig
     from engine.checkout.authority import signed_bytes
 

@@ -1,4 +1,4 @@
-"""The README's first command: `regulator demo` on a machine with no git identity (SPEC §14)."""
+"""The README's first command: `regulator demo` on a machine with no git identity (design §14)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_demo_on_a_fresh_machine(tmp_path: Path) -> None:
     assert f"demo workspace: {target}" in done.stdout
     assert "u1 is in progress and held by blocking obligation" in done.stdout
     assert "GREENGROCER 114" in done.stdout and "F-alert-path-dead" in done.stdout
-    # the line an agent host needs to launch r1's MCP server (SPEC §17)
+    # the line an agent host needs to launch r1's MCP server (design §17)
     line = next(x for x in done.stdout.splitlines() if x.startswith("r1's MCP server"))
     server = json.loads(line.split("--print-config`): ", 1)[1])["mcpServers"]["regulator-r1"]
     assert server["args"][:2] == ["mcp", "--lease"]

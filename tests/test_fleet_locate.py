@@ -1,4 +1,4 @@
-"""Fleet mode from an operator's side (SPEC §18, §16.2): a host whose mirror is gone is still the
+"""Fleet mode from an operator's side (design §18, §16.2): a host whose mirror is gone is still the
 workspace its leases name, CI that cannot reach the database still runs the registers-only job,
 and moving the stores back to files says how to select them (D-87, D-88)."""
 
@@ -53,7 +53,7 @@ def test_a_lease_works_on_a_host_whose_mirror_was_moved_aside(tmp_path: Path, pg
     by_flag = ws.run("--lease", str(lease), "status", cwd=tmp_path)
     assert by_flag.returncode == 0, by_flag.stderr
     (host2 / ".regulator").rename(tmp_path / "aside-5")
-    # the stdio door is not for a PostgreSQL store (SPEC §22: no database credentials in a unit's
+    # the stdio door is not for a PostgreSQL store (design §22: no database credentials in a unit's
     # process tree): refused in one line pointing at serve, whichever way the lease is found
     config = ws.run("mcp", "--lease", str(lease), "--print-config", cwd=tmp_path)
     assert config.returncode == 3 and "regulator serve" in one_line(config), config.stderr

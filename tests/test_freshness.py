@@ -1,4 +1,4 @@
-"""Evidence freshness (SPEC §20): memory that checks the files it cites against HEAD."""
+"""Evidence freshness (design §20): memory that checks the files it cites against HEAD."""
 
 from __future__ import annotations
 

@@ -122,7 +122,7 @@ def test_same_as_safe_load_or_none_with_mixed_indentation_and_nested_lists(parts
     check_same_as_safe_load("\n".join(line for group in parts for line in group))
 
 
-# SPEC §26: every character Python's str methods take for whitespace or a line break, and every
+# design §26: every character Python's str methods take for whitespace or a line break, and every
 # Unicode space and separator (YAML's whitespace is the space and the tab; its line breaks \n, \r,
 # NEL, U+2028 and U+2029), plus the byte-order mark
 SPACES_AND_BREAKS = [

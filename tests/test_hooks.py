@@ -1,4 +1,4 @@
-"""Claude Code wired in (SPEC §23): `unit run --harness claude-code` writes an MCP config and a
+"""Claude Code wired in (design §23): `unit run --harness claude-code` writes an MCP config and a
 settings file (0600, in the lease's folder, no token in either) and passes them to `claude`; each
 `regulator hook EVENT`, fed the input JSON of Claude Code's hook reference, prints exactly the
 documented output, or nothing. The inputs below are the reference's own shapes (the common fields

@@ -1,4 +1,4 @@
-"""One list of host-event kinds (engine.log.events.HOST_KINDS, SPEC §22): the kinds the fold and
+"""One list of host-event kinds (engine.log.events.HOST_KINDS, design §22): the kinds the fold and
 `verify` judge as a host's are in it, the PostgreSQL trigger refuses exactly those from other
 roles, and no kind a person or a unit writes is in it (those stay theirs to write)."""
 

@@ -1,4 +1,4 @@
-"""Identity and policy change only by decision (SPEC §7); the host's Python API (issue 3)."""
+"""Identity and policy change only by decision (design §7); the host's Python API (issue 3)."""
 
 from __future__ import annotations
 
@@ -179,7 +179,7 @@ def test_a_proposals_diff_shows_control_characters_escaped_in_their_line(
     ws: helpers.Workspace, tmp_path: Path
 ) -> None:
     """A carriage return, a separator or NEL inside proposed content is one line's character, shown
-    escaped (`\\x0d`), never a line break that could draw a fake `+` line (SPEC §16.1)."""
+    escaped (`\\x0d`), never a line break that could draw a fake `+` line (design §16.1)."""
     path = "regulator/identity/glossary.md"
     current = (ws.root / path).read_text()
     done = propose(ws, path, current + "safe line\r+EVIL\x1c\x85\u2028end\n", tmp_path, by="alice")

@@ -152,7 +152,7 @@ def test_every_event_the_host_writes_has_its_kinds_shape(
     ws.run("signals", "resolve-prediction", predicted, "--came-true", "no", "--by", "alice",
            "--rationale", "it did not", env=later, check=True)  # fmt: skip
     assert _kinds_written(ws) >= HOSTED - {("signals", "advisory-withdrawn")}
-    # SPEC §22: every host event records `seen`, how far the host had folded every other store
+    # design §22: every host event records `seen`, how far the host had folded every other store
     for store in ("signals", "units"):
         for event in ws.events(store):
             if event["kind"] in HOST_KINDS and event["kind"] != "upgrade":

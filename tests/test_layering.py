@@ -1,4 +1,4 @@
-"""The layering of SPEC §2: the core imports no Textual; the CLI starts without it."""
+"""The layering of design §2: the core imports no Textual; the CLI starts without it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Leases that expire and results (SPEC §23), through the engine's own functions on a real
+"""Leases that expire and results (design §23), through the engine's own functions on a real
 workspace: a lease past its time becomes `lease-expired` (the unit `lost`, held as before, its
 lease refused, dispatchable again); heartbeats and a restart's grace extend it; a recorded result
 keeps it; old leases never expire; a forged expiry or result counts for nothing."""

@@ -1,4 +1,4 @@
-"""The agent's door (SPEC §17): `regulator mcp --lease FILE` driven by the mcp SDK's own stdio
+"""The agent's door (design §17): `regulator mcp --lease FILE` driven by the mcp SDK's own stdio
 client, against real server subprocesses of the real `regulator` command (one per unit)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Operational memory and its delivery into a unit's context (SPEC §6)."""
+"""Operational memory and its delivery into a unit's context (design §6)."""
 
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ def test_markup_and_escapes_shown_literally(ws: helpers.Workspace) -> None:
     listed = ws.run("memory").stdout
     assert "[bold red]x[/]" in listed and "\\x1b[31mred" in listed and ESC not in listed
     context = ws.run("context", "u1").stdout
-    # fenced and escaped, as everywhere else (SPEC §16.1); the markup stays characters
+    # fenced and escaped, as everywhere else (design §16.1); the markup stays characters
     assert "  > [bold red]x[/] and \\x1b[31mred\\x1b[0m\n" in context and ESC not in context
 
 

@@ -1,4 +1,4 @@
-"""Order, not time (SPEC §22, issue 25): host events record `seen`, and a dispatch or close counts
+"""Order, not time (design §22, issue 25): host events record `seen`, and a dispatch or close counts
 only at exactly what it saw, by the order rule, with no time tolerance.
 
 The attack of issue 25, replayed with real `regulator` processes on the files and on a real
@@ -326,7 +326,7 @@ def test_a_routing_record_without_seen_after_ones_with_it_routes_nothing(tmp_pat
 def pairwise(
     starts: list[int], seen_units: list[int], start: int, seen: int
 ) -> tuple[int | None, int | None]:
-    """The order rule as SPEC §22 states it, pair by pair: the first routing record decided before
+    """The order rule as design §22 states it, pair by pair: the first routing record decided before
     the line at `start` was appended that `seen` does not cover, and the first that saw the line
     though `seen` covers it."""
     unseen = next((j for j, s in enumerate(starts) if s >= seen and seen_units[j] <= start), None)

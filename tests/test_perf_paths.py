@@ -1,4 +1,4 @@
-"""The third round's fast paths (SPEC §25) answer what the slow paths they stand beside answer.
+"""The third round's fast paths (design §25) answer what the slow paths they stand beside answer.
 
 In-process (hypothesis), no timer: speed is measured in bench/, never asserted here.
 - `line_hash` (the chain check's hash of a strictly decoded line) equals `event_hash` of the same

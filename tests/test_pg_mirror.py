@@ -1,4 +1,4 @@
-"""The PostgreSQL mirror (SPEC §18) holds the server's lines byte for byte, however they are fetched.
+"""The PostgreSQL mirror (design §18) holds the server's lines byte for byte, however they are fetched.
 
 The mirror catches up through a binary COPY of blocks of lines joined by the server; these tests
 cross block boundaries (a small block), resume in the middle of a block, fetch several stores at

@@ -1,4 +1,4 @@
-"""The database roles of SPEC §22 and the attacks of issue 25, on a real PostgreSQL server
+"""The database roles of design §22 and the attacks of issue 25, on a real PostgreSQL server
 (tests/pg.py), real `regulator` processes and a real git repository: no role but regulator_host
 writes a host event, the reader blocks no host whatever locks it takes, a role's own session
 defaults change nothing, no line over 1 MiB is written on either backend, and `store upgrade`

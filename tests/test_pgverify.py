@@ -1,5 +1,5 @@
-"""Fleet mode's trust gaps (issue 17; SPEC §15, §18): what a unit holding the store's writer role
-(before SPEC §22; now a host's role, regulator_host, the only one that writes host events), or a
+"""Fleet mode's trust gaps (issue 17; design §15, §18): what a unit holding the store's writer role
+(before design §22; now a host's role, regulator_host, the only one that writes host events), or a
 shell on a host, can do to the stores and the mirror, replayed with a real PostgreSQL server,
 real `regulator` processes and a real git repository. Each forgery counts for nothing, `verify`
 names it, and `controlroom --once` reports what `verify` would."""
@@ -153,7 +153,7 @@ def test_a_close_dispatch_or_disposition_the_writer_role_forged_counts_for_nothi
         "signals.ndjson:3", "units.ndjson:4", "units.ndjson:5", "units.ndjson:6"
     ]  # fmt: skip
     assert "person event unsigned" in named[0]
-    assert "close of u3 without `seen`, after host events that record it" in named[1]  # SPEC §22
+    assert "close of u3 without `seen`, after host events that record it" in named[1]  # design §22
     assert "close of b1 while it was todo" in named[2]
     assert "dispatch of u1 while it was in-progress" in named[3]
 

@@ -1,4 +1,4 @@
-"""Fleet mode (SPEC §18): the stores on a real PostgreSQL server, started by tests/pg.py."""
+"""Fleet mode (design §18): the stores on a real PostgreSQL server, started by tests/pg.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Predictions that resolve, and reports that supersede (SPEC §24): `prediction: {resolvesAt}`,
+"""Predictions that resolve, and reports that supersede (design §24): `prediction: {resolvesAt}`,
 `signals resolve-prediction` (signed), `regulator calibration`; `supersedes` checked and shown on
 both lifecycles."""
 

@@ -1,4 +1,4 @@
-"""SPEC §19: records that can say what seed 003 says, findings against records, and RETRO."""
+"""design §19: records that can say what seed 003 says, findings against records, and RETRO."""
 
 from __future__ import annotations
 
@@ -494,7 +494,7 @@ def test_retro_counts_lint_errors_at_the_last_trunk_commit_before_until(tmp_path
         "-c",
         f"user.signingkey={root / '.demo-keys' / 'alice'}",
         "commit",
-        "-S",  # arriving acknowledged on trunk: signed by alice, whose policy requires it (SPEC §26)
+        "-S",  # arriving acknowledged on trunk: signed by alice, whose policy requires it (design §26)
         "-qm",
         "a finding against u1\n\nAuthorized-by: alice",
         env=as_alice,

@@ -1,4 +1,4 @@
-"""Registers in git (seed 004, SPEC §8): the ladder, Next-up, lint against trunk history."""
+"""Registers in git (seed 004, design §8): the ladder, Next-up, lint against trunk history."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_the_ladder_for_f_alert_path_dead(reg: Any) -> None:
     ws.write(FINDING, finding_text(ack="2026-11-29 alice", resolved=True))
     ws.commit("resolve: alerter ships its CLI\n\nAuthorized-by: alice")
     assert lint(ws)["errors"] == []
-    # holds come from trunk (SPEC §26): resolved on the branch, the finding holds until it lands
+    # holds come from trunk (design §26): resolved on the branch, the finding holds until it lands
     assert unit(ws, "release-hardening/manifest")["staleKnowledge"] == ["F-alert-path-dead"]
     ws.git("checkout", "-q", "main")
     ws.git("merge", "-q", "--ff-only", "desk")
@@ -337,7 +337,7 @@ def test_shipped_records_state_limitations(reg: Any) -> None:
     assert "names unauthenticated" in text and "advisory where history is missing" in text
     assert "not signed" in text  # host events: the honest limit of the shared account
     assert "never checks" in text or "nothing checks that a fact is true" in text.lower()
-    # SPEC §19: the axes a kind carries; a route states no claim; nothing regulator ships claims to
+    # design §19: the axes a kind carries; a route states no claim; nothing regulator ships claims to
     # have been observed in operation
     for r in records:
         kind = r["id"].split("-")[1]

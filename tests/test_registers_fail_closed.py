@@ -1,4 +1,4 @@
-"""Registers fail closed (SPEC §16.2 lint, §16.3; issue 13): what cannot be read still holds, is
+"""Registers fail closed (design §16.2 lint, §16.3; issue 13): what cannot be read still holds, is
 an error, is listed; trunk history that cannot be read fails `--require-history`; a direct push
 to trunk is checked commit by commit with `--range A..B`."""
 
@@ -202,7 +202,7 @@ def test_duplicate_keys_never_take_the_last_value(ws: helpers.Workspace) -> None
 
 
 def test_a_duplicate_key_in_a_policy_file_on_disk_grants_nothing(ws: helpers.Workspace) -> None:
-    """Grants come from decisions (SPEC §15.0): a hand edit with a repeated key is not read at all;
+    """Grants come from decisions (design §15.0): a hand edit with a repeated key is not read at all;
     `identity verify` names the edit. (Proposing such a file is refused: the test below.)"""
     path = ws.root / "regulator/policy/interaction.yaml"
     os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
@@ -310,7 +310,7 @@ def test_a_direct_push_flipping_resolved_is_caught_by_range(pushed: Any) -> None
     ws.commit("close it quietly")  # straight on trunk, no trailer
     after = head(ws)
     # HEAD is trunk: the branch guard sees nothing uncommitted, and lint over trunk's history since
-    # the baseline names the flip (SPEC §26)
+    # the baseline names the flip (design §26)
     assert codes(lint(ws)) == [("unauthorized-change", FINDING)]
     result = lint(ws, "--range", f"{before}..{after}")
     assert codes(result) == [("unauthorized-change", FINDING)] and result["historyChecked"] is True

@@ -1,4 +1,4 @@
-"""Bad input to report_intelligence (SPEC §5.2): one line, exit 2, and the log byte-identical."""
+"""Bad input to report_intelligence (design §5.2): one line, exit 2, and the log byte-identical."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`regulator serve` on files (SPEC §22): a real serve subprocess, the mcp SDK's own Streamable HTTP
+"""`regulator serve` on files (design §22): a real serve subprocess, the mcp SDK's own Streamable HTTP
 client over its Unix socket, and the real `regulator` command for everything a person or host does.
 (PostgreSQL: tests/test_serve_pg.py.)"""
 
@@ -317,7 +317,7 @@ def test_serve_without_a_workspace_is_bad_input(tmp_path: Any) -> None:
 
 
 def test_every_request_is_answered_nested_json_and_lone_surrogates_included(served: Any) -> None:
-    """SPEC §26: deeply nested JSON and a lone surrogate get a JSON-RPC or tool error, never silence."""
+    """design §26: deeply nested JSON and a lone surrogate get a JSON-RPC or tool error, never silence."""
     import anyio
 
     from tests.serving import http

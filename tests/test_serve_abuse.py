@@ -1,4 +1,4 @@
-"""Issue 25's attacks that had no test of their own (SPEC §22, §23), with real processes: a real
+"""Issue 25's attacks that had no test of their own (design §22, §23), with real processes: a real
 `serve`, the real `regulator` command, a real PostgreSQL server (tests/pg.py).
 
 - A unit holds no database role: on a PostgreSQL fleet, `unit run` gives the child none of the

@@ -1,4 +1,4 @@
-"""What one caller may take of `serve` (SPEC §22; engine.host.limits): a real serve subprocess,
+"""What one caller may take of `serve` (design §22; engine.host.limits): a real serve subprocess,
 real sockets, and hostile clients running as another account. Connections that never finish their
 request are capped per peer and closed after the read deadline, while another unit's call answers
 and serve's log stays small; one unit's flood of calls does not starve another; a lease's writes

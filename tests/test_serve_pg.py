@@ -1,4 +1,4 @@
-"""`regulator serve` on PostgreSQL (SPEC §22): routing through LISTEN, two hosts routing every
+"""`regulator serve` on PostgreSQL (design §22): routing through LISTEN, two hosts routing every
 signal exactly once, leadership that moves when the leader is killed, and the stdio door that
 refuses to start. Real serve subprocesses, the real server of tests/pg.py; the other host is a
 clone of the workspace with a mirror of its own."""

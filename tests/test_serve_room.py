@@ -1,4 +1,4 @@
-"""The control room and serve (SPEC §22), under Pilot: serve's state on the status line (from
+"""The control room and serve (design §22), under Pilot: serve's state on the status line (from
 serve.json and /healthz, or "serve not running"), and a unit's question answered with a key,
 signed, through the engine function `obligation resolve` uses."""
 

@@ -86,7 +86,7 @@ QUESTION_ID = "01M8KJT9G0QUEST10NDEM0PAGE"
 
 @pytest.fixture(scope="module")
 def asked_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
-    """The demo with r1's question to a person, routed (what the answer dialog is for, SPEC §22)."""
+    """The demo with r1's question to a person, routed (what the answer dialog is for, design §22)."""
     from controlroom.demo import worktree_of
     from engine.base import ids
     from engine.checkout.workspace import LEASE_FILE

@@ -1,4 +1,4 @@
-"""The append-only store (SPEC §11): whole lines, torn and malformed lines, the hash chain."""
+"""The append-only store (design §11): whole lines, torn and malformed lines, the hash chain."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from engine.read.kinds import Seen
 
 
 def fill(path: Any, n: Any = 5) -> Any:
-    path.touch()  # only init creates a store (SPEC §15.4): an append never does
+    path.touch()  # only init creates a store (design §15.4): an append never does
     store = Store(path)
     for i in range(n):
         store.append({"kind": "note", "n": i}, assign_id=True)
@@ -29,7 +29,7 @@ def fill(path: Any, n: Any = 5) -> Any:
 
 @pytest.fixture(params=["files", "postgresql"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    """A maker of empty stores on each backend (SPEC §18: the same contract on both)."""
+    """A maker of empty stores on each backend (design §18: the same contract on both)."""
     if request.param == "files":
 
         def make(name: Any = "signals") -> Any:

@@ -1,4 +1,4 @@
-"""`regulator unit run` end to end (SPEC §23): real `serve`, real `unit run`, real children that call
+"""`regulator unit run` end to end (design §23): real `serve`, real `unit run`, real children that call
 the door. A research unit reports, asks and reports its result; the obligation it raised holds
 another unit, whose run starts nothing; a held close leaves the unit awaiting close, `--wait` closes
 it after a signed disposition; the child's environment is exactly the allowlist; `--user` runs it

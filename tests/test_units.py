@@ -1,4 +1,4 @@
-"""Unit lifecycle and recovery decisions (SPEC §4.2, §4.4)."""
+"""Unit lifecycle and recovery decisions (design §4.2, §4.4)."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def test_lease_file_and_close_release(ws: helpers.Workspace) -> None:
     lease = json.loads((worktree / ".regulator-lease.json").read_text())
     assert lease["unit"] == "u1" and lease["workspace"] == str(ws.root) and lease["leasedAt"]
     dispatch = ws.events("units")[-1]
-    assert "lease" not in dispatch  # the token never reaches the log: only its hash (SPEC §15.2)
+    assert "lease" not in dispatch  # the token never reaches the log: only its hash (design §15.2)
     assert dispatch["leaseHash"] == hashlib.sha256(lease["lease"].encode()).hexdigest()
     ws.run("unit", "close", "u1", check=True)
     assert ws.events("units")[-1]["kind"] == "close"

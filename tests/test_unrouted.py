@@ -1,4 +1,4 @@
-"""What is not yet routed is never shown as fine (SPEC §16, §18): a `--once` that does not route
+"""What is not yet routed is never shown as fine (design §16, §18): a `--once` that does not route
 (--read-only, a store role that cannot write) routes the unrouted signals in memory, as the
 router would, and judges holds on the result; a room whose store role cannot write shows every
 write disabled with the reason, says it is read-only and routes nothing."""

@@ -1,4 +1,4 @@
-"""What-if routing (SPEC §20): dry run, replay under a proposed policy, routing tests as files.
+"""What-if routing (design §20): dry run, replay under a proposed policy, routing tests as files.
 Every what-if command is checked to write nothing: not a store byte, not a file, not a commit."""
 
 from __future__ import annotations

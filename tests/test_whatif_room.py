@@ -1,4 +1,4 @@
-"""The control room's side of SPEC §20: memory marked `evidence changed`, and the accept dialog of a
+"""The control room's side of design §20: memory marked `evidence changed`, and the accept dialog of a
 routing.yaml proposal showing the replay. Under Pilot, on the demo workspace."""
 
 from __future__ import annotations

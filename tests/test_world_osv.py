@@ -1,4 +1,4 @@
-"""An OSV sensor end to end (SPEC §24): real-shaped OSV records (the schema of
+"""An OSV sensor end to end (design §24): real-shaped OSV records (the schema of
 ossf/osv-schema: PyPI and npm, ECOSYSTEM and SEMVER ranges, `versions` lists, aliases, withdrawn,
 `database_specific` noise) against the four lockfile formats on trunk, through the real
 `regulator` command."""

@@ -1,4 +1,4 @@
-"""The control room shows what time and the world brought in (SPEC §24), under Pilot: overdue and
+"""The control room shows what time and the world brought in (design §24), under Pilot: overdue and
 evidence-expired in the header and the views, the sensors with their last runs, and a prediction's
 outcome recorded from the keyboard, signed."""
 

@@ -1,4 +1,4 @@
-"""A command sensor (SPEC §24): a declared argument vector, run confined, whose standard output is
+"""A command sensor (design §24): a declared argument vector, run confined, whose standard output is
 report_intelligence JSON objects, one a line; a bad line is one error and never a partial signal."""
 
 from __future__ import annotations

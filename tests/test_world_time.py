@@ -1,4 +1,4 @@
-"""What time brings in (SPEC §24): evidence that expires under an open obligation is re-asked,
+"""What time brings in (design §24): evidence that expires under an open obligation is re-asked,
 an obligation open past its deadline is overdue and escalated, and `notify` runs once per
 escalation; none of it resolves anything. Driven by `regulator tick` (what `serve` runs every 10 s)
 with the pinned clock of a test workspace moved through 30 days."""
@@ -288,7 +288,7 @@ def test_the_duties_write_once_from_a_checkpoint_and_on_postgresql(
 def test_a_recovery_obligation_and_a_question_are_escalated_once_across_ticks(ws: Any, tmp_path: Any) -> None:
     """A failed run's recovery obligation opens in units.ndjson, a question's in signals.ndjson:
     past the deadline each gets one overdue and one deadline-escalated event, notify runs once for
-    each, later ticks write nothing, and verify finds nothing (SPEC §24)."""
+    each, later ticks write nothing, and verify finds nothing (design §24)."""
     from tests.serving import Serving
 
     log = ws.root.parent / "notified.ndjson"

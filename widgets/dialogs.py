@@ -157,7 +157,7 @@ class ResolveDialog(_Dialog):
 
 
 class OutcomeDialog(_Dialog):
-    """Whether a signal's prediction came true, and why (SPEC §24): recorded signed, once."""
+    """Whether a signal's prediction came true, and why (design §24): recorded signed, once."""
 
     CONFIRM = "Record"
 

@@ -43,7 +43,7 @@ __all__ = [
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON (camelCase keys).")]
 
-# a signal's field flags (SPEC §5.2), for `signals report` and `signals route --dry-run`
+# a signal's field flags (design §5.2), for `signals report` and `signals route --dry-run`
 Subject = Annotated[str | None, typer.Option()]
 Claim = Annotated[str | None, typer.Option()]
 Observation = Annotated[str | None, typer.Option()]
@@ -58,7 +58,7 @@ Rationale = Annotated[str | None, typer.Option()]
 
 @dataclass
 class GlobalOptions:
-    """--root, --lease and --key: given before the command or among its own options (SPEC §3)."""
+    """--root, --lease and --key: given before the command or among its own options (design §3)."""
 
     root: str | None = None
     lease: str | None = None
@@ -159,7 +159,7 @@ def global_options(command: F) -> F:
 
 
 def workspace(git_only: bool = False) -> tuple[Any, Any]:
-    """The workspace and the lease (if any) for this command, found as SPEC §3 orders it.
+    """The workspace and the lease (if any) for this command, found as design §3 orders it.
     `git_only`: the command answers from git, and opens no store that is not a file here (D-87)."""
     from engine.checkout.workspace import locate
 
@@ -172,7 +172,7 @@ def workspace(git_only: bool = False) -> tuple[Any, Any]:
 
 
 def person_workspace(by: str | None) -> Any:
-    """The workspace for a person's action: --by under a lease is refused (exit 2, SPEC §15.2)."""
+    """The workspace for a person's action: --by under a lease is refused (exit 2, design §15.2)."""
     from engine.commands.actors import no_person_under_lease
 
     ws, lease = workspace()
@@ -181,7 +181,7 @@ def person_workspace(by: str | None) -> Any:
 
 
 def host_workspace(unit_id: str | None = None) -> Any:
-    """The workspace for a host operation: refused under a lease (exit 3, SPEC §15.0), except a
+    """The workspace for a host operation: refused under a lease (exit 3, design §15.0), except a
     unit closing itself."""
     from engine.commands.actors import host_only
 
@@ -192,7 +192,7 @@ def host_workspace(unit_id: str | None = None) -> Any:
 
 def absent_exit(ws: Any) -> None:
     """A list read where the stores are absent is not an empty list: exit 1, saying so on stderr, so
-    a consumer of the §13 JSON list cannot take "unknown" for "nothing" (SPEC §16.2)."""
+    a consumer of the §13 JSON list cannot take "unknown" for "nothing" (design §16.2)."""
     if not ws.has_stores:
         from engine.read.storeless import ABSENT
 
@@ -207,7 +207,7 @@ def report_problems(state: Any) -> None:
             f"regulator: warning: the policy in force is unknown ({unknown}): no person event counts "
             "until identity.ndjson verifies again (regulator verify)\n"
         )
-    for problem in state.problems:  # the first ones; the rest are counted (SPEC §26)
+    for problem in state.problems:  # the first ones; the rest are counted (design §26)
         sys.stderr.write(f"regulator: warning: {problem}\n")
     more = getattr(state, "bad_lines", 0) - len(state.problems)
     if more > 0:
@@ -266,7 +266,7 @@ def report_flags(
     supersedes: str | None = None,
     resolves_at: str | None = None,
 ) -> dict[str, Any]:
-    """A signal's field flags under the JSON names of --json-input (SPEC §5.2, §24)."""
+    """A signal's field flags under the JSON names of --json-input (design §5.2, §24)."""
     return {
         "supersedes": supersedes,
         "prediction": {"resolvesAt": resolves_at} if resolves_at is not None else None,

@@ -1,5 +1,5 @@
 """`regulator hook SessionStart|PreToolUse|Stop`: Claude Code's hooks for a unit run under
-`unit run --harness claude-code` (SPEC §23). Each reads Claude Code's hook JSON on stdin, talks only
+`unit run --harness claude-code` (design §23). Each reads Claude Code's hook JSON on stdin, talks only
 to the door ($REGULATOR_DOOR with $REGULATOR_DOOR_TOKEN) and prints exactly the documented output,
 or nothing. It fails closed where it must: with the door down, PreToolUse denies every tool but the
 door's own."""

@@ -1,4 +1,4 @@
-"""Identity and policy by decision only: propose, accept, reject, verify, show (SPEC §7, §15)."""
+"""Identity and policy by decision only: propose, accept, reject, verify, show (design §7, §15)."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def identity_verify(
 
 
 def _identity_from_history(ws: Workspace, require_history: bool, as_json: bool) -> None:
-    """identity verify in a clone (SPEC §16.2): each governed file against git history."""
+    """identity verify in a clone (design §16.2): each governed file against git history."""
     from engine.trust.idhistory import verify_history
 
     verdict = verify_history(ws)

@@ -1,4 +1,4 @@
-"""`regulator mcp --lease FILE [--print-config]`: the agent's door (SPEC §17). The MCP SDK is
+"""`regulator mcp --lease FILE [--print-config]`: the agent's door (design §17). The MCP SDK is
 imported only when the server runs, so every other command starts without it."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def lease_path(given: str | None) -> Path:
 
 def refuse_on_a_server(path: Path) -> None:
     """On a PostgreSQL store the stdio door would need database credentials in the unit's process
-    tree: refused (exit 3), pointing at `serve` (SPEC §22). On files it stays."""
+    tree: refused (exit 3), pointing at `serve` (design §22). On files it stays."""
     from engine.base.errors import Refused
     from engine.checkout.workspace import Workspace, read_lease
 

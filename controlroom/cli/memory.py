@@ -1,4 +1,4 @@
-"""Operational memory and what a unit receives: memory, remember, retract, context (SPEC §6)."""
+"""Operational memory and what a unit receives: memory, remember, retract, context (design §6)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def memory(
     as_json: JsonFlag = False,
 ) -> None:
     """List current memory entries (with --all, expired and retracted ones too), each with whether
-    the files it cites changed since it was recorded (SPEC §20). Reads only."""
+    the files it cites changed since it was recorded (design §20). Reads only."""
     if ctx.invoked_subcommand is not None:
         return
     from engine.read import freshness
@@ -179,4 +179,4 @@ def context(
         emit_json(render_json(ctx))
     else:
         sys.stdout.write(render_text(ctx))
-    absent_exit(ws)  # a clone: the memory a unit would receive is unknown, not empty (SPEC §16.2)
+    absent_exit(ws)  # a clone: the memory a unit would receive is unknown, not empty (design §16.2)

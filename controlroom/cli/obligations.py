@@ -1,4 +1,4 @@
-"""Obligations: the open list, one obligation's history, its disposition (SPEC §5.4)."""
+"""Obligations: the open list, one obligation's history, its disposition (design §5.4)."""
 
 from __future__ import annotations
 
@@ -143,7 +143,7 @@ def obligation_show(
     )
     if ob.kind == ObligationKind.RECHECK and signal:
         out(f"recheck: the evidence of signal {signal['id']} expired; ask {escape(reporter(signal))} again")
-    if signal and signal.get("type") == "question":  # a unit's question (ask_human, SPEC §22)
+    if signal and signal.get("type") == "question":  # a unit's question (ask_human, design §22)
         out(f"question {signal['id']} from {escape(signal.get('unit'))} at {signal['at']}")
         for line in str(signal.get("question", "")).split("\n"):
             out(f"  ? {escape(line)}")

@@ -1,4 +1,4 @@
-"""Register commands (SPEC §8, §9): lint, next-up, views, ack, resolve, records."""
+"""Register commands (design §8, §9): lint, next-up, views, ack, resolve, records."""
 
 from __future__ import annotations
 
@@ -285,4 +285,4 @@ def registry_records(as_json: JsonFlag = False) -> None:
         raise typer.Exit(1)
 
 
-registry_app.command("retro")(global_options(registry_retro))  # SPEC §19, in its own module
+registry_app.command("retro")(global_options(registry_retro))  # design §19, in its own module

@@ -1,4 +1,4 @@
-"""`regulator registry retro` (SPEC §19): write a RETRO entry whose numbers are generated only.
+"""`regulator registry retro` (design §19): write a RETRO entry whose numbers are generated only.
 
 A plain function with the Typer signature; controlroom/cli/registry.py registers it on its group."""
 

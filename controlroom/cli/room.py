@@ -1,4 +1,4 @@
-"""`regulator controlroom` and `regulator demo` (SPEC §10, §14). Textual is imported only here,
+"""`regulator controlroom` and `regulator demo` (design §10, §14). Textual is imported only here,
 and only when the application itself runs.
 """
 
@@ -35,7 +35,7 @@ def _views() -> tuple[str, ...]:
 
 
 def _signer_ready(ws: Workspace, person: str) -> None:
-    """The room signs its operator's actions (SPEC §15.1); it never prompts while it owns the
+    """The room signs its operator's actions (design §15.1); it never prompts while it owns the
     terminal, so a key it cannot use is exit 2 at start, with one line."""
     from engine.base.errors import Refused
     from engine.trust.signing import _explicit, signer_for, use_key
@@ -129,7 +129,7 @@ def controlroom(
 
 def writable_svg(path: Path) -> None:
     """--screenshot names a .svg file that can be written, checked before anything is rendered
-    (SPEC §16.4: exit 2, one line, nothing written)."""
+    (design §16.4: exit 2, one line, nothing written)."""
     import os
 
     if path.suffix != ".svg":

@@ -142,7 +142,7 @@ PARSE_ERRORS = ("NoArgsIsHelpError", "NoSuchOption")
 
 
 def main(argv: list[str] | None = None, *, full: bool = False) -> int:
-    """Run one command; errors become one line on stderr and the documented exit code (SPEC §13).
+    """Run one command; errors become one line on stderr and the documented exit code (design §13).
     A command line that gives no global, help or completion option runs on a lean root holding its
     own group only (build, lean_group); any other on the full root."""
     from typer.main import get_command

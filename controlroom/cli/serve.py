@@ -1,5 +1,5 @@
 """`regulator serve` (the host: the S3 loop and the units' door) and `regulator door stdio|call`
-(a unit's way to the door from stdio or a shell), SPEC §22. The MCP SDK and uvicorn are imported
+(a unit's way to the door from stdio or a shell), design §22. The MCP SDK and uvicorn are imported
 only when a door runs, so every other command starts without them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The regulatory log: list signals, report_intelligence, route (SPEC §5)."""
+"""The regulatory log: list signals, report_intelligence, route (design §5)."""
 
 from __future__ import annotations
 
@@ -165,7 +165,7 @@ def signals_resolve_prediction(
         out(f"signal {event['signal']}: the prediction {said} (recorded by {escape(event['by'])})")
 
 
-# `signals route`, with its what-if modes (SPEC §20), lives in controlroom/cli/whatif.py
+# `signals route`, with its what-if modes (design §20), lives in controlroom/cli/whatif.py
 signals_app.command("route")(global_options(cli_whatif.signals_route))
 
 

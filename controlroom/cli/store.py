@@ -1,4 +1,4 @@
-"""`regulator store roles|upgrade` and `regulator store copy --to URL|DIR` (SPEC §18, §22: fleet mode)."""
+"""`regulator store roles|upgrade` and `regulator store copy --to URL|DIR` (design §18, §22: fleet mode)."""
 
 from __future__ import annotations
 

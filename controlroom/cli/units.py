@@ -1,4 +1,4 @@
-"""The unit lifecycle: dispatch, close, recovery decisions, demote (SPEC §4)."""
+"""The unit lifecycle: dispatch, close, recovery decisions, demote (design §4)."""
 
 from __future__ import annotations
 

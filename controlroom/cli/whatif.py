@@ -1,4 +1,4 @@
-"""`regulator signals route`: the router by hand, and its what-if modes (SPEC §5.3, §20)."""
+"""`regulator signals route`: the router by hand, and its what-if modes (design §5.3, §20)."""
 
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def show_replay(policy_file: str, last: int, as_json: bool) -> None:
 
     proposed = whatif.read_policy_file(policy_file)
     ws, _ = workspace()
-    if not ws.has_stores:  # unknown, not "nothing would change" (SPEC §16.2)
+    if not ws.has_stores:  # unknown, not "nothing would change" (design §16.2)
         from engine.read.storeless import ABSENT
 
         out(ABSENT)

@@ -1,4 +1,4 @@
-"""The workspace's own commands: init, status, verify (SPEC §3, §11, §15)."""
+"""The workspace's own commands: init, status, verify (design §3, §11, §15)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def init(
     ] = "system",
     store: Annotated[
         str | None,
-        typer.Option("--store", help="postgresql://HOST/DB: keep the stores on PostgreSQL (SPEC §18)."),
+        typer.Option("--store", help="postgresql://HOST/DB: keep the stores on PostgreSQL (design §18)."),
     ] = None,
 ) -> None:
     """Create the workspace here (or at --root): policy, identity, records, views, stores; in git,
@@ -139,7 +139,7 @@ def status(as_json: JsonFlag = False) -> None:
 
 
 def _run_text(unit: dict) -> str:
-    """How a started unit runs (SPEC §23) and the result its lease recorded, in words."""
+    """How a started unit runs (design §23) and the result its lease recorded, in words."""
     parts = []
     if unit["confined"] is not None:
         parts.append("confined" if unit["confined"] else "unconfined")
@@ -169,7 +169,7 @@ def verify(
         )
         return
     ws, _ = workspace()
-    if not ws.has_stores:  # nothing verified is not "ok" (SPEC §16.2)
+    if not ws.has_stores:  # nothing verified is not "ok" (design §16.2)
         from engine.read.storeless import ABSENT
 
         if as_json:

@@ -1,4 +1,4 @@
-"""What time and the world bring in (SPEC §24): the declared sensors (`sensors`, `sensors run`)
+"""What time and the world bring in (design §24): the declared sensors (`sensors`, `sensors run`)
 and the calibration of predictions (`calibration`). The timed duties run in `serve`'s tick
 (`serve --once-tick` by hand)."""
 

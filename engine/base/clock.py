@@ -1,4 +1,4 @@
-"""The clock is the host's (SPEC §15.3): REGULATOR_NOW fixes "now" only in a workspace whose
+"""The clock is the host's (design §15.3): REGULATOR_NOW fixes "now" only in a workspace whose
 routing policy in force says `clock: pinned` (tests, the demo's build); elsewhere it is ignored
 with a one-line warning, so a unit cannot move time by setting a variable.
 """
@@ -67,7 +67,7 @@ _TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 
 def parse_time(value: object, field: str = "time") -> datetime:
     """A time given to regulator (a flag, a JSON field, an MCP argument, REGULATOR_NOW): exactly
-    YYYY-MM-DDTHH:MM:SSZ, a real moment in UTC; every other form is bad input (SPEC §26). The one
+    YYYY-MM-DDTHH:MM:SSZ, a real moment in UTC; every other form is bad input (design §26). The one
     parser of input times: `20261221T000000Z`, `+00:00`, a week date or a bare date are refused."""
     if not isinstance(value, str) or not _TIME.fullmatch(value):
         shown = repr(value) if isinstance(value, str) else "not text"
@@ -80,7 +80,7 @@ def parse_time(value: object, field: str = "time") -> datetime:
 
 def parse_date(value: object, field: str = "date") -> date:
     """A date given to regulator: exactly YYYY-MM-DD, a real calendar day; every other form (a
-    basic `20261221`, a week date `2026-W52-1`, spaces around it) is bad input (SPEC §26)."""
+    basic `20261221`, a week date `2026-W52-1`, spaces around it) is bad input (design §26)."""
     if not isinstance(value, str) or not _DATE.fullmatch(value):
         shown = repr(value) if isinstance(value, str) else "not text"
         raise BadInput(f"{field}: {shown} is not a calendar date {DATE_FORM}")
@@ -129,7 +129,7 @@ MAX_DURATION_S = 100 * 365 * 86400  # a hundred years: beyond it a duration is a
 
 
 def parse_duration(value: object, field: str = "duration") -> int:
-    """A duration as regulator writes them everywhere (SPEC §23): `<n>s|m|h|d`, n a whole number
+    """A duration as regulator writes them everywhere (design §23): `<n>s|m|h|d`, n a whole number
     above 0 (`30s`, `15m`, `2h`, `14d`); its length in seconds. Anything else is BadInput naming
     `field`: no spaces, no signs, no fractions, no bare numbers (seconds or minutes?)."""
     text = value if isinstance(value, str) else None

@@ -1,4 +1,4 @@
-"""Running a command the policy declares (a sensor, `notify`), confined as units are (SPEC §24):
+"""Running a command the policy declares (a sensor, `notify`), confined as units are (design §24):
 its argument vector without a shell, an allowlisted environment, a time limit after which its
 whole process group is killed, and its output read from a file, never held unbounded in a pipe."""
 

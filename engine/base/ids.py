@@ -57,19 +57,19 @@ def expiry_id(lease_hash: str) -> str:
 
 
 def derived_id(kind: str, *parts: str) -> str:
-    """The id of a host event a timed duty writes (SPEC §24): derived from what it is about, so a
+    """The id of a host event a timed duty writes (design §24): derived from what it is about, so a
     duty run twice, by two hosts or after a restart, names the same event and writes it once."""
     digest = hashlib.sha256("\0".join((kind, *parts)).encode()).digest()
     return _encode(int.from_bytes(digest[:16], "big"), 26)
 
 
 def recheck_obligation_id(signal_id: str) -> str:
-    """The one recheck obligation a signal whose evidence expired opens (SPEC §24)."""
+    """The one recheck obligation a signal whose evidence expired opens (design §24)."""
     digest = hashlib.sha256(f"recheck\0{signal_id}".encode()).hexdigest()
     return digest[:20]
 
 
 def question_obligation_id(signal_id: str) -> str:
-    """The one obligation a question (a signal of type question, SPEC §22) opens, owed to S3."""
+    """The one obligation a question (a signal of type question, design §22) opens, owed to S3."""
     digest = hashlib.sha256(f"question\0{signal_id}".encode()).hexdigest()
     return digest[:20]

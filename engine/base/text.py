@@ -1,4 +1,4 @@
-"""Store text shown to a person or a unit: one escaping, used by every display (SPEC §13, §16.1).
+"""Store text shown to a person or a unit: one escaping, used by every display (design §13, §16.1).
 
 `escape` turns text into one line that cannot act on a terminal or on the reader's eye, and that
 `unescape` turns back into exactly the text it came from:
@@ -12,7 +12,7 @@
   soft hyphen, U+034F, U+180E, U+2061–U+2064, U+FFF9–U+FFFB as `\\uNNNN` and the tag characters
   (U+E0000–U+E007F) as `\\UNNNNNNNN`, the variation selectors and the blank fillers;
 - and every other code point of the categories Cc, Cf, Co, Cs and Cn as the running Python's
-  unicodedata classifies them (format, private use, lone surrogates, unassigned: SPEC §26), as
+  unicodedata classifies them (format, private use, lone surrogates, unassigned: design §26), as
   `\\xNN`, `\\uNNNN` or `\\UNNNNNNNN`.
 
 Markup (`[bold]`) is left as characters: no display here parses it. `escape_block` does the same
@@ -27,14 +27,14 @@ import unicodedata
 
 _INVISIBLE = "\u061c\u200b\u200c\u200d\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
 _INVISIBLE += "\u2060\u2066\u2067\u2068\u2069\ufeff"
-# beyond SPEC §16.1's list: other characters a person cannot see but a model reads (the soft
+# beyond design §16.1's list: other characters a person cannot see but a model reads (the soft
 # hyphen, the combining grapheme joiner, the Mongolian vowel separator, the invisible operators,
 # the interlinear annotation marks, and the tag characters that can spell hidden words)
 _INVISIBLE += "\u00ad\u034f\u180e\u2061-\u2064\ufff9-\ufffb\U000e0000-\U000e007f"
 # and the variation selectors (which can carry a hidden payload after any character) and the
 # blank fillers that render as nothing
 _INVISIBLE += "\u180b-\u180d\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef\u115f\u1160\u3164\uffa0"
-# SPEC §26: every code point of the categories Cc, Cf, Co, Cs and Cn, as the running Python's
+# design §26: every code point of the categories Cc, Cf, Co, Cs and Cn, as the running Python's
 # unicodedata classifies them, is escaped too. `str.isprintable` is false for exactly those and the
 # separators (Z*, the space aside): text that is printable and holds none of the characters above
 # (nor a backslash) is returned as it is, in C; any other is escaped character by character.

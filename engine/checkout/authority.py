@@ -1,4 +1,4 @@
-"""Where trust starts (SPEC §15.0): the governed content in force, folded from identity.ndjson's
+"""Where trust starts (design §15.0): the governed content in force, folded from identity.ndjson's
 decisions, never read from the files on disk; and the check that a person event counts (§15.1).
 
 The first run of `baseline` decisions in identity.ndjson (written by `init`) is trusted on first
@@ -48,7 +48,7 @@ class People:
     def closed(cls) -> People:
         """The policy when the policy in force cannot be known (its decided text fails its hash, or
         identity.ndjson does not verify): signatures required, no person listed, so no person event
-        counts and every hold stays (SPEC §16: what cannot be known is never shown as fine)."""
+        counts and every hold stays (design §16: what cannot be known is never shown as fine)."""
         return cls(require_signatures=True)
 
     @classmethod
@@ -153,7 +153,7 @@ class Authority:
 
     @property
     def authentication(self) -> str:
-        """ "signatures" when the policy in force requires them; else "names" (SPEC §15.1)."""
+        """ "signatures" when the policy in force requires them; else "names" (design §15.1)."""
         return "signatures" if self.people.require_signatures else "names"
 
     @functools.cached_property
@@ -230,7 +230,7 @@ def _trusted(store: Store) -> Authority:
     `verify`: a line edited in place (a unit sharing the account can) must not change the policy
     in force (small: one hash a line). A torn or garbage line readers skip is not a break; an edit
     or a gap is, and makes the policy unknown (_closed), unless a signed dismissal names that line
-    (SPEC §26): by a person who held `accept` under the policy in force just before it, its
+    (design §26): by a person who held `accept` under the policy in force just before it, its
     signature verifying under that policy. The dismissed line is then left out of the fold and
     the chain checked on past it, so one forged line cannot stop a fleet forever."""
     read = store.read()

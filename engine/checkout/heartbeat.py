@@ -1,4 +1,4 @@
-"""Heartbeats (SPEC §22, §23): every door call is one. Kept in serve's memory only, never in a
+"""Heartbeats (design §22, §23): every door call is one. Kept in serve's memory only, never in a
 store, so they never grow the log: when each lease was last seen, by its hash.
 
 Other code calls `beat(lease_hash)` (a harness that heartbeats a lease) and reads `seen` or

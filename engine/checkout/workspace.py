@@ -42,7 +42,7 @@ class Lease:
     leased_at: str
     path: Path
     # where the unit works, when the lease file lies outside it (`unit run` keeps it in the lease's
-    # folder, SPEC §23); else the lease file's folder
+    # folder, design §23); else the lease file's folder
     work: Path | None = None
 
     @property
@@ -70,7 +70,7 @@ class Workspace:
 
     @property
     def url(self) -> str | None:
-        """The PostgreSQL store this workspace's stores are on (SPEC §18), or None: files (and for
+        """The PostgreSQL store this workspace's stores are on (design §18), or None: files (and for
         a command that reads only git, D-87)."""
         if self.git_only:
             return None
@@ -96,7 +96,7 @@ class Workspace:
 
     def marks(self, but: str, folded: Mapping[str, int] | None = None) -> dict[str, int]:
         """Where every store but `but` ends, as a write decided inside the decide lock records it:
-        an identity decision's `marks`, a host event's `seen` (SPEC §22). A store the caller folded
+        an identity decision's `marks`, a host event's `seen` (design §22). A store the caller folded
         counts as far as it was folded (`folded`: store -> byte offset); any other, its length now
         (on PostgreSQL, its mirror's bytes, brought up to date when the lock was taken)."""
         folded = folded or {}
@@ -132,7 +132,7 @@ class Workspace:
 
     @property
     def has_stores(self) -> bool:
-        """The host's workspace holds its stores; a clone (CI) or a copy does not (SPEC §16.2), nor
+        """The host's workspace holds its stores; a clone (CI) or a copy does not (design §16.2), nor
         does a command that reads only git where they are not file stores (D-87)."""
         return not self.git_only and os.path.isfile(self._identity_file)
 
@@ -141,7 +141,7 @@ class Workspace:
         return str(self.state_dir / "identity.ndjson")
 
     def authority(self) -> Authority:
-        """Decided content, keys and grants, folded from identity.ndjson (SPEC §15.0)."""
+        """Decided content, keys and grants, folded from identity.ndjson (design §15.0)."""
         from engine.checkout import authority
 
         if self.git_only:  # as in a clone: no decision log is read
@@ -194,15 +194,15 @@ class Workspace:
         return lock_held(self.state_dir / "decide.lock")
 
     def deciding(self) -> bool:
-        """Inside exclusive(): this command writes (readers never do, SPEC §13)."""
+        """Inside exclusive(): this command writes (readers never do, design §13)."""
         return self.root in _DECIDING
 
     # ---- policy ----------------------------------------------------------------------------
     def policy_text(self, relative: str) -> str:
-        """A governed file's content in force: the last decision's (SPEC §15.0), never the file
+        """A governed file's content in force: the last decision's (design §15.0), never the file
         on disk, which grants nothing by being edited. A first-round baseline recorded only a
         hash: the file is used then only while it still has that hash. In a clone (no stores)
-        the committed file is all there is (SPEC §16.2 says how that is checked)."""
+        the committed file is all there is (design §16.2 says how that is checked)."""
         path = self.root / relative
         auth = self.authority()
         if auth.present:
@@ -293,7 +293,7 @@ class Workspace:
         return self._policy("profiles.yaml")
 
     def sensors(self) -> SensorsPolicy:
-        """The declared sensors in force (SPEC §24); none where sensors.yaml was never decided."""
+        """The declared sensors in force (design §24); none where sensors.yaml was never decided."""
         return self._policy("sensors.yaml")
 
     def revision(self, where: Path | None = None) -> str | None:
@@ -315,7 +315,7 @@ _URLS: dict[tuple[Path, str | None], str | None] = {}
 
 
 def store_url(root: Path) -> str | None:
-    """Where the stores are (SPEC §18): REGULATOR_STORE for this process, else the `url:` of
+    """Where the stores are (design §18): REGULATOR_STORE for this process, else the `url:` of
     regulator/policy/store.yaml, else None (the files under .regulator/)."""
     env = os.environ.get("REGULATOR_STORE") or None
     key = (root, env)
@@ -392,7 +392,7 @@ def _decided_store(ws: Workspace, url: str) -> None:
 
 
 def _not_a_mirror(state_dir: Path) -> None:
-    """Files selected where `.regulator/` is a PostgreSQL store's local mirror (SPEC §18): refused.
+    """Files selected where `.regulator/` is a PostgreSQL store's local mirror (design §18): refused.
     The mirror is a cache fetched again from the server, so a line appended to it as if it were a
     file store would be dropped without a word, and a read would show a copy's stale state."""
     marker = state_dir / MIRROR_MARKER
@@ -488,7 +488,7 @@ def main_worktree(folder: Path) -> Path | None:
 
 
 def _real(folder: Path) -> Path:
-    """A worktree of the workspace is the workspace (SPEC §15.4); a symlinked .regulator/ is refused."""
+    """A worktree of the workspace is the workspace (design §15.4); a symlinked .regulator/ is refused."""
     main = main_worktree(folder)
     if main is not None and is_workspace(main):
         folder = main
@@ -501,7 +501,7 @@ GIT_FILES = ("HEAD", "config", "index", "packed-refs")
 
 
 def check_git(folder: Path) -> None:
-    """The files git reads before it answers anything are regular files (SPEC §26): a FIFO at
+    """The files git reads before it answers anything are regular files (design §26): a FIFO at
     `.git/HEAD` would hang every git call regulator makes (lint, revisions, the trunk walk), so it
     is refused in one line first. A linked worktree's own git directory is checked too."""
     dotgit = folder / ".git"
@@ -529,7 +529,7 @@ def _opened(folder: Path) -> Workspace:
 
 def check_untracked(home: Path) -> None:
     """Stores committed to git are not the host's stores (a clone carrying forged ones would look
-    like the host): refused (SPEC §16.2)."""
+    like the host): refused (design §16.2)."""
     if not (home / STATE_DIR).is_dir() or not (home / ".git").exists():
         return
     try:
@@ -560,7 +560,7 @@ def locate(
     *,
     git_only: bool = False,
 ) -> tuple[Workspace, Lease | None]:
-    """Find the workspace (SPEC §3 order: --root, --lease, a lease walking up, .regulator/ walking up).
+    """Find the workspace (design §3 order: --root, --lease, a lease walking up, .regulator/ walking up).
 
     `git_only`: the command answers from git (registry lint, views, records, routing tests,
     `--once --registers-only`). It reads file stores on this disk as ever, but where the stores
@@ -569,7 +569,7 @@ def locate(
     ws, lease = _locate(root, lease_file, cwd)
     if git_only and (store_url(ws.root) is not None or (ws.state_dir / MIRROR_MARKER).is_file()):
         return configure_clock(dataclasses.replace(ws, git_only=True)), lease
-    ws.sync()  # on PostgreSQL: the mirror the reads go through, up to date (SPEC §18)
+    ws.sync()  # on PostgreSQL: the mirror the reads go through, up to date (design §18)
     return configure_clock(ws), lease
 
 

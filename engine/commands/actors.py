@@ -27,12 +27,12 @@ def check_person(by: str | None, field: str = "--by") -> str:
 
 
 def lease_hash(token: str) -> str:
-    """What the log keeps of a lease token (SPEC §15.2): the token itself never reaches a store."""
+    """What the log keeps of a lease token (design §15.2): the token itself never reaches a store."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
 def no_person_under_lease(lease: Lease | None, by: str | None) -> None:
-    """A command given --by while a lease is in effect is refused (exit 2, SPEC §15.2)."""
+    """A command given --by while a lease is in effect is refused (exit 2, design §15.2)."""
     if lease is not None and by is not None:
         raise BadInput(
             f"a unit cannot act as a person: --by/--as is refused under a lease ({lease.path}); "
@@ -75,7 +75,7 @@ def check_lease(state: State, lease: Lease) -> None:
 
 def unit_tools(ws: Workspace, state: State, unit_id: str) -> tuple[str, str, tuple[str, ...]]:
     """(type, profile, tools) of a leased unit: type and profile as its dispatch recorded them
-    (SPEC §15.0; an edited contract grants nothing), tools from the profiles policy in force."""
+    (design §15.0; an edited contract grants nothing), tools from the profiles policy in force."""
     unit = state.units.get(unit_id)
     unit_type, profile_name = (unit.type, unit.profile) if unit is not None else (None, None)
     if unit_type is None or profile_name is None:

@@ -1,4 +1,4 @@
-"""What a timed duty is (SPEC §22, §24): a plain function `(workspace, now) -> Outcome` that writes
+"""What a timed duty is (design §22, §24): a plain function `(workspace, now) -> Outcome` that writes
 host events with derived ids inside the decide lock (taken unless its caller, `serve`'s tick,
 holds it already), so running it twice writes once."""
 

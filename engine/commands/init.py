@@ -41,7 +41,7 @@ MAKE_KEY = (
 
 
 def owner_key(root: Path, given: Path | None) -> str:
-    """The owner's public key line (SPEC §15.1): --owner-key, else git's ssh signing key."""
+    """The owner's public key line (design §15.1): --owner-key, else git's ssh signing key."""
     from engine.base import sshsig
 
     path = given
@@ -138,7 +138,7 @@ def setup(
             existing + ("" if existing.endswith("\n") or not existing else "\n") + "\n".join(missing) + "\n"
         )
         rest.append(".gitignore")
-    if store is not None:  # the stores on PostgreSQL (SPEC §18): where, recorded without a password
+    if store is not None:  # the stores on PostgreSQL (design §18): where, recorded without a password
         from engine.checkout import workspace
         from engine.log.pg import admin as pg_admin
         from engine.log.pg import connection as pg_connection
@@ -165,7 +165,7 @@ def setup(
         nonce = hashlib.sha256(f"workspace\0{clock.iso(clock.now())}\0{root}".encode()).hexdigest()[:32]
     else:
         nonce = secrets.token_hex(16)
-    for relative, text in written.items():  # the first events: trusted on first use (SPEC §15.0)
+    for relative, text in written.items():  # the first events: trusted on first use (design §15.0)
         first: BaselineEvent = {
             "kind": "decision",
             "decision": "baseline",
@@ -236,7 +236,7 @@ REST_SUBJECT = "regulator: workspace (records, views, config, .gitignore)"
 
 def commit_baseline(ws: Workspace, owner: str, paths: list[str], public_key: str) -> str | None:
     """In a git repository, commit the baseline governed files (only those) as the owner's decision,
-    with the trailers `identity verify` reads in a clone (SPEC §16.2; engine.trust.idhistory), SSH-signed
+    with the trailers `identity verify` reads in a clone (design §16.2; engine.trust.idhistory), SSH-signed
     only when a private key for the owner's public key is at hand (`--key`, REGULATOR_SIGNING_KEY,
     git's ssh signing key) and usable without a prompt; else unsigned: the baseline is then
     'claimed', as a baseline in the stores is (trusted on first use). "signed" or "claimed"; None

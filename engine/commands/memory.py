@@ -89,7 +89,7 @@ def remember(ws: Workspace, fields: dict, lease: Lease | None) -> dict:
 
 
 def over_quota(ws: Workspace, state: State, unit: str) -> Denied | None:
-    """A recording unit holds at most memory.maxCurrentPerUnit current entries (SPEC §16.1)."""
+    """A recording unit holds at most memory.maxCurrentPerUnit current entries (design §16.1)."""
     most = ws.routing().memory.max_current_per_unit
     today = state.now.date()
     mine = [entry for entry in state.memory.values() if entry.event.get("unit") == unit]

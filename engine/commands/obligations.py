@@ -25,7 +25,7 @@ _FROM_SIGNALS = (ObligationKind.INTELLIGENCE, ObligationKind.QUESTION, Obligatio
 
 
 def record(state: State, ob: Obligation, deadlines: Deadlines | None = None) -> dict:
-    """An obligation as `obligations --json` and `controlroom --once --json` show it (SPEC §13, §24:
+    """An obligation as `obligations --json` and `controlroom --once --json` show it (design §13, §24:
     `evidenceExpired` recorded by the host, `overdue` and `dueAt` by the routing policy's deadlines)."""
     from engine.read.queries import is_stale
 

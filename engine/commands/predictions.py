@@ -1,4 +1,4 @@
-"""Predictions that resolve (SPEC §24): a report may carry `prediction: {resolvesAt}`; once that
+"""Predictions that resolve (design §24): a report may carry `prediction: {resolvesAt}`; once that
 time passes the signal awaits an outcome, which a person records (signed); calibration counts,
 per reporting source and confidence, how many came true, how many did not and how many await.
 """

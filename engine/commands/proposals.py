@@ -1,4 +1,4 @@
-"""S5 changes only by decision: a proposal, then a named person's accept or reject (SPEC §7)."""
+"""S5 changes only by decision: a proposal, then a named person's accept or reject (design §7)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def propose(ws: Workspace, file: str, content: bytes, rationale: str, actor: Act
 
 
 def check_store_policy(text: str) -> None:
-    """A proposed store.yaml names files or a postgresql:// URL, and never a password (SPEC §18:
+    """A proposed store.yaml names files or a postgresql:// URL, and never a password (design §18:
     libpq's PGPASSFILE supplies credentials; the proposal's content lands in the log and in git)."""
     from urllib.parse import urlsplit
 
@@ -104,7 +104,7 @@ def check_store_policy(text: str) -> None:
 
 def check_sensors_policy(ws: Workspace, text: str) -> None:
     """A proposed sensors.yaml names severities of the routing policy in force and unit ids
-    (SPEC §24); its shape was checked when it parsed."""
+    (design §24); its shape was checked when it parsed."""
     from engine.checkout.workspace import check_unit_id
 
     severities = ws.routing().severities
@@ -155,7 +155,7 @@ def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: 
         if verdict == "accepted":  # the decision is the truth; the file follows it
             write_governed(ws.root / proposal["file"], proposal["content"])
         if verdict == "accepted" and ws.url is not None and ws.authority().clock == "system":
-            # SPEC §26: on PostgreSQL the insert trigger's clock mode follows the decided policy
+            # design §26: on PostgreSQL the insert trigger's clock mode follows the decided policy
             from engine.log.pg.admin import follow_clock
 
             follow_clock(ws.url)
@@ -280,7 +280,7 @@ def review(ws: Workspace, proposal: dict) -> list[str]:
                 )
         if old.require_signatures != new.require_signatures:
             lines.append(f"! requireSignatures: {old.require_signatures} -> {new.require_signatures}")
-    if proposal["file"] == STORE_POLICY:  # where every host reads and writes the stores (SPEC §18)
+    if proposal["file"] == STORE_POLICY:  # where every host reads and writes the stores (design §18)
         from engine.checkout.workspace import store_policy_url
 
         try:
@@ -299,7 +299,7 @@ def review(ws: Workspace, proposal: dict) -> list[str]:
 
 
 def added_commands(file: str, before: str, after: str) -> list[tuple[str, str]]:
-    """The commands a proposal adds or changes that the host would run (SPEC §24): routing.yaml's
+    """The commands a proposal adds or changes that the host would run (design §24): routing.yaml's
     `notify`, sensors.yaml's command sensors; each as (the command, where it is declared). A text
     that does not parse declares none here (propose refuses it)."""
     import shlex

@@ -1,4 +1,4 @@
-"""ask_human (SPEC §22): a unit's question to a person, and the answers it gets back.
+"""ask_human (design §22): a unit's question to a person, and the answers it gets back.
 
 A question is a signal of type `question` in signals.ndjson, stamped from the lease as a report is.
 The router opens one advisory obligation of kind question on the asking unit, owed to S3, with a

@@ -79,7 +79,7 @@ def lint(
         else:
             pending = pool.submit(read_history, ws.tree, trunk or trunk_of(ws))
         registers = registers_of(ws, state)
-        known = ws.has_stores  # without the stores a unit's state is unknown (SPEC §16.2)
+        known = ws.has_stores  # without the stores a unit's state is unknown (design §16.2)
         if known:
             policy = lint_policy(ws)
         else:  # a clone: not the checkout's policy files, which the branch itself may have edited
@@ -174,7 +174,7 @@ def resolve_finding(
     PERSON: RATIONALE`. Like an ack it needs the `ack` grant (lint authorizes a change of
     `resolved` by that grant's `Authorized-by:` trailer) and still goes through review; with
     `commit`, it is committed with the trailer, SSH-signed with the person's key. The finding
-    becomes history: the units it affects are no longer held by it (SPEC §8.2)."""
+    becomes history: the units it affects are no longer held by it (design §8.2)."""
     person = check_person(by)
     rationale = check_text("--rationale", rationale, kind="rationale")
     entry = _finding(ws, state, finding_id)

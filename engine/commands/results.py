@@ -1,8 +1,8 @@
-"""report_result (SPEC §22): what a unit's run came to, recorded as a `result` host event in
+"""report_result (design §22): what a unit's run came to, recorded as a `result` host event in
 units.ndjson by the door that the unit called (never a close: closing stays the host's, vetoes first).
 
 One result per lease: a second is refused (exit 3), so a unit cannot rewrite what it reported.
-`unit run` (SPEC §23) records one itself when the unit reported none (record_host_result). A
+`unit run` (design §23) records one itself when the unit reported none (record_host_result). A
 `failed` or `blocked` result asks a person for a recovery decision (an advisory obligation).
 """
 
@@ -81,7 +81,7 @@ def result_event(
     """The `result` event for the unit's current lease (exit 3 when the lease is not current or a
     result is already recorded for it). Its id derives from the lease (one result per lease); a
     `failed` or `blocked` outcome opens an advisory obligation of kind `recovery`, owed to S3, that
-    asks a person for a recovery decision (SPEC §4.4, §23)."""
+    asks a person for a recovery decision (design §4.4, §23)."""
     refuse(reporting_result(state, unit_id, lease_hash))
     assert lease_hash is not None  # reporting_result refuses a missing lease
     result_id = ids.result_id(lease_hash)
@@ -128,7 +128,7 @@ def report_result(ws: Workspace, fields: dict[str, Any], lease: Lease) -> dict[s
 def record_host_result(
     ws: Workspace, unit_id: str, lease_hash: str, outcome: str, summary: str, exit_code: int, duration_s: int
 ) -> dict[str, Any] | None:
-    """`unit run`'s result when the unit reported none (SPEC §23): outcome `done` for exit 0, else
+    """`unit run`'s result when the unit reported none (design §23): outcome `done` for exit 0, else
     `failed`; the child's own exit code and the run's duration. None when the unit's own result is
     already recorded for this lease (it stands)."""
     body = validate_result({"summary": summary, "outcome": outcome})

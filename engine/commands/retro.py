@@ -1,4 +1,4 @@
-"""The RETRO register (SPEC §19): numbers generated from the stores and trunk history only, each
+"""The RETRO register (design §19): numbers generated from the stores and trunk history only, each
 with the query behind it; lint recomputes them, so an edited number fails (`retro-edited`).
 
 "A retro that reads its own narrative measures the narrator, not the system": the body is the

@@ -55,7 +55,7 @@ def unroutable(signal: dict, policy: RoutingPolicy) -> str | None:
     return None
 
 
-QUESTION: Final = "question"  # the `type` of a signal that asks a person (ask_human, SPEC §22)
+QUESTION: Final = "question"  # the `type` of a signal that asks a person (ask_human, design §22)
 ADVISORY = "advisory"
 
 
@@ -170,7 +170,7 @@ def route_locked(ws: Workspace, state: State | None = None) -> list[dict]:
     records = pending(state, policy, clock.now())
     if not records:
         return []
-    # what the router decided on (SPEC §22): every other store's length inside the decide lock (the
+    # what the router decided on (design §22): every other store's length inside the decide lock (the
     # signals it routes are in its own store, before the record)
     seen = ws.marks(but="signals")
     return [store.append(record | {"seen": seen}) for record in records]

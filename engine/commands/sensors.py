@@ -1,4 +1,4 @@
-"""Declared sensors (SPEC §24, seed 000 gap 1: "a watcher on an advisory feed").
+"""Declared sensors (design §24, seed 000 gap 1: "a watcher on an advisory feed").
 
 `regulator/policy/sensors.yaml` (governed) declares each sensor. A sensor's report is a signal
 like any other (source S4, routed with the severity floors applied), stamped by the host with
@@ -417,7 +417,7 @@ def run(ws: Workspace, name: str, now: datetime | None = None, *, only_due: bool
 
 
 def run_due(ws: Workspace, now: datetime) -> Outcome:
-    """The sensors duty (SPEC §24): every declared sensor that is due runs, one after another."""
+    """The sensors duty (design §24): every declared sensor that is due runs, one after another."""
     total = Outcome("sensors")
     sensors = ws.sensors().sensors
     ran = 0

@@ -27,8 +27,8 @@ FIELDS = (
     "observedAt",
     "expiresAt",
     "rationale",
-    "prediction",  # SPEC §24: {resolvesAt} for a claim about the future
-    "supersedes",  # SPEC §24: the id of an earlier signal this report re-asks or replaces
+    "prediction",  # design §24: {resolvesAt} for a claim about the future
+    "supersedes",  # design §24: the id of an earlier signal this report re-asks or replaces
 )
 CONFIDENCE = ("low", "medium", "high")
 
@@ -185,7 +185,7 @@ def stamped(
         "destination": "S3",
         "at": at or clock.iso(clock.now()),
     }
-    if "prediction" in body:  # SPEC §24: a claim about the future
+    if "prediction" in body:  # design §24: a claim about the future
         event["prediction"] = body["prediction"]
     if "supersedes" in body:
         event["supersedes"] = body["supersedes"]

@@ -1,4 +1,4 @@
-"""The timed duties of SPEC §24, each a plain function `(workspace, now) -> Outcome`, as `serve`'s
+"""The timed duties of design §24, each a plain function `(workspace, now) -> Outcome`, as `serve`'s
 tick runs them (§22; `regulator serve --once-tick` runs one tick by hand):
 
 - evidence: a signal whose `expiresAt` passed while an obligation it opened is open gets one
@@ -90,7 +90,7 @@ def evidence_events(state: State, policy: RoutingPolicy, now: datetime) -> list[
 
 
 def expire_evidence(ws: Workspace, now: datetime) -> Outcome:
-    """The stale-evidence duty (SPEC §24): mark, and re-ask; never resolve."""
+    """The stale-evidence duty (design §24): mark, and re-ask; never resolve."""
     policy = ws.routing()
     with deciding(ws):
         state = load(ws, now, stores=("signals",))
@@ -141,7 +141,7 @@ def deadline_events(
 
 
 def check_deadlines(ws: Workspace, now: datetime) -> Outcome:
-    """The deadline duty (SPEC §24): overdue, escalated, notified once; never resolved."""
+    """The deadline duty (design §24): overdue, escalated, notified once; never resolved."""
     policy = ws.routing()
     if not policy.deadlines:
         return Outcome("deadlines", note="routing.yaml sets no deadlines")

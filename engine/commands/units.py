@@ -1,4 +1,4 @@
-"""Unit lifecycle: dispatch under a lease, close, recovery decisions, demotion (SPEC §4).
+"""Unit lifecycle: dispatch under a lease, close, recovery decisions, demotion (design §4).
 
 Every transition runs in the exclusive section and routes first, so a veto sees every signal.
 """
@@ -44,7 +44,7 @@ def _unit(state: State, unit_id: str) -> UnitState:
 
 @dataclass(frozen=True)
 class LeaseTerms:
-    """How `unit run` leases a unit (SPEC §23); a plain `unit dispatch` takes none of them: its
+    """How `unit run` leases a unit (design §23); a plain `unit dispatch` takes none of them: its
     lease never expires, its unit is not known to be confined and its lease file is in the worktree."""
 
     ttl: int | None = None  # seconds; None: the lease never expires
@@ -64,7 +64,7 @@ def dispatch(
             raise BadInput(f"--worktree {worktree} is not a folder; create it first")
     with deciding(ws, lambda state: dispatch_veto(ws, state, _unit(state, unit_id))) as turn:
         contract = turn.state.contracts[unit_id]
-        # always random, even under a pinned clock; the log keeps only its hash (SPEC §15.2)
+        # always random, even under a pinned clock; the log keeps only its hash (design §15.2)
         token = secrets.token_urlsafe(32)
         now = clock.now()
         at = clock.iso(now)
@@ -161,7 +161,7 @@ def close(ws: Workspace, unit_id: str) -> dict:
 
 
 def seen(ws: Workspace, state: State, store: str = "units") -> dict[str, int]:
-    """What a host event in `store` was decided on (SPEC §22: every host event records it): how far
+    """What a host event in `store` was decided on (design §22: every host event records it): how far
     the host folded every other store, inside the decide lock. The fold judges a dispatch or close
     at exactly this; the other host events record it for the reader (D-169)."""
     return ws.marks(but=store, folded={name: cursor.offset for name, cursor in state.cursors.items()})

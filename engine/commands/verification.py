@@ -1,5 +1,5 @@
 """`regulator verify`: every store's hash chain, every person event that counts for nothing, and
-any checkpoint compared with a fresh fold of the stores (SPEC §11, §15.1, §15.4); and dismissals.
+any checkpoint compared with a fresh fold of the stores (design §11, §15.1, §15.4); and dismissals.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
     derived = _beside(ws, fresh) if (state is None or host_events) and not fresh.auth.unknown else None
     found: list[Finding] = []
     # a line a signed dismissal names does not stop the check of its store: the lines after it
-    # are checked on (SPEC §26), and the dismissed line is listed as dismissed (_mark_dismissed)
+    # are checked on (design §26), and the dismissed line is listed as dismissed (_mark_dismissed)
     dismissed: dict[str, dict[int, str]] = {}
     for (store_name, number), event in fresh.auth.dismissals.items():
         if isinstance(event.get("lineHash"), str):
@@ -189,7 +189,7 @@ def _beside(ws: Workspace, fresh: State) -> Callable[[], list[Finding]]:
 
 
 def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
-    """What no signature covers, re-derived (SPEC §15.0's shared account): every routing record
+    """What no signature covers, re-derived (design §15.0's shared account): every routing record
     must be the one the router writes for its signal under the routing policy then in force, once
     per signal; no event is stamped in the future, nor (on the system clock) more than the allowed
     skew before the line before it; no memory entry is reviewed more than 90 days after it was
@@ -261,7 +261,7 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
 
 
 def _times(store: str, number: int, at: str, previous: object, now: datetime, late: str) -> list[Finding]:
-    """An `at` in the future, or more than the skew before the line before it (SPEC §15.3). A
+    """An `at` in the future, or more than the skew before the line before it (design §15.3). A
     canonical time (YYYY-MM-DDTHH:MM:SSZ) orders as its text, so most lines are judged without
     parsing; only a suspect or unusual one is."""
     from engine.log.store import SKEW_S
@@ -328,7 +328,7 @@ def _routing_problem(
 
 def _policy_then(routing: list[tuple[str, str | None, int]], record: dict) -> str:
     """The routing policy a routing record was decided under: the last decided at what it saw of
-    identity.ndjson (its `seen`, SPEC §22: exactly, no time compared), or for a record from
+    identity.ndjson (its `seen`, design §22: exactly, no time compared), or for a record from
     before `seen`, the last decided at or before its time."""
     at = record.get("at")
     seen = record.get("seen")
@@ -439,7 +439,7 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
         raise BadInput(f"--dismiss {target}: verify names no undismissed problem on that line")
     if store == "identity" and problem.message.startswith(("content does not", "chain broken")):
         # an identity line that fails its hash leaves the policy unknown: the grant and the key
-        # are those of the policy in force just before that line (SPEC §26)
+        # are those of the policy in force just before that line (design §26)
         from engine.checkout.authority import before_line
 
         people = before_line(ws.root, line).people
@@ -467,7 +467,7 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
 
 @dataclass
 class LiveChain:
-    """The hash chain of one store checked as lines arrive, for the open control room (SPEC §26): a
+    """The hash chain of one store checked as lines arrive, for the open control room (design §26): a
     line that fails its hash or breaks the chain appears at once, as a bad line does, without
     hashing the whole store again. `offset`: where the next unchecked line starts."""
 

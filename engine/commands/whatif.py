@@ -1,4 +1,4 @@
-"""What-if routing (SPEC §20): the routing a signal would get, a replay under a proposed policy,
+"""What-if routing (design §20): the routing a signal would get, a replay under a proposed policy,
 and routing tests as files. Everything here reads; nothing is ever appended or written."""
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class WouldHold:
 
 @dataclass
 class InMemory:
-    """The signals not yet routed, routed in memory as the router would route them now (SPEC
+    """The signals not yet routed, routed in memory as the router would route them now (design
     §16, §18): what a reader that does not route (--read-only, a store role that cannot write, a
     signal appended after this run routed) judges holds on. Written nowhere."""
 
@@ -230,7 +230,7 @@ def replay_lines(result: Replay, label: str) -> list[str]:
 
 
 def proposal_replay(ws: Workspace, content: str, state: State | None = None) -> list[str]:
-    """What accepting a proposed routing.yaml would have changed for the last signals (SPEC §20)."""
+    """What accepting a proposed routing.yaml would have changed for the last signals (design §20)."""
     try:
         proposed = parse_policy("routing.yaml", content)
         assert isinstance(proposed, RoutingPolicy)

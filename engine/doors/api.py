@@ -1,4 +1,4 @@
-"""The Python API for a host harness and the MCP server (SPEC §17): what the CLI does for a unit.
+"""The Python API for a host harness and the MCP server (design §17): what the CLI does for a unit.
 
 docs/api.md documents it. A `UnitDoor` is bound to one lease when it is opened and checks that
 lease against the units store on every call, so a released lease stops working at once. Errors are
@@ -108,7 +108,7 @@ class Proposed:
 @dataclass(frozen=True)
 class ContextResult:
     """What the unit receives at start: `text` exactly as `regulator context` prints it (fenced,
-    escaped: SPEC §16.1) and `data` as `regulator context --json` prints it (raw values)."""
+    escaped: design §16.1) and `data` as `regulator context --json` prints it (raw values)."""
 
     text: str
     data: dict[str, Any]
@@ -133,7 +133,7 @@ class ObligationInfo:
     subject: str
     opened_at: str
     kind: str = "intelligence"
-    answer: str | None = None  # a question answered by a person: the answer (SPEC §22)
+    answer: str | None = None  # a question answered by a person: the answer (design §22)
 
     @property
     def holds(self) -> bool:
@@ -253,7 +253,7 @@ class UnitDoor:
         return self._kept.refresh(sync=True)
 
     def report(self, fields: Mapping[str, Any]) -> Reported:
-        """report_intelligence (SPEC §5.2) with seed 000's field names; the engine validates
+        """report_intelligence (design §5.2) with seed 000's field names; the engine validates
         (exit 2) then authorizes (profile grant and research type, exit 3).
 
         On PostgreSQL a door that knows where the units and identity stores ended when it last
@@ -280,14 +280,14 @@ class UnitDoor:
         return signals.unit_signal(ws, _fields(fields), self.lease, state, kept.known(), kept.head.revision)
 
     def remember(self, fields: Mapping[str, Any]) -> Remembered:
-        """A memory entry (SPEC §6.1): subject, note, evidence, reviewBy, scope."""
+        """A memory entry (design §6.1): subject, note, evidence, reviewBy, scope."""
         self.check()
         event = memory.remember(self._ws(), _fields(fields), self.lease)
         _flush_checkpoint()
         return Remembered(event["id"], event["reviewBy"])
 
     def ask(self, fields: Mapping[str, Any]) -> Asked:
-        """ask_human (SPEC §22): a question to a person, where the profile grants ask_human; the
+        """ask_human (design §22): a question to a person, where the profile grants ask_human; the
         router opens its advisory obligation, and the answer comes back in `obligations` and the
         context."""
         from engine.base import ids
@@ -302,7 +302,7 @@ class UnitDoor:
         return Asked(written["id"], ids.question_obligation_id(written["id"]))
 
     def report_result(self, fields: Mapping[str, Any]) -> ResultRecorded:
-        """report_result (SPEC §22): summary, outcome (done|blocked|failed), usage {tokens, costUsd}."""
+        """report_result (design §22): summary, outcome (done|blocked|failed), usage {tokens, costUsd}."""
         from engine.commands.results import report_result
 
         self.check()
@@ -311,7 +311,7 @@ class UnitDoor:
         return ResultRecorded(event["id"], event["outcome"])
 
     def propose(self, path: object, content: object, rationale: object) -> Proposed:
-        """A proposed change to a governed file (SPEC §7), where the profile grants
+        """A proposed change to a governed file (design §7), where the profile grants
         propose_policy_change; the whole proposed content as text."""
         from engine.commands.proposals import propose
 
@@ -331,7 +331,7 @@ class UnitDoor:
         return Proposed(event["id"], event["file"])
 
     def context(self, budget: int = delivery.DEFAULT_BUDGET) -> ContextResult:
-        """What this unit receives at start (SPEC §6.4, §16.1)."""
+        """What this unit receives at start (design §6.4, §16.1)."""
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
             raise BadInput(f"budget: {budget!r} is not a number of characters (0 or more)")
         self.check()

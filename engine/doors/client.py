@@ -1,4 +1,4 @@
-"""A client of `serve`'s door (SPEC §22): MCP tool calls over Streamable HTTP with a bearer lease
+"""A client of `serve`'s door (design §22): MCP tool calls over Streamable HTTP with a bearer lease
 token, for shells (`regulator door call`), the stdio forwarder (`regulator door stdio`) and agent
 SDKs (`engine.doors.api.DoorClient`). Standard library only: it starts fast and needs no extra.
 
@@ -30,7 +30,7 @@ UNAUTHORIZED = (
 
 
 class ToolError(RegulatorError):
-    """A tool's refusal or bad input, with the exit code the door gave (SPEC §17)."""
+    """A tool's refusal or bad input, with the exit code the door gave (design §17)."""
 
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
@@ -147,7 +147,7 @@ class DoorClient:
         return self.rpc("tools/call", {"name": tool, "arguments": arguments or {}})
 
     def call(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-        """A tool's structured result; a tool error raises with its exit code (SPEC §13, §17)."""
+        """A tool's structured result; a tool error raises with its exit code (design §13, §17)."""
         result = self.call_raw(tool, arguments)
         data = result.get("structuredContent")
         if result.get("isError"):

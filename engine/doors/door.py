@@ -1,7 +1,7 @@
 """What a long-lived unit door (engine.doors.api.UnitDoor) keeps between calls: the units store's fold,
 the worktree's HEAD and the workspace's checks, each read again only as far as it changed.
 
-Nothing kept outlives a change it depends on (SPEC §15.4, §17): the lease is judged on every call
+Nothing kept outlives a change it depends on (design §15.4, §17): the lease is judged on every call
 against the units store as it is then. On files, units.ndjson is looked at (one stat) on every
 call and only its appended bytes are folded; a file that shrank, was replaced or was rewritten in
 place is folded again from its first byte, as a new door would. On PostgreSQL the one-trip append

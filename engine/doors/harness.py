@@ -1,4 +1,4 @@
-"""A unit's profile enforced on its harness's own tools (SPEC §23): which tools Claude Code may run
+"""A unit's profile enforced on its harness's own tools (design §23): which tools Claude Code may run
 for a unit, what `regulator hook EVENT` prints for Claude Code's hook events, and the files
 `unit run --harness claude-code` writes (an MCP config and a settings file).
 
@@ -22,7 +22,7 @@ DOOR_SERVER = "regulator"  # the MCP server's name in the config: its tools are 
 DOOR_TOOLS = f"mcp__{DOOR_SERVER}__"
 RUN_CHECKS = "run_checks"  # the profile tool that grants the shell for the contract's checks only
 SHELL = "shell"
-CONTEXT_MAX = 9000  # characters of context SessionStart adds (SPEC §23)
+CONTEXT_MAX = 9000  # characters of context SessionStart adds (design §23)
 EVENTS = ("SessionStart", "PreToolUse", "Stop")
 
 

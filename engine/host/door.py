@@ -1,4 +1,4 @@
-"""serve's door, the engine's half (SPEC §22): a bearer lease token to the unit whose current
+"""serve's door, the engine's half (design §22): a bearer lease token to the unit whose current
 lease it is, and one engine.doors.api.UnitDoor per lease, kept between calls.
 
 The door hashes the token (engine.commands.actors.lease_hash: the log keeps only hashes) and looks for the

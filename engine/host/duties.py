@@ -1,4 +1,4 @@
-"""The timed duties of `serve`'s tick (SPEC §22): a small registry of named callables.
+"""The timed duties of `serve`'s tick (design §22): a small registry of named callables.
 
 A duty is `run(ws, now) -> outcome`: it looks at the stores at `now` and writes what is due through
 the same engine functions as the CLI, with deterministic event ids, so that a duty run twice (a

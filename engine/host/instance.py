@@ -1,4 +1,4 @@
-"""One `serve` per workspace per host (SPEC §22): its file lock, `.regulator/serve.json` for the
+"""One `serve` per workspace per host (design §22): its file lock, `.regulator/serve.json` for the
 host-side commands that look for it, and the door's default listen address.
 
 The lock is an flock on `.regulator/serve.lock`, held for the life of the process (the kernel drops
@@ -220,7 +220,7 @@ def _answers(path: Path) -> bool:
 
 
 def serve_state(ws: Workspace, timeout: float = 2.0) -> dict[str, Any]:
-    """What the host-side commands and the control room show of serve (SPEC §22): serve.json of
+    """What the host-side commands and the control room show of serve (design §22): serve.json of
     the running serve and its /healthz, {"running": False} where none runs, or "error" where it
     runs but its door does not answer."""
     info = running(ws)

@@ -1,4 +1,4 @@
-"""Leadership among the hosts that run `serve` on one PostgreSQL store (SPEC §22): a lease row.
+"""Leadership among the hosts that run `serve` on one PostgreSQL store (design §22): a lease row.
 
 `regulator.leader` holds one row (holder, expires). A host claims or renews it every RENEW_S with
 one `UPDATE … WHERE holder = me OR expires < now()`: it holds leadership while the row names it, and

@@ -1,4 +1,4 @@
-"""Leases that expire (SPEC §23): heartbeats kept outside the stores, and the leader's duty that
+"""Leases that expire (design §23): heartbeats kept outside the stores, and the leader's duty that
 records `lease-expired` for a lease past its time.
 
 A lease made by `unit run` carries `expiresAt` and its `ttl`; one from before carries neither and
@@ -208,7 +208,7 @@ def expire_leases(ws: Workspace, now: datetime, beats: Heartbeats) -> list[dict[
 
 
 def lease_duty(ws: Workspace, now: datetime) -> object:
-    """The timed duty of lease expiry (SPEC §22, §23), as serve's tick runs it (in the lock)."""
+    """The timed duty of lease expiry (design §22, §23), as serve's tick runs it (in the lock)."""
     written = expire_leases_locked(ws, now, heartbeats_for(ws))
     return {"expired": [event["unit"] for event in written]}
 

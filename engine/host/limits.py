@@ -1,4 +1,4 @@
-"""What one caller may take of `serve` (SPEC §22; docs/operations.md lists the defaults): open
+"""What one caller may take of `serve` (design §22; docs/operations.md lists the defaults): open
 connections per peer and in all, kept well below the process's open-file limit so the stores and
 their locks always have room; how long a connection may take to send its request; and how much a
 lease may write per minute (a token bucket of writes and one of bytes).

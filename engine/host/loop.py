@@ -1,4 +1,4 @@
-"""serve's loop (SPEC §22): routing within moments of an append, and the timed duties every 10 s.
+"""serve's loop (design §22): routing within moments of an append, and the timed duties every 10 s.
 
 Threads, no event loop, so the door's server (controlroom.door_http) runs beside it:
 - the watcher: on files, an inotify watch of `.regulator/` (watchfiles, a 30 ms debounce); on

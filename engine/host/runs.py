@@ -1,4 +1,4 @@
-"""Which leases belong to a `unit run` that is over (SPEC §23; docs/decisions.md D-?): the door
+"""Which leases belong to a `unit run` that is over (design §23; docs/decisions.md D-?): the door
 answers a lease only while the run that made it still has its child.
 
 `unit run` writes `.regulator/runs/<lease hash>.json` (the host's folder: no unit reads or writes it)

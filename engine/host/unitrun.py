@@ -1,4 +1,4 @@
-"""`regulator unit run` (SPEC §23): the one command a host needs to run an agent as a unit.
+"""`regulator unit run` (design §23): the one command a host needs to run an agent as a unit.
 
 It finds `serve` (its serve.json), dispatches the unit (vetoes first: a held unit starts nothing),
 makes its git worktree (detached at trunk), writes the lease and the harness's files in the lease's
@@ -151,7 +151,7 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
 
 
 def _environment(names: list[str]) -> dict[str, str]:
-    """The allowlist (SPEC §23): PATH, HOME, LANG, TERM, TZ where the host has them, and each
+    """The allowlist (design §23): PATH, HOME, LANG, TERM, TZ where the host has them, and each
     `--env NAME` the host has; the door's three are added at the start. Nothing else."""
     env = {name: os.environ[name] for name in ALLOWED_ENV if name in os.environ}
     env.setdefault("PATH", DEFAULT_PATH)
@@ -233,7 +233,7 @@ def account_processes(uid: int) -> list[int]:
 
 
 def claim_account(account: Account) -> int:
-    """The account for this run alone (SPEC §15.2: units never act as each other): a host-wide lock
+    """The account for this run alone (design §15.2: units never act as each other): a host-wide lock
     held for the run, and no process of the account alive. Refused (exit 3) otherwise; nothing
     started, nothing written to the workspace."""
     path = _locks_folder() / f"{account.uid}.lock"

@@ -1,4 +1,4 @@
-"""The timed duties of SPEC §24 (stale evidence, deadlines, due sensors) in serve's tick: each runs
+"""The timed duties of design §24 (stale evidence, deadlines, due sensors) in serve's tick: each runs
 inside the decide lock the tick holds, on the leader only, and logs its outcome as one JSON line
 (`{"written": n, "errors": [...], "note": ...}`)."""
 

@@ -25,7 +25,7 @@ StoreName = Literal["signals", "units", "memory", "identity"]
 UNREADABLE = "unreadable"  # the kind of what a reference reads back as when its line is gone
 STORES: tuple[StoreName, ...] = ("signals", "units", "memory", "identity")
 INDEX: dict[str, int] = {name: i for i, name in enumerate(STORES)}
-# host events (SPEC §22): the kinds only a host writes, unsigned, from what it decided: routing
+# host events (design §22): the kinds only a host writes, unsigned, from what it decided: routing
 # records, the units' dispatch and close, a run's result and an expired lease (§23), what the timed
 # duties record (§24), and a database's upgrade mark. One list: the PostgreSQL insert trigger
 # (engine.log.pg.sql) refuses them from any role but regulator_host, and the fold and `verify`

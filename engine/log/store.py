@@ -27,17 +27,17 @@ from engine.base import clock, ids
 from engine.base.errors import BadInput, Refused
 
 GENESIS = ""
-NO_STORES = "no regulator stores here (a clone? run on the host, or connect a store: SPEC §18)"
-SKEW_S = 2  # how far an event may be stamped before its store's last one (SPEC §15.3)
+NO_STORES = "no regulator stores here (a clone? run on the host, or connect a store: design §18)"
+SKEW_S = 2  # how far an event may be stamped before its store's last one (design §15.3)
 _TAIL_CHUNK = 8 * 1024  # grown fourfold until a whole line is in it
 _READ_CHUNK = 1 << 20
-MAX_LINE_BYTES = 1 << 20  # a line's canonical JSON, its newline aside (SPEC §22, §26): 1 MiB
-# SPEC §26: a line longer than MAX_LINE_BYTES is read as a bad line, skipped in bounded memory: a
+MAX_LINE_BYTES = 1 << 20  # a line's canonical JSON, its newline aside (design §22, §26): 1 MiB
+# design §26: a line longer than MAX_LINE_BYTES is read as a bad line, skipped in bounded memory: a
 # reader never holds more than it and a chunk at once
 MAX_LINE = MAX_LINE_BYTES
 # bad lines kept to be named, per read and in a read model (the first ones, in store and line
 # order); beyond them they are counted, so a million garbage lines cost a count, not a million
-# warnings (SPEC §26)
+# warnings (design §26)
 KEPT_PROBLEMS = 20
 TOO_LONG = f"longer than {MAX_LINE} bytes (1 MiB): not an event line"
 
@@ -147,7 +147,7 @@ def lock_held(path: Path) -> bool:
 
 def _open(path: Path, flags: int) -> int:
     """Open without following a symlink; a missing store is never created here (only `init`
-    and `demo` create stores, SPEC §15.4)."""
+    and `demo` create stores, design §15.4)."""
     try:
         return open_regular(path, flags)
     except FileNotFoundError:
@@ -310,7 +310,7 @@ class Store:
 
 def _check_time(store: str, at: object, last_at: object) -> None:
     """With the system clock, a store never takes an event stamped before its last (beyond a
-    little skew): time in the log only moves forward (SPEC §15.3)."""
+    little skew): time in the log only moves forward (design §15.3)."""
     if clock.pinned() or not isinstance(at, str) or not isinstance(last_at, str) or at >= last_at:
         return
     try:
@@ -572,11 +572,11 @@ def verify(
     An edited line fails its own hash; an inserted, deleted or reordered line breaks `prev`.
     A cut-off tail or a rewritten and re-hashed suffix cannot be seen without an outside anchor.
     A line is read as every reader reads it (strict JSON: `NaN` is no JSON), so a line readers
-    skip is named here too, though its `hash` carries the chain on (SPEC §26). The first
+    skip is named here too, though its `hash` carries the chain on (design §26). The first
     KEPT_PROBLEMS unreadable lines are named, the rest counted in one finding. Read line by line:
     bounded memory whatever the store holds (`data`: the bytes a server sent, fleet mode).
 
-    `dismissed`: line number -> the SHA-256 of the line a signed dismissal names (SPEC §26). Such a
+    `dismissed`: line number -> the SHA-256 of the line a signed dismissal names (design §26). Such a
     line, while it still has that hash, is named but does not stop the check: the next line may
     chain to the hash it claims (appended after it) or to the line before it (inserted).
     """

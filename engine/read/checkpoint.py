@@ -9,11 +9,11 @@ by reference (engine.log.events), so what it keeps is small: obligations, units 
 with one int per event.
 
 Only a command that writes (inside the decide lock) leaves a new one, after it is done, and the
-control room when it closes: readers never write (SPEC §13). The stores stay the only truth:
+control room when it closes: readers never write (design §13). The stores stay the only truth:
 deleting the checkpoint changes nothing but the time of the next read.
 `REGULATOR_CHECKPOINT=off` turns it off.
 
-A cache never decides (SPEC §15.4): a checkpoint counts only when it carries the HMAC of
+A cache never decides (design §15.4): a checkpoint counts only when it carries the HMAC of
 `.regulator/host.key` (random, mode 0600, which a confined unit cannot read); one without a
 valid MAC is ignored, never decoded, and `verify` names it. What it keeps is the read model's own
 types (engine.read.model) in msgspec's typed msgpack, each checked by type as it is decoded; the model

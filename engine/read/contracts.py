@@ -36,7 +36,7 @@ class Contract(msgspec.Struct, frozen=True):
     budget: object = None  # {wallSeconds, tokens, costUsd}, or a free-form budget from before (text)
     route: str | None = None
     extra: dict = {}  # a new dict for each
-    checks: tuple[str, ...] = ()  # commands run_checks may run, exactly (SPEC §23)
+    checks: tuple[str, ...] = ()  # commands run_checks may run, exactly (design §23)
 
     @property
     def wall_seconds(self) -> int | None:
@@ -100,7 +100,7 @@ def _contract(fields: tuple | list) -> Contract:
 
 def _check_budget(budget: object) -> None:
     """`{wallSeconds, tokens, costUsd}`, each optional; text or a number is a free-form budget from
-    before this round, kept as it is and enforcing nothing (SPEC §23)."""
+    before this round, kept as it is and enforcing nothing (design §23)."""
     if budget is None or isinstance(budget, str) or type(budget) in (int, float):
         return
     if not isinstance(budget, dict):
@@ -335,7 +335,7 @@ def new_contract(
     text: str | None = None,
     budget_wall: str | None = None,
 ) -> Path:
-    """`regulator unit new`: a valid contracts/<id>.json (SPEC §23), never over an existing one.
+    """`regulator unit new`: a valid contracts/<id>.json (design §23), never over an existing one.
     The profile must be one the decided profiles.yaml names (exit 2 otherwise); the type is free."""
     from engine.base.clock import parse_duration
     from engine.base.limits import check_text
@@ -387,7 +387,7 @@ SCHEMA: dict = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": "https://regulator.invalid/schema/contract.json",
     "title": "regulator unit contract (contracts/<id>.json)",
-    "description": "One unit: what it is asked to do, under which profile, within which budget (SPEC §4.1, §23).",
+    "description": "One unit: what it is asked to do, under which profile, within which budget (design §4.1, §23).",
     "type": "object",
     "required": list(REQUIRED),
     "properties": {

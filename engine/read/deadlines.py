@@ -1,4 +1,4 @@
-"""When an obligation is due, and whether it is overdue (SPEC §24): the one rule the deadline duty,
+"""When an obligation is due, and whether it is overdue (design §24): the one rule the deadline duty,
 `obligations --overdue`, `--once` and the control room ask. An obligation of a severity that
 routing.yaml's `deadlines` names is due that long after it opened; open after that, it is overdue
 (nothing resolves it: a person does). A policy without deadlines makes nothing overdue."""

@@ -1,10 +1,10 @@
 """What a unit receives at start (before_agent_start): identity, then current memory for its type.
 
-The rendered context has one fixed format (SPEC §6.4, §16.1), which `parse_context` reads back:
+The rendered context has one fixed format (design §6.4, §16.1), which `parse_context` reads back:
 
     # Context for unit <unit> (<type>)              or: # Context (no unit: every current entry)
     <blank>
-    ## Your task                                     (a unit with a contract: SPEC §23)
+    ## Your task                                     (a unit with a contract: design §23)
     <blank>
     <TASK_PREAMBLE>
     <blank>
@@ -27,7 +27,7 @@ The rendered context has one fixed format (SPEC §6.4, §16.1), which `parse_con
     ... one such block per entry shown ...
     (<shown> of <current> current entries shown; <left> left out by the <budget>-character budget; ...)
     <blank>                                          (the rest only when a person answered one of
-    ## Answers to your questions                      the unit's questions, SPEC §22)
+    ## Answers to your questions                      the unit's questions, design §22)
     <blank>
     <ANSWERS_PREAMBLE>
     <blank>
@@ -37,7 +37,7 @@ The rendered context has one fixed format (SPEC §6.4, §16.1), which `parse_con
     ... one such block per answer, in log order ...
 
 `<id8>` is the id's last 8 characters; the line ends ` · evidence changed` when a file the entry
-cites is gone or changed at HEAD since its revision (engine.read.freshness, SPEC §20). Every piece of stored text goes through engine.base.text.escape
+cites is gone or changed at HEAD since its revision (engine.read.freshness, design §20). Every piece of stored text goes through engine.base.text.escape
 (escape_block for the identity files), so no stored text starts a line of its own: a note cannot
 forge a heading, an entry, an identity section or the closing count line, and ESC or a bidi
 override reaches the unit as `\\x1b` or `\\u202e`. The escaping is reversible, so the parse gives
@@ -112,7 +112,7 @@ class Context:
     budget: int = DEFAULT_BUDGET
     # the unit's answered questions (engine.read.queries.answers), in log order
     answers: list[dict] = field(default_factory=list)
-    task: dict | None = None  # the unit's contract: {"title", "contract"} (SPEC §23); None: no unit
+    task: dict | None = None  # the unit's contract: {"title", "contract"} (design §23); None: no unit
 
     @property
     def shown(self) -> int:
@@ -185,7 +185,7 @@ def build_context(ws: Workspace, state: State, unit_id: str | None, budget: int 
     if unit_id is not None:
         contract = state.contracts.get(unit_id)
         unit_type = contract.type if contract else None
-        if contract is not None:  # the contract opens the unit's context (SPEC §23)
+        if contract is not None:  # the contract opens the unit's context (design §23)
             task = {"title": contract.title, "contract": contract.contract}
     from engine.read import freshness
 
@@ -208,7 +208,7 @@ def build_context(ws: Workspace, state: State, unit_id: str | None, budget: int 
 
 
 def read_identity(ws: Workspace) -> list[tuple[str, str | None]]:
-    """The identity files as decided (SPEC §15.0): a hand edit on disk is never delivered. Where the
+    """The identity files as decided (design §15.0): a hand edit on disk is never delivered. Where the
     decided content is not recorded (a first-round baseline) the file is delivered only while it
     has its decided hash; where the stores are absent (a clone), the committed file is all there is."""
     files: list[tuple[str, str | None]] = []

@@ -103,7 +103,7 @@ _PARALLEL = 32  # person events in one read before their signatures are checked 
 
 
 def person_refs(name: str, events: Sequence[Any], at_refs: list[int]) -> list[int]:
-    """The references of a read's person events (SPEC §15.1), found in one pass."""
+    """The references of a read's person events (design §15.1), found in one pass."""
     if name == "signals":
         return [
             at
@@ -184,7 +184,7 @@ def _judge(state: State, event: dict[str, Any], previous: object, store: str, at
 
 
 def _backdated(at: object, previous: object) -> bool:
-    """More than the skew a store allows (SPEC §15.3) before the line before it."""
+    """More than the skew a store allows (design §15.3) before the line before it."""
     if not isinstance(at, str) or not isinstance(previous, str) or at >= previous:
         return False
     try:
@@ -194,7 +194,7 @@ def _backdated(at: object, previous: object) -> bool:
 
 
 def counts(state: State, store: str, at: int) -> bool:
-    """Whether the person event at this reference counts (SPEC §15.1): signed by a key the policy
+    """Whether the person event at this reference counts (design §15.1): signed by a key the policy
     in force at its time lists for the person (or unsigned where signatures are not required),
     and the first event of its store with its id. One that does not is kept in `uncounted`."""
     ready = state.verdicts.pop(at, None)
@@ -329,7 +329,7 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                 pending.setdefault(event.obligation, closing)
             elif ob.status == _OPEN:
                 ob.close(closing)
-        else:  # what time and the world brought in (SPEC §24)
+        else:  # what time and the world brought in (design §24)
             fold_world(state, event, at, counts)
 
 
@@ -389,7 +389,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
         if kind in _HOST_KINDS:
             seen = event.seen
             if seen is not None or host.units_seen or (crossing and order.decided_before(at >> 2)):
-                # judged by the order (SPEC §22): where it says it decided, not by its time
+                # judged by the order (design §22): where it says it decided, not by its time
                 wanted = _signals_seen(seen) if crossing else None
                 if type(wanted) is int and wanted > host.signals_size and state.reread is not None:
                     host.units_at = at >> 2  # what a routing read now must find seen
@@ -429,7 +429,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                     continue
                 if type(wanted) is int and wanted > host.max_seen:
                     host.max_seen = wanted  # what a routing record read later must not be
-            else:  # a store from before `seen` (SPEC §22): judged by time, as it always was
+            else:  # a store from before `seen` (design §22): judged by time, as it always was
                 if holds is None:
                     holds = _holds(obligations)
                     first = _first_opened(holds)
@@ -578,7 +578,7 @@ def _result_refused(unit: UnitState, event: UnitsLine) -> str | None:
 
 def _expiry_refused(unit: UnitState, event: UnitsLine) -> str | None:
     """Why a lease-expired line counts for nothing: only an in-progress unit's current lease that
-    has a time, with no result recorded, expires, and not before its time (SPEC §23)."""
+    has a time, with no result recorded, expires, and not before its time (design §23)."""
     if unit.status != _IN_PROGRESS or not unit.lease or event.leaseHash != unit.lease:
         return f"host event: lease-expired for {unit.id} under a lease that is not its current one"
     if unit.expires_at is None:
@@ -674,7 +674,7 @@ def _memory_problem(event: dict[str, Any], memory: dict[str, MemoryEntry]) -> st
         return "subject or note is not text"
     review_by = event.get("reviewBy")
     try:
-        clock.parse_date(review_by)  # exactly YYYY-MM-DD, as remember writes it (SPEC §26)
+        clock.parse_date(review_by)  # exactly YYYY-MM-DD, as remember writes it (design §26)
     except RegulatorError:
         return "reviewBy is not a calendar date (YYYY-MM-DD)"
     for name in ("scope", "evidence"):  # remember writes both, lists of text (scope may be empty)
@@ -717,7 +717,7 @@ def advance(
     Signals fold before units so a decision finds the obligations it closes; within one store,
     log order is the order of events. A dispatch or close that saw more of signals.ndjson than was
     read of it (appended since) has the rest read first (`state.reread`), so it is judged at
-    exactly what it saw (SPEC §22).
+    exactly what it saw (design §22).
     """
     state.source.bind(tuple(ws.store(name).path for name in STORES))
     state.auth = ws.authority()
@@ -754,7 +754,7 @@ def _read(ws: Workspace, state: State, name: str, final: bool, gained: dict[str,
             state.bad_lines += result.bad
             state.problems.extend(result.problems)
             # in store order, then line: the same list however the log was read (a checkpoint);
-            # the first KEPT_PROBLEMS are named, every one is counted (SPEC §26)
+            # the first KEPT_PROBLEMS are named, every one is counted (design §26)
             state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
             del state.problems[KEPT_PROBLEMS:]
         at = refs(name, result.starts)

@@ -1,4 +1,4 @@
-"""Evidence freshness (SPEC §20): does the file a memory entry cites still say what it said?
+"""Evidence freshness (design §20): does the file a memory entry cites still say what it said?
 
 An evidence item is a path when it matches `^[^\\s:]+(:\\d+)?$` (and holds no control character)
 and names a file at the entry's `revision` (the HEAD of the recording unit's worktree, stamped by
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from engine.base.gcpause import gc_paused
 
-PATH_ITEM = re.compile(r"[^\s:\x00-\x1f\x7f]+(:\d+)?")  # SPEC §20's pattern, no control characters
+PATH_ITEM = re.compile(r"[^\s:\x00-\x1f\x7f]+(:\d+)?")  # design §20's pattern, no control characters
 REVISION = re.compile(r"[0-9a-f]{7,64}")
 CHANGED, CURRENT, UNCHECKED = "changed", "current", "unchecked"
 _TIMEOUT = 120

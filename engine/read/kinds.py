@@ -30,7 +30,7 @@ class Stamped(TypedDict, total=False):
 
 
 class SignalEvent(Stamped):
-    """signals.ndjson: report_intelligence, by a leased unit or a person (SPEC §13)."""
+    """signals.ndjson: report_intelligence, by a leased unit or a person (design §13)."""
 
     kind: Literal["signal"]
     subject: str
@@ -49,7 +49,7 @@ class SignalEvent(Stamped):
     source: str
     destination: str
     at: str
-    # SPEC §24: a claim about the future, a report that replaces an earlier one, a sensor's report
+    # design §24: a claim about the future, a report that replaces an earlier one, a sensor's report
     prediction: NotRequired[dict[str, Any]]
     supersedes: NotRequired[str]
     sensor: NotRequired[str]
@@ -58,7 +58,7 @@ class SignalEvent(Stamped):
 
 
 class QuestionEvent(Stamped):
-    """signals.ndjson: a leased unit asks a person (ask_human, engine.commands.questions; SPEC §22)."""
+    """signals.ndjson: a leased unit asks a person (ask_human, engine.commands.questions; design §22)."""
 
     kind: Literal["signal"]
     type: Literal["question"]
@@ -81,7 +81,7 @@ class RoutedObligationEvent(TypedDict):
     severity: str
     blocks: bool
     owedTo: str
-    kind: NotRequired[Literal["question"]]  # a question's obligation (SPEC §22); else intelligence
+    kind: NotRequired[Literal["question"]]  # a question's obligation (design §22); else intelligence
 
 
 class RoutingEvent(Stamped):
@@ -96,7 +96,7 @@ class RoutingEvent(Stamped):
     at: str
     outcome: str
     reason: str
-    seen: NotRequired[dict[str, int]]  # added as it is appended (SPEC §22: the order rule)
+    seen: NotRequired[dict[str, int]]  # added as it is appended (design §22: the order rule)
 
 
 class DispositionEvent(Stamped):
@@ -122,9 +122,9 @@ class DispatchEvent(Stamped):
     contractHash: str | None
     worktree: str | None
     revision: str | None
-    seen: dict[str, int]  # the other stores' lengths the host decided on (SPEC §22)
+    seen: dict[str, int]  # the other stores' lengths the host decided on (design §22)
     at: str
-    expiresAt: NotRequired[str]  # `unit run`'s lease time and its ttl (SPEC §23)
+    expiresAt: NotRequired[str]  # `unit run`'s lease time and its ttl (design §23)
     ttl: NotRequired[int]
     confined: NotRequired[bool]
 
@@ -140,7 +140,7 @@ class CloseEvent(Stamped):
 
 
 class ResultEvent(Stamped):
-    """units.ndjson: the host records what a leased unit reported (report_result, SPEC §23)."""
+    """units.ndjson: the host records what a leased unit reported (report_result, design §23)."""
 
     kind: Literal["result"]
     unit: str
@@ -153,7 +153,7 @@ class ResultEvent(Stamped):
     exitCode: NotRequired[int]
     durationS: NotRequired[float]
     opens: NotRequired[dict[str, Any]]  # a recovery obligation, for an outcome that asks one
-    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (SPEC §22)
+    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (design §22)
 
 
 class LeaseExpiredEvent(Stamped):
@@ -164,7 +164,7 @@ class LeaseExpiredEvent(Stamped):
     leaseHash: str | None
     expiredAt: str
     at: str
-    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (SPEC §22)
+    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (design §22)
 
 
 class DemoteEvent(Stamped):
@@ -187,7 +187,7 @@ class OpenedEvent(TypedDict):
 
 
 class RecoveryDecisionEvent(Stamped):
-    """units.ndjson: a person's recovery decision (SPEC §4.4; engine.read.rules.recovery)."""
+    """units.ndjson: a person's recovery decision (design §4.4; engine.read.rules.recovery)."""
 
     kind: Literal["decision"]
     unit: str
@@ -226,7 +226,7 @@ class RetractionEvent(Stamped):
 
 
 class ProposalEvent(Stamped):
-    """identity.ndjson: a change to a governed file, proposed by a unit or a person (SPEC §7)."""
+    """identity.ndjson: a change to a governed file, proposed by a unit or a person (design §7)."""
 
     kind: Literal["proposal"]
     file: str
@@ -282,7 +282,7 @@ class DismissalEvent(Stamped):
 
 
 class EvidenceExpiredEvent(Stamped):
-    """signals.ndjson: the host marks a signal's evidence stale and opens its recheck (SPEC §24)."""
+    """signals.ndjson: the host marks a signal's evidence stale and opens its recheck (design §24)."""
 
     kind: Literal["evidence-expired"]
     signal: str
@@ -292,7 +292,7 @@ class EvidenceExpiredEvent(Stamped):
     opens: dict[str, Any]
     reason: str
     at: str
-    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (SPEC §22)
+    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (design §22)
 
 
 class OverdueEvent(Stamped):
@@ -305,7 +305,7 @@ class OverdueEvent(Stamped):
     deadline: str
     dueAt: str | None
     at: str
-    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (SPEC §22)
+    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (design §22)
 
 
 class DeadlineEscalatedEvent(Stamped):
@@ -320,11 +320,11 @@ class DeadlineEscalatedEvent(Stamped):
     at: str
     people: list[str]
     subject: str
-    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (SPEC §22)
+    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (design §22)
 
 
 class AdvisoryWithdrawnEvent(Stamped):
-    """signals.ndjson: an OSV advisory a sensor's signal named was withdrawn (SPEC §24)."""
+    """signals.ndjson: an OSV advisory a sensor's signal named was withdrawn (design §24)."""
 
     kind: Literal["advisory-withdrawn"]
     signal: str
@@ -333,7 +333,7 @@ class AdvisoryWithdrawnEvent(Stamped):
     sensor: str
     obligations: list[str]
     at: str
-    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (SPEC §22)
+    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (design §22)
 
 
 class SensorRunEvent(Stamped):
@@ -350,11 +350,11 @@ class SensorRunEvent(Stamped):
     exitCode: int | None
     revision: str | None
     at: str
-    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (SPEC §22)
+    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (design §22)
 
 
 class PredictionOutcomeEvent(Stamped):
-    """signals.ndjson: a person records whether a prediction came true (SPEC §24)."""
+    """signals.ndjson: a person records whether a prediction came true (design §24)."""
 
     kind: Literal["prediction-outcome"]
     signal: str
@@ -421,14 +421,14 @@ class SignalLine(msgspec.Struct, tag_field="kind", tag="signal"):
     third less to build and free than SignalsLine). A line of any other kind, or one these refuse
     (a repeated "kind", a kind that is not text, a field of the wrong type), is read as SignalsLine
     instead; the fold counts a refused line of these kinds for nothing and `verify` names it: a
-    well-chained line can be appended by anyone with the account's shell (SPEC §15.0)."""
+    well-chained line can be appended by anyone with the account's shell (design §15.0)."""
 
     kind: ClassVar[str] = "signal"
     id: str
     subject: str = ""
     expiresAt: str | None = None  # noqa: N815
     by: str | None = None  # a person-raised signal counts only as a person event does
-    # SPEC §24 (engine.read.worldfold): a sensor's report, a supersession, a prediction
+    # design §24 (engine.read.worldfold): a sensor's report, a supersession, a prediction
     sensor: str | None = None
     osv: OsvRef | None = None
     supersedes: str | None = None
@@ -443,11 +443,11 @@ class RoutedObligation(msgspec.Struct):
     blocks: bool
     unit: str | None = None
     owedTo: str = OWED_TO  # noqa: N815
-    kind: str | None = None  # "question" for a question's obligation (SPEC §22); else intelligence
+    kind: str | None = None  # "question" for a question's obligation (design §22); else intelligence
 
 
 class Seen(msgspec.Struct, gc=False):
-    """What a fold reads of a host event's `seen` (SPEC §22): the lengths of the two stores that
+    """What a fold reads of a host event's `seen` (design §22): the lengths of the two stores that
     hold host events, as a host writes them (built in C with no dict; one of any other shape is read
     whole, by the shape for any line, and judged there)."""
 
@@ -460,7 +460,7 @@ class RoutingLine(msgspec.Struct, tag_field="kind", tag="routing"):
     signal: str
     obligations: list[RoutedObligation] = []
     at: str | None = None
-    seen: Seen | None = None  # the other stores' byte lengths the router saw (SPEC §22)
+    seen: Seen | None = None  # the other stores' byte lengths the router saw (design §22)
 
 
 class DispositionLine(msgspec.Struct, tag_field="kind", tag="disposition"):
@@ -492,14 +492,14 @@ class UnitsLine(msgspec.Struct):
     rationale: Any = msgspec.UNSET
     resolves: Any = ()
     opens: Any = None
-    expiresAt: Any = None  # noqa: N815 - a dispatch's lease time (SPEC §23)
+    expiresAt: Any = None  # noqa: N815 - a dispatch's lease time (design §23)
     ttl: Any = None
     confined: Any = None
     outcome: Any = None  # a result's
     summary: Any = None
     exitCode: Any = None  # noqa: N815
     durationS: Any = None  # noqa: N815
-    seen: Any = None  # a dispatch's or close's: the other stores' byte lengths the host saw (SPEC §22)
+    seen: Any = None  # a dispatch's or close's: the other stores' byte lengths the host saw (design §22)
 
 
 class HostUnitsLine(UnitsLine):

@@ -22,7 +22,7 @@ def registers_of(ws: Workspace, state: State) -> Registers:
 
 
 def trunk_holds_of(ws: Workspace, paths: list[str]) -> dict[str, Held]:
-    """An invalid finding holds as its last parseable version on trunk did (SPEC §16.3): a merge
+    """An invalid finding holds as its last parseable version on trunk did (design §16.3): a merge
     conflict must not free the units it names. Git is asked only when a finding is invalid."""
     from engine.checkout.gitconfig import trunk_of
     from registry.history import trunk_holds
@@ -54,7 +54,7 @@ def trunk_findings(ws: Workspace, state: State) -> TrunkFindings:
 
 def stale_knowledge(ws: Workspace, state: State) -> dict[str, list[str]]:
     """unit id → the unresolved findings that hold it, sorted: the stricter of trunk and the
-    working tree (SPEC §26). A finding in the working tree holds what it names; trunk holds what
+    working tree (design §26). A finding in the working tree holds what it names; trunk holds what
     its committed history holds (an unauthorized change there lifts nothing), so an edit that is
     not committed, or not authorized, can add a hold and never remove one. A finding that cannot
     be read here counts as its last parseable version on trunk."""

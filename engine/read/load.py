@@ -34,7 +34,7 @@ def load(
     (engine.read.contracts.Prefetch). A writer's load (inside the decide lock) offers its state for a
     new checkpoint, written once the command is done; a reader's never does. `final=False` leaves a
     last line without its newline to be read whole later (a writer's load before its lock).
-    `start`: a state this process folded moments ago (--once's router's, SPEC §25), brought up to
+    `start`: a state this process folded moments ago (--once's router's, design §25), brought up to
     now instead of a checkpoint or the first byte."""
     configure_clock(ws)  # the clock follows the workspace read (REGULATOR_NOW only where pinned)
     if ws.git_only:  # a command that reads only git opens no store (D-87)

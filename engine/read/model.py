@@ -33,7 +33,7 @@ class ObligationStatus(StrEnum):
 class ObligationKind(StrEnum):
     INTELLIGENCE = "intelligence"  # from a routed signal
     RECOVERY_DECISION = "recovery-decision"  # opened by a unit's recovery decision
-    RECOVERY = "recovery"  # opened by a failed or blocked result: a person decides (SPEC §23)
+    RECOVERY = "recovery"  # opened by a failed or blocked result: a person decides (design §23)
     RECHECK = "recheck"  # opened when a signal's evidence expired under an open obligation (§24)
     QUESTION = "question"  # a unit's question to a person (ask_human), routed from its signal (§22)
 
@@ -44,7 +44,7 @@ class UnitStatus(StrEnum):
     CLOSED = "closed"
     WAITING = "waiting"  # on a recovery-decision obligation (see engine.read.queries.unit_status)
     ABORTED = "aborted"
-    LOST = "lost"  # its lease expired while in progress (SPEC §23): held as before, dispatchable again
+    LOST = "lost"  # its lease expired while in progress (design §23): held as before, dispatchable again
 
 
 class MemoryStatus(StrEnum):
@@ -54,7 +54,7 @@ class MemoryStatus(StrEnum):
 
 
 class RecoveryAction(StrEnum):
-    """What a recovery decision (`unit decide --action`) does with a unit (SPEC §4.4)."""
+    """What a recovery decision (`unit decide --action`) does with a unit (design §4.4)."""
 
     RETRY = "retry"
     REPAIR = "repair"
@@ -113,12 +113,12 @@ class EventKind(StrEnum):
     CLOSE = "close"
     DEMOTE = "demote"
     DECISION = "decision"  # units.ndjson and identity.ndjson
-    RESULT = "result"  # units.ndjson: what a unit's run came to (SPEC §23), one per lease
+    RESULT = "result"  # units.ndjson: what a unit's run came to (design §23), one per lease
     LEASE_EXPIRED = "lease-expired"  # units.ndjson: a host found the lease past its time
     MEMORY = "memory"  # memory.ndjson
     RETRACTION = "retraction"
     PROPOSAL = "proposal"  # identity.ndjson
-    # host events of SPEC §24 (signals.ndjson), written by the timed duties with derived ids
+    # host events of design §24 (signals.ndjson), written by the timed duties with derived ids
     EVIDENCE_EXPIRED = "evidence-expired"  # a signal expired under an open obligation: re-ask
     OVERDUE = "overdue"  # an obligation open past its deadline
     DEADLINE_ESCALATED = "deadline-escalated"  # ... escalated to the policy's people
@@ -128,7 +128,7 @@ class EventKind(StrEnum):
     UNREADABLE = UNREADABLE  # no store's: what a reference reads back as when its line is gone
 
 
-# the status shown for a unit when the stores are absent (a clone, SPEC §16.2): not a UnitStatus,
+# the status shown for a unit when the stores are absent (a clone, design §16.2): not a UnitStatus,
 # since no fold ever yields it
 UNKNOWN_STATUS = "unknown"
 
@@ -216,13 +216,13 @@ class UnitState(msgspec.Struct, array_like=True):
     id: str
     contract: Contract | None = None  # attached by engine.read.load; a checkpoint does not keep it
     status: UnitStatus = UnitStatus.TODO  # as folded; engine.read.queries.unit_status says what it is now
-    lease: str | None = None  # the current lease's hash (SPEC §15.2); the token is never stored
+    lease: str | None = None  # the current lease's hash (design §15.2); the token is never stored
     worktree: str | None = None
     recovery: str | None = None  # the recovery-decision obligation a waiting unit waits on
     history: list[int] = []  # references (engine.log.events)
     type: str | None = None  # as the current dispatch recorded them: a lease's grants (§15.0)
     profile: str | None = None
-    # the current lease's time (SPEC §23): None for a lease that never expires (one from before)
+    # the current lease's time (design §23): None for a lease that never expires (one from before)
     expires_at: str | None = None
     ttl: int | None = None  # seconds a heartbeat extends it by
     confined: bool | None = None  # as the current dispatch recorded it (`unit run --user`)
@@ -230,7 +230,7 @@ class UnitState(msgspec.Struct, array_like=True):
 
 
 class HostOrder(msgspec.Struct):
-    """What the fold keeps to judge host events by the order rule (SPEC §22): the routing
+    """What the fold keeps to judge host events by the order rule (design §22): the routing
     records that route and record `seen`, in signals.ndjson's order, as two parallel lists (their
     start offsets, and the byte length of units.ndjson each saw); whether each store's host events
     have begun to record `seen` (a later one without it counts for nothing); the most of
@@ -255,7 +255,7 @@ class MemoryEntry(msgspec.Struct, array_like=True):
 
 
 class World(msgspec.Struct):
-    """What time and the world brought in (SPEC §24), folded from signals.ndjson: each index maps to
+    """What time and the world brought in (design §24), folded from signals.ndjson: each index maps to
     references (engine.log.events) or ids, so holding it costs little and a checkpoint keeps it."""
 
     expired: dict[str, int] = {}  # signal id -> its evidence-expired event
@@ -302,7 +302,7 @@ class State:
     pending: dict[str, Closing] = field(default_factory=dict)
     unrouted_ids: dict[str, None] = field(default_factory=dict)  # signals awaiting routing, log order
     problems: list[Problem] = field(default_factory=list)  # the first bad lines, named
-    bad_lines: int = 0  # every bad line read, named or only counted (SPEC §26)
+    bad_lines: int = 0  # every bad line read, named or only counted (design §26)
     contract_problems: list[str] = field(default_factory=list)
     cursors: dict[str, Cursor] = field(default_factory=dict)
     contract_files: ContractFiles = field(default_factory=ContractFiles)
@@ -317,7 +317,7 @@ class State:
         default_factory=dict
     )  # see fold.check_ahead
     reread: Callable[[], None] | None = None  # while units.ndjson folds: read what signals.ndjson gained
-    world: World = field(default_factory=World)  # SPEC §24: what time and the world brought in
+    world: World = field(default_factory=World)  # design §24: what time and the world brought in
 
     def __post_init__(self) -> None:
         if self.signals is None:

@@ -1,4 +1,4 @@
-"""Next-up (SPEC §8.3): the compiled work queue, and why each other unit is not in it."""
+"""Next-up (design §8.3): the compiled work queue, and why each other unit is not in it."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
     """(queue, excluded): todo units not flagged by a finding nor held, by priority then id.
 
     Ids sort in code-point order (Python's str order). `excluded` is built only when asked for:
-    the queue alone is what a scheduler polls. Without the stores (a clone, SPEC §16.2) no unit is
+    the queue alone is what a scheduler polls. Without the stores (a clone, design §16.2) no unit is
     known to be todo: the queue is empty and every unit is excluded as `status unknown`.
     """
     known = ws.has_stores
-    found = holds(ws, state)  # "held": an obligation or a finding, as everywhere (SPEC §26)
+    found = holds(ws, state)  # "held": an obligation or a finding, as everywhere (design §26)
     holding, stale = found.obligations, found.findings
     # a finding that cannot be read here holds as its last parseable trunk version: say so
     from_trunk = {

@@ -1,4 +1,4 @@
-"""The order rule (SPEC §22): how the fold judges a host event (a routing record, a dispatch, a
+"""The order rule (design §22): how the fold judges a host event (a routing record, a dispatch, a
 close) by the `seen` it records, exactly, with no time compared (D-148..D-150). engine.read.fold
 asks it where a host event is not one a host writes inline."""
 
@@ -27,10 +27,10 @@ class StoreReplaced(Exception):
 
 class Refold(StoreReplaced):
     """A routing record read now bears on dispatches and closes read before it (only a line that
-    no host wrote can be placed so, SPEC §22): read everything again, so each is judged with it."""
+    no host wrote can be placed so, design §22): read everything again, so each is judged with it."""
 
 
-# ---- the order rule (SPEC §22) ------------------------------------------------------------------
+# ---- the order rule (design §22) ------------------------------------------------------------------
 # A host event (a routing record, a dispatch, a close) records `seen`: the byte length of every other
 # store when the host decided it, inside the decide lock. A line of a store is covered by a length
 # when it starts before it (for every length a host records, which falls between lines, the same as
@@ -81,7 +81,7 @@ def _routing_order(state: State, event: RoutingLine, at: int) -> str | None:
     """Why a routing record counts for nothing by the order, or None: once a host event of
     signals.ndjson records `seen`, every later one must. One that counts is kept for judging the
     dispatches and closes (a routing record depends on no other store, so none is refused here for
-    another store's line: SPEC §22, D-148)."""
+    another store's line: design §22, D-148)."""
     host = state.host
     seen = event.seen
     what = f"routing record of signal {event.signal}"

@@ -1,4 +1,4 @@
-"""OSV advisories against lockfiles (SPEC §24): reading a feed, reading the four lockfile formats,
+"""OSV advisories against lockfiles (design §24): reading a feed, reading the four lockfile formats,
 and deciding whether a pinned version is affected, as the OSV schema's evaluation says.
 
 Pure of the stores: engine.commands.sensors reads the feed and trunk, and writes what this module finds.

@@ -54,13 +54,13 @@ def unit_status(state: State, unit: UnitState) -> UnitStatus:
 
 
 # a unit whose work has started and not ended: an in-progress one, or one whose lease expired
-# while in progress (lost, SPEC §23). A hold on either fails --once; status, the room and Next-up
+# while in progress (lost, design §23). A hold on either fails --once; status, the room and Next-up
 # show both.
 STARTED = (UnitStatus.IN_PROGRESS, UnitStatus.LOST)
 
 
 def confined(state: State, unit: UnitState) -> bool | None:
-    """Whether a started unit runs confined (`unit run --user`, SPEC §23); a unit dispatched any
+    """Whether a started unit runs confined (`unit run --user`, design §23); a unit dispatched any
     other way is not known to be: false. None for a unit that is not started."""
     if unit_status(state, unit) not in STARTED:
         return None

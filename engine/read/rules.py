@@ -86,7 +86,7 @@ def tool_lacking(unit_id: str, profile: str, tools: tuple[str, ...], tool: str) 
 
 def reporting_result(state: State, unit_id: str, lease_hash: str | None) -> Denied | None:
     """report_result (the unit's, or `unit run`'s for it): the unit's current lease, in progress,
-    and no result recorded under it yet (one per lease, SPEC §23)."""
+    and no result recorded under it yet (one per lease, design §23)."""
     unit = state.units.get(unit_id)
     if (
         unit is None
@@ -132,7 +132,7 @@ def unresolvable(severity: str) -> str:
 
 
 def dispositions_for(ob: Obligation | None) -> tuple[str, ...]:
-    """What a person may dispose of this obligation with: `answered` on questions only (SPEC §22;
+    """What a person may dispose of this obligation with: `answered` on questions only (design §22;
     an obligation not yet folded is a recovery decision's, no question)."""
     if ob is not None and ob.kind == ObligationKind.QUESTION:
         return tuple(PERSON_DISPOSITIONS)
@@ -234,7 +234,7 @@ def disposition_of(action: str) -> Disposition:
 
 @dataclass(frozen=True)
 class Recovery:
-    """What recording a recovery decision does (SPEC §4.4): `unit decide` writes it, the room's
+    """What recording a recovery decision does (design §4.4): `unit decide` writes it, the room's
     decide dialog previews it."""
 
     unit: str
@@ -295,7 +295,7 @@ def recording_outcome(
 ) -> Denied | None:
     """`signals resolve-prediction` (and the room's `o`): the resolve grant, a signal that makes a
     prediction, no outcome recorded yet, and, for "did not come true" (`came_true` False), its
-    time come (SPEC §24); `came_true` None asks all but the last (the room, before the answer)."""
+    time come (design §24); `came_true` None asks all but the last (the room, before the answer)."""
     from engine.read.worldfold import outcome, resolves_at
 
     denied = lacks(people, person, "resolve", "record a prediction's outcome")
@@ -331,7 +331,7 @@ def recording_outcome(
 def dismissing(people: People, person: str, identity_line: int | None = None) -> Denied | None:
     """`verify --dismiss`: the accept grant. An identity line that fails its hash leaves the policy
     unknown: `people` is then the policy in force just before that line (`identity_line`), and only
-    a person holding accept under it may dismiss the line (SPEC §26)."""
+    a person holding accept under it may dismiss the line (design §26)."""
     if identity_line is None:
         return lacks(people, person, "accept", "dismiss a line verify names")
     if people.may(person, "accept"):

@@ -12,10 +12,10 @@ from engine.read.vetoes import awaiting_close, holds
 
 
 def status(ws: Workspace, state: State) -> dict:
-    """Without the stores (a clone, SPEC §16.2) nothing is known of the units' state: their status
+    """Without the stores (a clone, design §16.2) nothing is known of the units' state: their status
     is `unknown`, `held` and `unrouted` are null, never `todo`, `false` or 0."""
     known = ws.has_stores
-    found = holds(ws, state)  # "held": an obligation or a finding, as everywhere (SPEC §26)
+    found = holds(ws, state)  # "held": an obligation or a finding, as everywhere (design §26)
     units = []
     for unit_id in sorted(state.units):
         unit = state.units[unit_id]
@@ -30,7 +30,7 @@ def status(ws: Workspace, state: State) -> dict:
                 "held": bool(holding or findings) if known else None,
                 "blockedBy": blocked_by,
                 "staleKnowledge": list(findings),
-                # SPEC §23: null where nothing is known (not started, or no stores here)
+                # design §23: null where nothing is known (not started, or no stores here)
                 "awaitingClose": awaiting_close(state, unit, holding) if known else None,
                 "confined": confined(state, unit) if known else None,
                 "result": result_json(unit.result) if known else None,

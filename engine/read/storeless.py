@@ -1,4 +1,4 @@
-"""A checkout without the stores says so (SPEC §16.2).
+"""A checkout without the stores says so (design §16.2).
 
 A `git clone` of a workspace (CI) holds the registers, the contracts and the committed governed
 files, never `.regulator/`: there is no unit state, no obligation, no decision log. Readers there
@@ -29,7 +29,7 @@ def status_of(known: bool, state: State, unit: UnitState) -> str:
 
 
 def authentication(ws: Workspace) -> str:
-    """What `status` and `--once` report (SPEC §15.1): with the stores, the decided policy's
+    """What `status` and `--once` report (design §15.1): with the stores, the decided policy's
     `signatures` or `names`; without them, what the committed interaction.yaml says, marked
     unverified (`identity verify` checks it against git history)."""
     if ws.has_stores:

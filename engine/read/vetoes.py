@@ -1,4 +1,4 @@
-"""Is this unit held, and by what (SPEC §4.3, §26): the one answer the dispatch and close vetoes,
+"""Is this unit held, and by what (design §4.3, §26): the one answer the dispatch and close vetoes,
 the fold's judgement of a host's dispatch or close, Next-up, status, --once and the control room ask.
 
 "Held" means one thing everywhere: a unit is held by its open blocking obligations and by the
@@ -28,7 +28,7 @@ from engine.read.queries import unit_status
 from engine.read.rules import Denied
 
 _OPEN = ObligationStatus.OPEN  # bound once (engine.read.queries says why)
-# two hosts' clocks, each within SKEW_S of the server's (SPEC §18): across stores only times order
+# two hosts' clocks, each within SKEW_S of the server's (design §18): across stores only times order
 # events, so an obligation holds an event only when it opened (and stayed open) this far around it
 ORDERED = timedelta(seconds=2 * SKEW_S)
 
@@ -89,7 +89,7 @@ def holds(ws: Workspace, state: State) -> Holds:
 
 def awaiting_close(state: State, unit: UnitState, holding: list[Obligation] | None = None) -> bool:
     """In progress with a `done` result recorded for its lease, and a hold that vetoes its close
-    (SPEC §23): the unit's work is over, a person's disposition is not. `holding`: the obligations
+    (design §23): the unit's work is over, a person's disposition is not. `holding`: the obligations
     holding it now (blocking()), when the caller has them."""
     result = unit.result
     if (
@@ -190,7 +190,7 @@ Span = tuple[datetime | None, Obligation]  # a blocking obligation and the time 
 def host_veto(unit: UnitState, kind: str, when: datetime | None, spans: list[Span]) -> str | None:
     """Why a dispatch or close in the log counts for nothing: the host writes one only when the
     vetoes above pass, unsigned, so a line that a writer (a unit with the store's writer role, or
-    sharing the operator's account) appended past them is judged again by the fold (SPEC §15.0,
+    sharing the operator's account) appended past them is judged again by the fold (design §15.0,
     §18). Its status before it must be one the host writes it from, and no blocking obligation
     may have held the unit at its time (`when`; `spans`, the unit's blocking obligations with the
     times they opened)."""

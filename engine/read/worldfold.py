@@ -1,4 +1,4 @@
-"""The fold of what time and the world bring in (SPEC §24): the host events the timed duties write
+"""The fold of what time and the world bring in (design §24): the host events the timed duties write
 to signals.ndjson, a person's prediction outcome, and what a signal says about sensors,
 predictions and supersession, applied to the read model's `World` (engine.read.model).
 
@@ -327,7 +327,7 @@ def event_line(event: dict[str, Any]) -> str | None:
 
 
 def evidence_expired(state: State, ob: Obligation) -> bool:
-    """The host recorded that the evidence behind this obligation expired while it was open (SPEC
+    """The host recorded that the evidence behind this obligation expired while it was open (design
     §24; the age-based `stale` of engine.read.queries.is_stale is another thing)."""
     return ob.id in state.world.stale_evidence
 

@@ -1,4 +1,4 @@
-"""Who may authorize a load-bearing register change (SPEC §8.4, §15.1, §26): the `ack` grants,
+"""Who may authorize a load-bearing register change (design §8.4, §15.1, §26): the `ack` grants,
 the persons' emails and keys, and whether signatures are required, as lint and the trunk walk
 (engine.read.ladder) judge commits by them."""
 
@@ -21,7 +21,7 @@ def lint_policy(ws: Workspace) -> Policy:
 
 
 def _signing_policy(ws: Workspace, interaction: InteractionPolicy, note: str = "") -> Policy:
-    """Who may authorize a load-bearing change, and whether it must be SSH-signed (SPEC §15.1)."""
+    """Who may authorize a load-bearing change, and whether it must be SSH-signed (design §15.1)."""
     people = interaction.people
     ackers = {name: person.emails for name, person in people.items() if "ack" in person.grants}
     keys = {name: person.keys for name, person in people.items()}
@@ -35,7 +35,7 @@ def _signing_policy(ws: Workspace, interaction: InteractionPolicy, note: str = "
 
 
 def walk_policy(ws: Workspace) -> Policy:
-    """Whose `Authorized-by:` counts on trunk's history (SPEC §26): on the host, the decided
+    """Whose `Authorized-by:` counts on trunk's history (design §26): on the host, the decided
     policy; in a clone (no decisions here), the interaction policy trunk holds, never the
     checkout's files, which a branch may have edited."""
     if ws.has_stores:

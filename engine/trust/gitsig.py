@@ -1,4 +1,4 @@
-"""SSH-signed git commits (SPEC §15.1): which listed key, if any, signed a commit, checked in-process.
+"""SSH-signed git commits (design §15.1): which listed key, if any, signed a commit, checked in-process.
 
 Git signs a commit with `ssh-keygen -Y sign -n git` over the commit object without its `gpgsig`
 header, and stores the armored signature in that header. Lint asks this only of the commits that

@@ -1,4 +1,4 @@
-"""Identity verified from git history, where the stores are absent (SPEC §16.2).
+"""Identity verified from git history, where the stores are absent (design §16.2).
 
 A decision reaches git as a commit (engine.trust.gitsig.commit) whose message ends with the trailers
 `Regulator-Decision: <id>` and `Regulator-Decided-By: <person>`, SSH-signed with that person's key

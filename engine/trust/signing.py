@@ -1,4 +1,4 @@
-"""Signing person events (SPEC §15.1): which key signs for a person, and the event made ready.
+"""Signing person events (design §15.1): which key signs for a person, and the event made ready.
 
 The key comes from `--key FILE` (use_key), else `REGULATOR_SIGNING_KEY`, else git's
 `user.signingkey` when `gpg.format` is `ssh` (as git signs commits). It must be one of the keys the

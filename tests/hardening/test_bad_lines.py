@@ -1,4 +1,4 @@
-"""Bad lines (SPEC §26, issue 28): a line that parses as JSON but is no event is bad for `verify`
+"""Bad lines (design §26, issue 28): a line that parses as JSON but is no event is bad for `verify`
 and `--once`; a million bad lines cost a count and the first 20, not a line each; a line over
 1 MiB is refused on write and read as bad in bounded time and memory. Each command runs as a real
 process under a hard timeout and an address-space limit, and must finish with its exit code."""

@@ -1,4 +1,4 @@
-"""Concurrent writers as real processes (SPEC §11): whole lines, one chain, exactly one decision."""
+"""Concurrent writers as real processes (design §11): whole lines, one chain, exactly one decision."""
 
 from __future__ import annotations
 

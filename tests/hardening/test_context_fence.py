@@ -1,4 +1,4 @@
-"""The fenced context reads back exactly (SPEC §16.1): whatever text a note, a subject or an
+"""The fenced context reads back exactly (design §16.1): whatever text a note, a subject or an
 identity file holds, the rendered context parses into exactly the sections and entries it was
 built from, and no line of it carries a character that acts on a terminal or a reader's eye."""
 
@@ -68,7 +68,7 @@ hostile = st.one_of(
     anything,
     st.lists(st.sampled_from(FORGERIES), max_size=4).map("\n".join),
 )
-# SPEC §26: every code point of the categories Cc, Cf, Co, Cs and Cn (as the running Python's
+# design §26: every code point of the categories Cc, Cf, Co, Cs and Cn (as the running Python's
 # unicodedata classifies them) and the variation selectors, in every field of an entry (a line in a
 # store may hold a lone surrogate as a JSON escape; identity files are UTF-8, so they hold none)
 VARIATION_SELECTORS = [

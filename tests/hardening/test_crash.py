@@ -1,4 +1,4 @@
-"""A writer killed mid-append (SPEC §11): readers skip the torn line, nothing earlier is lost, the
+"""A writer killed mid-append (design §11): readers skip the torn line, nothing earlier is lost, the
 next append starts on its own line, and `verify` reports the torn line and nothing else."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""No store field is ever interpreted as markup or a terminal escape (issue 7, SPEC §10, §13)."""
+"""No store field is ever interpreted as markup or a terminal escape (issue 7, design §10, §13)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The fast frontmatter reader read `resolved: true` followed by a no-break space as True, where
-`yaml.safe_load` reads the text "true\\u00a0" (issue 28; SPEC §26). End to end, on a finding committed
+`yaml.safe_load` reads the text "true\\u00a0" (issue 28; design §26). End to end, on a finding committed
 to trunk by a signed, authorized commit: a Unicode space after `true` resolves nothing, so the finding
 still holds its unit, in `status` and at dispatch. (The property over every Unicode space and line
 break: tests/test_frontmatter.py.)"""

@@ -1,4 +1,4 @@
-"""Hostile input, property-tested in-process (SPEC §11, §13): whatever arrives, the answer is one
+"""Hostile input, property-tested in-process (design §11, §13): whatever arrives, the answer is one
 line and exit 2, and no file in the workspace changes."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One forged identity line cannot stop a fleet forever (SPEC §26, issue 28): a line of
+"""One forged identity line cannot stop a fleet forever (design §26, issue 28): a line of
 identity.ndjson that fails its hash makes the policy unknown (every person action refused), and
 `verify --dismiss identity:LINE`, signed by a person who held `accept` under the policy in force just
 before that line, lifts it; nothing else does. Real keys (ssh-keygen), the real command."""

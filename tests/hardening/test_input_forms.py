@@ -1,4 +1,4 @@
-"""Dates are exactly YYYY-MM-DD and times exactly YYYY-MM-DDTHH:MM:SSZ (SPEC §26, issue 28): every
+"""Dates are exactly YYYY-MM-DD and times exactly YYYY-MM-DDTHH:MM:SSZ (design §26, issue 28): every
 other form is exit 2 with one line and nothing written, on the command line and through the MCP
 door alike (one parser, engine.base.clock); and the door answers every request, deeply nested JSON and
 lone surrogates included, with an error it can read (never silence)."""

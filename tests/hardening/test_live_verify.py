@@ -1,4 +1,4 @@
-"""A store line that fails its hash, appended while the control room is open, appears live (SPEC
+"""A store line that fails its hash, appended while the control room is open, appears live (design
 §26, issue 28): in the Registers view and in the header's count, as a bad line does; before, it
 never appeared until the room was opened again. Under Pilot, with the demo's workspace."""
 

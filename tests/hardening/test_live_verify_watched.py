@@ -1,5 +1,5 @@
 """A store line that fails its hash, appended by another process while the control room is open and
-watching (SPEC §26, issue 28), appears without anything but the room's own file watch: in the
+watching (design §26, issue 28), appears without anything but the room's own file watch: in the
 header's count of verify findings and in the Registers view. (test_live_verify.py forces the sync
 the watch would run; here nothing is forced.) Under Pilot, with the demo's workspace."""
 

@@ -1,4 +1,4 @@
-"""A FIFO, socket or device at any file regulator reads (SPEC §26, issue 28): governed files, the
+"""A FIFO, socket or device at any file regulator reads (design §26, issue 28): governed files, the
 generated views, the trunk's config, `.git/HEAD`. Each is refused in one line (exit 3) and never
 waited on: every command runs as a real process under a hard timeout and must finish."""
 

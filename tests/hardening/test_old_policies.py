@@ -1,4 +1,4 @@
-"""Policy files written before this round lack its new keys (SPEC §26): each has a stated default
+"""Policy files written before this round lack its new keys (design §26): each has a stated default
 (no deadlines, no sensors, the shipped `harnessTools`), so an old workspace works unchanged. The
 files under round2/ are what `regulator init` wrote in the second round, byte for byte."""
 

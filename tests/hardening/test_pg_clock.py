@@ -1,4 +1,4 @@
-"""On PostgreSQL the clock mode the insert trigger checks follows the decided policy (SPEC §26, issue
+"""On PostgreSQL the clock mode the insert trigger checks follows the decided policy (design §26, issue
 28): a database made by `demo --store` kept `clock = 'pinned'` after the demo's decision to
 `clock: system`, so a line stamped 2099 was accepted and every report after it refused, forever."""
 

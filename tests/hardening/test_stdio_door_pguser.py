@@ -1,4 +1,4 @@
-"""The PGUSER case of issue 28 (SPEC §22, §26): on a host that selects its database role with
+"""The PGUSER case of issue 28 (design §22, §26): on a host that selects its database role with
 `PGUSER` (the URL names no user, as docs/fleet.md recommends), `regulator mcp --lease FILE
 --print-config` printed a config whose server could not start (the agent host passes the server
 only a whitelist of variables). On PostgreSQL the stdio door now refuses to start for a unit, with

@@ -1,4 +1,4 @@
-"""Tamper evidence (SPEC §11, §7, §8.4): what is edited behind regulator's back is found."""
+"""Tamper evidence (design §11, §7, §8.4): what is edited behind regulator's back is found."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Holds judged from trunk (SPEC §26, issue 28): an edit of a finding that is not committed to trunk,
+"""Holds judged from trunk (design §26, issue 28): an edit of a finding that is not committed to trunk,
 or committed without authorization, can add a hold and never remove one; `registry lint` checks
 trunk's whole history since the baseline; "held" means one thing in `status`, the room and `--once`.
 Real git, real signatures (alice's ssh-keygen key), the real `regulator` command."""

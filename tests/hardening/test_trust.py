@@ -1,4 +1,4 @@
-"""Who acted, proven (SPEC §15): each attack of issue 12 replayed with real processes, real git and
+"""Who acted, proven (design §15): each attack of issue 12 replayed with real processes, real git and
 real ssh-keygen keys. A refusal has its documented exit code and one line, and leaves every store
 byte for byte as it was; a forged event or cache counts for nothing and `verify` names it."""
 
@@ -682,7 +682,7 @@ def test_a_close_past_its_vetoes_counts_for_nothing_and_once_names_it(tmp_path: 
     ws = make_workspace(tmp_path)
     _, obligations = held(ws)
     # what a unit sharing the account can append: its own close while held, an hour on, saying it
-    # saw the stores as they are (SPEC §22: re-derived there, it is vetoed); b1's close
+    # saw the stores as they are (design §22: re-derived there, it is vetoed); b1's close
     seen = {name: ws.store(name).stat().st_size for name in ("signals", "memory", "identity")}
     append_forged(
         ws,

@@ -1,4 +1,4 @@
-"""The stores on PostgreSQL (SPEC §18): the same lines and chains, kept by the server.
+"""The stores on PostgreSQL (design §18): the same lines and chains, kept by the server.
 
 The server holds every line of every store in one table, `regulator.events`, numbered per store
 (`n`, 1, 2, 3 …: a reader resumes from a sequence number as a file reader resumes from a byte

@@ -172,7 +172,7 @@ FROM regulator.meta
 
 
 def follow_clock(url: str) -> None:
-    """SPEC §26: the clock mode the insert trigger checks follows the decided policy. Called when
+    """design §26: the clock mode the insert trigger checks follows the decided policy. Called when
     the workspace's decided clock is the system's (the decision that moves it there, the demo's
     too): the database stops taking times it would refuse on the system clock. Idempotent."""
     _run(url, lambda conn: conn.execute(TO_SYSTEM_SQL))

@@ -171,7 +171,7 @@ class Mirror:
         self.path(name).write_bytes(b"")
         stores[name] = [0, 0, GENESIS]
 
-    # ---- the mirror's bytes are the server's (SPEC §15.4: a cache never decides) ---------------
+    # ---- the mirror's bytes are the server's (design §15.4: a cache never decides) ---------------
 
     def _counts(self) -> dict[str, int]:
         stores = self._state().get("stores", {})

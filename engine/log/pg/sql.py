@@ -1,9 +1,9 @@
 """The SQL of the PostgreSQL stores: the schema, the roles, the upgrade, the catch-up reads, their
 constants.
 
-Schema 2 (SPEC §22), every table in the schema `regulator`, owned by the role that ran `init`:
+Schema 2 (design §22), every table in the schema `regulator`, owned by the role that ran `init`:
 - `meta` (instance, version, clock, created_at): init's row; never changed but by `store upgrade`.
-  A later row can only move the database to the system clock (SPEC §26: the mode follows the
+  A later row can only move the database to the system clock (design §26: the mode follows the
   decided policy): it keeps init's instance and version and the server's time, whatever it sent.
 - `events` (store, n, line, sha256, hash, prev, at, recorded_at, written_by): every line of every
   store, numbered per store; INSERT only (triggers refuse UPDATE, DELETE, TRUNCATE). The trigger
@@ -26,9 +26,9 @@ from engine.log.store import MAX_LINE_BYTES
 
 MARKER = "postgresql.json"
 CHANNEL = "regulator"
-SCHEMA_VERSION = 2  # 1: the first round's; 2: SPEC §22 (roles, locks, leader, leases, the writer recorded)
+SCHEMA_VERSION = 2  # 1: the first round's; 2: design §22 (roles, locks, leader, leases, the writer recorded)
 RETRIES = 32  # conflicts retried (appends that met on one line, deadlocks), each after a short random pause
-SKEW_AT_S = 2  # the trigger's bound on |at - clock_timestamp()| (SPEC §18)
+SKEW_AT_S = 2  # the trigger's bound on |at - clock_timestamp()| (design §18)
 HOST_ROLE = "regulator_host"
 READER_ROLE = "regulator_reader"
 OLD_WRITER_ROLE = "regulator_writer"  # schema 1's hosts and units: `store upgrade` revokes its INSERT
@@ -160,10 +160,10 @@ $$;
 #   regulator.locks   (name): one row per exclusive decision ('decide'); a decider holds its row
 #                     with SELECT ... FOR UPDATE, which needs UPDATE (the reader cannot); the rows
 #                     themselves never change (a trigger refuses it)
-#   regulator.leader  (id = 1, holder, expires): the one host running the timed duties (SPEC §22),
+#   regulator.leader  (id = 1, holder, expires): the one host running the timed duties (design §22),
 #                     renewed with UPDATE ... WHERE holder = me OR expires < now()
 #   regulator.leases  (lease, unit, expires, heartbeat): a unit's lease by its hash (never the
-#                     token), when it expires (null: never) and when it was last seen (SPEC §23)
+#                     token), when it expires (null: never) and when it was last seen (design §23)
 HOST_TABLES_SQL = f"""
 CREATE TABLE IF NOT EXISTS regulator.locks (name text PRIMARY KEY);
 INSERT INTO regulator.locks (name) VALUES ('{DECIDE}') ON CONFLICT (name) DO NOTHING;
@@ -186,7 +186,7 @@ CREATE TABLE IF NOT EXISTS regulator.leases (
 REVOKE ALL ON regulator.locks, regulator.leader, regulator.leases FROM PUBLIC;
 """
 
-# SPEC §26: the clock mode the insert trigger checks follows the decided policy. A later row of
+# design §26: the clock mode the insert trigger checks follows the decided policy. A later row of
 # meta can only move the database to the system clock (never back: pinned is init's, for tests and
 # demos), and keeps init's instance and version and the server's time whatever the row sent.
 META_SQL = """

@@ -208,7 +208,7 @@ def _one_trip(
     name: str, file_name: str, event: dict, unchanged: Mapping[str, str]
 ) -> tuple[dict[str, object], dict] | None:
     """The parameters of append_unchanged's query, and the line as written but for prev and
-    hash; None where one trip cannot write what append() would (SPEC §15.3, §18): a pinned
+    hash; None where one trip cannot write what append() would (design §15.3, §18): a pinned
     clock (ids and `at` then derive from the chain), an `at` that is not text, a line that is
     not plain UTF-8, or a cut that is not where prev and hash alone go."""
     if clock.pinned() or clock.fixed():
