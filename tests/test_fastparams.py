@@ -1,0 +1,125 @@
+"""controlroom/cli/fastparams.py: a string parameter coerced without pydantic answers exactly what
+Typer's own adapter answers (a property test over any text Click can hand over), every other
+parameter still goes to Typer, and a real command that takes strings starts without importing
+pydantic (D-171)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+import typer
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.main import get_command
+
+from controlroom.cli import fastparams
+from tests import helpers
+
+app = typer.Typer()
+
+
+@app.command()
+def sample(
+    name: str,
+    maybe: Annotated[str | None, typer.Option("--maybe")] = None,
+    many: Annotated[list[str] | None, typer.Option("--many")] = None,
+    count: Annotated[int, typer.Option("--count")] = 1,
+    where: Annotated[Path | None, typer.Option("--where")] = None,
+) -> None:
+    """A command with each kind of parameter the CLI declares."""
+
+
+def params() -> dict[str, Any]:
+    command = get_command(app)
+    return {p.name: p for p in command.params}
+
+
+def same(param: Any, value: Any) -> bool:
+    """fastparams answers `value` exactly as Typer's own coercion does."""
+    return coerced(fastparams.build_runtime_param, param, value) == coerced(
+        fastparams._typer_build, param, value
+    )
+
+
+def coerced(build: Any, param: Any, value: Any) -> tuple[str, Any]:
+    """What a runtime param built by `build` makes of `value`: ('ok', value) or ('error', message)."""
+    ctx = typer.Context(get_command(app))
+    try:
+        return "ok", build(param.type_descriptor).coerce(value, param=param, ctx=ctx)
+    except typer.BadParameter as exc:
+        return "error", exc.format_message()
+
+
+# what Click hands a parameter: text (any code point but the surrogates argv never decodes to) or a
+# tuple of it, and None where the option is absent
+TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
+
+
+@settings(max_examples=300)
+@given(value=st.one_of(st.none(), TEXT))
+def test_a_string_is_what_typers_adapter_makes_of_it(value: str | None) -> None:
+    for name in ("name", "maybe"):
+        param = params()[name]
+        assert fastparams.plain(param.type_descriptor) == "str"
+        assert same(param, value)
+
+
+@settings(max_examples=300)
+@given(value=st.one_of(st.none(), st.tuples(), st.lists(TEXT, max_size=5).map(tuple), TEXT))
+def test_a_list_of_strings_is_what_typers_adapter_makes_of_it(value: Any) -> None:
+    param = params()["many"]
+    assert fastparams.plain(param.type_descriptor) == "list"
+    assert same(param, value)
+
+
+@pytest.mark.parametrize("value", [b"bytes", 7, ["a", 1], ("a", None)])
+def test_anything_else_handed_to_a_string_parameter_goes_to_typers_adapter(value: Any) -> None:
+    for name in ("name", "many"):
+        param = params()[name]
+        assert same(param, value)
+
+
+@pytest.mark.parametrize("value", [None, "x", "12", "-3", " 4 ", "1e3", "/tmp/x", ""])
+def test_numbers_and_paths_keep_typers_coercion(value: Any) -> None:
+    for name in ("count", "where"):
+        param = params()[name]
+        assert fastparams.plain(param.type_descriptor) is None
+        assert same(param, value)
+    assert coerced(fastparams.build_runtime_param, params()["count"], "x")[0] == "error"
+    assert coerced(fastparams.build_runtime_param, params()["count"], "12") == ("ok", 12)
+
+
+def test_this_typer_has_the_function_replaced() -> None:
+    """A Typer upgrade that moves it fails here instead of slowing every start silently."""
+    assert callable(fastparams._typer_build)
+    assert fastparams.install() is True
+
+
+IMPORTS = (
+    "import sys\n"
+    "from controlroom.cli.root import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print('pydantic' in {m.split('.')[0] for m in sys.modules}, file=sys.stderr)\n"
+    "sys.exit(code)"
+)
+
+
+def test_a_command_that_takes_strings_starts_without_pydantic(ws: helpers.Workspace) -> None:
+    """`obligation show ID` takes a string argument; a refused `--by` value, a usage error and a
+    command whose int option is left out too."""
+    for args, code in (
+        (["obligation", "show", "no-such-obligation"], 2),
+        (["memory", "retract", "no-such-entry", "--by", "alice", "--reason", "wrong"], 2),
+        (["identity", "propose"], 2),
+        (["signals", "route"], 0),  # its --last, an int option, left out
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", IMPORTS, *args], cwd=ws.root, capture_output=True, text=True, env=ws.env
+        )
+        assert done.returncode == code, done.stderr
+        assert done.stderr.strip().splitlines()[-1] == "False", (args, done.stderr)
+        assert "Traceback" not in done.stderr
