@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import os
+import shutil
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -11,18 +15,39 @@ from typing import Any
 import pytest
 
 from controlroom.app import ControlRoom
-from controlroom.demo import build
-from engine.checkout.workspace import Workspace
+from controlroom.demo import KEY_DIR, OWNER, build
+from engine.checkout.workspace import Workspace, configure_clock
+from engine.trust.signing import use_key
 from tests.helpers import NOW
 
 SIZE = (150, 42)  # wide enough that the detail pane is shown
 
 
 def demo_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    """The demo's workspace on a pinned clock, with no machine git configuration."""
+    """The demo's workspace on a pinned clock, with no machine git configuration.
+
+    The demo is built once per test process (`controlroom.demo.build`, pinned at NOW: the same byte
+    for byte each time, its key included); each test gets a copy of it at its own path, whose
+    worktree links and lease files are pointed at that path, and signs with the copy's key, as
+    after a build of its own."""
     monkeypatch.setenv("REGULATOR_NOW", NOW)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    return build(tmp_path / "fleet-repo", clock_mode="pinned")
+    template = _demo_template(NOW)
+    root = tmp_path / "fleet-repo"
+    shutil.copytree(template, root, symlinks=True)
+    linked = [*root.glob(".worktrees/*/.git"), *root.glob(".git/worktrees/*/gitdir")]
+    for path in [*linked, *root.glob(".worktrees/*/.regulator-lease.json")]:
+        path.write_text(path.read_text().replace(str(template), str(root)))
+    use_key(root / KEY_DIR / OWNER)
+    return configure_clock(Workspace(root))
+
+
+@functools.cache
+def _demo_template(now: str) -> Path:
+    """The demo built by `controlroom.demo.build` at `now`, once per test process."""
+    assert os.environ.get("REGULATOR_NOW") == now
+    folder = Path(tempfile.mkdtemp(prefix="regulator-demo-"))
+    return build(folder / "fleet-repo", clock_mode="pinned").root
 
 
 def run(

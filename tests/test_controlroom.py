@@ -12,21 +12,19 @@ from typing import Any
 import pytest
 
 from controlroom.app import ControlRoom
-from controlroom.demo import build
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import Actor
 from engine.commands.proposals import decide, propose
 from engine.read.load import load
 from tests.helpers import NOW, REGULATOR, clean_env, report_args
+from tests.room import demo_workspace
 
 SIZE = (150, 42)
 
 
 @pytest.fixture
 def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    monkeypatch.setenv("REGULATOR_NOW", NOW)
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    return build(tmp_path / "fleet-repo", clock_mode="pinned")
+    return demo_workspace(tmp_path, monkeypatch)
 
 
 def run(app: ControlRoom, script: Any) -> None:

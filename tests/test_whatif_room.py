@@ -11,14 +11,13 @@ import pytest
 import yaml
 
 from controlroom.app import ControlRoom
-from controlroom.demo import build
 from engine.checkout.workspace import LEASE_FILE, read_lease
 from engine.commands.actors import Actor
 from engine.commands.memory import remember
 from engine.commands.proposals import propose
 from engine.read.load import load
-from tests.helpers import NOW, git
-from tests.room import opened
+from tests.helpers import git
+from tests.room import demo_workspace, opened
 
 SIZE = (150, 42)
 
@@ -35,9 +34,7 @@ def run(app: ControlRoom, script: Any) -> None:
 def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("REGULATOR_NOW", NOW)
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    ws = build(tmp_path / "fleet-repo", clock_mode="pinned")
+    ws = demo_workspace(tmp_path, monkeypatch)
     (ws.root / "src").mkdir()
     (ws.root / "src/a.py").write_text("one\ntwo\nthree\n")
     git(ws.root, "add", "src/a.py")
