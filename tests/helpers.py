@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -212,6 +213,25 @@ def make_workspace(
     git(root, "add", "-A", env=env)
     git(root, "commit", "-q", "-m", "workspace", env=env)
     return ws
+
+
+def prepared(tmp: Path, steps: Callable[[Workspace], Any]) -> tuple[Workspace, Any]:
+    """`make_workspace(tmp)` (pinned at NOW), then `steps` run on it: the real commands run once per
+    test process for each `steps` (a module-level function whose effect does not depend on the
+    folder); later calls copy that workspace, its worktrees (`ws.lease`) pointed at the copy's path.
+    Returns the workspace and what `steps` returned (the same for every copy)."""
+    template, answer = _prepared(steps)
+    root = tmp / "fleet-repo"
+    shutil.copytree(template, root, symlinks=True)
+    for lease in root.glob("wt/*/.regulator-lease.json"):
+        lease.write_text(lease.read_text().replace(str(template), str(root)))
+    return Workspace(root, _workspace_env(NOW)), answer
+
+
+@functools.cache
+def _prepared(steps: Callable[[Workspace], Any]) -> tuple[Path, Any]:
+    ws = make_workspace(Path(tempfile.mkdtemp(prefix="regulator-prepared-")))
+    return ws.root, steps(ws)
 
 
 def _workspace_env(now: str | None) -> dict[str, str]:

@@ -62,10 +62,15 @@ def ws(tmp_path: Path) -> Any:
 
 
 @pytest.fixture
-def fleet(ws: helpers.Workspace) -> Any:
+def fleet(tmp_path: Path) -> Any:
     """A host workspace with u1 in progress, b1 aborted, an acknowledged finding on u1 and u3 (so
     the host's lint has a re-gate error), a decided routing change, and the views committed.
-    Returns (ws, BEFORE): the trunk commit before these were pushed."""
+    Returns (ws, BEFORE): the trunk commit before these were pushed. Built once per test process
+    (helpers.prepared), copied for each test."""
+    return helpers.prepared(tmp_path, host_history)
+
+
+def host_history(ws: helpers.Workspace) -> str:
     before = ws.git("rev-parse", "HEAD").strip()
     ws.lease("u1")
     ws.run("unit", "decide", "b1", "--action", "abort", "--by", "alice", "--rationale", "r", check=True)
@@ -76,7 +81,7 @@ def fleet(ws: helpers.Workspace) -> Any:
     ws.decide(ROUTING, routing)
     ws.run("registry", "views", check=True)
     ws.commit("views")
-    return ws, before
+    return before
 
 
 # ---- stores: absent ------------------------------------------------------------------------------

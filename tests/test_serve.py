@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from engine.read.delivery import ANSWERS_HEADING, parse_context
-from tests.helpers import REGULATOR, make_workspace, one_line, report_args
+from tests.helpers import REGULATOR, make_workspace, one_line, prepared, report_args
 from tests.serving import (
     REPORT,
     Serving,
@@ -34,10 +34,15 @@ CALL_REPORT = {
 }
 
 
+def three_leases(ws: Any) -> None:
+    for unit in ("r1", "u1", "b1"):
+        ws.lease(unit)
+
+
 @pytest.fixture
 def served(tmp_path: Any) -> Any:
-    ws = make_workspace(tmp_path)
-    r1, u1, b1 = ws.lease("r1"), ws.lease("u1"), ws.lease("b1")
+    ws, _ = prepared(tmp_path, three_leases)  # r1, u1 and b1 dispatched, once per test process
+    r1, u1, b1 = (ws.root / "wt" / unit for unit in ("r1", "u1", "b1"))
     serving = Serving(ws)
     try:
         yield ws, serving, {"r1": token_of(r1), "u1": token_of(u1), "b1": token_of(b1)}

@@ -16,7 +16,12 @@ STORES = ("signals", "memory", "units", "identity")
 
 
 @pytest.fixture
-def filled(ws: helpers.Workspace) -> Any:
+def filled(tmp_path: Any) -> Any:
+    return helpers.prepared(tmp_path, fill)[0]
+
+
+def fill(ws: helpers.Workspace) -> None:
+    """Every store with lines to tamper with (run once per test process: helpers.prepared)."""
     u1 = ws.lease("u1")
     for i in range(3):
         ws.run(*report_args(subject=f"s{i}", affects=["u3"]), "--by", "alice", check=True)
@@ -27,7 +32,6 @@ def filled(ws: helpers.Workspace) -> Any:
     ws.run("unit", "dispatch", "r1", check=True)
     ws.run("unit", "close", "r1", check=True)
     ws.run("unit", "dispatch", "b1", check=True)
-    return ws
 
 
 def tampered(lines: list[bytes], how: str) -> list[bytes]:
