@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests import helpers
-from tests.helpers import make_workspace, remember_args, report_args
+from tests.helpers import remember_args, report_args
 
 ACTORS = (
     "owner",
@@ -50,7 +50,18 @@ LEASED = {
 
 
 def setup(tmp_path: Path, command: Any) -> Any:
-    ws = make_workspace(tmp_path)
+    """The workspace every command is tried in (prepared once per test process, copied)."""
+    ws, ids = helpers.prepared(tmp_path, people_and_things)
+    worktrees = {actor: ws.root / "wt" / unit for actor, unit in LEASED.items()}
+    new = tmp_path / "invariants.md"
+    new.write_text("# Invariants\n\n- INV-001: changed.\n")
+    return ws, {"worktrees": worktrees, "tmp": tmp_path, "content": str(new), **ids}
+
+
+def people_and_things(ws: helpers.Workspace) -> dict[str, str]:
+    """bob without grants, carol without a key, a finding on u9, the units leased, an obligation, a
+    memory entry and a proposal to act on: their ids."""
+    tmp_path = ws.root.parent
     path = ws.root / "regulator/policy/interaction.yaml"
     policy = yaml.safe_load(path.read_text())
     policy["people"]["bob"] = {"grants": [], "resolve": []}
@@ -80,17 +91,14 @@ def setup(tmp_path: Path, command: Any) -> Any:
         "findings/F-x.md",
         "---\nid: F-x\ndate: '2026-11-01'\ntitle: t\naffects: [u9]\nack: ''\nresolved: false\n---\n",
     )
-    leased = {unit: ws.lease(unit) for unit in set(LEASED.values())}
-    worktrees = {actor: leased[unit] for actor, unit in LEASED.items()}
+    leased = {unit: ws.lease(unit) for unit in sorted(set(LEASED.values()))}
     ws.run(*report_args(affects=["u3"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
-    context = {"worktrees": worktrees, "tmp": tmp_path}
-    context["obligation"] = ws.json("obligations")[0]["id"]
-    done = ws.run(*remember_args(), "--json", cwd=worktrees["lease:implement"])
+    context = {"obligation": ws.json("obligations")[0]["id"]}
+    done = ws.run(*remember_args(), "--json", cwd=leased["u1"])
     context["memory"] = json.loads(done.stdout)["id"]
     new = tmp_path / "invariants.md"
     new.write_text("# Invariants\n\n- INV-001: changed.\n")
-    context["content"] = str(new)
     done = ws.run(
         "identity",
         "propose",
@@ -105,7 +113,7 @@ def setup(tmp_path: Path, command: Any) -> Any:
         "--json",
     )
     context["proposal"] = json.loads(done.stdout)["id"]
-    return ws, context
+    return context
 
 
 def argv(command: str, actor: str, c: dict) -> tuple[list[str], object]:
