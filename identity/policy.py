@@ -1,12 +1,15 @@
-"""The policy files (design §13 shapes): routing, interaction, profiles. Parsed with safe_load only
-(identity/yamlload.py: strict, a duplicate key is an error)."""
+"""The policy files (design §13 shapes): routing, interaction, profiles, sensors. Parsed with safe_load
+only (identity/yamlload.py: strict, a duplicate key is an error), then converted to msgspec Structs:
+reading a policy imports no pydantic (D-170)."""
 
 from __future__ import annotations
 
 import re
-from typing import Literal, overload
+from types import GenericAlias
+from typing import Annotated, Any, Literal, get_args, get_origin, overload
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+import msgspec
+import msgspec.structs
 
 from identity.yamlload import YamlError, safe_load_strict
 
@@ -52,54 +55,59 @@ class PolicyError(ValueError):
     """A policy file that cannot be used; the message names the file and the field."""
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+class _Invalid(ValueError):
+    """A check of one key failed (raised in __post_init__): the key, as the file spells it, ends the
+    path the PolicyError names (msgspec itself names only the Struct the check ran in)."""
+
+    def __init__(self, key: str, message: object) -> None:
+        super().__init__(str(message))
+        self.key = key
 
 
-class Floor(_Model):
+class _Model(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """A policy Struct: immutable, an unknown key refused, built from keywords; a key of the file
+    that is camelCase is a snake_case attribute (msgspec.field(name=...)). Each subclass says
+    frozen and kw_only again for the type checkers (PEP 681 does not inherit them); msgspec does."""
+
+
+class Floor(_Model, frozen=True, kw_only=True):
     name: str
     pattern: str
     fields: tuple[str, ...] = FLOOR_FIELDS
-    at_least: str = Field(alias="atLeast")
+    at_least: str = msgspec.field(name="atLeast")
 
-    @field_validator("pattern")
-    @classmethod
-    def _compiles(cls, value: str) -> str:
+    def __post_init__(self) -> None:
         try:
-            re.compile(value)
+            re.compile(self.pattern)
         except re.error as exc:
-            raise ValueError(f"pattern does not compile: {exc}") from None
-        return value
-
-    @field_validator("fields")
-    @classmethod
-    def _known_fields(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for name in value:
+            raise _Invalid("pattern", f"pattern does not compile: {exc}") from None
+        for name in self.fields:
             if name not in FLOOR_FIELDS:
-                raise ValueError(f"floors test only {', '.join(FLOOR_FIELDS)}; not {name!r}")
-        return value
+                raise _Invalid("fields", f"floors test only {', '.join(FLOOR_FIELDS)}; not {name!r}")
 
 
-class Rule(_Model):
-    at_or_above: str = Field(alias="atOrAbove")
-    owed_to: str = Field(alias="owedTo")
+class Rule(_Model, frozen=True, kw_only=True):
+    at_or_above: str = msgspec.field(name="atOrAbove")
+    owed_to: str = msgspec.field(name="owedTo")
 
 
-class MemoryPolicy(_Model):
+class MemoryPolicy(_Model, frozen=True, kw_only=True):
     """How much current memory one recording unit may hold (design §16.1)."""
 
-    max_current_per_unit: int = Field(default=25, alias="maxCurrentPerUnit", ge=1)
+    max_current_per_unit: Annotated[int, msgspec.Meta(ge=1)] = msgspec.field(
+        default=25, name="maxCurrentPerUnit"
+    )
 
 
-class RoutingPolicy(_Model):
+class RoutingPolicy(_Model, frozen=True, kw_only=True):
     severities: tuple[str, ...]
-    blocks_at_or_above: str = Field(alias="blocksAtOrAbove")
+    blocks_at_or_above: str = msgspec.field(name="blocksAtOrAbove")
     floors: tuple[Floor, ...] = ()
     rules: dict[str, Rule]
-    intake_debt_days: int = Field(default=14, alias="intakeDebtDays", ge=0)
+    intake_debt_days: Annotated[int, msgspec.Meta(ge=0)] = msgspec.field(default=14, name="intakeDebtDays")
     # design §15.3: REGULATOR_NOW is honoured only under `pinned` (tests, the demo's build)
     clock: Literal["system", "pinned"] = "system"
-    memory: MemoryPolicy = MemoryPolicy()
+    memory: MemoryPolicy = msgspec.field(default_factory=MemoryPolicy)
     # design §24: how long an obligation of each severity may stay open before it is overdue and
     # escalated; who it is escalated to; the command run once per escalation (no shell). A policy
     # written before these keys has none: nothing is ever overdue, no one is notified.
@@ -107,28 +115,17 @@ class RoutingPolicy(_Model):
     escalate: tuple[str, ...] = ()
     notify: tuple[str, ...] = ()
 
-    @field_validator("deadlines")
-    @classmethod
-    def _durations(cls, value: dict[str, str]) -> dict[str, str]:
-        for severity, text in value.items():
+    def __post_init__(self) -> None:
+        for severity, text in self.deadlines.items():
             try:
                 duration_seconds(text)
             except ValueError as exc:
-                raise ValueError(f"{severity}: {exc}") from None
-        return value
-
-    @field_validator("notify")
-    @classmethod
-    def _notify_argv(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return _argv(value, "notify") if value else value
-
-    def deadline_seconds(self, severity: str) -> int | None:
-        """How long an obligation of this severity may stay open, or None: no deadline."""
-        text = self.deadlines.get(severity)
-        return duration_seconds(text) if text is not None else None
-
-    @model_validator(mode="after")
-    def _severities_known(self) -> RoutingPolicy:
+                raise _Invalid("deadlines", f"{severity}: {exc}") from None
+        if self.notify:
+            try:
+                _argv(self.notify, "notify")
+            except ValueError as exc:
+                raise _Invalid("notify", exc) from None
         known = set(self.severities)
         named = [self.blocks_at_or_above, *(f.at_least for f in self.floors)]
         named += [r.at_or_above for r in self.rules.values()]
@@ -138,7 +135,11 @@ class RoutingPolicy(_Model):
                 raise ValueError(f"severity {severity!r} is not in severities")
         if "intelligence-signal" not in self.rules:
             raise ValueError("rules needs an intelligence-signal rule")
-        return self
+
+    def deadline_seconds(self, severity: str) -> int | None:
+        """How long an obligation of this severity may stay open, or None: no deadline."""
+        text = self.deadlines.get(severity)
+        return duration_seconds(text) if text is not None else None
 
     def rank(self, severity: str) -> int:
         return self.severities.index(severity)
@@ -148,37 +149,37 @@ class RoutingPolicy(_Model):
 SSH_KEY = re.compile(r"(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/]+={0,2}( .*)?")
 
 
-class Person(_Model):
+def _openssh_keys(key: str, value: tuple[str, ...]) -> tuple[str, ...]:
+    for line in value:
+        if not SSH_KEY.fullmatch(line.strip()):
+            raise _Invalid(
+                key,
+                f"{line[:40]!r} is not an OpenSSH public key line (e.g. `ssh-ed25519 AAAA… alice@laptop`)",
+            )
+    return tuple(line.strip() for line in value)
+
+
+class Person(_Model, frozen=True, kw_only=True):
     grants: tuple[str, ...] = ()
     resolve: tuple[str, ...] = ()
     emails: tuple[str, ...] = ()
     keys: tuple[str, ...] = ()  # OpenSSH public keys that may sign this person's events (design §15.1)
-    retired_keys: tuple[str, ...] = Field(default=(), alias="retiredKeys")  # verify old events only
+    retired_keys: tuple[str, ...] = msgspec.field(default=(), name="retiredKeys")  # verify old events only
 
-    @field_validator("keys", "retired_keys")
-    @classmethod
-    def _openssh_keys(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for key in value:
-            if not isinstance(key, str) or not SSH_KEY.fullmatch(key.strip()):
-                raise ValueError(
-                    f"{str(key)[:40]!r} is not an OpenSSH public key line (e.g. `ssh-ed25519 AAAA… alice@laptop`)"
-                )
-        return tuple(k.strip() for k in value)
-
-    @field_validator("grants")
-    @classmethod
-    def _known_grants(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for grant in value:
+    def __post_init__(self) -> None:
+        for grant in self.grants:
             if grant not in GRANTS:
-                raise ValueError(f"unknown grant {grant!r} (known: {', '.join(GRANTS)})")
-        return value
+                raise _Invalid("grants", f"unknown grant {grant!r} (known: {', '.join(GRANTS)})")
+        # kept as written but stripped: the key lines are compared as text
+        msgspec.structs.force_setattr(self, "keys", _openssh_keys("keys", self.keys))
+        msgspec.structs.force_setattr(self, "retired_keys", _openssh_keys("retiredKeys", self.retired_keys))
 
 
-class InteractionPolicy(_Model):
+class InteractionPolicy(_Model, frozen=True, kw_only=True):
     people: dict[str, Person]
     # design §15.1: a person event counts only when signed by one of the person's keys. A policy
     # without it (made before signatures) counts unsigned person events: "names unauthenticated".
-    require_signatures: bool = Field(default=False, alias="requireSignatures")
+    require_signatures: bool = msgspec.field(default=False, name="requireSignatures")
 
     def may(self, person: str, grant: str) -> bool:
         entry = self.people.get(person)
@@ -189,7 +190,7 @@ class InteractionPolicy(_Model):
         return entry is not None and "resolve" in entry.grants and severity in entry.resolve
 
 
-class Sensor(_Model):
+class Sensor(_Model, frozen=True, kw_only=True):
     """One declared sensor (design §24): a command printing report_intelligence lines, or an OSV feed
     matched against lockfiles read from trunk."""
 
@@ -200,30 +201,29 @@ class Sensor(_Model):
     timeout: str = "60s"  # kind: command
     feed: str | None = None  # kind: osv: a folder or a zip of OSV JSON files
     lockfiles: dict[str, tuple[str, ...]] = {}  # kind: osv: path on trunk -> the units it serves
-    stale_after: str | None = Field(default=None, alias="staleAfter")  # kind: osv
+    stale_after: str | None = msgspec.field(default=None, name="staleAfter")  # kind: osv
 
-    @field_validator("every", "timeout", "stale_after")
-    @classmethod
-    def _duration(cls, value: str | None) -> str | None:
-        if value is not None:
-            duration_seconds(value)
-        return value
-
-    @field_validator("lockfiles")
-    @classmethod
-    def _lockfiles(cls, value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
-        for path in value:
+    def __post_init__(self) -> None:
+        for key, value in (
+            ("every", self.every),
+            ("timeout", self.timeout),
+            ("staleAfter", self.stale_after),
+        ):
+            if value is not None:
+                try:
+                    duration_seconds(value)
+                except ValueError as exc:
+                    raise _Invalid(key, exc) from None
+        for path in self.lockfiles:
             parts = path.split("/")
             if any(ord(c) < 32 or c == "\x7f" for c in path):
-                raise ValueError(f"{path!r}: a control character in a path")
+                raise _Invalid("lockfiles", f"{path!r}: a control character in a path")
             if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
-                raise ValueError(f"{path!r}: a path relative to the workspace, inside it")
+                raise _Invalid("lockfiles", f"{path!r}: a path relative to the workspace, inside it")
             if lockfile_format(path) is None:
-                raise ValueError(f"{path!r} is none of the lockfiles read: {', '.join(LOCKFILE_FORMATS)}")
-        return value
-
-    @model_validator(mode="after")
-    def _shape(self) -> Sensor:
+                raise _Invalid(
+                    "lockfiles", f"{path!r} is none of the lockfiles read: {', '.join(LOCKFILE_FORMATS)}"
+                )
         if self.kind == "command":
             _argv(self.command, "command")
             if self.feed is not None or self.lockfiles or self.stale_after is not None:
@@ -237,7 +237,6 @@ class Sensor(_Model):
                 raise ValueError("an osv sensor needs lockfiles: {path: [units]}")
             if self.command:
                 raise ValueError("an osv sensor takes feed and lockfiles, not command")
-        return self
 
     @property
     def every_seconds(self) -> int:
@@ -248,32 +247,31 @@ class Sensor(_Model):
         return duration_seconds(self.timeout)
 
 
-class SensorsPolicy(_Model):
+class SensorsPolicy(_Model, frozen=True, kw_only=True):
     """regulator/policy/sensors.yaml (governed where it exists): none declared by default."""
 
     sensors: dict[str, Sensor] = {}
 
-    @field_validator("sensors")
-    @classmethod
-    def _names(cls, value: dict[str, Sensor]) -> dict[str, Sensor]:
-        for name in value:
-            if not NAME.fullmatch(str(name)):
-                raise ValueError(f"{name!r} is not a sensor name (lowercase letters, digits and '-')")
-        return value
+    def __post_init__(self) -> None:
+        for name in self.sensors:
+            if not NAME.fullmatch(name):
+                raise _Invalid(
+                    "sensors", f"{name!r} is not a sensor name (lowercase letters, digits and '-')"
+                )
 
 
-class Profile(_Model):
+class Profile(_Model, frozen=True, kw_only=True):
     tools: tuple[str, ...] = ()
 
 
 HarnessTools = dict[str, dict[str, tuple[str, ...]]]  # harness -> abstract tool -> the harness's names
 
 
-class Profiles(_Model):
+class Profiles(_Model, frozen=True, kw_only=True):
     profiles: dict[str, Profile]
     # design §23: the abstract tools a profile grants, as each harness names them; a file without it
     # (every workspace before this round) uses the shipped mapping (identity.shipped.HARNESS_TOOLS)
-    harness_tools: HarnessTools | None = Field(default=None, alias="harnessTools")
+    harness_tools: HarnessTools | None = msgspec.field(default=None, name="harnessTools")
 
     def harness(self, name: str) -> dict[str, tuple[str, ...]]:
         """The mapping for one harness (`claude-code`): the file's, else the shipped default."""
@@ -304,7 +302,8 @@ def parse_policy(name: Literal["sensors.yaml"], text: str) -> SensorsPolicy: ...
 @overload
 def parse_policy(name: str, text: str) -> _Model: ...
 def parse_policy(name: str, text: str) -> _Model:
-    """Parse one policy file's text; PolicyError names the file and what is wrong."""
+    """Parse one policy file's text; PolicyError names the file and what is wrong. Strict: a key
+    takes only its own type (a quoted "14" is no integer, a 1 no boolean), as YAML reads it."""
     model = POLICY_MODELS[name]
     try:
         data = safe_load_strict(text)
@@ -313,8 +312,117 @@ def parse_policy(name: str, text: str) -> _Model:
     if not isinstance(data, dict):
         raise PolicyError(f"{name}: expected a mapping at the top")
     try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top)"
-        raise PolicyError(f"{name}: {where}: {err['msg']}") from None
+        # inside a mapping, so every error of msgspec's ends with its path, the top's `$[...]` too
+        return msgspec.convert({name: data}, type=GenericAlias(dict, (str, model)))[name]
+    except msgspec.ValidationError as exc:
+        where, what = _problem(model, data, exc)
+        raise PolicyError(f"{name}: {_one_line(where)}: {_one_line(what)}") from None
+
+
+# ---- what went wrong, where: msgspec's "<what> - at `$.floors[0].pattern`" as floors.0.pattern ----
+
+_AT = " - at `"
+_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[([0-9]+)\]|\[(\.\.\.)\]")
+_TYPE = re.compile(r"`([a-z]+(?: \| [a-z]+)*)`")
+_WORDS = {"str": "a string", "int": "an integer", "float": "a number", "bool": "a boolean (true or false)",
+          "null": "nothing (null)", "array": "a list", "object": "a mapping", "set": "a set (!!set)",
+          "bytes": "binary data (!!binary)", "date": "a date", "datetime": "a date and time"}  # fmt: skip
+_LOST = object()  # the data along the path could not be followed (the path is then shown as is)
+
+
+def _problem(model: type[_Model], data: dict[str, Any], exc: msgspec.ValidationError) -> tuple[str, str]:
+    """(where, what) of a failed conversion: where is the dotted path of the key at fault, the
+    mapping keys msgspec leaves out (`[...]`) found again (people.alice.keys); what is one line."""
+    text = str(exc)
+    head, at_, tail = text.rpartition(_AT)  # the last: what precedes may quote the file's own text
+    if not at_:  # not a message msgspec writes inside a mapping: shown as it is
+        return "(top)", _plain(text)
+    of_key = tail.startswith("key` in `")
+    path = tail.removeprefix("key` in `").removesuffix("`").removeprefix("$[...]")  # the wrapper
+    steps: list[str | int | None] = []  # a field, an index, a mapping's value (None: msgspec's [...])
+    at = 0
+    while at < len(path):
+        matched = _STEP.match(path, at)
+        if matched is None:  # not a path msgspec writes: shown as it is
+            return path or "(top)", head or text
+        field, index, _ = matched.groups()
+        steps.append(field if field is not None else int(index) if index is not None else None)
+        at = matched.end()
+    where: list[str] = []
+    kind: Any = model
+    node: Any = data
+    for step in steps:
+        kind = _bare(kind)
+        if node is _LOST:
+            where.append("*" if step is None else str(step))
+        elif isinstance(step, str):  # a Struct's key, as the file spells it
+            keys = msgspec.structs.fields(kind) if isinstance(kind, type) and issubclass(kind, _Model) else ()
+            kind = next((f.type for f in keys if f.encode_name == step), Any)
+            node = node.get(step, _LOST) if isinstance(node, dict) else _LOST
+            where.append(step)
+        elif isinstance(step, int):  # an item of a list
+            kind = get_args(kind)[0] if get_args(kind) else Any
+            node = list(node)[step] if isinstance(node, list | tuple) and step < len(node) else _LOST
+            where.append(str(step))
+        else:  # a mapping's value: the first one that fails on its own (msgspec stops at it)
+            kind = get_args(kind)[1] if len(get_args(kind)) == 2 else Any
+            found = (
+                next((k for k, v in node.items() if _fails(v, kind)), _LOST)
+                if isinstance(node, dict)
+                else _LOST
+            )
+            node = _LOST if found is _LOST else node[found]
+            where.append("*" if found is _LOST else str(found))
+    cause = exc.__cause__
+    if isinstance(cause, _Invalid):  # a check of one key, in __post_init__
+        where.append(cause.key)
+        what = str(cause)
+    elif isinstance(cause, ValueError | TypeError):  # a check of the whole Struct
+        what = str(cause)
+    elif of_key:  # a mapping's key of the wrong type
+        args = get_args(_bare(kind))
+        key_kind = args[0] if len(args) == 2 else str
+        found = next((k for k in node if _fails(k, key_kind)), _LOST) if isinstance(node, dict) else _LOST
+        where.append("*" if found is _LOST else str(found))
+        what = f"this key is not text ({_plain(head)})"
+    elif unknown := re.fullmatch(r"Object contains unknown field `(.*)`", head, re.DOTALL):
+        where.append(unknown.group(1))
+        what = "an unknown key (not one this file takes)"
+    elif missing := re.fullmatch(r"Object missing required field `(.*)`", head, re.DOTALL):
+        where.append(missing.group(1))
+        what = "missing: this key is required"
+    elif head.startswith("Invalid enum value") and get_origin(_bare(kind)) is Literal:
+        what = f"{head.removeprefix('Invalid enum value ')} is none of {', '.join(map(str, get_args(_bare(kind))))}"
+    else:
+        what = _plain(head)
+    return ".".join(where) or "(top)", what
+
+
+def _bare(kind: Any) -> Any:
+    """A type without its constraints (Annotated) and without None (an optional key)."""
+    if get_origin(kind) is Annotated:
+        kind = get_args(kind)[0]
+    args = [a for a in get_args(kind) if a is not type(None)]
+    if type(None) in get_args(kind) and len(args) == 1:
+        kind = args[0]
+    return kind
+
+
+def _fails(value: object, kind: Any) -> bool:
+    try:
+        msgspec.convert(value, type=kind)
+    except msgspec.ValidationError:
+        return True
+    return False
+
+
+def _plain(message: str) -> str:
+    """msgspec's words for types as a YAML writer's: "Expected `array`, got `str`" as "expected a
+    list, got a string"."""
+    words = _TYPE.sub(lambda m: " or ".join(_WORDS.get(t, t) for t in m.group(1).split(" | ")), message)
+    return words[:1].lower() + words[1:]
+
+
+def _one_line(text: str) -> str:
+    """The text with every control character escaped (a key of the file can hold a newline)."""
+    return "".join(c if c.isprintable() or c == " " else ascii(c)[1:-1] for c in text)

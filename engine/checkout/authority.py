@@ -35,7 +35,7 @@ GRANT_OF = {"disposition": "resolve", "decision": "decide", "demote": "decide", 
 
 @dataclass(frozen=True)
 class People:
-    """What the interaction policy says about persons, read without pydantic (status stays lean)
+    """What the interaction policy says about persons, read without the policy models (status stays lean)
     by the loader every policy file is read with (identity.yamlload): the content was validated
     when it was proposed or written by init."""
 

@@ -20,7 +20,7 @@ from engine.log.store import NO_STORES, Store, lock_held, locked
 from identity import regular
 from identity.files import POLICY_DIR, SENSORS_POLICY, STORE_POLICY, content_hash
 
-if TYPE_CHECKING:  # the policy models are pydantic: imported only by commands that read policy
+if TYPE_CHECKING:  # the policy models (msgspec Structs) are imported only by commands that read policy
     from engine.checkout.authority import Authority, People
     from identity.policy import InteractionPolicy, Profiles, RoutingPolicy, SensorsPolicy
 

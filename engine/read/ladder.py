@@ -40,8 +40,8 @@ def trunk_findings(ws: Workspace, state: State) -> TrunkFindings:
         from engine.trust.ackers import walk_policy
         from registry.lint import authorize_commit
 
-        policies: list = []  # read on the first change that needs authorizing (the policy's
-        # models are pydantic: a walk that authorizes nothing, the common `status`, never loads them)
+        policies: list = []  # read on the first change that needs authorizing (a walk that
+        # authorizes nothing, the common `status`, never loads the policy models or parses policy)
 
         def authorize(sha: str, email: str, message: str) -> tuple[str | None, str]:
             if not policies:
