@@ -29,6 +29,10 @@ def sample(
     many: Annotated[list[str] | None, typer.Option("--many")] = None,
     count: Annotated[int, typer.Option("--count")] = 1,
     where: Annotated[Path | None, typer.Option("--where")] = None,
+    there: Annotated[Path, typer.Option("--there", exists=True, dir_okay=False, resolve_path=True)] = Path(
+        "x"
+    ),
+    folder: Annotated[Path, typer.Option("--folder", file_okay=False, writable=True)] = Path("x"),
 ) -> None:
     """A command with each kind of parameter the CLI declares."""
 
@@ -76,19 +80,48 @@ def test_a_list_of_strings_is_what_typers_adapter_makes_of_it(value: Any) -> Non
     assert same(param, value)
 
 
-@pytest.mark.parametrize("value", [b"bytes", 7, ["a", 1], ("a", None)])
+@pytest.mark.parametrize("value", [b"bytes", 7, ["a", 1], ("a", None), Path("p")])
 def test_anything_else_handed_to_a_string_parameter_goes_to_typers_adapter(value: Any) -> None:
-    for name in ("name", "many"):
+    for name in ("name", "many", "where"):
         param = params()[name]
         assert same(param, value)
+
+
+@settings(max_examples=100)
+@given(
+    value=st.one_of(
+        st.none(),
+        TEXT,
+        st.sampled_from(
+            ["", ".", "/", "-", "~", "a/", "./a", "a//b", "a\0b", "/etc/shadow", "/nonexistent/x"]
+        ),
+    )
+)
+def test_a_path_is_what_typers_adapter_makes_of_it(value: str | None) -> None:
+    """Text, and the paths Typer's checks answer differently (a folder where a file is wanted, a
+    missing path where one must exist, an unwritable one, `-`)."""
+    for name in ("where", "there", "folder"):
+        param = params()[name]
+        assert fastparams.plain(param.type_descriptor) == "path"
+        assert same(param, value)
+
+
+def test_a_path_typer_checks_is_checked_the_same(tmp_path: Path) -> None:
+    readonly = tmp_path / "readonly"
+    readonly.mkdir(mode=0o500)
+    (tmp_path / "file").write_text("x")
+    for value in (str(tmp_path), str(tmp_path / "file"), str(readonly), str(tmp_path / "missing"), "-"):
+        for name in ("where", "there", "folder"):
+            assert same(params()[name], value), (name, value)
+    assert coerced(fastparams.build_runtime_param, params()["there"], str(tmp_path))[0] == "error"
+    assert coerced(fastparams.build_runtime_param, params()["where"], str(tmp_path)) == ("ok", tmp_path)
 
 
 @pytest.mark.parametrize("value", [None, "x", "12", "-3", " 4 ", "1e3", "/tmp/x", ""])
-def test_numbers_and_paths_keep_typers_coercion(value: Any) -> None:
-    for name in ("count", "where"):
-        param = params()[name]
-        assert fastparams.plain(param.type_descriptor) is None
-        assert same(param, value)
+def test_numbers_keep_typers_coercion(value: Any) -> None:
+    param = params()["count"]
+    assert fastparams.plain(param.type_descriptor) is None
+    assert same(param, value)
     assert coerced(fastparams.build_runtime_param, params()["count"], "x")[0] == "error"
     assert coerced(fastparams.build_runtime_param, params()["count"], "12") == ("ok", 12)
 
@@ -116,6 +149,7 @@ def test_a_command_that_takes_strings_starts_without_pydantic(ws: helpers.Worksp
         (["memory", "retract", "no-such-entry", "--by", "alice", "--reason", "wrong"], 2),
         (["identity", "propose"], 2),
         (["signals", "route"], 0),  # its --last, an int option, left out
+        (["unit", "dispatch", "u1", "--worktree", "no-such-folder"], 2),  # a Path option
     ):
         done = subprocess.run(
             [sys.executable, "-c", IMPORTS, *args], cwd=ws.root, capture_output=True, text=True, env=ws.env

@@ -1,9 +1,10 @@
 """Command-line strings without pydantic: Typer 0.29 coerces every parameter that is not a given
 flag through a pydantic TypeAdapter, and importing pydantic and building the adapters costs ~70 ms
 of CPU on every start of a command that declares a string, or any option the command line leaves
-out (D-171). A string, or a list of strings, as Click hands it over needs no coercion, and an absent
-option none at all: this answers exactly what Typer's adapter answers for them
-(tests/test_fastparams.py proves it) and builds Typer's adapter only for any other value given.
+out (D-171). A string, or a list of strings, as Click hands it over needs no coercion, a path only
+Typer's own checks, and an absent option none at all: this answers exactly what Typer's adapter
+answers for them (tests/test_fastparams.py proves it) and builds Typer's adapter only for any other
+value given.
 
 It replaces one private function of Typer (`typer.core.build_runtime_param`), pinned below 0.30 in
 pyproject.toml. Where Typer moved it, nothing is replaced and every command pays the import as
@@ -12,17 +13,18 @@ before; tests/test_fastparams.py fails then, so a Typer upgrade cannot slow the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import typer.core
-from typer import _coercion
+from typer import _coercion, _param_types
 
 _typer_build: Any = getattr(typer.core, "build_runtime_param", None)  # Typer's own, kept as the fallback
 
 
 def plain(descriptor: Any) -> str | None:
-    """'str' or 'list' for a parameter this module coerces (a plain string, or a list of them, with
-    no parser, no path or file handling and no bounds); None for any other (Typer's adapter)."""
+    """'str', 'list' or 'path' for a parameter this module coerces (a plain string, a list of them,
+    or a `Path` with no parser and no other path type); None for any other (Typer's adapter)."""
     info = descriptor.parameter_info
     if descriptor.file_annotation is not None or getattr(info, "parser", None) is not None:
         return None
@@ -30,6 +32,8 @@ def plain(descriptor: Any) -> str | None:
         return "str"
     if descriptor.annotation == list[str]:
         return "list"
+    if descriptor.annotation is Path and getattr(info, "path_type", None) in (None, Path):
+        return "path"
     return None
 
 
@@ -47,6 +51,15 @@ class PlainParam(_coercion.RuntimeParam):
             return value
         if self.kind == "list" and isinstance(value, (list, tuple)) and all(type(v) is str for v in value):
             return list(value)
+        if self.kind == "path" and type(value) is str and str(Path(value)) == value and "\0" not in value:
+            # Typer's path adapter converts the text with pydantic, then asks coerce_cli_path (its
+            # checks: exists, file or folder, readable, ...), which takes a Path as it is. Its
+            # messages quote the text given: a text the Path would change ('', 'a/', './a') is
+            # left to Typer's adapter, so that they quote it as given; so is a NUL (os.stat raises
+            # ValueError, which pydantic turns into Typer's message).
+            return _param_types.coerce_cli_path(
+                Path(value), self.parameter_info, path_type=Path, param=param, ctx=ctx
+            )
         return _typer_build(self.descriptor)._coerce_value(value, param=param, ctx=ctx)
 
 
@@ -67,7 +80,11 @@ def build_runtime_param(descriptor: Any) -> Any:
 def install() -> bool:
     """Use build_runtime_param for every parameter Typer coerces from now on; False where this Typer
     has no such function to replace (then nothing changes)."""
-    if _typer_build is None or not hasattr(_coercion, "RuntimeParam"):
+    if (
+        _typer_build is None
+        or not hasattr(_coercion, "RuntimeParam")
+        or not hasattr(_param_types, "coerce_cli_path")
+    ):
         return False
     typer.core.build_runtime_param = build_runtime_param
     return True
