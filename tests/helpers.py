@@ -190,9 +190,11 @@ def make_workspace(
     The real `init` runs once per test process for each (now, clock): later calls copy that
     workspace (the repository, `.regulator/` and its host key included), which costs a few
     milliseconds instead of a command and five git processes. Copies share their ids and host key;
-    `fresh=True` (or a store URL) runs `init` anew."""
+    on the system clock (`now=None`) they were initialized when the process's first such test ran,
+    minutes ago at most, as a workspace in use would have been. `fresh=True` (or a store URL)
+    runs `init` anew."""
     root = tmp / "fleet-repo"
-    if store is None and not fresh and now is not None:  # a real clock: init at this test's time
+    if store is None and not fresh:  # on a real clock, init ran at the first such test's time
         template = _template(now, clock)
         shutil.copytree(template / "fleet-repo", root, symlinks=True)
         return Workspace(root, _workspace_env(now))
