@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import compileall
 import inspect
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,12 @@ from tests.helpers import alice_key, make_workspace
 def pytest_configure(config: pytest.Config) -> None:
     """Compile the packages once, before any worker starts: the end-to-end tests start the
     `regulator` command about two thousand times, and where PYTHONDONTWRITEBYTECODE is set (this
-    machine sets it) each start would compile every module it imports again (~70 ms of CPU)."""
+    machine sets it) each start would compile every module it imports again (~70 ms of CPU).
+
+    pytest's own processes write bytecode whatever that setting says: pytest caches the test
+    modules it rewrites for their asserts only when it may, and otherwise every worker rewrites all
+    of them again on every run (~3 s of CPU each). The commands the tests start keep the setting."""
+    sys.dont_write_bytecode = False
     if hasattr(config, "workerinput"):  # an xdist worker: the controller has done it
         return
     root = Path(__file__).resolve().parent.parent

@@ -187,3 +187,18 @@ def test_the_common_shapes_are_read_fast() -> None:
         "disposition": "scoped:registers",
     }
     assert parse("id: !!python/object/apply:os.system ['x']") is None
+
+
+@settings(max_examples=500)
+@given(
+    head=st.one_of(
+        st.text(), st.text(st.characters(max_codepoint=127)), st.text(st.characters(max_codepoint=0x2030))
+    )
+)
+def test_the_odd_character_check_answers_as_the_whole_class_does(head: str) -> None:
+    """`odd` compiles the whole class only for text that is not all ASCII: same answer, any text."""
+    import re
+
+    from registry.frontmatter import ODD, odd
+
+    assert odd(head) == (re.search(ODD, head) is not None)
