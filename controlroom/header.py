@@ -21,8 +21,7 @@ from rich.text import Text
 
 from controlroom.readmodel import EXPIRING_DAYS, Snapshot, deadlines
 from controlroom.views import BY_VIEW, VIEW_DEFS
-from engine.base.cells import fit, width
-from widgets.fitline import fit_parts, fit_tabs
+from engine.base.cells import fit, fit_parts, fit_tabs, width
 
 # ---- header counts -------------------------------------------------------------------------------
 
@@ -315,7 +314,7 @@ def status_line(first: list[str], warnings: list[str], hints: list[str], cells: 
 
 
 def tabs_line(current: int, cells: int) -> Text:
-    """The tabs for `cells` columns, the current view's reversed (widgets.fitline.fit_tabs)."""
+    """The tabs for `cells` columns, the current view's reversed (engine.base.cells.fit_tabs)."""
     line = Text()
     titles = [(v.key, v.title) for v in VIEW_DEFS]
     for i, label in enumerate(fit_tabs(titles, current, cells)):

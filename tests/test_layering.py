@@ -69,3 +69,22 @@ def test_no_module_imports_the_cli_root_back() -> None:
             if any(n == "controlroom.cli.root" for n in names):
                 importers.append(f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}")
     assert importers == []
+
+
+def test_once_renders_without_textual(ws: helpers.Workspace) -> None:
+    """`controlroom --once` is the CI's reader: it draws the header's text (engine.base.cells) but
+    never a widget, so it starts without Textual (~0.1 s of CPU), pydantic, watchfiles or mcp."""
+    code = (
+        "import sys\n"
+        "from controlroom.cli.root import main\n"
+        "code = main(['controlroom', '--once', '--json'])\n"
+        "heavy = {'textual', 'watchfiles', 'mcp', 'pydantic'}\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & heavy)\n"
+        "print(heavy, file=sys.stderr); sys.exit(code if not heavy else 9)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ws.root, capture_output=True, text=True, env=ws.env
+    )
+    assert done.returncode in (0, 1), done.stderr  # 1: the workspace has findings to act on
+    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+    assert '"obligations"' in done.stdout

@@ -3,13 +3,11 @@ relayouts it in the same frame, never at the next refresh. The text is plain (ne
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 from textual.widget import Widget
-
-from engine.base.cells import fit, width
 
 
 class FitLine(Widget):
@@ -47,38 +45,3 @@ class Fitted:
     def __str__(self) -> str:
         """The text at the widget's width (what an operator reads)."""
         return self.text_for(max(0, self.cells)).plain
-
-
-def fit_tabs(labels: Sequence[tuple[str, str]], current: int, cells: int) -> list[str]:
-    """Tab labels (`key title`) that fit in `cells`, one space between tabs and one inside each
-    edge: all whole if they fit; else the other tabs' titles are cut with `…` (never the current
-    one's), shortest last; at worst the other tabs show their keys only."""
-    whole = [f"{key} {title}" for key, title in labels]
-
-    def used(parts: list[str]) -> int:
-        return sum(width(p) + 2 for p in parts) + max(0, len(parts) - 1)
-
-    if used(whole) <= cells:
-        return whole
-    longest = max(width(title) for _, title in labels)
-    for keep in range(longest - 1, 1, -1):
-        parts = [
-            text if i == current else f"{key} {fit(title, keep)}"
-            for i, ((key, title), text) in enumerate(zip(labels, whole, strict=True))
-        ]
-        if used(parts) <= cells:
-            return parts
-    return [
-        text if i == current else key for i, ((key, _), text) in enumerate(zip(labels, whole, strict=True))
-    ]
-
-
-def fit_parts(first: Sequence[str], rest: Sequence[str], cells: int, joiner: str = " · ") -> str:
-    """`first` then as many of `rest` as fit, joined; `first` is never dropped (cut with `…` only
-    when it alone is wider than `cells`)."""
-    parts = [p for p in first if p]
-    for part in rest:
-        if width(joiner.join([*parts, part])) > cells:
-            break
-        parts.append(part)
-    return fit(joiner.join(parts), cells)
