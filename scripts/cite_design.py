@@ -13,6 +13,7 @@ already name a section of docs/design.md and are not touched.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -25,21 +26,31 @@ CITATION = re.compile(r"\b" + OLD + r"(?=[ \t]*(?:\n[ \t]*(?:#[ \t]*)?)?§)")
 MENTION = re.compile(r"\b" + OLD + r"\b(?![ \t]*(?:\n[ \t]*(?:#[ \t]*)?)?§)(?!\.md)")
 SUFFIXES = (".py", ".md", ".toml", ".yaml", ".yml", ".txt", ".cfg", ".tcss")
 SKIP_DIRS = {".git", ".venv", ".ci-venv", "__pycache__", "__snapshots__", "node_modules", "build", "dist"}
+SKIP_HIDDEN = {".hypothesis", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".import_linter_cache"}
 # this script and its test spell the pattern out; they are about citations, not citing
 SKIP_FILES = {Path("scripts/cite_design.py"), Path("tests/test_docs_guide.py")}
 EXTRA_FILES = (Path(".ci/run"),)
 
 
 def files(root: Path = ROOT) -> Iterator[Path]:
-    """The repository's text files that may cite: sources, docs, configuration, CI scripts."""
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if any(part in SKIP_DIRS or part.endswith(".egg-info") for part in relative.parts[:-1]):
-            continue
-        if relative in SKIP_FILES or not path.is_file():
-            continue
-        if path.suffix in SUFFIXES or relative in EXTRA_FILES:
-            yield path
+    """The repository's text files that may cite: sources, docs, configuration, CI scripts. The
+    skipped folders are never entered (a virtual environment, or a tool's cache that another
+    process is writing meanwhile, such as hypothesis's)."""
+    found = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = [
+            d
+            for d in subfolders
+            if d not in SKIP_DIRS and not d.endswith(".egg-info") and d not in SKIP_HIDDEN
+        ]
+        for name in names:
+            path = Path(folder) / name
+            relative = path.relative_to(root)
+            if relative in SKIP_FILES:
+                continue
+            if path.suffix in SUFFIXES or relative in EXTRA_FILES:
+                found.append(path)
+    yield from sorted(p for p in found if p.is_file())
 
 
 def rewrite(text: str) -> tuple[str, int]:

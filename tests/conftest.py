@@ -1,4 +1,5 @@
-"""Fixtures every test shares: a plain terminal, alice's signing key, a fresh workspace."""
+"""Fixtures every test shares: a plain terminal, alice's signing key, a workspace of its own (a copy
+of one `init` made: tests/helpers.py make_workspace), the markers unit/e2e/hardening."""
 
 from __future__ import annotations
 
@@ -37,7 +38,10 @@ E2E_FIXTURES = frozenset(
     {"ws", "fleet", "fleet_ci", "pg_fleet", "demo", "demo_app", "pg_server", "pg_url", "seeded", "reg",
      "pushed", "snap_compare", "templates"}
 )  # fmt: skip
-E2E_CALLS = ("make_workspace(", "REGULATOR", ".run(", "Popen(", "ControlRoom(", "build(", "demo_workspace(")
+E2E_CALLS = (
+    "make_workspace(", "prepared(", "REGULATOR", ".run(", "Popen(", "ControlRoom(", "build(",
+    "demo_workspace(", "Serving(", "subprocess.", "git(",
+)  # fmt: skip
 
 
 def kind_of(item: pytest.Item) -> str:
@@ -51,12 +55,54 @@ def kind_of(item: pytest.Item) -> str:
     callspec = getattr(item, "callspec", None)
     if callspec is not None and any("postgres" in str(v) for v in callspec.params.values()):
         return "e2e"
-    function = getattr(item, "function", None)
+    # the test's body, and the body of every fixture it uses (a fixture of a test module's own, such
+    # as one built on `prepared`, is as much the test as its body)
+    functions = [getattr(item, "function", None)]
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in getattr(info, "name2fixturedefs", {}).values():
+        functions += [d.func for d in defs if getattr(d.func, "__module__", None) == module]
+    calls = E2E_CALLS + _e2e_helpers(getattr(item, "module", None))
+    for function in functions:
+        if any(call in _source(function) for call in calls):
+            return "e2e"
+    return "unit"
+
+
+def _source(function: Any) -> str:
     try:
-        source = inspect.getsource(function) if function is not None else ""
+        return inspect.getsource(function) if function is not None else ""
     except (OSError, TypeError):
-        source = ""
-    return "e2e" if any(call in source for call in E2E_CALLS) else "unit"
+        return ""
+
+
+_HELPERS: dict[str, tuple[str, ...]] = {}
+
+
+def _e2e_helpers(module: Any) -> tuple[str, ...]:
+    """`name(` for each function of the test module that starts a real process, itself or through
+    another such function of the module (`run`, `regulator`, `system_workspace`, ...)."""
+    if module is None:
+        return ()
+    if module.__name__ not in _HELPERS:
+        own = {
+            name: _source(value)
+            for name, value in vars(module).items()
+            if inspect.isfunction(value)
+            and value.__module__ == module.__name__
+            and not name.startswith("test")
+        }
+        found: set[str] = set()
+        while True:
+            calls = E2E_CALLS + tuple(f"{name}(" for name in found)
+            more = {
+                name for name, source in own.items() if name not in found and any(c in source for c in calls)
+            }
+            if not more:
+                break
+            found |= more
+        _HELPERS[module.__name__] = tuple(f"{name}(" for name in sorted(found))
+    return _HELPERS[module.__name__]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -103,3 +149,24 @@ def pg_server() -> Iterator[Any]:
 def pg_url(pg_server: Any) -> Any:
     """A URL to an empty database of this test's own, as the server's admin (the owner)."""
     return pg_server.url(pg_server.database())
+
+
+@pytest.fixture(autouse=True)
+def _unit_starts_no_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test marked `unit` (kind_of) that starts `regulator` or PostgreSQL fails here: the marker
+    would have been wrong, and `pytest -m unit` would no longer be the fast, in-process set. (git is
+    not guarded: the engine asks git in process, e.g. whether a folder is a repository at all.)"""
+    if request.node.get_closest_marker("unit") is None:
+        return
+    import subprocess
+
+    real = subprocess.Popen.__init__
+
+    def guarded(self: Any, args: Any, *rest: Any, **kwargs: Any) -> None:
+        program = args if isinstance(args, (str, bytes, Path)) else (args[0] if args else "")
+        name = Path(str(program)).name
+        if name in ("regulator", "initdb", "pg_ctl", "postgres", "runuser"):
+            pytest.fail(f"a test marked unit starts {name}: tests/conftest.py kind_of should mark it e2e")
+        real(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)

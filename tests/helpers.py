@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import copy
 import functools
 import hashlib
 import json
@@ -10,7 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -221,19 +224,26 @@ def prepared(tmp: Path, steps: Callable[[Workspace], Any]) -> tuple[Workspace, A
     """`make_workspace(tmp)` (pinned at NOW), then `steps` run on it: the real commands run once per
     test process for each `steps` (a module-level function whose effect does not depend on the
     folder); later calls copy that workspace, its worktrees (`ws.lease`) pointed at the copy's path.
-    Returns the workspace and what `steps` returned (the same for every copy)."""
+    Returns the workspace and a deep copy of what `steps` returned, which must be plain data (ids,
+    text, numbers): never a path or the workspace, which would name the template, not the copy.
+    The template is built in the environment the test process started with, whatever the test
+    that happens to build it has set (`pristine`)."""
     template, answer = _prepared(steps)
     root = tmp / "fleet-repo"
     shutil.copytree(template, root, symlinks=True)
     for lease in root.glob("wt/*/.regulator-lease.json"):
         lease.write_text(lease.read_text().replace(str(template), str(root)))
-    return Workspace(root, _workspace_env(NOW)), answer
+    return Workspace(root, _workspace_env(NOW)), copy.deepcopy(answer)
 
 
 @functools.cache
 def _prepared(steps: Callable[[Workspace], Any]) -> tuple[Path, Any]:
-    ws = make_workspace(Path(tempfile.mkdtemp(prefix="regulator-prepared-")))
-    return ws.root, steps(ws)
+    with pristine():
+        ws = make_workspace(_template_folder("regulator-prepared-"))
+        answer = steps(ws)
+    if str(ws.root.parent) in repr(answer) or isinstance(answer, (Path, Workspace)):
+        raise AssertionError(f"{steps.__name__} returned a path of the template: return plain data")
+    return ws.root, answer
 
 
 def _workspace_env(now: str | None) -> dict[str, str]:
@@ -243,8 +253,33 @@ def _workspace_env(now: str | None) -> dict[str, str]:
 @functools.cache
 def _template(now: str | None, clock: str) -> Path:
     """The workspace `make_workspace` copies, made once per test process by the real commands."""
-    folder = Path(tempfile.mkdtemp(prefix="regulator-template-"))
-    make_workspace(folder, now=now, clock=clock, fresh=True)
+    with pristine():
+        folder = _template_folder("regulator-template-")
+        make_workspace(folder, now=now, clock=clock, fresh=True)
+    return folder
+
+
+STARTED_WITH = dict(os.environ)  # the test process's environment before any test changed it
+
+
+@contextlib.contextmanager
+def pristine(**overrides: str) -> Iterator[None]:
+    """Run a template's build in the environment the test process started with (plus `overrides`),
+    so that the test that happens to build it first cannot leave its settings in every copy."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(STARTED_WITH, **overrides)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _template_folder(prefix: str) -> Path:
+    """A folder for a template, removed when the test process exits."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     return folder
 
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import shutil
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -18,7 +16,7 @@ from controlroom.app import ControlRoom
 from controlroom.demo import KEY_DIR, OWNER, build
 from engine.checkout.workspace import Workspace, configure_clock
 from engine.trust.signing import use_key
-from tests.helpers import NOW
+from tests.helpers import NOW, _template_folder, pristine
 
 SIZE = (150, 42)  # wide enough that the detail pane is shown
 
@@ -45,9 +43,8 @@ def demo_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace
 @functools.cache
 def _demo_template(now: str) -> Path:
     """The demo built by `controlroom.demo.build` at `now`, once per test process."""
-    assert os.environ.get("REGULATOR_NOW") == now
-    folder = Path(tempfile.mkdtemp(prefix="regulator-demo-"))
-    return build(folder / "fleet-repo", clock_mode="pinned").root
+    with pristine(REGULATOR_NOW=now, GIT_CONFIG_GLOBAL="/dev/null"):
+        return build(_template_folder("regulator-demo-") / "fleet-repo", clock_mode="pinned").root
 
 
 def run(

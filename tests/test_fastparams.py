@@ -1,7 +1,8 @@
-"""controlroom/cli/fastparams.py: a string parameter coerced without pydantic answers exactly what
-Typer's own adapter answers (a property test over any text Click can hand over), every other
-parameter still goes to Typer, and a real command that takes strings starts without importing
-pydantic (D-171)."""
+"""controlroom/cli/fastparams.py: a string, list-of-string or Path parameter coerced without
+pydantic answers exactly what Typer's own adapter answers (property tests over any text Click can
+hand over), every other parameter still goes to Typer, a real command that takes strings starts
+without importing pydantic, and a Typer without the private names it builds on runs every command
+as before (D-171)."""
 
 from __future__ import annotations
 
@@ -157,3 +158,29 @@ def test_a_command_that_takes_strings_starts_without_pydantic(ws: helpers.Worksp
         assert done.returncode == code, done.stderr
         assert done.stderr.strip().splitlines()[-1] == "False", (args, done.stderr)
         assert "Traceback" not in done.stderr
+
+
+def test_a_typer_without_the_names_fastparams_builds_on_runs_commands_as_before(
+    ws: helpers.Workspace,
+) -> None:
+    """Where Typer moved `RuntimeParam` (so fastparams cannot even be imported), a command still
+    runs, paying pydantic's import."""
+    code = (
+        "import sys\n"
+        "import typer._coercion\n"
+        "del typer._coercion.RuntimeParam\n"
+        "from controlroom.cli.root import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print('pydantic' in {m.split('.')[0] for m in sys.modules}, file=sys.stderr)\n"
+        "sys.exit(code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "signals", "route", "--json"],
+        cwd=ws.root,
+        capture_output=True,
+        text=True,
+        env=ws.env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"  # nothing to route
+    assert done.stderr.strip().splitlines()[-1] == "True"

@@ -7,8 +7,10 @@ answers for them (tests/test_fastparams.py proves it) and builds Typer's adapter
 value given.
 
 It replaces one private function of Typer (`typer.core.build_runtime_param`), pinned below 0.30 in
-pyproject.toml. Where Typer moved it, nothing is replaced and every command pays the import as
-before; tests/test_fastparams.py fails then, so a Typer upgrade cannot slow the start silently."""
+pyproject.toml. Where Typer moved it or the names this module builds on, nothing is replaced
+(`install` answers False, or importing this module fails and `controlroom.cli.root.main` goes on
+without it) and every command pays the import as before; tests/test_fastparams.py fails then, so a
+Typer upgrade cannot slow the start silently."""
 
 from __future__ import annotations
 

@@ -147,9 +147,12 @@ def main(argv: list[str] | None = None, *, full: bool = False) -> int:
     own group only (build, lean_group); any other on the full root."""
     from typer.main import get_command
 
-    from controlroom.cli import fastparams
+    try:  # a string parameter spares pydantic's import (D-171)
+        from controlroom.cli import fastparams
 
-    fastparams.install()  # a string parameter spares pydantic's import (D-171)
+        fastparams.install()
+    except (ImportError, AttributeError):  # a Typer whose private names moved: pay it, as before
+        pass
     args = list(sys.argv[1:] if argv is None else argv)
     OPTIONS.reset()
     group = None if full else lean_group(args)
