@@ -51,6 +51,12 @@ def _argv(value: tuple[str, ...], what: str) -> tuple[str, ...]:
     return value
 
 
+# bounds on the policies' numbers: beyond them a date or count overflows where it is used
+# (timedelta(days=...) past 999,999,999 days), and no real policy comes near them
+MAX_DAYS = 36_500  # a hundred years
+MAX_COUNT = 1_000_000
+
+
 class PolicyError(ValueError):
     """A policy file that cannot be used; the message names the file and the field."""
 
@@ -81,6 +87,8 @@ class Floor(_Model, frozen=True, kw_only=True):
             re.compile(self.pattern)
         except re.error as exc:
             raise _Invalid("pattern", f"pattern does not compile: {exc}") from None
+        except (OverflowError, RecursionError, MemoryError):  # a{99999999999999999999}, 3,000 groups
+            raise _Invalid("pattern", "pattern does not compile: too large or too deeply nested") from None
         for name in self.fields:
             if name not in FLOOR_FIELDS:
                 raise _Invalid("fields", f"floors test only {', '.join(FLOOR_FIELDS)}; not {name!r}")
@@ -94,7 +102,7 @@ class Rule(_Model, frozen=True, kw_only=True):
 class MemoryPolicy(_Model, frozen=True, kw_only=True):
     """How much current memory one recording unit may hold (design §16.1)."""
 
-    max_current_per_unit: Annotated[int, msgspec.Meta(ge=1)] = msgspec.field(
+    max_current_per_unit: Annotated[int, msgspec.Meta(ge=1, le=MAX_COUNT)] = msgspec.field(
         default=25, name="maxCurrentPerUnit"
     )
 
@@ -104,7 +112,9 @@ class RoutingPolicy(_Model, frozen=True, kw_only=True):
     blocks_at_or_above: str = msgspec.field(name="blocksAtOrAbove")
     floors: tuple[Floor, ...] = ()
     rules: dict[str, Rule]
-    intake_debt_days: Annotated[int, msgspec.Meta(ge=0)] = msgspec.field(default=14, name="intakeDebtDays")
+    intake_debt_days: Annotated[int, msgspec.Meta(ge=0, le=MAX_DAYS)] = msgspec.field(
+        default=14, name="intakeDebtDays"
+    )
     # design §15.3: REGULATOR_NOW is honoured only under `pinned` (tests, the demo's build)
     clock: Literal["system", "pinned"] = "system"
     memory: MemoryPolicy = msgspec.field(default_factory=MemoryPolicy)
@@ -311,12 +321,32 @@ def parse_policy(name: str, text: str) -> _Model:
         raise PolicyError(f"{name}: not valid YAML ({exc})") from None
     if not isinstance(data, dict):
         raise PolicyError(f"{name}: expected a mapping at the top")
+    found = _a_set(data)
+    if found is not None:  # a YAML !!set is unordered: never a command's arguments, nor any list here
+        raise PolicyError(f"{name}: {_one_line(found or '(top)')}: a set (!!set) where a list is expected")
     try:
         # inside a mapping, so every error of msgspec's ends with its path, the top's `$[...]` too
         return msgspec.convert({name: data}, type=GenericAlias(dict, (str, model)))[name]
     except msgspec.ValidationError as exc:
         where, what = _problem(model, data, exc)
         raise PolicyError(f"{name}: {_one_line(where)}: {_one_line(what)}") from None
+
+
+def _a_set(node: Any, where: str = "") -> str | None:
+    """The dotted path of the first set (YAML `!!set`) in the loaded data, or None."""
+    if isinstance(node, (set, frozenset)):
+        return where
+    if isinstance(node, dict):
+        items: Any = node.items()
+    elif isinstance(node, list):
+        items = enumerate(node)
+    else:
+        return None
+    for key, value in items:
+        found = _a_set(value, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 # ---- what went wrong, where: msgspec's "<what> - at `$.floors[0].pattern`" as floors.0.pattern ----

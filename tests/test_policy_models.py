@@ -29,6 +29,7 @@ from identity.policy import (
     parse_policy,
 )
 from identity.shipped import HARNESS_TOOLS, policy_files
+from tests import helpers
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBFz/svLpl8+rj0UKNlPYpcZUTmaGGRr0/jFJEe/N5qZ alice@test"
@@ -232,6 +233,11 @@ BAD: list[tuple[str, tuple[str | int, ...], object, str, str]] = [
     ("routing.yaml", ("notify",), "curl -d @- https://hooks.example/x", "notify", "expected a list"),
     ("routing.yaml", ("notify",), [" "], "notify", "notify needs a program"),
     ("routing.yaml", ("extra",), 1, "extra", "unknown key"),
+    ("routing.yaml", ("notify",), {"/tmp/evil.sh"}, "notify", "a set (!!set) where a list is expected"),
+    ("routing.yaml", ("intakeDebtDays",), 10**20, "intakeDebtDays", "<= 36500"),
+    ("routing.yaml", ("memory", "maxCurrentPerUnit"), 10**7, "memory.maxCurrentPerUnit", "<= 1000000"),
+    ("routing.yaml", ("floors", 0, "pattern"), "a{99999999999999999999}", "floors.0.pattern", "too large"),
+    ("routing.yaml", ("floors", 0, "pattern"), "(" * 3000 + ")" * 3000, "floors.0.pattern", "too deeply nested"),
     ("interaction.yaml", ("people",), DELETE, "people", "required"),
     ("interaction.yaml", ("people", "alice", "keys"), ["rsa AAAA alice"], "people.alice.keys", "not an OpenSSH public key"),
     ("interaction.yaml", ("people", "alice", "keys"), KEY, "people.alice.keys", "expected a list, got a string"),
@@ -256,6 +262,7 @@ BAD: list[tuple[str, tuple[str | int, ...], object, str, str]] = [
     ("sensors.yaml", ("sensors", "scan", "kind"), "cron", "sensors.scan.kind", "'cron' is none of command, osv"),
     ("sensors.yaml", ("sensors", "scan", "kind"), DELETE, "sensors.scan.kind", "required"),
     ("sensors.yaml", ("sensors", "scan", "command"), [], "sensors.scan", "command needs a program"),
+    ("sensors.yaml", ("sensors", "scan", "command"), {"/tmp/evil.sh"}, "sensors.scan.command", "a set (!!set)"),
     ("sensors.yaml", ("sensors", "scan", "feed"), "f", "sensors.scan", "a command sensor takes command and timeout"),
     ("sensors.yaml", ("sensors", "Scan"), {"kind": "command", "command": ["x"]}, "sensors", "'Scan' is not a sensor name"),
 ]
@@ -357,3 +364,41 @@ def test_a_good_routing_policy_parses_to_what_it_says(
     for severity, text in deadlines.items():
         assert routing.deadline_seconds(severity) == int(text[:-1]) * units[text[-1]]
     assert [routing.rank(s) for s in severities] == list(range(len(severities)))
+
+
+def test_accept_reads_the_content_again_and_puts_nothing_unreadable_in_force(
+    ws: helpers.Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proposal made under an older parser (here: one that took anything) whose content today's
+    parser refuses is refused at accept (exit 2, nothing written): put in force, an unreadable
+    interaction.yaml would refuse every later proposal, its own fix included."""
+    from engine.base.errors import BadInput
+    from engine.checkout.workspace import Workspace
+    from engine.commands import proposals
+    from engine.commands.actors import Actor
+
+    engine_ws = Workspace(ws.root)
+    path = "regulator/policy/interaction.yaml"
+    text = (ws.root / path).read_text().replace("  alice:\n", "  alice:\n    retired_keys: []\n", 1)
+    assert "retired_keys" in text
+    with monkeypatch.context() as older:
+        older.setattr(proposals, "parse_policy", lambda name, text: None)
+        made = proposals.propose(engine_ws, path, text.encode(), "an older spelling", Actor(person="alice"))
+    before = ws.digest(), (ws.root / path).read_text(), ws.git("rev-parse", "HEAD")
+    with pytest.raises(BadInput, match=r"people\.alice\.retired_keys: .*not put in force"):
+        proposals.decide(engine_ws, made["id"], "alice", "ok", "accepted")
+    assert (ws.digest(), (ws.root / path).read_text(), ws.git("rev-parse", "HEAD")) == before
+    done = ws.run("identity", "accept", made["id"], "--by", "alice", "--rationale", "ok")
+    assert done.returncode == 2 and "not put in force" in helpers.one_line(done)
+    # the workspace still decides: the proposal is rejected as ever
+    assert ws.run("identity", "reject", made["id"], "--by", "alice", "--rationale", "no").returncode == 0
+
+
+def test_a_clones_policy_that_is_not_utf8_is_one_line_exit_2(ws: helpers.Workspace, tmp_path: Path) -> None:
+    """In a clone the committed file is all there is: a byte that is not UTF-8 is bad input."""
+    clone = helpers.clone(ws, tmp_path / "clone")
+    with (clone / "regulator/policy/routing.yaml").open("ab") as handle:
+        handle.write(b"\xff")
+    done = ws.run("signals", "route", "--dry-run", *helpers.report_args()[2:], cwd=clone)
+    assert done.returncode == 2, done.stderr
+    assert "routing.yaml: not valid UTF-8" in helpers.one_line(done)

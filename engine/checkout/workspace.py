@@ -229,6 +229,8 @@ class Workspace:
             return regular.read_text(path)
         except FileNotFoundError:
             raise BadInput(f"policy {relative}: missing; run `regulator init` or restore it") from None
+        except UnicodeDecodeError:  # a clone's committed file: what trunk holds, read as it is
+            raise BadInput(f"policy {relative}: not valid UTF-8; restore it from trunk") from None
 
     def optional_policy_text(self, relative: str) -> str | None:
         """A governed file a workspace may lack (sensors.yaml): None while it is absent on disk and

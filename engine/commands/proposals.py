@@ -46,16 +46,7 @@ def propose(ws: Workspace, file: str, content: bytes, rationale: str, actor: Act
         raise BadInput("--content-from: not valid UTF-8") from None
     check_text("--content-from", text, kind="content")
     rationale = check_text("--rationale", rationale, kind="rationale")
-    name = relative.rsplit("/", 1)[1]
-    if relative.startswith(POLICY_DIR) and name in POLICY_MODELS:
-        try:
-            parse_policy(name, text)
-        except PolicyError as exc:
-            raise BadInput(f"proposed {exc}; a policy that cannot be read is not proposed") from None
-    if relative == STORE_POLICY:
-        check_store_policy(text)
-    if relative == SENSORS_POLICY:
-        check_sensors_policy(ws, text)
+    check_content(ws, relative, text, "proposed")
     state = load(ws, stores=("units",))
     signer = None
     if actor.lease is not None:
@@ -124,6 +115,23 @@ def _decided_hash(ws: Workspace, relative: str) -> str | None:
     return ws.authority().decided_hash.get(relative) or file_hash(ws.root / relative)
 
 
+def check_content(ws: Workspace, relative: str, text: str, what: str) -> None:
+    """BadInput unless `text` is content the governed file may hold: a policy that parses, a
+    store.yaml and a sensors.yaml that pass their checks. Asked when a change is proposed and again
+    when it is accepted (a proposal made under an older parser, or appended by hand, is never put
+    in force unread: a policy in force that cannot be read would refuse every later proposal)."""
+    name = relative.rsplit("/", 1)[-1]
+    if relative.startswith(POLICY_DIR) and name in POLICY_MODELS:
+        try:
+            parse_policy(name, text)
+        except PolicyError as exc:
+            raise BadInput(f"{what} {exc}; a policy that cannot be read is not put in force") from None
+    if relative == STORE_POLICY:
+        check_store_policy(text)
+    if relative == SENSORS_POLICY:
+        check_sensors_policy(ws, text)
+
+
 def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: str) -> dict:
     person = check_person(by)
     rationale = check_text("--rationale", rationale, kind="rationale")
@@ -134,6 +142,8 @@ def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: 
         denied = deciding_proposal(ws.people(), person, state, proposal["id"], verdict)
         if denied is None and verdict == "accepted":
             denied = _stale(ws, proposal)
+        if denied is None and verdict == "accepted":
+            check_content(ws, proposal["file"], proposal["content"], f"proposal {proposal['id']}:")
         return denied
 
     with deciding(ws, rule, stores=("identity",), person=person, route=False) as turn:
