@@ -153,6 +153,31 @@ class Workspace:
         return worktree
 
 
+def imported(
+    ws: Workspace, args: list[str], heavy: set[str], before: str = ""
+) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """`regulator ARGS` run by `controlroom.cli.root.main` in a fresh interpreter in the workspace
+    (after the Python statements `before`): its result, and which of the top-level packages
+    `heavy` it imported, sorted (the cold start's weight: design §12)."""
+    code = (
+        f"import json, sys\n{before}\n"
+        "from controlroom.cli.root import main\n"
+        "code = main(sys.argv[2:])\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & set(json.loads(sys.argv[1])))),"
+        " file=sys.stderr)\n"
+        "sys.exit(code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(sorted(heavy)), *args],
+        cwd=ws.root,
+        capture_output=True,
+        text=True,
+        env=ws.env,
+    )
+    lines = done.stderr.strip().splitlines()
+    return done, json.loads(lines[-1]) if lines else ["(no report: the interpreter failed)"]
+
+
 def clone(ws: Workspace, target: Path) -> Path:
     """A git clone of the workspace's repository (what CI checks out): never its stores."""
     git(ws.root.parent, "clone", "-q", f"file://{ws.root}", str(target), env=ws.env)

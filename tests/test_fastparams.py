@@ -6,8 +6,6 @@ as before (D-171)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -133,15 +131,6 @@ def test_this_typer_has_the_function_replaced() -> None:
     assert fastparams.install() is True
 
 
-IMPORTS = (
-    "import sys\n"
-    "from controlroom.cli.root import main\n"
-    "code = main(sys.argv[1:])\n"
-    "print('pydantic' in {m.split('.')[0] for m in sys.modules}, file=sys.stderr)\n"
-    "sys.exit(code)"
-)
-
-
 def test_a_command_that_takes_strings_starts_without_pydantic(ws: helpers.Workspace) -> None:
     """`obligation show ID` takes a string argument; a refused `--by` value, a usage error and a
     command whose int option is left out too."""
@@ -152,11 +141,9 @@ def test_a_command_that_takes_strings_starts_without_pydantic(ws: helpers.Worksp
         (["signals", "route"], 0),  # its --last, an int option, left out
         (["unit", "dispatch", "u1", "--worktree", "no-such-folder"], 2),  # a Path option
     ):
-        done = subprocess.run(
-            [sys.executable, "-c", IMPORTS, *args], cwd=ws.root, capture_output=True, text=True, env=ws.env
-        )
+        done, heavy = helpers.imported(ws, args, {"pydantic"})
         assert done.returncode == code, done.stderr
-        assert done.stderr.strip().splitlines()[-1] == "False", (args, done.stderr)
+        assert heavy == [], (args, done.stderr)
         assert "Traceback" not in done.stderr
 
 
@@ -165,22 +152,8 @@ def test_a_typer_without_the_names_fastparams_builds_on_runs_commands_as_before(
 ) -> None:
     """Where Typer moved `RuntimeParam` (so fastparams cannot even be imported), a command still
     runs, paying pydantic's import."""
-    code = (
-        "import sys\n"
-        "import typer._coercion\n"
-        "del typer._coercion.RuntimeParam\n"
-        "from controlroom.cli.root import main\n"
-        "code = main(sys.argv[1:])\n"
-        "print('pydantic' in {m.split('.')[0] for m in sys.modules}, file=sys.stderr)\n"
-        "sys.exit(code)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, "signals", "route", "--json"],
-        cwd=ws.root,
-        capture_output=True,
-        text=True,
-        env=ws.env,
-    )
+    moved = "import typer._coercion\ndel typer._coercion.RuntimeParam"
+    done, heavy = helpers.imported(ws, ["signals", "route", "--json"], {"pydantic"}, before=moved)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"  # nothing to route
-    assert done.stderr.strip().splitlines()[-1] == "True"
+    assert heavy == ["pydantic"]

@@ -33,19 +33,11 @@ def test_status_runs_without_importing_textual_git_or_pydantic(ws: helpers.Works
     """`status` is the read every unit and operator runs most: its cold start stays lean (§12).
     Typer coerces every declared option but a given flag through pydantic; `status --json` runs
     on the lean root (controlroom.cli.root.build), which declares no other, so pydantic stays out."""
-    code = (
-        "import sys\n"
-        "from controlroom.cli.root import main\n"
-        "code = main(['status', '--json'])\n"
-        "heavy = {'textual', 'git', 'watchfiles', 'mcp', 'pydantic'}\n"
-        "heavy = sorted({m.split('.')[0] for m in sys.modules} & heavy)\n"
-        "print(heavy, file=sys.stderr); sys.exit(code or (3 if heavy else 0))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ws.root, capture_output=True, text=True, env=ws.env
+    done, heavy = helpers.imported(
+        ws, ["status", "--json"], {"textual", "git", "watchfiles", "mcp", "pydantic"}
     )
     assert done.returncode == 0, done.stderr
-    assert done.stderr.strip() == "[]"
+    assert heavy == []
     assert '"units"' in done.stdout
 
 
@@ -74,17 +66,9 @@ def test_no_module_imports_the_cli_root_back() -> None:
 def test_once_renders_without_textual(ws: helpers.Workspace) -> None:
     """`controlroom --once` is the CI's reader: it draws the header's text (engine.base.cells) but
     never a widget, so it starts without Textual (~0.1 s of CPU), pydantic, watchfiles or mcp."""
-    code = (
-        "import sys\n"
-        "from controlroom.cli.root import main\n"
-        "code = main(['controlroom', '--once', '--json'])\n"
-        "heavy = {'textual', 'watchfiles', 'mcp', 'pydantic'}\n"
-        "heavy = sorted({m.split('.')[0] for m in sys.modules} & heavy)\n"
-        "print(heavy, file=sys.stderr); sys.exit(code if not heavy else 9)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ws.root, capture_output=True, text=True, env=ws.env
+    done, heavy = helpers.imported(
+        ws, ["controlroom", "--once", "--json"], {"textual", "watchfiles", "mcp", "pydantic"}
     )
     assert done.returncode in (0, 1), done.stderr  # 1: the workspace has findings to act on
-    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+    assert heavy == [], done.stderr
     assert '"obligations"' in done.stdout
