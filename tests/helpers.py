@@ -223,8 +223,7 @@ def make_workspace(
     runs `init` anew."""
     root = tmp / "fleet-repo"
     if store is None and not fresh:  # on a real clock, init ran at the first such test's time
-        template = _template(now, clock)
-        shutil.copytree(template / "fleet-repo", root, symlinks=True)
+        copy_template(_template(now, clock) / "fleet-repo", root)
         return Workspace(root, _workspace_env(now))
     root.mkdir()
     key = alice_key()
@@ -255,16 +254,14 @@ def prepared(tmp: Path, steps: Callable[[Workspace], Any]) -> tuple[Workspace, A
     that happens to build it has set (`pristine`)."""
     template, answer = _prepared(steps)
     root = tmp / "fleet-repo"
-    shutil.copytree(template, root, symlinks=True)
-    for lease in root.glob("wt/*/.regulator-lease.json"):
-        lease.write_text(lease.read_text().replace(str(template), str(root)))
+    copy_template(template, root)
     return Workspace(root, _workspace_env(NOW)), copy.deepcopy(answer)
 
 
 @functools.cache
 def _prepared(steps: Callable[[Workspace], Any]) -> tuple[Path, Any]:
     with pristine():
-        ws = make_workspace(_template_folder("regulator-prepared-"))
+        ws = make_workspace(template_folder("regulator-prepared-"))
         answer = steps(ws)
     if str(ws.root.parent) in repr(answer) or isinstance(answer, (Path, Workspace)):
         raise AssertionError(f"{steps.__name__} returned a path of the template: return plain data")
@@ -279,7 +276,7 @@ def _workspace_env(now: str | None) -> dict[str, str]:
 def _template(now: str | None, clock: str) -> Path:
     """The workspace `make_workspace` copies, made once per test process by the real commands."""
     with pristine():
-        folder = _template_folder("regulator-template-")
+        folder = template_folder("regulator-template-")
         make_workspace(folder, now=now, clock=clock, fresh=True)
     return folder
 
@@ -301,7 +298,26 @@ def pristine(**overrides: str) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def _template_folder(prefix: str) -> Path:
+# the files of a workspace that name its own path: lease files, and git's links between a repository
+# and its worktrees (`ws.lease` puts worktrees in wt/, the demo in .worktrees/)
+NAMES_ITS_PATH = (
+    "wt/*/.regulator-lease.json",
+    ".worktrees/*/.regulator-lease.json",
+    ".worktrees/*/.git",
+    ".git/worktrees/*/gitdir",
+)
+
+
+def copy_template(template: Path, root: Path) -> None:
+    """A copy of a template workspace at `root`, the files that named the template's path naming
+    the copy's (what a build of its own at `root` would have written)."""
+    shutil.copytree(template, root, symlinks=True)
+    for pattern in NAMES_ITS_PATH:
+        for path in root.glob(pattern):
+            path.write_text(path.read_text().replace(str(template), str(root)))
+
+
+def template_folder(prefix: str) -> Path:
     """A folder for a template, removed when the test process exits."""
     folder = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import shutil
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -16,7 +15,7 @@ from controlroom.app import ControlRoom
 from controlroom.demo import KEY_DIR, OWNER, build
 from engine.checkout.workspace import Workspace, configure_clock
 from engine.trust.signing import use_key
-from tests.helpers import NOW, _template_folder, pristine
+from tests.helpers import NOW, copy_template, pristine, template_folder
 
 SIZE = (150, 42)  # wide enough that the detail pane is shown
 
@@ -30,12 +29,8 @@ def demo_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace
     after a build of its own."""
     monkeypatch.setenv("REGULATOR_NOW", NOW)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-    template = _demo_template(NOW)
     root = tmp_path / "fleet-repo"
-    shutil.copytree(template, root, symlinks=True)
-    linked = [*root.glob(".worktrees/*/.git"), *root.glob(".git/worktrees/*/gitdir")]
-    for path in [*linked, *root.glob(".worktrees/*/.regulator-lease.json")]:
-        path.write_text(path.read_text().replace(str(template), str(root)))
+    copy_template(_demo_template(NOW), root)
     use_key(root / KEY_DIR / OWNER)
     return configure_clock(Workspace(root))
 
@@ -44,7 +39,7 @@ def demo_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace
 def _demo_template(now: str) -> Path:
     """The demo built by `controlroom.demo.build` at `now`, once per test process."""
     with pristine(REGULATOR_NOW=now, GIT_CONFIG_GLOBAL="/dev/null"):
-        return build(_template_folder("regulator-demo-") / "fleet-repo", clock_mode="pinned").root
+        return build(template_folder("regulator-demo-") / "fleet-repo", clock_mode="pinned").root
 
 
 def run(
