@@ -25,8 +25,10 @@ OLD, NEW = "SPEC", "design"
 CITATION = re.compile(r"\b" + OLD + r"(?=[ \t]*(?:\n[ \t]*(?:#[ \t]*)?)?§)")
 MENTION = re.compile(r"\b" + OLD + r"\b(?![ \t]*(?:\n[ \t]*(?:#[ \t]*)?)?§)(?!\.md)")
 SUFFIXES = (".py", ".md", ".toml", ".yaml", ".yml", ".txt", ".cfg", ".tcss")
-SKIP_DIRS = {".git", ".venv", ".ci-venv", "__pycache__", "__snapshots__", "node_modules", "build", "dist"}
-SKIP_HIDDEN = {".hypothesis", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".import_linter_cache"}
+SKIP_DIRS = {
+    ".git", ".venv", ".ci-venv", "__pycache__", "__snapshots__", "node_modules", "build", "dist",
+    ".hypothesis", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".import_linter_cache",
+}  # fmt: skip
 # this script and its test spell the pattern out; they are about citations, not citing
 SKIP_FILES = {Path("scripts/cite_design.py"), Path("tests/test_docs_guide.py")}
 EXTRA_FILES = (Path(".ci/run"),)
@@ -38,11 +40,7 @@ def files(root: Path = ROOT) -> Iterator[Path]:
     process is writing meanwhile, such as hypothesis's)."""
     found = []
     for folder, subfolders, names in os.walk(root):
-        subfolders[:] = [
-            d
-            for d in subfolders
-            if d not in SKIP_DIRS and not d.endswith(".egg-info") and d not in SKIP_HIDDEN
-        ]
+        subfolders[:] = [d for d in subfolders if d not in SKIP_DIRS and not d.endswith(".egg-info")]
         for name in names:
             path = Path(folder) / name
             relative = path.relative_to(root)
