@@ -5,6 +5,8 @@
 - door_call_ms: 50 clients (threads, each its own unit and lease), each a closed loop of 20 calls
   through serve's door on its Unix socket, 3 `status` : 1 `report_intelligence`; the latency of
   every call (one HTTP POST of a JSON-RPC tools/call: engine.doors.api.DoorClient), p50 and p99;
+  beside it `sdk_floor`: the same clients against the mcp SDK's own server with a tool that does
+  nothing (the transport's cost alone, on this machine);
 - serve_route_ms: 8 clients report at once through the door; for each report, from just before
   its call until its obligation is in the read model (`load` of the signals store, polled every
   5 ms by a reader process of its own), the median, on files and on PostgreSQL;
@@ -56,23 +58,23 @@ def fleet(tmp: Path, units: int, store: str | None = None) -> Any:
     return ws, tokens
 
 
-def door_call(tmp: Path) -> dict:
-    ws, tokens = fleet(tmp / "door", CLIENTS)
-    serving = Serving(ws)
+def closed_loops(url: str, tokens: list[str], report: bool = True) -> dict:
+    """CLIENTS threads, each a closed loop of CALLS door calls (3 status : 1 report where `report`,
+    else status only), released together after one warm call each: every call's latency."""
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
-    start_line = threading.Barrier(CLIENTS)
+    start_line = threading.Barrier(len(tokens))
 
     def client(i: int) -> None:
-        door = DoorClient(serving.url, tokens[i])
+        door = DoorClient(url, tokens[i])
         door.status()  # warm: the door's session for this lease
         start_line.wait()
         mine = []
         for k in range(CALLS):
             t0 = time.perf_counter()
             try:
-                if k % 4 == 3:
+                if report and k % 4 == 3:
                     door.report(
                         {**REPORT, "affectedUnits": [], "reportedSeverity": "info", "subject": f"b{i} {k}"}
                     )
@@ -85,16 +87,13 @@ def door_call(tmp: Path) -> dict:
         with lock:
             latencies.extend(mine)
 
-    try:
-        wall = time.perf_counter()
-        threads = [threading.Thread(target=client, args=(i,)) for i in range(CLIENTS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - wall
-    finally:
-        serving.close()
+    wall = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(len(tokens))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - wall
     return {
         "p50": round(percentile(latencies, 50), 1),
         "p99": round(percentile(latencies, 99), 1),
@@ -104,6 +103,66 @@ def door_call(tmp: Path) -> dict:
         "calls_per_s": round(len(latencies) / wall, 1),
         "raw": [round(x, 1) for x in latencies],
     }
+
+
+def door_call(tmp: Path) -> dict:
+    ws, tokens = fleet(tmp / "door", CLIENTS)
+    serving = Serving(ws)
+    try:
+        found = closed_loops(serving.url, tokens)
+    finally:
+        serving.close()
+    return found | {"sdk_floor": sdk_floor(tmp)}
+
+
+FLOOR_SERVER = """
+import sys
+import anyio, uvicorn
+import mcp.types as types
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+async def tools(ctx, params):
+    return types.ListToolsResult(tools=[types.Tool(name="status", input_schema={"type": "object"})])
+
+async def call(ctx, params):
+    return types.CallToolResult(content=[types.TextContent(type="text", text="{}")], structured_content={},
+                                is_error=False)
+
+manager = StreamableHTTPSessionManager(Server("floor", on_list_tools=tools, on_call_tool=call),
+                                       stateless=True, json_response=True)
+
+async def app(scope, receive, send):
+    if scope["type"] == "lifespan":
+        async with manager.run():
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+    else:
+        await manager.handle_request(scope, receive, send)
+
+uvicorn.run(app, uds=sys.argv[1], log_level="warning")
+"""
+
+
+def sdk_floor(tmp: Path) -> dict:
+    """The same clients against the mcp SDK's own stateless Streamable HTTP server on a Unix socket,
+    with one tool that does nothing: what the door's transport costs before regulator does any
+    work (no engine, no token check), the floor under door_call_ms on this machine."""
+    sock = tmp / "floor.sock"
+    proc = subprocess.Popen([sys.executable, "-c", FLOOR_SERVER, str(sock)], stderr=subprocess.PIPE)
+    try:
+        wait_for(sock.exists, "the SDK's server listening")
+        found = closed_loops(f"unix:{sock}", ["t" * 43] * CLIENTS, report=False)
+    finally:
+        proc.terminate()
+        proc.wait()
+    found.pop("raw")
+    return found
 
 
 POLLER = """

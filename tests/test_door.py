@@ -15,7 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
+from hypothesis import HealthCheck, example, settings
+from hypothesis import strategies as st
 
 from engine.checkout.head import Head
 from engine.log.events import STORES
@@ -546,3 +549,119 @@ def test_eight_doors_at_once_append_every_signal_exactly_once_in_one_chain(fleet
     from engine.doors import api
 
     assert api.report_intelligence(leases[0], **fields("one call")) == signals_held(fleet)[-1]["id"]
+
+
+# ---- the read model serve's doors share (engine.doors.door.Reads) --------------------------------
+
+
+def _two_leases(ws: helpers.Workspace) -> None:
+    """prepared's steps: r1 (research) and u1 dispatched."""
+    ws.lease("r1")
+    ws.lease("u1")
+
+
+FINDING = "---\nid: F-kept-{n}\ndate: '2026-11-01'\ntitle: Kept {n}\naffects: [\"u1\"]\nack: ''\nresolved: false\n---\nBody.\n"
+CHANGES = st.lists(
+    st.sampled_from(
+        [
+            "advisory",
+            "blocking",
+            "route",
+            "garbage",
+            "torn",
+            "ended",
+            "edit",
+            "grown",
+            "cut",
+            "replace",
+            "identity",
+            "finding",
+            "contract",
+        ]  # fmt: skip
+    ),
+    min_size=1,
+    max_size=7,
+)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hypothesis.given(changes=CHANGES)
+@example(changes=["advisory", "route", "edit", "blocking"])  # each way a kept read must fold again
+@example(changes=["advisory", "grown", "route", "cut", "blocking", "replace"])
+@example(changes=["blocking", "torn", "route", "ended", "finding", "identity", "contract"])
+def test_the_shared_reads_answer_as_a_fresh_load_after_any_change(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, changes: list[str]
+) -> None:
+    """Whatever the stores and files went through (appends, a torn line and its end, an edit in
+    place, a last line written over by a longer one, a cut, a replaced file, a line on
+    identity.ndjson, a finding, a contract touched), the kept read model gives the status and
+    obligations a fresh load of every store gives. Not drawn: an edit further back than the kept
+    tail together with an append, which no kept read sees (docs/decisions.md D-174)."""
+    from engine.checkout.workspace import locate
+    from engine.commands.obligations import record
+    from engine.commands.router import route
+    from engine.doors.api import UnitDoor
+    from engine.doors.door import Reads
+    from engine.read.load import load
+    from engine.read.status import status
+
+    tmp = tmp_path_factory.mktemp("reads")
+    ws, _ = helpers.prepared(tmp, _two_leases)
+    with monkeypatch.context() as env:
+        for name, value in ws.env.items():
+            env.setenv(name, value)
+        engine_ws, _ = locate(ws.root)
+        door = UnitDoor(ws.root / "wt" / "r1" / ".regulator-lease.json")
+        reads = Reads()
+
+        def answers(state: Any) -> tuple:
+            obligations = sorted(
+                json.dumps(record(state, ob), sort_keys=True) for ob in state.obligations.values()
+            )
+            return status(engine_ws, state), obligations
+
+        for n, change in enumerate(changes):
+            signals = ws.store("signals")
+            if change in ("advisory", "blocking"):
+                door.report(dict(REPORT, subject=f"s{n}", reportedSeverity=change, affectedUnits=["u1"]))
+            elif change == "route":
+                route(engine_ws)
+            elif change == "garbage":
+                with open(signals, "ab") as handle:
+                    handle.write(b"not a line of JSON\n")
+            elif change == "torn":  # a write under way: no newline yet
+                with open(ws.store("memory"), "ab") as handle:
+                    handle.write(b'{"kind":"mem')
+            elif change == "ended":
+                with open(ws.store("memory"), "ab") as handle:
+                    handle.write(b'ory"}\n')
+            elif change == "grown":  # the last line written over by a longer one: grown, not appended
+                lines = signals.read_bytes().splitlines(keepends=True) or [b"\n"]
+                signals.write_bytes(b"".join(lines[:-1]) + b"x" * len(lines[-1]) + b"\n")
+            elif change == "edit":  # the same size, in place: the first subject's first letter changed
+                data = signals.read_bytes()
+                at = data.find(b'"subject":"')
+                if at >= 0:
+                    at += len(b'"subject":"')
+                    time.sleep(0.02)  # past the file system's timestamp tick (docs/decisions.md D-174)
+                    with open(signals, "r+b") as in_place:
+                        in_place.seek(at)
+                        in_place.write(b"X" if data[at : at + 1] != b"X" else b"Y")
+            elif change == "cut":
+                lines = signals.read_bytes().splitlines(keepends=True)
+                signals.write_bytes(b"".join(lines[:-1]))
+            elif change == "replace":
+                copy = signals.with_suffix(".copy")
+                shutil.copyfile(signals, copy)
+                os.replace(copy, signals)
+            elif change == "identity":
+                with open(ws.store("identity"), "ab") as handle:
+                    handle.write(b"not a line of JSON either\n")
+            elif change == "finding":
+                (ws.root / "findings" / f"F-kept-{n}.md").write_text(FINDING.format(n=n))
+            elif change == "contract":  # written again: read again, the same contract
+                path = ws.root / "contracts" / "u1.json"
+                path.write_bytes(path.read_bytes())
+            with reads.reading(engine_ws) as kept:
+                got = answers(kept)
+            assert got == answers(load(engine_ws, cached=False)), (change, n)

@@ -18,7 +18,7 @@ from engine.checkout.workspace import Lease, Workspace, locate, read_lease
 from engine.commands import memory, signals
 from engine.commands.actors import Actor, unit_tools
 from engine.doors.client import DoorClient, ToolError
-from engine.doors.door import Kept, index_key
+from engine.doors.door import Kept, Reads, index_key
 from engine.doors.harness import CLAUDE_CODE, grants_for
 from engine.read import delivery
 from engine.read.load import load
@@ -226,16 +226,19 @@ class UnitDoor:
         self.workspace, _ = locate(lease_file=path)
         self._kept = Kept(self.workspace, self.lease)
         self._kept.untracked_checked(home, index)
+        self._reads = Reads()
         self.check()
 
     @classmethod
-    def bound(cls, ws: Workspace, lease: Lease) -> UnitDoor:
+    def bound(cls, ws: Workspace, lease: Lease, reads: Reads | None = None) -> UnitDoor:
         """A door for a lease the host found itself (serve's door: the bearer token's lease, no
-        lease file read); refused (exit 3) as the constructor refuses a lease not current."""
+        lease file read); refused (exit 3) as the constructor refuses a lease not current.
+        `reads`: the read model the host's doors share (engine.doors.door.Reads)."""
         door = cls.__new__(cls)
         door.lease = lease
         door.workspace = ws
         door._kept = Kept(ws, lease)
+        door._reads = reads if reads is not None else Reads()
         door.check()
         return door
 
@@ -349,33 +352,35 @@ class UnitDoor:
         from engine.commands.obligations import record
 
         self.check()
-        loaded = load(self._ws(), stores=("signals", "units"))
-        found = []
-        for ob in loaded.obligations.values():
-            if ob.unit != self.unit:
-                continue
-            if not (
-                include_closed or ob.status == ObligationStatus.OPEN or ob.disposition == Disposition.ANSWERED
-            ):
-                continue
-            r = record(loaded, ob)
-            found.append(
-                ObligationInfo(
-                    id=r["id"],
-                    unit=r["unit"],
-                    signal=r["signal"],
-                    severity=r["severity"],
-                    blocks=r["blocks"],
-                    owed_to=r["owedTo"],
-                    status=r["status"],
-                    disposition=r["disposition"],
-                    stale=r["stale"],
-                    subject=ob.subject,
-                    opened_at=ob.opened_at,
-                    kind=str(ob.kind),
-                    answer=ob.rationale if ob.disposition == Disposition.ANSWERED else None,
+        with self._reads.reading(self._ws()) as loaded:
+            found = []
+            for ob in loaded.obligations.values():
+                if ob.unit != self.unit:
+                    continue
+                if not (
+                    include_closed
+                    or ob.status == ObligationStatus.OPEN
+                    or ob.disposition == Disposition.ANSWERED
+                ):
+                    continue
+                r = record(loaded, ob)
+                found.append(
+                    ObligationInfo(
+                        id=r["id"],
+                        unit=r["unit"],
+                        signal=r["signal"],
+                        severity=r["severity"],
+                        blocks=r["blocks"],
+                        owed_to=r["owedTo"],
+                        status=r["status"],
+                        disposition=r["disposition"],
+                        stale=r["stale"],
+                        subject=ob.subject,
+                        opened_at=ob.opened_at,
+                        kind=str(ob.kind),
+                        answer=ob.rationale if ob.disposition == Disposition.ANSWERED else None,
+                    )
                 )
-            )
         return found
 
     def status(self) -> UnitStatus:
@@ -384,14 +389,14 @@ class UnitDoor:
 
         self.check()
         ws = self._ws()
-        loaded = load(ws)
-        key = self._kept.reuse_registers(loaded)
-        data = derive(ws, loaded)
-        self._kept.keep_registers(loaded, key)
-        row = next(u for u in data["units"] if u["id"] == self.unit)
-        unit_type, profile, tools = unit_tools(ws, loaded, self.unit)
-        contract = loaded.contracts.get(self.unit)
-        checks = list(contract.checks) if contract is not None else []
+        with self._reads.reading(ws) as loaded:
+            data = derive(ws, loaded, only=self.unit)
+            if not data["units"]:  # never while the lease checked is current: the fold has its dispatch
+                raise Refused(f"unit {self.unit!r} is not in units.ndjson as read now; call again")
+            row = data["units"][0]
+            unit_type, profile, tools = unit_tools(ws, loaded, self.unit)
+            contract = loaded.contracts.get(self.unit)
+            checks = list(contract.checks) if contract is not None else []
         mapping = ws.profiles().harness(CLAUDE_CODE)
         return UnitStatus(
             unit=self.unit,

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Container
+import threading
+from collections.abc import Container, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,9 +25,11 @@ from engine.base.errors import Refused
 from engine.checkout.head import Head
 from engine.checkout.workspace import Lease, Workspace, check_untracked, configure_clock
 from engine.commands.actors import check_lease
+from engine.log.events import STORES
 from engine.log.store import NO_STORES, open_regular
 from engine.read.contracts import ContractFiles, load_contracts
 from engine.read.fold import StoreReplaced, advance
+from engine.read.load import load
 from engine.read.model import State
 
 if TYPE_CHECKING:  # psycopg is imported only where a postgresql store is selected
@@ -85,6 +89,91 @@ class _Known:
         return unit in self.units
 
 
+class Reads:
+    """The read model a door's reads answer from (status, obligations), kept between calls and
+    shared by every lease of one `serve`: each call folds only what the stores gained since the
+    last (engine.read.load's `start`), and reads the contract files that changed.
+
+    Nothing kept outlives a change it depends on, by the rule Kept applies to units.ndjson: a store
+    whose file was replaced, shrank or changed without growing, or whose bytes just before the
+    fold's offset changed, and any change at all to identity.ndjson (the policy person events are
+    judged by), make the next call fold every store from the first byte, as a fresh load does. A
+    last line still being written waits for its newline. The register entries parsed for one call
+    (a dozen YAML files) are kept while no register file changed (registers_key). The state is read
+    while `reading()` holds the lock: one call at a time, as the GIL would have it anyway."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.state: State | None = None
+        self._root: Path | None = None
+        self._files: dict[str, tuple[tuple[int, ...] | None, bytes]] = {}  # store -> (identity, tail)
+        self._registers: object = None
+        self._registers_key: object = None
+
+    @contextmanager
+    def reading(self, ws: Workspace) -> Iterator[State]:
+        """The read model now (under the lock while the caller reads it)."""
+        with self.lock:
+            paths: dict[str, str] = {name: str(ws.store(name).path) for name in STORES}
+            seen: dict[str, tuple[int, ...] | None] = {
+                name: _identity(p) for name, p in paths.items()
+            }  # before the fold
+            start = self.state if self._root == ws.root and self._only_grown(paths, seen) else None
+            self.state = None  # until this load is whole: a load that fails keeps nothing
+            state = load(ws, start=start, final=False)
+            self._root = ws.root
+            self._files = {
+                name: (seen[name], _tail(paths[name], state.cursors[name].offset))
+                for name in STORES
+                if name in state.cursors
+            }
+            key = registers_key(ws.tree)
+            state.registers = self._registers if key is not None and key == self._registers_key else None
+            try:
+                yield state
+            finally:
+                registers = state.registers  # kept unless an entry is invalid: what holds then is
+                # read from trunk's history, which no file here names
+                if key is not None and registers is not None and not getattr(registers, "invalid", True):
+                    self._registers, self._registers_key = registers, key
+                else:
+                    self._registers = self._registers_key = None
+                self.state = state
+
+    def _only_grown(self, paths: dict[str, str], seen: dict[str, tuple[int, ...] | None]) -> bool:
+        """Every store is the file last folded, with bytes only appended since; identity.ndjson
+        not changed at all."""
+        state = self.state
+        if state is None or set(self._files) != set(STORES):
+            return False
+        for name in STORES:
+            before, tail = self._files[name]
+            now = seen[name]
+            if now == before:
+                continue
+            if name == "identity" or now is None or before is None:
+                return False
+            offset = state.cursors[name].offset
+            if now[:2] != before[:2] or now[2] <= before[2] or now[2] < offset:
+                return False  # replaced, shrunk, or rewritten in place
+            if _tail(paths[name], offset) != tail:
+                return False
+        return True
+
+
+def _tail(path: str, offset: int) -> bytes:
+    """The _TAIL bytes of a store just before `offset` (b"" where it cannot be read)."""
+    start = max(0, offset - _TAIL)
+    try:
+        fd = open_regular(path)
+    except (OSError, Refused):
+        return b""
+    try:
+        return os.pread(fd, offset - start, start)
+    finally:
+        os.close(fd)
+
+
 class Kept:
     """One lease's reads, kept between calls of one door (one process, one thread at a time)."""
 
@@ -106,10 +195,6 @@ class Kept:
         self._tail = b""
         self._index: object = ()  # never equal to a key: the first call asks git
         self._signals: PgStore | None = None
-        # the register entries parsed for the last status (a dozen YAML files: most of a status
-        # call's time), kept while no register file changed (registers_key)
-        self._registers: object = None
-        self._registers_key: object = None
 
     # ---- the workspace -------------------------------------------------------------------------
     def workspace(self) -> Workspace:
@@ -152,22 +237,6 @@ class Kept:
             self._signals = PgStore(url, self.ws.state_dir, "signals", mirrored=False)
         return self._signals
 
-    # ---- the registers --------------------------------------------------------------------------
-    def reuse_registers(self, state: State) -> object:
-        """Give `state` the registers parsed for an earlier call when no register file changed
-        since (every file's identity, looked at now); returns the key to `keep_registers` with."""
-        key = registers_key(self.ws.tree)
-        if key is not None and key == self._registers_key and self._registers is not None:
-            state.registers = self._registers
-        return key
-
-    def keep_registers(self, state: State, key: object) -> None:
-        """Keep what `state` parsed of the registers for the next call (not when an entry is
-        invalid: what holds then is read from trunk's history, which no file here names)."""
-        registers = state.registers
-        if key is not None and registers is not None and not getattr(registers, "invalid", True):
-            self._registers, self._registers_key = registers, key
-
     # ---- the units store -----------------------------------------------------------------------
     def refresh(self, sync: bool) -> State:
         """The units store folded as it is now (only what it gained, where it only grew), the lease
@@ -196,7 +265,7 @@ class Kept:
             except StoreReplaced:  # cut shorter since it was looked at: from the first byte
                 state = State(now=clock.now())
                 advance(ws, state, stores=("units",), final=False)
-            self._tail = self._read_tail(state.cursors["units"].offset)
+            self._tail = _tail(self._units_path, state.cursors["units"].offset)
         self.state, self._units, self._identity = state, units, identity
         self.tails = self._server_tails(state) if url is not None else None
         check_lease(state, self.lease)
@@ -212,18 +281,7 @@ class Kept:
         offset = state.cursors["units"].offset
         if units[:2] != before[:2] or units[2] <= before[2] or units[2] < offset:
             return False  # replaced, shrunk, or rewritten in place
-        return self._read_tail(offset) == self._tail
-
-    def _read_tail(self, offset: int) -> bytes:
-        start = max(0, offset - _TAIL)
-        try:
-            fd = open_regular(self._units_path)
-        except (OSError, Refused):
-            return b""
-        try:
-            return os.pread(fd, offset - start, start)
-        finally:
-            os.close(fd)
+        return _tail(self._units_path, offset) == self._tail
 
     def _server_tails(self, state: State) -> dict[str, str] | None:
         """The hashes of the server's lines the mirror files ended with as read: known only when

@@ -23,6 +23,7 @@ from engine.checkout import heartbeat
 from engine.checkout.workspace import LEASE_FILE, Lease, Workspace
 from engine.commands.actors import lease_hash
 from engine.doors.api import UnitDoor
+from engine.doors.door import Reads
 from engine.host import runs
 from engine.read.load import load
 from engine.read.model import EventKind, State, UnitStatus
@@ -91,6 +92,7 @@ class HostDoor:
         self._lock = threading.Lock()  # the sessions table
         self._opening = threading.Lock()  # one fold of the units store at a time for new tokens
         self._misses: tuple[object, set[str]] = (None, set())  # (units store as folded, hashes not found)
+        self.reads = Reads()  # the read model every session's status and obligations answer from
 
     def sessions(self) -> int:
         with self._lock:
@@ -152,7 +154,7 @@ class HostDoor:
                     self._misses[1].add(hashed)
                 return None
             try:
-                door = UnitDoor.bound(ws, lease_of(ws, state, unit_id, token))
+                door = UnitDoor.bound(ws, lease_of(ws, state, unit_id, token), self.reads)
             except RegulatorError:
                 return None  # not current by the time the door read it again
             session = Session(door, hashed)

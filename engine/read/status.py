@@ -11,13 +11,14 @@ from engine.read.storeless import authentication, status_of, stores
 from engine.read.vetoes import awaiting_close, holds
 
 
-def status(ws: Workspace, state: State) -> dict:
+def status(ws: Workspace, state: State, only: str | None = None) -> dict:
     """Without the stores (a clone, design §16.2) nothing is known of the units' state: their status
-    is `unknown`, `held` and `unrouted` are null, never `todo`, `false` or 0."""
+    is `unknown`, `held` and `unrouted` are null, never `todo`, `false` or 0. `only`: the row of
+    that one unit (a unit's door asking its own status), the rest as for every unit."""
     known = ws.has_stores
     found = holds(ws, state)  # "held": an obligation or a finding, as everywhere (design §26)
     units = []
-    for unit_id in sorted(state.units):
+    for unit_id in sorted(state.units) if only is None else [only] if only in state.units else []:
         unit = state.units[unit_id]
         holding = found.obligations.get(unit_id, [])
         findings = found.findings.get(unit_id, [])
