@@ -98,9 +98,10 @@ def _unrouted_reasons(snap: Snapshot) -> list[str]:
     return reasons
 
 
-def once(
-    ws: Workspace, person: str | None, read_only: bool = False, require_history: bool = False
-) -> tuple[Snapshot, list[str]]:
+def once(ws: Workspace, person: str | None, read_only: bool = False) -> Snapshot:
+    """--once's snapshot: routed first where this process may write, then read with every check.
+    verify's re-derivation of what the host wrote may still be running (`Snapshot.settle`): the
+    JSON's rows are built meanwhile (as_json), the reasons to fail judged after (exit_reasons)."""
     # a clone has nothing to route, and writes nothing; nor does a reader role (design §18): what
     # they leave unrouted is routed in memory and judged (exit_reasons)
     if read_only:
@@ -117,9 +118,10 @@ def once(
         checkpoint.flush()  # what that load offered, written as it stands, before the fold goes on
     else:
         routed = None
-    snap = snapshot(ws, person, host_events=True, start=state)  # what `verify` re-derives, --once reports
+    # what `verify` re-derives, --once reports
+    snap = snapshot(ws, person, host_events=True, start=state, later=True)
     snap.routed, snap.not_routed = routed, why
-    return snap, exit_reasons(snap, require_history)
+    return snap
 
 
 def routed_text(snap: Snapshot) -> str:
@@ -196,18 +198,13 @@ def _would_route_json(snap: Snapshot) -> list[dict[str, object]]:
     ]
 
 
-def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
-
+def as_json(snap: Snapshot, require_history: bool = False) -> dict[str, object]:
+    """--once --json. The rows are built while verify's last check may still run in its child;
+    then it is waited for (`settle`), and the counts, verify's findings and the reasons follow."""
     state = snap.state
     queue, excluded = next_up(snap.ws, state)
     deadlines = deadlines_of(snap.ws, state) if snap.ws.has_stores else None
-    return {
-        "stores": stores(snap.ws),
-        "workspace": str(snap.ws.root),
-        "now": state.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "authentication": authentication(snap.ws),
-        "clock": snap.ws.authority().clock,
-        "counts": counts(snap),
+    rows: dict[str, object] = {
         "status": status(snap.ws, state),
         "obligations": [
             {
@@ -227,6 +224,17 @@ def as_json(snap: Snapshot, reasons: list[str]) -> dict[str, object]:
         "nextUp": queue,
         "excluded": excluded,
         "identity": [{"file": c.file, "ok": c.ok} for c in snap.identity],
+    }
+    snap.settle()
+    reasons = exit_reasons(snap, require_history)
+    return {
+        "stores": stores(snap.ws),
+        "workspace": str(snap.ws.root),
+        "now": state.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "authentication": authentication(snap.ws),
+        "clock": snap.ws.authority().clock,
+        "counts": counts(snap),
+        **rows,
         "verify": [{"store": f.store, "line": f.line, "message": f.message} for f in snap.verify],
         "problems": [str(p) for p in state.problems],  # the first ones; counts.badLines has them all
         "exitReasons": reasons,

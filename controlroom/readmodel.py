@@ -17,7 +17,7 @@ from engine.base.text import escape
 from engine.checkout.workspace import Workspace
 from engine.commands.proposals import verify_identity
 from engine.commands.registers import lint
-from engine.commands.verification import Finding, LiveChain, findings
+from engine.commands.verification import Finding, LiveChain, findings_later
 from engine.read import freshness
 from engine.read.contracts import Contract
 from engine.read.deadlines import Deadlines
@@ -82,6 +82,9 @@ class Snapshot:
     known: bool = True  # the stores are here: without them (a clone) unit state is unknown (§16.2)
     history: HistoryVerdict | None = None  # without the stores: identity judged by git history
     routed: int | None = None  # --once: signals it routed before reading (None: it did not route)
+    # --once: verify's re-derivation of what the host wrote, still running in a forked child
+    # (`settle` waits for it and adds what it found to `verify`)
+    pending: Callable[[], list[Finding]] | None = None
     not_routed: str | None = None  # --once: why it did not route (read-only, a reader role, ...)
     # memory is counted once per change: (memory cursor, entries, today) when last counted, and
     # how many entries were expiring then
@@ -121,6 +124,21 @@ class Snapshot:
             self.generation += 1
         return bool(found)
 
+    def settle(self) -> None:
+        """Wait for the checks still running (`pending`) and put the whole of verify's findings in
+        `verify`, the undismissed ones, as applying the checks does."""
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            self.generation += 1
+            self._verify_found([f for f in pending() if f.dismissed is None])
+
+    def _verify_found(self, found: list[Finding]) -> None:
+        """`verify` is what the full checks found, then what the live chain check found on lines
+        folded after them (those the full checks named too are not named twice)."""
+        covered = {(f.store, f.line) for f in found}
+        self.live = [f for f in self.live if (f.store, f.line) not in covered]
+        self.verify = found + self.live
+
     def hold(self) -> None:
         """What holds each unit, as engine.read.vetoes.holds decides it (one meaning: design §26)."""
         found = holds(self.ws, self.state)
@@ -159,13 +177,15 @@ def snapshot(
     *,
     host_events: bool = False,
     start: State | None = None,
+    later: bool = False,
 ) -> Snapshot:
     """The state and, `with_checks`, the checks; `host_events` (--once) adds verify's re-derivation
-    of what the host wrote unsigned (engine.commands.verification._host_events). `start`: a state
-    folded moments ago, brought up to now (engine.read.load.load)."""
+    of what the host wrote unsigned (engine.commands.verification._host_events), `later` leaves its
+    findings to `Snapshot.settle`. `start`: a state folded moments ago, brought up to now
+    (engine.read.load.load)."""
     snap = Snapshot(ws, load(ws, start=start), person)
     if with_checks:
-        refresh_checks(snap, host_events=host_events)
+        refresh_checks(snap, host_events=host_events, later=later)
     snap.derive()
     snap.check_appended()  # marks where each store's chain stands: the room checks what comes after
     return snap
@@ -181,16 +201,16 @@ class Checks:
     verify: list[Finding]
     history: HistoryVerdict | None
     registers: object  # registry.entries.Registers, as State.registers keeps it
+    pending: Callable[[], list[Finding]] | None = None  # the findings, when still being found (--once)
 
     def apply(self, snap: Snapshot) -> None:
         snap.generation += 1
-        covered = {(f.store, f.line) for f in self.verify}
-        snap.live = [f for f in snap.live if (f.store, f.line) not in covered]  # lines after these checks
-        snap.lint, snap.identity, snap.verify, snap.history = (
+        snap._verify_found(self.verify)
+        snap.lint, snap.identity, snap.history, snap.pending = (
             self.lint,
             self.identity,
-            self.verify + snap.live,
             self.history,
+            self.pending,
         )
         snap.state.registers = self.registers
         snap.hold()  # the registers just read (trunk's too) hold units
@@ -216,10 +236,13 @@ def frozen(state: State) -> State:
     return copied
 
 
-def compute_checks(ws: Workspace, state: State, *, host_events: bool = False) -> Checks:
+def compute_checks(ws: Workspace, state: State, *, host_events: bool = False, later: bool = False) -> Checks:
     """Lint, identity verify and store verify: slower (git, hashing). `state` is the checks' own
-    (see `frozen`): nothing here writes into a state another thread reads."""
+    (see `frozen`): nothing here writes into a state another thread reads. The store verify goes
+    first: with `host_events` its re-derivation runs in a forked child while lint and identity run
+    here. `later`: the findings are left to `Snapshot.settle` (--once builds its rows meanwhile)."""
     history = None
+    verified = findings_later(ws, state, host_events=host_events)
     result = lint(ws, state)
     identity: Sequence[IdentityCheck]
     if ws.has_stores:
@@ -229,13 +252,15 @@ def compute_checks(ws: Workspace, state: State, *, host_events: bool = False) ->
 
         history = verify_history(ws)
         identity = list(history.files)
-    verify = [f for f in findings(ws, state, host_events=host_events) if f.dismissed is None]
+    if later:
+        return Checks(result, identity, [], history, state.registers, verified)
+    verify = [f for f in verified() if f.dismissed is None]
     return Checks(result, identity, verify, history, state.registers)
 
 
-def refresh_checks(snap: Snapshot, *, host_events: bool = False) -> None:
+def refresh_checks(snap: Snapshot, *, host_events: bool = False, later: bool = False) -> None:
     """The checks, run and applied in one thread (--once, screenshots, the first frame of tests)."""
-    compute_checks(snap.ws, frozen(snap.state), host_events=host_events).apply(snap)
+    compute_checks(snap.ws, frozen(snap.state), host_events=host_events, later=later).apply(snap)
 
 
 ID_CELLS = 8

@@ -55,7 +55,7 @@ def fingerprint(state: Any) -> dict:
         "unrouted": list(state.unrouted_ids),
         "proposals": state.proposals,
         "decisions": state.decisions,
-        "pending": {k: (v.status, v.disposition) for k, v in state.pending.items()},
+        "pending": {k: [(c.status, c.disposition) for c in v] for k, v in state.pending.items()},
         "problems": [str(p) for p in state.problems],
         "contract_problems": state.contract_problems,
         "cursors": {k: (c.offset, c.line) for k, c in state.cursors.items()},

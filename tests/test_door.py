@@ -665,3 +665,85 @@ def test_the_shared_reads_answer_as_a_fresh_load_after_any_change(
             with reads.reading(engine_ws) as kept:
                 got = answers(kept)
             assert got == answers(load(engine_ws, cached=False)), (change, n)
+
+
+def _kept_and_fresh(ws: helpers.Workspace, reads: Any) -> tuple[Any, Any]:
+    """The status the kept read model gives now, and the one a fresh load of every store gives."""
+    from engine.checkout.workspace import locate
+    from engine.read.load import load
+    from engine.read.status import status
+
+    engine_ws, _ = locate(ws.root)
+    with reads.reading(engine_ws) as kept:
+        got = status(engine_ws, kept)
+    return got, status(engine_ws, load(engine_ws, cached=False))
+
+
+def test_an_append_during_a_kept_read_does_not_hide_a_later_rewrite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An append lands after the kept read looked at signals.ndjson and before its fold read it
+    (the fold reads further than was looked at); later the disposition that closed u1's blocking
+    obligation is rewritten in place, the same size: the next read folds again and u1 is held, as
+    a fresh load says (found by an adversarial review of D-174)."""
+    import engine.doors.door as kept_module
+    from engine.doors.door import Reads
+
+    ws = make_workspace(tmp_path)
+    ws.run(*helpers.report_args(severity="blocking", affects=["u1"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    ob_id = ws.json("obligations")[0]["id"]
+    ws.run("obligation", "resolve", ob_id, "--by", "alice", "--disposition", "no-action",
+           "--rationale", "done", check=True)  # fmt: skip
+    for name, value in ws.env.items():
+        monkeypatch.setenv(name, value)
+    signals = ws.store("signals")
+    reads = Reads()
+    real = kept_module.load
+
+    def appended_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        with open(signals, "ab") as handle:
+            handle.write(b"not a line of JSON\n")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(kept_module, "load", appended_meanwhile)
+    kept, fresh = _kept_and_fresh(ws, reads)
+    monkeypatch.setattr(kept_module, "load", real)
+    assert kept == fresh and not next(u for u in kept["units"] if u["id"] == "u1")["held"]
+    time.sleep(0.02)  # past the file system's timestamp tick
+    data = signals.read_bytes()
+    at = data.rindex(ob_id.encode())  # the disposition's: it names no obligation now
+    with open(signals, "r+b") as in_place:
+        in_place.seek(at)
+        in_place.write(b"0" if data[at : at + 1] != b"0" else b"1")
+    kept, fresh = _kept_and_fresh(ws, reads)
+    assert next(u for u in fresh["units"] if u["id"] == "u1")["held"]
+    assert kept == fresh
+
+
+def test_trunk_moving_without_the_working_tree_is_seen_by_the_kept_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trunk's findings are kept with the registers: a commit that puts an unresolved finding on
+    trunk while the working tree keeps it resolved (a fetch, another branch checked out) holds u1
+    at the next read, as a fresh load says (found by an adversarial review of D-174)."""
+    from engine.doors.door import Reads
+
+    ws = make_workspace(tmp_path)
+    for name, value in ws.env.items():
+        monkeypatch.setenv(name, value)
+    text = "---\nid: F-trunk-1\ndate: '2026-11-01'\ntitle: On trunk\naffects: [\"u1\"]\nack: ''\nresolved: {}\n---\nBody.\n"
+    finding = ws.root / "findings" / "F-trunk-1.md"
+    finding.write_text(text.format("true"))
+    reads = Reads()
+    kept, fresh = _kept_and_fresh(ws, reads)
+    assert kept == fresh and not next(u for u in kept["units"] if u["id"] == "u1")["held"]
+    unresolved = tmp_path / "unresolved.md"
+    unresolved.write_text(text.format("false"))
+    blob = git(ws.root, "hash-object", "-w", str(unresolved)).strip()
+    git(ws.root, "update-index", "--add", "--cacheinfo", f"100644,{blob},findings/F-trunk-1.md")
+    git(ws.root, "commit", "-q", "-m", "the finding, unresolved, on trunk")
+    assert finding.read_text() == text.format("true")  # the working tree as it was
+    kept, fresh = _kept_and_fresh(ws, reads)
+    assert next(u for u in fresh["units"] if u["id"] == "u1")["held"]
+    assert kept == fresh

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from controlroom import actions, readmodel
@@ -18,6 +18,7 @@ from engine.base import clock
 from engine.base.errors import RegulatorError
 from engine.checkout.workspace import Workspace
 from engine.commands.obligations import resolve
+from engine.doors.api import UnitDoor
 from engine.read import rules
 from engine.read.load import load
 from engine.read.model import ObligationStatus
@@ -36,6 +37,7 @@ PEOPLE: dict[str, tuple[tuple[str, ...], tuple[str, ...], str | None]] = {
     "carol": (("resolve",), (), "carol"),
     "dave": (("decide",), ("blocking", "advisory"), "dave"),
     "erin": (("resolve",), ("blocking", "advisory"), None),
+    "frank": (("resolve",), ("advisory",), None),
 }
 ACTORS = (*PEOPLE, "mallory")  # mallory is no person of the policy
 
@@ -63,7 +65,9 @@ def _policy(keys: dict[str, Path], signatures: bool) -> str:
 @pytest.fixture(scope="module")
 def templates(keys: dict[str, Path]) -> Iterator[dict[bool, Path]]:
     """Two workspaces (signatures required or not), each with an open obligation of every
-    severity on u1 and one obligation alice has resolved already; copied for every example."""
+    severity on u1, one obligation alice has resolved already, and u3's advisory recovery
+    obligation (its failed result: opened in units.ndjson, which the fold reads after
+    signals.ndjson); copied for every example."""
     made: dict[bool, Path] = {}
     base = Path(tempfile.mkdtemp(prefix="regulator-rule-templates-"))
     for signatures in (True, False):
@@ -80,6 +84,11 @@ def templates(keys: dict[str, Path]) -> Iterator[dict[bool, Path]]:
         closed = next(o["id"] for o in ws.json("obligations") if o["signal"] == signal)
         ws.run("obligation", "resolve", closed, "--by", "alice", "--disposition", "no-action",
                "--rationale", "done", check=True)  # fmt: skip
+        lease = ws.lease("u3") / ".regulator-lease.json"
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in ws.env.items():
+                mp.setenv(name, value)
+            UnitDoor(lease).report_result({"outcome": "failed", "summary": "could not finish"})
         made[signatures] = ws.root
     yield made
     shutil.rmtree(base, ignore_errors=True)
@@ -101,16 +110,22 @@ def _closed_by(ws: Workspace, ob_id: str, person: str, line: int) -> bool:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# a recovery obligation (advisory, opened in units.ndjson) and who may resolve advisory but not
+# blocking, or blocking but not advisory: the full fold reads its disposition before it opens
+@example(signatures=False, person="frank", target=3)
+@example(signatures=True, person="bob", target=3)
 @given(
     signatures=st.booleans(),
     person=st.sampled_from(ACTORS),
-    target=st.integers(min_value=0, max_value=3),  # three open obligations, one resolved already
+    # three open obligations routed from signals, u3's recovery (units.ndjson), one resolved already
+    target=st.integers(min_value=0, max_value=4),
 )
 def test_the_write_accepts_exactly_what_the_fold_counts(
     templates: dict[bool, Path], keys: dict[str, Path], signatures: bool, person: str, target: int
 ) -> None:
     """For any person (granted or not, allowed the severity or not, with a key or without, or no
-    person at all) and any obligation (of any severity, open or resolved): `obligation resolve`
+    person at all) and any obligation (of any severity, routed or opened by a unit's result, open
+    or resolved): `obligation resolve`
     succeeds exactly when the fold counts the disposition it writes. Where the write refuses, the
     same event appended past it (as a unit sharing the account could) counts for nothing."""
     with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
@@ -133,7 +148,7 @@ def test_the_write_accepts_exactly_what_the_fold_counts(
             event = {
                 "kind": "disposition",
                 "obligation": ob_id,
-                "unit": "u1",
+                "unit": load(ws).obligations[ob_id].unit,
                 "disposition": "no-action",
                 "by": person,
                 "rationale": "property",
@@ -147,11 +162,13 @@ def test_the_write_accepts_exactly_what_the_fold_counts(
 
 
 def _targets(ws: Workspace) -> list[str]:
-    """The template's obligations: advisory, blocking and critical open, then the resolved one."""
+    """The template's obligations: advisory, blocking and critical open, u3's recovery, then the
+    resolved one."""
     obligations = load(ws).obligations.values()
     still = {ob.subject: ob.id for ob in obligations if ob.status == ObligationStatus.OPEN}
+    recovery = next(ob.id for ob in obligations if ob.unit == "u3")
     done = [ob.id for ob in obligations if ob.status != ObligationStatus.OPEN]
-    return [still["advisory"], still["blocking"], still["critical"], *done]
+    return [still["advisory"], still["blocking"], still["critical"], recovery, *done]
 
 
 # ---- the room says what the engine's rules say -------------------------------------------------

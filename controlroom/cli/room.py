@@ -158,18 +158,21 @@ def run_once(
     ws: Workspace, person: str | None, read_only: bool, as_json: bool, require_history: bool = False
 ) -> int:
     from controlroom.once import as_json as to_json
-    from controlroom.once import as_text, once
+    from controlroom.once import as_text, exit_reasons, once
     from engine.base.gcpause import gc_paused
 
     # one pass that builds rows, reports and their JSON, every one alive until printed: the cyclic
     # collector would walk the 100,000 obligations' objects again and again and free nothing
     with gc_paused():
-        snap, reasons = once(ws, person, read_only, require_history)
+        snap = once(ws, person, read_only)
         report_contracts(snap.state)
         if as_json:
-            emit_json(to_json(snap, reasons))
-        else:
-            sys.stdout.write(as_text(snap, reasons))
+            data = to_json(snap, require_history)
+            emit_json(data)
+            return 1 if data["exitCode"] else 0
+        snap.settle()
+        reasons = exit_reasons(snap, require_history)
+        sys.stdout.write(as_text(snap, reasons))
     return 1 if reasons else 0
 
 

@@ -79,85 +79,133 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
     hold (a checkpoint they restored carries MAC-checked results) and only check the MAC. What the
     host wrote unsigned is re-derived by `verify`, and by --once with `host_events` (one pass over
     every line: the open room leaves it out of its frequent refreshes)."""
+    return findings_later(ws, state, host_events=host_events)()
+
+
+def findings_later(
+    ws: Workspace, state: State | None = None, *, host_events: bool = False
+) -> Callable[[], list[Finding]]:
+    """`findings`, begun: the call returned waits for what still runs and gives the whole list, so
+    a caller (--once) can do its own work meanwhile.
+
+    Where what the host wrote unsigned is re-derived (`verify`, --once), the work is spread over
+    the cores: one forked child checks the chains and judges every line's time (one decode of each
+    line for both) from the start, while this process folds the stores (`verify`); a second child,
+    forked once the fold is done, routes every signal again (it needs the fold's account of which
+    signal counts). Elsewhere (the open room) the chains are checked here, in the caller's thread."""
     from engine.read.load import load
 
     # a PostgreSQL store's server bytes first: each mirror is proven against them (and fetched
     # again where it is not theirs) before the fold reads it, and the chains are checked on them
-    server = {name: ws.store(name).whole() for name in STORES} if state is None and ws.url else {}
-    fresh = state if state is not None else load(ws, cached=False)
-    # re-derive what the host wrote unsigned, and the times: beside the chains, on another core
-    # (not when the policy in force is unknown: what the host would have written rests on which
-    # person events count, and none is judged then; identity.ndjson is named instead, below)
-    derived = _beside(ws, fresh) if (state is None or host_events) and not fresh.auth.unknown else None
-    found: list[Finding] = []
+    server: dict[str, bytes] = (
+        {name: ws.store(name).whole() for name in STORES} if state is None and ws.url else {}
+    )
+    authority = state.auth if state is not None else ws.authority()
+    # re-derive what the host wrote unsigned, and the times (not when the policy in force is
+    # unknown: what the host would have written rests on which person events count, and none is
+    # judged then; identity.ndjson is named instead, below)
+    derive = (state is None or host_events) and not authority.unknown
     # a line a signed dismissal names does not stop the check of its store: the lines after it
     # are checked on (design §26), and the dismissed line is listed as dismissed (_mark_dismissed)
     dismissed: dict[str, dict[int, str]] = {}
-    for (store_name, number), event in fresh.auth.dismissals.items():
+    for (store_name, number), event in authority.dismissals.items():
         if isinstance(event.get("lineHash"), str):
             dismissed.setdefault(store_name, {})[number] = event["lineHash"]
-    for name in STORES:
-        chain = verify_chain(ws.store(name), server.get(name), dismissed.get(name))
-        found += [Finding(f.store, f.line, f.message) for f in chain]
+
+    def chains_and_lines() -> list[list[Finding]]:
+        return _chains_and_lines(ws, server, dismissed, derive)
+
+    checked = _beside(chains_and_lines) if derive else _here(chains_and_lines)
+    fresh = state if state is not None else load(ws, cached=False)
+    routed = _beside(lambda: [_routings(ws, fresh)]) if derive else None
     uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
-    if any(f.store == "signals.ndjson" and f.message.startswith(_BREAKS) for f in found):
-        # a dispatch or close saw signals.ndjson's bytes as they were; edited since, the store
-        # cannot say what that was: its break is named, not each host event judged on it, nor
-        # those judged after them (as an identity store that does not verify, D-92; D-148)
-        uncounted = [u for u in uncounted if not (u.store == "units" and u.reason.startswith("host event: "))]
-    if fresh.auth.unknown:
-        # identity.ndjson does not verify: no person event counts, and none is judged one by one
-        # (each would read "bad signature" under a policy nobody decided), nor the host events
-        # judged by them; the store is named once
-        uncounted = [u for u in uncounted if u.reason.startswith("malformed")]
-        if not any(f.store == "identity.ndjson" for f in found):
-            found.append(Finding("identity.ndjson", 1, fresh.auth.unknown))
-    lines = {
-        name: line_numbers(ws, name, {u.offset for u in uncounted if u.store == name})
-        for name in {u.store for u in uncounted}
-    }
-    for u in uncounted:
-        if u.reason.startswith("host event: "):  # a dispatch or close past its vetoes (engine.read.fold)
-            message = f"{u.reason.removeprefix('host event: ')}; it counts for nothing"
-        else:
-            what = "event" if u.reason.startswith("malformed") else "person event"
-            message = f"{what} {u.reason}; it counts for nothing"
-        found.append(Finding(f"{u.store}.ndjson", lines[u.store][u.offset], message))
+    mended = []
     for name in STORES:  # a mirror edited in place (fleet mode): read again from the server
         for number in ws.store(name).mended():
             where = f"line {number} was" if number else "its bytes were"
-            found.append(
+            mended.append(
                 Finding(
                     f"{name}.ndjson",
                     number,
                     f"the local mirror: {where} not the server's (edited in place); read again from the server",
                 )
             )
-    if derived is not None:
-        found += derived()
-    found.sort(key=lambda f: (f.store, f.line))
-    found += _checkpoint(ws, fresh if state is None else None)
-    return _mark_dismissed(ws, found)
+
+    def finish() -> list[Finding]:
+        chains, times = checked()
+        found = list(chains)
+        kept = uncounted
+        if any(f.store == "signals.ndjson" and f.message.startswith(_BREAKS) for f in found):
+            # a dispatch or close saw signals.ndjson's bytes as they were; edited since, the store
+            # cannot say what that was: its break is named, not each host event judged on it, nor
+            # those judged after them (as an identity store that does not verify, D-92; D-148)
+            kept = [u for u in kept if not (u.store == "units" and u.reason.startswith("host event: "))]
+        if fresh.auth.unknown:
+            # identity.ndjson does not verify: no person event counts, and none is judged one by one
+            # (each would read "bad signature" under a policy nobody decided), nor the host events
+            # judged by them; the store is named once
+            kept = [u for u in kept if u.reason.startswith("malformed")]
+            if not any(f.store == "identity.ndjson" for f in found):
+                found.append(Finding("identity.ndjson", 1, fresh.auth.unknown))
+        lines = {
+            name: line_numbers(ws, name, {u.offset for u in kept if u.store == name})
+            for name in {u.store for u in kept}
+        }
+        for u in kept:
+            if u.reason.startswith("host event: "):  # a dispatch or close past its vetoes (engine.read.fold)
+                message = f"{u.reason.removeprefix('host event: ')}; it counts for nothing"
+            else:
+                what = "event" if u.reason.startswith("malformed") else "person event"
+                message = f"{what} {u.reason}; it counts for nothing"
+            found.append(Finding(f"{u.store}.ndjson", lines[u.store][u.offset], message))
+        found += mended + times + (routed()[0] if routed is not None else [])
+        found.sort(key=lambda f: (f.store, f.line))
+        found += _checkpoint(ws, fresh if state is None else None)
+        return _mark_dismissed(ws, found)
+
+    return finish
+
+
+def _chains_and_lines(
+    ws: Workspace, server: dict[str, bytes], dismissed: dict[str, dict[int, str]], lines: bool
+) -> list[list[Finding]]:
+    """[the chains' findings, the lines' times and review-bys (`lines`)]: one read of each store,
+    each line decoded once for both (engine.log.store.verify's `each`)."""
+    judge = _HostLines(ws.authority().clock == "system") if lines else None
+    chains: list[Finding] = []
+    for name in STORES:
+        each = judge.store(name) if judge is not None else None
+        found = verify_chain(ws.store(name), server.get(name), dismissed.get(name), each)
+        chains += [Finding(f.store, f.line, f.message) for f in found]
+    return [chains, judge.found if judge is not None else []]
 
 
 _BREAKS = ("content does not", "chain broken")  # engine.log.store.verify's words for an edited store
 
 
-def _beside(ws: Workspace, fresh: State) -> Callable[[], list[Finding]]:
-    """`_host_events` in a forked child while this process checks the chains (one pass over every
-    line and a re-routing of every signal: seconds at 100,000 obligations, which a second core
-    hides); the call returns its findings. The child only reads the stores' files (the identity it
-    needs is folded here first) and answers through a pipe in JSON. Without fork, or when the
-    child fails, the pass runs here."""
+Work = Callable[[], list[list[Finding]]]
+
+
+def _here(work: Work) -> Work:
+    """`work` done now, its answer kept for the call returned."""
+    done = work()
+    return lambda: done
+
+
+def _beside(work: Work) -> Work:
+    """`work` in a forked child while this process goes on (a pass over every line, or a
+    re-routing of every signal: seconds at 100,000 obligations, which a second core hides); the
+    call returned waits for its findings. The child only reads the stores' files (the identity it
+    needs is read here first) and answers through a pipe in JSON. Without fork, or when the child
+    fails, the work is done here when its answer is asked for."""
     import json
 
-    def here() -> list[Finding]:
-        with gc_paused():  # every line's event is kept until the routings are judged: nothing to collect
-            return _host_events(ws, fresh)
+    def here() -> list[list[Finding]]:
+        with gc_paused():  # every line's event may be kept until the routings are judged
+            return work()
 
     if not hasattr(os, "fork"):
         return here
-    ws.authority()
     read, write = os.pipe()
     try:
         pid = os.fork()
@@ -169,7 +217,7 @@ def _beside(ws: Workspace, fresh: State) -> Callable[[], list[Finding]]:
         code = 1
         try:
             os.close(read)
-            data = json.dumps([[f.store, f.line, f.message] for f in here()]).encode()
+            data = json.dumps([[[f.store, f.line, f.message] for f in part] for part in here()]).encode()
             with os.fdopen(write, "wb") as out:
                 out.write(data)
             code = 0
@@ -177,54 +225,46 @@ def _beside(ws: Workspace, fresh: State) -> Callable[[], list[Finding]]:
             os._exit(code)
     os.close(write)
 
-    def result() -> list[Finding]:
+    def result() -> list[list[Finding]]:
         with os.fdopen(read, "rb") as handle:
             data = handle.read()
         _, status = os.waitpid(pid, 0)
         if status != 0:
             return here()
-        return [Finding(str(a), int(b), str(c)) for a, b, c in json.loads(data)]
+        return [[Finding(str(a), int(b), str(c)) for a, b, c in part] for part in json.loads(data)]
 
     return result
 
 
-def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
-    """What no signature covers, re-derived (design §15.0's shared account): every routing record
-    must be the one the router writes for its signal under the routing policy then in force, once
-    per signal; no event is stamped in the future, nor (on the system clock) more than the allowed
-    skew before the line before it; no memory entry is reviewed more than 90 days after it was
-    recorded. Readers still obey what is written; verify names it (exit 1)."""
-    import msgspec
+class _HostLines:
+    """What no signature covers, judged line by line (design §15.0's shared account): no event is
+    stamped in the future, nor (on the system clock) more than the allowed skew before the line
+    before it; no memory entry is reviewed more than 90 days after it was recorded. Fed each event
+    of each store in order (`store(name)` gives that store's feed). Readers still obey what is
+    written; verify names it (exit 1)."""
 
-    from engine.commands.memory import MAX_REVIEW_DAYS
-    from engine.log.store import SKEW_S
+    def __init__(self, system: bool) -> None:
+        from engine.log.store import SKEW_S
 
-    found: list[Finding] = []
-    now = clock.now()
-    authority = ws.authority()
-    system = authority.clock == "system"
-    late = clock.iso(now + timedelta(seconds=SKEW_S))  # a canonical `at` after this is in the future
-    routings: list[tuple[int, int, dict]] = []  # (line, offset, record): checked once every line is read
-    signal_lines: dict[int, dict] = {}  # offset -> signal event: the routing checks read no line twice
-    for name in STORES:
+        self.system = system  # the system clock: times are judged against the line before too
+        self.found: list[Finding] = []
+        self.now = clock.now()
+        self.late = clock.iso(self.now + timedelta(seconds=SKEW_S))  # a canonical `at` after this: future
+
+    def store(self, name: str) -> Callable[[int, dict], None]:
+        from engine.commands.memory import MAX_REVIEW_DAYS
+
         store = f"{name}.ndjson"
-        previous: object = None
-        for number, start, raw in _lines(ws, name):
-            if raw is None or raw[:1] != b"{" and raw.lstrip()[:1] != b"{":
-                continue  # too long, or no JSON object: no event; the chain check names it
-            try:
-                event = msgspec.json.decode(raw)
-            except (ValueError, RecursionError):
-                continue
-            if type(event) is not dict:
-                continue
+        found, now, late, system = self.found, self.now, self.late, self.system
+        previous: list[object] = [None]
+
+        def each(number: int, event: dict) -> None:
             at = event.get("at")
-            if system and isinstance(at, str):
-                found += _times(store, number, at, previous, now, late)
             if isinstance(at, str):
-                previous = at
-            kind = event.get("kind")
-            if name == "memory" and kind == EventKind.MEMORY:
+                if system:
+                    found.extend(_times(store, number, at, previous[0], now, late))
+                previous[0] = at
+            if name == "memory" and event.get("kind") == EventKind.MEMORY:
                 moment = clock.moment(at)
                 try:
                     review = clock.parse_date(str(event.get("reviewBy")), "reviewBy")
@@ -242,19 +282,43 @@ def _host_events(ws: Workspace, fresh: State) -> list[Finding]:
                             f"review-by {review} is more than {MAX_REVIEW_DAYS} days after it was recorded",
                         )
                     )
-            elif name == "signals" and kind == EventKind.ROUTING:
-                routings.append((number, start, event))
-            elif name == "signals" and kind == EventKind.SIGNAL:
-                signal_lines[start] = event
+
+        return each
+
+
+def _routings(ws: Workspace, fresh: State) -> list[Finding]:
+    """Every routing record must be the one the router writes for its signal under the routing
+    policy then in force, once per signal (design §15.0): each signal routed again, as the fold
+    counted it. Readers still obey what is written; verify names it (exit 1)."""
+    import msgspec
+
+    routings: list[tuple[int, int, dict]] = []  # (line, offset, record): checked once every line is read
+    signal_lines: dict[int, dict] = {}  # offset -> signal event: the routing checks read no line twice
+    for number, start, raw in _lines(ws, "signals"):
+        if raw is None or raw[:1] != b"{" and raw.lstrip()[:1] != b"{":
+            continue  # too long, or no JSON object: no event; the chain check names it
+        try:
+            event = msgspec.json.decode(raw)
+        except (ValueError, RecursionError):
+            continue
+        if type(event) is not dict:
+            continue
+        kind = event.get("kind")
+        if kind == EventKind.ROUTING:
+            routings.append((number, start, event))
+        elif kind == EventKind.SIGNAL:
+            signal_lines[start] = event
+    found: list[Finding] = []
     policies: dict[str, object] = {}
     routed: set[str] = set()
     refs = fresh.signals.refs
     signals = {key: signal_lines.get(ref >> 2) for key, ref in refs.items()}  # the line each counts from
     void = {u.offset for u in fresh.uncounted if u.store == "signals"}  # named already, as the fold judged
+    routing = ws.authority().routing
     for number, start, event in routings:
         if start in void:
             continue
-        problem = _routing_problem(authority.routing, signals, refs, event, routed, policies)
+        problem = _routing_problem(routing, signals, refs, event, routed, policies)
         if problem:
             found.append(Finding("signals.ndjson", number, problem))
     return found

@@ -76,6 +76,25 @@ def registers_key(tree: Path) -> tuple | None:
     return tuple(sorted(found, key=repr))
 
 
+def refs_key(tree: Path) -> tuple | None:
+    """What trunk's history is read from, by identity: the repository's HEAD, packed-refs and
+    every loose ref, and regulator/config.yaml (which names trunk). None where `.git` is not a
+    folder (a linked worktree: its refs are elsewhere) or cannot be listed: nothing is kept then."""
+    dotgit = os.path.join(tree, ".git")
+    if not os.path.isdir(dotgit):
+        return None
+    found: list[tuple] = [(name, _identity(os.path.join(dotgit, name))) for name in ("HEAD", "packed-refs")]
+    found.append(("config", _identity(os.path.join(tree, "regulator", "config.yaml"))))
+    try:
+        for folder, _dirs, files in os.walk(os.path.join(dotgit, "refs")):
+            for name in files:
+                path = os.path.join(folder, name)
+                found.append((path, _identity(path)))
+    except OSError:
+        return None
+    return tuple(sorted(found, key=repr))
+
+
 class _Known:
     """Kept.known(): the contracts read on the first question."""
 
@@ -127,7 +146,9 @@ class Reads:
                 for name in STORES
                 if name in state.cursors
             }
-            key = registers_key(ws.tree)
+            # the register files, and trunk's refs: the registers kept carry trunk's findings too
+            files, refs = registers_key(ws.tree), refs_key(ws.tree)
+            key = None if files is None or refs is None else (files, refs)
             state.registers = self._registers if key is not None and key == self._registers_key else None
             try:
                 yield state
@@ -154,11 +175,18 @@ class Reads:
             if name == "identity" or now is None or before is None:
                 return False
             offset = state.cursors[name].offset
-            if now[:2] != before[:2] or now[2] <= before[2] or now[2] < offset:
-                return False  # replaced, shrunk, or rewritten in place
-            if _tail(paths[name], offset) != tail:
+            if not _appended(before, now, offset) or _tail(paths[name], offset) != tail:
                 return False
         return True
+
+
+def _appended(before: tuple[int, ...], now: tuple[int, ...], offset: int) -> bool:
+    """A store file whose identity changed from `before` to `now` may only have had bytes
+    appended since it was folded to `offset`: the same file, larger than both what was looked at
+    before the fold and what the fold read (an append during the fold read further than `before`
+    saw: a later rewrite in place to that size is no growth). Else replaced, shrunk or rewritten in
+    place, and folded again. (The bytes just before `offset` are compared too: _tail.)"""
+    return now[:2] == before[:2] and now[2] > max(before[2], offset)
 
 
 def _tail(path: str, offset: int) -> bytes:
@@ -279,9 +307,7 @@ class Kept:
         if units is None or before is None or state is None:
             return False
         offset = state.cursors["units"].offset
-        if units[:2] != before[:2] or units[2] <= before[2] or units[2] < offset:
-            return False  # replaced, shrunk, or rewritten in place
-        return _tail(self._units_path, offset) == self._tail
+        return _appended(before, units, offset) and _tail(self._units_path, offset) == self._tail
 
     def _server_tails(self, state: State) -> dict[str, str] | None:
         """The hashes of the server's lines the mirror files ended with as read: known only when

@@ -565,7 +565,10 @@ class Finding:
 
 
 def verify(
-    store: Store, data: bytes | None = None, dismissed: Mapping[int, str] | None = None
+    store: Store,
+    data: bytes | None = None,
+    dismissed: Mapping[int, str] | None = None,
+    each: Callable[[int, dict], None] | None = None,
 ) -> list[Finding]:
     """Check the hash chain; name every unreadable line and the first break in the chain.
 
@@ -579,6 +582,9 @@ def verify(
     `dismissed`: line number -> the SHA-256 of the line a signed dismissal names (design §26). Such a
     line, while it still has that hash, is named but does not stop the check: the next line may
     chain to the hash it claims (appended after it) or to the line before it (inserted).
+
+    `each(line number, event)` is given every line that strict JSON reads as an object, in order
+    (what engine.commands.verification judges of each line's time), so no line is decoded twice.
     """
     found: list[Finding] = []
     if data is None:
@@ -596,6 +602,8 @@ def verify(
     for _, raw in source:
         number += 1
         event, why = _event_of(raw)
+        if each is not None and why is None and event is not None:
+            each(number, event)
         if why is not None:
             unreadable += 1
             if unreadable <= KEPT_PROBLEMS:

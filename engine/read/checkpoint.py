@@ -82,7 +82,7 @@ class Body(msgspec.Struct):
     memory: dict[str, MemoryEntry]
     proposals: dict[str, dict[str, Any]]
     decisions: list[dict[str, Any]]
-    pending: dict[str, Closing]
+    pending: dict[str, list[Closing]]
     problems: list[Problem]
     contracts: dict[str, ContractOutcome]
     uncounted: list[Uncounted]

@@ -61,7 +61,7 @@ from engine.read.order import (
     _routing_order,
     _signals_seen,
 )
-from engine.read.rules import disposing, may_resolve, resolving_severity, unresolvable
+from engine.read.rules import close_pending, disposing, may_resolve, unresolvable
 from engine.read.vetoes import Span, host_veto
 from engine.read.worldfold import KINDS as WORLD_KINDS
 from engine.read.worldfold import (
@@ -309,7 +309,7 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                     [at],  # history
                 )
                 if pending and ob_id in pending:
-                    obligations[ob_id].close(pending.pop(ob_id))
+                    close_pending(state, obligations[ob_id])
         elif kind == _DISPOSITION:
             ob = obligations.get(event.obligation)
             if not counts(state, "signals", at) or not _may_resolve(state, event, ob, at):
@@ -325,12 +325,16 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                 at=at,
             )
             if ob is None:
-                # a recovery-decision obligation is opened in units.ndjson, folded after this store
-                pending.setdefault(event.obligation, closing)
+                # a recovery obligation is opened in units.ndjson, folded after this store: judged
+                # there, when it opens (engine.read.rules.close_pending)
+                pending.setdefault(event.obligation, []).append(closing)
             elif ob.status == _OPEN:
                 ob.close(closing)
         else:  # what time and the world brought in (design §24)
             fold_world(state, event, at, counts)
+            opened = getattr(event, "opens", None)  # a recheck obligation (evidence-expired)
+            if pending and opened is not None and opened.id in pending and opened.id in obligations:
+                close_pending(state, obligations[opened.id])
 
 
 def _kind_of(text: str) -> ObligationKind:
@@ -358,7 +362,9 @@ def _may_resolve(state: State, event: DispositionLine, ob: Obligation | None, at
         if denied is not None:
             state.uncounted.append(Uncounted("signals", at >> 2, denied.short))
             return False
-    severity = resolving_severity(ob)
+    if ob is None:
+        return True  # its obligation is not folded yet: judged when it opens (rules.close_pending)
+    severity = ob.severity
     if may_resolve(state.auth.people_for("signals", at >> 2, event.at), event.by, severity) is None:
         return True
     state.uncounted.append(Uncounted("signals", at >> 2, unresolvable(severity)))
@@ -493,9 +499,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 )
                 obligations.setdefault(recovery.id, recovery)
                 opened_in_units(state, recovery)
-                pending = state.pending.pop(recovery.id, None)
-                if pending is not None:
-                    recovery.close(pending)
+                close_pending(state, recovery)
         elif kind == _LEASE_EXPIRED:
             reason = _expiry_refused(unit, event)
             if reason is not None:
@@ -520,7 +524,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
             for ob_id in event.resolves:
                 ob = obligations.get(ob_id)
                 if ob is None:
-                    state.pending.setdefault(ob_id, closing)
+                    state.pending.setdefault(ob_id, []).append(closing)
                 elif ob.status == _OPEN:
                     ob.close(closing)
             opened = event.opens
@@ -544,9 +548,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                     if unit_id in held:
                         held[unit_id].append((clock.moment(ob.opened_at), ob))
                 opened_in_units(state, ob)
-                pending = state.pending.pop(ob.id, None)
-                if pending is not None:
-                    ob.close(pending)
+                close_pending(state, ob)
             unit.lease = None
             if action in RESUMING_ACTIONS:
                 unit.status, unit.recovery = UnitStatus.TODO, None

@@ -299,7 +299,7 @@ class State:
     # closings read before the obligation they close (see engine.read.fold), applied when it opens.
     # The stores are read one after another, so a decision can be folded before the routing
     # record it follows; this keeps the result the same whatever order the stores were read in.
-    pending: dict[str, Closing] = field(default_factory=dict)
+    pending: dict[str, list[Closing]] = field(default_factory=dict)
     unrouted_ids: dict[str, None] = field(default_factory=dict)  # signals awaiting routing, log order
     problems: list[Problem] = field(default_factory=list)  # the first bad lines, named
     bad_lines: int = 0  # every bad line read, named or only counted (design §26)

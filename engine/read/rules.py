@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
+from engine.checkout.authority import Uncounted
+from engine.log.events import INDEX
 from engine.read.model import (
-    BLOCKING,
     OWED_TO,
     PERSON_DISPOSITIONS,
     WAITING_ACTIONS,
@@ -172,10 +173,23 @@ def resolving(people: People, person: str, ob: Obligation, disposition: str | No
     return denied
 
 
-def resolving_severity(ob: Obligation | None) -> str:
-    """The severity a disposition is judged at: its obligation's, or, for one not yet folded (a
-    recovery decision's, opened in units.ndjson, which the fold reads after signals), blocking."""
-    return ob.severity if ob is not None else BLOCKING
+def close_pending(state: State, ob: Obligation) -> None:
+    """What closes `ob` that was folded before `ob` opened, applied as it opens, in log order, as if
+    it had been known: signals.ndjson is folded before units.ndjson, which opens recovery
+    obligations (advisory ones too), and a store read first may hold what closes an obligation
+    another opens. A disposition (signals.ndjson) counts only from a person the policy in force at
+    its place lets resolve `ob`'s own severity (may_resolve: what `obligation resolve` asks); the
+    first that counts closes it; one that does not is marked in its history and counts for nothing."""
+    waiting = state.pending.pop(ob.id, None)
+    for closing in waiting or ():
+        if closing.at & 3 == INDEX["signals"]:
+            people = state.auth.people_for("signals", closing.at >> 2, closing.closed_at)
+            if may_resolve(people, closing.by, ob.severity) is not None:
+                state.uncounted.append(Uncounted("signals", closing.at >> 2, unresolvable(ob.severity)))
+                ob.history.append(closing.at)
+                continue
+        if ob.status == ObligationStatus.OPEN:
+            ob.close(closing)
 
 
 # ---- retract: a memory entry, once -----------------------------------------------------------

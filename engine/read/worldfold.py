@@ -155,10 +155,7 @@ def _expired(state: State, event: ExpiredLine, at: int) -> str | None:
             subject=f"recheck: {subject if isinstance(subject, str) else ''}",
             history=[at],
         )
-        state.obligations[ob.id] = ob
-        closing = state.pending.pop(ob.id, None)
-        if closing is not None:
-            ob.close(closing)
+        state.obligations[ob.id] = ob  # what was folded before it, closing it: engine.read.fold
     return None
 
 
