@@ -108,15 +108,23 @@ def baseline_of(root: Path, ref: str) -> str:
 def walk(root: Path, trunk: str, authorize: Authorize) -> TrunkFindings:
     """Walk trunk's findings since the baseline; `authorize(sha, email, message)` says whether a
     commit's trailers and signature authorize a change (engine.commands.registers gives it the policy)."""
-    shallow = _git(root, "rev-parse", "--is-shallow-repository")
-    if shallow.returncode != 0:
-        return unavailable("not a git repository")
-    if shallow.stdout.strip() == b"true":
-        return unavailable("the clone is shallow")
-    ref = resolve_trunk(root, trunk)
-    if ref is None:
-        return unavailable(f"no trunk branch {trunk!r} (nor origin/{trunk})")
-    tip = _git(root, "rev-parse", ref).stdout.decode().strip()
+    # the common case in one call: not shallow, and the local trunk branch's commit
+    local = f"refs/heads/{trunk}"
+    said = _git(root, "rev-parse", "--is-shallow-repository", f"{local}^{{commit}}", "--")
+    answer = said.stdout.split()[:2] if said.stdout.split()[2:] == [b"--"] else []
+    if said.returncode == 0 and len(answer) == 2 and answer[0] == b"false":
+        ref, tip = local, answer[1].decode()
+    else:
+        shallow = _git(root, "rev-parse", "--is-shallow-repository")
+        if shallow.returncode != 0:
+            return unavailable("not a git repository")
+        if shallow.stdout.strip() == b"true":
+            return unavailable("the clone is shallow")
+        found_ref = resolve_trunk(root, trunk)
+        if found_ref is None:
+            return unavailable(f"no trunk branch {trunk!r} (nor origin/{trunk})")
+        ref = found_ref
+        tip = _git(root, "rev-parse", ref).stdout.decode().strip()
     base = baseline_of(root, ref)
     found = TrunkFindings(available=True, tip=tip, baseline=base)
     revisions = [f"{base}..{ref}"] if base else [ref]
