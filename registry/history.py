@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -150,6 +149,8 @@ def _added_on(root: Path, g: git.Git, trunk_ref: str) -> str:
             ["git", "-C", str(root), "log", *revisions, *args], capture_output=True, check=True
         )
         return done.stdout.decode("utf-8", errors="surrogateescape")
+
+    from concurrent.futures import ThreadPoolExecutor  # not on every command's start (logging too)
 
     with ThreadPoolExecutor(len(ranges)) as pool:
         return "\0".join(pool.map(log, ranges))
