@@ -12,6 +12,7 @@ import fcntl
 import functools
 import hashlib
 import json
+import math
 import operator
 import os
 import stat
@@ -59,9 +60,17 @@ def event_hash(event: dict) -> str:
 class _Float(float):
     """A JSON number with a fraction or exponent, as `HASHING` decodes it: msgspec writes floats
     unlike json.dumps (`1e16` for `1e+16`), so the fast encoder refuses this type (TypeError) and
-    a line holding one is hashed by `canonical` itself."""
+    a line holding one is hashed by `canonical` itself. A number out of a float's range (`1e400`)
+    is refused, as every reader's decoder refuses it: such a line is no event line, named as one
+    holding Infinity (its hash still carries the chain on)."""
 
     __slots__ = ()
+
+    def __new__(cls, text: str) -> _Float:
+        value = float.__new__(cls, text)
+        if math.isinf(value):
+            raise ValueError("Number out of range")
+        return value
 
 
 # decodes exactly what the strict reader decodes, each float as _Float (the chain check's reader)

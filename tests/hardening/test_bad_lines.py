@@ -67,6 +67,25 @@ def test_a_nan_line_shaped_as_a_disposition_is_a_bad_line_for_verify_and_once(ws
     assert len(findings) == 1 and findings[0].startswith("signals.ndjson:1:"), findings
 
 
+def test_a_number_out_of_range_is_a_bad_line_for_verify_and_once_and_judged_no_further(
+    ws: Workspace,
+) -> None:
+    """`1e400` is refused by every reader's decoder (out of a float's range): verify and --once
+    name the line as they name a NaN line, and judge neither its time nor the next line's time
+    against it (found by an adversarial review: verify said ok while readers skipped the line)."""
+    event = {"kind": "memory", "id": "M-out-of-range", "subject": "s", "note": "n", "evidence": [],
+             "reviewBy": "2026-12-20", "scope": [], "unit": "u1", "at": "2031-01-01T00:00:00Z",
+             "pad": float("inf")}  # fmt: skip
+    line = chained(ws, "memory", event).replace("Infinity", "1e400")
+    assert "1e400" in line
+    append_raw(ws, "memory", line)
+    done = bounded(ws, "verify")
+    assert done.returncode == 1 and "memory.ndjson:1: not an event line" in done.stdout, done.stdout
+    assert "2031" not in done.stdout  # its time is not judged: no reader reads the line
+    once = bounded(ws, "controlroom", "--once")
+    assert once.returncode == 1 and "verify: memory.ndjson:1: not an event line" in once.stdout
+
+
 def test_a_million_bad_lines_print_a_count_and_the_first_20(ws: Workspace) -> None:
     append_raw(ws, "signals", "x\n" * 1_000_000)
     done = bounded(ws, "verify", memory=1 << 30)
