@@ -560,7 +560,7 @@ def _two_leases(ws: helpers.Workspace) -> None:
     ws.lease("u1")
 
 
-FINDING = "---\nid: F-kept-{n}\ndate: '2026-11-01'\ntitle: Kept {n}\naffects: [\"u1\"]\nack: ''\nresolved: false\n---\nBody.\n"
+FINDING = "---\nid: F-{n}\ndate: '2026-11-01'\ntitle: Finding {n}\naffects: [\"u1\"]\nack: ''\nresolved: {resolved}\n---\nBody.\n"
 CHANGES = st.lists(
     st.sampled_from(
         [
@@ -658,7 +658,9 @@ def test_the_shared_reads_answer_as_a_fresh_load_after_any_change(
                 with open(ws.store("identity"), "ab") as handle:
                     handle.write(b"not a line of JSON either\n")
             elif change == "finding":
-                (ws.root / "findings" / f"F-kept-{n}.md").write_text(FINDING.format(n=n))
+                (ws.root / "findings" / f"F-kept-{n}.md").write_text(
+                    FINDING.format(n=f"kept-{n}", resolved="false")
+                )
             elif change == "contract":  # written again: read again, the same contract
                 path = ws.root / "contracts" / "u1.json"
                 path.write_bytes(path.read_bytes())
@@ -732,18 +734,17 @@ def test_trunk_moving_without_the_working_tree_is_seen_by_the_kept_read(
     ws = make_workspace(tmp_path)
     for name, value in ws.env.items():
         monkeypatch.setenv(name, value)
-    text = "---\nid: F-trunk-1\ndate: '2026-11-01'\ntitle: On trunk\naffects: [\"u1\"]\nack: ''\nresolved: {}\n---\nBody.\n"
     finding = ws.root / "findings" / "F-trunk-1.md"
-    finding.write_text(text.format("true"))
+    finding.write_text(FINDING.format(n="trunk-1", resolved="true"))
     reads = Reads()
     kept, fresh = _kept_and_fresh(ws, reads)
     assert kept == fresh and not next(u for u in kept["units"] if u["id"] == "u1")["held"]
     unresolved = tmp_path / "unresolved.md"
-    unresolved.write_text(text.format("false"))
+    unresolved.write_text(FINDING.format(n="trunk-1", resolved="false"))
     blob = git(ws.root, "hash-object", "-w", str(unresolved)).strip()
     git(ws.root, "update-index", "--add", "--cacheinfo", f"100644,{blob},findings/F-trunk-1.md")
     git(ws.root, "commit", "-q", "-m", "the finding, unresolved, on trunk")
-    assert finding.read_text() == text.format("true")  # the working tree as it was
+    assert finding.read_text() == FINDING.format(n="trunk-1", resolved="true")  # the working tree as it was
     kept, fresh = _kept_and_fresh(ws, reads)
     assert next(u for u in fresh["units"] if u["id"] == "u1")["held"]
     assert kept == fresh

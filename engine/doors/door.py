@@ -118,7 +118,8 @@ class Reads:
     fold's offset changed, and any change at all to identity.ndjson (the policy person events are
     judged by), make the next call fold every store from the first byte, as a fresh load does. A
     last line still being written waits for its newline. The register entries parsed for one call
-    (a dozen YAML files) are kept while no register file changed (registers_key). The state is read
+    (a dozen YAML files) and trunk's findings are kept while no register file and no ref of the
+    repository changed (registers_key, refs_key). The state is read
     while `reading()` holds the lock: one call at a time, as the GIL would have it anyway."""
 
     def __init__(self) -> None:

@@ -61,7 +61,7 @@ from engine.read.order import (
     _routing_order,
     _signals_seen,
 )
-from engine.read.rules import close_pending, disposing, may_resolve, unresolvable
+from engine.read.rules import close_pending, disposing, disposition_counts
 from engine.read.vetoes import Span, host_veto
 from engine.read.worldfold import KINDS as WORLD_KINDS
 from engine.read.worldfold import (
@@ -364,11 +364,7 @@ def _may_resolve(state: State, event: DispositionLine, ob: Obligation | None, at
             return False
     if ob is None:
         return True  # its obligation is not folded yet: judged when it opens (rules.close_pending)
-    severity = ob.severity
-    if may_resolve(state.auth.people_for("signals", at >> 2, event.at), event.by, severity) is None:
-        return True
-    state.uncounted.append(Uncounted("signals", at >> 2, unresolvable(severity)))
-    return False
+    return disposition_counts(state, at, event.at, event.by, ob)
 
 
 def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> None:

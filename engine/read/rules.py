@@ -173,21 +173,30 @@ def resolving(people: People, person: str, ob: Obligation, disposition: str | No
     return denied
 
 
+def disposition_counts(state: State, ref: int, when: object, by: object, ob: Obligation) -> bool:
+    """A disposition (at `ref` in signals.ndjson, stamped `when`, by `by`) of `ob` counts only from a
+    person the policy in force at its place lets resolve `ob`'s severity (may_resolve: what
+    `obligation resolve` asks); one that does not is marked, for `verify`, as counting for nothing."""
+    people = state.auth.people_for("signals", ref >> 2, when)
+    if may_resolve(people, by, ob.severity) is None:
+        return True
+    state.uncounted.append(Uncounted("signals", ref >> 2, unresolvable(ob.severity)))
+    return False
+
+
 def close_pending(state: State, ob: Obligation) -> None:
     """What closes `ob` that was folded before `ob` opened, applied as it opens, in log order, as if
     it had been known: signals.ndjson is folded before units.ndjson, which opens recovery
     obligations (advisory ones too), and a store read first may hold what closes an obligation
-    another opens. A disposition (signals.ndjson) counts only from a person the policy in force at
-    its place lets resolve `ob`'s own severity (may_resolve: what `obligation resolve` asks); the
-    first that counts closes it; one that does not is marked in its history and counts for nothing."""
+    another opens. A disposition (signals.ndjson) is judged at `ob`'s own severity
+    (disposition_counts, as when its obligation is known); the first that counts closes it; one that
+    does not is marked in its history and counts for nothing."""
     waiting = state.pending.pop(ob.id, None)
     for closing in waiting or ():
-        if closing.at & 3 == INDEX["signals"]:
-            people = state.auth.people_for("signals", closing.at >> 2, closing.closed_at)
-            if may_resolve(people, closing.by, ob.severity) is not None:
-                state.uncounted.append(Uncounted("signals", closing.at >> 2, unresolvable(ob.severity)))
-                ob.history.append(closing.at)
-                continue
+        signals = closing.at & 3 == INDEX["signals"]
+        if signals and not disposition_counts(state, closing.at, closing.closed_at, closing.by, ob):
+            ob.history.append(closing.at)
+            continue
         if ob.status == ObligationStatus.OPEN:
             ob.close(closing)
 
