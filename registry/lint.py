@@ -53,6 +53,9 @@ class Policy:
     signed: Callable[[str, str], bool] | None = None
     require_signatures: bool = False
     note: str = ""  # where the grants come from when that is worth saying (--range: the policy at A)
+    # what authorize_commit's answers depend on (grants, emails, keys, requireSignatures), as one
+    # digest: "" when unknown (engine.read.trunkcache keeps no walk that asked such a policy)
+    fingerprint: str = ""
 
 
 @dataclass

@@ -105,29 +105,39 @@ def baseline_of(root: Path, ref: str) -> str:
     return first.decode() if first else ""
 
 
-def walk(root: Path, trunk: str, authorize: Authorize) -> TrunkFindings:
-    """Walk trunk's findings since the baseline; `authorize(sha, email, message)` says whether a
-    commit's trailers and signature authorize a change (engine.commands.registers gives it the policy)."""
+def locate(root: Path, trunk: str) -> tuple[str, str] | TrunkFindings:
+    """(trunk's ref, its commit), or why trunk's history cannot be walked here."""
     # the common case in one call: not shallow, and the local trunk branch's commit
     local = f"refs/heads/{trunk}"
     said = _git(root, "rev-parse", "--is-shallow-repository", f"{local}^{{commit}}", "--")
     answer = said.stdout.split()[:2] if said.stdout.split()[2:] == [b"--"] else []
     if said.returncode == 0 and len(answer) == 2 and answer[0] == b"false":
-        ref, tip = local, answer[1].decode()
-    else:
-        shallow = _git(root, "rev-parse", "--is-shallow-repository")
-        if shallow.returncode != 0:
-            return unavailable("not a git repository")
-        if shallow.stdout.strip() == b"true":
-            return unavailable("the clone is shallow")
-        found_ref = resolve_trunk(root, trunk)
-        if found_ref is None:
-            return unavailable(f"no trunk branch {trunk!r} (nor origin/{trunk})")
-        ref = found_ref
-        tip = _git(root, "rev-parse", ref).stdout.decode().strip()
-    base = baseline_of(root, ref)
+        return local, answer[1].decode()
+    shallow = _git(root, "rev-parse", "--is-shallow-repository")
+    if shallow.returncode != 0:
+        return unavailable("not a git repository")
+    if shallow.stdout.strip() == b"true":
+        return unavailable("the clone is shallow")
+    ref = resolve_trunk(root, trunk)
+    if ref is None:
+        return unavailable(f"no trunk branch {trunk!r} (nor origin/{trunk})")
+    tip = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").stdout.decode().strip()
+    return (ref, tip) if tip else unavailable(f"trunk {ref!r} names no commit")
+
+
+def walk(root: Path, trunk: str, authorize: Authorize) -> TrunkFindings:
+    """Walk trunk's findings since the baseline; `authorize(sha, email, message)` says whether a
+    commit's trailers and signature authorize a change (engine.commands.registers gives it the policy)."""
+    where = locate(root, trunk)
+    return where if isinstance(where, TrunkFindings) else walk_at(root, where[1], authorize)
+
+
+def walk_at(root: Path, tip: str, authorize: Authorize) -> TrunkFindings:
+    """The walk of trunk's history up to the commit `tip` (locate's): a function of that commit's
+    history and of `authorize` alone (engine.read.trunkcache keeps it on that)."""
+    base = baseline_of(root, tip)  # the commit, not the ref: a ref moved meanwhile changes nothing
     found = TrunkFindings(available=True, tip=tip, baseline=base)
-    revisions = [f"{base}..{ref}"] if base else [ref]
+    revisions = [f"{base}..{tip}"] if base else [tip]
     done = _git(
         root, "log", *revisions, "--first-parent", "--diff-merges=first-parent", "--reverse",
         "--format=%x00C%H %P", "--raw", "-z", "--no-abbrev", "--no-renames", "--", f"{FOLDER}/",

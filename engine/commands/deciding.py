@@ -11,6 +11,7 @@ appended before this write, and on every signal routed (a veto sees each one).
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -72,6 +73,9 @@ def deciding(
         refuse(rule(state))
     signer = signer_for(ws, person) if person is not None else None
     with ws.exclusive():
+        walked = sys.modules.get("engine.read.trunkcache")  # loaded only if trunk was walked
+        if walked is not None:
+            walked.keep(ws)  # the walk the rule made before the lock (a reader keeps none)
         if route:
             route_locked(ws, state)
         try:

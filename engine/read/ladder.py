@@ -7,7 +7,7 @@ from __future__ import annotations
 from engine.checkout.workspace import Workspace
 from engine.read.model import State
 from registry.entries import Held, Registers, entry_or_none, load_registers
-from registry.trunkwalk import TrunkFindings, held_units, walk
+from registry.trunkwalk import TrunkFindings, held_units
 
 
 def registers_of(ws: Workspace, state: State) -> Registers:
@@ -37,18 +37,12 @@ def trunk_findings(ws: Workspace, state: State) -> TrunkFindings:
     registers = registers_of(ws, state)
     if not isinstance(registers.trunk, TrunkFindings):
         from engine.checkout.gitconfig import trunk_of
+        from engine.read.trunkcache import walked
         from engine.trust.ackers import walk_policy
-        from registry.lint import authorize_commit
 
-        policies: list = []  # read on the first change that needs authorizing (a walk that
-        # authorizes nothing, the common `status`, never loads the policy models or parses policy)
-
-        def authorize(sha: str, email: str, message: str) -> tuple[str | None, str]:
-            if not policies:
-                policies.append(walk_policy(ws))
-            return authorize_commit(policies[0], sha, email, message)
-
-        registers.trunk = walk(ws.tree, trunk_of(ws), authorize)
+        # the policy is read on the first change that needs authorizing, or to check a kept walk
+        # that asked it (a walk that authorizes nothing, the common `status`, never parses policy)
+        registers.trunk = walked(ws, trunk_of(ws), lambda: walk_policy(ws))
     return registers.trunk
 
 

@@ -4,6 +4,8 @@ the persons' emails and keys, and whether signatures are required, as lint and t
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import TYPE_CHECKING
 
 from engine.checkout.gitconfig import trunk_of
@@ -31,7 +33,14 @@ def _signing_policy(ws: Workspace, interaction: InteractionPolicy, note: str = "
 
         return signed_by(ws.root, sha, {person: keys.get(person, ())})[person]
 
-    return Policy(ackers=ackers, signed=signed, require_signatures=interaction.require_signatures, note=note)
+    said = json.dumps([ackers, keys, interaction.require_signatures], sort_keys=True).encode()
+    return Policy(
+        ackers=ackers,
+        signed=signed,
+        require_signatures=interaction.require_signatures,
+        note=note,
+        fingerprint=hashlib.sha256(said).hexdigest(),
+    )
 
 
 def walk_policy(ws: Workspace) -> Policy:

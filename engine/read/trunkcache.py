@@ -1,0 +1,174 @@
+"""Trunk's walk kept between commands (design §26, D-178): `.regulator/trunk.walk`, the last walk
+of trunk's findings, read again only for the same trunk commit, the same code and the same policy.
+
+A walk (registry.trunkwalk.walk_at) is a function of trunk's commit (its history is fixed by it)
+and of the answers `authorize` gave, which depend only on the policy's grants, emails, keys and
+requireSignatures (Policy.fingerprint). So the kept walk is taken again when trunk names the same
+commit, the code that walked is this code, and either the walk asked no authorization (the policy
+is never read then) or the policy in force has the same fingerprint. Anything else walks afresh.
+
+Only a command that writes keeps a walk (readers never write, not even a cache: design §13): a
+walk made inside the decide lock is kept at once, one made before it (a write's first look at its
+rule) when the write takes the lock (`keep`); a reader's walk is forgotten with its process.
+
+The kept walk can lift a hold (a finding resolved on trunk), so it is MAC'd with the host key as
+the checkpoint is: a unit that cannot read the host key cannot make one that is believed, and a
+file that fails its MAC, does not decode, or is no regular file is walked over, never trusted.
+`REGULATOR_CHECKPOINT=off` turns it off with the checkpoint (both are the host's caches)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from engine.base import hostkey
+from engine.checkout.workspace import Workspace
+from registry.lint import Policy, authorize_commit
+from registry.trunkwalk import TrunkFindings, locate, walk_at
+
+NAME = "trunk.walk"
+FORMAT = b"regulator trunk walk 1\n"
+LIMIT = 64 << 20  # a kept walk larger than this is not read (walked afresh)
+# the code a kept walk depends on, relative to the repository's packages: another version's walk
+# is never taken as this one's
+_SOURCES = (
+    "registry/trunkwalk.py",
+    "registry/entries.py",
+    "registry/history.py",
+    "registry/lint.py",
+    "registry/frontmatter.py",
+    "engine/read/trunkcache.py",
+)
+_code: list[bytes] = []
+_made: list[tuple[Workspace, Kept]] = []  # this process's last fresh walk, for a writer to keep
+
+
+class Kept(msgspec.Struct, frozen=True):
+    code: str
+    ref: str
+    tip: str
+    fingerprint: str  # "" : the walk asked no authorization
+    found: TrunkFindings
+
+
+def code_key() -> bytes:
+    """A digest of the walk's sources; empty when they cannot be read (nothing is kept then)."""
+    if not _code:
+        digest = hashlib.sha256(FORMAT)
+        top = Path(__file__).resolve().parent.parent.parent
+        try:
+            for name in _SOURCES:
+                digest.update((top / name).read_bytes())
+            _code.append(digest.hexdigest().encode())
+        except OSError:
+            _code.append(b"")
+    return _code[0]
+
+
+def enabled() -> bool:
+    return os.environ.get("REGULATOR_CHECKPOINT", "").lower() != "off" and code_key() != b""
+
+
+def path_of(ws: Workspace) -> Path:
+    return ws.state_dir / NAME
+
+
+def _mac(key: bytes, body: bytes) -> bytes:
+    return hmac.new(key, FORMAT + body, hashlib.sha256).digest()
+
+
+def _read(ws: Workspace) -> Kept | None:
+    key = hostkey.read(ws.state_dir)
+    if key is None:
+        return None
+    try:
+        fd = os.open(path_of(ws), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or a device is no kept walk
+            return None
+        data = handle.read(LIMIT + 1)
+    if len(data) > LIMIT or len(data) < 32 or not hmac.compare_digest(data[:32], _mac(key, data[32:])):
+        return None
+    try:
+        return msgspec.json.decode(data[32:], type=Kept)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _write(ws: Workspace, kept: Kept) -> None:
+    key = hostkey.read(ws.state_dir, create=True)
+    if key is None:
+        return
+    body = msgspec.json.encode(kept)
+    if len(body) + 32 > LIMIT:
+        return
+    path = path_of(ws)
+    temporary = path.with_name(f".{NAME}.{os.getpid()}")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(_mac(key, body) + body)
+        os.replace(temporary, path)
+    except OSError:  # a unit's confined command, a read-only state folder: nothing kept
+        try:
+            temporary.unlink()
+        except OSError:
+            pass
+
+
+def walked(ws: Workspace, trunk: str, policy: Callable[[], Policy]) -> TrunkFindings:
+    """Trunk's findings since the baseline, as registry.trunkwalk.walk finds them: the kept walk
+    when it was made of the same commit, code and policy, else a fresh walk (kept for the next).
+    `policy()` gives the policy whose grants authorize changes; it is asked only when needed."""
+    where = locate(ws.tree, trunk)
+    if isinstance(where, TrunkFindings):
+        return where
+    ref, tip = where
+    asked: list[Policy] = []
+
+    def in_force() -> Policy:
+        if not asked:
+            asked.append(policy())
+        return asked[0]
+
+    use = enabled()
+    if use:
+        kept = _read(ws)
+        if (
+            kept is not None
+            and kept.code == code_key().decode()
+            and kept.ref == ref
+            and kept.tip == tip
+            and (not kept.fingerprint or kept.fingerprint == in_force().fingerprint)
+        ):
+            return kept.found
+    used: list[bool] = []
+
+    def authorize(sha: str, email: str, message: str) -> tuple[str | None, str]:
+        used.append(True)
+        return authorize_commit(in_force(), sha, email, message)
+
+    found = walk_at(ws.tree, tip, authorize)
+    fingerprint = in_force().fingerprint if used else ""
+    if use and found.available and (fingerprint or not used):
+        _made[:] = [(ws, Kept(code_key().decode(), ref, tip, fingerprint, found))]
+        if ws.deciding():
+            keep(ws)
+    return found
+
+
+def keep(ws: Workspace) -> None:
+    """A writer, inside the decide lock: keep the walk this process made of this workspace, if any
+    (it is a function of the commit and policy it names, so one made before the lock is as good)."""
+    while _made:
+        where, kept = _made.pop()
+        if where.root == ws.root:
+            _write(ws, kept)
