@@ -156,20 +156,22 @@ def _added_on(root: Path, g: git.Git, trunk_ref: str) -> str:
         return "\0".join(pool.map(log, ranges))
 
 
-def _git(root: Path, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess:
+def _git(
+    root: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """git's answer; a git that cannot be run answers like a failed command (exit 127)."""
     command = ["git", "-C", str(root), *args]
     try:
-        return subprocess.run(command, input=input, capture_output=True)
+        return subprocess.run(command, input=input, capture_output=True, env=env)
     except OSError as exc:
         return subprocess.CompletedProcess(command, 127, b"", str(exc).encode())
 
 
-def _cat_batch(root: Path, names: list[str]) -> dict[str, bytes | None]:
+def _cat_batch(root: Path, names: list[str], env: dict[str, str] | None = None) -> dict[str, bytes | None]:
     """Each object (a sha, or `<rev>:<path>`) as bytes, None when missing: one git process."""
     if not names:
         return {}
-    done = _git(root, "cat-file", "--batch", input="".join(f"{n}\n" for n in names).encode())
+    done = _git(root, "cat-file", "--batch", input="".join(f"{n}\n" for n in names).encode(), env=env)
     if done.returncode != 0:
         return dict.fromkeys(names)
     data = done.stdout

@@ -21,6 +21,7 @@ own commit does not authorize a change it brought.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,15 @@ from registry.entries import LOAD_BEARING, Entry, entry_or_none
 from registry.history import AUTHOR, ZERO, _cat_batch, _git, _raw_log, resolve_trunk
 
 BASELINE_GREP = "^Regulator-Decision: baseline$"
+# trunk's history as its own objects say, never as a replace ref or a graft file rewrites it
+# (either would let a hand-made object stand in for a finding's version)
+_PLAIN = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}
+
+
+def _plain() -> dict[str, str]:
+    return {**os.environ, **_PLAIN}
+
+
 FOLDER = "findings"
 
 # (commit sha, author email, message, path) -> (person or None, how or why not)
@@ -58,6 +68,7 @@ class TrunkFindings:
     baseline: str = ""  # the commit the walk starts after ("" : from the root)
     holds: dict[str, frozenset[str]] = field(default_factory=dict)  # finding path -> units trunk holds
     changes: list[TrunkChange] = field(default_factory=list)  # oldest first
+    missing: int = 0  # objects trunk's history names that git could not give (a damaged repository)
 
     def ids(self) -> dict[str, str]:
         """finding path -> its id (the file name's: the content may be unreadable)."""
@@ -97,8 +108,9 @@ def _commit_fields(raw: bytes | None) -> tuple[str, str]:
 def baseline_of(root: Path, ref: str) -> str:
     """The oldest commit on trunk's first-parent line carrying init's baseline trailer, or ""."""
     done = _git(
-        root, "rev-list", "--first-parent", "--reverse", f"--grep={BASELINE_GREP}", "--extended-regexp", ref
-    )
+        root, "rev-list", "--first-parent", "--reverse", f"--grep={BASELINE_GREP}", "--extended-regexp", ref,
+        env=_plain(),
+    )  # fmt: skip
     if done.returncode != 0:
         return ""
     first = done.stdout.split(b"\n", 1)[0].strip()
@@ -109,11 +121,11 @@ def locate(root: Path, trunk: str) -> tuple[str, str] | TrunkFindings:
     """(trunk's ref, its commit), or why trunk's history cannot be walked here."""
     # the common case in one call: not shallow, and the local trunk branch's commit
     local = f"refs/heads/{trunk}"
-    said = _git(root, "rev-parse", "--is-shallow-repository", f"{local}^{{commit}}", "--")
+    said = _git(root, "rev-parse", "--is-shallow-repository", f"{local}^{{commit}}", "--", env=_plain())
     answer = said.stdout.split()[:2] if said.stdout.split()[2:] == [b"--"] else []
     if said.returncode == 0 and len(answer) == 2 and answer[0] == b"false":
         return local, answer[1].decode()
-    shallow = _git(root, "rev-parse", "--is-shallow-repository")
+    shallow = _git(root, "rev-parse", "--is-shallow-repository", env=_plain())
     if shallow.returncode != 0:
         return unavailable("not a git repository")
     if shallow.stdout.strip() == b"true":
@@ -121,7 +133,11 @@ def locate(root: Path, trunk: str) -> tuple[str, str] | TrunkFindings:
     ref = resolve_trunk(root, trunk)
     if ref is None:
         return unavailable(f"no trunk branch {trunk!r} (nor origin/{trunk})")
-    tip = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").stdout.decode().strip()
+    tip = (
+        _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", env=_plain())
+        .stdout.decode()
+        .strip()
+    )
     return (ref, tip) if tip else unavailable(f"trunk {ref!r} names no commit")
 
 
@@ -141,6 +157,7 @@ def walk_at(root: Path, tip: str, authorize: Authorize) -> TrunkFindings:
     done = _git(
         root, "log", *revisions, "--first-parent", "--diff-merges=first-parent", "--reverse",
         "--format=%x00C%H %P", "--raw", "-z", "--no-abbrev", "--no-renames", "--", f"{FOLDER}/",
+        env=_plain(),
     )  # fmt: skip
     if done.returncode != 0:
         return unavailable("git could not read trunk's history")
@@ -151,8 +168,11 @@ def walk_at(root: Path, tip: str, authorize: Authorize) -> TrunkFindings:
         if mine:
             commits.append((sha, parents, mine))
     start = _start(root, base)
+    if start is None:  # the baseline's findings could not be listed: what they held is unknown
+        start, found.missing = {}, 1
     blobs = {c.new for _, _, changes in commits for c in changes if c.new != ZERO}
-    objects = _cat_batch(root, [sha for sha, _, _ in commits] + sorted(blobs | set(start.values())))
+    objects = _cat_batch(root, [sha for sha, _, _ in commits] + sorted(blobs | set(start.values())), _plain())
+    found.missing += sum(1 for data in objects.values() if data is None)
     entries: dict[str, Entry | None] = {}
 
     def entry(path: str, blob: str) -> Entry | None:
@@ -230,13 +250,14 @@ def _superseded(change: TrunkChange, sha: str) -> TrunkChange:
     return replace(change, superseded=sha)
 
 
-def _start(root: Path, base: str) -> dict[str, str]:
-    """finding path -> blob at the baseline (trusted as it stood: nothing before it is judged)."""
+def _start(root: Path, base: str) -> dict[str, str] | None:
+    """finding path -> blob at the baseline (trusted as it stood: nothing before it is judged);
+    None when git cannot list it."""
     if not base:
         return {}
-    done = _git(root, "ls-tree", "-z", base, "--", f"{FOLDER}/")
+    done = _git(root, "ls-tree", "-z", base, "--", f"{FOLDER}/", env=_plain())
     if done.returncode != 0:
-        return {}
+        return None
     found = {}
     for item in done.stdout.decode("utf-8", errors="surrogateescape").split("\0"):
         if "\t" not in item:
@@ -254,7 +275,7 @@ def _from_side(
     authorizes it when it carries the same load-bearing fields and a valid authorization."""
     done = _git(
         root, "log", f"{first}..{merge}", "--format=%x00C%H", "--raw", "-z", "--no-abbrev",
-        "--no-renames", "--", f":(literal){path}",
+        "--no-renames", "--", f":(literal){path}", env=_plain(),
     )  # fmt: skip
     if done.returncode != 0:
         return None, why
@@ -264,7 +285,7 @@ def _from_side(
         blob = next((c.new for c in changes if c.path == path), None)
         if blob is None or blob == ZERO:
             return None, why
-        objects = _cat_batch(root, [sha, blob])
+        objects = _cat_batch(root, [sha, blob], _plain())
         data = objects.get(blob)
         try:
             version = entry_or_none("finding", path, data.decode("utf-8")) if data is not None else None

@@ -210,3 +210,57 @@ def test_readers_keep_no_walk_and_a_writer_keeps_the_one_it_made(ws: Workspace) 
     done = ws.run("unit", "dispatch", "b1")  # a write (its veto judged inside the lock), refused
     assert done.returncode == 3 and "F-x" in done.stderr
     assert json.loads(path.read_bytes()[32:])["tip"] == ws.git("rev-parse", "HEAD").strip()
+
+
+def _filed_and_resolved_here(ws: Workspace) -> str:
+    """F-x filed on trunk holding u1, then resolved in the working tree only (not committed): trunk
+    alone holds u1. Returns the blob of trunk's version."""
+    ws.write(FINDING, finding())
+    ws.commit("file F-x")
+    ws.write(FINDING, finding(resolved=True))
+    assert _held(ws) == ["F-x"]
+    return ws.git("rev-parse", f"main:{FINDING}").strip()
+
+
+@pytest.mark.e2e
+def test_a_directory_in_place_of_the_kept_walk_breaks_no_command(ws: Workspace) -> None:
+    _filed_and_resolved_here(ws)
+    trunkcache.path_of(EngineWorkspace(ws.root)).mkdir()
+    for args in (["status", "--json"], ["controlroom", "--once", "--json"], ["registry", "lint", "--json"]):
+        done = ws.run(*args)
+        assert "Traceback" not in done.stderr and done.returncode in (0, 1), (args, done.stderr)
+    assert _held(ws) == ["F-x"]
+    done = ws.run("unit", "dispatch", "u1")
+    assert done.returncode == 3 and "F-x" in done.stderr and "Traceback" not in done.stderr
+    ws.run("unit", "dispatch", "u3", check=True)  # a writer: it cannot replace a directory, and says nothing
+
+
+@pytest.mark.e2e
+def test_a_walk_missing_an_object_is_not_kept(ws: Workspace) -> None:
+    """From an adversarial review: with trunk's version of F-x moved out of the object store, a
+    writer's walk saw no finding and kept that, so u1 stayed released after the object was back."""
+    blob = _filed_and_resolved_here(ws)
+    loose = ws.root / ".git" / "objects" / blob[:2] / blob[2:]
+    assert loose.is_file()
+    aside = ws.root.parent / "aside"
+    loose.rename(aside)
+    ws.run("unit", "dispatch", "u3", check=True)  # a writer walks while the object is missing
+    aside.rename(loose)
+    assert _held(ws) == ["F-x"]
+    done = ws.run("unit", "dispatch", "u1")
+    assert done.returncode == 3 and "F-x" in done.stderr
+
+
+@pytest.mark.e2e
+def test_a_replace_ref_changes_no_finding_trunk_holds(ws: Workspace) -> None:
+    """From an adversarial review: `git replace` of trunk's version of F-x by a resolved one lifted
+    the hold (git shows replaced objects by default) and a writer kept the lift."""
+    blob = _filed_and_resolved_here(ws)
+    fake = ws.git("hash-object", "-w", FINDING).strip()  # the resolved working-tree version
+    ws.git("replace", blob, fake)
+    assert ws.git("cat-file", "-p", f"main:{FINDING}").count("resolved: true") == 1  # git obeys it
+    assert _held(ws) == ["F-x"]
+    ws.run("unit", "dispatch", "u3", check=True)
+    assert _held(ws) == ["F-x"]
+    ws.git("replace", "-d", blob)
+    assert _held(ws) == ["F-x"]

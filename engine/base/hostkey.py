@@ -1,4 +1,5 @@
-"""The host key: `.regulator/host.key`, 32 random bytes (mode 0600) that MAC this host's caches."""
+"""The host key: `.regulator/host.key`, 32 random bytes (mode 0600) that MAC this host's caches,
+and how a cache is written there (replace_private)."""
 
 from __future__ import annotations
 
@@ -33,3 +34,26 @@ def read(folder: Path, create: bool = False) -> bytes | None:
     with os.fdopen(fd, "rb") as handle:
         key = handle.read(64)
     return key if len(key) >= 32 else None
+
+
+def replace_private(path: Path, data: bytes) -> bool:
+    """Put `data` at `path` (mode 0600) whole or not at all: written to a new file of a random name
+    beside it, made with O_EXCL and O_NOFOLLOW (a FIFO, a link or a file put there beforehand is
+    never opened, so never blocks the writer or is written through), then renamed over `path`.
+    False when it cannot be done (a read-only folder, a directory at `path`)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(8).hex()}")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)  # a reader sees the old file or the new, never half
+        return True
+    except OSError:
+        try:
+            temporary.unlink()
+        except OSError:
+            pass
+        return False

@@ -220,19 +220,13 @@ def save(ws: Workspace, state: State) -> bool:
         world=state.world,
         bad_lines=state.bad_lines,
     )
-    target = path_of(ws)
-    temporary = target.with_name(f".{NAME}.{os.getpid()}")
     try:
         first = json.dumps(header).encode()  # read first, so the stores are hashed while the rest loads
         rest = _encoder.encode(body)
-        data = len(first).to_bytes(8, "little") + first + rest
-        temporary.write_bytes(_mac(key, data) + data)
-        os.replace(temporary, target)  # a reader sees the old checkpoint or the new, never half
-    except (OSError, ValueError, TypeError, OverflowError, msgspec.EncodeError):  # e.g. an int past 64 bits
-        try:
-            temporary.unlink()
-        except OSError:
-            pass
+    except (ValueError, TypeError, OverflowError, msgspec.EncodeError):  # e.g. an int past 64 bits
+        return False
+    data = len(first).to_bytes(8, "little") + first + rest
+    if not hostkey.replace_private(path_of(ws), _mac(key, data) + data):
         return False
     state.checkpointed = sum(m[0] for m in marks.values())
     return True

@@ -91,10 +91,15 @@ def _read(ws: Workspace) -> Kept | None:
         fd = os.open(path_of(ws), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or a device is no kept walk
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO, a device or a directory is no kept walk
             return None
-        data = handle.read(LIMIT + 1)
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(LIMIT + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     if len(data) > LIMIT or len(data) < 32 or not hmac.compare_digest(data[:32], _mac(key, data[32:])):
         return None
     try:
@@ -108,20 +113,8 @@ def _write(ws: Workspace, kept: Kept) -> None:
     if key is None:
         return
     body = msgspec.json.encode(kept)
-    if len(body) + 32 > LIMIT:
-        return
-    path = path_of(ws)
-    temporary = path.with_name(f".{NAME}.{os.getpid()}")
-    try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(_mac(key, body) + body)
-        os.replace(temporary, path)
-    except OSError:  # a unit's confined command, a read-only state folder: nothing kept
-        try:
-            temporary.unlink()
-        except OSError:
-            pass
+    if len(body) + 32 <= LIMIT:
+        hostkey.replace_private(path_of(ws), _mac(key, body) + body)
 
 
 def walked(ws: Workspace, trunk: str, policy: Callable[[], Policy]) -> TrunkFindings:
@@ -158,7 +151,9 @@ def walked(ws: Workspace, trunk: str, policy: Callable[[], Policy]) -> TrunkFind
 
     found = walk_at(ws.tree, tip, authorize)
     fingerprint = in_force().fingerprint if used else ""
-    if use and found.available and (fingerprint or not used):
+    # a walk that could not read every object it needed is used once, never kept (the objects may
+    # be back for the next command, which must see them)
+    if use and found.available and not found.missing and (fingerprint or not used):
         _made[:] = [(ws, Kept(code_key().decode(), ref, tip, fingerprint, found))]
         if ws.deciding():
             keep(ws)
