@@ -191,8 +191,8 @@ def test_a_kept_walk_is_asked_again_when_the_policy_changes(ws: Workspace) -> No
 @pytest.mark.e2e
 def test_readers_keep_no_walk_and_a_writer_keeps_the_one_it_made(ws: Workspace) -> None:
     """Readers never write, not even a cache (design §13): `status`, `registry next-up` and
-        `--once` after a new trunk commit leave the kept walk as it was; the next write that asks keeps
-    the new one."""
+    `--once --read-only` after a new trunk commit leave the kept walk as it was; a process that
+    writes (`--once` routes; a dispatch, even refused inside the lock) keeps the walk it makes."""
     ws.write(FINDING, finding())
     ws.commit("file F-x")
     ws.run("unit", "dispatch", "u3", check=True)
@@ -203,10 +203,14 @@ def test_readers_keep_no_walk_and_a_writer_keeps_the_one_it_made(ws: Workspace) 
     for args in (
         ["status", "--json"],
         ["registry", "next-up", "--json"],
-        ["controlroom", "--once", "--json"],
+        ["controlroom", "--once", "--read-only"],
     ):
         ws.run(*args)
         assert path.read_bytes() == before, args
+    ws.run("controlroom", "--once", "--json")  # routes (a writer): keeps the walk it made after
+    assert json.loads(path.read_bytes()[32:])["tip"] == ws.git("rev-parse", "HEAD").strip()
+    ws.write(FINDING, finding(affects=("u1", "b1", "u3")))
+    ws.commit("F-x holds u3 too")
     done = ws.run("unit", "dispatch", "b1")  # a write (its veto judged inside the lock), refused
     assert done.returncode == 3 and "F-x" in done.stderr
     assert json.loads(path.read_bytes()[32:])["tip"] == ws.git("rev-parse", "HEAD").strip()

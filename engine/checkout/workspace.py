@@ -29,6 +29,7 @@ STATE_DIR = ".regulator"
 _POLICY_CACHE: dict[tuple, object] = {}
 _PEOPLE: dict[int, tuple[object, People]] = {}  # id(parsed policy) -> (it, its People)
 _DECIDING: set[Path] = set()  # workspaces whose decide lock this process holds
+_DECIDED: set[Path] = set()  # workspaces whose decide lock this process has taken (a writer)
 UNIT_ID = re.compile(r"[a-z0-9][a-z0-9-]*(/[a-z0-9-]+)?")
 
 
@@ -164,6 +165,7 @@ class Workspace:
             with decide_lock(url):
                 self.sync()  # what every other host committed before the lock was ours
                 _DECIDING.add(self.root)
+                _DECIDED.add(self.root)
                 try:
                     yield
                 finally:
@@ -172,6 +174,7 @@ class Workspace:
         self.require_stores()
         with locked(self.state_dir / "decide.lock"):
             _DECIDING.add(self.root)
+            _DECIDED.add(self.root)
             try:
                 yield
             finally:
@@ -196,6 +199,10 @@ class Workspace:
     def deciding(self) -> bool:
         """Inside exclusive(): this command writes (readers never do, design §13)."""
         return self.root in _DECIDING
+
+    def decided(self) -> bool:
+        """This process has taken exclusive() (now or before): it is a writer, not a reader."""
+        return self.root in _DECIDED
 
     # ---- policy ----------------------------------------------------------------------------
     def policy_text(self, relative: str) -> str:

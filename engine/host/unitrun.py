@@ -47,6 +47,7 @@ DOOR_ENV = ("REGULATOR_DOOR", "REGULATOR_DOOR_TOKEN", "REGULATOR_UNIT")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 KILL_GRACE_S = 5.0  # SIGTERM, then SIGKILL this much later
+_BEAT_TIMEOUT_S = 10.0  # one heartbeat call to the door
 WAIT_POLL_S = 1.0
 EXIT_DONE, EXIT_FAILED, EXIT_HELD = 0, 1, 3
 
@@ -462,7 +463,7 @@ class Supervisor:
         """A door call is a heartbeat; a 401 means the lease is gone (expired, released)."""
         from engine.doors.client import UNAUTHORIZED, DoorClient
 
-        client = DoorClient(self.p.door, self.token, timeout=10.0)
+        client = DoorClient(self.p.door, self.token, timeout=_BEAT_TIMEOUT_S)
         while not self.done.is_set():
             try:
                 client.status()
@@ -512,6 +513,10 @@ class Supervisor:
             self.done.set()
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, signal.SIGKILL)  # whatever of the group outlived its leader
+            # the heartbeat ends with its call in flight (at most the client's timeout): a daemon
+            # thread still inside the HTTP client when the interpreter finalizes can crash it (a
+            # SIGSEGV at exit was seen once in the suite, after the result was recorded)
+            beats.join(timeout=_BEAT_TIMEOUT_S + 1)
             if account is not None:
                 kill_account(account)  # and, confined, whatever escaped the group (setsid)
             for sig, handler in previous.items():

@@ -9,7 +9,8 @@ is never read then) or the policy in force has the same fingerprint. Anything el
 
 Only a command that writes keeps a walk (readers never write, not even a cache: design §13): a
 walk made inside the decide lock is kept at once, one made before it (a write's first look at its
-rule) when the write takes the lock (`keep`); a reader's walk is forgotten with its process.
+rule) when the write takes the lock (`keep`), and one made after it by the same process (the
+room, `demo`, `serve`: processes that write) at once; a reader's walk is forgotten with its process.
 
 The kept walk can lift a hold (a finding resolved on trunk), so it is MAC'd with the host key as
 the checkpoint is: a unit that cannot read the host key cannot make one that is believed, and a
@@ -155,7 +156,7 @@ def walked(ws: Workspace, trunk: str, policy: Callable[[], Policy]) -> TrunkFind
     # be back for the next command, which must see them)
     if use and found.available and not found.missing and (fingerprint or not used):
         _made[:] = [(ws, Kept(code_key().decode(), ref, tip, fingerprint, found))]
-        if ws.deciding():
+        if ws.decided():  # a writer, in the lock or after it
             keep(ws)
     return found
 
