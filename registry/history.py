@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from registry.gitcall import git as _git
+
 if TYPE_CHECKING:  # GitPython is imported lazily: importing it runs `git version`
     import git
 
@@ -154,17 +156,6 @@ def _added_on(root: Path, g: git.Git, trunk_ref: str) -> str:
 
     with ThreadPoolExecutor(len(ranges)) as pool:
         return "\0".join(pool.map(log, ranges))
-
-
-def _git(
-    root: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
-    """git's answer; a git that cannot be run answers like a failed command (exit 127)."""
-    command = ["git", "-C", str(root), *args]
-    try:
-        return subprocess.run(command, input=input, capture_output=True, env=env)
-    except OSError as exc:
-        return subprocess.CompletedProcess(command, 127, b"", str(exc).encode())
 
 
 def _cat_batch(root: Path, names: list[str], env: dict[str, str] | None = None) -> dict[str, bytes | None]:

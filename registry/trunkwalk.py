@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from registry.entries import LOAD_BEARING, Entry, entry_or_none
-from registry.history import AUTHOR, ZERO, _cat_batch, _git, _raw_log, resolve_trunk
+from registry.gitcall import git as _git
 
 BASELINE_GREP = "^Regulator-Decision: baseline$"
 # trunk's history as its own objects say, never as a replace ref or a graft file rewrites it
@@ -97,6 +97,8 @@ def _finding_path(path: str) -> bool:
 
 def _commit_fields(raw: bytes | None) -> tuple[str, str]:
     """(author email, message) of a raw commit object."""
+    from registry.history import AUTHOR
+
     if raw is None:
         return "", ""
     head, _, message = raw.partition(b"\n\n")
@@ -130,6 +132,8 @@ def locate(root: Path, trunk: str) -> tuple[str, str] | TrunkFindings:
         return unavailable("not a git repository")
     if shallow.stdout.strip() == b"true":
         return unavailable("the clone is shallow")
+    from registry.history import resolve_trunk
+
     ref = resolve_trunk(root, trunk)
     if ref is None:
         return unavailable(f"no trunk branch {trunk!r} (nor origin/{trunk})")
@@ -151,6 +155,8 @@ def walk(root: Path, trunk: str, authorize: Authorize) -> TrunkFindings:
 def walk_at(root: Path, tip: str, authorize: Authorize) -> TrunkFindings:
     """The walk of trunk's history up to the commit `tip` (locate's): a function of that commit's
     history and of `authorize` alone (engine.read.trunkcache keeps it on that)."""
+    from registry.history import ZERO, _cat_batch, _raw_log  # the walk's own: a kept walk needs none
+
     base = baseline_of(root, tip)  # the commit, not the ref: a ref moved meanwhile changes nothing
     found = TrunkFindings(available=True, tip=tip, baseline=base)
     revisions = [f"{base}..{tip}"] if base else [tip]
@@ -273,6 +279,8 @@ def _from_side(
 ) -> tuple[str | None, str]:
     """A merge brought the change: the newest commit of the merged side that touched the entry
     authorizes it when it carries the same load-bearing fields and a valid authorization."""
+    from registry.history import ZERO, _cat_batch, _raw_log
+
     done = _git(
         root, "log", f"{first}..{merge}", "--format=%x00C%H", "--raw", "-z", "--no-abbrev",
         "--no-renames", "--", f":(literal){path}", env=_plain(),

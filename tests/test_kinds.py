@@ -1,4 +1,4 @@
-"""A typed shape per event kind (engine.read.kinds): every event the writers append converts to
+"""A typed shape per event kind (engine.commands.written, engine.read.kinds): every event the writers append converts to
 its written shape, and every field the fold reads of a kind is one the writers write."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pytest
 
 from engine.base import clock
 from engine.checkout.workspace import LEASE_FILE, locate, read_lease
+from engine.commands import written as as_written
 from engine.commands.results import report_result
 from engine.commands.units import LeaseTerms, dispatch
 from engine.host.leases import ProcessHeartbeats, expire_leases
@@ -23,7 +24,7 @@ from tests.helpers import NOW, Workspace, make_workspace, remember_args, report_
 
 
 def _shapes(store: str, kind: str) -> tuple[type, ...]:
-    return kinds.WRITTEN[store][kind]
+    return as_written.WRITTEN[store][kind]
 
 
 def _keys(shape: type) -> set[str]:
@@ -77,7 +78,7 @@ def _every_writer(ws: Workspace) -> None:
 def _kinds_written(ws: Workspace, forged: frozenset[str] = frozenset()) -> set[tuple[str, str]]:
     """Every line of every store converts to its kind's written shape; the (store, kind) seen."""
     seen: set[tuple[str, str]] = set()
-    for store, shapes in kinds.WRITTEN.items():
+    for store, shapes in as_written.WRITTEN.items():
         for raw in ws.store(store).read_text().splitlines():
             event = json.loads(raw)
             if event.get("id") in forged:
@@ -107,7 +108,7 @@ HOSTED = {
 def test_every_event_a_writer_appends_has_its_kinds_shape(ws: Workspace) -> None:
     _every_writer(ws)
     seen = _kinds_written(ws, frozenset({"01UNSIGNEDUNSIGNEDUNSIGNED"}))
-    written = {(store, kind) for store, shapes in kinds.WRITTEN.items() for kind in shapes}
+    written = {(store, kind) for store, shapes in as_written.WRITTEN.items() for kind in shapes}
     assert seen == written - HOSTED  # every other kind was written here, so its shape was checked
 
 
@@ -165,11 +166,15 @@ def test_the_fold_reads_only_fields_the_writers_write() -> None:
     """Each read shape's fields are written by some writer of its store (a typo in a read shape
     would read every line as its default)."""
     for (store, kind), read in kinds.READ.items():
-        written = set().union(*(_keys(shape) for shapes in kinds.WRITTEN[store].values() for shape in shapes))
+        written = set().union(
+            *(_keys(shape) for shapes in as_written.WRITTEN[store].values() for shape in shapes)
+        )
         fields = set(read.__struct_fields__) | (
             {"kind"} if "kind" in getattr(read, "__annotations__", {}) else set()
         )
         assert fields <= written | {"kind"}, (store, kind, fields - written)
     for lenient, store in ((kinds.SignalsLine, "signals"), (kinds.UnitsLine, "units")):
-        written = set().union(*(_keys(shape) for shapes in kinds.WRITTEN[store].values() for shape in shapes))
+        written = set().union(
+            *(_keys(shape) for shapes in as_written.WRITTEN[store].values() for shape in shapes)
+        )
         assert set(lenient.__struct_fields__) <= written, (store, set(lenient.__struct_fields__) - written)

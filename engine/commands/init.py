@@ -13,8 +13,8 @@ from engine.base.errors import BadInput, Refused
 from engine.base.limits import check_text
 from engine.checkout.gitconfig import CONFIG, git_config
 from engine.checkout.workspace import STATE_DIR, Workspace
+from engine.commands.written import BaselineEvent
 from engine.log.events import STORES
-from engine.read.kinds import BaselineEvent
 from engine.trust.idhistory import BASELINE, DECIDED_BY, DECISION
 from identity.files import IDENTITY_DIR, POLICY_DIR, STORE_POLICY, content_hash
 from identity.shipped import IDENTITY_FILES, policy_files

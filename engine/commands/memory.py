@@ -12,7 +12,7 @@ from engine.base.lookup import by_prefix
 from engine.checkout.workspace import Lease, Workspace
 from engine.commands.actors import check_person, leased, require_grant
 from engine.commands.deciding import deciding
-from engine.read.kinds import MemoryEvent, RetractionEvent
+from engine.commands.written import MemoryEvent, RetractionEvent
 from engine.read.model import EventKind, MemoryEntry, MemoryStatus, State
 from engine.read.queries import memory_status
 from engine.read.rules import Denied, retracting

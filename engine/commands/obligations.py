@@ -9,8 +9,8 @@ from engine.base.lookup import by_prefix, check_prefix
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person
 from engine.commands.deciding import deciding
+from engine.commands.written import DispositionEvent
 from engine.read.deadlines import Deadlines
-from engine.read.kinds import DispositionEvent
 from engine.read.model import (
     PERSON_DISPOSITIONS,
     EventKind,

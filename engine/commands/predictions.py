@@ -16,7 +16,7 @@ from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person
 from engine.commands.deciding import deciding
 from engine.commands.signals import CONFIDENCE
-from engine.read.kinds import PredictionOutcomeEvent
+from engine.commands.written import PredictionOutcomeEvent
 from engine.read.model import EventKind, State
 from engine.read.rules import Denied, lacks, recording_outcome
 from engine.read.worldfold import AWAITING, CAME_TRUE, DID_NOT, reporter, status

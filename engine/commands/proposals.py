@@ -12,7 +12,7 @@ from engine.checkout.workspace import Workspace
 from engine.commands.actors import Actor, check_person, leased, require_grant
 from engine.commands.deciding import deciding
 from engine.commands.init import write_governed
-from engine.read.kinds import IdentityDecisionEvent, ProposalEvent
+from engine.commands.written import IdentityDecisionEvent, ProposalEvent
 from engine.read.load import load
 from engine.read.model import EventKind, State
 from engine.read.rules import Denied, deciding_proposal

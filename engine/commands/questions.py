@@ -17,7 +17,7 @@ from engine.base.limits import check_list, check_text
 from engine.checkout.workspace import Lease, Workspace
 from engine.commands.actors import leased
 from engine.commands.router import QUESTION
-from engine.read.kinds import QuestionEvent
+from engine.commands.written import QuestionEvent
 from engine.read.model import EventKind, State
 
 FIELDS = ("question", "options")

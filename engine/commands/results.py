@@ -17,7 +17,7 @@ from engine.checkout.workspace import Lease, Workspace
 from engine.commands.actors import leased
 from engine.commands.deciding import deciding
 from engine.commands.units import seen
-from engine.read.kinds import ResultEvent
+from engine.commands.written import ResultEvent
 from engine.read.model import ADVISORY, ASKS_RECOVERY, OWED_TO, RESULT_OUTCOMES, EventKind, State
 from engine.read.rules import Denied, refuse, reporting_result
 

@@ -9,8 +9,8 @@ from typing import Final
 from engine.base import clock, ids
 from engine.base.errors import RegulatorError
 from engine.checkout.workspace import Workspace
+from engine.commands.written import RoutedObligationEvent, RoutingEvent
 from engine.read.fold import advance
-from engine.read.kinds import RoutedObligationEvent, RoutingEvent
 from engine.read.load import load
 from engine.read.model import OWED_TO, EventKind, State
 from engine.read.queries import unrouted

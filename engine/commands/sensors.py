@@ -33,9 +33,9 @@ from engine.checkout.workspace import Workspace
 from engine.commands.duty import Outcome, deciding
 from engine.commands.signals import stamped, validate_report
 from engine.commands.units import seen
+from engine.commands.written import AdvisoryWithdrawnEvent, SensorRunEvent, SignalEvent
 from engine.log.events import HOST_KINDS
 from engine.log.store import canonical
-from engine.read.kinds import AdvisoryWithdrawnEvent, SensorRunEvent, SignalEvent
 from engine.read.load import load
 from engine.read.model import EventKind, State
 from engine.read.osv import (

@@ -11,7 +11,7 @@ from engine.base.limits import check_list, check_text
 from engine.base.lookup import check_prefix
 from engine.checkout.workspace import Lease, Workspace, check_unit_id
 from engine.commands.actors import Actor, check_person, leased, require_grant
-from engine.read.kinds import SignalEvent
+from engine.commands.written import SignalEvent
 from engine.read.load import load
 from engine.read.model import EventKind, State
 from engine.trust.signing import person_event, signer_for

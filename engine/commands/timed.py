@@ -22,9 +22,9 @@ from engine.checkout.workspace import Workspace
 from engine.commands.duty import Duty, Outcome, deciding
 from engine.commands.sensors import run_due
 from engine.commands.units import seen
+from engine.commands.written import DeadlineEscalatedEvent, EvidenceExpiredEvent, OverdueEvent
 from engine.log.store import canonical
 from engine.read.deadlines import Deadlines
-from engine.read.kinds import DeadlineEscalatedEvent, EvidenceExpiredEvent, OverdueEvent
 from engine.read.load import load
 from engine.read.model import EventKind, ObligationKind, ObligationStatus, State
 from engine.read.worldfold import reporter

@@ -19,8 +19,8 @@ from engine.base.limits import check_text
 from engine.checkout.workspace import LEASE_FILE, Workspace, check_unit_id
 from engine.commands.actors import check_person, lease_hash, require_grant
 from engine.commands.deciding import deciding
+from engine.commands.written import CloseEvent, DemoteEvent, DispatchEvent, RecoveryDecisionEvent
 from engine.read.contracts import contract_path, read_contract
-from engine.read.kinds import CloseEvent, DemoteEvent, DispatchEvent, RecoveryDecisionEvent
 from engine.read.model import BLOCKING, OWED_TO, RECOVERY_ACTIONS, EventKind, State, UnitState
 from engine.read.rules import Denied, deciding_unit, demoting, recovery
 from engine.read.vetoes import close_veto, dispatch_veto

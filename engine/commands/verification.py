@@ -477,7 +477,7 @@ def _line_hash(ws: Workspace, store: str, line: int) -> str | None:
 def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
     """Append a signed dismissal of a named bad line: verify lists it as dismissed and exits 0
     for it; the line still counts for nothing (the log is append-only)."""
-    from engine.read.kinds import DismissalEvent
+    from engine.commands.written import DismissalEvent
     from engine.read.rules import dismissing, refuse
     from engine.trust.signing import person_event, signer_for
 

@@ -22,8 +22,8 @@ from engine.base.errors import Refused
 from engine.checkout import heartbeat
 from engine.checkout.workspace import Workspace
 from engine.commands.units import seen
+from engine.commands.written import LeaseExpiredEvent
 from engine.host.duties import register
-from engine.read.kinds import LeaseExpiredEvent
 from engine.read.load import load
 from engine.read.model import EventKind, State, UnitState, UnitStatus
 from engine.read.queries import unit_status

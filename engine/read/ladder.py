@@ -4,10 +4,15 @@ engine.read.vetoes.holds counts as a hold (the vetoes, status, Next-up, lint and
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.checkout.workspace import Workspace
 from engine.read.model import State
 from registry.entries import Held, Registers, entry_or_none, load_registers
 from registry.trunkwalk import TrunkFindings, held_units
+
+if TYPE_CHECKING:
+    from registry.lint import Policy
 
 
 def registers_of(ws: Workspace, state: State) -> Registers:
@@ -38,11 +43,15 @@ def trunk_findings(ws: Workspace, state: State) -> TrunkFindings:
     if not isinstance(registers.trunk, TrunkFindings):
         from engine.checkout.gitconfig import trunk_of
         from engine.read.trunkcache import walked
-        from engine.trust.ackers import walk_policy
+
+        def policy() -> Policy:
+            from engine.trust.ackers import walk_policy
+
+            return walk_policy(ws)
 
         # the policy is read on the first change that needs authorizing, or to check a kept walk
         # that asked it (a walk that authorizes nothing, the common `status`, never parses policy)
-        registers.trunk = walked(ws, trunk_of(ws), lambda: walk_policy(ws))
+        registers.trunk = walked(ws, trunk_of(ws), policy)
     return registers.trunk
 
 
