@@ -22,6 +22,7 @@ from identity import regular
 from registry.entries import FINDING_ID, REGISTERS, Entry, Issue
 from registry.history import History, RangeError, RangeHistory, read_history, read_range
 from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range, lint_trunk
+from registry.trunkwalk import TrunkFindings
 from registry.views import VIEWS
 
 
@@ -72,12 +73,17 @@ def lint(
     With `range_spec` (A..B) the history checks are those of every commit in the range instead of
     the branch's against its merge-base. With `require_history`, history that cannot be read is an
     error, not a warning."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    from engine.read.ladder import walk_trunk
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
         pending: Future[RangeHistory] | Future[History]
+        walking: Future[TrunkFindings] | None = None
         if range_spec is not None:
             pending = pool.submit(read_range, ws.tree, range_spec)
         else:
             pending = pool.submit(read_history, ws.tree, trunk or trunk_of(ws))
+            if not isinstance(getattr(state.registers, "trunk", None), TrunkFindings):
+                walking = pool.submit(walk_trunk, ws)  # design §26's walk, while the entries parse
         registers = registers_of(ws, state)
         known = ws.has_stores  # without the stores a unit's state is unknown (design §16.2)
         if known:
@@ -100,6 +106,8 @@ def lint(
             history = pending.result()
         except RangeError as exc:
             raise BadInput(str(exc)) from None
+        if walking is not None and not isinstance(registers.trunk, TrunkFindings):
+            registers.trunk = walking.result()
     if isinstance(history, RangeHistory):  # range_spec was given
         before = history.spec.partition("..")[0]
         result.issues += lint_range(history, policy_at(ws, history.policy, before))

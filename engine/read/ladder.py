@@ -41,18 +41,24 @@ def trunk_findings(ws: Workspace, state: State) -> TrunkFindings:
     registers: what trunk holds, and each load-bearing change with whether it counts."""
     registers = registers_of(ws, state)
     if not isinstance(registers.trunk, TrunkFindings):
-        from engine.checkout.gitconfig import trunk_of
-        from engine.read.trunkcache import walked
-
-        def policy() -> Policy:
-            from engine.trust.ackers import walk_policy
-
-            return walk_policy(ws)
-
-        # the policy is read on the first change that needs authorizing, or to check a kept walk
-        # that asked it (a walk that authorizes nothing, the common `status`, never parses policy)
-        registers.trunk = walked(ws, trunk_of(ws), policy)
+        registers.trunk = walk_trunk(ws)
     return registers.trunk
+
+
+def walk_trunk(ws: Workspace) -> TrunkFindings:
+    """The walk itself (kept between commands by engine.read.trunkcache), for trunk_findings or for
+    a caller that walks while it reads the registers (lint)."""
+    from engine.checkout.gitconfig import trunk_of
+    from engine.read.trunkcache import walked
+
+    def policy() -> Policy:
+        from engine.trust.ackers import walk_policy
+
+        return walk_policy(ws)
+
+    # the policy is read on the first change that needs authorizing, or to check a kept walk
+    # that asked it (a walk that authorizes nothing, the common `status`, never parses policy)
+    return walked(ws, trunk_of(ws), policy)
 
 
 def stale_knowledge(ws: Workspace, state: State) -> dict[str, list[str]]:
