@@ -23,6 +23,7 @@ from engine.checkout.authority import GRANT_OF, Uncounted
 from engine.checkout.workspace import Workspace
 from engine.log.events import INDEX, STORES, refs, unreadable
 from engine.log.store import KEPT_PROBLEMS, SKEW_S
+from engine.read import prejudge
 from engine.read.kinds import (
     DispositionLine,
     HostUnitsLine,
@@ -99,6 +100,8 @@ _TYPED_KINDS = frozenset((_SIGNAL, _ROUTING, _DISPOSITION, *WORLD_KINDS))
 _UNIT_PERSON = (_DECISION, _DEMOTE)
 _KIND = operator.attrgetter("kind")
 PERSON_KINDS = {"units": _UNIT_PERSON, "memory": (_RETRACTION,)}
+_PERSON_STORES = ("signals", *PERSON_KINDS)  # the stores whose lines may be person events
+Ahead = prejudge.Prejudged | None  # a child judging the signed lines (engine.read.prejudge)
 _PARALLEL = 32  # person events in one read before their signatures are checked on every core
 
 
@@ -720,19 +723,39 @@ def advance(
     state.source.bind(tuple(ws.store(name).path for name in STORES))
     state.auth = ws.authority()
     gained: dict[str, int] = dict.fromkeys((name for name in ORDER if name in stores), 0)
-    for name in list(gained):
-        if name == "units" and "signals" in state.cursors:
-            state.reread = lambda: _read(ws, state, "signals", final, gained)
-        try:
-            _read(ws, state, name, final, gained)
-        finally:
-            state.reread = None
+    ahead = _prejudge(ws, state, [name for name in gained if name in _PERSON_STORES])
+    try:
+        for name in list(gained):
+            if name == "units" and "signals" in state.cursors:
+                state.reread = lambda: _read(ws, state, "signals", final, gained)
+            try:
+                _read(ws, state, name, final, gained, ahead)
+            finally:
+                state.reread = None
+    finally:
+        if ahead is not None:
+            ahead.close()
     if "units" in gained and "signals" in state.cursors:
         settle_unopened(state)  # the obligations units.ndjson opens are all folded now
     return gained
 
 
-def _read(ws: Workspace, state: State, name: str, final: bool, gained: dict[str, int]) -> None:
+def _prejudge(ws: Workspace, state: State, names: list[str]) -> prejudge.Prejudged | None:
+    """A forked child judging the stores' signed lines while they parse (engine.read.prejudge)."""
+    if ws.url is not None or not names:  # a mirror may be fetched again under the read: not there
+        return None
+
+    def judge(name: str, path: Path, found: list[int]) -> list[tuple[int, Any, str | None]]:
+        lines = zip(_read_back(path, found), found, strict=True)
+        return [
+            (at, event.get("id"), _judge(state, event, before, name, at)) for (event, before), at in lines
+        ]
+
+    where = [(n, ws.store(n).path, state.cursors.get(n, Cursor()).offset, INDEX[n]) for n in names]
+    return prejudge.start(where, judge)
+
+
+def _read(ws: Workspace, state: State, name: str, final: bool, gained: dict, ahead: Ahead = None) -> None:
     """Fold what one store gained since it was last read."""
     if name == "signals" and name not in state.cursors and state.host.units_at:
         raise Refold(name)  # dispatches and closes were judged without it: judge them with it
@@ -756,7 +779,15 @@ def _read(ws: Workspace, state: State, name: str, final: bool, gained: dict[str,
             state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
             del state.problems[KEPT_PROBLEMS:]
         at = refs(name, result.starts)
-        check_ahead(state, ws, name, person_refs(name, result.events, at))
+        found = person_refs(name, result.events, at)
+        if ahead is not None and found:  # judged by the child from the same bytes: the rest here
+            ready = ahead.verdicts(name)
+            for ref in found:
+                verdict = ready.get(ref)
+                if verdict is not None:
+                    state.verdicts[ref] = ({"id": verdict[0]} if verdict[0] is not None else {}, verdict[1])
+            found = [ref for ref in found if ref not in state.verdicts]
+        check_ahead(state, ws, name, found)
         FOLDS[name](state, result.events, at)
         state.verdicts.clear()
         if name == "units":

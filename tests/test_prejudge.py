@@ -1,0 +1,137 @@
+"""Signed person lines judged in a forked child while the stores parse (engine.read.prejudge,
+D-180): the fold with the child's verdicts equals the fold that judges every person event itself,
+for honest, forged, replayed and misplaced signed lines; a child that fails or hangs changes
+nothing but the time."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from engine.checkout.workspace import Workspace as EngineWorkspace
+from engine.read import fold, prejudge
+from engine.read.load import load
+from tests.helpers import Workspace, make_workspace, report_args
+
+
+def _signed_workspace(tmp: Path) -> Workspace:
+    """alice's signed signals and dispositions, then lines appended by hand: a disposition whose
+    text was edited after signing, the same signed line again (a replayed id), a signed line put in
+    another store, and a routing-shaped line that carries a `sig` key (no person event)."""
+    ws = make_workspace(tmp)
+    for subject in ("a.js", "b.js", "c.js"):
+        ws.run(*report_args(subject=subject, severity="advisory"), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    obligations = ws.json("obligations")
+    for ob in obligations[:2]:
+        ws.run("obligation", "resolve", ob["id"], "--disposition", "no-action", "--rationale", "checked",
+               "--by", "alice", check=True)  # fmt: skip
+    lines = ws.store("signals").read_text().splitlines()
+    dispositions = [json.loads(line) for line in lines if '"kind":"disposition"' in line]
+    edited = dict(dispositions[0], rationale="edited after signing", id="01EDITEDEDITEDEDITEDEDITED")
+    replayed = dispositions[1]
+    misplaced = dict(dispositions[0])
+    routing_with_sig = {
+        "kind": "routing",
+        "signal": "nothing",
+        "obligations": [],
+        "sig": "x",
+        "at": "2026-11-29",
+    }
+    with ws.store("signals").open("a") as handle:
+        for event in (edited, replayed, routing_with_sig):
+            handle.write(json.dumps(event) + "\n")
+    with ws.store("memory").open("a") as handle:
+        handle.write(json.dumps(misplaced) + "\n")
+    return ws
+
+
+def _summary(state: Any) -> Any:
+    """What the verdicts decide: each obligation's status and disposer, what counts for nothing
+    and why, the person event ids that counted, and the signals kept."""
+    return msgspec.to_builtins(
+        {
+            "obligations": {i: (o.status, o.disposition, o.by) for i, o in state.obligations.items()},
+            "uncounted": sorted((u.store, u.offset, u.reason, u.id or "") for u in state.uncounted),
+            "person_ids": {k: sorted(v) for k, v in state.person_ids.items()},
+            "signals": sorted(state.signals.refs),
+            "memory": sorted(state.memory),
+        }
+    )
+
+
+def _load(ws: Workspace, monkeypatch: pytest.MonkeyPatch, child: bool) -> tuple[Any, bool]:
+    """The state read with the child (forced at any size) or without it; whether a child ran."""
+    started: list[bool] = []
+    real = prejudge.start
+
+    def start(*args: Any) -> Any:
+        found = real(*args)
+        started.append(found is not None)
+        return found
+
+    with monkeypatch.context() as patch:
+        patch.setenv("REGULATOR_CHECKPOINT", "off")
+        patch.setattr(prejudge, "MIN_BYTES", 0 if child else 1 << 62)
+        patch.setattr(prejudge, "start", start)
+        state = load(EngineWorkspace(ws.root))
+    return _summary(state), any(started)
+
+
+def test_the_childs_verdicts_are_the_folds_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = _signed_workspace(tmp_path)
+    with_child, ran = _load(ws, monkeypatch, child=True)
+    without, ran_without = _load(ws, monkeypatch, child=False)
+    assert ran and not ran_without
+    assert with_child == without
+    reasons = " ".join(reason for _, _, reason, _ in without["uncounted"])
+    assert "signature" in reasons and "replayed" in reasons  # the forgeries were judged, and refused
+    assert sum(1 for status, _, _ in without["obligations"].values() if status == "resolved") == 2
+
+
+def test_a_child_that_fails_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = _signed_workspace(tmp_path)
+    without, _ = _load(ws, monkeypatch, child=False)
+
+    def broken(*args: Any) -> list[int]:
+        raise OSError("the child cannot read the store")
+
+    monkeypatch.setattr(prejudge, "signed_lines", broken)
+    failed, ran = _load(ws, monkeypatch, child=True)
+    assert ran and failed == without
+
+
+def test_a_child_that_hangs_is_stopped_at_its_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = _signed_workspace(tmp_path)
+    without, _ = _load(ws, monkeypatch, child=False)
+    real = prejudge.signed_lines
+
+    def slow(path: Path, offset: int, index: int) -> list[int]:
+        if index == 0:  # signals, the first store the fold asks about
+            time.sleep(60)
+        return real(path, offset, index)
+
+    monkeypatch.setattr(prejudge, "signed_lines", slow)
+    monkeypatch.setattr(prejudge, "DEADLINE_S", 1.0)
+    began = time.monotonic()
+    hung, ran = _load(ws, monkeypatch, child=True)
+    assert ran and hung == without
+    assert time.monotonic() - began < 30  # stopped at the deadline, not waited for
+
+
+def test_signed_lines_finds_each_line_holding_a_signature_once(tmp_path: Path) -> None:
+    path = tmp_path / "s.ndjson"
+    lines = [b'{"a":1}', b'{"sig":"x","b":"\\"sig\\":"}', b'{"c":2,"sig":"y"}', b'{"d":"sig"}']
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    starts = [sum(len(x) + 1 for x in lines[:k]) for k in range(len(lines))]
+    assert prejudge.signed_lines(path, 0, 0) == [starts[1] << 2, starts[2] << 2]
+    assert prejudge.signed_lines(path, starts[2], 2) == [starts[2] << 2 | 2]
+    assert prejudge.signed_lines(path, path.stat().st_size, 0) == []
+    assert fold.INDEX["signals"] == 0
