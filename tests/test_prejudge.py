@@ -6,6 +6,7 @@ nothing but the time."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -106,7 +107,7 @@ def test_a_child_that_fails_changes_nothing(tmp_path: Path, monkeypatch: pytest.
     assert ran and failed == without
 
 
-def test_a_child_that_hangs_is_stopped_at_its_deadline(
+def test_a_child_behind_the_fold_is_stopped_and_its_work_done_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ws = _signed_workspace(tmp_path)
@@ -119,7 +120,6 @@ def test_a_child_that_hangs_is_stopped_at_its_deadline(
         return real(path, offset, index)
 
     monkeypatch.setattr(prejudge, "signed_lines", slow)
-    monkeypatch.setattr(prejudge, "DEADLINE_S", 1.0)
     began = time.monotonic()
     hung, ran = _load(ws, monkeypatch, child=True)
     assert ran and hung == without
@@ -135,3 +135,41 @@ def test_signed_lines_finds_each_line_holding_a_signature_once(tmp_path: Path) -
     assert prejudge.signed_lines(path, starts[2], 2) == [starts[2] << 2 | 2]
     assert prejudge.signed_lines(path, path.stat().st_size, 0) == []
     assert fold.INDEX["signals"] == 0
+
+
+def test_the_child_keeps_only_its_pipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From an adversarial review: killed during a read, the parent left its child running with
+    the parent's stdout and stderr (a caller reading them to their end waited) and any lock's
+    descriptor. The child keeps its pipe alone, its standard streams on /dev/null."""
+    store = tmp_path / "s.ndjson"
+    store.write_bytes(b'{"sig":"x"}\n')
+    held = (tmp_path / "held").open("wb")  # a descriptor the parent has open, as a lock's would be
+
+    def slow(name: str, path: Path, found: list[int]) -> list[tuple[int, Any, str | None]]:
+        time.sleep(60)
+        return []
+
+    monkeypatch.setattr(prejudge, "MIN_BYTES", 0)
+    monkeypatch.delenv("REGULATOR_PREJUDGE_BYTES", raising=False)
+    child = prejudge.start([("signals", store, 0, 0)], slow)
+    assert child is not None
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            fds = {
+                int(fd): os.readlink(f"/proc/{child.pid}/fd/{fd}")
+                for fd in os.listdir(f"/proc/{child.pid}/fd")
+            }
+            if (
+                all(target == os.devnull for fd, target in fds.items() if fd <= 2)
+                or time.monotonic() > deadline
+            ):
+                break
+            time.sleep(0.05)
+        assert {fds[fd] for fd in (0, 1, 2)} == {os.devnull}
+        others = {fd: target for fd, target in fds.items() if fd > 2}
+        assert len(others) == 1 and next(iter(others.values())).startswith("pipe:"), others
+        assert str(tmp_path / "held") not in fds.values()
+    finally:
+        child.close()
+        held.close()

@@ -12,7 +12,9 @@ person event is never asked for.
 Only a read of at least MIN_BYTES, and only where this process runs one thread (a fork copies the
 calling thread alone, and a lock another thread held would stay held in the child): the room's
 live refreshes, which run beside the event loop, check in threads as before. A child that fails,
-or has not answered by the deadline, is killed and changes nothing: every verdict is then made here.
+or has not a store's verdicts ready when the fold asks for them (within GRACE_S), is killed and
+changes nothing: those verdicts are then made here, as without it. The child keeps no descriptor
+of the parent's but its pipe, and ends itself after LIFETIME_S.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ import msgspec
 
 MIN_BYTES = 4 << 20  # REGULATOR_PREJUDGE_BYTES sets it (as REGULATOR_CHECKPOINT_BYTES sets the checkpoint's)
 MARK = b'"sig":'
-DEADLINE_S = 30.0  # what the child may take beyond the parse before its work is done here instead
+GRACE_S = 0.1  # how long the fold waits for a store's verdicts it asks for before judging them here
+LIFETIME_S = 120  # the child ends itself after this, whatever became of the process that forked it
 
 Verdicts = dict[
     str, list[tuple[int, Any, str | None]]
@@ -73,9 +76,13 @@ class Prejudged:
         self.pid, self.fd = pid, fd
         self.buffer = b""
         self.ready: dict[str, dict[int, tuple[Any, str | None]]] = {}
-        self.deadline = time.monotonic() + DEADLINE_S
+        self.deadline = 0.0
 
     def verdicts(self, name: str) -> dict[int, tuple[Any, str | None]]:
+        """The child's verdicts for this store's signed lines, if it has them ready (or within
+        GRACE_S); else none, and the child is stopped: a child behind the fold (a store full of
+        signed lines, or of lines that only look signed) never makes it wait longer than this."""
+        self.deadline = time.monotonic() + GRACE_S
         while name not in self.ready and self.fd >= 0:
             frame = self._frame()
             if frame is None:
@@ -89,7 +96,7 @@ class Prejudged:
         return self.ready.get(name, {})
 
     def _frame(self) -> bytes | None:
-        """The next frame, or None (the child is done, failed or late: it is stopped)."""
+        """The next frame, or None (the child is done, failed or behind: it is stopped)."""
         need = 8
         while True:
             if len(self.buffer) >= need:
@@ -127,6 +134,16 @@ class Prejudged:
             self.fd = -1
 
 
+def _only(keep: int) -> None:
+    """The child keeps its pipe and nothing else the parent had open: not its standard streams (a
+    caller reading them to their end would wait for the child), not a lock's descriptor."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(3, keep)
+    os.closerange(keep + 1, max(keep + 1, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024))
+
+
 def start(stores: list[tuple[str, Path, int, int]], judge: Judge) -> Prejudged | None:
     """A child judging the signed lines of these stores ((name, path, offset, index) each), or None
     where it is not worth one or not safe to fork."""
@@ -150,7 +167,8 @@ def start(stores: list[tuple[str, Path, int, int]], judge: Judge) -> Prejudged |
     if pid == 0:  # the child: never returns
         code = 1
         try:
-            os.close(read)
+            signal.alarm(LIFETIME_S)  # orphaned (the parent killed), it still ends
+            _only(write)  # the read end too
             with os.fdopen(write, "wb") as pipe:
                 for name, path, offset, index in stores:  # in the fold's order, each as soon as done
                     frame = msgspec.json.encode((name, judge(name, path, signed_lines(path, offset, index))))
