@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
+from engine.base.forking import fork_with_pipe
 from engine.base.gcpause import gc_paused
 from engine.base.limits import check_text
 from engine.checkout.workspace import Workspace
@@ -204,26 +205,20 @@ def _beside(work: Work) -> Work:
         with gc_paused():  # every line's event may be kept until the routings are judged
             return work()
 
-    if not hasattr(os, "fork"):
+    forked = fork_with_pipe()
+    if forked is None:
         return here
-    read, write = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read)
-        os.close(write)
-        return here
+    pid, fd = forked
     if pid == 0:  # the child: never returns
-        code = 1
+        write, code = fd, 1
         try:
-            os.close(read)
             data = json.dumps([[[f.store, f.line, f.message] for f in part] for part in here()]).encode()
             with os.fdopen(write, "wb") as out:
                 out.write(data)
             code = 0
         finally:
             os._exit(code)
-    os.close(write)
+    read = fd
 
     def result() -> list[list[Finding]]:
         with os.fdopen(read, "rb") as handle:

@@ -31,6 +31,8 @@ from typing import Any
 
 import msgspec
 
+from engine.base.forking import fork_with_pipe
+
 MIN_BYTES = 4 << 20  # REGULATOR_PREJUDGE_BYTES sets it (as REGULATOR_CHECKPOINT_BYTES sets the checkpoint's)
 MARK = b'"sig":'
 GRACE_S = 0.1  # how long the fold waits for a store's verdicts it asks for before judging them here
@@ -147,7 +149,7 @@ def _only(keep: int) -> None:
 def start(stores: list[tuple[str, Path, int, int]], judge: Judge) -> Prejudged | None:
     """A child judging the signed lines of these stores ((name, path, offset, index) each), or None
     where it is not worth one or not safe to fork."""
-    if not hasattr(os, "fork") or threading.active_count() != 1:
+    if threading.active_count() != 1:
         return None
     unread = 0
     for _, path, offset, _ in stores:
@@ -157,18 +159,15 @@ def start(stores: list[tuple[str, Path, int, int]], judge: Judge) -> Prejudged |
             return None
     if unread < _threshold():
         return None
-    read, write = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read)
-        os.close(write)
+    forked = fork_with_pipe()
+    if forked is None:
         return None
+    pid, fd = forked
     if pid == 0:  # the child: never returns
-        code = 1
+        write, code = fd, 1
         try:
             signal.alarm(LIFETIME_S)  # orphaned (the parent killed), it still ends
-            _only(write)  # the read end too
+            _only(write)
             with os.fdopen(write, "wb") as pipe:
                 for name, path, offset, index in stores:  # in the fold's order, each as soon as done
                     frame = msgspec.json.encode((name, judge(name, path, signed_lines(path, offset, index))))
@@ -177,5 +176,4 @@ def start(stores: list[tuple[str, Path, int, int]], judge: Judge) -> Prejudged |
             code = 0
         finally:
             os._exit(code)
-    os.close(write)
-    return Prejudged(pid, read)
+    return Prejudged(pid, fd)
