@@ -10,7 +10,7 @@ import sys
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from itertools import compress, repeat
+from itertools import compress, filterfalse, repeat
 from pathlib import Path
 from typing import IO, Any
 
@@ -229,6 +229,11 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
     waiting, pending, host = state.unrouted_ids, state.pending, state.host
     expiries: dict[str, datetime | None] = {}
     fresh: dict[str, SignalLine] = {}  # this read's signals: a routing usually follows its signal closely
+    # the order rule's inline test, its fields read once: units_at and max_seen move only while
+    # units.ndjson folds, the rest only in _routing_order (read again after each call of it)
+    inline, intern, units_at, max_seen = _INLINE, _intern, host.units_at, host.max_seen
+    starts, saws = host.starts, host.seen_units
+    signals_seen, last_saw = host.signals_seen, saws[-1] if saws else 0
     for event, at in zip(events, at_refs, strict=True):
         kind = event.kind
         if type(event) is SignalsLine:  # not one of the typed shapes
@@ -238,13 +243,12 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
         if kind == _SIGNAL:
             if event.by is not None and not counts(state, "signals", at):
                 continue
-            if event.id in signals:  # a second line cannot restate a signal (its units, before routing)
+            signal_id = event.id
+            if signal_id in signals:  # a second line cannot restate a signal (its units, before routing)
                 state.uncounted.append(Uncounted("signals", at >> 2, _RESTATED))
                 continue
-            signals[event.id] = at
-            fresh[event.id] = event
-            if event.id not in routings:
-                waiting[event.id] = None
+            signals[signal_id] = at
+            fresh[signal_id] = event  # unrouted (state.unrouted_ids) unless routed by the end of this read
             if event.sensor is not None or event.supersedes is not None or event.prediction is not None:
                 world_signal(state, event, at)
         elif kind == _ROUTING:
@@ -252,36 +256,36 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
             if signal_id in routings:
                 continue  # a second router's duplicate: dropped
             seen = event.seen
-            if seen is not None or host.signals_seen:
+            if seen is not None or signals_seen:
                 # as a host writes it, inline (one per routing record of the log): it saw units.ndjson
                 # no shorter than the routing records before it, and nothing read bears on it
                 saw = seen.units if seen is not None else None
                 if (
-                    _INLINE
+                    inline
                     and type(saw) is int
-                    and host.signals_seen
-                    and saw >= (saws[-1] if (saws := host.seen_units) else 0)
-                    and saw >= host.units_at
-                    and host.max_seen <= at >> 2
-                    and saw < _CEILING
+                    and signals_seen
+                    and last_saw <= saw < _CEILING
+                    and saw >= units_at
+                    and max_seen <= at >> 2
                 ):
-                    host.starts.append(at >> 2)
+                    starts.append(at >> 2)
                     saws.append(saw)
+                    last_saw = saw
                 else:
                     reason = _routing_order(state, event, at)
+                    starts, saws, signals_seen = host.starts, host.seen_units, host.signals_seen
+                    last_saw = saws[-1] if saws else 0
                     if reason is not None:  # counts for nothing: the next routing record routes it
                         state.uncounted.append(Uncounted("signals", at >> 2, reason))
                         continue
             signal = fresh.get(signal_id)
-            if signal is not None:  # one string for the id, kept by signals, routings and obligations
-                signal_id = signal.id
-            routings[signal_id] = at
-            waiting.pop(signal_id, None)
-            if signal is not None:
-                subject, expires = signal.subject, signal.expiresAt
-            else:  # routed in a later read than its signal: read the signal back
+            if signal is not None:  # this read's: one id string, kept by signals, routings and obligations
+                signal_id, subject, expires = signal.id, signal.subject, signal.expiresAt
+            else:  # routed in a later read than its signal (which may be waiting): read the signal back
+                waiting.pop(signal_id, None)
                 earlier = state.signals.get(signal_id, {})
                 subject, expires = earlier.get("subject", ""), earlier.get("expiresAt")
+            routings[signal_id] = at
             if expires and expires not in expiries:
                 expiries[expires] = _expiry(expires)
             for entry in event.obligations:
@@ -295,12 +299,12 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                 unit = entry.unit
                 obligations[ob_id] = Obligation(
                     ob_id,  # id
-                    unit if unit is None else _intern(unit),
+                    unit if unit is None else intern(unit),
                     _INTELLIGENCE if entry.kind is None else _kind_of(entry.kind),  # kind
                     signal_id,  # source
-                    _intern(entry.severity),
+                    intern(entry.severity),
                     entry.blocks,
-                    _intern(entry.owedTo),  # owed_to
+                    intern(entry.owedTo),  # owed_to
                     event.at,  # opened_at
                     subject,
                     expiries.get(expires) if expires else None,  # expires_at
@@ -338,6 +342,7 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
             opened = getattr(event, "opens", None)  # a recheck obligation (evidence-expired)
             if pending and opened is not None and opened.id in pending and opened.id in obligations:
                 close_pending(state, obligations[opened.id])
+    waiting.update(dict.fromkeys(filterfalse(routings.__contains__, fresh)))  # in log order, in C
 
 
 def _kind_of(text: str) -> ObligationKind:
