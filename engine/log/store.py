@@ -385,7 +385,8 @@ def _parse_lines(
     models can hold a reference instead of the event.
     """
     decode, each = _decoders(shape)
-    if max(map(len, pieces)) > MAX_LINE:  # a line too long to be an event: named line by line
+    lengths = list(map(len, pieces))  # once, for the longest line and the starts
+    if max(lengths) > MAX_LINE:  # a line too long to be an event: named line by line
         return _parse_each(store, pieces, line, offset, result, each, shape is None)
     try:
         if shape is not None:  # whole events: msgspec decodes, and so checks, every byte of text
@@ -397,7 +398,7 @@ def _parse_lines(
     except (ValueError, RecursionError):  # msgspec's errors and UnicodeDecodeError are ValueErrors
         return _parse_each(store, pieces, line, offset, result, each, shape is None)
     result.events.extend(events)
-    result.starts.extend(_starts(pieces, offset))
+    result.starts.extend(_starts(lengths, offset))
     return line + len(pieces)
 
 
@@ -437,13 +438,15 @@ def _parse_each(
                 result.problem(store, number, "malformed", functools.partial(_why_not, raw))
             continue
         append(event)
-    result.starts.extend(at for k, at in enumerate(_starts(pieces, offset)) if k not in skipped)
+    result.starts.extend(
+        at for k, at in enumerate(_starts(list(map(len, pieces)), offset)) if k not in skipped
+    )
     return number
 
 
-def _starts(pieces: list[bytes], offset: int) -> list[int]:
+def _starts(lengths: list[int], offset: int) -> list[int]:
     """Line k starts at offset + the lengths of the k lines before it + their k newlines (in C)."""
-    return list(map(operator.add, accumulate(map(len, pieces), initial=offset), range(len(pieces))))
+    return list(map(operator.add, accumulate(lengths, initial=offset), range(len(lengths))))
 
 
 def canonical_line(event: dict) -> bytes:
