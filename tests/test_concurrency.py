@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
 from tests import helpers
 from tests.helpers import REGULATOR, report_args
@@ -59,3 +60,26 @@ def test_verify_names_an_edited_middle_line(ws: helpers.Workspace) -> None:
     path.write_text(lines[0] + lines[2])
     done = ws.run("verify")
     assert done.returncode == 1 and "signals.ndjson:2: chain broken" in done.stdout
+
+
+def test_verify_judges_the_routing_records_its_fold_read_not_those_appended_since(
+    ws: helpers.Workspace, monkeypatch: Any
+) -> None:
+    """`verify` re-derives every routing record in a child, after its fold: a signal reported and
+    routed by a host in between is the next run's, never "a routing record for no signal that
+    counts (forged?)" for a signal the fold did not see."""
+    from engine.checkout.workspace import Workspace
+    from engine.commands.verification import _routings
+    from engine.read.load import load
+
+    monkeypatch.setenv("REGULATOR_NOW", ws.env["REGULATOR_NOW"])
+    ws.run(*report_args(subject="before the fold"), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    engine_ws = Workspace(ws.root)
+    folded = load(engine_ws, cached=False)
+    ws.run(*report_args(subject="after the fold"), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    assert [e["kind"] for e in ws.events("signals")].count("routing") == 2
+    assert _routings(engine_ws, folded) == []
+    assert _routings(engine_ws, load(engine_ws, cached=False)) == []
+    assert ws.run("verify").returncode == 0

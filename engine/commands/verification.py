@@ -281,15 +281,26 @@ class _HostLines:
         return each
 
 
+def _signals_read(state: State | None) -> int:
+    """How much of signals.ndjson a fold read (-1: none)."""
+    cursor = state.cursors.get("signals") if state is not None else None
+    return cursor.offset if cursor is not None else -1
+
+
 def _routings(ws: Workspace, fresh: State) -> list[Finding]:
     """Every routing record must be the one the router writes for its signal under the routing
     policy then in force, once per signal (design §15.0): each signal routed again, as the fold
-    counted it. Readers still obey what is written; verify names it (exit 1)."""
+    counted it. Readers still obey what is written; verify names it (exit 1). Only what the fold
+    read is judged: a line appended since is the next run's (it would route a signal this fold
+    never saw)."""
     import msgspec
 
     routings: list[tuple[int, int, dict]] = []  # (line, offset, record): checked once every line is read
     signal_lines: dict[int, dict] = {}  # offset -> signal event: the routing checks read no line twice
+    folded = _signals_read(fresh)
     for number, start, raw in _lines(ws, "signals"):
+        if start >= folded:
+            break
         if raw is None or raw[:1] != b"{" and raw.lstrip()[:1] != b"{":
             continue  # too long, or no JSON object: no event; the chain check names it
         try:
