@@ -36,10 +36,11 @@ def read(folder: Path, create: bool = False) -> bytes | None:
     return key if len(key) >= 32 else None
 
 
-def replace_private(path: Path, data: bytes) -> bool:
-    """Put `data` at `path` (mode 0600) whole or not at all: written to a new file of a random name
-    beside it, made with O_EXCL and O_NOFOLLOW (a FIFO, a link or a file put there beforehand is
-    never opened, so never blocks the writer or is written through), then renamed over `path`.
+def replace_private(path: Path, *parts: bytes) -> bool:
+    """Put the parts, one after another, at `path` (mode 0600) whole or not at all: written to a new
+    file of a random name beside it, made with O_EXCL and O_NOFOLLOW (a FIFO, a link or a file put
+    there beforehand is never opened, so never blocks the writer or is written through), then
+    renamed over `path`. In parts, so a large file (a checkpoint) is never joined in memory first.
     False when it cannot be done (a read-only folder, a directory at `path`)."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(8).hex()}")
     try:
@@ -48,7 +49,8 @@ def replace_private(path: Path, data: bytes) -> bool:
         return False
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            for part in parts:
+                handle.write(part)
         os.replace(temporary, path)  # a reader sees the old file or the new, never half
         return True
     except OSError:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import mmap
 import os
 import stat
 import threading
@@ -169,19 +168,35 @@ def _mark(path: Path, cursor: Cursor) -> Mark | None:
 
 def _digest(path: Path, offset: int, whole_line: bool = False) -> str | None:
     """SHA-256 of the store's first `offset` bytes; None if it is shorter (or, with whole_line,
-    if they do not end with a newline). Hashing releases the GIL, so it can run in a thread."""
+    if they do not end with a newline). Hashing releases the GIL, so it can run in a thread. Read
+    through one buffer of _PIECE bytes: a store mapped whole would count in the process's resident
+    set while it is hashed (the room's peak, design §25's rss_kb_per_obligation)."""
+    digest = hashlib.sha256()
     if offset == 0:
-        return hashlib.sha256(b"").hexdigest()
+        return digest.hexdigest()
     try:
-        with open(path, "rb") as handle:
+        with open(path, "rb", buffering=0) as handle:
             if os.fstat(handle.fileno()).st_size < offset:
                 return None
-            with mmap.mmap(handle.fileno(), offset, access=mmap.ACCESS_READ) as data:
-                if whole_line and data[offset - 1 : offset] != b"\n":
+            if whole_line:
+                handle.seek(offset - 1)
+                if handle.read(1) != b"\n":
                     return None
-                return hashlib.sha256(data).hexdigest()
+                handle.seek(0)
+            buffer = bytearray(min(_PIECE, offset))
+            view, left = memoryview(buffer), offset
+            while left:
+                got = handle.readinto(view[: min(left, _PIECE)])
+                if not got:
+                    return None  # cut shorter while it was read
+                digest.update(view[:got])
+                left -= got
+            return digest.hexdigest()
     except (OSError, ValueError):
         return None
+
+
+_PIECE = 1 << 20
 
 
 # ---- writing -------------------------------------------------------------------------------------
@@ -225,8 +240,8 @@ def save(ws: Workspace, state: State) -> bool:
         rest = _encoder.encode(body)
     except (ValueError, TypeError, OverflowError, msgspec.EncodeError):  # e.g. an int past 64 bits
         return False
-    data = len(first).to_bytes(8, "little") + first + rest
-    if not hostkey.replace_private(path_of(ws), _mac(key, data) + data):
+    prefix = len(first).to_bytes(8, "little")  # the file: MAC, prefix, header, body; never joined in memory
+    if not hostkey.replace_private(path_of(ws), _mac(key, prefix, first, rest), prefix, first, rest):
         return False
     state.checkpointed = sum(m[0] for m in marks.values())
     return True
