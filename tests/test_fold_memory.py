@@ -10,8 +10,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.read.fold import PERSON_KINDS, UnitsLine, _fold_memory, _memory_problem, person_refs
+from engine.read.fold import UnitsLine, _fold_memory, _memory_problem
 from engine.read.model import MemoryEntry, State
+from engine.read.persons import PERSON_KINDS, person_refs
 
 MISSING = object()
 texts = st.sampled_from(["", "a", "fact", "é", "x y"])

@@ -476,6 +476,32 @@ def test_a_fold_read_piece_by_piece_or_through_a_checkpoint_equals_a_cold_one(st
         )
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=hosts(), piece=st.integers(1, 2048))
+def test_a_fold_read_a_few_bytes_at_a_time_equals_one_read_whole(steps: Any, piece: int) -> None:
+    """A cold read folds each store a piece at a time (engine.read.fold.PIECE, D-181): pieces of
+    any size, down to a line each, fold what one read of each store folds."""
+    import engine.read.fold as fold
+
+    with tempfile.TemporaryDirectory() as base:
+        root = fresh_root(base)
+        ws = EngineWorkspace(root)
+        now = datetime(2026, 11, 29, 12, tzinfo=UTC)
+        run_steps(root, steps, State(now=now), ws)
+        whole = load(ws, now, cached=False)
+        saved, fold.PIECE = fold.PIECE, piece
+        try:
+            pieces = load(ws, now, cached=False)
+        finally:
+            fold.PIECE = saved
+        assert fingerprint(pieces) == fingerprint(whole)
+        assert (pieces.uncounted, pieces.host, pieces.bad_lines) == (
+            whole.uncounted,
+            whole.host,
+            whole.bad_lines,
+        )
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=hosts())
 def test_the_inline_judgement_of_host_events_equals_the_one_that_says_why(steps: Any) -> None:

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.checkout.workspace import Workspace as EngineWorkspace
 from engine.read import fold, prejudge
@@ -102,7 +105,7 @@ def test_a_child_that_fails_changes_nothing(tmp_path: Path, monkeypatch: pytest.
     def broken(*args: Any) -> list[int]:
         raise OSError("the child cannot read the store")
 
-    monkeypatch.setattr(prejudge, "signed_lines", broken)
+    monkeypatch.setattr(prejudge, "signed_pieces", broken)
     failed, ran = _load(ws, monkeypatch, child=True)
     assert ran and failed == without
 
@@ -112,14 +115,14 @@ def test_a_child_behind_the_fold_is_stopped_and_its_work_done_here(
 ) -> None:
     ws = _signed_workspace(tmp_path)
     without, _ = _load(ws, monkeypatch, child=False)
-    real = prejudge.signed_lines
+    real = prejudge.signed_pieces
 
-    def slow(path: Path, offset: int, index: int) -> list[int]:
+    def slow(path: Path, offset: int, index: int) -> Any:
         if index == 0:  # signals, the first store the fold asks about
             time.sleep(60)
         return real(path, offset, index)
 
-    monkeypatch.setattr(prejudge, "signed_lines", slow)
+    monkeypatch.setattr(prejudge, "signed_pieces", slow)
     began = time.monotonic()
     hung, ran = _load(ws, monkeypatch, child=True)
     assert ran and hung == without
@@ -167,9 +170,48 @@ def test_the_child_keeps_only_its_pipe(tmp_path: Path, monkeypatch: pytest.Monke
                 break
             time.sleep(0.05)
         assert {fds[fd] for fd in (0, 1, 2)} == {os.devnull}
-        others = {fd: target for fd, target in fds.items() if fd > 2}
+        # besides its pipe, only the store it reads, which it opened itself (a piece at a time)
+        others = {fd: target for fd, target in fds.items() if fd > 2 and target != str(store)}
         assert len(others) == 1 and next(iter(others.values())).startswith("pipe:"), others
         assert str(tmp_path / "held") not in fds.values()
     finally:
         child.close()
         held.close()
+
+
+@pytest.mark.parametrize("piece", [1, 97, 600])
+def test_the_fold_and_the_child_a_few_bytes_at_a_time_equal_one_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, piece: int
+) -> None:
+    """The fold reads a store a piece at a time (fold.PIECE) and takes the child's verdicts a piece
+    at a time (prejudge.PIECE): pieces of any size, down to one line each, decide what one read of
+    each store decides."""
+    ws = _signed_workspace(tmp_path)
+    whole, _ = _load(ws, monkeypatch, child=False)
+    monkeypatch.setattr(fold, "PIECE", piece)
+    monkeypatch.setattr(prejudge, "PIECE", piece)
+    pieces, ran = _load(ws, monkeypatch, child=True)
+    alone, _ = _load(ws, monkeypatch, child=False)
+    assert ran and pieces == whole and alone == whole
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    lines=st.lists(
+        st.sampled_from([b'{"a":1}', b'{"sig":"x"}', b'{"b":"\\"sig\\":"}', b"", b"x" * 40]), max_size=30
+    ),
+    piece=st.integers(1, 200),
+    torn=st.booleans(),
+)
+def test_signed_pieces_find_what_one_pass_finds(lines: list[bytes], piece: int, torn: bool) -> None:
+    with tempfile.TemporaryDirectory() as base:
+        path = Path(base) / "s.ndjson"
+        data = b"\n".join(lines) + (b"" if torn or not lines else b"\n")
+        path.write_bytes(data)
+        starts = [sum(len(x) + 1 for x in lines[:k]) for k in range(len(lines))]
+        marked = [start << 2 | 1 for start, line in zip(starts, lines, strict=True) if b'"sig":' in line]
+        pieces = list(prejudge.signed_pieces(path, 0, 1, piece))
+        assert [ref for _, found in pieces for ref in found] == marked
+        ends = [end for end, _ in pieces]
+        assert ends == sorted(set(ends)) and (not ends or ends[-1] == len(data))
+        assert all(end == len(data) or data[end - 1 : end] == b"\n" for end in ends)

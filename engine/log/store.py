@@ -117,6 +117,7 @@ class ReadResult:
     offset: int = 0
     line: int = 0
     end: int = 0  # the bytes read, a last line not yet ended included (which `offset` may leave out)
+    more: bool = False  # stopped at `limit`: the store holds more from `offset` (engine.read.fold reads on)
 
     def problem(self, store: str, line: int, kind: str, why: Callable[[], str]) -> None:
         """Count a bad line; keep it (its reason computed only then) while fewer are kept."""
@@ -233,14 +234,22 @@ class Store:
 
     # ---- reading -------------------------------------------------------------------------
     def read(
-        self, offset: int = 0, line: int = 0, *, final: bool = True, shape: type | tuple | None = None
+        self,
+        offset: int = 0,
+        line: int = 0,
+        *,
+        final: bool = True,
+        shape: type | tuple | None = None,
+        limit: int | None = None,
     ) -> ReadResult:
         """Read the events after byte `offset` (line number `line` so far).
 
         A last line without a newline is torn: with `final` it is reported and skipped; a live
         reader passes final=False and leaves the offset before it, to read it again when whole.
         `shape` (a msgspec Struct, or a pair: the shapes most lines take, the shape for any line)
-        reads only the fields a fold uses; by default, whole events.
+        reads only the fields a fold uses; by default, whole events. With `limit`, it stops at the
+        first line boundary past `limit` bytes (`more`: read on from `offset`), so a fold holds
+        one piece's events at a time, not a whole store's.
         """
         result = ReadResult(offset=offset, line=line, end=offset)
         try:
@@ -260,7 +269,13 @@ class Store:
             handle.seek(offset)
             # in pieces: the memory one piece's lines used is reused by the next, and a large
             # log never sits in memory twice (its bytes and its lines)
-            while chunk := handle.read(_READ_CHUNK):
+            while True:
+                if limit is not None and done - offset >= limit and not skipping:
+                    result.more = True  # `last`, a line begun, is read again from `done`
+                    break
+                chunk = handle.read(_READ_CHUNK)
+                if not chunk:
+                    break
                 if skipping:
                     ends = chunk.find(b"\n")
                     if ends < 0:
@@ -280,6 +295,10 @@ class Store:
                 if len(last) > MAX_LINE:  # no newline yet, and already too long to be an event
                     last, skipping = b"", True
             end = handle.tell()
+        if result.more:
+            result.end = result.offset = done
+            result.line = number
+            return result
         result.end = end
         if (last or skipping) and final:
             number += 1

@@ -63,6 +63,8 @@ _SOURCES = (  # relative to engine/
     "log/store.py",
     "checkout/authority.py",
     "read/worldfold.py",
+    "read/persons.py",  # which person events count
+    "read/prejudge.py",  # the child's verdicts the fold takes
 )
 _code_key: str | None = None
 

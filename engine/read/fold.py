@@ -3,26 +3,23 @@ policy on when to read: engine.read.load decides that; `advance` folds what each
 
 from __future__ import annotations
 
-import operator
-import os
-import re
 import sys
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
-from itertools import compress, filterfalse, repeat
+from itertools import filterfalse
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import msgspec
 
 from engine.base import clock
 from engine.base.errors import RegulatorError
 from engine.base.gcpause import gc_paused
-from engine.checkout.authority import GRANT_OF, Uncounted
+from engine.checkout.authority import Uncounted
 from engine.checkout.workspace import Workspace
-from engine.log.events import INDEX, STORES, refs, unreadable
-from engine.log.store import KEPT_PROBLEMS, SKEW_S
+from engine.log.events import INDEX, STORES, refs
+from engine.log.store import KEPT_PROBLEMS, ReadResult
 from engine.read import prejudge
 from engine.read.kinds import (
     DispositionLine,
@@ -62,6 +59,7 @@ from engine.read.order import (
     _routing_order,
     _signals_seen,
 )
+from engine.read.persons import PERSON_STORES, _judge, _read_back, check_ahead, counts, person_refs
 from engine.read.rules import close_pending, disposing, disposition_counts
 from engine.read.vetoes import Span, host_veto
 from engine.read.worldfold import KINDS as WORLD_KINDS
@@ -98,126 +96,8 @@ _TYPED_KINDS = frozenset((_SIGNAL, _ROUTING, _DISPOSITION, *WORLD_KINDS))
 
 
 _UNIT_PERSON = (_DECISION, _DEMOTE)
-_KIND = operator.attrgetter("kind")
-PERSON_KINDS = {"units": _UNIT_PERSON, "memory": (_RETRACTION,)}
-_PERSON_STORES = ("signals", *PERSON_KINDS)  # the stores whose lines may be person events
 Ahead = prejudge.Prejudged | None  # a child judging the signed lines (engine.read.prejudge)
-_PARALLEL = 32  # person events in one read before their signatures are checked on every core
-
-
-def person_refs(name: str, events: Sequence[Any], at_refs: list[int]) -> list[int]:
-    """The references of a read's person events (design §15.1), found in one pass."""
-    if name == "signals":
-        return [
-            at
-            for e, at in zip(events, at_refs, strict=True)
-            if type(e) is DispositionLine
-            or (type(e) is SignalLine and e.by is not None)
-            or type(e) is OutcomeLine
-        ]
-    kinds = PERSON_KINDS.get(name)
-    if not kinds:
-        return []
-    if len(events) != len(at_refs):
-        raise ValueError("one reference per event")
-    # `e.kind in kinds` (units, read as UnitsLine) or `e.get("kind") in kinds` (memory, whole
-    # events) for every event, in C: 800,000 of them in the bench
-    found = map(_KIND, events) if name == "units" else map(dict.get, events, repeat("kind"))
-    return list(compress(at_refs, map(kinds.__contains__, found)))
-
-
-def check_ahead(state: State, ws: Workspace, name: str, found: list[int]) -> None:
-    """Check many person events' signatures at once, on every core (Ed25519 verification runs
-    without the GIL): the fold then finds each verdict ready. Only what the fold would check."""
-    if len(found) < _PARALLEL:
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    lines = [(*line, at) for line, at in zip(_read_back(ws.store(name).path, found), found, strict=True)]
-    workers = max(1, min(4, os.cpu_count() or 1))
-    size = -(-len(lines) // workers)
-    chunks = [lines[k : k + size] for k in range(0, len(lines), size)]
-
-    def judge(chunk: list[tuple[dict[str, Any], object, int]]) -> list[str | None]:
-        return [_judge(state, event, previous, name, at) for event, previous, at in chunk]
-
-    with ThreadPoolExecutor(workers) as pool:
-        verdicts = [v for part in pool.map(judge, chunks) for v in part]
-    events = [event for event, _, _ in lines]
-    state.verdicts.update(zip(found, zip(events, verdicts, strict=True), strict=True))
-
-
-def _read_back(path: Path, found: list[int]) -> list[tuple[dict[str, Any], object]]:
-    """Whole events at these references, each with the `at` of the line before it, read through
-    one handle."""
-    with open(path, "rb") as handle:
-        return [_person_line(handle, at) for at in found]
-
-
-_AT = re.compile(rb'"at":"([^"]*)"')
-
-
-def _person_line(handle: IO[bytes], at: int) -> tuple[dict[str, Any], object]:
-    """The event at a reference, and the `at` of the line before it (None for the first line)."""
-    offset = at >> 2
-    start = max(0, offset - 4096)
-    handle.seek(start)
-    before = handle.read(offset - start)
-    line = handle.readline()
-    try:
-        event = msgspec.json.decode(line)
-    except (ValueError, RecursionError):
-        event = None
-    if type(event) is not dict:
-        return unreadable(at), None
-    cut = before[:-1].rfind(b"\n")  # the line before this one (its newline ends `before`)
-    found = _AT.findall(before[cut + 1 :]) if cut >= 0 or start == 0 else []
-    return event, (found[-1].decode() if found else None)
-
-
-def _judge(state: State, event: dict[str, Any], previous: object, store: str, at: int) -> str | None:
-    """Why a person event counts for nothing (grant, signature, or a time before its store's),
-    judged under the policy in force at its place in the log (engine.checkout.authority.people_for)."""
-    people = state.auth.people_for(store, at >> 2, event.get("at"))
-    grant = GRANT_OF.get(event.get("kind")) if people.grants else None  # type: ignore[arg-type]
-    reason = state.auth.check(event, people, grant)
-    if reason is None and state.auth.clock == "system" and _backdated(event.get("at"), previous):
-        reason = "back-dated (stamped before the line before it)"
-    return reason
-
-
-def _backdated(at: object, previous: object) -> bool:
-    """More than the skew a store allows (design §15.3) before the line before it."""
-    if not isinstance(at, str) or not isinstance(previous, str) or at >= previous:
-        return False
-    try:
-        return (clock.read_time(previous) - clock.read_time(at)).total_seconds() > SKEW_S
-    except Exception:  # noqa: BLE001 - an unreadable time is not a back-dated one
-        return False
-
-
-def counts(state: State, store: str, at: int) -> bool:
-    """Whether the person event at this reference counts (design §15.1): signed by a key the policy
-    in force at its time lists for the person (or unsigned where signatures are not required),
-    and the first event of its store with its id. One that does not is kept in `uncounted`."""
-    ready = state.verdicts.pop(at, None)
-    if ready is not None:
-        event, reason = ready
-    else:
-        with open(state.source.paths[at & 3], "rb") as handle:
-            event, previous = _person_line(handle, at)
-        reason = _judge(state, event, previous, store, at)
-    event_id = event.get("id")
-    if reason is None and isinstance(event_id, str):
-        seen = state.person_ids.setdefault(store, set())
-        if event_id in seen:
-            reason = "replayed id (an event with this id came earlier)"
-        else:
-            seen.add(event_id)
-    if reason is None:
-        return True
-    state.uncounted.append(Uncounted(store, at >> 2, reason, event_id if isinstance(event_id, str) else None))
-    return False
+PIECE = 16 << 20  # bytes of a store read and folded at once: its events are dropped before the next
 
 
 _intern = sys.intern
@@ -728,7 +608,7 @@ def advance(
     state.source.bind(tuple(ws.store(name).path for name in STORES))
     state.auth = ws.authority()
     gained: dict[str, int] = dict.fromkeys((name for name in ORDER if name in stores), 0)
-    ahead = _prejudge(ws, state, [name for name in gained if name in _PERSON_STORES])
+    ahead = _prejudge(ws, state, [name for name in gained if name in PERSON_STORES])
     try:
         for name in list(gained):
             if name == "units" and "signals" in state.cursors:
@@ -761,40 +641,48 @@ def _prejudge(ws: Workspace, state: State, names: list[str]) -> prejudge.Prejudg
 
 
 def _read(ws: Workspace, state: State, name: str, final: bool, gained: dict, ahead: Ahead = None) -> None:
-    """Fold what one store gained since it was last read."""
+    """Fold what one store gained since it was last read, a piece at a time (PIECE bytes: each
+    piece's events are folded, then dropped, so a cold read never holds a whole store's events)."""
     if name == "signals" and name not in state.cursors and state.host.units_at:
         raise Refold(name)  # dispatches and closes were judged without it: judge them with it
     cursor = state.cursors.setdefault(name, Cursor())
     store = ws.store(name)
     if store.size() < cursor.offset:  # replaced or truncated: the caller reloads in full
         raise StoreReplaced(name)
+    limit = PIECE if ws.url is None else None  # a mirror is proven against the server once per read
+    more = True
     with gc_paused():
-        result = store.read(cursor.offset, cursor.line, final=final, shape=SHAPES.get(name))
-        cursor.offset, cursor.line = result.offset, result.line
-        if name == "signals":
-            host = state.host
-            host.signals_size = result.end
-            if 0 <= host.beyond <= result.end:  # a dispatch or close said it saw this much: judge it now
-                raise Refold("signals")
-        if result.bad:
-            state.bad_lines += result.bad
-            state.problems.extend(result.problems)
-            # in store order, then line: the same list however the log was read (a checkpoint);
-            # the first KEPT_PROBLEMS are named, every one is counted (design §26)
-            state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
-            del state.problems[KEPT_PROBLEMS:]
-        at = refs(name, result.starts)
-        found = person_refs(name, result.events, at)
-        if ahead is not None and found:  # judged by the child from the same bytes: the rest here
-            ready = ahead.verdicts(name)
-            for ref in found:
-                verdict = ready.get(ref)
-                if verdict is not None:
-                    state.verdicts[ref] = ({"id": verdict[0]} if verdict[0] is not None else {}, verdict[1])
-            found = [ref for ref in found if ref not in state.verdicts]
-        check_ahead(state, ws, name, found)
-        FOLDS[name](state, result.events, at)
-        state.verdicts.clear()
-        if name == "units":
-            state.host.units_at = cursor.offset
-    gained[name] = gained.get(name, 0) + len(result.events)
+        while more:
+            result = store.read(cursor.offset, cursor.line, final=final, shape=SHAPES.get(name), limit=limit)
+            cursor.offset, cursor.line, more = result.offset, result.line, result.more
+            _fold_piece(state, ws, name, result, ahead)
+            gained[name] = gained.get(name, 0) + len(result.events)
+
+
+def _fold_piece(state: State, ws: Workspace, name: str, result: ReadResult, ahead: Ahead) -> None:
+    if name == "signals":
+        host = state.host
+        host.signals_size = result.end
+        if 0 <= host.beyond <= result.end:  # a dispatch or close said it saw this much: judge it now
+            raise Refold("signals")
+    if result.bad:
+        state.bad_lines += result.bad
+        state.problems.extend(result.problems)
+        # in store order, then line: the same list however the log was read (a checkpoint);
+        # the first KEPT_PROBLEMS are named, every one is counted (design §26)
+        state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
+        del state.problems[KEPT_PROBLEMS:]
+    at = refs(name, result.starts)
+    found = person_refs(name, result.events, at)
+    if ahead is not None and found:  # judged by the child from the same bytes: the rest here
+        ready = ahead.verdicts(name, result.offset)
+        for ref in found:
+            verdict = ready.pop(ref, None)
+            if verdict is not None:
+                state.verdicts[ref] = ({"id": verdict[0]} if verdict[0] is not None else {}, verdict[1])
+        found = [ref for ref in found if ref not in state.verdicts]
+    check_ahead(state, ws, name, found)
+    FOLDS[name](state, result.events, at)
+    state.verdicts.clear()
+    if name == "units":
+        state.host.units_at = state.cursors[name].offset

@@ -315,7 +315,7 @@ class State:
     host: HostOrder = field(default_factory=HostOrder)  # the order rule's memory (engine.read.fold)
     verdicts: dict[int, tuple[dict[str, Any], str | None]] = field(
         default_factory=dict
-    )  # see fold.check_ahead
+    )  # see engine.read.persons.check_ahead
     reread: Callable[[], None] | None = None  # while units.ndjson folds: read what signals.ndjson gained
     world: World = field(default_factory=World)  # design §24: what time and the world brought in
 

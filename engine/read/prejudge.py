@@ -2,7 +2,7 @@
 §15.1, D-180).
 
 A cold read of a large log parses every line, then checks the signatures of its person events
-(engine.read.fold.check_ahead) while the fold waits: about 85 ms of a 0.75 s load at 100,000
+(engine.read.persons.check_ahead) while the fold waits: about 85 ms of a 0.75 s load at 100,000
 obligations. Started before the parse, a child finds the lines that carry a signature by their
 bytes (`"sig":`), judges each with the fold's own judge (the same function, on the same bytes,
 under the same policy), and hands the verdicts back through a pipe; the fold takes those it asks
@@ -25,7 +25,7 @@ import select
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,8 @@ from engine.base.forking import fork_with_pipe
 
 MIN_BYTES = 4 << 20  # REGULATOR_PREJUDGE_BYTES sets it (as REGULATOR_CHECKPOINT_BYTES sets the checkpoint's)
 MARK = b'"sig":'
-GRACE_S = 0.1  # how long the fold waits for a store's verdicts it asks for before judging them here
+GRACE_S = 0.1  # how long the fold waits in all for verdicts it asks for before judging them here
+PIECE = 1 << 20  # the child sends its verdicts a piece of a store at a time, the fold takes them so
 LIFETIME_S = 120  # the child ends itself after this, whatever became of the process that forked it
 
 Verdicts = dict[
@@ -45,21 +46,32 @@ Verdicts = dict[
 Judge = Callable[[str, Path, list[int]], list[tuple[int, Any, str | None]]]
 
 
-def signed_lines(path: Path, offset: int, index: int) -> list[int]:
-    """The references (offset << 2 | index) of the lines at or after `offset` holding MARK."""
-    found: list[int] = []
+def signed_pieces(path: Path, offset: int, index: int, piece: int = PIECE) -> Iterator[tuple[int, list[int]]]:
+    """The store from `offset` a piece at a time (about `piece` bytes, ending at a line's end):
+    (where the piece ends, the references (offset << 2 | index) of its lines holding MARK)."""
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         if size <= offset:
-            return found
+            return
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            at = data.find(MARK, offset)
-            while at != -1:
-                start = data.rfind(b"\n", offset, at) + 1 or offset
-                found.append(start << 2 | index)
-                end = data.find(b"\n", at)
-                at = -1 if end == -1 else data.find(MARK, end + 1)
-    return found
+            begin = offset
+            while begin < size:
+                end = data.find(b"\n", min(begin + piece, size) - 1)
+                end = size if end == -1 else end + 1
+                found: list[int] = []
+                at = data.find(MARK, begin, end)
+                while at != -1:
+                    start = data.rfind(b"\n", offset, at) + 1 or offset
+                    found.append(start << 2 | index)
+                    ends = data.find(b"\n", at, end)
+                    at = -1 if ends == -1 else data.find(MARK, ends + 1, end)
+                yield end, found
+                begin = end
+
+
+def signed_lines(path: Path, offset: int, index: int) -> list[int]:
+    """The references (offset << 2 | index) of the lines at or after `offset` holding MARK."""
+    return [ref for _, found in signed_pieces(path, offset, index) for ref in found]
 
 
 def _threshold() -> int:
@@ -70,31 +82,46 @@ def _threshold() -> int:
 
 
 class Prejudged:
-    """The child's verdicts, a frame per store in the fold's order (8 bytes of length, then the
-    store's verdicts in JSON): the fold takes each store's when it has parsed that store, while
-    the child goes on with the next."""
+    """The child's verdicts, a frame per piece of each store in the fold's order (8 bytes of
+    length, then in JSON the store, where the piece ends (-1: the store is done) and its lines'
+    verdicts): the fold, reading a store a piece at a time too, takes what it needs as it goes,
+    while the child goes on ahead."""
 
     def __init__(self, pid: int, fd: int) -> None:
         self.pid, self.fd = pid, fd
         self.buffer = b""
         self.ready: dict[str, dict[int, tuple[Any, str | None]]] = {}
+        self.covered: dict[str, int] = {}  # store -> where the child's last piece of it ended
+        self.done: set[str] = set()
         self.deadline = 0.0
+        self.budget = GRACE_S
 
-    def verdicts(self, name: str) -> dict[int, tuple[Any, str | None]]:
-        """The child's verdicts for this store's signed lines, if it has them ready (or within
-        GRACE_S); else none, and the child is stopped: a child behind the fold (a store full of
-        signed lines, or of lines that only look signed) never makes it wait longer than this."""
-        self.deadline = time.monotonic() + GRACE_S
-        while name not in self.ready and self.fd >= 0:
+    def verdicts(self, name: str, upto: int) -> dict[int, tuple[Any, str | None]]:
+        """The child's verdicts for this store's signed lines, at least those before byte `upto`
+        if it has them ready (or within what is left of GRACE_S); else no more, and the child is
+        stopped: a child behind the fold (a store full of signed lines, or of lines that only look
+        signed) never makes it wait longer than GRACE_S in all."""
+        began = time.monotonic()
+        self.deadline = began + self.budget
+        while name not in self.done and self.covered.get(name, -1) < upto and self.fd >= 0:
             frame = self._frame()
             if frame is None:
                 break
             try:
-                store, found = msgspec.json.decode(frame, type=tuple[str, list[tuple[int, Any, str | None]]])
+                store, end, found = msgspec.json.decode(
+                    frame, type=tuple[str, int, list[tuple[int, Any, str | None]]]
+                )
             except (msgspec.DecodeError, msgspec.ValidationError):
                 self.close()
                 break
-            self.ready[store] = {at: (event_id, reason) for at, event_id, reason in found}
+            self.ready.setdefault(store, {}).update(
+                (at, (event_id, reason)) for at, event_id, reason in found
+            )
+            if end < 0:
+                self.done.add(store)
+            else:
+                self.covered[store] = end
+        self.budget = max(0.0, self.budget - (time.monotonic() - began))
         return self.ready.get(name, {})
 
     def _frame(self) -> bytes | None:
@@ -107,9 +134,9 @@ class Prejudged:
                     continue
                 frame, self.buffer = self.buffer[8:need], self.buffer[need:]
                 return frame
-            left = self.deadline - time.monotonic()
+            left = max(0.0, self.deadline - time.monotonic())  # 0: only what is there already
             try:
-                ready = left > 0 and select.select([self.fd], [], [], left)[0]
+                ready = select.select([self.fd], [], [], left)[0]
                 chunk = os.read(self.fd, 1 << 20) if ready else b""
             except OSError:
                 chunk = b""
@@ -146,6 +173,12 @@ def _only(keep: int) -> None:
     os.closerange(keep + 1, max(keep + 1, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024))
 
 
+def _send(pipe: Any, frame: object) -> None:
+    data = msgspec.json.encode(frame)
+    pipe.write(len(data).to_bytes(8, "little") + data)
+    pipe.flush()
+
+
 def start(stores: list[tuple[str, Path, int, int]], judge: Judge) -> Prejudged | None:
     """A child judging the signed lines of these stores ((name, path, offset, index) each), or None
     where it is not worth one or not safe to fork."""
@@ -169,10 +202,10 @@ def start(stores: list[tuple[str, Path, int, int]], judge: Judge) -> Prejudged |
             signal.alarm(LIFETIME_S)  # orphaned (the parent killed), it still ends
             _only(write)
             with os.fdopen(write, "wb") as pipe:
-                for name, path, offset, index in stores:  # in the fold's order, each as soon as done
-                    frame = msgspec.json.encode((name, judge(name, path, signed_lines(path, offset, index))))
-                    pipe.write(len(frame).to_bytes(8, "little") + frame)
-                    pipe.flush()
+                for name, path, offset, index in stores:  # in the fold's order, a piece as soon as done
+                    for end, found in signed_pieces(path, offset, index):
+                        _send(pipe, (name, end, judge(name, path, found)))
+                    _send(pipe, (name, -1, []))
             code = 0
         finally:
             os._exit(code)

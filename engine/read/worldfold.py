@@ -111,7 +111,7 @@ def world_signal(state: State, event: Any, at: int) -> None:
 
 
 def fold_world(state: State, event: Any, at: int, counts: Any) -> None:
-    """One of this module's lines (LINES), in log order. `counts` is engine.read.fold.counts: whether a
+    """One of this module's lines (LINES), in log order. `counts` is engine.read.persons.counts: whether a
     person event counts (signed, granted, first with its id)."""
     world = state.world
     kind = event.kind

@@ -153,7 +153,13 @@ class PgStore(Store):
         return written
 
     def read(
-        self, offset: int = 0, line: int = 0, *, final: bool = True, shape: type | tuple | None = None
+        self,
+        offset: int = 0,
+        line: int = 0,
+        *,
+        final: bool = True,
+        shape: type | tuple | None = None,
+        limit: int | None = None,
     ) -> ReadResult:
         """From the mirror, brought up to date first (from its last sequence number), its bytes
         proven to be the server's (Mirror.check) or fetched again."""
@@ -161,7 +167,7 @@ class PgStore(Store):
         before = self.mirror.before(self.store)
         self.mirror.sync((self.store,))
         self.mirror.check(self.store, offset, line, before)
-        return super().read(offset, line, final=final, shape=shape)
+        return super().read(offset, line, final=final, shape=shape, limit=limit)
 
     def mended(self) -> list[int]:
         """Lines of the mirror this process found were not the server's, and fetched again."""
