@@ -215,3 +215,26 @@ def test_signed_pieces_find_what_one_pass_finds(lines: list[bytes], piece: int, 
         ends = [end for end, _ in pieces]
         assert ends == sorted(set(ends)) and (not ends or ends[-1] == len(data))
         assert all(end == len(data) or data[end - 1 : end] == b"\n" for end in ends)
+
+
+def test_the_fold_takes_the_childs_verdicts_and_judges_none_of_those_lines_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the child in time (its deadline made long here), no signed line the child judged is
+    judged again by the fold: the verdicts are used, not only computed."""
+    from engine.read import persons
+
+    ws = _signed_workspace(tmp_path)
+    judged: list[int] = []
+    real = persons._judge
+
+    def counting(state: Any, event: Any, previous: object, store: str, at: int) -> Any:
+        judged.append(at)
+        return real(state, event, previous, store, at)
+
+    monkeypatch.setattr(prejudge, "GRACE_S", 30.0)
+    monkeypatch.setattr(persons, "_judge", counting)
+    with_child, ran = _load(ws, monkeypatch, child=True)
+    assert ran and judged == []
+    without, _ = _load(ws, monkeypatch, child=False)
+    assert with_child == without and len(judged) >= 5  # here every person event is judged in this process

@@ -673,16 +673,16 @@ def _fold_piece(state: State, ws: Workspace, name: str, result: ReadResult, ahea
         state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
         del state.problems[KEPT_PROBLEMS:]
     at = refs(name, result.starts)
-    found = person_refs(name, result.events, at)
-    if ahead is not None and found:  # judged by the child from the same bytes: the rest here
-        ready = ahead.verdicts(name, result.offset)
-        for ref in found:
-            verdict = ready.pop(ref, None)
-            if verdict is not None:
-                state.verdicts[ref] = ({"id": verdict[0]} if verdict[0] is not None else {}, verdict[1])
-        found = [ref for ref in found if ref not in state.verdicts]
-    check_ahead(state, ws, name, found)
-    FOLDS[name](state, result.events, at)
+    if ahead is not None and ahead.alive(
+        name
+    ):  # the child's verdicts, each taken as the fold reaches its line
+        state.prejudged = ahead.verdict
+    else:  # the person events' signatures checked here, ahead of the fold, on every core
+        check_ahead(state, ws, name, person_refs(name, result.events, at))
+    try:
+        FOLDS[name](state, result.events, at)
+    finally:
+        state.prejudged = None
     state.verdicts.clear()
     if name == "units":
         state.host.units_at = state.cursors[name].offset

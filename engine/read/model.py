@@ -317,6 +317,9 @@ class State:
         default_factory=dict
     )  # see engine.read.persons.check_ahead
     reread: Callable[[], None] | None = None  # while units.ndjson folds: read what signals.ndjson gained
+    # while a piece folds on a cold read: the forked child's verdict on a signed line, (event id,
+    # why it counts for nothing), or None (engine.read.prejudge.Prejudged.verdict)
+    prejudged: Callable[[str, int], tuple[Any, str | None] | None] | None = None
     world: World = field(default_factory=World)  # design §24: what time and the world brought in
 
     def __post_init__(self) -> None:

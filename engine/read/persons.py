@@ -129,6 +129,10 @@ def counts(state: State, store: str, at: int) -> bool:
     in force at its time lists for the person (or unsigned where signatures are not required),
     and the first event of its store with its id. One that does not is kept in `uncounted`."""
     ready = state.verdicts.pop(at, None)
+    if ready is None and state.prejudged is not None:  # the forked child's, from the same bytes
+        told = state.prejudged(store, at)
+        if told is not None:
+            ready = ({"id": told[0]} if told[0] is not None else {}, told[1])
     if ready is not None:
         event, reason = ready
     else:

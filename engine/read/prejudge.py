@@ -124,6 +124,20 @@ class Prejudged:
         self.budget = max(0.0, self.budget - (time.monotonic() - began))
         return self.ready.get(name, {})
 
+    def alive(self, name: str) -> bool:
+        """Whether the child may still answer for this store (running, or done with it)."""
+        return self.fd >= 0 or name in self.done
+
+    def verdict(self, name: str, at: int) -> tuple[Any, str | None] | None:
+        """The child's verdict on the line at this reference (event id, why it counts for nothing),
+        waiting (within what is left of GRACE_S) until the child has come past it; None where it
+        has none: no signature there, the child stopped, or the line is past what it read."""
+        ready = self.ready.get(name)
+        found = ready.pop(at, None) if ready else None
+        if found is None and self.fd >= 0 and name not in self.done and self.covered.get(name, -1) <= at >> 2:
+            found = self.verdicts(name, (at >> 2) + 1).pop(at, None)
+        return found
+
     def _frame(self) -> bytes | None:
         """The next frame, or None (the child is done, failed or behind: it is stopped)."""
         need = 8
