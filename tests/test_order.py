@@ -258,6 +258,47 @@ def test_a_reader_that_read_signals_before_the_host_decided_reads_them_first(
 # ---- stores from before `seen` ---------------------------------------------------------------------
 
 
+def test_a_store_renamed_over_between_two_pieces_is_read_again_from_its_first_byte(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    """An editor's save (a new file renamed over signals.ndjson) between two pieces of a cold read:
+    the fold never mixes the two files (an adversarial review found it did once stores were read a
+    piece at a time); it reads the new one from its first byte, as a cold read of it does."""
+    import engine.log.store as store_module
+    import engine.read.fold as fold
+
+    ws = make_workspace(tmp_path)
+    monkeypatch.setenv("REGULATOR_NOW", ws.env["REGULATOR_NOW"])
+    for subject in ("aaaa.js", "bbbb.js", "cccc.js"):
+        ws.run(*report_args(subject=subject), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    path = ws.store("signals")
+    edited = path.read_bytes().replace(b'"aaaa.js"', b'"zzzz.js"')  # the first line, already read
+    monkeypatch.setattr(fold, "PIECE", 1)
+    monkeypatch.setattr(store_module, "_READ_CHUNK", 64)
+    real = store_module.Store.read
+    calls: list[int] = []
+
+    def read(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.path == path:
+            calls.append(1)
+            if len(calls) == 2:  # after the first piece: the new file, renamed over the store
+                (path.parent / "edited").write_bytes(edited)
+                os.replace(path.parent / "edited", path)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(store_module.Store, "read", read)
+    engine_ws = EngineWorkspace(ws.root)
+    mixed = load(engine_ws, cached=False)
+    assert len(calls) > 3
+    monkeypatch.setattr(store_module.Store, "read", real)
+    again = load(engine_ws, cached=False)
+    assert fingerprint(mixed) == fingerprint(again)
+    assert "aaaa.js" not in {
+        ob.subject for ob in mixed.obligations.values()
+    }  # the old file's line is not kept
+
+
 def test_a_store_from_before_seen_reads_as_before_and_upgrades_in_place(tmp_path: Any) -> None:
     ws = make_workspace(tmp_path)  # a pinned clock: the old times are what the lines say
     old = clock.parse_time("2026-11-29T11:00:00Z")
@@ -476,12 +517,25 @@ def test_a_fold_read_piece_by_piece_or_through_a_checkpoint_equals_a_cold_one(st
         )
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps=hosts(), piece=st.integers(1, 2048))
-def test_a_fold_read_a_few_bytes_at_a_time_equals_one_read_whole(steps: Any, piece: int) -> None:
-    """A cold read folds each store a piece at a time (engine.read.fold.PIECE, D-181): pieces of
-    any size, down to a line each, fold what one read of each store folds."""
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=hosts(),
+    piece=st.integers(1, 2048),
+    chunk=st.sampled_from([7, 64, 100, 500, 4096]),
+    child_piece=st.integers(1, 3000),
+    child=st.booleans(),
+)
+def test_a_fold_read_a_few_bytes_at_a_time_equals_one_read_whole(
+    steps: Any, piece: int, chunk: int, child_piece: int, child: bool
+) -> None:
+    """A cold read folds each store a piece at a time (engine.read.fold.PIECE, D-181), the store
+    read a chunk at a time within it, and the signature child answers a piece at a time: pieces of
+    any size, down to a line each, with the child or without it, fold what one read of each store
+    folds. (An adversarial review found the first version of this test never split a store: the
+    store's own chunk was larger than any of them.)"""
+    import engine.log.store as store
     import engine.read.fold as fold
+    import engine.read.prejudge as prejudge
 
     with tempfile.TemporaryDirectory() as base:
         root = fresh_root(base)
@@ -489,11 +543,13 @@ def test_a_fold_read_a_few_bytes_at_a_time_equals_one_read_whole(steps: Any, pie
         now = datetime(2026, 11, 29, 12, tzinfo=UTC)
         run_steps(root, steps, State(now=now), ws)
         whole = load(ws, now, cached=False)
-        saved, fold.PIECE = fold.PIECE, piece
+        saved = fold.PIECE, store._READ_CHUNK, prejudge.PIECE, prejudge.MIN_BYTES
+        fold.PIECE, store._READ_CHUNK, prejudge.PIECE = piece, chunk, child_piece
+        prejudge.MIN_BYTES = 0 if child else 1 << 62
         try:
             pieces = load(ws, now, cached=False)
         finally:
-            fold.PIECE = saved
+            fold.PIECE, store._READ_CHUNK, prejudge.PIECE, prejudge.MIN_BYTES = saved
         assert fingerprint(pieces) == fingerprint(whole)
         assert (pieces.uncounted, pieces.host, pieces.bad_lines) == (
             whole.uncounted,

@@ -209,7 +209,12 @@ def test_signed_pieces_find_what_one_pass_finds(lines: list[bytes], piece: int, 
         data = b"\n".join(lines) + (b"" if torn or not lines else b"\n")
         path.write_bytes(data)
         starts = [sum(len(x) + 1 for x in lines[:k]) for k in range(len(lines))]
-        marked = [start << 2 | 1 for start, line in zip(starts, lines, strict=True) if b'"sig":' in line]
+        whole = len(lines) - (1 if torn and lines else 0)  # a line without its newline: still being written
+        marked = [
+            start << 2 | 1
+            for start, line in zip(starts[:whole], lines[:whole], strict=True)
+            if b'"sig":' in line
+        ]
         pieces = list(prejudge.signed_pieces(path, 0, 1, piece))
         assert [ref for _, found in pieces for ref in found] == marked
         ends = [end for end, _ in pieces]

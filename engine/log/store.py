@@ -118,6 +118,10 @@ class ReadResult:
     line: int = 0
     end: int = 0  # the bytes read, a last line not yet ended included (which `offset` may leave out)
     more: bool = False  # stopped at `limit`: the store holds more from `offset` (engine.read.fold reads on)
+    file: tuple[int, int] = (
+        0,
+        0,
+    )  # (device, inode) of the file read: a fold reading on checks it is the same
 
     def problem(self, store: str, line: int, kind: str, why: Callable[[], str]) -> None:
         """Count a bad line; keep it (its reason computed only then) while fewer are kept."""
@@ -263,6 +267,8 @@ class Store:
                 ) from None
             raise
         handle = open(fd, "rb", buffering=0)  # noqa: SIM115 - closed by the with below
+        status = os.fstat(fd)
+        result.file = (status.st_dev, status.st_ino)
         number, done, last = line, offset, b""  # done: where `last` (a line not yet ended) starts
         skipping = False  # inside a line longer than MAX_LINE: its bytes are dropped, not kept
         with handle:

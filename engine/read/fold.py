@@ -650,10 +650,13 @@ def _read(ws: Workspace, state: State, name: str, final: bool, gained: dict, ahe
     if store.size() < cursor.offset:  # replaced or truncated: the caller reloads in full
         raise StoreReplaced(name)
     limit = PIECE if ws.url is None else None  # a mirror is proven against the server once per read
-    more = True
+    more, file = True, None
     with gc_paused():
         while more:
             result = store.read(cursor.offset, cursor.line, final=final, shape=SHAPES.get(name), limit=limit)
+            if file not in (None, result.file):  # renamed over between two pieces (an editor's save)
+                raise StoreReplaced(name)
+            file = result.file
             cursor.offset, cursor.line, more = result.offset, result.line, result.more
             _fold_piece(state, ws, name, result, ahead)
             gained[name] = gained.get(name, 0) + len(result.events)
@@ -673,16 +676,36 @@ def _fold_piece(state: State, ws: Workspace, name: str, result: ReadResult, ahea
         state.problems.sort(key=lambda p: (INDEX.get(p.store.removesuffix(".ndjson"), 9), p.line))
         del state.problems[KEPT_PROBLEMS:]
     at = refs(name, result.starts)
-    if ahead is not None and ahead.alive(
-        name
-    ):  # the child's verdicts, each taken as the fold reaches its line
-        state.prejudged = ahead.verdict
+    outer = state.prejudged  # a units piece's, while signals.ndjson is read again inside it (reread)
+    if ahead is not None and ahead.alive(name):  # the child's verdicts, taken as the fold reaches each line
+        state.prejudged = _Taken(state, ws, name, result.events, at, ahead)
     else:  # the person events' signatures checked here, ahead of the fold, on every core
+        state.prejudged = None
         check_ahead(state, ws, name, person_refs(name, result.events, at))
     try:
         FOLDS[name](state, result.events, at)
     finally:
-        state.prejudged = None
+        state.prejudged = outer
     state.verdicts.clear()
     if name == "units":
         state.host.units_at = state.cursors[name].offset
+
+
+class _Taken:
+    """The child's verdict on a line, as the fold of one piece reaches it; once the child has
+    stopped (failed, or behind past GRACE_S), the rest of the piece's person events are checked
+    here at once, on every core (check_ahead), not one by one."""
+
+    def __init__(self, state: State, ws: Workspace, name: str, events: list[Any], at: list[int], ahead: Any):
+        self.state, self.ws, self.name, self.events, self.at, self.ahead = state, ws, name, events, at, ahead
+
+    def __call__(self, store: str, ref: int) -> tuple[Any, str | None] | None:
+        ahead = self.ahead
+        if ahead is not None:
+            told = ahead.verdict(store, ref)
+            if told is not None or ahead.alive(store):
+                return told
+            self.ahead = None
+            rest = [r for r in person_refs(self.name, self.events, self.at) if r >= ref]
+            check_ahead(self.state, self.ws, self.name, rest)
+        return None

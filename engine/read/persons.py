@@ -133,6 +133,8 @@ def counts(state: State, store: str, at: int) -> bool:
         told = state.prejudged(store, at)
         if told is not None:
             ready = ({"id": told[0]} if told[0] is not None else {}, told[1])
+        else:  # none from the child: checked here with the rest of its piece, if the child stopped
+            ready = state.verdicts.pop(at, None)
     if ready is not None:
         event, reason = ready
     else:

@@ -61,10 +61,12 @@ def signed_pieces(path: Path, offset: int, index: int, piece: int = PIECE) -> It
                 found: list[int] = []
                 at = data.find(MARK, begin, end)
                 while at != -1:
+                    ends = data.find(b"\n", at, end)
+                    if ends == -1:  # a line still being written: judged by the fold, once whole
+                        break
                     start = data.rfind(b"\n", offset, at) + 1 or offset
                     found.append(start << 2 | index)
-                    ends = data.find(b"\n", at, end)
-                    at = -1 if ends == -1 else data.find(MARK, ends + 1, end)
+                    at = data.find(MARK, ends + 1, end)
                 yield end, found
                 begin = end
 
