@@ -55,7 +55,7 @@ def blocking(state: State) -> dict[str, list[Obligation]]:
     """unit id -> the obligations holding it now (one pass over every obligation)."""
     index: dict[str, list[Obligation]] = {}
     for ob in state.obligations.values():
-        if ob.unit and holding(ob):
+        if ob.blocks and ob.unit and holding(ob):  # `blocks` first: most obligations do not (a call saved)
             index.setdefault(ob.unit, []).append(ob)
     return index
 
