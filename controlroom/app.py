@@ -142,8 +142,7 @@ class ControlRoom(App[None]):
 
     # ---- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        # kept as attributes: a query from the app searches the top screen, which is a dialog's
-        # while one is open, and live updates arrive then too
+        # kept as attributes: a query from the app searches the top screen (a dialog's while one is open)
         self._topbar = FitLine(id="topbar")
         self._tabs = FitLine(id="tabs")
         self._filter = Input(
@@ -162,8 +161,7 @@ class ControlRoom(App[None]):
         yield Footer(compact=True)
 
     def on_unmount(self) -> None:
-        """Leave a checkpoint of what was folded, so the next start reads only what is new
-        (written as the room closes: never before its first frame)."""
+        """Leave a checkpoint of what was folded (as the room closes: never before its first frame)."""
         if not self.read_only and checkpoint.worth_saving(self.snap.state):
             with self.lock:
                 checkpoint.save(self.ws, self.snap.state)
@@ -177,9 +175,11 @@ class ControlRoom(App[None]):
         if self.watching:
             self.watch_stores()
             self.ask_serve()
-        if self.background_checks:
-            # after the first frame: the checks hash every store and would compete with it
+        if (
+            self.background_checks
+        ):  # after the first frame: the checks hash every store, would compete with it
             self.set_timer(0.5, self.run_checks)
+        self.set_timer(0.3, self._keep_overdue)  # the header's overdue account, after the first frame too
         self.set_interval(self.tick_seconds, self.tick)
         if self.welcome:
             self.notify(escape(self.welcome), title="welcome", timeout=30, markup=False)
@@ -253,9 +253,14 @@ class ControlRoom(App[None]):
             self._warm(snap)
         return changed, routed
 
+    @work(thread=True, group="fold")
+    def _keep_overdue(self) -> None:
+        with self._fold_lock:
+            self.snap.keep_overdue()
+
     def _warm(self, snap: readmodel.Snapshot) -> None:
-        """Count the header and list the current view's keys here, in the worker, so the UI thread
-        finds them ready (a pass over 100,000 obligations each)."""
+        """Count the header, list the view's keys here, in the worker: the UI finds them ready."""
+        snap.keep_overdue()
         header.counts(snap)
         header.in_memory(snap)  # the header's "would block once routed"
         readmodel.keys(self.view, snap, self.views[self.view].show_all)

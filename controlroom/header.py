@@ -37,7 +37,9 @@ def _counts(snap: Snapshot) -> dict[str, int]:
     open_count = blocking = stale = overdue = 0
     now = state.now
     judge = deadlines(snap)
-    before = judge.before  # severity -> opened before this is overdue (Deadlines.overdue, inlined)
+    # the account the fold's worker keeps (engine.read.deadlines.OverdueCount), else counted here
+    kept = snap.overdue.count(state.obligations, judge, state.replaced)
+    before = judge.before if kept is None else None  # severity -> opened before this is overdue
     for ob in state.obligations.values():
         if ob.status == ObligationStatus.OPEN:
             open_count += 1
@@ -47,9 +49,12 @@ def _counts(snap: Snapshot) -> dict[str, int]:
             if before:
                 limit = before.get(ob.severity)
                 if limit is not None and (
-                    ob.opened_at < limit if len(ob.opened_at) == 20 else judge.overdue(ob)
-                ):
+                    ob.opened_at < limit
+                    if len(ob.opened_at) == 20 and ob.opened_at[-1] == "Z"
+                    else judge.overdue(ob)
+                ):  # Deadlines.overdue, inlined
                     overdue += 1
+    overdue = overdue if kept is None else kept
     obligations = state.obligations
     expired = sum(
         1 for ob_id in state.world.stale_evidence if obligations[ob_id].status == ObligationStatus.OPEN

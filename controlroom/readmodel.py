@@ -20,7 +20,7 @@ from engine.commands.registers import lint
 from engine.commands.verification import Finding, LiveChain, findings_later
 from engine.read import freshness
 from engine.read.contracts import Contract
-from engine.read.deadlines import Deadlines
+from engine.read.deadlines import Deadlines, OverdueCount
 from engine.read.ladder import registers_of
 from engine.read.load import load
 from engine.read.model import MemoryStatus, Obligation, ObligationKind, ObligationStatus, State, UnitState
@@ -90,6 +90,7 @@ class Snapshot:
     # how many entries were expiring then
     _memory_marker: tuple[int, int, date] | None = None
     _expiring: int = 0
+    overdue: OverdueCount = field(default_factory=OverdueCount)  # the header's, kept by the fold's worker
     generation: int = 0  # bumped whenever what the rows read changes (a fold, checks applied)
     # (what, args) -> ((generation, now), value); each `what` keeps one type of value
     _cache: dict[tuple[str, tuple[object, ...]], tuple[tuple[int, datetime], object]] = field(
@@ -143,6 +144,10 @@ class Snapshot:
         """What holds each unit, as engine.read.vetoes.holds decides it (one meaning: design §26)."""
         found = holds(self.ws, self.state)
         self.holds, self.stale = found.obligations, found.findings
+
+    def keep_overdue(self) -> None:
+        """Bring the header's overdue account up to the state (a first one passes over every obligation)."""
+        self.overdue.keep(self.state.obligations, deadlines(self), self.state.replaced)
 
     def derive(self) -> None:
         """Recompute the indexes every row reads (cheap, one pass each)."""

@@ -425,6 +425,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                     subject=f"recovery decision: {action} — {'' if rationale is msgspec.UNSET else rationale}",
                     history=[at],
                 )
+                state.replaced += ob.id in obligations  # (engine.read.deadlines.OverdueCount starts again)
                 obligations[ob.id] = ob
                 if holds is not None:
                     holds.setdefault(unit_id, []).append(ob)
