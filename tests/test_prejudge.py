@@ -158,20 +158,20 @@ def test_the_child_keeps_only_its_pipe(tmp_path: Path, monkeypatch: pytest.Monke
     assert child is not None
     try:
         deadline = time.monotonic() + 10
-        while True:
-            fds = {
-                int(fd): os.readlink(f"/proc/{child.pid}/fd/{fd}")
-                for fd in os.listdir(f"/proc/{child.pid}/fd")
-            }
-            if (
-                all(target == os.devnull for fd, target in fds.items() if fd <= 2)
-                or time.monotonic() > deadline
-            ):
+        while True:  # until the child has settled (it is closing what it inherited meanwhile)
+            fds: dict[int, str] = {}
+            for fd in os.listdir(f"/proc/{child.pid}/fd"):
+                try:
+                    fds[int(fd)] = os.readlink(f"/proc/{child.pid}/fd/{fd}")
+                except FileNotFoundError:  # closed between the listing and the look
+                    continue
+            # besides its pipe, only the store it reads, which it opened itself (a piece at a time)
+            others = {fd: target for fd, target in fds.items() if fd > 2 and target != str(store)}
+            settled = all(fds.get(fd) == os.devnull for fd in (0, 1, 2)) and len(others) == 1
+            if settled or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
-        assert {fds[fd] for fd in (0, 1, 2)} == {os.devnull}
-        # besides its pipe, only the store it reads, which it opened itself (a piece at a time)
-        others = {fd: target for fd, target in fds.items() if fd > 2 and target != str(store)}
+        assert {fds.get(fd) for fd in (0, 1, 2)} == {os.devnull}
         assert len(others) == 1 and next(iter(others.values())).startswith("pipe:"), others
         assert str(tmp_path / "held") not in fds.values()
     finally:
