@@ -175,9 +175,7 @@ class ControlRoom(App[None]):
         if self.watching:
             self.watch_stores()
             self.ask_serve()
-        if (
-            self.background_checks
-        ):  # after the first frame: the checks hash every store, would compete with it
+        if self.background_checks:  # after the first frame: the checks hash every store
             self.set_timer(0.5, self.run_checks)
         self.set_timer(0.3, self._keep_overdue)  # the header's overdue account, after the first frame too
         self.set_interval(self.tick_seconds, self.tick)

@@ -118,10 +118,7 @@ class ReadResult:
     line: int = 0
     end: int = 0  # the bytes read, a last line not yet ended included (which `offset` may leave out)
     more: bool = False  # stopped at `limit`: the store holds more from `offset` (engine.read.fold reads on)
-    file: tuple[int, int] = (
-        0,
-        0,
-    )  # (device, inode) of the file read: a fold reading on checks it is the same
+    file: tuple[int, int] = (0, 0)  # (device, inode) read: a fold reading on checks it is the same
 
     def problem(self, store: str, line: int, kind: str, why: Callable[[], str]) -> None:
         """Count a bad line; keep it (its reason computed only then) while fewer are kept."""
