@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from engine.base import clock, ids
 from engine.checkout.workspace import Workspace as EngineWorkspace
 from engine.log.store import Store
-from engine.read import checkpoint
+from engine.read import checkpoint, fold
 from engine.read.fold import StoreReplaced, _Order, advance
 from engine.read.load import attach_contracts, load
 from engine.read.model import HostOrder, State
@@ -515,6 +515,68 @@ def test_a_fold_read_piece_by_piece_or_through_a_checkpoint_equals_a_cold_one(st
         assert sorted(cold.uncounted, key=lambda u: (u.store, u.offset)) == sorted(
             live.uncounted, key=lambda u: (u.store, u.offset)
         )
+
+
+PAUSE = {"kind": "decision", "id": "d1", "unit": "u1", "action": "pause", "by": "alice", "rationale": "r",
+         "resolves": [], "opens": {"id": "rec-1", "severity": "blocking", "owedTo": "S3"},
+         "at": "2026-11-29T08:01:00Z"}  # fmt: skip
+SIGNAL = {"kind": "signal", "id": "s0", "subject": "s", "at": "2026-11-29T08:00:00Z"}
+DISPATCH = {"kind": "dispatch", "unit": "u1", "leaseHash": None, "at": "2026-11-29T08:06:00Z"}
+
+
+def cold_of(ws: Any, now: datetime) -> State:
+    os.environ["REGULATOR_CHECKPOINT"] = "off"
+    try:
+        return load(ws, now)
+    finally:
+        os.environ.pop("REGULATOR_CHECKPOINT", None)
+
+
+def uncounted_units(state: State) -> list[tuple[int, str]]:
+    return sorted((u.offset, u.reason) for u in state.uncounted if u.store == "units")
+
+
+def test_a_reader_asked_for_units_alone_reads_the_signals_it_holds_first(tmp_path: Any) -> None:
+    """A reader that folds both stores, asked for units.ndjson alone, still reads what
+    signals.ndjson gained first: the disposition that released the unit counts for its dispatch."""
+    root = fresh_root(str(tmp_path))
+    ws = EngineWorkspace(root)
+    now = datetime(2026, 11, 29, 12, tzinfo=UTC)
+    close = {"kind": "disposition", "obligation": "rec-1", "disposition": "no-action", "by": "alice",
+             "rationale": "r", "at": "2026-11-29T08:04:00Z"}  # fmt: skip
+    steps = [("signals", SIGNAL), ("units", PAUSE), ("read", ("signals", "units")), ("signals", close),
+             ("units", {**DISPATCH, "seen": "none"}), ("read", ("units",))]  # fmt: skip
+    live = run_steps(root, steps, State(now=now), ws)
+    assert live.units["u1"].status.value == "in-progress"
+    assert uncounted_units(live) == uncounted_units(cold_of(ws, now)) == []
+
+
+def test_a_vetoed_dispatch_whose_routing_is_read_after_it_is_named_as_a_cold_read_names_it(
+    tmp_path: Any,
+) -> None:
+    """A routing record and a dispatch without `seen` appended between a reader's read of
+    signals.ndjson and its read of units.ndjson: the dispatch, refused by the veto then, is read
+    again with the routing first once it is read, so the reader names the order rule as a cold
+    read does."""
+    root = fresh_root(str(tmp_path))
+    ws = EngineWorkspace(root)
+    now = datetime(2026, 11, 29, 12, tzinfo=UTC)
+    routing = {"kind": "routing", "signal": "s0", "seen": "now", "at": "2026-11-29T08:05:00Z",
+               "obligations": [{"id": "ob-s0-u1", "unit": "u1", "severity": "blocking", "blocks": True}]}  # fmt: skip
+    live = run_steps(
+        root, [("signals", SIGNAL), ("units", PAUSE), ("read", ("signals", "units"))], State(now=now), ws
+    )
+    run_steps(root, [("signals", routing), ("units", {**DISPATCH, "seen": "none"})], State(now=now), ws)
+    fold._read(ws, live, "units", True, {})  # units.ndjson read before what signals.ndjson gained
+    (why,) = [why for _, why in uncounted_units(live)]
+    assert "vetoed" in why  # held by the recovery obligation, as far as this reader knows
+    with pytest.raises(StoreReplaced):
+        advance(ws, live)  # the routing record bears on a dispatch judged without it: read again
+    cold = cold_of(ws, now)
+    again = State(now=now)
+    advance(ws, again)
+    assert uncounted_units(again) == uncounted_units(cold)
+    assert "without `seen`, after host events that record it" in uncounted_units(cold)[0][1]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

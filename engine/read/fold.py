@@ -604,8 +604,11 @@ def advance(
     Signals fold before units so a decision finds the obligations it closes; within one store,
     log order is the order of events. A dispatch or close that saw more of signals.ndjson than was
     read of it (appended since) has the rest read first (`state.reread`), so it is judged at
-    exactly what it saw (design §22).
+    exactly what it saw (design §22). A state that folds signals.ndjson reads it whenever it
+    reads units.ndjson: a units line is judged with every signal before it, as a cold read does.
     """
+    if "units" in stores and "signals" in state.cursors and "signals" not in stores:
+        stores = ("signals", *stores)  # never units ahead of the signals it is judged with (as cold)
     state.source.bind(tuple(ws.store(name).path for name in STORES))
     state.auth = ws.authority()
     gained: dict[str, int] = dict.fromkeys((name for name in ORDER if name in stores), 0)

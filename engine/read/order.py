@@ -106,15 +106,16 @@ def _routing_order(state: State, event: RoutingLine, at: int) -> str | None:
 
 def _check_folded(state: State, start: int, units: int) -> None:
     """A routing record read after dispatches and closes that must be judged with it (one that was
-    appended after it was decided, or that says it saw it): Refold if one of them counts, since
-    it would not. Only lines that no host wrote place a routing record so (a host appends every
-    host event inside the decide lock, and a fold reads what signals.ndjson gained before judging
-    a dispatch or close that saw it)."""
+    appended after it was decided, or that says it saw it): Refold if one of them is among them,
+    since it would count for nothing, or for nothing for another reason (one already refused for
+    another reason, a veto, is refused by the order where a cold read has the routing record
+    first: every reader names the same reason). Only lines that no host wrote place a routing
+    record so (a host appends every host event inside the decide lock, and a fold reads what
+    signals.ndjson gained before judging a dispatch or close that saw it)."""
     host = state.host
     low = 0 if host.max_seen > start else units
     if low >= host.units_at:
         return
-    void = {u.offset for u in state.uncounted if u.store == "units"}
     with open(state.source.paths[INDEX["units"]], "rb") as handle:
         handle.seek(low)
         data = handle.read(host.units_at - low)
@@ -125,7 +126,7 @@ def _check_folded(state: State, start: int, units: int) -> None:
             event = msgspec.json.decode(raw)
         except (ValueError, RecursionError):
             continue
-        if type(event) is not dict or event.get("kind") not in _HOST_KINDS or here in void:
+        if type(event) is not dict or event.get("kind") not in _HOST_KINDS:
             continue
         if not isinstance(event.get("unit"), str):
             continue
