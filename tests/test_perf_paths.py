@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 import msgspec
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from engine.log.store import HASHING, canonical, event_hash, line_hash
@@ -170,7 +170,13 @@ def _escape_json_one_by_one(dumped: str) -> str:
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.one_of(OUTPUT, TEXT, st.text(st.characters(codec=None), max_size=40)))
+@given(
+    st.one_of(
+        OUTPUT, TEXT, st.text(st.characters(codec=None), max_size=40), st.text('a\n\x7f\\"', max_size=12)
+    )
+)
+@example("a\x7f\nb")  # ASCII with DEL: the branch that never looks at a character
+@example({"k": ["\x7f", "plain"]})
 def test_escape_json_is_the_per_character_escape(data: Any) -> None:
     from engine.base.text import escape_json
 

@@ -125,6 +125,8 @@ def escape_json(dumped: str) -> str:
     """JSON text (from json.dumps with ensure_ascii=False) with every character `hidden` names
     (DEL, C1, format, private-use, surrogate, unassigned, the invisible list) written as \\uNNNN:
     the same JSON values, none of which acts on a terminal. JSON has escaped C0 already."""
+    if dumped.isascii():  # known without a look at the text (CPython keeps it): DEL is all there is
+        return dumped if "\x7f" not in dumped else dumped.replace("\x7f", "\\u007f")
     if dumped.isprintable() and _INVISIBLE_CLASS.search(dumped) is None:
         return dumped
     # only a character from DEL up can be escaped here: each is looked at, the ASCII runs between

@@ -19,6 +19,10 @@ from identity.policy import RoutingPolicy
 RULE = "intelligence-signal"
 
 
+_PATTERNS: dict[str, re.Pattern[str]] = {}  # a floor's pattern, compiled once per process (not per signal)
+_TEXT = (str, type(None))
+
+
 def derive_severity(signal: dict, policy: RoutingPolicy) -> tuple[str, list[str]]:
     """Step 1: the reported severity, raised by every floor whose pattern the text matches.
 
@@ -27,7 +31,9 @@ def derive_severity(signal: dict, policy: RoutingPolicy) -> tuple[str, list[str]
     severity = signal["reportedSeverity"]
     applied: list[str] = []
     for floor in policy.floors:
-        pattern = re.compile(floor.pattern)
+        pattern = _PATTERNS.get(floor.pattern)
+        if pattern is None:
+            pattern = _PATTERNS[floor.pattern] = re.compile(floor.pattern)
         if any(pattern.search(signal.get(name) or "") for name in floor.fields):
             applied.append(floor.name)
             if policy.rank(floor.at_least) > policy.rank(severity):
@@ -41,7 +47,7 @@ def unroutable(signal: dict, policy: RoutingPolicy) -> str | None:
     if signal.get("reportedSeverity") not in policy.severities:
         return "reportedSeverity is not a severity of the routing policy"
     for name in ("subject", "observation", "rationale", "claim", "unit", "expiresAt"):
-        if not isinstance(signal.get(name), str | None):
+        if not isinstance(signal.get(name), _TEXT):
             return f"{name} is not text"
     units = signal.get("affectedUnits")
     if units is not None and not (isinstance(units, list) and all(isinstance(u, str) for u in units)):

@@ -105,30 +105,35 @@ class EventSource:
             return self._bulk(items)
 
     def _bulk(self, items: list[int]) -> list[dict[str, Any]]:
-        spans: dict[int, tuple[int, int]] = {}  # store index -> (first, last) offset not cached
         with self._lock:
-            known = {item: self._cache[item] for item in items if item in self._cache}
-        for item in items:
-            if item not in known:
-                first, last = spans.get(item & 3, (item >> 2, item >> 2))
-                spans[item & 3] = (min(first, item >> 2), max(last, item >> 2))
+            cache = self._cache
+            known = {item: cache[item] for item in items if item in cache} if cache else {}
+        wanted = [item for item in items if item not in known] if known else items
         data: dict[int, tuple[int, bytes]] = {}  # store index -> (offset of the bytes, the bytes)
-        for index, (first, last) in spans.items():
+        for index in {item & 3 for item in wanted}:
+            offsets = [item >> 2 for item in wanted if item & 3 == index]
+            first, last = min(offsets), max(offsets)
             try:
                 with open(self.paths[index], "rb") as handle:
                     handle.seek(first)  # from the first line wanted through the last, no more
                     data[index] = first, handle.read(last - first) + handle.readline()
             except (OSError, IndexError):
                 data[index] = first, b""
-        out = []
+        out: list[dict[str, Any]] = []
+        append, loads, get = out.append, _loads, known.get
         for item in items:
-            found = known.get(item)
+            found = get(item)
             if found is None:
                 start, blob = data[item & 3]
                 at = (item >> 2) - start
                 end = blob.find(b"\n", at)
-                found = _parse(blob[at : end if end >= 0 else len(blob)], item)
-            out.append(found)
+                try:
+                    found = loads(blob[at:end] if end >= 0 else blob[at:])
+                except (ValueError, RecursionError):
+                    found = None
+                if type(found) is not dict:  # as _parse: a line that is no object reads as unreadable
+                    found = unreadable(item)
+            append(found)
         return out
 
     def _remember(self, item: int, event: dict[str, Any]) -> None:

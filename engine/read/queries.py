@@ -101,10 +101,13 @@ def signal_rows(state: State) -> list[dict[str, Any]]:
 
     world = state.world
     rows = []
-    # the routing records read back at once (one read of the span they lie in), not one open per row
-    routings = dict(state.routings.items())
-    for signal_id, signal in state.signals.items():
-        routing = routings.get(signal_id)
+    # the signals and their routing records read back at once (one read of the span they lie in,
+    # both in signals.ndjson), not one open per row
+    signals, routings = state.signals.refs, state.routings.refs
+    read = state.source.events([*signals.values(), *routings.values()])
+    routed = dict(zip(routings, read[len(signals) :], strict=True))
+    for signal_id, signal in zip(signals, read[: len(signals)], strict=True):
+        routing = routed.get(signal_id)
         rows.append(
             {
                 "id": signal_id,
