@@ -234,7 +234,7 @@ def frozen(state: State) -> State:
     for name in ("decisions", "problems", "uncounted", "contract_problems"):
         setattr(copied, name, list(getattr(state, name)))
     for name in ("signals", "routings"):
-        mapping = EventMap(state.source)
+        mapping = EventMap(state.source, getattr(state, name).field)
         mapping.refs = dict(getattr(state, name).refs)
         setattr(copied, name, mapping)
     copied.registers = None
@@ -401,6 +401,12 @@ def row(view: str, snap: Snapshot, key: Key) -> list[str]:
     return [escape(c) for c in _row(view, snap, key)]
 
 
+def _cell(value: object) -> str:
+    """A raw store value as a cell's text, as `escape` makes it (None is empty): a field a line
+    that does not read back whole lacks is shown empty, never a KeyError."""
+    return "" if value is None else str(value)
+
+
 def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
     state = snap.state
     if view == "obligations":
@@ -462,9 +468,9 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             short_id(signal_id),
             source or s.get("unit") or f"@{s.get('by')}",
             s.get("reportedSeverity") or str(s.get("type") or "-"),  # a unit's question has none
-            routing["derivedSeverity"] if routing else "-",
-            routing["outcome"] if routing else "unrouted",
-            s["subject"] + signal_marks(state, signal_id, s),
+            _cell(routing.get("derivedSeverity")) if routing else "-",
+            _cell(routing.get("outcome")) if routing else "unrouted",
+            _cell(s.get("subject")) + signal_marks(state, signal_id, s),
         ]
     if view == "sensors":
         r = sensor_rows(snap)[plain(key)]

@@ -451,3 +451,29 @@ def test_dialogs_show_store_text_escaped(demo: Any) -> None:
     shown = seen["dialog"]
     assert "[red]INJ[/red] \\u202eevil: \\x1b]52;c;ZXZpbA==\\x07 line\\nbreak \\\\x1b" in shown
     assert not any(char in shown for char in ("\x1b", "\x07", "\u202e"))
+
+
+def test_a_signal_that_does_not_read_back_whole_is_a_row_not_a_crash(demo: Any) -> None:
+    """A signal appended by hand with a number out of range where the fold's shape does not look
+    (D-184): the signals view shows its row (its id, no subject), and the room goes on."""
+    from engine.log.store import event_hash
+
+    event = {"kind": "signal", "id": "sx-out-of-range", "subject": "hand", "reportedSeverity": "info",
+             "unit": None, "by": None, "at": "2026-11-29T12:00:00Z", "pad": float("inf")}  # fmt: skip
+    store = demo.store("signals")
+    event["prev"] = store._tail()[0]
+    event["hash"] = event_hash(event)  # chained as a writer with the account's shell would
+    with open(store.path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(event, separators=(",", ":")).replace("Infinity", "1e999") + "\n")
+    app = ControlRoom(demo, "alice", watch=False)
+    seen: dict[str, Any] = {}
+
+    async def script(pilot: Any) -> None:
+        await pilot.press("4")
+        await pilot.pause()
+        seen["rows"] = len(app.table.keys)
+        seen["lines"] = [line(app, y) for y in range(12)]
+
+    run(app, script)
+    assert seen["rows"] == 3  # the demo's two, and this one
+    assert any(" of-range " in text for text in seen["lines"]), seen["lines"]  # its id, by its last 8

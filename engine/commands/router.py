@@ -10,6 +10,7 @@ from engine.base import clock, ids
 from engine.base.errors import RegulatorError
 from engine.checkout.workspace import Workspace
 from engine.commands.written import RoutedObligationEvent, RoutingEvent
+from engine.log.events import UNREADABLE
 from engine.read.fold import advance
 from engine.read.load import load
 from engine.read.model import OWED_TO, EventKind, State
@@ -43,7 +44,10 @@ def derive_severity(signal: dict, policy: RoutingPolicy) -> tuple[str, list[str]
 
 def unroutable(signal: dict, policy: RoutingPolicy) -> str | None:
     """Why a signal line cannot be routed as report_intelligence writes it (a line appended by hand
-    with fields of the wrong type), or None. Such a line raises nothing (see D-65)."""
+    with fields of the wrong type), or None. Such a line raises nothing (see D-65). A line the fold
+    counted that does not read back whole (engine.log.events.EventMap) is one too (D-184)."""
+    if signal.get("kind") == UNREADABLE:
+        return "its line does not read back whole (a number out of range in a field the fold skips?)"
     if signal.get("reportedSeverity") not in policy.severities:
         return "reportedSeverity is not a severity of the routing policy"
     for name in ("subject", "observation", "rationale", "claim", "unit", "expiresAt"):

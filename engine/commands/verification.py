@@ -18,7 +18,7 @@ from engine.base.gcpause import gc_paused
 from engine.base.limits import check_text
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person
-from engine.log.events import STORES
+from engine.log.events import STORES, unreadable
 from engine.log.store import open_regular
 from engine.log.store import verify as verify_chain
 from engine.read.model import EventKind
@@ -297,6 +297,7 @@ def _routings(ws: Workspace, fresh: State) -> list[Finding]:
 
     routings: list[tuple[int, int, dict]] = []  # (line, offset, record): checked once every line is read
     signal_lines: dict[int, dict] = {}  # offset -> signal event: the routing checks read no line twice
+    unread: set[int] = set()  # offsets of lines that do not read back whole
     folded = _signals_read(fresh)
     for number, start, raw in _lines(ws, "signals"):
         if start >= folded:
@@ -306,8 +307,11 @@ def _routings(ws: Workspace, fresh: State) -> list[Finding]:
         try:
             event = msgspec.json.decode(raw)
         except (ValueError, RecursionError):
-            continue
+            event = None
         if type(event) is not dict:
+            unread.add(
+                start
+            )  # counted by the fold (its shape skipped what fails here)? read as the router reads it
             continue
         kind = event.get("kind")
         if kind == EventKind.ROUTING:
@@ -318,7 +322,12 @@ def _routings(ws: Workspace, fresh: State) -> list[Finding]:
     policies: dict[str, object] = {}
     routed: set[str] = set()
     refs = fresh.signals.refs
-    signals = {key: signal_lines.get(ref >> 2) for key, ref in refs.items()}  # the line each counts from
+    # the line each counts from; one that does not read back whole reads as the router reads it
+    signals = {
+        key: signal_lines.get(ref >> 2)
+        or (fresh.signals.keyed([key], [unreadable(ref)])[0][1] if ref >> 2 in unread else None)
+        for key, ref in refs.items()
+    }
     void = {u.offset for u in fresh.uncounted if u.store == "signals"}  # named already, as the fold judged
     routing = ws.authority().routing
     for number, start, event in routings:

@@ -152,16 +152,24 @@ def _parse(raw: bytes, item: int) -> dict[str, Any]:
 
 
 class EventMap(Mapping[str, dict[str, Any]]):
-    """id -> event, holding references; looks like the dict of events it replaces."""
+    """id -> event, holding references; looks like the dict of events it replaces. An event whose
+    line no longer reads back whole (`unreadable`: edited, or a number out of a float's range in a
+    field the fold's shape skipped, which msgspec does not look at) still carries the key it was
+    folded under, in `field` (a signal's "id", a routing record's "signal"): every reader of it can
+    name it, and the router notes it (engine.commands.router.unroutable)."""
 
-    __slots__ = ("refs", "source")
+    __slots__ = ("field", "refs", "source")
 
-    def __init__(self, source: EventSource) -> None:
+    def __init__(self, source: EventSource, field: str = "id") -> None:
         self.refs: dict[str, int] = {}
         self.source = source
+        self.field = field
+
+    def _keyed(self, key: str, event: dict[str, Any]) -> dict[str, Any]:
+        return {**event, self.field: key} if event.get("kind") == UNREADABLE else event
 
     def __getitem__(self, key: str) -> dict[str, Any]:
-        return self.source.event(self.refs[key])
+        return self._keyed(key, self.source.event(self.refs[key]))
 
     def __setitem__(self, key: str, value: int) -> None:
         self.refs[key] = value
@@ -176,8 +184,13 @@ class EventMap(Mapping[str, dict[str, Any]]):
         return len(self.refs)
 
     def values(self) -> list[dict[str, Any]]:  # type: ignore[override]
-        return self.source.events(self.refs.values())
+        return [event for _, event in self.items()]
 
     def items(self) -> list[tuple[str, dict[str, Any]]]:  # type: ignore[override]
         keys = list(self.refs)
-        return list(zip(keys, self.source.events(self.refs[k] for k in keys), strict=True))
+        return self.keyed(keys, self.source.events(self.refs[k] for k in keys))
+
+    def keyed(self, keys: list[str], events: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        """(key, event) for events read back for these keys, in order (an unreadable one keyed)."""
+        keyed = self._keyed
+        return [(key, keyed(key, event)) for key, event in zip(keys, events, strict=True)]

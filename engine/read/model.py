@@ -327,7 +327,7 @@ class State:
         if self.signals is None:
             self.signals = EventMap(self.source)
         if self.routings is None:
-            self.routings = EventMap(self.source)
+            self.routings = EventMap(self.source, "signal")
 
     def unit(self, unit_id: str) -> UnitState:
         found = self.units.get(unit_id)

@@ -105,8 +105,8 @@ def signal_rows(state: State) -> list[dict[str, Any]]:
     # both in signals.ndjson), not one open per row
     signals, routings = state.signals.refs, state.routings.refs
     read = state.source.events([*signals.values(), *routings.values()])
-    routed = dict(zip(routings, read[len(signals) :], strict=True))
-    for signal_id, signal in zip(signals, read[: len(signals)], strict=True):
+    routed = dict(state.routings.keyed(list(routings), read[len(signals) :]))
+    for signal_id, signal in state.signals.keyed(list(signals), read[: len(signals)]):
         routing = routed.get(signal_id)
         rows.append(
             {

@@ -45,7 +45,7 @@ def status(ws: Workspace, state: State, only: str | None = None) -> dict:
         "clock": ws.authority().clock,
         "units": units,
         "unrouted": len(waiting) if known else None,
-        "unroutedSignals": [{"id": s["id"], "subject": s["subject"]} for s in waiting],
+        "unroutedSignals": [{"id": s["id"], "subject": s.get("subject")} for s in waiting],
     }
 
 

@@ -14,7 +14,7 @@ import pytest
 from engine.base import clock
 from engine.base.errors import BadInput
 from engine.log.store import MAX_LINE, Store, event_hash
-from tests.helpers import REGULATOR, Workspace
+from tests.helpers import REGULATOR, Workspace, report_args
 
 LIMIT = 200 << 20  # bytes of address space: less than the 200 MB line, so no command may hold it
 
@@ -133,3 +133,40 @@ def test_a_200_mb_line_is_read_as_bad_in_bounded_time_and_memory(ws: Workspace, 
               "--evidence", "e", "--confidence", "low", "--severity", "info"]  # fmt: skip
     assert bounded(ws, *report).returncode == 0
     assert "s" in [s["subject"] for s in json.loads(bounded(ws, "signals", "--json").stdout)]
+
+
+@pytest.mark.parametrize("junk", ["1e999", "1" * 5000], ids=["1e999", "5000 digits"])
+def test_a_signal_whose_skipped_field_is_out_of_range_is_noted_and_blocks_no_routing(
+    ws: Workspace, junk: str
+) -> None:
+    """A signal line appended by hand with a number out of range in a field the fold does not
+    build (msgspec's shape skips it unlooked-at; a whole decode refuses it): the fold counts the
+    signal, its line does not read back whole. Before D-184 `status`, `signals route` and
+    `controlroom --once` died on it with a traceback, and routing stopped for every later signal.
+    Now it is routed as noted (raising nothing), named by its id, and verify names the line,
+    not the host's routing record of it."""
+    event = {"kind": "signal", "id": "sx1", "subject": "hand", "reportedSeverity": "blocking",
+             "affectedUnits": ["u1"], "unit": None, "by": None, "at": "2026-11-29T12:00:00Z",
+             "pad": float("inf")}  # fmt: skip
+    line = chained(ws, "signals", event).replace("Infinity", junk)
+    assert junk in line
+    append_raw(ws, "signals", line)
+    status = bounded(ws, "status", "--json")
+    assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr[-800:]
+    assert json.loads(status.stdout)["unroutedSignals"] == [{"id": "sx1", "subject": None}]
+    routed = bounded(ws, "signals", "route")
+    assert routed.returncode == 0 and "routed 1 signal(s)" in routed.stdout, routed.stderr[-800:]
+    ws.run(*report_args(by="alice"), check=True)  # a later signal is routed as ever
+    assert "routed 1 signal(s)" in bounded(ws, "signals", "route").stdout
+    after = json.loads(bounded(ws, "status", "--json").stdout)
+    assert after["unrouted"] == 0
+    assert [u["held"] for u in after["units"] if u["id"] == "u1"] == [True]  # by the later signal only
+    done = bounded(ws, "verify")
+    named = [line for line in done.stdout.splitlines() if line.startswith("signals.ndjson:")]
+    assert done.returncode == 1 and len(named) == 1, done.stdout  # the line, not the routing record
+    assert named[0].startswith(("signals.ndjson:1: not an event line", "signals.ndjson:1: unreadable line"))
+    once = bounded(ws, "controlroom", "--once", "--json")
+    assert once.returncode == 1 and "Traceback" not in once.stderr, once.stderr[-800:]
+    rows = {row["id"]: row for row in json.loads(once.stdout)["signals"]}
+    assert rows["sx1"]["outcome"] == "noted" and rows["sx1"]["subject"] is None
+    assert not [o for o in json.loads(once.stdout)["obligations"] if o["signal"] == "sx1"]
