@@ -201,10 +201,29 @@ def _would_route_json(snap: Snapshot) -> list[dict[str, object]]:
 def as_json(snap: Snapshot, require_history: bool = False) -> dict[str, object]:
     """--once --json. The rows are built while verify's last check may still run in its child;
     then it is waited for (`settle`), and the counts, verify's findings and the reasons follow."""
+    rows = _rows(snap)
+    snap.settle()
+    return _document(snap, rows, require_history)
+
+
+def as_json_text(snap: Snapshot, require_history: bool = False) -> tuple[str, int]:
+    """--once --json as printed, and its exit code: `as_json`'s document, the rows written out as
+    JSON while verify's last check still runs (`printing.dumps_indented_with`: the same text)."""
+    from controlroom.printing import compact_members, dumps_indented_with
+
+    rows = _rows(snap)
+    early = compact_members(rows)
+    snap.settle()
+    document = _document(snap, rows, require_history)
+    return dumps_indented_with(document, rows, early), 1 if document["exitCode"] else 0
+
+
+def _rows(snap: Snapshot) -> dict[str, object]:
+    """The document's rows: what verify's findings do not change."""
     state = snap.state
     queue, excluded = next_up(snap.ws, state)
     deadlines = deadlines_of(snap.ws, state) if snap.ws.has_stores else None
-    rows: dict[str, object] = {
+    return {
         "status": status(snap.ws, state),
         "obligations": [
             {
@@ -225,7 +244,11 @@ def as_json(snap: Snapshot, require_history: bool = False) -> dict[str, object]:
         "excluded": excluded,
         "identity": [{"file": c.file, "ok": c.ok} for c in snap.identity],
     }
-    snap.settle()
+
+
+def _document(snap: Snapshot, rows: dict[str, object], require_history: bool) -> dict[str, object]:
+    """The whole document around the rows, once verify's findings are in (`settle`)."""
+    state = snap.state
     reasons = exit_reasons(snap, require_history)
     return {
         "stores": stores(snap.ws),

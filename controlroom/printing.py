@@ -14,7 +14,12 @@ def out(line: str = "") -> None:
 
 def emit_json(data: object) -> None:
     """JSON values are raw; DEL, C1 and bidi or zero-width characters are written as \\uNNNN."""
-    sys.stdout.write(escape_json(dumps_indented(data)) + "\n")
+    emit_json_text(dumps_indented(data))
+
+
+def emit_json_text(dumped: str) -> None:
+    """JSON text from dumps_indented (or dumps_indented_with), written as emit_json writes it."""
+    sys.stdout.write(escape_json(dumped) + "\n")
 
 
 def dumps_indented(data: object) -> str:
@@ -29,6 +34,42 @@ def dumps_indented(data: object) -> str:
         compact = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
         return msgspec.json.format(compact, indent=2).decode()
     except (UnicodeError, msgspec.DecodeError):
+        return json.dumps(data, ensure_ascii=False, indent=2)
+
+
+def compact_members(members: dict[str, object]) -> str | None:
+    """The members of a JSON object as json.dumps writes them compactly, without the braces (to be
+    placed among others by `dumps_indented_with`); None where that fails (a value json cannot
+    write: the whole document is then written the slow way, and says why)."""
+    try:
+        return json.dumps(members, ensure_ascii=False, separators=(",", ":"))[1:-1]
+    except (TypeError, ValueError):
+        return None
+
+
+def dumps_indented_with(data: dict[str, object], members: dict[str, object], early: str | None) -> str:
+    """`dumps_indented(data)`, where `members` (a run of consecutive keys of `data`, its values the
+    same objects) were written out already as `early` (`compact_members`): the other members are
+    written around them, and msgspec lays the whole out (tests/test_perf_paths.py)."""
+    import msgspec
+
+    keys = list(data)
+    first = keys.index(next(iter(members))) if members else len(keys)
+    if (
+        early is None
+        or keys[first : first + len(members)] != list(members)
+        or any(data[k] is not members[k] for k in members)
+    ):
+        return dumps_indented(data)
+    try:
+        parts = [json.dumps(k, ensure_ascii=False) + ":" + json.dumps(data[k], ensure_ascii=False, separators=(",", ":"))
+                 for k in keys[:first]]  # fmt: skip
+        parts += [early] if early else []
+        parts += [json.dumps(k, ensure_ascii=False) + ":" + json.dumps(data[k], ensure_ascii=False, separators=(",", ":"))
+                  for k in keys[first + len(members) :]]  # fmt: skip
+        compact = ("{" + ",".join(parts) + "}").encode()
+        return msgspec.json.format(compact, indent=2).decode()
+    except (UnicodeError, msgspec.DecodeError, TypeError, ValueError):
         return json.dumps(data, ensure_ascii=False, indent=2)
 
 

@@ -157,8 +157,8 @@ def run_registers_only(ws: Workspace, as_json: bool) -> int:
 def run_once(
     ws: Workspace, person: str | None, read_only: bool, as_json: bool, require_history: bool = False
 ) -> int:
-    from controlroom.once import as_json as to_json
-    from controlroom.once import as_text, exit_reasons, once
+    from controlroom.once import as_json_text, as_text, exit_reasons, once
+    from controlroom.printing import emit_json_text
     from engine.base.gcpause import gc_paused
 
     # one pass that builds rows, reports and their JSON, every one alive until printed: the cyclic
@@ -167,9 +167,9 @@ def run_once(
         snap = once(ws, person, read_only)
         report_contracts(snap.state)
         if as_json:
-            data = to_json(snap, require_history)
-            emit_json(data)
-            return 1 if data["exitCode"] else 0
+            text, code = as_json_text(snap, require_history)
+            emit_json_text(text)
+            return code
         snap.settle()
         reasons = exit_reasons(snap, require_history)
         sys.stdout.write(as_text(snap, reasons))
