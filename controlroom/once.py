@@ -101,7 +101,7 @@ def _unrouted_reasons(snap: Snapshot) -> list[str]:
 def once(ws: Workspace, person: str | None, read_only: bool = False) -> Snapshot:
     """--once's snapshot: routed first where this process may write, then read with every check.
     verify's re-derivation of what the host wrote may still be running (`Snapshot.settle`): the
-    JSON's rows are built meanwhile (as_json), the reasons to fail judged after (exit_reasons)."""
+    JSON's rows are built meanwhile (as_json_text), the reasons to fail judged after (exit_reasons)."""
     # a clone has nothing to route, and writes nothing; nor does a reader role (design §18): what
     # they leave unrouted is routed in memory and judged (exit_reasons)
     if read_only:
@@ -198,17 +198,11 @@ def _would_route_json(snap: Snapshot) -> list[dict[str, object]]:
     ]
 
 
-def as_json(snap: Snapshot, require_history: bool = False) -> dict[str, object]:
-    """--once --json. The rows are built while verify's last check may still run in its child;
-    then it is waited for (`settle`), and the counts, verify's findings and the reasons follow."""
-    rows = _rows(snap)
-    snap.settle()
-    return _document(snap, rows, require_history)
-
-
 def as_json_text(snap: Snapshot, require_history: bool = False) -> tuple[str, int]:
-    """--once --json as printed, and its exit code: `as_json`'s document, the rows written out as
-    JSON while verify's last check still runs (`printing.dumps_indented_with`: the same text)."""
+    """--once --json as printed, and its exit code. The rows are built, and written out as JSON,
+    while verify's last check may still run in its child; then it is waited for (`settle`), and
+    the counts, verify's findings and the reasons follow (`printing.dumps_indented_with`: the same
+    text as the whole document written at once)."""
     from controlroom.printing import compact_members, dumps_indented_with
 
     rows = _rows(snap)
