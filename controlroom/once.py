@@ -13,8 +13,9 @@ from engine.checkout.workspace import Workspace
 from engine.commands.obligations import deadlines_of, record
 from engine.commands.router import route_locked
 from engine.read import checkpoint
+from engine.read.deadlines import Deadlines
 from engine.read.load import load
-from engine.read.model import MemoryStatus, ObligationKind, State, UnitState, UnitStatus
+from engine.read.model import MemoryStatus, Obligation, ObligationKind, State, UnitState, UnitStatus
 from engine.read.nextup import next_up
 from engine.read.queries import STARTED, days_left, memory_status, unit_status
 from engine.read.status import status
@@ -169,16 +170,35 @@ def _memory_json(snap: Snapshot) -> list[dict[str, object]]:
     return out
 
 
-def _signals_json(snap: Snapshot) -> list[dict[str, object]]:
-    from engine.read.queries import signal_rows
+def _signals_json(state: State) -> list[dict[str, object]]:
+    """Each signal's row of --once --json: of `signal_rows`' fields, the ones shown here (outcome
+    "unrouted" while it is), and its prediction where it makes one; built from the same read-back
+    (`signals_routed`) without the rest (tests/test_perf_paths.py holds it to signal_rows)."""
+    from engine.read.queries import signals_routed
+    from engine.read.worldfold import prediction_json
 
-    keys = ("id", "unit", "by", "sensor", "subject", "reportedSeverity", "derivedSeverity", "outcome", "at")
-    return [
-        {k: r[k] for k in keys}
-        | {"outcome": r["outcome"] or "unrouted"}
-        | ({"prediction": r["prediction"]} if r["prediction"] else {})
-        for r in signal_rows(snap.state)
-    ]
+    predicted = state.world.predicted
+    out: list[dict[str, object]] = []
+    append = out.append
+    for signal_id, signal, routing in signals_routed(state):
+        get = signal.get
+        row: dict[str, object] = {
+            "id": signal_id,
+            "unit": get("unit"),
+            "by": get("by"),
+            "sensor": get("sensor"),
+            "subject": get("subject"),
+            "reportedSeverity": get("reportedSeverity"),
+            "derivedSeverity": routing.get("derivedSeverity") if routing else None,
+            "outcome": (routing.get("outcome") if routing else None) or "unrouted",
+            "at": get("at"),
+        }
+        if signal_id in predicted:
+            prediction = prediction_json(state, signal_id, signal)
+            if prediction:
+                row["prediction"] = prediction
+        append(row)
+    return out
 
 
 def _would_route_json(snap: Snapshot) -> list[dict[str, object]]:
@@ -212,6 +232,13 @@ def as_json_text(snap: Snapshot, require_history: bool = False) -> tuple[str, in
     return dumps_indented_with(document, rows, early), 1 if document["exitCode"] else 0
 
 
+def _obligation_json(state: State, ob: Obligation, deadlines: Deadlines | None) -> dict[str, object]:
+    """An obligation's row: `obligations --json`'s record, then its subject and times."""
+    row = record(state, ob, deadlines)  # a fresh dict: these keys follow its own
+    row["subject"], row["opened"], row["closed"] = ob.subject, ob.opened_at, ob.closed_at
+    return row
+
+
 def _rows(snap: Snapshot) -> dict[str, object]:
     """The document's rows: what verify's findings do not change."""
     state = snap.state
@@ -219,17 +246,9 @@ def _rows(snap: Snapshot) -> dict[str, object]:
     deadlines = deadlines_of(snap.ws, state) if snap.ws.has_stores else None
     return {
         "status": status(snap.ws, state),
-        "obligations": [
-            {
-                **record(state, ob, deadlines),
-                "subject": ob.subject,
-                "opened": ob.opened_at,
-                "closed": ob.closed_at,
-            }
-            for ob in state.obligations.values()
-        ],
+        "obligations": [_obligation_json(state, ob, deadlines) for ob in state.obligations.values()],
         "memory": _memory_json(snap),
-        "signals": _signals_json(snap),
+        "signals": _signals_json(state),
         "sensors": list(sensor_rows(snap).values()),
         "routed": snap.routed,
         "wouldRoute": _would_route_json(snap),

@@ -202,3 +202,41 @@ def test_escape_json_is_the_per_character_escape(data: Any) -> None:
         json.dumps(data, ensure_ascii=False),
     ):
         assert escape_json(dumped) == _escape_json_one_by_one(dumped)
+
+
+OUTCOMES = ["noted", "noted", "noted", "obligations", "unrouted", "unrouted"]
+
+
+def test_once_signal_rows_are_signal_rows_selected(ws: Any, monkeypatch: Any) -> None:
+    """--once --json builds its signal rows from the read-back itself (controlroom.once._signals_json):
+    exactly the fields of `signal_rows` it shows, as it selected them before, for a prediction (with
+    and without an outcome), a plain signal, an unrouted one and one that does not read back whole."""
+    from controlroom.once import _signals_json
+    from engine.checkout.workspace import Workspace as EngineWorkspace
+    from engine.read.load import load
+    from engine.read.queries import signal_rows
+    from tests.hardening.test_bad_lines import append_raw, chained
+    from tests.test_predictions import LATER, outcome, report
+
+    predicted = report(ws, by="alice")
+    report(ws, by="alice", resolves="2026-12-20T00:00:00Z", subject="another")
+    report(ws, by="alice", resolves=None, subject="plain")
+    report(ws, by="alice", resolves=None, subject="holds", reportedSeverity="blocking", affectedUnits=["u1"])
+    ws.run("signals", "route", check=True)
+    assert outcome(ws, predicted, "yes").returncode == 0
+    report(ws, by="alice", resolves=None, subject="unrouted")
+    event = {"kind": "signal", "id": "sx1", "subject": "hand", "reportedSeverity": "info", "unit": None,
+             "by": None, "at": "2026-11-29T12:00:00Z", "pad": float("inf")}  # fmt: skip
+    append_raw(ws, "signals", chained(ws, "signals", event).replace("Infinity", "1e999"))
+    monkeypatch.setenv("REGULATOR_NOW", LATER["REGULATOR_NOW"])
+    state = load(EngineWorkspace(ws.root))
+    keys = ("id", "unit", "by", "sensor", "subject", "reportedSeverity", "derivedSeverity", "outcome", "at")
+    expected = [
+        {k: r[k] for k in keys}
+        | {"outcome": r["outcome"] or "unrouted"}
+        | ({"prediction": r["prediction"]} if r["prediction"] else {})
+        for r in signal_rows(state)
+    ]
+    assert len(expected) == 6 and sum("prediction" in r for r in expected) == 2
+    assert [r["outcome"] for r in expected] == OUTCOMES, [r["outcome"] for r in expected]
+    assert json.dumps(_signals_json(state)) == json.dumps(expected)  # the same keys, in the same order

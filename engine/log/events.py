@@ -192,5 +192,8 @@ class EventMap(Mapping[str, dict[str, Any]]):
 
     def keyed(self, keys: list[str], events: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
         """(key, event) for events read back for these keys, in order (an unreadable one keyed)."""
-        keyed = self._keyed
-        return [(key, keyed(key, event)) for key, event in zip(keys, events, strict=True)]
+        field = self.field
+        return [
+            (key, event if event.get("kind") != UNREADABLE else {**event, field: key})
+            for key, event in zip(keys, events, strict=True)
+        ]

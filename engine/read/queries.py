@@ -94,20 +94,27 @@ def days_left(entry: MemoryEntry, today: date) -> int:
     return (date.fromisoformat(entry.event["reviewBy"]) - today).days
 
 
+def signals_routed(state: State) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
+    """(id, signal, its routing record or None while unrouted) for every signal, in log order:
+    the signals and their routing records read back at once (one read of the span they lie in,
+    both in signals.ndjson), not one open per row."""
+    signals, routings = state.signals.refs, state.routings.refs
+    read = state.source.events([*signals.values(), *routings.values()])
+    routed = dict(state.routings.keyed(list(routings), read[len(signals) :]))
+    get = routed.get
+    return [
+        (key, signal, get(key)) for key, signal in state.signals.keyed(list(signals), read[: len(signals)])
+    ]
+
+
 def signal_rows(state: State) -> list[dict[str, Any]]:
     """Every signal with its routing outcome (None while unrouted), in log order: what `signals`
-    lists and `controlroom --once --json` reports."""
+    lists (`controlroom --once --json` reports some of it: controlroom.once._signals_json)."""
     from engine.read.worldfold import prediction_json, reporter
 
     world = state.world
     rows = []
-    # the signals and their routing records read back at once (one read of the span they lie in,
-    # both in signals.ndjson), not one open per row
-    signals, routings = state.signals.refs, state.routings.refs
-    read = state.source.events([*signals.values(), *routings.values()])
-    routed = dict(state.routings.keyed(list(routings), read[len(signals) :]))
-    for signal_id, signal in state.signals.keyed(list(signals), read[: len(signals)]):
-        routing = routed.get(signal_id)
+    for signal_id, signal, routing in signals_routed(state):
         rows.append(
             {
                 "id": signal_id,
