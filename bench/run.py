@@ -714,7 +714,9 @@ def main() -> int:
         report.update(person_events(tmp / "person", person_meta))
         report.update(ui_stall(tmp / "room", hold_s=0.5 if common.SETTINGS.smoke else 3.0))
         commits = 20 if common.SETTINGS.smoke else 200  # the smoke scale's test only needs the figure to run
-        report.update(memory_freshness(tmp / "memory", memory_workspace(tmp / "memory", memory_events, commits)))
+        report.update(
+            memory_freshness(tmp / "memory", memory_workspace(tmp / "memory", memory_events, commits))
+        )
         report.update(mcp_start(tmp, runs=1 if scale.name == "smoke" else 7))
         report.update(osv_sensor(tmp / "osv", osv_workspace(tmp / "osv")))
         report.update(third_round(tmp / "room", tmp / "log", room_meta))
