@@ -38,7 +38,7 @@ def _counts(snap: Snapshot) -> dict[str, int]:
     now = state.now
     judge = deadlines(snap)
     # the account the fold's worker keeps (engine.read.deadlines.OverdueCount), else counted here
-    kept = snap.overdue.count(state.obligations, judge, state.replaced)
+    kept = snap.overdue.count(state.obligations, judge)
     before = judge.before if kept is None else None  # severity -> opened before this is overdue
     for ob in state.obligations.values():
         if ob.status == ObligationStatus.OPEN:

@@ -147,7 +147,7 @@ class Snapshot:
 
     def keep_overdue(self) -> None:
         """Bring the header's overdue account up to the state (a first one passes over every obligation)."""
-        self.overdue.keep(self.state.obligations, deadlines(self), self.state.replaced)
+        self.overdue.keep(self.state.obligations, deadlines(self))
 
     def derive(self) -> None:
         """Recompute the indexes every row reads (cheap, one pass each)."""

@@ -642,3 +642,35 @@ def test_the_inline_judgement_of_host_events_equals_the_one_that_says_why(steps:
         assert fast.uncounted == slow.uncounted
         assert fast.host == slow.host
         del live
+
+
+def test_a_recovery_decision_opening_an_id_that_exists_opens_nothing(tmp_path: Any, monkeypatch: Any) -> None:
+    """An obligation id opens once, whichever store opens it (D-185): a signed recovery decision
+    naming an existing obligation's id in `opens` (no tool writes one: its id derives from the
+    decision's) still pauses the unit, but the routed obligation stays what the routing record
+    opened; before, the decision replaced it in place (its kind, subject and history gone)."""
+    from engine.trust import signing
+    from engine.trust.signing import person_event
+    from tests.helpers import NOW, alice_key
+
+    ws = make_workspace(tmp_path)
+    ws.run(*report_args(by="alice"), check=True)
+    ws.run("signals", "route", check=True)
+    monkeypatch.setenv("REGULATOR_NOW", NOW)
+    engine_ws = EngineWorkspace(ws.root)
+    routed = next(ob for ob in load(engine_ws).obligations.values() if ob.unit == "u1")
+    signing.use_key(alice_key())
+    try:
+        signer = signing.signer_for(engine_ws, "alice")
+        event = {"kind": "decision", "unit": "u1", "action": "pause", "by": "alice", "rationale": "r",
+                 "resolves": [], "opens": {"id": routed.id, "severity": "blocking", "owedTo": "S3"},
+                 "at": NOW}  # fmt: skip
+        engine_ws.store("units").append(person_event(engine_ws, signer, event))
+    finally:
+        signing.use_key(None)
+    state = load(engine_ws)
+    assert state.units["u1"].status.value == "waiting"  # the decision counts
+    kept = state.obligations[routed.id]
+    assert (kept.kind, kept.subject, kept.source) == (routed.kind, routed.subject, routed.source)
+    shown = json.loads(ws.run("obligations", "--all", "--json", check=True).stdout)
+    assert [o["signal"] for o in shown if o["id"] == routed.id] == [routed.source]

@@ -1,5 +1,5 @@
 """The room's header counts overdue obligations from an account its fold's worker keeps
-(engine.read.deadlines.OverdueCount): after any appends, closes, replacements, moves of the clock
+(engine.read.deadlines.OverdueCount): after any appends, closes, moves of the clock
 and changes of the deadlines, a count from it is what `Deadlines.overdue` says of every obligation,
 or none at all (the header then counts them itself)."""
 
@@ -47,9 +47,6 @@ steps = st.lists(
             st.sampled_from(["canonical"] * 6 + ["offset", "twenty", "garbage"]),
         ),
         st.tuples(st.just("close"), st.integers(0, 1000)),
-        st.tuples(
-            st.just("replace"), st.integers(0, 1000), st.sampled_from(SEVERITIES), st.integers(0, 3 * 86400)
-        ),
         st.tuples(st.just("time"), st.integers(-3600, 2 * 86400)),
         st.tuples(st.just("deadlines"), st.dictionaries(st.sampled_from(SEVERITIES), st.integers(1, 86400))),
         st.just(("keep",)),
@@ -65,7 +62,7 @@ def test_a_count_from_the_kept_account_is_what_overdue_says_of_every_obligation(
 ) -> None:
     obligations: dict[str, Obligation] = {}
     kept = OverdueCount()
-    now, seconds, replaced, n, counted = START + timedelta(days=1), dict(first), 0, 0, 0
+    now, seconds, n, counted = START + timedelta(days=1), dict(first), 0, 0
     for step in steps:
         if step[0] == "add":
             obligations[f"ob-{n}"] = obligation(n, step[1], opened_text(step[2], step[3]))
@@ -74,19 +71,15 @@ def test_a_count_from_the_kept_account_is_what_overdue_says_of_every_obligation(
             ob = list(obligations.values())[step[1] % len(obligations)]
             if ob.status == ObligationStatus.OPEN:
                 ob.close(Closing(ObligationStatus.RESOLVED, "no-action", "alice", "r", clock.iso(now), 1))
-        elif step[0] == "replace" and obligations:  # as a recovery decision opening an id that exists
-            ob_id = list(obligations)[step[1] % len(obligations)]
-            obligations[ob_id] = obligation(n, step[2], opened_text(step[3], "canonical"))
-            replaced += 1
         elif step[0] == "time":
             now += timedelta(seconds=step[1])
         elif step[0] == "deadlines":
             seconds = step[1]
         judge = Deadlines(seconds, now)
         if step[0] == "keep":
-            kept.keep(obligations, judge, replaced)
+            kept.keep(obligations, judge)
         expected = sum(1 for ob in obligations.values() if judge.overdue(ob))
-        found = kept.count(obligations, judge, replaced)
+        found = kept.count(obligations, judge)
         assert found in (None, expected)
         if step[0] == "keep":
             assert found == expected

@@ -78,7 +78,8 @@ class OverdueCount:
     order, per severity; one is overdue once it opened before `Deadlines.before` (the comparison
     `overdue` makes). Any other is judged by `overdue` at every count. One found overdue stays so
     while open: time only moves on, and an account whose thresholds moved back, whose deadlines
-    changed, or whose state replaced or lost an obligation is not used (`keep` starts it again)."""
+    changed, or whose state lost an obligation is not used (`keep` starts it again). An obligation id
+    opens once (engine.read.fold: the first line that opens it), so none is replaced in place."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -101,18 +102,18 @@ class OverdueCount:
             and not any(limit < self.before.get(severity, "") for severity, limit in judge.before.items())
         )
 
-    def keep(self, obligations: dict[str, Obligation], judge: Deadlines, replaced: int = 0) -> None:
+    def keep(self, obligations: dict[str, Obligation], judge: Deadlines) -> None:
         """Bring the account up to these obligations at the judge's time, started again if needed."""
-        key = (replaced, tuple(sorted(judge.seconds.items())))
+        key = tuple(sorted(judge.seconds.items()))
         with self._lock:
             if not self._holds(obligations, judge, key):
                 self._start(obligations, key)
             self._update(obligations, judge)
 
-    def count(self, obligations: dict[str, Obligation], judge: Deadlines, replaced: int = 0) -> int | None:
+    def count(self, obligations: dict[str, Obligation], judge: Deadlines) -> int | None:
         """The count from the account kept, brought up to date; None where none is kept for these
         obligations and deadlines (the caller counts them with `overdue`)."""
-        key = (replaced, tuple(sorted(judge.seconds.items())))
+        key = tuple(sorted(judge.seconds.items()))
         with self._lock:
             if not self._holds(obligations, judge, key):
                 return None

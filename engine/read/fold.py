@@ -381,9 +381,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                     subject=f"recovery: {unit_id} reported {event.outcome}: {event.summary}",
                     history=[at],
                 )
-                obligations.setdefault(recovery.id, recovery)
-                opened_in_units(state, recovery)
-                close_pending(state, recovery)
+                _opened(state, recovery)
         elif kind == _LEASE_EXPIRED:
             reason = _expiry_refused(unit, event)
             if reason is not None:
@@ -425,15 +423,11 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                     subject=f"recovery decision: {action} — {'' if rationale is msgspec.UNSET else rationale}",
                     history=[at],
                 )
-                state.replaced += ob.id in obligations  # (engine.read.deadlines.OverdueCount starts again)
-                obligations[ob.id] = ob
-                if holds is not None:
+                if _opened(state, ob) and holds is not None:
                     holds.setdefault(unit_id, []).append(ob)
                     first[unit_id] = -1  # opened here: before every host event after it
                     if unit_id in held:
                         held[unit_id].append((clock.moment(ob.opened_at), ob))
-                opened_in_units(state, ob)
-                close_pending(state, ob)
             unit.lease = None
             if action in RESUMING_ACTIONS:
                 unit.status, unit.recovery = UnitStatus.TODO, None
@@ -441,6 +435,18 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 unit.status, unit.recovery = UnitStatus.ABORTED, None
             else:
                 unit.status, unit.recovery = UnitStatus.WAITING, opened["id"] if opened else None
+
+
+def _opened(state: State, ob: Obligation) -> bool:
+    """Open an obligation units.ndjson opens (a result's recovery, a recovery decision's): the
+    first line that opens an id opens it, as for a routing record's (_fold_signals); a later one
+    opens nothing (D-185). The closes and world marks read before it are its own."""
+    if ob.id in state.obligations:
+        return False
+    state.obligations[ob.id] = ob
+    opened_in_units(state, ob)
+    close_pending(state, ob)
+    return True
 
 
 def _result_refused(unit: UnitState, event: UnitsLine) -> str | None:

@@ -320,7 +320,6 @@ class State:
     # while a piece folds on a cold read: the forked child's verdict on a signed line, (event id,
     # why it counts for nothing), or None (engine.read.prejudge.Prejudged.verdict)
     prejudged: Callable[[str, int], tuple[Any, str | None] | None] | None = None
-    replaced: int = 0  # obligations a fold replaced in place (a decision opening an id that exists)
     world: World = field(default_factory=World)  # design §24: what time and the world brought in
 
     def __post_init__(self) -> None:
