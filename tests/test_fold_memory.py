@@ -28,6 +28,7 @@ fields = {
     "scope": st.one_of(text_lists, odd, texts),
     "evidence": st.one_of(text_lists, odd, texts),
     "unit": st.one_of(st.sampled_from(["u1", "b1"]), odd),
+    "at": st.one_of(st.sampled_from(["2026-11-29T12:00:00Z", ""]), odd),
 }
 
 
@@ -51,6 +52,7 @@ def memory_line(draw: st.DrawFn) -> dict[str, Any]:
                     "scope": st.lists(texts, max_size=2),
                     "evidence": st.lists(texts, max_size=2),
                     "unit": st.sampled_from([None, "u1"]),
+                    "at": st.just("2026-11-29T12:00:00Z"),
                 }[name]
             )
     if event["kind"] == "retraction":

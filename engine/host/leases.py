@@ -175,7 +175,10 @@ def expiring(state: State, now: datetime, beats: Heartbeats) -> list[tuple[UnitS
         unit = state.units[unit_id]
         if unit.result is not None or unit_status(state, unit) != UnitStatus.IN_PROGRESS:
             continue
-        when = due(unit, beats)
+        try:
+            when = due(unit, beats)
+        except (OverflowError, TypeError, ValueError):  # no time a host wrote: it never expires (fail
+            continue  # closed), and the other units' leases expire as ever
         if when is not None and when <= now:
             found.append((unit, when))
     return found

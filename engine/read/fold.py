@@ -342,15 +342,17 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                     continue
         if kind == _DISPATCH:
             # a first-round dispatch kept the token itself in the log: such a lease is not honoured
+            # each field kept only in the type a host writes (a hand-written line's other types
+            # would stop the lease duty, `unit close` or a leased call: none where it is not text)
             unit.status, unit.lease, unit.worktree = (
                 _IN_PROGRESS,
-                event.leaseHash,
-                event.worktree,
+                _text(event.leaseHash),
+                _text(event.worktree),
             )
-            unit.type, unit.profile = event.type, event.profile
+            unit.type, unit.profile = _text(event.type), _text(event.profile)
             expires, ttl = event.expiresAt, event.ttl
             unit.expires_at = expires if type(expires) is str else None
-            unit.ttl = ttl if type(ttl) is int else None
+            unit.ttl = ttl if type(ttl) is int and 0 <= ttl <= _MAX_TTL_S else None  # else: never expires
             unit.confined = event.confined if type(event.confined) is bool else None
             unit.result = None
         elif kind == _RESULT:
@@ -435,6 +437,13 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 unit.status, unit.recovery = UnitStatus.ABORTED, None
             else:
                 unit.status, unit.recovery = UnitStatus.WAITING, opened["id"] if opened else None
+
+
+_MAX_TTL_S = 100 * 366 * 86400  # a lease's ttl past a century is no time a host writes
+
+
+def _text(value: object) -> str | None:
+    return value if type(value) is str else None
 
 
 def _opened(state: State, ob: Obligation) -> bool:
@@ -527,6 +536,7 @@ def _fold_memory(state: State, events: list[dict[str, Any]], at_refs: list[int])
                 and type(scope) is list
                 and type(evidence) is list
                 and (unit is None or type(unit) is str)
+                and type(get("at")) is str
             )
             if written:
                 try:
@@ -576,6 +586,8 @@ def _memory_problem(event: dict[str, Any], memory: dict[str, MemoryEntry]) -> st
             return f"{name} is not a list of text"
     if not isinstance(event.get("unit"), str | None):
         return "unit is not text"
+    if not isinstance(event.get("at"), str):  # the context orders entries by it (engine.read.delivery)
+        return "at is not text"
     return None
 
 

@@ -170,3 +170,69 @@ def test_a_signal_whose_skipped_field_is_out_of_range_is_noted_and_blocks_no_rou
     rows = {row["id"]: row for row in json.loads(once.stdout)["signals"]}
     assert rows["sx1"]["outcome"] == "noted" and rows["sx1"]["subject"] is None
     assert not [o for o in json.loads(once.stdout)["obligations"] if o["signal"] == "sx1"]
+
+
+# ---- fields of a type no writer gives them (an adversarial review, 2026-12-04) ----------------------
+
+
+def hand_dispatch(ws: Workspace, unit: str, **more: object) -> None:
+    """A dispatch appended by a unit with the account's shell, `seen` as a host writes it (so the
+    order rule counts it), its fields as given."""
+    seen = {name: ws.store(name).stat().st_size for name in ("signals", "memory", "identity")}
+    event = {"kind": "dispatch", "unit": unit, "leaseHash": "h" * 64, "worktree": None, "type": "implement",
+             "profile": "implement", "at": "2026-11-29T12:00:00Z", "seen": seen, **more}  # fmt: skip
+    append_raw(ws, "units", chained(ws, "units", event))
+
+
+@pytest.mark.parametrize(
+    "bad", [{"ttl": 10**30}, {"ttl": -5}, {"leaseHash": {"x": 1}}], ids=["ttl", "negative", "hash"]
+)
+def test_one_dispatch_with_a_field_of_another_type_does_not_stop_the_lease_duty(
+    ws: Workspace, bad: dict
+) -> None:
+    """u3's lease is past its time; u1's dispatch, written by hand, has a ttl no timedelta holds or a
+    lease hash that is an object. The duty expired nothing for any unit, every tick ("failed"); now
+    u1's lease never expires (no time a host wrote: fail closed) and u3's expires."""
+    hand_dispatch(ws, "u3", expiresAt="2026-11-29T11:00:00Z", ttl=0)
+    hand_dispatch(ws, "u1", **{"expiresAt": "2026-11-29T12:01:00Z", "ttl": 60, **bad})
+    tick = bounded(ws, "serve", "--once-tick")
+    assert tick.returncode == 0 and '"failed"' not in tick.stdout + tick.stderr, tick.stdout + tick.stderr
+    units = {u["id"]: u["status"] for u in json.loads(bounded(ws, "status", "--json").stdout)["units"]}
+    assert units["u3"] == "lost" and units["u1"] == "in-progress"
+
+
+@pytest.mark.parametrize("worktree", [5, ["a"]], ids=["number", "list"])
+def test_a_dispatch_whose_worktree_is_not_text_is_closed_and_demoted_cleanly(
+    ws: Workspace, worktree: object
+) -> None:
+    """`unit close` appended its close, then died removing a lease file at root / 5 (exit 1 after
+    the write); the fold now keeps a worktree, type and profile only as text."""
+    hand_dispatch(ws, "u1", worktree=worktree, profile=["implement"])
+    done = bounded(ws, "unit", "close", "u1")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-800:]
+    hand_dispatch(ws, "u3", worktree=worktree)
+    done = bounded(ws, "unit", "demote", "u3", "--by", "alice", "--rationale", "x")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-800:]
+
+
+@pytest.mark.parametrize("at", [None, 5], ids=["absent", "number"])
+def test_a_memory_entry_without_a_text_time_is_malformed_and_every_context_still_builds(
+    ws: Workspace, at: object
+) -> None:
+    """`context` (what every unit receives at start) orders entries by `at`: one entry without it
+    made `context` die for every unit. It is now malformed: counted for nothing, named by verify."""
+    good = {"kind": "memory", "id": "m0", "unit": "u1", "subject": "kept", "note": "n", "reviewBy": "2026-12-20",
+            "scope": [], "evidence": [], "at": "2026-11-29T12:00:00Z"}  # fmt: skip
+    append_raw(ws, "memory", chained(ws, "memory", good))
+    bad = {**good, "id": "m1", "subject": "odd"}
+    if at is None:
+        del bad["at"]
+    else:
+        bad["at"] = at
+    append_raw(ws, "memory", chained(ws, "memory", bad))
+    for unit in ("u1", "u3"):
+        done = bounded(ws, "context", unit)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-800:]
+    assert "kept" in bounded(ws, "context", "u1").stdout
+    found = bounded(ws, "verify")
+    assert found.returncode == 1 and "memory.ndjson:2: event malformed: at is not text" in found.stdout
