@@ -18,11 +18,11 @@ from controlroom.readmodel import (
     short_id,
 )
 from controlroom.views import Key
-from engine.base.text import ensure_escaped, escape, escape_block
+from engine.base.text import ensure_escaped, escape, escape_block, escape_items
 from engine.commands.proposals import review
 from engine.read import freshness
 from engine.read.ladder import registers_of
-from engine.read.model import EventKind, MemoryStatus, ObligationKind, ObligationStatus
+from engine.read.model import UNREADABLE, EventKind, MemoryStatus, ObligationKind, ObligationStatus
 from engine.read.queries import days_left, history, is_stale, memory_status, unit_status
 from engine.read.rules import decision_of, recovery
 from engine.read.vetoes import awaiting_close
@@ -39,31 +39,38 @@ def lifecycle(view: str, snap: Snapshot, key: Key | None) -> list[str]:
         return [ensure_escaped(line) for line in _lifecycle(view, snap, key)]
     except KeyError:
         return ["(gone: the row changed under the cursor)"]
+    except (TypeError, AttributeError, ValueError):  # a field of a type no writer gives it
+        return ["(a line behind this row is not one regulator wrote: `regulator verify` names it)"]
 
 
 def _signal_lines(snap: Snapshot, signal_id: str) -> list[str]:
+    """A signal and its routing, every field read as the raw store value it is: one of another type
+    (a line written by hand) is shown escaped, and one that does not read back whole says so."""
     s = snap.state.signals.get(signal_id)
     if s is None:
         return [f"signal {signal_id} (not in the log)"]
+    if s.get("kind") == UNREADABLE:
+        return [f"signal {escape(signal_id)}: its line does not read back whole (edited, or a number out of range; `regulator verify` names it)"]  # fmt: skip
     who = reporter(s)
-    if s.get("type") == "question":  # a unit's question (ask_human, design §22)
+    get = s.get
+    if get("type") == "question":  # a unit's question (ask_human, design §22)
         return [
-            f"{s['at']} question {signal_id} from {escape(who)}",
-            *(f"  ? {escape(line)}" for line in str(s.get("question", "")).split("\n")),
-            *([f"  options: {escape('; '.join(s.get('options') or []))}"] if s.get("options") else []),
+            f"{escape(get('at'))} question {signal_id} from {escape(who)}",
+            *(f"  ? {escape(line)}" for line in str(get("question", "")).split("\n")),
+            *([f"  options: {escape_items(get('options'), '; ')}"] if get("options") else []),
         ]
     lines = [
-        f"{s['at']} signal {signal_id} from {escape(who)}",
-        f"  subject: {escape(s['subject'])}",
-        f"  claim: {escape(s['claim'])}",
-        f"  observation: {escape(s['observation'])}",
-        f"  evidence: {escape('; '.join(s['evidence']))}",
-        f"  confidence {s['confidence']} · reported {s['reportedSeverity']} · affects "
-        f"{escape(', '.join(s.get('affectedUnits') or []) or '(none)')}",
-        f"  observed {s['observedAt']} · expires {s.get('expiresAt') or 'never'}",
+        f"{escape(get('at'))} signal {signal_id} from {escape(who)}",
+        f"  subject: {escape(get('subject'))}",
+        f"  claim: {escape(get('claim'))}",
+        f"  observation: {escape(get('observation'))}",
+        f"  evidence: {escape_items(get('evidence'), '; ')}",
+        f"  confidence {escape(get('confidence'))} · reported {escape(get('reportedSeverity'))} · affects "
+        f"{escape_items(get('affectedUnits') or []) or '(none)'}",
+        f"  observed {escape(get('observedAt'))} · expires {escape(get('expiresAt') or 'never')}",
     ]
     world = snap.state.world
-    if isinstance(s.get("supersedes"), str):
+    if isinstance(get("supersedes"), str):
         older = snap.state.signals.get(s["supersedes"], {})
         lines.append(f"  supersedes signal {escape(s['supersedes'])}: {escape(older.get('subject'))}")
     for newer in world.superseded.get(signal_id, []):
@@ -71,18 +78,19 @@ def _signal_lines(snap: Snapshot, signal_id: str) -> list[str]:
         lines.append(
             f"  superseded by signal {newer} from {escape(reporter(found))}: {escape(found.get('subject'))}"
         )
-    if signal_id in world.predicted:
-        lines.append(f"  a prediction: resolves at {escape(s['prediction'].get('resolvesAt'))}")
+    prediction = get("prediction")
+    if signal_id in world.predicted and isinstance(prediction, dict):
+        lines.append(f"  a prediction: resolves at {escape(prediction.get('resolvesAt'))}")
     routing = snap.state.routings.get(signal_id)
     if routing is None:
         lines.append("  not yet routed")
     else:
-        floors = ", ".join(routing.get("floors") or []) or "no floor"
+        floors = escape_items(routing.get("floors") or []) or "no floor"
         lines.append(
-            f"{routing['at']} routed: reported {routing['reportedSeverity']}, derived "
-            f"{routing['derivedSeverity']} ({floors}); outcome {routing['outcome']}"
+            f"{escape(routing.get('at'))} routed: reported {escape(routing.get('reportedSeverity'))}, derived "
+            f"{escape(routing.get('derivedSeverity'))} ({floors}); outcome {escape(routing.get('outcome'))}"
         )
-        lines.append(f"  {escape(routing['reason'])}")
+        lines.append(f"  {escape(routing.get('reason'))}")
     return lines
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -120,9 +120,10 @@ def obligation_show(
     obligation_id: Annotated[str, typer.Argument(metavar="ID")], as_json: JsonFlag = False
 ) -> None:
     """The signal an obligation came from and everything that happened to it since."""
+    from engine.base.text import escape_items
     from engine.commands.obligations import deadlines_of, find
     from engine.read.load import load
-    from engine.read.model import ObligationKind
+    from engine.read.model import UNREADABLE, ObligationKind
     from engine.read.queries import history
     from engine.read.worldfold import reporter
 
@@ -141,26 +142,34 @@ def obligation_show(
         f"obligation {ob.id}  unit {escape(ob.unit or '(none)')}  severity {escape(ob.severity)}"
         f"{', blocks' if ob.blocks else ''}  owed to {ob.owed_to}  {ob.status}{marks(row)}"
     )
+    fields: dict[str, Any] = signal or {}
+    get = fields.get
     if ob.kind == ObligationKind.RECHECK and signal:
-        out(f"recheck: the evidence of signal {signal['id']} expired; ask {escape(reporter(signal))} again")
-    if signal and signal.get("type") == "question":  # a unit's question (ask_human, design §22)
-        out(f"question {signal['id']} from {escape(signal.get('unit'))} at {signal['at']}")
-        for line in str(signal.get("question", "")).split("\n"):
-            out(f"  ? {escape(line)}")
-        if signal.get("options"):
-            out(f"  options: {escape('; '.join(signal['options']))}")
-    elif signal:
-        out(f"signal {signal['id']} from {escape(reporter(signal))} at {signal['at']}")
-        out(f"  subject: {escape(signal['subject'])}")
-        out(f"  claim: {escape(signal['claim'])}")
-        out(f"  observation: {escape(signal['observation'])}")
-        out(f"  evidence: {escape(', '.join(signal['evidence']))}")
         out(
-            f"  confidence {signal['confidence']}, reported {signal['reportedSeverity']}"
-            f", expires {signal.get('expiresAt') or 'never'}"
+            f"recheck: the evidence of signal {escape(get('id'))} expired; ask {escape(reporter(signal))} again"
         )
-        if signal.get("supersedes"):
-            out(f"  supersedes signal {escape(signal['supersedes'])}")
+    if signal and get("kind") == UNREADABLE:  # counted, but its line does not read back whole (D-184)
+        out(f"signal {escape(ob.source)}: its line does not read back whole (`regulator verify` names it)")
+    elif signal and get("type") == "question":  # a unit's question (ask_human, design §22)
+        out(f"question {escape(get('id'))} from {escape(get('unit'))} at {escape(get('at'))}")
+        for line in str(get("question", "")).split("\n"):
+            out(f"  ? {escape(line)}")
+        if get("options"):
+            out(f"  options: {escape_items(get('options'), '; ')}")
+    elif signal:
+        # every field as the raw store value it is: one of another type (a line written by hand) is
+        # shown escaped, never a KeyError or TypeError
+        out(f"signal {escape(get('id'))} from {escape(reporter(signal))} at {escape(get('at'))}")
+        out(f"  subject: {escape(get('subject'))}")
+        out(f"  claim: {escape(get('claim'))}")
+        out(f"  observation: {escape(get('observation'))}")
+        out(f"  evidence: {escape_items(get('evidence'))}")
+        out(
+            f"  confidence {escape(get('confidence'))}, reported {escape(get('reportedSeverity'))}"
+            f", expires {escape(get('expiresAt') or 'never')}"
+        )
+        if get("supersedes"):
+            out(f"  supersedes signal {escape(get('supersedes'))}")
     for newer in later:
         found = state.signals.get(newer, {})
         out(f"superseded by signal {newer} from {escape(reporter(found))}: {escape(found.get('subject'))}")

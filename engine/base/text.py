@@ -89,6 +89,14 @@ def escape(text: object) -> str:
     return _escaped("" if text is None else str(text), keep_newlines=False)
 
 
+def escape_items(value: object, sep: str = ", ") -> str:
+    """A store field that should be a list of text, on one line: each item escaped and joined; any
+    other value (a line written by hand) escaped whole, never a TypeError."""
+    if isinstance(value, list):
+        return sep.join(escape(item) for item in value)
+    return escape(value)
+
+
 def escape_block(text: object) -> str:
     """Like escape, but keeps newlines (for multi-line prose). Reversible."""
     return _escaped("" if text is None else str(text), keep_newlines=True)

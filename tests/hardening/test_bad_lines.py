@@ -221,10 +221,10 @@ def test_a_memory_entry_without_a_text_time_is_malformed_and_every_context_still
 ) -> None:
     """`context` (what every unit receives at start) orders entries by `at`: one entry without it
     made `context` die for every unit. It is now malformed: counted for nothing, named by verify."""
-    good = {"kind": "memory", "id": "m0", "unit": "u1", "subject": "kept", "note": "n", "reviewBy": "2026-12-20",
+    good: dict[str, object] = {"kind": "memory", "id": "m0", "unit": "u1", "subject": "kept", "note": "n", "reviewBy": "2026-12-20",
             "scope": [], "evidence": [], "at": "2026-11-29T12:00:00Z"}  # fmt: skip
     append_raw(ws, "memory", chained(ws, "memory", good))
-    bad = {**good, "id": "m1", "subject": "odd"}
+    bad: dict[str, object] = {**good, "id": "m1", "subject": "odd"}
     if at is None:
         del bad["at"]
     else:
@@ -236,3 +236,58 @@ def test_a_memory_entry_without_a_text_time_is_malformed_and_every_context_still
     assert "kept" in bounded(ws, "context", "u1").stdout
     found = bounded(ws, "verify")
     assert found.returncode == 1 and "memory.ndjson:2: event malformed: at is not text" in found.stdout
+
+
+HAND_SIGNAL = {"kind": "signal", "id": "s-hand", "subject": "hand", "claim": "c", "observation": "o",
+               "reportedSeverity": "blocking", "affectedUnits": ["u3"], "unit": "r1", "by": None,
+               "evidence": [1, 2], "confidence": "high", "observedAt": "2026-11-29T12:00:00Z"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "odd", [{"evidence": [1, 2]}, {"at": None}, {"confidence": None}], ids=["evidence", "at", "confidence"]
+)
+def test_obligation_show_reads_a_hand_written_signal_as_the_raw_values_it_holds(
+    ws: Workspace, odd: dict
+) -> None:
+    """A signal the router routes (its routed fields are fine) with evidence that is not text, or
+    no `at` or `confidence`: `obligation show` died with a KeyError or TypeError; now it prints
+    each field as the raw value it holds, escaped."""
+    event = {**HAND_SIGNAL, "at": "2026-11-29T12:00:00Z", **odd}
+    append_raw(
+        ws, "signals", chained(ws, "signals", {k: v for k, v in event.items() if v is not None or k == "by"})
+    )
+    assert "routed 1 signal(s)" in bounded(ws, "signals", "route").stdout
+    (ob,) = json.loads(bounded(ws, "obligations", "--json").stdout)
+    done = bounded(ws, "obligation", "show", ob["id"])
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-800:]
+    assert "subject: hand" in done.stdout
+    if "evidence" in odd:
+        assert "evidence: 1, 2" in done.stdout
+
+
+def test_the_room_opens_a_hand_written_signal_row_and_goes_on(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under Pilot: Enter on the signals row of a routed hand-written signal whose evidence is
+    [1, 2] raised a TypeError out of the room (the detail pane draws on highlight, so moving the
+    cursor there was enough); now its lifecycle shows the values as they are."""
+    from controlroom.app import ControlRoom
+    from engine.checkout.workspace import Workspace as EngineWorkspace
+    from tests.room import run as room_run
+
+    append_raw(ws, "signals", chained(ws, "signals", {**HAND_SIGNAL, "at": "2026-11-29T12:00:00Z"}))
+    assert bounded(ws, "signals", "route").returncode == 0
+    monkeypatch.setenv("REGULATOR_NOW", "2026-11-29T12:00:00Z")
+    app = ControlRoom(EngineWorkspace(ws.root), "alice", watch=False)
+    seen: dict[str, object] = {}
+
+    async def script(pilot: object) -> None:
+        await pilot.press("4")  # type: ignore[attr-defined]
+        await pilot.pause()  # type: ignore[attr-defined]
+        await pilot.press("enter")  # type: ignore[attr-defined]
+        await pilot.pause()  # type: ignore[attr-defined]
+        seen["lines"] = list(getattr(app.screen, "lines", []))
+
+    room_run(app, script)
+    lines = seen["lines"]
+    assert isinstance(lines, list) and "  evidence: 1; 2" in lines, lines
