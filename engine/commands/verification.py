@@ -172,11 +172,16 @@ def _chains_and_lines(
 ) -> list[list[Finding]]:
     """[the chains' findings, the lines' times and review-bys (`lines`)]: one read of each store,
     each line decoded once for both (engine.log.store.verify's `each`)."""
+    from engine.log.store import shaped_reads
+    from engine.read.fold import SHAPES
+
     judge = _HostLines(ws.authority().clock == "system") if lines else None
     chains: list[Finding] = []
     for name in STORES:
         each = judge.store(name) if judge is not None else None
-        found = verify_chain(ws.store(name), server.get(name), dismissed.get(name), each)
+        shape = SHAPES.get(name)
+        shaped = shaped_reads(shape) if shape is not None else None  # the stores the fold reads in a shape
+        found = verify_chain(ws.store(name), server.get(name), dismissed.get(name), each, shaped)
         chains += [Finding(f.store, f.line, f.message) for f in found]
     return [chains, judge.found if judge is not None else []]
 

@@ -378,6 +378,25 @@ def _decoders(shape: type | tuple | None) -> tuple[Callable, Callable]:
     return usual, each
 
 
+def shaped_reads(shape: type | tuple) -> Callable[[bytes], bool]:
+    """Whether a reader that decodes lines in this shape (the fold's, engine.read.fold.SHAPES)
+    takes the line as an event: for `verify`, which names a line that strict JSON refuses but such
+    a reader still reads (a number out of range in a field it does not build, D-184)."""
+    _, each = _decoders(shape)
+
+    def reads(raw: bytes) -> bool:
+        if len(raw) > MAX_LINE or (raw[:1] != b"{" and raw.lstrip()[:1] != b"{"):
+            return False
+        try:
+            raw.decode("utf-8")
+            each(raw)
+        except (ValueError, RecursionError):  # msgspec's errors are ValueErrors
+            return False
+        return True
+
+    return reads
+
+
 def _why_not(raw: bytes) -> str:
     """Why a line is not an event, decided on the whole line whatever shape was asked for (a
     shape stops at the first field it cannot use, and says less about the rest)."""
@@ -603,6 +622,7 @@ def verify(
     data: bytes | None = None,
     dismissed: Mapping[int, str] | None = None,
     each: Callable[[int, dict], None] | None = None,
+    shaped: Callable[[bytes], bool] | None = None,
 ) -> list[Finding]:
     """Check the hash chain; name every unreadable line and the first break in the chain.
 
@@ -619,6 +639,9 @@ def verify(
 
     `each(line number, event)` is given every line that strict JSON reads as an object, in order
     (what engine.commands.verification judges of each line's time), so no line is decoded twice.
+
+    `shaped(line)`: whether the fold reads a line strict JSON refuses (`shaped_reads`): such a line
+    is named as one the fold reads, not as one every reader skips.
     """
     found: list[Finding] = []
     if data is None:
@@ -641,8 +664,13 @@ def verify(
         if why is not None:
             unreadable += 1
             if unreadable <= KEPT_PROBLEMS:
-                kind = "torn last line (a write cut off)" if number == torn_at else why
-                found.append(Finding(store.name, number, f"{kind}; readers skip it"))
+                if number == torn_at:
+                    said = "torn last line (a write cut off); readers skip it"
+                elif raw is not None and shaped is not None and shaped(raw):
+                    said = f"{why}; a strict reader skips it, but the fold reads the fields it builds of it: no writer wrote it (forged?)"
+                else:
+                    said = f"{why}; readers skip it"
+                found.append(Finding(store.name, number, said))
             elif unreadable == KEPT_PROBLEMS + 1:
                 first_unlisted = number
             if event is None:

@@ -291,3 +291,22 @@ def test_the_room_opens_a_hand_written_signal_row_and_goes_on(
     room_run(app, script)
     lines = seen["lines"]
     assert isinstance(lines, list) and "  evidence: 1; 2" in lines, lines
+
+
+@pytest.mark.parametrize("junk", ["1e999", "9" * 5000], ids=["1e999", "5000 digits"])
+def test_a_forged_routing_record_the_fold_reads_is_named_forged_not_skipped(ws: Workspace, junk: str) -> None:
+    """A routing record appended by a unit before the router ran, opening nothing, with a number
+    out of range where the fold's shape does not look: the fold obeys it (the signal is routed,
+    nothing holds), so verify must not say every reader skips it: it names the line as one the
+    fold reads and no writer wrote."""
+    ws.run(*report_args(by="alice"), check=True)
+    signal = json.loads(ws.store("signals").read_text().splitlines()[-1])["id"]
+    seen = {name: ws.store(name).stat().st_size for name in ("units", "memory", "identity")}
+    forged = {"kind": "routing", "signal": signal, "reportedSeverity": "blocking", "derivedSeverity": "blocking",
+              "floors": [], "obligations": [], "at": "2026-11-29T12:00:00Z", "outcome": "noted", "reason": "r",
+              "seen": seen, "pad": float("inf")}  # fmt: skip
+    append_raw(ws, "signals", chained(ws, "signals", forged).replace("Infinity", junk))
+    assert json.loads(bounded(ws, "status", "--json").stdout)["unrouted"] == 0  # the fold obeys it
+    done = bounded(ws, "verify")
+    (named,) = [line for line in done.stdout.splitlines() if line.startswith("signals.ndjson:2:")]
+    assert done.returncode == 1 and "readers skip it" not in named and "no writer wrote it (forged?)" in named
