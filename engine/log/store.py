@@ -751,7 +751,7 @@ def _event_of(raw: bytes | None) -> tuple[dict | None, str | None]:
     except (ValueError, RecursionError):
         lenient = _parse(raw)
         if lenient is not None:
-            return lenient, "not an event line (JSON holds no NaN or Infinity)"
+            return lenient, "not an event line (JSON holds no NaN, Infinity or number out of range)"
         return None, "unreadable line (torn write or garbage)"
     if type(value) is not dict:
         return None, "unreadable line (not a JSON object)"
