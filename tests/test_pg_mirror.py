@@ -37,7 +37,8 @@ AWKWARD = [
     "\x7f",
     "}",
 ]
-# (no NUL: the server refuses a line holding \u0000 — PostgreSQL's json cannot take it out as text)
+# (no NUL: the server refuses a line holding \u0000 — PostgreSQL's json cannot take it out as text;
+# no lone surrogate: every writer refuses one, and so does the store, a BadInput: no UTF-8 holds it)
 
 
 def held(url: str, name: str) -> bytes:
@@ -75,7 +76,7 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     texts=st.lists(
-        st.lists(st.sampled_from(AWKWARD) | st.characters(exclude_characters="\x00"), max_size=20).map(
+        st.lists(st.sampled_from(AWKWARD) | st.characters(exclude_characters="\x00", exclude_categories=["Cs"]), max_size=20).map(
             "".join
         ),
         min_size=1,

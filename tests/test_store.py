@@ -367,3 +367,15 @@ def test_events_read_back_in_bulk_are_the_events_read_one_by_one(tmp_path: Path)
     bulk.bind(paths + (tmp_path / "m", tmp_path / "i"))
     bulk.event(wanted[5])  # one already cached
     assert bulk.events(wanted) == expected
+
+
+def test_a_lone_surrogate_is_refused_with_one_line_and_nothing_is_written(tmp_path: Path) -> None:
+    """Every writer's check_text refuses a lone surrogate first; the store is the last guard: a
+    BadInput that says why (it raised a UnicodeEncodeError before), and not a byte written."""
+    from engine.base.errors import BadInput
+
+    path = tmp_path / "signals.ndjson"
+    path.write_bytes(b"")
+    with pytest.raises(BadInput, match="lone surrogate"):
+        Store(path).append({"kind": "note", "text": "a\ud800b"})
+    assert path.read_bytes() == b""

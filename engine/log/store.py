@@ -497,10 +497,16 @@ def canonical_line(event: dict) -> bytes:
 
 def line_text(store: str, event: dict) -> str:
     """The event's canonical line as text, without its newline, refused (BadInput) when its UTF-8
-    is over MAX_LINE_BYTES. Its characters are counted before it is encoded (a character is at
+    is over MAX_LINE_BYTES, or when it holds a lone surrogate (no UTF-8 at all). Its characters are counted before it is encoded (a character is at
     least one byte), so an event of 100 MB costs one copy of its text, never its bytes as well."""
     text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-    if len(text) > MAX_LINE_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
+    if len(text) > MAX_LINE_BYTES:
+        raise BadInput(too_long(store, len(text)))
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:  # every writer's check_text refuses one first: the last guard
+        raise BadInput(f"{store}: a lone surrogate is no UTF-8; nothing written") from None
+    if size > MAX_LINE_BYTES:
         raise BadInput(too_long(store, len(text)))
     return text
 
