@@ -76,9 +76,10 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     texts=st.lists(
-        st.lists(st.sampled_from(AWKWARD) | st.characters(exclude_characters="\x00", exclude_categories=["Cs"]), max_size=20).map(
-            "".join
-        ),
+        st.lists(
+            st.sampled_from(AWKWARD) | st.characters(exclude_characters="\x00", exclude_categories=["Cs"]),
+            max_size=20,
+        ).map("".join),
         min_size=1,
         max_size=8,
     )
