@@ -179,23 +179,31 @@ def obligation_show(
 
 
 def describe_event(event: dict) -> str:
+    from engine.base.text import escape_items
     from engine.read.model import EventKind
 
+    # every field as the raw store value it is (a line written by hand may lack one, or hold
+    # another type): escaped, never a KeyError or TypeError
     kind = event.get("kind")
-    at = event.get("at", "?")
+    get = event.get
+    at = escape(get("at", "?"))
     if "uncounted" in event:
-        return f"{at} {escape(kind)} by {escape(event.get('by'))}: counts for nothing ({event['uncounted']})"
+        return (
+            f"{at} {escape(kind)} by {escape(get('by'))}: counts for nothing ({escape(event['uncounted'])})"
+        )
     if kind == EventKind.ROUTING:
-        floors = ", ".join(event.get("floors") or []) or "no floor"
-        reported = event.get("reportedSeverity")
-        said = f"reported {reported}, " if reported is not None else "no severity reported, "
-        return f"{at} routed: {said}derived {event['derivedSeverity']} ({floors}); {escape(event['reason'])}"
+        floors = escape_items(get("floors") or []) or "no floor"
+        reported = get("reportedSeverity")
+        said = f"reported {escape(reported)}, " if reported is not None else "no severity reported, "
+        return (
+            f"{at} routed: {said}derived {escape(get('derivedSeverity'))} ({floors}); {escape(get('reason'))}"
+        )
     if kind == EventKind.DISPOSITION:
-        return f"{at} {event['disposition']} by {escape(event['by'])}: {escape(event['rationale'])}"
+        return f"{at} {escape(get('disposition'))} by {escape(get('by'))}: {escape(get('rationale'))}"
     if kind == EventKind.DECISION:
         return (
-            f"{at} recovery decision {event['action']} by {escape(event['by'])}"
-            f" ({event['disposition']}): {escape(event['rationale'])}"
+            f"{at} recovery decision {escape(get('action'))} by {escape(get('by'))}"
+            f" ({escape(get('disposition'))}): {escape(get('rationale'))}"
         )
     from engine.read.worldfold import event_line
 

@@ -96,19 +96,23 @@ def store_numbers(state: State, since: datetime, until: datetime) -> dict[str, A
     for ob in resolved:
         key = str(ob.disposition)
         by[key] = by.get(key, 0) + 1
+    # a time that does not read (a line written by hand) is left out, never a refusal of the whole
     waits = [
-        (clock.read_time(ob.closed_at) - clock.read_time(ob.opened_at)).total_seconds()
+        (ended - begun).total_seconds()
         for ob in resolved
-        if ob.closed_at
+        if (ended := clock.moment(ob.closed_at)) is not None
+        and (begun := clock.moment(ob.opened_at)) is not None
     ]
     spans: dict[str, list[tuple[datetime, datetime]]] = {}
     for ob in state.obligations.values():
-        if not ob.blocks or not ob.unit:
+        begun = clock.moment(ob.opened_at)
+        if not ob.blocks or not ob.unit or begun is None:
             continue
-        start = max(clock.read_time(ob.opened_at), since)
+        start = max(begun, since)
         end = until
-        if ob.status != ObligationStatus.OPEN and ob.closed_at:
-            end = min(clock.read_time(ob.closed_at), until)
+        ended = clock.moment(ob.closed_at)
+        if ob.status != ObligationStatus.OPEN and ended is not None:
+            end = min(ended, until)
         if start < end:
             spans.setdefault(ob.unit, []).append((start, end))
     held = {unit: _hours(_union(parts)) for unit, parts in sorted(spans.items())}

@@ -35,7 +35,7 @@ from engine.commands.signals import stamped, validate_report
 from engine.commands.units import seen
 from engine.commands.written import AdvisoryWithdrawnEvent, SensorRunEvent, SignalEvent
 from engine.log.events import HOST_KINDS
-from engine.log.store import canonical
+from engine.log.store import SKEW_S, canonical
 from engine.read.load import load
 from engine.read.model import EventKind, State
 from engine.read.osv import (
@@ -87,10 +87,17 @@ def last_run(state: State, name: str) -> dict[str, Any] | None:
 
 
 def next_run(state: State, name: str, sensor: Sensor) -> datetime | None:
-    """When the sensor is due again (None: now, it never ran)."""
+    """When the sensor is due again (None: now: it never ran, or its last run is stamped later
+    than this state's time, or so late no date holds the next: no time a host writes, so a line
+    written by hand never silences a sensor)."""
     last = last_run(state, name)
     at = clock.moment(last.get("at")) if last else None
-    return at + timedelta(seconds=sensor.every_seconds) if at is not None else None
+    if at is None or at > state.now + timedelta(seconds=SKEW_S):
+        return None
+    try:
+        return at + timedelta(seconds=sensor.every_seconds)
+    except OverflowError:
+        return None
 
 
 def is_due(state: State, name: str, sensor: Sensor, now: datetime) -> bool:

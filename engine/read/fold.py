@@ -32,6 +32,7 @@ from engine.read.kinds import (
 from engine.read.model import (
     ASKS_RECOVERY,
     OWED_TO,
+    PERSON_DISPOSITIONS,
     RESULT_OUTCOMES,
     RESUMING_ACTIONS,
     WAITING_ACTIONS,
@@ -83,6 +84,7 @@ _SIGNAL, _ROUTING, _DISPOSITION = EventKind.SIGNAL.value, EventKind.ROUTING.valu
 _OPEN, _RESOLVED, _ESCALATED = ObligationStatus.OPEN, ObligationStatus.RESOLVED, ObligationStatus.ESCALATED
 _INTELLIGENCE, _QUESTION = ObligationKind.INTELLIGENCE, ObligationKind.QUESTION
 _ANSWERED = Disposition.ANSWERED.value
+_ALWAYS = frozenset(PERSON_DISPOSITIONS) - {_ANSWERED}  # dispositions every obligation's kind allows
 _DISPATCH, _CLOSE, _DEMOTE, _DECISION = (
     k.value for k in (EventKind.DISPATCH, EventKind.CLOSE, EventKind.DEMOTE, EventKind.DECISION)
 )
@@ -185,7 +187,7 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                     intern(entry.severity),
                     entry.blocks,
                     intern(entry.owedTo),  # owed_to
-                    event.at,  # opened_at
+                    event.at or "",  # opened_at: text, a time where a host wrote it
                     subject,
                     expiries.get(expires) if expires else None,  # expires_at
                     _OPEN,  # status
@@ -245,8 +247,8 @@ def _may_resolve(state: State, event: DispositionLine, ob: Obligation | None, at
     """A disposition counts only when its obligation's kind allows it (`answered` on questions
     only) and from a person the policy in force at its place lets resolve that severity
     (engine.read.rules.disposing and may_resolve, which `obligation resolve` and the room ask too)."""
-    if event.disposition == _ANSWERED:
-        denied = disposing(ob, _ANSWERED)
+    if event.disposition not in _ALWAYS:  # `answered`, or no disposition a person writes
+        denied = disposing(ob, event.disposition)
         if denied is not None:
             state.uncounted.append(Uncounted("signals", at >> 2, denied.short))
             return False
@@ -379,7 +381,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                     severity=opened["severity"],
                     blocks=False,
                     owed_to=opened.get("owedTo", OWED_TO),
-                    opened_at=event.at,
+                    opened_at=_text(event.at) or "",  # text, whatever a line held
                     subject=f"recovery: {unit_id} reported {event.outcome}: {event.summary}",
                     history=[at],
                 )
@@ -395,6 +397,10 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
         elif kind == _DEMOTE:
             unit.status, unit.lease = _TODO, None
         elif kind == _DECISION:
+            reason = _decision_refused(event)
+            if reason is not None:
+                state.uncounted.append(Uncounted("units", at >> 2, f"malformed: {reason}"))
+                continue
             action = event.action
             rationale = event.rationale
             closing = Closing(
@@ -402,7 +408,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 disposition=event.disposition,
                 by=event.by,
                 rationale=None if rationale is msgspec.UNSET else rationale,
-                closed_at=event.at,
+                closed_at=_text(event.at),
                 at=at,
             )
             for ob_id in event.resolves:
@@ -421,7 +427,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                     severity=opened["severity"],
                     blocks=True,
                     owed_to=opened.get("owedTo", OWED_TO),
-                    opened_at=event.at,
+                    opened_at=_text(event.at) or "",  # text, whatever a line held
                     subject=f"recovery decision: {action} — {'' if rationale is msgspec.UNSET else rationale}",
                     history=[at],
                 )
@@ -437,6 +443,34 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 unit.status, unit.recovery = UnitStatus.ABORTED, None
             else:
                 unit.status, unit.recovery = UnitStatus.WAITING, opened["id"] if opened else None
+
+
+_ACTIONS = frozenset(action.value for action in RecoveryAction)
+
+
+def _decision_refused(event: UnitsLine) -> str | None:
+    """Why a recovery decision is not one `unit decide` writes (a line signed by hand), or None:
+    an action it takes, the obligations it resolves as a list of ids, what it opens (if anything)
+    as an id, a severity and whom it is owed to, a time, all text."""
+    if event.action not in _ACTIONS:
+        return "a decision without a recovery action"
+    resolves = event.resolves
+    if type(resolves) not in (list, tuple) or not all(type(ob_id) is str for ob_id in resolves):
+        return "resolves is not a list of obligation ids"
+    opens = event.opens
+    if opens is not None and not (
+        type(opens) is dict
+        and type(opens.get("id")) is str
+        and type(opens.get("severity")) is str
+        and type(opens.get("owedTo", "")) is str
+    ):
+        return "opens is not an obligation's id, severity and owedTo"
+    if type(event.at) is not str:
+        return "at is not text"
+    rationale = event.rationale
+    if rationale is not msgspec.UNSET and type(rationale) is not str:
+        return "rationale is not text"
+    return None
 
 
 _MAX_TTL_S = 100 * 366 * 86400  # a lease's ttl past a century is no time a host writes

@@ -143,8 +143,12 @@ def signal_rows(state: State) -> list[dict[str, Any]]:
 
 
 def age(state: State, at: str) -> str:
-    """How long ago `at` was on the state's clock, in the largest whole unit (d, h, m, s)."""
-    seconds = max(0, int((state.now - clock.read_time(at)).total_seconds()))
+    """How long ago `at` was on the state's clock, in the largest whole unit (d, h, m, s); "?"
+    for a time that does not read (a line written by hand)."""
+    moment = clock.moment(at)
+    if moment is None:
+        return "?"
+    seconds = max(0, int((state.now - moment).total_seconds()))
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{seconds // size}{unit}"

@@ -144,8 +144,14 @@ def disposing(ob: Obligation | None, disposition: object) -> Denied | None:
     """A disposition this obligation's kind allows (`answered` on questions only): `obligation
     resolve` refuses another as bad input, the fold counts one for nothing."""
     allowed = dispositions_for(ob)
-    if disposition in allowed or disposition not in PERSON_DISPOSITIONS:
-        return None  # a disposition no person writes is judged elsewhere
+    if disposition in allowed:
+        return None
+    if disposition not in PERSON_DISPOSITIONS:  # absent, or no disposition a person writes
+        return Denied(
+            "not a disposition a person writes",
+            f"--disposition: not one of {', '.join(PERSON_DISPOSITIONS)}",
+            bad_input=True,
+        )
     kind = ob.kind if ob is not None else "recovery-decision"
     ob_id = ob.id if ob is not None else "?"
     return Denied(

@@ -310,3 +310,125 @@ def test_a_forged_routing_record_the_fold_reads_is_named_forged_not_skipped(ws: 
     done = bounded(ws, "verify")
     (named,) = [line for line in done.stdout.splitlines() if line.startswith("signals.ndjson:2:")]
     assert done.returncode == 1 and "readers skip it" not in named and "no writer wrote it (forged?)" in named
+
+
+# ---- a second adversarial review (2026-12-04): lines that stopped a duty or the whole fold --------------
+
+LATER = {
+    "REGULATOR_NOW": "2026-12-20T12:00:00Z"
+}  # 21 days on: every blocking obligation is past its deadline
+
+
+def signed_line(ws: Workspace, store: str, event: dict) -> None:
+    """A person event signed with alice's key (a person, or whoever holds her key, wrote it by hand)."""
+    from engine.checkout.workspace import Workspace as EngineWorkspace
+    from engine.trust import signing
+    from tests.helpers import alice_key
+
+    signing.use_key(alice_key())
+    try:
+        engine_ws = EngineWorkspace(ws.root)
+        made = signing.person_event(engine_ws, signing.signer_for(engine_ws, "alice"), event)
+    finally:
+        signing.use_key(None)
+    append_raw(ws, store, chained(ws, store, made))
+
+
+def deadline_marks(ws: Workspace) -> int:
+    return sum(
+        json.loads(line)["kind"] in ("overdue", "deadline-escalated")
+        for line in ws.store("signals").read_text().splitlines()
+    )
+
+
+@pytest.mark.parametrize("at", [None, "x", 5], ids=["absent", "not a time", "number"])
+def test_an_obligation_opened_without_a_time_stops_no_deadline_and_no_reader(
+    ws: Workspace, at: object
+) -> None:
+    """A routing record appended before the router, its `at` absent or no time: its obligation's
+    opening time was None or "x", and the deadline duty failed on every tick for every obligation
+    (nothing overdue, nothing escalated), `obligations` and `--once` died. Now its time is text, it
+    is never judged overdue (no time to judge), and every other obligation is."""
+    ws.run(*report_args(by="alice"), check=True)
+    ws.run("signals", "route", check=True)
+    signal = {"kind": "signal", "id": "s1", "subject": "hand", "claim": "c", "observation": "o", "evidence": ["e"],
+              "confidence": "high", "reportedSeverity": "blocking", "affectedUnits": ["u3"], "unit": "r1", "by": None,
+              "at": "2026-11-29T12:00:00Z"}  # fmt: skip
+    append_raw(ws, "signals", chained(ws, "signals", signal))
+    seen = {name: ws.store(name).stat().st_size for name in ("units", "memory", "identity")}
+    routing = {"kind": "routing", "signal": "s1", "reportedSeverity": "blocking", "derivedSeverity": "blocking",
+               "floors": [], "outcome": "obligations", "reason": "r", "seen": seen, "at": at,
+               "obligations": [{"id": "ob1", "unit": "u3", "severity": "blocking", "blocks": True, "owedTo": "S3"}]}  # fmt: skip
+    append_raw(ws, "signals", chained(ws, "signals", {k: v for k, v in routing.items() if v is not None}))
+    tick = ws.run("serve", "--once-tick", env=LATER)
+    assert tick.returncode == 0 and '"failed"' not in tick.stdout + tick.stderr, (tick.stdout + tick.stderr)[
+        -800:
+    ]
+    assert deadline_marks(ws) >= 2  # the routed obligation's overdue and escalation
+    for args in (["obligations", "--all"], ["obligations", "--json"], ["controlroom", "--once", "--json"]):
+        done = ws.run(*args, env=LATER)
+        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, (args, done.stderr[-800:])
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"resolves": 5},
+        {"resolves": [[1]]},
+        {"opens": [1]},
+        {"opens": {"severity": "blocking"}},
+        {"action": "zzz"},
+    ],
+    ids=["resolves number", "resolves nested", "opens list", "opens without id", "no action"],
+)
+def test_a_signed_decision_of_another_shape_is_malformed_not_the_end_of_every_read(
+    ws: Workspace, odd: dict
+) -> None:
+    """A recovery decision signed with a person's key but shaped as `unit decide` never writes it:
+    the fold died on it (`for ob_id in event.resolves`), so did every command and duty, `verify`
+    included, which could not even name it. Now it counts for nothing and verify names it."""
+    decision = {"kind": "decision", "unit": "u1", "action": "pause", "by": "alice", "rationale": "r", "resolves": [],
+                "disposition": "escalated", "opens": None, "at": "2026-11-29T12:00:00Z", **odd}  # fmt: skip
+    signed_line(ws, "units", decision)
+    assert ws.run("status", "--json", check=True).returncode == 0
+    found = bounded(ws, "verify")
+    assert found.returncode == 1 and "units.ndjson:1: event malformed:" in found.stdout, (
+        found.stdout + found.stderr
+    )
+
+
+def test_a_signed_disposition_no_person_writes_closes_nothing(ws: Workspace) -> None:
+    """A disposition signed by alice with no `disposition`, or one no person writes: it closed a
+    blocking obligation (and `obligation show` then died on it). Now it counts for nothing, as
+    `obligation resolve` refuses it (engine.read.rules.disposing, the one rule both ask)."""
+    ws.run(*report_args(by="alice"), check=True)
+    ws.run("signals", "route", check=True)
+    held = [o["id"] for o in json.loads(ws.run("obligations", "--json", check=True).stdout)]
+    for value in (None, "zzz"):
+        event = {"kind": "disposition", "obligation": held[0], "by": "alice", "rationale": "r", "at": "2026-11-29T12:00:00Z",
+                 **({"disposition": value} if value else {})}  # fmt: skip
+        signed_line(ws, "signals", event)
+    still = [o["id"] for o in json.loads(ws.run("obligations", "--json", check=True).stdout)]
+    assert still == held
+    shown = bounded(ws, "obligation", "show", held[0])
+    assert shown.returncode == 0 and "not a disposition a person writes" in shown.stdout, (
+        shown.stdout + shown.stderr
+    )
+
+
+@pytest.mark.parametrize("at", ["9000-01-01T00:00:00Z", "9999-12-31T23:59:59Z"], ids=["far", "last second"])
+def test_a_sensor_run_stamped_in_the_future_silences_no_sensor(ws: Workspace, at: str) -> None:
+    """A `sensor-run` appended by hand, stamped far ahead: the sensor was never due again (or the
+    sensors duty failed on the date's overflow). A last run later than now is no time a host writes:
+    the sensor runs when its time comes, as if it had not."""
+    ws.decide("regulator/policy/sensors.yaml", 'sensors:\n  scan:\n    kind: command\n    command: ["/bin/true"]\n'
+              "    every: 1h\n    severity: advisory\n    timeout: 10s\n")  # fmt: skip
+    append_raw(
+        ws,
+        "signals",
+        chained(ws, "signals", {"id": "sr-forged", "kind": "sensor-run", "sensor": "scan", "at": at}),
+    )
+    tick = ws.run("serve", "--once-tick", env=LATER)
+    assert tick.returncode == 0 and "1 of 1 sensor(s) ran" in tick.stdout + tick.stderr, (
+        tick.stdout + tick.stderr
+    )[-800:]
