@@ -11,6 +11,7 @@ from controlroom.readmodel import (
     contract_of,
     deadlines,
     evidence,
+    keys,
     lint_of,
     plain,
     sectioned,
@@ -38,9 +39,14 @@ def lifecycle(view: str, snap: Snapshot, key: Key | None) -> list[str]:
         # backslash, so it is not applied twice)
         return [ensure_escaped(line) for line in _lifecycle(view, snap, key)]
     except KeyError:
+        if key in keys(view, snap, show_all=True):  # still there: a field its line lacks
+            return [_NOT_WRITTEN]
         return ["(gone: the row changed under the cursor)"]
     except (TypeError, AttributeError, ValueError):  # a field of a type no writer gives it
-        return ["(a line behind this row is not one regulator wrote: `regulator verify` names it)"]
+        return [_NOT_WRITTEN]
+
+
+_NOT_WRITTEN = "(a line behind this row is not one regulator wrote: `regulator verify` names it)"
 
 
 def _signal_lines(snap: Snapshot, signal_id: str) -> list[str]:

@@ -432,3 +432,30 @@ def test_a_sensor_run_stamped_in_the_future_silences_no_sensor(ws: Workspace, at
     assert tick.returncode == 0 and "1 of 1 sensor(s) ran" in tick.stdout + tick.stderr, (
         tick.stdout + tick.stderr
     )[-800:]
+
+
+def test_the_room_says_a_line_behind_a_row_is_not_one_regulator_wrote(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A close appended by hand without `at`: the unit's lifecycle said "gone: the row changed
+    under the cursor" (a KeyError taken for a row that left); the row is there, so it says the
+    line behind it is not one regulator wrote."""
+    from controlroom.app import ControlRoom
+    from engine.checkout.workspace import Workspace as EngineWorkspace
+    from tests.room import run as room_run
+
+    hand_dispatch(ws, "u1")
+    seen = {name: ws.store(name).stat().st_size for name in ("signals", "memory", "identity")}
+    append_raw(ws, "units", chained(ws, "units", {"kind": "close", "unit": "u1", "seen": seen}))
+    monkeypatch.setenv("REGULATOR_NOW", "2026-11-29T12:00:00Z")
+    app = ControlRoom(EngineWorkspace(ws.root), "alice", watch=False)
+    seen_lines: list[str] = []
+
+    async def script(pilot: object) -> None:
+        for key in ("2", "down", "down", "enter"):  # units: b1, r1, u1
+            await pilot.press(key)  # type: ignore[attr-defined]
+            await pilot.pause()  # type: ignore[attr-defined]
+        seen_lines.extend(getattr(app.screen, "lines", []))
+
+    room_run(app, script)
+    assert seen_lines and "not one regulator wrote" in seen_lines[0], seen_lines
