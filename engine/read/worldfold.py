@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from engine.base import clock
+from engine.base import clock, ids
 from engine.checkout.authority import Uncounted
 from engine.read.model import EventKind, Obligation, ObligationKind, ObligationStatus, State
 
@@ -134,13 +134,27 @@ def _expired(state: State, event: ExpiredLine, at: int) -> str | None:
         return "evidence-expired for no signal that counts"
     if event.signal in world.expired:
         return "a second evidence-expired for the same signal"
+    # as engine.commands.timed.evidence_events writes it: once an obligation it names has passed its
+    # signal's expiry, opening the signal's one recheck obligation on no unit (a line a unit forged
+    # would mark evidence stale early, or hold a unit of its choosing)
+    when = clock.moment(event.at)
+    listed = [state.obligations.get(ob_id) for ob_id in event.obligations]
+    if when is None or not any(
+        ob is not None and ob.source == event.signal and ob.expires_at is not None and ob.expires_at <= when
+        for ob in listed
+    ):
+        return "host event: evidence-expired before the evidence it names expired: no host wrote it (forged?)"
+    opened = event.opens
+    if opened is not None and (
+        opened.unit is not None or opened.id != ids.recheck_obligation_id(event.signal)
+    ):
+        return "host event: evidence-expired opening a recheck obligation no host writes (on a unit, or another id): forged?"
     world.expired[event.signal] = at
     for ob_id in event.obligations:
         ob = state.obligations.get(ob_id)
         if ob is not None and ob.source == event.signal:
             world.stale_evidence[ob_id] = event.signal
             ob.history.append(at)
-    opened = event.opens
     if opened is not None and opened.id not in state.obligations:
         subject = state.signals[event.signal].get("subject")
         ob = Obligation(

@@ -459,3 +459,32 @@ def test_the_room_says_a_line_behind_a_row_is_not_one_regulator_wrote(
 
     room_run(app, script)
     assert seen_lines and "not one regulator wrote" in seen_lines[0], seen_lines
+
+
+@pytest.mark.parametrize("forged", ["early", "on a unit"])
+def test_a_forged_evidence_expired_marks_nothing_stale_and_holds_no_unit(ws: Workspace, forged: str) -> None:
+    """An `evidence-expired` appended by a unit: before the signal's evidence expired, or opening
+    a critical blocking recheck obligation on a unit of its choosing (no host writes either: the
+    timed duty writes one once the evidence expired, its recheck obligation on no unit). It held
+    u3 and verify said ok; now it counts for nothing and verify names it."""
+    ws.run(*report_args(by="alice", expires_at="2026-12-10T00:00:00Z"), check=True)
+    ws.run("signals", "route", check=True)
+    routed = json.loads(ws.store("signals").read_text().splitlines()[-1])
+    signal, obligations = routed["signal"], [o["id"] for o in routed["obligations"]]
+    from engine.base import ids
+
+    event = {"id": "ee-forged", "kind": "evidence-expired", "signal": signal, "obligations": obligations,
+             "opens": {"id": ids.recheck_obligation_id(signal), "unit": None, "severity": "advisory", "blocks": False,
+                       "owedTo": "S3"},
+             "at": "2026-11-29T12:00:00Z" if forged == "early" else "2026-12-11T00:00:00Z"}  # fmt: skip
+    if forged == "on a unit":
+        event["opens"] = {"id": "rc1", "unit": "u3", "severity": "critical", "blocks": True, "owedTo": "S3"}
+    append_raw(ws, "signals", chained(ws, "signals", event))
+    status = json.loads(ws.run("status", "--json", env=LATER, check=True).stdout)
+    assert not [u for u in status["units"] if "rc1" in u["blockedBy"]]
+    shown = json.loads(ws.run("obligations", "--all", "--json", env=LATER, check=True).stdout)
+    assert not [o for o in shown if o["id"] == "rc1" or o.get("evidenceExpired")]
+    found = bounded(ws, "verify")
+    assert found.returncode == 1 and "evidence-expired" in found.stdout and "forged?" in found.stdout, (
+        found.stdout
+    )
