@@ -10,7 +10,7 @@ approves or releases anything: each marks, or opens an advisory recheck obligati
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 import msgspec
@@ -173,13 +173,42 @@ def _expired(state: State, event: ExpiredLine, at: int) -> str | None:
     return None
 
 
+_POLICIES: dict[str, Any] = {}  # routing.yaml's text -> its policy (None: it does not parse)
+
+
+def _past_due(state: State, ob: Obligation, at: object) -> bool:
+    """Whether `at` is at or after the obligation's deadline under the routing policy in force
+    then (the last decided at or before it, as verify's _policy_then reads one without `seen`):
+    when the deadline duty (engine.commands.timed.deadline_events) writes its marks. An obligation
+    opened in units.ndjson, not folded yet, is not judged here."""
+    from identity.policy import PolicyError, parse_policy
+
+    when, opened = clock.moment(at), clock.moment(ob.opened_at)
+    if when is None or opened is None:
+        return False
+    text = ""
+    for since, content, _ in state.auth.routing:
+        if not since or (isinstance(at, str) and at >= since):
+            text = content or ""
+    if text not in _POLICIES:
+        try:
+            _POLICIES[text] = parse_policy("routing.yaml", text) if text else None
+        except PolicyError:
+            _POLICIES[text] = None
+    policy = _POLICIES[text]
+    seconds = policy.deadline_seconds(ob.severity) if policy is not None else None
+    return seconds is not None and when >= opened + timedelta(seconds=seconds)
+
+
 def _obligation_mark(index: str) -> Any:
     def mark(state: State, event: OverdueLine | EscalatedLine, at: int) -> str | None:
         marks: dict[str, int] = getattr(state.world, index)
         if event.obligation in marks:
             return f"a second {event.kind} for the same obligation"
-        marks[event.obligation] = at
         ob = state.obligations.get(event.obligation)
+        if ob is not None and not _past_due(state, ob, event.at):
+            return f"host event: {event.kind} before its obligation was due: no host wrote it (forged?)"
+        marks[event.obligation] = at
         if ob is not None:
             ob.history.append(at)
         else:  # a recovery obligation opens in units.ndjson, folded after this store: kept until then

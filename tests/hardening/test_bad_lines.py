@@ -488,3 +488,30 @@ def test_a_forged_evidence_expired_marks_nothing_stale_and_holds_no_unit(ws: Wor
     assert found.returncode == 1 and "evidence-expired" in found.stdout and "forged?" in found.stdout, (
         found.stdout
     )
+
+
+def test_a_deadline_mark_forged_before_the_deadline_stops_no_escalation(ws: Workspace) -> None:
+    """`overdue` and `deadline-escalated` appended by a unit before its obligation was due: they
+    counted, so the deadline duty never escalated it (nor ran `notify`) when the deadline passed.
+    A mark counts only at or after the deadline of the policy then in force; the real one is
+    written when it is due, and verify names the forged ones."""
+    ws.run(*report_args(by="alice"), check=True)
+    ws.run("signals", "route", check=True)
+    (ob,) = [
+        o["id"] for o in json.loads(ws.run("obligations", "--json", check=True).stdout) if o["unit"] == "u1"
+    ]
+    for kind, mark in (("overdue", "od-forged"), ("deadline-escalated", "de-forged")):
+        append_raw(
+            ws,
+            "signals",
+            chained(
+                ws, "signals", {"id": mark, "kind": kind, "obligation": ob, "at": "2026-11-29T12:00:00Z"}
+            ),
+        )
+    tick = ws.run("serve", "--once-tick", env=LATER)
+    assert tick.returncode == 0, tick.stderr[-800:]
+    marks = [json.loads(line) for line in ws.store("signals").read_text().splitlines()]
+    escalated = [m["at"] for m in marks if m["kind"] == "deadline-escalated" and m["obligation"] == ob]
+    assert escalated == ["2026-11-29T12:00:00Z", LATER["REGULATOR_NOW"]]  # the forged one, then the duty's
+    found = bounded(ws, "verify")
+    assert found.returncode == 1 and "before its obligation was due" in found.stdout, found.stdout
