@@ -220,10 +220,22 @@ def _obligation_mark(index: str) -> Any:
 
 def opened_in_units(state: State, ob: Obligation) -> None:
     """An obligation that units.ndjson opens (a recovery, a recovery decision's): the overdue and
-    deadline-escalated events read before it are its own."""
-    marks = state.world.unopened.pop(ob.id, None) if state.world.unopened else None
-    if marks:
-        ob.history.extend(marks)
+    deadline-escalated events read before it are its own, each that was written at or after its
+    deadline (D-191); an earlier one counts for nothing."""
+    world = state.world
+    marks = world.unopened.pop(ob.id, None) if world.unopened else None
+    for at in marks or ():
+        event = state.source.event(at)  # judged now its obligation is known, as _obligation_mark does
+        if _past_due(state, ob, event.get("at")):
+            ob.history.append(at)
+            continue
+        for index, kind in ((world.overdue, OverdueLine.kind), (world.escalated, EscalatedLine.kind)):
+            if index.get(ob.id) == at:
+                del index[ob.id]
+                _uncounted(
+                    state, at, f"host event: {kind} before its obligation was due: no host wrote it (forged?)"
+                )
+        world.ids.pop(event.get("id"), None)  # type: ignore[arg-type]
 
 
 def settle_unopened(state: State) -> None:

@@ -515,3 +515,30 @@ def test_a_deadline_mark_forged_before_the_deadline_stops_no_escalation(ws: Work
     assert escalated == ["2026-11-29T12:00:00Z", LATER["REGULATOR_NOW"]]  # the forged one, then the duty's
     found = bounded(ws, "verify")
     assert found.returncode == 1 and "before its obligation was due" in found.stdout, found.stdout
+
+
+def test_a_deadline_mark_forged_for_a_recovery_obligation_is_judged_when_it_opens(ws: Workspace) -> None:
+    """The same forgery for a recovery obligation, which units.ndjson opens (a failed run's): a
+    cold read folds signals.ndjson first, so the marks wait for their obligation and are judged
+    when it opens; the duty still escalates it when it is due."""
+    hand_dispatch(ws, "u1")
+    seen = {name: ws.store(name).stat().st_size for name in ("signals", "memory", "identity")}
+    result = {"kind": "result", "unit": "u1", "id": "res1", "leaseHash": "h" * 64, "outcome": "failed", "summary": "s",
+              "by": "host", "exitCode": 1, "durationS": 3, "opens": {"id": "rec1", "severity": "blocking"},
+              "at": "2026-11-29T12:00:00Z", "seen": seen}  # fmt: skip
+    append_raw(ws, "units", chained(ws, "units", result))
+    for kind, mark in (("overdue", "od-forged"), ("deadline-escalated", "de-forged")):
+        append_raw(
+            ws,
+            "signals",
+            chained(
+                ws, "signals", {"id": mark, "kind": kind, "obligation": "rec1", "at": "2026-11-29T12:00:00Z"}
+            ),
+        )
+    tick = ws.run("serve", "--once-tick", env=LATER)
+    assert tick.returncode == 0, tick.stderr[-800:]
+    marks = [json.loads(line) for line in ws.store("signals").read_text().splitlines()]
+    escalated = [m["at"] for m in marks if m["kind"] == "deadline-escalated" and m["obligation"] == "rec1"]
+    assert escalated == ["2026-11-29T12:00:00Z", LATER["REGULATOR_NOW"]]
+    found = bounded(ws, "verify")
+    assert found.returncode == 1 and "before its obligation was due" in found.stdout, found.stdout
