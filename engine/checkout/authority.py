@@ -23,7 +23,7 @@ from engine.log.store import verify as verify_chain
 from identity.files import GOVERNED, content_hash
 
 if TYPE_CHECKING:
-    from identity.policy import InteractionPolicy
+    from identity.policy import InteractionPolicy, RoutingPolicy
 
 INTERACTION = "regulator/policy/interaction.yaml"
 ROUTING = "regulator/policy/routing.yaml"
@@ -134,6 +134,21 @@ class Authority:
             return self.policies[0]
         k = bisect.bisect_right(self.times, at) - 1
         return self.policies[max(k, 0)]
+
+    def routing_then(self, at: object, seen: object = None) -> RoutingPolicy | None:
+        """The routing policy a host event was written under: the last decided at what it saw of
+        identity.ndjson (its `seen`, design §22: exactly, no time compared), or for one without
+        `seen`, the last decided at or before its time; None where none was, or its text does
+        not parse. What verify re-routes a routing record by, and a deadline mark is judged by."""
+        mark = seen.get("identity") if isinstance(seen, dict) else None
+        text = ""
+        for since, content, offset in self.routing:
+            if isinstance(mark, int) and not isinstance(mark, bool):
+                if offset < mark:
+                    text = content or ""
+            elif not since or (isinstance(at, str) and at >= since):
+                text = content or ""
+        return _routing_policy(text) if text else None
 
     def people_for(self, store: str, offset: int, at: object) -> People:
         """The interaction policy in force for the event at `offset` of `store`: a decision that
@@ -431,3 +446,14 @@ def _judge(
             return "dismissed by a person without the accept grant"
         return auth.check(event, auth.people)
     return None
+
+
+@functools.lru_cache(maxsize=16)
+def _routing_policy(text: str) -> RoutingPolicy | None:
+    """routing.yaml's text as its policy, parsed once per process; None where it does not parse."""
+    from identity.policy import PolicyError, parse_policy
+
+    try:
+        return parse_policy("routing.yaml", text)
+    except PolicyError:
+        return None

@@ -26,6 +26,7 @@ from engine.read.model import EventKind
 CHECKPOINT = "readmodel.checkpoint"
 
 if TYPE_CHECKING:
+    from engine.checkout.authority import Authority
     from engine.read.model import State
 
 
@@ -324,7 +325,6 @@ def _routings(ws: Workspace, fresh: State) -> list[Finding]:
         elif kind == EventKind.SIGNAL:
             signal_lines[start] = event
     found: list[Finding] = []
-    policies: dict[str, object] = {}
     routed: set[str] = set()
     refs = fresh.signals.refs
     # the line each counts from; one that does not read back whole reads as the router reads it
@@ -334,11 +334,11 @@ def _routings(ws: Workspace, fresh: State) -> list[Finding]:
         for key, ref in refs.items()
     }
     void = {u.offset for u in fresh.uncounted if u.store == "signals"}  # named already, as the fold judged
-    routing = ws.authority().routing
+    authority = ws.authority()
     for number, start, event in routings:
         if start in void:
             continue
-        problem = _routing_problem(routing, signals, refs, event, routed, policies)
+        problem = _routing_problem(authority, signals, refs, event, routed)
         if problem:
             found.append(Finding("signals.ndjson", number, problem))
     return found
@@ -365,15 +365,9 @@ def _times(store: str, number: int, at: str, previous: object, now: datetime, la
 
 
 def _routing_problem(
-    routing: list[tuple[str, str | None, int]],
-    signals: dict,
-    counted: dict,
-    record: dict,
-    routed: set[str],
-    policies: dict[str, object],
+    authority: Authority, signals: dict, counted: dict, record: dict, routed: set[str]
 ) -> str | None:
     from engine.commands.router import route_signal
-    from identity.policy import PolicyError, RoutingPolicy, parse_policy
 
     signal_id = record.get("signal")
     if not isinstance(signal_id, str) or signal_id not in counted:
@@ -383,16 +377,8 @@ def _routing_problem(
     routed.add(signal_id)
     at = record.get("at")
     when = clock.moment(at)
-    text = _policy_then(routing, record)
-    if when is None or not text:
-        return None
-    if text not in policies:
-        try:
-            policies[text] = parse_policy("routing.yaml", text)
-        except PolicyError:
-            policies[text] = None
-    policy = policies[text]
-    if not isinstance(policy, RoutingPolicy):  # None: the policy then in force does not parse
+    policy = authority.routing_then(at, record.get("seen"))
+    if when is None or policy is None:  # none in force then, or its text does not parse
         return None
     signal = signals.get(signal_id)
     if signal is None:  # its line no longer reads as the signal it was folded from
@@ -408,23 +394,6 @@ def _routing_problem(
             f"the router writes {expected['outcome']}/{expected['derivedSeverity']} (forged?); readers obey it"
         )
     return None
-
-
-def _policy_then(routing: list[tuple[str, str | None, int]], record: dict) -> str:
-    """The routing policy a routing record was decided under: the last decided at what it saw of
-    identity.ndjson (its `seen`, design §22: exactly, no time compared), or for a record from
-    before `seen`, the last decided at or before its time."""
-    at = record.get("at")
-    seen = record.get("seen")
-    mark = seen.get("identity") if isinstance(seen, dict) else None
-    text = ""
-    for since, content, offset in routing:
-        if isinstance(mark, int) and not isinstance(mark, bool):
-            if offset < mark:
-                text = content or ""
-        elif not since or (isinstance(at, str) and at >= since):
-            text = content or ""
-    return text
 
 
 def _checkpoint(ws: Workspace, fresh: State | None) -> list[Finding]:

@@ -173,29 +173,14 @@ def _expired(state: State, event: ExpiredLine, at: int) -> str | None:
     return None
 
 
-_POLICIES: dict[str, Any] = {}  # routing.yaml's text -> its policy (None: it does not parse)
-
-
 def _past_due(state: State, ob: Obligation, at: object) -> bool:
     """Whether `at` is at or after the obligation's deadline under the routing policy in force
-    then (the last decided at or before it, as verify's _policy_then reads one without `seen`):
-    when the deadline duty (engine.commands.timed.deadline_events) writes its marks. An obligation
-    opened in units.ndjson, not folded yet, is not judged here."""
-    from identity.policy import PolicyError, parse_policy
-
+    then (Authority.routing_then, as verify reads a routing record without `seen`): when the
+    deadline duty (engine.commands.timed.deadline_events) writes its marks."""
     when, opened = clock.moment(at), clock.moment(ob.opened_at)
     if when is None or opened is None:
         return False
-    text = ""
-    for since, content, _ in state.auth.routing:
-        if not since or (isinstance(at, str) and at >= since):
-            text = content or ""
-    if text not in _POLICIES:
-        try:
-            _POLICIES[text] = parse_policy("routing.yaml", text) if text else None
-        except PolicyError:
-            _POLICIES[text] = None
-    policy = _POLICIES[text]
+    policy = state.auth.routing_then(at)
     seconds = policy.deadline_seconds(ob.severity) if policy is not None else None
     return seconds is not None and when >= opened + timedelta(seconds=seconds)
 
