@@ -47,7 +47,7 @@ from bench.third import cold_command, fleet, osv_sensor, room_of, third_round  #
 TARGETS = {
     "projection_ratio": 2.0,
     "incremental_ms": 250,
-    "first_frame_s": 2.0,
+    "first_frame_s": 0.8,  # design §25 at the full scale's 100,000 obligations (§12 had 2.0)
     "keypress_ms": 50,
     "lint_s": 5.0,
     "next_up_ms": 30,
