@@ -240,3 +240,84 @@ def test_once_signal_rows_are_signal_rows_selected(ws: Any, monkeypatch: Any) ->
     assert len(expected) == 6 and sum("prediction" in r for r in expected) == 2
     assert [r["outcome"] for r in expected] == OUTCOMES, [r["outcome"] for r in expected]
     assert json.dumps(_signals_json(state)) == json.dumps(expected)  # the same keys, in the same order
+
+
+def _routed_signals(ws: Any) -> list[str]:
+    """Three signals reported by alice (one blocking, holding u1) and routed: `prepared`'s steps."""
+    from tests.helpers import report_args
+
+    for subject, severity in (("one", "blocking"), ("two", "info"), ("three", "critical")):
+        ws.run(*report_args(subject=subject, severity=severity, affects=["u1"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    return [e["id"] for e in ws.events("signals") if e["kind"] == "signal"]
+
+
+# what a writer with the account's shell appends to signals.ndjson after the host routed: copies of
+# real lines, the same with a field changed, signals under new ids (a few, so that one id is opened
+# by several lines: unsigned in alice's name, which counts for nothing, or anonymous, which counts;
+# one the router cannot decode), routing records for them or for none, and garbage
+FORGERIES = st.lists(
+    st.tuples(
+        st.sampled_from(["routing copy", "routing outcome", "routing none", "routing int", "routing new",
+                         "signal copy", "signal unsigned", "signal anonymous", "signal 1e999", "garbage"]),
+        st.integers(0, 2),
+    ),
+    max_size=8,
+)  # fmt: skip
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(FORGERIES, st.booleans())
+def test_routings_judged_beside_the_fold_are_the_routings_judged_after_it(
+    tmp_path_factory: Any, forgeries: list[tuple[str, int]], early: bool
+) -> None:
+    """`verify` routes every routing record again beside its fold (`_routing_pass`) and judges
+    them on the fold's account after it (`_judge_routings`): it names exactly what `_routings`, run
+    after the fold, names: for copies of real lines, records for no signal, signals opened twice
+    or from a line the router cannot decode, and when the pass read fewer lines than the fold."""
+    from engine.checkout.workspace import Workspace as EngineWorkspace
+    from engine.commands.verification import _judge_routings, _routing_pass, _routings
+    from engine.read.load import load
+    from tests.hardening.test_bad_lines import append_raw, chained
+    from tests.helpers import prepared
+
+    ws, ids = prepared(tmp_path_factory.mktemp("routings"), _routed_signals)
+    engine_ws = EngineWorkspace(ws.root)
+    before = _routing_pass(engine_ws, engine_ws.authority()) if early else None
+    events = ws.events("signals")
+    signal = {k: v for k, v in events[0].items() if k not in ("prev", "hash")}
+    routings = [e for e in events if e["kind"] == "routing"]
+    for what, k in forgeries:
+        new = f"01NEWSIGNAL{k:015d}"
+        base = {key: v for key, v in routings[k].items() if key not in ("prev", "hash")}
+        if what == "routing outcome":
+            base |= {"outcome": "noted", "obligations": []}
+        elif what == "routing none":
+            base |= {"signal": "01NOSUCHSIGNALXXXXXXXXXXXX"}
+        elif what == "routing int":
+            base |= {"signal": 7}
+        elif what == "routing new":
+            base |= {"signal": new}
+        elif what == "signal copy":
+            base = signal | {"id": ids[k]}
+        elif what == "signal unsigned":
+            base = {key: v for key, v in signal.items() if key != "sig"} | {"id": new}
+        elif what in ("signal anonymous", "signal 1e999"):
+            base = {key: v for key, v in signal.items() if key != "sig"} | {"id": new, "by": None}
+        if what == "garbage":
+            append_raw(ws, "signals", "{not json\n")
+        elif what == "signal 1e999":
+            append_raw(
+                ws,
+                "signals",
+                chained(ws, "signals", base | {"pad": float("inf")}).replace("Infinity", "1e999"),
+            )
+        else:
+            append_raw(ws, "signals", chained(ws, "signals", base))
+    fresh = load(engine_ws, cached=False)
+    pass_ = before if before is not None else _routing_pass(engine_ws, engine_ws.authority())
+    assert _judge_routings(engine_ws, fresh, pass_) == _routings(engine_ws, fresh)

@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
@@ -92,9 +92,11 @@ def findings_later(
 
     Where what the host wrote unsigned is re-derived (`verify`, --once), the work is spread over
     the cores: one forked child checks the chains and judges every line's time (one decode of each
-    line for both) from the start, while this process folds the stores (`verify`); a second child,
-    forked once the fold is done, routes every signal again (it needs the fold's account of which
-    signal counts). Elsewhere (the open room) the chains are checked here, in the caller's thread."""
+    line for both) from the start, while this process folds the stores (`verify`); a second child
+    routes every routing record's signal again from the start too (`_routing_pass`), judged on the
+    fold's account of which signal counts once the fold is done (`_judge_routings`; on PostgreSQL,
+    whose mirrors the fold proves first, the child is forked after the fold). Elsewhere (the open
+    room) the chains are checked here, in the caller's thread."""
     from engine.read.load import load
 
     # a PostgreSQL store's server bytes first: each mirror is proven against them (and fetched
@@ -118,8 +120,12 @@ def findings_later(
         return _chains_and_lines(ws, server, dismissed, derive)
 
     checked = _beside(chains_and_lines) if derive else _here(chains_and_lines)
+    # every routing record routed again beside the fold, on the signals it reads (a file store's
+    # lines are what the fold reads; a PostgreSQL mirror is proven by the fold first, so there the
+    # re-routing waits for it), and judged on the fold's account of which signal counts after it
+    early = _beside_json(lambda: _routing_pass(ws, authority)) if derive and not ws.url else None
     fresh = state if state is not None else load(ws, cached=False)
-    routed = _beside(lambda: [_routings(ws, fresh)]) if derive else None
+    routed = _beside(lambda: [_routings(ws, fresh)]) if derive and early is None else None
     uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
     mended = []
     for name in STORES:  # a mirror edited in place (fleet mode): read again from the server
@@ -160,7 +166,11 @@ def findings_later(
                 what = "event" if u.reason.startswith("malformed") else "person event"
                 message = f"{what} {u.reason}; it counts for nothing"
             found.append(Finding(f"{u.store}.ndjson", lines[u.store][u.offset], message))
-        found += mended + times + (routed()[0] if routed is not None else [])
+        found += mended + times
+        if early is not None:  # judged now: --once does its own work while the pass runs
+            found += _judge_routings(ws, fresh, early())
+        elif routed is not None:
+            found += routed()[0]
         found.sort(key=lambda f: (f.store, f.line))
         found += _checkpoint(ws, fresh if state is None else None)
         return _mark_dismissed(ws, found)
@@ -205,9 +215,16 @@ def _beside(work: Work) -> Work:
     call returned waits for its findings. The child only reads the stores' files (the identity it
     needs is read here first) and answers through a pipe in JSON. Without fork, or when the child
     fails, the work is done here when its answer is asked for."""
+    done = _beside_json(lambda: [[[f.store, f.line, f.message] for f in part] for part in work()])
+    return lambda: [[Finding(str(a), int(b), str(c)) for a, b, c in part] for part in done()]
+
+
+def _beside_json(work: Callable[[], Any]) -> Callable[[], Any]:
+    """`_beside` for work whose answer is JSON (lists, dicts, texts, numbers, None): the answer
+    the child sent, or the work done here when the child cannot be forked or fails."""
     import json
 
-    def here() -> list[list[Finding]]:
+    def here() -> Any:
         with gc_paused():  # every line's event may be kept until the routings are judged
             return work()
 
@@ -218,7 +235,7 @@ def _beside(work: Work) -> Work:
     if pid == 0:  # the child: never returns
         write, code = fd, 1
         try:
-            data = json.dumps([[[f.store, f.line, f.message] for f in part] for part in here()]).encode()
+            data = json.dumps(here()).encode()
             with os.fdopen(write, "wb") as out:
                 out.write(data)
             code = 0
@@ -226,13 +243,13 @@ def _beside(work: Work) -> Work:
             os._exit(code)
     read = fd
 
-    def result() -> list[list[Finding]]:
+    def result() -> Any:
         with os.fdopen(read, "rb") as handle:
             data = handle.read()
         _, status = os.waitpid(pid, 0)
         if status != 0:
             return here()
-        return [[Finding(str(a), int(b), str(c)) for a, b, c in part] for part in json.loads(data)]
+        return json.loads(data)
 
     return result
 
@@ -344,6 +361,72 @@ def _routings(ws: Workspace, fresh: State) -> list[Finding]:
     return found
 
 
+def _routing_pass(ws: Workspace, authority: Authority) -> dict[str, Any]:
+    """The half of `_routings` that needs no fold, run beside it: every routing record of
+    signals.ndjson as it stands, routed again on the first line that reads as a signal with its
+    id. {"end": the offset up to which every line was read, "records": [line number, offset,
+    signal id, the offset of the signal line it was routed on (-1: none), what is wrong with it
+    then (None: nothing)]}, for `_judge_routings`."""
+    import msgspec
+
+    first: dict[str, tuple[int, dict]] = {}  # signal id -> (offset, event) of its first signal line
+    records: list[list[Any]] = []
+    end = 0
+    for number, start, raw in _lines(ws, "signals"):
+        end = start + len(raw) + 1 if raw is not None else start + 1  # a line too long: not known
+        if raw is None or raw[:1] != b"{" and raw.lstrip()[:1] != b"{":
+            continue
+        try:
+            event = msgspec.json.decode(raw)
+        except (ValueError, RecursionError):
+            continue
+        if type(event) is not dict:
+            continue
+        kind = event.get("kind")
+        if kind == EventKind.SIGNAL:
+            key = event.get("id")
+            if isinstance(key, str) and key not in first:
+                first[key] = (start, event)
+        elif kind == EventKind.ROUTING:
+            sid = event.get("signal")
+            offset, signal = first.get(sid, (-1, None)) if isinstance(sid, str) else (-1, None)
+            verdict = _route_problem(authority, signal, event) if offset >= 0 else None
+            records.append([number, start, sid if isinstance(sid, str) else None, offset, verdict])
+    return {"end": end, "records": records}
+
+
+def _judge_routings(ws: Workspace, fresh: State, early: dict[str, Any]) -> list[Finding]:
+    """`_routings` from `_routing_pass`'s answer and the fold: what is judged the same is the
+    same (tests/test_perf_paths.py proves it). Where the pass did not read every line the fold
+    read, or routed a record on a line the fold does not count its signal from, `_routings`
+    itself judges the whole store."""
+    folded = _signals_read(fresh)
+    if early["end"] < folded:
+        return _routings(ws, fresh)
+    refs = fresh.signals.refs
+    void = {u.offset for u in fresh.uncounted if u.store == "signals"}
+    found: list[Finding] = []
+    routed: set[str] = set()
+    for number, start, sid, offset, verdict in early["records"]:
+        if start >= folded:
+            break
+        if start in void:
+            continue
+        ref = refs.get(sid) if sid is not None else None
+        if ref is None:
+            found.append(Finding("signals.ndjson", number, _NO_SIGNAL))
+            continue
+        if sid in routed:
+            found.append(Finding("signals.ndjson", number, _SECOND))
+            continue
+        routed.add(sid)
+        if ref >> 2 != offset:  # its signal counts from another line than the pass routed it on
+            return _routings(ws, fresh)
+        if verdict is not None:
+            found.append(Finding("signals.ndjson", number, verdict))
+    return found
+
+
 def _times(store: str, number: int, at: str, previous: object, now: datetime, late: str) -> list[Finding]:
     """An `at` in the future, or more than the skew before the line before it (design §15.3). A
     canonical time (YYYY-MM-DDTHH:MM:SSZ) orders as its text, so most lines are judged without
@@ -364,25 +447,35 @@ def _times(store: str, number: int, at: str, previous: object, now: datetime, la
     return found
 
 
+_NO_SIGNAL = "a routing record for no signal that counts (forged?)"
+_SECOND = "a second routing record for the same signal (readers ignore it)"
+
+
 def _routing_problem(
     authority: Authority, signals: dict, counted: dict, record: dict, routed: set[str]
 ) -> str | None:
-    from engine.commands.router import route_signal
-
     signal_id = record.get("signal")
     if not isinstance(signal_id, str) or signal_id not in counted:
-        return "a routing record for no signal that counts (forged?)"
+        return _NO_SIGNAL
     if signal_id in routed:
-        return "a second routing record for the same signal (readers ignore it)"
+        return _SECOND
     routed.add(signal_id)
+    return _route_problem(authority, signals.get(signal_id), record)
+
+
+def _route_problem(authority: Authority, signal: dict | None, record: dict) -> str | None:
+    """What is wrong with a routing record for a counted signal (its first): it must be what the
+    router writes for `signal` (the line that signal counts from; None: none reads as it) under
+    the policy in force when it was written."""
+    from engine.commands.router import route_signal
+
     at = record.get("at")
     when = clock.moment(at)
     policy = authority.routing_then(at, record.get("seen"))
     if when is None or policy is None:  # none in force then, or its text does not parse
         return None
-    signal = signals.get(signal_id)
     if signal is None:  # its line no longer reads as the signal it was folded from
-        return "a routing record for no signal that counts (forged?)"
+        return _NO_SIGNAL
     try:
         expected = route_signal(signal, policy, when)
     except (KeyError, ValueError, TypeError, BadInput):
@@ -390,7 +483,7 @@ def _routing_problem(
     keys = ("outcome", "derivedSeverity", "obligations")
     if any(record.get(k) != expected.get(k) for k in keys):
         return (
-            f"routing record for {signal_id} says {record.get('outcome')}/{record.get('derivedSeverity')}; "
+            f"routing record for {record.get('signal')} says {record.get('outcome')}/{record.get('derivedSeverity')}; "
             f"the router writes {expected['outcome']}/{expected['derivedSeverity']} (forged?); readers obey it"
         )
     return None
