@@ -396,6 +396,17 @@ def test_importing_the_module_is_cheap() -> None:
 # --- ssh-agent -----------------------------------------------------------------------------------
 
 
+def _answers(socket_path: Path) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        try:
+            client.connect(str(socket_path))
+        except OSError:
+            return False
+    return True
+
+
 @pytest.fixture
 def agent(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
     """A real ssh-agent of this test's own (its socket in a short /tmp path: sun_path is 108 bytes)."""
@@ -414,8 +425,9 @@ def agent(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
         )
 
     try:
+        # the socket file appears at bind(), before the agent listens: wait until it answers a connect
         deadline = time.monotonic() + 10
-        while not socket_path.exists():
+        while not _answers(socket_path):
             assert process.poll() is None and time.monotonic() < deadline, "ssh-agent did not start"
             time.sleep(0.01)
         monkeypatch.setenv("SSH_AUTH_SOCK", str(socket_path))
