@@ -321,3 +321,52 @@ def test_routings_judged_beside_the_fold_are_the_routings_judged_after_it(
     fresh = load(engine_ws, cached=False)
     pass_ = before if before is not None else _routing_pass(engine_ws, engine_ws.authority())
     assert _judge_routings(engine_ws, fresh, pass_) == _routings(engine_ws, fresh)
+
+
+def _derive_one_floor_at_a_time(signal: dict, policy: Any) -> tuple[str, list[str]]:
+    """engine.commands.router.derive_severity as it was written before its floors were compiled
+    once per policy: each floor's pattern searched in each of its fields (absent: "")."""
+    import re
+
+    severity = signal["reportedSeverity"]
+    applied: list[str] = []
+    for floor in policy.floors:
+        if any(re.compile(floor.pattern).search(signal.get(name) or "") for name in floor.fields):
+            applied.append(floor.name)
+            if policy.rank(floor.at_least) > policy.rank(severity):
+                severity = floor.at_least
+    return severity, applied
+
+
+_FLOOR_POLICY = """severities: [info, advisory, blocking, critical]
+blocksAtOrAbove: blocking
+floors:
+- {name: names-an-invariant, pattern: 'INV-\\d{3}', atLeast: blocking}
+- {name: empty-rationale, pattern: '^$', fields: [rationale], atLeast: advisory}
+- {name: crosses, pattern: 'x', fields: [rationale, subject], atLeast: critical}
+- {name: lower, pattern: 'INV', fields: [observation], atLeast: info}
+rules:
+  intelligence-signal: {atOrAbove: advisory, owedTo: S3}
+escalate: [alice]
+clock: pinned
+"""
+
+
+@given(
+    st.fixed_dictionaries(
+        {"reportedSeverity": st.sampled_from(["info", "advisory", "blocking", "critical"])},
+        optional={
+            name: st.one_of(st.none(), st.text(st.sampled_from("INV-0123 x\u00e9"), max_size=10))
+            for name in ("subject", "observation", "rationale", "claim")
+        },
+    )
+)
+def test_derive_severity_is_each_floor_searched_in_turn(signal: dict) -> None:
+    """The router's floors, compiled once per policy, raise a severity exactly as each floor's
+    pattern searched in each of its fields does: a floor whose pattern matches "" applies to an
+    absent field, one field of several matching is enough, a lower floor raises nothing."""
+    from engine.commands.router import derive_severity
+    from identity.policy import parse_policy
+
+    policy = parse_policy("routing.yaml", _FLOOR_POLICY)
+    assert derive_severity(signal, policy) == _derive_one_floor_at_a_time(signal, policy)

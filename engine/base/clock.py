@@ -55,6 +55,7 @@ def today() -> date:
     return now().date()
 
 
+@functools.lru_cache(maxsize=256)  # the router writes one time for every record of a run
 def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Final
 
 from engine.base import clock, ids
-from engine.base.errors import RegulatorError
 from engine.checkout.workspace import Workspace
 from engine.commands.written import RoutedObligationEvent, RoutingEvent
 from engine.log.events import UNREADABLE
@@ -18,27 +18,46 @@ from engine.read.queries import unrouted
 from identity.policy import RoutingPolicy
 
 RULE = "intelligence-signal"
+_ROUTING: Final = EventKind.ROUTING.value
 
 
-_PATTERNS: dict[str, re.Pattern[str]] = {}  # a floor's pattern, compiled once per process (not per signal)
 _TEXT = (str, type(None))
+# a policy's floors as the router applies them, built once per policy object (not per signal):
+# (name, the compiled pattern's search, the fields it looks at, at least, the rank of at least)
+_Floors = list[tuple[str, Callable[[str], object], tuple[str, ...], str, int]]
+_FLOORS: dict[int, tuple[RoutingPolicy, _Floors]] = {}
+
+
+def _floors(policy: RoutingPolicy) -> _Floors:
+    kept = _FLOORS.get(id(policy))
+    if kept is not None and kept[0] is policy:
+        return kept[1]
+    built: _Floors = [
+        (f.name, re.compile(f.pattern).search, tuple(f.fields), f.at_least, policy.rank(f.at_least))
+        for f in policy.floors
+    ]
+    if len(_FLOORS) > 64:  # a long-lived process that read many policies
+        _FLOORS.clear()
+    _FLOORS[id(policy)] = (policy, built)
+    return built
 
 
 def derive_severity(signal: dict, policy: RoutingPolicy) -> tuple[str, list[str]]:
-    """Step 1: the reported severity, raised by every floor whose pattern the text matches.
-
-    Floors look at subject, observation and rationale; never at the claim.
-    """
+    """Step 1: the reported severity, raised by every floor whose pattern the text matches (a
+    field absent or empty is searched as ""). Floors look at subject, observation and rationale;
+    never at the claim. (tests/test_perf_paths.py holds it to the loop over `policy.floors`.)"""
     severity = signal["reportedSeverity"]
     applied: list[str] = []
-    for floor in policy.floors:
-        pattern = _PATTERNS.get(floor.pattern)
-        if pattern is None:
-            pattern = _PATTERNS[floor.pattern] = re.compile(floor.pattern)
-        if any(pattern.search(signal.get(name) or "") for name in floor.fields):
-            applied.append(floor.name)
-            if policy.rank(floor.at_least) > policy.rank(severity):
-                severity = floor.at_least
+    get = signal.get
+    for name, search, fields, at_least, at_least_rank in _floors(policy):
+        for field in fields:
+            if search(get(field) or ""):
+                break
+        else:
+            continue
+        applied.append(name)
+        if at_least_rank > policy.rank(severity):
+            severity = at_least
     return severity, applied
 
 
@@ -57,11 +76,8 @@ def unroutable(signal: dict, policy: RoutingPolicy) -> str | None:
     if units is not None and not (isinstance(units, list) and all(isinstance(u, str) for u in units)):
         return "affectedUnits is not a list of unit ids"
     expires = signal.get("expiresAt")
-    if expires:
-        try:
-            clock.read_time(expires)
-        except RegulatorError:
-            return "expiresAt is not a time"
+    if expires and clock.moment(expires) is None:
+        return "expiresAt is not a time"
     return None
 
 
@@ -111,7 +127,7 @@ def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> RoutingE
     def record(outcome: str, reason: str, derived: str | None = None, floors: list[str] | None = None,
                obligations: list[RoutedObligationEvent] | None = None) -> RoutingEvent:  # fmt: skip
         return {
-            "kind": EventKind.ROUTING.value,
+            "kind": _ROUTING,
             "signal": signal["id"],
             "reportedSeverity": signal["reportedSeverity"] if derived is not None else None,
             "derivedSeverity": derived,
@@ -134,7 +150,8 @@ def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> RoutingE
         )
         return record("noted", why, derived, floors)
     expires = signal.get("expiresAt")
-    if expires and clock.read_time(expires) <= now:  # 3
+    ending = clock.moment(expires) if expires else None  # a time: unroutable said so above
+    if ending is not None and ending <= now:  # 3
         why = f"expiresAt {expires} is at or before routing time {clock.iso(now)}; stale intelligence raises nothing"
         return record("expired", why, derived, floors)
     units = signal.get("affectedUnits") or [signal.get("unit")]  # 4
