@@ -10,6 +10,7 @@ from controlroom.views import BY_VIEW, TITLES, VIEWS
 from engine.base.cells import pad
 from engine.base.text import escape
 from engine.checkout.workspace import Workspace
+from engine.commands import verification
 from engine.commands.obligations import deadlines_of, record
 from engine.commands.router import route_locked
 from engine.read import checkpoint
@@ -112,6 +113,9 @@ def once(ws: Workspace, person: str | None, read_only: bool = False) -> Snapshot
     else:  # on PostgreSQL the mirror may not be here yet: the role decides
         why = ws.cannot_write()
     state = None
+    # verify's passes over every line, begun while this process folds (the fold is one core's
+    # work): used where they read what the fold folded (a signal routed here since is not)
+    begun = verification.begin(ws)
     if why is None:  # the router's fold of signals.ndjson is the snapshot's start: the log read once
         with ws.exclusive():
             state = load(ws, stores=("signals",))
@@ -120,7 +124,7 @@ def once(ws: Workspace, person: str | None, read_only: bool = False) -> Snapshot
     else:
         routed = None
     # what `verify` re-derives, --once reports
-    snap = snapshot(ws, person, host_events=True, start=state, later=True)
+    snap = snapshot(ws, person, host_events=True, start=state, later=True, begun=begun)
     snap.routed, snap.not_routed = routed, why
     return snap
 

@@ -17,7 +17,7 @@ from engine.base.text import escape
 from engine.checkout.workspace import Workspace
 from engine.commands.proposals import verify_identity
 from engine.commands.registers import lint
-from engine.commands.verification import Finding, LiveChain, findings_later
+from engine.commands.verification import Begun, Finding, LiveChain, findings_later
 from engine.read import freshness
 from engine.read.contracts import Contract
 from engine.read.deadlines import Deadlines, OverdueCount
@@ -183,14 +183,16 @@ def snapshot(
     host_events: bool = False,
     start: State | None = None,
     later: bool = False,
+    begun: Begun | None = None,
 ) -> Snapshot:
     """The state and, `with_checks`, the checks; `host_events` (--once) adds verify's re-derivation
     of what the host wrote unsigned (engine.commands.verification._host_events), `later` leaves its
     findings to `Snapshot.settle`. `start`: a state folded moments ago, brought up to now
-    (engine.read.load.load)."""
+    (engine.read.load.load). `begun`: that re-derivation's passes over the files, begun before the
+    fold (engine.commands.verification.begin)."""
     snap = Snapshot(ws, load(ws, start=start), person)
     if with_checks:
-        refresh_checks(snap, host_events=host_events, later=later)
+        refresh_checks(snap, host_events=host_events, later=later, begun=begun)
     snap.derive()
     snap.check_appended()  # marks where each store's chain stands: the room checks what comes after
     return snap
@@ -241,13 +243,15 @@ def frozen(state: State) -> State:
     return copied
 
 
-def compute_checks(ws: Workspace, state: State, *, host_events: bool = False, later: bool = False) -> Checks:
+def compute_checks(
+    ws: Workspace, state: State, *, host_events: bool = False, later: bool = False, begun: Begun | None = None
+) -> Checks:
     """Lint, identity verify and store verify: slower (git, hashing). `state` is the checks' own
     (see `frozen`): nothing here writes into a state another thread reads. The store verify goes
     first: with `host_events` its re-derivation runs in a forked child while lint and identity run
     here. `later`: the findings are left to `Snapshot.settle` (--once builds its rows meanwhile)."""
     history = None
-    verified = findings_later(ws, state, host_events=host_events)
+    verified = findings_later(ws, state, host_events=host_events, begun=begun)
     result = lint(ws, state)
     identity: Sequence[IdentityCheck]
     if ws.has_stores:
@@ -263,9 +267,11 @@ def compute_checks(ws: Workspace, state: State, *, host_events: bool = False, la
     return Checks(result, identity, verify, history, state.registers)
 
 
-def refresh_checks(snap: Snapshot, *, host_events: bool = False, later: bool = False) -> None:
+def refresh_checks(
+    snap: Snapshot, *, host_events: bool = False, later: bool = False, begun: Begun | None = None
+) -> None:
     """The checks, run and applied in one thread (--once, screenshots, the first frame of tests)."""
-    compute_checks(snap.ws, frozen(snap.state), host_events=host_events, later=later).apply(snap)
+    compute_checks(snap.ws, frozen(snap.state), host_events=host_events, later=later, begun=begun).apply(snap)
 
 
 ID_CELLS = 8

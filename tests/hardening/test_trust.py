@@ -5,6 +5,7 @@ byte for byte as it was; a forged event or cache counts for nothing and `verify`
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -586,6 +587,69 @@ def test_verify_re_derives_what_the_host_writes_unsigned(tmp_path: Path) -> None
     assert done.returncode == 1
     assert "the router writes obligations/blocking (forged?)" in done.stdout
     assert "in the future" in done.stdout
+
+
+def test_once_names_what_verify_names_whether_or_not_it_routes_first(tmp_path: Path) -> None:
+    """--once begins verify's passes over every line before its fold (engine.commands.verification
+    .begin) and uses them where they read what it folded: with nothing to route it reports exactly
+    what `verify` names; when it routes a signal first (a line they did not read), it ends them,
+    begins again, and still reports exactly that."""
+    ws = make_workspace(tmp_path, now=None, clock="system")
+    worktree = ws.lease("r1")
+    ws.run(*report_args(affects=["u1"]), cwd=worktree, check=True)
+    signal = ws.events("signals")[-1]["id"]
+    append_forged(ws, "signals", {"kind": "routing", "signal": signal, "reportedSeverity": "blocking",
+                                  "derivedSeverity": "blocking", "floors": [], "obligations": [], "at": NOW,
+                                  "outcome": "noted", "reason": "nothing to see"})  # fmt: skip
+    append_forged(ws, "memory", {"id": "01FUTUREFUTUREFUTUREFUTURE", "kind": "memory", "subject": "s", "note": "n",
+                                 "evidence": ["e"], "scope": [], "reviewBy": "2030-02-28", "unit": "u1",
+                                 "revision": None, "recordedBy": "S1", "at": "2029-12-01T00:00:00Z"})  # fmt: skip
+    for routes_first in (False, True):
+        if routes_first:
+            ws.run(*report_args(subject="another", affects=["u1"]), cwd=worktree, check=True)
+        once = ws.run("controlroom", "--once", "--json")
+        assert once.returncode == 1, once.stderr
+        data = json.loads(once.stdout)
+        assert data["routed"] == (1 if routes_first else 0)
+        done = ws.run("verify", "--json")
+        named = [f"{f['store']}:{f['line']}: {f['message']}" for f in json.loads(done.stdout)["findings"]]
+        assert done.returncode == 1
+        assert any("the router writes obligations/blocking (forged?)" in n for n in named)
+        assert any("in the future" in n for n in named)
+        assert [f"{v['store']}:{v['line']}: {v['message']}" for v in data["verify"]] == named
+
+
+def test_passes_begun_before_a_line_was_appended_are_not_used_for_it(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """What verify's passes begun before the fold did not read (a line appended in between) is
+    judged all the same: they are ended and begun again (`Begun.covers`)."""
+    from engine.checkout.workspace import Workspace as EngineWorkspace
+    from engine.commands.verification import begin, findings, findings_later
+    from engine.read.load import load
+
+    ws = make_workspace(tmp_path, now=None, clock="system")
+    ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    engine_ws = EngineWorkspace(ws.root)
+    begun = begin(engine_ws)
+    assert begun is not None
+    for child in (begun.checked, begun.early):  # done reading (not yet reaped) before the append
+        assert child.pid is not None
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+    append_forged(ws, "memory", {"id": "01FUTUREFUTUREFUTUREFUTURE", "kind": "memory", "subject": "s", "note": "n",
+                                 "evidence": ["e"], "scope": [], "reviewBy": "2030-02-28", "unit": "u1",
+                                 "revision": None, "recordedBy": "S1", "at": "2029-12-01T00:00:00Z"})  # fmt: skip
+    state = load(engine_ws, cached=False)
+    assert not begun.covers(state)
+    found = findings_later(engine_ws, state, host_events=True, begun=begun)()
+    assert [str(f) for f in found] == [str(f) for f in findings(engine_ws, state, host_events=True)]
+    assert any("memory.ndjson:1: stamped 2029-12-01T00:00:00Z, in the future" in str(f) for f in found)
+    again = begin(engine_ws)  # begun after the append: used, and it names the same
+    assert again is not None and again.covers(state)
+    assert [str(f) for f in findings_later(engine_ws, state, host_events=True, begun=again)()] == [
+        str(f) for f in found
+    ]
 
 
 def test_odd_lease_paths_and_init_under_a_lease(ws: helpers.Workspace, tmp_path: Path) -> None:
