@@ -370,3 +370,89 @@ def test_derive_severity_is_each_floor_searched_in_turn(signal: dict) -> None:
 
     policy = parse_policy("routing.yaml", _FLOOR_POLICY)
     assert derive_severity(signal, policy) == _derive_one_floor_at_a_time(signal, policy)
+
+
+def _host_lines_one_by_one(store: str, events: list[dict], system: bool, now: Any, late: str) -> list[Any]:
+    """engine.commands.verification._HostLines's feed as it was written before its fast paths:
+    `_times` asked of every line, every memory entry's dates parsed."""
+    from engine.base import clock
+    from engine.base.errors import BadInput
+    from engine.commands.memory import MAX_REVIEW_DAYS
+    from engine.commands.verification import Finding, _times
+
+    found: list[Any] = []
+    previous: object = None
+    for number, event in enumerate(events, start=1):
+        at = event.get("at")
+        if isinstance(at, str):
+            if system:
+                found.extend(_times(f"{store}.ndjson", number, at, previous, now, late))
+            previous = at
+        if store == "memory" and event.get("kind") == "memory":
+            moment = clock.moment(at)
+            try:
+                review = clock.parse_date(str(event.get("reviewBy")), "reviewBy")
+            except BadInput:
+                review = None
+            if moment is not None and review is not None and (review - moment.date()).days > MAX_REVIEW_DAYS:
+                found.append(
+                    Finding(
+                        f"{store}.ndjson",
+                        number,
+                        f"review-by {review} is more than {MAX_REVIEW_DAYS} days after it was recorded",
+                    )
+                )
+    return found
+
+
+_DAYS = st.sampled_from(
+    ["2026-11-29", "2026-09-01", "2026-02-28", "2026-12-31", "2030-01-01", "0001-01-01", "9999-12-31"]
+)
+_TIMES = st.one_of(
+    st.builds(lambda d, t: f"{d}T{t}Z", _DAYS, st.sampled_from(["12:00:00", "00:00:00", "23:59:59", "99:00:00"])),
+    st.sampled_from(["2026-11-29T12:00:00+00:00", "2026-11-29T13:00:00+01:00", "2026-11-29 12:00:00Z", "2026-02-30T00:00:00Z",
+                     "2026-11-29T12:00:00.5Z", "garbage", "", "2026-11-29T12:00Z"]),
+    st.none(),
+    st.integers(),
+)  # fmt: skip
+_REVIEWS = st.one_of(
+    _DAYS,
+    st.sampled_from(
+        ["2027-02-26", "2027-02-27", "2027-02-28", "2026-13-01", "2026-1-011", "20261221", "2026-02-30"]
+    ),
+    st.none(),
+    st.integers(),
+)
+
+
+@settings(max_examples=400)
+@example(  # reviewed 121 days after, and a line an hour before the one before it
+    "memory",
+    [{"kind": "memory", "at": "2026-09-01T12:00:00Z", "reviewBy": "2026-12-31"},
+     {"kind": "memory", "at": "2026-09-01T11:00:00Z", "reviewBy": "2026-09-02"}],
+    True,
+)  # fmt: skip
+@given(
+    st.sampled_from(["memory", "signals"]),
+    st.lists(
+        st.fixed_dictionaries(
+            {"kind": st.sampled_from(["memory", "memory", "retraction"])},
+            optional={"at": _TIMES, "reviewBy": _REVIEWS},
+        ),
+        max_size=8,
+    ),
+    st.booleans(),
+)
+def test_the_line_judge_says_what_it_said_asking_of_every_line(
+    store: str, events: list[dict], system: bool
+) -> None:
+    """verify's judge of every line's time and review-by (`_HostLines`) skips `_times` for a
+    canonical time in order and not ahead, and parses no date for a canonical review-by within
+    its limit: it names exactly what asking of every line names."""
+    from engine.commands.verification import _HostLines
+
+    judge = _HostLines(system)
+    feed = judge.store(store)
+    for number, event in enumerate(events, start=1):
+        feed(number, event)
+    assert judge.found == _host_lines_one_by_one(store, events, system, judge.now, judge.late)

@@ -4,11 +4,12 @@ any checkpoint compared with a fresh fold of the stores (design §11, §15.1, §
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from engine.base import clock
@@ -376,16 +377,39 @@ class _HostLines:
         found, now, late, system = self.found, self.now, self.late, self.system
         previous: list[object] = [None]
 
+        memory, kind = name == "memory", EventKind.MEMORY.value
+
         def each(number: int, event: dict) -> None:
             at = event.get("at")
             if isinstance(at, str):
                 if system:
-                    found.extend(_times(store, number, at, previous[0], now, late))
+                    before = previous[0]
+                    # canonical times in order and not ahead (most lines) say nothing: `_times` not asked
+                    if not (
+                        len(at) == 20
+                        and at[-1] == "Z"
+                        and at <= late
+                        and type(before) is str
+                        and len(before) == 20
+                        and before[-1] == "Z"
+                        and before <= at
+                    ):
+                        found.extend(_times(store, number, at, before, now, late))
                 previous[0] = at
-            if name == "memory" and event.get("kind") == EventKind.MEMORY:
+            if memory and event.get("kind") == kind:
+                review_by = event.get("reviewBy")
+                if (
+                    type(review_by) is str
+                    and len(review_by) == 10
+                    and isinstance(at, str)
+                    and len(at) == 20
+                    and at[-1] == "Z"
+                    and review_by <= _latest_review(at[:10])
+                ):
+                    return  # a canonical date no later than its limit (the usual entry): said by the text
                 moment = clock.moment(at)
                 try:
-                    review = clock.parse_date(str(event.get("reviewBy")), "reviewBy")
+                    review = clock.parse_date(str(review_by), "reviewBy")
                 except BadInput:
                     review = None
                 if (
@@ -402,6 +426,18 @@ class _HostLines:
                     )
 
         return each
+
+
+@functools.lru_cache(maxsize=1024)
+def _latest_review(day: str) -> str:
+    """The last review-by date a memory entry recorded on `day` (YYYY-MM-DD) may name, as text
+    (a canonical date orders as its text); "" when `day` is no date (every text is then past it)."""
+    from engine.commands.memory import MAX_REVIEW_DAYS
+
+    try:
+        return (date.fromisoformat(day) + timedelta(days=MAX_REVIEW_DAYS)).isoformat()
+    except (ValueError, OverflowError):
+        return ""
 
 
 def _signals_read(state: State | None) -> int:
