@@ -114,15 +114,19 @@ def once(ws: Workspace, person: str | None, read_only: bool = False) -> Snapshot
         why = ws.cannot_write()
     state = None
     # verify's passes over every line, begun while this process folds (the fold is one core's
-    # work): used where they read what the fold folded (a signal routed here since is not)
-    begun = verification.begin(ws)
+    # work): used where they read what the fold folded (a signal routed here since is not; a
+    # store changed in place is read again). Begun once the decide lock is ours, never while
+    # waiting for it: the stores' bytes then are what the fold reads
+    begun = None
     if why is None:  # the router's fold of signals.ndjson is the snapshot's start: the log read once
         with ws.exclusive():
+            begun = verification.begin(ws)
             state = load(ws, stores=("signals",))
             routed: int | None = len(route_locked(ws, state))
         checkpoint.flush()  # what that load offered, written as it stands, before the fold goes on
     else:
         routed = None
+        begun = verification.begin(ws)
     # what `verify` re-derives, --once reports
     snap = snapshot(ws, person, host_events=True, start=state, later=True, begun=begun)
     snap.routed, snap.not_routed = routed, why

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -93,6 +94,17 @@ class Begun:
     sizes: dict[str, int]  # each store's bytes when they began: they read at least these
     checked: _Child  # the chains and every line's time
     early: _Child  # every routing record routed again (_routing_pass)
+    stamps: dict[str, tuple[int, int, int, int]]  # each store's file as it stood when they began (_stamp)
+
+    def unchanged(self, ws: Workspace) -> bool:
+        """Asked once they answered: no store's file replaced, cut, or written in place since they
+        began (its status changed at the same size); an append since is a line after what they
+        and the fold read."""
+        for name, (dev, ino, size, ctime) in self.stamps.items():
+            now = _stamp(ws, name)
+            if now is None or now[:2] != (dev, ino) or now[2] < size or (now[2] == size and now[3] != ctime):
+                return False
+        return True
 
     def covers(self, state: State) -> bool:
         """Whether they judged what `state` folded: the same policy in force, no store folded
@@ -108,6 +120,7 @@ class Begun:
 
 
 _YIELD = 10  # how much `begin`'s children yield to their parent (os.nice)
+_SETTLED_NS = 50_000_000  # a store changed more recently than this: `begin` leaves it to after the fold
 
 
 def begin(ws: Workspace) -> Begun | None:
@@ -121,18 +134,31 @@ def begin(ws: Workspace) -> Begun | None:
     authority = ws.authority()
     if authority.unknown:
         return None
-    sizes: dict[str, int] = {}
+    stamps: dict[str, tuple[int, int, int, int]] = {}
     for name in STORES:
-        try:
-            sizes[name] = os.stat(ws.store(name).path).st_size
-        except OSError:
+        stamp = _stamp(ws, name)
+        # a file's status time moves by the kernel's clock tick (a few ms): changed within the
+        # last _SETTLED_NS, it could change again in the same tick, unseen
+        if stamp is None or time.time_ns() - stamp[3] < _SETTLED_NS:
             return None
+        stamps[name] = stamp
+    sizes = {name: stamp[2] for name, stamp in stamps.items()}
     dismissed = _dismissed_lines(authority)
     # --once's own work (fold, rows, JSON) is the longer road and waits on nothing: it goes first,
     # these take what it leaves of the cores (docs/performance.md: 4.4 -> 3.8-4.0 s at 100,000)
     checked = _beside_json(_as_json(lambda: _chains_and_lines(ws, {}, dismissed, True)), nice=_YIELD)
     early = _beside_json(lambda: _routing_pass(ws, authority), nice=_YIELD)
-    return Begun(authority, sizes, checked, early)
+    return Begun(authority, sizes, checked, early, stamps)
+
+
+def _stamp(ws: Workspace, name: str) -> tuple[int, int, int, int] | None:
+    """(device, inode, size, status change time in ns) of a store's file: any write to it, a
+    truncation, a rename over it or a change of its times moves one of them."""
+    try:
+        st = os.stat(ws.store(name).path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_ctime_ns
 
 
 def _as_json(work: Work) -> Callable[[], Any]:
@@ -215,6 +241,14 @@ def findings_later(
 
     def finish() -> list[Finding]:
         chains, times = checked()
+        passed = early() if early is not None else None
+        judged = None
+        if begun is not None and not begun.unchanged(ws):
+            # a store's file was replaced or written in place while they read it: what they read
+            # may not be what was folded; judged again here, on the bytes as they are
+            with gc_paused():
+                chains, times = _chains_and_lines(ws, server, dismissed, derive)
+                judged = _routings(ws, fresh)
         found = list(chains)
         kept = uncounted
         if any(f.store == "signals.ndjson" and f.message.startswith(_BREAKS) for f in found):
@@ -241,8 +275,10 @@ def findings_later(
                 message = f"{what} {u.reason}; it counts for nothing"
             found.append(Finding(f"{u.store}.ndjson", lines[u.store][u.offset], message))
         found += mended + times
-        if early is not None:  # judged now: --once does its own work while the pass runs
-            found += _judge_routings(ws, fresh, early())
+        if judged is not None:
+            found += judged
+        elif passed is not None:  # judged now: --once did its own work while the pass ran
+            found += _judge_routings(ws, fresh, passed)
         elif routed is not None:
             found += routed()[0]
         found.sort(key=lambda f: (f.store, f.line))
@@ -303,6 +339,7 @@ def _beside_json(work: Callable[[], Any], nice: int = 0) -> _Child:
         with gc_paused():  # every line's event may be kept until the routings are judged
             return work()
 
+    parent = os.getpid()
     forked = fork_with_pipe()
     if forked is None:
         return _Child(here, None, None)
@@ -310,6 +347,7 @@ def _beside_json(work: Callable[[], Any], nice: int = 0) -> _Child:
     if pid == 0:  # the child: never returns
         write, code = fd, 1
         try:
+            _die_with(parent)
             if nice:
                 os.nice(nice)
             data = json.dumps(here()).encode()
@@ -319,6 +357,21 @@ def _beside_json(work: Callable[[], Any], nice: int = 0) -> _Child:
         finally:
             os._exit(code)
     return _Child(here, pid, fd)
+
+
+def _die_with(parent: int) -> None:
+    """In a forked child: be killed when the parent dies (Linux's PR_SET_PDEATHSIG), so that a
+    --once or verify killed alone leaves no child reading the stores on; where that cannot be
+    asked, the child still ends when it is done."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before it was asked
+        os._exit(1)
 
 
 class _Child:

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -632,6 +633,7 @@ def test_passes_begun_before_a_line_was_appended_are_not_used_for_it(
     ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
     engine_ws = EngineWorkspace(ws.root)
+    time.sleep(0.06)  # begin leaves a store changed in the last 50 ms to after the fold
     begun = begin(engine_ws)
     assert begun is not None
     for child in (begun.checked, begun.early):  # done reading (not yet reaped) before the append
@@ -645,11 +647,116 @@ def test_passes_begun_before_a_line_was_appended_are_not_used_for_it(
     found = findings_later(engine_ws, state, host_events=True, begun=begun)()
     assert [str(f) for f in found] == [str(f) for f in findings(engine_ws, state, host_events=True)]
     assert any("memory.ndjson:1: stamped 2029-12-01T00:00:00Z, in the future" in str(f) for f in found)
+    time.sleep(0.06)
     again = begin(engine_ws)  # begun after the append: used, and it names the same
     assert again is not None and again.covers(state)
     assert [str(f) for f in findings_later(engine_ws, state, host_events=True, begun=again)()] == [
         str(f) for f in found
     ]
+
+
+def _edited_in_place(ws: helpers.Workspace) -> bytes:
+    """signals.ndjson with its routing record's severities changed in place, at the same size and
+    without a new hash: what a shell on the account can write with sed."""
+    data = ws.store("signals").read_bytes()
+    edited = data.replace(b'"derivedSeverity":"blocking"', b'"derivedSeverity":"advisory"')
+    assert edited != data and len(edited) == len(data)
+    return edited
+
+
+def test_once_holding_the_decide_lock_cannot_show_its_passes_other_bytes_than_its_fold(
+    tmp_path: Path,
+) -> None:
+    """A unit holds the decide lock (a plain flock anyone on the account may take) while --once
+    waits for it, and edits signals.ndjson in place before letting go: --once begins verify's
+    passes only once the lock is its own, so they read what its fold reads and name the edit."""
+    import fcntl
+
+    ws = make_workspace(tmp_path)
+    ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    edited = _edited_in_place(ws)
+    lock = os.open(ws.root / ".regulator" / "decide.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        once = subprocess.Popen([helpers.REGULATOR, "controlroom", "--once", "--json"], cwd=ws.root, env=ws.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        time.sleep(1.5)  # it is waiting for the lock
+        assert once.poll() is None
+        ws.store("signals").write_bytes(edited)
+    finally:
+        os.close(lock)
+    out, err = once.communicate(timeout=60)
+    assert once.returncode == 1, err
+    named = [f"{v['store']}:{v['line']}: {v['message']}" for v in json.loads(out)["verify"]]
+    assert any("content does not match its hash (edited)" in n for n in named), named
+    done = ws.run("verify", "--json")
+    assert named == [f"{f['store']}:{f['line']}: {f['message']}" for f in json.loads(done.stdout)["findings"]]
+
+
+def test_passes_that_read_a_store_later_written_in_place_are_judged_again(tmp_path: Path) -> None:
+    """A store written in place at the same size after verify's passes read it: what they read is
+    not taken for what was folded (`Begun.unchanged`); the lines are judged again as they are."""
+    from engine.checkout.workspace import Workspace as EngineWorkspace
+    from engine.commands.verification import begin, findings, findings_later
+    from engine.read.load import load
+
+    ws = make_workspace(tmp_path)
+    ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    edited = _edited_in_place(ws)
+    engine_ws = EngineWorkspace(ws.root)
+    time.sleep(0.06)  # begin leaves a store changed in the last 50 ms to after the fold
+    begun = begin(engine_ws)
+    assert begun is not None
+    for child in (begun.checked, begun.early):  # done reading (not yet reaped) before the edit
+        assert child.pid is not None
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+    ws.store("signals").write_bytes(edited)
+    state = load(engine_ws, cached=False)
+    assert begun.covers(state)  # the same size: only the file's status says it changed
+    found = [str(f) for f in findings_later(engine_ws, state, host_events=True, begun=begun)()]
+    assert any("content does not match its hash (edited)" in f for f in found), found
+    assert found == [str(f) for f in findings(engine_ws, state, host_events=True)]
+
+
+_KILLED_ALONE = """
+import os, signal, sys, time
+from pathlib import Path
+from engine.checkout.workspace import Workspace
+from engine.commands import verification
+
+def slow(*args):  # a pass over stores far larger than these
+    time.sleep(20)
+    return [[], []]
+
+verification._chains_and_lines = slow
+begun = verification.begin(Workspace(Path(sys.argv[1])))
+print(begun.checked.pid, flush=True)
+time.sleep(0.3)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_once_killed_alone_leaves_no_child_reading_the_stores(tmp_path: Path) -> None:
+    """verify's passes run in forked children; killed alone (SIGKILL to its pid, not its group),
+    --once leaves none of them running on (they die with their parent)."""
+    ws = make_workspace(tmp_path)
+    time.sleep(0.06)  # begin leaves a store changed in the last 50 ms to after the fold
+    done = subprocess.run([sys.executable, "-c", _KILLED_ALONE, str(ws.root)], capture_output=True, text=True,
+                          env=ws.env, timeout=60)  # fmt: skip
+    assert done.returncode == -9, done.stderr
+    child = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            state = (Path("/proc") / str(child) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return  # gone
+        if state == "Z":
+            return  # dead, waiting to be reaped
+        time.sleep(0.05)
+    raise AssertionError(f"child {child} still runs after its parent was killed")
 
 
 def test_odd_lease_paths_and_init_under_a_lease(ws: helpers.Workspace, tmp_path: Path) -> None:
