@@ -356,3 +356,26 @@ def test_a_fifo_where_the_checkpoint_belongs_blocks_nothing(ws: helpers.Workspac
     for args in (("status", "--json"), ("verify",), ("controlroom", "--once", "--json", "--read-only")):
         done = ws.run(*args)  # ws.run times out (a failure) rather than hang
         assert "Traceback" not in done.stderr and done.returncode in (0, 1), (args, done.stderr)
+
+
+def test_verify_does_not_call_a_true_checkpoint_false_when_a_signal_is_reported_meanwhile(
+    ws: helpers.Workspace, monkeypatch: Any
+) -> None:
+    """verify compares the checkpoint, read on to the stores' end, with its own fold made moments
+    before: a signal reported in between is in one and not the other, and the checkpoint is not
+    called one that "does not fold to what the stores fold to" (the next run compares them)."""
+    from engine.commands.verification import _checkpoint
+
+    monkeypatch.setenv("REGULATOR_NOW", ws.env["REGULATOR_NOW"])
+    ws.run(*report_args(subject="first"), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    engine_ws = Workspace(ws.root)
+    assert checkpoint.save(engine_ws, load(engine_ws, cached=False))
+    assert checkpoint.authentic(engine_ws)
+    fresh = load(engine_ws, cached=False)
+    assert _checkpoint(engine_ws, fresh) == []
+    ws.run(
+        *report_args(subject="meanwhile"), "--by", "alice", check=True
+    )  # after the fold, before the compare
+    assert _checkpoint(engine_ws, fresh) == []
+    assert ws.run("verify").returncode == 0
