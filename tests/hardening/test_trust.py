@@ -571,19 +571,29 @@ def test_accepting_runs_no_hook_of_the_repository(ws: helpers.Workspace, tmp_pat
     assert "Regulator-Decided-By: alice" in ws.git("log", "-1", "--format=%B")
 
 
-def test_verify_re_derives_what_the_host_writes_unsigned(tmp_path: Path) -> None:
+# a memory entry stamped years ahead, to be current for years
+FUTURE_MEMORY = {"id": "01FUTUREFUTUREFUTUREFUTURE", "kind": "memory", "subject": "s", "note": "n",
+                 "evidence": ["e"], "scope": [], "reviewBy": "2030-02-28", "unit": "u1", "revision": None,
+                 "recordedBy": "S1", "at": "2029-12-01T00:00:00Z"}  # fmt: skip
+
+
+def forged_host_lines(tmp_path: Path) -> tuple[helpers.Workspace, Path]:
+    """A system-clock workspace where r1 reported a blocking signal for u1, and a writer with the
+    account's shell appended a routing record that lets it open nothing (before the host routes)
+    and FUTURE_MEMORY. Returns the workspace and r1's worktree."""
     ws = make_workspace(tmp_path, now=None, clock="system")
     worktree = ws.lease("r1")
     ws.run(*report_args(affects=["u1"]), cwd=worktree, check=True)
     signal = ws.events("signals")[-1]["id"]
-    # a routing record that lets a blocking report open nothing, written before the host routes
     append_forged(ws, "signals", {"kind": "routing", "signal": signal, "reportedSeverity": "blocking",
                                   "derivedSeverity": "blocking", "floors": [], "obligations": [], "at": NOW,
                                   "outcome": "noted", "reason": "nothing to see"})  # fmt: skip
-    # a memory entry stamped years ahead, to be current for years
-    append_forged(ws, "memory", {"id": "01FUTUREFUTUREFUTUREFUTURE", "kind": "memory", "subject": "s", "note": "n",
-                                 "evidence": ["e"], "scope": [], "reviewBy": "2030-02-28", "unit": "u1",
-                                 "revision": None, "recordedBy": "S1", "at": "2029-12-01T00:00:00Z"})  # fmt: skip
+    append_forged(ws, "memory", FUTURE_MEMORY)
+    return ws, worktree
+
+
+def test_verify_re_derives_what_the_host_writes_unsigned(tmp_path: Path) -> None:
+    ws, _ = forged_host_lines(tmp_path)
     done = ws.run("verify")
     assert done.returncode == 1
     assert "the router writes obligations/blocking (forged?)" in done.stdout
@@ -595,16 +605,7 @@ def test_once_names_what_verify_names_whether_or_not_it_routes_first(tmp_path: P
     .begin) and uses them where they read what it folded: with nothing to route it reports exactly
     what `verify` names; when it routes a signal first (a line they did not read), it ends them,
     begins again, and still reports exactly that."""
-    ws = make_workspace(tmp_path, now=None, clock="system")
-    worktree = ws.lease("r1")
-    ws.run(*report_args(affects=["u1"]), cwd=worktree, check=True)
-    signal = ws.events("signals")[-1]["id"]
-    append_forged(ws, "signals", {"kind": "routing", "signal": signal, "reportedSeverity": "blocking",
-                                  "derivedSeverity": "blocking", "floors": [], "obligations": [], "at": NOW,
-                                  "outcome": "noted", "reason": "nothing to see"})  # fmt: skip
-    append_forged(ws, "memory", {"id": "01FUTUREFUTUREFUTUREFUTURE", "kind": "memory", "subject": "s", "note": "n",
-                                 "evidence": ["e"], "scope": [], "reviewBy": "2030-02-28", "unit": "u1",
-                                 "revision": None, "recordedBy": "S1", "at": "2029-12-01T00:00:00Z"})  # fmt: skip
+    ws, worktree = forged_host_lines(tmp_path)
     for routes_first in (False, True):
         if routes_first:
             ws.run(*report_args(subject="another", affects=["u1"]), cwd=worktree, check=True)
@@ -620,6 +621,20 @@ def test_once_names_what_verify_names_whether_or_not_it_routes_first(tmp_path: P
         assert [f"{v['store']}:{v['line']}: {v['message']}" for v in data["verify"]] == named
 
 
+def begun_and_read(engine_ws: Any) -> Any:
+    """verify's passes begun (engine.commands.verification.begin), waited for until both children
+    have read the stores and exited (not yet reaped, so their answers are still to be had)."""
+    from engine.commands.verification import begin
+
+    time.sleep(0.06)  # begin leaves a store changed in the last 50 ms to after the fold
+    begun = begin(engine_ws)
+    assert begun is not None
+    for child in (begun.checked, begun.early):
+        assert child.pid is not None
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+    return begun
+
+
 def test_passes_begun_before_a_line_was_appended_are_not_used_for_it(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
@@ -633,15 +648,8 @@ def test_passes_begun_before_a_line_was_appended_are_not_used_for_it(
     ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
     engine_ws = EngineWorkspace(ws.root)
-    time.sleep(0.06)  # begin leaves a store changed in the last 50 ms to after the fold
-    begun = begin(engine_ws)
-    assert begun is not None
-    for child in (begun.checked, begun.early):  # done reading (not yet reaped) before the append
-        assert child.pid is not None
-        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
-    append_forged(ws, "memory", {"id": "01FUTUREFUTUREFUTUREFUTURE", "kind": "memory", "subject": "s", "note": "n",
-                                 "evidence": ["e"], "scope": [], "reviewBy": "2030-02-28", "unit": "u1",
-                                 "revision": None, "recordedBy": "S1", "at": "2029-12-01T00:00:00Z"})  # fmt: skip
+    begun = begun_and_read(engine_ws)
+    append_forged(ws, "memory", FUTURE_MEMORY)
     state = load(engine_ws, cached=False)
     assert not begun.covers(state)
     found = findings_later(engine_ws, state, host_events=True, begun=begun)()
@@ -698,7 +706,7 @@ def test_passes_that_read_a_store_later_written_in_place_are_judged_again(tmp_pa
     """A store written in place at the same size after verify's passes read it: what they read is
     not taken for what was folded (`Begun.unchanged`); the lines are judged again as they are."""
     from engine.checkout.workspace import Workspace as EngineWorkspace
-    from engine.commands.verification import begin, findings, findings_later
+    from engine.commands.verification import findings, findings_later
     from engine.read.load import load
 
     ws = make_workspace(tmp_path)
@@ -706,12 +714,7 @@ def test_passes_that_read_a_store_later_written_in_place_are_judged_again(tmp_pa
     ws.run("signals", "route", check=True)
     edited = _edited_in_place(ws)
     engine_ws = EngineWorkspace(ws.root)
-    time.sleep(0.06)  # begin leaves a store changed in the last 50 ms to after the fold
-    begun = begin(engine_ws)
-    assert begun is not None
-    for child in (begun.checked, begun.early):  # done reading (not yet reaped) before the edit
-        assert child.pid is not None
-        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+    begun = begun_and_read(engine_ws)
     ws.store("signals").write_bytes(edited)
     state = load(engine_ws, cached=False)
     assert begun.covers(state)  # the same size: only the file's status says it changed
