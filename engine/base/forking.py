@@ -24,3 +24,15 @@ def fork_with_pipe() -> tuple[int, int] | None:
         return 0, write
     os.close(write)
     return pid, read
+
+
+def keep_only(keep: int) -> None:
+    """In a forked child: keep the descriptor `keep` (its pipe) and nothing else the parent had
+    open: not its standard streams (a caller reading them to their end would wait for the child),
+    not a lock's descriptor (a lock is let go when its last descriptor closes: the child would
+    hold the parent's decide lock for as long as it runs)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(3, keep)
+    os.closerange(keep + 1, max(keep + 1, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024))

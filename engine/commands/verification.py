@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
-from engine.base.forking import fork_with_pipe
+from engine.base.forking import fork_with_pipe, keep_only
 from engine.base.gcpause import gc_paused
 from engine.base.limits import check_text
 from engine.checkout.workspace import Workspace
@@ -347,6 +347,7 @@ def _beside_json(work: Callable[[], Any], nice: int = 0) -> _Child:
     if pid == 0:  # the child: never returns
         write, code = fd, 1
         try:
+            keep_only(write)
             _die_with(parent)
             if nice:
                 os.nice(nice)

@@ -31,7 +31,7 @@ from typing import Any
 
 import msgspec
 
-from engine.base.forking import fork_with_pipe
+from engine.base.forking import fork_with_pipe, keep_only
 
 MIN_BYTES = 4 << 20  # REGULATOR_PREJUDGE_BYTES sets it (as REGULATOR_CHECKPOINT_BYTES sets the checkpoint's)
 MARK = b'"sig":'
@@ -179,16 +179,6 @@ class Prejudged:
             self.fd = -1
 
 
-def _only(keep: int) -> None:
-    """The child keeps its pipe and nothing else the parent had open: not its standard streams (a
-    caller reading them to their end would wait for the child), not a lock's descriptor."""
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.closerange(3, keep)
-    os.closerange(keep + 1, max(keep + 1, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024))
-
-
 def _send(pipe: Any, frame: object) -> None:
     data = msgspec.json.encode(frame)
     pipe.write(len(data).to_bytes(8, "little") + data)
@@ -216,7 +206,7 @@ def start(stores: list[tuple[str, Path, int, int]], judge: Judge) -> Prejudged |
         write, code = fd, 1
         try:
             signal.alarm(LIFETIME_S)  # orphaned (the parent killed), it still ends
-            _only(write)
+            keep_only(write)
             with os.fdopen(write, "wb") as pipe:
                 for name, path, offset, index in stores:  # in the fold's order, a piece as soon as done
                     for end, found in signed_pieces(path, offset, index):

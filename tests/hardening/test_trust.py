@@ -762,6 +762,37 @@ def test_a_once_killed_alone_leaves_no_child_reading_the_stores(tmp_path: Path) 
     raise AssertionError(f"child {child} still runs after its parent was killed")
 
 
+def test_passes_begun_under_the_decide_lock_do_not_hold_it_after_once_lets_go(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """--once begins verify's passes inside its decide lock; the children keep no descriptor of
+    the parent's but their pipe, so the lock is free for the next writer as soon as --once lets
+    go, however long they still read."""
+    from engine.checkout.workspace import Workspace as EngineWorkspace
+    from engine.commands import verification
+    from engine.log.store import lock_held
+
+    def slow(*args: Any) -> list[list[Any]]:  # a pass over stores far larger than these
+        time.sleep(10)
+        return [[], []]
+
+    monkeypatch.setattr(verification, "_chains_and_lines", slow)
+    ws = make_workspace(tmp_path)
+    engine_ws = EngineWorkspace(ws.root)
+    time.sleep(0.06)  # begin leaves a store changed in the last 50 ms to after the fold
+    with engine_ws.exclusive():
+        begun = verification.begin(engine_ws)
+    assert begun is not None and begun.checked.pid is not None
+    try:
+        deadline = time.monotonic() + 5  # a child lets go of what it inherited as soon as it runs
+        while lock_held(ws.root / ".regulator" / "decide.lock"):
+            assert time.monotonic() < deadline, "the decide lock is still held by a child"
+            time.sleep(0.02)
+        assert os.waitpid(begun.checked.pid, os.WNOHANG) == (0, 0)  # still reading
+    finally:
+        begun.cancel()
+
+
 def test_odd_lease_paths_and_init_under_a_lease(ws: helpers.Workspace, tmp_path: Path) -> None:
     worktree = ws.lease("u1")
     done = ws.run("--lease", str(tmp_path), "status")
