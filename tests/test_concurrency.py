@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
+import pytest
+
 from tests import helpers
 from tests.helpers import REGULATOR, report_args
 
@@ -83,3 +85,27 @@ def test_verify_judges_the_routing_records_its_fold_read_not_those_appended_sinc
     assert _routings(engine_ws, folded) == []
     assert _routings(engine_ws, load(engine_ws, cached=False)) == []
     assert ws.run("verify").returncode == 0
+
+
+def test_a_store_cut_shorter_between_a_fold_and_its_routing_is_one_clear_refusal(
+    ws: helpers.Workspace, monkeypatch: Any
+) -> None:
+    """--once folds signals.ndjson, then routes what is unrouted on that state: a store cut shorter
+    in between (a writer with the account's shell) is refused in one line, as a load refuses it,
+    never a traceback, and nothing is written."""
+    from engine.base.errors import Refused
+    from engine.checkout.workspace import Workspace
+    from engine.commands.router import route_locked
+    from engine.read.load import load
+
+    monkeypatch.setenv("REGULATOR_NOW", ws.env["REGULATOR_NOW"])
+    ws.run(*report_args(subject="one"), "--by", "alice", check=True)
+    ws.run(*report_args(subject="two"), "--by", "alice", check=True)
+    engine_ws = Workspace(ws.root)
+    state = load(engine_ws, stores=("signals",))
+    path = ws.store("signals")
+    path.write_bytes(path.read_bytes().split(b"\n", 1)[0] + b"\n")
+    before = ws.digest()
+    with pytest.raises(Refused, match="signals.ndjson changed while it was read; run the command again"):
+        route_locked(engine_ws, state)
+    assert ws.digest() == before

@@ -8,10 +8,11 @@ from datetime import datetime
 from typing import Final
 
 from engine.base import clock, ids
+from engine.base.errors import Refused
 from engine.checkout.workspace import Workspace
 from engine.commands.written import RoutedObligationEvent, RoutingEvent
 from engine.log.events import UNREADABLE
-from engine.read.fold import advance
+from engine.read.fold import StoreReplaced, advance
 from engine.read.load import load
 from engine.read.model import OWED_TO, EventKind, State
 from engine.read.queries import unrouted
@@ -192,7 +193,10 @@ def route_locked(ws: Workspace, state: State | None = None) -> list[dict]:
     if state is None:
         state = load(ws, stores=("signals",))
     else:
-        advance(ws, state, final=False, stores=("signals",))
+        try:
+            advance(ws, state, final=False, stores=("signals",))
+        except StoreReplaced as exc:  # cut shorter or rewritten since the caller read it
+            raise Refused(f"{exc}.ndjson changed while it was read; run the command again") from None
     store = ws.store("signals")
     records = pending(state, policy, clock.now())
     if not records:

@@ -97,14 +97,11 @@ class Begun:
     stamps: dict[str, tuple[int, int, int, int]]  # each store's file as it stood when they began (_stamp)
 
     def unchanged(self, ws: Workspace) -> bool:
-        """Asked once they answered: no store's file replaced, cut, or written in place since they
-        began (its status changed at the same size); an append since is a line after what they
-        and the fold read."""
-        for name, (dev, ino, size, ctime) in self.stamps.items():
-            now = _stamp(ws, name)
-            if now is None or now[:2] != (dev, ino) or now[2] < size or (now[2] == size and now[3] != ctime):
-                return False
-        return True
+        """Asked once they answered: no store's file replaced or written at all since they began
+        (device, inode, size and status change time as they were), so the fold, which read
+        between, read the bytes they read. An append counts too: a file written in place and
+        then appended to is, by its status, only a file appended to."""
+        return all(_stamp(ws, name) == stamp for name, stamp in self.stamps.items())
 
     def covers(self, state: State) -> bool:
         """Whether they judged what `state` folded: the same policy in force, no store folded
@@ -244,8 +241,8 @@ def findings_later(
         passed = early() if early is not None else None
         judged = None
         if begun is not None and not begun.unchanged(ws):
-            # a store's file was replaced or written in place while they read it: what they read
-            # may not be what was folded; judged again here, on the bytes as they are
+            # a store's file was replaced or written while they read it: what they read may not
+            # be what was folded; judged again here, on the bytes as they are
             with gc_paused():
                 chains, times = _chains_and_lines(ws, server, dismissed, derive)
                 judged = _routings(ws, fresh)

@@ -12,11 +12,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from engine.base import sshsig
 from engine.checkout.authority import signed_bytes
-from engine.log.store import Store
+from engine.log.store import Store, event_hash
 from tests import helpers
 from tests.helpers import (
     NOW,
@@ -702,9 +703,26 @@ def test_once_holding_the_decide_lock_cannot_show_its_passes_other_bytes_than_it
     assert named == [f"{f['store']}:{f['line']}: {f['message']}" for f in json.loads(done.stdout)["findings"]]
 
 
-def test_passes_that_read_a_store_later_written_in_place_are_judged_again(tmp_path: Path) -> None:
-    """A store written in place at the same size after verify's passes read it: what they read is
-    not taken for what was folded (`Begun.unchanged`); the lines are judged again as they are."""
+def _forged_shorter(ws: helpers.Workspace) -> bytes:
+    """signals.ndjson with its routing record replaced by one that opens nothing, chained and
+    hashed as the engine writes (a writer with the account's shell and the engine's code): a
+    file shorter than the real one."""
+    signal, routing = ws.events("signals")
+    forged = {k: v for k, v in routing.items() if k != "hash"}
+    forged |= {"outcome": "noted", "derivedSeverity": "advisory", "obligations": []}
+    forged["hash"] = event_hash(forged)
+    data = ws.store("signals").read_bytes()
+    first = data.split(b"\n", 1)[0] + b"\n"
+    assert json.loads(first) == signal
+    return first + json.dumps(forged, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+@pytest.mark.parametrize("how", ["in place, the same size", "shorter, then appended to after the fold"])
+def test_passes_that_read_a_store_later_written_are_judged_again(tmp_path: Path, how: str) -> None:
+    """A store written after verify's passes read it: what they read is not taken for what was
+    folded (`Begun.unchanged`), and the lines are judged again as they are. Written in place at
+    the same size; or rewritten shorter before the fold and appended to after it, which by its
+    size alone looks like a file appended to."""
     from engine.checkout.workspace import Workspace as EngineWorkspace
     from engine.commands.verification import findings, findings_later
     from engine.read.load import load
@@ -712,14 +730,18 @@ def test_passes_that_read_a_store_later_written_in_place_are_judged_again(tmp_pa
     ws = make_workspace(tmp_path)
     ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
-    edited = _edited_in_place(ws)
+    written = _edited_in_place(ws) if how.startswith("in place") else _forged_shorter(ws)
     engine_ws = EngineWorkspace(ws.root)
     begun = begun_and_read(engine_ws)
-    ws.store("signals").write_bytes(edited)
+    ws.store("signals").write_bytes(written)
     state = load(engine_ws, cached=False)
-    assert begun.covers(state)  # the same size: only the file's status says it changed
+    assert begun.covers(state)  # not folded past what they began to read
+    if how.startswith("shorter"):
+        assert state.obligations == {}  # the fold obeyed the forged record
+        ws.run(*report_args(subject="later", affects=["u1"]), "--by", "alice", check=True)
+        assert ws.store("signals").stat().st_size > begun.sizes["signals"]
     found = [str(f) for f in findings_later(engine_ws, state, host_events=True, begun=begun)()]
-    assert any("content does not match its hash (edited)" in f for f in found), found
+    assert any("content does not match its hash (edited)" in f or "(forged?)" in f for f in found), found
     assert found == [str(f) for f in findings(engine_ws, state, host_events=True)]
 
 
