@@ -114,9 +114,9 @@ def once(ws: Workspace, person: str | None, read_only: bool = False) -> Snapshot
         why = ws.cannot_write()
     state = None
     # verify's passes over every line, begun while this process folds (the fold is one core's
-    # work): used where they read what the fold folded (a signal routed here since is not; a
-    # store changed in place is read again). Begun once the decide lock is ours, never while
-    # waiting for it: the stores' bytes then are what the fold reads
+    # work): used where they read what the fold folded (no store written since: a signal routed
+    # here, a writer's line, a rewrite, and they are begun again after the fold). Begun once the
+    # decide lock is ours, never while waiting for it
     begun = None
     if why is None:  # the router's fold of signals.ndjson is the snapshot's start: the log read once
         with ws.exclusive():

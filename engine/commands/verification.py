@@ -91,24 +91,18 @@ class Begun:
     """verify's passes over the stores' files, begun before a fold (`begin`)."""
 
     authority: Authority  # the policy in force they judge by
-    sizes: dict[str, int]  # each store's bytes when they began: they read at least these
     checked: _Child  # the chains and every line's time
     early: _Child  # every routing record routed again (_routing_pass)
     stamps: dict[str, tuple[int, int, int, int]]  # each store's file as it stood when they began (_stamp)
 
-    def unchanged(self, ws: Workspace) -> bool:
-        """Asked once they answered: no store's file replaced or written at all since they began
-        (device, inode, size and status change time as they were), so the fold, which read
-        between, read the bytes they read. An append counts too: a file written in place and
-        then appended to is, by its status, only a file appended to."""
-        return all(_stamp(ws, name) == stamp for name, stamp in self.stamps.items())
-
-    def covers(self, state: State) -> bool:
-        """Whether they judged what `state` folded: the same policy in force, no store folded
-        further than they had begun to read."""
+    def covers(self, ws: Workspace, state: State) -> bool:
+        """Asked once `state` is folded (after they began): whether they judge what it folded.
+        The same policy in force, and no store's file replaced or written at all since they began
+        (device, inode, size and status change time as they were), so the fold read the bytes they
+        read. An append counts too (a signal --once routed, a writer's line): a file written in
+        place and then appended to is, by its status, only a file appended to."""
         return state.auth is self.authority and all(
-            (cursor.offset if (cursor := state.cursors.get(name)) is not None else 0) <= self.sizes[name]
-            for name in STORES
+            _stamp(ws, name) == stamp for name, stamp in self.stamps.items()
         )
 
     def cancel(self) -> None:
@@ -124,8 +118,8 @@ def begin(ws: Workspace) -> Begun | None:
     """--once's re-derivation (`findings_later` with host_events), begun before its fold: the
     fold is one core's work alone, and the passes over every line need none of it. Only for
     stores that are files here, the policy in force known; `findings_later` uses them when they
-    cover what its state folded (`Begun.covers`: a line routed or appended since is not in what
-    they read), else ends them and begins again."""
+    cover what its state folded (`Begun.covers`: no store written since they began), else ends
+    them and begins again."""
     if ws.url is not None or not ws.has_stores:
         return None
     authority = ws.authority()
@@ -139,13 +133,12 @@ def begin(ws: Workspace) -> Begun | None:
         if stamp is None or time.time_ns() - stamp[3] < _SETTLED_NS:
             return None
         stamps[name] = stamp
-    sizes = {name: stamp[2] for name, stamp in stamps.items()}
     dismissed = _dismissed_lines(authority)
     # --once's own work (fold, rows, JSON) is the longer road and waits on nothing: it goes first,
     # these take what it leaves of the cores (docs/performance.md: 4.4 -> 3.8-4.0 s at 100,000)
     checked = _beside_json(_as_json(lambda: _chains_and_lines(ws, {}, dismissed, True)), nice=_YIELD)
     early = _beside_json(lambda: _routing_pass(ws, authority), nice=_YIELD)
-    return Begun(authority, sizes, checked, early, stamps)
+    return Begun(authority, checked, early, stamps)
 
 
 def _stamp(ws: Workspace, name: str) -> tuple[int, int, int, int] | None:
@@ -202,7 +195,7 @@ def findings_later(
     # unknown: what the host would have written rests on which person events count, and none is
     # judged then; identity.ndjson is named instead, below)
     derive = (state is None or host_events) and not authority.unknown
-    if begun is not None and not (state is not None and derive and begun.covers(state)):
+    if begun is not None and not (state is not None and derive and begun.covers(ws, state)):
         begun.cancel()  # what they read is not what was folded: begun again below
         begun = None
     dismissed = _dismissed_lines(authority)
@@ -238,14 +231,6 @@ def findings_later(
 
     def finish() -> list[Finding]:
         chains, times = checked()
-        passed = early() if early is not None else None
-        judged = None
-        if begun is not None and not begun.unchanged(ws):
-            # a store's file was replaced or written while they read it: what they read may not
-            # be what was folded; judged again here, on the bytes as they are
-            with gc_paused():
-                chains, times = _chains_and_lines(ws, server, dismissed, derive)
-                judged = _routings(ws, fresh)
         found = list(chains)
         kept = uncounted
         if any(f.store == "signals.ndjson" and f.message.startswith(_BREAKS) for f in found):
@@ -272,10 +257,8 @@ def findings_later(
                 message = f"{what} {u.reason}; it counts for nothing"
             found.append(Finding(f"{u.store}.ndjson", lines[u.store][u.offset], message))
         found += mended + times
-        if judged is not None:
-            found += judged
-        elif passed is not None:  # judged now: --once did its own work while the pass ran
-            found += _judge_routings(ws, fresh, passed)
+        if early is not None:  # judged now: --once did its own work while the pass ran
+            found += _judge_routings(ws, fresh, early())
         elif routed is not None:
             found += routed()[0]
         found.sort(key=lambda f: (f.store, f.line))
@@ -599,15 +582,11 @@ def _judge_routings(ws: Workspace, fresh: State, early: dict[str, Any]) -> list[
             break
         if start in void:
             continue
-        ref = refs.get(sid) if sid is not None else None
-        if ref is None:
-            found.append(Finding("signals.ndjson", number, _NO_SIGNAL))
+        first = _first_for(sid, refs, routed)
+        if first is not None:
+            found.append(Finding("signals.ndjson", number, first))
             continue
-        if sid in routed:
-            found.append(Finding("signals.ndjson", number, _SECOND))
-            continue
-        routed.add(sid)
-        if ref >> 2 != offset:  # its signal counts from another line than the pass routed it on
+        if refs[sid] >> 2 != offset:  # its signal counts from another line than the pass routed it on
             return _routings(ws, fresh)
         if verdict is not None:
             found.append(Finding("signals.ndjson", number, verdict))
@@ -642,12 +621,21 @@ def _routing_problem(
     authority: Authority, signals: dict, counted: dict, record: dict, routed: set[str]
 ) -> str | None:
     signal_id = record.get("signal")
+    first = _first_for(signal_id, counted, routed)
+    if first is not None or not isinstance(signal_id, str):
+        return first
+    return _route_problem(authority, signals.get(signal_id), record)
+
+
+def _first_for(signal_id: object, counted: dict, routed: set[str]) -> str | None:
+    """What is wrong with a routing record for `signal_id` before its content is looked at: no
+    signal that counts by that id, or one already routed (`routed`, which this adds it to)."""
     if not isinstance(signal_id, str) or signal_id not in counted:
         return _NO_SIGNAL
     if signal_id in routed:
         return _SECOND
     routed.add(signal_id)
-    return _route_problem(authority, signals.get(signal_id), record)
+    return None
 
 
 def _route_problem(authority: Authority, signal: dict | None, record: dict) -> str | None:

@@ -652,13 +652,13 @@ def test_passes_begun_before_a_line_was_appended_are_not_used_for_it(
     begun = begun_and_read(engine_ws)
     append_forged(ws, "memory", FUTURE_MEMORY)
     state = load(engine_ws, cached=False)
-    assert not begun.covers(state)
+    assert not begun.covers(engine_ws, state)
     found = findings_later(engine_ws, state, host_events=True, begun=begun)()
     assert [str(f) for f in found] == [str(f) for f in findings(engine_ws, state, host_events=True)]
     assert any("memory.ndjson:1: stamped 2029-12-01T00:00:00Z, in the future" in str(f) for f in found)
     time.sleep(0.06)
     again = begin(engine_ws)  # begun after the append: used, and it names the same
-    assert again is not None and again.covers(state)
+    assert again is not None and again.covers(engine_ws, state)
     assert [str(f) for f in findings_later(engine_ws, state, host_events=True, begun=again)()] == [
         str(f) for f in found
     ]
@@ -719,10 +719,11 @@ def _forged_shorter(ws: helpers.Workspace) -> bytes:
 
 @pytest.mark.parametrize("how", ["in place, the same size", "shorter, then appended to after the fold"])
 def test_passes_that_read_a_store_later_written_are_judged_again(tmp_path: Path, how: str) -> None:
-    """A store written after verify's passes read it: what they read is not taken for what was
-    folded (`Begun.unchanged`), and the lines are judged again as they are. Written in place at
-    the same size; or rewritten shorter before the fold and appended to after it, which by its
-    size alone looks like a file appended to."""
+    """A store written after verify's passes read it and before the fold read it: what they read
+    is not taken for what was folded (`Begun.covers`), and the lines are judged again as they are.
+    Written in place at the same size; or rewritten shorter, then appended to once the fold is
+    done (as the second adversarial review did), which by its size alone looks like a file
+    appended to."""
     from engine.checkout.workspace import Workspace as EngineWorkspace
     from engine.commands.verification import findings, findings_later
     from engine.read.load import load
@@ -733,13 +734,14 @@ def test_passes_that_read_a_store_later_written_are_judged_again(tmp_path: Path,
     written = _edited_in_place(ws) if how.startswith("in place") else _forged_shorter(ws)
     engine_ws = EngineWorkspace(ws.root)
     begun = begun_and_read(engine_ws)
+    size = begun.stamps["signals"][2]
     ws.store("signals").write_bytes(written)
     state = load(engine_ws, cached=False)
-    assert begun.covers(state)  # not folded past what they began to read
     if how.startswith("shorter"):
         assert state.obligations == {}  # the fold obeyed the forged record
         ws.run(*report_args(subject="later", affects=["u1"]), "--by", "alice", check=True)
-        assert ws.store("signals").stat().st_size > begun.sizes["signals"]
+        assert ws.store("signals").stat().st_size > size
+    assert not begun.covers(engine_ws, state)
     found = [str(f) for f in findings_later(engine_ws, state, host_events=True, begun=begun)()]
     assert any("content does not match its hash (edited)" in f or "(forged?)" in f for f in found), found
     assert found == [str(f) for f in findings(engine_ws, state, host_events=True)]
