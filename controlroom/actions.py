@@ -6,15 +6,14 @@ and the same engine call as the CLI does the write.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from controlroom.readmodel import Snapshot, sectioned
 from controlroom.views import BY_VIEW, VIEW_DEFS, Key
 from engine.read import rules
 
 
-@dataclass(frozen=True)
-class Action:
+class Action(msgspec.Struct, frozen=True):
     name: str
     key: str
     label: str

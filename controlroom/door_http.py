@@ -25,12 +25,12 @@ import struct
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
+import msgspec
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from controlroom.mcp_server import SHIPPED_SEVERITIES, _call, instructions_for, server_for
@@ -49,8 +49,7 @@ AUTH_THREADS = 16  # token checks at once, on threads of their own (never behind
 LOG_EVERY_S = 60.0  # a repeated door error (out of files, connections refused) logged once this often
 
 
-@dataclass(frozen=True)
-class Listen:
+class Listen(msgspec.Struct, frozen=True):
     """Where the door listens: a Unix socket path, or a TCP host and port (TLS where given)."""
 
     path: Path | None = None

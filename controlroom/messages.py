@@ -5,8 +5,8 @@ for many)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
+import msgspec
 from textual.message import Message
 
 from controlroom import readmodel
@@ -18,8 +18,7 @@ class Abandoned(Exception):
     """The room closed while a worker waited for another writer: nothing was written."""
 
 
-@dataclass
-class ViewState:
+class ViewState(msgspec.Struct):
     """What the operator set on one view, kept when they switch away and back."""
 
     filter: str = ""
@@ -84,8 +83,7 @@ class Arranged(Message):
         self.request, self.keys = request, keys
 
 
-@dataclass(frozen=True)
-class Arrangement:
+class Arrangement(msgspec.Struct, frozen=True):
     """What a view's rows are filtered and sorted by, and which state they were read from."""
 
     view: str

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from controlroom.header import counts, header_text, in_memory, lint_unchecked
 from controlroom.readmodel import Snapshot, keys, row, sensor_rows, snapshot
@@ -326,8 +326,7 @@ def _fmt(cells: list[str], columns: list[tuple[str, int]]) -> str:
     return "  ".join(parts).rstrip()
 
 
-@dataclass
-class RegistersOnly:
+class RegistersOnly(msgspec.Struct):
     """What `--once --registers-only` found: printed as text or as its JSON."""
 
     stores: str  # "present" or "absent"

@@ -6,8 +6,9 @@ makes."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from controlroom import meanings, readmodel
 from controlroom.actions import dismissable, finding_of
@@ -30,36 +31,31 @@ if TYPE_CHECKING:
     from textual.screen import Screen
 
 
-@dataclass(frozen=True)
-class ResolveContent:
+class ResolveContent(msgspec.Struct, frozen=True):
     obligation: str
     summary: str
     dispositions: dict[str, str]  # each allowed disposition and what it means, in the order shown
     question: bool = False  # a unit's question: answered, the answer signed (design §22)
 
 
-@dataclass(frozen=True)
-class RetractContent:
+class RetractContent(msgspec.Struct, frozen=True):
     entry: str
     summary: str
 
 
-@dataclass(frozen=True)
-class DecideContent:
+class DecideContent(msgspec.Struct, frozen=True):
     unit: str
     actions: dict[str, str]  # each recovery action and what it means
     previews: dict[str, list[str]]  # each action's preview (engine.read.rules.recovery), read ahead
 
 
-@dataclass(frozen=True)
-class OutcomeContent:
+class OutcomeContent(msgspec.Struct, frozen=True):
     signal: str
     summary: str
     resolves_at: str
 
 
-@dataclass(frozen=True)
-class AckContent:
+class AckContent(msgspec.Struct, frozen=True):
     finding: str
     title: str
     path: str
@@ -67,14 +63,12 @@ class AckContent:
     resolve: bool = False  # `resolve-finding`: resolved, not acknowledged
 
 
-@dataclass(frozen=True)
-class DismissContent:
+class DismissContent(msgspec.Struct, frozen=True):
     target: str
     message: str
 
 
-@dataclass(frozen=True)
-class ProposalContent:
+class ProposalContent(msgspec.Struct, frozen=True):
     proposal: str
     verdict: str  # accept | reject
     summary: str

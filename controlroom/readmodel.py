@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
+import msgspec
+
 from controlroom.views import BY_VIEW, Key, RowKey
 from engine.base.errors import RegulatorError
 from engine.base.text import escape
@@ -198,8 +200,7 @@ def snapshot(
     return snap
 
 
-@dataclass
-class Checks:
+class Checks(msgspec.Struct):
     """What the slow checks found (lint, identity verify, store verify), applied to a snapshot
     by whoever owns it: a worker computes them, the UI thread applies them."""
 

@@ -4,8 +4,9 @@ widths), sorts and actions. Tabs, bindings, `?` help, the palette and `--once` a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
+
+import msgspec
 
 from widgets.columns import Column
 
@@ -27,8 +28,7 @@ class RowKey(NamedTuple):
 Key: TypeAlias = str | RowKey
 
 
-@dataclass(frozen=True)
-class View:
+class View(msgspec.Struct, frozen=True):
     name: str
     key: str
     title: str

@@ -12,10 +12,11 @@ import os
 import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import date
 from functools import partial
 from pathlib import Path
+
+import msgspec
 
 from registry.frontmatter import parse as fast_parse
 
@@ -61,8 +62,7 @@ BOM = "\ufeff"
 CONFLICT = re.compile(r"^(<{7}|>{7}|\|{7})(?: |$)", re.MULTILINE)
 
 
-@dataclass(frozen=True)
-class Issue:
+class Issue(msgspec.Struct, frozen=True):
     """One lint result: a fixed code, the entry (or path) it is about, and a message."""
 
     level: str  # error | warning | notice
@@ -74,8 +74,7 @@ class Issue:
         return {"code": self.code, "entry": self.entry, "message": self.message}
 
 
-@dataclass
-class Entry:
+class Entry(msgspec.Struct):
     kind: str  # finding | intake | record | retro
     path: str  # relative to the workspace, posix
     id: str
@@ -87,8 +86,7 @@ class Entry:
         return str(self.fields.get("title") or self.fields.get("label") or "")
 
 
-@dataclass(frozen=True)
-class Invalid:
+class Invalid(msgspec.Struct, frozen=True):
     """A register file present in the working tree that is no valid entry."""
 
     kind: str  # finding | intake | record
@@ -102,25 +100,23 @@ class Invalid:
         return self.path.rsplit("/", 1)[-1].removesuffix(".md")
 
 
-@dataclass(frozen=True)
-class Held:
+class Held(msgspec.Struct, frozen=True):
     """The hold an unreadable finding keeps: its last parseable version on trunk (design §16.3)."""
 
     entry: Entry
     commit: str  # the trunk commit that version is from
 
 
-@dataclass
-class Registers:
-    findings: dict[str, Entry] = field(default_factory=dict)
-    intake: dict[str, Entry] = field(default_factory=dict)
-    records: dict[str, Entry] = field(default_factory=dict)
-    retro: dict[str, Entry] = field(default_factory=dict)
-    issues: list[Issue] = field(default_factory=list)
-    paths: set[str] = field(default_factory=set)  # every register file present, parsed or not
-    texts: dict[str, str] = field(default_factory=dict)  # path -> text as read (lint compares it)
-    invalid: dict[str, Invalid] = field(default_factory=dict)  # path -> why it is no entry
-    held: dict[str, Held] = field(default_factory=dict)  # invalid finding path -> its trunk hold
+class Registers(msgspec.Struct):
+    findings: dict[str, Entry] = msgspec.field(default_factory=dict)
+    intake: dict[str, Entry] = msgspec.field(default_factory=dict)
+    records: dict[str, Entry] = msgspec.field(default_factory=dict)
+    retro: dict[str, Entry] = msgspec.field(default_factory=dict)
+    issues: list[Issue] = msgspec.field(default_factory=list)
+    paths: set[str] = msgspec.field(default_factory=set)  # every register file present, parsed or not
+    texts: dict[str, str] = msgspec.field(default_factory=dict)  # path -> text as read (lint compares it)
+    invalid: dict[str, Invalid] = msgspec.field(default_factory=dict)  # path -> why it is no entry
+    held: dict[str, Held] = msgspec.field(default_factory=dict)  # invalid finding path -> its trunk hold
     trunk: object = None  # registry.trunkwalk.TrunkFindings, walked on first use (engine.read.ladder)
 
     def invalid_of(self, kind: str) -> list[Invalid]:

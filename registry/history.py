@@ -11,9 +11,10 @@ import os
 import re
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
+
+import msgspec
 
 from registry.gitcall import git as _git
 
@@ -25,20 +26,18 @@ T = TypeVar("T")
 FOLDERS = ("findings", "intake", "records", "retro")
 
 
-@dataclass
-class History:
+class History(msgspec.Struct):
     available: bool
     why: str = ""
     trunk_ref: str = ""
     head_is_trunk: bool = False
-    landed: set[str] = field(default_factory=set)  # register files ever added on trunk
-    base: dict[str, str] = field(default_factory=dict)  # path -> text at the merge-base
-    head: dict[str, str] = field(default_factory=dict)  # path -> text at HEAD
-    commits: list[Commit] = field(default_factory=list)  # merge-base..HEAD touching registers
+    landed: set[str] = msgspec.field(default_factory=set)  # register files ever added on trunk
+    base: dict[str, str] = msgspec.field(default_factory=dict)  # path -> text at the merge-base
+    head: dict[str, str] = msgspec.field(default_factory=dict)  # path -> text at HEAD
+    commits: list[Commit] = msgspec.field(default_factory=list)  # merge-base..HEAD touching registers
 
 
-@dataclass
-class Commit:
+class Commit(msgspec.Struct):
     sha: str
     email: str
     message: str
@@ -251,8 +250,7 @@ def trunk_holds(
     return holds
 
 
-@dataclass
-class Change:
+class Change(msgspec.Struct):
     path: str
     status: str
     parents: list[str]  # the path's blob in each parent (ZERO: absent)
@@ -281,8 +279,7 @@ def _raw_log(out: str) -> list[tuple[str, list[Change]]]:
     return commits
 
 
-@dataclass
-class RangeCommit:
+class RangeCommit(msgspec.Struct):
     sha: str
     parents: list[str]
     email: str
@@ -301,13 +298,12 @@ class RangeCommit:
         return Commit(self.sha, self.email, self.message, []).authorized_by()
 
 
-@dataclass
-class RangeHistory:
+class RangeHistory(msgspec.Struct):
     available: bool
     why: str = ""
     spec: str = ""
-    commits: list[RangeCommit] = field(default_factory=list)  # oldest first
-    blobs: dict[str, str | None] = field(default_factory=dict)  # blob sha -> text (None: not UTF-8)
+    commits: list[RangeCommit] = msgspec.field(default_factory=list)  # oldest first
+    blobs: dict[str, str | None] = msgspec.field(default_factory=dict)  # blob sha -> text (None: not UTF-8)
     policy: bytes | None = None  # regulator/policy/interaction.yaml at A (None: absent)
 
 

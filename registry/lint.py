@@ -7,8 +7,9 @@ Units, their statuses and the interaction policy come in as arguments: the regis
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import date, timedelta
+
+import msgspec
 
 from registry.entries import LOAD_BEARING, Entry, Issue, Registers, load_fields, parse_ack
 from registry.history import ZERO, Commit, History, RangeHistory
@@ -41,8 +42,7 @@ CODES = {
 }
 
 
-@dataclass
-class Policy:
+class Policy(msgspec.Struct):
     """What lint needs of the interaction policy: who holds `ack`, and their emails."""
 
     ackers: dict[str, tuple[str, ...]]  # person -> emails (empty: any author)
@@ -58,9 +58,8 @@ class Policy:
     fingerprint: str = ""
 
 
-@dataclass
-class LintResult:
-    issues: list[Issue] = field(default_factory=list)
+class LintResult(msgspec.Struct):
+    issues: list[Issue] = msgspec.field(default_factory=list)
     history_checked: bool = False
     history_why: str = ""  # why trunk history could not be read (history_checked False)
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from registry.entries import LOAD_BEARING, Entry, entry_or_none
 from registry.gitcall import git as _git
@@ -45,8 +46,7 @@ FOLDER = "findings"
 Authorize = Callable[[str, str, str], tuple[str | None, str]]
 
 
-@dataclass(frozen=True)
-class TrunkChange:
+class TrunkChange(msgspec.Struct, frozen=True):
     """One load-bearing change a trunk commit brought to a finding, and whether it counts."""
 
     path: str
@@ -60,14 +60,15 @@ class TrunkChange:
     superseded: str = ""  # a later authorized commit that decided the entry afresh (sha)
 
 
-@dataclass
-class TrunkFindings:
+class TrunkFindings(msgspec.Struct):
     available: bool
     why: str = ""
     tip: str = ""
     baseline: str = ""  # the commit the walk starts after ("" : from the root)
-    holds: dict[str, frozenset[str]] = field(default_factory=dict)  # finding path -> units trunk holds
-    changes: list[TrunkChange] = field(default_factory=list)  # oldest first
+    holds: dict[str, frozenset[str]] = msgspec.field(
+        default_factory=dict
+    )  # finding path -> units trunk holds
+    changes: list[TrunkChange] = msgspec.field(default_factory=list)  # oldest first
     missing: int = 0  # objects trunk's history names that git could not give (a damaged repository)
 
     def ids(self) -> dict[str, str]:
@@ -251,9 +252,7 @@ def walk_at(root: Path, tip: str, authorize: Authorize) -> TrunkFindings:
 
 
 def _superseded(change: TrunkChange, sha: str) -> TrunkChange:
-    from dataclasses import replace
-
-    return replace(change, superseded=sha)
+    return msgspec.structs.replace(change, superseded=sha)
 
 
 def _start(root: Path, base: str) -> dict[str, str] | None:

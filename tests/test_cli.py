@@ -118,3 +118,39 @@ def test_help_names_every_disposition_and_what_is_required() -> None:
     assert propose.returncode == 0
     line = next(x for x in propose.stdout.splitlines() if "--rationale" in x)
     assert "required" in line, propose.stdout
+
+
+def test_the_start_runs_with_the_collector_paused_and_the_command_with_it_running(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The `regulator` script's entry point (D-194): no collection while the command line is built;
+    what the start built frozen, and the collector running again, by the time the command has run
+    (a long-running command, `serve` or the room, collects as usual)."""
+    import gc
+    import sys
+
+    from controlroom.cli import root, start
+
+    seen: dict[str, object] = {}
+    real_build, real_flush = root.build, root.flush_checkpoint
+
+    def build(*args: object, **kwargs: object) -> object:
+        seen["building"] = gc.isenabled()
+        return real_build(*args, **kwargs)  # type: ignore[arg-type]
+
+    def flush() -> None:
+        seen["after"], seen["frozen"] = gc.isenabled(), gc.get_freeze_count()
+        real_flush()
+
+    monkeypatch.setattr(root, "build", build)
+    monkeypatch.setattr(root, "flush_checkpoint", flush)
+    monkeypatch.setattr(sys, "argv", ["regulator", "--version"])
+    try:
+        with pytest.raises(SystemExit) as exited:
+            start.run()
+    finally:
+        gc.unfreeze()
+        gc.enable()
+    assert exited.value.code == 0 and capsys.readouterr().out.startswith("regulator ")
+    assert seen["building"] is False
+    assert seen["after"] is True and isinstance(seen["frozen"], int) and seen["frozen"] > 0

@@ -105,6 +105,15 @@ def test_a_path_is_what_typers_adapter_makes_of_it(value: str | None) -> None:
         assert same(param, value)
 
 
+@settings(max_examples=200)
+@given(value=st.one_of(st.none(), st.integers(), st.integers(min_value=-(2**70), max_value=2**70)))
+def test_an_int_is_what_typers_adapter_makes_of_it(value: int | None) -> None:
+    """An int option's default, as Click hands it over when the option is left out."""
+    param = params()["count"]
+    assert same(param, value)
+    assert coerced(fastparams.build_runtime_param, param, value) == ("ok", value)
+
+
 def test_a_path_typer_checks_is_checked_the_same(tmp_path: Path) -> None:
     readonly = tmp_path / "readonly"
     readonly.mkdir(mode=0o500)
@@ -116,10 +125,10 @@ def test_a_path_typer_checks_is_checked_the_same(tmp_path: Path) -> None:
     assert coerced(fastparams.build_runtime_param, params()["where"], str(tmp_path)) == ("ok", tmp_path)
 
 
-@pytest.mark.parametrize("value", [None, "x", "12", "-3", " 4 ", "1e3", "/tmp/x", ""])
-def test_numbers_keep_typers_coercion(value: Any) -> None:
+@pytest.mark.parametrize("value", [None, "x", "12", "-3", " 4 ", "1e3", "/tmp/x", "", True, 1.5, b"1"])
+def test_numbers_given_as_anything_but_an_int_keep_typers_coercion(value: Any) -> None:
     param = params()["count"]
-    assert fastparams.plain(param.type_descriptor) is None
+    assert fastparams.plain(param.type_descriptor) == "int"
     assert same(param, value)
     assert coerced(fastparams.build_runtime_param, params()["count"], "x")[0] == "error"
     assert coerced(fastparams.build_runtime_param, params()["count"], "12") == ("ok", 12)
@@ -140,6 +149,7 @@ def test_a_command_that_takes_strings_starts_without_pydantic(ws: helpers.Worksp
         (["identity", "propose"], 2),
         (["signals", "route"], 0),  # its --last, an int option, left out
         (["unit", "dispatch", "u1", "--worktree", "no-such-folder"], 2),  # a Path option
+        (["context", "u1"], 0),  # its --budget, an int option with a default, left out
     ):
         done, heavy = helpers.imported(ws, args, {"pydantic"})
         assert done.returncode == code, done.stderr

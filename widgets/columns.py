@@ -3,13 +3,12 @@ here: the CLI's plain tables use it too)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from engine.base.cells import pad
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(msgspec.Struct, frozen=True):
     """A column: `width` cells (0: it takes the rest, at least `min_width`). When the table is too
     narrow, columns with the highest `priority` number drop first; priority 0 never drops."""
 

@@ -9,10 +9,10 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import msgspec
 import typer
 
 from controlroom.printing import emit_json, out, table
@@ -56,8 +56,7 @@ ExpiresAt = Annotated[str | None, typer.Option("--expires-at")]
 Rationale = Annotated[str | None, typer.Option()]
 
 
-@dataclass
-class GlobalOptions:
+class GlobalOptions(msgspec.Struct):
     """--root, --lease and --key: given before the command or among its own options (design §3)."""
 
     root: str | None = None

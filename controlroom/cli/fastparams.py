@@ -25,8 +25,9 @@ _typer_build: Any = getattr(typer.core, "build_runtime_param", None)  # Typer's 
 
 
 def plain(descriptor: Any) -> str | None:
-    """'str', 'list' or 'path' for a parameter this module coerces (a plain string, a list of them,
-    or a `Path` with no parser and no other path type); None for any other (Typer's adapter)."""
+    """'str', 'list', 'path' or 'int' for a parameter this module coerces (a plain string, a list of
+    them, a `Path` with no parser and no other path type, an int); None for any other (Typer's
+    adapter)."""
     info = descriptor.parameter_info
     if descriptor.file_annotation is not None or getattr(info, "parser", None) is not None:
         return None
@@ -36,6 +37,8 @@ def plain(descriptor: Any) -> str | None:
         return "list"
     if descriptor.annotation is Path and getattr(info, "path_type", None) in (None, Path):
         return "path"
+    if descriptor.annotation is int:
+        return "int"
     return None
 
 
@@ -53,6 +56,10 @@ class PlainParam(_coercion.RuntimeParam):
             return value
         if self.kind == "list" and isinstance(value, (list, tuple)) and all(type(v) is str for v in value):
             return list(value)
+        if self.kind == "int" and type(value) is int:
+            # an int option's default (`context --budget` left out): Typer's int adapter answers it
+            # unchanged. A number given is text, which Typer's adapter parses and checks
+            return value
         if self.kind == "path" and type(value) is str and str(Path(value)) == value and "\0" not in value:
             # Typer's path adapter converts the text with pydantic, then asks coerce_cli_path (its
             # checks: exists, file or folder, readable, ...), which takes a Path as it is. Its

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -141,10 +142,13 @@ def flush_checkpoint() -> None:
 PARSE_ERRORS = ("NoArgsIsHelpError", "NoSuchOption")
 
 
-def main(argv: list[str] | None = None, *, full: bool = False) -> int:
+def main(
+    argv: list[str] | None = None, *, full: bool = False, resume: Callable[[], None] | None = None
+) -> int:
     """Run one command; errors become one line on stderr and the documented exit code (design §13).
     A command line that gives no global, help or completion option runs on a lean root holding its
-    own group only (build, lean_group); any other on the full root."""
+    own group only (build, lean_group); any other on the full root. `resume` is called once the
+    command line is built, just before the command runs (controlroom.cli.start)."""
     from typer.main import get_command
 
     try:  # a string parameter spares pydantic's import (D-171)
@@ -159,6 +163,8 @@ def main(argv: list[str] | None = None, *, full: bool = False) -> int:
     declare_globals(group is None)
     try:
         command = get_command(build() if group is None else build((group,), lean=True))
+        if resume is not None:
+            resume()
         try:
             code = command.main(args, prog_name="regulator", standalone_mode=False)
         finally:
@@ -172,7 +178,8 @@ def main(argv: list[str] | None = None, *, full: bool = False) -> int:
         return int(exc.exit_code)
     except typer.TyperException as exc:  # Click's usage errors (Typer's public base class)
         if group is not None and type(exc).__name__ in PARSE_ERRORS:
-            return main(args, full=True)  # the help, or "did you mean", as with every option declared
+            # the help, or "did you mean", as with every option declared
+            return main(args, full=True, resume=resume)
         code = int(getattr(exc, "exit_code", 2))
         if type(exc).__name__ == "NoArgsIsHelpError":  # `regulator signals`-style: the help, exit 2
             exc.show()  # type: ignore[attr-defined]

@@ -8,15 +8,15 @@ import os
 import signal
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 ENVIRONMENT = ("PATH", "HOME", "LANG", "TERM", "TZ")  # what a declared command gets of the host's
 MAX_OUTPUT = 64 << 20  # more standard output than this is not a sensor's report
 
 
-@dataclass(frozen=True)
-class Ran:
+class Ran(msgspec.Struct, frozen=True):
     """What a declared command did: its exit code (None when it did not run or was killed), its
     standard output, and why it failed in one line ("" when it ran to its end)."""
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from engine.log.store import Store, canonical
 from engine.log.store import verify as verify_chain
 from identity.files import GOVERNED, content_hash
@@ -33,16 +35,15 @@ GRANT_OF = {"disposition": "resolve", "decision": "decide", "demote": "decide", 
             "signal": "report", "prediction-outcome": "resolve"}  # fmt: skip
 
 
-@dataclass(frozen=True)
-class People:
+class People(msgspec.Struct, frozen=True):
     """What the interaction policy says about persons, read without the policy models (status stays lean)
     by the loader every policy file is read with (identity.yamlload): the content was validated
     when it was proposed or written by init."""
 
     require_signatures: bool = False
-    keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    grants: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    resolve: dict[str, tuple[str, ...]] = field(default_factory=dict)  # severities each may resolve
+    keys: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    grants: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    resolve: dict[str, tuple[str, ...]] = msgspec.field(default_factory=dict)  # severities each may resolve
 
     @classmethod
     def closed(cls) -> People:
@@ -92,8 +93,7 @@ class People:
         return isinstance(person, str) and grant in self.grants.get(person, ())
 
 
-@dataclass(frozen=True)
-class Uncounted:
+class Uncounted(msgspec.Struct, frozen=True):
     """An event in a store that counts for nothing, and why (`verify` names each)."""
 
     store: str

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+
+import msgspec
 
 from engine.base.errors import BadInput, Refused
 from engine.base.limits import check_text
@@ -13,8 +14,7 @@ from engine.read.queries import unit_status
 from engine.read.rules import lacks, refuse, tool_lacking
 
 
-@dataclass(frozen=True)
-class Actor:
+class Actor(msgspec.Struct, frozen=True):
     unit: str | None = None
     person: str | None = None
     lease: Lease | None = None

@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from engine.base import clock
 from engine.checkout.workspace import Workspace
@@ -33,8 +34,7 @@ if TYPE_CHECKING:
 Rule = Callable[[State], Denied | None]
 
 
-@dataclass
-class Turn:
+class Turn(msgspec.Struct):
     """A writer's turn under the decide lock: the state as it is now, and the person's signer."""
 
     ws: Workspace

@@ -6,20 +6,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
+
+import msgspec
 
 from engine.checkout.workspace import Workspace
 
 
-@dataclass
-class Outcome:
+class Outcome(msgspec.Struct):
     """What one duty did, for `serve`'s log line (`{"at","duty","outcome","ms","host"}`) and
     `regulator tick`: the ids it wrote and the problems it met, one line each."""
 
     duty: str
-    written: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    written: list[str] = msgspec.field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
     note: str = ""
 
     @property

@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
@@ -192,8 +193,7 @@ def setup(
     return Initialized(ws, owner, governed, rest, baseline, done)
 
 
-@dataclass(frozen=True)
-class Initialized:
+class Initialized(msgspec.Struct, frozen=True):
     """What `init` made and committed (the command says it)."""
 
     ws: Workspace

@@ -5,8 +5,9 @@ per reporting source and confidence, how many came true, how many did not and ho
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from engine.base import clock
 from engine.base.errors import BadInput
@@ -57,8 +58,7 @@ def resolve_prediction(
 # ---- calibration ------------------------------------------------------------------------------
 
 
-@dataclass
-class Tally:
+class Tally(msgspec.Struct):
     """One source's predictions at one confidence level."""
 
     source: str  # "unit r1", "sensor osv-pypi", "person alice"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
@@ -203,8 +203,7 @@ def commit(ws: Workspace, proposal: dict, person: str, rationale: str, decision:
     return git_commit(ws, [proposal["file"]], message, person, sign)
 
 
-@dataclass(frozen=True)
-class FileCheck:
+class FileCheck(msgspec.Struct, frozen=True):
     file: str
     decided: str | None
     actual: str | None

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from engine.base import clock, confine, ids
 from engine.base.errors import BadInput, RegulatorError
@@ -59,13 +60,12 @@ STALLED = "sensor-stalled"
 SensorEvent = SignalEvent | AdvisoryWithdrawnEvent | SensorRunEvent  # what a run writes
 
 
-@dataclass
-class Collected:
+class Collected(msgspec.Struct):
     """What one run of a sensor brought, before it is judged against the stores."""
 
-    signals: list[SignalEvent] = field(default_factory=list)  # whole signal events, ids derived
-    withdrawn: list[tuple[str, list[str], str]] = field(default_factory=list)  # (id, names, when)
-    errors: list[str] = field(default_factory=list)
+    signals: list[SignalEvent] = msgspec.field(default_factory=list)  # whole signal events, ids derived
+    withdrawn: list[tuple[str, list[str], str]] = msgspec.field(default_factory=list)  # (id, names, when)
+    errors: list[str] = msgspec.field(default_factory=list)
     revision: str | None = None
     exit_code: int | None = None
 

@@ -9,9 +9,10 @@ import hashlib
 import json
 import os
 import secrets
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+
+import msgspec
 
 from engine.base import clock, ids
 from engine.base.errors import BadInput
@@ -42,8 +43,7 @@ def _unit(state: State, unit_id: str) -> UnitState:
     return state.unit(unit_id)
 
 
-@dataclass(frozen=True)
-class LeaseTerms:
+class LeaseTerms(msgspec.Struct, frozen=True):
     """How `unit run` leases a unit (design §23); a plain `unit dispatch` takes none of them: its
     lease never expires, its unit is not known to be confined and its lease file is in the worktree."""
 

@@ -9,9 +9,10 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
@@ -32,8 +33,7 @@ if TYPE_CHECKING:
     from engine.read.model import State
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(msgspec.Struct, frozen=True):
     """A line `verify` names: bad chain, unreadable, or a person event that counts for nothing."""
 
     store: str  # "signals.ndjson", ... or "readmodel.checkpoint"
@@ -86,8 +86,7 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
     return findings_later(ws, state, host_events=host_events)()
 
 
-@dataclass
-class Begun:
+class Begun(msgspec.Struct):
     """verify's passes over the stores' files, begun before a fold (`begin`)."""
 
     authority: Authority  # the policy in force they judge by
@@ -793,8 +792,7 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
         return ws.store("identity").append(person_event(ws, signer, event))
 
 
-@dataclass
-class LiveChain:
+class LiveChain(msgspec.Struct):
     """The hash chain of one store checked as lines arrive, for the open control room (design §26): a
     line that fails its hash or breaks the chain appears at once, as a bad line does, without
     hashing the whole store again. `offset`: where the next unchecked line starts."""

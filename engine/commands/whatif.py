@@ -3,9 +3,10 @@ and routing tests as files. Everything here reads; nothing is ever appended or w
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
+
+import msgspec
 
 from engine.base import clock
 from engine.base.errors import BadInput, RegulatorError
@@ -88,8 +89,7 @@ def dry_run(ws: Workspace, fields: dict, policy: RoutingPolicy | None = None) ->
 
 
 # ---- the signals not yet routed, routed in memory --------------------------------------------------
-@dataclass(frozen=True)
-class WouldHold:
+class WouldHold(msgspec.Struct, frozen=True):
     """A blocking obligation the router would open on a unit for a signal not yet routed."""
 
     unit: str
@@ -99,13 +99,12 @@ class WouldHold:
     subject: str
 
 
-@dataclass
-class InMemory:
+class InMemory(msgspec.Struct):
     """The signals not yet routed, routed in memory as the router would route them now (design
     §16, §18): what a reader that does not route (--read-only, a store role that cannot write, a
     signal appended after this run routed) judges holds on. Written nowhere."""
 
-    records: list[dict] = field(default_factory=list)  # the routing records, in log order
+    records: list[dict] = msgspec.field(default_factory=list)  # the routing records, in log order
     problem: str | None = None  # why they could not be routed in memory (the policy unreadable)
     unrouted: int = 0  # how many signals were not yet routed
 
@@ -162,10 +161,9 @@ def _decides(record: dict) -> tuple:
     )
 
 
-@dataclass
-class Replay:
+class Replay(msgspec.Struct):
     replayed: int  # signals replayed
-    changes: list[dict] = field(default_factory=list)  # [{"signal", "subject", "before", "after"}]
+    changes: list[dict] = msgspec.field(default_factory=list)  # [{"signal", "subject", "before", "after"}]
 
 
 def replay(
@@ -240,8 +238,7 @@ def proposal_replay(ws: Workspace, content: str, state: State | None = None) -> 
 
 
 # ---- routing tests as files ----------------------------------------------------------------------
-@dataclass
-class CaseResult:
+class CaseResult(msgspec.Struct):
     name: str
     differences: list[str]
     record: dict
@@ -251,8 +248,7 @@ class CaseResult:
         return not self.differences
 
 
-@dataclass
-class TestReport:
+class TestReport(msgspec.Struct):
     cases: list[CaseResult]
     unexercised_floors: list[str]
     unexercised_rules: list[str]

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from engine.base.errors import BadInput, Refused, RegulatorError
 from engine.checkout.workspace import Lease, Workspace, locate, read_lease
@@ -51,8 +52,7 @@ __all__ = [
 
 
 # ---- typed results -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Reported:
+class Reported(msgspec.Struct, frozen=True):
     """A signal appended (S4 → S3); routing, not the report, opens obligations."""
 
     id: str
@@ -61,8 +61,7 @@ class Reported:
         return {"id": self.id}
 
 
-@dataclass(frozen=True)
-class Remembered:
+class Remembered(msgspec.Struct, frozen=True):
     """A memory entry recorded for later units."""
 
     id: str
@@ -72,8 +71,7 @@ class Remembered:
         return {"id": self.id, "reviewBy": self.review_by}
 
 
-@dataclass(frozen=True)
-class Asked:
+class Asked(msgspec.Struct, frozen=True):
     """A question to a person (ask_human): its signal; routing opens its obligation."""
 
     id: str
@@ -83,8 +81,7 @@ class Asked:
         return {"id": self.id, "obligation": self.obligation}
 
 
-@dataclass(frozen=True)
-class ResultRecorded:
+class ResultRecorded(msgspec.Struct, frozen=True):
     """What the unit's run came to, recorded (report_result)."""
 
     id: str
@@ -94,8 +91,7 @@ class ResultRecorded:
         return {"id": self.id, "outcome": self.outcome}
 
 
-@dataclass(frozen=True)
-class Proposed:
+class Proposed(msgspec.Struct, frozen=True):
     """A proposed change to a governed file; a person with the accept grant decides it."""
 
     id: str
@@ -105,8 +101,7 @@ class Proposed:
         return {"id": self.id, "file": self.file}
 
 
-@dataclass(frozen=True)
-class ContextResult:
+class ContextResult(msgspec.Struct, frozen=True):
     """What the unit receives at start: `text` exactly as `regulator context` prints it (fenced,
     escaped: design §16.1) and `data` as `regulator context --json` prints it (raw values)."""
 
@@ -117,8 +112,7 @@ class ContextResult:
         return self.data
 
 
-@dataclass(frozen=True)
-class ObligationInfo:
+class ObligationInfo(msgspec.Struct, frozen=True):
     """One obligation on the unit: the §13 record, with the signal's subject and when it opened."""
 
     id: str
@@ -159,8 +153,7 @@ class ObligationInfo:
         }
 
 
-@dataclass(frozen=True)
-class UnitStatus:
+class UnitStatus(msgspec.Struct, frozen=True):
     """The unit's status and why it is held (the unit's row of `status --json`, and more)."""
 
     unit: str
@@ -168,13 +161,15 @@ class UnitStatus:
     profile: str | None
     status: str
     held: bool
-    blocked_by: list[str] = field(default_factory=list)
-    stale_knowledge: list[str] = field(default_factory=list)
-    grants: list[str] = field(default_factory=list)
+    blocked_by: list[str] = msgspec.field(default_factory=list)
+    stale_knowledge: list[str] = msgspec.field(default_factory=list)
+    grants: list[str] = msgspec.field(default_factory=list)
     unrouted: int = 0  # signals not yet routed: an obligation may still be on its way
-    checks: list[str] = field(default_factory=list)  # the commands run_checks may run (its contract's)
+    checks: list[str] = msgspec.field(
+        default_factory=list
+    )  # the commands run_checks may run (its contract's)
     # what its profile grants in each harness (engine.doors.harness.Grants.as_json), for the hooks (§23)
-    harness: dict[str, Any] = field(default_factory=dict)
+    harness: dict[str, Any] = msgspec.field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {

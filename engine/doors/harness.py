@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 CLAUDE_CODE = "claude-code"
 DOOR_SERVER = "regulator"  # the MCP server's name in the config: its tools are mcp__regulator__*
@@ -26,8 +27,7 @@ CONTEXT_MAX = 9000  # characters of context SessionStart adds (design §23)
 EVENTS = ("SessionStart", "PreToolUse", "Stop")
 
 
-@dataclass(frozen=True)
-class Grants:
+class Grants(msgspec.Struct, frozen=True):
     """What a unit may run in one harness, as the door says (its profile, the policy in force, its
     contract's checks): the harness tool names its profile grants, and the commands run_checks
     lets it run in the shell, each exactly."""

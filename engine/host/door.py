@@ -16,7 +16,8 @@ which serve's router and tick take too, so every write of this process is serial
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+
+import msgspec
 
 from engine.base.errors import RegulatorError
 from engine.checkout import heartbeat
@@ -32,13 +33,12 @@ from engine.read.queries import unit_status
 TOKEN_MAX = 512  # characters: a lease token is 43; anything much longer is not one
 
 
-@dataclass
-class Session:
+class Session(msgspec.Struct):
     """One lease's door, and the lock its calls take turns on."""
 
     door: UnitDoor
     lease_hash: str
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Lock = msgspec.field(default_factory=threading.Lock)
 
     @property
     def unit(self) -> str:

@@ -34,9 +34,10 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TextIO
+
+import msgspec
 
 from engine.base import clock
 from engine.base.errors import RegulatorError
@@ -48,8 +49,7 @@ Duty = Callable[[Workspace, datetime], object]
 DUTY_MODULES: list[str] = ["engine.host.leases", "engine.host.world"]
 
 
-@dataclass(frozen=True)
-class Registered:
+class Registered(msgspec.Struct, frozen=True):
     name: str
     run: Duty
     leader_only: bool = True

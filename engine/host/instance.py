@@ -12,9 +12,10 @@ import fcntl
 import json
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
@@ -38,8 +39,7 @@ class AlreadyRunning(Refused):
         )
 
 
-@dataclass
-class Instance:
+class Instance(msgspec.Struct):
     """The lock this process holds, and where its serve.json is."""
 
     fd: int

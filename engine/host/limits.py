@@ -12,7 +12,8 @@ from __future__ import annotations
 import resource
 import threading
 import time
-from dataclasses import dataclass
+
+import msgspec
 
 MAX_CONNECTIONS = 1024  # open door connections in all, at most (lower where the fd limit is low)
 PER_PEER = 64  # open connections of one peer: a uid on a Unix socket (SO_PEERCRED), an address on TCP
@@ -70,8 +71,7 @@ class ConnectionCaps:
         self.open = max(0, self.open - 1)
 
 
-@dataclass
-class _Bucket:
+class _Bucket(msgspec.Struct):
     writes: float
     size: float
     at: float

@@ -29,9 +29,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused, RegulatorError
@@ -52,8 +53,7 @@ WAIT_POLL_S = 1.0
 EXIT_DONE, EXIT_FAILED, EXIT_HELD = 0, 1, 3
 
 
-@dataclass(frozen=True)
-class Account:
+class Account(msgspec.Struct, frozen=True):
     """The OS account a confined unit runs as."""
 
     name: str
@@ -62,8 +62,7 @@ class Account:
     home: str
 
 
-@dataclass
-class RunRequest:
+class RunRequest(msgspec.Struct):
     """What `unit run` was asked, as given on the command line."""
 
     unit: str
@@ -73,11 +72,10 @@ class RunRequest:
     harness: str = "env"
     ttl: str = DEFAULT_TTL
     wait: bool = False
-    env: list[str] = field(default_factory=list)
+    env: list[str] = msgspec.field(default_factory=list)
 
 
-@dataclass
-class Plan:
+class Plan(msgspec.Struct):
     """A request checked against the workspace: nothing is written until all of it holds."""
 
     unit: str
@@ -437,8 +435,7 @@ def harness_files(ws: Workspace, p: Plan) -> list[str]:
 
 
 # ---- running ---------------------------------------------------------------------------------------
-@dataclass
-class Outcome:
+class Outcome(msgspec.Struct):
     """How the child ended, as the run saw it."""
 
     code: int  # the child's exit code (128 + N when killed by signal N, as shells say)

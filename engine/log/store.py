@@ -17,7 +17,6 @@ import operator
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from itertools import accumulate, filterfalse
 from pathlib import Path
 from typing import IO, Any
@@ -95,8 +94,7 @@ def line_hash(event: dict) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(msgspec.Struct, frozen=True):
     """A line a reader skipped: `torn` (last line cut off) or `malformed` (a bad middle line)."""
 
     store: str
@@ -108,11 +106,10 @@ class Problem:
         return f"{self.store}:{self.line}: {self.kind} line skipped ({self.message})"
 
 
-@dataclass
-class ReadResult:
-    events: list = field(default_factory=list)  # dicts, or the shape the reader asked for
-    starts: list[int] = field(default_factory=list)  # the byte offset of each event's line
-    problems: list[Problem] = field(default_factory=list)  # the first KEPT_PROBLEMS bad lines
+class ReadResult(msgspec.Struct):
+    events: list = msgspec.field(default_factory=list)  # dicts, or the shape the reader asked for
+    starts: list[int] = msgspec.field(default_factory=list)  # the byte offset of each event's line
+    problems: list[Problem] = msgspec.field(default_factory=list)  # the first KEPT_PROBLEMS bad lines
     bad: int = 0  # every bad line of the read, kept or only counted
     offset: int = 0
     line: int = 0
@@ -611,8 +608,7 @@ def _parse(raw: bytes) -> dict | None:
     return event if isinstance(event, dict) else None
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(msgspec.Struct, frozen=True):
     """One thing `verify` found wrong with a store."""
 
     store: str

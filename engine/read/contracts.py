@@ -6,7 +6,6 @@ import json
 import marshal
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -165,12 +164,11 @@ def _parse_fields(path: Path | str, text: str) -> tuple:
         raise BadInput(f"{path}: {exc}") from None
 
 
-@dataclass
-class ContractFiles:
+class ContractFiles(msgspec.Struct):
     """What each contract file gave when last read, keyed by path with the file's identity: a
     checkpoint keeps it, so a file whose identity is unchanged is not read again."""
 
-    seen: dict[str, tuple] = field(default_factory=dict)  # path -> (identity, fields or problem)
+    seen: dict[str, tuple] = msgspec.field(default_factory=dict)  # path -> (identity, fields or problem)
     read: int = 0  # files actually read by the last load
 
 

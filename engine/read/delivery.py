@@ -54,7 +54,8 @@ caps cost).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+import msgspec
 
 from engine.base.errors import BadInput, RegulatorError
 from engine.base.text import escape, escape_block, unescape
@@ -100,18 +101,17 @@ JSON_FIELDS = ("id", "subject", "note", "evidence", "scope", "reviewBy", "unit",
 ANSWER_TEXT_FIELDS = ("obligation", "question", "answer", "by", "at")
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(msgspec.Struct, frozen=True):
     """What a unit receives, before rendering. `memory` holds the entries shown, in order."""
 
     unit: str | None
     unit_type: str | None
     identity: list[tuple[str, str | None]]  # (path, content; None when the file is missing)
-    memory: list[dict] = field(default_factory=list)
+    memory: list[dict] = msgspec.field(default_factory=list)
     current: int = 0  # current entries this unit receives, shown or not
     budget: int = DEFAULT_BUDGET
     # the unit's answered questions (engine.read.queries.answers), in log order
-    answers: list[dict] = field(default_factory=list)
+    answers: list[dict] = msgspec.field(default_factory=list)
     task: dict | None = None  # the unit's contract: {"title", "contract"} (design §23); None: no unit
 
     @property

@@ -24,9 +24,10 @@ import re
 import subprocess
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
+
+import msgspec
 
 from engine.base.gcpause import gc_paused
 
@@ -36,8 +37,7 @@ CHANGED, CURRENT, UNCHECKED = "changed", "current", "unchecked"
 _TIMEOUT = 120
 
 
-@dataclass(frozen=True)
-class Freshness:
+class Freshness(msgspec.Struct, frozen=True):
     status: str  # changed | current | unchecked
     changed_paths: tuple[str, ...] = ()
     why: str = ""  # for unchecked: what could not be checked
@@ -83,12 +83,11 @@ def _path(item: str) -> str | None:
     return None if normal.startswith(("/", "../")) or normal in (".", "..") or "\\" in normal else normal
 
 
-@dataclass
-class _Cache:
+class _Cache(msgspec.Struct):
     head: str = ""
     head_blobs: dict[str, str] | None = None  # path -> blob at HEAD
-    known: dict[str, bool] = field(default_factory=dict)  # revision -> git knows it (never changes)
-    changed: dict[str, dict[str, str]] = field(default_factory=dict)  # revision -> path -> A|D|M|T
+    known: dict[str, bool] = msgspec.field(default_factory=dict)  # revision -> git knows it (never changes)
+    changed: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)  # revision -> path -> A|D|M|T
 
 
 _CACHES: dict[Path, _Cache] = {}

@@ -9,7 +9,6 @@ what the stores, JSON output and tables carry is unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -282,45 +281,46 @@ class Cursor(msgspec.Struct):
     line: int = 0
 
 
-@dataclass
-class State:
+class State(msgspec.Struct):
     """The read model: everything folded from the stores (and the contracts) at `now`."""
 
     now: datetime
-    contracts: dict[str, Contract] = field(default_factory=dict)
-    source: EventSource = field(default_factory=EventSource)
+    contracts: dict[str, Contract] = msgspec.field(default_factory=dict)
+    source: EventSource = msgspec.field(default_factory=EventSource)
     signals: EventMap = None  # type: ignore[assignment]  # id -> signal event, held by reference
     routings: EventMap = None  # type: ignore[assignment]  # signal id -> its routing record
-    obligations: dict[str, Obligation] = field(default_factory=dict)
-    units: dict[str, UnitState] = field(default_factory=dict)
-    memory: dict[str, MemoryEntry] = field(default_factory=dict)
-    proposals: dict[str, dict[str, Any]] = field(default_factory=dict)
-    decisions: list[dict[str, Any]] = field(default_factory=list)
+    obligations: dict[str, Obligation] = msgspec.field(default_factory=dict)
+    units: dict[str, UnitState] = msgspec.field(default_factory=dict)
+    memory: dict[str, MemoryEntry] = msgspec.field(default_factory=dict)
+    proposals: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    decisions: list[dict[str, Any]] = msgspec.field(default_factory=list)
     # closings read before the obligation they close (see engine.read.fold), applied when it opens.
     # The stores are read one after another, so a decision can be folded before the routing
     # record it follows; this keeps the result the same whatever order the stores were read in.
-    pending: dict[str, list[Closing]] = field(default_factory=dict)
-    unrouted_ids: dict[str, None] = field(default_factory=dict)  # signals awaiting routing, log order
-    problems: list[Problem] = field(default_factory=list)  # the first bad lines, named
+    pending: dict[str, list[Closing]] = msgspec.field(default_factory=dict)
+    unrouted_ids: dict[str, None] = msgspec.field(default_factory=dict)  # signals awaiting routing, log order
+    problems: list[Problem] = msgspec.field(default_factory=list)  # the first bad lines, named
     bad_lines: int = 0  # every bad line read, named or only counted (design §26)
-    contract_problems: list[str] = field(default_factory=list)
-    cursors: dict[str, Cursor] = field(default_factory=dict)
-    contract_files: ContractFiles = field(default_factory=ContractFiles)
+    contract_problems: list[str] = msgspec.field(default_factory=list)
+    cursors: dict[str, Cursor] = msgspec.field(default_factory=dict)
+    contract_files: ContractFiles = msgspec.field(default_factory=ContractFiles)
     checkpointed: int = 0  # bytes of log the checkpoint this state came from (or wrote) covers
     registers: object = None  # registry.entries.Registers, read on first use (engine.read.ladder)
     # person events that count for nothing (unsigned where required, bad signature, replayed id)
-    uncounted: list[Uncounted] = field(default_factory=list)
-    person_ids: dict[str, set[str]] = field(default_factory=dict)  # store -> ids of person events
-    auth: Authority = field(default_factory=Authority)  # the authority the person events were judged by
-    host: HostOrder = field(default_factory=HostOrder)  # the order rule's memory (engine.read.fold)
-    verdicts: dict[int, tuple[dict[str, Any], str | None]] = field(
+    uncounted: list[Uncounted] = msgspec.field(default_factory=list)
+    person_ids: dict[str, set[str]] = msgspec.field(default_factory=dict)  # store -> ids of person events
+    auth: Authority = msgspec.field(
+        default_factory=Authority
+    )  # the authority the person events were judged by
+    host: HostOrder = msgspec.field(default_factory=HostOrder)  # the order rule's memory (engine.read.fold)
+    verdicts: dict[int, tuple[dict[str, Any], str | None]] = msgspec.field(
         default_factory=dict
     )  # see engine.read.persons.check_ahead
     reread: Callable[[], None] | None = None  # while units.ndjson folds: read what signals.ndjson gained
     # while a piece folds on a cold read: the forked child's verdict on a signed line, (event id,
     # why it counts for nothing), or None (engine.read.prejudge.Prejudged.verdict)
     prejudged: Callable[[str, int], tuple[Any, str | None] | None] | None = None
-    world: World = field(default_factory=World)  # design §24: what time and the world brought in
+    world: World = msgspec.field(default_factory=World)  # design §24: what time and the world brought in
 
     def __post_init__(self) -> None:
         if self.signals is None:

@@ -18,7 +18,6 @@ import re
 import tomllib
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -154,8 +153,7 @@ def affects(entry: dict[str, Any], ecosystem: str, version: str) -> bool:
 # ---- lockfiles --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Pin:
+class Pin(msgspec.Struct, frozen=True):
     """One package at one version in a lockfile, and the line that pins it (1-based)."""
 
     ecosystem: str
@@ -289,13 +287,12 @@ def _package_lock(text: str) -> list[Pin]:
 # ---- the feed ---------------------------------------------------------------------------------
 
 
-@dataclass
-class Feed:
+class Feed(msgspec.Struct):
     """The records of a feed, what could not be read of it (one line each), and its newest
     `modified` (None when no record says)."""
 
-    records: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    records: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
     latest: str = ""  # the newest `modified` as written (RFC 3339 in UTC orders as its text to the second)
 
     @property

@@ -9,8 +9,9 @@ Whether a unit is held, and by what, is engine.read.vetoes'.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
+
+import msgspec
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
@@ -37,8 +38,7 @@ if TYPE_CHECKING:
     from registry.entries import Entry
 
 
-@dataclass(frozen=True)
-class Denied:
+class Denied(msgspec.Struct, frozen=True):
     """Why not: `short` beside a disabled action in the room, `full` as the command refuses."""
 
     short: str
@@ -261,8 +261,7 @@ def disposition_of(action: str) -> Disposition:
     return Disposition.REJECTED if action == RecoveryAction.ABORT else Disposition.REWORK
 
 
-@dataclass(frozen=True)
-class Recovery:
+class Recovery(msgspec.Struct, frozen=True):
     """What recording a recovery decision does (design §4.4): `unit decide` writes it, the room's
     decide dialog previews it."""
 

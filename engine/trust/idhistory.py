@@ -27,8 +27,9 @@ from __future__ import annotations
 import hashlib
 import re
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from engine.checkout.authority import INTERACTION, People
 from engine.checkout.workspace import Workspace
@@ -42,8 +43,7 @@ BASELINE = "baseline"
 _TRAILER = re.compile(r"([A-Za-z0-9][A-Za-z0-9-]*)\s*:\s*(.*)")
 
 
-@dataclass(frozen=True)
-class HistoryCheck:
+class HistoryCheck(msgspec.Struct, frozen=True):
     """One governed file judged against history (the interface of engine.commands.proposals.FileCheck)."""
 
     file: str
@@ -73,12 +73,13 @@ class HistoryCheck:
         return f"{self.file}: as decided by {self.by} in {self.decided[:12]} ({self.how})"
 
 
-@dataclass
-class HistoryVerdict:
+class HistoryVerdict(msgspec.Struct):
     available: bool
     why: str = ""  # why history is unavailable
-    files: list[HistoryCheck] = field(default_factory=list)
-    uncounted: list[tuple[str, str]] = field(default_factory=list)  # (commit, why it counts for nothing)
+    files: list[HistoryCheck] = msgspec.field(default_factory=list)
+    uncounted: list[tuple[str, str]] = msgspec.field(
+        default_factory=list
+    )  # (commit, why it counts for nothing)
 
     @property
     def ok(self) -> bool | None:
@@ -109,8 +110,7 @@ class HistoryVerdict:
         }
 
 
-@dataclass
-class _Commit:
+class _Commit(msgspec.Struct):
     sha: str
     changed: dict[str, str]  # governed path -> its blob id after this commit
 

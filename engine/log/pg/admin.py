@@ -6,8 +6,9 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from engine.base import clock, ids
 from engine.base.errors import Refused
@@ -92,8 +93,7 @@ def _owner(conn: Any) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class Upgraded:
+class Upgraded(msgspec.Struct, frozen=True):
     """What `regulator store upgrade` did: the schema versions, and the mark it appended (None:
     the database was already at this version, nothing written)."""
 
@@ -192,8 +192,7 @@ def instance(url: str) -> tuple[str, str]:
     return _run(url, work)
 
 
-@dataclass(frozen=True)
-class Access:
+class Access(msgspec.Struct, frozen=True):
     """What this connection's role may do to the stores (one question to the server)."""
 
     role: str

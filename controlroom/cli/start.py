@@ -1,0 +1,24 @@
+"""The `regulator` script's entry point: a command's start is made with the cyclic garbage collector
+paused, and the collector resumes as the command itself begins (D-194)."""
+
+from __future__ import annotations
+
+import gc
+import sys
+
+
+def resume() -> None:
+    """What the start built (modules, classes, the command tree) all lives on: frozen, no later
+    collection walks it again; then the collector runs as usual for the command."""
+    gc.freeze()
+    gc.enable()
+
+
+def run() -> None:
+    """Importing Typer, PyYAML, msgspec and the command's group allocates tens of thousands of
+    objects and frees almost none: each collection meanwhile walks them all and finds nothing
+    (about 8 % of a short command's CPU)."""
+    gc.disable()
+    from controlroom.cli.root import main
+
+    sys.exit(main(resume=resume))
