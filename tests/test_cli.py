@@ -99,6 +99,15 @@ def test_a_command_line_answers_the_same_on_the_lean_root_and_the_full_one(
         ["statu"],
         ["--version", "status"],
         [],
+        ["--root", str(ws.root), "status", "--json"],
+        [f"--root={ws.root}", "status"],
+        ["status", "--root", str(ws.root), "--json"],
+        ["--root", "status", "status"],  # a folder named like a command: no workspace there
+        ["--key", "no-such-key", "obligation", "show", "nope"],
+        ["status", "--lease", "no-such-lease"],
+        ["--lease", "no-such-lease", "unit", "close", "u1"],
+        ["--root"],
+        ["status", "--root"],
     ):
         answers = []
         for full in (False, True):
@@ -154,3 +163,27 @@ def test_the_start_runs_with_the_collector_paused_and_the_command_with_it_runnin
     assert exited.value.code == 0 and capsys.readouterr().out.startswith("regulator ")
     assert seen["building"] is False
     assert seen["after"] is True and isinstance(seen["frozen"], int) and seen["frozen"] > 0
+
+
+def test_a_command_line_giving_root_lease_or_key_builds_its_own_group_only(ws: helpers.Workspace) -> None:
+    """--root, --lease and --key are declared on a lean root when given (D-194): a unit's command
+    with its --lease, or a script's with --root, imports no other group's module and answers as
+    the command run in the workspace does."""
+    import json
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from controlroom.cli.root import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('controlroom.cli.'))), file=sys.stderr)\n"
+        "sys.exit(code)"
+    )
+    for args in (["--root", str(ws.root), "status", "--json"], ["status", "--json", "--root", str(ws.root)]):
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args], cwd="/", capture_output=True, text=True, env=ws.env
+        )
+        assert done.returncode == 0, done.stderr
+        groups = {m.rsplit(".", 1)[1] for m in json.loads(done.stderr.strip().splitlines()[-1])}
+        assert groups == {"common", "fastparams", "root", "workspace"}, groups
+        assert done.stdout == ws.run("status", "--json").stdout

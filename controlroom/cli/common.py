@@ -22,6 +22,7 @@ from engine.base.text import escape
 __all__ = [
     "OPTIONS",
     "declare_globals",
+    "gives_globals",
     "lean_enough",
     "switchable",
     "JsonFlag",
@@ -104,7 +105,9 @@ def remember_globals(root: str | None, lease: str | None, key: str | None) -> No
 # (callable, its signature with the global options, without them): see declare_globals
 _SIGNATURES: list[tuple[Any, inspect.Signature, inspect.Signature]] = []
 # what a lean root (controlroom.cli.root.build) leaves out; Click matches a long option by its full name
-LEAN_OMITS = ("--root", "--lease", "--key", "--help", "--install-completion", "--show-completion")
+LEAN_OMITS = ("--help", "--install-completion", "--show-completion")
+# the global options: declared on a lean root's commands only when the command line gives one
+GLOBALS = ("--root", "--lease", "--key")
 COMPLETE_VAR = "_REGULATOR_COMPLETE"  # Typer's shell completion for prog_name "regulator"
 
 
@@ -129,7 +132,7 @@ def declare_globals(declared: bool) -> None:
 def lean_enough(args: list[str]) -> bool:
     """Whether a command line can give none of the options a lean root leaves out: no token spelled
     as one of them, no short flag group holding -h, and no shell completion under way. Conservative:
-    a value that merely looks like one (`--subject --root`) makes it run on the full root."""
+    a value that merely looks like one (`--subject --help`) makes it run on the full root."""
     if COMPLETE_VAR in os.environ:
         return False
     for arg in args:
@@ -138,6 +141,12 @@ def lean_enough(args: list[str]) -> bool:
         if arg.startswith("-") and not arg.startswith("--") and "h" in arg:
             return False
     return True
+
+
+def gives_globals(args: list[str]) -> bool:
+    """Whether a command line may give --root, --lease or --key (a lean root then declares them, as
+    the full root does). Conservative: a value that merely looks like one declares them too."""
+    return any(arg.startswith(GLOBALS) for arg in args)
 
 
 def global_options(command: F) -> F:

@@ -13,11 +13,13 @@ from typing import Annotated
 import typer
 
 from controlroom.cli.common import (
+    GLOBALS,
     OPTIONS,
     KeyOption,
     LeaseOption,
     RootOption,
     declare_globals,
+    gives_globals,
     lean_enough,
     remember_globals,
     switchable,
@@ -69,9 +71,9 @@ GROUP_OF = {
 
 def build(modules: tuple[str, ...] = MODULES, *, lean: bool = False) -> typer.Typer:
     """The root app over these group modules. A lean one has no --install-completion,
-    --show-completion or help option (and its commands no --root, --lease or --key:
-    declare_globals), for a command line that gives none of them and so parses exactly as with
-    them. Typer 0.29 coerces every declared option but a given flag through a pydantic
+    --show-completion or help option (and, unless the command line gives one, its commands no
+    --root, --lease or --key: declare_globals), for a command line that gives none of them and so
+    parses exactly as with them. Typer 0.29 coerces every declared option but a given flag through a pydantic
     TypeAdapter, absent or not, which imports pydantic (about 0.1 s of a cold start): the lean
     root spares `status --json` that cost with Typer's public API only (D-84; D-62: no patching Typer)."""
     root_app = typer.Typer(
@@ -90,12 +92,18 @@ def build(modules: tuple[str, ...] = MODULES, *, lean: bool = False) -> typer.Ty
 
 def lean_group(args: list[str]) -> str | None:
     """The one group module a command line needs when it can run on a lean root: it gives none of
-    the options a lean root leaves out (controlroom.cli.common.lean_enough), so its first word that is no
-    option (only flags may precede it) names its command, and the table knows that name."""
+    the options a lean root leaves out (controlroom.cli.common.lean_enough), so its first word that
+    is no option names its command (only the root's options may precede it: --version, and
+    --root, --lease or --key with its value), and the table knows that name."""
     if not lean_enough(args):
         return None
-    name = next((arg for arg in args if not arg.startswith("-")), None)
-    return GROUP_OF.get(name) if name is not None else None
+    words = iter(args)
+    for arg in words:
+        if arg in GLOBALS:
+            next(words, None)  # its value, whatever it looks like
+        elif not arg.startswith("-"):
+            return GROUP_OF.get(arg)
+    return None
 
 
 def show_version(value: bool) -> None:
@@ -146,8 +154,9 @@ def main(
     argv: list[str] | None = None, *, full: bool = False, resume: Callable[[], None] | None = None
 ) -> int:
     """Run one command; errors become one line on stderr and the documented exit code (design §13).
-    A command line that gives no global, help or completion option runs on a lean root holding its
-    own group only (build, lean_group); any other on the full root. `resume` is called once the
+    A command line that gives no help or completion option runs on a lean root holding its own
+    group only (build, lean_group), declaring --root, --lease and --key where it gives one of them;
+    any other on the full root. `resume` is called once the
     command line is built, just before the command runs (controlroom.cli.start)."""
     from typer.main import get_command
 
@@ -160,7 +169,7 @@ def main(
     args = list(sys.argv[1:] if argv is None else argv)
     OPTIONS.reset()
     group = None if full else lean_group(args)
-    declare_globals(group is None)
+    declare_globals(group is None or gives_globals(args))
     try:
         command = get_command(build() if group is None else build((group,), lean=True))
         if resume is not None:
