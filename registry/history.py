@@ -1,8 +1,5 @@
-"""Trunk history for lint, read in a handful of git calls (never one per file), via GitPython.
-
-GitPython is imported here only: importing it runs `git version`, which the rest of the CLI
-should not pay for.
-"""
+"""Trunk history for lint, read in a handful of git calls (never one per file), each one git
+process (registry.gitcall), as registry.trunkwalk reads it (D-195)."""
 
 from __future__ import annotations
 
@@ -12,14 +9,11 @@ import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import msgspec
 
 from registry.gitcall import git as _git
-
-if TYPE_CHECKING:  # GitPython is imported lazily: importing it runs `git version`
-    import git
 
 T = TypeVar("T")
 
@@ -60,50 +54,66 @@ def unavailable(why: str) -> History:
     return History(available=False, why=why)
 
 
+class _GitFailed(Exception):
+    """A git question with no answer: its exit status and what git said on stderr."""
+
+    def __init__(self, done: subprocess.CompletedProcess) -> None:
+        self.status = done.returncode
+        self.stderr = done.stderr.decode("utf-8", errors="replace").strip()
+        super().__init__(self.stderr or f"exit {self.status}")
+
+
+def _ask(root: Path, *args: str) -> str:
+    """git's answer as text (its one trailing newline dropped); _GitFailed when git fails."""
+    done = _git(root, *args)
+    if done.returncode != 0:
+        raise _GitFailed(done)
+    text = done.stdout.decode("utf-8", errors="surrogateescape")
+    return text[:-1] if text.endswith("\n") else text
+
+
 def read_history(root: Path, trunk: str) -> History:
-    try:
-        import git  # GitPython
-    except ImportError:  # pragma: no cover
-        return unavailable("GitPython is not installed")
-    try:
-        repo = git.Repo(root, search_parent_directories=False)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+    """What lint needs of trunk's history, or why it is unavailable: `root` must be the root of a
+    repository's working tree (not a folder inside one, not a bare repository)."""
+    probe = _git(root, "rev-parse", "--is-bare-repository", "--show-prefix")
+    if probe.returncode != 0:
         return unavailable("not a git repository")
-    g = repo.git
+    bare, _, prefix = probe.stdout.decode("utf-8", errors="surrogateescape").partition("\n")
+    if prefix.strip():  # a folder inside a working tree, not its root
+        return unavailable("not a git repository")
     try:
-        if g.rev_parse("--is-shallow-repository").strip() == "true":
+        if _ask(root, "rev-parse", "--is-shallow-repository").strip() == "true":
             return unavailable("the clone is shallow")
-        trunk_ref = None
-        for candidate in (f"refs/heads/{trunk}", f"refs/remotes/origin/{trunk}"):
-            try:
-                g.rev_parse("--verify", "--quiet", candidate)
-                trunk_ref = candidate
-                break
-            except git.GitCommandError:
-                continue
+        trunk_ref = resolve_trunk(root, trunk)
         if trunk_ref is None:
             return unavailable(f"no trunk branch {trunk!r} (nor origin/{trunk})")
-        head = g.rev_parse("HEAD").strip()
-        trunk_sha = g.rev_parse(trunk_ref).strip()
-        base = g.merge_base("HEAD", trunk_ref).strip() if head != trunk_sha else head
-    except git.GitCommandError as exc:
-        return unavailable(f"git could not answer ({exc.stderr.strip() or exc.status})")
-    if repo.working_tree_dir is None:
-        return unavailable("a bare repository (no working tree)")
+        if bare.strip() == "true":
+            return unavailable("a bare repository (no working tree)")
+        return _read(root, trunk_ref)
+    except _GitFailed as exc:
+        return unavailable(f"git could not answer ({exc.stderr or exc.status})")
+
+
+def _read(root: Path, trunk_ref: str) -> History:
+    head = _ask(root, "rev-parse", "HEAD").strip()
+    trunk_sha = _ask(root, "rev-parse", trunk_ref).strip()
+    base = _ask(root, "merge-base", "HEAD", trunk_ref).strip() if head != trunk_sha else head
     history = History(available=True, trunk_ref=trunk_ref, head_is_trunk=head == trunk_sha)
     # no pathspec: with one, git filters every commit's diff again and is several times slower on
     # folders of thousands of entries; the register folders are picked out here instead
-    added = _added_on(Path(repo.working_tree_dir), g, trunk_ref)
+    added = _added_on(root, trunk_ref)
     prefixes = tuple(f"{folder}/" for folder in FOLDERS)
     history.landed = {
         path
         for p in added.split("\0")
         if (path := p.strip("\n")).startswith(prefixes) and path.endswith(".md")
     }
-    history.base = _tree_texts(repo, base)
-    history.head = history.base if base == head else _tree_texts(repo, head)
+    history.base = _tree_texts(root, base)
+    history.head = history.base if base == head else _tree_texts(root, head)
     if base != head:
-        raw = g.log(
+        raw = _ask(
+            root,
+            "log",
             f"{base}..{head}",
             "--format=%x1e%H%x1f%ae%x1f%B%x1f",
             "--name-only",
@@ -124,7 +134,7 @@ def read_history(root: Path, trunk: str) -> History:
 PART = 2000  # commits below which one git process reads the history alone
 
 
-def _added_on(root: Path, g: git.Git, trunk_ref: str) -> str:
+def _added_on(root: Path, trunk_ref: str) -> str:
     """Every path ever added on trunk (NUL-separated), reading the history in parallel parts.
 
     Diffing every commit's tree is nearly all of lint's time on a long history; the commits
@@ -132,23 +142,23 @@ def _added_on(root: Path, g: git.Git, trunk_ref: str) -> str:
     so each part runs in its own git process, one per core.
     """
     args = ["--diff-filter=A", "--no-renames", "--name-only", "-z", "--format="]
-    count = int(g.rev_list("--count", trunk_ref).strip() or 0)
+    count = int(_ask(root, "rev-list", "--count", trunk_ref).strip() or 0)
     parts = max(1, min(os.cpu_count() or 1, 4, count // PART))
     if parts == 1:
-        return g.log(trunk_ref, *args)
+        return _ask(root, "log", trunk_ref, *args)
     # registers grow, so a newer commit's diff costs more (about its age in commits): the cuts
     # split that growing cost evenly, the newest part holding fewer commits
     skips = [count - round(count * math.sqrt(j / parts)) for j in range(parts - 1, 0, -1)]
-    cuts = [g.rev_list(f"--skip={skip}", "-n", "1", trunk_ref).strip() for skip in skips]
+    cuts = [_ask(root, "rev-list", f"--skip={skip}", "-n", "1", trunk_ref).strip() for skip in skips]
     # newest first: trunk minus the first cut, then between cuts, then the oldest from the last
     ranges = [[f"^{cuts[0]}", trunk_ref]]
     ranges += [[f"^{cuts[i + 1]}", cuts[i]] for i in range(len(cuts) - 1)]
     ranges += [[cuts[-1]]]
 
     def log(revisions: list[str]) -> str:
-        done = subprocess.run(
-            ["git", "-C", str(root), "log", *revisions, *args], capture_output=True, check=True
-        )
+        done = _git(root, "log", *revisions, *args)
+        if done.returncode != 0:
+            raise _GitFailed(done)
         return done.stdout.decode("utf-8", errors="surrogateescape")
 
     from concurrent.futures import ThreadPoolExecutor  # not on every command's start (logging too)
@@ -389,9 +399,9 @@ def _utf8(data: bytes | None) -> str | None:
         return None
 
 
-def _tree_texts(repo: git.Repo, rev: str) -> dict[str, str]:
+def _tree_texts(root: Path, rev: str) -> dict[str, str]:
     """Every register file's text at `rev`: one ls-tree and one cat-file batch."""
-    listing = repo.git.ls_tree("-r", "-z", rev, "--", *FOLDERS)
+    listing = _ask(root, "ls-tree", "-r", "-z", rev, "--", *FOLDERS)
     blobs: dict[str, str] = {}
     for item in listing.split("\0"):
         if not item:
@@ -403,12 +413,9 @@ def _tree_texts(repo: git.Repo, rev: str) -> dict[str, str]:
         return {}
     order = list(blobs.items())
     request = "".join(f"{sha}\n" for _, sha in order).encode()
-    done = subprocess.run(
-        ["git", "-C", str(repo.working_tree_dir), "cat-file", "--batch"],
-        input=request,
-        capture_output=True,
-        check=True,
-    )
+    done = _git(root, "cat-file", "--batch", input=request)
+    if done.returncode != 0:
+        raise _GitFailed(done)
     data = done.stdout
     texts: dict[str, str] = {}
     offset = 0

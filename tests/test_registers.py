@@ -429,6 +429,34 @@ def test_trunk_history_read_in_parallel_parts_finds_every_landed_entry(
     assert len(mine) == 13 and "findings/F-early-2.md" in mine and "intake/I-side.md" in mine
 
 
+def test_trunk_history_is_read_at_a_working_trees_root_only(reg: Any, tmp_path: Path) -> None:
+    """A folder inside the working tree, a bare repository, a plain folder and a missing path each
+    say why there is no history, as lint reports it (D-195: git itself, no GitPython)."""
+    from registry import history
+
+    assert history.read_history(reg.root, "main").available
+    assert history.read_history(reg.root / "findings", "main").why == "not a git repository"
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert history.read_history(plain, "main").why == "not a git repository"
+    assert history.read_history(tmp_path / "missing", "main").why == "not a git repository"
+    bare = tmp_path / "bare.git"
+    helpers.git(tmp_path, "clone", "-q", "--bare", str(reg.root), str(bare), env=reg.env)
+    assert history.read_history(bare, "main").why == "a bare repository (no working tree)"
+    assert (
+        history.read_history(reg.root, "no-such-trunk").why
+        == "no trunk branch 'no-such-trunk' (nor origin/no-such-trunk)"
+    )
+
+
+def test_lint_and_once_read_trunk_history_without_gitpython(reg: Any) -> None:
+    """Importing GitPython runs `git version` and cost a lint or --once about 60 ms of CPU."""
+    for args in (["registry", "lint", "--json"], ["controlroom", "--once", "--json"]):
+        done, heavy = helpers.imported(reg, args, {"git", "gitdb"})
+        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+        assert heavy == [], args
+
+
 @given(st.lists(st.tuples(st.integers(-5, 5), st.text(min_size=1, max_size=6)), max_size=60))
 def test_next_up_order_is_priority_then_id_in_code_point_order(ready: Any) -> None:
     from engine.read.nextup import _in_order
