@@ -77,6 +77,9 @@ def read_history(root: Path, trunk: str) -> History:
     repository's working tree (not a folder inside one, not a bare repository)."""
     probe = _git(root, "rev-parse", "--is-bare-repository", "--show-prefix")
     if probe.returncode != 0:
+        said = probe.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        if said and "not a git repository" not in said[0] and "cannot change to" not in said[0]:
+            return unavailable(f"git could not answer ({said[0]})")  # e.g. dubious ownership
         return unavailable("not a git repository")
     bare, _, prefix = probe.stdout.decode("utf-8", errors="surrogateescape").partition("\n")
     if prefix.strip():  # a folder inside a working tree, not its root
@@ -111,22 +114,33 @@ def _read(root: Path, trunk_ref: str) -> History:
     history.base = _tree_texts(root, base)
     history.head = history.base if base == head else _tree_texts(root, head)
     if base != head:
-        raw = _ask(
+        # each commit read from its own object, as --range reads them (read_range): the log lists
+        # only shas and paths, NUL-separated; a separator inside a message cannot make a record
+        listed = _ask(
             root,
             "log",
-            f"{base}..{head}",
-            "--format=%x1e%H%x1f%ae%x1f%B%x1f",
-            "--name-only",
+            "--format=%x00C%H",
+            "--raw",
+            "-z",
+            "--no-abbrev",
             "--no-renames",
+            f"{base}..{head}",
             "--",
             *FOLDERS,
         )
-        for chunk in raw.split("\x1e"):
-            if not chunk.strip():
-                continue
-            sha, email, message, names = chunk.split("\x1f", 3)
+        changed = _raw_log(listed)
+        objects = _cat_batch(root, [sha for sha, _ in changed])
+        for sha, changes in changed:
+            raw = objects.get(sha)
+            if raw is None:
+                raise _GitFailed(subprocess.CompletedProcess([], 1, b"", f"no commit {sha}".encode()))
+            header, _, message = raw.partition(b"\n\n")
+            author = AUTHOR.search(header)
+            email = author.group(1).decode("utf-8", errors="replace") if author else ""
             history.commits.append(
-                Commit(sha, email.strip(), message, [n for n in names.split("\n") if n.strip()])
+                Commit(
+                    sha, email.strip(), message.decode("utf-8", errors="replace"), [c.path for c in changes]
+                )
             )
     return history
 

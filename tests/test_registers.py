@@ -429,7 +429,9 @@ def test_trunk_history_read_in_parallel_parts_finds_every_landed_entry(
     assert len(mine) == 13 and "findings/F-early-2.md" in mine and "intake/I-side.md" in mine
 
 
-def test_trunk_history_is_read_at_a_working_trees_root_only(reg: Any, tmp_path: Path) -> None:
+def test_trunk_history_is_read_at_a_working_trees_root_only(
+    reg: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A folder inside the working tree, a bare repository, a plain folder and a missing path each
     say why there is no history, as lint reports it (D-195: git itself, no GitPython)."""
     from registry import history
@@ -446,6 +448,10 @@ def test_trunk_history_is_read_at_a_working_trees_root_only(reg: Any, tmp_path: 
     assert (
         history.read_history(reg.root, "no-such-trunk").why
         == "no trunk branch 'no-such-trunk' (nor origin/no-such-trunk)"
+    )
+    monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")  # git's own refusal, as git says it
+    assert history.read_history(reg.root, "main").why.startswith(
+        "git could not answer (fatal: detected dubious"
     )
 
 

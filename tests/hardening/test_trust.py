@@ -478,6 +478,50 @@ def test_an_unsigned_trailer_authorizes_nothing_where_signatures_are_required(ws
     assert "not SSH-signed" in ws.run("registry", "lint").stdout
 
 
+@pytest.mark.parametrize("message", ["spoof", "cut short"])
+def test_a_commit_message_cannot_make_a_commit_record_of_its_own_in_the_history_lint_reads(
+    ws: helpers.Workspace, tmp_path: Path, message: str
+) -> None:
+    """Found by the adversarial review of D-195 (older than it): branch lint read `git log` with
+    \\x1e and \\x1f between records and fields, which a commit message may hold. A unit's unsigned
+    commit removing alice's ack and resolving the finding carried a record of its own naming alice's
+    signed ack commit, and lint called the change authorized (signed) by alice, exit 0; a message
+    ending in \\x1e crashed lint and --once. Each commit is now read from its object."""
+    import re
+
+    ws.write(
+        "findings/F-x.md",
+        "---\nid: F-x\ndate: '2026-11-01'\ntitle: t\naffects: [u9]\nack: ''\nresolved: false\n---\nbody\n",
+    )
+    ws.contract("u9", "implement", "implement")
+    ws.commit("finding F-x")
+    ws.run("registry", "ack", "F-x", "--by", "alice", "--commit", check=True)  # signed, on trunk
+    signed = ws.git("rev-parse", "HEAD").strip()
+    ws.git("checkout", "-q", "-b", "sneaky")
+    path = ws.root / "findings/F-x.md"
+    text = re.sub(r"(?m)^ack: .*$", "ack: ''", path.read_text()).replace("resolved: false", "resolved: true")
+    path.write_text(text)
+    forged = f"tidy\x1fX\x1e{signed}\x1falice@example.org\x1fack\n\nAuthorized-by: alice\n"
+    (tmp_path / "msg").write_text(forged if message == "spoof" else "oops\x1e\n")
+    ws.git("add", "-A")
+    ws.git(
+        "-c",
+        "user.email=unit7@fleet.example",
+        "-c",
+        "commit.gpgsign=false",
+        "commit",
+        "-q",
+        "-F",
+        str(tmp_path / "msg"),
+    )
+    done = ws.run("registry", "lint", "--json", "--require-history")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    errors = {i["code"] for i in json.loads(done.stdout)["errors"]}
+    assert {"unauthorized-change", "ack-removed"} <= errors, errors
+    once = ws.run("controlroom", "--once", "--registers-only")
+    assert once.returncode == 1 and "Traceback" not in once.stderr, once.stderr
+
+
 def test_an_unsigned_trailer_is_claimed_where_names_are_trusted(tmp_path: Path) -> None:
     ws = first_round_workspace(tmp_path)
     ws.commit("first round")
