@@ -59,7 +59,8 @@ class _GitFailed(Exception):
 
     def __init__(self, done: subprocess.CompletedProcess) -> None:
         self.status = done.returncode
-        self.stderr = done.stderr.decode("utf-8", errors="replace").strip()
+        said = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        self.stderr = said[0] if said else ""  # git's first line says it; the rest is advice
         super().__init__(self.stderr or f"exit {self.status}")
 
 
@@ -100,7 +101,16 @@ def read_history(root: Path, trunk: str) -> History:
 def _read(root: Path, trunk_ref: str) -> History:
     head = _ask(root, "rev-parse", "HEAD").strip()
     trunk_sha = _ask(root, "rev-parse", trunk_ref).strip()
-    base = _ask(root, "merge-base", "HEAD", trunk_ref).strip() if head != trunk_sha else head
+    base = head
+    if head != trunk_sha:
+        found = _git(root, "merge-base", "HEAD", trunk_ref)
+        if found.returncode != 0:
+            if found.returncode == 1 and not found.stderr.strip():  # git says "none" by its status alone
+                found = subprocess.CompletedProcess(
+                    [], 1, b"", f"HEAD and {trunk_ref} share no commit".encode()
+                )
+            raise _GitFailed(found)
+        base = found.stdout.decode().strip()
     history = History(available=True, trunk_ref=trunk_ref, head_is_trunk=head == trunk_sha)
     # no pathspec: with one, git filters every commit's diff again and is several times slower on
     # folders of thousands of entries; the register folders are picked out here instead

@@ -449,6 +449,15 @@ def test_trunk_history_is_read_at_a_working_trees_root_only(
         history.read_history(reg.root, "no-such-trunk").why
         == "no trunk branch 'no-such-trunk' (nor origin/no-such-trunk)"
     )
+    lonely = tmp_path / "lonely"  # a branch sharing no commit with trunk; then one with none at all
+    helpers.git(tmp_path, "clone", "-q", str(reg.root), str(lonely), env=reg.env)
+    helpers.git(lonely, "checkout", "-q", "--orphan", "lonely", env=reg.env)
+    helpers.git(lonely, "commit", "-q", "--allow-empty", "--no-gpg-sign", "-m", "alone", env=reg.env)
+    why = history.read_history(lonely, "main").why
+    assert why == "git could not answer (HEAD and refs/heads/main share no commit)", why
+    helpers.git(lonely, "checkout", "-q", "--orphan", "unborn", env=reg.env)
+    why = history.read_history(lonely, "main").why
+    assert why.startswith("git could not answer (fatal: ") and "\n" not in why, why
     monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")  # git's own refusal, as git says it
     assert history.read_history(reg.root, "main").why.startswith(
         "git could not answer (fatal: detected dubious"

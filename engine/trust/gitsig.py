@@ -162,22 +162,15 @@ def commit(
             return False
         signing = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={key}"]
     head = _git(root, "rev-parse", "--verify", "-q", "HEAD")
-    blobs = []
-    for relative in paths:
-        blob = _git(root, "hash-object", "-w", "--no-filters", "--", relative)
-        if blob is None:
-            return False
-        blobs.append((relative, blob))
+    blobs = _hashed(root, paths)
+    if blobs is None:
+        return False
     with tempfile.TemporaryDirectory() as tmp:
         index = dict(env, GIT_INDEX_FILE=str(Path(tmp) / "index"))
         if head is not None and _git(root, "read-tree", head, env=index) is None:
             return False
-        for relative, blob in blobs:
-            if (
-                _git(root, "update-index", "--add", "--cacheinfo", f"100644,{blob},{relative}", env=index)
-                is None
-            ):
-                return False
+        if not _staged(root, blobs, index):
+            return False
         tree = _git(root, "write-tree", env=index)
     if tree is None:
         return False
@@ -190,6 +183,33 @@ def commit(
         return False
     if _git(root, "update-ref", "-m", "regulator: commit", "HEAD", new, *([head] if head else [])) is None:
         return False
-    for relative, blob in blobs:  # the real index agrees, so `git status` shows the file committed
-        _git(root, "update-index", "--add", "--cacheinfo", f"100644,{blob},{relative}")
+    _staged(root, blobs)  # the real index agrees, so `git status` shows the files committed
     return True
+
+
+def _hashed(root: Path, paths: list[str]) -> list[tuple[str, str]] | None:
+    """(path, blob) for each path's working-tree bytes, written to the object store unfiltered: one
+    git process for them all. A path --stdin-paths would read otherwise (a line break in it, or a
+    leading quote, which git unquotes) sends the batch to one process each. None when git refuses."""
+    if not paths:
+        return []
+    found: list[str | None]
+    if any("\n" in path or "\r" in path or path.startswith('"') for path in paths):
+        found = [_git(root, "hash-object", "-w", "--no-filters", "--", path) for path in paths]
+    else:
+        listed = "".join(f"{path}\n" for path in paths).encode()
+        out = _git(root, "hash-object", "-w", "--no-filters", "--stdin-paths", data=listed)
+        found = list(out.split("\n")) if out is not None else [None]
+    blobs = [blob for blob in found if blob]
+    if len(blobs) != len(paths) or len(found) != len(paths):
+        return None
+    return list(zip(paths, blobs, strict=True))
+
+
+def _staged(root: Path, blobs: list[tuple[str, str]], env: dict | None = None) -> bool:
+    """These blobs entered at their paths (mode 100644) in the index `env` names (the repository's
+    own without): one git process, NUL-separated."""
+    if not blobs:
+        return True
+    entries = b"".join(f"100644 {blob}\t{path}\0".encode() for path, blob in blobs)
+    return _git(root, "update-index", "--add", "-z", "--index-info", env=env, data=entries) is not None

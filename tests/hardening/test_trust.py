@@ -616,6 +616,26 @@ def test_accepting_runs_no_hook_of_the_repository(ws: helpers.Workspace, tmp_pat
     assert "Regulator-Decided-By: alice" in ws.git("log", "-1", "--format=%B")
 
 
+def test_a_persons_commit_takes_each_files_own_bytes_whatever_its_name(ws: helpers.Workspace) -> None:
+    """The files of a person's commit are hashed by one git process (--stdin-paths) and staged by
+    one (--index-info -z): a name that process would read otherwise (a leading quote, which git
+    unquotes; a line break) is hashed alone, and every file is committed with its own bytes."""
+    from engine.checkout.workspace import Workspace as Engine
+    from engine.trust import gitsig
+
+    names = ["plain.md", '"quoted".md', "line\nbreak.md", "tab\there.md", "sp ace.md"]
+    for i, name in enumerate(names):
+        (ws.root / name).write_bytes(f"file {i}\n".encode())
+    # one process for all; a leading quote, then a line break, each sends the whole batch to one each
+    for batch in (["plain.md", "sp ace.md", "tab\there.md"], ['"quoted".md', "sp ace.md"], names):
+        assert gitsig.commit(Engine(ws.root), batch, "files", "alice", sign=False)
+        for name in batch:
+            shown = subprocess.run(["git", "-C", str(ws.root), "show", f"HEAD:{name}"], capture_output=True)
+            assert shown.stdout == (ws.root / name).read_bytes(), name
+    staged = subprocess.run(["git", "-C", str(ws.root), "status", "--porcelain", "-z"], capture_output=True)
+    assert not any(name.encode() in staged.stdout for name in names), staged.stdout
+
+
 # a memory entry stamped years ahead, to be current for years
 FUTURE_MEMORY = {"id": "01FUTUREFUTUREFUTUREFUTURE", "kind": "memory", "subject": "s", "note": "n",
                  "evidence": ["e"], "scope": [], "reviewBy": "2030-02-28", "unit": "u1", "revision": None,
