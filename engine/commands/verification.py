@@ -16,8 +16,7 @@ import msgspec
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
-from engine.base.forking import fork_with_pipe, keep_only
-from engine.base.gcpause import gc_paused
+from engine.base.forking import Child, beside_json
 from engine.base.limits import check_text
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person
@@ -90,8 +89,8 @@ class Begun(msgspec.Struct):
     """verify's passes over the stores' files, begun before a fold (`begin`)."""
 
     authority: Authority  # the policy in force they judge by
-    checked: _Child  # the chains and every line's time
-    early: _Child  # every routing record routed again (_routing_pass)
+    checked: Child  # the chains and every line's time
+    early: Child  # every routing record routed again (_routing_pass)
     stamps: dict[str, tuple[int, int, int, int]]  # each store's file as it stood when they began (_stamp)
 
     def covers(self, ws: Workspace, state: State) -> bool:
@@ -135,8 +134,8 @@ def begin(ws: Workspace) -> Begun | None:
     dismissed = _dismissed_lines(authority)
     # --once's own work (fold, rows, JSON) is the longer road and waits on nothing: it goes first,
     # these take what it leaves of the cores (docs/performance.md: 4.4 -> 3.8-4.0 s at 100,000)
-    checked = _beside_json(_as_json(lambda: _chains_and_lines(ws, {}, dismissed, True)), nice=_YIELD)
-    early = _beside_json(lambda: _routing_pass(ws, authority), nice=_YIELD)
+    checked = beside_json(_as_json(lambda: _chains_and_lines(ws, {}, dismissed, True)), nice=_YIELD)
+    early = beside_json(lambda: _routing_pass(ws, authority), nice=_YIELD)
     return Begun(authority, checked, early, stamps)
 
 
@@ -202,7 +201,7 @@ def findings_later(
     def chains_and_lines() -> list[list[Finding]]:
         return _chains_and_lines(ws, server, dismissed, derive)
 
-    early: _Child | None
+    early: Child | None
     if begun is not None:
         answer = begun.checked
         checked: Work = lambda: _of_json(answer())  # noqa: E731
@@ -212,7 +211,7 @@ def findings_later(
         # every routing record routed again beside the fold, on the signals it reads (a file
         # store's lines are what the fold reads; a PostgreSQL mirror is proven by the fold first,
         # so there the re-routing waits for it), judged on the fold's account after it
-        early = _beside_json(lambda: _routing_pass(ws, authority)) if derive and not ws.url else None
+        early = beside_json(lambda: _routing_pass(ws, authority)) if derive and not ws.url else None
     fresh = state if state is not None else load(ws, cached=False)
     routed = _beside(lambda: [_routings(ws, fresh)]) if derive and early is None else None
     uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
@@ -304,88 +303,8 @@ def _beside(work: Work) -> Work:
     call returned waits for its findings. The child only reads the stores' files (the identity it
     needs is read here first) and answers through a pipe in JSON. Without fork, or when the child
     fails, the work is done here when its answer is asked for."""
-    done = _beside_json(_as_json(work))
+    done = beside_json(_as_json(work))
     return lambda: _of_json(done())
-
-
-def _beside_json(work: Callable[[], Any], nice: int = 0) -> _Child:
-    """`_beside` for work whose answer is JSON (lists, dicts, texts, numbers, None): the answer
-    the child sent, or the work done here when the child cannot be forked or fails. `nice`: the
-    child yields the cores to its parent by that much (`begin`)."""
-    import json
-
-    def here() -> Any:
-        with gc_paused():  # every line's event may be kept until the routings are judged
-            return work()
-
-    parent = os.getpid()
-    forked = fork_with_pipe()
-    if forked is None:
-        return _Child(here, None, None)
-    pid, fd = forked
-    if pid == 0:  # the child: never returns
-        write, code = fd, 1
-        try:
-            keep_only(write)
-            _die_with(parent)
-            if nice:
-                os.nice(nice)
-            data = json.dumps(here()).encode()
-            with os.fdopen(write, "wb") as out:
-                out.write(data)
-            code = 0
-        finally:
-            os._exit(code)
-    return _Child(here, pid, fd)
-
-
-def _die_with(parent: int) -> None:
-    """In a forked child: be killed when the parent dies (Linux's PR_SET_PDEATHSIG), so that a
-    --once or verify killed alone leaves no child reading the stores on; where that cannot be
-    asked, the child still ends when it is done."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the parent died before it was asked
-        os._exit(1)
-
-
-class _Child:
-    """A forked child's answer, asked for once (`_beside_json`); `cancel` ends a child whose
-    answer is no longer wanted."""
-
-    def __init__(self, here: Callable[[], Any], pid: int | None, read: int | None) -> None:
-        self.here, self.pid, self.read = here, pid, read
-
-    def __call__(self) -> Any:
-        import json
-
-        if self.pid is None or self.read is None:
-            return self.here()
-        with os.fdopen(self.read, "rb") as handle:
-            data = handle.read()
-        _, status = os.waitpid(self.pid, 0)
-        self.pid = self.read = None
-        if status != 0:
-            return self.here()
-        return json.loads(data)
-
-    def cancel(self) -> None:
-        import signal
-
-        if self.pid is None or self.read is None:
-            return
-        os.close(self.read)
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        os.waitpid(self.pid, 0)
-        self.pid = self.read = None
 
 
 class _HostLines:
