@@ -6,6 +6,7 @@ as before (D-171)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -37,8 +38,19 @@ def sample(
 
 
 def params() -> dict[str, Any]:
-    command = get_command(app)
-    return {p.name: p for p in command.params}
+    return {p.name: p for p in command().params}
+
+
+@functools.cache
+def command() -> Any:
+    """The sample command, built once (as a command line builds it once and coerces each value)."""
+    return get_command(app)
+
+
+@functools.cache
+def runtime(build: Any, name: str) -> Any:
+    """The runtime param `build` makes of the sample's parameter `name`, built once."""
+    return build(params()[name].type_descriptor)
 
 
 def same(param: Any, value: Any) -> bool:
@@ -50,9 +62,9 @@ def same(param: Any, value: Any) -> bool:
 
 def coerced(build: Any, param: Any, value: Any) -> tuple[str, Any]:
     """What a runtime param built by `build` makes of `value`: ('ok', value) or ('error', message)."""
-    ctx = typer.Context(get_command(app))
+    ctx = typer.Context(command())
     try:
-        return "ok", build(param.type_descriptor).coerce(value, param=param, ctx=ctx)
+        return "ok", runtime(build, param.name).coerce(value, param=param, ctx=ctx)
     except typer.BadParameter as exc:
         return "error", exc.format_message()
 
