@@ -187,3 +187,21 @@ def test_a_command_line_giving_root_lease_or_key_builds_its_own_group_only(ws: h
         groups = {m.rsplit(".", 1)[1] for m in json.loads(done.stderr.strip().splitlines()[-1])}
         assert groups == {"common", "fastparams", "root", "workspace"}, groups
         assert done.stdout == ws.run("status", "--json").stdout
+
+
+def test_an_empty_global_option_is_bad_input_not_an_option_left_out(ws: helpers.Workspace) -> None:
+    """Operator review of D-194: `--root=` or `--lease ""` used to count as not given, so the
+    command ran on whatever workspace the current folder found."""
+    for args, name in (
+        (["--root", "", "status"], "--root"),
+        (["--root=", "status", "--json"], "--root"),
+        (["status", "--lease", ""], "--lease"),
+        (["--key=", "obligations"], "--key"),
+        (["unit", "close", "u1", "--lease", " "], "--lease"),
+    ):
+        done = ws.run(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert (
+            done.stderr.startswith(f"regulator: {name}: must not be empty") and done.stderr.count("\n") == 1
+        )
+        assert done.stdout == ""

@@ -93,7 +93,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def remember_globals(root: str | None, lease: str | None, key: str | None) -> None:
-    """Record the global options given at this level (a later level may give others)."""
+    """Record the global options given at this level (a later level may give others). An empty
+    value is bad input, never taken for the option left out (`--root=` is no folder)."""
+    for name, value in (("--root", root), ("--lease", lease), ("--key", key)):
+        if value is not None and not value.strip():
+            raise BadInput(f"{name}: must not be empty (name a {'folder' if name == '--root' else 'file'})")
     if root is not None:
         OPTIONS.root = root
     if lease is not None:
