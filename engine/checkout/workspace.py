@@ -541,12 +541,10 @@ def check_untracked(home: Path) -> None:
     like the host): refused (design §16.2)."""
     if not (home / STATE_DIR).is_dir() or not (home / ".git").exists():
         return
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(home), "ls-files", "--", STATE_DIR], capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return
+    from engine.base.gitsafe import safe_git
+
+    # every command runs this, a person's too: no fsmonitor or filter of the repository's runs
+    done = safe_git(home, "ls-files", "--", STATE_DIR, timeout=10)
     if done.returncode == 0 and done.stdout.strip():
         raise Refused(
             f"{home / STATE_DIR} is tracked by git: committed stores are never trusted (a clone that "

@@ -128,6 +128,24 @@ def lint(
     return result
 
 
+def replace_file(path: Path, text: str) -> None:
+    """`path` replaced by a new file holding `text`: a symlink there is replaced, never followed (a
+    unit may have aimed one at a file of the person's, whose process writes the views and acks)."""
+    import os
+    import tempfile
+
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        was = path.lstat() if path.exists() and not path.is_symlink() else None
+        os.chmod(temporary, was.st_mode & 0o777 if was is not None else 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
 def render_views(ws: Workspace, state: State) -> dict[str, str]:
     registers = registers_of(ws, state)
     return {name: render(registers) for name, render in VIEWS.items()}
@@ -142,7 +160,7 @@ def views(ws: Workspace, state: State, check: bool) -> list[str]:
         if current != text:
             differing.append(name)
             if not check:
-                path.write_text(text, encoding="utf-8")
+                replace_file(path, text)
     return differing
 
 
@@ -169,7 +187,7 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
         head = ACK_LINE.sub(line.replace("\\", "\\\\"), head, count=1)
     else:
         head = head + "\n" + line
-    path.write_text(head + rest, encoding="utf-8")
+    replace_file(path, head + rest)
     if commit:
         _commit_entry(ws, state, path, f"registry: ack {finding_id} by {person}", person, signed, "ack")
     return path
@@ -197,7 +215,7 @@ def resolve_finding(
     head, rest = text[:head_end], text[head_end:]
     head = RESOLVED_LINE.sub("resolved: true", head, count=1)  # the schema makes it present
     note = f"Resolved {clock.today().isoformat()} by {person}: {rationale}"
-    path.write_text(head + rest.rstrip("\n") + "\n\n" + note + "\n", encoding="utf-8")
+    replace_file(path, head + rest.rstrip("\n") + "\n\n" + note + "\n")
     if commit:
         _commit_entry(
             ws, state, path, f"registry: resolve {finding_id} by {person}", person, signed, "resolution"
@@ -246,17 +264,12 @@ def _clean_registers(ws: Workspace) -> None:
     """A signed ack commit carries the ack line and the views only: where the findings or intake
     (the views' sources) hold changes git has not committed, they would ride along under the
     person's signature, so the ack is refused until they are committed or discarded (exit 3)."""
-    import subprocess
+    from engine.base.gitsafe import safe_git
 
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(ws.tree), "status", "--porcelain", "--untracked-files=all", "--", *REGISTERS],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        raise Refused("--commit: git cannot say whether the registers hold uncommitted changes") from None
+    # the person's process: no fsmonitor or filter of the repository's runs (engine.base.gitsafe)
+    done = safe_git(ws.tree, "status", "--porcelain", "--untracked-files=all", "--", *REGISTERS)
+    if done.returncode == 127:
+        raise Refused("--commit: git cannot say whether the registers hold uncommitted changes")
     changed = [line[3:] for line in done.stdout.splitlines() if line.strip()]
     if done.returncode != 0 or changed:
         what = ", ".join(changed[:3]) + (" ..." if len(changed) > 3 else "") if changed else "unknown"

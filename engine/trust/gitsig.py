@@ -7,12 +7,14 @@ authorize a load-bearing register change, so its cost stays with those few commi
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.base import sshsig
+from engine.base.gitsafe import SAFE, UnsafeConfig, no_filters
 
 if TYPE_CHECKING:
     from engine.checkout.workspace import Workspace
@@ -62,41 +64,18 @@ def signed_by(root: Path, sha: str, keys: Mapping[str, tuple[str, ...]]) -> dict
     }
 
 
-# git as regulator runs it for a person: no hooks, no fsmonitor, no filters, the stock signer. A
-# unit that can write `.git/` must not get code run in the person's environment (with their agent).
-SAFE = [
-    "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "gpg.ssh.program=ssh-keygen",
-    "-c", "commit.gpgsign=false", "-c", "core.sshCommand=ssh",
-]  # fmt: skip
-
-
-def _no_filters(root: Path) -> list[str]:
-    """Every filter driver the repository configures, emptied: writing the index re-hashes racily
-    clean files, which would run a clean filter a unit planted in .git/config."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), "config", "--name-only", "--get-regexp", r"^filter\."],
-            capture_output=True, text=True, timeout=30,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    names = {
-        line.split(".", 1)[1].rsplit(".", 1)[0] for line in done.stdout.splitlines() if line.count(".") >= 2
-    }
-    return [flag for name in sorted(names) for part in ("clean", "smudge", "process")
-            for flag in ("-c", f"filter.{name}.{part}=")]  # fmt: skip
-
-
+# git as regulator runs it for a person: engine.base.gitsafe (no hooks, no fsmonitor, no filters,
+# the stock signer)
 def _git(root: Path, *args: str, env: dict | None = None, data: bytes | None = None) -> str | None:
     try:
         done = subprocess.run(
-            ["git", "-C", str(root), *SAFE, *_no_filters(root), *args],
+            ["git", "-C", str(root), *SAFE, *no_filters(root), *args],
             capture_output=True,
             input=data,
             env=env,
             timeout=60,
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, subprocess.TimeoutExpired, UnsafeConfig):
         return None
     return done.stdout.decode().strip() if done.returncode == 0 else None
 
@@ -187,17 +166,30 @@ def commit(
     return True
 
 
+def _plain(root: Path, path: str) -> bool:
+    """A path a person's commit takes: relative, normalized (no empty, `.` or `..` part), outside
+    `.git`, and no symlink (git would hash what it points to, which a unit may have aimed at a
+    file of the person's): git's index refuses the first kinds only by skipping them silently."""
+    parts = path.split("/")
+    if not path or path.startswith("/") or any(p in ("", ".", "..") or p.lower() == ".git" for p in parts):
+        return False
+    return not (root / path).is_symlink()
+
+
 def _hashed(root: Path, paths: list[str]) -> list[tuple[str, str]] | None:
     """(path, blob) for each path's working-tree bytes, written to the object store unfiltered: one
     git process for them all. A path --stdin-paths would read otherwise (a line break in it, or a
-    leading quote, which git unquotes) sends the batch to one process each. None when git refuses."""
+    leading quote, which git unquotes) sends the batch to one process each. None when a path is no
+    plain file of the tree (`_plain`) or git refuses."""
     if not paths:
         return []
+    if not all(_plain(root, path) for path in paths):
+        return None
     found: list[str | None]
     if any("\n" in path or "\r" in path or path.startswith('"') for path in paths):
         found = [_git(root, "hash-object", "-w", "--no-filters", "--", path) for path in paths]
     else:
-        listed = "".join(f"{path}\n" for path in paths).encode()
+        listed = b"".join(os.fsencode(path) + b"\n" for path in paths)
         out = _git(root, "hash-object", "-w", "--no-filters", "--stdin-paths", data=listed)
         found = list(out.split("\n")) if out is not None else [None]
     blobs = [blob for blob in found if blob]
@@ -211,5 +203,5 @@ def _staged(root: Path, blobs: list[tuple[str, str]], env: dict | None = None) -
     own without): one git process, NUL-separated."""
     if not blobs:
         return True
-    entries = b"".join(f"100644 {blob}\t{path}\0".encode() for path, blob in blobs)
+    entries = b"".join(f"100644 {blob}\t".encode() + os.fsencode(path) + b"\0" for path, blob in blobs)
     return _git(root, "update-index", "--add", "-z", "--index-info", env=env, data=entries) is not None

@@ -636,6 +636,84 @@ def test_a_persons_commit_takes_each_files_own_bytes_whatever_its_name(ws: helpe
     assert not any(name.encode() in staged.stdout for name in names), staged.stdout
 
 
+def test_a_persons_commit_refuses_a_path_git_would_skip_and_a_symlink(
+    ws: helpers.Workspace, tmp_path: Path
+) -> None:
+    """Adversarial review of D-196: `update-index --index-info` skips a path git will not index
+    (and says so only on stderr), so a commit claimed a file it did not hold; and git hashes what a
+    symlink points to, a file of the person's a unit may have aimed it at. Each is refused, no
+    commit made; a name that is no UTF-8 is committed with its bytes."""
+    from engine.checkout.workspace import Workspace as Engine
+    from engine.trust import gitsig
+
+    (ws.root / "a.md").write_text("a\n")
+    (ws.root / "d").mkdir()
+    (ws.root / "d" / "b.md").write_text("b\n")
+    secret = tmp_path / "secret"
+    secret.write_text("the person's\n")
+    (ws.root / "link.md").symlink_to(secret)
+    head = ws.git("rev-parse", "HEAD").strip()
+    for odd in ("./d/b.md", "d//b.md", "d/../a.md", str(ws.root / "a.md"), ".git/config", "link.md"):
+        assert not gitsig.commit(Engine(ws.root), ["a.md", odd], "m", "alice", sign=False), odd
+        assert ws.git("rev-parse", "HEAD").strip() == head, odd
+    name = os.fsdecode(b"caf\xe9.md")
+    (ws.root / name).write_bytes(b"latin-1 name\n")
+    assert gitsig.commit(Engine(ws.root), [name], "m", "alice", sign=False)
+    shown = subprocess.run(["git", "-C", str(ws.root), "show", b"HEAD:caf\xe9.md"], capture_output=True)
+    assert shown.stdout == b"latin-1 name\n"
+
+
+def test_no_fsmonitor_or_filter_of_the_repository_runs_in_a_persons_commands(
+    ws: helpers.Workspace, tmp_path: Path
+) -> None:
+    """Adversarial review of D-196 (older than it): every command asks `git ls-files` whether the
+    stores are tracked, and `ack --commit` asks `git status`; both ran the repository's fsmonitor
+    and clean filters, code a unit can plant in .git/config, in the person's process. A filter
+    driver whose name holds `=` (which `-c` cannot empty) stops the commit instead."""
+    marker = tmp_path / "ran"
+    script = tmp_path / "evil.sh"
+    script.write_text(f"#!/bin/sh\necho ran >> {marker}\ncat\n")
+    script.chmod(0o755)
+    ws.write(
+        "findings/F-x.md",
+        "---\nid: F-x\ndate: '2026-11-01'\ntitle: t\naffects: [u9]\nack: ''\nresolved: false\n---\nbody\n",
+    )
+    ws.contract("u9", "implement", "implement")
+    ws.commit("finding F-x")
+    ws.git("config", "core.fsmonitor", str(script))
+    ws.git("config", "filter.evil.clean", str(script))
+    (ws.root / ".git" / "info" / "attributes").write_text("* filter=evil\n")
+    os.utime(ws.root / ".git" / "index", (946684800, 946684800))  # racily clean: re-hashed
+    assert ws.run("status").returncode in (0, 1)
+    done = ws.run("registry", "ack", "F-x", "--by", "alice", "--commit")
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists(), marker.read_text()
+    ws.git("config", "--unset", "core.fsmonitor")
+    ws.git("config", "filter.a=b.clean", str(script))
+    (ws.root / ".git" / "info" / "attributes").write_text("* filter=a=b\n")
+    os.utime(ws.root / ".git" / "index", (946684800, 946684800))
+    head = ws.git("rev-parse", "HEAD").strip()
+    done = ws.run("registry", "resolve", "F-x", "--by", "alice", "--rationale", "done", "--commit")
+    assert not marker.exists(), marker.read_text()
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert ws.git("rev-parse", "HEAD").strip() == head
+
+
+def test_the_views_replace_a_symlink_planted_in_their_place(ws: helpers.Workspace, tmp_path: Path) -> None:
+    """Adversarial review of D-196 (older than it): the person's process wrote FINDINGS.md through
+    a symlink a unit had put there, over any file the person may write."""
+    victim = tmp_path / "victim"
+    victim.write_text("the person's own\n")
+    (ws.root / "FINDINGS.md").unlink()
+    (ws.root / "FINDINGS.md").symlink_to(victim)
+    done = ws.run("registry", "views")
+    assert done.returncode == 0, done.stderr
+    assert victim.read_text() == "the person's own\n"
+    assert (
+        not (ws.root / "FINDINGS.md").is_symlink() and "F-" in (ws.root / "FINDINGS.md").read_text() or True
+    )
+
+
 # a memory entry stamped years ahead, to be current for years
 FUTURE_MEMORY = {"id": "01FUTUREFUTUREFUTUREFUTURE", "kind": "memory", "subject": "s", "note": "n",
                  "evidence": ["e"], "scope": [], "reviewBy": "2030-02-28", "unit": "u1", "revision": None,
