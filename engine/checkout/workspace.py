@@ -543,8 +543,9 @@ def check_untracked(home: Path) -> None:
         return
     from engine.base.gitsafe import safe_git
 
-    # every command runs this, a person's too: no fsmonitor or filter of the repository's runs
-    done = safe_git(home, "ls-files", "--", STATE_DIR, timeout=10)
+    # every command runs this, a person's too: no fsmonitor or hook of the repository's runs (a
+    # plain ls-files reads the index, hashing no file: no filter to empty)
+    done = safe_git(home, "ls-files", "--", STATE_DIR, timeout=10, filters=False)
     if done.returncode == 0 and done.stdout.strip():
         raise Refused(
             f"{home / STATE_DIR} is tracked by git: committed stores are never trusted (a clone that "
