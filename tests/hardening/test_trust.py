@@ -714,6 +714,26 @@ def test_the_views_replace_a_symlink_planted_in_their_place(ws: helpers.Workspac
     )
 
 
+def test_an_ack_refuses_to_write_through_a_folder_symlink(ws: helpers.Workspace, tmp_path: Path) -> None:
+    """The same review's kind of attack, one folder up: `findings/` made a symlink to a folder of
+    the person's, the ack's write would land there. Refused, exit 3, nothing written there."""
+    import shutil
+
+    ws.write(
+        "findings/F-x.md",
+        "---\nid: F-x\ndate: '2026-11-01'\ntitle: t\naffects: [u9]\nack: ''\nresolved: false\n---\nbody\n",
+    )
+    ws.contract("u9", "implement", "implement")
+    ws.commit("finding F-x")
+    outside = tmp_path / "persons-folder"
+    shutil.move(str(ws.root / "findings"), str(outside))
+    (ws.root / "findings").symlink_to(outside)
+    before = {p.name: p.read_bytes() for p in outside.iterdir()}
+    done = ws.run("registry", "ack", "F-x", "--by", "alice")
+    assert done.returncode == 3 and "is a symlink" in done.stderr, done.stderr
+    assert {p.name: p.read_bytes() for p in outside.iterdir()} == before
+
+
 # a memory entry stamped years ahead, to be current for years
 FUTURE_MEMORY = {"id": "01FUTUREFUTUREFUTUREFUTURE", "kind": "memory", "subject": "s", "note": "n",
                  "evidence": ["e"], "scope": [], "reviewBy": "2030-02-28", "unit": "u1", "revision": None,
