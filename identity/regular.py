@@ -56,3 +56,26 @@ def check_regular(path: Path | str) -> None:
         return
     if not stat.S_ISREG(mode):
         raise not_regular(path)
+
+
+def replace_text(path: Path, text: str, within: Path) -> None:
+    """`path` (a file inside the folder `within`) replaced by a new file holding `text`, UTF-8: a
+    symlink at `path` is replaced, never followed, and a folder on the way that is a symlink is
+    refused. What a person's process writes into a working tree a unit can also write (the views,
+    an ack, a resolve, a retro): a link there may aim at any file or folder of the person's."""
+    import tempfile
+
+    inside = Path(os.path.realpath(within)) / path.parent.relative_to(within)
+    if os.path.realpath(path.parent) != str(inside):
+        where = path.parent.relative_to(within)
+        raise Refused(f"{where}/ is a symlink (or reached through one): {path.name} not written")
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        was = path.lstat() if path.exists() and not path.is_symlink() else None
+        os.chmod(temporary, was.st_mode & 0o777 if was is not None else 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

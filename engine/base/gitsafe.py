@@ -37,16 +37,24 @@ def no_filters(root: Path) -> list[str]:
 
 
 def safe_git(
-    root: Path, *args: str, timeout: float = 30, filters: bool = True
+    root: Path,
+    *args: str,
+    timeout: float = 30,
+    filters: bool = True,
+    env: dict[str, str] | None = None,
+    data: bytes | None = None,
 ) -> subprocess.CompletedProcess:
-    """`git -C root ARGS` as a person's process runs it (text out); a git that cannot be run, or a
-    configuration that cannot be made safe, answers like a failed command (exit 127). Without
-    `filters`, for a git command that reads the index and hashes no file (`ls-files` with no
-    option that stats the tree), the filter drivers are not looked up: one git process, not two."""
+    """`git -C root ARGS` as a person's process runs it: text out, or bytes where `data` goes in; a
+    git that cannot be run, or a configuration that cannot be made safe, answers like a failed
+    command (exit 127). Without `filters`, for a git command that reads the index and hashes no
+    file (`ls-files` with no option that stats the tree), the filter drivers are not looked up: one
+    git process, not two."""
     command = ["git", "-C", str(root), *SAFE]
     try:
         if filters:
             command += no_filters(root)
-        return subprocess.run([*command, *args], capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [*command, *args], capture_output=True, input=data, env=env, text=data is None, timeout=timeout
+        )
     except (OSError, subprocess.TimeoutExpired, UnsafeConfig) as exc:
         return subprocess.CompletedProcess(command, 127, "", str(exc))

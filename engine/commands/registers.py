@@ -128,29 +128,6 @@ def lint(
     return result
 
 
-def replace_file(path: Path, text: str, tree: Path) -> None:
-    """`path` (inside `tree`) replaced by a new file holding `text`: a symlink there is replaced,
-    never followed, and a folder on the way that is a symlink is refused (a unit may have aimed
-    either at a file or folder of the person's, whose process writes the views and acks)."""
-    import os
-    import tempfile
-
-    inside = os.path.realpath(tree) / path.parent.relative_to(tree)
-    if os.path.realpath(path.parent) != str(inside):
-        raise Refused(f"{path.parent.relative_to(tree)}/ is a symlink (or reached through one): not written")
-
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        was = path.lstat() if path.exists() and not path.is_symlink() else None
-        os.chmod(temporary, was.st_mode & 0o777 if was is not None else 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def render_views(ws: Workspace, state: State) -> dict[str, str]:
     registers = registers_of(ws, state)
     return {name: render(registers) for name, render in VIEWS.items()}
@@ -165,7 +142,7 @@ def views(ws: Workspace, state: State, check: bool) -> list[str]:
         if current != text:
             differing.append(name)
             if not check:
-                replace_file(path, text, ws.tree)
+                regular.replace_text(path, text, ws.tree)
     return differing
 
 
@@ -192,7 +169,7 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
         head = ACK_LINE.sub(line.replace("\\", "\\\\"), head, count=1)
     else:
         head = head + "\n" + line
-    replace_file(path, head + rest, ws.tree)
+    regular.replace_text(path, head + rest, ws.tree)
     if commit:
         _commit_entry(ws, state, path, f"registry: ack {finding_id} by {person}", person, signed, "ack")
     return path
@@ -220,7 +197,7 @@ def resolve_finding(
     head, rest = text[:head_end], text[head_end:]
     head = RESOLVED_LINE.sub("resolved: true", head, count=1)  # the schema makes it present
     note = f"Resolved {clock.today().isoformat()} by {person}: {rationale}"
-    replace_file(path, head + rest.rstrip("\n") + "\n\n" + note + "\n", ws.tree)
+    regular.replace_text(path, head + rest.rstrip("\n") + "\n\n" + note + "\n", ws.tree)
     if commit:
         _commit_entry(
             ws, state, path, f"registry: resolve {finding_id} by {person}", person, signed, "resolution"

@@ -29,6 +29,7 @@ from engine.read.model import (
     UnitStatus,
 )
 from engine.read.queries import history
+from identity import regular
 from registry.entries import Entry, Issue, Registers, registers_from
 from registry.lint import Policy
 
@@ -352,9 +353,7 @@ def write(
     )
     text = f"---\n{head}---\n{body}"
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    regular.replace_text(path, text, ws.tree)  # a link planted at retro/ or its temporary is never followed
     return path, front
 
 

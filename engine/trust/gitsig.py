@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.base import sshsig
-from engine.base.gitsafe import SAFE, UnsafeConfig, no_filters
+from engine.base.gitsafe import safe_git
 
 if TYPE_CHECKING:
     from engine.checkout.workspace import Workspace
@@ -67,16 +67,9 @@ def signed_by(root: Path, sha: str, keys: Mapping[str, tuple[str, ...]]) -> dict
 # git as regulator runs it for a person: engine.base.gitsafe (no hooks, no fsmonitor, no filters,
 # the stock signer)
 def _git(root: Path, *args: str, env: dict | None = None, data: bytes | None = None) -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), *SAFE, *no_filters(root), *args],
-            capture_output=True,
-            input=data,
-            env=env,
-            timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired, UnsafeConfig):
-        return None
+    """git's answer (stripped), run as a person's process runs it (engine.base.gitsafe); None when
+    it fails."""
+    done = safe_git(root, *args, env=env, data=b"" if data is None else data, timeout=60)
     return done.stdout.decode().strip() if done.returncode == 0 else None
 
 

@@ -732,6 +732,12 @@ def test_an_ack_refuses_to_write_through_a_folder_symlink(ws: helpers.Workspace,
     done = ws.run("registry", "ack", "F-x", "--by", "alice")
     assert done.returncode == 3 and "is a symlink" in done.stderr, done.stderr
     assert {p.name: p.read_bytes() for p in outside.iterdir()} == before
+    elsewhere = tmp_path / "another-folder"  # a retro's folder, the same way (identity.regular.replace_text)
+    elsewhere.mkdir()
+    (ws.root / "retro").symlink_to(elsewhere)
+    done = ws.run("registry", "retro", "--since", "2026-11-01")
+    assert done.returncode == 3 and "is a symlink" in done.stderr, done.stderr
+    assert list(elsewhere.iterdir()) == []
 
 
 # a memory entry stamped years ahead, to be current for years
