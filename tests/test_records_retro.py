@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests import helpers
 from tests.helpers import REGULATOR, clean_env, git, make_workspace
 
 # ---- seed 003's MEM records, transcribed (one of each kind it declares: it declares no component) --
@@ -510,3 +511,15 @@ def test_retro_counts_lint_errors_at_the_last_trunk_commit_before_until(tmp_path
     )
     assert before["numbers"]["lintErrors"]["value"] == 0
     assert after["numbers"]["lintErrors"]["value"] == len(lint["errors"]) == 1
+
+
+def test_a_retro_title_is_written_as_text_never_as_structure(ws: helpers.Workspace) -> None:
+    """A --title holding a line break, an escape sequence and a bidi override (a unit may run the
+    command) is written escaped: one heading line, no raw control character in the register."""
+    title = "# Evil\x1b[31m red\u202e rtl\n## two"
+    done = ws.run("registry", "retro", "--since", "2026-11-01", "--title", title)
+    assert done.returncode == 0, done.stderr
+    (entry,) = (ws.root / "retro").glob("R-*.md")
+    text = entry.read_text(encoding="utf-8")
+    assert "\x1b" not in text and "\u202e" not in text and "\n## two" not in text
+    assert "# # Evil\\x1b[31m red\\u202e rtl\\n## two\n" in text

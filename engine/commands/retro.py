@@ -18,6 +18,8 @@ import yaml
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
+from engine.base.limits import check_text
+from engine.base.text import escape
 from engine.checkout.workspace import Workspace
 from engine.read.model import (
     RESUMING_ACTIONS,
@@ -344,7 +346,9 @@ def write(
     numbers, _ = compute(ws, state, start, end, Trunk(ws, policy_at))
     front = {"id": entry_id, "since": start.date().isoformat(), "until": clock.iso(end), "numbers": numbers}
     head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=100)
-    heading = title or f"Retro since {start.date()}"
+    # the title is text, never structure: a line break, an escape sequence or a bidi override in
+    # it is written escaped (engine.base.text.escape), so it makes no heading or colour of its own
+    heading = escape(check_text("--title", title, kind="title")) if title else f"Retro since {start.date()}"
     body = (
         f"# {heading}\n\n"
         "The numbers above are generated (`regulator registry retro`); `registry lint` recomputes them "
