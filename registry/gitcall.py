@@ -1,19 +1,119 @@
-"""One git process and its answer: the call every reader of the repository's history makes
-(registry.history, registry.trunkwalk), in a module of its own so that a command that needs one
-git answer does not import the history readers."""
+"""git as a person's process runs it: the one way regulator runs git on a repository a unit can
+write (D-199). The repository `-C` names and no other (no GIT_DIR, GIT_INDEX_FILE, GIT_NAMESPACE ...
+from the environment); its objects as they are stored (no replace ref, no graft: refs are shared by
+every worktree, so a unit's `git replace` would change what trunk holds for every reader); no code
+of the repository's run (no hook, no fsmonitor, no filter driver, the stock SSH signer)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
+
+SAFE = [
+    "--no-replace-objects",
+    "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "gpg.ssh.program=ssh-keygen",
+    "-c", "commit.gpgsign=false", "-c", "core.sshCommand=ssh",
+    "-c", "advice.graftFileDeprecated=false",  # GIT_GRAFT_FILE below: read, empty, and not a hint
+]  # fmt: skip
+
+# what points git at another repository, index, object store, ref namespace or history than the
+# one `-C` names (a git hook's environment carries some of them): never passed on
+ELSEWHERE = frozenset({
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_REPLACE_REF_BASE", "GIT_SHALLOW_FILE",
+    "GIT_QUARANTINE_PATH", "GIT_PREFIX",
+})  # fmt: skip
+AS_STORED = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}
+
+
+class UnsafeConfig(Exception):
+    """A filter driver `-c` cannot empty (its name holds `=`): git is not run at all."""
+
+
+def person_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment git runs in: this process's without ELSEWHERE, the objects as stored, then
+    what regulator itself sets (`extra`: a commit's author and its own index, say)."""
+    inherited = {k: v for k, v in os.environ.items() if k not in ELSEWHERE}
+    return {**inherited, **AS_STORED, **(extra or {})}
+
+
+def no_filters(root: Path) -> list[str]:
+    """Every filter driver the repository configures, emptied: writing the index re-hashes racily
+    clean files, `status` may refresh it and a checkout smudges, each of which would run a filter a
+    unit planted in .git/config. UnsafeConfig for a driver whose name `-c` cannot carry."""
+    done = _run(
+        ["git", "-C", str(root), *SAFE, "config", "--name-only", "--get-regexp", r"^filter\."], None, None, 30
+    )
+    names = {
+        line.split(".", 1)[1].rsplit(".", 1)[0]
+        for line in done.stdout.decode("utf-8", "surrogateescape").splitlines()
+        if line.count(".") >= 2
+    }
+    if any("=" in name for name in names):  # `-c filter.a=b.clean=` would set `filter.a`
+        raise UnsafeConfig(f"a filter driver named {sorted(n for n in names if '=' in n)[0]!r}")
+    return [flag for name in sorted(names) for part in ("clean", "smudge", "process")
+            for flag in ("-c", f"filter.{name}.{part}=")]  # fmt: skip
 
 
 def git(
-    root: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
-    """git's answer; a git that cannot be run answers like a failed command (exit 127)."""
-    command = ["git", "-C", str(root), *args]
+    root: Path,
+    *args: str,
+    input: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = 120,
+    filters: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    """`git -C root ARGS` as a person's process runs it, its answer in bytes. A git that cannot be
+        run, that outlasts `timeout`, or a configuration that cannot be made safe answers like a failed
+        command (exit 127, the reason on stderr). `env`: variables regulator sets on top of its own
+    environment (person_env). `filters=False` only where git hashes no file of the
+        tree and checks none out (reading objects, refs, configuration, the index as it is): the
+        filter drivers are then not looked up, one git process, not two."""
+    command = ["git", "-C", str(root), *SAFE]
     try:
-        return subprocess.run(command, input=input, capture_output=True, env=env)
-    except OSError as exc:
+        if filters:
+            command += no_filters(root)
+    except UnsafeConfig as exc:
         return subprocess.CompletedProcess(command, 127, b"", str(exc).encode())
+    return _run([*command, *args], input, env, timeout)
+
+
+def git_text(
+    root: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = 120,
+    filters: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """`git`, its answer as text (UTF-8; a byte that is not, kept as a surrogate escape)."""
+    done = git(root, *args, env=env, timeout=timeout, filters=filters)
+    return subprocess.CompletedProcess(
+        done.args,
+        done.returncode,
+        done.stdout.decode("utf-8", "surrogateescape"),
+        done.stderr.decode("utf-8", "replace"),
+    )
+
+
+def _run(
+    command: list[str], input: bytes | None, env: Mapping[str, str] | None, timeout: float | None
+) -> subprocess.CompletedProcess[bytes]:
+    try:  # no input: git reads nothing of the person's terminal
+        return subprocess.run(
+            command,
+            input=input,
+            stdin=None if input is not None else subprocess.DEVNULL,
+            capture_output=True,
+            env=person_env(env),
+            timeout=timeout,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return subprocess.CompletedProcess(command, 127, b"", str(exc).encode())
+
+
+def read(root: Path, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """`git` for a command that hashes no file of the tree and checks none out (objects, refs,
+    configuration, the index as it is: every reader of the history), with no time limit."""
+    return git(root, *args, input=input, timeout=None, filters=False)

@@ -6,14 +6,13 @@ from __future__ import annotations
 import math
 import os
 import re
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 import msgspec
 
-from registry.gitcall import git as _git
+from registry.gitcall import read as _git
 
 T = TypeVar("T")
 
@@ -55,12 +54,14 @@ def unavailable(why: str) -> History:
 
 
 class _GitFailed(Exception):
-    """A git question with no answer: its exit status and what git said on stderr."""
+    """A git question with no answer: its exit status and what git said (its first line; the rest
+    is advice), or what is missing."""
 
-    def __init__(self, done: subprocess.CompletedProcess) -> None:
-        self.status = done.returncode
-        said = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-        self.stderr = said[0] if said else ""  # git's first line says it; the rest is advice
+    def __init__(self, status: int, said: bytes | str) -> None:
+        self.status = status
+        text = said.decode("utf-8", errors="replace") if isinstance(said, bytes) else said
+        lines = text.strip().splitlines()
+        self.stderr = lines[0] if lines else ""
         super().__init__(self.stderr or f"exit {self.status}")
 
 
@@ -68,7 +69,7 @@ def _ask(root: Path, *args: str) -> str:
     """git's answer as text (its one trailing newline dropped); _GitFailed when git fails."""
     done = _git(root, *args)
     if done.returncode != 0:
-        raise _GitFailed(done)
+        raise _GitFailed(done.returncode, done.stderr)
     text = done.stdout.decode("utf-8", errors="surrogateescape")
     return text[:-1] if text.endswith("\n") else text
 
@@ -105,11 +106,10 @@ def _read(root: Path, trunk_ref: str) -> History:
     if head != trunk_sha:
         found = _git(root, "merge-base", "HEAD", trunk_ref)
         if found.returncode != 0:
-            if found.returncode == 1 and not found.stderr.strip():  # git says "none" by its status alone
-                found = subprocess.CompletedProcess(
-                    [], 1, b"", f"HEAD and {trunk_ref} share no commit".encode()
-                )
-            raise _GitFailed(found)
+            said = found.stderr
+            if found.returncode == 1 and not said.strip():  # git says "none" by its status alone
+                said = f"HEAD and {trunk_ref} share no commit".encode()
+            raise _GitFailed(found.returncode, said)
         base = found.stdout.decode().strip()
     history = History(available=True, trunk_ref=trunk_ref, head_is_trunk=head == trunk_sha)
     # no pathspec: with one, git filters every commit's diff again and is several times slower on
@@ -143,7 +143,7 @@ def _read(root: Path, trunk_ref: str) -> History:
         for sha, changes in changed:
             raw = objects.get(sha)
             if raw is None:
-                raise _GitFailed(subprocess.CompletedProcess([], 1, b"", f"no commit {sha}".encode()))
+                raise _GitFailed(1, f"no commit {sha}")
             header, _, message = raw.partition(b"\n\n")
             author = AUTHOR.search(header)
             email = author.group(1).decode("utf-8", errors="replace") if author else ""
@@ -182,7 +182,7 @@ def _added_on(root: Path, trunk_ref: str) -> str:
     def log(revisions: list[str]) -> str:
         done = _git(root, "log", *revisions, *args)
         if done.returncode != 0:
-            raise _GitFailed(done)
+            raise _GitFailed(done.returncode, done.stderr)
         return done.stdout.decode("utf-8", errors="surrogateescape")
 
     from concurrent.futures import ThreadPoolExecutor  # not on every command's start (logging too)
@@ -191,11 +191,11 @@ def _added_on(root: Path, trunk_ref: str) -> str:
         return "\0".join(pool.map(log, ranges))
 
 
-def _cat_batch(root: Path, names: list[str], env: dict[str, str] | None = None) -> dict[str, bytes | None]:
+def _cat_batch(root: Path, names: list[str]) -> dict[str, bytes | None]:
     """Each object (a sha, or `<rev>:<path>`) as bytes, None when missing: one git process."""
     if not names:
         return {}
-    done = _git(root, "cat-file", "--batch", input="".join(f"{n}\n" for n in names).encode(), env=env)
+    done = _git(root, "cat-file", "--batch", input="".join(f"{n}\n" for n in names).encode())
     if done.returncode != 0:
         return dict.fromkeys(names)
     data = done.stdout
@@ -439,7 +439,7 @@ def _tree_texts(root: Path, rev: str) -> dict[str, str]:
     request = "".join(f"{sha}\n" for _, sha in order).encode()
     done = _git(root, "cat-file", "--batch", input=request)
     if done.returncode != 0:
-        raise _GitFailed(done)
+        raise _GitFailed(done.returncode, done.stderr)
     data = done.stdout
     texts: dict[str, str] = {}
     offset = 0

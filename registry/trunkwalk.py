@@ -21,24 +21,15 @@ own commit does not authorize a change it brought.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
 from registry.entries import LOAD_BEARING, Entry, entry_or_none
-from registry.gitcall import git as _git
+from registry.gitcall import read as _git
 
 BASELINE_GREP = "^Regulator-Decision: baseline$"
-# trunk's history as its own objects say, never as a replace ref or a graft file rewrites it
-# (either would let a hand-made object stand in for a finding's version)
-_PLAIN = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}
-
-
-def _plain() -> dict[str, str]:
-    return {**os.environ, **_PLAIN}
-
 
 FOLDER = "findings"
 
@@ -112,7 +103,6 @@ def baseline_of(root: Path, ref: str) -> str:
     """The oldest commit on trunk's first-parent line carrying init's baseline trailer, or ""."""
     done = _git(
         root, "rev-list", "--first-parent", "--reverse", f"--grep={BASELINE_GREP}", "--extended-regexp", ref,
-        env=_plain(),
     )  # fmt: skip
     if done.returncode != 0:
         return ""
@@ -124,11 +114,11 @@ def locate(root: Path, trunk: str) -> tuple[str, str] | TrunkFindings:
     """(trunk's ref, its commit), or why trunk's history cannot be walked here."""
     # the common case in one call: not shallow, and the local trunk branch's commit
     local = f"refs/heads/{trunk}"
-    said = _git(root, "rev-parse", "--is-shallow-repository", f"{local}^{{commit}}", "--", env=_plain())
+    said = _git(root, "rev-parse", "--is-shallow-repository", f"{local}^{{commit}}", "--")
     answer = said.stdout.split()[:2] if said.stdout.split()[2:] == [b"--"] else []
     if said.returncode == 0 and len(answer) == 2 and answer[0] == b"false":
         return local, answer[1].decode()
-    shallow = _git(root, "rev-parse", "--is-shallow-repository", env=_plain())
+    shallow = _git(root, "rev-parse", "--is-shallow-repository")
     if shallow.returncode != 0:
         return unavailable("not a git repository")
     if shallow.stdout.strip() == b"true":
@@ -138,11 +128,7 @@ def locate(root: Path, trunk: str) -> tuple[str, str] | TrunkFindings:
     ref = resolve_trunk(root, trunk)
     if ref is None:
         return unavailable(f"no trunk branch {trunk!r} (nor origin/{trunk})")
-    tip = (
-        _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", env=_plain())
-        .stdout.decode()
-        .strip()
-    )
+    tip = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").stdout.decode().strip()
     return (ref, tip) if tip else unavailable(f"trunk {ref!r} names no commit")
 
 
@@ -164,7 +150,6 @@ def walk_at(root: Path, tip: str, authorize: Authorize) -> TrunkFindings:
     done = _git(
         root, "log", *revisions, "--first-parent", "--diff-merges=first-parent", "--reverse",
         "--format=%x00C%H %P", "--raw", "-z", "--no-abbrev", "--no-renames", "--", f"{FOLDER}/",
-        env=_plain(),
     )  # fmt: skip
     if done.returncode != 0:
         return unavailable("git could not read trunk's history")
@@ -178,7 +163,7 @@ def walk_at(root: Path, tip: str, authorize: Authorize) -> TrunkFindings:
     if start is None:  # the baseline's findings could not be listed: what they held is unknown
         start, found.missing = {}, 1
     blobs = {c.new for _, _, changes in commits for c in changes if c.new != ZERO}
-    objects = _cat_batch(root, [sha for sha, _, _ in commits] + sorted(blobs | set(start.values())), _plain())
+    objects = _cat_batch(root, [sha for sha, _, _ in commits] + sorted(blobs | set(start.values())))
     found.missing += sum(1 for data in objects.values() if data is None)
     entries: dict[str, Entry | None] = {}
 
@@ -260,7 +245,7 @@ def _start(root: Path, base: str) -> dict[str, str] | None:
     None when git cannot list it."""
     if not base:
         return {}
-    done = _git(root, "ls-tree", "-z", base, "--", f"{FOLDER}/", env=_plain())
+    done = _git(root, "ls-tree", "-z", base, "--", f"{FOLDER}/")
     if done.returncode != 0:
         return None
     found = {}
@@ -282,7 +267,7 @@ def _from_side(
 
     done = _git(
         root, "log", f"{first}..{merge}", "--format=%x00C%H", "--raw", "-z", "--no-abbrev",
-        "--no-renames", "--", f":(literal){path}", env=_plain(),
+        "--no-renames", "--", f":(literal){path}",
     )  # fmt: skip
     if done.returncode != 0:
         return None, why
@@ -292,7 +277,7 @@ def _from_side(
         blob = next((c.new for c in changes if c.path == path), None)
         if blob is None or blob == ZERO:
             return None, why
-        objects = _cat_batch(root, [sha, blob], _plain())
+        objects = _cat_batch(root, [sha, blob])
         data = objects.get(blob)
         try:
             version = entry_or_none("finding", path, data.decode("utf-8")) if data is not None else None

@@ -642,6 +642,31 @@ def test_a_branch_cannot_grant_itself_the_ack_it_uses(fleet: Any, tmp_path: Path
     assert any("bob does not hold the ack grant" in e["message"] for e in errors)
 
 
+def test_a_replace_ref_cannot_stand_in_for_trunks_policy(fleet: Any, tmp_path: Path) -> None:
+    """Refs are shared by every worktree: a unit's `git replace` of the blob trunk's policy names
+    would grant it the ack for every reader that honours replace refs. Lint reads objects as stored."""
+    ws, _ = fleet
+    here = clone(ws, tmp_path)
+    git(here, "checkout", "-q", "-b", "bob-self")
+    path = here / INTERACTION
+    policy = yaml.safe_load(path.read_text())
+    policy["people"]["bob"] = {"grants": ["ack"], "keys": policy["people"]["alice"]["keys"]}
+    forged = tmp_path / "forged.yaml"
+    forged.write_text(yaml.safe_dump(policy))
+    stored = git(here, "rev-parse", f"HEAD:{INTERACTION}").strip()
+    git(here, "replace", stored, git(here, "hash-object", "-w", str(forged)).strip())
+    assert "bob" in git(here, "show", f"main:{INTERACTION}")  # what a reader honouring replace refs sees
+    finding = next((here / "findings").glob("F-*.md"))
+    finding.write_text(finding.read_text().replace("resolved: false", "resolved: true"))
+    git(here, "add", "-A")
+    sign = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={alice_key()}"]
+    git(here, *sign, "commit", "-q", "-S", "-m", "resolve\n\nAuthorized-by: bob")
+    done = ws.run("registry", "lint", "--json", cwd=here)
+    errors = json.loads(done.stdout)["errors"]
+    assert done.returncode == 1 and "unauthorized-change" in [e["code"] for e in errors], done.stdout
+    assert any("bob does not hold the ack grant" in e["message"] for e in errors)
+
+
 def test_context_never_delivers_a_hand_edited_identity_file(ws: helpers.Workspace) -> None:
     path = ws.root / "regulator/identity/invariants.md"
     path.chmod(0o644)

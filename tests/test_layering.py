@@ -85,3 +85,24 @@ def test_no_module_of_the_product_is_over_800_lines() -> None:
         if (count := len(path.read_text(encoding="utf-8").splitlines())) > 800
     }
     assert long == {}
+
+
+def test_git_is_run_by_one_function() -> None:
+    """D-199: every git the product runs on a repository a unit can write goes through
+    registry.gitcall (the repository -C names, objects as stored, none of the repository's code).
+    An argument vector starting with "git" anywhere else is a second copy of that rule; the demo,
+    which makes a repository of its own that no unit has touched, is the one exception."""
+    import ast
+
+    allowed = {"registry/gitcall.py", "controlroom/demo.py"}
+    found = []
+    for package in ("engine", "controlroom", "registry", "identity", "widgets"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            name = str(path.relative_to(ROOT))
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.List | ast.Tuple) or not node.elts or name in allowed:
+                    continue
+                first = node.elts[0]
+                if isinstance(first, ast.Constant) and first.value == "git":
+                    found.append(f"{name}:{node.lineno}")
+    assert found == []

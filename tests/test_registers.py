@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -413,14 +414,14 @@ def test_trunk_history_read_in_parallel_parts_finds_every_landed_entry(
     monkeypatch.setattr(history, "PART", 3)
     monkeypatch.setattr(history.os, "cpu_count", lambda: 4)
     logs = []
-    real_run = history.subprocess.run
+    real_run = subprocess.run
 
     def counting(cmd: Any, *args: Any, **kwargs: Any) -> Any:  # the real git runs; the parts are only counted
         if "log" in cmd:
             logs.append(cmd)
         return real_run(cmd, *args, **kwargs)
 
-    monkeypatch.setattr(history.subprocess, "run", counting)
+    monkeypatch.setattr(subprocess, "run", counting)
     parts = history.read_history(ws.root, "main")
     assert len(logs) == 4
     assert whole.available and parts.available
@@ -477,3 +478,18 @@ def test_next_up_order_is_priority_then_id_in_code_point_order(ready: Any) -> No
     from engine.read.nextup import _in_order
 
     assert _in_order(ready) == sorted(ready)
+
+
+def test_a_git_hooks_environment_does_not_point_regulator_at_another_repository(
+    reg: Any, tmp_path: Path
+) -> None:
+    """Run from a git hook, regulator inherits GIT_DIR and GIT_INDEX_FILE (D-199): its git still
+    reads the workspace's repository, as `-C` names it, and answers as it does without them."""
+    other = tmp_path / "other"
+    helpers.git(tmp_path, "init", "-q", "-b", "elsewhere", str(other), env=reg.env)
+    elsewhere = {"GIT_DIR": str(other / ".git"), "GIT_INDEX_FILE": str(other / ".git" / "index")}
+    for args in (["registry", "lint", "--json"], ["status", "--json"]):
+        plain = reg.run(*args)
+        hooked = reg.run(*args, env=elsewhere)
+        assert (hooked.returncode, hooked.stdout) == (plain.returncode, plain.stdout), args
+    assert json.loads(reg.run("registry", "lint", "--json", env=elsewhere).stdout)["historyChecked"] is True

@@ -158,6 +158,22 @@ echo '{{"summary": "left-pad is a modified copy; u1 is affected", "outcome": "do
     assert ".worktrees" not in ws.git("status", "--porcelain")  # ignored by git
 
 
+def test_making_a_units_worktree_runs_no_hook_or_filter_a_unit_planted(served: Any, tmp_path: Any) -> None:
+    """A unit can write the repository's .git (its worktree shares it): the next `unit run` makes a
+    worktree in the person's process, which must run none of the repository's code (no
+    post-checkout hook, no smudge filter)."""
+    ws, _ = served
+    hooked, smudged = tmp_path / "hooked", tmp_path / "smudged"
+    hook = ws.root / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch {hooked}\n")
+    hook.chmod(0o755)
+    ws.git("config", "filter.evil.smudge", f"sh -c 'touch {smudged}; cat'")
+    (ws.root / ".git" / "info" / "attributes").write_text("* filter=evil\n")
+    done = run_unit(ws, "r1", "--ttl", "1m", "--", "true")
+    assert ws.root.joinpath(".worktrees", "r1", "regulator").is_dir(), done.stderr
+    assert not hooked.exists() and not smudged.exists()
+
+
 def test_a_held_close_awaits_and_wait_closes_after_a_signed_disposition(served: Any, tmp_path: Any) -> None:
     ws, serving = served
     go = tmp_path / "go"

@@ -299,6 +299,23 @@ def test_an_osv_feed_against_four_lockfiles_raises_one_signal_per_affected_pair(
     assert {s["sensor"] for s in once["signals"]} == {"osv"}
 
 
+def test_a_replace_ref_does_not_hide_a_pinned_version_from_the_sensor(ws: Any) -> None:
+    """Refs are shared by every worktree: a unit's `git replace` of the blob trunk's lockfile names
+    would show every reader honouring replace refs a fixed version. The sensor reads trunk's objects
+    as stored."""
+    declare(ws)
+    write_feed(ws.root / "feeds" / "osv", [DJANGO])
+    lockfile = "services/api/requirements.txt"
+    clean = ws.root / "feeds" / "clean.txt"
+    clean.write_text(REQUIREMENTS.replace("Django==3.2.0", "Django==3.2.14"))
+    stored = ws.git("rev-parse", f"main:{lockfile}").strip()
+    ws.git("replace", stored, ws.git("hash-object", "-w", str(clean)).strip())
+    assert "Django==3.2.14" in ws.git("show", f"main:{lockfile}")  # what a reader honouring replace refs sees
+    done = ws.run("sensors", "run", "osv")
+    assert done.returncode == 0, done.stderr
+    assert [s["subject"] for s in sensor_signals(ws)] == ["Django 3.2.0: GHSA-w24h-v9qh-8gxj"]
+
+
 def test_an_alias_a_later_feed_and_a_withdrawal(ws: Any) -> None:
     """An advisory known under another id raises nothing, from this feed or a second sensor's zip;
     a withdrawn advisory gets one advisory-withdrawn event on its signal's lifecycle."""

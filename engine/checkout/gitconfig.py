@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from engine.checkout.workspace import Workspace
 from identity import regular
+from registry.gitcall import git_text
 
 CONFIG = "regulator/config.yaml"  # the tracked file that names the trunk (init --trunk)
 
 
 def git_config(root: Path, key: str) -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), "config", "--get", key], capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    value = done.stdout.strip()
+    done = git_text(root, "config", "--get", key, timeout=10, filters=False)
+    value = done.stdout.strip() if done.returncode == 0 else ""
     return value or None
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 import re
 import stat
-import subprocess
 from pathlib import Path
+
+from registry.gitcall import git_text
 
 _OBJECT = re.compile(rb"[0-9a-f]{40}([0-9a-f]{24})?\n?")
 _SYMBOLIC = re.compile(rb"ref: (refs/heads/[^\s]+)\n?")
@@ -101,24 +102,16 @@ def _linked_head(where: Path) -> str | None:
     symbolic = _SYMBOLIC.fullmatch(head)
     if symbolic is None:
         return None
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    try:
-        done = subprocess.run(
-            [
-                "git",
-                f"--git-dir={common}",
-                "rev-parse",
-                "--verify",
-                "-q",
-                f"{os.fsdecode(symbolic.group(1))}^{{commit}}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            env=env,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    done = git_text(
+        common,
+        f"--git-dir={common}",
+        "rev-parse",
+        "--verify",
+        "-q",
+        f"{os.fsdecode(symbolic.group(1))}^{{commit}}",
+        timeout=10,
+        filters=False,
+    )
     found = done.stdout.strip()
     return found if done.returncode == 0 and _OBJECT.fullmatch(found.encode()) else None
 
@@ -146,14 +139,16 @@ class Head:
             return self._revision
         layout = self._walk()
         key = self._fingerprint(layout)  # taken before git answers: a move meanwhile is seen next call
-        try:
-            done = subprocess.run(
-                ["git", "-C", str(self.where), "rev-parse", "--absolute-git-dir", "--git-common-dir", "HEAD"],
-                capture_output=True,
-                text=True,
-                timeout=10,
-            )
-        except (OSError, subprocess.TimeoutExpired):
+        done = git_text(
+            self.where,
+            "rev-parse",
+            "--absolute-git-dir",
+            "--git-common-dir",
+            "HEAD",
+            timeout=10,
+            filters=False,
+        )
+        if done.returncode == 127:  # git could not be run, or did not answer in time
             self._layout, self._key, self._revision = None, None, None
             return None
         said = done.stdout.splitlines()

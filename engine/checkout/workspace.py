@@ -8,7 +8,6 @@ import functools
 import json
 import os
 import re
-import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -307,15 +306,9 @@ class Workspace:
 
     def revision(self, where: Path | None = None) -> str | None:
         """HEAD of the given worktree (or the workspace); None outside git."""
-        try:
-            done = subprocess.run(
-                ["git", "-C", str(where or self.root), "rev-parse", "HEAD"],
-                capture_output=True,
-                text=True,
-                timeout=10,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return None
+        from registry.gitcall import git_text
+
+        done = git_text(where or self.root, "rev-parse", "HEAD", timeout=10, filters=False)
         return done.stdout.strip() or None if done.returncode == 0 else None
 
 
@@ -541,11 +534,11 @@ def check_untracked(home: Path) -> None:
     like the host): refused (design §16.2)."""
     if not (home / STATE_DIR).is_dir() or not (home / ".git").exists():
         return
-    from engine.base.gitsafe import safe_git
+    from registry.gitcall import git
 
     # every command runs this, a person's too: no fsmonitor or hook of the repository's runs (a
     # plain ls-files reads the index, hashing no file: no filter to empty)
-    done = safe_git(home, "ls-files", "--", STATE_DIR, timeout=10, filters=False)
+    done = git(home, "ls-files", "--", STATE_DIR, timeout=10, filters=False)
     if done.returncode == 0 and done.stdout.strip():
         raise Refused(
             f"{home / STATE_DIR} is tracked by git: committed stores are never trusted (a clone that "

@@ -29,24 +29,18 @@ from registry.views import VIEWS
 def trunk_policy(ws: Workspace, history: History | None) -> Policy:
     """In a clone (no decided policy), the policy as trunk had it at the merge-base: a branch
     cannot grant itself the ack it uses, nor loosen intake debt. Without history, the checkout's."""
-    import subprocess
+    from registry.gitcall import git, git_text
 
     base = None
     if history is not None and history.available:
-        done = subprocess.run(
-            ["git", "-C", str(ws.tree), "merge-base", "HEAD", history.trunk_ref],
-            capture_output=True,
-            text=True,
-        )
+        done = git_text(ws.tree, "merge-base", "HEAD", history.trunk_ref, filters=False)
         base = done.stdout.strip() if done.returncode == 0 else None
     if base is None:
         return lint_policy(ws)
 
     def at_base(name: str) -> bytes | None:
-        done = subprocess.run(
-            ["git", "-C", str(ws.tree), "show", f"{base}:regulator/policy/{name}"], capture_output=True
-        )
-        return done.stdout if done.returncode == 0 else None
+        found = git(ws.tree, "cat-file", "blob", f"{base}:regulator/policy/{name}", filters=False)
+        return found.stdout if found.returncode == 0 else None
 
     policy = policy_at(ws, at_base("interaction.yaml"), f"trunk at {base[:10]}")
     from identity.policy import PolicyError, parse_policy
@@ -246,10 +240,10 @@ def _clean_registers(ws: Workspace) -> None:
     """A signed ack commit carries the ack line and the views only: where the findings or intake
     (the views' sources) hold changes git has not committed, they would ride along under the
     person's signature, so the ack is refused until they are committed or discarded (exit 3)."""
-    from engine.base.gitsafe import safe_git
+    from registry.gitcall import git_text
 
-    # the person's process: no fsmonitor or filter of the repository's runs (engine.base.gitsafe)
-    done = safe_git(ws.tree, "status", "--porcelain", "--untracked-files=all", "--", *REGISTERS)
+    # the person's process: no fsmonitor or filter of the repository's runs (registry.gitcall)
+    done = git_text(ws.tree, "status", "--porcelain", "--untracked-files=all", "--", *REGISTERS)
     if done.returncode == 127:
         raise Refused("--commit: git cannot say whether the registers hold uncommitted changes")
     changed = [line[3:] for line in done.stdout.splitlines() if line.strip()]

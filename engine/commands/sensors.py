@@ -178,7 +178,7 @@ def trunk_files(ws: Workspace, paths: list[str]) -> tuple[str | None, dict[str, 
     commit = None
     for ref in (trunk, f"origin/{trunk}"):
         done = _git(ws, ["rev-parse", "--verify", "-q", f"{ref}^{{commit}}"])
-        if done is not None and done.returncode == 0 and done.stdout.strip():
+        if done.returncode == 0 and done.stdout.strip():
             commit = done.stdout.decode().strip()
             break
     if commit is None:
@@ -188,7 +188,7 @@ def trunk_files(ws: Workspace, paths: list[str]) -> tuple[str | None, dict[str, 
             [f"trunk {trunk!r} not found (nor origin/{trunk}): the lockfiles are read from trunk"],
         )
     done = _git(ws, ["cat-file", "--batch"], "".join(f"{commit}:{p}\n" for p in paths).encode())
-    if done is None or done.returncode != 0:
+    if done.returncode != 0:
         return commit, {}, ["git cat-file failed reading the lockfiles from trunk"]
     files: dict[str, bytes] = {}
     errors: list[str] = []
@@ -206,13 +206,11 @@ def trunk_files(ws: Workspace, paths: list[str]) -> tuple[str | None, dict[str, 
     return commit, files, errors
 
 
-def _git(ws: Workspace, args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess | None:
-    try:
-        return subprocess.run(
-            ["git", "-C", str(ws.root), *args], input=stdin, capture_output=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+def _git(ws: Workspace, args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Trunk's objects as stored (registry.gitcall): a replace ref a unit made cannot hide a pin."""
+    from registry.gitcall import git
+
+    return git(ws.root, *args, input=stdin, timeout=60, filters=False)
 
 
 def collect_osv(

@@ -38,6 +38,7 @@ from engine.base import clock
 from engine.base.errors import BadInput, Refused, RegulatorError
 from engine.checkout.workspace import STATE_DIR, Workspace, check_unit_id
 from engine.read.contracts import Contract, read_contract
+from registry.gitcall import git_text
 
 HARNESSES = ("env", "claude-code")
 DEFAULT_TTL = "15m"
@@ -327,12 +328,9 @@ def make_worktree(ws: Workspace, worktree: Path) -> bool:
     _exclude(ws, worktree)
     worktree.parent.mkdir(parents=True, exist_ok=True)
     trunk = trunk_of(ws)
-    done = subprocess.run(
-        ["git", "-C", str(ws.root), "worktree", "add", "--detach", str(worktree), trunk],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    # the person's process: none of the repository's code runs (no post-checkout hook, no smudge
+    # filter: a unit can write .git, which its worktree shares; registry.gitcall, D-199)
+    done = git_text(ws.root, "worktree", "add", "--detach", str(worktree), trunk, timeout=120)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["git worktree add failed"])[-1]
         raise BadInput(f"--worktree {worktree}: cannot make a git worktree at {trunk} ({last})")
@@ -343,12 +341,7 @@ def _exclude(ws: Workspace, path: Path) -> None:
     """`.worktrees/` ignored by git (in the repository's info/exclude: nothing to commit)."""
     if ws.root / WORKTREES not in (path, *path.parents):
         return
-    done = subprocess.run(
-        ["git", "-C", str(ws.root), "rev-parse", "--git-path", "info/exclude"],
-        capture_output=True,
-        text=True,
-        timeout=10,
-    )
+    done = git_text(ws.root, "rev-parse", "--git-path", "info/exclude", timeout=10, filters=False)
     if done.returncode != 0:
         return
     exclude = Path(done.stdout.strip())

@@ -18,10 +18,8 @@ HEAD (the control room asks again on every refresh; what a commit holds never ch
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
-import subprocess
 import threading
 from collections.abc import Iterable
 from itertools import repeat
@@ -94,22 +92,12 @@ _CACHES: dict[Path, _Cache] = {}
 _LOCK = threading.Lock()  # the control room may ask from two workers at once
 
 
-# what a revision held is what its objects hold: no `git replace` made from a unit's worktree (refs
-# are shared by every worktree) and no graft may stand in for it
-_GIT_ENV = {**os.environ, "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}
-
-
 def _git(root: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
-    try:
-        done = subprocess.run(
-            ["git", "--no-replace-objects", "-C", str(root), "-c", "core.quotePath=false", *args],
-            input=stdin,
-            env=_GIT_ENV,
-            capture_output=True,
-            timeout=_TIMEOUT,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+    """What a revision held is what its objects hold (registry.gitcall: no `git replace` made from
+    a unit's worktree, whose refs are every worktree's, and no graft may stand in for it)."""
+    from registry.gitcall import git
+
+    done = git(root, "-c", "core.quotePath=false", *args, input=stdin, timeout=_TIMEOUT, filters=False)
     return done.stdout if done.returncode == 0 else None
 
 

@@ -49,16 +49,14 @@ def walk_policy(ws: Workspace) -> Policy:
     checkout's files, which a branch may have edited."""
     if ws.has_stores:
         return lint_policy(ws)
-    import subprocess
-
+    from registry.gitcall import git
     from registry.history import resolve_trunk
 
     ref = resolve_trunk(ws.tree, trunk_of(ws))
     if ref is None:
         return lint_policy(ws)
-    done = subprocess.run(
-        ["git", "-C", str(ws.tree), "show", f"{ref}:regulator/policy/interaction.yaml"], capture_output=True
-    )
+    # the blob as stored: a replace ref a unit made (refs are every worktree's) cannot stand in
+    done = git(ws.tree, "cat-file", "blob", f"{ref}:regulator/policy/interaction.yaml", filters=False)
     return policy_at(ws, done.stdout if done.returncode == 0 else None, f"trunk ({ref})")
 
 

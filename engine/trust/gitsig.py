@@ -8,13 +8,12 @@ authorize a load-bearing register change, so its cost stays with those few commi
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.base import sshsig
-from engine.base.gitsafe import safe_git
+from registry.gitcall import git
 
 if TYPE_CHECKING:
     from engine.checkout.workspace import Workspace
@@ -47,12 +46,7 @@ def split_signature(raw: bytes) -> tuple[bytes, str | None]:
 
 def signed_by(root: Path, sha: str, keys: Mapping[str, tuple[str, ...]]) -> dict[str, bool]:
     """For each person given, whether the commit is SSH-signed by one of their keys."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(root), "cat-file", "commit", sha], capture_output=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return {person: False for person in keys}
+    done = git(root, "cat-file", "commit", sha, timeout=30, filters=False)  # the object as stored
     if done.returncode != 0:
         return {person: False for person in keys}
     payload, signature = split_signature(done.stdout)
@@ -64,12 +58,12 @@ def signed_by(root: Path, sha: str, keys: Mapping[str, tuple[str, ...]]) -> dict
     }
 
 
-# git as regulator runs it for a person: engine.base.gitsafe (no hooks, no fsmonitor, no filters,
-# the stock signer)
-def _git(root: Path, *args: str, env: dict | None = None, data: bytes | None = None) -> str | None:
-    """git's answer (stripped), run as a person's process runs it (engine.base.gitsafe); None when
-    it fails."""
-    done = safe_git(root, *args, env=env, data=b"" if data is None else data, timeout=60)
+def _git(
+    root: Path, *args: str, env: Mapping[str, str] | None = None, data: bytes | None = None
+) -> str | None:
+    """git's answer (stripped), run as a person's process runs it (registry.gitcall: no hook, no
+    fsmonitor, no filter, the stock signer; `env` set on top); None when it fails."""
+    done = git(root, *args, env=env, input=data, timeout=60)
     return done.stdout.decode().strip() if done.returncode == 0 else None
 
 
@@ -106,7 +100,6 @@ def commit(
     --no-filters, a private index, commit-tree), so no hook, filter or fsmonitor of the repository
     runs. False outside git or when git refuses. Without `allow_empty`, paths that HEAD already
     holds as they are make no commit (True: nothing was left to commit)."""
-    import os
     import tempfile
 
     from engine.base import clock
@@ -116,7 +109,7 @@ def commit(
     root = root or ws.root
     if not (root / ".git").exists():
         return False
-    env = dict(os.environ)
+    env: dict[str, str] = {}  # what this commit sets on top of the person's environment
     if clock.fixed():  # a pinned workspace (tests, the demo) makes the same commits every time
         stamp = clock.iso(clock.now())
         env.update(GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp)

@@ -36,6 +36,7 @@ from engine.checkout.workspace import Workspace
 from engine.trust.gitsig import NAMESPACE, split_signature
 from identity import regular
 from identity.files import GOVERNED, OPTIONAL
+from registry.gitcall import git
 
 DECISION = "Regulator-Decision"
 DECIDED_BY = "Regulator-Decided-By"
@@ -115,12 +116,9 @@ class _Commit(msgspec.Struct):
     changed: dict[str, str]  # governed path -> its blob id after this commit
 
 
-def _git(root: Path, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess:
-    command = ["git", "-C", str(root), "-c", "core.fsmonitor=false", *args]
-    try:
-        return subprocess.run(command, input=data, capture_output=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return subprocess.CompletedProcess(command, 127, b"", str(exc).encode())
+def _git(root: Path, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """The decisions' history as its objects store it (registry.gitcall: no replace ref or graft)."""
+    return git(root, *args, input=data, timeout=120, filters=False)
 
 
 def trailers(message: bytes) -> dict[str, list[str]]:
