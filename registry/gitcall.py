@@ -13,8 +13,14 @@ from pathlib import Path
 
 SAFE = [
     "--no-replace-objects",
+    # no code of the repository's: no hook, no fsmonitor, the stock SSH signer, and nothing run to
+    # show a signature in a log (log.showSignature would run gpg.program on every signed commit)
     "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "gpg.ssh.program=ssh-keygen",
-    "-c", "commit.gpgsign=false", "-c", "core.sshCommand=ssh",
+    "-c", "commit.gpgsign=false", "-c", "core.sshCommand=ssh", "-c", "log.showSignature=false",
+    "-c", "gpg.program=false", "-c", "gpg.openpgp.program=false", "-c", "gpg.x509.program=false",
+    # the objects as stored: replace refs stay off (the repository's core.useReplaceRefs cannot turn
+    # them back on) and parents come from the commits, not from a commit-graph file beside them
+    "-c", "core.useReplaceRefs=false", "-c", "core.commitGraph=false",
     "-c", "advice.graftFileDeprecated=false",  # GIT_GRAFT_FILE below: read, empty, and not a hint
 ]  # fmt: skip
 
@@ -25,11 +31,24 @@ ELSEWHERE = frozenset({
     "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_REPLACE_REF_BASE", "GIT_SHALLOW_FILE",
     "GIT_QUARANTINE_PATH", "GIT_PREFIX",
 })  # fmt: skip
-AS_STORED = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}
+# objects as stored, and none fetched: a "promisor" remote a unit configured would run its
+# `uploadpack` command to fetch an object it deleted (no protocol is allowed, no lazy fetch)
+AS_STORED = {
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_GRAFT_FILE": os.devnull,
+    "GIT_ALLOW_PROTOCOL": "none",
+    "GIT_NO_LAZY_FETCH": "1",
+}
 
 
 class UnsafeConfig(Exception):
     """A filter driver `-c` cannot empty (its name holds `=`): git is not run at all."""
+
+
+def ignored() -> list[str]:
+    """The ELSEWHERE variables this process's environment sets (git is not told of them): for a
+    message that says why git reads the repository where regulator is, not where they point."""
+    return sorted(name for name in ELSEWHERE if os.environ.get(name))
 
 
 def person_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -53,8 +72,10 @@ def no_filters(root: Path) -> list[str]:
     }
     if any("=" in name for name in names):  # `-c filter.a=b.clean=` would set `filter.a`
         raise UnsafeConfig(f"a filter driver named {sorted(n for n in names if '=' in n)[0]!r}")
-    return [flag for name in sorted(names) for part in ("clean", "smudge", "process")
-            for flag in ("-c", f"filter.{name}.{part}=")]  # fmt: skip
+    # emptied and not required: a required driver (git-lfs's) with no command stops a checkout;
+    # without one, git takes the blob as it is stored (an LFS pointer file)
+    return [flag for name in sorted(names) for setting in ("clean=", "smudge=", "process=", "required=false")
+            for flag in ("-c", f"filter.{name}.{setting}")]  # fmt: skip
 
 
 def git(

@@ -82,10 +82,10 @@ def read_history(root: Path, trunk: str) -> History:
         said = probe.stderr.decode("utf-8", errors="replace").strip().splitlines()
         if said and "not a git repository" not in said[0] and "cannot change to" not in said[0]:
             return unavailable(f"git could not answer ({said[0]})")  # e.g. dubious ownership
-        return unavailable("not a git repository")
+        return unavailable(_not_a_repository(root))
     bare, _, prefix = probe.stdout.decode("utf-8", errors="surrogateescape").partition("\n")
     if prefix.strip():  # a folder inside a working tree, not its root
-        return unavailable("not a git repository")
+        return unavailable(_not_a_repository(root))
     try:
         if _ask(root, "rev-parse", "--is-shallow-repository").strip() == "true":
             return unavailable("the clone is shallow")
@@ -97,6 +97,19 @@ def read_history(root: Path, trunk: str) -> History:
         return _read(root, trunk_ref)
     except _GitFailed as exc:
         return unavailable(f"git could not answer ({exc.stderr or exc.status})")
+
+
+def _not_a_repository(root: Path) -> str:
+    """Why there is no history here; where the environment names another repository (a git hook's,
+    a detached git folder's), that it is not followed (D-199)."""
+    from registry.gitcall import ignored
+
+    names = ignored()
+    if not names:
+        return "not a git repository"
+    return (
+        f"not a git repository ({', '.join(names)} in the environment not followed: regulator reads {root})"
+    )
 
 
 def _read(root: Path, trunk_ref: str) -> History:
@@ -435,19 +448,11 @@ def _tree_texts(root: Path, rev: str) -> dict[str, str]:
             blobs[path] = meta.split()[2]
     if not blobs:
         return {}
-    order = list(blobs.items())
-    request = "".join(f"{sha}\n" for _, sha in order).encode()
-    done = _git(root, "cat-file", "--batch", input=request)
-    if done.returncode != 0:
-        raise _GitFailed(done.returncode, done.stderr)
-    data = done.stdout
+    objects = _cat_batch(root, sorted(set(blobs.values())))
     texts: dict[str, str] = {}
-    offset = 0
-    for path, _ in order:
-        end = data.index(b"\n", offset)
-        header = data[offset:end].split()
-        size = int(header[2])
-        start = end + 1
-        texts[path] = data[start : start + size].decode("utf-8", errors="replace")
-        offset = start + size + 1
+    for path, sha in blobs.items():
+        data = objects.get(sha)
+        if data is None:  # an object the repository does not hold (nothing is fetched: D-199)
+            raise _GitFailed(1, f"no object {sha} ({path} at {rev})")
+        texts[path] = data.decode("utf-8", errors="replace")
     return texts

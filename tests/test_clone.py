@@ -655,6 +655,7 @@ def test_a_replace_ref_cannot_stand_in_for_trunks_policy(fleet: Any, tmp_path: P
     forged.write_text(yaml.safe_dump(policy))
     stored = git(here, "rev-parse", f"HEAD:{INTERACTION}").strip()
     git(here, "replace", stored, git(here, "hash-object", "-w", str(forged)).strip())
+    git(here, "config", "core.useReplaceRefs", "true")  # nor can the repository turn them back on
     assert "bob" in git(here, "show", f"main:{INTERACTION}")  # what a reader honouring replace refs sees
     finding = next((here / "findings").glob("F-*.md"))
     finding.write_text(finding.read_text().replace("resolved: false", "resolved: true"))

@@ -443,6 +443,11 @@ def test_trunk_history_is_read_at_a_working_trees_root_only(
     plain.mkdir()
     assert history.read_history(plain, "main").why == "not a git repository"
     assert history.read_history(tmp_path / "missing", "main").why == "not a git repository"
+    monkeypatch.setenv("GIT_DIR", str(reg.root / ".git"))  # a detached git folder is not followed (D-199)
+    assert history.read_history(plain, "main").why == (
+        f"not a git repository (GIT_DIR in the environment not followed: regulator reads {plain})"
+    )
+    monkeypatch.delenv("GIT_DIR")
     bare = tmp_path / "bare.git"
     helpers.git(tmp_path, "clone", "-q", "--bare", str(reg.root), str(bare), env=reg.env)
     assert history.read_history(bare, "main").why == "a bare repository (no working tree)"
@@ -493,3 +498,75 @@ def test_a_git_hooks_environment_does_not_point_regulator_at_another_repository(
         hooked = reg.run(*args, env=elsewhere)
         assert (hooked.returncode, hooked.stdout) == (plain.returncode, plain.stdout), args
     assert json.loads(reg.run("registry", "lint", "--json", env=elsewhere).stdout)["historyChecked"] is True
+
+
+def test_reading_trunks_history_runs_no_signature_program_the_repository_names(
+    reg: Any, tmp_path: Path
+) -> None:
+    """`log.showSignature` makes every `git log` run `gpg.program` on a signed commit: set by a unit
+    in the shared .git, with a commit carrying a PGP signature on trunk, lint would run the unit's
+    program in the person's process (D-199)."""
+    ran = tmp_path / "ran"
+    program = tmp_path / "gpg.sh"
+    program.write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n")
+    program.chmod(0o755)
+    reg.git("config", "log.showSignature", "true")
+    reg.git("config", "gpg.program", str(program))
+    reg.write("findings/F-unit.md", finding_text(fid="F-unit"))
+    reg.git("add", "findings/F-unit.md")
+    tree = reg.git("write-tree").strip()
+    head = reg.git("rev-parse", "HEAD").strip()
+    body = (
+        f"tree {tree}\nparent {head}\nauthor u <u@x> 1764000000 +0000\ncommitter u <u@x> 1764000000 +0000\n"
+        "gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEE\n -----END PGP SIGNATURE-----\n\na finding\n"
+    )
+    forged = tmp_path / "commit"
+    forged.write_text(body)
+    sha = reg.git("hash-object", "-t", "commit", "-w", str(forged)).strip()
+    reg.git("update-ref", "refs/heads/main", sha)
+    reg.git("reset", "-q", "--hard", sha)
+    assert (
+        subprocess.run(["git", "-C", str(reg.root), "log", "-1"], capture_output=True, env=reg.env).returncode
+        == 0
+    )
+    assert ran.exists()  # plain git runs it
+    ran.unlink()
+    done = reg.run("registry", "lint", "--json")
+    assert done.returncode in (0, 1) and json.loads(done.stdout)["historyChecked"] is True, done.stderr
+    assert not ran.exists()
+
+
+def test_a_missing_object_fetches_nothing_from_a_remote_the_repository_names(
+    reg: Any, tmp_path: Path
+) -> None:
+    """A unit that deletes one of trunk's objects and declares a "promisor" remote would have git
+    fetch it lazily, running the remote's `uploadpack` command in the person's process (D-199):
+    nothing is fetched; lint says git could not answer."""
+    ran = tmp_path / "ran"
+    remote = tmp_path / "remote"
+    helpers.git(tmp_path, "init", "-q", "--bare", str(remote), env=reg.env)
+    reg.write("findings/F-gone.md", finding_text(fid="F-gone"))
+    reg.commit("a finding")
+    blob = reg.git("rev-parse", "HEAD:findings/F-gone.md").strip()
+    (reg.root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    for key, value in (
+        ("core.repositoryformatversion", "1"),
+        ("extensions.partialClone", "origin"),
+        ("remote.origin.promisor", "true"),
+        ("remote.origin.url", str(remote)),
+        ("protocol.file.allow", "always"),
+        ("remote.origin.uploadpack", f"touch {ran}; git-upload-pack"),
+    ):
+        reg.git("config", key, value)
+    plain = subprocess.run(
+        ["git", "-C", str(reg.root), "cat-file", "-p", blob], capture_output=True, env=reg.env
+    )
+    assert plain.returncode != 0 and ran.exists()  # plain git runs it
+    ran.unlink()
+    done = reg.run("registry", "lint", "--json")
+    assert "Traceback" not in done.stderr, done.stderr
+    assert not ran.exists()
+    said = json.loads(done.stdout)
+    assert said["historyChecked"] is False and said["historyUnavailable"] == (
+        f"git could not answer (no object {blob} (findings/F-gone.md at {reg.git('rev-parse', 'HEAD').strip()}))"
+    )

@@ -161,17 +161,27 @@ echo '{{"summary": "left-pad is a modified copy; u1 is affected", "outcome": "do
 def test_making_a_units_worktree_runs_no_hook_or_filter_a_unit_planted(served: Any, tmp_path: Any) -> None:
     """A unit can write the repository's .git (its worktree shares it): the next `unit run` makes a
     worktree in the person's process, which must run none of the repository's code (no
-    post-checkout hook, no smudge filter)."""
+    post-checkout hook, no smudge filter, not even one .git/config includes only inside a linked
+    worktree's git folder). A driver marked required (git-lfs's) does not stop the checkout: the
+    blob is checked out as stored."""
     ws, _ = served
-    hooked, smudged = tmp_path / "hooked", tmp_path / "smudged"
+    hooked, smudged, included = tmp_path / "hooked", tmp_path / "smudged", tmp_path / "included"
     hook = ws.root / ".git" / "hooks" / "post-checkout"
     hook.write_text(f"#!/bin/sh\ntouch {hooked}\n")
     hook.chmod(0o755)
     ws.git("config", "filter.evil.smudge", f"sh -c 'touch {smudged}; cat'")
-    (ws.root / ".git" / "info" / "attributes").write_text("* filter=evil\n")
+    ws.git("config", "filter.evil.required", "true")
+    inner = tmp_path / "inner.cfg"
+    inner.write_text(f"[filter \"worse\"]\n\tsmudge = sh -c 'touch {included}; cat'\n")
+    ws.git("config", f"includeIf.gitdir:{ws.root}/.git/worktrees/**.path", str(inner))
+    (ws.root / ".git" / "info" / "attributes").write_text("*.md filter=evil\n*.yaml filter=worse\n")
     done = run_unit(ws, "r1", "--ttl", "1m", "--", "true")
-    assert ws.root.joinpath(".worktrees", "r1", "regulator").is_dir(), done.stderr
-    assert not hooked.exists() and not smudged.exists()
+    made = ws.root / ".worktrees" / "r1"
+    assert (made / "regulator" / "config.yaml").read_bytes() == (
+        ws.root / "regulator" / "config.yaml"
+    ).read_bytes()
+    assert done.returncode == 0, done.stderr
+    assert not hooked.exists() and not smudged.exists() and not included.exists()
 
 
 def test_a_held_close_awaits_and_wait_closes_after_a_signed_disposition(served: Any, tmp_path: Any) -> None:

@@ -243,7 +243,17 @@ def _clean_registers(ws: Workspace) -> None:
     from registry.gitcall import git_text
 
     # the person's process: no fsmonitor or filter of the repository's runs (registry.gitcall)
-    done = git_text(ws.tree, "status", "--porcelain", "--untracked-files=all", "--", *REGISTERS)
+    # the tree this checkout is, whatever core.worktree says; a submodule's own filters never run
+    done = git_text(
+        ws.tree,
+        f"--work-tree={ws.tree}",
+        "status",
+        "--porcelain",
+        "--untracked-files=all",
+        "--ignore-submodules=all",
+        "--",
+        *REGISTERS,
+    )
     if done.returncode == 127:
         raise Refused("--commit: git cannot say whether the registers hold uncommitted changes")
     changed = [line[3:] for line in done.stdout.splitlines() if line.strip()]

@@ -329,11 +329,23 @@ def make_worktree(ws: Workspace, worktree: Path) -> bool:
     worktree.parent.mkdir(parents=True, exist_ok=True)
     trunk = trunk_of(ws)
     # the person's process: none of the repository's code runs (no post-checkout hook, no smudge
-    # filter: a unit can write .git, which its worktree shares; registry.gitcall, D-199)
-    done = git_text(ws.root, "worktree", "add", "--detach", str(worktree), trunk, timeout=120)
+    # filter: a unit can write .git, which its worktree shares; registry.gitcall, D-199). The files
+    # are checked out in the new worktree itself, whose filters are emptied as git sees them there
+    # (an `includeIf gitdir:` in .git/config applies in the worktree's git folder only)
+    done = git_text(
+        ws.root, "worktree", "add", "--no-checkout", "--detach", str(worktree), trunk, timeout=120
+    )
+    if done.returncode == 0:
+        filled = git_text(worktree, "reset", "--hard", "-q", timeout=120)
+        if filled.returncode != 0:
+            git_text(ws.root, "worktree", "remove", "--force", "--force", str(worktree), timeout=120)
+            done = filled
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["git worktree add failed"])[-1]
-        raise BadInput(f"--worktree {worktree}: cannot make a git worktree at {trunk} ({last})")
+        raise BadInput(
+            f"cannot make the unit's worktree {worktree} at {trunk} ({last}); it is made without the "
+            "repository's hooks and filters (docs/units.md)"
+        )
     return True
 
 
