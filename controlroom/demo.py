@@ -145,12 +145,19 @@ INTAKE = [
 
 
 def _git(root: Path, *args: str) -> None:
-    """Git with the demo's own identity; under a fixed clock, fixed commit dates too."""
-    env = dict(os.environ)
+    """Git with the demo's own identity (registry.gitcall: a git hook's GIT_INDEX_FILE, say, is not
+    followed); under a fixed clock, fixed commit dates too."""
+    from registry.gitcall import git
+
+    env: dict[str, str] = {}
     if clock.fixed():
         stamp = clock.iso(clock.now())
         env.update(GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp)
-    subprocess.run(["git", "-C", str(root), *DEMO_GIT, *args], check=True, capture_output=True, env=env)
+    done = git(root, *DEMO_GIT, *args, env=env)
+    if done.returncode != 0:
+        raise subprocess.CalledProcessError(
+            done.returncode, f"git {' '.join(args)}", done.stdout, done.stderr
+        )
 
 
 def worktree_of(root: Path, unit_id: str) -> Path:
@@ -244,7 +251,8 @@ def _system_clock(ws: Workspace) -> None:
 
 
 def _build(root: Path, reproducible: bool, store: str | None = None) -> Workspace:
-    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True, capture_output=True)
+    root.mkdir(parents=True, exist_ok=True)
+    _git(root, "init", "-q", "-b", "main")
     _git(root, "config", "user.name", "regulator demo")
     _git(root, "config", "user.email", "demo@regulator.invalid")
     key = demo_key(root, reproducible)

@@ -148,3 +148,22 @@ def test_bench_runs_at_smoke_scale(tmp_path: Path) -> None:
     ):
         assert isinstance(report[key], int | float) and report[key] > 0, key
     assert set(report["met"]) == set(report["targets"])
+
+
+def test_the_demo_made_from_a_git_hook_is_whole(tmp_path: Path) -> None:
+    """A git hook exports its own repository's GIT_DIR and GIT_INDEX_FILE: the demo's git follows
+    neither (D-199), so the demo's repository is whole and the hook's is untouched."""
+    outer = tmp_path / "outer"
+    subprocess.run(["git", "init", "-q", str(outer)], check=True, env=bare_env(HOME=str(tmp_path / "home")))
+    env = bare_env(
+        HOME=str(tmp_path / "home"), GIT_DIR=str(outer / ".git"), GIT_INDEX_FILE=str(outer / ".git" / "index")
+    )
+    target = tmp_path / "demo"
+    done = subprocess.run([REGULATOR, "demo", "--dir", str(target)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    plain = bare_env(HOME=str(tmp_path / "home"))
+    status = subprocess.run(
+        ["git", "-C", str(target), "status", "--porcelain"], env=plain, capture_output=True
+    )
+    assert status.returncode == 0 and status.stdout == b""
+    assert not (outer / ".git" / "index").exists()

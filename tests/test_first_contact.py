@@ -104,6 +104,22 @@ def test_registry_resolve_writes_commits_signed_and_releases_the_unit(demo: Any)
     assert again.returncode == 3 and "already resolved" in again.stderr
 
 
+def test_a_relative_key_is_read_from_where_the_person_typed_it(demo: Any) -> None:
+    """`--key ../KEY` from a subfolder: git, which signs the commit in the workspace's root, is
+    given the key's whole path (it read `../KEY` from the root: written, then "git did not commit
+    it")."""
+    env = clean_env(REGULATOR_NOW=NOW, GIT_CONFIG_GLOBAL="/dev/null")
+    head = git(demo, "rev-parse", "HEAD").strip()
+    done = subprocess.run(
+        [REGULATOR, "--key", f"../{KEY_DIR}/{OWNER}", "registry", "resolve", FINDING, "--by", "alice",
+         "--rationale", "the runner ships it", "--commit"],
+        cwd=demo.root / "findings", capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert git(demo, "rev-parse", "HEAD^").strip() == head
+    assert "-----BEGIN SSH SIGNATURE-----" in git(demo, "cat-file", "commit", "HEAD")
+
+
 def test_registry_resolve_needs_the_ack_grant_and_writes_nothing_without(demo: Any) -> None:
     import yaml
 
