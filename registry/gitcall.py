@@ -21,6 +21,11 @@ SAFE = [
     # the objects as stored: replace refs stay off (the repository's core.useReplaceRefs cannot turn
     # them back on) and parents come from the commits, not from a commit-graph file beside them
     "-c", "core.useReplaceRefs=false", "-c", "core.commitGraph=false",
+    # the output regulator parses as git writes it by default: log headers in UTF-8 (another
+    # encoding hid every trunk commit from lint), a root commit's changes shown, no path followed
+    # through renames, no submodule entered
+    "-c", "i18n.logOutputEncoding=UTF-8", "-c", "log.showRoot=true", "-c", "log.follow=false",
+    "-c", "submodule.recurse=false",
     "-c", "advice.graftFileDeprecated=false",  # GIT_GRAFT_FILE below: read, empty, and not a hint
 ]  # fmt: skip
 

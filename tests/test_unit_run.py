@@ -175,6 +175,8 @@ def test_making_a_units_worktree_runs_no_hook_or_filter_a_unit_planted(served: A
     inner.write_text(f"[filter \"worse\"]\n\tsmudge = sh -c 'touch {included}; cat'\n")
     ws.git("config", f"includeIf.gitdir:{ws.root}/.git/worktrees/**.path", str(inner))
     (ws.root / ".git" / "info" / "attributes").write_text("*.md filter=evil\n*.yaml filter=worse\n")
+    trunk = ws.git("rev-parse", "main").strip()
+    ws.git("tag", "main", "HEAD~1")  # a tag named like the trunk is not the trunk
     done = run_unit(ws, "r1", "--ttl", "1m", "--", "true")
     made = ws.root / ".worktrees" / "r1"
     assert (made / "regulator" / "config.yaml").read_bytes() == (
@@ -182,6 +184,12 @@ def test_making_a_units_worktree_runs_no_hook_or_filter_a_unit_planted(served: A
     ).read_bytes()
     assert done.returncode == 0, done.stderr
     assert not hooked.exists() and not smudged.exists() and not included.exists()
+    assert (
+        subprocess.run(
+            ["git", "-C", str(made), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        == trunk
+    )
 
 
 def test_a_held_close_awaits_and_wait_closes_after_a_signed_disposition(served: Any, tmp_path: Any) -> None:

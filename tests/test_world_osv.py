@@ -311,6 +311,12 @@ def test_a_replace_ref_does_not_hide_a_pinned_version_from_the_sensor(ws: Any) -
     stored = ws.git("rev-parse", f"main:{lockfile}").strip()
     ws.git("replace", stored, ws.git("hash-object", "-w", str(clean)).strip())
     assert "Django==3.2.14" in ws.git("show", f"main:{lockfile}")  # what a reader honouring replace refs sees
+    # nor does a tag named like the trunk (which any worktree can make) stand in for its branch
+    ws.git("checkout", "-q", "--detach")
+    ws.write(lockfile, clean.read_text())
+    ws.commit("a fixed pin, off trunk", sign=False)
+    ws.git("tag", "main")
+    ws.git("checkout", "-q", "main")
     done = ws.run("sensors", "run", "osv")
     assert done.returncode == 0, done.stderr
     assert [s["subject"] for s in sensor_signals(ws)] == ["Django 3.2.0: GHSA-w24h-v9qh-8gxj"]

@@ -173,14 +173,15 @@ def trunk_files(ws: Workspace, paths: list[str]) -> tuple[str | None, dict[str, 
     """The commit trunk is at and each path's content there (one `git cat-file --batch`); the
     problems, one line each (no trunk; a path not on trunk)."""
     from engine.checkout.gitconfig import trunk_of
+    from registry.history import resolve_trunk
 
     trunk = trunk_of(ws)
     commit = None
-    for ref in (trunk, f"origin/{trunk}"):
+    ref = resolve_trunk(ws.root, trunk)  # the branch by its full name: a tag named `main` is not trunk
+    if ref is not None:
         done = _git(ws, ["rev-parse", "--verify", "-q", f"{ref}^{{commit}}"])
         if done.returncode == 0 and done.stdout.strip():
             commit = done.stdout.decode().strip()
-            break
     if commit is None:
         return (
             None,

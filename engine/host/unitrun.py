@@ -38,6 +38,7 @@ from engine.base import clock
 from engine.base.errors import BadInput, Refused, RegulatorError
 from engine.checkout.workspace import STATE_DIR, Workspace, check_unit_id
 from engine.read.contracts import Contract, read_contract
+from identity import regular
 from registry.gitcall import git_text
 
 HARNESSES = ("env", "claude-code")
@@ -328,15 +329,26 @@ def make_worktree(ws: Workspace, worktree: Path) -> bool:
     _exclude(ws, worktree)
     worktree.parent.mkdir(parents=True, exist_ok=True)
     trunk = trunk_of(ws)
+    # trunk's branch by its full name, to its commit before anything is made (a tag named like the
+    # trunk, which any worktree can make, would stand in for it)
+    sha = _trunk_commit(ws, trunk)
     # the person's process: none of the repository's code runs (no post-checkout hook, no smudge
     # filter: a unit can write .git, which its worktree shares; registry.gitcall, D-199). The files
     # are checked out in the new worktree itself, whose filters are emptied as git sees them there
-    # (an `includeIf gitdir:` in .git/config applies in the worktree's git folder only)
-    done = git_text(
-        ws.root, "worktree", "add", "--no-checkout", "--detach", str(worktree), trunk, timeout=120
-    )
+    # (an `includeIf gitdir:` in .git/config applies in the worktree's git folder only), at that
+    # commit and into that folder whatever its git folder says by then
+    done = git_text(ws.root, "worktree", "add", "--no-checkout", "--detach", str(worktree), sha, timeout=120)
     if done.returncode == 0:
-        filled = git_text(worktree, "reset", "--hard", "-q", timeout=120)
+        filled = git_text(
+            worktree,
+            f"--work-tree={worktree}",
+            "reset",
+            "--hard",
+            "-q",
+            "--no-recurse-submodules",
+            sha,
+            timeout=120,
+        )
         if filled.returncode != 0:
             git_text(ws.root, "worktree", "remove", "--force", "--force", str(worktree), timeout=120)
             done = filled
@@ -347,6 +359,18 @@ def make_worktree(ws: Workspace, worktree: Path) -> bool:
             "repository's hooks and filters (docs/units.md)"
         )
     return True
+
+
+def _trunk_commit(ws: Workspace, trunk: str) -> str:
+    """The commit `refs/heads/<trunk>` (else `refs/remotes/origin/<trunk>`) names; bad input when
+    neither does."""
+    from registry.history import resolve_trunk
+
+    ref = resolve_trunk(ws.root, trunk)
+    done = git_text(ws.root, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}", timeout=10, filters=False)
+    if ref is None or done.returncode != 0 or not done.stdout.strip():
+        raise BadInput(f"cannot make the unit's worktree: no trunk branch {trunk!r} (nor origin/{trunk})")
+    return done.stdout.strip()
 
 
 def _exclude(ws: Workspace, path: Path) -> None:
@@ -360,13 +384,12 @@ def _exclude(ws: Workspace, path: Path) -> None:
     if not exclude.is_absolute():
         exclude = ws.root / exclude
     line = f"/{WORKTREES}/"
-    try:
-        present = exclude.read_text(encoding="utf-8").splitlines() if exclude.exists() else []
+    try:  # replaced, never written through: a unit can make info/exclude a link to a file of the person's
+        present = regular.read_text(exclude).splitlines() if exclude.exists() else []
         if line not in present:
             exclude.parent.mkdir(parents=True, exist_ok=True)
-            with exclude.open("a", encoding="utf-8") as handle:
-                handle.write(("" if not present or not present[-1] else "") + line + "\n")
-    except OSError:
+            regular.replace_text(exclude, "".join(f"{p}\n" for p in [*present, line]), exclude.parent.parent)
+    except (OSError, RegulatorError):
         pass
 
 

@@ -83,6 +83,20 @@ def test_an_unsigned_commit_on_trunk_lifts_no_hold_and_lint_names_it(filed: Work
     assert once.returncode == 1 and "lint ✓" not in once.stdout and "lint ✗1" in once.stdout
 
 
+def test_the_repositorys_log_encoding_hides_no_trunk_commit(filed: Workspace) -> None:
+    """A log written in another encoding hid every trunk commit from lint and the trunk walk (its
+    records start `%x00C`); the output regulator parses is git's by default whatever .git/config
+    says (D-199)."""
+    ws = filed
+    ws.git("config", "i18n.logOutputEncoding", "UTF-7")
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("close it quietly", sign=False)
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    done = ws.run("registry", "lint", "--json")
+    errors = json.loads(done.stdout)["errors"]
+    assert done.returncode == 1 and [e["code"] for e in errors] == ["unauthorized-change"], done.stdout
+
+
 def test_a_trailer_without_the_signature_lifts_nothing_where_signatures_are_required(
     filed: Workspace,
 ) -> None:
