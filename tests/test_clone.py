@@ -619,18 +619,15 @@ def test_the_room_in_a_clone_shows_unknown_and_disables_actions(fleet: Any, tmp_
     assert not (here / ".regulator").exists()
 
 
-def test_a_branch_cannot_grant_itself_the_ack_it_uses(fleet: Any, tmp_path: Path) -> None:
-    """In a clone the policy on disk is the branch's: lint takes trunk's at the merge-base."""
-    ws, _ = fleet
-    here = clone(ws, tmp_path)
-    git(here, "checkout", "-q", "-b", "bob-self")
-    path = here / "regulator/policy/interaction.yaml"
+def bob_acks(path: Path) -> dict:
+    """The interaction policy at `path` with bob added, holding the ack grant and alice's keys."""
     policy = yaml.safe_load(path.read_text())
     policy["people"]["bob"] = {"grants": ["ack"], "keys": policy["people"]["alice"]["keys"]}
-    path.chmod(0o644)
-    path.write_text(yaml.safe_dump(policy))
-    git(here, "add", "-A")
-    git(here, "commit", "-q", "-m", "bob joins, by hand")
+    return policy
+
+
+def bob_resolves_and_lint_refuses(ws: helpers.Workspace, here: Path) -> None:
+    """A finding resolved in `here` by a commit alice's key signs, Authorized-by bob: lint refuses it."""
     finding = next((here / "findings").glob("F-*.md"))
     finding.write_text(finding.read_text().replace("resolved: false", "resolved: true"))
     git(here, "add", "-A")
@@ -640,6 +637,20 @@ def test_a_branch_cannot_grant_itself_the_ack_it_uses(fleet: Any, tmp_path: Path
     errors = json.loads(done.stdout)["errors"]
     assert done.returncode == 1 and "unauthorized-change" in [e["code"] for e in errors], done.stdout
     assert any("bob does not hold the ack grant" in e["message"] for e in errors)
+
+
+def test_a_branch_cannot_grant_itself_the_ack_it_uses(fleet: Any, tmp_path: Path) -> None:
+    """In a clone the policy on disk is the branch's: lint takes trunk's at the merge-base."""
+    ws, _ = fleet
+    here = clone(ws, tmp_path)
+    git(here, "checkout", "-q", "-b", "bob-self")
+    path = here / "regulator/policy/interaction.yaml"
+    policy = bob_acks(path)
+    path.chmod(0o644)
+    path.write_text(yaml.safe_dump(policy))
+    git(here, "add", "-A")
+    git(here, "commit", "-q", "-m", "bob joins, by hand")
+    bob_resolves_and_lint_refuses(ws, here)
 
 
 def test_a_replace_ref_cannot_stand_in_for_trunks_policy(fleet: Any, tmp_path: Path) -> None:
@@ -649,23 +660,14 @@ def test_a_replace_ref_cannot_stand_in_for_trunks_policy(fleet: Any, tmp_path: P
     here = clone(ws, tmp_path)
     git(here, "checkout", "-q", "-b", "bob-self")
     path = here / INTERACTION
-    policy = yaml.safe_load(path.read_text())
-    policy["people"]["bob"] = {"grants": ["ack"], "keys": policy["people"]["alice"]["keys"]}
+    policy = bob_acks(path)
     forged = tmp_path / "forged.yaml"
     forged.write_text(yaml.safe_dump(policy))
     stored = git(here, "rev-parse", f"HEAD:{INTERACTION}").strip()
     git(here, "replace", stored, git(here, "hash-object", "-w", str(forged)).strip())
     git(here, "config", "core.useReplaceRefs", "true")  # nor can the repository turn them back on
     assert "bob" in git(here, "show", f"main:{INTERACTION}")  # what a reader honouring replace refs sees
-    finding = next((here / "findings").glob("F-*.md"))
-    finding.write_text(finding.read_text().replace("resolved: false", "resolved: true"))
-    git(here, "add", "-A")
-    sign = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={alice_key()}"]
-    git(here, *sign, "commit", "-q", "-S", "-m", "resolve\n\nAuthorized-by: bob")
-    done = ws.run("registry", "lint", "--json", cwd=here)
-    errors = json.loads(done.stdout)["errors"]
-    assert done.returncode == 1 and "unauthorized-change" in [e["code"] for e in errors], done.stdout
-    assert any("bob does not hold the ack grant" in e["message"] for e in errors)
+    bob_resolves_and_lint_refuses(ws, here)
 
 
 def test_context_never_delivers_a_hand_edited_identity_file(ws: helpers.Workspace) -> None:
