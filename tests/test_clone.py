@@ -670,6 +670,24 @@ def test_a_replace_ref_cannot_stand_in_for_trunks_policy(fleet: Any, tmp_path: P
     bob_resolves_and_lint_refuses(ws, here)
 
 
+def test_a_resolve_committed_in_a_clone_is_signed_as_trunks_policy_asks(fleet: Any, tmp_path: Path) -> None:
+    """A clone has no decisions: `--commit` signs by the keys trunk's policy lists, which is what
+    lint judges the commit by (it made an unsigned commit that lint then refused, and without a key
+    it committed anyway)."""
+    ws, _ = fleet
+    here = clone(ws, tmp_path)
+    finding = next((here / "findings").glob("F-*.md")).stem
+    args = ["registry", "resolve", finding, "--by", "alice", "--rationale", "fixed upstream", "--commit"]
+    keyless = ws.run(*args, cwd=here, env={"REGULATOR_SIGNING_KEY": ""})
+    assert keyless.returncode == 3 and "no signing key for alice" in keyless.stderr, keyless.stderr
+    git(here, "checkout", "-q", "--", ".")
+    done = ws.run("--key", str(alice_key()), *args, cwd=here)
+    assert done.returncode == 0, done.stderr
+    assert "-----BEGIN SSH SIGNATURE-----" in git(here, "cat-file", "commit", "HEAD")
+    lint = ws.run("registry", "lint", "--json", cwd=here)
+    assert json.loads(lint.stdout)["errors"] == [], lint.stdout
+
+
 def test_context_never_delivers_a_hand_edited_identity_file(ws: helpers.Workspace) -> None:
     path = ws.root / "regulator/identity/invariants.md"
     path.chmod(0o644)

@@ -212,9 +212,12 @@ def _commit_ready(ws: Workspace, person: str, commit: bool) -> bool:
     """Before anything is written: can a `--commit` be made, and is it signed?"""
     if not commit:
         return False
+    from engine.trust.ackers import trunk_people
     from engine.trust.signing import signer_for
 
-    signer = signer_for(ws, person)  # refused (exit 3) when the person must sign and cannot
+    # in a clone, the keys trunk's policy lists, by which lint will judge the commit (there are no
+    # decisions here: unsigned, it would be made and then refused by lint)
+    signer = signer_for(ws, person, trunk_people(ws))  # refused (exit 3) when the person must sign and cannot
     if not (ws.tree / ".git").exists():
         raise BadInput("--commit: the workspace is not a git repository")
     return signer is not None

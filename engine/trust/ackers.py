@@ -8,6 +8,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING
 
+from engine.checkout.authority import People
 from engine.checkout.gitconfig import trunk_of
 from engine.checkout.workspace import Workspace
 from registry.lint import Policy
@@ -49,15 +50,33 @@ def walk_policy(ws: Workspace) -> Policy:
     checkout's files, which a branch may have edited."""
     if ws.has_stores:
         return lint_policy(ws)
+    found = _trunk_interaction(ws)
+    if found is None:
+        return lint_policy(ws)
+    ref, text = found
+    return policy_at(ws, text, f"trunk ({ref})")
+
+
+def trunk_people(ws: Workspace) -> People | None:
+    """In a clone, the persons' keys and whether they must sign as trunk's interaction policy says
+    (what lint judges a person's commit by); None on the host, or where trunk has no such file."""
+    found = None if ws.has_stores else _trunk_interaction(ws)
+    if found is None or found[1] is None:
+        return None
+    return People.parse(found[1].decode("utf-8", errors="replace"))
+
+
+def _trunk_interaction(ws: Workspace) -> tuple[str, bytes | None] | None:
+    """(trunk's ref, its interaction.yaml as stored, None where it has none); None without a trunk."""
     from registry.gitcall import git
     from registry.history import resolve_trunk
 
     ref = resolve_trunk(ws.tree, trunk_of(ws))
     if ref is None:
-        return lint_policy(ws)
+        return None
     # the blob as stored: a replace ref a unit made (refs are every worktree's) cannot stand in
     done = git(ws.tree, "cat-file", "blob", f"{ref}:regulator/policy/interaction.yaml", filters=False)
-    return policy_at(ws, done.stdout if done.returncode == 0 else None, f"trunk ({ref})")
+    return ref, done.stdout if done.returncode == 0 else None
 
 
 def policy_at(ws: Workspace, text: bytes | None, where: str) -> Policy:
