@@ -75,6 +75,13 @@ def held_units(entry: Entry | None) -> frozenset[str]:
     """The units a valid finding holds: those it affects, while it is not resolved."""
     if entry is None or entry.fields.get("resolved") is True:
         return frozenset()
+    return named_units(entry)
+
+
+def named_units(entry: Entry | None) -> frozenset[str]:
+    """The units a valid finding affects, resolved or not."""
+    if entry is None:
+        return frozenset()
     return frozenset(u for u in entry.fields.get("affects") or [] if isinstance(u, str))
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from engine.checkout.workspace import Workspace
 from engine.read.model import State
 from registry.entries import Held, Registers, entry_or_none, load_registers
-from registry.trunkwalk import TrunkFindings, held_units
+from registry.trunkwalk import TrunkFindings, held_units, named_units
 
 if TYPE_CHECKING:
     from registry.lint import Policy
@@ -66,14 +66,18 @@ def stale_knowledge(ws: Workspace, state: State) -> dict[str, list[str]]:
     working tree (design §26). A finding in the working tree holds what it names; trunk holds what
     its committed history holds (an unauthorized change there lifts nothing), so an edit that is
     not committed, or not authorized, can add a hold and never remove one. A finding that cannot
-    be read here counts as its last parseable version on trunk."""
+    be read here counts as its last parseable version on trunk. Where the stores are here and
+    trunk's history cannot be read (a shallow or damaged repository, no trunk branch), no resolve
+    or narrowing can be told authorized: every finding holds every unit it names, resolved or not
+    (fail closed, D-201)."""
     registers = registers_of(ws, state)
     findings = list(registers.findings.values()) + [held.entry for held in registers.held.values()]
+    trunk = trunk_findings(ws, state)
+    blind = ws.has_stores and not trunk.available
     flagged: dict[str, set[str]] = {}
     for finding in findings:
-        for unit_id in held_units(finding):
+        for unit_id in named_units(finding) if blind else held_units(finding):
             flagged.setdefault(unit_id, set()).add(finding.id)
-    trunk = trunk_findings(ws, state)
     names = trunk.ids()
     for path, units in trunk.holds.items():
         for unit_id in units:

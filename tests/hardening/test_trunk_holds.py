@@ -97,6 +97,18 @@ def test_the_repositorys_log_encoding_hides_no_trunk_commit(filed: Workspace) ->
     assert done.returncode == 1 and [e["code"] for e in errors] == ["unauthorized-change"], done.stdout
 
 
+def test_without_trunks_history_no_resolve_lifts_a_hold(filed: Workspace) -> None:
+    """Marking trunk shallow (any worktree can write .git/shallow) made the walk unavailable, and
+    the quiet resolve then lifted the hold. Without history no resolve can be told authorized: on
+    the host every finding holds what it names, an authorized one too, until history is back (D-201)."""
+    ws = filed
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("close it quietly", sign=False)
+    ws.write(".git/shallow", ws.git("rev-parse", "HEAD~1"))
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    assert next(u for u in ws.json("status")["units"] if u["id"] == "u1")["staleKnowledge"] == ["F-x"]
+
+
 def test_a_trailer_without_the_signature_lifts_nothing_where_signatures_are_required(
     filed: Workspace,
 ) -> None:
