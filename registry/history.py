@@ -239,6 +239,18 @@ def resolve_trunk(root: Path, trunk: str) -> str | None:
     return None
 
 
+def trunk_commit(root: Path, trunk: str) -> tuple[str, str] | None:
+    """(refs/heads/<trunk>, else refs/remotes/origin/<trunk>; the commit it names): the branch by
+    its full name, never a tag named like it, which any worktree can make; None when neither
+    names a commit."""
+    for candidate in (f"refs/heads/{trunk}", f"refs/remotes/origin/{trunk}"):
+        done = _git(root, "rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}")
+        sha = done.stdout.decode("utf-8", errors="replace").strip()
+        if done.returncode == 0 and sha:
+            return candidate, sha
+    return None
+
+
 ZERO = "0" * 40
 
 

@@ -173,21 +173,17 @@ def trunk_files(ws: Workspace, paths: list[str]) -> tuple[str | None, dict[str, 
     """The commit trunk is at and each path's content there (one `git cat-file --batch`); the
     problems, one line each (no trunk; a path not on trunk)."""
     from engine.checkout.gitconfig import trunk_of
-    from registry.history import resolve_trunk
+    from registry.history import trunk_commit
 
     trunk = trunk_of(ws)
-    commit = None
-    ref = resolve_trunk(ws.root, trunk)  # the branch by its full name: a tag named `main` is not trunk
-    if ref is not None:
-        done = _git(ws, ["rev-parse", "--verify", "-q", f"{ref}^{{commit}}"])
-        if done.returncode == 0 and done.stdout.strip():
-            commit = done.stdout.decode().strip()
-    if commit is None:
+    found = trunk_commit(ws.root, trunk)
+    if found is None:
         return (
             None,
             {},
             [f"trunk {trunk!r} not found (nor origin/{trunk}): the lockfiles are read from trunk"],
         )
+    commit = found[1]
     done = _git(ws, ["cat-file", "--batch"], "".join(f"{commit}:{p}\n" for p in paths).encode())
     if done.returncode != 0:
         return commit, {}, ["git cat-file failed reading the lockfiles from trunk"]

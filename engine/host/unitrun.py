@@ -323,6 +323,7 @@ def check_vetoes(ws: Workspace, unit: str) -> None:
 def make_worktree(ws: Workspace, worktree: Path) -> bool:
     """A git worktree of the workspace, detached at trunk, where none is; True when made here."""
     from engine.checkout.gitconfig import trunk_of
+    from registry.history import trunk_commit
 
     if worktree.exists():
         return False
@@ -331,7 +332,10 @@ def make_worktree(ws: Workspace, worktree: Path) -> bool:
     trunk = trunk_of(ws)
     # trunk's branch by its full name, to its commit before anything is made (a tag named like the
     # trunk, which any worktree can make, would stand in for it)
-    sha = _trunk_commit(ws, trunk)
+    found = trunk_commit(ws.root, trunk)
+    if found is None:
+        raise BadInput(f"cannot make the unit's worktree: no trunk branch {trunk!r} (nor origin/{trunk})")
+    sha = found[1]
     # the person's process: none of the repository's code runs (no post-checkout hook, no smudge
     # filter: a unit can write .git, which its worktree shares; registry.gitcall, D-199). The files
     # are checked out in the new worktree itself, whose filters are emptied as git sees them there
@@ -359,18 +363,6 @@ def make_worktree(ws: Workspace, worktree: Path) -> bool:
             "repository's hooks and filters (docs/units.md)"
         )
     return True
-
-
-def _trunk_commit(ws: Workspace, trunk: str) -> str:
-    """The commit `refs/heads/<trunk>` (else `refs/remotes/origin/<trunk>`) names; bad input when
-    neither does."""
-    from registry.history import resolve_trunk
-
-    ref = resolve_trunk(ws.root, trunk)
-    done = git_text(ws.root, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}", timeout=10, filters=False)
-    if ref is None or done.returncode != 0 or not done.stdout.strip():
-        raise BadInput(f"cannot make the unit's worktree: no trunk branch {trunk!r} (nor origin/{trunk})")
-    return done.stdout.strip()
 
 
 def _exclude(ws: Workspace, path: Path) -> None:
