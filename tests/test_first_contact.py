@@ -104,6 +104,20 @@ def test_registry_resolve_writes_commits_signed_and_releases_the_unit(demo: Any)
     assert again.returncode == 3 and "already resolved" in again.stderr
 
 
+def test_a_rationale_is_written_as_text_never_as_structure(demo: Any) -> None:
+    """A line break made a heading of its own in the register, and an ESC sequence or a bidi
+    override went into the file raw: written escaped, one line, as a retro's title is."""
+    path = demo.root / "findings" / f"{FINDING}.md"
+    done = cli(
+        demo, "registry", "resolve", FINDING, "--by", "alice", "--rationale", "one\n# two \x1b[31m\u202e"
+    )
+    assert done.returncode == 0, done.stderr
+    last = path.read_text().rstrip("\n").splitlines()[-1]
+    assert last.startswith("Resolved ") and "one" in last and "# two" in last
+    assert not any(line.startswith("#") for line in path.read_text().splitlines())
+    assert "\x1b" not in path.read_text() and "\u202e" not in path.read_text()
+
+
 def test_a_relative_key_is_read_from_where_the_person_typed_it(demo: Any) -> None:
     """`--key ../KEY` from a subfolder: git, which signs the commit in the workspace's root, is
     given the key's whole path (it read `../KEY` from the root: written, then "git did not commit

@@ -10,6 +10,7 @@ from pathlib import Path
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
 from engine.base.limits import check_text
+from engine.base.text import escape
 from engine.checkout.gitconfig import trunk_of
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person, require_grant
@@ -190,7 +191,9 @@ def resolve_finding(
     head_end = text.index("\n---", 3)
     head, rest = text[:head_end], text[head_end:]
     head = RESOLVED_LINE.sub("resolved: true", head, count=1)  # the schema makes it present
-    note = f"Resolved {clock.today().isoformat()} by {person}: {rationale}"
+    # the rationale is text, never structure: a line break, an escape sequence or a bidi override in
+    # it is written escaped, as a retro's title is (engine.base.text.escape), one line of the entry
+    note = f"Resolved {clock.today().isoformat()} by {person}: {escape(rationale)}"
     regular.replace_text(path, head + rest.rstrip("\n") + "\n\n" + note + "\n", ws.tree)
     if commit:
         _commit_entry(
