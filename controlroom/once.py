@@ -209,6 +209,48 @@ def _signals_json(state: State) -> list[dict[str, object]]:
     return out
 
 
+def _signals_json_shaped(state: State) -> list[dict[str, object]]:
+    """`_signals_json`, each line decoded in the row's shape (engine.read.queries.
+    signals_routed_shaped): the same rows wherever every line of signals.ndjson reads whole, which
+    `verify` tells (`_signals_read_whole`); tests/test_perf_paths.py holds it to `_signals_json`."""
+    from engine.read.queries import signals_routed_shaped
+    from engine.read.worldfold import prediction_json
+
+    predicted = state.world.predicted
+    out: list[dict[str, object]] = []
+    append = out.append
+    for signal_id, signal, routing in signals_routed_shaped(state):
+        if signal is None:
+            unit = by = sensor = subject = reported = at = foretold = None
+        else:
+            unit, by, sensor, subject = signal.unit, signal.by, signal.sensor, signal.subject
+            reported, at, foretold = signal.reportedSeverity, signal.at, signal.prediction
+        row: dict[str, object] = {
+            "id": signal_id,
+            "unit": unit,
+            "by": by,
+            "sensor": sensor,
+            "subject": subject,
+            "reportedSeverity": reported,
+            "derivedSeverity": routing.derivedSeverity if routing else None,
+            "outcome": (routing.outcome if routing else None) or "unrouted",
+            "at": at,
+        }
+        if signal_id in predicted:
+            prediction = prediction_json(state, signal_id, {"prediction": foretold})
+            if prediction:
+                row["prediction"] = prediction
+        append(row)
+    return out
+
+
+def _signals_read_whole(snap: Snapshot) -> bool:
+    """Whether `verify` (settled) read every line of signals.ndjson whole and named none: the
+    shaped signal rows are then the rows read whole (D-203)."""
+    store = "signals.ndjson"
+    return snap.named is not None and store not in snap.named and all(f.store != store for f in snap.verify)
+
+
 def _would_route_json(snap: Snapshot) -> list[dict[str, object]]:
     """The routing each signal not yet routed would get now (routed in memory, written nowhere)."""
     if not snap.known:
@@ -236,6 +278,9 @@ def as_json_text(snap: Snapshot, require_history: bool = False) -> tuple[str, in
     rows = _rows(snap)
     early = compact_members(rows)
     snap.settle()
+    if not _signals_read_whole(snap):  # a line the shape read that verify did not read whole (D-203)
+        rows["signals"] = _signals_json(snap.state)
+        early = compact_members(rows)
     document = _document(snap, rows, require_history)
     return dumps_indented_with(document, rows, early), 1 if document["exitCode"] else 0
 
@@ -256,7 +301,7 @@ def _rows(snap: Snapshot) -> dict[str, object]:
         "status": status(snap.ws, state),
         "obligations": [_obligation_json(state, ob, deadlines) for ob in state.obligations.values()],
         "memory": _memory_json(snap),
-        "signals": _signals_json(state),
+        "signals": _signals_json_shaped(state),  # read whole instead if verify says so (as_json_text)
         "sensors": list(sensor_rows(snap).values()),
         "routed": snap.routed,
         "wouldRoute": _would_route_json(snap),

@@ -87,6 +87,8 @@ class Snapshot:
     # --once: verify's re-derivation of what the host wrote, still running in a forked child
     # (`settle` waits for it and adds what it found to `verify`)
     pending: Callable[[], list[Finding]] | None = None
+    # --once: the stores `settle` found a line of named in, dismissed or not (None: not settled)
+    named: frozenset[str] | None = None
     not_routed: str | None = None  # --once: why it did not route (read-only, a reader role, ...)
     # memory is counted once per change: (memory cursor, entries, today) when last counted, and
     # how many entries were expiring then
@@ -133,7 +135,9 @@ class Snapshot:
         pending, self.pending = self.pending, None
         if pending is not None:
             self.generation += 1
-            self._verify_found([f for f in pending() if f.dismissed is None])
+            found = pending()
+            self.named = frozenset(f.store for f in found)
+            self._verify_found([f for f in found if f.dismissed is None])
 
     def _verify_found(self, found: list[Finding]) -> None:
         """`verify` is what the full checks found, then what the live chain check found on lines

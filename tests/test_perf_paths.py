@@ -242,6 +242,92 @@ def test_once_signal_rows_are_signal_rows_selected(ws: Any, monkeypatch: Any) ->
     assert json.dumps(_signals_json(state)) == json.dumps(expected)  # the same keys, in the same order
 
 
+ROW_KEYS = st.sampled_from(
+    ["unit", "by", "sensor", "subject", "reportedSeverity", "at", "prediction", "derivedSeverity", "outcome"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.one_of(ROW_KEYS, TEXT), VALUES, max_size=8), ROW_KEYS, VALUES)
+def test_a_line_read_in_a_rows_shape_is_the_line_read_whole(event: dict, again: str, value: Any) -> None:
+    """The shaped read-back of signal rows (engine.read.queries.signals_routed_shaped): every line
+    the whole read takes as an object gives each field the whole read gives it (a key written twice
+    as well: the last counts); a line it takes as no object, or refuses, gives no row. The other
+    way round is the exception it is kept for: a shape takes a line with a number out of range or
+    a byte that is no UTF-8 in a field it skips (the whole read refuses it), which verify names
+    (test_once_shows_the_line_read_whole_where_verify_names_one)."""
+    from engine.read.queries import _ROUTING_ROW, _SIGNAL_ROW, RoutingRow, SignalRow
+
+    twice = json.dumps(event, ensure_ascii=False)[:-1]
+    twice += ("," if event else "") + json.dumps(again) + ":" + json.dumps(value, ensure_ascii=False) + "}"
+    for raw in [*_lines(event), twice.encode("utf-8", "surrogatepass"), b"[1]", b'"x"', b"{"]:
+        try:
+            whole = msgspec.json.decode(raw)
+        except (ValueError, RecursionError):
+            whole = None
+        for decoder, shape in ((_SIGNAL_ROW, SignalRow), (_ROUTING_ROW, RoutingRow)):
+            try:
+                row = decoder.decode(raw)
+            except (ValueError, RecursionError):
+                row = None
+            if type(whole) is not dict:
+                assert row is None or whole is None  # only what the whole read refuses may read as a row
+                continue
+            assert row is not None
+            for name in shape.__struct_fields__:  # json.dumps: True is not 1, nor 1 1.0
+                assert json.dumps(getattr(row, name)) == json.dumps(whole.get(name)), name
+
+
+def test_shaped_signal_rows_are_the_rows_read_whole(ws: Any, monkeypatch: Any) -> None:
+    """--once --json's signal rows read in their shape (controlroom.once._signals_json_shaped) are
+    the rows read whole, for a prediction with and without an outcome, a plain signal, one routed
+    to an obligation and one unrouted."""
+    from controlroom.once import _signals_json, _signals_json_shaped
+    from engine.checkout.workspace import Workspace as EngineWorkspace
+    from engine.read.load import load
+    from tests.test_predictions import LATER, outcome, report
+
+    predicted = report(ws, by="alice")
+    report(ws, by="alice", resolves="2026-12-20T00:00:00Z", subject="another")
+    report(ws, by="alice", resolves=None, subject="plain")
+    report(ws, by="alice", resolves=None, subject="holds", reportedSeverity="blocking", affectedUnits=["u1"])
+    ws.run("signals", "route", check=True)
+    assert outcome(ws, predicted, "yes").returncode == 0
+    report(ws, by="alice", resolves=None, subject="unrouted")
+    monkeypatch.setenv("REGULATOR_NOW", LATER["REGULATOR_NOW"])
+    state = load(EngineWorkspace(ws.root))
+    whole = _signals_json(state)
+    assert [r["outcome"] for r in whole] == ["noted", "noted", "noted", "obligations", "unrouted"]
+    assert sum("prediction" in r for r in whole) == 2
+    assert json.dumps(_signals_json_shaped(state)) == json.dumps(whole)
+
+
+def test_once_shows_the_line_read_whole_where_verify_names_one(ws: Any) -> None:
+    """A signal line with a number out of range in a field the shapes skip (D-184) reads as a row
+    in the rows' shape, but not whole: verify names it, and `controlroom --once --json` then shows
+    the rows read whole (D-203): that signal's fields empty, as before the shaped read."""
+    from tests.hardening.test_bad_lines import append_raw, chained
+    from tests.test_predictions import report
+
+    report(ws, by="alice", resolves=None, subject="plain")
+    event = {"kind": "signal", "id": "sx1", "subject": "hand", "reportedSeverity": "info", "unit": None,
+             "by": None, "at": "2026-11-29T12:00:00Z", "pad": float("inf")}  # fmt: skip
+    append_raw(ws, "signals", chained(ws, "signals", event).replace("Infinity", "1e999"))
+    done = ws.run("controlroom", "--once", "--json")
+    assert done.returncode == 1, done.stderr  # verify names the line
+    document = json.loads(done.stdout)
+    rows = {r["id"]: r for r in document["signals"]}
+    assert rows["sx1"]["subject"] is None and rows["sx1"]["reportedSeverity"] is None, rows["sx1"]
+    assert any(r["subject"] == "plain" for r in rows.values())
+    assert any(f["store"] == "signals.ndjson" for f in document["verify"]), document["verify"]
+    # dismissed by a person, the line is still one no reader reads whole: still shown as such
+    line = next(f["line"] for f in document["verify"] if f["store"] == "signals.ndjson")
+    ws.run("verify", "--dismiss", f"signals:{line}", "--by", "alice", "--rationale", "seen", check=True)
+    document = json.loads(ws.run("controlroom", "--once", "--json").stdout)
+    assert not any(f["store"] == "signals.ndjson" for f in document["verify"]), document["verify"]
+    assert {r["id"]: r for r in document["signals"]}["sx1"]["subject"] is None
+
+
 def _routed_signals(ws: Any) -> list[str]:
     """Three signals reported by alice (one blocking, holding u1) and routed: `prepared`'s steps."""
     from tests.helpers import report_args
@@ -259,7 +345,8 @@ def _routed_signals(ws: Any) -> list[str]:
 FORGERIES = st.lists(
     st.tuples(
         st.sampled_from(["routing copy", "routing outcome", "routing none", "routing int", "routing new",
-                         "signal copy", "signal unsigned", "signal anonymous", "signal 1e999", "garbage"]),
+                         "routing float", "signal copy", "signal unsigned", "signal anonymous", "signal 1e999",
+                         "signal float", "garbage"]),
         st.integers(0, 2),
     ),
     max_size=8,
@@ -278,7 +365,8 @@ def test_routings_judged_beside_the_fold_are_the_routings_judged_after_it(
     """`verify` routes every routing record again beside its fold (`_routing_pass`) and judges
     them on the fold's account after it (`_judge_routings`): it names exactly what `_routings`, run
     after the fold, names: for copies of real lines, records for no signal, signals opened twice
-    or from a line the router cannot decode, and when the pass read fewer lines than the fold."""
+    or from a line the router cannot decode, numbers with a fraction where text or a boolean
+    belongs, and when the pass read fewer lines than the fold."""
     from engine.checkout.workspace import Workspace as EngineWorkspace
     from engine.commands.verification import _judge_routings, _routing_pass, _routings
     from engine.read.load import load
@@ -302,6 +390,17 @@ def test_routings_judged_beside_the_fold_are_the_routings_judged_after_it(
             base |= {"signal": 7}
         elif what == "routing new":
             base |= {"signal": new}
+        elif what == "routing float":
+            base |= {
+                "derivedSeverity": 1e16,
+                "obligations": [dict(o, blocks=1.0) for o in base["obligations"]],
+            }
+        elif what == "signal float":
+            base = {key: v for key, v in signal.items() if key != "sig"} | {
+                "id": new,
+                "by": None,
+                "subject": 2.5,
+            }
         elif what == "signal copy":
             base = signal | {"id": ids[k]}
         elif what == "signal unsigned":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -104,21 +104,58 @@ class EventSource:
         with gc_paused():  # every event parsed stays alive in the list returned: nothing to collect
             return self._bulk(items)
 
+    def _spans(self, items: list[int]) -> dict[int, tuple[int, bytes]]:
+        """store index -> (offset of the bytes, the bytes): one read per store, from the first line
+        wanted through the last, no more."""
+        data: dict[int, tuple[int, bytes]] = {}
+        indexes = {item & 3 for item in items}
+        for index in indexes:
+            if len(indexes) == 1:  # a reference orders as its offset within one store
+                first, last = min(items) >> 2, max(items) >> 2
+            else:
+                offsets = [item >> 2 for item in items if item & 3 == index]
+                first, last = min(offsets), max(offsets)
+            try:
+                with open(self.paths[index], "rb") as handle:
+                    handle.seek(first)
+                    data[index] = first, handle.read(last - first) + handle.readline()
+            except (OSError, IndexError):
+                data[index] = first, b""
+        return data
+
+    def shaped(self, parts: Sequence[tuple[Collection[int], msgspec.json.Decoder[Any]]]) -> list[list[Any]]:
+        """For each (references, decoder): the lines at those references decoded in a caller's
+        shape (a Struct of the fields it shows, each `object`), None where a line does not decode
+        as one; one read per store for all the parts, no cache. A shape skips the fields it does
+        not name without looking at them: a number out of range or a byte that is no UTF-8 there is
+        not seen (D-184), where the whole read (`events`) reads the line as unreadable. So a caller
+        takes what this gives only where `verify` read every line of the store whole
+        (controlroom.once, D-203)."""
+        every = [item for refs, _ in parts for item in refs]
+        data = self._spans(every) if every else {}
+        out: list[list[Any]] = []
+        with gc_paused():  # every row decoded stays alive in the lists returned
+            for refs, decoder in parts:
+                decode = decoder.decode
+                rows: list[Any] = []
+                append = rows.append
+                for item in refs:
+                    start, blob = data[item & 3]
+                    at = (item >> 2) - start
+                    end = blob.find(b"\n", at)
+                    try:
+                        append(decode(blob[at:end] if end >= 0 else blob[at:]))
+                    except (ValueError, RecursionError):  # msgspec's errors are ValueErrors
+                        append(None)
+                out.append(rows)
+        return out
+
     def _bulk(self, items: list[int]) -> list[dict[str, Any]]:
         with self._lock:
             cache = self._cache
             known = {item: cache[item] for item in items if item in cache} if cache else {}
         wanted = [item for item in items if item not in known] if known else items
-        data: dict[int, tuple[int, bytes]] = {}  # store index -> (offset of the bytes, the bytes)
-        for index in {item & 3 for item in wanted}:
-            offsets = [item >> 2 for item in wanted if item & 3 == index]
-            first, last = min(offsets), max(offsets)
-            try:
-                with open(self.paths[index], "rb") as handle:
-                    handle.seek(first)  # from the first line wanted through the last, no more
-                    data[index] = first, handle.read(last - first) + handle.readline()
-            except (OSError, IndexError):
-                data[index] = first, b""
+        data = self._spans(wanted)  # store index -> (offset of the bytes, the bytes)
         out: list[dict[str, Any]] = []
         append, loads, get = out.append, _loads, known.get
         for item in items:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+import msgspec
+
 from engine.base import clock
 from engine.log.events import INDEX
 from engine.read.model import (
@@ -105,6 +107,46 @@ def signals_routed(state: State) -> list[tuple[str, dict[str, Any], dict[str, An
     return [
         (key, signal, get(key)) for key, signal in state.signals.keyed(list(signals), read[: len(signals)])
     ]
+
+
+class SignalRow(msgspec.Struct):
+    """The fields of a signal line a row shows (`signals_routed_shaped`): a value the line does
+    not hold reads as None, as `dict.get` reads it."""
+
+    unit: object = None
+    by: object = None
+    sensor: object = None
+    subject: object = None
+    reportedSeverity: object = None
+    at: object = None
+    prediction: object = None
+
+
+class RoutingRow(msgspec.Struct):
+    """The fields of a routing record a signal's row shows."""
+
+    derivedSeverity: object = None
+    outcome: object = None
+
+
+_SIGNAL_ROW = msgspec.json.Decoder(SignalRow)
+_ROUTING_ROW = msgspec.json.Decoder(RoutingRow)
+
+
+def signals_routed_shaped(state: State) -> list[tuple[str, SignalRow | None, RoutingRow | None]]:
+    """`signals_routed`, each line decoded in a row's shape: (id, its fields, its routing record's
+    (None while unrouted)); a line that does not decode in that shape reads
+    as one with no fields (None), as a line that does not read back whole does there. Four to
+    seven times faster than reading every line whole, and equal to it wherever every line of
+    signals.ndjson reads whole (tests/test_perf_paths.py); a line that does not (D-184) is shown
+    here with the fields it has: only a caller that knows none does uses this (D-203)."""
+    signals, routings = state.signals.refs, state.routings.refs
+    read, routed_read = state.source.shaped(
+        [(signals.values(), _SIGNAL_ROW), (routings.values(), _ROUTING_ROW)]
+    )
+    routed: dict[str, RoutingRow | None] = dict(zip(routings, routed_read, strict=True))
+    get = routed.get
+    return [(key, row, get(key)) for key, row in zip(signals, read, strict=True)]
 
 
 def signal_rows(state: State) -> list[dict[str, Any]]:
