@@ -21,7 +21,7 @@ from engine.base.limits import check_text
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person
 from engine.log.events import STORES, unreadable
-from engine.log.store import open_regular
+from engine.log.store import open_regular, whole
 from engine.log.store import verify as verify_chain
 from engine.read.model import EventKind
 
@@ -404,8 +404,6 @@ def _routings(ws: Workspace, fresh: State) -> list[Finding]:
     counted it. Readers still obey what is written; verify names it (exit 1). Only what the fold
     read is judged: a line appended since is the next run's (it would route a signal this fold
     never saw)."""
-    import msgspec
-
     routings: list[tuple[int, int, dict]] = []  # (line, offset, record): checked once every line is read
     signal_lines: dict[int, dict] = {}  # offset -> signal event: the routing checks read no line twice
     unread: set[int] = set()  # offsets of lines that do not read back whole
@@ -416,7 +414,7 @@ def _routings(ws: Workspace, fresh: State) -> list[Finding]:
         if raw is None or raw[:1] != b"{" and raw.lstrip()[:1] != b"{":
             continue  # too long, or no JSON object: no event; the chain check names it
         try:
-            event = msgspec.json.decode(raw)
+            event = whole(raw)
         except (ValueError, RecursionError):
             event = None
         if type(event) is not dict:
@@ -455,8 +453,6 @@ def _routing_pass(ws: Workspace, authority: Authority) -> dict[str, Any]:
     id. {"end": the offset up to which every line was read, "records": [line number, offset,
     signal id, the offset of the signal line it was routed on (-1: none), what is wrong with it
     then (None: nothing)]}, for `_judge_routings`."""
-    import msgspec
-
     first: dict[str, tuple[int, dict]] = {}  # signal id -> (offset, event) of its first signal line
     records: list[list[Any]] = []
     end = 0
@@ -465,7 +461,7 @@ def _routing_pass(ws: Workspace, authority: Authority) -> dict[str, Any]:
         if raw is None or raw[:1] != b"{" and raw.lstrip()[:1] != b"{":
             continue
         try:
-            event = msgspec.json.decode(raw)
+            event = whole(raw)
         except (ValueError, RecursionError):
             continue
         if type(event) is not dict:

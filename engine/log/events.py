@@ -17,8 +17,9 @@ from typing import Any, Literal
 import msgspec
 
 from engine.base.gcpause import gc_paused
+from engine.log.store import DEEP_BYTES, too_deep, whole
 
-_loads = msgspec.json.decode
+_loads = whole  # a line read whole, as every reader reads one (nested too deep: refused)
 
 StoreName = Literal["signals", "units", "memory", "identity"]
 # every store, the one list: in the fold's order (signals before units), and the index a reference carries
@@ -143,8 +144,9 @@ class EventSource:
                     start, blob = data[item & 3]
                     at = (item >> 2) - start
                     end = blob.find(b"\n", at)
+                    raw = blob[at:end] if end >= 0 else blob[at:]
                     try:
-                        append(decode(blob[at:end] if end >= 0 else blob[at:]))
+                        append(None if len(raw) > DEEP_BYTES and too_deep(raw) else decode(raw))
                     except (ValueError, RecursionError):  # msgspec's errors are ValueErrors
                         append(None)
                 out.append(rows)

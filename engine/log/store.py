@@ -15,9 +15,10 @@ import json
 import math
 import operator
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from itertools import accumulate, filterfalse
+from itertools import accumulate, compress, filterfalse
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,6 +41,40 @@ MAX_LINE = MAX_LINE_BYTES
 # warnings (design §26)
 KEPT_PROBLEMS = 20
 TOO_LONG = f"longer than {MAX_LINE} bytes (1 MiB): not an event line"
+# how deep a line may nest, for every reader alike: msgspec and json count a reader's own call depth
+# toward Python's recursion limit (1,000), so without a cap a line nested about 980 levels deep read
+# in one reader and not in another (the appender chained past it, verify did not; found by an
+# adversarial review of D-203). An event line nests a few levels; D-204
+MAX_DEPTH = 500
+TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels: not an event line"
+DEEP_BYTES = 2 * MAX_DEPTH  # a shorter line cannot nest deeper (each level opens and closes)
+_TEXT = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def too_deep(raw: bytes) -> bool:
+    """Whether a line nests deeper than MAX_DEPTH (brackets inside text aside). Free for a line
+    shorter than DEEP_BYTES, two counts in C for one with at most MAX_DEPTH brackets: only a line
+    with more is scanned."""
+    if len(raw) <= DEEP_BYTES or raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    for found in _BRACKET.finditer(_TEXT.sub(b"", raw)):
+        if found.group() in b"[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
+def whole(raw: bytes) -> Any:
+    """A store line read whole (strict JSON, msgspec), as every reader reads one: a line nested
+    deeper than MAX_DEPTH is refused (ValueError) wherever it is read."""
+    if len(raw) > DEEP_BYTES and too_deep(raw):
+        raise ValueError(TOO_DEEP)
+    return msgspec.json.decode(raw)
 
 
 def canonical(event: dict) -> bytes:
@@ -382,7 +417,7 @@ def shaped_reads(shape: type | tuple) -> Callable[[bytes], bool]:
     _, each = _decoders(shape)
 
     def reads(raw: bytes) -> bool:
-        if len(raw) > MAX_LINE or (raw[:1] != b"{" and raw.lstrip()[:1] != b"{"):
+        if len(raw) > MAX_LINE or (raw[:1] != b"{" and raw.lstrip()[:1] != b"{") or too_deep(raw):
             return False
         try:
             raw.decode("utf-8")
@@ -399,6 +434,8 @@ def _why_not(raw: bytes) -> str:
     shape stops at the first field it cannot use, and says less about the rest)."""
     if len(raw) > MAX_LINE:
         return TOO_LONG
+    if too_deep(raw):
+        return TOO_DEEP
     try:
         raw.decode("utf-8")
         value = _WHOLE.decode(raw)
@@ -424,7 +461,11 @@ def _parse_lines(
     """
     decode, each = _decoders(shape)
     lengths = list(map(len, pieces))  # once, for the longest line and the starts
-    if max(lengths) > MAX_LINE:  # a line too long to be an event: named line by line
+    longest = max(lengths)
+    if longest > MAX_LINE:  # a line too long to be an event: named line by line
+        return _parse_each(store, pieces, line, offset, result, each, shape is None)
+    # one nested too deep: named line by line (only a line over DEEP_BYTES is looked at, in C)
+    if longest > DEEP_BYTES and any(map(too_deep, compress(pieces, map(DEEP_BYTES.__lt__, lengths)))):
         return _parse_each(store, pieces, line, offset, result, each, shape is None)
     try:
         if shape is not None:  # whole events: msgspec decodes, and so checks, every byte of text
@@ -465,6 +506,8 @@ def _parse_each(
                 raise ValueError("empty")
             if len(raw) > MAX_LINE:
                 raise ValueError(TOO_LONG)
+            if too_deep(raw):
+                raise ValueError(TOO_DEEP)
             if not raw.isascii():
                 raw.decode("utf-8")
             event = decode(raw)
@@ -494,11 +537,17 @@ def canonical_line(event: dict) -> bytes:
 
 def line_text(store: str, event: dict) -> str:
     """The event's canonical line as text, without its newline, refused (BadInput) when its UTF-8
-    is over MAX_LINE_BYTES, or when it holds a lone surrogate (no UTF-8 at all). Its characters are counted before it is encoded (a character is at
+    is over MAX_LINE_BYTES, when it nests deeper than MAX_DEPTH (no reader reads it), or when it
+    holds a lone surrogate (no UTF-8 at all). Its characters are counted before it is encoded (a character is at
     least one byte), so an event of 100 MB costs one copy of its text, never its bytes as well."""
-    text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:
+        raise BadInput(f"{store}: {TOO_DEEP}; nothing written") from None
     if len(text) > MAX_LINE_BYTES:
         raise BadInput(too_long(store, len(text)))
+    if len(text) > DEEP_BYTES and too_deep(text.encode("utf-8", "surrogatepass")):  # no reader would read it
+        raise BadInput(f"{store}: {TOO_DEEP}; nothing written")
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError:  # every writer's check_text refuses one first: the last guard
@@ -601,6 +650,8 @@ def last_event(handle: IO[bytes], end: int) -> dict | None:
 
 
 def _parse(raw: bytes) -> dict | None:
+    if too_deep(raw):
+        return None
     try:
         event = json.loads(raw)
     except (ValueError, RecursionError):
@@ -748,6 +799,8 @@ def _event_of(raw: bytes | None) -> tuple[dict | None, str | None]:
         return None, "a line " + TOO_LONG
     if raw[:1] != b"{" and raw.lstrip()[:1] != b"{":  # no JSON object: garbage, without a decode
         return None, "unreadable line (torn write or garbage)"
+    if len(raw) > DEEP_BYTES and too_deep(raw):
+        return None, f"unreadable line ({TOO_DEEP})"
     try:
         value = HASHING.decode(raw)
     except (ValueError, RecursionError):

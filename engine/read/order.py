@@ -8,9 +8,8 @@ import operator
 from bisect import bisect_left
 from collections.abc import Sequence
 
-import msgspec
-
 from engine.log.events import HOST_KINDS, INDEX
+from engine.log.store import whole
 from engine.read.kinds import RoutingLine, Seen
 from engine.read.model import HostOrder, Obligation, State, UnitState
 from engine.read.vetoes import REFUSED
@@ -123,7 +122,7 @@ def _check_folded(state: State, start: int, units: int) -> None:
     for raw in data.split(b"\n"):
         here, offset = offset, offset + len(raw) + 1
         try:
-            event = msgspec.json.decode(raw)
+            event = whole(raw)
         except (ValueError, RecursionError):
             continue
         if type(event) is not dict or event.get("kind") not in _HOST_KINDS:

@@ -13,13 +13,11 @@ from itertools import compress, repeat
 from pathlib import Path
 from typing import IO, Any
 
-import msgspec
-
 from engine.base import clock
 from engine.checkout.authority import GRANT_OF, Uncounted
 from engine.checkout.workspace import Workspace
 from engine.log.events import unreadable
-from engine.log.store import SKEW_S
+from engine.log.store import SKEW_S, whole
 from engine.read.kinds import DispositionLine, SignalLine
 from engine.read.model import EventKind, State
 from engine.read.worldfold import OutcomeLine
@@ -93,7 +91,7 @@ def _person_line(handle: IO[bytes], at: int) -> tuple[dict[str, Any], object]:
     before = handle.read(offset - start)
     line = handle.readline()
     try:
-        event = msgspec.json.decode(line)
+        event = whole(line)
     except (ValueError, RecursionError):
         event = None
     if type(event) is not dict:

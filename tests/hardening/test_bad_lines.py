@@ -542,3 +542,65 @@ def test_a_deadline_mark_forged_for_a_recovery_obligation_is_judged_when_it_open
     assert escalated == ["2026-11-29T12:00:00Z", LATER["REGULATOR_NOW"]]
     found = bounded(ws, "verify")
     assert found.returncode == 1 and "before its obligation was due" in found.stdout, found.stdout
+
+
+def _deep_line(prev: str, event: dict, levels: int) -> str:
+    """A signal line whose `pad` nests `levels` brackets deep, chained to `prev` as a writer with
+    the account's shell would chain it (hashed over its canonical text, built around the pad so
+    that no encoder here recurses `levels` deep)."""
+    import hashlib
+
+    from engine.log.store import canonical
+
+    body = canonical({**event, "pad": "PAD", "prev": prev}).replace(b'"PAD"', b"[" * levels + b"]" * levels)
+    digest = hashlib.sha256(body).hexdigest()
+    return body[:-1].decode() + f',"hash":"{digest}"}}\n'
+
+
+@pytest.mark.parametrize("levels", [700, 975, 978, 990])
+def test_a_line_nested_too_deep_is_refused_by_every_reader_alike(ws: Workspace, levels: int) -> None:
+    """A line nested close to Python's recursion limit was read by one reader and refused by
+    another (each reader's own call depth counts toward it): the router chained its routing record
+    past it or not, verify judged otherwise and called the host's own line a broken chain, and
+    --once showed its fields (found by the adversarial review of D-203). Every reader now refuses a
+    line nested deeper than 500 levels (D-204): verify names it, the host chains past it as verify
+    does, and no reader counts it."""
+    from engine.log.store import MAX_DEPTH
+
+    ws.run(*report_args(subject="ordinary", by="alice", severity="info"), check=True)
+    ws.run("signals", "route", check=True)
+    tail = json.loads(ws.store("signals").read_bytes().splitlines()[-1])["hash"]
+    event = {"kind": "signal", "id": "01DEEPDEEPDEEPDEEPDEEPDEEP", "subject": "deep", "reportedSeverity": "blocking",
+             "affectedUnits": ["u1"], "unit": None, "by": None, "at": "2026-11-29T12:00:00Z"}  # fmt: skip
+    append_raw(ws, "signals", _deep_line(tail, event, levels))
+    # the appender reads the tail (the deep line), and the router routes what the fold counts
+    ws.run(*report_args(subject="after the deep line", by="alice", severity="info"), check=True)
+    ws.run("signals", "route", check=True)
+    done = ws.run("verify", "--json")
+    findings = [f for f in json.loads(done.stdout)["findings"] if f["store"] == "signals.ndjson"]
+    assert done.returncode == 1
+    assert [f["message"] for f in findings] == [
+        f"unreadable line (nested deeper than {MAX_DEPTH} levels: not an event line); readers skip it"
+    ], findings
+    once = ws.run("controlroom", "--once", "--json")
+    document = json.loads(once.stdout)
+    assert once.returncode == 1 and "01DEEPDEEPDEEPDEEPDEEPDEEP" not in {r["id"] for r in document["signals"]}
+    assert {r["subject"] for r in document["signals"]} >= {"ordinary", "after the deep line"}
+    assert not any(o["signal"] == "01DEEPDEEPDEEPDEEPDEEPDEEP" for o in document["obligations"])
+
+
+def test_a_writer_never_writes_a_line_nested_too_deep() -> None:
+    """What no reader reads, no writer writes: the one line writer refuses it, exit 2's BadInput,
+    however deep the caller's own stack (json's encoder recursing is caught too)."""
+    from engine.log.store import MAX_DEPTH, line_text
+
+    nested: object = "x"
+    for _ in range(MAX_DEPTH):
+        nested = [nested]
+    with pytest.raises(BadInput, match=f"nested deeper than {MAX_DEPTH} levels"):
+        line_text("signals", {"kind": "signal", "pad": nested})
+    for _ in range(5000):
+        nested = [nested]
+    with pytest.raises(BadInput, match="nothing written"):
+        line_text("signals", {"kind": "signal", "pad": nested})
+    assert line_text("signals", {"kind": "signal", "pad": [[["shallow"]]]}).startswith('{"kind"')
