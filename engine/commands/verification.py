@@ -21,7 +21,8 @@ from engine.base.limits import check_text
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person
 from engine.log.events import STORES, unreadable
-from engine.log.store import open_regular, whole
+from engine.log.lines import whole
+from engine.log.store import open_regular
 from engine.log.store import verify as verify_chain
 from engine.read.model import EventKind
 

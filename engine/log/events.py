@@ -17,7 +17,7 @@ from typing import Any, Literal
 import msgspec
 
 from engine.base.gcpause import gc_paused
-from engine.log.store import DEEP_BYTES, too_deep, whole
+from engine.log.lines import DEEP_BYTES, too_deep, whole
 
 _loads = whole  # a line read whole, as every reader reads one (nested too deep: refused)
 

@@ -15,7 +15,6 @@ import json
 import math
 import operator
 import os
-import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import accumulate, compress, filterfalse
@@ -26,6 +25,7 @@ import msgspec
 
 from engine.base import clock, ids
 from engine.base.errors import BadInput, Refused
+from engine.log.lines import DEEP_BYTES, TOO_DEEP, too_deep
 
 GENESIS = ""
 NO_STORES = "no regulator stores here (a clone? run on the host, or connect a store: design §18)"
@@ -41,40 +41,6 @@ MAX_LINE = MAX_LINE_BYTES
 # warnings (design §26)
 KEPT_PROBLEMS = 20
 TOO_LONG = f"longer than {MAX_LINE} bytes (1 MiB): not an event line"
-# how deep a line may nest, for every reader alike: msgspec and json count a reader's own call depth
-# toward Python's recursion limit (1,000), so without a cap a line nested about 980 levels deep read
-# in one reader and not in another (the appender chained past it, verify did not; found by an
-# adversarial review of D-203). An event line nests a few levels; D-204
-MAX_DEPTH = 500
-TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels: not an event line"
-DEEP_BYTES = 2 * MAX_DEPTH  # a shorter line cannot nest deeper (each level opens and closes)
-_TEXT = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET = re.compile(rb"[\[\]{}]")
-
-
-def too_deep(raw: bytes) -> bool:
-    """Whether a line nests deeper than MAX_DEPTH (brackets inside text aside). Free for a line
-    shorter than DEEP_BYTES, two counts in C for one with at most MAX_DEPTH brackets: only a line
-    with more is scanned."""
-    if len(raw) <= DEEP_BYTES or raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
-        return False
-    depth = 0
-    for found in _BRACKET.finditer(_TEXT.sub(b"", raw)):
-        if found.group() in b"[{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                return True
-        else:
-            depth -= 1
-    return False
-
-
-def whole(raw: bytes) -> Any:
-    """A store line read whole (strict JSON, msgspec), as every reader reads one: a line nested
-    deeper than MAX_DEPTH is refused (ValueError) wherever it is read."""
-    if len(raw) > DEEP_BYTES and too_deep(raw):
-        raise ValueError(TOO_DEEP)
-    return msgspec.json.decode(raw)
 
 
 def canonical(event: dict) -> bytes:

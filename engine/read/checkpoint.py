@@ -61,6 +61,7 @@ _SOURCES = (  # relative to engine/
     "read/checkpoint.py",
     "read/contracts.py",
     "log/store.py",
+    "log/lines.py",  # which lines nest too deep to be events
     "checkout/authority.py",
     "read/worldfold.py",
     "read/persons.py",  # which person events count

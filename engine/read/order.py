@@ -9,7 +9,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 
 from engine.log.events import HOST_KINDS, INDEX
-from engine.log.store import whole
+from engine.log.lines import whole
 from engine.read.kinds import RoutingLine, Seen
 from engine.read.model import HostOrder, Obligation, State, UnitState
 from engine.read.vetoes import REFUSED

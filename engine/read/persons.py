@@ -17,7 +17,8 @@ from engine.base import clock
 from engine.checkout.authority import GRANT_OF, Uncounted
 from engine.checkout.workspace import Workspace
 from engine.log.events import unreadable
-from engine.log.store import SKEW_S, whole
+from engine.log.lines import whole
+from engine.log.store import SKEW_S
 from engine.read.kinds import DispositionLine, SignalLine
 from engine.read.model import EventKind, State
 from engine.read.worldfold import OutcomeLine

@@ -10,6 +10,8 @@ import resource
 import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.base import clock
 from engine.base.errors import BadInput
@@ -565,7 +567,7 @@ def test_a_line_nested_too_deep_is_refused_by_every_reader_alike(ws: Workspace, 
     --once showed its fields (found by the adversarial review of D-203). Every reader now refuses a
     line nested deeper than 500 levels (D-204): verify names it, the host chains past it as verify
     does, and no reader counts it."""
-    from engine.log.store import MAX_DEPTH
+    from engine.log.lines import MAX_DEPTH
 
     ws.run(*report_args(subject="ordinary", by="alice", severity="info"), check=True)
     ws.run("signals", "route", check=True)
@@ -592,7 +594,8 @@ def test_a_line_nested_too_deep_is_refused_by_every_reader_alike(ws: Workspace, 
 def test_a_writer_never_writes_a_line_nested_too_deep() -> None:
     """What no reader reads, no writer writes: the one line writer refuses it, exit 2's BadInput,
     however deep the caller's own stack (json's encoder recursing is caught too)."""
-    from engine.log.store import MAX_DEPTH, line_text
+    from engine.log.lines import MAX_DEPTH
+    from engine.log.store import line_text
 
     nested: object = "x"
     for _ in range(MAX_DEPTH):
@@ -604,3 +607,40 @@ def test_a_writer_never_writes_a_line_nested_too_deep() -> None:
     with pytest.raises(BadInput, match="nothing written"):
         line_text("signals", {"kind": "signal", "pad": nested})
     assert line_text("signals", {"kind": "signal", "pad": [[["shallow"]]]}).startswith('{"kind"')
+
+
+_JSON_TEXT = st.text(st.sampled_from('ab"\\[]{}\u005b'), max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.booleans(), _JSON_TEXT), min_size=1, max_size=3), st.integers(1, 540), _JSON_TEXT
+)
+def test_the_depth_rule_is_the_depth_of_the_value(shape: list, levels: int, leaf: str) -> None:
+    """`too_deep` (text taken out, brackets summed) says of a line what the depth of the value it
+    holds says, whatever its strings hold (quotes, backslashes, brackets, escapes)."""
+    from engine.log.lines import DEEP_BYTES, MAX_DEPTH, too_deep
+
+    value: object = leaf
+    for k in range(levels):
+        as_list, text = shape[k % len(shape)]
+        value = [text, value] if as_list else {text: value, "pad": text}
+    for raw in (json.dumps(value).encode(), json.dumps(value, ensure_ascii=False).encode()):
+        assert too_deep(raw) == (levels > MAX_DEPTH), (levels, len(raw) > DEEP_BYTES)
+
+
+def test_the_depth_rule_reads_a_line_once(ws: Workspace) -> None:
+    """A line of 1 MiB that opens 501 brackets and then an unterminated string of `\\"` pairs
+    (the adversarial review of D-204: a pattern that needed the string's closing quote searched
+    to the end of the line from each of its 500,000 quotes, for hours, under the appender's lock):
+    the text is taken out in one match, and the appender, the fold and verify read past the line."""
+    from engine.log.lines import _TEXT, too_deep
+
+    line = b'{"a":[' + b"[" * 501 + b'"' + b'\\"' * 520_000
+    assert len(_TEXT.findall(line)) == 2 and too_deep(line)  # the key "a", then the rest in one
+    with open(ws.store("signals"), "ab") as handle:
+        handle.write(line + b"\n")
+    ws.run(*report_args(subject="after", by="alice", severity="info"), check=True)  # the tail read
+    assert "after" in {s["subject"] for s in ws.json("signals", "--json")}
+    done = ws.run("verify", "--json")
+    assert done.returncode == 1 and "nested deeper than 500 levels" in done.stdout
