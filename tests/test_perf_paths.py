@@ -207,6 +207,20 @@ def test_escape_json_is_the_per_character_escape(data: Any) -> None:
 OUTCOMES = ["noted", "noted", "noted", "obligations", "unrouted", "unrouted"]
 
 
+def _signals_of_every_row(ws: Any) -> None:
+    """Signals of each kind a row shows: a prediction with an outcome and one without, a plain
+    signal, one routed to an obligation, one unrouted."""
+    from tests.test_predictions import outcome, report
+
+    predicted = report(ws, by="alice")
+    report(ws, by="alice", resolves="2026-12-20T00:00:00Z", subject="another")
+    report(ws, by="alice", resolves=None, subject="plain")
+    report(ws, by="alice", resolves=None, subject="holds", reportedSeverity="blocking", affectedUnits=["u1"])
+    ws.run("signals", "route", check=True)
+    assert outcome(ws, predicted, "yes").returncode == 0
+    report(ws, by="alice", resolves=None, subject="unrouted")
+
+
 def test_once_signal_rows_are_signal_rows_selected(ws: Any, monkeypatch: Any) -> None:
     """--once --json builds its signal rows from the read-back itself (controlroom.once._signals_json):
     exactly the fields of `signal_rows` it shows, as it selected them before, for a prediction (with
@@ -216,15 +230,9 @@ def test_once_signal_rows_are_signal_rows_selected(ws: Any, monkeypatch: Any) ->
     from engine.read.load import load
     from engine.read.queries import signal_rows
     from tests.hardening.test_bad_lines import append_raw, chained
-    from tests.test_predictions import LATER, outcome, report
+    from tests.test_predictions import LATER
 
-    predicted = report(ws, by="alice")
-    report(ws, by="alice", resolves="2026-12-20T00:00:00Z", subject="another")
-    report(ws, by="alice", resolves=None, subject="plain")
-    report(ws, by="alice", resolves=None, subject="holds", reportedSeverity="blocking", affectedUnits=["u1"])
-    ws.run("signals", "route", check=True)
-    assert outcome(ws, predicted, "yes").returncode == 0
-    report(ws, by="alice", resolves=None, subject="unrouted")
+    _signals_of_every_row(ws)
     event = {"kind": "signal", "id": "sx1", "subject": "hand", "reportedSeverity": "info", "unit": None,
              "by": None, "at": "2026-11-29T12:00:00Z", "pad": float("inf")}  # fmt: skip
     append_raw(ws, "signals", chained(ws, "signals", event).replace("Infinity", "1e999"))
@@ -285,15 +293,9 @@ def test_shaped_signal_rows_are_the_rows_read_whole(ws: Any, monkeypatch: Any) -
     from controlroom.once import _signals_json, _signals_json_shaped
     from engine.checkout.workspace import Workspace as EngineWorkspace
     from engine.read.load import load
-    from tests.test_predictions import LATER, outcome, report
+    from tests.test_predictions import LATER
 
-    predicted = report(ws, by="alice")
-    report(ws, by="alice", resolves="2026-12-20T00:00:00Z", subject="another")
-    report(ws, by="alice", resolves=None, subject="plain")
-    report(ws, by="alice", resolves=None, subject="holds", reportedSeverity="blocking", affectedUnits=["u1"])
-    ws.run("signals", "route", check=True)
-    assert outcome(ws, predicted, "yes").returncode == 0
-    report(ws, by="alice", resolves=None, subject="unrouted")
+    _signals_of_every_row(ws)
     monkeypatch.setenv("REGULATOR_NOW", LATER["REGULATOR_NOW"])
     state = load(EngineWorkspace(ws.root))
     whole = _signals_json(state)
