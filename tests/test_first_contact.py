@@ -134,6 +134,26 @@ def test_a_relative_key_is_read_from_where_the_person_typed_it(demo: Any) -> Non
     assert "-----BEGIN SSH SIGNATURE-----" in git(demo, "cat-file", "commit", "HEAD")
 
 
+@pytest.mark.parametrize("given", ["--key", "REGULATOR_SIGNING_KEY"])
+def test_a_key_named_from_home_is_read_from_home(demo: Any, given: str) -> None:
+    """`--key '~/…'` or `REGULATOR_SIGNING_KEY='~/…'` (quoted, so no shell expanded it): the key is
+    read from the home folder, as git reads `user.signingkey`; it was looked for in a folder
+    named `~`, and `--commit` refused for want of a key."""
+    env = clean_env(REGULATOR_NOW=NOW, GIT_CONFIG_GLOBAL="/dev/null", HOME=str(demo.root))
+    key = f"~/{KEY_DIR}/{OWNER}"
+    flag = ["--key", key] if given == "--key" else []
+    if given != "--key":
+        env["REGULATOR_SIGNING_KEY"] = key
+    path = demo.root / "findings" / f"{FINDING}.md"
+    done = subprocess.run(
+        [REGULATOR, *flag, "registry", "resolve", FINDING, "--by", "alice", "--rationale", "from home", "--commit"],
+        cwd=demo.root, capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "from home" in path.read_text()
+    assert "-----BEGIN SSH SIGNATURE-----" in git(demo, "cat-file", "commit", "HEAD")
+
+
 def test_registry_resolve_needs_the_ack_grant_and_writes_nothing_without(demo: Any) -> None:
     import yaml
 

@@ -36,8 +36,8 @@ def use_key(path: str | Path | None, *, prompt: bool = True) -> None:
     """The key given on the command line (`--key`) or to the control room."""
     global _explicit, _prompt
     # a relative path is the person's, from where they typed it: git, which signs a commit, runs
-    # in the workspace's root, and would read it from there
-    _explicit = Path(path).absolute() if path is not None else None
+    # in the workspace's root, and would read it from there; `~/` is their home, as git reads it
+    _explicit = Path(path).expanduser().absolute() if path is not None else None
     _prompt = prompt
 
 
@@ -46,7 +46,7 @@ def key_path(ws: Workspace) -> Path | None:
         return _explicit
     env = os.environ.get("REGULATOR_SIGNING_KEY")
     if env:
-        return Path(env).absolute()
+        return Path(env).expanduser().absolute()
     from engine.checkout.gitconfig import git_config
 
     if (git_config(ws.root, "gpg.format") or "") == "ssh":
