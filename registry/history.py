@@ -91,7 +91,7 @@ def read_history(root: Path, trunk: str) -> History:
             return unavailable("the clone is shallow")
         trunk_ref = resolve_trunk(root, trunk)
         if trunk_ref is None:
-            return unavailable(f"no trunk branch {trunk!r} (nor origin/{trunk})")
+            return unavailable(no_trunk_branch(trunk))
         if bare.strip() == "true":
             return unavailable("a bare repository (no working tree)")
         return _read(root, trunk_ref)
@@ -249,6 +249,21 @@ def trunk_commit(root: Path, trunk: str) -> tuple[str, str] | None:
         if done.returncode == 0 and sha:
             return candidate, sha
     return None
+
+
+def no_trunk_branch(trunk: str) -> str:
+    """The words for a repository with neither trunk's branch nor origin's (every reader says it so)."""
+    return f"no trunk branch {trunk!r} (nor origin/{trunk})"
+
+
+def no_trunk(root: Path, trunk: str) -> str:
+    """Why `trunk_commit` found no trunk, in words: git could not be run at all (no git on PATH),
+    or neither branch names a commit."""
+    done = _git(root, "--version")
+    if done.returncode == 127:  # registry.gitcall's answer when git cannot be started
+        said = done.stderr.decode("utf-8", errors="replace").strip()
+        return f"git could not be run ({said})"
+    return no_trunk_branch(trunk)
 
 
 ZERO = "0" * 40

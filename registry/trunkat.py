@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from registry.history import FOLDERS, _cat_batch, _git, resolve_trunk
+from registry.history import FOLDERS, _cat_batch, _git, no_trunk_branch, resolve_trunk
 
 
 def commit_before(root: Path, trunk: str, until: datetime) -> tuple[str | None, str]:
@@ -14,7 +14,7 @@ def commit_before(root: Path, trunk: str, until: datetime) -> tuple[str | None, 
     (None, why) when there is none or trunk history cannot be read."""
     ref = resolve_trunk(root, trunk)
     if ref is None:
-        return None, f"no trunk branch {trunk!r} (nor origin/{trunk})"
+        return None, no_trunk_branch(trunk)
     shallow = _git(root, "rev-parse", "--is-shallow-repository")
     if shallow.returncode != 0 or shallow.stdout.strip() == b"true":
         return None, "the clone is shallow"

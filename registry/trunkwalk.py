@@ -130,11 +130,11 @@ def locate(root: Path, trunk: str) -> tuple[str, str] | TrunkFindings:
         return unavailable("not a git repository")
     if shallow.stdout.strip() == b"true":
         return unavailable("the clone is shallow")
-    from registry.history import resolve_trunk
+    from registry.history import no_trunk_branch, resolve_trunk
 
     ref = resolve_trunk(root, trunk)
     if ref is None:
-        return unavailable(f"no trunk branch {trunk!r} (nor origin/{trunk})")
+        return unavailable(no_trunk_branch(trunk))
     tip = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").stdout.decode().strip()
     return (ref, tip) if tip else unavailable(f"trunk {ref!r} names no commit")
 

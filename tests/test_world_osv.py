@@ -399,6 +399,19 @@ def test_what_a_feed_or_a_lockfile_cannot_say_is_one_error_each(ws: Any) -> None
     assert run["outcome"] == "error" and run["errorCount"] == 3
 
 
+def test_a_sensor_without_git_says_git_could_not_be_run(ws: Any, tmp_path: Path) -> None:
+    """With no git on PATH the sensor said "trunk 'main' not found", sending the person to look for
+    a branch that is there: it says git could not be run, one line, exit 1, no signal raised."""
+    declare(ws)
+    write_feed(ws.root / "feeds" / "osv", FEED)
+    empty = tmp_path / "nothing-on-path"
+    empty.mkdir()
+    done = ws.run("sensors", "run", "osv", env={"PATH": str(empty)})
+    assert done.returncode == 1, done.stderr
+    assert "git could not be run" in done.stderr and "not found (nor" not in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and sensor_signals(ws) == []
+
+
 def test_sensors_are_declared_only_by_decision(ws: Any) -> None:
     declare(ws)
     assert ws.json("sensors")[0]["name"] == "osv"

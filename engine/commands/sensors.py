@@ -173,16 +173,12 @@ def trunk_files(ws: Workspace, paths: list[str]) -> tuple[str | None, dict[str, 
     """The commit trunk is at and each path's content there (one `git cat-file --batch`); the
     problems, one line each (no trunk; a path not on trunk)."""
     from engine.checkout.gitconfig import trunk_of
-    from registry.history import trunk_commit
+    from registry.history import no_trunk, trunk_commit
 
     trunk = trunk_of(ws)
     found = trunk_commit(ws.root, trunk)
     if found is None:
-        return (
-            None,
-            {},
-            [f"trunk {trunk!r} not found (nor origin/{trunk}): the lockfiles are read from trunk"],
-        )
+        return None, {}, [f"{no_trunk(ws.root, trunk)}: the lockfiles are read from trunk"]
     commit = found[1]
     done = _git(ws, ["cat-file", "--batch"], "".join(f"{commit}:{p}\n" for p in paths).encode())
     if done.returncode != 0:

@@ -323,7 +323,7 @@ def check_vetoes(ws: Workspace, unit: str) -> None:
 def make_worktree(ws: Workspace, worktree: Path) -> bool:
     """A git worktree of the workspace, detached at trunk, where none is; True when made here."""
     from engine.checkout.gitconfig import trunk_of
-    from registry.history import trunk_commit
+    from registry.history import no_trunk, trunk_commit
 
     if worktree.exists():
         return False
@@ -334,7 +334,7 @@ def make_worktree(ws: Workspace, worktree: Path) -> bool:
     # trunk, which any worktree can make, would stand in for it)
     found = trunk_commit(ws.root, trunk)
     if found is None:
-        raise BadInput(f"cannot make the unit's worktree: no trunk branch {trunk!r} (nor origin/{trunk})")
+        raise BadInput(f"cannot make the unit's worktree: {no_trunk(ws.root, trunk)}")
     sha = found[1]
     # the person's process: none of the repository's code runs (no post-checkout hook, no smudge
     # filter: a unit can write .git, which its worktree shares; registry.gitcall, D-199). The files

@@ -148,7 +148,7 @@ def blob_id(data: bytes, object_format: str) -> str:
 def verify_history(ws: Workspace, trunk: str | None = None) -> HistoryVerdict:
     """Each governed file against the decisions git history holds (see the module's docstring)."""
     from engine.checkout.gitconfig import trunk_of
-    from registry.history import ZERO, _cat_batch, _raw_log, resolve_trunk
+    from registry.history import ZERO, _cat_batch, _raw_log, no_trunk_branch, resolve_trunk
 
     root = ws.tree
     done = _git(root, "rev-parse", "--is-shallow-repository", "--show-object-format")
@@ -161,7 +161,7 @@ def verify_history(ws: Workspace, trunk: str | None = None) -> HistoryVerdict:
     trunk = trunk or trunk_of(ws)
     trunk_ref = resolve_trunk(root, trunk)
     if trunk_ref is None:
-        return HistoryVerdict(False, f"no trunk branch {trunk!r} (nor origin/{trunk}) to anchor the baseline")
+        return HistoryVerdict(False, f"{no_trunk_branch(trunk)} to anchor the baseline")
     done = _git(
         root, "log", "HEAD", "--reverse", "--topo-order", "--full-history", "--root", "--raw", "-z",
         "--no-abbrev", "--no-renames", "--format=%x00C%H", f"--grep=^{DECISION}:",
