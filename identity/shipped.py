@@ -94,6 +94,7 @@ PROFILES = {
                 "run_checks",
                 "remember",
                 "report_result",
+                "ask_human",  # design §22: new workspaces ship it in intelligence and implement
                 "propose_policy_change",
             ]
         },

@@ -172,6 +172,21 @@ def test_no_token_a_random_one_a_logged_hash_and_a_previous_lease_get_401_and_wr
     assert sdk_call(serving.sock, new, "status").structured_content["unit"] == "r1"
 
 
+def test_a_new_workspace_grants_ask_human_to_implement_units_and_not_to_bookkeepers(served: Any) -> None:
+    """Design §22: new workspaces ship the ask_human grant in `intelligence` and `implement`."""
+    ws, serving, tokens = served
+    asked = sdk_call(serving.sock, tokens["u1"], "ask_human", {"question": "Keep the vendored copy?"})
+    assert not asked.is_error, asked.content
+    question = asked.structured_content["obligation"]
+    row = wait_for(lambda: [o for o in obligations(ws) if o["id"] == question], "u1's question")[0]
+    assert (row["unit"], row["severity"], row["owedTo"]) == ("u1", "advisory", "S3")
+    before = ws.digest()
+    refused = sdk_call(serving.sock, tokens["b1"], "ask_human", {"question": "May I?"})
+    assert refused.is_error and refused.structured_content["exitCode"] == 3
+    assert "profile bookkeeper does not grant ask_human" in refused.structured_content["error"]
+    assert ws.digest() == before
+
+
 @pytest.mark.parametrize(
     ("tool", "arguments"),
     [

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -518,6 +519,37 @@ LEFTOVER = (
     "exit 1\n"
 )
 NOTE = {"subject": "TZ", "note": "left behind", "evidence": ["ci.log"], "reviewBy": "2026-12-20"}
+
+
+def test_a_confined_units_dispatch_and_memory_carry_its_worktrees_revision(confined: Any) -> None:
+    """git refuses a worktree another account owns ("dubious ownership"): the host reads the
+    confined unit's HEAD from its own side, so its dispatch and what it remembers name the revision,
+    and the memory's evidence is checked against trunk (not "unchecked" for ever)."""
+    ws, serving, account, shared = confined
+    out = shared / "remembered"
+    probe = (
+        "import os, sys, json, pathlib\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from engine.doors.client import DoorClient\n"
+        "door = DoorClient(os.environ['REGULATOR_DOOR'], os.environ['REGULATOR_DOOR_TOKEN'])\n"
+        "said = door.remember({'subject': 'pad', 'note': 'pinned', 'evidence': ['vendor/pad.js'],"
+        f" 'reviewBy': {str(datetime.now(UTC).date() + timedelta(days=30))!r}}})\n"
+        f"pathlib.Path({str(out)!r}).write_text(json.dumps(said))\n"
+    )
+    ws.write("vendor/pad.js", "// 1\n")
+    ws.commit("pad")
+    head = ws.git("rev-parse", "HEAD").strip()
+    done = run_unit(ws, "u1", "--user", account.pw_name, "--", "/usr/bin/python3", "-c", probe)
+    assert done.returncode == 0, done.stderr
+    assert out.exists(), done.stderr
+    dispatched = [e for e in ws.events("units") if e["kind"] == "dispatch" and e["unit"] == "u1"]
+    assert [e["revision"] for e in dispatched] == [head]
+    (entry,) = [e for e in ws.events("memory") if e.get("subject") == "pad"]
+    assert (entry["unit"], entry["revision"]) == ("u1", head)
+    ws.write("vendor/pad.js", "// 2\n")
+    ws.commit("pad changed")
+    listed = ws.run("memory")
+    assert listed.returncode == 0 and "evidence changed: vendor/pad.js" in listed.stdout, listed.stdout
 
 
 def test_a_setsid_leftover_of_a_confined_unit_is_killed_when_its_run_ends(confined: Any) -> None:

@@ -305,11 +305,12 @@ class Workspace:
         return self._policy("sensors.yaml")
 
     def revision(self, where: Path | None = None) -> str | None:
-        """HEAD of the given worktree (or the workspace); None outside git."""
-        from registry.gitcall import git_text
+        """HEAD of the given worktree (or the workspace); None outside git. A worktree another
+        account owns (a confined unit's) is read from the host's side, never by git run in it
+        (engine.checkout.head: git refuses it as of dubious ownership)."""
+        from engine.checkout.head import Head
 
-        done = git_text(where or self.root, "rev-parse", "HEAD", timeout=10, filters=False)
-        return done.stdout.strip() or None if done.returncode == 0 else None
+        return Head(where or self.root).revision()
 
 
 MIRROR_MARKER = "postgresql.json"  # engine.log.pg.sql.MARKER: what makes `.regulator/` a mirror
