@@ -66,6 +66,7 @@ class AckContent(msgspec.Struct, frozen=True):
 class DismissContent(msgspec.Struct, frozen=True):
     target: str
     message: str
+    leaves: str  # what the line still does once dismissed (engine.commands.verification.dismissal_leaves)
 
 
 class ProposalContent(msgspec.Struct, frozen=True):
@@ -130,8 +131,13 @@ def content(snap: readmodel.Snapshot, name: str, key: Key) -> Content:
             ident, finding.fields["title"], str(finding.path), affects, name == "resolve-finding"
         )
     if name == "dismiss":
+        from engine.commands.verification import dismissal_leaves
+
         target = dismissable(snap, key) or ""
-        return DismissContent(target, " · ".join(readmodel.row("registers", snap, key)[2:]))
+        store, _, line = target.partition(":")
+        named = next((f for f in snap.verify if f.store == f"{store}.ndjson" and str(f.line) == line), None)
+        leaves = dismissal_leaves(store, named.message if named else "")
+        return DismissContent(target, " · ".join(readmodel.row("registers", snap, key)[2:]), leaves)
     from engine.commands.proposals import review
 
     ident = readmodel.sectioned(key)[1]
@@ -205,7 +211,7 @@ def write(
         target = found.target
         return (
             lambda: dismiss(ws, target, person, answer["rationale"]),
-            f"{target} dismissed (signed); it still counts for nothing",
+            f"{target} dismissed (signed); {found.leaves}",
         )
     from engine.commands.proposals import decide as decide_proposal
 
@@ -231,5 +237,5 @@ def dialog(found: Content) -> Screen[Answer | None]:
     if isinstance(found, OutcomeContent):
         return OutcomeDialog(found.signal, found.summary, found.resolves_at)
     if isinstance(found, DismissContent):
-        return DismissDialog(found.target, found.message)
+        return DismissDialog(found.target, found.message, found.leaves)
     return ProposalDialog(found.proposal, found.verdict, found.summary, found.review, found.replay)

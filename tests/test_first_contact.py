@@ -244,6 +244,23 @@ def test_the_room_dismisses_a_bad_line_verify_names_signed(demo: Any) -> None:
     assert done.returncode == 0 and "dismissed" in done.stdout, done.stdout
 
 
+def test_the_rooms_dismiss_dialog_says_an_edited_line_is_still_read_as_it_stands(demo: Any) -> None:
+    path = demo.store("memory").path
+    path.write_text(path.read_text().replace("run them with TZ=UTC", "run them with TZ=EST", 1))
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False, now=lambda: FIXED)
+    seen = {}
+
+    async def script(pilot: Any) -> None:
+        await pilot.press("5")
+        await pilot.press("d")
+        await pilot.pause()
+        seen["dialog"] = " ".join(line.strip("█ ") for line in screen_lines(app))
+
+    run(app, script)
+    assert "Dismiss memory:1" in seen["dialog"], seen["dialog"]
+    assert "still read as it stands" in seen["dialog"] and "counts for nothing" not in seen["dialog"]
+
+
 def test_dismiss_is_disabled_with_a_reason_on_other_rows(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False, background_checks=False, now=lambda: FIXED)
     seen = {}

@@ -413,14 +413,16 @@ class ResolveFindingDialog(_Dialog):
 
 class DismissDialog(_Dialog):
     """Dismiss a line `verify` names (a bad store line): signed, appended to identity.ndjson; the
-    line stays and still counts for nothing (the same engine call as `verify --dismiss`)."""
+    line stays, and what it still does is the engine's word (`dismissal_leaves`, the same rule
+    `verify --dismiss` says)."""
 
     CONFIRM = "Dismiss"
 
-    def __init__(self, target: str, message: str) -> None:
+    def __init__(self, target: str, message: str, leaves: str) -> None:
         super().__init__()
         self.target = target
         self.message = escape(message)
+        self.leaves = leaves
 
     def body(self) -> ComposeResult:
         yield _heading(f"Dismiss {self.target}")
@@ -428,8 +430,8 @@ class DismissDialog(_Dialog):
         yield Static(
             Text(
                 "Appends a dismissal signed by you: verify and --once list the line as dismissed and "
-                "no longer fail on it. The line is not removed (the stores are append-only) and it "
-                "still counts for nothing."
+                "no longer fail on it. The line is not removed (the stores are append-only), and "
+                f"{self.leaves}."
             ),
             classes="note",
             id="commits",

@@ -163,10 +163,8 @@ def verify(
 
     if dismiss is not None:
         ws = person_workspace(by)
-        event = verification.dismiss(ws, dismiss, by, rationale)
-        out(
-            f"dismissed {event['store']}:{event['line']} by {escape(event['by'])}; it still counts for nothing"
-        )
+        event, leaves = verification.dismiss(ws, dismiss, by, rationale)
+        out(f"dismissed {event['store']}:{event['line']} by {escape(event['by'])}; {leaves}")
         return
     ws, _ = workspace()
     if not ws.has_stores:  # nothing verified is not "ok" (design §16.2)

@@ -653,9 +653,29 @@ def _line_hash(ws: Workspace, store: str, line: int) -> str | None:
     return None
 
 
-def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
+READ_AS_IT_STANDS = ("content does not", "chain broken")  # verify's words for an edited or moved line
+
+
+def dismissal_leaves(store: str, message: str) -> str:
+    """What a line still does once dismissed, by what `verify` named on it (asked by `verify
+    --dismiss`, the room's dialog and its report). A line no reader takes (malformed, a person
+    event that does not verify, a replay, a host event out of order) counts for nothing, dismissed
+    or not; so does an identity line that fails its hash or chain, which the policy's fold leaves
+    out once dismissed (engine.checkout.authority). A line of another store that fails its hash or
+    chain is read as it stands: readers do not hash every line again, so the edit stays in force
+    until what it says is undone by its own command."""
+    if store.removesuffix(".ndjson") != "identity" and message.startswith(READ_AS_IT_STANDS):
+        return (
+            "it is still read as it stands: dismissing does not undo an edit (retract, resolve or "
+            "decide what the line says)"
+        )
+    return "it still counts for nothing"
+
+
+def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> tuple[dict, str]:
     """Append a signed dismissal of a named bad line: verify lists it as dismissed and exits 0
-    for it; the line still counts for nothing (the log is append-only)."""
+    for it (the log is append-only). Returns the dismissal and what the line still does
+    (`dismissal_leaves`)."""
     from engine.commands.written import DismissalEvent
     from engine.read.rules import dismissing, refuse
     from engine.trust.signing import person_event, signer_for
@@ -705,7 +725,8 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> dict:
         "at": clock.iso(clock.now()),
     }
     with ws.exclusive():
-        return ws.store("identity").append(person_event(ws, signer, event))
+        written = ws.store("identity").append(person_event(ws, signer, event))
+    return written, dismissal_leaves(store, problem.message)
 
 
 class LiveChain(msgspec.Struct):

@@ -1164,3 +1164,28 @@ def test_a_signal_restated_under_its_id_before_routing_changes_nothing(tmp_path:
     done = ws.run("verify")
     assert done.returncode == 1
     assert "a signal id already recorded" in done.stdout, done.stdout
+
+
+def test_dismissing_an_edited_line_says_it_is_still_read_as_it_stands(tmp_path: Path) -> None:
+    """Readers do not hash every line again: a memory line edited in place is read as it stands,
+    and `verify --dismiss` says so (a malformed line's dismissal says it counts for nothing)."""
+    ws = make_workspace(tmp_path)
+    worktree = ws.lease("u1")
+    ws.run(*remember_args("TZ", "tests run in UTC"), cwd=worktree, check=True)
+    path = ws.store("memory")
+    path.write_text(path.read_text().replace("tests run in UTC", "tests run in EST"))
+    with open(path, "ab") as handle:
+        handle.write(b"not json at all\n")
+    done = ws.run("verify")
+    assert done.returncode == 1 and "memory.ndjson:1: content does not match its hash" in done.stdout, (
+        done.stdout
+    )
+    edited = ws.run("verify", "--dismiss", "memory:1", "--by", "alice", "--rationale", "seen", check=True)
+    assert edited.stdout.strip() == (
+        "dismissed memory:1 by alice; it is still read as it stands: dismissing does not undo an edit "
+        "(retract, resolve or decide what the line says)"
+    )
+    malformed = ws.run("verify", "--dismiss", "memory:2", "--by", "alice", "--rationale", "seen", check=True)
+    assert malformed.stdout.strip() == "dismissed memory:2 by alice; it still counts for nothing"
+    assert ws.run("verify").returncode == 0
+    assert [e["note"] for e in ws.json("memory")] == ["tests run in EST"]  # what the message says
