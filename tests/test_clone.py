@@ -103,6 +103,9 @@ def test_the_readers_say_stores_absent_first_and_show_no_unit_as_todo(fleet: Any
     for args in (
         ["status"],
         ["obligations"],
+        ["signals"],
+        ["memory"],
+        ["calibration"],
         ["registry", "next-up"],
         ["registry", "next-up", "--explain"],
         ["registry", "lint"],
@@ -116,7 +119,14 @@ def test_the_readers_say_stores_absent_first_and_show_no_unit_as_todo(fleet: Any
     assert status["stores"] == "absent"
     assert {u["status"] for u in status["units"]} == {"unknown"}
     assert {u["held"] for u in status["units"]} == {None} and status["unrouted"] is None
-    for args in (["obligations"], ["registry", "next-up"]):  # an empty list, never taken for "nothing"
+    for args in (["signals"], ["memory"], ["calibration"]):  # a listing's text: unknown, exit 1
+        done = ws.run(*args, cwd=here)
+        assert (
+            done.returncode == 1
+            and f"{args[0].replace('calibration', 'predictions')}: unknown" in done.stdout
+        )
+        assert "no predictions yet" not in done.stdout, done.stdout
+    for args in (["obligations"], ["signals"], ["memory"], ["calibration"], ["registry", "next-up"]):
         done = ws.run(*args, "--json", cwd=here)
         assert (done.returncode, json.loads(done.stdout)) == (1, [])
         assert done.stderr.endswith(f"regulator: {ABSENT}\n")

@@ -212,6 +212,17 @@ def absent_exit(ws: Any) -> None:
         raise typer.Exit(1)
 
 
+def absent_listing(ws: Any, what: str) -> None:
+    """A listing's text where the stores are absent: says so and exits 1, never an empty table
+    (design §16.2); `what` names what the stores would have listed."""
+    if not ws.has_stores:
+        from engine.read.storeless import ABSENT
+
+        out(ABSENT)
+        out(f"{what}: unknown (the stores hold them, and a clone does not have the stores)")
+        absent_exit(ws)
+
+
 def report_problems(state: Any) -> None:
     unknown = getattr(getattr(state, "auth", None), "unknown", None)
     if unknown:

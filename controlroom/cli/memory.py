@@ -10,6 +10,7 @@ import typer
 from controlroom.cli.common import (
     JsonFlag,
     absent_exit,
+    absent_listing,
     emit_json,
     escape,
     fields_from,
@@ -87,12 +88,7 @@ def memory(
         emit_json([{k: r[k] for k in keys} for r in rows])
         absent_exit(ws)
         return
-    if not ws.has_stores:
-        from engine.read.storeless import ABSENT
-
-        out(ABSENT)
-        out("memory: unknown (it lives in the stores, which a clone does not have)")
-        absent_exit(ws)
+    absent_listing(ws, "memory")
     table(
         ["id", "status", "review-by", "left", "unit", "scope", "evidence", "subject: note"],
         [

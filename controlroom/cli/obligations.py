@@ -9,6 +9,7 @@ import typer
 from controlroom.cli.common import (
     JsonFlag,
     absent_exit,
+    absent_listing,
     emit_json,
     escape,
     global_options,
@@ -57,7 +58,6 @@ def obligations(
     from engine.commands.obligations import deadlines_of
     from engine.read.load import load
     from engine.read.model import ObligationStatus
-    from engine.read.storeless import ABSENT
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
@@ -90,10 +90,7 @@ def obligations(
         emit_json([{k: r[k] for k in keys} for r in rows])
         absent_exit(ws)
         return
-    if not ws.has_stores:
-        out(ABSENT)
-        out("obligations: unknown (they live in the stores, which a clone does not have)")
-        absent_exit(ws)
+    absent_listing(ws, "obligations")
     from engine.read.queries import age
 
     table(

@@ -19,6 +19,8 @@ from controlroom.cli.common import (
     Rationale,
     Severity,
     Subject,
+    absent_exit,
+    absent_listing,
     emit_json,
     escape,
     fields_from,
@@ -67,7 +69,9 @@ def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
                 for r in rows
             ]
         )
+        absent_exit(ws)
         return
+    absent_listing(ws, "signals")
     table(
         ["id", "reported", "derived", "outcome", "from", "subject"],
         [

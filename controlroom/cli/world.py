@@ -12,6 +12,7 @@ import typer
 from controlroom.cli.common import (
     JsonFlag,
     absent_exit,
+    absent_listing,
     emit_json,
     escape,
     global_options,
@@ -112,6 +113,7 @@ def calibration(as_json: JsonFlag = False) -> None:
         emit_json(rows)
         absent_exit(ws)
         return
+    absent_listing(ws, "predictions")
     if not rows:
         out("no predictions yet (report_intelligence's `prediction: {resolvesAt}`)")
     else:
