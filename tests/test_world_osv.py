@@ -252,6 +252,10 @@ def test_an_osv_feed_against_four_lockfiles_raises_one_signal_per_affected_pair(
     done = ws.run("sensors", "run", "osv")
     assert done.returncode == 0, done.stderr
     raised = sensor_signals(ws)
+    assert (
+        done.stdout
+        == f"sensor osv: wrote the run's record and {len(EXPECTED)} new signal(s) or withdrawal(s)\n"
+    )
     assert sorted(s["subject"] for s in raised) == sorted(EXPECTED)
     lock_text = (ws.root / "web" / "package-lock.json").read_text().splitlines()
     for signal in raised:
@@ -287,7 +291,10 @@ def test_an_osv_feed_against_four_lockfiles_raises_one_signal_per_affected_pair(
 
     # a second run raises nothing new: only the run is recorded
     before = len(sensor_signals(ws))
-    assert ws.run("sensors", "run", "osv").returncode == 0
+    again = ws.run("sensors", "run", "osv")
+    assert again.returncode == 0 and again.stdout.endswith(
+        "the run's record and 0 new signal(s) or withdrawal(s)\n"
+    )
     assert len(sensor_signals(ws)) == before
     runs = [e for e in ws.events("signals") if e["kind"] == "sensor-run"]
     assert len(runs) == 2 and runs[1]["signals"] == [] and runs[1]["outcome"] == "ok"

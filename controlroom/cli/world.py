@@ -84,14 +84,15 @@ def sensors_run(name: Annotated[str, typer.Argument(metavar="NAME")], as_json: J
     outcome = run(ws, name)
     if as_json:
         emit_json({"sensor": name, "written": outcome.written, "errors": outcome.errors})
-    elif outcome.errors:
-        out(
-            f"sensor {name}: {len(outcome.errors)} error(s), each on stderr; wrote the run's record "
-            f"(outcome error) and {max(0, len(outcome.written) - 1)} new signal(s) or withdrawal(s); what failed "
-            "was skipped, never written in part"
-        )
-    else:
-        out(f"sensor {name}: {outcome.outcome}")
+    else:  # the run's record is always written, last: what it brought is the rest
+        brought = f"{max(0, len(outcome.written) - 1)} new signal(s) or withdrawal(s)"
+        if outcome.errors:
+            out(
+                f"sensor {name}: {len(outcome.errors)} error(s), each on stderr; wrote the run's record "
+                f"(outcome error) and {brought}; what failed was skipped, never written in part"
+            )
+        else:
+            out(f"sensor {name}: wrote the run's record and {brought}")
     _errors(outcome.errors)
     if outcome.errors:
         raise typer.Exit(1)
