@@ -215,6 +215,7 @@ def test_a_held_close_awaits_and_wait_closes_after_a_signed_disposition(served: 
     out, err = plain.communicate(timeout=60)
     assert plain.returncode == 3, err
     assert "u1 is awaiting close: close of u1 vetoed: held by open obligation(s)" in err
+    assert "once that is dispositioned, run `regulator unit close u1` (or give `unit run` --wait" in err
     u1 = row(ws, "u1")
     assert (u1["status"], u1["held"], u1["awaitingClose"], u1["result"]["outcome"]) == (
         "in-progress",

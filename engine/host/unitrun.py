@@ -632,7 +632,10 @@ def close_or_wait(ws: Workspace, p: Plan, say: Say) -> int:
             close(ws, p.unit)
         except Refused as exc:
             if not p.wait:
-                raise Refused(f"{p.unit} is awaiting close: {exc}") from None
+                raise Refused(
+                    f"{p.unit} is awaiting close: {exc}; once that is dispositioned, run "
+                    f"`regulator unit close {p.unit}` (or give `unit run` --wait to wait for it)"
+                ) from None
             if not told:
                 say(f"{p.unit} is awaiting close: {exc}; waiting for its disposition (--wait)")
                 told = True
