@@ -305,12 +305,18 @@ class Workspace:
         return self._policy("sensors.yaml")
 
     def revision(self, where: Path | None = None) -> str | None:
-        """HEAD of the given worktree (or the workspace); None outside git. A worktree another
-        account owns (a confined unit's) is read from the host's side, never by git run in it
-        (engine.checkout.head: git refuses it as of dubious ownership)."""
-        from engine.checkout.head import Head
+        """HEAD of the given worktree (or the workspace); None outside git. A worktree is read as
+        the door reads it (engine.checkout.head): one another account owns (a confined unit's) from
+        the host's side, never by git run in it, which git refuses ("dubious ownership") and which
+        would read that account's git config."""
+        if where is not None:
+            from engine.checkout.head import Head
 
-        return Head(where or self.root).revision()
+            return Head(where).revision()
+        from registry.gitcall import git_text
+
+        done = git_text(self.root, "rev-parse", "HEAD", timeout=10, filters=False)
+        return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 MIRROR_MARKER = "postgresql.json"  # engine.log.pg.sql.MARKER: what makes `.regulator/` a mirror
