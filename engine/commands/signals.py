@@ -42,14 +42,20 @@ def _listed(fields: dict, name: str) -> object:
 def validate_report(
     fields: dict, severities: tuple[str, ...], known_units: Container[str], now: datetime | None = None
 ) -> dict:
-    """Check every field of seed 000's report (exit 2 on the first problem); return the signal body.
+    """Check every field of seed 000's report (exit 2 on the first problem, every missing field named
+    at once); return the signal body.
     `now` is the host's clock, or the routing time of a what-if case (engine.commands.whatif)."""
     unknown = sorted(set(fields) - set(FIELDS))
     if unknown:
         raise BadInput(f"unknown field {unknown[0]!r}; the fields are {', '.join(FIELDS)}")
-    for name in ("subject", "claim", "observation", "confidence", "reportedSeverity"):
-        if fields.get(name) is None:
-            raise BadInput(f"{name}: required")
+    missing = [
+        n
+        for n in ("subject", "claim", "observation", "confidence", "reportedSeverity")
+        if fields.get(n) is None
+    ]
+    if missing:  # every missing field in the one line, not one per attempt
+        more = f" (and {', '.join(missing[1:])})" if len(missing) > 1 else ""
+        raise BadInput(f"{missing[0]}: required{more}")
     subject = check_text("subject", fields["subject"])
     claim = check_text("claim", fields["claim"])
     observation = check_text("observation", fields["observation"])
