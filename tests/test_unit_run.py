@@ -238,6 +238,28 @@ def test_a_held_close_awaits_and_wait_closes_after_a_signed_disposition(served: 
     assert row(ws, "u3")["status"] == "closed"
 
 
+def test_a_stream_units_folders_are_beside_its_parent_units_never_inside(served: Any, tmp_path: Any) -> None:
+    """`x` and `x/y` are both units: `x/y`'s worktree and lease folder are `.worktrees/x+y` and
+    `.worktrees/.leases/x+y`, never inside `x`'s worktree, which a confined `x` owns (D-211): a link
+    `x` left at `.worktrees/x/y` leads nowhere."""
+    ws, _ = served
+    ws.contract("x", "implement", "implement")
+    ws.contract("x/y", "implement", "implement")
+    ws.commit("x and its stream x/y")
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    planted = ws.root / ".worktrees" / "x"
+    planted.mkdir(parents=True)
+    (planted / "y").symlink_to(victim)
+    seen = tmp_path / "seen"
+    done = run_unit(ws, "x/y", "--", "/bin/sh", "-c", f"pwd > {seen}; test -e {seen}")
+    assert done.returncode == 0, done.stderr
+    assert seen.read_text().strip() == str(ws.root / ".worktrees" / "x+y")
+    assert list(victim.iterdir()) == []  # nothing checked out or handed over through the link
+    (dispatched,) = [e for e in ws.events("units") if e["kind"] == "dispatch" and e["unit"] == "x/y"]
+    assert dispatched["worktree"] == ".worktrees/x+y"
+
+
 def test_the_childs_environment_is_exactly_the_allowlist(served: Any, tmp_path: Any) -> None:
     ws, serving = served
     seen, go = tmp_path / "env.json", tmp_path / "go"
@@ -551,6 +573,18 @@ def test_a_confined_units_dispatch_and_memory_carry_its_worktrees_revision(confi
     ws.commit("pad changed")
     listed = ws.run("memory")
     assert listed.returncode == 0 and "evidence changed: vendor/pad.js" in listed.stdout, listed.stdout
+
+
+def test_user_refuses_a_worktree_under_a_folder_another_account_owns(confined: Any) -> None:
+    ws, serving, account, shared = confined
+    theirs = shared / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, account.pw_uid, account.pw_gid)
+    before = ws.digest()
+    done = run_unit(ws, "b1", "--user", account.pw_name, "--worktree", str(theirs / "wt"), "--", "true")
+    assert done.returncode == 3, done.stderr
+    assert f"{theirs} belongs to another account (uid {account.pw_uid})" in one_line(done)
+    assert ws.digest() == before and not (theirs / "wt").exists() and row(ws, "b1")["status"] == "todo"
 
 
 def test_a_setsid_leftover_of_a_confined_unit_is_killed_when_its_run_ends(confined: Any) -> None:

@@ -44,7 +44,7 @@ from registry.gitcall import git_text
 HARNESSES = ("env", "claude-code")
 DEFAULT_TTL = "15m"
 WORKTREES = ".worktrees"  # at the workspace's root, ignored by git
-LEASES = ".leases"  # WORKTREES/.leases/<unit>: the lease's folder, outside every worktree
+LEASES = ".leases"  # WORKTREES/.leases/<folder_of(unit)>: the lease's folder, outside every worktree
 ALLOWED_ENV = ("PATH", "HOME", "LANG", "TERM", "TZ")  # the host's, passed on where set
 DOOR_ENV = ("REGULATOR_DOOR", "REGULATOR_DOOR_TOKEN", "REGULATOR_UNIT")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -115,9 +115,10 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
     env = _environment(request.env)
     account = _account(request.user) if request.user is not None else None
     worktree = _worktree_path(ws, unit, request.worktree)
-    lease_dir = ws.root / WORKTREES / LEASES / unit
+    lease_dir = ws.root / WORKTREES / LEASES / folder_of(unit)
     if account is not None:
         _check_confinable(ws, account)
+        _check_parents(worktree)
     info = running(ws)
     if (info is None or not isinstance(info.get("door"), str)) and lock_held(ws):
         raise Refused(
@@ -283,9 +284,37 @@ def kill_account(account: Account) -> None:
         time.sleep(0.05)  # killed processes leave /proc once reaped
 
 
+def folder_of(unit: str) -> str:
+    """A unit's folder under `.worktrees/` and `.worktrees/.leases/`: its id, the `/` of a stream
+    part written `+` (no unit id holds one), so that no unit's folder is inside another's. `x`'s
+    worktree is the confined `x`'s own: were `x/y`'s made inside it, `x` could swap it for a link
+    while the host makes it, and the host would check files out and hand them over there (D-211)."""
+    return unit.replace("/", "+")
+
+
+def _check_parents(worktree: Path) -> None:
+    """A confined unit's worktree is made and handed over by the host: every folder above it must
+    be the host's or root's, or its owner could swap the worktree for a link meanwhile (D-211)."""
+    mine = {0, os.geteuid()}
+    for folder in worktree.parents:
+        owners = []
+        for look in (os.lstat, os.stat):  # a link, and the folder it names
+            try:
+                owners.append(look(folder).st_uid)
+            except OSError:
+                pass  # not there yet: the host makes it, as its own
+        other = next((uid for uid in owners if uid not in mine), None)
+        if other is not None:
+            raise Refused(
+                f"--worktree {worktree}: {folder} belongs to another account (uid {other}), which "
+                "could swap the worktree while the host makes it; give a folder under one of yours"
+            )
+
+
 def _worktree_path(ws: Workspace, unit: str, given: Path | None) -> Path:
-    """--worktree DIR, or `.worktrees/<unit>` at the workspace's root; never under `.regulator/`."""
-    path = (given if given is not None else ws.root / WORKTREES / unit).absolute()
+    """--worktree DIR, or `.worktrees/<folder_of(unit)>` at the workspace's root; never under
+    `.regulator/`."""
+    path = (given if given is not None else ws.root / WORKTREES / folder_of(unit)).absolute()
     resolved = path.resolve()
     state = ws.state_dir.resolve()
     if resolved == state or state in resolved.parents:
@@ -394,10 +423,7 @@ def make_lease_dir(ws: Workspace, p: Plan) -> None:
     leases.mkdir(mode=0o711, exist_ok=True)
     os.chmod(top, os.stat(top).st_mode | 0o011)  # a confined unit passes through to its worktree
     os.chmod(leases, 0o711)
-    folder = leases
-    for part in p.unit.split("/"):
-        folder = folder / part
-        folder.mkdir(mode=0o711, exist_ok=True)
+    p.lease_dir.mkdir(mode=0o711, exist_ok=True)  # one folder below .leases (folder_of)
     if p.lease_dir.is_symlink() or not p.lease_dir.is_dir():
         raise Refused(f"{p.lease_dir} is not a folder; remove it")
     for old in p.lease_dir.iterdir():
@@ -409,7 +435,10 @@ def make_lease_dir(ws: Workspace, p: Plan) -> None:
 
 
 def give_worktree(worktree: Path, account: Account) -> None:
-    """The worktree's files to the confined account, so it can work in them."""
+    """The worktree's files to the confined account, so it can work in them (never through a link:
+    the walk starts at the folder the host just made, and follows none below it)."""
+    if worktree.is_symlink() or not worktree.is_dir():
+        raise Refused(f"the unit's worktree {worktree} is not the folder the host made; remove it")
     for folder, dirs, files in os.walk(worktree):
         for name in [
             folder,
