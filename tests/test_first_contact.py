@@ -258,7 +258,7 @@ def test_the_rooms_dismiss_dialog_says_an_edited_line_is_still_read_as_it_stands
 
     run(app, script)
     assert "Dismiss memory:1" in seen["dialog"], seen["dialog"]
-    assert "still read as it stands" in seen["dialog"] and "counts for nothing" not in seen["dialog"]
+    assert "still take it as it stands" in seen["dialog"] and "counts for nothing" not in seen["dialog"]
 
 
 def test_dismiss_is_disabled_with_a_reason_on_other_rows(demo: Any) -> None:

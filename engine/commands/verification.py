@@ -8,7 +8,7 @@ import functools
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -654,22 +654,33 @@ def _line_hash(ws: Workspace, store: str, line: int) -> str | None:
 
 
 READ_AS_IT_STANDS = ("content does not", "chain broken")  # verify's words for an edited or moved line
+_NOT_TAKEN = (
+    "readers skip it",
+    "counts for nothing",
+    "readers ignore it",
+)  # verify's words: no reader takes it
+_TAKEN = ("the fold reads", "readers obey it")  # verify's words: readers take it all the same
 
 
-def dismissal_leaves(store: str, message: str) -> str:
-    """What a line still does once dismissed, by what `verify` named on it (asked by `verify
-    --dismiss`, the room's dialog and its report). A line no reader takes (malformed, a person
-    event that does not verify, a replay, a host event out of order) counts for nothing, dismissed
-    or not; so does an identity line that fails its hash or chain, which the policy's fold leaves
-    out once dismissed (engine.checkout.authority). A line of another store that fails its hash or
-    chain is read as it stands: readers do not hash every line again, so the edit stays in force
-    until what it says is undone by its own command."""
-    if store.removesuffix(".ndjson") != "identity" and message.startswith(READ_AS_IT_STANDS):
-        return (
-            "it is still read as it stands: dismissing does not undo an edit (retract, resolve or "
-            "decide what the line says)"
-        )
-    return "it still counts for nothing"
+def dismissal_leaves(store: str, messages: Iterable[str]) -> str:
+    """What a line still does once dismissed, from everything `verify` names on it (asked by
+    `verify --dismiss`, the room's dialog and its report). A dismissal changes no reader: a line
+    no reader takes (malformed, a person event that does not verify, a replay, a second routing
+    record) counts for nothing, dismissed or not, and so does an identity line that fails its hash
+    or chain, which the policy's fold leaves out once dismissed (engine.checkout.authority). Any
+    other line is read as it stands (readers do not hash every line again): an edit, a forged
+    routing record or a time out of order stays in force until what it says is undone by its own
+    command."""
+    said = list(messages)
+    if store.removesuffix(".ndjson") == "identity" and any(m.startswith(READ_AS_IT_STANDS) for m in said):
+        return "it still counts for nothing (the policy's fold leaves it out)"
+    taken = any(word in m for m in said for word in _TAKEN)
+    if not taken and any(word in m for m in said for word in _NOT_TAKEN):
+        return "it still counts for nothing"
+    return (
+        "readers still take it as it stands: dismissing undoes nothing (retract, resolve or decide "
+        "what the line says)"
+    )
 
 
 def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> tuple[dict, str]:
@@ -690,14 +701,8 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> tuple
             f"--dismiss {target!r}: name a line as STORE:LINE (e.g. signals:42), as verify names it"
         )
     line = int(number)
-    problem = next(
-        (
-            f
-            for f in findings(ws)
-            if f.dismissed is None and f.store.removesuffix(".ndjson") == store and f.line == line
-        ),
-        None,
-    )
+    named = [f for f in findings(ws) if f.dismissed is None]
+    problem = next((f for f in named if f.store.removesuffix(".ndjson") == store and f.line == line), None)
     if problem is None:
         raise BadInput(f"--dismiss {target}: verify names no undismissed problem on that line")
     if store == "identity" and problem.message.startswith(("content does not", "chain broken")):
@@ -726,7 +731,8 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> tuple
     }
     with ws.exclusive():
         written = ws.store("identity").append(person_event(ws, signer, event))
-    return written, dismissal_leaves(store, problem.message)
+    on_line = [f.message for f in named if f.store.removesuffix(".ndjson") == store and f.line == line]
+    return written, dismissal_leaves(store, on_line)
 
 
 class LiveChain(msgspec.Struct):

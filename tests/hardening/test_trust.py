@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -1182,10 +1183,43 @@ def test_dismissing_an_edited_line_says_it_is_still_read_as_it_stands(tmp_path: 
     )
     edited = ws.run("verify", "--dismiss", "memory:1", "--by", "alice", "--rationale", "seen", check=True)
     assert edited.stdout.strip() == (
-        "dismissed memory:1 by alice; it is still read as it stands: dismissing does not undo an edit "
+        "dismissed memory:1 by alice; readers still take it as it stands: dismissing undoes nothing "
         "(retract, resolve or decide what the line says)"
     )
     malformed = ws.run("verify", "--dismiss", "memory:2", "--by", "alice", "--rationale", "seen", check=True)
     assert malformed.stdout.strip() == "dismissed memory:2 by alice; it still counts for nothing"
-    assert ws.run("verify").returncode == 0
+    checked = ws.run("verify")
+    assert (
+        checked.returncode == 0
+        and "verify: ok: nothing undismissed; 2 bad line(s) dismissed" in checked.stdout
+    )
     assert [e["note"] for e in ws.json("memory")] == ["tests run in EST"]  # what the message says
+
+
+def test_a_dismissal_reads_every_finding_on_its_line(tmp_path: Path) -> None:
+    """A line stamped in the future and hashed again is still read (its dismissal says so); a signed
+    retraction edited in place fails its hash and its signature: it counts for nothing, and its
+    dismissal says that, not that it is read as it stands."""
+    ws = make_workspace(tmp_path, now=None, clock="system")  # times are judged on the system clock
+    worktree = ws.lease("u1")
+    review_by = str(datetime.now(UTC).date() + timedelta(days=30))
+    first = ws.json(*remember_args("TZ", "tests run in UTC", review_by), cwd=worktree)["id"]
+    ws.run("memory", "retract", first, "--by", "alice", "--reason", "wrong", check=True)
+    path = ws.store("memory")
+    lines = path.read_text().splitlines()
+    remembered = json.loads(lines[0])
+    remembered["at"], remembered["note"] = "2027-06-01T00:00:00Z", "EDITED: tests run in EST"
+    remembered["hash"] = event_hash(remembered)
+    retraction = json.loads(lines[1])
+    retraction["prev"] = remembered["hash"]  # chained to the edited line, its own hash left as it was
+    retraction["reason"] = "edited"
+    path.write_text(json.dumps(remembered) + "\n" + json.dumps(retraction) + "\n")
+    said = ws.run("verify").stdout
+    assert "memory.ndjson:1: stamped 2027-06-01T00:00:00Z, in the future" in said, said
+    assert "memory.ndjson:2: content does not match its hash" in said and "counts for nothing" in said, said
+    future = ws.run("verify", "--dismiss", "memory:1", "--by", "alice", "--rationale", "seen", check=True)
+    assert "readers still take it as it stands" in future.stdout
+    signed = ws.run("verify", "--dismiss", "memory:2", "--by", "alice", "--rationale", "seen", check=True)
+    assert signed.stdout.strip() == "dismissed memory:2 by alice; it still counts for nothing"
+    listed = ws.json("memory")
+    assert [(e["note"], e["status"]) for e in listed] == [("EDITED: tests run in EST", "current")]
