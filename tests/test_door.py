@@ -332,6 +332,15 @@ def test_head_answers_as_git_does_through_commits_branches_packs_and_worktrees(t
     assert head.revision() == rev(inside) != seen[-1]
 
 
+def test_a_git_file_naming_a_nul_is_no_revision_and_no_traceback(tmp_path: Path) -> None:
+    """A `.git` file is the unit's to write: one naming a path with a NUL gives no revision (git
+    says what it makes of it), never a ValueError out of the door (D-207, after review)."""
+    folder = tmp_path / "wt"
+    folder.mkdir()
+    (folder / ".git").write_bytes(b"gitdir: \x00\n")
+    assert Head(folder).revision() is None
+
+
 def test_head_moved_the_next_signal_records_the_new_revision(fleet: Any) -> None:
     from engine.doors.api import UnitDoor
 

@@ -587,6 +587,43 @@ def test_user_refuses_a_worktree_under_a_folder_another_account_owns(confined: A
     assert ws.digest() == before and not (theirs / "wt").exists() and row(ws, "b1")["status"] == "todo"
 
 
+def test_a_confined_unit_cannot_borrow_another_worktrees_revision_or_crash_the_host(confined: Any) -> None:
+    """The unit owns its worktree: a `.git` made a link to another worktree's `.git`, or holding a
+    NUL, gives no revision (never the other's HEAD, never a traceback): what it remembers then is
+    `evidence unchecked`, not current (D-207, after review)."""
+    ws, serving, account, shared = confined
+    older = ws.git("rev-parse", "HEAD").strip()
+    ws.write("vendor/pad.js", "// 1\n")
+    ws.commit("pad")
+    other = ws.root / ".worktrees" / "other"
+    ws.git("worktree", "add", "-q", "--detach", str(other), older)  # the host's, at an older commit
+    out = shared / "said"
+    probe = (
+        "import os, sys, json, pathlib\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from engine.doors.client import DoorClient\n"
+        "door = DoorClient(os.environ['REGULATOR_DOOR'], os.environ['REGULATOR_DOOR_TOKEN'])\n"
+        f"review = {str(datetime.now(UTC).date() + timedelta(days=30))!r}\n"
+        "def note(subject):\n"
+        "    return door.remember({'subject': subject, 'note': 'n', 'evidence': ['vendor/pad.js'], 'reviewBy': review})\n"
+        "said = [note('honest')]\n"
+        "os.rename('.git', '.git.real')\n"
+        f"os.symlink({str(other / '.git')!r}, '.git')\n"
+        "said.append(note('linked'))\n"
+        "os.remove('.git')\n"
+        "pathlib.Path('.git').write_bytes(b'gitdir: \\x00\\n')\n"
+        "said.append(note('nul'))\n"
+        f"pathlib.Path({str(out)!r}).write_text(json.dumps(said))\n"
+    )
+    done = run_unit(ws, "u3", "--user", account.pw_name, "--", "/usr/bin/python3", "-c", probe)
+    assert out.exists(), done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in out.read_text()
+    revisions = {e["subject"]: e["revision"] for e in ws.events("memory")}
+    newer = ws.git("rev-parse", "HEAD").strip()
+    assert revisions["honest"] == newer  # u3's worktree was made at trunk
+    assert revisions["linked"] is None and revisions["nul"] is None  # never the other's `older`
+
+
 def test_a_setsid_leftover_of_a_confined_unit_is_killed_when_its_run_ends(confined: Any) -> None:
     ws, serving, account, shared = confined
     token, pid, go, out, note = (shared / n for n in ("token", "pid", "go", "out", "note.json"))

@@ -36,10 +36,11 @@ def _kind(path: str) -> object:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _content(path: str | Path) -> bytes | None:
+def _content(path: str | Path, follow: bool = True) -> bytes | None:
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO: never waited on
-    except OSError:
+        fd = os.open(path, flags)  # a FIFO: never waited on
+    except (OSError, ValueError):  # ValueError: a NUL in the path
         return None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -71,12 +72,21 @@ def _mine(path: Path, folder: bool) -> bool:
 
 def _linked_head(where: Path) -> str | None:
     """The HEAD of a linked worktree the host does not own, read from the repository's own
-    metadata, never from git run in the worktree: its `.git` file names `<common>/worktrees/<name>`,
-    which counts only when that folder and its files are the host's and its `gitdir` names this
-    worktree back (the unit cannot point it at another's); a detached HEAD is the answer, a branch
-    is resolved by git in the common directory (the host's). None where any of it does not hold."""
-    text = _content(where / ".git") or b""
-    if not text.startswith(b"gitdir:"):
+    metadata, never from git run in the worktree: its `.git` file (a file of its own, never a link:
+    a link to another worktree's `.git` would be named back by that one's `gitdir`) names
+    `<common>/worktrees/<name>`, which counts only when that folder and its files are the host's and
+    its `gitdir` names this worktree's `.git` back, by the worktree's own path (the unit cannot point
+    it at another's); a detached HEAD is the answer, a branch is resolved by git in the common
+    directory (the host's). None where any of it does not hold, or cannot be read as a path."""
+    try:
+        return _linked_head_of(where)
+    except (OSError, ValueError):  # ValueError: a NUL in a path the unit wrote
+        return None
+
+
+def _linked_head_of(where: Path) -> str | None:
+    text = _content(where / ".git", follow=False) or b""
+    if not text.startswith(b"gitdir:") or b"\0" in text:
         return None
     gitdir = Path(os.path.realpath(where / os.fsdecode(text[len(b"gitdir:") :].strip())))
     common_text = _content(gitdir / "commondir")
@@ -94,7 +104,9 @@ def _linked_head(where: Path) -> str | None:
         )
     ):
         return None
-    if os.path.realpath(os.fsdecode(back.strip())) != os.path.realpath(where / ".git"):
+    if b"\0" in back or os.path.realpath(os.fsdecode(back.strip())) != os.path.join(
+        os.path.realpath(where), ".git"
+    ):
         return None
     head = _content(gitdir / "HEAD") or b""
     if _OBJECT.fullmatch(head):
@@ -137,7 +149,10 @@ class Head:
         key = self._fingerprint(self._layout)
         if key is not None and key == self._key:
             return self._revision
-        layout = self._walk()
+        try:
+            layout = self._walk()
+        except (OSError, ValueError):  # ValueError: a NUL in a path a `.git` file names
+            layout = None  # git is asked, and says what it makes of it
         key = self._fingerprint(layout)  # taken before git answers: a move meanwhile is seen next call
         done = git_text(
             self.where,
