@@ -322,6 +322,7 @@ def _document(snap: Snapshot, rows: dict[str, object], require_history: bool) ->
         "now": state.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "authentication": authentication(snap.ws),
         "clock": snap.ws.authority().clock,
+        "serve": serve_of(snap) if snap.known else None,
         "counts": counts(snap),
         **rows,
         "verify": [{"store": f.store, "line": f.line, "message": f.message} for f in snap.verify],
@@ -331,9 +332,27 @@ def _document(snap: Snapshot, rows: dict[str, object], require_history: bool) ->
     }
 
 
+def serve_of(snap: Snapshot) -> dict[str, object]:
+    """serve's state (engine.host.instance.serve_state: serve.json and its /healthz), asked once a
+    run: the text and the JSON say the same."""
+    if snap.serve is None:
+        from engine.base.errors import RegulatorError
+        from engine.host.instance import serve_state
+
+        try:
+            snap.serve = serve_state(snap.ws)
+        except (RegulatorError, OSError) as exc:
+            snap.serve = {"running": None, "error": str(exc)}
+    return snap.serve
+
+
 def as_text(snap: Snapshot, reasons: list[str]) -> str:
     lines = [] if snap.known else [ABSENT]
     lines += [f"regulator · {snap.ws.root.name} · {header_text(snap, live='once')}", routed_text(snap)]
+    if snap.known:  # the host's state, as the live room's status line shows it (design §22)
+        from engine.host.instance import describe
+
+        lines.append(escape(describe(serve_of(snap))))
     unchecked = lint_unchecked(snap)
     if unchecked is not None:  # never shown as ✓: said, with why (design §26)
         lines.append(

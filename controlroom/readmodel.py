@@ -90,6 +90,7 @@ class Snapshot:
     # --once: the stores `settle` found a line of named in, dismissed or not (None: not settled)
     named: frozenset[str] | None = None
     not_routed: str | None = None  # --once: why it did not route (read-only, a reader role, ...)
+    serve: dict[str, object] | None = None  # --once: serve's state, asked once (controlroom.once.serve_of)
     # memory is counted once per change: (memory cursor, entries, today) when last counted, and
     # how many entries were expiring then
     _memory_marker: tuple[int, int, date] | None = None

@@ -172,6 +172,18 @@ def test_no_token_a_random_one_a_logged_hash_and_a_previous_lease_get_401_and_wr
     assert sdk_call(serving.sock, new, "status").structured_content["unit"] == "r1"
 
 
+def test_once_shows_the_hosts_state_as_the_live_room_does(served: Any, tmp_path: Any) -> None:
+    """Design §22: the control room reads serve.json and /healthz; `--once` says it too (text and JSON)."""
+    ws, serving, _ = served
+    text = ws.run("controlroom", "--once").stdout.splitlines()
+    assert text[2].startswith("serve: leader · lag ") and "last tick" in text[2], text[:4]
+    shown = json.loads(ws.run("controlroom", "--once", "--json").stdout)["serve"]
+    assert (shown["running"], shown["leader"], shown["door"]) == (True, True, serving.url)
+    serving.close()
+    assert ws.run("controlroom", "--once").stdout.splitlines()[2] == "serve not running"
+    assert json.loads(ws.run("controlroom", "--once", "--json").stdout)["serve"] == {"running": False}
+
+
 def test_a_new_workspace_grants_ask_human_to_implement_units_and_not_to_bookkeepers(served: Any) -> None:
     """Design §22: new workspaces ship the ask_human grant in `intelligence` and `implement`."""
     ws, serving, tokens = served
