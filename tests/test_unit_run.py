@@ -585,6 +585,29 @@ def test_user_refuses_a_worktree_under_a_folder_another_account_owns(confined: A
     assert done.returncode == 3, done.stderr
     assert f"{theirs} belongs to another account (uid {account.pw_uid})" in one_line(done)
     assert ws.digest() == before and not (theirs / "wt").exists() and row(ws, "b1")["status"] == "todo"
+    # root's, but others may write in it: another account could make the worktree's folder first
+    for mode in (0o777, 0o1777):  # sticky (as /tmp) protects what exists, not what is still to be made
+        open_to_all = ws.root.parent / f"open-{mode:o}"  # in a folder of root's, 0755
+        open_to_all.mkdir()
+        open_to_all.chmod(mode)
+        done = run_unit(
+            ws, "b1", "--user", account.pw_name, "--worktree", str(open_to_all / "wt"), "--", "true"
+        )
+        assert done.returncode == 3, done.stderr
+        assert f"{open_to_all} is writable by other accounts, which could make" in one_line(done)
+        assert ws.digest() == before and not (open_to_all / "wt").exists()
+
+
+def test_a_fifo_left_in_a_lease_folder_does_not_hang_the_next_run(confined: Any) -> None:
+    """A unit can leave anything in its lease folder; a dead host leaves it there: the next run
+    removes what is not a folder before it writes the harness's files (never blocked on a FIFO)."""
+    ws, serving, account, shared = confined
+    leases = ws.root / ".worktrees" / ".leases"
+    (leases / "b1").mkdir(parents=True)
+    os.mkfifo(leases / "b1" / "mcp.json")
+    done = run_unit(ws, "b1", "--user", account.pw_name, "--harness", "claude-code", "--", "true")
+    assert done.returncode == 0, done.stderr
+    assert row(ws, "b1")["status"] == "closed"
 
 
 def test_a_confined_unit_cannot_borrow_another_worktrees_revision_or_crash_the_host(confined: Any) -> None:
@@ -597,6 +620,9 @@ def test_a_confined_unit_cannot_borrow_another_worktrees_revision_or_crash_the_h
     ws.commit("pad")
     other = ws.root / ".worktrees" / "other"
     ws.git("worktree", "add", "-q", "--detach", str(other), older)  # the host's, at an older commit
+    # a colluding unit that owned `other` left its `.git` a link to u3's: `other`'s git dir names it back
+    (other / ".git").unlink()
+    (other / ".git").symlink_to(ws.root / ".worktrees" / "u3" / ".git")
     out = shared / "said"
     probe = (
         "import os, sys, json, pathlib\n"
@@ -613,6 +639,8 @@ def test_a_confined_unit_cannot_borrow_another_worktrees_revision_or_crash_the_h
         "os.remove('.git')\n"
         "pathlib.Path('.git').write_bytes(b'gitdir: \\x00\\n')\n"
         "said.append(note('nul'))\n"
+        f"pathlib.Path('.git').write_text('gitdir: {ws.root / '.git' / 'worktrees' / 'other'}\\n')\n"
+        "said.append(note('named back through a link'))\n"
         f"pathlib.Path({str(out)!r}).write_text(json.dumps(said))\n"
     )
     done = run_unit(ws, "u3", "--user", account.pw_name, "--", "/usr/bin/python3", "-c", probe)
@@ -622,6 +650,7 @@ def test_a_confined_unit_cannot_borrow_another_worktrees_revision_or_crash_the_h
     newer = ws.git("rev-parse", "HEAD").strip()
     assert revisions["honest"] == newer  # u3's worktree was made at trunk
     assert revisions["linked"] is None and revisions["nul"] is None  # never the other's `older`
+    assert revisions["named back through a link"] is None
 
 
 def test_a_setsid_leftover_of_a_confined_unit_is_killed_when_its_run_ends(confined: Any) -> None:

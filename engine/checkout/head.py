@@ -70,6 +70,14 @@ def _mine(path: Path, folder: bool) -> bool:
     return kind and st.st_uid == os.geteuid()
 
 
+def _names(back: str, where: Path) -> bool:
+    """A worktree git dir's `gitdir` file names this worktree's `.git`: its folder resolved, its
+    last part taken as it is written (a `.git` that is a link, which its unit may make, is never
+    followed to another worktree's)."""
+    folder, last = os.path.split(back)
+    return last == ".git" and os.path.realpath(folder) == os.path.realpath(where)
+
+
 def _linked_head(where: Path) -> str | None:
     """The HEAD of a linked worktree the host does not own, read from the repository's own
     metadata, never from git run in the worktree: its `.git` file (a file of its own, never a link:
@@ -104,9 +112,7 @@ def _linked_head_of(where: Path) -> str | None:
         )
     ):
         return None
-    if b"\0" in back or os.path.realpath(os.fsdecode(back.strip())) != os.path.join(
-        os.path.realpath(where), ".git"
-    ):
+    if b"\0" in back or not _names(os.fsdecode(back.strip()), where):
         return None
     head = _content(gitdir / "HEAD") or b""
     if _OBJECT.fullmatch(head):

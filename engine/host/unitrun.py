@@ -293,21 +293,37 @@ def folder_of(unit: str) -> str:
 
 
 def _check_parents(worktree: Path) -> None:
-    """A confined unit's worktree is made and handed over by the host: every folder above it must
-    be the host's or root's, or its owner could swap the worktree for a link meanwhile (D-211)."""
+    """A confined unit's worktree is made and handed over by the host (root): no other account may
+    be able to put a link where it goes meanwhile (D-211). From `/` down: every folder above it
+    that exists must be the host's or root's, in a folder that lets no other account replace it
+    (not writable by group or others, or sticky, as /tmp is); and the first that does not exist yet
+    (the host makes it) must be made in a folder no other account may write to at all: in /tmp,
+    another account could make it first."""
     mine = {0, os.geteuid()}
-    for folder in worktree.parents:
-        owners = []
-        for look in (os.lstat, os.stat):  # a link, and the folder it names
-            try:
-                owners.append(look(folder).st_uid)
-            except OSError:
-                pass  # not there yet: the host makes it, as its own
+    path = [*reversed(worktree.parents), worktree]
+    for above, folder in zip(path, path[1:], strict=False):
+        try:
+            up = os.stat(above).st_mode
+            owners = [os.lstat(folder).st_uid, os.stat(folder).st_uid]  # a link, and what it names
+        except FileNotFoundError:
+            if up & 0o022:
+                raise Refused(
+                    f"--worktree {worktree}: {above} is writable by other accounts, which could make "
+                    f"{folder} first (a link) while the host makes it; give a folder under one of yours"
+                ) from None
+            return
+        except (OSError, ValueError) as exc:
+            raise Refused(f"--worktree {worktree}: {folder} cannot be looked at ({exc})") from None
         other = next((uid for uid in owners if uid not in mine), None)
-        if other is not None:
+        if other is not None and folder != worktree:
             raise Refused(
                 f"--worktree {worktree}: {folder} belongs to another account (uid {other}), which "
                 "could swap the worktree while the host makes it; give a folder under one of yours"
+            )
+        if up & 0o022 and not up & stat.S_ISVTX:
+            raise Refused(
+                f"--worktree {worktree}: {above} is writable by other accounts, which could replace "
+                f"{folder} while the host makes the worktree; give a folder under one of yours"
             )
 
 
@@ -426,8 +442,8 @@ def make_lease_dir(ws: Workspace, p: Plan) -> None:
     p.lease_dir.mkdir(mode=0o711, exist_ok=True)  # one folder below .leases (folder_of)
     if p.lease_dir.is_symlink() or not p.lease_dir.is_dir():
         raise Refused(f"{p.lease_dir} is not a folder; remove it")
-    for old in p.lease_dir.iterdir():
-        if old.is_file() or old.is_symlink():
+    for old in p.lease_dir.iterdir():  # anything but a folder: a FIFO left there would hang a write
+        if old.is_symlink() or not old.is_dir():
             old.unlink()
     os.chmod(p.lease_dir, 0o700)
     if p.account is not None:
@@ -451,7 +467,13 @@ def give_worktree(worktree: Path, account: Account) -> None:
 
 def write_private(path: Path, text: str, account: Account | None) -> Path:
     """A file of the lease's folder: 0600, the confined account's when there is one."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        raise Refused(f"{path} cannot be written ({exc.strerror}); remove it") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # never a FIFO or a device the unit left there
+        os.close(fd)
+        raise Refused(f"{path} is not a regular file; remove it")
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         if account is not None:
             os.fchown(handle.fileno(), account.uid, account.gid)
