@@ -598,6 +598,38 @@ def test_user_refuses_a_worktree_under_a_folder_another_account_owns(confined: A
         assert ws.digest() == before and not (open_to_all / "wt").exists()
 
 
+def test_user_walks_a_worktrees_links_where_they_stand_and_refuses_acls(confined: Any) -> None:
+    """A link on the way is checked where it stands and followed once: one another account made (in
+    a folder it may write to) is refused; a folder with an ACL is refused whatever its mode; a link
+    of root's to a folder of root's is resolved, and the run uses the folder it names (D-211)."""
+    ws, serving, account, shared = confined
+    home = ws.root.parent  # root's, 0755, in /tmp
+    target = home / "target"
+    target.mkdir()
+    (shared / "real").symlink_to(target)  # shared: 0777, and the link is the other account's
+    os.lchown(shared / "real", account.pw_uid, account.pw_gid)
+    (home / "lnk").symlink_to(shared / "real")  # root's link, through the other account's
+    before = ws.digest()
+    done = run_unit(ws, "b1", "--user", account.pw_name, "--worktree", str(home / "lnk" / "wt"), "--", "true")
+    assert done.returncode == 3 and f"{shared / 'real'} belongs to another account" in one_line(done)
+    assert ws.digest() == before and not (target / "wt").exists()
+    if shutil.which("setfacl"):
+        acl = home / "acl"
+        acl.mkdir(mode=0o755)
+        subprocess.run(["setfacl", "-d", "-m", f"u:{account.pw_name}:rwx", str(acl)], check=True)
+        done = run_unit(ws, "b1", "--user", account.pw_name, "--worktree", str(acl / "wt"), "--", "true")
+        assert done.returncode == 3 and f"{acl} is writable by other accounts" in one_line(done)
+        assert ws.digest() == before and not (acl / "wt").exists()
+    (home / "safe").symlink_to(target)  # root's link to root's folder: followed once, then not again
+    seen = shared / "pwd"
+    done = run_unit(
+        ws, "b1", "--user", account.pw_name, "--worktree", str(home / "safe" / "wt"), "--",
+        "/bin/sh", "-c", f"pwd > {seen}",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert seen.read_text().strip() == str(target / "wt")
+
+
 def test_a_fifo_left_in_a_lease_folder_does_not_hang_the_next_run(confined: Any) -> None:
     """A unit can leave anything in its lease folder; a dead host leaves it there: the next run
     removes what is not a folder before it writes the harness's files (never blocked on a FIFO)."""
@@ -623,6 +655,10 @@ def test_a_confined_unit_cannot_borrow_another_worktrees_revision_or_crash_the_h
     # a colluding unit that owned `other` left its `.git` a link to u3's: `other`'s git dir names it back
     (other / ".git").unlink()
     (other / ".git").symlink_to(ws.root / ".worktrees" / "u3" / ".git")
+    # a worktree whose recorded path runs through a link that another account turned to u3's folder
+    relinked = ws.root.parent / "relinked"
+    ws.git("worktree", "add", "-q", "--detach", str(relinked), older)
+    (ws.root / ".git" / "worktrees" / "relinked" / "gitdir").write_text(f"{shared / 'via' / '.git'}\n")
     out = shared / "said"
     probe = (
         "import os, sys, json, pathlib\n"
@@ -641,6 +677,9 @@ def test_a_confined_unit_cannot_borrow_another_worktrees_revision_or_crash_the_h
         "said.append(note('nul'))\n"
         f"pathlib.Path('.git').write_text('gitdir: {ws.root / '.git' / 'worktrees' / 'other'}\\n')\n"
         "said.append(note('named back through a link'))\n"
+        f"os.symlink(os.getcwd(), {str(shared / 'via')!r})\n"  # the unit's link, where it may write
+        f"pathlib.Path('.git').write_text('gitdir: {ws.root / '.git' / 'worktrees' / 'relinked'}\\n')\n"
+        "said.append(note('named back by a path through a link'))\n"
         f"pathlib.Path({str(out)!r}).write_text(json.dumps(said))\n"
     )
     done = run_unit(ws, "u3", "--user", account.pw_name, "--", "/usr/bin/python3", "-c", probe)
@@ -651,6 +690,7 @@ def test_a_confined_unit_cannot_borrow_another_worktrees_revision_or_crash_the_h
     assert revisions["honest"] == newer  # u3's worktree was made at trunk
     assert revisions["linked"] is None and revisions["nul"] is None  # never the other's `older`
     assert revisions["named back through a link"] is None
+    assert revisions["named back by a path through a link"] is None
 
 
 def test_a_setsid_leftover_of_a_confined_unit_is_killed_when_its_run_ends(confined: Any) -> None:

@@ -71,11 +71,11 @@ def _mine(path: Path, folder: bool) -> bool:
 
 
 def _names(back: str, where: Path) -> bool:
-    """A worktree git dir's `gitdir` file names this worktree's `.git`: its folder resolved, its
-    last part taken as it is written (a `.git` that is a link, which its unit may make, is never
-    followed to another worktree's)."""
-    folder, last = os.path.split(back)
-    return last == ".git" and os.path.realpath(folder) == os.path.realpath(where)
+    """A worktree git dir's `gitdir` file names this worktree's `.git`, as written, no link on it
+    followed (a `.git` its unit made a link, or a folder on a path another account may relink,
+    would lead to another worktree's): `unit run` makes a confined unit's worktree at its resolved
+    path (engine.host.unitrun._check_parents), which is what git writes there."""
+    return os.path.normpath(back) == os.path.join(os.path.realpath(where), ".git")
 
 
 def _linked_head(where: Path) -> str | None:

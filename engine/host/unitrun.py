@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import msgspec
 
@@ -118,7 +118,7 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
     lease_dir = ws.root / WORKTREES / LEASES / folder_of(unit)
     if account is not None:
         _check_confinable(ws, account)
-        _check_parents(worktree)
+        worktree = _check_parents(worktree)  # every link resolved: the run never walks one again
     info = running(ws)
     if (info is None or not isinstance(info.get("door"), str)) and lock_held(ws):
         raise Refused(
@@ -292,39 +292,72 @@ def folder_of(unit: str) -> str:
     return unit.replace("/", "+")
 
 
-def _check_parents(worktree: Path) -> None:
-    """A confined unit's worktree is made and handed over by the host (root): no other account may
-    be able to put a link where it goes meanwhile (D-211). From `/` down: every folder above it
-    that exists must be the host's or root's, in a folder that lets no other account replace it
-    (not writable by group or others, or sticky, as /tmp is); and the first that does not exist yet
-    (the host makes it) must be made in a folder no other account may write to at all: in /tmp,
-    another account could make it first."""
-    mine = {0, os.geteuid()}
-    path = [*reversed(worktree.parents), worktree]
-    for above, folder in zip(path, path[1:], strict=False):
+def _acl(folder: Path) -> bool:
+    """The folder carries a POSIX ACL (access or default): others may write there, or in what is
+    made inside it, whatever its mode says."""
+    for name in ("system.posix_acl_access", "system.posix_acl_default"):
         try:
-            up = os.stat(above).st_mode
-            owners = [os.lstat(folder).st_uid, os.stat(folder).st_uid]  # a link, and what it names
-        except FileNotFoundError:
-            if up & 0o022:
-                raise Refused(
-                    f"--worktree {worktree}: {above} is writable by other accounts, which could make "
-                    f"{folder} first (a link) while the host makes it; give a folder under one of yours"
-                ) from None
-            return
-        except (OSError, ValueError) as exc:
-            raise Refused(f"--worktree {worktree}: {folder} cannot be looked at ({exc})") from None
-        other = next((uid for uid in owners if uid not in mine), None)
-        if other is not None and folder != worktree:
-            raise Refused(
-                f"--worktree {worktree}: {folder} belongs to another account (uid {other}), which "
-                "could swap the worktree while the host makes it; give a folder under one of yours"
-            )
-        if up & 0o022 and not up & stat.S_ISVTX:
-            raise Refused(
-                f"--worktree {worktree}: {above} is writable by other accounts, which could replace "
-                f"{folder} while the host makes the worktree; give a folder under one of yours"
-            )
+            os.getxattr(folder, name, follow_symlinks=False)
+        except OSError:  # ENODATA: none; ENOTSUP: a file system without ACLs
+            continue
+        return True
+    return False
+
+
+def _check_parents(worktree: Path) -> Path:
+    """A confined unit's worktree is made and handed over by the host (root): no other account may
+    be able to put a link where it goes meanwhile, nor write in what the host makes (D-211).
+    The path is walked from `/` as the kernel would, a link followed where it stands: every entry
+    on the way (a link included) must be the host's or root's, lie in a folder that carries no ACL
+    and lets no other account replace it (not writable by group or others, or sticky, as /tmp is),
+    and the first that does not exist yet (the host makes it) in a folder no other account may
+    write to at all (in /tmp another account could make it first). Returns the path with every
+    link resolved, which the run uses from then on: no link is walked again."""
+    mine = {0, os.geteuid()}
+
+    def refuse(why: str) -> NoReturn:
+        raise Refused(f"--worktree {worktree}: {why}; give a folder under one of yours")
+
+    todo = list(worktree.absolute().parts[1:])
+    current, links = Path("/"), 0
+    try:
+        while todo:
+            name = todo.pop(0)
+            if name in ("", "."):
+                continue
+            if name == "..":
+                current = current.parent
+                continue
+            entry = current / name
+            up = os.lstat(current)
+            try:
+                st = os.lstat(entry)
+            except FileNotFoundError:
+                if up.st_mode & 0o022 or _acl(current):
+                    refuse(
+                        f"{current} is writable by other accounts, which could make {entry} first (a link)"
+                    )
+                return entry.joinpath(*todo)
+            last = not todo
+            if st.st_uid not in mine and (stat.S_ISLNK(st.st_mode) or not last):
+                refuse(f"{entry} belongs to another account (uid {st.st_uid}), which could swap the worktree")
+            if up.st_mode & 0o022 and not up.st_mode & stat.S_ISVTX or _acl(current):
+                refuse(f"{current} is writable by other accounts, which could replace {entry}")
+            if stat.S_ISLNK(st.st_mode):
+                links += 1
+                if links > 40:
+                    refuse("too many links")
+                target = Path(os.readlink(entry))
+                if target.is_absolute():
+                    current = Path("/")
+                todo = [*target.parts[1 if target.is_absolute() else 0 :], *todo]
+                continue
+            if not last and not stat.S_ISDIR(st.st_mode):
+                refuse(f"{entry} is not a folder")
+            current = entry
+    except (OSError, ValueError) as exc:
+        refuse(f"it cannot be looked at ({exc})")
+    return current
 
 
 def _worktree_path(ws: Workspace, unit: str, given: Path | None) -> Path:
