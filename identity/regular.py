@@ -22,29 +22,36 @@ def not_regular(path: Path | str) -> Refused:
     )
 
 
-def read_bytes(path: Path | str) -> bytes:
+def read_bytes(path: Path | str, limit: int | None = None) -> bytes:
     """The bytes of a regular file (through a symlink to one). FileNotFoundError and the other
     OSErrors as `Path.read_bytes` raises them; Refused when it is no regular file: the open does
-    not wait (O_NONBLOCK) and nothing is read from it."""
+    not wait (O_NONBLOCK) and nothing is read from it. With `limit`, a file longer than that is a
+    ValueError, never read whole (a sparse file of a terabyte takes no disk)."""
     try:
         fd = os.open(path, _FLAGS)
     except OSError:
         check_regular(path)  # a socket cannot be opened at all (ENXIO): say what it is
         raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise not_regular(path)
-        parts = []
-        while part := os.read(fd, _CHUNK):
+        if limit is not None and st.st_size > limit:
+            raise ValueError(f"{path} is longer than {limit} bytes")
+        parts, held = [], 0
+        while part := os.read(fd, _CHUNK if limit is None else min(_CHUNK, limit + 1 - held)):
             parts.append(part)
+            held += len(part)
+            if limit is not None and held > limit:  # grown while read
+                raise ValueError(f"{path} is longer than {limit} bytes")
         return b"".join(parts)
     finally:
         os.close(fd)
 
 
-def read_text(path: Path | str) -> str:
+def read_text(path: Path | str, limit: int | None = None) -> str:
     """A regular file's text, UTF-8 (UnicodeDecodeError as `Path.read_text` raises it)."""
-    return read_bytes(path).decode("utf-8")
+    return read_bytes(path, limit).decode("utf-8")
 
 
 def check_regular(path: Path | str) -> None:

@@ -15,6 +15,7 @@ import pwd
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -628,6 +629,28 @@ def test_user_walks_a_worktrees_links_where_they_stand_and_refuses_acls(confined
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert seen.read_text().strip() == str(target / "wt")
+
+
+def test_a_confined_units_set_user_id_file_loses_its_bit_when_the_run_ends(confined: Any) -> None:
+    """A set-user-id file the account left would let anyone run code as it after its processes are
+    gone (and race what root does for its next run): the bits go when the run ends."""
+    ws, serving, account, shared = confined
+    agent = script(shared, "plant.sh", "cp /bin/true planted\nchmod 6755 planted\n")
+    done = run_unit(ws, "b1", "--user", account.pw_name, "--", str(agent))
+    assert done.returncode == 0, done.stderr
+    planted = ws.root / ".worktrees" / "b1" / "planted"
+    mode = planted.stat().st_mode
+    assert planted.stat().st_uid == account.pw_uid and not mode & (stat.S_ISUID | stat.S_ISGID), oct(mode)
+    assert mode & 0o755 == 0o755  # only the set-id bits went
+
+
+def test_what_a_unit_leaves_at_its_worktrees_lease_path_changes_nothing_of_its_close(served: Any) -> None:
+    """The close is recorded; the stale lease file is removed as a courtesy: a link to a device there
+    is not read, and `unit run` still says the unit closed (exit 0)."""
+    ws, _ = served
+    done = run_unit(ws, "b1", "--", "/bin/sh", "-c", "ln -s /dev/zero .regulator-lease.json")
+    assert done.returncode == 0, done.stderr
+    assert row(ws, "b1")["status"] == "closed" and "awaiting close" not in done.stderr
 
 
 def test_a_fifo_left_in_a_lease_folder_does_not_hang_the_next_run(confined: Any) -> None:

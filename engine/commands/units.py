@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 
 from engine.base import clock, ids
-from engine.base.errors import BadInput
+from engine.base.errors import BadInput, RegulatorError
 from engine.base.limits import check_text
 from engine.checkout.workspace import LEASE_FILE, Workspace, check_unit_id
 from engine.commands.actors import check_person, lease_hash, require_grant
@@ -167,15 +167,20 @@ def seen(ws: Workspace, state: State, store: str = "units") -> dict[str, int]:
     return ws.marks(but=store, folded={name: cursor.offset for name, cursor in state.cursors.items()})
 
 
+LEASE_BYTES = 64 << 10  # a lease file is a few hundred bytes
+
+
 def _remove_lease_file(ws: Workspace, unit: UnitState) -> None:
-    """The lease is released in the log; the file, now stale, is removed as a courtesy."""
+    """The lease is released in the log; the file, now stale, is removed as a courtesy: whatever
+    the unit left there (its worktree is its own: a link, a FIFO, a sparse file of a terabyte) is
+    read no further than a lease's size, and changes nothing of the close already recorded."""
     if unit.worktree:
         path = ws.root / unit.worktree / LEASE_FILE
         try:
-            token = json.loads(regular.read_text(path)).get("lease")
+            token = json.loads(regular.read_text(path, limit=LEASE_BYTES)).get("lease")
             if isinstance(token, str) and lease_hash(token) == unit.lease:
                 path.unlink()
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError, RegulatorError):
             pass
 
 

@@ -484,18 +484,47 @@ def make_lease_dir(ws: Workspace, p: Plan) -> None:
 
 
 def give_worktree(worktree: Path, account: Account) -> None:
-    """The worktree's files to the confined account, so it can work in them (never through a link:
-    the walk starts at the folder the host just made, and follows none below it)."""
+    """The worktree's files to the confined account, so it can work in them. From the bottom up,
+    relative to folders held open and never through a link (`os.fwalk`): a folder is handed over
+    only once everything in it is, so while root walks, every folder above what it touches is
+    still root's and no process of the account (a set-user-id file it left from an earlier run,
+    which anyone may start) can move an entry under it."""
     if worktree.is_symlink() or not worktree.is_dir():
         raise Refused(f"the unit's worktree {worktree} is not the folder the host made; remove it")
-    for folder, dirs, files in os.walk(worktree):
-        for name in [
-            folder,
-            *(os.path.join(folder, d) for d in dirs),
-            *(os.path.join(folder, f) for f in files),
-        ]:
+    for _folder, dirs, files, dirfd in os.fwalk(worktree, topdown=False, follow_symlinks=False):
+        for name in (*dirs, *files):
             with contextlib.suppress(OSError):
-                os.lchown(name, account.uid, account.gid)
+                os.chown(name, account.uid, account.gid, dir_fd=dirfd, follow_symlinks=False)
+    fd = os.open(worktree, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fchown(fd, account.uid, account.gid)
+    finally:
+        os.close(fd)
+
+
+def strip_set_ids(worktree: Path) -> None:
+    """When a confined run ends: no file of the worktree keeps a set-user-id or set-group-id bit,
+    which would let anyone run code as the account after its processes are gone. Each file is
+    opened relative to its folder, never through a link, and changed through that descriptor."""
+    if worktree.is_symlink() or not worktree.is_dir():
+        return
+    with contextlib.suppress(OSError):
+        for _folder, _dirs, files, dirfd in os.fwalk(worktree, follow_symlinks=False):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    if not os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_mode & (
+                        stat.S_ISUID | stat.S_ISGID
+                    ):
+                        continue
+                    fd = os.open(
+                        name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd
+                    )
+                    try:
+                        st = os.fstat(fd)
+                        if stat.S_ISREG(st.st_mode):
+                            os.fchmod(fd, stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
+                    finally:
+                        os.close(fd)
 
 
 def write_private(path: Path, text: str, account: Account | None) -> Path:
@@ -620,6 +649,7 @@ class Supervisor:
             beats.join(timeout=_BEAT_TIMEOUT_S + 1)
             if account is not None:
                 kill_account(account)  # and, confined, whatever escaped the group (setsid)
+                strip_set_ids(self.p.worktree)  # nothing of the account's runs again by its bits
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             _take_terminal(foreground)

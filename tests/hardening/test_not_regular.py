@@ -83,3 +83,17 @@ def test_a_socket_or_a_device_is_refused_as_a_fifo_is(ws: Workspace, kind: str) 
     for command in (("identity", "verify"), ("registry", "views", "--check")):
         done = bounded(ws, *command)
         assert done.returncode == 3 and "is not a regular file" in one_line(done), (command, done.stderr)
+
+
+def test_a_file_read_with_a_limit_is_never_read_whole_past_it(tmp_path: Path) -> None:
+    """A sparse file of a terabyte takes no disk: a read with a limit refuses it by its size, at once."""
+    from identity import regular
+
+    sparse = tmp_path / "sparse"
+    with open(sparse, "wb") as handle:
+        handle.truncate(1 << 40)
+    with pytest.raises(ValueError, match="longer than 65536 bytes"):
+        regular.read_bytes(sparse, limit=65536)
+    small = tmp_path / "small"
+    small.write_bytes(b"x" * 65536)
+    assert regular.read_bytes(small, limit=65536) == b"x" * 65536
