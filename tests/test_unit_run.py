@@ -653,6 +653,55 @@ def test_what_a_unit_leaves_at_its_worktrees_lease_path_changes_nothing_of_its_c
     assert row(ws, "b1")["status"] == "closed" and "awaiting close" not in done.stderr
 
 
+def test_a_link_to_a_fifo_in_a_worktree_hangs_no_walk(tmp_path: Any) -> None:
+    """Another account flips a path between a folder and a FIFO; a worktree holds links to it. The
+    hand-over, the set-id strip and the lease folder's removal never open it as a folder (os.fwalk
+    and shutil.rmtree did, and hung): each walk ends (D-211, fifth review)."""
+    import threading
+
+    tree, flip = tmp_path / "wt", tmp_path / "flip"
+    tree.mkdir()
+    (tree / "sub").mkdir()
+    for i in range(200):
+        (tree / f"l{i}").symlink_to(flip)
+        (tree / "sub" / f"l{i}").symlink_to(flip)
+    stop = threading.Event()
+
+    def flipper() -> None:
+        made = tmp_path / "made"
+        while not stop.is_set():
+            for make in (os.mkdir, os.mkfifo):
+                make(made)
+                with contextlib.suppress(OSError):
+                    os.rmdir(flip) if flip.is_dir() and not flip.is_symlink() else os.unlink(flip)
+                with contextlib.suppress(OSError):
+                    os.rename(made, flip)
+                with contextlib.suppress(OSError):
+                    os.rmdir(made) if made.is_dir() else os.unlink(made)
+
+    code = (
+        "import os, sys\nfrom pathlib import Path\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from engine.host.folders import give_worktree, remove_tree, strip_set_ids\n"
+        "top = Path(sys.argv[1])\n"
+        "for _ in range(20):\n"
+        "    give_worktree(top, os.getuid(), os.getgid())\n"
+        "    strip_set_ids(top)\n"
+        "remove_tree(top)\n"
+    )
+    runner = threading.Thread(target=flipper, daemon=True)
+    runner.start()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(tree)], capture_output=True, text=True, timeout=60
+        )
+    finally:
+        stop.set()
+        runner.join(timeout=10)
+    assert done.returncode == 0, done.stderr
+    assert not tree.exists()  # removed, its links as links
+
+
 def test_a_fifo_left_in_a_lease_folder_does_not_hang_the_next_run(confined: Any) -> None:
     """A unit can leave anything in its lease folder; a dead host leaves it there: the next run
     removes what is not a folder before it writes the harness's files (never blocked on a FIFO)."""

@@ -30,13 +30,14 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import msgspec
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused, RegulatorError
 from engine.checkout.workspace import STATE_DIR, Workspace, check_unit_id
+from engine.host.folders import check_parents, folder_of, give_worktree, remove_tree, strip_set_ids
 from engine.read.contracts import Contract, read_contract
 from identity import regular
 from registry.gitcall import git_text
@@ -118,7 +119,7 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
     lease_dir = ws.root / WORKTREES / LEASES / folder_of(unit)
     if account is not None:
         _check_confinable(ws, account)
-        worktree = _check_parents(worktree)  # every link resolved: the run never walks one again
+        worktree = check_parents(worktree)  # every link resolved: the run never walks one again
     info = running(ws)
     if (info is None or not isinstance(info.get("door"), str)) and lock_held(ws):
         raise Refused(
@@ -284,82 +285,6 @@ def kill_account(account: Account) -> None:
         time.sleep(0.05)  # killed processes leave /proc once reaped
 
 
-def folder_of(unit: str) -> str:
-    """A unit's folder under `.worktrees/` and `.worktrees/.leases/`: its id, the `/` of a stream
-    part written `+` (no unit id holds one), so that no unit's folder is inside another's. `x`'s
-    worktree is the confined `x`'s own: were `x/y`'s made inside it, `x` could swap it for a link
-    while the host makes it, and the host would check files out and hand them over there (D-211)."""
-    return unit.replace("/", "+")
-
-
-def _acl(folder: Path) -> bool:
-    """The folder carries a POSIX ACL (access or default): others may write there, or in what is
-    made inside it, whatever its mode says."""
-    for name in ("system.posix_acl_access", "system.posix_acl_default"):
-        try:
-            os.getxattr(folder, name, follow_symlinks=False)
-        except OSError:  # ENODATA: none; ENOTSUP: a file system without ACLs
-            continue
-        return True
-    return False
-
-
-def _check_parents(worktree: Path) -> Path:
-    """A confined unit's worktree is made and handed over by the host (root): no other account may
-    be able to put a link where it goes meanwhile, nor write in what the host makes (D-211).
-    The path is walked from `/` as the kernel would, a link followed where it stands: every entry
-    on the way (a link included) must be the host's or root's, lie in a folder that carries no ACL
-    and lets no other account replace it (not writable by group or others, or sticky, as /tmp is),
-    and the first that does not exist yet (the host makes it) in a folder no other account may
-    write to at all (in /tmp another account could make it first). Returns the path with every
-    link resolved, which the run uses from then on: no link is walked again."""
-    mine = {0, os.geteuid()}
-
-    def refuse(why: str) -> NoReturn:
-        raise Refused(f"--worktree {worktree}: {why}; give a folder under one of yours")
-
-    todo = list(worktree.absolute().parts[1:])
-    current, links = Path("/"), 0
-    try:
-        while todo:
-            name = todo.pop(0)
-            if name in ("", "."):
-                continue
-            if name == "..":
-                current = current.parent
-                continue
-            entry = current / name
-            up = os.lstat(current)
-            try:
-                st = os.lstat(entry)
-            except FileNotFoundError:
-                if up.st_mode & 0o022 or _acl(current):
-                    refuse(
-                        f"{current} is writable by other accounts, which could make {entry} first (a link)"
-                    )
-                return entry.joinpath(*todo)
-            last = not todo
-            if st.st_uid not in mine and (stat.S_ISLNK(st.st_mode) or not last):
-                refuse(f"{entry} belongs to another account (uid {st.st_uid}), which could swap the worktree")
-            if up.st_mode & 0o022 and not up.st_mode & stat.S_ISVTX or _acl(current):
-                refuse(f"{current} is writable by other accounts, which could replace {entry}")
-            if stat.S_ISLNK(st.st_mode):
-                links += 1
-                if links > 40:
-                    refuse("too many links")
-                target = Path(os.readlink(entry))
-                if target.is_absolute():
-                    current = Path("/")
-                todo = [*target.parts[1 if target.is_absolute() else 0 :], *todo]
-                continue
-            if not last and not stat.S_ISDIR(st.st_mode):
-                refuse(f"{entry} is not a folder")
-            current = entry
-    except (OSError, ValueError) as exc:
-        refuse(f"it cannot be looked at ({exc})")
-    return current
-
-
 def _worktree_path(ws: Workspace, unit: str, given: Path | None) -> Path:
     """--worktree DIR, or `.worktrees/<folder_of(unit)>` at the workspace's root; never under
     `.regulator/`."""
@@ -481,50 +406,6 @@ def make_lease_dir(ws: Workspace, p: Plan) -> None:
     os.chmod(p.lease_dir, 0o700)
     if p.account is not None:
         os.chown(p.lease_dir, p.account.uid, p.account.gid)
-
-
-def give_worktree(worktree: Path, account: Account) -> None:
-    """The worktree's files to the confined account, so it can work in them. From the bottom up,
-    relative to folders held open and never through a link (`os.fwalk`): a folder is handed over
-    only once everything in it is, so while root walks, every folder above what it touches is
-    still root's and no process of the account (a set-user-id file it left from an earlier run,
-    which anyone may start) can move an entry under it."""
-    if worktree.is_symlink() or not worktree.is_dir():
-        raise Refused(f"the unit's worktree {worktree} is not the folder the host made; remove it")
-    for _folder, dirs, files, dirfd in os.fwalk(worktree, topdown=False, follow_symlinks=False):
-        for name in (*dirs, *files):
-            with contextlib.suppress(OSError):
-                os.chown(name, account.uid, account.gid, dir_fd=dirfd, follow_symlinks=False)
-    fd = os.open(worktree, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        os.fchown(fd, account.uid, account.gid)
-    finally:
-        os.close(fd)
-
-
-def strip_set_ids(worktree: Path) -> None:
-    """When a confined run ends: no file of the worktree keeps a set-user-id or set-group-id bit,
-    which would let anyone run code as the account after its processes are gone. Each file is
-    opened relative to its folder, never through a link, and changed through that descriptor."""
-    if worktree.is_symlink() or not worktree.is_dir():
-        return
-    with contextlib.suppress(OSError):
-        for _folder, _dirs, files, dirfd in os.fwalk(worktree, follow_symlinks=False):
-            for name in files:
-                with contextlib.suppress(OSError):
-                    if not os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_mode & (
-                        stat.S_ISUID | stat.S_ISGID
-                    ):
-                        continue
-                    fd = os.open(
-                        name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd
-                    )
-                    try:
-                        st = os.fstat(fd)
-                        if stat.S_ISREG(st.st_mode):
-                            os.fchmod(fd, stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
-                    finally:
-                        os.close(fd)
 
 
 def write_private(path: Path, text: str, account: Account | None) -> Path:
@@ -649,7 +530,6 @@ class Supervisor:
             beats.join(timeout=_BEAT_TIMEOUT_S + 1)
             if account is not None:
                 kill_account(account)  # and, confined, whatever escaped the group (setsid)
-                strip_set_ids(self.p.worktree)  # nothing of the account's runs again by its bits
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             _take_terminal(foreground)
@@ -768,7 +648,7 @@ def run(ws: Workspace, request: RunRequest, say: Say) -> int:
     made = make_worktree(ws, p.worktree)
     make_lease_dir(ws, p)
     if p.account is not None and made:
-        give_worktree(p.worktree, p.account)
+        give_worktree(p.worktree, p.account.uid, p.account.gid)
     owner = (p.account.uid, p.account.gid) if p.account else None
     terms = LeaseTerms(ttl=p.ttl, confined=p.account is not None, lease_dir=p.lease_dir, owner=owner)
     event = dispatch(ws, p.unit, p.worktree, terms)
@@ -798,7 +678,9 @@ def run(ws: Workspace, request: RunRequest, say: Say) -> int:
 
         with contextlib.suppress(OSError):
             runs.end(ws, event["leaseHash"])  # the child is gone: so is its lease, at the door
-        shutil.rmtree(p.lease_dir, ignore_errors=True)
+        if p.account is not None:  # its lease over first: no walk can keep it alive (D-211)
+            strip_set_ids(p.worktree)  # nothing of the account's runs again by its bits
+        remove_tree(p.lease_dir)
         if p.account_lock is not None:  # every process of the account is gone: it is free again
             os.close(p.account_lock)
             p.account_lock = None

@@ -1,0 +1,198 @@
+"""A confined unit's folders (design §23, D-211): where they go, whether no other account can
+redirect them, and handing them over and back without ever following a link a unit or another
+account may have put on the way. Every walk of a tree a unit has held opens each folder relative to
+its parent with O_NOFOLLOW | O_DIRECTORY | O_NONBLOCK (a link, a FIFO or a device is never opened
+as a folder) and changes each entry relative to its folder, never by a path."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
+
+from engine.base.errors import Refused
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+MAX_DEPTH = 256  # deeper than this, a walk leaves the rest as it is
+SET_IDS = stat.S_ISUID | stat.S_ISGID
+
+
+def folder_of(unit: str) -> str:
+    """A unit's folder under `.worktrees/` and `.worktrees/.leases/`: its id, the `/` of a stream
+    part written `+` (no unit id holds one), so that no unit's folder is inside another's. `x`'s
+    worktree is the confined `x`'s own: were `x/y`'s made inside it, `x` could swap it for a link
+    while the host makes it, and the host would check files out and hand them over there (D-211)."""
+    return unit.replace("/", "+")
+
+
+def acl(folder: Path) -> bool:
+    """The folder carries a POSIX ACL (access or default): others may write there, or in what is
+    made inside it, whatever its mode says."""
+    for name in ("system.posix_acl_access", "system.posix_acl_default"):
+        try:
+            os.getxattr(folder, name, follow_symlinks=False)
+        except OSError:  # ENODATA: none; ENOTSUP: a file system without ACLs
+            continue
+        return True
+    return False
+
+
+def check_parents(worktree: Path) -> Path:
+    """A confined unit's worktree is made and handed over by the host (root): no other account may
+    be able to put a link where it goes meanwhile, nor write in what the host makes (D-211).
+    The path is walked from `/` as the kernel would, a link followed where it stands: every entry
+    on the way (a link included) must be the host's or root's, lie in a folder that carries no ACL
+    and lets no other account replace it (not writable by group or others, or sticky, as /tmp is),
+    and the first that does not exist yet (the host makes it) in a folder no other account may
+    write to at all (in /tmp another account could make it first). Returns the path with every
+    link resolved, which the run uses from then on: no link is walked again."""
+    mine = {0, os.geteuid()}
+
+    def refuse(why: str) -> NoReturn:
+        raise Refused(f"--worktree {worktree}: {why}; give a folder under one of yours")
+
+    todo = list(worktree.absolute().parts[1:])
+    current, links = Path("/"), 0
+    try:
+        while todo:
+            name = todo.pop(0)
+            if name in ("", "."):
+                continue
+            if name == "..":
+                current = current.parent
+                continue
+            entry = current / name
+            up = os.lstat(current)
+            try:
+                st = os.lstat(entry)
+            except FileNotFoundError:
+                if up.st_mode & 0o022 or acl(current):
+                    refuse(
+                        f"{current} is writable by other accounts, which could make {entry} first (a link)"
+                    )
+                return entry.joinpath(*todo)
+            last = not todo
+            if st.st_uid not in mine and (stat.S_ISLNK(st.st_mode) or not last):
+                refuse(f"{entry} belongs to another account (uid {st.st_uid}), which could swap the worktree")
+            if up.st_mode & 0o022 and not up.st_mode & stat.S_ISVTX or acl(current):
+                refuse(f"{current} is writable by other accounts, which could replace {entry}")
+            if stat.S_ISLNK(st.st_mode):
+                links += 1
+                if links > 40:
+                    refuse("too many links")
+                target = Path(os.readlink(entry))
+                if target.is_absolute():
+                    current = Path("/")
+                todo = [*target.parts[1 if target.is_absolute() else 0 :], *todo]
+                continue
+            if not last and not stat.S_ISDIR(st.st_mode):
+                refuse(f"{entry} is not a folder")
+            current = entry
+    except (OSError, ValueError) as exc:
+        refuse(f"it cannot be looked at ({exc})")
+    return current
+
+
+def walk_up(top: Path, each: Callable[[int, str, os.stat_result], None]) -> None:
+    """Every entry below `top` (a folder, never a link: Refused otherwise), from the bottom up:
+    `each(folder_fd, name, its lstat)` for an entry only after everything inside it. A folder is
+    opened relative to its parent's descriptor with O_NOFOLLOW | O_DIRECTORY | O_NONBLOCK, and
+    kept only if it is the folder the listing saw (device and inode): swapped meanwhile for a link,
+    a FIFO or another folder, it is skipped. Python's own os.fwalk opens a folder without them, so a
+    FIFO put there would hang it."""
+    try:
+        fd = os.open(top, _DIR_FLAGS)
+    except OSError:
+        raise Refused(f"{top} is not a folder of its own (a link?); remove it") from None
+    try:
+        _walk(fd, each, 0)
+    finally:
+        os.close(fd)
+
+
+def _walk(fd: int, each: Callable[[int, str, os.stat_result], None], depth: int) -> None:
+    try:
+        with os.scandir(fd) as listing:
+            entries = [(entry.name, entry.stat(follow_symlinks=False)) for entry in listing]
+    except OSError:
+        return
+    for name, st in entries:
+        if stat.S_ISDIR(st.st_mode) and depth < MAX_DEPTH:
+            try:
+                sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError:
+                continue
+            try:
+                seen = os.fstat(sub)
+                if (seen.st_dev, seen.st_ino) != (st.st_dev, st.st_ino):
+                    continue
+                _walk(sub, each, depth + 1)
+            finally:
+                os.close(sub)
+        each(fd, name, st)
+
+
+def give_worktree(worktree: Path, uid: int, gid: int) -> None:
+    """The worktree's files to the confined account, so it can work in them. From the bottom up
+    (`walk_up`): a folder is handed over only once everything in it is, so while root walks, every
+    folder above what it touches is still root's and no process of the account (a set-user-id file
+    it left somewhere, which anyone may start) can move an entry under it; each entry is chowned
+    relative to its folder, a link as a link."""
+    if worktree.is_symlink() or not worktree.is_dir():
+        raise Refused(f"the unit's worktree {worktree} is not the folder the host made; remove it")
+
+    def give(fd: int, name: str, _st: os.stat_result) -> None:
+        with contextlib.suppress(OSError):
+            os.chown(name, uid, gid, dir_fd=fd, follow_symlinks=False)
+
+    walk_up(worktree, give)
+    fd = os.open(worktree, _DIR_FLAGS)
+    try:
+        os.fchown(fd, uid, gid)
+    finally:
+        os.close(fd)
+
+
+def strip_set_ids(worktree: Path) -> None:
+    """When a confined run ends: no file of the worktree keeps a set-user-id or set-group-id bit,
+    which would let anyone run code as the account after its processes are gone. Each such file is
+    opened relative to its folder (O_NOFOLLOW, O_NONBLOCK: never a link, never waited on) and
+    changed through that descriptor. Files the account left outside its worktree are not looked
+    for (docs/security.md: mount such folders nosuid)."""
+    if worktree.is_symlink() or not worktree.is_dir():
+        return
+
+    def strip(fd: int, name: str, st: os.stat_result) -> None:
+        if not stat.S_ISREG(st.st_mode) or not st.st_mode & SET_IDS:
+            return
+        with contextlib.suppress(OSError):
+            handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+            try:
+                now = os.fstat(handle)
+                if stat.S_ISREG(now.st_mode):
+                    os.fchmod(handle, stat.S_IMODE(now.st_mode) & ~SET_IDS)
+            finally:
+                os.close(handle)
+
+    with contextlib.suppress(Refused):
+        walk_up(worktree, strip)
+
+
+def remove_tree(top: Path) -> None:
+    """A lease folder, emptied and removed when its run ends: from the bottom up, each entry
+    removed relative to its folder, never through a link (shutil.rmtree opens a folder without
+    O_NOFOLLOW or O_NONBLOCK)."""
+
+    def remove(fd: int, name: str, st: os.stat_result) -> None:
+        with contextlib.suppress(OSError):
+            if stat.S_ISDIR(st.st_mode):
+                os.rmdir(name, dir_fd=fd)
+            else:
+                os.unlink(name, dir_fd=fd)
+
+    with contextlib.suppress(Refused, OSError):
+        walk_up(top, remove)
+        os.rmdir(top)
