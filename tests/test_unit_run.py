@@ -644,6 +644,35 @@ def test_a_confined_units_set_user_id_file_loses_its_bit_when_the_run_ends(confi
     assert mode & 0o755 == 0o755  # only the set-id bits went
 
 
+def test_a_confined_worktree_is_closed_to_other_accounts_when_its_run_ends(confined: Any) -> None:
+    """A set-user-id file 300 folders deep is past any walk's depth: the worktree the account was
+    given is 0700 again when the run ends, so no other account passes into it to start one. A
+    folder of root's that `--worktree` named is neither closed nor stripped (D-211, sixth review)."""
+    ws, serving, account, shared = confined
+    agent = script(
+        shared, "deep.sh",
+        "chmod 755 .\nd=deep; for i in $(seq 300); do d=$d/d; done\nmkdir -p $d\ncp /bin/true $d/planted\n"
+        "chmod 6755 $d/planted\n",
+    )  # fmt: skip
+    done = run_unit(ws, "b1", "--user", account.pw_name, "--", str(agent))
+    assert done.returncode == 0, done.stderr
+    worktree = ws.root / ".worktrees" / "b1"
+    planted = worktree.joinpath("deep", *["d"] * 300, "planted")
+    assert planted.exists()  # root sees it
+    other = subprocess.run(["runuser", "-u", "nobody", "--", "test", "-e", str(planted)], check=False)
+    assert other.returncode == 1  # nobody else passes into the worktree
+    assert (worktree.stat().st_uid, stat.S_IMODE(worktree.stat().st_mode)) == (account.pw_uid, 0o700)
+    # a folder of root's, named by --worktree: its files and mode are not the run's to change
+    theirs = ws.root.parent / "roots"
+    theirs.mkdir(mode=0o755)
+    kept = theirs / "kept"
+    shutil.copy("/bin/true", kept)
+    kept.chmod(0o4755)
+    done = run_unit(ws, "u1", "--user", account.pw_name, "--worktree", str(theirs), "--", "true")
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o4755 and stat.S_IMODE(theirs.stat().st_mode) == 0o755
+
+
 def test_what_a_unit_leaves_at_its_worktrees_lease_path_changes_nothing_of_its_close(served: Any) -> None:
     """The close is recorded; the stale lease file is removed as a courtesy: a link to a device there
     is not read, and `unit run` still says the unit closed (exit 0)."""
@@ -686,7 +715,7 @@ def test_a_link_to_a_fifo_in_a_worktree_hangs_no_walk(tmp_path: Any) -> None:
         "top = Path(sys.argv[1])\n"
         "for _ in range(20):\n"
         "    give_worktree(top, os.getuid(), os.getgid())\n"
-        "    strip_set_ids(top)\n"
+        "    strip_set_ids(top, os.getuid())\n"
         "remove_tree(top)\n"
     )
     runner = threading.Thread(target=flipper, daemon=True)

@@ -114,9 +114,12 @@ def walk_up(top: Path, each: Callable[[int, str, os.stat_result], None]) -> None
 
 
 def _walk(fd: int, each: Callable[[int, str, os.stat_result], None], depth: int) -> None:
+    entries = []
     try:
         with os.scandir(fd) as listing:
-            entries = [(entry.name, entry.stat(follow_symlinks=False)) for entry in listing]
+            for entry in listing:
+                with contextlib.suppress(OSError):  # gone meanwhile: that entry alone is skipped
+                    entries.append((entry.name, entry.stat(follow_symlinks=False)))
     except OSError:
         return
     for name, st in entries:
@@ -152,17 +155,38 @@ def give_worktree(worktree: Path, uid: int, gid: int) -> None:
     fd = os.open(worktree, _DIR_FLAGS)
     try:
         os.fchown(fd, uid, gid)
+        os.fchmod(fd, 0o700)  # the account's alone: no other account passes into it
     finally:
         os.close(fd)
 
 
-def strip_set_ids(worktree: Path) -> None:
-    """When a confined run ends: no file of the worktree keeps a set-user-id or set-group-id bit,
-    which would let anyone run code as the account after its processes are gone. Each such file is
-    opened relative to its folder (O_NOFOLLOW, O_NONBLOCK: never a link, never waited on) and
-    changed through that descriptor. Files the account left outside its worktree are not looked
-    for (docs/security.md: mount such folders nosuid)."""
-    if worktree.is_symlink() or not worktree.is_dir():
+def close_worktree(worktree: Path, uid: int) -> None:
+    """When a confined run ends, before its account's processes are killed: the worktree it was
+    given (its top folder the account's) is made 0700 again, so that no other account can pass
+    into it to start a set-user-id file the unit left there, at any depth, while the host strips
+    them or at any time after. A folder the host did not give the account is left as it is."""
+    with contextlib.suppress(OSError):
+        fd = os.open(worktree, _DIR_FLAGS)
+        try:
+            if os.fstat(fd).st_uid == uid:
+                os.fchmod(fd, 0o700)
+        finally:
+            os.close(fd)
+
+
+def strip_set_ids(worktree: Path, uid: int) -> None:
+    """When a confined run ends, its worktree closed (`close_worktree`): no file of it keeps a
+    set-user-id or set-group-id bit, which would let anyone the worktree is opened to later run code
+    as the account. Only a worktree the account was given (its top folder the account's: never a
+    folder of root's or another's that `--worktree` named). Each such file is opened relative to its
+    folder (O_NOFOLLOW, O_NONBLOCK: never a link, never waited on) and changed through that
+    descriptor. Files the account left outside its worktree are not looked for (docs/security.md:
+    mount such folders nosuid)."""
+    try:
+        top = os.lstat(worktree)
+    except OSError:
+        return
+    if not stat.S_ISDIR(top.st_mode) or top.st_uid != uid:
         return
 
     def strip(fd: int, name: str, st: os.stat_result) -> None:

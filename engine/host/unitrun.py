@@ -37,7 +37,14 @@ import msgspec
 from engine.base import clock
 from engine.base.errors import BadInput, Refused, RegulatorError
 from engine.checkout.workspace import STATE_DIR, Workspace, check_unit_id
-from engine.host.folders import check_parents, folder_of, give_worktree, remove_tree, strip_set_ids
+from engine.host.folders import (
+    check_parents,
+    close_worktree,
+    folder_of,
+    give_worktree,
+    remove_tree,
+    strip_set_ids,
+)
 from engine.read.contracts import Contract, read_contract
 from identity import regular
 from registry.gitcall import git_text
@@ -529,6 +536,7 @@ class Supervisor:
             # SIGSEGV at exit was seen once in the suite, after the result was recorded)
             beats.join(timeout=_BEAT_TIMEOUT_S + 1)
             if account is not None:
+                close_worktree(self.p.worktree, account.uid)  # first: no one else passes into it
                 kill_account(account)  # and, confined, whatever escaped the group (setsid)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -679,7 +687,7 @@ def run(ws: Workspace, request: RunRequest, say: Say) -> int:
         with contextlib.suppress(OSError):
             runs.end(ws, event["leaseHash"])  # the child is gone: so is its lease, at the door
         if p.account is not None:  # its lease over first: no walk can keep it alive (D-211)
-            strip_set_ids(p.worktree)  # nothing of the account's runs again by its bits
+            strip_set_ids(p.worktree, p.account.uid)  # nothing of the account's runs again by its bits
         remove_tree(p.lease_dir)
         if p.account_lock is not None:  # every process of the account is gone: it is free again
             os.close(p.account_lock)
