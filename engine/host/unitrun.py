@@ -221,25 +221,41 @@ def _locks_folder() -> Path:
 
 
 def account_processes(uid: int) -> list[int]:
-    """The live processes (zombies aside) any of whose uids (real, effective, saved, fs) is `uid`."""
+    """The live processes any of whose uids (real, effective, saved, fs) is `uid`. A process is a
+    zombie only when every thread of it is: one whose first thread exited while others run shows
+    `Z` in its own status and lives on in its threads (/proc/PID/task/*)."""
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            text = Path(entry.path, "status").read_text()
-        except OSError:
+        uids, zombie = _status(Path(entry.path, "status"))
+        if str(uid) not in uids:
             continue
-        uids: list[str] = []
-        zombie = False
-        for line in text.splitlines():
-            if line.startswith("Uid:"):
-                uids = line.split()[1:]
-            elif line.startswith("State:"):
-                zombie = line.split()[1:2] == ["Z"]
-        if not zombie and str(uid) in uids:
-            found.append(int(entry.name))
+        if zombie:
+            try:
+                tasks = [task.path for task in os.scandir(Path(entry.path, "task"))]
+            except OSError:
+                continue
+            if all(_status(Path(task, "status"))[1] for task in tasks):
+                continue
+        found.append(int(entry.name))
     return sorted(found)
+
+
+def _status(path: Path) -> tuple[list[str], bool]:
+    """(uids, zombie) of one /proc status file; a file gone meanwhile reads as a zombie of no one."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return [], True
+    uids: list[str] = []
+    zombie = False
+    for line in text.splitlines():
+        if line.startswith("Uid:"):
+            uids = line.split()[1:]
+        elif line.startswith("State:"):
+            zombie = line.split()[1:2] == ["Z"]
+    return uids, zombie
 
 
 def claim_account(account: Account) -> int:
@@ -274,9 +290,9 @@ def kill_account(account: Account) -> None:
     """Every process of the account SIGKILLed (a `setsid` escapes the process group, not this): a
     helper forked here takes the account's uid and kill(-1)s, which reaches only processes that uid
     may signal, until none is left (a fork racing the kill is caught by the next round)."""
-    for _ in range(20):
-        if not account_processes(account.uid):
-            return
+    for round_ in range(20):
+        if round_ and not account_processes(account.uid):  # the first round always kills: nothing
+            return  # the scan misses can outlive it
         pid = os.fork()
         if pid == 0:  # the helper: nothing but system calls, then out
             code = 0
