@@ -769,6 +769,49 @@ def test_a_process_whose_first_thread_exited_is_killed_with_its_account(confined
     assert beat.stat().st_size == size  # and beats no more
 
 
+def test_a_confined_child_never_holds_the_hosts_terminal(confined: Any) -> None:
+    """Run from a terminal, a confined child gets none of it (its own session; no terminal on its
+    streams, its output relayed): it could push keystrokes into root's shell or hand the terminal
+    to another account that reads what root types (D-211, eighth review)."""
+    ws, serving, account, shared = confined
+    probe = "import os; print('tty', os.isatty(0), os.isatty(1), os.isatty(2), os.getsid(0) == os.getpid())"
+    master, slave = os.openpty()
+    try:
+        host = subprocess.Popen(
+            [REGULATOR, "unit", "run", "b1", "--user", account.pw_name, "--", "/usr/bin/python3", "-c", probe],
+            cwd=ws.root, env=ws.env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+        )  # fmt: skip
+        os.close(slave)
+        said = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the terminal's other end is closed: the run is over
+                break
+            if not chunk:
+                break
+            said += chunk
+        assert host.wait(timeout=60) == 0, said
+    finally:
+        os.close(master)
+    assert b"tty False False False True" in said, said
+
+
+def test_a_lease_folder_an_earlier_run_left_is_never_reused(confined: Any) -> None:
+    """What a killed host left in a unit's lease folder (a folder the unit made, open to all) is
+    moved aside whole; the run gets a fresh folder of the host's making (D-211, eighth review)."""
+    ws, serving, account, shared = confined
+    left = ws.root / ".worktrees" / ".leases" / "b1"
+    (left / "keep").mkdir(parents=True)
+    left.chmod(0o777)
+    os.chown(left, account.pw_uid, account.pw_gid)
+    seen = shared / "seen"
+    probe = f"import os; open({str(seen)!r}, 'w').write(repr(sorted(os.listdir({str(left)!r}))))"
+    done = run_unit(ws, "b1", "--user", account.pw_name, "--", "/usr/bin/python3", "-c", probe)
+    assert done.returncode == 0, done.stderr
+    assert "keep" not in seen.read_text() and ".regulator-lease.json" in seen.read_text(), seen.read_text()
+
+
 def test_a_fifo_left_in_a_lease_folder_does_not_hang_the_next_run(confined: Any) -> None:
     """A unit can leave anything in its lease folder; a dead host leaves it there: the next run
     removes what is not a folder before it writes the harness's files (never blocked on a FIFO)."""

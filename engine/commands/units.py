@@ -115,9 +115,9 @@ def _write_lease(folder: Path, lease: dict, owner: tuple[int, int] | None = None
     """The lease file, mode 0600 (given to `owner` when named), replaced whole (a temporary file
     renamed over it)."""
     target = folder / LEASE_FILE
-    temporary = folder / f".{LEASE_FILE}.{os.getpid()}"
+    temporary = folder / f".{LEASE_FILE}.{secrets.token_hex(8)}"  # unguessable, and made here alone
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             if owner is not None:
                 os.fchown(handle.fileno(), *owner)

@@ -21,6 +21,7 @@ import fcntl
 import os
 import pwd
 import re
+import secrets
 import shutil
 import signal
 import stat
@@ -286,13 +287,33 @@ def claim_account(account: Account) -> int:
     return fd
 
 
+def _kill_as_root(pid: int, uid: int) -> None:
+    """SIGKILL to one process found as the account's, through a descriptor that pins it (a pid
+    reused meanwhile by another process is read again and spared)."""
+    try:
+        handle = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        uids, _ = _status(Path(f"/proc/{pid}/status"))
+        if str(uid) in uids:
+            signal.pidfd_send_signal(handle, signal.SIGKILL)
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
+
+
 def kill_account(account: Account) -> None:
     """Every process of the account SIGKILLed (a `setsid` escapes the process group, not this): a
     helper forked here takes the account's uid and kill(-1)s, which reaches only processes that uid
     may signal, until none is left (a fork racing the kill is caught by the next round)."""
     for round_ in range(20):
-        if round_ and not account_processes(account.uid):  # the first round always kills: nothing
-            return  # the scan misses can outlive it
+        found = account_processes(account.uid)
+        if round_ and not found:  # the first round always kills: nothing the scan misses outlives it
+            return
+        for pid in found:  # as root too: a process whose real uid is another's, its effective the
+            _kill_as_root(pid, account.uid)  # account's, is beyond the account's own kill(-1)
         pid = os.fork()
         if pid == 0:  # the helper: nothing but system calls, then out
             code = 0
@@ -420,13 +441,11 @@ def make_lease_dir(ws: Workspace, p: Plan) -> None:
     leases.mkdir(mode=0o711, exist_ok=True)
     os.chmod(top, os.stat(top).st_mode | 0o011)  # a confined unit passes through to its worktree
     os.chmod(leases, 0o711)
-    p.lease_dir.mkdir(mode=0o711, exist_ok=True)  # one folder below .leases (folder_of)
-    if p.lease_dir.is_symlink() or not p.lease_dir.is_dir():
-        raise Refused(f"{p.lease_dir} is not a folder; remove it")
-    for old in p.lease_dir.iterdir():  # anything but a folder: a FIFO left there would hang a write
-        if old.is_symlink() or not old.is_dir():
-            old.unlink()
-    os.chmod(p.lease_dir, 0o700)
+    if os.path.lexists(p.lease_dir):  # an earlier run's, left (its host killed, or too deep to
+        aside = leases / f".gone-{secrets.token_hex(8)}"  # remove): never reused, moved aside whole
+        os.rename(p.lease_dir, aside)
+        remove_tree(aside)
+    p.lease_dir.mkdir(mode=0o700)  # fresh, the host's, one folder below .leases (folder_of)
     if p.account is not None:
         os.chown(p.lease_dir, p.account.uid, p.account.gid)
 
@@ -513,18 +532,25 @@ class Supervisor:
         p = self.p
         account = p.account
         start = time.monotonic()
+        # confined: never the host's terminal (a session of its own, and a terminal on the host's
+        # streams relayed through pipes): a child holding it could push keystrokes into root's shell
+        # (TIOCSTI) or hand it to another account that reads what root types after the run
+        streams = _confined_streams() if account else {}
         self.child = subprocess.Popen(
             p.command,
             cwd=p.worktree,
             env=self.env,
-            process_group=0,
+            process_group=None if account else 0,
+            start_new_session=account is not None,
             user=account.uid if account else None,
             group=account.gid if account else None,
             extra_groups=[] if account else None,
             close_fds=True,
+            **streams,
         )
+        relays = _relay(self.child) if account else []
         group = self.child.pid
-        foreground = _give_terminal(group)
+        foreground = None if account else _give_terminal(group)
         previous = {sig: signal.signal(sig, self._forward) for sig in (signal.SIGINT, signal.SIGTERM)}
         beats = threading.Thread(target=self._beats, name="heartbeat", daemon=True)
         beats.start()
@@ -554,6 +580,8 @@ class Supervisor:
             if account is not None:
                 close_worktree(self.p.worktree, account.uid)  # first: no one else passes into it
                 kill_account(account)  # and, confined, whatever escaped the group (setsid)
+            for relay in relays:
+                relay.join(timeout=2)  # what the child wrote last; a survivor's pipe is not waited on
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             _take_terminal(foreground)
@@ -574,6 +602,34 @@ class Supervisor:
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, signal.SIGKILL)
+
+
+def _confined_streams() -> dict[str, Any]:
+    """A confined child's standard streams: the host's where they are no terminal, else /dev/null
+    for input and a pipe for output (relayed to the host's own, `_relay`)."""
+    streams: dict[str, Any] = {}
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        with contextlib.suppress(OSError):
+            if os.isatty(fd):
+                streams[name] = subprocess.DEVNULL if fd == 0 else subprocess.PIPE
+    return streams
+
+
+def _relay(child: subprocess.Popen[bytes]) -> list[threading.Thread]:
+    """Copy a confined child's piped output to the host's own stream, as it comes."""
+
+    def copy(source: Any, fd: int) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := os.read(source.fileno(), 65536):
+                os.write(fd, chunk)
+
+    relays = []
+    for source, fd in ((child.stdout, 1), (child.stderr, 2)):
+        if source is not None:
+            relay = threading.Thread(target=copy, args=(source, fd), name="relay", daemon=True)
+            relay.start()
+            relays.append(relay)
+    return relays
 
 
 def _give_terminal(group: int) -> int | None:
