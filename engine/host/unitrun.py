@@ -304,14 +304,25 @@ def _kill_as_root(pid: int, uid: int) -> None:
         os.close(handle)
 
 
-def kill_account(account: Account) -> None:
+KILL_FOR_S = 15.0  # how long kill_account keeps at it before it says what outlived it
+
+
+def kill_account(account: Account) -> list[int]:
     """Every process of the account SIGKILLed (a `setsid` escapes the process group, not this): a
     helper forked here takes the account's uid and kill(-1)s, which reaches only processes that uid
-    may signal, until none is left (a fork racing the kill is caught by the next round)."""
-    for round_ in range(20):
+    may signal, and root kills each one it finds as the account's, until none is left (a fork
+    racing the kill is caught by the next round). Returns what is still found after KILL_FOR_S: a
+    process holding the account's effective uid under another account's real uid that changes its
+    pid faster than the scan (D-211, ninth review), which the run then says aloud."""
+    until = time.monotonic() + KILL_FOR_S
+    first = True
+    while True:
         found = account_processes(account.uid)
-        if round_ and not found:  # the first round always kills: nothing the scan misses outlives it
-            return
+        if not first and not found:  # the first round always kills: nothing the scan misses outlives it
+            return []
+        if not first and time.monotonic() > until:
+            return found
+        first = False
         for pid in found:  # as root too: a process whose real uid is another's, its effective the
             _kill_as_root(pid, account.uid)  # account's, is beyond the account's own kill(-1)
         pid = os.fork()
@@ -579,7 +590,13 @@ class Supervisor:
             beats.join(timeout=_BEAT_TIMEOUT_S + 1)
             if account is not None:
                 close_worktree(self.p.worktree, account.uid)  # first: no one else passes into it
-                kill_account(account)  # and, confined, whatever escaped the group (setsid)
+                left = kill_account(account)  # and, confined, whatever escaped the group (setsid)
+                if left:
+                    shown = ", ".join(str(pid) for pid in left[:5])
+                    self.say(
+                        f"warning: processes of {account.name} outlived the run (pid {shown}): do not use the "
+                        f"account again until none is left (`ps -u {account.name}`); docs/security.md"
+                    )
             for relay in relays:
                 relay.join(timeout=2)  # what the child wrote last; a survivor's pipe is not waited on
             for sig, handler in previous.items():
