@@ -119,6 +119,9 @@ def test_the_readers_say_stores_absent_first_and_show_no_unit_as_todo(fleet: Any
     assert status["stores"] == "absent"
     assert {u["status"] for u in status["units"]} == {"unknown"}
     assert {u["held"] for u in status["units"]} == {None} and status["unrouted"] is None
+    dismissed = ws.run("verify", "--dismiss", "memory:1", "--by", "alice", "--rationale", "x", cwd=here)
+    assert dismissed.returncode == 2 and "stores: absent" in one_line(dismissed)
+    assert not (here / ".regulator").exists()
     for args in (["signals"], ["memory"], ["calibration"]):  # a listing's text: unknown, exit 1
         done = ws.run(*args, cwd=here)
         assert (

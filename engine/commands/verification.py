@@ -25,6 +25,7 @@ from engine.log.lines import whole
 from engine.log.store import open_regular
 from engine.log.store import verify as verify_chain
 from engine.read.model import EventKind
+from engine.read.storeless import ABSENT
 
 CHECKPOINT = "readmodel.checkpoint"
 
@@ -663,14 +664,10 @@ _TAKEN = ("the fold reads", "readers obey it")  # verify's words: readers take i
 
 
 def dismissal_leaves(store: str, messages: Iterable[str]) -> str:
-    """What a line still does once dismissed, from everything `verify` names on it (asked by
-    `verify --dismiss`, the room's dialog and its report). A dismissal changes no reader: a line
-    no reader takes (malformed, a person event that does not verify, a replay, a second routing
-    record) counts for nothing, dismissed or not, and so does an identity line that fails its hash
-    or chain, which the policy's fold leaves out once dismissed (engine.checkout.authority). Any
-    other line is read as it stands (readers do not hash every line again): an edit, a forged
-    routing record or a time out of order stays in force until what it says is undone by its own
-    command."""
+    """What a line still does once dismissed, from all `verify` names on it (asked by `verify
+    --dismiss`, the room's dialog and its report; D-209). A dismissal changes no reader: a line no
+    reader takes counts for nothing, and so does an identity line failing its hash or chain (the
+    policy's fold leaves it out once dismissed); any other line is read as it stands."""
     said = list(messages)
     if store.removesuffix(".ndjson") == "identity" and any(m.startswith(READ_AS_IT_STANDS) for m in said):
         return "it still counts for nothing (the policy's fold leaves it out)"
@@ -693,6 +690,8 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> tuple
 
     person = check_person(by)
     rationale = check_text("--rationale", rationale, kind="rationale")
+    if not ws.has_stores:  # a clone: nothing verified, nothing to dismiss (design §16.2)
+        raise BadInput(f"--dismiss {target}: {ABSENT}; dismiss on the host, where the stores are")
     store, _, number = target.partition(":")
     if store.endswith(".ndjson"):
         store = store.removesuffix(".ndjson")
