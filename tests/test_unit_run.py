@@ -636,13 +636,77 @@ def test_a_confined_units_set_user_id_file_loses_its_bit_when_the_run_ends(confi
     """A set-user-id file the account left would let anyone run code as it after its processes are
     gone (and race what root does for its next run): the bits go when the run ends."""
     ws, serving, account, shared = confined
-    agent = script(shared, "plant.sh", "cp /bin/true planted\nchmod 6755 planted\n")
-    done = run_unit(ws, "b1", "--user", account.pw_name, "--", str(agent))
-    assert done.returncode == 0, done.stderr
     planted = ws.root / ".worktrees" / "b1" / "planted"
+    # the unit cannot set the bits itself (D-213): the file gets them meanwhile, as it might by a
+    # way this host does not foresee
+    go, ready = shared / "go", shared / "ready"
+    agent = script(
+        shared, "plant.sh", f"cp /bin/true planted\ntouch {ready}\nwhile [ ! -e {go} ]; do sleep 0.1; done\n"
+    )
+    host = start_unit(ws, "b1", "--user", account.pw_name, "--", str(agent))
+    wait_for(ready.exists, "the unit ready")
+    planted.chmod(0o6755)
+    go.touch()
+    _, err = host.communicate(timeout=60)
+    assert host.returncode == 0, err
     mode = planted.stat().st_mode
     assert planted.stat().st_uid == account.pw_uid and not mode & (stat.S_ISUID | stat.S_ISGID), oct(mode)
     assert mode & 0o755 == 0o755  # only the set-id bits went
+
+
+def test_a_confined_unit_can_neither_give_nor_gain_a_set_id_bit(confined: Any) -> None:
+    """A set-user-id file the unit made (anywhere it may write, /tmp included) would let another
+    account start a process as the unit, beyond the account's own kill(-1), and run code as it
+    after its run; a set-user-id program of another account would let the unit's process take that
+    account's uid as its real one. Neither (D-213): every way to give a mode a set-id bit is EPERM,
+    and another account's set-user-id program runs without its owner's rights."""
+    ws, serving, account, shared = confined
+    theirs = shared / "theirs"  # another account's set-user-id program: `id -u` says whose rights it has
+    shutil.copy("/usr/bin/id", theirs)
+    os.chown(theirs, 65534, 65534)
+    theirs.chmod(0o4755)
+    report = shared / "report"
+    child = (
+        "import os, subprocess\n"
+        "out = []\n"
+        "open('made', 'w').close()\n"
+        "def attempt(name, call):\n"
+        "    try:\n"
+        "        call()\n"
+        "        out.append(name + ' ok')\n"
+        "    except OSError as exc:\n"
+        "        out.append(name + ' ' + str(exc.errno))\n"
+        "attempt('chmod', lambda: os.chmod('made', 0o4755))\n"
+        "attempt('chmod-g', lambda: os.chmod('made', 0o2755))\n"
+        "attempt('fchmod', lambda: os.fchmod(os.open('made', os.O_RDONLY), 0o6755))\n"
+        "attempt('open', lambda: os.open('new', os.O_CREAT | os.O_WRONLY, 0o4755))\n"
+        f"attempt('tmp', lambda: os.open({str(shared / 'tmpfile')!r}, os.O_CREAT | os.O_WRONLY, 0o4755))\n"
+        "attempt('mkdir', lambda: os.mkdir('dir', 0o2755))\n"
+        "attempt('plain', lambda: os.chmod('made', 0o755))\n"
+        f"out.append('euid ' + subprocess.run([{str(theirs)!r}, '-u'], capture_output=True, text=True).stdout.strip())\n"
+        f"open({str(report)!r}, 'w').write('\\n'.join(out))\n"
+    )
+    done = run_unit(ws, "b1", "--user", account.pw_name, "--", "/usr/bin/python3", "-c", child)
+    assert done.returncode == 0, done.stderr
+    lines = report.read_text().splitlines()
+    assert lines == [
+        "chmod 1", "chmod-g 1", "fchmod 1", "open 1", "tmp 1", "mkdir 1", "plain ok", f"euid {account.pw_uid}",
+    ], lines  # fmt: skip
+    assert not (shared / "tmpfile").exists()
+    made = ws.root / ".worktrees" / "b1" / "made"
+    assert stat.S_IMODE(made.stat().st_mode) == 0o755
+
+
+def test_a_confined_run_is_refused_where_no_filter_is_known_for_the_architecture() -> None:
+    """No confined run starts unfiltered (D-213): the filter is built for x86_64 and aarch64 only,
+    and each is a whole number of BPF instructions ending in a return."""
+    from engine.host.confine import program
+
+    with pytest.raises(Refused, match=r"no filter for this machine's architecture \(riscv64\)"):
+        program("riscv64")
+    for machine in ("x86_64", "aarch64"):
+        code = program(machine)
+        assert len(code) % 8 == 0 and code[:2] == b"\x20\x00" and code[-8:-6] == b"\x06\x00"
 
 
 def test_a_confined_worktree_is_closed_to_other_accounts_when_its_run_ends(confined: Any) -> None:
@@ -650,15 +714,22 @@ def test_a_confined_worktree_is_closed_to_other_accounts_when_its_run_ends(confi
     given is 0700 again when the run ends, so no other account passes into it to start one. A
     folder of root's that `--worktree` named is neither closed nor stripped (D-211, sixth review)."""
     ws, serving, account, shared = confined
+    go, ready = shared / "go", shared / "ready"
     agent = script(
         shared, "deep.sh",
         "chmod 755 .\nd=deep; for i in $(seq 300); do d=$d/d; done\nmkdir -p $d\ncp /bin/true $d/planted\n"
-        "chmod 6755 $d/planted\n",
+        f"touch {ready}\nwhile [ ! -e {go} ]; do sleep 0.1; done\n",
     )  # fmt: skip
-    done = run_unit(ws, "b1", "--user", account.pw_name, "--", str(agent))
-    assert done.returncode == 0, done.stderr
     worktree = ws.root / ".worktrees" / "b1"
     planted = worktree.joinpath("deep", *["d"] * 300, "planted")
+    host = start_unit(ws, "b1", "--user", account.pw_name, "--", str(agent))
+    wait_for(ready.exists, "the unit ready")
+    os.chmod(
+        os.path.join(*planted.parts[len(worktree.parts) :]), 0o6755, dir_fd=os.open(worktree, os.O_RDONLY)
+    )
+    go.touch()
+    _, err = host.communicate(timeout=60)
+    assert host.returncode == 0, err
     assert planted.exists()  # root sees it
     other = subprocess.run(["runuser", "-u", "nobody", "--", "test", "-e", str(planted)], check=False)
     assert other.returncode == 1  # nobody else passes into the worktree

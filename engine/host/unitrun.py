@@ -38,6 +38,7 @@ import msgspec
 from engine.base import clock
 from engine.base.errors import BadInput, Refused, RegulatorError
 from engine.checkout.workspace import STATE_DIR, Workspace, check_unit_id
+from engine.host import confine
 from engine.host.folders import (
     check_parents,
     close_worktree,
@@ -192,7 +193,9 @@ def _account(name: str) -> Account:
 
 
 def _check_confinable(ws: Workspace, account: Account) -> None:
-    """A confined unit must not read the stores: `.regulator/` may be open to its owner only."""
+    """A confined unit must not read the stores: `.regulator/` may be open to its owner only; and
+    its process must be filterable here (engine.host.confine knows the architecture)."""
+    confine.program()
     try:
         st = os.stat(ws.state_dir)
     except OSError:
@@ -311,9 +314,10 @@ def kill_account(account: Account) -> list[int]:
     """Every process of the account SIGKILLed (a `setsid` escapes the process group, not this): a
     helper forked here takes the account's uid and kill(-1)s, which reaches only processes that uid
     may signal, and root kills each one it finds as the account's, until none is left (a fork
-    racing the kill is caught by the next round). Returns what is still found after KILL_FOR_S: a
-    process holding the account's effective uid under another account's real uid that changes its
-    pid faster than the scan (D-211, ninth review), which the run then says aloud."""
+    racing the kill is caught by the next round). Returns what is still found after KILL_FOR_S,
+    which the run then says aloud: a process holding the account's effective uid under another
+    account's real uid, changing its pid faster than the scan (D-211, ninth review), which no set-id
+    bit gained or given can make any more (D-213)."""
     until = time.monotonic() + KILL_FOR_S
     first = True
     while True:
@@ -557,6 +561,7 @@ class Supervisor:
             group=account.gid if account else None,
             extra_groups=[] if account else None,
             close_fds=True,
+            preexec_fn=confine.lock_down() if account else None,  # no set-id gained or given (D-213)
             **streams,
         )
         relays = _relay(self.child) if account else []
