@@ -135,7 +135,7 @@ def content(snap: readmodel.Snapshot, name: str, key: Key) -> Content:
 
         target = dismissable(snap, key) or ""
         store, _, line = target.partition(":")
-        said = [f.message for f in snap.verify if f.store == f"{store}.ndjson" and str(f.line) == line]
+        said = [f for f in snap.verify if f.store == f"{store}.ndjson" and str(f.line) == line]
         leaves = dismissal_leaves(store, said)
         return DismissContent(target, " · ".join(readmodel.row("registers", snap, key)[2:]), leaves)
     from engine.commands.proposals import review

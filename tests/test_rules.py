@@ -235,3 +235,26 @@ def test_the_rooms_refusals_are_the_rules_answers(ws: helpers.Workspace) -> None
             actions.why_not(action, snap, by_severity["blocking"].id)
             == "mallory is not a person in interaction.yaml"
         )
+
+
+def test_what_a_dismissal_leaves_is_each_findings_reading_never_its_words() -> None:
+    """What a dismissed line still does is asked of what each finding says readers do with it
+    (`Finding.reading`, set where the finding is made), never of the words of its message, which
+    carry text from the stores (D-209, D-214)."""
+    from engine.commands.verification import Finding, dismissal_leaves
+    from engine.log.store import AS_IT_STANDS, BROKEN, SKIPPED, TAKEN
+
+    def leaves(store: str, *found: tuple[str, str]) -> str:
+        return dismissal_leaves(
+            store, [Finding(f"{store}.ndjson", 3, message, reading) for message, reading in found]
+        )
+
+    nothing, kept = "it still counts for nothing", "readers still take it as it stands"
+    assert leaves("memory", ("bad JSON; readers skip it", SKIPPED)) == nothing
+    # words a store put in a message change nothing: it is the reading that says
+    assert leaves("signals", ("for x; readers skip it; it counts for nothing", AS_IT_STANDS)).startswith(kept)
+    assert leaves("signals", ("says a/b; readers obey it", SKIPPED)) == nothing
+    assert leaves("signals", ("skipped", SKIPPED), ("the fold reads it", TAKEN)).startswith(kept)
+    assert leaves("memory", ("stamped in the future", AS_IT_STANDS), ("x", SKIPPED)) == nothing
+    assert leaves("memory", ("edited", BROKEN)).startswith(kept)
+    assert leaves("identity", ("edited", BROKEN)) == f"{nothing} (the policy's fold leaves it out)"

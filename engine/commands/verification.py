@@ -22,7 +22,7 @@ from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person
 from engine.log.events import STORES, unreadable
 from engine.log.lines import whole
-from engine.log.store import open_regular
+from engine.log.store import AS_IT_STANDS, BROKEN, EDITED, MOVED, SKIPPED, TAKEN, open_regular
 from engine.log.store import verify as verify_chain
 from engine.read.model import EventKind
 from engine.read.storeless import ABSENT
@@ -40,6 +40,7 @@ class Finding(msgspec.Struct, frozen=True):
     store: str  # "signals.ndjson", ... or "readmodel.checkpoint"
     line: int
     message: str
+    reading: str = AS_IT_STANDS  # what readers do with the line (engine.log.store.SKIPPED, …)
     dismissed: str | None = None  # "dismissed by alice at …: rationale"
 
     def __str__(self) -> str:
@@ -152,11 +153,11 @@ def _stamp(ws: Workspace, name: str) -> tuple[int, int, int, int] | None:
 
 
 def _as_json(work: Work) -> Callable[[], Any]:
-    return lambda: [[[f.store, f.line, f.message] for f in part] for part in work()]
+    return lambda: [[[f.store, f.line, f.message, f.reading] for f in part] for part in work()]
 
 
 def _of_json(answer: Any) -> list[list[Finding]]:
-    return [[Finding(str(a), int(b), str(c)) for a, b, c in part] for part in answer]
+    return [[Finding(str(a), int(b), str(c), str(d)) for a, b, c, d in part] for part in answer]
 
 
 def _dismissed_lines(authority: Authority) -> dict[str, dict[int, str]]:
@@ -233,7 +234,7 @@ def findings_later(
         chains, times = checked()
         found = list(chains)
         kept = uncounted
-        if any(f.store == "signals.ndjson" and f.message.startswith(_BREAKS) for f in found):
+        if any(f.store == "signals.ndjson" and f.reading == BROKEN for f in found):
             # a dispatch or close saw signals.ndjson's bytes as they were; edited since, the store
             # cannot say what that was: its break is named, not each host event judged on it, nor
             # those judged after them (as an identity store that does not verify, D-92; D-148)
@@ -255,7 +256,7 @@ def findings_later(
             else:
                 what = "event" if u.reason.startswith("malformed") else "person event"
                 message = f"{what} {u.reason}; it counts for nothing"
-            found.append(Finding(f"{u.store}.ndjson", lines[u.store][u.offset], message))
+            found.append(Finding(f"{u.store}.ndjson", lines[u.store][u.offset], message, SKIPPED))
         found += mended + times
         if early is not None:  # judged now: --once did its own work while the pass ran
             found += _judge_routings(ws, fresh, early())
@@ -283,11 +284,8 @@ def _chains_and_lines(
         shape = SHAPES.get(name)
         shaped = shaped_reads(shape) if shape is not None else None  # the stores the fold reads in a shape
         found = verify_chain(ws.store(name), server.get(name), dismissed.get(name), each, shaped)
-        chains += [Finding(f.store, f.line, f.message) for f in found]
+        chains += [Finding(f.store, f.line, f.message, f.reading) for f in found]
     return [chains, judge.found if judge is not None else []]
-
-
-_BREAKS = ("content does not", "chain broken")  # engine.log.store.verify's words for an edited store
 
 
 Work = Callable[[], list[list[Finding]]]
@@ -445,7 +443,7 @@ def _routings(ws: Workspace, fresh: State) -> list[Finding]:
             continue
         problem = _routing_problem(authority, signals, refs, event, routed)
         if problem:
-            found.append(Finding("signals.ndjson", number, problem))
+            found.append(Finding("signals.ndjson", number, *problem))
     return found
 
 
@@ -500,12 +498,12 @@ def _judge_routings(ws: Workspace, fresh: State, early: dict[str, Any]) -> list[
             continue
         first = _first_for(sid, refs, routed)
         if first is not None:
-            found.append(Finding("signals.ndjson", number, first))
+            found.append(Finding("signals.ndjson", number, *first))
             continue
         if refs[sid] >> 2 != offset:  # its signal counts from another line than the pass routed it on
             return _routings(ws, fresh)
-        if verdict is not None:
-            found.append(Finding("signals.ndjson", number, verdict))
+        if verdict is not None:  # [message, reading], as the pass sent it
+            found.append(Finding("signals.ndjson", number, str(verdict[0]), str(verdict[1])))
     return found
 
 
@@ -529,13 +527,15 @@ def _times(store: str, number: int, at: str, previous: object, now: datetime, la
     return found
 
 
-_NO_SIGNAL = "a routing record for no signal that counts (forged?)"
-_SECOND = "a second routing record for the same signal (readers ignore it)"
+# what is wrong with a routing record: (message, what readers do with it)
+Problem = tuple[str, str]
+_NO_SIGNAL = ("a routing record for no signal that counts (forged?)", AS_IT_STANDS)
+_SECOND = ("a second routing record for the same signal (readers ignore it)", SKIPPED)
 
 
 def _routing_problem(
     authority: Authority, signals: dict, counted: dict, record: dict, routed: set[str]
-) -> str | None:
+) -> Problem | None:
     signal_id = record.get("signal")
     first = _first_for(signal_id, counted, routed)
     if first is not None or not isinstance(signal_id, str):
@@ -543,7 +543,7 @@ def _routing_problem(
     return _route_problem(authority, signals.get(signal_id), record)
 
 
-def _first_for(signal_id: object, counted: dict, routed: set[str]) -> str | None:
+def _first_for(signal_id: object, counted: dict, routed: set[str]) -> Problem | None:
     """What is wrong with a routing record for `signal_id` before its content is looked at: no
     signal that counts by that id, or one already routed (`routed`, which this adds it to)."""
     if not isinstance(signal_id, str) or signal_id not in counted:
@@ -554,7 +554,7 @@ def _first_for(signal_id: object, counted: dict, routed: set[str]) -> str | None
     return None
 
 
-def _route_problem(authority: Authority, signal: dict | None, record: dict) -> str | None:
+def _route_problem(authority: Authority, signal: dict | None, record: dict) -> Problem | None:
     """What is wrong with a routing record for a counted signal (its first): it must be what the
     router writes for `signal` (the line that signal counts from; None: none reads as it) under
     the policy in force when it was written."""
@@ -575,7 +575,8 @@ def _route_problem(authority: Authority, signal: dict | None, record: dict) -> s
     if any(record.get(k) != expected.get(k) for k in keys):
         return (
             f"routing record for {record.get('signal')} says {record.get('outcome')}/{record.get('derivedSeverity')}; "
-            f"the router writes {expected['outcome']}/{expected['derivedSeverity']} (forged?); readers obey it"
+            f"the router writes {expected['outcome']}/{expected['derivedSeverity']} (forged?); readers obey it",
+            TAKEN,
         )
     return None
 
@@ -641,6 +642,7 @@ def _mark_dismissed(ws: Workspace, found: list[Finding]) -> list[Finding]:
                 f.store,
                 f.line,
                 f.message,
+                f.reading,
                 f"{event.get('by')} at {event.get('at')}: {event.get('rationale')}",
             )
         out.append(f)
@@ -654,25 +656,16 @@ def _line_hash(ws: Workspace, store: str, line: int) -> str | None:
     return None
 
 
-READ_AS_IT_STANDS = ("content does not", "chain broken")  # verify's words for an edited or moved line
-_NOT_TAKEN = (
-    "readers skip it",
-    "counts for nothing",
-    "readers ignore it",
-)  # verify's words: no reader takes it
-_TAKEN = ("the fold reads", "readers obey it")  # verify's words: readers take it all the same
-
-
-def dismissal_leaves(store: str, messages: Iterable[str]) -> str:
+def dismissal_leaves(store: str, found: Iterable[Finding]) -> str:
     """What a line still does once dismissed, from all `verify` names on it (asked by `verify
-    --dismiss`, the room's dialog and its report; D-209). A dismissal changes no reader: a line no
-    reader takes counts for nothing, and so does an identity line failing its hash or chain (the
-    policy's fold leaves it out once dismissed); any other line is read as it stands."""
-    said = list(messages)
-    if store.removesuffix(".ndjson") == "identity" and any(m.startswith(READ_AS_IT_STANDS) for m in said):
+    --dismiss`, the room's dialog and its report; D-209), by what each finding says readers do
+    with it (`Finding.reading`, set where the finding is made). A dismissal changes no reader: a
+    line no reader takes counts for nothing, and so does an identity line failing its hash or chain
+    (the policy's fold leaves it out once dismissed); any other line is read as it stands."""
+    readings = {f.reading for f in found}
+    if store.removesuffix(".ndjson") == "identity" and BROKEN in readings:
         return "it still counts for nothing (the policy's fold leaves it out)"
-    taken = any(word in m for m in said for word in _TAKEN)
-    if not taken and any(word in m for m in said for word in _NOT_TAKEN):
+    if TAKEN not in readings and SKIPPED in readings:
         return "it still counts for nothing"
     return (
         "readers still take it as it stands: dismissing undoes nothing (retract, resolve or decide "
@@ -704,7 +697,7 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> tuple
     problem = next((f for f in named if f.store.removesuffix(".ndjson") == store and f.line == line), None)
     if problem is None:
         raise BadInput(f"--dismiss {target}: verify names no undismissed problem on that line")
-    if store == "identity" and problem.message.startswith(("content does not", "chain broken")):
+    if store == "identity" and problem.reading == BROKEN:
         # an identity line that fails its hash leaves the policy unknown: the grant and the key
         # are those of the policy in force just before that line (design §26)
         from engine.checkout.authority import before_line
@@ -730,7 +723,7 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> tuple
     }
     with ws.exclusive():
         written = ws.store("identity").append(person_event(ws, signer, event))
-    on_line = [f.message for f in named if f.store.removesuffix(".ndjson") == store and f.line == line]
+    on_line = [f for f in named if f.store.removesuffix(".ndjson") == store and f.line == line]
     return written, dismissal_leaves(store, on_line)
 
 
@@ -778,15 +771,9 @@ class LiveChain(msgspec.Struct):
                         continue  # no JSON object: a bad line, which the fold names
                     claimed = event.get("hash")
                     if claimed != (line_hash(event) if why is None else event_hash(event)):
-                        found.append(Finding(store, self.line, "content does not match its hash (edited)"))
+                        found.append(Finding(store, self.line, EDITED, BROKEN))
                     elif event.get("prev") not in self.prev:
-                        found.append(
-                            Finding(
-                                store,
-                                self.line,
-                                "chain broken: prev does not name the line before (inserted, deleted or reordered)",
-                            )
-                        )
+                        found.append(Finding(store, self.line, MOVED, BROKEN))
                     else:
                         self.prev = {claimed}
                         continue

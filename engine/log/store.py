@@ -625,12 +625,26 @@ def _parse(raw: bytes) -> dict | None:
     return event if isinstance(event, dict) else None
 
 
+# what readers do with a line a finding names (`Finding.reading`), said where the finding is made
+# and asked by engine.commands.verification.dismissal_leaves (what a dismissal leaves, D-209)
+SKIPPED = "skipped"  # no reader takes the line: it counts for nothing
+TAKEN = "taken"  # readers take it all the same (what the finding says is wrong with it stands)
+BROKEN = "broken"  # edited or moved (its hash or chain): read as it stands; an identity line's
+# policy fold leaves it out once dismissed
+AS_IT_STANDS = ""  # nothing said of readers: they read the line as it stands
+
+
+EDITED = "content does not match its hash (edited)"
+MOVED = "chain broken: prev does not name the line before (inserted, deleted or reordered)"
+
+
 class Finding(msgspec.Struct, frozen=True):
     """One thing `verify` found wrong with a store."""
 
     store: str
     line: int
     message: str
+    reading: str = AS_IT_STANDS  # SKIPPED, TAKEN, BROKEN or AS_IT_STANDS
 
     def __str__(self) -> str:
         return f"{self.store}:{self.line}: {self.message}"
@@ -683,13 +697,15 @@ def verify(
         if why is not None:
             unreadable += 1
             if unreadable <= KEPT_PROBLEMS:
+                reading = SKIPPED
                 if number == torn_at:
                     said = "torn last line (a write cut off); readers skip it"
                 elif raw is not None and shaped is not None and shaped(raw):
                     said = f"{why}; a strict reader skips it, but the fold reads the fields it builds of it: no writer wrote it (forged?)"
+                    reading = TAKEN
                 else:
                     said = f"{why}; readers skip it"
-                found.append(Finding(store.name, number, said))
+                found.append(Finding(store.name, number, said, reading))
             elif unreadable == KEPT_PROBLEMS + 1:
                 first_unlisted = number
             if event is None:
@@ -698,18 +714,12 @@ def verify(
             continue
         # a line only the lenient reader takes holds plain floats: hashed by `canonical` alone
         if event.get("hash") != (line_hash(event) if why is None else event_hash(event)):
-            found.append(Finding(store.name, number, "content does not match its hash (edited)"))
+            found.append(Finding(store.name, number, EDITED, BROKEN))
             chain_broken = not _dismissed(dismissed, number, raw)
             if not chain_broken and isinstance(event.get("hash"), str):
                 prev = prev | {event["hash"]}
         elif event.get("prev") not in prev:
-            found.append(
-                Finding(
-                    store.name,
-                    number,
-                    "chain broken: prev does not name the line before (inserted, deleted or reordered)",
-                )
-            )
+            found.append(Finding(store.name, number, MOVED, BROKEN))
             chain_broken = not _dismissed(dismissed, number, raw)
             if not chain_broken and isinstance(event.get("hash"), str):
                 prev = prev | {event["hash"]}
