@@ -850,7 +850,7 @@ def test_a_process_whose_first_thread_exited_is_killed_with_its_account(confined
     )
     done = run_unit(ws, "b1", "--user", account.pw_name, "--", "/usr/bin/python3", "-c", child)
     assert done.returncode == 0, done.stderr
-    from engine.host.unitrun import account_processes
+    from engine.host.accounts import account_processes
 
     assert account_processes(account.pw_uid) == []
     size = beat.stat().st_size
@@ -976,7 +976,7 @@ def test_a_setsid_leftover_of_a_confined_unit_is_killed_when_its_run_ends(confin
     assert done.returncode == 1, done.stderr  # failed: u1 stays in progress, a person decides
     assert row(ws, "u1")["status"] == "in-progress"
     assert not alive(int(pid.read_text()))  # escaped the process group, not the account
-    from engine.host.unitrun import account_processes
+    from engine.host.accounts import account_processes
 
     assert account_processes(account.pw_uid) == []
     before = ws.digest()

@@ -74,7 +74,7 @@ def _names(back: str, where: Path) -> bool:
     """A worktree git dir's `gitdir` file names this worktree's `.git`, as written, no link on it
     followed (a `.git` its unit made a link, or a folder on a path another account may relink,
     would lead to another worktree's): `unit run` makes a confined unit's worktree at its resolved
-    path (engine.host.unitrun._check_parents), which is what git writes there."""
+    path (engine.host.folders.check_parents), which is what git writes there."""
     return os.path.normpath(back) == os.path.join(os.path.realpath(where), ".git")
 
 

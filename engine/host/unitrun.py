@@ -17,9 +17,7 @@ for the disposition), or, for `failed`/`blocked`, a recovery obligation (exit 1)
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import pwd
 import re
 import secrets
 import shutil
@@ -39,6 +37,7 @@ from engine.base import clock
 from engine.base.errors import BadInput, Refused, RegulatorError
 from engine.checkout.workspace import STATE_DIR, Workspace, check_unit_id
 from engine.host import confine
+from engine.host.accounts import Account, account_named, claim_account, kill_account
 from engine.host.folders import (
     check_parents,
     close_worktree,
@@ -63,15 +62,6 @@ KILL_GRACE_S = 5.0  # SIGTERM, then SIGKILL this much later
 _BEAT_TIMEOUT_S = 10.0  # one heartbeat call to the door
 WAIT_POLL_S = 1.0
 EXIT_DONE, EXIT_FAILED, EXIT_HELD = 0, 1, 3
-
-
-class Account(msgspec.Struct, frozen=True):
-    """The OS account a confined unit runs as."""
-
-    name: str
-    uid: int
-    gid: int
-    home: str
 
 
 class RunRequest(msgspec.Struct):
@@ -123,7 +113,7 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
     ttl = None if request.ttl == "none" else clock.parse_duration(request.ttl, "--ttl")
     contract = read_contract(ws, unit)
     env = _environment(request.env)
-    account = _account(request.user) if request.user is not None else None
+    account = account_named(request.user) if request.user is not None else None
     worktree = _worktree_path(ws, unit, request.worktree)
     lease_dir = ws.root / WORKTREES / LEASES / folder_of(unit)
     if account is not None:
@@ -178,20 +168,6 @@ def _environment(names: list[str]) -> dict[str, str]:
     return env
 
 
-def _account(name: str) -> Account:
-    try:
-        entry = pwd.getpwnam(name)
-    except (KeyError, ValueError):
-        raise BadInput(f"--user {name!r}: no such account on this host") from None
-    if entry.pw_uid == os.geteuid():
-        raise BadInput(f"--user {name}: that is this host's own account; a confined unit runs as another")
-    if entry.pw_uid == 0:
-        raise BadInput(f"--user {name}: that is root; a confined unit runs as an account of its own")
-    if os.geteuid() != 0:
-        raise Refused(f"--user {name}: switching accounts needs root (this host runs as uid {os.geteuid()})")
-    return Account(name, entry.pw_uid, entry.pw_gid, entry.pw_dir or "/")
-
-
 def _check_confinable(ws: Workspace, account: Account) -> None:
     """A confined unit must not read the stores: `.regulator/` may be open to its owner only; and
     its process must be filterable here (engine.host.confine knows the architecture)."""
@@ -207,141 +183,6 @@ def _check_confinable(ws: Workspace, account: Account) -> None:
             f"--user {account.name} could read {ws.state_dir} (mode {stat.S_IMODE(st.st_mode):o}): a confined unit "
             f"must not read the stores; `chmod 700 {ws.state_dir}` first"
         )
-
-
-def _locks_folder() -> Path:
-    """Host-wide (one account is confined for one run, whatever the workspace): root's runtime
-    folder, else a folder of this account's in /tmp."""
-    base = Path("/run") if os.access("/run", os.W_OK) else Path(f"/tmp/regulator-{os.geteuid()}")
-    folder = base / "regulator-accounts"
-    for made in (base, folder):
-        if made == Path("/run"):
-            continue
-        made.mkdir(mode=0o700, exist_ok=True)
-        st = os.lstat(made)
-        if stat.S_ISLNK(st.st_mode) or st.st_uid != os.geteuid():
-            raise Refused(f"{made} is not a folder of this account; remove it first")
-    return folder
-
-
-def account_processes(uid: int) -> list[int]:
-    """The live processes any of whose uids (real, effective, saved, fs) is `uid`. A process is a
-    zombie only when every thread of it is: one whose first thread exited while others run shows
-    `Z` in its own status and lives on in its threads (/proc/PID/task/*)."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        uids, zombie = _status(Path(entry.path, "status"))
-        if str(uid) not in uids:
-            continue
-        if zombie:
-            try:
-                tasks = [task.path for task in os.scandir(Path(entry.path, "task"))]
-            except OSError:
-                continue
-            if all(_status(Path(task, "status"))[1] for task in tasks):
-                continue
-        found.append(int(entry.name))
-    return sorted(found)
-
-
-def _status(path: Path) -> tuple[list[str], bool]:
-    """(uids, zombie) of one /proc status file; a file gone meanwhile reads as a zombie of no one."""
-    try:
-        text = path.read_text()
-    except OSError:
-        return [], True
-    uids: list[str] = []
-    zombie = False
-    for line in text.splitlines():
-        if line.startswith("Uid:"):
-            uids = line.split()[1:]
-        elif line.startswith("State:"):
-            zombie = line.split()[1:2] == ["Z"]
-    return uids, zombie
-
-
-def claim_account(account: Account) -> int:
-    """The account for this run alone (design §15.2: units never act as each other): a host-wide lock
-    held for the run, and no process of the account alive. Refused (exit 3) otherwise; nothing
-    started, nothing written to the workspace."""
-    path = _locks_folder() / f"{account.uid}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-        os.close(fd)
-        raise Refused(
-            f"--user {account.name}: another `unit run` (pid {holder}) is confined as {account.name} now; "
-            "each confined unit needs an account of its own"
-        ) from None
-    busy = account_processes(account.uid)
-    if busy:
-        os.close(fd)
-        shown = ", ".join(str(pid) for pid in busy[:5]) + (", …" if len(busy) > 5 else "")
-        raise Refused(
-            f"--user {account.name}: the account runs processes already (pid {shown}); each confined unit "
-            "needs an account of its own that runs nothing else"
-        )
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
-
-
-def _kill_as_root(pid: int, uid: int) -> None:
-    """SIGKILL to one process found as the account's, through a descriptor that pins it (a pid
-    reused meanwhile by another process is read again and spared)."""
-    try:
-        handle = os.pidfd_open(pid)
-    except OSError:
-        return
-    try:
-        uids, _ = _status(Path(f"/proc/{pid}/status"))
-        if str(uid) in uids:
-            signal.pidfd_send_signal(handle, signal.SIGKILL)
-    except OSError:
-        pass
-    finally:
-        os.close(handle)
-
-
-KILL_FOR_S = 15.0  # how long kill_account keeps at it before it says what outlived it
-
-
-def kill_account(account: Account) -> list[int]:
-    """Every process of the account SIGKILLed (a `setsid` escapes the process group, not this): a
-    helper forked here takes the account's uid and kill(-1)s, which reaches only processes that uid
-    may signal, and root kills each one it finds as the account's, until none is left (a fork
-    racing the kill is caught by the next round). Returns what is still found after KILL_FOR_S,
-    which the run then says aloud: a process holding the account's effective uid under another
-    account's real uid, changing its pid faster than the scan (D-211, ninth review), which no set-id
-    bit gained or given can make any more (D-213)."""
-    until = time.monotonic() + KILL_FOR_S
-    first = True
-    while True:
-        found = account_processes(account.uid)
-        if not first and not found:  # the first round always kills: nothing the scan misses outlives it
-            return []
-        if not first and time.monotonic() > until:
-            return found
-        first = False
-        for pid in found:  # as root too: a process whose real uid is another's, its effective the
-            _kill_as_root(pid, account.uid)  # account's, is beyond the account's own kill(-1)
-        pid = os.fork()
-        if pid == 0:  # the helper: nothing but system calls, then out
-            code = 0
-            try:
-                os.setgroups([])
-                os.setgid(account.gid)
-                os.setuid(account.uid)
-                os.kill(-1, signal.SIGKILL)
-            except BaseException:  # noqa: BLE001 - no process left to signal, or no right to switch
-                code = 1
-            os._exit(code)
-        os.waitpid(pid, 0)
-        time.sleep(0.05)  # killed processes leave /proc once reaped
 
 
 def _worktree_path(ws: Workspace, unit: str, given: Path | None) -> Path:
