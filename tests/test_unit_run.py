@@ -367,6 +367,11 @@ def test_the_wall_budget_kills_the_childs_process_group(served: Any, tmp_path: A
     assert done.returncode == 1, done.stderr
     result = row(ws, "slow")["result"]
     assert result["outcome"] == "failed" and "stopped at its wall budget (2s)" in result["summary"]
+    # and the run says so itself, not only the exit code of a killed command
+    assert (
+        "slow: result failed recorded by the host (stopped at its wall budget (2s): the command exited"
+        in (done.stdout + done.stderr)
+    )
     assert not alive(int(background.read_text()))  # the background process of the group went with it
     recovery = [o for o in ws.json("obligations") if o["unit"] == "slow"]
     assert [(o["severity"], o["blocks"], o["owedTo"]) for o in recovery] == [("advisory", False, "S3")]
@@ -909,7 +914,7 @@ def test_a_fifo_left_in_a_lease_folder_does_not_hang_the_next_run(confined: Any)
     leases = ws.root / ".worktrees" / ".leases"
     (leases / "b1").mkdir(parents=True)
     os.mkfifo(leases / "b1" / "mcp.json")
-    done = run_unit(ws, "b1", "--user", account.pw_name, "--harness", "claude-code", "--", "true")
+    done = run_unit(ws, "b1", "--user", account.pw_name, "--", "true")
     assert done.returncode == 0, done.stderr
     assert row(ws, "b1")["status"] == "closed"
 
@@ -1032,3 +1037,97 @@ def test_a_confined_units_report_records_its_worktrees_revision(confined: Any) -
     ).stdout.strip()
     signal_event = next(e for e in ws.events("signals") if e.get("subject") == REPORT["subject"])
     assert signal_event["revision"] == trunk
+
+
+def test_a_worktree_another_account_holds_is_refused_before_anything(confined: Any) -> None:
+    """A worktree an earlier confined run's account holds: a unit under another account could not
+    work in it, and an unconfined one would work, as the host, in a folder that account can change.
+    Refused (exit 3) naming whose it is, nothing dispatched; the same account runs in it again."""
+    ws, serving, account, shared = confined
+    done = run_unit(ws, "b1", "--user", account.pw_name, "--", "true")
+    assert done.returncode == 0, done.stderr
+    worktree = ws.root / ".worktrees" / "b1"
+    events = (ws.root / ".regulator" / "units.ndjson").read_bytes()
+    other = run_unit(ws, "u1", "--worktree", str(worktree), "--", "true")
+    assert other.returncode == 3, other.stderr
+    assert one_line(other) == (
+        f"regulator: the worktree {worktree} is {account.pw_name}'s (an earlier confined run's): run the unit "
+        f"with `--user {account.pw_name}`, or remove it (`rm -rf {worktree} && git worktree prune`) for a fresh one"
+    )
+    assert (ws.root / ".regulator" / "units.ndjson").read_bytes() == events  # nothing dispatched
+    again = run_unit(ws, "u1", "--user", account.pw_name, "--worktree", str(worktree), "--", "true")
+    assert again.returncode == 0, again.stderr
+
+
+def test_a_folder_handed_over_loses_a_set_group_id_bit_it_inherited(confined: Any) -> None:
+    """Under a set-group-id folder every folder git makes inherits the bit, which the unit may not
+    pass back (D-213): `chmod u+w` of one would fail in its hands. The hand-over takes it off."""
+    ws, serving, account, shared = confined
+    top = ws.root / ".worktrees"
+    top.mkdir(exist_ok=True)
+    top.chmod(0o2755)
+    report = shared / "report"
+    agent = script(shared, "mode.sh", f"chmod u+w contracts && echo ok > {report}\n")
+    done = run_unit(ws, "b1", "--user", account.pw_name, "--", str(agent))
+    assert done.returncode == 0, done.stderr
+    assert report.read_text() == "ok\n"
+    assert not (top / "b1" / "contracts").stat().st_mode & stat.S_ISGID
+
+
+def test_an_account_that_cannot_run_regulator_is_said_before_the_run(account: Any, tmp_path: Any) -> None:
+    """The `regulator` a confined unit's harness names must be one its account can run: asked of the
+    account itself, as the unit will be confined (a virtualenv under root's 0700 home is not)."""
+    from engine.host.accounts import Account, cannot_run
+
+    unit = Account(account.pw_name, account.pw_uid, account.pw_gid, "/")
+    locked = Path(tempfile.mkdtemp(prefix="reglocked-", dir="/tmp"))  # 0700, root's
+    try:
+        program = locked / "regulator"
+        program.write_text("#!/bin/sh\necho regulator 0\n")
+        program.chmod(0o755)
+        assert cannot_run(unit, str(program), "/usr/bin:/bin") == "Permission denied"
+        assert cannot_run(unit, "/bin/true", "/usr/bin:/bin") is None
+        locked.chmod(0o755)
+        assert cannot_run(unit, str(program), "/usr/bin:/bin") is None
+        program.write_text("#!/bin/sh\necho 'no module named controlroom' >&2\nexit 1\n")
+        assert cannot_run(unit, str(program), "/usr/bin:/bin") == "no module named controlroom"
+    finally:
+        shutil.rmtree(locked)
+
+
+def test_claude_codes_harness_is_refused_for_an_account_that_cannot_run_regulator(confined: Any) -> None:
+    """The harness's hooks and MCP server name the `regulator` running `unit run`: an account that
+    cannot run it would get a harness whose every hook fails (and a failing hook does not block the
+    tool it guards). Refused (exit 3), nothing dispatched; the env harness runs, with a warning."""
+    from engine.host.accounts import Account, cannot_run
+
+    ws, serving, account, shared = confined
+    unit = Account(account.pw_name, account.pw_uid, account.pw_gid, "/")
+    why = cannot_run(unit, REGULATOR, "/usr/local/bin:/usr/bin:/bin")
+    if why is None:
+        pytest.skip(f"{account.pw_name} can run {REGULATOR} on this machine")
+    events = (ws.root / ".regulator" / "units.ndjson").read_bytes()
+    done = run_unit(ws, "b1", "--user", account.pw_name, "--harness", "claude-code", "--", "true")
+    assert done.returncode == 3, done.stderr
+    assert one_line(done) == (
+        f"regulator: --user {account.pw_name} cannot run {REGULATOR} ({why}): the harness's hooks and MCP server "
+        "name it; install regulator where every account can read and execute it (docs/units.md)"
+    )
+    assert (ws.root / ".regulator" / "units.ndjson").read_bytes() == events
+    done = run_unit(ws, "b1", "--user", account.pw_name, "--", "true")
+    assert done.returncode == 0, done.stderr
+    assert f"warning: --user {account.pw_name} cannot run {REGULATOR} ({why}): the unit's" in done.stderr
+
+
+def test_a_kill_helper_the_account_stopped_is_killed_not_waited_for() -> None:
+    """kill_account's helper is the account's once it has switched, so a leftover of the unit may
+    stop it (SIGSTOP, which nothing ignores); root waited for it with a plain waitpid, and `unit run`
+    hung for good (the review of D-213). Root waits a second, then kills it and goes on."""
+    from engine.host.accounts import _reap
+
+    pid = os.fork()
+    if pid == 0:  # a helper, stopped before its kill
+        os.kill(os.getpid(), signal.SIGSTOP)
+        os._exit(0)
+    _reap(pid)  # returns: the helper is killed and reaped
+    assert not Path(f"/proc/{pid}").exists() or not alive(pid)

@@ -3,11 +3,14 @@ host-wide lock, no process of it alive), and every process of it killed when the
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pwd
+import select
 import signal
 import stat
+import subprocess
 import time
 from pathlib import Path
 
@@ -163,7 +166,9 @@ def kill_account(account: Account) -> list[int]:
         pid = os.fork()
         if pid == 0:  # the helper: nothing but system calls, then out
             code = 0
-            try:
+            try:  # the account's processes may signal it once it is theirs: no stop it can ignore
+                for stop in (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU):
+                    signal.signal(stop, signal.SIG_IGN)
                 os.setgroups([])
                 os.setgid(account.gid)
                 os.setuid(account.uid)
@@ -171,5 +176,61 @@ def kill_account(account: Account) -> list[int]:
             except BaseException:  # noqa: BLE001 - no process left to signal, or no right to switch
                 code = 1
             os._exit(code)
-        os.waitpid(pid, 0)
+        _reap(pid)
         time.sleep(0.05)  # killed processes leave /proc once reaped
+
+
+HELPER_S = 1.0  # how long root waits for kill_account's helper before it kills it
+
+
+def _reap(pid: int) -> None:
+    """The helper waited for HELPER_S at most: one the account's processes stopped (SIGSTOP, which
+    nothing ignores) would hang root's wait for good; it is SIGKILLed as root, and reaped."""
+    try:
+        handle = os.pidfd_open(pid)
+    except OSError:
+        os.waitpid(pid, 0)
+        return
+    try:
+        ready, _, _ = select.select([handle], [], [], HELPER_S)
+        if not ready:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(handle, signal.SIGKILL)
+    finally:
+        os.close(handle)
+    os.waitpid(pid, 0)
+
+
+def cannot_run(account: Account, program: str, path: str) -> str | None:
+    """Why the account cannot run `program --version` (the `regulator` that the harness's hooks and
+    MCP server, and a unit's `door call`, name), or None: run as the account, confined as the unit
+    will be, before anything is written. A virtualenv under root's home (mode 0700) is the usual
+    cause."""
+    from engine.host import confine
+
+    try:
+        done = subprocess.run(
+            [program, "--version"],
+            user=account.uid,
+            group=account.gid,
+            extra_groups=[],
+            cwd="/",
+            env={"PATH": path, "HOME": account.home},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=60,
+            start_new_session=True,
+            preexec_fn=confine.lock_down(),
+        )
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    except subprocess.TimeoutExpired:
+        return "it did not answer `--version` within 60 s"
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        return (
+            (said[-1][:200] if said else f"exit code {done.returncode}")
+            .encode("ascii", "backslashreplace")
+            .decode()
+        )
+    return None

@@ -48,7 +48,7 @@ class Table(msgspec.Struct, frozen=True):
     refused: dict[int, int]  # call -> errno: refused whole
 
 
-_MOUNTS = {428: 1, 429: 1, 430: 1, 431: 1, 432: 1, 433: 1, 442: 1}  # open_tree … mount_setattr
+_MOUNTS = {428: 1, 429: 1, 430: 1, 431: 1, 432: 1, 433: 1, 442: 1, 467: 1}  # open_tree … open_tree_attr
 _ENOSYS = {425: errno.ENOSYS, 435: errno.ENOSYS, 437: errno.ENOSYS}  # io_uring_setup, clone3, openat2
 _ARCHES = {
     "x86_64": Table(

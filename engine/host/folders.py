@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,27 @@ def folder_of(unit: str) -> str:
     worktree is the confined `x`'s own: were `x/y`'s made inside it, `x` could swap it for a link
     while the host makes it, and the host would check files out and hand them over there (D-211)."""
     return unit.replace("/", "+")
+
+
+def check_owner(worktree: Path, uid: int | None) -> None:
+    """An existing worktree is the host's, or the confined account's (`uid`) that runs in it now.
+    Another account's (an earlier confined run's, under another `--user`) is refused (exit 3): a
+    confined unit could not work in it, and an unconfined one would work, as the host, in a folder
+    another account can change."""
+    try:
+        owner = os.stat(worktree).st_uid
+    except OSError:
+        return  # none yet: the host makes it
+    if owner in (0, os.geteuid(), uid):
+        return
+    try:
+        name = pwd.getpwuid(owner).pw_name
+    except KeyError:
+        name = f"uid {owner}"
+    raise Refused(
+        f"the worktree {worktree} is {name}'s (an earlier confined run's): run the unit with `--user "
+        f"{name}`, or remove it (`rm -rf {worktree} && git worktree prune`) for a fresh one"
+    )
 
 
 def acl(folder: Path) -> bool:
@@ -143,11 +165,20 @@ def give_worktree(worktree: Path, uid: int, gid: int) -> None:
     (`walk_up`): a folder is handed over only once everything in it is, so while root walks, every
     folder above what it touches is still root's and no process of the account (a set-user-id file
     it left somewhere, which anyone may start) can move an entry under it; each entry is chowned
-    relative to its folder, a link as a link."""
+    relative to its folder, a link as a link. A folder loses a set-group-id bit it inherited from
+    where the workspace lies: the unit cannot pass the bit back (engine.host.confine), so `chmod u+w`
+    of such a folder, or copying it with its mode, would fail in its hands."""
     if worktree.is_symlink() or not worktree.is_dir():
         raise Refused(f"the unit's worktree {worktree} is not the folder the host made; remove it")
 
-    def give(fd: int, name: str, _st: os.stat_result) -> None:
+    def give(fd: int, name: str, st: os.stat_result) -> None:
+        if stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISGID:
+            with contextlib.suppress(OSError):
+                sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                try:
+                    os.fchmod(sub, stat.S_IMODE(os.fstat(sub).st_mode) & ~stat.S_ISGID)
+                finally:
+                    os.close(sub)
         with contextlib.suppress(OSError):
             os.chown(name, uid, gid, dir_fd=fd, follow_symlinks=False)
 

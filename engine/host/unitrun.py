@@ -37,8 +37,9 @@ from engine.base import clock
 from engine.base.errors import BadInput, Refused, RegulatorError
 from engine.checkout.workspace import STATE_DIR, Workspace, check_unit_id
 from engine.host import confine
-from engine.host.accounts import Account, account_named, claim_account, kill_account
+from engine.host.accounts import Account, account_named, cannot_run, claim_account, kill_account
 from engine.host.folders import (
+    check_owner,
     check_parents,
     close_worktree,
     folder_of,
@@ -93,6 +94,7 @@ class Plan(msgspec.Struct):
     contract: Contract
     regulator: str  # the `regulator` the harness's files name
     account_lock: int | None = None  # held for the whole run: the account is this run's alone
+    note: str | None = None  # a warning said before the dispatch
 
 
 Say = Callable[[str], None]
@@ -119,6 +121,7 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
     if account is not None:
         _check_confinable(ws, account)
         worktree = check_parents(worktree)  # every link resolved: the run never walks one again
+    check_owner(worktree, account.uid if account else None)
     info = running(ws)
     if (info is None or not isinstance(info.get("door"), str)) and lock_held(ws):
         raise Refused(
@@ -131,10 +134,25 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
             f"no `regulator serve` is running for this workspace (no live {STATE_DIR}/serve.json): "
             "start it first (`regulator serve`), then run the unit"
         )
-    lock = None
+    lock, note, regulator = None, None, _regulator()
     if account is not None:
         env["HOME"] = account.home
         lock = claim_account(account)
+        why = cannot_run(account, regulator, env.get("PATH", DEFAULT_PATH))
+        if why is not None:
+            said = (
+                f"--user {account.name} cannot run {regulator} ({why}): "
+                + (
+                    "the harness's hooks and MCP server name it"
+                    if request.harness == "claude-code"
+                    else "the unit's `regulator door call` names it"
+                )
+                + "; install regulator where every account can read and execute it (docs/units.md)"
+            )
+            if request.harness == "claude-code":
+                os.close(lock)
+                raise Refused(said)
+            note = f"warning: {said}"
     return Plan(
         unit=unit,
         command=list(request.command),
@@ -147,8 +165,9 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
         env=env,
         door=info["door"],
         contract=contract,
-        regulator=_regulator(),
+        regulator=regulator,
         account_lock=lock,
+        note=note,
     )
 
 
@@ -550,7 +569,10 @@ def finish(ws: Workspace, p: Plan, lease_hash: str, outcome: Outcome, say: Say) 
     if result is None:  # not current any more: a person decided meanwhile
         raise Refused(f"{p.unit}'s lease is no longer its current one; no result recorded")
     who = "the host" if written is not None else "the unit"
-    say(f"{p.unit}: result {result.outcome} recorded by {who} (the command exited {outcome.code})")
+    how = f"the command exited {outcome.code}"
+    if outcome.stopped == "wall":
+        how = f"stopped at its wall budget ({clock.format_duration(p.contract.wall_seconds or 0)}): {how}"
+    say(f"{p.unit}: result {result.outcome} recorded by {who} ({how})")
     if result.outcome != "done":
         say(
             f"{p.unit} stays in progress; a person records a recovery decision "
@@ -587,6 +609,8 @@ def run(ws: Workspace, request: RunRequest, say: Say) -> int:
     from engine.commands.units import LeaseTerms, dispatch
 
     p = plan(ws, request)
+    if p.note is not None:
+        say(p.note)
     check_vetoes(ws, p.unit)
     made = make_worktree(ws, p.worktree)
     make_lease_dir(ws, p)
