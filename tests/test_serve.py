@@ -486,3 +486,32 @@ def test_unit_run_judges_serve_by_its_lock_and_pid_never_by_a_stale_serve_json(t
         os.close(fd)
     assert done.returncode == 3 and "regulator serve is starting" in one_line(done), done.stderr
     assert ws.digest() == before
+
+
+def test_serve_on_its_default_socket_says_it_stopped_and_leaves_no_folder(tmp_path: Any) -> None:
+    """On SIGTERM serve writes its last line (`"serve": "stopped"`) and removes the default socket
+    with the folder made for it: a host serving many workspaces over time keeps none of theirs."""
+    import signal
+
+    ws = make_workspace(tmp_path)
+    runtime = short_folder()
+    env = dict(ws.env, XDG_RUNTIME_DIR=str(runtime))
+    log = tmp_path / "serve.err"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            [REGULATOR, "serve"], cwd=ws.root, env=env, stdout=subprocess.DEVNULL, stderr=err
+        )
+        try:
+            sock = wait_for(
+                lambda: next(runtime.glob("regulator/*/door.sock"), None), "serve's default socket"
+            )
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=60) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    assert [line["serve"] for line in lines if "serve" in line] == ["listening", "stopped"]
+    assert lines[-1]["serve"] == "stopped"  # its last line
+    assert not sock.exists() and not sock.parent.exists()
+    assert (runtime / "regulator").is_dir()  # the runtime's own folder stays
