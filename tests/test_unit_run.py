@@ -758,14 +758,20 @@ def test_a_confined_worktree_is_closed_to_other_accounts_when_its_run_ends(confi
     other = subprocess.run(["runuser", "-u", "nobody", "--", "test", "-e", str(planted)], check=False)
     assert other.returncode == 1  # nobody else passes into the worktree
     assert (worktree.stat().st_uid, stat.S_IMODE(worktree.stat().st_mode)) == (account.pw_uid, 0o700)
-    # a folder of root's, named by --worktree: its files and mode are not the run's to change
+    # a folder of root's, named by --worktree: its files and mode are not the run's to change, and
+    # a confined unit could not write in it: refused before anything (D-215, its review)
     theirs = ws.root.parent / "roots"
     theirs.mkdir(mode=0o755)
     kept = theirs / "kept"
     shutil.copy("/bin/true", kept)
     kept.chmod(0o4755)
     done = run_unit(ws, "u1", "--user", account.pw_name, "--worktree", str(theirs), "--", "true")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr
+    assert one_line(done) == (
+        f"regulator: the worktree {theirs} is the host's (made for an unconfined run, or a folder you named): a "
+        f"confined unit could not write in it; remove it (`rm -rf {theirs} && git worktree prune`) for a fresh "
+        "one, or run the unit unconfined"
+    )
     assert stat.S_IMODE(kept.stat().st_mode) == 0o4755 and stat.S_IMODE(theirs.stat().st_mode) == 0o755
 
 
@@ -1090,7 +1096,19 @@ def test_an_account_that_cannot_run_regulator_is_said_before_the_run(account: An
         locked.chmod(0o755)
         assert cannot_run(unit, str(program), "/usr/bin:/bin") is None
         program.write_text("#!/bin/sh\necho 'no module named controlroom' >&2\nexit 1\n")
-        assert cannot_run(unit, str(program), "/usr/bin:/bin") == "no module named controlroom"
+        assert (
+            cannot_run(unit, str(program), "/usr/bin:/bin") == "`--version` said: no module named controlroom"
+        )
+        # what the account may put in the probe (a .pth in its home's user site): its output is
+        # bounded, and nothing it starts outlives the probe (the review of D-215)
+        program.write_text(
+            "#!/bin/sh\nsetsid sleep 600 </dev/null >/dev/null 2>&1 &\nhead -c 20000000 /dev/zero\n"
+            "head -c 20000000 /dev/zero | tr '\\0' x >&2\necho >&2\necho last >&2\nexit 1\n"
+        )
+        assert cannot_run(unit, str(program), "/usr/bin:/bin") == "`--version` said: last"
+        from engine.host.accounts import account_processes
+
+        assert account_processes(account.pw_uid) == []
     finally:
         shutil.rmtree(locked)
 
@@ -1131,3 +1149,19 @@ def test_a_kill_helper_the_account_stopped_is_killed_not_waited_for() -> None:
         os._exit(0)
     _reap(pid)  # returns: the helper is killed and reaped
     assert not Path(f"/proc/{pid}").exists() or not alive(pid)
+
+
+def test_an_unconfined_worktree_is_never_reached_through_a_link_another_account_may_turn(
+    confined: Any,
+) -> None:
+    """An unconfined unit runs as the host: `--worktree` through a link in a folder another account
+    may write would let that account choose, at any time, where the host works. Refused as for a
+    confined run (exit 3, nothing written; the review of D-215)."""
+    ws, serving, account, shared = confined
+    link = shared / "wt"
+    link.symlink_to(ws.root / ".worktrees")
+    events = (ws.root / ".regulator" / "units.ndjson").read_bytes()
+    done = run_unit(ws, "u1", "--worktree", str(link / "u1"), "--", "true")
+    assert done.returncode == 3, done.stderr
+    assert one_line(done).startswith(f"regulator: --worktree {link / 'u1'}: ")
+    assert (ws.root / ".regulator" / "units.ndjson").read_bytes() == events

@@ -11,8 +11,10 @@ import select
 import signal
 import stat
 import subprocess
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -201,15 +203,23 @@ def _reap(pid: int) -> None:
     os.waitpid(pid, 0)
 
 
+PROBE_S = 60.0  # how long `regulator --version` may take as the account
+PROBE_TAIL = 4096  # the bytes of its stderr kept (the last ones): whatever it writes, root keeps no more
+
+
 def cannot_run(account: Account, program: str, path: str) -> str | None:
     """Why the account cannot run `program --version` (the `regulator` that the harness's hooks and
     MCP server, and a unit's `door call`, name), or None: run as the account, confined as the unit
-    will be, before anything is written. A virtualenv under root's home (mode 0700) is the usual
-    cause."""
+    will be, once the account is claimed and before anything is written. A virtualenv under root's
+    home (mode 0700) is the usual cause. The account may have a say in what runs (a `.pth` in its
+    home's user site): its output is bounded (stdout discarded, the last PROBE_TAIL bytes of stderr
+    kept), it is waited for PROBE_S at most, and every process of the account is killed after it,
+    whatever it left (the review of D-215)."""
     from engine.host import confine
 
+    tail = bytearray()
     try:
-        done = subprocess.run(
+        child = subprocess.Popen(
             [program, "--version"],
             user=account.uid,
             group=account.gid,
@@ -217,20 +227,42 @@ def cannot_run(account: Account, program: str, path: str) -> str | None:
             cwd="/",
             env={"PATH": path, "HOME": account.home},
             stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=60,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             start_new_session=True,
             preexec_fn=confine.lock_down(),
         )
     except OSError as exc:
         return exc.strerror or str(exc)
+    assert child.stderr is not None
+    reader = threading.Thread(target=_keep_tail, args=(child.stderr, tail), daemon=True)
+    reader.start()
+    try:
+        code: int | None = child.wait(timeout=PROBE_S)
     except subprocess.TimeoutExpired:
-        return "it did not answer `--version` within 60 s"
-    if done.returncode != 0:
-        said = done.stderr.decode(errors="replace").strip().splitlines()
-        return (
-            (said[-1][:200] if said else f"exit code {done.returncode}")
-            .encode("ascii", "backslashreplace")
-            .decode()
-        )
+        code = None
+    finally:
+        kill_account(account)  # the probe and whatever it started: the run starts with none of it
+        child.wait()
+        reader.join(timeout=5)
+        child.stderr.close()
+    if code is None:
+        return f"it did not answer `--version` within {PROBE_S:.0f} s"
+    if code != 0:
+        said = bytes(tail).decode(errors="replace").strip().splitlines()
+        last = said[-1][:200].encode("ascii", "backslashreplace").decode() if said else ""
+        return f"`--version` said: {last}" if last else f"`--version` exited {code}"
     return None
+
+
+def _keep_tail(stream: Any, tail: bytearray) -> None:
+    """Read a stream to its end, keeping only its last PROBE_TAIL bytes."""
+    while True:
+        try:
+            chunk = stream.read1(65536)
+        except (OSError, ValueError):
+            return
+        if not chunk:
+            return
+        tail += chunk
+        del tail[: max(0, len(tail) - PROBE_TAIL)]

@@ -30,24 +30,30 @@ def folder_of(unit: str) -> str:
 
 
 def check_owner(worktree: Path, uid: int | None) -> None:
-    """An existing worktree is the host's, or the confined account's (`uid`) that runs in it now.
-    Another account's (an earlier confined run's, under another `--user`) is refused (exit 3): a
-    confined unit could not work in it, and an unconfined one would work, as the host, in a folder
-    another account can change."""
+    """An existing worktree is the confined account's (`uid`) that runs in it now, or, for an
+    unconfined run, the host's. Refused (exit 3) otherwise, before anything is written: a confined
+    unit could not write in a folder of the host's (one made for an unconfined run, or named by
+    `--worktree`) and would report `done` having done nothing, nor work in another account's (an
+    earlier confined run's, under another `--user`); an unconfined one would work, as the host,
+    in a folder another account can change (D-215)."""
     try:
         owner = os.stat(worktree).st_uid
     except OSError:
         return  # none yet: the host makes it
-    if owner in (0, os.geteuid(), uid):
+    fresh = f"remove it (`rm -rf {worktree} && git worktree prune`) for a fresh one"
+    if uid is None and owner in (0, os.geteuid()) or owner == uid:
         return
+    if owner in (0, os.geteuid()):
+        raise Refused(
+            f"the worktree {worktree} is the host's (made for an unconfined run, or a folder you named): "
+            f"a confined unit could not write in it; {fresh}, or run the unit unconfined"
+        )
     try:
-        name = pwd.getpwuid(owner).pw_name
+        again = f"run the unit with `--user {pwd.getpwuid(owner).pw_name}`, or "
+        whose = pwd.getpwuid(owner).pw_name
     except KeyError:
-        name = f"uid {owner}"
-    raise Refused(
-        f"the worktree {worktree} is {name}'s (an earlier confined run's): run the unit with `--user "
-        f"{name}`, or remove it (`rm -rf {worktree} && git worktree prune`) for a fresh one"
-    )
+        again, whose = "", f"uid {owner} (an account no longer on this host)"
+    raise Refused(f"the worktree {worktree} is {whose}'s (an earlier confined run's): {again}{fresh}")
 
 
 def acl(folder: Path) -> bool:

@@ -120,7 +120,9 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
     lease_dir = ws.root / WORKTREES / LEASES / folder_of(unit)
     if account is not None:
         _check_confinable(ws, account)
-        worktree = check_parents(worktree)  # every link resolved: the run never walks one again
+    # every link resolved, none another account could turn (an unconfined unit runs as the host):
+    # the run never walks one again
+    worktree = check_parents(worktree)
     check_owner(worktree, account.uid if account else None)
     info = running(ws)
     if (info is None or not isinstance(info.get("door"), str)) and lock_held(ws):
