@@ -68,9 +68,10 @@ def acl(folder: Path) -> bool:
     return False
 
 
-def check_parents(worktree: Path) -> Path:
+def check_parents(worktree: Path, named: bool = True) -> Path:
     """A confined unit's worktree is made and handed over by the host (root): no other account may
-    be able to put a link where it goes meanwhile, nor write in what the host makes (D-211).
+    be able to put a link where it goes meanwhile, nor write in what the host makes (D-211); an
+    unconfined unit's is where the host itself works (D-215).
     The path is walked from `/` as the kernel would, a link followed where it stands: every entry
     on the way (a link included) must be the host's or root's, lie in a folder that carries no ACL
     and lets no other account replace it (not writable by group or others, or sticky, as /tmp is),
@@ -80,7 +81,8 @@ def check_parents(worktree: Path) -> Path:
     mine = {0, os.geteuid()}
 
     def refuse(why: str) -> NoReturn:
-        raise Refused(f"--worktree {worktree}: {why}; give a folder under one of yours")
+        what = f"--worktree {worktree}" if named else f"the unit's worktree {worktree}"
+        raise Refused(f"{what}: {why}; give a folder under one of yours (`--worktree DIR`)")
 
     todo = list(worktree.absolute().parts[1:])
     current, links = Path("/"), 0

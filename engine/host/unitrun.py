@@ -122,7 +122,7 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
         _check_confinable(ws, account)
     # every link resolved, none another account could turn (an unconfined unit runs as the host):
     # the run never walks one again
-    worktree = check_parents(worktree)
+    worktree = check_parents(worktree, named=request.worktree is not None)
     check_owner(worktree, account.uid if account else None)
     info = running(ws)
     if (info is None or not isinstance(info.get("door"), str)) and lock_held(ws):
