@@ -1165,3 +1165,71 @@ def test_an_unconfined_worktree_is_never_reached_through_a_link_another_account_
     assert done.returncode == 3, done.stderr
     assert one_line(done).startswith(f"regulator: --worktree {link / 'u1'}: ")
     assert (ws.root / ".regulator" / "units.ndjson").read_bytes() == events
+
+
+def test_a_confined_child_enters_its_worktree_as_its_account(account: Any) -> None:
+    """The worktree is entered after the switch to the account, never as root: a worktree the
+    account turned into a link to a folder only root may enter (while the host checked it can run
+    regulator) gives no way in; the run does not start (the review of D-215)."""
+    from engine.host.confine import lock_down
+
+    secret = Path(tempfile.mkdtemp(prefix="regsecret-", dir="/tmp"))  # root's, 0700
+    shared = Path(tempfile.mkdtemp(prefix="regopen-", dir="/tmp"))
+    try:
+        shared.chmod(0o755)
+        link = shared / "wt"
+        link.symlink_to(secret)
+
+        def pwd_in(folder: Path) -> subprocess.CompletedProcess:
+            return subprocess.run(
+                ["/bin/pwd"], user=account.pw_uid, group=account.pw_gid, extra_groups=[],
+                preexec_fn=lock_down(str(folder)), capture_output=True, text=True, check=False,
+            )  # fmt: skip
+
+        with pytest.raises(subprocess.SubprocessError):
+            pwd_in(link)
+        assert pwd_in(shared).stdout.strip() == str(shared)
+    finally:
+        shutil.rmtree(secret)
+        shutil.rmtree(shared)
+
+
+def test_sigterm_while_the_account_is_checked_leaves_none_of_its_processes(account: Any) -> None:
+    """`unit run` stopped (SIGTERM) while it checks the account can run regulator: every process of
+    the account is killed on the way out, as on SIGINT, and it says so in one line; the account is
+    not left running what the check started (the review of D-215)."""
+    from engine.host.accounts import account_processes
+
+    folder = Path(tempfile.mkdtemp(prefix="regprobe-", dir="/tmp"))
+    try:
+        folder.chmod(0o777)
+        marker = folder / "started"
+        program = folder / "regulator"
+        program.write_text(
+            f"#!/bin/sh\nsetsid sleep 300 </dev/null >/dev/null 2>&1 &\ntouch {marker}\nsleep 60\n"
+        )
+        program.chmod(0o755)
+        check = (
+            "import sys\n"
+            "from engine.base.errors import Refused\n"
+            "from engine.host.accounts import Account, cannot_run\n"
+            f"unit = Account({account.pw_name!r}, {account.pw_uid}, {account.pw_gid}, '/')\n"
+            "try:\n"
+            f"    cannot_run(unit, {str(program)!r}, '/usr/bin:/bin')\n"
+            "except Refused as exc:\n"
+            "    print(exc)\n"
+            "    sys.exit(3)\n"
+        )
+        host = subprocess.Popen([sys.executable, "-c", check], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        try:
+            wait_for(marker.exists, "the check started as the account")
+            host.send_signal(signal.SIGTERM)
+            out, _ = host.communicate(timeout=60)
+        finally:
+            if host.poll() is None:
+                host.kill()
+        assert host.returncode == 3, out
+        assert out.strip() == "stopped by SIGTERM while the account was checked; nothing written"
+        assert account_processes(account.pw_uid) == []
+    finally:
+        shutil.rmtree(folder)

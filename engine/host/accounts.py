@@ -218,34 +218,57 @@ def cannot_run(account: Account, program: str, path: str) -> str | None:
     from engine.host import confine
 
     tail = bytearray()
+    main = threading.current_thread() is threading.main_thread()
+    # from before the probe starts: a signal at any moment leaves through the clean-up below
+    previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGTERM, signal.SIGHUP)} if main else {}
+    child: subprocess.Popen[bytes] | None = None
+    reader: threading.Thread | None = None
+    code: int | None = None
+    failed: str | None = None
     try:
-        child = subprocess.Popen(
-            [program, "--version"],
-            user=account.uid,
-            group=account.gid,
-            extra_groups=[],
-            cwd="/",
-            env={"PATH": path, "HOME": account.home},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=confine.lock_down(),
+        try:
+            child = subprocess.Popen(
+                [program, "--version"],
+                user=account.uid,
+                group=account.gid,
+                extra_groups=[],
+                cwd="/",
+                env={"PATH": path, "HOME": account.home},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=confine.lock_down(),
+            )
+        except OSError as exc:
+            failed = exc.strerror or str(exc)
+        if child is not None and child.stderr is not None:
+            reader = threading.Thread(target=_keep_tail, args=(child.stderr, tail), daemon=True)
+            reader.start()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = child.wait(timeout=PROBE_S)
+    finally:  # SIGINT, SIGTERM or SIGHUP meanwhile: after this, never in the middle of it
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+        try:
+            left = kill_account(account)  # the probe and whatever it started: the run starts with none of it
+            if child is not None:
+                child.wait()
+                if reader is not None:
+                    reader.join(timeout=5)
+                if child.stderr is not None:
+                    child.stderr.close()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    if failed is not None:
+        return failed
+    if left:
+        shown = ", ".join(str(pid) for pid in left[:5])
+        raise Refused(
+            f"--user {account.name}: processes of the account outlived the check that it can run {program} "
+            f"(pid {shown}); nothing was written; do not use the account until none is left (`ps -u {account.name}`)"
         )
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    assert child.stderr is not None
-    reader = threading.Thread(target=_keep_tail, args=(child.stderr, tail), daemon=True)
-    reader.start()
-    try:
-        code: int | None = child.wait(timeout=PROBE_S)
-    except subprocess.TimeoutExpired:
-        code = None
-    finally:
-        kill_account(account)  # the probe and whatever it started: the run starts with none of it
-        child.wait()
-        reader.join(timeout=5)
-        child.stderr.close()
     if code is None:
         return f"it did not answer `--version` within {PROBE_S:.0f} s"
     if code != 0:
@@ -253,6 +276,12 @@ def cannot_run(account: Account, program: str, path: str) -> str | None:
         last = said[-1][:200].encode("ascii", "backslashreplace").decode() if said else ""
         return f"`--version` said: {last}" if last else f"`--version` exited {code}"
     return None
+
+
+def _stopped(signum: int, _frame: object) -> None:
+    """SIGTERM or SIGHUP while the account is checked: out through the clean-up (every process of
+    the account killed), as SIGINT is; nothing is written before the check."""
+    raise Refused(f"stopped by {signal.Signals(signum).name} while the account was checked; nothing written")
 
 
 def _keep_tail(stream: Any, tail: bytearray) -> None:

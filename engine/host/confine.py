@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import os
 import platform
 import struct
 from collections.abc import Callable
@@ -124,10 +125,13 @@ class _Fprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def lock_down() -> Callable[[], None]:
+def lock_down(cwd: str | None = None) -> Callable[[], None]:
     """The child's last step before it runs the unit's command (subprocess's preexec_fn, which runs
     after the account's uid and groups are taken): everything is built here, in the parent, so the
-    child only makes two system calls. A failure raises there, and the run does not start."""
+    child only makes its system calls. `cwd`: the folder it enters first, as the account (subprocess's
+    own `cwd` is entered as root, before the switch: through a link the account had put in its
+    worktree's place, the unit would start in a folder it may not enter; the review of D-215). A
+    failure raises there (subprocess.SubprocessError in the parent), and the run does not start."""
     code = program()
     buffer = ctypes.create_string_buffer(code, len(code))
     fprog = _Fprog(len(code) // 8, ctypes.addressof(buffer))
@@ -139,6 +143,8 @@ def lock_down() -> Callable[[], None]:
 
     def child() -> None:
         keep = (buffer, fprog)  # alive until the filter is set
+        if cwd is not None:
+            os.chdir(cwd)
         if prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
         if prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, where, 0, 0) != 0:

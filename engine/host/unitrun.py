@@ -415,7 +415,7 @@ class Supervisor:
         streams = _confined_streams() if account else {}
         self.child = subprocess.Popen(
             p.command,
-            cwd=p.worktree,
+            cwd=None if account else p.worktree,  # confined: entered as the account (confine.lock_down)
             env=self.env,
             process_group=None if account else 0,
             start_new_session=account is not None,
@@ -423,7 +423,9 @@ class Supervisor:
             group=account.gid if account else None,
             extra_groups=[] if account else None,
             close_fds=True,
-            preexec_fn=confine.lock_down() if account else None,  # no set-id gained or given (D-213)
+            preexec_fn=confine.lock_down(str(p.worktree))
+            if account
+            else None,  # no set-id gained or given (D-213)
             **streams,
         )
         relays = _relay(self.child) if account else []
@@ -641,6 +643,12 @@ def run(ws: Workspace, request: RunRequest, say: Say) -> int:
             outcome = Supervisor(p, env, event["lease"], say).run()
         except OSError as exc:  # dispatched, but the command never started: a failed run
             say(f"{p.unit}: cannot start {p.command[0]!r} ({exc.strerror})")
+            outcome = Outcome(127, 0)
+        except subprocess.SubprocessError:  # confined: its worktree not enterable as the account
+            who = p.account.name if p.account else "the account"
+            say(
+                f"{p.unit}: cannot start {p.command[0]!r}: as {who}, it could not enter {p.worktree} or take its filter"
+            )
             outcome = Outcome(127, 0)
     finally:
         from engine.host import runs
