@@ -515,3 +515,27 @@ def test_serve_on_its_default_socket_says_it_stopped_and_leaves_no_folder(tmp_pa
     assert lines[-1]["serve"] == "stopped"  # its last line
     assert not sock.exists() and not sock.parent.exists()
     assert (runtime / "regulator").is_dir()  # the runtime's own folder stays
+
+
+def test_a_runtime_folder_serve_does_not_own_alone_is_not_used(tmp_path: Any) -> None:
+    """XDG_RUNTIME_DIR counts only where no other account could turn what serve makes and removes
+    there: one others may write to (or another account's, as `sudo -E` leaves it) is passed over
+    for /tmp/regulator-<uid>."""
+    import signal
+
+    ws = make_workspace(tmp_path)
+    runtime = short_folder()
+    runtime.chmod(0o777)
+    env = dict(ws.env, XDG_RUNTIME_DIR=str(runtime))
+    proc = subprocess.Popen([REGULATOR, "serve"], cwd=ws.root, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        info = ws.root / ".regulator" / "serve.json"
+        door = wait_for(lambda: info.exists() and json.loads(info.read_text()).get("door"), "serve's door")
+        assert door.startswith(f"unix:/tmp/regulator-{os.getuid()}/") and door.endswith("/door.sock")
+        assert not (runtime / "regulator").exists()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -28,6 +28,7 @@ import pytest
 
 from engine.base.errors import Refused
 from engine.doors.client import UNAUTHORIZED, DoorClient
+from engine.host.folders import private_group
 from tests.helpers import REGULATOR, make_workspace, one_line
 from tests.serving import Serving, wait_for
 
@@ -1233,3 +1234,32 @@ def test_sigterm_while_the_account_is_checked_leaves_none_of_its_processes(accou
         assert account_processes(account.pw_uid) == []
     finally:
         shutil.rmtree(folder)
+
+
+def test_a_group_no_one_else_is_in_and_a_read_only_acl_let_no_account_in(confined: Any) -> None:
+    """Group write counts only where another account is in the group (umask 002 and a user's own
+    group, the default on Debian, Ubuntu and Fedora, refused every run before), and an ACL only
+    where it lets another account write: the review of D-215."""
+    ws, serving, account, shared = confined
+    if not private_group(0, 0):
+        pytest.skip("root's group has other members here")
+    home = ws.root.parent
+    team = home / "team"
+    team.mkdir()
+    team.chmod(0o775)  # root:root, no one else in root's group
+    done = run_unit(ws, "u1", "--worktree", str(team / "wt"), "--", "true")
+    assert done.returncode == 0, done.stderr
+    os.chown(team, 0, account.pw_gid)  # the unit account's group: another account may write here
+    done = run_unit(ws, "b1", "--worktree", str(team / "wt2"), "--", "true")
+    assert done.returncode == 3
+    assert one_line(done) == (
+        f"regulator: --worktree {team / 'wt2'}: {team} is writable by other accounts, which could make "
+        f"{team / 'wt2'} first (a link; `chmod go-w {team}`, and `getfacl {team}` for an ACL); give a folder "
+        "under one of yours (`--worktree DIR`)"
+    )
+    if shutil.which("setfacl"):
+        read_only = home / "readable"
+        read_only.mkdir(mode=0o755)
+        subprocess.run(["setfacl", "-m", f"u:{account.pw_name}:rx", str(read_only)], check=True)
+        done = run_unit(ws, "b1", "--worktree", str(read_only / "wt"), "--", "true")
+        assert done.returncode == 0, done.stderr

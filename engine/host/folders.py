@@ -7,9 +7,11 @@ as a folder) and changes each entry relative to its folder, never by a path."""
 from __future__ import annotations
 
 import contextlib
+import grp
 import os
 import pwd
 import stat
+import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -56,15 +58,53 @@ def check_owner(worktree: Path, uid: int | None) -> None:
     raise Refused(f"the worktree {worktree} is {whose}'s (an earlier confined run's): {again}{fresh}")
 
 
-def acl(folder: Path) -> bool:
-    """The folder carries a POSIX ACL (access or default): others may write there, or in what is
-    made inside it, whatever its mode says."""
+_ACL_USER, _ACL_GROUP_OBJ, _ACL_GROUP, _ACL_MASK, _ACL_OTHER = 0x02, 0x04, 0x08, 0x10, 0x20
+_ACL_ENTRY = struct.Struct("<HHI")  # tag, permissions, uid or gid (after a 4-byte version)
+
+
+def private_group(gid: int, owner: int) -> bool:
+    """No account but `owner` is in the group (a user private group, as Debian, Ubuntu and Fedora
+    make one for each user): its write bit lets no one else in. Unknown: not private."""
+    try:
+        group = grp.getgrgid(gid)
+        name = pwd.getpwuid(owner).pw_name
+        others = [p for p in pwd.getpwall() if p.pw_gid == gid and p.pw_uid != owner]
+    except (KeyError, OSError):
+        return False
+    return not others and all(member == name for member in group.gr_mem)
+
+
+def others_may_write(st: os.stat_result) -> bool:
+    """Another account may write in a folder with this mode: others' write bit, or the group's
+    where the group is not the owner's alone."""
+    return bool(st.st_mode & 0o002) or bool(st.st_mode & 0o020) and not private_group(st.st_gid, st.st_uid)
+
+
+def acl(folder: Path, st: os.stat_result) -> bool:
+    """A POSIX ACL on the folder lets another account write there (its access ACL), or in what is
+    made inside it (its default ACL), whatever its mode says: a named user or group, or the owning
+    group where it is not the owner's alone, with write under the mask (and others', for a default
+    ACL). An ACL that cannot be read as one counts as letting them."""
     for name in ("system.posix_acl_access", "system.posix_acl_default"):
         try:
-            os.getxattr(folder, name, follow_symlinks=False)
+            raw = os.getxattr(folder, name, follow_symlinks=False)
         except OSError:  # ENODATA: none; ENOTSUP: a file system without ACLs
             continue
-        return True
+        if len(raw) < 4 or (len(raw) - 4) % _ACL_ENTRY.size:
+            return True
+        entries = [_ACL_ENTRY.unpack_from(raw, at) for at in range(4, len(raw), _ACL_ENTRY.size)]
+        mask = next((perm for tag, perm, _ in entries if tag == _ACL_MASK), 0o7)
+        for tag, perm, who in entries:
+            if not perm & 0o2:
+                continue
+            if tag == _ACL_USER and who != st.st_uid and mask & 0o2:
+                return True
+            if tag == _ACL_GROUP and mask & 0o2 and not private_group(who, st.st_uid):
+                return True
+            if tag == _ACL_GROUP_OBJ and mask & 0o2 and not private_group(st.st_gid, st.st_uid):
+                return True
+            if tag == _ACL_OTHER and name.endswith("default"):
+                return True
     return False
 
 
@@ -99,16 +139,20 @@ def check_parents(worktree: Path, named: bool = True) -> Path:
             try:
                 st = os.lstat(entry)
             except FileNotFoundError:
-                if up.st_mode & 0o022 or acl(current):
+                if others_may_write(up) or acl(current, up):
                     refuse(
-                        f"{current} is writable by other accounts, which could make {entry} first (a link)"
+                        f"{current} is writable by other accounts, which could make {entry} first (a link; "
+                        f"`chmod go-w {current}`, and `getfacl {current}` for an ACL)"
                     )
                 return entry.joinpath(*todo)
             last = not todo
             if st.st_uid not in mine and (stat.S_ISLNK(st.st_mode) or not last):
                 refuse(f"{entry} belongs to another account (uid {st.st_uid}), which could swap the worktree")
-            if up.st_mode & 0o022 and not up.st_mode & stat.S_ISVTX or acl(current):
-                refuse(f"{current} is writable by other accounts, which could replace {entry}")
+            if others_may_write(up) and not up.st_mode & stat.S_ISVTX or acl(current, up):
+                refuse(
+                    f"{current} is writable by other accounts, which could replace {entry} (`chmod go-w "
+                    f"{current}`, and `getfacl {current}` for an ACL)"
+                )
             if stat.S_ISLNK(st.st_mode):
                 links += 1
                 if links > 40:

@@ -161,10 +161,25 @@ def workspace_id(ws: Workspace) -> str:
 
 def default_socket(ws: Workspace) -> Path:
     """`$XDG_RUNTIME_DIR/regulator/<workspace-id>/door.sock`, else
-    `/tmp/regulator-<uid>/<workspace-id>/door.sock`."""
+    `/tmp/regulator-<uid>/<workspace-id>/door.sock`. XDG_RUNTIME_DIR counts only where no other
+    account could turn what serve makes and removes there: an absolute path to a folder (not a
+    link) of this account's or root's that no one else may write to (the user's own
+    `/run/user/<uid>`, or `/run` under systemd); another account's, as `sudo -E` leaves it, or a
+    relative path is passed over."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    base = Path(runtime) / "regulator" if runtime else Path(f"/tmp/regulator-{os.getuid()}")
-    return base / workspace_id(ws) / SOCKET_NAME
+    if runtime and _runtime_ok(runtime):
+        return Path(runtime) / "regulator" / workspace_id(ws) / SOCKET_NAME
+    return Path(f"/tmp/regulator-{os.getuid()}") / workspace_id(ws) / SOCKET_NAME
+
+
+def _runtime_ok(folder: str) -> bool:
+    if not os.path.isabs(folder):
+        return False
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid in (0, os.getuid()) and not st.st_mode & 0o022
 
 
 def check_socket_path(path: Path) -> Path:

@@ -316,7 +316,8 @@ def make_lease_dir(ws: Workspace, p: Plan) -> None:
     top.mkdir(exist_ok=True)
     leases = top / LEASES
     leases.mkdir(mode=0o711, exist_ok=True)
-    os.chmod(top, os.stat(top).st_mode | 0o011)  # a confined unit passes through to its worktree
+    # a confined unit passes through to its worktree; no one else writes here, whatever the umask
+    os.chmod(top, (stat.S_IMODE(os.stat(top).st_mode) | 0o011) & ~0o022)
     os.chmod(leases, 0o711)
     if os.path.lexists(p.lease_dir):  # an earlier run's, left (its host killed, or too deep to
         aside = leases / f".gone-{secrets.token_hex(8)}"  # remove): never reused, moved aside whole
