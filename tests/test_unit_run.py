@@ -396,6 +396,26 @@ def test_sigterm_is_forwarded_and_the_childs_exit_code_is_in_the_result(served: 
     assert (result["outcome"], result["exitCode"], result["by"]) == ("failed", 7, "host")
 
 
+def test_sighup_is_forwarded_as_sigterm_is(served: Any, tmp_path: Any) -> None:
+    """A closed terminal (SIGHUP) killed `unit run` outright and left its child running past its wall
+    budget, with no result (the review of D-217): it is forwarded as SIGINT and SIGTERM are."""
+    ws, serving = served
+    ready, got = tmp_path / "ready", tmp_path / "got"
+    agent = script(
+        tmp_path,
+        "hup.sh",
+        f"trap 'echo hup > {got}; exit 5' HUP\ntouch {ready}\nwhile true; do sleep 0.1; done\n",
+    )
+    host = start_unit(ws, "b1", "--", str(agent))
+    wait_for(ready.exists, "the child ready")
+    host.send_signal(signal.SIGHUP)
+    out, err = host.communicate(timeout=60)
+    assert host.returncode == 1, err
+    assert got.read_text().strip() == "hup"
+    result = row(ws, "b1")["result"]
+    assert (result["outcome"], result["exitCode"], result["by"]) == ("failed", 5, "host")
+
+
 # ---- confined: --user ---------------------------------------------------------------------------
 @pytest.fixture
 def account() -> Any:
@@ -1263,3 +1283,51 @@ def test_a_group_no_one_else_is_in_and_a_read_only_acl_let_no_account_in(confine
         subprocess.run(["setfacl", "-m", f"u:{account.pw_name}:rx", str(read_only)], check=True)
         done = run_unit(ws, "b1", "--worktree", str(read_only / "wt"), "--", "true")
         assert done.returncode == 0, done.stderr
+
+
+def test_a_group_another_account_shares_by_gid_is_not_private(account: Any, tmp_path: Any) -> None:
+    """A group is a user's own only when nothing else lets another account in: a second group with
+    the same gid (`groupadd -o`) that the account is in made a group-writable folder pass (the
+    review of D-217)."""
+    if shutil.which("groupadd") is None:
+        pytest.skip("needs groupadd")
+    from engine.host.folders import others_may_write
+
+    name = f"regg{secrets.token_hex(3)}"
+    subprocess.run(
+        ["useradd", "-M", "-r", "-U", "-s", "/usr/sbin/nologin", name], check=True, capture_output=True
+    )
+    try:
+        owner = pwd.getpwnam(name)
+        folder = tmp_path / "team"
+        folder.mkdir()
+        os.chown(folder, owner.pw_uid, owner.pw_gid)
+        folder.chmod(0o775)
+        assert private_group(owner.pw_gid, owner.pw_uid) and not others_may_write(folder.stat())
+        twin = f"{name}d"
+        subprocess.run(["groupadd", "-o", "-g", str(owner.pw_gid), twin], check=True, capture_output=True)
+        try:
+            subprocess.run(["usermod", "-aG", twin, account.pw_name], check=True, capture_output=True)
+            assert not private_group(owner.pw_gid, owner.pw_uid) and others_may_write(folder.stat())
+        finally:
+            subprocess.run(["groupdel", "-f", twin], capture_output=True)
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)
+        subprocess.run(["groupdel", name], capture_output=True)
+
+
+def test_an_unconfined_worktree_others_may_write_in_is_refused(served: Any, tmp_path: Any) -> None:
+    """The host works in an unconfined unit's worktree: one others may write in is refused (exit 3,
+    nothing written), and one the run makes is not left group- or other-writable, whatever the
+    umask (the review of D-217)."""
+    ws, serving = served
+    done = run_unit(ws, "b1", "--", "true")
+    assert done.returncode == 0, done.stderr
+    worktree = ws.root / ".worktrees" / "b1"
+    assert not stat.S_IMODE(worktree.stat().st_mode) & 0o022
+    worktree.chmod(0o777)
+    events = (ws.root / ".regulator" / "units.ndjson").read_bytes()
+    done = run_unit(ws, "b1", "--", "true")
+    assert done.returncode == 3
+    assert one_line(done).startswith(f"regulator: the worktree {worktree} is writable by other accounts")
+    assert (ws.root / ".regulator" / "units.ndjson").read_bytes() == events

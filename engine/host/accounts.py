@@ -220,7 +220,8 @@ def cannot_run(account: Account, program: str, path: str) -> str | None:
     tail = bytearray()
     main = threading.current_thread() is threading.main_thread()
     # from before the probe starts: a signal at any moment leaves through the clean-up below
-    previous = {sig: signal.signal(sig, _stopped) for sig in (signal.SIGTERM, signal.SIGHUP)} if main else {}
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, _stopped) for sig in stops} if main else {}
     child: subprocess.Popen[bytes] | None = None
     reader: threading.Thread | None = None
     code: int | None = None
@@ -279,8 +280,8 @@ def cannot_run(account: Account, program: str, path: str) -> str | None:
 
 
 def _stopped(signum: int, _frame: object) -> None:
-    """SIGTERM or SIGHUP while the account is checked: out through the clean-up (every process of
-    the account killed), as SIGINT is; nothing is written before the check."""
+    """SIGINT, SIGTERM or SIGHUP while the account is checked: out through the clean-up (every
+    process of the account killed), in one line; nothing is written before the check."""
     raise Refused(f"stopped by {signal.Signals(signum).name} while the account was checked; nothing written")
 
 

@@ -43,7 +43,15 @@ def check_owner(worktree: Path, uid: int | None) -> None:
     except OSError:
         return  # none yet: the host makes it
     fresh = f"remove it (`rm -rf {worktree} && git worktree prune`) for a fresh one"
-    if uid is None and owner in (0, os.geteuid()) or owner == uid:
+    if uid is None and owner in (0, os.geteuid()):
+        st = os.stat(worktree)
+        if others_may_write(st) or acl(worktree, st):  # the host works there: no one else writes in it
+            raise Refused(
+                f"the worktree {worktree} is writable by other accounts, which could change what the host "
+                f"works on (`chmod go-w {worktree}`, and `getfacl {worktree}` for an ACL), or {fresh}"
+            )
+        return
+    if owner == uid:
         return
     if owner in (0, os.geteuid()):
         raise Refused(
@@ -63,15 +71,40 @@ _ACL_ENTRY = struct.Struct("<HHI")  # tag, permissions, uid or gid (after a 4-by
 
 
 def private_group(gid: int, owner: int) -> bool:
-    """No account but `owner` is in the group (a user private group, as Debian, Ubuntu and Fedora
-    make one for each user): its write bit lets no one else in. Unknown: not private."""
+    """A user private group (Debian, Ubuntu and Fedora make one for each user, and umask 002 goes
+    with it): named as its owner, the owner's primary group, the only group with its gid, no member
+    but the owner in /etc/group or /etc/gshadow, no group password, and no other account's primary
+    group. Its write bit lets no one else in. Anything unknown (gshadow unreadable, an account
+    missing) counts as not private (the review of D-217: a second group sharing the gid, or a
+    member in gshadow alone, let another account in)."""
     try:
+        user = pwd.getpwuid(owner)
         group = grp.getgrgid(gid)
-        name = pwd.getpwuid(owner).pw_name
+        same = [g for g in grp.getgrall() if g.gr_gid == gid]
         others = [p for p in pwd.getpwall() if p.pw_gid == gid and p.pw_uid != owner]
     except (KeyError, OSError):
         return False
-    return not others and all(member == name for member in group.gr_mem)
+    if group.gr_name != user.pw_name or user.pw_gid != gid or len(same) != 1 or others:
+        return False
+    if any(member != user.pw_name for member in group.gr_mem):
+        return False
+    return _gshadow_closed(group.gr_name, user.pw_name)
+
+
+def _gshadow_closed(name: str, owner: str) -> bool:
+    """/etc/gshadow lets no one but `owner` into the group: no member but them, no password."""
+    try:
+        text = Path("/etc/gshadow").read_text(errors="replace")
+    except FileNotFoundError:
+        return True  # none: /etc/group says it all
+    except OSError:
+        return False  # not readable here (not root): unknown
+    for line in text.splitlines():
+        parts = line.split(":")
+        if parts[0] == name and len(parts) >= 4:
+            members = [m for m in parts[3].split(",") if m]
+            return parts[1] in ("", "!", "*", "!!", "!*") and all(m == owner for m in members)
+    return True
 
 
 def others_may_write(st: os.stat_result) -> bool:

@@ -179,7 +179,15 @@ def _runtime_ok(folder: str) -> bool:
         st = os.lstat(folder)
     except OSError:
         return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid in (0, os.getuid()) and not st.st_mode & 0o022
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid not in (0, os.getuid()) or st.st_mode & 0o022:
+        return False
+    # serve makes `regulator/` there, or finds it made for it (systemd's RuntimeDirectory=)
+    own = Path(folder) / "regulator"
+    try:
+        made = os.lstat(own)
+    except OSError:
+        return os.access(folder, os.W_OK)
+    return stat.S_ISDIR(made.st_mode) and made.st_uid == os.getuid()
 
 
 def check_socket_path(path: Path) -> Path:

@@ -62,6 +62,7 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 KILL_GRACE_S = 5.0  # SIGTERM, then SIGKILL this much later
 _BEAT_TIMEOUT_S = 10.0  # one heartbeat call to the door
 WAIT_POLL_S = 1.0
+STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # forwarded to the child; held until it runs
 EXIT_DONE, EXIT_FAILED, EXIT_HELD = 0, 1, 3
 
 
@@ -280,6 +281,8 @@ def make_worktree(ws: Workspace, worktree: Path) -> bool:
         if filled.returncode != 0:
             git_text(ws.root, "worktree", "remove", "--force", "--force", str(worktree), timeout=120)
             done = filled
+    if done.returncode == 0:  # the host's alone at the top, whatever the umask (check_owner)
+        os.chmod(worktree, stat.S_IMODE(os.stat(worktree).st_mode) & ~0o022)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["git worktree add failed"])[-1]
         raise BadInput(
@@ -385,6 +388,7 @@ class Supervisor:
         self.refused = threading.Event()
         self.done = threading.Event()
         self.child: subprocess.Popen[bytes] | None = None
+        self.pending: int | None = None  # a stop that came before the child existed
 
     def beat_every(self) -> float:
         ttl = self.p.ttl
@@ -414,6 +418,10 @@ class Supervisor:
         # streams relayed through pipes): a child holding it could push keystrokes into root's shell
         # (TIOCSTI) or hand it to another account that reads what root types after the run
         streams = _confined_streams() if account else {}
+        # SIGINT, SIGTERM and SIGHUP (a closed terminal) are held from the dispatch on (run):
+        # forwarded from here, one that came meanwhile reaching the child as soon as it exists
+        previous = {sig: signal.signal(sig, self._forward) for sig in STOPS}
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)  # before the fork: the child's own mask
         self.child = subprocess.Popen(
             p.command,
             cwd=None if account else p.worktree,  # confined: entered as the account (confine.lock_down)
@@ -431,8 +439,9 @@ class Supervisor:
         )
         relays = _relay(self.child) if account else []
         group = self.child.pid
+        if self.pending is not None:
+            self._forward(self.pending, None)
         foreground = None if account else _give_terminal(group)
-        previous = {sig: signal.signal(sig, self._forward) for sig in (signal.SIGINT, signal.SIGTERM)}
         beats = threading.Thread(target=self._beats, name="heartbeat", daemon=True)
         beats.start()
         wall = p.contract.wall_seconds
@@ -475,6 +484,7 @@ class Supervisor:
         return Outcome(128 - code if code < 0 else code, round(time.monotonic() - start), stopped)
 
     def _forward(self, signum: int, _frame: object) -> None:
+        self.pending = signum
         if self.child is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.child.pid, signum)
@@ -611,11 +621,21 @@ def close_or_wait(ws: Workspace, p: Plan, say: Say) -> int:
 
 def run(ws: Workspace, request: RunRequest, say: Say) -> int:
     """The whole run; its exit code (errors raise as every command's do)."""
-    from engine.commands.units import LeaseTerms, dispatch
-
     p = plan(ws, request)
     if p.note is not None:
         say(p.note)
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)  # never a stop halfway through a write
+    try:
+        return _dispatched(ws, p, say)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _dispatched(ws: Workspace, p: Plan, say: Say) -> int:
+    """The run from its vetoes on, SIGINT, SIGTERM and SIGHUP held until the child runs (then
+    forwarded to it: Supervisor.run)."""
+    from engine.commands.units import LeaseTerms, dispatch
+
     check_vetoes(ws, p.unit)
     made = make_worktree(ws, p.worktree)
     make_lease_dir(ws, p)
