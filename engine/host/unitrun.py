@@ -5,7 +5,7 @@ makes its git worktree (detached at trunk), writes the lease and the harness's f
 folder outside the worktree, and runs the command there: as another account when asked (the unit is
 confined), else as the host's (unconfined, and every surface says so). The child's environment is
 an allowlist carrying the door's URL and the lease's token. While the child lives its lease is
-heartbeaten through the door; SIGINT and SIGTERM are forwarded to its process group, which is
+heartbeaten through the door; SIGINT, SIGTERM and SIGHUP are forwarded to its process group, which is
 killed at the contract's wall budget and when the door refuses the lease (401). When the child has
 exited, whatever of its group is left is killed and, for a confined unit, every process of its
 account (the account is the unit's alone: a second run under it is refused while one runs or any
