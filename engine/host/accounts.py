@@ -243,6 +243,8 @@ def cannot_run(account: Account, program: str, path: str) -> str | None:
             )
         except OSError as exc:
             failed = exc.strerror or str(exc)
+        except subprocess.SubprocessError:  # its filter could not be set: nothing of it ran
+            failed = "the filter of a confined process could not be set"
         if child is not None and child.stderr is not None:
             reader = threading.Thread(target=_keep_tail, args=(child.stderr, tail), daemon=True)
             reader.start()
