@@ -396,3 +396,20 @@ def tick(ws: Any, env: dict | None = None, cwd: Path | None = None) -> dict[str,
         if isinstance(data, dict) and isinstance(data.get("duty"), str):
             found[data["duty"]] = data
     return found
+
+
+def accounts(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    """useradd, userdel, usermod, groupadd or groupdel, tried again for up to 15 s while it fails:
+    tests on other workers hold /etc/passwd's lock for a moment, and userdel refuses an account
+    whose killed processes are not yet reaped. An account a test made is never left behind."""
+    import time
+
+    end = time.monotonic() + 15
+    while True:
+        done = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+        if done.returncode == 0 or time.monotonic() > end:
+            break
+        time.sleep(0.2)
+    if check and done.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr.strip()}")
+    return done

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import REGULATOR, make_workspace
+from tests.helpers import REGULATOR, accounts, make_workspace
 from tests.serving import REPORT, Serving, sdk_call, token_of, wait_for
 
 HARD_S = 30  # a hard timeout: the call answered at all, never a speed
@@ -30,12 +30,12 @@ def account() -> Any:
     if os.geteuid() != 0 or shutil.which("useradd") is None:
         pytest.skip("needs root and useradd")
     name = f"regl{secrets.token_hex(3)}"
-    subprocess.run(["useradd", "-M", "-r", "-s", "/usr/sbin/nologin", name], check=True, capture_output=True)
+    accounts("useradd", "-M", "-r", "-s", "/usr/sbin/nologin", name)
     try:
         yield pwd.getpwnam(name)
     finally:
         subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)  # only its processes
-        subprocess.run(["userdel", name], capture_output=True)
+        accounts("userdel", name)
 
 
 def as_account(account: Any, script: str, *args: str) -> subprocess.Popen:

@@ -29,7 +29,7 @@ import pytest
 from engine.base.errors import Refused
 from engine.doors.client import UNAUTHORIZED, DoorClient
 from engine.host.folders import private_group
-from tests.helpers import REGULATOR, make_workspace, one_line
+from tests.helpers import REGULATOR, accounts, make_workspace, one_line
 from tests.serving import Serving, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -423,12 +423,12 @@ def account() -> Any:
     if os.geteuid() != 0 or shutil.which("useradd") is None:
         pytest.skip("needs root and useradd")
     name = f"regt{secrets.token_hex(3)}"
-    subprocess.run(["useradd", "-M", "-r", "-s", "/usr/sbin/nologin", name], check=True, capture_output=True)
+    accounts("useradd", "-M", "-r", "-s", "/usr/sbin/nologin", name)
     try:
         yield pwd.getpwnam(name)
     finally:
         stop_runs()  # its processes first: userdel refuses an account still running
-        subprocess.run(["userdel", name], capture_output=True)
+        accounts("userdel", name)
 
 
 def test_a_confined_unit_runs_as_its_account_and_cannot_read_the_stores(account: Any, tmp_path: Any) -> None:
@@ -1305,15 +1305,18 @@ def test_a_group_another_account_shares_by_gid_is_not_private(account: Any, tmp_
         folder.chmod(0o775)
         assert private_group(owner.pw_gid, owner.pw_uid) and not others_may_write(folder.stat())
         twin = f"{name}d"
-        subprocess.run(["groupadd", "-o", "-g", str(owner.pw_gid), twin], check=True, capture_output=True)
+        accounts("groupadd", "-o", "-g", str(owner.pw_gid), twin)
         try:
-            subprocess.run(["usermod", "-aG", twin, account.pw_name], check=True, capture_output=True)
+            accounts("usermod", "-aG", twin, account.pw_name)
             assert not private_group(owner.pw_gid, owner.pw_uid) and others_may_write(folder.stat())
         finally:
-            subprocess.run(["groupdel", "-f", twin], capture_output=True)
+            accounts("groupdel", "-f", twin)
     finally:
-        subprocess.run(["userdel", name], capture_output=True)
-        subprocess.run(["groupdel", name], capture_output=True)
+        accounts("userdel", name)
+        import grp
+
+        if any(group.gr_name == name for group in grp.getgrall()):  # userdel removes it, where it made it
+            accounts("groupdel", name)
 
 
 def test_an_unconfined_worktree_others_may_write_in_is_refused(served: Any, tmp_path: Any) -> None:
