@@ -378,42 +378,28 @@ def test_the_wall_budget_kills_the_childs_process_group(served: Any, tmp_path: A
     assert [(o["severity"], o["blocks"], o["owedTo"]) for o in recovery] == [("advisory", False, "S3")]
 
 
-def test_sigterm_is_forwarded_and_the_childs_exit_code_is_in_the_result(served: Any, tmp_path: Any) -> None:
+@pytest.mark.parametrize(("sig", "name", "code"), [(signal.SIGTERM, "TERM", 7), (signal.SIGHUP, "HUP", 5)])
+def test_a_stop_signal_is_forwarded_and_the_childs_exit_code_is_in_the_result(
+    served: Any, tmp_path: Any, sig: int, name: str, code: int
+) -> None:
+    """SIGTERM, and SIGHUP (a closed terminal), reach the child's group; its own exit code is in the
+    result. SIGHUP killed `unit run` outright and left the child running past its wall budget, with
+    no result (the review of D-217)."""
     ws, serving = served
     ready, got = tmp_path / "ready", tmp_path / "got"
     agent = script(
         tmp_path,
         "trap.sh",
-        f"trap 'echo term > {got}; exit 7' TERM\ntouch {ready}\nwhile true; do sleep 0.1; done\n",
+        f"trap 'echo {name} > {got}; exit {code}' {name}\ntouch {ready}\nwhile true; do sleep 0.1; done\n",
     )
     host = start_unit(ws, "b1", "--", str(agent))
     wait_for(ready.exists, "the child ready")
-    host.send_signal(signal.SIGTERM)
+    host.send_signal(sig)
     out, err = host.communicate(timeout=60)
     assert host.returncode == 1, err  # failed: a person decides (the command's own code is the child's)
-    assert got.read_text().strip() == "term"
+    assert got.read_text().strip() == name
     result = row(ws, "b1")["result"]
-    assert (result["outcome"], result["exitCode"], result["by"]) == ("failed", 7, "host")
-
-
-def test_sighup_is_forwarded_as_sigterm_is(served: Any, tmp_path: Any) -> None:
-    """A closed terminal (SIGHUP) killed `unit run` outright and left its child running past its wall
-    budget, with no result (the review of D-217): it is forwarded as SIGINT and SIGTERM are."""
-    ws, serving = served
-    ready, got = tmp_path / "ready", tmp_path / "got"
-    agent = script(
-        tmp_path,
-        "hup.sh",
-        f"trap 'echo hup > {got}; exit 5' HUP\ntouch {ready}\nwhile true; do sleep 0.1; done\n",
-    )
-    host = start_unit(ws, "b1", "--", str(agent))
-    wait_for(ready.exists, "the child ready")
-    host.send_signal(signal.SIGHUP)
-    out, err = host.communicate(timeout=60)
-    assert host.returncode == 1, err
-    assert got.read_text().strip() == "hup"
-    result = row(ws, "b1")["result"]
-    assert (result["outcome"], result["exitCode"], result["by"]) == ("failed", 5, "host")
+    assert (result["outcome"], result["exitCode"], result["by"]) == ("failed", code, "host")
 
 
 # ---- confined: --user ---------------------------------------------------------------------------
