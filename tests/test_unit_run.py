@@ -1320,3 +1320,20 @@ def test_an_unconfined_worktree_others_may_write_in_is_refused(served: Any, tmp_
     assert done.returncode == 3
     assert one_line(done).startswith(f"regulator: the worktree {worktree} is writable by other accounts")
     assert (ws.root / ".regulator" / "units.ndjson").read_bytes() == events
+
+
+def test_the_walks_refusal_names_the_default_worktree_when_none_was_given(served: Any) -> None:
+    """Without `--worktree`, the refusal names the unit's own worktree and how to choose another,
+    not an option the operator never gave."""
+    ws, serving = served
+    ws.root.chmod(0o777)
+    try:
+        done = run_unit(ws, "b1", "--", "true")
+    finally:
+        ws.root.chmod(0o755)
+    assert done.returncode == 3
+    worktree = ws.root / ".worktrees" / "b1"
+    assert one_line(done).startswith(
+        f"regulator: the unit's worktree {worktree}: {ws.root} is writable by other accounts, which could make "
+    )
+    assert one_line(done).endswith("give a folder under one of yours (`--worktree DIR`)")
