@@ -186,27 +186,9 @@ def _serve(ws: Any, target: Any, instance: Any, budget: Any = None) -> None:
                 os.unlink(target.path)
             except OSError:
                 pass
-            _remove_own_folder(ws, target.path)
+            host_instance.release_socket_folder(ws, target.path)
         sys.stderr.write(json.dumps({"at": instance_time(), "serve": "stopped"}) + "\n")
         sys.stderr.flush()
-
-
-def _remove_own_folder(ws: Any, path: Path) -> None:
-    """The default socket's folder (`<runtime>/<workspace-id>/`, made for it) removed once empty:
-    a host serving many workspaces over time does not keep a folder for each. A folder `--listen`
-    named is the operator's, and stays."""
-    import stat
-
-    from engine.base.errors import RegulatorError
-    from engine.host import instance as host_instance
-
-    try:
-        if path == host_instance.default_socket(ws):
-            up = os.lstat(path.parent.parent)  # still this account's own folder, not a link put there
-            if stat.S_ISDIR(up.st_mode) and up.st_uid == os.getuid():
-                os.rmdir(path.parent)
-    except (OSError, RegulatorError):
-        pass
 
 
 def instance_time() -> str:

@@ -39,12 +39,12 @@ def check_owner(worktree: Path, uid: int | None) -> None:
     earlier confined run's, under another `--user`); an unconfined one would work, as the host,
     in a folder another account can change (D-215)."""
     try:
-        owner = os.stat(worktree).st_uid
+        st = os.stat(worktree)
     except OSError:
         return  # none yet: the host makes it
+    owner = st.st_uid
     fresh = f"remove it (`rm -rf {worktree} && git worktree prune`) for a fresh one"
     if uid is None and owner in (0, os.geteuid()):
-        st = os.stat(worktree)
         if others_may_write(st) or acl(worktree, st):  # the host works there: no one else writes in it
             raise Refused(
                 f"the worktree {worktree} is writable by other accounts, which could change what the host "
@@ -59,8 +59,8 @@ def check_owner(worktree: Path, uid: int | None) -> None:
             f"a confined unit could not write in it; {fresh}, or run the unit unconfined"
         )
     try:
-        again = f"run the unit with `--user {pwd.getpwuid(owner).pw_name}`, or "
         whose = pwd.getpwuid(owner).pw_name
+        again = f"run the unit with `--user {whose}`, or "
     except KeyError:
         again, whose = "", f"uid {owner} (an account no longer on this host)"
     raise Refused(f"the worktree {worktree} is {whose}'s (an earlier confined run's): {again}{fresh}")

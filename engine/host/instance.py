@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from engine.base import clock
-from engine.base.errors import BadInput, Refused
+from engine.base.errors import BadInput, Refused, RegulatorError
 from engine.checkout.workspace import Workspace
 
 LOCK_FILE = "serve.lock"
@@ -226,6 +226,21 @@ def prepare_socket_folder(path: Path) -> None:
     if _answers(path):
         raise Refused(f"--listen unix:{path}: another process listens there; choose another path")
     os.unlink(path)
+
+
+def release_socket_folder(ws: Workspace, path: Path) -> None:
+    """prepare_socket_folder's undoing, once serve has removed its socket: the default socket's
+    folder (`<runtime>/<workspace-id>/`, made for it) removed when empty, while the folder above it
+    is still this account's own (not a link put there), so a host serving many workspaces over
+    time keeps none of theirs. A folder `--listen` named is the operator's, and stays (D-216)."""
+    try:
+        if path != default_socket(ws):
+            return
+        up = os.lstat(path.parent.parent)
+        if stat.S_ISDIR(up.st_mode) and up.st_uid == os.getuid():
+            os.rmdir(path.parent)
+    except (OSError, RegulatorError):
+        pass
 
 
 def _answers(path: Path) -> bool:
