@@ -13,6 +13,7 @@ import json
 import os
 import pwd
 import secrets
+import shlex
 import shutil
 import signal
 import stat
@@ -29,7 +30,7 @@ import pytest
 from engine.base.errors import Refused
 from engine.doors.client import UNAUTHORIZED, DoorClient
 from engine.host.folders import private_group
-from tests.helpers import REGULATOR, accounts, make_workspace, one_line
+from tests.helpers import REGULATOR, accounts, make_workspace, one_line, remember_args, report_args
 from tests.serving import Serving, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -299,6 +300,57 @@ def test_the_childs_environment_is_exactly_the_allowlist(served: Any, tmp_path: 
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert not lease.exists()  # the lease's folder is removed when the run ends
+
+
+def test_a_process_unit_run_started_is_its_unit_for_every_command(served: Any, tmp_path: Any) -> None:
+    """No lease file lies in an unconfined unit's worktree (`unit run` keeps it beside), yet the
+    child is its unit (D-218): a host operation, a person's --by and a write on the stores are each
+    refused as under a lease file, and nothing of them is written; reads answer."""
+    ws, _ = served
+    tries = {
+        "run": ["unit", "run", "u1", "--", "true"],
+        "dispatch": ["--root", str(ws.root), "unit", "dispatch", "u1"],
+        "close": ["unit", "close", "r1"],
+        "by": [*report_args(by="alice")],
+        "report": [*report_args()],
+        "remember": [*remember_args()],
+        "status": ["status", "--json"],
+    }
+    lines = "".join(
+        f"$REG {' '.join(shlex.quote(a) for a in argv)} >{tmp_path}/{name}.out 2>{tmp_path}/{name}.err "
+        f"|| echo $? >{tmp_path}/{name}.code\n"
+        for name, argv in tries.items()
+    )
+    agent = script(tmp_path, "tries.sh", "set +e\n" + lines)
+    done = run_unit(ws, "r1", "--", str(agent))
+    assert done.returncode == 0 and "closed r1" in done.stderr, done.stderr
+
+    def code(name: str) -> int:
+        path = tmp_path / f"{name}.code"
+        return int(path.read_text()) if path.exists() else 0
+
+    def err(name: str) -> str:
+        text = (tmp_path / f"{name}.err").read_text()
+        assert "Traceback" not in text and len(text.splitlines()) == 1, text
+        return text
+
+    for name in ("run", "dispatch", "close"):
+        assert code(name) == 3 and "a unit cannot run a host operation" in err(name), name
+        assert "REGULATOR_DOOR_TOKEN is set" in err(name) and "unit r1's" in err(name)
+    assert code("by") == 2 and "a unit cannot act as a person" in err("by")
+    for name in ("report", "remember"):
+        assert code(name) == 3 and "regulator door call" in err(name), name
+    assert code("status") == 0
+    seen = {u["id"]: u["status"] for u in json.loads((tmp_path / "status.out").read_text())["units"]}
+    assert seen["r1"] == "in-progress"
+    # nothing of the refused was written: u1 never dispatched, no signal and no memory entry
+    assert row(ws, "u1")["status"] == "todo" and row(ws, "r1")["status"] == "closed"
+    assert ws.json("signals") == [] and not ws.events("memory")
+    assert not (ws.root / ".worktrees" / "u1").exists()
+    # outside any run, the same variable is refused the same way: a shell that keeps a unit's token
+    stale = ws.run("unit", "dispatch", "u1", env={"REGULATOR_DOOR_TOKEN": "t", "REGULATOR_UNIT": "r1"})
+    assert stale.returncode == 3 and "REGULATOR_DOOR_TOKEN is set" in one_line(stale)
+    assert ws.run("unit", "dispatch", "u1", env={"REGULATOR_DOOR_TOKEN": ""}).returncode == 0
 
 
 def test_env_names_and_bad_input_are_refused_before_anything(served: Any) -> None:

@@ -26,7 +26,6 @@ MISSING_EXTRA = (
     "pip install -e '.[mcp]' from a checkout"
 )
 EXTRA_MODULES = ("mcp", "uvicorn", "anyio", "starlette", "httpx", "pydantic_settings", "sse_starlette")
-DOOR_ENV, TOKEN_ENV = "REGULATOR_DOOR", "REGULATOR_DOOR_TOKEN"
 
 
 def parse_listen(value: str | None, ws: Any, tls_cert: str | None, tls_key: str | None) -> Any:
@@ -217,6 +216,7 @@ def _check_extra() -> None:
 
 
 def _door_env() -> tuple[str, str]:
+    from engine.checkout.workspace import DOOR_ENV, TOKEN_ENV
     from engine.doors.client import check_door_url
 
     url, token = os.environ.get(DOOR_ENV), os.environ.get(TOKEN_ENV)

@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # the policy models (msgspec Structs) are imported only by co
     from identity.policy import InteractionPolicy, Profiles, RoutingPolicy, SensorsPolicy
 
 LEASE_FILE = ".regulator-lease.json"
+# what `unit run` hands its child (design §23): the door's address, the lease's token, the unit
+DOOR_ENV, TOKEN_ENV, UNIT_ENV = "REGULATOR_DOOR", "REGULATOR_DOOR_TOKEN", "REGULATOR_UNIT"
 STATE_DIR = ".regulator"
 _POLICY_CACHE: dict[tuple, object] = {}
 _PEOPLE: dict[int, tuple[object, People]] = {}  # id(parsed policy) -> (it, its People)
@@ -44,6 +46,9 @@ class Lease:
     # where the unit works, when the lease file lies outside it (`unit run` keeps it in the lease's
     # folder, design §23); else the lease file's folder
     work: Path | None = None
+    # the lease is $REGULATOR_DOOR_TOKEN, not a file: the process is a unit `unit run` started, which
+    # acts through its door, never on the stores (D-218)
+    from_env: bool = False
 
     @property
     def worktree(self) -> Path:
@@ -597,7 +602,7 @@ def _locate(
             raise BadInput(f"{root} is not a regulator workspace (no {STATE_DIR}/); run `regulator init`")
         if lease is not None and lease.workspace.resolve() != ws.root:
             lease = None if lease_file is None else lease
-        return ws, lease
+        return ws, lease or env_lease(ws.root, cwd)
     if lease is not None:
         home = _real(lease.workspace.resolve())
         check_git(home)
@@ -609,5 +614,18 @@ def _locate(
         if main_worktree(folder) is not None or is_workspace(folder):
             ws = _opened(folder)
             if is_workspace(ws.root):
-                return ws, None
+                return ws, env_lease(ws.root, cwd)
     raise BadInput("no regulator workspace here or above; run `regulator init` or pass --root DIR")
+
+
+def env_lease(root: Path, cwd: Path) -> Lease | None:
+    """The lease of a process `unit run` started, from its environment ($REGULATOR_DOOR_TOKEN),
+    where no lease file is found or named: such a process is its unit wherever it runs a command
+    and whatever workspace it names, so a host operation or a person's --by is refused to it as
+    under a lease file (D-218). None where the variable is unset or empty."""
+    token = os.environ.get(TOKEN_ENV, "")
+    if not token:
+        return None
+    unit = os.environ.get(UNIT_ENV, "")
+    unit = unit if UNIT_ID.fullmatch(unit) else "(unnamed)"
+    return Lease(unit, token, root, leased_at="", path=Path(f"${TOKEN_ENV}"), work=cwd, from_env=True)

@@ -31,9 +31,20 @@ def lease_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def _from_env(lease: Lease) -> str:
+    """Where a lease from the environment came from, for a refusal (D-218)."""
+    return (
+        f" ($REGULATOR_DOOR_TOKEN is set: this process is unit {lease.unit}'s, started by `unit run`; "
+        "a person or the host acts from a shell without it)"
+    )
+
+
 def no_person_under_lease(lease: Lease | None, by: str | None) -> None:
-    """A command given --by while a lease is in effect is refused (exit 2, design §15.2)."""
+    """A command given --by while a lease is in effect is refused (exit 2, design §15.2), a lease
+    from the environment included (D-218)."""
     if lease is not None and by is not None:
+        if lease.from_env:
+            raise BadInput(f"a unit cannot act as a person: --by/--as is refused{_from_env(lease)}")
         raise BadInput(
             f"a unit cannot act as a person: --by/--as is refused under a lease ({lease.path}); "
             "persons act from their own shell, outside any leased worktree"
@@ -41,9 +52,20 @@ def no_person_under_lease(lease: Lease | None, by: str | None) -> None:
 
 
 def host_only(lease: Lease | None, unit_id: str | None = None) -> None:
-    """Host operations are refused under a lease (exit 3); a unit may close only itself."""
+    """Host operations are refused under a lease (exit 3); a unit may close only itself, except
+    one `unit run` started: `unit run` closes it when it exits (D-218)."""
+    if lease is not None and lease.from_env:
+        raise Refused(f"a unit cannot run a host operation{_from_env(lease)}")
     if lease is not None and (unit_id is None or unit_id != lease.unit):
         raise Refused(f"a unit cannot run a host operation (under the lease of {lease.unit}); ask the host")
+
+
+def through_door(lease: Lease) -> None:
+    """A unit `unit run` started writes through its door, never on the stores (exit 3, D-218)."""
+    if lease.from_env:
+        raise Refused(
+            f"a unit under `unit run` acts through its door: `regulator door call TOOL`{_from_env(lease)}"
+        )
 
 
 def unit_or_person(lease: Lease | None, by: str | None) -> Actor:
@@ -55,12 +77,14 @@ def unit_or_person(lease: Lease | None, by: str | None) -> Actor:
             "or name a person with --by"
         )
     if lease is not None:
+        through_door(lease)
         return Actor(unit=lease.unit, lease=lease)
     return Actor(person=check_person(by))
 
 
 def check_lease(state: State, lease: Lease) -> None:
     """A lease file is honoured only while it matches the unit's current lease."""
+    through_door(lease)
     unit = state.units.get(lease.unit)
     if (
         unit is None

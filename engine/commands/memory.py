@@ -10,7 +10,7 @@ from engine.base.errors import BadInput
 from engine.base.limits import check_list, check_text
 from engine.base.lookup import by_prefix
 from engine.checkout.workspace import Lease, Workspace
-from engine.commands.actors import check_person, leased, require_grant
+from engine.commands.actors import check_person, leased, require_grant, through_door
 from engine.commands.deciding import deciding
 from engine.commands.written import MemoryEvent, RetractionEvent
 from engine.read.model import EventKind, MemoryEntry, MemoryStatus, State
@@ -65,6 +65,7 @@ def remember(ws: Workspace, fields: dict, lease: Lease | None) -> dict:
         raise BadInput(
             "memory is written by a unit under its lease: run inside a leased worktree or pass --lease FILE"
         )
+    through_door(lease)
     revision = ws.revision(lease.worktree)
 
     def rule(state: State) -> Denied | None:

@@ -35,7 +35,7 @@ import msgspec
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused, RegulatorError
-from engine.checkout.workspace import STATE_DIR, Workspace, check_unit_id
+from engine.checkout.workspace import DOOR_ENV, STATE_DIR, TOKEN_ENV, UNIT_ENV, Workspace, check_unit_id
 from engine.host import confine
 from engine.host.accounts import Account, account_named, cannot_run, claim_account, kill_account
 from engine.host.folders import (
@@ -56,7 +56,7 @@ DEFAULT_TTL = "15m"
 WORKTREES = ".worktrees"  # at the workspace's root, ignored by git
 LEASES = ".leases"  # WORKTREES/.leases/<folder_of(unit)>: the lease's folder, outside every worktree
 ALLOWED_ENV = ("PATH", "HOME", "LANG", "TERM", "TZ")  # the host's, passed on where set
-DOOR_ENV = ("REGULATOR_DOOR", "REGULATOR_DOOR_TOKEN", "REGULATOR_UNIT")
+CHILD_ENV = (DOOR_ENV, TOKEN_ENV, UNIT_ENV)  # what the child is given of the run, besides --env
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 KILL_GRACE_S = 5.0  # SIGTERM, then SIGKILL this much later
@@ -182,7 +182,7 @@ def _environment(names: list[str]) -> dict[str, str]:
     for name in names:
         if not ENV_NAME.fullmatch(name):
             raise BadInput(f"--env {name!r} is not a variable name")
-        if name in DOOR_ENV or name in ALLOWED_ENV:
+        if name in CHILD_ENV or name in ALLOWED_ENV:
             raise BadInput(f"--env {name}: already given to every unit (or set by unit run itself)")
         if name not in os.environ:
             raise BadInput(f"--env {name}: not set in this environment; set it or leave it out")
@@ -647,7 +647,7 @@ def _dispatched(ws: Workspace, p: Plan, say: Say) -> int:
     try:
         _begin_run(ws, event["leaseHash"])
         extra = harness_files(ws, p) if p.harness == "claude-code" else []
-        env = dict(p.env, REGULATOR_DOOR=p.door, REGULATOR_DOOR_TOKEN=event["lease"], REGULATOR_UNIT=p.unit)
+        env = {**p.env, DOOR_ENV: p.door, TOKEN_ENV: event["lease"], UNIT_ENV: p.unit}
         who = (
             f"confined, as {p.account.name}"
             if p.account
