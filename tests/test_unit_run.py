@@ -304,22 +304,40 @@ def test_the_childs_environment_is_exactly_the_allowlist(served: Any, tmp_path: 
 
 def test_a_process_unit_run_started_is_its_unit_for_every_command(served: Any, tmp_path: Any) -> None:
     """No lease file lies in an unconfined unit's worktree (`unit run` keeps it beside), yet the
-    child is its unit (D-218): a host operation, a person's --by and a write on the stores are each
-    refused as under a lease file, and nothing of them is written; reads answer."""
+    child is its unit (D-218), whatever lease file it names, finds or plants and wherever it
+    stands: a host operation, a person's --by and a write on the stores are each refused, and
+    nothing of them is written; reads answer."""
     ws, _ = served
+    other = ws.root / "wt-u3"  # another unit's worktree, its lease file in it
+    other.mkdir()
+    ws.run("unit", "dispatch", "u3", "--worktree", str(other), check=True)
+    own = ws.root / ".worktrees" / ".leases" / "r1" / ".regulator-lease.json"
+    plant = (
+        'printf \'{"unit":"r1","lease":"%s","workspace":"%s","leasedAt":"2026-12-01T00:00:00Z"}\' '
+        f'"$REGULATOR_DOOR_TOKEN" {shlex.quote(str(ws.root))} > planted/.regulator-lease.json; cd planted; '
+    )
     tries = {
-        "run": ["unit", "run", "u1", "--", "true"],
-        "dispatch": ["--root", str(ws.root), "unit", "dispatch", "u1"],
-        "close": ["unit", "close", "r1"],
-        "by": [*report_args(by="alice")],
-        "report": [*report_args()],
-        "remember": [*remember_args()],
-        "status": ["status", "--json"],
+        "run": ("", ["unit", "run", "u1", "--", "true"]),
+        "dispatch": ("", ["--root", str(ws.root), "unit", "dispatch", "u1"]),
+        "close": ("", ["unit", "close", "r1"]),
+        "own-file": ("", ["--lease", str(own), "unit", "close", "r1"]),
+        "other-close": (f"cd {other}; ", ["unit", "close", "u3"]),
+        "other-remember": (f"cd {other}; ", remember_args()),
+        "planted": ("mkdir planted; " + plant, report_args()),
+        "init": (
+            f"mkdir -p {tmp_path}/new; cd {tmp_path}/new; git init -q; ",
+            ["init", "--owner", "mallory"],
+        ),
+        "by": ("", report_args(by="alice")),
+        "report": ("", report_args()),
+        "remember": ("", remember_args()),
+        "status": ("", ["status", "--json"]),
+        "unnamed": ("REGULATOR_UNIT= ", ["status"]),
     }
     lines = "".join(
-        f"$REG {' '.join(shlex.quote(a) for a in argv)} >{tmp_path}/{name}.out 2>{tmp_path}/{name}.err "
-        f"|| echo $? >{tmp_path}/{name}.code\n"
-        for name, argv in tries.items()
+        f"({before}$REG {' '.join(shlex.quote(a) for a in argv)} >{tmp_path}/{name}.out "
+        f"2>{tmp_path}/{name}.err || echo $? >{tmp_path}/{name}.code)\n"
+        for name, (before, argv) in tries.items()
     )
     agent = script(tmp_path, "tries.sh", "set +e\n" + lines)
     done = run_unit(ws, "r1", "--", str(agent))
@@ -334,19 +352,23 @@ def test_a_process_unit_run_started_is_its_unit_for_every_command(served: Any, t
         assert "Traceback" not in text and len(text.splitlines()) == 1, text
         return text
 
-    for name in ("run", "dispatch", "close"):
+    for name in ("run", "dispatch", "close", "other-close", "init"):
         assert code(name) == 3 and "a unit cannot run a host operation" in err(name), name
         assert "REGULATOR_DOOR_TOKEN is set" in err(name) and "unit r1's" in err(name)
+    assert code("own-file") == 3 and "--lease is refused" in err("own-file")
     assert code("by") == 2 and "a unit cannot act as a person" in err("by")
-    for name in ("report", "remember"):
+    for name in ("report", "remember", "other-remember", "planted"):
         assert code(name) == 3 and "regulator door call" in err(name), name
+    assert code("unnamed") == 2 and "$REGULATOR_UNIT is empty" in err("unnamed")
     assert code("status") == 0
     seen = {u["id"]: u["status"] for u in json.loads((tmp_path / "status.out").read_text())["units"]}
     assert seen["r1"] == "in-progress"
-    # nothing of the refused was written: u1 never dispatched, no signal and no memory entry
+    # nothing of the refused was written: u1 never dispatched, u3 still in progress, no signal,
+    # no memory entry, no new workspace
     assert row(ws, "u1")["status"] == "todo" and row(ws, "r1")["status"] == "closed"
+    assert row(ws, "u3")["status"] == "in-progress"
     assert ws.json("signals") == [] and not ws.events("memory")
-    assert not (ws.root / ".worktrees" / "u1").exists()
+    assert not (ws.root / ".worktrees" / "u1").exists() and not (tmp_path / "new" / ".regulator").exists()
     # outside any run, the same variable is refused the same way: a shell that keeps a unit's token
     stale = ws.run("unit", "dispatch", "u1", env={"REGULATOR_DOOR_TOKEN": "t", "REGULATOR_UNIT": "r1"})
     assert stale.returncode == 3 and "REGULATOR_DOOR_TOKEN is set" in one_line(stale)

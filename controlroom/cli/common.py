@@ -192,13 +192,13 @@ def person_workspace(by: str | None) -> Any:
     return ws
 
 
-def host_workspace(unit_id: str | None = None) -> Any:
-    """The workspace for a host operation: refused under a lease (exit 3, design §15.0), except a
-    unit closing itself."""
+def host_workspace() -> Any:
+    """The workspace for a host operation: refused under a lease (exit 3, design §15.0). (A unit
+    closing itself under its lease file: `unit close` asks host_only itself.)"""
     from engine.commands.actors import host_only
 
     ws, lease = workspace()
-    host_only(lease, unit_id)
+    host_only(lease)
     return ws
 
 

@@ -15,6 +15,7 @@ from controlroom.cli.common import (
     host_workspace,
     out,
     person_workspace,
+    workspace,
 )
 
 unit_app = typer.Typer(
@@ -57,10 +58,12 @@ def unit_dispatch(
 @global_options
 def unit_close(unit_id: Annotated[str, typer.Argument(metavar="UNIT")]) -> None:
     """Close an in-progress unit and release its lease (vetoes first)."""
+    from engine.commands.actors import host_only
     from engine.commands.units import close
 
-    ws = host_workspace(unit_id)
-    close(ws, unit_id)
+    ws, lease = workspace()
+    host_only(lease, unit_id)
+    close(ws, unit_id, lease)
     out(f"closed {unit_id}")
 
 

@@ -43,12 +43,12 @@ def init(
 ) -> None:
     """Create the workspace here (or at --root): policy, identity, records, views, stores; in git,
     commit it (the baseline as the owner's decision, then the rest)."""
-    from engine.checkout.workspace import find_lease, read_lease
+    from engine.checkout.workspace import acting_lease
     from engine.commands.actors import host_only
     from engine.commands.init import setup, summary
 
-    found = Path(OPTIONS.lease) if OPTIONS.lease else find_lease(Path.cwd())
-    host_only(read_lease(found) if found else None)  # a unit does not make workspaces
+    # a unit does not make workspaces: under a lease file, or started by `unit run` (D-218)
+    host_only(acting_lease(Path(OPTIONS.lease) if OPTIONS.lease else None, Path.cwd()))
 
     if OPTIONS.key:  # the key to sign the baseline commit with (the owner's private half)
         from engine.trust.signing import use_key

@@ -590,19 +590,15 @@ def _locate(
     root: Path | None = None, lease_file: Path | None = None, cwd: Path | None = None
 ) -> tuple[Workspace, Lease | None]:
     cwd = cwd or Path.cwd()
-    lease = read_lease(lease_file) if lease_file else None
-    if lease is None:
-        found = find_lease(cwd)
-        if found is not None:
-            lease = read_lease(found)
+    lease = acting_lease(lease_file, cwd)
+    if lease is not None and lease.from_env:  # its unit whatever workspace it names (D-218)
+        ws = _workspace_at(root) if root is not None else _walk_to_workspace(cwd)
+        return ws, dataclasses.replace(lease, workspace=ws.root)
     if root is not None:
-        ws = _opened(root.resolve())
-        root = ws.root
-        if not is_workspace(root):
-            raise BadInput(f"{root} is not a regulator workspace (no {STATE_DIR}/); run `regulator init`")
+        ws = _workspace_at(root)
         if lease is not None and lease.workspace.resolve() != ws.root:
             lease = None if lease_file is None else lease
-        return ws, lease or env_lease(ws.root, cwd)
+        return ws, lease
     if lease is not None:
         home = _real(lease.workspace.resolve())
         check_git(home)
@@ -610,22 +606,49 @@ def _locate(
         if not holds_stores(home):
             raise Refused(f"lease {lease.path} names {lease.workspace}, which is not a workspace")
         return Workspace(home), lease
+    return _walk_to_workspace(cwd), None
+
+
+def _workspace_at(root: Path) -> Workspace:
+    ws = _opened(root.resolve())
+    if not is_workspace(ws.root):
+        raise BadInput(f"{ws.root} is not a regulator workspace (no {STATE_DIR}/); run `regulator init`")
+    return ws
+
+
+def _walk_to_workspace(cwd: Path) -> Workspace:
     for folder in _walk_up(cwd):
         if main_worktree(folder) is not None or is_workspace(folder):
             ws = _opened(folder)
             if is_workspace(ws.root):
-                return ws, env_lease(ws.root, cwd)
+                return ws
     raise BadInput("no regulator workspace here or above; run `regulator init` or pass --root DIR")
 
 
-def env_lease(root: Path, cwd: Path) -> Lease | None:
-    """The lease of a process `unit run` started, from its environment ($REGULATOR_DOOR_TOKEN),
-    where no lease file is found or named: such a process is its unit wherever it runs a command
-    and whatever workspace it names, so a host operation or a person's --by is refused to it as
-    under a lease file (D-218). None where the variable is unset or empty."""
+def acting_lease(lease_file: Path | None, cwd: Path) -> Lease | None:
+    """The lease the command acts under: that of the process's environment where
+    $REGULATOR_DOOR_TOKEN is set (a process `unit run` started is its unit, whatever lease file it
+    names, finds or plants, and whatever workspace it names: D-218; `--lease` is then refused),
+    else the lease file named (`--lease`) or found walking up from `cwd`, else None. Its
+    `workspace` is the lease file's, or, from the environment, filled in by the caller."""
     token = os.environ.get(TOKEN_ENV, "")
-    if not token:
-        return None
-    unit = os.environ.get(UNIT_ENV, "")
-    unit = unit if UNIT_ID.fullmatch(unit) else "(unnamed)"
-    return Lease(unit, token, root, leased_at="", path=Path(f"${TOKEN_ENV}"), work=cwd, from_env=True)
+    if token:
+        unit = os.environ.get(UNIT_ENV, "")
+        if not UNIT_ID.fullmatch(unit):
+            raise BadInput(f"${UNIT_ENV} is {'empty' if not unit else 'not a unit id'}{acting_as_unit('')}")
+        if lease_file is not None:
+            raise Refused(f"--lease is refused{acting_as_unit(unit)}")
+        return Lease(unit, token, cwd, leased_at="", path=Path(f"${TOKEN_ENV}"), work=cwd, from_env=True)
+    if lease_file is not None:
+        return read_lease(lease_file)
+    found = find_lease(cwd)
+    return read_lease(found) if found is not None else None
+
+
+def acting_as_unit(unit: str) -> str:
+    """Why a process whose environment holds a lease is taken for its unit, for a refusal (D-218)."""
+    whose = f"unit {unit}'s" if unit else "a unit's"
+    return (
+        f" (${TOKEN_ENV} is set: this process is {whose}, started by `unit run`; "
+        "a person or the host acts from a shell without it)"
+    )

@@ -8,7 +8,7 @@ import msgspec
 
 from engine.base.errors import BadInput, Refused
 from engine.base.limits import check_text
-from engine.checkout.workspace import Lease, Workspace
+from engine.checkout.workspace import Lease, Workspace, acting_as_unit
 from engine.read.model import State, UnitStatus
 from engine.read.queries import unit_status
 from engine.read.rules import lacks, refuse, tool_lacking
@@ -31,20 +31,12 @@ def lease_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def _from_env(lease: Lease) -> str:
-    """Where a lease from the environment came from, for a refusal (D-218)."""
-    return (
-        f" ($REGULATOR_DOOR_TOKEN is set: this process is unit {lease.unit}'s, started by `unit run`; "
-        "a person or the host acts from a shell without it)"
-    )
-
-
 def no_person_under_lease(lease: Lease | None, by: str | None) -> None:
     """A command given --by while a lease is in effect is refused (exit 2, design §15.2), a lease
     from the environment included (D-218)."""
     if lease is not None and by is not None:
         if lease.from_env:
-            raise BadInput(f"a unit cannot act as a person: --by/--as is refused{_from_env(lease)}")
+            raise BadInput(f"a unit cannot act as a person: --by/--as is refused{acting_as_unit(lease.unit)}")
         raise BadInput(
             f"a unit cannot act as a person: --by/--as is refused under a lease ({lease.path}); "
             "persons act from their own shell, outside any leased worktree"
@@ -55,7 +47,7 @@ def host_only(lease: Lease | None, unit_id: str | None = None) -> None:
     """Host operations are refused under a lease (exit 3); a unit may close only itself, except
     one `unit run` started: `unit run` closes it when it exits (D-218)."""
     if lease is not None and lease.from_env:
-        raise Refused(f"a unit cannot run a host operation{_from_env(lease)}")
+        raise Refused(f"a unit cannot run a host operation{acting_as_unit(lease.unit)}")
     if lease is not None and (unit_id is None or unit_id != lease.unit):
         raise Refused(f"a unit cannot run a host operation (under the lease of {lease.unit}); ask the host")
 
@@ -64,7 +56,7 @@ def through_door(lease: Lease) -> None:
     """A unit `unit run` started writes through its door, never on the stores (exit 3, D-218)."""
     if lease.from_env:
         raise Refused(
-            f"a unit under `unit run` acts through its door: `regulator door call TOOL`{_from_env(lease)}"
+            f"a unit under `unit run` acts through its door: `regulator door call TOOL`{acting_as_unit(lease.unit)}"
         )
 
 

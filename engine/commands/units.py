@@ -17,8 +17,8 @@ import msgspec
 from engine.base import clock, ids
 from engine.base.errors import BadInput, RegulatorError
 from engine.base.limits import check_text
-from engine.checkout.workspace import LEASE_FILE, Workspace, check_unit_id
-from engine.commands.actors import check_person, lease_hash, require_grant
+from engine.checkout.workspace import LEASE_FILE, Lease, Workspace, check_unit_id
+from engine.commands.actors import check_lease, check_person, lease_hash, require_grant
 from engine.commands.deciding import deciding
 from engine.commands.written import CloseEvent, DemoteEvent, DispatchEvent, RecoveryDecisionEvent
 from engine.read.contracts import contract_path, read_contract
@@ -144,9 +144,17 @@ def _relative(ws: Workspace, worktree: Path | None) -> str | None:
         return str(worktree)
 
 
-def close(ws: Workspace, unit_id: str) -> dict:
+def close(ws: Workspace, unit_id: str, lease: Lease | None = None) -> dict:
+    """Close the unit (vetoes first). Under a lease (a unit closing itself: engine.commands.actors
+    .host_only), only while that lease is the unit's current one (exit 3)."""
     _known(ws, unit_id)
-    with deciding(ws, lambda state: close_veto(ws, state, _unit(state, unit_id))) as turn:
+
+    def rule(state: State) -> Denied | None:
+        if lease is not None:
+            check_lease(state, lease)
+        return close_veto(ws, state, _unit(state, unit_id))
+
+    with deciding(ws, rule) as turn:
         unit = _unit(turn.state, unit_id)
         event: CloseEvent = {
             "kind": EventKind.CLOSE.value,

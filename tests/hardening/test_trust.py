@@ -182,6 +182,14 @@ def test_host_operations_are_refused_under_a_lease(ws: helpers.Workspace) -> Non
         assert done.returncode == 3 and "a unit cannot run a host operation" in one_line(done), args
     done = ws.run("unit", "close", "u1", cwd=worktrees["u1"])  # its own: the vetoes apply
     assert done.returncode == 3 and "vetoed" in one_line(done)
+    # its own only under its current lease: a lease file naming r1 (held by nothing) with any other
+    # token closes nothing
+    forged = worktrees["u1"].parent / "forged-r1"
+    forged.mkdir()
+    data = json.loads((worktrees["r1"] / ".regulator-lease.json").read_text()) | {"lease": "guessed"}
+    (forged / ".regulator-lease.json").write_text(json.dumps(data))
+    done = ws.run("unit", "close", "r1", cwd=forged)
+    assert done.returncode == 3 and "not the unit's current lease" in one_line(done)
     assert ws.digest() == before
 
 
