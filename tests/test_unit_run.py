@@ -328,6 +328,7 @@ def test_a_process_unit_run_started_is_its_unit_for_every_command(served: Any, t
             f"mkdir -p {tmp_path}/new; cd {tmp_path}/new; git init -q; ",
             ["init", "--owner", "mallory"],
         ),
+        "roles": ("", ["store", "roles", "--url", "postgresql://db.invalid/fleet"]),
         "by": ("", report_args(by="alice")),
         "report": ("", report_args()),
         "remember": ("", remember_args()),
@@ -352,7 +353,7 @@ def test_a_process_unit_run_started_is_its_unit_for_every_command(served: Any, t
         assert "Traceback" not in text and len(text.splitlines()) == 1, text
         return text
 
-    for name in ("run", "dispatch", "close", "other-close", "init"):
+    for name in ("run", "dispatch", "close", "other-close", "init", "roles"):
         assert code(name) == 3 and "a unit cannot run a host operation" in err(name), name
         assert "REGULATOR_DOOR_TOKEN is set" in err(name) and "unit r1's" in err(name)
     assert code("own-file") == 3 and "--lease is refused" in err("own-file")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from controlroom.cli.common import JsonFlag, emit_json, escape, global_options, out, workspace
+from controlroom.cli.common import OPTIONS, JsonFlag, emit_json, escape, global_options, out, workspace
 from engine.base.errors import BadInput, Refused
 
 if TYPE_CHECKING:
@@ -21,9 +21,13 @@ app.add_typer(store_app, name="store")
 
 
 def _url(url: str | None) -> str:
-    """--url, else the workspace's store; a postgresql:// URL or bad input."""
+    """--url, else the workspace's store; a postgresql:// URL or bad input. The schema's owner's
+    work: refused under a lease, a unit `unit run` started included (exit 3, D-218)."""
+    from engine.checkout.workspace import acting_lease
+    from engine.commands.actors import host_only
     from engine.log.pg import connection as pg_connection
 
+    host_only(acting_lease(Path(OPTIONS.lease) if OPTIONS.lease else None, Path.cwd()))
     if url is None:
         ws, _ = workspace()
         url = ws.url
