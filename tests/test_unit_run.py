@@ -553,6 +553,23 @@ def test_user_refuses_stores_the_account_could_read(account: Any, tmp_path: Any)
         serving.close()
 
 
+def test_user_refuses_a_workspace_the_account_cannot_reach(account: Any, tmp_path: Any) -> None:
+    """pytest's folders are 0700 (root's): a unit confined to another account could not enter its
+    worktree there. Refused before anything is written, not dispatched into a failed start."""
+    ws = system_workspace(tmp_path)
+    assert tmp_path.stat().st_mode & 0o777 == 0o700
+    serving = Serving(ws)
+    try:
+        before = ws.digest()
+        done = run_unit(ws, "r1", "--user", account.pw_name, "--", "true")
+        assert done.returncode == 3 and f"--user {account.pw_name} cannot enter" in one_line(done)
+        assert "nothing was written" in done.stderr and "namei -l" in done.stderr
+        assert ws.digest() == before and not (ws.root / ".worktrees").exists()
+        assert row(ws, "r1")["status"] == "todo"
+    finally:
+        serving.close()
+
+
 def test_a_lease_the_door_refuses_stops_the_run(served: Any, tmp_path: Any) -> None:
     """A person demotes the running unit: its lease is released, the door answers 401 to the run's
     next heartbeat, and the child's process group is killed; nothing more is recorded."""

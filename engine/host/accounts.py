@@ -281,6 +281,39 @@ def cannot_run(account: Account, program: str, path: str) -> str | None:
     return None
 
 
+def cannot_enter(account: Account, folder: Path) -> bool:
+    """Whether the account cannot enter `folder`, asked of the kernel as the account itself (its
+    modes, ACLs and groups on every folder of the way): a child takes the account's uid and groups,
+    enters the folder, then runs `/bin/true` (no code of the account's). Asked before anything is
+    written, so a workspace under a home of mode 0700 is refused in one line rather than dispatched
+    into a worktree the unit cannot reach (the run's command would then fail to start, exit 127)."""
+
+    def enter() -> None:
+        os.chdir(folder)
+
+    try:
+        subprocess.run(
+            ["/bin/true"],
+            user=account.uid,
+            group=account.gid,
+            extra_groups=[],
+            cwd="/",
+            env={},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=enter,
+            timeout=PROBE_S,
+        )
+    except subprocess.TimeoutExpired:  # entered (it got as far as /bin/true): not the question here
+        return False
+    except subprocess.SubprocessError:  # the chdir failed (raised in the child, before the exec)
+        return True
+    except OSError:  # entered, but /bin/true did not start: not the question here either
+        return False
+    return False
+
+
 def _stopped(signum: int, _frame: object) -> None:
     """SIGINT, SIGTERM or SIGHUP while the account is checked: out through the clean-up (every
     process of the account killed), in one line; nothing is written before the check."""

@@ -37,7 +37,7 @@ from engine.base import clock
 from engine.base.errors import BadInput, Refused, RegulatorError
 from engine.checkout.workspace import DOOR_ENV, STATE_DIR, TOKEN_ENV, UNIT_ENV, Workspace, check_unit_id
 from engine.host import confine
-from engine.host.accounts import Account, account_named, cannot_run, claim_account, kill_account
+from engine.host.accounts import Account, account_named, cannot_enter, cannot_run, claim_account, kill_account
 from engine.host.folders import (
     check_owner,
     check_parents,
@@ -125,6 +125,8 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
     # the run never walks one again
     worktree = check_parents(worktree, named=request.worktree is not None)
     check_owner(worktree, account.uid if account else None)
+    if account is not None:
+        _check_enterable(ws, account, worktree)
     info = running(ws)
     if (info is None or not isinstance(info.get("door"), str)) and lock_held(ws):
         raise Refused(
@@ -310,6 +312,21 @@ def _exclude(ws: Workspace, path: Path) -> None:
             regular.replace_text(exclude, "".join(f"{p}\n" for p in [*present, line]), exclude.parent.parent)
     except (OSError, RegulatorError):
         pass
+
+
+def _check_enterable(ws: Workspace, account: Account, worktree: Path) -> None:
+    """The account can reach its worktree (or, not made yet, the folder it will be made in) and its
+    lease's folder under the workspace: refused (exit 3, nothing written) where a folder on the way
+    is closed to it, e.g. a workspace under root's home (0700)."""
+    existing = next((f for f in (worktree, *worktree.parents) if f.is_dir()), Path("/"))
+    for folder in dict.fromkeys((existing, ws.root)):
+        if cannot_enter(account, folder):
+            raise Refused(
+                f"--user {account.name} cannot enter {folder}: a folder on the way is closed to the "
+                "account (a home of mode 0700?), so the unit could not reach its worktree; nothing "
+                f"was written; keep the workspace where every account may pass (`namei -l {folder}` "
+                "shows each folder's mode)"
+            )
 
 
 def make_lease_dir(ws: Workspace, p: Plan) -> None:
