@@ -254,6 +254,7 @@ sys.path.insert(0, sys.argv[3])
 from bench.run import first_frame
 result = {}
 asyncio.run(first_frame(__import__("pathlib").Path(sys.argv[1]), sys.argv[2], 0, result))
+result.pop("first_row_at")
 print(json.dumps(result))
 """
 

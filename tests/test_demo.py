@@ -135,6 +135,7 @@ def test_bench_runs_at_smoke_scale(tmp_path: Path) -> None:
         "events",
         "incremental_ms",
         "first_frame_s",
+        "first_frame_process_s",
         "first_frame_warm_s",
         "keypress_ms",
         "lint_s",
