@@ -321,6 +321,7 @@ def test_a_process_unit_run_started_is_its_unit_for_every_command(served: Any, t
         "dispatch": ("", ["--root", str(ws.root), "unit", "dispatch", "u1"]),
         "close": ("", ["unit", "close", "r1"]),
         "own-file": ("", ["--lease", str(own), "unit", "close", "r1"]),
+        "mcp": ("", ["mcp", "--lease", str(own)]),
         "other-close": (f"cd {other}; ", ["unit", "close", "u3"]),
         "other-remember": (f"cd {other}; ", remember_args()),
         "planted": ("mkdir planted; " + plant, report_args()),
@@ -357,6 +358,7 @@ def test_a_process_unit_run_started_is_its_unit_for_every_command(served: Any, t
         assert code(name) == 3 and "a unit cannot run a host operation" in err(name), name
         assert "REGULATOR_DOOR_TOKEN is set" in err(name) and "unit r1's" in err(name)
     assert code("own-file") == 3 and "--lease is refused" in err("own-file")
+    assert code("mcp") == 3 and "use `regulator door stdio`" in err("mcp")
     assert code("by") == 2 and "a unit cannot act as a person" in err("by")
     for name in ("report", "remember", "other-remember", "planted"):
         assert code(name) == 3 and "regulator door call" in err(name), name
