@@ -19,6 +19,7 @@ import signal
 import stat
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -537,6 +538,45 @@ def test_a_confined_unit_runs_as_its_account_and_cannot_read_the_stores(account:
             assert f"confined, as {account.pw_name}" in err
         finally:
             serving.close()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_an_account_that_cannot_read_the_stores_gets_one_line_naming_the_door(account: Any) -> None:
+    """Every direct `regulator` command of a confined unit meets the stores it may not read before
+    any rule: one line, exit 3, the door named where the environment holds a lease; never a
+    traceback (found by an operator's review: 40 lines ending in PermissionError)."""
+    system = Path("/usr/bin/python3")
+    probe = subprocess.run(
+        [str(system), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True
+    )
+    if probe.returncode != 0 or probe.stdout.decode().strip() != str(sys.version_info[:2]):
+        pytest.skip("needs a /usr/bin/python3 of this Python's version (the account cannot run this venv's)")
+    home = Path(tempfile.mkdtemp(prefix="regconf-", dir="/tmp"))
+    try:
+        home.chmod(0o755)
+        ws = system_workspace(home)
+        assert (ws.root / ".regulator").stat().st_mode & 0o777 == 0o700
+        site = sysconfig.get_paths()["purelib"]
+        cli = [str(system), "-c", f"import sys; sys.path[:0] = [{str(ROOT)!r}, {site!r}]; "
+               "sys.argv[0] = 'regulator'; from controlroom.cli.start import run; run()"]  # fmt: skip
+
+        def as_account(*args: str, **env: str) -> subprocess.CompletedProcess:
+            return subprocess.run(
+                [*cli, *args], cwd=ws.root, env={"PATH": "/usr/bin:/bin", **env},
+                user=account.pw_uid, group=account.pw_gid, extra_groups=[], capture_output=True, text=True,
+            )  # fmt: skip
+
+        before = ws.digest()
+        plain = as_account("status")
+        assert plain.returncode == 3 and "Traceback" not in plain.stderr, plain.stderr
+        assert "permission denied; run regulator as an account that may read" in one_line(plain)
+        unit = {"REGULATOR_DOOR_TOKEN": "t", "REGULATOR_UNIT": "r1"}
+        for args in (["status"], report_args(), ["unit", "dispatch", "u1"]):
+            done = as_account(*args, **unit)
+            assert done.returncode == 3 and "Traceback" not in done.stderr, (args, done.stderr)
+            assert "a confined unit cannot read the stores" in one_line(done) and "door call" in done.stderr
+        assert ws.digest() == before
     finally:
         shutil.rmtree(home, ignore_errors=True)
 

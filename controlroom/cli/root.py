@@ -199,6 +199,11 @@ def main(
     except typer.Abort:
         sys.stderr.write("regulator: aborted\n")
         return 130
+    except PermissionError as exc:  # a file this account may not read, met past the workspace's lookup
+        from engine.checkout.workspace import denied
+
+        sys.stderr.write(f"regulator: {escape(denied(exc))}\n")
+        return 3
     except BrokenPipeError:
         return 0
     return 0

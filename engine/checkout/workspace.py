@@ -579,11 +579,27 @@ def locate(
     `--once --registers-only`). It reads file stores on this disk as ever, but where the stores
     are on PostgreSQL, or `.regulator/` is a mirror, it opens none of them and never connects: the
     workspace is then read as a clone is (stores absent, D-87), so CI needs no database."""
-    ws, lease = _locate(root, lease_file, cwd)
-    if git_only and (store_url(ws.root) is not None or (ws.state_dir / MIRROR_MARKER).is_file()):
-        return configure_clock(dataclasses.replace(ws, git_only=True)), lease
-    ws.sync()  # on PostgreSQL: the mirror the reads go through, up to date (design §18)
-    return configure_clock(ws), lease
+    try:
+        ws, lease = _locate(root, lease_file, cwd)
+        if git_only and (store_url(ws.root) is not None or (ws.state_dir / MIRROR_MARKER).is_file()):
+            return configure_clock(dataclasses.replace(ws, git_only=True)), lease
+        ws.sync()  # on PostgreSQL: the mirror the reads go through, up to date (design §18)
+        return configure_clock(ws), lease
+    except PermissionError as exc:  # one line, never a traceback: a confined unit meets this first
+        raise Refused(denied(exc)) from None
+
+
+def denied(exc: PermissionError) -> str:
+    """A refusal's words for a file or folder this process may not read: where it is, and, for a
+    unit `unit run` confined (its stores are the host's alone), the door it reads through."""
+    where = exc.filename if exc.filename is not None else "a file of the workspace"
+    if os.environ.get(TOKEN_ENV):
+        return (
+            f"{where}: permission denied; a confined unit cannot read the stores: it reads and writes "
+            "through its door (`regulator door call status`, `context`, `obligations`, "
+            "`report_intelligence`, …)"
+        )
+    return f"{where}: permission denied; run regulator as an account that may read the workspace's stores"
 
 
 def _locate(
