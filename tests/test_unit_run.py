@@ -361,8 +361,13 @@ def test_a_process_unit_run_started_is_its_unit_for_every_command(served: Any, t
     assert code("own-file") == 3 and "--lease is refused" in err("own-file")
     assert code("mcp") == 3 and "use `regulator door stdio`" in err("mcp")
     assert code("by") == 2 and "a unit cannot act as a person" in err("by")
-    for name in ("report", "remember", "other-remember", "planted"):
-        assert code(name) == 3 and "regulator door call" in err(name), name
+    for name, tool in (
+        ("report", "report_intelligence"),
+        ("remember", "remember"),
+        ("other-remember", "remember"),
+        ("planted", "report_intelligence"),
+    ):
+        assert code(name) == 3 and f"`regulator door call {tool}`" in err(name), name
     assert code("unnamed") == 2 and "$REGULATOR_UNIT is empty" in err("unnamed")
     assert code("status") == 0
     seen = {u["id"]: u["status"] for u in json.loads((tmp_path / "status.out").read_text())["units"]}

@@ -51,7 +51,7 @@ def identity_propose(
     except OSError as exc:
         raise BadInput(f"--content-from {content_from}: cannot read ({exc.strerror})") from None
     ws, lease = workspace()
-    actor = unit_or_person(lease, by)
+    actor = unit_or_person(lease, by, "propose_identity_change")
     event = propose(ws, file, content, rationale, actor)
     if as_json:
         emit_json({"id": event["id"]})

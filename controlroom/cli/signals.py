@@ -131,7 +131,7 @@ def signals_report(
     )
     fields = fields_from(flags, json_input)
     ws, lease = workspace()
-    actor = unit_or_person(lease, by)
+    actor = unit_or_person(lease, by, "report_intelligence")
     event = report_intelligence(ws, fields, actor)
     if as_json:
         emit_json({"id": event["id"]})

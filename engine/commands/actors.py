@@ -52,16 +52,19 @@ def host_only(lease: Lease | None, unit_id: str | None = None) -> None:
         raise Refused(f"a unit cannot run a host operation (under the lease of {lease.unit}); ask the host")
 
 
-def through_door(lease: Lease) -> None:
-    """A unit `unit run` started writes through its door, never on the stores (exit 3, D-218)."""
+def through_door(lease: Lease, tool: str = "TOOL") -> None:
+    """A unit `unit run` started writes through its door, never on the stores (exit 3, D-218);
+    `tool`: the door's tool that does what the command would have."""
     if lease.from_env:
         raise Refused(
-            f"a unit under `unit run` acts through its door: `regulator door call TOOL`{acting_as_unit(lease.unit)}"
+            f"a unit under `unit run` acts through its door: `regulator door call {tool}`"
+            f"{acting_as_unit(lease.unit)}"
         )
 
 
-def unit_or_person(lease: Lease | None, by: str | None) -> Actor:
-    """A unit-authored command takes a lease or --by, never both and never neither (exit 2)."""
+def unit_or_person(lease: Lease | None, by: str | None, tool: str = "TOOL") -> Actor:
+    """A unit-authored command takes a lease or --by, never both and never neither (exit 2);
+    `tool`: the door's tool for it, named to a unit `unit run` started (through_door)."""
     no_person_under_lease(lease, by)
     if lease is None and by is None:
         raise BadInput(
@@ -69,7 +72,7 @@ def unit_or_person(lease: Lease | None, by: str | None) -> Actor:
             "or name a person with --by"
         )
     if lease is not None:
-        through_door(lease)
+        through_door(lease, tool)
         return Actor(unit=lease.unit, lease=lease)
     return Actor(person=check_person(by))
 

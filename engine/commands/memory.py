@@ -65,7 +65,7 @@ def remember(ws: Workspace, fields: dict, lease: Lease | None) -> dict:
         raise BadInput(
             "memory is written by a unit under its lease: run inside a leased worktree or pass --lease FILE"
         )
-    through_door(lease)
+    through_door(lease, "remember")
     revision = ws.revision(lease.worktree)
 
     def rule(state: State) -> Denied | None:
