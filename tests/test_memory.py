@@ -120,6 +120,12 @@ def test_refusals_write_nothing(ws: helpers.Workspace) -> None:
     done = remember(ws, r1)
     assert done.returncode == 3 and "remember" in done.stderr
     assert remember(ws, ws.root).returncode == 2  # no lease
+    # every missing field in one line, not one per attempt
+    bare = ws.run("memory", "remember", "--subject", "s", cwd=u1)
+    assert (
+        bare.returncode == 2
+        and helpers.one_line(bare) == "regulator: note: required (and evidence, reviewBy)"
+    )
     assert ws.digest() == before
 
 

@@ -110,3 +110,11 @@ def test_json_input_wrong_shapes(ws: helpers.Workspace, raw: Any) -> None:
     assert done.returncode == 2
     assert b"Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert ws.digest() == before
+
+
+def test_json_given_where_its_file_goes_says_how_to_pass_it(ws: helpers.Workspace) -> None:
+    before = ws.digest()
+    done = ws.run("signals", "report", "--json-input", '{"subject": "s"}', "--by", "alice")
+    assert done.returncode == 2
+    assert "--json-input takes a file, or - for stdin, not the JSON itself" in helpers.one_line(done)
+    assert ws.digest() == before

@@ -150,7 +150,10 @@ def test_dry_run_reads_json_input_with_unit_and_routing_time(fleet: Any, tmp_pat
         (["--dry-run"], "needs a signal"),
         (["--dry-run", "--policy", "{missing}"], "cannot read"),
         (["--dry-run", "--policy", "{bad}"], "--policy"),
-        (["--dry-run", "--subject", "s"], "claim: required (and observation, confidence, reportedSeverity)"),
+        (
+            ["--dry-run", "--subject", "s"],
+            "claim: required (and observation, evidence, confidence, reportedSeverity)",
+        ),
     ],
 )
 def test_what_if_bad_input_is_one_line_exit_2(fleet: Any, args: Any, message: Any) -> None:

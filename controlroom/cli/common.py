@@ -251,6 +251,11 @@ def read_json_input(source: str) -> dict[str, Any]:
     try:
         raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
     except OSError as exc:
+        if source.lstrip().startswith("{"):  # the JSON itself, where a file name goes
+            raise BadInput(
+                "--json-input takes a file, or - for stdin, not the JSON itself: "
+                "echo '{...}' | regulator ... --json-input -"
+            ) from None
         raise BadInput(f"--json-input {source}: cannot read ({exc.strerror})") from None
     try:
         text = raw.decode("utf-8")

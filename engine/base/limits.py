@@ -23,6 +23,15 @@ LIMITS: dict[str, int] = {
 MAX_LIST = {"evidence": 64, "affects": 256, "scope": 32, "options": 16}
 
 
+def check_required(fields: dict, names: tuple[str, ...]) -> None:
+    """Every field of `names` that `fields` lacks (absent or null), named in one line (exit 2):
+    "subject: required (and note, evidence)", not one per attempt."""
+    missing = [name for name in names if fields.get(name) is None]
+    if missing:
+        more = f" (and {', '.join(missing[1:])})" if len(missing) > 1 else ""
+        raise BadInput(f"{missing[0]}: required{more}")
+
+
 def check_text(field: str, value: object, *, kind: str | None = None, required: bool = True) -> str:
     """Return the text if it is acceptable; otherwise raise BadInput naming the field and limit."""
     kind = kind or field

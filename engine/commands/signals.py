@@ -7,7 +7,7 @@ from datetime import datetime
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
-from engine.base.limits import check_list, check_text
+from engine.base.limits import check_list, check_required, check_text
 from engine.base.lookup import check_prefix
 from engine.checkout.workspace import Lease, Workspace, check_unit_id
 from engine.commands.actors import Actor, check_person, leased, require_grant
@@ -48,14 +48,7 @@ def validate_report(
     unknown = sorted(set(fields) - set(FIELDS))
     if unknown:
         raise BadInput(f"unknown field {unknown[0]!r}; the fields are {', '.join(FIELDS)}")
-    missing = [
-        n
-        for n in ("subject", "claim", "observation", "confidence", "reportedSeverity")
-        if fields.get(n) is None
-    ]
-    if missing:  # every missing field in the one line, not one per attempt
-        more = f" (and {', '.join(missing[1:])})" if len(missing) > 1 else ""
-        raise BadInput(f"{missing[0]}: required{more}")
+    check_required(fields, ("subject", "claim", "observation", "evidence", "confidence", "reportedSeverity"))
     subject = check_text("subject", fields["subject"])
     claim = check_text("claim", fields["claim"])
     observation = check_text("observation", fields["observation"])
