@@ -1273,14 +1273,44 @@ def test_claude_codes_harness_is_refused_for_an_account_that_cannot_run_regulato
     events = (ws.root / ".regulator" / "units.ndjson").read_bytes()
     done = run_unit(ws, "b1", "--user", account.pw_name, "--harness", "claude-code", "--", "true")
     assert done.returncode == 3, done.stderr
-    assert one_line(done) == (
-        f"regulator: --user {account.pw_name} cannot run {REGULATOR} ({why}): the harness's hooks and MCP server "
-        "name it; install regulator where every account can read and execute it (docs/units.md)"
+    line = one_line(done)
+    assert line.startswith(f"regulator: --user {account.pw_name} cannot run {REGULATOR} ({why}")
+    assert line.endswith(
+        "): the harness's hooks and MCP server name it; install regulator where every account can read "
+        "and execute it (docs/units.md)"
     )
     assert (ws.root / ".regulator" / "units.ndjson").read_bytes() == events
     done = run_unit(ws, "b1", "--user", account.pw_name, "--", "true")
     assert done.returncode == 0, done.stderr
-    assert f"warning: --user {account.pw_name} cannot run {REGULATOR} ({why}): the unit's" in done.stderr
+    assert f"warning: --user {account.pw_name} cannot run {REGULATOR} ({why}" in done.stderr
+    assert "): the unit's `regulator door call` names it" in done.stderr
+
+
+def test_a_script_whose_interpreter_the_account_cannot_reach_says_so(account: Any) -> None:
+    """A virtualenv made from a pyenv or conda Python links its python3 under root's home: the
+    script is readable, its interpreter is not, and `Permission denied` alone misleads."""
+    from engine.host.accounts import Account
+    from engine.host.unitrun import _interpreter_note
+
+    home = Path(tempfile.mkdtemp(prefix="regconf-", dir="/tmp"))
+    try:
+        home.chmod(0o755)
+        hidden, bin_ = home / "hidden", home / "bin"
+        hidden.mkdir(mode=0o700)
+        bin_.mkdir(mode=0o755)
+        (hidden / "python3.11").write_text("")
+        (bin_ / "python3").symlink_to(hidden / "python3.11")
+        script = bin_ / "regulator"
+        script.write_text(f"#!{bin_ / 'python3'}\n")
+        unit = Account(account.pw_name, account.pw_uid, account.pw_gid, "/")
+        note = _interpreter_note(unit, str(script))
+        assert note == (
+            f"; its interpreter {bin_ / 'python3'} is {hidden / 'python3.11'}, in a folder the account cannot enter"
+        )
+        hidden.chmod(0o755)  # reachable: nothing to add
+        assert _interpreter_note(unit, str(script)) == ""
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def test_a_kill_helper_the_account_stopped_is_killed_not_waited_for() -> None:

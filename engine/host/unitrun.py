@@ -146,7 +146,7 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
         why = cannot_run(account, regulator, env.get("PATH", DEFAULT_PATH))
         if why is not None:
             said = (
-                f"--user {account.name} cannot run {regulator} ({why}): "
+                f"--user {account.name} cannot run {regulator} ({why}{_interpreter_note(account, regulator)}): "
                 + (
                     "the harness's hooks and MCP server name it"
                     if request.harness == "claude-code"
@@ -225,6 +225,24 @@ def _worktree_path(ws: Workspace, unit: str, given: Path | None) -> Path:
     if path.exists() and not path.is_dir():
         raise BadInput(f"--worktree {path}: not a folder")
     return path
+
+
+def _interpreter_note(account: Account, program: str) -> str:
+    """Where the script's own interpreter is out of the account's reach, say so: a virtualenv made
+    from a pyenv or conda Python links its `python3` into that install, often under root's home,
+    so a script every account may read still cannot start (found by an operator's review)."""
+    try:
+        with open(program, "rb") as handle:
+            first = handle.readline(4096)
+    except OSError:
+        return ""
+    if not first.startswith(b"#!"):
+        return ""
+    named = first[2:].split(maxsplit=1)[0].decode(errors="replace") if first[2:].split() else ""
+    real = Path(os.path.realpath(named)) if named else None
+    if real is None or not real.is_file() or not cannot_enter(account, real.parent):
+        return ""
+    return f"; its interpreter {named} is {real}, in a folder the account cannot enter"
 
 
 def _regulator() -> str:
