@@ -12,7 +12,7 @@ from typing import Any
 
 from engine.base import clock, ids
 from engine.base.errors import BadInput
-from engine.base.limits import check_text
+from engine.base.limits import check_required, check_text
 from engine.checkout.workspace import Lease, Workspace
 from engine.commands.actors import leased
 from engine.commands.deciding import deciding
@@ -32,9 +32,7 @@ def validate_result(fields: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(fields) - set(FIELDS))
     if unknown:
         raise BadInput(f"unknown field {unknown[0]!r}; the fields are {', '.join(FIELDS)}")
-    for name in ("summary", "outcome"):
-        if fields.get(name) is None:
-            raise BadInput(f"{name}: required")
+    check_required(fields, ("summary", "outcome"))
     summary = check_text("summary", fields["summary"])
     outcome = fields["outcome"]
     if outcome not in OUTCOMES:
