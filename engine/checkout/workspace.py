@@ -599,7 +599,7 @@ def denied(exc: PermissionError) -> str:
             "through its door (`regulator door call status`, `context`, `obligations`, "
             "`report_intelligence`, …)"
         )
-    return f"{where}: permission denied; run regulator as an account that may read the workspace's stores"
+    return f"{where}: permission denied; run regulator as an account that may use the workspace's files"
 
 
 def _locate(
