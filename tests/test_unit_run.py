@@ -575,7 +575,10 @@ def test_an_account_that_cannot_read_the_stores_gets_one_line_naming_the_door(ac
         before = ws.digest()
         plain = as_account("status")
         assert plain.returncode == 3 and "Traceback" not in plain.stderr, plain.stderr
-        assert "permission denied; run regulator as an account that may use the workspace's files" in one_line(plain)
+        assert (
+            "permission denied; run regulator as an account that may use the workspace's files"
+            in one_line(plain)
+        )
         unit = {"REGULATOR_DOOR_TOKEN": "t", "REGULATOR_UNIT": "r1"}
         for args in (["status"], report_args(), ["unit", "dispatch", "u1"]):
             done = as_account(*args, **unit)
