@@ -30,6 +30,7 @@ import pytest
 
 from engine.base.errors import Refused
 from engine.doors.client import UNAUTHORIZED, DoorClient
+from engine.host.accounts import account_processes
 from engine.host.folders import private_group
 from tests.helpers import REGULATOR, accounts, make_workspace, one_line, remember_args, report_args
 from tests.serving import Serving, wait_for
@@ -589,6 +590,44 @@ def test_an_account_that_cannot_read_the_stores_gets_one_line_naming_the_door(ac
         shutil.rmtree(home, ignore_errors=True)
 
 
+def test_a_permission_met_after_a_write_is_not_said_as_a_refusal(account: Any) -> None:
+    """Exit 3 says "refused, nothing written": a PermissionError met once a command has written
+    (here `init`, stopped by a folder of root's in the account's repository) is one line and exit 1,
+    saying the command stopped there (the review of D-220)."""
+    system = Path("/usr/bin/python3")
+    probe = subprocess.run(
+        [str(system), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True
+    )
+    if probe.returncode != 0 or probe.stdout.decode().strip() != str(sys.version_info[:2]):
+        pytest.skip("needs a /usr/bin/python3 of this Python's version (the account cannot run this venv's)")
+    home = Path(tempfile.mkdtemp(prefix="regconf-", dir="/tmp"))
+    try:
+        home.chmod(0o755)
+        repo = home / "repo"
+        repo.mkdir()
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(home / "key")], check=True)
+        subprocess.run(["chown", "-R", f"{account.pw_uid}:{account.pw_gid}", str(repo)], check=True)
+        (repo / "records").mkdir(mode=0o755)  # root's: init cannot write its records there
+        site = sysconfig.get_paths()["purelib"]
+        cli = [str(system), "-c", f"import sys; sys.path[:0] = [{str(ROOT)!r}, {site!r}]; "
+               "sys.argv[0] = 'regulator'; from controlroom.cli.start import run; run()"]  # fmt: skip
+        who = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.org"}
+        who |= {"GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.org"}
+        done = subprocess.run(
+            [*cli, "init", "--owner", "alice", "--owner-key", str(home / "key.pub")],
+            cwd=repo, env={"PATH": "/usr/bin:/bin", "HOME": str(home), **who},
+            user=account.pw_uid, group=account.pw_gid, extra_groups=[], capture_output=True, text=True,
+        )  # fmt: skip
+        line = one_line(done)
+        assert done.returncode == 1, done.stderr
+        assert f"{repo / 'records'}/" in line and "permission denied" in line
+        assert line.endswith("the command stopped there (exit 1)")
+        assert (repo / "regulator").is_dir()  # what it wrote before stays: hence not exit 3
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def test_user_refuses_stores_the_account_could_read(account: Any, tmp_path: Any) -> None:
     ws = system_workspace(tmp_path)
     serving = Serving(ws)
@@ -617,6 +656,33 @@ def test_user_refuses_a_workspace_the_account_cannot_reach(account: Any, tmp_pat
         assert ws.digest() == before and not (ws.root / ".worktrees").exists()
         assert row(ws, "r1")["status"] == "todo"
     finally:
+        serving.close()
+
+
+def test_a_process_of_the_account_cannot_stop_the_reach_check(account: Any, tmp_path: Any) -> None:
+    """The reach check runs a child as the account: a process of the account that stopped it
+    (kill(-1, SIGSTOP) in a loop) hung `unit run` for good, and one that killed it made the check
+    answer "enterable" (the review of D-219). It now runs once the account is claimed, so such a
+    process is found first: refused at once, nothing written."""
+    ws = system_workspace(tmp_path)  # under pytest's 0700 folder: the account cannot reach it
+    serving = Serving(ws)
+    stopper = subprocess.Popen(
+        ["/usr/bin/python3", "-c", "import os, signal, time\nend = time.time() + 60\n"
+         "while time.time() < end:\n    try: os.kill(-1, signal.SIGSTOP)\n    except OSError: pass\n"],
+        user=account.pw_uid, group=account.pw_gid, extra_groups=[], cwd="/",
+    )  # fmt: skip
+    try:
+        wait_for(lambda: account_processes(account.pw_uid), "the account's stopper")
+        before = ws.digest()
+        done = subprocess.run(  # it hung here for good before
+            [REGULATOR, "unit", "run", "r1", "--user", account.pw_name, "--", "true"],
+            cwd=ws.root, env=ws.env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 3 and "the account runs processes already" in one_line(done)
+        assert ws.digest() == before and not (ws.root / ".worktrees").exists()
+    finally:
+        stopper.kill()
+        stopper.wait()
         serving.close()
 
 

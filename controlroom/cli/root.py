@@ -199,11 +199,12 @@ def main(
     except typer.Abort:
         sys.stderr.write("regulator: aborted\n")
         return 130
-    except PermissionError as exc:  # a file this account may not read, met past the workspace's lookup
+    except PermissionError as exc:  # met past the workspace's lookup (which refuses: exit 3, D-220)
         from engine.checkout.workspace import denied
 
-        sys.stderr.write(f"regulator: {escape(denied(exc))}\n")
-        return 3
+        # not exit 3 ("refused, nothing written"): the command may have written part of its work
+        sys.stderr.write(f"regulator: {escape(denied(exc))}; the command stopped there (exit 1)\n")
+        return 1
     except BrokenPipeError:
         return 0
     return 0

@@ -590,10 +590,14 @@ def locate(
 
 
 def denied(exc: PermissionError) -> str:
-    """A refusal's words for a file or folder this process may not read: where it is, and, for a
-    unit `unit run` confined (its stores are the host's alone), the door it reads through."""
+    """A refusal's words for a file or folder this process may not use: where it is (both paths of
+    a rename), and, for a unit `unit run` confined whose path is in the stores (the host's alone),
+    the door it reads and writes through."""
     where = exc.filename if exc.filename is not None else "a file of the workspace"
-    if os.environ.get(TOKEN_ENV):
+    if exc.filename2 is not None:
+        where = f"{where} -> {exc.filename2}"
+    in_stores = STATE_DIR in Path(str(exc.filename or "")).parts
+    if os.environ.get(TOKEN_ENV) and in_stores:
         return (
             f"{where}: permission denied; a confined unit cannot read the stores: it reads and writes "
             "through its door (`regulator door call status`, `context`, `obligations`, "

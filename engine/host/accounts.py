@@ -284,15 +284,18 @@ def cannot_run(account: Account, program: str, path: str) -> str | None:
 def cannot_enter(account: Account, folder: Path) -> bool:
     """Whether the account cannot enter `folder`, asked of the kernel as the account itself (its
     modes, ACLs and groups on every folder of the way): a child takes the account's uid and groups,
-    enters the folder, then runs `/bin/true` (no code of the account's). Asked before anything is
-    written, so a workspace under a home of mode 0700 is refused in one line rather than dispatched
-    into a worktree the unit cannot reach (the run's command would then fail to start, exit 127)."""
+    enters the folder, then runs `/bin/true` (no code of the account's). Asked once the account is
+    claimed (none of its processes alive, the lock held: nothing of the account's can stop or kill
+    the child) and before anything is written, so a workspace under a home of mode 0700 is refused
+    in one line rather than dispatched into a worktree the unit cannot reach. Fails closed: only a
+    `/bin/true` that exits 0 means entered; one stopped, killed or not answering in PROBE_S is
+    Refused (the review of D-219)."""
 
     def enter() -> None:
         os.chdir(folder)
 
     try:
-        subprocess.run(
+        child = subprocess.Popen(
             ["/bin/true"],
             user=account.uid,
             group=account.gid,
@@ -302,16 +305,26 @@ def cannot_enter(account: Account, folder: Path) -> bool:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # no stop from the terminal's job control
             preexec_fn=enter,
-            timeout=PROBE_S,
         )
-    except subprocess.TimeoutExpired:  # entered (it got as far as /bin/true): not the question here
-        return False
     except subprocess.SubprocessError:  # the chdir failed (raised in the child, before the exec)
         return True
-    except OSError:  # entered, but /bin/true did not start: not the question here either
+    except OSError:  # the chdir succeeded (it comes first), the exec of /bin/true did not
         return False
-    return False
+    try:
+        code: int | None = child.wait(timeout=PROBE_S)
+    except subprocess.TimeoutExpired:
+        code = None
+    if code == 0:
+        return False
+    kill_account(account)
+    child.wait()
+    raise Refused(
+        f"--user {account.name}: whether the account can enter {folder} could not be checked (the "
+        f"check {'did not answer' if code is None else f'ended with {code}'}); nothing was written; "
+        f"see that no process runs as the account (`ps -u {account.name}`), then run the unit again"
+    )
 
 
 def _stopped(signum: int, _frame: object) -> None:

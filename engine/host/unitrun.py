@@ -125,8 +125,6 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
     # the run never walks one again
     worktree = check_parents(worktree, named=request.worktree is not None)
     check_owner(worktree, account.uid if account else None)
-    if account is not None:
-        _check_enterable(ws, account, worktree)
     info = running(ws)
     if (info is None or not isinstance(info.get("door"), str)) and lock_held(ws):
         raise Refused(
@@ -142,7 +140,8 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
     lock, note, regulator = None, None, _regulator()
     if account is not None:
         env["HOME"] = account.home
-        lock = claim_account(account)
+        lock = claim_account(account)  # from here no process of the account's runs but ours
+        _check_enterable(ws, account, worktree)
         why = cannot_run(account, regulator, env.get("PATH", DEFAULT_PATH))
         if why is not None:
             said = (
