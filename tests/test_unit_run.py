@@ -548,24 +548,31 @@ def test_a_confined_unit_runs_as_its_account_and_cannot_read_the_stores(account:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def test_an_account_that_cannot_read_the_stores_gets_one_line_naming_the_door(account: Any) -> None:
-    """Every direct `regulator` command of a confined unit meets the stores it may not read before
-    any rule: one line, exit 3, the door named where the environment holds a lease; never a
-    traceback (found by an operator's review: 40 lines ending in PermissionError)."""
+def account_cli() -> list[str]:
+    """`regulator` as another account can run it: this venv's interpreter links under root's home
+    (0700), so the system's python3 of the same version, with this checkout and the venv's
+    site-packages on its path (skipped where there is none)."""
     system = Path("/usr/bin/python3")
     probe = subprocess.run(
         [str(system), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True
     )
     if probe.returncode != 0 or probe.stdout.decode().strip() != str(sys.version_info[:2]):
         pytest.skip("needs a /usr/bin/python3 of this Python's version (the account cannot run this venv's)")
+    site = sysconfig.get_paths()["purelib"]
+    code = f"import sys; sys.path[:0] = [{str(ROOT)!r}, {site!r}]; sys.argv[0] = 'regulator'; "
+    return [str(system), "-c", code + "from controlroom.cli.start import run; run()"]
+
+
+def test_an_account_that_cannot_read_the_stores_gets_one_line_naming_the_door(account: Any) -> None:
+    """Every direct `regulator` command of a confined unit meets the stores it may not read before
+    any rule: one line, exit 3, the door named where the environment holds a lease; never a
+    traceback (found by an operator's review: 40 lines ending in PermissionError)."""
+    cli = account_cli()
     home = Path(tempfile.mkdtemp(prefix="regconf-", dir="/tmp"))
     try:
         home.chmod(0o755)
         ws = system_workspace(home)
         assert (ws.root / ".regulator").stat().st_mode & 0o777 == 0o700
-        site = sysconfig.get_paths()["purelib"]
-        cli = [str(system), "-c", f"import sys; sys.path[:0] = [{str(ROOT)!r}, {site!r}]; "
-               "sys.argv[0] = 'regulator'; from controlroom.cli.start import run; run()"]  # fmt: skip
 
         def as_account(*args: str, **env: str) -> subprocess.CompletedProcess:
             return subprocess.run(
@@ -594,12 +601,7 @@ def test_a_permission_met_after_a_write_is_not_said_as_a_refusal(account: Any) -
     """Exit 3 says "refused, nothing written": a PermissionError met once a command has written
     (here `init`, stopped by a folder of root's in the account's repository) is one line and exit 1,
     saying the command stopped there (the review of D-220)."""
-    system = Path("/usr/bin/python3")
-    probe = subprocess.run(
-        [str(system), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True
-    )
-    if probe.returncode != 0 or probe.stdout.decode().strip() != str(sys.version_info[:2]):
-        pytest.skip("needs a /usr/bin/python3 of this Python's version (the account cannot run this venv's)")
+    cli = account_cli()
     home = Path(tempfile.mkdtemp(prefix="regconf-", dir="/tmp"))
     try:
         home.chmod(0o755)
@@ -609,9 +611,6 @@ def test_a_permission_met_after_a_write_is_not_said_as_a_refusal(account: Any) -
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(home / "key")], check=True)
         subprocess.run(["chown", "-R", f"{account.pw_uid}:{account.pw_gid}", str(repo)], check=True)
         (repo / "records").mkdir(mode=0o755)  # root's: init cannot write its records there
-        site = sysconfig.get_paths()["purelib"]
-        cli = [str(system), "-c", f"import sys; sys.path[:0] = [{str(ROOT)!r}, {site!r}]; "
-               "sys.argv[0] = 'regulator'; from controlroom.cli.start import run; run()"]  # fmt: skip
         who = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.org"}
         who |= {"GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.org"}
         done = subprocess.run(
