@@ -360,7 +360,7 @@ def test_a_process_unit_run_started_is_its_unit_for_every_command(served: Any, t
         assert code(name) == 3 and "a unit cannot run a host operation" in err(name), name
         assert "REGULATOR_DOOR_TOKEN is set" in err(name) and "unit r1's" in err(name)
     assert code("own-file") == 3 and "--lease is refused" in err("own-file")
-    assert code("mcp") == 3 and "use `regulator door stdio`" in err("mcp")
+    assert code("mcp") == 3 and "--lease is refused" in err("mcp") and "`regulator door stdio`" in err("mcp")
     assert code("by") == 2 and "a unit cannot act as a person" in err("by")
     for name, tool in (
         ("report", "report_intelligence"),

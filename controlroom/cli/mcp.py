@@ -4,7 +4,6 @@ imported only when the server runs, so every other command starts without it."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -31,14 +30,9 @@ def lease_path(given: str | None) -> Path:
         )
     if OPTIONS.root is not None:
         raise BadInput("regulator mcp takes no --root: the workspace is the one the lease names")
-    from engine.checkout.workspace import TOKEN_ENV, UNIT_ENV, UNIT_ID, acting_as_unit
+    from engine.checkout.workspace import acting_lease
 
-    if os.environ.get(TOKEN_ENV):  # a unit `unit run` started has its door (`door stdio`): D-218
-        from engine.base.errors import Refused
-
-        unit = os.environ.get(UNIT_ENV, "")
-        shown = unit if UNIT_ID.fullmatch(unit) else ""
-        raise Refused(f"regulator mcp --lease is refused{acting_as_unit(shown)}; use `regulator door stdio`")
+    acting_lease(Path(chosen), Path.cwd())  # refused to a process `unit run` started (D-218)
     return Path(chosen).absolute()
 
 

@@ -657,7 +657,10 @@ def acting_lease(lease_file: Path | None, cwd: Path) -> Lease | None:
         if not UNIT_ID.fullmatch(unit):
             raise BadInput(f"${UNIT_ENV} is {'empty' if not unit else 'not a unit id'}{acting_as_unit('')}")
         if lease_file is not None:
-            raise Refused(f"--lease is refused{acting_as_unit(unit)}")
+            raise Refused(
+                f"--lease is refused{acting_as_unit(unit)}: its door is serve's "
+                "(`regulator door call TOOL`, `regulator door stdio`)"
+            )
         return Lease(unit, token, cwd, leased_at="", path=Path(f"${TOKEN_ENV}"), work=cwd, from_env=True)
     if lease_file is not None:
         return read_lease(lease_file)
