@@ -8,11 +8,14 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
 from registry.gitcall import read as _git
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 T = TypeVar("T")
 
@@ -74,9 +77,19 @@ def _ask(root: Path, *args: str) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
-def read_history(root: Path, trunk: str) -> History:
+def read_history(root: Path, trunk: str, share: Future[TrunkLog | None] | None = None) -> History:
     """What lint needs of trunk's history, or why it is unavailable: `root` must be the root of a
-    repository's working tree (not a folder inside one, not a bare repository)."""
+    repository's working tree (not a folder inside one, not a bare repository). `share` is given
+    trunk's one history pass as soon as it is read (None when there is none), for design §26's
+    walk to read instead of its own (D-221)."""
+    try:
+        return _history(root, trunk, share)
+    finally:
+        if share is not None and not share.done():
+            share.set_result(None)
+
+
+def _history(root: Path, trunk: str, share: Future[TrunkLog | None] | None) -> History:
     probe = _git(root, "rev-parse", "--is-bare-repository", "--show-prefix")
     if probe.returncode != 0:
         said = probe.stderr.decode("utf-8", errors="replace").strip().splitlines()
@@ -94,7 +107,7 @@ def read_history(root: Path, trunk: str) -> History:
             return unavailable(no_trunk_branch(trunk))
         if bare.strip() == "true":
             return unavailable("a bare repository (no working tree)")
-        return _read(root, trunk_ref)
+        return _read(root, trunk_ref, share)
     except _GitFailed as exc:
         return unavailable(f"git could not answer ({exc.stderr or exc.status})")
 
@@ -112,7 +125,7 @@ def _not_a_repository(root: Path) -> str:
     )
 
 
-def _read(root: Path, trunk_ref: str) -> History:
+def _read(root: Path, trunk_ref: str, share: Future[TrunkLog | None] | None = None) -> History:
     head = _ask(root, "rev-parse", "HEAD").strip()
     trunk_sha = _ask(root, "rev-parse", trunk_ref).strip()
     base = head
@@ -127,13 +140,10 @@ def _read(root: Path, trunk_ref: str) -> History:
     history = History(available=True, trunk_ref=trunk_ref, head_is_trunk=head == trunk_sha)
     # no pathspec: with one, git filters every commit's diff again and is several times slower on
     # folders of thousands of entries; the register folders are picked out here instead
-    added = _added_on(root, trunk_ref)
-    prefixes = tuple(f"{folder}/" for folder in FOLDERS)
-    history.landed = {
-        path
-        for p in added.split("\0")
-        if (path := p.strip("\n")).startswith(prefixes) and path.endswith(".md")
-    }
+    log = trunk_log(root, trunk_sha)
+    if share is not None:
+        share.set_result(log)
+    history.landed = landed(log)
     history.base = _tree_texts(root, base)
     history.head = history.base if base == head else _tree_texts(root, head)
     if base != head:
@@ -171,26 +181,36 @@ def _read(root: Path, trunk_ref: str) -> History:
 PART = 2000  # commits below which one git process reads the history alone
 
 
-def _added_on(root: Path, trunk_ref: str) -> str:
-    """Every path ever added on trunk (NUL-separated), reading the history in parallel parts.
+class TrunkLog(msgspec.Struct):
+    """Every commit reachable from trunk's commit `tip`: sha -> (its parents, its changes against
+    its first parent, a merge's too). One pass over trunk's history that lint's landed files and
+    design §26's walk (registry.trunkwalk) both read, instead of one `git log` each (D-221)."""
+
+    tip: str
+    commits: dict[str, tuple[list[str], list[Change]]]
+
+
+def trunk_log(root: Path, tip: str) -> TrunkLog:
+    """Trunk's history up to the commit `tip`, read in parallel parts.
 
     Diffing every commit's tree is nearly all of lint's time on a long history; the commits
     reachable from trunk split exactly into those reachable from a midpoint and those after it,
     so each part runs in its own git process, one per core.
     """
-    args = ["--diff-filter=A", "--no-renames", "--name-only", "-z", "--format="]
-    count = int(_ask(root, "rev-list", "--count", trunk_ref).strip() or 0)
+    args = ["--no-renames", "--raw", "-z", "--no-abbrev", "--diff-merges=first-parent", "--format=%x00C%H %P"]
+    count = int(_ask(root, "rev-list", "--count", tip).strip() or 0)
     parts = max(1, min(os.cpu_count() or 1, 4, count // PART))
     if parts == 1:
-        return _ask(root, "log", trunk_ref, *args)
-    # registers grow, so a newer commit's diff costs more (about its age in commits): the cuts
-    # split that growing cost evenly, the newest part holding fewer commits
-    skips = [count - round(count * math.sqrt(j / parts)) for j in range(parts - 1, 0, -1)]
-    cuts = [_ask(root, "rev-list", f"--skip={skip}", "-n", "1", trunk_ref).strip() for skip in skips]
-    # newest first: trunk minus the first cut, then between cuts, then the oldest from the last
-    ranges = [[f"^{cuts[0]}", trunk_ref]]
-    ranges += [[f"^{cuts[i + 1]}", cuts[i]] for i in range(len(cuts) - 1)]
-    ranges += [[cuts[-1]]]
+        ranges = [[tip]]
+    else:
+        # registers grow, so a newer commit's diff costs more (about its age in commits): the cuts
+        # split that growing cost evenly, the newest part holding fewer commits
+        skips = [count - round(count * math.sqrt(j / parts)) for j in range(parts - 1, 0, -1)]
+        cuts = [_ask(root, "rev-list", f"--skip={skip}", "-n", "1", tip).strip() for skip in skips]
+        # newest first: trunk minus the first cut, then between cuts, then the oldest from the last
+        ranges = [[f"^{cuts[0]}", tip]]
+        ranges += [[f"^{cuts[i + 1]}", cuts[i]] for i in range(len(cuts) - 1)]
+        ranges += [[cuts[-1]]]
 
     def log(revisions: list[str]) -> str:
         done = _git(root, "log", *revisions, *args)
@@ -198,10 +218,32 @@ def _added_on(root: Path, trunk_ref: str) -> str:
             raise _GitFailed(done.returncode, done.stderr)
         return done.stdout.decode("utf-8", errors="surrogateescape")
 
-    from concurrent.futures import ThreadPoolExecutor  # not on every command's start (logging too)
+    if len(ranges) == 1:
+        texts = [log(ranges[0])]
+    else:
+        from concurrent.futures import ThreadPoolExecutor  # not on every command's start (logging too)
 
-    with ThreadPoolExecutor(len(ranges)) as pool:
-        return "\0".join(pool.map(log, ranges))
+        with ThreadPoolExecutor(len(ranges)) as pool:
+            texts = list(pool.map(log, ranges))
+    commits: dict[str, tuple[list[str], list[Change]]] = {}
+    for text in texts:
+        for header, changes in _raw_log(text):
+            sha, *parents = header.split()
+            commits[sha] = (parents, changes)
+    return TrunkLog(tip, commits)
+
+
+def landed(log: TrunkLog) -> set[str]:
+    """Every register file ever added on trunk: added by a commit that is no merge (what
+    `git log --diff-filter=A --name-only` lists, which shows no merge's diff)."""
+    prefixes = tuple(f"{folder}/" for folder in FOLDERS)
+    return {
+        change.path
+        for parents, changes in log.commits.values()
+        if len(parents) <= 1
+        for change in changes
+        if change.status.startswith("A") and change.path.startswith(prefixes) and change.path.endswith(".md")
+    }
 
 
 def _cat_batch(root: Path, names: list[str]) -> dict[str, bytes | None]:

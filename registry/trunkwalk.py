@@ -16,18 +16,23 @@ what it held. A deleted entry keeps its hold (deletion is `tombstone-not-delete`
 
 Whatever the history's length: a handful of git calls (rev-parse, the baseline, one `git log` over
 findings/, one `cat-file --batch` of the versions and commits), plus one `git log` per merge whose
-own commit does not authorize a change it brought.
+own commit does not authorize a change it brought. Lint gives the walk the history pass it reads
+anyway (registry.history.trunk_log), and the walk follows that instead of its own `git log`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from registry.entries import LOAD_BEARING, Entry, entry_or_none
 from registry.gitcall import read as _git
+
+if TYPE_CHECKING:
+    from registry.history import Change, TrunkLog
 
 BASELINE_GREP = "^Regulator-Decision: baseline$"
 
@@ -146,26 +151,24 @@ def walk(root: Path, trunk: str, authorize: Authorize) -> TrunkFindings:
     return where if isinstance(where, TrunkFindings) else walk_at(root, where[1], authorize)
 
 
-def walk_at(root: Path, tip: str, authorize: Authorize) -> TrunkFindings:
+def walk_at(
+    root: Path, tip: str, authorize: Authorize, shared: Callable[[], TrunkLog | None] | None = None
+) -> TrunkFindings:
     """The walk of trunk's history up to the commit `tip` (locate's): a function of that commit's
-    history and of `authorize` alone (engine.read.trunkcache keeps it on that)."""
-    from registry.history import ZERO, _cat_batch, _raw_log  # the walk's own: a kept walk needs none
+    history and of `authorize` alone (engine.read.trunkcache keeps it on that). `shared()`, when
+    given, is trunk's one history pass that lint reads anyway (registry.history.trunk_log): the
+    walk follows its first-parent line instead of running a `git log` of its own, where the pass
+    was read at this very commit (D-221)."""
+    from registry.history import ZERO, _cat_batch  # the walk's own: a kept walk needs none
 
     base = baseline_of(root, tip)  # the commit, not the ref: a ref moved meanwhile changes nothing
     found = TrunkFindings(available=True, tip=tip, baseline=base)
-    revisions = [f"{base}..{tip}"] if base else [tip]
-    done = _git(
-        root, "log", *revisions, "--first-parent", "--diff-merges=first-parent", "--reverse",
-        "--format=%x00C%H %P", "--raw", "-z", "--no-abbrev", "--no-renames", "--", f"{FOLDER}/",
-    )  # fmt: skip
-    if done.returncode != 0:
+    log = shared() if shared is not None else None
+    commits = _line(log, base) if log is not None and log.tip == tip else None
+    if commits is None:
+        commits = _own_log(root, base, tip)
+    if commits is None:
         return unavailable("git could not read trunk's history")
-    commits = []
-    for header, changes in _raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
-        sha, *parents = header.split()
-        mine = [c for c in changes if _finding_path(c.path)]
-        if mine:
-            commits.append((sha, parents, mine))
     start = _start(root, base)
     if start is None:  # the baseline's findings could not be listed: what they held is unknown
         start, found.missing = {}, 1
@@ -241,6 +244,53 @@ def walk_at(root: Path, tip: str, authorize: Authorize) -> TrunkFindings:
             )
     found.holds = holds
     return found
+
+
+Line = list[tuple[str, list[str], list["Change"]]]  # (commit, its parents, its changes to findings)
+
+
+def _own_log(root: Path, base: str, tip: str) -> Line | None:
+    """The walk's commits (base, tip] on trunk's first-parent line that change a finding, oldest
+    first, in one `git log`; None when git cannot read them."""
+    from registry.history import _raw_log
+
+    revisions = [f"{base}..{tip}"] if base else [tip]
+    done = _git(
+        root, "log", *revisions, "--first-parent", "--diff-merges=first-parent", "--reverse",
+        "--format=%x00C%H %P", "--raw", "-z", "--no-abbrev", "--no-renames", "--", f"{FOLDER}/",
+    )  # fmt: skip
+    if done.returncode != 0:
+        return None
+    commits = []
+    for header, changes in _raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
+        sha, *parents = header.split()
+        mine = [c for c in changes if _finding_path(c.path)]
+        if mine:
+            commits.append((sha, parents, mine))
+    return commits
+
+
+def _line(log: TrunkLog, base: str) -> Line | None:
+    """The same commits as `_own_log`'s, read from trunk's one history pass by following first
+    parents from its tip down to the baseline; None where the pass does not hold that line (the
+    walk then reads its own)."""
+    line: Line = []
+    sha = log.tip
+    while sha != base:
+        got = log.commits.get(sha)
+        if got is None:
+            return None
+        parents, changes = got
+        mine = [c for c in changes if _finding_path(c.path)]
+        if mine:
+            line.append((sha, parents, mine))
+        if not parents:
+            if base:  # the line ended before reaching the baseline
+                return None
+            break
+        sha = parents[0]
+    line.reverse()
+    return line
 
 
 def _superseded(change: TrunkChange, sha: str) -> TrunkChange:

@@ -21,7 +21,7 @@ from engine.read.rules import acking, refuse, resolving_finding
 from engine.trust.ackers import lint_policy, policy_at, walk_policy
 from identity import regular
 from registry.entries import FINDING_ID, REGISTERS, Entry, Issue
-from registry.history import History, RangeError, RangeHistory, read_history, read_range
+from registry.history import History, RangeError, RangeHistory, TrunkLog, read_history, read_range
 from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range, lint_trunk
 from registry.trunkwalk import TrunkFindings
 from registry.views import VIEWS
@@ -76,9 +76,12 @@ def lint(
         if range_spec is not None:
             pending = pool.submit(read_range, ws.tree, range_spec)
         else:
-            pending = pool.submit(read_history, ws.tree, trunk or trunk_of(ws))
+            shared: Future[TrunkLog | None] = Future()  # trunk's one history pass, for both (D-221)
+            pending = pool.submit(read_history, ws.tree, trunk or trunk_of(ws), shared)
             if not isinstance(getattr(state.registers, "trunk", None), TrunkFindings):
-                walking = pool.submit(walk_trunk, ws)  # design §26's walk, while the entries parse
+                # design §26's walk, while the entries parse; it follows the history pass lint
+                # reads anyway where it needs a fresh walk and the pass is of the same commit
+                walking = pool.submit(walk_trunk, ws, shared.result)
         registers = registers_of(ws, state)
         known = ws.has_stores  # without the stores a unit's state is unknown (design §16.2)
         if known:

@@ -12,6 +12,9 @@ from registry.entries import Held, Registers, entry_or_none, load_registers
 from registry.trunkwalk import TrunkFindings, held_units, named_units
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from registry.history import TrunkLog
     from registry.lint import Policy
 
 
@@ -45,9 +48,9 @@ def trunk_findings(ws: Workspace, state: State) -> TrunkFindings:
     return registers.trunk
 
 
-def walk_trunk(ws: Workspace) -> TrunkFindings:
+def walk_trunk(ws: Workspace, shared: Callable[[], TrunkLog | None] | None = None) -> TrunkFindings:
     """The walk itself (kept between commands by engine.read.trunkcache), for trunk_findings or for
-    a caller that walks while it reads the registers (lint)."""
+    a caller that walks while it reads the registers (lint, which gives it its history pass)."""
     from engine.checkout.gitconfig import trunk_of
     from engine.read.trunkcache import walked
 
@@ -58,7 +61,7 @@ def walk_trunk(ws: Workspace) -> TrunkFindings:
 
     # the policy is read on the first change that needs authorizing, or to check a kept walk
     # that asked it (a walk that authorizes nothing, the common `status`, never parses policy)
-    return walked(ws, trunk_of(ws), policy)
+    return walked(ws, trunk_of(ws), policy, shared)
 
 
 def stale_knowledge(ws: Workspace, state: State) -> dict[str, list[str]]:

@@ -34,6 +34,7 @@ from engine.checkout.workspace import Workspace
 from registry.trunkwalk import TrunkFindings, locate, walk_at
 
 if TYPE_CHECKING:
+    from registry.history import TrunkLog
     from registry.lint import Policy
 
 NAME = "trunk.walk"
@@ -121,10 +122,16 @@ def _write(ws: Workspace, kept: Kept) -> None:
         hostkey.replace_private(path_of(ws), _mac(key, body) + body)
 
 
-def walked(ws: Workspace, trunk: str, policy: Callable[[], Policy]) -> TrunkFindings:
+def walked(
+    ws: Workspace,
+    trunk: str,
+    policy: Callable[[], Policy],
+    shared: Callable[[], TrunkLog | None] | None = None,
+) -> TrunkFindings:
     """Trunk's findings since the baseline, as registry.trunkwalk.walk finds them: the kept walk
     when it was made of the same commit, code and policy, else a fresh walk (kept for the next).
-    `policy()` gives the policy whose grants authorize changes; it is asked only when needed."""
+    `policy()` gives the policy whose grants authorize changes; it is asked only when needed.
+    `shared()` gives trunk's history pass a caller reads anyway (lint), asked only for a fresh walk."""
     where = locate(ws.tree, trunk)
     if isinstance(where, TrunkFindings):
         return where
@@ -155,7 +162,7 @@ def walked(ws: Workspace, trunk: str, policy: Callable[[], Policy]) -> TrunkFind
         used.append(True)
         return authorize_commit(in_force(), sha, email, message)
 
-    found = walk_at(ws.tree, tip, authorize)
+    found = walk_at(ws.tree, tip, authorize, shared)
     fingerprint = in_force().fingerprint if used else ""
     # a walk that could not read every object it needed is used once, never kept (the objects may
     # be back for the next command, which must see them)
