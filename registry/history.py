@@ -234,13 +234,13 @@ def trunk_log(root: Path, tip: str) -> TrunkLog:
 
 
 def landed(log: TrunkLog) -> set[str]:
-    """Every register file ever added on trunk: added by a commit that is no merge (what
-    `git log --diff-filter=A --name-only` lists, which shows no merge's diff)."""
+    """Every register file ever added on trunk: added by any commit trunk reaches, a merge's own
+    additions (against its first parent) included. `git log --diff-filter=A`, read before D-221,
+    shows no merge's diff, so a file a merge commit added itself (an "evil merge") was missed."""
     prefixes = tuple(f"{folder}/" for folder in FOLDERS)
     return {
         change.path
-        for parents, changes in log.commits.values()
-        if len(parents) <= 1
+        for _, changes in log.commits.values()
         for change in changes
         if change.status.startswith("A") and change.path.startswith(prefixes) and change.path.endswith(".md")
     }

@@ -104,6 +104,24 @@ def test_the_ladder_for_f_alert_path_dead(reg: Any) -> None:
     assert queue[0] == {"id": "release-hardening/manifest", "priority": 10}
 
 
+def test_an_entry_a_merge_commit_added_itself_is_a_tombstone_when_deleted(reg: Any) -> None:
+    """A finding that landed on trunk in a merge commit's own change (an "evil merge", in no commit
+    of either side) and was deleted later is named by tombstone-not-delete (D-221; missed before)."""
+    ws = reg
+    ws.git("checkout", "-q", "-b", "side")
+    ws.write("intake/I-side.md", "---\nid: I-side\n---\nan idea\n")
+    ws.commit("an idea on a side branch")
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--no-ff", "--no-commit", "side")
+    ws.write(FINDING, finding_text())
+    ws.commit("merge side, with a finding of the merge's own")
+    ws.git("checkout", "-q", "-b", "cleanup")
+    (ws.root / FINDING).unlink()
+    ws.commit("remove the finding")
+    result = lint(ws)
+    assert ("tombstone-not-delete", FINDING) in codes(result)
+
+
 def test_stale_knowledge_vetoes_dispatch(reg: Any) -> None:
     ws = reg
     ws.write(FINDING, finding_text())

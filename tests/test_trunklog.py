@@ -70,7 +70,7 @@ rounds = st.lists(  # each: trunk's own commits, a side branch's from the same p
         st.booleans(),  # a baseline commit first
         edits,  # on trunk
         edits,  # on a side branch from the round's start
-        st.sampled_from(["no-ff", "squash", "dropped"]),
+        st.sampled_from(["no-ff", "squash", "evil", "dropped"]),
         st.booleans(),  # the merge or squash authorized
     ),
     min_size=1,
@@ -96,7 +96,7 @@ def _build(root: Path, plan: list[tuple[Any, ...]]) -> None:
     (root / FILES[0]).write_text(_text(FILES[0], frozenset(UNITS), False))
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "file F-a")
-    for baseline, on_trunk, on_side, how, by in plan:
+    for number, (baseline, on_trunk, on_side, how, by) in enumerate(plan):
         if baseline:
             _git(root, "commit", "-q", "--allow-empty", "-m", "init\n\nRegulator-Decision: baseline")
         _git(root, "checkout", "-q", "-B", "side")
@@ -105,19 +105,17 @@ def _build(root: Path, plan: list[tuple[Any, ...]]) -> None:
         _git(root, "checkout", "-q", "main")
         for step in on_trunk:
             _commit(root, step)
+        merge = ["merge", "-q", "--no-ff", "-X", "theirs"]
         if how == "no-ff":
-            done = _git(
-                root,
-                "merge",
-                "-q",
-                "--no-ff",
-                "-X",
-                "theirs",
-                "-m",
-                f"merge{_trailer(by)}",
-                "side",
-                check=False,
-            )
+            done = _git(root, *merge, "-m", f"merge{_trailer(by)}", "side", check=False)
+        elif how == "evil":  # the merge commit adds a file of its own, in no commit of either side
+            done = _git(root, *merge, "--no-commit", "side", check=False)
+            merging = _git(root, "rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).returncode == 0
+            if done.returncode == 0 and merging:  # not "already up to date"
+                (root / "intake").mkdir(exist_ok=True)
+                (root / "intake" / f"I-evil-{number}.md").write_text("evil\n")
+                _git(root, "add", "-A")
+                _git(root, "commit", "-q", "-m", f"merge{_trailer(by)}")
         elif how == "squash":
             done = _git(root, "merge", "-q", "--squash", "-X", "theirs", "side", check=False)
             if done.returncode == 0:
@@ -128,9 +126,11 @@ def _build(root: Path, plan: list[tuple[Any, ...]]) -> None:
         _git(root, "branch", "-q", "-D", "side")
 
 
-def _added_alone(root: Path, tip: str) -> set[str]:
-    """The files lint took as landed before D-221: its own `git log --diff-filter=A`."""
-    done = git_read(root, "log", tip, "--diff-filter=A", "--no-renames", "--name-only", "-z", "--format=")
+def _added_alone(root: Path, tip: str, *merges: str) -> set[str]:
+    """The files lint took as landed before D-221: its own `git log --diff-filter=A` (with
+    `merges`, the additions of merge commits against their first parent, which it missed)."""
+    args = ["--diff-filter=A", "--no-renames", "--name-only", "-z", "--format="]
+    done = git_read(root, "log", tip, *merges, *args)
     assert done.returncode == 0
     prefixes = tuple(f"{folder}/" for folder in history.FOLDERS)
     return {
@@ -161,7 +161,8 @@ def test_the_shared_pass_gives_what_each_read_alone_gives(part: int, plan: list[
         _build(root, plan)
         tip = _git(root, "rev-parse", "main").stdout.strip()
         log = history.trunk_log(root, tip)
-        assert history.landed(log) == _added_alone(root, tip)
+        merges = _added_alone(root, tip, "--merges", "--diff-merges=first-parent")
+        assert history.landed(log) == _added_alone(root, tip) | merges
         alone = walk_at(root, tip, _authorize)
         assert alone.available
         assert walk_at(root, tip, _authorize, lambda: log) == alone
