@@ -83,7 +83,8 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
         if action.name == "ack":
             denied = rules.acking(people, person, found)
         else:
-            denied = rules.resolving_finding(people, person, found)
+            still = any(found.id in ids for ids in snap.stale.values())  # the engine's stale_knowledge
+            denied = rules.resolving_finding(people, person, found, still)
     elif action.name == "dismiss":
         if kind not in ("bad", "verify"):
             return "select a bad store line or a verify finding"

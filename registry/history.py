@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
+from registry.gitcall import branch_name
 from registry.gitcall import read as _git
 
 if TYPE_CHECKING:
@@ -274,7 +275,10 @@ def _cat_batch(root: Path, names: list[str]) -> dict[str, bytes | None]:
 
 
 def resolve_trunk(root: Path, trunk: str) -> str | None:
-    """refs/heads/<trunk>, else refs/remotes/origin/<trunk>, as it exists; None when neither."""
+    """refs/heads/<trunk>, else refs/remotes/origin/<trunk>, as it exists; None when neither, or
+    when `trunk` is no branch name (registry.gitcall.branch_name)."""
+    if not branch_name(trunk):
+        return None
     for candidate in (f"refs/heads/{trunk}", f"refs/remotes/origin/{trunk}"):
         if _git(root, "rev-parse", "--verify", "--quiet", candidate).returncode == 0:
             return candidate
@@ -284,7 +288,9 @@ def resolve_trunk(root: Path, trunk: str) -> str | None:
 def trunk_commit(root: Path, trunk: str) -> tuple[str, str] | None:
     """(refs/heads/<trunk>, else refs/remotes/origin/<trunk>; the commit it names): the branch by
     its full name, never a tag named like it, which any worktree can make; None when neither
-    names a commit."""
+    names a commit, or `trunk` is no branch name."""
+    if not branch_name(trunk):
+        return None
     for candidate in (f"refs/heads/{trunk}", f"refs/remotes/origin/{trunk}"):
         done = _git(root, "rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}")
         sha = done.stdout.decode("utf-8", errors="replace").strip()
@@ -294,7 +300,10 @@ def trunk_commit(root: Path, trunk: str) -> tuple[str, str] | None:
 
 
 def no_trunk_branch(trunk: str) -> str:
-    """The words for a repository with neither trunk's branch nor origin's (every reader says it so)."""
+    """The words for a repository with neither trunk's branch nor origin's (every reader says it so),
+    or for a trunk that is no branch name at all."""
+    if not branch_name(trunk):
+        return f"trunk {trunk!r} is no branch name (regulator/config.yaml's trunk:, or --trunk)"
     return f"no trunk branch {trunk!r} (nor origin/{trunk})"
 
 

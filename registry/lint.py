@@ -222,9 +222,16 @@ def _finding(
 
 
 def _load_bearing(fields: dict | None) -> dict:
+    """The load-bearing fields of a version as it stood (unvalidated frontmatter). An ack that is
+    not text (`ack: 2026-08-11` unquoted is a YAML date, `ack: 7` a number) is kept as a non-empty
+    text: it arrives or changes as an ack does, needing the same authorization (fail closed)."""
     if fields is None:
         return {}
-    return {k: fields.get(k) for k in LOAD_BEARING}
+    found = {k: fields.get(k) for k in LOAD_BEARING}
+    ack = found["ack"]
+    if ack is not None and not isinstance(ack, str):
+        found["ack"] = f"{ack!r} (not text)"
+    return found
 
 
 def authorize_commit(policy: Policy, sha: str, email: str, message: str) -> tuple[str | None, str]:
@@ -250,7 +257,14 @@ def authorize_commit(policy: Policy, sha: str, email: str, message: str) -> tupl
             )
             continue
         return name, f"authorized (claimed) by {name} in {sha[:10]}: the commit is not signed"
-    return None, seen
+    if seen:
+        return None, seen
+    if "authorized-by:" in message.lower():  # a trailer git would not read as one
+        return None, (
+            f"{sha[:10]} names Authorized-by:, but not as a line of its message's last paragraph "
+            "(git's trailer block; a squash's default message indents it)"
+        )
+    return None, f"no Authorized-by: <person with the ack grant> trailer in {sha[:10]}"
 
 
 def _authorizer(

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from registry.entries import LOAD_BEARING, Entry, entry_or_none
+from registry.gitcall import branch_name
 from registry.gitcall import read as _git
 
 if TYPE_CHECKING:
@@ -124,6 +125,10 @@ def baseline_of(root: Path, ref: str) -> str:
 
 def locate(root: Path, trunk: str) -> tuple[str, str] | TrunkFindings:
     """(trunk's ref, its commit), or why trunk's history cannot be walked here."""
+    if not branch_name(trunk):  # never revision syntax: "trunk" is a branch, not any commit
+        from registry.history import no_trunk_branch
+
+        return unavailable(no_trunk_branch(trunk))
     # the common case in one call: not shallow, and the local trunk branch's commit
     local = f"refs/heads/{trunk}"
     said = _git(root, "rev-parse", "--is-shallow-repository", f"{local}^{{commit}}", "--")
@@ -224,7 +229,7 @@ def walk_at(
             if verdict is None:
                 verdict = authorize(sha, email, message)
             who, how = verdict
-            if who is None and len(parents) > 1 and (changed or lifts):
+            if who is None and len(parents) > 1 and (changed or lifts or pending.get(path)):
                 who, how = _from_side(root, sha, parents[0], path, fields, authorize, how)
             last[path] = fields
             if who is not None:

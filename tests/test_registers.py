@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import subprocess
 from pathlib import Path
@@ -120,6 +121,32 @@ def test_an_entry_a_merge_commit_added_itself_is_a_tombstone_when_deleted(reg: A
     ws.commit("remove the finding")
     result = lint(ws)
     assert ("tombstone-not-delete", FINDING) in codes(result)
+
+
+@pytest.mark.parametrize("ack", [datetime.date(2026, 8, 11), 7])
+def test_an_ack_that_is_not_text_is_an_error_never_a_traceback(reg: Any, ack: Any) -> None:
+    """`ack: 2026-08-11` unquoted is a YAML date (and `ack: 7` a number): committed on a branch and
+    merged, and uncommitted in the working tree, every lint names it and the ack it brings without
+    authorization, in lines, exit 1 (a traceback before)."""
+    ws = reg
+    ws.write(FINDING, finding_text())
+    ws.commit("file it")
+    before = ws.git("rev-parse", "main").strip()
+    ws.git("checkout", "-q", "-b", "unit/ack")
+    ws.write(FINDING, finding_text(ack=ack))
+    ws.commit("ack", email="u1@units.invalid", sign=False)
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--no-ff", "-m", "merge unit/ack", "unit/ack")
+    result = lint(ws, "--range", f"{before}..main")
+    assert ("unauthorized-change", FINDING) in codes(result)
+    assert ("schema", FINDING) in codes(lint(ws))
+    # a version that is no valid finding changes nothing on trunk: the hold stays
+    assert unit(ws, "release-hardening/manifest")["staleKnowledge"] == ["F-alert-path-dead"]
+    ws.write("findings/F-two.md", finding_text(ack=ack, fid="F-two"))
+    for args in (("registry", "lint"), ("controlroom", "--once", "--json")):
+        done = ws.run(*args)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, (args, done.stderr)
+    assert ("unauthorized-change", "findings/F-two.md") in codes(lint(ws))
 
 
 def test_stale_knowledge_vetoes_dispatch(reg: Any) -> None:

@@ -19,6 +19,7 @@ from engine.log.events import STORES
 from engine.trust.idhistory import BASELINE, DECIDED_BY, DECISION
 from identity.files import IDENTITY_DIR, POLICY_DIR, STORE_POLICY, content_hash
 from identity.shipped import IDENTITY_FILES, policy_files
+from registry.gitcall import branch_name
 
 
 def make_read_only(path: Path) -> None:
@@ -96,7 +97,7 @@ def setup(
         raise Refused(f"{root} is already a regulator workspace ({STATE_DIR}/ exists); nothing written")
     if owner is not None:
         check_text("--owner", owner, kind="name")
-    if not trunk or any(c in trunk for c in " \t\n~^:?*[\\") or trunk.startswith("-"):
+    if not branch_name(trunk):
         raise BadInput(f"--trunk {trunk!r} is not a branch name")
     if clock_mode not in ("system", "pinned"):
         raise BadInput(f"--clock {clock_mode!r} is not one of system, pinned")

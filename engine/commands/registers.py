@@ -14,13 +14,14 @@ from engine.base.text import escape
 from engine.checkout.gitconfig import trunk_of
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person, require_grant
-from engine.read.ladder import registers_of
+from engine.read.ladder import registers_of, still_holds
 from engine.read.model import UNKNOWN_STATUS, State
 from engine.read.queries import unit_status
 from engine.read.rules import acking, refuse, resolving_finding
 from engine.trust.ackers import lint_policy, policy_at, walk_policy
 from identity import regular
 from registry.entries import FINDING_ID, REGISTERS, Entry, Issue
+from registry.gitcall import branch_name
 from registry.history import History, RangeError, RangeHistory, TrunkLog, read_history, read_range
 from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range, lint_trunk
 from registry.trunkwalk import TrunkFindings
@@ -70,6 +71,8 @@ def lint(
     error, not a warning."""
     from engine.read.ladder import walk_trunk
 
+    if trunk is not None and not branch_name(trunk):
+        raise BadInput(f"--trunk {trunk!r} is no branch name")
     with ThreadPoolExecutor(max_workers=2) as pool:
         pending: Future[RangeHistory] | Future[History]
         walking: Future[TrunkFindings] | None = None
@@ -81,7 +84,7 @@ def lint(
             if not isinstance(getattr(state.registers, "trunk", None), TrunkFindings):
                 # design §26's walk, while the entries parse; it follows the history pass lint
                 # reads anyway where it needs a fresh walk and the pass is of the same commit
-                walking = pool.submit(walk_trunk, ws, shared.result)
+                walking = pool.submit(walk_trunk, ws, shared.result, trunk)
         registers = registers_of(ws, state)
         known = ws.has_stores  # without the stores a unit's state is unknown (design §16.2)
         if known:
@@ -186,7 +189,7 @@ def resolve_finding(
     entry = _finding(ws, state, finding_id)
     require_grant(ws, person, "ack", "resolve a finding")
     signed = _commit_ready(ws, person, commit)
-    refuse(resolving_finding(ws.people(), person, entry))
+    refuse(resolving_finding(ws.people(), person, entry, still_holds(ws, state, entry.id)))
     path = ws.tree / entry.path
     if commit:
         _clean_registers(ws)

@@ -48,9 +48,12 @@ def trunk_findings(ws: Workspace, state: State) -> TrunkFindings:
     return registers.trunk
 
 
-def walk_trunk(ws: Workspace, shared: Callable[[], TrunkLog | None] | None = None) -> TrunkFindings:
+def walk_trunk(
+    ws: Workspace, shared: Callable[[], TrunkLog | None] | None = None, trunk: str | None = None
+) -> TrunkFindings:
     """The walk itself (kept between commands by engine.read.trunkcache), for trunk_findings or for
-    a caller that walks while it reads the registers (lint, which gives it its history pass)."""
+    a caller that walks while it reads the registers (lint, which gives it its history pass and
+    the trunk its `--trunk` names)."""
     from engine.checkout.gitconfig import trunk_of
     from engine.read.trunkcache import walked
 
@@ -61,7 +64,12 @@ def walk_trunk(ws: Workspace, shared: Callable[[], TrunkLog | None] | None = Non
 
     # the policy is read on the first change that needs authorizing, or to check a kept walk
     # that asked it (a walk that authorizes nothing, the common `status`, never parses policy)
-    return walked(ws, trunk_of(ws), policy, shared)
+    return walked(ws, trunk or trunk_of(ws), policy, shared)
+
+
+def still_holds(ws: Workspace, state: State, finding_id: str) -> bool:
+    """Whether a finding holds any unit (stale_knowledge's answer), resolved in its file or not."""
+    return any(finding_id in ids for ids in stale_knowledge(ws, state).values())
 
 
 def stale_knowledge(ws: Workspace, state: State) -> dict[str, list[str]]:

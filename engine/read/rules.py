@@ -392,10 +392,14 @@ def acking(people: People, person: str, finding: Entry) -> Denied | None:
     return None
 
 
-def resolving_finding(people: People, person: str, finding: Entry) -> Denied | None:
+def resolving_finding(
+    people: People, person: str, finding: Entry, still_holds: bool = False
+) -> Denied | None:
     """`registry resolve`: the ack grant (lint authorizes a change of `resolved` by it), and a
-    finding not resolved yet."""
+    finding not resolved yet, or resolved where that counted for nothing: `still_holds`, it holds a
+    unit all the same (engine.read.ladder.stale_knowledge: a resolve on trunk without authorization,
+    or one not committed). Resolving it again is the way out: a commit touching it, authorized."""
     denied = lacks(people, person, "ack", "resolve a finding")
-    if denied is None and finding.fields["resolved"]:
+    if denied is None and finding.fields["resolved"] and not still_holds:
         denied = Denied("the finding is resolved: it is history", f"{finding.id} is already resolved")
     return denied

@@ -109,6 +109,47 @@ def test_without_trunks_history_no_resolve_lifts_a_hold(filed: Workspace) -> Non
     assert next(u for u in ws.json("status")["units"] if u["id"] == "u1")["staleKnowledge"] == ["F-x"]
 
 
+@pytest.mark.parametrize("named", ['"main^{/the workspace}"', '"main~2"', '"@{1}"', '"x\\0y"'])
+def test_a_trunk_that_is_no_branch_name_lifts_no_hold_and_breaks_no_command(
+    filed: Workspace, named: str
+) -> None:
+    """A committed `trunk:` in revision syntax made "trunk" an old commit no branch names (before the
+    finding: the quiet resolve then lifted its hold, and every check passed); a NUL in it stopped
+    status, lint and --once with a traceback. A trunk is a branch's name or none: no commit is trunk
+    then, so every finding holds what it names (D-201), and every command answers in lines."""
+    ws = filed
+    ws.write(FINDING, finding(resolved="true"))
+    ws.write("regulator/config.yaml", f"trunk: {named}\n")
+    ws.commit("move trunk and close it", sign=False)
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    for args in (("status",), ("registry", "lint"), ("controlroom", "--once", "--json")):
+        done = ws.run(*args)
+        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, (args, done.stderr)
+    data = json.loads(ws.run("registry", "lint", "--json").stdout)
+    assert "is no branch name" in data["historyUnavailable"]
+
+
+@pytest.mark.parametrize("trunk", ["", "main~1", "main^{/x}"])
+def test_lint_trunk_that_is_no_branch_name_is_bad_input(filed: Workspace, trunk: str) -> None:
+    done = filed.run("registry", "lint", "--trunk", trunk)
+    assert done.returncode == 2 and "is no branch name" in one_line(done)
+
+
+def test_lint_trunk_names_the_trunk_the_walk_follows_too(filed: Workspace) -> None:
+    """`registry lint --trunk B`: one trunk for the run. The history lint reads and design §26's
+    walk were of B and of the configured trunk (main) before: a branch without trunk's history was
+    reported "history NOT checked" and, in the same run, an unauthorized change on main."""
+    ws = filed
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("close it quietly", sign=False)
+    assert (
+        json.loads(ws.run("registry", "lint", "--json").stdout)["errors"][0]["code"] == "unauthorized-change"
+    )
+    data = json.loads(ws.run("registry", "lint", "--json", "--trunk", "nosuch").stdout)
+    assert data["historyChecked"] is False and "nosuch" in data["historyUnavailable"]
+    assert "unauthorized-change" not in [e["code"] for e in data["errors"]]
+
+
 def test_a_trailer_without_the_signature_lifts_nothing_where_signatures_are_required(
     filed: Workspace,
 ) -> None:
@@ -165,6 +206,61 @@ def test_a_later_authorized_commit_decides_the_entry_afresh(filed: Workspace) ->
     ws.commit("resolve F-x\n\nAuthorized-by: alice")
     assert json.loads(ws.run("registry", "lint", "--json").stdout)["errors"] == []
     ws.run("unit", "dispatch", "u1", check=True)
+
+
+def test_a_later_authorized_commit_merged_no_ff_decides_the_entry_afresh(filed: Workspace) -> None:
+    """The way out of an unauthorized resolve on trunk, through a branch: a signed commit with
+    Authorized-by touching the entry, merged with --no-ff by an unsigned merge commit. The merge
+    brings no load-bearing change (the fields were already resolved), so the merged side's commit
+    was never asked and the hold stayed for good; merged --ff-only it lifted."""
+    ws = filed
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("close it quietly", sign=False)
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    ws.git("checkout", "-q", "-b", "desk")
+    ws.write(FINDING, finding(resolved="true", body="reviewed: the alerter ships its CLI\n"))
+    ws.commit("resolve F-x\n\nAuthorized-by: alice")
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--no-ff", "--no-edit", "desk")
+    data = json.loads(ws.run("registry", "lint", "--json").stdout)
+    assert data["errors"] == [], data["errors"]
+    ws.run("unit", "dispatch", "u1", check=True)
+
+
+def test_an_unauthorized_change_says_what_the_commit_lacks(filed: Workspace) -> None:
+    """The reason in an unauthorized change's message was empty where the commit carried no trailer
+    at all, or carried one git does not read as a trailer (not in the last paragraph, as a squash's
+    default message indents it): it now names the commit and what it lacks."""
+    ws = filed
+    ws.git("checkout", "-q", "-b", "fix")
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("close it on a branch", sign=False)
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--no-ff", "-m", "Merge fix\n\n    Authorized-by: alice\n\nsquashed", "fix")
+    side = ws.git("rev-parse", "fix").strip()
+    merge = ws.git("rev-parse", "main").strip()
+    message = json.loads(ws.run("registry", "lint", "--json").stdout)["errors"][0]["message"]
+    assert f"{merge[:10]} names Authorized-by:, but not as a line of its message's last paragraph" in message
+    assert f"the merged commit {side[:10]} that made it: no Authorized-by: " in message
+    assert "; ;" not in message and ": ;" not in message
+
+
+def test_resolving_again_is_the_way_out_of_a_resolve_that_counted_for_nothing(filed: Workspace) -> None:
+    """A quiet resolve on trunk holds u1 all the same, and the dispatch refusal says to resolve the
+    finding; `registry resolve` used to refuse it as "already resolved" (and `ack` as history), so
+    no command lifted the hold. It now resolves it again: an authorized, signed commit touching the
+    entry, which decides it afresh. A finding resolved with authorization is refused as before."""
+    ws = filed
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("close it quietly", sign=False)
+    assert "registry resolve F-x" in refused(ws, "unit", "dispatch", "u1")
+    ws.run("registry", "resolve", "F-x", "--by", "alice", "--rationale", "reviewed", "--commit", check=True)
+    assert "Authorized-by: alice" in ws.git("log", "-1", "--format=%B")
+    assert json.loads(ws.run("registry", "lint", "--json").stdout)["errors"] == []
+    ws.run("unit", "dispatch", "u1", check=True)
+    assert "F-x is already resolved" in refused(
+        ws, "registry", "resolve", "F-x", "--by", "alice", "--rationale", "again", "--commit"
+    )
 
 
 def test_a_claimed_authorization_counts_where_signatures_are_not_required(filed: Workspace) -> None:
