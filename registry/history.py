@@ -303,7 +303,7 @@ def no_trunk_branch(trunk: str) -> str:
     """The words for a repository with neither trunk's branch nor origin's (every reader says it so),
     or for a trunk that is no branch name at all."""
     if not branch_name(trunk):
-        return f"trunk {trunk!r} is no branch name (regulator/config.yaml's trunk:, or --trunk)"
+        return f"trunk {trunk!r} is no branch name (.regulator/trunk, regulator/config.yaml's trunk:, or --trunk)"
     return f"no trunk branch {trunk!r} (nor origin/{trunk})"
 
 

@@ -24,6 +24,8 @@ CODES = {
     "intake-debt": "warning: a `new` intake entry older than intakeDebtDays",
     "tombstone-not-delete": "error: a register entry that landed on trunk is missing",
     "unauthorized-change": "error: a load-bearing field changed without authorization",
+    "trunk-moved": "error: regulator/config.yaml names another trunk than the one this lint follows "
+    "(the host's .regulator/trunk, or --trunk): a committed file does not move trunk",
     "ack-removed": "error: an ack was removed without authorization",
     "bad-ref": "error: a typed reference does not resolve",
     "observed-under-finding": "error: a record claims `observed` on an axis while an acknowledged, "

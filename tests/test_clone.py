@@ -231,7 +231,7 @@ def documented_commands() -> list[str]:
     block = section.split("```sh\n", 1)[1].split("```", 1)[0]
     commands = [line for line in block.splitlines() if line.strip()]
     assert commands == [
-        'regulator registry lint --require-history --range "$BEFORE..$AFTER"',
+        'regulator registry lint --require-history --trunk main --range "$BEFORE..$AFTER"',
         "regulator controlroom --once --registers-only",
     ]
     yml = text.split("```yaml\n", 1)[1].split("```", 1)[0]

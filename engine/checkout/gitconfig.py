@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from engine.base.errors import RegulatorError
 from engine.checkout.workspace import Workspace
 from identity import regular
 from registry.gitcall import git_text
@@ -17,14 +18,44 @@ def git_config(root: Path, key: str) -> str | None:
     return value or None
 
 
+HOST_TRUNK = "trunk"  # .regulator/trunk: the trunk this host follows (init writes it; a person edits it)
+
+
 def trunk_of(ws: Workspace) -> str:
+    """The trunk every command follows: on the host, the one `.regulator/trunk` names (D-224); in a
+    clone, or on a host made before that file, the one `regulator/config.yaml` names. A committed
+    file any merged branch can change does not move the host's trunk."""
+    recorded = host_trunk(ws)
+    return recorded if recorded is not None else configured_trunk(ws)
+
+
+def host_trunk(ws: Workspace) -> str | None:
+    """`.regulator/trunk`'s name, as written (a name that is no branch's is refused where it is
+    resolved: then no commit is trunk and every finding holds, D-201); None where there is none."""
+    try:
+        text = regular.read_text(ws.state_dir / HOST_TRUNK, limit=4096)
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, ValueError, RegulatorError):  # there, unreadable: no trunk
+        return ""
+    return text.strip()
+
+
+def configured_trunk(ws: Workspace) -> str:
     """The trunk `regulator/config.yaml` names (`trunk:`, read as YAML: quotes and comments are
     YAML's), or main when it names none."""
-    from identity.yamlload import YamlError, safe_load_strict
-
     try:
         text = regular.read_text(ws.root / CONFIG)
     except FileNotFoundError:
+        return "main"
+    return trunk_in(text)
+
+
+def trunk_in(text: str | None) -> str:
+    """The trunk a `regulator/config.yaml` text names, or main when it names none."""
+    from identity.yamlload import YamlError, safe_load_strict
+
+    if text is None:
         return "main"
     try:
         data = safe_load_strict(text)

@@ -12,7 +12,7 @@ import msgspec
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
 from engine.base.limits import check_text
-from engine.checkout.gitconfig import CONFIG, git_config
+from engine.checkout.gitconfig import CONFIG, HOST_TRUNK, git_config
 from engine.checkout.workspace import STATE_DIR, Workspace
 from engine.commands.written import BaselineEvent
 from engine.log.events import STORES
@@ -159,6 +159,8 @@ def setup(
     from engine.read.checkpoint import host_key
 
     host_key(ws, create=True)
+    # the trunk this host follows, where no merged branch can move it (D-224)
+    (ws.state_dir / HOST_TRUNK).write_text(f"{trunk}\n", encoding="utf-8")
     now = clock.iso(clock.now())
     identity_store = ws.store("identity")
     # the first event's hash names the workspace: never two alike (under a pinned clock, for

@@ -109,6 +109,7 @@ def lint(
             raise BadInput(str(exc)) from None
         if walking is not None and not isinstance(registers.trunk, TrunkFindings):
             registers.trunk = walking.result()
+    result.issues += _trunk_moved(ws, trunk)
     if isinstance(history, RangeHistory):  # range_spec was given
         before = history.spec.partition("..")[0]
         result.issues += lint_range(history, policy_at(ws, history.policy, before))
@@ -206,6 +207,35 @@ def resolve_finding(
             ws, state, path, f"registry: resolve {finding_id} by {person}", person, signed, "resolution"
         )
     return path
+
+
+def _trunk_moved(ws: Workspace, trunk: str | None) -> list[Issue]:
+    """`trunk-moved` (D-224): regulator/config.yaml names another trunk than the one this run
+    follows. On the host without `--trunk`, that is its record (`.regulator/trunk`); with `--trunk`
+    (a CI job names trunk itself), the trunk the file names on that branch's own commit, so a branch
+    that changes `trunk:` is named and linting against another base is not. In a clone without
+    `--trunk` the file is all there is."""
+    from engine.checkout.gitconfig import CONFIG, configured_trunk, host_trunk, trunk_in
+    from registry.history import _cat_batch, resolve_trunk
+
+    configured = configured_trunk(ws)
+    if trunk is None:
+        followed, source = host_trunk(ws), ".regulator/trunk, the host's"
+    else:
+        ref = resolve_trunk(ws.tree, trunk)
+        if ref is None:
+            return []  # no such trunk here: history-unavailable says so
+        text = _cat_batch(ws.tree, [f"{ref}:{CONFIG}"]).get(f"{ref}:{CONFIG}")
+        followed = trunk_in(text.decode("utf-8", "replace") if text is not None else None)
+        source = f"as {ref} names it"
+    if followed is None or configured == followed:
+        return []
+    message = (
+        f"regulator/config.yaml names trunk {configured!r}, but this lint follows {followed!r} ({source}): "
+        "a committed file does not move trunk; to move it, a person edits .regulator/trunk on the host "
+        "and trunk: in the same change"
+    )
+    return [Issue("error", "trunk-moved", "regulator/config.yaml", message)]
 
 
 def _finding(ws: Workspace, state: State, finding_id: str) -> Entry:

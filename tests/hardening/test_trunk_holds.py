@@ -6,10 +6,11 @@ Real git, real signatures (alice's ssh-keygen key), the real `regulator` command
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from tests.helpers import Workspace, one_line
+from tests.helpers import Workspace, clone, one_line
 
 FINDING = "findings/F-x.md"
 HEAD = "---\nid: F-x\ndate: '2026-11-01'\ntitle: the alerter is dead\n"
@@ -111,22 +112,70 @@ def test_without_trunks_history_no_resolve_lifts_a_hold(filed: Workspace) -> Non
 
 @pytest.mark.parametrize("named", ['"main^{/the workspace}"', '"main~2"', '"@{1}"', '"x\\0y"'])
 def test_a_trunk_that_is_no_branch_name_lifts_no_hold_and_breaks_no_command(
-    filed: Workspace, named: str
+    filed: Workspace, named: str, tmp_path: Path
 ) -> None:
     """A committed `trunk:` in revision syntax made "trunk" an old commit no branch names (before the
     finding: the quiet resolve then lifted its hold, and every check passed); a NUL in it stopped
-    status, lint and --once with a traceback. A trunk is a branch's name or none: no commit is trunk
-    then, so every finding holds what it names (D-201), and every command answers in lines."""
+    status, lint and --once with a traceback. The host follows its own record (.regulator/trunk,
+    D-224) and names the move; in a clone, where the file is all there is, a trunk is a branch's
+    name or none: no commit is trunk then, and every command answers in lines (D-222)."""
     ws = filed
     ws.write(FINDING, finding(resolved="true"))
     ws.write("regulator/config.yaml", f"trunk: {named}\n")
     ws.commit("move trunk and close it", sign=False)
     assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    codes = [e["code"] for e in json.loads(ws.run("registry", "lint", "--json").stdout)["errors"]]
+    assert codes == ["trunk-moved", "unauthorized-change"], codes
+    here = clone(ws, tmp_path / "ci")
     for args in (("status",), ("registry", "lint"), ("controlroom", "--once", "--json")):
-        done = ws.run(*args)
+        done = ws.run(*args, cwd=here)
         assert done.returncode in (0, 1) and "Traceback" not in done.stderr, (args, done.stderr)
-    data = json.loads(ws.run("registry", "lint", "--json").stdout)
+    data = json.loads(ws.run("registry", "lint", "--json", cwd=here).stdout)
     assert "is no branch name" in data["historyUnavailable"]
+
+
+def test_a_merged_branch_naming_another_trunk_moves_nothing_on_the_host(
+    filed: Workspace, tmp_path: Path
+) -> None:
+    """Adversarial review of D-222: a unit's branch forked before F-x was filed brings F-x over
+    resolved and names itself as trunk in regulator/config.yaml; merged --no-ff. The host then
+    walked that branch, whose history never held F-x: the hold was lifted and every check passed.
+    The host follows .regulator/trunk (D-224) and lint names the move; a clone's lint given
+    `--trunk main` (docs/ci.md) names it too."""
+    ws = filed
+    ws.git("checkout", "-q", "-b", "unit/u1-z", "HEAD~1")
+    ws.write(FINDING, finding(resolved="true"))
+    ws.write("regulator/config.yaml", "trunk: unit/u1-z\n")
+    ws.commit("sync", sign=False)
+    ws.git("checkout", "-q", "main")
+    # the pull request's check, in a clone of the branch, trunk named by the job (docs/ci.md)
+    here = clone(ws, tmp_path / "ci")
+    ws.git("-C", str(here), "checkout", "-q", "unit/u1-z")
+    data = json.loads(ws.run("registry", "lint", "--json", "--trunk", "main", cwd=here).stdout)
+    moved = next(e["message"] for e in data["errors"] if e["code"] == "trunk-moved")
+    assert "names trunk 'unit/u1-z', but this lint follows 'main' (as refs/heads/main names it)" in moved
+    ws.git("merge", "-q", "--no-ff", "-X", "theirs", "-m", "Merge unit/u1-z", "unit/u1-z")
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    errors = json.loads(ws.run("registry", "lint", "--json").stdout)["errors"]
+    assert {e["code"] for e in errors} == {"trunk-moved", "unauthorized-change"}, errors
+    moved = next(e["message"] for e in errors if e["code"] == "trunk-moved")
+    assert "names trunk 'unit/u1-z', but this lint follows 'main' (.regulator/trunk, the host's)" in moved
+
+
+def test_a_host_without_a_trunk_record_follows_its_config(filed: Workspace) -> None:
+    """A workspace made before .regulator/trunk: the configured trunk, as before D-224."""
+    ws = filed
+    (ws.root / ".regulator" / "trunk").unlink()
+    ws.git("branch", "-q", "develop", "HEAD~1")  # before F-x was filed
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("close it quietly", sign=False)  # on main, which is not the configured trunk
+    ws.write("regulator/config.yaml", "trunk: develop\n")
+    data = json.loads(ws.run("registry", "lint", "--json").stdout)
+    assert data["errors"] == [], data["errors"]  # develop's history holds no change to F-x
+    assert "trunk-moved" not in {e["code"] for e in data["errors"]}
+    ws.write("regulator/config.yaml", "trunk: main\n")
+    data = json.loads(ws.run("registry", "lint", "--json").stdout)
+    assert [e["code"] for e in data["errors"]] == ["unauthorized-change"]
 
 
 @pytest.mark.parametrize("trunk", ["", "main~1", "main^{/x}"])
