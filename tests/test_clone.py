@@ -408,6 +408,24 @@ def test_a_key_a_decision_adds_signs_only_after_it(ws: helpers.Workspace, tmp_pa
     assert done.returncode == 1 and "decided by carol, who lacks the accept grant" in done.stdout
 
 
+def test_a_decision_turning_signatures_off_is_signed_and_a_clone_verifies(
+    ws: helpers.Workspace, tmp_path: Path
+) -> None:
+    """Accepting `requireSignatures: false` committed the decision unsigned (the policy after it
+    no longer asks), while a clone judges that commit under the policy before it, which does: every
+    CI check then failed for good. The decision's commit is signed where the policy it replaces
+    required signatures."""
+    ws.decide(
+        INTERACTION,
+        (ws.root / INTERACTION).read_text().replace("requireSignatures: true", "requireSignatures: false"),
+    )
+    decided = ws.git("log", "-1", "--format=%H", "--", INTERACTION).strip()
+    assert "\ngpgsig -----BEGIN SSH SIGNATURE-----" in ws.git("cat-file", "commit", decided)
+    here = clone(ws, tmp_path)
+    done = ws.run("identity", "verify", cwd=here)
+    assert done.returncode == 0, done.stdout
+
+
 def test_merge_squash_and_rebase_do_not_break_identity_verify(ws: helpers.Workspace, tmp_path: Path) -> None:
     ws.git("checkout", "-q", "-b", "side")
     ws.write("notes/side.md", "side work\n")

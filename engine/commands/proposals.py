@@ -161,6 +161,9 @@ def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: 
             "marks": ws.marks(but="identity"),
             "at": clock.iso(clock.now()),
         }
+        # the decision is judged under the policy it replaces: where that required signatures, its
+        # commit is signed, even when it turns them off (a clone's verify asks the policy before it)
+        signed_before = ws.authority().people.require_signatures
         written = ws.store("identity").append(turn.signed(event))
         if verdict == "accepted":  # the decision is the truth; the file follows it
             write_governed(ws.root / proposal["file"], proposal["content"])
@@ -170,7 +173,7 @@ def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: 
 
             follow_clock(ws.url)
     if verdict == "accepted":
-        commit(ws, proposal, person, rationale, written)
+        commit(ws, proposal, person, rationale, written, signed_before)
     return written
 
 
@@ -188,9 +191,17 @@ def _stale(ws: Workspace, proposal: dict) -> Denied | None:
     return None
 
 
-def commit(ws: Workspace, proposal: dict, person: str, rationale: str, decision: dict | None = None) -> bool:
+def commit(
+    ws: Workspace,
+    proposal: dict,
+    person: str,
+    rationale: str,
+    decision: dict | None = None,
+    signed_before: bool = False,
+) -> bool:
     """Commit the accepted file when the workspace is a git repository, with the decision's
-    trailers, signed by the person where signatures are required; False when it is not committed."""
+    trailers, signed by the person where signatures are required, by the policy in force after the
+    decision or by the one it replaced (`signed_before`); False when it is not committed."""
     from engine.trust.gitsig import commit as git_commit
 
     decision_id = (decision or {}).get("id")
@@ -199,7 +210,7 @@ def commit(ws: Workspace, proposal: dict, person: str, rationale: str, decision:
         f"Accepted by {person}: {rationale}\n\nAuthorized-by: {person}\n"
         + (f"Regulator-Decision: {decision_id}\nRegulator-Decided-By: {person}\n" if decision_id else "")
     )
-    sign = ws.authority().people.require_signatures
+    sign = signed_before or ws.authority().people.require_signatures
     return git_commit(ws, [proposal["file"]], message, person, sign)
 
 
