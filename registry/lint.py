@@ -347,7 +347,12 @@ def lint_history(
                 path,
                 f"register entry removed (tombstone-not-delete): {path} landed on trunk; restore "
                 "it and withdraw it in place (resolved: true, or disposition: rejected with a "
-                "reason)",
+                "reason)"
+                + (
+                    "; while it is missing it holds what it held on trunk (a deletion lifts no hold)"
+                    if path.startswith("findings/")
+                    else ""
+                ),
             )
         )
     for path in sorted(registers.paths):

@@ -171,6 +171,7 @@ def test_deleting_a_landed_entry_is_a_tombstone_error(reg: Any) -> None:
     result = lint(ws)
     assert codes(result) == [("tombstone-not-delete", FINDING)]
     assert "register entry removed (tombstone-not-delete)" in result["errors"][0]["message"]
+    assert "while it is missing it holds what it held on trunk" in result["errors"][0]["message"]
     assert "withdraw it in place" in result["errors"][0]["message"]
     # withdraw in place instead, with authorization
     ws.git("checkout", "-q", "main", "--", FINDING)
