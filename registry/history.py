@@ -461,7 +461,12 @@ def read_range(root: Path, spec: str) -> RangeHistory:
     for rev in (before, after):
         done = _git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
         if done.returncode != 0:
-            raise RangeError(f"--range {spec!r}: {rev!r} is not a commit in this repository")
+            hint = (
+                " (a push that creates the branch has no commit before it: run lint without --range)"
+                if rev.strip("0") == ""
+                else ""
+            )
+            raise RangeError(f"--range {spec!r}: {rev!r} is not a commit in this repository{hint}")
         shas.append(done.stdout.decode().strip())
     a, b = shas
     if _git(root, "merge-base", "--is-ancestor", a, b).returncode != 0:

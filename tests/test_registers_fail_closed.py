@@ -431,6 +431,19 @@ def test_a_bad_range_is_bad_input(pushed: Any, spec: Any) -> None:
     assert done.stderr.startswith("regulator: --range") and done.stderr.count("\n") == 1
 
 
+def test_a_range_from_forty_zeros_says_to_lint_without_it(pushed: Any) -> None:
+    """What a CI system sends for a push that creates the branch (docs/ci.md): the line says what to do."""
+    ws, _ = pushed
+    done = ws.run("registry", "lint", "--range", f"{'0' * 40}..main")
+    assert done.returncode == 2 and "run lint without --range" in helpers.one_line(done)
+
+
+def test_a_root_that_is_no_folder_says_so(pushed: Any, tmp_path: Path) -> None:
+    ws, _ = pushed
+    done = ws.run("--root", str(tmp_path / "nowhere"), "status")
+    assert done.returncode == 2 and "is no folder" in helpers.one_line(done)
+
+
 def test_range_in_a_shallow_clone_needs_history(pushed: Any, tmp_path: Path) -> None:
     ws, before = pushed
     ws.write(FINDING, finding_text(resolved=True))
