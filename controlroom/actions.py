@@ -81,7 +81,12 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
         if found is None:
             return "select a finding"
         if action.name == "ack":
-            denied = rules.acking(people, person, found)
+            from engine.read.ladder import unratified_in
+            from registry.trunkwalk import TrunkFindings
+
+            trunk = registers_of(snap.ws, state).trunk  # walked by the snapshot's worker, never here
+            pending = unratified_in(trunk, found) if isinstance(trunk, TrunkFindings) else None
+            denied = rules.acking(people, person, found, pending)
         else:
             still = any(found.id in ids for ids in snap.stale.values())  # the engine's stale_knowledge
             denied = rules.resolving_finding(people, person, found, still)

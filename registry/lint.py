@@ -26,6 +26,8 @@ CODES = {
     "unauthorized-change": "error: a load-bearing field changed without authorization",
     "trunk-moved": "error: regulator/config.yaml names another trunk than the one this lint follows "
     "(the host's .regulator/trunk, or --trunk): a committed file does not move trunk",
+    "trunk-unrecorded": "warning: a host on files without .regulator/trunk follows regulator/config.yaml, "
+    "which a merged branch can change (a workspace made before D-224)",
     "ack-removed": "error: an ack was removed without authorization",
     "bad-ref": "error: a typed reference does not resolve",
     "observed-under-finding": "error: a record claims `observed` on an axis while an acknowledged, "

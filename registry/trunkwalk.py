@@ -196,10 +196,14 @@ def walk_at(
     last: dict[str, dict] = {}  # path -> load-bearing fields of its last valid version
     holds: dict[str, frozenset[str]] = {}
     pending: dict[str, list[int]] = {}  # path -> indexes of unauthorized changes not yet decided afresh
+    # path -> the trunk commit that last set the entry with authority (its arrival, the baseline, or an
+    # authorized change): a merged side's authorization counts only when made after it (D-225)
+    decided: dict[str, str] = {}
     for path, blob in start.items():
         first = entry(path, blob)
         if first is not None:
             last[path], holds[path] = load_bearing(first), held_units(first)
+            decided[path] = base
     for sha, parents, changes in commits:
         email, message = _commit_fields(objects.get(sha))
         subject = message.split("\n", 1)[0]
@@ -225,13 +229,19 @@ def walk_at(
                 changed = ("affects",)
             if not changed and not lifts and not pending.get(path):
                 last[path], holds[path] = fields, kept | units
+                if before is None:
+                    decided[path] = sha
                 continue
             if verdict is None:
                 verdict = authorize(sha, email, message)
             who, how = verdict
             if who is None and len(parents) > 1 and (changed or lifts or pending.get(path)):
-                who, how = _from_side(root, sha, parents[0], path, fields, authorize, how)
+                who, how = _from_side(
+                    root, sha, parents[0], path, fields, authorize, how, decided.get(path, "")
+                )
             last[path] = fields
+            if before is None or who is not None:
+                decided[path] = sha
             if who is not None:
                 holds[path] = units
                 for k in pending.pop(path, []):
@@ -321,10 +331,20 @@ def _start(root: Path, base: str) -> dict[str, str] | None:
 
 
 def _from_side(
-    root: Path, merge: str, first: str, path: str, fields: dict, authorize: Authorize, why: str
+    root: Path,
+    merge: str,
+    first: str,
+    path: str,
+    fields: dict,
+    authorize: Authorize,
+    why: str,
+    decided: str = "",
 ) -> tuple[str | None, str]:
     """A merge brought the change: the newest commit of the merged side that touched the entry
-    authorizes it when it carries the same load-bearing fields and a valid authorization."""
+    authorizes it when it carries the same load-bearing fields and a valid authorization, and was
+    made after trunk's last decision on the entry (`decided`: that commit is its ancestor). A
+    person's older signed commit that never landed (a squashed or abandoned branch), merged in
+    after trunk decided the entry again, decides nothing (D-225)."""
     from registry.history import ZERO, _cat_batch, _raw_log
 
     done = _git(
@@ -351,5 +371,10 @@ def _from_side(
         who, how = authorize(sha, email, message)
         if who is None:
             return None, f"{why}; the merged commit {sha[:10]} that made it: {how}"
+        if decided and _git(root, "merge-base", "--is-ancestor", decided, sha).returncode != 0:
+            return None, (
+                f"{why}; the merged commit {sha[:10]} that made it ({how}) was made before trunk's last "
+                f"decision on the entry ({decided[:10]}), which it does not contain"
+            )
         return who, f"{how} (merged by {merge[:10]})"
     return None, why

@@ -178,6 +178,10 @@ def copy(
         from engine.read.checkpoint import host_key
 
         host_key(Workspace(folder), create=True)
+        from engine.checkout.gitconfig import HOST_TRUNK, trunk_of
+
+        # the trunk the copy's host follows: this one's (D-224), never what a branch may commit
+        (state / HOST_TRUNK).write_text(f"{trunk_of(ws)}\n", encoding="utf-8")
         done = {name: len(lines[name]) for name in STORES}
         target = str(state)
     if as_json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from engine.base.errors import RegulatorError
@@ -32,10 +33,11 @@ def trunk_of(ws: Workspace) -> str:
 def host_trunk(ws: Workspace) -> str | None:
     """`.regulator/trunk`'s name, as written (a name that is no branch's is refused where it is
     resolved: then no commit is trunk and every finding holds, D-201); None where there is none."""
+    path = ws.state_dir / HOST_TRUNK
     try:
-        text = regular.read_text(ws.state_dir / HOST_TRUNK, limit=4096)
+        text = regular.read_text(path, limit=4096)
     except FileNotFoundError:
-        return None
+        return "" if os.path.lexists(path) else None  # a dangling link is there, and names no trunk
     except (OSError, UnicodeDecodeError, ValueError, RegulatorError):  # there, unreadable: no trunk
         return ""
     return text.strip()
@@ -45,9 +47,15 @@ def configured_trunk(ws: Workspace) -> str:
     """The trunk `regulator/config.yaml` names (`trunk:`, read as YAML: quotes and comments are
     YAML's), or main when it names none."""
     try:
-        text = regular.read_text(ws.root / CONFIG)
+        text = regular.read_text(ws.root / CONFIG, limit=1 << 20)
     except FileNotFoundError:
-        return "main"
+        return "" if os.path.lexists(ws.root / CONFIG) else "main"
+    except (
+        OSError,
+        UnicodeDecodeError,
+        ValueError,
+    ):  # a link loop, not UTF-8, huge (no regular file: refused)
+        return ""  # names no trunk: no commit is trunk, and every finding holds (fail closed, D-201)
     return trunk_in(text)
 
 

@@ -14,7 +14,7 @@ from engine.base.text import escape
 from engine.checkout.gitconfig import trunk_of
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person, require_grant
-from engine.read.ladder import registers_of, still_holds
+from engine.read.ladder import registers_of, still_holds, unratified
 from engine.read.model import UNKNOWN_STATUS, State
 from engine.read.queries import unit_status
 from engine.read.rules import acking, refuse, resolving_finding
@@ -159,7 +159,7 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
     entry = _finding(ws, state, finding_id)
     require_grant(ws, person, "ack", "acknowledge a finding")
     signed = _commit_ready(ws, person, commit)
-    refuse(acking(ws.people(), person, entry))
+    refuse(acking(ws.people(), person, entry, unratified(ws, state, entry)))
     path = ws.tree / entry.path
     if commit:
         _clean_registers(ws)
@@ -219,6 +219,12 @@ def _trunk_moved(ws: Workspace, trunk: str | None) -> list[Issue]:
     from registry.history import _cat_batch, resolve_trunk
 
     configured = configured_trunk(ws)
+    if trunk is None and ws.has_stores and ws.url is None and host_trunk(ws) is None:
+        message = (
+            f"this host has no .regulator/trunk: it follows regulator/config.yaml's trunk ({configured!r}), "
+            "which a merged branch can change; write the trunk's name there (echo main > .regulator/trunk)"
+        )
+        return [Issue("warning", "trunk-unrecorded", ".regulator/trunk", message)]
     if trunk is None:
         followed, source = host_trunk(ws), ".regulator/trunk, the host's"
     else:

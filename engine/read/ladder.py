@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from engine.checkout.workspace import Workspace
 from engine.read.model import State
-from registry.entries import Held, Registers, entry_or_none, load_registers
-from registry.trunkwalk import TrunkFindings, held_units, named_units
+from registry.entries import Entry, Held, Registers, entry_or_none, load_registers
+from registry.trunkwalk import TrunkChange, TrunkFindings, held_units, named_units
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -65,6 +67,25 @@ def walk_trunk(
     # the policy is read on the first change that needs authorizing, or to check a kept walk
     # that asked it (a walk that authorizes nothing, the common `status`, never parses policy)
     return walked(ws, trunk or trunk_of(ws), policy, shared)
+
+
+def unratified(ws: Workspace, state: State, entry: Entry) -> TrunkChange | None:
+    """What a person's signed commit touching this finding, as it stands, would authorize unseen:
+    the newest unauthorized change on trunk not yet decided afresh, with `lifts` the units trunk
+    holds that the entry as it stands does not name (none: nothing to ratify, None). Asked by
+    engine.read.rules.acking (D-225)."""
+    return unratified_in(trunk_findings(ws, state), entry)
+
+
+def unratified_in(trunk: TrunkFindings, entry: Entry) -> TrunkChange | None:
+    """`unratified` of a walk already made (the room's snapshot holds one)."""
+    lifted = trunk.holds.get(entry.path, frozenset()) - named_units(entry)
+    if not lifted:
+        return None
+    for change in reversed(trunk.changes):
+        if change.path == entry.path and change.who is None and not change.superseded:
+            return msgspec.structs.replace(change, lifts=tuple(sorted(lifted)))
+    return None
 
 
 def still_holds(ws: Workspace, state: State, finding_id: str) -> bool:

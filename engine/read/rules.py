@@ -36,6 +36,7 @@ from engine.read.queries import STARTED, unit_status
 if TYPE_CHECKING:
     from engine.checkout.authority import People
     from registry.entries import Entry
+    from registry.trunkwalk import TrunkChange
 
 
 class Denied(msgspec.Struct, frozen=True):
@@ -374,11 +375,21 @@ def dismissing(people: People, person: str, identity_line: int | None = None) ->
 # ---- ack: a finding, once, while it is unresolved --------------------------------------------
 
 
-def acking(people: People, person: str, finding: Entry) -> Denied | None:
-    """`registry ack`: the ack grant, and a finding neither resolved nor acknowledged."""
+def acking(people: People, person: str, finding: Entry, pending: TrunkChange | None = None) -> Denied | None:
+    """`registry ack`: the ack grant, and a finding neither resolved nor acknowledged, with no
+    unauthorized change on trunk still lifting nothing (`pending`, engine.read.ladder.unratified):
+    the ack's signed commit decides the entry afresh as it stands (D-136), so it would authorize
+    that change unseen (D-225)."""
     denied = lacks(people, person, "ack", "acknowledge a finding")
     if denied is not None:
         return denied
+    if pending is not None:
+        text = (
+            f"{finding.id}: trunk holds an unauthorized change a signed ack would authorize "
+            f"({', '.join(pending.changed)} changed by {pending.commit[:12]}, which would lift "
+            f"{', '.join(pending.lifts)}); restore those fields in the entry first"
+        )
+        return Denied("an unauthorized change on trunk would be authorized with it", text)
     if finding.fields["resolved"]:
         return Denied(
             "the finding is resolved: history needs no ack",

@@ -6,6 +6,7 @@ Real git, real signatures (alice's ssh-keygen key), the real `regulator` command
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -163,7 +164,8 @@ def test_a_merged_branch_naming_another_trunk_moves_nothing_on_the_host(
 
 
 def test_a_host_without_a_trunk_record_follows_its_config(filed: Workspace) -> None:
-    """A workspace made before .regulator/trunk: the configured trunk, as before D-224."""
+    """A workspace made before .regulator/trunk: the configured trunk, as before D-224, and lint
+    warns that a merged branch can move it. A record that is a dangling link names no trunk."""
     ws = filed
     (ws.root / ".regulator" / "trunk").unlink()
     ws.git("branch", "-q", "develop", "HEAD~1")  # before F-x was filed
@@ -172,10 +174,37 @@ def test_a_host_without_a_trunk_record_follows_its_config(filed: Workspace) -> N
     ws.write("regulator/config.yaml", "trunk: develop\n")
     data = json.loads(ws.run("registry", "lint", "--json").stdout)
     assert data["errors"] == [], data["errors"]  # develop's history holds no change to F-x
-    assert "trunk-moved" not in {e["code"] for e in data["errors"]}
+    assert "trunk-unrecorded" in {w["code"] for w in data["warnings"]}
     ws.write("regulator/config.yaml", "trunk: main\n")
     data = json.loads(ws.run("registry", "lint", "--json").stdout)
     assert [e["code"] for e in data["errors"]] == ["unauthorized-change"]
+    (ws.root / ".regulator" / "trunk").symlink_to("/nonexistent")
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    assert (
+        "is no branch name" in json.loads(ws.run("registry", "lint", "--json").stdout)["historyUnavailable"]
+    )
+
+
+@pytest.mark.parametrize("config", ["loop", "latin-1"])
+def test_a_config_that_cannot_be_read_names_no_trunk_and_breaks_no_command(
+    filed: Workspace, config: str, tmp_path: Path
+) -> None:
+    """Adversarial review of D-224: regulator/config.yaml committed as a link to itself, or not
+    UTF-8, stopped lint and --once on the host, and every command in a clone, with a traceback."""
+    ws = filed
+    path = ws.root / "regulator/config.yaml"
+    path.unlink()
+    if config == "loop":
+        path.symlink_to("config.yaml")
+    else:
+        path.write_bytes(b"trunk: ma\xffin\n")
+    ws.commit("break the config", sign=False)
+    here = clone(ws, tmp_path / "ci")
+    for where in (ws.root, here):
+        for args in (("status",), ("registry", "lint"), ("controlroom", "--once", "--json")):
+            done = ws.run(*args, cwd=where)
+            assert done.returncode in (0, 1) and "Traceback" not in done.stderr, (where, args, done.stderr)
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
 
 
 @pytest.mark.parametrize("trunk", ["", "main~1", "main^{/x}"])
@@ -310,6 +339,63 @@ def test_resolving_again_is_the_way_out_of_a_resolve_that_counted_for_nothing(fi
     assert "F-x is already resolved" in refused(
         ws, "registry", "resolve", "F-x", "--by", "alice", "--rationale", "again", "--commit"
     )
+
+
+def test_a_persons_old_signed_commit_merged_after_trunk_decided_again_decides_nothing(
+    filed: Workspace,
+) -> None:
+    """Adversarial review of D-223: alice's signed resolve on a branch that was squashed (so never
+    landed), then alice resolved again and reopened on trunk. A unit merged her old commit into its
+    own branch (taking her version in the conflict) and that into trunk: the merged side's newest
+    commit touching the entry was alice's old one, and it lifted the hold she had put back. A side's
+    authorization counts only when made after trunk's last decision on the entry (D-225)."""
+    ws = filed
+    ws.git("checkout", "-q", "-b", "alice/fix")
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("resolve F-x\n\nAuthorized-by: alice")
+    stale = ws.git("rev-parse", "HEAD").strip()
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--squash", "alice/fix")
+    ws.commit("Squashed commit", sign=False)
+    ws.write(FINDING, finding(resolved="true", body="resolved again\n"))
+    ws.commit("resolve F-x again\n\nAuthorized-by: alice")
+    ws.write(FINDING, finding(resolved="false", body="reopened: it came back\n"))
+    ws.commit("reopen F-x\n\nAuthorized-by: alice")
+    ws.git("branch", "-q", "-D", "alice/fix")
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    ws.git("checkout", "-q", "-b", "unit/replay")
+    subprocess.run(
+        ["git", "merge", "-q", "--no-ff", "--no-commit", stale], cwd=ws.root, env=ws.env, capture_output=True
+    )
+    ws.git("checkout", stale, "--", FINDING)
+    ws.commit("merge", email="u1@units.invalid", sign=False)
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--no-ff", "--no-edit", "unit/replay")
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    errors = json.loads(ws.run("registry", "lint", "--json").stdout)["errors"]
+    assert any("was made before trunk's last decision on the entry" in e["message"] for e in errors), errors
+
+
+def test_a_signed_ack_does_not_ratify_an_unauthorized_narrowing_unseen(filed: Workspace) -> None:
+    """Adversarial review of D-223: a unit's merged narrowing of `affects` (u3 dropped) kept u3 held
+    and was named; alice's `registry ack --commit` then signed the entry as it stood, narrowing
+    included, and u3 was released with no word of it. The ack is refused, naming the change; once
+    the fields are restored the ack decides them as they stand (D-225)."""
+    ws = filed
+    ws.write(FINDING, finding(affects="[u1, u3]"))
+    ws.commit("widen F-x\n\nAuthorized-by: alice")
+    ws.git("checkout", "-q", "-b", "unit/narrow")
+    ws.write(FINDING, finding(affects="[u1]"))
+    ws.commit("narrow", email="u1@units.invalid", sign=False)
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--no-ff", "--no-edit", "unit/narrow")
+    assert "F-x" in refused(ws, "unit", "dispatch", "u3")
+    line = refused(ws, "registry", "ack", "F-x", "--by", "alice", "--commit")
+    assert "unauthorized change a signed ack would authorize (affects changed by" in line and "u3" in line
+    ws.write(FINDING, finding(affects="[u1, u3]"))
+    ws.commit("restore u3", sign=False)
+    ws.run("registry", "ack", "F-x", "--by", "alice", "--commit", check=True)
+    assert "F-x" in refused(ws, "unit", "dispatch", "u3")
 
 
 def test_a_claimed_authorization_counts_where_signatures_are_not_required(filed: Workspace) -> None:
