@@ -56,6 +56,14 @@ def lint(ws: helpers.Workspace, *extra: Any) -> Any:
     return data
 
 
+def removed_on_a_branch(ws: helpers.Workspace) -> Any:
+    """FINDING deleted on a branch `cleanup`, and lint's answer there."""
+    ws.git("checkout", "-q", "-b", "cleanup")
+    (ws.root / FINDING).unlink()
+    ws.commit("remove the finding")
+    return lint(ws)
+
+
 def codes(result: Any, level: Any = "errors") -> Any:
     return [(i["code"], i["entry"]) for i in result[level]]
 
@@ -116,11 +124,7 @@ def test_an_entry_a_merge_commit_added_itself_is_a_tombstone_when_deleted(reg: A
     ws.git("merge", "-q", "--no-ff", "--no-commit", "side")
     ws.write(FINDING, finding_text())
     ws.commit("merge side, with a finding of the merge's own")
-    ws.git("checkout", "-q", "-b", "cleanup")
-    (ws.root / FINDING).unlink()
-    ws.commit("remove the finding")
-    result = lint(ws)
-    assert ("tombstone-not-delete", FINDING) in codes(result)
+    assert ("tombstone-not-delete", FINDING) in codes(removed_on_a_branch(ws))
 
 
 @pytest.mark.parametrize("ack", [datetime.date(2026, 8, 11), 7])
@@ -165,10 +169,7 @@ def test_deleting_a_landed_entry_is_a_tombstone_error(reg: Any) -> None:
     ws = reg
     ws.write(FINDING, finding_text())
     ws.commit("file it")
-    ws.git("checkout", "-q", "-b", "cleanup")
-    (ws.root / FINDING).unlink()
-    ws.commit("remove the finding")
-    result = lint(ws)
+    result = removed_on_a_branch(ws)
     assert codes(result) == [("tombstone-not-delete", FINDING)]
     assert "register entry removed (tombstone-not-delete)" in result["errors"][0]["message"]
     assert "while it is missing it holds what it held on trunk" in result["errors"][0]["message"]
