@@ -32,6 +32,9 @@ class History(msgspec.Struct):
     base: dict[str, str] = msgspec.field(default_factory=dict)  # path -> text at the merge-base
     head: dict[str, str] = msgspec.field(default_factory=dict)  # path -> text at HEAD
     commits: list[Commit] = msgspec.field(default_factory=list)  # merge-base..HEAD touching registers
+    # path -> text on trunk's tip, for an entry HEAD adds that trunk gained since the merge-base: the
+    # branch's version replaces trunk's when merged, so it is judged against trunk's (D-226)
+    trunk: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class Commit(msgspec.Struct):
@@ -147,6 +150,12 @@ def _read(root: Path, trunk_ref: str, share: Future[TrunkLog | None] | None = No
     history.landed = landed(log)
     history.base = _tree_texts(root, base)
     history.head = history.base if base == head else _tree_texts(root, head)
+    new = [path for path in history.head if path not in history.base]
+    if new and trunk_sha != base:
+        objects = _cat_batch(root, [f"{trunk_sha}:{path}" for path in new])
+        history.trunk = {
+            path: text for path in new if (text := _utf8(objects.get(f"{trunk_sha}:{path}"))) is not None
+        }
     if base != head:
         # each commit read from its own object, as --range reads them (read_range): the log lists
         # only shas and paths, NUL-separated; a separator inside a message cannot make a record
@@ -463,7 +472,7 @@ def read_range(root: Path, spec: str) -> RangeHistory:
         if done.returncode != 0:
             hint = (
                 " (a push that creates the branch has no commit before it: run lint without --range)"
-                if rev.strip("0") == ""
+                if rev == before and rev.strip("0") == ""
                 else ""
             )
             raise RangeError(f"--range {spec!r}: {rev!r} is not a commit in this repository{hint}")

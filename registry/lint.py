@@ -257,7 +257,9 @@ def authorize_commit(policy: Policy, sha: str, email: str, message: str) -> tupl
         if policy.require_signatures:
             seen = (
                 f"Authorized-by: {name} on {sha[:10]}, but the commit is not SSH-signed by one of "
-                f"{name}'s keys (requireSignatures); `regulator registry ack F-x --by {name} --commit` signs it"
+                f"{name}'s keys (requireSignatures); a commit signed by {name} decides it afresh: "
+                f"`regulator registry resolve <F-id> --by {name} --rationale … --commit` (a resolution) or "
+                f"`registry ack <F-id> --by {name} --commit` (an ack)"
             )
             continue
         return name, f"authorized (claimed) by {name} in {sha[:10]}: the commit is not signed"
@@ -360,7 +362,9 @@ def lint_history(
     for path in sorted(registers.paths):
         now_text = worktree_texts.get(path, "")
         head_text = history.head.get(path)
-        base_text = history.base.get(path)
+        # an entry new since the merge-base that trunk has meanwhile: the branch's version replaces
+        # trunk's when merged, so it is judged as a change of trunk's (D-226)
+        base_text = history.base.get(path, history.trunk.get(path))
         if now_text == head_text == base_text:
             continue  # the same bytes at the merge-base, at HEAD and on disk: nothing changed
         now_read = load_fields("", now_text)

@@ -441,7 +441,7 @@ def test_a_range_from_forty_zeros_says_to_lint_without_it(pushed: Any) -> None:
 def test_a_root_that_is_no_folder_says_so(pushed: Any, tmp_path: Path) -> None:
     ws, _ = pushed
     done = ws.run("--root", str(tmp_path / "nowhere"), "status")
-    assert done.returncode == 2 and "is no folder" in helpers.one_line(done)
+    assert done.returncode == 2 and "does not exist" in helpers.one_line(done)
 
 
 def test_range_in_a_shallow_clone_needs_history(pushed: Any, tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from controlroom.cli.common import (
 from controlroom.cli.retro import registry_retro
 
 if TYPE_CHECKING:
+    from engine.checkout.workspace import Workspace
     from registry.entries import Invalid
 
 registry_app = typer.Typer(
@@ -173,10 +174,7 @@ def registry_ack(
     if commit:
         out(f"acknowledged {finding} and committed it with Authorized-by: {escape(by)}")
         return
-    out(
-        f"acknowledged {finding} in {path.relative_to(ws.tree)}; commit it with 'Authorized-by: {escape(by)}'"
-        " (or use --commit, which signs it)"
-    )
+    out(f"acknowledged {finding} in {path.relative_to(ws.tree)}; {_how_to_commit(ws, by)}")
 
 
 @registry_app.command("resolve")
@@ -199,10 +197,18 @@ def registry_resolve(
     if commit:
         out(f"resolved {finding} and committed it with Authorized-by: {escape(by)}")
         return
-    out(
-        f"resolved {finding} in {path.relative_to(ws.tree)}; commit it with 'Authorized-by: {escape(by)}'"
-        " (or use --commit, which signs it)"
-    )
+    out(f"resolved {finding} in {path.relative_to(ws.tree)}; {_how_to_commit(ws, by)}")
+
+
+def _how_to_commit(ws: Workspace, by: str | None) -> str:
+    """What makes the edit count on trunk: where the policy requires signatures, only a commit
+    SSH-signed with the person's key (an unsigned trailer counts for nothing there)."""
+    if ws.people().require_signatures:
+        return (
+            f"commit it SSH-signed with {escape(by)}'s key and 'Authorized-by: {escape(by)}' "
+            "(--commit does both; an unsigned commit counts for nothing here)"
+        )
+    return f"commit it with 'Authorized-by: {escape(by)}' (or use --commit, which signs it)"
 
 
 @registry_app.command("records")

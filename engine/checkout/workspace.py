@@ -632,6 +632,8 @@ def _locate(
 def _workspace_at(root: Path) -> Workspace:
     ws = _opened(root.resolve())
     if not is_workspace(ws.root):
+        if not os.path.lexists(ws.root):
+            raise BadInput(f"{ws.root} does not exist (--root names a workspace's folder)")
         if not ws.root.is_dir():
             raise BadInput(f"{ws.root} is no folder (--root names a workspace's folder)")
         raise BadInput(f"{ws.root} is not a regulator workspace (no {STATE_DIR}/); run `regulator init`")

@@ -222,7 +222,8 @@ def _trunk_moved(ws: Workspace, trunk: str | None) -> list[Issue]:
     if trunk is None and ws.has_stores and ws.url is None and host_trunk(ws) is None:
         message = (
             f"this host has no .regulator/trunk: it follows regulator/config.yaml's trunk ({configured!r}), "
-            "which a merged branch can change; write the trunk's name there (echo main > .regulator/trunk)"
+            "which a merged branch can change; write the name of the branch this host follows into "
+            f"{ws.state_dir / 'trunk'} (for main: echo main > {ws.state_dir / 'trunk'})"
         )
         return [Issue("warning", "trunk-unrecorded", ".regulator/trunk", message)]
     if trunk is None:
@@ -238,8 +239,8 @@ def _trunk_moved(ws: Workspace, trunk: str | None) -> list[Issue]:
         return []
     message = (
         f"regulator/config.yaml names trunk {configured!r}, but this lint follows {followed!r} ({source}): "
-        "a committed file does not move trunk; to move it, a person edits .regulator/trunk on the host "
-        "and trunk: in the same change"
+        f"a committed file does not move trunk: restore trunk: {followed} there if the change was not meant; "
+        "to move trunk, a person edits .regulator/trunk on the host and trunk: in the same change"
     )
     return [Issue("error", "trunk-moved", "regulator/config.yaml", message)]
 

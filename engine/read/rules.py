@@ -387,7 +387,8 @@ def acking(people: People, person: str, finding: Entry, pending: TrunkChange | N
         text = (
             f"{finding.id}: trunk holds an unauthorized change a signed ack would authorize "
             f"({', '.join(pending.changed)} changed by {pending.commit[:12]}, which would lift "
-            f"{', '.join(pending.lifts)}); restore those fields in the entry first"
+            f"{', '.join(pending.lifts)}); restore those fields in the entry and commit them first (if the "
+            "change is meant, commit the entry as it stands yourself, SSH-signed, with Authorized-by: <you>)"
         )
         return Denied("an unauthorized change on trunk would be authorized with it", text)
     if finding.fields["resolved"]:

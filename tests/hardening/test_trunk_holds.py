@@ -163,6 +163,26 @@ def test_a_merged_branch_naming_another_trunk_moves_nothing_on_the_host(
     assert "names trunk 'unit/u1-z', but this lint follows 'main' (.regulator/trunk, the host's)" in moved
 
 
+def test_a_branch_bringing_a_finding_trunk_holds_already_resolved_fails_its_check(
+    filed: Workspace, tmp_path: Path
+) -> None:
+    """Operator review of D-224: a branch forked before F-x landed adds F-x resolved. Against its
+    merge-base it was a new entry, which needs no authorization, so the pull request's check passed;
+    merged, its version replaces trunk's. It is now judged against trunk's version (D-226)."""
+    ws = filed
+    ws.git("checkout", "-q", "-b", "unit/u1-x", "HEAD~1")
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("bring F-x over, resolved", email="u1@units.invalid", sign=False)
+    ws.git("checkout", "-q", "main")
+    here = clone(ws, tmp_path / "ci")
+    ws.git("-C", str(here), "checkout", "-q", "unit/u1-x")
+    done = ws.run("registry", "lint", "--json", "--require-history", "--trunk", "main", cwd=here)
+    assert done.returncode == 1, done.stdout
+    assert ("unauthorized-change", FINDING) in {
+        (e["code"], e["entry"]) for e in json.loads(done.stdout)["errors"]
+    }
+
+
 def test_a_host_without_a_trunk_record_follows_its_config(filed: Workspace) -> None:
     """A workspace made before .regulator/trunk: the configured trunk, as before D-224, and lint
     warns that a merged branch can move it. A record that is a dangling link names no trunk."""
