@@ -93,6 +93,15 @@ def still_holds(ws: Workspace, state: State, finding_id: str) -> bool:
     return any(finding_id in ids for ids in stale_knowledge(ws, state).values())
 
 
+def blind_why(ws: Workspace, state: State) -> str:
+    """Why trunk's history cannot be read where the stores are, so that every finding holds what it
+    names (stale_knowledge's fail-closed case, D-201); "" when it can, or in a clone."""
+    if not ws.has_stores:
+        return ""
+    trunk = trunk_findings(ws, state)
+    return "" if trunk.available else (trunk.why or "unavailable")
+
+
 def stale_knowledge(ws: Workspace, state: State) -> dict[str, list[str]]:
     """unit id → the unresolved findings that hold it, sorted: the stricter of trunk and the
     working tree (design §26). A finding in the working tree holds what it names; trunk holds what
@@ -105,7 +114,7 @@ def stale_knowledge(ws: Workspace, state: State) -> dict[str, list[str]]:
     registers = registers_of(ws, state)
     findings = list(registers.findings.values()) + [held.entry for held in registers.held.values()]
     trunk = trunk_findings(ws, state)
-    blind = ws.has_stores and not trunk.available
+    blind = bool(blind_why(ws, state))
     flagged: dict[str, set[str]] = {}
     for finding in findings:
         for unit_id in named_units(finding) if blind else held_units(finding):

@@ -38,8 +38,11 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
             ready.append((contract.priority, unit_id))
         elif explain:
             reasons = [] if status == _TODO else [f"status {status}"]
+            blind = found.blind
             reasons += [
-                f"stale-knowledge: unresolved {finding}{from_trunk.get(finding, '')}"
+                f"stale-knowledge: finding {finding} (trunk history unavailable: {blind})"
+                if blind
+                else f"stale-knowledge: unresolved {finding}{from_trunk.get(finding, '')}"
                 for finding in stale.get(unit_id, [])
             ]
             reasons += [f"held by {ob.severity} obligation {ob.id}" for ob in holding.get(unit_id, [])]

@@ -75,6 +75,14 @@ class Holds:
 
         return stale_knowledge(self.ws, self.state)
 
+    @functools.cached_property
+    def blind(self) -> str:
+        """Why trunk's history cannot be read where the stores are ("" when it can): then every
+        finding holds what it names, resolved or not (engine.read.ladder.stale_knowledge, D-201)."""
+        from engine.read.ladder import blind_why
+
+        return blind_why(self.ws, self.state)
+
     def held(self, unit_id: str) -> bool:
         return bool(self.obligations.get(unit_id) or self.findings.get(unit_id))
 
@@ -116,6 +124,13 @@ def _flagged(found: Holds, unit: UnitState, doing: str) -> Denied | None:
     findings = found.findings.get(unit.id)
     if not findings:
         return None
+    if found.blind:
+        text = (
+            f"{doing} of {unit.id} vetoed: stale-knowledge from finding(s) {', '.join(findings)}: trunk's "
+            f"history cannot be read here ({found.blind}), so every finding holds what it names, resolved "
+            "or not; make trunk readable first (`regulator registry lint` says the same)"
+        )
+        return Denied(text, text)
     text = (
         f"{doing} of {unit.id} vetoed: stale-knowledge from unresolved finding(s) "
         f"{', '.join(findings)}; resolve the finding first, on trunk "

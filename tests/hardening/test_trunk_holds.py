@@ -199,7 +199,14 @@ def test_a_host_without_a_trunk_record_follows_its_config(filed: Workspace) -> N
     data = json.loads(ws.run("registry", "lint", "--json").stdout)
     assert [e["code"] for e in data["errors"]] == ["unauthorized-change"]
     (ws.root / ".regulator" / "trunk").symlink_to("/nonexistent")
-    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    # every finding holds, and every command says why (not "resolve it": D-226)
+    line = refused(ws, "unit", "dispatch", "u1")
+    assert "stale-knowledge from finding(s) F-x: trunk's history cannot be read here (trunk '' is no" in line
+    explained = ws.json("registry", "next-up", "--explain")["excluded"]
+    reasons = next(u["reasons"] for u in explained if u["id"] == "u1")
+    assert any(
+        r.startswith("stale-knowledge: finding F-x (trunk history unavailable: trunk ''") for r in reasons
+    )
     assert (
         "is no branch name" in json.loads(ws.run("registry", "lint", "--json").stdout)["historyUnavailable"]
     )
