@@ -88,8 +88,9 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
             pending = unratified_in(trunk, found) if isinstance(trunk, TrunkFindings) else None
             denied = rules.acking(people, person, found, pending)
         else:
-            still = any(found.id in ids for ids in snap.stale.values())  # the engine's stale_knowledge
-            denied = rules.resolving_finding(people, person, found, still)
+            from engine.read.ladder import holds_in
+
+            denied = rules.resolving_finding(people, person, found, holds_in(snap.stale, found.id))
     elif action.name == "dismiss":
         if kind not in ("bad", "verify"):
             return "select a bad store line or a verify finding"

@@ -50,12 +50,10 @@ def configured_trunk(ws: Workspace) -> str:
         text = regular.read_text(ws.root / CONFIG, limit=1 << 20)
     except FileNotFoundError:
         return "" if os.path.lexists(ws.root / CONFIG) else "main"
-    except (
-        OSError,
-        UnicodeDecodeError,
-        ValueError,
-    ):  # a link loop, not UTF-8, huge (no regular file: refused)
-        return ""  # names no trunk: no commit is trunk, and every finding holds (fail closed, D-201)
+    except (OSError, UnicodeDecodeError, ValueError):
+        # a link loop, not UTF-8, too large (no regular file at all is refused): it names no trunk,
+        # so no commit is trunk and every finding holds (fail closed, D-201)
+        return ""
     return trunk_in(text)
 
 

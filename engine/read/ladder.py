@@ -90,7 +90,12 @@ def unratified_in(trunk: TrunkFindings, entry: Entry) -> TrunkChange | None:
 
 def still_holds(ws: Workspace, state: State, finding_id: str) -> bool:
     """Whether a finding holds any unit (stale_knowledge's answer), resolved in its file or not."""
-    return any(finding_id in ids for ids in stale_knowledge(ws, state).values())
+    return holds_in(stale_knowledge(ws, state), finding_id)
+
+
+def holds_in(stale: dict[str, list[str]], finding_id: str) -> bool:
+    """`still_holds` of a stale_knowledge answer already made (the room's snapshot holds one)."""
+    return any(finding_id in ids for ids in stale.values())
 
 
 def blind_why(ws: Workspace, state: State) -> str:

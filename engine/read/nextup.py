@@ -27,6 +27,7 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
         held.entry.id: f" (invalid here: {path} holds as on trunk at {held.commit[:12]})"
         for path, held in registers_of(ws, state).held.items()
     }
+    blind = found.blind if explain else ""  # why trunk cannot be read, where every finding holds
     ready: list[tuple[int, str]] = []
     excluded: list[dict] = []
     for unit_id, unit in state.units.items():
@@ -38,7 +39,6 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
             ready.append((contract.priority, unit_id))
         elif explain:
             reasons = [] if status == _TODO else [f"status {status}"]
-            blind = found.blind
             reasons += [
                 f"stale-knowledge: finding {finding} (trunk history unavailable: {blind})"
                 if blind
