@@ -82,10 +82,12 @@ def unratified_in(trunk: TrunkFindings, entry: Entry) -> TrunkChange | None:
     lifted = trunk.holds.get(entry.path, frozenset()) - named_units(entry)
     if not lifted:
         return None
-    for change in reversed(trunk.changes):
-        if change.path == entry.path and change.who is None and not change.superseded:
-            return msgspec.structs.replace(change, lifts=tuple(sorted(lifted)))
-    return None
+    unratified = [c for c in trunk.changes if c.path == entry.path and c.who is None and not c.superseded]
+    # the change that failed to lift those units names them; the newest such, else the newest
+    behind = next(
+        (c for c in reversed(unratified) if lifted & set(c.lifts)), unratified[-1] if unratified else None
+    )
+    return None if behind is None else msgspec.structs.replace(behind, lifts=tuple(sorted(lifted)))
 
 
 def still_holds(ws: Workspace, state: State, finding_id: str) -> bool:

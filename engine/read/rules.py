@@ -383,14 +383,6 @@ def acking(people: People, person: str, finding: Entry, pending: TrunkChange | N
     denied = lacks(people, person, "ack", "acknowledge a finding")
     if denied is not None:
         return denied
-    if pending is not None:
-        text = (
-            f"{finding.id}: trunk holds an unauthorized change a signed ack would authorize "
-            f"({', '.join(pending.changed)} changed by {pending.commit[:12]}, which would lift "
-            f"{', '.join(pending.lifts)}); restore those fields in the entry and commit them first (if the "
-            "change is meant, commit the entry as it stands yourself, SSH-signed, with Authorized-by: <you>)"
-        )
-        return Denied("an unauthorized change on trunk would be authorized with it", text)
     if finding.fields["resolved"]:
         return Denied(
             "the finding is resolved: history needs no ack",
@@ -401,6 +393,14 @@ def acking(people: People, person: str, finding: Entry, pending: TrunkChange | N
             f"already acknowledged ({finding.fields['ack']})",
             f"{finding.id} is already acknowledged ({finding.fields['ack']})",
         )
+    if pending is not None:
+        text = (
+            f"{finding.id}: trunk holds an unauthorized change a signed ack would authorize "
+            f"({', '.join(pending.changed)} changed by {pending.commit[:12]}, which would lift "
+            f"{', '.join(pending.lifts)}); restore those fields in the entry and commit them first (if the "
+            "change is meant, commit the entry as it stands yourself, SSH-signed, with Authorized-by: <you>)"
+        )
+        return Denied("an unauthorized change on trunk would be authorized with it", text)
     return None
 
 
