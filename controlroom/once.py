@@ -415,18 +415,19 @@ class RegistersOnly(msgspec.Struct):
         }
 
 
-def registers_only(ws: Workspace) -> RegistersOnly:
+def registers_only(ws: Workspace, trunk: str | None = None) -> RegistersOnly:
     """`--once --registers-only` (design §16.2): what git holds, checked as CI would: `registry lint
-    --require-history`, `registry views --check` and `identity verify --require-history` by git
-    history. Nothing is routed or written. Unit state is used where the stores are files on this
-    disk (the re-gate check), and reported unknown elsewhere: a clone, or stores on PostgreSQL,
-    which this check never reaches (D-87); exit 0 when the three pass."""
+    --require-history [--trunk T]`, `registry views --check` and `identity verify --require-history`
+    by git history. Nothing is routed or written. Unit state is used where the stores are files on
+    this disk (the re-gate check), and reported unknown elsewhere: a clone, or stores on PostgreSQL,
+    which this check never reaches (D-87); exit 0 when the three pass. `trunk`: the branch a CI job
+    names, as lint's --trunk (D-227): the views are rendered from that walk too."""
     from engine.commands.registers import lint, views
     from engine.read.load import load
     from engine.trust.idhistory import verify_history
 
     state = load(ws)
-    result = lint(ws, state, require_history=True)
+    result = lint(ws, state, trunk, require_history=True)
     differing = views(ws, state, check=True)
     verdict = verify_history(ws)
     reasons = [f"lint error {i.code}: {i.message}" for i in result.errors]

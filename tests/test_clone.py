@@ -197,6 +197,11 @@ def test_once_in_a_clone_exits_1_with_stores_absent_and_writes_nothing(fleet: An
 def test_registers_only_needs_once(ws: helpers.Workspace) -> None:
     done = ws.run("controlroom", "--registers-only")
     assert done.returncode == 2 and "--registers-only goes with --once" in one_line(done)
+    for args in (("--once",), ("--once", "--json"), ()):
+        done = ws.run("controlroom", *args, "--trunk", "main")
+        assert done.returncode == 2 and "--trunk goes with --once --registers-only" in one_line(done)
+    done = ws.run("controlroom", "--once", "--registers-only", "--trunk", "main~1")
+    assert done.returncode == 2 and one_line(done) == "regulator: --trunk 'main~1' is no branch name"
 
 
 def test_registers_only_on_the_host_checks_git_and_the_re_gate(fleet: Any) -> None:
@@ -232,7 +237,7 @@ def documented_commands() -> list[str]:
     commands = [line for line in block.splitlines() if line.strip()]
     assert commands == [
         'regulator registry lint --require-history --trunk main --range "$BEFORE..$AFTER"',
-        "regulator controlroom --once --registers-only",
+        "regulator controlroom --once --registers-only --trunk main",
     ]
     yml = text.split("```yaml\n", 1)[1].split("```", 1)[0]
     assert all(f"          {c}\n" in yml for c in commands), "the workflow runs the same commands"

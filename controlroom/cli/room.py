@@ -88,6 +88,13 @@ def controlroom(
             "--registers-only always requires it.",
         ),
     ] = False,
+    trunk: Annotated[
+        str | None,
+        typer.Option(
+            help="With --registers-only: trunk's branch, as `registry lint --trunk` takes it (a CI job "
+            "names trunk itself; default: the workspace's)."
+        ),
+    ] = None,
 ) -> None:
     """Open the control room; --once prints the state for CI (exit 1 when something holds)."""
     from engine.commands.actors import no_person_under_lease
@@ -96,6 +103,8 @@ def controlroom(
         raise BadInput("--registers-only goes with --once (a check for CI)")
     if require_history and not (once or as_json):
         raise BadInput("--require-history goes with --once (a check for CI)")
+    if trunk is not None and not registers_only:
+        raise BadInput("--trunk goes with --once --registers-only (the trunk its lint follows, for CI)")
     interactive = not (once or as_json or screenshot is not None)
     if screenshot is not None and not (once or as_json):
         writable_svg(screenshot)
@@ -112,7 +121,7 @@ def controlroom(
             "`regulator controlroom --once [--json]` (or --screenshot F.svg)"
         )
     if registers_only:
-        raise typer.Exit(run_registers_only(ws, as_json))
+        raise typer.Exit(run_registers_only(ws, as_json, trunk))
     if once or as_json:
         code = run_once(ws, person, read_only, as_json, require_history)
         raise typer.Exit(code)
@@ -143,10 +152,10 @@ def writable_svg(path: Path) -> None:
         raise BadInput(f"--screenshot {path}: cannot write there (permission denied)")
 
 
-def run_registers_only(ws: Workspace, as_json: bool) -> int:
+def run_registers_only(ws: Workspace, as_json: bool, trunk: str | None = None) -> int:
     from controlroom.once import registers_only, registers_only_text
 
-    found = registers_only(ws)
+    found = registers_only(ws, trunk)
     if as_json:
         emit_json(found.as_json())
     else:

@@ -97,7 +97,13 @@ class Workspace:
             from engine.log.pg.store import PgStore
 
             return PgStore(url, self.state_dir, name)
-        return Store(self.state_dir / f"{name}.ndjson")
+        # a file store is its path alone: one object per name, kept (every read asks for each store
+        # several times; building its path anew was a third of a door's status call, D-227)
+        kept = self.__dict__.setdefault("_stores", {})
+        found = kept.get(name)
+        if found is None:
+            found = kept[name] = Store(self.state_dir / f"{name}.ndjson")
+        return found
 
     def marks(self, but: str, folded: Mapping[str, int] | None = None) -> dict[str, int]:
         """Where every store but `but` ends, as a write decided inside the decide lock records it:

@@ -155,6 +155,10 @@ def test_a_merged_branch_naming_another_trunk_moves_nothing_on_the_host(
     data = json.loads(ws.run("registry", "lint", "--json", "--trunk", "main", cwd=here).stdout)
     moved = next(e["message"] for e in data["errors"] if e["code"] == "trunk-moved")
     assert "names trunk 'unit/u1-z', but this lint follows 'main' (as refs/heads/main names it)" in moved
+    # the job's other command, given the same --trunk (it had none: it followed the branch, D-227)
+    done = ws.run("controlroom", "--once", "--registers-only", "--json", "--trunk", "main", cwd=here)
+    reasons = json.loads(done.stdout)["exitReasons"]
+    assert done.returncode == 1 and any(r.startswith("lint error trunk-moved: ") for r in reasons), reasons
     ws.git("merge", "-q", "--no-ff", "-X", "theirs", "-m", "Merge unit/u1-z", "unit/u1-z")
     assert "F-x" in refused(ws, "unit", "dispatch", "u1")
     errors = json.loads(ws.run("registry", "lint", "--json").stdout)["errors"]
