@@ -14,10 +14,18 @@ without the grant). A later authorized commit touching the entry decides it afre
 A version that is no valid finding (bad YAML, a schema error) changes nothing: the entry keeps
 what it held. A deleted entry keeps its hold (deletion is `tombstone-not-delete`, never a release).
 
+A merge is judged against the lines it merges too (D-228): where a merged (non-first) parent's
+version of a finding holds units the merge's result does not, those units stay held unless the merge
+itself, or a commit of the merge's own line since that parent (one that contains the parent's last
+change of the entry), lifted them with authorization. So trunk's own line, merged into a unit's
+branch as its *second* parent and fast-forwarded onto trunk, keeps what it held.
+
 Whatever the history's length: a handful of git calls (rev-parse, the baseline, one `git log` over
-findings/, one `cat-file --batch` of the versions and commits), plus one `git log` per merge whose
-own commit does not authorize a change it brought. Lint gives the walk the history pass it reads
-anyway (registry.history.trunk_log), and the walk follows that instead of its own `git log`.
+findings/, one `git rev-list` of the line, one `git diff-tree --stdin` of the line's merges against
+their merged parents, one `cat-file --batch` of the versions and commits), plus a `git log` or two
+per merge whose own commit does not authorize a change it brought. Lint gives the walk the history
+pass it reads anyway (registry.history.trunk_log), and the walk follows that instead of its own
+`git log` and `git rev-list`.
 """
 
 from __future__ import annotations
@@ -174,11 +182,22 @@ def walk_at(
         commits = _own_log(root, base, tip)
     if commits is None:
         return unavailable("git could not read trunk's history")
+    order = _order(log, base) if log is not None and log.tip == tip else None
+    if order is None:
+        order = _own_order(root, base, tip)
+    sides = _sides(root, order) if order is not None else None
+    if order is None or sides is None:
+        return unavailable("git could not read trunk's history")
     start = _start(root, base)
     if start is None:  # the baseline's findings could not be listed: what they held is unknown
         start, found.missing = {}, 1
     blobs = {c.new for _, _, changes in commits for c in changes if c.new != ZERO}
-    objects = _cat_batch(root, [sha for sha, _, _ in commits] + sorted(blobs | set(start.values())))
+    blobs |= {
+        b for diffs in sides.values() for _, changes in diffs for c in changes for b in (c.new, *c.parents)
+    }
+    blobs.discard(ZERO)
+    shas = [sha for sha, _, _ in commits] + sorted(set(sides) - {sha for sha, _, _ in commits})
+    objects = _cat_batch(root, shas + sorted(blobs | set(start.values())))
     found.missing += sum(1 for data in objects.values() if data is None)
     entries: dict[str, Entry | None] = {}
 
@@ -204,7 +223,8 @@ def walk_at(
         if first is not None:
             last[path], holds[path] = load_bearing(first), held_units(first)
             decided[path] = base
-    for sha, parents, changes in commits:
+    changed_at = {sha: (parents, changes) for sha, parents, changes in commits}
+    for sha, parents, changes in _along(order, changed_at):
         email, message = _commit_fields(objects.get(sha))
         subject = message.split("\n", 1)[0]
         verdict: tuple[str | None, str] | None = None
@@ -257,8 +277,166 @@ def walk_at(
             found.changes.append(
                 TrunkChange(path, sha, subject, changed, lifts, who, how, ack_removed=ack_removed)
             )
+        # a merge is judged against the lines it merges too: what a merged parent held, the merge
+        # cannot drop unauthorized (trunk's own line merged in as a second parent and fast-forwarded
+        # onto trunk: D-228)
+        for parent, diffs in sides.get(sha, ()):
+            for change in diffs:
+                side = entry(change.path, change.parents[0]) if change.parents[0] != ZERO else None
+                kept = holds.get(change.path, frozenset())
+                extra = held_units(side) - kept
+                if side is None or not extra:
+                    continue
+                if verdict is None:
+                    verdict = authorize(sha, email, message)
+                who, how = verdict
+                if who is None:
+                    who, how = _lifted_since(root, sha, parent, change.path, extra, authorize, how)
+                if who is not None:
+                    continue
+                mine = entry(change.path, change.new) if change.new != ZERO else None
+                before_fields, now_fields = load_bearing(side), load_bearing(mine) if mine is not None else {}
+                changed = tuple(
+                    k for k in LOAD_BEARING if before_fields[k] != now_fields.get(k, before_fields[k])
+                )
+                holds[change.path] = kept | extra
+                pending.setdefault(change.path, []).append(len(found.changes))
+                found.changes.append(
+                    TrunkChange(
+                        change.path, sha, subject, changed or ("affects",), tuple(sorted(extra)), None, how
+                    )
+                )
     found.holds = holds
     return found
+
+
+Order = list[tuple[str, list[str]]]  # trunk's first-parent line (base, tip], oldest first: (commit, parents)
+Sides = dict[str, list[tuple[str, list["Change"]]]]  # merge -> (a merged parent, its findings' differences)
+
+
+def _along(order: Order, changed_at: dict[str, tuple[list[str], list[Change]]]) -> Line:
+    """The line's commits in order, each with the changes it brought to findings (none for a merge
+    that brought none but is judged against its merged parents)."""
+    return [(sha, parents, changed_at[sha][1] if sha in changed_at else []) for sha, parents in order]
+
+
+def _order(log: TrunkLog, base: str) -> Order | None:
+    """The first-parent line (base, tip] from trunk's one history pass; None where it does not hold
+    the line."""
+    order: Order = []
+    sha = log.tip
+    while sha != base:
+        got = log.commits.get(sha)
+        if got is None:
+            return None
+        order.append((sha, got[0]))
+        if not got[0]:
+            if base:
+                return None
+            break
+        sha = got[0][0]
+    order.reverse()
+    return order
+
+
+def _own_order(root: Path, base: str, tip: str) -> Order | None:
+    """The first-parent line (base, tip], oldest first, in one `git rev-list`."""
+    done = _git(
+        root, "rev-list", "--first-parent", "--parents", "--reverse", f"{base}..{tip}" if base else tip
+    )
+    if done.returncode != 0:
+        return None
+    return [
+        (fields[0], fields[1:])
+        for fields in (line.split() for line in done.stdout.decode().splitlines())
+        if fields
+    ]
+
+
+def _sides(root: Path, order: Order) -> Sides | None:
+    """For every merge on the line, each merged (non-first) parent and the findings that differ
+    between it and the merge (`Change.parents[0]`: the parent's blob), in one `git diff-tree
+    --stdin`; None when git cannot tell."""
+    from registry.history import Change
+
+    pairs = [(sha, parent) for sha, parents in order for parent in parents[1:]]
+    if not pairs:
+        return {}
+    done = _git(
+        root, "diff-tree", "--stdin", "--always", "-r", "-z", "--no-abbrev", "--no-renames", "--", f"{FOLDER}/",
+        input="".join(f"{sha} {parent}\n" for sha, parent in pairs).encode(),
+    )  # fmt: skip
+    if done.returncode != 0:
+        return None
+    found: Sides = {}
+    tokens = done.stdout.decode("utf-8", errors="surrogateescape").split("\0")
+    at, i = -1, 0
+    current: tuple[str, list[Change]] | None = None
+    while i < len(tokens):
+        token = tokens[i].lstrip("\n")
+        i += 1
+        if not token:
+            continue
+        if not token.startswith(":"):  # the header of the next pair (--always: one for each)
+            at += 1
+            if at >= len(pairs) or token != pairs[at][0]:
+                return None
+            current = (pairs[at][1], [])
+            found.setdefault(token, []).append(current)
+            continue
+        if current is None or i >= len(tokens):
+            return None
+        path, fields = tokens[i], token[1:].split()
+        i += 1
+        if _finding_path(path):
+            current[1].append(Change(path, fields[-1], [fields[2]], fields[3]))
+    if at != len(pairs) - 1:
+        return None
+    return {sha: [d for d in diffs if d[1]] for sha, diffs in found.items() if any(d[1] for d in diffs)}
+
+
+def _lifted_since(
+    root: Path, merge: str, parent: str, path: str, units: frozenset[str], authorize: Authorize, why: str
+) -> tuple[str | None, str]:
+    """A merge that does not hold `units` its merged `parent`'s version of the entry holds lifts them
+    only where trunk's own side did so with authority since: the newest commit of `parent..merge`
+    touching the entry whose version holds none of them, carrying a valid authorization, and made
+    after the parent's own last change of the entry (which it contains: a person's older signed
+    commit decides nothing the parent changed since, as D-225's rule for a merged side)."""
+    from registry.history import ZERO, _cat_batch, _raw_log
+
+    literal = f":(literal){path}"
+    done = _git(
+        root, "log", f"{parent}..{merge}", "--format=%x00C%H", "--raw", "-z", "--no-abbrev", "--no-renames",
+        "--", literal,
+    )  # fmt: skip
+    last = _git(root, "log", "-1", "--format=%H", parent, "--", literal)
+    if done.returncode != 0 or last.returncode != 0:
+        return None, why
+    since = last.stdout.decode().strip()
+    for sha, changes in _raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
+        blob = next((c.new for c in changes if c.path == path), None)
+        if sha == merge or blob is None or blob == ZERO:
+            continue
+        objects = _cat_batch(root, [sha, blob])
+        data = objects.get(blob)
+        try:
+            version = entry_or_none("finding", path, data.decode("utf-8")) if data is not None else None
+        except UnicodeDecodeError:
+            version = None
+        if version is None or held_units(version) & units:
+            continue
+        who, how = authorize(sha, *_commit_fields(objects.get(sha)))
+        if who is None:
+            continue
+        if since and _git(root, "merge-base", "--is-ancestor", since, sha).returncode != 0:
+            continue
+        return who, f"{how} (on trunk's side of {merge[:10]})"
+    held = ", ".join(sorted(units))
+    return None, (
+        f"{why}; {parent[:10]}, the parent it merges, held {held} there and no authorized commit on "
+        "the merge's own line lifted it since (a merge that drops what the line it merges holds lifts nothing)"
+    )
 
 
 Line = list[tuple[str, list[str], list["Change"]]]  # (commit, its parents, its changes to findings)

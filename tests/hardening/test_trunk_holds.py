@@ -486,3 +486,56 @@ def test_the_documented_fleet_job_requires_history() -> None:
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "ci.md").read_text()
     assert "run: regulator controlroom --once --require-history" in text
+
+
+@pytest.mark.parametrize("where", ["in-the-merge", "before-the-merge"])
+def test_a_branch_fast_forwarded_onto_trunk_with_trunk_as_its_second_parent_lifts_no_hold(
+    filed: Workspace, where: str
+) -> None:
+    """The known gap of D-224 (docs/security.md): a unit's branch forked before F-x landed merges
+    trunk in as its *second* parent and is fast-forwarded onto trunk. Trunk's first-parent line
+    then runs through the unit's commits and never held F-x: the unit's version of F-x, resolved
+    (in the merge itself, or added already resolved before it, which a first-parent walk sees as a
+    new entry), lifted the hold, and lint named nothing. A merge is judged against its other
+    parents too: what the side it merges held, the merge cannot drop unauthorized (D-228)."""
+    ws = filed
+    ws.git("checkout", "-q", "-b", "unit/u1-r", "HEAD~1")  # before F-x landed
+    if where == "before-the-merge":
+        ws.write(FINDING, finding(resolved="true"))
+    ws.write("notes.md", "work\n")
+    ws.commit("work", email="u1@units.invalid", sign=False)
+    ws.git("merge", "-q", "--no-ff", "--no-commit", "-X", "ours", "main")  # trunk second
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("Merge main into unit/u1-r", email="u1@units.invalid", sign=False)
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--ff-only", "unit/u1-r")
+    assert ws.git("rev-parse", "HEAD^2").strip()  # trunk's own line is now the second parent
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    done = ws.run("registry", "lint", "--json")
+    errors = json.loads(done.stdout)["errors"]
+    assert done.returncode == 1 and [e["code"] for e in errors] == ["unauthorized-change"], errors
+    assert "keeps the hold on u1 it would have lifted" in errors[0]["message"]
+
+
+@pytest.mark.parametrize("flow", ["branch-forked-before-the-resolve", "trunk-merged-into-a-branch-first"])
+def test_a_merge_of_an_older_branch_keeps_trunks_authorized_resolve(filed: Workspace, flow: str) -> None:
+    """D-228's other side: a unit's branch forked while F-x held u1, merged after a person's signed
+    resolve landed on trunk (trunk first, as `git merge` on trunk makes it; or trunk merged into the
+    branch first and the branch merged back). The merged parent's version still held u1; the
+    resolve on trunk's own line since lifted it with authority, so nothing holds and lint is clean."""
+    ws = filed
+    ws.git("branch", "unit/u2-w")
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("resolve F-x\n\nAuthorized-by: alice")
+    ws.git("checkout", "-q", "unit/u2-w")
+    ws.write("notes.md", "work\n")
+    ws.commit("work", email="u2@units.invalid", sign=False)
+    if flow == "trunk-merged-into-a-branch-first":
+        ws.git("merge", "-q", "--no-edit", "main")
+        ws.write("notes.md", "more work\n")
+        ws.commit("more work", email="u2@units.invalid", sign=False)
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--no-ff", "--no-edit", "unit/u2-w")
+    data = json.loads(ws.run("registry", "lint", "--json").stdout)
+    assert data["errors"] == [], data["errors"]
+    ws.run("unit", "dispatch", "u1", check=True)
