@@ -23,6 +23,7 @@ from engine.read.status import status
 from engine.read.storeless import ABSENT, authentication, stores
 from engine.read.vetoes import awaiting_close
 from engine.trust.idhistory import HistoryVerdict
+from registry.history import how_to_read
 from registry.lint import LintResult
 
 ABSENT_REASON = f"{ABSENT} (run --once on the host, or --once --registers-only for what git holds)"
@@ -53,10 +54,11 @@ def exit_reasons(snap: Snapshot, require_history: bool = False) -> list[str]:
     unchecked = lint_unchecked(snap)
     if require_history and unchecked is not None:
         reasons.append(
-            f"lint unchecked: trunk history unavailable ({unchecked}); --require-history: check out with full depth"
+            f"lint unchecked: trunk history unavailable ({unchecked}); --require-history: {how_to_read(unchecked)}"
         )
     if snap.history is not None and not snap.history.available:
-        reasons.append(f"identity verify: git history unavailable ({snap.history.why})")
+        why = snap.history.why
+        reasons.append(f"identity verify: git history unavailable ({why}); {how_to_read(why)}")
     for check in snap.identity:
         if not check.ok:
             reasons.append(f"identity verify: {check.problem()}")
@@ -422,7 +424,7 @@ def registers_only(ws: Workspace, trunk: str | None = None) -> RegistersOnly:
     this disk (the re-gate check), and reported unknown elsewhere: a clone, or stores on PostgreSQL,
     which this check never reaches (D-87); exit 0 when the three pass. `trunk`: the branch a CI job
     names, as lint's --trunk (D-227): the views are rendered from that walk too."""
-    from engine.commands.registers import lint, views
+    from engine.commands.registers import lint, stale_view, views
     from engine.read.load import load
     from engine.trust.idhistory import verify_history
 
@@ -431,9 +433,11 @@ def registers_only(ws: Workspace, trunk: str | None = None) -> RegistersOnly:
     differing = views(ws, state, check=True)
     verdict = verify_history(ws)
     reasons = [f"lint error {i.code}: {i.message}" for i in result.errors]
-    reasons += [f"views: {name} differs from what `regulator registry views` generates" for name in differing]
+    reasons += [f"views: {stale_view(name)}" for name in differing]
     if not verdict.available:
-        reasons.append(f"identity verify: git history unavailable ({verdict.why})")
+        reasons.append(
+            f"identity verify: git history unavailable ({verdict.why}); {how_to_read(verdict.why)}"
+        )
     reasons += [f"identity verify: {c.problem()}" for c in verdict.files if not c.ok]
     return RegistersOnly(stores(ws), result, differing, verdict, reasons)
 

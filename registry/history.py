@@ -316,6 +316,21 @@ def no_trunk_branch(trunk: str) -> str:
     return f"no trunk branch {trunk!r} (nor origin/{trunk})"
 
 
+def how_to_read(why: str) -> str:
+    """The next step where trunk's history cannot be read, by why (every command that says history
+    is unavailable asks this: a missing trunk is not cured by a deeper checkout, D-229)."""
+    if "shallow" in why:
+        return "check out with full depth"
+    if why.startswith("no trunk branch"):
+        return (
+            "name trunk's branch as this clone has it (--trunk main, never origin/main: origin's is "
+            "read where there is no local branch), with full depth"
+        )
+    if "is no branch name" in why:
+        return "name trunk by its branch's name (--trunk main)"
+    return "check out with full depth, in a git repository"
+
+
 def no_trunk(root: Path, trunk: str) -> str:
     """Why `trunk_commit` found no trunk, in words: git could not be run at all (no git on PATH),
     or neither branch names a commit."""

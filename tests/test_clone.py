@@ -271,7 +271,7 @@ def test_the_documented_ci_commands_exit_as_documented(fleet: Any, tmp_path: Pat
     lint, room = run_documented(ws, shallow, before)
     assert (lint.returncode, room.returncode) == (1, 1)
     assert "error: history-unavailable" in lint.stdout
-    assert "- identity verify: git history unavailable (the clone is shallow)" in room.stdout
+    assert "- identity verify: git history unavailable (the clone is shallow); check out with full depth" in room.stdout
     assert "- lint error history-unavailable" in room.stdout
 
     # the third row: a governed file edited by hand and committed without a decision
@@ -747,3 +747,27 @@ def test_verify_in_a_clone_is_not_ok(fleet: Any, tmp_path: Path) -> None:
     done = ws.run("verify", cwd=here)
     assert done.returncode == 1 and done.stdout.splitlines()[0] == ABSENT
     assert json.loads(ws.run("verify", "--json", cwd=here).stdout)["ok"] is False
+
+
+def test_a_branch_that_changes_an_entry_without_its_views_is_told_what_to_run(
+    fleet: Any, tmp_path: Path
+) -> None:
+    """Operator review of D-227: a pull request changing a finding's title failed the views check
+    with "(a hand edit?)", though nothing was edited by hand; the docs said trunk's CI writes the
+    views. The message now names the command and the commit (D-229)."""
+    ws, _ = fleet
+    here = clone(ws, tmp_path)
+    entry = next((here / "findings").glob("F-*.md"))
+    entry.write_text(entry.read_text().replace("title: ", "title: renamed ", 1))
+    git(here, "commit", "-qam", "rename a finding", env=ws.env)
+    done = ws.run("registry", "views", "--check", cwd=here)
+    assert done.returncode == 1
+    assert (
+        "FINDINGS.md differs from what `regulator registry views` generates: run `regulator registry "
+        "views` and commit FINDINGS.md with the entries it lists" in done.stdout
+    )
+    room = ws.run("controlroom", "--once", "--registers-only", "--trunk", "main", cwd=here)
+    assert room.returncode == 1 and "run `regulator registry views` and commit FINDINGS.md" in room.stdout
+    ws.run("registry", "views", cwd=here, check=True)
+    git(here, "commit", "-qam", "its views", env=ws.env)
+    assert ws.run("registry", "views", "--check", cwd=here).returncode == 0

@@ -282,10 +282,20 @@ def test_require_history_fails_in_a_shallow_clone_and_without_trunk(
         "error: history-unavailable: no deletion observed (trunk history unavailable: the clone is shallow)"
         in (done.stdout)
     )
+    assert "(--require-history: check out with full depth)" in done.stdout
     result = lint(ws, "--require-history", cwd=shallow)
     assert codes(result) == [("history-unavailable", "(history)")] and result["historyChecked"] is False
-    # no trunk
-    assert codes(lint(ws, "--require-history", "--trunk", "nope")) == [("history-unavailable", "(history)")]
+    # no trunk: the next step is the trunk's name, not a deeper checkout (D-229), with --range too,
+    # where a --trunk naming nothing passed unchecked
+    range_spec = f"{ws.git('rev-parse', 'HEAD~1').strip()}..{ws.git('rev-parse', 'HEAD').strip()}"
+    for extra in ((), ("--range", range_spec)):
+        result = lint(ws, "--require-history", "--trunk", "nope", *extra)
+        assert codes(result) == [("history-unavailable", "(history)")], (extra, result)
+        message = result["errors"][0]["message"]
+        assert "no trunk branch 'nope' (nor origin/nope)" in message, message
+        assert "name trunk's branch as this clone has it (--trunk main, never origin/main" in message
+    warned = lint(ws, "--trunk", "nope", "--range", range_spec)
+    assert warned["errors"] == [] and codes(warned, "warnings") == [("history-unavailable", "(history)")]
     # full history: passes
     full = tmp_path / "full"
     git(tmp_path, "clone", "-q", f"file://{ws.root}", str(full), env=ws.env)

@@ -132,6 +132,7 @@ def identity_verify(
 def _identity_from_history(ws: Workspace, require_history: bool, as_json: bool) -> None:
     """identity verify in a clone (design §16.2): each governed file against git history."""
     from engine.trust.idhistory import verify_history
+    from registry.history import how_to_read
 
     verdict = verify_history(ws)
     head = "stores: absent — identity checked against git history"
@@ -143,7 +144,7 @@ def _identity_from_history(ws: Workspace, require_history: bool, as_json: bool) 
         tail = "exit 1 under --require-history" if require_history else "--require-history fails here"
         out(
             f"identity verify: history unavailable ({escape(verdict.why)}): not checked; "
-            f"check out with full depth ({tail})"
+            f"{how_to_read(verdict.why)} ({tail})"
         )
     else:
         out(head)

@@ -36,7 +36,14 @@ app.add_typer(registry_app, name="registry")
 @registry_app.command("lint")
 @global_options
 def registry_lint(
-    trunk: Annotated[str | None, typer.Option(help="Trunk branch (default: the workspace's, main).")] = None,
+    trunk: Annotated[
+        str | None,
+        typer.Option(
+            help="Trunk's branch name, e.g. main (origin/main is read where there is no local main; never "
+            "origin/main nor a revision). A CI job names it; config.yaml's trunk: differing from that "
+            "branch's is trunk-moved. Default: the workspace's."
+        ),
+    ] = None,
     require_history: Annotated[
         bool,
         typer.Option(
@@ -138,17 +145,24 @@ def registry_next_up(
 @registry_app.command("views")
 @global_options
 def registry_views(
-    check: Annotated[bool, typer.Option("--check", help="Exit 1 when a view differs (a hand edit).")] = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Exit 1 when a view differs (an entry committed without its views, or a hand edit).",
+        ),
+    ] = False,
 ) -> None:
-    """Regenerate FINDINGS.md and INTAKE.md (single writer: trunk's CI); --check elsewhere."""
-    from engine.commands.registers import views
+    """Regenerate FINDINGS.md and INTAKE.md; --check in CI. A branch commits its views with the entries
+    it changes; trunk's CI regenerates them after a direct push."""
+    from engine.commands.registers import stale_view, views
     from engine.read.load import load
 
     ws, _ = workspace(git_only=True)
     differing = views(ws, load(ws, stores=()), check)
     if check:
         for name in differing:
-            out(f"{name} differs from what `regulator registry views` generates (a hand edit?)")
+            out(stale_view(name))
         out("views: " + ("up to date" if not differing else f"{len(differing)} differ"))
         if differing:
             raise typer.Exit(1)

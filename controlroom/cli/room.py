@@ -91,8 +91,9 @@ def controlroom(
     trunk: Annotated[
         str | None,
         typer.Option(
-            help="With --registers-only: trunk's branch, as `registry lint --trunk` takes it (a CI job "
-            "names trunk itself; default: the workspace's)."
+            help="With --registers-only: trunk's branch name, e.g. main, as `registry lint --trunk` "
+            "takes it (origin/main is read where there is no local main). A CI job names trunk itself; "
+            "default: the workspace's."
         ),
     ] = None,
 ) -> None:

@@ -22,7 +22,17 @@ from engine.trust.ackers import lint_policy, policy_at, walk_policy
 from identity import regular
 from registry.entries import FINDING_ID, REGISTERS, Entry, Issue
 from registry.gitcall import branch_name
-from registry.history import History, RangeError, RangeHistory, TrunkLog, read_history, read_range
+from registry.history import (
+    History,
+    RangeError,
+    RangeHistory,
+    TrunkLog,
+    how_to_read,
+    no_trunk_branch,
+    read_history,
+    read_range,
+    resolve_trunk,
+)
 from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range, lint_trunk
 from registry.trunkwalk import TrunkFindings
 from registry.views import VIEWS
@@ -113,6 +123,13 @@ def lint(
     if isinstance(history, RangeHistory):  # range_spec was given
         before = history.spec.partition("..")[0]
         result.issues += lint_range(history, policy_at(ws, history.policy, before))
+        if trunk is not None and resolve_trunk(ws.tree, trunk) is None:  # a --trunk naming nothing here
+            why = no_trunk_branch(trunk)
+            level = "error" if require_history else "warning"
+            message = f"trunk unavailable ({why}): trunk-moved was not checked"
+            if require_history:
+                message += f" (--require-history: {how_to_read(why)})"
+            result.issues.append(Issue(level, "history-unavailable", "(history)", message))
     else:
         result.issues += lint_history(registers, registers.texts, history, policy)
         from engine.read.ladder import trunk_findings
@@ -122,7 +139,7 @@ def lint(
     result.history_why = history.why
     if require_history and not history.available:
         result.issues = [
-            Issue("error", i.code, i.entry, f"{i.message} (--require-history: check out with full depth)")
+            Issue("error", i.code, i.entry, f"{i.message} (--require-history: {how_to_read(history.why)})")
             if i.code == "history-unavailable"
             else i
             for i in result.issues
@@ -133,6 +150,16 @@ def lint(
 def render_views(ws: Workspace, state: State) -> dict[str, str]:
     registers = registers_of(ws, state)
     return {name: render(registers) for name, render in VIEWS.items()}
+
+
+def stale_view(name: str) -> str:
+    """What `registry views --check` and `--once --registers-only` say of a view that differs: a
+    branch commits its views with the entries it changes (`registry resolve/ack --commit` do), and
+    any hand edit of a view is overwritten (D-229)."""
+    return (
+        f"{name} differs from what `regulator registry views` generates: run `regulator registry views` "
+        f"and commit {name} with the entries it lists (a hand edit of it is overwritten)"
+    )
 
 
 def views(ws: Workspace, state: State, check: bool) -> list[str]:
@@ -216,7 +243,7 @@ def _trunk_moved(ws: Workspace, trunk: str | None) -> list[Issue]:
     that changes `trunk:` is named and linting against another base is not. In a clone without
     `--trunk` the file is all there is."""
     from engine.checkout.gitconfig import CONFIG, configured_trunk, host_trunk, trunk_in
-    from registry.history import _cat_batch, resolve_trunk
+    from registry.history import _cat_batch
 
     configured = configured_trunk(ws)
     if trunk is None and ws.has_stores and ws.url is None and host_trunk(ws) is None:

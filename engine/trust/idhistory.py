@@ -65,7 +65,8 @@ class HistoryCheck(msgspec.Struct, frozen=True):
             return f"{self.file}: {self.why}"
         return (
             f"{self.file}: its content matches no decision in git history (a hand edit committed "
-            f"without a decision?); propose the change on the host, where it is accepted and committed"
+            f"without a decision?); propose the change on the host (`regulator identity propose --file "
+            f"{self.file} --content-from FILE`), where it is accepted and committed"
         )
 
     def describe(self) -> str:
