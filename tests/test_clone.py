@@ -271,7 +271,10 @@ def test_the_documented_ci_commands_exit_as_documented(fleet: Any, tmp_path: Pat
     lint, room = run_documented(ws, shallow, before)
     assert (lint.returncode, room.returncode) == (1, 1)
     assert "error: history-unavailable" in lint.stdout
-    assert "- identity verify: git history unavailable (the clone is shallow); check out with full depth" in room.stdout
+    assert (
+        "- identity verify: git history unavailable (the clone is shallow); check out with full depth"
+        in room.stdout
+    )
     assert "- lint error history-unavailable" in room.stdout
 
     # the third row: a governed file edited by hand and committed without a decision
