@@ -418,6 +418,13 @@ def load_registers(root: Path) -> Registers:
     registers = Registers()
     for folder, kind in REGISTERS.items():
         base = root / folder
+        if base.is_symlink():  # a register folder is read where it is, never through a link (D-230)
+            message = (
+                f"{folder}/ is a symlink: register folders are read only where they are (a link lets "
+                f"entries leave git's {folder}/ while they still show here); commit {folder}/ as a folder"
+            )
+            registers.issues.append(Issue("error", "unreadable", f"{folder}/", message))
+            continue
         if not base.is_dir():
             continue
         target = getattr(registers, folder)

@@ -50,7 +50,15 @@ def branch_name(name: str) -> bool:
     """Whether `name` is a branch's name as git's check-ref-format allows one, and nothing more:
     never revision syntax (`main^{/text}`, `main~3`, `@{1}`, `a..b`) that would make "trunk" an
     old commit no branch names, and no NUL or control character git could not be given."""
-    if not name or len(name) > 255 or name == "@" or name.startswith(("-", "/")) or name.endswith(("/", ".")):
+    # HEAD is no branch (`git check-ref-format --branch HEAD` refuses it): trunk named HEAD followed
+    # whatever origin's HEAD named (D-230)
+    if (
+        not name
+        or len(name) > 255
+        or name in ("@", "HEAD")
+        or name.startswith(("-", "/"))
+        or name.endswith(("/", "."))
+    ):
         return False
     if any(ord(c) < 0x20 or ord(c) == 0x7F or c in " ~^:?*[\\" for c in name):
         return False

@@ -200,8 +200,9 @@ def test_registers_only_needs_once(ws: helpers.Workspace) -> None:
     for args in (("--once",), ("--once", "--json"), ()):
         done = ws.run("controlroom", *args, "--trunk", "main")
         assert done.returncode == 2 and "--trunk goes with --once --registers-only" in one_line(done)
-    done = ws.run("controlroom", "--once", "--registers-only", "--trunk", "main~1")
-    assert done.returncode == 2 and one_line(done) == "regulator: --trunk 'main~1' is no branch name"
+    for name in ("main~1", "HEAD"):  # HEAD is no branch: it followed what origin's HEAD named (D-230)
+        done = ws.run("controlroom", "--once", "--registers-only", "--trunk", name)
+        assert done.returncode == 2 and one_line(done) == f"regulator: --trunk {name!r} is no branch name"
 
 
 def test_registers_only_on_the_host_checks_git_and_the_re_gate(fleet: Any) -> None:
@@ -774,3 +775,36 @@ def test_a_branch_that_changes_an_entry_without_its_views_is_told_what_to_run(
     ws.run("registry", "views", cwd=here, check=True)
     git(here, "commit", "-qam", "its views", env=ws.env)
     assert ws.run("registry", "views", "--check", cwd=here).returncode == 0
+
+
+def test_a_branch_forked_before_signatures_were_required_is_judged_by_trunks_rules_now(
+    ws: helpers.Workspace, tmp_path: Path
+) -> None:
+    """Adversarial review of D-227: in a clone, lint judged a branch's Authorized-by by trunk's policy
+    at the merge-base, which the branch picks by where it forks. Trunk once had requireSignatures:
+    false, then turned it back on; a branch forked from between the two resolved F-x unsigned with
+    a claimed trailer and alice's address, and the pull request's check passed (the host and the push
+    job did not). A clone now judges by trunk's policy as it stands (D-230)."""
+    ws.write(FINDING, finding())
+    ws.commit("finding F-x, acknowledged\n\nAuthorized-by: alice")
+    strict = (ws.root / INTERACTION).read_text()
+    ws.decide(INTERACTION, strict.replace("requireSignatures: true", "requireSignatures: false"))
+    loose = ws.git("rev-parse", "HEAD").strip()
+    ws.decide(INTERACTION, strict)
+    here = clone(ws, tmp_path)
+    git(here, "checkout", "-q", "-b", "unit/u1-old", loose, env=ws.env)
+    (here / FINDING).write_text(finding().replace("resolved: false", "resolved: true"))
+    ws.run("registry", "views", cwd=here, check=True)
+    git(here, "add", "-A", env=ws.env)
+    git(
+        here,
+        "commit",
+        "-qm",
+        "resolve F-x\n\nAuthorized-by: alice",
+        env=dict(ws.env, GIT_AUTHOR_EMAIL="alice@example.org"),
+    )
+    git(here, "branch", "-f", "main", "origin/main", env=ws.env)
+    done = ws.run("registry", "lint", "--require-history", "--trunk", "main", "--json", cwd=here)
+    errors = json.loads(done.stdout)["errors"]
+    assert done.returncode == 1 and [e["code"] for e in errors] == ["unauthorized-change"], errors
+    assert "not SSH-signed" in errors[0]["message"], errors[0]["message"]

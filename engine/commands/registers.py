@@ -39,13 +39,17 @@ from registry.views import VIEWS
 
 
 def trunk_policy(ws: Workspace, history: History | None) -> Policy:
-    """In a clone (no decided policy), the policy as trunk had it at the merge-base: a branch
-    cannot grant itself the ack it uses, nor loosen intake debt. Without history, the checkout's."""
+    """In a clone (no decided policy), the policy trunk has now (its tip): a branch cannot grant
+    itself the ack it uses, nor loosen intake debt, nor pick the rules it is judged by where it
+    forks (an older trunk's, before signatures were required or a key was revoked: D-230). Without
+    history, the checkout's."""
     from registry.gitcall import git, git_text
 
     base = None
     if history is not None and history.available:
-        done = git_text(ws.tree, "merge-base", "HEAD", history.trunk_ref, filters=False)
+        done = git_text(
+            ws.tree, "rev-parse", "--verify", "--quiet", f"{history.trunk_ref}^{{commit}}", filters=False
+        )
         base = done.stdout.strip() if done.returncode == 0 else None
     if base is None:
         return lint_policy(ws)
@@ -275,8 +279,12 @@ def _trunk_moved(ws: Workspace, trunk: str | None) -> list[Issue]:
 def _finding(ws: Workspace, state: State, finding_id: str) -> Entry:
     if not isinstance(finding_id, str) or not FINDING_ID.fullmatch(finding_id):
         raise BadInput(f"{finding_id!r} is not a finding id (F-<slug>)")
-    entry = registers_of(ws, state).findings.get(finding_id)
+    registers = registers_of(ws, state)
+    entry = registers.findings.get(finding_id)
     if entry is None:
+        linked = next((i.message for i in registers.issues if i.entry == "findings/"), None)
+        if linked is not None:  # the folder is a link: nothing is read, nor written, through it (D-230)
+            raise Refused(linked)
         raise BadInput(f"no finding {finding_id} under findings/ (or it does not parse: run registry lint)")
     return entry
 

@@ -539,3 +539,40 @@ def test_a_merge_of_an_older_branch_keeps_trunks_authorized_resolve(filed: Works
     data = json.loads(ws.run("registry", "lint", "--json").stdout)
     assert data["errors"] == [], data["errors"]
     ws.run("unit", "dispatch", "u1", check=True)
+
+
+def test_a_register_folder_committed_as_a_symlink_is_not_read_through(
+    filed: Workspace, tmp_path: Path
+) -> None:
+    """Adversarial review of D-227: a branch moved findings/F-x.md to arch/ and committed `findings`
+    as a link to arch. Git no longer had findings/F-x.md, but the working tree still showed it, so
+    the pull request's check saw no deletion and passed; then an unsigned resolve through the link
+    passed every check and showed in FINDINGS.md. A register folder is read only where it is
+    (D-230): the link is an error, and the entry trunk holds is then missing: tombstone-not-delete."""
+    ws = filed
+    ws.git("checkout", "-q", "-b", "unit/u1-l")
+    (ws.root / "arch").mkdir()
+    ws.git("mv", FINDING, "arch/F-x.md")
+    if (ws.root / "findings").is_dir():
+        (ws.root / "findings").rmdir()
+    (ws.root / "findings").symlink_to("arch")
+    ws.commit("keep the findings in arch", email="u1@units.invalid", sign=False)
+    assert (ws.root / FINDING).is_file()  # still shown through the link
+    here = clone(ws, tmp_path / "ci")
+    ws.git("-C", str(here), "checkout", "-q", "unit/u1-l")
+    done = ws.run("registry", "lint", "--require-history", "--trunk", "main", "--json", cwd=here)
+    errors = {e["code"]: e for e in json.loads(done.stdout)["errors"]}
+    assert done.returncode == 1 and sorted(errors) == ["tombstone-not-delete", "unreadable"], errors
+    assert errors["tombstone-not-delete"]["entry"] == FINDING and errors["unreadable"]["entry"] == "findings/"
+    assert (
+        "findings/ is a symlink: register folders are read only where they are"
+        in errors["unreadable"]["message"]
+    )
+    room = ws.run("controlroom", "--once", "--registers-only", "--trunk", "main", cwd=here)
+    assert room.returncode == 1 and "lint error unreadable: findings/ is a symlink" in room.stdout
+    # merged anyway, and resolved through the link: the host still holds u1
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--no-ff", "--no-edit", "unit/u1-l")
+    (ws.root / "arch" / "F-x.md").write_text(finding(resolved="true"))
+    ws.commit("tidy", email="u1@units.invalid", sign=False)
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
