@@ -177,16 +177,13 @@ def walk_at(
     base = baseline_of(root, tip)  # the commit, not the ref: a ref moved meanwhile changes nothing
     found = TrunkFindings(available=True, tip=tip, baseline=base)
     log = shared() if shared is not None else None
-    commits = _line(log, base) if log is not None and log.tip == tip else None
-    if commits is None:
-        commits = _own_log(root, base, tip)
-    if commits is None:
-        return unavailable("git could not read trunk's history")
     order = _order(log, base) if log is not None and log.tip == tip else None
-    if order is None:
-        order = _own_order(root, base, tip)
+    if log is not None and order is not None:
+        commits: Line | None = _line(log, order)
+    else:
+        commits, order = _own_log(root, base, tip), _own_order(root, base, tip)
     sides = _sides(root, order) if order is not None else None
-    if order is None or sides is None:
+    if commits is None or order is None or sides is None:
         return unavailable("git could not read trunk's history")
     start = _start(root, base)
     if start is None:  # the baseline's findings could not be listed: what they held is unknown
@@ -321,8 +318,9 @@ def _along(order: Order, changed_at: dict[str, tuple[list[str], list[Change]]]) 
 
 
 def _order(log: TrunkLog, base: str) -> Order | None:
-    """The first-parent line (base, tip] from trunk's one history pass; None where it does not hold
-    the line."""
+    """The first-parent line (base, tip] from trunk's one history pass, following first parents
+    from its tip down to the baseline; None where the pass does not hold that line (the walk then
+    reads its own)."""
     order: Order = []
     sha = log.tip
     while sha != base:
@@ -331,7 +329,7 @@ def _order(log: TrunkLog, base: str) -> Order | None:
             return None
         order.append((sha, got[0]))
         if not got[0]:
-            if base:
+            if base:  # the line ended before reaching the baseline
                 return None
             break
         sha = got[0][0]
@@ -403,30 +401,20 @@ def _lifted_since(
     touching the entry whose version holds none of them, carrying a valid authorization, and made
     after the parent's own last change of the entry (which it contains: a person's older signed
     commit decides nothing the parent changed since, as D-225's rule for a merged side)."""
-    from registry.history import ZERO, _cat_batch, _raw_log
+    from registry.history import ZERO
 
-    literal = f":(literal){path}"
-    done = _git(
-        root, "log", f"{parent}..{merge}", "--format=%x00C%H", "--raw", "-z", "--no-abbrev", "--no-renames",
-        "--", literal,
-    )  # fmt: skip
-    last = _git(root, "log", "-1", "--format=%H", parent, "--", literal)
-    if done.returncode != 0 or last.returncode != 0:
+    touched = _touches(root, parent, merge, path)
+    last = _git(root, "log", "-1", "--format=%H", parent, "--", f":(literal){path}")
+    if touched is None or last.returncode != 0:
         return None, why
     since = last.stdout.decode().strip()
-    for sha, changes in _raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
-        blob = next((c.new for c in changes if c.path == path), None)
-        if sha == merge or blob is None or blob == ZERO:
+    for sha, blob in touched:
+        if blob == ZERO:
             continue
-        objects = _cat_batch(root, [sha, blob])
-        data = objects.get(blob)
-        try:
-            version = entry_or_none("finding", path, data.decode("utf-8")) if data is not None else None
-        except UnicodeDecodeError:
-            version = None
+        version, raw = _version_at(root, sha, path, blob)
         if version is None or held_units(version) & units:
             continue
-        who, how = authorize(sha, *_commit_fields(objects.get(sha)))
+        who, how = authorize(sha, *_commit_fields(raw))
         if who is None:
             continue
         if since and _git(root, "merge-base", "--is-ancestor", since, sha).returncode != 0:
@@ -463,26 +451,14 @@ def _own_log(root: Path, base: str, tip: str) -> Line | None:
     return commits
 
 
-def _line(log: TrunkLog, base: str) -> Line | None:
-    """The same commits as `_own_log`'s, read from trunk's one history pass by following first
-    parents from its tip down to the baseline; None where the pass does not hold that line (the
-    walk then reads its own)."""
+def _line(log: TrunkLog, order: Order) -> Line:
+    """The same commits as `_own_log`'s, read from trunk's one history pass along the line `_order`
+    followed in it (first parents from its tip down to the baseline)."""
     line: Line = []
-    sha = log.tip
-    while sha != base:
-        got = log.commits.get(sha)
-        if got is None:
-            return None
-        parents, changes = got
-        mine = [c for c in changes if _finding_path(c.path)]
+    for sha, parents in order:
+        mine = [c for c in log.commits[sha][1] if _finding_path(c.path)]
         if mine:
             line.append((sha, parents, mine))
-        if not parents:
-            if base:  # the line ended before reaching the baseline
-                return None
-            break
-        sha = parents[0]
-    line.reverse()
     return line
 
 
@@ -523,30 +499,18 @@ def _from_side(
     made after trunk's last decision on the entry (`decided`: that commit is its ancestor). A
     person's older signed commit that never landed (a squashed or abandoned branch), merged in
     after trunk decided the entry again, decides nothing (D-225)."""
-    from registry.history import ZERO, _cat_batch, _raw_log
+    from registry.history import ZERO
 
-    done = _git(
-        root, "log", f"{first}..{merge}", "--format=%x00C%H", "--raw", "-z", "--no-abbrev",
-        "--no-renames", "--", f":(literal){path}",
-    )  # fmt: skip
-    if done.returncode != 0:
+    touched = _touches(root, first, merge, path)
+    if touched is None:
         return None, why
-    for sha, changes in _raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
-        if sha == merge:
-            continue
-        blob = next((c.new for c in changes if c.path == path), None)
-        if blob is None or blob == ZERO:
+    for sha, blob in touched:
+        if blob == ZERO:
             return None, why
-        objects = _cat_batch(root, [sha, blob])
-        data = objects.get(blob)
-        try:
-            version = entry_or_none("finding", path, data.decode("utf-8")) if data is not None else None
-        except UnicodeDecodeError:
-            version = None
+        version, raw = _version_at(root, sha, path, blob)
         if version is None or load_bearing(version) != fields:
             return None, why
-        email, message = _commit_fields(objects.get(sha))
-        who, how = authorize(sha, email, message)
+        who, how = authorize(sha, *_commit_fields(raw))
         if who is None:
             return None, f"{why}; the merged commit {sha[:10]} that made it: {how}"
         if decided and _git(root, "merge-base", "--is-ancestor", decided, sha).returncode != 0:
@@ -556,3 +520,35 @@ def _from_side(
             )
         return who, f"{how} (merged by {merge[:10]})"
     return None, why
+
+
+def _touches(root: Path, first: str, merge: str, path: str) -> list[tuple[str, str]] | None:
+    """(commit, its blob of the entry: ZERO where it deleted it) for each commit of `first..merge`
+    that touched the entry, newest first, the merge itself left out; None when git cannot tell."""
+    from registry.history import ZERO, _raw_log
+
+    done = _git(
+        root, "log", f"{first}..{merge}", "--format=%x00C%H", "--raw", "-z", "--no-abbrev",
+        "--no-renames", "--", f":(literal){path}",
+    )  # fmt: skip
+    if done.returncode != 0:
+        return None
+    found = _raw_log(done.stdout.decode("utf-8", errors="surrogateescape"))
+    return [
+        (sha, next((c.new for c in changes if c.path == path), ZERO))
+        for sha, changes in found
+        if sha != merge
+    ]
+
+
+def _version_at(root: Path, sha: str, path: str, blob: str) -> tuple[Entry | None, bytes | None]:
+    """The entry a commit's blob holds (None: no valid finding), and the raw commit object."""
+    from registry.history import _cat_batch
+
+    objects = _cat_batch(root, [sha, blob])
+    data = objects.get(blob)
+    try:
+        version = entry_or_none("finding", path, data.decode("utf-8")) if data is not None else None
+    except UnicodeDecodeError:
+        version = None
+    return version, objects.get(sha)
