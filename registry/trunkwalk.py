@@ -288,6 +288,12 @@ def walk_at(
                     verdict = authorize(sha, email, message)
                 who, how = verdict
                 if who is None:
+                    held = ", ".join(sorted(extra))
+                    how = (
+                        f"{how}; {parent[:10]}, the parent it merges, held {held} there and no authorized "
+                        "commit on the merge's own line lifted it since (a merge that drops what the line "
+                        "it merges holds lifts nothing)"
+                    )
                     who, how = _lifted_since(root, sha, parent, change.path, extra, authorize, how)
                 if who is not None:
                     continue
@@ -394,20 +400,27 @@ def _sides(root: Path, order: Order) -> Sides | None:
 
 
 def _lifted_since(
-    root: Path, merge: str, parent: str, path: str, units: frozenset[str], authorize: Authorize, why: str
+    root: Path,
+    merge: str,
+    parent: str,
+    path: str,
+    units: frozenset[str],
+    authorize: Authorize,
+    why: str,
+    own: bool = False,
 ) -> tuple[str | None, str]:
     """A merge that does not hold `units` its merged `parent`'s version of the entry holds lifts them
     only where trunk's own side did so with authority since: the newest commit of `parent..merge`
-    touching the entry whose version holds none of them, carrying a valid authorization, and made
-    after the parent's own last change of the entry (which it contains: a person's older signed
-    commit decides nothing the parent changed since, as D-225's rule for a merged side)."""
+    (the merge itself too with `own`) touching the entry whose version holds none of them, carrying
+    a valid authorization, and made after the parent's own last change of the entry's load-bearing
+    fields (which it contains: a person's older signed commit decides nothing the parent decided
+    since, as D-225's rule for a merged side; an edit of the text is no decision). Else (None, `why`)."""
     from registry.history import ZERO
 
-    touched = _touches(root, parent, merge, path)
-    last = _git(root, "log", "-1", "--format=%H", parent, "--", f":(literal){path}")
-    if touched is None or last.returncode != 0:
+    touched = _touches(root, parent, merge, path, own)
+    since = _last_decided(root, parent, path)
+    if touched is None or since is None:
         return None, why
-    since = last.stdout.decode().strip()
     for sha, blob in touched:
         if blob == ZERO:
             continue
@@ -419,12 +432,8 @@ def _lifted_since(
             continue
         if since and _git(root, "merge-base", "--is-ancestor", since, sha).returncode != 0:
             continue
-        return who, f"{how} (on trunk's side of {merge[:10]})"
-    held = ", ".join(sorted(units))
-    return None, (
-        f"{why}; {parent[:10]}, the parent it merges, held {held} there and no authorized commit on "
-        "the merge's own line lifted it since (a merge that drops what the line it merges holds lifts nothing)"
-    )
+        return who, f"{how} (in {parent[:10]}..{merge[:10]})"
+    return None, why
 
 
 Line = list[tuple[str, list[str], list["Change"]]]  # (commit, its parents, its changes to findings)
@@ -522,9 +531,12 @@ def _from_side(
     return None, why
 
 
-def _touches(root: Path, first: str, merge: str, path: str) -> list[tuple[str, str]] | None:
+def _touches(
+    root: Path, first: str, merge: str, path: str, own: bool = False
+) -> list[tuple[str, str]] | None:
     """(commit, its blob of the entry: ZERO where it deleted it) for each commit of `first..merge`
-    that touched the entry, newest first, the merge itself left out; None when git cannot tell."""
+    that touched the entry, newest first, the merge itself left out unless `own`; None when git
+    cannot tell."""
     from registry.history import ZERO, _raw_log
 
     done = _git(
@@ -537,8 +549,45 @@ def _touches(root: Path, first: str, merge: str, path: str) -> list[tuple[str, s
     return [
         (sha, next((c.new for c in changes if c.path == path), ZERO))
         for sha, changes in found
-        if sha != merge
+        if own or sha != merge
     ]
+
+
+def _last_decided(root: Path, tip: str, path: str) -> str | None:
+    """The newest commit of `tip`'s history that changed the entry's load-bearing fields (brought
+    it, deleted it, made it valid or not, or changed resolved, affects or ack; a merge by its first
+    parent's diff), "" where none did, None when git cannot tell. An edit of an entry's text decides
+    nothing (operator review of D-228: a unit's added evidence made a person's signed resolve, which
+    did not contain it, count for nothing)."""
+    from registry.history import ZERO, _cat_batch, _raw_log
+
+    done = _git(
+        root, "log", tip, "--format=%x00C%H", "--raw", "-z", "--no-abbrev", "--no-renames",
+        "--diff-merges=first-parent", "--", f":(literal){path}",
+    )  # fmt: skip
+    if done.returncode != 0:
+        return None
+    found = _raw_log(done.stdout.decode("utf-8", errors="surrogateescape"))
+    pairs = [
+        (sha, change.parents[0] if change.parents else ZERO, change.new)
+        for sha, changes in found
+        for change in changes
+        if change.path == path
+    ]
+    objects = _cat_batch(root, sorted({b for _, old, new in pairs for b in (old, new) if b != ZERO}))
+
+    def fields(blob: str) -> dict | None:
+        data = objects.get(blob) if blob != ZERO else None
+        try:
+            version = entry_or_none("finding", path, data.decode("utf-8")) if data is not None else None
+        except UnicodeDecodeError:
+            version = None
+        return load_bearing(version) if version is not None else None
+
+    for sha, old, new in pairs:  # newest first
+        if fields(old) != fields(new):
+            return sha
+    return ""
 
 
 def _version_at(root: Path, sha: str, path: str, blob: str) -> tuple[Entry | None, bytes | None]:
@@ -552,3 +601,32 @@ def _version_at(root: Path, sha: str, path: str, blob: str) -> tuple[Entry | Non
     except UnicodeDecodeError:
         version = None
     return version, objects.get(sha)
+
+
+def carry(root: Path, found: TrunkFindings, before: TrunkFindings, authorize: Authorize) -> None:
+    """Holds the host saw at trunk's earlier commit (`before`, its kept walk) that the walk of trunk
+    now (`found`) no longer has stay held, unless a commit of `before.tip..found.tip` lifted them
+    with authorization (`_lifted_since`). The walk follows trunk's first-parent line from the
+    baseline, and a history can hide a hold from that line (a branch forked before the finding
+    landed merging trunk in second and fast-forwarded onto it, a commit carrying the baseline
+    trailer, a graft): the host's memory of what it held is not in that history (D-231)."""
+    old, tip = before.tip, found.tip
+    for path in sorted(before.holds):
+        dropped = before.holds[path] - found.holds.get(path, frozenset())
+        if not dropped:
+            continue
+        them = "them" if len(dropped) > 1 else "it"
+        why = (
+            f"trunk's history at {tip[:10]} no longer holds {', '.join(sorted(dropped))}, which the host "
+            f"held at {old[:10]}, and no authorized commit of {old[:10]}..{tip[:10]} lifted {them} (a "
+            "history that hides a hold from trunk's line lifts nothing)"
+        )
+        who, how = _lifted_since(root, tip, old, path, frozenset(dropped), authorize, why, own=True)
+        if who is not None:
+            continue
+        found.holds[path] = found.holds.get(path, frozenset()) | dropped
+        found.changes.append(
+            TrunkChange(
+                path, tip, f"trunk moved from {old[:10]}", ("affects",), tuple(sorted(dropped)), None, how
+            )
+        )

@@ -31,7 +31,7 @@ import msgspec
 
 from engine.base import hostkey
 from engine.checkout.workspace import Workspace
-from registry.trunkwalk import TrunkFindings, locate, walk_at
+from registry.trunkwalk import TrunkFindings, carry, locate, walk_at
 
 if TYPE_CHECKING:
     from registry.history import TrunkLog
@@ -144,16 +144,15 @@ def walked(
         return asked[0]
 
     use = enabled()
-    if use:
-        kept = _read(ws)
-        if (
-            kept is not None
-            and kept.code == code_key().decode()
-            and kept.ref == ref
-            and kept.tip == tip
-            and (not kept.fingerprint or kept.fingerprint == in_force().fingerprint)
-        ):
-            return kept.found
+    kept = _read(ws) if use else None
+    if kept is not None and (kept.code != code_key().decode() or kept.ref != ref):
+        kept = None  # another code's or another trunk's walk: neither taken nor remembered
+    if (
+        kept is not None
+        and kept.tip == tip
+        and (not kept.fingerprint or kept.fingerprint == in_force().fingerprint)
+    ):
+        return kept.found
     used: list[bool] = []
 
     def authorize(sha: str, email: str, message: str) -> tuple[str | None, str]:
@@ -163,6 +162,11 @@ def walked(
         return authorize_commit(in_force(), sha, email, message)
 
     found = walk_at(ws.tree, tip, authorize, shared)
+    if kept is not None and found.available and kept.found.available:
+        # what the host saw held at trunk's last kept commit stays held unless an authorized commit
+        # since lifted it: a history that moved trunk off its line cannot drop it, nor a policy
+        # that now authorizes what it did not (a person signs again: D-231)
+        carry(ws.tree, found, kept.found, authorize)
     fingerprint = in_force().fingerprint if used else ""
     # a walk that could not read every object it needed is used once, never kept (the objects may
     # be back for the next command, which must see them)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -517,18 +518,26 @@ def test_a_branch_fast_forwarded_onto_trunk_with_trunk_as_its_second_parent_lift
     assert "keeps the hold on u1 it would have lifted" in errors[0]["message"]
 
 
-@pytest.mark.parametrize("flow", ["branch-forked-before-the-resolve", "trunk-merged-into-a-branch-first"])
+@pytest.mark.parametrize(
+    "flow", ["branch-forked-before-the-resolve", "trunk-merged-into-a-branch-first", "branch-added-evidence"]
+)
 def test_a_merge_of_an_older_branch_keeps_trunks_authorized_resolve(filed: Workspace, flow: str) -> None:
     """D-228's other side: a unit's branch forked while F-x held u1, merged after a person's signed
     resolve landed on trunk (trunk first, as `git merge` on trunk makes it; or trunk merged into the
     branch first and the branch merged back). The merged parent's version still held u1; the
-    resolve on trunk's own line since lifted it with authority, so nothing holds and lint is clean."""
+    resolve on trunk's own line since lifted it with authority, so nothing holds and lint is clean.
+    The operator review of D-228: where the branch had added evidence to F-x's text, her resolve
+    (which does not contain that edit) counted for nothing, and u1 stayed held; an edit of the text
+    is no decision (D-231). The host saw u1 held first, so its memory (D-231) is asked too."""
     ws = filed
+    seen_by_the_host(ws)
     ws.git("branch", "unit/u2-w")
     ws.write(FINDING, finding(resolved="true"))
     ws.commit("resolve F-x\n\nAuthorized-by: alice")
     ws.git("checkout", "-q", "unit/u2-w")
     ws.write("notes.md", "work\n")
+    if flow == "branch-added-evidence":
+        ws.write(FINDING, finding(body="body\n\nu2: the alerter also fails on restart.\n"))
     ws.commit("work", email="u2@units.invalid", sign=False)
     if flow == "trunk-merged-into-a-branch-first":
         ws.git("merge", "-q", "--no-edit", "main")
@@ -576,3 +585,75 @@ def test_a_register_folder_committed_as_a_symlink_is_not_read_through(
     (ws.root / "arch" / "F-x.md").write_text(finding(resolved="true"))
     ws.commit("tidy", email="u1@units.invalid", sign=False)
     assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+
+
+def seen_by_the_host(ws: Workspace) -> None:
+    """A write under the decide lock (r1's dispatch, which no finding holds) walks trunk and keeps
+    the walk (engine.read.trunkcache): the host has seen what trunk holds now."""
+    ws.run("unit", "dispatch", "r1", check=True)
+    assert (ws.root / ".regulator" / "trunk.walk").is_file()
+
+
+def side_resolved_one_step_behind(ws: Workspace) -> None:
+    """Adversarial review of D-228: `side` is trunk plus an unsigned resolve; a branch forked before
+    F-x landed merges `side` (second); its content, not trunk's old tip, is the merged parent."""
+    ws.git("checkout", "-q", "-b", "side")
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("resolve (no trailer)", email="u1@units.invalid", sign=False)
+    ws.git("checkout", "-q", "-b", "unit/u1-rev", "main~1")
+    ws.git("merge", "-q", "--no-ff", "--no-edit", "side")
+
+
+def orphan_baseline(ws: Workspace) -> None:
+    """An orphan root, then trunk merged in second with F-x resolved, the merge carrying init's
+    baseline trailer: the walk's baseline (the oldest such commit on the first-parent line) moved."""
+    ws.git("checkout", "-q", "--orphan", "unit/u1-evil")
+    ws.git("rm", "-rq", "--cached", ".")
+    ws.commit("start", email="u1@units.invalid", sign=False)
+    ws.git("merge", "-q", "--no-commit", "--allow-unrelated-histories", "-s", "ours", "main")
+    ws.git("read-tree", "-u", "--reset", "main")
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("merge main\n\nRegulator-Decision: baseline", email="u1@units.invalid", sign=False)
+
+
+def graft(ws: Workspace) -> None:
+    """An orphan commit of trunk's tree with F-x resolved, grafted onto trunk by a replace ref:
+    git's merge honours it (a fast-forward), regulator reads the objects as stored (a lone root)."""
+    ws.git("checkout", "-q", "--orphan", "unit/u1-graft")
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("fresh start", email="u1@units.invalid", sign=False)
+    ws.git("replace", "--graft", "unit/u1-graft", "main")
+
+
+@pytest.mark.parametrize("history", [side_resolved_one_step_behind, orphan_baseline, graft])
+def test_a_history_that_hides_a_hold_from_trunks_line_lifts_nothing_the_host_saw(
+    filed: Workspace, history: Callable[[Workspace], None]
+) -> None:
+    """Adversarial review of D-228: three histories fast-forwarded onto trunk dropped F-x's hold on
+    u1 with lint naming nothing: the walk follows trunk's first-parent line from the baseline, and
+    each hid the hold from that line. What the host saw held at trunk's last kept commit stays held
+    unless an authorized commit since lifted it (D-231)."""
+    ws = filed
+    seen_by_the_host(ws)
+    history(ws)
+    branch = ws.git("rev-parse", "--abbrev-ref", "HEAD").strip()
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--ff-only", branch)
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    errors = json.loads(ws.run("registry", "lint", "--json").stdout)["errors"]
+    moved = [e for e in errors if "which the host held at" in e["message"]]
+    assert moved and moved[0]["entry"] == FINDING and "keeps the hold on u1" in moved[0]["message"], errors
+
+
+def test_a_signed_resolve_after_trunk_moved_lifts_what_the_host_held(filed: Workspace) -> None:
+    """The other side of D-231: the host saw u1 held; a person's signed, authorized resolve landed
+    on trunk since (here with a branch of hers merged in): the hold is lifted, nothing is named."""
+    ws = filed
+    seen_by_the_host(ws)
+    ws.git("checkout", "-q", "-b", "desk")
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("resolve F-x\n\nAuthorized-by: alice")
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--no-ff", "--no-edit", "desk")
+    ws.run("unit", "dispatch", "u1", check=True)
+    assert json.loads(ws.run("registry", "lint", "--json").stdout)["errors"] == []
