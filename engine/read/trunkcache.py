@@ -134,7 +134,7 @@ def walked(
     `shared()` gives trunk's history pass a caller reads anyway (lint), asked only for a fresh walk."""
     where = locate(ws.tree, trunk)
     if isinstance(where, TrunkFindings):
-        return where
+        return _remembered(ws, trunk, where)
     ref, tip = where
     asked: list[Policy] = []
 
@@ -144,11 +144,10 @@ def walked(
         return asked[0]
 
     use = enabled()
-    kept = _read(ws) if use else None
-    if kept is not None and (kept.code != code_key().decode() or kept.ref != ref):
-        kept = None  # another code's or another trunk's walk: neither taken nor remembered
+    kept = _memory(ws, _named(ref))  # the same trunk by name: its local branch or origin's (D-231)
     if (
         kept is not None
+        and kept.ref == ref
         and kept.tip == tip
         and (not kept.fingerprint or kept.fingerprint == in_force().fingerprint)
     ):
@@ -162,7 +161,9 @@ def walked(
         return authorize_commit(in_force(), sha, email, message)
 
     found = walk_at(ws.tree, tip, authorize, shared)
-    if kept is not None and found.available and kept.found.available:
+    if not found.available:
+        return _remembered(ws, trunk, found)
+    if kept is not None and kept.found.available:
         # what the host saw held at trunk's last kept commit stays held unless an authorized commit
         # since lifted it: a history that moved trunk off its line cannot drop it, nor a policy
         # that now authorizes what it did not (a person signs again: D-231)
@@ -175,6 +176,29 @@ def walked(
         if ws.decided():  # a writer, in the lock or after it
             keep(ws)
     return found
+
+
+def _named(ref: str) -> str:
+    """The trunk's name a ref locate gave is of (refs/heads/<name> or refs/remotes/origin/<name>)."""
+    return ref.removeprefix("refs/heads/").removeprefix("refs/remotes/origin/")
+
+
+def _memory(ws: Workspace, trunk: str) -> Kept | None:
+    """The kept walk of this trunk (by name) made by this code, or None."""
+    kept = _read(ws) if enabled() else None
+    if kept is None or kept.code != code_key().decode() or _named(kept.ref) != trunk:
+        return None  # another code's or another trunk's walk: neither taken nor remembered
+    return kept
+
+
+def _remembered(ws: Workspace, trunk: str, found: TrunkFindings) -> TrunkFindings:
+    """Trunk's history cannot be read now (its branch gone, the repository made shallow): every
+    finding holds what it names (D-201), and what the host held at its last kept walk holds too,
+    so a narrowing or deletion the walk had refused is not lifted by hiding trunk (D-231)."""
+    kept = _memory(ws, trunk)
+    if kept is None or not kept.found.available:
+        return found
+    return msgspec.structs.replace(found, holds=dict(kept.found.holds))
 
 
 def keep(ws: Workspace) -> None:

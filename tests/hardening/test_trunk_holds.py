@@ -588,9 +588,9 @@ def test_a_register_folder_committed_as_a_symlink_is_not_read_through(
 
 
 def seen_by_the_host(ws: Workspace) -> None:
-    """A write under the decide lock (r1's dispatch, which no finding holds) walks trunk and keeps
+    """A write under the decide lock (b1's dispatch, which no finding holds) walks trunk and keeps
     the walk (engine.read.trunkcache): the host has seen what trunk holds now."""
-    ws.run("unit", "dispatch", "r1", check=True)
+    ws.run("unit", "dispatch", "b1", check=True)
     assert (ws.root / ".regulator" / "trunk.walk").is_file()
 
 
@@ -657,3 +657,50 @@ def test_a_signed_resolve_after_trunk_moved_lifts_what_the_host_held(filed: Work
     ws.git("merge", "-q", "--no-ff", "--no-edit", "desk")
     ws.run("unit", "dispatch", "u1", check=True)
     assert json.loads(ws.run("registry", "lint", "--json").stdout)["errors"] == []
+
+
+@pytest.mark.parametrize("hide", ["trunk-branch-deleted", "repository-made-shallow"])
+def test_hiding_trunk_from_the_host_does_not_make_it_forget(
+    filed: Workspace, hide: str, tmp_path: Path
+) -> None:
+    """Adversarial review of D-231: a hold the host held, then a unit, from its worktree (refs and
+    objects are shared):
+    - deleted refs/heads/main with origin/main naming the same commit: the walk of origin/main was
+      another trunk's to the memory, which it forgot, and it kept a walk without the hold; main
+      restored, a hold only the memory kept (a hidden history's) was gone at the very commit the
+      host had held it at;
+    - fetched anything with --depth=1: the repository shallow, trunk unreadable, and every finding
+      held only what the working tree names, which an unsigned narrowing had emptied.
+    The memory is the trunk's by name, and where trunk cannot be read it holds too (D-231)."""
+    ws = filed
+    seen_by_the_host(ws)
+    if hide == "trunk-branch-deleted":  # a hold only the host's memory keeps
+        side_resolved_one_step_behind(ws)
+        ws.git("checkout", "-q", "main")
+        ws.git("merge", "-q", "--ff-only", "unit/u1-rev")
+    else:  # a hold the walk keeps, and the working tree no longer names
+        ws.write(FINDING, finding(affects="[]"))
+        ws.commit("F-x affects nothing now", email="u1@units.invalid", sign=False)
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    ws.run("unit", "dispatch", "u3", check=True)  # a writer keeps the walk with the hold
+    if hide == "trunk-branch-deleted":
+        tip = ws.git("rev-parse", "main").strip()
+        ws.git("checkout", "-q", "--detach")
+        ws.git("update-ref", "refs/remotes/origin/main", tip)
+        ws.git("update-ref", "-d", "refs/heads/main")
+        assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+        ws.run("unit", "dispatch", "r1", check=True)  # a writer keeps a walk of origin/main meanwhile
+        ws.git("update-ref", "refs/heads/main", tip)
+        ws.git("update-ref", "-d", "refs/remotes/origin/main")
+        ws.git("checkout", "-q", "main")
+    else:
+        other = tmp_path / "other"
+        subprocess.run(["git", "init", "-q", str(other)], check=True)
+        for n in ("a", "b"):
+            subprocess.run(["git", "-C", str(other), "-c", "user.name=o", "-c", "user.email=o@x.invalid",
+                            "commit", "-q", "--allow-empty", "-m", n], check=True)  # fmt: skip
+        ws.git("fetch", "-q", "--depth=1", f"file://{other}", "HEAD")
+        assert ws.git("rev-parse", "--is-shallow-repository").strip() == "true"
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    held = next(u for u in ws.json("status")["units"] if u["id"] == "u1")["staleKnowledge"]
+    assert held == ["F-x"]
