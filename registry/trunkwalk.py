@@ -294,7 +294,11 @@ def walk_at(
                         "commit on the merge's own line lifted it since (a merge that drops what the line "
                         "it merges holds lifts nothing)"
                     )
-                    who, how = _lifted_since(root, sha, parent, change.path, extra, authorize, how)
+                    # an entry the merge drops that its own line never held: no commit of that line can
+                    # have lifted it, and no git is asked (a unit's thousands of such merges cost
+                    # nothing: adversarial review of D-232)
+                    if change.path in last or change.new != ZERO:
+                        who, how = _lifted_since(root, sha, parent, change.path, extra, authorize, how)
                 if who is not None:
                     continue
                 mine = entry(change.path, change.new) if change.new != ZERO else None
@@ -556,38 +560,44 @@ def _touches(
 def _last_decided(root: Path, tip: str, path: str) -> str | None:
     """The newest commit of `tip`'s history that changed the entry's load-bearing fields (brought
     it, deleted it, made it valid or not, or changed resolved, affects or ack; a merge by its first
-    parent's diff), "" where none did, None when git cannot tell. An edit of an entry's text decides
-    nothing (operator review of D-228: a unit's added evidence made a person's signed resolve, which
-    did not contain it, count for nothing)."""
+    parent's diff), "" where none did, None when git cannot tell (a version's object missing: a
+    missing version is no evidence of no decision, adversarial review of D-232). An edit of an
+    entry's text decides nothing (operator review of D-228: a unit's added evidence made a person's
+    signed resolve, which did not contain it, count for nothing). Read a touch at a time, newest
+    first: the newest is nearly always the decision, and git stops there instead of walking the
+    whole history for older ones."""
     from registry.history import ZERO, _cat_batch, _raw_log
 
-    done = _git(
-        root, "log", tip, "--format=%x00C%H", "--raw", "-z", "--no-abbrev", "--no-renames",
-        "--diff-merges=first-parent", "--", f":(literal){path}",
-    )  # fmt: skip
-    if done.returncode != 0:
-        return None
-    found = _raw_log(done.stdout.decode("utf-8", errors="surrogateescape"))
-    pairs = [
-        (sha, change.parents[0] if change.parents else ZERO, change.new)
-        for sha, changes in found
-        for change in changes
-        if change.path == path
-    ]
-    objects = _cat_batch(root, sorted({b for _, old, new in pairs for b in (old, new) if b != ZERO}))
-
-    def fields(blob: str) -> dict | None:
-        data = objects.get(blob) if blob != ZERO else None
-        try:
-            version = entry_or_none("finding", path, data.decode("utf-8")) if data is not None else None
-        except UnicodeDecodeError:
-            version = None
-        return load_bearing(version) if version is not None else None
-
-    for sha, old, new in pairs:  # newest first
-        if fields(old) != fields(new):
+    for skip in range(64):
+        done = _git(
+            root, "log", tip, "-n", "1", f"--skip={skip}", "--format=%x00C%H", "--raw", "-z", "--no-abbrev",
+            "--no-renames", "--diff-merges=first-parent", "--", f":(literal){path}",
+        )  # fmt: skip
+        if done.returncode != 0:
+            return None
+        found = _raw_log(done.stdout.decode("utf-8", errors="surrogateescape"))
+        if not found:
+            return ""
+        sha, changes = found[0]
+        change = next((c for c in changes if c.path == path), None)
+        if change is None:  # a merge touching it that its first parent's diff does not show
+            continue
+        old = change.parents[0] if change.parents else ZERO
+        blobs = [b for b in (old, change.new) if b != ZERO]
+        objects = _cat_batch(root, blobs)
+        if any(objects.get(b) is None for b in blobs):
+            return None
+        versions = []
+        for blob in (old, change.new):
+            data = objects.get(blob) if blob != ZERO else None
+            try:
+                version = entry_or_none("finding", path, data.decode("utf-8")) if data is not None else None
+            except UnicodeDecodeError:
+                version = None
+            versions.append(load_bearing(version) if version is not None else None)
+        if versions[0] != versions[1]:
             return sha
-    return ""
+    return None  # text edits past any limit: cannot tell, so nothing is lifted
 
 
 def _version_at(root: Path, sha: str, path: str, blob: str) -> tuple[Entry | None, bytes | None]:

@@ -161,6 +161,12 @@ def walked(
         return authorize_commit(in_force(), sha, email, message)
 
     found = walk_at(ws.tree, tip, authorize, shared)
+    if found.available and found.missing:  # a version git cannot give is no evidence of no decision:
+        # trunk cannot be read, so every finding holds what it names, and what the host held holds
+        # (objects moved out of a shared repository let a person's old signature count: D-232)
+        found = msgspec.structs.replace(
+            found, available=False, why=f"{found.missing} object(s) trunk's history names cannot be read"
+        )
     if not found.available:
         return _remembered(ws, trunk, found)
     if kept is not None and kept.found.available:
@@ -198,7 +204,10 @@ def _remembered(ws: Workspace, trunk: str, found: TrunkFindings) -> TrunkFinding
     kept = _memory(ws, trunk)
     if kept is None or not kept.found.available:
         return found
-    return msgspec.structs.replace(found, holds=dict(kept.found.holds))
+    holds = dict(found.holds)  # what a walk that could not read every object still found, and more
+    for path, units in kept.found.holds.items():
+        holds[path] = holds.get(path, frozenset()) | units
+    return msgspec.structs.replace(found, holds=holds)
 
 
 def keep(ws: Workspace) -> None:

@@ -6,6 +6,7 @@ Real git, real signatures (alice's ssh-keygen key), the real `regulator` command
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -704,3 +705,68 @@ def test_hiding_trunk_from_the_host_does_not_make_it_forget(
     assert "F-x" in refused(ws, "unit", "dispatch", "u1")
     held = next(u for u in ws.json("status")["units"] if u["id"] == "u1")["staleKnowledge"]
     assert held == ["F-x"]
+
+
+def test_merges_that_drop_what_their_sides_filed_cost_no_git_each(filed: Workspace, tmp_path: Path) -> None:
+    """Adversarial review of D-232: a unit fast-imported merges whose second parent files a finding
+    the merge drops; every merge then asked `_lifted_since` (three git processes and a log of the
+    whole history): 1,000 merges made `status` take 74 s on this machine. An entry the merge's own
+    line never held cannot have been lifted on it: held without asking git. Counted here in git
+    processes (speed is the bench's), with a `git` on PATH that logs each start."""
+    ws = filed
+    seen_by_the_host(ws)
+    lines, tip = [], ws.git("rev-parse", "main").strip()
+    for i in range(1, 41):
+        body = finding(affects=f"[u-dos-{i}]").replace("F-x", f"F-dos-{i}").encode()
+        lines += [f"commit refs/heads/unit/u1-dos\nmark :{2 * i - 1}\ncommitter u1 <u1@units.invalid> {1764900000 + i} +0000\ndata 5\nside\n",
+                  f"from {tip}\nM 100644 inline findings/F-dos-{i}.md\ndata {len(body)}\n", body.decode() + "\n",
+                  f"commit refs/heads/unit/u1-dos\nmark :{2 * i}\ncommitter u1 <u1@units.invalid> {1764900000 + i} +0000\ndata 6\nmerge\n",
+                  f"from {tip}\nmerge :{2 * i - 1}\nD findings/F-dos-{i}.md\n\n"]  # fmt: skip
+        tip = f":{2 * i}"
+    subprocess.run(
+        ["git", "-C", str(ws.root), "fast-import", "--quiet"], input="".join(lines).encode(), check=True
+    )
+    ws.git("merge", "-q", "--ff-only", "unit/u1-dos")
+    real = subprocess.run(
+        ["sh", "-c", "command -v git"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    bin_dir, log = tmp_path / "bin", tmp_path / "git.log"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real} "$@"\n')
+    (bin_dir / "git").chmod(0o755)
+    done = ws.run("status", "--json", env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    assert done.returncode in (0, 1), done.stderr
+    held = {u["id"]: u["staleKnowledge"] for u in json.loads(done.stdout)["units"]}
+    assert held["u1"] == ["F-x"]
+    calls = log.read_text().splitlines()
+    assert len(calls) < 30, (len(calls), calls[:40])
+
+
+def test_a_version_git_cannot_give_lifts_no_hold(filed: Workspace) -> None:
+    """Adversarial review of D-232: alice resolved F-x on a branch she abandoned, then resolved and
+    reopened it on trunk (signed). A unit merged her old branch's version, and moved the loose
+    objects of trunk's versions of F-x out of the shared repository: read as "no decision", her
+    old signature counted again, and u1 was dispatched. A walk missing an object is no walk: every
+    finding holds what it names, and what the host held (D-232)."""
+    ws = filed
+    ws.git("checkout", "-q", "-b", "alice-old")
+    ws.write(FINDING, finding(resolved="true", body="body\nfixed on my branch\n"))
+    ws.commit("resolve (draft)\n\nAuthorized-by: alice")
+    ws.git("checkout", "-q", "main")
+    ws.write(FINDING, finding(resolved="true", body="body\nfixed on trunk\n"))
+    ws.commit("resolve\n\nAuthorized-by: alice")
+    ws.write(FINDING, finding(body="body\nreopened: not fixed after all\n"))
+    ws.commit("reopen\n\nAuthorized-by: alice")
+    versions = [ws.git("rev-parse", f"main{'~' * n}:{FINDING}").strip() for n in (0, 1, 2)]
+    seen_by_the_host(ws)
+    ws.git("checkout", "-q", "-b", "unit/u1-old")
+    ws.git("merge", "-q", "--no-ff", "--no-commit", "-X", "theirs", "alice-old")
+    ws.git("checkout", "alice-old", "--", FINDING)
+    ws.commit("merge alice's branch", email="u1@units.invalid", sign=False)
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--ff-only", "unit/u1-old")
+    objects = ws.root / ".git" / "objects"
+    for blob in versions:
+        (objects / blob[:2] / blob[2:]).unlink()
+    line = refused(ws, "unit", "dispatch", "u1")
+    assert "object(s) trunk's history names cannot be read" in line, line
