@@ -15,7 +15,12 @@ room, `demo`, `serve`: processes that write) at once; a reader's walk is forgott
 The kept walk can lift a hold (a finding resolved on trunk), so it is MAC'd with the host key as
 the checkpoint is: a unit that cannot read the host key cannot make one that is believed, and a
 file that fails its MAC, does not decode, or is no regular file is walked over, never trusted.
-`REGULATOR_CHECKPOINT=off` turns it off with the checkpoint (both are the host's caches)."""
+`REGULATOR_CHECKPOINT=off` turns it off with the checkpoint (both are the host's caches).
+
+The kept walk is also the host's memory of what it held (D-231, D-232): a fresh walk of the same
+trunk (by name) by the same code keeps every unit the kept walk held unless a commit since lifted it
+with authorization (registry.trunkwalk.carry), and where trunk cannot be read (its branch gone, the
+repository shallow, an object missing: D-233) what the kept walk held holds too."""
 
 from __future__ import annotations
 
@@ -144,7 +149,7 @@ def walked(
         return asked[0]
 
     use = enabled()
-    kept = _memory(ws, _named(ref))  # the same trunk by name: its local branch or origin's (D-231)
+    kept = _memory(ws, _named(ref))  # the same trunk by name: its local branch or origin's (D-232)
     if (
         kept is not None
         and kept.ref == ref
@@ -163,7 +168,7 @@ def walked(
     found = walk_at(ws.tree, tip, authorize, shared)
     if found.available and found.missing:  # a version git cannot give is no evidence of no decision:
         # trunk cannot be read, so every finding holds what it names, and what the host held holds
-        # (objects moved out of a shared repository let a person's old signature count: D-232)
+        # (objects moved out of a shared repository let a person's old signature count: D-233)
         found = msgspec.structs.replace(
             found, available=False, why=f"{found.missing} object(s) trunk's history names cannot be read"
         )
@@ -200,7 +205,7 @@ def _memory(ws: Workspace, trunk: str) -> Kept | None:
 def _remembered(ws: Workspace, trunk: str, found: TrunkFindings) -> TrunkFindings:
     """Trunk's history cannot be read now (its branch gone, the repository made shallow): every
     finding holds what it names (D-201), and what the host held at its last kept walk holds too,
-    so a narrowing or deletion the walk had refused is not lifted by hiding trunk (D-231)."""
+    so a narrowing or deletion the walk had refused is not lifted by hiding trunk (D-232)."""
     kept = _memory(ws, trunk)
     if kept is None or not kept.found.available:
         return found
