@@ -123,17 +123,11 @@ def lint(
             raise BadInput(str(exc)) from None
         if walking is not None and not isinstance(registers.trunk, TrunkFindings):
             registers.trunk = walking.result()
-    result.issues += _trunk_moved(ws, trunk)
+    ranged = isinstance(history, RangeHistory)
+    result.issues += _trunk_moved(ws, trunk, ranged, require_history)
     if isinstance(history, RangeHistory):  # range_spec was given
         before = history.spec.partition("..")[0]
         result.issues += lint_range(history, policy_at(ws, history.policy, before))
-        if trunk is not None and resolve_trunk(ws.tree, trunk) is None:  # a --trunk naming nothing here
-            why = no_trunk_branch(trunk)
-            level = "error" if require_history else "warning"
-            message = f"trunk unavailable ({why}): trunk-moved was not checked"
-            if require_history:
-                message += f" (--require-history: {how_to_read(why)})"
-            result.issues.append(Issue(level, "history-unavailable", "(history)", message))
     else:
         result.issues += lint_history(registers, registers.texts, history, policy)
         from engine.read.ladder import trunk_findings
@@ -240,12 +234,16 @@ def resolve_finding(
     return path
 
 
-def _trunk_moved(ws: Workspace, trunk: str | None) -> list[Issue]:
+def _trunk_moved(
+    ws: Workspace, trunk: str | None, ranged: bool = False, require: bool = False
+) -> list[Issue]:
     """`trunk-moved` (D-224): regulator/config.yaml names another trunk than the one this run
     follows. On the host without `--trunk`, that is its record (`.regulator/trunk`); with `--trunk`
     (a CI job names trunk itself), the trunk the file names on that branch's own commit, so a branch
     that changes `trunk:` is named and linting against another base is not. In a clone without
-    `--trunk` the file is all there is."""
+    `--trunk` the file is all there is. A `--trunk` naming no branch here is history-unavailable:
+    without `--range` lint's own history read says so; with it, this (an error under
+    `--require-history`, D-229)."""
     from engine.checkout.gitconfig import CONFIG, configured_trunk, host_trunk, trunk_in
     from registry.history import _cat_batch
 
@@ -261,8 +259,14 @@ def _trunk_moved(ws: Workspace, trunk: str | None) -> list[Issue]:
         followed, source = host_trunk(ws), ".regulator/trunk, the host's"
     else:
         ref = resolve_trunk(ws.tree, trunk)
-        if ref is None:
-            return []  # no such trunk here: history-unavailable says so
+        if ref is None:  # no such trunk here
+            if not ranged:
+                return []  # lint's history read names it (history-unavailable)
+            why = no_trunk_branch(trunk)
+            message = f"trunk unavailable ({why}): trunk-moved was not checked"
+            if require:
+                message += f" (--require-history: {how_to_read(why)})"
+            return [Issue("error" if require else "warning", "history-unavailable", "(history)", message)]
         text = _cat_batch(ws.tree, [f"{ref}:{CONFIG}"]).get(f"{ref}:{CONFIG}")
         followed = trunk_in(text.decode("utf-8", "replace") if text is not None else None)
         source = f"as {ref} names it"
