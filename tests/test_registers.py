@@ -181,6 +181,77 @@ def test_deleting_a_landed_entry_is_a_tombstone_error(reg: Any) -> None:
     assert lint(ws)["errors"] == []
 
 
+def test_a_branch_older_than_a_finding_is_not_told_it_deleted_it(reg: Any) -> None:
+    """A branch forked before a finding landed, checked out at its own head (not a merge with trunk):
+    it never had the finding and a merge keeps trunk's, so lint names no deletion and the pull
+    request's two checks pass (D-234; tombstone-not-delete "restore it" before). Deleting a finding
+    the branch did have is still named, and the unit the finding names stays held either way."""
+    ws = reg
+    ws.git("checkout", "-q", "-b", "old")
+    ws.write(
+        "intake/I-side.md", "---\nid: I-side\ndate: '2026-11-20'\ntitle: an idea\ndisposition: new\n---\n"
+    )
+    ws.run("registry", "views", check=True)
+    ws.commit("an idea")
+    ws.git("checkout", "-q", "main")
+    ws.write(FINDING, finding_text())
+    ws.run("registry", "views", check=True)
+    ws.commit("file it")
+    ws.git("checkout", "-q", "old")
+    assert codes(lint(ws, "--trunk", "main")) == []
+    done = ws.run("controlroom", "--once", "--registers-only", "--trunk", "main")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert unit(ws, "release-hardening/manifest")["staleKnowledge"] == ["F-alert-path-dead"]
+    # merged, the branch keeps the finding: nothing was deleted
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--no-ff", "-m", "merge old", "old")
+    assert (ws.root / FINDING).exists()
+    # a branch that had it and deletes it is still named
+    assert codes(removed_on_a_branch(ws)) == [("tombstone-not-delete", FINDING)]
+
+
+def test_a_branch_behind_trunk_that_deletes_what_it_had_is_named(reg: Any) -> None:
+    """Behind trunk by one finding, a branch deleting another that it forked with is named for that
+    one only: trunk's newer finding is not."""
+    ws = reg
+    ws.write(FINDING, finding_text())
+    ws.commit("file it")
+    ws.git("checkout", "-q", "-b", "old")
+    (ws.root / FINDING).unlink()
+    ws.commit("remove the finding")
+    ws.git("checkout", "-q", "main")
+    ws.write("findings/F-two.md", finding_text(fid="F-two"))
+    ws.commit("file another")
+    ws.git("checkout", "-q", "old")
+    assert codes(lint(ws, "--trunk", "main")) == [("tombstone-not-delete", FINDING)]
+
+
+def test_a_branch_with_two_merge_bases_is_assumed_to_have_had_nothing(reg: Any) -> None:
+    """Branch and trunk merged each other (a criss-cross): git merges against a base of its own
+    making, so what trunk gained since is not assumed to be missing from the branch harmlessly."""
+    ws = reg
+    ws.git("checkout", "-q", "-b", "old")
+    ws.write(
+        "intake/I-side.md", "---\nid: I-side\ndate: '2026-11-20'\ntitle: an idea\ndisposition: new\n---\n"
+    )
+    ws.commit("an idea")
+    ws.git("checkout", "-q", "main")
+    ws.write(
+        "intake/I-main.md", "---\nid: I-main\ndate: '2026-11-20'\ntitle: another\ndisposition: new\n---\n"
+    )
+    ws.commit("another idea")
+    main_tip, old_tip = ws.git("rev-parse", "main").strip(), ws.git("rev-parse", "old").strip()
+    ws.git("merge", "-q", "--no-ff", "-m", "merge old", old_tip)
+    ws.git("checkout", "-q", "old")
+    ws.git("merge", "-q", "--no-ff", "-m", "merge main", main_tip)
+    ws.git("checkout", "-q", "main")
+    ws.write(FINDING, finding_text())
+    ws.commit("file it")
+    ws.git("checkout", "-q", "old")
+    assert len(ws.git("merge-base", "--all", "HEAD", "main").split()) == 2
+    assert ("tombstone-not-delete", FINDING) in codes(lint(ws, "--trunk", "main"))
+
+
 def test_intake_rejected_in_place_passes(reg: Any) -> None:
     ws = reg
     ws.write(
