@@ -175,8 +175,7 @@ def _signed_data(namespace: bytes, reserved: bytes, hash_name: bytes, digest: by
 
 def _check(kind: str, key: PublicKey, signature: bytes, data: bytes) -> None:
     """Raises unless `signature` (format string + signature bytes) is `key`'s over `data`."""
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa, utils
+    from cryptography.hazmat.primitives.asymmetric import ed25519
 
     r = _Reader(signature)
     fmt, raw = r.string(), r.string()
@@ -184,7 +183,12 @@ def _check(kind: str, key: PublicKey, signature: bytes, data: bytes) -> None:
     # `kind` and `key` come from one _public_key: the isinstance checks only tell the type checker
     if kind == "ssh-ed25519" and fmt == b"ssh-ed25519" and isinstance(key, ed25519.Ed25519PublicKey):
         key.verify(raw, data)
-    elif kind in _ECDSA and fmt == kind.encode() and isinstance(key, ec.EllipticCurvePublicKey):
+        return
+    # the other kinds' modules only where a key of theirs signed (an ed25519 check imports none)
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa, utils
+
+    if kind in _ECDSA and fmt == kind.encode() and isinstance(key, ec.EllipticCurvePublicKey):
         rs = _Reader(raw)
         der = utils.encode_dss_signature(rs.mpint(), rs.mpint())
         rs.end()
