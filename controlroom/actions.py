@@ -88,9 +88,12 @@ def why_not(action: Action, snap: Snapshot, key: Key | None) -> str | None:
             pending = unratified_in(trunk, found) if isinstance(trunk, TrunkFindings) else None
             denied = rules.acking(people, person, found, pending)
         else:
-            from engine.read.ladder import holds_in
+            from engine.read.ladder import holds_in, undecided_in
 
-            denied = rules.resolving_finding(people, person, found, holds_in(snap.stale, found.id))
+            trunk = registers_of(snap.ws, state).trunk  # walked by the snapshot's worker, never here
+            denied = rules.resolving_finding(
+                people, person, found, holds_in(snap.stale, found.id), undecided_in(trunk, found.path)
+            )
     elif action.name == "dismiss":
         if kind not in ("bad", "verify"):
             return "select a bad store line or a verify finding"

@@ -36,7 +36,8 @@ class History(msgspec.Struct):
     # branch's version replaces trunk's when merged, so it is judged against trunk's (D-226)
     trunk: dict[str, str] = msgspec.field(default_factory=dict)
     # register files on trunk's tip that the merge-base lacks (the branch forked before they landed):
-    # missing from the branch, they are no deletion, since a merge keeps trunk's (D-234)
+    # missing from the branch, they are still `tombstone-not-delete` (a rebase of the branch's own
+    # commits, or a later merge, can delete them), named with the way out: merge trunk (D-234)
     gained: set[str] = msgspec.field(default_factory=set)
 
 
@@ -135,17 +136,15 @@ def _not_a_repository(root: Path) -> str:
 def _read(root: Path, trunk_ref: str, share: Future[TrunkLog | None] | None = None) -> History:
     head = _ask(root, "rev-parse", "HEAD").strip()
     trunk_sha = _ask(root, "rev-parse", trunk_ref).strip()
-    bases = [head]
+    base = head
     if head != trunk_sha:
-        # --all: the same first base as without it, and whether there are others (a criss-cross)
-        found = _git(root, "merge-base", "--all", "HEAD", trunk_ref)
-        bases = found.stdout.decode().split()
-        if found.returncode != 0 or not bases:
+        found = _git(root, "merge-base", "HEAD", trunk_ref)
+        if found.returncode != 0:
             said = found.stderr
-            if found.returncode in (0, 1) and not said.strip():  # git says "none" by its status alone
+            if found.returncode == 1 and not said.strip():  # git says "none" by its status alone
                 said = f"HEAD and {trunk_ref} share no commit".encode()
-            raise _GitFailed(found.returncode or 1, said)
-    base = bases[0]
+            raise _GitFailed(found.returncode, said)
+        base = found.stdout.decode().strip()
     history = History(available=True, trunk_ref=trunk_ref, head_is_trunk=head == trunk_sha)
     # no pathspec: with one, git filters every commit's diff again and is several times slower on
     # folders of thousands of entries; the register folders are picked out here instead
@@ -155,9 +154,7 @@ def _read(root: Path, trunk_ref: str, share: Future[TrunkLog | None] | None = No
     history.landed = landed(log)
     history.base = _tree_texts(root, base)
     history.head = history.base if base == head else _tree_texts(root, head)
-    if base != trunk_sha and len(bases) == 1:
-        # a branch behind trunk: what trunk gained since it forked, the branch never had. With more
-        # than one merge-base git merges against a base of its own making: nothing is assumed
+    if base != trunk_sha:  # a branch behind trunk: what trunk gained since it forked
         history.gained = _tree_paths(root, trunk_sha) - set(history.base)
     new = [path for path in history.head if path not in history.base]
     if new and trunk_sha != base:

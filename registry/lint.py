@@ -293,6 +293,17 @@ def _authorizer(
         if who is not None:
             return who, how
         seen = how
+        # an earlier commit that did authorize it, overtaken by this one: say so, and the way out
+        for earlier in touching[1:]:
+            name, _ = authorize_commit(policy, earlier.sha, earlier.email, earlier.message)
+            if name is not None:
+                seen += (
+                    f"; {earlier.sha[:10]} authorized it ({name}), but the last commit touching the "
+                    f"entry, {commit.sha[:10]}, decides: sign again after it (`regulator registry resolve "
+                    f"<F-id> --by {name} --rationale … --commit` for a resolve; else a commit SSH-signed "
+                    f"by {name} with Authorized-by: {name})"
+                )
+                break
     why = seen or f"no commit {where} carries Authorized-by: <person with the ack grant>"
     return None, f"{why} ({policy.note})" if policy.note else why
 
@@ -300,7 +311,10 @@ def _authorizer(
 def _unauthorized(
     issues: list[Issue], path: str, changed: list[str], ack_removed: bool, where: str, when: str, why: str
 ) -> None:
-    """An unauthorized load-bearing change, the removal of an ack named for what it does."""
+    """An unauthorized load-bearing change, the removal of an ack named for what it does. The way out
+    that `why` names is written with the finding's own id, not a placeholder."""
+    if path.startswith("findings/"):
+        why = why.replace("<F-id>", path.rsplit("/", 1)[-1].removesuffix(".md"))
     if ack_removed:
         message = f"{path}: removing the ack{where} downgrades the hard re-gate problem to a notice; {why}"
         issues.append(Issue("error", "ack-removed", path, message))
@@ -343,22 +357,31 @@ def lint_history(
             )
         ]
     issues: list[Issue] = []
-    # an entry trunk gained after the branch forked is missing from it without being deleted:
-    # merged, the branch keeps trunk's (the holds are trunk's either way)
-    for path in sorted(history.landed - registers.paths - history.gained):
+    for path in sorted(history.landed - registers.paths):
+        held = (
+            "; while it is missing it holds what it held on trunk (a deletion lifts no hold)"
+            if path.startswith("findings/")
+            else ""
+        )
+        if path in history.gained:
+            # never on the branch: yet a branch without it can delete it (a rebase replaying its own
+            # commits, a merge once trunk moves), so it fails all the same, with the way out (D-234)
+            why = (
+                f"{path} landed on trunk after this branch forked, and the branch does not have it: "
+                "merge trunk into the branch (a branch missing an entry trunk holds is read as "
+                "deleting it)"
+            )
+        else:
+            why = (
+                f"{path} landed on trunk; restore it and withdraw it in place (resolved: true, or "
+                "disposition: rejected with a reason)"
+            )
         issues.append(
             Issue(
                 "error",
                 "tombstone-not-delete",
                 path,
-                f"register entry removed (tombstone-not-delete): {path} landed on trunk; restore "
-                "it and withdraw it in place (resolved: true, or disposition: rejected with a "
-                "reason)"
-                + (
-                    "; while it is missing it holds what it held on trunk (a deletion lifts no hold)"
-                    if path.startswith("findings/")
-                    else ""
-                ),
+                f"register entry removed (tombstone-not-delete): {why}{held}",
             )
         )
     for path in sorted(registers.paths):
@@ -522,6 +545,13 @@ def lint_trunk(found: TrunkFindings, policy: Policy) -> list[Issue]:
             why += f" ({policy.note})"
         if change.lifts:
             why += f"; it keeps the hold on {', '.join(change.lifts)} it would have lifted"
+        elif path.startswith("findings/") and not found.holds.get(path) and "afresh" not in why:
+            # it holds nothing now (resolved): resolving it again, signed, is the way out (D-235)
+            why += (
+                "; a commit signed by a person with the ack grant touching the entry decides it afresh "
+                "as it stands: `regulator registry resolve <F-id> --by <person> --rationale … --commit` "
+                "on trunk"
+            )
         _unauthorized(
             issues, path, list(change.changed), change.ack_removed, " on trunk", f"on trunk by {by}", why
         )

@@ -181,16 +181,19 @@ def test_deleting_a_landed_entry_is_a_tombstone_error(reg: Any) -> None:
     assert lint(ws)["errors"] == []
 
 
-def test_a_branch_older_than_a_finding_is_not_told_it_deleted_it(reg: Any) -> None:
-    """A branch forked before a finding landed, checked out at its own head (not a merge with trunk):
-    it never had the finding and a merge keeps trunk's, so lint names no deletion and the pull
-    request's two checks pass (D-234; tombstone-not-delete "restore it" before). Deleting a finding
-    the branch did have is still named, and the unit the finding names stays held either way."""
+def intake_entry(ident: str) -> str:
+    return f"---\nid: {ident}\ndate: '2026-11-20'\ntitle: an idea\ndisposition: new\n---\n"
+
+
+def test_a_branch_older_than_a_finding_is_told_to_merge_trunk(reg: Any) -> None:
+    """A branch forked before a finding landed, checked out at its own head (not a merge with trunk),
+    lacks it. It still fails `tombstone-not-delete`, since a branch without an entry trunk holds can
+    delete it (a rebase replaying its own commits, a merge once trunk moves: D-234's adversarial
+    review); but the message says to merge trunk, not to "restore it and withdraw it in place".
+    Merged with trunk, the branch passes, and the unit stays held throughout."""
     ws = reg
     ws.git("checkout", "-q", "-b", "old")
-    ws.write(
-        "intake/I-side.md", "---\nid: I-side\ndate: '2026-11-20'\ntitle: an idea\ndisposition: new\n---\n"
-    )
+    ws.write("intake/I-side.md", intake_entry("I-side"))
     ws.run("registry", "views", check=True)
     ws.commit("an idea")
     ws.git("checkout", "-q", "main")
@@ -198,21 +201,43 @@ def test_a_branch_older_than_a_finding_is_not_told_it_deleted_it(reg: Any) -> No
     ws.run("registry", "views", check=True)
     ws.commit("file it")
     ws.git("checkout", "-q", "old")
-    assert codes(lint(ws, "--trunk", "main")) == []
-    done = ws.run("controlroom", "--once", "--registers-only", "--trunk", "main")
-    assert done.returncode == 0, done.stdout + done.stderr
+    result = lint(ws, "--trunk", "main")
+    assert codes(result) == [("tombstone-not-delete", FINDING)]
+    message = result["errors"][0]["message"]
+    assert "landed on trunk after this branch forked" in message and "merge trunk into the branch" in message
+    assert "restore it" not in message
     assert unit(ws, "release-hardening/manifest")["staleKnowledge"] == ["F-alert-path-dead"]
-    # merged, the branch keeps the finding: nothing was deleted
+    ws.git("merge", "-q", "--no-edit", "main")
+    ws.run("registry", "views", check=True)
+    ws.commit("views after merging trunk")
+    assert codes(lint(ws, "--trunk", "main")) == []
+
+
+def test_a_branch_that_adds_trunks_finding_and_deletes_it_fails_its_check(reg: Any) -> None:
+    """D-234's adversarial review: a branch forked before the finding adds it byte for byte, then
+    deletes it. Its merge-base never had it, yet a rebase onto trunk drops the add as already there
+    and replays the delete. The branch's check fails, and rebasing it deletes nothing unseen."""
+    ws = reg
+    ws.git("checkout", "-q", "-b", "old")
+    ws.write("intake/I-side.md", intake_entry("I-side"))
+    ws.commit("an idea")
     ws.git("checkout", "-q", "main")
-    ws.git("merge", "-q", "--no-ff", "-m", "merge old", "old")
-    assert (ws.root / FINDING).exists()
-    # a branch that had it and deletes it is still named
-    assert codes(removed_on_a_branch(ws)) == [("tombstone-not-delete", FINDING)]
+    ws.write(FINDING, finding_text())
+    ws.commit("file it")
+    ws.git("checkout", "-q", "old")
+    ws.git("checkout", "main", "--", FINDING)
+    ws.commit("sync the finding")
+    (ws.root / FINDING).unlink()
+    ws.commit("drop it")
+    assert codes(lint(ws, "--trunk", "main")) == [("tombstone-not-delete", FINDING)]
+    ws.git("rebase", "-q", "main")
+    assert not (ws.root / FINDING).exists()  # what the rebase would land on trunk
+    assert codes(lint(ws, "--trunk", "main")) == [("tombstone-not-delete", FINDING)]
 
 
-def test_a_branch_behind_trunk_that_deletes_what_it_had_is_named(reg: Any) -> None:
-    """Behind trunk by one finding, a branch deleting another that it forked with is named for that
-    one only: trunk's newer finding is not."""
+def test_a_branch_behind_trunk_that_deletes_what_it_had_is_told_to_restore_it(reg: Any) -> None:
+    """Behind trunk by one finding, a branch deleting another that it forked with: that one is
+    to be restored and withdrawn in place, trunk's newer one to be merged."""
     ws = reg
     ws.write(FINDING, finding_text())
     ws.commit("file it")
@@ -223,33 +248,52 @@ def test_a_branch_behind_trunk_that_deletes_what_it_had_is_named(reg: Any) -> No
     ws.write("findings/F-two.md", finding_text(fid="F-two"))
     ws.commit("file another")
     ws.git("checkout", "-q", "old")
-    assert codes(lint(ws, "--trunk", "main")) == [("tombstone-not-delete", FINDING)]
+    result = lint(ws, "--trunk", "main")
+    messages = {e["entry"]: e["message"] for e in result["errors"]}
+    assert sorted(messages) == [FINDING, "findings/F-two.md"]
+    assert "restore it and withdraw it in place" in messages[FINDING]
+    assert "merge trunk into the branch" in messages["findings/F-two.md"]
 
 
-def test_a_branch_with_two_merge_bases_is_assumed_to_have_had_nothing(reg: Any) -> None:
-    """Branch and trunk merged each other (a criss-cross): git merges against a base of its own
-    making, so what trunk gained since is not assumed to be missing from the branch harmlessly."""
+def test_two_branches_adding_entries_merge_into_the_views_views_would_write(reg: Any) -> None:
+    """An operator's review (D-236): two branches each add an intake entry (one sorting first, one
+    last) and commit their views. Merged one after the other, git merges INTAKE.md cleanly; its
+    count line, changed the same way on both sides, was kept once ("3 entries" above 4 rows), and
+    every pull request then failed `views --check` at its merge with trunk. The views count nothing
+    now, so the merge is what `registry views` writes."""
     ws = reg
-    ws.git("checkout", "-q", "-b", "old")
-    ws.write(
-        "intake/I-side.md", "---\nid: I-side\ndate: '2026-11-20'\ntitle: an idea\ndisposition: new\n---\n"
-    )
+    ws.write("intake/I-mmm.md", intake_entry("I-mmm"))
+    ws.run("registry", "views", check=True)
+    ws.commit("an idea on trunk")
+    for branch, ident in (("first", "I-aaa"), ("last", "I-zzz")):
+        ws.git("checkout", "-q", "-b", branch, "main")
+        ws.write(f"intake/{ident}.md", intake_entry(ident))
+        ws.run("registry", "views", check=True)
+        ws.commit(f"add {ident}")
+    ws.git("checkout", "-q", "main")
+    for branch in ("first", "last"):
+        ws.git("merge", "-q", "--no-ff", "-m", f"merge {branch}", branch)
+    assert ws.run("registry", "views", "--check").returncode == 0
+    assert ws.run("registry", "views").stdout.strip().endswith("(up to date)")
+
+
+def test_a_view_written_with_its_old_count_line_passes_the_check_and_views_rewrites_it(reg: Any) -> None:
+    """Views committed before D-236 carry a count line under their title: the check passes them
+    while nothing else differs (an upgrade turns no branch red), a wrong count included; any other
+    difference fails as before; `registry views` writes the view without it."""
+    ws = reg
+    ws.write("intake/I-mmm.md", intake_entry("I-mmm"))
+    ws.run("registry", "views", check=True)
     ws.commit("an idea")
-    ws.git("checkout", "-q", "main")
-    ws.write(
-        "intake/I-main.md", "---\nid: I-main\ndate: '2026-11-20'\ntitle: another\ndisposition: new\n---\n"
-    )
-    ws.commit("another idea")
-    main_tip, old_tip = ws.git("rev-parse", "main").strip(), ws.git("rev-parse", "old").strip()
-    ws.git("merge", "-q", "--no-ff", "-m", "merge old", old_tip)
-    ws.git("checkout", "-q", "old")
-    ws.git("merge", "-q", "--no-ff", "-m", "merge main", main_tip)
-    ws.git("checkout", "-q", "main")
-    ws.write(FINDING, finding_text())
-    ws.commit("file it")
-    ws.git("checkout", "-q", "old")
-    assert len(ws.git("merge-base", "--all", "HEAD", "main").split()) == 2
-    assert ("tombstone-not-delete", FINDING) in codes(lint(ws, "--trunk", "main"))
+    current = (ws.root / "INTAKE.md").read_text()
+    assert current.count("\n# Intake\n\n| id |") == 1
+    old = current.replace("\n# Intake\n\n", "\n# Intake\n\n7 entries, 3 new.\n\n")
+    (ws.root / "INTAKE.md").write_text(old)
+    assert ws.run("registry", "views", "--check").returncode == 0
+    (ws.root / "INTAKE.md").write_text(old.replace("an idea", "a hand edit"))
+    assert ws.run("registry", "views", "--check").returncode == 1
+    ws.run("registry", "views", check=True)
+    assert (ws.root / "INTAKE.md").read_text() == current
 
 
 def test_intake_rejected_in_place_passes(reg: Any) -> None:

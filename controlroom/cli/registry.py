@@ -176,10 +176,15 @@ def registry_ack(
     finding: Annotated[str, typer.Argument(metavar="F-ID")],
     by: Annotated[str | None, typer.Option()] = None,
     commit: Annotated[
-        bool, typer.Option("--commit", help="Commit it with Authorized-by: <you>, SSH-signed with your key.")
+        bool,
+        typer.Option(
+            "--commit",
+            help="Commit it and the views it changes, with Authorized-by: <you>, SSH-signed with your key.",
+        ),
     ] = False,
 ) -> None:
-    """Write a dated ack into a finding (commit it with Authorized-by: <you>, or pass --commit)."""
+    """Write a dated ack into a finding (pass --commit: it commits the entry and its views, SSH-signed,
+    with Authorized-by: <you>)."""
     from engine.commands.registers import ack
     from engine.read.load import load
 
@@ -198,11 +203,16 @@ def registry_resolve(
     by: Annotated[str | None, typer.Option(help="The person resolving (needs the ack grant).")] = None,
     rationale: Annotated[str, typer.Option(help="Why it is resolved: what fixed it.")] = "",
     commit: Annotated[
-        bool, typer.Option("--commit", help="Commit it with Authorized-by: <you>, SSH-signed with your key.")
+        bool,
+        typer.Option(
+            "--commit",
+            help="Commit it and the views it changes, with Authorized-by: <you>, SSH-signed with your key.",
+        ),
     ] = False,
 ) -> None:
-    """Resolve a finding: resolved: true and the rationale in the entry (commit it with
-    Authorized-by: <you>, or pass --commit). The units it affects are no longer held by it."""
+    """Resolve a finding: resolved: true and the rationale in the entry (pass --commit: it commits the
+    entry and its views, SSH-signed, with Authorized-by: <you>). The units it affects are no longer
+    held by it once that commit is on trunk."""
     from engine.commands.registers import resolve_finding
     from engine.read.load import load
 
@@ -219,10 +229,14 @@ def _how_to_commit(ws: Workspace, by: str | None) -> str:
     SSH-signed with the person's key (an unsigned trailer counts for nothing there)."""
     if ws.people().require_signatures:
         return (
-            f"commit it SSH-signed with {escape(by)}'s key and 'Authorized-by: {escape(by)}' "
-            "(--commit does both; an unsigned commit counts for nothing here)"
+            f"run `regulator registry views`, then commit the entry and FINDINGS.md SSH-signed with "
+            f"{escape(by)}'s key and 'Authorized-by: {escape(by)}' (--commit does all of it; an unsigned "
+            "commit counts for nothing here)"
         )
-    return f"commit it with 'Authorized-by: {escape(by)}' (or use --commit, which signs it)"
+    return (
+        f"run `regulator registry views`, then commit the entry and FINDINGS.md with 'Authorized-by: "
+        f"{escape(by)}' (or use --commit, which does both and signs it)"
+    )
 
 
 @registry_app.command("records")

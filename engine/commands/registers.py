@@ -14,7 +14,7 @@ from engine.base.text import escape
 from engine.checkout.gitconfig import trunk_of
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person, require_grant
-from engine.read.ladder import registers_of, still_holds, unratified
+from engine.read.ladder import registers_of, still_holds, trunk_findings, undecided_in, unratified
 from engine.read.model import UNKNOWN_STATUS, State
 from engine.read.queries import unit_status
 from engine.read.rules import acking, refuse, resolving_finding
@@ -35,7 +35,7 @@ from registry.history import (
 )
 from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range, lint_trunk
 from registry.trunkwalk import TrunkFindings
-from registry.views import VIEWS
+from registry.views import VIEWS, same_view
 
 
 def trunk_policy(ws: Workspace, history: History | None) -> Policy:
@@ -130,8 +130,6 @@ def lint(
         result.issues += lint_range(history, policy_at(ws, history.policy, before))
     else:
         result.issues += lint_history(registers, registers.texts, history, policy)
-        from engine.read.ladder import trunk_findings
-
         result.issues += lint_trunk(trunk_findings(ws, state), walk_policy(ws))
     result.history_checked = history.available
     result.history_why = history.why
@@ -166,6 +164,8 @@ def views(ws: Workspace, state: State, check: bool) -> list[str]:
     for name, text in render_views(ws, state).items():
         path = ws.tree / name
         current = regular.read_text(path) if path.exists() else None
+        if check and current is not None and same_view(current, text):
+            continue
         if current != text:
             differing.append(name)
             if not check:
@@ -215,7 +215,9 @@ def resolve_finding(
     entry = _finding(ws, state, finding_id)
     require_grant(ws, person, "ack", "resolve a finding")
     signed = _commit_ready(ws, person, commit)
-    refuse(resolving_finding(ws.people(), person, entry, still_holds(ws, state, entry.id)))
+    holding = still_holds(ws, state, entry.id)
+    undecided = undecided_in(trunk_findings(ws, state), entry.path)  # walked once: still_holds walked it
+    refuse(resolving_finding(ws.people(), person, entry, holding, undecided))
     path = ws.tree / entry.path
     if commit:
         _clean_registers(ws)

@@ -90,6 +90,15 @@ def unratified_in(trunk: TrunkFindings, entry: Entry) -> TrunkChange | None:
     return None if behind is None else msgspec.structs.replace(behind, lifts=tuple(sorted(lifted)))
 
 
+def undecided_in(trunk: TrunkFindings | object, path: str) -> bool:
+    """Whether trunk holds a load-bearing change to the entry at `path` that no commit authorized
+    and no later authorized commit decided afresh: lint's `unauthorized-change` on trunk, which a
+    person's signed commit touching the entry ends (engine.read.rules.resolving_finding)."""
+    if not isinstance(trunk, TrunkFindings):
+        return False
+    return any(c.path == path and c.who is None and not c.superseded for c in trunk.changes)
+
+
 def still_holds(ws: Workspace, state: State, finding_id: str) -> bool:
     """Whether a finding holds any unit (stale_knowledge's answer), resolved in its file or not."""
     return holds_in(stale_knowledge(ws, state), finding_id)

@@ -405,13 +405,16 @@ def acking(people: People, person: str, finding: Entry, pending: TrunkChange | N
 
 
 def resolving_finding(
-    people: People, person: str, finding: Entry, still_holds: bool = False
+    people: People, person: str, finding: Entry, still_holds: bool = False, undecided: bool = False
 ) -> Denied | None:
     """`registry resolve`: the ack grant (lint authorizes a change of `resolved` by it), and a
     finding not resolved yet, or resolved where that counted for nothing: `still_holds`, it holds a
     unit all the same (engine.read.ladder.stale_knowledge: a resolve on trunk without authorization,
-    or one not committed). Resolving it again is the way out: a commit touching it, authorized."""
+    or one not committed); or `undecided`, trunk holds a load-bearing change to it that nobody
+    authorized (lint's unauthorized-change, engine.read.ladder.undecided_in: an `affects` edited
+    after it was resolved). Resolving it again is the way out: a commit touching it, authorized,
+    which decides the entry afresh as it stands (D-235)."""
     denied = lacks(people, person, "ack", "resolve a finding")
-    if denied is None and finding.fields["resolved"] and not still_holds:
+    if denied is None and finding.fields["resolved"] and not (still_holds or undecided):
         denied = Denied("the finding is resolved: it is history", f"{finding.id} is already resolved")
     return denied

@@ -374,6 +374,70 @@ def test_resolving_again_is_the_way_out_of_a_resolve_that_counted_for_nothing(fi
     )
 
 
+def test_an_unauthorized_edit_of_a_resolved_finding_on_trunk_is_ended_by_resolving_it_again(
+    filed: Workspace,
+) -> None:
+    """An operator's review (D-235): `affects` edited without authorization on a finding already
+    resolved, merged to trunk, made lint fail on trunk and every branch; `registry resolve` refused
+    ("already resolved": it holds nothing) and so did `ack`, so only a hand-made signed commit got
+    out. Resolving it again, signed, now decides the entry afresh; the messages name the finding
+    (`<F-id>` before) and the way out. Decided, it is refused as before."""
+    ws = filed
+    ws.write(FINDING, finding(resolved="true"))
+    ws.commit("resolve F-x\n\nAuthorized-by: alice")
+    ws.write(FINDING, finding(resolved="true", affects="[]"))
+    ws.commit("tidy\n\nAuthorized-by: alice", sign=False)
+    errors = json.loads(ws.run("registry", "lint", "--json").stdout)["errors"]
+    assert [e["code"] for e in errors] == ["unauthorized-change"]
+    assert "`regulator registry resolve F-x --by alice --rationale … --commit`" in errors[0]["message"]
+    ws.write(FINDING, finding(resolved="true", affects="[u1]"))
+    ws.commit("tidy again", sign=False)
+    errors = json.loads(ws.run("registry", "lint", "--json").stdout)["errors"]
+    assert [e["code"] for e in errors] == ["unauthorized-change"] * 2
+    assert (
+        "`regulator registry resolve F-x --by <person> --rationale … --commit` on trunk"
+        in (errors[1]["message"])
+    )
+    ws.run(
+        "registry",
+        "resolve",
+        "F-x",
+        "--by",
+        "alice",
+        "--rationale",
+        "reviewed the edits",
+        "--commit",
+        check=True,
+    )
+    assert json.loads(ws.run("registry", "lint", "--json").stdout)["errors"] == []
+    assert "F-x is already resolved" in refused(
+        ws, "registry", "resolve", "F-x", "--by", "alice", "--rationale", "again", "--commit"
+    )
+
+
+def test_an_edit_after_a_signed_resolve_on_a_branch_says_which_commit_decides(filed: Workspace) -> None:
+    """An operator's review (D-235): a reviewer fixed a typo in a finding after alice's signed
+    resolve on the same branch; lint named only the typo's commit. It now says that alice's commit
+    authorized the resolve, that the last commit touching the entry decides, and how to sign again;
+    resolving again, signed, passes."""
+    ws = filed
+    ws.git("checkout", "-q", "-b", "fix")
+    ws.run("registry", "resolve", "F-x", "--by", "alice", "--rationale", "fixed", "--commit", check=True)
+    signed = ws.git("rev-parse", "HEAD").strip()
+    ws.write(FINDING, (ws.root / FINDING).read_text() + "\nreviewer: a typo fixed\n")
+    ws.commit("typo", sign=False)
+    typo = ws.git("rev-parse", "HEAD").strip()
+    errors = json.loads(ws.run("registry", "lint", "--json").stdout)["errors"]
+    assert [e["code"] for e in errors] == ["unauthorized-change"]
+    assert (
+        f"{signed[:10]} authorized it (alice), but the last commit touching the entry, {typo[:10]}, decides"
+        in errors[0]["message"]
+    )
+    assert "`regulator registry resolve F-x --by alice --rationale … --commit`" in errors[0]["message"]
+    ws.run("registry", "resolve", "F-x", "--by", "alice", "--rationale", "again", "--commit", check=True)
+    assert json.loads(ws.run("registry", "lint", "--json").stdout)["errors"] == []
+
+
 def test_a_persons_old_signed_commit_merged_after_trunk_decided_again_decides_nothing(
     filed: Workspace,
 ) -> None:
