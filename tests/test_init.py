@@ -92,6 +92,35 @@ def test_init_in_a_git_repository_leaves_it_clean_and_ci_passes_at_once(tmp_path
     assert done.returncode == 0 and json.loads(done.stdout)["ok"] is True
 
 
+def test_gits_identity_given_in_its_environment_is_the_owners_and_authors_her_commits(
+    tmp_path: Path,
+) -> None:
+    """An operator's review: with git's identity only in its environment (GIT_AUTHOR_EMAIL and
+    GIT_COMMITTER_EMAIL, as on CI or a fresh machine), init listed no email for the owner (lint's
+    email check never on) and `registry resolve --commit` authored its signed commit as
+    alice@regulator.invalid. git's own identity is kept where it is given: init lists it, and the
+    person's commits carry it."""
+    root = initialized(tmp_path)
+    assert subprocess.run(["git", "config", "--get", "user.email"], cwd=root, env=clean_env()).returncode == 1
+    policy = (root / "regulator/policy/interaction.yaml").read_text()
+    assert "emails:\n    - alice@example.org" in policy
+    (root / "findings").mkdir(exist_ok=True)
+    (root / "findings/F-x.md").write_text(
+        "---\nid: F-x\ndate: '2026-11-01'\ntitle: t\naffects: []\nack: ''\nresolved: false\n---\nbody\n"
+    )
+    assert regulator(root, "registry", "views").returncode == 0
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "file F-x")
+    env = clean_env(REGULATOR_SIGNING_KEY=str(alice_key()))
+    done = regulator(
+        root, "registry", "resolve", "F-x", "--by", "alice", "--rationale", "done", "--commit", env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert git(root, "log", "-1", "--format=%ae %ce").split() == ["alice@example.org"] * 2
+    done = regulator(root, "registry", "lint", "--require-history")
+    assert done.returncode == 0, done.stdout
+
+
 def test_init_outside_git_commits_nothing_and_says_how_to(tmp_path: Path) -> None:
     root = tmp_path / "plain"
     root.mkdir()

@@ -19,6 +19,12 @@ def git_config(root: Path, key: str) -> str | None:
     return value or None
 
 
+def given_email(root: Path) -> str | None:
+    """The email git authors a commit with where one is given: configured (`user.email`), or in
+    git's environment (GIT_AUTHOR_EMAIL: CI, a fresh machine); None where git would guess one."""
+    return git_config(root, "user.email") or os.environ.get("GIT_AUTHOR_EMAIL", "").strip() or None
+
+
 HOST_TRUNK = "trunk"  # .regulator/trunk: the trunk this host follows (init writes it; a person edits it)
 
 

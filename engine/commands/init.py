@@ -12,7 +12,7 @@ import msgspec
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
 from engine.base.limits import check_text
-from engine.checkout.gitconfig import CONFIG, HOST_TRUNK, git_config
+from engine.checkout.gitconfig import CONFIG, HOST_TRUNK, git_config, given_email
 from engine.checkout.workspace import STATE_DIR, Workspace
 from engine.commands.written import BaselineEvent
 from engine.log.events import STORES
@@ -115,7 +115,7 @@ def setup(
 
         check_empty(store)
     owner = owner or git_config(root, "user.name") or "owner"
-    email = git_config(root, "user.email")
+    email = given_email(root)
     clock.configure(clock_mode == "pinned")
     ws = Workspace(root)
     for folder in ("contracts", "findings", "intake", "records"):

@@ -103,7 +103,7 @@ def commit(
     import tempfile
 
     from engine.base import clock
-    from engine.checkout.gitconfig import git_config
+    from engine.checkout.gitconfig import git_config, given_email
     from engine.trust.signing import key_path
 
     root = root or ws.root
@@ -114,7 +114,11 @@ def commit(
         stamp = clock.iso(clock.now())
         env.update(GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp)
     listed = _emails(ws, person)
-    if not git_config(root, "user.email") or (listed and _author_email(root, env) not in listed):
+    # git's own identity is kept: configured, or given in its environment (CI, a fresh machine)
+    given = given_email(root)
+    if given is not None and not (git_config(root, "user.email") or os.environ.get("GIT_COMMITTER_EMAIL")):
+        env.update(GIT_COMMITTER_NAME=os.environ.get("GIT_AUTHOR_NAME") or person, GIT_COMMITTER_EMAIL=given)
+    if given is None or (listed and _author_email(root, env) not in listed):
         # the commit is the person's: where the policy lists their emails, its author is one of
         # them (lint authorizes a change only from a listed email), whatever git would have used
         email = listed[0] if listed else f"{person}@regulator.invalid"
