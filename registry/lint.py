@@ -372,10 +372,7 @@ def lint_history(
                 "deleting it)"
             )
         else:
-            why = (
-                f"{path} landed on trunk; restore it and withdraw it in place (resolved: true, or "
-                "disposition: rejected with a reason)"
-            )
+            why = f"{path} landed on trunk; {tombstone_how(path)}"
         issues.append(
             Issue(
                 "error",
@@ -449,7 +446,18 @@ def lint_history_at(registers: Registers, landed: set[str]) -> list[Issue]:
     ]
 
 
-TOMBSTONE_HOW = "restore it and withdraw it in place (resolved: true, or disposition: rejected with a reason)"
+def tombstone_how(path: str) -> str:
+    """How to withdraw an entry instead of deleting it, by its register: a finding by the command
+    that resolves it with a person's authorization (resolved: true by hand is itself unauthorized)."""
+    if path.startswith("findings/"):
+        ident = path.rsplit("/", 1)[-1].removesuffix(".md")
+        return (
+            "restore it and withdraw it in place: `regulator registry resolve "
+            f"{ident} --by <person with the ack grant> --rationale … --commit`"
+        )
+    if path.startswith("intake/"):
+        return "restore it and withdraw it in place (disposition: rejected, with a reason)"
+    return "restore it (an entry that landed is kept: withdraw it in place)"
 
 
 def lint_range(history: RangeHistory, policy: Policy) -> list[Issue]:
@@ -487,7 +495,7 @@ def lint_range(history: RangeHistory, policy: Policy) -> list[Issue]:
                             "tombstone-not-delete",
                             path,
                             f"register entry removed (tombstone-not-delete): {path} deleted by {by}; "
-                            + TOMBSTONE_HOW,
+                            + tombstone_how(path),
                         )
                     )
                 continue

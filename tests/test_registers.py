@@ -252,6 +252,9 @@ def test_a_branch_behind_trunk_that_deletes_what_it_had_is_told_to_restore_it(re
     messages = {e["entry"]: e["message"] for e in result["errors"]}
     assert sorted(messages) == [FINDING, "findings/F-two.md"]
     assert "restore it and withdraw it in place" in messages[FINDING]
+    assert (
+        "`regulator registry resolve F-alert-path-dead --by <person with the ack grant>" in messages[FINDING]
+    )
     assert "merge trunk into the branch" in messages["findings/F-two.md"]
 
 
