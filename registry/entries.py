@@ -12,7 +12,7 @@ import os
 import re
 import stat
 from collections.abc import Callable
-from datetime import date
+from datetime import date, datetime
 from functools import partial
 from pathlib import Path
 
@@ -197,7 +197,7 @@ def _text(data: dict, name: str, required: bool = True) -> str | None:
 
 def _date(data: dict, name: str) -> date:
     value = data.get(name)
-    if isinstance(value, date):
+    if isinstance(value, date) and not isinstance(value, datetime):  # a YAML timestamp is no date
         return value
     if isinstance(value, str):
         try:

@@ -164,13 +164,18 @@ def _read(root: Path, trunk_ref: str, share: Future[TrunkLog | None] | None = No
         }
     if base != head:
         # each commit read from its own object, as --range reads them (read_range): the log lists
-        # only shas and paths, NUL-separated; a separator inside a message cannot make a record
+        # only shas and paths, NUL-separated; a separator inside a message cannot make a record.
+        # -c: a merge touches an entry where its result matches none of its parents (an "evil
+        # merge"), as under --range; --topo-order: newest first by ancestry, never by a date a
+        # commit can claim (D-237)
         listed = _ask(
             root,
             "log",
             "--format=%x00C%H",
             "--raw",
             "-z",
+            "-c",
+            "--topo-order",
             "--no-abbrev",
             "--no-renames",
             f"{base}..{head}",

@@ -280,20 +280,24 @@ def test_two_branches_adding_entries_merge_into_the_views_views_would_write(reg:
     assert ws.run("registry", "views").stdout.strip().endswith("(up to date)")
 
 
-def test_a_view_written_with_its_old_count_line_passes_the_check_and_views_rewrites_it(reg: Any) -> None:
+def test_a_view_written_with_its_true_old_count_line_passes_the_check_and_views_rewrites_it(reg: Any) -> None:
     """Views committed before D-236 carry a count line under their title: the check passes them
-    while nothing else differs (an upgrade turns no branch red), a wrong count included; any other
-    difference fails as before; `registry views` writes the view without it."""
+    while the count is true and nothing else differs (an upgrade turns no branch red); a false count
+    (D-237: "0 entries" above a row) or any other difference fails as before; `registry views`
+    writes the view without it."""
     ws = reg
     ws.write("intake/I-mmm.md", intake_entry("I-mmm"))
     ws.run("registry", "views", check=True)
     ws.commit("an idea")
     current = (ws.root / "INTAKE.md").read_text()
     assert current.count("\n# Intake\n\n| id |") == 1
-    old = current.replace("\n# Intake\n\n", "\n# Intake\n\n7 entries, 3 new.\n\n")
-    (ws.root / "INTAKE.md").write_text(old)
-    assert ws.run("registry", "views", "--check").returncode == 0
-    (ws.root / "INTAKE.md").write_text(old.replace("an idea", "a hand edit"))
+    rows = [row for row in current.splitlines() if row.startswith("| [")]
+    true = f"{len(rows)} entries, {sum(row.endswith('| new |') for row in rows)} new."
+    for line, code in ((true, 0), ("0 entries, 0 new.", 1), (true[:-1], 1)):
+        old = current.replace("\n# Intake\n\n", f"\n# Intake\n\n{line}\n\n")
+        (ws.root / "INTAKE.md").write_text(old)
+        assert ws.run("registry", "views", "--check").returncode == code, line
+    (ws.root / "INTAKE.md").write_text(current.replace("an idea", "a hand edit"))
     assert ws.run("registry", "views", "--check").returncode == 1
     ws.run("registry", "views", check=True)
     assert (ws.root / "INTAKE.md").read_text() == current

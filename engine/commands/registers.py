@@ -20,7 +20,7 @@ from engine.read.queries import unit_status
 from engine.read.rules import acking, refuse, resolving_finding
 from engine.trust.ackers import lint_policy, policy_at, walk_policy
 from identity import regular
-from registry.entries import FINDING_ID, REGISTERS, Entry, Issue
+from registry.entries import FINDING_ID, REGISTERS, Entry, Issue, load_fields
 from registry.gitcall import branch_name
 from registry.history import (
     History,
@@ -35,7 +35,7 @@ from registry.history import (
 )
 from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range, lint_trunk
 from registry.trunkwalk import TrunkFindings
-from registry.views import VIEWS, same_view
+from registry.views import VIEWS, counted, with_count
 
 
 def trunk_policy(ws: Workspace, history: History | None) -> Policy:
@@ -159,12 +159,19 @@ def stale_view(name: str) -> str:
 
 
 def views(ws: Workspace, state: State, check: bool) -> list[str]:
-    """Write the views (or, with check, name those that differ from what would be generated)."""
+    """Write the views (or, with check, name those that differ from what would be generated). A view
+    written before D-236 passes the check while its count line is true and nothing else differs; a
+    view that is not UTF-8 text differs (and is written anew)."""
+    registers = registers_of(ws, state)
     differing = []
-    for name, text in render_views(ws, state).items():
+    for name, render in VIEWS.items():
+        text = render(registers)
         path = ws.tree / name
-        current = regular.read_text(path) if path.exists() else None
-        if check and current is not None and same_view(current, text):
+        try:
+            current = regular.read_text(path) if path.exists() else None
+        except (UnicodeDecodeError, OSError):
+            current = ""  # not text: it differs from any view
+        if check and current == with_count(text, counted(name, registers)):
             continue
         if current != text:
             differing.append(name)
@@ -191,15 +198,34 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
     text = regular.read_text(path)
     head_end = text.index("\n---", 3)
     head, rest = text[:head_end], text[head_end:]
-    line = "ack: " + json.dumps(f"{clock.today().isoformat()} {person}", ensure_ascii=False)
+    value = f"{clock.today().isoformat()} {person}"
+    line = "ack: " + json.dumps(value, ensure_ascii=False)
     if ACK_LINE.search(head):
         head = ACK_LINE.sub(line.replace("\\", "\\\\"), head, count=1)
     else:
         head = head + "\n" + line
+    _changes_only(entry.path, text, head + rest, "ack", value)
     regular.replace_text(path, head + rest, ws.tree)
     if commit:
         _commit_entry(ws, state, path, f"registry: ack {finding_id} by {person}", person, signed, "ack")
     return path
+
+
+def _changes_only(where: str, before: str, after: str, field: str, value: object) -> None:
+    """Refuse, before anything is written, an edit of one frontmatter line that does not read back
+    as that field alone set to `value`: a line the substitution found inside a quoted or block value
+    (an entry's title can hold `ack: x` on a line of its own) would write another field, or none,
+    under a person's signature (D-237)."""
+    old, new = load_fields("", before), load_fields("", after)
+    others = [
+        k for k in set(old or {}) | set(new or {}) if k != field and (old or {}).get(k) != (new or {}).get(k)
+    ]
+    if old is None or new is None or new.get(field) != value or others:
+        raise Refused(
+            f"{where}: writing its `{field}:` line would not change {field} alone (a `{field}:` line "
+            "inside another value, or frontmatter that does not read); nothing written: edit the "
+            "entry by hand and have it reviewed"
+        )
 
 
 def resolve_finding(
@@ -228,7 +254,9 @@ def resolve_finding(
     # the rationale is text, never structure: a line break, an escape sequence or a bidi override in
     # it is written escaped, as a retro's title is (engine.base.text.escape), one line of the entry
     note = f"Resolved {clock.today().isoformat()} by {person}: {escape(rationale)}"
-    regular.replace_text(path, head + rest.rstrip("\n") + "\n\n" + note + "\n", ws.tree)
+    written = head + rest.rstrip("\n") + "\n\n" + note + "\n"
+    _changes_only(entry.path, text, written, "resolved", True)
+    regular.replace_text(path, written, ws.tree)
     if commit:
         _commit_entry(
             ws, state, path, f"registry: resolve {finding_id} by {person}", person, signed, "resolution"

@@ -87,7 +87,9 @@ def unratified_in(trunk: TrunkFindings, entry: Entry) -> TrunkChange | None:
     behind = next(
         (c for c in reversed(unratified) if lifted & set(c.lifts)), unratified[-1] if unratified else None
     )
-    return None if behind is None else msgspec.structs.replace(behind, lifts=tuple(sorted(lifted)))
+    if behind is None:  # narrowed here (a branch, the working tree), not on trunk: no commit to name
+        return TrunkChange(entry.path, "", "", ("affects",), tuple(sorted(lifted)), None, "")
+    return msgspec.structs.replace(behind, lifts=tuple(sorted(lifted)))
 
 
 def undecided_in(trunk: TrunkFindings | object, path: str) -> bool:

@@ -393,6 +393,14 @@ def acking(people: People, person: str, finding: Entry, pending: TrunkChange | N
             f"already acknowledged ({finding.fields['ack']})",
             f"{finding.id} is already acknowledged ({finding.fields['ack']})",
         )
+    if pending is not None and not pending.commit:  # the entry here names fewer units than trunk holds
+        text = (
+            f"{finding.id} names fewer units than trunk holds ({', '.join(pending.lifts)} held by it on "
+            "trunk, not named here): a signed ack would authorize that narrowing unseen; restore "
+            "affects first (if the narrowing is meant, commit the entry as it stands yourself, "
+            "SSH-signed, with Authorized-by: <you>)"
+        )
+        return Denied("the entry names fewer units than trunk holds", text)
     if pending is not None:
         text = (
             f"{finding.id}: trunk holds an unauthorized change a signed ack would authorize "
