@@ -145,7 +145,7 @@ def lint(
 
 def render_views(ws: Workspace, state: State) -> dict[str, str]:
     registers = registers_of(ws, state)
-    return {name: render(registers) for name, render in VIEWS.items()}
+    return {name: render(registers, escape) for name, render in VIEWS.items()}
 
 
 def stale_view(name: str) -> str:
@@ -165,7 +165,7 @@ def views(ws: Workspace, state: State, check: bool) -> list[str]:
     registers = registers_of(ws, state)
     differing = []
     for name, render in VIEWS.items():
-        text = render(registers)
+        text = render(registers, escape)
         path = ws.tree / name
         try:
             current = regular.read_text(path) if path.exists() else None
