@@ -311,10 +311,8 @@ def _authorizer(
 def _unauthorized(
     issues: list[Issue], path: str, changed: list[str], ack_removed: bool, where: str, when: str, why: str
 ) -> None:
-    """An unauthorized load-bearing change, the removal of an ack named for what it does. The way out
-    that `why` names is written with the finding's own id, not a placeholder."""
-    if path.startswith("findings/"):
-        why = why.replace("<F-id>", path.rsplit("/", 1)[-1].removesuffix(".md"))
+    """An unauthorized load-bearing change, the removal of an ack named for what it does."""
+    why = _named(path, why)
     if ack_removed:
         message = f"{path}: removing the ack{where} downgrades the hard re-gate problem to a notice; {why}"
         issues.append(Issue("error", "ack-removed", path, message))
@@ -325,6 +323,13 @@ def _unauthorized(
         )
 
 
+def _named(path: str, why: str) -> str:
+    """The way out that `why` names, written with the finding's own id, not a placeholder."""
+    if path.startswith("findings/"):
+        return why.replace("<F-id>", path.rsplit("/", 1)[-1].removesuffix(".md"))
+    return why
+
+
 def _arrives_acked(issues: list[Issue], found: tuple[str | None, str], path: str, where: str) -> None:
     """A new entry that arrives acknowledged: authorized (a notice says how) or an error."""
     who, why = found
@@ -333,7 +338,10 @@ def _arrives_acked(issues: list[Issue], found: tuple[str | None, str], path: str
     else:
         issues.append(
             Issue(
-                "error", "unauthorized-change", path, f"{path}: a new entry arrives with an ack{where}; {why}"
+                "error",
+                "unauthorized-change",
+                path,
+                f"{path}: a new entry arrives with an ack{where}; {_named(path, why)}",
             )
         )
 
