@@ -31,6 +31,7 @@ class History(msgspec.Struct):
     landed: set[str] = msgspec.field(default_factory=set)  # register files ever added on trunk
     base: dict[str, str] = msgspec.field(default_factory=dict)  # path -> text at the merge-base
     head: dict[str, str] = msgspec.field(default_factory=dict)  # path -> text at HEAD
+    head_blobs: dict[str, str] = msgspec.field(default_factory=dict)  # path -> its object at HEAD
     commits: list[Commit] = msgspec.field(default_factory=list)  # merge-base..HEAD touching registers
     # path -> text on trunk's tip, for an entry HEAD adds that trunk gained since the merge-base: the
     # branch's version replaces trunk's when merged, so it is judged against trunk's (D-226)
@@ -46,6 +47,7 @@ class Commit(msgspec.Struct):
     email: str
     message: str
     paths: list[str]
+    blobs: dict[str, str] = msgspec.field(default_factory=dict)  # path -> the version it left (D-237)
 
     def authorized_by(self) -> list[str]:
         """The `Authorized-by:` trailers: lines of the message's last paragraph only (git's trailer
@@ -153,7 +155,7 @@ def _read(root: Path, trunk_ref: str, share: Future[TrunkLog | None] | None = No
         share.set_result(log)
     history.landed = landed(log)
     history.base = _tree_texts(root, base)
-    history.head = history.base if base == head else _tree_texts(root, head)
+    history.head = history.base if base == head else _tree_texts(root, head, history.head_blobs)
     if base != trunk_sha:  # a branch behind trunk: what trunk gained since it forked
         history.gained = _tree_paths(root, trunk_sha) - set(history.base)
     new = [path for path in history.head if path not in history.base]
@@ -193,7 +195,11 @@ def _read(root: Path, trunk_ref: str, share: Future[TrunkLog | None] | None = No
             email = author.group(1).decode("utf-8", errors="replace") if author else ""
             history.commits.append(
                 Commit(
-                    sha, email.strip(), message.decode("utf-8", errors="replace"), [c.path for c in changes]
+                    sha,
+                    email.strip(),
+                    message.decode("utf-8", errors="replace"),
+                    [c.path for c in changes],
+                    {c.path: c.new for c in changes},
                 )
             )
     return history
@@ -560,10 +566,11 @@ def _tree_paths(root: Path, rev: str) -> set[str]:
     return {path for path in listing.split("\0") if path.endswith(".md")}
 
 
-def _tree_texts(root: Path, rev: str) -> dict[str, str]:
-    """Every register file's text at `rev`: one ls-tree and one cat-file batch."""
+def _tree_texts(root: Path, rev: str, blobs: dict[str, str] | None = None) -> dict[str, str]:
+    """Every register file's text at `rev`: one ls-tree and one cat-file batch (`blobs`, where
+    given, gets each one's object name)."""
     listing = _ask(root, "ls-tree", "-r", "-z", rev, "--", *FOLDERS)
-    blobs: dict[str, str] = {}
+    blobs = {} if blobs is None else blobs
     for item in listing.split("\0"):
         if not item:
             continue

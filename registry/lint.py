@@ -289,6 +289,16 @@ def _authorizer(
     # commit cannot carry someone else's later change to the same entry
     touching = [c for c in history.commits if path in c.paths and (only is None or c.sha == only)]
     for commit in touching[:1]:
+        ends = history.head_blobs.get(path) if isinstance(history, History) else None
+        if ends is not None and isinstance(commit, Commit) and commit.blobs.get(path) != ends:
+            # the branch does not end with the version this commit made (a merge that took another
+            # parent's whole, listed later): it authorizes nothing of what the branch brings (D-237)
+            seen = (
+                f"{commit.sha[:10]} is the newest commit touching it, but the branch ends with another "
+                "version of it (a merge kept another parent's): the commit that makes the version the "
+                "branch brings must carry Authorized-by"
+            )
+            break
         who, how = authorize_commit(policy, commit.sha, commit.email, commit.message)
         if who is not None:
             return who, how

@@ -237,10 +237,13 @@ def test_views_list_invalid_entries_as_invalid(ws: helpers.Workspace) -> None:
     intake = (ws.root / "INTAKE.md").read_text()
     assert " entries, " not in findings  # no count line (D-236)
     row = next(line for line in findings.splitlines() if "F-alert-path-dead" in line)
-    assert "INVALID (unreadable): holds merge conflict markers (line 4)" in row
-    assert "holds as on trunk at" in row and row.endswith("| u1 |  | invalid |")
+    assert (
+        "INVALID (unreadable): `holds merge conflict markers (line 4): resolve the conflict; holds as on trunk at "
+        in row
+    )
+    assert row.endswith("| `u1` |  | invalid |")
     assert "F-fine" in findings
-    assert "[I-broken](intake/I-broken.md) |  | INVALID (schema): field date: 2026-02-30" in intake
+    assert "[`I-broken`](intake/I-broken.md) |  | INVALID (schema): `field date: 2026-02-30" in intake
     assert ws.run("registry", "views", "--check").returncode == 0
 
 

@@ -49,6 +49,24 @@ def host_trunk(ws: Workspace) -> str | None:
     return text.strip()
 
 
+def doubted_trunk(ws: Workspace) -> str | None:
+    """Why a person's signed register command may not judge by the trunk `trunk_of` names, or None:
+    in a clone (no `.regulator/trunk`) that name comes from the checked-out branch's own
+    `regulator/config.yaml`, which a unit's branch can point at a branch of its own, whose history
+    holds nothing. Where the clone's origin names another default branch, that is refused (D-237)."""
+    if host_trunk(ws) is not None:
+        return None
+    done = git_text(ws.root, "symbolic-ref", "-q", "refs/remotes/origin/HEAD", timeout=10, filters=False)
+    remote = done.stdout.strip().removeprefix("refs/remotes/origin/") if done.returncode == 0 else ""
+    configured = configured_trunk(ws)
+    if not remote or remote == configured:
+        return None
+    return (
+        f"{CONFIG} names trunk {configured!r} here, but this clone's origin names {remote!r}: a "
+        f"committed file does not move trunk; sign on a checkout whose {CONFIG} names {remote!r}"
+    )
+
+
 def configured_trunk(ws: Workspace) -> str:
     """The trunk `regulator/config.yaml` names (`trunk:`, read as YAML: quotes and comments are
     YAML's), or main when it names none."""

@@ -35,7 +35,7 @@ from registry.history import (
 )
 from registry.lint import LintResult, Policy, lint_entries, lint_history, lint_range, lint_trunk
 from registry.trunkwalk import TrunkFindings
-from registry.views import VIEWS, counted, with_count
+from registry.views import VIEWS
 
 
 def trunk_policy(ws: Workspace, history: History | None) -> Policy:
@@ -159,9 +159,8 @@ def stale_view(name: str) -> str:
 
 
 def views(ws: Workspace, state: State, check: bool) -> list[str]:
-    """Write the views (or, with check, name those that differ from what would be generated). A view
-    written before D-236 passes the check while its count line is true and nothing else differs; a
-    view that is not UTF-8 text differs (and is written anew)."""
+    """Write the views (or, with check, name those that differ from what would be generated); a view
+    that is not UTF-8 text differs (and is written anew)."""
     registers = registers_of(ws, state)
     differing = []
     for name, render in VIEWS.items():
@@ -171,8 +170,6 @@ def views(ws: Workspace, state: State, check: bool) -> list[str]:
             current = regular.read_text(path) if path.exists() else None
         except (UnicodeDecodeError, OSError):
             current = ""  # not text: it differs from any view
-        if check and current == with_count(text, counted(name, registers)):
-            continue
         if current != text:
             differing.append(name)
             if not check:
@@ -190,13 +187,14 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
     person = check_person(by)
     entry = _finding(ws, state, finding_id)
     require_grant(ws, person, "ack", "acknowledge a finding")
+    _trusted_trunk(ws)
     signed = _commit_ready(ws, person, commit)
+    if commit:  # first: an uncommitted edit is named as such, whatever else it does
+        _clean_registers(ws)
     refuse(acking(ws.people(), person, entry, unratified(ws, state, entry)))
     path = ws.tree / entry.path
-    if commit:
-        _clean_registers(ws)
     text = regular.read_text(path)
-    head_end = text.index("\n---", 3)
+    head_end = _head_end(entry.path, text)
     head, rest = text[:head_end], text[head_end:]
     value = f"{clock.today().isoformat()} {person}"
     line = "ack: " + json.dumps(value, ensure_ascii=False)
@@ -211,15 +209,61 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
     return path
 
 
+def _trusted_trunk(ws: Workspace) -> None:
+    """A person's ack or resolve judges what trunk holds (a narrowing, a change nobody authorized)
+    by trunk's walk: refused where the trunk it would walk is the branch's own say-so (D-237)."""
+    from engine.checkout.gitconfig import doubted_trunk
+
+    why = doubted_trunk(ws)
+    if why is not None:
+        raise Refused(f"{why}; nothing written")
+
+
+def _head_end(where: str, text: str) -> int:
+    """Where the frontmatter ends: the newline before its closing line, found as every reader finds
+    it (registry.entries.split_frontmatter: the first line after the first that is `---` once
+    stripped, indented or not); Refused where there is none (nothing written)."""
+    at = text.find("\n")
+    while at >= 0:
+        following = text.find("\n", at + 1)
+        if text[at + 1 : following if following >= 0 else len(text)].strip() == "---":
+            return at
+        at = following
+    raise Refused(f"{where}: its frontmatter is not closed by a --- line; nothing written")
+
+
+def _same(a: object, b: object, seen: set[tuple[int, int]], budget: list[int]) -> bool:
+    """Deep equality of two parsed YAML values, each pair of nodes compared once: an entry's
+    aliases can share one node a billion ways (an alias bomb), and `==` would walk every path."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise Refused("the entry's frontmatter is too large to compare; nothing written")
+    if a is b:
+        return True
+    key = (id(a), id(b))
+    if key in seen:
+        return True
+    seen.add(key)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k], seen, budget) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y, seen, budget) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
+        return False
+    return type(a) is type(b) and a == b
+
+
 def _changes_only(where: str, before: str, after: str, field: str, value: object) -> None:
     """Refuse, before anything is written, an edit of one frontmatter line that does not read back
     as that field alone set to `value`: a line the substitution found inside a quoted or block value
     (an entry's title can hold `ack: x` on a line of its own) would write another field, or none,
     under a person's signature (D-237)."""
     old, new = load_fields("", before), load_fields("", after)
-    others = [
-        k for k in set(old or {}) | set(new or {}) if k != field and (old or {}).get(k) != (new or {}).get(k)
-    ]
+    if old is None or new is None or old.keys() - {field} != new.keys() - {field}:
+        others = True
+    else:  # each pair of nodes once, within a budget (an alias bomb must not hang the command)
+        seen: set[tuple[int, int]] = set()
+        others = not all(_same(old[k], new[k], seen, [100_000]) for k in old if k != field)
     if old is None or new is None or new.get(field) != value or others:
         raise Refused(
             f"{where}: writing its `{field}:` line would not change {field} alone (a `{field}:` line "
@@ -240,6 +284,7 @@ def resolve_finding(
     rationale = check_text("--rationale", rationale, kind="rationale")
     entry = _finding(ws, state, finding_id)
     require_grant(ws, person, "ack", "resolve a finding")
+    _trusted_trunk(ws)
     signed = _commit_ready(ws, person, commit)
     holding = still_holds(ws, state, entry.id)
     undecided = undecided_in(trunk_findings(ws, state), entry.path)  # walked once: still_holds walked it
@@ -248,7 +293,7 @@ def resolve_finding(
     if commit:
         _clean_registers(ws)
     text = regular.read_text(path)
-    head_end = text.index("\n---", 3)
+    head_end = _head_end(entry.path, text)
     head, rest = text[:head_end], text[head_end:]
     head = RESOLVED_LINE.sub("resolved: true", head, count=1)  # the schema makes it present
     # the rationale is text, never structure: a line break, an escape sequence or a bidi override in

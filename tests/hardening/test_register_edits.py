@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
 from tests.hardening.test_trunk_holds import FINDING, finding
-from tests.helpers import Workspace
+from tests.helpers import Workspace, clone, git
 
 
 @pytest.fixture
@@ -123,18 +124,20 @@ def test_a_merge_on_the_branch_that_changes_an_entry_is_judged_as_its_own_change
 
 
 def test_the_views_show_entries_fields_as_data(filed: Workspace) -> None:
-    """A title carrying an escape sequence, a bidi override, HTML and a Markdown link reached
-    FINDINGS.md raw: `cat` ran the sequence, GitHub rendered the image and the link."""
+    """A title carrying an escape sequence, a bidi override, HTML, Markdown (emphasis, a link, a
+    code span's backtick) and a URL reached FINDINGS.md raw: `cat` ran the sequence, GitHub rendered
+    the image, the bold and the link. Each field is now escaped text in an inline code span."""
     ws = filed
-    title = 'title: "fixed\\e[8m \\u202e <img src=https://x.example/t.png> [ok](https://x.example)"'
+    title = 'title: "**fixed**\\e[8m \\u202e <img src=https://x.example/t.png> [ok](https://x.example) `x` @alice"'
     ws.write(FINDING, (ws.root / FINDING).read_text().replace("title: the alerter is dead", title))
     committed_views(ws, "retitle")
     view = (ws.root / "FINDINGS.md").read_text()
     row = next(line for line in view.splitlines() if "F-x" in line)
-    assert "\x1b" not in view and "\u202e" not in view and "<img" not in view and "[ok](" not in view
-    assert (
-        "fixed\\x1b\\[8m \\u202e &lt;img src=https://x.example/t.png&gt; \\[ok\\](https://x.example)" in row
+    assert "\x1b" not in view and "\u202e" not in view
+    cell = (
+        "``**fixed**\\x1b[8m \\u202e <img src=https://x.example/t.png> [ok](https://x.example) `x` @alice``"
     )
+    assert f"| {cell} |" in row, row
     assert ws.run("registry", "views", "--check").returncode == 0
 
 
@@ -171,3 +174,83 @@ def test_a_register_file_whose_name_is_not_text_is_listed_escaped(filed: Workspa
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "F-\\udcff" in (ws.root / "FINDINGS.md").read_text()
     ws.run("registry", "ack", "F-x", "--by", "alice", "--commit", check=True)
+
+
+def test_a_merge_keeping_the_units_version_gets_no_credit_from_an_ack_on_the_other_side(
+    filed: Workspace,
+) -> None:
+    """A second review of D-237: the unit resolved F-x unsigned on a side line, alice acked on the
+    branch, and a merge took the side's F-x whole (matching a parent, so not "touching" it), with a
+    new intake entry to keep both lines in the log: her ack, listed first, authorized a resolve she
+    never signed. The commit that authorizes must have made the version the branch ends with."""
+    ws = filed
+    base = ws.git("rev-parse", "HEAD").strip()
+    ws.git("checkout", "-q", "-b", "evil")
+    ws.write(FINDING, finding(resolved="true"))
+    committed_views(ws, "tidy")
+    ws.git("checkout", "-q", "-b", "unit", base)
+    ws.run("registry", "ack", "F-x", "--by", "alice", "--commit", check=True)
+    ws.git("checkout", "-q", "evil")
+    ws.git("merge", "-q", "--no-ff", "--no-commit", "-s", "ours", "unit")
+    ws.write("intake/I-merge.md", "---\nid: I-merge\ndate: '2026-11-01'\ntitle: t\ndisposition: new\n---\n")
+    ws.run("registry", "views", check=True)
+    ws.git("add", "-A")
+    ws.git("commit", "-q", "--no-edit")
+    ws.git("branch", "-f", "unit", "HEAD")
+    ws.git("checkout", "-q", "unit")
+    errors = json.loads(ws.run("registry", "lint", "--json", "--trunk", "main").stdout)["errors"]
+    assert [e["code"] for e in errors] == ["unauthorized-change"]
+    assert "the branch ends with another version of it" in errors[0]["message"]
+
+
+def test_an_ack_in_a_clone_whose_branch_names_another_trunk_is_refused(
+    filed: Workspace, tmp_path: Path
+) -> None:
+    """A second review of D-237: in a clone, trunk is what the checked-out branch's
+    regulator/config.yaml names. The unit named an orphan branch of its own, whose history held
+    nothing, so alice's ack there was not refused as a narrowing and lifted u1 once merged. Where the
+    clone's origin names another default branch, her ack and resolve are refused."""
+    ws = filed
+    ws.git("checkout", "-q", "--orphan", "evil-trunk")
+    ws.write(FINDING, finding(affects="[]"))
+    committed_views(ws, "root")
+    ws.git("checkout", "-q", "-f", "main")
+    ws.git("checkout", "-q", "-b", "unit")
+    ws.write(FINDING, finding(affects="[]"))
+    ws.write("regulator/config.yaml", "trunk: evil-trunk\n")
+    committed_views(ws, "tidy the finding")
+    ws.git("checkout", "-q", "main")
+    here = clone(ws, tmp_path / "alice")
+    git(here, "checkout", "-q", "unit", env=ws.env)
+    for args in (
+        ("registry", "ack", "F-x", "--by", "alice", "--commit"),
+        ("registry", "resolve", "F-x", "--by", "alice", "--rationale", "r", "--commit"),
+    ):
+        done = ws.run(*args, cwd=here)
+        assert done.returncode == 3, (done.stdout, done.stderr)
+        assert "names trunk 'evil-trunk' here, but this clone's origin names 'main'" in done.stderr
+    assert git(here, "status", "--porcelain", env=ws.env) == ""
+
+
+def test_an_indented_closing_line_is_the_frontmatters_end_for_ack_and_resolve(filed: Workspace) -> None:
+    """Every reader takes an indented `---` as the frontmatter's end; ack and resolve looked for
+    "\\n---" and failed with a traceback. They find it as the readers do."""
+    ws = filed
+    ws.write(FINDING, finding().replace("\n---\n", "\n  ---\n"))
+    committed_views(ws, "reword")
+    ws.run("registry", "ack", "F-x", "--by", "alice", "--commit", check=True)
+    ws.run("registry", "resolve", "F-x", "--by", "alice", "--rationale", "fixed", "--commit", check=True)
+    assert json.loads(ws.run("registry", "lint", "--json").stdout)["errors"] == []
+
+
+def test_an_alias_bomb_in_an_extra_field_does_not_hang_ack(filed: Workspace) -> None:
+    """An extra field built of nested aliases costs nothing to parse or lint; comparing the entry
+    before and after the ack walked every path through it (hours at twelve levels). Each pair of
+    nodes is compared once."""
+    ws = filed
+    bomb = ["b0: &b0 [x, x, x, x, x, x, x, x, x, x]"]
+    bomb += [f"b{i}: &b{i} [" + ", ".join([f"*b{i - 1}"] * 10) + "]" for i in range(1, 12)]
+    ws.write(FINDING, finding().replace("resolved: false\n", "resolved: false\n" + "\n".join(bomb) + "\n"))
+    committed_views(ws, "notes")
+    ws.run("registry", "ack", "F-x", "--by", "alice", "--commit", check=True)
+    assert 'ack: "2026-11-29 alice"' in (ws.root / FINDING).read_text()
