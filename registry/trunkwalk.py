@@ -557,6 +557,12 @@ def _touches(
     ]
 
 
+def _blobs_at(root: Path, revisions: list[str], path: str) -> set[str]:
+    """The entry's object name at each of these commits (where it has one): one git process."""
+    done = _git(root, "rev-parse", *(f"{rev}:{path}" for rev in revisions))
+    return set(done.stdout.decode("ascii", errors="replace").split()) if done.returncode == 0 else set()
+
+
 def _last_decided(root: Path, tip: str, path: str) -> str | None:
     """The newest commit of `tip`'s history that changed the entry's load-bearing fields (brought
     it, deleted it, made it valid or not, or changed resolved, affects or ack; a merge by its first
@@ -570,17 +576,24 @@ def _last_decided(root: Path, tip: str, path: str) -> str | None:
 
     for skip in range(64):
         done = _git(
-            root, "log", tip, "-n", "1", f"--skip={skip}", "--format=%x00C%H", "--raw", "-z", "--no-abbrev",
-            "--no-renames", "--diff-merges=first-parent", "--", f":(literal){path}",
+            root, "log", tip, "-n", "1", f"--skip={skip}", "--format=%x00C%H %P", "--raw", "-z",
+            "--no-abbrev", "--no-renames", "--diff-merges=first-parent", "--", f":(literal){path}",
         )  # fmt: skip
         if done.returncode != 0:
             return None
         found = _raw_log(done.stdout.decode("utf-8", errors="surrogateescape"))
         if not found:
             return ""
-        sha, changes = found[0]
+        header, changes = found[0]
+        sha, *parents = header.split()
         change = next((c for c in changes if c.path == path), None)
         if change is None:  # a merge touching it that its first parent's diff does not show
+            continue
+        if len(parents) > 1 and change.new != ZERO and change.new in _blobs_at(root, parents[1:], path):
+            # a merge that took another parent's version whole (a branch merging trunk in): that
+            # version was decided where it was made, further down this history (operator review
+            # of D-237: a signed resolve merged to trunk, then a branch that had merged trunk
+            # before it, held the unit again)
             continue
         old = change.parents[0] if change.parents else ZERO
         blobs = [b for b in (old, change.new) if b != ZERO]

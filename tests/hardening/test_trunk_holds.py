@@ -438,6 +438,32 @@ def test_an_edit_after_a_signed_resolve_on_a_branch_says_which_commit_decides(fi
     assert json.loads(ws.run("registry", "lint", "--json").stdout)["errors"] == []
 
 
+def test_a_branch_that_merged_trunk_before_a_signed_resolve_does_not_hold_again_when_merged(
+    filed: Workspace,
+) -> None:
+    """An operator's week (D-237): bob's branch merged trunk (as a branch behind trunk is told to),
+    alice's signed resolve landed through a merged pull request, then bob's was merged, both with
+    merge commits. The walk judged bob's merge against bob's side, which still held u1, and asked
+    whether alice's resolve came after bob's side's "last decision": bob's merge of trunk, which
+    only took trunk's version. So u1 was held again and trunk's lint failed. A merge that took
+    another parent's version whole decides nothing; the decision is where that version was made."""
+    ws = filed
+    ws.git("checkout", "-q", "-b", "bob", "HEAD~1")
+    ws.write("intake/I-y.md", "---\nid: I-y\ndate: '2026-11-20'\ntitle: y\ndisposition: new\n---\n")
+    ws.commit("I-y", sign=False)
+    ws.git("merge", "-q", "--no-edit", "main")
+    ws.git("checkout", "-q", "-b", "fix", "main")
+    ws.run("registry", "resolve", "F-x", "--by", "alice", "--rationale", "done", "--commit", check=True)
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--no-ff", "--no-edit", "fix")
+    for merged in ("fix", "bob"):
+        if merged == "bob":
+            ws.git("merge", "-q", "--no-ff", "--no-edit", "bob")
+        assert json.loads(ws.run("registry", "lint", "--json").stdout)["errors"] == [], merged
+        unit = next(u for u in json.loads(ws.run("status", "--json").stdout)["units"] if u["id"] == "u1")
+        assert unit["staleKnowledge"] == [], merged
+
+
 def test_a_persons_old_signed_commit_merged_after_trunk_decided_again_decides_nothing(
     filed: Workspace,
 ) -> None:
