@@ -499,6 +499,8 @@ def lint_range(history: RangeHistory, policy: Policy) -> list[Issue]:
         text = history.blobs.get(blob)
         return load_fields("", text) if text is not None else None
 
+    # each entry's last version in the range (oldest commit first): a deletion the range undid
+    back = {change.path: change.new != ZERO for commit in history.commits for change in commit.changes}
     for commit in history.commits:
         by = f"{commit.sha[:12]} ({commit.subject})"
         for change in commit.changes:
@@ -513,7 +515,14 @@ def lint_range(history: RangeHistory, policy: Policy) -> list[Issue]:
                             "tombstone-not-delete",
                             path,
                             f"register entry removed (tombstone-not-delete): {path} deleted by {by}; "
-                            + tombstone_how(path),
+                            + (
+                                "a later commit of the range brought it back, so nothing is left to "
+                                "restore: the deleting commit stays in trunk's history (check a branch's "
+                                "own commits before it lands: `registry lint --range "
+                                "$(git merge-base origin/main HEAD)..HEAD`)"
+                                if back.get(path)
+                                else tombstone_how(path)
+                            ),
                         )
                     )
                 continue

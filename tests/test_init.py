@@ -121,6 +121,20 @@ def test_gits_identity_given_in_its_environment_is_the_owners_and_authors_her_co
     assert done.returncode == 0, done.stdout
 
 
+def test_gits_environment_comes_before_its_configuration_as_in_git(tmp_path: Path) -> None:
+    """An operator's review: with user.email configured and GIT_AUTHOR_EMAIL in the environment,
+    git authors with the environment's, and init listed the configuration's: the owner's own
+    signed commits then failed lint's email check. The environment comes first, as in git."""
+    root = fresh_repo(tmp_path)
+    git(root, "config", "user.email", "desk@corp.example")
+    key = alice_key()
+    done = regulator(root, "init", "--owner", "alice", "--owner-key", f"{key}.pub", "--key", str(key))
+    assert done.returncode == 0, done.stderr
+    policy = (root / "regulator/policy/interaction.yaml").read_text()
+    assert "alice@example.org" in policy and "desk@corp.example" not in policy
+    assert git(root, "log", "-1", "--format=%ae").strip() == "alice@example.org"
+
+
 def test_init_outside_git_commits_nothing_and_says_how_to(tmp_path: Path) -> None:
     root = tmp_path / "plain"
     root.mkdir()

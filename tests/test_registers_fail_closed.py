@@ -356,7 +356,14 @@ def test_range_checks_every_commit_for_deletions(pushed: Any) -> None:
     result = lint(ws, "--range", f"{before}..{head(ws)}")
     assert codes(result) == [("tombstone-not-delete", FINDING)]
     assert f"deleted by {dropped[:12]} (drop it)" in result["errors"][0]["message"]
-    assert "withdraw it in place" in result["errors"][0]["message"]
+    # back by the range's end: nothing to restore, and no "resolve it" that would be refused (D-237)
+    assert "a later commit of the range brought it back" in result["errors"][0]["message"]
+    assert "withdraw it in place" not in result["errors"][0]["message"]
+    # deleted for good within the range: restore it and withdraw it in place
+    (ws.root / FINDING).unlink()
+    ws.commit("drop it again")
+    message = lint(ws, "--range", f"{before}..{head(ws)}")["errors"][-1]["message"]
+    assert "withdraw it in place" in message
 
 
 def test_range_authorizes_with_the_policy_at_a(pushed: Any) -> None:

@@ -20,9 +20,10 @@ def git_config(root: Path, key: str) -> str | None:
 
 
 def given_email(root: Path) -> str | None:
-    """The email git authors a commit with where one is given: configured (`user.email`), or in
-    git's environment (GIT_AUTHOR_EMAIL: CI, a fresh machine); None where git would guess one."""
-    return git_config(root, "user.email") or os.environ.get("GIT_AUTHOR_EMAIL", "").strip() or None
+    """The email git authors a commit with where one is given, in git's own precedence: its
+    environment (GIT_AUTHOR_EMAIL: CI, a fresh machine) over its configuration (`user.email`);
+    None where git would guess one."""
+    return os.environ.get("GIT_AUTHOR_EMAIL", "").strip() or git_config(root, "user.email") or None
 
 
 HOST_TRUNK = "trunk"  # .regulator/trunk: the trunk this host follows (init writes it; a person edits it)

@@ -375,6 +375,15 @@ def dismissing(people: People, person: str, identity_line: int | None = None) ->
 # ---- ack: a finding, once, while it is unresolved --------------------------------------------
 
 
+# where a person means the change a unit made: her own signed commit touching the entry (the
+# operator review of D-237 found "commit it as it stands" had nothing to commit)
+_BY_HAND = (
+    "If the change is meant, write your ack into the entry by hand, run `regulator registry views`, "
+    "and commit both SSH-signed with Authorized-by: <you> (`git -c gpg.format=ssh -c "
+    "user.signingkey=<your key> commit -S`)"
+)
+
+
 def acking(people: People, person: str, finding: Entry, pending: TrunkChange | None = None) -> Denied | None:
     """`registry ack`: the ack grant, and a finding neither resolved nor acknowledged, with no
     unauthorized change on trunk still lifting nothing (`pending`, engine.read.ladder.unratified):
@@ -397,16 +406,15 @@ def acking(people: People, person: str, finding: Entry, pending: TrunkChange | N
         text = (
             f"{finding.id} names fewer units than trunk holds ({', '.join(pending.lifts)} held by it on "
             "trunk, not named here): a signed ack would authorize that narrowing unseen; restore "
-            "affects first (if the narrowing is meant, commit the entry as it stands yourself, "
-            "SSH-signed, with Authorized-by: <you>)"
+            f"affects first. {_BY_HAND}"
         )
         return Denied("the entry names fewer units than trunk holds", text)
     if pending is not None:
         text = (
             f"{finding.id}: trunk holds an unauthorized change a signed ack would authorize "
             f"({', '.join(pending.changed)} changed by {pending.commit[:12]}, which would lift "
-            f"{', '.join(pending.lifts)}); restore those fields in the entry and commit them first (if the "
-            "change is meant, commit the entry as it stands yourself, SSH-signed, with Authorized-by: <you>)"
+            f"{', '.join(pending.lifts)}); restore those fields in the entry and commit them first. "
+            f"{_BY_HAND}"
         )
         return Denied("an unauthorized change on trunk would be authorized with it", text)
     return None
