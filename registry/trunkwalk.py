@@ -589,13 +589,20 @@ def _last_decided(root: Path, tip: str, path: str) -> str | None:
         change = next((c for c in changes if c.path == path), None)
         if change is None:  # a merge touching it that its first parent's diff does not show
             continue
-        if len(parents) > 1 and change.new != ZERO and change.new in _blobs_at(root, parents[1:], path):
-            # a merge that took another parent's version whole (a branch merging trunk in): that
-            # version was decided where it was made, further down this history (operator review
-            # of D-237: a signed resolve merged to trunk, then a branch that had merged trunk
-            # before it, held the unit again)
-            continue
         old = change.parents[0] if change.parents else ZERO
+        if (
+            len(parents) > 1
+            and old == ZERO
+            and change.new != ZERO
+            and change.new in _blobs_at(root, parents[1:], path)
+        ):
+            # a merge that brought the entry to a line that lacked it, taking another parent's version
+            # whole (a branch merging trunk in): that version was decided where it was made, further
+            # down this history (operator review of D-237: a signed resolve merged to trunk, then a
+            # branch that had merged trunk before it, held the unit again). A merge that replaced
+            # its line's own version with a side's is that line's decision (a reopen), never skipped
+            # (adversarial review of the same: a person's signature from before it counted again)
+            continue
         blobs = [b for b in (old, change.new) if b != ZERO]
         objects = _cat_batch(root, blobs)
         if any(objects.get(b) is None for b in blobs):

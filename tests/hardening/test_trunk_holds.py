@@ -464,6 +464,45 @@ def test_a_branch_that_merged_trunk_before_a_signed_resolve_does_not_hold_again_
         assert unit["staleKnowledge"] == [], merged
 
 
+def test_a_reopen_by_a_merge_taking_a_sides_version_is_a_decision(filed: Workspace) -> None:
+    """Adversarial review of the test above's fix: alice resolved F-x, then reopened it by a signed
+    merge that took u2's older, unresolved version whole. A merge taking another parent's version
+    was skipped as no decision, so her abandoned signed commit from between the two counted again:
+    the unit's branch from it, trunk merged in second and fast-forwarded, lifted u1. A merge that
+    replaced its line's own version is that line's decision; only one that brought the entry to a
+    line that lacked it is skipped."""
+    ws = filed
+    ws.write(FINDING, finding(resolved="true", body="body\nresolved: fixed in x\n"))
+    ws.commit("resolve F-x\n\nAuthorized-by: alice")
+    ws.git("checkout", "-q", "-b", "alice/note")
+    ws.write(FINDING, finding(resolved="true", body="body\nresolved: fixed in x (commit abc)\n"))
+    ws.commit("resolution note\n\nAuthorized-by: alice")
+    ws.git("checkout", "-q", "-b", "u2/evidence", "main~1")
+    ws.write(FINDING, finding(body="body\nu2: it fails again on restart\n"))
+    ws.commit("evidence", email="u2@units.invalid", sign=False)
+    ws.git("checkout", "-q", "main")
+    subprocess.run(
+        ["git", "merge", "-q", "--no-ff", "--no-commit", "u2/evidence"], cwd=ws.root, env=ws.env,
+        capture_output=True,
+    )  # fmt: skip
+    ws.git("checkout", "u2/evidence", "--", FINDING)
+    ws.commit("Merge u2/evidence: not fixed, reopen\n\nAuthorized-by: alice")
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    seen_by_the_host(ws)
+    ws.git("checkout", "-q", "-b", "unit/u1-x", "alice/note")
+    subprocess.run(
+        ["git", "merge", "-q", "--no-ff", "--no-commit", "main"], cwd=ws.root, env=ws.env, capture_output=True
+    )
+    ws.git("checkout", "alice/note", "--", FINDING)
+    ws.commit("merge main", email="u1@units.invalid", sign=False)
+    ws.git("checkout", "-q", "main")
+    ws.git("merge", "-q", "--ff-only", "unit/u1-x")
+    assert "F-x" in refused(ws, "unit", "dispatch", "u1")
+    assert "unauthorized-change" in [
+        e["code"] for e in json.loads(ws.run("registry", "lint", "--json").stdout)["errors"]
+    ]
+
+
 def test_a_persons_old_signed_commit_merged_after_trunk_decided_again_decides_nothing(
     filed: Workspace,
 ) -> None:
