@@ -143,11 +143,6 @@ def lint(
     return result
 
 
-def render_views(ws: Workspace, state: State) -> dict[str, str]:
-    registers = registers_of(ws, state)
-    return {name: render(registers, escape) for name, render in VIEWS.items()}
-
-
 def stale_view(name: str) -> str:
     """What `registry views --check` and `--once --registers-only` say of a view that differs: a
     branch commits its views with the entries it changes (`registry resolve/ack --commit` do), and
