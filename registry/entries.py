@@ -86,6 +86,11 @@ class Entry(msgspec.Struct):
         return str(self.fields.get("title") or self.fields.get("label") or "")
 
 
+def id_of(path: str) -> str:
+    """The id a register file's name gives (`findings/F-x.md` -> `F-x`)."""
+    return path.rsplit("/", 1)[-1].removesuffix(".md")
+
+
 class Invalid(msgspec.Struct, frozen=True):
     """A register file present in the working tree that is no valid entry."""
 
@@ -97,7 +102,7 @@ class Invalid(msgspec.Struct, frozen=True):
     @property
     def id(self) -> str:
         """The id the file name gives it (the frontmatter cannot be trusted)."""
-        return self.path.rsplit("/", 1)[-1].removesuffix(".md")
+        return id_of(self.path)
 
 
 class Held(msgspec.Struct, frozen=True):
@@ -232,7 +237,7 @@ def check_id(kind: str, entry_id: object, stem: str) -> str:
 def parse_entry(kind: str, relative: str, text: str) -> Entry:
     """Parse and check one entry's schema; EntryError names the field."""
     data, body = load_frontmatter(text)
-    stem = relative.rsplit("/", 1)[-1].removesuffix(".md")
+    stem = id_of(relative)
     entry_id = check_id(kind, data.get("id"), stem)
     if kind == "finding":
         _date(data, "date")

@@ -11,7 +11,7 @@ from datetime import date, timedelta
 
 import msgspec
 
-from registry.entries import LOAD_BEARING, Entry, Issue, Registers, load_fields, parse_ack
+from registry.entries import LOAD_BEARING, Entry, Issue, Registers, id_of, load_fields, parse_ack
 from registry.history import ZERO, Commit, History, RangeHistory
 from registry.trunkwalk import TrunkFindings
 
@@ -336,7 +336,7 @@ def _unauthorized(
 def _named(path: str, why: str) -> str:
     """The way out that `why` names, written with the finding's own id, not a placeholder."""
     if path.startswith("findings/"):
-        return why.replace("<F-id>", path.rsplit("/", 1)[-1].removesuffix(".md"))
+        return why.replace("<F-id>", id_of(path))
     return why
 
 
@@ -468,10 +468,9 @@ def tombstone_how(path: str) -> str:
     """How to withdraw an entry instead of deleting it, by its register: a finding by the command
     that resolves it with a person's authorization (resolved: true by hand is itself unauthorized)."""
     if path.startswith("findings/"):
-        ident = path.rsplit("/", 1)[-1].removesuffix(".md")
         return (
             "restore it and withdraw it in place: `regulator registry resolve "
-            f"{ident} --by <person with the ack grant> --rationale … --commit`"
+            f"{id_of(path)} --by <person with the ack grant> --rationale … --commit`"
         )
     if path.startswith("intake/"):
         return "restore it and withdraw it in place (disposition: rejected, with a reason)"

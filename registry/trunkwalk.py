@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from registry.entries import LOAD_BEARING, Entry, entry_or_none
+from registry.entries import LOAD_BEARING, Entry, entry_or_none, id_of
 from registry.gitcall import branch_name
 from registry.gitcall import read as _git
 
@@ -64,6 +64,12 @@ class TrunkChange(msgspec.Struct, frozen=True):
     ack_removed: bool = False
     superseded: str = ""  # a later authorized commit that decided the entry afresh (sha)
 
+    @property
+    def undecided(self) -> bool:
+        """Nobody authorized it and no later authorized commit decided the entry afresh: lint's
+        `unauthorized-change` on trunk, which a person's signed ack or resolve would end."""
+        return self.who is None and not self.superseded
+
 
 class TrunkFindings(msgspec.Struct):
     available: bool
@@ -78,7 +84,7 @@ class TrunkFindings(msgspec.Struct):
 
     def ids(self) -> dict[str, str]:
         """finding path -> its id (the file name's: the content may be unreadable)."""
-        return {path: path.rsplit("/", 1)[-1].removesuffix(".md") for path in self.holds}
+        return {path: id_of(path) for path in self.holds}
 
 
 def unavailable(why: str) -> TrunkFindings:
@@ -201,12 +207,7 @@ def walk_at(
     def entry(path: str, blob: str) -> Entry | None:
         key = f"{path}\0{blob}"
         if key not in entries:
-            data = objects.get(blob)
-            try:
-                text = data.decode("utf-8") if data is not None else None
-            except UnicodeDecodeError:
-                text = None
-            entries[key] = entry_or_none("finding", path, text) if text is not None else None
+            entries[key] = _version(path, objects.get(blob))
         return entries[key]
 
     last: dict[str, dict] = {}  # path -> load-bearing fields of its last valid version
@@ -609,11 +610,7 @@ def _last_decided(root: Path, tip: str, path: str) -> str | None:
             return None
         versions = []
         for blob in (old, change.new):
-            data = objects.get(blob) if blob != ZERO else None
-            try:
-                version = entry_or_none("finding", path, data.decode("utf-8")) if data is not None else None
-            except UnicodeDecodeError:
-                version = None
+            version = _version(path, objects.get(blob) if blob != ZERO else None)
             versions.append(load_bearing(version) if version is not None else None)
         if versions[0] != versions[1]:
             return sha
@@ -625,12 +622,16 @@ def _version_at(root: Path, sha: str, path: str, blob: str) -> tuple[Entry | Non
     from registry.history import _cat_batch
 
     objects = _cat_batch(root, [sha, blob])
-    data = objects.get(blob)
-    try:
-        version = entry_or_none("finding", path, data.decode("utf-8")) if data is not None else None
-    except UnicodeDecodeError:
-        version = None
-    return version, objects.get(sha)
+    return _version(path, objects.get(blob)), objects.get(sha)
+
+
+def _version(path: str, data: bytes | None) -> Entry | None:
+    """A finding's version from its object's bytes: None where it is no valid finding (not UTF-8,
+    unreadable, or missing)."""
+    from registry.history import _utf8
+
+    text = _utf8(data)
+    return entry_or_none("finding", path, text) if text is not None else None
 
 
 def carry(root: Path, found: TrunkFindings, before: TrunkFindings, authorize: Authorize) -> None:

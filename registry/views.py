@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from urllib.parse import quote
 
 from registry.entries import Registers
 
@@ -45,17 +46,7 @@ def _view(title: str, headers: list[str], rows: list[list[str]]) -> str:
 def _link(ident: str, path: str, escape: Escape, code: bool = False) -> str:
     """The entry's id, linking to its file: a valid entry's id and path (`findings/F-x.md`) as
     they are; an invalid one's, named by its file, as data (not always text, D-237)."""
-    target = escape(path)
-    for char, code_point in (
-        ("%", "%25"),
-        (" ", "%20"),
-        ("(", "%28"),
-        (")", "%29"),
-        ("<", "%3C"),
-        (">", "%3E"),
-    ):
-        target = target.replace(char, code_point)
-    return f"[{_cell(ident, escape, code)}]({target})"
+    return f"[{_cell(ident, escape, code)}]({quote(escape(path), safe='/')})"
 
 
 def _invalid_rows(registers: Registers, kind: str, width: int, escape: Escape) -> list[tuple[str, list[str]]]:

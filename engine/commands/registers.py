@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -187,20 +188,31 @@ def ack(ws: Workspace, state: State, finding_id: str, by: str | None, commit: bo
     if commit:  # first: an uncommitted edit is named as such, whatever else it does
         _clean_registers(ws)
     refuse(acking(ws.people(), person, entry, unratified(ws, state, entry)))
-    path = ws.tree / entry.path
-    text = regular.read_text(path)
-    head_end = _head_end(entry.path, text)
-    head, rest = text[:head_end], text[head_end:]
     value = f"{clock.today().isoformat()} {person}"
     line = "ack: " + json.dumps(value, ensure_ascii=False)
-    if ACK_LINE.search(head):
-        head = ACK_LINE.sub(line.replace("\\", "\\\\"), head, count=1)
-    else:
-        head = head + "\n" + line
-    _changes_only(entry.path, text, head + rest, "ack", value)
-    regular.replace_text(path, head + rest, ws.tree)
+
+    def edit(head: str, rest: str) -> str:
+        if ACK_LINE.search(head):
+            return ACK_LINE.sub(line.replace("\\", "\\\\"), head, count=1) + rest
+        return head + "\n" + line + rest
+
+    path = _write_field(ws, entry, "ack", value, edit)
     if commit:
         _commit_entry(ws, state, path, f"registry: ack {finding_id} by {person}", person, signed, "ack")
+    return path
+
+
+def _write_field(
+    ws: Workspace, entry: Entry, field: str, value: object, edit: Callable[[str, str], str]
+) -> Path:
+    """A person's one-field edit of an entry (`edit` of its frontmatter and the rest), read back
+    before its one write: refused, nothing written, unless only `field` changed, to `value`."""
+    path = ws.tree / entry.path
+    text = regular.read_text(path)
+    end = _head_end(entry.path, text)
+    written = edit(text[:end], text[end:])
+    _changes_only(entry.path, text, written, field, value)
+    regular.replace_text(path, written, ws.tree)
     return path
 
 
@@ -281,22 +293,19 @@ def resolve_finding(
     require_grant(ws, person, "ack", "resolve a finding")
     _trusted_trunk(ws)
     signed = _commit_ready(ws, person, commit)
+    if commit:  # first: an uncommitted edit is named as such, whatever else it does
+        _clean_registers(ws)
     holding = still_holds(ws, state, entry.id)
     undecided = undecided_in(trunk_findings(ws, state), entry.path)  # walked once: still_holds walked it
     refuse(resolving_finding(ws.people(), person, entry, holding, undecided))
-    path = ws.tree / entry.path
-    if commit:
-        _clean_registers(ws)
-    text = regular.read_text(path)
-    head_end = _head_end(entry.path, text)
-    head, rest = text[:head_end], text[head_end:]
-    head = RESOLVED_LINE.sub("resolved: true", head, count=1)  # the schema makes it present
     # the rationale is text, never structure: a line break, an escape sequence or a bidi override in
     # it is written escaped, as a retro's title is (engine.base.text.escape), one line of the entry
     note = f"Resolved {clock.today().isoformat()} by {person}: {escape(rationale)}"
-    written = head + rest.rstrip("\n") + "\n\n" + note + "\n"
-    _changes_only(entry.path, text, written, "resolved", True)
-    regular.replace_text(path, written, ws.tree)
+
+    def edit(head: str, rest: str) -> str:  # the schema makes `resolved:` present
+        return RESOLVED_LINE.sub("resolved: true", head, count=1) + rest.rstrip("\n") + "\n\n" + note + "\n"
+
+    path = _write_field(ws, entry, "resolved", True, edit)
     if commit:
         _commit_entry(
             ws, state, path, f"registry: resolve {finding_id} by {person}", person, signed, "resolution"

@@ -82,7 +82,7 @@ def unratified_in(trunk: TrunkFindings, entry: Entry) -> TrunkChange | None:
     lifted = trunk.holds.get(entry.path, frozenset()) - named_units(entry)
     if not lifted:
         return None
-    unratified = [c for c in trunk.changes if c.path == entry.path and c.who is None and not c.superseded]
+    unratified = [c for c in trunk.changes if c.path == entry.path and c.undecided]
     # the change that failed to lift those units names them; the newest such, else the newest
     behind = next(
         (c for c in reversed(unratified) if lifted & set(c.lifts)), unratified[-1] if unratified else None
@@ -98,7 +98,7 @@ def undecided_in(trunk: TrunkFindings | object, path: str) -> bool:
     person's signed commit touching the entry ends (engine.read.rules.resolving_finding)."""
     if not isinstance(trunk, TrunkFindings):
         return False
-    return any(c.path == path and c.who is None and not c.superseded for c in trunk.changes)
+    return any(c.path == path and c.undecided for c in trunk.changes)
 
 
 def still_holds(ws: Workspace, state: State, finding_id: str) -> bool:

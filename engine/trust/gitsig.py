@@ -103,7 +103,7 @@ def commit(
     import tempfile
 
     from engine.base import clock
-    from engine.checkout.gitconfig import git_config, given_email
+    from engine.checkout.gitconfig import given_email
     from engine.trust.signing import key_path
 
     root = root or ws.root
@@ -114,10 +114,13 @@ def commit(
         stamp = clock.iso(clock.now())
         env.update(GIT_AUTHOR_DATE=stamp, GIT_COMMITTER_DATE=stamp)
     listed = _emails(ws, person)
-    # git's own identity is kept: configured, or given in its environment (CI, a fresh machine)
+    # git's own identity is kept: configured, or given in its environment (CI, a fresh machine); an
+    # author given there without a committer commits as itself
     given = given_email(root)
-    if given is not None and not (git_config(root, "user.email") or os.environ.get("GIT_COMMITTER_EMAIL")):
-        env.update(GIT_COMMITTER_NAME=os.environ.get("GIT_AUTHOR_NAME") or person, GIT_COMMITTER_EMAIL=given)
+    if os.environ.get("GIT_AUTHOR_EMAIL", "").strip() and not os.environ.get("GIT_COMMITTER_EMAIL"):
+        env.update(
+            GIT_COMMITTER_NAME=os.environ.get("GIT_AUTHOR_NAME") or person, GIT_COMMITTER_EMAIL=given or ""
+        )
     if given is None or (listed and _author_email(root, env) not in listed):
         # the commit is the person's: where the policy lists their emails, its author is one of
         # them (lint authorizes a change only from a listed email), whatever git would have used
