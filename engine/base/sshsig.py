@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePublicKey
@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
     PublicKey = Ed25519PublicKey | EllipticCurvePublicKey | RSAPublicKey  # the kinds SSHSIG carries here
-    LoadKey = Callable[[bytes, bytes | None], PrivateKeyTypes]  # cryptography's load_*_private_key
+    # cryptography's load_*_private_key: what they return differs between its releases (51 added
+    # kinds its own PrivateKeyTypes does not name); _key_signer takes the kinds SSHSIG carries
+    LoadKey = Callable[[bytes, bytes | None], object]
 
 # `cryptography` is imported inside the functions that need it: importing this module stays cheap
 # for commands that never sign or verify.
@@ -268,7 +270,7 @@ class Signer:
         return f"Signer({fingerprint(self.public_key)} via {self.via})"
 
 
-def _in_process(private_key: PrivateKeyTypes) -> Callable[[bytes], bytes] | None:
+def _in_process(private_key: object) -> Callable[[bytes], bytes] | None:
     """The sign function of a cryptography private key, or None for a type SSHSIG cannot carry."""
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa, utils
@@ -394,13 +396,17 @@ def _decrypt_interactively(path: Path, data: bytes, load: LoadKey) -> Signer:
     raise SigningKeyError(f"wrong passphrase for key {path}")
 
 
-def _key_signer(path: Path, key: PrivateKeyTypes) -> Signer:
+def _key_signer(path: Path, key: object) -> Signer:
     from cryptography.hazmat.primitives import serialization
 
     sign = _in_process(key)
     if sign is None:
         raise SigningKeyError(f"key {path} is not an ed25519, ecdsa (P-256/384/521) or RSA key")
-    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    public = (
+        cast("PrivateKeyTypes", key)
+        .public_key()
+        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    )
     return Signer(public.decode(), "in-process", sign)
 
 
@@ -413,7 +419,7 @@ def _private_signer(path: Path, data: bytes, interactive: bool) -> Signer:
         load = serialization.load_ssh_private_key
     else:
         load = serialization.load_pem_private_key
-    key: PrivateKeyTypes | None
+    key: object
     try:
         key = load(data, None)
     except TypeError:  # cryptography's way of saying the key is encrypted and needs a password
