@@ -61,7 +61,7 @@ def kind_of(item: pytest.Item) -> str:
     module = getattr(getattr(item, "module", None), "__name__", None)
     info = getattr(item, "_fixtureinfo", None)
     for defs in getattr(info, "name2fixturedefs", {}).values():
-        functions += [d.func for d in defs if getattr(d.func, "__module__", None) == module]
+        functions += [d.func for d in defs if _ours(getattr(d.func, "__module__", None), module)]
     calls = E2E_CALLS + _e2e_helpers(getattr(item, "module", None))
     for function in functions:
         if any(call in _source(function) for call in calls):
@@ -74,6 +74,15 @@ def _source(function: Any) -> str:
         return inspect.getsource(function) if function is not None else ""
     except (OSError, TypeError):
         return ""
+
+
+def _ours(defined_in: str | None, module: str | None) -> bool:
+    """A function the test module defines, or one of a tests folder's shared modules (a folder's
+    conftest fixtures, tests/unit_run/common.py's helpers); never this file's, which every test
+    uses."""
+    if defined_in is None:
+        return False
+    return defined_in == module or (defined_in.startswith("tests.") and defined_in != __name__)
 
 
 _HELPERS: dict[str, tuple[str, ...]] = {}
@@ -89,7 +98,7 @@ def _e2e_helpers(module: Any) -> tuple[str, ...]:
             name: _source(value)
             for name, value in vars(module).items()
             if inspect.isfunction(value)
-            and value.__module__ == module.__name__
+            and _ours(value.__module__, module.__name__)
             and not name.startswith("test")
         }
         found: set[str] = set()

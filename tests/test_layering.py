@@ -74,13 +74,14 @@ def test_once_renders_without_textual(ws: helpers.Workspace) -> None:
     assert '"obligations"' in done.stdout
 
 
-def test_no_module_of_the_product_is_over_800_lines() -> None:
+def test_no_module_is_over_800_lines() -> None:
     """Issue 30: a module that grows past 800 lines is split by what it holds (engine/base/forking.py
-    took verification's forked children when verification passed it)."""
+    took verification's forked children when verification passed it; tests/unit_run/ took
+    test_unit_run.py's 1,576 lines as three modules). The product, its tests, the bench, the tools."""
     root = Path(__file__).resolve().parent.parent
     long = {
         str(path.relative_to(root)): count
-        for package in ("engine", "controlroom", "registry", "identity", "widgets")
+        for package in ("engine", "controlroom", "registry", "identity", "widgets", "tests", "bench", "screenshots")
         for path in sorted((root / package).rglob("*.py"))
         if (count := len(path.read_text(encoding="utf-8").splitlines())) > 800
     }

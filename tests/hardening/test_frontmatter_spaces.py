@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.hardening.test_trunk_holds import FINDING, finding, refused
+from tests.hardening.trunkfinding import FINDING, finding, refused
 
 
 @pytest.mark.parametrize("space", ["\u00a0", "\u2003", "\u202f", "\u3000"])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hardening.test_trunk_holds import FINDING, finding
+from tests.hardening.trunkfinding import FINDING, finding
 from tests.helpers import Workspace, clone, git
 
 
