@@ -81,7 +81,16 @@ def test_no_module_is_over_800_lines() -> None:
     root = Path(__file__).resolve().parent.parent
     long = {
         str(path.relative_to(root)): count
-        for package in ("engine", "controlroom", "registry", "identity", "widgets", "tests", "bench", "screenshots")
+        for package in (
+            "engine",
+            "controlroom",
+            "registry",
+            "identity",
+            "widgets",
+            "tests",
+            "bench",
+            "screenshots",
+        )
         for path in sorted((root / package).rglob("*.py"))
         if (count := len(path.read_text(encoding="utf-8").splitlines())) > 800
     }
