@@ -4,6 +4,7 @@ In-process (hypothesis), no timer: speed is measured in bench/, never asserted h
 - `line_hash` (the chain check's hash of a strictly decoded line) equals `event_hash` of the same
   line as the strict reader decodes it, whatever the line holds (floats, big integers, any text).
 - `verify` names exactly what it named with `event_hash` on every line.
+- `last_event` (every append's read of the chain's tail) finds in growing pieces what one read finds.
 """
 
 from __future__ import annotations
@@ -557,3 +558,48 @@ def test_the_line_judge_says_what_it_said_asking_of_every_line(
     for number, event in enumerate(events, start=1):
         feed(number, event)
     assert judge.found == _host_lines_one_by_one(store, events, system, judge.now, judge.late)
+
+
+TAIL_LINES = st.one_of(
+    st.builds(lambda h, n: json.dumps({"hash": h, "n": n}).encode(), st.text(max_size=6), st.integers()),
+    st.builds(lambda n: json.dumps({"n": n}).encode(), st.integers()),  # an object with no hash
+    st.builds(lambda h: b"  " + json.dumps({"hash": h}).encode(), st.text(max_size=3)),  # indented
+    st.sampled_from([b"", b"{", b'{"hash": 1}', b"[1]", b"garbage", b'{"hash": "x"', b"\xff{"]),
+    st.binary(max_size=12),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(TAIL_LINES, max_size=12),
+    newline=st.booleans(),
+    cut=st.integers(0, 64),
+    first=st.sampled_from([1, 2, 3, 7, 16, 64]),
+)
+def test_the_chains_tail_read_in_small_pieces_is_the_tail_read_in_one(
+    tmp_path_factory: Any, lines: list[bytes], newline: bool, cut: int, first: int
+) -> None:
+    """`last_event` reads a store's tail in pieces that grow from its first (16 KiB: the last line
+    is nearly always in it) to _READ_CHUNK: whatever the first piece, it finds the line one read of
+    the whole tail finds, lines cut by a piece's edge, garbage and a file that ends mid-line included."""
+    from engine.log.store import _READ_CHUNK, last_event
+
+    data = b"\n".join(lines) + (b"\n" if newline else b"")
+    path = tmp_path_factory.mktemp("tail") / "store.ndjson"
+    path.write_bytes(data)
+    end = max(0, len(data) - cut)
+    with open(path, "rb", buffering=0) as handle:
+        whole = last_event(handle, end, first=_READ_CHUNK)
+        assert last_event(handle, end, first=first) == whole
+
+
+def test_a_tail_past_a_line_too_long_to_be_one_is_found_in_small_pieces(tmp_path: Any) -> None:
+    """A line longer than MAX_LINE after the last event is stepped over in growing pieces as in one."""
+    from engine.log.store import _READ_CHUNK, MAX_LINE, last_event
+
+    path = tmp_path / "store.ndjson"
+    path.write_bytes(b'{"hash": "a"}\n{"hash": "b"}\n' + b"x" * (MAX_LINE + 10) + b"\n")
+    with open(path, "rb", buffering=0) as handle:
+        size = path.stat().st_size
+        assert last_event(handle, size) == last_event(handle, size, first=_READ_CHUNK) == {"hash": "b"}
+        assert last_event(handle, size, first=5) == {"hash": "b"}

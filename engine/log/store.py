@@ -30,8 +30,8 @@ from engine.log.lines import DEEP_BYTES, TOO_DEEP, too_deep
 GENESIS = ""
 NO_STORES = "no regulator stores here (a clone? run on the host, or connect a store: design §18)"
 SKEW_S = 2  # how far an event may be stamped before its store's last one (design §15.3)
-_TAIL_CHUNK = 8 * 1024  # grown fourfold until a whole line is in it
 _READ_CHUNK = 1 << 20
+_TAIL_CHUNK = 16 << 10  # last_event's first piece, doubled until a whole line is in it
 MAX_LINE_BYTES = 1 << 20  # a line's canonical JSON, its newline aside (design §22, §26): 1 MiB
 # design §26: a line longer than MAX_LINE_BYTES is read as a bad line, skipped in bounded memory: a
 # reader never holds more than it and a chunk at once
@@ -584,14 +584,18 @@ def read_lines(handle: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
         yield position, last
 
 
-def last_event(handle: IO[bytes], end: int) -> dict | None:
+def last_event(handle: IO[bytes], end: int, first: int = _TAIL_CHUNK) -> dict | None:
     """The last line before byte `end` that is a JSON object with a text `hash` (the chain's tail),
-    or None. Read backwards in pieces of _READ_CHUNK, each split in memory; a line longer than
-    MAX_LINE is stepped over without being held, a line with no JSON object without a parse, so a
-    tail of a million garbage lines or one 200 MB line costs a scan, never their size in memory."""
-    position, carry, skipping = end, b"", False
+    or None. Read backwards in pieces, each split in memory: the first of `first` bytes (the last
+    line is nearly always in it: every append asks, and a 1 MiB read and split was a tenth of a
+    door's report), each next one twice as large, up to _READ_CHUNK. A line longer than MAX_LINE is
+    stepped over without being held, a line with no JSON object without a parse, so a tail of a
+    million garbage lines or one 200 MB line costs a scan, never their size in memory. Any `first`
+    finds the same line (tests/test_perf_paths.py)."""
+    position, carry, skipping, piece = end, b"", False, max(1, first)
     while position > 0:
-        start = max(0, position - _READ_CHUNK)
+        start = max(0, position - piece)
+        piece = min(piece * 2, _READ_CHUNK)
         handle.seek(start)
         data = handle.read(position - start)
         position = start
