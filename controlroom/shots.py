@@ -13,10 +13,16 @@ from engine.checkout.workspace import Workspace
 
 
 def screenshot(
-    ws: Workspace, path: Path, view: str, person: str | None, size: tuple[int, int] = (150, 42)
+    ws: Workspace,
+    path: Path,
+    view: str,
+    person: str | None,
+    size: tuple[int, int] = (150, 42),
+    read_only: bool = False,
 ) -> None:
-    """Render the real application headless to an SVG (the source of screenshots/)."""
-    app = ControlRoom(ws, person, view=view, watch=False, background_checks=False)
+    """Render the real application headless to an SVG (the source of screenshots/). `read_only`:
+    as `controlroom --read-only` runs, routing nothing and offering no write, marked in its header."""
+    app = ControlRoom(ws, person, read_only=read_only, view=view, watch=False, background_checks=False)
     app.live = "● live"
 
     async def shoot() -> str:

@@ -164,6 +164,23 @@ def test_read_only_hides_every_write(demo: Any) -> None:
     assert checks == {"resolve": False, "retract": False}
 
 
+def test_a_read_only_screenshot_routes_nothing_and_says_read_only(ws: Any, tmp_path: Path) -> None:
+    """README: `--read-only` "hides every write and does not route"; so does its screenshot (an
+    operator's review: `--read-only --screenshot` routed the waiting signal and pictured a room
+    that offered `r resolve`)."""
+    ws.run(*report_args(affects=["u1"], severity="blocking"), "--by", "alice", check=True)
+    before = ws.digest()
+    svg = tmp_path / "ro.svg"
+    done = ws.run("controlroom", "--as", "alice", "--read-only", "--screenshot", str(svg))
+    assert done.returncode == 0, done.stderr
+    assert ws.digest() == before  # the signal still waits: nothing routed, nothing written
+    assert ws.json("status")["unrouted"] == 1
+    text = svg.read_text().replace("&#160;", " ")
+    assert "read-only" in text
+    done = ws.run("controlroom", "--as", "alice", "--screenshot", str(svg))  # not read-only: routes
+    assert done.returncode == 0 and ws.json("status")["unrouted"] == 0
+
+
 def test_filter_narrows_the_view(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False)
     counts: list[Any] = []

@@ -129,7 +129,7 @@ def controlroom(
     if screenshot is not None:
         from controlroom.shots import screenshot as shoot
 
-        shoot(ws, screenshot, view, person)
+        shoot(ws, screenshot, view, person, read_only=read_only)
         out(f"wrote {escape(screenshot)}")
         return
     from controlroom.app import ControlRoom
