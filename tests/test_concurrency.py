@@ -109,3 +109,43 @@ def test_a_store_cut_shorter_between_a_fold_and_its_routing_is_one_clear_refusal
     with pytest.raises(Refused, match="signals.ndjson changed while it was read; run the command again"):
         route_locked(engine_ws, state)
     assert ws.digest() == before
+
+
+def test_one_thread_of_a_process_decides_at_a_time_and_only_it_is_deciding(ws: helpers.Workspace) -> None:
+    """A host writes from several threads (the door's, the router's, the tick's duties, which take
+    the decide lock only around their writes, D-240). The decide lock is a process's, so exclusive()
+    also takes the process's writer lock: while one thread is inside it, another is not `deciding`
+    (it would write without the lock) and cannot take the writer lock; once it leaves, it can."""
+    import threading
+
+    from engine.checkout.workspace import Workspace, writer_lock
+
+    engine_ws = Workspace(ws.root)
+    link = ws.root.parent / "via-link"
+    link.symlink_to(ws.root)
+    other = Workspace(link)  # the same workspace, reached through a symlink
+    inside, leave, seen = threading.Event(), threading.Event(), {}
+
+    def holder() -> None:
+        with engine_ws.exclusive():
+            seen["holder deciding"] = engine_ws.deciding()
+            inside.set()
+            leave.wait(60)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    assert inside.wait(60)
+
+    def elsewhere() -> None:
+        seen["other deciding"] = engine_ws.deciding() or other.deciding()
+        seen["other took the writer lock"] = writer_lock(other.root).acquire(blocking=False)
+
+    probe = threading.Thread(target=elsewhere)
+    probe.start()
+    probe.join(60)
+    leave.set()
+    thread.join(60)
+    assert seen == {"holder deciding": True, "other deciding": False, "other took the writer lock": False}
+    assert not engine_ws.deciding()
+    with other.exclusive():  # free again, from any thread
+        assert other.deciding()

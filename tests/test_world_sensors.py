@@ -134,3 +134,18 @@ def test_the_tick_runs_a_sensor_when_it_is_due(ws: Any) -> None:
     assert len(sensor_signals(ws)) == 1
     shown = ws.run("sensors", env={"REGULATOR_NOW": "2026-11-29T13:00:00Z"}, check=True).stdout
     assert "scan" in shown and "2026-11-29T13:00:00Z" in shown and "1 in all" in shown
+
+
+def test_a_sensors_command_runs_with_the_decide_lock_free(ws: Any) -> None:
+    """A sensor's command may run for its whole timeout (a scan, a feed): the tick ran it inside
+    the decide lock, so every writer waited for it. It runs first, the lock free (the probe, as the
+    command, takes it without waiting); what it found is written under the lock after."""
+    from tests.test_world_time import PROBE
+
+    probe, said = ws.root.parent / "probe.py", ws.root.parent / "said.txt"
+    probe.write_text(PROBE)
+    lock = ws.root / ".regulator" / "decide.lock"
+    declare(ws, [], command=[sys.executable, str(probe), str(lock), str(said)])
+    done = tick(ws)["sensors"]["outcome"]
+    assert done["note"] == "1 of 1 sensor(s) ran" and "errors" not in done, done
+    assert said.read_text().splitlines() == ["free"]

@@ -27,6 +27,20 @@ with open(sys.argv[1], "a") as out:
 """
 
 
+PROBE = """\
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    said = "free"
+except BlockingIOError:
+    said = "held"
+with open(sys.argv[2], "a") as out:
+    out.write(said + "\\n")
+sys.stdin.read()
+"""
+
+
 def iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -321,3 +335,23 @@ def test_a_recovery_obligation_and_a_question_are_escalated_once_across_ticks(ws
 
 def ws_kind_of(ws: Any, ob: dict) -> str:
     return ws.json("obligation", "show", ob["id"])["kind"]
+
+
+def test_notify_runs_with_the_decide_lock_free(ws: Any) -> None:
+    """A notify that takes its time (a webhook down, curl waiting 20 s) stalled every write of the
+    fleet: the tick ran it inside the decide lock, one escalation after another (an operator's
+    review: a person's resolve waited 18.8 s). The escalations are written under the lock; notify
+    runs after, the lock free (the probe, run as notify, takes it without waiting)."""
+    probe, said = ws.root.parent / "probe.py", ws.root.parent / "said.txt"
+    probe.write_text(PROBE)
+    lock = ws.root / ".regulator" / "decide.lock"
+    routing = (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
+    ws.decide(
+        "regulator/policy/routing.yaml", routing + f"notify: [{sys.executable}, {probe}, {lock}, {said}]\n"
+    )
+    ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
+    ws.run(*report_args(subject="second", affects=["u3"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    done = tick(ws, env={"REGULATOR_NOW": "2026-12-05T00:00:00Z"})["deadlines"]["outcome"]
+    assert done["written"] == 4 and "errors" not in done, done  # two overdue, two escalated
+    assert said.read_text().splitlines() == ["free", "free"]

@@ -8,6 +8,7 @@ import functools
 import json
 import os
 import re
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +30,26 @@ DOOR_ENV, TOKEN_ENV, UNIT_ENV = "REGULATOR_DOOR", "REGULATOR_DOOR_TOKEN", "REGUL
 STATE_DIR = ".regulator"
 _POLICY_CACHE: dict[tuple, object] = {}
 _PEOPLE: dict[int, tuple[object, People]] = {}  # id(parsed policy) -> (it, its People)
-_DECIDING: set[Path] = set()  # workspaces whose decide lock this process holds
+# workspaces whose decide lock a thread of this process holds, with that thread: a host's door and
+# its tick write from threads of their own, and only the thread inside exclusive() is deciding
+_DECIDING: set[tuple[Path, int]] = set()
 _DECIDED: set[Path] = set()  # workspaces whose decide lock this process has taken (a writer)
+_WRITERS: dict[Path, threading.RLock] = {}
+_WRITERS_GUARD = threading.Lock()
+
+
+def writer_lock(root: Path) -> threading.RLock:
+    """The one lock this process's writers of the workspace at `root` take before its decide lock
+    (Workspace.exclusive): the decide lock is held by the process, so two of its threads would
+    otherwise both be inside it. A host's loop and door share it."""
+    key = Path(os.path.realpath(root))  # one lock however the workspace's path was spelled
+    with _WRITERS_GUARD:
+        found = _WRITERS.get(key)
+        if found is None:
+            found = _WRITERS[key] = threading.RLock()
+        return found
+
+
 UNIT_ID = re.compile(r"[a-z0-9][a-z0-9-]*(/[a-z0-9-]+)?")
 
 
@@ -167,28 +186,31 @@ class Workspace:
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
-        """One decider at a time: routing, dispositions and unit transitions check, then write."""
+        """One decider at a time: routing, dispositions and unit transitions check, then write.
+        Within a process, one thread at a time too (writer_lock), then across processes and hosts
+        (the decide lock)."""
         url = self.url
+        me = (self.root, threading.get_ident())
         if url is not None:
             from engine.log.pg.server import decide_lock
 
-            with decide_lock(url):
+            with writer_lock(self.root), decide_lock(url):
                 self.sync()  # what every other host committed before the lock was ours
-                _DECIDING.add(self.root)
+                _DECIDING.add(me)
                 _DECIDED.add(self.root)
                 try:
                     yield
                 finally:
-                    _DECIDING.discard(self.root)
+                    _DECIDING.discard(me)
             return
         self.require_stores()
-        with locked(self.state_dir / "decide.lock"):
-            _DECIDING.add(self.root)
+        with writer_lock(self.root), locked(self.state_dir / "decide.lock"):
+            _DECIDING.add(me)
             _DECIDED.add(self.root)
             try:
                 yield
             finally:
-                _DECIDING.discard(self.root)
+                _DECIDING.discard(me)
 
     def require_stores(self) -> None:
         """Refused where there are no stores to write (a clone: `.regulator/` is never committed);
@@ -207,8 +229,8 @@ class Workspace:
         return lock_held(self.state_dir / "decide.lock")
 
     def deciding(self) -> bool:
-        """Inside exclusive(): this command writes (readers never do, design §13)."""
-        return self.root in _DECIDING
+        """This thread is inside exclusive(): it writes (readers never do, design §13)."""
+        return (self.root, threading.get_ident()) in _DECIDING
 
     def decided(self) -> bool:
         """This process has taken exclusive() (now or before): it is a writer, not a reader."""

@@ -21,7 +21,7 @@ import msgspec
 
 from engine.base.errors import RegulatorError
 from engine.checkout import heartbeat
-from engine.checkout.workspace import LEASE_FILE, Lease, Workspace
+from engine.checkout.workspace import LEASE_FILE, Lease, Workspace, writer_lock
 from engine.commands.actors import lease_hash
 from engine.doors.api import UnitDoor
 from engine.doors.door import Reads
@@ -85,9 +85,9 @@ def plausible(token: str | None) -> bool:
 class HostDoor:
     """The door's sessions for one workspace."""
 
-    def __init__(self, ws: Workspace, write_lock: threading.Lock | None = None) -> None:
+    def __init__(self, ws: Workspace, write_lock: threading.RLock | None = None) -> None:
         self.ws = ws
-        self.write_lock = write_lock or threading.Lock()
+        self.write_lock = write_lock or writer_lock(ws.root)
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()  # the sessions table
         self._opening = threading.Lock()  # one fold of the units store at a time for new tokens

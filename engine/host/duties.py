@@ -4,7 +4,10 @@ A duty is `run(ws, now) -> outcome`: it looks at the stores at `now` and writes 
 the same engine functions as the CLI, with deterministic event ids, so that a duty run twice (a
 retry, two hosts, a restart) writes once. The tick runs each registered duty in registration order,
 **inside the decide lock** (`ws.exclusive()`): a duty writes through the `*_locked` engine functions
-(e.g. `engine.commands.router.route_locked`) and never takes the lock again. Its outcome is any JSON value
+(e.g. `engine.commands.router.route_locked`) and never takes the lock again. A duty that runs
+something slow (a sensor's command, a notify) is registered `locked=False` and takes the lock itself
+only around its writes (`engine.commands.duty.deciding`), so that nothing outside the host waits on
+it (D-240). Its outcome is any JSON value
 (None reads "ok"); it is logged as one JSON line. A duty that raises is logged as one line
 (outcome "failed" and the error) and run again on the next tick; it never stops the loop or the
 duties after it.
@@ -27,6 +30,7 @@ one `serve`); `leader_only=False` runs it on every host (routing, which is exact
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import socket
@@ -53,16 +57,17 @@ class Registered(msgspec.Struct, frozen=True):
     name: str
     run: Duty
     leader_only: bool = True
+    locked: bool = True  # run inside the decide lock; False: the duty takes it around its writes
 
 
 _DUTIES: dict[str, Registered] = {}
 
 
-def register(name: str, run: Duty, *, leader_only: bool = True) -> None:
+def register(name: str, run: Duty, *, leader_only: bool = True, locked: bool = True) -> None:
     """Add a duty to every tick (a second registration of a name replaces the first)."""
     if not name or any(c.isspace() for c in name):
         raise ValueError(f"a duty's name is one word: {name!r}")
-    _DUTIES[name] = Registered(name, run, leader_only)
+    _DUTIES[name] = Registered(name, run, leader_only, locked)
 
 
 def unregister(name: str) -> None:
@@ -102,10 +107,11 @@ def log_line(
 
 
 def run_one(ws: Workspace, duty: Registered, now: datetime) -> dict:
-    """Run one duty inside the decide lock; never raises: its outcome or its failure, logged."""
+    """Run one duty (inside the decide lock unless it takes the lock itself); never raises: its
+    outcome or its failure, logged."""
     start = time.perf_counter()
     try:
-        with ws.exclusive():
+        with ws.exclusive() if duty.locked else contextlib.nullcontext():
             outcome = duty.run(ws, now)
     except RegulatorError as exc:
         return log_line(duty.name, "failed", (time.perf_counter() - start) * 1000, str(exc))

@@ -9,7 +9,8 @@ Threads, no event loop, so the door's server (controlroom.door_http) runs beside
   (engine.host.duties), leader-only ones only while this host leads;
 - the leader (PostgreSQL only): claims or renews `regulator.leader` every RENEW_S
   (engine.host.leader); on files the one serve (its lock) leads.
-Every write of this process takes `write_lock` (the door's writes too), so they are serialized.
+Every write of this process takes `write_lock` (the door's writes too, and Workspace.exclusive takes
+it), so they are serialized.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any, TextIO
 
 from engine.base import clock
 from engine.base.errors import RegulatorError
-from engine.checkout.workspace import Workspace
+from engine.checkout.workspace import Workspace, writer_lock
 from engine.commands.router import route_locked
 from engine.host import leader as host_leader
 from engine.host.duties import log_line, run_duties
@@ -45,7 +46,7 @@ class Host:
         self.url = ws.url
         self.out = out or sys.stderr
         self.tick_s = tick_s
-        self.write_lock = threading.Lock()
+        self.write_lock = writer_lock(ws.root)  # the door's writes and the tick's take it too
         self.me = host_leader.new_holder()
         self.leader = self.url is None  # files: the one serve (its lock) leads
         self.last_tick: str | None = None
@@ -188,8 +189,9 @@ class Host:
                 log_line("route", "failed", (time.perf_counter() - start) * 1000, str(exc), self.out)
             )
         moment = now or clock.now()
-        with self.write_lock:
-            lines += run_duties(self.ws, moment, leader=self.leader)
+        # each duty takes the decide lock (and with it write_lock) as it writes: a slow sensor or
+        # notify runs outside both, never stalling the door's writes or another process's (D-240)
+        lines += run_duties(self.ws, moment, leader=self.leader)
         self.units = self._count_units()
         self.last_tick = clock.iso(moment)
         outcome = {"leader": self.leader, "duties": len(lines) - 1}

@@ -1,5 +1,6 @@
 """The timed duties of design §24 (stale evidence, deadlines, due sensors) in serve's tick: each runs
-inside the decide lock the tick holds, on the leader only, and logs its outcome as one JSON line
+on the leader only, takes the decide lock itself only around its writes (a sensor's command and a
+notify run outside it: neither stalls another writer, D-240), and logs its outcome as one JSON line
 (`{"written": n, "errors": [...], "note": ...}`)."""
 
 from __future__ import annotations
@@ -21,4 +22,4 @@ def _logged(duty: Duty) -> Logged:
 
 
 for _name, _duty in DUTIES.items():
-    register(_name, _logged(_duty))
+    register(_name, _logged(_duty), locked=False)
