@@ -411,6 +411,44 @@ def test_a_door_call_is_a_heartbeat(tmp_path: Any, monkeypatch: Any) -> None:
     assert door.authenticate("x" * 43) is None and door.authenticate(None) is None
 
 
+def test_a_made_up_token_reads_only_what_the_units_store_gained(tmp_path: Any, monkeypatch: Any) -> None:
+    """An adversarial review: each token the door had not seen folded the units store from its first
+    byte, one at a time, on the threads every token check shares, so any local account flooding
+    the socket with made-up tokens slowed every unit's calls 40-100 times on a large store. The
+    door keeps the units store as it last folded it and reads only what was appended since; a
+    lease dispatched meanwhile is found, a made-up token is not."""
+    from engine.checkout.workspace import locate
+    from engine.host.door import HostDoor
+    from engine.log.store import Store
+    from tests.helpers import NOW
+
+    monkeypatch.setenv("REGULATOR_NOW", NOW)
+    ws = make_workspace(tmp_path)
+    first = token_of(ws.lease("u1"))
+    engine_ws, _ = locate(ws.root)
+    door = HostDoor(engine_ws)
+    offsets: list[int] = []
+    read = Store.read
+
+    def spy(self: Store, offset: int = 0, *args: Any, **kwargs: Any) -> Any:
+        if self.path.name == "units.ndjson":
+            offsets.append(offset)
+        return read(self, offset, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "read", spy)
+    assert door.authenticate("a" * 43) is None  # the first unknown token: the store from its start
+    assert offsets and offsets[0] == 0
+    grown = ws.store("units").stat().st_size
+    second = token_of(ws.lease("u3"))  # appended since
+    offsets.clear()
+    assert door.authenticate("b" * 43) is None
+    assert offsets and min(offsets) == grown  # only what was appended, never the first byte again
+    session = door.authenticate(second)
+    assert session is not None and session.unit == "u3"
+    session = door.authenticate(first)
+    assert session is not None and session.unit == "u1"
+
+
 def test_without_the_extra_serve_says_what_to_install_in_one_line(tmp_path: Any) -> None:
     """A Python where `mcp` cannot be imported (a stand-in package on PYTHONPATH fails as a missing
     one does): one line naming the pip command, exit 2 (as `regulator mcp`), nothing written."""
