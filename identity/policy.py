@@ -200,6 +200,14 @@ class InteractionPolicy(_Model, frozen=True, kw_only=True):
         return entry is not None and "resolve" in entry.grants and severity in entry.resolve
 
 
+def _inside(key: str, path: str) -> None:
+    """A path of sensors.yaml: relative to the workspace and inside it, no control character."""
+    if any(ord(c) < 32 or c == "\x7f" for c in path):
+        raise _Invalid(key, f"{path!r}: a control character in a path")
+    if not path or path.startswith("/") or any(p in ("", ".", "..") for p in path.split("/")):
+        raise _Invalid(key, f"{path!r}: a path relative to the workspace, inside it")
+
+
 class Sensor(_Model, frozen=True, kw_only=True):
     """One declared sensor (design §24): a command printing report_intelligence lines, or an OSV feed
     matched against lockfiles read from trunk."""
@@ -224,12 +232,10 @@ class Sensor(_Model, frozen=True, kw_only=True):
                     duration_seconds(value)
                 except ValueError as exc:
                     raise _Invalid(key, exc) from None
+        if self.feed is not None:  # an operator's review: `feed: ../../etc` read /etc
+            _inside("feed", self.feed.removesuffix("/"))
         for path in self.lockfiles:
-            parts = path.split("/")
-            if any(ord(c) < 32 or c == "\x7f" for c in path):
-                raise _Invalid("lockfiles", f"{path!r}: a control character in a path")
-            if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
-                raise _Invalid("lockfiles", f"{path!r}: a path relative to the workspace, inside it")
+            _inside("lockfiles", path)
             if lockfile_format(path) is None:
                 raise _Invalid(
                     "lockfiles", f"{path!r} is none of the lockfiles read: {', '.join(LOCKFILE_FORMATS)}"

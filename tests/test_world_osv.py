@@ -465,3 +465,41 @@ def test_identity_show_marks_a_proposal_that_runs_a_command(ws: Any) -> None:
         "! runs python3 tools/scan.py --all on the host (sensor scan in sensors.yaml, proposed by person alice)"
         in shown
     )
+
+
+def test_a_unit_without_a_contract_in_a_lockfiles_list_drops_no_advisory(ws: Any) -> None:
+    """An operator's review: `tools/poetry.lock: [u1, gone]` (a typo, or a unit retired since)
+    made every advisory of that lockfile an error, u1's too, hour after hour. The advisories are
+    raised on the units that have contracts, and the run names the others once, exit 1."""
+    declare(ws)
+    ws.decide(
+        "regulator/policy/sensors.yaml",
+        sensors_yaml().replace("tools/poetry.lock: [u1]", "tools/poetry.lock: [u1, gone]"),
+    )
+    write_feed(ws.root / "feeds" / "osv", FEED)
+    done = ws.run("sensors", "run", "osv")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (
+        "regulator: sensor osv: lockfile tools/poetry.lock: gone has no contract under contracts/; "
+        "its advisories are raised on u1\n"
+    )
+    raised = {s["subject"]: s for s in sensor_signals(ws)}
+    assert sorted(raised) == sorted(EXPECTED)  # every advisory, the poetry.lock one included
+    assert raised["jinja2 2.11.2: GHSA-g3rq-g295-4j3m"]["affectedUnits"] == ["u1"]
+
+
+def test_a_feed_outside_the_workspace_is_not_proposed(ws: Any) -> None:
+    """An operator's review: `feed: ../../etc` was accepted and the sensor read /etc. A feed is a
+    path relative to the workspace, inside it, as a lockfile's is (a mirror kept elsewhere is
+    linked in); a proposal naming another is refused, exit 2, nothing written."""
+    source = ws.root.parent / "sensors.yaml"
+    for feed in ("../../etc", "/etc", "feeds/../../x"):
+        source.write_text(sensors_yaml().replace("feed: feeds/osv", f"feed: {feed}"))
+        before = ws.digest()
+        done = ws.run(
+            "identity", "propose", "--file", "regulator/policy/sensors.yaml", "--content-from", str(source),
+            "--rationale", "r", "--by", "alice",
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert f"{feed!r}: a path relative to the workspace, inside it" in one_line(done)
+        assert ws.digest() == before

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import subprocess
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -223,8 +222,16 @@ def collect_osv(
             continue
         for pin in pins:
             index.setdefault((pin.ecosystem, normalize(pin.ecosystem, pin.name)), []).append((path, pin))
-    feed_path = Path(sensor.feed or "")
-    feed = read_feed(ws.root / feed_path if not feed_path.is_absolute() else feed_path)
+    for path, units in sorted(sensor.lockfiles.items()):
+        gone = [u for u in units if u not in known]
+        if gone:  # its advisories are raised on the units that are (an operator's review: one unit
+            # removed, or a typo, dropped every advisory of the lockfile, the valid units' too)
+            kept = [u for u in units if u in known]
+            found.errors.append(
+                f"lockfile {path}: {', '.join(gone)} {'has' if len(gone) == 1 else 'have'} no contract under "
+                f"contracts/; its advisories are raised on {', '.join(kept) or 'no unit'}"
+            )
+    feed = read_feed(ws.root / (sensor.feed or ""))  # inside the workspace (identity.policy.Sensor)
     found.errors.extend(feed.errors)
     if not feed.records and not feed.errors:
         found.errors.append(f"feed {sensor.feed} holds no OSV record")
@@ -298,7 +305,7 @@ def _osv_signal(
         "evidence": ([f"{lockfile}:{p.line}" for p in pins] + [rid, *others])[:64],
         "confidence": "high",
         "reportedSeverity": severity,
-        "affectedUnits": list(sensor.lockfiles[lockfile]),
+        "affectedUnits": [u for u in sensor.lockfiles[lockfile] if u in known],  # the rest: an error
     }
     event = _signal(name, fields, policy, known, now, revision)
     normalized = normalize(ecosystem, package)
