@@ -44,7 +44,13 @@ from engine.host.loop import Host
 CURRENT: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
     "regulator_door_session", default=None
 )
-THREADS = 64  # engine calls at once (reads of different units; writes take turns on the write lock)
+# engine calls at once: reads of different units, and writes, which take turns on the write lock
+# anyway (a write waiting there holds a thread, so writes have threads of their own and never keep a
+# read waiting). A call beyond them waits in the event loop, which costs nothing; 64 threads all
+# wanting the interpreter's lock kept the event loop waiting for it (door_call_ms's p99 a little
+# lower with 8, docs/performance.md's nineteenth session)
+THREADS = 8
+WRITE_THREADS = 4
 AUTH_THREADS = 16  # token checks at once, on threads of their own (never behind the calls)
 LOG_EVERY_S = 60.0  # a repeated door error (out of files, connections refused) logged once this often
 
@@ -134,6 +140,7 @@ class Throttled:
 def build_app(host: Host, door: HostDoor, budget: limits.WriteBudget | None = None) -> Callable[..., Any]:
     """The door's ASGI application (lifespan included: the session manager runs inside it)."""
     limiter = anyio.CapacityLimiter(THREADS)
+    write_limiter = anyio.CapacityLimiter(WRITE_THREADS)
     auth_limiter = anyio.CapacityLimiter(AUTH_THREADS)
     gates: dict[str, _Gate] = {}
     spend = budget or limits.WriteBudget()
@@ -161,7 +168,7 @@ def build_app(host: Host, door: HostDoor, budget: limits.WriteBudget | None = No
                 return _call(session.door, name, args)
 
         try:
-            return await anyio.to_thread.run_sync(run, limiter=limiter)
+            return await anyio.to_thread.run_sync(run, limiter=limiter if read_only else write_limiter)
         finally:
             if not read_only:
                 host.poke()  # a report or a question: routed now, not at the next watch event
