@@ -207,3 +207,26 @@ def test_a_unit_proposing_to_move_the_stores_is_said_plainly_to_the_person_decid
     warning = "! moves the stores: files -> postgresql://evil@/x?host=/tmp/\\x1b[2Jz (proposed by unit r1)"
     assert warning in lines and "\x1b" not in shown.stdout
     assert "@@ -0,0 +1,2 @@" in lines
+
+
+def test_a_unit_has_at_most_ten_proposals_awaiting_a_decision(ws: helpers.Workspace, tmp_path: Path) -> None:
+    """An adversarial review: a unit with `propose_policy_change` appended a proposal a second, each
+    one making every reader (the door's status for every unit too) fold the stores from their first
+    byte again, and each landing in the owner's review. Ten may await a decision; the eleventh is
+    refused (exit 3, nothing written) until a person decides one; a person is never capped."""
+    from engine.commands.proposals import MAX_PENDING_PER_UNIT
+
+    u1 = ws.lease("u1")
+    ids = []
+    for i in range(MAX_PENDING_PER_UNIT):
+        done = propose(ws, INVARIANTS, f"# Invariants {i}\n", tmp_path, cwd=u1)
+        assert done.returncode == 0, done.stderr
+        ids.append(json.loads(done.stdout)["id"])
+    before = ws.digest()
+    done = propose(ws, INVARIANTS, "# one more\n", tmp_path, cwd=u1)
+    assert done.returncode == 3
+    assert f"u1 has {MAX_PENDING_PER_UNIT} proposals awaiting a person's decision" in helpers.one_line(done)
+    assert ws.digest() == before
+    assert propose(ws, INVARIANTS, "# alice's\n", tmp_path, by="alice").returncode == 0  # a person
+    ws.run("identity", "reject", ids[0], "--by", "alice", "--rationale", "no", check=True)
+    assert propose(ws, INVARIANTS, "# one more\n", tmp_path, cwd=u1).returncode == 0  # room again

@@ -28,6 +28,17 @@ from identity.files import (
 )
 from identity.policy import POLICY_MODELS, PolicyError, parse_policy
 
+# proposals a unit may have awaiting a decision (D-243: each one makes every reader of the stores,
+# the door's included, fold them again from the first byte, and each lands in a person's review)
+MAX_PENDING_PER_UNIT = 10
+
+
+def pending_of(ws: Workspace, unit: str | None) -> int:
+    """How many of this unit's proposals no person has accepted or rejected yet."""
+    auth = ws.authority()
+    decided = {d.get("proposal") for d in auth.decisions}
+    return sum(1 for p in auth.proposals.values() if p.get("unit") == unit and p.get("id") not in decided)
+
 
 def governed_path(file: str) -> str:
     relative = file.strip()
@@ -51,6 +62,12 @@ def propose(ws: Workspace, file: str, content: bytes, rationale: str, actor: Act
     signer = None
     if actor.lease is not None:
         leased(ws, state, actor.lease, "propose_policy_change")
+        waiting = pending_of(ws, actor.unit)
+        if waiting >= MAX_PENDING_PER_UNIT:
+            raise Refused(
+                f"{actor.unit} has {waiting} proposals awaiting a person's decision, the most a unit may "
+                "have: ask a person to accept or reject them (`regulator identity show`) before proposing again"
+            )
     elif actor.person not in ws.interaction().people:
         raise Refused(f"{actor.person!r} is not a person in regulator/policy/interaction.yaml")
     else:
