@@ -295,3 +295,21 @@ def test_an_unrouted_signals_subject_is_text_in_the_exit_reason(tmp_path: Path) 
     [reason] = [line for line in text.stdout.splitlines() if line.startswith("- u1 ")]
     assert "[red]pwn[/red] \\x1b[2J\\u202e), not yet routed" in reason and "\x1b" not in text.stdout
     assert "[red]pwn[/red] \x1b[2J\u202e" in data["exitReasons"][0]  # JSON is JSON
+
+
+def test_obligations_says_when_signals_wait_to_be_routed(ws: Any) -> None:
+    """An operator's review: `regulator obligations` showed an empty table, exit 0, while signals
+    that would block waited to be routed. It says how many wait, on stderr, and how they are routed;
+    the table and the JSON list stay what they were."""
+    ws.run(*report_args(), "--by", "alice", check=True)
+    done = ws.run("obligations")
+    assert done.returncode == 0
+    assert done.stderr == (
+        "regulator: note: 1 signal(s) not yet routed: their obligations open when they are routed "
+        "(`regulator serve` does it within moments, `regulator signals route` by hand; "
+        "`regulator status` lists them)\n"
+    )
+    assert ws.json("obligations") == []
+    ws.run("signals", "route", check=True)
+    done = ws.run("obligations")
+    assert done.returncode == 0 and done.stderr == "" and "left-pad" in done.stdout

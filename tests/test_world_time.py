@@ -196,6 +196,23 @@ def test_an_old_policy_without_deadlines_escalates_nothing(ws: Any) -> None:
     assert all(not o["overdue"] and o["dueAt"] is None for o in ws.json("obligations", env=later))
 
 
+def test_a_failing_notify_says_its_last_line_of_standard_error(ws: Any) -> None:
+    """An operator's review: a notify that failed was "exited 3" in serve's log and nothing more;
+    why it failed was on its standard error, discarded. The error line carries its last line."""
+    script = ws.root.parent / "page.sh"
+    script.write_text(
+        "#!/bin/sh\necho 'starting' >&2\necho 'pager down: 503 from \x1b[31mhooks\x1b[0m' >&2\nexit 3\n"
+    )
+    script.chmod(0o755)
+    routing = (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
+    ws.decide("regulator/policy/routing.yaml", routing + f"notify: [{script}]\n")
+    ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    done = tick(ws, env={"REGULATOR_NOW": "2026-12-05T00:00:00Z"})["deadlines"]["outcome"]
+    (error,) = done["errors"]
+    assert error.endswith(f"{script} exited 3: pager down: 503 from \x1b[31mhooks\x1b[0m"), error
+
+
 def test_a_failing_notify_is_one_error_and_is_not_run_again(ws: Any) -> None:
     ws.decide(
         "regulator/policy/routing.yaml",
@@ -229,6 +246,17 @@ def test_a_policy_with_a_bad_deadline_is_not_proposed(ws: Any) -> None:
         "--rationale", "r", "--by", "alice", "--json",
     )  # fmt: skip
     assert done.returncode == 2 and "notify" in one_line(done)  # a list (argv), never a shell line
+    # escalated to no one: a name that is not a person of the policy (an operator's review)
+    source.write_text(routing.replace("escalate:\n- alice", "escalate:\n- alice\n- nobody"))
+    before = ws.digest()
+    done = ws.run(
+        "identity", "propose", "--file", "regulator/policy/routing.yaml", "--content-from", str(source),
+        "--rationale", "r", "--by", "alice",
+    )  # fmt: skip
+    assert done.returncode == 2 and ws.digest() == before
+    assert "escalate names 'nobody', not a person of regulator/policy/interaction.yaml (alice)" in one_line(
+        done
+    )
     source.write_text(routing + "notify: [curl, -d, '@-', https://hooks.example/x]\n")
     done = ws.run(
         "identity", "propose", "--file", "regulator/policy/routing.yaml", "--content-from", str(source),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -91,7 +92,15 @@ def obligations(
         absent_exit(ws)
         return
     absent_listing(ws, "obligations")
-    from engine.read.queries import age
+    from engine.read.queries import age, unrouted_count
+
+    waiting = unrouted_count(state)
+    if waiting:  # an operator's review: an empty table while signals that would block waited
+        sys.stderr.write(
+            f"regulator: note: {waiting} signal(s) not yet routed: their obligations open when they are "
+            "routed (`regulator serve` does it within moments, `regulator signals route` by hand; "
+            "`regulator status` lists them)\n"
+        )
 
     table(
         ["id", "unit", "severity", "blocks", "owed", "age", "status", "subject"],

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import IO
 
 import msgspec
 
@@ -23,6 +24,11 @@ class Ran(msgspec.Struct, frozen=True):
     code: int | None
     stdout: bytes
     problem: str = ""
+    said: str = ""  # the last line it wrote on standard error (at most 200 characters), as text
+
+    def exited(self, shown: str) -> str:
+        """`shown` exited with its code, and what it said last on standard error, if anything."""
+        return f"{shown} exited {self.code}" + (f": {self.said}" if self.said else "")
 
 
 def run(argv: tuple[str, ...] | list[str], *, stdin: bytes, timeout: float, cwd: Path) -> Ran:
@@ -31,7 +37,7 @@ def run(argv: tuple[str, ...] | list[str], *, stdin: bytes, timeout: float, cwd:
     env = {name: os.environ[name] for name in ENVIRONMENT if name in os.environ}
     env.setdefault("PATH", os.defpath)
     shown = " ".join(argv)[:200]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as given:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as err:
         given.write(stdin)
         given.seek(0)
         try:
@@ -41,7 +47,7 @@ def run(argv: tuple[str, ...] | list[str], *, stdin: bytes, timeout: float, cwd:
                 env=env,
                 stdin=given,
                 stdout=out,
-                stderr=subprocess.DEVNULL,
+                stderr=err,
                 start_new_session=True,  # its own process group: killed whole on timeout
                 close_fds=True,
             )
@@ -54,11 +60,23 @@ def run(argv: tuple[str, ...] | list[str], *, stdin: bytes, timeout: float, cwd:
             return Ran(None, b"", f"{shown}: killed after its {timeout:g} s time limit")
         finally:
             _kill_group(child.pid)  # anything it left running in its group goes with it
+        said = _last_line(err)
         size = out.seek(0, os.SEEK_END)
         if size > MAX_OUTPUT:
-            return Ran(code, b"", f"{shown}: printed {size} bytes, over the {MAX_OUTPUT} byte limit")
+            return Ran(code, b"", f"{shown}: printed {size} bytes, over the {MAX_OUTPUT} byte limit", said)
         out.seek(0)
-        return Ran(code, out.read(), "")
+        return Ran(code, out.read(), "", said)
+
+
+def _last_line(err: IO[bytes]) -> str:
+    """The last non-empty line of what a command wrote on standard error (read from its last 4 KiB
+    only), at most 200 characters: a failed notify or sensor says why in its one error line (an
+    operator's review: "exited 3" and nothing else). Text, not yet escaped: whoever shows it escapes."""
+    size = err.seek(0, os.SEEK_END)
+    err.seek(max(0, size - 4096))
+    lines = [line.strip() for line in err.read().decode("utf-8", errors="replace").splitlines()]
+    found = next((line for line in reversed(lines) if line), "")
+    return found[:200]
 
 
 def _kill(child: subprocess.Popen) -> None:

@@ -147,6 +147,20 @@ def check_content(ws: Workspace, relative: str, text: str, what: str) -> None:
         check_store_policy(text)
     if relative == SENSORS_POLICY:
         check_sensors_policy(ws, text)
+    if relative == f"{POLICY_DIR}/routing.yaml":
+        check_escalate(ws, text)
+
+
+def check_escalate(ws: Workspace, text: str) -> None:
+    """A proposed routing.yaml escalates to people of the interaction policy in force (an operator's
+    review: `escalate: [nobody]` was accepted, and every overdue obligation went to no one)."""
+    people = ws.interaction().people
+    strangers = [name for name in parse_policy("routing.yaml", text).escalate if name not in people]
+    if strangers:
+        raise BadInput(
+            f"proposed routing.yaml: escalate names {', '.join(repr(n) for n in strangers)}, not a person "
+            f"of regulator/policy/interaction.yaml ({', '.join(sorted(people))})"
+        )
 
 
 def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: str) -> dict:

@@ -141,7 +141,7 @@ def collect_command(
         found.errors.append(ran.problem)
         return found
     if ran.code != 0:
-        found.errors.append(f"{' '.join(sensor.command)[:200]} exited {ran.code}")
+        found.errors.append(ran.exited(" ".join(sensor.command)[:200]))
     for number, raw in enumerate(ran.stdout.split(b"\n"), start=1):
         if not raw.strip():
             continue

@@ -168,7 +168,7 @@ def notify(ws: Workspace, argv: tuple[str, ...], event: dict) -> str:
     if ran.problem:
         return f"notify for {event['obligation']}: {ran.problem}"
     if ran.code != 0:
-        return f"notify for {event['obligation']}: {' '.join(argv)[:200]} exited {ran.code}"
+        return f"notify for {event['obligation']}: {ran.exited(' '.join(argv)[:200])}"
     return ""
 
 
