@@ -340,6 +340,8 @@ def review(ws: Workspace, proposal: dict) -> list[str]:
             was, will = "?", "?"  # propose refuses such text; a line appended by hand may hold it
         if was != will:
             lines.append(f"! moves the stores: {was} -> {will} (proposed by {author})")
+    if proposal["file"] == f"{POLICY_DIR}/profiles.yaml":
+        lines += _wider_tools(before, after, author)
     for command, where in added_commands(proposal["file"], before, after):
         lines.append(f"! runs {command} on the host ({where}, proposed by {author})")
     diff = difflib.unified_diff(
@@ -347,6 +349,35 @@ def review(ws: Workspace, proposal: dict) -> list[str]:
         f"{proposal['file']} (proposed)", lineterm="",
     )  # fmt: skip
     return lines + list(diff)  # split on \n only: a \r, \x1c or U+2028 stays in its line, escaped
+
+
+def _wider_tools(before: str, after: str, author: str) -> list[str]:
+    """What a proposed profiles.yaml grants that the decided one does not: a profile's added tools,
+    and a harness's names mapped under an abstract tool (every profile granting it gets them). An
+    adversarial review: a unit's proposal mapping Bash and Write under `read` read as a four-line
+    diff with no mark."""
+    try:
+        old = parse_policy("profiles.yaml", before) if before else None
+        new = parse_policy("profiles.yaml", after)
+    except PolicyError:
+        return []  # propose refuses such text; a line appended by hand may hold it
+    lines = []
+    had = old.profiles if old is not None else {}
+    for name, profile in sorted(new.profiles.items()):
+        gained = sorted(set(profile.tools) - set(had[name].tools if name in had else ()))
+        if gained:
+            lines.append(f"! grants profile {name}: {', '.join(gained)} (proposed by {author})")
+    harnesses = {"claude-code", *(new.harness_tools or {}), *((old.harness_tools or {}) if old else {})}
+    for harness in sorted(harnesses):
+        was = old.harness(harness) if old is not None else {}
+        for tool, names in sorted(new.harness(harness).items()):
+            more = sorted(set(names) - set(was.get(tool, ())))
+            if more:
+                lines.append(
+                    f"! maps {harness}'s {', '.join(more)} under {tool}: every profile granting {tool} "
+                    f"gets {'it' if len(more) == 1 else 'them'} (proposed by {author})"
+                )
+    return lines
 
 
 def added_commands(file: str, before: str, after: str) -> list[tuple[str, str]]:
