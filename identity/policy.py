@@ -26,7 +26,7 @@ def duration_seconds(text: str) -> int:
     """`<n>s|m|h|d` (30s, 15m, 2h, 14d) in seconds; ValueError for anything else (design §23)."""
     found = DURATION.fullmatch(text) if isinstance(text, str) else None
     if found is None:
-        raise ValueError(f"{text!r} is not a duration (<n>s, <n>m, <n>h or <n>d, e.g. 48h)")
+        raise ValueError(f"{text!r} is not a duration (<n>s, <n>m, <n>h or <n>d with n from 1, e.g. 48h)")
     return int(found.group(1)) * _SECONDS[found.group(2)]
 
 

@@ -427,7 +427,13 @@ def test_sensors_are_declared_only_by_decision(ws: Any) -> None:
     path = ws.root / "regulator" / "policy" / "sensors.yaml"
     path.chmod(0o644)
     path.write_text(sensors_yaml().replace("every: 1h", "every: 1m"))
-    assert ws.json("sensors")[0]["every"] == "1h"
+    listed = ws.run("sensors", "--json")
+    assert json.loads(listed.stdout)[0]["every"] == "1h"
+    assert listed.stderr == (
+        "regulator: warning: regulator/policy/sensors.yaml on disk is not its decided content: the "
+        "decided sensors are the ones listed and run (`regulator identity verify` names the edit; "
+        "propose it to change them)\n"
+    )  # an operator's review: the listing said nothing of the edit
     assert ws.run("identity", "verify").returncode == 1
     # a sensors.yaml nobody decided is named too
     source = ws.root.parent / "bad.yaml"
@@ -439,7 +445,11 @@ def test_sensors_are_declared_only_by_decision(ws: Any) -> None:
     assert done.returncode == 2 and "is none of the lockfiles read" in one_line(done)
     # an unknown sensor, a sensor run under a lease
     done = ws.run("sensors", "run", "nope")
-    assert done.returncode == 2 and "no sensor 'nope'; the sensors are: osv" in one_line(done)
+    line = one_line(done)  # the edit named in the refusal's one line: a sensor added by hand is none
+    assert (
+        done.returncode == 2
+        and "no sensor 'nope'; the sensors are: osv (regulator/policy/sensors.yaml on" in line
+    )
     worktree = ws.lease("r1")
     refused = ws.run("sensors", "run", "osv", cwd=worktree)
     assert refused.returncode == 3 and "host operation" in one_line(refused)

@@ -72,7 +72,9 @@ def _decide(proposal_id: str, by: str | None, rationale: str, verdict: str) -> N
 def identity_accept(
     proposal_id: Annotated[str, typer.Argument(metavar="ID")],
     by: Annotated[str | None, typer.Option()] = None,
-    rationale: Annotated[str, typer.Option()] = "",
+    rationale: Annotated[
+        str, typer.Option(metavar="TEXT", help="Why you accept it (required: the record says it).")
+    ] = "",
 ) -> None:
     """Accept a proposal: write the file, record the decision, commit it."""
     _decide(proposal_id, by, rationale, "accepted")
@@ -83,7 +85,9 @@ def identity_accept(
 def identity_reject(
     proposal_id: Annotated[str, typer.Argument(metavar="ID")],
     by: Annotated[str | None, typer.Option()] = None,
-    rationale: Annotated[str, typer.Option()] = "",
+    rationale: Annotated[
+        str, typer.Option(metavar="TEXT", help="Why you reject it (required: the record says it).")
+    ] = "",
 ) -> None:
     """Reject a proposal: the decision is recorded; the file is unchanged."""
     _decide(proposal_id, by, rationale, "rejected")

@@ -5,7 +5,7 @@ and the calibration of predictions (`calibration`). The timed duties run in `ser
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,9 +23,35 @@ from controlroom.cli.common import (
     workspace,
 )
 
+if TYPE_CHECKING:
+    from engine.checkout.workspace import Workspace
+
 app = typer.Typer()
 sensors_app = typer.Typer(invoke_without_command=True, help="The declared sensors: list, run one now.")
 app.add_typer(sensors_app, name="sensors")
+
+
+def _edited(ws: Workspace) -> str:
+    """Where sensors.yaml on disk is not the decided one, a note saying so ("" where it is): the
+    decided sensors are the ones that run (an operator's review: a sensor added by hand was "no
+    sensor 'sneaky'", and the listing showed the old set with no word of the edit)."""
+    from identity import regular
+    from identity.files import SENSORS_POLICY, content_hash
+
+    auth = ws.authority()
+    if not auth.present or auth.unknown:
+        return ""  # a clone reads the committed file; an unknown policy is said by every command
+    decided = auth.decided_hash.get(SENSORS_POLICY)
+    try:
+        disk: bytes | None = regular.read_bytes(ws.root / SENSORS_POLICY)
+    except OSError:
+        disk = None
+    if (disk is None and decided is None) or (disk is not None and content_hash(disk) == decided):
+        return ""
+    return (
+        f"{SENSORS_POLICY} on disk is not its decided content: the decided sensors are the ones listed "
+        "and run (`regulator identity verify` names the edit; propose it to change them)"
+    )
 
 
 def _errors(errors: list[str]) -> None:
@@ -45,6 +71,8 @@ def sensors(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     ws, _ = workspace()
     state = load(ws, stores=("signals",))
     report_problems(state)
+    if note := _edited(ws):
+        sys.stderr.write(f"regulator: warning: {note}\n")
     rows = listing(ws, state)
     if as_json:
         emit_json(rows)
@@ -78,10 +106,17 @@ def sensors(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 def sensors_run(name: Annotated[str, typer.Argument(metavar="NAME")], as_json: JsonFlag = False) -> None:
     """Run one sensor now (a host operation): its new signals, withdrawn advisories and the run
     are written; each problem is one line on stderr, and exit 1."""
+    from engine.base.errors import BadInput
     from engine.commands.sensors import run
 
     ws = host_workspace()
-    outcome = run(ws, name)
+    note = _edited(ws)
+    try:
+        outcome = run(ws, name)
+    except BadInput as exc:  # no such sensor: perhaps one added by hand, which declares nothing
+        raise BadInput(f"{exc} ({note})" if note else str(exc)) from None
+    if note:
+        sys.stderr.write(f"regulator: warning: {note}\n")
     if as_json:
         emit_json({"sensor": name, "written": outcome.written, "errors": outcome.errors})
     else:  # the run's record is always written, last: what it brought is the rest

@@ -120,7 +120,7 @@ def in_range(kind: str, ecosystem: str, version: Key, events: list[Any]) -> bool
 def _bound(kind: str, ecosystem: str, value: str) -> Key:
     key = version_key(kind, ecosystem, value)
     if key is None:
-        raise Unordered(f"{value!r} is not a {kind} version of {ecosystem}")
+        raise Unordered(f"{value!r} is not a version of {ecosystem} ({kind} range)")
     return key
 
 
@@ -144,7 +144,7 @@ def affects(entry: dict[str, Any], ecosystem: str, version: str) -> bool:
             raise Unordered("a range without events")
         key = version_key(kind, ecosystem, version)
         if key is None:
-            raise Unordered(f"{version!r} is not a {kind} version of {ecosystem}")
+            raise Unordered(f"{version!r} is not a version of {ecosystem} ({kind} range)")
         if in_range(kind, ecosystem, key, events):
             return True
     return False
