@@ -390,18 +390,24 @@ def test_every_request_is_answered_nested_json_and_lone_surrogates_included(serv
     assert sdk_call(serving.sock, tokens["u1"], "status").structured_content["unit"] == "u1"  # still serving
 
 
-def test_a_door_call_is_a_heartbeat(tmp_path: Any, monkeypatch: Any) -> None:
-    from engine.checkout import heartbeat
+def host_door(tmp_path: Any, monkeypatch: Any) -> tuple[Any, str, Any]:
+    """A workspace pinned at NOW, u1 dispatched, and a HostDoor of it in this process: (the
+    workspace, u1's token, the door)."""
     from engine.checkout.workspace import locate
-    from engine.commands.actors import lease_hash
     from engine.host.door import HostDoor
     from tests.helpers import NOW
 
     monkeypatch.setenv("REGULATOR_NOW", NOW)
     ws = make_workspace(tmp_path)
     token = token_of(ws.lease("u1"))
-    engine_ws, _ = locate(ws.root)
-    door = HostDoor(engine_ws)
+    return ws, token, HostDoor(locate(ws.root)[0])
+
+
+def test_a_door_call_is_a_heartbeat(tmp_path: Any, monkeypatch: Any) -> None:
+    from engine.checkout import heartbeat
+    from engine.commands.actors import lease_hash
+
+    ws, token, door = host_door(tmp_path, monkeypatch)
     beats: list[str] = []
     heartbeat.on_beat(lambda hashed, at: beats.append(hashed))
     assert heartbeat.seen(lease_hash(token)) is None
@@ -417,16 +423,9 @@ def test_a_made_up_token_reads_only_what_the_units_store_gained(tmp_path: Any, m
     the socket with made-up tokens slowed every unit's calls 40-100 times on a large store. The
     door keeps the units store as it last folded it and reads only what was appended since; a
     lease dispatched meanwhile is found, a made-up token is not."""
-    from engine.checkout.workspace import locate
-    from engine.host.door import HostDoor
     from engine.log.store import Store
-    from tests.helpers import NOW
 
-    monkeypatch.setenv("REGULATOR_NOW", NOW)
-    ws = make_workspace(tmp_path)
-    first = token_of(ws.lease("u1"))
-    engine_ws, _ = locate(ws.root)
-    door = HostDoor(engine_ws)
+    ws, first, door = host_door(tmp_path, monkeypatch)
     offsets: list[int] = []
     read = Store.read
 

@@ -231,37 +231,33 @@ def test_a_failing_notify_is_one_error_and_is_not_run_again(ws: Any) -> None:
     assert tick(ws, env=later)["deadlines"]["outcome"] == {"written": 0}  # and notify is not run again
 
 
+def propose_routing(ws: Any, source: Any, *more: str) -> Any:
+    """alice's proposal of routing.yaml with the content of `source`."""
+    return ws.run(
+        "identity", "propose", "--file", "regulator/policy/routing.yaml", "--content-from", str(source),
+        "--rationale", "r", "--by", "alice", *more,
+    )  # fmt: skip
+
+
 def test_a_policy_with_a_bad_deadline_is_not_proposed(ws: Any) -> None:
     routing = (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
     source = ws.root.parent / "routing.yaml"
     source.write_text(routing.replace("blocking: 48h", "blocking: two days"))
-    done = ws.run(
-        "identity", "propose", "--file", "regulator/policy/routing.yaml", "--content-from", str(source),
-        "--rationale", "r", "--by", "alice",
-    )  # fmt: skip
+    done = propose_routing(ws, source)
     assert done.returncode == 2 and "is not a duration" in one_line(done)
     source.write_text(routing + "notify: 'curl -d @- https://hooks.example/x'\n")
-    done = ws.run(
-        "identity", "propose", "--file", "regulator/policy/routing.yaml", "--content-from", str(source),
-        "--rationale", "r", "--by", "alice", "--json",
-    )  # fmt: skip
+    done = propose_routing(ws, source, "--json")
     assert done.returncode == 2 and "notify" in one_line(done)  # a list (argv), never a shell line
     # escalated to no one: a name that is not a person of the policy (an operator's review)
     source.write_text(routing.replace("escalate:\n- alice", "escalate:\n- alice\n- nobody"))
     before = ws.digest()
-    done = ws.run(
-        "identity", "propose", "--file", "regulator/policy/routing.yaml", "--content-from", str(source),
-        "--rationale", "r", "--by", "alice",
-    )  # fmt: skip
+    done = propose_routing(ws, source)
     assert done.returncode == 2 and ws.digest() == before
     assert "escalate names 'nobody', not a person of regulator/policy/interaction.yaml (alice)" in one_line(
         done
     )
     source.write_text(routing + "notify: [curl, -d, '@-', https://hooks.example/x]\n")
-    done = ws.run(
-        "identity", "propose", "--file", "regulator/policy/routing.yaml", "--content-from", str(source),
-        "--rationale", "r", "--by", "alice", "--json",
-    )  # fmt: skip
+    done = propose_routing(ws, source, "--json")
     shown = ws.run("identity", "show", json.loads(done.stdout)["id"], check=True).stdout
     assert "! runs curl -d @- https://hooks.example/x on the host (notify in routing.yaml" in shown
 
