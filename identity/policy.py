@@ -234,6 +234,8 @@ class Sensor(_Model, frozen=True, kw_only=True):
                     raise _Invalid(key, exc) from None
         if self.feed is not None:  # an operator's review: `feed: ../../etc` read /etc
             _inside("feed", self.feed.removesuffix("/"))
+            if self.feed.split("/")[0] in (".regulator", ".git"):  # the stores, git's own files
+                raise _Invalid("feed", f"{self.feed!r}: a feed is never in .regulator/ or .git/")
         for path in self.lockfiles:
             _inside("lockfiles", path)
             if lockfile_format(path) is None:

@@ -250,3 +250,65 @@ def test_the_review_marks_a_proposal_that_widens_what_a_profile_grants(
     shown = ws.run("identity", "show", json.loads(done.stdout)["id"], check=True).stdout
     assert "! grants profile bookkeeper: shell (proposed by unit u1)" in shown
     assert "! maps claude-code's Bash, Write under read: every profile granting read gets them" in shown
+
+
+def lock_waiters(*paths: Path) -> int:
+    """How many flock waiters /proc/locks lists on these files (by inode)."""
+    inodes = {str(path.stat().st_ino) for path in paths}
+    lines = Path("/proc/locks").read_text().splitlines()
+    return sum(1 for line in lines if "->" in line and line.split()[-3].rsplit(":", 1)[-1] in inodes)
+
+
+def test_units_proposing_at_once_from_processes_of_their_own_pass_no_cap(
+    ws: helpers.Workspace, tmp_path: Path
+) -> None:
+    """An adversarial review of the cap: processes with u1's lease proposing at once were each
+    counted before any appended, and most passed (20 of 24). Held here at the identity store's own
+    lock until all of them wait (/proc/locks), they still pass only ten: the count and the append
+    are one step inside the decide lock."""
+    import fcntl
+    import subprocess
+
+    from engine.commands.proposals import MAX_PENDING_PER_UNIT
+    from tests.serving import wait_for
+
+    lease = ws.lease("u1") / ".regulator-lease.json"
+    identity, decide = ws.store("identity"), ws.root / ".regulator" / "decide.lock"
+    sources = []
+    for i in range(MAX_PENDING_PER_UNIT + 4):
+        source = tmp_path / f"glossary-{i}.md"
+        source.write_text(f"# Glossary {i}\n")
+        sources.append(source)
+    fd = os.open(identity, os.O_WRONLY | os.O_APPEND)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # no append gets through until every process waits
+        running = [
+            subprocess.Popen(
+                [
+                    helpers.REGULATOR,
+                    "--lease",
+                    str(lease),
+                    "identity",
+                    "propose",
+                    "--file",
+                    "regulator/identity/glossary.md",
+                    "--content-from",
+                    str(source),
+                    "--rationale",
+                    "at once",
+                ],
+                cwd=ws.root,
+                env=ws.env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )  # fmt: skip
+            for source in sources
+        ]
+        wait_for(lambda: lock_waiters(identity, decide) == len(sources), "every proposal waiting on a lock")
+    finally:
+        os.close(fd)
+    codes = sorted(p.wait(timeout=120) for p in running)
+    assert codes == [0] * MAX_PENDING_PER_UNIT + [3] * 4, codes
+    proposals = [e for e in ws.events("identity") if e["kind"] == "proposal" and e.get("unit") == "u1"]
+    assert len(proposals) == MAX_PENDING_PER_UNIT

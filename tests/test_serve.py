@@ -448,6 +448,26 @@ def test_a_made_up_token_reads_only_what_the_units_store_gained(tmp_path: Any, m
     assert session is not None and session.unit == "u1"
 
 
+def test_a_dispatch_half_written_when_a_made_up_token_is_checked_is_read_whole_later(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    """An adversarial review of D-241: the door's kept units store was folded as final, so a
+    dispatch line still being written when a made-up token was checked was skipped for good, and
+    that lease's token was refused until serve restarted. A last line without its newline waits."""
+    ws, _, door = host_door(tmp_path, monkeypatch)
+    token = token_of(ws.lease("u3"))
+    units = ws.store("units")
+    whole = units.read_bytes()
+    line = whole[whole.rstrip(b"\n").rfind(b"\n") + 1 :]  # u3's dispatch, as appended
+    assert b'"dispatch"' in line and line.endswith(b"\n")
+    units.write_bytes(whole[: -len(line)] + line[:150])  # the dispatch being written
+    assert door.authenticate("a" * 43) is None  # a made-up token, checked meanwhile
+    with open(units, "ab") as handle:
+        handle.write(line[150:])  # the rest of the line
+    session = door.authenticate(token)
+    assert session is not None and session.unit == "u3"
+
+
 def test_without_the_extra_serve_says_what_to_install_in_one_line(tmp_path: Any) -> None:
     """A Python where `mcp` cannot be imported (a stand-in package on PYTHONPATH fails as a missing
     one does): one line naming the pip command, exit 2 (as `regulator mcp`), nothing written."""

@@ -503,6 +503,13 @@ def test_a_feed_outside_the_workspace_is_not_proposed(ws: Any) -> None:
     path relative to the workspace, inside it, as a lockfile's is (a mirror kept elsewhere is
     linked in); a proposal naming another is refused, exit 2, nothing written."""
     source = ws.root.parent / "sensors.yaml"
+    for feed in (".regulator", ".git/objects"):
+        source.write_text(sensors_yaml().replace("feed: feeds/osv", f"feed: {feed}"))
+        done = ws.run(
+            "identity", "propose", "--file", "regulator/policy/sensors.yaml", "--content-from", str(source),
+            "--rationale", "r", "--by", "alice",
+        )  # fmt: skip
+        assert done.returncode == 2 and "a feed is never in .regulator/ or .git/" in one_line(done)
     for feed in ("../../etc", "/etc", "feeds/../../x"):
         source.write_text(sensors_yaml().replace("feed: feeds/osv", f"feed: {feed}"))
         before = ws.digest()

@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -379,3 +380,40 @@ def test_notify_runs_with_the_decide_lock_free(ws: Any) -> None:
     done = tick(ws, env={"REGULATOR_NOW": "2026-12-05T00:00:00Z"})["deadlines"]["outcome"]
     assert done["written"] == 4 and "errors" not in done, done  # two overdue, two escalated
     assert said.read_text().splitlines() == ["free", "free"]
+
+
+def test_a_notify_running_when_serve_is_stopped_goes_with_it(ws: Any) -> None:
+    """An adversarial review of D-240: `serve` stopped by SIGTERM while a notify ran left the
+    notify (in a session of its own) running with nothing left to kill it at its time limit. What
+    serve runs of a declared command is killed, its group with it, as serve exits."""
+    import signal
+
+    from tests.serving import Serving, wait_for
+
+    pid_file = ws.root.parent / "notify.pid"
+    script = ws.root.parent / "slow-notify.sh"
+    script.write_text(
+        f"#!/bin/sh\necho $$ > {pid_file}.part && mv {pid_file}.part {pid_file}\nexec sleep 600\n"
+    )
+    script.chmod(0o755)
+    routing = (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
+    ws.decide("regulator/policy/routing.yaml", routing + f"notify: [{script}]\n")
+    ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    serving = Serving(ws, env={"REGULATOR_NOW": "2026-12-05T00:00:00Z"})  # past the deadline: notify runs
+    try:
+        wait_for(pid_file.exists, "the notify started")
+        notify = int(pid_file.read_text())
+        serving.proc.send_signal(signal.SIGTERM)
+        serving.proc.wait(timeout=60)
+    finally:
+        serving.close()
+
+    def gone() -> bool:
+        try:
+            state = Path(f"/proc/{notify}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        return state == "Z"
+
+    wait_for(gone, "the notify killed with serve")

@@ -4,6 +4,7 @@ whole process group is killed, and its output read from a file, never held unbou
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import subprocess
@@ -53,6 +54,7 @@ def run(argv: tuple[str, ...] | list[str], *, stdin: bytes, timeout: float, cwd:
             )
         except OSError as exc:
             return Ran(None, b"", f"cannot run {shown}: {exc.strerror or exc}")
+        _RUNNING.add(child.pid)
         try:
             code = child.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -60,6 +62,7 @@ def run(argv: tuple[str, ...] | list[str], *, stdin: bytes, timeout: float, cwd:
             return Ran(None, b"", f"{shown}: killed after its {timeout:g} s time limit")
         finally:
             _kill_group(child.pid)  # anything it left running in its group goes with it
+            _RUNNING.discard(child.pid)
         said = _last_line(err)
         size = out.seek(0, os.SEEK_END)
         if size > MAX_OUTPUT:
@@ -77,6 +80,19 @@ def _last_line(err: IO[bytes]) -> str:
     lines = [line.strip() for line in err.read().decode("utf-8", errors="replace").splitlines()]
     found = next((line for line in reversed(lines) if line), "")
     return found[:200]
+
+
+# the process groups of the declared commands running now (a notify, a sensor's command): killed
+# when this process exits (an adversarial review: `serve` stopped by SIGTERM mid-notify left the
+# notify, in a session of its own, running on past its time limit with nothing to kill it)
+_RUNNING: set[int] = set()
+
+
+@atexit.register
+def kill_running() -> None:
+    """Every declared command still running, killed with its process group."""
+    for pid in list(_RUNNING):
+        _kill_group(pid)
 
 
 def _kill(child: subprocess.Popen) -> None:

@@ -148,7 +148,10 @@ class HostDoor:
                 # that (a fold from the first byte for each unknown token let any local account
                 # that floods the socket with made-up tokens hold every token check behind it: an
                 # adversarial review, 40-100 times slower calls for every unit on a 77 MB store)
-                state = self._units = load(ws, stores=("units",), start=self._units)
+                # final=False: a last line still being written waits to be read whole (as the
+                # door's other reads; folded as final, a dispatch half-written was skipped for good
+                # and its lease's token refused until serve restarted: an adversarial review)
+                state = self._units = load(ws, stores=("units",), start=self._units, final=False)
             except RegulatorError as exc:
                 self._units = None  # read again from the first byte next time
                 raise Unavailable(str(exc)) from None
