@@ -70,9 +70,12 @@ class Host:
             self._threads.append(thread)
 
     def stop(self) -> None:
+        from engine.base import confine
+
         self._stop.set()
         self._poke.set()
         self._tick_now.set()
+        confine.kill_running()  # a notify or a sensor's command under way: the ticker waits on it
         for thread in self._threads:
             thread.join(timeout=5)
         if self.url is not None and self.leader:
