@@ -417,3 +417,31 @@ def test_a_notify_running_when_serve_is_stopped_goes_with_it(ws: Any) -> None:
         return state == "Z"
 
     wait_for(gone, "the notify killed with serve")
+
+
+def test_notifies_of_one_tick_run_at_once(ws: Any) -> None:
+    """One after another, fifty escalations and a webhook that never answers held the tick for
+    fifty times 30 s, and the lease expiry that runs in the next tick with it. A tick's notifies
+    run at once (16 at a time): here each waits until the other has started, which one after
+    another never happens (the first gives up, exit 1)."""
+    folder = ws.root.parent / "started"
+    folder.mkdir()
+    script = ws.root.parent / "together.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"touch {folder}/$$\n"
+        "i=0\n"
+        f'while [ "$(ls {folder} | wc -l)" -lt 2 ]; do\n'
+        "  i=$((i + 1)); [ $i -gt 200 ] && exit 1\n"
+        "  sleep 0.05\n"
+        "done\n"
+    )
+    script.chmod(0o755)
+    routing = (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
+    ws.decide("regulator/policy/routing.yaml", routing + f"notify: [{script}]\n")
+    ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
+    ws.run(*report_args(subject="second", affects=["u3"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    done = tick(ws, env={"REGULATOR_NOW": "2026-12-05T00:00:00Z"})["deadlines"]["outcome"]
+    assert done == {"written": 4}, done  # two overdue, two escalated, both notifies exit 0
+    assert len(list(folder.iterdir())) == 2

@@ -31,6 +31,7 @@ from engine.read.worldfold import reporter
 from identity.policy import RoutingPolicy
 
 NOTIFY_TIMEOUT_S = 30
+NOTIFY_AT_ONCE = 16  # notifies run at once in a tick (each in its own process group)
 RECHECK_SEVERITY = "advisory"
 
 
@@ -151,12 +152,15 @@ def check_deadlines(ws: Workspace, now: datetime) -> Outcome:
         marks = seen(ws, state, "signals")
         written = [store.append(event | {"seen": marks}) for event in deadline_events(state, policy, now)]
     outcome = Outcome("deadlines", [e["id"] for e in written])
-    if policy.notify:
-        for event in written:
-            if event["kind"] == EventKind.DEADLINE_ESCALATED:
-                problem = notify(ws, policy.notify, event)
-                if problem:
-                    outcome.errors.append(problem)
+    escalated = [e for e in written if e["kind"] == EventKind.DEADLINE_ESCALATED]
+    if policy.notify and escalated:
+        # at once, NOTIFY_AT_ONCE at a time: one after another, fifty escalations and a webhook that
+        # never answers held the tick (and the lease expiry after it) for fifty times 30 s
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(NOTIFY_AT_ONCE, len(escalated))) as pool:
+            problems = list(pool.map(lambda event: notify(ws, policy.notify, event), escalated))
+        outcome.errors += [problem for problem in problems if problem]
     return outcome
 
 
