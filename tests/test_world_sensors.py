@@ -149,3 +149,14 @@ def test_a_sensors_command_runs_with_the_decide_lock_free(ws: Any) -> None:
     done = tick(ws)["sensors"]["outcome"]
     assert done["note"] == "1 of 1 sensor(s) ran" and "errors" not in done, done
     assert said.read_text().splitlines() == ["free"]
+
+
+def test_a_command_flooding_its_standard_error_is_killed_at_its_limit(ws: Any) -> None:
+    """An adversarial review: a command's standard error (like its output) went to a temporary
+    file read at its end, with no limit, so a command writing without end until its time limit
+    could fill the temporary folder. Past 16 MiB it is killed, and the run says why."""
+    flood = "import sys\nwhile True:\n    sys.stderr.write('x' * 65536)\n"
+    declare(ws, [], timeout="20s", command=[sys.executable, "-c", flood])
+    done = ws.run("sensors", "run", "scan")
+    assert done.returncode == 1
+    assert "wrote over 16777216 bytes on its standard error; killed" in one_line(done), done.stderr

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import IO
 
@@ -16,6 +17,8 @@ import msgspec
 
 ENVIRONMENT = ("PATH", "HOME", "LANG", "TERM", "TZ")  # what a declared command gets of the host's
 MAX_OUTPUT = 64 << 20  # more standard output than this is not a sensor's report
+MAX_STDERR = 16 << 20  # more standard error than this is a command out of control
+WATCH_S = 0.2  # how often the output files' sizes are looked at while the command runs
 
 
 class Ran(msgspec.Struct, frozen=True):
@@ -56,19 +59,43 @@ def run(argv: tuple[str, ...] | list[str], *, stdin: bytes, timeout: float, cwd:
             return Ran(None, b"", f"cannot run {shown}: {exc.strerror or exc}")
         _RUNNING.add(child.pid)
         try:
-            code = child.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill(child)
-            return Ran(None, b"", f"{shown}: killed after its {timeout:g} s time limit")
+            code, over = _wait(child, timeout, out, err, shown)
         finally:
             _kill_group(child.pid)  # anything it left running in its group goes with it
             _RUNNING.discard(child.pid)
+        if code is None:
+            return Ran(None, b"", over or f"{shown}: killed after its {timeout:g} s time limit")
         said = _last_line(err)
         size = out.seek(0, os.SEEK_END)
         if size > MAX_OUTPUT:
             return Ran(code, b"", f"{shown}: printed {size} bytes, over the {MAX_OUTPUT} byte limit", said)
         out.seek(0)
         return Ran(code, out.read(), "", said)
+
+
+def _wait(
+    child: subprocess.Popen, timeout: float, out: IO[bytes], err: IO[bytes], shown: str
+) -> tuple[int | None, str]:
+    """The command's exit code; or None, killed: at its time limit (""), or as soon as its output
+    files pass their limits (why, in one line). The files are looked at every WATCH_S: a command
+    that floods its output until its time limit filled the temporary folder (an adversarial
+    review); now it costs its limits and what it writes in WATCH_S more."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return child.wait(timeout=max(0.0, min(WATCH_S, deadline - time.monotonic()))), ""
+        except subprocess.TimeoutExpired:
+            pass
+        for handle, limit, what in (
+            (out, MAX_OUTPUT, "standard output"),
+            (err, MAX_STDERR, "standard error"),
+        ):
+            if os.fstat(handle.fileno()).st_size > limit:
+                _kill(child)
+                return None, f"{shown}: wrote over {limit} bytes on its {what}; killed"
+        if time.monotonic() >= deadline:
+            _kill(child)
+            return None, ""
 
 
 def _last_line(err: IO[bytes]) -> str:
