@@ -260,7 +260,7 @@ def _server_class() -> type:
     import uvicorn
 
     class Server(uvicorn.Server):
-        """uvicorn's server, whose SIGINT/SIGTERM stops serving and returns (uvicorn raises the
+        """uvicorn's server, whose SIGINT/SIGTERM/SIGHUP stops serving and returns (uvicorn raises the
         signal again after its shutdown, which would kill serve before it cleans up)."""
 
         @contextlib.contextmanager
@@ -268,7 +268,7 @@ def _server_class() -> type:
             if threading.current_thread() is not threading.main_thread():
                 yield
                 return
-            handled = (signal.SIGINT, signal.SIGTERM)
+            handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # a closed terminal stops it too
             original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
             try:
                 yield

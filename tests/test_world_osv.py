@@ -518,5 +518,20 @@ def test_a_feed_outside_the_workspace_is_not_proposed(ws: Any) -> None:
             "--rationale", "r", "--by", "alice",
         )  # fmt: skip
         assert done.returncode == 2, done.stderr
-        assert f"{feed!r}: a path relative to the workspace, inside it" in one_line(done)
+        assert f"{feed!r}: a path relative to the workspace, inside it, with no '.' or '..' part" in one_line(
+            done
+        )
         assert ws.digest() == before
+
+
+def test_a_feed_linked_into_the_stores_folder_is_not_read(ws: Any) -> None:
+    """An operator's review: `feeds/reg -> ../.regulator` passed the path's check (it is written
+    inside the workspace) and the sensor read the stores' folder. A feed whose link leads into
+    .regulator/ or .git/ is one error, and nothing there is read."""
+    declare(ws)
+    (ws.root / "feeds").mkdir(exist_ok=True)
+    (ws.root / "feeds" / "osv").symlink_to(ws.root / ".regulator")
+    done = ws.run("sensors", "run", "osv")
+    assert done.returncode == 1
+    assert one_line(done) == "regulator: sensor osv: feed feeds/osv leads into .regulator/: not read"
+    assert sensor_signals(ws) == []

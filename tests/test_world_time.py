@@ -445,3 +445,49 @@ def test_notifies_of_one_tick_run_at_once(ws: Any) -> None:
     done = tick(ws, env={"REGULATOR_NOW": "2026-12-05T00:00:00Z"})["deadlines"]["outcome"]
     assert done == {"written": 4}, done  # two overdue, two escalated, both notifies exit 0
     assert len(list(folder.iterdir())) == 2
+
+
+def test_a_once_tick_stopped_by_sigterm_leaves_no_notify_running(ws: Any) -> None:
+    """An operator's review of D-245: cron's or systemd's SIGTERM to `serve --once-tick` ended it
+    without its exit hooks, and the notify it ran stayed, past its time limit. SIGTERM now kills
+    what it runs, and it exits 143."""
+    import signal
+    import subprocess
+
+    from tests.helpers import REGULATOR
+    from tests.serving import wait_for
+
+    pid_file = ws.root.parent / "notify.pid"
+    script = ws.root.parent / "slow-notify.sh"
+    script.write_text(
+        f"#!/bin/sh\necho $$ > {pid_file}.part && mv {pid_file}.part {pid_file}\nexec sleep 600\n"
+    )
+    script.chmod(0o755)
+    routing = (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
+    ws.decide("regulator/policy/routing.yaml", routing + f"notify: [{script}]\n")
+    ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    env = dict(ws.env, REGULATOR_NOW="2026-12-05T00:00:00Z")
+    ticking = subprocess.Popen(
+        [REGULATOR, "serve", "--once-tick"], cwd=ws.root, env=env, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        wait_for(pid_file.exists, "the notify started")
+        notify = int(pid_file.read_text())
+        ticking.send_signal(signal.SIGTERM)
+        _, err = ticking.communicate(timeout=60)
+    finally:
+        if ticking.poll() is None:
+            os.killpg(ticking.pid, signal.SIGKILL)
+    assert ticking.returncode == 143, err
+    assert "Traceback" not in err
+
+    def gone() -> bool:
+        try:
+            state = Path(f"/proc/{notify}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        return state == "Z"
+
+    wait_for(gone, "the notify killed with the tick")

@@ -59,6 +59,7 @@ def obligations(
     from engine.commands.obligations import deadlines_of
     from engine.read.load import load
     from engine.read.model import ObligationStatus
+    from engine.read.queries import unrouted_count
 
     ws, _ = workspace()
     state = load(ws, stores=("signals", "units"))
@@ -69,6 +70,13 @@ def obligations(
         for ob in state.obligations.values()
         if all_ or ob.status == ObligationStatus.OPEN
     ]
+    waiting = unrouted_count(state)
+    if waiting:  # an operator's review: an empty table while signals that would block waited
+        sys.stderr.write(
+            f"regulator: note: {waiting} signal(s) not yet routed: their obligations open when they are "
+            "routed (`regulator serve` does it within moments, `regulator signals route` by hand; "
+            "`regulator status` lists them)\n"
+        )
     if stale:
         rows = [r for r in rows if r["stale"]]
     if overdue:
@@ -92,15 +100,7 @@ def obligations(
         absent_exit(ws)
         return
     absent_listing(ws, "obligations")
-    from engine.read.queries import age, unrouted_count
-
-    waiting = unrouted_count(state)
-    if waiting:  # an operator's review: an empty table while signals that would block waited
-        sys.stderr.write(
-            f"regulator: note: {waiting} signal(s) not yet routed: their obligations open when they are "
-            "routed (`regulator serve` does it within moments, `regulator signals route` by hand; "
-            "`regulator status` lists them)\n"
-        )
+    from engine.read.queries import age
 
     table(
         ["id", "unit", "severity", "blocks", "owed", "age", "status", "subject"],

@@ -129,8 +129,10 @@ def serve_command(
             )
             return
         try:
+            from engine.base.confine import stop_on_signals
             from engine.host.loop import once_tick as run_once
 
+            stop_on_signals()  # cron's or systemd's SIGTERM: no notify left running (D-247)
             run_once(ws)
         finally:
             instance.release()

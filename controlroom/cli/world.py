@@ -106,10 +106,12 @@ def sensors(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 def sensors_run(name: Annotated[str, typer.Argument(metavar="NAME")], as_json: JsonFlag = False) -> None:
     """Run one sensor now (a host operation): its new signals, withdrawn advisories and the run
     are written; each problem is one line on stderr, and exit 1."""
+    from engine.base.confine import stop_on_signals
     from engine.base.errors import BadInput
     from engine.commands.sensors import run
 
     ws = host_workspace()
+    stop_on_signals()  # a SIGTERM or a closed terminal: the sensor's command goes too (D-247)
     note = _edited(ws)
     try:
         outcome = run(ws, name)

@@ -21,6 +21,7 @@ races another writes each signal once.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from datetime import datetime, timedelta
 from typing import Any
@@ -40,6 +41,7 @@ from engine.read.load import load
 from engine.read.model import EventKind, State
 from engine.read.osv import (
     ECOSYSTEM_OF,
+    Feed,
     Pin,
     Unordered,
     aliases,
@@ -231,7 +233,7 @@ def collect_osv(
                 f"lockfile {path}: {', '.join(gone)} {'has' if len(gone) == 1 else 'have'} no contract under "
                 f"contracts/; its advisories are raised on {', '.join(kept) or 'no unit'}"
             )
-    feed = read_feed(ws.root / (sensor.feed or ""))  # inside the workspace (identity.policy.Sensor)
+    feed = _feed(ws, sensor.feed or "")
     found.errors.extend(feed.errors)
     if not feed.records and not feed.errors:
         found.errors.append(f"feed {sensor.feed} holds no OSV record")
@@ -278,6 +280,21 @@ def collect_osv(
         event["stalled"] = clock.iso(feed.newest)
         found.signals.append(event)
     return found
+
+
+def _feed(ws: Workspace, relative: str) -> Feed:
+    """The sensor's feed, inside the workspace (identity.policy.Sensor checks the path as written),
+    never read where a link leads into .regulator/ or .git/ (an operator's review:
+    `feeds/reg -> ../.regulator` read the stores' folder)."""
+    path = ws.root / relative
+    real = os.path.realpath(path)
+    for private in (".regulator", ".git"):
+        inside = os.path.realpath(ws.root / private)
+        if real == inside or real.startswith(inside + os.sep):
+            found = Feed()
+            found.errors.append(f"feed {relative} leads into {private}/: not read")
+            return found
+    return read_feed(path)
 
 
 def _osv_signal(
