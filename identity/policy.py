@@ -205,7 +205,9 @@ def _inside(key: str, path: str) -> None:
     if any(ord(c) < 32 or c == "\x7f" for c in path):
         raise _Invalid(key, f"{path!r}: a control character in a path")
     if not path or path.startswith("/") or any(p in ("", ".", "..") for p in path.split("/")):
-        raise _Invalid(key, f"{path!r}: a path relative to the workspace, inside it, with no '.' or '..' part")
+        raise _Invalid(
+            key, f"{path!r}: a path relative to the workspace, inside it, with no '.' or '..' part"
+        )
 
 
 class Sensor(_Model, frozen=True, kw_only=True):
