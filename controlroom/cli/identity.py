@@ -216,7 +216,16 @@ def identity_show(
         return
     table(["file", "state"], [[c.file, "as decided" if c.ok else "DIFFERS"] for c in checks])
     out()
-    table(
-        ["proposal", "file", "from", "status", "rationale"],
-        [[p["id"], p["file"], p["unit"] or p["by"], p["status"], p["rationale"]] for p in proposals],
-    )
+
+    def status(row: dict) -> str:
+        """A pending proposal's marks counted (a key, a grant, a command, the stores moved: an
+        adversarial review's widening of profiles.yaml read as an ordinary row here)."""
+        if row["status"] != "pending":
+            return str(row["status"])
+        marks = sum(line.startswith("! ") for line in review(ws, state.proposals[row["id"]]))
+        return f"pending, {marks} !" if marks else "pending"
+
+    rows = [[p["id"], p["file"], p["unit"] or p["by"], status(p), p["rationale"]] for p in proposals]
+    table(["proposal", "file", "from", "status", "rationale"], rows)
+    if any(row[3].startswith("pending, ") for row in rows):
+        out("! what accepting it would grant, run or move: `regulator identity show ID` lists each")
