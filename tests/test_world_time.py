@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import NOW, REGULATOR, make_workspace, one_line, report_args, tick
+from tests.unit_run.common import alive
 
 DEADLINES = {"critical": timedelta(hours=4), "blocking": timedelta(hours=48), "advisory": timedelta(days=14)}
 START = datetime.fromisoformat(NOW.replace("Z", "+00:00"))
@@ -382,14 +383,9 @@ def test_notify_runs_with_the_decide_lock_free(ws: Any) -> None:
     assert said.read_text().splitlines() == ["free"]
 
 
-def test_a_notify_running_when_serve_is_stopped_goes_with_it(ws: Any) -> None:
-    """An adversarial review of D-240: `serve` stopped by SIGTERM while a notify ran left the
-    notify (in a session of its own) running with nothing left to kill it at its time limit. What
-    serve runs of a declared command is killed, its group with it, as serve exits."""
-    import signal
-
-    from tests.serving import Serving, wait_for
-
+def overdue_with_a_slow_notify(ws: Any) -> Path:
+    """u1 held by an obligation past its deadline at 2026-12-05, and a notify that writes its pid
+    to the file returned, then sleeps ten minutes."""
     pid_file = ws.root.parent / "notify.pid"
     script = ws.root.parent / "slow-notify.sh"
     script.write_text(
@@ -400,6 +396,18 @@ def test_a_notify_running_when_serve_is_stopped_goes_with_it(ws: Any) -> None:
     ws.decide("regulator/policy/routing.yaml", routing + f"notify: [{script}]\n")
     ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
+    return pid_file
+
+
+def test_a_notify_running_when_serve_is_stopped_goes_with_it(ws: Any) -> None:
+    """An adversarial review of D-240: `serve` stopped by SIGTERM while a notify ran left the
+    notify (in a session of its own) running with nothing left to kill it at its time limit. What
+    serve runs of a declared command is killed, its group with it, as serve exits."""
+    import signal
+
+    from tests.serving import Serving, wait_for
+
+    pid_file = overdue_with_a_slow_notify(ws)
     serving = Serving(ws, env={"REGULATOR_NOW": "2026-12-05T00:00:00Z"})  # past the deadline: notify runs
     try:
         wait_for(pid_file.exists, "the notify started")
@@ -409,14 +417,7 @@ def test_a_notify_running_when_serve_is_stopped_goes_with_it(ws: Any) -> None:
     finally:
         serving.close()
 
-    def gone() -> bool:
-        try:
-            state = Path(f"/proc/{notify}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        return state == "Z"
-
-    wait_for(gone, "the notify killed with serve")
+    wait_for(lambda: not alive(notify), "the notify killed with serve")
 
 
 def test_notifies_of_one_tick_run_at_once(ws: Any) -> None:
@@ -457,16 +458,7 @@ def test_a_once_tick_stopped_by_sigterm_leaves_no_notify_running(ws: Any) -> Non
     from tests.helpers import REGULATOR
     from tests.serving import wait_for
 
-    pid_file = ws.root.parent / "notify.pid"
-    script = ws.root.parent / "slow-notify.sh"
-    script.write_text(
-        f"#!/bin/sh\necho $$ > {pid_file}.part && mv {pid_file}.part {pid_file}\nexec sleep 600\n"
-    )
-    script.chmod(0o755)
-    routing = (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
-    ws.decide("regulator/policy/routing.yaml", routing + f"notify: [{script}]\n")
-    ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
-    ws.run("signals", "route", check=True)
+    pid_file = overdue_with_a_slow_notify(ws)
     env = dict(ws.env, REGULATOR_NOW="2026-12-05T00:00:00Z")
     ticking = subprocess.Popen(
         [REGULATOR, "serve", "--once-tick"], cwd=ws.root, env=env, stdout=subprocess.DEVNULL,
@@ -483,11 +475,4 @@ def test_a_once_tick_stopped_by_sigterm_leaves_no_notify_running(ws: Any) -> Non
     assert ticking.returncode == 143, err
     assert "Traceback" not in err
 
-    def gone() -> bool:
-        try:
-            state = Path(f"/proc/{notify}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        return state == "Z"
-
-    wait_for(gone, "the notify killed with the tick")
+    wait_for(lambda: not alive(notify), "the notify killed with the tick")

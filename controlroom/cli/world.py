@@ -35,18 +35,14 @@ def _edited(ws: Workspace) -> str:
     """Where sensors.yaml on disk is not the decided one, a note saying so ("" where it is): the
     decided sensors are the ones that run (an operator's review: a sensor added by hand was "no
     sensor 'sneaky'", and the listing showed the old set with no word of the edit)."""
-    from identity import regular
-    from identity.files import SENSORS_POLICY, content_hash
+    from engine.commands.proposals import file_check
+    from identity.files import SENSORS_POLICY
 
     auth = ws.authority()
     if not auth.present or auth.unknown:
         return ""  # a clone reads the committed file; an unknown policy is said by every command
-    decided = auth.decided_hash.get(SENSORS_POLICY)
-    try:
-        disk: bytes | None = regular.read_bytes(ws.root / SENSORS_POLICY)
-    except OSError:
-        disk = None
-    if (disk is None and decided is None) or (disk is not None and content_hash(disk) == decided):
+    check = file_check(ws, SENSORS_POLICY)  # as `identity verify` judges it
+    if check is None or check.ok:
         return ""
     return (
         f"{SENSORS_POLICY} on disk is not its decided content: the decided sensors are the ones listed "

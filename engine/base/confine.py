@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import IO
@@ -65,7 +66,7 @@ def run(argv: tuple[str, ...] | list[str], *, stdin: bytes, timeout: float, cwd:
             _RUNNING.discard(child.pid)
         if code is None:
             return Ran(None, b"", over or f"{shown}: killed after its {timeout:g} s time limit")
-        if code < 0 and _STOPPING:  # not the command's own failure: the process running it stopped
+        if code < 0 and _STOPPING.is_set():  # not the command's own failure: the process running it stopped
             return Ran(None, b"", f"{shown}: killed unfinished, as the process running it stopped")
         said = _last_line(err)
         size = out.seek(0, os.SEEK_END)
@@ -115,13 +116,13 @@ def _last_line(err: IO[bytes]) -> str:
 # when this process exits (an adversarial review: `serve` stopped by SIGTERM mid-notify left the
 # notify, in a session of its own, running on past its time limit with nothing to kill it)
 _RUNNING: set[int] = set()
-_STOPPING: list[bool] = []  # kill_running was called: a command killed since was killed by it
+_STOPPING = threading.Event()  # kill_running was called: a command killed since was killed by it
 
 
 @atexit.register
 def kill_running() -> None:
     """Every declared command still running, killed with its process group."""
-    _STOPPING.append(True)
+    _STOPPING.set()
     for pid in list(_RUNNING):
         _kill_group(pid)
 
@@ -131,8 +132,6 @@ def stop_on_signals() -> None:
     128 + the signal): a default SIGTERM or SIGHUP ends a process without its exit hooks, and left
     a notify or a sensor's command running past its time limit; Ctrl-C waited for them (an
     operator's review of `serve --once-tick` and `sensors run`). The main thread only."""
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return
 

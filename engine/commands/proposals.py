@@ -17,7 +17,7 @@ from engine.commands.init import write_governed
 from engine.commands.written import IdentityDecisionEvent, ProposalEvent
 from engine.read.load import load
 from engine.read.model import EventKind, State
-from engine.read.rules import Denied, deciding_proposal
+from engine.read.rules import Denied, deciding_proposal, decision_in
 from engine.trust.signing import person_event, signer_for
 from identity.files import (
     GOVERNED,
@@ -36,10 +36,14 @@ MAX_PENDING_PER_UNIT = 10
 
 
 def pending_of(ws: Workspace, unit: str | None) -> int:
-    """How many of this unit's proposals no person has accepted or rejected yet."""
+    """How many of this unit's proposals no person has accepted or rejected yet (the rule's
+    decision_in: pending while no counted decision names it)."""
     auth = ws.authority()
-    decided = {d.get("proposal") for d in auth.decisions}
-    return sum(1 for p in auth.proposals.values() if p.get("unit") == unit and p.get("id") not in decided)
+    return sum(
+        1
+        for p in auth.proposals.values()
+        if p.get("unit") == unit and decision_in(auth.decisions, str(p.get("id"))) is None
+    )
 
 
 def governed_path(file: str) -> str:
@@ -280,16 +284,24 @@ def verify_identity(ws: Workspace, state: State) -> list[FileCheck]:
     the stores that judge it, so where git history is at hand it must also be borne out there (a
     commit that repointed the workspace at other stores, which could hold a baseline of their own,
     is named even though those stores agree with it)."""
-    decided = ws.authority().decided_hash  # the decisions that count (engine.checkout.authority)
     checks = []
     for f in GOVERNED:
-        check = FileCheck(f, decided.get(f), file_hash(ws.root / f))
-        if f in OPTIONAL and check.decided is None and check.actual is None:
+        check = file_check(ws, f)
+        if check is None:
             continue
         if f == STORE_POLICY and check.ok:
             check = FileCheck(f, check.decided, check.actual, _store_history(ws))
         checks.append(check)
     return checks
+
+
+def file_check(ws: Workspace, relative: str) -> FileCheck | None:
+    """One governed file on disk against its last counted decision (engine.checkout.authority);
+    None for a file a workspace may lack (sensors.yaml, store.yaml) while it is absent and undecided."""
+    check = FileCheck(relative, ws.authority().decided_hash.get(relative), file_hash(ws.root / relative))
+    if relative in OPTIONAL and check.decided is None and check.actual is None:
+        return None
+    return check
 
 
 def _store_history(ws: Workspace) -> str:

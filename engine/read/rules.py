@@ -296,7 +296,12 @@ def recovery(state: State, unit_id: str, action: str) -> Recovery:
 
 def decision_of(state: State, proposal_id: str) -> dict[str, Any] | None:
     """The decision that counted on a proposal, or None while it is pending."""
-    for event in state.decisions:
+    return decision_in(state.decisions, proposal_id)
+
+
+def decision_in(decisions: list[dict[str, Any]], proposal_id: str) -> dict[str, Any] | None:
+    """decision_of for the counted decisions as a list (the authority's, before a fold)."""
+    for event in decisions:
         if event.get("proposal") == proposal_id:
             return event
     return None
