@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import contextvars
 import errno
+import gc
 import json
 import os
 import socket
@@ -31,9 +32,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import msgspec
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from controlroom.mcp_server import SHIPPED_SEVERITIES, _call, instructions_for, server_for
 from engine.base.errors import RegulatorError
 from engine.commands.actors import lease_hash
 from engine.doors.client import HEALTH_PATH, MCP_PATH, UNAUTHORIZED
@@ -73,6 +72,8 @@ class Listen(msgspec.Struct, frozen=True):
 
 
 def _severities(door: HostDoor) -> tuple[str, ...]:
+    from controlroom.mcp_server import SHIPPED_SEVERITIES
+
     try:
         return tuple(door.ws.routing().severities)
     except RegulatorError:
@@ -114,6 +115,59 @@ class _Gate:
         self.holders = 0
 
 
+class _Sdk:
+    """The mcp SDK's session manager, built on the door's first call from a known lease and run
+    until the door stops (D-248). Importing the SDK costs about half a second of CPU (it builds its
+    pydantic models), which a host whose units have not called yet need not pay before its duties
+    start; a token the door does not know never makes it pay. The import runs on a thread, so
+    /healthz and the host's duties go on meanwhile, and every call that arrives meanwhile waits for
+    it. An SDK that fails to load refuses every call (503) and says why on stderr."""
+
+    def __init__(self, build: Callable[[], Any], log: Throttled) -> None:
+        self._build = build
+        self._log = log
+        self._wanted = asyncio.Event()
+        self._ready = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.manager: Any = None
+
+    def start(self) -> None:
+        """At the door's startup (the ASGI lifespan): the keeper waits until a call wants it."""
+        self._task = asyncio.get_running_loop().create_task(self._keep())
+
+    async def _keep(self) -> None:
+        try:
+            await self._wanted.wait()
+            try:
+                manager = await anyio.to_thread.run_sync(self._build)
+            except Exception as exc:  # noqa: BLE001 - a broken install: every call refused, one line said
+                self._log.say("sdk failed to load", error=f"{type(exc).__name__}: {exc}")
+                return
+            async with manager.run():
+                self.manager = manager
+                self._ready.set()
+                await self._stopping.wait()
+                self.manager = None
+        finally:
+            self._ready.set()
+
+    async def get(self) -> Any:
+        """The running manager, built first if no call has wanted it yet; None if it cannot be."""
+        self._wanted.set()
+        await self._ready.wait()
+        return self.manager
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._task is None:
+            return
+        if not self._wanted.is_set():
+            self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
 class Throttled:
     """One line on stderr per kind of trouble, at most once every LOG_EVERY_S (never a traceback
     per connection)."""
@@ -137,8 +191,11 @@ class Throttled:
             sys.stderr.flush()
 
 
-def build_app(host: Host, door: HostDoor, budget: limits.WriteBudget | None = None) -> Callable[..., Any]:
-    """The door's ASGI application (lifespan included: the session manager runs inside it)."""
+def build_app(
+    host: Host, door: HostDoor, budget: limits.WriteBudget | None = None, log: Throttled | None = None
+) -> Callable[..., Any]:
+    """The door's ASGI application (lifespan included: the SDK's session manager runs inside it,
+    from the first call a known lease makes: _Sdk)."""
     limiter = anyio.CapacityLimiter(THREADS)
     write_limiter = anyio.CapacityLimiter(WRITE_THREADS)
     auth_limiter = anyio.CapacityLimiter(AUTH_THREADS)
@@ -160,6 +217,8 @@ def build_app(host: Host, door: HostDoor, budget: limits.WriteBudget | None = No
 
                 raise Refused(refusal)
 
+        from controlroom.mcp_server import _call
+
         def run() -> tuple[dict[str, Any], str]:
             if read_only:
                 with session.lock:
@@ -173,8 +232,18 @@ def build_app(host: Host, door: HostDoor, budget: limits.WriteBudget | None = No
             if not read_only:
                 host.poke()  # a report or a question: routed now, not at the next watch event
 
-    server = server_for("regulator", instructions_for(None), _severities(door), invoke)
-    manager = StreamableHTTPSessionManager(server, stateless=True, json_response=True)
+    def build_manager() -> Any:
+        gc.disable()  # the SDK builds thousands of pydantic models on import
+        try:
+            from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+            from controlroom.mcp_server import instructions_for, server_for
+        finally:
+            gc.enable()
+        server = server_for("regulator", instructions_for(None), _severities(door), invoke)
+        return StreamableHTTPSessionManager(server, stateless=True, json_response=True)
+
+    sdk = _Sdk(build_manager, log or Throttled())
 
     async def unauthorized(send: Any) -> None:
         await _json(send, 401, {"error": UNAUTHORIZED}, [(b"www-authenticate", b'Bearer realm="regulator"')])
@@ -211,6 +280,14 @@ def build_app(host: Host, door: HostDoor, budget: limits.WriteBudget | None = No
                 if session is None:
                     await unauthorized(send)
                     return
+                manager = await sdk.get()
+                if manager is None:
+                    await _json(
+                        send,
+                        503,
+                        {"error": "the door cannot answer: its mcp SDK failed to load (see serve's log)"},
+                    )
+                    return
                 CURRENT.set(session)
                 await manager.handle_request(scope, receive, send)
         finally:
@@ -221,7 +298,7 @@ def build_app(host: Host, door: HostDoor, budget: limits.WriteBudget | None = No
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
         if kind == "lifespan":
-            await _lifespan(manager, receive, send)
+            await _lifespan(sdk, receive, send)
             return
         if kind != "http":
             return
@@ -236,20 +313,19 @@ def build_app(host: Host, door: HostDoor, budget: limits.WriteBudget | None = No
     return app
 
 
-async def _lifespan(manager: StreamableHTTPSessionManager, receive: Any, send: Any) -> None:
-    """ASGI lifespan: the session manager runs from startup to shutdown."""
+async def _lifespan(sdk: _Sdk, receive: Any, send: Any) -> None:
+    """ASGI lifespan: the SDK's keeper from startup to shutdown (its session manager runs from the
+    first call that wants it)."""
     message = await receive()
     if message["type"] != "lifespan.startup":
         return
-    async with contextlib.AsyncExitStack() as stack:
-        try:
-            await stack.enter_async_context(manager.run())
-        except Exception as exc:  # noqa: BLE001
-            await send({"type": "lifespan.startup.failed", "message": str(exc)})
-            return
-        await send({"type": "lifespan.startup.complete"})
+    sdk.start()
+    await send({"type": "lifespan.startup.complete"})
+    try:
         while (await receive())["type"] != "lifespan.shutdown":
             pass
+    finally:
+        await sdk.stop()
     await send({"type": "lifespan.shutdown.complete"})
 
 
@@ -388,7 +464,7 @@ def run(
     caps = limits.ConnectionCaps(total, per_peer)
     log = Throttled()
     config = uvicorn.Config(
-        build_app(host, door, budget),
+        build_app(host, door, budget, log),
         http=_protocol_class(caps, log, limits.READ_DEADLINE_S),
         uds=str(listen.path) if listen.path is not None else None,
         host=listen.host or "127.0.0.1",
@@ -435,7 +511,7 @@ def stdio_forward(url: str, token: str) -> None:
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
 
-    from controlroom.mcp_server import error_result
+    from controlroom.mcp_server import error_result, instructions_for
     from engine.base.text import escape
     from engine.doors.client import DoorClient
 

@@ -198,9 +198,11 @@ def instance_time() -> str:
     return clock.iso(clock.now())
 
 
-def _check_extra() -> None:
-    """The door's module imported (the mcp SDK and uvicorn with it), or one line naming the extra
-    to install (exit 2, as `regulator mcp` without it): never a traceback."""
+def _check_extra(sdk: bool = False) -> None:
+    """The extra's packages installed and the door's module imported (uvicorn with it), and with
+    `sdk` the mcp SDK too, or one line naming the extra to install (exit 2, as `regulator mcp`
+    without it): never a traceback. `serve` imports the SDK on its door's first call instead
+    (controlroom.door_http._Sdk, D-248)."""
     import importlib.util
 
     for module in ("mcp", "uvicorn"):
@@ -209,6 +211,9 @@ def _check_extra() -> None:
     gc.disable()  # the SDK builds thousands of pydantic models on import
     try:
         import controlroom.door_http  # noqa: F401
+
+        if sdk:
+            import controlroom.mcp_server  # noqa: F401
     except ImportError as exc:
         if (exc.name or "").split(".")[0] in EXTRA_MODULES:
             raise BadInput(MISSING_EXTRA) from None
@@ -235,7 +240,7 @@ def door_stdio() -> None:
     """An MCP server on stdio forwarding every request to the door ($REGULATOR_DOOR, with the
     token in $REGULATOR_DOOR_TOKEN), for agent harnesses that speak only stdio."""
     url, token = _door_env()
-    _check_extra()
+    _check_extra(sdk=True)
     from controlroom.door_http import stdio_forward
 
     gc.freeze()
