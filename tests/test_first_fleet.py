@@ -82,7 +82,7 @@ def test_the_quick_start_installs_what_serve_needs() -> None:
 
 def test_the_wait_for_serve_ends_when_serve_dies_and_trusts_no_stale_serve_json(tmp_path: Path) -> None:
     """The README's wait, from `regulator serve … &` to the loop's end, with a serve that cannot start
-    (no `mcp`: a stand-in package fails as a missing one does) and a serve.json a crashed serve left:
+    (no `mcp`: a sitecustomize on PYTHONPATH hides it as if not installed) and a serve.json a crashed serve left:
     the loop ends (a hard deadline, not a speed assertion) and does not take the stale file for ready."""
     from tests.helpers import make_workspace
 
@@ -90,14 +90,14 @@ def test_the_wait_for_serve_ends_when_serve_dies_and_trusts_no_stale_serve_json(
     block = section_blocks()[1]
     wait = block[: block.index("regulator unit run")]
     assert wait.startswith("regulator serve ") and "kill -0" in wait, wait
-    fake = tmp_path / "site" / "mcp"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text('raise ModuleNotFoundError("No module named \'mcp\'", name="mcp")\n')
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text('import sys\nsys.modules["mcp"] = None  # not installed\n')
     (ws.root / ".regulator" / "serve.json").write_text('{"pid": 1, "door": "unix:/nonexistent/d.sock"}\n')
     check = 'grep -qs "\\"pid\\": $SERVE," .regulator/serve.json && echo ready || echo "not ready"\n'
     env = dict(
         ws.env,
-        PYTHONPATH=str(tmp_path / "site"),
+        PYTHONPATH=str(site),
         PATH=f"{Path(REGULATOR).parent}{os.pathsep}{os.environ['PATH']}",
     )
     done = subprocess.run(
