@@ -24,6 +24,7 @@ import os
 import socket
 import struct
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -119,50 +120,100 @@ class _Sdk:
     """The mcp SDK's session manager, built on the door's first call from a known lease and run
     until the door stops (D-248). Importing the SDK costs about half a second of CPU (it builds its
     pydantic models), which a host whose units have not called yet need not pay before its duties
-    start; a token the door does not know never makes it pay. The import runs on a thread, so
-    /healthz and the host's duties go on meanwhile, and every call that arrives meanwhile waits for
-    it. An SDK that fails to load refuses every call (503) and says why on stderr."""
+    start; a token the door does not know never makes it pay. The import runs on a daemon thread of
+    its own, so /healthz and the host's duties go on meanwhile, every call that arrives meanwhile
+    waits for it, and a stop never waits for an import that hangs. An SDK that fails to load or to
+    run refuses every call (503) and says why on stderr, once a minute while calls come."""
 
-    def __init__(self, build: Callable[[], Any], log: Throttled) -> None:
-        self._build = build
+    STOPPING = "serve is stopping: call again once it is back"
+    FAILED = "the door cannot answer: its mcp SDK failed to load (see serve's log)"
+
+    def __init__(self, log: Throttled) -> None:
+        self.build: Callable[[], Any] | None = None  # set by build_app
         self._log = log
         self._wanted = asyncio.Event()
         self._ready = asyncio.Event()
         self._stopping = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.manager: Any = None
+        self.error: str | None = None
 
     def start(self) -> None:
         """At the door's startup (the ASGI lifespan): the keeper waits until a call wants it."""
         self._task = asyncio.get_running_loop().create_task(self._keep())
 
+    def _failed(self, exc: BaseException) -> None:
+        self.error = f"{type(exc).__name__}: {exc}"
+        self._log.say("sdk failed to load", error=self.error)
+
+    async def _built(self) -> Any:
+        """The manager, or what its build raised (SystemExit too: a unit's call never ends serve)."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Any] = loop.create_future()
+        build = self.build
+        assert build is not None
+
+        def work() -> None:
+            try:
+                result: Any = build()
+            except BaseException as exc:  # noqa: BLE001 - handed to the loop, never raised on this thread
+                result = exc
+
+            def hand_over() -> None:
+                if not done.done():
+                    done.set_result(result)
+
+            with contextlib.suppress(RuntimeError):  # the loop is gone: serve stopped meanwhile
+                loop.call_soon_threadsafe(hand_over)
+
+        threading.Thread(target=work, name="regulator-sdk-import", daemon=True).start()
+        return await done
+
     async def _keep(self) -> None:
         try:
             await self._wanted.wait()
-            try:
-                manager = await anyio.to_thread.run_sync(self._build)
-            except Exception as exc:  # noqa: BLE001 - a broken install: every call refused, one line said
-                self._log.say("sdk failed to load", error=f"{type(exc).__name__}: {exc}")
+            built = await self._built()
+            if isinstance(built, BaseException):
+                self._failed(built)
                 return
-            async with manager.run():
-                self.manager = manager
-                self._ready.set()
-                await self._stopping.wait()
-                self.manager = None
+            try:
+                async with built.run():
+                    self.manager = built
+                    self._ready.set()
+                    await self._stopping.wait()
+            except Exception as exc:  # noqa: BLE001 - the manager could not run: every call refused, said
+                self._failed(exc)
         finally:
+            self.manager = None
             self._ready.set()
 
-    async def get(self) -> Any:
-        """The running manager, built first if no call has wanted it yet; None if it cannot be."""
-        self._wanted.set()
-        await self._ready.wait()
-        return self.manager
+    async def get(self) -> tuple[Any, str]:
+        """(the running manager, "") once it is built, building it first if no call has wanted it
+        yet; (None, why) where it cannot answer."""
+        if not self._stopping.is_set():
+            self._wanted.set()
+            await self._ready.wait()
+        if self.manager is not None:
+            return self.manager, ""
+        if self._stopping.is_set():
+            return None, self.STOPPING
+        if self.error is not None:
+            self._log.say("sdk failed to load", error=self.error)
+        return None, self.FAILED
+
+    def stopping(self) -> None:
+        """serve begins to stop: calls waiting for the SDK are answered now (503), not cancelled
+        when the stop's grace runs out."""
+        self._stopping.set()
+        self._ready.set()
 
     async def stop(self) -> None:
-        self._stopping.set()
+        """The lifespan's shutdown: the running manager stops; a build under way is left to its
+        daemon thread."""
+        self.stopping()
         if self._task is None:
             return
-        if not self._wanted.is_set():
+        if self.manager is None:
             self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
@@ -192,7 +243,7 @@ class Throttled:
 
 
 def build_app(
-    host: Host, door: HostDoor, budget: limits.WriteBudget | None = None, log: Throttled | None = None
+    host: Host, door: HostDoor, budget: limits.WriteBudget | None = None, sdk: _Sdk | None = None
 ) -> Callable[..., Any]:
     """The door's ASGI application (lifespan included: the SDK's session manager runs inside it,
     from the first call a known lease makes: _Sdk)."""
@@ -243,7 +294,8 @@ def build_app(
         server = server_for("regulator", instructions_for(None), _severities(door), invoke)
         return StreamableHTTPSessionManager(server, stateless=True, json_response=True)
 
-    sdk = _Sdk(build_manager, log or Throttled())
+    sdk = sdk or _Sdk(Throttled())
+    sdk.build = build_manager
 
     async def unauthorized(send: Any) -> None:
         await _json(send, 401, {"error": UNAUTHORIZED}, [(b"www-authenticate", b'Bearer realm="regulator"')])
@@ -280,13 +332,9 @@ def build_app(
                 if session is None:
                     await unauthorized(send)
                     return
-                manager = await sdk.get()
+                manager, why = await sdk.get()
                 if manager is None:
-                    await _json(
-                        send,
-                        503,
-                        {"error": "the door cannot answer: its mcp SDK failed to load (see serve's log)"},
-                    )
+                    await _json(send, 503, {"error": why})
                     return
                 CURRENT.set(session)
                 await manager.handle_request(scope, receive, send)
@@ -337,7 +385,15 @@ def _server_class() -> type:
 
     class Server(uvicorn.Server):
         """uvicorn's server, whose SIGINT/SIGTERM/SIGHUP stops serving and returns (uvicorn raises the
-        signal again after its shutdown, which would kill serve before it cleans up)."""
+        signal again after its shutdown, which would kill serve before it cleans up), and tells the
+        door's SDK keeper as its stop begins (calls waiting for the SDK answered, not cancelled)."""
+
+        sdk: _Sdk | None = None
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            if self.sdk is not None:
+                self.sdk.stopping()
+            await super().shutdown(sockets)
 
         @contextlib.contextmanager
         def capture_signals(self) -> Any:
@@ -463,8 +519,9 @@ def run(
     total, per_peer = limits.connection_caps(limits.raise_open_files())
     caps = limits.ConnectionCaps(total, per_peer)
     log = Throttled()
+    sdk = _Sdk(log)
     config = uvicorn.Config(
-        build_app(host, door, budget, log),
+        build_app(host, door, budget, sdk),
         http=_protocol_class(caps, log, limits.READ_DEADLINE_S),
         uds=str(listen.path) if listen.path is not None else None,
         host=listen.host or "127.0.0.1",
@@ -477,6 +534,7 @@ def run(
         timeout_graceful_shutdown=5,
     )
     server = _Server(config)
+    server.sdk = sdk
 
     async def ready() -> None:
         while not server.started:

@@ -8,7 +8,6 @@ import json
 import os
 import stat
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -467,71 +466,6 @@ def test_a_dispatch_half_written_when_a_made_up_token_is_checked_is_read_whole_l
         handle.write(line[150:])  # the rest of the line
     session = door.authenticate(token)
     assert session is not None and session.unit == "u3"
-
-
-def test_without_the_extra_serve_says_what_to_install_in_one_line(tmp_path: Any) -> None:
-    """A Python without `mcp` (a sitecustomize on PYTHONPATH hides it as an uninstalled package is
-    hidden: Python finds no such module): one line naming the pip command, exit 2 (as `regulator
-    mcp`), nothing written."""
-    ws = make_workspace(tmp_path)
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text('import sys\nsys.modules["mcp"] = None  # not installed\n')
-    env = {"PYTHONPATH": str(site)}
-    before = ws.digest()
-    for listen in ([], ["--listen", f"unix:{short_folder()}/d.sock"]):
-        done = ws.run("serve", *listen, env=env)
-        assert done.returncode == 2 and done.stdout == "", done.stderr
-        assert done.stderr == (
-            "regulator: regulator serve needs the optional extra mcp (the mcp SDK and uvicorn): "
-            "pip install -e '.[mcp]' from a checkout\n"
-        )
-    assert not (ws.root / ".regulator" / "serve.json").exists() and ws.digest() == before
-
-
-def sdk_loaded(serving: Serving) -> bool:
-    """Whether serve has imported the mcp SDK: its pydantic core (which nothing else serve imports)
-    is mapped into the process."""
-    return "pydantic_core" in (Path("/proc") / str(serving.proc.pid) / "maps").read_text()
-
-
-def test_the_sdk_is_loaded_by_a_known_leases_first_call_and_never_by_an_unknown_token(served: Any) -> None:
-    """serve starts and runs its duties without the mcp SDK (about half a second of CPU, D-248):
-    /healthz and a call with a token the door does not know leave it unloaded; a unit's first call
-    loads it and is answered."""
-    ws, serving, tokens = served
-    assert healthz(serving.sock)["leader"] is True
-    assert raw_post(serving.sock, "rgl_" + "0" * 43, CALL_REPORT)[0] == 401
-    assert not sdk_loaded(serving)
-    status = sdk_call(serving.sock, tokens["u1"], "status")
-    assert not status.is_error and status.structured_content["unit"] == "u1"
-    assert sdk_loaded(serving)
-
-
-def test_an_sdk_that_fails_to_load_refuses_every_call_and_says_why(tmp_path: Any) -> None:
-    """A broken install (a stand-in `mcp` on PYTHONPATH that fails on import): serve starts and runs
-    its duties, since the SDK loads on the door's first call (D-248); that call and the next are
-    refused (503, one JSON line), serve's log says why once, and nothing is written."""
-    ws, _ = prepared(tmp_path, three_leases)
-    token = token_of(ws.root / "wt" / "u1")
-    fake = tmp_path / "site" / "mcp"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text('raise ImportError("a broken install")\n')
-    serving = Serving(ws, env={"PYTHONPATH": str(tmp_path / "site")})
-    try:
-        before = ws.digest()
-        for _ in range(2):
-            status, body = raw_post(serving.sock, token, CALL_REPORT)
-            assert (status, body) == (
-                503,
-                {"error": "the door cannot answer: its mcp SDK failed to load (see serve's log)"},
-            )
-        said = [line for line in serving.lines() if line.get("door") == "sdk failed to load"]
-        assert [line["error"] for line in said] == ["ImportError: a broken install"]
-        assert healthz(serving.sock)["leader"] is True
-        assert ws.digest() == before
-    finally:
-        serving.close()
 
 
 def test_once_tick_beside_a_running_serve_exits_0_and_writes_nothing(served: Any) -> None:

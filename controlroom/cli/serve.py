@@ -21,11 +21,26 @@ app = typer.Typer()
 door_app = typer.Typer(no_args_is_help=True, help="A unit's way to serve's door: from stdio or a shell.")
 app.add_typer(door_app, name="door")
 
-MISSING_EXTRA = (
-    "regulator serve needs the optional extra mcp (the mcp SDK and uvicorn): "
-    "pip install -e '.[mcp]' from a checkout"
+MISSING_EXTRA = "{command} needs the optional extra mcp (the mcp SDK and uvicorn): pip install -e '.[mcp]' from a checkout"
+# the top-level modules of the extra: the mcp SDK and what its distribution requires (a module of
+# each; tests/test_serve.py checks the list against the installed SDK's requirements), all present
+# before serve starts, since serve imports the SDK itself only on its door's first call (D-248)
+EXTRA_MODULES = (
+    "mcp",
+    "mcp_types",
+    "uvicorn",
+    "anyio",
+    "starlette",
+    "sse_starlette",
+    "httpx2",
+    "jsonschema",
+    "opentelemetry",
+    "pydantic",
+    "jwt",
+    "python_multipart",
+    "typing_extensions",
+    "typing_inspection",
 )
-EXTRA_MODULES = ("mcp", "uvicorn", "anyio", "starlette", "httpx", "pydantic_settings", "sse_starlette")
 
 
 def parse_listen(value: str | None, ws: Any, tls_cert: str | None, tls_key: str | None) -> Any:
@@ -198,25 +213,28 @@ def instance_time() -> str:
     return clock.iso(clock.now())
 
 
-def _check_extra(sdk: bool = False) -> None:
-    """The extra's packages installed and the door's module imported (uvicorn with it), and with
-    `sdk` the mcp SDK too, or one line naming the extra to install (exit 2, as `regulator mcp`
-    without it): never a traceback. `serve` imports the SDK on its door's first call instead
+def _check_extra(command: str = "regulator serve", sdk: bool = False) -> None:
+    """Every module of the extra found, the door's module and uvicorn imported, and with `sdk` the
+    mcp SDK too, or one line naming the extra to install (exit 2, as `regulator mcp` without it):
+    never a traceback. `serve` imports the SDK on its door's first call instead
     (controlroom.door_http._Sdk, D-248)."""
     import importlib.util
 
-    for module in ("mcp", "uvicorn"):
+    missing = BadInput(MISSING_EXTRA.format(command=command))
+    for module in EXTRA_MODULES:
         if importlib.util.find_spec(module) is None:
-            raise BadInput(MISSING_EXTRA)
+            raise missing
     gc.disable()  # the SDK builds thousands of pydantic models on import
     try:
+        import uvicorn  # noqa: F401
+
         import controlroom.door_http  # noqa: F401
 
         if sdk:
             import controlroom.mcp_server  # noqa: F401
     except ImportError as exc:
         if (exc.name or "").split(".")[0] in EXTRA_MODULES:
-            raise BadInput(MISSING_EXTRA) from None
+            raise missing from None
         raise
     finally:
         gc.enable()
@@ -240,7 +258,7 @@ def door_stdio() -> None:
     """An MCP server on stdio forwarding every request to the door ($REGULATOR_DOOR, with the
     token in $REGULATOR_DOOR_TOKEN), for agent harnesses that speak only stdio."""
     url, token = _door_env()
-    _check_extra(sdk=True)
+    _check_extra("regulator door stdio", sdk=True)
     from controlroom.door_http import stdio_forward
 
     gc.freeze()

@@ -1,0 +1,152 @@
+"""`regulator serve` and the mcp SDK (D-248): the extra checked whole at start, the SDK itself loaded
+by a known lease's first call, and a broken, hanging or exiting SDK import that refuses calls and
+never holds serve's stop. Real serve processes; the SDK's import is broken or slowed by a stand-in
+package or a sitecustomize on PYTHONPATH."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import make_workspace, prepared
+from tests.serving import DEADLINE_S, Serving, healthz, raw_post, sdk_call, short_folder, token_of, wait_for
+
+CALL_STATUS = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": "status", "arguments": {}},
+}
+FAILED = {"error": "the door cannot answer: its mcp SDK failed to load (see serve's log)"}
+
+
+def one_lease(ws: Any) -> None:
+    ws.lease("u1")
+
+
+@pytest.fixture
+def leased(tmp_path: Path) -> Any:
+    ws, _ = prepared(tmp_path, one_lease)  # u1 dispatched, once per test process
+    return ws, token_of(ws.root / "wt" / "u1")
+
+
+def sdk_loaded(serving: Serving) -> bool:
+    """Whether serve has imported the mcp SDK: its pydantic core (which nothing else serve imports)
+    is mapped into the process."""
+    return "pydantic_core" in (Path("/proc") / str(serving.proc.pid) / "maps").read_text()
+
+
+def site_with(tmp_path: Path, files: dict[str, str]) -> dict[str, str]:
+    site = tmp_path / "site"
+    for name, text in files.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text)
+    return {"PYTHONPATH": str(site)}
+
+
+@pytest.mark.parametrize("hidden", ["mcp", "sse_starlette"])
+def test_without_the_extra_serve_says_what_to_install_in_one_line(tmp_path: Path, hidden: str) -> None:
+    """A Python without `mcp`, or without one of the distributions the SDK requires (a sitecustomize
+    hides it as an uninstalled package is hidden: Python finds no such module): one line naming the
+    pip command, exit 2 (as `regulator mcp`), nothing written. serve imports the SDK only later, so
+    it looks for every module of the extra first."""
+    ws = make_workspace(tmp_path)
+    env = site_with(tmp_path, {"sitecustomize.py": f'import sys\nsys.modules["{hidden}"] = None\n'})
+    before = ws.digest()
+    for listen in ([], ["--listen", f"unix:{short_folder()}/d.sock"]):
+        done = ws.run("serve", *listen, env=env)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr == (
+            "regulator: regulator serve needs the optional extra mcp (the mcp SDK and uvicorn): "
+            "pip install -e '.[mcp]' from a checkout\n"
+        )
+    assert not (ws.root / ".regulator" / "serve.json").exists() and ws.digest() == before
+
+
+def test_the_sdk_is_loaded_by_a_known_leases_first_call_and_never_by_an_unknown_token(leased: Any) -> None:
+    """serve starts and runs its duties without the mcp SDK (about half a second of CPU): /healthz and
+    a call with a token the door does not know leave it unloaded; a unit's first call loads it and
+    is answered."""
+    ws, token = leased
+    serving = Serving(ws)
+    try:
+        assert healthz(serving.sock)["leader"] is True
+        assert raw_post(serving.sock, "rgl_" + "0" * 43, CALL_STATUS)[0] == 401
+        assert not sdk_loaded(serving)
+        status = sdk_call(serving.sock, token, "status")
+        assert not status.is_error and status.structured_content["unit"] == "u1"
+        assert sdk_loaded(serving)
+    finally:
+        serving.close()
+
+
+@pytest.mark.parametrize(
+    ("raising", "error"),
+    [
+        ('raise ImportError("a broken install")', "ImportError: a broken install"),
+        ("raise SystemExit(3)", "SystemExit: 3"),
+    ],
+    ids=["ImportError", "SystemExit"],
+)
+def test_an_sdk_that_fails_to_load_refuses_every_call_and_says_why(
+    tmp_path: Path, leased: Any, raising: str, error: str
+) -> None:
+    """A broken install (a stand-in `mcp` that fails on import, even by SystemExit): serve keeps
+    running its duties; the first call and the next are refused (503, one JSON line), serve's log
+    says why once, and nothing is written."""
+    ws, token = leased
+    serving = Serving(ws, env=site_with(tmp_path, {"mcp/__init__.py": raising + "\n"}))
+    try:
+        before = ws.digest()
+        for _ in range(2):
+            assert raw_post(serving.sock, token, CALL_STATUS) == (503, FAILED)
+        said = [line["error"] for line in serving.lines() if line.get("door") == "sdk failed to load"]
+        assert said == [error]
+        assert healthz(serving.sock)["leader"] is True and serving.proc.poll() is None
+        assert ws.digest() == before
+        assert "Traceback" not in serving.log.read_text()
+    finally:
+        serving.close()
+
+
+HANGING_IMPORT = """import os, sys, time
+class Hang:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mcp.types":
+            open(os.environ["SDK_IMPORT_BEGUN"], "w").close()
+            time.sleep(600)
+        return None
+sys.meta_path.insert(0, Hang())
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_hanging_sdk_import_never_holds_serves_stop(tmp_path: Path, leased: Any, sig: int) -> None:
+    """The SDK's import hangs (a sitecustomize sleeps 600 s in it, as a stuck filesystem would): the
+    unit's call waits; a SIGTERM or SIGINT still stops serve well before the import could end, the
+    waiting call is answered 503 "serve is stopping", and serve's log ends with its stopped line and
+    holds no traceback."""
+    ws, token = leased
+    begun = tmp_path / "begun"
+    env = site_with(tmp_path, {"sitecustomize.py": HANGING_IMPORT}) | {"SDK_IMPORT_BEGUN": str(begun)}
+    serving = Serving(ws, env=env)
+    try:
+        answered: list[tuple[int, dict | None]] = []
+        call = threading.Thread(target=lambda: answered.append(raw_post(serving.sock, token, CALL_STATUS)))
+        call.start()
+        wait_for(begun.exists, "the SDK's import begun")
+        serving.proc.send_signal(sig)
+        serving.proc.wait(timeout=DEADLINE_S)  # a hard deadline: the import would take 600 s
+        call.join(timeout=DEADLINE_S)
+        assert serving.proc.returncode == 0
+        assert answered == [(503, {"error": "serve is stopping: call again once it is back"})]
+        text = serving.log.read_text()
+        assert "Traceback" not in text and json.loads(text.splitlines()[-1])["serve"] == "stopped"
+        assert not serving.sock.exists()
+    finally:
+        serving.close()
