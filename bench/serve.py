@@ -11,7 +11,10 @@
   its call until its obligation is in the read model (`load` of the signals store, polled every
   5 ms by a reader process of its own), the median, on files and on PostgreSQL;
 - leader_failover_s: two serve on one PostgreSQL store; the leader killed with SIGKILL; until the
-  other logs its first tick as leader (its stderr).
+  other logs its first tick as leader (its stderr);
+- serve_start (no target; D-248): a `serve` started 5 times on one workspace: until serve.json names
+  it (ready_s) and its CPU then, then a lease's first and second `status` call through the door
+  (the first loads the mcp SDK).
 
 A real PostgreSQL server is started as the tests start it (tests/pg.py). Raw runs are kept.
 """
@@ -45,6 +48,28 @@ CLIENTS, CALLS = 50, 20
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+
+
+def serve_start(tmp: Path, runs: int = 5) -> dict:
+    """serve's start (D-248): ready_s, cpu_s at ready, first_call_ms (the SDK's load), second_call_ms;
+    medians, and the raw runs."""
+    ws, tokens = fleet(tmp / "start", 1)
+    ticks = os.sysconf("SC_CLK_TCK")
+    raw: dict[str, list[float]] = {"ready_s": [], "cpu_s": [], "first_call_ms": [], "second_call_ms": []}
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        serving = Serving(ws)
+        try:
+            raw["ready_s"].append(round(time.perf_counter() - t0, 3))
+            fields = Path(f"/proc/{serving.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            raw["cpu_s"].append(round((int(fields[11]) + int(fields[12])) / ticks, 2))
+            for name in ("first_call_ms", "second_call_ms"):
+                t1 = time.perf_counter()
+                DoorClient(serving.url, tokens[0]).status()
+                raw[name].append(round((time.perf_counter() - t1) * 1000, 1))
+        finally:
+            serving.close()
+    return {name: statistics.median(values) for name, values in raw.items()} | {"raw": raw}
 
 
 def fleet(tmp: Path, units: int, store: str | None = None) -> Any:
@@ -272,7 +297,7 @@ def failover(tmp: Path, url: str, runs: int) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--only", choices=("door", "route", "failover"))
+    parser.add_argument("--only", choices=("door", "route", "failover", "start"))
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     os.environ.pop("REGULATOR_NOW", None)
@@ -281,6 +306,8 @@ def main() -> int:
         tmp = Path(folder)
         if args.only in (None, "door"):
             report["door_call_ms"] = door_call(tmp)
+        if args.only in (None, "start"):
+            report["serve_start"] = serve_start(tmp)
         server = None
         if args.only in (None, "route", "failover"):
             from tests import pg

@@ -62,7 +62,7 @@ def third_round(room: Path, log_root: Path, meta: dict) -> dict:
 def fleet(runs: int) -> dict:
     """The fleet figures of design §25 from bench/serve.py (real `serve` processes, a real PostgreSQL
     server), named here: door_call_ms (p50, p99), serve_route_ms (median, files and PostgreSQL),
-    leader_failover_s; each with its raw runs."""
+    leader_failover_s; each with its raw runs; and serve_start (no target)."""
     load_before = load_now()
     done = subprocess.run(
         [sys.executable, str(HERE / "serve.py"), "--json", "--runs", str(runs)],
@@ -82,6 +82,7 @@ def fleet(runs: int) -> dict:
         "serve_route_ms_by_store": route,
         "leader_failover_s": failover["max"],
         "leader_failover_runs_s": failover,
+        "serve_start": report["serve_start"],
         "fleet_load": [load_before, load_now()],
     }
 
