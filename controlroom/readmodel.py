@@ -17,7 +17,7 @@ from controlroom.views import BY_VIEW, Key, RowKey
 from engine.base.errors import RegulatorError
 from engine.base.text import escape
 from engine.checkout.workspace import Workspace
-from engine.commands.proposals import verify_identity
+from engine.commands.proposals import marks, pending, verify_identity
 from engine.commands.registers import lint
 from engine.commands.verification import Begun, Finding, LiveChain, findings_later
 from engine.read import freshness
@@ -96,6 +96,8 @@ class Snapshot:
     _memory_marker: tuple[int, int, date] | None = None
     _expiring: int = 0
     overdue: OverdueCount = field(default_factory=OverdueCount)  # the header's, kept by the fold's worker
+    # a pending proposal's marks (engine.commands.proposals.marks), counted by `derive`
+    marks: dict[str, int] = field(default_factory=dict)
     generation: int = 0  # bumped whenever what the rows read changes (a fold, checks applied)
     # (what, args) -> ((generation, now), value); each `what` keeps one type of value
     _cache: dict[tuple[str, tuple[object, ...]], tuple[tuple[int, datetime], object]] = field(
@@ -168,7 +170,21 @@ class Snapshot:
             self.routing = self.ws.routing() if self.known else None
         except RegulatorError:
             self.routing = None
+        self.marks = proposal_marks(self.ws, self.state)
         self.generation += 1  # last: a count made meanwhile is kept under the old generation
+
+
+def proposal_marks(ws: Workspace, state: State) -> dict[str, int]:
+    """Each pending proposal's marks: what accepting it would grant, run or move (the rows show
+    `pending, N !`, as `identity show` does); -1 where the decided files cannot be read."""
+    found: dict[str, int] = {}
+    for ident, proposal in state.proposals.items():
+        if decision_of(state, ident) is None:
+            try:
+                found[ident] = marks(ws, proposal)
+            except RegulatorError:
+                found[ident] = -1
+    return found
 
 
 def evidence(snap: Snapshot, entry_id: str) -> freshness.Freshness:
@@ -551,7 +567,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         if kind == "proposal":
             p = state.proposals[ident]
             d = decision_of(state, ident)
-            verdict = f"{d['decision']} by {d['by']}" if d else "pending"
+            verdict = f"{d['decision']} by {d['by']}" if d else pending(snap.marks.get(ident, 0))
             return ["proposal", short_id(ident) + " " + p["file"], verdict, p["rationale"]]
         registers = registers_of(snap.ws, state)
         if kind == "badrecord":

@@ -254,6 +254,12 @@ def test_the_review_marks_a_proposal_that_widens_what_a_profile_grants(
     row = next(line for line in listed.splitlines() if json.loads(done.stdout)["id"] in line)
     assert "pending, 2 !" in row
     assert "! what accepting it would grant, run or move: `regulator identity show ID` lists each" in listed
+    # the room's Identity rows (and --once's, the same rows) mark it as the list does
+    once = ws.run("controlroom", "--once").stdout.splitlines()
+    (room_row,) = [
+        line for line in once if line.startswith("proposal ") and json.loads(done.stdout)["id"][-8:] in line
+    ]
+    assert "pending, 2 !" in room_row
 
 
 def lock_waiters(*paths: Path) -> int:

@@ -187,7 +187,7 @@ def identity_show(
     """The governed files with their decision state, and the proposals; with an ID, what accepting
     that proposal would change (who gains a key or a grant, and the diff)."""
     from engine.base.lookup import by_prefix
-    from engine.commands.proposals import review, verify_identity
+    from engine.commands.proposals import marks, pending, review, verify_identity
     from engine.read.load import load
     from engine.read.rules import decision_of
 
@@ -218,12 +218,10 @@ def identity_show(
     out()
 
     def status(row: dict) -> str:
-        """A pending proposal's marks counted (a key, a grant, a command, the stores moved: an
-        adversarial review's widening of profiles.yaml read as an ordinary row here)."""
+        """A pending proposal with its marks counted (a key, a grant, a command, the stores moved)."""
         if row["status"] != "pending":
             return str(row["status"])
-        marks = sum(line.startswith("! ") for line in review(ws, state.proposals[row["id"]]))
-        return f"pending, {marks} !" if marks else "pending"
+        return pending(marks(ws, state.proposals[row["id"]]))
 
     rows = [[p["id"], p["file"], p["unit"] or p["by"], status(p), p["rationale"]] for p in proposals]
     table(["proposal", "file", "from", "status", "rationale"], rows)

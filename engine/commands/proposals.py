@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import msgspec
 
@@ -319,18 +320,53 @@ def _store_history(ws: Workspace) -> str:
 
 
 def review(ws: Workspace, proposal: dict) -> list[str]:
-    """What accepting a proposal would change, for a person deciding: for interaction.yaml, who
-    gains or loses a key or a grant (a unit proposing to add a key is the attack to catch), then a
-    unified diff of the decided content against the proposed one. Plain text lines (escape them)."""
+    """What accepting a proposal would change, for a person deciding: its marked lines (`_flagged`),
+    then a unified diff of the decided content against the proposed one. Plain text lines (escape
+    them)."""
     import difflib
 
+    file, before, after, author = _sides(ws, proposal)
+    diff = difflib.unified_diff(
+        before.split("\n") if before else [], after.split("\n"), f"{file} (decided)",
+        f"{file} (proposed)", lineterm="",
+    )  # fmt: skip
+    # split on \n only: a \r, \x1c or U+2028 stays in its line, escaped
+    return _flagged(file, before, after, author) + list(diff)
+
+
+def marks(ws: Workspace, proposal: dict) -> int:
+    """How many things accepting a proposal would grant, run or move (its review's `!` lines): the
+    number `identity show`'s list, `--once` and the room show beside a pending proposal (`pending`
+    text). An adversarial review: a unit's proposal widening profiles.yaml read as an ordinary row."""
+    return _marks(*_sides(ws, proposal))
+
+
+def pending(marks: int) -> str:
+    """A pending proposal's status as every list shows it (marks < 0: not known, so marked)."""
+    if marks < 0:
+        return "pending, ? !"
+    return f"pending, {marks} !" if marks else "pending"
+
+
+def _sides(ws: Workspace, proposal: dict) -> tuple[str, str, str, str]:
+    """(file, decided content, proposed content, who proposed it)."""
+    author = f"unit {proposal['unit']}" if proposal.get("unit") else f"person {proposal.get('by')}"
+    return proposal["file"], ws.authority().content.get(proposal["file"]) or "", proposal["content"], author
+
+
+@functools.lru_cache(maxsize=1024)
+def _marks(file: str, before: str, after: str, author: str) -> int:
+    return len(_flagged(file, before, after, author))
+
+
+def _flagged(file: str, before: str, after: str, author: str) -> list[str]:
+    """The `! ` lines of a review: for interaction.yaml, who gains or loses a key or a grant (a unit
+    proposing to add a key is the attack to catch); the stores moved; a profile widened; a command
+    the host would run."""
     from engine.checkout.authority import INTERACTION, People
 
-    before = ws.authority().content.get(proposal["file"]) or ""
-    after = proposal["content"]
     lines: list[str] = []
-    author = f"unit {proposal['unit']}" if proposal.get("unit") else f"person {proposal.get('by')}"
-    if proposal["file"] == INTERACTION:
+    if file == INTERACTION:
         old, new = People.parse(before), People.parse(after)
         for person in sorted(set(old.keys) | set(new.keys) | set(old.grants) | set(new.grants)):
             gained = set(new.keys.get(person, ())) - set(old.keys.get(person, ()))
@@ -348,7 +384,7 @@ def review(ws: Workspace, proposal: dict) -> list[str]:
                 )
         if old.require_signatures != new.require_signatures:
             lines.append(f"! requireSignatures: {old.require_signatures} -> {new.require_signatures}")
-    if proposal["file"] == STORE_POLICY:  # where every host reads and writes the stores (design §18)
+    if file == STORE_POLICY:  # where every host reads and writes the stores (design §18)
         from engine.checkout.workspace import store_policy_url
 
         try:
@@ -357,15 +393,11 @@ def review(ws: Workspace, proposal: dict) -> list[str]:
             was, will = "?", "?"  # propose refuses such text; a line appended by hand may hold it
         if was != will:
             lines.append(f"! moves the stores: {was} -> {will} (proposed by {author})")
-    if proposal["file"] == f"{POLICY_DIR}/profiles.yaml":
+    if file == f"{POLICY_DIR}/profiles.yaml":
         lines += _wider_tools(before, after, author)
-    for command, where in added_commands(proposal["file"], before, after):
+    for command, where in added_commands(file, before, after):
         lines.append(f"! runs {command} on the host ({where}, proposed by {author})")
-    diff = difflib.unified_diff(
-        before.split("\n") if before else [], after.split("\n"), f"{proposal['file']} (decided)",
-        f"{proposal['file']} (proposed)", lineterm="",
-    )  # fmt: skip
-    return lines + list(diff)  # split on \n only: a \r, \x1c or U+2028 stays in its line, escaped
+    return lines
 
 
 def _wider_tools(before: str, after: str, author: str) -> list[str]:
