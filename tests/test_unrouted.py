@@ -314,3 +314,8 @@ def test_obligations_says_when_signals_wait_to_be_routed(ws: Any) -> None:
     ws.run("signals", "route", check=True)
     done = ws.run("obligations")
     assert done.returncode == 0 and done.stderr == "" and "left-pad" in done.stdout
+    # the JSON list says what each obligation is about, as the table does (kind, subject, openedAt):
+    # a script needed a join with `signals --json` to tell a question from a finding (D-250)
+    rows = ws.json("obligations")
+    assert rows and {(r["kind"], r["subject"]) for r in rows} == {("intelligence", "vendor/left-pad.js")}
+    assert all(r["openedAt"].endswith("Z") for r in rows)

@@ -95,6 +95,9 @@ def obligations(
             "evidenceExpired",
             "overdue",
             "dueAt",
+            "kind",  # what it is about, as the table says it (D-250)
+            "subject",
+            "openedAt",
         )
         emit_json([{k: r[k] for k in keys} for r in rows])
         absent_exit(ws)
