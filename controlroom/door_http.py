@@ -133,7 +133,8 @@ class _Sdk:
         self._log = log
         self._wanted = asyncio.Event()
         self._ready = asyncio.Event()
-        self._stopping = asyncio.Event()
+        self._closing = False  # serve's stop has begun: no call waits for the SDK any more
+        self._stopping = asyncio.Event()  # the door's last call is done: the manager stops
         self._task: asyncio.Task[None] | None = None
         self.manager: Any = None
         self.error: str | None = None
@@ -176,6 +177,7 @@ class _Sdk:
             if isinstance(built, BaseException):
                 self._failed(built)
                 return
+            _sdk_logs_to(self._log)
             try:
                 async with built.run():
                     self.manager = built
@@ -189,34 +191,54 @@ class _Sdk:
 
     async def get(self) -> tuple[Any, str]:
         """(the running manager, "") once it is built, building it first if no call has wanted it
-        yet; (None, why) where it cannot answer."""
-        if not self._stopping.is_set():
+        yet; (None, why) where it cannot answer. A running manager answers until the door's last
+        call is done, serve's stop begun or not."""
+        if self.manager is None and not self._closing:
             self._wanted.set()
             await self._ready.wait()
         if self.manager is not None:
             return self.manager, ""
-        if self._stopping.is_set():
+        if self._closing:
             return None, self.STOPPING
         if self.error is not None:
             self._log.say("sdk failed to load", error=self.error)
         return None, self.FAILED
 
-    def stopping(self) -> None:
-        """serve begins to stop: calls waiting for the SDK are answered now (503), not cancelled
-        when the stop's grace runs out."""
-        self._stopping.set()
+    def closing(self) -> None:
+        """serve's stop begins (before uvicorn waits for the calls in flight): calls still waiting
+        for the SDK are answered now (503), not cancelled when the stop's grace runs out; a running
+        manager goes on answering the calls in flight."""
+        self._closing = True
         self._ready.set()
 
     async def stop(self) -> None:
-        """The lifespan's shutdown: the running manager stops; a build under way is left to its
-        daemon thread."""
-        self.stopping()
+        """The lifespan's shutdown, once the calls in flight are done: the running manager stops; a
+        build under way is left to its daemon thread."""
+        self.closing()
+        self._stopping.set()
         if self._task is None:
             return
         if self.manager is None:
             self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
+
+
+def _sdk_logs_to(log: Throttled) -> None:
+    """The SDK's own log (a client that hung up mid-body, a malformed request: a traceback each, as
+    often as any lease's holder likes) as serve's other door lines: one line a minute per kind, the
+    message without its traceback."""
+    import logging
+
+    class Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            error = record.exc_info[1] if record.exc_info else None
+            said = {"error": f"{type(error).__name__}: {error}"[:300]} if error is not None else {}
+            log.say("sdk error", message=record.getMessage()[:300], **said)
+
+    logger = logging.getLogger("mcp")
+    logger.handlers[:] = [Handler(logging.WARNING)]
+    logger.propagate = False
 
 
 class Throttled:
@@ -392,7 +414,7 @@ def _server_class() -> type:
 
         async def shutdown(self, sockets: Any = None) -> None:
             if self.sdk is not None:
-                self.sdk.stopping()
+                self.sdk.closing()
             await super().shutdown(sockets)
 
         @contextlib.contextmanager

@@ -179,6 +179,13 @@ def healthz(sock: Path) -> dict:
     return anyio.run(main)
 
 
+def lock_waiters(*paths: Path) -> int:
+    """How many flock waiters /proc/locks lists on these files (by inode)."""
+    inodes = {str(path.stat().st_ino) for path in paths}
+    lines = Path("/proc/locks").read_text().splitlines()
+    return sum(1 for line in lines if "->" in line and line.split()[-3].rsplit(":", 1)[-1] in inodes)
+
+
 def token_of(worktree: Path) -> str:
     return json.loads((worktree / ".regulator-lease.json").read_text())["lease"]
 

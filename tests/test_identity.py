@@ -262,13 +262,6 @@ def test_the_review_marks_a_proposal_that_widens_what_a_profile_grants(
     assert "pending, 2 !" in room_row
 
 
-def lock_waiters(*paths: Path) -> int:
-    """How many flock waiters /proc/locks lists on these files (by inode)."""
-    inodes = {str(path.stat().st_ino) for path in paths}
-    lines = Path("/proc/locks").read_text().splitlines()
-    return sum(1 for line in lines if "->" in line and line.split()[-3].rsplit(":", 1)[-1] in inodes)
-
-
 def test_units_proposing_at_once_from_processes_of_their_own_pass_no_cap(
     ws: helpers.Workspace, tmp_path: Path
 ) -> None:
@@ -280,7 +273,7 @@ def test_units_proposing_at_once_from_processes_of_their_own_pass_no_cap(
     import subprocess
 
     from engine.commands.proposals import MAX_PENDING_PER_UNIT
-    from tests.serving import wait_for
+    from tests.serving import lock_waiters, wait_for
 
     lease = ws.lease("u1") / ".regulator-lease.json"
     identity, decide = ws.store("identity"), ws.root / ".regulator" / "decide.lock"

@@ -14,7 +14,18 @@ from typing import Any
 import pytest
 
 from tests.helpers import make_workspace, prepared
-from tests.serving import DEADLINE_S, Serving, healthz, raw_post, sdk_call, short_folder, token_of, wait_for
+from tests.serving import (
+    DEADLINE_S,
+    REPORT,
+    Serving,
+    healthz,
+    lock_waiters,
+    raw_post,
+    sdk_call,
+    short_folder,
+    token_of,
+    wait_for,
+)
 
 CALL_STATUS = {
     "jsonrpc": "2.0",
@@ -25,13 +36,14 @@ CALL_STATUS = {
 FAILED = {"error": "the door cannot answer: its mcp SDK failed to load (see serve's log)"}
 
 
-def one_lease(ws: Any) -> None:
+def two_leases(ws: Any) -> None:
     ws.lease("u1")
+    ws.lease("r1")  # a research unit: its profile grants report_intelligence
 
 
 @pytest.fixture
 def leased(tmp_path: Path) -> Any:
-    ws, _ = prepared(tmp_path, one_lease)  # u1 dispatched, once per test process
+    ws, _ = prepared(tmp_path, two_leases)  # u1 and r1 dispatched, once per test process
     return ws, token_of(ws.root / "wt" / "u1")
 
 
@@ -148,5 +160,86 @@ def test_a_hanging_sdk_import_never_holds_serves_stop(tmp_path: Path, leased: An
         text = serving.log.read_text()
         assert "Traceback" not in text and json.loads(text.splitlines()[-1])["serve"] == "stopped"
         assert not serving.sock.exists()
+    finally:
+        serving.close()
+
+
+def refuses(sock: Path) -> bool:
+    """Whether serve's socket refuses a connection (uvicorn stops listening as its stop begins)."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX) as probe:
+        try:
+            probe.connect(str(sock))
+        except (ConnectionRefusedError, FileNotFoundError):
+            return True
+    return False
+
+
+def test_a_report_in_flight_when_serve_stops_is_answered_and_written_once(leased: Any) -> None:
+    """A second adversarial review: once the SDK had loaded, serve's stop ended its session manager at
+    once, so a unit's report in flight got an error after its write was made, and a unit that tried
+    again wrote it twice. Held at the signals store's lock while serve's stop begins (SIGTERM, its
+    socket refusing), the report is answered with its id once the lock is let go, and written once."""
+    import fcntl
+
+    ws, _ = leased
+    token = token_of(ws.root / "wt" / "r1")
+    serving = Serving(ws)
+    try:
+        assert raw_post(serving.sock, token, CALL_STATUS)[0] == 200  # the SDK loaded
+        store = ws.store("signals")
+        report = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+        report["params"] = {"name": "report_intelligence", "arguments": REPORT | {"subject": "held at stop"}}
+        answered: list[tuple[int, dict | None]] = []
+        with open(store, "a") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            call = threading.Thread(target=lambda: answered.append(raw_post(serving.sock, token, report)))
+            call.start()
+            wait_for(lambda: lock_waiters(store) >= 1, "the report waiting at the signals store's lock")
+            serving.proc.send_signal(signal.SIGTERM)
+            wait_for(lambda: refuses(serving.sock), "serve's stop begun")
+        call.join(timeout=DEADLINE_S)
+        serving.proc.wait(timeout=DEADLINE_S)
+        ((status, body),) = answered
+        assert status == 200 and body is not None and "error" not in body, body
+        written = [e for e in ws.events("signals") if e.get("subject") == "held at stop"]
+        assert [e["id"] for e in written] == [body["result"]["structuredContent"]["id"]]
+        assert "Traceback" not in serving.log.read_text()
+    finally:
+        serving.close()
+
+
+def half_sent(sock: Path, token: str) -> None:
+    """A POST to the door with a lease's token whose body stops halfway, then the connection closed."""
+    import socket
+
+    body = json.dumps(CALL_STATUS).encode()
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: door\r\nAuthorization: Bearer {token}\r\n"
+        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with socket.socket(socket.AF_UNIX) as client:
+        client.connect(str(sock))
+        client.sendall(head + body[: len(body) // 2])
+
+
+def test_requests_a_lease_breaks_off_are_one_log_line_a_minute_not_a_traceback_each(leased: Any) -> None:
+    """A second adversarial review: each request a lease's holder broke off mid-body made the SDK log
+    a traceback, as often as it liked. The SDK's own log goes to serve's door lines: one line a
+    minute per kind, its message without the traceback; the door answers on."""
+    ws, token = leased
+    serving = Serving(ws)
+    try:
+        assert raw_post(serving.sock, token, CALL_STATUS)[0] == 200  # the SDK loaded
+        for _ in range(5):
+            half_sent(serving.sock, token)
+        said = wait_for(
+            lambda: [line for line in serving.lines() if line.get("door") == "sdk error"],
+            "the SDK's log line",
+        )
+        assert len(said) == 1 and "Traceback" not in serving.log.read_text()
+        assert raw_post(serving.sock, token, CALL_STATUS)[0] == 200
     finally:
         serving.close()
