@@ -251,6 +251,10 @@ TABLE_LEGEND: tuple[tuple[str, str], ...] = (
     ),
     ("⚑ F-x", "records: an open finding affects it (awaits ack until acknowledged)"),
     (
+        "pending, 2 !",
+        "identity: a proposal that would grant, run or move 2 things if accepted (y shows each)",
+    ),
+    (
         "ids",
         "obligations, memory, signals and proposals show their id's last 8 characters "
         "(the CLI takes any unique ending of 6 or more)",

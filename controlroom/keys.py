@@ -51,10 +51,15 @@ def help_lines(
     """`?` for a view: the workspace and how to reopen it, every view's key, this view's keys and
     sorts, each of its actions with whether it may be taken now (`available`, or why not), then
     the header's and the tables' legends (`legend`: controlroom.header.HEADER_LEGEND, TABLE_LEGEND)."""
+    from engine.trust.signing import given_key
+
     definition = BY_VIEW[view]
+    key = given_key() if person else None  # the key it was opened with: without it, --as is exit 2
     lines = [
         f"workspace: {root}",
-        f"  reopen it: regulator controlroom --root {root}" + (f" --as {person}" if person else ""),
+        f"  reopen it: regulator controlroom --root {root}"
+        + (f" --as {person}" if person else "")
+        + (f" --key {key}" if key else ""),
         "views: " + " · ".join(f"{v.key} {v.title}" for v in VIEW_DEFS),
         "",
     ]

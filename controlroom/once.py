@@ -12,6 +12,7 @@ from engine.base.text import escape
 from engine.checkout.workspace import Workspace
 from engine.commands import verification
 from engine.commands.obligations import deadlines_of, record
+from engine.commands.proposals import proposal_json
 from engine.commands.router import route_locked
 from engine.read import checkpoint
 from engine.read.deadlines import Deadlines
@@ -19,6 +20,7 @@ from engine.read.load import load
 from engine.read.model import MemoryStatus, Obligation, ObligationKind, State, UnitState, UnitStatus
 from engine.read.nextup import next_up
 from engine.read.queries import STARTED, days_left, memory_status, unit_status
+from engine.read.rules import decision_of
 from engine.read.status import status
 from engine.read.storeless import ABSENT, authentication, stores
 from engine.read.vetoes import awaiting_close
@@ -311,7 +313,19 @@ def _rows(snap: Snapshot) -> dict[str, object]:
         "nextUp": queue,
         "excluded": excluded,
         "identity": [{"file": c.file, "ok": c.ok} for c in snap.identity],
+        "proposals": _proposals_json(snap),
     }
+
+
+def _proposals_json(snap: Snapshot) -> list[dict[str, object]]:
+    """Every proposal, as `identity show --json` lists it, a pending one with its marks (D-249)."""
+    state = snap.state
+    found = []
+    for ident, proposal in state.proposals.items():
+        decision = decision_of(state, ident)
+        marks = None if decision else snap.marks.get(ident)
+        found.append(proposal_json(proposal, decision, None if marks is None or marks < 0 else marks))
+    return found
 
 
 def _document(snap: Snapshot, rows: dict[str, object], require_history: bool) -> dict[str, object]:

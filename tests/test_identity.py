@@ -260,6 +260,12 @@ def test_the_review_marks_a_proposal_that_widens_what_a_profile_grants(
         line for line in once if line.startswith("proposal ") and json.loads(done.stdout)["id"][-8:] in line
     ]
     assert "pending, 2 !" in room_row
+    # and the JSON of both, for a script (an operator's review: --once --json had no proposals)
+    ident = json.loads(done.stdout)["id"]
+    once_json = json.loads(ws.run("controlroom", "--once", "--json").stdout)  # its exit code is the fleet's
+    for document in (ws.json("identity", "show"), once_json):
+        (listed_row,) = [p for p in document["proposals"] if p["id"] == ident]
+        assert (listed_row["status"], listed_row["marks"], listed_row["unit"]) == ("pending", 2, "u1")
 
 
 def test_units_proposing_at_once_from_processes_of_their_own_pass_no_cap(

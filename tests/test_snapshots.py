@@ -113,8 +113,14 @@ def damaged_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
 
 
 def room(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> ControlRoom:
+    from controlroom.demo import KEY_DIR, OWNER
+    from engine.trust import signing
+
     monkeypatch.setenv("REGULATOR_NOW", NOW)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    # opened with the demo's key, as `regulator demo` opens it (`?` names it), whichever test built
+    # the module's workspace first
+    monkeypatch.setattr(signing, "_explicit", ws.root / KEY_DIR / OWNER)
     app = ControlRoom(ws, "alice", watch=False, background_checks=False, now=lambda: FIXED)
     app.live = "● live"
     return app

@@ -163,19 +163,6 @@ def _identity_from_history(ws: Workspace, require_history: bool, as_json: bool) 
         raise typer.Exit(1)
 
 
-def proposal_row(p: dict, d: dict | None) -> dict:
-    """A proposal as `identity show --json` lists it."""
-    return {
-        "id": p["id"],
-        "file": p["file"],
-        "by": p.get("by"),
-        "unit": p.get("unit"),
-        "rationale": p["rationale"],
-        "status": d["decision"] if d else "pending",
-        "decidedBy": d["by"] if d else None,
-    }
-
-
 @identity_app.command("show")
 @global_options
 def identity_show(
@@ -187,7 +174,7 @@ def identity_show(
     """The governed files with their decision state, and the proposals; with an ID, what accepting
     that proposal would change (who gains a key or a grant, and the diff)."""
     from engine.base.lookup import by_prefix
-    from engine.commands.proposals import marks, pending, review, verify_identity
+    from engine.commands.proposals import marks, pending, proposal_json, review, verify_identity
     from engine.read.load import load
     from engine.read.rules import decision_of
 
@@ -198,7 +185,9 @@ def identity_show(
         d = decision_of(state, p["id"])
         lines = review(ws, p)
         if as_json:
-            emit_json(proposal_row(p, d) | {"content": p["content"], "review": lines})
+            emit_json(
+                proposal_json(p, d, None if d else marks(ws, p)) | {"content": p["content"], "review": lines}
+            )
             return
         out(
             f"proposal {p['id']} for {p['file']} by {escape(p.get('unit') or p.get('by'))}: {escape(p['rationale'])}"
@@ -210,7 +199,8 @@ def identity_show(
     checks = verify_identity(ws, state)
     proposals = []
     for p in state.proposals.values():
-        proposals.append(proposal_row(p, decision_of(state, p["id"])))
+        d = decision_of(state, p["id"])
+        proposals.append(proposal_json(p, d, None if d else marks(ws, p)))
     if as_json:
         emit_json({"files": [{"file": c.file, "ok": c.ok} for c in checks], "proposals": proposals})
         return
@@ -221,7 +211,7 @@ def identity_show(
         """A pending proposal with its marks counted (a key, a grant, a command, the stores moved)."""
         if row["status"] != "pending":
             return str(row["status"])
-        return pending(marks(ws, state.proposals[row["id"]]))
+        return pending(row["marks"])
 
     rows = [[p["id"], p["file"], p["unit"] or p["by"], status(p), p["rationale"]] for p in proposals]
     table(["proposal", "file", "from", "status", "rationale"], rows)

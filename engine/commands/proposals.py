@@ -341,6 +341,21 @@ def marks(ws: Workspace, proposal: dict) -> int:
     return _marks(*_sides(ws, proposal))
 
 
+def proposal_json(p: dict, decision: dict | None, marks: int | None) -> dict:
+    """A proposal as `identity show --json` and `controlroom --once --json` list it; `marks` (what
+    accepting it would grant, run or move: `marks`) of a pending one, null once decided."""
+    return {
+        "id": p["id"],
+        "file": p["file"],
+        "by": p.get("by"),
+        "unit": p.get("unit"),
+        "rationale": p["rationale"],
+        "status": decision["decision"] if decision else "pending",
+        "decidedBy": decision["by"] if decision else None,
+        "marks": marks,
+    }
+
+
 def pending(marks: int) -> str:
     """A pending proposal's status as every list shows it (marks < 0: not known, so marked)."""
     if marks < 0:

@@ -41,6 +41,11 @@ def use_key(path: str | Path | None, *, prompt: bool = True) -> None:
     _prompt = prompt
 
 
+def given_key() -> Path | None:
+    """The key given on the command line (`--key`) or to the control room, if one was."""
+    return _explicit
+
+
 def key_path(ws: Workspace) -> Path | None:
     if _explicit is not None:
         return _explicit
