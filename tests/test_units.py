@@ -68,6 +68,11 @@ def test_waiting_actions_escalate_into_one_recovery_obligation(ws: helpers.Works
         (recovery, "u1", "blocking", True)
     ]
     assert unit_status(ws, "u1")["status"] == "waiting"
+    # `obligation show` says what it is about, as the lists do (an operator's review: it showed a
+    # recovery obligation's unit and history only)
+    (listed,) = [o for o in ws.json("obligations") if o["id"] == recovery]
+    shown = ws.run("obligation", "show", recovery, check=True).stdout.splitlines()
+    assert listed["kind"] == "recovery-decision" and shown[1] == f"recovery-decision: {listed['subject']}"
     before = ws.digest()
     done = ws.run("unit", "dispatch", "u1")
     assert done.returncode == 3 and recovery in done.stderr

@@ -151,6 +151,8 @@ def obligation_show(
         f"obligation {ob.id}  unit {escape(ob.unit or '(none)')}  severity {escape(ob.severity)}"
         f"{', blocks' if ob.blocks else ''}  owed to {ob.owed_to}  {ob.status}{marks(row)}"
     )
+    if not about:  # a recovery obligation (or another the host opens): no signal says what it is about
+        out(f"{ob.kind}: {escape(ob.subject)}")
     fields: dict[str, Any] = signal or {}
     get = fields.get
     if ob.kind == ObligationKind.RECHECK and signal:
