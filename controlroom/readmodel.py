@@ -568,7 +568,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             p = state.proposals[ident]
             d = decision_of(state, ident)
             verdict = f"{d['decision']} by {d['by']}" if d else pending(snap.marks.get(ident, 0))
-            return ["proposal", short_id(ident) + " " + p["file"], verdict, p["rationale"]]
+            return ["proposal", short_id(ident) + " " + p["file"], verdict, _cell(p.get("rationale"))]
         registers = registers_of(snap.ws, state)
         if kind == "badrecord":
             invalid = registers.invalid[ident]

@@ -190,7 +190,7 @@ def identity_show(
             )
             return
         out(
-            f"proposal {p['id']} for {p['file']} by {escape(p.get('unit') or p.get('by'))}: {escape(p['rationale'])}"
+            f"proposal {p['id']} for {p['file']} by {escape(p.get('unit') or p.get('by'))}: {escape(p.get('rationale'))}"
         )
         out(f"status: {d['decision'] + ' by ' + escape(d['by']) if d else 'pending'}")
         for line in lines:
@@ -213,7 +213,7 @@ def identity_show(
             return str(row["status"])
         return pending(row["marks"])
 
-    rows = [[p["id"], p["file"], p["unit"] or p["by"], status(p), p["rationale"]] for p in proposals]
+    rows = [[p["id"], p["file"], p["unit"] or p["by"], status(p), p["rationale"] or ""] for p in proposals]
     table(["proposal", "file", "from", "status", "rationale"], rows)
     if any(row[3].startswith("pending, ") for row in rows):
         out("! what accepting it would grant, run or move: `regulator identity show ID` lists each")

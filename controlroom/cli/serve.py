@@ -23,7 +23,7 @@ app.add_typer(door_app, name="door")
 
 MISSING_EXTRA = "{command} needs the optional extra mcp (the mcp SDK and uvicorn): pip install -e '.[mcp]' from a checkout"
 # the top-level modules of the extra: the mcp SDK and what its distribution requires (a module of
-# each; tests/test_serve.py checks the list against the installed SDK's requirements), all present
+# each; tests/test_packaging.py checks the list against the installed SDK's requirements), all present
 # before serve starts, since serve imports the SDK itself only on its door's first call (D-248)
 EXTRA_MODULES = (
     "mcp",

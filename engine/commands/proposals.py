@@ -349,7 +349,7 @@ def proposal_json(p: dict, decision: dict | None, marks: int | None) -> dict:
         "file": p["file"],
         "by": p.get("by"),
         "unit": p.get("unit"),
-        "rationale": p["rationale"],
+        "rationale": p.get("rationale"),  # a line written by hand may lack it: null, never a KeyError
         "status": decision["decision"] if decision else "pending",
         "decidedBy": decision["by"] if decision else None,
         "marks": marks,
