@@ -35,7 +35,7 @@ from engine.read.queries import (
     memory_status,
     unit_status,
 )
-from engine.read.rules import decision_of
+from engine.read.rules import decision_of, undecided
 from engine.read.vetoes import awaiting_close, holds
 from registry.lint import LintResult, record_findings
 
@@ -178,12 +178,11 @@ def proposal_marks(ws: Workspace, state: State) -> dict[str, int]:
     """Each pending proposal's marks: what accepting it would grant, run or move (the rows show
     `pending, N !`, as `identity show` does); -1 where the decided files cannot be read."""
     found: dict[str, int] = {}
-    for ident, proposal in state.proposals.items():
-        if decision_of(state, ident) is None:
-            try:
-                found[ident] = marks(ws, proposal)
-            except RegulatorError:
-                found[ident] = -1
+    for ident in undecided(state.proposals, state.decisions):
+        try:
+            found[ident] = marks(ws, state.proposals[ident])
+        except RegulatorError:
+            found[ident] = -1
     return found
 
 

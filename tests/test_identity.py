@@ -249,6 +249,7 @@ def test_the_review_marks_a_proposal_that_widens_what_a_profile_grants(
     assert done.returncode == 0, done.stderr
     shown = ws.run("identity", "show", json.loads(done.stdout)["id"], check=True).stdout
     assert "! grants profile bookkeeper: shell (proposed by unit u1)" in shown
+    assert "\nstatus: pending, 2 !\n" in shown  # as the lists say it
     assert "! maps claude-code's Bash, Write under read: every profile granting read gets them" in shown
     listed = ws.run("identity", "show", check=True).stdout  # the list says it too (an operator's review)
     row = next(line for line in listed.splitlines() if json.loads(done.stdout)["id"] in line)

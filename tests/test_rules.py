@@ -258,3 +258,18 @@ def test_what_a_dismissal_leaves_is_each_findings_reading_never_its_words() -> N
     assert leaves("memory", ("stamped in the future", AS_IT_STANDS), ("x", SKIPPED)) == nothing
     assert leaves("memory", ("edited", BROKEN)).startswith(kept)
     assert leaves("identity", ("edited", BROKEN)) == f"{nothing} (the policy's fold leaves it out)"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from("abcdef"), unique=True),
+    st.lists(st.fixed_dictionaries({"proposal": st.sampled_from("abcdefgh")}), max_size=12),
+)
+def test_undecided_is_every_proposal_decision_in_finds_nothing_for(
+    ids: list[str], decisions: list[dict]
+) -> None:
+    """The room's one pass (rules.undecided) answers what the rule asks of each proposal alone."""
+    proposals = {ident: {"id": ident} for ident in ids}
+    assert rules.undecided(proposals, decisions) == [
+        i for i in ids if rules.decision_in(decisions, i) is None
+    ]

@@ -192,7 +192,7 @@ def identity_show(
         out(
             f"proposal {p['id']} for {p['file']} by {escape(p.get('unit') or p.get('by'))}: {escape(p.get('rationale'))}"
         )
-        out(f"status: {d['decision'] + ' by ' + escape(d['by']) if d else 'pending'}")
+        out(f"status: {d['decision'] + ' by ' + escape(d['by']) if d else pending(marks(ws, p))}")
         for line in lines:
             out(escape(line))
         return

@@ -307,6 +307,14 @@ def decision_in(decisions: list[dict[str, Any]], proposal_id: str) -> dict[str, 
     return None
 
 
+def undecided(proposals: dict[str, Any], decisions: list[dict[str, Any]]) -> list[str]:
+    """The proposals no counted decision names yet (decision_in is None for each), in one pass over
+    the decisions: the room counts their marks on every fold, where a scan per proposal grew as
+    proposals times decisions."""
+    decided = {event.get("proposal") for event in decisions}
+    return [ident for ident in proposals if ident not in decided]
+
+
 def deciding_proposal(
     people: People, person: str, state: State, proposal_id: str, verdict: str
 ) -> Denied | None:
