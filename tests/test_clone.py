@@ -294,6 +294,25 @@ def test_memory_and_context_in_a_clone_are_unknown_not_empty(fleet: Any, tmp_pat
         assert done.returncode == 1 and done.stderr.endswith(f"regulator: {ABSENT}\n"), args
 
 
+def test_identity_show_in_a_clone_is_unknown_not_every_file_differing(fleet: Any, tmp_path: Path) -> None:
+    """A reread's try: `identity show` in a clone listed every governed file DIFFERS (no decisions
+    to judge them by), exit 0, where `identity verify` found them as decided by git history. It says
+    the stores are absent and where the files are judged, exit 1, as the other listings do."""
+    ws, _ = fleet
+    here = clone(ws, tmp_path)
+    done = ws.run("identity", "show", cwd=here)
+    assert done.returncode == 1 and "DIFFERS" not in done.stdout
+    assert done.stdout.splitlines() == [
+        ABSENT,
+        "decisions and proposals (`regulator identity verify` judges the files by git history): unknown "
+        "(the stores hold them, and a clone does not have the stores)",
+    ]
+    listed = ws.run("identity", "show", "--json", cwd=here)
+    assert listed.returncode == 1 and json.loads(listed.stdout) == {"files": [], "proposals": []}
+    assert listed.stderr.endswith(f"regulator: {ABSENT}\n")
+    assert ws.run("identity", "verify", cwd=here).returncode == 0  # the files, by git history
+
+
 def test_verify_in_a_clone_is_not_ok(fleet: Any, tmp_path: Path) -> None:
     ws, _ = fleet
     here = clone(ws, tmp_path)

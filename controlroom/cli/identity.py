@@ -9,6 +9,8 @@ import typer
 
 from controlroom.cli.common import (
     JsonFlag,
+    absent_exit,
+    absent_listing,
     emit_json,
     escape,
     global_options,
@@ -196,6 +198,13 @@ def identity_show(
         for line in lines:
             out(escape(line))
         return
+    if not ws.has_stores:  # a clone: no decisions here to judge the files by, and no proposals
+        if as_json:
+            emit_json({"files": [], "proposals": []})
+            absent_exit(ws)
+        absent_listing(
+            ws, "decisions and proposals (`regulator identity verify` judges the files by git history)"
+        )
     checks = verify_identity(ws, state)
     proposals = []
     for p in state.proposals.values():
