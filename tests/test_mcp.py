@@ -371,6 +371,38 @@ def test_without_the_extra_it_says_so_in_one_line(tmp_path: Path, fleet: Any) ->
     )
 
 
+@pytest.mark.parametrize(
+    ("raising", "failure"),
+    [
+        ('raise ImportError("a broken install")', "ImportError: a broken install"),
+        ("raise SystemExit(3)", "SystemExit: 3"),
+        ('raise RuntimeError("line one\\nline two")', "RuntimeError: line one\\\\nline two"),
+    ],
+    ids=["ImportError", "SystemExit", "two-lines"],
+)
+def test_a_broken_sdk_is_said_in_one_line(tmp_path: Path, fleet: Any, raising: str, failure: str) -> None:
+    """An installed SDK whose import fails (a stand-in `mcp` that raises, exits or says two lines):
+    `regulator mcp` and `regulator door stdio` say so in one line naming the failure and the
+    reinstall, exit 2, no traceback, nothing written (serve's door says it per call: D-248)."""
+    fake = tmp_path / "site" / "mcp"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(raising + "\n")
+    env = {"PYTHONPATH": str(tmp_path / "site")}
+    before = fleet.ws.digest()
+    door_env = {**env, "REGULATOR_DOOR": "unix:/nonexistent/door.sock", "REGULATOR_DOOR_TOKEN": "rgl_" + "0" * 43}
+    for command, args, given in (
+        ("regulator mcp", ("mcp", "--lease", str(fleet.lease("u1"))), env),
+        ("regulator door stdio", ("door", "stdio"), door_env),
+    ):
+        done = fleet.ws.run(*args, env=given)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr == (
+            f"regulator: {command} could not load the mcp SDK ({failure}); reinstall the optional extra "
+            "mcp: pip install -e '.[mcp]' from a checkout\n"
+        )
+    assert fleet.ws.digest() == before
+
+
 def test_the_python_api_is_the_same_door(fleet: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """engine.doors.api's typed results are what the tools return; its errors carry the exit code."""
     from engine.doors.api import ObligationInfo, Refused, UnitDoor, UnitStatus

@@ -38,6 +38,8 @@ __all__ = [
     "report_flags",
     "report_contracts",
     "report_problems",
+    "our_import",
+    "sdk_failed",
     "table",
     "workspace",
 ]
@@ -245,6 +247,22 @@ def report_contracts(state: Any) -> None:
     """Each invalid contract, named in one line on stderr (it is left out of what is read)."""
     for problem in state.contract_problems:
         sys.stderr.write(f"regulator: warning: contract skipped: {escape(problem)}\n")
+
+
+def sdk_failed(command: str, exc: BaseException) -> BadInput:
+    """An installed mcp extra whose import fails (a broken install, an SDK that exits as it loads):
+    one line naming the failure and the reinstall, exit 2, never a traceback. serve's door says the
+    same failure per call and in its log (controlroom.door_http._Sdk, D-248)."""
+    failure = escape(f"{type(exc).__name__}: {exc}")
+    return BadInput(
+        f"{command} could not load the mcp SDK ({failure}); reinstall the optional extra mcp: "
+        "pip install -e '.[mcp]' from a checkout"
+    )
+
+
+def our_import(exc: ImportError) -> bool:
+    """An import of regulator's own packages that failed: a defect of this checkout, shown whole."""
+    return (exc.name or "").split(".")[0] in ("controlroom", "engine", "identity", "registry", "widgets")
 
 
 def read_json_input(source: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from controlroom.cli.common import OPTIONS
+from controlroom.cli.common import OPTIONS, our_import, sdk_failed
 from engine.base.errors import BadInput
 
 app = typer.Typer()
@@ -88,7 +88,11 @@ def mcp_command(
         if (exc.name or "").split(".")[0] in ("mcp", "mcp_types", "anyio"):
             sys.stderr.write(f"regulator: {MISSING_EXTRA}\n")
             raise typer.Exit(2) from None
-        raise
+        if our_import(exc):
+            raise
+        raise sdk_failed("regulator mcp", exc) from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken install's import, said in one line
+        raise sdk_failed("regulator mcp", exc) from None
     finally:
         gc.enable()
     gc.freeze()  # and none rescans them for as long as the server runs

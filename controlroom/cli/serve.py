@@ -14,7 +14,14 @@ from typing import Annotated, Any
 
 import typer
 
-from controlroom.cli.common import emit_json, global_options, host_workspace, read_json_input
+from controlroom.cli.common import (
+    emit_json,
+    global_options,
+    host_workspace,
+    our_import,
+    read_json_input,
+    sdk_failed,
+)
 from engine.base.errors import BadInput
 
 app = typer.Typer()
@@ -215,8 +222,8 @@ def instance_time() -> str:
 
 def _check_extra(command: str = "regulator serve", sdk: bool = False) -> None:
     """Every module of the extra found, the door's module and uvicorn imported, and with `sdk` the
-    mcp SDK too, or one line naming the extra to install (exit 2, as `regulator mcp` without it):
-    never a traceback. `serve` imports the SDK on its door's first call instead
+    mcp SDK too, or one line naming the extra to install or the import's failure (exit 2, as
+    `regulator mcp`): never a traceback. `serve` imports the SDK on its door's first call instead
     (controlroom.door_http._Sdk, D-248)."""
     import importlib.util
 
@@ -235,7 +242,11 @@ def _check_extra(command: str = "regulator serve", sdk: bool = False) -> None:
     except ImportError as exc:
         if (exc.name or "").split(".")[0] in EXTRA_MODULES:
             raise missing from None
-        raise
+        if our_import(exc):
+            raise
+        raise sdk_failed(command, exc) from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken install's import, said in one line
+        raise sdk_failed(command, exc) from None
     finally:
         gc.enable()
 
