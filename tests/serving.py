@@ -53,11 +53,12 @@ class Serving:
         env: dict | None = None,
         args: tuple[str, ...] = (),
         open_files: int | None = None,
+        sock: Path | None = None,
     ) -> None:
         self.ws = ws
         self.cwd = cwd or ws.root
         self.folder = short_folder()
-        self.sock = self.folder / "d.sock"
+        self.sock = sock or self.folder / "d.sock"  # a serve started again listens where it did
         self.log = self.folder / "serve.err"
         merged = dict(ws.env)
         merged.update(env or {})

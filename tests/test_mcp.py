@@ -389,7 +389,11 @@ def test_a_broken_sdk_is_said_in_one_line(tmp_path: Path, fleet: Any, raising: s
     (fake / "__init__.py").write_text(raising + "\n")
     env = {"PYTHONPATH": str(tmp_path / "site")}
     before = fleet.ws.digest()
-    door_env = {**env, "REGULATOR_DOOR": "unix:/nonexistent/door.sock", "REGULATOR_DOOR_TOKEN": "rgl_" + "0" * 43}
+    door_env = {
+        **env,
+        "REGULATOR_DOOR": "unix:/nonexistent/door.sock",
+        "REGULATOR_DOOR_TOKEN": "rgl_" + "0" * 43,
+    }
     for command, args, given in (
         ("regulator mcp", ("mcp", "--lease", str(fleet.lease("u1"))), env),
         ("regulator door stdio", ("door", "stdio"), door_env),

@@ -429,20 +429,43 @@ class Supervisor:
         return 30.0 if ttl is None else max(0.5, min(ttl / 3, 30.0))
 
     def _beats(self) -> None:
-        """A door call is a heartbeat; a 401 means the lease is gone (expired, released)."""
+        """A door call is a heartbeat; a 401 means the lease is gone (expired, released). A door that
+        stops answering (serve stopped, restarting, or unable to read its stores) is said once, and
+        its return once: the unit's own door calls fail meanwhile, and the lease runs out."""
         from engine.doors.client import UNAUTHORIZED, DoorClient
 
         client = DoorClient(self.p.door, self.token, timeout=_BEAT_TIMEOUT_S)
+        unanswered = False
         while not self.done.is_set():
+            silence: str | None = None
             try:
                 client.status()
-            except Refused as exc:
+            except Refused as exc:  # the door's own refusals and a door that cannot be reached
                 if str(exc) == UNAUTHORIZED:
                     self.refused.set()
                     return
+                silence = str(exc)
             except RegulatorError:
-                pass  # a tool error or a door restarting: the grace covers it
+                pass  # a tool's error or bad input: the door answered
+            if silence is not None and not unanswered and not self.done.is_set():
+                self.say(self._unanswered(silence))
+            elif silence is None and unanswered:
+                self.say(f"{self.p.unit}: serve's door answers its heartbeat again")
+            unanswered = silence is not None
             self.done.wait(self.beat_every())
+
+    def _unanswered(self, why: str) -> str:
+        ttl = self.p.ttl
+        lapse = (
+            "its lease does not lapse (--ttl none)"
+            if ttl is None
+            else f"its lease lapses {clock.format_duration(ttl)} after the last heartbeat the door took, "
+            "and a door back after that stops the run"
+        )
+        return (
+            f"warning: {self.p.unit}: serve's door did not answer its heartbeat ({why}): the unit's own door "
+            f"calls fail until it does; {lapse}"
+        )
 
     def run(self) -> Outcome:
         p = self.p

@@ -16,6 +16,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import pytest
 from engine.base.errors import Refused
 from engine.doors.client import UNAUTHORIZED, DoorClient
 from tests.helpers import REGULATOR, one_line, remember_args, report_args
-from tests.serving import wait_for
+from tests.serving import Serving, wait_for
 from tests.unit_run.common import (
     ALLOWED,
     LEFTOVER,
@@ -358,6 +359,49 @@ def test_a_sigkilled_child_with_its_host_gone_is_lost_after_its_ttl(served: Any,
     again = run_unit(ws, "r1", "--ttl", "1m", "--", "true")
     assert again.returncode == 0, again.stderr
     assert row(ws, "r1")["status"] == "closed"
+
+
+def test_a_door_that_stops_answering_is_said_once_and_its_return_once(served: Any, tmp_path: Any) -> None:
+    """serve stops while a unit runs: `unit run` says once that the door does not answer the
+    heartbeat (the unit's own calls fail, the lease runs out), and once that it answers again when
+    serve is back within the lease; the run goes on and closes as before."""
+    ws, serving = served
+    ready, finish = tmp_path / "ready", tmp_path / "finish"
+    agent = script(tmp_path, "waits.sh", f"touch {ready}\nwhile [ ! -e {finish} ]; do sleep 0.1; done\n")
+    host = start_unit(ws, "b1", "--ttl", "30s", "--", str(agent))  # a heartbeat every 10 s
+    said: list[str] = []
+
+    def read() -> None:
+        for line in host.stderr:
+            said.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    wait_for(ready.exists, "the child started")
+    serving.close()
+    opening = "regulator: warning: b1: serve's door did not answer its heartbeat ("
+    closing = (
+        "): the unit's own door calls fail until it does; its lease lapses 30s after the last heartbeat "
+        "the door took, and a door back after that stops the run\n"
+    )
+
+    def warnings() -> list[str]:  # why: serve stopping (503) or gone (no door at …), as the beat found it
+        return [line for line in said if line.startswith(opening)]
+
+    wait_for(warnings, f"the warning (said: {said})", deadline=30, every=0.2)
+    assert warnings()[0].endswith(closing) and str(serving.sock) in warnings()[0], said
+    back = Serving(ws, sock=serving.sock)
+    try:
+        again = "regulator: b1: serve's door answers its heartbeat again\n"
+        wait_for(lambda: again in said, "the door's return", deadline=30, every=0.2)
+        finish.touch()
+        host.wait(timeout=60)
+        reader.join(timeout=10)
+    finally:
+        back.close()
+    assert host.returncode == 0, said
+    assert len(warnings()) == 1 and said.count(again) == 1, said
+    assert row(ws, "b1")["status"] == "closed"
 
 
 def test_the_wall_budget_kills_the_childs_process_group(served: Any, tmp_path: Any) -> None:
