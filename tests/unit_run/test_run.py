@@ -372,6 +372,7 @@ def test_a_door_that_stops_answering_is_said_once_and_its_return_once(served: An
     said: list[str] = []
 
     def read() -> None:
+        assert host.stderr is not None
         for line in host.stderr:
             said.append(line)
 
