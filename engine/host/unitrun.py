@@ -459,7 +459,7 @@ class Supervisor:
         lapse = (
             "its lease does not lapse (--ttl none)"
             if ttl is None
-            else f"its lease lapses {clock.format_duration(ttl)} after the last heartbeat the door took, "
+            else f"its lease lapses {clock.format_duration(ttl)} after the door last answered a call on it, "
             "and a door back after that stops the run"
         )
         return (

@@ -382,8 +382,8 @@ def test_a_door_that_stops_answering_is_said_once_and_its_return_once(served: An
     serving.close()
     opening = "regulator: warning: b1: serve's door did not answer its heartbeat ("
     closing = (
-        "): the unit's own door calls fail until it does; its lease lapses 30s after the last heartbeat "
-        "the door took, and a door back after that stops the run\n"
+        "): the unit's own door calls fail until it does; its lease lapses 30s after the door last "
+        "answered a call on it, and a door back after that stops the run\n"
     )
 
     def warnings() -> list[str]:  # why: serve stopping (503) or gone (no door at …), as the beat found it
