@@ -103,6 +103,29 @@ def test_resolving_twice_is_refused_naming_who(ws: helpers.Workspace) -> None:
     assert ws.digest() == before
 
 
+def test_a_short_ending_is_said_to_need_six_characters_and_where_the_ids_are(ws: helpers.Workspace) -> None:
+    """The room shows ids by their last characters; an ending names an id from six characters on.
+    A shorter one is refused as before (exit 2, nothing written), saying why and where the ids are,
+    not "no obligation" for an id that does end with it."""
+    ob = open_obligation(ws)
+    before = ws.digest()
+    resolve = ("--by", "alice", "--disposition", "no-action", "--rationale", "x")
+    done = ws.run("obligation", "resolve", ob[-4:], *resolve)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        f"regulator: no obligation id starts with {ob[-4:]!r}, and an id's ending names it only from 6 "
+        "characters on (1 end with it): give more of the ending, or see `regulator obligations --all`\n"
+    )
+    done = ws.run("obligation", "resolve", "zzzz", *resolve)
+    assert done.stderr == (
+        "regulator: no obligation with an id starting (or ending) 'zzzz'; see the ids: "
+        "`regulator obligations --all`\n"
+    )
+    assert ws.digest() == before
+    ws.run("obligation", "resolve", ob[-6:], *resolve, check=True)  # six characters name it
+    assert ws.json("obligations", "--all")[0]["status"] == "resolved"
+
+
 def test_unknown_disposition_and_unknown_id_are_bad_input(ws: helpers.Workspace) -> None:
     ob = open_obligation(ws)
     before = ws.digest()
