@@ -57,6 +57,28 @@ def test_an_unknown_option_is_one_line_and_exit_2() -> None:
     assert done.stderr.count("\n") == 1 and "--nope" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["door", "call", "status", "--json", "{}"],
+            "No such option: --json (Possible options: --json-input) (see `regulator door call --help`)",
+        ),
+        (["signals", "report", "--nope"], "No such option: --nope (see `regulator signals report --help`)"),
+        (["unit", "new"], "Missing argument 'ID'. (see `regulator unit new --help`)"),
+        (["nosuch"], "No such command 'nosuch'. (see `regulator --help`)"),
+        (["status", "--nope\x1b[2J"], "No such option: --nope\\x1b[2J (see `regulator status --help`)"),
+        (["status", "--nope\u202e"], "No such option: --nope\\u202e (see `regulator status --help`)"),
+    ],
+    ids=["door-call", "signals-report", "missing-argument", "command", "escaped-by-click", "escaped-here"],
+)
+def test_a_usage_error_points_at_the_help_of_its_own_command(args: list[str], said: str) -> None:
+    """A usage error names the help that lists the command's own options (the top-level help lists
+    only the groups), and what the person typed is escaped onto the one line."""
+    done = run(*args)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"regulator: {said}\n")
+
+
 def test_shell_completion_offers_groups_and_commands() -> None:
     script = run(env={"_REGULATOR_COMPLETE": "source_bash"})  # what --install-completion bash installs
     assert script.returncode == 0 and "_regulator_completion" in script.stdout

@@ -376,9 +376,14 @@ def test_without_the_extra_it_says_so_in_one_line(tmp_path: Path, fleet: Any) ->
     [
         ('raise ImportError("a broken install")', "ImportError: a broken install"),
         ("raise SystemExit(3)", "SystemExit: 3"),
-        ('raise RuntimeError("line one\\nline two")', "RuntimeError: line one\\\\nline two"),
+        ('raise RuntimeError("line one\\nline two \\x1b[2J")', "RuntimeError: line one\\nline two \\x1b[2J"),
+        ("raise GeneratorExit", "GeneratorExit"),
+        (
+            "class Mute(Exception):\n    def __str__(self):\n        raise ValueError\nraise Mute()",
+            "Mute: (its message could not be read)",
+        ),
     ],
-    ids=["ImportError", "SystemExit", "two-lines"],
+    ids=["ImportError", "SystemExit", "two-lines-and-escape", "BaseException", "unsayable"],
 )
 def test_a_broken_sdk_is_said_in_one_line(tmp_path: Path, fleet: Any, raising: str, failure: str) -> None:
     """An installed SDK whose import fails (a stand-in `mcp` that raises, exits or says two lines):

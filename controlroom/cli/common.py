@@ -253,7 +253,12 @@ def sdk_failed(command: str, exc: BaseException) -> BadInput:
     """An installed mcp extra whose import fails (a broken install, an SDK that exits as it loads):
     one line naming the failure and the reinstall, exit 2, never a traceback. serve's door says the
     same failure per call and in its log (controlroom.door_http._Sdk, D-248)."""
-    failure = escape(f"{type(exc).__name__}: {exc}")
+    try:
+        said = str(exc)
+    except Exception:  # noqa: BLE001 - an exception that cannot say itself is named by its type
+        said = "(its message could not be read)"
+    # escaped where every error line is (controlroom.cli.root)
+    failure = f"{type(exc).__name__}: {said}" if said else type(exc).__name__
     return BadInput(
         f"{command} could not load the mcp SDK ({failure}); reinstall the optional extra mcp: "
         "pip install -e '.[mcp]' from a checkout"

@@ -91,7 +91,9 @@ def mcp_command(
         if our_import(exc):
             raise
         raise sdk_failed("regulator mcp", exc) from None
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken install's import, said in one line
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a broken install's import (even SystemExit), said in one line
         raise sdk_failed("regulator mcp", exc) from None
     finally:
         gc.enable()

@@ -25,7 +25,7 @@ from controlroom.cli.common import (
     switchable,
 )
 from engine.base.errors import RegulatorError
-from engine.base.text import escape
+from engine.base.text import ensure_escaped, escape
 
 # the command group modules, in the order of the root's help
 MODULES = (
@@ -194,7 +194,11 @@ def main(
             exc.show()  # type: ignore[attr-defined]
             return code
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-        sys.stderr.write(f"regulator: {message} (see `regulator --help`)\n")
+        context = getattr(exc, "ctx", None)  # the command the error is of: its own help says its options
+        where = getattr(context, "command_path", None) or "regulator"
+        # Click writes a control character it quotes as `\xNN` itself; what it leaves raw (a bidi or
+        # invisible character of the person's typing) has the line escaped whole
+        sys.stderr.write(f"regulator: {ensure_escaped(message)} (see `{where} --help`)\n")
         return code
     except typer.Abort:
         sys.stderr.write("regulator: aborted\n")

@@ -245,7 +245,9 @@ def _check_extra(command: str = "regulator serve", sdk: bool = False) -> None:
         if our_import(exc):
             raise
         raise sdk_failed(command, exc) from None
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken install's import, said in one line
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a broken install's import (even SystemExit), said in one line
         raise sdk_failed(command, exc) from None
     finally:
         gc.enable()
