@@ -6,7 +6,12 @@ reviewer reading the first line sees true). And an implicit timestamp that is no
 (`date: 2026-02-30`, unquoted) is an error naming its line, not a bare ValueError escaping as a
 traceback. Every failure is a `YamlError`, a ValueError whose message names the line.
 
-Tags, anchors and everything else are exactly safe_load's: no code runs, no object is built.
+Tags, anchors and everything else are exactly safe_load's: no code runs, no object is built. But
+aliases are bounded: an alias that refers to a node containing it (a value that contains itself) is
+an error, and so are aliases that repeat more than `MAX_REPEATED` values, or `MAX_REPEATED_CHARS`
+characters of text, in all (ten levels of ten aliases each are ten billion values from a kilobyte,
+and twenty thousand aliases of one long text are gigabytes: every reader that walks the data, or
+joins its texts, would walk them all).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from datetime import date
 
 import yaml
 from yaml.constructor import SafeConstructor
-from yaml.nodes import MappingNode, Node, ScalarNode
+from yaml.nodes import CollectionNode, MappingNode, Node, ScalarNode
 
 try:  # the C parser reads the same safe subset, faster; the constructor stays Python's
     from yaml import CSafeLoader as _Base
@@ -23,6 +28,8 @@ except ImportError:  # pragma: no cover
     from yaml import SafeLoader as _Base
 
 _MERGE = "tag:yaml.org,2002:merge"
+MAX_REPEATED = 100_000  # values aliases may add to a document's own, in all
+MAX_REPEATED_CHARS = 1 << 20  # and characters of text (a store line's limit, 1 MiB)
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 
 
@@ -99,11 +106,70 @@ class _StrictLoader(_Base):
 _StrictLoader.add_constructor(_TIMESTAMP, _StrictLoader.construct_yaml_timestamp)
 
 
+def _expanded(root: Node) -> tuple[int, int, int, int]:
+    """(values written, their texts' characters, the same two once every alias is followed) of a
+    composed document, each node counted once per place it is reached (memoized: linear in the
+    nodes written). YamlError for a node that contains itself through an alias."""
+    sizes: dict[int, tuple[int, int]] = {}
+    open_: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    written = chars = 0
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if children_done:
+            open_.discard(key)
+            own = len(node.value) if isinstance(node, ScalarNode) else 0
+            written, chars = written + 1, chars + own
+            values, text = 1, own
+            for child in _children(node):
+                more, longer = sizes[id(child)]
+                values, text = values + more, text + longer
+            sizes[key] = (values, text)
+            continue
+        if key in sizes:
+            continue
+        if key in open_:
+            raise YamlError("an alias refers to a value that contains it", _line(node))
+        open_.add(key)
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in open_:
+                raise YamlError("an alias refers to a value that contains it", _line(child))
+            if id(child) not in sizes:
+                stack.append((child, False))
+    return written, chars, *sizes[id(root)]
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, CollectionNode):
+        return list(node.value)
+    return []
+
+
 def safe_load_strict(text: str) -> object:
     """What `yaml.safe_load(text)` answers, or YamlError: bad YAML, a duplicate key, a date that
-    is not a date, or anything else the constructor refuses (an explicit `!!int x`, say)."""
+    is not a date, an alias that contains itself or aliases that repeat too much (`_expanded`), or
+    anything else the constructor refuses (an explicit `!!int x`, say)."""
+    loader = _StrictLoader(text)
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 (a SafeLoader: no tags, no code)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        # an alias is written `*name`: a text without a `*` repeats nothing (and is not walked)
+        written, chars, values, characters = _expanded(node) if "*" in text else (0, 0, 0, 0)
+        if values - written > MAX_REPEATED:
+            raise YamlError(
+                f"aliases repeat {values - written:,} values (at most {MAX_REPEATED:,}): write the values out"
+            )
+        if characters - chars > MAX_REPEATED_CHARS:
+            raise YamlError(
+                f"aliases repeat {characters - chars:,} characters of text (at most {MAX_REPEATED_CHARS:,}): "
+                "write the values out"
+            )
+        return loader.construct_document(node)
     except YamlError:
         raise
     except yaml.MarkedYAMLError as exc:
@@ -116,6 +182,8 @@ def safe_load_strict(text: str) -> object:
         raise YamlError(f"a value YAML cannot build ({_first_line(exc) or type(exc).__name__})") from None
     except RecursionError:
         raise YamlError("nested too deeply") from None
+    finally:
+        loader.dispose()
 
 
 def _first_line(exc: Exception) -> str:

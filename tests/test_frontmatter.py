@@ -202,3 +202,45 @@ def test_the_odd_character_check_answers_as_the_whole_class_does(head: str) -> N
     from registry.frontmatter import ODD, odd
 
     assert odd(head) == (re.search(ODD, head) is not None)
+
+
+shared = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(shared, st.integers(min_value=1, max_value=4))
+def test_aliases_within_the_bound_read_as_safe_load_reads_them(value: Any, times: int) -> None:
+    """A value written once with an anchor and repeated by aliases (yaml.safe_dump writes `&id001`
+    and `*id001` for a shared object): the strict loader answers what safe_load answers, merge keys
+    too, as long as the aliases repeat no more than MAX_REPEATED values."""
+    document = {"shared": value, "again": [value] * times, "merged": {"<<": {"k": 1}, "j": 2}}
+    text = yaml.safe_dump(document)
+    text += "base: &base {a: 1, b: 2}\nmore:\n  <<: *base\n  c: 3\n"
+    assert safe_load_strict(text) == yaml.safe_load(text)
+
+
+def test_aliases_past_the_bound_and_an_alias_inside_its_own_value_are_errors() -> None:
+    from identity.yamlload import MAX_REPEATED, YamlError
+
+    def wide(aliases: int) -> str:  # a list of 1,000 values repeated by `aliases` aliases (1,001 values each)
+        return "a: &a [" + ", ".join(["1"] * 1000) + "]\nb: [" + ", ".join(["*a"] * aliases) + "]\n"
+
+    assert MAX_REPEATED == 100_000
+    assert len(safe_load_strict(wide(99))["b"]) == 99  # type: ignore[index]
+    with pytest.raises(
+        YamlError, match=r"^aliases repeat 100,100 values \(at most 100,000\): write the values out$"
+    ):
+        safe_load_strict(wide(100))
+    long = "a: &a " + "x" * 10_000 + "\nb: [" + ", ".join(["*a"] * 105) + "]\n"  # 1,050,000 characters again
+    with pytest.raises(
+        YamlError, match=r"^aliases repeat 1,050,000 characters of text \(at most 1,048,576\)"
+    ):
+        safe_load_strict(long)
+    assert len(safe_load_strict(long.replace(", *a]", "]", 1))["b"]) == 104  # type: ignore[index]
+    for itself in ("x: &a [*a]\n", "x: &a {k: *a}\n", "- &a [[*a]]\n"):
+        with pytest.raises(YamlError, match="an alias refers to a value that contains it"):
+            safe_load_strict(itself)

@@ -264,6 +264,42 @@ def test_a_policy_with_a_bad_deadline_is_not_proposed(ws: Any) -> None:
     assert "! runs curl -d @- https://hooks.example/x on the host (notify in routing.yaml" in shown
 
 
+BOMB = 'l0: &l0 ["a", "a", "a", "a", "a", "a", "a", "a", "a", "a"]\n' + "".join(
+    f"l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 10)}]\n" for n in range(1, 9)
+)
+
+
+@pytest.mark.parametrize(
+    ("added", "said"),
+    [
+        (
+            BOMB,
+            "routing.yaml: not valid YAML (aliases repeat 1,234,567,880 values (at most 100,000): write the values out)",
+        ),
+        ("x: &a [*a]\n", "routing.yaml: not valid YAML (line "),
+        (
+            f"notify: [&b {'x' * 10_000}, {', '.join(['*b'] * 200)}]\n",
+            "aliases repeat 2,000,000 characters of text (at most 1,048,576): write the values out",
+        ),
+    ],
+    ids=["nested-aliases", "itself", "one-long-value"],
+)
+def test_a_policy_whose_aliases_repeat_too_much_is_refused_at_once(ws: Any, added: str, said: str) -> None:
+    """A kilobyte of nested YAML aliases is ten billion values to every reader that walks them (an
+    adversarial review: it held serve's write lock for minutes), and an alias to a value containing
+    it is a value without end: both refused as YAML regulator does not read, exit 2, nothing
+    written, whoever proposes (the door parses with the same function). Merge keys and modest
+    aliases read as before (tests/test_frontmatter.py)."""
+    routing = (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
+    source = ws.root.parent / "routing.yaml"
+    source.write_text(routing + added)
+    before = ws.digest()
+    done = propose_routing(ws, source)
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert said in one_line(done)
+    assert ws.digest() == before
+
+
 def test_a_tick_is_a_host_operation(ws: Any) -> None:
     worktree = ws.lease("r1")
     done = ws.run("serve", "--once-tick", cwd=worktree)
