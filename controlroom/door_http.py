@@ -228,15 +228,21 @@ def _sdk_logs_to(log: Throttled) -> None:
     """The SDK's own log (a client that hung up mid-body, a malformed request: a traceback each, as
     often as any lease's holder likes) as serve's other door lines: one line a minute per kind, the
     message without its traceback."""
+    _logs_to(log, "mcp", "sdk error")
+
+
+def _logs_to(log: Throttled, name: str, kind: str) -> None:
+    """Logger `name`'s warnings and errors as serve's door lines of `kind` (Throttled: one a minute,
+    the message and its exception on one line each, never a traceback)."""
     import logging
 
     class Handler(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             error = record.exc_info[1] if record.exc_info else None
             said = {"error": f"{type(error).__name__}: {error}"[:300]} if error is not None else {}
-            log.say("sdk error", message=record.getMessage()[:300], **said)
+            log.say(kind, message=record.getMessage()[:300], **said)
 
-    logger = logging.getLogger("mcp")
+    logger = logging.getLogger(name)
     logger.handlers[:] = [Handler(logging.WARNING)]
     logger.propagate = False
 
@@ -555,6 +561,11 @@ def run(
         lifespan="on",
         timeout_graceful_shutdown=5,
     )
+    # uvicorn's own log (set up by Config: a traceback for each request h11 cannot parse, a line
+    # for each malformed request line, as often as any local account likes, no token needed) as
+    # serve's door lines: one a minute, without the traceback
+    _logs_to(log, "uvicorn", "http error")
+    _logs_to(log, "uvicorn.error", "http error")
     server = _Server(config)
     server.sdk = sdk
 

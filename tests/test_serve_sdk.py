@@ -5,6 +5,7 @@ package or a sitecustomize on PYTHONPATH."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import threading
@@ -240,6 +241,48 @@ def test_requests_a_lease_breaks_off_are_one_log_line_a_minute_not_a_traceback_e
             "the SDK's log line",
         )
         assert len(said) == 1 and "Traceback" not in serving.log.read_text()
+        assert raw_post(serving.sock, token, CALL_STATUS)[0] == 200
+    finally:
+        serving.close()
+
+
+def malformed(sock: Path, request: bytes) -> None:
+    """Bytes h11 cannot parse sent to the door, with no token; whatever comes back is read."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX) as client:
+        client.settimeout(10)
+        client.connect(str(sock))
+        client.sendall(request)
+        with contextlib.suppress(OSError):
+            while client.recv(4096):
+                pass
+
+
+def test_requests_no_one_can_parse_are_one_log_line_a_minute_not_a_traceback_each(leased: Any) -> None:
+    """A third adversarial review: any local account, no token needed, made uvicorn log a 30-line
+    traceback for each chunked body h11 could not parse, and a line for each malformed request line
+    (21 MB of log in 10 s). uvicorn's log goes to serve's door lines as the SDK's does: one line a
+    minute, its message without the traceback; serve's duty lines stay one JSON object a line."""
+    ws, token = leased
+    serving = Serving(ws)
+    try:
+        for _ in range(20):
+            malformed(
+                serving.sock,
+                b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            )
+            malformed(serving.sock, b"NOT HTTP AT ALL\r\n\r\n")
+        said = wait_for(
+            lambda: [line for line in serving.lines() if line.get("door") == "http error"],
+            "uvicorn's log line",
+        )
+        assert len(said) == 1, said
+        text = serving.log.read_text()
+        assert "Traceback" not in text and "Invalid HTTP request" not in text.replace(
+            said[0]["message"], "", 1
+        )
+        assert all(line.startswith("{") for line in text.splitlines()), text[:2000]
         assert raw_post(serving.sock, token, CALL_STATUS)[0] == 200
     finally:
         serving.close()
