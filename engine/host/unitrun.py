@@ -417,8 +417,10 @@ class Outcome(msgspec.Struct):
 class Supervisor:
     """The child, its process group, its heartbeats, and the signals forwarded to it."""
 
-    def __init__(self, p: Plan, env: dict[str, str], token: str, say: Say) -> None:
-        self.p, self.env, self.token, self.say = p, env, token, say
+    def __init__(
+        self, p: Plan, env: dict[str, str], token: str, say: Say, ws: Workspace | None = None
+    ) -> None:
+        self.p, self.env, self.token, self.say, self.ws = p, env, token, say, ws
         self.refused = threading.Event()
         self.done = threading.Event()
         self.child: subprocess.Popen[bytes] | None = None
@@ -435,7 +437,7 @@ class Supervisor:
         from engine.doors.client import UNAUTHORIZED, DoorClient
 
         client = DoorClient(self.p.door, self.token, timeout=_BEAT_TIMEOUT_S)
-        unanswered = False
+        unanswered = moved = False
         while not self.done.is_set():
             silence: str | None = None
             try:
@@ -451,6 +453,15 @@ class Supervisor:
                 self.say(self._unanswered(silence))
             elif silence is None and unanswered:
                 self.say(f"{self.p.unit}: serve's door answers its heartbeat again")
+            if silence is not None and not moved and not self.done.is_set():
+                elsewhere = self._door_elsewhere()
+                if elsewhere is not None:
+                    moved = True
+                    self.say(
+                        f"warning: {self.p.unit}: serve runs again, with its door at {elsewhere}; this run's "
+                        f"unit was given {self.p.door}, which no serve answers: start serve with "
+                        f"--listen {self.p.door} (or stop this run and run the unit again)"
+                    )
             unanswered = silence is not None
             self.done.wait(self.beat_every())
 
@@ -459,13 +470,27 @@ class Supervisor:
         lapse = (
             "its lease does not lapse (--ttl none)"
             if ttl is None
-            else f"its lease lapses {clock.format_duration(ttl)} after the door last answered a call on it, "
-            "and a door back after that stops the run"
+            else f"a running serve that takes no call on the lease for {clock.format_duration(ttl)} lets it "
+            "lapse (a serve started again counts from its start), and the run then stops its command"
         )
         return (
             f"warning: {self.p.unit}: serve's door did not answer its heartbeat ({why}): the unit's own door "
             f"calls fail until it does; {lapse}"
         )
+
+    def _door_elsewhere(self) -> str | None:
+        """The door of a serve that runs now where it is not this run's (started again on another
+        --listen): its calls and heartbeats can never reach it."""
+        if self.ws is None:
+            return None
+        from engine.host.instance import running
+
+        try:
+            info = running(self.ws)
+        except (OSError, RegulatorError):
+            return None
+        door = info.get("door") if info else None
+        return door if isinstance(door, str) and door != self.p.door else None
 
     def run(self) -> Outcome:
         p = self.p
@@ -718,7 +743,7 @@ def _dispatched(ws: Workspace, p: Plan, say: Say) -> int:
         say(f"dispatched {p.unit} in {p.worktree} ({who}; its lease {expiry})")
         p.command = p.command + extra
         try:
-            outcome = Supervisor(p, env, event["lease"], say).run()
+            outcome = Supervisor(p, env, event["lease"], say, ws).run()
         except OSError as exc:  # dispatched, but the command never started: a failed run
             say(f"{p.unit}: cannot start {p.command[0]!r} ({exc.strerror})")
             outcome = Outcome(127, 0)

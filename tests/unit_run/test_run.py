@@ -361,14 +361,17 @@ def test_a_sigkilled_child_with_its_host_gone_is_lost_after_its_ttl(served: Any,
     assert row(ws, "r1")["status"] == "closed"
 
 
-def test_a_door_that_stops_answering_is_said_once_and_its_return_once(served: Any, tmp_path: Any) -> None:
+def test_a_door_that_stops_answering_is_said_once_its_return_once_and_a_door_moved_elsewhere(
+    served: Any, tmp_path: Any
+) -> None:
     """serve stops while a unit runs: `unit run` says once that the door does not answer the
-    heartbeat (the unit's own calls fail, the lease runs out), and once that it answers again when
-    serve is back within the lease; the run goes on and closes as before."""
+    heartbeat (the unit's own calls fail; when the lease lapses), and once that it answers again
+    when serve is back on the same socket; the run goes on. serve started again on another socket
+    can never answer this run's unit: `unit run` says where it is and what to do. The run closes."""
     ws, serving = served
     ready, finish = tmp_path / "ready", tmp_path / "finish"
     agent = script(tmp_path, "waits.sh", f"touch {ready}\nwhile [ ! -e {finish} ]; do sleep 0.1; done\n")
-    host = start_unit(ws, "b1", "--ttl", "30s", "--", str(agent))  # a heartbeat every 10 s
+    host = start_unit(ws, "b1", "--ttl", "15s", "--", str(agent))  # a heartbeat every 5 s
     said: list[str] = []
 
     def read() -> None:
@@ -382,8 +385,9 @@ def test_a_door_that_stops_answering_is_said_once_and_its_return_once(served: An
     serving.close()
     opening = "regulator: warning: b1: serve's door did not answer its heartbeat ("
     closing = (
-        "): the unit's own door calls fail until it does; its lease lapses 30s after the door last "
-        "answered a call on it, and a door back after that stops the run\n"
+        "): the unit's own door calls fail until it does; a running serve that takes no call on the "
+        "lease for 15s lets it lapse (a serve started again counts from its start), and the run then "
+        "stops its command\n"
     )
 
     def warnings() -> list[str]:  # why: serve stopping (503) or gone (no door at …), as the beat found it
@@ -392,16 +396,27 @@ def test_a_door_that_stops_answering_is_said_once_and_its_return_once(served: An
     wait_for(warnings, f"the warning (said: {said})", deadline=30, every=0.2)
     assert warnings()[0].endswith(closing) and str(serving.sock) in warnings()[0], said
     back = Serving(ws, sock=serving.sock)
+    again = "regulator: b1: serve's door answers its heartbeat again\n"
     try:
-        again = "regulator: b1: serve's door answers its heartbeat again\n"
         wait_for(lambda: again in said, "the door's return", deadline=30, every=0.2)
+    finally:
+        back.close()
+    wait_for(lambda: len(warnings()) == 2, f"the second warning (said: {said})", deadline=30, every=0.2)
+    elsewhere = Serving(ws)  # its own socket
+    moved = (
+        f"regulator: warning: b1: serve runs again, with its door at {elsewhere.url}; this run's unit was "
+        f"given {serving.url}, which no serve answers: start serve with --listen {serving.url} (or stop "
+        "this run and run the unit again)\n"
+    )
+    try:
+        wait_for(lambda: moved in said, f"the moved door (said: {said})", deadline=30, every=0.2)
         finish.touch()
         host.wait(timeout=60)
         reader.join(timeout=10)
     finally:
-        back.close()
+        elsewhere.close()
     assert host.returncode == 0, said
-    assert len(warnings()) == 1 and said.count(again) == 1, said
+    assert len(warnings()) == 2 and said.count(again) == 1 and said.count(moved) == 1, said
     assert row(ws, "b1")["status"] == "closed"
 
 
