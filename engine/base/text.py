@@ -157,3 +157,22 @@ def _json_escape(char: str) -> str:
         return f"\\u{point:04x}"
     point -= 0x10000
     return f"\\u{0xD800 + (point >> 10):04x}\\u{0xDC00 + (point & 0x3FF):04x}"
+
+
+_LAYOUT = re.compile(r"([\n\t\r])")  # what a program's output may lay itself out with
+
+
+def terminal_safe(text: str) -> str:
+    """A program's output as a terminal may show it (a confined unit's, relayed by `unit run`):
+    newlines, tabs and carriage returns kept, every character `hidden` names (ESC and every other
+    control, bidi, invisible) written as `\\xNN`/`\\uNNNN`, so that nothing in it moves the cursor,
+    retitles the window, asks the terminal to answer into the host's input or reorders what a
+    person reads. The backslash is kept as it is: this is shown, never read back."""
+    if text.isprintable() and _INVISIBLE_CLASS.search(text) is None:
+        return text
+    parts = _LAYOUT.split(text)
+    for index, part in enumerate(parts):
+        if index % 2 or (part.isprintable() and _INVISIBLE_CLASS.search(part) is None):
+            continue  # a layout character itself, or a run with nothing to escape
+        parts[index] = "".join(_code(char) if hidden(char) else char for char in part)
+    return "".join(parts)

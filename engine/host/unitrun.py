@@ -595,12 +595,25 @@ def _confined_streams() -> dict[str, Any]:
 
 
 def _relay(child: subprocess.Popen[bytes]) -> list[threading.Thread]:
-    """Copy a confined child's piped output to the host's own stream, as it comes."""
+    """Copy a confined child's piped output to the host's own stream (a terminal: only those are
+    piped), as it comes, with every control and invisible character written as an escape
+    (`terminal_safe`): an adversarial review's confined unit retitled root's window, erased `unit
+    run`'s own warning line (ESC [1A ESC [2K) and could ask the terminal for answers that land in
+    root's shell. Bytes that are no UTF-8 are shown as backslash escapes."""
+    import codecs
+
+    from engine.base.text import terminal_safe
 
     def copy(source: Any, fd: int) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
         with contextlib.suppress(OSError, ValueError):
             while chunk := os.read(source.fileno(), 65536):
-                os.write(fd, chunk)
+                shown = terminal_safe(decoder.decode(chunk)).encode("utf-8", "backslashreplace")
+                while shown:
+                    shown = shown[os.write(fd, shown) :]
+            rest = terminal_safe(decoder.decode(b"", final=True)).encode("utf-8", "backslashreplace")
+            if rest:
+                os.write(fd, rest)
 
     relays = []
     for source, fd in ((child.stdout, 1), (child.stderr, 2)):

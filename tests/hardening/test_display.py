@@ -173,3 +173,21 @@ def test_cli_tables_escape_store_text(text: Any) -> None:
     assert escape(text).rstrip() in printed  # the table trims trailing blanks of its last column
     cell = printed.split("\n")[1][len("x   ") :]
     assert unescape(cell) == text.rstrip(" ")  # reversible: the cell reads back as the text
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=60))
+def test_a_relayed_programs_output_keeps_its_layout_and_holds_no_hidden_character(text: str) -> None:
+    """`terminal_safe` (a confined unit's output relayed to root's terminal): no character `hidden`
+    names stays raw but the newline, tab and carriage return; text with none of them is unchanged;
+    each escaped character reads as escape writes it."""
+    from engine.base.text import hidden, terminal_safe
+
+    shown = terminal_safe(text)
+    assert not any(hidden(char) for char in shown if char not in "\n\t\r")
+    if not any(hidden(char) for char in text if char not in "\n\t\r"):
+        assert shown == text
+    assert shown.count("\n") == text.count("\n")
+    for char in text:
+        if hidden(char) and char not in "\n\t\r":
+            assert escape(char) in shown

@@ -230,6 +230,44 @@ def test_a_confined_child_never_holds_the_hosts_terminal(confined: Any) -> None:
     assert b"tty False False False True" in said, said
 
 
+def test_a_confined_childs_output_reaches_the_terminal_with_its_controls_escaped(confined: Any) -> None:
+    """A confined child's output relayed to root's terminal: an adversarial review's unit retitled
+    the window (OSC), coloured and erased lines (`ESC[1A ESC[2K`: `unit run`'s own warning) and could
+    ask the terminal for answers that land in root's shell. Every control and invisible character
+    is written as an escape; newlines, tabs, carriage returns and text (UTF-8 whole across the
+    relay's reads; bytes that are no UTF-8 as \\xNN) pass."""
+    ws, serving, account, shared = confined
+    probe = (
+        "import sys, time; out = sys.stdout.buffer; "
+        "out.write('\\x1b]0;PWNED\\x07\\x1b[31mRED\\x1b[0m\\x1b[1A\\x1b[2K\\u202eevil\\tcol\\r\\n'.encode()); "
+        "out.write('caf'.encode() + b'\\xc3'); out.flush(); time.sleep(0.3); "
+        "out.write(b'\\xa9 \\xff done\\n'); out.flush()"
+    )
+    master, slave = os.openpty()
+    try:
+        host = subprocess.Popen(
+            [REGULATOR, "unit", "run", "b1", "--user", account.pw_name, "--", "/usr/bin/python3", "-c", probe],
+            cwd=ws.root, env=ws.env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+        )  # fmt: skip
+        os.close(slave)
+        said = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the terminal's other end is closed: the run is over
+                break
+            if not chunk:
+                break
+            said += chunk
+        assert host.wait(timeout=60) == 0, said
+    finally:
+        os.close(master)
+    assert b"\x1b" not in said and b"\x07" not in said and "\u202e".encode() not in said, said
+    # the terminal's own line discipline turns each newline into \r\n
+    assert b"\\x1b]0;PWNED\\x07\\x1b[31mRED\\x1b[0m\\x1b[1A\\x1b[2K\\u202eevil\tcol\r\r\n" in said, said
+    assert "café \\xff done\r\n".encode() in said, said
+
+
 def test_a_lease_folder_an_earlier_run_left_is_never_reused(confined: Any) -> None:
     """What a killed host left in a unit's lease folder (a folder the unit made, open to all) is
     moved aside whole; the run gets a fresh folder of the host's making (D-211, eighth review)."""
