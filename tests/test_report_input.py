@@ -54,6 +54,28 @@ def test_bad_input_exits_2_and_writes_nothing(ws: helpers.Workspace, name: Any, 
     assert ws.digest() == before
 
 
+def test_a_report_by_flags_is_refused_in_the_flags_names_and_by_json_in_its_keys(
+    ws: helpers.Workspace,
+) -> None:
+    """An operator's review: `signals report --subject x` was told `claim: required (and …,
+    reportedSeverity)`, a name no flag has. Given by flags, the refusal names the flags; given by
+    --json-input, its keys (exit 2 either way, nothing written)."""
+    before = ws.digest()
+    done = ws.run("signals", "report", "--subject", "x", "--by", "alice")
+    assert (done.returncode, done.stderr) == (
+        2,
+        "regulator: --claim: required (and --observation, --evidence, --confidence, --severity)\n",
+    )
+    done = ws.run(*report_args(observed_at="yesterday"), "--by", "alice")
+    assert done.returncode == 2 and done.stderr.startswith("regulator: --observed-at: "), done.stderr
+    done = ws.run("signals", "report", "--json-input", "-", "--by", "alice", input='{"subject": "x"}')
+    assert (done.returncode, done.stderr) == (
+        2,
+        "regulator: claim: required (and observation, evidence, confidence, reportedSeverity)\n",
+    )
+    assert ws.digest() == before
+
+
 def test_flags_mixed_with_json_input(ws: helpers.Workspace, tmp_path: Path) -> None:
     payload = tmp_path / "r.json"
     payload.write_text("{}")

@@ -152,7 +152,7 @@ def test_dry_run_reads_json_input_with_unit_and_routing_time(fleet: Any, tmp_pat
         (["--dry-run", "--policy", "{bad}"], "--policy"),
         (
             ["--dry-run", "--subject", "s"],
-            "claim: required (and observation, evidence, confidence, reportedSeverity)",
+            "--claim: required (and --observation, --evidence, --confidence, --severity)",
         ),
     ],
 )

@@ -7,6 +7,7 @@ import functools
 import inspect
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,7 @@ __all__ = [
     "escape",
     "fields_from",
     "global_options",
+    "in_flag_names",
     "host_workspace",
     "out",
     "person_workspace",
@@ -301,6 +303,44 @@ def fields_from(flags: dict[str, Any], json_input: str | None) -> dict[str, Any]
     if given:
         raise BadInput("--json-input and field flags mixed; give one or the other")
     return read_json_input(json_input)
+
+
+# a signal's JSON fields (--json-input's names) and the flags that give them (report_flags)
+FLAG_OF_FIELD = {
+    "supersedes": "--supersedes",
+    "prediction": "--resolves-at",
+    "resolvesAt": "--resolves-at",
+    "subject": "--subject",
+    "claim": "--claim",
+    "observation": "--observation",
+    "evidence": "--evidence",
+    "confidence": "--confidence",
+    "reportedSeverity": "--severity",
+    "severity": "--severity",
+    "affectedUnits": "--affects",
+    "observedAt": "--observed-at",
+    "expiresAt": "--expires-at",
+    "rationale": "--rationale",
+}
+_REQUIRED = re.compile(r"(\w+): required(?: \(and ((?:\w+, )*\w+)\))?")
+_LEADING_FIELD = re.compile(r"(\w+)(?=: )")
+
+
+def in_flag_names(exc: BadInput) -> BadInput:
+    """A refusal of a signal's fields given by flags, said with the flags' names (`--severity`,
+    not `reportedSeverity`): the field that leads the message, and every name of a "required"
+    line (limits.check_required's one format). Anything else is returned as it is."""
+    text = str(exc)
+    required = _REQUIRED.fullmatch(text)
+    if required is not None:
+        names = [required.group(1), *(required.group(2).split(", ") if required.group(2) else [])]
+        flags = [FLAG_OF_FIELD.get(name, name) for name in names]
+        more = f" (and {', '.join(flags[1:])})" if len(flags) > 1 else ""
+        return BadInput(f"{flags[0]}: required{more}")
+    leading = _LEADING_FIELD.match(text)
+    if leading is not None and leading.group(1) in FLAG_OF_FIELD:
+        return BadInput(FLAG_OF_FIELD[leading.group(1)] + text[leading.end() :])
+    return exc
 
 
 def report_flags(

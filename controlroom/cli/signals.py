@@ -25,12 +25,14 @@ from controlroom.cli.common import (
     escape,
     fields_from,
     global_options,
+    in_flag_names,
     out,
     report_flags,
     report_problems,
     table,
     workspace,
 )
+from engine.base.errors import BadInput
 
 signals_app = typer.Typer(invoke_without_command=True, help="The regulatory log: list, report, route.")
 app = typer.Typer()
@@ -132,7 +134,12 @@ def signals_report(
     fields = fields_from(flags, json_input)
     ws, lease = workspace()
     actor = unit_or_person(lease, by, "report_intelligence")
-    event = report_intelligence(ws, fields, actor)
+    try:
+        event = report_intelligence(ws, fields, actor)
+    except BadInput as exc:  # given by flags: said with the flags' names
+        if json_input is not None:
+            raise
+        raise in_flag_names(exc) from None
     if as_json:
         emit_json({"id": event["id"]})
     else:

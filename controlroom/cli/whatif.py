@@ -22,6 +22,7 @@ from controlroom.cli.common import (
     emit_json,
     escape,
     fields_from,
+    in_flag_names,
     out,
     report_flags,
     workspace,
@@ -91,7 +92,12 @@ def signals_route(
     if given:
         if last is not None:
             raise BadInput("--last replays past signals: give it with --policy FILE and no signal")
-        show_dry_run(fields_from(flags, json_input), policy, as_json)
+        try:
+            show_dry_run(fields_from(flags, json_input), policy, as_json)
+        except BadInput as exc:  # a signal given by flags: said with the flags' names
+            if json_input is not None:
+                raise
+            raise in_flag_names(exc) from None
     elif policy is not None:
         show_replay(policy, 1000 if last is None else last, as_json)
     else:
