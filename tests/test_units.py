@@ -122,7 +122,20 @@ def test_status_rules_for_dispatch_and_close(ws: helpers.Workspace) -> None:
     assert ws.digest() == before
     ws.run("unit", "dispatch", "u1", check=True)
     done = ws.run("unit", "dispatch", "u1")
-    assert done.returncode == 2 and "in-progress" in done.stderr
+    assert (done.returncode, done.stderr) == (
+        2,
+        "regulator: unit u1 is in-progress; dispatch needs a todo or lost unit: it runs under a lease "
+        "already (`regulator unit close` it, or `regulator unit demote` it to todo)\n",
+    )
+    ws.run("unit", "close", "u1", check=True)
+    before = ws.digest()
+    done = ws.run("unit", "dispatch", "u1")  # an operator's review: how is finished work run again?
+    assert (done.returncode, done.stderr) == (
+        2,
+        "regulator: unit u1 is closed; dispatch needs a todo or lost unit: its work is done; more work "
+        "is a new unit (`regulator unit new`)\n",
+    )
+    assert ws.digest() == before
 
 
 def test_lease_file_and_close_release(ws: helpers.Workspace) -> None:

@@ -171,8 +171,18 @@ def dispatch_veto(ws: Workspace, state: State, unit: UnitState) -> Denied | None
         return denied
     if status not in DISPATCHABLE:
         text = f"unit {unit.id} is {status}; dispatch needs a todo or lost unit"
-        return Denied(text, text, bad_input=True)
+        return Denied(text, text + _NEXT.get(status, ""), bad_input=True)
     return None
+
+
+# what a person does instead, by the status that refused a dispatch (the command's full refusal)
+_NEXT = {
+    UnitStatus.CLOSED: ": its work is done; more work is a new unit (`regulator unit new`)",
+    UnitStatus.ABORTED: ": a recovery decision aborted it; more work is a new unit (`regulator unit new`)",
+    UnitStatus.IN_PROGRESS: (
+        ": it runs under a lease already (`regulator unit close` it, or `regulator unit demote` it to todo)"
+    ),
+}
 
 
 def close_veto(ws: Workspace, state: State, unit: UnitState) -> Denied | None:
