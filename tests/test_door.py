@@ -757,3 +757,33 @@ def test_trunk_moving_without_the_working_tree_is_seen_by_the_kept_read(
     kept, fresh = _kept_and_fresh(ws, reads)
     assert next(u for u in fresh["units"] if u["id"] == "u1")["held"]
     assert kept == fresh
+
+
+def test_a_door_that_says_nothing_in_time_is_said_as_such_not_as_no_door() -> None:
+    """An adversarial review's unit held serve busy: `unit run`'s heartbeat then said "no door at
+    … (timed out); is `regulator serve` running?" of a serve that ran. A door that is reached (a
+    listening socket) and says nothing within the client's timeout is said as that, with the
+    warning that a write the call carried may still be made."""
+    import socket
+    import tempfile
+
+    from engine.base.errors import Refused
+    from engine.doors.client import DoorClient
+
+    folder = Path(tempfile.mkdtemp(prefix="r-", dir="/tmp"))
+    path = folder / "d.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    try:
+        listener.bind(str(path))
+        listener.listen(8)  # connections wait in the backlog: never accepted, never answered
+        with pytest.raises(Refused) as refused:
+            DoorClient(f"unix:{path}", "rgl_" + "0" * 43, timeout=0.3).status()
+        assert str(refused.value) == (
+            f"the door at unix:{path} did not answer within 0.3 s (serve busy or stuck: see its log); "
+            "a write this call carried may still be made: look before calling again"
+        )
+    finally:
+        listener.close()
+        shutil.rmtree(folder)
+    with pytest.raises(Refused, match=r"^no door at unix:.*; is `regulator serve` running\?$"):
+        DoorClient(f"unix:{path}", "rgl_" + "0" * 43, timeout=0.3).status()

@@ -105,6 +105,11 @@ class DoorClient:
             conn.request(method, self._base() + path, body=body, headers=headers)
             response = conn.getresponse()
             return response.status, response.getheader("content-type") or "", response.read()
+        except TimeoutError:  # it was reached, or is listening, and said nothing in time
+            raise Refused(
+                f"the door at {self.url} did not answer within {self.timeout:g} s (serve busy or stuck: see its "
+                "log); a write this call carried may still be made: look before calling again"
+            ) from None
         except (OSError, http.client.HTTPException) as exc:
             raise Refused(f"no door at {self.url} ({exc}); is `regulator serve` running?") from None
         finally:
