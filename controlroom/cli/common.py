@@ -260,7 +260,7 @@ def sdk_failed(command: str, exc: BaseException) -> BadInput:
     except Exception:  # noqa: BLE001 - an exception that cannot say itself is named by its type
         said = "(its message could not be read)"
     # escaped where every error line is (controlroom.cli.root)
-    failure = f"{type(exc).__name__}: {said}" if said else type(exc).__name__
+    failure = f"{type(exc).__name__}: {said[:300]}" if said else type(exc).__name__  # as serve's log line
     return BadInput(
         f"{command} could not load the mcp SDK ({failure}); reinstall the optional extra mcp: "
         "pip install -e '.[mcp]' from a checkout"
