@@ -202,12 +202,9 @@ def test_a_process_whose_first_thread_exited_is_killed_with_its_account(confined
     assert beat.stat().st_size == size  # and beats no more
 
 
-def test_a_confined_child_never_holds_the_hosts_terminal(confined: Any) -> None:
-    """Run from a terminal, a confined child gets none of it (its own session; no terminal on its
-    streams, its output relayed): it could push keystrokes into root's shell or hand the terminal
-    to another account that reads what root types (D-211, eighth review)."""
-    ws, serving, account, shared = confined
-    probe = "import os; print('tty', os.isatty(0), os.isatty(1), os.isatty(2), os.getsid(0) == os.getpid())"
+def on_a_terminal(ws: Any, account: Any, probe: str) -> bytes:
+    """`unit run b1 --user ACCOUNT -- python3 -c PROBE` with a pty on its three streams, as from
+    root's terminal: everything the terminal received (the run exits 0)."""
     master, slave = os.openpty()
     try:
         host = subprocess.Popen(
@@ -227,6 +224,16 @@ def test_a_confined_child_never_holds_the_hosts_terminal(confined: Any) -> None:
         assert host.wait(timeout=60) == 0, said
     finally:
         os.close(master)
+    return said
+
+
+def test_a_confined_child_never_holds_the_hosts_terminal(confined: Any) -> None:
+    """Run from a terminal, a confined child gets none of it (its own session; no terminal on its
+    streams, its output relayed): it could push keystrokes into root's shell or hand the terminal
+    to another account that reads what root types (D-211, eighth review)."""
+    ws, serving, account, shared = confined
+    probe = "import os; print('tty', os.isatty(0), os.isatty(1), os.isatty(2), os.getsid(0) == os.getpid())"
+    said = on_a_terminal(ws, account, probe)
     assert b"tty False False False True" in said, said
 
 
@@ -243,25 +250,7 @@ def test_a_confined_childs_output_reaches_the_terminal_with_its_controls_escaped
         "out.write('caf'.encode() + b'\\xc3'); out.flush(); time.sleep(0.3); "
         "out.write(b'\\xa9 \\xff done\\n'); out.flush()"
     )
-    master, slave = os.openpty()
-    try:
-        host = subprocess.Popen(
-            [REGULATOR, "unit", "run", "b1", "--user", account.pw_name, "--", "/usr/bin/python3", "-c", probe],
-            cwd=ws.root, env=ws.env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
-        )  # fmt: skip
-        os.close(slave)
-        said = b""
-        while True:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:  # the terminal's other end is closed: the run is over
-                break
-            if not chunk:
-                break
-            said += chunk
-        assert host.wait(timeout=60) == 0, said
-    finally:
-        os.close(master)
+    said = on_a_terminal(ws, account, probe)
     assert b"\x1b" not in said and b"\x07" not in said and "\u202e".encode() not in said, said
     # the terminal's own line discipline turns each newline into \r\n
     assert b"\\x1b]0;PWNED\\x07\\x1b[31mRED\\x1b[0m\\x1b[1A\\x1b[2K\\u202eevil\tcol\r\r\n" in said, said
