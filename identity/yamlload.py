@@ -102,8 +102,30 @@ class _StrictLoader(_Base):
         except ValueError:
             raise ImpossibleDateError(node.value, _line(node)) from None
 
+    def construct_yaml_int(self, node: ScalarNode) -> int:
+        _short_number(node)
+        return SafeConstructor.construct_yaml_int(self, node)
+
+    def construct_yaml_float(self, node: ScalarNode) -> float:
+        _short_number(node)
+        return SafeConstructor.construct_yaml_float(self, node)
+
+
+MAX_NUMBER = 64  # characters of a number: past it, a number no policy, contract or register needs
+
+
+def _short_number(node: ScalarNode) -> None:
+    """A number of more than MAX_NUMBER characters is an error, before it is built: PyYAML builds a
+    sexagesimal `1:0:0:…` by a multiplication per part (quadratic: 1.8 s for 256 KiB), and a hex
+    integer of thousands of digits is one no reader can write as text (`str` refuses past 4,300
+    digits: a traceback in serve's log)."""
+    if len(node.value) > MAX_NUMBER:
+        raise YamlError(f"a number of {len(node.value):,} characters (at most {MAX_NUMBER})", _line(node))
+
 
 _StrictLoader.add_constructor(_TIMESTAMP, _StrictLoader.construct_yaml_timestamp)
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _StrictLoader.construct_yaml_float)
 
 
 def _expanded(root: Node) -> tuple[int, int, int, int]:

@@ -244,3 +244,22 @@ def test_aliases_past_the_bound_and_an_alias_inside_its_own_value_are_errors() -
     for itself in ("x: &a [*a]\n", "x: &a {k: *a}\n", "- &a [[*a]]\n"):
         with pytest.raises(YamlError, match="an alias refers to a value that contains it"):
             safe_load_strict(itself)
+
+
+def test_a_number_of_more_than_64_characters_is_an_error_before_it_is_built() -> None:
+    """PyYAML builds a sexagesimal integer by a multiplication per part (quadratic) and a hex one of
+    any length (which `str` then refuses past 4,300 digits): a number past 64 characters is refused
+    by the strict loader, naming its line; 64 characters and quoted text read as before."""
+    from identity.yamlload import MAX_NUMBER, YamlError
+
+    assert MAX_NUMBER == 64
+    assert safe_load_strict("x: 0x" + "f" * 62 + "\n") == {"x": int("f" * 62, 16)}
+    assert safe_load_strict("x: 1:0:0\ny: 1.5\n") == {"x": 3600, "y": 1.5}
+    assert safe_load_strict("x: '1" + ":0" * 100 + "'\n") == {"x": "1" + ":0" * 100}
+    for text in (
+        "a: 1\nx: 0x" + "f" * 63 + "\n",
+        "a: 1\nx: 1" + ":0" * 40 + "\n",
+        "a: 1\nx: 1." + "5" * 70 + "\n",
+    ):
+        with pytest.raises(YamlError, match=r"^line 2: a number of [0-9]+ characters \(at most 64\)$"):
+            safe_load_strict(text)

@@ -281,15 +281,19 @@ BOMB = 'l0: &l0 ["a", "a", "a", "a", "a", "a", "a", "a", "a", "a"]\n' + "".join(
             f"notify: [&b {'x' * 10_000}, {', '.join(['*b'] * 200)}]\n",
             "aliases repeat 2,000,000 characters of text (at most 1,048,576): write the values out",
         ),
+        ("? 0x" + "f" * 4000 + "\n: 1\n", "a number of 4,002 characters (at most 64)"),
+        ("x: 1" + ":0" * 100_000 + "\n", "a number of 200,001 characters (at most 64)"),
     ],
-    ids=["nested-aliases", "itself", "one-long-value"],
+    ids=["nested-aliases", "itself", "one-long-value", "hex-key", "sexagesimal"],
 )
 def test_a_policy_whose_aliases_repeat_too_much_is_refused_at_once(ws: Any, added: str, said: str) -> None:
     """A kilobyte of nested YAML aliases is ten billion values to every reader that walks them (an
     adversarial review: it held serve's write lock for minutes), and an alias to a value containing
-    it is a value without end: both refused as YAML regulator does not read, exit 2, nothing
-    written, whoever proposes (the door parses with the same function). Merge keys and modest
-    aliases read as before (tests/test_frontmatter.py)."""
+    it is a value without end; a hex key of 4,000 digits cannot be written as text (a traceback in
+    serve's log) and a sexagesimal `1:0:0:…` costs quadratic time to build (a second review). All
+    refused as YAML regulator does not read, exit 2, nothing written, whoever proposes (the door
+    parses with the same function). Merge keys and modest aliases read as before
+    (tests/test_frontmatter.py)."""
     routing = (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
     source = ws.root.parent / "routing.yaml"
     source.write_text(routing + added)
