@@ -580,3 +580,51 @@ def test_a_runtime_folder_serve_does_not_own_alone_is_not_used(tmp_path: Any) ->
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+@pytest.mark.parametrize(
+    ("mode", "nested", "said"),
+    [
+        (0o1777, False, "other accounts may write in it ({folder}, mode 1777)"),
+        (0o777, True, "other accounts may rename the socket's folder in it ({folder}, mode 777)"),
+    ],
+    ids=["a-folder-all-may-write", "a-folder-above-all-may-rename-in"],
+)
+def test_a_socket_folder_other_accounts_could_take_the_name_in_is_refused_and_left_as_it_was(
+    tmp_path: Any, mode: int, nested: bool, said: str
+) -> None:
+    """`serve --listen unix:/tmp/door.sock` as root chmodded /tmp to 0711 (the folder was made 0711
+    whether serve had made it or not), and a socket in a folder others may write to (or rename the
+    socket's folder in) can be taken by any of them, a confined unit too, once serve stops (an
+    adversarial review). Such a folder is refused (exit 3, no serve.json) and never changed; a
+    sticky folder above (as /tmp) lets no one rename the socket's own folder, and is used."""
+    ws = make_workspace(tmp_path)
+    folder = short_folder()
+    try:
+        folder.chmod(mode)
+        sock = folder / "sub" / "d.sock" if nested else folder / "d.sock"
+        if nested:
+            (folder / "sub").mkdir(mode=0o711)
+        before = ws.digest()
+        done = ws.run("serve", "--listen", f"unix:{sock}")
+        assert (done.returncode, done.stdout) == (3, ""), done.stderr
+        assert one_line(done) == (
+            f"regulator: --listen unix:{sock}: "
+            + said.format(folder=folder)
+            + ": any of them, a confined unit too, could take the socket's name while serve is stopped and read "
+            "the units' tokens; put the socket in a folder only this account writes (the default, or one made "
+            "with mode 0711)"
+        )
+        assert stat.S_IMODE(folder.stat().st_mode) == mode and not sock.exists()
+        assert ws.digest() == before and not (ws.root / ".regulator" / "serve.json").exists()
+        folder.chmod(0o1777)  # sticky: the socket's own folder (0711, root's) cannot be renamed by others
+        if nested:
+            serving = Serving(ws, sock=sock)
+            try:
+                assert stat.S_IMODE(folder.stat().st_mode) == 0o1777 and sock.exists()
+            finally:
+                serving.close()
+    finally:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)

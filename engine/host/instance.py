@@ -203,19 +203,32 @@ def check_socket_path(path: Path) -> Path:
 
 def prepare_socket_folder(path: Path) -> None:
     """The socket's folders made (the last one 0711: anyone may reach a socket they know the name
-    of, no one may list them), and a stale socket of a dead serve removed (we hold the lock)."""
+    of, no one may list them), and a stale socket of a dead serve removed (we hold the lock). A
+    folder that was there already only gains the search bits, and is refused where another account may
+    write in it (the socket's own folder) or rename it (the one above, unless sticky): any such
+    account, a confined unit too, could take the socket's name once serve stops and read every
+    unit's token from its calls (D-259)."""
     check_socket_path(path)
     folder = path.parent
     try:
         folder.parent.mkdir(mode=0o711, parents=True, exist_ok=True)
-        folder.mkdir(mode=0o711, exist_ok=True)
+        try:
+            folder.mkdir(mode=0o711)
+            made = True
+        except FileExistsError:
+            made = False
         for mine in (folder.parent, folder):
             st = os.lstat(mine)
             if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid():
                 raise Refused(
                     f"--listen unix:{path}: {mine} is not a folder of this account; remove it first"
                 )
-        os.chmod(folder, 0o711)
+        _only_ours(path, folder, os.lstat(folder), own=True)
+        _only_ours(path, folder.parent, os.lstat(folder.parent), own=False)
+        # every account may pass through to the socket (a confined unit calls the door): 0711 where
+        # serve made the folder (whatever the umask left), else the folder's own mode with the
+        # search bits added and nothing taken away
+        os.chmod(folder, 0o711 if made else stat.S_IMODE(os.lstat(folder).st_mode) | 0o011)
         st = os.lstat(path)
     except FileNotFoundError:
         return
@@ -226,6 +239,21 @@ def prepare_socket_folder(path: Path) -> None:
     if _answers(path):
         raise Refused(f"--listen unix:{path}: another process listens there; choose another path")
     os.unlink(path)
+
+
+def _only_ours(path: Path, folder: Path, st: os.stat_result, own: bool) -> None:
+    """Refused where another account may write in the socket's folder (`own`), or rename the
+    socket's folder from the one above it (a sticky folder, as /tmp, lets no one rename what is
+    not theirs)."""
+    if not st.st_mode & 0o022 or (not own and st.st_mode & stat.S_ISVTX):
+        return
+    what = "write in it" if own else "rename the socket's folder in it"
+    raise Refused(
+        f"--listen unix:{path}: other accounts may {what} ({folder}, mode {stat.S_IMODE(st.st_mode):o}): any "
+        "of them, a confined unit too, could take the socket's name while serve is stopped and read the "
+        "units' tokens; put the socket in a folder only this account writes (the default, or one made "
+        "with mode 0711)"
+    )
 
 
 def release_socket_folder(ws: Workspace, path: Path) -> None:

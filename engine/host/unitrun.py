@@ -137,6 +137,12 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
             f"no `regulator serve` is running for this workspace (no live {STATE_DIR}/serve.json): "
             "start it first (`regulator serve`), then run the unit"
         )
+    if account is not None and str(info["door"]).startswith("http://"):
+        raise Refused(
+            f"serve's door is plain TCP ({info['door']}): any local account, --user {account.name} too, may "
+            "take its port while serve is stopped, answer the units' calls and read their tokens; for a "
+            "confined unit run serve on a Unix socket (its default) or with --tls-cert/--tls-key (D-259)"
+        )
     lock, note, regulator = None, None, _regulator()
     if account is not None:
         env["HOME"] = account.home
