@@ -590,19 +590,19 @@ class Supervisor:
 
 
 def _confined_streams() -> dict[str, Any]:
-    """A confined child's standard streams: the host's where they are no terminal, else /dev/null
-    for input and a pipe for output (relayed to the host's own, `_relay`)."""
-    streams: dict[str, Any] = {}
-    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
-        with contextlib.suppress(OSError):
-            if os.isatty(fd):
-                streams[name] = subprocess.DEVNULL if fd == 0 else subprocess.PIPE
+    """A confined child's standard streams: its output always a pipe, relayed to the host's own
+    (`_relay`: escaped, since what is a file or a pipe here often ends on a terminal, `| tee`);
+    its input /dev/null where the host's is a terminal, else the host's."""
+    streams: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with contextlib.suppress(OSError):
+        if os.isatty(0):
+            streams["stdin"] = subprocess.DEVNULL
     return streams
 
 
 def _relay(child: subprocess.Popen[bytes]) -> list[threading.Thread]:
-    """Copy a confined child's piped output to the host's own stream (a terminal: only those are
-    piped), as it comes, with every control and invisible character written as an escape
+    """Copy a confined child's piped output to the host's own stream (a terminal, or a file or pipe
+    that often ends on one), as it comes, with every control and invisible character written as an escape
     (`terminal_safe`): an adversarial review's confined unit retitled root's window, erased `unit
     run`'s own warning line (ESC [1A ESC [2K) and could ask the terminal for answers that land in
     root's shell. Bytes that are no UTF-8 are shown as backslash escapes."""

@@ -255,6 +255,15 @@ def test_a_confined_childs_output_reaches_the_terminal_with_its_controls_escaped
     # the terminal's own line discipline turns each newline into \r\n
     assert b"\\x1b]0;PWNED\\x07\\x1b[31mRED\\x1b[0m\\x1b[1A\\x1b[2K\\u202eevil\tcol\r\r\n" in said, said
     assert "café \\xff done\r\n".encode() in said, said
+    # the same where the host's output is a pipe (`unit run … | tee log` ends on a terminal too)
+    ws.run(
+        "unit", "new", "b2", "--type", "research", "--profile", "intelligence", "--title", "B2", check=True
+    )
+    ws.commit("b2", sign=False)
+    piped = run_unit(ws, "b2", "--user", account.pw_name, "--", "/usr/bin/python3", "-c", probe)
+    assert piped.returncode == 0, piped.stderr
+    assert "\x1b" not in piped.stdout and "\u202e" not in piped.stdout, piped.stdout
+    assert "\\x1b]0;PWNED\\x07\\x1b[31mRED" in piped.stdout and "café \\xff done\n" in piped.stdout
 
 
 def test_a_lease_folder_an_earlier_run_left_is_never_reused(confined: Any) -> None:
