@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin, overload
 import msgspec
 import msgspec.structs
 
-from identity.yamlload import YamlError, safe_load_strict
+from identity.yamlload import BoundError, YamlError, safe_load_strict
 
 GRANTS = ("resolve", "retract", "accept", "ack", "decide", "report")
 FLOOR_FIELDS = ("subject", "observation", "rationale")  # never the claim (seed 000)
@@ -327,6 +327,8 @@ def parse_policy(name: str, text: str) -> _Model:
     model = POLICY_MODELS[name]
     try:
         data = safe_load_strict(text)
+    except BoundError as exc:  # valid YAML, past what regulator reads (D-253, D-258)
+        raise PolicyError(f"{name}: YAML regulator does not read ({exc})") from None
     except YamlError as exc:  # a duplicate key is refused too: never the last one wins
         raise PolicyError(f"{name}: not valid YAML ({exc})") from None
     if not isinstance(data, dict):

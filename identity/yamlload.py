@@ -46,6 +46,11 @@ class YamlError(ValueError):
         return f"line {self.line + offset}: {self.problem}" if self.line is not None else self.problem
 
 
+class BoundError(YamlError):
+    """YAML that is valid but that regulator does not read: aliases that repeat too much or refer to
+    a value containing them, a number past MAX_NUMBER characters."""
+
+
 class DuplicateKeyError(YamlError):
     """A key given twice in one mapping."""
 
@@ -120,7 +125,7 @@ def _short_number(node: ScalarNode) -> None:
     integer of thousands of digits is one no reader can write as text (`str` refuses past 4,300
     digits: a traceback in serve's log)."""
     if len(node.value) > MAX_NUMBER:
-        raise YamlError(f"a number of {len(node.value):,} characters (at most {MAX_NUMBER})", _line(node))
+        raise BoundError(f"a number of {len(node.value):,} characters (at most {MAX_NUMBER})", _line(node))
 
 
 _StrictLoader.add_constructor(_TIMESTAMP, _StrictLoader.construct_yaml_timestamp)
@@ -152,12 +157,12 @@ def _expanded(root: Node) -> tuple[int, int, int, int]:
         if key in sizes:
             continue
         if key in open_:
-            raise YamlError("an alias refers to a value that contains it", _line(node))
+            raise BoundError("an alias refers to a value that contains it", _line(node))
         open_.add(key)
         stack.append((node, True))
         for child in _children(node):
             if id(child) in open_:
-                raise YamlError("an alias refers to a value that contains it", _line(child))
+                raise BoundError("an alias refers to a value that contains it", _line(child))
             if id(child) not in sizes:
                 stack.append((child, False))
     return written, chars, *sizes[id(root)]
@@ -183,11 +188,11 @@ def safe_load_strict(text: str) -> object:
         # an alias is written `*name`: a text without a `*` repeats nothing (and is not walked)
         written, chars, values, characters = _expanded(node) if "*" in text else (0, 0, 0, 0)
         if values - written > MAX_REPEATED:
-            raise YamlError(
+            raise BoundError(
                 f"aliases repeat {values - written:,} values (at most {MAX_REPEATED:,}): write the values out"
             )
         if characters - chars > MAX_REPEATED_CHARS:
-            raise YamlError(
+            raise BoundError(
                 f"aliases repeat {characters - chars:,} characters of text (at most {MAX_REPEATED_CHARS:,}): "
                 "write the values out"
             )

@@ -69,8 +69,25 @@ def test_an_unknown_option_is_one_line_and_exit_2() -> None:
         (["nosuch"], "No such command 'nosuch'. (see `regulator --help`)"),
         (["status", "--nope\x1b[2J"], "No such option: --nope\\x1b[2J (see `regulator status --help`)"),
         (["status", "--nope\u202e"], "No such option: --nope\\u202e (see `regulator status --help`)"),
+        (
+            ["unit", "run", "u9", "--user"],
+            "Option '--user' requires an argument. (see `regulator unit run --help`)",
+        ),
+        (
+            ["--root", "/nonexistent", "signals", "report", "--subject"],
+            "Option '--subject' requires an argument. (see `regulator signals report --help`)",
+        ),
     ],
-    ids=["door-call", "signals-report", "missing-argument", "command", "escaped-by-click", "escaped-here"],
+    ids=[
+        "door-call",
+        "signals-report",
+        "missing-argument",
+        "command",
+        "escaped-by-click",
+        "escaped-here",
+        "option-without-its-value",
+        "after-a-global-option",
+    ],
 )
 def test_a_usage_error_points_at_the_help_of_its_own_command(args: list[str], said: str) -> None:
     """A usage error names the help that lists the command's own options (the top-level help lists

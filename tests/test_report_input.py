@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests import helpers
-from tests.helpers import report_args
+from tests.helpers import one_line, report_args
 
 BAD = [
     ("no evidence", dict(evidence=None)),
@@ -68,6 +68,14 @@ def test_a_report_by_flags_is_refused_in_the_flags_names_and_by_json_in_its_keys
     )
     done = ws.run(*report_args(observed_at="yesterday"), "--by", "alice")
     assert done.returncode == 2 and done.stderr.startswith("regulator: --observed-at: "), done.stderr
+    done = ws.run(
+        *report_args(observed_at="2026-11-20T00:00:00Z", expires_at="2026-11-19T00:00:00Z"), "--by", "alice"
+    )
+    assert one_line(done) == (
+        "regulator: --expires-at 2026-11-19T00:00:00Z is not after --observed-at 2026-11-20T00:00:00Z"
+    )
+    done = ws.run(*report_args(), "--resolves-at", "soon", "--by", "alice")
+    assert one_line(done).startswith("regulator: --resolves-at: 'soon' is not a time")
     done = ws.run("signals", "report", "--json-input", "-", "--by", "alice", input='{"subject": "x"}')
     assert (done.returncode, done.stderr) == (
         2,

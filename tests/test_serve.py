@@ -628,3 +628,26 @@ def test_a_socket_folder_other_accounts_could_take_the_name_in_is_refused_and_le
         import shutil
 
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_socket_folder_whose_group_is_serves_own_private_group_is_used(tmp_path: Any) -> None:
+    """A folder 0770 of root's private group (no other member, D-211's judgement of a worktree) lets
+    no other account write in it: serve listens there (an operator's review found it refused),
+    adding only the search bits."""
+    import shutil
+
+    from engine.host.folders import private_group
+
+    if not private_group(os.getgid(), os.getuid()):
+        pytest.skip("this account's group is not a private one here")
+    ws = make_workspace(tmp_path)
+    folder = short_folder()
+    try:
+        folder.chmod(0o770)
+        serving = Serving(ws, sock=folder / "d.sock")
+        try:
+            assert stat.S_IMODE(folder.stat().st_mode) == 0o771
+        finally:
+            serving.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

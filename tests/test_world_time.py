@@ -274,9 +274,12 @@ BOMB = 'l0: &l0 ["a", "a", "a", "a", "a", "a", "a", "a", "a", "a"]\n' + "".join(
     [
         (
             BOMB,
-            "routing.yaml: not valid YAML (aliases repeat 1,234,567,880 values (at most 100,000): write the values out)",
+            "routing.yaml: YAML regulator does not read (aliases repeat 1,234,567,880 values (at most 100,000): write the values out)",
         ),
-        ("x: &a [*a]\n", "routing.yaml: not valid YAML (line "),
+        (
+            "x: &a [*a]\n",
+            ": an alias refers to a value that contains it); a policy that cannot be read is not put in force",
+        ),
         (
             f"notify: [&b {'x' * 10_000}, {', '.join(['*b'] * 200)}]\n",
             "aliases repeat 2,000,000 characters of text (at most 1,048,576): write the values out",

@@ -324,12 +324,17 @@ FLAG_OF_FIELD = {
 }
 _REQUIRED = re.compile(r"(\w+): required(?: \(and ((?:\w+, )*\w+)\))?")
 _LEADING_FIELD = re.compile(r"(\w+)(?=: )")
+# the camel-cased names, which no word of a person's own reads as: named as flags wherever they stand
+_CAMEL_FIELD = re.compile(
+    r"\b(?:prediction\.)?(resolvesAt|reportedSeverity|affectedUnits|observedAt|expiresAt)\b"
+)
 
 
 def in_flag_names(exc: BadInput) -> BadInput:
     """A refusal of a signal's fields given by flags, said with the flags' names (`--severity`,
-    not `reportedSeverity`): the field that leads the message, and every name of a "required"
-    line (limits.check_required's one format). Anything else is returned as it is."""
+    not `reportedSeverity`): the field that leads the message, every name of a "required" line
+    (limits.check_required's one format), and the camel-cased field names wherever they stand
+    (`expiresAt … is not after observedAt …`). Anything else is returned as it is."""
     text = str(exc)
     required = _REQUIRED.fullmatch(text)
     if required is not None:
@@ -339,8 +344,9 @@ def in_flag_names(exc: BadInput) -> BadInput:
         return BadInput(f"{flags[0]}: required{more}")
     leading = _LEADING_FIELD.match(text)
     if leading is not None and leading.group(1) in FLAG_OF_FIELD:
-        return BadInput(FLAG_OF_FIELD[leading.group(1)] + text[leading.end() :])
-    return exc
+        text = FLAG_OF_FIELD[leading.group(1)] + text[leading.end() :]
+    said = _CAMEL_FIELD.sub(lambda found: FLAG_OF_FIELD[found.group(1)], text)
+    return exc if said == str(exc) else BadInput(said)
 
 
 def report_flags(

@@ -69,6 +69,24 @@ GROUP_OF = {
 }
 
 
+def _command_path(command: object, args: list[str]) -> str:
+    """`regulator GROUP COMMAND` as far as `args` name commands, for a usage error Click raised
+    without its command's context (an option that requires an argument): the options and their
+    values are passed over."""
+    path, current = ["regulator"], command
+    for arg in args:
+        if arg == "--":
+            break
+        commands = getattr(current, "commands", None)
+        if not isinstance(commands, dict):
+            break  # a command: what follows is its own
+        if arg.startswith("-") or arg not in commands:
+            continue  # an option, or an option's value
+        current = commands[arg]
+        path.append(arg)
+    return " ".join(path)
+
+
 def build(modules: tuple[str, ...] = MODULES, *, lean: bool = False) -> typer.Typer:
     """The root app over these group modules. A lean one has no --install-completion,
     --show-completion or help option (and, unless the command line gives one, its commands no
@@ -195,7 +213,7 @@ def main(
             return code
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         context = getattr(exc, "ctx", None)  # the command the error is of: its own help says its options
-        where = getattr(context, "command_path", None) or "regulator"
+        where = getattr(context, "command_path", None) or _command_path(command, args)
         # Click writes a control character it quotes as `\xNN` itself; what it leaves raw (a bidi or
         # invisible character of the person's typing) has the line escaped whole
         sys.stderr.write(f"regulator: {ensure_escaped(message)} (see `{where} --help`)\n")

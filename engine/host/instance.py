@@ -245,7 +245,8 @@ def _only_ours(path: Path, folder: Path, st: os.stat_result, own: bool) -> None:
     """Refused where another account may write in the socket's folder (`own`), or rename the
     socket's folder from the one above it (a sticky folder, as /tmp, lets no one rename what is
     not theirs)."""
-    if not st.st_mode & 0o022 or (not own and st.st_mode & stat.S_ISVTX):
+    others_write = st.st_mode & 0o002 or (st.st_mode & 0o020 and not _private_group(st.st_gid))
+    if not others_write or (not own and st.st_mode & stat.S_ISVTX):
         return
     what = "write in it" if own else "rename the socket's folder in it"
     raise Refused(
@@ -254,6 +255,14 @@ def _only_ours(path: Path, folder: Path, st: os.stat_result, own: bool) -> None:
         "units' tokens; put the socket in a folder only this account writes (the default, or one made "
         "with mode 0711)"
     )
+
+
+def _private_group(gid: int) -> bool:
+    """The folder's group lets no one but serve's own account in (a user private group, as
+    `unit run` judges a worktree's: engine.host.folders.private_group, D-211)."""
+    from engine.host.folders import private_group
+
+    return private_group(gid, os.getuid())
 
 
 def release_socket_folder(ws: Workspace, path: Path) -> None:
