@@ -439,11 +439,14 @@ class Supervisor:
     def _beats(self) -> None:
         """A door call is a heartbeat; a 401 means the lease is gone (expired, released). A door that
         stops answering (serve stopped, restarting, or unable to read its stores) is said once, and
-        its return once: the unit's own door calls fail meanwhile, and the lease runs out."""
+        its return once: the unit's own door calls fail meanwhile, and the lease runs out. Where
+        serve runs again with another door, the heartbeat goes there (the lease kept, or its 401
+        stopping the run), while the unit, which keeps the door it was given, cannot reach it."""
         from engine.doors.client import UNAUTHORIZED, DoorClient
 
         client = DoorClient(self.p.door, self.token, timeout=_BEAT_TIMEOUT_S)
-        unanswered = moved = False
+        unanswered = False
+        moved: str | None = None
         while not self.done.is_set():
             silence: str | None = None
             try:
@@ -459,17 +462,32 @@ class Supervisor:
                 self.say(self._unanswered(silence))
             elif silence is None and unanswered:
                 self.say(f"{self.p.unit}: serve's door answers its heartbeat again")
-            if silence is not None and not moved and not self.done.is_set():
-                elsewhere = self._door_elsewhere()
-                if elsewhere is not None:
-                    moved = True
+            unanswered = silence is not None
+            elsewhere = self._door_elsewhere() if silence is not None and not self.done.is_set() else None
+            if elsewhere is not None:
+                if elsewhere != moved:
                     self.say(
                         f"warning: {self.p.unit}: serve runs again, with its door at {elsewhere}; this run's "
                         f"unit was given {self.p.door}, which no serve answers: start serve with "
-                        f"--listen {self.p.door} (or stop this run and run the unit again)"
+                        f"--listen {self.p.door} (or stop this run and run the unit again); its lease's "
+                        "heartbeats go to the new door meanwhile"
                     )
-            unanswered = silence is not None
+                moved = elsewhere
+                if self._beat_at(DoorClient(elsewhere, self.token, timeout=_BEAT_TIMEOUT_S), UNAUTHORIZED):
+                    return
             self.done.wait(self.beat_every())
+
+    def _beat_at(self, client: Any, unauthorized: str) -> bool:
+        """One heartbeat at serve's new door; True where it refused the lease (the run is stopped)."""
+        try:
+            client.status()
+        except Refused as exc:
+            if str(exc) == unauthorized:
+                self.refused.set()
+                return True
+        except RegulatorError:
+            pass
+        return False
 
     def _unanswered(self, why: str) -> str:
         ttl = self.p.ttl

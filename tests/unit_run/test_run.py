@@ -367,7 +367,9 @@ def test_a_door_that_stops_answering_is_said_once_its_return_once_and_a_door_mov
     """serve stops while a unit runs: `unit run` says once that the door does not answer the
     heartbeat (the unit's own calls fail; when the lease lapses), and once that it answers again
     when serve is back on the same socket; the run goes on. serve started again on another socket
-    can never answer this run's unit: `unit run` says where it is and what to do. The run closes."""
+    can never answer this run's unit: `unit run` says where it is and what to do, and beats there,
+    so that a lease the new door refuses (lapsed, or demoted as here) stops the run, as the warning
+    says (an operator's review: the run went on to its end with its unit lost)."""
     ws, serving = served
     ready, finish = tmp_path / "ready", tmp_path / "finish"
     agent = script(tmp_path, "waits.sh", f"touch {ready}\nwhile [ ! -e {finish} ]; do sleep 0.1; done\n")
@@ -406,18 +408,21 @@ def test_a_door_that_stops_answering_is_said_once_its_return_once_and_a_door_mov
     moved = (
         f"regulator: warning: b1: serve runs again, with its door at {elsewhere.url}; this run's unit was "
         f"given {serving.url}, which no serve answers: start serve with --listen {serving.url} (or stop "
-        "this run and run the unit again)\n"
+        "this run and run the unit again); its lease's heartbeats go to the new door meanwhile\n"
     )
     try:
         wait_for(lambda: moved in said, f"the moved door (said: {said})", deadline=30, every=0.2)
-        finish.touch()
+        # the heartbeats reach the new door: a lease it refuses (demoted here; lapsed alike) stops the run
+        ws.run("unit", "demote", "b1", "--by", "alice", "--rationale", "moved door", check=True)
         host.wait(timeout=60)
         reader.join(timeout=10)
     finally:
         elsewhere.close()
-    assert host.returncode == 0, said
+    assert host.returncode == 3, said
     assert len(warnings()) == 2 and said.count(again) == 1 and said.count(moved) == 1, said
-    assert row(ws, "b1")["status"] == "closed"
+    assert any("the door refused b1's lease (it expired or was released): the command was stopped" in line
+               for line in said), said  # fmt: skip
+    assert not finish.exists() and row(ws, "b1")["status"] == "todo"
 
 
 def test_the_wall_budget_kills_the_childs_process_group(served: Any, tmp_path: Any) -> None:
