@@ -205,7 +205,7 @@ def test_the_odd_character_check_answers_as_the_whole_class_does(head: str) -> N
 
 
 shared = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    st.none() | st.booleans() | st.integers(min_value=-(2**63), max_value=2**63 - 1) | st.text(max_size=5),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
     max_leaves=12,
 )
@@ -253,7 +253,21 @@ def test_a_number_of_more_than_64_characters_is_an_error_before_it_is_built() ->
     from identity.yamlload import MAX_NUMBER, YamlError
 
     assert MAX_NUMBER == 64
-    assert safe_load_strict("x: 0x" + "f" * 62 + "\n") == {"x": int("f" * 62, 16)}
+    assert safe_load_strict("x: 0x7" + "f" * 15 + "\ny: -0x8" + "0" * 15 + "\n") == {
+        "x": 2**63 - 1,
+        "y": -(2**63),
+    }
+    for past in (
+        "x: 0x8" + "0" * 15,
+        "x: 9223372036854775808",
+        "x: -9223372036854775809",
+        "? 18446744073709551614\n: 1",
+    ):
+        with pytest.raises(YamlError, match=r"^line 1: an integer past 64 bits$"):
+            safe_load_strict(past + "\n")
+    colliding = "\n".join(f"{k * (2**61 - 1)}: {k}" for k in range(1, 2000))  # one hash, 1,999 keys
+    with pytest.raises(YamlError, match="an integer past 64 bits"):
+        safe_load_strict(colliding)
     assert safe_load_strict("x: 1:0:0\ny: 1.5\n") == {"x": 3600, "y": 1.5}
     assert safe_load_strict("x: '1" + ":0" * 100 + "'\n") == {"x": "1" + ":0" * 100}
     for text in (

@@ -630,14 +630,14 @@ def _relay(child: subprocess.Popen[bytes]) -> list[threading.Thread]:
 
     def copy(source: Any, fd: int) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
+        writing = True  # until the host's side is gone (`unit run … | head`): then drained unread, so
+        # that the child never blocks on a full pipe (it got EPIPE itself before D-255)
         with contextlib.suppress(OSError, ValueError):
             while chunk := os.read(source.fileno(), 65536):
-                shown = terminal_safe(decoder.decode(chunk)).encode("utf-8", "backslashreplace")
-                while shown:
-                    shown = shown[os.write(fd, shown) :]
-            rest = terminal_safe(decoder.decode(b"", final=True)).encode("utf-8", "backslashreplace")
-            if rest:
-                os.write(fd, rest)
+                if writing:
+                    writing = _write_all(fd, terminal_safe(decoder.decode(chunk)))
+            if writing:
+                _write_all(fd, terminal_safe(decoder.decode(b"", final=True)))
 
     relays = []
     for source, fd in ((child.stdout, 1), (child.stderr, 2)):
@@ -646,6 +646,17 @@ def _relay(child: subprocess.Popen[bytes]) -> list[threading.Thread]:
             relay.start()
             relays.append(relay)
     return relays
+
+
+def _write_all(fd: int, text: str) -> bool:
+    """All of `text` written to `fd`; False where the other side is gone (a broken pipe)."""
+    shown = text.encode("utf-8", "backslashreplace")
+    try:
+        while shown:
+            shown = shown[os.write(fd, shown) :]
+    except OSError:
+        return False
+    return True
 
 
 def _give_terminal(group: int) -> int | None:

@@ -381,3 +381,18 @@ def test_sigterm_while_the_account_is_checked_leaves_none_of_its_processes(accou
         assert account_processes(account.pw_uid) == []
     finally:
         shutil.rmtree(folder)
+
+
+def test_a_confined_units_output_into_a_pipe_closed_early_does_not_hang_the_run(confined: Any) -> None:
+    """`unit run … | head -2`: once `head` is gone the relay cannot write, and a relay that stopped
+    reading left the child blocked on a full pipe forever (the third adversarial review of D-255).
+    The relay drains what is left unread: the child runs to its end and the run records its result."""
+    ws, serving, account, shared = confined
+    loop = "i=0; while [ $i -lt 100000 ]; do echo line $i; i=$((i+1)); done"
+    command = f"{REGULATOR} unit run b1 --user {account.pw_name} -- /bin/sh -c '{loop}' | head -2; echo ${{PIPESTATUS[0]}} >&2"
+    done = subprocess.run(
+        ["/bin/bash", "-c", command], cwd=ws.root, env=ws.env, capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout == "line 0\nline 1\n", done.stdout[:200]
+    assert done.stderr.strip().splitlines()[-1] == "0", done.stderr
+    assert row(ws, "b1")["status"] == "closed"
