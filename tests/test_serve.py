@@ -585,8 +585,8 @@ def test_a_runtime_folder_serve_does_not_own_alone_is_not_used(tmp_path: Any) ->
 @pytest.mark.parametrize(
     ("mode", "nested", "said"),
     [
-        (0o1777, False, "other accounts may write in it ({folder}, mode 1777)"),
-        (0o777, True, "other accounts may rename the socket's folder in it ({folder}, mode 777)"),
+        (0o1777, False, "other accounts may write in {folder} (mode 1777)"),
+        (0o777, True, "other accounts may rename what is in {folder} (mode 777)"),
     ],
     ids=["a-folder-all-may-write", "a-folder-above-all-may-rename-in"],
 )
@@ -611,9 +611,8 @@ def test_a_socket_folder_other_accounts_could_take_the_name_in_is_refused_and_le
         assert one_line(done) == (
             f"regulator: --listen unix:{sock}: "
             + said.format(folder=folder)
-            + ": any of them, a confined unit too, could take the socket's name while serve is stopped and read "
-            "the units' tokens; put the socket in a folder only this account writes (the default, or one made "
-            "with mode 0711)"
+            + ": such an account, a confined unit too, could take the socket's name and read the units' tokens; put "
+            "the socket in a folder only this account writes (the default, or one made with mode 0711)"
         )
         assert stat.S_IMODE(folder.stat().st_mode) == mode and not sock.exists()
         assert ws.digest() == before and not (ws.root / ".regulator" / "serve.json").exists()
@@ -651,3 +650,38 @@ def test_a_socket_folder_whose_group_is_serves_own_private_group_is_used(tmp_pat
             serving.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_socket_whose_way_another_account_could_change_higher_up_is_refused(tmp_path: Any) -> None:
+    """A third adversarial review: the check looked at the socket's folder and the one above only,
+    so a link to a folder a unit's account owned, higher up, let the unit move serve's folders
+    aside and put its own socket in their place while serve ran. Every folder on the way is judged
+    (root's or serve's own, none others may write in unless sticky; a link root's or serve's, and
+    where it leads judged too): refused, exit 3, and nothing made there."""
+    import shutil
+
+    ws = make_workspace(tmp_path)
+    top = short_folder()
+    try:
+        top.chmod(0o755)
+        theirs = top / "theirs"
+        theirs.mkdir()
+        os.chown(theirs, 65534, -1)  # another account's (nobody's)
+        (top / "lnk").symlink_to(theirs)
+        open_ = top / "open"
+        (open_ / "x").mkdir(parents=True)
+        open_.chmod(0o777)
+        for sock, why in (
+            (top / "lnk" / "a" / "b" / "d.sock", f"{theirs} belongs to another account (uid 65534)"),
+            (top / "theirs" / "a" / "d.sock", f"{theirs} belongs to another account (uid 65534)"),
+            (open_ / "x" / "y" / "d.sock", f"other accounts may rename what is in {open_} (mode 777)"),
+        ):
+            done = ws.run("serve", "--listen", f"unix:{sock}")
+            assert (done.returncode, done.stdout) == (3, ""), done.stderr
+            assert one_line(done).startswith(f"regulator: --listen unix:{sock}: {why}: such an account"), (
+                done.stderr
+            )
+        assert list(theirs.iterdir()) == [] and [p.name for p in (open_ / "x").iterdir()] == []
+        assert not (ws.root / ".regulator" / "serve.json").exists()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

@@ -202,16 +202,17 @@ def check_socket_path(path: Path) -> Path:
 
 
 def prepare_socket_folder(path: Path) -> None:
-    """The socket's folders made (the last one 0711: anyone may reach a socket they know the name
-    of, no one may list them), and a stale socket of a dead serve removed (we hold the lock). A
-    folder that was there already only gains the search bits, and is refused where another account may
-    write in it (the socket's own folder) or rename it (the one above, unless sticky): any such
-    account, a confined unit too, could take the socket's name once serve stops and read every
-    unit's token from its calls (D-259)."""
+    """The socket's folders made (0711: anyone may reach a socket they know the name of, no one
+    may list them), and a stale socket of a dead serve removed (we hold the lock). Every folder on
+    the way is judged as ssh's StrictModes judges a key's (`_strict_way`), and the socket's own
+    folder may be written by no other account at all: any account that could change the way, a
+    confined unit too, could put its own socket in serve's place (once serve stops, or at once
+    through a folder or link of its own higher up) and read every unit's token from its calls
+    (D-259). A folder that was there already only gains the search bits."""
     check_socket_path(path)
     folder = path.parent
     try:
-        folder.parent.mkdir(mode=0o711, parents=True, exist_ok=True)
+        _strict_way(path, folder.parent)
         try:
             folder.mkdir(mode=0o711)
             made = True
@@ -223,8 +224,7 @@ def prepare_socket_folder(path: Path) -> None:
                 raise Refused(
                     f"--listen unix:{path}: {mine} is not a folder of this account; remove it first"
                 )
-        _only_ours(path, folder, os.lstat(folder), own=True)
-        _only_ours(path, folder.parent, os.lstat(folder.parent), own=False)
+        _only_ours(path, folder, os.lstat(folder))
         # every account may pass through to the socket (a confined unit calls the door): 0711 where
         # serve made the folder (whatever the umask left), else the folder's own mode with the
         # search bits added and nothing taken away
@@ -241,20 +241,65 @@ def prepare_socket_folder(path: Path) -> None:
     os.unlink(path)
 
 
-def _only_ours(path: Path, folder: Path, st: os.stat_result, own: bool) -> None:
-    """Refused where another account may write in the socket's folder (`own`), or rename the
-    socket's folder from the one above it (a sticky folder, as /tmp, lets no one rename what is
-    not theirs)."""
-    others_write = st.st_mode & 0o002 or (st.st_mode & 0o020 and not _private_group(st.st_gid))
-    if not others_write or (not own and st.st_mode & stat.S_ISVTX):
-        return
-    what = "write in it" if own else "rename the socket's folder in it"
-    raise Refused(
-        f"--listen unix:{path}: other accounts may {what} ({folder}, mode {stat.S_IMODE(st.st_mode):o}): any "
-        "of them, a confined unit too, could take the socket's name while serve is stopped and read the "
-        "units' tokens; put the socket in a folder only this account writes (the default, or one made "
-        "with mode 0711)"
-    )
+_MAY_TAKE = (
+    ": such an account, a confined unit too, could take the socket's name and read the units' tokens; put "
+    "the socket in a folder only this account writes (the default, or one made with mode 0711)"
+)
+
+
+def _strict_way(path: Path, upto: Path) -> None:
+    """Every folder from / to `upto` (made 0711 where missing): each root's or this account's, and
+    none that another account may write in unless it is sticky (as /tmp: then no one renames what
+    is not theirs, and the next folder on the way is root's or ours); a link on the way root's or
+    ours, and the way to where it leads judged the same."""
+    mine = (0, os.getuid())
+    current = Path("/")
+    _judge_folder(path, current, os.lstat(current))
+    for part in upto.parts[1:]:
+        step = current / part
+        try:
+            st = os.lstat(step)
+        except FileNotFoundError:
+            os.mkdir(step, 0o711)
+            os.chmod(step, 0o711)
+            st = os.lstat(step)
+        if stat.S_ISLNK(st.st_mode):
+            if st.st_uid not in mine:
+                raise Refused(f"--listen unix:{path}: {step} is a link another account owns" + _MAY_TAKE)
+            target = Path(os.path.realpath(step))
+            _strict_way(path, target)
+            current = target
+            continue
+        if st.st_uid not in mine:
+            raise Refused(
+                f"--listen unix:{path}: {step} belongs to another account (uid {st.st_uid})" + _MAY_TAKE
+            )
+        _judge_folder(path, step, st)
+        current = step
+
+
+def _others_write(st: os.stat_result) -> bool:
+    return bool(st.st_mode & 0o002 or (st.st_mode & 0o020 and not _private_group(st.st_gid)))
+
+
+def _judge_folder(path: Path, folder: Path, st: os.stat_result) -> None:
+    if not stat.S_ISDIR(st.st_mode):
+        raise Refused(f"--listen unix:{path}: {folder} is not a folder")
+    if _others_write(st) and not st.st_mode & stat.S_ISVTX:
+        raise Refused(
+            f"--listen unix:{path}: other accounts may rename what is in {folder} "
+            f"(mode {stat.S_IMODE(st.st_mode):o})" + _MAY_TAKE
+        )
+
+
+def _only_ours(path: Path, folder: Path, st: os.stat_result) -> None:
+    """Refused where another account may write in the socket's own folder (even a sticky one: once
+    serve removes its socket, anyone may bind the name there)."""
+    if _others_write(st):
+        raise Refused(
+            f"--listen unix:{path}: other accounts may write in {folder} (mode {stat.S_IMODE(st.st_mode):o})"
+            + _MAY_TAKE
+        )
 
 
 def _private_group(gid: int) -> bool:
