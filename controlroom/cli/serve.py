@@ -169,6 +169,26 @@ def serve_command(
         instance.release()
 
 
+def _no_confined_unit_started(ws: Any, target: Any) -> None:
+    """A plain TCP door is anyone's to take while serve is stopped, so no confined unit may be in
+    progress (or lost, its processes perhaps alive) when serve starts on one: a unit's account
+    could bind the port and read the other units' tokens (D-259; `unit run --user` refuses such a
+    door as it starts)."""
+    from engine.base.errors import Refused
+    from engine.read.load import load
+    from engine.read.queries import confined
+
+    state = load(ws)
+    started = sorted(unit.id for unit in state.units.values() if confined(state, unit))
+    if started:
+        shown = ", ".join(started[:5]) + (", …" if len(started) > 5 else "")
+        raise Refused(
+            f"--listen {target.host}:{target.port}: confined units are started ({shown}): their accounts could "
+            "take a plain TCP port while serve is stopped and read the other units' tokens; serve on a Unix "
+            "socket (the default) or with --tls-cert/--tls-key, or close or demote them first (D-259)"
+        )
+
+
 def write_budget(writes: int | None, size: int | None) -> Any:
     """Each lease's write budget (engine.host.limits.WriteBudget); positive numbers only."""
     from engine.host import limits
@@ -191,6 +211,8 @@ def _serve(ws: Any, target: Any, instance: Any, budget: Any = None) -> None:
 
     if target.path is not None:
         host_instance.prepare_socket_folder(target.path)
+    elif target.tls_cert is None:
+        _no_confined_unit_started(ws, target)
     host = Host(ws)
     door = HostDoor(ws, host.write_lock)
 

@@ -643,3 +643,32 @@ def test_user_refuses_a_door_on_plain_tcp(confined: Any) -> None:
     finally:
         tcp.send_signal(signal.SIGTERM)
         tcp.wait(timeout=60)
+
+
+def test_serve_refuses_plain_tcp_while_a_confined_unit_is_started(confined: Any) -> None:
+    """The third adversarial review: a confined run that outlived serve's restart onto plain TCP
+    took the port at the next stop and collected an unconfined unit's token (`unit run --user`
+    refuses such a door only as it starts). serve refuses to start on plain TCP while a confined
+    unit is in progress or lost (exit 3, naming it); on its Unix socket it starts and the run goes on."""
+    ws, serving, account, shared = confined
+    ready, finish = shared / "ready", shared / "finish"
+    host = start_unit(
+        ws, "b1", "--user", account.pw_name, "--", "/bin/sh", "-c",
+        f"touch {ready}; while [ ! -e {finish} ]; do sleep 0.1; done",
+    )  # fmt: skip
+    wait_for(ready.exists, "the confined child started")
+    serving.close()
+    done = ws.run("serve", "--listen", "127.0.0.1:0")
+    assert (done.returncode, done.stdout) == (3, ""), done.stderr
+    assert one_line(done) == (
+        "regulator: --listen 127.0.0.1:0: confined units are started (b1): their accounts could take a plain "
+        "TCP port while serve is stopped and read the other units' tokens; serve on a Unix socket (the "
+        "default) or with --tls-cert/--tls-key, or close or demote them first (D-259)"
+    )
+    back = Serving(ws, sock=serving.sock)
+    try:
+        finish.touch()
+        host.communicate(timeout=60)
+    finally:
+        back.close()
+    assert host.returncode == 0
