@@ -47,6 +47,7 @@ from engine.host.folders import (
     remove_tree,
     strip_set_ids,
 )
+from engine.host.streams import confined_streams, give_terminal, relay_output, take_terminal
 from engine.read.contracts import Contract, read_contract
 from identity import regular
 from registry.gitcall import git_text
@@ -523,7 +524,7 @@ class Supervisor:
         # confined: never the host's terminal (a session of its own, and a terminal on the host's
         # streams relayed through pipes): a child holding it could push keystrokes into root's shell
         # (TIOCSTI) or hand it to another account that reads what root types after the run
-        streams = _confined_streams() if account else {}
+        streams = confined_streams() if account else {}
         # SIGINT, SIGTERM and SIGHUP (a closed terminal) are held from the dispatch on (run):
         # forwarded from here, one that came meanwhile reaching the child as soon as it exists
         previous = {sig: signal.signal(sig, self._forward) for sig in STOPS}
@@ -543,11 +544,11 @@ class Supervisor:
             else None,  # no set-id gained or given (D-213)
             **streams,
         )
-        relays = _relay(self.child) if account else []
+        relays = relay_output(self.child) if account else []
         group = self.child.pid
         if self.pending is not None:
             self._forward(self.pending, None)
-        foreground = None if account else _give_terminal(group)
+        foreground = None if account else give_terminal(group)
         beats = threading.Thread(target=self._beats, name="heartbeat", daemon=True)
         beats.start()
         wall = p.contract.wall_seconds
@@ -586,7 +587,7 @@ class Supervisor:
                 relay.join(timeout=2)  # what the child wrote last; a survivor's pipe is not waited on
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            _take_terminal(foreground)
+            take_terminal(foreground)
         return Outcome(128 - code if code < 0 else code, round(time.monotonic() - start), stopped)
 
     def _forward(self, signum: int, _frame: object) -> None:
@@ -605,88 +606,6 @@ class Supervisor:
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, signal.SIGKILL)
-
-
-def _confined_streams() -> dict[str, Any]:
-    """A confined child's standard streams: its output always a pipe, relayed to the host's own
-    (`_relay`: escaped, since what is a file or a pipe here often ends on a terminal, `| tee`);
-    its input /dev/null where the host's is a terminal, else the host's."""
-    streams: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-    with contextlib.suppress(OSError):
-        if os.isatty(0):
-            streams["stdin"] = subprocess.DEVNULL
-    return streams
-
-
-def _relay(child: subprocess.Popen[bytes]) -> list[threading.Thread]:
-    """Copy a confined child's piped output to the host's own stream (a terminal, or a file or pipe
-    that often ends on one), as it comes, with every control and invisible character written as an escape
-    (`terminal_safe`): an adversarial review's confined unit retitled root's window, erased `unit
-    run`'s own warning line (ESC [1A ESC [2K) and could ask the terminal for answers that land in
-    root's shell. Bytes that are no UTF-8 are shown as backslash escapes."""
-    import codecs
-
-    from engine.base.text import terminal_safe
-
-    def copy(source: Any, fd: int) -> None:
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
-        writing = True  # until the host's side is gone (`unit run … | head`): then drained unread, so
-        # that the child never blocks on a full pipe (it got EPIPE itself before D-255)
-        with contextlib.suppress(OSError, ValueError):
-            while chunk := os.read(source.fileno(), 65536):
-                if writing:
-                    writing = _write_all(fd, terminal_safe(decoder.decode(chunk)))
-            if writing:
-                _write_all(fd, terminal_safe(decoder.decode(b"", final=True)))
-
-    relays = []
-    for source, fd in ((child.stdout, 1), (child.stderr, 2)):
-        if source is not None:
-            relay = threading.Thread(target=copy, args=(source, fd), name="relay", daemon=True)
-            relay.start()
-            relays.append(relay)
-    return relays
-
-
-def _write_all(fd: int, text: str) -> bool:
-    """All of `text` written to `fd`; False where the other side is gone (a broken pipe)."""
-    shown = text.encode("utf-8", "backslashreplace")
-    try:
-        while shown:
-            shown = shown[os.write(fd, shown) :]
-    except OSError:
-        return False
-    return True
-
-
-def _give_terminal(group: int) -> int | None:
-    """An interactive agent (a terminal on stdin) gets the terminal's foreground; returns whom to
-    give it back to."""
-    try:
-        if not os.isatty(0):
-            return None
-        before = os.tcgetpgrp(0)
-        with _quiet_ttou():
-            os.tcsetpgrp(0, group)
-        return before
-    except OSError:
-        return None
-
-
-def _take_terminal(before: int | None) -> None:
-    if before is None:
-        return
-    with contextlib.suppress(OSError), _quiet_ttou():
-        os.tcsetpgrp(0, before)
-
-
-@contextlib.contextmanager
-def _quiet_ttou() -> Any:
-    previous = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTTOU, previous)
 
 
 # ---- after the child -------------------------------------------------------------------------------
