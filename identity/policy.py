@@ -344,21 +344,38 @@ def parse_policy(name: str, text: str) -> _Model:
         raise PolicyError(f"{name}: {_one_line(where)}: {_one_line(what)}") from None
 
 
-def _a_set(node: Any, where: str = "") -> str | None:
-    """The dotted path of the first set (YAML `!!set`) in the loaded data, or None."""
-    if isinstance(node, (set, frozenset)):
-        return where
-    if isinstance(node, dict):
-        items: Any = node.items()
-    elif isinstance(node, list):
-        items = enumerate(node)
-    else:
+def _a_set(node: Any) -> str | None:
+    """The dotted path of the first set (YAML `!!set`) in the loaded data, or None. The path is
+    written only for the set found (a fourth review: a path built for every value, under a long
+    key the loader's aliases repeat, cost the square of the text under serve's write lock), and
+    cut at 200 characters."""
+    path: list[object] = []
+
+    def walk(value: Any) -> bool:
+        if isinstance(value, (set, frozenset)):
+            return True
+        if isinstance(value, dict):
+            items: Any = value.items()
+        elif isinstance(value, list):
+            items = enumerate(value)
+        else:
+            return False
+        for key, item in items:
+            path.append(key)
+            if walk(item):
+                return True
+            path.pop()
+        return False
+
+    if not walk(node):
         return None
-    for key, value in items:
-        found = _a_set(value, f"{where}.{key}" if where else str(key))
-        if found is not None:
-            return found
-    return None
+    where = ".".join(_key_text(key) for key in path)
+    return where if len(where) <= 200 else where[:199] + "…"
+
+
+def _key_text(key: object) -> str:
+    text = str(key)
+    return text if len(text) <= 200 else text[:199] + "…"
 
 
 # ---- what went wrong, where: msgspec's "<what> - at `$.floors[0].pattern`" as floors.0.pattern ----
@@ -466,5 +483,7 @@ def _plain(message: str) -> str:
 
 
 def _one_line(text: str) -> str:
-    """The text with every control character escaped (a key of the file can hold a newline)."""
+    """The text with every control character escaped (a key of the file can hold a newline), cut at
+    300 characters (a key may be 256 KiB long: the refusal names it, never echoes it whole)."""
+    text = text if len(text) <= 300 else text[:299] + "…"
     return "".join(c if c.isprintable() or c == " " else ascii(c)[1:-1] for c in text)

@@ -399,3 +399,19 @@ def test_a_clones_policy_that_is_not_utf8_is_one_line_exit_2(ws: helpers.Workspa
     done = ws.run("signals", "route", "--dry-run", *helpers.report_args()[2:], cwd=clone)
     assert done.returncode == 2, done.stderr
     assert "routing.yaml: not valid UTF-8" in helpers.one_line(done)
+
+
+def test_a_long_key_is_named_cut_and_a_set_is_found_by_its_path() -> None:
+    """A fourth adversarial review: the set check built a dotted path for every value, so a long key
+    over values the loader's aliases repeat cost the square of the text under serve's write lock,
+    and the refusal echoed the 150 KB key. The path is written for the set found only, and a key is
+    named cut at 300 characters."""
+    key = "k" * 150_000
+    with pytest.raises(PolicyError) as refused:
+        parse_policy("routing.yaml", f"? {key}\n: 1\n")
+    said = str(refused.value)
+    assert said.startswith("routing.yaml: kkk") and len(said) < 400 and "…" in said, said[:400]
+    with pytest.raises(
+        PolicyError, match=r"^routing.yaml: notify\.1: a set \(!!set\) where a list is expected$"
+    ):
+        parse_policy("routing.yaml", "notify: [a, !!set {b, c}]\n")

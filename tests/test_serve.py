@@ -685,3 +685,43 @@ def test_a_socket_whose_way_another_account_could_change_higher_up_is_refused(tm
         assert not (ws.root / ".regulator" / "serve.json").exists()
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_a_socket_folder_an_acl_opens_to_another_account_is_refused(tmp_path: Any) -> None:
+    """A fourth adversarial review gave the socket's folder (0755) an ACL entry letting a unit's
+    account write there, and took the socket's name while serve ran. An ACL that lets another
+    account write is judged as the mode is (as `unit run` judges a worktree's: D-211): refused."""
+    import shutil
+    import struct
+
+    ws = make_workspace(tmp_path)
+    folder = short_folder()
+    try:
+        folder.chmod(0o755)
+        entry = struct.Struct("<HHI")
+        undefined = 0xFFFFFFFF
+        entries = [
+            (0x01, 7, undefined),
+            (0x02, 7, 65534),
+            (0x04, 5, undefined),
+            (0x10, 7, undefined),
+            (0x20, 5, undefined),
+        ]
+        try:
+            os.setxattr(
+                folder,
+                "system.posix_acl_access",
+                struct.pack("<I", 2) + b"".join(entry.pack(*e) for e in entries),
+            )
+        except OSError as exc:
+            pytest.skip(f"no POSIX ACLs on this file system ({exc.strerror})")
+        sock = folder / "d.sock"
+        done = ws.run("serve", "--listen", f"unix:{sock}")
+        assert (done.returncode, done.stdout) == (3, ""), done.stderr
+        assert one_line(done).startswith(
+            f"regulator: --listen unix:{sock}: other accounts may write in {folder} (mode 775 and an ACL: "
+            f"getfacl {folder}): such an account"
+        ), done.stderr
+        assert not sock.exists() and not (ws.root / ".regulator" / "serve.json").exists()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -278,36 +278,34 @@ def _strict_way(path: Path, upto: Path) -> None:
         current = step
 
 
-def _others_write(st: os.stat_result) -> bool:
-    return bool(st.st_mode & 0o002 or (st.st_mode & 0o020 and not _private_group(st.st_gid)))
+def _others_write(folder: Path, st: os.stat_result) -> str | None:
+    """How another account may write in the folder, or None: by its mode (others, or a group not
+    its owner's alone) or by a POSIX ACL, as `unit run` judges a worktree (engine.host.folders,
+    D-211); said as `mode 777` or `mode 755 and an ACL: getfacl FOLDER`."""
+    from engine.host.folders import acl, others_may_write
+
+    mode = f"mode {stat.S_IMODE(st.st_mode):o}"
+    if others_may_write(st):
+        return mode
+    return f"{mode} and an ACL: getfacl {folder}" if acl(folder, st) else None
 
 
 def _judge_folder(path: Path, folder: Path, st: os.stat_result) -> None:
     if not stat.S_ISDIR(st.st_mode):
         raise Refused(f"--listen unix:{path}: {folder} is not a folder")
-    if _others_write(st) and not st.st_mode & stat.S_ISVTX:
+    how = _others_write(folder, st)
+    if how is not None and not st.st_mode & stat.S_ISVTX:
         raise Refused(
-            f"--listen unix:{path}: other accounts may rename what is in {folder} "
-            f"(mode {stat.S_IMODE(st.st_mode):o})" + _MAY_TAKE
+            f"--listen unix:{path}: other accounts may rename what is in {folder} ({how})" + _MAY_TAKE
         )
 
 
 def _only_ours(path: Path, folder: Path, st: os.stat_result) -> None:
     """Refused where another account may write in the socket's own folder (even a sticky one: once
     serve removes its socket, anyone may bind the name there)."""
-    if _others_write(st):
-        raise Refused(
-            f"--listen unix:{path}: other accounts may write in {folder} (mode {stat.S_IMODE(st.st_mode):o})"
-            + _MAY_TAKE
-        )
-
-
-def _private_group(gid: int) -> bool:
-    """The folder's group lets no one but serve's own account in (a user private group, as
-    `unit run` judges a worktree's: engine.host.folders.private_group, D-211)."""
-    from engine.host.folders import private_group
-
-    return private_group(gid, os.getuid())
+    how = _others_write(folder, st)
+    if how is not None:
+        raise Refused(f"--listen unix:{path}: other accounts may write in {folder} ({how})" + _MAY_TAKE)
 
 
 def release_socket_folder(ws: Workspace, path: Path) -> None:

@@ -138,11 +138,11 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
             f"no `regulator serve` is running for this workspace (no live {STATE_DIR}/serve.json): "
             "start it first (`regulator serve`), then run the unit"
         )
-    if account is not None and str(info["door"]).startswith("http://"):
+    if str(info["door"]).startswith("http://"):
         raise Refused(
-            f"serve's door is plain TCP ({info['door']}): any local account, --user {account.name} too, may "
-            "take its port while serve is stopped, answer the units' calls and read their tokens; for a "
-            "confined unit run serve on a Unix socket (its default) or with --tls-cert/--tls-key (D-259)"
+            f"serve's door is plain TCP ({info['door']}): any local account (a confined unit of any "
+            "workspace too) may take its port while serve is stopped, answer the run's calls and read its "
+            "token; run serve on a Unix socket (its default) or with --tls-cert/--tls-key (D-259)"
         )
     lock, note, regulator = None, None, _regulator()
     if account is not None:
@@ -470,11 +470,17 @@ class Supervisor:
                     self.say(
                         f"warning: {self.p.unit}: serve runs again, with its door at {elsewhere}; this run's "
                         f"unit was given {self.p.door}, which no serve answers: start serve with "
-                        f"--listen {self.p.door} (or stop this run and run the unit again); its lease's "
-                        "heartbeats go to the new door meanwhile"
+                        f"--listen {self.p.door} (or stop this run and run the unit again); "
+                        + (
+                            "no heartbeat goes to a plain TCP door (anyone may have taken its port)"
+                            if elsewhere.startswith("http://")
+                            else "its lease's heartbeats go to the new door meanwhile"
+                        )
                     )
                 moved = elsewhere
-                if self._beat_at(DoorClient(elsewhere, self.token, timeout=_BEAT_TIMEOUT_S), UNAUTHORIZED):
+                if elsewhere.startswith("http://"):
+                    pass  # never the token to a plain TCP port, which anyone may have taken (D-259)
+                elif self._beat_at(DoorClient(elsewhere, self.token, timeout=_BEAT_TIMEOUT_S), UNAUTHORIZED):
                     return
             self.done.wait(self.beat_every())
 

@@ -609,11 +609,12 @@ def test_a_group_another_account_shares_by_gid_is_not_private(account: Any, tmp_
             accounts("groupdel", name)
 
 
-def test_user_refuses_a_door_on_plain_tcp(confined: Any) -> None:
+def test_unit_run_refuses_a_door_on_plain_tcp(confined: Any) -> None:
     """An adversarial review: with serve's door on 127.0.0.1:PORT, a confined unit took the port as
     soon as serve stopped, answered another unit's heartbeats (so its run saw no outage) and
-    collected its lease token. A confined run is refused (exit 3, nothing written) while serve's
-    door is plain TCP; a Unix socket (the default) or TLS is what such a host runs."""
+    collected its lease token; a later review did it from another workspace. `unit run`, confined
+    or not, is refused (exit 3, nothing written) while serve's door is plain TCP: a Unix socket (the
+    default) or TLS."""
     import signal
 
     ws, serving, account, shared = confined
@@ -631,15 +632,15 @@ def test_user_refuses_a_door_on_plain_tcp(confined: Any) -> None:
         )
         assert door.startswith("http://127.0.0.1:")
         before = ws.digest()
-        done = run_unit(ws, "b1", "--user", account.pw_name, "--", "true")
-        assert (done.returncode, done.stdout) == (3, ""), done.stderr
-        assert one_line(done) == (
-            f"regulator: serve's door is plain TCP ({door}): any local account, --user {account.pw_name} too, "
-            "may take its port while serve is stopped, answer the units' calls and read their tokens; for a "
-            "confined unit run serve on a Unix socket (its default) or with --tls-cert/--tls-key (D-259)"
-        )
-        assert ws.digest() == before
-        assert run_unit(ws, "b1", "--", "true").returncode == 0  # unconfined: the host's own account
+        for user in (["--user", account.pw_name], []):
+            done = run_unit(ws, "b1", *user, "--", "true")
+            assert (done.returncode, done.stdout) == (3, ""), done.stderr
+            assert one_line(done) == (
+                f"regulator: serve's door is plain TCP ({door}): any local account (a confined unit of any "
+                "workspace too) may take its port while serve is stopped, answer the run's calls and read its "
+                "token; run serve on a Unix socket (its default) or with --tls-cert/--tls-key (D-259)"
+            )
+            assert ws.digest() == before
     finally:
         tcp.send_signal(signal.SIGTERM)
         tcp.wait(timeout=60)

@@ -425,6 +425,55 @@ def test_a_door_that_stops_answering_is_said_once_its_return_once_and_a_door_mov
     assert not finish.exists() and row(ws, "b1")["status"] == "todo"
 
 
+def test_a_run_never_sends_its_token_to_a_plain_tcp_door_serve_moved_to(served: Any, tmp_path: Any) -> None:
+    """serve started again on plain TCP (another workspace's confined unit could hold that port: a
+    fourth adversarial review): the run says where serve is and that no heartbeat goes there, and
+    none does; the run goes on and closes."""
+    import signal
+
+    ws, serving = served
+    ready, finish = tmp_path / "ready", tmp_path / "finish"
+    agent = script(tmp_path, "waits.sh", f"touch {ready}\nwhile [ ! -e {finish} ]; do sleep 0.1; done\n")
+    host = start_unit(ws, "b1", "--ttl", "15s", "--", str(agent))  # a heartbeat every 5 s
+    said: list[str] = []
+
+    def read() -> None:
+        assert host.stderr is not None
+        for line in host.stderr:
+            said.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    wait_for(ready.exists, "the child started")
+    serving.close()
+    tcp = subprocess.Popen(
+        [REGULATOR, "serve", "--listen", "127.0.0.1:0"], cwd=ws.root, env=ws.env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        info = ws.root / ".regulator" / "serve.json"
+        door = wait_for(
+            lambda: info.exists() and json.loads(info.read_text()).get("door"), "serve's TCP door"
+        )
+        moved = (
+            f"regulator: warning: b1: serve runs again, with its door at {door}; this run's unit was given "
+            f"{serving.url}, which no serve answers: start serve with --listen {serving.url} (or stop this run "
+            "and run the unit again); no heartbeat goes to a plain TCP door (anyone may have taken its port)\n"
+        )
+        wait_for(lambda: moved in said, f"the moved door (said: {said})", deadline=30, every=0.2)
+    finally:
+        tcp.send_signal(signal.SIGTERM)
+        tcp.wait(timeout=60)
+    back = Serving(ws, sock=serving.sock)
+    try:
+        finish.touch()
+        host.wait(timeout=60)
+        reader.join(timeout=10)
+    finally:
+        back.close()
+    assert host.returncode == 0 and said.count(moved) == 1, said
+
+
 def test_the_wall_budget_kills_the_childs_process_group(served: Any, tmp_path: Any) -> None:
     ws, serving = served
     ws.run("unit", "new", "slow", "--type", "research", "--profile", "intelligence", "--title", "Slow",
