@@ -108,3 +108,43 @@ LEFTOVER = (
     "exit 1\n"
 )
 NOTE = {"subject": "TZ", "note": "left behind", "evidence": ["ci.log"], "reviewBy": "2026-12-20"}
+
+
+def waiting_run(ws: Any, folder: Path, ttl: str) -> tuple[subprocess.Popen, list[str], Path]:
+    """`unit run b1 --ttl TTL` of a child that waits until a file `finish` exists: the host
+    process, the lines of its stderr as they come (read on a thread), and that file. Returns once
+    the child runs."""
+    import threading
+
+    from tests.serving import wait_for
+
+    ready, finish = folder / "ready", folder / "finish"
+    agent = script(folder, "waits.sh", f"touch {ready}\nwhile [ ! -e {finish} ]; do sleep 0.1; done\n")
+    host = start_unit(ws, "b1", "--ttl", ttl, "--", str(agent))
+    said: list[str] = []
+
+    def read() -> None:
+        assert host.stderr is not None
+        for line in host.stderr:
+            said.append(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    wait_for(ready.exists, "the child started")
+    return host, said, finish
+
+
+def tcp_serve(ws: Any) -> tuple[subprocess.Popen, str]:
+    """`regulator serve --listen 127.0.0.1:0` of the workspace, and its door once it listens."""
+    import json
+
+    from tests.serving import wait_for
+
+    proc = subprocess.Popen(
+        [REGULATOR, "serve", "--listen", "127.0.0.1:0"], cwd=ws.root, env=ws.env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    info = ws.root / ".regulator" / "serve.json"
+    door = wait_for(
+        lambda: info.exists() and json.loads(info.read_text()).get("door"), "serve's TCP door", deadline=60
+    )
+    return proc, door

@@ -32,6 +32,7 @@ from tests.unit_run.common import (
     script,
     start_unit,
     system_workspace,
+    tcp_serve,
 )
 
 
@@ -619,17 +620,8 @@ def test_unit_run_refuses_a_door_on_plain_tcp(confined: Any) -> None:
 
     ws, serving, account, shared = confined
     serving.close()
-    tcp = subprocess.Popen(
-        [REGULATOR, "serve", "--listen", "127.0.0.1:0"], cwd=ws.root, env=ws.env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+    tcp, door = tcp_serve(ws)
     try:
-        info = ws.root / ".regulator" / "serve.json"
-        door = wait_for(
-            lambda: info.exists() and json.loads(info.read_text()).get("door"),
-            "serve's TCP door",
-            deadline=60,
-        )
         assert door.startswith("http://127.0.0.1:")
         before = ws.digest()
         for user in (["--user", account.pw_name], []):

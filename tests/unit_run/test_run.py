@@ -37,6 +37,8 @@ from tests.unit_run.common import (
     script,
     start_unit,
     system_workspace,
+    tcp_serve,
+    waiting_run,
 )
 
 
@@ -371,19 +373,7 @@ def test_a_door_that_stops_answering_is_said_once_its_return_once_and_a_door_mov
     so that a lease the new door refuses (lapsed, or demoted as here) stops the run, as the warning
     says (an operator's review: the run went on to its end with its unit lost)."""
     ws, serving = served
-    ready, finish = tmp_path / "ready", tmp_path / "finish"
-    agent = script(tmp_path, "waits.sh", f"touch {ready}\nwhile [ ! -e {finish} ]; do sleep 0.1; done\n")
-    host = start_unit(ws, "b1", "--ttl", "15s", "--", str(agent))  # a heartbeat every 5 s
-    said: list[str] = []
-
-    def read() -> None:
-        assert host.stderr is not None
-        for line in host.stderr:
-            said.append(line)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    wait_for(ready.exists, "the child started")
+    host, said, finish = waiting_run(ws, tmp_path, "15s")  # a heartbeat every 5 s
     serving.close()
     opening = "regulator: warning: b1: serve's door did not answer its heartbeat ("
     closing = (
@@ -415,7 +405,6 @@ def test_a_door_that_stops_answering_is_said_once_its_return_once_and_a_door_mov
         # the heartbeats reach the new door: a lease it refuses (demoted here; lapsed alike) stops the run
         ws.run("unit", "demote", "b1", "--by", "alice", "--rationale", "moved door", check=True)
         host.wait(timeout=60)
-        reader.join(timeout=10)
     finally:
         elsewhere.close()
     assert host.returncode == 3, said
@@ -432,29 +421,10 @@ def test_a_run_never_sends_its_token_to_a_plain_tcp_door_serve_moved_to(served: 
     import signal
 
     ws, serving = served
-    ready, finish = tmp_path / "ready", tmp_path / "finish"
-    agent = script(tmp_path, "waits.sh", f"touch {ready}\nwhile [ ! -e {finish} ]; do sleep 0.1; done\n")
-    host = start_unit(ws, "b1", "--ttl", "15s", "--", str(agent))  # a heartbeat every 5 s
-    said: list[str] = []
-
-    def read() -> None:
-        assert host.stderr is not None
-        for line in host.stderr:
-            said.append(line)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    wait_for(ready.exists, "the child started")
+    host, said, finish = waiting_run(ws, tmp_path, "15s")  # a heartbeat every 5 s
     serving.close()
-    tcp = subprocess.Popen(
-        [REGULATOR, "serve", "--listen", "127.0.0.1:0"], cwd=ws.root, env=ws.env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+    tcp, door = tcp_serve(ws)
     try:
-        info = ws.root / ".regulator" / "serve.json"
-        door = wait_for(
-            lambda: info.exists() and json.loads(info.read_text()).get("door"), "serve's TCP door"
-        )
         moved = (
             f"regulator: warning: b1: serve runs again, with its door at {door}; this run's unit was given "
             f"{serving.url}, which no serve answers: start serve with --listen {serving.url} (or stop this run "
@@ -468,7 +438,6 @@ def test_a_run_never_sends_its_token_to_a_plain_tcp_door_serve_moved_to(served: 
     try:
         finish.touch()
         host.wait(timeout=60)
-        reader.join(timeout=10)
     finally:
         back.close()
     assert host.returncode == 0 and said.count(moved) == 1, said
@@ -550,7 +519,6 @@ def test_a_link_to_a_fifo_in_a_worktree_hangs_no_walk(tmp_path: Any) -> None:
     """Another account flips a path between a folder and a FIFO; a worktree holds links to it. The
     hand-over, the set-id strip and the lease folder's removal never open it as a folder (os.fwalk
     and shutil.rmtree did, and hung): each walk ends (D-211, fifth review)."""
-    import threading
 
     tree, flip = tmp_path / "wt", tmp_path / "flip"
     tree.mkdir()
