@@ -725,3 +725,49 @@ def test_a_socket_folder_an_acl_opens_to_another_account_is_refused(tmp_path: An
         assert not sock.exists() and not (ws.root / ".regulator" / "serve.json").exists()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_socket_way_is_walked_link_by_link_and_a_refusal_makes_nothing(tmp_path: Any) -> None:
+    """A fifth adversarial review: a link was judged by where it finally led (`realpath`), so a
+    root's link through a link another account owned (or a `..` through that account's folder)
+    passed, and that account could repoint its link while serve ran; a link loop was a
+    RecursionError; a refused way could leave the folders made on it. The way is walked entry by
+    entry as the kernel walks it: each refused (exit 3, one line), nothing made."""
+    import shutil
+
+    ws = make_workspace(tmp_path)
+    top = short_folder()
+    try:
+        top.chmod(0o755)
+        real = top / "real"
+        real.mkdir()
+        theirs = top / "theirs"
+        theirs.mkdir()
+        os.chown(theirs, 65534, -1)
+        (theirs / "evl").symlink_to(real)  # another account's link to root's folder
+        os.lchown(theirs / "evl", 65534, -1)
+        (top / "rootlink").symlink_to(theirs / "evl")  # root's link, through theirs
+        (top / "dotdot").symlink_to(f"{theirs}/../real")  # root's link, `..` through theirs: judged as walked
+        (top / "loop").symlink_to(top / "loop")
+        (top / "ok").symlink_to(real)  # root's link to root's folder
+        for sock, said in (
+            (
+                top / "rootlink" / "sub" / "door" / "d.sock",
+                f"{theirs} belongs to another account (uid 65534)",
+            ),
+            (top / "dotdot" / "d" / "d.sock", f"{theirs} belongs to another account (uid 65534)"),
+            (top / "loop" / "a" / "d.sock", "too many links on the way"),
+        ):
+            done = ws.run("serve", "--listen", f"unix:{sock}")
+            assert (done.returncode, done.stdout) == (3, ""), done.stderr
+            assert one_line(done).startswith(f"regulator: --listen unix:{sock}: {said}"), done.stderr
+        assert list(real.iterdir()) == [] and not (ws.root / ".regulator" / "serve.json").exists()
+        # a link of root's to a folder of root's is followed where it stands, and used
+        sock = top / "ok" / "d" / "d.sock"
+        serving = Serving(ws, sock=sock)
+        try:
+            assert (real / "d" / "d.sock").exists()
+        finally:
+            serving.close()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

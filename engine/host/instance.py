@@ -203,32 +203,35 @@ def check_socket_path(path: Path) -> Path:
 
 def prepare_socket_folder(path: Path) -> None:
     """The socket's folders made (0711: anyone may reach a socket they know the name of, no one
-    may list them), and a stale socket of a dead serve removed (we hold the lock). Every folder on
-    the way is judged as ssh's StrictModes judges a key's (`_strict_way`), and the socket's own
-    folder may be written by no other account at all: any account that could change the way, a
-    confined unit too, could put its own socket in serve's place (once serve stops, or at once
-    through a folder or link of its own higher up) and read every unit's token from its calls
-    (D-259). A folder that was there already only gains the search bits."""
+    may list them), and a stale socket of a dead serve removed (we hold the lock). The way to the
+    socket's folder is judged first, entry by entry as the kernel walks it (`_strict_way`), and
+    only then is anything made; the socket's own folder may be written by no other account at all:
+    any account that could change the way, a confined unit too, could put its own socket in
+    serve's place (once serve stops, or at once through a folder or link of its own) and read every
+    unit's token from its calls (D-259). A folder that was there already only gains the search bits."""
     check_socket_path(path)
     folder = path.parent
     try:
-        _strict_way(path, folder.parent)
+        parent, missing = _strict_way(path, folder.parent)
+        for name in missing:  # judged: made by serve, 0711, and found as made
+            parent = _make_folder(path, parent / name)
+        own = parent / folder.name
         try:
-            folder.mkdir(mode=0o711)
+            own.mkdir(mode=0o711)
             made = True
         except FileExistsError:
             made = False
-        for mine in (folder.parent, folder):
+        for mine in (parent, own):
             st = os.lstat(mine)
             if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid():
                 raise Refused(
                     f"--listen unix:{path}: {mine} is not a folder of this account; remove it first"
                 )
-        _only_ours(path, folder, os.lstat(folder))
+        _only_ours(path, own, os.lstat(own))
         # every account may pass through to the socket (a confined unit calls the door): 0711 where
         # serve made the folder (whatever the umask left), else the folder's own mode with the
         # search bits added and nothing taken away
-        os.chmod(folder, 0o711 if made else stat.S_IMODE(os.lstat(folder).st_mode) | 0o011)
+        os.chmod(own, 0o711 if made else stat.S_IMODE(os.lstat(own).st_mode) | 0o011)
         st = os.lstat(path)
     except FileNotFoundError:
         return
@@ -247,35 +250,75 @@ _MAY_TAKE = (
 )
 
 
-def _strict_way(path: Path, upto: Path) -> None:
-    """Every folder from / to `upto` (made 0711 where missing): each root's or this account's, and
-    none that another account may write in unless it is sticky (as /tmp: then no one renames what
-    is not theirs, and the next folder on the way is root's or ours); a link on the way root's or
-    ours, and the way to where it leads judged the same."""
+def _strict_way(path: Path, upto: Path) -> tuple[Path, list[str]]:
+    """`upto` walked from / as the kernel walks it, a link followed where it stands (as `unit run`
+    walks a worktree's way: engine.host.folders.check_parents): every entry on the way, a link
+    included, root's or this account's, in a folder that no other account may write in (by mode or
+    ACL) unless it is sticky, as /tmp (there no one renames what is not theirs). Returns the folder
+    reached with every link resolved, and the names still to be made under it (nothing is made
+    here: a refusal leaves nothing behind)."""
     mine = (0, os.getuid())
-    current = Path("/")
-    _judge_folder(path, current, os.lstat(current))
-    for part in upto.parts[1:]:
-        step = current / part
-        try:
-            st = os.lstat(step)
-        except FileNotFoundError:
-            os.mkdir(step, 0o711)
-            os.chmod(step, 0o711)
-            st = os.lstat(step)
-        if stat.S_ISLNK(st.st_mode):
-            if st.st_uid not in mine:
-                raise Refused(f"--listen unix:{path}: {step} is a link another account owns" + _MAY_TAKE)
-            target = Path(os.path.realpath(step))
-            _strict_way(path, target)
-            current = target
+    todo = list(upto.parts[1:])
+    current, links = Path("/"), 0
+    while todo:
+        name = todo.pop(0)
+        if name in ("", "."):
             continue
+        if name == "..":
+            current = current.parent
+            continue
+        entry = current / name
+        up = os.lstat(current)
+        how = _others_write(current, up)
+        if how is not None and not up.st_mode & stat.S_ISVTX:
+            raise Refused(
+                f"--listen unix:{path}: other accounts may rename what is in {current} ({how})" + _MAY_TAKE
+            )
+        try:
+            st = os.lstat(entry)
+        except FileNotFoundError:
+            if ".." in todo:
+                raise Refused(f"--listen unix:{path}: a `..` after {entry}, which is not there yet") from None
+            return current, [name, *(part for part in todo if part not in ("", "."))]
         if st.st_uid not in mine:
             raise Refused(
-                f"--listen unix:{path}: {step} belongs to another account (uid {st.st_uid})" + _MAY_TAKE
+                f"--listen unix:{path}: {entry} belongs to another account (uid {st.st_uid})" + _MAY_TAKE
             )
-        _judge_folder(path, step, st)
-        current = step
+        if stat.S_ISLNK(st.st_mode):
+            links += 1
+            if links > 40:
+                raise Refused(f"--listen unix:{path}: too many links on the way")
+            target = Path(os.readlink(entry))
+            if target.is_absolute():
+                current = Path("/")
+            todo = [*target.parts[1 if target.is_absolute() else 0 :], *todo]
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            raise Refused(f"--listen unix:{path}: {entry} is not a folder")
+        current = entry
+    up = os.lstat(current)  # the folder that holds the socket's own
+    how = _others_write(current, up)
+    if how is not None and not up.st_mode & stat.S_ISVTX:
+        raise Refused(
+            f"--listen unix:{path}: other accounts may rename what is in {current} ({how})" + _MAY_TAKE
+        )
+    return current, []
+
+
+def _make_folder(path: Path, folder: Path) -> Path:
+    """A folder of the way serve makes: 0711, and found as made (one another account made meanwhile
+    is refused, never used)."""
+    try:
+        os.mkdir(folder, 0o711)
+    except FileExistsError:
+        raise Refused(
+            f"--listen unix:{path}: {folder} appeared while serve made it; look at it, then try again"
+        ) from None
+    os.chmod(folder, 0o711)
+    st = os.lstat(folder)
+    if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid():
+        raise Refused(f"--listen unix:{path}: {folder} is not a folder of this account; remove it first")
+    return folder
 
 
 def _others_write(folder: Path, st: os.stat_result) -> str | None:
@@ -288,16 +331,6 @@ def _others_write(folder: Path, st: os.stat_result) -> str | None:
     if others_may_write(st):
         return mode
     return f"{mode} and an ACL: getfacl {folder}" if acl(folder, st) else None
-
-
-def _judge_folder(path: Path, folder: Path, st: os.stat_result) -> None:
-    if not stat.S_ISDIR(st.st_mode):
-        raise Refused(f"--listen unix:{path}: {folder} is not a folder")
-    how = _others_write(folder, st)
-    if how is not None and not st.st_mode & stat.S_ISVTX:
-        raise Refused(
-            f"--listen unix:{path}: other accounts may rename what is in {folder} ({how})" + _MAY_TAKE
-        )
 
 
 def _only_ours(path: Path, folder: Path, st: os.stat_result) -> None:
