@@ -12,9 +12,9 @@ import os
 import pwd
 import stat
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 from engine.base.errors import Refused
 
@@ -141,6 +141,58 @@ def acl(folder: Path, st: os.stat_result) -> bool:
     return False
 
 
+class Step(NamedTuple):
+    """One entry of a way walked from / as the kernel walks it: the folder it is in (every link
+    before it resolved) and that folder's stat, the entry and its own (None: not there), and the
+    names still to walk after it."""
+
+    folder: Path
+    up: os.stat_result
+    entry: Path
+    st: os.stat_result | None
+    rest: list[str]
+
+
+class TooManyLinks(Exception):
+    """More than 40 links on one way (a loop, as the kernel's ELOOP)."""
+
+
+def walk_way(path: Path) -> Iterator[Step]:
+    """`path` walked from / entry by entry as the kernel walks it, each link followed where it
+    stands after the caller has judged it (its Step comes first), `.` passed over and `..` taken as
+    the resolved folder's parent; ends at the first entry that is not there. The one walk of
+    `unit run`'s worktree (`check_parents`) and serve's socket (engine.host.instance): each judges
+    its Steps."""
+    todo = list(path.absolute().parts[1:])
+    current, links = Path("/"), 0
+    while todo:
+        name = todo.pop(0)
+        if name in ("", "."):
+            continue
+        if name == "..":
+            current = current.parent
+            continue
+        entry = current / name
+        up = os.lstat(current)
+        try:
+            st: os.stat_result | None = os.lstat(entry)
+        except FileNotFoundError:
+            st = None
+        yield Step(current, up, entry, st, list(todo))
+        if st is None:
+            return
+        if stat.S_ISLNK(st.st_mode):
+            links += 1
+            if links > 40:
+                raise TooManyLinks
+            target = Path(os.readlink(entry))
+            if target.is_absolute():
+                current = Path("/")
+            todo = [*target.parts[1 if target.is_absolute() else 0 :], *todo]
+            continue
+        current = entry
+
+
 def check_parents(worktree: Path, named: bool = True) -> Path:
     """A confined unit's worktree is made and handed over by the host (root): no other account may
     be able to put a link where it goes meanwhile, nor write in what the host makes (D-211); an
@@ -157,28 +209,18 @@ def check_parents(worktree: Path, named: bool = True) -> Path:
         what = f"--worktree {worktree}" if named else f"the unit's worktree {worktree}"
         raise Refused(f"{what}: {why}; give a folder under one of yours (`--worktree DIR`)")
 
-    todo = list(worktree.absolute().parts[1:])
-    current, links = Path("/"), 0
+    current = Path("/")
     try:
-        while todo:
-            name = todo.pop(0)
-            if name in ("", "."):
-                continue
-            if name == "..":
-                current = current.parent
-                continue
-            entry = current / name
-            up = os.lstat(current)
-            try:
-                st = os.lstat(entry)
-            except FileNotFoundError:
+        for step in walk_way(worktree):
+            entry, st, up, current = step.entry, step.st, step.up, step.folder
+            if st is None:
                 if others_may_write(up) or acl(current, up):
                     refuse(
                         f"{current} is writable by other accounts, which could make {entry} first (a link; "
                         f"`chmod go-w {current}`, and `getfacl {current}` for an ACL)"
                     )
-                return entry.joinpath(*todo)
-            last = not todo
+                return entry.joinpath(*step.rest)
+            last = not step.rest
             if st.st_uid not in mine and (stat.S_ISLNK(st.st_mode) or not last):
                 refuse(f"{entry} belongs to another account (uid {st.st_uid}), which could swap the worktree")
             if others_may_write(up) and not up.st_mode & stat.S_ISVTX or acl(current, up):
@@ -186,18 +228,12 @@ def check_parents(worktree: Path, named: bool = True) -> Path:
                     f"{current} is writable by other accounts, which could replace {entry} (`chmod go-w "
                     f"{current}`, and `getfacl {current}` for an ACL)"
                 )
-            if stat.S_ISLNK(st.st_mode):
-                links += 1
-                if links > 40:
-                    refuse("too many links")
-                target = Path(os.readlink(entry))
-                if target.is_absolute():
-                    current = Path("/")
-                todo = [*target.parts[1 if target.is_absolute() else 0 :], *todo]
-                continue
-            if not last and not stat.S_ISDIR(st.st_mode):
-                refuse(f"{entry} is not a folder")
-            current = entry
+            if not stat.S_ISLNK(st.st_mode):
+                if not last and not stat.S_ISDIR(st.st_mode):
+                    refuse(f"{entry} is not a folder")
+                current = entry
+    except TooManyLinks:
+        refuse("too many links")
     except (OSError, ValueError) as exc:
         refuse(f"it cannot be looked at ({exc})")
     return current

@@ -257,45 +257,33 @@ def _strict_way(path: Path, upto: Path) -> tuple[Path, list[str]]:
     ACL) unless it is sticky, as /tmp (there no one renames what is not theirs). Returns the folder
     reached with every link resolved, and the names still to be made under it (nothing is made
     here: a refusal leaves nothing behind)."""
+    from engine.host.folders import TooManyLinks, walk_way
+
     mine = (0, os.getuid())
-    todo = list(upto.parts[1:])
-    current, links = Path("/"), 0
-    while todo:
-        name = todo.pop(0)
-        if name in ("", "."):
-            continue
-        if name == "..":
-            current = current.parent
-            continue
-        entry = current / name
-        up = os.lstat(current)
-        how = _others_write(current, up)
-        if how is not None and not up.st_mode & stat.S_ISVTX:
-            raise Refused(
-                f"--listen unix:{path}: other accounts may rename what is in {current} ({how})" + _MAY_TAKE
-            )
-        try:
-            st = os.lstat(entry)
-        except FileNotFoundError:
-            if ".." in todo:
-                raise Refused(f"--listen unix:{path}: a `..` after {entry}, which is not there yet") from None
-            return current, [name, *(part for part in todo if part not in ("", "."))]
-        if st.st_uid not in mine:
-            raise Refused(
-                f"--listen unix:{path}: {entry} belongs to another account (uid {st.st_uid})" + _MAY_TAKE
-            )
-        if stat.S_ISLNK(st.st_mode):
-            links += 1
-            if links > 40:
-                raise Refused(f"--listen unix:{path}: too many links on the way")
-            target = Path(os.readlink(entry))
-            if target.is_absolute():
-                current = Path("/")
-            todo = [*target.parts[1 if target.is_absolute() else 0 :], *todo]
-            continue
-        if not stat.S_ISDIR(st.st_mode):
-            raise Refused(f"--listen unix:{path}: {entry} is not a folder")
-        current = entry
+    current = Path("/")
+    try:
+        for step in walk_way(upto):
+            current, up, entry, st = step.folder, step.up, step.entry, step.st
+            how = _others_write(current, up)
+            if how is not None and not up.st_mode & stat.S_ISVTX:
+                raise Refused(
+                    f"--listen unix:{path}: other accounts may rename what is in {current} ({how})"
+                    + _MAY_TAKE
+                )
+            if st is None:
+                if ".." in step.rest:
+                    raise Refused(f"--listen unix:{path}: a `..` after {entry}, which is not there yet")
+                return current, [entry.name, *(part for part in step.rest if part not in ("", "."))]
+            if st.st_uid not in mine:
+                raise Refused(
+                    f"--listen unix:{path}: {entry} belongs to another account (uid {st.st_uid})" + _MAY_TAKE
+                )
+            if not stat.S_ISLNK(st.st_mode):
+                if not stat.S_ISDIR(st.st_mode):
+                    raise Refused(f"--listen unix:{path}: {entry} is not a folder")
+                current = entry
+    except TooManyLinks:
+        raise Refused(f"--listen unix:{path}: too many links on the way") from None
     up = os.lstat(current)  # the folder that holds the socket's own
     how = _others_write(current, up)
     if how is not None and not up.st_mode & stat.S_ISVTX:
