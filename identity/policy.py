@@ -347,8 +347,8 @@ def parse_policy(name: str, text: str) -> _Model:
 def _a_set(node: Any) -> str | None:
     """The dotted path of the first set (YAML `!!set`) in the loaded data, or None. The path is
     written only for the set found (a fourth review: a path built for every value, under a long
-    key the loader's aliases repeat, cost the square of the text under serve's write lock), and
-    cut at 200 characters."""
+    key the loader's aliases repeat, cost the square of the text under serve's write lock); the
+    refusal cuts it (`_one_line`)."""
     path: list[object] = []
 
     def walk(value: Any) -> bool:
@@ -367,15 +367,7 @@ def _a_set(node: Any) -> str | None:
             path.pop()
         return False
 
-    if not walk(node):
-        return None
-    where = ".".join(_key_text(key) for key in path)
-    return where if len(where) <= 200 else where[:199] + "…"
-
-
-def _key_text(key: object) -> str:
-    text = str(key)
-    return text if len(text) <= 200 else text[:199] + "…"
+    return ".".join(str(key) for key in path) if walk(node) else None
 
 
 # ---- what went wrong, where: msgspec's "<what> - at `$.floors[0].pattern`" as floors.0.pattern ----

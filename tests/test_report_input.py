@@ -76,6 +76,9 @@ def test_a_report_by_flags_is_refused_in_the_flags_names_and_by_json_in_its_keys
     )
     done = ws.run(*report_args(), "--resolves-at", "soon", "--by", "alice")
     assert one_line(done).startswith("regulator: --resolves-at: 'soon' is not a time")
+    # a value given is quoted as given, never renamed (the reread's try: `--confidence observedAt`)
+    done = ws.run(*report_args(confidence="x observedAt"), "--by", "alice")
+    assert one_line(done).startswith("regulator: --confidence: 'x observedAt' is not one of")
     done = ws.run("signals", "report", "--json-input", "-", "--by", "alice", input='{"subject": "x"}')
     assert (done.returncode, done.stderr) == (
         2,

@@ -328,6 +328,8 @@ _LEADING_FIELD = re.compile(r"(\w+)(?=: )")
 _CAMEL_FIELD = re.compile(
     r"\b(?:prediction\.)?(resolvesAt|reportedSeverity|affectedUnits|observedAt|expiresAt)\b"
 )
+# a value the message quotes as repr quotes it: never rewritten (`--confidence 'x observedAt'`)
+_QUOTED = re.compile(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
 
 
 def in_flag_names(exc: BadInput) -> BadInput:
@@ -345,7 +347,11 @@ def in_flag_names(exc: BadInput) -> BadInput:
     leading = _LEADING_FIELD.match(text)
     if leading is not None and leading.group(1) in FLAG_OF_FIELD:
         text = FLAG_OF_FIELD[leading.group(1)] + text[leading.end() :]
-    said = _CAMEL_FIELD.sub(lambda found: FLAG_OF_FIELD[found.group(1)], text)
+    parts = _QUOTED.split(text)  # odd places: the quoted values
+    said = "".join(
+        part if index % 2 else _CAMEL_FIELD.sub(lambda found: FLAG_OF_FIELD[found.group(1)], part)
+        for index, part in enumerate(parts)
+    )
     return exc if said == str(exc) else BadInput(said)
 
 

@@ -260,16 +260,19 @@ def _strict_way(path: Path, upto: Path) -> tuple[Path, list[str]]:
     from engine.host.folders import TooManyLinks, walk_way
 
     mine = (0, os.getuid())
+
+    def judge_contents(folder: Path, up: os.stat_result) -> None:  # who may rename what is in it
+        how = _others_write(folder, up)
+        if how is not None and not up.st_mode & stat.S_ISVTX:
+            raise Refused(
+                f"--listen unix:{path}: other accounts may rename what is in {folder} ({how})" + _MAY_TAKE
+            )
+
     current = Path("/")
     try:
         for step in walk_way(upto):
-            current, up, entry, st = step.folder, step.up, step.entry, step.st
-            how = _others_write(current, up)
-            if how is not None and not up.st_mode & stat.S_ISVTX:
-                raise Refused(
-                    f"--listen unix:{path}: other accounts may rename what is in {current} ({how})"
-                    + _MAY_TAKE
-                )
+            current, entry, st = step.folder, step.entry, step.st
+            judge_contents(current, step.up)
             if st is None:
                 if ".." in step.rest:
                     raise Refused(f"--listen unix:{path}: a `..` after {entry}, which is not there yet")
@@ -284,12 +287,7 @@ def _strict_way(path: Path, upto: Path) -> tuple[Path, list[str]]:
                 current = entry
     except TooManyLinks:
         raise Refused(f"--listen unix:{path}: too many links on the way") from None
-    up = os.lstat(current)  # the folder that holds the socket's own
-    how = _others_write(current, up)
-    if how is not None and not up.st_mode & stat.S_ISVTX:
-        raise Refused(
-            f"--listen unix:{path}: other accounts may rename what is in {current} ({how})" + _MAY_TAKE
-        )
+    judge_contents(current, os.lstat(current))  # the folder that holds the socket's own
     return current, []
 
 

@@ -424,9 +424,7 @@ class Outcome(msgspec.Struct):
 class Supervisor:
     """The child, its process group, its heartbeats, and the signals forwarded to it."""
 
-    def __init__(
-        self, p: Plan, env: dict[str, str], token: str, say: Say, ws: Workspace | None = None
-    ) -> None:
+    def __init__(self, p: Plan, env: dict[str, str], token: str, say: Say, ws: Workspace) -> None:
         self.p, self.env, self.token, self.say, self.ws = p, env, token, say, ws
         self.refused = threading.Event()
         self.done = threading.Event()
@@ -443,22 +441,15 @@ class Supervisor:
         its return once: the unit's own door calls fail meanwhile, and the lease runs out. Where
         serve runs again with another door, the heartbeat goes there (the lease kept, or its 401
         stopping the run), while the unit, which keeps the door it was given, cannot reach it."""
-        from engine.doors.client import UNAUTHORIZED, DoorClient
+        from engine.doors.client import DoorClient
 
         client = DoorClient(self.p.door, self.token, timeout=_BEAT_TIMEOUT_S)
         unanswered = False
         moved: str | None = None
         while not self.done.is_set():
-            silence: str | None = None
-            try:
-                client.status()
-            except Refused as exc:  # the door's own refusals and a door that cannot be reached
-                if str(exc) == UNAUTHORIZED:
-                    self.refused.set()
-                    return
-                silence = str(exc)
-            except RegulatorError:
-                pass  # a tool's error or bad input: the door answered
+            silence = self._beat(client)
+            if self.refused.is_set():
+                return
             if silence is not None and not unanswered and not self.done.is_set():
                 self.say(self._unanswered(silence))
             elif silence is None and unanswered:
@@ -466,6 +457,9 @@ class Supervisor:
             unanswered = silence is not None
             elsewhere = self._door_elsewhere() if silence is not None and not self.done.is_set() else None
             if elsewhere is not None:
+                plain = elsewhere.startswith(
+                    "http://"
+                )  # anyone may have taken its port: no token there (D-259)
                 if elsewhere != moved:
                     self.say(
                         f"warning: {self.p.unit}: serve runs again, with its door at {elsewhere}; this run's "
@@ -473,28 +467,32 @@ class Supervisor:
                         f"--listen {self.p.door} (or stop this run and run the unit again); "
                         + (
                             "no heartbeat goes to a plain TCP door (anyone may have taken its port)"
-                            if elsewhere.startswith("http://")
+                            if plain
                             else "its lease's heartbeats go to the new door meanwhile"
                         )
                     )
                 moved = elsewhere
-                if elsewhere.startswith("http://"):
-                    pass  # never the token to a plain TCP port, which anyone may have taken (D-259)
-                elif self._beat_at(DoorClient(elsewhere, self.token, timeout=_BEAT_TIMEOUT_S), UNAUTHORIZED):
-                    return
+                if not plain:
+                    self._beat(DoorClient(elsewhere, self.token, timeout=_BEAT_TIMEOUT_S))
+                    if self.refused.is_set():
+                        return
             self.done.wait(self.beat_every())
 
-    def _beat_at(self, client: Any, unauthorized: str) -> bool:
-        """One heartbeat at serve's new door; True where it refused the lease (the run is stopped)."""
+    def _beat(self, client: Any) -> str | None:
+        """One heartbeat: None where the door answered (a tool's error or bad input is an answer),
+        else why not; a 401 (the lease is gone) sets `refused`, which stops the run."""
+        from engine.doors.client import UNAUTHORIZED
+
         try:
             client.status()
-        except Refused as exc:
-            if str(exc) == unauthorized:
+        except Refused as exc:  # the door's own refusals and a door that cannot be reached
+            if str(exc) == UNAUTHORIZED:
                 self.refused.set()
-                return True
+                return None
+            return str(exc)
         except RegulatorError:
             pass
-        return False
+        return None
 
     def _unanswered(self, why: str) -> str:
         ttl = self.p.ttl
@@ -512,8 +510,6 @@ class Supervisor:
     def _door_elsewhere(self) -> str | None:
         """The door of a serve that runs now where it is not this run's (started again on another
         --listen): its calls and heartbeats can never reach it."""
-        if self.ws is None:
-            return None
         from engine.host.instance import running
 
         try:
