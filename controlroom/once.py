@@ -8,6 +8,7 @@ from controlroom.header import counts, header_text, in_memory, lint_unchecked
 from controlroom.readmodel import Snapshot, keys, row, sensor_rows, snapshot
 from controlroom.views import BY_VIEW, TITLES, VIEWS
 from engine.base.cells import pad
+from engine.base.leaving import keep
 from engine.base.text import escape
 from engine.checkout.workspace import Workspace
 from engine.commands import verification
@@ -277,16 +278,18 @@ def as_json_text(snap: Snapshot, require_history: bool = False) -> tuple[str, in
     while verify's last check may still run in its child; then it is waited for (`settle`), and
     the counts, verify's findings and the reasons follow (`printing.dumps_indented_with`: the same
     text as the whole document written at once)."""
-    from controlroom.printing import compact_members, dumps_indented_with
+    from controlroom.printing import dumps_indented_with, laid_members
 
     rows = _rows(snap)
-    early = compact_members(rows)
+    early = laid_members(rows)
     snap.settle()
     if not _signals_read_whole(snap):  # a line the shape read that verify did not read whole (D-203)
         rows["signals"] = _signals_json(snap.state)
-        early = compact_members(rows)
+        early = laid_members(rows)
     document = _document(snap, rows, require_history)
-    return dumps_indented_with(document, rows, early), 1 if document["exitCode"] else 0
+    text = dumps_indented_with(document, rows, early)
+    keep(rows, document)  # freed by the process's end, not here one row at a time (D-260)
+    return text, 1 if document["exitCode"] else 0
 
 
 def _obligation_json(state: State, ob: Obligation, deadlines: Deadlines | None) -> dict[str, object]:

@@ -37,22 +37,28 @@ def dumps_indented(data: object) -> str:
         return json.dumps(data, ensure_ascii=False, indent=2)
 
 
-def compact_members(members: dict[str, object]) -> str | None:
-    """The members of a JSON object as json.dumps writes them compactly, without the braces (to be
-    placed among others by `dumps_indented_with`); None where that fails (a value json cannot
-    write: the whole document is then written the slow way, and says why)."""
+def laid_members(members: dict[str, object]) -> str | None:
+    """The members of a JSON object as `dumps_indented` lays them out inside any object written
+    at the top (they sit one level deep either way), without the braces and the lines that hold
+    them: placed among the others by `dumps_indented_with`. "" for no member; None where that
+    fails (a value json or msgspec cannot write: the whole document is then written the slow
+    way, and says why)."""
+    import msgspec
+
+    if not members:
+        return ""
     try:
-        return json.dumps(members, ensure_ascii=False, separators=(",", ":"))[1:-1]
-    except (TypeError, ValueError):
+        compact = json.dumps(members, ensure_ascii=False, separators=(",", ":")).encode()
+        return msgspec.json.format(compact, indent=2).decode()[2:-2]  # "{\n" ... "\n}"
+    except (TypeError, ValueError, UnicodeError, msgspec.DecodeError):
         return None
 
 
 def dumps_indented_with(data: dict[str, object], members: dict[str, object], early: str | None) -> str:
     """`dumps_indented(data)`, where `members` (a run of consecutive keys of `data`, its values the
-    same objects) were written out already as `early` (`compact_members`): the other members are
-    written around them, and msgspec lays the whole out (tests/test_perf_paths.py)."""
-    import msgspec
-
+    same objects) were laid out already as `early` (`laid_members`, while --once waited for
+    verify): the other members are laid out the same way and the pieces joined
+    (tests/test_perf_paths.py)."""
     keys = list(data)
     first = keys.index(next(iter(members))) if members else len(keys)
     if (
@@ -61,16 +67,12 @@ def dumps_indented_with(data: dict[str, object], members: dict[str, object], ear
         or any(data[k] is not members[k] for k in members)
     ):
         return dumps_indented(data)
-    try:
-        parts = [json.dumps(k, ensure_ascii=False) + ":" + json.dumps(data[k], ensure_ascii=False, separators=(",", ":"))
-                 for k in keys[:first]]  # fmt: skip
-        parts += [early] if early else []
-        parts += [json.dumps(k, ensure_ascii=False) + ":" + json.dumps(data[k], ensure_ascii=False, separators=(",", ":"))
-                  for k in keys[first + len(members) :]]  # fmt: skip
-        compact = ("{" + ",".join(parts) + "}").encode()
-        return msgspec.json.format(compact, indent=2).decode()
-    except (UnicodeError, msgspec.DecodeError, TypeError, ValueError):
+    before = laid_members({k: data[k] for k in keys[:first]})
+    after = laid_members({k: data[k] for k in keys[first + len(members) :]})
+    if before is None or after is None:
         return json.dumps(data, ensure_ascii=False, indent=2)
+    pieces = [piece for piece in (before, early, after) if piece]
+    return "{\n" + ",\n".join(pieces) + "\n}" if pieces else "{}"
 
 
 def table(headers: list[str], rows: list[list[object]]) -> None:

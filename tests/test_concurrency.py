@@ -71,7 +71,7 @@ def test_verify_judges_the_routing_records_its_fold_read_not_those_appended_sinc
     routed by a host in between is the next run's, never "a routing record for no signal that
     counts (forged?)" for a signal the fold did not see."""
     from engine.checkout.workspace import Workspace
-    from engine.commands.verification import _routings
+    from engine.commands.rerouting import routings
     from engine.read.load import load
 
     monkeypatch.setenv("REGULATOR_NOW", ws.env["REGULATOR_NOW"])
@@ -82,8 +82,8 @@ def test_verify_judges_the_routing_records_its_fold_read_not_those_appended_sinc
     ws.run(*report_args(subject="after the fold"), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
     assert [e["kind"] for e in ws.events("signals")].count("routing") == 2
-    assert _routings(engine_ws, folded) == []
-    assert _routings(engine_ws, load(engine_ws, cached=False)) == []
+    assert routings(engine_ws, folded) == []
+    assert routings(engine_ws, load(engine_ws, cached=False)) == []
     assert ws.run("verify").returncode == 0
 
 

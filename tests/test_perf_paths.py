@@ -19,6 +19,9 @@ from hypothesis import strategies as st
 
 from engine.log.store import HASHING, canonical, event_hash, line_hash
 
+# imported here, not in a test: that module's own @given tests run at import, refused inside a @given
+from tests.hardening.test_bad_lines import append_raw, chained
+
 # every text a JSON line can carry: any code point (lone surrogates too: json.dumps writes them
 # escaped, and the strict reader refuses them), keys as well as values
 TEXT = st.text(st.characters(codec=None), max_size=8)
@@ -163,14 +166,14 @@ def test_dumps_indented_is_json_dumps(data: Any) -> None:
 def test_a_document_whose_rows_were_written_early_is_json_dumps(document: dict, data: Any) -> None:
     """--once --json writes its rows while verify's child runs, the rest after
     (controlroom.once.as_json_text): the same text as the whole document written at once."""
-    from controlroom.printing import compact_members, dumps_indented_with
+    from controlroom.printing import dumps_indented_with, laid_members
 
     keys = list(document)
     start = data.draw(st.integers(0, len(keys)))
     end = data.draw(st.integers(start, len(keys)))
     members = {k: document[k] for k in keys[start:end]}
     expected = json.dumps(document, ensure_ascii=False, indent=2)
-    assert dumps_indented_with(document, members, compact_members(members)) == expected
+    assert dumps_indented_with(document, members, laid_members(members)) == expected
     assert dumps_indented_with(document, members, None) == expected  # what json could not write early
 
 
@@ -230,7 +233,6 @@ def test_once_signal_rows_are_signal_rows_selected(ws: Any, monkeypatch: Any) ->
     from engine.checkout.workspace import Workspace as EngineWorkspace
     from engine.read.load import load
     from engine.read.queries import signal_rows
-    from tests.hardening.test_bad_lines import append_raw, chained
     from tests.test_predictions import LATER
 
     _signals_of_every_row(ws)
@@ -309,7 +311,6 @@ def test_once_shows_the_line_read_whole_where_verify_names_one(ws: Any) -> None:
     """A signal line with a number out of range in a field the shapes skip (D-184) reads as a row
     in the rows' shape, but not whole: verify names it, and `controlroom --once --json` then shows
     the rows read whole (D-203): that signal's fields empty, as before the shaped read."""
-    from tests.hardening.test_bad_lines import append_raw, chained
     from tests.test_predictions import report
 
     report(ws, by="alice", resolves=None, subject="plain")
@@ -365,20 +366,27 @@ FORGERIES = st.lists(
 def test_routings_judged_beside_the_fold_are_the_routings_judged_after_it(
     tmp_path_factory: Any, forgeries: list[tuple[str, int]], early: bool
 ) -> None:
-    """`verify` routes every routing record again beside its fold (`_routing_pass`) and judges
-    them on the fold's account after it (`_judge_routings`): it names exactly what `_routings`, run
+    """`verify` routes every routing record again beside its fold (`engine.commands.rerouting.routing_pass`) and judges
+    them on the fold's account after it (`judge_routings`): it names exactly what `routings`, run
     after the fold, names: for copies of real lines, records for no signal, signals opened twice
     or from a line the router cannot decode, numbers with a fraction where text or a boolean
-    belongs, and when the pass read fewer lines than the fold."""
+    belongs, and when the pass read fewer lines than the fold. --once's one child (`_both`, D-260)
+    routes them on the chain check's decode of each line and names the same, and its chains and
+    times are `_chains_and_lines`'s."""
     from engine.checkout.workspace import Workspace as EngineWorkspace
-    from engine.commands.verification import _judge_routings, _routing_pass, _routings
+    from engine.commands import rerouting
+    from engine.commands.rerouting import judge_routings, routing_pass
+    from engine.commands.verification import _both, _chains_and_lines, _dismissed_lines
     from engine.read.load import load
-    from tests.hardening.test_bad_lines import append_raw, chained
     from tests.helpers import prepared
+
+    def both() -> Any:  # as the child answers: through JSON
+        return json.loads(json.dumps(_both(engine_ws, engine_ws.authority(), {})))
 
     ws, ids = prepared(tmp_path_factory.mktemp("routings"), _routed_signals)
     engine_ws = EngineWorkspace(ws.root)
-    before = _routing_pass(engine_ws, engine_ws.authority()) if early else None
+    before = routing_pass(engine_ws, engine_ws.authority()) if early else None
+    one_child = both() if early else None
     events = ws.events("signals")
     signal = {k: v for k, v in events[0].items() if k not in ("prev", "hash")}
     routings = [e for e in events if e["kind"] == "routing"]
@@ -421,8 +429,16 @@ def test_routings_judged_beside_the_fold_are_the_routings_judged_after_it(
         else:
             append_raw(ws, "signals", chained(ws, "signals", base))
     fresh = load(engine_ws, cached=False)
-    pass_ = before if before is not None else _routing_pass(engine_ws, engine_ws.authority())
-    assert _judge_routings(engine_ws, fresh, pass_) == _routings(engine_ws, fresh)
+    pass_ = before if before is not None else routing_pass(engine_ws, engine_ws.authority())
+    judged = rerouting.routings(engine_ws, fresh)
+    assert judge_routings(engine_ws, fresh, pass_) == judged
+    answer = one_child if one_child is not None else both()
+    assert judge_routings(engine_ws, fresh, answer["early"]) == judged
+    if one_child is None:  # read as the stores stand: what a pass of its own reads
+        assert answer["checked"] == [
+            [[f.store, f.line, f.message, f.reading] for f in part]
+            for part in _chains_and_lines(engine_ws, {}, _dismissed_lines(engine_ws.authority()), True)
+        ]
 
 
 def _derive_one_floor_at_a_time(signal: dict, policy: Any) -> tuple[str, list[str]]:
@@ -472,6 +488,43 @@ def test_derive_severity_is_each_floor_searched_in_turn(signal: dict) -> None:
 
     policy = parse_policy("routing.yaml", _FLOOR_POLICY)
     assert derive_severity(signal, policy) == _derive_one_floor_at_a_time(signal, policy)
+
+
+@given(
+    st.fixed_dictionaries(
+        {
+            "id": st.text(max_size=4),
+            "reportedSeverity": st.sampled_from(["info", "advisory", "blocking", "critical", "x"]),
+        },
+        optional={
+            **{
+                name: st.one_of(
+                    st.none(), st.integers(0, 2), st.text(st.sampled_from("INV-0123 x\u00e9"), max_size=10)
+                )
+                for name in ("subject", "observation", "rationale", "claim", "unit", "question")
+            },
+            "type": st.sampled_from([None, "question", "finding"]),
+            "expiresAt": st.sampled_from([None, "", "2026-01-01T00:00:00Z", "2027-01-01T00:00:00Z", "soon"]),
+            "affectedUnits": st.one_of(
+                st.none(), st.lists(st.sampled_from(["u1", "u2"]), max_size=2), st.just([1])
+            ),
+        },
+    )
+)
+def test_routing_without_reasons_decides_what_the_router_writes(signal: dict) -> None:
+    """verify re-routes every routing record with `reasons=False`: the record it compares is the
+    router's own, every field but the words of `reason` (a question, a line with fields of the
+    wrong type, one below the rule, one expired, one that opens obligations)."""
+    from datetime import UTC, datetime
+
+    from engine.commands.router import route_signal
+    from identity.policy import parse_policy
+
+    policy = parse_policy("routing.yaml", _FLOOR_POLICY)
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    written, compared = route_signal(signal, policy, now), route_signal(signal, policy, now, reasons=False)
+    assert compared["reason"] == "" and written["reason"]
+    assert {**compared, "reason": written["reason"]} == written
 
 
 def _host_lines_one_by_one(store: str, events: list[dict], system: bool, now: Any, late: str) -> list[Any]:
@@ -556,7 +609,7 @@ def test_the_line_judge_says_what_it_said_asking_of_every_line(
     judge = _HostLines(system)
     feed = judge.store(store)
     for number, event in enumerate(events, start=1):
-        feed(number, event)
+        feed(number, 0, 0, event)
     assert judge.found == _host_lines_one_by_one(store, events, system, judge.now, judge.late)
 
 

@@ -170,11 +170,14 @@ def run_once(
     from controlroom.once import as_json_text, as_text, exit_reasons, once
     from controlroom.printing import emit_json_text
     from engine.base.gcpause import gc_paused
+    from engine.base.leaving import keep, keep_heap
 
+    keep_heap()  # its large blocks from a heap that keeps them (D-260)
     # one pass that builds rows, reports and their JSON, every one alive until printed: the cyclic
     # collector would walk the 100,000 obligations' objects again and again and free nothing
     with gc_paused():
         snap = once(ws, person, read_only)
+        keep(snap)  # left to the process's end (D-260)
         report_contracts(snap.state)
         if as_json:
             text, code = as_json_text(snap, require_history)

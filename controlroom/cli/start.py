@@ -4,7 +4,6 @@ paused, and the collector resumes as the command itself begins (D-194)."""
 from __future__ import annotations
 
 import gc
-import sys
 
 
 def resume() -> None:
@@ -20,5 +19,7 @@ def run() -> None:
     (about 8 % of a short command's CPU)."""
     gc.disable()
     from controlroom.cli.root import main
+    from engine.base import leaving
 
-    sys.exit(main(resume=resume))
+    leaving.arm()  # this process ends with its command: what the command kept is not freed (D-260)
+    leaving.leave(main(resume=resume))

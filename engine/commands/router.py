@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import datetime
-from typing import Final
+from typing import Final, NamedTuple
 
 from engine.base import clock, ids
 from engine.base.errors import Refused
@@ -16,7 +16,7 @@ from engine.read.fold import StoreReplaced, advance
 from engine.read.load import load
 from engine.read.model import OWED_TO, EventKind, State
 from engine.read.queries import unrouted
-from identity.policy import RoutingPolicy
+from identity.policy import RoutingPolicy, Rule
 
 RULE = "intelligence-signal"
 _ROUTING: Final = EventKind.ROUTING.value
@@ -26,20 +26,42 @@ _TEXT = (str, type(None))
 # a policy's floors as the router applies them, built once per policy object (not per signal):
 # (name, the compiled pattern's search, the fields it looks at, at least, the rank of at least)
 _Floors = list[tuple[str, Callable[[str], object], tuple[str, ...], str, int]]
-_FLOORS: dict[int, tuple[RoutingPolicy, _Floors]] = {}
 
 
-def _floors(policy: RoutingPolicy) -> _Floors:
-    kept = _FLOORS.get(id(policy))
+class _Plan(NamedTuple):
+    """What the router asks of a policy for every signal, built once per policy object: its
+    floors compiled, each severity's rank, the intelligence-signal rule's and the blocking
+    threshold's ranks."""
+
+    floors: _Floors
+    rank: dict[str, int]
+    rule: Rule
+    owed_rank: int  # the rank of the rule's atOrAbove
+    blocks_rank: int  # the rank of blocksAtOrAbove
+
+
+_PLANS: dict[int, tuple[RoutingPolicy, _Plan]] = {}
+
+
+def _plan(policy: RoutingPolicy) -> _Plan:
+    kept = _PLANS.get(id(policy))
     if kept is not None and kept[0] is policy:
         return kept[1]
-    built: _Floors = [
-        (f.name, re.compile(f.pattern).search, tuple(f.fields), f.at_least, policy.rank(f.at_least))
-        for f in policy.floors
-    ]
-    if len(_FLOORS) > 64:  # a long-lived process that read many policies
-        _FLOORS.clear()
-    _FLOORS[id(policy)] = (policy, built)
+    rank = {severity: policy.rank(severity) for severity in reversed(policy.severities)}  # the first wins
+    rule = policy.rules[RULE]
+    built = _Plan(
+        [
+            (f.name, re.compile(f.pattern).search, tuple(f.fields), f.at_least, rank[f.at_least])
+            for f in policy.floors
+        ],
+        rank,
+        rule,
+        rank[rule.at_or_above],
+        rank[policy.blocks_at_or_above],
+    )
+    if len(_PLANS) > 64:  # a long-lived process that read many policies
+        _PLANS.clear()
+    _PLANS[id(policy)] = (policy, built)
     return built
 
 
@@ -50,15 +72,17 @@ def derive_severity(signal: dict, policy: RoutingPolicy) -> tuple[str, list[str]
     severity = signal["reportedSeverity"]
     applied: list[str] = []
     get = signal.get
-    for name, search, fields, at_least, at_least_rank in _floors(policy):
+    plan = _plan(policy)
+    rank = plan.rank[severity] if plan.floors else 0
+    for name, search, fields, at_least, at_least_rank in plan.floors:
         for field in fields:
             if search(get(field) or ""):
                 break
         else:
             continue
         applied.append(name)
-        if at_least_rank > policy.rank(severity):
-            severity = at_least
+        if at_least_rank > rank:
+            severity, rank = at_least, at_least_rank
     return severity, applied
 
 
@@ -117,13 +141,16 @@ def route_question(signal: dict, policy: RoutingPolicy, now: datetime) -> Routin
     }
 
 
-def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> RoutingEvent:
-    """The routing record for one signal: pure, so routing twice decides the same thing."""
+def route_signal(signal: dict, policy: RoutingPolicy, now: datetime, reasons: bool = True) -> RoutingEvent:
+    """The routing record for one signal: pure, so routing twice decides the same thing.
+    `reasons=False` (verify's re-routing, which compares what a record decides, not its words):
+    every field the same but `reason`, left empty (tests/test_perf_paths.py proves it)."""
     if signal.get("type") == QUESTION:
         asked = route_question(signal, policy, now)
         if asked is not None:
-            return asked
-    rule = policy.rules[RULE]
+            return asked if reasons else asked | {"reason": ""}
+    plan = _plan(policy)
+    rule = plan.rule
 
     def record(outcome: str, reason: str, derived: str | None = None, floors: list[str] | None = None,
                obligations: list[RoutedObligationEvent] | None = None) -> RoutingEvent:  # fmt: skip
@@ -142,31 +169,35 @@ def route_signal(signal: dict, policy: RoutingPolicy, now: datetime) -> RoutingE
     problem = unroutable(signal, policy)
     if problem is not None:
         why = f"not routable: {problem} (a line report_intelligence did not write); raised nothing"
-        return record("noted", why)
+        return record("noted", why if reasons else "")
     derived, floors = derive_severity(signal, policy)  # 1
-    if policy.rank(derived) < policy.rank(rule.at_or_above):  # 2
+    derived_rank = plan.rank[derived]
+    if derived_rank < plan.owed_rank:  # 2
         why = (
             f"derived severity {derived} is below the {RULE} rule "
             f"({rule.at_or_above} and above owed to {rule.owed_to}); raised nothing"
         )
-        return record("noted", why, derived, floors)
+        return record("noted", why if reasons else "", derived, floors)
     expires = signal.get("expiresAt")
     ending = clock.moment(expires) if expires else None  # a time: unroutable said so above
     if ending is not None and ending <= now:  # 3
         why = f"expiresAt {expires} is at or before routing time {clock.iso(now)}; stale intelligence raises nothing"
-        return record("expired", why, derived, floors)
+        return record("expired", why if reasons else "", derived, floors)
     units = signal.get("affectedUnits") or [signal.get("unit")]  # 4
-    blocks = policy.rank(derived) >= policy.rank(policy.blocks_at_or_above)  # 5
+    blocks = derived_rank >= plan.blocks_rank  # 5
+    owed_to, sid = rule.owed_to, signal["id"]
     opened: list[RoutedObligationEvent] = [
         {
-            "id": ids.obligation_id(signal["id"], unit),
+            "id": ids.obligation_id(sid, unit),
             "unit": unit,
             "severity": derived,
             "blocks": blocks,
-            "owedTo": rule.owed_to,
+            "owedTo": owed_to,
         }
         for unit in units
     ]
+    if not reasons:
+        return record("obligations", "", derived, floors, opened)
     named = ", ".join(u or "no unit" for u in units)
     hold = "blocks" if blocks else "does not block"
     why = (

@@ -8,7 +8,7 @@ import functools
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +20,16 @@ from engine.base.forking import Child, beside_json
 from engine.base.limits import check_text
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person
-from engine.log.events import STORES, unreadable
-from engine.log.lines import whole
+from engine.commands.rerouting import (
+    Each,
+    Named,
+    RoutingPass,
+    judge_routings,
+    routing_pass,
+    routings,
+    store_lines,
+)
+from engine.log.events import STORES
 from engine.log.store import AS_IT_STANDS, BROKEN, EDITED, MOVED, SKIPPED, TAKEN, open_regular
 from engine.log.store import verify as verify_chain
 from engine.read.model import EventKind
@@ -49,22 +57,13 @@ class Finding(msgspec.Struct, frozen=True):
         return f"{where}: {self.message}{tail}"
 
 
-def _lines(ws: Workspace, store: str) -> Iterator[tuple[int, int, bytes | None]]:
-    """(line number, start offset, line) for each line of a store, read in bounded memory (a line
-    longer than engine.log.store.MAX_LINE is None); nothing when it cannot be read."""
-    try:
-        yield from ((n, start, raw) for n, (start, raw) in enumerate(ws.store(store).lines(), start=1))
-    except (OSError, Refused):
-        return
-
-
 def line_numbers(ws: Workspace, store: str, offsets: set[int]) -> dict[int, int]:
     """offset -> the number of the line starting there (or the last line before it), one pass."""
     found: dict[int, int] = {}
     wanted = sorted(offsets)
     k = 0
     last = 0
-    for number, start, _ in _lines(ws, store):
+    for number, start, _ in store_lines(ws, store):
         while k < len(wanted) and wanted[k] < start:
             found[wanted[k]] = last
             k += 1
@@ -88,13 +87,22 @@ def findings(ws: Workspace, state: State | None = None, *, host_events: bool = F
     return findings_later(ws, state, host_events=host_events)()
 
 
-class Begun(msgspec.Struct):
-    """verify's passes over the stores' files, begun before a fold (`begin`)."""
+class Begun:
+    """verify's passes over the stores' files, begun before a fold (`begin`): one forked child
+    that checks the chains, judges every line's time and routes every routing record again, each
+    line of signals.ndjson decoded once for all three (D-260)."""
 
-    authority: Authority  # the policy in force they judge by
-    checked: Child  # the chains and every line's time
-    early: Child  # every routing record routed again (_routing_pass)
-    stamps: dict[str, tuple[int, int, int, int]]  # each store's file as it stood when they began (_stamp)
+    __slots__ = ("authority", "child", "stamps", "_answer")
+
+    def __init__(
+        self, authority: Authority, child: Child, stamps: dict[str, tuple[int, int, int, int]]
+    ) -> None:
+        self.authority = authority  # the policy in force they judge by
+        self.child = (
+            child  # {"checked": the chains and the lines' times, "early": `rerouting.routing_pass`'s answer}
+        )
+        self.stamps = stamps  # each store's file as it stood when they began (_stamp)
+        self._answer: Any = None
 
     def covers(self, ws: Workspace, state: State) -> bool:
         """Asked once `state` is folded (after they began): whether they judge what it folded.
@@ -106,9 +114,22 @@ class Begun(msgspec.Struct):
             _stamp(ws, name) == stamp for name, stamp in self.stamps.items()
         )
 
+    def _answered(self) -> Any:
+        if self._answer is None:  # the child is asked once; its answer is kept for both halves
+            self._answer = self.child()
+        return self._answer
+
+    def checked(self) -> list[list[Finding]]:
+        """[the chains' findings, the lines' times], as `_chains_and_lines` gives them."""
+        return _of_json(self._answered()["checked"])
+
+    def early(self) -> dict[str, Any]:
+        """`rerouting.routing_pass`'s answer, for `rerouting.judge_routings`."""
+        answer: dict[str, Any] = self._answered()["early"]
+        return answer
+
     def cancel(self) -> None:
-        self.checked.cancel()
-        self.early.cancel()
+        self.child.cancel()
 
 
 _YIELD = 10  # how much `begin`'s children yield to their parent (os.nice)
@@ -137,9 +158,24 @@ def begin(ws: Workspace) -> Begun | None:
     dismissed = _dismissed_lines(authority)
     # --once's own work (fold, rows, JSON) is the longer road and waits on nothing: it goes first,
     # these take what it leaves of the cores (docs/performance.md: 4.4 -> 3.8-4.0 s at 100,000)
-    checked = beside_json(_as_json(lambda: _chains_and_lines(ws, {}, dismissed, True)), nice=_YIELD)
-    early = beside_json(lambda: _routing_pass(ws, authority), nice=_YIELD)
-    return Begun(authority, checked, early, stamps)
+    # one child, not one per pass: the two would share what --once leaves of the cores anyway, and
+    # one decode of each signal line serves both (docs/performance.md)
+    return Begun(authority, beside_json(lambda: _both(ws, authority, dismissed), nice=_YIELD), stamps)
+
+
+def _both(ws: Workspace, authority: Authority, dismissed: dict[str, dict[int, str]]) -> dict[str, Any]:
+    """`begin`'s child: the chains and the lines' times, and `rerouting.routing_pass`'s answer from the
+    same decode of each line."""
+    routing = RoutingPass(authority)
+    parts = _chains_and_lines(ws, {}, dismissed, True, routing)
+    return {
+        "checked": [[[f.store, f.line, f.message, f.reading] for f in part] for part in parts],
+        "early": routing.answer(),
+    }
+
+
+def _named(found: list[Named]) -> list[Finding]:
+    return [Finding("signals.ndjson", number, message, reading) for number, message, reading in found]
 
 
 def _stamp(ws: Workspace, name: str) -> tuple[int, int, int, int] | None:
@@ -180,8 +216,8 @@ def findings_later(
     Where what the host wrote unsigned is re-derived (`verify`, --once), the work is spread over
     the cores: one forked child checks the chains and judges every line's time (one decode of each
     line for both) from the start, while this process folds the stores (`verify`); a second child
-    routes every routing record's signal again from the start too (`_routing_pass`), judged on the
-    fold's account of which signal counts once the fold is done (`_judge_routings`; on PostgreSQL,
+    routes every routing record's signal again from the start too (`rerouting.routing_pass`), judged on the
+    fold's account of which signal counts once the fold is done (`rerouting.judge_routings`; on PostgreSQL,
     whose mirrors the fold proves first, the child is forked after the fold). Elsewhere (the open
     room) the chains are checked here, in the caller's thread."""
     from engine.read.load import load
@@ -204,19 +240,18 @@ def findings_later(
     def chains_and_lines() -> list[list[Finding]]:
         return _chains_and_lines(ws, server, dismissed, derive)
 
-    early: Child | None
+    early: Callable[[], Any] | None
+    checked: Work
     if begun is not None:
-        answer = begun.checked
-        checked: Work = lambda: _of_json(answer())  # noqa: E731
-        early = begun.early
+        checked, early = begun.checked, begun.early
     else:
         checked = _beside(chains_and_lines) if derive else _here(chains_and_lines)
         # every routing record routed again beside the fold, on the signals it reads (a file
         # store's lines are what the fold reads; a PostgreSQL mirror is proven by the fold first,
         # so there the re-routing waits for it), judged on the fold's account after it
-        early = beside_json(lambda: _routing_pass(ws, authority)) if derive and not ws.url else None
+        early = beside_json(lambda: routing_pass(ws, authority)) if derive and not ws.url else None
     fresh = state if state is not None else load(ws, cached=False)
-    routed = _beside(lambda: [_routings(ws, fresh)]) if derive and early is None else None
+    routed = _beside(lambda: [_named(routings(ws, fresh))]) if derive and early is None else None
     uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
     mended = []
     for name in STORES:  # a mirror edited in place (fleet mode): read again from the server
@@ -259,7 +294,7 @@ def findings_later(
             found.append(Finding(f"{u.store}.ndjson", lines[u.store][u.offset], message, SKIPPED))
         found += mended + times
         if early is not None:  # judged now: --once did its own work while the pass ran
-            found += _judge_routings(ws, fresh, early())
+            found += _named(judge_routings(ws, fresh, early()))
         elif routed is not None:
             found += routed()[0]
         found.sort(key=lambda f: (f.store, f.line))
@@ -270,10 +305,15 @@ def findings_later(
 
 
 def _chains_and_lines(
-    ws: Workspace, server: dict[str, bytes], dismissed: dict[str, dict[int, str]], lines: bool
+    ws: Workspace,
+    server: dict[str, bytes],
+    dismissed: dict[str, dict[int, str]],
+    lines: bool,
+    routing: RoutingPass | None = None,
 ) -> list[list[Finding]]:
     """[the chains' findings, the lines' times and review-bys (`lines`)]: one read of each store,
-    each line decoded once for both (engine.log.store.verify's `each`)."""
+    each line decoded once for both (engine.log.store.verify's `each`), and for `routing` too
+    (signals.ndjson's lines, where given)."""
     from engine.log.store import shaped_reads
     from engine.read.fold import SHAPES
 
@@ -281,6 +321,8 @@ def _chains_and_lines(
     chains: list[Finding] = []
     for name in STORES:
         each = judge.store(name) if judge is not None else None
+        if routing is not None and name == "signals":
+            each = routing.beside(each)
         shape = SHAPES.get(name)
         shaped = shaped_reads(shape) if shape is not None else None  # the stores the fold reads in a shape
         found = verify_chain(ws.store(name), server.get(name), dismissed.get(name), each, shaped)
@@ -322,7 +364,7 @@ class _HostLines:
         self.now = clock.now()
         self.late = clock.iso(self.now + timedelta(seconds=SKEW_S))  # a canonical `at` after this: future
 
-    def store(self, name: str) -> Callable[[int, dict], None]:
+    def store(self, name: str) -> Each:
         from engine.commands.memory import MAX_REVIEW_DAYS
 
         store = f"{name}.ndjson"
@@ -331,7 +373,7 @@ class _HostLines:
 
         memory, kind = name == "memory", EventKind.MEMORY.value
 
-        def each(number: int, event: dict) -> None:
+        def each(number: int, _start: int, _size: int, event: dict) -> None:
             at = event.get("at")
             if isinstance(at, str):
                 if system:
@@ -392,121 +434,6 @@ def _latest_review(day: str) -> str:
         return ""
 
 
-def _signals_read(state: State | None) -> int:
-    """How much of signals.ndjson a fold read (-1: none)."""
-    cursor = state.cursors.get("signals") if state is not None else None
-    return cursor.offset if cursor is not None else -1
-
-
-def _routings(ws: Workspace, fresh: State) -> list[Finding]:
-    """Every routing record must be the one the router writes for its signal under the routing
-    policy then in force, once per signal (design §15.0): each signal routed again, as the fold
-    counted it. Readers still obey what is written; verify names it (exit 1). Only what the fold
-    read is judged: a line appended since is the next run's (it would route a signal this fold
-    never saw)."""
-    routings: list[tuple[int, int, dict]] = []  # (line, offset, record): checked once every line is read
-    signal_lines: dict[int, dict] = {}  # offset -> signal event: the routing checks read no line twice
-    unread: set[int] = set()  # offsets of lines that do not read back whole
-    folded = _signals_read(fresh)
-    for number, start, raw in _lines(ws, "signals"):
-        if start >= folded:
-            break
-        if raw is None or raw[:1] != b"{" and raw.lstrip()[:1] != b"{":
-            continue  # too long, or no JSON object: no event; the chain check names it
-        try:
-            event = whole(raw)
-        except (ValueError, RecursionError):
-            event = None
-        if type(event) is not dict:
-            unread.add(
-                start
-            )  # counted by the fold (its shape skipped what fails here)? read as the router reads it
-            continue
-        kind = event.get("kind")
-        if kind == EventKind.ROUTING:
-            routings.append((number, start, event))
-        elif kind == EventKind.SIGNAL:
-            signal_lines[start] = event
-    found: list[Finding] = []
-    routed: set[str] = set()
-    refs = fresh.signals.refs
-    # the line each counts from; one that does not read back whole reads as the router reads it
-    signals = {
-        key: signal_lines.get(ref >> 2)
-        or (fresh.signals.keyed([key], [unreadable(ref)])[0][1] if ref >> 2 in unread else None)
-        for key, ref in refs.items()
-    }
-    void = {u.offset for u in fresh.uncounted if u.store == "signals"}  # named already, as the fold judged
-    authority = ws.authority()
-    for number, start, event in routings:
-        if start in void:
-            continue
-        problem = _routing_problem(authority, signals, refs, event, routed)
-        if problem:
-            found.append(Finding("signals.ndjson", number, *problem))
-    return found
-
-
-def _routing_pass(ws: Workspace, authority: Authority) -> dict[str, Any]:
-    """The half of `_routings` that needs no fold, run beside it: every routing record of
-    signals.ndjson as it stands, routed again on the first line that reads as a signal with its
-    id. {"end": the offset up to which every line was read, "records": [line number, offset,
-    signal id, the offset of the signal line it was routed on (-1: none), what is wrong with it
-    then (None: nothing)]}, for `_judge_routings`."""
-    first: dict[str, tuple[int, dict]] = {}  # signal id -> (offset, event) of its first signal line
-    records: list[list[Any]] = []
-    end = 0
-    for number, start, raw in _lines(ws, "signals"):
-        end = start + len(raw) + 1 if raw is not None else start + 1  # a line too long: not known
-        if raw is None or raw[:1] != b"{" and raw.lstrip()[:1] != b"{":
-            continue
-        try:
-            event = whole(raw)
-        except (ValueError, RecursionError):
-            continue
-        if type(event) is not dict:
-            continue
-        kind = event.get("kind")
-        if kind == EventKind.SIGNAL:
-            key = event.get("id")
-            if isinstance(key, str) and key not in first:
-                first[key] = (start, event)
-        elif kind == EventKind.ROUTING:
-            sid = event.get("signal")
-            offset, signal = first.get(sid, (-1, None)) if isinstance(sid, str) else (-1, None)
-            verdict = _route_problem(authority, signal, event) if offset >= 0 else None
-            records.append([number, start, sid if isinstance(sid, str) else None, offset, verdict])
-    return {"end": end, "records": records}
-
-
-def _judge_routings(ws: Workspace, fresh: State, early: dict[str, Any]) -> list[Finding]:
-    """`_routings` from `_routing_pass`'s answer and the fold: what is judged the same is the
-    same (tests/test_perf_paths.py proves it). Where the pass did not read every line the fold
-    read, or routed a record on a line the fold does not count its signal from, `_routings`
-    itself judges the whole store."""
-    folded = _signals_read(fresh)
-    if early["end"] < folded:
-        return _routings(ws, fresh)
-    refs = fresh.signals.refs
-    void = {u.offset for u in fresh.uncounted if u.store == "signals"}
-    found: list[Finding] = []
-    routed: set[str] = set()
-    for number, start, sid, offset, verdict in early["records"]:
-        if start >= folded:
-            break
-        if start in void:
-            continue
-        first = _first_for(sid, refs, routed)
-        if first is not None:
-            found.append(Finding("signals.ndjson", number, *first))
-            continue
-        if refs[sid] >> 2 != offset:  # its signal counts from another line than the pass routed it on
-            return _routings(ws, fresh)
-        if verdict is not None:  # [message, reading], as the pass sent it
-            found.append(Finding("signals.ndjson", number, str(verdict[0]), str(verdict[1])))
-    return found
-
-
 def _times(store: str, number: int, at: str, previous: object, now: datetime, late: str) -> list[Finding]:
     """An `at` in the future, or more than the skew before the line before it (design §15.3). A
     canonical time (YYYY-MM-DDTHH:MM:SSZ) orders as its text, so most lines are judged without
@@ -525,60 +452,6 @@ def _times(store: str, number: int, at: str, previous: object, now: datetime, la
         if moment is not None and before is not None and (before - moment).total_seconds() > SKEW_S:
             found.append(Finding(store, number, f"stamped {at}, before the line before it ({previous})"))
     return found
-
-
-# what is wrong with a routing record: (message, what readers do with it)
-Problem = tuple[str, str]
-_NO_SIGNAL = ("a routing record for no signal that counts (forged?)", AS_IT_STANDS)
-_SECOND = ("a second routing record for the same signal (readers ignore it)", SKIPPED)
-
-
-def _routing_problem(
-    authority: Authority, signals: dict, counted: dict, record: dict, routed: set[str]
-) -> Problem | None:
-    signal_id = record.get("signal")
-    first = _first_for(signal_id, counted, routed)
-    if first is not None or not isinstance(signal_id, str):
-        return first
-    return _route_problem(authority, signals.get(signal_id), record)
-
-
-def _first_for(signal_id: object, counted: dict, routed: set[str]) -> Problem | None:
-    """What is wrong with a routing record for `signal_id` before its content is looked at: no
-    signal that counts by that id, or one already routed (`routed`, which this adds it to)."""
-    if not isinstance(signal_id, str) or signal_id not in counted:
-        return _NO_SIGNAL
-    if signal_id in routed:
-        return _SECOND
-    routed.add(signal_id)
-    return None
-
-
-def _route_problem(authority: Authority, signal: dict | None, record: dict) -> Problem | None:
-    """What is wrong with a routing record for a counted signal (its first): it must be what the
-    router writes for `signal` (the line that signal counts from; None: none reads as it) under
-    the policy in force when it was written."""
-    from engine.commands.router import route_signal
-
-    at = record.get("at")
-    when = clock.moment(at)
-    policy = authority.routing_then(at, record.get("seen"))
-    if when is None or policy is None:  # none in force then, or its text does not parse
-        return None
-    if signal is None:  # its line no longer reads as the signal it was folded from
-        return _NO_SIGNAL
-    try:
-        expected = route_signal(signal, policy, when)
-    except (KeyError, ValueError, TypeError, BadInput):
-        return None
-    keys = ("outcome", "derivedSeverity", "obligations")
-    if any(record.get(k) != expected.get(k) for k in keys):
-        return (
-            f"routing record for {record.get('signal')} says {record.get('outcome')}/{record.get('derivedSeverity')}; "
-            f"the router writes {expected['outcome']}/{expected['derivedSeverity']} (forged?); readers obey it",
-            TAKEN,
-        )
-    return None
 
 
 def _checkpoint(ws: Workspace, fresh: State | None) -> list[Finding]:
@@ -650,7 +523,7 @@ def _mark_dismissed(ws: Workspace, found: list[Finding]) -> list[Finding]:
 
 
 def _line_hash(ws: Workspace, store: str, line: int) -> str | None:
-    for number, _, raw in _lines(ws, store):
+    for number, _, raw in store_lines(ws, store):
         if number == line:
             return hashlib.sha256(raw).hexdigest() if raw is not None else None
     return None

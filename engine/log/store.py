@@ -658,7 +658,7 @@ def verify(
     store: Store,
     data: bytes | None = None,
     dismissed: Mapping[int, str] | None = None,
-    each: Callable[[int, dict], None] | None = None,
+    each: Callable[[int, int, int, dict], None] | None = None,
     shaped: Callable[[bytes], bool] | None = None,
 ) -> list[Finding]:
     """Check the hash chain; name every unreadable line and the first break in the chain.
@@ -674,8 +674,9 @@ def verify(
     line, while it still has that hash, is named but does not stop the check: the next line may
     chain to the hash it claims (appended after it) or to the line before it (inserted).
 
-    `each(line number, event)` is given every line that strict JSON reads as an object, in order
-    (what engine.commands.verification judges of each line's time), so no line is decoded twice.
+    `each(line number, start offset, size, event)` is given every line that strict JSON reads as an
+    object, in order (what engine.commands.verification judges of each line's time, and routes
+    again), so no line is decoded twice. A server's bytes (`data`) give 0 for every offset.
 
     `shaped(line)`: whether the fold reads a line strict JSON refuses (`shaped_reads`): such a line
     is named as one the fold reads, not as one every reader skips.
@@ -693,11 +694,11 @@ def verify(
     unreadable = first_unlisted = number = 0
     dismissed = dismissed or {}
     torn_at = _torn_line(store, data)
-    for _, raw in source:
+    for start, raw in source:
         number += 1
         event, why = _event_of(raw)
-        if each is not None and why is None and event is not None:
-            each(number, event)
+        if each is not None and why is None and event is not None and raw is not None:
+            each(number, start, len(raw), event)
         if why is not None:
             unreadable += 1
             if unreadable <= KEPT_PROBLEMS:

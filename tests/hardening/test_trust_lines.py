@@ -195,13 +195,13 @@ def test_passes_begun_under_the_decide_lock_do_not_hold_it_after_once_lets_go(
     time.sleep(0.06)  # begin leaves a store changed in the last 50 ms to after the fold
     with engine_ws.exclusive():
         begun = verification.begin(engine_ws)
-    assert begun is not None and begun.checked.pid is not None
+    assert begun is not None and begun.child.pid is not None
     try:
         deadline = time.monotonic() + 5  # a child lets go of what it inherited as soon as it runs
         while lock_held(ws.root / ".regulator" / "decide.lock"):
             assert time.monotonic() < deadline, "the decide lock is still held by a child"
             time.sleep(0.02)
-        assert os.waitpid(begun.checked.pid, os.WNOHANG) == (0, 0)  # still reading
+        assert os.waitpid(begun.child.pid, os.WNOHANG) == (0, 0)  # still reading
     finally:
         begun.cancel()
 

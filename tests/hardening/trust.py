@@ -131,16 +131,15 @@ def forged_host_lines(tmp_path: Path) -> tuple[helpers.Workspace, Path]:
 
 
 def begun_and_read(engine_ws: Any) -> Any:
-    """verify's passes begun (engine.commands.verification.begin), waited for until both children
-    have read the stores and exited (not yet reaped, so their answers are still to be had)."""
+    """verify's passes begun (engine.commands.verification.begin), waited for until its child
+    has read the stores and exited (not yet reaped, so their answers are still to be had)."""
     from engine.commands.verification import begin
 
     time.sleep(0.06)  # begin leaves a store changed in the last 50 ms to after the fold
     begun = begin(engine_ws)
     assert begun is not None
-    for child in (begun.checked, begun.early):
-        assert child.pid is not None
-        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)
+    assert begun.child.pid is not None
+    os.waitid(os.P_PID, begun.child.pid, os.WEXITED | os.WNOWAIT)
     return begun
 
 
@@ -179,7 +178,7 @@ def slow(*args):  # a pass over stores far larger than these
 
 verification._chains_and_lines = slow
 begun = verification.begin(Workspace(Path(sys.argv[1])))
-print(begun.checked.pid, flush=True)
+print(begun.child.pid, flush=True)
 time.sleep(0.3)
 os.kill(os.getpid(), signal.SIGKILL)
 """

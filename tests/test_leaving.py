@@ -1,0 +1,140 @@
+"""A short command's large read left to the process's end (engine.base.leaving, D-260): what `regulator
+controlroom --once` prints and exits with is what it was, the exit hooks run, and a thread still
+running is waited for."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import REGULATOR
+
+KEPT = """
+import atexit, sys
+from engine.base import leaving
+
+class Read:  # stands for a read of 100,000 obligations: says when it is freed
+    def __del__(self):
+        with open(sys.argv[1], "a") as out:
+            out.write("freed\\n")
+
+if sys.argv[2] == "armed":
+    leaving.arm()
+read = Read()
+leaving.keep(read)
+del read
+atexit.register(lambda: print("exit hook", file=sys.stderr))
+print("the answer")  # buffered: standard output is a pipe
+leaving.leave(3)
+"""
+
+
+@pytest.mark.parametrize("armed", [True, False])
+def test_a_kept_read_is_not_freed_and_the_answer_hooks_and_code_are_kept(tmp_path: Path, armed: bool) -> None:
+    """Armed (the `regulator` script), a kept read is left to the process's end, yet the buffered
+    answer is written, the exit hooks run and the exit code is the command's. Unarmed (any other
+    caller of the command line, a test), nothing is kept: the read is freed as usual."""
+    marks = tmp_path / "marks"
+    done = subprocess.run(
+        [sys.executable, "-c", KEPT, str(marks), "armed" if armed else "plain"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3
+    assert done.stdout == "the answer\n"
+    assert "exit hook" in done.stderr and "Traceback" not in done.stderr
+    freed = marks.read_text() if marks.exists() else ""
+    assert freed == ("" if armed else "freed\n")
+
+
+def test_a_thread_still_running_is_waited_for() -> None:
+    """A command that leaves a thread running (not a daemon) ends as any Python process does: the
+    thread finishes its work before the process ends."""
+    code = """
+import sys, threading, time
+from engine.base import leaving
+
+def late():
+    time.sleep(0.3)
+    print("the thread's work", flush=True)
+
+leaving.arm()
+leaving.keep(object())
+threading.Thread(target=late).start()
+leaving.leave(4)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 4
+    assert done.stdout == "the thread's work\n"
+
+
+HEAP = """
+import sys
+from engine.base import leaving
+
+def resident() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+if sys.argv[1] == "armed":
+    leaving.arm()
+leaving.keep_heap()
+before = resident()
+block = bytearray(64 << 20)
+block[:: 4096] = b"x" * len(block[:: 4096])  # every page touched
+del block
+print(resident() - before)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="Linux's /proc")
+def test_the_heap_is_kept_only_in_the_regulator_script() -> None:
+    """`keep_heap` (--once): a 64 MiB block freed stays in the process's heap, for the next large
+    block, where the process was armed; anywhere else (a long-lived caller) it goes back."""
+    grown = {}
+    for how in ("armed", "plain"):
+        done = subprocess.run([sys.executable, "-c", HEAP, how], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        grown[how] = int(done.stdout)
+    assert grown["armed"] > 60 << 20
+    assert grown["plain"] < 16 << 20
+
+
+def test_once_json_through_a_pipe_closed_early_and_in_full(ws: Any) -> None:
+    """`controlroom --once --json` read whole is one JSON document with its exit code; read by a
+    reader that stops after a few bytes (`| head -c 20`), it stops quietly: no traceback, no
+    "Exception ignored" from a last flush."""
+    import fcntl
+    import os
+
+    from tests.test_predictions import report
+
+    for n in range(3):  # rows of 1 KiB subjects: more than the pipe below holds
+        report(ws, by="alice", resolves=None, subject=f"{n} " + "the release slips. " * 50)
+    whole = ws.run("controlroom", "--once", "--json")
+    assert whole.returncode in (0, 1), whole.stderr
+    document = json.loads(whole.stdout)
+    assert document["exitCode"] == whole.returncode
+    assert len(whole.stdout) > 6000
+    read, write = os.pipe()
+    fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, 4096)  # type: ignore[attr-defined]
+    reader = subprocess.Popen(
+        [REGULATOR, "controlroom", "--once", "--json"],
+        cwd=ws.root,
+        env=ws.env,
+        stdout=write,
+        stderr=subprocess.PIPE,
+    )
+    os.close(write)
+    with os.fdopen(read, "rb") as out:
+        first = out.read(20)
+    error = reader.communicate(timeout=120)[1].decode()
+    assert first == whole.stdout.encode()[:20]
+    assert error == ""
+    assert reader.returncode == 0
