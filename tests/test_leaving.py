@@ -123,7 +123,7 @@ def test_once_json_through_a_pipe_closed_early_and_in_full(ws: Any) -> None:
     assert document["exitCode"] == whole.returncode
     assert len(whole.stdout) > 6000
     read, write = os.pipe()
-    fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, 4096)  # type: ignore[attr-defined]
+    fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, 4096)
     reader = subprocess.Popen(
         [REGULATOR, "controlroom", "--once", "--json"],
         cwd=ws.root,
