@@ -138,3 +138,14 @@ def test_once_json_through_a_pipe_closed_early_and_in_full(ws: Any) -> None:
     assert first == whole.stdout.encode()[:20]
     assert error == ""
     assert reader.returncode == 0
+
+
+@pytest.mark.parametrize("closed", ["2>&-", ">&-"])
+def test_once_with_a_standard_stream_closed_exits_as_it_judged(ws: Any, closed: str) -> None:
+    """Started with standard error (or output) closed, as a launcher may start it, `controlroom
+    --once` still exits with what it judged (a review: a closed standard error made it exit 1)."""
+    judged = ws.run("controlroom", "--once", "--json").returncode
+    done = subprocess.run(
+        f"{REGULATOR} controlroom --once --json {closed}", shell=True, cwd=ws.root, env=ws.env, timeout=120
+    )
+    assert done.returncode == judged == 0

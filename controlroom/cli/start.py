@@ -4,6 +4,8 @@ paused, and the collector resumes as the command itself begins (D-194)."""
 from __future__ import annotations
 
 import gc
+import os
+import sys
 
 
 def resume() -> None:
@@ -18,6 +20,10 @@ def run() -> None:
     objects and frees almost none: each collection meanwhile walks them all and finds nothing
     (about 8 % of a short command's CPU)."""
     gc.disable()
+    if sys.stdout is None or sys.stderr is None:  # started with that descriptor closed: what the
+        # command writes there goes nowhere, as print() would send it, and it exits as it judged
+        sys.stdout = sys.stdout or open(os.devnull, "w")  # noqa: SIM115 - open until the process ends
+        sys.stderr = sys.stderr or open(os.devnull, "w")  # noqa: SIM115
     from controlroom.cli.root import main
     from engine.base import leaving
 

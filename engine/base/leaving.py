@@ -39,8 +39,9 @@ def leave(code: int) -> None:
     ):
         sys.exit(code)
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: that descriptor was closed when the process began
+                stream.flush()
     except (OSError, ValueError):
         sys.exit(code)
     atexit._run_exitfuncs()
