@@ -136,6 +136,15 @@ def test_status_rules_for_dispatch_and_close(ws: helpers.Workspace) -> None:
         "is a new unit (`regulator unit new`)\n",
     )
     assert ws.digest() == before
+    # held since it closed, it is still closed first: a person is not sent to resolve obligations
+    # for a dispatch that can never be (an operator's review)
+    ws.run(*helpers.report_args(affects=["u1"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    assert {u["id"]: u["held"] for u in ws.json("status", "--json")["units"]}["u1"] is True
+    before = ws.digest()
+    done = ws.run("unit", "dispatch", "u1")
+    assert done.returncode == 2 and "unit u1 is closed; dispatch needs" in done.stderr
+    assert "vetoed" not in done.stderr and ws.digest() == before
 
 
 def test_lease_file_and_close_release(ws: helpers.Workspace) -> None:

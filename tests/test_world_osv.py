@@ -535,3 +535,34 @@ def test_a_feed_linked_into_the_stores_folder_is_not_read(ws: Any) -> None:
     assert done.returncode == 1
     assert one_line(done) == "regulator: sensor osv: feed feeds/osv leads into .regulator/: not read"
     assert sensor_signals(ws) == []
+
+
+def test_a_feed_or_a_pin_a_unit_may_write_cannot_stop_or_blind_the_sensor(ws: Any) -> None:
+    """An adversarial review of the feeds: a FIFO among a feed's files hung `sensors run` (and with
+    it every timed duty of serve), a link in the feed read a file of the host's, a bound of 5,000
+    digits was a traceback (and under serve failed the duty on every tick), and one pin that is no
+    version hid the record from every lockfile of the sensor. Each is one error line now, and
+    everything else is judged."""
+    import os
+
+    declare(ws)
+    ws.write("services/api/requirements.txt", REQUIREMENTS + "django==not-a-version\n")
+    ws.commit("a pin that is no version")
+    feed = ws.root / "feeds" / "osv"
+    huge = record("GHSA-huge", "PyPI", "requests", [{"introduced": "0"}, {"fixed": "9" * 5000}])
+    write_feed(feed, [DJANGO, huge])
+    os.mkfifo(feed / "fifo.json")
+    (feed / "key.json").symlink_to(ws.root / ".regulator" / "host.key")
+    done = ws.run("sensors", "run", "osv")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    errors = done.stderr.strip().splitlines()
+    assert any("fifo.json: not a regular file; skipped" in e for e in errors), errors
+    assert any("key.json: a link, not a file" in e for e in errors), errors
+    assert any(
+        e.startswith("regulator: sensor osv: advisory GHSA-huge: ") and "not judged" in e for e in errors
+    )
+    assert any(
+        "lockfile services/api/requirements.txt line 8: 'not-a-version' is not a version of PyPI" in e
+        for e in errors
+    ), errors
+    assert [s["subject"] for s in sensor_signals(ws)] == ["Django 3.2.0: GHSA-w24h-v9qh-8gxj"]

@@ -78,7 +78,9 @@ def init(
     elif made.baseline is None and made.committed_rest is None:
         out(
             f"not a git repository ({escape(ws.root)} has no .git): nothing committed. To commit it, "
-            f"`git init -b {escape(trunk)}` there, then (-S on the first signs it with the owner's key):"
+            f"`git init -b {escape(trunk)}` there, then (-S on the first signs it with the owner's key, "
+            "where git signs with SSH: `git config gpg.format ssh` and `git config user.signingKey "
+            "OWNER_KEY.pub` first):"
         )
         for line in made.commands():
             out(f"  {escape(line)}")

@@ -237,6 +237,7 @@ def collect_osv(
     found.errors.extend(feed.errors)
     if not feed.records and not feed.errors:
         found.errors.append(f"feed {sensor.feed} holds no OSV record")
+    unjudged: dict[tuple[str, int], str] = {}  # (lockfile, line) -> why its pin is not judged
     for record in feed.records:
         rid = record["id"]
         names = [rid, *aliases(record)]
@@ -245,7 +246,7 @@ def collect_osv(
             found.withdrawn.append((rid, names, withdrawn if isinstance(withdrawn, str) else ""))
             continue
         try:
-            hits = list(matches(record, index))
+            hits = list(matches(record, index, unjudged))
         except Unordered as exc:
             found.errors.append(f"advisory {rid}: {exc}; not judged")
             continue
@@ -259,6 +260,8 @@ def collect_osv(
                 )
             except RegulatorError as exc:
                 found.errors.append(f"advisory {rid} for {package} in {lockfile}: {exc}")
+    for (lockfile, line), why in sorted(unjudged.items()):
+        found.errors.append(f"lockfile {lockfile} line {line}: {why}; that pin is judged against no advisory")
     stall = sensor.stale_after
     if (
         stall is not None
@@ -448,6 +451,9 @@ def run_due(ws: Workspace, now: datetime) -> Outcome:
             outcome = run(ws, name, now, only_due=True)
         except RegulatorError as exc:
             total.errors.append(f"sensor {name}: {exc}")
+            continue
+        except Exception as exc:  # noqa: BLE001 - one sensor's fault never stops the others' runs
+            total.errors.append(f"sensor {name}: failed ({type(exc).__name__}: {str(exc)[:300]})")
             continue
         if outcome.note != "not due":
             ran += 1

@@ -271,6 +271,29 @@ def check_vetoes(ws: Workspace, unit: str) -> None:
     refuse(dispatch_veto(ws, state, state.unit(unit)))
 
 
+def _missing_command(p: Plan) -> str | None:
+    """Why the unit's command cannot be found where it will run, or None: a path is looked for in
+    the worktree (a relative one) or where it names, a bare name on the unit's PATH. Asked before
+    the dispatch, since a command that never starts is a failed run and a recovery to decide (an
+    operator's review: a script committed after the worktree was made failed so on every retry)."""
+    command = p.command[0]
+    if "/" not in command:
+        path = p.env.get("PATH", DEFAULT_PATH)
+        if shutil.which(command, path=path) is None:
+            return f"no {command!r} on the unit's PATH ({path}); nothing was dispatched"
+        return None
+    target = Path(command) if os.path.isabs(command) else p.worktree / command
+    if os.path.lexists(target):
+        return None
+    if os.path.isabs(command):
+        return f"no {command}; nothing was dispatched"
+    return (
+        f"{command!r} is not in the unit's worktree {p.worktree}, where it runs: the worktree is made "
+        "from trunk where none is and kept across runs, so commit the script to trunk, and `git worktree "
+        f"remove {p.worktree}` where the worktree is older than that commit; nothing was dispatched"
+    )
+
+
 def make_worktree(ws: Workspace, worktree: Path) -> bool:
     """A git worktree of the workspace, detached at trunk, where none is; True when made here."""
     from engine.checkout.gitconfig import trunk_of
@@ -689,6 +712,11 @@ def _dispatched(ws: Workspace, p: Plan, say: Say) -> int:
 
     check_vetoes(ws, p.unit)
     made = make_worktree(ws, p.worktree)
+    missing = _missing_command(p)
+    if missing is not None:  # found before the dispatch: nothing written, no recovery to decide
+        if made:
+            git_text(ws.root, "worktree", "remove", "--force", "--force", str(p.worktree), timeout=120)
+        raise BadInput(missing)
     make_lease_dir(ws, p)
     if p.account is not None and made:
         give_worktree(p.worktree, p.account.uid, p.account.gid)

@@ -11,10 +11,12 @@ normalized (PEP 503 for PyPI).
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
 import re
+import stat
 import tomllib
 import zipfile
 from collections.abc import Iterator
@@ -48,10 +50,13 @@ def semver_key(text: str) -> Key | None:
     if found is None:
         return None
     major, minor, patch, pre = found.groups()
-    if pre is None:
-        return (0, int(major), int(minor), int(patch), 1, ())
-    parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split("."))
-    return (0, int(major), int(minor), int(patch), 0, parts)
+    try:  # a number past Python's digit limit (4,300) is no version here (an adversarial review)
+        if pre is None:
+            return (0, int(major), int(minor), int(patch), 1, ())
+        parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split("."))
+        return (0, int(major), int(minor), int(patch), 0, parts)
+    except ValueError:
+        return None
 
 
 @functools.lru_cache(maxsize=65536)
@@ -61,7 +66,7 @@ def pep440_key(text: str) -> Key | None:
 
     try:
         return (0, Version(text.strip()))
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # ValueError: a number past Python's digit limit
         return None
 
 
@@ -87,6 +92,12 @@ _SEPARATORS = re.compile(r"[-_.]+")
 
 class Unordered(ValueError):
     """A range bound that does not parse as a version of its kind: the record is not judged."""
+
+
+class Unversioned(Unordered):
+    """A lockfile's pin that is no version of the range's kind: that pin is not judged, the record
+    still is for every other pin (an adversarial review: one bad pin hid an advisory from every
+    lockfile of the sensor)."""
 
 
 def in_range(kind: str, ecosystem: str, version: Key, events: list[Any]) -> bool:
@@ -144,7 +155,7 @@ def affects(entry: dict[str, Any], ecosystem: str, version: str) -> bool:
             raise Unordered("a range without events")
         key = version_key(kind, ecosystem, version)
         if key is None:
-            raise Unordered(f"{version!r} is not a version of {ecosystem} ({kind} range)")
+            raise Unversioned(f"{version!r} is not a version of {ecosystem} ({kind} range)")
         if in_range(kind, ecosystem, key, events):
             return True
     return False
@@ -318,7 +329,7 @@ def read_feed(path: Path) -> Feed:
     return feed
 
 
-def _folder(path: Path) -> Iterator[tuple[str, bytes | None]]:
+def _folder(path: Path) -> Iterator[tuple[str, bytes | str | None]]:
     """Every `*.json` under the folder, in name order, read with plain strings (10,000 of them)."""
     top = str(path)
     for root, dirs, files in os.walk(top):
@@ -327,24 +338,41 @@ def _folder(path: Path) -> Iterator[tuple[str, bytes | None]]:
         for name in sorted(files):
             if not name.endswith(".json"):
                 continue
-            full = f"{root}/{name}"
+            full, shown = f"{root}/{name}", f"{where}/{name}" if where else name
+            # never a link followed, never a wait (a FIFO or a device put in a feed hung every
+            # timed duty of serve, and /dev/tty read the operator's typing: an adversarial review)
             try:
-                with open(full, "rb") as handle:
-                    data = handle.read(MAX_RECORD + 1)
+                fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
             except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    yield shown, "a link, not a file (a feed's links are not followed)"
+                    continue
                 raise OSError(f"{full}: {exc.strerror}") from None
-            yield f"{where}/{name}" if where else name, None if len(data) > MAX_RECORD else data
+            with open(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    yield shown, "not a regular file"
+                    continue
+                data = handle.read(MAX_RECORD + 1)
+            yield shown, None if len(data) > MAX_RECORD else data
 
 
-def _zip(path: Path) -> Iterator[tuple[str, bytes | None]]:
+def _zip(path: Path) -> Iterator[tuple[str, bytes | str | None]]:
     with zipfile.ZipFile(path) as archive:
         for info in sorted(archive.infolist(), key=lambda i: i.filename):
             if info.is_dir() or not info.filename.endswith(".json"):
                 continue
-            yield info.filename, None if info.file_size > MAX_RECORD else archive.read(info)
+            if info.file_size > MAX_RECORD:
+                yield info.filename, None
+                continue
+            with archive.open(info) as entry:  # to the limit, whatever size its header claims
+                data = entry.read(MAX_RECORD + 1)
+            yield info.filename, None if len(data) > MAX_RECORD else data
 
 
-def _add(feed: Feed, name: str, data: bytes | None) -> None:
+def _add(feed: Feed, name: str, data: bytes | str | None) -> None:
+    if isinstance(data, str):  # why the folder's entry is not read
+        feed.errors.append(f"{name}: {data}; skipped")
+        return
     if data is None:
         feed.errors.append(f"{name}: over {MAX_RECORD} bytes, not an OSV record; skipped")
         return
@@ -402,11 +430,14 @@ def feed_severity(record: dict[str, Any]) -> str | None:
 
 
 def matches(
-    record: dict[str, Any], index: dict[tuple[str, str], list[tuple[str, Pin]]]
+    record: dict[str, Any],
+    index: dict[tuple[str, str], list[tuple[str, Pin]]],
+    unjudged: dict[tuple[str, int], str] | None = None,
 ) -> Iterator[tuple[str, str, list[Pin]]]:
     """(lockfile, package as the lockfile names it, the affected pins) for each lockfile package a
     record affects; `index` maps (ecosystem, normalized name) to (lockfile, pin). Unordered when
-    a range the record applies cannot be read."""
+    a range the record applies cannot be read; a pin that is no version is left out, and said in
+    `unjudged` ((lockfile, line) -> why)."""
     found: dict[tuple[str, str], list[Pin]] = {}
     entries = record.get("affected")
     for entry in entries if isinstance(entries, list) else ():
@@ -419,7 +450,13 @@ def matches(
         if not isinstance(ecosystem, str) or not isinstance(name, str):
             continue
         for lockfile, pin in index.get((ecosystem, normalize(ecosystem, name)), ()):
-            if affects(entry, ecosystem, pin.version):
+            try:
+                hit = affects(entry, ecosystem, pin.version)
+            except Unversioned as exc:
+                if unjudged is not None:
+                    unjudged.setdefault((lockfile, pin.line), str(exc))
+                continue
+            if hit:
                 pins = found.setdefault((lockfile, normalize(ecosystem, pin.name)), [])
                 if pin not in pins:
                     pins.append(pin)

@@ -153,16 +153,21 @@ def _held(state: State, found: Holds, unit: UnitState, doing: str) -> Denied | N
 
 
 DISPATCHABLE = (UnitStatus.TODO, UnitStatus.LOST)  # a lost unit's lease expired: it may run again (§23)
+_ENDED = (UnitStatus.CLOSED, UnitStatus.ABORTED)  # never dispatched again: more work is a new unit
 
 
 def dispatch_veto(ws: Workspace, state: State, unit: UnitState) -> Denied | None:
-    """Why the host may not dispatch the unit now: held, waiting, flagged by a finding, or not
-    todo or lost."""
+    """Why the host may not dispatch the unit now: closed or aborted (never dispatched again,
+    whatever holds it: said first, so the refusal does not send a person to resolve obligations
+    for nothing), held, waiting, flagged by a finding, or not todo or lost."""
+    status = unit_status(state, unit)
+    if status in _ENDED:
+        text = f"unit {unit.id} is {status}; dispatch needs a todo or lost unit"
+        return Denied(text, text + _NEXT[status], bad_input=True)
     found = holds(ws, state)
     denied = _held(state, found, unit, "dispatch")
     if denied is not None:
         return denied
-    status = unit_status(state, unit)
     if status == UnitStatus.WAITING:
         text = f"dispatch of {unit.id} vetoed: it waits on recovery decision obligation {unit.recovery}"
         return Denied(text, text)

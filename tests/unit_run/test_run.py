@@ -618,3 +618,32 @@ def test_the_walks_refusal_names_the_default_worktree_when_none_was_given(served
         f"regulator: the unit's worktree {worktree}: {ws.root} is writable by other accounts, which could make "
     )
     assert one_line(done).endswith("give a folder under one of yours (`--worktree DIR`)")
+
+
+def test_a_command_that_is_not_where_the_unit_runs_is_refused_before_the_dispatch(served: Any) -> None:
+    """An operator's review: a script not yet committed to trunk is not in the unit's worktree, so
+    the run dispatched the unit, failed to start it, and opened a recovery to decide; a retry after
+    the commit failed the same way, in the worktree kept from the first run. Now the command is
+    looked for where it will run before anything is written: a path in the worktree, a bare name
+    on the unit's PATH. Exit 2, nothing written, no worktree left by the refused run."""
+    ws, _ = served
+    worktree = ws.root / ".worktrees" / "r1"
+    (ws.root / "agents").mkdir()
+    (ws.root / "agents" / "new.sh").write_text("#!/bin/sh\nexit 0\n")
+    (ws.root / "agents" / "new.sh").chmod(0o755)  # in the workspace, not yet on trunk
+    before = ws.digest()
+    done = run_unit(ws, "r1", "--", "./agents/new.sh")
+    assert done.returncode == 2, done.stderr
+    assert one_line(done).startswith(
+        f"regulator: './agents/new.sh' is not in the unit's worktree {worktree}, where it runs: "
+    )
+    assert "nothing was dispatched" in done.stderr
+    assert ws.digest() == before and not worktree.exists()
+    done = run_unit(ws, "r1", "--", "no-such-agent-here")
+    assert done.returncode == 2 and "no 'no-such-agent-here' on the unit's PATH" in one_line(done)
+    assert ws.digest() == before
+    # committed, the same run starts it
+    subprocess.run(["git", "add", "agents/new.sh"], cwd=ws.root, check=True)
+    subprocess.run(["git", "commit", "-qm", "the agent"], cwd=ws.root, check=True, env=ws.env)
+    done = run_unit(ws, "r1", "--", "./agents/new.sh")
+    assert done.returncode != 2 and "dispatched r1" in done.stderr, done.stderr
