@@ -69,6 +69,10 @@ def test_the_versions_list_alone_is_enough_and_git_ranges_are_not_read() -> None
         "ranges": [{"type": "GIT", "repo": "r", "events": [{"introduced": "abc"}]}],
     }
     assert affects(found, "PyPI", "5.3.1") and not affects(found, "PyPI", "5.3.2")
+    # a listed version is the pinned one by the ecosystem's equality, not as text (a review)
+    assert affects({"versions": ["1.1"]}, "PyPI", "1.1.0") and not affects(
+        {"versions": ["1.1"]}, "PyPI", "1.1.1"
+    )
 
 
 def test_an_unreadable_bound_is_said_not_guessed() -> None:

@@ -354,6 +354,14 @@ def test_an_alias_a_later_feed_and_a_withdrawal(ws: Any) -> None:
     ws.run("sensors", "run", "mirror", check=True)
     assert sensor_signals(ws) == [lodash]
 
+    # a withdrawn record in another sensor's feed withdraws nothing that sensor did not raise (an
+    # adversarial review: a fake record naming the real advisory as an alias withdrew its signal)
+    fake = {**LODASH, "id": "FAKE-W", "aliases": [LODASH["id"]], "withdrawn": "2026-11-28T00:00:00Z"}
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("FAKE-W.json", json.dumps(fake))
+    ws.run("sensors", "run", "mirror", check=True)
+    assert not [e for e in ws.events("signals") if e["kind"] == "advisory-withdrawn"]
+
     # withdrawn: one event, on the signal's obligations' lifecycle, and only one
     withdrawn = {**LODASH, "withdrawn": "2026-11-28T00:00:00Z", "modified": "2026-11-28T00:00:00Z"}
     write_feed(ws.root / "feeds" / "osv", [withdrawn])
@@ -372,7 +380,9 @@ def test_an_alias_a_later_feed_and_a_withdrawal(ws: Any) -> None:
 def test_a_stalled_feed_raises_one_sensor_stalled_per_stall(ws: Any) -> None:
     declare(ws)
     old = {**FLASK, "modified": "2026-11-20T10:00:00.123456789Z"}  # staleAfter 7d; now 11-29
-    write_feed(ws.root / "feeds" / "osv", [old])
+    # a record dated in the future does not make the feed fresh (an adversarial review)
+    future = {**FLASK, "id": "GHSA-from-2999", "modified": "2999-01-01T00:00:00Z"}
+    write_feed(ws.root / "feeds" / "osv", [old, future])
     ws.run("sensors", "run", "osv", check=True)
     ws.run("sensors", "run", "osv", check=True)
     stalled = [s for s in sensor_signals(ws) if s.get("stalled")]

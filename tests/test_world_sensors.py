@@ -160,3 +160,22 @@ def test_a_command_flooding_its_standard_error_is_killed_at_its_limit(ws: Any) -
     done = ws.run("sensors", "run", "scan")
     assert done.returncode == 1
     assert "wrote over 16777216 bytes on its standard error; killed" in one_line(done), done.stderr
+
+
+def test_a_flood_of_bad_lines_is_counted_and_a_long_error_is_cut_so_the_run_is_recorded(ws: Any) -> None:
+    """An adversarial review: a command printing millions of bad lines held every error in memory
+    (3.2 GB for 20 MiB of output) and wrote them all to serve's log; an error over a store line's
+    limit made the run itself unrecordable, so the sensor ran again on every tick. Now the run
+    holds a bounded number of errors and counts the rest, prints 20 and a count, and keeps each
+    error cut: its run is recorded."""
+    declare(ws, [GOOD, {"reportedSeverity": "x" * (1 << 20)}] + ["x"] * 2999)
+    done = ws.run("sensors", "run", "scan")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    said = done.stderr.strip().splitlines()
+    assert (
+        len(said) == 21 and said[-1] == "regulator: sensor scan: and 2980 more error(s), counted in its run"
+    )
+    (run,) = [e for e in ws.events("signals") if e["kind"] == "sensor-run"]
+    assert run["errorCount"] == 3000 and len(run["errors"]) == 20
+    assert max(len(e) for e in run["errors"]) <= 1000
+    assert [s["subject"] for s in sensor_signals(ws)] == [GOOD["subject"]]

@@ -56,6 +56,8 @@ from engine.read.worldfold import OSV_KEY
 from identity.policy import RoutingPolicy, Sensor, duration_seconds, lockfile_format
 
 MAX_ERRORS = 20  # errors a run keeps in its event (and prints); the rest are counted
+MAX_HELD = 1000  # errors a run holds while it runs (Collected.error); the rest are counted
+MAX_TEXT = 1000  # characters of one error kept: a run's event always fits a store line
 STALLED = "sensor-stalled"
 
 SensorEvent = SignalEvent | AdvisoryWithdrawnEvent | SensorRunEvent  # what a run writes
@@ -69,6 +71,20 @@ class Collected(msgspec.Struct):
     errors: list[str] = msgspec.field(default_factory=list)
     revision: str | None = None
     exit_code: int | None = None
+    dropped: int = 0  # errors past MAX_HELD, counted only (`error`)
+
+    def error(self, text: str) -> None:
+        """One error of the run, kept cut to MAX_TEXT while fewer than MAX_HELD are; counted after
+        (an adversarial review: a command printing ten million bad lines held 3.2 GB of errors and
+        wrote a log line of 869 MB)."""
+        if len(self.errors) < MAX_HELD:
+            self.errors.append(text[:MAX_TEXT])
+        else:
+            self.dropped += 1
+
+    @property
+    def error_count(self) -> int:
+        return len(self.errors) + self.dropped
 
 
 def sensor_of(ws: Workspace, name: str) -> Sensor:
@@ -160,10 +176,10 @@ def collect_command(
             fields["reportedSeverity"] = _higher(policy, fields["reportedSeverity"], sensor.severity)
             event = _signal(name, fields, policy, known, now, found.revision)
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError too
-            found.errors.append(f"line {number}: not JSON ({exc})")
+            found.error(f"line {number}: not JSON ({exc})")
             continue
         except RegulatorError as exc:
-            found.errors.append(f"line {number}: {exc}")
+            found.error(f"line {number}: {exc}")
             continue
         event["id"] = ids.derived_id("sensor-signal", name, canonical(given).decode())
         found.signals.append(event)
@@ -233,7 +249,7 @@ def collect_osv(
                 f"lockfile {path}: {', '.join(gone)} {'has' if len(gone) == 1 else 'have'} no contract under "
                 f"contracts/; its advisories are raised on {', '.join(kept) or 'no unit'}"
             )
-    feed = _feed(ws, sensor.feed or "")
+    feed = _feed(ws, sensor.feed or "", now)
     found.errors.extend(feed.errors)
     if not feed.records and not feed.errors:
         found.errors.append(f"feed {sensor.feed} holds no OSV record")
@@ -248,7 +264,7 @@ def collect_osv(
         try:
             hits = list(matches(record, index, unjudged))
         except Unordered as exc:
-            found.errors.append(f"advisory {rid}: {exc}; not judged")
+            found.error(f"advisory {rid}: {exc}; not judged")
             continue
         severity = _higher(policy, sensor.severity, feed_severity(record))
         for lockfile, package, pins in hits:
@@ -259,10 +275,14 @@ def collect_osv(
                     )
                 )
             except RegulatorError as exc:
-                found.errors.append(f"advisory {rid} for {package} in {lockfile}: {exc}")
+                found.error(f"advisory {rid} for {package} in {lockfile}: {exc}")
     for (lockfile, line), why in sorted(unjudged.items()):
-        found.errors.append(f"lockfile {lockfile} line {line}: {why}; that pin is judged against no advisory")
+        found.error(f"lockfile {lockfile} line {line}: {why}; that pin is judged against no advisory")
     stall = sensor.stale_after
+    if stall is not None and feed.records and feed.newest is None:
+        found.error(
+            f"feed {sensor.feed}: no record says when it was modified (before now): staleAfter cannot judge it"
+        )
     if (
         stall is not None
         and feed.newest is not None
@@ -285,7 +305,7 @@ def collect_osv(
     return found
 
 
-def _feed(ws: Workspace, relative: str) -> Feed:
+def _feed(ws: Workspace, relative: str, now: datetime) -> Feed:
     """The sensor's feed, inside the workspace (identity.policy.Sensor checks the path as written),
     never read where a link leads into .regulator/ or .git/ (an operator's review:
     `feeds/reg -> ../.regulator` read the stores' folder)."""
@@ -297,7 +317,7 @@ def _feed(ws: Workspace, relative: str) -> Feed:
             found = Feed()
             found.errors.append(f"feed {relative} leads into {private}/: not read")
             return found
-    return read_feed(path)
+    return read_feed(path, now)
 
 
 def _osv_signal(
@@ -378,9 +398,10 @@ def plan(state: State, name: str, sensor: Sensor, found: Collected, now: datetim
     for key, signal_id in world.advisories.items():
         by_name.setdefault(key.split(OSV_KEY, 1)[0], []).append(signal_id)
     withdrawn: list[str] = []
+    mine = set(world.sensed.get(name, ()))  # a feed withdraws only what its own sensor raised
     for rid, names, when in found.withdrawn:
         for signal_id in dict.fromkeys(s for n in names for s in by_name.get(n, ())):
-            if signal_id in world.withdrawn or signal_id in withdrawn:
+            if signal_id in world.withdrawn or signal_id in withdrawn or signal_id not in mine:
                 continue
             withdrawn.append(signal_id)
             routing = state.routings.get(signal_id)
@@ -402,11 +423,11 @@ def plan(state: State, name: str, sensor: Sensor, found: Collected, now: datetim
         "kind": EventKind.SENSOR_RUN.value,
         "sensor": name,
         "sensorKind": sensor.kind,
-        "outcome": "error" if found.errors else "ok",
+        "outcome": "error" if found.error_count else "ok",
         "signals": raised,
         "withdrawn": withdrawn,
-        "errors": found.errors[:MAX_ERRORS],
-        "errorCount": len(found.errors),
+        "errors": [e[:MAX_TEXT] for e in found.errors[:MAX_ERRORS]],
+        "errorCount": found.error_count,
         "exitCode": found.exit_code,
         "revision": found.revision,
         "at": clock.iso(now),
@@ -438,7 +459,10 @@ def run(ws: Workspace, name: str, now: datetime | None = None, *, only_due: bool
             store.append(event | {"seen": marks} if event["kind"] in HOST_KINDS else event)["id"]
             for event in plan(state, name, sensor, found, now)
         ]
-    return Outcome(f"sensor {name}", written, [f"sensor {name}: {e}" for e in found.errors])
+    said = [f"sensor {name}: {e}" for e in found.errors[:MAX_ERRORS]]
+    if found.error_count > MAX_ERRORS:
+        said.append(f"sensor {name}: and {found.error_count - MAX_ERRORS} more error(s), counted in its run")
+    return Outcome(f"sensor {name}", written, said)
 
 
 def run_due(ws: Workspace, now: datetime) -> Outcome:

@@ -20,7 +20,7 @@ import stat
 import tomllib
 import zipfile
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,12 @@ def normalize(ecosystem: str, name: str) -> str:
 _SEPARATORS = re.compile(r"[-_.]+")
 
 
+def _shown(value: object) -> str:
+    """A value a refusal quotes, cut to 100 characters: what follows it is still said."""
+    text = repr(value)
+    return text if len(text) <= 100 else text[:99] + "…"
+
+
 class Unordered(ValueError):
     """A range bound that does not parse as a version of its kind: the record is not judged."""
 
@@ -106,15 +112,17 @@ def in_range(kind: str, ecosystem: str, version: Key, events: list[Any]) -> bool
     limits: list[Key | None] = []
     for position, event in enumerate(events):
         if not isinstance(event, dict) or len(event) != 1:
-            raise Unordered(f"a range event is not one of introduced, fixed, last_affected, limit: {event!r}")
+            raise Unordered(
+                f"a range event is not one of introduced, fixed, last_affected, limit: {_shown(event)}"
+            )
         ((name, value),) = event.items()
         if not isinstance(value, str):
-            raise Unordered(f"{name}: {value!r} is not a version")
+            raise Unordered(f"{_shown(name)}: {_shown(value)} is not a version")
         if name == "limit":
             limits.append(None if INFINITY in value else _bound(kind, ecosystem, value))
             continue
         if name not in ("introduced", "fixed", "last_affected"):
-            raise Unordered(f"unknown range event {name!r}")
+            raise Unordered(f"unknown range event {_shown(name)}")
         key = ZERO if name == "introduced" and value == "0" else _bound(kind, ecosystem, value)
         timeline.append((key, position, name))
     if limits and not any(limit is None or version < limit for limit in limits):
@@ -131,7 +139,7 @@ def in_range(kind: str, ecosystem: str, version: Key, events: list[Any]) -> bool
 def _bound(kind: str, ecosystem: str, value: str) -> Key:
     key = version_key(kind, ecosystem, value)
     if key is None:
-        raise Unordered(f"{value!r} is not a version of {ecosystem} ({kind} range)")
+        raise Unordered(f"{_shown(value)} is not a version of {ecosystem} ({kind} range)")
     return key
 
 
@@ -139,8 +147,14 @@ def affects(entry: dict[str, Any], ecosystem: str, version: str) -> bool:
     """Whether one `affected[]` entry covers `version` (IsVulnerable, for a package already
     matched by ecosystem and name). Unordered when a range cannot be read."""
     versions = entry.get("versions")
-    if isinstance(versions, list) and version in versions:
-        return True
+    if isinstance(versions, list):
+        if version in versions:
+            return True
+        key = version_key("ECOSYSTEM", ecosystem, version)  # `1.1` is `1.1.0` by PEP 440 (a review)
+        if key is not None and any(
+            isinstance(v, str) and version_key("ECOSYSTEM", ecosystem, v) == key for v in versions
+        ):
+            return True
     ranges = entry.get("ranges")
     if not isinstance(ranges, list):
         return False
@@ -155,7 +169,7 @@ def affects(entry: dict[str, Any], ecosystem: str, version: str) -> bool:
             raise Unordered("a range without events")
         key = version_key(kind, ecosystem, version)
         if key is None:
-            raise Unversioned(f"{version!r} is not a version of {ecosystem} ({kind} range)")
+            raise Unversioned(f"{_shown(version)} is not a version of {ecosystem} ({kind} range)")
         if in_range(kind, ecosystem, key, events):
             return True
     return False
@@ -305,15 +319,20 @@ class Feed(msgspec.Struct):
     records: list[dict[str, Any]] = msgspec.field(default_factory=list)
     errors: list[str] = msgspec.field(default_factory=list)
     latest: str = ""  # the newest `modified` as written (RFC 3339 in UTC orders as its text to the second)
+    ceiling: str = "9999"  # a `modified` after this (to the second) is not counted as the newest
 
     @property
     def newest(self) -> datetime | None:
         return moment(self.latest) if self.latest else None
 
 
-def read_feed(path: Path) -> Feed:
-    """Every OSV record in a folder (recursively) or a zip of OSV JSON files, in name order."""
+def read_feed(path: Path, now: datetime | None = None) -> Feed:
+    """Every OSV record in a folder (recursively) or a zip of OSV JSON files, in name order. A
+    `modified` later than `now` (and a day's grace) does not count as the feed's newest: one
+    record dated 2999 would hide a stalled feed (an adversarial review)."""
     feed = Feed()
+    if now is not None:
+        feed.ceiling = (now + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S")
     if path.is_dir():
         sources = _folder(path)
     elif path.is_file() and zipfile.is_zipfile(path):
@@ -385,7 +404,11 @@ def _add(feed: Feed, name: str, data: bytes | str | None) -> None:
         feed.errors.append(f"{name}: not an OSV record (no id); skipped")
         return
     modified = record.get("modified")
-    if isinstance(modified, str) and modified[:19] > feed.latest[:19] and moment(modified) is not None:
+    if (
+        isinstance(modified, str)
+        and feed.latest[:19] < modified[:19] <= feed.ceiling
+        and moment(modified) is not None
+    ):
         feed.latest = modified
     feed.records.append(record)
 
