@@ -576,3 +576,57 @@ def test_a_feed_or_a_pin_a_unit_may_write_cannot_stop_or_blind_the_sensor(ws: An
         for e in errors
     ), errors
     assert [s["subject"] for s in sensor_signals(ws)] == ["Django 3.2.0: GHSA-w24h-v9qh-8gxj"]
+
+
+def test_a_zip_a_link_or_a_folder_a_unit_may_commit_is_one_error_each(ws: Any) -> None:
+    """A second adversarial review: a folder at a lockfile's path made every later lockfile read
+    from the wrong bytes (git's batch protocol), a link on trunk was read as an empty lockfile, an
+    encrypted or broken zip entry was a traceback that read no record of the feed, and a
+    `modified` of year 1 east of UTC crashed the stall check. Each is one error now; the real
+    lockfile after them is read and its advisory raised."""
+    import socket
+
+    declare(
+        ws,
+        "  zipped:\n    kind: osv\n    feed: feeds/z.zip\n    staleAfter: 7d\n    lockfiles:\n"
+        "      tree/requirements.txt: [u1]\n      lnk/requirements.txt: [u1]\n"
+        "      services/api/requirements.txt: [u3]\n",
+    )
+    ws.write("tree/requirements.txt/f", "Django==9.9.9\n")
+    (ws.root / "lnk").mkdir()
+    (ws.root / "lnk" / "requirements.txt").symlink_to("../services/api/requirements.txt")
+    ws.commit("a folder and a link where lockfiles are declared")
+    zipped = ws.root / "feeds" / "z.zip"
+    zipped.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("DJANGO.json", json.dumps(DJANGO))
+        archive.writestr(
+            "OLD-1.json", json.dumps({"id": "OLD-1", "modified": "0001-01-01T00:00:00+05:00", "affected": []})
+        )
+        archive.writestr("AAA-broken.json", json.dumps({"id": "AAA", "details": "x" * 5000}))
+    with zipfile.ZipFile(zipped) as archive:  # its deflated bytes broken, first in name order
+        info = archive.getinfo("AAA-broken.json")
+        start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    data = bytearray(zipped.read_bytes())
+    data[start : start + 8] = b"\xff" * 8
+    zipped.write_bytes(bytes(data))
+    (ws.root / "feeds" / "osv").mkdir(parents=True, exist_ok=True)
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(ws.root / "feeds" / "osv" / "AAA.json"))  # a socket in a folder feed
+    write_feed(ws.root / "feeds" / "osv", [LODASH])
+    try:
+        done = ws.run("sensors", "run", "zipped")
+        folder = ws.run("sensors", "run", "osv")
+    finally:
+        listening.close()
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    errors = done.stderr.strip().splitlines()
+    assert any(
+        "lockfile tree/requirements.txt on trunk" in e and "is a folder, not a file" in e for e in errors
+    )
+    assert any("lockfile lnk/requirements.txt on trunk" in e and "is a link, not a file" in e for e in errors)
+    assert any("AAA-broken.json: cannot be read from the zip (" in e for e in errors), errors
+    assert not any("stalled" in e for e in errors)
+    assert folder.returncode == 1 and "AAA.json: cannot be read" in folder.stderr, folder.stderr
+    subjects = sorted(s["subject"] for s in sensor_signals(ws))
+    assert subjects == ["Django 3.2.0: GHSA-w24h-v9qh-8gxj", "lodash 4.17.20: GHSA-35jh-r3h4-6jhm"]

@@ -187,8 +187,8 @@ def collect_command(
 
 
 def trunk_files(ws: Workspace, paths: list[str]) -> tuple[str | None, dict[str, bytes], list[str]]:
-    """The commit trunk is at and each path's content there (one `git cat-file --batch`); the
-    problems, one line each (no trunk; a path not on trunk)."""
+    """The commit trunk is at and each path's content there (`git ls-tree`, then one `git cat-file
+    --batch` by object id); the problems, one line each (no trunk; a path not on trunk as a file)."""
     from engine.checkout.gitconfig import trunk_of
     from registry.history import no_trunk, trunk_commit
 
@@ -197,22 +197,46 @@ def trunk_files(ws: Workspace, paths: list[str]) -> tuple[str | None, dict[str, 
     if found is None:
         return None, {}, [f"{no_trunk(ws.root, trunk)}: the lockfiles are read from trunk"]
     commit = found[1]
-    done = _git(ws, ["cat-file", "--batch"], "".join(f"{commit}:{p}\n" for p in paths).encode())
-    if done.returncode != 0:
-        return commit, {}, ["git cat-file failed reading the lockfiles from trunk"]
+    # each path's entry first (its mode: a link or a folder is no lockfile), then the files by
+    # their object ids: a path is never a line of git's batch protocol (an adversarial review: a
+    # folder at a lockfile's path, and a file named with newlines inside it, made every later
+    # lockfile read from the wrong bytes, or from bytes that file's name chose)
+    listed = _git(ws, ["--literal-pathspecs", "ls-tree", "-z", "--full-tree", commit, "--", *paths])
+    if listed.returncode != 0:
+        return commit, {}, ["git ls-tree failed reading the lockfiles from trunk"]
+    entries: dict[bytes, tuple[bytes, bytes, bytes]] = {}
+    for item in listed.stdout.split(b"\0"):
+        meta, tab, name = item.partition(b"\t")
+        fields = meta.split()
+        if tab and len(fields) == 3:
+            entries[name] = (fields[0], fields[1], fields[2])
     files: dict[str, bytes] = {}
     errors: list[str] = []
-    data, at = done.stdout, 0
+    wanted: list[tuple[str, bytes]] = []
     for path in paths:
-        end = data.index(b"\n", at)
-        header = data[at:end].split()
-        at = end + 1
-        if len(header) == 3 and header[1] == b"blob":
-            size = int(header[2])
-            files[path] = data[at : at + size]
-            at += size + 1
-        else:
+        entry = entries.get(path.encode("utf-8", "surrogateescape"))
+        if entry is None:
             errors.append(f"lockfile {path} is not on trunk {trunk} ({commit[:12]})")
+        elif entry[1] != b"blob" or entry[0] not in (b"100644", b"100755"):
+            what = {b"tree": "a folder", b"commit": "a submodule"}.get(entry[1], "a link")
+            errors.append(f"lockfile {path} on trunk {trunk} ({commit[:12]}) is {what}, not a file: not read")
+        else:
+            wanted.append((path, entry[2]))
+    if not wanted:
+        return commit, files, errors
+    done = _git(ws, ["cat-file", "--batch"], b"".join(sha + b"\n" for _, sha in wanted))
+    if done.returncode != 0:
+        return commit, {}, [*errors, "git cat-file failed reading the lockfiles from trunk"]
+    data, at = done.stdout, 0
+    for path, sha in wanted:
+        end = data.find(b"\n", at)
+        header = data[at:end].split() if end >= 0 else []
+        if len(header) != 3 or header[0] != sha or header[1] != b"blob" or not header[2].isdigit():
+            errors.append(f"git cat-file did not give lockfile {path} as trunk holds it: not read")
+            break  # what follows cannot be placed either
+        size = int(header[2])
+        files[path] = data[end + 1 : end + 1 + size]
+        at = end + 1 + size + 1
     return commit, files, errors
 
 

@@ -279,14 +279,19 @@ def _missing_command(p: Plan) -> str | None:
     command = p.command[0]
     if "/" not in command:
         path = p.env.get("PATH", DEFAULT_PATH)
-        if shutil.which(command, path=path) is None:
-            return f"no {command!r} on the unit's PATH ({path}); nothing was dispatched"
+        # a relative entry of PATH is found from the worktree, where the command starts
+        here = os.pathsep.join(e if os.path.isabs(e) else str(p.worktree / e) for e in path.split(os.pathsep))
+        if shutil.which(command, path=here) is None:
+            return f"no {command!r} on the unit's PATH ({path}, from {p.worktree}); nothing was dispatched"
         return None
     target = Path(command) if os.path.isabs(command) else p.worktree / command
-    if os.path.lexists(target):
+    # a file some account may execute: not a folder, not a link to nothing (an adversarial review)
+    if os.path.isfile(target) and os.stat(target).st_mode & 0o111:
         return None
     if os.path.isabs(command):
-        return f"no {command}; nothing was dispatched"
+        return f"no program {command} (a file that may be executed); nothing was dispatched"
+    if os.path.lexists(target):
+        return f"{command!r} in the unit's worktree {p.worktree} is no file that may be executed; nothing was dispatched"
     return (
         f"{command!r} is not in the unit's worktree {p.worktree}, where it runs: the worktree is made "
         "from trunk where none is and kept across runs, so commit the script to trunk, and `git worktree "

@@ -19,8 +19,9 @@ import re
 import stat
 import tomllib
 import zipfile
+import zlib
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -362,11 +363,16 @@ def _folder(path: Path) -> Iterator[tuple[str, bytes | str | None]]:
             # timed duty of serve, and /dev/tty read the operator's typing: an adversarial review)
             try:
                 fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-            except OSError as exc:
-                if exc.errno == errno.ELOOP:
-                    yield shown, "a link, not a file (a feed's links are not followed)"
-                    continue
-                raise OSError(f"{full}: {exc.strerror}") from None
+            except (
+                OSError
+            ) as exc:  # a link (ELOOP), a socket (ENXIO), a file it may not read: that file alone
+                why = (
+                    "a link, not a file (a feed's links are not followed)"
+                    if exc.errno == errno.ELOOP
+                    else exc.strerror
+                )
+                yield shown, f"cannot be read ({why})" if exc.errno != errno.ELOOP else why
+                continue
             with open(fd, "rb") as handle:
                 if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                     yield shown, "not a regular file"
@@ -383,8 +389,20 @@ def _zip(path: Path) -> Iterator[tuple[str, bytes | str | None]]:
             if info.file_size > MAX_RECORD:
                 yield info.filename, None
                 continue
-            with archive.open(info) as entry:  # to the limit, whatever size its header claims
-                data = entry.read(MAX_RECORD + 1)
+            try:
+                with archive.open(info) as entry:  # to the limit, whatever size its header claims
+                    data = entry.read(MAX_RECORD + 1)
+            except (
+                zipfile.BadZipFile,
+                RuntimeError,
+                NotImplementedError,
+                ValueError,
+                EOFError,
+                zlib.error,
+            ) as exc:
+                # encrypted, an unknown method, a broken stream: that entry alone (an adversarial review)
+                yield info.filename, f"cannot be read from the zip ({type(exc).__name__}: {str(exc)[:200]})"
+                continue
             yield info.filename, None if len(data) > MAX_RECORD else data
 
 
@@ -422,9 +440,10 @@ def moment(value: object) -> datetime | None:
         text = text[:-1] + "+00:00"
     try:
         found = datetime.fromisoformat(text)
-    except ValueError:
+        # in UTC, and there within datetime's years (0001-01-01T00:00:00+05:00 is not: a review)
+        return found.astimezone(UTC) if found.tzinfo is not None else None
+    except (ValueError, OverflowError):
         return None
-    return found if found.tzinfo is not None else None
 
 
 def aliases(record: dict[str, Any]) -> list[str]:

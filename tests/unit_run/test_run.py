@@ -642,8 +642,15 @@ def test_a_command_that_is_not_where_the_unit_runs_is_refused_before_the_dispatc
     done = run_unit(ws, "r1", "--", "no-such-agent-here")
     assert done.returncode == 2 and "no 'no-such-agent-here' on the unit's PATH" in one_line(done)
     assert ws.digest() == before
-    # committed, the same run starts it
-    subprocess.run(["git", "add", "agents/new.sh"], cwd=ws.root, check=True)
+    # committed, with a link to nothing beside it: a folder or a dangling link is no program (a
+    # second review), refused as well; the script itself starts
+    (ws.root / "agents" / "dang").symlink_to("/nonexistent/agent.sh")
+    subprocess.run(["git", "add", "agents"], cwd=ws.root, check=True)
     subprocess.run(["git", "commit", "-qm", "the agent"], cwd=ws.root, check=True, env=ws.env)
+    before = ws.digest()
+    for command in ("./agents/dang", "./agents", "/usr/bin"):
+        done = run_unit(ws, "r1", "--", command)
+        assert done.returncode == 2 and "nothing was dispatched" in one_line(done), (command, done.stderr)
+    assert ws.digest() == before and not worktree.exists()
     done = run_unit(ws, "r1", "--", "./agents/new.sh")
     assert done.returncode != 2 and "dispatched r1" in done.stderr, done.stderr
