@@ -179,3 +179,19 @@ def test_a_flood_of_bad_lines_is_counted_and_a_long_error_is_cut_so_the_run_is_r
     assert run["errorCount"] == 3000 and len(run["errors"]) == 20
     assert max(len(e) for e in run["errors"]) <= 1000
     assert [s["subject"] for s in sensor_signals(ws)] == [GOOD["subject"]]
+
+
+def test_lines_past_the_limit_are_one_error_not_judged(ws: Any) -> None:
+    """A second adversarial review: every line of a command's output was judged, so 20 million
+    bad lines held the tick 78 s past the command's timeout. Past 100,000 lines the rest is one
+    error; what came before is judged as ever."""
+    declare(ws, [GOOD] + ["x"] * 100_000 + [QUIET])
+    done = ws.run("sensors", "run", "scan")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert (
+        done.stderr.strip().splitlines()[-1]
+        == "regulator: sensor scan: and 99980 more error(s), counted in its run"
+    )
+    (run,) = [e for e in ws.events("signals") if e["kind"] == "sensor-run"]
+    assert run["errorCount"] == 100_000  # 99,999 bad lines judged, and one for the 2 lines past the limit
+    assert [s["subject"] for s in sensor_signals(ws)] == [GOOD["subject"]]

@@ -58,6 +58,7 @@ from identity.policy import RoutingPolicy, Sensor, duration_seconds, lockfile_fo
 MAX_ERRORS = 20  # errors a run keeps in its event (and prints); the rest are counted
 MAX_HELD = 1000  # errors a run holds while it runs (Collected.error); the rest are counted
 MAX_TEXT = 1000  # characters of one error kept: a run's event always fits a store line
+MAX_LINES = 100_000  # lines of a command's output judged in one run; the rest are one error
 STALLED = "sensor-stalled"
 
 SensorEvent = SignalEvent | AdvisoryWithdrawnEvent | SensorRunEvent  # what a run writes
@@ -160,7 +161,14 @@ def collect_command(
         return found
     if ran.code != 0:
         found.errors.append(ran.exited(" ".join(sensor.command)[:200]))
-    for number, raw in enumerate(ran.stdout.split(b"\n"), start=1):
+    lines = ran.stdout.split(b"\n")
+    for number, raw in enumerate(lines, start=1):
+        if number > MAX_LINES:  # a run's time is bounded by its lines too (an adversarial review:
+            # 20 million bad lines were judged for 78 s past a 60 s timeout)
+            rest = sum(1 for line in lines[number - 1 :] if line.strip())
+            if rest:
+                found.error(f"{rest:,} more line(s) after line {MAX_LINES:,}: not judged")
+            break
         if not raw.strip():
             continue
         try:
