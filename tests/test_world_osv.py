@@ -630,3 +630,45 @@ def test_a_zip_a_link_or_a_folder_a_unit_may_commit_is_one_error_each(ws: Any) -
     assert folder.returncode == 1 and "AAA.json: cannot be read" in folder.stderr, folder.stderr
     subjects = sorted(s["subject"] for s in sensor_signals(ws))
     assert subjects == ["Django 3.2.0: GHSA-w24h-v9qh-8gxj", "lodash 4.17.20: GHSA-35jh-r3h4-6jhm"]
+
+
+def test_a_lockfile_missing_too_large_or_under_a_declared_folder_is_one_error_and_the_rest_is_read(
+    ws: Any,
+) -> None:
+    """A third adversarial review of D-263: a lockfile whose content is missing from the clone's
+    objects stopped every later lockfile being read; a folder declared beside a path inside it was
+    "not on trunk"; a lockfile had no size limit (a 2 MB object unpacked to 500 MB took 1.5 GB).
+    Each is one error naming it now, and the real lockfile after them is read."""
+    import subprocess
+
+    declare(
+        ws,
+        "  more:\n    kind: osv\n    feed: feeds/osv\n    lockfiles:\n"
+        "      gone/requirements.txt: [u1]\n      p/requirements.txt: [u1]\n"
+        "      p/requirements.txt/requirements.txt: [u1]\n      big/requirements.txt: [u1]\n"
+        "      services/api/requirements.txt: [u3]\n",
+    )
+    ws.write("gone/requirements.txt", "Django==3.2.1  # a blob this clone will not have\n")
+    ws.write("p/requirements.txt/requirements.txt", "Django==3.2.2\n")
+    ws.write("big/requirements.txt", "Django==3.2.3\n" + "# " + "x" * (65 << 20) + "\n")
+    ws.commit("lockfiles a unit may commit")
+    blob = subprocess.run(
+        ["git", "rev-parse", "HEAD:gone/requirements.txt"],
+        cwd=ws.root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (ws.root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()  # loose: the commit just made it
+    write_feed(ws.root / "feeds" / "osv", [DJANGO])
+    done = ws.run("sensors", "run", "more")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    errors = done.stderr.strip().splitlines()
+    assert any(
+        "lockfile gone/requirements.txt on trunk" in e and "missing from this clone's objects" in e
+        for e in errors
+    ), errors
+    assert any("lockfile p/requirements.txt on trunk" in e and "is a folder, not a file" in e for e in errors)
+    assert any("lockfile big/requirements.txt on trunk" in e and "is over 64 MiB" in e for e in errors)
+    raised = sorted(s["subject"] for s in sensor_signals(ws))
+    assert raised == ["Django 3.2.0: GHSA-w24h-v9qh-8gxj", "Django 3.2.2: GHSA-w24h-v9qh-8gxj"]

@@ -59,6 +59,7 @@ MAX_ERRORS = 20  # errors a run keeps in its event (and prints); the rest are co
 MAX_HELD = 1000  # errors a run holds while it runs (Collected.error); the rest are counted
 MAX_TEXT = 1000  # characters of one error kept: a run's event always fits a store line
 MAX_LINES = 100_000  # lines of a command's output judged in one run; the rest are one error
+MAX_LOCKFILE = 64 << 20  # bytes of one lockfile read from trunk (a blob of 2 MB can unpack to gigabytes)
 STALLED = "sensor-stalled"
 
 SensorEvent = SignalEvent | AdvisoryWithdrawnEvent | SensorRunEvent  # what a run writes
@@ -209,29 +210,59 @@ def trunk_files(ws: Workspace, paths: list[str]) -> tuple[str | None, dict[str, 
     # their object ids: a path is never a line of git's batch protocol (an adversarial review: a
     # folder at a lockfile's path, and a file named with newlines inside it, made every later
     # lockfile read from the wrong bytes, or from bytes that file's name chose)
-    listed = _git(ws, ["--literal-pathspecs", "ls-tree", "-z", "--full-tree", commit, "--", *paths])
+    listed = _git(
+        ws, ["--literal-pathspecs", "ls-tree", "-z", "-t", "-l", "--full-tree", commit, "--", *paths]
+    )
     if listed.returncode != 0:
         return commit, {}, ["git ls-tree failed reading the lockfiles from trunk"]
-    entries: dict[bytes, tuple[bytes, bytes, bytes]] = {}
+    entries: dict[bytes, tuple[bytes, bytes, bytes, bytes] | None] = {}  # None: named twice in its tree
     for item in listed.stdout.split(b"\0"):
         meta, tab, name = item.partition(b"\t")
         fields = meta.split()
-        if tab and len(fields) == 3:
-            entries[name] = (fields[0], fields[1], fields[2])
+        if tab and len(fields) == 4:  # mode, type, object, size ("-" for a folder)
+            entries[name] = None if name in entries else (fields[0], fields[1], fields[2], fields[3])
     files: dict[str, bytes] = {}
     errors: list[str] = []
     wanted: list[tuple[str, bytes]] = []
+    where = f"on trunk {trunk} ({commit[:12]})"
     for path in paths:
-        entry = entries.get(path.encode("utf-8", "surrogateescape"))
-        if entry is None:
-            errors.append(f"lockfile {path} is not on trunk {trunk} ({commit[:12]})")
+        name = path.encode("utf-8", "surrogateescape")
+        entry = entries.get(name)
+        if name not in entries:
+            errors.append(f"lockfile {path} is not {where}")
+        elif entry is None:  # git reads the first, fsck calls the tree broken: neither is guessed
+            errors.append(
+                f"lockfile {path} {where} is named twice in its folder (a malformed tree): not read"
+            )
         elif entry[1] != b"blob" or entry[0] not in (b"100644", b"100755"):
             what = {b"tree": "a folder", b"commit": "a submodule"}.get(entry[1], "a link")
-            errors.append(f"lockfile {path} on trunk {trunk} ({commit[:12]}) is {what}, not a file: not read")
+            errors.append(f"lockfile {path} {where} is {what}, not a file: not read")
+        elif entry[3].isdigit() and int(entry[3]) > MAX_LOCKFILE:  # "-": its object is missing (below)
+            errors.append(f"lockfile {path} {where} is over {MAX_LOCKFILE >> 20} MiB: not read")
         else:
             wanted.append((path, entry[2]))
     if not wanted:
         return commit, files, errors
+    done = _git(ws, ["cat-file", "--batch"], b"".join(sha + b"\n" for _, sha in wanted))
+    if done.returncode != 0:
+        return commit, {}, [*errors, "git cat-file failed reading the lockfiles from trunk"]
+    data, at = done.stdout, 0
+    for path, sha in wanted:
+        end = data.find(b"\n", at)
+        header = data[at:end].split() if end >= 0 else []
+        if len(header) == 2 and header == [sha, b"missing"]:  # not in this clone's objects: that file alone
+            errors.append(
+                f"lockfile {path} {where}: its content is missing from this clone's objects; not read"
+            )
+            at = end + 1
+            continue
+        if len(header) != 3 or header[0] != sha or header[1] != b"blob" or not header[2].isdigit():
+            errors.append(f"git cat-file did not give lockfile {path} as trunk holds it: not read")
+            break  # what follows cannot be placed either
+        size = int(header[2])
+        files[path] = data[end + 1 : end + 1 + size]
+        at = end + 1 + size + 1
+    return commit, files, errors
     done = _git(ws, ["cat-file", "--batch"], b"".join(sha + b"\n" for _, sha in wanted))
     if done.returncode != 0:
         return commit, {}, [*errors, "git cat-file failed reading the lockfiles from trunk"]
