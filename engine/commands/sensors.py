@@ -263,20 +263,6 @@ def trunk_files(ws: Workspace, paths: list[str]) -> tuple[str | None, dict[str, 
         files[path] = data[end + 1 : end + 1 + size]
         at = end + 1 + size + 1
     return commit, files, errors
-    done = _git(ws, ["cat-file", "--batch"], b"".join(sha + b"\n" for _, sha in wanted))
-    if done.returncode != 0:
-        return commit, {}, [*errors, "git cat-file failed reading the lockfiles from trunk"]
-    data, at = done.stdout, 0
-    for path, sha in wanted:
-        end = data.find(b"\n", at)
-        header = data[at:end].split() if end >= 0 else []
-        if len(header) != 3 or header[0] != sha or header[1] != b"blob" or not header[2].isdigit():
-            errors.append(f"git cat-file did not give lockfile {path} as trunk holds it: not read")
-            break  # what follows cannot be placed either
-        size = int(header[2])
-        files[path] = data[end + 1 : end + 1 + size]
-        at = end + 1 + size + 1
-    return commit, files, errors
 
 
 def _git(ws: Workspace, args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
