@@ -672,3 +672,33 @@ def test_a_lockfile_missing_too_large_or_under_a_declared_folder_is_one_error_an
     assert any("lockfile big/requirements.txt on trunk" in e and "is over 64 MiB" in e for e in errors)
     raised = sorted(s["subject"] for s in sensor_signals(ws))
     assert raised == ["Django 3.2.0: GHSA-w24h-v9qh-8gxj", "Django 3.2.2: GHSA-w24h-v9qh-8gxj"]
+
+
+def test_a_lockfile_named_twice_in_its_tree_is_not_read(ws: Any) -> None:
+    """A third review: a tree naming `requirements.txt` twice (made with `git hash-object
+    --literally`; `git fsck` calls it duplicateEntries) was read at its last entry, where git reads
+    the first: a vulnerable pin missed, exit 0. It is one error now, never a guess."""
+    import subprocess
+
+    def git(*args: str, given: bytes | None = None) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=ws.root, input=given, capture_output=True, check=True, env=ws.env
+        )
+        return done.stdout.decode().strip()
+
+    declare(
+        ws, "  dup:\n    kind: osv\n    feed: feeds/osv\n    lockfiles:\n      dup/requirements.txt: [u1]\n"
+    )
+    vulnerable = git("hash-object", "-w", "--stdin", given=b"Django==3.2.0\n")
+    fixed = git("hash-object", "-w", "--stdin", given=b"Django==4.2.0\n")
+    entries = b"".join(b"100644 requirements.txt\0" + bytes.fromhex(sha) for sha in (vulnerable, fixed))
+    dup = git("hash-object", "-w", "--literally", "-t", "tree", "--stdin", given=entries)
+    root = git("ls-tree", "HEAD") + f"\n040000 tree {dup}\tdup\n"
+    tree = git("mktree", given=root.encode())
+    commit = git("commit-tree", tree, "-p", "HEAD", "-m", "a tree that names a file twice")
+    git("update-ref", "refs/heads/main", commit)
+    assert git("show", "main:dup/requirements.txt") == "Django==3.2.0"  # git reads the first
+    write_feed(ws.root / "feeds" / "osv", [DJANGO])
+    done = ws.run("sensors", "run", "dup")
+    assert done.returncode == 1 and "is named twice in its folder (a malformed tree): not read" in done.stderr
+    assert sensor_signals(ws) == []
