@@ -98,9 +98,8 @@ class Begun:
         self, authority: Authority, child: Child, stamps: dict[str, tuple[int, int, int, int]]
     ) -> None:
         self.authority = authority  # the policy in force they judge by
-        self.child = (
-            child  # {"checked": the chains and the lines' times, "early": `rerouting.routing_pass`'s answer}
-        )
+        # its answer: {"checked": the chains and the lines' times, "early": `rerouting.routing_pass`'s}
+        self.child = child
         self.stamps = stamps  # each store's file as it stood when they began (_stamp)
         self._answer: Any = None
 
@@ -168,10 +167,7 @@ def _both(ws: Workspace, authority: Authority, dismissed: dict[str, dict[int, st
     same decode of each line."""
     routing = RoutingPass(authority)
     parts = _chains_and_lines(ws, {}, dismissed, True, routing)
-    return {
-        "checked": [[[f.store, f.line, f.message, f.reading] for f in part] for part in parts],
-        "early": routing.answer(),
-    }
+    return {"checked": _findings_json(parts), "early": routing.answer()}
 
 
 def _named(found: list[Named]) -> list[Finding]:
@@ -189,7 +185,12 @@ def _stamp(ws: Workspace, name: str) -> tuple[int, int, int, int] | None:
 
 
 def _as_json(work: Work) -> Callable[[], Any]:
-    return lambda: [[[f.store, f.line, f.message, f.reading] for f in part] for part in work()]
+    return lambda: _findings_json(work())
+
+
+def _findings_json(parts: list[list[Finding]]) -> list[list[list[Any]]]:
+    """Findings as a child sends them through its pipe (`_of_json` reads them back)."""
+    return [[[f.store, f.line, f.message, f.reading] for f in part] for part in parts]
 
 
 def _of_json(answer: Any) -> list[list[Finding]]:

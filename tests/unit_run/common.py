@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import REGULATOR, make_workspace
+from tests.serving import Serving
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout
 ALLOWED = {"PATH", "HOME", "LANG", "TERM", "TZ", "REGULATOR_DOOR", "REGULATOR_DOOR_TOKEN", "REGULATOR_UNIT"}
@@ -148,3 +149,14 @@ def tcp_serve(ws: Any) -> tuple[subprocess.Popen, str]:
         lambda: info.exists() and json.loads(info.read_text()).get("door"), "serve's TCP door", deadline=60
     )
     return proc, door
+
+
+def serve_back_and_finish(ws: Any, sock: Any, finish: Any, host: Any) -> None:
+    """serve started again on its socket, then the waiting child told to finish (`finish`
+    touched) and its `unit run` (`host`) waited for; serve stopped after."""
+    back = Serving(ws, sock=sock)
+    try:
+        finish.touch()
+        host.communicate(timeout=60)
+    finally:
+        back.close()

@@ -30,6 +30,7 @@ from tests.unit_run.common import (
     row,
     run_unit,
     script,
+    serve_back_and_finish,
     start_unit,
     system_workspace,
     tcp_serve,
@@ -658,10 +659,5 @@ def test_serve_refuses_plain_tcp_while_a_confined_unit_is_started(confined: Any)
         "TCP port while serve is stopped and read the other units' tokens; serve on a Unix socket (the "
         "default) or with --tls-cert/--tls-key, or close or demote them first (D-259)"
     )
-    back = Serving(ws, sock=serving.sock)
-    try:
-        finish.touch()
-        host.communicate(timeout=60)
-    finally:
-        back.close()
+    serve_back_and_finish(ws, serving.sock, finish, host)
     assert host.returncode == 0

@@ -35,6 +35,7 @@ from tests.unit_run.common import (
     row,
     run_unit,
     script,
+    serve_back_and_finish,
     start_unit,
     system_workspace,
     tcp_serve,
@@ -434,12 +435,7 @@ def test_a_run_never_sends_its_token_to_a_plain_tcp_door_serve_moved_to(served: 
     finally:
         tcp.send_signal(signal.SIGTERM)
         tcp.wait(timeout=60)
-    back = Serving(ws, sock=serving.sock)
-    try:
-        finish.touch()
-        host.wait(timeout=60)
-    finally:
-        back.close()
+    serve_back_and_finish(ws, serving.sock, finish, host)
     assert host.returncode == 0 and said.count(moved) == 1, said
 
 
