@@ -8,8 +8,34 @@ import sys
 from engine.base.text import escape, escape_json
 
 
+class OutputError(OSError):
+    """Standard output could not be written (a full disk, `> /dev/full`, a device's error): the
+    command's answer is lost, which the command line says in one line (controlroom.cli.root.failed).
+    A reader that went away (EPIPE) is not one: Click ends that command quietly (exit 1)."""
+
+
+def write(text: str) -> None:
+    """Every write of a command's own output goes through here."""
+    try:
+        sys.stdout.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(exc.errno, exc.strerror) from None
+
+
+def flush() -> None:
+    """The output's buffer written out (the command line's last step), as `write` fails."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(exc.errno, exc.strerror) from None
+
+
 def out(line: str = "") -> None:
-    sys.stdout.write(line + "\n")
+    write(line + "\n")
 
 
 def emit_json(data: object) -> None:
@@ -19,7 +45,7 @@ def emit_json(data: object) -> None:
 
 def emit_json_text(dumped: str) -> None:
     """JSON text from dumps_indented (or dumps_indented_with), written as emit_json writes it."""
-    sys.stdout.write(escape_json(dumped) + "\n")
+    write(escape_json(dumped) + "\n")
 
 
 def dumps_indented(data: object) -> str:

@@ -149,3 +149,69 @@ def test_once_with_a_standard_stream_closed_exits_as_it_judged(ws: Any, closed: 
         f"{REGULATOR} controlroom --once --json {closed}", shell=True, cwd=ws.root, env=ws.env, timeout=120
     )
     assert done.returncode == judged == 0
+
+
+FULL = (
+    "its output could not be written (No space left on device): the command ran, its answer is lost (exit 1)"
+)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--version"],
+        ["status", "--json"],
+        ["obligations"],
+        ["controlroom", "--once"],
+        ["controlroom", "--once", "--json"],
+        ["unit", "schema"],
+    ],
+)
+def test_an_output_that_cannot_be_written_is_one_line(ws: Any, args: list[str]) -> None:
+    """Standard output on a full device (`> /dev/full`): one line that says the answer is lost,
+    exit 1, never a traceback (each of these printed one before)."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [REGULATOR, *args],
+            cwd=ws.root,
+            env=ws.env,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 1
+    assert done.stderr == f"regulator: {FULL}\n"
+
+
+def test_a_write_whose_answer_cannot_be_printed_stands(ws: Any) -> None:
+    """A report whose output meets a full device is written all the same, and the line says the
+    command ran: the operator is not led to report it twice."""
+    path = ws.root.parent / "report.json"
+    path.write_text(
+        json.dumps(
+            {
+                "subject": "the disk",
+                "claim": "full",
+                "observation": "df",
+                "evidence": ["df"],
+                "confidence": "high",
+                "reportedSeverity": "info",
+            }
+        )
+    )
+    before = ws.run("signals", "--json").stdout
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [REGULATOR, "signals", "report", "--json-input", str(path), "--by", "alice"],
+            cwd=ws.root,
+            env=ws.env,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert (done.returncode, done.stderr) == (1, f"regulator: {FULL}\n")
+    listed = json.loads(ws.run("signals", "--json").stdout)
+    assert len(listed) == len(json.loads(before)) + 1
+    assert listed[-1]["subject"] == "the disk"

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from controlroom import printing
 from engine.base.errors import RegulatorError
 
 app = typer.Typer()
@@ -46,7 +47,7 @@ def hook(
     else:
         found = _stop(payload, state)
     if found is not None:
-        sys.stdout.write(json.dumps(found) + "\n")
+        printing.write(json.dumps(found) + "\n")
 
 
 def _payload() -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from controlroom import printing
 from controlroom.cli.common import OPTIONS, our_import, sdk_failed
 from engine.base.errors import BadInput
 
@@ -77,7 +78,7 @@ def mcp_command(
             sys.stderr.write(f"regulator: {MISSING_EXTRA}\n")
             raise typer.Exit(2)
 
-        sys.stdout.write(json.dumps(server_config(door.unit, path)) + "\n")
+        printing.write(json.dumps(server_config(door.unit, path)) + "\n")
         return
     import gc
 

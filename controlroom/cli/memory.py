@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from controlroom import printing
 from controlroom.cli.common import (
     JsonFlag,
     absent_exit,
@@ -174,5 +174,5 @@ def context(
     if as_json:
         emit_json(render_json(ctx))
     else:
-        sys.stdout.write(render_text(ctx))
+        printing.write(render_text(ctx))
     absent_exit(ws)  # a clone: the memory a unit would receive is unknown, not empty (design §16.2)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from controlroom import printing
 from controlroom.cli.common import (
     JsonFlag,
     emit_json,
@@ -160,7 +161,7 @@ def run_registers_only(ws: Workspace, as_json: bool, trunk: str | None = None) -
     if as_json:
         emit_json(found.as_json())
     else:
-        sys.stdout.write(registers_only_text(found))
+        printing.write(registers_only_text(found))
     return found.exit_code
 
 
@@ -185,7 +186,7 @@ def run_once(
             return code
         snap.settle()
         reasons = exit_reasons(snap, require_history)
-        sys.stdout.write(as_text(snap, reasons))
+        printing.write(as_text(snap, reasons))
     return 1 if reasons else 0
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import sys
 from collections.abc import Callable
 from typing import Annotated
 
 import typer
 
+from controlroom import printing
 from controlroom.cli.common import (
     GLOBALS,
     OPTIONS,
@@ -132,7 +134,7 @@ def show_version(value: bool) -> None:
             number = version("regulator")
         except PackageNotFoundError:  # pragma: no cover - run from a source tree, not installed
             number = "unknown"
-        sys.stdout.write(f"regulator {number}\n")
+        printing.write(f"regulator {number}\n")
         raise typer.Exit(0)
 
 
@@ -196,6 +198,7 @@ def main(
             code = command.main(args, prog_name="regulator", standalone_mode=False)
         finally:
             flush_checkpoint()
+        printing.flush()  # a full disk met by the output's last bytes: said here, not at the exit
         if isinstance(code, int):
             return code  # typer.Exit inside a command comes back as a return value
     except RegulatorError as exc:
@@ -229,7 +232,31 @@ def main(
         return 1
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a full disk, an output device's error: one line, never a traceback
+        return failed(exc)
     return 0
+
+
+def failed(exc: OSError) -> int:
+    """A system error the command met: one line, exit 1. Where it was the command's own output
+    that could not be written (printing.OutputError: a full disk, `> /dev/full`), the output is
+    pointed at /dev/null so that the process's end does not fail on it again; anything else is
+    named with its file."""
+    if isinstance(exc, printing.OutputError):
+        line = f"its output could not be written ({exc.strerror}): the command ran, its answer is lost"
+        try:  # what the output's buffer still holds goes nowhere at exit, instead of failing again
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.stdout.fileno())
+            os.close(null)
+        except (OSError, ValueError):
+            pass
+    else:
+        why = exc.strerror or str(exc)
+        if exc.filename is not None:
+            why = f"{why}: {exc.filename}"
+        line = f"{why}; the command stopped there"
+    sys.stderr.write(f"regulator: {escape(line)} (exit 1)\n")
+    return 1
 
 
 def run() -> None:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from controlroom import printing
 from controlroom.cli.common import (
     JsonFlag,
     emit_json,
@@ -197,11 +198,10 @@ def unit_run(
 @unit_app.command("schema")
 def unit_schema() -> None:
     """Print the JSON Schema of contracts/<id>.json."""
-    import sys
 
     from engine.read.contracts import schema_text
 
-    sys.stdout.write(schema_text())
+    printing.write(schema_text())
 
 
 # ---- entry point -----------------------------------------------------------------------------
