@@ -156,6 +156,20 @@ FULL = (
 )
 
 
+def to_full(ws: Any, *args: str) -> subprocess.CompletedProcess[str]:
+    """`regulator ARGS > /dev/full`."""
+    with open("/dev/full", "w") as full:
+        return subprocess.run(
+            [REGULATOR, *args],
+            cwd=ws.root,
+            env=ws.env,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -170,16 +184,7 @@ FULL = (
 def test_an_output_that_cannot_be_written_is_one_line(ws: Any, args: list[str]) -> None:
     """Standard output on a full device (`> /dev/full`): one line that says the answer is lost,
     exit 1, never a traceback (each of these printed one before)."""
-    with open("/dev/full", "w") as full:
-        done = subprocess.run(
-            [REGULATOR, *args],
-            cwd=ws.root,
-            env=ws.env,
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-        )
+    done = to_full(ws, *args)
     assert done.returncode == 1
     assert done.stderr == f"regulator: {FULL}\n"
 
@@ -201,16 +206,7 @@ def test_a_write_whose_answer_cannot_be_printed_stands(ws: Any) -> None:
         )
     )
     before = ws.run("signals", "--json").stdout
-    with open("/dev/full", "w") as full:
-        done = subprocess.run(
-            [REGULATOR, "signals", "report", "--json-input", str(path), "--by", "alice"],
-            cwd=ws.root,
-            env=ws.env,
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-        )
+    done = to_full(ws, "signals", "report", "--json-input", str(path), "--by", "alice")
     assert (done.returncode, done.stderr) == (1, f"regulator: {FULL}\n")
     listed = json.loads(ws.run("signals", "--json").stdout)
     assert len(listed) == len(json.loads(before)) + 1
