@@ -256,6 +256,41 @@ def test_a_wide_character_does_not_shift_the_columns_after_it(tmp_path: Path) ->
     assert column_b[0] == column_b[1] == 9
 
 
+@pytest.mark.parametrize("size", [1_000, 250_000])
+def test_a_row_inserted_above_the_cursor_leaves_it_on_its_row(size: int) -> None:
+    """A live update that puts a row above the cursor (a unit's new blocking report, sorted first)
+    keeps the cursor, and what the action keys act on, on the row the operator chose, at any size
+    (an adversarial review: from 200,000 rows the cursor kept its index and slid to another row)."""
+    from textual.app import App
+
+    from widgets.columns import Column
+    from widgets.table import LineTable
+
+    keys = [f"ob{i:07d}" for i in range(size)]
+
+    class Many(App[None]):
+        def compose(self) -> Iterator[Any]:
+            yield LineTable((Column("id", 10), Column("subject", 0, 0, 10)))
+
+    app = Many()
+    seen: list[str | None] = []
+
+    async def main() -> None:
+        async with app.run_test(size=(60, 12)) as pilot:
+            table: LineTable[str] = app.query_one(LineTable)
+            table.set_rows(keys, lambda key: [key, "s"])
+            table.cursor = 100
+            await pilot.pause()
+            seen.append(table.current_key)
+            table.set_rows(["ob-new-blocking", *keys], lambda key: [key, "s"])
+            await pilot.pause()
+            seen.append(table.current_key)
+            seen.append(table.render_line(table.cursor - round(table.scroll_y) + 1).text.split()[0])
+
+    asyncio.run(main())
+    assert seen == ["ob0000100", "ob0000100", "ob0000100"]
+
+
 def test_the_cli_plain_table_cuts_by_cells(capsys: pytest.CaptureFixture[str]) -> None:
     from controlroom.printing import table
 

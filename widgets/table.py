@@ -26,6 +26,16 @@ K = TypeVar("K", bound=Hashable)  # the app's typed row keys: the table only com
 HK = TypeVar("HK", bound=Hashable)
 
 
+def _index(keys: list[K], key: K | None) -> int | None:
+    """Where `key` is among `keys` (one pass), or None."""
+    if key is None:
+        return None
+    try:
+        return keys.index(key)
+    except ValueError:
+        return None
+
+
 class LineTable(ScrollView, Generic[K], can_focus=True):
     """Rows are keys; `render_row(key)` gives a key's cells when (and only when) it is drawn."""
 
@@ -82,8 +92,11 @@ class LineTable(ScrollView, Generic[K], can_focus=True):
         self.keys = keys
         self.render_row = render_row
         self.virtual_size = Size(self._width(), len(keys) + 1)
-        if current is not None and current in keys:
-            index = keys.index(current) if len(keys) < 200_000 else self.cursor
+        index = _index(keys, current)
+        if index is not None:
+            # at any size: a row inserted above the cursor (a live update) must not move it onto
+            # another row than the one the operator is about to act on (an adversarial review:
+            # from 200,000 rows the cursor kept its index, not its key)
             self.cursor = index
         else:
             self.cursor = 0 if fresh else min(self.cursor, max(0, len(keys) - 1))
