@@ -22,9 +22,9 @@ from tests.room import demo_workspace, opened
 SIZE = (150, 42)
 
 
-def run(app: ControlRoom, script: Any) -> None:
+def run(app: ControlRoom, script: Any, size: tuple[int, int] = SIZE) -> None:
     async def main() -> None:
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=size) as pilot:
             await pilot.pause()
             await script(pilot)
 
@@ -101,3 +101,57 @@ def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(
     assert "before: obligations, advisory (no floor): u3 does not block" in dialog
     assert "after:  obligations, blocking (statements): u3 blocks" in dialog
     assert {name: ws.store(name).path.read_bytes() for name in stores} == stores
+
+
+def test_a_units_rationale_cannot_bury_what_accepting_grants(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An adversarial review: unit r1 proposed interaction.yaml adding its own key to alice's, with a
+    rationale of space runs and braille blanks that a wrapping display drew as a harmless review
+    (a typo fix, a fake diff) above 200 blank lines, so that the real `! adds signing key` line and
+    diff were below the screen while the operator typed `ok` and Enter. At 80×24 the dialog now
+    shows the commit warning and the `!` line before the operator's field, and the unit's rationale
+    as one escaped line in a box of its own."""
+    from controlroom.views import RowKey
+    from tests.helpers import make_key
+    from tests.room import screen_lines
+    from widgets.dialogs import ProposalDialog
+
+    ws = demo_workspace(tmp_path, monkeypatch)
+    key = make_key(tmp_path / "keys", "unit").with_suffix(".pub").read_text().strip()
+    path = ws.root / "regulator/policy/interaction.yaml"
+    evil = path.read_text().replace("    keys:\n", f"    keys:\n    - {key}\n", 1)
+    assert evil != path.read_text()
+    fake = [
+        "fix a typo in the header comment; nothing else changes.",
+        "\u2800",
+        "--- a",
+        "+++ b",
+        "-# proposl",
+    ]
+    rationale = (" " * 300).join(fake + ["\u2800"] * 150)
+    lease = read_lease(ws.root / ".worktrees" / "r1" / LEASE_FILE)
+    proposal = propose(
+        ws, "regulator/policy/interaction.yaml", evil.encode(), rationale, Actor(unit="r1", lease=lease)
+    )["id"]
+    app = ControlRoom(ws, "alice", watch=False, background_checks=False)
+    seen: dict[str, Any] = {}
+
+    async def script(pilot: Any) -> None:
+        await pilot.press("6")
+        await pilot.pause()
+        app.table.cursor = app.table.keys.index(RowKey("proposal", proposal))
+        await pilot.pause()
+        await pilot.press("y")
+        assert await opened(pilot, ProposalDialog)
+        await pilot.pause(0.2)
+        seen["screen"] = screen_lines(app)
+
+    run(app, script, size=(80, 24))
+    screen = "\n".join(seen["screen"])
+    assert "commits it to git" in screen
+    assert "! adds signing key" in screen and "(proposed by unit r1)" in screen, screen
+    assert screen.index("! adds signing key") < screen.index("Rationale")
+    assert "fix a typo" not in screen.split("Proposed as")[0]  # the unit's words only in their box
+    assert "\\x20" in screen or "fix a typo" not in screen
+    assert "\u2800" not in screen

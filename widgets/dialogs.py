@@ -38,6 +38,7 @@ class _Dialog(ModalScreen[Answer | None]):
     _Dialog .preview { height: auto; max-height: 14; border: round $panel-lighten-2; padding: 0 1; }
     _Dialog .note { color: $warning; margin-top: 1; }
     _Dialog .replay { height: auto; max-height: 16; margin-top: 1; }
+    _Dialog .said { height: auto; max-height: 5; border: round $panel-lighten-2; padding: 0 1; }
     _Dialog ToastRack { dock: top; align: right top; margin-bottom: 0; }
     """
     BINDINGS = [Binding("escape", "cancel", "cancel")]
@@ -287,8 +288,13 @@ class DecideDialog(_Dialog):
 
 class ProposalDialog(_Dialog):
     """Accept or reject a proposal, with a rationale; accepting says it commits, and shows the diff.
-    The rationale comes before the diff and has the focus, so what the operator types lands there;
-    the dialog opens at its heading, so the commit warning is on screen at 80×24."""
+    What the change does comes first, in the dialog's own words: the commit warning and each `!`
+    line (a key, a grant, a command the host would run), then the rationale field (it has the
+    focus, so what the operator types lands there), the diff and the replay. The proposer's own
+    rationale, store text a unit may have written, comes last in a box of a few lines: it cannot
+    push what accepting grants off the screen (an adversarial review drew a harmless review in it
+    and buried the real one). The dialog opens at its heading: at 80×24 the warning, the `!` lines
+    and the field are on screen."""
 
     AUTO_FOCUS = "#rationale"
 
@@ -305,12 +311,14 @@ class ProposalDialog(_Dialog):
         self.verdict = verdict
         self.CONFIRM = verdict.capitalize()
         self.summary = escape(summary)  # store text: shown as characters, never acted on
-        self.review = review or []
+        lines = review or []
+        count = next((i for i, line in enumerate(lines) if not line.startswith("! ")), len(lines))
+        self.flags = [ensure_escaped(line) for line in lines[:count]]  # what accepting grants
+        self.review = lines[count:]  # the diff
         self.replay = [ensure_escaped(line) for line in replay or []]  # a routing policy's replay
 
     def body(self) -> ComposeResult:
         yield _heading(f"{self.verdict.capitalize()} proposal {self.proposal_id}")
-        yield Static(Text(self.summary))
         if self.verdict == "accept":
             yield Static(
                 Text("Accepting writes the file and commits it to git, signed by you (Authorized-by)."),
@@ -321,6 +329,8 @@ class ProposalDialog(_Dialog):
             yield Static(
                 Text("Rejecting writes nothing to the file; the proposal is closed."), classes="note"
             )
+        if self.flags:
+            yield Static(Text("\n".join(self.flags)), classes="why", id="flags")
         yield Label("Rationale")
         yield _input("why", "rationale")
         yield Static("", id="why", classes="why")
@@ -330,6 +340,9 @@ class ProposalDialog(_Dialog):
         if self.replay:
             with VerticalScroll(id="replay", classes="replay"):
                 yield Static(Text("\n".join(self.replay)))
+        yield Label("Proposed as")
+        with VerticalScroll(classes="said", id="said"):
+            yield Static(Text(self.summary))
 
     def confirm(self) -> None:
         rationale = self.query_one("#rationale", Input).value

@@ -13,7 +13,11 @@
   (U+E0000–U+E007F) as `\\UNNNNNNNN`, the variation selectors and the blank fillers;
 - and every other code point of the categories Cc, Cf, Co, Cs and Cn as the running Python's
   unicodedata classifies them (format, private use, lone surrogates, unassigned: design §26), as
-  `\\xNN`, `\\uNNNN` or `\\UNNNNNNNN`.
+  `\\xNN`, `\\uNNNN` or `\\UNNNNNNNN`;
+- every space but U+0020 (no-break, em, ideographic, …) and the braille blank (U+2800), each drawn
+  as nothing, as `\\uNNNN`; and in a one-line field, the spaces of a run past its sixteenth as
+  `\\x20` (a wrapping display breaks a line at a run of spaces and drops the run: a run wider
+  than the screen was a line break any field could hold).
 
 Markup (`[bold]`) is left as characters: no display here parses it. `escape_block` does the same
 but keeps newlines, for multi-line prose. The CLI (controlroom/printing.py), the control room's rows,
@@ -23,7 +27,6 @@ details and dialogs, and `regulator context` all call these; nothing else escape
 from __future__ import annotations
 
 import re
-import unicodedata
 
 _INVISIBLE = "\u061c\u200b\u200c\u200d\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
 _INVISIBLE += "\u2060\u2066\u2067\u2068\u2069\ufeff"
@@ -34,11 +37,13 @@ _INVISIBLE += "\u00ad\u034f\u180e\u2061-\u2064\ufff9-\ufffb\U000e0000-\U000e007f
 # and the variation selectors (which can carry a hidden payload after any character) and the
 # blank fillers that render as nothing
 _INVISIBLE += "\u180b-\u180d\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef\u115f\u1160\u3164\uffa0"
+# and the braille blank, printable yet drawn as nothing (an adversarial review drew blank lines
+# with it to push a proposal's real review off the screen)
+_INVISIBLE += "\u2800"
 # design §26: every code point of the categories Cc, Cf, Co, Cs and Cn, as the running Python's
 # unicodedata classifies them, is escaped too. `str.isprintable` is false for exactly those and the
 # separators (Z*, the space aside): text that is printable and holds none of the characters above
 # (nor a backslash) is returned as it is, in C; any other is escaped character by character.
-_ESCAPED_CATEGORIES = frozenset(("Cc", "Cf", "Co", "Cs", "Cn"))
 _INVISIBLE_CLASS = re.compile(f"[{_INVISIBLE}]")
 # what may stand in printable text and still be escaped: the backslash, the invisible list
 _PRINTABLE_BUT_ESCAPED = re.compile(f"[\\\\{_INVISIBLE}]")
@@ -46,7 +51,7 @@ _PRINTABLE_BUT_ESCAPED = re.compile(f"[\\\\{_INVISIBLE}]")
 # up per character where text is escaped one character at a time
 _PRINTABLE_HIDDEN = frozenset(
     c for c in map(chr, [*range(0x34F, 0x350), *range(0x180B, 0x1810), *range(0xFE00, 0xFE10),
-                         *range(0xE0100, 0xE01F0), 0x115F, 0x1160, 0x3164, 0xFFA0])
+                         *range(0xE0100, 0xE01F0), 0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800])
     if c.isprintable() and _INVISIBLE_CLASS.match(c)
 )  # fmt: skip
 _NAMED = {"\\": "\\\\", "\n": "\\n", "\t": "\\t"}
@@ -62,15 +67,32 @@ def _code(char: str) -> str:
 
 def hidden(char: str) -> bool:
     """A character no reader may receive raw: a control, format, private-use, surrogate or
-    unassigned code point (Cc, Cf, Co, Cs, Cn), or one of the invisible characters above."""
+    unassigned code point (Cc, Cf, Co, Cs, Cn), one of the invisible characters above, or a space
+    other than U+0020 (the no-break, em, ideographic… spaces: a run of them draws as blank as
+    spaces do, below, and an adversarial review used them so). `str.isprintable` is false for
+    exactly the categories C*, Zl, Zp and those spaces."""
     if char.isprintable():
         return char in _PRINTABLE_HIDDEN
-    return unicodedata.category(char) != "Zs"  # not printable: C*, Zl, Zp, or a space (kept)
+    return True
+
+
+# the spaces of a one-line field kept in one run: past these, each is shown as `\x20`. A display
+# that wraps a line (the room's details and dialogs, a terminal) breaks it at a run of spaces and
+# drops the run, so a run wider than the screen was a line break a unit could place in any field
+# (an adversarial review faked a whole proposal review so); 16 keeps a pasted table's or a YAML
+# diff line's indentation as it is.
+RUN = 16
+_LONG_RUN = re.compile(f" {{{RUN + 1},}}")
+
+
+def _run_shown(match: re.Match[str]) -> str:
+    return " " * RUN + "\\x20" * (len(match.group()) - RUN)
 
 
 def _escaped(value: str, keep_newlines: bool) -> str:
+    long_runs = not keep_newlines and " " * (RUN + 1) in value
     if value.isprintable() and _PRINTABLE_BUT_ESCAPED.search(value) is None:
-        return value
+        return _LONG_RUN.sub(_run_shown, value) if long_runs else value
     out = []
     for char in value:
         if char == "\n" and keep_newlines:
@@ -81,7 +103,8 @@ def _escaped(value: str, keep_newlines: bool) -> str:
             out.append(_code(char))
         else:
             out.append(char)
-    return "".join(out)
+    shown = "".join(out)
+    return _LONG_RUN.sub(_run_shown, shown) if long_runs else shown
 
 
 def escape(text: object) -> str:

@@ -410,8 +410,48 @@ def _flagged(file: str, before: str, after: str, author: str) -> list[str]:
             lines.append(f"! moves the stores: {was} -> {will} (proposed by {author})")
     if file == f"{POLICY_DIR}/profiles.yaml":
         lines += _wider_tools(before, after, author)
+    if file == f"{POLICY_DIR}/routing.yaml":
+        lines += _fewer_holds(before, after, author)
     for command, where in added_commands(file, before, after):
         lines.append(f"! runs {command} on the host ({where}, proposed by {author})")
+    return lines
+
+
+def _fewer_holds(before: str, after: str, author: str) -> list[str]:
+    """What a proposed routing.yaml loosens: a higher blocksAtOrAbove (fewer severities hold a
+    unit), a floor taken away or lowered, the clock pinned (REGULATOR_NOW then dates what is
+    written). An adversarial review: raising blocksAtOrAbove read as a plain `pending`, its
+    effect only in the replay below the diff."""
+    try:
+        old = parse_policy("routing.yaml", before) if before else None
+        new = parse_policy("routing.yaml", after)
+    except PolicyError:
+        return []  # propose refuses such text; a line appended by hand may hold it
+    if old is None:
+        return []
+    lines = []
+    if new.severities != old.severities or new.rank(new.blocks_at_or_above) > new.rank(
+        old.blocks_at_or_above
+    ):
+        lines.append(
+            f"! blocksAtOrAbove: {old.blocks_at_or_above} -> {new.blocks_at_or_above}"
+            f" (fewer findings hold a unit; proposed by {author})"
+            if new.severities == old.severities
+            else f"! severities: {', '.join(old.severities)} -> {', '.join(new.severities)} (proposed by {author})"
+        )
+    floors = {f.name: f for f in new.floors}
+    for floor in old.floors:
+        kept = floors.get(floor.name)
+        if kept is None or kept.pattern != floor.pattern or kept.fields != floor.fields:
+            lines.append(f"! removes or changes floor {floor.name} (proposed by {author})")
+        elif new.severities == old.severities and new.rank(kept.at_least) < new.rank(floor.at_least):
+            lines.append(
+                f"! lowers floor {floor.name}: {floor.at_least} -> {kept.at_least} (proposed by {author})"
+            )
+    if old.clock != new.clock:
+        lines.append(
+            f"! clock: {old.clock} -> {new.clock} (pinned honours REGULATOR_NOW; proposed by {author})"
+        )
     return lines
 
 

@@ -191,3 +191,56 @@ def test_a_relayed_programs_output_keeps_its_layout_and_holds_no_hidden_characte
     for char in text:
         if hidden(char) and char not in "\n\t\r":
             assert escape(char) in shown
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(min_value=1, max_value=400).map(lambda n: " " * n),
+            st.sampled_from(["\u2800", "\u00a0", "\u3000", "\u2003", "x", "fix a typo", "\\x20", "\n"]),
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_no_one_line_field_draws_a_line_break_or_a_blank(text: str) -> None:
+    """A wrapping display (the room's details and dialogs, a terminal) breaks a line at a run of
+    spaces and drops the run, and draws the braille blank and the other spaces as nothing: an
+    adversarial review faked a proposal's review with them. In a one-line field no run of spaces
+    is longer than 16 and no such character stays raw; the text still reads back exactly."""
+    from engine.base.text import RUN
+
+    shown = escape(text)
+    assert " " * (RUN + 1) not in shown
+    assert not any(char in shown for char in "\u2800\u00a0\u3000\u2003\n")
+    assert unescape(shown) == text
+    if " " * (RUN + 1) not in text and text.isprintable() and "\\" not in text and "\u2800" not in text:
+        assert shown == text  # ordinary text, its runs of up to 16 spaces included, as it is
+
+
+def test_a_routing_proposal_that_loosens_holds_is_marked(ws: Any) -> None:
+    """An adversarial review: a proposal raising blocksAtOrAbove (fewer findings hold a unit) read
+    as a plain `pending`, its effect only in the replay. `identity show` now marks it, as it marks
+    a key, a grant or a command."""
+    import json
+
+    path = ws.root / "regulator/policy/routing.yaml"
+    text = path.read_text()
+    loose = text.replace("blocksAtOrAbove: blocking", "blocksAtOrAbove: critical").replace(
+        "clock: pinned", "clock: system"
+    )
+    assert loose != text
+    proposed = ws.root.parent / "routing.yaml"
+    proposed.write_text(loose)
+    done = ws.run(
+        "identity", "propose", "--file", "regulator/policy/routing.yaml", "--content-from", str(proposed),
+        "--rationale", "tidy", "--by", "alice", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shown = ws.run("identity", "show", json.loads(done.stdout)["id"])
+    assert shown.returncode == 0, shown.stderr
+    assert (
+        "! blocksAtOrAbove: blocking -> critical (fewer findings hold a unit; proposed by person alice)"
+        in shown.stdout
+    )
+    assert "! clock: pinned -> system" in shown.stdout
