@@ -127,6 +127,26 @@ def test_answered_is_a_disposition_of_questions_only(served: Any) -> None:
     assert ws.digest() == before
 
 
+def test_a_report_through_the_door_supersedes_a_signal_the_door_has_read(served: Any) -> None:
+    """`supersedes` through the door is found in the door's kept read model (a fold of the whole
+    signals store under the write lock for each such report let one unit stall every write and
+    the routing: an adversarial review): a unique prefix of a signal reported just before is taken
+    and recorded whole; a name of none is a tool error, exit 2, nothing written."""
+    ws, serving, tokens = served
+    first = sdk_call(serving.sock, tokens["r1"], "report_intelligence", REPORT).structured_content["id"]
+    again = {**REPORT, "subject": "the same, again", "supersedes": first[:12]}
+    second = sdk_call(serving.sock, tokens["r1"], "report_intelligence", again)
+    assert not second.is_error, second.content
+    event = next(e for e in ws.events("signals") if e.get("id") == second.structured_content["id"])
+    assert event["supersedes"] == first
+    before = ws.digest()
+    missing = sdk_call(
+        serving.sock, tokens["r1"], "report_intelligence", {**again, "supersedes": "01NOSUCHSIGNAL00"}
+    )
+    assert missing.is_error and "no signal" in str(missing.content), missing.content
+    assert ws.digest() == before
+
+
 def test_report_result_is_recorded_once_per_lease(served: Any) -> None:
     ws, serving, tokens = served
     result = {

@@ -127,3 +127,56 @@ def test_once_tick_on_postgresql_routes_and_leads_only_when_it_can(pg_ws: Any) -
     done = pg_ws.run("serve", "--once-tick")
     assert done.returncode == 0, done.stderr
     assert '"leader": true' in done.stderr and pg_ws.json("status")["unrouted"] == 0
+
+
+def test_a_unit_runs_lease_acts_only_at_the_door_of_the_host_that_runs_it(hosts: Any, tmp_path: Any) -> None:
+    """An adversarial review: the only thing that made a door refuse a lease whose `unit run` was
+    over was a file in that host's `.regulator/`, so another host on the same database took the
+    token for ever after a failed or killed run (a critical report, memory, questions as the unit).
+    A `unit run`'s dispatch now names its host: the other host's door refuses the token during the
+    run and after it; this host's answers while the child lives, then refuses it too. A lease of
+    `unit dispatch` still works at either door (test_two_hosts_serving_route_every_signal_exactly_once)."""
+    import os
+    import subprocess
+
+    from engine.base.errors import Refused
+    from tests.helpers import REGULATOR
+    from tests.unit_run.common import script
+
+    ws, (here, other) = hosts
+    folder = tmp_path / "run"
+    folder.mkdir()
+    token_file, finish = folder / "token", folder / "finish"
+    agent = script(
+        folder,
+        "leaks.sh",
+        f'printf %s "$REGULATOR_DOOR_TOKEN" > {token_file}.part\nmv {token_file}.part {token_file}\n'
+        f"while [ ! -e {finish} ]; do sleep 0.1; done\nexit 1\n",
+    )
+    host = subprocess.Popen(
+        [REGULATOR, "unit", "run", "r1", "--", str(agent)],
+        cwd=ws.root,
+        env=ws.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        token = wait_for(
+            lambda: token_file.exists() and token_file.read_text(), "the child's token", deadline=60
+        )
+        assert DoorClient(here.url, token).status()["unit"] == "r1"
+        with pytest.raises(Refused, match="HTTP 401"):
+            DoorClient(other.url, token).report({**REPORT, "subject": "from the other host, during the run"})
+        finish.touch()
+        err = host.communicate(timeout=120)[1]
+        assert host.returncode == 1, err
+        for door in (here, other):
+            with pytest.raises(Refused, match="HTTP 401"):
+                DoorClient(door.url, token).report({**REPORT, "subject": "after the run"})
+    finally:
+        if host.poll() is None:
+            os.killpg(host.pid, signal.SIGKILL)
+            host.wait(timeout=30)
+    assert not [e for e in ws.events("signals") if e.get("kind") == "signal" and e.get("unit") == "r1"]

@@ -181,7 +181,7 @@ def readings(path: Any, store: Any = "signals") -> Any:
 UNITS_FOLD_READ = {
     **dict.fromkeys(("kind", "unit", "id", "at", "leaseHash", "worktree", "type", "profile")),
     **dict.fromkeys(("action", "disposition", "by", "opens", "seen")),
-    **dict.fromkeys(("expiresAt", "ttl", "confined", "outcome", "summary", "exitCode", "durationS")),
+    **dict.fromkeys(("expiresAt", "ttl", "confined", "runOn", "outcome", "summary", "exitCode", "durationS")),
     "rationale": msgspec.UNSET,
     "resolves": (),
 }

@@ -111,16 +111,23 @@ def _prediction(value: object, observed: datetime) -> dict:
     return {"resolvesAt": clock.iso(resolves)}
 
 
-def check_supersedes(ws: Workspace, body: dict) -> dict:
+def check_supersedes(ws: Workspace, body: dict, signal_id: Callable[[str], str] | None = None) -> dict:
     """A report that supersedes an earlier signal names one that exists (a unique prefix is taken,
-    and the whole id recorded): exit 2 otherwise. The signals store is read only then."""
+    and the whole id recorded): exit 2 otherwise. `signal_id` finds it (a door's kept read model,
+    which folds only what the store gained: a fold of the whole store under the write lock for each
+    such report let one unit hold every write and the routing of the fleet, an adversarial review);
+    without one the signals store is read, only then."""
     named = body.get("supersedes")
     if named is None:
         return body
     from engine.base.lookup import key_by_prefix
 
-    state = load(ws, stores=("signals",))
-    return {**body, "supersedes": key_by_prefix(state.signals.refs, named, "signal")}
+    if signal_id is None:
+        return {
+            **body,
+            "supersedes": key_by_prefix(load(ws, stores=("signals",)).signals.refs, named, "signal"),
+        }
+    return {**body, "supersedes": signal_id(named)}
 
 
 def report_intelligence(ws: Workspace, fields: dict, actor: Actor) -> dict:
@@ -148,12 +155,14 @@ def unit_signal(
     state: State,
     known_units: Container[str],
     revision: Callable[[], str | None],
+    signal_id: Callable[[str], str] | None = None,
 ) -> dict:
     """The signal a leased unit reports, ready to append (with a new id): validated (exit 2), then
     authorized (exit 3) on `state` (its units store read): the lease is the unit's current one,
     its profile grants report_intelligence, it is a research unit. `known_units` are the units
-    with contracts; `revision` gives the worktree's HEAD, asked only once authorized."""
-    body = check_supersedes(ws, validate_report(fields, ws.routing().severities, known_units))
+    with contracts; `revision` gives the worktree's HEAD, asked only once authorized;
+    `signal_id` finds the signal it supersedes (check_supersedes)."""
+    body = check_supersedes(ws, validate_report(fields, ws.routing().severities, known_units), signal_id)
     unit_type, _ = leased(ws, state, lease, "report_intelligence")
     if unit_type != "research":
         raise Refused(f"unit {lease.unit} is of type {unit_type}; only a research unit reports intelligence")

@@ -51,6 +51,7 @@ class LeaseTerms(msgspec.Struct, frozen=True):
     confined: bool = False  # the child runs as another account (`--user`)
     lease_dir: Path | None = None  # the lease file's folder, outside the worktree
     owner: tuple[int, int] | None = None  # (uid, gid) the lease file is given to (`--user`)
+    run_on: str | None = None  # the host whose `unit run` runs it (engine.host.runs.host_id)
 
 
 def dispatch(
@@ -86,6 +87,8 @@ def dispatch(
             event["ttl"] = terms.ttl
         if terms.lease_dir is not None:
             event["confined"] = terms.confined
+        if terms.run_on is not None:
+            event["runOn"] = terms.run_on
         lease_file = None
         folder = terms.lease_dir or worktree
         if folder is not None:  # written first: a dispatch whose lease cannot be handed over is none

@@ -119,6 +119,7 @@ class DispatchEvent(Stamped):
     expiresAt: NotRequired[str]  # `unit run`'s lease time and its ttl (design §23)
     ttl: NotRequired[int]
     confined: NotRequired[bool]
+    runOn: NotRequired[str]  # the host whose `unit run` runs it: no other host's door answers it (D-266)
 
 
 class CloseEvent(Stamped):

@@ -275,7 +275,16 @@ class UnitDoor:
 
     def _signal(self, ws: Workspace, fields: Mapping[str, Any], state: State) -> dict[str, Any]:
         kept = self._kept
-        return signals.unit_signal(ws, _fields(fields), self.lease, state, kept.known(), kept.head.revision)
+
+        def signal_id(named: str) -> str:  # the signal superseded, in the kept read model
+            from engine.base.lookup import key_by_prefix
+
+            with self._reads.reading(ws) as loaded:
+                return key_by_prefix(loaded.signals.refs, named, "signal")
+
+        return signals.unit_signal(
+            ws, _fields(fields), self.lease, state, kept.known(), kept.head.revision, signal_id
+        )
 
     def remember(self, fields: Mapping[str, Any]) -> Remembered:
         """A memory entry (design §6.1): subject, note, evidence, reviewBy, scope."""

@@ -156,6 +156,8 @@ class HostDoor:
                 self._units = None  # read again from the first byte next time
                 raise Unavailable(str(exc)) from None
             unit_id = current_unit(state, hashed)
+            if unit_id is not None and runs.elsewhere(ws, state.units[unit_id].run_on):
+                unit_id = None  # another host's `unit run` runs it: only that host's door answers it
             if unit_id is None:
                 if self._misses[0] != key:
                     self._misses = (key, set())

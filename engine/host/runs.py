@@ -9,6 +9,9 @@ and the lease is refused (401) though the log still holds it current (a person d
 of the unit). A lease without a file (`unit dispatch`, a lease from before) answers as before.
 
 `unit run` and `serve` run on one host, in one process namespace (serve.json is found the same way).
+In fleet mode other hosts' `serve`s read the same units store but not this folder: `unit run`'s
+dispatch records which host runs it (`runOn`: `host_id`), and every other host's door refuses that
+lease (`elsewhere`), so a token taken out of a run acts at no other host's door (D-266).
 """
 
 from __future__ import annotations
@@ -31,6 +34,30 @@ def _path(ws: Workspace, lease_hash: str) -> Path:
     if not lease_hash.isalnum():
         raise ValueError(lease_hash)
     return _folder(ws) / f"{lease_hash}.json"
+
+
+def host_id(ws: Workspace) -> str:
+    """This checkout's host, as a dispatch records it: derived from its host key (random, 0600, in
+    `.regulator/`: each host's own), never the key itself."""
+    import hashlib
+
+    from engine.read.checkpoint import host_key
+
+    key = host_key(ws, create=True)
+    if key is None:
+        raise OSError("no host key in .regulator/ (it cannot be made here)")
+    return hashlib.sha256(b"regulator run host\0" + key).hexdigest()[:20]
+
+
+def elsewhere(ws: Workspace, run_on: str | None) -> bool:
+    """The lease's `unit run` runs on another host (a dispatch's `runOn` not this host's): this
+    host's door does not answer it. A lease without one (`unit dispatch`) answers everywhere."""
+    if run_on is None:
+        return False
+    try:
+        return run_on != host_id(ws)
+    except OSError:
+        return True  # this host cannot say who it is: fail closed
 
 
 def _started(pid: int) -> str | None:

@@ -714,6 +714,7 @@ def _dispatched(ws: Workspace, p: Plan, say: Say) -> int:
     """The run from its vetoes on, SIGINT, SIGTERM and SIGHUP held until the child runs (then
     forwarded to it: Supervisor.run)."""
     from engine.commands.units import LeaseTerms, dispatch
+    from engine.host.runs import host_id
 
     check_vetoes(ws, p.unit)
     made = make_worktree(ws, p.worktree)
@@ -726,7 +727,9 @@ def _dispatched(ws: Workspace, p: Plan, say: Say) -> int:
     if p.account is not None and made:
         give_worktree(p.worktree, p.account.uid, p.account.gid)
     owner = (p.account.uid, p.account.gid) if p.account else None
-    terms = LeaseTerms(ttl=p.ttl, confined=p.account is not None, lease_dir=p.lease_dir, owner=owner)
+    terms = LeaseTerms(
+        ttl=p.ttl, confined=p.account is not None, lease_dir=p.lease_dir, owner=owner, run_on=host_id(ws)
+    )
     event = dispatch(ws, p.unit, p.worktree, terms)
     try:
         _begin_run(ws, event["leaseHash"])

@@ -356,6 +356,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
             unit.expires_at = expires if type(expires) is str else None
             unit.ttl = ttl if type(ttl) is int and 0 <= ttl <= _MAX_TTL_S else None  # else: never expires
             unit.confined = event.confined if type(event.confined) is bool else None
+            unit.run_on = event.runOn if type(event.runOn) is str else None
             unit.result = None
         elif kind == _RESULT:
             reason = _result_refused(unit, event)

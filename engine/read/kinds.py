@@ -117,6 +117,7 @@ class UnitsLine(msgspec.Struct):
     expiresAt: Any = None  # noqa: N815 - a dispatch's lease time (design §23)
     ttl: Any = None
     confined: Any = None
+    runOn: Any = None  # noqa: N815 - the host running it (`unit run`, D-266)
     outcome: Any = None  # a result's
     summary: Any = None
     exitCode: Any = None  # noqa: N815

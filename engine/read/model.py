@@ -226,6 +226,7 @@ class UnitState(msgspec.Struct, array_like=True):
     ttl: int | None = None  # seconds a heartbeat extends it by
     confined: bool | None = None  # as the current dispatch recorded it (`unit run --user`)
     result: UnitResult | None = None  # the result of the latest lease, kept until the next dispatch
+    run_on: str | None = None  # the host whose `unit run` runs the current lease (D-266), or None
 
 
 class HostOrder(msgspec.Struct):
