@@ -108,6 +108,84 @@ async def _json(
     await send({"type": "http.response.body", "body": body})
 
 
+class _Head(msgspec.Struct):
+    """What the door reads of a JSON-RPC message before the SDK does (the rest skipped)."""
+
+    id: Any = msgspec.UNSET
+    method: Any = msgspec.UNSET
+
+
+_HEAD = msgspec.json.Decoder(_Head)
+INVALID_ID = "Invalid Request: a request's id is a string or an integer (JSON-RPC 2.0, MCP)"
+
+
+def invalid_id(body: bytes) -> bool:
+    """A request (it names a method) whose `id` is neither text nor an integer (an object, a
+    float, `1e400`, true): the SDK reads such a message as a notification and answers 202 with
+    nothing, leaving the call unanswered (an adversarial review). Anything that is not one JSON
+    object is left to the SDK, which answers it."""
+    try:
+        head = _HEAD.decode(body)
+        method, ident = head.method, head.id
+    except RecursionError:
+        return False  # nested past any reader's depth: the SDK answers it
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        try:  # a number past a float's range (`1e400`), which the SDK's reader takes as infinity
+            whole = json.loads(body)
+        except (ValueError, RecursionError):
+            return False
+        if not isinstance(whole, dict):
+            return False
+        method, ident = whole.get("method", msgspec.UNSET), whole.get("id", msgspec.UNSET)
+    if method is msgspec.UNSET or ident is msgspec.UNSET:
+        return False  # a notification, a response: the SDK's
+    return not (type(ident) is str or type(ident) is int)
+
+
+PEEK_BYTES = 4 << 20  # the SDK's own body limit (413 beyond): a body past it is left to the SDK
+
+
+def _declared(scope: dict[str, Any]) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def _peek(receive: Any) -> tuple[list[dict[str, Any]], bytes | None]:
+    """The request's messages read to its body's end, and the body where it is whole and within
+    PEEK_BYTES (else None: a client that broke off, a body too large, which the SDK answers as
+    before, given the same messages again by `_replaying`)."""
+    messages: list[dict[str, Any]] = []
+    size = 0
+    while True:
+        message: dict[str, Any] = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            return messages, None
+        size += len(message.get("body", b""))
+        if size > PEEK_BYTES:
+            return messages, None
+        if not message.get("more_body", False):
+            return messages, b"".join(m.get("body", b"") for m in messages)
+
+
+def _replaying(messages: list[dict[str, Any]], receive: Any) -> Any:
+    """A `receive` that gives the messages read already, then whatever the connection says next."""
+    waiting = list(reversed(messages))
+
+    async def again() -> dict[str, Any]:
+        if waiting:
+            return waiting.pop()
+        message: dict[str, Any] = await receive()
+        return message
+
+    return again
+
+
 class _Gate:
     """One lease's calls: LEASE_RUNNING at once, the rest of `holders` waiting."""
 
@@ -364,6 +442,14 @@ def build_app(
                 if manager is None:
                     await _json(send, 503, {"error": why})
                     return
+                declared = _declared(scope)
+                if scope.get("method") == "POST" and (declared is None or declared <= PEEK_BYTES):
+                    messages, body = await _peek(receive)
+                    if body is not None and invalid_id(body):
+                        error = {"code": -32600, "message": INVALID_ID}
+                        await _json(send, 400, {"jsonrpc": "2.0", "id": None, "error": error})
+                        return
+                    receive = _replaying(messages, receive)
                 CURRENT.set(session)
                 await manager.handle_request(scope, receive, send)
         finally:

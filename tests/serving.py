@@ -152,15 +152,16 @@ def sdk_call(sock: Path, token: str, name: str, args: dict | None = None) -> Any
     return sdk_calls(sock, token, [(name, args or {})])[0]
 
 
-def raw_post(sock: Path, token: str | None, body: dict) -> tuple[int, dict | None]:
-    """One POST to /mcp, as any HTTP client would send it: (status, JSON body or None)."""
+def raw_post(sock: Path, token: str | None, body: dict | bytes) -> tuple[int, dict | None]:
+    """One POST to /mcp, as any HTTP client would send it: (status, JSON body or None). A body of
+    bytes is sent as it is (JSON that no encoder writes: `1e400`)."""
 
     async def main() -> tuple[int, dict | None]:
         async with http(sock, token) as client:
             response = await client.post(
                 "http://door/mcp",
-                json=body,
-                headers={"Accept": "application/json, text/event-stream"},
+                content=body if isinstance(body, bytes) else json.dumps(body).encode(),
+                headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
             )
             try:
                 return response.status_code, response.json()

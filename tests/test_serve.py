@@ -147,6 +147,22 @@ def test_a_report_through_the_door_supersedes_a_signal_the_door_has_read(served:
     assert ws.digest() == before
 
 
+@pytest.mark.parametrize("ident", [b'{"a":1}', b"1e400", b"1.5", b"true", b"null", b"[1]"])
+def test_a_request_whose_id_is_no_id_gets_a_json_rpc_error(served: Any, ident: bytes) -> None:
+    """An adversarial review: a tools/call whose `id` is an object or a float got 202 and an empty
+    body from the SDK (read as a notification): a call left unanswered. Now a JSON-RPC error
+    (-32600, HTTP 400), and nothing written."""
+    ws, serving, tokens = served
+    before = ws.digest()
+    body = b'{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"report_intelligence","arguments":%s}}'
+    status, answer = raw_post(serving.sock, tokens["r1"], body % (ident, json.dumps(REPORT).encode()))
+    assert status == 400 and answer is not None
+    assert answer["error"]["code"] == -32600 and answer["id"] is None
+    assert ws.digest() == before
+    ok, _ = raw_post(serving.sock, tokens["r1"], body % (b"7", json.dumps(REPORT).encode()))
+    assert ok == 200  # the same call with an id is answered
+
+
 def test_report_result_is_recorded_once_per_lease(served: Any) -> None:
     ws, serving, tokens = served
     result = {
