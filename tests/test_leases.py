@@ -197,6 +197,25 @@ def test_one_result_per_lease_and_a_failed_one_asks_for_recovery(fleet: Any) -> 
     assert unit_status(state, state.units["r1"]) == "todo"
 
 
+def test_a_recovery_decision_names_each_obligation_it_disposes_of(fleet: Any) -> None:
+    """An operator's first day: `unit decide --action retry` on a failed unit said "2 obligation(s)
+    rework", and one of them was a blocking security finding on the unit, disposed of unseen. Each
+    is now named, with whether it blocked the unit."""
+    from tests.helpers import report_args
+
+    event = run_lease(fleet, "u1")
+    fleet.run(*report_args(subject="API key in repo", affects=["u1"]), "--by", "alice", check=True)
+    fleet.run("signals", "route", check=True)
+    record_host_result(fleet.engine, "u1", event["leaseHash"], "failed", "exit 1", 1, 2)
+    finding = next(o for o in state_of(fleet).obligations.values() if o.subject == "API key in repo")
+    done = fleet.run("unit", "decide", "u1", "--action", "retry", "--by", "alice", "--rationale", "again")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "u1: retry recorded by alice; 2 obligation(s) rework:"
+    assert f"  {finding.id} blocking, blocked the unit: API key in repo" in lines
+    assert any(line.startswith("  ") and "advisory: recovery: u1 reported failed" in line for line in lines)
+
+
 def test_awaiting_close_is_a_done_result_and_a_held_close(fleet: Any) -> None:
     run_lease(fleet, "u1")
     unit_result(fleet, "u1", "done", "implemented")

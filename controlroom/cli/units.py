@@ -106,8 +106,16 @@ def unit_decide(
         return
     out(
         f"{unit_id}: {action} recorded by {escape(event['by'])}; "
-        f"{len(event['resolves'])} obligation(s) {event['disposition']}"
+        f"{len(event['resolves'])} obligation(s) {event['disposition']}" + (":" if event["resolves"] else "")
     )
+    if event["resolves"]:  # each named: a blocking finding disposed of is not a silent side effect
+        from engine.read.load import load
+
+        obligations = load(ws, stores=("signals", "units")).obligations
+        for ob_id in event["resolves"]:
+            ob = obligations.get(ob_id)
+            what = f"{ob.severity}{', blocked the unit' if ob.blocks else ''}: {ob.subject}" if ob else "?"
+            out(f"  {ob_id} {escape(what)}")
     if event["opens"]:
         out(f"{unit_id} now waits on recovery-decision obligation {event['opens']['id']}")
 
