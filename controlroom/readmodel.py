@@ -37,6 +37,7 @@ from engine.read.queries import (
 )
 from engine.read.rules import decision_of, undecided
 from engine.read.vetoes import awaiting_close, holds
+from engine.read.worldfold import reporter_label
 from registry.lint import LintResult, record_findings
 
 if TYPE_CHECKING:  # loaded on first use, where they are used
@@ -490,10 +491,9 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         signal_id = plain(key)
         s = state.signals[signal_id]
         routing = state.routings.get(signal_id)
-        source = f"sensor:{s['sensor']}" if isinstance(s.get("sensor"), str) else None
         return [
             short_id(signal_id),
-            source or s.get("unit") or f"@{s.get('by')}",
+            reporter_label(s),
             s.get("reportedSeverity") or str(s.get("type") or "-"),  # a unit's question has none
             _cell(routing.get("derivedSeverity")) if routing else "-",
             _cell(routing.get("outcome")) if routing else "unrouted",

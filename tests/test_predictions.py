@@ -168,3 +168,17 @@ def test_supersedes_links_both_lifecycles(ws: Any) -> None:
     tick(ws, env={"REGULATOR_NOW": "2026-12-02T00:00:00Z"})
     recheck = [o for o in ws.json("obligations", env=LATER) if o["signal"] == first and o["unit"] is None]
     assert len(recheck) == 1 and recheck[0]["status"] == "open"
+
+
+def test_who_reported_reads_the_same_in_signals_and_the_room(ws: Any) -> None:
+    """An operator's first day: `signals` showed a person as `alice` (and a sensor by its bare
+    name), a unit id's look, where the room shows `@alice` and `sensor:NAME`. One label now."""
+    from controlroom import readmodel
+    from engine.checkout.workspace import locate
+    from engine.read.load import load
+
+    signal_id = report(ws, by="alice", resolves=None, subject="the build is red")
+    row = next(line for line in ws.run("signals").stdout.splitlines() if line.startswith(signal_id))
+    assert row.split()[4] == "@alice"
+    engine = locate(ws.root)[0]
+    assert readmodel.row("signals", readmodel.Snapshot(engine, load(engine)), signal_id)[1] == "@alice"

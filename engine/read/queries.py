@@ -152,7 +152,7 @@ def signals_routed_shaped(state: State) -> list[tuple[str, SignalRow | None, Rou
 def signal_rows(state: State) -> list[dict[str, Any]]:
     """Every signal with its routing outcome (None while unrouted), in log order: what `signals`
     lists (`controlroom --once --json` reports some of it: controlroom.once._signals_json)."""
-    from engine.read.worldfold import prediction_json, reporter
+    from engine.read.worldfold import prediction_json, reporter_label
 
     world = state.world
     rows = []
@@ -170,7 +170,7 @@ def signal_rows(state: State) -> list[dict[str, Any]]:
                 "unit": signal.get("unit"),
                 "by": signal.get("by"),
                 "at": signal.get("at"),
-                "from": reporter(signal).partition(" ")[2] or "?",
+                "from": reporter_label(signal),
                 "sensor": signal.get("sensor"),
                 "supersedes": signal.get("supersedes"),
                 "supersededBy": world.superseded.get(signal_id, []),

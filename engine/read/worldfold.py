@@ -293,6 +293,19 @@ def reporter(signal: dict[str, Any]) -> str:
     return "unknown"
 
 
+def reporter_label(signal: dict[str, Any]) -> str:
+    """Who reported a signal, in a table's cell: `r1` (a unit), `sensor:osv-pypi`, `@alice` (a
+    person): the same in `signals` and the control room (an operator's first day found a sensor's
+    name and a person's indistinguishable from a unit id in the one, marked in the other)."""
+    if isinstance(signal.get("sensor"), str):
+        return f"sensor:{signal['sensor']}"
+    if isinstance(signal.get("unit"), str):
+        return str(signal["unit"])
+    if isinstance(signal.get("by"), str):
+        return f"@{signal['by']}"
+    return "?"
+
+
 # ---- predictions (read back) ---------------------------------------------------------------
 
 
