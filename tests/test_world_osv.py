@@ -416,6 +416,26 @@ def test_what_a_feed_or_a_lockfile_cannot_say_is_one_error_each(ws: Any) -> None
     assert run["outcome"] == "error" and run["errorCount"] == 3
 
 
+def test_a_record_whose_affected_is_malformed_is_said_and_other_files_are_passed_over(ws: Any) -> None:
+    """An operator's first day: `{"id": "broken", "affected": "nope"}` and a README beside the
+    records ran `ok` with no error. A feed's files are its `*.json` (the README passed over, as
+    docs/sensors.md says); `affected` that is no list is one error and the record skipped; entries
+    that are no package are one error for the record, and its good entries are matched."""
+    declare(ws)
+    feed = ws.root / "feeds" / "osv"
+    mixed = record("GHSA-mixed", "npm", "lodash", [{"introduced": "0"}, {"fixed": "4.17.21"}])
+    mixed["affected"] += [7, {"package": {"ecosystem": "npm"}}]
+    write_feed(feed, [mixed, {"id": "broken", "modified": "2026-11-28T10:00:00Z", "affected": "nope"}])
+    (feed / "README.txt").write_text("not json")
+    done = ws.run("sensors", "run", "osv")
+    assert done.returncode == 1
+    errors = done.stderr.strip().splitlines()
+    assert len(errors) == 2, errors
+    assert any("broken.json: 'broken': `affected` is not a list; skipped" in e for e in errors)
+    assert any("GHSA-mixed" in e and "affected[1] (and 1 more)" in e for e in errors)
+    assert [s["subject"] for s in sensor_signals(ws)] == ["lodash 4.17.20: GHSA-mixed"]
+
+
 def test_a_sensor_without_git_says_git_could_not_be_run(ws: Any, tmp_path: Path) -> None:
     """With no git on PATH the sensor said "trunk 'main' not found", sending the person to look for
     a branch that is there: it says git could not be run, one line, exit 1, no signal raised."""

@@ -406,6 +406,19 @@ def _zip(path: Path) -> Iterator[tuple[str, bytes | str | None]]:
             yield info.filename, None if len(data) > MAX_RECORD else data
 
 
+def _entry_shaped(entry: object) -> bool:
+    """An `affected[]` entry as the schema has it: an object whose `package`, where it has one (a
+    git-only entry has none), names an ecosystem and a name as text."""
+    if not isinstance(entry, dict):
+        return False
+    package = entry.get("package")
+    return package is None or (
+        isinstance(package, dict)
+        and isinstance(package.get("ecosystem"), str)
+        and isinstance(package.get("name"), str)
+    )
+
+
 def _add(feed: Feed, name: str, data: bytes | str | None) -> None:
     if isinstance(data, str):  # why the folder's entry is not read
         feed.errors.append(f"{name}: {data}; skipped")
@@ -421,6 +434,17 @@ def _add(feed: Feed, name: str, data: bytes | str | None) -> None:
     if not isinstance(record, dict) or not isinstance(record.get("id"), str) or not record["id"]:
         feed.errors.append(f"{name}: not an OSV record (no id); skipped")
         return
+    entries = record.get("affected")
+    if entries is not None and not isinstance(entries, list):
+        feed.errors.append(f"{name}: {_shown(record['id'])}: `affected` is not a list; skipped")
+        return
+    bad = [index for index, entry in enumerate(entries or ()) if not _entry_shaped(entry)]
+    if bad:  # entries a matcher passes over unread: said, once for the record
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        feed.errors.append(
+            f"{name}: {_shown(record['id'])}: affected[{bad[0]}]{more} is no object naming a package's "
+            "ecosystem and name; not matched"
+        )
     modified = record.get("modified")
     if (
         isinstance(modified, str)
