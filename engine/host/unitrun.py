@@ -703,6 +703,10 @@ def run(ws: Workspace, request: RunRequest, say: Say) -> int:
     p = plan(ws, request)
     if p.note is not None:
         say(p.note)
+    relative = f"contracts/{p.unit}.json"  # an operator's first day: a contract not committed ran unsaid
+    status = git_text(ws.root, "--literal-pathspecs", "status", "--porcelain=v1", "--", relative, timeout=60)
+    if status.returncode == 0 and status.stdout.strip():
+        say(f"warning: {relative} is not committed: this run takes it as the working tree holds it")
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)  # never a stop halfway through a write
     try:
         return _dispatched(ws, p, say)

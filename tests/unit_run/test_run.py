@@ -326,6 +326,23 @@ def test_env_names_and_bad_input_are_refused_before_anything(served: Any) -> Non
     assert ws.digest() == before
 
 
+def test_a_contract_not_committed_is_said_and_a_committed_one_is_not(served: Any) -> None:
+    """An operator's first day: `unit new` then `unit run` without a commit ran, exit 0, unsaid,
+    though `unit new` says to commit it. The run goes on (the working tree's contract is the one
+    it takes, as before), with one warning line; a committed contract runs without it."""
+    ws, serving = served
+    ws.contract("fresh", "research", "intelligence")
+    done = run_unit(ws, "fresh", "--", "true")
+    assert done.returncode == 0, done.stderr
+    warning = "regulator: warning: contracts/fresh.json is not committed: this run takes it as the working tree holds it"
+    assert warning in done.stderr.splitlines()
+    ws.commit("fresh's contract", sign=False)
+    ws.contract("fresh2", "research", "intelligence")
+    ws.commit("fresh2's contract", sign=False)
+    again = run_unit(ws, "fresh2", "--", "true")
+    assert again.returncode == 0 and "not committed" not in again.stderr, again.stderr
+
+
 def test_without_serve_unit_run_exits_3_saying_to_start_it(tmp_path: Any) -> None:
     ws = system_workspace(tmp_path)
     before = ws.digest()
