@@ -36,7 +36,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # workspace of its own. Every other test outside tests/hardening is a unit test.
 E2E_FIXTURES = frozenset(
     {"ws", "fleet", "fleet_ci", "pg_fleet", "demo", "demo_app", "pg_server", "pg_url", "seeded", "reg",
-     "pushed", "snap_compare", "templates"}
+     "pushed", "snap_compare", "templates", "served"}
 )  # fmt: skip
 E2E_CALLS = (
     "make_workspace(", "prepared(", "REGULATOR", ".run(", "Popen(", "ControlRoom(", "build(",
@@ -142,6 +142,27 @@ def _signing(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 @pytest.fixture
 def ws(tmp_path: Path) -> Any:
     return make_workspace(tmp_path)
+
+
+def three_leases(ws: Any) -> None:
+    for unit in ("r1", "u1", "b1"):
+        ws.lease(unit)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Any]:
+    """A workspace with r1, u1 and b1 dispatched (made once per test process) and its `serve`:
+    (workspace, Serving, {unit: token})."""
+    from tests.helpers import prepared
+    from tests.serving import Serving, token_of
+
+    ws, _ = prepared(tmp_path, three_leases)
+    r1, u1, b1 = (ws.root / "wt" / unit for unit in ("r1", "u1", "b1"))
+    serving = Serving(ws)
+    try:
+        yield ws, serving, {"r1": token_of(r1), "u1": token_of(u1), "b1": token_of(b1)}
+    finally:
+        serving.close()
 
 
 @pytest.fixture(scope="session")
