@@ -136,11 +136,16 @@ def test_status_rules_for_dispatch_and_close(ws: helpers.Workspace) -> None:
         "is a new unit (`regulator unit new`)\n",
     )
     assert ws.digest() == before
-    # held since it closed, it is still closed first: a person is not sent to resolve obligations
-    # for a dispatch that can never be (an operator's review)
+    # a blocking finding on it since it closed: still closed first, and held by nothing (its work
+    # is over, D-272), while the obligation stays open and blocking in every listing of them
     ws.run(*helpers.report_args(affects=["u1"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
-    assert {u["id"]: u["held"] for u in ws.json("status", "--json")["units"]}["u1"] is True
+    row = {u["id"]: u for u in ws.json("status", "--json")["units"]}["u1"]
+    assert (row["status"], row["held"], row["blockedBy"]) == ("closed", False, [])
+    assert [(o["unit"], o["blocks"]) for o in ws.json("obligations") if o["unit"] == "u1"] == [("u1", True)]
+    once = json.loads(ws.run("controlroom", "--once", "--json").stdout)
+    assert once["counts"]["held"] == 0 and once["counts"]["blocking"] >= 1  # the room's header, the same
+    assert {u["id"]: u["held"] for u in once["status"]["units"]}["u1"] is False
     before = ws.digest()
     done = ws.run("unit", "dispatch", "u1")
     assert done.returncode == 2 and "unit u1 is closed; dispatch needs" in done.stderr

@@ -3,7 +3,9 @@ the fold's judgement of a host's dispatch or close, Next-up, status, --once and 
 
 "Held" means one thing everywhere: a unit is held by its open blocking obligations and by the
 unresolved findings that name it, as trunk and the working tree hold them (stale knowledge,
-engine.read.ladder); a waiting unit also waits on its recovery decision's obligation. `holding`
+engine.read.ladder); a waiting unit also waits on its recovery decision's obligation. A closed or
+aborted unit is held by nothing: its work is over and it is never dispatched again (D-272); what
+was opened on it stays open, and blocking, in every listing of obligations. `holding`
 says whether one obligation holds: now, or at an event's time."""
 
 from __future__ import annotations
@@ -73,7 +75,9 @@ class Holds:
     def findings(self) -> dict[str, list[str]]:
         from engine.read.ladder import stale_knowledge  # registers are read only when asked
 
-        return stale_knowledge(self.ws, self.state)
+        return {
+            u: by for u, by in stale_knowledge(self.ws, self.state).items() if not finished(self.state, u)
+        }
 
     @functools.cached_property
     def blind(self) -> str:
@@ -91,8 +95,14 @@ class Holds:
         return {u for u, by in self.obligations.items() if by} | {u for u, by in self.findings.items() if by}
 
 
+def finished(state: State, unit_id: str) -> bool:
+    """Closed or aborted: the unit's work is over and no veto of it is ever asked again."""
+    unit = state.units.get(unit_id)
+    return unit is not None and unit_status(state, unit) in (UnitStatus.CLOSED, UnitStatus.ABORTED)
+
+
 def holds(ws: Workspace, state: State) -> Holds:
-    return Holds(ws, state, blocking(state))
+    return Holds(ws, state, {u: by for u, by in blocking(state).items() if not finished(state, u)})
 
 
 def awaiting_close(state: State, unit: UnitState, holding: list[Obligation] | None = None) -> bool:
