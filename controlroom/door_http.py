@@ -115,7 +115,12 @@ class _Head(msgspec.Struct):
     method: Any = msgspec.UNSET
 
 
-_HEAD = msgspec.json.Decoder(_Head)
+class _Fraction(str):
+    """A JSON number with a fraction or an exponent, as `_HEAD` reads it: never an id (and never
+    out of a float's range, so `1e400` is read, not refused)."""
+
+
+_HEAD = msgspec.json.Decoder(_Head, float_hook=_Fraction)
 INVALID_ID = "Invalid Request: a request's id is a string or an integer (JSON-RPC 2.0, MCP)"
 
 
@@ -124,19 +129,11 @@ def invalid_id(body: bytes) -> bool:
     float, `1e400`, true): the SDK reads such a message as a notification and answers 202 with
     nothing, leaving the call unanswered (an adversarial review). Anything that is not one JSON
     object is left to the SDK, which answers it."""
-    try:
+    try:  # one pass in C, whatever the body: no second reading of it on the event loop (a review)
         head = _HEAD.decode(body)
-        method, ident = head.method, head.id
-    except RecursionError:
-        return False  # nested past any reader's depth: the SDK answers it
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        try:  # a number past a float's range (`1e400`), which the SDK's reader takes as infinity
-            whole = json.loads(body)
-        except (ValueError, RecursionError):
-            return False
-        if not isinstance(whole, dict):
-            return False
-        method, ident = whole.get("method", msgspec.UNSET), whole.get("id", msgspec.UNSET)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return False  # no JSON object (or nested past any reader's depth): the SDK answers it
+    method, ident = head.method, head.id
     if method is msgspec.UNSET or ident is msgspec.UNSET:
         return False  # a notification, a response: the SDK's
     return not (type(ident) is str or type(ident) is int)

@@ -72,9 +72,10 @@ class DismissContent(msgspec.Struct, frozen=True):
 class ProposalContent(msgspec.Struct, frozen=True):
     proposal: str
     verdict: str  # accept | reject
-    summary: str
+    summary: str  # the proposer's rationale
     review: list[str]
     replay: list[str]  # accepting a routing policy: what it would have changed (design §20)
+    subject: str = ""  # `FILE, proposed by unit r1`
 
 
 Content = (
@@ -138,7 +139,7 @@ def content(snap: readmodel.Snapshot, name: str, key: Key) -> Content:
         said = [f for f in snap.verify if f.store == f"{store}.ndjson" and str(f.line) == line]
         leaves = dismissal_leaves(store, said)
         return DismissContent(target, " · ".join(readmodel.row("registers", snap, key)[2:]), leaves)
-    from engine.commands.proposals import review
+    from engine.commands.proposals import proposed_by, review
 
     ident = readmodel.sectioned(key)[1]
     proposal = state.proposals[ident]
@@ -148,8 +149,8 @@ def content(snap: readmodel.Snapshot, name: str, key: Key) -> Content:
         from engine.commands.whatif import proposal_replay
 
         replay = proposal_replay(ws, proposal["content"], state)
-    summary = f"{proposal['file']}: {proposal['rationale']}"
-    return ProposalContent(ident, verdict, summary, review(ws, proposal), replay)
+    subject = f"{proposal['file']}, proposed by {proposed_by(proposal)}"
+    return ProposalContent(ident, verdict, str(proposal["rationale"]), review(ws, proposal), replay, subject)
 
 
 def write(
@@ -238,4 +239,6 @@ def dialog(found: Content) -> Screen[Answer | None]:
         return OutcomeDialog(found.signal, found.summary, found.resolves_at)
     if isinstance(found, DismissContent):
         return DismissDialog(found.target, found.message, found.leaves)
-    return ProposalDialog(found.proposal, found.verdict, found.summary, found.review, found.replay)
+    return ProposalDialog(
+        found.proposal, found.verdict, found.summary, found.review, found.replay, found.subject
+    )

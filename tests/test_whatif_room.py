@@ -121,6 +121,8 @@ def test_a_units_rationale_cannot_bury_what_accepting_grants(
     key = make_key(tmp_path / "keys", "unit").with_suffix(".pub").read_text().strip()
     path = ws.root / "regulator/policy/interaction.yaml"
     evil = path.read_text().replace("    keys:\n", f"    keys:\n    - {key}\n", 1)
+    # and the file's own first line drawn as fake diff lines by runs of spaces (a second review)
+    evil = "# typo fix in the header" + " " * 400 + "-# proposl" + " " * 400 + "+# proposal\n" + evil
     assert evil != path.read_text()
     fake = [
         "fix a typo in the header comment; nothing else changes.",
@@ -146,12 +148,15 @@ def test_a_units_rationale_cannot_bury_what_accepting_grants(
         assert await opened(pilot, ProposalDialog)
         await pilot.pause(0.2)
         seen["screen"] = screen_lines(app)
+        seen["diff"] = "\n".join(str(s.render()) for s in app.screen.query("#diff Static"))
 
     run(app, script, size=(80, 24))
     screen = "\n".join(seen["screen"])
     assert "commits it to git" in screen
     assert "! adds signing key" in screen and "(proposed by unit r1)" in screen, screen
-    assert screen.index("! adds signing key") < screen.index("Rationale")
-    assert "fix a typo" not in screen.split("Proposed as")[0]  # the unit's words only in their box
+    assert "regulator/policy/interaction.yaml, proposed by unit r1" in screen  # who, at the top
+    assert screen.index("! adds signing key") < screen.index("Your rationale")
+    assert "fix a typo" not in screen.split("Their rationale")[0]  # the unit's words only in their box
     assert "\\x20" in screen or "fix a typo" not in screen
     assert "\u2800" not in screen
+    assert "# typo fix in the header" + " " * 16 + "\\x20" in seen["diff"] and " " * 17 not in seen["diff"]

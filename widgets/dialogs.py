@@ -288,10 +288,11 @@ class DecideDialog(_Dialog):
 
 class ProposalDialog(_Dialog):
     """Accept or reject a proposal, with a rationale; accepting says it commits, and shows the diff.
-    What the change does comes first, in the dialog's own words: the commit warning and each `!`
-    line (a key, a grant, a command the host would run), then the rationale field (it has the
-    focus, so what the operator types lands there), the diff and the replay. The proposer's own
-    rationale, store text a unit may have written, comes last in a box of a few lines: it cannot
+    What the change does comes first, in the dialog's own words: the file and who proposed it, the
+    commit warning and each `!` line (a key, a grant, a command the host would run), then the
+    operator's rationale field (it has the focus, so what the operator types lands there), the diff
+    and the replay. The proposer's own rationale, store text a unit may have written, comes last in
+    a box of a few lines: it cannot
     push what accepting grants off the screen (an adversarial review drew a harmless review in it
     and buried the real one). The dialog opens at its heading: at 80×24 the warning, the `!` lines
     and the field are on screen."""
@@ -305,20 +306,26 @@ class ProposalDialog(_Dialog):
         summary: str,
         review: list[str] | None = None,
         replay: list[str] | None = None,
+        subject: str = "",
     ) -> None:
         super().__init__()
         self.proposal_id = proposal_id
+        self.subject = escape(subject)  # `FILE, proposed by unit r1`: names are store text too
         self.verdict = verdict
         self.CONFIRM = verdict.capitalize()
         self.summary = escape(summary)  # store text: shown as characters, never acted on
         lines = review or []
         count = next((i for i, line in enumerate(lines) if not line.startswith("! ")), len(lines))
-        self.flags = [ensure_escaped(line) for line in lines[:count]]  # what accepting grants
+        # review() gives plain text lines: each escaped whole (a diff line is the proposed file's own
+        # text, and a run of spaces in it drew fake diff lines: an adversarial review)
+        self.flags = [escape(line) for line in lines[:count]]  # what accepting grants
         self.review = lines[count:]  # the diff
         self.replay = [ensure_escaped(line) for line in replay or []]  # a routing policy's replay
 
     def body(self) -> ComposeResult:
         yield _heading(f"{self.verdict.capitalize()} proposal {self.proposal_id}")
+        if self.subject:
+            yield Static(Text(self.subject), id="subject")
         if self.verdict == "accept":
             yield Static(
                 Text("Accepting writes the file and commits it to git, signed by you (Authorized-by)."),
@@ -331,16 +338,16 @@ class ProposalDialog(_Dialog):
             )
         if self.flags:
             yield Static(Text("\n".join(self.flags)), classes="why", id="flags")
-        yield Label("Rationale")
-        yield _input("why", "rationale")
+        yield Label("Your rationale")
+        yield _input("why you accept or reject it", "rationale")
         yield Static("", id="why", classes="why")
         if self.review:
             with VerticalScroll(classes="preview", id="diff"):
-                yield Static(Text("\n".join(ensure_escaped(line) for line in self.review)))
+                yield Static(Text("\n".join(escape(line) for line in self.review)))
         if self.replay:
             with VerticalScroll(id="replay", classes="replay"):
                 yield Static(Text("\n".join(self.replay)))
-        yield Label("Proposed as")
+        yield Label("Their rationale")
         with VerticalScroll(classes="said", id="said"):
             yield Static(Text(self.summary))
 

@@ -27,6 +27,7 @@ details and dialogs, and `regulator context` all call these; nothing else escape
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _INVISIBLE = "\u061c\u200b\u200c\u200d\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
 _INVISIBLE += "\u2060\u2066\u2067\u2068\u2069\ufeff"
@@ -40,6 +41,9 @@ _INVISIBLE += "\u180b-\u180d\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef\u115f\u1160
 # and the braille blank, printable yet drawn as nothing (an adversarial review drew blank lines
 # with it to push a proposal's real review off the screen)
 _INVISIBLE += "\u2800"
+# and the rest of Unicode's default-ignorable code points that Python calls printable (the Khmer
+# inherent vowels: zero width, drawn as nothing; a second review joined runs of 16 spaces with them)
+_INVISIBLE += "\u17b4\u17b5"
 # design §26: every code point of the categories Cc, Cf, Co, Cs and Cn, as the running Python's
 # unicodedata classifies them, is escaped too. `str.isprintable` is false for exactly those and the
 # separators (Z*, the space aside): text that is printable and holds none of the characters above
@@ -51,7 +55,8 @@ _PRINTABLE_BUT_ESCAPED = re.compile(f"[\\\\{_INVISIBLE}]")
 # up per character where text is escaped one character at a time
 _PRINTABLE_HIDDEN = frozenset(
     c for c in map(chr, [*range(0x34F, 0x350), *range(0x180B, 0x1810), *range(0xFE00, 0xFE10),
-                         *range(0xE0100, 0xE01F0), 0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800])
+                         *range(0xE0100, 0xE01F0), 0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800,
+                         0x17B4, 0x17B5])
     if c.isprintable() and _INVISIBLE_CLASS.match(c)
 )  # fmt: skip
 _NAMED = {"\\": "\\\\", "\n": "\\n", "\t": "\\t"}
@@ -91,20 +96,32 @@ def _run_shown(match: re.Match[str]) -> str:
 
 def _escaped(value: str, keep_newlines: bool) -> str:
     long_runs = not keep_newlines and " " * (RUN + 1) in value
-    if value.isprintable() and _PRINTABLE_BUT_ESCAPED.search(value) is None:
+    marked = not value.isascii() and _on_blank(value)  # a combining mark on a space: drawn as ~nothing
+    if value.isprintable() and _PRINTABLE_BUT_ESCAPED.search(value) is None and not marked:
         return _LONG_RUN.sub(_run_shown, value) if long_runs else value
     out = []
+    before = " "  # a mark at the very start has no base either
     for char in value:
         if char == "\n" and keep_newlines:
             out.append(char)
         elif char in _NAMED:
             out.append(_NAMED[char])
-        elif hidden(char):
+        elif hidden(char) or (marked and before in " \n" and unicodedata.combining(char)):
             out.append(_code(char))
         else:
             out.append(char)
+        before = char
     shown = "".join(out)
     return _LONG_RUN.sub(_run_shown, shown) if long_runs else shown
+
+
+_AFTER_BLANK = re.compile("(?:^|[ \n])([^\x00-\u02ff])")  # what could be a mark with no base
+
+
+def _on_blank(value: str) -> bool:
+    """Whether a combining mark stands on a space, a newline or nothing (a run of spaces each
+    carrying one draws almost blank: an adversarial review); only non-ASCII text is looked at."""
+    return any(unicodedata.combining(found.group(1)) for found in _AFTER_BLANK.finditer(value))
 
 
 def escape(text: object) -> str:

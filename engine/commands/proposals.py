@@ -365,8 +365,17 @@ def pending(marks: int) -> str:
 
 def _sides(ws: Workspace, proposal: dict) -> tuple[str, str, str, str]:
     """(file, decided content, proposed content, who proposed it)."""
-    author = f"unit {proposal['unit']}" if proposal.get("unit") else f"person {proposal.get('by')}"
-    return proposal["file"], ws.authority().content.get(proposal["file"]) or "", proposal["content"], author
+    return (
+        proposal["file"],
+        ws.authority().content.get(proposal["file"]) or "",
+        proposal["content"],
+        proposed_by(proposal),
+    )
+
+
+def proposed_by(proposal: dict) -> str:
+    """Who proposed it, in words: `unit r1` or `person alice`."""
+    return f"unit {proposal['unit']}" if proposal.get("unit") else f"person {proposal.get('by')}"
 
 
 @functools.lru_cache(maxsize=1024)

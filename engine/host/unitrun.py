@@ -704,9 +704,9 @@ def run(ws: Workspace, request: RunRequest, say: Say) -> int:
     if p.note is not None:
         say(p.note)
     relative = f"contracts/{p.unit}.json"  # an operator's first day: a contract not committed ran unsaid
-    status = git_text(ws.root, "--literal-pathspecs", "status", "--porcelain=v1", "--", relative, timeout=60)
-    if status.returncode == 0 and status.stdout.strip():
-        say(f"warning: {relative} is not committed: this run takes it as the working tree holds it")
+    status = git_text(ws.root, "--literal-pathspecs", "status", "--porcelain=v1", "--ignored", "--", relative)
+    if status.returncode != 0 or status.stdout.strip():  # new, changed, ignored, or git could not say
+        say(f"warning: {relative} is not as committed: this run takes it as the working tree holds it")
     held = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)  # never a stop halfway through a write
     try:
         return _dispatched(ws, p, say)

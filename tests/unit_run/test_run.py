@@ -334,13 +334,56 @@ def test_a_contract_not_committed_is_said_and_a_committed_one_is_not(served: Any
     ws.contract("fresh", "research", "intelligence")
     done = run_unit(ws, "fresh", "--", "true")
     assert done.returncode == 0, done.stderr
-    warning = "regulator: warning: contracts/fresh.json is not committed: this run takes it as the working tree holds it"
+    warning = "regulator: warning: contracts/fresh.json is not as committed: this run takes it as the working tree holds it"
     assert warning in done.stderr.splitlines()
     ws.commit("fresh's contract", sign=False)
+    # an ignored path says nothing to `git status` without --ignored (a second review)
+    (ws.root / ".gitignore").write_text((ws.root / ".gitignore").read_text() + "contracts/hidden.json\n")
+    ws.commit("ignore one contract", sign=False)
+    ws.contract("hidden", "research", "intelligence")
+    ignored = run_unit(ws, "hidden", "--", "true")
+    assert "regulator: warning: contracts/hidden.json is not as committed" in ignored.stderr, ignored.stderr
     ws.contract("fresh2", "research", "intelligence")
     ws.commit("fresh2's contract", sign=False)
     again = run_unit(ws, "fresh2", "--", "true")
-    assert again.returncode == 0 and "not committed" not in again.stderr, again.stderr
+    assert again.returncode == 0 and "not as committed" not in again.stderr, again.stderr
+
+
+def test_a_shell_agent_waits_for_its_answer_as_docs_agents_md_says(served: Any, tmp_path: Any) -> None:
+    """The loop docs/agents.md gives a shell agent that asked a person stopped at once (an open
+    question carries `"answer": null`, an operator's re-check): run as written there (only its
+    sleep shortened), it now waits until a person answers and reads the answer."""
+    import re
+
+    from tests.unit_run.common import start_unit
+
+    ws, serving = served
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "agents.md").read_text()
+    loop = re.search(r"`(until regulator door call obligations [^`]+)`", doc)
+    assert loop is not None, "docs/agents.md no longer shows the loop"
+    waits = loop.group(1).replace("sleep 30", "sleep 0.2").replace("regulator ", '"$REG" ')
+    answer = tmp_path / "answer.json"
+    agent = script(
+        tmp_path,
+        "asks.sh",
+        'echo \'{"question": "ship it?"}\' | "$REG" door call ask_human --json-input - >/dev/null\n'
+        f'{waits}\n"$REG" door call obligations > {answer}\n',
+    )
+    host = start_unit(ws, "r1", "--", str(agent))
+    question = wait_for(
+        lambda: [o for o in ws.json("obligations") if o["unit"] == "r1" and o.get("kind") == "question"],
+        "the question's obligation",
+    )[0]
+    assert host.poll() is None  # still waiting: no answer yet
+    resolved = ws.run(
+        "obligation", "resolve", question["id"], "--by", "alice", "--disposition", "answered",
+        "--rationale", "Yes, ship it",
+    )  # fmt: skip
+    assert resolved.returncode == 0, resolved.stderr
+    out, err = host.communicate(timeout=120)
+    assert host.returncode == 0, err
+    answered = [o for o in json.loads(answer.read_text())["obligations"] if o["id"] == question["id"]]
+    assert answered[0]["answer"] == "Yes, ship it"
 
 
 def test_without_serve_unit_run_exits_3_saying_to_start_it(tmp_path: Any) -> None:
