@@ -22,6 +22,19 @@ from tests.room import demo_workspace, opened
 SIZE = (150, 42)
 
 
+async def accept_dialog(pilot: Any, app: ControlRoom, proposal: str) -> None:
+    """The Identity view, the cursor on the proposal, `y`: its accept dialog open."""
+    from controlroom.views import RowKey
+    from widgets.dialogs import ProposalDialog
+
+    await pilot.press("6")
+    await pilot.pause()
+    app.table.cursor = app.table.keys.index(RowKey("proposal", proposal))
+    await pilot.pause()
+    await pilot.press("y")
+    assert await opened(pilot, ProposalDialog)
+
+
 def run(app: ControlRoom, script: Any, size: tuple[int, int] = SIZE) -> None:
     async def main() -> None:
         async with app.run_test(size=size) as pilot:
@@ -68,9 +81,6 @@ def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(
     async def script(pilot: Any) -> None:
         from textual.widgets import Input, Static
 
-        from controlroom.views import RowKey
-        from widgets.dialogs import ProposalDialog
-
         await pilot.press("3")
         keys = app.table.keys
         seen["rows"] = {k: app.table.render_line(i + 1).text for i, k in enumerate(keys)}
@@ -78,12 +88,7 @@ def test_room_marks_changed_evidence_and_shows_the_replay_before_accepting(
         await pilot.pause()
         await pilot.pause(0.2)  # the detail pane follows the cursor when the keys pause
         seen["detail"] = str(app.query_one("#detail-text", Static).content).splitlines()
-        await pilot.press("6")
-        await pilot.pause()
-        app.table.cursor = app.table.keys.index(RowKey("proposal", proposal))
-        await pilot.pause()
-        await pilot.press("y")
-        assert await opened(pilot, ProposalDialog)
+        await accept_dialog(pilot, app, proposal)
         seen["dialog"] = "\n".join(str(s.content) for s in app.screen.query(Static))
         await pilot.press("o", "k")  # what the operator types lands in the rationale
         seen["typed"] = app.screen.query_one("#rationale", Input).value
@@ -112,10 +117,8 @@ def test_a_units_rationale_cannot_bury_what_accepting_grants(
     diff were below the screen while the operator typed `ok` and Enter. At 80×24 the dialog now
     shows the commit warning and the `!` line before the operator's field, and the unit's rationale
     as one escaped line in a box of its own."""
-    from controlroom.views import RowKey
     from tests.helpers import make_key
     from tests.room import screen_lines
-    from widgets.dialogs import ProposalDialog
 
     ws = demo_workspace(tmp_path, monkeypatch)
     key = make_key(tmp_path / "keys", "unit").with_suffix(".pub").read_text().strip()
@@ -140,12 +143,7 @@ def test_a_units_rationale_cannot_bury_what_accepting_grants(
     seen: dict[str, Any] = {}
 
     async def script(pilot: Any) -> None:
-        await pilot.press("6")
-        await pilot.pause()
-        app.table.cursor = app.table.keys.index(RowKey("proposal", proposal))
-        await pilot.pause()
-        await pilot.press("y")
-        assert await opened(pilot, ProposalDialog)
+        await accept_dialog(pilot, app, proposal)
         await pilot.pause(0.2)
         seen["screen"] = screen_lines(app)
         seen["diff"] = "\n".join(str(s.render()) for s in app.screen.query("#diff Static"))
