@@ -773,6 +773,10 @@ def _dispatched(ws: Workspace, p: Plan, say: Say) -> int:
         if p.account_lock is not None:  # every process of the account is gone: it is free again
             os.close(p.account_lock)
             p.account_lock = None
+    from engine.host.claims import claiming, warning
+
+    if claimed := claiming(ws, p.worktree):
+        say(warning(p.unit, claimed))
     return finish(ws, p, event["leaseHash"], outcome, say)
 
 

@@ -24,7 +24,7 @@ import pytest
 
 from engine.base.errors import Refused
 from engine.doors.client import UNAUTHORIZED, DoorClient
-from tests.helpers import REGULATOR, one_line, remember_args, report_args
+from tests.helpers import REGULATOR, git, one_line, remember_args, report_args
 from tests.serving import Serving, wait_for
 from tests.unit_run.common import (
     ALLOWED,
@@ -384,6 +384,29 @@ def test_a_shell_agent_waits_for_its_answer_as_docs_agents_md_says(served: Any, 
     assert host.returncode == 0, err
     answered = [o for o in json.loads(answer.read_text())["obligations"] if o["id"] == question["id"]]
     assert answered[0]["answer"] == "Yes, ship it"
+
+
+def test_a_units_commit_that_claims_a_persons_authority_is_named(served: Any, tmp_path: Any) -> None:
+    """An adversarial review: a unit's commit ending `Authorized-by: alice`, cherry-picked by alice
+    with her signing on, became her signed authorization and lifted a hold. A unit cannot authorize:
+    when its child ends, `unit run` names each of its commits that trunk lacks and that carries a
+    person's trailer, and says how to take its work without making the claim one's own."""
+    ws, serving = served
+    agent = script(
+        tmp_path,
+        "claims.sh",
+        'echo x > note.txt && git add note.txt && git commit -q -m "plain work"\n'
+        'echo y >> note.txt && git commit -q -am "resolve it" -m "Authorized-by: alice"\n',
+    )
+    done = run_unit(ws, "r1", "--", str(agent))
+    assert done.returncode == 0, done.stderr
+    claimed = [line for line in done.stderr.splitlines() if "claim a person's authority" in line]
+    assert len(claimed) == 1 and "(Authorized-by)" in claimed[0], done.stderr
+    assert claimed[0].startswith("regulator: warning: r1's commits claim a person's authority: ")
+    assert "never by a cherry-pick, rebase or amend with your signing on" in claimed[0]
+    worktree = ws.root / ".worktrees" / "r1"
+    head, plain = (git(worktree, "rev-parse", rev).strip()[:10] for rev in ("HEAD", "HEAD~1"))
+    assert f"{head} (Authorized-by)" in claimed[0] and plain not in claimed[0]
 
 
 def test_without_serve_unit_run_exits_3_saying_to_start_it(tmp_path: Any) -> None:

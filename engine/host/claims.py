@@ -1,0 +1,48 @@
+"""A unit's commits that claim a person's authority (D-274): what `unit run` names when its child ends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.checkout.workspace import Workspace
+
+# the trailers a person's authorization or decision carries (registry.lint, engine.trust.idhistory):
+# a unit that writes one claims a person's authority, which a person's signature over the commit (a
+# cherry-pick or rebase with signing on) would make real (an adversarial review)
+CLAIMS = ("authorized-by:", "regulator-decision:", "regulator-decided-by:")
+MAX_NAMED = 10  # commits named in the warning; the rest counted
+
+
+def claiming(ws: Workspace, worktree: Path) -> list[str]:
+    """`SHA (TRAILER)` for each commit the unit's worktree holds that trunk does not and whose
+    message carries a person's trailer; [] when there is none or git cannot say."""
+    from engine.checkout.gitconfig import trunk_of
+    from registry.gitcall import git_text
+    from registry.history import resolve_trunk
+
+    ref = resolve_trunk(ws.root, trunk_of(ws))
+    if ref is None:
+        return []
+    done = git_text(worktree, "log", "--format=%H%x00%B%x1e", "HEAD", "--not", ref, filters=False, timeout=60)
+    if done.returncode != 0:
+        return []
+    found = []
+    for record in done.stdout.split("\x1e"):
+        sha, _, body = record.strip("\n").partition("\0")
+        named = sorted(
+            {line.split(":", 1)[0] for line in body.splitlines() if line.strip().lower().startswith(CLAIMS)}
+        )
+        if sha and named:
+            found.append(f"{sha[:10]} ({', '.join(named)})")
+    return found
+
+
+def warning(unit: str, found: list[str]) -> str:
+    shown = ", ".join(found[:MAX_NAMED]) + (
+        f" and {len(found) - MAX_NAMED} more" if len(found) > MAX_NAMED else ""
+    )
+    return (
+        f"warning: {unit}'s commits claim a person's authority: {shown}. A unit cannot authorize; "
+        "take its work to trunk with `git merge --no-ff` and a message of your own, never by a "
+        "cherry-pick, rebase or amend with your signing on (your signature would make the claim yours)"
+    )
