@@ -31,7 +31,7 @@ from textual.widgets import Footer, Input
 from controlroom import header, prepare, readmodel
 from controlroom.actions import ACTIONS, BY_NAME, Action, for_view, why_not
 from controlroom.host import cannot_write, classify, follow_server, watch_paths, write_whole
-from controlroom.keys import NOT_IN_EVERY_VIEW, bindings, help_lines, palette
+from controlroom.keys import NOT_IN_EVERY_VIEW, bindings, elsewhere, help_lines, palette
 from controlroom.lifecycle import lifecycle
 from controlroom.messages import (
     Abandoned,
@@ -691,6 +691,8 @@ class ControlRoom(App[None]):
                 if reason:
                     event.stop()
                     self.notify(escape(f"{action.label}: {reason}"), severity="warning", markup=False)
+        if (why := elsewhere(self.view, event.key)) is not None:
+            self.notify(why, markup=False)
 
     def get_system_commands(self, screen: Screen) -> Iterator[SystemCommand]:
         for command in super().get_system_commands(screen):

@@ -103,3 +103,16 @@ def palette(
             )
     for title, help_text, callback in last:
         yield SystemCommand(title, help_text, callback)
+
+
+def elsewhere(view: str, key: str) -> str | None:
+    """Why an action's key does nothing in this view: the views where it acts (an operator's day
+    pressed `d`, `y`, `c`, `x`, `o` and `n` in Obligations and met silence); None for a key this
+    view acts on, or that is no action's."""
+    if any(a.key == key and a.view == view for a in ACTIONS):
+        return None
+    found = [a for a in ACTIONS if a.key == key]
+    if not found:
+        return None
+    where = "; ".join(f"{a.label} in {BY_VIEW[a.view].title} (press {BY_VIEW[a.view].key})" for a in found)
+    return f"`{key}` here does nothing: {where}"

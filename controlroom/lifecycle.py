@@ -19,7 +19,7 @@ from controlroom.readmodel import (
     short_id,
 )
 from controlroom.views import Key
-from engine.base.text import ensure_escaped, escape, escape_block, escape_items
+from engine.base.text import ensure_escaped, escape, escape_block, escape_items, shown_line
 from engine.commands.proposals import review
 from engine.read import freshness
 from engine.read.ladder import registers_of
@@ -349,7 +349,7 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         else:
             yield "  pending: a person with the accept grant decides"
         yield ""
-        yield from (escape(line) for line in review(snap.ws, p))
+        yield from (shown_line(line) for line in review(snap.ws, p))
         return
     raise KeyError(key)
 

@@ -439,11 +439,11 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
     state = snap.state
     if view == "obligations":
         ob = state.obligations[plain(key)]
-        subject = ob.subject + (" (stale)" if is_stale(state, ob) else "")
-        if ob.id in state.world.stale_evidence:
-            subject += " (evidence expired)"
-        if deadlines(snap).overdue(ob):
-            subject += " (overdue)"
+        # the marks before the subject: at its end a cell cut them off (an operator's day)
+        marks = "(overdue) " if deadlines(snap).overdue(ob) else ""
+        marks += "(evidence expired) " if ob.id in state.world.stale_evidence else ""
+        marks += "(stale) " if is_stale(state, ob) else ""
+        subject = marks + ob.subject
         if ob.kind == ObligationKind.QUESTION:  # a unit's question, waiting for a person's answer
             subject = f"? {subject}"
         status = ob.status if ob.status != ObligationStatus.RESOLVED else (ob.disposition or ob.status)

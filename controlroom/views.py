@@ -45,12 +45,15 @@ VIEW_DEFS: tuple[View, ...] = (
         "1",
         "Obligations",
         (
-            Column("id", 8, 5),  # the first to go: the pane and the lifecycle name it whole
+            # narrow, the status goes first (`open` on every live row), then the age, the id (the
+            # pane and the lifecycle name it whole), the unit; `blocks` last (an operator's day:
+            # the id and the ■ went first, while `open` and a wide unit stayed)
+            Column("id", 8, 3),
             Column("unit", 14, 2),
             Column("severity", 8),
-            Column("blocks", 6, 4),
-            Column("age", 4, 1),
-            Column("status", 9, 3),
+            Column("blocks", 6, 1),
+            Column("age", 4, 4),
+            Column("status", 9, 5),
             Column("subject", 0, 0, 16),
         ),
         sorts=("age", "severity", "unit"),
@@ -69,7 +72,7 @@ VIEW_DEFS: tuple[View, ...] = (
             Column("held", 4, 1),
             Column("prio", 4, 4),
             Column("held by", 18, 2),
-            Column("title", 0, 0, 24),  # the title gets more room than the id
+            Column("title", 0, 0, 16),  # at 80 columns, `held by` stays (what holds it) beside it
         ),
         sorts=("id", "priority", "status"),
         actions=("decide",),

@@ -323,6 +323,27 @@ def test_a_disabled_key_explains_itself(demo: Any) -> None:
     assert any("bob may not resolve blocking" in n for n in seen["notes"]), seen["notes"]
 
 
+def test_another_views_action_key_says_where_it_acts(demo: Any) -> None:
+    """An operator's day: `d`, `y`, `c`, `x`, `o` and `n` pressed in Obligations did nothing and
+    said nothing. Each says where it acts; `r` (this view's) still opens its dialog."""
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen: dict[str, Any] = {}
+
+    async def script(pilot: Any) -> None:
+        await pilot.press("d", "y")
+        await pilot.pause()
+        seen["notes"] = notes(app)
+        seen["screens"] = len(app.screen_stack)
+
+    run(app, script)
+    assert seen["screens"] == 1  # nothing opened
+    assert (
+        "`d` here does nothing: record recovery decision in Units (press 2); dismiss a line verify names (signed) in Registers (press 5)"
+        in seen["notes"]
+    )
+    assert "`y` here does nothing: accept proposal in Identity (press 6)" in seen["notes"]
+
+
 def test_enter_in_a_one_line_field_submits(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
     before = len(demo.store("signals").read().events)

@@ -133,3 +133,20 @@ def test_a_question_reads_everywhere_a_signal_does(asked: Any) -> None:
     asyncio.run(main())
     assert any("question" in r and "Pin left-pad" in r for r in rows["signals"])
     assert any("? Pin left-pad" in r for r in rows["obligations"])
+
+
+def test_a_serve_whose_loop_stopped_ticking_is_said_to_be_stuck() -> None:
+    """An operator's day: serve's line compared no time, so a door that answered while its loop
+    had stopped (no routing, no lease expiry, no deadlines) read as healthy. Past three ticks
+    without one, the line says so first; a loop that ticks reads as before."""
+    from datetime import timedelta
+
+    from engine.base import clock
+    from engine.host.instance import describe
+
+    now = clock.parse_time("2026-12-06T10:00:00Z")
+    state = {"running": True, "leader": True, "lag": {"signals": 0}}
+    ticking = describe({**state, "lastTick": clock.iso(now - timedelta(seconds=9))}, now)
+    assert ticking == "serve: leader · lag 0 B · last tick 2026-12-06T09:59:51Z"
+    stuck = describe({**state, "lastTick": clock.iso(now - timedelta(seconds=95))}, now)
+    assert stuck.startswith("serve: no tick for 95s, its duties are not running")

@@ -507,6 +507,25 @@ def test_identity_show_marks_a_proposal_that_runs_a_command(ws: Any) -> None:
     )
 
 
+def test_the_command_a_proposal_would_run_reads_as_it_would_run(ws: Any) -> None:
+    """An operator's day: a command sensor `sh -c 'echo "{\\"subject\\": …'` read with doubled
+    backslashes in `identity show`, the lifecycle and the accept dialog (the escaping's `\\\\`),
+    which misstated the command a person approves. A review's lines now read as `shlex.join`
+    writes the argument list; a hidden character still has the line escaped whole."""
+    import shlex
+
+    argv = ["sh", "-c", 'echo "{\\"subject\\": \\"x\\"}"']
+    source = ws.root.parent / "sensors.yaml"
+    source.write_text("sensors:\n  scan:\n    kind: command\n    command: " + json.dumps(argv) + "\n")
+    done = ws.run(
+        "identity", "propose", "--file", "regulator/policy/sensors.yaml", "--content-from", str(source),
+        "--rationale", "scan", "--by", "alice", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shown = ws.run("identity", "show", json.loads(done.stdout)["id"], check=True).stdout
+    assert f"! runs {shlex.join(argv)} on the host (sensor scan" in shown, shown
+
+
 def test_a_unit_without_a_contract_in_a_lockfiles_list_drops_no_advisory(ws: Any) -> None:
     """An operator's review: `tools/poetry.lock: [u1, gone]` (a typo, or a unit retired since)
     made every advisory of that lockfile an error, u1's too, hour after hour. The advisories are

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from engine.base.text import ensure_escaped, escape
+from engine.base.text import ensure_escaped, escape, shown_line
 from widgets.hanging import Hanging
 
 Answer = dict[str, str]  # what a confirmed dialog gives the app: field name -> the text entered
@@ -318,7 +318,7 @@ class ProposalDialog(_Dialog):
         count = next((i for i, line in enumerate(lines) if not line.startswith("! ")), len(lines))
         # review() gives plain text lines: each escaped whole (a diff line is the proposed file's own
         # text, and a run of spaces in it drew fake diff lines: an adversarial review)
-        self.flags = [escape(line) for line in lines[:count]]  # what accepting grants
+        self.flags = [shown_line(line) for line in lines[:count]]  # what accepting grants
         self.review = lines[count:]  # the diff
         self.replay = [ensure_escaped(line) for line in replay or []]  # a routing policy's replay
 
@@ -343,7 +343,7 @@ class ProposalDialog(_Dialog):
         yield Static("", id="why", classes="why")
         if self.review:
             with VerticalScroll(classes="preview", id="diff"):
-                yield Static(Text("\n".join(escape(line) for line in self.review)))
+                yield Static(Text("\n".join(shown_line(line) for line in self.review)))
         if self.replay:
             with VerticalScroll(id="replay", classes="replay"):
                 yield Static(Text("\n".join(self.replay)))

@@ -20,6 +20,7 @@ from controlroom.cli.common import (
     workspace,
 )
 from engine.base.errors import BadInput
+from engine.base.text import shown_line
 
 if TYPE_CHECKING:
     from engine.checkout.workspace import Workspace
@@ -196,7 +197,7 @@ def identity_show(
         )
         out(f"status: {d['decision'] + ' by ' + escape(d['by']) if d else pending(marks(ws, p))}")
         for line in lines:
-            out(escape(line))
+            out(shown_line(line))
         return
     if not ws.has_stores:  # a clone: no decisions here to judge the files by, and no proposals
         if as_json:

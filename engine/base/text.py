@@ -169,6 +169,16 @@ def ensure_escaped(line: str) -> str:
     return escape(line) if needs_escape(line) else line
 
 
+def shown_line(line: str) -> str:
+    """A line of a file or a command as a reviewer reads it (a proposal's diff and its `!` lines):
+    as it is, backslashes and all, where it holds no hidden character (else escaped whole, as
+    `ensure_escaped`), and never a run of spaces past RUN (the rest as `\\x20`): a run wider than
+    the screen drew a proposed file's one line as a fake diff (an adversarial review), and doubled
+    backslashes misstated the command a sensor would run (an operator's day)."""
+    line = ensure_escaped(line)
+    return _LONG_RUN.sub(_run_shown, line) if " " * (RUN + 1) in line else line
+
+
 def escape_json(dumped: str) -> str:
     """JSON text (from json.dumps with ensure_ascii=False) with every character `hidden` names
     (DEL, C1, format, private-use, surrogate, unassigned, the invisible list) written as \\uNNNN:

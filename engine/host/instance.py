@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import stat
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -377,8 +378,13 @@ def serve_state(ws: Workspace, timeout: float = 2.0) -> dict[str, Any]:
     return found | {k: health.get(k) for k in ("leader", "lag", "lastTick", "units")}
 
 
-def describe(state: dict[str, Any]) -> str:
-    """One line for a person: `serve: leader · lag 0 B · last tick 12:00:00Z`, or why not."""
+STUCK_S = 30  # a loop that has not ticked for this long (three ticks) is said to be stuck
+
+
+def describe(state: dict[str, Any], now: datetime | None = None) -> str:
+    """One line for a person: `serve: leader · lag 0 B · last tick 12:00:00Z`, or why not. A door
+    that answers while the loop has not ticked for STUCK_S is said first: its duties (routing,
+    lease expiry, deadlines, sensors) are not running (an operator's day: it read as healthy)."""
     if not state.get("running"):
         return "serve not running"
     if "error" in state:
@@ -387,4 +393,9 @@ def describe(state: dict[str, Any]) -> str:
     behind = sum(v for v in lag.values() if isinstance(v, int)) if isinstance(lag, dict) else 0
     role = "leader" if state.get("leader") else "follower"
     tick = state.get("lastTick") or "none yet"
+    moment = clock.moment(tick) if isinstance(tick, str) else None
+    if moment is not None:
+        idle = int(((now or clock.now()) - moment).total_seconds())
+        if idle > STUCK_S:
+            return f"serve: no tick for {idle}s, its duties are not running (its log says why) · {role} · lag {behind} B"
     return f"serve: {role} · lag {behind} B · last tick {tick}"
