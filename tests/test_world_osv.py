@@ -492,15 +492,20 @@ def test_a_workspace_without_sensors_yaml_has_no_sensors(ws: Any) -> None:
     assert ws.run("identity", "verify").returncode == 0
 
 
-def test_identity_show_marks_a_proposal_that_runs_a_command(ws: Any) -> None:
+def shown_proposal(ws: Any, argv: list[str]) -> str:
+    """`identity show` of alice's proposal of a command sensor `scan` running `argv`."""
     source = ws.root.parent / "sensors.yaml"
-    source.write_text("sensors:\n  scan:\n    kind: command\n    command: [python3, tools/scan.py, --all]\n")
+    source.write_text("sensors:\n  scan:\n    kind: command\n    command: " + json.dumps(argv) + "\n")
     done = ws.run(
         "identity", "propose", "--file", "regulator/policy/sensors.yaml", "--content-from", str(source),
         "--rationale", "scan", "--by", "alice", "--json",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    shown = ws.run("identity", "show", json.loads(done.stdout)["id"], check=True).stdout
+    return str(ws.run("identity", "show", json.loads(done.stdout)["id"], check=True).stdout)
+
+
+def test_identity_show_marks_a_proposal_that_runs_a_command(ws: Any) -> None:
+    shown = shown_proposal(ws, ["python3", "tools/scan.py", "--all"])
     assert (
         "! runs python3 tools/scan.py --all on the host (sensor scan in sensors.yaml, proposed by person alice)"
         in shown
@@ -515,14 +520,7 @@ def test_the_command_a_proposal_would_run_reads_as_it_would_run(ws: Any) -> None
     import shlex
 
     argv = ["sh", "-c", 'echo "{\\"subject\\": \\"x\\"}"']
-    source = ws.root.parent / "sensors.yaml"
-    source.write_text("sensors:\n  scan:\n    kind: command\n    command: " + json.dumps(argv) + "\n")
-    done = ws.run(
-        "identity", "propose", "--file", "regulator/policy/sensors.yaml", "--content-from", str(source),
-        "--rationale", "scan", "--by", "alice", "--json",
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    shown = ws.run("identity", "show", json.loads(done.stdout)["id"], check=True).stdout
+    shown = shown_proposal(ws, argv)
     assert f"! runs {shlex.join(argv)} on the host (sensor scan" in shown, shown
 
 
