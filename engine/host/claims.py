@@ -11,28 +11,33 @@ from engine.checkout.workspace import Workspace
 # cherry-pick or rebase with signing on) would make real (an adversarial review)
 CLAIMS = ("authorized-by:", "regulator-decision:", "regulator-decided-by:")
 MAX_NAMED = 10  # commits named in the warning; the rest counted
+MAX_READ = 1000  # the unit's newest commits read (a run makes a few)
 
 
 def claiming(ws: Workspace, worktree: Path) -> list[str]:
     """`SHA (TRAILER)` for each commit the unit's worktree holds that trunk does not and whose
-    message carries a person's trailer; [] when there is none or git cannot say."""
+    message carries a person's trailer; [] when there is none or git cannot say. Each commit is
+    read as git stores it, by its length (no separator a message could hold)."""
     from engine.checkout.gitconfig import trunk_of
     from registry.gitcall import git_text
-    from registry.history import resolve_trunk
+    from registry.history import _cat_batch, resolve_trunk
 
     ref = resolve_trunk(ws.root, trunk_of(ws))
     if ref is None:
         return []
-    done = git_text(worktree, "log", "--format=%H%x00%B%x1e", "HEAD", "--not", ref, filters=False, timeout=60)
-    if done.returncode != 0:
+    listed = git_text(
+        worktree, "rev-list", f"--max-count={MAX_READ}", "HEAD", "--not", ref, filters=False, timeout=60
+    )
+    if listed.returncode != 0:
         return []
+    shas = [line for line in listed.stdout.split() if line]
     found = []
-    for record in done.stdout.split("\x1e"):
-        sha, _, body = record.strip("\n").partition("\0")
+    for sha, raw in _cat_batch(worktree, shas).items():
+        body = (raw or b"").partition(b"\n\n")[2].decode("utf-8", "replace")
         named = sorted(
             {line.split(":", 1)[0] for line in body.splitlines() if line.strip().lower().startswith(CLAIMS)}
         )
-        if sha and named:
+        if named:
             found.append(f"{sha[:10]} ({', '.join(named)})")
     return found
 

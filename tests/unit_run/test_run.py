@@ -396,7 +396,8 @@ def test_a_units_commit_that_claims_a_persons_authority_is_named(served: Any, tm
         tmp_path,
         "claims.sh",
         'echo x > note.txt && git add note.txt && git commit -q -m "plain work"\n'
-        'echo y >> note.txt && git commit -q -am "resolve it" -m "Authorized-by: alice"\n',
+        # a record separator (\\036, which git keeps in a message) hid the trailer from a first reading
+        "echo y >> note.txt && git commit -q -am 'resolve it' -m \"$(printf '\\036')\" -m 'Authorized-by: alice'\n",
     )
     done = run_unit(ws, "r1", "--", str(agent))
     assert done.returncode == 0, done.stderr
