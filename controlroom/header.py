@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     pass
 from rich.text import Text
 
-from controlroom.readmodel import EXPIRING_DAYS, Snapshot, deadlines
+from controlroom.readmodel import EXPIRING_DAYS, Snapshot, deadlines, sensor_rows
 from controlroom.views import BY_VIEW, VIEW_DEFS
 from engine.base.cells import fit, fit_parts, fit_tabs, width
 
@@ -121,6 +121,14 @@ def unrouted_status(snap: Snapshot, why: str) -> str | None:
     )
 
 
+def sensors_failing(snap: Snapshot) -> int:
+    """The declared sensors whose last run ended in error: said in the header (an operator's day:
+    a broken feed showed only in the Sensors view, which nothing sends one to)."""
+    if not snap.known:
+        return 0
+    return sum(1 for row in sensor_rows(snap).values() if row.get("outcome") == "error")
+
+
 def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, store: str | None = None) -> str:
     """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none;
     `store` names where the stores are (files, postgresql), before the live indicator."""
@@ -148,6 +156,8 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, s
             parts.append(f"{c['badLines']} bad")
         if c["verify"]:
             parts.append(f"⚠{c['verify']} vfy")
+        if failing := sensors_failing(snap):
+            parts.append(f"⚠{failing} sens✗")
         parts += [SHORT_MARKS.get(m, m) for m in trust_marks(snap.ws)]
         if store and snap.known:
             parts.append(SHORT_STORES.get(store, store))
@@ -171,6 +181,8 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, s
         parts.append(f"{c['badLines']} bad line(s)")
     if c["verify"]:
         parts.append(f"⚠ {c['verify']} verify finding(s)")
+    if failing := sensors_failing(snap):
+        parts.append(f"⚠ {failing} sensor(s) failing")
     parts += trust_marks(snap.ws)
     if store and snap.known:
         parts.append(store)
@@ -225,6 +237,11 @@ HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
         "⚠ N verify finding(s)",
         "⚠N vfy",
         "lines `regulator verify` names (a failed hash, a broken chain): Registers",
+    ),
+    (
+        "⚠ N sensor(s) failing",
+        "⚠N sens✗",
+        "declared sensors whose last run ended in error (a feed unread, a command failing): Sensors",
     ),
     ("stores absent: unit state unknown", "NO STORES", "a checkout without the stores (a clone)"),
     ("names unauthenticated", "names unauth", "person events count by name: no signatures required"),

@@ -195,3 +195,14 @@ def test_lines_past_the_limit_are_one_error_not_judged(ws: Any) -> None:
     (run,) = [e for e in ws.events("signals") if e["kind"] == "sensor-run"]
     assert run["errorCount"] == 100_000  # 99,999 bad lines judged, and one for the 2 lines past the limit
     assert [s["subject"] for s in sensor_signals(ws)] == [GOOD["subject"]]
+
+
+def test_a_failing_sensor_is_said_in_the_header(ws: Any) -> None:
+    """An operator's day: a sensor whose runs fail showed only in the Sensors view, which nothing
+    sends one to. The header (the room's, and `controlroom --once`'s first line) says it."""
+    declare(ws, [GOOD])
+    assert ws.run("sensors", "run", "scan").returncode == 0
+    assert "failing" not in ws.run("controlroom", "--once").stdout.splitlines()[0]
+    declare(ws, ["{not json at all"])
+    assert ws.run("sensors", "run", "scan").returncode == 1
+    assert "⚠ 1 sensor(s) failing" in ws.run("controlroom", "--once").stdout.splitlines()[0]
