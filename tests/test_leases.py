@@ -100,7 +100,7 @@ def test_a_lease_past_its_time_expires_once_and_the_unit_is_lost(fleet: Any) -> 
     state = state_of(fleet)
     assert unit_status(state, state.units["r1"]) == "lost"
     with pytest.raises(Refused, match="not the unit's current lease"):
-        check_lease(state, lease)
+        check_lease(fleet.engine, state, lease)
     status = fleet.json("status")
     row = next(u for u in status["units"] if u["id"] == "r1")
     assert (row["status"], row["confined"], row["awaitingClose"]) == ("lost", False, False)

@@ -129,6 +129,27 @@ def test_once_tick_on_postgresql_routes_and_leads_only_when_it_can(pg_ws: Any) -
     assert '"leader": true' in done.stderr and pg_ws.json("status")["unrouted"] == 0
 
 
+def lease_used(ws: Any, token: str, folder: Any, root: Any, env: dict) -> str:
+    """A `--lease` file holding a run's token, given to `signals report` on the checkout at `root`:
+    refused (exit 3, nothing written); which of the two refusals said it."""
+    import json
+
+    from tests.helpers import report_args
+
+    lease = folder / "taken-lease.json"
+    lease.write_text(
+        json.dumps({"unit": "r1", "lease": token, "workspace": str(root), "leasedAt": "2026-12-01T00:00:00Z"})
+    )
+    before = len(ws.events("signals"))
+    done = ws.run(
+        "--lease", str(lease), *report_args(affects=["u1"], subject="by a taken lease"), cwd=root, env=env
+    )
+    assert done.returncode == 3 and len(ws.events("signals")) == before, done.stderr
+    said = one_line(done)
+    assert "belongs to a `unit run`" in said, said
+    return "another host" if "on another host" in said else "is over" if "that is over" in said else said
+
+
 def test_a_unit_runs_lease_acts_only_at_the_door_of_the_host_that_runs_it(hosts: Any, tmp_path: Any) -> None:
     """An adversarial review: the only thing that made a door refuse a lease whose `unit run` was
     over was a file in that host's `.regulator/`, so another host on the same database took the
@@ -144,6 +165,7 @@ def test_a_unit_runs_lease_acts_only_at_the_door_of_the_host_that_runs_it(hosts:
     from tests.unit_run.common import script
 
     ws, (here, other) = hosts
+    other_root, other_env = tmp_path / "other-host", {"REGULATOR_STORE": _url(ws)}
     folder = tmp_path / "run"
     folder.mkdir()
     token_file, finish = folder / "token", folder / "finish"
@@ -169,12 +191,16 @@ def test_a_unit_runs_lease_acts_only_at_the_door_of_the_host_that_runs_it(hosts:
         assert DoorClient(here.url, token).status()["unit"] == "r1"
         with pytest.raises(Refused, match="HTTP 401"):
             DoorClient(other.url, token).report({**REPORT, "subject": "from the other host, during the run"})
+        # nor as a lease file given to a command on the other host's checkout (D-276: one rule)
+        assert lease_used(ws, token, folder, other_root, other_env) == "another host"
         finish.touch()
         err = host.communicate(timeout=120)[1]
         assert host.returncode == 1, err
         for door in (here, other):
             with pytest.raises(Refused, match="HTTP 401"):
                 DoorClient(door.url, token).report({**REPORT, "subject": "after the run"})
+        assert lease_used(ws, token, folder, ws.root, {}) == "is over"
+        assert lease_used(ws, token, folder, other_root, other_env) == "another host"
     finally:
         if host.poll() is None:
             os.killpg(host.pid, signal.SIGKILL)

@@ -3,4 +3,9 @@ identity.errors (the lowest layer reads files too), imported from here by the re
 
 from identity.errors import BadInput, Refused, RegulatorError
 
-__all__ = ["BadInput", "Refused", "RegulatorError"]
+__all__ = ["BadInput", "LeaseRefused", "Refused", "RegulatorError"]
+
+
+class LeaseRefused(Refused):
+    """The lease does not act here (exit 3; serve's door answers 401): not the unit's current one,
+    or its `unit run` is over or on another host (engine.commands.actors.check_lease)."""

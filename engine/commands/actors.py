@@ -6,8 +6,9 @@ import hashlib
 
 import msgspec
 
-from engine.base.errors import BadInput, Refused
+from engine.base.errors import BadInput, LeaseRefused, Refused
 from engine.base.limits import check_text
+from engine.checkout import runs
 from engine.checkout.workspace import Lease, Workspace, acting_as_unit
 from engine.read.model import State, UnitStatus
 from engine.read.queries import unit_status
@@ -77,18 +78,27 @@ def unit_or_person(lease: Lease | None, by: str | None, tool: str = "TOOL") -> A
     return Actor(person=check_person(by))
 
 
-def check_lease(state: State, lease: Lease) -> None:
-    """A lease file is honoured only while it matches the unit's current lease."""
+def check_lease(ws: Workspace, state: State, lease: Lease) -> None:
+    """A lease file is honoured only while it matches the unit's current lease, and, where a
+    `unit run` holds that lease, only on its host while the run has its child (D-276: the one rule
+    every way in asks, serve's door, the stdio door and a command given --lease)."""
     through_door(lease)
     unit = state.units.get(lease.unit)
-    if (
-        unit is None
-        or unit_status(state, unit) != UnitStatus.IN_PROGRESS
-        or unit.lease != lease_hash(lease.lease)
-    ):
-        raise Refused(
+    hashed = lease_hash(lease.lease)
+    if unit is None or unit_status(state, unit) != UnitStatus.IN_PROGRESS or unit.lease != hashed:
+        raise LeaseRefused(
             f"the lease in {lease.path} for unit {lease.unit} is not the unit's current lease "
             "(stale or edited); ask the host to dispatch the unit again"
+        )
+    if runs.elsewhere(ws, unit.run_on):
+        raise LeaseRefused(
+            f"the lease in {lease.path} for unit {lease.unit} belongs to a `unit run` on another host: "
+            "only that host's door answers it"
+        )
+    if runs.over(ws, hashed):
+        raise LeaseRefused(
+            f"the lease in {lease.path} for unit {lease.unit} belongs to a `unit run` that is over: "
+            "it acts no more (its result, or a person's recovery decision, says what becomes of the unit)"
         )
 
 
@@ -107,7 +117,7 @@ def unit_tools(ws: Workspace, state: State, unit_id: str) -> tuple[str, str, tup
 def leased(ws: Workspace, state: State, lease: Lease, tool: str) -> tuple[str, str]:
     """(type, profile) of the unit whose lease calls `tool`: refused (exit 3) unless the lease is
     its current one and its profile grants the tool (engine.read.rules.tool_lacking)."""
-    check_lease(state, lease)
+    check_lease(ws, state, lease)
     unit_type, profile, tools = unit_tools(ws, state, lease.unit)
     refuse(tool_lacking(lease.unit, profile, tools, tool))
     return unit_type, profile

@@ -51,7 +51,7 @@ class LeaseTerms(msgspec.Struct, frozen=True):
     confined: bool = False  # the child runs as another account (`--user`)
     lease_dir: Path | None = None  # the lease file's folder, outside the worktree
     owner: tuple[int, int] | None = None  # (uid, gid) the lease file is given to (`--user`)
-    run_on: str | None = None  # the host whose `unit run` runs it (engine.host.runs.host_id)
+    run_on: str | None = None  # the host whose `unit run` runs it (engine.checkout.runs.host_id)
 
 
 def dispatch(
@@ -154,7 +154,7 @@ def close(ws: Workspace, unit_id: str, lease: Lease | None = None) -> dict:
 
     def rule(state: State) -> Denied | None:
         if lease is not None:
-            check_lease(state, lease)
+            check_lease(ws, state, lease)
         return close_veto(ws, state, _unit(state, unit_id))
 
     with deciding(ws, rule) as turn:

@@ -297,7 +297,7 @@ class Kept:
             self._tail = _tail(self._units_path, state.cursors["units"].offset)
         self.state, self._units, self._identity = state, units, identity
         self.tails = self._server_tails(state) if url is not None else None
-        check_lease(state, self.lease)
+        check_lease(self.ws, state, self.lease)
         return state
 
     def _grown(self, units: tuple[int, ...] | None) -> bool:

@@ -6,7 +6,7 @@ unit whose current lease has that hash; none, and the caller answers 401 and wri
 unit id always comes from the lease found, never from the request. A door kept for a lease is
 checked again on every request, so a lease closed, demoted or replaced stops working at once. Every
 request that passes is a heartbeat (engine.checkout.heartbeat). A lease whose `unit run` is over
-(engine.host.runs: its child exited, or the run died) is refused too, though the log keeps it current.
+(engine.checkout.runs: its child exited, or the run died) is refused too, though the log keeps it current.
 
 Concurrency: requests of different units run at once; the calls of one lease take turns on its
 door (each keeps its reads, engine.doors.door.Kept, for one thread at a time); writes take `write_lock`,
@@ -19,13 +19,12 @@ import threading
 
 import msgspec
 
-from engine.base.errors import RegulatorError
-from engine.checkout import heartbeat
+from engine.base.errors import LeaseRefused, RegulatorError
+from engine.checkout import heartbeat, runs
 from engine.checkout.workspace import LEASE_FILE, Lease, Workspace, writer_lock
 from engine.commands.actors import lease_hash
 from engine.doors.api import UnitDoor
 from engine.doors.door import Reads
-from engine.host import runs
 from engine.read.load import load
 from engine.read.model import EventKind, State, UnitStatus
 from engine.read.queries import unit_status
@@ -115,15 +114,15 @@ class HostDoor:
             try:
                 with session.lock:
                     session.door.check()
+            except LeaseRefused:  # not current, or its `unit run` over or elsewhere (check_lease)
+                self._drop(hashed)
+                return None
             except RegulatorError as exc:
                 state = session.door._kept.state
                 if state is not None and current_unit(state, hashed) is None:
                     self._drop(hashed)
                     return None
                 raise Unavailable(str(exc)) from None
-        if runs.over(self.ws, hashed):  # its `unit run` is over: the lease acts no more (401)
-            self._drop(hashed)
-            return None
         heartbeat.beat(hashed)
         return session
 

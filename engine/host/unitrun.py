@@ -9,7 +9,7 @@ heartbeaten through the door; SIGINT, SIGTERM and SIGHUP are forwarded to its pr
 killed at the contract's wall budget and when the door refuses the lease (401). When the child has
 exited, whatever of its group is left is killed and, for a confined unit, every process of its
 account (the account is the unit's alone: a second run under it is refused while one runs or any
-process of it lives); then the lease is over (engine.host.runs: the door refuses it). Then: a
+process of it lives); then the lease is over (engine.checkout.runs: the door refuses it). Then: a
 `result` if the unit reported none, then the close (exit 0), or awaiting close (exit 3, or `--wait`
 for the disposition), or, for `failed`/`blocked`, a recovery obligation (exit 1).
 """
@@ -717,8 +717,8 @@ def run(ws: Workspace, request: RunRequest, say: Say) -> int:
 def _dispatched(ws: Workspace, p: Plan, say: Say) -> int:
     """The run from its vetoes on, SIGINT, SIGTERM and SIGHUP held until the child runs (then
     forwarded to it: Supervisor.run)."""
+    from engine.checkout.runs import host_id
     from engine.commands.units import LeaseTerms, dispatch
-    from engine.host.runs import host_id
 
     check_vetoes(ws, p.unit)
     made = make_worktree(ws, p.worktree)
@@ -763,7 +763,7 @@ def _dispatched(ws: Workspace, p: Plan, say: Say) -> int:
             )
             outcome = Outcome(127, 0)
     finally:
-        from engine.host import runs
+        from engine.checkout import runs
 
         with contextlib.suppress(OSError):
             runs.end(ws, event["leaseHash"])  # the child is gone: so is its lease, at the door
@@ -781,8 +781,8 @@ def _dispatched(ws: Workspace, p: Plan, say: Say) -> int:
 
 
 def _begin_run(ws: Workspace, lease_hash: str) -> None:
-    """The lease is this run's (engine.host.runs): the door answers it while the run has its child."""
-    from engine.host import runs
+    """The lease is this run's (engine.checkout.runs): the door answers it while the run has its child."""
+    from engine.checkout import runs
     from engine.read.load import load
 
     state = load(ws, stores=("units",))

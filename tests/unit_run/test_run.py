@@ -661,6 +661,30 @@ def test_a_setsid_leftover_of_an_unconfined_unit_gets_401_after_its_run(served: 
         assert said.splitlines()[-1] == "3" and UNAUTHORIZED in said, said
         assert ws.digest() == before  # nothing written by it
         assert not [m for m in ws.json("memory") if m["note"] == "left behind"]
+        # nor with its token in a lease file, at the stdio door or a command's --lease (D-276)
+        taken = tmp_path / "taken.json"
+        fields = {"unit": "u1", "workspace": str(ws.root), "leasedAt": "2026-12-01T00:00:00Z"}
+        taken.write_text(json.dumps({**fields, "lease": token.read_text().strip()}))
+        for args in (
+            ["mcp"],
+            [
+                "memory",
+                "remember",
+                "--subject",
+                "TZ",
+                "--note",
+                "n",
+                "--evidence",
+                "ci.log",
+                "--review-by",
+                "2026-12-20",
+            ],
+        ):
+            done = ws.run("--lease", str(taken), *args, input="")
+            assert done.returncode == 3 and "belongs to a `unit run` that is over" in one_line(done), (
+                done.stderr
+            )
+        assert ws.digest() == before
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(leftover, signal.SIGKILL)

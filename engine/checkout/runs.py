@@ -41,9 +41,9 @@ def host_id(ws: Workspace) -> str:
     `.regulator/`: each host's own), never the key itself."""
     import hashlib
 
-    from engine.read.checkpoint import host_key
+    from engine.base import hostkey
 
-    key = host_key(ws, create=True)
+    key = hostkey.read(ws.state_dir, True)
     if key is None:
         raise OSError("no host key in .regulator/ (it cannot be made here)")
     return hashlib.sha256(b"regulator run host\0" + key).hexdigest()[:20]
