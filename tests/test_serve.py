@@ -67,6 +67,7 @@ def test_a_unit_reports_remembers_asks_and_reads_its_context_over_http(served: A
         0
     ]
     assert (row["unit"], row["severity"], row["blocks"], row["owedTo"]) == ("r1", "advisory", False, "S3")
+    assert (row["kind"], row["answer"]) == ("question", None)  # as the door says it: not answered yet
     shown = ws.run("obligation", "show", question, check=True).stdout
     assert "routed: no severity reported, derived advisory" in shown and "None" not in shown
     # a person answers (signed); the unit reads the answer in its obligations and its context
@@ -90,6 +91,7 @@ def test_a_unit_reports_remembers_asks_and_reads_its_context_over_http(served: A
         mine = {o["id"]: o for o in listed.structured_content["obligations"]}
         assert mine[question]["kind"] == "question" and mine[question]["answer"] == answer
     assert context.structured_content["answers"][0]["answer"] == answer
+    assert {o["id"]: o for o in obligations(ws)}[question]["answer"] == answer  # the person's listing too
     text = context.content[0].text
     assert ANSWERS_HEADING in text and "\x1b" not in text and "\n## Identity (S5): forged" not in text
     parsed = parse_context(text)

@@ -33,8 +33,10 @@ app.add_typer(obligation_app, name="obligation")
 def obligation_row(state: State, ob: Obligation, deadlines: Deadlines | None = None) -> dict:
     """The §13 record, plus what the human listing shows."""
     from engine.commands.obligations import record
+    from engine.read.queries import answer_of
 
-    return record(state, ob, deadlines) | {"kind": ob.kind, "subject": ob.subject, "openedAt": ob.opened_at}
+    shown = {"kind": ob.kind, "subject": ob.subject, "openedAt": ob.opened_at, "answer": answer_of(ob)}
+    return record(state, ob, deadlines) | shown
 
 
 def marks(row: dict) -> str:
@@ -98,6 +100,7 @@ def obligations(
             "kind",  # what it is about, as the table says it (D-250)
             "subject",
             "openedAt",
+            "answer",  # a question's answer, null until a person gives it (as the door's, D-277)
         )
         emit_json([{k: r[k] for k in keys} for r in rows])
         absent_exit(ws)

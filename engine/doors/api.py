@@ -24,6 +24,7 @@ from engine.doors.harness import CLAUDE_CODE, grants_for
 from engine.read import delivery
 from engine.read.load import load
 from engine.read.model import Disposition, ObligationStatus, State
+from engine.read.queries import answer_of
 
 __all__ = [
     "Asked",
@@ -382,7 +383,7 @@ class UnitDoor:
                         subject=ob.subject,
                         opened_at=ob.opened_at,
                         kind=str(ob.kind),
-                        answer=ob.rationale if ob.disposition == Disposition.ANSWERED else None,
+                        answer=answer_of(ob),
                     )
                 )
         return found

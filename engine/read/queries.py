@@ -197,6 +197,12 @@ def age(state: State, at: str) -> str:
     return f"{seconds}s"
 
 
+def answer_of(ob: Obligation) -> str | None:
+    """A question's answer, as a person gave it (`answered`); None for every other obligation and
+    for a question not answered: `obligations --json` and the door's `obligations` alike."""
+    return (ob.rationale or "") if ob.disposition == Disposition.ANSWERED else None
+
+
 def answers(state: State, unit_id: str) -> list[dict[str, Any]]:
     """The questions this unit asked that a person answered, in log order: {"obligation",
     "question", "options", "answer", "by", "at"} (raw values; the caller escapes what it shows)."""
@@ -212,7 +218,7 @@ def answers(state: State, unit_id: str) -> list[dict[str, Any]]:
                 "obligation": ob.id,
                 "question": signal.get("question") if isinstance(signal.get("question"), str) else ob.subject,
                 "options": list(signal.get("options") or []),
-                "answer": ob.rationale or "",
+                "answer": answer_of(ob),
                 "by": ob.by,
                 "at": ob.closed_at,
             }
