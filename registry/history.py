@@ -160,7 +160,7 @@ def _read(root: Path, trunk_ref: str, share: Future[TrunkLog | None] | None = No
         history.gained = _tree_paths(root, trunk_sha) - set(history.base)
     new = [path for path in history.head if path not in history.base]
     if new and trunk_sha != base:
-        objects = _cat_batch(root, [f"{trunk_sha}:{path}" for path in new])
+        objects = cat_batch(root, [f"{trunk_sha}:{path}" for path in new])
         history.trunk = {
             path: text for path in new if (text := _utf8(objects.get(f"{trunk_sha}:{path}"))) is not None
         }
@@ -184,8 +184,8 @@ def _read(root: Path, trunk_ref: str, share: Future[TrunkLog | None] | None = No
             "--",
             *FOLDERS,
         )
-        changed = _raw_log(listed)
-        objects = _cat_batch(root, [sha for sha, _ in changed])
+        changed = raw_log(listed)
+        objects = cat_batch(root, [sha for sha, _ in changed])
         for sha, changes in changed:
             raw = objects.get(sha)
             if raw is None:
@@ -254,7 +254,7 @@ def trunk_log(root: Path, tip: str) -> TrunkLog:
             texts = list(pool.map(log, ranges))
     commits: dict[str, tuple[list[str], list[Change]]] = {}
     for text in texts:
-        for header, changes in _raw_log(text):
+        for header, changes in raw_log(text):
             sha, *parents = header.split()
             commits[sha] = (parents, changes)
     return TrunkLog(tip, commits)
@@ -273,7 +273,7 @@ def landed(log: TrunkLog) -> set[str]:
     }
 
 
-def _cat_batch(root: Path, names: list[str]) -> dict[str, bytes | None]:
+def cat_batch(root: Path, names: list[str]) -> dict[str, bytes | None]:
     """Each object (a sha, or `<rev>:<path>`) as bytes, None when missing: one git process."""
     if not names:
         return {}
@@ -394,11 +394,11 @@ def trunk_holds(
         return {}
     wanted = set(paths)
     versions: dict[str, list[tuple[str, str]]] = {}  # path -> [(commit, blob)], newest first
-    for commit, changes in _raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
+    for commit, changes in raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
         for change in changes:
             if change.path in wanted and change.new != ZERO:
                 versions.setdefault(change.path, []).append((commit, change.new))
-    blobs = _cat_batch(root, sorted({blob for listed in versions.values() for _, blob in listed}))
+    blobs = cat_batch(root, sorted({blob for listed in versions.values() for _, blob in listed}))
     holds: dict[str, tuple[str, T]] = {}
     for path, listed in versions.items():
         for commit, blob in listed:
@@ -423,7 +423,7 @@ class Change(msgspec.Struct):
     new: str  # its blob in the commit (ZERO: absent)
 
 
-def _raw_log(out: str) -> list[tuple[str, list[Change]]]:
+def raw_log(out: str) -> list[tuple[str, list[Change]]]:
     """`git log --format=%x00C%H... --raw -z [-c]` as (commit header, changes), in log order."""
     commits: list[tuple[str, list[Change]]] = []
     tokens = out.split("\0")
@@ -531,14 +531,14 @@ def read_range(root: Path, spec: str) -> RangeHistory:
         return RangeHistory(available=False, why="git could not list the range", spec=spec)
     commits = []
     blobs: set[str] = set()
-    for header, changes in _raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
+    for header, changes in raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
         sha, *parents = header.split()
         mine = [c for c in changes if _entry_path(c.path)]
         for change in mine:
             blobs.update(x for x in (*change.parents, change.new) if x != ZERO)
         commits.append(RangeCommit(sha, parents, "", "", mine))
     policy_name = f"{a}:{INTERACTION}"
-    objects = _cat_batch(root, [c.sha for c in commits] + sorted(blobs) + [policy_name])
+    objects = cat_batch(root, [c.sha for c in commits] + sorted(blobs) + [policy_name])
     for commit in commits:
         raw = objects.get(commit.sha) or b""
         head, _, message = raw.partition(b"\n\n")
@@ -579,7 +579,7 @@ def _tree_texts(root: Path, rev: str, blobs: dict[str, str] | None = None) -> di
             blobs[path] = meta.split()[2]
     if not blobs:
         return {}
-    objects = _cat_batch(root, sorted(set(blobs.values())))
+    objects = cat_batch(root, sorted(set(blobs.values())))
     texts: dict[str, str] = {}
     for path, sha in blobs.items():
         data = objects.get(sha)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from registry.history import FOLDERS, _cat_batch, _git, no_trunk_branch, resolve_trunk
+from registry.gitcall import read as _git
+from registry.history import FOLDERS, cat_batch, no_trunk_branch, resolve_trunk
 
 
 def commit_before(root: Path, trunk: str, until: datetime) -> tuple[str | None, str]:
@@ -33,7 +34,7 @@ def files_at(root: Path, sha: str, folders: tuple[str, ...]) -> dict[str, bytes]
     if done.returncode != 0:
         return {}
     paths = [p.decode("utf-8", "replace") for p in done.stdout.split(b"\0") if p]
-    blobs = _cat_batch(root, [f"{sha}:{p}" for p in paths])
+    blobs = cat_batch(root, [f"{sha}:{p}" for p in paths])
     return {p: blob for p in paths if (blob := blobs.get(f"{sha}:{p}")) is not None}
 
 

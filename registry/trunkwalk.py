@@ -178,7 +178,7 @@ def walk_at(
     given, is trunk's one history pass that lint reads anyway (registry.history.trunk_log): the
     walk follows its first-parent line instead of running a `git log` of its own, where the pass
     was read at this very commit (D-221)."""
-    from registry.history import ZERO, _cat_batch  # the walk's own: a kept walk needs none
+    from registry.history import ZERO, cat_batch  # the walk's own: a kept walk needs none
 
     base = baseline_of(root, tip)  # the commit, not the ref: a ref moved meanwhile changes nothing
     found = TrunkFindings(available=True, tip=tip, baseline=base)
@@ -200,7 +200,7 @@ def walk_at(
     }
     blobs.discard(ZERO)
     shas = [sha for sha, _, _ in commits] + sorted(set(sides) - {sha for sha, _, _ in commits})
-    objects = _cat_batch(root, shas + sorted(blobs | set(start.values())))
+    objects = cat_batch(root, shas + sorted(blobs | set(start.values())))
     found.missing += sum(1 for data in objects.values() if data is None)
     entries: dict[str, Entry | None] = {}
 
@@ -447,7 +447,7 @@ Line = list[tuple[str, list[str], list["Change"]]]  # (commit, its parents, its 
 def _own_log(root: Path, base: str, tip: str) -> Line | None:
     """The walk's commits (base, tip] on trunk's first-parent line that change a finding, oldest
     first, in one `git log`; None when git cannot read them."""
-    from registry.history import _raw_log
+    from registry.history import raw_log
 
     revisions = [f"{base}..{tip}"] if base else [tip]
     done = _git(
@@ -457,7 +457,7 @@ def _own_log(root: Path, base: str, tip: str) -> Line | None:
     if done.returncode != 0:
         return None
     commits = []
-    for header, changes in _raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
+    for header, changes in raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
         sha, *parents = header.split()
         mine = [c for c in changes if _finding_path(c.path)]
         if mine:
@@ -542,7 +542,7 @@ def _touches(
     """(commit, its blob of the entry: ZERO where it deleted it) for each commit of `first..merge`
     that touched the entry, newest first, the merge itself left out unless `own`; None when git
     cannot tell."""
-    from registry.history import ZERO, _raw_log
+    from registry.history import ZERO, raw_log
 
     done = _git(
         root, "log", f"{first}..{merge}", "--format=%x00C%H", "--raw", "-z", "--no-abbrev",
@@ -550,7 +550,7 @@ def _touches(
     )  # fmt: skip
     if done.returncode != 0:
         return None
-    found = _raw_log(done.stdout.decode("utf-8", errors="surrogateescape"))
+    found = raw_log(done.stdout.decode("utf-8", errors="surrogateescape"))
     return [
         (sha, next((c.new for c in changes if c.path == path), ZERO))
         for sha, changes in found
@@ -573,7 +573,7 @@ def _last_decided(root: Path, tip: str, path: str) -> str | None:
     signed resolve, which did not contain it, count for nothing). Read a touch at a time, newest
     first: the newest is nearly always the decision, and git stops there instead of walking the
     whole history for older ones."""
-    from registry.history import ZERO, _cat_batch, _raw_log
+    from registry.history import ZERO, cat_batch, raw_log
 
     for skip in range(64):
         done = _git(
@@ -582,7 +582,7 @@ def _last_decided(root: Path, tip: str, path: str) -> str | None:
         )  # fmt: skip
         if done.returncode != 0:
             return None
-        found = _raw_log(done.stdout.decode("utf-8", errors="surrogateescape"))
+        found = raw_log(done.stdout.decode("utf-8", errors="surrogateescape"))
         if not found:
             return ""
         header, changes = found[0]
@@ -605,7 +605,7 @@ def _last_decided(root: Path, tip: str, path: str) -> str | None:
             # (adversarial review of the same: a person's signature from before it counted again)
             continue
         blobs = [b for b in (old, change.new) if b != ZERO]
-        objects = _cat_batch(root, blobs)
+        objects = cat_batch(root, blobs)
         if any(objects.get(b) is None for b in blobs):
             return None
         versions = []
@@ -619,9 +619,9 @@ def _last_decided(root: Path, tip: str, path: str) -> str | None:
 
 def _version_at(root: Path, sha: str, path: str, blob: str) -> tuple[Entry | None, bytes | None]:
     """The entry a commit's blob holds (None: no valid finding), and the raw commit object."""
-    from registry.history import _cat_batch
+    from registry.history import cat_batch
 
-    objects = _cat_batch(root, [sha, blob])
+    objects = cat_batch(root, [sha, blob])
     return _version(path, objects.get(blob)), objects.get(sha)
 
 

@@ -324,7 +324,7 @@ def _trunk_moved(
     without `--range` lint's own history read says so; with it, this (an error under
     `--require-history`, D-229)."""
     from engine.checkout.gitconfig import CONFIG, configured_trunk, host_trunk, trunk_in
-    from registry.history import _cat_batch
+    from registry.history import cat_batch
 
     configured = configured_trunk(ws)
     if trunk is None and ws.has_stores and ws.url is None and host_trunk(ws) is None:
@@ -346,7 +346,7 @@ def _trunk_moved(
             if require:
                 message += f" (--require-history: {how_to_read(why)})"
             return [Issue("error" if require else "warning", "history-unavailable", "(history)", message)]
-        text = _cat_batch(ws.tree, [f"{ref}:{CONFIG}"]).get(f"{ref}:{CONFIG}")
+        text = cat_batch(ws.tree, [f"{ref}:{CONFIG}"]).get(f"{ref}:{CONFIG}")
         followed = trunk_in(text.decode("utf-8", "replace") if text is not None else None)
         source = f"as {ref} names it"
     if followed is None or configured == followed:

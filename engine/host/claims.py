@@ -20,7 +20,7 @@ def claiming(ws: Workspace, worktree: Path) -> list[str]:
     read as git stores it, by its length (no separator a message could hold)."""
     from engine.checkout.gitconfig import trunk_of
     from registry.gitcall import git_text
-    from registry.history import _cat_batch, resolve_trunk
+    from registry.history import cat_batch, resolve_trunk
 
     ref = resolve_trunk(ws.root, trunk_of(ws))
     if ref is None:
@@ -32,7 +32,7 @@ def claiming(ws: Workspace, worktree: Path) -> list[str]:
         return []
     shas = [line for line in listed.stdout.split() if line]
     found = []
-    for sha, raw in _cat_batch(worktree, shas).items():
+    for sha, raw in cat_batch(worktree, shas).items():
         body = (raw or b"").partition(b"\n\n")[2].decode("utf-8", "replace")
         named = sorted(
             {line.split(":", 1)[0] for line in body.splitlines() if line.strip().lower().startswith(CLAIMS)}

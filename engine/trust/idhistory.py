@@ -149,7 +149,7 @@ def blob_id(data: bytes, object_format: str) -> str:
 def verify_history(ws: Workspace, trunk: str | None = None) -> HistoryVerdict:
     """Each governed file against the decisions git history holds (see the module's docstring)."""
     from engine.checkout.gitconfig import trunk_of
-    from registry.history import ZERO, _cat_batch, _raw_log, no_trunk_branch, resolve_trunk
+    from registry.history import ZERO, cat_batch, no_trunk_branch, raw_log, resolve_trunk
 
     root = ws.tree
     done = _git(root, "rev-parse", "--is-shallow-repository", "--show-object-format")
@@ -171,13 +171,13 @@ def verify_history(ws: Workspace, trunk: str | None = None) -> HistoryVerdict:
     if done.returncode != 0:
         return HistoryVerdict(False, "git log could not read HEAD (no commit yet?)")
     commits = []
-    for sha, changes in _raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
+    for sha, changes in raw_log(done.stdout.decode("utf-8", errors="surrogateescape")):
         changed = {c.path: c.new for c in changes if c.path in GOVERNED and c.new != ZERO}
         commits.append(_Commit(sha, changed))
     wanted = [c.sha for c in commits] + sorted(
         {c.changed[INTERACTION] for c in commits if INTERACTION in c.changed}
     )
-    objects = _cat_batch(root, wanted)
+    objects = cat_batch(root, wanted)
     verdict = HistoryVerdict(True)
     decided: dict[str, dict[str, tuple[str, str, str]]] = {}  # path -> blob -> (commit, person, how)
     refused: dict[str, dict[str, tuple[str, str]]] = {}  # path -> blob -> (commit, why not)
