@@ -25,7 +25,15 @@ from engine.read.contracts import Contract
 from engine.read.deadlines import Deadlines, OverdueCount
 from engine.read.ladder import registers_of
 from engine.read.load import load
-from engine.read.model import MemoryStatus, Obligation, ObligationKind, ObligationStatus, State, UnitState
+from engine.read.model import (
+    MemoryStatus,
+    Obligation,
+    ObligationKind,
+    ObligationStatus,
+    State,
+    UnitState,
+    UnitStatus,
+)
 from engine.read.nextup import next_up
 from engine.read.queries import (
     age,
@@ -632,6 +640,16 @@ def deadlines(snap: Snapshot) -> Deadlines:
 # ---- sorting: `s` cycles through a view's sorts ------------------------------------------------
 
 SEVERITY_RANK = {"critical": 0, "blocking": 1, "advisory": 2, "info": 3}
+# units by status: what a person must act on first (a lost lease, a recovery decision), then the
+# work running, then the queue, then what is over (an operator's review: the order was alphabetical)
+STATUS_RANK = {
+    UnitStatus.LOST: 0,
+    UnitStatus.WAITING: 1,
+    UnitStatus.IN_PROGRESS: 2,
+    UnitStatus.TODO: 3,
+    UnitStatus.CLOSED: 4,
+    UnitStatus.ABORTED: 5,
+}
 
 
 def sort_keys(view: str, snap: Snapshot, view_keys: list[Key], sort: str) -> list[Key]:
@@ -675,5 +693,5 @@ def sort_keys(view: str, snap: Snapshot, view_keys: list[Key], sort: str) -> lis
         units = state.units
         if sort == "priority":
             return sorted(view_keys, key=lambda k: (-contract_of(units[plain(k)]).priority, plain(k)))
-        return sorted(view_keys, key=lambda k: (unit_status(state, units[plain(k)]), plain(k)))
+        return sorted(view_keys, key=lambda k: (STATUS_RANK[unit_status(state, units[plain(k)])], plain(k)))
     return view_keys

@@ -407,6 +407,31 @@ def test_s_cycles_the_sort(demo: Any) -> None:
     assert seen[7] == ["u1", "u3", "u3", "u4"] and seen[6][1:3] == ["blocking", "advisory"]
 
 
+def test_units_sorted_by_status_put_what_needs_a_person_first(demo: Any) -> None:
+    """An operator's review: the units' `status` sort was alphabetical (closed first, lost after
+    in-progress); a lost lease and a waiting unit come first, what is over last."""
+    from engine.commands.units import close
+    from engine.read.queries import unit_status
+
+    close(demo, "b1")
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen: list[Any] = []
+
+    async def script(pilot: Any) -> None:
+        await pilot.press("2")
+        for _ in range(2):
+            await pilot.press("s")
+        state = app.snap.state
+        seen.append(str(app._status.render()))
+        seen.append([str(unit_status(state, state.units[str(k)])) for k in app.table.keys])
+
+    run(app, script)
+    assert "sort: status" in seen[0]
+    order = ["lost", "waiting", "in-progress", "todo", "closed", "aborted"]
+    assert len(set(seen[1])) >= 2 and seen[1] == sorted(seen[1], key=order.index), seen[1]
+    assert seen[1][-1] == "closed"  # a closed unit last, not first
+
+
 def test_the_decision_dialog_previews_what_changes(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
     seen: dict[str, Any] = {}
