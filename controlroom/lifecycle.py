@@ -24,6 +24,7 @@ from engine.commands.proposals import review
 from engine.read import freshness
 from engine.read.ladder import registers_of
 from engine.read.model import UNREADABLE, EventKind, MemoryStatus, ObligationKind, ObligationStatus
+from engine.read.nextup import next_up
 from engine.read.queries import days_left, history, is_stale, memory_status, unit_status
 from engine.read.rules import decision_of, recovery
 from engine.read.vetoes import awaiting_close
@@ -46,6 +47,7 @@ def lifecycle(view: str, snap: Snapshot, key: Key | None) -> list[str]:
         return [_NOT_WRITTEN]
 
 
+SHOWN_EXCLUDED = 20  # units an empty Next-up's detail names, each with why it is out
 _NOT_WRITTEN = "(a line behind this row is not one regulator wrote: `regulator verify` names it)"
 
 
@@ -300,6 +302,14 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         return
     if kind == "next":
         yield f"{ident} is in Next-up: todo, not flagged by a finding, not held"
+        return
+    if kind == "idle":
+        yield "Next-up is empty: no unit is todo, free of findings and not held"
+        _, excluded = next_up(snap.ws, state)
+        for out in excluded[:SHOWN_EXCLUDED]:
+            yield f"  {escape(out['id'])}: {escape('; '.join(out['reasons']) or 'todo')}"
+        if len(excluded) > SHOWN_EXCLUDED:
+            yield f"  … and {len(excluded) - SHOWN_EXCLUDED} more (`regulator registry next-up --explain` lists every one)"
         return
     if kind == "lint":
         issue = lint_of(snap).issues[int(ident)]

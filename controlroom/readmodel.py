@@ -329,6 +329,16 @@ def expiry_bar(days: int, status: MemoryStatus, width: int = 8) -> str:
 # ---- keys: which rows a view has, in order -------------------------------------------------------
 
 
+def idle_reason(ws: Workspace, state: State) -> tuple[str, str]:
+    """Why Next-up is empty, for its one row: (the todo units held or flagged, the units past todo),
+    counted (an operator's review: the section emptied without a word; Enter names each)."""
+    _, excluded = next_up(ws, state)
+    if not excluded:
+        return "no unit", "has a contract (contracts/UNIT.json)"
+    held = sum(1 for u in excluded if not any(r.startswith("status ") for r in u["reasons"]))
+    return f"{held} held or flagged", f"{len(excluded) - held} not todo (Enter: each unit and why)"
+
+
 def sectioned(key: Key) -> tuple[str, str]:
     """(section, id) of a row key: a sectioned view's RowKey, or ("", id) for the others."""
     return (key.kind, key.ident) if isinstance(key, RowKey) else ("", key)
@@ -412,7 +422,7 @@ def _keys(view: str, snap: Snapshot, show_all: bool) -> list[Key]:
         if state.bad_lines > len(state.problems):  # the rest are counted, not listed (design §26)
             out.append(RowKey("bad", "more"))
         out += [RowKey("verify", str(i)) for i in range(len(snap.verify))]
-        out += [RowKey("next", u["id"]) for u in queue]
+        out += [RowKey("next", u["id"]) for u in queue] or [RowKey("idle", "next-up")]  # empty: said why
         if snap.lint is not None:
             out += [RowKey("lint", str(i)) for i in range(len(snap.lint.issues))]
         out += [RowKey("finding", k) for k in sorted(registers.findings)]
@@ -540,6 +550,8 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         if kind == "next":
             contract = contract_of(state.units[ident])
             return ["next-up", ident, f"priority {contract.priority}", contract.title]
+        if kind == "idle":
+            return ["next-up", "(none ready)", *idle_reason(snap.ws, state)]
         if kind == "lint":
             issue = lint_of(snap).issues[int(ident)]
             return ["lint", issue.entry, f"{issue.level}: {issue.code}", issue.message]

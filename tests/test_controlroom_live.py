@@ -521,6 +521,35 @@ def test_bad_store_lines_have_a_section(demo: Any) -> None:
     assert "line skipped" in seen["life"]
 
 
+def test_an_empty_next_up_says_why(demo: Any) -> None:
+    """An operator's review: Next-up emptied without a word once every todo unit was dispatched or
+    held. Its section keeps one row that counts why, and Enter names each unit and its reason."""
+    from engine.commands.units import dispatch
+
+    for unit in ("u4", "cat-1", "rec-1"):  # the demo's queue, dispatched
+        (demo.root / "wt" / unit).mkdir(parents=True)
+        dispatch(demo, unit, demo.root / "wt" / unit)
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen: dict[str, Any] = {}
+
+    async def script(pilot: Any) -> None:
+        await pilot.press("5")
+        app.table.cursor = app.table.keys.index(RowKey("idle", "next-up"))
+        await pilot.pause()
+        seen["row"] = app.table.render_line(app.table.cursor + 1).text
+        await pilot.press("enter")
+        await pilot.pause()
+        seen["life"] = "\n".join(getattr(app.screen, "lines", []))
+
+    run(app, script)
+    assert not [k for k in app.table.keys if isinstance(k, RowKey) and k.kind == "next"]
+    assert "(none ready)" in seen["row"] and "1 held or flagged" in seen["row"], seen["row"]
+    assert "7 not todo" in seen["row"], seen["row"]
+    assert "Next-up is empty" in seen["life"]
+    assert "release-hardening/manifest: stale-knowledge: unresolved F-alert-path-dead" in seen["life"]
+    assert "u4: status in-progress" in seen["life"]
+
+
 def test_the_palette_screenshot_saves_a_file(
     demo: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
