@@ -162,7 +162,7 @@ def test_once_shows_the_hosts_state_as_the_live_room_does(served: Any, tmp_path:
     """Design §22: the control room reads serve.json and /healthz; `--once` says it too (text and JSON)."""
     ws, serving, _ = served
     text = ws.run("controlroom", "--once").stdout.splitlines()
-    assert text[2].startswith("serve: leader · lag ") and "last tick" in text[2], text[:4]
+    assert text[2].startswith("serve: leader · ") and "last tick" in text[2], text[:4]
     shown = json.loads(ws.run("controlroom", "--once", "--json").stdout)["serve"]
     assert (shown["running"], shown["leader"], shown["door"]) == (True, True, serving.url)
     serving.close()

@@ -84,8 +84,8 @@ def test_the_room_says_serve_is_not_running_then_shows_its_state(tmp_path: Any, 
     ws = make_workspace(tmp_path)
     engine_ws, _ = locate(ws.root)
 
-    async def shown(app: ControlRoom, wanted: str) -> str:
-        async with app.run_test(size=SIZE) as pilot:
+    async def shown(app: ControlRoom, wanted: str, size: tuple[int, int] = SIZE) -> str:
+        async with app.run_test(size=size) as pilot:
             deadline = asyncio.get_running_loop().time() + 20
             while wanted not in status_line(app):
                 assert asyncio.get_running_loop().time() < deadline, status_line(app)
@@ -98,9 +98,12 @@ def test_the_room_says_serve_is_not_running_then_shows_its_state(tmp_path: Any, 
     serving = Serving(ws)
     try:
         line = asyncio.run(shown(ControlRoom(engine_ws, "alice"), "serve: leader"))
+        # at 80 columns too, whole: today's tick by its time (the date cut it: `last tick 2026-1…`)
+        narrow = asyncio.run(shown(ControlRoom(engine_ws, "alice"), "serve: leader", (80, 24)))
     finally:
         serving.close()
-    assert "lag 0 B" in line and "last tick 2026-11-29T12:00:00Z" in line
+    assert "serve: leader · last tick 12:00:00Z" in line and "lag" not in line  # nothing behind: unsaid
+    assert "serve: leader · last tick 12:00:00Z" in narrow, narrow
 
 
 def test_a_question_reads_everywhere_a_signal_does(asked: Any) -> None:
@@ -147,6 +150,10 @@ def test_a_serve_whose_loop_stopped_ticking_is_said_to_be_stuck() -> None:
     now = clock.parse_time("2026-12-06T10:00:00Z")
     state = {"running": True, "leader": True, "lag": {"signals": 0}}
     ticking = describe({**state, "lastTick": clock.iso(now - timedelta(seconds=9))}, now)
-    assert ticking == "serve: leader · lag 0 B · last tick 2026-12-06T09:59:51Z"
+    assert ticking == "serve: leader · last tick 09:59:51Z"  # today's: the time alone; no lag, unsaid
+    behind = describe({**state, "lag": {"signals": 120, "units": 7}, "lastTick": clock.iso(now)}, now)
+    assert behind == "serve: leader · lag 127 B · last tick 10:00:00Z"
+    yesterday = describe({**state, "lastTick": "2026-12-05T23:59:59Z"}, now.replace(hour=0, second=5))
+    assert yesterday == "serve: leader · last tick 2026-12-05T23:59:59Z"
     stuck = describe({**state, "lastTick": clock.iso(now - timedelta(seconds=95))}, now)
     assert stuck.startswith("serve: no tick for 95s, its duties are not running")

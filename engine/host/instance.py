@@ -382,7 +382,8 @@ STUCK_S = 30  # a loop that has not ticked for this long (three ticks) is said t
 
 
 def describe(state: dict[str, Any], now: datetime | None = None) -> str:
-    """One line for a person: `serve: leader · lag 0 B · last tick 12:00:00Z`, or why not. A door
+    """One line for a person: `serve: leader · last tick 12:00:00Z` (`· lag N B` before the tick
+    where serve has bytes still to look at; a tick of another day by its date too), or why not. A door
     that answers while the loop has not ticked for STUCK_S is said first: its duties (routing,
     lease expiry, deadlines, sensors) are not running (an operator's day: it read as healthy)."""
     if not state.get("running"):
@@ -395,7 +396,11 @@ def describe(state: dict[str, Any], now: datetime | None = None) -> str:
     tick = state.get("lastTick") or "none yet"
     moment = clock.moment(tick) if isinstance(tick, str) else None
     if moment is not None:
-        idle = int(((now or clock.now()) - moment).total_seconds())
+        now = now or clock.now()
+        idle = int((now - moment).total_seconds())
         if idle > STUCK_S:
             return f"serve: no tick for {idle}s, its duties are not running (its log says why) · {role} · lag {behind} B"
-    return f"serve: {role} · lag {behind} B · last tick {tick}"
+        if moment.date() == now.date():  # today's: its time alone (the date cut the line at 80 columns)
+            tick = moment.strftime("%H:%M:%SZ")
+    lagging = f" · lag {behind} B" if behind else ""  # none: nothing to say (it cut the line at 80 columns)
+    return f"serve: {role}{lagging} · last tick {tick}"
