@@ -463,7 +463,12 @@ def build_app(
             return
         path = scope.get("path", "")
         if path == HEALTH_PATH and scope.get("method") == "GET":
-            await _json(send, 200, host.health())
+            health = host.health()
+            if sdk.error is not None:  # its duties run, but every unit's call is refused (503): said
+                health["doorError"] = (
+                    f"the mcp SDK failed to load ({sdk.error}): every unit's call is refused"
+                )
+            await _json(send, 200, health)
         elif path in (MCP_PATH, MCP_PATH + "/"):
             await mcp_endpoint(scope, receive, send)
         else:

@@ -120,7 +120,15 @@ def test_an_sdk_that_fails_to_load_refuses_every_call_and_says_why(
             assert raw_post(serving.sock, token, CALL_STATUS) == (503, FAILED)
         said = [line["error"] for line in serving.lines() if line.get("door") == "sdk failed to load"]
         assert said == [error]
-        assert healthz(serving.sock)["leader"] is True and serving.proc.poll() is None
+        health = healthz(serving.sock)
+        assert health["leader"] is True and serving.proc.poll() is None
+        # /healthz says the door is broken, and so do `--once` and the room (an operator's review:
+        # it read as healthy while every unit's call was refused)
+        assert health["doorError"] == f"the mcp SDK failed to load ({error}): every unit's call is refused"
+        once = ws.run("controlroom", "--once").stdout.splitlines()
+        assert once[2].startswith(
+            f"serve (pid {serving.proc.pid}): its door is broken: the mcp SDK failed"
+        ), once[:4]
         assert ws.digest() == before
         assert "Traceback" not in serving.log.read_text()
     finally:

@@ -375,7 +375,9 @@ def serve_state(ws: Workspace, timeout: float = 2.0) -> dict[str, Any]:
         health = DoorClient(door, "", timeout=timeout).healthz()
     except RegulatorError as exc:
         return found | {"error": str(exc)}
-    return found | {k: health.get(k) for k in ("leader", "lag", "lastTick", "units")}
+    shown = found | {k: health.get(k) for k in ("leader", "lag", "lastTick", "units")}
+    error = health.get("doorError")  # its door refuses every unit's call (the SDK failed to load)
+    return shown | {"doorError": error} if isinstance(error, str) else shown
 
 
 STUCK_S = 30  # a loop that has not ticked for this long (three ticks) is said to be stuck
@@ -390,6 +392,8 @@ def describe(state: dict[str, Any], now: datetime | None = None) -> str:
         return "serve not running"
     if "error" in state:
         return f"serve (pid {state.get('pid')}) does not answer: {state['error']}"
+    if isinstance(state.get("doorError"), str):  # its duties run, its door answers no unit: first
+        return f"serve (pid {state.get('pid')}): its door is broken: {state['doorError']} (its log says why)"
     lag = state.get("lag")
     behind = sum(v for v in lag.values() if isinstance(v, int)) if isinstance(lag, dict) else 0
     role = "leader" if state.get("leader") else "follower"
