@@ -344,6 +344,25 @@ def test_another_views_action_key_says_where_it_acts(demo: Any) -> None:
     assert "`y` here does nothing: accept proposal in Identity (press 6)" in seen["notes"]
 
 
+def test_a_notification_leaves_the_status_line_readable(demo: Any) -> None:
+    """An operator's day: a notification covered the status line (serve's state, the row count)
+    for its seconds. It now sits above the status line and the footer."""
+    from textual.widgets._toast import Toast
+
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen: dict[str, Any] = {}
+
+    async def script(pilot: Any) -> None:
+        await pilot.press("d")  # another view's key: a notification says where it acts
+        await pilot.pause(0.3)
+        seen["toasts"] = [t.region for t in app.screen.query(Toast)]
+        seen["status"] = app._status.region
+
+    run(app, script, notifications=True)
+    assert seen["toasts"], "no notification shown"
+    assert not any(t.overlaps(seen["status"]) for t in seen["toasts"]), (seen["toasts"], seen["status"])
+
+
 def test_enter_in_a_one_line_field_submits(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
     before = len(demo.store("signals").read().events)
