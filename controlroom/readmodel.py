@@ -335,6 +335,8 @@ def idle_reason(ws: Workspace, state: State) -> tuple[str, str]:
     _, excluded = next_up(ws, state)
     if not excluded:
         return "no unit", "has a contract (contracts/UNIT.json)"
+    if not ws.has_stores:  # a clone: no unit's status is known here (design §16.2)
+        return "status unknown", "no stores here: the host's room says (Enter: each unit)"
     held = sum(1 for u in excluded if not any(r.startswith("status ") for r in u["reasons"]))
     return f"{held} held or flagged", f"{len(excluded) - held} not todo (Enter: each unit and why)"
 

@@ -161,6 +161,67 @@ def test_the_write_accepts_exactly_what_the_fold_counts(
         assert wrote == _closed_by(ws, ob_id, person, line), (person, signatures, target)
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(signatures=True, person="dave", unit="u1", action="retry")  # may decide, not resolve critical
+@example(signatures=True, person="dave", unit="u3", action="abort")  # an advisory recovery: allowed
+@given(
+    signatures=st.booleans(),
+    person=st.sampled_from(ACTORS),
+    unit=st.sampled_from(("u1", "u3")),
+    action=st.sampled_from(("retry", "abort", "repair")),
+)
+def test_a_decision_is_written_exactly_where_the_fold_disposes_of_all_it_names(
+    templates: dict[bool, Path], keys: dict[str, Path], signatures: bool, person: str, unit: str, action: str
+) -> None:
+    """An operator's review: a `decide` grant released a critical hold its holder was refused to
+    resolve. For any person and either unit (u1: an advisory, a blocking and a critical obligation
+    open; u3: its advisory recovery), `unit decide` succeeds exactly when the fold closes every
+    obligation its event names; where the write refuses, the same event appended past it (signed)
+    leaves open each obligation its signer may not resolve."""
+    from engine.commands.units import decide
+
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("REGULATOR_NOW", NOW)
+        root = Path(tmp) / "ws"
+        shutil.copytree(templates[signatures], root, symlinks=True)
+        ws = Workspace(root)
+        named = [ob.id for ob in rules.recovery(load(ws), unit, action).disposes]
+        key = PEOPLE.get(person, ((), (), None))[2]
+        signing.use_key(keys[key] if key else None)
+        mp.setenv("REGULATOR_SIGNING_KEY", str(keys[key] if key else "/nonexistent"))
+        try:
+            decide(ws, unit, action, person, "property")
+            wrote = True
+        except RegulatorError:
+            wrote = False
+            signer = signing.signer_for(ws, person) if key and person in PEOPLE else None
+            event = {
+                "kind": "decision",
+                "unit": unit,
+                "action": action,
+                "by": person,
+                "rationale": "property",
+                "resolves": named,
+                "disposition": rules.disposition_of(action).value,
+                "opens": None,
+                "at": clock.iso(clock.now()),
+            }
+            ws.store("units").append(person_event(ws, signer, event))
+        finally:
+            signing.use_key(None)
+        state = load(ws, cached=False)
+        last = ws.store("units").read().starts[-1]
+        closed = [ob_id for ob_id in named if state.obligations[ob_id].status != ObligationStatus.OPEN]
+        assert named and wrote == (closed == named), (person, signatures, unit, action, closed)
+        if wrote:  # and only by a person who may resolve every severity it disposes of
+            assert {state.obligations[ob_id].severity for ob_id in named} <= set(PEOPLE[person][1])
+        # what it could not dispose of stays open, and verify says so at its line
+        for ob_id in set(named) - set(closed):
+            assert any(
+                u.store == "units" and u.offset == last and ob_id in u.reason for u in state.uncounted
+            ) or (person not in PEOPLE or "decide" not in PEOPLE[person][0] or (signatures and key is None))
+
+
 def _targets(ws: Workspace) -> list[str]:
     """The template's obligations: advisory, blocking and critical open, u3's recovery, then the
     resolved one."""

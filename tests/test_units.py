@@ -187,3 +187,26 @@ def test_bad_input_writes_nothing_even_with_signals_awaiting_routing(ws: helpers
         done = ws.run(*args)
         assert done.returncode == 2, (args, done.stderr)
         assert ws.digest() == before, args
+
+
+def test_a_decision_is_refused_to_who_may_not_resolve_what_it_disposes_of(ws: helpers.Workspace) -> None:
+    """An operator's review: dave may decide but resolve only advisory; `obligation resolve` refused
+    him u1's blocking obligation, yet `unit decide --action retry` (or `pause`, which escalates it
+    into a blocking one anyone resolving blocking could close) disposed of it and released the hold."""
+    from tests.helpers import one_line
+
+    ob = held_in_progress(ws)
+    interaction = "regulator/policy/interaction.yaml"
+    text = (ws.root / interaction).read_text()
+    text = text.replace("people:\n", "people:\n  dave:\n    grants: [decide]\n    resolve: [advisory]\n", 1)
+    ws.decide(interaction, text)
+    before = ws.digest()
+    for action in ("retry", "pause", "abort"):
+        done = ws.run("unit", "decide", "u1", "--action", action, "--by", "dave", "--rationale", "just rerun")
+        assert done.returncode == 3, done.stderr
+        assert one_line(done) == (
+            f"regulator: dave may not resolve what a recovery decision on u1 disposes of: {ob} (blocking) "
+            "(interaction.yaml lets them resolve: advisory); a person who may resolve them decides, "
+            "or resolves them first"
+        )
+    assert ws.digest() == before and ob_status(ws, ob)["status"] == "open"

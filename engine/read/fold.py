@@ -61,7 +61,7 @@ from engine.read.order import (
     _signals_seen,
 )
 from engine.read.persons import PERSON_STORES, _judge, _read_back, check_ahead, counts, person_refs
-from engine.read.rules import close_pending, disposing, disposition_counts
+from engine.read.rules import close_pending, decision_closes, disposing, disposition_counts
 from engine.read.vetoes import Span, host_veto
 from engine.read.worldfold import KINDS as WORLD_KINDS
 from engine.read.worldfold import (
@@ -411,13 +411,17 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 rationale=None if rationale is msgspec.UNSET else rationale,
                 closed_at=_text(event.at),
                 at=at,
+                unit=unit_id,
             )
             for ob_id in event.resolves:
                 ob = obligations.get(ob_id)
                 if ob is None:
                     state.pending.setdefault(ob_id, []).append(closing)
                 elif ob.status == _OPEN:
-                    ob.close(closing)
+                    if decision_closes(state, closing, ob):
+                        ob.close(closing)
+                    else:
+                        ob.history.append(at)  # shown in its lifecycle: it counted for nothing
             opened = event.opens
             if opened:
                 ob = Obligation(

@@ -152,6 +152,7 @@ class Closing(msgspec.Struct, array_like=True):
     rationale: str | None
     closed_at: str | None
     at: int  # reference to the closing event (engine.log.events)
+    unit: object = None  # a recovery decision's unit (engine.read.rules.disposes_of); None for a disposition
 
 
 class Obligation(msgspec.Struct, array_like=True):

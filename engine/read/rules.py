@@ -21,6 +21,7 @@ from engine.read.model import (
     OWED_TO,
     PERSON_DISPOSITIONS,
     WAITING_ACTIONS,
+    Closing,
     Disposition,
     MemoryEntry,
     Obligation,
@@ -204,6 +205,9 @@ def close_pending(state: State, ob: Obligation) -> None:
         if signals and not disposition_counts(state, closing.at, closing.closed_at, closing.by, ob):
             ob.history.append(closing.at)
             continue
+        if not signals and not decision_closes(state, closing, ob):
+            ob.history.append(closing.at)
+            continue
         if ob.status == ObligationStatus.OPEN:
             ob.close(closing)
 
@@ -230,7 +234,11 @@ DECIDABLE = (UnitStatus.TODO, UnitStatus.IN_PROGRESS, UnitStatus.WAITING, UnitSt
 
 
 def deciding_unit(people: People, person: str, state: State, unit: UnitState) -> Denied | None:
-    """`unit decide`: the decide grant, and a unit todo, in progress, waiting or lost."""
+    """`unit decide`: the decide grant, a unit todo, in progress, waiting or lost, and every
+    obligation the decision disposes of (recovery: whatever the action) of a severity the person may
+    resolve (may_resolve, as `obligation resolve` asks): a decision closes them, or escalates them
+    into a blocking one, so it is their disposition (an operator's review: a `decide` grant released
+    a critical hold its holder was refused to resolve)."""
     denied = lacks(people, person, "decide", "record a recovery decision")
     status = unit_status(state, unit)
     if denied is None and status not in DECIDABLE:
@@ -239,7 +247,49 @@ def deciding_unit(people: People, person: str, state: State, unit: UnitState) ->
             f"unit {unit.id} is {status}; a recovery decision needs todo, in-progress, waiting or lost",
             bad_input=True,
         )
+    if denied is None:
+        beyond = [
+            ob
+            for ob in recovery(state, unit.id, RecoveryAction.RETRY).disposes
+            if disposes_of(people, person, unit.id, ob)
+        ]
+        if beyond:
+            allowed = people.resolve.get(person, ())
+            named = ", ".join(f"{ob.id} ({ob.severity})" for ob in beyond[:5])
+            more = f" and {len(beyond) - 5} more" if len(beyond) > 5 else ""
+            denied = Denied(
+                f"{person} may not resolve {beyond[0].severity} (it would dispose of {len(beyond)})",
+                f"{person} may not resolve what a recovery decision on {unit.id} disposes of: {named}{more} "
+                f"(interaction.yaml lets them resolve: {', '.join(allowed) or 'no severity'}); "
+                "a person who may resolve them decides, or resolves them first",
+            )
     return denied
+
+
+def disposes_of(people: People, person: object, unit_id: object, ob: Obligation) -> str | None:
+    """Why a recovery decision by `person` on `unit_id` does not dispose of `ob`, or None where it
+    does: what `unit decide` lists (recovery: the unit's own obligations owed to S3), each of a
+    severity the person may resolve. The write refuses a decision with one it does not; the fold
+    leaves such an obligation open (decision_closes)."""
+    if ob.unit != unit_id:
+        return f"does not dispose of {ob.id}: not unit {unit_id}'s"
+    if ob.owed_to != OWED_TO:
+        return f"does not dispose of {ob.id}: owed to {ob.owed_to}, not {OWED_TO}"
+    if may_resolve(people, person, ob.severity) is not None:
+        return f"does not dispose of {ob.id}: {unresolvable(ob.severity)}"
+    return None
+
+
+def decision_closes(state: State, closing: Closing, ob: Obligation) -> bool:
+    """A recovery decision (units.ndjson, `closing`) closes `ob` only where disposes_of says it
+    does under the policy in force at its place in the log; one that does not is marked, for
+    `verify`, and `ob` stays open."""
+    people = state.auth.people_for("units", closing.at >> 2, closing.closed_at)
+    reason = disposes_of(people, closing.by, closing.unit, ob)
+    if reason is None:
+        return True
+    state.uncounted.append(Uncounted("units", closing.at >> 2, reason))
+    return False
 
 
 def demoting(people: People, person: str, state: State, unit: UnitState) -> Denied | None:
