@@ -706,6 +706,7 @@ def sort_keys(view: str, snap: Snapshot, view_keys: list[Key], sort: str) -> lis
     if view == "units":
         units = state.units
         if sort == "priority":
-            return sorted(view_keys, key=lambda k: (-contract_of(units[plain(k)]).priority, plain(k)))
+            # lower first, as Next-up dispatches (an operator's review: the room put the last first)
+            return sorted(view_keys, key=lambda k: (contract_of(units[plain(k)]).priority, plain(k)))
         return sorted(view_keys, key=lambda k: (STATUS_RANK[unit_status(state, units[plain(k)])], plain(k)))
     return view_keys

@@ -25,7 +25,7 @@ from engine.commands.proposals import propose
 from engine.commands.signals import report_intelligence
 from tests.helpers import NOW, REGULATOR, clean_env
 from tests.room import demo_workspace, opened, run, until
-from widgets.dialogs import AckDialog, DecideDialog, ProposalDialog
+from widgets.dialogs import AckDialog, DecideDialog, ProposalDialog, ResolveDialog
 
 SIZE = (150, 42)
 
@@ -426,7 +426,7 @@ def test_s_cycles_the_sort(demo: Any) -> None:
     assert seen[7] == ["u1", "u3", "u3", "u4"] and seen[6][1:3] == ["blocking", "advisory"]
 
 
-def test_units_sorted_by_status_put_what_needs_a_person_first(demo: Any) -> None:
+def test_units_sorted_by_priority_and_status_put_what_comes_first_first(demo: Any) -> None:
     """An operator's review: the units' `status` sort was alphabetical (closed first, lost after
     in-progress); a lost lease and a waiting unit come first, what is over last."""
     from engine.commands.units import close
@@ -437,14 +437,16 @@ def test_units_sorted_by_status_put_what_needs_a_person_first(demo: Any) -> None
     seen: list[Any] = []
 
     async def script(pilot: Any) -> None:
-        await pilot.press("2")
-        for _ in range(2):
-            await pilot.press("s")
+        await pilot.press("2", "s")
         state = app.snap.state
+        seen.append([state.units[str(k)].contract.priority for k in app.table.keys])  # type: ignore[union-attr]
+        await pilot.press("s")
         seen.append(str(app._status.render()))
         seen.append([str(unit_status(state, state.units[str(k)])) for k in app.table.keys])
 
     run(app, script)
+    priorities = seen.pop(0)  # by priority: lower first, as Next-up dispatches (it was reversed)
+    assert priorities == sorted(priorities) and priorities[0] < priorities[-1], priorities
     assert "sort: status" in seen[0]
     order = ["lost", "waiting", "in-progress", "todo", "closed", "aborted"]
     assert len(set(seen[1])) >= 2 and seen[1] == sorted(seen[1], key=order.index), seen[1]
@@ -475,6 +477,65 @@ def test_the_decision_dialog_previews_what_changes(demo: Any) -> None:
     assert "vendor/left-pad.js" in seen["pause"] and "upstream statement API" in seen["pause"]
     assert "opens a new blocking obligation on u3" in seen["pause"]
     assert "become rework" in seen["retry"] and "opens nothing" in seen["retry"]
+
+
+def test_at_80x24_the_decision_dialog_takes_its_rationale_after_an_action(demo: Any) -> None:
+    """An operator's review: at 80×24 the preview pushed the rationale off the dialog and out of
+    Tab's turn: Tab, Tab, typing and Enter pressed Cancel, nothing recorded. The field now comes
+    before the preview; Select, Tab, the rationale, Enter records the decision."""
+    from textual.widgets import Select
+
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    before = len(demo.store("units").read().events)
+    seen: dict[str, Any] = {}
+
+    async def script(pilot: Any) -> None:
+        await pilot.press("2")
+        app.table.cursor = app.table.keys.index("u3")
+        await pilot.pause()
+        await pilot.press("d")
+        assert await opened(pilot, DecideDialog)
+        app.screen.query_one(Select).focus()
+        await pilot.press("enter")  # the Select's list
+        await pilot.pause()
+        await pilot.press("down", "enter")  # its first action
+        await pilot.pause()
+        seen["action"] = app.screen.query_one(Select).value
+        seen["region"] = app.screen.query_one("#rationale").region
+        await pilot.press("tab", *"contain it", "enter")
+        await until(pilot, lambda: len(app.screen_stack) == 1)
+
+    run(app, script, size=(80, 24))
+    assert seen["region"].bottom <= 24, seen["region"]  # on screen
+    events = demo.store("units").read().events
+    assert len(events) == before + 1, "nothing recorded"
+    assert (events[-1]["kind"], events[-1]["unit"], events[-1]["action"], events[-1]["rationale"]) == (
+        "decision",
+        "u3",
+        seen["action"],
+        "contain it",
+    )
+
+
+def test_a_dialogs_choose_line_goes_once_a_choice_is_made(demo: Any) -> None:
+    """An operator's review: "choose a disposition" stayed under the field once one was chosen."""
+    from textual.widgets import Select
+
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen: dict[str, Any] = {}
+
+    async def script(pilot: Any) -> None:
+        await pilot.press("r")
+        assert await opened(pilot, ResolveDialog)
+        await pilot.click("#confirm")
+        await pilot.pause()
+        seen["asked"] = str(app.screen.query_one("#why").render())
+        app.screen.query_one(Select).value = "no-action"
+        await pilot.pause()
+        seen["chosen"] = str(app.screen.query_one("#why").render())
+
+    run(app, script)
+    assert seen["asked"] == "choose a disposition" and seen["chosen"] == ""
 
 
 def test_the_accept_dialog_says_it_commits_and_shows_a_diff(demo: Any) -> None:

@@ -80,6 +80,13 @@ class _Dialog(ModalScreen[Answer | None]):
     def refuse(self, why: str) -> None:
         """Say in the dialog why it cannot be confirmed yet."""
         self.query_one("#why", Static).update(Text(why))
+        self._said = why
+
+    def answered(self, why: str) -> None:
+        """What `refuse(why)` asked for is given: it is said no more (an operator's review: "choose
+        a disposition" stayed under the field once one was chosen)."""
+        if getattr(self, "_said", "") == why:
+            self.refuse("")
 
 
 def _input(placeholder: str, id: str) -> Input:
@@ -141,6 +148,7 @@ class ResolveDialog(_Dialog):
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if isinstance(event.value, str):
+            self.answered("choose a disposition")
             self.query_one("#meaning", Static).update(
                 Text(f"{event.value}: {self.dispositions[event.value]}")
             )
@@ -257,12 +265,14 @@ class DecideDialog(_Dialog):
         yield _heading(f"Recovery decision for unit {self.unit_id}")
         yield Label("Action")
         yield Select(_choices(self.actions), id="action", prompt="choose an action")
-        yield Static(
-            Text("choose an action to see what it means and changes"), id="preview", classes="preview"
-        )
+        # the field before the preview: a long preview at 80×24 pushed it off the dialog, out of the
+        # Tab order's turn, and what was typed went nowhere (an operator's review)
         yield Label("Rationale")
         yield _input("why", "rationale")
         yield Static("", id="why", classes="why")
+        yield Static(
+            Text("choose an action to see what it means and changes"), id="preview", classes="preview"
+        )
 
     def confirm(self) -> None:
         action = self.query_one("#action", Select).value
@@ -281,6 +291,7 @@ class DecideDialog(_Dialog):
         value = event.value
         if not isinstance(value, str):
             return
+        self.answered("choose an action")
         lines = [f"{value}: {self.actions[value]}", ""]
         lines += self.preview(value) if self.preview is not None else []
         self.query_one("#preview", Static).update(Text("\n".join(ensure_escaped(line) for line in lines)))
