@@ -27,7 +27,7 @@ from engine.read.model import UNREADABLE, EventKind, MemoryStatus, ObligationKin
 from engine.read.nextup import next_up
 from engine.read.queries import days_left, history, is_stale, memory_status, unit_status
 from engine.read.rules import decision_of, recovery
-from engine.read.vetoes import awaiting_close
+from engine.read.vetoes import AWAITING_CLOSE, AWAITING_DECISION, READY_TO_CLOSE, result_waits
 from engine.read.worldfold import event_line, reporter
 
 
@@ -201,8 +201,13 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         yield from _uncounted(events)
         for ob in snap.holds.get(unit_id, []):
             yield f"held by {ob.severity} obligation {ob.id}: {escape(ob.subject)}"
-        if snap.known and awaiting_close(state, unit, snap.holds.get(unit_id, [])):
+        waits = result_waits(state, unit, snap.holds.get(unit_id, [])) if snap.known else None
+        if waits == AWAITING_CLOSE:
             yield "awaiting close: its result is recorded; a hold vetoes the close until it is dispositioned"
+        elif waits == READY_TO_CLOSE:
+            yield f"ready to close: its result is done and nothing holds it: `regulator unit close {escape(unit_id)}`"
+        elif waits == AWAITING_DECISION:
+            yield "awaiting decision: its result is not done; a person records a recovery decision (d)"
         for finding_id in snap.stale.get(unit_id, []):
             yield f"stale-knowledge: unresolved finding {finding_id}"
         return

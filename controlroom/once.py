@@ -24,7 +24,7 @@ from engine.read.queries import STARTED, days_left, memory_status, unit_status
 from engine.read.rules import decision_of
 from engine.read.status import status
 from engine.read.storeless import ABSENT, authentication, stores
-from engine.read.vetoes import awaiting_close
+from engine.read.vetoes import result_waits
 from engine.trust.idhistory import HistoryVerdict
 from registry.history import how_to_read
 from registry.lint import LintResult
@@ -80,7 +80,8 @@ def _started(state: State, unit: UnitState | None) -> str | None:
         return None
     if status == UnitStatus.LOST:
         return "lost (its lease expired while in progress)"
-    return "in progress, awaiting close," if awaiting_close(state, unit) else "in progress"
+    waits = result_waits(state, unit)
+    return f"in progress, {waits}," if waits else "in progress"
 
 
 def _unrouted_reasons(snap: Snapshot) -> list[str]:

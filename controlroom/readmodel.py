@@ -44,7 +44,7 @@ from engine.read.queries import (
     unit_status,
 )
 from engine.read.rules import decision_of, undecided
-from engine.read.vetoes import awaiting_close, holds
+from engine.read.vetoes import holds, result_waits
 from engine.read.worldfold import reporter_label
 from registry.lint import LintResult, record_findings
 
@@ -363,16 +363,12 @@ def contract_of(unit: UnitState) -> Contract:
 
 
 def unit_cell(snap: Snapshot, unit: UnitState) -> str:
-    """A unit's status as the room and --once show it: `awaiting close` for an in-progress unit
-    whose result is recorded and whose close a hold vetoes (design §23), `unknown` without stores."""
+    """A unit's status as the room and --once show it: for an in-progress unit whose result is
+    recorded, what it waits for (`awaiting close`, `ready to close`, `awaiting decision`:
+    engine.read.vetoes.result_waits), `unknown` without stores."""
     if not snap.known:
         return "unknown"
-    if awaiting_close(snap.state, unit, snap.holds.get(unit.id, [])):
-        return AWAITING_CLOSE
-    return unit_status(snap.state, unit)
-
-
-AWAITING_CLOSE = "awaiting close"
+    return result_waits(snap.state, unit, snap.holds.get(unit.id, [])) or unit_status(snap.state, unit)
 
 
 def run_marks(snap: Snapshot, unit: UnitState) -> str:

@@ -231,6 +231,23 @@ def test_awaiting_close_is_a_done_result_and_a_held_close(fleet: Any) -> None:
     assert line.endswith("unconfined; result done: implemented")
     text = fleet.run("controlroom", "--once").stdout
     assert "awaiting close" in text and "u1 is in progress, awaiting close, and held by blocking" in text
+    # the hold dispositioned, the unit is ready to close, and saying so is the resolve's last word
+    # (an operator's review: it read as plainly in progress; nothing closes it by itself)
+    ob = row["blockedBy"][0]
+    done = fleet.run(
+        "obligation", "resolve", ob, "--by", "alice", "--disposition", "no-action", "--rationale", "ok"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        "regulator: note: unit u1's result is done and no other obligation holds it now: "
+        "`regulator unit close u1` closes it\n"
+    )
+    row = next(u for u in fleet.json("status")["units"] if u["id"] == "u1")
+    assert (row["status"], row["awaitingClose"], row["waitsFor"]) == ("in-progress", False, "ready to close")
+    line = next(li for li in fleet.run("status").stdout.splitlines() if li.startswith("u1 "))
+    assert line.split()[:5] == ["u1", "implement", "ready", "to", "close"]
+    fleet.run("unit", "close", "u1", check=True)
+    assert next(u for u in fleet.json("status")["units"] if u["id"] == "u1")["waitsFor"] is None
 
 
 def test_forged_expiry_and_result_lines_count_for_nothing(fleet: Any) -> None:

@@ -210,3 +210,27 @@ def test_a_decision_is_refused_to_who_may_not_resolve_what_it_disposes_of(ws: he
             "or resolves them first"
         )
     assert ws.digest() == before and ob_status(ws, ob)["status"] == "open"
+
+
+def test_answering_a_question_of_a_unit_whose_lease_is_over_says_it_goes_unread(
+    ws: helpers.Workspace,
+) -> None:
+    """An operator's review: a question of a closed unit was answered with no word that the unit,
+    its lease over, never reads it (docs/agents.md says so); the answer is recorded all the same."""
+    from engine.doors.api import UnitDoor
+
+    lease = ws.lease("u1") / ".regulator-lease.json"
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in ws.env.items():
+            mp.setenv(name, value)
+        question = UnitDoor(lease).ask({"question": "Pin left-pad to 1.3.0?"}).obligation
+    ws.run("signals", "route", check=True)
+    ws.run("unit", "close", "u1", check=True)
+    args = ["obligation", "resolve", question, "--by", "alice", "--disposition", "answered"]
+    done = ws.run(*args, "--rationale", "yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        "regulator: note: unit u1 is closed: its lease is over, so it will not read this answer "
+        "(a unit reads answers only while its lease is current; it is recorded all the same)\n"
+    )
+    assert ob_status(ws, question)["answer"] == "yes"

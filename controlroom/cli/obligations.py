@@ -250,7 +250,11 @@ def obligation_resolve(
     from engine.commands.obligations import resolve
 
     ws = person_workspace(by)
-    event = resolve(ws, obligation_id, by, disposition, rationale)
+
+    def note(line: str) -> None:
+        sys.stderr.write(f"regulator: note: {escape(line)}\n")
+
+    event = resolve(ws, obligation_id, by, disposition, rationale, say=note)
     if as_json:
         emit_json({"obligation": event["obligation"], "disposition": event["disposition"]})
     else:

@@ -115,7 +115,7 @@ def status(as_json: JsonFlag = False) -> None:
         [
             u["id"],
             u["type"] or "?",
-            "awaiting close" if u["awaitingClose"] else u["status"],
+            u["waitsFor"] or u["status"],
             "?" if u["held"] is None else "held" if u["held"] else "",
             ", ".join(u["blockedBy"] + u["staleKnowledge"]),
             _run_text(u),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from engine.base import clock
 from engine.base.errors import BadInput
 from engine.base.limits import check_text
@@ -17,8 +19,11 @@ from engine.read.model import (
     Obligation,
     ObligationKind,
     State,
+    UnitStatus,
 )
+from engine.read.queries import unit_status
 from engine.read.rules import Denied, lacks, refuse, resolving
+from engine.read.vetoes import AWAITING_CLOSE, blocking, result_waits
 
 DISPOSITIONS = PERSON_DISPOSITIONS  # what `obligation resolve --disposition` accepts
 _FROM_SIGNALS = (ObligationKind.INTELLIGENCE, ObligationKind.QUESTION, ObligationKind.RECHECK)
@@ -61,7 +66,16 @@ def find(state: State, prefix: str) -> Obligation:
     return by_prefix(state.obligations, prefix, "obligation")
 
 
-def resolve(ws: Workspace, prefix: str, by: str | None, disposition: str, rationale: str) -> dict:
+def resolve(
+    ws: Workspace,
+    prefix: str,
+    by: str | None,
+    disposition: str,
+    rationale: str,
+    say: Callable[[str], None] | None = None,
+) -> dict:
+    """A person's disposition of an open obligation (design §5.5); `say` is told, once it is written,
+    what the write does not show (after_resolving)."""
     check_prefix(prefix, "obligation")
     person = check_person(by)
     if disposition not in DISPOSITIONS:
@@ -83,4 +97,32 @@ def resolve(ws: Workspace, prefix: str, by: str | None, disposition: str, ration
             "rationale": rationale,
             "at": clock.iso(clock.now()),
         }
-        return ws.store("signals").append(turn.signed(event))
+        notes = after_resolving(turn.state, ob)
+        written = ws.store("signals").append(turn.signed(event))
+    if say is not None:
+        for note in notes:
+            say(note)
+    return written
+
+
+def after_resolving(state: State, ob: Obligation) -> list[str]:
+    """What a person resolving `ob` (as `state` stood before) should hear that the write does not
+    say (an operator's review): a question whose unit's lease is over is answered to no one; the
+    last obligation holding a unit whose result is done leaves it ready to close, which nothing
+    does by itself."""
+    unit = state.units.get(ob.unit) if ob.unit else None
+    if unit is None:
+        return []
+    status = unit_status(state, unit)
+    if ob.kind == ObligationKind.QUESTION and status != UnitStatus.IN_PROGRESS:
+        return [
+            f"unit {unit.id} is {status}: its lease is over, so it will not read this answer "
+            "(a unit reads answers only while its lease is current; it is recorded all the same)"
+        ]
+    others = [o for o in blocking(state).get(unit.id, []) if o.id != ob.id] if ob.blocks else [ob]
+    if not others and result_waits(state, unit) == AWAITING_CLOSE:
+        return [
+            f"unit {unit.id}'s result is done and no other obligation holds it now: "
+            f"`regulator unit close {unit.id}` closes it"
+        ]
+    return []

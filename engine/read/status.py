@@ -8,7 +8,7 @@ from engine.checkout.workspace import Workspace
 from engine.read.model import State, UnitResult
 from engine.read.queries import confined, unrouted
 from engine.read.storeless import authentication, status_of, stores
-from engine.read.vetoes import awaiting_close, holds
+from engine.read.vetoes import awaiting_close, holds, result_waits
 
 
 def status(ws: Workspace, state: State, only: str | None = None) -> dict:
@@ -33,6 +33,8 @@ def status(ws: Workspace, state: State, only: str | None = None) -> dict:
                 "staleKnowledge": list(findings),
                 # design §23: null where nothing is known (not started, or no stores here)
                 "awaitingClose": awaiting_close(state, unit, holding) if known else None,
+                # what its recorded result waits for: awaiting close, ready to close, awaiting decision
+                "waitsFor": result_waits(state, unit, holding) if known else None,
                 "confined": confined(state, unit) if known else None,
                 "result": result_json(unit.result) if known else None,
             }

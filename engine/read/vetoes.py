@@ -105,20 +105,30 @@ def holds(ws: Workspace, state: State) -> Holds:
     return Holds(ws, state, {u: by for u, by in blocking(state).items() if not finished(state, u)})
 
 
-def awaiting_close(state: State, unit: UnitState, holding: list[Obligation] | None = None) -> bool:
-    """In progress with a `done` result recorded for its lease, and a hold that vetoes its close
-    (design §23): the unit's work is over, a person's disposition is not. `holding`: the obligations
-    holding it now (blocking()), when the caller has them."""
+AWAITING_CLOSE, READY_TO_CLOSE, AWAITING_DECISION = "awaiting close", "ready to close", "awaiting decision"
+
+
+def result_waits(state: State, unit: UnitState, holding: list[Obligation] | None = None) -> str | None:
+    """What an in-progress unit whose lease recorded a result waits for (design §23), or None:
+    `awaiting close` (done, and a hold vetoes its close: a person's disposition first), `ready to
+    close` (done, and no obligation holds it: `regulator unit close` closes it; an operator's review
+    found such a unit shown as plainly in progress, its lease never expiring), `awaiting decision`
+    (failed or blocked: a person records a recovery decision). `holding`: the obligations holding it
+    now (blocking()), when the caller has them."""
     result = unit.result
-    if (
-        result is None
-        or result.outcome != ResultOutcome.DONE
-        or unit_status(state, unit) != UnitStatus.IN_PROGRESS
-    ):
-        return False
+    if result is None or unit_status(state, unit) != UnitStatus.IN_PROGRESS:
+        return None
+    if result.outcome != ResultOutcome.DONE:
+        return AWAITING_DECISION
     if holding is None:
         holding = blocking(state).get(unit.id, [])
-    return bool(holding)
+    return AWAITING_CLOSE if holding else READY_TO_CLOSE
+
+
+def awaiting_close(state: State, unit: UnitState, holding: list[Obligation] | None = None) -> bool:
+    """In progress with a `done` result recorded for its lease, and a hold that vetoes its close
+    (result_waits): the unit's work is over, a person's disposition is not."""
+    return result_waits(state, unit, holding) == AWAITING_CLOSE
 
 
 def _describe(state: State, ob: Obligation) -> str:
