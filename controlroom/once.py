@@ -18,7 +18,7 @@ from engine.commands.router import route_locked
 from engine.read import checkpoint
 from engine.read.deadlines import Deadlines
 from engine.read.load import load
-from engine.read.model import MemoryStatus, Obligation, ObligationKind, State, UnitState, UnitStatus
+from engine.read.model import Obligation, ObligationKind, State, UnitState, UnitStatus
 from engine.read.nextup import next_up
 from engine.read.queries import STARTED, days_left, memory_status, unit_status
 from engine.read.rules import decision_of
@@ -176,7 +176,8 @@ def _memory_json(snap: Snapshot) -> list[dict[str, object]]:
                 "subject": e["subject"],
                 "status": status,
                 "reviewBy": e["reviewBy"],
-                "daysLeft": days_left(entry, today) if status == MemoryStatus.CURRENT else 0,
+                # as `memory --json` says it: negative once expired (it was 0, for any day past)
+                "daysLeft": days_left(entry, today),
                 "scope": list(e.get("scope") or []),
                 "at": e.get("at"),
             }

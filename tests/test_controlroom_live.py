@@ -695,6 +695,19 @@ def test_once_json_carries_memory_signals_and_obligation_times(demo: Any) -> Non
     assert ob["subject"] == "unrouted until once" and ob["opened"] == NOW
     soon = next(m for m in data["memory"] if m["subject"] == "package mirror")
     assert soon["daysLeft"] == 5 and soon["status"] == "current"
+    # every entry's days left to its review-by date, as `memory --all` says them: negative once expired
+    from datetime import date
+
+    today = date.fromisoformat(NOW[:10])
+    assert all(m["daysLeft"] == (date.fromisoformat(m["reviewBy"]) - today).days for m in data["memory"])
+    later = subprocess.run(  # 40 days on: it expired 35 days ago (it said 0 on every day past)
+        [REGULATOR, "--root", str(demo.root), "controlroom", "--once", "--json"],
+        env={**env, "REGULATOR_NOW": "2027-01-08T00:00:00Z"},
+        capture_output=True,
+        text=True,
+    )
+    gone = next(m for m in json.loads(later.stdout)["memory"] if m["subject"] == "package mirror")
+    assert (gone["status"], gone["daysLeft"]) == ("expired", -35)
     assert {s["outcome"] for s in data["signals"]} == {"obligations"} and len(data["signals"]) == 3
     done = subprocess.run(
         [REGULATOR, "--root", str(demo.root), "controlroom", "--once"],

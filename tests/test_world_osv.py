@@ -490,6 +490,15 @@ def test_a_workspace_without_sensors_yaml_has_no_sensors(ws: Any) -> None:
     assert "no sensors declared" in ws.run("sensors", check=True).stdout
     assert tick(ws)["sensors"]["outcome"] == {"written": 0, "note": "no sensors declared"}
     assert ws.run("identity", "verify").returncode == 0
+    # one added by hand, never decided, declares nothing either: listed as none, with the warning,
+    # and the tick's duty does not fail (an operator's review: exit 3, and `failed` every tick)
+    path = ws.root / "regulator" / "policy" / "sensors.yaml"
+    path.write_text(sensors_yaml())
+    listed = ws.run("sensors", "--json")
+    assert (listed.returncode, json.loads(listed.stdout)) == (0, [])
+    assert "sensors.yaml on disk is not its decided content" in listed.stderr
+    assert tick(ws)["sensors"]["outcome"] == {"written": 0, "note": "no sensors declared"}
+    assert ws.run("identity", "verify").returncode == 1  # the file nobody decided is named
 
 
 def shown_proposal(ws: Any, argv: list[str]) -> str:

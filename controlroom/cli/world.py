@@ -75,7 +75,9 @@ def sensors(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         absent_exit(ws)
         return
     if not rows:
-        out("no sensors declared (regulator/policy/sensors.yaml, changed by accepted proposal)")
+        out(
+            "no sensors declared (declare them in regulator/policy/sensors.yaml, by a proposal a person accepts)"
+        )
         absent_exit(ws)
         return
     table(

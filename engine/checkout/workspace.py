@@ -272,11 +272,12 @@ class Workspace:
             raise BadInput(f"policy {relative}: not valid UTF-8; restore it from trunk") from None
 
     def optional_policy_text(self, relative: str) -> str | None:
-        """A governed file a workspace may lack (sensors.yaml): None while it is absent on disk and
-        no decision ever recorded it; else its content in force, as policy_text."""
+        """A governed file a workspace may lack (sensors.yaml): None while no decision ever recorded
+        it, whatever is on disk (a hand-added file declares nothing, as a hand edit does: the
+        warning says so; it failed every command and tick that read it: an operator's review);
+        else its content in force, as policy_text."""
         auth = self.authority()
-        decided = relative in auth.decided_hash or relative in auth.content
-        if not decided and not os.path.lexists(self.root / relative):
+        if relative not in auth.decided_hash and relative not in auth.content:
             return None
         return self.policy_text(relative)
 
