@@ -295,9 +295,15 @@ def as_json_text(snap: Snapshot, require_history: bool = False) -> tuple[str, in
 
 
 def _obligation_json(state: State, ob: Obligation, deadlines: Deadlines | None) -> dict[str, object]:
-    """An obligation's row: `obligations --json`'s record, then its subject and times."""
+    """An obligation's row: `obligations --json`'s record, then its subject and times, and its
+    kind (a unit's question, a recovery, intelligence: as `obligations --json` says it, D-287)."""
     row = record(state, ob, deadlines)  # a fresh dict: these keys follow its own
-    row["subject"], row["opened"], row["closed"] = ob.subject, ob.opened_at, ob.closed_at
+    row["subject"], row["opened"], row["closed"], row["kind"] = (
+        ob.subject,
+        ob.opened_at,
+        ob.closed_at,
+        ob.kind,
+    )
     return row
 
 

@@ -693,6 +693,7 @@ def test_once_json_carries_memory_signals_and_obligation_times(demo: Any) -> Non
     assert data["routed"] == 1
     ob = next(o for o in data["obligations"] if o["unit"] == "u4")
     assert ob["subject"] == "unrouted until once" and ob["opened"] == NOW
+    assert ob["kind"] == "intelligence"  # as `obligations --json` says it (a question reads `question`)
     soon = next(m for m in data["memory"] if m["subject"] == "package mirror")
     assert soon["daysLeft"] == 5 and soon["status"] == "current"
     # every entry's days left to its review-by date, as `memory --all` says them: negative once expired
