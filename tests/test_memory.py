@@ -146,13 +146,15 @@ def test_retraction(seeded: Any) -> None:
     before = ws.digest()
     done = ws.run("memory", "retract", ids[0][:16], "--by", "mallory", "--reason", "wrong")
     assert done.returncode == 3 and ws.digest() == before
-    done = ws.run("memory", "retract", ids[0][:16], "--by", "alice", "--reason", "TZ fixed in CI image")
+    # `--rationale`, as every other person action names it, is `--reason` (an operator's review)
+    done = ws.run("memory", "retract", ids[0][:16], "--by", "alice", "--rationale", "TZ fixed in CI image")
     assert done.returncode == 0, done.stderr
     assert ids[0] not in {m["id"] for m in ws.json("memory")}
     assert {m["id"]: m["status"] for m in ws.json("memory", "--all")}[ids[0]] == "retracted"
     events = ws.events("memory")
     assert events[0]["id"] == ids[0] and events[0]["note"].startswith("The tests are flaky")
     assert events[-1] == {**events[-1], "kind": "retraction", "entry": ids[0], "by": "alice"}
+    assert events[-1]["reason"] == "TZ fixed in CI image"
     assert "flaky unless TZ" not in ws.run("context", "u1").stdout
     assert ws.run("memory", "retract", ids[0], "--by", "alice", "--reason", "again").returncode == 3
 

@@ -136,7 +136,14 @@ def memory_remember(
 def memory_retract(
     entry_id: Annotated[str, typer.Argument(metavar="ID")],
     by: Annotated[str | None, typer.Option()] = None,
-    reason: Annotated[str, typer.Option()] = "",
+    reason: Annotated[
+        str,
+        typer.Option(
+            "--reason",
+            "--rationale",
+            help="Why it is retracted (`--rationale`, as every other person action names it, is the same).",
+        ),
+    ] = "",
 ) -> None:
     """Retract a memory entry: a later event; nothing is deleted."""
     from engine.commands.memory import retract
