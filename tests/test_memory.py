@@ -165,6 +165,7 @@ def test_markup_and_escapes_shown_literally(ws: helpers.Workspace) -> None:
     assert remember(ws, u1, note=note).returncode == 0
     listed = ws.run("memory").stdout
     assert "[bold red]x[/]" in listed and "\\x1b[31mred" in listed and ESC not in listed
+    assert " every unit " in listed  # no scope: every unit's, as the room says it (it said `all`)
     context = ws.run("context", "u1").stdout
     # fenced and escaped, as everywhere else (design §16.1); the markup stays characters
     assert "  > [bold red]x[/] and \\x1b[31mred\\x1b[0m\n" in context and ESC not in context

@@ -112,6 +112,8 @@ def test_a_question_reads_everywhere_a_signal_does(asked: Any) -> None:
     ws.run("signals", "route", check=True)
     listed = ws.run("signals")
     assert listed.returncode == 0 and "Traceback" not in listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if "Pin left-pad" in line)
+    assert row.split()[1] == "question", row  # its reported column, as the room says it (it said `-`)
     shown = ws.run("obligation", "show", question.obligation)
     assert shown.returncode == 0, shown.stderr
     assert "? Pin left-pad to 1.3.0 or move to 2.0?" in shown.stdout and "\x1b" not in shown.stdout

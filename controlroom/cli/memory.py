@@ -98,7 +98,7 @@ def memory(
                 r["reviewBy"],
                 f"{r['daysLeft']}d",
                 r["unit"] or "?",
-                ",".join(r["scope"]) or "all",
+                ",".join(r["scope"]) or "every unit",  # as the room and the lifecycle say it
                 freshness.label(r["evidenceStatus"], r["changedPaths"]),
                 f"{r['subject']}: {r['note']}",
             ]

@@ -79,7 +79,7 @@ def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         [
             [
                 r["id"],
-                r["reportedSeverity"] or "-",
+                r["reportedSeverity"] or _cell(r["type"]),  # a question says so, as the room does
                 r["derivedSeverity"] or "-",
                 r["outcome"] or "unrouted",
                 r["from"],
@@ -181,3 +181,7 @@ signals_app.command("route")(global_options(cli_whatif.signals_route))
 
 
 # ---- obligations -------------------------------------------------------------------------------
+
+
+def _cell(value: object) -> str:
+    return value if isinstance(value, str) and value else "-"

@@ -162,6 +162,7 @@ def signal_rows(state: State) -> list[dict[str, Any]]:
                 "id": signal_id,
                 "subject": signal.get("subject"),
                 "reportedSeverity": signal.get("reportedSeverity"),
+                "type": signal.get("type"),  # `question` for a unit's question (it has no severity)
                 "derivedSeverity": routing.get("derivedSeverity") if routing else None,
                 "routed": routing is not None,
                 "outcome": routing.get("outcome") if routing else None,
