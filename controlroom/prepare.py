@@ -36,6 +36,7 @@ class ResolveContent(msgspec.Struct, frozen=True):
     summary: str
     dispositions: dict[str, str]  # each allowed disposition and what it means, in the order shown
     question: bool = False  # a unit's question: answered, the answer signed (design §22)
+    notes: tuple[str, ...] = ()  # what the write will not say (engine.commands.obligations.after_resolving)
 
 
 class RetractContent(msgspec.Struct, frozen=True):
@@ -105,7 +106,10 @@ def content(snap: readmodel.Snapshot, name: str, key: Key) -> Content:
             allowed = ("answered", *[d for d in allowed if d != "answered"])
         else:
             summary = f"{ob.severity} on {ob.unit or '(no unit)'}: {ob.subject}"
-        return ResolveContent(ob.id, summary, {d: meanings.DISPOSITIONS[d] for d in allowed}, question)
+        from engine.commands.obligations import after_resolving
+
+        notes = tuple(after_resolving(state, ob))
+        return ResolveContent(ob.id, summary, {d: meanings.DISPOSITIONS[d] for d in allowed}, question, notes)
     if name == "retract":
         entry_id = readmodel.plain(key)
         event = state.memory[entry_id].event
@@ -226,7 +230,9 @@ def write(
 def dialog(found: Content) -> Screen[Answer | None]:
     """The dialog that asks the operator's answer to what was prepared (widgets.dialogs)."""
     if isinstance(found, ResolveContent):
-        return ResolveDialog(found.obligation, found.summary, found.dispositions, question=found.question)
+        return ResolveDialog(
+            found.obligation, found.summary, found.dispositions, question=found.question, notes=found.notes
+        )
     if isinstance(found, RetractContent):
         return RetractDialog(found.entry, found.summary)
     if isinstance(found, DecideContent):

@@ -538,6 +538,35 @@ def test_a_dialogs_choose_line_goes_once_a_choice_is_made(demo: Any) -> None:
     assert seen["asked"] == "choose a disposition" and seen["chosen"] == ""
 
 
+def test_the_answer_dialog_says_a_closed_unit_will_not_read_it(demo: Any) -> None:
+    """An operator's review: a question of a unit whose lease is over was answered with no word
+    that no one reads it. The dialog says so before the answer is written, in the engine's words."""
+    from engine.commands.router import route
+    from engine.commands.units import close
+    from engine.doors.api import UnitDoor
+
+    question = UnitDoor(demo.root / ".worktrees" / "r1" / ".regulator-lease.json").ask(
+        {"question": "1.3 or 2.0?"}
+    )
+    route(demo)
+    close(demo, "r1")
+    app = ControlRoom(demo, "alice", watch=False, background_checks=False)
+    seen: dict[str, Any] = {}
+
+    async def script(pilot: Any) -> None:
+        app.table.cursor = app.table.keys.index(question.obligation)
+        await pilot.pause()
+        await pilot.press("r")
+        assert await opened(pilot, ResolveDialog)
+        seen["notes"] = [str(n.render()) for n in app.screen.query(".note")]
+
+    run(app, script)
+    assert seen["notes"] == [
+        "note: unit r1 is closed: its lease is over, so it will not read this answer (a unit reads answers "
+        "only while its lease is current; it is recorded all the same)"
+    ]
+
+
 def test_the_accept_dialog_says_it_commits_and_shows_a_diff(demo: Any) -> None:
     path = "regulator/policy/routing.yaml"
     text = (demo.root / path).read_text()

@@ -114,10 +114,12 @@ class ResolveDialog(_Dialog):
         dispositions: Mapping[str, str],
         *,
         question: bool = False,
+        notes: tuple[str, ...] = (),
     ) -> None:
         super().__init__()
         self.obligation_id = obligation_id
         self.summary = escape(summary)  # store text: shown as characters, never acted on
+        self.notes = [escape(note) for note in notes]  # the engine's words on what follows (unit ids in them)
         self.dispositions = dict(dispositions)
         self.question = question  # a unit's question: `answered` first and chosen, its rationale the answer
         if question:
@@ -127,6 +129,8 @@ class ResolveDialog(_Dialog):
         title = "Answer question" if self.question else "Resolve obligation"
         yield _heading(f"{title} {self.obligation_id}")
         yield Static(Text(self.summary))
+        for note in self.notes:
+            yield Static(Text(f"note: {note}"), classes="note")
         yield Label("Disposition")
         if self.question:
             first = next(iter(self.dispositions))
