@@ -453,6 +453,15 @@ def test_units_sorted_by_priority_and_status_put_what_comes_first_first(demo: An
     assert seen[1][-1] == "closed"  # a closed unit last, not first
 
 
+async def decide_on(pilot: Any, app: ControlRoom, unit: str) -> None:
+    """The decide dialog open on `unit` from the Units view."""
+    await pilot.press("2")
+    app.table.cursor = app.table.keys.index(unit)
+    await pilot.pause()
+    await pilot.press("d")
+    assert await opened(pilot, DecideDialog)
+
+
 def test_the_decision_dialog_previews_what_changes(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
     seen: dict[str, Any] = {}
@@ -460,11 +469,7 @@ def test_the_decision_dialog_previews_what_changes(demo: Any) -> None:
     async def script(pilot: Any) -> None:
         from textual.widgets import Select
 
-        await pilot.press("2")
-        app.table.cursor = app.table.keys.index("u3")
-        await pilot.pause()
-        await pilot.press("d")
-        assert await opened(pilot, DecideDialog)
+        await decide_on(pilot, app, "u3")
         app.screen.query_one(Select).value = "pause"
         await pilot.pause()
         seen["pause"] = str(app.screen.query_one("#preview").render())
@@ -490,11 +495,7 @@ def test_at_80x24_the_decision_dialog_takes_its_rationale_after_an_action(demo: 
     seen: dict[str, Any] = {}
 
     async def script(pilot: Any) -> None:
-        await pilot.press("2")
-        app.table.cursor = app.table.keys.index("u3")
-        await pilot.pause()
-        await pilot.press("d")
-        assert await opened(pilot, DecideDialog)
+        await decide_on(pilot, app, "u3")
         app.screen.query_one(Select).focus()
         await pilot.press("enter")  # the Select's list
         await pilot.pause()

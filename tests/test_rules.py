@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -109,6 +109,32 @@ def _closed_by(ws: Workspace, ob_id: str, person: str, line: int) -> bool:
     )
 
 
+def _written_or_appended(
+    ws: Workspace,
+    keys: dict[str, Path],
+    mp: pytest.MonkeyPatch,
+    person: str,
+    write: Callable[[], object],
+    store: str,
+    event: Callable[[], dict[str, object]],
+) -> bool:
+    """Whether `write` (as `person`, with their key where they list one) wrote; where it refused,
+    the event it would have written, appended past it (signed where the person lists a key: the
+    key proves who, the rules say whether they may), as a unit sharing the account could."""
+    key = PEOPLE.get(person, ((), (), None))[2]
+    signing.use_key(keys[key] if key else None)
+    mp.setenv("REGULATOR_SIGNING_KEY", str(keys[key] if key else "/nonexistent"))
+    try:
+        write()
+        return True
+    except RegulatorError:
+        signer = signing.signer_for(ws, person) if key and person in PEOPLE else None
+        ws.store(store).append(person_event(ws, signer, event()))
+        return False
+    finally:
+        signing.use_key(None)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 # a recovery obligation (advisory, opened in units.ndjson) and who may resolve advisory but not
 # blocking, or blocking but not advisory: the full fold reads its disposition before it opens
@@ -134,18 +160,14 @@ def test_the_write_accepts_exactly_what_the_fold_counts(
         shutil.copytree(templates[signatures], root, symlinks=True)
         ws = Workspace(root)
         ob_id = _targets(ws)[target]
-        key = PEOPLE.get(person, ((), (), None))[2]
-        signing.use_key(keys[key] if key else None)
-        mp.setenv("REGULATOR_SIGNING_KEY", str(keys[key] if key else "/nonexistent"))
-        try:
-            resolve(ws, ob_id, person, "no-action", "property")
-            wrote = True
-        except RegulatorError:
-            wrote = False
-            # the event the write would have appended, appended past it (signed where the person
-            # lists a key: the key proves who, the rules say whether they may)
-            signer = signing.signer_for(ws, person) if key and person in PEOPLE else None
-            event = {
+        wrote = _written_or_appended(
+            ws,
+            keys,
+            mp,
+            person,
+            lambda: resolve(ws, ob_id, person, "no-action", "property"),
+            "signals",
+            lambda: {
                 "kind": "disposition",
                 "obligation": ob_id,
                 "unit": load(ws).obligations[ob_id].unit,
@@ -153,10 +175,8 @@ def test_the_write_accepts_exactly_what_the_fold_counts(
                 "by": person,
                 "rationale": "property",
                 "at": clock.iso(clock.now()),
-            }
-            ws.store("signals").append(person_event(ws, signer, event))
-        finally:
-            signing.use_key(None)
+            },
+        )
         line = len(ws.store("signals").read().events)
         assert wrote == _closed_by(ws, ob_id, person, line), (person, signatures, target)
 
@@ -186,16 +206,14 @@ def test_a_decision_is_written_exactly_where_the_fold_disposes_of_all_it_names(
         shutil.copytree(templates[signatures], root, symlinks=True)
         ws = Workspace(root)
         named = [ob.id for ob in rules.recovery(load(ws), unit, action).disposes]
-        key = PEOPLE.get(person, ((), (), None))[2]
-        signing.use_key(keys[key] if key else None)
-        mp.setenv("REGULATOR_SIGNING_KEY", str(keys[key] if key else "/nonexistent"))
-        try:
-            decide(ws, unit, action, person, "property")
-            wrote = True
-        except RegulatorError:
-            wrote = False
-            signer = signing.signer_for(ws, person) if key and person in PEOPLE else None
-            event = {
+        wrote = _written_or_appended(
+            ws,
+            keys,
+            mp,
+            person,
+            lambda: decide(ws, unit, action, person, "property"),
+            "units",
+            lambda: {
                 "kind": "decision",
                 "unit": unit,
                 "action": action,
@@ -205,10 +223,8 @@ def test_a_decision_is_written_exactly_where_the_fold_disposes_of_all_it_names(
                 "disposition": rules.disposition_of(action).value,
                 "opens": None,
                 "at": clock.iso(clock.now()),
-            }
-            ws.store("units").append(person_event(ws, signer, event))
-        finally:
-            signing.use_key(None)
+            },
+        )
         state = load(ws, cached=False)
         last = ws.store("units").read().starts[-1]
         closed = [ob_id for ob_id in named if state.obligations[ob_id].status != ObligationStatus.OPEN]
@@ -219,7 +235,11 @@ def test_a_decision_is_written_exactly_where_the_fold_disposes_of_all_it_names(
         for ob_id in set(named) - set(closed):
             assert any(
                 u.store == "units" and u.offset == last and ob_id in u.reason for u in state.uncounted
-            ) or (person not in PEOPLE or "decide" not in PEOPLE[person][0] or (signatures and key is None))
+            ) or (
+                person not in PEOPLE
+                or "decide" not in PEOPLE[person][0]
+                or (signatures and PEOPLE[person][2] is None)
+            )
 
 
 def _targets(ws: Workspace) -> list[str]:
