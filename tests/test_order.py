@@ -441,10 +441,11 @@ def hosts(draw: Any) -> Any:
         elif (
             kind == "decision"
         ):  # a recovery decision that waits: its blocking obligation opens in units.ndjson
-            opened.append(f"rec-{n}")
+            rec = ids.recovery_obligation_id(f"d{n}", unit)  # the id the engine derives (D-290)
+            opened.append(rec)
             steps.append(("units", {"kind": "decision", "id": f"d{n}", "unit": unit, "action": "pause",
                                     "by": "alice", "rationale": "r", "resolves": [],
-                                    "opens": {"id": f"rec-{n}", "severity": "blocking", "owedTo": "S3"},
+                                    "opens": {"id": rec, "severity": "blocking", "owedTo": "S3"},
                                     "at": at}))  # fmt: skip
         elif kind in ("dispatch", "close"):
             steps.append(("units", {"kind": kind, "unit": unit, "leaseHash": None, "seen": seen, "at": at}))
@@ -517,8 +518,9 @@ def test_a_fold_read_piece_by_piece_or_through_a_checkpoint_equals_a_cold_one(st
         )
 
 
+REC_1 = ids.recovery_obligation_id("d1", "u1")
 PAUSE = {"kind": "decision", "id": "d1", "unit": "u1", "action": "pause", "by": "alice", "rationale": "r",
-         "resolves": [], "opens": {"id": "rec-1", "severity": "blocking", "owedTo": "S3"},
+         "resolves": [], "opens": {"id": REC_1, "severity": "blocking", "owedTo": "S3"},
          "at": "2026-11-29T08:01:00Z"}  # fmt: skip
 SIGNAL = {"kind": "signal", "id": "s0", "subject": "s", "at": "2026-11-29T08:00:00Z"}
 DISPATCH = {"kind": "dispatch", "unit": "u1", "leaseHash": None, "at": "2026-11-29T08:06:00Z"}
@@ -542,7 +544,7 @@ def test_a_reader_asked_for_units_alone_reads_the_signals_it_holds_first(tmp_pat
     root = fresh_root(str(tmp_path))
     ws = EngineWorkspace(root)
     now = datetime(2026, 11, 29, 12, tzinfo=UTC)
-    close = {"kind": "disposition", "obligation": "rec-1", "disposition": "no-action", "by": "alice",
+    close = {"kind": "disposition", "obligation": REC_1, "disposition": "no-action", "by": "alice",
              "rationale": "r", "at": "2026-11-29T08:04:00Z"}  # fmt: skip
     steps = [("signals", SIGNAL), ("units", PAUSE), ("read", ("signals", "units")), ("signals", close),
              ("units", {**DISPATCH, "seen": "none"}), ("read", ("units",))]  # fmt: skip
@@ -647,8 +649,10 @@ def test_the_inline_judgement_of_host_events_equals_the_one_that_says_why(steps:
 def test_a_recovery_decision_opening_an_id_that_exists_opens_nothing(tmp_path: Any, monkeypatch: Any) -> None:
     """An obligation id opens once, whichever store opens it (D-185): a signed recovery decision
     naming an existing obligation's id in `opens` (no tool writes one: its id derives from the
-    decision's) still pauses the unit, but the routed obligation stays what the routing record
-    opened; before, the decision replaced it in place (its kind, subject and history gone)."""
+    decision's) leaves the routed obligation what the routing record opened; before, the decision
+    replaced it in place (its kind, subject and history gone). Since D-290 such a decision counts
+    for nothing at all: an id not derived from its own is malformed (chosen ahead of routing, it
+    took a routed obligation's place in an incremental fold: an adversarial review)."""
     from engine.trust import signing
     from engine.trust.signing import person_event
     from tests.helpers import NOW, alice_key
@@ -669,8 +673,50 @@ def test_a_recovery_decision_opening_an_id_that_exists_opens_nothing(tmp_path: A
     finally:
         signing.use_key(None)
     state = load(engine_ws)
-    assert state.units["u1"].status.value == "waiting"  # the decision counts
+    assert state.units["u1"].status.value == "todo"  # as before it: the decision counts for nothing
+    assert any("opens is not the blocking recovery obligation" in u.reason for u in state.uncounted)
     kept = state.obligations[routed.id]
     assert (kept.kind, kept.subject, kept.source) == (routed.kind, routed.subject, routed.source)
     shown = json.loads(ws.run("obligations", "--all", "--json", check=True).stdout)
     assert [o["signal"] for o in shown if o["id"] == routed.id] == [routed.source]
+
+
+def test_a_decision_that_names_a_pending_obligations_id_takes_nothing_of_it(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    """An adversarial review: a signed `pause` whose `opens` named the id a critical signal's
+    obligation would get once routed (derivable ahead), at severity info, opened it first in an
+    incremental fold; routing's then opened nothing, and a person allowed only info resolved it:
+    the unit dispatched while a cold read held it. The fold takes only the id the decision's own
+    derives (D-290): that one counts for nothing, and both folds hold the unit by the critical one."""
+    from engine.base import ids
+    from engine.commands.router import route
+    from engine.trust import signing
+    from engine.trust.signing import person_event
+    from tests.helpers import NOW, alice_key
+
+    ws = make_workspace(tmp_path)
+    ws.run(*report_args(by="alice", severity="critical", affects=["u1"]), check=True)
+    monkeypatch.setenv("REGULATOR_NOW", NOW)
+    engine_ws = EngineWorkspace(ws.root)
+    signal_id = next(iter(load(engine_ws).signals))
+    taken = ids.obligation_id(signal_id, "u1")
+    signing.use_key(alice_key())
+    try:
+        signer = signing.signer_for(engine_ws, "alice")
+        event = {"kind": "decision", "unit": "u1", "action": "pause", "by": "alice", "rationale": "r",
+                 "resolves": [], "opens": {"id": taken, "severity": "info", "owedTo": "S3"}, "at": NOW}  # fmt: skip
+        engine_ws.store("units").append(person_event(engine_ws, signer, event))
+    finally:
+        signing.use_key(None)
+    before = load(
+        engine_ws
+    )  # a reader's fold before routing: its checkpoint is what the next read starts from
+    assert taken not in before.obligations
+    route(engine_ws)
+    for state in (load(engine_ws), cold_of(engine_ws, datetime(2026, 11, 29, 12, tzinfo=UTC))):
+        ob = state.obligations[taken]
+        assert (ob.kind, ob.severity, ob.status, ob.blocks) == ("intelligence", "critical", "open", True)
+        assert state.units["u1"].status.value == "todo"
+    units = json.loads(ws.run("status", "--json", check=True).stdout)["units"]
+    assert next(u for u in units if u["id"] == "u1")["blockedBy"] == [taken]

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from engine.base import clock
+from engine.base import clock, ids
 from engine.base.errors import RegulatorError
 from engine.base.gcpause import gc_paused
 from engine.checkout.authority import Uncounted
@@ -30,7 +30,9 @@ from engine.read.kinds import (
     UnitsLine,
 )
 from engine.read.model import (
+    ADVISORY,
     ASKS_RECOVERY,
+    BLOCKING,
     OWED_TO,
     PERSON_DISPOSITIONS,
     RESULT_OUTCOMES,
@@ -463,13 +465,14 @@ def _decision_refused(event: UnitsLine) -> str | None:
     if type(resolves) not in (list, tuple) or not all(type(ob_id) is str for ob_id in resolves):
         return "resolves is not a list of obligation ids"
     opens = event.opens
-    if opens is not None and not (
-        type(opens) is dict
-        and type(opens.get("id")) is str
-        and type(opens.get("severity")) is str
-        and type(opens.get("owedTo", "")) is str
-    ):
-        return "opens is not an obligation's id, severity and owedTo"
+    if event.action in WAITING_ACTIONS:
+        unit_id = event.unit
+        if type(event.id) is not str or not _opens(
+            opens, ids.recovery_obligation_id(event.id, str(unit_id)), BLOCKING
+        ):
+            return "opens is not the blocking recovery obligation the decision's id names"
+    elif opens is not None:
+        return "opens an obligation, which only a waiting action does"
     if type(event.at) is not str:
         return "at is not text"
     rationale = event.rationale
@@ -509,12 +512,22 @@ def _result_refused(unit: UnitState, event: UnitsLine) -> str | None:
     opened = event.opens
     if opened is not None and not (
         event.outcome in ASKS_RECOVERY
-        and type(opened) is dict
-        and type(opened.get("id")) is str
-        and type(opened.get("severity")) is str
+        and _opens(opened, ids.recovery_obligation_id(event.id, unit.id), ADVISORY)
     ):
         return "malformed: a result that opens an obligation it does not ask for"
     return None
+
+
+def _opens(opened: object, derived: str, severity: str) -> bool:
+    """`opens` is exactly what the engine writes: the id derived from the event's own (a chosen id
+    could take a routed obligation's before routing opens it, then be resolved by whoever the chosen
+    severity allows: an adversarial review), that severity, owed to S3."""
+    return (
+        type(opened) is dict
+        and opened.get("id") == derived
+        and opened.get("severity") == severity
+        and opened.get("owedTo", OWED_TO) == OWED_TO
+    )
 
 
 def _expiry_refused(unit: UnitState, event: UnitsLine) -> str | None:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.base import clock
+from engine.base import clock, ids
 from engine.base.errors import BadInput
 from engine.log.store import MAX_LINE, Store, event_hash
 from tests.helpers import REGULATOR, Workspace, report_args
@@ -525,8 +525,9 @@ def test_a_deadline_mark_forged_for_a_recovery_obligation_is_judged_when_it_open
     when it opens; the duty still escalates it when it is due."""
     hand_dispatch(ws, "u1")
     seen = {name: ws.store(name).stat().st_size for name in ("signals", "memory", "identity")}
+    rec1 = ids.recovery_obligation_id("res1", "u1")  # the id the engine derives (D-290)
     result = {"kind": "result", "unit": "u1", "id": "res1", "leaseHash": "h" * 64, "outcome": "failed", "summary": "s",
-              "by": "host", "exitCode": 1, "durationS": 3, "opens": {"id": "rec1", "severity": "blocking"},
+              "by": "host", "exitCode": 1, "durationS": 3, "opens": {"id": rec1, "severity": "advisory"},
               "at": "2026-11-29T12:00:00Z", "seen": seen}  # fmt: skip
     append_raw(ws, "units", chained(ws, "units", result))
     for kind, mark in (("overdue", "od-forged"), ("deadline-escalated", "de-forged")):
@@ -534,13 +535,13 @@ def test_a_deadline_mark_forged_for_a_recovery_obligation_is_judged_when_it_open
             ws,
             "signals",
             chained(
-                ws, "signals", {"id": mark, "kind": kind, "obligation": "rec1", "at": "2026-11-29T12:00:00Z"}
+                ws, "signals", {"id": mark, "kind": kind, "obligation": rec1, "at": "2026-11-29T12:00:00Z"}
             ),
         )
     tick = ws.run("serve", "--once-tick", env=LATER)
     assert tick.returncode == 0, tick.stderr[-800:]
     marks = [json.loads(line) for line in ws.store("signals").read_text().splitlines()]
-    escalated = [m["at"] for m in marks if m["kind"] == "deadline-escalated" and m["obligation"] == "rec1"]
+    escalated = [m["at"] for m in marks if m["kind"] == "deadline-escalated" and m["obligation"] == rec1]
     assert escalated == ["2026-11-29T12:00:00Z", LATER["REGULATOR_NOW"]]
     found = bounded(ws, "verify")
     assert found.returncode == 1 and "before its obligation was due" in found.stdout, found.stdout
