@@ -95,12 +95,15 @@ def end(ws: Workspace, lease_hash: str) -> None:
     _write(_path(ws, lease_hash), {"ended": True})
 
 
-def over(ws: Workspace, lease_hash: str) -> bool:
-    """The lease belongs to a `unit run` that ended (or died); False without a file."""
+def over(ws: Workspace, lease_hash: str, run_on: str | None = None) -> bool:
+    """The lease belongs to a `unit run` that ended (or died). Without a file: over where the
+    dispatch says a `unit run` made it (`run_on`, D-266: that run writes the file before its child
+    starts, so a missing one was removed: an adversarial review deleted it and the lease acted
+    again), else not (`unit dispatch`)."""
     try:
         data = json.loads(_path(ws, lease_hash).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return False
+        return run_on is not None
     except (OSError, ValueError):
         return True  # a file there but unreadable: fail closed
     if not isinstance(data, dict) or data.get("ended") is not False:

@@ -95,7 +95,7 @@ def check_lease(ws: Workspace, state: State, lease: Lease) -> None:
             f"the lease in {lease.path} for unit {lease.unit} belongs to a `unit run` on another host: "
             "only that host's door answers it"
         )
-    if runs.over(ws, hashed):
+    if runs.over(ws, hashed, unit.run_on):
         raise LeaseRefused(
             f"the lease in {lease.path} for unit {lease.unit} belongs to a `unit run` that is over: "
             "it acts no more (its result, or a person's recovery decision, says what becomes of the unit)"
