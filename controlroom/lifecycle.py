@@ -201,7 +201,8 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         yield from _uncounted(events)
         for ob in snap.holds.get(unit_id, []):
             yield f"held by {ob.severity} obligation {ob.id}: {escape(ob.subject)}"
-        waits = result_waits(state, unit, snap.holds.get(unit_id, [])) if snap.known else None
+        held = snap.holds.get(unit_id, [])
+        waits = result_waits(state, unit, held, bool(snap.stale.get(unit_id))) if snap.known else None
         if waits == AWAITING_CLOSE:
             yield "awaiting close: its result is recorded; a hold vetoes the close until it is dispositioned"
         elif waits == READY_TO_CLOSE:

@@ -108,7 +108,7 @@ def content(snap: readmodel.Snapshot, name: str, key: Key) -> Content:
             summary = f"{ob.severity} on {ob.unit or '(no unit)'}: {ob.subject}"
         from engine.commands.obligations import after_resolving
 
-        notes = tuple(after_resolving(state, ob))
+        notes = tuple(after_resolving(state, ob, lambda unit: bool(snap.stale.get(unit))))
         return ResolveContent(ob.id, summary, {d: meanings.DISPOSITIONS[d] for d in allowed}, question, notes)
     if name == "retract":
         entry_id = readmodel.plain(key)

@@ -368,7 +368,10 @@ def unit_cell(snap: Snapshot, unit: UnitState) -> str:
     engine.read.vetoes.result_waits), `unknown` without stores."""
     if not snap.known:
         return "unknown"
-    return result_waits(snap.state, unit, snap.holds.get(unit.id, [])) or unit_status(snap.state, unit)
+    held = snap.holds.get(unit.id, [])
+    return result_waits(snap.state, unit, held, bool(snap.stale.get(unit.id))) or unit_status(
+        snap.state, unit
+    )
 
 
 def run_marks(snap: Snapshot, unit: UnitState) -> str:

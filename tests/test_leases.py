@@ -250,6 +250,29 @@ def test_awaiting_close_is_a_done_result_and_a_held_close(fleet: Any) -> None:
     assert next(u for u in fleet.json("status")["units"] if u["id"] == "u1")["waitsFor"] is None
 
 
+def test_a_finding_keeps_a_done_unit_awaiting_close(fleet: Any) -> None:
+    """An adversarial review of D-285: a unit whose result is done, held by an obligation and an
+    unresolved finding, read `ready to close` once the obligation was resolved, and the resolve said
+    `unit close` closes it, which the finding then refused. A finding holds as an obligation does."""
+    from tests.clonehost import FINDING, finding
+
+    run_lease(fleet, "u1")
+    unit_result(fleet, "u1", "done", "implemented")
+    fleet.run(*report_args(severity="blocking", affects=["u1"]), "--by", "alice", check=True)
+    (fleet.root / FINDING).parent.mkdir(exist_ok=True)
+    (fleet.root / FINDING).write_text(finding(affects=("u1",)))
+    fleet.commit("a finding naming u1")
+    fleet.run("signals", "route", check=True)
+    ob = next(u for u in fleet.json("status")["units"] if u["id"] == "u1")["blockedBy"][0]
+    done = fleet.run(
+        "obligation", "resolve", ob, "--by", "alice", "--disposition", "no-action", "--rationale", "ok"
+    )
+    assert (done.returncode, done.stderr) == (0, "")  # no `unit close` offered: the finding holds it
+    row = next(u for u in fleet.json("status")["units"] if u["id"] == "u1")
+    assert (row["waitsFor"], row["awaitingClose"], row["staleKnowledge"]) == ("awaiting close", True, ["F-x"])
+    assert fleet.run("unit", "close", "u1").returncode == 3
+
+
 def test_forged_expiry_and_result_lines_count_for_nothing(fleet: Any) -> None:
     """A writer appending host events by hand, well chained: the fold re-derives them."""
     from engine.log.store import canonical_line, event_hash

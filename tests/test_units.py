@@ -234,3 +234,44 @@ def test_answering_a_question_of_a_unit_whose_lease_is_over_says_it_goes_unread(
         "(a unit reads answers only while its lease is current; it is recorded all the same)\n"
     )
     assert ob_status(ws, question)["answer"] == "yes"
+
+
+def test_an_escalation_keeps_the_severities_it_escalated(ws: helpers.Workspace) -> None:
+    """An adversarial review of D-283: alice escalated u1's critical obligation (`unit decide
+    --action escalate`) into one blocking recovery obligation, which carol, allowed blocking and not
+    critical, then resolved (or decided `retry` on): the critical hold lifted by who may not lift it.
+    The recovery obligation keeps the severities it escalated; resolving it is theirs (D-292)."""
+    from tests.helpers import one_line
+
+    ws.lease("u1")
+    ws.run(*report_args(affects=["u1"], severity="critical"), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    interaction = "regulator/policy/interaction.yaml"
+    text = (ws.root / interaction).read_text()
+    text = text.replace(
+        "people:\n",
+        "people:\n  carol:\n    grants: [resolve, decide]\n    resolve: [advisory, blocking]\n",
+        1,
+    )
+    ws.decide(interaction, text)
+    done = ws.run(
+        "unit", "decide", "u1", "--action", "escalate", "--by", "alice", "--rationale", "security", "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    recovery = json.loads(done.stdout)["opens"]
+    from engine.checkout.workspace import Workspace
+    from engine.read.load import load
+
+    assert load(Workspace(ws.root)).obligations[recovery].escalated == ("critical",)  # what the fold keeps
+    before = ws.digest()
+    resolving = ["obligation", "resolve", recovery, "--disposition", "no-action", "--rationale", "fine"]
+    done = ws.run(*resolving, "--by", "carol")
+    assert done.returncode == 3 and one_line(done) == (
+        f"regulator: carol may not resolve {recovery}: its recovery decision escalated a critical "
+        "obligation into it (interaction.yaml lets them resolve: advisory, blocking)"
+    )
+    done = ws.run("unit", "decide", "u1", "--action", "retry", "--by", "carol", "--rationale", "rerun")
+    assert done.returncode == 3 and f"{recovery} (blocking/critical)" in one_line(done)
+    assert ws.digest() == before and unit_status(ws, "u1")["status"] == "waiting"
+    ws.run(*resolving, "--by", "alice", check=True)  # who may resolve critical may
+    assert unit_status(ws, "u1")["status"] == "todo"

@@ -23,7 +23,7 @@ from engine.read.model import (
 )
 from engine.read.queries import unit_status
 from engine.read.rules import Denied, lacks, refuse, resolving
-from engine.read.vetoes import AWAITING_CLOSE, blocking, result_waits
+from engine.read.vetoes import AWAITING_CLOSE, blocking, holds, result_waits
 
 DISPOSITIONS = PERSON_DISPOSITIONS  # what `obligation resolve --disposition` accepts
 _FROM_SIGNALS = (ObligationKind.INTELLIGENCE, ObligationKind.QUESTION, ObligationKind.RECHECK)
@@ -97,7 +97,7 @@ def resolve(
             "rationale": rationale,
             "at": clock.iso(clock.now()),
         }
-        notes = after_resolving(turn.state, ob)
+        notes = after_resolving(turn.state, ob, lambda unit: bool(holds(ws, turn.state).findings.get(unit)))
         written = ws.store("signals").append(turn.signed(event))
     if say is not None:
         for note in notes:
@@ -105,11 +105,12 @@ def resolve(
     return written
 
 
-def after_resolving(state: State, ob: Obligation) -> list[str]:
+def after_resolving(state: State, ob: Obligation, flagged: Callable[[str], bool] | None = None) -> list[str]:
     """What a person resolving `ob` (as `state` stood before) should hear that the write does not
     say (an operator's review): a question whose unit's lease is over is answered to no one; the
     last obligation holding a unit whose result is done leaves it ready to close, which nothing
-    does by itself."""
+    does by itself, unless a finding holds it too (`flagged(unit)`: asked only then, since it reads
+    the registers)."""
     unit = state.units.get(ob.unit) if ob.unit else None
     if unit is None:
         return []
@@ -120,7 +121,7 @@ def after_resolving(state: State, ob: Obligation) -> list[str]:
             "(a unit reads answers only while its lease is current; it is recorded all the same)"
         ]
     others = [o for o in blocking(state).get(unit.id, []) if o.id != ob.id] if ob.blocks else [ob]
-    if not others and result_waits(state, unit) == AWAITING_CLOSE:
+    if not others and result_waits(state, unit) == AWAITING_CLOSE and not (flagged and flagged(unit.id)):
         return [
             f"unit {unit.id}'s result is done and no other obligation holds it now: "
             f"`regulator unit close {unit.id}` closes it"

@@ -415,6 +415,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 at=at,
                 unit=unit_id,
             )
+            escalated: set[str] = set()
             for ob_id in event.resolves:
                 ob = obligations.get(ob_id)
                 if ob is None:
@@ -422,6 +423,8 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 elif ob.status == _OPEN:
                     if decision_closes(state, closing, ob):
                         ob.close(closing)
+                        escalated.add(ob.severity)
+                        escalated.update(ob.escalated)
                     else:
                         ob.history.append(at)  # shown in its lifecycle: it counted for nothing
             opened = event.opens
@@ -437,6 +440,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                     opened_at=_text(event.at) or "",  # text, whatever a line held
                     subject=f"recovery decision: {action} — {'' if rationale is msgspec.UNSET else rationale}",
                     history=[at],
+                    escalated=tuple(sorted(escalated)),
                 )
                 if _opened(state, ob) and holds is not None:
                     holds.setdefault(unit_id, []).append(ob)

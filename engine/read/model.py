@@ -176,6 +176,8 @@ class Obligation(msgspec.Struct, array_like=True):
     closed_at: str | None = None
     history: list[int] = []  # references (engine.log.events), oldest first; a new list each
     closed_by: int = -1  # reference to the event that closed it (-1: open), for the order rule
+    # a recovery decision's: the severities of what it escalated; resolving it is theirs (D-292)
+    escalated: tuple[str, ...] = ()
 
     def close(self, closing: Closing) -> None:
         self.status = closing.status

@@ -129,6 +129,24 @@ def may_resolve(people: People, person: object, severity: str) -> Denied | None:
     )
 
 
+def may_resolve_ob(people: People, person: object, ob: Obligation) -> Denied | None:
+    """may_resolve for `ob`: its severity, and, for a recovery decision's obligation, each severity
+    it escalated (D-292: an escalation lowered a critical hold to a blocking one, which a person
+    allowed only blocking then closed: an adversarial review)."""
+    denied = may_resolve(people, person, ob.severity)
+    if denied is not None:
+        return denied
+    for severity in ob.escalated:
+        if may_resolve(people, person, severity) is not None:
+            allowed = people.resolve.get(person, ()) if isinstance(person, str) else ()
+            return Denied(
+                f"{person} may not resolve {severity} (escalated into it)",
+                f"{person} may not resolve {ob.id}: its recovery decision escalated a {severity} obligation "
+                f"into it (interaction.yaml lets them resolve: {', '.join(allowed) or 'no severity'})",
+            )
+    return None
+
+
 def unresolvable(severity: str) -> str:
     """What `verify` says of a disposition `may_resolve` refused: it counts for nothing."""
     return f"by a person who may not resolve {severity}"
@@ -171,7 +189,7 @@ def resolving(people: People, person: str, ob: Obligation, disposition: str | No
     denied = (
         denied
         or lacks(people, person, "resolve", "resolve an obligation")
-        or may_resolve(people, person, ob.severity)
+        or may_resolve_ob(people, person, ob)
     )
     if denied is None and ob.status != ObligationStatus.OPEN:
         denied = Denied(
@@ -186,9 +204,11 @@ def disposition_counts(state: State, ref: int, when: object, by: object, ob: Obl
     person the policy in force at its place lets resolve `ob`'s severity (may_resolve: what
     `obligation resolve` asks); one that does not is marked, for `verify`, as counting for nothing."""
     people = state.auth.people_for("signals", ref >> 2, when)
-    if may_resolve(people, by, ob.severity) is None:
+    denied = may_resolve_ob(people, by, ob)
+    if denied is None:
         return True
-    state.uncounted.append(Uncounted("signals", ref >> 2, unresolvable(ob.severity)))
+    severity = next(s for s in (ob.severity, *ob.escalated) if may_resolve(people, by, s) is not None)
+    state.uncounted.append(Uncounted("signals", ref >> 2, unresolvable(severity)))
     return False
 
 
@@ -255,7 +275,9 @@ def deciding_unit(people: People, person: str, state: State, unit: UnitState) ->
         ]
         if beyond:
             allowed = people.resolve.get(person, ())
-            named = ", ".join(f"{ob.id} ({ob.severity})" for ob in beyond[:5])
+            named = ", ".join(
+                f"{ob.id} ({'/'.join(dict.fromkeys((ob.severity, *ob.escalated)))})" for ob in beyond[:5]
+            )
             more = f" and {len(beyond) - 5} more" if len(beyond) > 5 else ""
             denied = Denied(
                 f"{person} may not resolve {beyond[0].severity} (it would dispose of {len(beyond)})",
@@ -275,8 +297,9 @@ def disposes_of(people: People, person: object, unit_id: object, ob: Obligation)
         return f"does not dispose of {ob.id}: not unit {unit_id}'s"
     if ob.owed_to != OWED_TO:
         return f"does not dispose of {ob.id}: owed to {ob.owed_to}, not {OWED_TO}"
-    if may_resolve(people, person, ob.severity) is not None:
-        return f"does not dispose of {ob.id}: {unresolvable(ob.severity)}"
+    if may_resolve_ob(people, person, ob) is not None:
+        severity = next(s for s in (ob.severity, *ob.escalated) if may_resolve(people, person, s) is not None)
+        return f"does not dispose of {ob.id}: {unresolvable(severity)}"
     return None
 
 

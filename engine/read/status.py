@@ -8,7 +8,7 @@ from engine.checkout.workspace import Workspace
 from engine.read.model import State, UnitResult
 from engine.read.queries import confined, unrouted
 from engine.read.storeless import authentication, status_of, stores
-from engine.read.vetoes import awaiting_close, holds, result_waits
+from engine.read.vetoes import AWAITING_CLOSE, holds, result_waits
 
 
 def status(ws: Workspace, state: State, only: str | None = None) -> dict:
@@ -32,9 +32,11 @@ def status(ws: Workspace, state: State, only: str | None = None) -> dict:
                 "blockedBy": blocked_by,
                 "staleKnowledge": list(findings),
                 # design §23: null where nothing is known (not started, or no stores here)
-                "awaitingClose": awaiting_close(state, unit, holding) if known else None,
+                "awaitingClose": result_waits(state, unit, holding, bool(findings)) == AWAITING_CLOSE
+                if known
+                else None,
                 # what its recorded result waits for: awaiting close, ready to close, awaiting decision
-                "waitsFor": result_waits(state, unit, holding) if known else None,
+                "waitsFor": result_waits(state, unit, holding, bool(findings)) if known else None,
                 "confined": confined(state, unit) if known else None,
                 "result": result_json(unit.result) if known else None,
             }

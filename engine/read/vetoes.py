@@ -108,13 +108,16 @@ def holds(ws: Workspace, state: State) -> Holds:
 AWAITING_CLOSE, READY_TO_CLOSE, AWAITING_DECISION = "awaiting close", "ready to close", "awaiting decision"
 
 
-def result_waits(state: State, unit: UnitState, holding: list[Obligation] | None = None) -> str | None:
+def result_waits(
+    state: State, unit: UnitState, holding: list[Obligation] | None = None, flagged: bool = False
+) -> str | None:
     """What an in-progress unit whose lease recorded a result waits for (design §23), or None:
     `awaiting close` (done, and a hold vetoes its close: a person's disposition first), `ready to
     close` (done, and no obligation holds it: `regulator unit close` closes it; an operator's review
     found such a unit shown as plainly in progress, its lease never expiring), `awaiting decision`
     (failed or blocked: a person records a recovery decision). `holding`: the obligations holding it
-    now (blocking()), when the caller has them."""
+    now (blocking()), when the caller has them; `flagged`: an unresolved finding holds it too
+    (Holds.findings: "held" is one thing, and a finding vetoes the close as an obligation does)."""
     result = unit.result
     if result is None or unit_status(state, unit) != UnitStatus.IN_PROGRESS:
         return None
@@ -122,7 +125,7 @@ def result_waits(state: State, unit: UnitState, holding: list[Obligation] | None
         return AWAITING_DECISION
     if holding is None:
         holding = blocking(state).get(unit.id, [])
-    return AWAITING_CLOSE if holding else READY_TO_CLOSE
+    return AWAITING_CLOSE if holding or flagged else READY_TO_CLOSE
 
 
 def awaiting_close(state: State, unit: UnitState, holding: list[Obligation] | None = None) -> bool:
