@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.base import ids
 from engine.checkout.workspace import Workspace
 from engine.log.store import Store
 from engine.read import checkpoint
@@ -115,9 +116,10 @@ def events(draw: Any) -> Any:
                 del open_obs[ob]
             event = {"kind": "decision", "id": f"d{n}", "unit": unit, "action": action, "by": "alice",
                      "rationale": "why", "resolves": owed, "at": at}  # fmt: skip
-            if action in ("pause", "escalate") and draw(st.booleans()):
-                event["opens"] = {"id": f"rec-{n}", "severity": "blocking", "owedTo": "S3"}
-                open_obs[f"rec-{n}"] = unit
+            if action in ("pause", "escalate") and draw(st.booleans()):  # else malformed (D-290)
+                rec = ids.recovery_obligation_id(f"d{n}", unit)  # the id the engine derives
+                event["opens"] = {"id": rec, "severity": "blocking", "owedTo": "S3"}
+                open_obs[rec] = unit
             out.append(("units", event))
         elif kind in ("dispatch", "close", "demote"):
             out.append(("units", {"kind": kind, "unit": unit, "lease": f"l{n}", "by": "alice",
