@@ -187,6 +187,7 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
                     + (f" (exit code {escape(code)})" if code is not None else "")
                     + f": {escape(event.get('summary'))}"
                 )
+                yield "  its lease no longer expires: a result is recorded (a person decides what is next)"
             elif kind == EventKind.LEASE_EXPIRED:
                 yield f"{event['at']} lease expired (its time was {escape(event.get('expiredAt'))}); the unit is lost"
             elif kind == EventKind.CLOSE:

@@ -44,7 +44,7 @@ from engine.read.queries import (
     unit_status,
 )
 from engine.read.rules import decision_of, undecided
-from engine.read.vetoes import holds, result_waits
+from engine.read.vetoes import AWAITING_CLOSE, AWAITING_DECISION, READY_TO_CLOSE, holds, result_waits
 from engine.read.worldfold import reporter_label
 from registry.lint import LintResult, record_findings
 
@@ -552,7 +552,11 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             contract = contract_of(state.units[ident])
             return ["next-up", ident, f"priority {contract.priority}", contract.title]
         if kind == "idle":
-            return ["next-up", "(none ready)", *idle_reason(snap.ws, state)]
+            return [
+                "next-up",
+                "Next-up: none ready",
+                *idle_reason(snap.ws, state),
+            ]  # named where `register` is dropped
         if kind == "lint":
             issue = lint_of(snap).issues[int(ident)]
             return ["lint", issue.entry, f"{issue.level}: {issue.code}", issue.message]
@@ -653,15 +657,19 @@ def deadlines(snap: Snapshot) -> Deadlines:
 # ---- sorting: `s` cycles through a view's sorts ------------------------------------------------
 
 SEVERITY_RANK = {"critical": 0, "blocking": 1, "advisory": 2, "info": 3}
-# units by status: what a person must act on first (a lost lease, a recovery decision), then the
-# work running, then the queue, then what is over (an operator's review: the order was alphabetical)
-STATUS_RANK = {
+# units by status as their cell says it (unit_cell): what a person must act on first (a lost lease,
+# a failed run's decision, a recovery decision, a close), then the work running, the queue, what is
+# over (an operator's review: the order was alphabetical, then a failed run sorted among the running)
+STATUS_RANK: dict[str, int] = {
     UnitStatus.LOST: 0,
-    UnitStatus.WAITING: 1,
-    UnitStatus.IN_PROGRESS: 2,
-    UnitStatus.TODO: 3,
-    UnitStatus.CLOSED: 4,
-    UnitStatus.ABORTED: 5,
+    AWAITING_DECISION: 1,
+    UnitStatus.WAITING: 2,
+    READY_TO_CLOSE: 3,
+    AWAITING_CLOSE: 4,
+    UnitStatus.IN_PROGRESS: 5,
+    UnitStatus.TODO: 6,
+    UnitStatus.CLOSED: 7,
+    UnitStatus.ABORTED: 8,
 }
 
 
@@ -707,5 +715,7 @@ def sort_keys(view: str, snap: Snapshot, view_keys: list[Key], sort: str) -> lis
         if sort == "priority":
             # lower first, as Next-up dispatches (an operator's review: the room put the last first)
             return sorted(view_keys, key=lambda k: (contract_of(units[plain(k)]).priority, plain(k)))
-        return sorted(view_keys, key=lambda k: (STATUS_RANK[unit_status(state, units[plain(k)])], plain(k)))
+        return sorted(
+            view_keys, key=lambda k: (STATUS_RANK.get(unit_cell(snap, units[plain(k)]), 9), plain(k))
+        )
     return view_keys

@@ -68,7 +68,7 @@ VIEW_DEFS: tuple[View, ...] = (
         (
             Column("id", 16),
             Column("type", 10, 3),
-            Column("status", 14),
+            Column("status", 17),  # `awaiting decision` whole (D-293)
             Column("held", 4, 1),
             Column("prio", 4, 4),
             Column("held by", 18, 2),

@@ -429,8 +429,8 @@ def test_s_cycles_the_sort(demo: Any) -> None:
 def test_units_sorted_by_priority_and_status_put_what_comes_first_first(demo: Any) -> None:
     """An operator's review: the units' `status` sort was alphabetical (closed first, lost after
     in-progress); a lost lease and a waiting unit come first, what is over last."""
+    from controlroom import readmodel
     from engine.commands.units import close
-    from engine.read.queries import unit_status
 
     close(demo, "b1")
     app = ControlRoom(demo, "alice", watch=False, background_checks=False)
@@ -442,13 +442,22 @@ def test_units_sorted_by_priority_and_status_put_what_comes_first_first(demo: An
         seen.append([state.units[str(k)].contract.priority for k in app.table.keys])  # type: ignore[union-attr]
         await pilot.press("s")
         seen.append(str(app._status.render()))
-        seen.append([str(unit_status(state, state.units[str(k)])) for k in app.table.keys])
+        seen.append([readmodel.unit_cell(app.snap, state.units[str(k)]) for k in app.table.keys])
 
     run(app, script)
     priorities = seen.pop(0)  # by priority: lower first, as Next-up dispatches (it was reversed)
     assert priorities == sorted(priorities) and priorities[0] < priorities[-1], priorities
     assert "sort: status" in seen[0]
-    order = ["lost", "waiting", "in-progress", "todo", "closed", "aborted"]
+    order = [
+        "lost",
+        "awaiting decision",
+        "waiting",
+        "ready to close",
+        "awaiting close",
+        "in-progress",
+        "todo",
+    ]
+    order += ["closed", "aborted"]
     assert len(set(seen[1])) >= 2 and seen[1] == sorted(seen[1], key=order.index), seen[1]
     assert seen[1][-1] == "closed"  # a closed unit last, not first
 
@@ -503,11 +512,18 @@ def test_at_80x24_the_decision_dialog_takes_its_rationale_after_an_action(demo: 
         await pilot.pause()
         seen["action"] = app.screen.query_one(Select).value
         seen["region"] = app.screen.query_one("#rationale").region
+        frame = app.screen.query_one("#frame")
+        await pilot.press("pagedown")  # the preview below the dialog's edge, read by keys
+        await pilot.pause()
+        seen["scrolled"] = (frame.scroll_y, frame.max_scroll_y)
+        await pilot.press("pageup")
+        await pilot.pause()
         await pilot.press("tab", *"contain it", "enter")
         await until(pilot, lambda: len(app.screen_stack) == 1)
 
     run(app, script, size=(80, 24))
     assert seen["region"].bottom <= 24, seen["region"]  # on screen
+    assert seen["scrolled"][1] > 0 and seen["scrolled"][0] > 0, seen["scrolled"]
     events = demo.store("units").read().events
     assert len(events) == before + 1, "nothing recorded"
     assert (events[-1]["kind"], events[-1]["unit"], events[-1]["action"], events[-1]["rationale"]) == (
@@ -653,7 +669,7 @@ def test_an_empty_next_up_says_why(demo: Any) -> None:
 
     run(app, script)
     assert not [k for k in app.table.keys if isinstance(k, RowKey) and k.kind == "next"]
-    assert "(none ready)" in seen["row"] and "1 held or flagged" in seen["row"], seen["row"]
+    assert "Next-up: none ready" in seen["row"] and "1 held or flagged" in seen["row"], seen["row"]
     assert "7 not todo" in seen["row"], seen["row"]
     assert "Next-up is empty" in seen["life"]
     assert "release-hardening/manifest: stale-knowledge: unresolved F-alert-path-dead" in seen["life"]

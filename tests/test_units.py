@@ -275,3 +275,34 @@ def test_an_escalation_keeps_the_severities_it_escalated(ws: helpers.Workspace) 
     assert ws.digest() == before and unit_status(ws, "u1")["status"] == "waiting"
     ws.run(*resolving, "--by", "alice", check=True)  # who may resolve critical may
     assert unit_status(ws, "u1")["status"] == "todo"
+
+
+def test_answering_a_question_of_a_unit_whose_run_is_over_says_it_goes_unread(ws: helpers.Workspace) -> None:
+    """An operator's re-check of D-285: a unit whose `unit run` ended with a failed result stays in
+    progress, its lease current in the log but refused at every door (D-276); its question was
+    answered without the note. The note asks whether the lease still acts (runs.ended)."""
+    from engine.checkout import runs
+    from engine.checkout.workspace import Workspace
+    from engine.commands.units import LeaseTerms, dispatch
+    from engine.doors.api import UnitDoor
+
+    engine_ws = Workspace(ws.root)
+    lease_dir = ws.root.parent / "leases"
+    lease_dir.mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in ws.env.items():
+            mp.setenv(name, value)
+        (ws.root / "wt-u1").mkdir()
+        terms = LeaseTerms(ttl=None, lease_dir=lease_dir, run_on=runs.host_id(engine_ws))
+        event = dispatch(engine_ws, "u1", ws.root / "wt-u1", terms)  # as `unit run` dispatches it
+        runs.begin(engine_ws, event["leaseHash"], {event["leaseHash"]})
+        question = UnitDoor(lease_dir / ".regulator-lease.json").ask({"question": "EU mirror?"}).obligation
+        runs.end(engine_ws, event["leaseHash"])  # the run is over; the unit stays in progress
+    ws.run("signals", "route", check=True)
+    done = ws.run(
+        "obligation", "resolve", question, "--by", "alice", "--disposition", "answered", "--rationale", "yes"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith(
+        "regulator: note: unit u1 is in progress but its run is over: its lease is over, so it will not read"
+    ), done.stderr

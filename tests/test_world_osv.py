@@ -496,7 +496,13 @@ def test_a_workspace_without_sensors_yaml_has_no_sensors(ws: Any) -> None:
     path.write_text(sensors_yaml())
     listed = ws.run("sensors", "--json")
     assert (listed.returncode, json.loads(listed.stdout)) == (0, [])
-    assert "sensors.yaml on disk is not its decided content" in listed.stderr
+    assert listed.stderr == (
+        "regulator: warning: regulator/policy/sensors.yaml on disk was never decided: it declares no sensor "
+        "until a person accepts a proposal of it (`regulator identity propose --file "
+        "regulator/policy/sensors.yaml …`)\n"
+    )
+    ran = ws.run("sensors", "run", "osv")
+    assert ran.returncode == 2 and "the sensors are: none (no decision has declared any" in ran.stderr
     assert tick(ws)["sensors"]["outcome"] == {"written": 0, "note": "no sensors declared"}
     assert ws.run("identity", "verify").returncode == 1  # the file nobody decided is named
 

@@ -41,7 +41,13 @@ class _Dialog(ModalScreen[Answer | None]):
     _Dialog .said { height: auto; max-height: 5; border: round $panel-lighten-2; padding: 0 1; }
     _Dialog ToastRack { dock: top; align: right top; margin-bottom: 0; }
     """
-    BINDINGS = [Binding("escape", "cancel", "cancel")]
+    BINDINGS = [
+        Binding("escape", "cancel", "cancel"),
+        # what the body holds past the dialog's edge (a preview at 80×24) is read by keys too:
+        # nothing else in it takes the focus to scroll (an operator's re-check of D-284)
+        Binding("pagedown", "page(1)", "scroll down", show=False),
+        Binding("pageup", "page(-1)", "scroll up", show=False),
+    ]
     CONFIRM = "OK"
 
     def compose(self) -> ComposeResult:
@@ -62,6 +68,13 @@ class _Dialog(ModalScreen[Answer | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+    def action_page(self, direction: int) -> None:
+        frame = self.query_one("#frame")
+        if direction > 0:
+            frame.scroll_page_down(animate=False)
+        else:
+            frame.scroll_page_up(animate=False)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "cancel":

@@ -44,6 +44,11 @@ def _edited(ws: Workspace) -> str:
     check = file_check(ws, SENSORS_POLICY)  # as `identity verify` judges it
     if check is None or check.ok:
         return ""
+    if SENSORS_POLICY not in auth.decided_hash and SENSORS_POLICY not in auth.content:
+        return (
+            f"{SENSORS_POLICY} on disk was never decided: it declares no sensor until a person accepts "
+            "a proposal of it (`regulator identity propose --file regulator/policy/sensors.yaml …`)"
+        )
     return (
         f"{SENSORS_POLICY} on disk is not its decided content: the decided sensors are the ones listed "
         "and run (`regulator identity verify` names the edit; propose it to change them)"

@@ -110,3 +110,14 @@ def over(ws: Workspace, lease_hash: str, run_on: str | None = None) -> bool:
         return True
     pid = data.get("pid")
     return not isinstance(pid, int) or _started(pid) != data.get("started")
+
+
+def ended(ws: Workspace, lease_hash: str | None, run_on: str | None) -> bool:
+    """The unit's lease acts no more here, known from this host: none, or its `unit run` on this
+    host over (`over`). A `unit dispatch` lease, or a run on another host, is taken as still acting
+    (this host cannot tell)."""
+    if lease_hash is None:
+        return True
+    if run_on is None or elsewhere(ws, run_on):
+        return False
+    return over(ws, lease_hash, run_on)

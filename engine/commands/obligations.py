@@ -8,6 +8,7 @@ from engine.base import clock
 from engine.base.errors import BadInput
 from engine.base.limits import check_text
 from engine.base.lookup import by_prefix, check_prefix
+from engine.checkout import runs
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person
 from engine.commands.deciding import deciding
@@ -19,6 +20,7 @@ from engine.read.model import (
     Obligation,
     ObligationKind,
     State,
+    UnitState,
     UnitStatus,
 )
 from engine.read.queries import unit_status
@@ -97,7 +99,12 @@ def resolve(
             "rationale": rationale,
             "at": clock.iso(clock.now()),
         }
-        notes = after_resolving(turn.state, ob, lambda unit: bool(holds(ws, turn.state).findings.get(unit)))
+        notes = after_resolving(
+            turn.state,
+            ob,
+            lambda unit: bool(holds(ws, turn.state).findings.get(unit)),
+            lambda unit: runs.ended(ws, unit.lease, unit.run_on),
+        )
         written = ws.store("signals").append(turn.signed(event))
     if say is not None:
         for note in notes:
@@ -105,19 +112,27 @@ def resolve(
     return written
 
 
-def after_resolving(state: State, ob: Obligation, flagged: Callable[[str], bool] | None = None) -> list[str]:
+def after_resolving(
+    state: State,
+    ob: Obligation,
+    flagged: Callable[[str], bool] | None = None,
+    ended: Callable[[UnitState], bool] | None = None,
+) -> list[str]:
     """What a person resolving `ob` (as `state` stood before) should hear that the write does not
     say (an operator's review): a question whose unit's lease is over is answered to no one; the
     last obligation holding a unit whose result is done leaves it ready to close, which nothing
     does by itself, unless a finding holds it too (`flagged(unit)`: asked only then, since it reads
-    the registers)."""
+    the registers). `ended(unit)`: its lease acts no more though the unit is in progress (its `unit
+    run` over: runs.ended)."""
     unit = state.units.get(ob.unit) if ob.unit else None
     if unit is None:
         return []
     status = unit_status(state, unit)
-    if ob.kind == ObligationKind.QUESTION and status != UnitStatus.IN_PROGRESS:
+    over = status != UnitStatus.IN_PROGRESS or (ended is not None and ended(unit))
+    if ob.kind == ObligationKind.QUESTION and over:
+        said = status if status != UnitStatus.IN_PROGRESS else "in progress but its run is over"
         return [
-            f"unit {unit.id} is {status}: its lease is over, so it will not read this answer "
+            f"unit {unit.id} is {said}: its lease is over, so it will not read this answer "
             "(a unit reads answers only while its lease is current; it is recorded all the same)"
         ]
     others = [o for o in blocking(state).get(unit.id, []) if o.id != ob.id] if ob.blocks else [ob]

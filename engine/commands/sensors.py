@@ -92,7 +92,10 @@ class Collected(msgspec.Struct):
 def sensor_of(ws: Workspace, name: str) -> Sensor:
     sensors = ws.sensors().sensors
     if name not in sensors:
-        named = ", ".join(sorted(sensors)) or "none (regulator/policy/sensors.yaml declares none)"
+        named = (
+            ", ".join(sorted(sensors))
+            or "none (no decision has declared any in regulator/policy/sensors.yaml)"
+        )
         raise BadInput(f"no sensor {name!r}; the sensors are: {named}")
     return sensors[name]
 
