@@ -76,7 +76,7 @@ def resolve(
     rationale: str,
     say: Callable[[str], None] | None = None,
 ) -> dict:
-    """A person's disposition of an open obligation (design §5.5); `say` is told, once it is written,
+    """A person's disposition of an open obligation (design §5.4); `say` is told, once it is written,
     what the write does not show (after_resolving)."""
     check_prefix(prefix, "obligation")
     person = check_person(by)
