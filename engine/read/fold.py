@@ -406,6 +406,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 continue
             action = event.action
             rationale = event.rationale
+            opened = event.opens  # checked: a waiting action's derived recovery obligation, else None
             closing = Closing(
                 status=_ESCALATED if action in WAITING_ACTIONS else _RESOLVED,
                 disposition=event.disposition,
@@ -414,6 +415,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 closed_at=_text(event.at),
                 at=at,
                 unit=unit_id,
+                opens=opened["id"] if opened else None,
             )
             escalated: set[str] = set()
             for ob_id in event.resolves:
@@ -427,7 +429,6 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                         escalated.update(ob.escalated)
                     else:
                         ob.history.append(at)  # shown in its lifecycle: it counted for nothing
-            opened = event.opens
             if opened:
                 ob = Obligation(
                     id=opened["id"],
@@ -685,6 +686,9 @@ def advance(
         stores = ("signals", *stores)  # never units ahead of the signals it is judged with (as cold)
     state.source.bind(tuple(ws.store(name).path for name in STORES))
     state.auth = ws.authority()
+    behind = _policy_behind(state)
+    if behind is not None:  # a decision placing a policy before lines this state judged: judge them again
+        raise Refold(behind)
     gained: dict[str, int] = dict.fromkeys((name for name in ORDER if name in stores), 0)
     ahead = _prejudge(ws, state, [name for name in gained if name in PERSON_STORES])
     try:
@@ -701,6 +705,26 @@ def advance(
     if "units" in gained and "signals" in state.cursors:
         settle_unopened(state)  # the obligations units.ndjson opens are all folded now
     return gained
+
+
+def _policy_behind(state: State) -> str | None:
+    """A store whose lines this state judged under a policy that a decision it has not folded yet
+    places before them (its `marks` below the store's cursor), or None. `identity accept` records
+    the stores' sizes as it decides, at or past what any reader had folded; a decision signed by hand
+    may name earlier ones, and a cold fold judges those lines by it: the state is folded again, so
+    the fast path and the slow agree (an adversarial review: a narrowed `resolve:` placed back over
+    a disposition already counted left the checkpoint's verdict standing, D-294)."""
+    if "identity" not in state.cursors:
+        return None  # a state that does not fold identity.ndjson (the door's units: refolded on its change)
+    for decision in state.auth.decisions[len(state.decisions) :]:
+        marks = decision.get("marks")
+        if not isinstance(marks, dict):
+            continue
+        for name, cursor in state.cursors.items():
+            mark = marks.get(name)
+            if name != "identity" and isinstance(mark, int) and mark < cursor.offset:
+                return name
+    return None
 
 
 def _prejudge(ws: Workspace, state: State, names: list[str]) -> prejudge.Prejudged | None:

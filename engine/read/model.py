@@ -153,6 +153,7 @@ class Closing(msgspec.Struct, array_like=True):
     closed_at: str | None
     at: int  # reference to the closing event (engine.log.events)
     unit: object = None  # a recovery decision's unit (engine.read.rules.disposes_of); None for a disposition
+    opens: str | None = None  # a waiting decision's recovery obligation, what it escalates into (D-294)
 
 
 class Obligation(msgspec.Struct, array_like=True):
@@ -178,6 +179,7 @@ class Obligation(msgspec.Struct, array_like=True):
     closed_by: int = -1  # reference to the event that closed it (-1: open), for the order rule
     # a recovery decision's: the severities of what it escalated; resolving it is theirs (D-292)
     escalated: tuple[str, ...] = ()
+    into: str | None = None  # the recovery obligation a waiting decision escalated this one into (D-294)
 
     def close(self, closing: Closing) -> None:
         self.status = closing.status
@@ -187,6 +189,7 @@ class Obligation(msgspec.Struct, array_like=True):
         self.closed_at = closing.closed_at
         self.closed_by = closing.at
         self.history.append(closing.at)
+        self.into = closing.opens
 
 
 class ResultOutcome(StrEnum):

@@ -230,6 +230,26 @@ def close_pending(state: State, ob: Obligation) -> None:
             continue
         if ob.status == ObligationStatus.OPEN:
             ob.close(closing)
+            carry_escalated(state, ob)
+
+
+def carry_escalated(state: State, ob: Obligation) -> None:
+    """`ob` was escalated into a recovery obligation after that one opened (a decision folded before
+    the obligation it names: rules.close_pending): its severities join that obligation's
+    `escalated`, and the next one's up the chain of escalations, as a fold in the other order
+    records them when it opens it (an adversarial review of D-292: the checkpoint's recovery
+    obligation escalated nothing, the cold fold's a critical, D-294)."""
+    carried = {ob.severity, *ob.escalated}
+    seen: set[str] = set()
+    target = ob.into
+    while target is not None and target not in seen:
+        seen.add(target)
+        into = state.obligations.get(target)
+        if into is None:
+            return
+        into.escalated = tuple(sorted(carried | set(into.escalated)))
+        carried = {into.severity, *into.escalated}
+        target = into.into
 
 
 # ---- retract: a memory entry, once -----------------------------------------------------------

@@ -1,0 +1,182 @@
+"""What an escalation keeps, whatever the order a reader folds the stores in (D-292, D-294): a
+recovery obligation keeps the severities it escalated, through a decision folded before the
+obligation it names and through a chain of escalations; and a policy decision placed before lines
+a reader already judged makes that reader judge them again. Each fast path (a kept state advanced,
+a checkpoint) is compared with a cold fold; each case failed on the code before D-294."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.base import ids
+from engine.checkout.workspace import Workspace
+from engine.commands.router import route
+from engine.read.fold import StoreReplaced, advance
+from engine.read.load import load
+from engine.read.model import State
+from engine.trust import signing
+from engine.trust.signing import person_event
+from tests.helpers import NOW, alice_key, make_workspace, report_args
+
+WHEN = datetime(2026, 11, 29, 12, tzinfo=UTC)
+
+
+def cold(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> State:
+    with monkeypatch.context() as mp:
+        mp.setenv("REGULATOR_CHECKPOINT", "off")
+        return load(ws, WHEN, cached=False)
+
+
+def signed(ws: Workspace, store: str, event: dict[str, Any]) -> dict[str, Any]:
+    """alice's event, signed with her key and appended as a hand would (no write's rules asked)."""
+    signing.use_key(alice_key())
+    try:
+        return ws.store(store).append(person_event(ws, signing.signer_for(ws, "alice"), event))
+    finally:
+        signing.use_key(None)
+
+
+def pause(unit: str, resolves: list[str], decision_id: str | None = None) -> dict[str, Any]:
+    """A pause decision on `unit` as `unit decide` writes it, its `opens` derived from its id."""
+    event: dict[str, Any] = {"kind": "decision", "unit": unit, "action": "pause", "by": "alice",
+                             "rationale": "r", "resolves": resolves, "disposition": "escalated", "at": NOW}  # fmt: skip
+    if decision_id is not None:
+        event["id"] = decision_id
+    return event
+
+
+def critical_on_u1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Workspace, str]:
+    """A workspace with a critical signal on u1, reported and not routed; its obligation's id."""
+    made = make_workspace(tmp_path)
+    made.run(*report_args(by="alice", severity="critical", affects=["u1"]), check=True)
+    monkeypatch.setenv("REGULATOR_NOW", NOW)
+    ws = Workspace(made.root)
+    return ws, ids.obligation_id(next(iter(load(ws).signals)), "u1")
+
+
+def test_an_escalation_folded_before_its_obligation_keeps_its_severity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An adversarial review: a pause naming a critical obligation not yet routed was folded first by
+    a kept state (the room, serve, a writer's load before it routes); its recovery obligation kept no
+    severity once routing closed the critical one into it, and a person allowed only blocking
+    resolved it there, where a cold fold refused."""
+    ws, critical = critical_on_u1(tmp_path, monkeypatch)
+    event = pause("u1", [critical])
+    made = person_event(ws, None, event)  # its id, as the write derives its recovery obligation's from it
+    event["id"] = made["id"]
+    event["opens"] = {
+        "id": ids.recovery_obligation_id(made["id"], "u1"),
+        "severity": "blocking",
+        "owedTo": "S3",
+    }
+    signed(ws, "units", event)
+    kept = load(ws, WHEN, cached=False)
+    recovery = event["opens"]["id"]
+    assert kept.obligations[recovery].escalated == () and critical in kept.pending
+    route(ws)
+    advance(ws, kept)
+    assert kept.obligations[recovery].escalated == ("critical",)
+    assert cold(ws, monkeypatch).obligations[recovery].escalated == ("critical",)
+
+
+def test_a_chain_of_escalations_keeps_every_severity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An adversarial review: a pause D2 naming the recovery obligation R3 of a later pause D3 (whose
+    id its signer chose), D3 escalating the critical obligation into R3: R2, D2's, kept nothing of
+    the critical, in every fold, and `verify` said every event counted."""
+    ws, critical = critical_on_u1(tmp_path, monkeypatch)
+    route(ws)
+    r3 = ids.recovery_obligation_id("d3-chosen", "u1")
+    second = pause("u1", [r3])
+    made = person_event(ws, None, second)
+    second["id"] = made["id"]
+    r2 = ids.recovery_obligation_id(made["id"], "u1")
+    second["opens"] = {"id": r2, "severity": "blocking", "owedTo": "S3"}
+    signed(ws, "units", second)
+    third = pause("u1", [critical], "d3-chosen")
+    third["opens"] = {"id": r3, "severity": "blocking", "owedTo": "S3"}
+    signed(ws, "units", third)
+    for state in (load(ws, WHEN), cold(ws, monkeypatch)):
+        assert state.obligations[r3].status == "escalated" and state.obligations[r3].into == r2
+        assert state.obligations[r2].escalated == ("blocking", "critical"), state.obligations[r2]
+
+
+def test_a_policy_placed_before_judged_lines_has_them_judged_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An adversarial review: a signed accept whose `marks` point back over lines a checkpoint had
+    judged (a narrowed `resolve:` for the person who had resolved a blocking obligation) left the
+    checkpoint's verdict standing while a cold fold re-judged the line: u1 free on one path, held on
+    the other. A reader folds again when a decision it has not folded places a policy before what
+    it judged."""
+    made = make_workspace(tmp_path)
+    made.run(*report_args(by="alice", severity="blocking", affects=["u1"]), check=True)
+    made.run("signals", "route", check=True)
+    ob = made.json("obligations")[0]["id"]
+    every = {"REGULATOR_CHECKPOINT_BYTES": "0"}  # a writer leaves a checkpoint whatever the size
+    resolving = [
+        "obligation",
+        "resolve",
+        ob,
+        "--by",
+        "alice",
+        "--disposition",
+        "no-action",
+        "--rationale",
+        "ok",
+    ]
+    made.run(*resolving, check=True)
+    made.run(
+        "unit",
+        "decide",
+        "u3",
+        "--action",
+        "retry",
+        "--by",
+        "alice",
+        "--rationale",
+        "r",
+        env=every,
+        check=True,
+    )
+    assert (made.root / ".regulator" / "readmodel.checkpoint").exists()  # left by that writer
+    monkeypatch.setenv("REGULATOR_NOW", NOW)
+    monkeypatch.setenv("REGULATOR_CHECKPOINT_BYTES", "0")
+    ws = Workspace(made.root)
+    kept = load(ws, WHEN, cached=False)
+    assert kept.obligations[ob].status == "resolved"
+    policy = (made.root / "regulator/policy/interaction.yaml").read_text()
+    narrowed = policy.replace("    - blocking\n    - critical\n", "")
+    assert narrowed != policy, policy
+    source = made.root.parent / "narrow.yaml"
+    source.write_text(narrowed)
+    args = ["--file", "regulator/policy/interaction.yaml", "--content-from", str(source), "--rationale", "r"]
+    proposal = json.loads(
+        made.run("identity", "propose", *args, "--by", "alice", "--json", check=True).stdout
+    )["id"]
+    accepted = load(ws, WHEN).proposals[proposal]
+    signed(
+        ws,
+        "identity",
+        {
+            "kind": "decision",
+            "decision": "accepted",
+            "proposal": proposal,
+            "file": accepted["file"],
+            "contentHash": accepted["contentHash"],
+            "by": "alice",
+            "rationale": "back to the start",
+            "marks": {"signals": 0, "units": 0, "memory": 0},
+            "at": NOW,
+        },  # fmt: skip
+    )
+    again = cold(ws, monkeypatch)
+    assert again.obligations[ob].status == "open"  # alice may no longer resolve blocking, from line 0
+    with pytest.raises(StoreReplaced):  # the kept state is to be folded again (as the room and serve do)
+        advance(ws, kept)
+    assert load(ws, WHEN).obligations[ob].status == "open"  # from the checkpoint: judged again
