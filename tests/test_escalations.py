@@ -50,13 +50,14 @@ def pause(unit: str, resolves: list[str], decision_id: str | None = None) -> dic
     return event
 
 
-def critical_on_u1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Workspace, str]:
-    """A workspace with a critical signal on u1, reported and not routed; its obligation's id."""
+def critical_on_u1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Workspace, str]:
+    """A workspace with a critical signal on u1, reported and not routed (the test helpers' and the
+    engine's view of it); its obligation's id."""
     made = make_workspace(tmp_path)
     made.run(*report_args(by="alice", severity="critical", affects=["u1"]), check=True)
     monkeypatch.setenv("REGULATOR_NOW", NOW)
     ws = Workspace(made.root)
-    return ws, ids.obligation_id(next(iter(load(ws).signals)), "u1")
+    return made, ws, ids.obligation_id(next(iter(load(ws).signals)), "u1")
 
 
 def test_an_escalation_folded_before_its_obligation_keeps_its_severity(
@@ -66,7 +67,7 @@ def test_an_escalation_folded_before_its_obligation_keeps_its_severity(
     a kept state (the room, serve, a writer's load before it routes); its recovery obligation kept no
     severity once routing closed the critical one into it, and a person allowed only blocking
     resolved it there, where a cold fold refused."""
-    ws, critical = critical_on_u1(tmp_path, monkeypatch)
+    _, ws, critical = critical_on_u1(tmp_path, monkeypatch)
     event = pause("u1", [critical])
     made = person_event(ws, None, event)  # its id, as the write derives its recovery obligation's from it
     event["id"] = made["id"]
@@ -89,7 +90,7 @@ def test_a_chain_of_escalations_keeps_every_severity(tmp_path: Path, monkeypatch
     """An adversarial review: a pause D2 naming the recovery obligation R3 of a later pause D3 (whose
     id its signer chose), D3 escalating the critical obligation into R3: R2, D2's, kept nothing of
     the critical, in every fold, and `verify` said every event counted."""
-    ws, critical = critical_on_u1(tmp_path, monkeypatch)
+    _, ws, critical = critical_on_u1(tmp_path, monkeypatch)
     route(ws)
     r3 = ids.recovery_obligation_id("d3-chosen", "u1")
     second = pause("u1", [r3])
@@ -180,3 +181,41 @@ def test_a_policy_placed_before_judged_lines_has_them_judged_again(
     with pytest.raises(StoreReplaced):  # the kept state is to be folded again (as the room and serve do)
         advance(ws, kept)
     assert load(ws, WHEN).obligations[ob].status == "open"  # from the checkpoint: judged again
+
+
+def test_a_closing_judged_before_a_late_escalation_is_judged_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An adversarial review of D-294: carol (blocking, not critical) resolved a pause's recovery
+    obligation before routing escalated a critical obligation into it. A kept state had judged her
+    disposition when the recovery obligation escalated nothing, and kept it once it carried the
+    critical one; a cold fold refused it. The kept state now folds again (D-295)."""
+    from tests.helpers import make_key
+
+    made, ws, critical = critical_on_u1(tmp_path, monkeypatch)
+    key = make_key(tmp_path / "keys", "carol")
+    policy = (ws.root / "regulator/policy/interaction.yaml").read_text()
+    carol = f"  carol:\n    grants: [resolve]\n    resolve: [advisory, blocking]\n    keys: ['{Path(f'{key}.pub').read_text().strip()}']\n"
+    made.decide("regulator/policy/interaction.yaml", policy.replace("people:\n", "people:\n" + carol, 1))
+    event = pause("u1", [critical])
+    made_event = person_event(ws, None, event)
+    event["id"] = made_event["id"]
+    recovery = ids.recovery_obligation_id(made_event["id"], "u1")
+    event["opens"] = {"id": recovery, "severity": "blocking", "owedTo": "S3"}
+    signed(ws, "units", event)
+    kept = load(ws, WHEN, cached=False)  # the pause folded, the critical obligation not yet routed
+    signing.use_key(key)
+    try:
+        disposition = {"kind": "disposition", "obligation": recovery, "unit": "u1", "disposition": "no-action",
+                       "by": "carol", "rationale": "fine", "at": NOW}  # fmt: skip
+        ws.store("signals").append(person_event(ws, signing.signer_for(ws, "carol"), disposition))
+    finally:
+        signing.use_key(None)
+    advance(ws, kept)
+    assert kept.obligations[recovery].status == "resolved"  # judged as it stood: it escalated nothing yet
+    route(ws)
+    with pytest.raises(StoreReplaced):  # a late escalation into what carol closed: judged again
+        advance(ws, kept)
+    for state in (load(ws, WHEN, cached=False), cold(ws, monkeypatch)):
+        assert state.obligations[recovery].status == "open"
+        assert state.obligations[recovery].escalated == ("critical",)

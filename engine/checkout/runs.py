@@ -80,11 +80,14 @@ def _write(path: Path, data: dict[str, object]) -> None:
 
 def begin(ws: Workspace, lease_hash: str, current: set[str]) -> None:
     """This process runs the lease's child (written before the child starts); the files of leases
-    that are no one's current lease any more are removed."""
+    that are no one's current lease any more, and whose run is over, are removed. A run's file is
+    never removed while its `unit run` lives: `current` is read before another run's dispatch may
+    have made its lease (no lock is held here), and a missing file reads as over (D-291), so a
+    sweep that removed it would stop that run's child at every door (an adversarial review)."""
     folder = _folder(ws)
     folder.mkdir(mode=0o700, exist_ok=True)
     for old in folder.glob("*.json"):
-        if old.stem not in current:
+        if old.stem not in current and old.stem != lease_hash and _finished(old):
             with contextlib.suppress(OSError):
                 old.unlink()
     _write(_path(ws, lease_hash), {"pid": os.getpid(), "started": _started(os.getpid()), "ended": False})
@@ -95,21 +98,27 @@ def end(ws: Workspace, lease_hash: str) -> None:
     _write(_path(ws, lease_hash), {"ended": True})
 
 
+def _finished(path: Path) -> bool:
+    """A run's file that says it ended, or whose `unit run` is gone (or that cannot be read)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True
+    if not isinstance(data, dict) or data.get("ended") is not False:
+        return True
+    pid = data.get("pid")
+    return not isinstance(pid, int) or _started(pid) != data.get("started")
+
+
 def over(ws: Workspace, lease_hash: str, run_on: str | None = None) -> bool:
     """The lease belongs to a `unit run` that ended (or died). Without a file: over where the
     dispatch says a `unit run` made it (`run_on`, D-266: that run writes the file before its child
     starts, so a missing one was removed: an adversarial review deleted it and the lease acted
     again), else not (`unit dispatch`)."""
-    try:
-        data = json.loads(_path(ws, lease_hash).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    path = _path(ws, lease_hash)
+    if not os.path.lexists(path):
         return run_on is not None
-    except (OSError, ValueError):
-        return True  # a file there but unreadable: fail closed
-    if not isinstance(data, dict) or data.get("ended") is not False:
-        return True
-    pid = data.get("pid")
-    return not isinstance(pid, int) or _started(pid) != data.get("started")
+    return _finished(path)  # a file there but unreadable: fail closed
 
 
 def ended(ws: Workspace, lease_hash: str | None, run_on: str | None) -> bool:

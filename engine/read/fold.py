@@ -199,8 +199,8 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                     None,  # closed_at
                     [at],  # history
                 )
-                if pending and ob_id in pending:
-                    close_pending(state, obligations[ob_id])
+                if pending and ob_id in pending and close_pending(state, obligations[ob_id]):
+                    raise Refold("signals")  # a closing judged before this escalation: judge it again (D-295)
         elif kind == _DISPOSITION:
             ob = obligations.get(event.obligation)
             if not counts(state, "signals", at) or not _may_resolve(state, event, ob, at):
@@ -224,8 +224,9 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
         else:  # what time and the world brought in (design §24)
             fold_world(state, event, at, counts)
             opened = getattr(event, "opens", None)  # a recheck obligation (evidence-expired)
-            if pending and opened is not None and opened.id in pending and opened.id in obligations:
-                close_pending(state, obligations[opened.id])
+            recheck = opened.id if opened is not None and pending and opened.id in obligations else None
+            if recheck in pending and close_pending(state, obligations[recheck]):
+                raise Refold("signals")  # as for a routed obligation (D-295)
     waiting.update(dict.fromkeys(filterfalse(routings.__contains__, fresh)))  # in log order, in C
 
 

@@ -212,13 +212,14 @@ def disposition_counts(state: State, ref: int, when: object, by: object, ob: Obl
     return False
 
 
-def close_pending(state: State, ob: Obligation) -> None:
+def close_pending(state: State, ob: Obligation) -> bool:
     """What closes `ob` that was folded before `ob` opened, applied as it opens, in log order, as if
     it had been known: signals.ndjson is folded before units.ndjson, which opens recovery
     obligations (advisory ones too), and a store read first may hold what closes an obligation
     another opens. A disposition (signals.ndjson) is judged at `ob`'s own severity
     (disposition_counts, as when its obligation is known); the first that counts closes it; one that
     does not is marked in its history and counts for nothing."""
+    late = False
     waiting = state.pending.pop(ob.id, None)
     for closing in waiting or ():
         signals = closing.at & 3 == INDEX["signals"]
@@ -230,26 +231,35 @@ def close_pending(state: State, ob: Obligation) -> None:
             continue
         if ob.status == ObligationStatus.OPEN:
             ob.close(closing)
-            carry_escalated(state, ob)
+            late = carry_escalated(state, ob) or late
+    return late
 
 
-def carry_escalated(state: State, ob: Obligation) -> None:
+def carry_escalated(state: State, ob: Obligation) -> bool:
     """`ob` was escalated into a recovery obligation after that one opened (a decision folded before
     the obligation it names: rules.close_pending): its severities join that obligation's
     `escalated`, and the next one's up the chain of escalations, as a fold in the other order
     records them when it opens it (an adversarial review of D-292: the checkpoint's recovery
-    obligation escalated nothing, the cold fold's a critical, D-294)."""
+    obligation escalated nothing, the cold fold's a critical, D-294). True where it grew one that
+    is closed already: its closing was judged without them. A routed obligation so escalated late
+    exists only in a fold that read units.ndjson before it (a kept state): the caller folds again
+    from the first byte, as a cold fold judges it (D-295); an obligation units.ndjson opens is met
+    in the same order by every fold."""
     carried = {ob.severity, *ob.escalated}
     seen: set[str] = set()
     target = ob.into
+    grew_closed = False
     while target is not None and target not in seen:
         seen.add(target)
         into = state.obligations.get(target)
         if into is None:
-            return
-        into.escalated = tuple(sorted(carried | set(into.escalated)))
+            break
+        grown = tuple(sorted(carried | set(into.escalated)))
+        grew_closed = grew_closed or (grown != into.escalated and into.status != ObligationStatus.OPEN)
+        into.escalated = grown
         carried = {into.severity, *into.escalated}
         target = into.into
+    return grew_closed
 
 
 # ---- retract: a memory entry, once -----------------------------------------------------------
