@@ -55,6 +55,7 @@ _SOURCES = (  # relative to engine/
     "read/fold.py",
     "read/kinds.py",  # what the fold reads of each line
     "read/rules.py",  # which dispositions count
+    "read/malformed.py",  # which units lines are malformed (D-295)
     "read/vetoes.py",  # which host events count
     "read/order.py",  # the order rule: which host events count by their `seen`
     "log/events.py",

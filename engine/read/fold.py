@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from engine.base import clock, ids
+from engine.base import clock
 from engine.base.errors import RegulatorError
 from engine.base.gcpause import gc_paused
 from engine.checkout.authority import Uncounted
@@ -29,13 +29,10 @@ from engine.read.kinds import (
     SignalsLine,
     UnitsLine,
 )
+from engine.read.malformed import decision_refused, expiry_refused, result_refused
 from engine.read.model import (
-    ADVISORY,
-    ASKS_RECOVERY,
-    BLOCKING,
     OWED_TO,
     PERSON_DISPOSITIONS,
-    RESULT_OUTCOMES,
     RESUMING_ACTIONS,
     WAITING_ACTIONS,
     Closing,
@@ -49,7 +46,6 @@ from engine.read.model import (
     RecoveryAction,
     State,
     UnitResult,
-    UnitState,
     UnitStatus,
 )
 from engine.read.order import (
@@ -362,7 +358,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
             unit.run_on = event.runOn if type(event.runOn) is str else None
             unit.result = None
         elif kind == _RESULT:
-            reason = _result_refused(unit, event)
+            reason = result_refused(unit, event)
             if reason is not None:
                 state.uncounted.append(Uncounted("units", at >> 2, reason))
                 continue
@@ -391,7 +387,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 )
                 _opened(state, recovery)
         elif kind == _LEASE_EXPIRED:
-            reason = _expiry_refused(unit, event)
+            reason = expiry_refused(unit, event)
             if reason is not None:
                 state.uncounted.append(Uncounted("units", at >> 2, reason))
                 continue
@@ -401,7 +397,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
         elif kind == _DEMOTE:
             unit.status, unit.lease = _TODO, None
         elif kind == _DECISION:
-            reason = _decision_refused(event)
+            reason = decision_refused(event)
             if reason is not None:
                 state.uncounted.append(Uncounted("units", at >> 2, f"malformed: {reason}"))
                 continue
@@ -458,35 +454,6 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
                 unit.status, unit.recovery = UnitStatus.WAITING, opened["id"] if opened else None
 
 
-_ACTIONS = frozenset(action.value for action in RecoveryAction)
-
-
-def _decision_refused(event: UnitsLine) -> str | None:
-    """Why a recovery decision is not one `unit decide` writes (a line signed by hand), or None:
-    an action it takes, the obligations it resolves as a list of ids, what it opens (if anything)
-    as an id, a severity and whom it is owed to, a time, all text."""
-    if event.action not in _ACTIONS:
-        return "a decision without a recovery action"
-    resolves = event.resolves
-    if type(resolves) not in (list, tuple) or not all(type(ob_id) is str for ob_id in resolves):
-        return "resolves is not a list of obligation ids"
-    opens = event.opens
-    if event.action in WAITING_ACTIONS:
-        unit_id = event.unit
-        if type(event.id) is not str or not _opens(
-            opens, ids.recovery_obligation_id(event.id, str(unit_id)), BLOCKING
-        ):
-            return "opens is not the blocking recovery obligation the decision's id names"
-    elif opens is not None:
-        return "opens an obligation, which only a waiting action does"
-    if type(event.at) is not str:
-        return "at is not text"
-    rationale = event.rationale
-    if rationale is not msgspec.UNSET and type(rationale) is not str:
-        return "rationale is not text"
-    return None
-
-
 _MAX_TTL_S = 100 * 366 * 86400  # a lease's ttl past a century is no time a host writes
 
 
@@ -504,51 +471,6 @@ def _opened(state: State, ob: Obligation) -> bool:
     opened_in_units(state, ob)
     close_pending(state, ob)
     return True
-
-
-def _result_refused(unit: UnitState, event: UnitsLine) -> str | None:
-    """Why a result line counts for nothing: the host writes one only for the unit's current lease,
-    once, with an outcome it knows (engine.commands.results)."""
-    if unit.status != _IN_PROGRESS or not unit.lease or event.leaseHash != unit.lease:
-        return f"host event: result for {unit.id} under a lease that is not its current one (forged?)"
-    if unit.result is not None:
-        return f"host event: a second result for {unit.id}'s lease (one per lease)"
-    if event.outcome not in RESULT_OUTCOMES or type(event.summary) is not str or type(event.id) is not str:
-        return "malformed: a result without its id, outcome or summary"
-    opened = event.opens
-    if opened is not None and not (
-        event.outcome in ASKS_RECOVERY
-        and _opens(opened, ids.recovery_obligation_id(event.id, unit.id), ADVISORY)
-    ):
-        return "malformed: a result that opens an obligation it does not ask for"
-    return None
-
-
-def _opens(opened: object, derived: str, severity: str) -> bool:
-    """`opens` is exactly what the engine writes: the id derived from the event's own (a chosen id
-    could take a routed obligation's before routing opens it, then be resolved by whoever the chosen
-    severity allows: an adversarial review), that severity, owed to S3."""
-    return (
-        type(opened) is dict
-        and opened.get("id") == derived
-        and opened.get("severity") == severity
-        and opened.get("owedTo", OWED_TO) == OWED_TO
-    )
-
-
-def _expiry_refused(unit: UnitState, event: UnitsLine) -> str | None:
-    """Why a lease-expired line counts for nothing: only an in-progress unit's current lease that
-    has a time, with no result recorded, expires, and not before its time (design §23)."""
-    if unit.status != _IN_PROGRESS or not unit.lease or event.leaseHash != unit.lease:
-        return f"host event: lease-expired for {unit.id} under a lease that is not its current one"
-    if unit.expires_at is None:
-        return f"host event: lease-expired for {unit.id}, whose lease never expires (forged?)"
-    if unit.result is not None:
-        return f"host event: lease-expired for {unit.id} after its result was recorded (forged?)"
-    when, due = clock.moment(event.at), clock.moment(unit.expires_at)
-    if when is None or due is None or when < due:
-        return f"host event: lease-expired for {unit.id} before its lease's time {unit.expires_at} (forged?)"
-    return None
 
 
 def _first_opened(holds: dict[str, list[Obligation]]) -> dict[str, int]:
