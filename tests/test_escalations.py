@@ -41,12 +41,17 @@ def signed(ws: Workspace, store: str, event: dict[str, Any]) -> dict[str, Any]:
         signing.use_key(None)
 
 
-def pause(unit: str, resolves: list[str], decision_id: str | None = None) -> dict[str, Any]:
-    """A pause decision on `unit` as `unit decide` writes it, its `opens` derived from its id."""
+def pause(ws: Workspace, unit: str, resolves: list[str], decision_id: str | None = None) -> dict[str, Any]:
+    """A pause decision on `unit` as `unit decide` writes it: its id (given, or made as the write
+    makes it) and the recovery obligation that id derives."""
     event: dict[str, Any] = {"kind": "decision", "unit": unit, "action": "pause", "by": "alice",
                              "rationale": "r", "resolves": resolves, "disposition": "escalated", "at": NOW}  # fmt: skip
-    if decision_id is not None:
-        event["id"] = decision_id
+    event["id"] = decision_id or person_event(ws, None, dict(event))["id"]
+    event["opens"] = {
+        "id": ids.recovery_obligation_id(event["id"], unit),
+        "severity": "blocking",
+        "owedTo": "S3",
+    }
     return event
 
 
@@ -68,14 +73,7 @@ def test_an_escalation_folded_before_its_obligation_keeps_its_severity(
     severity once routing closed the critical one into it, and a person allowed only blocking
     resolved it there, where a cold fold refused."""
     _, ws, critical = critical_on_u1(tmp_path, monkeypatch)
-    event = pause("u1", [critical])
-    made = person_event(ws, None, event)  # its id, as the write derives its recovery obligation's from it
-    event["id"] = made["id"]
-    event["opens"] = {
-        "id": ids.recovery_obligation_id(made["id"], "u1"),
-        "severity": "blocking",
-        "owedTo": "S3",
-    }
+    event = pause(ws, "u1", [critical])
     signed(ws, "units", event)
     kept = load(ws, WHEN, cached=False)
     recovery = event["opens"]["id"]
@@ -93,15 +91,10 @@ def test_a_chain_of_escalations_keeps_every_severity(tmp_path: Path, monkeypatch
     _, ws, critical = critical_on_u1(tmp_path, monkeypatch)
     route(ws)
     r3 = ids.recovery_obligation_id("d3-chosen", "u1")
-    second = pause("u1", [r3])
-    made = person_event(ws, None, second)
-    second["id"] = made["id"]
-    r2 = ids.recovery_obligation_id(made["id"], "u1")
-    second["opens"] = {"id": r2, "severity": "blocking", "owedTo": "S3"}
+    second = pause(ws, "u1", [r3])
+    r2 = second["opens"]["id"]
     signed(ws, "units", second)
-    third = pause("u1", [critical], "d3-chosen")
-    third["opens"] = {"id": r3, "severity": "blocking", "owedTo": "S3"}
-    signed(ws, "units", third)
+    signed(ws, "units", pause(ws, "u1", [critical], "d3-chosen"))
     for state in (load(ws, WHEN), cold(ws, monkeypatch)):
         assert state.obligations[r3].status == "escalated" and state.obligations[r3].into == r2
         assert state.obligations[r2].escalated == ("blocking", "critical"), state.obligations[r2]
@@ -197,11 +190,8 @@ def test_a_closing_judged_before_a_late_escalation_is_judged_again(
     policy = (ws.root / "regulator/policy/interaction.yaml").read_text()
     carol = f"  carol:\n    grants: [resolve]\n    resolve: [advisory, blocking]\n    keys: ['{Path(f'{key}.pub').read_text().strip()}']\n"
     made.decide("regulator/policy/interaction.yaml", policy.replace("people:\n", "people:\n" + carol, 1))
-    event = pause("u1", [critical])
-    made_event = person_event(ws, None, event)
-    event["id"] = made_event["id"]
-    recovery = ids.recovery_obligation_id(made_event["id"], "u1")
-    event["opens"] = {"id": recovery, "severity": "blocking", "owedTo": "S3"}
+    event = pause(ws, "u1", [critical])
+    recovery = event["opens"]["id"]
     signed(ws, "units", event)
     kept = load(ws, WHEN, cached=False)  # the pause folded, the critical obligation not yet routed
     signing.use_key(key)
