@@ -209,3 +209,39 @@ def test_a_closing_judged_before_a_late_escalation_is_judged_again(
     for state in (load(ws, WHEN, cached=False), cold(ws, monkeypatch)):
         assert state.obligations[recovery].status == "open"
         assert state.obligations[recovery].escalated == ("critical",)
+
+
+def test_a_closing_judged_before_a_chain_grew_is_judged_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What D-295 left: carol (blocking only) resolved a pause's recovery obligation R2 while it
+    escalated nothing; a later pause escalated the critical obligation into R3, which R2's pause had
+    named. R2 then carried the critical one, and carol's closing stood in every fold. Her closing is
+    judged again when R2 grows: it no longer counts, and R2 is open again (D-296)."""
+    from tests.helpers import make_key
+
+    made, ws, critical = critical_on_u1(tmp_path, monkeypatch)
+    route(ws)
+    key = make_key(tmp_path / "keys", "carol")
+    policy = (ws.root / "regulator/policy/interaction.yaml").read_text()
+    carol = f"  carol:\n    grants: [resolve]\n    resolve: [advisory, blocking]\n    keys: ['{Path(f'{key}.pub').read_text().strip()}']\n"
+    made.decide("regulator/policy/interaction.yaml", policy.replace("people:\n", "people:\n" + carol, 1))
+    r3 = ids.recovery_obligation_id("d3-chosen", "u1")
+    second = pause(ws, "u1", [r3])
+    r2 = second["opens"]["id"]
+    signed(ws, "units", second)
+    signing.use_key(key)
+    try:
+        disposition = {"kind": "disposition", "obligation": r2, "unit": "u1", "disposition": "no-action",
+                       "by": "carol", "rationale": "fine", "at": NOW}  # fmt: skip
+        ws.store("signals").append(person_event(ws, signing.signer_for(ws, "carol"), disposition))
+    finally:
+        signing.use_key(None)
+    assert load(ws, WHEN, cached=False).obligations[r2].status == "resolved"  # it escalated nothing then
+    signed(ws, "units", pause(ws, "u1", [critical], "d3-chosen"))
+    for state in (load(ws, WHEN, cached=False), cold(ws, monkeypatch)):
+        assert (state.obligations[r2].status, state.obligations[r2].escalated) == (
+            "open",
+            ("blocking", "critical"),
+        )
+        assert any("may not resolve critical" in u.reason for u in state.uncounted if u.store == "signals")

@@ -244,7 +244,8 @@ def carry_escalated(state: State, ob: Obligation) -> bool:
     is closed already: its closing was judged without them. A routed obligation so escalated late
     exists only in a fold that read units.ndjson before it (a kept state): the caller folds again
     from the first byte, as a cold fold judges it (D-295); an obligation units.ndjson opens is met
-    in the same order by every fold."""
+    in the same order by every fold, and the closing is judged again here (judged_again).
+    """
     carried = {ob.severity, *ob.escalated}
     seen: set[str] = set()
     target = ob.into
@@ -255,11 +256,34 @@ def carry_escalated(state: State, ob: Obligation) -> bool:
         if into is None:
             break
         grown = tuple(sorted(carried | set(into.escalated)))
-        grew_closed = grew_closed or (grown != into.escalated and into.status != ObligationStatus.OPEN)
+        grew = grown != into.escalated
         into.escalated = grown
+        if grew and into.status != ObligationStatus.OPEN:
+            grew_closed = True
+            if not judged_again(state, into):
+                break  # open again: it escalates nothing further up
         carried = {into.severity, *into.escalated}
         target = into.into
     return grew_closed
+
+
+def judged_again(state: State, ob: Obligation) -> bool:
+    """`ob`'s closing, judged again now that it escalates more (carry_escalated): a disposition by
+    disposition_counts, a recovery decision by decision_closes, each under the policy in force at
+    its place. One that no longer counts is marked for `verify` and `ob` is open again (a chain of
+    escalations closed a critical hold through a person allowed blocking only: D-296)."""
+    ref = ob.closed_by
+    if ref < 0:
+        return True
+    if ref & 3 == INDEX["signals"]:
+        counts = disposition_counts(state, ref, ob.closed_at, ob.by, ob)
+    else:
+        closing = Closing(ob.status, ob.disposition, ob.by, ob.rationale, ob.closed_at, ref, unit=ob.unit)
+        counts = decision_closes(state, closing, ob)
+    if not counts:
+        ob.status, ob.disposition, ob.by, ob.rationale = ObligationStatus.OPEN, None, None, None
+        ob.closed_at, ob.closed_by, ob.into = None, -1, None
+    return counts
 
 
 # ---- retract: a memory entry, once -----------------------------------------------------------
