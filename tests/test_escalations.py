@@ -65,6 +65,29 @@ def critical_on_u1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any
     return made, ws, ids.obligation_id(next(iter(load(ws).signals)), "u1")
 
 
+def add_carol(made: Any, tmp_path: Path) -> Path:
+    """carol, who may resolve advisory and blocking (not critical), with a key; her private key."""
+    from tests.helpers import make_key
+
+    key = make_key(tmp_path / "keys", "carol")
+    policy = (made.root / "regulator/policy/interaction.yaml").read_text()
+    public = Path(f"{key}.pub").read_text().strip()
+    carol = f"  carol:\n    grants: [resolve]\n    resolve: [advisory, blocking]\n    keys: ['{public}']\n"
+    made.decide("regulator/policy/interaction.yaml", policy.replace("people:\n", "people:\n" + carol, 1))
+    return key
+
+
+def carol_resolves(ws: Workspace, key: Path, obligation: str) -> None:
+    """carol's signed disposition of `obligation`, appended as a hand would."""
+    signing.use_key(key)
+    try:
+        event = {"kind": "disposition", "obligation": obligation, "unit": "u1", "disposition": "no-action",
+                 "by": "carol", "rationale": "fine", "at": NOW}  # fmt: skip
+        ws.store("signals").append(person_event(ws, signing.signer_for(ws, "carol"), event))
+    finally:
+        signing.use_key(None)
+
+
 def test_an_escalation_folded_before_its_obligation_keeps_its_severity(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -183,24 +206,13 @@ def test_a_closing_judged_before_a_late_escalation_is_judged_again(
     obligation before routing escalated a critical obligation into it. A kept state had judged her
     disposition when the recovery obligation escalated nothing, and kept it once it carried the
     critical one; a cold fold refused it. The kept state now folds again (D-295)."""
-    from tests.helpers import make_key
-
     made, ws, critical = critical_on_u1(tmp_path, monkeypatch)
-    key = make_key(tmp_path / "keys", "carol")
-    policy = (ws.root / "regulator/policy/interaction.yaml").read_text()
-    carol = f"  carol:\n    grants: [resolve]\n    resolve: [advisory, blocking]\n    keys: ['{Path(f'{key}.pub').read_text().strip()}']\n"
-    made.decide("regulator/policy/interaction.yaml", policy.replace("people:\n", "people:\n" + carol, 1))
+    key = add_carol(made, tmp_path)
     event = pause(ws, "u1", [critical])
     recovery = event["opens"]["id"]
     signed(ws, "units", event)
     kept = load(ws, WHEN, cached=False)  # the pause folded, the critical obligation not yet routed
-    signing.use_key(key)
-    try:
-        disposition = {"kind": "disposition", "obligation": recovery, "unit": "u1", "disposition": "no-action",
-                       "by": "carol", "rationale": "fine", "at": NOW}  # fmt: skip
-        ws.store("signals").append(person_event(ws, signing.signer_for(ws, "carol"), disposition))
-    finally:
-        signing.use_key(None)
+    carol_resolves(ws, key, recovery)
     advance(ws, kept)
     assert kept.obligations[recovery].status == "resolved"  # judged as it stood: it escalated nothing yet
     route(ws)
@@ -218,25 +230,14 @@ def test_a_closing_judged_before_a_chain_grew_is_judged_again(
     escalated nothing; a later pause escalated the critical obligation into R3, which R2's pause had
     named. R2 then carried the critical one, and carol's closing stood in every fold. Her closing is
     judged again when R2 grows: it no longer counts, and R2 is open again (D-296)."""
-    from tests.helpers import make_key
-
     made, ws, critical = critical_on_u1(tmp_path, monkeypatch)
     route(ws)
-    key = make_key(tmp_path / "keys", "carol")
-    policy = (ws.root / "regulator/policy/interaction.yaml").read_text()
-    carol = f"  carol:\n    grants: [resolve]\n    resolve: [advisory, blocking]\n    keys: ['{Path(f'{key}.pub').read_text().strip()}']\n"
-    made.decide("regulator/policy/interaction.yaml", policy.replace("people:\n", "people:\n" + carol, 1))
+    key = add_carol(made, tmp_path)
     r3 = ids.recovery_obligation_id("d3-chosen", "u1")
     second = pause(ws, "u1", [r3])
     r2 = second["opens"]["id"]
     signed(ws, "units", second)
-    signing.use_key(key)
-    try:
-        disposition = {"kind": "disposition", "obligation": r2, "unit": "u1", "disposition": "no-action",
-                       "by": "carol", "rationale": "fine", "at": NOW}  # fmt: skip
-        ws.store("signals").append(person_event(ws, signing.signer_for(ws, "carol"), disposition))
-    finally:
-        signing.use_key(None)
+    carol_resolves(ws, key, r2)
     assert load(ws, WHEN, cached=False).obligations[r2].status == "resolved"  # it escalated nothing then
     signed(ws, "units", pause(ws, "u1", [critical], "d3-chosen"))
     for state in (load(ws, WHEN, cached=False), cold(ws, monkeypatch)):
