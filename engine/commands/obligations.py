@@ -128,17 +128,23 @@ def after_resolving(
     if unit is None:
         return []
     status = unit_status(state, unit)
-    over = status != UnitStatus.IN_PROGRESS or (ended is not None and ended(unit))
-    if ob.kind == ObligationKind.QUESTION and over:
-        said = status if status != UnitStatus.IN_PROGRESS else "in progress but its run is over"
+    if ob.kind == ObligationKind.QUESTION:
+        running = status == UnitStatus.IN_PROGRESS
+        if running and (ended is None or not ended(unit)):
+            return []
+        said = "in progress but its run is over" if running else status
         return [
             f"unit {unit.id} is {said}: its lease is over, so it will not read this answer "
             "(a unit reads answers only while its lease is current; it is recorded all the same)"
         ]
-    others = [o for o in blocking(state).get(unit.id, []) if o.id != ob.id] if ob.blocks else [ob]
-    if not others and result_waits(state, unit) == AWAITING_CLOSE and not (flagged and flagged(unit.id)):
-        return [
-            f"unit {unit.id}'s result is done and no other obligation holds it now: "
-            f"`regulator unit close {unit.id}` closes it"
-        ]
-    return []
+    if not ob.blocks:
+        return []  # it held nothing: its unit waits for what it waited for before
+    holding = blocking(state).get(unit.id, [])  # one pass over the obligations, asked once
+    if [o for o in holding if o.id != ob.id] or result_waits(state, unit, holding) != AWAITING_CLOSE:
+        return []
+    if flagged is not None and flagged(unit.id):
+        return []
+    return [
+        f"unit {unit.id}'s result is done and no other obligation holds it now: "
+        f"`regulator unit close {unit.id}` closes it"
+    ]

@@ -129,22 +129,24 @@ def may_resolve(people: People, person: object, severity: str) -> Denied | None:
     )
 
 
+def refused_severity(people: People, person: object, ob: Obligation) -> str | None:
+    """The first of `ob`'s severities the person may not resolve: its own, then, for a recovery
+    decision's obligation, each it escalated (D-292: an escalation lowered a critical hold to a
+    blocking one, which a person allowed only blocking then closed: an adversarial review)."""
+    return next((s for s in (ob.severity, *ob.escalated) if may_resolve(people, person, s) is not None), None)
+
+
 def may_resolve_ob(people: People, person: object, ob: Obligation) -> Denied | None:
-    """may_resolve for `ob`: its severity, and, for a recovery decision's obligation, each severity
-    it escalated (D-292: an escalation lowered a critical hold to a blocking one, which a person
-    allowed only blocking then closed: an adversarial review)."""
-    denied = may_resolve(people, person, ob.severity)
-    if denied is not None:
-        return denied
-    for severity in ob.escalated:
-        if may_resolve(people, person, severity) is not None:
-            allowed = people.resolve.get(person, ()) if isinstance(person, str) else ()
-            return Denied(
-                f"{person} may not resolve {severity} (escalated into it)",
-                f"{person} may not resolve {ob.id}: its recovery decision escalated a {severity} obligation "
-                f"into it (interaction.yaml lets them resolve: {', '.join(allowed) or 'no severity'})",
-            )
-    return None
+    """may_resolve for `ob`, every severity it holds (refused_severity)."""
+    severity = refused_severity(people, person, ob)
+    if severity is None or severity == ob.severity:
+        return None if severity is None else may_resolve(people, person, severity)
+    allowed = people.resolve.get(person, ()) if isinstance(person, str) else ()
+    return Denied(
+        f"{person} may not resolve {severity} (escalated into it)",
+        f"{person} may not resolve {ob.id}: its recovery decision escalated a {severity} obligation "
+        f"into it (interaction.yaml lets them resolve: {', '.join(allowed) or 'no severity'})",
+    )
 
 
 def unresolvable(severity: str) -> str:
@@ -204,10 +206,9 @@ def disposition_counts(state: State, ref: int, when: object, by: object, ob: Obl
     person the policy in force at its place lets resolve `ob`'s severity (may_resolve: what
     `obligation resolve` asks); one that does not is marked, for `verify`, as counting for nothing."""
     people = state.auth.people_for("signals", ref >> 2, when)
-    denied = may_resolve_ob(people, by, ob)
-    if denied is None:
+    severity = refused_severity(people, by, ob)
+    if severity is None:
         return True
-    severity = next(s for s in (ob.severity, *ob.escalated) if may_resolve(people, by, s) is not None)
     state.uncounted.append(Uncounted("signals", ref >> 2, unresolvable(severity)))
     return False
 
@@ -351,10 +352,8 @@ def disposes_of(people: People, person: object, unit_id: object, ob: Obligation)
         return f"does not dispose of {ob.id}: not unit {unit_id}'s"
     if ob.owed_to != OWED_TO:
         return f"does not dispose of {ob.id}: owed to {ob.owed_to}, not {OWED_TO}"
-    if may_resolve_ob(people, person, ob) is not None:
-        severity = next(s for s in (ob.severity, *ob.escalated) if may_resolve(people, person, s) is not None)
-        return f"does not dispose of {ob.id}: {unresolvable(severity)}"
-    return None
+    severity = refused_severity(people, person, ob)
+    return None if severity is None else f"does not dispose of {ob.id}: {unresolvable(severity)}"
 
 
 def decision_closes(state: State, closing: Closing, ob: Obligation) -> bool:

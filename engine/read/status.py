@@ -23,6 +23,7 @@ def status(ws: Workspace, state: State, only: str | None = None) -> dict:
         holding = found.obligations.get(unit_id, [])
         findings = found.findings.get(unit_id, [])
         blocked_by = [ob.id for ob in holding]
+        waits = result_waits(state, unit, holding, bool(findings)) if known else None
         units.append(
             {
                 "id": unit_id,
@@ -32,11 +33,9 @@ def status(ws: Workspace, state: State, only: str | None = None) -> dict:
                 "blockedBy": blocked_by,
                 "staleKnowledge": list(findings),
                 # design §23: null where nothing is known (not started, or no stores here)
-                "awaitingClose": result_waits(state, unit, holding, bool(findings)) == AWAITING_CLOSE
-                if known
-                else None,
+                "awaitingClose": waits == AWAITING_CLOSE if known else None,
                 # what its recorded result waits for: awaiting close, ready to close, awaiting decision
-                "waitsFor": result_waits(state, unit, holding, bool(findings)) if known else None,
+                "waitsFor": waits,
                 "confined": confined(state, unit) if known else None,
                 "result": result_json(unit.result) if known else None,
             }
