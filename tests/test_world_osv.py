@@ -485,6 +485,19 @@ def test_sensors_are_declared_only_by_decision(ws: Any) -> None:
     assert refused.returncode == 3 and "host operation" in one_line(refused)
 
 
+def test_a_clone_lists_the_committed_sensors(ws: Any, tmp_path: Any) -> None:
+    """A clone has no stores and reads the committed policy (design §16.2): its `sensors` lists
+    the sensors trunk declares. D-286's first form read "never decided" there, where nothing is
+    known to be decided, and listed none (found on the reread)."""
+    import subprocess
+
+    declare(ws)
+    target = tmp_path / "a-clone"
+    subprocess.run(["git", "clone", "-q", str(ws.root), str(target)], check=True, env=ws.env)
+    listed = ws.run("sensors", "--json", cwd=target)
+    assert [s["name"] for s in json.loads(listed.stdout)] == ["osv"], listed.stderr
+
+
 def test_a_workspace_without_sensors_yaml_has_no_sensors(ws: Any) -> None:
     assert ws.json("sensors") == []
     assert "no sensors declared" in ws.run("sensors", check=True).stdout

@@ -44,7 +44,7 @@ def _edited(ws: Workspace) -> str:
     check = file_check(ws, SENSORS_POLICY)  # as `identity verify` judges it
     if check is None or check.ok:
         return ""
-    if SENSORS_POLICY not in auth.decided_hash and SENSORS_POLICY not in auth.content:
+    if not auth.ever_decided(SENSORS_POLICY):
         return (
             f"{SENSORS_POLICY} on disk was never decided: it declares no sensor until a person accepts "
             "a proposal of it (`regulator identity propose --file regulator/policy/sensors.yaml …`)"

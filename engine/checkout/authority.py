@@ -150,6 +150,11 @@ class Authority:
                 text = content or ""
         return _routing_policy(text) if text else None
 
+    def ever_decided(self, relative: str) -> bool:
+        """Whether a decision (the baseline included) ever recorded this governed file: one that
+        never was declares nothing, whatever is on disk (sensors.yaml, D-286)."""
+        return relative in self.decided_hash or relative in self.content
+
     def people_for(self, store: str, offset: int, at: object) -> People:
         """The interaction policy in force for the event at `offset` of `store`: a decision that
         recorded the stores' sizes (`marks`) governs every line at or past its mark, whatever

@@ -272,12 +272,13 @@ class Workspace:
             raise BadInput(f"policy {relative}: not valid UTF-8; restore it from trunk") from None
 
     def optional_policy_text(self, relative: str) -> str | None:
-        """A governed file a workspace may lack (sensors.yaml): None while no decision ever recorded
-        it, whatever is on disk (a hand-added file declares nothing, as a hand edit does: the
-        warning says so; it failed every command and tick that read it: an operator's review);
-        else its content in force, as policy_text."""
+        """A governed file a workspace may lack (sensors.yaml): None on the host while no decision
+        ever recorded it, whatever is on disk (a hand-added file declares nothing, as a hand edit
+        does: the warning says so; it failed every command and tick that read it: an operator's
+        review), and in a clone while it is not committed (a clone reads the committed file, design
+        §16.2); else its content in force, as policy_text."""
         auth = self.authority()
-        if relative not in auth.decided_hash and relative not in auth.content:
+        if not auth.ever_decided(relative) and (auth.present or not os.path.lexists(self.root / relative)):
             return None
         return self.policy_text(relative)
 
