@@ -231,6 +231,9 @@ def test_awaiting_close_is_a_done_result_and_a_held_close(fleet: Any) -> None:
     assert line.endswith("unconfined; result done: implemented")
     text = fleet.run("controlroom", "--once").stdout
     assert "awaiting close" in text and "u1 is in progress, awaiting close, and held by blocking" in text
+    # Next-up says what status says (design §23: shown in status, the room and Next-up alike)
+    explained = fleet.run("registry", "next-up", "--explain").stdout
+    assert "  u1: status awaiting close; held by blocking obligation " in explained
     # the hold dispositioned, the unit is ready to close, and saying so is the resolve's last word
     # (an operator's review: it read as plainly in progress; nothing closes it by itself)
     ob = row["blockedBy"][0]
@@ -246,6 +249,7 @@ def test_awaiting_close_is_a_done_result_and_a_held_close(fleet: Any) -> None:
     assert (row["status"], row["awaitingClose"], row["waitsFor"]) == ("in-progress", False, "ready to close")
     line = next(li for li in fleet.run("status").stdout.splitlines() if li.startswith("u1 "))
     assert line.split()[:5] == ["u1", "implement", "ready", "to", "close"]
+    assert "  u1: status ready to close\n" in fleet.run("registry", "next-up", "--explain").stdout
     fleet.run("unit", "close", "u1", check=True)
     assert next(u for u in fleet.json("status")["units"] if u["id"] == "u1")["waitsFor"] is None
 

@@ -6,7 +6,7 @@ from engine.checkout.workspace import Workspace
 from engine.read.ladder import registers_of
 from engine.read.model import State, UnitStatus
 from engine.read.queries import unit_status
-from engine.read.vetoes import holds
+from engine.read.vetoes import holds, result_waits
 
 _TODO = UnitStatus.TODO  # bound once (engine.read.queries says why)
 
@@ -38,6 +38,8 @@ def next_up(ws: Workspace, state: State, explain: bool = True) -> tuple[list[dic
         if status == _TODO and unit_id not in held:
             ready.append((contract.priority, unit_id))
         elif explain:
+            if known and status != _TODO:  # a recorded result: what it waits for, as `status` says
+                status = result_waits(state, unit, holding.get(unit_id, []), unit_id in stale) or status
             reasons = [] if status == _TODO else [f"status {status}"]
             reasons += [
                 f"stale-knowledge: finding {finding} (trunk history unavailable: {blind})"
