@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING
 from engine.base.text import escape
 from engine.checkout.workspace import Workspace
 from engine.commands.whatif import InMemory, route_in_memory
-from engine.read.model import MemoryStatus, ObligationStatus
+from engine.read.model import MemoryStatus, ObligationStatus, UnitStatus
 from engine.read.queries import (
     days_left,
     memory_status,
+    unit_status,
     unrouted_count,
 )
+from engine.read.vetoes import AWAITING_DECISION, result_waits
 
 if TYPE_CHECKING:
     pass
@@ -69,10 +71,13 @@ def _counts(snap: Snapshot) -> dict[str, int]:
             if memory_status(e, today) == MemoryStatus.CURRENT and days_left(e, today) <= EXPIRING_DAYS
         )
         snap._memory_marker = marker
+    lost, deciding = _need_a_person(snap)
     return {
         "open": open_count,
         "blocking": blocking,
         "held": len(held_units),
+        "lost": lost,
+        "awaitingDecision": deciding,
         "stale": stale,
         "expiring": snap._expiring,
         "lintErrors": len(snap.lint.errors) if snap.lint else 0,
@@ -82,6 +87,24 @@ def _counts(snap: Snapshot) -> dict[str, int]:
         "overdue": overdue,
         "evidenceExpired": expired,
     }
+
+
+def _need_a_person(snap: Snapshot) -> tuple[int, int]:
+    """(lost, awaiting decision): units whose run is over and that wait for a person (a lost lease,
+    design §23; a failed or blocked result, `vetoes.result_waits`), counted where the header and
+    CI look first (an operator's review: both showed only as a row). Unknown without the stores: 0,
+    shown as `?` by the header."""
+    if not snap.known:
+        return 0, 0
+    state = snap.state
+    lost = deciding = 0
+    for unit in state.units.values():
+        status = unit_status(state, unit)
+        if status == UnitStatus.LOST:
+            lost += 1
+        elif status == UnitStatus.IN_PROGRESS and unit.result is not None:
+            deciding += result_waits(state, unit, []) == AWAITING_DECISION
+    return lost, deciding
 
 
 def in_memory(snap: Snapshot) -> InMemory:
@@ -150,6 +173,10 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, s
             parts.append(would)
         if c["overdue"]:
             parts.append(f"{c['overdue']} overdue")
+        if c["lost"]:
+            parts.append(f"⚠{c['lost']} lost")
+        if c["awaitingDecision"]:
+            parts.append(f"{c['awaitingDecision']} await.dec")
         if c["evidenceExpired"]:
             parts.append(f"{c['evidenceExpired']} evid.exp")
         if c["badLines"]:
@@ -175,6 +202,10 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, s
         parts.append(would)
     if c["overdue"]:
         parts.append(f"{c['overdue']} overdue")
+    if c["lost"]:
+        parts.append(f"⚠ {c['lost']} lost")
+    if c["awaitingDecision"]:
+        parts.append(f"{c['awaitingDecision']} awaiting decision")
     if c["evidenceExpired"]:
         parts.append(f"{c['evidenceExpired']} evidence expired")
     if c["badLines"]:

@@ -169,6 +169,8 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
                 where = (
                     f"lease file in {escape(event['worktree'])}" if event.get("worktree") else "no lease file"
                 )
+                if "confined" in event:  # `unit run`: the lease beside the worktree, gone at the run's end
+                    where = f"in {escape(event.get('worktree'))}; its lease file in the run's own folder, removed when the run ends"
                 if "leaseHash" not in event:
                     where = "a first-round lease, not honoured"
                 yield f"{event['at']} dispatched as {event.get('type')}/{event.get('profile')} ({where})"
@@ -187,7 +189,14 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
                     + (f" (exit code {escape(code)})" if code is not None else "")
                     + f": {escape(event.get('summary'))}"
                 )
-                yield "  its lease no longer expires: a result is recorded (a person decides what is next)"
+                yield (
+                    "  its lease no longer expires: a result is recorded ("
+                    + (
+                        "it closes once nothing holds it)"
+                        if event.get("outcome") == "done"
+                        else "a person records a recovery decision)"
+                    )
+                )
             elif kind == EventKind.LEASE_EXPIRED:
                 yield f"{event['at']} lease expired (its time was {escape(event.get('expiredAt'))}); the unit is lost"
             elif kind == EventKind.CLOSE:
@@ -279,6 +288,9 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         name = plain(key)
         r = sensor_rows(snap)[name]
         yield f"sensor {name}: {r['kind']}, every {r['every']}, severity {r['severity']}"
+        if r["runs"] is None:
+            yield "  its runs are unknown here: no stores (the host's room shows them)"
+            return
         yield f"  {r['runs']} run(s), {r['raised']} signal(s) raised in all; next run {r['nextRun'] or 'now'}"
         runs = state.world.runs.get(name, [])
         for event in state.source.events(runs[-20:]):

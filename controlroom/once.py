@@ -135,7 +135,7 @@ def once(ws: Workspace, person: str | None, read_only: bool = False) -> Snapshot
         begun = verification.begin(ws)
     # what `verify` re-derives, --once reports
     snap = snapshot(ws, person, host_events=True, start=state, later=True, begun=begun)
-    snap.routed, snap.not_routed = routed, why
+    snap.routed, snap.not_routed, snap.printed = routed, why, True
     return snap
 
 
@@ -389,10 +389,11 @@ def as_text(snap: Snapshot, reasons: list[str]) -> str:
     for view in VIEWS:
         view_keys = keys(view, snap)
         lines.append(f"== {TITLES[view]} ({len(view_keys)})")
-        columns = [(c.title, c.width) for c in BY_VIEW[view].columns]
+        rows = [row(view, snap, key) for key in view_keys[:200]]
+        columns = _printed_widths(view, rows)
         lines.append(_fmt([title for title, _ in columns], columns))
-        for key in view_keys[:200]:
-            lines.append(_fmt(row(view, snap, key), columns))
+        for cells in rows:
+            lines.append(_fmt(cells, columns))
         if len(view_keys) > 200:
             lines.append(f"... {len(view_keys) - 200} more")
         lines.append("")
@@ -407,6 +408,22 @@ def as_text(snap: Snapshot, reasons: list[str]) -> str:
     else:
         lines.append("exit 0: nothing holds in-progress work; lint, identity and stores verify")
     return "\n".join(lines) + "\n"
+
+
+def _printed_widths(view: str, rows: list[list[str]]) -> list[tuple[str, int]]:
+    """The view's columns as a log prints them: each as wide as its widest cell, up to 40 cells
+    (or the room's width where that is wider), so that ids and names are whole (an operator's
+    review: `sensor:osv-…` hid which sensor, `research-left-p…` which unit); the last whole."""
+    from engine.base.cells import width
+
+    out = []
+    for i, column in enumerate(BY_VIEW[view].columns):
+        if not column.width:
+            out.append((column.title, 0))
+            continue
+        widest = max((width(r[i]) for r in rows if i < len(r)), default=0)
+        out.append((column.title, min(max(width(column.title), widest), max(column.width, 40))))
+    return out
 
 
 def _fmt(cells: list[str], columns: list[tuple[str, int]]) -> str:

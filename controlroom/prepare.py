@@ -115,6 +115,7 @@ def content(snap: readmodel.Snapshot, name: str, key: Key) -> Content:
                 ob,
                 lambda unit: bool(snap.stale.get(unit)),
                 lambda unit: runs.ended(ws, unit.lease, unit.run_on),
+                lambda unit: runs.waits(ws, unit.lease, unit.run_on),
             )
         )
         return ResolveContent(ob.id, summary, {d: meanings.DISPOSITIONS[d] for d in allowed}, question, notes)

@@ -101,16 +101,17 @@ def dumps_indented_with(data: dict[str, object], members: dict[str, object], ear
     return "{\n" + ",\n".join(pieces) + "\n}" if pieces else "{}"
 
 
-def table(headers: list[str], rows: list[list[object]]) -> None:
+def table(headers: list[str], rows: list[list[object]], whole: tuple[int, ...] = ()) -> None:
     """A plain text table: every cell escaped, columns padded by terminal cells (a wide character
-    takes two), a cell longer than 40 cells cut with `…`, the last column not padded."""
+    takes two), a cell longer than 40 cells cut with `…`, the last column not padded. The columns
+    `whole` (ids to copy: `status`'s `by`) are never cut."""
     from engine.base.cells import pad, width
 
     cells = [[escape(c) for c in row] for row in rows]
     widths = [width(h) for h in headers]
     for row in cells:
         for i, cell in enumerate(row[:-1]):
-            widths[i] = min(max(widths[i], width(cell)), 40)
+            widths[i] = max(widths[i], width(cell)) if i in whole else min(max(widths[i], width(cell)), 40)
 
     def fmt(row: list[str]) -> str:
         parts = [pad(c, widths[i]) for i, c in enumerate(row[:-1])]

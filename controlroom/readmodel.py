@@ -99,6 +99,7 @@ class Snapshot:
     # --once: the stores `settle` found a line of named in, dismissed or not (None: not settled)
     named: frozenset[str] | None = None
     not_routed: str | None = None  # --once: why it did not route (read-only, a reader role, ...)
+    printed: bool = False  # --once: the rows are printed, with no key to press (a pointer names a command)
     serve: dict[str, object] | None = None  # --once: serve's state, asked once (controlroom.once.serve_of)
     # memory is counted once per change: (memory cursor, entries, today) when last counted, and
     # how many entries were expiring then
@@ -329,16 +330,18 @@ def expiry_bar(days: int, status: MemoryStatus, width: int = 8) -> str:
 # ---- keys: which rows a view has, in order -------------------------------------------------------
 
 
-def idle_reason(ws: Workspace, state: State) -> tuple[str, str]:
+def idle_reason(ws: Workspace, state: State, printed: bool = False) -> tuple[str, str]:
     """Why Next-up is empty, for its one row: (the todo units held or flagged, the units past todo),
-    counted (an operator's review: the section emptied without a word; Enter names each)."""
+    counted (an operator's review: the section emptied without a word; Enter names each). Printed
+    (`--once`, a CI log), the pointer is the command that names each, not a key."""
     _, excluded = next_up(ws, state)
     if not excluded:
         return "no unit", "has a contract (contracts/UNIT.json)"
+    each = "`regulator registry next-up --explain`" if printed else "Enter"
     if not ws.has_stores:  # a clone: no unit's status is known here (design §16.2)
-        return "status unknown", "no stores here: the host's room says (Enter: each unit)"
+        return "status unknown", f"no stores here: the host's room says ({each}: each unit)"
     held = sum(1 for u in excluded if not any(r.startswith("status ") for r in u["reasons"]))
-    return f"{held} held or flagged", f"{len(excluded) - held} not todo (Enter: each unit and why)"
+    return f"{held} held or flagged", f"{len(excluded) - held} not todo ({each}: each unit and why)"
 
 
 def sectioned(key: Key) -> tuple[str, str]:
@@ -520,6 +523,8 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         ]
     if view == "sensors":
         r = sensor_rows(snap)[plain(key)]
+        if r["runs"] is None:  # no stores here (a clone): no run is known
+            return [r["name"], r["kind"], r["every"], "unknown", "unknown", "?", "unknown", "no stores here"]
         errors = f"{r['errorCount']} error(s): {r['errors'][0]}" if r["errors"] else ""
         return [
             r["name"],
@@ -555,7 +560,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             return [
                 "next-up",
                 "Next-up: none ready",
-                *idle_reason(snap.ws, state),
+                *idle_reason(snap.ws, state, snap.printed),
             ]  # named where `register` is dropped
         if kind == "lint":
             issue = lint_of(snap).issues[int(ident)]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Input
 
 from controlroom.app import ControlRoom
 from engine.checkout.workspace import Workspace
@@ -231,6 +232,8 @@ def test_retract_asks_for_confirmation(demo: Any) -> None:
         assert isinstance(key, str)
         await pilot.press("x")
         assert isinstance(app.screen, RetractDialog)
+        # the field to confirm in does not show the answer (it read as filled in: an operator's review)
+        state["placeholder"] = app.screen.query_one("#typed", Input).placeholder
         await pilot.click("#reason")
         await pilot.press(*"wrong fact")
         await pilot.click("#confirm")
@@ -245,6 +248,9 @@ def test_retract_asks_for_confirmation(demo: Any) -> None:
 
     run(app, script)
     assert state["still_open"] and state["unchanged"]
+    assert (
+        state["key"][-4:] not in state["placeholder"] and state["placeholder"] == "the id's last 4 characters"
+    )
     last = events(demo, "memory")[-1]
     assert last["kind"] == "retraction" and last["entry"] == state["key"] and last["reason"] == "wrong fact"
 

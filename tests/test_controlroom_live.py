@@ -487,6 +487,16 @@ def test_an_empty_next_up_says_why(demo: Any) -> None:
     assert "Next-up is empty" in seen["life"]
     assert "release-hardening/manifest: stale-knowledge: unresolved F-alert-path-dead" in seen["life"]
     assert "u4: status in-progress" in seen["life"]
+    # printed for CI (`--once`), the row points at the command, not at a key (an operator's review)
+    env = clean_env(REGULATOR_NOW=NOW, REGULATOR_SIGNING_KEY=str(demo.root / ".demo-keys" / "alice"))
+    once = subprocess.run(
+        [REGULATOR, "--root", str(demo.root), "controlroom", "--once"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert "7 not todo (`regulator registry next-up --explain`: each unit and why)" in once.stdout
+    assert "Enter" not in once.stdout, once.stdout
 
 
 def test_the_palette_screenshot_saves_a_file(

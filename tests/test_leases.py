@@ -107,6 +107,9 @@ def test_a_lease_past_its_time_expires_once_and_the_unit_is_lost(fleet: Any) -> 
     # Next-up shows it as it shows in-progress: not queued, the reason named
     once = json.loads(fleet.run("controlroom", "--once", "--json").stdout)
     assert {"id": "r1", "priority": 100, "reasons": ["status lost"]} in once["excluded"]
+    # counted where the header and CI look first (an operator's review: only a row said it)
+    assert (once["counts"]["lost"], once["counts"]["awaitingDecision"]) == (1, 0)
+    assert " · ⚠ 1 lost · " in fleet.run("controlroom", "--once").stdout.splitlines()[0]
     # nothing was released: a lost unit can be dispatched again (a new lease), not closed
     with pytest.raises(BadInput, match="r1 is lost; close needs an in-progress unit"):
         close(fleet.engine, "r1")
@@ -179,6 +182,8 @@ def test_one_result_per_lease_and_a_failed_one_asks_for_recovery(fleet: Any) -> 
     )
     row = next(u for u in fleet.json("status")["units"] if u["id"] == "r1")
     assert row["status"] == "in-progress" and row["awaitingClose"] is False
+    once = fleet.run("controlroom", "--once")
+    assert " · 1 awaiting decision · " in once.stdout.splitlines()[0]
     assert row["result"] == {
         "id": written["id"],  # type: ignore[index]
         "outcome": "failed",
@@ -195,6 +200,7 @@ def test_one_result_per_lease_and_a_failed_one_asks_for_recovery(fleet: Any) -> 
     state = state_of(fleet)
     assert state.obligations[recovery.id].status == "resolved"
     assert unit_status(state, state.units["r1"]) == "todo"
+    assert json.loads(fleet.run("controlroom", "--once", "--json").stdout)["counts"]["awaitingDecision"] == 0
 
 
 def test_a_recovery_decision_names_each_obligation_it_disposes_of(fleet: Any) -> None:

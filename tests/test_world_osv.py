@@ -492,10 +492,19 @@ def test_a_clone_lists_the_committed_sensors(ws: Any, tmp_path: Any) -> None:
     import subprocess
 
     declare(ws)
+    write_feed(ws.root / "feeds" / "osv", FEED)
+    ws.run("sensors", "run", "osv", check=True)  # it ran on the host: a clone cannot know that
     target = tmp_path / "a-clone"
     subprocess.run(["git", "clone", "-q", str(ws.root), str(target)], check=True, env=ws.env)
     listed = ws.run("sensors", "--json", cwd=target)
-    assert [s["name"] for s in json.loads(listed.stdout)] == ["osv"], listed.stderr
+    rows = json.loads(listed.stdout)
+    assert [s["name"] for s in rows] == ["osv"], listed.stderr
+    # an operator's review: "never run, due now, 0 runs" where the sensor had run (design §16.2)
+    assert [rows[0][k] for k in ("lastRun", "runs", "raised", "nextRun")] == [None] * 4
+    text = ws.run("sensors", cwd=target)
+    assert text.stdout.splitlines()[1].split()[4:] == ["unknown"] * 4 and "never" not in text.stdout
+    once = ws.run("controlroom", "--once", "--json", cwd=target)
+    assert [s["runs"] for s in json.loads(once.stdout)["sensors"]] == [None]
 
 
 def test_a_workspace_without_sensors_yaml_has_no_sensors(ws: Any) -> None:

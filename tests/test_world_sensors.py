@@ -123,7 +123,11 @@ def test_a_command_that_hangs_is_killed_and_writes_nothing(ws: Any) -> None:
 def test_the_tick_runs_a_sensor_when_it_is_due(ws: Any) -> None:
     declare(ws, [GOOD], every="1h")
     runs = lambda: [e for e in ws.events("signals") if e["kind"] == "sensor-run"]  # noqa: E731
-    tick(ws, env={"REGULATOR_NOW": "2026-11-29T12:00:00Z"})
+    first = tick(ws, env={"REGULATOR_NOW": "2026-11-29T12:00:00Z"})
+    # what the sensor raised is routed before the tick ends (cron ran a whole interval behind it:
+    # an operator's review): a second `route` line, and no signal left unrouted
+    assert first["route"]["outcome"] == {"routed": 1, "after": "duties"}
+    assert [s["outcome"] for s in ws.json("signals")] == ["obligations"]
     tick(ws, env={"REGULATOR_NOW": "2026-11-29T12:30:00Z"})
     assert len(runs()) == 1
     listed = ws.json("sensors", env={"REGULATOR_NOW": "2026-11-29T12:30:00Z"})[0]

@@ -247,7 +247,8 @@ class RetractDialog(_Dialog):
         yield Label("Reason")
         yield _input("why this fact is wrong", "reason")
         yield Label(f"Type {self.expected!r} (the id's last {self.CONFIRM_CHARS} characters) to confirm")
-        yield _input(self.expected, "typed")
+        # the placeholder never shows the answer: it read as a field already filled in (an operator's review)
+        yield _input(f"the id's last {self.CONFIRM_CHARS} characters", "typed")
         yield Static("", id="why", classes="why")
 
     def confirm(self) -> None:

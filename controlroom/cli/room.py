@@ -98,7 +98,8 @@ def controlroom(
         ),
     ] = None,
 ) -> None:
-    """Open the control room; --once prints the state for CI (exit 1 when something holds)."""
+    """Open the control room; --once prints the state for CI (exit 1 when a blocking obligation holds
+    an in-progress unit, lint has an error, identity or verify fails, or the stores are absent)."""
     from engine.commands.actors import no_person_under_lease
 
     if registers_only and not (once or as_json):

@@ -87,21 +87,21 @@ def sensors(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         return
     table(
         ["sensor", "kind", "every", "severity", "last run", "outcome", "raised", "next run"],
-        [
-            [
-                r["name"],
-                r["kind"],
-                r["every"],
-                r["severity"],
-                r["lastRun"] or "never",
-                (r["outcome"] or "-") + (f" ({r['errorCount']} error(s))" if r["errorCount"] else ""),
-                f"{len(r['signals'])} last run, {r['raised']} in all",
-                r["nextRun"] or "now",
-            ]
-            for r in rows
-        ],
+        [[r["name"], r["kind"], r["every"], r["severity"], *_run_cells(r)] for r in rows],
     )
     absent_exit(ws)
+
+
+def _run_cells(r: dict) -> list[str]:
+    """last run, outcome, raised, next run; `unknown` where no run is known (no stores here)."""
+    if r["runs"] is None:
+        return ["unknown", "unknown", "unknown", "unknown"]
+    return [
+        r["lastRun"] or "never",
+        (r["outcome"] or "-") + (f" ({r['errorCount']} error(s))" if r["errorCount"] else ""),
+        f"{len(r['signals'])} last run, {r['raised']} in all",
+        r["nextRun"] or "now",
+    ]
 
 
 @sensors_app.command("run")

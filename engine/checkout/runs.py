@@ -98,6 +98,29 @@ def end(ws: Workspace, lease_hash: str) -> None:
     _write(_path(ws, lease_hash), {"ended": True})
 
 
+def waiting(ws: Workspace, lease_hash: str) -> None:
+    """The lease's child is gone and this `unit run --wait` waits for its close: the lease acts no
+    more (as `end`), and a person's resolve can say that the waiting run closes the unit."""
+    pid = os.getpid()
+    _write(_path(ws, lease_hash), {"ended": True, "waiting": True, "pid": pid, "started": _started(pid)})
+
+
+def waits(ws: Workspace, lease_hash: str | None, run_on: str | None) -> bool:
+    """A `unit run --wait` on this host waits to close the unit of this lease (`waiting`), and
+    lives: it closes the unit once nothing holds it. Unknown (a run elsewhere, an unreadable file):
+    False, and the person is told to close it."""
+    if lease_hash is None or run_on is None or elsewhere(ws, run_on):
+        return False
+    try:
+        data = json.loads(_path(ws, lease_hash).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(data, dict) or data.get("waiting") is not True:
+        return False
+    pid = data.get("pid")
+    return isinstance(pid, int) and data.get("started") is not None and _started(pid) == data.get("started")
+
+
 def _finished(path: Path) -> bool:
     """A run's file that says it ended, or whose `unit run` is gone (or that cannot be read)."""
     try:

@@ -104,6 +104,7 @@ def resolve(
             ob,
             lambda unit: bool(holds(ws, turn.state).findings.get(unit)),
             lambda unit: runs.ended(ws, unit.lease, unit.run_on),
+            lambda unit: runs.waits(ws, unit.lease, unit.run_on),
         )
         written = ws.store("signals").append(turn.signed(event))
     if say is not None:
@@ -117,13 +118,15 @@ def after_resolving(
     ob: Obligation,
     flagged: Callable[[str], bool] | None = None,
     ended: Callable[[UnitState], bool] | None = None,
+    waiting: Callable[[UnitState], bool] | None = None,
 ) -> list[str]:
     """What a person resolving `ob` (as `state` stood before) should hear that the write does not
     say (an operator's review): a question whose unit's lease is over is answered to no one; the
     last obligation holding a unit whose result is done leaves it ready to close, which nothing
     does by itself, unless a finding holds it too (`flagged(unit)`: asked only then, since it reads
     the registers). `ended(unit)`: its lease acts no more though the unit is in progress (its `unit
-    run` over: runs.ended)."""
+    run` over: runs.ended). `waiting(unit)`: a `unit run --wait` waits to close it (runs.waits),
+    so the person is not sent to close it by hand (an operator's review)."""
     unit = state.units.get(ob.unit) if ob.unit else None
     if unit is None:
         return []
@@ -144,7 +147,9 @@ def after_resolving(
         return []
     if flagged is not None and flagged(unit.id):
         return []
-    return [
-        f"unit {unit.id}'s result is done and no other obligation holds it now: "
-        f"`regulator unit close {unit.id}` closes it"
-    ]
+    closes = (
+        "its waiting `unit run --wait` closes it"
+        if waiting is not None and waiting(unit)
+        else f"`regulator unit close {unit.id}` closes it"
+    )
+    return [f"unit {unit.id}'s result is done and no other obligation holds it now: {closes}"]

@@ -543,8 +543,28 @@ def run_due(ws: Workspace, now: datetime) -> Outcome:
 
 
 def listing(ws: Workspace, state: State) -> list[dict[str, Any]]:
-    """Each declared sensor with its last run, outcome and signals (`regulator sensors --json`)."""
+    """Each declared sensor with its last run, outcome and signals (`regulator sensors --json`).
+    Without the stores (a clone, design §16.2) no run is known: its run fields are null, never
+    "never run, due now" (an operator's review read a sensor that had run three times so)."""
     rows = []
+    if not ws.has_stores:
+        return [
+            {
+                "name": name,
+                "kind": sensor.kind,
+                "every": sensor.every,
+                "severity": sensor.severity,
+                "lastRun": None,
+                "outcome": None,
+                "signals": None,
+                "errors": [],
+                "errorCount": None,
+                "raised": None,
+                "runs": None,
+                "nextRun": None,
+            }
+            for name, sensor in sorted(ws.sensors().sensors.items())
+        ]
     for name, sensor in sorted(ws.sensors().sensors.items()):
         last = last_run(state, name)
         due = next_run(state, name, sensor)

@@ -254,12 +254,25 @@ class Host:
 
 def once_tick(ws: Workspace, out: TextIO | None = None) -> list[dict]:
     """`serve --once-tick`: one tick; on PostgreSQL the timed duties only if this host can take
-    leadership (released again at once)."""
+    leadership (released again at once). What the duties raised (a sensor's signals, a recheck) is
+    routed before it exits, with a second `route` line where it routed any: a running serve routes
+    it on its watch within the second, and cron would otherwise leave it unrouted for a whole
+    interval (an operator's review)."""
     host = Host(ws, out=out)
     if host.url is not None:
         host.leader = host.claim_leadership()
     try:
-        return host.tick()
+        lines = host.tick()
+        start = time.perf_counter()
+        try:
+            routed = host.route_pass()
+        except Exception as exc:  # noqa: BLE001 - logged as the tick's own route pass is
+            lines.append(log_line("route", "failed", (time.perf_counter() - start) * 1000, str(exc), out))
+        else:
+            if routed:
+                ms = (time.perf_counter() - start) * 1000
+                lines.append(log_line("route", {"routed": routed, "after": "duties"}, ms, None, out))
+        return lines
     finally:
         if host.url is not None and host.leader:
             with contextlib.suppress(RegulatorError):

@@ -48,13 +48,12 @@ from engine.host.folders import (
     strip_set_ids,
 )
 from engine.host.streams import confined_streams, give_terminal, relay_output, take_terminal
+from engine.host.worktree import WORKTREES, behind_trunk, make_worktree
 from engine.read.contracts import Contract, read_contract
-from identity import regular
 from registry.gitcall import git_text
 
 HARNESSES = ("env", "claude-code")
 DEFAULT_TTL = "15m"
-WORKTREES = ".worktrees"  # at the workspace's root, ignored by git
 LEASES = ".leases"  # WORKTREES/.leases/<folder_of(unit)>: the lease's folder, outside every worktree
 ALLOWED_ENV = ("PATH", "HOME", "LANG", "TERM", "TZ")  # the host's, passed on where set
 CHILD_ENV = (DOOR_ENV, TOKEN_ENV, UNIT_ENV)  # what the child is given of the run, besides --env
@@ -297,73 +296,6 @@ def _missing_command(p: Plan) -> str | None:
         "from trunk where none is and kept across runs, so commit the script to trunk, and `git worktree "
         f"remove {p.worktree}` where the worktree is older than that commit; nothing was dispatched"
     )
-
-
-def make_worktree(ws: Workspace, worktree: Path) -> bool:
-    """A git worktree of the workspace, detached at trunk, where none is; True when made here."""
-    from engine.checkout.gitconfig import trunk_of
-    from registry.history import no_trunk, trunk_commit
-
-    if worktree.exists():
-        return False
-    _exclude(ws, worktree)
-    worktree.parent.mkdir(parents=True, exist_ok=True)
-    trunk = trunk_of(ws)
-    # trunk's branch by its full name, to its commit before anything is made (a tag named like the
-    # trunk, which any worktree can make, would stand in for it)
-    found = trunk_commit(ws.root, trunk)
-    if found is None:
-        raise BadInput(f"cannot make the unit's worktree: {no_trunk(ws.root, trunk)}")
-    sha = found[1]
-    # the person's process: none of the repository's code runs (no post-checkout hook, no smudge
-    # filter: a unit can write .git, which its worktree shares; registry.gitcall, D-199). The files
-    # are checked out in the new worktree itself, whose filters are emptied as git sees them there
-    # (an `includeIf gitdir:` in .git/config applies in the worktree's git folder only), at that
-    # commit and into that folder whatever its git folder says by then
-    done = git_text(ws.root, "worktree", "add", "--no-checkout", "--detach", str(worktree), sha, timeout=120)
-    if done.returncode == 0:
-        filled = git_text(
-            worktree,
-            f"--work-tree={worktree}",
-            "reset",
-            "--hard",
-            "-q",
-            "--no-recurse-submodules",
-            sha,
-            timeout=120,
-        )
-        if filled.returncode != 0:
-            git_text(ws.root, "worktree", "remove", "--force", "--force", str(worktree), timeout=120)
-            done = filled
-    if done.returncode == 0:  # the host's alone at the top, whatever the umask (check_owner)
-        os.chmod(worktree, stat.S_IMODE(os.stat(worktree).st_mode) & ~0o022)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["git worktree add failed"])[-1]
-        raise BadInput(
-            f"cannot make the unit's worktree {worktree} at {trunk} ({last}); it is made without the "
-            "repository's hooks and filters (docs/units.md)"
-        )
-    return True
-
-
-def _exclude(ws: Workspace, path: Path) -> None:
-    """`.worktrees/` ignored by git (in the repository's info/exclude: nothing to commit)."""
-    if ws.root / WORKTREES not in (path, *path.parents):
-        return
-    done = git_text(ws.root, "rev-parse", "--git-path", "info/exclude", timeout=10, filters=False)
-    if done.returncode != 0:
-        return
-    exclude = Path(done.stdout.strip())
-    if not exclude.is_absolute():
-        exclude = ws.root / exclude
-    line = f"/{WORKTREES}/"
-    try:  # replaced, never written through: a unit can make info/exclude a link to a file of the person's
-        present = regular.read_text(exclude).splitlines() if exclude.exists() else []
-        if line not in present:
-            exclude.parent.mkdir(parents=True, exist_ok=True)
-            regular.replace_text(exclude, "".join(f"{p}\n" for p in [*present, line]), exclude.parent.parent)
-    except (OSError, RegulatorError):
-        pass
 
 
 def _check_enterable(ws: Workspace, account: Account, worktree: Path) -> None:
@@ -673,10 +605,11 @@ def finish(ws: Workspace, p: Plan, lease_hash: str, outcome: Outcome, say: Say) 
             f"(`regulator unit decide {p.unit} --action ...`): an advisory recovery obligation asks for it"
         )
         return EXIT_FAILED
-    return close_or_wait(ws, p, say)
+    return close_or_wait(ws, p, say, lease_hash)
 
 
-def close_or_wait(ws: Workspace, p: Plan, say: Say) -> int:
+def close_or_wait(ws: Workspace, p: Plan, say: Say, lease_hash: str) -> int:
+    from engine.checkout import runs
     from engine.commands.units import close
 
     told = False
@@ -692,6 +625,8 @@ def close_or_wait(ws: Workspace, p: Plan, say: Say) -> int:
             if not told:
                 say(f"{p.unit} is awaiting close: {exc}; waiting for its disposition (--wait)")
                 told = True
+                with contextlib.suppress(OSError, ValueError):  # a resolve then says this run closes it
+                    runs.waiting(ws, lease_hash)
             time.sleep(WAIT_POLL_S)
             continue
         say(f"closed {p.unit}")
@@ -722,6 +657,8 @@ def _dispatched(ws: Workspace, p: Plan, say: Say) -> int:
 
     check_vetoes(ws, p.unit)
     made = make_worktree(ws, p.worktree)
+    if not made and (behind := behind_trunk(ws, p.worktree)) is not None:
+        say(f"warning: {behind}")
     missing = _missing_command(p)
     if missing is not None:  # found before the dispatch: nothing written, no recovery to decide
         if made:

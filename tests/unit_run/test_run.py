@@ -157,14 +157,30 @@ def test_a_held_close_awaits_and_wait_closes_after_a_signed_disposition(served: 
     once = json.loads(ws.run("controlroom", "--once", "--json").stdout)
     assert {u["id"]: u["awaitingClose"] for u in once["status"]["units"]}["u3"] is True
     hold = row(ws, "u3")["blockedBy"][0]
-    ws.run(
+    marks = ws.root / ".regulator" / "runs"
+    wait_for(lambda: any('"waiting": true' in m.read_text() for m in marks.glob("*.json")), "the wait marked")
+    resolved = ws.run(
         "obligation", "resolve", hold, "--disposition", "no-action", "--by", "alice", "--rationale", "fixed",
         check=True,
     )  # fmt: skip
+    # the note does not send the person to close a unit its waiting run closes (an operator's review)
+    assert resolved.stderr == (
+        "regulator: note: unit u3's result is done and no other obligation holds it now: "
+        "its waiting `unit run --wait` closes it\n"
+    )
     out, err = waiting.communicate(timeout=60)
     assert waiting.returncode == 0, err
     assert "closed u3" in err
     assert row(ws, "u3")["status"] == "closed"
+    # the room's lifecycle says where a run's lease was and what a done result waits for
+    # (an operator's review: "lease file in .worktrees/u3", "a person decides what is next")
+    from controlroom.lifecycle import lifecycle
+    from controlroom.readmodel import snapshot
+    from engine.checkout.workspace import Workspace as Checkout
+
+    told = "\n".join(lifecycle("units", snapshot(Checkout(ws.root), "alice"), "u3"))
+    assert "its lease file in the run's own folder, removed when the run ends" in told, told
+    assert "a result is recorded (it closes once nothing holds it)" in told and "decides" not in told
 
 
 def test_a_stream_units_folders_are_beside_its_parent_units_never_inside(served: Any, tmp_path: Any) -> None:
