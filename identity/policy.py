@@ -11,23 +11,14 @@ from typing import Annotated, Any, Literal, get_args, get_origin, overload
 import msgspec
 import msgspec.structs
 
+from identity.durations import duration_seconds as duration_seconds  # the sensors ask it here
 from identity.yamlload import BoundError, YamlError, safe_load_strict
 
 GRANTS = ("resolve", "retract", "accept", "ack", "decide", "report")
 FLOOR_FIELDS = ("subject", "observation", "rationale")  # never the claim (seed 000)
-DURATION = re.compile(r"([1-9][0-9]{0,6})([smhd])")
-_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")  # a sensor's name
 # the lockfile formats an osv sensor reads (design §24), by file name
 LOCKFILE_FORMATS = ("requirements*.txt", "poetry.lock", "uv.lock", "package-lock.json")
-
-
-def duration_seconds(text: str) -> int:
-    """`<n>s|m|h|d` (30s, 15m, 2h, 14d) in seconds; ValueError for anything else (design §23)."""
-    found = DURATION.fullmatch(text) if isinstance(text, str) else None
-    if found is None:
-        raise ValueError(f"{text!r} is not a duration (<n>s, <n>m, <n>h or <n>d with n from 1, e.g. 48h)")
-    return int(found.group(1)) * _SECONDS[found.group(2)]
 
 
 def lockfile_format(path: str) -> str | None:
@@ -76,6 +67,97 @@ class _Model(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     frozen and kw_only again for the type checkers (PEP 681 does not inherit them); msgspec does."""
 
 
+def backtracks(pattern: str) -> str | None:
+    """Why a floor's pattern can backtrack exponentially (a repeated part inside a repeated group,
+    or alternatives under a repeat: `(\\w+\\s?)+`, `(a|aa)+`), or None. An adversarial review:
+    a unit proposed such a floor as a tightening; once accepted, one 60-character report held the
+    router (and serve, and every writer behind the decide lock) without end. Refused when the policy
+    is read, so that no proposal of one can be accepted; what this shape check does not see (a
+    polynomial pattern such as `\\w*\\w*\\w*!`) is cut by the router's time limit
+    (engine.commands.router, D-301)."""
+    from re import _constants as sre  # type: ignore[attr-defined]
+    from re import _parser  # type: ignore[attr-defined]
+
+    repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT)
+
+    def walk(items: Any, repeated: bool) -> str | None:
+        for op, av in items:
+            found = None
+            if op in repeats:
+                low, high, sub = av
+                many = high is sre.MAXREPEAT or high > 1
+                if many and repeated:
+                    return "a repeated part inside a repeated group"
+                if many and any(o is sre.BRANCH for o, _ in _flat(sub)):
+                    return "alternatives under a repeat"
+                found = walk(sub, repeated or many)
+            elif op is sre.SUBPATTERN:
+                found = walk(av[-1], repeated)
+            elif op is sre.BRANCH:
+                found = next((w for b in av[1] if (w := walk(b, repeated))), None)
+            elif op in (sre.ASSERT, sre.ASSERT_NOT):
+                found = walk(av[1], repeated)
+            elif op is sre.ATOMIC_GROUP:
+                found = walk(av, repeated)
+            elif op is sre.GROUPREF_EXISTS:
+                found = walk(av[1], repeated) or (walk(av[2], repeated) if av[2] else None)
+            if found:
+                return found
+        return None
+
+    def _flat(items: Any) -> list[tuple[Any, Any]]:
+        out: list[tuple[Any, Any]] = []
+        for op, av in items:
+            out.append((op, av))
+            if op is sre.SUBPATTERN:
+                out += _flat(av[-1])
+            elif op is sre.ATOMIC_GROUP:
+                out += _flat(av)
+        return out
+
+    return walk(_parser.parse(pattern), False)
+
+
+def bounded(pattern: str) -> bool:
+    """Whether a floor's search is linear in its text with a small factor: no unbounded repeat, no
+    backreference, and the repeats' bounds multiplied together at most 64 (`INV-\\d{3}`, a plain
+    path). The router searches such a pattern with `re` as it is; any other under a time limit
+    (engine.commands.router: the limit costs 1.4 µs a search, about 0.8 s of `verify`'s CPU at
+    100,000 signals, D-301)."""
+    from re import _constants as sre  # type: ignore[attr-defined]
+    from re import _parser  # type: ignore[attr-defined]
+
+    try:
+        items = list(_parser.parse(pattern))
+    except Exception:  # noqa: BLE001 - not one `re` reads: not known to be bounded
+        return False
+    work = 1
+    while items:
+        op, av = items.pop()
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+            low, high, sub = av
+            if high is sre.MAXREPEAT:
+                return False
+            work *= high + 1
+            items.extend(sub)
+        elif op in (sre.GROUPREF, sre.GROUPREF_IGNORE, sre.GROUPREF_LOC_IGNORE, sre.GROUPREF_UNI_IGNORE):
+            return False
+        elif op is sre.SUBPATTERN:
+            items.extend(av[-1])
+        elif op is sre.BRANCH:
+            for branch in av[1]:
+                items.extend(branch)
+        elif op in (sre.ASSERT, sre.ASSERT_NOT):
+            items.extend(av[1])
+        elif op is sre.ATOMIC_GROUP:
+            items.extend(av)
+        elif op is sre.GROUPREF_EXISTS:
+            return False
+        if work > 64:
+            return False
+    return True
+
+
 class Floor(_Model, frozen=True, kw_only=True):
     name: str
     pattern: str
@@ -85,10 +167,13 @@ class Floor(_Model, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         try:
             re.compile(self.pattern)
+            risk = backtracks(self.pattern)
         except re.error as exc:
             raise _Invalid("pattern", f"pattern does not compile: {exc}") from None
         except (OverflowError, RecursionError, MemoryError):  # a{99999999999999999999}, 3,000 groups
             raise _Invalid("pattern", "pattern does not compile: too large or too deeply nested") from None
+        if risk is not None:
+            raise _Invalid("pattern", f"pattern may take without end on a short text: {risk}")
         for name in self.fields:
             if name not in FLOOR_FIELDS:
                 raise _Invalid("fields", f"floors test only {', '.join(FLOOR_FIELDS)}; not {name!r}")
@@ -236,8 +321,9 @@ class Sensor(_Model, frozen=True, kw_only=True):
                     raise _Invalid(key, exc) from None
         if self.feed is not None:  # an operator's review: `feed: ../../etc` read /etc
             _inside("feed", self.feed.removesuffix("/"))
-            if self.feed.split("/")[0] in (".regulator", ".git"):  # the stores, git's own files
-                raise _Invalid("feed", f"{self.feed!r}: a feed is never in .regulator/ or .git/")
+            if self.feed.split("/")[0] in (".regulator", ".git", ".worktrees"):  # the stores, git's
+                # own files, the units' worktrees (a unit would write its own advisories: D-301)
+                raise _Invalid("feed", f"{self.feed!r}: a feed is never in .regulator/, .git/ or .worktrees/")
         for path in self.lockfiles:
             _inside("lockfiles", path)
             if lockfile_format(path) is None:

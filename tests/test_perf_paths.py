@@ -470,6 +470,24 @@ clock: pinned
 """
 
 
+_FLOOR_PATTERNS = [r"INV-\d{3}", "regulator/identity/", "^$", r"(critical|blocking)\b", r"[A-Z]{2}-\d"]
+
+
+@given(st.sampled_from(_FLOOR_PATTERNS), st.text(st.sampled_from("INV-0123 xé\ncriticalbkgAZ/"), max_size=40))
+def test_a_floors_search_by_re_is_the_time_limited_search(pattern: str, text: str) -> None:
+    """D-301's fast path: a floor whose search is bounded (identity.policy.bounded) is searched with
+    `re` as it is; every other one with the `regex` module under a time limit. On the bounded ones
+    both find the same: the choice of engine never changes a derived severity."""
+    import regex
+
+    from engine.commands.router import _searcher
+    from identity.policy import bounded
+
+    assert bounded(pattern)
+    slow = regex.compile(pattern, regex.V0).search(text, timeout=5)
+    assert bool(_searcher(pattern)(text)) == bool(slow)
+
+
 @given(
     st.fixed_dictionaries(
         {"reportedSeverity": st.sampled_from(["info", "advisory", "blocking", "critical"])},

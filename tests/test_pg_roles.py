@@ -507,3 +507,14 @@ def test_new_code_on_a_database_not_yet_upgraded_says_to_upgrade_it(tmp_path: An
     made = make_workspace(tmp_path / "new", store=pg_server.url(fresh))
     current = made.run("store", "upgrade", "--json")
     assert current.returncode == 0 and json.loads(current.stdout)["upgraded"] is False
+
+
+def test_store_roles_as_a_role_that_owns_nothing_says_it_granted_nothing(hosts: Any, pg_server: Any) -> None:
+    """An adversarial review: `store roles` as regulator_reader printed `roles ready` and exited 0;
+    PostgreSQL had turned each of its GRANTs into a warning. Now it is refused: exit 3, one line."""
+    ws, db, _ = hosts
+    for role in ("regulator_reader", "regulator_host"):
+        done = ws.run("store", "roles", "--url", pg_server.url(db, role))
+        assert (done.returncode, done.stdout) == (3, ""), done.stderr
+        assert "this role does not own the stores' tables, so it can grant nothing" in done.stderr
+        assert "roles ready" not in done.stderr and "Traceback" not in done.stderr

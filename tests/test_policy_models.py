@@ -238,6 +238,12 @@ BAD: list[tuple[str, tuple[str | int, ...], object, str, str]] = [
     ("routing.yaml", ("memory", "maxCurrentPerUnit"), 10**7, "memory.maxCurrentPerUnit", "<= 1000000"),
     ("routing.yaml", ("floors", 0, "pattern"), "a{99999999999999999999}", "floors.0.pattern", "too large"),
     ("routing.yaml", ("floors", 0, "pattern"), "(" * 3000 + ")" * 3000, "floors.0.pattern", "too deeply nested"),
+    # an adversarial review: a unit proposed a floor that backtracks without end on 60 characters
+    ("routing.yaml", ("floors", 0, "pattern"), r"(\w+\s?)+:\s*secret", "floors.0.pattern", "a repeated part inside a repeated group"),
+    ("routing.yaml", ("floors", 0, "pattern"), "(a|aa)+$", "floors.0.pattern", "alternatives under a repeat"),
+    # ... and durations past a hundred years, which overflowed every reader of the deadlines
+    ("routing.yaml", ("deadlines", "advisory"), "3000000d", "deadlines", "longer than a hundred years"),
+    ("sensors.yaml", ("sensors", "scan", "every"), "3000000d", "sensors.scan.every", "longer than a hundred years"),
     ("interaction.yaml", ("people",), DELETE, "people", "required"),
     ("interaction.yaml", ("people", "alice", "keys"), ["rsa AAAA alice"], "people.alice.keys", "not an OpenSSH public key"),
     ("interaction.yaml", ("people", "alice", "keys"), KEY, "people.alice.keys", "expected a list, got a string"),
@@ -315,7 +321,14 @@ def test_a_value_of_the_wrong_type_anywhere_is_named_by_its_path(name: str, draw
 
 
 SEVERITY = st.text("abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=12)
-DURATIONS = st.builds("{}{}".format, st.integers(1, 9_999_999), st.sampled_from("smhd"))
+# up to a hundred years each (identity.durations: longer is refused, BAD above)
+DURATIONS = st.sampled_from("smhd").flatmap(
+    lambda unit: st.builds(
+        "{}{}".format,
+        st.integers(1, min(9_999_999, 100 * 365 * 86400 // {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit])),
+        st.just(unit),
+    )
+)
 
 
 @settings(max_examples=150, deadline=None)

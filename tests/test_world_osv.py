@@ -593,7 +593,9 @@ def test_a_feed_outside_the_workspace_is_not_proposed(ws: Any) -> None:
             "identity", "propose", "--file", "regulator/policy/sensors.yaml", "--content-from", str(source),
             "--rationale", "r", "--by", "alice",
         )  # fmt: skip
-        assert done.returncode == 2 and "a feed is never in .regulator/ or .git/" in one_line(done)
+        assert done.returncode == 2 and "a feed is never in .regulator/, .git/ or .worktrees/" in one_line(
+            done
+        )
     for feed in ("../../etc", "/etc", "feeds/../../x"):
         source.write_text(sensors_yaml().replace("feed: feeds/osv", f"feed: {feed}"))
         before = ws.digest()

@@ -12,6 +12,7 @@ import sys
 from datetime import UTC, date, datetime
 
 from engine.base.errors import BadInput
+from identity.durations import MAX_DURATION_S  # one cap for the policies and the command line
 
 _pinned = False  # set by configure() when a workspace is opened
 _warned = False
@@ -126,7 +127,6 @@ def _moment(value: str) -> datetime | None:
 
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-MAX_DURATION_S = 100 * 365 * 86400  # a hundred years: beyond it a duration is a typo, not a plan
 
 
 def parse_duration(value: object, field: str = "duration") -> int:

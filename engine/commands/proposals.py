@@ -29,7 +29,7 @@ from identity.files import (
     content_hash,
     file_hash,
 )
-from identity.policy import POLICY_MODELS, PolicyError, parse_policy
+from identity.policy import POLICY_MODELS, PolicyError, duration_seconds, parse_policy
 
 # proposals a unit may have awaiting a decision (D-243: each one makes every reader of the stores,
 # the door's included, fold them again from the first byte, and each lands in a person's review)
@@ -421,6 +421,8 @@ def _flagged(file: str, before: str, after: str, author: str) -> list[str]:
         lines += _wider_tools(before, after, author)
     if file == f"{POLICY_DIR}/routing.yaml":
         lines += _fewer_holds(before, after, author)
+    if file == f"{POLICY_DIR}/sensors.yaml":
+        lines += _less_sensed(before, after, author)
     for command, where in added_commands(file, before, after):
         lines.append(f"! runs {command} on the host ({where}, proposed by {author})")
     return lines
@@ -461,6 +463,76 @@ def _fewer_holds(before: str, after: str, author: str) -> list[str]:
         lines.append(
             f"! clock: {old.clock} -> {new.clock} (pinned honours REGULATOR_NOW; proposed by {author})"
         )
+    # an adversarial review: raising the intelligence rule's atOrAbove to critical made every
+    # blocking signal `noted` (nothing held), unmarked; so were deadlines and escalation taken away
+    for name, rule in old.rules.items():
+        kept_rule = new.rules.get(name)
+        if kept_rule == rule:
+            continue
+        if kept_rule is None or kept_rule.owed_to != rule.owed_to or new.severities != old.severities:
+            lines.append(f"! removes or changes rule {name} (proposed by {author})")
+        elif new.rank(kept_rule.at_or_above) > new.rank(rule.at_or_above):
+            lines.append(
+                f"! rule {name}: atOrAbove {rule.at_or_above} -> {kept_rule.at_or_above}"
+                f" (fewer signals open an obligation; proposed by {author})"
+            )
+    for severity, text in old.deadlines.items():
+        later = new.deadlines.get(severity)
+        if later is None or duration_seconds(later) > duration_seconds(text):
+            lines.append(
+                f"! deadline for {severity}: {text} -> {later or 'none'}"
+                f" (later or no escalation; proposed by {author})"
+            )
+    if set(old.escalate) - set(new.escalate):
+        lines.append(
+            f"! escalate: {', '.join(old.escalate)} -> {', '.join(new.escalate) or 'no one'}"
+            f" (proposed by {author})"
+        )
+    return lines
+
+
+_SENSED_ORDER = ("info", "advisory", "blocking", "critical")  # the shipped severities, lowest first
+
+
+def _less_sensed(before: str, after: str, author: str) -> list[str]:
+    """What a proposed sensors.yaml takes away from what the world brings in (an adversarial
+    review: each was a plain `pending`): a sensor removed, its severity lowered, a lockfile or a
+    unit it served dropped, its feed moved (the feed decides what it raises), or it run less often."""
+    try:
+        old = parse_policy("sensors.yaml", before).sensors if before else None
+        new = parse_policy("sensors.yaml", after).sensors
+    except PolicyError:
+        return []  # propose refuses such text; a line appended by hand may hold it
+    if old is None:
+        return []
+    lines = []
+
+    def rank(severity: str) -> int:
+        return _SENSED_ORDER.index(severity) if severity in _SENSED_ORDER else -1
+
+    for name, sensor in sorted(old.items()):
+        kept = new.get(name)
+        if kept is None:
+            lines.append(f"! removes sensor {name} (proposed by {author})")
+            continue
+        if kept.severity != sensor.severity and rank(kept.severity) <= rank(sensor.severity):
+            lines.append(
+                f"! lowers sensor {name}'s severity: {sensor.severity} -> {kept.severity} (proposed by {author})"
+            )
+        if kept.feed != sensor.feed:
+            lines.append(f"! moves sensor {name}'s feed: {sensor.feed} -> {kept.feed} (proposed by {author})")
+        for path, units in sorted(sensor.lockfiles.items()):
+            dropped = sorted(set(units) - set(kept.lockfiles.get(path, ())))
+            if path not in kept.lockfiles:
+                lines.append(f"! sensor {name} no longer reads {path} (proposed by {author})")
+            elif dropped:
+                lines.append(
+                    f"! sensor {name}: {path} no longer serves {', '.join(dropped)} (proposed by {author})"
+                )
+        if kept.every_seconds > sensor.every_seconds:
+            lines.append(
+                f"! sensor {name} runs less often: every {sensor.every} -> {kept.every} (proposed by {author})"
+            )
     return lines
 
 

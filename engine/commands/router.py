@@ -43,6 +43,32 @@ class _Plan(NamedTuple):
 _PLANS: dict[int, tuple[RoutingPolicy, _Plan]] = {}
 
 
+FLOOR_TIME_S: Final = 0.05  # one floor's search of one field: legitimate floors take microseconds
+
+
+def _searcher(pattern: str) -> Callable[[str], object]:
+    """The floor's search, cut at FLOOR_TIME_S (the `regex` module's timeout: Python's `re` can
+    be neither timed nor interrupted, and a pattern that backtracks held the router, with the decide
+    lock, without end: an adversarial review). A search cut short counts as a match: the floor
+    applies (fail closed: a floor only raises a severity). The policy refuses the shapes known to
+    backtrack (identity.policy.backtracks); this is the net under what a shape check misses."""
+    from identity.policy import bounded
+
+    if bounded(pattern):  # linear in its text: `re` as it is, 1.4 µs a search cheaper
+        return re.compile(pattern).search
+    import regex
+
+    search = regex.compile(pattern, regex.V0).search
+
+    def searched(text: str) -> object:
+        try:
+            return search(text, timeout=FLOOR_TIME_S)
+        except TimeoutError:
+            return True
+
+    return searched
+
+
 def _plan(policy: RoutingPolicy) -> _Plan:
     kept = _PLANS.get(id(policy))
     if kept is not None and kept[0] is policy:
@@ -51,7 +77,7 @@ def _plan(policy: RoutingPolicy) -> _Plan:
     rule = policy.rules[RULE]
     built = _Plan(
         [
-            (f.name, re.compile(f.pattern).search, tuple(f.fields), f.at_least, rank[f.at_least])
+            (f.name, _searcher(f.pattern), tuple(f.fields), f.at_least, rank[f.at_least])
             for f in policy.floors
         ],
         rank,

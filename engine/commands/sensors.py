@@ -363,13 +363,32 @@ def _feed(ws: Workspace, relative: str, now: datetime) -> Feed:
     `feeds/reg -> ../.regulator` read the stores' folder)."""
     path = ws.root / relative
     real = os.path.realpath(path)
-    for private in (".regulator", ".git"):
+    for private, said in _not_feeds(ws):
         inside = os.path.realpath(ws.root / private)
-        if real == inside or real.startswith(inside + os.sep):
+        if real == inside or real.startswith(inside + os.sep) or inside.startswith(real + os.sep):
             found = Feed()
-            found.errors.append(f"feed {relative} leads into {private}/: not read")
+            found.errors.append(f"feed {relative} leads into {said}: not read")
             return found
     return read_feed(path, now)
+
+
+def _not_feeds(ws: Workspace) -> list[tuple[str, str]]:
+    """Where a feed is never read from, as (folder, how it is named): the stores, git's own files,
+    and every folder a unit writes in: `.worktrees/` and each worktree a dispatch recorded (an
+    adversarial review: a feed in a unit's own worktree let the unit write the advisories, raising
+    holds on other units or an alias at `info` that kept the world's critical record from being
+    raised). A feed above one of them would read it too."""
+    from engine.read.load import load as load_units
+
+    out = [
+        (".regulator", ".regulator/"),
+        (".git", ".git/"),
+        (".worktrees", ".worktrees/ (the units' worktrees)"),
+    ]
+    for unit in load_units(ws, stores=("units",)).units.values():
+        if unit.worktree:
+            out.append((unit.worktree, f"unit {unit.id}'s worktree {unit.worktree}"))
+    return out
 
 
 def _osv_signal(
@@ -495,12 +514,21 @@ def run(ws: Workspace, name: str, now: datetime | None = None, *, only_due: bool
     state = load(ws, now, stores=("signals",))
     if only_due and not is_due(state, name, sensor, now):
         return Outcome(f"sensor {name}", note="not due")
-    if sensor.severity not in policy.severities:
-        found = Collected(errors=[f"severity {sensor.severity!r} is not a severity of routing.yaml"])
-    elif sensor.kind == "command":
-        found = collect_command(ws, name, sensor, policy, set(state.contracts), now)
-    else:
-        found = collect_osv(ws, name, sensor, policy, set(state.contracts), now)
+    try:
+        if sensor.severity not in policy.severities:
+            found = Collected(errors=[f"severity {sensor.severity!r} is not a severity of routing.yaml"])
+        elif sensor.kind == "command":
+            found = collect_command(ws, name, sensor, policy, set(state.contracts), now)
+        else:
+            found = collect_osv(ws, name, sensor, policy, set(state.contracts), now)
+    except RegulatorError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a fault in what it read: a failed run, recorded and said
+        # (an adversarial review: a lockfile nested too deeply failed the sensor with a traceback,
+        # no run was recorded, and every display said it had never run, never that it failed)
+        found = Collected(
+            errors=[f"failed ({type(exc).__name__}: {str(exc)[:300]}); nothing of this run was raised"]
+        )
     with deciding(ws):
         state = load(ws, now, stores=("signals",))
         if only_due and not is_due(state, name, sensor, now):  # another host ran it meanwhile

@@ -230,6 +230,10 @@ def _toml_packages(kind: str, text: str) -> list[Pin]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"not valid TOML ({exc})") from None
+    except (
+        RecursionError
+    ):  # arrays or tables nested thousands deep: that lockfile alone (an adversarial review)
+        raise ValueError("not read: nested too deeply") from None
     packages = data.get("package")
     if not isinstance(packages, list):
         return []
@@ -349,12 +353,38 @@ def read_feed(path: Path, now: datetime | None = None) -> Feed:
     return feed
 
 
+MAX_FEED_DEPTH = 64  # folders below a feed's top that are read; deeper ones are said, not read
+
+
+def _walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
+    """os.walk's top-down order (each folder's files, then its folders in name order, links not
+    followed), without recursion: Python 3.11's os.walk recursed once per level, and a feed nested
+    1,200 folders deep failed the whole sensor (an adversarial review). A folder deeper than
+    MAX_FEED_DEPTH is yielded with the `depth` marker and not opened."""
+    stack = [(top, 0)]
+    while stack:
+        root, depth = stack.pop()
+        if depth > MAX_FEED_DEPTH:
+            yield root, [], ["\0too deep"]
+            continue
+        try:
+            entries = list(os.scandir(root))
+        except OSError:
+            continue  # as os.walk: a folder it cannot list is passed over
+        dirs = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+        files = [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
+        yield root, dirs, files
+        stack.extend((f"{root}/{d}", depth + 1) for d in reversed(dirs))
+
+
 def _folder(path: Path) -> Iterator[tuple[str, bytes | str | None]]:
     """Every `*.json` under the folder, in name order, read with plain strings (10,000 of them)."""
     top = str(path)
-    for root, dirs, files in os.walk(top):
-        dirs.sort()
+    for root, _dirs, files in _walk(top):
         where = root[len(top) :].lstrip("/")
+        if files == ["\0too deep"]:
+            yield where, f"a folder nested deeper than {MAX_FEED_DEPTH} levels: not read"
+            continue
         for name in sorted(files):
             if not name.endswith(".json"):
                 continue

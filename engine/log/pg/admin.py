@@ -73,6 +73,12 @@ def create_roles(url: str) -> None:
             raise Refused(f"{redact(url)} holds no regulator stores; run `regulator init --store URL` first")
         if _version(conn) < SCHEMA_VERSION:
             raise Refused(f"{redact(url)}: the schema is older than this regulator; {RUN_UPGRADE} first")
+        if not _owner(conn):  # PostgreSQL turns a non-owner's GRANT into a warning: nothing granted,
+            # and the command said the roles were ready (an adversarial review, as regulator_reader)
+            raise Refused(
+                f"{redact(url)}: this role does not own the stores' tables, so it can grant nothing; "
+                "run `regulator store roles` as the schema's owner (nothing granted)"
+            )
         conn.execute(ROLES_SQL)
 
     _run(url, work)

@@ -1,0 +1,122 @@
+"""A unit's policy proposals and the world's inputs, as an adversarial review used them (D-301): a
+floor that backtracks, durations past the clock's range, loosenings that read as plain `pending`, a
+feed a unit writes, and lockfiles or feeds nested to exhaust the reader."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+from tests.test_world_osv import DJANGO, declare, sensors_yaml, write_feed
+
+
+def propose(ws: Any, relative: str, text: str) -> Any:
+    source = ws.root.parent / "proposed.yaml"
+    source.write_text(text)
+    return ws.run(
+        "identity", "propose", "--file", relative, "--content-from", str(source), "--rationale", "tidy",
+        "--by", "alice", "--json",
+    )  # fmt: skip
+
+
+def shown(ws: Any, relative: str, text: str) -> str:
+    done = propose(ws, relative, text)
+    assert done.returncode == 0, done.stderr
+    return str(ws.run("identity", "show", json.loads(done.stdout)["id"], check=True).stdout)
+
+
+ROUTING = "regulator/policy/routing.yaml"
+SENSORS = "regulator/policy/sensors.yaml"
+
+
+def test_a_floor_that_backtracks_and_a_duration_past_a_century_are_refused(ws: Any) -> None:
+    """The review's wedge: a floor `(\\w+\\s?)+:\\s*secret`, proposed as a tightening and accepted,
+    held the router (and serve, and every writer behind the decide lock) without end on one report
+    of 60 characters; `deadlines: {advisory: 3000000d}` made every reader of the deadlines fail and
+    the escalation duty fail on every tick. Each is refused at propose: exit 2, nothing written."""
+    text = (ws.root / ROUTING).read_text()
+    floor = "- name: credential-leak\n  pattern: '(\\w+\\s?)+:\\s*secret'\n  atLeast: critical\n"
+    before = ws.digest()
+    for bad, said in (
+        (text.replace("floors:\n", "floors:\n" + floor, 1), "may take without end on a short text"),
+        (text.replace("advisory: 14d", "advisory: 3000000d"), "'3000000d' is longer than a hundred years"),
+    ):
+        assert bad != text
+        done = propose(ws, ROUTING, bad)
+        assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert ws.digest() == before
+
+
+def test_the_routers_time_limit_applies_a_floor_it_cannot_decide() -> None:
+    """The net under the shape check: a search past its time limit counts as a match (a floor only
+    raises a severity: fail closed), in a fresh process bounded by its own timeout."""
+    code = "from engine.commands.router import _searcher; print(bool(_searcher(r'(.*a){25}b')('a' * 100)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "True\n"), done.stderr
+
+
+def test_routing_and_sensor_proposals_that_hold_or_sense_less_are_marked(ws: Any) -> None:
+    """Each read as a plain `pending`: the intelligence rule's atOrAbove raised (every blocking
+    signal `noted`, nothing held), a deadline or the escalation taken away; a sensor removed, its
+    severity lowered, its feed moved, a unit it served dropped, or it run less often."""
+    text = (ws.root / ROUTING).read_text()
+    loose = text.replace("atOrAbove: advisory", "atOrAbove: critical")
+    loose = loose.replace("escalate: [alice]", "escalate: []") if "escalate: [alice]" in loose else loose
+    assert loose != text
+    review = shown(ws, ROUTING, loose)
+    assert (
+        "! rule intelligence-signal: atOrAbove advisory -> critical (fewer signals open an obligation"
+        in review
+    )
+    declare(ws)
+    old = sensors_yaml()
+    assert "severity: advisory" in old and "feed: feeds/osv" in old and "every: 1h" in old
+    less = old.replace("severity: advisory", "severity: info").replace("feed: feeds/osv", "feed: feeds/other")
+    less = less.replace("every: 1h", "every: 30d").replace("[u1, u3]", "[u1]")
+    review = shown(ws, SENSORS, less)
+    assert "! lowers sensor osv's severity: advisory -> info" in review
+    assert "! moves sensor osv's feed: feeds/osv -> feeds/other" in review
+    assert "! sensor osv runs less often: every 1h -> 30d" in review
+    assert "! sensor osv: services/api/requirements.txt no longer serves u3" in review
+    assert "! removes sensor osv" in shown(ws, SENSORS, "sensors: {}\n")
+
+
+def test_a_feed_where_a_unit_writes_is_never_read(ws: Any) -> None:
+    """The review's hold evasion: a feed in a unit's own worktree let the unit write the advisories
+    (holds on other units, or an alias at `info` that kept the world's critical record from being
+    raised). `.worktrees/` is refused at propose; any worktree a dispatch recorded, at the run."""
+    done = propose(ws, SENSORS, sensors_yaml().replace("feed: feeds/osv", "feed: .worktrees/x1/feed"))
+    assert done.returncode == 2 and "a feed is never in .regulator/, .git/ or .worktrees/" in done.stderr
+    declare(ws)
+    write_feed(ws.root / "feeds" / "osv", [DJANGO])
+    ws.run("unit", "dispatch", "u1", "--worktree", str(ws.root / "feeds"), check=True)
+    ran = ws.run("sensors", "run", "osv")
+    assert (
+        ran.returncode == 1 and "feed feeds/osv leads into unit u1's worktree feeds: not read" in ran.stderr
+    )
+    assert not [e for e in ws.events("signals") if e["kind"] == "signal"]
+    assert ws.json("sensors")[0]["outcome"] == "error"  # said as failing, never as clean
+
+
+def test_a_lockfile_or_a_feed_nested_to_exhaust_the_reader_is_one_error(ws: Any) -> None:
+    """A poetry.lock nested 5,000 deep on trunk raised RecursionError out of the whole sensor: a
+    traceback, no run recorded, every display saying it had never run, and no other lockfile
+    matched. Now that lockfile is one error; a feed's folders past 64 levels are one error too;
+    the rest is matched and the run recorded."""
+    declare(ws)
+    ws.write("tools/poetry.lock", "x = " + "[" * 5000 + "]" * 5000 + "\n")
+    ws.commit("a lockfile nested deep")
+    write_feed(ws.root / "feeds" / "osv", [DJANGO])
+    deep = ws.root / "feeds" / "osv"
+    for _ in range(80):
+        deep = deep / "a"
+    write_feed(deep, [DJANGO | {"id": "GHSA-deep"}])
+    ran = ws.run("sensors", "run", "osv")
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
+    assert "lockfile tools/poetry.lock on trunk: not read: nested too deeply" in ran.stderr
+    assert "a folder nested deeper than 64 levels: not read" in ran.stderr
+    raised = [e["subject"] for e in ws.events("signals") if e["kind"] == "signal"]
+    assert raised == ["Django 3.2.0: GHSA-w24h-v9qh-8gxj"]  # the requirements file still matched
+    assert ws.json("sensors")[0]["outcome"] == "error"
