@@ -47,7 +47,7 @@ from controlroom.messages import (
     Written,
     arrange,
 )
-from controlroom.views import BY_VIEW, VIEWS, Key
+from controlroom.views import BY_VIEW, VIEWS, Key, columns_for
 from engine.base import clock
 from engine.base.errors import RegulatorError
 from engine.base.text import escape
@@ -436,7 +436,7 @@ class ControlRoom(App[None]):
         self.table.set_rows(
             keys,
             lambda key: self._row(view, key),
-            BY_VIEW[view].columns,
+            columns_for(view, self.views[view].sort),  # the sorted column is never dropped
             select=self.views[view].cursor,
             fresh=fresh,  # a view's first visit starts at its own first row
         )

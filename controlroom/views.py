@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import NamedTuple, TypeAlias
 
 import msgspec
+import msgspec.structs
 
 from widgets.columns import Column
 
@@ -156,5 +157,29 @@ VIEW_DEFS: tuple[View, ...] = (
     ),
 )
 BY_VIEW = {v.name: v for v in VIEW_DEFS}
+# the column a sort orders by (not the first sort: the log's own order), kept on screen while that
+# sort is chosen (an operator's review: Units sorted by priority at 80 columns had dropped `prio`,
+# so the order could not be seen)
+SORTED_BY = {
+    ("obligations", "severity"): "severity",
+    ("obligations", "unit"): "unit",
+    ("units", "priority"): "prio",
+    ("units", "status"): "status",
+    ("memory", "expiry"): "review-by",
+    ("memory", "unit"): "unit",
+    ("signals", "severity"): "derived",
+    ("signals", "unit"): "from",
+}
+
+
+def columns_for(view: str, sort: int) -> tuple[Column, ...]:
+    """The view's columns with the one its sort orders by never dropped (priority 0)."""
+    defined = BY_VIEW[view]
+    title = SORTED_BY.get((view, defined.sorts[sort])) if 0 < sort < len(defined.sorts) else None
+    if title is None:
+        return defined.columns
+    return tuple(msgspec.structs.replace(c, priority=0) if c.title == title else c for c in defined.columns)
+
+
 VIEWS = tuple(v.name for v in VIEW_DEFS)
 TITLES = {v.name: v.title for v in VIEW_DEFS}

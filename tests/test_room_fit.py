@@ -116,6 +116,28 @@ def test_sort_filter_and_all_rows_are_whole_on_the_status_line_at_80x24(demo: An
     assert status.startswith(" 2 row(s) · sort: unit · filter: left-pad · all rows"), status
 
 
+def test_the_column_a_view_is_sorted_by_stays_at_80x24(demo: Any) -> None:
+    """An operator's review: Units sorted by priority at 80 columns had dropped `prio` (and the
+    Signals sorted by unit their `from`), so the order could not be seen. The sorted column stays."""
+    app = room(demo)
+    seen = {}
+
+    async def script(pilot: Any) -> None:
+        await pilot.press("2")
+        seen["by id"] = app.table.render_line(0).text
+        await pilot.press("s")
+        await pilot.pause()
+        seen["by priority"] = app.table.render_line(0).text
+        await pilot.press("4", "s", "s")
+        await pilot.pause()
+        seen["signals by unit"] = app.table.render_line(0).text
+
+    run(app, script, size=NARROW)
+    assert "prio" not in seen["by id"].split(), seen["by id"]  # the least important drops, unsorted
+    assert "prio" in seen["by priority"].split(), seen["by priority"]
+    assert "from" in seen["signals by unit"].split(), seen["signals by unit"]
+
+
 def test_a_first_visit_starts_at_its_own_first_row_and_a_return_where_it_was(demo: Any) -> None:
     app = room(demo)
     seen = {}
