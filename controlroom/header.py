@@ -259,6 +259,16 @@ HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
         "open obligations past their deadline (routing.yaml deadlines): escalated, still open",
     ),
     (
+        "⚠ N lost",
+        "⚠N lost",
+        "units whose lease expired in progress (their run died): a person dispatches or demotes them",
+    ),
+    (
+        "N awaiting decision",
+        "N await.dec",
+        "units whose result failed or was blocked: a person records a recovery decision",
+    ),
+    (
         "N evidence expired",
         "N evid.exp",
         "open obligations whose signal's evidence expired under them: a recheck is open",
@@ -300,7 +310,7 @@ TABLE_LEGEND: tuple[tuple[str, str], ...] = (
     ("⚑ F-x", "records: an open finding affects it (awaits ack until acknowledged)"),
     (
         "pending, 2 !",
-        "identity: a proposal that would grant, run or move 2 things if accepted (y shows each)",
+        "identity: a proposal that would grant, run, move or loosen 2 things if accepted (y shows each)",
     ),
     (
         "ids",

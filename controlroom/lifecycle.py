@@ -192,7 +192,7 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
                 yield (
                     "  its lease no longer expires: a result is recorded ("
                     + (
-                        "it closes once nothing holds it)"
+                        "once nothing holds it, `regulator unit close` or a waiting `unit run --wait` closes it)"
                         if event.get("outcome") == "done"
                         else "a person records a recovery decision)"
                     )

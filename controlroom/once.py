@@ -350,7 +350,7 @@ def _document(snap: Snapshot, rows: dict[str, object], require_history: bool) ->
         "authentication": authentication(snap.ws),
         "clock": snap.ws.authority().clock,
         "serve": serve_of(snap) if snap.known else None,
-        "counts": counts(snap),
+        "counts": _counts_known(snap),
         **rows,
         "verify": [{"store": f.store, "line": f.line, "message": f.message} for f in snap.verify],
         "problems": [str(p) for p in state.problems],  # the first ones; counts.badLines has them all
@@ -410,9 +410,22 @@ def as_text(snap: Snapshot, reasons: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# the counts a checkout without the stores cannot know (the header shows `?`): null, never 0
+_UNKNOWN_HERE = ("blocking", "held", "stale", "expiring", "unrouted", "lost", "awaitingDecision")
+
+
+def _counts_known(snap: Snapshot) -> dict[str, int | None]:
+    """The header's counts for the JSON; in a clone (no stores) the unit and obligation counts are
+    null, as the header's `?` (design §16.2; an operator's review read `0 lost` there)."""
+    found: dict[str, int | None] = dict(counts(snap))
+    if not snap.known:
+        found.update(dict.fromkeys(_UNKNOWN_HERE))
+    return found
+
+
 def _printed_widths(view: str, rows: list[list[str]]) -> list[tuple[str, int]]:
     """The view's columns as a log prints them: each as wide as its widest cell, up to 40 cells
-    (or the room's width where that is wider), so that ids and names are whole (an operator's
+    (or the room's width where that is wider; the first, the row's id, whole), so that ids and names are whole (an operator's
     review: `sensor:osv-…` hid which sensor, `research-left-p…` which unit); the last whole."""
     from engine.base.cells import width
 
@@ -422,7 +435,8 @@ def _printed_widths(view: str, rows: list[list[str]]) -> list[tuple[str, int]]:
             out.append((column.title, 0))
             continue
         widest = max((width(r[i]) for r in rows if i < len(r)), default=0)
-        out.append((column.title, min(max(width(column.title), widest), max(column.width, 40))))
+        cap = widest if i == 0 else max(column.width, 40)  # the row's own id whole, however long
+        out.append((column.title, min(max(width(column.title), widest), cap)))
     return out
 
 

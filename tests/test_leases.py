@@ -184,6 +184,14 @@ def test_one_result_per_lease_and_a_failed_one_asks_for_recovery(fleet: Any) -> 
     assert row["status"] == "in-progress" and row["awaitingClose"] is False
     once = fleet.run("controlroom", "--once")
     assert " · 1 awaiting decision · " in once.stdout.splitlines()[0]
+    # a dispatch refused says what `status` says, and what a person does (an operator's review:
+    # "it runs under a lease already (`regulator unit close` it ...)", which closed it undecided)
+    again = fleet.run("unit", "dispatch", "r1")
+    assert again.returncode == 2 and "`regulator unit close`" not in again.stderr, again.stderr
+    assert (
+        "its result is failed, awaiting a recovery decision (`regulator unit decide r1 --action retry|repair|abort|…`)"
+        in again.stderr
+    )
     assert row["result"] == {
         "id": written["id"],  # type: ignore[index]
         "outcome": "failed",
@@ -255,6 +263,8 @@ def test_awaiting_close_is_a_done_result_and_a_held_close(fleet: Any) -> None:
     assert (row["status"], row["awaitingClose"], row["waitsFor"]) == ("in-progress", False, "ready to close")
     line = next(li for li in fleet.run("status").stdout.splitlines() if li.startswith("u1 "))
     assert line.split()[:5] == ["u1", "implement", "ready", "to", "close"]
+    refused = fleet.run("unit", "dispatch", "u1").stderr
+    assert "its result is done and nothing holds it (`regulator unit close u1` closes it)" in refused
     assert "  u1: status ready to close\n" in fleet.run("registry", "next-up", "--explain").stdout
     fleet.run("unit", "close", "u1", check=True)
     assert next(u for u in fleet.json("status")["units"] if u["id"] == "u1")["waitsFor"] is None

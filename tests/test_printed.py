@@ -12,6 +12,8 @@ from tests.helpers import make_workspace, report_args
 def test_status_and_once_print_ids_and_names_whole(tmp_path: Any) -> None:
     ws = make_workspace(tmp_path)
     ws.contract("research-left-pad-upstream", "research", "intelligence")
+    long_id = "release-hardening-and-verification/manifest-signature-check"  # past 40 cells
+    ws.contract(long_id, "implement", "implement")
     ws.commit("a unit with a long id", sign=False)
     for subject in ("first hold", "second hold"):
         ws.run(*report_args(subject=subject, affects=["u1"]), "--by", "alice", check=True)
@@ -24,5 +26,7 @@ def test_status_and_once_print_ids_and_names_whole(tmp_path: Any) -> None:
     once = ws.run("controlroom", "--once").stdout
     row = next(li for li in once.splitlines() if li.startswith("research-left-pad-upstream "))
     assert "…" not in row.split()[0] and row.split()[1] == "research", row
+    assert any(li.startswith(long_id + "  ") for li in once.splitlines()), once
+    assert any(li.startswith(long_id + "  ") for li in ws.run("status").stdout.splitlines())
     header = next(li for li in once.splitlines() if li.startswith("id ") and "held by" in li)
-    assert header.index("type") == row.index("research  ")  # the columns line up with the longer id
+    assert header.index("type") == row.index("research  ")  # the columns line up with the longest id

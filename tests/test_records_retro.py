@@ -301,9 +301,9 @@ def test_a_finding_against_a_record_shows_on_it_and_an_ack_forbids_observed(tmp_
     # the control room's Identity view shows it on the record's row, and an invalid record as such
     broken = ws.write("records/REG-RTE-broken.md", "---\nid: REG-RTE-broken\nlabel: x\nkind: RTE\n---\n")
     once = ws.run("controlroom", "--once", "--as", "alice").stdout.splitlines()
-    line = next(x for x in once if x.startswith("record    REG-CMP-register-lint"))
+    line = next(x for x in once if x.split()[:2] == ["record", "REG-CMP-register-lint"])
     assert "⚑ F-lint-misses-edits" in line
-    line = next(x for x in once if x.startswith("record    REG-RTE-broken"))
+    line = next(x for x in once if x.split()[:2] == ["record", "REG-RTE-broken"])
     assert "INVALID" in line and "schema: field status" in line
     broken.unlink()
 
@@ -435,7 +435,7 @@ def test_retro_numbers_match_the_stores_and_an_edit_fails_lint(demo: Any, tmp_pa
 
     # the control room's Registers view lists it
     once = run(root, later, "controlroom", "--once", "--as", "alice").stdout
-    line = next(x for x in once.splitlines() if x.startswith("retro     R-2026-11-30-since"))
+    line = next(x for x in once.splitlines() if x.split()[:2] == ["retro", "R-2026-11-30-since"])
     assert "obligations 3 opened / 1 resolved · 2 unit(s) held" in line
 
     # a clone has no stores: the numbers cannot be checked there, and it says so

@@ -131,7 +131,7 @@ def status(as_json: JsonFlag = False) -> None:
         out(warning)
     if data["clock"] == "pinned":
         out("clock pinned: REGULATOR_NOW is honoured here (tests and demos only)")
-    table(["unit", "type", "status", "held", "by", "run"], rows, whole=(4,))  # ids to copy, whole
+    table(["unit", "type", "status", "held", "by", "run"], rows, whole=(0, 4))  # ids to copy, whole
     if data["unrouted"] is None:
         out("unrouted signals: unknown (no stores here)")
         return

@@ -199,8 +199,24 @@ def dispatch_veto(ws: Workspace, state: State, unit: UnitState) -> Denied | None
         return denied
     if status not in DISPATCHABLE:
         text = f"unit {unit.id} is {status}; dispatch needs a todo or lost unit"
-        return Denied(text, text + _NEXT.get(status, ""), bad_input=True)
+        return Denied(text, text + _next(state, unit, status), bad_input=True)
     return None
+
+
+def _next(state: State, unit: UnitState, status: UnitStatus) -> str:
+    """What a person does instead of the refused dispatch. A recorded result says it, as `status`
+    does (an operator's review: a failed unit's refusal said "it runs under a lease already" and
+    offered `unit close`, which closed it with no recovery decision, its recovery left open)."""
+    waits = result_waits(state, unit, []) if status == UnitStatus.IN_PROGRESS else None
+    if waits == AWAITING_DECISION:
+        outcome = unit.result.outcome if unit.result is not None else "failed"
+        return (
+            f": its result is {outcome}, awaiting a recovery decision "
+            f"(`regulator unit decide {unit.id} --action retry|repair|abort|…`)"
+        )
+    if waits == READY_TO_CLOSE:
+        return f": its result is done and nothing holds it (`regulator unit close {unit.id}` closes it)"
+    return _NEXT.get(status, "")
 
 
 # what a person does instead, by the status that refused a dispatch (the command's full refusal)
