@@ -435,7 +435,7 @@ def test_retro_numbers_match_the_stores_and_an_edit_fails_lint(demo: Any, tmp_pa
 
     # the control room's Registers view lists it
     once = run(root, later, "controlroom", "--once", "--as", "alice").stdout
-    line = next(x for x in once.splitlines() if x.split()[:2] == ["retro", "R-2026-11-30-since"])
+    line = next(x for x in once.splitlines() if x.split()[:2] == ["retro", "R-2026-11-30-since-2026-11-01"])
     assert "obligations 3 opened / 1 resolved · 2 unit(s) held" in line
 
     # a clone has no stores: the numbers cannot be checked there, and it says so
