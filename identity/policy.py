@@ -67,68 +67,89 @@ class _Model(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     frozen and kw_only again for the type checkers (PEP 681 does not inherit them); msgspec does."""
 
 
+MAX_REPEAT_BOUND = 1000  # a floor's `{n,m}`: past it a pattern is a typo or an attack (regex expands it)
+MAX_NESTING = 32  # a floor's groups and repeats inside each other
+
+
 def backtracks(pattern: str) -> str | None:
     """Why a floor's pattern can backtrack exponentially (a repeated part inside a repeated group,
-    or alternatives under a repeat: `(\\w+\\s?)+`, `(a|aa)+`), or None. An adversarial review:
-    a unit proposed such a floor as a tightening; once accepted, one 60-character report held the
-    router (and serve, and every writer behind the decide lock) without end. Refused when the policy
-    is read, so that no proposal of one can be accepted; what this shape check does not see (a
-    polynomial pattern such as `\\w*\\w*\\w*!`) is cut by the router's time limit
-    (engine.commands.router, D-301)."""
+    or alternatives anywhere under a repeat: `(\\w+\\s?)+`, `(a|aa)+`, `(?:(?:a|aa)?){8,31}`), or
+    cannot be compiled by both engines alike (a repeat bound over 1,000, groups nested over 32
+    deep, a set inside a set `[[`, which `regex` reads as a POSIX class and `re` does not), or None.
+    An adversarial review: a unit proposed such a floor as a tightening; once accepted, one
+    60-character report held the router (and serve, and every writer behind the decide lock)
+    without end. Refused when the policy is read, so that no proposal of one can be accepted; what
+    this shape check does not see is searched under the router's time limit (bounded; D-301)."""
+    import warnings
     from re import _constants as sre  # type: ignore[attr-defined]
     from re import _parser  # type: ignore[attr-defined]
 
-    repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT)
+    repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        tree = _parser.parse(pattern)
+    if any(issubclass(w.category, FutureWarning) for w in said):
+        return "a set inside a set (`[[` or a set operation) reads differently in another engine"
 
-    def walk(items: Any, repeated: bool) -> str | None:
+    def inside(op: Any, av: Any) -> list[Any]:
+        """The parts directly inside one node (a group, a repeat, an alternative, a lookaround)."""
+        if op in repeats:
+            return [av[2]]
+        if op is sre.SUBPATTERN:
+            return [av[-1]]
+        if op is sre.ATOMIC_GROUP:
+            return [av]
+        if op is sre.BRANCH:
+            return list(av[1])
+        if op in (sre.ASSERT, sre.ASSERT_NOT):
+            return [av[1]]
+        if op is sre.GROUPREF_EXISTS:
+            return [av[1], *([av[2]] if av[2] else [])]
+        return []
+
+    def branches(items: Any) -> bool:
+        return any(op is sre.BRANCH or any(branches(i) for i in inside(op, av)) for op, av in items)
+
+    def walk(items: Any, repeated: bool, depth: int) -> str | None:
+        if depth > MAX_NESTING:
+            return f"groups nested over {MAX_NESTING} deep"
         for op, av in items:
-            found = None
             if op in repeats:
-                low, high, sub = av
+                high = av[1]
+                if high is not sre.MAXREPEAT and high > MAX_REPEAT_BOUND:
+                    return f"a repeat bound over {MAX_REPEAT_BOUND:,}"
                 many = high is sre.MAXREPEAT or high > 1
                 if many and repeated:
                     return "a repeated part inside a repeated group"
-                if many and any(o is sre.BRANCH for o, _ in _flat(sub)):
+                if many and branches(av[2]):
                     return "alternatives under a repeat"
-                found = walk(sub, repeated or many)
-            elif op is sre.SUBPATTERN:
-                found = walk(av[-1], repeated)
-            elif op is sre.BRANCH:
-                found = next((w for b in av[1] if (w := walk(b, repeated))), None)
-            elif op in (sre.ASSERT, sre.ASSERT_NOT):
-                found = walk(av[1], repeated)
-            elif op is sre.ATOMIC_GROUP:
-                found = walk(av, repeated)
-            elif op is sre.GROUPREF_EXISTS:
-                found = walk(av[1], repeated) or (walk(av[2], repeated) if av[2] else None)
-            if found:
-                return found
+                repeated_below = repeated or many
+            else:
+                repeated_below = repeated
+            for part in inside(op, av):
+                found = walk(part, repeated_below, depth + 1)
+                if found:
+                    return found
         return None
 
-    def _flat(items: Any) -> list[tuple[Any, Any]]:
-        out: list[tuple[Any, Any]] = []
-        for op, av in items:
-            out.append((op, av))
-            if op is sre.SUBPATTERN:
-                out += _flat(av[-1])
-            elif op is sre.ATOMIC_GROUP:
-                out += _flat(av)
-        return out
-
-    return walk(_parser.parse(pattern), False)
+    return walk(tree, False, 0)
 
 
 def bounded(pattern: str) -> bool:
     """Whether a floor's search is linear in its text with a small factor: no unbounded repeat, no
-    backreference, and the repeats' bounds multiplied together at most 64 (`INV-\\d{3}`, a plain
-    path). The router searches such a pattern with `re` as it is; any other under a time limit
-    (engine.commands.router: the limit costs 1.4 µs a search, about 0.8 s of `verify`'s CPU at
-    100,000 signals, D-301)."""
+    backreference, and its repeats' bounds and alternatives multiplied together at most 64
+    (`INV-\\d{3}`, `(critical|blocking)`, a plain path; `(?:a|aa)` written out 32 times is 2^32:
+    an adversarial review). The router searches such a pattern with `re` as it is; any other under
+    a time limit (engine.commands.router: the limit costs 1.4 µs a search, about 0.8 s of
+    `verify`'s CPU at 100,000 signals, D-301)."""
+    import warnings
     from re import _constants as sre  # type: ignore[attr-defined]
     from re import _parser  # type: ignore[attr-defined]
 
     try:
-        items = list(_parser.parse(pattern))
+        with warnings.catch_warnings():  # a `[[` is refused when the policy is read (backtracks)
+            warnings.simplefilter("ignore")
+            items = list(_parser.parse(pattern))
     except Exception:  # noqa: BLE001 - not one `re` reads: not known to be bounded
         return False
     work = 1
@@ -145,6 +166,7 @@ def bounded(pattern: str) -> bool:
         elif op is sre.SUBPATTERN:
             items.extend(av[-1])
         elif op is sre.BRANCH:
+            work *= len(av[1])
             for branch in av[1]:
                 items.extend(branch)
         elif op in (sre.ASSERT, sre.ASSERT_NOT):
@@ -156,6 +178,21 @@ def bounded(pattern: str) -> bool:
         if work > 64:
             return False
     return True
+
+
+def compiles_timed(pattern: str) -> str | None:
+    """Why the `regex` module, which searches a floor that is not bounded, cannot compile it, or
+    None (an adversarial review: a pattern `re` took and `regex` did not stopped every routing
+    process with a traceback). Asked only of such a floor: `regex` is imported for it alone."""
+    import regex
+
+    try:
+        regex.compile(pattern, regex.V0)
+    except regex.error as exc:
+        return f"pattern does not compile: {exc}"
+    except (OverflowError, RecursionError, MemoryError):
+        return "pattern does not compile: too large or too deeply nested"
+    return None
 
 
 class Floor(_Model, frozen=True, kw_only=True):
@@ -174,6 +211,8 @@ class Floor(_Model, frozen=True, kw_only=True):
             raise _Invalid("pattern", "pattern does not compile: too large or too deeply nested") from None
         if risk is not None:
             raise _Invalid("pattern", f"pattern may take without end on a short text: {risk}")
+        if not bounded(self.pattern) and (why := compiles_timed(self.pattern)) is not None:
+            raise _Invalid("pattern", why)
         for name in self.fields:
             if name not in FLOOR_FIELDS:
                 raise _Invalid("fields", f"floors test only {', '.join(FLOOR_FIELDS)}; not {name!r}")
@@ -195,7 +234,8 @@ class MemoryPolicy(_Model, frozen=True, kw_only=True):
 class RoutingPolicy(_Model, frozen=True, kw_only=True):
     severities: tuple[str, ...]
     blocks_at_or_above: str = msgspec.field(name="blocksAtOrAbove")
-    floors: tuple[Floor, ...] = ()
+    # at most 64: each signal is searched by every floor (an adversarial review proposed 100)
+    floors: Annotated[tuple[Floor, ...], msgspec.Meta(max_length=64)] = ()
     rules: dict[str, Rule]
     intake_debt_days: Annotated[int, msgspec.Meta(ge=0, le=MAX_DAYS)] = msgspec.field(
         default=14, name="intakeDebtDays"

@@ -483,6 +483,8 @@ def _fewer_holds(before: str, after: str, author: str) -> list[str]:
                 f"! deadline for {severity}: {text} -> {later or 'none'}"
                 f" (later or no escalation; proposed by {author})"
             )
+    if old.notify and old.notify != new.notify and not new.notify:
+        lines.append(f"! removes notify: escalations notify no one (proposed by {author})")
     if set(old.escalate) - set(new.escalate):
         lines.append(
             f"! escalate: {', '.join(old.escalate)} -> {', '.join(new.escalate) or 'no one'}"
@@ -529,6 +531,18 @@ def _less_sensed(before: str, after: str, author: str) -> list[str]:
                 lines.append(
                     f"! sensor {name}: {path} no longer serves {', '.join(dropped)} (proposed by {author})"
                 )
+        if sensor.stale_after is not None and (
+            kept.stale_after is None
+            or duration_seconds(kept.stale_after) > duration_seconds(sensor.stale_after)
+        ):
+            lines.append(
+                f"! sensor {name}'s staleAfter: {sensor.stale_after} -> {kept.stale_after or 'none'}"
+                f" (a stalled feed said later or never; proposed by {author})"
+            )
+        if kept.kind == "command" and kept.timeout_seconds < sensor.timeout_seconds:
+            lines.append(
+                f"! sensor {name}'s timeout: {sensor.timeout} -> {kept.timeout} (proposed by {author})"
+            )
         if kept.every_seconds > sensor.every_seconds:
             lines.append(
                 f"! sensor {name} runs less often: every {sensor.every} -> {kept.every} (proposed by {author})"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import threading
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Final, NamedTuple
@@ -38,38 +40,55 @@ class _Plan(NamedTuple):
     rule: Rule
     owed_rank: int  # the rank of the rule's atOrAbove
     blocks_rank: int  # the rank of blocksAtOrAbove
+    timed: bool  # a floor is searched under the time limit: each signal gets SIGNAL_TIME_S for them
 
 
 _PLANS: dict[int, tuple[RoutingPolicy, _Plan]] = {}
 
 
 FLOOR_TIME_S: Final = 0.05  # one floor's search of one field: legitimate floors take microseconds
+SIGNAL_TIME_S: Final = 0.2  # all of one signal's timed searches (a re-check: 100 floors took 6 s)
+_BUDGET = threading.local()  # what is left of the signal's SIGNAL_TIME_S, per routing thread
 
 
 def _searcher(pattern: str) -> Callable[[str], object]:
-    """The floor's search, cut at FLOOR_TIME_S (the `regex` module's timeout: Python's `re` can
-    be neither timed nor interrupted, and a pattern that backtracks held the router, with the decide
-    lock, without end: an adversarial review). A search cut short counts as a match: the floor
-    applies (fail closed: a floor only raises a severity). The policy refuses the shapes known to
-    backtrack (identity.policy.backtracks); this is the net under what a shape check misses."""
+    """The floor's search. One that is not linear in its text (identity.policy.bounded) is cut at
+    FLOOR_TIME_S, and all of one signal's such searches at SIGNAL_TIME_S (the `regex` module's
+    timeout: Python's `re` can be neither timed nor interrupted, and a pattern that backtracks held
+    the router, with the decide lock, without end: an adversarial review). A search cut short, or
+    not run once the signal's time is spent, counts as a match: the floor applies (fail closed: a
+    floor only raises a severity); so does a floor this process cannot compile (the policy refuses
+    one when it is read: identity.policy.compiles_timed). The shapes known to backtrack are refused
+    there too (backtracks); this is the net under what a shape check misses."""
     from identity.policy import bounded
 
     if bounded(pattern):  # linear in its text: `re` as it is, 1.4 µs a search cheaper
         return re.compile(pattern).search
     import regex
 
-    search = regex.compile(pattern, regex.V0).search
+    try:
+        search = regex.compile(pattern, regex.V0).search
+    except Exception:  # noqa: BLE001 - never a traceback in every routing process: it applies
+        return lambda text: True
 
     def searched(text: str) -> object:
+        left = getattr(_BUDGET, "left", SIGNAL_TIME_S)
+        if left <= 0:
+            return True
+        started = time.perf_counter()
         try:
-            return search(text, timeout=FLOOR_TIME_S)
+            return search(text, timeout=min(FLOOR_TIME_S, left))
         except TimeoutError:
             return True
+        finally:
+            _BUDGET.left = left - (time.perf_counter() - started)
 
     return searched
 
 
 def _plan(policy: RoutingPolicy) -> _Plan:
+    from identity.policy import bounded
+
     kept = _PLANS.get(id(policy))
     if kept is not None and kept[0] is policy:
         return kept[1]
@@ -84,6 +103,7 @@ def _plan(policy: RoutingPolicy) -> _Plan:
         rule,
         rank[rule.at_or_above],
         rank[policy.blocks_at_or_above],
+        any(not bounded(f.pattern) for f in policy.floors),
     )
     if len(_PLANS) > 64:  # a long-lived process that read many policies
         _PLANS.clear()
@@ -99,6 +119,8 @@ def derive_severity(signal: dict, policy: RoutingPolicy) -> tuple[str, list[str]
     applied: list[str] = []
     get = signal.get
     plan = _plan(policy)
+    if plan.timed:
+        _BUDGET.left = SIGNAL_TIME_S
     rank = plan.rank[severity] if plan.floors else 0
     for name, search, fields, at_least, at_least_rank in plan.floors:
         for field in fields:

@@ -385,9 +385,13 @@ def _not_feeds(ws: Workspace) -> list[tuple[str, str]]:
         (".git", ".git/"),
         (".worktrees", ".worktrees/ (the units' worktrees)"),
     ]
-    for unit in load_units(ws, stores=("units",)).units.values():
-        if unit.worktree:
-            out.append((unit.worktree, f"unit {unit.id}'s worktree {unit.worktree}"))
+    state = load_units(ws, stores=("units",))
+    for unit in state.units.values():
+        # every worktree any of its dispatches recorded, not its last alone (a re-check: a unit
+        # dispatched again elsewhere still wrote its first worktree's feed)
+        places = {e.get("worktree") for e in state.source.events(unit.history) if e.get("kind") == "dispatch"}
+        for place in sorted(p for p in places | {unit.worktree} if isinstance(p, str) and p):
+            out.append((place, f"unit {unit.id}'s worktree {place}"))
     return out
 
 

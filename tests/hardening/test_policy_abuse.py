@@ -37,16 +37,64 @@ def test_a_floor_that_backtracks_and_a_duration_past_a_century_are_refused(ws: A
     of 60 characters; `deadlines: {advisory: 3000000d}` made every reader of the deadlines fail and
     the escalation duty fail on every tick. Each is refused at propose: exit 2, nothing written."""
     text = (ws.root / ROUTING).read_text()
-    floor = "- name: credential-leak\n  pattern: '(\\w+\\s?)+:\\s*secret'\n  atLeast: critical\n"
+
+    def floor(pattern: str) -> str:
+        return text.replace(
+            "floors:\n", f"floors:\n- name: leak\n  pattern: {json.dumps(pattern)}\n  atLeast: critical\n", 1
+        )
+
     before = ws.digest()
     for bad, said in (
-        (text.replace("floors:\n", "floors:\n" + floor, 1), "may take without end on a short text"),
+        (floor(r"(\w+\s?)+:\s*secret"), "may take without end on a short text"),
         (text.replace("advisory: 14d", "advisory: 3000000d"), "'3000000d' is longer than a hundred years"),
+        # the re-check's: alternatives inside an optional group under a bounded repeat; a possessive
+        # outer repeat; a bound `regex` expands into gigabytes; 250 groups `regex` cannot compile;
+        # a POSIX class that `regex` reads and `re` does not; 65 floors
+        (floor(r"(?:(?:\w|\w\w)?){8,31}:secret"), "alternatives under a repeat"),
+        (floor(r"(?:(?:\w+\s?)+:)*+x"), "a repeated part inside a repeated group"),
+        (floor(r"secret:\s*x{4294967294}"), "a repeat bound over 1,000"),
+        (floor("(?:" * 250 + "x*" + ")" * 250 + "secret"), "pattern does not compile"),
+        (floor("INV-[[:digit:]]{3}"), "a set inside a set"),
+        (
+            text.replace("floors:\n", "floors:\n" + "- {name: f, pattern: x, atLeast: info}\n" * 65, 1),
+            "floors",
+        ),
     ):
         assert bad != text
         done = propose(ws, ROUTING, bad)
         assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert ws.digest() == before
+
+
+# what the shape check lets through and no engine searches in linear time: 2^32 ways to split a word
+SPLITS = r"(?:\w|\w\w)" * 32 + ":secret"
+ROUTE = """
+import json, sys
+from identity.policy import parse_policy
+from engine.commands.router import derive_severity
+floors = "".join("- {name: f%d, pattern: %s, atLeast: critical}\\n" % (i, json.dumps(sys.argv[1])) for i in range(64))
+policy = parse_policy("routing.yaml", "severities: [info, advisory, blocking, critical]\\nblocksAtOrAbove: blocking\\n"
+    "floors:\\n" + floors + "rules:\\n  intelligence-signal: {atOrAbove: advisory, owedTo: S3}\\n")
+derived, applied = derive_severity({"reportedSeverity": "info", "subject": "a" * 70, "observation": "a" * 60000}, policy)
+print(derived, len(applied))
+"""
+
+
+def test_a_floor_no_shape_check_sees_is_cut_and_applies() -> None:
+    """The re-check's wedge: `(?:\\w|\\w\\w)` written out 32 times passed both shape checks and
+    ran under plain `re` (hours on 70 characters); 100 floors cut at 50 ms each held one signal
+    for 6 s. Alternatives count in `bounded`, so it is searched under the time limit, and a
+    signal's timed searches share 0.2 s: 64 such floors (the most a policy holds) route one
+    signal, each applied (fail closed), in a fresh process bounded by its own timeout."""
+    from identity.policy import backtracks, bounded
+
+    assert backtracks(SPLITS) is None and not bounded(SPLITS)
+    done = subprocess.run([sys.executable, "-c", ROUTE, SPLITS], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "info 0\n"), done.stderr  # answered: no `:secret`
+    slow = ".*a" * 9 + ".*b"  # polynomial: no shape check refuses it, and `regex` takes its time
+    assert backtracks(slow) is None and not bounded(slow)
+    done = subprocess.run([sys.executable, "-c", ROUTE, slow], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "critical 64\n"), done.stderr  # cut, so applied
 
 
 def test_the_routers_time_limit_applies_a_floor_it_cannot_decide() -> None:
@@ -61,25 +109,43 @@ def test_routing_and_sensor_proposals_that_hold_or_sense_less_are_marked(ws: Any
     """Each read as a plain `pending`: the intelligence rule's atOrAbove raised (every blocking
     signal `noted`, nothing held), a deadline or the escalation taken away; a sensor removed, its
     severity lowered, its feed moved, a unit it served dropped, or it run less often."""
-    text = (ws.root / ROUTING).read_text()
-    loose = text.replace("atOrAbove: advisory", "atOrAbove: critical")
-    loose = loose.replace("escalate: [alice]", "escalate: []") if "escalate: [alice]" in loose else loose
-    assert loose != text
+    text = (ws.root / ROUTING).read_text() + "notify: [/bin/true]\n"
+    ws.decide(ROUTING, text)
+    loose = text.replace("atOrAbove: advisory", "atOrAbove: critical").replace("  blocking: 48h\n", "")
+    loose = loose.replace("escalate:\n- alice\n", "escalate: []\n").replace("notify: [/bin/true]\n", "")
+    assert "48h" not in loose and "escalate: []" in loose and "notify" not in loose
     review = shown(ws, ROUTING, loose)
     assert (
         "! rule intelligence-signal: atOrAbove advisory -> critical (fewer signals open an obligation"
         in review
     )
-    declare(ws)
-    old = sensors_yaml()
-    assert "severity: advisory" in old and "feed: feeds/osv" in old and "every: 1h" in old
+    assert "! deadline for blocking: 48h -> none (later or no escalation" in review
+    assert "! escalate: alice -> no one" in review
+    assert "! removes notify: escalations notify no one" in review  # the re-check's
+    scan = "  scan:\n    kind: command\n    command: [/bin/true]\n    timeout: 60s\n"
+    declare(ws, scan)
+    old = sensors_yaml(scan)
+    assert (
+        "severity: advisory" in old
+        and "feed: feeds/osv" in old
+        and "every: 1h" in old
+        and "staleAfter: 7d" in old
+    )
     less = old.replace("severity: advisory", "severity: info").replace("feed: feeds/osv", "feed: feeds/other")
-    less = less.replace("every: 1h", "every: 30d").replace("[u1, u3]", "[u1]")
-    review = shown(ws, SENSORS, less)
+    less = (
+        less.replace("every: 1h", "every: 30d")
+        .replace("[u1, u3]", "[u1]")
+        .replace("    staleAfter: 7d\n", "")
+    )
+    review = shown(ws, SENSORS, less.replace("timeout: 60s", "timeout: 1s"))
     assert "! lowers sensor osv's severity: advisory -> info" in review
     assert "! moves sensor osv's feed: feeds/osv -> feeds/other" in review
     assert "! sensor osv runs less often: every 1h -> 30d" in review
     assert "! sensor osv: services/api/requirements.txt no longer serves u3" in review
+    assert (
+        "! sensor osv's staleAfter: 7d -> none (a stalled feed said later or never" in review
+    )  # the re-check's
+    assert "! sensor scan's timeout: 60s -> 1s" in review  # the re-check's
     assert "! removes sensor osv" in shown(ws, SENSORS, "sensors: {}\n")
 
 
@@ -98,6 +164,13 @@ def test_a_feed_where_a_unit_writes_is_never_read(ws: Any) -> None:
     )
     assert not [e for e in ws.events("signals") if e["kind"] == "signal"]
     assert ws.json("sensors")[0]["outcome"] == "error"  # said as failing, never as clean
+    # the re-check's: dispatched again elsewhere, the unit's first worktree is still one it wrote
+    (ws.root / "wt" / "u1b").mkdir(parents=True)
+    ws.run("unit", "demote", "u1", "--by", "alice", "--rationale", "elsewhere", check=True)
+    ws.run("unit", "dispatch", "u1", "--worktree", str(ws.root / "wt" / "u1b"), check=True)
+    ran = ws.run("sensors", "run", "osv")
+    assert ran.returncode == 1 and "leads into unit u1's worktree feeds: not read" in ran.stderr, ran.stderr
+    assert not [e for e in ws.events("signals") if e["kind"] == "signal"]
 
 
 def test_a_lockfile_or_a_feed_nested_to_exhaust_the_reader_is_one_error(ws: Any) -> None:
