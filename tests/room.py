@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -15,7 +16,7 @@ from controlroom.app import ControlRoom
 from controlroom.demo import KEY_DIR, OWNER, build
 from engine.checkout.workspace import Workspace, configure_clock
 from engine.trust.signing import use_key
-from tests.helpers import NOW, copy_template, pristine, template_folder
+from tests.helpers import NOW, REGULATOR, clean_env, copy_template, pristine, template_folder
 
 SIZE = (150, 42)  # wide enough that the detail pane is shown
 
@@ -91,3 +92,10 @@ def screen_lines(app: ControlRoom) -> list[str]:
     )
     console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
     return console.export_text(styles=False).splitlines()
+
+
+def once_of(demo: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real `regulator controlroom --once ARGS` on the demo, as alice, on its pinned clock."""
+    env = clean_env(REGULATOR_NOW=NOW, REGULATOR_SIGNING_KEY=str(demo.root / KEY_DIR / OWNER))
+    command = [REGULATOR, "--root", str(demo.root), "controlroom", "--once", *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True)

@@ -18,7 +18,7 @@ from engine.commands.actors import Actor
 from engine.commands.proposals import decide, propose
 from engine.read.load import load
 from tests.helpers import NOW, REGULATOR, clean_env, report_args
-from tests.room import demo_workspace
+from tests.room import demo_workspace, once_of
 
 SIZE = (150, 42)
 
@@ -329,12 +329,7 @@ def test_markup_and_escapes_in_store_text_are_literal(demo: Any) -> None:
 
 def test_once_exit_codes(demo: Any) -> None:
     env = clean_env(REGULATOR_NOW=NOW, REGULATOR_SIGNING_KEY=str(demo.root / ".demo-keys" / "alice"))
-    done = subprocess.run(
-        [REGULATOR, "--root", str(demo.root), "controlroom", "--once"],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    done = once_of(demo)
     assert done.returncode == 1
     assert "u1 is in progress and held by blocking obligation" in done.stdout
     assert "vendor/left-pad.js" in done.stdout

@@ -24,7 +24,7 @@ from engine.commands.actors import Actor
 from engine.commands.proposals import propose
 from engine.commands.signals import report_intelligence
 from tests.helpers import NOW, REGULATOR, clean_env
-from tests.room import demo_workspace, run, until
+from tests.room import demo_workspace, once_of, run, until
 
 SIZE = (150, 42)
 
@@ -488,13 +488,7 @@ def test_an_empty_next_up_says_why(demo: Any) -> None:
     assert "release-hardening/manifest: stale-knowledge: unresolved F-alert-path-dead" in seen["life"]
     assert "u4: status in-progress" in seen["life"]
     # printed for CI (`--once`), the row points at the command, not at a key (an operator's review)
-    env = clean_env(REGULATOR_NOW=NOW, REGULATOR_SIGNING_KEY=str(demo.root / ".demo-keys" / "alice"))
-    once = subprocess.run(
-        [REGULATOR, "--root", str(demo.root), "controlroom", "--once"],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    once = once_of(demo)
     assert "7 not todo (`regulator registry next-up --explain`: each unit and why)" in once.stdout
     assert "Enter" not in once.stdout, once.stdout
 
