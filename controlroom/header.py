@@ -15,7 +15,7 @@ from engine.read.queries import (
     unit_status,
     unrouted_count,
 )
-from engine.read.vetoes import AWAITING_DECISION, result_waits
+from engine.read.vetoes import AWAITING_DECISION, READY_TO_CLOSE, result_waits
 
 if TYPE_CHECKING:
     pass
@@ -71,13 +71,14 @@ def _counts(snap: Snapshot) -> dict[str, int]:
             if memory_status(e, today) == MemoryStatus.CURRENT and days_left(e, today) <= EXPIRING_DAYS
         )
         snap._memory_marker = marker
-    lost, deciding = _need_a_person(snap)
+    lost, deciding, closable = _need_a_person(snap)
     return {
         "open": open_count,
         "blocking": blocking,
         "held": len(held_units),
         "lost": lost,
         "awaitingDecision": deciding,
+        "readyToClose": closable,
         "stale": stale,
         "expiring": snap._expiring,
         "lintErrors": len(snap.lint.errors) if snap.lint else 0,
@@ -89,22 +90,26 @@ def _counts(snap: Snapshot) -> dict[str, int]:
     }
 
 
-def _need_a_person(snap: Snapshot) -> tuple[int, int]:
-    """(lost, awaiting decision): units whose run is over and that wait for a person (a lost lease,
-    design §23; a failed or blocked result, `vetoes.result_waits`), counted where the header and
-    CI look first (an operator's review: both showed only as a row). Unknown without the stores: 0,
-    shown as `?` by the header."""
+def _need_a_person(snap: Snapshot) -> tuple[int, int, int]:
+    """(lost, awaiting decision, ready to close): units whose run is over and that wait for a
+    person (a lost lease, design §23; a failed or blocked result; a done result nothing holds, which
+    nothing closes by itself: `vetoes.result_waits`), counted where the header and CI look first
+    (an operator's review: each showed only as a row). Unknown without the stores: 0, shown as `?`
+    by the header and null by --once's JSON."""
     if not snap.known:
-        return 0, 0
+        return 0, 0, 0
     state = snap.state
-    lost = deciding = 0
+    lost = deciding = closable = 0
     for unit in state.units.values():
         status = unit_status(state, unit)
         if status == UnitStatus.LOST:
             lost += 1
         elif status == UnitStatus.IN_PROGRESS and unit.result is not None:
-            deciding += result_waits(state, unit, []) == AWAITING_DECISION
-    return lost, deciding
+            held = unit.id in snap.holds or bool(snap.stale.get(unit.id))
+            waits = result_waits(state, unit, snap.holds.get(unit.id, []), held)
+            deciding += waits == AWAITING_DECISION
+            closable += waits == READY_TO_CLOSE
+    return lost, deciding, closable
 
 
 def in_memory(snap: Snapshot) -> InMemory:
@@ -177,6 +182,8 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, s
             parts.append(f"⚠{c['lost']} lost")
         if c["awaitingDecision"]:
             parts.append(f"{c['awaitingDecision']} await.dec")
+        if c["readyToClose"]:
+            parts.append(f"{c['readyToClose']} to close")
         if c["evidenceExpired"]:
             parts.append(f"{c['evidenceExpired']} evid.exp")
         if c["badLines"]:
@@ -206,6 +213,8 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, s
         parts.append(f"⚠ {c['lost']} lost")
     if c["awaitingDecision"]:
         parts.append(f"{c['awaitingDecision']} awaiting decision")
+    if c["readyToClose"]:
+        parts.append(f"{c['readyToClose']} ready to close")
     if c["evidenceExpired"]:
         parts.append(f"{c['evidenceExpired']} evidence expired")
     if c["badLines"]:
@@ -267,6 +276,11 @@ HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
         "N awaiting decision",
         "N await.dec",
         "units whose result failed or was blocked: a person records a recovery decision",
+    ),
+    (
+        "N ready to close",
+        "N to close",
+        "units whose result is done and that nothing holds: `regulator unit close UNIT` closes each",
     ),
     (
         "N evidence expired",

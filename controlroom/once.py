@@ -411,7 +411,16 @@ def as_text(snap: Snapshot, reasons: list[str]) -> str:
 
 
 # the counts a checkout without the stores cannot know (the header shows `?`): null, never 0
-_UNKNOWN_HERE = ("blocking", "held", "stale", "expiring", "unrouted", "lost", "awaitingDecision")
+_UNKNOWN_HERE = (
+    "blocking",
+    "held",
+    "stale",
+    "expiring",
+    "unrouted",
+    "lost",
+    "awaitingDecision",
+    "readyToClose",
+)
 
 
 def _counts_known(snap: Snapshot) -> dict[str, int | None]:

@@ -97,7 +97,16 @@ def test_the_readers_say_stores_absent_first_and_show_no_unit_as_todo(fleet: Any
     once = json.loads(ws.run("controlroom", "--once", "--json", cwd=here).stdout)
     assert once["stores"] == "absent" and {u["status"] for u in once["status"]["units"]} == {"unknown"}
     # what the header shows as `?` is null, never 0 (an operator's review read `0 lost` here)
-    unknown = ("blocking", "held", "stale", "expiring", "unrouted", "lost", "awaitingDecision")
+    unknown = (
+        "blocking",
+        "held",
+        "stale",
+        "expiring",
+        "unrouted",
+        "lost",
+        "awaitingDecision",
+        "readyToClose",
+    )
     assert [once["counts"][k] for k in unknown] == [None] * len(unknown)
     assert not (here / ".regulator").exists()
 

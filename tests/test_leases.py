@@ -265,6 +265,9 @@ def test_awaiting_close_is_a_done_result_and_a_held_close(fleet: Any) -> None:
     assert line.split()[:5] == ["u1", "implement", "ready", "to", "close"]
     refused = fleet.run("unit", "dispatch", "u1").stderr
     assert "its result is done and nothing holds it (`regulator unit close u1` closes it)" in refused
+    # counted where a person looks first (the re-check: nothing closes it by itself)
+    assert json.loads(fleet.run("controlroom", "--once", "--json").stdout)["counts"]["readyToClose"] == 1
+    assert " · 1 ready to close · " in fleet.run("controlroom", "--once").stdout.splitlines()[0]
     assert "  u1: status ready to close\n" in fleet.run("registry", "next-up", "--explain").stdout
     fleet.run("unit", "close", "u1", check=True)
     assert next(u for u in fleet.json("status")["units"] if u["id"] == "u1")["waitsFor"] is None
