@@ -87,11 +87,11 @@ def _searcher(pattern: str) -> Callable[[str], object]:
 
 
 def _plan(policy: RoutingPolicy) -> _Plan:
-    from identity.policy import bounded
-
     kept = _PLANS.get(id(policy))
     if kept is not None and kept[0] is policy:
         return kept[1]
+    from identity.policy import bounded  # built once per policy: never on a signal's way
+
     rank = {severity: policy.rank(severity) for severity in reversed(policy.severities)}  # the first wins
     rule = policy.rules[RULE]
     built = _Plan(
