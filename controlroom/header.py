@@ -157,72 +157,78 @@ def sensors_failing(snap: Snapshot) -> int:
     return sum(1 for row in sensor_rows(snap).values() if row.get("outcome") == "error")
 
 
+# the counts that a checkout without the stores cannot know: `?` in the header, null in --once's
+# JSON (design §16.2; an operator's review read `0 lost` in a clone)
+UNKNOWN_WITHOUT_STORES = (
+    "blocking",
+    "held",
+    "stale",
+    "expiring",
+    "unrouted",
+    "lost",
+    "awaitingDecision",
+    "readyToClose",
+)
+# the counts shown only when there are any, in order: (count, full part, compact part), N the count
+# (the same words as HEADER_LEGEND's, which a test holds to the README)
+WHEN_ANY = (
+    ("overdue", "N overdue", "N overdue"),
+    ("lost", "⚠ N lost", "⚠N lost"),
+    ("awaitingDecision", "N awaiting decision", "N await.dec"),
+    ("readyToClose", "N ready to close", "N to close"),
+    ("evidenceExpired", "N evidence expired", "N evid.exp"),
+    ("badLines", "N bad line(s)", "N bad"),
+    ("verify", "⚠ N verify finding(s)", "⚠N vfy"),
+)
+
+
+def known_counts(snap: Snapshot) -> dict[str, int | None]:
+    """The header's counts, None for each the stores alone can say where they are absent."""
+    found: dict[str, int | None] = dict(counts(snap))
+    if not snap.known:
+        found.update(dict.fromkeys(UNKNOWN_WITHOUT_STORES))
+    return found
+
+
 def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, store: str | None = None) -> str:
     """The header's counts; `compact` abbreviates every part (a narrow terminal) and drops none;
     `store` names where the stores are (files, postgresql), before the live indicator."""
-    c: dict[str, int | str] = dict(counts(snap))
-    if not snap.known:  # without the stores these are unknown, never 0 (design §16.2)
-        c.update(blocking="?", held="?", stale="?", expiring="?", unrouted="?")
+    c = known_counts(snap)
+
+    def n(key: str) -> str:
+        value = c[key]
+        return "?" if value is None else str(value)
+
     lint_part = lint_mark(snap)
     if compact:
         parts = [
-            f"{c['blocking']} blk",
-            f"{c['held']} held",
-            f"{c['stale']} stale",
-            f"{c['expiring']} exp≤7d",
+            f"{n('blocking')} blk",
+            f"{n('held')} held",
+            f"{n('stale')} stale",
+            f"{n('expiring')} exp≤7d",
             lint_part.replace("lint unchecked", "lint:unchecked").replace(" ", ""),
-            f"{c['unrouted']} unrtd",
+            f"{n('unrouted')} unrtd",
         ]
-        would = would_block_text(snap, compact=True)
-        if would:
-            parts.append(would)
-        if c["overdue"]:
-            parts.append(f"{c['overdue']} overdue")
-        if c["lost"]:
-            parts.append(f"⚠{c['lost']} lost")
-        if c["awaitingDecision"]:
-            parts.append(f"{c['awaitingDecision']} await.dec")
-        if c["readyToClose"]:
-            parts.append(f"{c['readyToClose']} to close")
-        if c["evidenceExpired"]:
-            parts.append(f"{c['evidenceExpired']} evid.exp")
-        if c["badLines"]:
-            parts.append(f"{c['badLines']} bad")
-        if c["verify"]:
-            parts.append(f"⚠{c['verify']} vfy")
-        if failing := sensors_failing(snap):
-            parts.append(f"⚠{failing} sens✗")
+    else:
+        parts = [
+            f"{n('blocking')} blocking",
+            f"{n('held')} held",
+            f"{n('stale')} stale",
+            f"{n('expiring')} expiring ≤7d",
+            lint_part,
+            f"{n('unrouted')} unrouted",
+        ]
+    would = would_block_text(snap, compact=compact)
+    if would:
+        parts.append(would)
+    parts += [(short if compact else full).replace("N", n(key), 1) for key, full, short in WHEN_ANY if c[key]]
+    if failing := sensors_failing(snap):
+        parts.append(f"⚠{failing} sens✗" if compact else f"⚠ {failing} sensor(s) failing")
+    if compact:
         parts += [SHORT_MARKS.get(m, m) for m in trust_marks(snap.ws)]
         if store and snap.known:
             parts.append(SHORT_STORES.get(store, store))
         return "·".join(parts) + f"·{live}"
-    parts = [
-        f"{c['blocking']} blocking",
-        f"{c['held']} held",
-        f"{c['stale']} stale",
-        f"{c['expiring']} expiring ≤7d",
-        lint_part,
-        f"{c['unrouted']} unrouted",
-    ]
-    would = would_block_text(snap)
-    if would:
-        parts.append(would)
-    if c["overdue"]:
-        parts.append(f"{c['overdue']} overdue")
-    if c["lost"]:
-        parts.append(f"⚠ {c['lost']} lost")
-    if c["awaitingDecision"]:
-        parts.append(f"{c['awaitingDecision']} awaiting decision")
-    if c["readyToClose"]:
-        parts.append(f"{c['readyToClose']} ready to close")
-    if c["evidenceExpired"]:
-        parts.append(f"{c['evidenceExpired']} evidence expired")
-    if c["badLines"]:
-        parts.append(f"{c['badLines']} bad line(s)")
-    if c["verify"]:
-        parts.append(f"⚠ {c['verify']} verify finding(s)")
-    if failing := sensors_failing(snap):
-        parts.append(f"⚠ {failing} sensor(s) failing")
     parts += trust_marks(snap.ws)
     if store and snap.known:
         parts.append(store)

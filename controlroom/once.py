@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import msgspec
 
-from controlroom.header import counts, header_text, in_memory, lint_unchecked
+from controlroom.header import header_text, in_memory, known_counts, lint_unchecked
+from controlroom.printing import table_lines
 from controlroom.readmodel import Snapshot, keys, row, sensor_rows, snapshot
 from controlroom.views import BY_VIEW, TITLES, VIEWS
-from engine.base.cells import pad
 from engine.base.leaving import keep
 from engine.base.text import escape
 from engine.checkout.workspace import Workspace
@@ -350,7 +350,7 @@ def _document(snap: Snapshot, rows: dict[str, object], require_history: bool) ->
         "authentication": authentication(snap.ws),
         "clock": snap.ws.authority().clock,
         "serve": serve_of(snap) if snap.known else None,
-        "counts": _counts_known(snap),
+        "counts": known_counts(snap),
         **rows,
         "verify": [{"store": f.store, "line": f.line, "message": f.message} for f in snap.verify],
         "problems": [str(p) for p in state.problems],  # the first ones; counts.badLines has them all
@@ -389,11 +389,9 @@ def as_text(snap: Snapshot, reasons: list[str]) -> str:
     for view in VIEWS:
         view_keys = keys(view, snap)
         lines.append(f"== {TITLES[view]} ({len(view_keys)})")
-        rows = [row(view, snap, key) for key in view_keys[:200]]
-        columns = _printed_widths(view, rows)
-        lines.append(_fmt([title for title, _ in columns], columns))
-        for cells in rows:
-            lines.append(_fmt(cells, columns))
+        titles = [c.title for c in BY_VIEW[view].columns]
+        # each row's own id whole, however long (an operator's review: `research-left-p…`)
+        lines += table_lines(titles, [row(view, snap, key) for key in view_keys[:200]], whole=(0,))
         if len(view_keys) > 200:
             lines.append(f"... {len(view_keys) - 200} more")
         lines.append("")
@@ -408,53 +406,6 @@ def as_text(snap: Snapshot, reasons: list[str]) -> str:
     else:
         lines.append("exit 0: nothing holds in-progress work; lint, identity and stores verify")
     return "\n".join(lines) + "\n"
-
-
-# the counts a checkout without the stores cannot know (the header shows `?`): null, never 0
-_UNKNOWN_HERE = (
-    "blocking",
-    "held",
-    "stale",
-    "expiring",
-    "unrouted",
-    "lost",
-    "awaitingDecision",
-    "readyToClose",
-)
-
-
-def _counts_known(snap: Snapshot) -> dict[str, int | None]:
-    """The header's counts for the JSON; in a clone (no stores) the unit and obligation counts are
-    null, as the header's `?` (design §16.2; an operator's review read `0 lost` there)."""
-    found: dict[str, int | None] = dict(counts(snap))
-    if not snap.known:
-        found.update(dict.fromkeys(_UNKNOWN_HERE))
-    return found
-
-
-def _printed_widths(view: str, rows: list[list[str]]) -> list[tuple[str, int]]:
-    """The view's columns as a log prints them: each as wide as its widest cell, up to 40 cells
-    (or the room's width where that is wider; the first, the row's id, whole), so that ids and names are whole (an operator's
-    review: `sensor:osv-…` hid which sensor, `research-left-p…` which unit); the last whole."""
-    from engine.base.cells import width
-
-    out = []
-    for i, column in enumerate(BY_VIEW[view].columns):
-        if not column.width:
-            out.append((column.title, 0))
-            continue
-        widest = max((width(r[i]) for r in rows if i < len(r)), default=0)
-        cap = widest if i == 0 else max(column.width, 40)  # the row's own id whole, however long
-        out.append((column.title, min(max(width(column.title), widest), cap)))
-    return out
-
-
-def _fmt(cells: list[str], columns: list[tuple[str, int]]) -> str:
-    """Cells padded and cut (with `…`) by terminal cells; the last column whole."""
-    parts = []
-    for (_, width), cell in zip(columns, cells, strict=False):
-        parts.append(pad(cell, width) if width else cell)
-    return "  ".join(parts).rstrip()
 
 
 class RegistersOnly(msgspec.Struct):

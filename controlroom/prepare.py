@@ -106,18 +106,9 @@ def content(snap: readmodel.Snapshot, name: str, key: Key) -> Content:
             allowed = ("answered", *[d for d in allowed if d != "answered"])
         else:
             summary = f"{ob.severity} on {ob.unit or '(no unit)'}: {ob.subject}"
-        from engine.checkout import runs
         from engine.commands.obligations import after_resolving
 
-        notes = tuple(
-            after_resolving(
-                state,
-                ob,
-                lambda unit: bool(snap.stale.get(unit)),
-                lambda unit: runs.ended(ws, unit.lease, unit.run_on),
-                lambda unit: runs.waits(ws, unit.lease, unit.run_on),
-            )
-        )
+        notes = tuple(after_resolving(ws, state, ob, lambda unit: bool(snap.stale.get(unit))))
         return ResolveContent(ob.id, summary, {d: meanings.DISPOSITIONS[d] for d in allowed}, question, notes)
     if name == "retract":
         entry_id = readmodel.plain(key)

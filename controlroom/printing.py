@@ -102,12 +102,21 @@ def dumps_indented_with(data: dict[str, object], members: dict[str, object], ear
 
 
 def table(headers: list[str], rows: list[list[object]], whole: tuple[int, ...] = ()) -> None:
-    """A plain text table: every cell escaped, columns padded by terminal cells (a wide character
-    takes two), a cell longer than 40 cells cut with `…`, the last column not padded. The columns
-    `whole` (ids to copy: `status`'s `by`) are never cut."""
+    """A plain text table: every cell escaped, then laid out as `table_lines` lays it out."""
+    for line in table_lines(headers, [[escape(c) for c in row] for row in rows], whole):
+        out(line)
+
+
+def table_lines(headers: list[str], cells: list[list[str]], whole: tuple[int, ...] = ()) -> list[str]:
+    """A printed table's lines, its cells escaped already: columns padded by terminal cells (a wide
+    character takes two), each as wide as its widest cell up to 40 cells (longer cut with `…`), the
+    last column not padded. The columns `whole` (ids to copy: `status`'s `by`, a row's own id in
+    `--once`) are never cut. A pipe or a log has no width to fit (an operator's review: printed
+    output cut `sensor:osv-…` and ids it could not then copy)."""
     from engine.base.cells import pad, width
 
-    cells = [[escape(c) for c in row] for row in rows]
+    size = len(headers)
+    cells = [(row + [""] * size)[:size] for row in cells]
     widths = [width(h) for h in headers]
     for row in cells:
         for i, cell in enumerate(row[:-1]):
@@ -117,6 +126,4 @@ def table(headers: list[str], rows: list[list[object]], whole: tuple[int, ...] =
         parts = [pad(c, widths[i]) for i, c in enumerate(row[:-1])]
         return "  ".join([*parts, row[-1]]).rstrip()
 
-    out(fmt(headers))
-    for row in cells:
-        out(fmt(row))
+    return [fmt(row) for row in [headers, *cells]]

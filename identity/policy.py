@@ -71,6 +71,38 @@ MAX_REPEAT_BOUND = 1000  # a floor's `{n,m}`: past it a pattern is a typo or an 
 MAX_NESTING = 32  # a floor's groups and repeats inside each other
 
 
+def _parsed(pattern: str) -> tuple[Any, bool]:
+    """`re`'s parse of a floor's pattern, and whether `re` warned of a possible nested set or set
+    operation (a `[[` that `regex` reads as a POSIX class and `re` does not)."""
+    import warnings
+    from re import _parser  # type: ignore[attr-defined]
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        tree = _parser.parse(pattern)
+    return tree, any(issubclass(w.category, FutureWarning) for w in said)
+
+
+def _parts(op: Any, av: Any) -> list[Any]:
+    """The parts directly inside one node of `re`'s parse (a repeat, a group, an alternative, a
+    lookaround, a conditional): what both walks below descend into."""
+    from re import _constants as sre  # type: ignore[attr-defined]
+
+    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+        return [av[2]]
+    if op is sre.SUBPATTERN:
+        return [av[-1]]
+    if op is sre.ATOMIC_GROUP:
+        return [av]
+    if op is sre.BRANCH:
+        return list(av[1])
+    if op in (sre.ASSERT, sre.ASSERT_NOT):
+        return [av[1]]
+    if op is sre.GROUPREF_EXISTS:
+        return [av[1], *([av[2]] if av[2] else [])]
+    return []
+
+
 def backtracks(pattern: str) -> str | None:
     """Why a floor's pattern can backtrack exponentially (a repeated part inside a repeated group,
     or alternatives anywhere under a repeat: `(\\w+\\s?)+`, `(a|aa)+`, `(?:(?:a|aa)?){8,31}`), or
@@ -80,40 +112,21 @@ def backtracks(pattern: str) -> str | None:
     60-character report held the router (and serve, and every writer behind the decide lock)
     without end. Refused when the policy is read, so that no proposal of one can be accepted; what
     this shape check does not see is searched under the router's time limit (bounded; D-301)."""
-    import warnings
     from re import _constants as sre  # type: ignore[attr-defined]
-    from re import _parser  # type: ignore[attr-defined]
 
     repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always")
-        tree = _parser.parse(pattern)
-    if any(issubclass(w.category, FutureWarning) for w in said):
+    tree, nested_set = _parsed(pattern)
+    if nested_set:
         return "a set inside a set (`[[` or a set operation) reads differently in another engine"
 
-    def inside(op: Any, av: Any) -> list[Any]:
-        """The parts directly inside one node (a group, a repeat, an alternative, a lookaround)."""
-        if op in repeats:
-            return [av[2]]
-        if op is sre.SUBPATTERN:
-            return [av[-1]]
-        if op is sre.ATOMIC_GROUP:
-            return [av]
-        if op is sre.BRANCH:
-            return list(av[1])
-        if op in (sre.ASSERT, sre.ASSERT_NOT):
-            return [av[1]]
-        if op is sre.GROUPREF_EXISTS:
-            return [av[1], *([av[2]] if av[2] else [])]
-        return []
-
     def branches(items: Any) -> bool:
-        return any(op is sre.BRANCH or any(branches(i) for i in inside(op, av)) for op, av in items)
+        return any(op is sre.BRANCH or any(branches(i) for i in _parts(op, av)) for op, av in items)
 
     def walk(items: Any, repeated: bool, depth: int) -> str | None:
         if depth > MAX_NESTING:
             return f"groups nested over {MAX_NESTING} deep"
         for op, av in items:
+            below = repeated
             if op in repeats:
                 high = av[1]
                 if high is not sre.MAXREPEAT and high > MAX_REPEAT_BOUND:
@@ -123,11 +136,9 @@ def backtracks(pattern: str) -> str | None:
                     return "a repeated part inside a repeated group"
                 if many and branches(av[2]):
                     return "alternatives under a repeat"
-                repeated_below = repeated or many
-            else:
-                repeated_below = repeated
-            for part in inside(op, av):
-                found = walk(part, repeated_below, depth + 1)
+                below = repeated or many
+            for part in _parts(op, av):
+                found = walk(part, below, depth + 1)
                 if found:
                     return found
         return None
@@ -137,46 +148,33 @@ def backtracks(pattern: str) -> str | None:
 
 def bounded(pattern: str) -> bool:
     """Whether a floor's search is linear in its text with a small factor: no unbounded repeat, no
-    backreference, and its repeats' bounds and alternatives multiplied together at most 64
-    (`INV-\\d{3}`, `(critical|blocking)`, a plain path; `(?:a|aa)` written out 32 times is 2^32:
-    an adversarial review). The router searches such a pattern with `re` as it is; any other under
-    a time limit (engine.commands.router: the limit costs 1.4 µs a search, about 0.8 s of
+    backreference or conditional, and its repeats' bounds and alternatives multiplied together at
+    most 64 (`INV-\\d{3}`, `(critical|blocking)`, a plain path; `(?:a|aa)` written out 32 times is
+    2^32: an adversarial review). The router searches such a pattern with `re` as it is; any other
+    under a time limit (engine.commands.router: the limit costs 1.4 µs a search, about 0.8 s of
     `verify`'s CPU at 100,000 signals, D-301)."""
-    import warnings
     from re import _constants as sre  # type: ignore[attr-defined]
-    from re import _parser  # type: ignore[attr-defined]
 
     try:
-        with warnings.catch_warnings():  # a `[[` is refused when the policy is read (backtracks)
-            warnings.simplefilter("ignore")
-            items = list(_parser.parse(pattern))
+        items = list(_parsed(pattern)[0])
     except Exception:  # noqa: BLE001 - not one `re` reads: not known to be bounded
         return False
+    refs = (sre.GROUPREF, sre.GROUPREF_IGNORE, sre.GROUPREF_LOC_IGNORE, sre.GROUPREF_UNI_IGNORE)
     work = 1
     while items:
         op, av = items.pop()
-        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
-            low, high, sub = av
-            if high is sre.MAXREPEAT:
-                return False
-            work *= high + 1
-            items.extend(sub)
-        elif op in (sre.GROUPREF, sre.GROUPREF_IGNORE, sre.GROUPREF_LOC_IGNORE, sre.GROUPREF_UNI_IGNORE):
+        if op in refs or op is sre.GROUPREF_EXISTS:
             return False
-        elif op is sre.SUBPATTERN:
-            items.extend(av[-1])
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+            if av[1] is sre.MAXREPEAT:
+                return False
+            work *= av[1] + 1
         elif op is sre.BRANCH:
             work *= len(av[1])
-            for branch in av[1]:
-                items.extend(branch)
-        elif op in (sre.ASSERT, sre.ASSERT_NOT):
-            items.extend(av[1])
-        elif op is sre.ATOMIC_GROUP:
-            items.extend(av)
-        elif op is sre.GROUPREF_EXISTS:
-            return False
         if work > 64:
             return False
+        for part in _parts(op, av):
+            items.extend(part)
     return True
 
 

@@ -115,8 +115,12 @@ def waits(ws: Workspace, lease_hash: str | None, run_on: str | None) -> bool:
         data = json.loads(_path(ws, lease_hash).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    if not isinstance(data, dict) or data.get("waiting") is not True:
-        return False
+    return isinstance(data, dict) and data.get("waiting") is True and _alive(data)
+
+
+def _alive(data: dict) -> bool:
+    """The `unit run` a run's file names lives: its pid, with the start time the file recorded (a
+    reused pid does not share it)."""
     pid = data.get("pid")
     return isinstance(pid, int) and data.get("started") is not None and _started(pid) == data.get("started")
 
@@ -129,8 +133,7 @@ def _finished(path: Path) -> bool:
         return True
     if not isinstance(data, dict) or data.get("ended") is not False:
         return True
-    pid = data.get("pid")
-    return not isinstance(pid, int) or _started(pid) != data.get("started")
+    return not _alive(data)
 
 
 def over(ws: Workspace, lease_hash: str, run_on: str | None = None) -> bool:

@@ -20,7 +20,6 @@ from engine.read.model import (
     Obligation,
     ObligationKind,
     State,
-    UnitState,
     UnitStatus,
 )
 from engine.read.queries import unit_status
@@ -100,11 +99,7 @@ def resolve(
             "at": clock.iso(clock.now()),
         }
         notes = after_resolving(
-            turn.state,
-            ob,
-            lambda unit: bool(holds(ws, turn.state).findings.get(unit)),
-            lambda unit: runs.ended(ws, unit.lease, unit.run_on),
-            lambda unit: runs.waits(ws, unit.lease, unit.run_on),
+            ws, turn.state, ob, lambda unit: bool(holds(ws, turn.state).findings.get(unit))
         )
         written = ws.store("signals").append(turn.signed(event))
     if say is not None:
@@ -113,27 +108,20 @@ def resolve(
     return written
 
 
-def after_resolving(
-    state: State,
-    ob: Obligation,
-    flagged: Callable[[str], bool] | None = None,
-    ended: Callable[[UnitState], bool] | None = None,
-    waiting: Callable[[UnitState], bool] | None = None,
-) -> list[str]:
+def after_resolving(ws: Workspace, state: State, ob: Obligation, flagged: Callable[[str], bool]) -> list[str]:
     """What a person resolving `ob` (as `state` stood before) should hear that the write does not
-    say (an operator's review): a question whose unit's lease is over is answered to no one; the
-    last obligation holding a unit whose result is done leaves it ready to close, which nothing
-    does by itself, unless a finding holds it too (`flagged(unit)`: asked only then, since it reads
-    the registers). `ended(unit)`: its lease acts no more though the unit is in progress (its `unit
-    run` over: runs.ended). `waiting(unit)`: a `unit run --wait` waits to close it (runs.waits),
-    so the person is not sent to close it by hand (an operator's review)."""
+    say (an operator's review): a question whose unit's lease is over (no lease, or its `unit run`
+    over on this host: runs.ended) is answered to no one; the last obligation holding a unit whose
+    result is done leaves it ready to close, which nothing does by itself, unless a finding holds
+    it too (`flagged(unit)`: asked only then, since it reads the registers) or a `unit run --wait`
+    waits to close it (runs.waits: the person is not sent to close it by hand)."""
     unit = state.units.get(ob.unit) if ob.unit else None
     if unit is None:
         return []
     status = unit_status(state, unit)
     if ob.kind == ObligationKind.QUESTION:
         running = status == UnitStatus.IN_PROGRESS
-        if running and (ended is None or not ended(unit)):
+        if running and not runs.ended(ws, unit.lease, unit.run_on):
             return []
         said = "in progress but its run is over" if running else status
         return [
@@ -145,11 +133,11 @@ def after_resolving(
     holding = blocking(state).get(unit.id, [])  # one pass over the obligations, asked once
     if [o for o in holding if o.id != ob.id] or result_waits(state, unit, holding) != AWAITING_CLOSE:
         return []
-    if flagged is not None and flagged(unit.id):
+    if flagged(unit.id):
         return []
     closes = (
         "its waiting `unit run --wait` closes it"
-        if waiting is not None and waiting(unit)
+        if runs.waits(ws, unit.lease, unit.run_on)
         else f"`regulator unit close {unit.id}` closes it"
     )
     return [f"unit {unit.id}'s result is done and no other obligation holds it now: {closes}"]

@@ -51,7 +51,7 @@ SIGNAL_TIME_S: Final = 0.2  # all of one signal's timed searches (a re-check: 10
 _BUDGET = threading.local()  # what is left of the signal's SIGNAL_TIME_S, per routing thread
 
 
-def _searcher(pattern: str) -> Callable[[str], object]:
+def _searcher(pattern: str) -> tuple[Callable[[str], object], bool]:
     """The floor's search. One that is not linear in its text (identity.policy.bounded) is cut at
     FLOOR_TIME_S, and all of one signal's such searches at SIGNAL_TIME_S (the `regex` module's
     timeout: Python's `re` can be neither timed nor interrupted, and a pattern that backtracks held
@@ -59,17 +59,18 @@ def _searcher(pattern: str) -> Callable[[str], object]:
     not run once the signal's time is spent, counts as a match: the floor applies (fail closed: a
     floor only raises a severity); so does a floor this process cannot compile (the policy refuses
     one when it is read: identity.policy.compiles_timed). The shapes known to backtrack are refused
-    there too (backtracks); this is the net under what a shape check misses."""
+    there too (backtracks); this is the net under what a shape check misses. With the search,
+    whether it is timed."""
     from identity.policy import bounded
 
     if bounded(pattern):  # linear in its text: `re` as it is, 1.4 µs a search cheaper
-        return re.compile(pattern).search
+        return re.compile(pattern).search, False
     import regex
 
     try:
         search = regex.compile(pattern, regex.V0).search
     except Exception:  # noqa: BLE001 - never a traceback in every routing process: it applies
-        return lambda text: True
+        return (lambda text: True), False
 
     def searched(text: str) -> object:
         left = getattr(_BUDGET, "left", SIGNAL_TIME_S)
@@ -83,27 +84,26 @@ def _searcher(pattern: str) -> Callable[[str], object]:
         finally:
             _BUDGET.left = left - (time.perf_counter() - started)
 
-    return searched
+    return searched, True
 
 
 def _plan(policy: RoutingPolicy) -> _Plan:
     kept = _PLANS.get(id(policy))
     if kept is not None and kept[0] is policy:
         return kept[1]
-    from identity.policy import bounded  # built once per policy: never on a signal's way
-
     rank = {severity: policy.rank(severity) for severity in reversed(policy.severities)}  # the first wins
     rule = policy.rules[RULE]
+    searches = [_searcher(f.pattern) for f in policy.floors]
     built = _Plan(
         [
-            (f.name, _searcher(f.pattern), tuple(f.fields), f.at_least, rank[f.at_least])
-            for f in policy.floors
+            (f.name, search, tuple(f.fields), f.at_least, rank[f.at_least])
+            for f, (search, _) in zip(policy.floors, searches, strict=True)
         ],
         rank,
         rule,
         rank[rule.at_or_above],
         rank[policy.blocks_at_or_above],
-        any(not bounded(f.pattern) for f in policy.floors),
+        any(timed for _, timed in searches),
     )
     if len(_PLANS) > 64:  # a long-lived process that read many policies
         _PLANS.clear()

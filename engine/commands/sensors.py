@@ -385,13 +385,10 @@ def _not_feeds(ws: Workspace) -> list[tuple[str, str]]:
         (".git", ".git/"),
         (".worktrees", ".worktrees/ (the units' worktrees)"),
     ]
-    state = load_units(ws, stores=("units",))
-    for unit in state.units.values():
-        # every worktree any of its dispatches recorded, not its last alone (a re-check: a unit
-        # dispatched again elsewhere still wrote its first worktree's feed)
-        places = {e.get("worktree") for e in state.source.events(unit.history) if e.get("kind") == "dispatch"}
-        for place in sorted(p for p in places | {unit.worktree} if isinstance(p, str) and p):
-            out.append((place, f"unit {unit.id}'s worktree {place}"))
+    for unit in load_units(ws, stores=("units",)).units.values():
+        # every worktree any of its dispatches recorded, kept by the fold (UnitState.worktrees), not
+        # its last alone: a unit dispatched again elsewhere still wrote its first one's feed (D-304)
+        out += [(place, f"unit {unit.id}'s worktree {place}") for place in unit.worktrees]
     return out
 
 
@@ -579,33 +576,20 @@ def listing(ws: Workspace, state: State) -> list[dict[str, Any]]:
     Without the stores (a clone, design §16.2) no run is known: its run fields are null, never
     "never run, due now" (an operator's review read a sensor that had run three times so)."""
     rows = []
-    if not ws.has_stores:
-        return [
-            {
-                "name": name,
-                "kind": sensor.kind,
-                "every": sensor.every,
-                "severity": sensor.severity,
-                "lastRun": None,
-                "outcome": None,
-                "signals": None,
-                "errors": [],
-                "errorCount": None,
-                "raised": None,
-                "runs": None,
-                "nextRun": None,
-            }
-            for name, sensor in sorted(ws.sensors().sensors.items())
-        ]
     for name, sensor in sorted(ws.sensors().sensors.items()):
-        last = last_run(state, name)
-        due = next_run(state, name, sensor)
-        rows.append(
-            {
-                "name": name,
-                "kind": sensor.kind,
-                "every": sensor.every,
-                "severity": sensor.severity,
+        row: dict[str, Any] = {
+            "name": name,
+            "kind": sensor.kind,
+            "every": sensor.every,
+            "severity": sensor.severity,
+        }
+        if not ws.has_stores:
+            row |= dict.fromkeys(_RUN_FIELDS)
+            row["errors"] = []  # in its place: the host's rows' order
+        else:
+            last = last_run(state, name)
+            due = next_run(state, name, sensor)
+            row |= {
                 "lastRun": last.get("at") if last else None,
                 "outcome": last.get("outcome") if last else None,
                 "signals": list(last.get("signals") or []) if last else [],
@@ -615,5 +599,9 @@ def listing(ws: Workspace, state: State) -> list[dict[str, Any]]:
                 "runs": len(state.world.runs.get(name, ())),
                 "nextRun": clock.iso(due) if due else None,
             }
-        )
+        rows.append(row)
     return rows
+
+
+# what a run says of a sensor: null where no run is known (no stores here)
+_RUN_FIELDS = ("lastRun", "outcome", "signals", "errors", "errorCount", "raised", "runs", "nextRun")

@@ -345,11 +345,10 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
             # a first-round dispatch kept the token itself in the log: such a lease is not honoured
             # each field kept only in the type a host writes (a hand-written line's other types
             # would stop the lease duty, `unit close` or a leased call: none where it is not text)
-            unit.status, unit.lease, unit.worktree = (
-                _IN_PROGRESS,
-                _text(event.leaseHash),
-                _text(event.worktree),
-            )
+            worktree = _text(event.worktree)
+            unit.status, unit.lease, unit.worktree = _IN_PROGRESS, _text(event.leaseHash), worktree
+            if worktree and worktree not in unit.worktrees:  # every one it was given (a feed's check)
+                unit.worktrees = (*unit.worktrees, worktree)
             unit.type, unit.profile = _text(event.type), _text(event.profile)
             expires, ttl = event.expiresAt, event.ttl
             unit.expires_at = expires if type(expires) is str else None

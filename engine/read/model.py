@@ -233,6 +233,8 @@ class UnitState(msgspec.Struct, array_like=True):
     confined: bool | None = None  # as the current dispatch recorded it (`unit run --user`)
     result: UnitResult | None = None  # the result of the latest lease, kept until the next dispatch
     run_on: str | None = None  # the host whose `unit run` runs the current lease (D-266), or None
+    # every worktree a dispatch gave it, first first: none is ever a sensor's feed (D-304)
+    worktrees: tuple[str, ...] = ()
 
 
 class HostOrder(msgspec.Struct):

@@ -100,7 +100,7 @@ def test_a_floor_no_shape_check_sees_is_cut_and_applies() -> None:
 def test_the_routers_time_limit_applies_a_floor_it_cannot_decide() -> None:
     """The net under the shape check: a search past its time limit counts as a match (a floor only
     raises a severity: fail closed), in a fresh process bounded by its own timeout."""
-    code = "from engine.commands.router import _searcher; print(bool(_searcher(r'(.*a){25}b')('a' * 100)))"
+    code = "from engine.commands.router import _searcher; print(bool(_searcher(r'(.*a){25}b')[0]('a' * 100)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout) == (0, "True\n"), done.stderr
 
