@@ -157,9 +157,10 @@ def sensors_failing(snap: Snapshot) -> int:
     return sum(1 for row in sensor_rows(snap).values() if row.get("outcome") == "error")
 
 
-# the counts that a checkout without the stores cannot know: `?` in the header, null in --once's
-# JSON (design §16.2; an operator's review read `0 lost` in a clone)
+# the counts that a checkout without the stores cannot know (all but lint's, which git says): `?`
+# in the header, null in --once's JSON (design §16.2; an operator's review read `0 lost` in a clone)
 UNKNOWN_WITHOUT_STORES = (
+    "open",
     "blocking",
     "held",
     "stale",
@@ -168,6 +169,10 @@ UNKNOWN_WITHOUT_STORES = (
     "lost",
     "awaitingDecision",
     "readyToClose",
+    "overdue",
+    "evidenceExpired",
+    "badLines",
+    "verify",
 )
 # the counts shown only when there are any, in order: (count, full part, compact part), N the count
 # (the same words as HEADER_LEGEND's, which a test holds to the README)
