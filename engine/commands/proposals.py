@@ -325,13 +325,13 @@ def review(ws: Workspace, proposal: dict) -> list[str]:
     them)."""
     import difflib
 
-    file, before, after, author = _sides(ws, proposal)
+    file, before, after, author, routing = _sides(ws, proposal)
     diff = difflib.unified_diff(
         before.split("\n") if before else [], after.split("\n"), f"{file} (decided)",
         f"{file} (proposed)", lineterm="",
     )  # fmt: skip
     # split on \n only: a \r, \x1c or U+2028 stays in its line, escaped
-    return _flagged(file, before, after, author) + list(diff)
+    return _flagged(file, before, after, author, routing) + list(diff)
 
 
 def marks(ws: Workspace, proposal: dict) -> int:
@@ -363,13 +363,16 @@ def pending(marks: int) -> str:
     return f"pending, {marks} !" if marks else "pending"
 
 
-def _sides(ws: Workspace, proposal: dict) -> tuple[str, str, str, str]:
-    """(file, decided content, proposed content, who proposed it)."""
+def _sides(ws: Workspace, proposal: dict) -> tuple[str, str, str, str, str]:
+    """(file, decided content, proposed content, who proposed it, the decided routing.yaml: whose
+    severities, in their order, say what a lower one is)."""
+    content = ws.authority().content
     return (
         proposal["file"],
-        ws.authority().content.get(proposal["file"]) or "",
+        content.get(proposal["file"]) or "",
         proposal["content"],
         proposed_by(proposal),
+        content.get(f"{POLICY_DIR}/routing.yaml") or "",
     )
 
 
@@ -379,11 +382,11 @@ def proposed_by(proposal: dict) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _marks(file: str, before: str, after: str, author: str) -> int:
-    return len(_flagged(file, before, after, author))
+def _marks(file: str, before: str, after: str, author: str, routing: str) -> int:
+    return len(_flagged(file, before, after, author, routing))
 
 
-def _flagged(file: str, before: str, after: str, author: str) -> list[str]:
+def _flagged(file: str, before: str, after: str, author: str, routing: str) -> list[str]:
     """The `! ` lines of a review: for interaction.yaml, who gains or loses a key or a grant (a unit
     proposing to add a key is the attack to catch); the stores moved; a profile widened; a command
     the host would run."""
@@ -422,7 +425,7 @@ def _flagged(file: str, before: str, after: str, author: str) -> list[str]:
     if file == f"{POLICY_DIR}/routing.yaml":
         lines += _fewer_holds(before, after, author)
     if file == f"{POLICY_DIR}/sensors.yaml":
-        lines += _less_sensed(before, after, author)
+        lines += _less_sensed(before, after, author, routing)
     for command, where in added_commands(file, before, after):
         lines.append(f"! runs {command} on the host ({where}, proposed by {author})")
     return lines
@@ -493,13 +496,12 @@ def _fewer_holds(before: str, after: str, author: str) -> list[str]:
     return lines
 
 
-_SENSED_ORDER = ("info", "advisory", "blocking", "critical")  # the shipped severities, lowest first
-
-
-def _less_sensed(before: str, after: str, author: str) -> list[str]:
+def _less_sensed(before: str, after: str, author: str, routing: str) -> list[str]:
     """What a proposed sensors.yaml takes away from what the world brings in (an adversarial
     review: each was a plain `pending`): a sensor removed, its severity lowered, a lockfile or a
-    unit it served dropped, its feed moved (the feed decides what it raises), or it run less often."""
+    unit it served dropped, its feed moved (the feed decides what it raises), or it run less often.
+    A severity is lower as the decided routing.yaml orders them (RoutingPolicy.rank); one it does
+    not name, or no readable routing.yaml, marks any change of severity."""
     try:
         old = parse_policy("sensors.yaml", before).sensors if before else None
         new = parse_policy("sensors.yaml", after).sensors
@@ -508,9 +510,13 @@ def _less_sensed(before: str, after: str, author: str) -> list[str]:
     if old is None:
         return []
     lines = []
+    try:
+        order = parse_policy("routing.yaml", routing).severities if routing else ()
+    except PolicyError:
+        order = ()
 
     def rank(severity: str) -> int:
-        return _SENSED_ORDER.index(severity) if severity in _SENSED_ORDER else -1
+        return order.index(severity) if severity in order else -1
 
     for name, sensor in sorted(old.items()):
         kept = new.get(name)

@@ -147,6 +147,18 @@ def test_routing_and_sensor_proposals_that_hold_or_sense_less_are_marked(ws: Any
     )  # the re-check's
     assert "! sensor scan's timeout: 60s -> 1s" in review  # the re-check's
     assert "! removes sensor osv" in shown(ws, SENSORS, "sensors: {}\n")
+    # lower and higher as the routing policy in force orders its severities (RoutingPolicy.rank),
+    # never a list of the shipped ones written again (the reread): `urgent` above critical
+    assert text.startswith("# Routing policy") and "- critical\nblocksAtOrAbove" in text
+    ws.decide(
+        ROUTING, text.replace("- critical\nblocksAtOrAbove", "- critical\n- urgent\nblocksAtOrAbove", 1)
+    )
+    higher = old.replace("severity: advisory", "severity: urgent")
+    assert "! lowers sensor osv's severity" not in shown(ws, SENSORS, higher)
+    ws.decide(SENSORS, higher)
+    assert "! lowers sensor osv's severity: urgent -> critical" in shown(
+        ws, SENSORS, higher.replace("urgent", "critical")
+    )
 
 
 def test_a_feed_where_a_unit_writes_is_never_read(ws: Any) -> None:
