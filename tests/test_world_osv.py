@@ -329,54 +329,6 @@ def test_a_replace_ref_does_not_hide_a_pinned_version_from_the_sensor(ws: Any) -
     assert [s["subject"] for s in sensor_signals(ws)] == ["Django 3.2.0: GHSA-w24h-v9qh-8gxj"]
 
 
-def test_an_alias_a_later_feed_and_a_withdrawal(ws: Any) -> None:
-    """An advisory known under another id raises nothing, from this feed or a second sensor's zip;
-    a withdrawn advisory gets one advisory-withdrawn event on its signal's lifecycle."""
-    zipped = ws.root / "feeds" / "mirror.zip"
-    lockfiles = "".join(f"      {path}: [{', '.join(units)}]\n" for path, units in LOCKFILES.items())
-    mirror = f"  mirror:\n    kind: osv\n    feed: feeds/mirror.zip\n    lockfiles:\n{lockfiles}"
-    declare(ws, mirror)
-    write_feed(ws.root / "feeds" / "osv", [LODASH])
-    ws.run("sensors", "run", "osv", check=True)
-    (lodash,) = sensor_signals(ws)
-    ws.run("signals", "route", check=True)
-
-    # the same vulnerability under a new id that names the known one as an alias
-    alias = record(
-        "OSV-2026-77", "npm", "lodash", [{"introduced": "0"}, {"fixed": "4.17.21"}],
-        aliases=["GHSA-35jh-r3h4-6jhm"], summary="lodash again",
-    )  # fmt: skip
-    write_feed(ws.root / "feeds" / "osv", [alias])
-    with zipfile.ZipFile(zipped, "w") as archive:  # as OSV publishes each ecosystem: all.zip of records
-        archive.writestr("OSV-2026-77.json", json.dumps(alias))
-        archive.writestr("CVE-2021-23337.json", json.dumps({**LODASH, "id": "CVE-2021-23337", "aliases": []}))
-    ws.run("sensors", "run", "osv", check=True)
-    ws.run("sensors", "run", "mirror", check=True)
-    assert sensor_signals(ws) == [lodash]
-
-    # a withdrawn record in another sensor's feed withdraws nothing that sensor did not raise (an
-    # adversarial review: a fake record naming the real advisory as an alias withdrew its signal)
-    fake = {**LODASH, "id": "FAKE-W", "aliases": [LODASH["id"]], "withdrawn": "2026-11-28T00:00:00Z"}
-    with zipfile.ZipFile(zipped, "w") as archive:
-        archive.writestr("FAKE-W.json", json.dumps(fake))
-    ws.run("sensors", "run", "mirror", check=True)
-    assert not [e for e in ws.events("signals") if e["kind"] == "advisory-withdrawn"]
-
-    # withdrawn: one event, on the signal's obligations' lifecycle, and only one
-    withdrawn = {**LODASH, "withdrawn": "2026-11-28T00:00:00Z", "modified": "2026-11-28T00:00:00Z"}
-    write_feed(ws.root / "feeds" / "osv", [withdrawn])
-    ws.run("sensors", "run", "osv", check=True)
-    ws.run("sensors", "run", "osv", check=True)
-    events = [e for e in ws.events("signals") if e["kind"] == "advisory-withdrawn"]
-    assert len(events) == 1 and events[0]["signal"] == lodash["id"] and events[0]["advisory"] == LODASH["id"]
-    assert sensor_signals(ws) == [lodash]
-    ob = ws.json("obligations")[0]["id"]
-    shown = ws.run("obligation", "show", ob, check=True).stdout
-    assert "advisory GHSA-35jh-r3h4-6jhm withdrawn (2026-11-28T00:00:00Z)" in shown
-    assert ws.json("obligations")[0]["status"] == "open"  # withdrawn is noted, never resolved
-    assert next(s for s in ws.json("signals") if s["id"] == lodash["id"])["withdrawn"] is True
-
-
 def test_a_stalled_feed_raises_one_sensor_stalled_per_stall(ws: Any) -> None:
     declare(ws)
     old = {**FLASK, "modified": "2026-11-20T10:00:00.123456789Z"}  # staleAfter 7d; now 11-29

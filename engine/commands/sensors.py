@@ -7,8 +7,8 @@ like any other (source S4, routed with the severity floors applied), stamped by 
   objects, one a line, from its standard output; a bad line is one error, never a partial signal;
 - `kind: osv` reads OSV advisories from a folder or a zip and matches them against lockfiles read
   from trunk (engine.read.osv): one signal per (advisory, package, lockfile), deduplicated by advisory
-  id and aliases across runs and feeds; a withdrawn advisory gets one `advisory-withdrawn` event
-  on its signal; a feed whose newest `modified` is older than `staleAfter` raises one
+  id and aliases across runs and feeds (a more severe record raised again, superseding: D-306); a
+  withdrawn advisory gets one `advisory-withdrawn` event on its signal; a feed whose newest `modified` is older than `staleAfter` raises one
   `sensor-stalled` signal per stall.
 Each run is recorded as a `sensor-run` event (its outcome, the signals it raised, its errors), so
 `regulator sensors` shows the last run and the duty knows when a sensor is due again.
@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -435,10 +436,35 @@ def _osv_signal(
 # ---- judging and writing --------------------------------------------------------------------------
 
 
-def plan(state: State, name: str, sensor: Sensor, found: Collected, now: datetime) -> list[SensorEvent]:
+def _raised_under(state: State, first: list[str]) -> list[tuple[str, str]]:
+    """(signal id, reported severity) of each signal raised under an advisory's names: the first
+    raised under each (World.advisories) and every signal that superseded one of them since."""
+    seen_ids: dict[str, None] = {}
+    todo = list(first)
+    while todo:
+        signal_id = todo.pop()
+        if signal_id in seen_ids:
+            continue
+        seen_ids[signal_id] = None
+        todo += state.world.superseded.get(signal_id, ())
+    refs = state.signals.refs
+    known = [s for s in seen_ids if s in refs]
+    read = state.source.events([refs[s] for s in known])
+    return [(s, str(event.get("reportedSeverity"))) for s, event in zip(known, read, strict=True)]
+
+
+def plan(
+    state: State, name: str, sensor: Sensor, found: Collected, now: datetime, severities: Sequence[str]
+) -> list[SensorEvent]:
     """What a run writes, judged against the stores inside the lock: the signals not already
-    there (by id, and for an advisory by any of its names for the same package and lockfile), an
-    advisory-withdrawn event for each signal a withdrawn advisory raised, then the run itself."""
+    there (by id, and for an advisory by any of its names for the same package and lockfile, unless
+    it is more severe than every signal raised under them: then it supersedes the most severe), an
+    advisory-withdrawn event for each signal a withdrawn advisory raised, then the run itself.
+
+    `severities` are routing.yaml's, in order (one it no longer names ranks below them all). An
+    advisory's records are judged most severe first, so of two records of one run naming each
+    other the more severe is raised (an adversarial review: the one read first was, and a record at
+    `info` kept a CRITICAL one from being raised)."""
     world = state.world
     last = world.runs.get(name)
     run_id = ids.derived_id(
@@ -449,23 +475,33 @@ def plan(state: State, name: str, sensor: Sensor, found: Collected, now: datetim
     )
     if run_id in world.ids:
         return []
-    events: list[SensorEvent] = []
     keys: set[str] = set()
     planned: set[str] = set()
-    for event in found.signals:
+    rank = {severity: k for k, severity in enumerate(severities)}.get
+    severe = {k: -rank(e["reportedSeverity"], -1) for k, e in enumerate(found.signals) if "osv" in e}
+    chosen: list[int] = []  # judged most severe first, written in the order the run found them
+    for k in sorted(range(len(found.signals)), key=lambda k: severe.get(k, 0)):
+        event = found.signals[k]
         if event["id"] in state.signals.refs or event["id"] in planned:
             continue
         ref = event.get("osv")
         if ref is not None:
             mine = {OSV_KEY.join((n, ref["package"], ref["lockfile"])) for n in (ref["id"], *ref["aliases"])}
-            if any(k in world.advisories or k in keys for k in mine):
-                continue  # an advisory already raised, under this id or an alias
+            if any(key in keys for key in mine):
+                continue  # a more severe record of this run names it
             keys |= mine
+            earlier = _raised_under(state, [world.advisories[key] for key in mine if key in world.advisories])
+            if earlier:
+                top = max(earlier, key=lambda r: rank(r[1], -1))
+                if rank(event["reportedSeverity"], -1) <= rank(top[1], -1):
+                    continue  # an advisory already raised, under this id or an alias, as severe
+                event["supersedes"] = top[0]  # the world now says more of it: raised again, linked
         if "supersedes" in event and event["supersedes"] not in state.signals.refs:
             found.errors.append(f"a report supersedes {event['supersedes']}, which is no signal; not written")
             continue
         planned.add(event["id"])
-        events.append(event)
+        chosen.append(k)
+    events: list[SensorEvent] = [found.signals[k] for k in sorted(chosen)]
     by_name: dict[str, list[str]] = {}
     for key, signal_id in world.advisories.items():
         by_name.setdefault(key.split(OSV_KEY, 1)[0], []).append(signal_id)
@@ -538,7 +574,7 @@ def run(ws: Workspace, name: str, now: datetime | None = None, *, only_due: bool
         marks = seen(ws, state, "signals")  # on its host events: a sensor's reports are not host events
         written = [
             store.append(event | {"seen": marks} if event["kind"] in HOST_KINDS else event)["id"]
-            for event in plan(state, name, sensor, found, now)
+            for event in plan(state, name, sensor, found, now, policy.severities)
         ]
     said = [f"sensor {name}: {e}" for e in found.errors[:MAX_ERRORS]]
     if found.error_count > MAX_ERRORS:

@@ -1,0 +1,98 @@
+"""An advisory under several names (design §24, D-131, D-306): the records of one vulnerability
+in one feed or two, which is raised, what a later record says, and a withdrawal, through the real
+`regulator` command."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from typing import Any
+
+from tests.test_world_osv import LOCKFILES, LODASH, declare, record, sensor_signals, write_feed
+
+
+def test_an_alias_a_later_feed_and_a_withdrawal(ws: Any) -> None:
+    """An advisory known under another id raises nothing, from this feed or a second sensor's zip;
+    a withdrawn advisory gets one advisory-withdrawn event on its signal's lifecycle."""
+    zipped = ws.root / "feeds" / "mirror.zip"
+    lockfiles = "".join(f"      {path}: [{', '.join(units)}]\n" for path, units in LOCKFILES.items())
+    mirror = f"  mirror:\n    kind: osv\n    feed: feeds/mirror.zip\n    lockfiles:\n{lockfiles}"
+    declare(ws, mirror)
+    write_feed(ws.root / "feeds" / "osv", [LODASH])
+    ws.run("sensors", "run", "osv", check=True)
+    (lodash,) = sensor_signals(ws)
+    ws.run("signals", "route", check=True)
+
+    # the same vulnerability under a new id that names the known one as an alias
+    alias = record(
+        "OSV-2026-77", "npm", "lodash", [{"introduced": "0"}, {"fixed": "4.17.21"}],
+        aliases=["GHSA-35jh-r3h4-6jhm"], summary="lodash again",
+    )  # fmt: skip
+    write_feed(ws.root / "feeds" / "osv", [alias])
+    with zipfile.ZipFile(zipped, "w") as archive:  # as OSV publishes each ecosystem: all.zip of records
+        archive.writestr("OSV-2026-77.json", json.dumps(alias))
+        archive.writestr("CVE-2021-23337.json", json.dumps({**LODASH, "id": "CVE-2021-23337", "aliases": []}))
+    ws.run("sensors", "run", "osv", check=True)
+    ws.run("sensors", "run", "mirror", check=True)
+    assert sensor_signals(ws) == [lodash]
+
+    # a withdrawn record in another sensor's feed withdraws nothing that sensor did not raise (an
+    # adversarial review: a fake record naming the real advisory as an alias withdrew its signal)
+    fake = {**LODASH, "id": "FAKE-W", "aliases": [LODASH["id"]], "withdrawn": "2026-11-28T00:00:00Z"}
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("FAKE-W.json", json.dumps(fake))
+    ws.run("sensors", "run", "mirror", check=True)
+    assert not [e for e in ws.events("signals") if e["kind"] == "advisory-withdrawn"]
+
+    # withdrawn: one event, on the signal's obligations' lifecycle, and only one
+    withdrawn = {**LODASH, "withdrawn": "2026-11-28T00:00:00Z", "modified": "2026-11-28T00:00:00Z"}
+    write_feed(ws.root / "feeds" / "osv", [withdrawn])
+    ws.run("sensors", "run", "osv", check=True)
+    ws.run("sensors", "run", "osv", check=True)
+    events = [e for e in ws.events("signals") if e["kind"] == "advisory-withdrawn"]
+    assert len(events) == 1 and events[0]["signal"] == lodash["id"] and events[0]["advisory"] == LODASH["id"]
+    assert sensor_signals(ws) == [lodash]
+    ob = ws.json("obligations")[0]["id"]
+    shown = ws.run("obligation", "show", ob, check=True).stdout
+    assert "advisory GHSA-35jh-r3h4-6jhm withdrawn (2026-11-28T00:00:00Z)" in shown
+    assert ws.json("obligations")[0]["status"] == "open"  # withdrawn is noted, never resolved
+    assert next(s for s in ws.json("signals") if s["id"] == lodash["id"])["withdrawn"] is True
+
+
+def test_of_records_naming_each_other_the_most_severe_is_raised(ws: Any) -> None:
+    """Records that name each other are one advisory, and the one raised is the most severe the
+    world has said (an adversarial review: the record read first was raised, so one at the
+    sensor's `advisory` read before GHSA's HIGH kept the hold from being blocking). A record more
+    severe than every one raised under its names is raised again, superseding the most severe; one
+    no more severe raises nothing."""
+    declare(ws)
+    low = record(  # read first (feeds are read in name order), and no severity of its own
+        "AAA-2021-1", "npm", "lodash", [{"introduced": "0"}, {"fixed": "4.17.21"}],
+        aliases=[LODASH["id"]], summary="lodash, from a mirror",
+    )  # fmt: skip
+    write_feed(ws.root / "feeds" / "osv", [low, LODASH])
+    ws.run("sensors", "run", "osv", check=True)
+    (raised,) = sensor_signals(ws)
+    assert (raised["osv"]["id"], raised["reportedSeverity"]) == (LODASH["id"], "blocking")
+    assert "supersedes" not in raised
+
+    # the world says more: a CRITICAL record naming it is raised, linked to it; then nothing again
+    critical = record(
+        "ZZZ-2021-9", "npm", "lodash", [{"introduced": "0"}, {"fixed": "4.17.21"}],
+        aliases=["CVE-2021-23337"], summary="lodash, critical now",
+        database_specific={"severity": "CRITICAL"},
+    )  # fmt: skip
+    high = {**LODASH, "id": "ZZZ-2021-8", "aliases": ["ZZZ-2021-9"]}  # names the critical one: nothing
+    write_feed(ws.root / "feeds" / "osv", [critical, high])
+    ws.run("sensors", "run", "osv", check=True)
+    ws.run("sensors", "run", "osv", check=True)
+    first, second = sensor_signals(ws)
+    assert first == raised
+    assert (second["osv"]["id"], second["reportedSeverity"]) == ("ZZZ-2021-9", "critical")
+    assert second["supersedes"] == raised["id"]
+    ws.run("signals", "route", check=True)
+    shown = {s["id"]: s for s in ws.json("signals")}
+    assert shown[raised["id"]]["supersededBy"] == [second["id"]]
+    assert (
+        sorted(o["severity"] for o in ws.json("obligations")) == ["blocking"] * 2 + ["critical"] * 2
+    )  # u1, b1
