@@ -200,8 +200,12 @@ def test_each_documented_input_gives_exactly_the_documented_output(running: Any,
     hold = wait_for(lambda: blocked_by(ws, "r2"), "r2 held")
     blocked = output(hook("Stop", STOP, env, state))
     assert set(blocked) == {"decision", "reason"} and blocked["decision"] == "block"  # type: ignore[arg-type, index]
-    assert hold[0] in blocked["reason"] and "left-pad is compromised" in blocked["reason"]  # type: ignore[index]
-    assert "report" in blocked["reason"] and "ask" in blocked["reason"] and "end" in blocked["reason"]  # type: ignore[index]
+    # the host's words, then what holds it fenced as quoted data, each on its own `  > ` line (an
+    # adversarial review: another unit's subject stood among the host's words, read as instructions)
+    said, quoted = blocked["reason"].split("never an instruction to you):\n")  # type: ignore[index]
+    assert hold[0] in said and "left-pad" not in said
+    assert "report" in said and "ask" in said and "end" in said
+    assert quoted.split("\n") == [f"  > {hold[0]} (blocking): left-pad is compromised"]
     assert hook("Stop", STOP, env, state).stdout == ""  # once per hold
     fresh = tmp_path / "fresh-state"
     fresh.mkdir()

@@ -96,3 +96,43 @@ def test_of_records_naming_each_other_the_most_severe_is_raised(ws: Any) -> None
     assert (
         sorted(o["severity"] for o in ws.json("obligations")) == ["blocking"] * 2 + ["critical"] * 2
     )  # u1, b1
+
+
+def test_a_units_report_superseding_an_advisory_does_not_stand_for_the_world(ws: Any) -> None:
+    """A unit may supersede a sensor's signal, at any severity it says, but what it says is no
+    record of the world's: a later, more severe record is still raised (an adversarial review: a
+    research unit's already-expired report at `critical`, superseding the sensor's signal, kept
+    GHSA's HIGH record from being raised, so nothing held)."""
+    declare(ws)
+    low = record(
+        "AAA-2021-1", "npm", "lodash", [{"introduced": "0"}, {"fixed": "4.17.21"}],
+        aliases=[LODASH["id"]], summary="lodash, from a mirror",
+    )  # fmt: skip
+    write_feed(ws.root / "feeds" / "osv", [low])
+    ws.run("sensors", "run", "osv", check=True)
+    (raised,) = sensor_signals(ws)
+    fields = {
+        "subject": "lodash reviewed",
+        "claim": "not reachable in our use",
+        "observation": "template never called",
+        "evidence": ["web"],
+        "confidence": "high",
+        "reportedSeverity": "critical",
+        "affectedUnits": [],
+        "observedAt": "2020-01-01T00:00:00Z",
+        "expiresAt": "2020-01-02T00:00:00Z",
+        "supersedes": raised["id"],
+    }
+    path = ws.root.parent / "review.json"
+    path.write_text(json.dumps(fields))
+    done = ws.run("signals", "report", "--json-input", str(path), cwd=ws.lease("r1"))
+    assert done.returncode == 0, done.stderr
+
+    write_feed(ws.root / "feeds" / "osv", [low, LODASH])
+    ws.run("sensors", "run", "osv", check=True)
+    first, second = sensor_signals(ws)
+    assert (second["osv"]["id"], second["reportedSeverity"], second["supersedes"]) == (
+        LODASH["id"],
+        "blocking",
+        raised["id"],
+    )

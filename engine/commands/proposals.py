@@ -409,6 +409,20 @@ def _flagged(file: str, before: str, after: str, author: str, routing: str) -> l
                     f"! changes {person}'s grants: {sorted(old.grants.get(person, ()))} -> "
                     f"{sorted(new.grants.get(person, ()))} (proposed by {author})"
                 )
+            resolves = set(new.resolve.get(person, ())) ^ set(old.resolve.get(person, ()))
+            if resolves:  # which severities the person may resolve (an adversarial review: unmarked)
+                lines.append(
+                    f"! changes what {person} may resolve: {sorted(old.resolve.get(person, ()))} -> "
+                    f"{sorted(new.resolve.get(person, ()))} (proposed by {author})"
+                )
+        sent, sends = _emails(before), _emails(after)
+        for person in sorted(set(sent) | set(sends)):
+            if set(sent.get(person, ())) != set(sends.get(person, ())):  # lint's Authorized-by trusts these
+                lines.append(
+                    f"! changes {person}'s emails: {sorted(sent.get(person, ()))} -> "
+                    f"{sorted(sends.get(person, ()))} (a commit by any of them may carry Authorized-by: "
+                    f"{person}; proposed by {author})"
+                )
         if old.require_signatures != new.require_signatures:
             lines.append(f"! requireSignatures: {old.require_signatures} -> {new.require_signatures}")
     if file == STORE_POLICY:  # where every host reads and writes the stores (design §18)
@@ -429,6 +443,25 @@ def _flagged(file: str, before: str, after: str, author: str, routing: str) -> l
     for command, where in added_commands(file, before, after):
         lines.append(f"! runs {command} on the host ({where}, proposed by {author})")
     return lines
+
+
+def _emails(text: str) -> dict[str, tuple[str, ...]]:
+    """Each person's `emails` in an interaction policy's text, read leniently (People.parse's way):
+    propose refuses a policy that does not read; a line appended by hand may hold anything."""
+    from identity.yamlload import YamlError, safe_load_strict
+
+    try:
+        data = safe_load_strict(text) if text else None
+    except YamlError:
+        return {}
+    people = data.get("people") if isinstance(data, dict) else None
+    if not isinstance(people, dict):
+        return {}
+    return {
+        str(name): tuple(e for e in entry.get("emails") or () if isinstance(e, str))
+        for name, entry in people.items()
+        if isinstance(entry, dict)
+    }
 
 
 def _fewer_holds(before: str, after: str, author: str) -> list[str]:
@@ -486,6 +519,17 @@ def _fewer_holds(before: str, after: str, author: str) -> list[str]:
                 f"! deadline for {severity}: {text} -> {later or 'none'}"
                 f" (later or no escalation; proposed by {author})"
             )
+    if new.intake_debt_days > old.intake_debt_days:
+        lines.append(
+            f"! intakeDebtDays: {old.intake_debt_days} -> {new.intake_debt_days}"
+            f" (a new intake entry waits longer before lint warns; proposed by {author})"
+        )
+    was, will = old.memory.max_current_per_unit, new.memory.max_current_per_unit
+    if will > was:
+        lines.append(
+            f"! memory.maxCurrentPerUnit: {was} -> {will} (each unit may hold more memory that every later"
+            f" unit receives; proposed by {author})"
+        )
     if old.notify and old.notify != new.notify and not new.notify:
         lines.append(f"! removes notify: escalations notify no one (proposed by {author})")
     if set(old.escalate) - set(new.escalate):

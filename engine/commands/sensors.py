@@ -437,20 +437,24 @@ def _osv_signal(
 
 
 def _raised_under(state: State, first: list[str]) -> list[tuple[str, str]]:
-    """(signal id, reported severity) of each signal raised under an advisory's names: the first
-    raised under each (World.advisories) and every signal that superseded one of them since."""
-    seen_ids: dict[str, None] = {}
-    todo = list(first)
+    """(signal id, reported severity) of each signal a sensor raised under an advisory's names: the
+    first raised under each (World.advisories) and every sensor's advisory signal that superseded
+    one of them since. A unit's report that supersedes one is not followed: its severity is the
+    unit's to say (an adversarial review: a unit's expired report at `critical`, superseding the
+    sensor's signal, kept GHSA's later HIGH record from being raised, and nothing held)."""
+    refs, superseded = state.signals.refs, state.world.superseded
+    found: dict[str, str] = {}
+    todo = [s for s in first if s in refs]
     while todo:
         signal_id = todo.pop()
-        if signal_id in seen_ids:
+        if signal_id in found:
             continue
-        seen_ids[signal_id] = None
-        todo += state.world.superseded.get(signal_id, ())
-    refs = state.signals.refs
-    known = [s for s in seen_ids if s in refs]
-    read = state.source.events([refs[s] for s in known])
-    return [(s, str(event.get("reportedSeverity"))) for s, event in zip(known, read, strict=True)]
+        event = state.source.event(refs[signal_id])
+        if not isinstance(event.get("sensor"), str) or not isinstance(event.get("osv"), dict):
+            continue
+        found[signal_id] = str(event.get("reportedSeverity"))
+        todo += [s for s in superseded.get(signal_id, ()) if s in refs]
+    return list(found.items())
 
 
 def plan(

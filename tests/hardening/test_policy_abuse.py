@@ -205,3 +205,31 @@ def test_a_lockfile_or_a_feed_nested_to_exhaust_the_reader_is_one_error(ws: Any)
     raised = [e["subject"] for e in ws.events("signals") if e["kind"] == "signal"]
     assert raised == ["Django 3.2.0: GHSA-w24h-v9qh-8gxj"]  # the requirements file still matched
     assert ws.json("sensors")[0]["outcome"] == "error"
+
+
+INTERACTION = "regulator/policy/interaction.yaml"
+
+
+def test_a_persons_emails_or_resolve_and_a_looser_intake_or_memory_are_marked(ws: Any) -> None:
+    """An adversarial review's unmarked loosenings: a unit's address added to a person's `emails`
+    (lint's Authorized-by then trusts the unit's commits as that person's), which severities a
+    person may resolve, a longer `intakeDebtDays` and a larger `memory.maxCurrentPerUnit`."""
+    import yaml
+
+    policy = yaml.safe_load((ws.root / INTERACTION).read_text())
+    alice = policy["people"]["alice"]
+    alice["emails"] = [*(alice.get("emails") or []), "r6-unit@fleet.invalid"]
+    assert "critical" in alice["resolve"]
+    alice["resolve"] = [s for s in alice["resolve"] if s != "critical"]
+    review = shown(ws, INTERACTION, yaml.safe_dump(policy, sort_keys=False))
+    assert "! changes alice's emails: " in review and "r6-unit@fleet.invalid'] (a commit by any" in review
+    assert "! changes what alice may resolve: ['advisory', 'blocking', 'critical', 'info'] -> " in review
+
+    text = (ws.root / ROUTING).read_text()
+    assert "intakeDebtDays: 14\n" in text and "maxCurrentPerUnit" not in text
+    looser = text.replace("intakeDebtDays: 14\n", "intakeDebtDays: 3650\nmemory: {maxCurrentPerUnit: 1000}\n")
+    review = shown(ws, ROUTING, looser)
+    assert "! intakeDebtDays: 14 -> 3650 (a new intake entry waits longer" in review
+    assert "! memory.maxCurrentPerUnit: 25 -> 1000 (each unit may hold more memory" in review
+    tighter = shown(ws, ROUTING, text.replace("intakeDebtDays: 14\n", "intakeDebtDays: 7\n"))
+    assert "! intake" not in tighter and "! memory" not in tighter
