@@ -273,6 +273,9 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
             line = event_line(state.source.event(ref)) if ref is not None else None
             if line is not None:
                 yield line
+        if signal_id in world.cleared:  # D-308
+            run = state.source.event(world.cleared[signal_id])
+            yield f"{run.get('at')} sensor {escape(run.get('sensor'))} found its advisory no longer affects the pin"
         if signal_id in world.predicted and signal_id not in world.outcomes:
             from engine.read.worldfold import AWAITING
             from engine.read.worldfold import status as prediction_status
@@ -299,6 +302,8 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
             )
             if event.get("withdrawn"):
                 said += f", {len(event['withdrawn'])} withdrawn"
+            if event.get("cleared"):
+                said += f", {len(event['cleared'])} no longer affecting their pin"
             yield said
             for error in event.get("errors") or []:
                 yield f"    error: {escape(error)}"

@@ -8,7 +8,7 @@ import json
 import zipfile
 from typing import Any
 
-from tests.test_world_osv import LOCKFILES, LODASH, declare, record, sensor_signals, write_feed
+from tests.test_world_osv import LOCKFILES, LODASH, declare, record, sensor_signals, sensors_yaml, write_feed
 
 
 def test_an_alias_a_later_feed_and_a_withdrawal(ws: Any) -> None:
@@ -136,3 +136,67 @@ def test_a_units_report_superseding_an_advisory_does_not_stand_for_the_world(ws:
         "blocking",
         raised["id"],
     )
+
+
+def test_a_record_rescored_a_second_sensors_units_and_a_regressed_pin_are_each_raised(ws: Any) -> None:
+    """An operator's review (D-308): the sensor remembered (advisory, package, lockfile) for ever,
+    so GHSA re-scoring a record in place, a second sensor serving more units with the same lockfile,
+    and a pin regressing after its upgrade each raised nothing, and no hold came."""
+    declare(ws)
+    feed = ws.root / "feeds" / "osv"
+    moderate = {**LODASH, "database_specific": {"github_reviewed": True, "severity": "MODERATE"}}
+    write_feed(feed, [moderate])
+    ws.run("sensors", "run", "osv", check=True)
+    (first,) = sensor_signals(ws)
+    assert (first["reportedSeverity"], first["affectedUnits"]) == ("advisory", ["u1", "b1"])
+
+    # re-scored in place, under the same id: raised again, superseding the first; once
+    write_feed(feed, [{**LODASH, "modified": "2026-11-30T00:00:00Z"}])
+    ws.run("sensors", "run", "osv", check=True)
+    ws.run("sensors", "run", "osv", check=True)
+    rescored = sensor_signals(ws)[1:]
+    assert [(s["reportedSeverity"], s["affectedUnits"], s.get("supersedes")) for s in rescored] == [
+        ("blocking", ["u1", "b1"], first["id"])
+    ]
+
+    # a second sensor maps the same lockfile to another unit: that unit's signal, and only its own
+    mirror = "  mirror:\n    kind: osv\n    feed: feeds/osv\n    lockfiles:\n      web/package-lock.json: [u1, u3]\n"
+    ws.decide("regulator/policy/sensors.yaml", sensors_yaml(mirror))
+    ws.run("sensors", "run", "mirror", check=True)
+    ws.run("sensors", "run", "mirror", check=True)
+    extra = sensor_signals(ws)[2:]
+    assert [(s["sensor"], s["reportedSeverity"], s["affectedUnits"]) for s in extra] == [
+        ("mirror", "blocking", ["u3"])
+    ]
+    assert "supersedes" not in extra[0]
+
+    # upgraded on trunk: the run says the advisory no longer affects the pin, once; the obligation
+    # stays open (a person dispositions it); the pin regressing raises it anew, once
+    lock = ws.root / "web" / "package-lock.json"
+    vulnerable = lock.read_text()
+    ws.write("web/package-lock.json", vulnerable.replace('"version": "4.17.20"', '"version": "4.17.21"'))
+    ws.commit("lodash 4.17.21")
+    ws.run("sensors", "run", "osv", check=True)
+    ws.run("sensors", "run", "osv", check=True)
+    runs = [e for e in ws.events("signals") if e["kind"] == "sensor-run" and e["sensor"] == "osv"]
+    assert runs[-2]["cleared"] == [first["id"], rescored[0]["id"]] and "cleared" not in runs[-1]
+    ws.run("signals", "route", check=True)
+    listed = {s["id"]: s for s in ws.json("signals")}
+    assert listed[first["id"]]["cleared"] is True and listed[extra[0]["id"]]["cleared"] is False
+    held = next(o for o in ws.json("obligations") if o["unit"] == "u1" and o["severity"] == "blocking")
+    shown = ws.run("obligation", "show", held["id"], check=True).stdout
+    assert "advisory no longer affects the pin: sensor osv's run at " in shown
+    assert "found none in web/package-lock.json on trunk" in shown
+    assert held["status"] == "open"
+
+    ws.write("web/package-lock.json", vulnerable)
+    ws.commit("lodash back to 4.17.20")
+    ws.run("sensors", "run", "osv", check=True)
+    ws.run("sensors", "run", "osv", check=True)
+    again = sensor_signals(ws)[3:]
+    assert [(s["sensor"], s["reportedSeverity"], s["affectedUnits"]) for s in again] == [
+        ("osv", "blocking", ["u1", "b1"])
+    ]
+    assert again[0]["id"] not in (first["id"], rescored[0]["id"])
+    checked = ws.run("verify")
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -187,6 +187,14 @@ def obligation_show(
     for newer in later:
         found = state.signals.get(newer, {})
         out(f"superseded by signal {newer} from {escape(reporter(found))}: {escape(found.get('subject'))}")
+    cleared = state.world.cleared.get(ob.source) if about else None
+    if cleared is not None:  # D-308: judged again and affecting no pin; a person still dispositions it
+        run, osv = state.source.event(cleared), fields.get("osv")
+        out(
+            f"advisory no longer affects the pin: sensor {escape(run.get('sensor'))}'s run at "
+            f"{escape(run.get('at'))} found none in "
+            f"{escape(osv.get('lockfile') if isinstance(osv, dict) else '?')} on trunk"
+        )
     out("history:")
     for event in events:
         out("  " + describe_event(event))

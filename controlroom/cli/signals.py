@@ -64,7 +64,7 @@ def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
             "reason",
             "obligations",
         )
-        keys += ("sensor", "supersedes", "supersededBy", "evidenceExpired", "withdrawn")  # type: ignore[assignment]
+        keys += ("sensor", "supersedes", "supersededBy", "evidenceExpired", "withdrawn", "cleared")  # type: ignore[assignment]
         emit_json(
             [
                 {k: r[k] for k in keys} | ({"prediction": r["prediction"]} if r["prediction"] else {})

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -75,6 +75,12 @@ class Collected(msgspec.Struct):
     revision: str | None = None
     exit_code: int | None = None
     dropped: int = 0  # errors past MAX_HELD, counted only (`error`)
+    # what an OSV run judged, so it can say which earlier signals no longer stand (D-308): the
+    # lockfiles read whole, every pin judged; the names of the records judged; the (name, package,
+    # lockfile) keys they affected
+    read: set[str] = msgspec.field(default_factory=set)
+    judged: set[str] = msgspec.field(default_factory=set)
+    matched: set[str] = msgspec.field(default_factory=set)
 
     def error(self, text: str) -> None:
         """One error of the run, kept cut to MAX_TEXT while fewer than MAX_HELD are; counted after
@@ -291,6 +297,7 @@ def collect_osv(
         except (ValueError, UnicodeDecodeError) as exc:
             found.errors.append(f"lockfile {path} on trunk: {exc}")
             continue
+        found.read.add(path)
         for pin in pins:
             index.setdefault((pin.ecosystem, normalize(pin.ecosystem, pin.name)), []).append((path, pin))
     for path, units in sorted(sensor.lockfiles.items()):
@@ -320,7 +327,10 @@ def collect_osv(
             found.error(f"advisory {rid}: {exc}; not judged")
             continue
         severity = _higher(policy, sensor.severity, feed_severity(record))
+        found.judged.update(names)
         for lockfile, package, pins in hits:
+            ecosystem = ECOSYSTEM_OF[lockfile_format(lockfile) or ""]
+            found.matched.update(OSV_KEY.join((n, normalize(ecosystem, package), lockfile)) for n in names)
             try:
                 found.signals.append(
                     _osv_signal(
@@ -331,6 +341,7 @@ def collect_osv(
                 found.error(f"advisory {rid} for {package} in {lockfile}: {exc}")
     for (lockfile, line), why in sorted(unjudged.items()):
         found.error(f"lockfile {lockfile} line {line}: {why}; that pin is judged against no advisory")
+        found.read.discard(lockfile)  # a pin not judged: nothing of this lockfile is said to be clear
     stall = sensor.stale_after
     if stall is not None and feed.records and feed.newest is None:
         found.error(
@@ -436,25 +447,87 @@ def _osv_signal(
 # ---- judging and writing --------------------------------------------------------------------------
 
 
-def _raised_under(state: State, first: list[str]) -> list[tuple[str, str]]:
-    """(signal id, reported severity) of each signal a sensor raised under an advisory's names: the
-    first raised under each (World.advisories) and every sensor's advisory signal that superseded
-    one of them since. A unit's report that supersedes one is not followed: its severity is the
-    unit's to say (an adversarial review: a unit's expired report at `critical`, superseding the
-    sensor's signal, kept GHSA's later HIGH record from being raised, and nothing held)."""
-    refs, superseded = state.signals.refs, state.world.superseded
-    found: dict[str, str] = {}
-    todo = [s for s in first if s in refs]
+def _standing(state: State, keys: set[str]) -> tuple[list[tuple[str, str, list[str]]], str | None]:
+    """The sensors' advisory signals raised under these keys, and under every name those signals
+    carry in turn, that still stand: (id, reported severity, affected units) of each not cleared
+    since; and the id of the latest clearing among the others (None: none), which names a raise
+    that comes after it (D-308). A unit's report that supersedes
+    one is no record of the world's and is never among them (an adversarial review: a unit's
+    already-expired report at `critical` kept GHSA's later HIGH record from being raised)."""
+    world, refs = state.world, state.signals.refs
+    todo, seen_keys, seen_ids = list(keys), set(keys), set()
+    standing: list[tuple[str, str, list[str]]] = []
+    gone: list[int] = []
     while todo:
-        signal_id = todo.pop()
-        if signal_id in found:
+        for signal_id in world.advisories.get(todo.pop(), ()):
+            if signal_id in seen_ids or signal_id not in refs:
+                continue
+            seen_ids.add(signal_id)
+            event = state.source.event(refs[signal_id])
+            found = event.get("osv")
+            ref: dict[str, Any] = found if isinstance(found, dict) else {}
+            for name in (ref.get("id"), *(ref.get("aliases") or ())):
+                key = OSV_KEY.join((str(name), str(ref.get("package")), str(ref.get("lockfile"))))
+                if key not in seen_keys:
+                    seen_keys.add(key)
+                    todo.append(key)
+            ended = world.cleared.get(signal_id)  # a withdrawn one still stands: its record's alias
+            if ended is not None:  # in another record raises nothing anew (D-131)
+                gone.append(ended)
+                continue
+            units = [u for u in event.get("affectedUnits") or () if isinstance(u, str)]
+            standing.append((signal_id, str(event.get("reportedSeverity")), units))
+    return standing, (str(state.source.event(max(gone)).get("id")) if gone else None)
+
+
+def _still_owed(state: State, event: SignalEvent, keys: set[str], rank: Callable[[str, int], int]) -> bool:
+    """Whether an advisory's signal is owed although one was raised under its names before, and,
+    if so, made the signal that is: for the units none standing covers at its severity or above
+    (a second sensor's lockfile mapping, a unit added to it), superseding the most severe standing
+    one where it is more severe than all (the record re-scored, or another record of it), or anew
+    after the last clearing (the pin regressed); its id
+    derived from what makes it owed, so the next run finds it raised (D-306, D-308)."""
+    standing, after = _standing(state, keys)
+    if not standing and event["id"] not in state.signals.refs:
+        return True  # the first raise, under the id it always had
+    severity = rank(event["reportedSeverity"], -1)
+    units = list(event["affectedUnits"])
+    top = max(standing, key=lambda s: rank(s[1], -1)) if standing else None
+    if top is not None:
+        covered = {u: max((rank(s, -1) for _, s, us in standing if u in us), default=-2) for u in units}
+        units = [u for u in units if severity > covered[u]]
+        if not units and not (not event["affectedUnits"] and severity > rank(top[1], -1)):
+            return False
+        if severity > rank(top[1], -1):
+            event["supersedes"] = top[0]  # the world now says more of it: raised again, linked
+    event["affectedUnits"] = units
+    event["id"] = ids.derived_id(event["id"], event["reportedSeverity"], *units, *([after] if after else []))
+    return True
+
+
+def _cleared(state: State, name: str, found: Collected) -> list[str]:
+    """This sensor's advisory signals, still standing, whose advisory this run judged against
+    their lockfile read whole and found affecting no pin there (upgraded, or the record says so
+    now): cleared, so that the pin regressing raises it again (D-308: it was remembered for ever)."""
+    world, refs = state.world, state.signals.refs
+    if not found.read or not found.judged:
+        return []
+    mine = [s for s in world.sensed.get(name, ()) if s in refs and s not in world.withdrawn]
+    mine = [s for s in mine if s not in world.cleared]
+    out = []
+    for signal_id, event in zip(mine, state.source.events([refs[s] for s in mine]), strict=True):
+        ref = event.get("osv")
+        if not isinstance(ref, dict) or ref.get("lockfile") not in found.read:
             continue
-        event = state.source.event(refs[signal_id])
-        if not isinstance(event.get("sensor"), str) or not isinstance(event.get("osv"), dict):
+        names = [str(n) for n in (ref.get("id"), *(ref.get("aliases") or ()))]
+        if not any(n in found.judged for n in names):
+            continue  # its record is not in this feed now, or was not judged: nothing is said of it
+        if any(
+            OSV_KEY.join((n, str(ref.get("package")), str(ref["lockfile"]))) in found.matched for n in names
+        ):
             continue
-        found[signal_id] = str(event.get("reportedSeverity"))
-        todo += [s for s in superseded.get(signal_id, ()) if s in refs]
-    return list(found.items())
+        out.append(signal_id)
+    return out
 
 
 def plan(
@@ -481,34 +554,31 @@ def plan(
         return []
     keys: set[str] = set()
     planned: set[str] = set()
+    refs = state.signals.refs
     rank = {severity: k for k, severity in enumerate(severities)}.get
     severe = {k: -rank(e["reportedSeverity"], -1) for k, e in enumerate(found.signals) if "osv" in e}
     chosen: list[int] = []  # judged most severe first, written in the order the run found them
     for k in sorted(range(len(found.signals)), key=lambda k: severe.get(k, 0)):
         event = found.signals[k]
-        if event["id"] in state.signals.refs or event["id"] in planned:
-            continue
         ref = event.get("osv")
         if ref is not None:
             mine = {OSV_KEY.join((n, ref["package"], ref["lockfile"])) for n in (ref["id"], *ref["aliases"])}
             if any(key in keys for key in mine):
                 continue  # a more severe record of this run names it
             keys |= mine
-            earlier = _raised_under(state, [world.advisories[key] for key in mine if key in world.advisories])
-            if earlier:
-                top = max(earlier, key=lambda r: rank(r[1], -1))
-                if rank(event["reportedSeverity"], -1) <= rank(top[1], -1):
-                    continue  # an advisory already raised, under this id or an alias, as severe
-                event["supersedes"] = top[0]  # the world now says more of it: raised again, linked
-        if "supersedes" in event and event["supersedes"] not in state.signals.refs:
+            if not _still_owed(state, event, mine, rank):
+                continue  # raised already, under this id or an alias, as severe, for these units
+        if event["id"] in refs or event["id"] in planned:
+            continue
+        if "supersedes" in event and event["supersedes"] not in refs:
             found.errors.append(f"a report supersedes {event['supersedes']}, which is no signal; not written")
             continue
         planned.add(event["id"])
         chosen.append(k)
     events: list[SensorEvent] = [found.signals[k] for k in sorted(chosen)]
     by_name: dict[str, list[str]] = {}
-    for key, signal_id in world.advisories.items():
-        by_name.setdefault(key.split(OSV_KEY, 1)[0], []).append(signal_id)
+    for key, raised in world.advisories.items():
+        by_name.setdefault(key.split(OSV_KEY, 1)[0], []).extend(raised)
     withdrawn: list[str] = []
     mine = set(world.sensed.get(name, ()))  # a feed withdraws only what its own sensor raised
     for rid, names, when in found.withdrawn:
@@ -544,6 +614,9 @@ def plan(
         "revision": found.revision,
         "at": clock.iso(now),
     }
+    cleared = _cleared(state, name, found)
+    if cleared:
+        run["cleared"] = cleared
     return [*events, run]
 
 

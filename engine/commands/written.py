@@ -343,6 +343,7 @@ class SensorRunEvent(Stamped):
     exitCode: int | None
     revision: str | None
     at: str
+    cleared: NotRequired[list[str]]  # its signals whose advisory no longer affects their pin (D-308)
     seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (design §22)
 
 

@@ -276,7 +276,11 @@ class World(msgspec.Struct):
     withdrawn: dict[str, int] = {}  # signal id -> its advisory-withdrawn event
     runs: dict[str, list[int]] = {}  # sensor -> its sensor-run events, oldest first
     sensed: dict[str, list[str]] = {}  # sensor -> the signals it raised, log order
-    advisories: dict[str, str] = {}  # "<advisory id or alias>\0<package>\0<lockfile>" -> signal id
+    # "<advisory id or alias>\0<package>\0<lockfile>" -> every sensor's signal raised under it, log order
+    advisories: dict[str, list[str]] = {}
+    cleared: dict[
+        str, int
+    ] = {}  # signal id -> the sensor-run that found its advisory no longer affects its pin
     predicted: dict[str, None] = {}  # signals that make a prediction, log order
     outcomes: dict[str, int] = {}  # signal id -> the prediction-outcome that counts
     superseded: dict[str, list[str]] = {}  # signal id -> the later signals that supersede it

@@ -177,6 +177,7 @@ def signal_rows(state: State) -> list[dict[str, Any]]:
                 "supersededBy": world.superseded.get(signal_id, []),
                 "evidenceExpired": signal_id in world.expired,
                 "withdrawn": signal_id in world.withdrawn,
+                "cleared": signal_id in world.cleared,  # D-308: its advisory no longer affects its pin
                 "prediction": prediction_json(state, signal_id, signal)
                 if signal_id in world.predicted
                 else None,

@@ -79,6 +79,7 @@ class SensorRunLine(msgspec.Struct, tag_field="kind", tag=EventKind.SENSOR_RUN.v
     id: str
     sensor: str
     at: str | None = None
+    cleared: list[str] = []  # its signals whose advisory no longer affects their pin (D-308)
 
 
 class OutcomeLine(msgspec.Struct, tag_field="kind", tag=EventKind.PREDICTION_OUTCOME.value):
@@ -102,8 +103,10 @@ def world_signal(state: State, event: Any, at: int) -> None:
         world.sensed.setdefault(event.sensor, []).append(event.id)
         ref = event.osv
         if ref is not None:
-            for name in (ref.id, *ref.aliases):
-                world.advisories.setdefault(OSV_KEY.join((name, ref.package, ref.lockfile)), event.id)
+            for name in dict.fromkeys((ref.id, *ref.aliases)):
+                world.advisories.setdefault(OSV_KEY.join((name, ref.package, ref.lockfile)), []).append(
+                    event.id
+                )
     if event.supersedes is not None and event.supersedes in state.signals.refs:
         world.superseded.setdefault(event.supersedes, []).append(event.id)
     if event.prediction is not None:
@@ -251,7 +254,15 @@ def _withdrawn(state: State, event: WithdrawnLine, at: int) -> str | None:
 
 
 def _run(state: State, event: SensorRunLine, at: int) -> str | None:
-    state.world.runs.setdefault(event.sensor, []).append(at)
+    world = state.world
+    world.runs.setdefault(event.sensor, []).append(at)
+    for signal_id in event.cleared:  # only a signal this sensor raised, once (the next raise is anew)
+        if (
+            signal_id in state.signals.refs
+            and signal_id not in world.cleared
+            and state.signals[signal_id].get("sensor") == event.sensor
+        ):
+            world.cleared[signal_id] = at
     return None
 
 
