@@ -87,6 +87,7 @@ def _counts(snap: Snapshot) -> dict[str, int]:
         "verify": len(snap.verify),
         "overdue": overdue,
         "evidenceExpired": expired,
+        "sensorsFailing": sensors_failing(snap),
     }
 
 
@@ -150,11 +151,13 @@ def unrouted_status(snap: Snapshot, why: str) -> str | None:
 
 
 def sensors_failing(snap: Snapshot) -> int:
-    """The declared sensors whose last run ended in error: said in the header (an operator's day:
-    a broken feed showed only in the Sensors view, which nothing sends one to)."""
+    """The declared sensors whose last run ended in error or found its feed stalled: said in the
+    header and counted in --once's JSON (an operator's day: a broken feed showed only in the Sensors
+    view, which nothing sends one to; a review: CI reading `counts` could not see it, and a stalled
+    feed's run said `ok`)."""
     if not snap.known:
         return 0
-    return sum(1 for row in sensor_rows(snap).values() if row.get("outcome") == "error")
+    return sum(1 for row in sensor_rows(snap).values() if row.get("outcome") in ("error", "stalled"))
 
 
 # the counts that a checkout without the stores cannot know (all but lint's, which git says): `?`
@@ -173,6 +176,7 @@ UNKNOWN_WITHOUT_STORES = (
     "evidenceExpired",
     "badLines",
     "verify",
+    "sensorsFailing",
 )
 # the counts shown only when there are any, in order: (count, full part, compact part), N the count
 # (the same words as HEADER_LEGEND's, which a test holds to the README)
@@ -184,6 +188,7 @@ WHEN_ANY = (
     ("evidenceExpired", "N evidence expired", "N evid.exp"),
     ("badLines", "N bad line(s)", "N bad"),
     ("verify", "⚠ N verify finding(s)", "⚠N vfy"),
+    ("sensorsFailing", "⚠ N sensor(s) failing", "⚠N sens✗"),
 )
 
 
@@ -227,8 +232,6 @@ def header_text(snap: Snapshot, live: str = "● live", compact: bool = False, s
     if would:
         parts.append(would)
     parts += [(short if compact else full).replace("N", n(key), 1) for key, full, short in WHEN_ANY if c[key]]
-    if failing := sensors_failing(snap):
-        parts.append(f"⚠{failing} sens✗" if compact else f"⚠ {failing} sensor(s) failing")
     if compact:
         parts += [SHORT_MARKS.get(m, m) for m in trust_marks(snap.ws)]
         if store and snap.known:
@@ -307,7 +310,8 @@ HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
     (
         "⚠ N sensor(s) failing",
         "⚠N sens✗",
-        "declared sensors whose last run ended in error (a feed unread, a command failing): Sensors",
+        "declared sensors whose last run ended in error (a feed unread, a command failing) or found "
+        "its feed stalled (nothing modified for longer than staleAfter): Sensors",
     ),
     ("stores absent: unit state unknown", "NO STORES", "a checkout without the stores (a clone)"),
     ("names unauthenticated", "names unauth", "person events count by name: no signatures required"),

@@ -340,10 +340,16 @@ def test_a_stalled_feed_raises_one_sensor_stalled_per_stall(ws: Any) -> None:
     stalled = [s for s in sensor_signals(ws) if s.get("stalled")]
     assert len(stalled) == 1
     assert stalled[0]["subject"].startswith("sensor osv stalled") and stalled[0]["affectedUnits"] == []
+    # every run that finds it stalled says so, counted as failing where CI looks (an operator's
+    # review: the run said `ok`, and --once's counts had no word of a failing sensor, D-309)
+    assert [r["outcome"] for r in ws.json("sensors")] == ["stalled"]
+    assert ws.json("controlroom", "--once")["counts"]["sensorsFailing"] == 1
     # the feed moves again, then stalls again: a second stall, a second signal
     write_feed(ws.root / "feeds" / "osv", [{**FLASK, "modified": "2026-11-28T00:00:00Z"}])
     ws.run("sensors", "run", "osv", check=True)
     assert len([s for s in sensor_signals(ws) if s.get("stalled")]) == 1
+    assert [r["outcome"] for r in ws.json("sensors")] == ["ok"]
+    assert ws.json("controlroom", "--once")["counts"]["sensorsFailing"] == 0
     later = {"REGULATOR_NOW": "2026-12-10T12:00:00Z"}
     ws.run("sensors", "run", "osv", env=later, check=True)
     ws.run("sensors", "run", "osv", env=later, check=True)

@@ -78,6 +78,7 @@ class Collected(msgspec.Struct):
     # what an OSV run judged, so it can say which earlier signals no longer stand (D-308): the
     # lockfiles read whole, every pin judged; the names of the records judged; the (name, package,
     # lockfile) keys they affected
+    stalled: bool = False  # the feed's newest record is older than staleAfter: the run's outcome
     read: set[str] = msgspec.field(default_factory=set)
     judged: set[str] = msgspec.field(default_factory=set)
     matched: set[str] = msgspec.field(default_factory=set)
@@ -352,6 +353,7 @@ def collect_osv(
         and feed.newest is not None
         and now - feed.newest > timedelta(seconds=duration_seconds(stall))
     ):
+        found.stalled = True  # this run's outcome, each run until the feed moves (not its signal: once)
         fields = {
             "subject": f"sensor {name} stalled: its feed's newest advisory was modified {clock.iso(feed.newest)}",
             "claim": f"the feed {sensor.feed} has not changed for longer than {stall}: advisories published "
@@ -605,7 +607,7 @@ def plan(
         "kind": EventKind.SENSOR_RUN.value,
         "sensor": name,
         "sensorKind": sensor.kind,
-        "outcome": "error" if found.error_count else "ok",
+        "outcome": "error" if found.error_count else "stalled" if found.stalled else "ok",
         "signals": raised,
         "withdrawn": withdrawn,
         "errors": [e[:MAX_TEXT] for e in found.errors[:MAX_ERRORS]],
