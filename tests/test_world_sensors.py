@@ -210,3 +210,40 @@ def test_a_failing_sensor_is_said_in_the_header(ws: Any) -> None:
     declare(ws, ["{not json at all"])
     assert ws.run("sensors", "run", "scan").returncode == 1
     assert "⚠ 1 sensor(s) failing" in ws.run("controlroom", "--once").stdout.splitlines()[0]
+
+
+def test_a_script_in_the_workspace_runs_only_as_trunk_has_it(ws: Any) -> None:
+    """An operator's review (D-310): the review marked `! runs tools/scan.py on the host`, then an
+    edit of the script in the host's checkout, never committed, ran. A file the command names inside
+    the workspace runs only with the bytes trunk holds; a program outside it is the host's."""
+    lines = ws.root.parent / "lines.json"
+    lines.write_text(json.dumps([GOOD]))
+    ws.write("tools/scan.py", SCAN)
+    ws.commit("the scan, reviewed")
+    declare(
+        ws, [GOOD], command=[sys.executable, "tools/scan.py", str(lines), str(ws.root.parent / "env.json")]
+    )
+    assert ws.run("sensors", "run", "scan").returncode == 0
+    assert len(sensor_signals(ws)) == 1
+
+    # edited in the checkout, not committed: not run, one error, nothing raised
+    (ws.root / "tools" / "scan.py").write_text(SCAN + 'print(\'{"subject": "forged"}\')\n')
+    lines.write_text(json.dumps([QUIET]))
+    done = ws.run("sensors", "run", "scan")
+    assert done.returncode == 1
+    assert one_line(done) == (
+        "regulator: sensor scan: not run: tools/scan.py: tools/scan.py differs from trunk's ("
+        f"{ws.git('rev-parse', 'main').strip()[:12]}); the host runs only what trunk holds in the workspace "
+        "(commit it to trunk, or name a program outside the workspace)"
+    )
+    assert len(sensor_signals(ws)) == 1
+    # a script never committed, named by a link, is no better
+    (ws.root / "tools" / "new.py").write_text(SCAN)
+    (ws.root / "tools" / "scan.py").unlink()
+    (ws.root / "tools" / "scan.py").symlink_to("new.py")
+    done = ws.run("sensors", "run", "scan")
+    assert done.returncode == 1 and "tools/new.py is not a file on trunk" in one_line(done)
+    # committed to trunk: it runs
+    ws.git("checkout", "--", "tools/scan.py")
+    assert ws.run("sensors", "run", "scan").returncode == 0
+    assert [s["subject"] for s in sensor_signals(ws)] == [GOOD["subject"], QUIET["subject"]]

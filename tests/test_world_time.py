@@ -233,6 +233,23 @@ def test_a_failing_notify_is_one_error_and_is_not_run_again(ws: Any) -> None:
     assert tick(ws, env=later)["deadlines"]["outcome"] == {"written": 0}  # and notify is not run again
 
 
+def test_a_notify_script_edited_in_the_checkout_is_not_run(ws: Any) -> None:
+    """D-310: `notify` naming a script in the workspace runs it only as trunk has it."""
+    ws.write("tools/page.sh", "#!/bin/sh\ncat > /dev/null\n")
+    (ws.root / "tools" / "page.sh").chmod(0o755)
+    ws.commit("the pager script, reviewed")
+    routing = (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
+    ws.decide("regulator/policy/routing.yaml", routing + "notify: [./tools/page.sh]\n")
+    (ws.root / "tools" / "page.sh").write_text("#!/bin/sh\necho pwned > pwned.txt\n")
+    ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    done = tick(ws, env={"REGULATOR_NOW": "2026-12-05T00:00:00Z"})["deadlines"]["outcome"]
+    (error,) = done["errors"]
+    assert "not run: ./tools/page.sh: tools/page.sh differs from trunk's" in error, error
+    assert not (ws.root / "pwned.txt").exists()
+    assert count(ws, "deadline-escalated") == 1  # the escalation is recorded whatever notify did
+
+
 def propose_routing(ws: Any, source: Any, *more: str) -> Any:
     """alice's proposal of routing.yaml with the content of `source`."""
     return ws.run(

@@ -25,6 +25,7 @@ import os
 import subprocess
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -56,6 +57,7 @@ from engine.read.osv import (
 from engine.read.worldfold import OSV_KEY
 from identity.policy import RoutingPolicy, Sensor, duration_seconds, lockfile_format
 
+STORES_FOLDER = ".regulator" + os.sep
 MAX_ERRORS = 20  # errors a run keeps in its event (and prints); the rest are counted
 MAX_HELD = 1000  # errors a run holds while it runs (Collected.error); the rest are counted
 MAX_TEXT = 1000  # characters of one error kept: a run's event always fits a store line
@@ -166,6 +168,10 @@ def collect_command(
     """Run the command; each line of its output that is a report becomes a signal (its id derived
     from the sensor and the line, so the same line printed on every run is one signal)."""
     found = Collected(revision=ws.revision())
+    refused = not_trunks(ws, sensor.command)
+    if refused is not None:
+        found.errors.append(f"not run: {refused}")
+        return found
     ran = confine.run(sensor.command, stdin=b"", timeout=sensor.timeout_seconds, cwd=ws.root)
     found.exit_code = ran.code
     if ran.problem:  # it did not run, or was killed: what it printed is not judged at all
@@ -204,6 +210,44 @@ def collect_command(
         event["id"] = ids.derived_id("sensor-signal", name, canonical(given).decode())
         found.signals.append(event)
     return found
+
+
+def not_trunks(ws: Workspace, argv: tuple[str, ...] | list[str]) -> str | None:
+    """Why the host does not run a decided argument vector (a command sensor's, `notify`), or None:
+    each argument after the program's name naming a file in the workspace, and the program itself
+    where it is named by a path, must be on trunk as a file with the bytes it has on disk (an
+    operator's review: the proposal's `! runs ./tools/notify.sh` was reviewed, then an edit of the
+    script in the host's checkout, never committed, ran). What lies outside the workspace is the
+    host's own (/usr/bin/…, a virtualenv), as the decision named it."""
+    root = os.path.realpath(ws.root)
+    inside: dict[str, str] = {}  # path relative to the root -> the argument that names it
+    for k, arg in enumerate(argv):
+        if not arg or (k == 0 and os.sep not in arg) or (k > 0 and arg.startswith("-")):
+            continue  # a program looked up in PATH, an option
+        named = os.path.join(root, arg)  # an absolute argument stays itself
+        for place in (os.path.normpath(named), os.path.realpath(named)):  # the link, and where it leads
+            relative = os.path.relpath(place, root)
+            if relative.startswith(STORES_FOLDER):
+                continue  # the stores' folder is the host's own (a lock, a store), never code to review
+            if place.startswith(root + os.sep) and (os.path.isfile(place) or os.path.islink(place)):
+                inside.setdefault(relative, arg)
+    if not inside:
+        return None
+    commit, files, _ = trunk_files(ws, list(inside))
+    for relative, arg in inside.items():
+        on_trunk = files.get(relative)
+        try:
+            on_disk: bytes | None = (Path(root) / relative).read_bytes()
+        except OSError:
+            on_disk = None
+        if on_trunk is None or on_disk != on_trunk:
+            said = "is not a file on trunk" if on_trunk is None else "differs from trunk's"
+            where = f" ({commit[:12]})" if commit else ""
+            return (
+                f"{arg}: {relative} {said}{where}; the host runs only what trunk holds in the workspace "
+                "(commit it to trunk, or name a program outside the workspace)"
+            )
+    return None
 
 
 def trunk_files(ws: Workspace, paths: list[str]) -> tuple[str | None, dict[str, bytes], list[str]]:

@@ -20,7 +20,7 @@ from datetime import datetime
 from engine.base import clock, confine, ids
 from engine.checkout.workspace import Workspace
 from engine.commands.duty import Duty, Outcome, deciding
-from engine.commands.sensors import run_due
+from engine.commands.sensors import not_trunks, run_due
 from engine.commands.units import seen
 from engine.commands.written import DeadlineEscalatedEvent, EvidenceExpiredEvent, OverdueEvent
 from engine.log.store import canonical
@@ -168,6 +168,9 @@ def notify(ws: Workspace, argv: tuple[str, ...], event: dict) -> str:
     """Run the policy's `notify` once for an escalation written just now, the event's JSON on its
     standard input; the problem in one line ("" when it ran and exited 0). Not retried: the
     event is the durable record, and the room shows it."""
+    refused = not_trunks(ws, argv)
+    if refused is not None:
+        return f"notify for {event['obligation']}: not run: {refused}"
     ran = confine.run(argv, stdin=canonical(event) + b"\n", timeout=NOTIFY_TIMEOUT_S, cwd=ws.root)
     if ran.problem:
         return f"notify for {event['obligation']}: {ran.problem}"
