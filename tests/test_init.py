@@ -92,6 +92,39 @@ def test_init_in_a_git_repository_leaves_it_clean_and_ci_passes_at_once(tmp_path
     assert done.returncode == 0 and json.loads(done.stdout)["ok"] is True
 
 
+def test_a_repository_on_another_branch_without_main_has_that_branch_as_trunk(tmp_path: Path) -> None:
+    """An operator's review (D-311): init in a repository on `master` wrote `trunk: main`; every
+    sensor then failed on a trunk that did not exist, and lint was `unchecked`. Without --trunk,
+    the trunk is the branch the repository is on where it has no main, and init says so."""
+    key = alice_key()
+    for branch, made_main, trunk in (("master", False, "master"), ("work", True, "main")):
+        root = tmp_path / branch
+        root.mkdir()
+        git(root, "init", "-q", "-b", branch)
+        if made_main:  # a main exists: it stays the trunk, whatever branch init runs on
+            git(root, "commit", "-q", "--allow-empty", "-m", "start")
+            git(root, "branch", "main")
+        done = regulator(root, "init", "--owner", "alice", "--owner-key", f"{key}.pub", "--key", str(key))
+        assert done.returncode == 0, done.stderr
+        assert (root / "regulator/config.yaml").read_text() == f"trunk: {trunk}\n"
+        said = [line for line in done.stdout.splitlines() if line.startswith("trunk: ")]
+        assert said == (
+            [f"trunk: {branch} (the branch this repository is on, which has no main; --trunk names another)"]
+            if trunk != "main"
+            else []
+        )
+    lint = regulator(tmp_path / "master", "registry", "lint", "--require-history")
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    # --trunk given is taken as given
+    root = tmp_path / "given"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "master")
+    done = regulator(
+        root, "init", "--owner", "alice", "--owner-key", f"{key}.pub", "--key", str(key), "--trunk", "main"
+    )
+    assert done.returncode == 0 and (root / "regulator/config.yaml").read_text() == "trunk: main\n"
+
+
 def test_gits_identity_given_in_its_environment_is_the_owners_and_authors_her_commits(
     tmp_path: Path,
 ) -> None:

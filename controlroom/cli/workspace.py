@@ -32,7 +32,12 @@ def init(
         Path | None,
         typer.Option("--owner-key", help="The owner's OpenSSH public key (default: git's ssh signing key)."),
     ] = None,
-    trunk: Annotated[str, typer.Option(help="The trunk branch.")] = "main",
+    trunk: Annotated[
+        str | None,
+        typer.Option(
+            help="The trunk branch (default: main, or the branch the repository is on if it has no main)."
+        ),
+    ] = None,
     clock_mode: Annotated[
         str, typer.Option("--clock", help="system, or pinned (REGULATOR_NOW honoured: tests, demos).")
     ] = "system",
@@ -45,7 +50,7 @@ def init(
     commit it (the baseline as the owner's decision, then the rest)."""
     from engine.checkout.workspace import acting_lease
     from engine.commands.actors import host_only
-    from engine.commands.init import setup, summary
+    from engine.commands.init import default_trunk, setup, summary
 
     # a unit does not make workspaces: under a lease file, or started by `unit run` (D-218)
     host_only(acting_lease(Path(OPTIONS.lease) if OPTIONS.lease else None, Path.cwd()))
@@ -55,6 +60,9 @@ def init(
 
         use_key(OPTIONS.key)
     root = Path(OPTIONS.root or ".")
+    chosen = None
+    if trunk is None:
+        trunk, chosen = default_trunk(root) if root.is_dir() else ("main", None)
     made = setup(root, owner, trunk, owner_key, clock_mode, store)
     ws = made.ws
     from engine.base import sshsig
@@ -66,6 +74,8 @@ def init(
         f"owner: {escape(name)} (act with --by {escape(name)}; key {sshsig.fingerprint(keys[0])}); "
         f"requireSignatures: true; clock: {clock_mode}"
     )
+    if chosen is not None:
+        out(escape(chosen))
     if made.baseline == "signed":
         out(f"baseline committed as {escape(name)}'s decision, signed (identity verify reads it in a clone)")
     elif made.baseline == "claimed":

@@ -80,6 +80,26 @@ def _key_line(text: str, where: str) -> str:
     return text.strip()
 
 
+def default_trunk(root: Path) -> tuple[str, str | None]:
+    """The trunk when `--trunk` is not given, and a note where it is not `main`: the branch the
+    repository is on, where it has no `main` (an operator's review: init in a repository on
+    `master` wrote `trunk: main`; every sensor then failed on a trunk that did not exist, and
+    decisions were committed to `master`)."""
+    from registry.gitcall import git_text
+
+    on = git_text(root, "symbolic-ref", "--short", "-q", "HEAD", timeout=10, filters=False)
+    branch = on.stdout.strip() if on.returncode == 0 else ""
+    if not branch or branch == "main" or not branch_name(branch):
+        return "main", None
+    has_main = git_text(root, "rev-parse", "--verify", "-q", "refs/heads/main", timeout=10, filters=False)
+    if has_main.returncode == 0:
+        return "main", None
+    return (
+        branch,
+        f"trunk: {branch} (the branch this repository is on, which has no main; --trunk names another)",
+    )
+
+
 def setup(
     root: Path,
     owner: str | None = None,
