@@ -465,6 +465,9 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         marks = "(overdue) " if deadlines(snap).overdue(ob) else ""
         marks += "(evidence expired) " if ob.id in state.world.stale_evidence else ""
         marks += "(stale) " if is_stale(state, ob) else ""
+        world = state.world
+        marks += "(advisory withdrawn) " if ob.source in world.withdrawn else ""  # D-312
+        marks += "(pin no longer affected) " if ob.source in world.cleared else ""
         subject = marks + ob.subject
         if ob.kind == ObligationKind.QUESTION:  # a unit's question, waiting for a person's answer
             subject = f"? {subject}"
@@ -636,6 +639,8 @@ def signal_marks(state: State, signal_id: str, signal: dict) -> str:
         marks.append("evidence expired")
     if signal_id in world.withdrawn:
         marks.append("advisory withdrawn")
+    if signal_id in world.cleared:
+        marks.append("pin no longer affected")
     return "".join(f" ({m})" for m in marks)
 
 

@@ -57,6 +57,9 @@ def test_an_alias_a_later_feed_and_a_withdrawal(ws: Any) -> None:
     assert "advisory GHSA-35jh-r3h4-6jhm withdrawn (2026-11-28T00:00:00Z)" in shown
     assert ws.json("obligations")[0]["status"] == "open"  # withdrawn is noted, never resolved
     assert next(s for s in ws.json("signals") if s["id"] == lodash["id"])["withdrawn"] is True
+    # and said where an operator lists obligations, not only in `obligation show` (D-312)
+    assert all(o["advisoryWithdrawn"] and not o["advisoryCleared"] for o in ws.json("obligations"))
+    assert "(advisory withdrawn)" in ws.run("obligations", check=True).stdout
 
 
 def test_of_records_naming_each_other_the_most_severe_is_raised(ws: Any) -> None:
@@ -187,7 +190,8 @@ def test_a_record_rescored_a_second_sensors_units_and_a_regressed_pin_are_each_r
     shown = ws.run("obligation", "show", held["id"], check=True).stdout
     assert "advisory no longer affects the pin: sensor osv's run at " in shown
     assert "found none in web/package-lock.json on trunk" in shown
-    assert held["status"] == "open"
+    assert held["status"] == "open" and held["advisoryCleared"] and not held["advisoryWithdrawn"]
+    assert "(pin no longer affected)" in ws.run("obligations", check=True).stdout
 
     ws.write("web/package-lock.json", vulnerable)
     ws.commit("lodash back to 4.17.20")

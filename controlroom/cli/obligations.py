@@ -40,10 +40,13 @@ def obligation_row(state: State, ob: Obligation, deadlines: Deadlines | None = N
 
 
 def marks(row: dict) -> str:
-    """What a listing appends to an obligation's subject: stale, evidence expired, overdue."""
+    """What a listing appends to an obligation's subject: stale, evidence expired, overdue, its
+    advisory withdrawn or affecting no pin now."""
     said = [m for m, on in (("stale", row["stale"]), ("evidence expired", row["evidenceExpired"])) if on]
     if row["overdue"]:
         said.append(f"overdue since {row['dueAt']}")
+    said += [m for m, on in (("advisory withdrawn", row["advisoryWithdrawn"]),) if on]
+    said += [m for m, on in (("pin no longer affected", row["advisoryCleared"]),) if on]
     return "".join(f" ({m})" for m in said)
 
 
@@ -97,6 +100,8 @@ def obligations(
             "evidenceExpired",
             "overdue",
             "dueAt",
+            "advisoryWithdrawn",  # its advisory withdrawn, or affecting no pin now (D-312)
+            "advisoryCleared",
             "kind",  # what it is about, as the table says it (D-250)
             "subject",
             "openedAt",

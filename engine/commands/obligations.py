@@ -48,6 +48,9 @@ def record(state: State, ob: Obligation, deadlines: Deadlines | None = None) -> 
         "evidenceExpired": ob.id in state.world.stale_evidence,
         "overdue": deadlines.overdue(ob) if deadlines is not None else False,
         "dueAt": deadlines.due(ob) if deadlines is not None else None,
+        # its signal's advisory, as the sensor last said: withdrawn, or affecting no pin now (D-312)
+        "advisoryWithdrawn": ob.source in state.world.withdrawn,
+        "advisoryCleared": ob.source in state.world.cleared,
     }
 
 
