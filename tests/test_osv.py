@@ -7,7 +7,16 @@ from typing import Any
 
 import pytest
 
-from engine.read.osv import Unordered, affects, normalize, parse_lockfile, pep440_key, semver_key
+from engine.read.osv import (
+    Unordered,
+    affects,
+    feed_severity,
+    normalize,
+    parse_lockfile,
+    pep440_key,
+    read_feed,
+    semver_key,
+)
 
 
 def test_semver_precedence_is_semver_section_11() -> None:
@@ -121,3 +130,19 @@ def test_package_lock_names_scoped_nested_and_aliased_packages() -> None:
     pins = parse_lockfile("npm", json.dumps(lock, indent=2))
     assert [(p.name, p.version) for p in pins] == [("@scope/pkg", "1.0.0"), ("b", "2.0.0"), ("real", "3.0.0")]
     assert pins[0].line == 7
+
+
+def test_a_feeds_severity_in_any_case_and_a_missing_feed_said_missing(tmp_path: Any) -> None:
+    """An operator's review: `"severity": "high"` said nothing more than the sensor, and a zip feed
+    that did not exist was "neither a folder nor a zip"."""
+    said = [feed_severity({"database_specific": {"severity": s}}) for s in ("high", " Critical ", "HIGH")]
+    assert said == ["blocking", "critical", "blocking"]
+    assert feed_severity({"database_specific": {"severity": "moderate"}}) is None
+    missing = read_feed(tmp_path / "mirror.zip")
+    assert missing.errors == [
+        f"feed {tmp_path / 'mirror.zip'}: does not exist (a folder or a zip of OSV JSON files)"
+    ]
+    (tmp_path / "notes.txt").write_text("x")
+    assert read_feed(tmp_path / "notes.txt").errors == [
+        f"feed {tmp_path / 'notes.txt'}: neither a folder nor a zip of OSV JSON files"
+    ]

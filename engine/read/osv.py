@@ -342,6 +342,10 @@ def read_feed(path: Path, now: datetime | None = None) -> Feed:
         sources = _folder(path)
     elif path.is_file() and zipfile.is_zipfile(path):
         sources = _zip(path)
+    elif not path.exists() and not path.is_symlink():  # an operator's review: a missing zip was
+        # called "neither a folder nor a zip", which sent one looking at what was there
+        feed.errors.append(f"feed {path}: does not exist (a folder or a zip of OSV JSON files)")
+        return feed
     else:
         feed.errors.append(f"feed {path}: neither a folder nor a zip of OSV JSON files")
         return feed
@@ -519,10 +523,16 @@ def claim_of(record: dict[str, Any]) -> str:
 
 def feed_severity(record: dict[str, Any]) -> str | None:
     """What the feed says of severity: `database_specific.severity` HIGH or CRITICAL (GitHub's
-    advisories) as blocking or critical; anything else says nothing more than the sensor."""
+    advisories; in any case) as blocking or critical; anything else says nothing more than the
+    sensor."""
     specific = record.get("database_specific")
     value = specific.get("severity") if isinstance(specific, dict) else None
-    return {"HIGH": "blocking", "CRITICAL": "critical"}.get(value) if isinstance(value, str) else None
+    # any case (an operator's review: "high" said nothing); whitespace around it too
+    return (
+        {"HIGH": "blocking", "CRITICAL": "critical"}.get(value.strip().upper())
+        if isinstance(value, str)
+        else None
+    )
 
 
 def matches(
