@@ -204,3 +204,31 @@ def test_a_record_rescored_a_second_sensors_units_and_a_regressed_pin_are_each_r
     assert again[0]["id"] not in (first["id"], rescored[0]["id"])
     checked = ws.run("verify")
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_nothing_is_cleared_while_a_record_naming_it_cannot_be_judged(ws: Any) -> None:
+    """D-308: a run says an advisory no longer affects the pin only when every record naming it
+    that the feed holds was judged; one whose range cannot be read leaves it standing."""
+    declare(ws)
+    write_feed(ws.root / "feeds" / "osv", [LODASH])
+    ws.run("sensors", "run", "osv", check=True)
+    (raised,) = sensor_signals(ws)
+    unreadable = record(
+        "ZZZ-2021-5", "npm", "lodash", [{"introduced": "0"}, {"fixed": "not.a.version"}],
+        aliases=[LODASH["id"]], summary="lodash, a range that cannot be read",
+    )  # fmt: skip
+    write_feed(ws.root / "feeds" / "osv", [LODASH, unreadable])
+    lock = ws.root / "web" / "package-lock.json"
+    ws.write(
+        "web/package-lock.json", lock.read_text().replace('"version": "4.17.20"', '"version": "4.17.21"')
+    )
+    ws.commit("lodash 4.17.21")
+    done = ws.run("sensors", "run", "osv")
+    assert done.returncode == 1 and "advisory ZZZ-2021-5" in done.stderr
+    runs = [e for e in ws.events("signals") if e["kind"] == "sensor-run"]
+    assert "cleared" not in runs[-1]
+    # judged whole again: cleared
+    write_feed(ws.root / "feeds" / "osv", [LODASH, {**unreadable, "affected": LODASH["affected"]}])
+    ws.run("sensors", "run", "osv", check=True)
+    runs = [e for e in ws.events("signals") if e["kind"] == "sensor-run"]
+    assert runs[-1]["cleared"] == [raised["id"]]

@@ -83,6 +83,7 @@ class Collected(msgspec.Struct):
     stalled: bool = False  # the feed's newest record is older than staleAfter: the run's outcome
     read: set[str] = msgspec.field(default_factory=set)
     judged: set[str] = msgspec.field(default_factory=set)
+    unjudged: set[str] = msgspec.field(default_factory=set)
     matched: set[str] = msgspec.field(default_factory=set)
 
     def error(self, text: str) -> None:
@@ -370,6 +371,7 @@ def collect_osv(
             hits = list(matches(record, index, unjudged))
         except Unordered as exc:
             found.error(f"advisory {rid}: {exc}; not judged")
+            found.unjudged.update(names)  # nothing under its names is said to be clear this run
             continue
         severity = _higher(policy, sensor.severity, feed_severity(record))
         found.judged.update(names)
@@ -566,8 +568,8 @@ def _cleared(state: State, name: str, found: Collected) -> list[str]:
         if not isinstance(ref, dict) or ref.get("lockfile") not in found.read:
             continue
         names = [str(n) for n in (ref.get("id"), *(ref.get("aliases") or ()))]
-        if not any(n in found.judged for n in names):
-            continue  # its record is not in this feed now, or was not judged: nothing is said of it
+        if not any(n in found.judged for n in names) or any(n in found.unjudged for n in names):
+            continue  # its record is not in this feed now, or one naming it was not judged
         if any(
             OSV_KEY.join((n, str(ref.get("package")), str(ref["lockfile"]))) in found.matched for n in names
         ):
