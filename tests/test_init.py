@@ -113,6 +113,21 @@ def test_a_repository_on_another_branch_without_main_has_that_branch_as_trunk(tm
             if trunk != "main"
             else []
         )
+    # a repository on a feature branch: master where there is one, main where origin has it (re-check)
+    root = tmp_path / "feat"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "master")
+    git(root, "commit", "-q", "--allow-empty", "-m", "start")
+    git(root, "checkout", "-q", "-b", "feat")
+    upstream = tmp_path / "upstream"
+    git(tmp_path, "init", "-q", "-b", "main", str(upstream))
+    git(upstream, "commit", "-q", "--allow-empty", "-m", "start")
+    git(upstream, "checkout", "-q", "-b", "feature-x")
+    git(tmp_path, "clone", "-q", "-b", "feature-x", f"file://{upstream}", str(tmp_path / "cloned"))
+    for place, trunk in ((root, "master"), (tmp_path / "cloned", "main")):
+        done = regulator(place, "init", "--owner", "alice", "--owner-key", f"{key}.pub", "--key", str(key))
+        assert done.returncode == 0, done.stderr
+        assert (place / "regulator/config.yaml").read_text() == f"trunk: {trunk}\n", place
     lint = regulator(tmp_path / "master", "registry", "lint", "--require-history")
     assert lint.returncode == 0, lint.stdout + lint.stderr
     # --trunk given is taken as given

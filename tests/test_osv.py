@@ -142,6 +142,10 @@ def test_a_feeds_severity_in_any_case_and_a_missing_feed_said_missing(tmp_path: 
     assert missing.errors == [
         f"feed {tmp_path / 'mirror.zip'}: does not exist (a folder or a zip of OSV JSON files)"
     ]
+    (tmp_path / "gone").symlink_to(tmp_path / "no-such-folder")
+    assert read_feed(tmp_path / "gone").errors == [
+        f"feed {tmp_path / 'gone'}: does not exist (a link to nothing)"
+    ]
     (tmp_path / "notes.txt").write_text("x")
     assert read_feed(tmp_path / "notes.txt").errors == [
         f"feed {tmp_path / 'notes.txt'}: neither a folder nor a zip of OSV JSON files"

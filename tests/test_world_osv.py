@@ -336,7 +336,8 @@ def test_a_stalled_feed_raises_one_sensor_stalled_per_stall(ws: Any) -> None:
     future = {**FLASK, "id": "GHSA-from-2999", "modified": "2999-01-01T00:00:00Z"}
     write_feed(ws.root / "feeds" / "osv", [old, future])
     ws.run("sensors", "run", "osv", check=True)
-    ws.run("sensors", "run", "osv", check=True)
+    said = ws.run("sensors", "run", "osv", check=True).stdout  # said where a cron job reads (re-check)
+    assert said.rstrip().endswith("; its feed stalled (nothing modified for longer than staleAfter)"), said
     stalled = [s for s in sensor_signals(ws) if s.get("stalled")]
     assert len(stalled) == 1
     assert stalled[0]["subject"].startswith("sensor osv stalled") and stalled[0]["affectedUnits"] == []

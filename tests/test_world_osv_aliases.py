@@ -179,7 +179,8 @@ def test_a_record_rescored_a_second_sensors_units_and_a_regressed_pin_are_each_r
     vulnerable = lock.read_text()
     ws.write("web/package-lock.json", vulnerable.replace('"version": "4.17.20"', '"version": "4.17.21"'))
     ws.commit("lodash 4.17.21")
-    ws.run("sensors", "run", "osv", check=True)
+    said = ws.run("sensors", "run", "osv", check=True).stdout
+    assert said.rstrip().endswith("; 2 earlier signal(s) no longer affect their pin (cleared)"), said
     ws.run("sensors", "run", "osv", check=True)
     runs = [e for e in ws.events("signals") if e["kind"] == "sensor-run" and e["sensor"] == "osv"]
     assert runs[-2]["cleared"] == [first["id"], rescored[0]["id"]] and "cleared" not in runs[-1]
@@ -232,3 +233,61 @@ def test_nothing_is_cleared_while_a_record_naming_it_cannot_be_judged(ws: Any) -
     ws.run("sensors", "run", "osv", check=True)
     runs = [e for e in ws.events("signals") if e["kind"] == "sensor-run"]
     assert runs[-1]["cleared"] == [raised["id"]]
+
+
+def test_a_withdrawal_lifts_nothing_another_feed_holds_and_only_a_whole_run_clears(ws: Any) -> None:
+    """Re-checks of D-308: one feed's withdrawal lifted the hold another feed still asked for; a
+    run that could not read a record's file cleared what the record had raised; and a package no
+    longer pinned (moved to an included file) read as upgraded."""
+    mirror = "  mirror:\n    kind: osv\n    feed: feeds/mirror\n    lockfiles:\n      web/package-lock.json: [u1]\n"
+    declare(ws, mirror)
+    write_feed(ws.root / "feeds" / "osv", [LODASH])
+    write_feed(ws.root / "feeds" / "mirror", [LODASH])
+    ws.run("sensors", "run", "osv", check=True)
+    ws.run("sensors", "run", "mirror", check=True)
+    (first,) = sensor_signals(ws)  # the mirror's u1 is covered by osv's signal
+    write_feed(ws.root / "feeds" / "osv", [{**LODASH, "withdrawn": "2026-11-28T00:00:00Z"}])
+    ws.run("sensors", "run", "osv", check=True)
+    ws.run("sensors", "run", "mirror", check=True)
+    ws.run("sensors", "run", "mirror", check=True)
+    again = sensor_signals(ws)[1:]
+    assert [(s["sensor"], s["affectedUnits"], s["supersedes"]) for s in again] == [
+        ("mirror", ["u1"], first["id"])
+    ]
+
+    # a record's file that does not parse: the run is in error, and clears nothing
+    lock = ws.root / "web" / "package-lock.json"
+    ws.write(
+        "web/package-lock.json", lock.read_text().replace('"version": "4.17.20"', '"version": "4.17.21"')
+    )
+    ws.commit("lodash 4.17.21")
+    feed = ws.root / "feeds" / "mirror" / f"{LODASH['id']}.json"
+    whole = feed.read_text()
+    feed.write_text(whole[:100])
+    write_feed(ws.root / "feeds" / "mirror", [{**LODASH, "id": "ZZZ-2021-7", "aliases": [LODASH["id"]]}])
+    assert ws.run("sensors", "run", "mirror").returncode == 1
+    runs = [e for e in ws.events("signals") if e["kind"] == "sensor-run" and e["sensor"] == "mirror"]
+    assert runs[-1]["outcome"] == "error" and "cleared" not in runs[-1]
+    # whole again: the upgraded pin clears the mirror's signal
+    feed.write_text(whole)
+    ws.run("sensors", "run", "mirror", check=True)
+    runs = [e for e in ws.events("signals") if e["kind"] == "sensor-run" and e["sensor"] == "mirror"]
+    assert runs[-1]["cleared"] == [again[0]["id"]]
+
+
+def test_a_package_no_longer_pinned_is_not_cleared(ws: Any) -> None:
+    declare(ws)
+    from tests.test_world_osv import DJANGO
+
+    write_feed(ws.root / "feeds" / "osv", [DJANGO])
+    ws.run("sensors", "run", "osv", check=True)
+    assert len(sensor_signals(ws)) == 1
+    requirements = ws.root / "services" / "api" / "requirements.txt"
+    ws.write(
+        "services/api/requirements.txt", requirements.read_text().replace("Django==3.2.0", "-r base.txt")
+    )
+    ws.write("services/api/base.txt", "Django==3.2.0\n")
+    ws.commit("django moved to an included file")
+    ws.run("sensors", "run", "osv", check=True)
+    runs = [e for e in ws.events("signals") if e["kind"] == "sensor-run"]
+    assert "cleared" not in runs[-1]

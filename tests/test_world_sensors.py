@@ -72,7 +72,7 @@ def test_a_command_sensor_reports_and_its_bad_line_is_one_error(ws: Any) -> None
     assert quiet["reportedSeverity"] == "advisory"  # the feed never lowers the sensor's severity
     assert quiet["prediction"] == {"resolvesAt": "2026-12-06T00:00:00Z"}
     seen = json.loads((ws.root.parent / "env.json").read_text())
-    assert set(seen) <= {"PATH", "HOME", "LANG", "TERM", "TZ", "LC_CTYPE"}, seen  # confined: allowlisted
+    assert set(seen) <= {"PATH", "HOME", "LANG", "TERM", "TZ", "LC_CTYPE", "PYTHONDONTWRITEBYTECODE"}, seen
     (run,) = [e for e in ws.events("signals") if e["kind"] == "sensor-run"]
     assert (
         run["outcome"] == "error" and run["errorCount"] == 1 and run["signals"] == [good["id"], quiet["id"]]
@@ -243,7 +243,46 @@ def test_a_script_in_the_workspace_runs_only_as_trunk_has_it(ws: Any) -> None:
     (ws.root / "tools" / "scan.py").symlink_to("new.py")
     done = ws.run("sensors", "run", "scan")
     assert done.returncode == 1 and "tools/new.py is not a file on trunk" in one_line(done)
-    # committed to trunk: it runs
+    # the script as trunk has it, an uncommitted file beside it (a library it may source): not run
     ws.git("checkout", "--", "tools/scan.py")
+    done = ws.run("sensors", "run", "scan")
+    assert (
+        done.returncode == 1
+        and "tools/new.py is not on trunk" in one_line(done)
+        and "in tools/" in one_line(done)
+    )
+    # the folder as trunk has it: it runs
+    (ws.root / "tools" / "new.py").unlink()
     assert ws.run("sensors", "run", "scan").returncode == 0
     assert [s["subject"] for s in sensor_signals(ws)] == [GOOD["subject"], QUIET["subject"]]
+
+
+def test_a_folder_a_module_or_an_options_value_in_the_workspace_runs_only_as_trunk_has_it(ws: Any) -> None:
+    """An adversarial review ran uncommitted code past D-310's first form: `python3 tools/pkg` (a
+    package's `__main__.py`), `python3 -m tools.pkg`, and a script named by an option's value."""
+    lines = ws.root.parent / "lines.json"
+    lines.write_text(json.dumps([GOOD]))
+    ws.write("tools/pkg/__init__.py", "")
+    ws.write(
+        "tools/pkg/__main__.py",
+        SCAN.replace("sys.argv[1]", "sys.argv[-2]").replace("sys.argv[2]", "sys.argv[-1]"),
+    )
+    ws.write(
+        "tools/run.py",
+        "import runpy, sys\nrunpy.run_path(sys.argv[1].split('=', 1)[1], run_name='__main__')\n",
+    )
+    ws.commit("the scanners, reviewed")
+    out = [str(lines), str(ws.root.parent / "env.json")]
+    shapes = {
+        "folder": [sys.executable, "tools/pkg", *out],
+        "module": [sys.executable, "-m", "tools.pkg", *out],
+        "option": [sys.executable, "tools/run.py", "--script=tools/pkg/__main__.py", *out],
+    }
+    for shape, argv in shapes.items():
+        declare(ws, [GOOD], command=argv)
+        assert ws.run("sensors", "run", "scan").returncode == 0, shape
+        (ws.root / "tools" / "pkg" / "__main__.py").write_text('print(\'{"subject": "forged"}\')\n')
+        done = ws.run("sensors", "run", "scan")
+        assert done.returncode == 1 and "tools/pkg/__main__.py differs from trunk's" in one_line(done), shape
+        ws.git("checkout", "--", "tools/pkg/__main__.py")
+    assert "forged" not in json.dumps(sensor_signals(ws))

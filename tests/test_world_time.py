@@ -157,7 +157,15 @@ def check_invariants(ws: Any, now: datetime, log: Any) -> None:
     notified = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     assert sorted(n["event"]["id"] for n in notified) == sorted(e["id"] for e in escalations)
     for n in notified:
-        assert set(n["env"]) <= {"PATH", "HOME", "LANG", "TERM", "TZ", "LC_CTYPE"}, n["env"]
+        assert set(n["env"]) <= {
+            "PATH",
+            "HOME",
+            "LANG",
+            "TERM",
+            "TZ",
+            "LC_CTYPE",
+            "PYTHONDONTWRITEBYTECODE",
+        }, n["env"]
         assert n["event"]["people"] == ["alice"] and n["event"]["kind"] == "deadline-escalated"
 
 
@@ -352,7 +360,10 @@ def test_confined_commands_lose_their_whole_process_group_at_the_time_limit(tmp_
         timeout=10,
         cwd=tmp_path,
     )
-    assert ran.code == 0 and set(eval(ran.stdout)) <= set(confine.ENVIRONMENT) | {"LC_CTYPE"}
+    assert ran.code == 0 and set(eval(ran.stdout)) <= set(confine.ENVIRONMENT) | {
+        "LC_CTYPE",
+        "PYTHONDONTWRITEBYTECODE",
+    }
     assert "REGULATOR_SIGNING_KEY" in os.environ  # the test's own environment holds more than that
 
 

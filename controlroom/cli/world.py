@@ -123,16 +123,19 @@ def sensors_run(name: Annotated[str, typer.Argument(metavar="NAME")], as_json: J
     if note:
         sys.stderr.write(f"regulator: warning: {note}\n")
     if as_json:
-        emit_json({"sensor": name, "written": outcome.written, "errors": outcome.errors})
+        emit_json(
+            {"sensor": name, "written": outcome.written, "errors": outcome.errors, "note": outcome.note}
+        )
     else:  # the run's record is always written, last: what it brought is the rest
         brought = f"{max(0, len(outcome.written) - 1)} new signal(s) or withdrawal(s)"
+        said = f"; {outcome.note}" if outcome.note and outcome.note != "not due" else ""
         if outcome.errors:
             out(
                 f"sensor {name}: {len(outcome.errors)} error(s), each on stderr; wrote the run's record "
-                f"(outcome error) and {brought}; what failed was skipped, never written in part"
+                f"(outcome error) and {brought}; what failed was skipped, never written in part{said}"
             )
         else:
-            out(f"sensor {name}: wrote the run's record and {brought}")
+            out(f"sensor {name}: wrote the run's record and {brought}{said}")
     _errors(outcome.errors)
     if outcome.errors:
         raise typer.Exit(1)

@@ -41,6 +41,9 @@ def run(argv: tuple[str, ...] | list[str], *, stdin: bytes, timeout: float, cwd:
     own failure (a missing program, a crash, a timeout): that is the Ran's problem."""
     env = {name: os.environ[name] for name in ENVIRONMENT if name in os.environ}
     env.setdefault("PATH", os.defpath)
+    # it leaves no bytecode in the workspace: a `__pycache__` beside a script is a file trunk does
+    # not hold, which the next run's check (engine.commands.sensors.not_trunks) refuses (D-310)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     shown = " ".join(argv)[:200]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as given, tempfile.TemporaryFile() as err:
         given.write(stdin)

@@ -81,18 +81,31 @@ def _key_line(text: str, where: str) -> str:
 
 
 def default_trunk(root: Path) -> tuple[str, str | None]:
-    """The trunk when `--trunk` is not given, and a note where it is not `main`: the branch the
-    repository is on, where it has no `main` (an operator's review: init in a repository on
-    `master` wrote `trunk: main`; every sensor then failed on a trunk that did not exist, and
-    decisions were committed to `master`)."""
+    """The trunk when `--trunk` is not given, and a note where it is not `main`: `main` where the
+    repository or its `origin` has one; else the branch `origin/HEAD` names; else `master` where
+    there is one; else the branch the repository is on (an operator's review: init in a repository
+    on `master` wrote `trunk: main`, every sensor then failed on a trunk that did not exist, and
+    decisions were committed to `master`; a re-check: a clone on a feature branch, or a repository
+    with `master` checked out on a feature branch, made the feature branch trunk)."""
     from registry.gitcall import git_text
 
-    on = git_text(root, "symbolic-ref", "--short", "-q", "HEAD", timeout=10, filters=False)
-    branch = on.stdout.strip() if on.returncode == 0 else ""
-    if not branch or branch == "main" or not branch_name(branch):
+    def found(*args: str) -> str:
+        done = git_text(root, *args, timeout=10, filters=False)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    if found("rev-parse", "--git-dir") == "":
+        return "main", None  # not in git: init says how to commit it, on main
+    if found("rev-parse", "--verify", "-q", "refs/heads/main") or found(
+        "rev-parse", "--verify", "-q", "refs/remotes/origin/main"
+    ):
         return "main", None
-    has_main = git_text(root, "rev-parse", "--verify", "-q", "refs/heads/main", timeout=10, filters=False)
-    if has_main.returncode == 0:
+    remote = found("symbolic-ref", "-q", "--short", "refs/remotes/origin/HEAD").removeprefix("origin/")
+    if remote and branch_name(remote):
+        return remote, f"trunk: {remote} (origin's default branch; --trunk names another)"
+    if found("rev-parse", "--verify", "-q", "refs/heads/master"):
+        return "master", "trunk: master (this repository has no main; --trunk names another)"
+    branch = found("symbolic-ref", "--short", "-q", "HEAD")
+    if not branch or branch == "main" or not branch_name(branch):
         return "main", None
     return (
         branch,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,8 @@ from engine.read.worldfold import OSV_KEY
 from identity.policy import RoutingPolicy, Sensor, duration_seconds, lockfile_format
 
 STORES_FOLDER = ".regulator" + os.sep
+MAX_ALIASES = 256  # an advisory's aliases a signal keeps (its deduplication keys); the rest counted
+MAX_ALIAS_TEXT = 128  # an alias longer is no advisory id: not kept
 MAX_ERRORS = 20  # errors a run keeps in its event (and prints); the rest are counted
 MAX_HELD = 1000  # errors a run holds while it runs (Collected.error); the rest are counted
 MAX_TEXT = 1000  # characters of one error kept: a run's event always fits a store line
@@ -84,6 +86,7 @@ class Collected(msgspec.Struct):
     read: set[str] = msgspec.field(default_factory=set)
     judged: set[str] = msgspec.field(default_factory=set)
     unjudged: set[str] = msgspec.field(default_factory=set)
+    pinned: set[str] = msgspec.field(default_factory=set)  # "<package>\0<lockfile>" of every pin read
     matched: set[str] = msgspec.field(default_factory=set)
 
     def error(self, text: str) -> None:
@@ -213,42 +216,85 @@ def collect_command(
     return found
 
 
+def _named_paths(argv: tuple[str, ...] | list[str]) -> list[tuple[str, str]]:
+    """(argument, path) for each path an argument vector may run or read: the program where a path
+    names it, each later argument, an option's `=` value, and a module after `-m` (as its file and
+    its folder). Text after `-c` is code no path check reads (docs/sensors.md says so)."""
+    out: list[tuple[str, str]] = []
+    for k, arg in enumerate(argv):
+        if not arg or (k == 0 and os.sep not in arg):
+            continue  # a program looked up in PATH
+        if k > 0 and argv[k - 1] == "-m":
+            module = arg.replace(".", os.sep)
+            out += [(arg, module + ".py"), (arg, module)]
+        elif arg.startswith("-"):
+            if "=" in arg:
+                out.append((arg, arg.split("=", 1)[1]))
+        else:
+            out.append((arg, arg))
+    return out
+
+
 def not_trunks(ws: Workspace, argv: tuple[str, ...] | list[str]) -> str | None:
     """Why the host does not run a decided argument vector (a command sensor's, `notify`), or None:
-    each argument after the program's name naming a file in the workspace, and the program itself
-    where it is named by a path, must be on trunk as a file with the bytes it has on disk (an
+    every file it names inside the workspace (_named_paths) must be on trunk with the bytes it has
+    on disk, and every folder it names or holds such a file (the workspace's own top aside) must be
+    as trunk has it, nothing added (a script's sibling it sources, a package's `__main__.py`). An
     operator's review: the proposal's `! runs ./tools/notify.sh` was reviewed, then an edit of the
-    script in the host's checkout, never committed, ran). What lies outside the workspace is the
-    host's own (/usr/bin/…, a virtualenv), as the decision named it."""
+    script in the host's checkout, never committed, ran; an adversarial review then ran uncommitted
+    code through a folder, `-m`, an option's value and a sourced file. What lies outside the
+    workspace is the host's own (/usr/bin/…, a virtualenv), as the decision named it, and so is the
+    stores' folder."""
     root = os.path.realpath(ws.root)
-    inside: dict[str, str] = {}  # path relative to the root -> the argument that names it
-    for k, arg in enumerate(argv):
-        if not arg or (k == 0 and os.sep not in arg) or (k > 0 and arg.startswith("-")):
-            continue  # a program looked up in PATH, an option
-        named = os.path.join(root, arg)  # an absolute argument stays itself
+    files: dict[str, str] = {}  # path relative to the root -> the argument that names it
+    folders: dict[str, str] = {}
+    for arg, path in _named_paths(argv):
+        named = os.path.join(root, path)  # an absolute path stays itself
         for place in (os.path.normpath(named), os.path.realpath(named)):  # the link, and where it leads
             relative = os.path.relpath(place, root)
-            if relative.startswith(STORES_FOLDER):
-                continue  # the stores' folder is the host's own (a lock, a store), never code to review
-            if place.startswith(root + os.sep) and (os.path.isfile(place) or os.path.islink(place)):
-                inside.setdefault(relative, arg)
-    if not inside:
+            if not place.startswith(root + os.sep) or relative.startswith(STORES_FOLDER):
+                continue
+            if os.path.isfile(place) or os.path.islink(place):
+                files.setdefault(relative, arg)
+                if os.path.dirname(relative):
+                    folders.setdefault(os.path.dirname(relative), arg)
+            elif os.path.isdir(place):
+                folders.setdefault(relative, arg)
+    if not files and not folders:
         return None
-    commit, files, _ = trunk_files(ws, list(inside))
-    for relative, arg in inside.items():
-        on_trunk = files.get(relative)
+    commit, on_trunk, _ = trunk_files(ws, list(files))
+    if commit is None:
+        return f"{next(iter({**files, **folders}.values()))}: no trunk to judge it by; nothing in the workspace is run"
+    for relative, arg in files.items():
         try:
             on_disk: bytes | None = (Path(root) / relative).read_bytes()
         except OSError:
             on_disk = None
-        if on_trunk is None or on_disk != on_trunk:
-            said = "is not a file on trunk" if on_trunk is None else "differs from trunk's"
-            where = f" ({commit[:12]})" if commit else ""
-            return (
-                f"{arg}: {relative} {said}{where}; the host runs only what trunk holds in the workspace "
-                "(commit it to trunk, or name a program outside the workspace)"
-            )
+        if on_trunk.get(relative) is None or on_disk != on_trunk[relative]:
+            said = "is not a file on trunk" if on_trunk.get(relative) is None else "differs from trunk's"
+            return f"{arg}: {relative} {said} ({commit[:12]}); {_RUNS_TRUNKS}"
+    if folders:
+        from registry.gitcall import git_text
+
+        listed = sorted(folders)
+        changed = git_text(Path(root), "diff", "--name-only", "-z", commit, "--", *listed, timeout=60)
+        added = git_text(
+            Path(root), "ls-files", "-z", "--others", "--exclude-standard", "--", *listed, timeout=60
+        )
+        if changed.returncode or added.returncode:
+            return f"{folders[listed[0]]}: git could not compare {listed[0]} with trunk; nothing is run"
+        for said, found in (("differs from trunk's", changed.stdout), ("is not on trunk", added.stdout)):
+            first = next((f for f in found.split("\0") if f), None)
+            if first is not None:
+                holder = next((d for d in listed if first.startswith(d + "/")), listed[0])
+                return f"{folders[holder]}: {first} {said} ({commit[:12]}), in {holder}/; {_RUNS_TRUNKS}"
     return None
+
+
+_RUNS_TRUNKS = (
+    "the host runs only what trunk holds in the workspace (commit it to trunk, or name a program outside "
+    "the workspace)"
+)
 
 
 def trunk_files(ws: Workspace, paths: list[str]) -> tuple[str | None, dict[str, bytes], list[str]]:
@@ -345,7 +391,9 @@ def collect_osv(
             continue
         found.read.add(path)
         for pin in pins:
-            index.setdefault((pin.ecosystem, normalize(pin.ecosystem, pin.name)), []).append((path, pin))
+            normalized = normalize(pin.ecosystem, pin.name)
+            index.setdefault((pin.ecosystem, normalized), []).append((path, pin))
+            found.pinned.add(OSV_KEY.join((normalized, path)))
     for path, units in sorted(sensor.lockfiles.items()):
         gone = [u for u in units if u not in known]
         if gone:  # its advisories are raised on the units that are (an operator's review: one unit
@@ -468,12 +516,16 @@ def _osv_signal(
     rid = record["id"]
     versions = ", ".join(dict.fromkeys(p.version for p in pins))
     ecosystem = ECOSYSTEM_OF[lockfile_format(lockfile) or ""]
-    others = aliases(record)
+    # at most MAX_ALIASES names kept, each an id's length, the rest counted (an adversarial review: a
+    # record with 250,000 aliases made an observation over the limit, and the record was dropped)
+    every = [a for a in aliases(record) if len(a) <= MAX_ALIAS_TEXT]
+    others = every[:MAX_ALIASES]
+    shown = ", ".join(every[:16]) + (f", and {len(every) - 16} more" if len(every) > 16 else "")
     fields = {
         "subject": f"{package} {versions}: {rid}",
         "claim": claim_of(record),
         "observation": f"{lockfile} on trunk pins {package} {versions} ({ecosystem}), which OSV advisory "
-        f"{rid}{' (' + ', '.join(others) + ')' if others else ''} affects",
+        f"{rid}{' (' + shown + ')' if every else ''} affects",
         "evidence": ([f"{lockfile}:{p.line}" for p in pins] + [rid, *others])[:64],
         "confidence": "high",
         "reportedSeverity": severity,
@@ -495,17 +547,23 @@ def _osv_signal(
 # ---- judging and writing --------------------------------------------------------------------------
 
 
-def _standing(state: State, keys: set[str]) -> tuple[list[tuple[str, str, list[str]]], str | None]:
+def _standing(
+    state: State, keys: set[str], sensor: str
+) -> tuple[list[tuple[str, str, list[str]]], tuple[int, str] | None]:
     """The sensors' advisory signals raised under these keys, and under every name those signals
-    carry in turn, that still stand: (id, reported severity, affected units) of each not cleared
-    since; and the id of the latest clearing among the others (None: none), which names a raise
-    that comes after it (D-308). A unit's report that supersedes
-    one is no record of the world's and is never among them (an adversarial review: a unit's
-    already-expired report at `critical` kept GHSA's later HIGH record from being raised)."""
+    carry in turn, that still stand for `sensor`'s run: (id, reported severity, affected units) of
+    each; and of the others the latest that stopped standing (when, its id), which a raise after
+    it names and supersedes (D-308). A signal stops standing once cleared, and for another sensor
+    once withdrawn: a withdrawn signal still stands for its own sensor, so an alias of it in that
+    feed raises nothing anew (D-131), but another sensor's feed that still lists the advisory
+    raises it (an operator's review: one feed's withdrawal lifted the hold another feed still
+    asked for). A unit's report that supersedes one is no record of the world's and is never among
+    them (an adversarial review: a unit's already-expired report at `critical` kept GHSA's later
+    HIGH record from being raised)."""
     world, refs = state.world, state.signals.refs
     todo, seen_keys, seen_ids = list(keys), set(keys), set()
     standing: list[tuple[str, str, list[str]]] = []
-    gone: list[int] = []
+    gone: list[tuple[int, str]] = []
     while todo:
         for signal_id in world.advisories.get(todo.pop(), ()):
             if signal_id in seen_ids or signal_id not in refs:
@@ -519,24 +577,29 @@ def _standing(state: State, keys: set[str]) -> tuple[list[tuple[str, str, list[s
                 if key not in seen_keys:
                     seen_keys.add(key)
                     todo.append(key)
-            ended = world.cleared.get(signal_id)  # a withdrawn one still stands: its record's alias
-            if ended is not None:  # in another record raises nothing anew (D-131)
-                gone.append(ended)
+            ended = world.cleared.get(signal_id)
+            if ended is None and event.get("sensor") != sensor:
+                ended = world.withdrawn.get(signal_id)
+            if ended is not None:
+                gone.append((ended, signal_id))
                 continue
             units = [u for u in event.get("affectedUnits") or () if isinstance(u, str)]
             standing.append((signal_id, str(event.get("reportedSeverity")), units))
-    return standing, (str(state.source.event(max(gone)).get("id")) if gone else None)
+    return standing, (max(gone) if gone else None)
 
 
-def _still_owed(state: State, event: SignalEvent, keys: set[str], rank: Callable[[str, int], int]) -> bool:
+def _still_owed(
+    state: State, event: SignalEvent, keys: set[str], rank: Callable[[str, int], int], sensor: str
+) -> bool:
     """Whether an advisory's signal is owed although one was raised under its names before, and,
     if so, made the signal that is: for the units none standing covers at its severity or above
     (a second sensor's lockfile mapping, a unit added to it), superseding the most severe standing
-    one where it is more severe than all (the record re-scored, or another record of it), or anew
-    after the last clearing (the pin regressed); its id
-    derived from what makes it owed, so the next run finds it raised (D-306, D-308)."""
-    standing, after = _standing(state, keys)
-    if not standing and event["id"] not in state.signals.refs:
+    one where it is more severe than all (the record re-scored, or another record of it); or, where
+    none stands, anew after the last that stopped standing, superseding it (the pin regressed after
+    it was cleared, another feed's withdrawal); its id derived from what makes it owed, so the next
+    run finds it raised (D-306, D-308)."""
+    standing, after = _standing(state, keys, sensor)
+    if not standing and event["id"] not in state.signals.refs and after is None:
         return True  # the first raise, under the id it always had
     severity = rank(event["reportedSeverity"], -1)
     units = list(event["affectedUnits"])
@@ -548,17 +611,26 @@ def _still_owed(state: State, event: SignalEvent, keys: set[str], rank: Callable
             return False
         if severity > rank(top[1], -1):
             event["supersedes"] = top[0]  # the world now says more of it: raised again, linked
+    elif after is not None:
+        event["supersedes"] = after[1]  # raised again after it stopped standing: the two linked
     event["affectedUnits"] = units
-    event["id"] = ids.derived_id(event["id"], event["reportedSeverity"], *units, *([after] if after else []))
+    marks = [event["reportedSeverity"], *units]
+    if after is not None:
+        marks.append(str(state.source.event(after[0]).get("id")))
+    event["id"] = ids.derived_id(event["id"], *marks)
     return True
 
 
 def _cleared(state: State, name: str, found: Collected) -> list[str]:
     """This sensor's advisory signals, still standing, whose advisory this run judged against
-    their lockfile read whole and found affecting no pin there (upgraded, or the record says so
-    now): cleared, so that the pin regressing raises it again (D-308: it was remembered for ever)."""
+    their lockfile read whole, its package still pinned there, and found affecting no pin:
+    cleared, so that the pin regressing raises it again (D-308: it was remembered for ever). A run
+    that met any error clears nothing (an adversarial review: a record whose file did not parse,
+    or whose `affected` could not be used, cleared what it had raised, and a feed that flapped
+    raised it anew on every good run), nor does a package no longer pinned (moved to an included
+    file, a range: nothing says it was upgraded)."""
     world, refs = state.world, state.signals.refs
-    if not found.read or not found.judged:
+    if found.error_count or not found.read or not found.judged:
         return []
     mine = [s for s in world.sensed.get(name, ()) if s in refs and s not in world.withdrawn]
     mine = [s for s in mine if s not in world.cleared]
@@ -567,12 +639,13 @@ def _cleared(state: State, name: str, found: Collected) -> list[str]:
         ref = event.get("osv")
         if not isinstance(ref, dict) or ref.get("lockfile") not in found.read:
             continue
+        package, lockfile = str(ref.get("package")), str(ref["lockfile"])
+        if OSV_KEY.join((package, lockfile)) not in found.pinned:
+            continue  # not pinned there now: nothing is said of its version
         names = [str(n) for n in (ref.get("id"), *(ref.get("aliases") or ()))]
         if not any(n in found.judged for n in names) or any(n in found.unjudged for n in names):
             continue  # its record is not in this feed now, or one naming it was not judged
-        if any(
-            OSV_KEY.join((n, str(ref.get("package")), str(ref["lockfile"]))) in found.matched for n in names
-        ):
+        if any(OSV_KEY.join((n, package, lockfile)) in found.matched for n in names):
             continue
         out.append(signal_id)
     return out
@@ -614,7 +687,7 @@ def plan(
             if any(key in keys for key in mine):
                 continue  # a more severe record of this run names it
             keys |= mine
-            if not _still_owed(state, event, mine, rank):
+            if not _still_owed(state, event, mine, rank, name):
                 continue  # raised already, under this id or an alias, as severe, for these units
         if event["id"] in refs or event["id"] in planned:
             continue
@@ -665,6 +738,8 @@ def plan(
     cleared = _cleared(state, name, found)
     if cleared:
         run["cleared"] = cleared
+    if found.stalled:  # said even where an error makes the outcome `error`
+        run["stalled"] = True
     return [*events, run]
 
 
@@ -697,14 +772,27 @@ def run(ws: Workspace, name: str, now: datetime | None = None, *, only_due: bool
             return Outcome(f"sensor {name}", note="not due")
         store = ws.store("signals")
         marks = seen(ws, state, "signals")  # on its host events: a sensor's reports are not host events
+        planned = plan(state, name, sensor, found, now, policy.severities)
         written = [
             store.append(event | {"seen": marks} if event["kind"] in HOST_KINDS else event)["id"]
-            for event in plan(state, name, sensor, found, now, policy.severities)
+            for event in planned
         ]
     said = [f"sensor {name}: {e}" for e in found.errors[:MAX_ERRORS]]
     if found.error_count > MAX_ERRORS:
         said.append(f"sensor {name}: and {found.error_count - MAX_ERRORS} more error(s), counted in its run")
-    return Outcome(f"sensor {name}", written, said)
+    return Outcome(f"sensor {name}", written, said, note=_said_of(planned[-1] if planned else None))
+
+
+def _said_of(run: Mapping[str, Any] | None) -> str:
+    """What a run's record says beyond its signals, for `sensors run` and serve's log: the feed
+    stalled, earlier signals cleared (an operator's re-check: neither was said where a cron job
+    reads)."""
+    if run is None or run.get("kind") != EventKind.SENSOR_RUN:
+        return ""
+    parts = ["its feed stalled (nothing modified for longer than staleAfter)"] if run.get("stalled") else []
+    if run.get("cleared"):
+        parts.append(f"{len(run['cleared'])} earlier signal(s) no longer affect their pin (cleared)")
+    return "; ".join(parts)
 
 
 def run_due(ws: Workspace, now: datetime) -> Outcome:
@@ -712,6 +800,7 @@ def run_due(ws: Workspace, now: datetime) -> Outcome:
     total = Outcome("sensors")
     sensors = ws.sensors().sensors
     ran = 0
+    notes: list[str] = []
     for name in sorted(sensors):
         try:
             outcome = run(ws, name, now, only_due=True)
@@ -723,9 +812,12 @@ def run_due(ws: Workspace, now: datetime) -> Outcome:
             continue
         if outcome.note != "not due":
             ran += 1
+            if outcome.note:
+                notes.append(f"{name}: {outcome.note}")
         total.written += outcome.written
         total.errors += outcome.errors
     total.note = f"{ran} of {len(sensors)} sensor(s) ran" if sensors else "no sensors declared"
+    total.note += "".join(f"; {note}" for note in notes)
     return total
 
 

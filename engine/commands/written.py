@@ -344,6 +344,7 @@ class SensorRunEvent(Stamped):
     revision: str | None
     at: str
     cleared: NotRequired[list[str]]  # its signals whose advisory no longer affects their pin (D-308)
+    stalled: NotRequired[bool]  # its feed found stalled (D-309)
     seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (design §22)
 
 

@@ -342,9 +342,10 @@ def read_feed(path: Path, now: datetime | None = None) -> Feed:
         sources = _folder(path)
     elif path.is_file() and zipfile.is_zipfile(path):
         sources = _zip(path)
-    elif not path.exists() and not path.is_symlink():  # an operator's review: a missing zip was
-        # called "neither a folder nor a zip", which sent one looking at what was there
-        feed.errors.append(f"feed {path}: does not exist (a folder or a zip of OSV JSON files)")
+    elif not path.exists():  # an operator's review: a missing zip (or a link to a folder that is
+        # gone) was called "neither a folder nor a zip", which sent one looking at what was there
+        what = "a link to nothing" if path.is_symlink() else "a folder or a zip of OSV JSON files"
+        feed.errors.append(f"feed {path}: does not exist ({what})")
         return feed
     else:
         feed.errors.append(f"feed {path}: neither a folder nor a zip of OSV JSON files")
