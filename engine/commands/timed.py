@@ -20,7 +20,8 @@ from datetime import datetime
 from engine.base import clock, confine, ids
 from engine.checkout.workspace import Workspace
 from engine.commands.duty import Duty, Outcome, deciding
-from engine.commands.sensors import not_trunks, run_due
+from engine.commands.sensors import run_due
+from engine.commands.trunkfiles import not_trunks
 from engine.commands.units import seen
 from engine.commands.written import DeadlineEscalatedEvent, EvidenceExpiredEvent, OverdueEvent
 from engine.log.store import canonical
