@@ -122,7 +122,7 @@ def test_a_repository_on_another_branch_without_main_has_that_branch_as_trunk(tm
     upstream = tmp_path / "upstream"
     git(tmp_path, "init", "-q", "-b", "main", str(upstream))
     git(upstream, "commit", "-q", "--allow-empty", "-m", "start")
-    git(upstream, "checkout", "-q", "-b", "feature-x")
+    git(upstream, "branch", "feature-x")  # origin's HEAD stays main
     git(tmp_path, "clone", "-q", "-b", "feature-x", f"file://{upstream}", str(tmp_path / "cloned"))
     for place, trunk in ((root, "master"), (tmp_path / "cloned", "main")):
         done = regulator(place, "init", "--owner", "alice", "--owner-key", f"{key}.pub", "--key", str(key))

@@ -291,3 +291,30 @@ def test_a_package_no_longer_pinned_is_not_cleared(ws: Any) -> None:
     ws.run("sensors", "run", "osv", check=True)
     runs = [e for e in ws.events("signals") if e["kind"] == "sensor-run"]
     assert "cleared" not in runs[-1]
+
+
+def test_another_packages_record_sharing_a_cve_neither_withdraws_nor_clears(ws: Any) -> None:
+    """An adversarial re-check: a withdrawn record for another package, sharing the CVE alias, marked
+    this package's obligation `(advisory withdrawn)`; and, once this package's record left the feed,
+    the other package's record cleared it. Each is about its own packages only."""
+    from tests.test_world_osv import DJANGO
+
+    declare(ws)
+    other = record(
+        "GHSA-othr-othr-othr", "PyPI", "otherpkg", [{"introduced": "0"}, {"fixed": "9.0"}],
+        aliases=["CVE-2022-34265"], summary="another package, the same CVE",
+    )  # fmt: skip
+    write_feed(ws.root / "feeds" / "osv", [DJANGO, {**other, "withdrawn": "2026-11-28T00:00:00Z"}])
+    ws.run("sensors", "run", "osv", check=True)
+    ws.run("sensors", "run", "osv", check=True)
+    (django,) = sensor_signals(ws)
+    assert not [e for e in ws.events("signals") if e["kind"] == "advisory-withdrawn"]
+    (ws.root / "feeds" / "osv" / f"{DJANGO['id']}.json").unlink()
+    write_feed(ws.root / "feeds" / "osv", [other])
+    ws.run("sensors", "run", "osv", check=True)
+    runs = [e for e in ws.events("signals") if e["kind"] == "sensor-run"]
+    assert "cleared" not in runs[-1]
+    ws.run("signals", "route", check=True)
+    listed = ws.json("obligations")
+    assert listed and not any(o["advisoryWithdrawn"] or o["advisoryCleared"] for o in listed)
+    assert sensor_signals(ws) == [django]

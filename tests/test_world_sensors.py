@@ -286,3 +286,71 @@ def test_a_folder_a_module_or_an_options_value_in_the_workspace_runs_only_as_tru
         assert done.returncode == 1 and "tools/pkg/__main__.py differs from trunk's" in one_line(done), shape
         ws.git("checkout", "--", "tools/pkg/__main__.py")
     assert "forged" not in json.dumps(sensor_signals(ws))
+
+
+def test_what_python_imports_from_the_workspace_runs_only_as_trunk_has_it(ws: Any) -> None:
+    """A third review's bypasses of D-310: `-um`, `-mX`, the top as a program (`python3 .`), a
+    parent package's `__init__.py`, a module at the top shadowing the standard library, a folder
+    whose own `.gitignore` hides it, and an `ident` attribute making an edit compare clean."""
+    lines = ws.root.parent / "lines.json"
+    lines.write_text(json.dumps([GOOD]))
+    scanner = "import json, sys\nprint(json.dumps(json.load(open(sys.argv[1]))[0]))\n"
+    ws.write("tools/__init__.py", "")
+    ws.write("tools/sub/__init__.py", "")
+    ws.write("tools/sub/scanner.py", scanner)
+    ws.write("tools/run.sh", "#!/bin/sh\n. tools/lib.sh\n")
+    ws.write("tools/lib.sh", "true $Id$\n")
+    ws.commit("the scanners, reviewed")
+    marker = ws.root.parent / "ran-unreviewed"
+    evil = f"open({str(marker)!r}, 'w').write('x')\n"
+    shapes: list[tuple[list[str], Any, str]] = [
+        (
+            ["-um", "tools.sub.scanner"],
+            lambda: (ws.root / "tools/sub/scanner.py").write_text(evil),
+            "tools/sub/scanner.py",
+        ),
+        (
+            ["-mtools.sub.scanner"],
+            lambda: (ws.root / "tools/sub/scanner.py").write_text(evil),
+            "tools/sub/scanner.py",
+        ),
+        (
+            ["-m", "tools.sub.scanner"],
+            lambda: (ws.root / "tools/__init__.py").write_text(evil),
+            "tools/__init__.py",
+        ),
+        (
+            ["-m", "tools.sub.scanner"],
+            lambda: (ws.root / "json.py").write_text(evil),
+            "json.py is not on trunk",
+        ),
+        (["."], lambda: (ws.root / "__main__.py").write_text(evil), "__main__.py is not on trunk"),
+    ]
+    for args, tamper, said in shapes:
+        declare(ws, [GOOD], command=[sys.executable, *args, str(lines)])
+        tamper()
+        done = ws.run("sensors", "run", "scan")
+        assert done.returncode == 1 and said in one_line(done), (args, one_line(done))
+        assert not marker.exists()
+        ws.git("checkout", "--", ".")
+        ws.git("clean", "-fdq", "--", "json.py", "__main__.py")
+    # a folder that hides itself from git: `.gitignore` of `*` in it
+    hidden = ws.root / "tools" / "sub" / "scanner"
+    hidden.mkdir()
+    (hidden / ".gitignore").write_text("*\n")
+    (hidden / "__init__.py").write_text("")
+    (hidden / "__main__.py").write_text(evil)
+    declare(ws, [GOOD], command=[sys.executable, "-m", "tools.sub.scanner", str(lines)])
+    done = ws.run("sensors", "run", "scan")
+    assert done.returncode == 1 and "is not on trunk" in one_line(done) and not marker.exists()
+    for name in (".gitignore", "__init__.py", "__main__.py"):
+        (hidden / name).unlink()
+    hidden.rmdir()
+    # an ident attribute: git diff calls the edited library clean; its bytes are not trunk's
+    (ws.root / ".gitattributes").write_text("tools/lib.sh ident\n")
+    (ws.root / "tools" / "lib.sh").write_text(f"true $Id: ; touch {marker} ; : $\n")
+    declare(ws, [GOOD], command=["/bin/sh", "tools/run.sh"])
+    done = ws.run("sensors", "run", "scan")
+    assert (
+        done.returncode == 1 and "tools/lib.sh differs from trunk's" in one_line(done) and not marker.exists()
+    )

@@ -82,8 +82,8 @@ def _key_line(text: str, where: str) -> str:
 
 def default_trunk(root: Path) -> tuple[str, str | None]:
     """The trunk when `--trunk` is not given, and a note where it is not `main`: `main` where the
-    repository or its `origin` has one; else the branch `origin/HEAD` names; else `master` where
-    there is one; else the branch the repository is on (an operator's review: init in a repository
+    repository has one; else the branch `origin/HEAD` names; else `main` where `origin` has one;
+    else `master` where there is one; else the branch the repository is on (an operator's review: init in a repository
     on `master` wrote `trunk: main`, every sensor then failed on a trunk that did not exist, and
     decisions were committed to `master`; a re-check: a clone on a feature branch, or a repository
     with `master` checked out on a feature branch, made the feature branch trunk)."""
@@ -95,13 +95,17 @@ def default_trunk(root: Path) -> tuple[str, str | None]:
 
     if found("rev-parse", "--git-dir") == "":
         return "main", None  # not in git: init says how to commit it, on main
-    if found("rev-parse", "--verify", "-q", "refs/heads/main") or found(
-        "rev-parse", "--verify", "-q", "refs/remotes/origin/main"
-    ):
+    if found("rev-parse", "--verify", "-q", "refs/heads/main"):
         return "main", None
+    # origin's declared default before a `main` anyone who can push a branch may create there (an
+    # adversarial re-check: a pushed `main` became trunk, and its lockfiles were the sensors')
     remote = found("symbolic-ref", "-q", "--short", "refs/remotes/origin/HEAD").removeprefix("origin/")
+    if remote == "main":
+        return "main", None
     if remote and branch_name(remote):
         return remote, f"trunk: {remote} (origin's default branch; --trunk names another)"
+    if found("rev-parse", "--verify", "-q", "refs/remotes/origin/main"):
+        return "main", None
     if found("rev-parse", "--verify", "-q", "refs/heads/master"):
         return "master", "trunk: master (this repository has no main; --trunk names another)"
     branch = found("symbolic-ref", "--short", "-q", "HEAD")

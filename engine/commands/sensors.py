@@ -71,13 +71,14 @@ class Collected(msgspec.Struct):
     """What one run of a sensor brought, before it is judged against the stores."""
 
     signals: list[SignalEvent] = msgspec.field(default_factory=list)  # whole signal events, ids derived
-    withdrawn: list[tuple[str, list[str], str]] = msgspec.field(default_factory=list)  # (id, names, when)
+    # (id, names, when, the normalized packages it is about)
+    withdrawn: list[tuple[str, list[str], str, set[str]]] = msgspec.field(default_factory=list)
     errors: list[str] = msgspec.field(default_factory=list)
     revision: str | None = None
     exit_code: int | None = None
     dropped: int = 0  # errors past MAX_HELD, counted only (`error`)
     # what an OSV run judged, so it can say which earlier signals no longer stand (D-308): the
-    # lockfiles read whole, every pin judged; the names of the records judged; the (name, package,
+    # lockfiles read whole, every pin judged; "<name>\0<package>" of the records judged; the (name, package,
     # lockfile) keys they affected
     stalled: bool = False  # the feed's newest record is older than staleAfter: the run's outcome
     read: set[str] = msgspec.field(default_factory=set)
@@ -250,9 +251,10 @@ def collect_osv(
     for record in feed.records:
         rid = record["id"]
         names = [rid, *aliases(record)]
+        packages = record_packages(record)
         withdrawn = record.get("withdrawn")
         if withdrawn is not None:
-            found.withdrawn.append((rid, names, withdrawn if isinstance(withdrawn, str) else ""))
+            found.withdrawn.append((rid, names, withdrawn if isinstance(withdrawn, str) else "", packages))
             continue
         try:
             hits = list(matches(record, index, unjudged))
@@ -261,7 +263,7 @@ def collect_osv(
             found.unjudged.update(names)  # nothing under its names is said to be clear this run
             continue
         severity = _higher(policy, sensor.severity, feed_severity(record))
-        found.judged.update(names)
+        found.judged.update(OSV_KEY.join((n, package)) for n in names for package in packages)
         for lockfile, package, pins in hits:
             ecosystem = ECOSYSTEM_OF[lockfile_format(lockfile) or ""]
             found.matched.update(OSV_KEY.join((n, normalize(ecosystem, package), lockfile)) for n in names)
@@ -301,6 +303,19 @@ def collect_osv(
         event["id"] = ids.derived_id(STALLED, name, clock.iso(feed.newest))
         event["stalled"] = clock.iso(feed.newest)
         found.signals.append(event)
+    return found
+
+
+def record_packages(record: dict[str, Any]) -> set[str]:
+    """The packages an OSV record is about, each normalized as its ecosystem names it."""
+    found = set()
+    entries = record.get("affected")
+    for entry in entries if isinstance(entries, list) else ():
+        package = entry.get("package") if isinstance(entry, dict) else None
+        if isinstance(package, dict):
+            ecosystem, name = package.get("ecosystem"), package.get("name")
+            if isinstance(ecosystem, str) and isinstance(name, str):
+                found.add(normalize(ecosystem, name))
     return found
 
 
@@ -482,8 +497,11 @@ def _cleared(state: State, name: str, found: Collected) -> list[str]:
         if OSV_KEY.join((package, lockfile)) not in found.pinned:
             continue  # not pinned there now: nothing is said of its version
         names = [str(n) for n in (ref.get("id"), *(ref.get("aliases") or ()))]
-        if not any(n in found.judged for n in names) or any(n in found.unjudged for n in names):
-            continue  # its record is not in this feed now, or one naming it was not judged
+        if not any(OSV_KEY.join((n, package)) in found.judged for n in names):
+            continue  # no record of it, for its package, in this feed now (an adversarial review:
+            # another package's record sharing a CVE alias cleared it once its own record left)
+        if any(n in found.unjudged for n in names):
+            continue  # a record naming it was not judged
         if any(OSV_KEY.join((n, package, lockfile)) in found.matched for n in names):
             continue
         out.append(signal_id)
@@ -536,13 +554,15 @@ def plan(
         planned.add(event["id"])
         chosen.append(k)
     events: list[SensorEvent] = [found.signals[k] for k in sorted(chosen)]
-    by_name: dict[str, list[str]] = {}
+    by_name: dict[str, list[str]] = {}  # "<name>\0<package>" -> the signals raised under it
     for key, raised in world.advisories.items():
-        by_name.setdefault(key.split(OSV_KEY, 1)[0], []).extend(raised)
+        by_name.setdefault(key.rsplit(OSV_KEY, 1)[0], []).extend(raised)
     withdrawn: list[str] = []
     mine = set(world.sensed.get(name, ()))  # a feed withdraws only what its own sensor raised
-    for rid, names, when in found.withdrawn:
-        for signal_id in dict.fromkeys(s for n in names for s in by_name.get(n, ())):
+    for rid, names, when, packages in found.withdrawn:  # for its own packages only (an adversarial
+        # review: a withdrawn record for another package, sharing a CVE alias, marked this one's)
+        about = (OSV_KEY.join((n, package)) for n in names for package in packages)
+        for signal_id in dict.fromkeys(s for key in about for s in by_name.get(key, ())):
             if signal_id in world.withdrawn or signal_id in withdrawn or signal_id not in mine:
                 continue
             withdrawn.append(signal_id)

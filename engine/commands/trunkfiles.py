@@ -7,7 +7,10 @@ command sensor) whose files in the workspace are not as trunk holds them.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -17,42 +20,62 @@ MAX_LOCKFILE = 64 << 20  # bytes of one lockfile read from trunk (a blob of 2 MB
 STORES_FOLDER = ".regulator" + os.sep
 
 
-def _named_paths(argv: tuple[str, ...] | list[str]) -> list[tuple[str, str]]:
+_MODULE = re.compile(r"-[A-Za-z]*m(.*)")  # python's -m, alone or at the end of a cluster (-um, -mX)
+
+
+def _named_paths(argv: tuple[str, ...] | list[str]) -> tuple[list[tuple[str, str]], bool]:
     """(argument, path) for each path an argument vector may run or read: the program where a path
-    names it, each later argument, an option's `=` value, and a module after `-m` (as its file and
-    its folder). Text after `-c` is code no path check reads (docs/sensors.md says so)."""
+    names it, each later argument, an option's `=` value, and a module after `-m` in any form (-m X,
+    -mX, -um X) as its file, its folder and each package folder above it; and whether the
+    workspace's top is read as a whole (`-m`: Python puts its folder first on sys.path; the top
+    named itself). Text after `-c` is code no path check reads (docs/sensors.md says so)."""
     out: list[tuple[str, str]] = []
+    top = False
+    module_next = False
     for k, arg in enumerate(argv):
         if not arg or (k == 0 and os.sep not in arg):
             continue  # a program looked up in PATH
-        if k > 0 and argv[k - 1] == "-m":
-            module = arg.replace(".", os.sep)
-            out += [(arg, module + ".py"), (arg, module)]
+        found = _MODULE.fullmatch(arg) if k > 0 and not arg.startswith("--") else None
+        if module_next or found is not None:
+            name = arg if module_next else (found.group(1) if found else "")
+            module_next = not name  # `-m` alone: the module is the next argument
+            if name:
+                top = True
+                parts = name.split(".")
+                out += [(arg, os.sep.join(parts) + ".py"), (arg, os.sep.join(parts))]
+                out += [(arg, os.sep.join(parts[:n])) for n in range(1, len(parts))]
         elif arg.startswith("-"):
             if "=" in arg:
                 out.append((arg, arg.split("=", 1)[1]))
         else:
             out.append((arg, arg))
-    return out
+    return out, top
 
 
 def not_trunks(ws: Workspace, argv: tuple[str, ...] | list[str]) -> str | None:
     """Why the host does not run a decided argument vector (a command sensor's, `notify`), or None:
     every file it names inside the workspace (_named_paths) must be on trunk with the bytes it has
-    on disk, and every folder it names or holds such a file (the workspace's own top aside) must be
-    as trunk has it, nothing added (a script's sibling it sources, a package's `__main__.py`). An
-    operator's review: the proposal's `! runs ./tools/notify.sh` was reviewed, then an edit of the
-    script in the host's checkout, never committed, ran; an adversarial review then ran uncommitted
-    code through a folder, `-m`, an option's value and a sourced file. What lies outside the
-    workspace is the host's own (/usr/bin/…, a virtualenv), as the decision named it, and so is the
-    stores' folder."""
+    on disk, and every folder it names or holds such a file must hold exactly trunk's files, byte
+    for byte, nothing added, ignored or not (a script's sibling it sources, a package's
+    `__main__.py`); where the top is read as a whole, every entry at the top is trunk's or ignored
+    by trunk's `.gitignore`. An operator's review: the proposal's `! runs ./tools/notify.sh` was
+    reviewed, then an edit of the script in the host's checkout, never committed, ran; adversarial
+    reviews then ran uncommitted code through a folder, `-m` in its forms, an option's value, a
+    sourced file, a module shadowing the standard library at the top, a folder whose own
+    `.gitignore` hid it, and an `ident` attribute that made `git diff` call an edit clean. What
+    lies outside the workspace is the host's own (/usr/bin/…, a virtualenv), as the decision named
+    it, and so is the stores' folder."""
     root = os.path.realpath(ws.root)
     files: dict[str, str] = {}  # path relative to the root -> the argument that names it
     folders: dict[str, str] = {}
-    for arg, path in _named_paths(argv):
-        named = os.path.join(root, path)  # an absolute path stays itself
-        for place in (os.path.normpath(named), os.path.realpath(named)):  # the link, and where it leads
+    named, top = _named_paths(argv)
+    for arg, path in named:
+        joined = os.path.join(root, path)  # an absolute path stays itself
+        for place in (os.path.normpath(joined), os.path.realpath(joined)):  # the link, and where it leads
             relative = os.path.relpath(place, root)
+            if place == root:
+                top = True
+                continue
             if not place.startswith(root + os.sep) or relative.startswith(STORES_FOLDER):
                 continue
             if os.path.isfile(place) or os.path.islink(place):
@@ -61,11 +84,12 @@ def not_trunks(ws: Workspace, argv: tuple[str, ...] | list[str]) -> str | None:
                     folders.setdefault(os.path.dirname(relative), arg)
             elif os.path.isdir(place):
                 folders.setdefault(relative, arg)
-    if not files and not folders:
+    if not files and not folders and not top:
         return None
+    what = next(iter({**files, **folders}.values()), argv[0] if argv else "")
     commit, on_trunk, _ = trunk_files(ws, list(files))
     if commit is None:
-        return f"{next(iter({**files, **folders}.values()))}: no trunk to judge it by; nothing in the workspace is run"
+        return f"{what}: no trunk to judge it by; nothing in the workspace is run"
     for relative, arg in files.items():
         try:
             on_disk: bytes | None = (Path(root) / relative).read_bytes()
@@ -74,22 +98,123 @@ def not_trunks(ws: Workspace, argv: tuple[str, ...] | list[str]) -> str | None:
         if on_trunk.get(relative) is None or on_disk != on_trunk[relative]:
             said = "is not a file on trunk" if on_trunk.get(relative) is None else "differs from trunk's"
             return f"{arg}: {relative} {said} ({commit[:12]}); {_RUNS_TRUNKS}"
-    if folders:
-        from registry.gitcall import git_text
-
-        listed = sorted(folders)
-        changed = git_text(Path(root), "diff", "--name-only", "-z", commit, "--", *listed, timeout=60)
-        added = git_text(
-            Path(root), "ls-files", "-z", "--others", "--exclude-standard", "--", *listed, timeout=60
-        )
-        if changed.returncode or added.returncode:
-            return f"{folders[listed[0]]}: git could not compare {listed[0]} with trunk; nothing is run"
-        for said, found in (("differs from trunk's", changed.stdout), ("is not on trunk", added.stdout)):
-            first = next((f for f in found.split("\0") if f), None)
-            if first is not None:
-                holder = next((d for d in listed if first.startswith(d + "/")), listed[0])
-                return f"{folders[holder]}: {first} {said} ({commit[:12]}), in {holder}/; {_RUNS_TRUNKS}"
+    for folder, arg in sorted(folders.items()):
+        problem = _folder_differs(ws, commit, folder)
+        if problem is not None:
+            return f"{arg}: {problem} ({commit[:12]}), in {folder}/; {_RUNS_TRUNKS}"
+    if top:
+        problem = _top_differs(ws, commit)
+        if problem is not None:
+            return f"{what}: {problem} ({commit[:12]}), at the workspace's top; {_RUNS_TRUNKS}"
     return None
+
+
+def _tree(ws: Workspace, commit: str, folder: str | None = None) -> dict[str, tuple[bytes, bytes]] | None:
+    """path -> (mode, object id) of trunk's entries: every file under `folder`, or the top's
+    entries where it is None; None when git fails."""
+    paths = ["-r", commit, "--", folder] if folder is not None else [commit]
+    listed = _git(ws, ["--literal-pathspecs", "ls-tree", "-z", "--full-tree", *paths])
+    if listed.returncode != 0:
+        return None
+    out = {}
+    for item in listed.stdout.split(b"\0"):
+        meta, tab, name = item.partition(b"\t")
+        fields = meta.split()
+        if tab and len(fields) == 3:
+            out[name.decode("utf-8", "surrogateescape")] = (fields[0], fields[2])
+    return out
+
+
+def _object_id(ws: Workspace, data: bytes, size: int) -> bytes:
+    """The object id git gives a blob of these bytes, whatever attributes say (no filter, no ident)."""
+    digest = hashlib.sha256 if _format(str(ws.root)) == "sha256" else hashlib.sha1
+    return digest(b"blob %d\0" % size + data).hexdigest().encode()
+
+
+@functools.lru_cache(maxsize=8)
+def _format(root: str) -> str:
+    """The repository's object format (sha1, or sha256), asked once per process."""
+    from registry.gitcall import git
+
+    done = git(Path(root), "rev-parse", "--show-object-format", timeout=60, filters=False)
+    return done.stdout.decode().strip() if done.returncode == 0 else "sha1"
+
+
+def _folder_differs(ws: Workspace, commit: str, folder: str) -> str | None:
+    """Whether a folder of the checkout holds anything but trunk's files, byte for byte: a file
+    added (ignored or not), changed, a link, or one of trunk's missing."""
+    tree = _tree(ws, commit, folder)
+    if tree is None:
+        return f"git could not list {folder} on trunk"
+    root = Path(os.path.realpath(ws.root))
+    seen: set[str] = set()
+    for here, dirs, names in os.walk(root / folder, followlinks=False):
+        links = [d for d in dirs if os.path.islink(os.path.join(here, d))]
+        for name in [*names, *links]:
+            path = os.path.join(here, name)
+            relative = os.path.relpath(path, root)
+            seen.add(relative)
+            entry = tree.get(relative)
+            if entry is None:
+                return f"{relative} is not on trunk"
+            data = os.readlink(path).encode("utf-8", "surrogateescape") if os.path.islink(path) else None
+            if data is None:
+                try:
+                    data = Path(path).read_bytes()
+                except OSError:
+                    return f"{relative} cannot be read"
+            if entry[1] != _object_id(ws, data, len(data)) or (entry[0] == b"120000") != os.path.islink(path):
+                return f"{relative} differs from trunk's"
+    missing = sorted(set(tree) - seen)
+    return f"{missing[0]} is missing" if missing else None
+
+
+def _top_differs(ws: Workspace, commit: str) -> str | None:
+    """Whether the workspace's top holds an entry that is neither trunk's nor ignored by trunk's
+    own `.gitignore` (a module there shadows any import), or a top-level file trunk has, changed."""
+    tree = _tree(ws, commit)
+    if tree is None:
+        return "git could not list the top on trunk"
+    root = Path(os.path.realpath(ws.root))
+    if ".gitignore" in tree:  # the rules read below are trunk's only where the file is trunk's
+        problem = _blob_differs(ws, root / ".gitignore", tree[".gitignore"])
+        if problem:
+            return f".gitignore {problem}"
+    for name in sorted(os.listdir(root)):
+        if name == ".git":
+            continue
+        entry = tree.get(name)
+        if entry is None and _empty_folder(root / name):
+            continue  # git holds no empty folder (init's `findings/`); nothing in it can be imported
+        if entry is None:
+            ignored = _git(ws, ["check-ignore", "-q", "--no-index", "--", name])
+            if ignored.returncode != 0:
+                return f"{name} is not on trunk"
+        elif entry[0] != b"040000":
+            problem = _blob_differs(ws, root / name, entry)
+            if problem:
+                return f"{name} {problem}"
+    return None
+
+
+def _empty_folder(path: Path) -> bool:
+    if path.is_symlink() or not path.is_dir():
+        return False
+    return not any(
+        names or any(os.path.islink(os.path.join(here, d)) for d in dirs)
+        for here, dirs, names in os.walk(path)
+    )
+
+
+def _blob_differs(ws: Workspace, path: Path, entry: tuple[bytes, bytes]) -> str | None:
+    try:
+        data = (
+            os.readlink(path).encode("utf-8", "surrogateescape") if path.is_symlink() else path.read_bytes()
+        )
+    except OSError:
+        return "cannot be read"
+    same = entry[1] == _object_id(ws, data, len(data)) and (entry[0] == b"120000") == path.is_symlink()
+    return None if same else "differs from trunk's"
 
 
 _RUNS_TRUNKS = (
