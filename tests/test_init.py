@@ -124,10 +124,14 @@ def test_a_repository_on_another_branch_without_main_has_that_branch_as_trunk(tm
     git(upstream, "commit", "-q", "--allow-empty", "-m", "start")
     git(upstream, "branch", "feature-x")  # origin's HEAD stays main
     git(tmp_path, "clone", "-q", "-b", "feature-x", f"file://{upstream}", str(tmp_path / "cloned"))
-    for place, trunk in ((root, "master"), (tmp_path / "cloned", "main")):
+    for place, trunk, on in ((root, "master", "feat"), (tmp_path / "cloned", "main", "feature-x")):
         done = regulator(place, "init", "--owner", "alice", "--owner-key", f"{key}.pub", "--key", str(key))
         assert done.returncode == 0, done.stderr
         assert (place / "regulator/config.yaml").read_text() == f"trunk: {trunk}\n", place
+        assert done.stderr == (  # committed on a branch that is not trunk: said (a re-check)
+            f"regulator: warning: this repository is on {on}, not trunk {trunk}: what init commits is on "
+            f"{on} until it is merged into {trunk}\n"
+        )
     lint = regulator(tmp_path / "master", "registry", "lint", "--require-history")
     assert lint.returncode == 0, lint.stdout + lint.stderr
     # --trunk given is taken as given

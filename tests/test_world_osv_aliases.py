@@ -304,13 +304,25 @@ def test_another_packages_record_sharing_a_cve_neither_withdraws_nor_clears(ws: 
         "GHSA-othr-othr-othr", "PyPI", "otherpkg", [{"introduced": "0"}, {"fixed": "9.0"}],
         aliases=["CVE-2022-34265"], summary="another package, the same CVE",
     )  # fmt: skip
-    write_feed(ws.root / "feeds" / "osv", [DJANGO, {**other, "withdrawn": "2026-11-28T00:00:00Z"}])
+    npm = record(  # the same name in another ecosystem (a re-check: it withdrew and cleared PyPI's)
+        "GHSA-npmd-npmd-npmd", "npm", "django", [{"introduced": "0"}, {"fixed": "9.0.0"}],
+        aliases=["CVE-2022-34265"], summary="an npm package named django",
+    )  # fmt: skip
+    withdrawn = "2026-11-28T00:00:00Z"
+    write_feed(
+        ws.root / "feeds" / "osv",
+        [
+            DJANGO,
+            {**other, "withdrawn": withdrawn},
+            {**npm, "id": "GHSA-npmw-npmw-npmw", "withdrawn": withdrawn},
+        ],
+    )
     ws.run("sensors", "run", "osv", check=True)
     ws.run("sensors", "run", "osv", check=True)
     (django,) = sensor_signals(ws)
     assert not [e for e in ws.events("signals") if e["kind"] == "advisory-withdrawn"]
     (ws.root / "feeds" / "osv" / f"{DJANGO['id']}.json").unlink()
-    write_feed(ws.root / "feeds" / "osv", [other])
+    write_feed(ws.root / "feeds" / "osv", [other, npm])
     ws.run("sensors", "run", "osv", check=True)
     runs = [e for e in ws.events("signals") if e["kind"] == "sensor-run"]
     assert "cleared" not in runs[-1]

@@ -234,7 +234,7 @@ def test_a_script_in_the_workspace_runs_only_as_trunk_has_it(ws: Any) -> None:
     assert one_line(done) == (
         "regulator: sensor scan: not run: tools/scan.py: tools/scan.py differs from trunk's ("
         f"{ws.git('rev-parse', 'main').strip()[:12]}); the host runs only what trunk holds in the workspace "
-        "(commit it to trunk, or name a program outside the workspace)"
+        "(commit the change to trunk, or undo it)"
     )
     assert len(sensor_signals(ws)) == 1
     # a script never committed, named by a link, is no better
@@ -242,7 +242,7 @@ def test_a_script_in_the_workspace_runs_only_as_trunk_has_it(ws: Any) -> None:
     (ws.root / "tools" / "scan.py").unlink()
     (ws.root / "tools" / "scan.py").symlink_to("new.py")
     done = ws.run("sensors", "run", "scan")
-    assert done.returncode == 1 and "tools/new.py is not a file on trunk" in one_line(done)
+    assert done.returncode == 1 and "tools/scan.py is a link; name the file it leads to" in one_line(done)
     # the script as trunk has it, an uncommitted file beside it (a library it may source): not run
     ws.git("checkout", "--", "tools/scan.py")
     done = ws.run("sensors", "run", "scan")
@@ -275,7 +275,6 @@ def test_a_folder_a_module_or_an_options_value_in_the_workspace_runs_only_as_tru
     out = [str(lines), str(ws.root.parent / "env.json")]
     shapes = {
         "folder": [sys.executable, "tools/pkg", *out],
-        "module": [sys.executable, "-m", "tools.pkg", *out],
         "option": [sys.executable, "tools/run.py", "--script=tools/pkg/__main__.py", *out],
     }
     for shape, argv in shapes.items():
@@ -289,9 +288,11 @@ def test_a_folder_a_module_or_an_options_value_in_the_workspace_runs_only_as_tru
 
 
 def test_what_python_imports_from_the_workspace_runs_only_as_trunk_has_it(ws: Any) -> None:
-    """A third review's bypasses of D-310: `-um`, `-mX`, the top as a program (`python3 .`), a
-    parent package's `__init__.py`, a module at the top shadowing the standard library, a folder
-    whose own `.gitignore` hides it, and an `ident` attribute making an edit compare clean."""
+    """Re-checks' bypasses of D-310: `-m` in any form and the top named as a program have Python
+    import from anywhere under the top (an untracked or ignored `json.py`, a `.pyc`, an edit in a
+    folder the check never named), so they are not run; a folder whose own `.gitignore` hides it, a
+    bytecode cache, and an `ident` attribute making an edit compare clean are each refused; a CRLF
+    checkout of trunk's own bytes runs."""
     lines = ws.root.parent / "lines.json"
     lines.write_text(json.dumps([GOOD]))
     scanner = "import json, sys\nprint(json.dumps(json.load(open(sys.argv[1]))[0]))\n"
@@ -302,55 +303,42 @@ def test_what_python_imports_from_the_workspace_runs_only_as_trunk_has_it(ws: An
     ws.write("tools/lib.sh", "true $Id$\n")
     ws.commit("the scanners, reviewed")
     marker = ws.root.parent / "ran-unreviewed"
-    evil = f"open({str(marker)!r}, 'w').write('x')\n"
-    shapes: list[tuple[list[str], Any, str]] = [
-        (
-            ["-um", "tools.sub.scanner"],
-            lambda: (ws.root / "tools/sub/scanner.py").write_text(evil),
-            "tools/sub/scanner.py",
-        ),
-        (
-            ["-mtools.sub.scanner"],
-            lambda: (ws.root / "tools/sub/scanner.py").write_text(evil),
-            "tools/sub/scanner.py",
-        ),
-        (
-            ["-m", "tools.sub.scanner"],
-            lambda: (ws.root / "tools/__init__.py").write_text(evil),
-            "tools/__init__.py",
-        ),
-        (
-            ["-m", "tools.sub.scanner"],
-            lambda: (ws.root / "json.py").write_text(evil),
-            "json.py is not on trunk",
-        ),
-        (["."], lambda: (ws.root / "__main__.py").write_text(evil), "__main__.py is not on trunk"),
-    ]
-    for args, tamper, said in shapes:
+    for args in (["-m", "tools.sub.scanner"], ["-um", "tools.sub.scanner"], ["-mtools.sub.scanner"], ["."]):
         declare(ws, [GOOD], command=[sys.executable, *args, str(lines)])
-        tamper()
         done = ws.run("sensors", "run", "scan")
-        assert done.returncode == 1 and said in one_line(done), (args, one_line(done))
-        assert not marker.exists()
-        ws.git("checkout", "--", ".")
-        ws.git("clean", "-fdq", "--", "json.py", "__main__.py")
-    # a folder that hides itself from git: `.gitignore` of `*` in it
+        assert done.returncode == 1, args
+        assert "Python would read the workspace's top as a whole" in one_line(done), one_line(done)
+    # the script by its path runs; a bytecode cache beside it, or a folder hiding itself, does not
+    declare(ws, [GOOD], command=[sys.executable, "tools/sub/scanner.py", str(lines)])
+    assert ws.run("sensors", "run", "scan").returncode == 0
+    cache = ws.root / "tools" / "sub" / "__pycache__"
+    cache.mkdir()
+    (cache / "scanner.cpython-311.pyc").write_bytes(b"\0")
+    done = ws.run("sensors", "run", "scan")
+    assert done.returncode == 1 and "(a bytecode cache: remove it;" in one_line(done)
+    (cache / "scanner.cpython-311.pyc").unlink()
+    cache.rmdir()
     hidden = ws.root / "tools" / "sub" / "scanner"
     hidden.mkdir()
     (hidden / ".gitignore").write_text("*\n")
-    (hidden / "__init__.py").write_text("")
-    (hidden / "__main__.py").write_text(evil)
-    declare(ws, [GOOD], command=[sys.executable, "-m", "tools.sub.scanner", str(lines)])
+    (hidden / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
     done = ws.run("sensors", "run", "scan")
-    assert done.returncode == 1 and "is not on trunk" in one_line(done) and not marker.exists()
-    for name in (".gitignore", "__init__.py", "__main__.py"):
+    assert (
+        done.returncode == 1
+        and "tools/sub/scanner/" in one_line(done)
+        and "is not on trunk" in one_line(done)
+    )
+    for name in (".gitignore", "__init__.py"):
         (hidden / name).unlink()
     hidden.rmdir()
+    # CRLF line endings of trunk's own bytes run
+    (ws.root / "tools" / "sub" / "scanner.py").write_bytes(scanner.replace("\n", "\r\n").encode())
+    assert ws.run("sensors", "run", "scan").returncode == 0
+    ws.git("checkout", "--", "tools/sub/scanner.py")
     # an ident attribute: git diff calls the edited library clean; its bytes are not trunk's
     (ws.root / ".gitattributes").write_text("tools/lib.sh ident\n")
     (ws.root / "tools" / "lib.sh").write_text(f"true $Id: ; touch {marker} ; : $\n")
     declare(ws, [GOOD], command=["/bin/sh", "tools/run.sh"])
     done = ws.run("sensors", "run", "scan")
-    assert (
-        done.returncode == 1 and "tools/lib.sh differs from trunk's" in one_line(done) and not marker.exists()
-    )
+    assert done.returncode == 1 and "tools/lib.sh differs from trunk's" in one_line(done)
+    assert not marker.exists()

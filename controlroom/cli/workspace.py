@@ -76,6 +76,14 @@ def init(
     )
     if chosen is not None:
         out(escape(chosen))
+    from registry.gitcall import git_text
+
+    on = git_text(ws.root, "symbolic-ref", "--short", "-q", "HEAD", timeout=10, filters=False).stdout.strip()
+    if on and on != trunk:  # a re-check: the decisions went onto a feature branch, trunk had none
+        sys.stderr.write(
+            f"regulator: warning: this repository is on {escape(on)}, not trunk {escape(trunk)}: what init "
+            f"commits is on {escape(on)} until it is merged into {escape(trunk)}\n"
+        )
     if made.baseline == "signed":
         out(f"baseline committed as {escape(name)}'s decision, signed (identity verify reads it in a clone)")
     elif made.baseline == "claimed":

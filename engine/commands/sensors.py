@@ -307,7 +307,8 @@ def collect_osv(
 
 
 def record_packages(record: dict[str, Any]) -> set[str]:
-    """The packages an OSV record is about, each normalized as its ecosystem names it."""
+    """The packages an OSV record is about: "<ecosystem>\0<name normalized as it names it>" (a
+    re-check: `urllib3` on npm withdrew and cleared PyPI's `urllib3`)."""
     found = set()
     entries = record.get("affected")
     for entry in entries if isinstance(entries, list) else ():
@@ -315,7 +316,7 @@ def record_packages(record: dict[str, Any]) -> set[str]:
         if isinstance(package, dict):
             ecosystem, name = package.get("ecosystem"), package.get("name")
             if isinstance(ecosystem, str) and isinstance(name, str):
-                found.add(normalize(ecosystem, name))
+                found.add(OSV_KEY.join((ecosystem, normalize(ecosystem, name))))
     return found
 
 
@@ -497,7 +498,8 @@ def _cleared(state: State, name: str, found: Collected) -> list[str]:
         if OSV_KEY.join((package, lockfile)) not in found.pinned:
             continue  # not pinned there now: nothing is said of its version
         names = [str(n) for n in (ref.get("id"), *(ref.get("aliases") or ()))]
-        if not any(OSV_KEY.join((n, package)) in found.judged for n in names):
+        ecosystem = ECOSYSTEM_OF.get(lockfile_format(lockfile) or "", "")
+        if not any(OSV_KEY.join((n, ecosystem, package)) in found.judged for n in names):
             continue  # no record of it, for its package, in this feed now (an adversarial review:
             # another package's record sharing a CVE alias cleared it once its own record left)
         if any(n in found.unjudged for n in names):
@@ -554,9 +556,11 @@ def plan(
         planned.add(event["id"])
         chosen.append(k)
     events: list[SensorEvent] = [found.signals[k] for k in sorted(chosen)]
-    by_name: dict[str, list[str]] = {}  # "<name>\0<package>" -> the signals raised under it
+    by_name: dict[str, list[str]] = {}  # "<name>\0<ecosystem>\0<package>" -> the signals raised under it
     for key, raised in world.advisories.items():
-        by_name.setdefault(key.rsplit(OSV_KEY, 1)[0], []).extend(raised)
+        named, package, lockfile = key.split(OSV_KEY, 2)
+        ecosystem = ECOSYSTEM_OF.get(lockfile_format(lockfile) or "", "")
+        by_name.setdefault(OSV_KEY.join((named, ecosystem, package)), []).extend(raised)
     withdrawn: list[str] = []
     mine = set(world.sensed.get(name, ()))  # a feed withdraws only what its own sensor raised
     for rid, names, when, packages in found.withdrawn:  # for its own packages only (an adversarial

@@ -23,58 +23,51 @@ STORES_FOLDER = ".regulator" + os.sep
 _MODULE = re.compile(r"-[A-Za-z]*m(.*)")  # python's -m, alone or at the end of a cluster (-um, -mX)
 
 
-def _named_paths(argv: tuple[str, ...] | list[str]) -> tuple[list[tuple[str, str]], bool]:
+def _named_paths(argv: tuple[str, ...] | list[str]) -> tuple[list[tuple[str, str]], str | None]:
     """(argument, path) for each path an argument vector may run or read: the program where a path
-    names it, each later argument, an option's `=` value, and a module after `-m` in any form (-m X,
-    -mX, -um X) as its file, its folder and each package folder above it; and whether the
-    workspace's top is read as a whole (`-m`: Python puts its folder first on sys.path; the top
-    named itself). Text after `-c` is code no path check reads (docs/sensors.md says so)."""
+    names it, each later argument, an option's `=` value; and the argument that makes Python read
+    the workspace's top as a whole (`-m` in any form, -m X, -mX, -um X: Python puts the top first
+    on sys.path and imports from anywhere under it), or None. Text after `-c` is code no path
+    check reads (docs/sensors.md says so)."""
     out: list[tuple[str, str]] = []
-    top = False
-    module_next = False
+    whole = None
     for k, arg in enumerate(argv):
         if not arg or (k == 0 and os.sep not in arg):
             continue  # a program looked up in PATH
-        found = _MODULE.fullmatch(arg) if k > 0 and not arg.startswith("--") else None
-        if module_next or found is not None:
-            name = arg if module_next else (found.group(1) if found else "")
-            module_next = not name  # `-m` alone: the module is the next argument
-            if name:
-                top = True
-                parts = name.split(".")
-                out += [(arg, os.sep.join(parts) + ".py"), (arg, os.sep.join(parts))]
-                out += [(arg, os.sep.join(parts[:n])) for n in range(1, len(parts))]
+        if k > 0 and not arg.startswith("--") and _MODULE.fullmatch(arg):
+            whole = whole or arg
         elif arg.startswith("-"):
             if "=" in arg:
                 out.append((arg, arg.split("=", 1)[1]))
         else:
             out.append((arg, arg))
-    return out, top
+    return out, whole
 
 
 def not_trunks(ws: Workspace, argv: tuple[str, ...] | list[str]) -> str | None:
     """Why the host does not run a decided argument vector (a command sensor's, `notify`), or None:
     every file it names inside the workspace (_named_paths) must be on trunk with the bytes it has
     on disk, and every folder it names or holds such a file must hold exactly trunk's files, byte
-    for byte, nothing added, ignored or not (a script's sibling it sources, a package's
-    `__main__.py`); where the top is read as a whole, every entry at the top is trunk's or ignored
-    by trunk's `.gitignore`. An operator's review: the proposal's `! runs ./tools/notify.sh` was
-    reviewed, then an edit of the script in the host's checkout, never committed, ran; adversarial
-    reviews then ran uncommitted code through a folder, `-m` in its forms, an option's value, a
-    sourced file, a module shadowing the standard library at the top, a folder whose own
-    `.gitignore` hid it, and an `ident` attribute that made `git diff` call an edit clean. What
-    lies outside the workspace is the host's own (/usr/bin/…, a virtualenv), as the decision named
-    it, and so is the stores' folder."""
+    for byte (line endings aside), nothing added, ignored or not (a script's sibling it sources, a
+    package's `__main__.py`); a vector that has Python read the workspace's top as a whole (`-m`,
+    or the top itself named) is not run: what it may import is everything under the top. An
+    operator's review: the proposal's `! runs ./tools/notify.sh` was reviewed, then an edit of the
+    script in the host's checkout, never committed, ran; adversarial reviews then ran uncommitted
+    code through a folder, `-m` in its forms, an option's value, a sourced file, a module or an
+    ignored `.pyc` shadowing the standard library at the top, a folder whose own `.gitignore` hid
+    it, and an `ident` attribute that made `git diff` call an edit clean. What lies outside the
+    workspace is the host's own (/usr/bin/…, a virtualenv), as the decision named it, and so is
+    the stores' folder."""
     root = os.path.realpath(ws.root)
     files: dict[str, str] = {}  # path relative to the root -> the argument that names it
     folders: dict[str, str] = {}
-    named, top = _named_paths(argv)
+    named, whole = _named_paths(argv)
     for arg, path in named:
         joined = os.path.join(root, path)  # an absolute path stays itself
         for place in (os.path.normpath(joined), os.path.realpath(joined)):  # the link, and where it leads
             relative = os.path.relpath(place, root)
             if place == root:
-                top = True
+                whole = whole or arg
                 continue
             if not place.startswith(root + os.sep) or relative.startswith(STORES_FOLDER):
                 continue
@@ -84,36 +77,51 @@ def not_trunks(ws: Workspace, argv: tuple[str, ...] | list[str]) -> str | None:
                     folders.setdefault(os.path.dirname(relative), arg)
             elif os.path.isdir(place):
                 folders.setdefault(relative, arg)
-    if not files and not folders and not top:
+    if whole is not None:
+        return (
+            f"{whole}: Python would read the workspace's top as a whole (a module anywhere under it, "
+            "ignored or not, may be imported), which no check can hold to trunk; name the script by its "
+            "path instead (python3 tools/scan.py)"
+        )
+    if not files and not folders:
         return None
-    what = next(iter({**files, **folders}.values()), argv[0] if argv else "")
+    what = next(iter({**files, **folders}.values()))
     commit, on_trunk, _ = trunk_files(ws, list(files))
     if commit is None:
         return f"{what}: no trunk to judge it by; nothing in the workspace is run"
     for relative, arg in files.items():
+        if os.path.islink(os.path.join(root, relative)):
+            return f"{arg}: {relative} is a link; name the file it leads to (the host runs files trunk holds)"
         try:
             on_disk: bytes | None = (Path(root) / relative).read_bytes()
         except OSError:
             on_disk = None
-        if on_trunk.get(relative) is None or on_disk != on_trunk[relative]:
-            said = "is not a file on trunk" if on_trunk.get(relative) is None else "differs from trunk's"
-            return f"{arg}: {relative} {said} ({commit[:12]}); {_RUNS_TRUNKS}"
+        if on_trunk.get(relative) is None:
+            return (
+                f"{arg}: {relative} is not a file on trunk ({commit[:12]}); {_RUNS_TRUNKS} (commit it to "
+                "trunk, or name a program outside the workspace)"
+            )
+        if on_disk is None or not _same(on_disk, on_trunk[relative]):
+            return (
+                f"{arg}: {relative} differs from trunk's ({commit[:12]}); {_RUNS_TRUNKS} (commit the change "
+                "to trunk, or undo it)"
+            )
     for folder, arg in sorted(folders.items()):
         problem = _folder_differs(ws, commit, folder)
         if problem is not None:
             return f"{arg}: {problem} ({commit[:12]}), in {folder}/; {_RUNS_TRUNKS}"
-    if top:
-        problem = _top_differs(ws, commit)
-        if problem is not None:
-            return f"{what}: {problem} ({commit[:12]}), at the workspace's top; {_RUNS_TRUNKS}"
     return None
 
 
-def _tree(ws: Workspace, commit: str, folder: str | None = None) -> dict[str, tuple[bytes, bytes]] | None:
-    """path -> (mode, object id) of trunk's entries: every file under `folder`, or the top's
-    entries where it is None; None when git fails."""
-    paths = ["-r", commit, "--", folder] if folder is not None else [commit]
-    listed = _git(ws, ["--literal-pathspecs", "ls-tree", "-z", "--full-tree", *paths])
+def _same(on_disk: bytes, on_trunk: bytes) -> bool:
+    """The checkout's bytes are trunk's, or differ only in line endings (a CRLF checkout: an eol
+    attribute or core.autocrlf; a re-check found every such clean checkout refused)."""
+    return on_disk == on_trunk or on_disk.replace(b"\r\n", b"\n") == on_trunk.replace(b"\r\n", b"\n")
+
+
+def _tree(ws: Workspace, commit: str, folder: str) -> dict[str, tuple[bytes, bytes]] | None:
+    """path -> (mode, object id) of every file trunk holds under `folder`; None when git fails."""
+    listed = _git(ws, ["--literal-pathspecs", "ls-tree", "-z", "--full-tree", "-r", commit, "--", folder])
     if listed.returncode != 0:
         return None
     out = {}
@@ -125,10 +133,12 @@ def _tree(ws: Workspace, commit: str, folder: str | None = None) -> dict[str, tu
     return out
 
 
-def _object_id(ws: Workspace, data: bytes, size: int) -> bytes:
-    """The object id git gives a blob of these bytes, whatever attributes say (no filter, no ident)."""
+def _object_ids(ws: Workspace, data: bytes) -> set[bytes]:
+    """The object ids git gives a blob of these bytes, as they are and with CRLF made LF, whatever
+    attributes say (no filter, no ident)."""
     digest = hashlib.sha256 if _format(str(ws.root)) == "sha256" else hashlib.sha1
-    return digest(b"blob %d\0" % size + data).hexdigest().encode()
+    forms = {data, data.replace(b"\r\n", b"\n")}
+    return {digest(b"blob %d\0" % len(form) + form).hexdigest().encode() for form in forms}
 
 
 @functools.lru_cache(maxsize=8)
@@ -142,7 +152,8 @@ def _format(root: str) -> str:
 
 def _folder_differs(ws: Workspace, commit: str, folder: str) -> str | None:
     """Whether a folder of the checkout holds anything but trunk's files, byte for byte: a file
-    added (ignored or not), changed, a link, or one of trunk's missing."""
+    added (ignored or not: a bytecode cache too, which Python may run instead of its source),
+    changed, a link where trunk has none, or one of trunk's missing."""
     tree = _tree(ws, commit, folder)
     if tree is None:
         return f"git could not list {folder} on trunk"
@@ -156,71 +167,26 @@ def _folder_differs(ws: Workspace, commit: str, folder: str) -> str | None:
             seen.add(relative)
             entry = tree.get(relative)
             if entry is None:
-                return f"{relative} is not on trunk"
-            data = os.readlink(path).encode("utf-8", "surrogateescape") if os.path.islink(path) else None
-            if data is None:
-                try:
-                    data = Path(path).read_bytes()
-                except OSError:
-                    return f"{relative} cannot be read"
-            if entry[1] != _object_id(ws, data, len(data)) or (entry[0] == b"120000") != os.path.islink(path):
+                cache = "__pycache__" in relative.split(os.sep) or relative.endswith((".pyc", ".pyo"))
+                return f"{relative} is not on trunk" + (
+                    " (a bytecode cache: remove it; PYTHONDONTWRITEBYTECODE=1 when trying a tool by hand)"
+                    if cache
+                    else " (remove it, or commit it to trunk)"
+                )
+            link = os.path.islink(path)
+            try:
+                data = (
+                    os.readlink(path).encode("utf-8", "surrogateescape") if link else Path(path).read_bytes()
+                )
+            except OSError:
+                return f"{relative} cannot be read"
+            if entry[1] not in _object_ids(ws, data) or (entry[0] == b"120000") != link:
                 return f"{relative} differs from trunk's"
     missing = sorted(set(tree) - seen)
     return f"{missing[0]} is missing" if missing else None
 
 
-def _top_differs(ws: Workspace, commit: str) -> str | None:
-    """Whether the workspace's top holds an entry that is neither trunk's nor ignored by trunk's
-    own `.gitignore` (a module there shadows any import), or a top-level file trunk has, changed."""
-    tree = _tree(ws, commit)
-    if tree is None:
-        return "git could not list the top on trunk"
-    root = Path(os.path.realpath(ws.root))
-    if ".gitignore" in tree:  # the rules read below are trunk's only where the file is trunk's
-        problem = _blob_differs(ws, root / ".gitignore", tree[".gitignore"])
-        if problem:
-            return f".gitignore {problem}"
-    for name in sorted(os.listdir(root)):
-        if name == ".git":
-            continue
-        entry = tree.get(name)
-        if entry is None and _empty_folder(root / name):
-            continue  # git holds no empty folder (init's `findings/`); nothing in it can be imported
-        if entry is None:
-            ignored = _git(ws, ["check-ignore", "-q", "--no-index", "--", name])
-            if ignored.returncode != 0:
-                return f"{name} is not on trunk"
-        elif entry[0] != b"040000":
-            problem = _blob_differs(ws, root / name, entry)
-            if problem:
-                return f"{name} {problem}"
-    return None
-
-
-def _empty_folder(path: Path) -> bool:
-    if path.is_symlink() or not path.is_dir():
-        return False
-    return not any(
-        names or any(os.path.islink(os.path.join(here, d)) for d in dirs)
-        for here, dirs, names in os.walk(path)
-    )
-
-
-def _blob_differs(ws: Workspace, path: Path, entry: tuple[bytes, bytes]) -> str | None:
-    try:
-        data = (
-            os.readlink(path).encode("utf-8", "surrogateescape") if path.is_symlink() else path.read_bytes()
-        )
-    except OSError:
-        return "cannot be read"
-    same = entry[1] == _object_id(ws, data, len(data)) and (entry[0] == b"120000") == path.is_symlink()
-    return None if same else "differs from trunk's"
-
-
-_RUNS_TRUNKS = (
-    "the host runs only what trunk holds in the workspace (commit it to trunk, or name a program outside "
-    "the workspace)"
-)
+_RUNS_TRUNKS = "the host runs only what trunk holds in the workspace"
 
 
 def trunk_files(ws: Workspace, paths: list[str]) -> tuple[str | None, dict[str, bytes], list[str]]:
