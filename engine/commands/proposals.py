@@ -15,6 +15,7 @@ from engine.checkout.workspace import Workspace
 from engine.commands.actors import Actor, check_person, leased, require_grant
 from engine.commands.deciding import deciding
 from engine.commands.init import write_governed
+from engine.commands.trunkfiles import reads_whole_top
 from engine.commands.written import IdentityDecisionEvent, ProposalEvent
 from engine.read.load import load
 from engine.read.model import EventKind, State
@@ -135,6 +136,9 @@ def check_sensors_policy(ws: Workspace, text: str) -> None:
         for path, units in sensor.lockfiles.items():
             for unit in units:
                 check_unit_id(unit, f"proposed {SENSORS_POLICY}: sensor {name}: lockfile {path}")
+        never = reads_whole_top(ws, sensor.command) if sensor.command else None
+        if never is not None:  # D-310: it would never run; said at review, not at each run
+            raise BadInput(f"proposed {SENSORS_POLICY}: sensor {name}: command {never}")
 
 
 def _decided_hash(ws: Workspace, relative: str) -> str | None:
@@ -165,7 +169,11 @@ def check_escalate(ws: Workspace, text: str) -> None:
     """A proposed routing.yaml escalates to people of the interaction policy in force (an operator's
     review: `escalate: [nobody]` was accepted, and every overdue obligation went to no one)."""
     people = ws.interaction().people
-    strangers = [name for name in parse_policy("routing.yaml", text).escalate if name not in people]
+    policy = parse_policy("routing.yaml", text)
+    never = reads_whole_top(ws, policy.notify) if policy.notify else None
+    if never is not None:  # D-310: it would never run; said at review, not at each escalation
+        raise BadInput(f"proposed routing.yaml: notify {never}")
+    strangers = [name for name in policy.escalate if name not in people]
     if strangers:
         raise BadInput(
             f"proposed routing.yaml: escalate names {', '.join(repr(n) for n in strangers)}, not a person "

@@ -78,11 +78,7 @@ def not_trunks(ws: Workspace, argv: tuple[str, ...] | list[str]) -> str | None:
             elif os.path.isdir(place):
                 folders.setdefault(relative, arg)
     if whole is not None:
-        return (
-            f"{whole}: Python would read the workspace's top as a whole (a module anywhere under it, "
-            "ignored or not, may be imported), which no check can hold to trunk; name the script by its "
-            "path instead (python3 tools/scan.py)"
-        )
+        return _whole(whole)
     if not files and not folders:
         return None
     what = next(iter({**files, **folders}.values()))
@@ -111,6 +107,25 @@ def not_trunks(ws: Workspace, argv: tuple[str, ...] | list[str]) -> str | None:
         if problem is not None:
             return f"{arg}: {problem} ({commit[:12]}), in {folder}/; {_RUNS_TRUNKS}"
     return None
+
+
+def reads_whole_top(ws: Workspace, argv: tuple[str, ...] | list[str]) -> str | None:
+    """Why an argument vector can never run (`-m` in any form, or the workspace's top named as a
+    program), or None: asked of a proposal, so that one is refused at review, not at each run."""
+    root = os.path.realpath(ws.root)
+    named, whole = _named_paths(argv)
+    whole = whole or next(
+        (arg for arg, path in named if os.path.realpath(os.path.join(root, path)) == root), None
+    )
+    return None if whole is None else _whole(whole)
+
+
+def _whole(arg: str) -> str:
+    return (
+        f"{arg}: Python would read the workspace's top as a whole (a module anywhere under it, ignored "
+        "or not, may be imported), which no check can hold to trunk; name the script by its path instead "
+        "(python3 tools/scan.py)"
+    )
 
 
 def _same(on_disk: bytes, on_trunk: bytes) -> bool:

@@ -233,3 +233,22 @@ def test_a_persons_emails_or_resolve_and_a_looser_intake_or_memory_are_marked(ws
     assert "! memory.maxCurrentPerUnit: 25 -> 1000 (each unit may hold more memory" in review
     tighter = shown(ws, ROUTING, text.replace("intakeDebtDays: 14\n", "intakeDebtDays: 7\n"))
     assert "! intake" not in tighter and "! memory" not in tighter
+
+
+def test_a_command_that_could_never_run_is_refused_at_review(ws: Any) -> None:
+    """D-310: `python3 -m X` (in any form) and the top named as a program are never run; a
+    proposal holding one is refused when proposed, not accepted to fail at every run."""
+    for argv in ('["python3", "-m", "tools.scan"]', '["python3", "-um", "tools.scan"]', '["python3", "."]'):
+        sensors = f"sensors:\n  scan:\n    kind: command\n    command: {argv}\n    every: 1h\n    severity: advisory\n"
+        done = propose(ws, SENSORS, sensors)
+        assert done.returncode == 2, done.stderr
+        assert (
+            "Python would read the workspace's top as a whole" in done.stderr and done.stderr.count("\n") == 1
+        )
+    routing = (ws.root / ROUTING).read_text() + "notify: [python3, -mtools.page]\n"
+    done = propose(ws, ROUTING, routing)
+    assert (
+        done.returncode == 2
+        and "proposed routing.yaml: notify -mtools.page: Python would read" in done.stderr
+    )
+    assert not [e for e in ws.events("identity") if e.get("kind") == "proposal"]
