@@ -178,18 +178,18 @@ UNKNOWN_WITHOUT_STORES = (
     "verify",
     "sensorsFailing",
 )
-# the counts shown only when there are any, in order: (count, full part, compact part), N the count
-# (the same words as HEADER_LEGEND's, which a test holds to the README)
-WHEN_ANY = (
-    ("overdue", "N overdue", "N overdue"),
-    ("lost", "⚠ N lost", "⚠N lost"),
-    ("awaitingDecision", "N awaiting decision", "N await.dec"),
-    ("readyToClose", "N ready to close", "N to close"),
-    ("evidenceExpired", "N evidence expired", "N evid.exp"),
-    ("badLines", "N bad line(s)", "N bad"),
-    ("verify", "⚠ N verify finding(s)", "⚠N vfy"),
-    ("sensorsFailing", "⚠ N sensor(s) failing", "⚠N sens✗"),
-)
+# the counts shown only when there are any, by the legend's full words (HEADER_LEGEND, which a test
+# holds to the README, gives the words and the order: WHEN_ANY, below it)
+_WHEN_ANY_COUNT = {
+    "N overdue": "overdue",
+    "⚠ N lost": "lost",
+    "N awaiting decision": "awaitingDecision",
+    "N ready to close": "readyToClose",
+    "N evidence expired": "evidenceExpired",
+    "N bad line(s)": "badLines",
+    "⚠ N verify finding(s)": "verify",
+    "⚠ N sensor(s) failing": "sensorsFailing",
+}
 
 
 def known_counts(snap: Snapshot) -> dict[str, int | None]:
@@ -320,6 +320,10 @@ HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
     ("● live / ○ paused", "● / ○", "watching the stores (an append shows within half a second) / not"),
     ("⏳ waiting for another writer", "⏳ waiting", "another process holds the decide lock; keys still work"),
     ("read-only", "ro", "writes hidden and nothing routed (--read-only, or a store role that cannot write)"),
+)
+# (count, full part, compact part), N the count: the legend's words, in its order
+WHEN_ANY = tuple(
+    (_WHEN_ANY_COUNT[full], full, short) for full, short, _ in HEADER_LEGEND if full in _WHEN_ANY_COUNT
 )
 # the marks in the tables
 TABLE_LEGEND: tuple[tuple[str, str], ...] = (

@@ -359,6 +359,11 @@ def test_the_readme_lists_every_header_abbreviation_and_the_first_contact_comman
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for full, narrow, _ in HEADER_LEGEND:
         assert narrow in readme and full in readme, (full, narrow)
+    # every count the header shows only when there are any takes its words from the legend
+    from controlroom.header import _WHEN_ANY_COUNT, UNKNOWN_WITHOUT_STORES, WHEN_ANY
+
+    assert [count for count, _, _ in WHEN_ANY] == list(_WHEN_ANY_COUNT.values())
+    assert set(_WHEN_ANY_COUNT.values()) <= set(UNKNOWN_WITHOUT_STORES)
     assert "regulator demo [--dir DIR] [--once] [--clock pinned] [--store postgresql://HOST/DB]" in readme
     assert "regulator registry resolve F-x --by PERSON --rationale R [--commit]" in readme
     assert "pip install -e '.[postgresql]'" in readme and "pip install 'regulator[postgresql]'" not in readme
