@@ -468,6 +468,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         world = state.world
         marks += "(advisory withdrawn) " if ob.source in world.withdrawn else ""  # D-312
         marks += "(pin no longer affected) " if ob.source in world.cleared else ""
+        marks += "(notify failed) " if ob.id in world.unpaged else ""  # D-315
         subject = marks + ob.subject
         if ob.kind == ObligationKind.QUESTION:  # a unit's question, waiting for a person's answer
             subject = f"? {subject}"

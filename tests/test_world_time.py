@@ -167,6 +167,9 @@ def check_invariants(ws: Any, now: datetime, log: Any) -> None:
             "PYTHONDONTWRITEBYTECODE",
         }, n["env"]
         assert n["event"]["people"] == ["alice"] and n["event"]["kind"] == "deadline-escalated"
+    # each escalation says its page went out (D-315), and no obligation says otherwise
+    assert all(e["notify"] == {"sent": True} for e in escalations), escalations
+    assert all(ob["notifyFailed"] is None for ob in obligations)
 
 
 def parse(text: str) -> datetime:
@@ -218,9 +221,40 @@ def test_a_failing_notify_says_its_last_line_of_standard_error(ws: Any) -> None:
     ws.decide("regulator/policy/routing.yaml", routing + f"notify: [{script}]\n")
     ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
-    done = tick(ws, env={"REGULATOR_NOW": "2026-12-05T00:00:00Z"})["deadlines"]["outcome"]
+    later = {"REGULATOR_NOW": "2026-12-05T00:00:00Z"}
+    done = tick(ws, env=later)["deadlines"]["outcome"]
     (error,) = done["errors"]
     assert error.endswith(f"{script} exited 3: pager down: 503 from \x1b[31mhooks\x1b[0m"), error
+
+
+def test_a_page_that_did_not_go_out_is_shown_on_its_obligation(ws: Any) -> None:
+    """D-315: a failed notify was one line in serve's log; the room showed the obligation overdue as
+    if someone had been paged. The escalation records the failure, and every view of the
+    obligation says it (its store text escaped); verify accepts the event as the host wrote it."""
+    script = ws.root.parent / "page.sh"
+    script.write_text("#!/bin/sh\ncat >/dev/null\necho 'pager down: 503 \x1b[31mred\x1b[0m' >&2\nexit 3\n")
+    script.chmod(0o755)
+    routing = (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
+    ws.decide("regulator/policy/routing.yaml", routing + f"notify: [{script}]\n")
+    ws.run(*report_args(subject="disk full on the build host", affects=["u1"]), "--by", "alice", check=True)
+    ws.run(*report_args(subject="a later one", affects=["u3"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    later = {"REGULATOR_NOW": "2026-12-05T00:00:00Z"}
+    assert len(tick(ws, env=later)["deadlines"]["outcome"]["errors"]) == 2
+    (escalated, _) = [e for e in ws.events("signals") if e["kind"] == "deadline-escalated"]
+    assert escalated["notify"]["sent"] is False
+    assert escalated["notify"]["problem"].endswith("exited 3: pager down: 503 \x1b[31mred\x1b[0m")
+    rows = ws.json("obligations", env=later)
+    assert len(rows) == 2 and all(r["notifyFailed"].endswith("503 \x1b[31mred\x1b[0m") for r in rows)
+    listed = ws.run("obligations", env=later, check=True).stdout
+    assert listed.count("(notify failed)") == 2 and "\x1b" not in listed
+    shown = ws.run("obligation", "show", escalated["obligation"], env=later, check=True).stdout
+    assert "deadline escalated to alice; NOTIFY FAILED (page by hand): " in shown
+    assert "503 \\x1b[31mred" in shown and "\x1b" not in shown  # the script's bytes, escaped
+    room = ws.run("controlroom", "--once", env=later, check=True).stdout
+    assert "(notify failed) disk full on the build host" in room
+    assert ws.run("verify", env=later).returncode == 0
+    assert tick(ws, env=later)["deadlines"]["outcome"] == {"written": 0}  # not run again, nor written
 
 
 def test_a_failing_notify_is_one_error_and_is_not_run_again(ws: Any) -> None:
@@ -255,6 +289,8 @@ def test_a_notify_script_edited_in_the_checkout_is_not_run(ws: Any) -> None:
     (error,) = done["errors"]
     assert "not run: ./tools/page.sh: tools/page.sh differs from trunk's" in error, error
     assert not (ws.root / "pwned.txt").exists()
+    (row,) = ws.json("obligations", env={"REGULATOR_NOW": "2026-12-05T00:00:00Z"})
+    assert row["notifyFailed"].startswith("not run: ./tools/page.sh: tools/page.sh differs from trunk's")
     assert count(ws, "deadline-escalated") == 1  # the escalation is recorded whatever notify did
 
 

@@ -41,12 +41,13 @@ def obligation_row(state: State, ob: Obligation, deadlines: Deadlines | None = N
 
 def marks(row: dict) -> str:
     """What a listing appends to an obligation's subject: stale, evidence expired, overdue, its
-    advisory withdrawn or affecting no pin now."""
+    advisory withdrawn or affecting no pin now, its escalation's notify failed."""
     said = [m for m, on in (("stale", row["stale"]), ("evidence expired", row["evidenceExpired"])) if on]
     if row["overdue"]:
         said.append(f"overdue since {row['dueAt']}")
     said += [m for m, on in (("advisory withdrawn", row["advisoryWithdrawn"]),) if on]
     said += [m for m, on in (("pin no longer affected", row["advisoryCleared"]),) if on]
+    said += [m for m, on in (("notify failed", row["notifyFailed"] is not None),) if on]
     return "".join(f" ({m})" for m in said)
 
 
@@ -102,6 +103,7 @@ def obligations(
             "dueAt",
             "advisoryWithdrawn",  # its advisory withdrawn, or affecting no pin now (D-312)
             "advisoryCleared",
+            "notifyFailed",  # its escalation's page did not go out: why (D-315)
             "kind",  # what it is about, as the table says it (D-250)
             "subject",
             "openedAt",

@@ -15,6 +15,7 @@ releases anything: time marks and asks; a person decides.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from engine.base import clock, confine, ids
@@ -34,6 +35,7 @@ from identity.policy import RoutingPolicy
 NOTIFY_TIMEOUT_S = 30
 NOTIFY_AT_ONCE = 16  # notifies run at once in a tick (each in its own process group)
 RECHECK_SEVERITY = "advisory"
+MAX_PROBLEM = 500  # characters of a failed notify's problem kept on its escalation
 
 
 # ---- stale evidence ---------------------------------------------------------------------------
@@ -143,40 +145,77 @@ def deadline_events(
 
 
 def check_deadlines(ws: Workspace, now: datetime) -> Outcome:
-    """The deadline duty (design §24): overdue, escalated, notified once; never resolved."""
+    """The deadline duty (design §24): overdue, escalated, notified once; never resolved.
+
+    Where routing.yaml sets `notify`, each escalation is written once its notify has run (outside
+    the decide lock), and says what became of the page: `notify: {"sent": true}`, or `{"sent":
+    false, "problem": …}` for a notify that was not run, did not finish or did not exit 0 (D-315).
+    An operator sees a page that did not go out on the obligation itself (`notifyFailed`, `(notify
+    failed)`, its lifecycle), not only in serve's log. A host that stops between the notify and the
+    write pages again on its next tick: a page sent twice, never one lost."""
     policy = ws.routing()
     if not policy.deadlines:
         return Outcome("deadlines", note="routing.yaml sets no deadlines")
+    escalations: list[DeadlineEscalatedEvent] = []
     with deciding(ws):
         state = load(ws, now, stores=("signals", "units"))
-        store = ws.store("signals")
-        marks = seen(ws, state, "signals")
-        written = [store.append(event | {"seen": marks}) for event in deadline_events(state, policy, now)]
-    outcome = Outcome("deadlines", [e["id"] for e in written])
-    escalated = [e for e in written if e["kind"] == EventKind.DEADLINE_ESCALATED]
-    if policy.notify and escalated:
-        # at once, NOTIFY_AT_ONCE at a time: one after another, fifty escalations and a webhook that
-        # never answers held the tick (and the lease expiry after it) for fifty times 30 s
-        from concurrent.futures import ThreadPoolExecutor
+        events: list[OverdueEvent | DeadlineEscalatedEvent] = []
+        for event in deadline_events(state, policy, now):
+            if event["kind"] == EventKind.DEADLINE_ESCALATED and policy.notify:
+                escalations.append(event)  # type: ignore[arg-type]  # its kind says which
+            else:
+                events.append(event)
+        written = _append(ws, now, events, state)
+    outcome = Outcome("deadlines", written)
+    if not escalations:
+        return outcome
+    # at once, NOTIFY_AT_ONCE at a time: one after another, fifty escalations and a webhook that
+    # never answers held the tick (and the lease expiry after it) for fifty times 30 s
+    from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=min(NOTIFY_AT_ONCE, len(escalated))) as pool:
-            problems = list(pool.map(lambda event: notify(ws, policy.notify, event), escalated))
-        outcome.errors += [problem for problem in problems if problem]
+    with ThreadPoolExecutor(max_workers=min(NOTIFY_AT_ONCE, len(escalations))) as pool:
+        problems = list(pool.map(lambda event: notify(ws, policy.notify, event), escalations))
+    for event, problem in zip(escalations, problems, strict=True):
+        if problem:
+            outcome.errors.append(f"notify for {event['obligation']}: {problem}")
+            event["notify"] = {"sent": False, "problem": problem[:MAX_PROBLEM]}
+        else:
+            event["notify"] = {"sent": True}
+    with deciding(ws):  # stamped now: the notifies took up to NOTIFY_TIMEOUT_S
+        outcome.written += _append(ws, max(now, clock.now()), escalations)
     return outcome
 
 
+def _append(
+    ws: Workspace,
+    now: datetime,
+    events: Sequence[OverdueEvent | DeadlineEscalatedEvent],
+    state: State | None = None,
+) -> list[str]:
+    """Append those of `events` no host has written yet (the stores read again unless `state` is
+    this lock's read: a duty run twice writes once), each stamped `now` and with how far this host
+    had folded (`seen`); the ids written. Inside the decide lock."""
+    if not events:
+        return []
+    state = state or load(ws, now, stores=("signals", "units"))
+    store = ws.store("signals")
+    marks = seen(ws, state, "signals")
+    fresh = [e for e in events if e["id"] not in state.world.ids]
+    return [store.append(event | {"at": clock.iso(now), "seen": marks})["id"] for event in fresh]
+
+
 def notify(ws: Workspace, argv: tuple[str, ...], event: dict) -> str:
-    """Run the policy's `notify` once for an escalation written just now, the event's JSON on its
-    standard input; the problem in one line ("" when it ran and exited 0). Not retried: the
-    event is the durable record, and the room shows it."""
+    """Run the policy's `notify` once for an escalation, the event's JSON on its standard input;
+    the problem in one line ("" when it ran and exited 0). Not retried: the escalation records
+    what became of it (check_deadlines)."""
     refused = not_trunks(ws, argv)
     if refused is not None:
-        return f"notify for {event['obligation']}: not run: {refused}"
+        return f"not run: {refused}"
     ran = confine.run(argv, stdin=canonical(event) + b"\n", timeout=NOTIFY_TIMEOUT_S, cwd=ws.root)
     if ran.problem:
-        return f"notify for {event['obligation']}: {ran.problem}"
+        return ran.problem
     if ran.code != 0:
-        return f"notify for {event['obligation']}: {ran.exited(' '.join(argv)[:200])}"
+        return ran.exited(" ".join(argv)[:200])
     return ""
 
 

@@ -313,6 +313,9 @@ class DeadlineEscalatedEvent(Stamped):
     at: str
     people: list[str]
     subject: str
+    # what became of its page where routing.yaml sets notify: {"sent": true}, or {"sent": false,
+    # "problem": the one line} (D-315); absent where no notify is set
+    notify: NotRequired[dict[str, Any]]
     seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (design §22)
 
 

@@ -270,6 +270,7 @@ class World(msgspec.Struct):
     stale_evidence: dict[str, str] = {}  # obligation id -> the signal whose evidence expired under it
     overdue: dict[str, int] = {}  # obligation id -> its overdue event
     escalated: dict[str, int] = {}  # obligation id -> its deadline-escalated event
+    unpaged: dict[str, str] = {}  # obligation id -> why its escalation's notify failed (D-315)
     # obligation id -> its overdue/escalated events read before it opened: a recovery obligation
     # opens in units.ndjson, folded after signals.ndjson (engine.read.worldfold.opened)
     unopened: dict[str, list[int]] = {}

@@ -59,11 +59,19 @@ class OverdueLine(msgspec.Struct, tag_field="kind", tag=EventKind.OVERDUE.value)
     at: str | None = None
 
 
+class Paged(msgspec.Struct):
+    """What became of an escalation's page (engine.commands.timed.check_deadlines, D-315)."""
+
+    sent: bool
+    problem: str = ""
+
+
 class EscalatedLine(msgspec.Struct, tag_field="kind", tag=EventKind.DEADLINE_ESCALATED.value):
     kind: ClassVar[str] = EventKind.DEADLINE_ESCALATED.value
     id: str
     obligation: str
     at: str | None = None
+    notify: Paged | None = None  # absent where routing.yaml set no notify
 
 
 class WithdrawnLine(msgspec.Struct, tag_field="kind", tag=EventKind.ADVISORY_WITHDRAWN.value):
@@ -197,6 +205,9 @@ def _obligation_mark(index: str) -> Any:
         if ob is not None and not _past_due(state, ob, event.at):
             return f"host event: {event.kind} before its obligation was due: no host wrote it (forged?)"
         marks[event.obligation] = at
+        paged = getattr(event, "notify", None)
+        if paged is not None and not paged.sent:  # its page did not go out: said on the obligation
+            state.world.unpaged[event.obligation] = paged.problem or "notify failed"
         if ob is not None:
             ob.history.append(at)
         else:  # a recovery obligation opens in units.ndjson, folded after this store: kept until then
@@ -220,6 +231,7 @@ def opened_in_units(state: State, ob: Obligation) -> None:
         for index, kind in ((world.overdue, OverdueLine.kind), (world.escalated, EscalatedLine.kind)):
             if index.get(ob.id) == at:
                 del index[ob.id]
+                world.unpaged.pop(ob.id, None)
                 _uncounted(
                     state, at, f"host event: {kind} before its obligation was due: no host wrote it (forged?)"
                 )
@@ -235,6 +247,7 @@ def settle_unopened(state: State) -> None:
             for index, kind in ((world.overdue, OverdueLine.kind), (world.escalated, EscalatedLine.kind)):
                 if index.get(ob_id) == at:
                     del index[ob_id]
+                    world.unpaged.pop(ob_id, None)
                     _uncounted(state, at, f"{kind} for no obligation that counts")
     world.unopened = {}
 
@@ -375,7 +388,15 @@ def event_line(event: dict[str, Any]) -> str | None:
         listed = event.get("people")
         people: list[Any] = listed if isinstance(listed, list) else []
         named = ", ".join(str(p) for p in people) or "no one (routing.yaml escalate names nobody)"
-        return f"{at} deadline escalated to {escape(named)}"
+        paged = event.get("notify")
+        said = ""
+        if isinstance(paged, dict):  # what became of its page (D-315)
+            said = (
+                "; notify ran"
+                if paged.get("sent") is True
+                else f"; NOTIFY FAILED (page by hand): {escape(paged.get('problem') or 'notify failed')}"
+            )
+        return f"{at} deadline escalated to {escape(named)}{said}"
     if kind == EventKind.ADVISORY_WITHDRAWN:
         return (
             f"{at} advisory {escape(event.get('advisory'))} withdrawn ({escape(event.get('withdrawn') or '?')}) "

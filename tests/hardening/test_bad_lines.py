@@ -492,6 +492,9 @@ def test_a_forged_evidence_expired_marks_nothing_stale_and_holds_no_unit(ws: Wor
     )
 
 
+PAGE = {"notify": {"sent": False, "problem": "forged: page by hand"}}  # what a failed page records (D-315)
+
+
 def test_a_deadline_mark_forged_before_the_deadline_stops_no_escalation(ws: Workspace) -> None:
     """`overdue` and `deadline-escalated` appended by a unit before its obligation was due: they
     counted, so the deadline duty never escalated it (nor ran `notify`) when the deadline passed.
@@ -507,9 +510,13 @@ def test_a_deadline_mark_forged_before_the_deadline_stops_no_escalation(ws: Work
             ws,
             "signals",
             chained(
-                ws, "signals", {"id": mark, "kind": kind, "obligation": ob, "at": "2026-11-29T12:00:00Z"}
+                ws,
+                "signals",
+                {"id": mark, "kind": kind, "obligation": ob, "at": "2026-11-29T12:00:00Z"} | PAGE,
             ),
         )
+    # counting for nothing, the forged escalation's failed page marks nothing (D-315)
+    assert all(o["notifyFailed"] is None for o in json.loads(ws.run("obligations", "--json").stdout))
     tick = ws.run("serve", "--once-tick", env=LATER)
     assert tick.returncode == 0, tick.stderr[-800:]
     marks = [json.loads(line) for line in ws.store("signals").read_text().splitlines()]
@@ -535,9 +542,13 @@ def test_a_deadline_mark_forged_for_a_recovery_obligation_is_judged_when_it_open
             ws,
             "signals",
             chained(
-                ws, "signals", {"id": mark, "kind": kind, "obligation": rec1, "at": "2026-11-29T12:00:00Z"}
+                ws,
+                "signals",
+                {"id": mark, "kind": kind, "obligation": rec1, "at": "2026-11-29T12:00:00Z"} | PAGE,
             ),
         )
+    (row,) = [o for o in json.loads(ws.run("obligations", "--json").stdout) if o["id"] == rec1]
+    assert row["notifyFailed"] is None  # judged when its obligation opened: forged, it marks nothing
     tick = ws.run("serve", "--once-tick", env=LATER)
     assert tick.returncode == 0, tick.stderr[-800:]
     marks = [json.loads(line) for line in ws.store("signals").read_text().splitlines()]
