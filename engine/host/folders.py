@@ -326,20 +326,26 @@ def close_worktree(worktree: Path, uid: int) -> None:
             os.close(fd)
 
 
-def strip_set_ids(worktree: Path, uid: int) -> None:
+def strip_set_ids(worktree: Path, uid: int) -> list[str]:
     """When a confined run ends, its worktree closed (`close_worktree`): no file of it keeps a
     set-user-id or set-group-id bit, which would let anyone the worktree is opened to later run code
     as the account. Only a worktree the account was given (its top folder the account's: never a
     folder of root's or another's that `--worktree` named). Each such file is opened relative to its
     folder (O_NOFOLLOW, O_NONBLOCK: never a link, never waited on) and changed through that
     descriptor. Files the account left outside its worktree are not looked for (docs/security.md:
-    mount such folders nosuid)."""
+    mount such folders nosuid).
+
+    Only the account's own files are changed: a set-id file of another's in the worktree is a hard
+    link the account made to it (where fs.protected_hardlinks is 0), and stripping it would change
+    that file everywhere, /usr/bin/sudo's bit taken by a unit (an adversarial review). Its names
+    are returned, left as they are, for the run to say."""
     try:
         top = os.lstat(worktree)
     except OSError:
-        return
+        return []
     if not stat.S_ISDIR(top.st_mode) or top.st_uid != uid:
-        return
+        return []
+    others: list[str] = []
 
     def strip(fd: int, name: str, st: os.stat_result) -> None:
         if not stat.S_ISREG(st.st_mode) or not st.st_mode & SET_IDS:
@@ -348,13 +354,16 @@ def strip_set_ids(worktree: Path, uid: int) -> None:
             handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
             try:
                 now = os.fstat(handle)
-                if stat.S_ISREG(now.st_mode):
+                if stat.S_ISREG(now.st_mode) and now.st_uid != uid:
+                    others.append(name)
+                elif stat.S_ISREG(now.st_mode):
                     os.fchmod(handle, stat.S_IMODE(now.st_mode) & ~SET_IDS)
             finally:
                 os.close(handle)
 
     with contextlib.suppress(Refused):
         walk_up(worktree, strip)
+    return others
 
 
 def remove_tree(top: Path) -> None:

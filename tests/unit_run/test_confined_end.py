@@ -50,6 +50,34 @@ def test_a_confined_units_set_user_id_file_loses_its_bit_when_the_run_ends(confi
     assert mode & 0o755 == 0o755  # only the set-id bits went
 
 
+def test_another_accounts_set_user_id_file_linked_into_the_worktree_keeps_its_bit(
+    confined: Any, tmp_path: Any
+) -> None:
+    """An adversarial review: where fs.protected_hardlinks is 0 (the kernel's default), a unit
+    could hard-link root's /usr/bin/sudo into its worktree, and the end of its run, stripping
+    every set-id bit there as root, took sudo's. Only the account's own files are changed; a
+    file of another's is named and left as it is."""
+    ws, serving, account, shared = confined
+    victim = tmp_path / "victim"  # root's set-user-id program, outside the worktree (same filesystem)
+    shutil.copy("/bin/true", victim)
+    victim.chmod(0o4755)
+    link = ws.root / ".worktrees" / "b1" / "linked\x1b[31m"
+    go, ready = shared / "go", shared / "ready"
+    agent = script(shared, "link.sh", f"touch {ready}\nwhile [ ! -e {go} ]; do sleep 0.1; done\n")
+    host = start_unit(ws, "b1", "--user", account.pw_name, "--", str(agent))
+    wait_for(ready.exists, "the unit ready")
+    os.link(victim, link)  # as the unit would, where the kernel lets an account link another's file
+    go.touch()
+    _, err = host.communicate(timeout=60)
+    assert host.returncode == 0, err
+    assert victim.stat().st_mode & stat.S_ISUID and victim.stat().st_nlink == 2  # sudo keeps its bit
+    assert (
+        "regulator: b1: warning: 'linked\\x1b[31m' in its worktree is set-user-id or set-group-id and not "
+        in err
+    ), err
+    assert "\x1b" not in err
+
+
 def test_a_confined_unit_can_neither_give_nor_gain_a_set_id_bit(confined: Any) -> None:
     """A set-user-id file the unit made (anywhere it may write, /tmp included) would let another
     account start a process as the unit, beyond the account's own kill(-1), and run code as it
