@@ -45,7 +45,7 @@ from engine.read.queries import (
 )
 from engine.read.rules import decision_of, undecided
 from engine.read.vetoes import AWAITING_CLOSE, AWAITING_DECISION, READY_TO_CLOSE, holds, result_waits
-from engine.read.worldfold import reporter_label
+from engine.read.worldfold import reporter_label, signal_marks
 from registry.lint import LintResult, record_findings
 
 if TYPE_CHECKING:  # loaded on first use, where they are used
@@ -614,35 +614,6 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
         )
         return ["record", ident, axes, r["label"] + flag]
     raise KeyError(view)
-
-
-def signal_marks(state: State, signal_id: str, signal: dict) -> str:
-    """What a signal row adds to its subject (design §24): its prediction's state, supersession,
-    stale evidence, a withdrawn advisory."""
-    from engine.read.worldfold import AWAITING, CAME_TRUE, DID_NOT, status
-
-    world = state.world
-    marks = []
-    if signal_id in world.predicted:
-        found = status(state, signal_id, signal)
-        marks.append(
-            {
-                AWAITING: "prediction awaits its outcome",
-                CAME_TRUE: "came true",
-                DID_NOT: "did not come true",
-            }.get(found, "prediction pending")
-        )
-    if isinstance(signal.get("supersedes"), str):
-        marks.append(f"supersedes {signal['supersedes'][-8:]}")
-    if world.superseded.get(signal_id):
-        marks.append(f"superseded by {world.superseded[signal_id][-1][-8:]}")
-    if signal_id in world.expired:
-        marks.append("evidence expired")
-    if signal_id in world.withdrawn:
-        marks.append("advisory withdrawn")
-    if signal_id in world.cleared:
-        marks.append("pin no longer affected")
-    return "".join(f" ({m})" for m in marks)
 
 
 def sensor_rows(snap: Snapshot) -> dict[str, dict]:

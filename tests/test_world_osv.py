@@ -335,9 +335,17 @@ def test_a_stalled_feed_raises_one_sensor_stalled_per_stall(ws: Any) -> None:
     # a record dated in the future does not make the feed fresh (an adversarial review)
     future = {**FLASK, "id": "GHSA-from-2999", "modified": "2999-01-01T00:00:00Z"}
     write_feed(ws.root / "feeds" / "osv", [old, future])
-    ws.run("sensors", "run", "osv", check=True)
-    said = ws.run("sensors", "run", "osv", check=True).stdout  # said where a cron job reads (re-check)
+    first = ws.run("sensors", "run", "osv")
+    again = ws.run("sensors", "run", "osv")  # said where a cron job reads (re-check)
+    said = again.stdout
     assert said.rstrip().endswith("; its feed stalled (nothing modified for longer than staleAfter)"), said
+    # a problem, as an error is: one line on stderr and exit 1, every run until the feed moves (an
+    # operator's review: exit 0 and nothing on stderr, so a cron job never learnt the feed was dead)
+    for done in (first, again):
+        assert done.returncode == 1 and one_line(done) == (
+            "regulator: sensor osv: its feed stalled: its newest record was modified 2026-11-20T10:00:00Z, "
+            "more than staleAfter 7d ago; advisories published since may be missing"
+        ), done.stderr
     stalled = [s for s in sensor_signals(ws) if s.get("stalled")]
     assert len(stalled) == 1
     assert stalled[0]["subject"].startswith("sensor osv stalled") and stalled[0]["affectedUnits"] == []
@@ -352,8 +360,8 @@ def test_a_stalled_feed_raises_one_sensor_stalled_per_stall(ws: Any) -> None:
     assert [r["outcome"] for r in ws.json("sensors")] == ["ok"]
     assert ws.json("controlroom", "--once")["counts"]["sensorsFailing"] == 0
     later = {"REGULATOR_NOW": "2026-12-10T12:00:00Z"}
-    ws.run("sensors", "run", "osv", env=later, check=True)
-    ws.run("sensors", "run", "osv", env=later, check=True)
+    assert ws.run("sensors", "run", "osv", env=later).returncode == 1
+    assert ws.run("sensors", "run", "osv", env=later).returncode == 1
     assert len([s for s in sensor_signals(ws) if s.get("stalled")]) == 2
 
 

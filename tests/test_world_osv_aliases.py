@@ -60,6 +60,9 @@ def test_an_alias_a_later_feed_and_a_withdrawal(ws: Any) -> None:
     # and said where an operator lists obligations, not only in `obligation show` (D-312)
     assert all(o["advisoryWithdrawn"] and not o["advisoryCleared"] for o in ws.json("obligations"))
     assert "(advisory withdrawn)" in ws.run("obligations", check=True).stdout
+    # and in `signals`, as the room's Signals view marks it (an operator's review: it said nothing)
+    listed = ws.run("signals", check=True).stdout
+    assert "lodash 4.17.20: GHSA-35jh-r3h4-6jhm (advisory withdrawn)" in listed, listed
 
 
 def test_of_records_naming_each_other_the_most_severe_is_raised(ws: Any) -> None:
@@ -193,6 +196,7 @@ def test_a_record_rescored_a_second_sensors_units_and_a_regressed_pin_are_each_r
     assert "found none in web/package-lock.json on trunk" in shown
     assert held["status"] == "open" and held["advisoryCleared"] and not held["advisoryWithdrawn"]
     assert "(pin no longer affected)" in ws.run("obligations", check=True).stdout
+    assert "(pin no longer affected)" in ws.run("signals", check=True).stdout
 
     ws.write("web/package-lock.json", vulnerable)
     ws.commit("lodash back to 4.17.20")

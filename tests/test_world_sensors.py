@@ -61,7 +61,7 @@ def test_a_command_sensor_reports_and_its_bad_line_is_one_error(ws: Any) -> None
     assert done.returncode == 1
     assert one_line(done).startswith("regulator: sensor scan: line 2: not JSON")  # one line for one bad line
     assert done.stdout == (  # what went wrong is on stderr; what was written and skipped, here
-        "sensor scan: 1 error(s), each on stderr; wrote the run's record (outcome error) and 2 new "
+        "sensor scan: 1 problem(s), each on stderr; wrote the run's record and 2 new "
         "signal(s) or withdrawal(s); what failed was skipped, never written in part\n"
     )
     raised = sensor_signals(ws)

@@ -51,6 +51,7 @@ def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     state = load(ws, stores=("signals",))
     report_problems(state)
     from engine.read.queries import signal_rows
+    from engine.read.worldfold import signal_marks
 
     rows = signal_rows(state)
     if as_json:
@@ -83,7 +84,8 @@ def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
                 r["derivedSeverity"] or "-",
                 r["outcome"] or "unrouted",
                 r["from"],
-                r["subject"],
+                # its marks, as the room's (the line read back only where one asks for it)
+                f"{r['subject']}{signal_marks(state, r['id'], state.signals[r['id']] if r['prediction'] or r['supersedes'] else {})}",
             ]
             for r in rows
         ],

@@ -131,8 +131,8 @@ def sensors_run(name: Annotated[str, typer.Argument(metavar="NAME")], as_json: J
         said = f"; {outcome.note}" if outcome.note and outcome.note != "not due" else ""
         if outcome.errors:
             out(
-                f"sensor {name}: {len(outcome.errors)} error(s), each on stderr; wrote the run's record "
-                f"(outcome error) and {brought}; what failed was skipped, never written in part{said}"
+                f"sensor {name}: {len(outcome.errors)} problem(s), each on stderr; wrote the run's record "
+                f"and {brought}; what failed was skipped, never written in part{said}"
             )
         else:
             out(f"sensor {name}: wrote the run's record and {brought}{said}")

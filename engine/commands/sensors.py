@@ -643,6 +643,13 @@ def run(ws: Workspace, name: str, now: datetime | None = None, *, only_due: bool
     said = [f"sensor {name}: {e}" for e in found.errors[:MAX_ERRORS]]
     if found.error_count > MAX_ERRORS:
         said.append(f"sensor {name}: and {found.error_count - MAX_ERRORS} more error(s), counted in its run")
+    if found.stalled:  # a problem as an error is (an operator's review: exit 0, nothing on stderr,
+        # where the header counted the sensor failing; a cron job never learnt its feed was dead)
+        newest = next((e.get("stalled") for e in found.signals if "stalled" in e), None)
+        said.append(
+            f"sensor {name}: its feed stalled: its newest record was modified {newest or '?'}, more than "
+            f"staleAfter {sensor.stale_after} ago; advisories published since may be missing"
+        )
     return Outcome(f"sensor {name}", written, said, note=_said_of(planned[-1] if planned else None))
 
 

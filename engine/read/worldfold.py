@@ -416,3 +416,31 @@ def evidence_expired(state: State, ob: Obligation) -> bool:
 
 def is_open(ob: Obligation) -> bool:
     return ob.status == ObligationStatus.OPEN
+
+
+def signal_marks(state: State, signal_id: str, signal: dict[str, Any]) -> str:
+    """What a signal row adds to its subject (design §24): its prediction's state, supersession,
+    stale evidence, a withdrawn advisory, one affecting no pin now. The one list `signals` and the
+    control room show (an operator's review: `signals` marked none of them)."""
+    world = state.world
+    marks = []
+    if signal_id in world.predicted:
+        found = status(state, signal_id, signal)
+        marks.append(
+            {
+                AWAITING: "prediction awaits its outcome",
+                CAME_TRUE: "came true",
+                DID_NOT: "did not come true",
+            }.get(found, "prediction pending")
+        )
+    if isinstance(signal.get("supersedes"), str):
+        marks.append(f"supersedes {signal['supersedes'][-8:]}")
+    if world.superseded.get(signal_id):
+        marks.append(f"superseded by {world.superseded[signal_id][-1][-8:]}")
+    if signal_id in world.expired:
+        marks.append("evidence expired")
+    if signal_id in world.withdrawn:
+        marks.append("advisory withdrawn")
+    if signal_id in world.cleared:
+        marks.append("pin no longer affected")
+    return "".join(f" ({m})" for m in marks)
