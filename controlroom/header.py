@@ -279,7 +279,7 @@ HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
     (
         "N overdue",
         "N overdue",
-        "open obligations past their deadline (routing.yaml deadlines): escalated, still open",
+        "open obligations past their deadline (routing.yaml deadlines): still open; serve escalates each once",
     ),
     (
         "⚠ N lost",
