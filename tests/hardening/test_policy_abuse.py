@@ -122,6 +122,19 @@ def test_routing_and_sensor_proposals_that_hold_or_sense_less_are_marked(ws: Any
     assert "! deadline for blocking: 48h -> none (later or no escalation" in review
     assert "! escalate: alice -> no one" in review
     assert "! removes notify: escalations notify no one" in review  # the re-check's
+    # an operator's review: a deadline cut to 20 s escalated every older obligation at the next tick
+    # and ran notify for each, with no word at review; so does a deadline where there was none
+    sooner = text.replace("  blocking: 48h\n", "  blocking: 20s\n").replace("  advisory: 14d\n", "")
+    review = shown(ws, ROUTING, sooner)
+    assert (
+        "! deadline for blocking: 48h -> 20s (sooner: each open blocking obligation older than 20s is "
+        "escalated at serve's next tick, notify run for each; proposed by" in review
+    ), review
+    assert "! deadline for advisory: 14d -> none (later or no escalation" in review
+    ws.decide(ROUTING, sooner)
+    review = shown(ws, ROUTING, text)
+    assert "! deadline for advisory: none -> 14d (sooner: each open advisory obligation older than 14d" in review
+    assert "deadline for blocking" in review  # 20s -> 48h: later
     scan = "  scan:\n    kind: command\n    command: [/bin/true]\n    timeout: 60s\n"
     declare(ws, scan)
     old = sensors_yaml(scan)
