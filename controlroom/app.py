@@ -436,7 +436,8 @@ class ControlRoom(App[None]):
         self.table.set_rows(
             keys,
             lambda key: self._row(view, key),
-            columns_for(view, self.views[view].sort),  # the sorted column is never dropped
+            # the sorted column is never dropped; a unit id's column as wide as its widest id
+            columns_for(view, self.views[view].sort, readmodel.content_widths(self.snap, view)),
             select=self.views[view].cursor,
             fresh=fresh,  # a view's first visit starts at its own first row
         )

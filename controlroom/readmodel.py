@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 import msgspec
 
 from controlroom.views import BY_VIEW, Key, RowKey
+from engine.base.cells import width
 from engine.base.errors import RegulatorError
 from engine.base.text import escape
 from engine.checkout.workspace import Workspace
@@ -39,8 +40,8 @@ from engine.read.queries import (
     age,
     confined,
     days_left,
-    is_stale,
     memory_status,
+    obligation_marks,
     unit_status,
 )
 from engine.read.rules import decision_of, undecided
@@ -457,25 +458,41 @@ def _cell(value: object) -> str:
     return "" if value is None else str(value)
 
 
+NO_UNIT = "(no unit)"  # an obligation on no unit (a recheck, a sensor's stall): its unit cell
+
+
+def content_widths(snap: Snapshot, view: str) -> dict[str, int]:
+    """The widest a column's cells are, for the columns whose defined width is only a ceiling (the
+    unit ids): an operator's review found `u3` in a 14-cell column while the subject beside it was
+    cut to nothing at 80 columns (D-319). Counted once per generation."""
+
+    def obligations() -> dict[str, int]:
+        named = {ob.unit for ob in snap.state.obligations.values()}  # a few strings, interned by the fold
+        return {"unit": max((width(unit or NO_UNIT) for unit in named), default=0)}
+
+    def units() -> dict[str, int]:
+        return {"id": max((width(unit) for unit in snap.state.units), default=0)}
+
+    compute = {"obligations": obligations, "units": units}.get(view)
+    return snap.cached("widths", (view,), compute) if compute is not None else {}
+
+
 def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
     state = snap.state
     if view == "obligations":
         ob = state.obligations[plain(key)]
-        # the marks before the subject: at its end a cell cut them off (an operator's day)
-        marks = "(overdue) " if deadlines(snap).overdue(ob) else ""
-        marks += "(evidence expired) " if ob.id in state.world.stale_evidence else ""
-        marks += "(stale) " if is_stale(state, ob) else ""
-        world = state.world
-        marks += "(advisory withdrawn) " if ob.source in world.withdrawn else ""  # D-312
-        marks += "(pin no longer affected) " if ob.source in world.cleared else ""
-        marks += "(notify failed) " if ob.id in world.unpaged else ""  # D-315
-        subject = marks + ob.subject
+        # the most urgent mark before the subject, and how many more (the detail pane lists them):
+        # at its end a cell cut them off (an operator's day); all of them before it left no room for
+        # the subject at 80 columns (an operator's review, D-319)
+        said = obligation_marks(state, ob, deadlines(snap).overdue(ob))
+        extra = f" +{len(said) - 1}" if len(said) > 1 else ""
+        subject = f"({said[0]}{extra}) {ob.subject}" if said else ob.subject
         if ob.kind == ObligationKind.QUESTION:  # a unit's question, waiting for a person's answer
             subject = f"? {subject}"
         status = ob.status if ob.status != ObligationStatus.RESOLVED else (ob.disposition or ob.status)
         return [
             short_id(ob.id),
-            ob.unit or "(no unit)",
+            ob.unit or NO_UNIT,
             ob.severity,
             "■" if ob.blocks and ob.status == ObligationStatus.OPEN else "·",  # a closed one holds nothing
             age(state, ob.opened_at),

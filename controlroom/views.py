@@ -48,14 +48,16 @@ VIEW_DEFS: tuple[View, ...] = (
         (
             # narrow, the status goes first (`open` on every live row), then the age, the id (the
             # pane and the lifecycle name it whole), the unit; `blocks` last (an operator's day:
-            # the id and the ■ went first, while `open` and a wide unit stayed)
+            # the id and the ■ went first, while `open` and a wide unit stayed). The unit's 14 is
+            # a ceiling: the room fits it to the widest unit named (controlroom.readmodel.
+            # content_widths); the subject keeps 24 cells before `open` is dropped for it (D-319)
             Column("id", 8, 3),
             Column("unit", 14, 2),
             Column("severity", 8),
             Column("blocks", 6, 1),
             Column("age", 4, 4),
             Column("status", 9, 5),
-            Column("subject", 0, 0, 16),
+            Column("subject", 0, 0, 24),
         ),
         sorts=("age", "severity", "unit"),
         actions=("resolve",),
@@ -172,13 +174,22 @@ SORTED_BY = {
 }
 
 
-def columns_for(view: str, sort: int) -> tuple[Column, ...]:
-    """The view's columns with the one its sort orders by never dropped (priority 0)."""
+def columns_for(view: str, sort: int, widest: dict[str, int] | None = None) -> tuple[Column, ...]:
+    """The view's columns with the one its sort orders by never dropped (priority 0), and each
+    column `widest` names no wider than its widest cell (nor than defined, nor than its title)."""
     defined = BY_VIEW[view]
     title = SORTED_BY.get((view, defined.sorts[sort])) if 0 < sort < len(defined.sorts) else None
+    columns = defined.columns
+    if widest:
+        columns = tuple(
+            msgspec.structs.replace(c, width=min(c.width, max(len(c.title), widest[c.title])))
+            if c.title in widest and c.width
+            else c
+            for c in columns
+        )
     if title is None:
-        return defined.columns
-    return tuple(msgspec.structs.replace(c, priority=0) if c.title == title else c for c in defined.columns)
+        return columns
+    return tuple(msgspec.structs.replace(c, priority=0) if c.title == title else c for c in columns)
 
 
 VIEWS = tuple(v.name for v in VIEW_DEFS)

@@ -110,11 +110,9 @@ def test_overdue_evidence_expired_and_sensors_are_shown(world: Any) -> None:
     assert "3 overdue" not in said  # the recheck opened at the tick: not overdue yet
     assert "2 overdue" in said and "2 evidence expired" in said
     rows = "\n".join(seen["obligations"])  # type: ignore[arg-type]
-    assert (
-        rows.count("(evidence expired)") == 2
-        and rows.count("(overdue)") == 2
-        and "recheck: vendor/left-pad.js" in rows
-    )
+    # the most urgent mark before the subject, and how many more (D-319: all of them left no room
+    # for the subject at 80 columns); the detail pane names each
+    assert rows.count("(overdue +2) vendor/left-pad.js") == 2 and "recheck: vendor/left-pad.js" in rows
     sensors = "\n".join(seen["sensors"])  # type: ignore[arg-type]
     assert "disk" in sensors and "2026-12-05T12:00:00Z" in sensors and "ok" in sensors
     assert "run: ok, 1 signal(s)" in seen["sensor lifecycle"]  # type: ignore[operator]

@@ -39,16 +39,13 @@ def obligation_row(state: State, ob: Obligation, deadlines: Deadlines | None = N
     return record(state, ob, deadlines) | shown
 
 
-def marks(row: dict) -> str:
-    """What a listing appends to an obligation's subject: stale, evidence expired, overdue, its
-    advisory withdrawn or affecting no pin now, its escalation's notify failed."""
-    said = [m for m, on in (("stale", row["stale"]), ("evidence expired", row["evidenceExpired"])) if on]
-    if row["overdue"]:
-        said.append(f"overdue since {row['dueAt']}")
-    said += [m for m, on in (("advisory withdrawn", row["advisoryWithdrawn"]),) if on]
-    said += [m for m, on in (("pin no longer affected", row["advisoryCleared"]),) if on]
-    said += [m for m, on in (("notify failed", row["notifyFailed"] is not None),) if on]
-    return "".join(f" ({m})" for m in said)
+def marks(state: State, row: dict) -> str:
+    """What a listing appends to an obligation's subject (engine.read.queries.obligation_marks, the
+    room's words), `overdue` with the time it fell due."""
+    from engine.read.queries import obligation_marks
+
+    said = obligation_marks(state, state.obligations[row["id"]], row["overdue"])
+    return "".join(f" ({m} since {row['dueAt']})" if m == "overdue" else f" ({m})" for m in said)
 
 
 @app.command()
@@ -126,7 +123,7 @@ def obligations(
                 r["owedTo"],
                 age(state, r["openedAt"]),
                 r["status"],
-                r["subject"] + marks(r),
+                r["subject"] + marks(state, r),
             ]
             for r in rows
         ],
@@ -159,7 +156,7 @@ def obligation_show(
         return
     out(
         f"obligation {ob.id}  unit {escape(ob.unit or '(none)')}  severity {escape(ob.severity)}"
-        f"{', blocks' if ob.blocks else ''}  owed to {ob.owed_to}  {ob.status}{marks(row)}"
+        f"{', blocks' if ob.blocks else ''}  owed to {ob.owed_to}  {ob.status}{marks(state, row)}"
     )
     if not about:  # a recovery obligation (or another the host opens): no signal says what it is about
         out(f"{ob.kind}: {escape(ob.subject)}")

@@ -530,10 +530,10 @@ def _fewer_holds(before: str, after: str, author: str) -> list[str]:
     # an operator's review: a deadline cut from 48h to 20s made every older obligation overdue at
     # once, and the first tick escalated them all and ran notify for each, with no word at review
     for severity, text in new.deadlines.items():
-        before = old.deadlines.get(severity)
-        if before is None or duration_seconds(text) < duration_seconds(before):
+        earlier = old.deadlines.get(severity)
+        if earlier is None or duration_seconds(text) < duration_seconds(earlier):
             lines.append(
-                f"! deadline for {severity}: {before or 'none'} -> {text} (sooner: each open {severity} obligation"
+                f"! deadline for {severity}: {earlier or 'none'} -> {text} (sooner: each open {severity} obligation"
                 f" older than {text} is escalated at serve's next tick"
                 + (", notify run for each" if new.notify else "")
                 + f"; proposed by {author})"

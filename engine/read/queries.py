@@ -74,6 +74,26 @@ def is_stale(state: State, ob: Obligation) -> bool:
     return ob.status == _OPEN and ob.expires_at is not None and ob.expires_at <= state.now
 
 
+def obligation_marks(state: State, ob: Obligation, overdue: bool) -> list[str]:
+    """What an obligation's row says beside its subject, most urgent first: its escalation's page
+    did not go out, overdue (`overdue`: by the deadlines in force), its evidence expired, stale,
+    its advisory withdrawn, or affecting no pin now. The one list `obligations`, `obligation show`
+    and the control room show (D-319)."""
+    world = state.world
+    return [
+        word
+        for word, on in (
+            ("notify failed", ob.id in world.unpaged),
+            ("overdue", overdue),
+            ("evidence expired", ob.id in world.stale_evidence),
+            ("stale", is_stale(state, ob)),
+            ("advisory withdrawn", ob.source in world.withdrawn),
+            ("pin no longer affected", ob.source in world.cleared),
+        )
+        if on
+    ]
+
+
 def unrouted(state: State) -> list[dict[str, Any]]:
     """Signals with no routing record yet, in log order (kept as the log is folded)."""
     return [state.signals[s_id] for s_id in state.unrouted_ids]

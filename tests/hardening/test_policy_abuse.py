@@ -133,7 +133,9 @@ def test_routing_and_sensor_proposals_that_hold_or_sense_less_are_marked(ws: Any
     assert "! deadline for advisory: 14d -> none (later or no escalation" in review
     ws.decide(ROUTING, sooner)
     review = shown(ws, ROUTING, text)
-    assert "! deadline for advisory: none -> 14d (sooner: each open advisory obligation older than 14d" in review
+    assert (
+        "! deadline for advisory: none -> 14d (sooner: each open advisory obligation older than 14d" in review
+    )
     assert "deadline for blocking" in review  # 20s -> 48h: later
     scan = "  scan:\n    kind: command\n    command: [/bin/true]\n    timeout: 60s\n"
     declare(ws, scan)
