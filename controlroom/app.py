@@ -436,8 +436,7 @@ class ControlRoom(App[None]):
         self.table.set_rows(
             keys,
             lambda key: self._row(view, key),
-            # the sorted column is never dropped; a unit id's column as wide as its widest id
-            columns_for(view, self.views[view].sort, readmodel.content_widths(self.snap, view)),
+            columns_for(view, self.views[view].sort, readmodel.content_widths(self.snap, view)),  # D-319
             select=self.views[view].cursor,
             fresh=fresh,  # a view's first visit starts at its own first row
         )

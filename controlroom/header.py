@@ -330,10 +330,11 @@ TABLE_LEGEND: tuple[tuple[str, str], ...] = (
     ("■", "blocks (obligations) / held (units); · holds nothing"),
     ("███░░ 30d", "memory: days left before review-by, full at 90; ! within 7 days; ×××× expired"),
     ("⚠ evidence changed", "memory: a file its evidence cites changed since it was recorded"),
-    ("(stale)", "obligations: the signal behind it has expired"),
     (
-        "(evidence expired) (overdue)",
-        "obligations: the host recorded its evidence expired / open past its deadline",
+        "(overdue +1)",
+        "obligations: its most urgent mark, and how many more (the pane names each): notify failed "
+        "(its escalation's page did not go out), overdue (open past its deadline), evidence expired "
+        "(the host recorded it), stale (its signal expired), advisory withdrawn, pin no longer affected",
     ),
     ("sensor:NAME", "signals: reported by a declared sensor (7 Sensors lists them with their last runs)"),
     (

@@ -64,7 +64,11 @@ def help_lines(
         "",
     ]
     lines.append(f"keys of this view ({definition.title}; lifecycle: {definition.lifecycle}):")
-    lines += [f"  {key:<12} {what}" for key, what in GENERAL_KEYS]
+    # only the keys that act here (an operator's review: `s` and `a` were listed in every view,
+    # and pressed in Sensors said "has one order" and "nothing to add"; the footer never showed them)
+    idle = {"s"} if not definition.sorts else set()
+    idle |= {"a"} if not definition.all_rows else set()
+    lines += [f"  {key:<12} {what}" for key, what in GENERAL_KEYS if key not in idle]
     if definition.sorts:
         lines.append(f"  sorts: {', '.join(definition.sorts)}")
     lines += [f"  {action.key:<12} {action.label} ({state})" for action, state in actions]

@@ -62,6 +62,27 @@ def test_keys_switch_views(demo: Any) -> None:
     assert seen["obligations"][1] == 3
 
 
+def test_help_lists_sort_and_all_only_where_they_act(demo: Any) -> None:
+    """An operator's review: `?` listed `s` and `a` in every view, and pressed in Sensors they said
+    "has one order" and "nothing to add". Each view's help lists the keys that act there."""
+    app = ControlRoom(demo, "alice", watch=False)
+    seen: dict[str, str] = {}
+
+    async def script(pilot: Any) -> None:
+        for key, view in (("7", "sensors"), ("2", "units"), ("3", "memory"), ("1", "obligations")):
+            await pilot.press(key)
+            await pilot.press("question_mark")
+            seen[view] = "\n".join(app.screen.lines)  # type: ignore[attr-defined]
+            await pilot.press("escape")
+
+    run(app, script)
+    sort, every = "cycle the sort of this view", "all rows (resolved, retracted) or only the live ones"
+    assert sort not in seen["sensors"] and every not in seen["sensors"]
+    assert sort in seen["units"] and every not in seen["units"]  # every unit is listed
+    assert sort in seen["memory"] and every in seen["memory"] and "sorts: age, expiry, unit" in seen["memory"]
+    assert sort in seen["obligations"] and every in seen["obligations"]
+
+
 def test_resolve_with_dialog_writes_the_disposition(demo: Any) -> None:
     app = ControlRoom(demo, "alice", watch=False)
     before = len(events(demo, "signals"))
