@@ -334,7 +334,8 @@ TABLE_LEGEND: tuple[tuple[str, str], ...] = (
         "(overdue +1)",
         "obligations: its most urgent mark, and how many more (the pane names each): notify failed "
         "(its escalation's page did not go out), overdue (open past its deadline), evidence expired "
-        "(the host recorded it), stale (its signal expired), advisory withdrawn, pin no longer affected",
+        "(the host recorded it), stale (its signal expired), advisory withdrawn, pin no longer affected, "
+        "feed moving again (a stall over)",
     ),
     ("sensor:NAME", "signals: reported by a declared sensor (7 Sensors lists them with their last runs)"),
     (

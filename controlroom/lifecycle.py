@@ -276,6 +276,9 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
         if signal_id in world.cleared:  # D-308
             run = state.source.event(world.cleared[signal_id])
             yield f"{run.get('at')} sensor {escape(run.get('sensor'))} found its advisory no longer affects the pin"
+        if signal_id in world.resumed:  # D-321
+            run = state.source.event(world.resumed[signal_id])
+            yield f"{run.get('at')} sensor {escape(run.get('sensor'))} found its feed moving again"
         if signal_id in world.predicted and signal_id not in world.outcomes:
             from engine.read.worldfold import AWAITING
             from engine.read.worldfold import status as prediction_status
@@ -303,7 +306,7 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
             if event.get("withdrawn"):
                 said += f", {len(event['withdrawn'])} withdrawn"
             if event.get("cleared"):
-                said += f", {len(event['cleared'])} no longer affecting their pin"
+                said += f", {len(event['cleared'])} cleared (no pin affected, or the feed moving again)"
             yield said
             for error in event.get("errors") or []:
                 yield f"    error: {escape(error)}"

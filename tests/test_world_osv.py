@@ -353,16 +353,36 @@ def test_a_stalled_feed_raises_one_sensor_stalled_per_stall(ws: Any) -> None:
     # review: the run said `ok`, and --once's counts had no word of a failing sensor, D-309)
     assert [r["outcome"] for r in ws.json("sensors")] == ["stalled"]
     assert ws.json("controlroom", "--once")["counts"]["sensorsFailing"] == 1
+    ws.run("signals", "route", check=True)
+    (owed,) = [o for o in ws.json("obligations") if o["signal"] == stalled[0]["id"]]
+    assert not owed["stallEnded"]
     # the feed moves again, then stalls again: a second stall, a second signal
     write_feed(ws.root / "feeds" / "osv", [{**FLASK, "modified": "2026-11-28T00:00:00Z"}])
-    ws.run("sensors", "run", "osv", check=True)
+    moved = ws.run("sensors", "run", "osv", check=True).stdout
+    assert "its feed moves again: 1 stall signal(s) marked (a person dispositions them)" in moved, moved
     assert len([s for s in sensor_signals(ws) if s.get("stalled")]) == 1
     assert [r["outcome"] for r in ws.json("sensors")] == ["ok"]
     assert ws.json("controlroom", "--once")["counts"]["sensorsFailing"] == 0
+    # D-321: the stall's obligation says the stall is over (it stayed open with nothing to say so),
+    # and stays open for a person; an advisory's `cleared` is not this
+    (owed,) = [o for o in ws.json("obligations") if o["signal"] == stalled[0]["id"]]
+    assert owed["stallEnded"] and not owed["advisoryCleared"] and owed["status"] == "open"
+    assert "(feed moving again)" in ws.run("obligations", check=True).stdout
+    assert next(s for s in ws.json("signals") if s["id"] == stalled[0]["id"])["stallEnded"] is True
+    shown = ws.run("obligation", "show", owed["id"], check=True).stdout
+    assert "the feed moves again: sensor osv's run at 2026-11-29T12:00:00Z found its newest record" in shown
+    assert "(pin no longer affected)" not in ws.run("signals", check=True).stdout
     later = {"REGULATOR_NOW": "2026-12-10T12:00:00Z"}
     assert ws.run("sensors", "run", "osv", env=later).returncode == 1
     assert ws.run("sensors", "run", "osv", env=later).returncode == 1
     assert len([s for s in sensor_signals(ws) if s.get("stalled")]) == 2
+    ws.run("signals", "route", check=True)  # the second stall's obligation: not marked over
+    marked = [
+        o["stallEnded"]
+        for o in ws.json("obligations", env=later)
+        if o["signal"] in {s["id"] for s in sensor_signals(ws) if s.get("stalled")}
+    ]
+    assert sorted(marked) == [False, True]
 
 
 def test_what_a_feed_or_a_lockfile_cannot_say_is_one_error_each(ws: Any) -> None:

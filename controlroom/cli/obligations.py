@@ -100,6 +100,7 @@ def obligations(
             "dueAt",
             "advisoryWithdrawn",  # its advisory withdrawn, or affecting no pin now (D-312)
             "advisoryCleared",
+            "stallEnded",  # its sensor's feed, stalled, moving again (D-321)
             "notifyFailed",  # its escalation's page did not go out: why (D-315)
             "kind",  # what it is about, as the table says it (D-250)
             "subject",
@@ -198,6 +199,13 @@ def obligation_show(
             f"advisory no longer affects the pin: sensor {escape(run.get('sensor'))}'s run at "
             f"{escape(run.get('at'))} found none in "
             f"{escape(osv.get('lockfile') if isinstance(osv, dict) else '?')} on trunk"
+        )
+    resumed = state.world.resumed.get(ob.source) if about else None
+    if resumed is not None:  # D-321: the stall is over; a person still dispositions it
+        run = state.source.event(resumed)
+        out(
+            f"the feed moves again: sensor {escape(run.get('sensor'))}'s run at {escape(run.get('at'))} "
+            "found its newest record within staleAfter"
         )
     out("history:")
     for event in events:

@@ -65,7 +65,15 @@ def signals(ctx: typer.Context, as_json: JsonFlag = False) -> None:
             "reason",
             "obligations",
         )
-        keys += ("sensor", "supersedes", "supersededBy", "evidenceExpired", "withdrawn", "cleared")  # type: ignore[assignment]
+        keys += (
+            "sensor",
+            "supersedes",
+            "supersededBy",
+            "evidenceExpired",
+            "withdrawn",
+            "cleared",
+            "stallEnded",
+        )  # type: ignore[assignment]
         emit_json(
             [
                 {k: r[k] for k in keys} | ({"prediction": r["prediction"]} if r["prediction"] else {})

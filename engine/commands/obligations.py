@@ -51,6 +51,7 @@ def record(state: State, ob: Obligation, deadlines: Deadlines | None = None) -> 
         # its signal's advisory, as the sensor last said: withdrawn, or affecting no pin now (D-312)
         "advisoryWithdrawn": ob.source in state.world.withdrawn,
         "advisoryCleared": ob.source in state.world.cleared,
+        "stallEnded": ob.source in state.world.resumed,  # a stall signal's feed moving again (D-321)
         # its escalation's notify not run, not finished or not exiting 0: the one line (D-315)
         "notifyFailed": state.world.unpaged.get(ob.id),
     }

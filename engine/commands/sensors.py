@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -81,6 +81,7 @@ class Collected(msgspec.Struct):
     # lockfiles read whole, every pin judged; "<name>\0<package>" of the records judged; the (name, package,
     # lockfile) keys they affected
     stalled: bool = False  # the feed's newest record is older than staleAfter: the run's outcome
+    moving: bool = False  # staleAfter set and the feed's newest record within it: a stall is over
     read: set[str] = msgspec.field(default_factory=set)
     judged: set[str] = msgspec.field(default_factory=set)
     unjudged: set[str] = msgspec.field(default_factory=set)
@@ -303,6 +304,8 @@ def collect_osv(
         event["id"] = ids.derived_id(STALLED, name, clock.iso(feed.newest))
         event["stalled"] = clock.iso(feed.newest)
         found.signals.append(event)
+    elif stall is not None and feed.newest is not None:
+        found.moving = True
     return found
 
 
@@ -485,11 +488,16 @@ def _cleared(state: State, name: str, found: Collected) -> list[str]:
     raised it anew on every good run), nor does a package no longer pinned (moved to an included
     file, a range: nothing says it was upgraded)."""
     world, refs = state.world, state.signals.refs
-    if found.error_count or not found.read or not found.judged:
+    if found.error_count:
         return []
     mine = [s for s in world.sensed.get(name, ()) if s in refs and s not in world.withdrawn]
-    mine = [s for s in mine if s not in world.cleared]
-    out = []
+    mine = [s for s in mine if s not in world.cleared and s not in world.resumed]
+    # its stall signals, once its feed moves again (D-321: the stall's obligation stayed open with
+    # nothing to say the stall was over)
+    out = [s for s in mine if s in world.stalls] if found.moving else []
+    if not found.read or not found.judged:
+        return out
+    mine = [s for s in mine if s not in world.stalls]
     for signal_id, event in zip(mine, state.source.events([refs[s] for s in mine]), strict=True):
         ref = event.get("osv")
         if not isinstance(ref, dict) or ref.get("lockfile") not in found.read:
@@ -650,18 +658,23 @@ def run(ws: Workspace, name: str, now: datetime | None = None, *, only_due: bool
             f"sensor {name}: its feed stalled: its newest record was modified {newest or '?'}, more than "
             f"staleAfter {sensor.stale_after} ago; advisories published since may be missing"
         )
-    return Outcome(f"sensor {name}", written, said, note=_said_of(planned[-1] if planned else None))
+    note = _said_of(planned[-1] if planned else None, state.world.stalls)
+    return Outcome(f"sensor {name}", written, said, note=note)
 
 
-def _said_of(run: Mapping[str, Any] | None) -> str:
+def _said_of(run: Mapping[str, Any] | None, stalls: Container[str] = ()) -> str:
     """What a run's record says beyond its signals, for `sensors run` and serve's log: the feed
     stalled, earlier signals cleared (an operator's re-check: neither was said where a cron job
-    reads)."""
+    reads), a stall over (`stalls`: the stall signals, D-321)."""
     if run is None or run.get("kind") != EventKind.SENSOR_RUN:
         return ""
     parts = ["its feed stalled (nothing modified for longer than staleAfter)"] if run.get("stalled") else []
-    if run.get("cleared"):
-        parts.append(f"{len(run['cleared'])} earlier signal(s) no longer affect their pin (cleared)")
+    cleared = list(run.get("cleared") or ())
+    over = sum(1 for s in cleared if s in stalls)
+    if len(cleared) > over:
+        parts.append(f"{len(cleared) - over} earlier signal(s) no longer affect their pin (cleared)")
+    if over:
+        parts.append(f"its feed moves again: {over} stall signal(s) marked (a person dispositions them)")
     return "; ".join(parts)
 
 

@@ -55,6 +55,7 @@ class SignalLine(msgspec.Struct, tag_field="kind", tag="signal"):
     osv: OsvRef | None = None
     supersedes: str | None = None
     prediction: dict[str, Any] | None = None
+    stalled: str | None = None  # a sensor's stall signal: its feed's newest `modified` (D-321)
 
 
 class RoutedObligation(msgspec.Struct):

@@ -282,6 +282,8 @@ class World(msgspec.Struct):
     cleared: dict[
         str, int
     ] = {}  # signal id -> the sensor-run that found its advisory no longer affects its pin
+    stalls: dict[str, None] = {}  # a sensor's stall signals (`stalled`), log order
+    resumed: dict[str, int] = {}  # stall signal id -> the sensor-run that found its feed moving again
     predicted: dict[str, None] = {}  # signals that make a prediction, log order
     outcomes: dict[str, int] = {}  # signal id -> the prediction-outcome that counts
     superseded: dict[str, list[str]] = {}  # signal id -> the later signals that supersede it

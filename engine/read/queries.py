@@ -77,8 +77,8 @@ def is_stale(state: State, ob: Obligation) -> bool:
 def obligation_marks(state: State, ob: Obligation, overdue: bool) -> list[str]:
     """What an obligation's row says beside its subject, most urgent first: its escalation's page
     did not go out, overdue (`overdue`: by the deadlines in force), its evidence expired, stale,
-    its advisory withdrawn, or affecting no pin now. The one list `obligations`, `obligation show`
-    and the control room show (D-319)."""
+    its advisory withdrawn, or affecting no pin now, its sensor's stall over (D-321). The one list
+    `obligations`, `obligation show` and the control room show (D-319)."""
     world = state.world
     return [
         word
@@ -89,6 +89,7 @@ def obligation_marks(state: State, ob: Obligation, overdue: bool) -> list[str]:
             ("stale", is_stale(state, ob)),
             ("advisory withdrawn", ob.source in world.withdrawn),
             ("pin no longer affected", ob.source in world.cleared),
+            ("feed moving again", ob.source in world.resumed),  # a stall signal's (D-321)
         )
         if on
     ]
@@ -198,6 +199,7 @@ def signal_rows(state: State) -> list[dict[str, Any]]:
                 "evidenceExpired": signal_id in world.expired,
                 "withdrawn": signal_id in world.withdrawn,
                 "cleared": signal_id in world.cleared,  # D-308: its advisory no longer affects its pin
+                "stallEnded": signal_id in world.resumed,  # D-321: a stall signal whose feed moves again
                 "prediction": prediction_json(state, signal_id, signal)
                 if signal_id in world.predicted
                 else None,

@@ -109,6 +109,8 @@ def world_signal(state: State, event: Any, at: int) -> None:
     world = state.world
     if event.sensor is not None:
         world.sensed.setdefault(event.sensor, []).append(event.id)
+        if event.stalled is not None:
+            world.stalls[event.id] = None
         ref = event.osv
         if ref is not None:
             for name in dict.fromkeys((ref.id, *ref.aliases)):
@@ -270,11 +272,11 @@ def _run(state: State, event: SensorRunLine, at: int) -> str | None:
     world = state.world
     world.runs.setdefault(event.sensor, []).append(at)
     for signal_id in event.cleared:  # only a signal this sensor raised, once (the next raise is anew)
-        if (
-            signal_id in state.signals.refs
-            and signal_id not in world.cleared
-            and state.signals[signal_id].get("sensor") == event.sensor
-        ):
+        if signal_id not in state.signals.refs or state.signals[signal_id].get("sensor") != event.sensor:
+            continue
+        if signal_id in world.stalls:  # its feed moving again (D-321)
+            world.resumed.setdefault(signal_id, at)
+        elif signal_id not in world.cleared:
             world.cleared[signal_id] = at
     return None
 
@@ -443,4 +445,6 @@ def signal_marks(state: State, signal_id: str, signal: dict[str, Any]) -> str:
         marks.append("advisory withdrawn")
     if signal_id in world.cleared:
         marks.append("pin no longer affected")
+    if signal_id in world.resumed:
+        marks.append("feed moving again")
     return "".join(f" ({m})" for m in marks)
