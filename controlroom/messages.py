@@ -107,7 +107,7 @@ def arrange(
         for i, key in enumerate(keys):
             if i % 1000 == 0 and cancelled():
                 return None
-            if request.needle in " ".join(readmodel.row(request.view, snap, key)).lower():
+            if request.needle in readmodel.searched(request.view, snap, key):
                 kept.append(key)
         keys = kept
     if request.sort:

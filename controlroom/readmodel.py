@@ -452,6 +452,16 @@ def row(view: str, snap: Snapshot, key: Key) -> list[str]:
     return [escape(c) for c in _row(view, snap, key)]
 
 
+def searched(view: str, snap: Snapshot, key: Key) -> str:
+    """What `/` finds a row by, lower case: its cells, and an obligation's every mark (its row
+    shows only the most urgent, D-319: `/withdrawn` still finds each with its advisory withdrawn)."""
+    text = " ".join(row(view, snap, key))
+    if view == "obligations":
+        ob = snap.state.obligations[plain(key)]
+        text += " " + " ".join(obligation_marks(snap.state, ob, deadlines(snap).overdue(ob)))
+    return text.lower()
+
+
 def _cell(value: object) -> str:
     """A raw store value as a cell's text, as `escape` makes it (None is empty): a field a line
     that does not read back whole lacks is shown empty, never a KeyError."""

@@ -121,6 +121,26 @@ def test_overdue_evidence_expired_and_sensors_are_shown(world: Any) -> None:
     assert "deadline escalated to alice" in lifecycle and "overdue since 2026-12-01T12:00:00Z" in lifecycle  # type: ignore[operator]
 
 
+def test_the_filter_finds_a_mark_a_row_does_not_show(world: Any) -> None:
+    """D-319 shows a row's most urgent mark only (`(overdue +2)`): `/` still finds a row by each of
+    its marks, so an operator can list every obligation whose evidence expired."""
+    app = ControlRoom(Workspace(world.root), "alice", watch=False)
+    seen: dict[str, list[str]] = {}
+
+    async def script(pilot: Any) -> None:
+        for needle in ("evidence expired", "stale", "overdue", "withdrawn"):
+            await pilot.press("slash")
+            await pilot.press(*needle, "enter")
+            await pilot.pause(0.3)
+            seen[needle] = text(app)
+            await pilot.press("escape")
+
+    run(app, script)
+    assert len(seen["evidence expired"]) == 2 and all("(overdue +2)" in r for r in seen["evidence expired"])
+    assert len(seen["stale"]) == 2 and len(seen["overdue"]) == 2
+    assert seen["withdrawn"] == []
+
+
 def world_obligation(app: ControlRoom, key: Any) -> Any:
     return app.snap.state.obligations[key]
 
