@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from engine.base.text import escape
 from engine.checkout.workspace import Workspace
 from engine.commands.whatif import InMemory, route_in_memory
-from engine.read.model import MemoryStatus, ObligationStatus, UnitStatus
+from engine.read.model import MemoryStatus, ObligationStatus, State, UnitStatus
 from engine.read.queries import (
     days_left,
     memory_status,
@@ -88,6 +88,7 @@ def _counts(snap: Snapshot) -> dict[str, int]:
         "overdue": overdue,
         "evidenceExpired": expired,
         "sensorsFailing": sensors_failing(snap),
+        "notPaged": not_paged(state),
     }
 
 
@@ -150,6 +151,17 @@ def unrouted_status(snap: Snapshot, why: str) -> str | None:
     )
 
 
+def not_paged(state: State) -> int:
+    """The open obligations whose escalation paged no one (its notify failed, or routing.yaml sets
+    none): said in the header and counted in --once's JSON (an operator's re-check: the header said
+    `2 overdue` alike for the paged and the unpaged, D-323)."""
+    obligations, found = state.obligations, 0
+    for ob_id in state.world.unpaged:
+        ob = obligations.get(ob_id)
+        found += ob is not None and ob.status == ObligationStatus.OPEN
+    return found
+
+
 def sensors_failing(snap: Snapshot) -> int:
     """The declared sensors whose last run ended in error or found its feed stalled: said in the
     header and counted in --once's JSON (an operator's day: a broken feed showed only in the Sensors
@@ -177,11 +189,13 @@ UNKNOWN_WITHOUT_STORES = (
     "badLines",
     "verify",
     "sensorsFailing",
+    "notPaged",
 )
 # the counts shown only when there are any, by the legend's full words (HEADER_LEGEND, which a test
 # holds to the README, gives the words and the order: WHEN_ANY, below it)
 _WHEN_ANY_COUNT = {
     "N overdue": "overdue",
+    "⚠ N not paged": "notPaged",
     "⚠ N lost": "lost",
     "N awaiting decision": "awaitingDecision",
     "N ready to close": "readyToClose",
@@ -282,6 +296,12 @@ HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
         "open obligations past their deadline (routing.yaml deadlines): still open; serve escalates each once",
     ),
     (
+        "⚠ N not paged",
+        "⚠N unpaged",
+        "open obligations whose escalation paged no one (its notify failed, or routing.yaml sets none): "
+        "page by hand; `obligation show` says why",
+    ),
+    (
         "⚠ N lost",
         "⚠N lost",
         "units whose lease expired in progress (their run died): a person dispatches or demotes them",
@@ -332,8 +352,8 @@ TABLE_LEGEND: tuple[tuple[str, str], ...] = (
     ("⚠ evidence changed", "memory: a file its evidence cites changed since it was recorded"),
     (
         "(overdue +1)",
-        "obligations: its most urgent mark, and how many more (the pane names each): notify failed "
-        "(its escalation's page did not go out), overdue (open past its deadline), evidence expired "
+        "obligations: its most urgent mark, and how many more (the pane names each): not paged "
+        "(its escalation paged no one: page by hand), overdue (open past its deadline), evidence expired "
         "(the host recorded it), stale (its signal expired), advisory withdrawn, pin no longer affected, "
         "feed moving again (a stall over)",
     ),
@@ -345,7 +365,7 @@ TABLE_LEGEND: tuple[tuple[str, str], ...] = (
     ("⚑ F-x", "records: an open finding affects it (awaits ack until acknowledged)"),
     (
         "pending, 2 !",
-        "identity: a proposal that would grant, run, move or loosen 2 things if accepted (y shows each)",
+        "identity: a proposal that would grant, run, move, loosen or hasten 2 things if accepted (y shows each)",
     ),
     (
         "ids",

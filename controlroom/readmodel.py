@@ -186,7 +186,7 @@ class Snapshot:
 
 
 def proposal_marks(ws: Workspace, state: State) -> dict[str, int]:
-    """Each pending proposal's marks: what accepting it would grant, run, move or loosen (the rows show
+    """Each pending proposal's marks: what accepting it would grant, run, move, loosen or hasten (the rows show
     `pending, N !`, as `identity show` does); -1 where the decided files cannot be read."""
     found: dict[str, int] = {}
     for ident in undecided(state.proposals, state.decisions):

@@ -99,6 +99,7 @@ HOSTED = {
     ("signals", "deadline-escalated"),
     ("signals", "advisory-withdrawn"),
     ("signals", "sensor-run"),
+    ("signals", "escalation-paged"),
     ("signals", "prediction-outcome"),
     ("units", "result"),
     ("units", "lease-expired"),
@@ -134,6 +135,8 @@ def test_every_event_the_host_writes_has_its_kinds_shape(
         f"sensors:\n  scan:\n    kind: command\n    command: {json.dumps([sys.executable, str(script)])}\n"
         "    every: 1h\n    severity: advisory\n    timeout: 60s\n",
     )
+    routing = (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
+    ws.decide("regulator/policy/routing.yaml", routing + "notify: [/bin/true]\n")  # its escalation-paged
     ws.run(*report_args(expires_at="2026-12-01T00:00:00Z", resolves_at="2026-11-30T00:00:00Z"),
            "--by", "alice", check=True)  # fmt: skip
     ws.run("signals", "route", check=True)

@@ -112,7 +112,8 @@ def test_overdue_evidence_expired_and_sensors_are_shown(world: Any) -> None:
     rows = "\n".join(seen["obligations"])  # type: ignore[arg-type]
     # the most urgent mark before the subject, and how many more (D-319: all of them left no room
     # for the subject at 80 columns); the detail pane names each
-    assert rows.count("(overdue +2) vendor/left-pad.js") == 2 and "recheck: vendor/left-pad.js" in rows
+    # no notify is set: paged no one (D-323)
+    assert rows.count("(not paged +3) vendor/left-pad.js") == 2 and "recheck: vendor/left-pad.js" in rows
     sensors = "\n".join(seen["sensors"])  # type: ignore[arg-type]
     assert "disk" in sensors and "2026-12-05T12:00:00Z" in sensors and "ok" in sensors
     assert "run: ok, 1 signal(s)" in seen["sensor lifecycle"]  # type: ignore[operator]
@@ -136,7 +137,7 @@ def test_the_filter_finds_a_mark_a_row_does_not_show(world: Any) -> None:
             await pilot.press("escape")
 
     run(app, script)
-    assert len(seen["evidence expired"]) == 2 and all("(overdue +2)" in r for r in seen["evidence expired"])
+    assert len(seen["evidence expired"]) == 2 and all("(not paged +3)" in r for r in seen["evidence expired"])
     assert len(seen["stale"]) == 2 and len(seen["overdue"]) == 2
     assert seen["withdrawn"] == []
 

@@ -168,8 +168,11 @@ def check_invariants(ws: Any, now: datetime, log: Any) -> None:
         }, n["env"]
         assert n["event"]["people"] == ["alice"] and n["event"]["kind"] == "deadline-escalated"
     # each escalation says its page went out (D-315), and no obligation says otherwise
-    assert all(e["notify"] == {"sent": True} for e in escalations), escalations
-    assert all(ob["notifyFailed"] is None for ob in obligations)
+    pages = by_kind.get("escalation-paged", [])
+    assert sorted(p["escalation"] for p in pages) == sorted(e["id"] for e in escalations)
+    assert all(p["sent"] is True and "problem" not in p and p["people"] == ["alice"] for p in pages), pages
+    assert all("notify" not in e for e in escalations)  # a notify is set: the page is its own event
+    assert all(ob["notPaged"] is None for ob in obligations)
 
 
 def parse(text: str) -> datetime:
@@ -242,19 +245,43 @@ def test_a_page_that_did_not_go_out_is_shown_on_its_obligation(ws: Any) -> None:
     later = {"REGULATOR_NOW": "2026-12-05T00:00:00Z"}
     assert len(tick(ws, env=later)["deadlines"]["outcome"]["errors"]) == 2
     (escalated, _) = [e for e in ws.events("signals") if e["kind"] == "deadline-escalated"]
-    assert escalated["notify"]["sent"] is False
-    assert escalated["notify"]["problem"].endswith("exited 3: pager down: 503 \x1b[31mred\x1b[0m")
+    (page, _) = [e for e in ws.events("signals") if e["kind"] == "escalation-paged"]
+    assert page["escalation"] == escalated["id"] and page["sent"] is False
+    assert page["problem"].endswith("exited 3: pager down: 503 \x1b[31mred\x1b[0m")
     rows = ws.json("obligations", env=later)
-    assert len(rows) == 2 and all(r["notifyFailed"].endswith("503 \x1b[31mred\x1b[0m") for r in rows)
+    assert len(rows) == 2 and all(r["notPaged"].endswith("503 \x1b[31mred\x1b[0m") for r in rows)
     listed = ws.run("obligations", env=later, check=True).stdout
-    assert listed.count("(notify failed)") == 2 and "\x1b" not in listed
+    assert listed.count("(not paged)") == 2 and "\x1b" not in listed
     shown = ws.run("obligation", "show", escalated["obligation"], env=later, check=True).stdout
-    assert "deadline escalated to alice; NOTIFY FAILED (page by hand): " in shown
+    assert "deadline escalated to alice\n" in shown and "NOT PAGED: " in shown
+    assert ": page alice by hand (notify is not run again" in shown
     assert "503 \\x1b[31mred" in shown and "\x1b" not in shown  # the script's bytes, escaped
     room = ws.run("controlroom", "--once", env=later, check=True).stdout
-    assert "(notify failed +1) disk full on the build host" in room  # then overdue (D-319)
+    assert "(not paged +1) disk full on the build host" in room  # then overdue (D-319)
+    assert "⚠ 2 not paged" in room.splitlines()[0]  # the header counts them (D-323)
+    assert ws.json("controlroom", "--once", env=later)["counts"]["notPaged"] == 2
     assert ws.run("verify", env=later).returncode == 0
     assert tick(ws, env=later)["deadlines"]["outcome"] == {"written": 0}  # not run again, nor written
+
+
+def test_an_escalation_with_no_notify_set_says_no_one_was_paged(ws: Any) -> None:
+    """D-323 (an operator's re-check): `init` sets `escalate` and no `notify`, so every escalation
+    of a default workspace paged no one, and read exactly as one that had: `(overdue)`, `deadline
+    escalated to alice`. It says so, where an operator looks first."""
+    assert "notify" not in (ws.root / "regulator" / "policy" / "routing.yaml").read_text()
+    ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
+    ws.run("signals", "route", check=True)
+    later = {"REGULATOR_NOW": "2026-12-05T00:00:00Z"}
+    assert tick(ws, env=later)["deadlines"]["outcome"] == {"written": 2}  # not an error: a choice
+    (escalated,) = [e for e in ws.events("signals") if e["kind"] == "deadline-escalated"]
+    assert escalated["notify"] == {"sent": False, "problem": "routing.yaml sets no notify"}
+    (row,) = ws.json("obligations", env=later)
+    assert row["notPaged"] == "routing.yaml sets no notify" and row["overdue"]
+    shown = ws.run("obligation", "show", row["id"], env=later, check=True).stdout
+    assert "deadline escalated to alice; NOT PAGED: routing.yaml sets no notify: page alice by hand" in shown
+    room = ws.run("controlroom", "--once", env=later, check=True).stdout
+    assert "⚠ 1 not paged" in room.splitlines()[0] and "(not paged +1)" in room
+    assert ws.run("verify", env=later).returncode == 0
 
 
 def test_a_failing_notify_is_one_error_and_is_not_run_again(ws: Any) -> None:
@@ -267,7 +294,7 @@ def test_a_failing_notify_is_one_error_and_is_not_run_again(ws: Any) -> None:
     later = {"REGULATOR_NOW": "2026-12-05T00:00:00Z"}
     done = tick(ws, env=later)["deadlines"]["outcome"]
     assert (
-        done["written"] == 2
+        done["written"] == 3  # overdue, escalated, and what its notify did
         and len(done["errors"]) == 1
         and "cannot run /nonexistent/notify" in done["errors"][0]
     )
@@ -290,7 +317,7 @@ def test_a_notify_script_edited_in_the_checkout_is_not_run(ws: Any) -> None:
     assert "not run: ./tools/page.sh: tools/page.sh differs from trunk's" in error, error
     assert not (ws.root / "pwned.txt").exists()
     (row,) = ws.json("obligations", env={"REGULATOR_NOW": "2026-12-05T00:00:00Z"})
-    assert row["notifyFailed"].startswith("not run: ./tools/page.sh: tools/page.sh differs from trunk's")
+    assert row["notPaged"].startswith("not run: ./tools/page.sh: tools/page.sh differs from trunk's")
     assert count(ws, "deadline-escalated") == 1  # the escalation is recorded whatever notify did
 
 
@@ -453,7 +480,7 @@ def test_a_recovery_obligation_and_a_question_are_escalated_once_across_ticks(ws
     assert kinds == {"recovery", "question"}, ws.json("obligations")
     later = {"REGULATOR_NOW": iso(START + timedelta(days=15))}
     written = [tick(ws, env=later)["deadlines"]["outcome"]["written"] for _ in range(3)]
-    assert written == [4, 0, 0]
+    assert written == [6, 0, 0]  # two overdue, two escalated, two pages
     for ob in ws.json("obligations", env=later):
         assert ob["overdue"], ob
         for kind in ("overdue", "deadline-escalated"):
@@ -486,7 +513,7 @@ def test_notify_runs_with_the_decide_lock_free(ws: Any) -> None:
     ws.run(*report_args(affects=["u1"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
     done = tick(ws, env={"REGULATOR_NOW": "2026-12-05T00:00:00Z"})["deadlines"]["outcome"]
-    assert done["written"] == 2 and "errors" not in done, done  # overdue, escalated
+    assert done["written"] == 3 and "errors" not in done, done  # overdue, escalated, paged
     assert said.read_text().splitlines() == ["free"]
 
 
@@ -551,7 +578,7 @@ def test_notifies_of_one_tick_run_at_once(ws: Any) -> None:
     ws.run(*report_args(subject="second", affects=["u3"]), "--by", "alice", check=True)
     ws.run("signals", "route", check=True)
     done = tick(ws, env={"REGULATOR_NOW": "2026-12-05T00:00:00Z"})["deadlines"]["outcome"]
-    assert done == {"written": 4}, done  # two overdue, two escalated, both notifies exit 0
+    assert done == {"written": 6}, done  # two overdue, two escalated, two pages: both notifies exit 0
     assert len(list(folder.iterdir())) == 2
 
 

@@ -226,4 +226,6 @@ def identity_show(
     rows = [[p["id"], p["file"], p["unit"] or p["by"], status(p), p["rationale"] or ""] for p in proposals]
     table(["proposal", "file", "from", "status", "rationale"], rows)
     if any(row[3].startswith("pending, ") for row in rows):
-        out("! what accepting it would grant, run, move or loosen: `regulator identity show ID` lists each")
+        out(
+            "! what accepting it would grant, run, move, loosen or hasten: `regulator identity show ID` lists each"
+        )

@@ -101,7 +101,7 @@ def obligations(
             "advisoryWithdrawn",  # its advisory withdrawn, or affecting no pin now (D-312)
             "advisoryCleared",
             "stallEnded",  # its sensor's feed, stalled, moving again (D-321)
-            "notifyFailed",  # its escalation's page did not go out: why (D-315)
+            "notPaged",  # its escalation's page did not go out: why (D-315)
             "kind",  # what it is about, as the table says it (D-250)
             "subject",
             "openedAt",
@@ -118,7 +118,7 @@ def obligations(
         [
             [
                 r["id"],
-                r["unit"] or "(none)",
+                r["unit"] or "(no unit)",
                 r["severity"],
                 "yes" if r["blocks"] else "no",
                 r["owedTo"],
@@ -156,7 +156,7 @@ def obligation_show(
         emit_json(row | {"signalEvent": signal, "history": events, "supersededBy": later})
         return
     out(
-        f"obligation {ob.id}  unit {escape(ob.unit or '(none)')}  severity {escape(ob.severity)}"
+        f"obligation {ob.id}  unit {escape(ob.unit or '(no unit)')}  severity {escape(ob.severity)}"
         f"{', blocks' if ob.blocks else ''}  owed to {ob.owed_to}  {ob.status}{marks(state, row)}"
     )
     if not about:  # a recovery obligation (or another the host opens): no signal says what it is about

@@ -53,7 +53,7 @@ def record(state: State, ob: Obligation, deadlines: Deadlines | None = None) -> 
         "advisoryCleared": ob.source in state.world.cleared,
         "stallEnded": ob.source in state.world.resumed,  # a stall signal's feed moving again (D-321)
         # its escalation's notify not run, not finished or not exiting 0: the one line (D-315)
-        "notifyFailed": state.world.unpaged.get(ob.id),
+        "notPaged": state.world.unpaged.get(ob.id),
     }
 
 

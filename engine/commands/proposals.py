@@ -343,7 +343,7 @@ def review(ws: Workspace, proposal: dict) -> list[str]:
 
 
 def marks(ws: Workspace, proposal: dict) -> int:
-    """How many things accepting a proposal would grant, run, move or loosen (its review's `!` lines): the
+    """How many things accepting a proposal would grant, run, move, loosen or hasten (its review's `!` lines): the
     number `identity show`'s list, `--once` and the room show beside a pending proposal (`pending`
     text). An adversarial review: a unit's proposal widening profiles.yaml read as an ordinary row."""
     return _marks(*_sides(ws, proposal))
@@ -351,7 +351,7 @@ def marks(ws: Workspace, proposal: dict) -> int:
 
 def proposal_json(p: dict, decision: dict | None, marks: int | None) -> dict:
     """A proposal as `identity show --json` and `controlroom --once --json` list it; `marks` (what
-    accepting it would grant, run, move or loosen: `marks`) of a pending one, null once decided."""
+    accepting it would grant, run, move, loosen or hasten: `marks`) of a pending one, null once decided."""
     return {
         "id": p["id"],
         "file": p["file"],

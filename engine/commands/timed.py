@@ -24,7 +24,12 @@ from engine.commands.duty import Duty, Outcome, deciding
 from engine.commands.sensors import run_due
 from engine.commands.trunkfiles import not_trunks
 from engine.commands.units import seen
-from engine.commands.written import DeadlineEscalatedEvent, EvidenceExpiredEvent, OverdueEvent
+from engine.commands.written import (
+    DeadlineEscalatedEvent,
+    EscalationPagedEvent,
+    EvidenceExpiredEvent,
+    OverdueEvent,
+)
 from engine.log.store import canonical
 from engine.read.deadlines import Deadlines
 from engine.read.load import load
@@ -35,6 +40,7 @@ from identity.policy import RoutingPolicy
 NOTIFY_TIMEOUT_S = 30
 NOTIFY_AT_ONCE = 16  # notifies run at once in a tick (each in its own process group)
 RECHECK_SEVERITY = "advisory"
+NO_NOTIFY = "routing.yaml sets no notify"  # an escalation's page where no notify is set (D-323)
 MAX_PROBLEM = 500  # characters of a failed notify's problem kept on its escalation
 
 
@@ -147,67 +153,81 @@ def deadline_events(
 def check_deadlines(ws: Workspace, now: datetime) -> Outcome:
     """The deadline duty (design §24): overdue, escalated, notified once; never resolved.
 
-    Where routing.yaml sets `notify`, each escalation is written once its notify has run (outside
-    the decide lock), and says what became of the page: `notify: {"sent": true}`, or `{"sent":
-    false, "problem": …}` for a notify that was not run, did not finish or did not exit 0 (D-315).
-    An operator sees a page that did not go out on the obligation itself (`notifyFailed`, `(notify
-    failed)`, its lifecycle), not only in serve's log. A host that stops between the notify and the
-    write pages again on its next tick: a page sent twice, never one lost."""
+    The escalation is written first (a host ticking meanwhile finds it and pages no one again).
+    Where routing.yaml sets `notify`, it runs once for each escalation written here (outside the
+    decide lock), and an `escalation-paged` event then records what it did: `sent`, or not and
+    why (not run, not finished, not exiting 0). Where routing.yaml sets none, the escalation itself
+    says so (`notify: {"sent": false, "problem": NO_NOTIFY}`). Either way an escalation that paged
+    no one is said on its obligation (`notPaged`, `(not paged)`, its lifecycle, the header's count),
+    not only in serve's log (D-315, D-323). A host that stops between a notify and its record
+    leaves that escalation with no word of its page."""
     policy = ws.routing()
     if not policy.deadlines:
         return Outcome("deadlines", note="routing.yaml sets no deadlines")
-    escalations: list[DeadlineEscalatedEvent] = []
     with deciding(ws):
         state = load(ws, now, stores=("signals", "units"))
         events: list[OverdueEvent | DeadlineEscalatedEvent] = []
         for event in deadline_events(state, policy, now):
-            if event["kind"] == EventKind.DEADLINE_ESCALATED and policy.notify:
-                escalations.append(event)  # type: ignore[arg-type]  # its kind says which
-            else:
-                events.append(event)
+            if event["kind"] == EventKind.DEADLINE_ESCALATED and not policy.notify:
+                # recorded, so never taken for a page that went out (an operator's re-check, D-323)
+                event["notify"] = {"sent": False, "problem": NO_NOTIFY}  # type: ignore[typeddict-unknown-key]
+            events.append(event)
         written = _append(ws, now, events, state)
-    outcome = Outcome("deadlines", written)
-    if not escalations:
+    outcome = Outcome("deadlines", [e["id"] for e in written])
+    escalated: list[dict] = (
+        [e for e in written if e["kind"] == EventKind.DEADLINE_ESCALATED] if policy.notify else []
+    )
+    if not escalated:
         return outcome
     # at once, NOTIFY_AT_ONCE at a time: one after another, fifty escalations and a webhook that
     # never answers held the tick (and the lease expiry after it) for fifty times 30 s
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=min(NOTIFY_AT_ONCE, len(escalations))) as pool:
-        problems = list(pool.map(lambda event: notify(ws, policy.notify, event), escalations))
-    for event, problem in zip(escalations, problems, strict=True):
+    with ThreadPoolExecutor(max_workers=min(NOTIFY_AT_ONCE, len(escalated))) as pool:
+        problems = list(pool.map(lambda event: notify(ws, policy.notify, event), escalated))
+    pages: list[EscalationPagedEvent] = []
+    for escalation, problem in zip(escalated, problems, strict=True):
+        people = escalation.get("people")
+        page: EscalationPagedEvent = {
+            "id": ids.derived_id(EventKind.ESCALATION_PAGED, escalation["obligation"]),
+            "kind": EventKind.ESCALATION_PAGED.value,
+            "obligation": escalation["obligation"],
+            "escalation": escalation["id"],
+            "people": [str(p) for p in people] if isinstance(people, list) else [],
+            "sent": not problem,
+            "at": clock.iso(now),
+        }
         if problem:
-            outcome.errors.append(f"notify for {event['obligation']}: {problem}")
-            event["notify"] = {"sent": False, "problem": problem[:MAX_PROBLEM]}
-        else:
-            event["notify"] = {"sent": True}
-    with deciding(ws):  # stamped now: the notifies took up to NOTIFY_TIMEOUT_S
-        outcome.written += _append(ws, max(now, clock.now()), escalations)
+            outcome.errors.append(f"notify for {escalation['obligation']}: {problem}")
+            page["problem"] = problem[:MAX_PROBLEM]
+        pages.append(page)
+    with deciding(ws):  # stamped when written: the notifies took up to NOTIFY_TIMEOUT_S
+        outcome.written += [e["id"] for e in _append(ws, max(now, clock.now()), pages)]
     return outcome
 
 
 def _append(
     ws: Workspace,
     now: datetime,
-    events: Sequence[OverdueEvent | DeadlineEscalatedEvent],
+    events: Sequence[OverdueEvent | DeadlineEscalatedEvent | EscalationPagedEvent],
     state: State | None = None,
-) -> list[str]:
+) -> list[dict]:
     """Append those of `events` no host has written yet (the stores read again unless `state` is
     this lock's read: a duty run twice writes once), each stamped `now` and with how far this host
-    had folded (`seen`); the ids written. Inside the decide lock."""
+    had folded (`seen`); the events as written. Inside the decide lock."""
     if not events:
         return []
     state = state or load(ws, now, stores=("signals", "units"))
     store = ws.store("signals")
     marks = seen(ws, state, "signals")
     fresh = [e for e in events if e["id"] not in state.world.ids]
-    return [store.append(event | {"at": clock.iso(now), "seen": marks})["id"] for event in fresh]
+    return [store.append(event | {"at": clock.iso(now), "seen": marks}) for event in fresh]
 
 
 def notify(ws: Workspace, argv: tuple[str, ...], event: dict) -> str:
-    """Run the policy's `notify` once for an escalation, the event's JSON on its standard input;
-    the problem in one line ("" when it ran and exited 0). Not retried: the escalation records
-    what became of it (check_deadlines)."""
+    """Run the policy's `notify` once for an escalation, the event's JSON (as written) on its
+    standard input; the problem in one line ("" when it ran and exited 0). Not retried: its
+    escalation-paged event records what became of it (check_deadlines)."""
     refused = not_trunks(ws, argv)
     if refused is not None:
         return f"not run: {refused}"

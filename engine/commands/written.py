@@ -313,8 +313,8 @@ class DeadlineEscalatedEvent(Stamped):
     at: str
     people: list[str]
     subject: str
-    # what became of its page where routing.yaml sets notify: {"sent": true}, or {"sent": false,
-    # "problem": the one line} (D-315); absent where no notify is set
+    # where routing.yaml sets no notify: {"sent": false, "problem": "routing.yaml sets no notify"}
+    # (D-323); where it sets one, an escalation-paged event follows once the notify has run
     notify: NotRequired[dict[str, Any]]
     seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (design §22)
 
@@ -351,6 +351,19 @@ class SensorRunEvent(Stamped):
     seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (design §22)
 
 
+class EscalationPagedEvent(Stamped):
+    """signals.ndjson: what an escalation's notify did, written once it has run (D-323)."""
+
+    kind: Literal["escalation-paged"]
+    obligation: str
+    escalation: str  # the deadline-escalated event's id
+    people: list[str]
+    sent: bool
+    problem: NotRequired[str]  # why not: not run, not finished or not exiting 0, in one line
+    at: str
+    seen: NotRequired[dict[str, int]]  # how far the host had folded every other store (design §22)
+
+
 class PredictionOutcomeEvent(Stamped):
     """signals.ndjson: a person records whether a prediction came true (design §24)."""
 
@@ -373,6 +386,7 @@ WRITTEN: dict[str, dict[str, tuple[type, ...]]] = {
         "deadline-escalated": (DeadlineEscalatedEvent,),
         "advisory-withdrawn": (AdvisoryWithdrawnEvent,),
         "sensor-run": (SensorRunEvent,),
+        "escalation-paged": (EscalationPagedEvent,),
         "prediction-outcome": (PredictionOutcomeEvent,),
     },
     "units": {

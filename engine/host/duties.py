@@ -128,5 +128,10 @@ def run_one(ws: Workspace, duty: Registered, now: datetime) -> dict:
 
 
 def run_duties(ws: Workspace, now: datetime, *, leader: bool) -> list[dict]:
-    """One tick's duties: every registered duty (the leader-only ones only on the leader)."""
-    return [run_one(ws, duty, now) for duty in registered() if leader or not duty.leader_only]
+    """One tick's duties: every registered duty (the leader-only ones only on the leader), each at
+    the tick's time or the clock's, the later: a duty after a slow one (a notify's 30 s, a sensor's
+    command) stamps what it writes after what that one wrote, never before it (an adversarial
+    review: the store refused the sensors duty's run, stamped before the escalation's page)."""
+    return [
+        run_one(ws, duty, max(now, clock.now())) for duty in registered() if leader or not duty.leader_only
+    ]

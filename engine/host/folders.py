@@ -355,7 +355,7 @@ def strip_set_ids(worktree: Path, uid: int) -> list[str]:
             try:
                 now = os.fstat(handle)
                 if stat.S_ISREG(now.st_mode) and now.st_uid != uid:
-                    others.append(name)
+                    others.append(_path_in(worktree, fd, name))
                 elif stat.S_ISREG(now.st_mode):
                     os.fchmod(handle, stat.S_IMODE(now.st_mode) & ~SET_IDS)
             finally:
@@ -364,6 +364,17 @@ def strip_set_ids(worktree: Path, uid: int) -> list[str]:
     with contextlib.suppress(Refused):
         walk_up(worktree, strip)
     return others
+
+
+def _path_in(top: Path, fd: int, name: str) -> str:
+    """`name` in the folder open as `fd`, as a path below `top` (the kernel's name of the folder:
+    an adversarial review found a bare name, with the folder it was in left for the operator to
+    find among many)."""
+    try:
+        folder = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return name
+    return os.path.relpath(os.path.join(folder, name), top)
 
 
 def remove_tree(top: Path) -> None:

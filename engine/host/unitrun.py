@@ -706,11 +706,14 @@ def _dispatched(ws: Workspace, p: Plan, say: Say) -> int:
             runs.end(ws, event["leaseHash"])  # the child is gone: so is its lease, at the door
         if p.account is not None:  # its lease over first: no walk can keep it alive (D-211)
             # nothing of the account's runs again by its bits; another's file linked in is not changed
-            for name in strip_set_ids(p.worktree, p.account.uid)[:20]:
+            others = strip_set_ids(p.worktree, p.account.uid)
+            for name in others[:20]:
                 say(
                     f"{p.unit}: warning: '{name}' in its worktree is set-user-id or set-group-id and not "
                     f"{p.account.name}'s (a hard link to another's file?): left as it is; remove it"
                 )
+            if len(others) > 20:
+                say(f"{p.unit}: warning: and {len(others) - 20} more such file(s) in {p.worktree}")
         remove_tree(p.lease_dir)
         if p.account_lock is not None:  # every process of the account is gone: it is free again
             os.close(p.account_lock)

@@ -43,6 +43,7 @@ HOST_KINDS: frozenset[str] = frozenset(
         "deadline-escalated",
         "advisory-withdrawn",
         "sensor-run",
+        "escalation-paged",
         "upgrade",
     )
 )

@@ -67,6 +67,7 @@ from engine.read.worldfold import (
     ExpiredLine,
     OutcomeLine,
     OverdueLine,
+    PagedLine,
     SensorRunLine,
     WithdrawnLine,
     fold_world,
@@ -75,7 +76,9 @@ from engine.read.worldfold import (
     world_signal,
 )
 
-WorldLine = ExpiredLine | OverdueLine | EscalatedLine | WithdrawnLine | SensorRunLine | OutcomeLine
+WorldLine = (
+    ExpiredLine | OverdueLine | EscalatedLine | WithdrawnLine | SensorRunLine | PagedLine | OutcomeLine
+)
 
 # the names the hot loops compare with, bound once (an enum member read from its class costs more)
 _SIGNAL, _ROUTING, _DISPOSITION = EventKind.SIGNAL.value, EventKind.ROUTING.value, EventKind.DISPOSITION.value

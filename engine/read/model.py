@@ -123,6 +123,7 @@ class EventKind(StrEnum):
     DEADLINE_ESCALATED = "deadline-escalated"  # ... escalated to the policy's people
     ADVISORY_WITHDRAWN = "advisory-withdrawn"  # an OSV advisory a sensor raised was withdrawn
     SENSOR_RUN = "sensor-run"  # a sensor ran: its outcome, the signals it raised, its errors
+    ESCALATION_PAGED = "escalation-paged"  # what an escalation's notify did: sent, or why not (D-323)
     PREDICTION_OUTCOME = "prediction-outcome"  # a person event: whether a prediction came true
     UNREADABLE = UNREADABLE  # no store's: what a reference reads back as when its line is gone
 
@@ -270,7 +271,8 @@ class World(msgspec.Struct):
     stale_evidence: dict[str, str] = {}  # obligation id -> the signal whose evidence expired under it
     overdue: dict[str, int] = {}  # obligation id -> its overdue event
     escalated: dict[str, int] = {}  # obligation id -> its deadline-escalated event
-    unpaged: dict[str, str] = {}  # obligation id -> why its escalation's notify failed (D-315)
+    unpaged: dict[str, str] = {}  # obligation id -> why its escalation paged no one (D-315, D-323)
+    paged: dict[str, int] = {}  # obligation id -> its escalation-paged event (D-323)
     # obligation id -> its overdue/escalated events read before it opened: a recovery obligation
     # opens in units.ndjson, folded after signals.ndjson (engine.read.worldfold.opened)
     unopened: dict[str, list[int]] = {}

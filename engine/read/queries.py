@@ -83,7 +83,7 @@ def obligation_marks(state: State, ob: Obligation, overdue: bool) -> list[str]:
     return [
         word
         for word, on in (
-            ("notify failed", ob.id in world.unpaged),
+            ("not paged", ob.id in world.unpaged),
             ("overdue", overdue),
             ("evidence expired", ob.id in world.stale_evidence),
             ("stale", is_stale(state, ob)),

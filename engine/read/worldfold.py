@@ -60,7 +60,7 @@ class OverdueLine(msgspec.Struct, tag_field="kind", tag=EventKind.OVERDUE.value)
 
 
 class Paged(msgspec.Struct):
-    """What became of an escalation's page (engine.commands.timed.check_deadlines, D-315)."""
+    """An escalation written where routing.yaml sets no notify says so (D-323)."""
 
     sent: bool
     problem: str = ""
@@ -71,7 +71,18 @@ class EscalatedLine(msgspec.Struct, tag_field="kind", tag=EventKind.DEADLINE_ESC
     id: str
     obligation: str
     at: str | None = None
-    notify: Paged | None = None  # absent where routing.yaml set no notify
+    notify: Paged | None = None  # where routing.yaml set no notify (D-323)
+
+
+class PagedLine(msgspec.Struct, tag_field="kind", tag=EventKind.ESCALATION_PAGED.value):
+    """What an escalation's notify did, written by the host that ran it (D-323)."""
+
+    kind: ClassVar[str] = EventKind.ESCALATION_PAGED.value
+    id: str
+    obligation: str
+    sent: bool
+    problem: str = ""
+    at: str | None = None
 
 
 class WithdrawnLine(msgspec.Struct, tag_field="kind", tag=EventKind.ADVISORY_WITHDRAWN.value):
@@ -99,7 +110,7 @@ class OutcomeLine(msgspec.Struct, tag_field="kind", tag=EventKind.PREDICTION_OUT
     at: str | None = None
 
 
-LINES = (ExpiredLine, OverdueLine, EscalatedLine, WithdrawnLine, SensorRunLine, OutcomeLine)
+LINES = (ExpiredLine, OverdueLine, EscalatedLine, WithdrawnLine, SensorRunLine, PagedLine, OutcomeLine)
 KINDS = frozenset(line.kind for line in LINES)
 HOST_KINDS = KINDS - {EventKind.PREDICTION_OUTCOME.value}  # written by the host, unsigned
 
@@ -209,7 +220,7 @@ def _obligation_mark(index: str) -> Any:
         marks[event.obligation] = at
         paged = getattr(event, "notify", None)
         if paged is not None and not paged.sent:  # its page did not go out: said on the obligation
-            state.world.unpaged[event.obligation] = paged.problem or "notify failed"
+            state.world.unpaged[event.obligation] = paged.problem or "not paged"
         if ob is not None:
             ob.history.append(at)
         else:  # a recovery obligation opens in units.ndjson, folded after this store: kept until then
@@ -233,7 +244,9 @@ def opened_in_units(state: State, ob: Obligation) -> None:
         for index, kind in ((world.overdue, OverdueLine.kind), (world.escalated, EscalatedLine.kind)):
             if index.get(ob.id) == at:
                 del index[ob.id]
-                world.unpaged.pop(ob.id, None)
+                if kind == EscalatedLine.kind:
+                    world.unpaged.pop(ob.id, None)
+                    world.paged.pop(ob.id, None)
                 _uncounted(
                     state, at, f"host event: {kind} before its obligation was due: no host wrote it (forged?)"
                 )
@@ -249,9 +262,30 @@ def settle_unopened(state: State) -> None:
             for index, kind in ((world.overdue, OverdueLine.kind), (world.escalated, EscalatedLine.kind)):
                 if index.get(ob_id) == at:
                     del index[ob_id]
-                    world.unpaged.pop(ob_id, None)
+                    if kind == EscalatedLine.kind:
+                        world.unpaged.pop(ob_id, None)
+                        world.paged.pop(ob_id, None)
                     _uncounted(state, at, f"{kind} for no obligation that counts")
     world.unopened = {}
+
+
+def _paged(state: State, event: PagedLine, at: int) -> str | None:
+    """An escalation's page (D-323): after its escalation, once. One that did not go out is kept
+    per obligation (`World.unpaged`), said on the obligation and counted in the header."""
+    world = state.world
+    if event.obligation not in world.escalated:
+        return "escalation-paged for no escalation that counts"
+    if event.obligation in world.paged:
+        return "a second escalation-paged for the same escalation"
+    world.paged[event.obligation] = at
+    if not event.sent:
+        world.unpaged[event.obligation] = event.problem or "not paged"
+    ob = state.obligations.get(event.obligation)
+    if ob is not None:
+        ob.history.append(at)
+    else:  # a recovery obligation, opened in units.ndjson (folded later): its lifecycle then
+        world.unopened.setdefault(event.obligation, []).append(at)
+    return None
 
 
 def _withdrawn(state: State, event: WithdrawnLine, at: int) -> str | None:
@@ -287,6 +321,7 @@ _HOST = {
     EscalatedLine.kind: _obligation_mark("escalated"),
     WithdrawnLine.kind: _withdrawn,
     SensorRunLine.kind: _run,
+    PagedLine.kind: _paged,
 }
 
 
@@ -390,15 +425,15 @@ def event_line(event: dict[str, Any]) -> str | None:
         listed = event.get("people")
         people: list[Any] = listed if isinstance(listed, list) else []
         named = ", ".join(str(p) for p in people) or "no one (routing.yaml escalate names nobody)"
-        paged = event.get("notify")
-        said = ""
-        if isinstance(paged, dict):  # what became of its page (D-315)
-            said = (
-                "; notify ran"
-                if paged.get("sent") is True
-                else f"; NOTIFY FAILED (page by hand): {escape(paged.get('problem') or 'notify failed')}"
-            )
+        paged = event.get("notify")  # where routing.yaml set no notify (D-323)
+        said = f"; {_not_paged(paged.get('problem'), named)}" if isinstance(paged, dict) else ""
         return f"{at} deadline escalated to {escape(named)}{said}"
+    if kind == EventKind.ESCALATION_PAGED:
+        listed = event.get("people")
+        named = ", ".join(str(p) for p in listed) if isinstance(listed, list) else ""
+        if event.get("sent") is True:
+            return f"{at} notify ran for the escalation (it exited 0)"
+        return f"{at} {_not_paged(event.get('problem'), named or 'its people')}"
     if kind == EventKind.ADVISORY_WITHDRAWN:
         return (
             f"{at} advisory {escape(event.get('advisory'))} withdrawn ({escape(event.get('withdrawn') or '?')}) "
@@ -408,6 +443,15 @@ def event_line(event: dict[str, Any]) -> str | None:
         said = "came true" if event.get("cameTrue") is True else "did not come true"
         return f"{at} the prediction {said}, recorded by {escape(event.get('by'))}: {escape(event.get('rationale'))}"
     return None
+
+
+def _not_paged(problem: object, named: str) -> str:
+    from engine.base.text import escape
+
+    return (
+        f"NOT PAGED: {escape(problem or 'not paged')}: page {escape(named)} by hand (notify is not run again"
+        " for it: a notify set or mended now pages later escalations)"
+    )
 
 
 def evidence_expired(state: State, ob: Obligation) -> bool:

@@ -516,7 +516,7 @@ def test_a_deadline_mark_forged_before_the_deadline_stops_no_escalation(ws: Work
             ),
         )
     # counting for nothing, the forged escalation's failed page marks nothing (D-315)
-    assert all(o["notifyFailed"] is None for o in json.loads(ws.run("obligations", "--json").stdout))
+    assert all(o["notPaged"] is None for o in json.loads(ws.run("obligations", "--json").stdout))
     tick = ws.run("serve", "--once-tick", env=LATER)
     assert tick.returncode == 0, tick.stderr[-800:]
     marks = [json.loads(line) for line in ws.store("signals").read_text().splitlines()]
@@ -548,7 +548,7 @@ def test_a_deadline_mark_forged_for_a_recovery_obligation_is_judged_when_it_open
             ),
         )
     (row,) = [o for o in json.loads(ws.run("obligations", "--json").stdout) if o["id"] == rec1]
-    assert row["notifyFailed"] is None  # judged when its obligation opened: forged, it marks nothing
+    assert row["notPaged"] is None  # judged when its obligation opened: forged, it marks nothing
     tick = ws.run("serve", "--once-tick", env=LATER)
     assert tick.returncode == 0, tick.stderr[-800:]
     marks = [json.loads(line) for line in ws.store("signals").read_text().splitlines()]

@@ -61,9 +61,9 @@ def test_another_accounts_set_user_id_file_linked_into_the_worktree_keeps_its_bi
     victim = tmp_path / "victim"  # root's set-user-id program, outside the worktree (same filesystem)
     shutil.copy("/bin/true", victim)
     victim.chmod(0o4755)
-    link = ws.root / ".worktrees" / "b1" / "linked\x1b[31m"
+    link = ws.root / ".worktrees" / "b1" / "deep" / "linked\x1b[31m"
     go, ready = shared / "go", shared / "ready"
-    agent = script(shared, "link.sh", f"touch {ready}\nwhile [ ! -e {go} ]; do sleep 0.1; done\n")
+    agent = script(shared, "link.sh", f"mkdir deep\ntouch {ready}\nwhile [ ! -e {go} ]; do sleep 0.1; done\n")
     host = start_unit(ws, "b1", "--user", account.pw_name, "--", str(agent))
     wait_for(ready.exists, "the unit ready")
     os.link(victim, link)  # as the unit would, where the kernel lets an account link another's file
@@ -72,7 +72,7 @@ def test_another_accounts_set_user_id_file_linked_into_the_worktree_keeps_its_bi
     assert host.returncode == 0, err
     assert victim.stat().st_mode & stat.S_ISUID and victim.stat().st_nlink == 2  # sudo keeps its bit
     assert (
-        "regulator: b1: warning: 'linked\\x1b[31m' in its worktree is set-user-id or set-group-id and not "
+        "regulator: b1: warning: 'deep/linked\\x1b[31m' in its worktree is set-user-id or set-group-id and not "
         in err
     ), err
     assert "\x1b" not in err
