@@ -206,3 +206,54 @@ def test_a_unit_runs_lease_acts_only_at_the_door_of_the_host_that_runs_it(hosts:
             os.killpg(host.pid, signal.SIGKILL)
             host.wait(timeout=30)
     assert not [e for e in ws.events("signals") if e.get("kind") == "signal" and e.get("unit") == "r1"]
+
+
+SLOW_PAGE = """\
+import json, sys, time
+event = json.loads(sys.stdin.read())
+with open(sys.argv[1], "a") as out:
+    out.write(event["obligation"] + "\\n")
+time.sleep(9)
+"""
+
+
+def test_a_second_host_ticking_while_a_notify_runs_pages_no_one_again(pg_ws: Any, tmp_path: Any) -> None:
+    """An adversarial re-check of D-315: with the escalation written after its notify, a second
+    host ticking while the first's notify ran (its leadership, 6 s, lapsed in the tick) found no
+    escalation and paged each again (4 pages for 2). The escalation is written first (D-323): one
+    page each, and what each did is recorded once."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers import REGULATOR, report_args
+
+    log, script = tmp_path / "paged.txt", tmp_path / "page.py"
+    script.write_text(SLOW_PAGE)
+    routing = (pg_ws.root / "regulator" / "policy" / "routing.yaml").read_text()
+    pg_ws.decide("regulator/policy/routing.yaml", routing + f"notify: [{sys.executable}, {script}, {log}]\n")
+    pg_ws.run(*report_args(), "--by", "alice", check=True)  # blocking, on u1 and u3: two obligations
+    pg_ws.run("serve", "--once-tick", check=True)  # routed now: due in 48 h
+    later = {"REGULATOR_NOW": "2026-12-20T12:00:00Z"}
+    other = clone(pg_ws, tmp_path / "other-host")
+    first = subprocess.Popen(
+        [REGULATOR, "serve", "--once-tick"],
+        cwd=pg_ws.root,
+        env=pg_ws.env | later,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: log.exists() and len(log.read_text().splitlines()) == 2, "the first host's pages")
+        time.sleep(7)  # past the first host's leadership: the second leads its own tick
+        second = pg_ws.run("serve", "--once-tick", cwd=other, env=later | {"REGULATOR_STORE": _url(pg_ws)})
+    finally:
+        _, said = first.communicate(timeout=60)
+    assert first.returncode == 0 and second.returncode == 0, (said, second.stderr)
+    assert '"leader": true' in second.stderr  # it led, and found the escalations written
+    assert len(log.read_text().splitlines()) == 2  # one page each
+    events = pg_ws.events("signals")
+    assert [e["kind"] for e in events].count("deadline-escalated") == 2
+    pages = [e for e in events if e["kind"] == "escalation-paged"]
+    assert len(pages) == 2 and all(p["sent"] for p in pages)
+    assert pg_ws.run("verify", env=later).returncode == 0
