@@ -352,7 +352,8 @@ TABLE_LEGEND: tuple[tuple[str, str], ...] = (
     ("⚠ evidence changed", "memory: a file its evidence cites changed since it was recorded"),
     (
         "(overdue +1)",
-        "obligations: its most urgent mark, and how many more (the pane names each): not paged "
+        "obligations and signals: every mark where there is room, else the most urgent and how many "
+        "more (the pane names each); obligations': not paged "
         "(its escalation paged no one: page by hand), overdue (open past its deadline), evidence expired "
         "(the host recorded it), stale (its signal expired), advisory withdrawn, pin no longer affected, "
         "feed moving again (a stall over)",

@@ -28,6 +28,7 @@ from engine.read.vetoes import result_waits
 from engine.trust.idhistory import HistoryVerdict
 from registry.history import how_to_read
 from registry.lint import LintResult
+from widgets.columns import form
 
 ABSENT_REASON = f"{ABSENT} (run --once on the host, or --once --registers-only for what git holds)"
 
@@ -391,7 +392,9 @@ def as_text(snap: Snapshot, reasons: list[str]) -> str:
         lines.append(f"== {TITLES[view]} ({len(view_keys)})")
         titles = [c.title for c in BY_VIEW[view].columns]
         # each row's own id whole, however long (an operator's review: `research-left-p…`)
-        lines += table_lines(titles, [row(view, snap, key) for key in view_keys[:200]], whole=(0,))
+        # printed whole: a cell's whole form (every mark), a pipe having no width to fit (D-324)
+        printed = [[form(c, None) for c in row(view, snap, key)] for key in view_keys[:200]]
+        lines += table_lines(titles, printed, whole=(0,))
         if len(view_keys) > 200:
             lines.append(f"... {len(view_keys) - 200} more")
         lines.append("")

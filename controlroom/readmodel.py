@@ -46,8 +46,9 @@ from engine.read.queries import (
 )
 from engine.read.rules import decision_of, undecided
 from engine.read.vetoes import AWAITING_CLOSE, AWAITING_DECISION, READY_TO_CLOSE, holds, result_waits
-from engine.read.worldfold import reporter_label, signal_marks
+from engine.read.worldfold import reporter_label, signal_mark_words
 from registry.lint import LintResult, record_findings
+from widgets.columns import FORMS
 
 if TYPE_CHECKING:  # loaded on first use, where they are used
     from engine.checkout.authority import People
@@ -448,8 +449,21 @@ def _keys(view: str, snap: Snapshot, show_all: bool) -> list[Key]:
 
 
 def row(view: str, snap: Snapshot, key: Key) -> list[str]:
-    """The cells of one row, escaped: store text is never markup and never a terminal escape."""
-    return [escape(c) for c in _row(view, snap, key)]
+    """The cells of one row, escaped: store text is never markup and never a terminal escape. A
+    cell of two forms (a subject with every mark, and with the most urgent only) is the two escaped,
+    joined by widgets.columns.FORMS: the table shows the whole one where it fits (D-324)."""
+    return [FORMS.join(map(escape, c)) if isinstance(c, tuple) else escape(c) for c in _row(view, snap, key)]
+
+
+def marked(words: list[str], text: str) -> tuple[str, str] | str:
+    """A subject with its marks before it: every one, and the most urgent with how many more (an
+    operator's review: all of them left no room for the subject at 80 columns; the first alone hid
+    the rest where there was room, D-319, D-324)."""
+    if not words:
+        return text
+    if len(words) == 1:
+        return f"({words[0]}) {text}"
+    return f"({', '.join(words)}) {text}", f"({words[0]} +{len(words) - 1}) {text}"
 
 
 def searched(view: str, snap: Snapshot, key: Key) -> str:
@@ -487,18 +501,15 @@ def content_widths(snap: Snapshot, view: str) -> dict[str, int]:
     return snap.cached("widths", (view,), compute) if compute is not None else {}
 
 
-def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
+def _row(view: str, snap: Snapshot, key: Key) -> list[str | tuple[str, str]]:
     state = snap.state
     if view == "obligations":
         ob = state.obligations[plain(key)]
         # the most urgent mark before the subject, and how many more (the detail pane lists them):
         # at its end a cell cut them off (an operator's day); all of them before it left no room for
         # the subject at 80 columns (an operator's review, D-319)
-        said = obligation_marks(state, ob, deadlines(snap).overdue(ob))
-        extra = f" +{len(said) - 1}" if len(said) > 1 else ""
-        subject = f"({said[0]}{extra}) {ob.subject}" if said else ob.subject
-        if ob.kind == ObligationKind.QUESTION:  # a unit's question, waiting for a person's answer
-            subject = f"? {subject}"
+        question = "? " if ob.kind == ObligationKind.QUESTION else ""  # a unit's, awaiting an answer
+        subject = marked(obligation_marks(state, ob, deadlines(snap).overdue(ob)), question + ob.subject)
         status = ob.status if ob.status != ObligationStatus.RESOLVED else (ob.disposition or ob.status)
         return [
             short_id(ob.id),
@@ -550,7 +561,7 @@ def _row(view: str, snap: Snapshot, key: Key) -> list[str]:
             s.get("reportedSeverity") or str(s.get("type") or "-"),  # a unit's question has none
             _cell(routing.get("derivedSeverity")) if routing else "-",
             _cell(routing.get("outcome")) if routing else "unrouted",
-            _cell(s.get("subject")) + signal_marks(state, signal_id, s),
+            marked(signal_mark_words(state, signal_id, s), _cell(s.get("subject"))),
         ]
     if view == "sensors":
         r = sensor_rows(snap)[plain(key)]

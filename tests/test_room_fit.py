@@ -570,3 +570,19 @@ def test_all_rows_is_kept_per_view(demo: Any) -> None:
     assert seen["obligations"] == 3 and seen["memory"][0] == 2 and "live rows" in seen["memory"][1]  # type: ignore[index]
     assert seen["back"][0] == 3 and "all rows" in seen["back"][1]  # type: ignore[index]
     assert any("Units lists every row" in n for n in seen["units"])  # type: ignore[attr-defined]
+
+
+def test_a_cell_of_two_forms_is_whole_where_it_fits_or_adds_little() -> None:
+    """widgets.columns.form (D-324): the whole form where it fits, or where what it adds takes at
+    most a third of the room; else the shorter; no limit (printed): whole; one form: itself."""
+    from widgets.columns import FORMS, form, line
+    from widgets.columns import Column as Col
+
+    whole, short = "(overdue, advisory withdrawn) jinja2 2.10", "(overdue +1) jinja2 2.10"
+    cell = whole + FORMS + short
+    size = len(whole)  # 41: what it adds (17) is more than a third of 40
+    assert [form(cell, w) for w in (20, size - 1, size, None)] == [short, short, whole, whole]
+    assert form(whole + " " + "x" * 200 + FORMS + short + " " + "x" * 200, 60) == whole + " " + "x" * 200
+    assert form("plain", 3) == "plain"
+    shown = line((Col("subject", 0, 0, 10),), [cell], 30)
+    assert shown.startswith(" (overdue +1) jinja2") and FORMS not in shown

@@ -142,6 +142,24 @@ def test_the_filter_finds_a_mark_a_row_does_not_show(world: Any) -> None:
     assert seen["withdrawn"] == []
 
 
+def test_a_row_names_every_mark_where_there_is_room(world: Any) -> None:
+    """D-324 (an operator's re-check of D-319): at 150 columns with the pane hidden a row still said
+    `(overdue +1)` with 90 cells free. Where there is room, a row names every mark; where there is
+    not, the most urgent and how many more."""
+    app = ControlRoom(Workspace(world.root), "alice", watch=False)
+    seen: dict[str, str] = {}
+
+    async def script(pilot: Any) -> None:
+        seen["pane"] = app.table.render_line(1).text
+        await pilot.press("p")  # the pane hidden: the table has the width
+        await pilot.pause()
+        seen["wide"] = app.table.render_line(1).text
+
+    run(app, script)
+    assert "(not paged +3) vendor/left-pa" in seen["pane"], seen
+    assert "(not paged, overdue, evidence expired, stale) vendor/left-pad.js" in seen["wide"], seen
+
+
 def world_obligation(app: ControlRoom, key: Any) -> Any:
     return app.snap.state.obligations[key]
 

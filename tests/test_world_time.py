@@ -257,7 +257,7 @@ def test_a_page_that_did_not_go_out_is_shown_on_its_obligation(ws: Any) -> None:
     assert ": page alice by hand (notify is not run again" in shown
     assert "503 \\x1b[31mred" in shown and "\x1b" not in shown  # the script's bytes, escaped
     room = ws.run("controlroom", "--once", env=later, check=True).stdout
-    assert "(not paged +1) disk full on the build host" in room  # then overdue (D-319)
+    assert "(not paged, overdue) disk full on the build host" in room  # printed whole (D-324)
     assert "⚠ 2 not paged" in room.splitlines()[0]  # the header counts them (D-323)
     assert ws.json("controlroom", "--once", env=later)["counts"]["notPaged"] == 2
     assert ws.run("verify", env=later).returncode == 0
@@ -280,7 +280,7 @@ def test_an_escalation_with_no_notify_set_says_no_one_was_paged(ws: Any) -> None
     shown = ws.run("obligation", "show", row["id"], env=later, check=True).stdout
     assert "deadline escalated to alice; NOT PAGED: routing.yaml sets no notify: page alice by hand" in shown
     room = ws.run("controlroom", "--once", env=later, check=True).stdout
-    assert "⚠ 1 not paged" in room.splitlines()[0] and "(not paged +1)" in room
+    assert "⚠ 1 not paged" in room.splitlines()[0] and "(not paged, overdue)" in room
     assert ws.run("verify", env=later).returncode == 0
 
 

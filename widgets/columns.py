@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from engine.base.cells import pad
+from engine.base.cells import pad, width
 
 
 class Column(msgspec.Struct, frozen=True):
@@ -41,8 +41,25 @@ def fit_columns(columns: tuple[Column, ...], available: int) -> tuple[list[int],
     return shown, widths
 
 
+FORMS = "\x1f"  # between a cell's whole form and a shorter one (escaped store text never holds it)
+
+
+def form(cell: str, cells: int | None) -> str:
+    """A cell for `cells` of room: its whole form where it fits, or where what it adds to the
+    shorter one takes no more than a third of the room (a long subject, every mark before it, on a
+    wide screen), or where there is no limit (None); else its shorter one. A cell of one form is
+    itself."""
+    if FORMS not in cell:
+        return cell
+    whole, short = cell.split(FORMS, 1)
+    if cells is None or width(whole) <= cells or width(whole) - width(short) <= cells // 3:
+        return whole
+    return short
+
+
 def line(columns: tuple[Column, ...], cells: list[str], available: int) -> str:
-    """One row: the columns that fit in `available` cells, each cell cut with `…` by terminal cells."""
+    """One row: the columns that fit in `available` cells, each cell in the form that fits (`form`),
+    cut with `…` by terminal cells."""
     shown, widths = fit_columns(columns, available)
-    parts = [pad(cells[i] if i < len(cells) else "", w) for i, w in zip(shown, widths, strict=True)]
+    parts = [pad(form(cells[i], w) if i < len(cells) else "", w) for i, w in zip(shown, widths, strict=True)]
     return " " + "  ".join(parts)

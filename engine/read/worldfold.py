@@ -465,9 +465,14 @@ def is_open(ob: Obligation) -> bool:
 
 
 def signal_marks(state: State, signal_id: str, signal: dict[str, Any]) -> str:
-    """What a signal row adds to its subject (design §24): its prediction's state, supersession,
-    stale evidence, a withdrawn advisory, one affecting no pin now. The one list `signals` and the
-    control room show (an operator's review: `signals` marked none of them)."""
+    """What `signals` appends to a signal's subject: `signal_mark_words`, each in parentheses."""
+    return "".join(f" ({m})" for m in signal_mark_words(state, signal_id, signal))
+
+
+def signal_mark_words(state: State, signal_id: str, signal: dict[str, Any]) -> list[str]:
+    """What a signal row says beside its subject (design §24): its prediction's state, supersession,
+    stale evidence, a withdrawn advisory, one affecting no pin now, a stall over. The one list
+    `signals` and the control room show (an operator's review: `signals` marked none of them)."""
     world = state.world
     marks = []
     if signal_id in world.predicted:
@@ -491,4 +496,4 @@ def signal_marks(state: State, signal_id: str, signal: dict[str, Any]) -> str:
         marks.append("pin no longer affected")
     if signal_id in world.resumed:
         marks.append("feed moving again")
-    return "".join(f" ({m})" for m in marks)
+    return marks
