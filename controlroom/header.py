@@ -297,7 +297,7 @@ HEADER_LEGEND: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "⚠ N not paged",
-        "⚠N unpaged",
+        "⚠N not paged",
         "open obligations whose escalation paged no one (its notify failed, or routing.yaml sets none): "
         "page by hand; `obligation show` says why",
     ),
@@ -351,7 +351,7 @@ TABLE_LEGEND: tuple[tuple[str, str], ...] = (
     ("███░░ 30d", "memory: days left before review-by, full at 90; ! within 7 days; ×××× expired"),
     ("⚠ evidence changed", "memory: a file its evidence cites changed since it was recorded"),
     (
-        "(overdue +1)",
+        "(not paged, overdue) / (not paged +1)",
         "obligations and signals: every mark where there is room, else the most urgent and how many "
         "more (the pane names each); obligations': not paged "
         "(its escalation paged no one: page by hand), overdue (open past its deadline), evidence expired "

@@ -28,7 +28,7 @@ from engine.read.nextup import next_up
 from engine.read.queries import days_left, history, is_stale, memory_status, unit_status
 from engine.read.rules import decision_of, recovery
 from engine.read.vetoes import AWAITING_CLOSE, AWAITING_DECISION, READY_TO_CLOSE, result_waits
-from engine.read.worldfold import event_line, reporter
+from engine.read.worldfold import UNRECORDED_PAGE, event_line, page_unrecorded, reporter
 
 
 def lifecycle(view: str, snap: Snapshot, key: Key | None) -> list[str]:
@@ -145,6 +145,8 @@ def _lifecycle(view: str, snap: Snapshot, key: Key) -> Iterator[str]:
                 yield line
         if deadlines(snap).overdue(ob):
             yield f"  overdue since {deadlines(snap).due(ob)}: it stays open until a person dispositions it"
+        if page_unrecorded(state, ob):
+            yield UNRECORDED_PAGE
         if ob.status != ObligationStatus.OPEN:
             verb = ob.status if ob.status == ObligationStatus.ESCALATED else ob.disposition
             yield f"{ob.closed_at} {verb} by {escape(ob.by)}: {escape(ob.rationale)}"

@@ -255,7 +255,7 @@ def test_the_review_marks_a_proposal_that_widens_what_a_profile_grants(
     row = next(line for line in listed.splitlines() if json.loads(done.stdout)["id"] in line)
     assert "pending, 2 !" in row
     assert (
-        "! what accepting it would grant, run, move or loosen: `regulator identity show ID` lists each"
+        "! what accepting it would grant, run, move, loosen or hasten: `regulator identity show ID` lists each"
         in listed
     )
     # the room's Identity rows (and --once's, the same rows) mark it as the list does

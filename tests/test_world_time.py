@@ -282,6 +282,16 @@ def test_an_escalation_with_no_notify_set_says_no_one_was_paged(ws: Any) -> None
     room = ws.run("controlroom", "--once", env=later, check=True).stdout
     assert "⚠ 1 not paged" in room.splitlines()[0] and "(not paged, overdue)" in room
     assert ws.run("verify", env=later).returncode == 0
+    assert "no record of its page" not in shown  # it says what its page did: nothing
+    # paged by hand, then resolved: no longer counted nor marked (an operator's re-check); its
+    # lifecycle keeps what happened
+    ws.run("obligation", "resolve", row["id"], "--by", "alice", "--disposition", "no-action",
+           "--rationale", "paged alice by phone", env=later, check=True)  # fmt: skip
+    assert ws.json("controlroom", "--once", env=later)["counts"]["notPaged"] == 0
+    assert "(not paged)" not in ws.run("obligations", "--all", env=later, check=True).stdout
+    assert (
+        "NOT PAGED: routing.yaml sets no notify" in ws.run("obligation", "show", row["id"], env=later).stdout
+    )
 
 
 def test_a_failing_notify_is_one_error_and_is_not_run_again(ws: Any) -> None:
@@ -552,6 +562,9 @@ def test_a_notify_running_when_serve_is_stopped_goes_with_it(ws: Any) -> None:
         serving.close()
 
     wait_for(lambda: not alive(notify), "the notify killed with serve")
+    # serve records what its notify did as it stops: not paged (D-323)
+    (row,) = ws.json("obligations", env={"REGULATOR_NOW": "2026-12-05T00:00:00Z"})
+    assert row["notPaged"].endswith("killed unfinished, as the process running it stopped"), row
 
 
 def test_notifies_of_one_tick_run_at_once(ws: Any) -> None:
@@ -610,3 +623,11 @@ def test_a_once_tick_stopped_by_sigterm_leaves_no_notify_running(ws: Any) -> Non
     assert "Traceback" not in err
 
     wait_for(lambda: not alive(notify), "the notify killed with the tick")
+    # the tick stopped before it recorded what its notify did: said, never read as a page that
+    # went out (an operator's re-check of D-323)
+    later = {"REGULATOR_NOW": "2026-12-05T00:00:00Z"}
+    (row,) = ws.json("obligations", env=later)
+    shown = ws.run("obligation", "show", row["id"], env=later).stdout
+    assert row["notPaged"] is None and "no record of its page: its notify may still be running" in shown, (
+        shown
+    )

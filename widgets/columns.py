@@ -45,14 +45,18 @@ FORMS = "\x1f"  # between a cell's whole form and a shorter one (escaped store t
 
 
 def form(cell: str, cells: int | None) -> str:
-    """A cell for `cells` of room: its whole form where it fits, or where what it adds to the
-    shorter one takes no more than a third of the room (a long subject, every mark before it, on a
-    wide screen), or where there is no limit (None); else its shorter one. A cell of one form is
+    """A cell for `cells` of room: its whole form where it fits, or where what stands before the
+    text both forms end with (every mark) takes at most a third of the room (a long subject on a
+    wide screen), or where there is no limit (None); else its shorter one (an operator's re-check:
+    with the pane open, every mark left two cells of a 24-cell subject). A cell of one form is
     itself."""
     if FORMS not in cell:
         return cell
     whole, short = cell.split(FORMS, 1)
-    if cells is None or width(whole) <= cells or width(whole) - width(short) <= cells // 3:
+    common = 0  # the text both end with: the subject
+    while common < min(len(whole), len(short)) and whole[-1 - common] == short[-1 - common]:
+        common += 1
+    if cells is None or width(whole) <= cells or width(whole[: len(whole) - common]) * 3 <= cells:
         return whole
     return short
 

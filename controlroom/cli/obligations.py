@@ -210,6 +210,10 @@ def obligation_show(
     out("history:")
     for event in events:
         out("  " + describe_event(event))
+    from engine.read.worldfold import UNRECORDED_PAGE, page_unrecorded
+
+    if page_unrecorded(state, ob):
+        out(UNRECORDED_PAGE)
 
 
 def describe_event(event: dict) -> str:

@@ -202,7 +202,15 @@ def check_deadlines(ws: Workspace, now: datetime) -> Outcome:
             page["problem"] = problem[:MAX_PROBLEM]
         pages.append(page)
     with deciding(ws):  # stamped when written: the notifies took up to NOTIFY_TIMEOUT_S
-        outcome.written += [e["id"] for e in _append(ws, max(now, clock.now()), pages)]
+        recorded = [e["id"] for e in _append(ws, max(now, clock.now()), pages)]
+    outcome.written += recorded
+    for page in pages:  # a line with its id already there is not this host's (an adversarial review:
+        # a unit sharing the account wrote "sent" first, and the host dropped its own record unsaid)
+        if page["id"] not in recorded:
+            outcome.errors.append(
+                f"notify for {page['obligation']}: what it did was not recorded: a line with its record's "
+                "id is already in signals.ndjson, written by no host (`regulator verify`)"
+            )
     return outcome
 
 

@@ -83,7 +83,7 @@ def obligation_marks(state: State, ob: Obligation, overdue: bool) -> list[str]:
     return [
         word
         for word, on in (
-            ("not paged", ob.id in world.unpaged),
+            ("not paged", ob.id in world.unpaged and ob.status == _OPEN),  # paged by hand, once closed
             ("overdue", overdue),
             ("evidence expired", ob.id in world.stale_evidence),
             ("stale", is_stale(state, ob)),

@@ -80,6 +80,7 @@ class PagedLine(msgspec.Struct, tag_field="kind", tag=EventKind.ESCALATION_PAGED
     kind: ClassVar[str] = EventKind.ESCALATION_PAGED.value
     id: str
     obligation: str
+    escalation: str
     sent: bool
     problem: str = ""
     at: str | None = None
@@ -143,11 +144,11 @@ def fold_world(state: State, event: Any, at: int, counts: Any) -> None:
         _outcome(state, event, at, counts)
         return
     if event.id in world.ids:
-        _uncounted(state, at, "a host event with an id already recorded (a second write of a duty)")
+        _uncounted(state, at, "host event: an id already recorded (a second write of a duty)")
         return
     problem = _HOST[kind](state, event, at)
-    if problem is not None:
-        _uncounted(state, at, problem)
+    if problem is not None:  # a host's kind: `verify` names it so, never as a person event
+        _uncounted(state, at, problem if problem.startswith("host event: ") else f"host event: {problem}")
         return
     world.ids[event.id] = None
 
@@ -211,80 +212,113 @@ def _past_due(state: State, ob: Obligation, at: object) -> bool:
 
 def _obligation_mark(index: str) -> Any:
     def mark(state: State, event: OverdueLine | EscalatedLine, at: int) -> str | None:
-        marks: dict[str, int] = getattr(state.world, index)
-        if event.obligation in marks:
-            return f"a second {event.kind} for the same obligation"
-        ob = state.obligations.get(event.obligation)
-        if ob is not None and not _past_due(state, ob, event.at):
-            return f"host event: {event.kind} before its obligation was due: no host wrote it (forged?)"
-        marks[event.obligation] = at
-        paged = getattr(event, "notify", None)
-        if paged is not None and not paged.sent:  # its page did not go out: said on the obligation
-            state.world.unpaged[event.obligation] = paged.problem or "not paged"
-        if ob is not None:
-            ob.history.append(at)
-        else:  # a recovery obligation opens in units.ndjson, folded after this store: kept until then
+        if event.obligation not in state.obligations:
+            # a recovery obligation opens in units.ndjson, folded after this store: each of its marks
+            # waits, judged in log order when it opens (an adversarial review: a forged escalation
+            # read first made the host's own "a second", and once the forged one was judged, nothing
+            # counted: the host escalated and paged again on every tick)
             state.world.unopened.setdefault(event.obligation, []).append(at)
-        return None
+            return None
+        paged = getattr(event, "notify", None)
+        return _mark(state, index, event.kind, event.obligation, event.at, paged is not None, at)
 
     return mark
 
 
+def _mark(
+    state: State, index: str, kind: str, ob_id: str, when: object, no_notify: bool, at: int
+) -> str | None:
+    """An overdue or deadline-escalated mark on a known obligation: the first written at or after
+    its deadline counts (D-191); `no_notify`: an escalation saying routing.yaml set no notify, so it
+    paged no one (D-323)."""
+    marks: dict[str, int] = getattr(state.world, index)
+    ob = state.obligations[ob_id]
+    if ob_id in marks:
+        return f"host event: a second {kind} for the same obligation"
+    if not _past_due(state, ob, when):
+        return f"host event: {kind} before its obligation was due: no host wrote it (forged?)"
+    marks[ob_id] = at
+    if no_notify:
+        state.world.unpaged[ob_id] = state.source.event(at).get("notify", {}).get("problem") or "not paged"
+    ob.history.append(at)
+    return None
+
+
 def opened_in_units(state: State, ob: Obligation) -> None:
-    """An obligation that units.ndjson opens (a recovery, a recovery decision's): the overdue and
-    deadline-escalated events read before it are its own, each that was written at or after its
-    deadline (D-191); an earlier one counts for nothing."""
+    """An obligation that units.ndjson opens (a recovery, a recovery decision's): the overdue,
+    deadline-escalated and escalation-paged events read before it, judged now in log order as they
+    are on a known obligation (D-191, D-323); one that does not count is named by `verify`."""
     world = state.world
     marks = world.unopened.pop(ob.id, None) if world.unopened else None
     for at in marks or ():
-        event = state.source.event(at)  # judged now its obligation is known, as _obligation_mark does
-        if _past_due(state, ob, event.get("at")):
-            ob.history.append(at)
-            continue
-        for index, kind in ((world.overdue, OverdueLine.kind), (world.escalated, EscalatedLine.kind)):
-            if index.get(ob.id) == at:
-                del index[ob.id]
-                if kind == EscalatedLine.kind:
-                    world.unpaged.pop(ob.id, None)
-                    world.paged.pop(ob.id, None)
-                _uncounted(
-                    state, at, f"host event: {kind} before its obligation was due: no host wrote it (forged?)"
-                )
-        world.ids.pop(event.get("id"), None)  # type: ignore[arg-type]
+        event = state.source.event(at)
+        kind = event.get("kind")
+        if kind == PagedLine.kind:
+            problem = _page(
+                state, ob.id, str(event.get("escalation")), event.get("sent") is True,
+                str(event.get("problem") or ""), event.get("at"), at,
+            )  # fmt: skip
+        else:
+            index = "overdue" if kind == OverdueLine.kind else "escalated"
+            problem = _mark(
+                state, index, str(kind), ob.id, event.get("at"), isinstance(event.get("notify"), dict), at
+            )
+        if problem is not None:
+            _uncounted(state, at, problem)
+            world.ids.pop(event.get("id"), None)  # type: ignore[arg-type]
 
 
 def settle_unopened(state: State) -> None:
-    """Once units.ndjson is folded to its end, an overdue or deadline-escalated event whose obligation
-    never opened counts for nothing (`verify` names it): its obligation was written before it."""
+    """Once units.ndjson is folded to its end, a mark or page whose obligation never opened counts
+    for nothing (`verify` names it): its obligation was written before it."""
     world = state.world
-    for ob_id, marks in world.unopened.items():
+    for marks in world.unopened.values():
         for at in marks:
-            for index, kind in ((world.overdue, OverdueLine.kind), (world.escalated, EscalatedLine.kind)):
-                if index.get(ob_id) == at:
-                    del index[ob_id]
-                    if kind == EscalatedLine.kind:
-                        world.unpaged.pop(ob_id, None)
-                        world.paged.pop(ob_id, None)
-                    _uncounted(state, at, f"{kind} for no obligation that counts")
+            event = state.source.event(at)
+            _uncounted(state, at, f"host event: {event.get('kind')} for no obligation that counts")
+            world.ids.pop(event.get("id"), None)  # type: ignore[arg-type]
     world.unopened = {}
 
 
 def _paged(state: State, event: PagedLine, at: int) -> str | None:
-    """An escalation's page (D-323): after its escalation, once. One that did not go out is kept
-    per obligation (`World.unpaged`), said on the obligation and counted in the header."""
+    """An escalation's page (D-323): after its escalation, once (a recovery obligation's waits until
+    it opens, as its marks do). One that did not go out is kept per obligation (`World.unpaged`),
+    said on the obligation and counted in the header."""
+    if event.obligation not in state.obligations:
+        state.world.unopened.setdefault(event.obligation, []).append(at)
+        return None
+    return _page(state, event.obligation, event.escalation, event.sent, event.problem, event.at, at)
+
+
+def _page(
+    state: State, ob_id: str, escalation: str, sent: bool, problem: str, when: object, at: int
+) -> str | None:
+    """As the host writes one: for its obligation's escalation that counts, naming it, stamped no
+    earlier, after an escalation that had a notify to run, and once (an adversarial review: a page
+    back-dated, naming another escalation, or after one that said no notify was set, counted)."""
     world = state.world
-    if event.obligation not in world.escalated:
-        return "escalation-paged for no escalation that counts"
-    if event.obligation in world.paged:
-        return "a second escalation-paged for the same escalation"
-    world.paged[event.obligation] = at
-    if not event.sent:
-        world.unpaged[event.obligation] = event.problem or "not paged"
-    ob = state.obligations.get(event.obligation)
-    if ob is not None:
-        ob.history.append(at)
-    else:  # a recovery obligation, opened in units.ndjson (folded later): its lifecycle then
-        world.unopened.setdefault(event.obligation, []).append(at)
+    ref = world.escalated.get(ob_id)
+    if ref is None:
+        return "host event: escalation-paged for no escalation that counts"
+    if ob_id in world.paged:
+        return "host event: a second escalation-paged for the same escalation"
+    escalated = state.source.event(ref)
+    then, moment = clock.moment(escalated.get("at")), clock.moment(when)
+    if (
+        escalated.get("id") != escalation
+        or isinstance(escalated.get("notify"), dict)
+        or then is None
+        or moment is None
+        or moment < then
+    ):
+        return (
+            "host event: escalation-paged naming another escalation, stamped before it, or after one "
+            "with no notify set: no host wrote it (forged?)"
+        )
+    world.paged[ob_id] = at
+    if not sent:
+        world.unpaged[ob_id] = problem or "not paged"
+    state.obligations[ob_id].history.append(at)
     return None
 
 
@@ -443,6 +477,20 @@ def event_line(event: dict[str, Any]) -> str | None:
         said = "came true" if event.get("cameTrue") is True else "did not come true"
         return f"{at} the prediction {said}, recorded by {escape(event.get('by'))}: {escape(event.get('rationale'))}"
     return None
+
+
+UNRECORDED_PAGE = (
+    "  no record of its page: its notify may still be running, or the host that ran it stopped "
+    "(serve's log says which)"
+)
+
+
+def page_unrecorded(state: State, ob: Obligation) -> bool:
+    """Escalated, and nothing says what its page did (no escalation-paged, no "no notify"): a
+    notify running, or its host stopped between the notify and its record (an operator's re-check:
+    it read as a page that went out, D-323)."""
+    world = state.world
+    return ob.id in world.escalated and ob.id not in world.paged and ob.id not in world.unpaged
 
 
 def _not_paged(problem: object, named: str) -> str:
