@@ -48,7 +48,7 @@ from engine.read.rules import decision_of, undecided
 from engine.read.vetoes import AWAITING_CLOSE, AWAITING_DECISION, READY_TO_CLOSE, holds, result_waits
 from engine.read.worldfold import reporter_label, signal_mark_words
 from registry.lint import LintResult, record_findings
-from widgets.columns import FORMS
+from widgets.columns import form, forms
 
 if TYPE_CHECKING:  # loaded on first use, where they are used
     from engine.checkout.authority import People
@@ -453,12 +453,12 @@ def _keys(view: str, snap: Snapshot, show_all: bool) -> list[Key]:
 
 def row(view: str, snap: Snapshot, key: Key) -> list[str]:
     """The cells of one row, escaped: store text is never markup and never a terminal escape. A
-    cell of two forms (a subject with every mark, and with the most urgent only) is the two escaped,
-    joined by widgets.columns.FORMS: the table shows the whole one where it fits (D-324)."""
-    return [FORMS.join(map(escape, c)) if isinstance(c, tuple) else escape(c) for c in _row(view, snap, key)]
+    cell of two forms (a subject after every mark, or after the most urgent only) is its parts
+    escaped, joined by widgets.columns.forms: the table shows the whole one where it fits (D-324)."""
+    return [forms(*map(escape, c)) if isinstance(c, tuple) else escape(c) for c in _row(view, snap, key)]
 
 
-def marked(words: list[str], text: str) -> tuple[str, str] | str:
+def marked(words: list[str], text: str) -> tuple[str, str, str] | str:
     """A subject with its marks before it: every one, and the most urgent with how many more (an
     operator's review: all of them left no room for the subject at 80 columns; the first alone hid
     the rest where there was room, D-319, D-324)."""
@@ -466,17 +466,14 @@ def marked(words: list[str], text: str) -> tuple[str, str] | str:
         return text
     if len(words) == 1:
         return f"({words[0]}) {text}"
-    return f"({', '.join(words)}) {text}", f"({words[0]} +{len(words) - 1}) {text}"
+    return f"({', '.join(words)}) ", f"({words[0]} +{len(words) - 1}) ", text
 
 
 def searched(view: str, snap: Snapshot, key: Key) -> str:
-    """What `/` finds a row by, lower case: its cells, and an obligation's every mark (its row
-    shows only the most urgent, D-319: `/withdrawn` still finds each with its advisory withdrawn)."""
-    text = " ".join(row(view, snap, key))
-    if view == "obligations":
-        ob = snap.state.obligations[plain(key)]
-        text += " " + " ".join(obligation_marks(snap.state, ob, deadlines(snap).overdue(ob)))
-    return text.lower()
+    """What `/` finds a row by, lower case: its cells in their whole forms, every mark of an
+    obligation's among them (its row may show only the most urgent: `/withdrawn` still finds each
+    with its advisory withdrawn, D-322)."""
+    return " ".join(form(c, None) for c in row(view, snap, key)).lower()
 
 
 def _cell(value: object) -> str:
@@ -504,7 +501,7 @@ def content_widths(snap: Snapshot, view: str) -> dict[str, int]:
     return snap.cached("widths", (view,), compute) if compute is not None else {}
 
 
-def _row(view: str, snap: Snapshot, key: Key) -> list[str | tuple[str, str]]:
+def _row(view: str, snap: Snapshot, key: Key) -> list[str | tuple[str, str, str]]:
     state = snap.state
     if view == "obligations":
         ob = state.obligations[plain(key)]

@@ -575,17 +575,18 @@ def test_all_rows_is_kept_per_view(demo: Any) -> None:
 def test_a_cell_of_two_forms_is_whole_where_it_fits_or_adds_little() -> None:
     """widgets.columns.form (D-324): the whole form where it fits, or where what it adds takes at
     most a third of the room; else the shorter; no limit (printed): whole; one form: itself."""
-    from widgets.columns import FORMS, form, line
+    from widgets.columns import FORMS, form, forms, line
     from widgets.columns import Column as Col
 
-    whole, short = "(overdue, advisory withdrawn) jinja2 2.10", "(overdue +1) jinja2 2.10"
-    cell = whole + FORMS + short
-    size = len(whole)  # 41: what it adds (17) is more than a third of 40
+    every, first, text = "(overdue, advisory withdrawn) ", "(overdue +1) ", "jinja2 2.10"
+    whole, short = every + text, first + text
+    cell = forms(every, first, text)
+    size = len(whole)  # 41: its marks (30 cells) are more than a third of 40
     assert [form(cell, w) for w in (20, size - 1, size, None)] == [short, short, whole, whole]
-    # a long subject: every mark where they take at most a third of the room (28 of 84), else the
+    # a long subject: every mark where they take at most a third of the room (30 of 90), else the
     # count (an operator's re-check: with the pane open they left 2 cells of a 24-cell subject)
-    long = whole + " " + "x" * 200 + FORMS + short + " " + "x" * 200
-    assert form(long, 84) == whole + " " + "x" * 200 and form(long, 83) == short + " " + "x" * 200
+    long = forms(every, first, "x" * 200)
+    assert form(long, 90) == every + "x" * 200 and form(long, 89) == first + "x" * 200
     assert form("plain", 3) == "plain"
     shown = line((Col("subject", 0, 0, 10),), [cell], 30)
     assert shown.startswith(" (overdue +1) jinja2") and FORMS not in shown

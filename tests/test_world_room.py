@@ -15,6 +15,7 @@ from controlroom import header, readmodel
 from controlroom.app import ControlRoom
 from engine.checkout.workspace import Workspace
 from tests.helpers import report_args, tick
+from widgets.columns import form
 from widgets.dialogs import TextScreen
 
 SIZE = (150, 42)
@@ -81,7 +82,7 @@ def run(app: ControlRoom, script: Any) -> None:
 
 def text(app: ControlRoom) -> list[str]:
     """The rows of the view on screen, whole (the table cuts long cells to the screen's width)."""
-    return [" ".join(readmodel.row(app.view, app.snap, key)) for key in app.table.keys]
+    return [" ".join(form(c, None) for c in readmodel.row(app.view, app.snap, key)) for key in app.table.keys]
 
 
 def test_overdue_evidence_expired_and_sensors_are_shown(world: Any) -> None:
@@ -113,7 +114,8 @@ def test_overdue_evidence_expired_and_sensors_are_shown(world: Any) -> None:
     # the most urgent mark before the subject, and how many more (D-319: all of them left no room
     # for the subject at 80 columns); the detail pane names each
     # no notify is set: paged no one (D-323)
-    assert rows.count("(not paged +3) vendor/left-pad.js") == 2 and "recheck: vendor/left-pad.js" in rows
+    every = "(not paged, overdue, evidence expired, stale) vendor/left-pad.js"  # whole (D-324)
+    assert rows.count(every) == 2 and "recheck: vendor/left-pad.js" in rows
     sensors = "\n".join(seen["sensors"])  # type: ignore[arg-type]
     assert "disk" in sensors and "2026-12-05T12:00:00Z" in sensors and "ok" in sensors
     assert "run: ok, 1 signal(s)" in seen["sensor lifecycle"]  # type: ignore[operator]
@@ -137,7 +139,9 @@ def test_the_filter_finds_a_mark_a_row_does_not_show(world: Any) -> None:
             await pilot.press("escape")
 
     run(app, script)
-    assert len(seen["evidence expired"]) == 2 and all("(not paged +3)" in r for r in seen["evidence expired"])
+    assert len(seen["evidence expired"]) == 2 and all(
+        "(not paged, overdue, evidence expired, stale)" in r for r in seen["evidence expired"]
+    )
     assert len(seen["stale"]) == 2 and len(seen["overdue"]) == 2
     assert seen["withdrawn"] == []
 

@@ -41,24 +41,26 @@ def fit_columns(columns: tuple[Column, ...], available: int) -> tuple[list[int],
     return shown, widths
 
 
-FORMS = "\x1f"  # between a cell's whole form and a shorter one (escaped store text never holds it)
+FORMS = "\x1f"  # between the parts of a cell of two forms (escaped store text never holds it)
+
+
+def forms(whole: str, short: str, text: str) -> str:
+    """A cell of two forms: `text` after the prefix `whole` (every mark) or after `short` (the most
+    urgent and a count), as `form` chooses."""
+    return FORMS.join((whole, short, text))
 
 
 def form(cell: str, cells: int | None) -> str:
-    """A cell for `cells` of room: its whole form where it fits, or where what stands before the
-    text both forms end with (every mark) takes at most a third of the room (a long subject on a
-    wide screen), or where there is no limit (None); else its shorter one (an operator's re-check:
-    with the pane open, every mark left two cells of a 24-cell subject). A cell of one form is
-    itself."""
+    """A cell for `cells` of room: its whole form where it fits, or where its whole prefix (every
+    mark) takes at most a third of the room (a long subject on a wide screen), or where there is no
+    limit (None); else its shorter one (an operator's re-check: with the pane open, every mark left
+    two cells of a 24-cell subject). A cell of one form is itself."""
     if FORMS not in cell:
         return cell
-    whole, short = cell.split(FORMS, 1)
-    common = 0  # the text both end with: the subject
-    while common < min(len(whole), len(short)) and whole[-1 - common] == short[-1 - common]:
-        common += 1
-    if cells is None or width(whole) <= cells or width(whole[: len(whole) - common]) * 3 <= cells:
-        return whole
-    return short
+    whole, short, text = cell.split(FORMS, 2)
+    if cells is None or width(whole) * 3 <= cells or width(whole) + width(text) <= cells:
+        return whole + text
+    return short + text
 
 
 def line(columns: tuple[Column, ...], cells: list[str], available: int) -> str:

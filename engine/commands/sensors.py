@@ -266,7 +266,7 @@ def collect_osv(
         severity = _higher(policy, sensor.severity, feed_severity(record))
         found.judged.update(OSV_KEY.join((n, package)) for n in names for package in packages)
         for lockfile, package, pins in hits:
-            ecosystem = ECOSYSTEM_OF[lockfile_format(lockfile) or ""]
+            ecosystem = _ecosystem(lockfile)
             found.matched.update(OSV_KEY.join((n, normalize(ecosystem, package), lockfile)) for n in names)
             try:
                 found.signals.append(
@@ -307,6 +307,11 @@ def collect_osv(
     elif stall is not None and feed.newest is not None:
         found.moving = True
     return found
+
+
+def _ecosystem(lockfile: str) -> str:
+    """The OSV ecosystem of a lockfile by its name (PyPI, npm); "" for a name no format has."""
+    return ECOSYSTEM_OF.get(lockfile_format(lockfile) or "", "")
 
 
 def record_packages(record: dict[str, Any]) -> set[str]:
@@ -373,7 +378,7 @@ def _osv_signal(
 ) -> SignalEvent:
     rid = record["id"]
     versions = ", ".join(dict.fromkeys(p.version for p in pins))
-    ecosystem = ECOSYSTEM_OF[lockfile_format(lockfile) or ""]
+    ecosystem = _ecosystem(lockfile)
     # at most MAX_ALIASES names kept, each an id's length, the rest counted (an adversarial review: a
     # record with 250,000 aliases made an observation over the limit, and the record was dropped)
     every = [a for a in aliases(record) if len(a) <= MAX_ALIAS_TEXT]
@@ -506,7 +511,7 @@ def _cleared(state: State, name: str, found: Collected) -> list[str]:
         if OSV_KEY.join((package, lockfile)) not in found.pinned:
             continue  # not pinned there now: nothing is said of its version
         names = [str(n) for n in (ref.get("id"), *(ref.get("aliases") or ()))]
-        ecosystem = ECOSYSTEM_OF.get(lockfile_format(lockfile) or "", "")
+        ecosystem = _ecosystem(lockfile)
         if not any(OSV_KEY.join((n, ecosystem, package)) in found.judged for n in names):
             continue  # no record of it, for its package, in this feed now (an adversarial review:
             # another package's record sharing a CVE alias cleared it once its own record left)
@@ -567,7 +572,7 @@ def plan(
     by_name: dict[str, list[str]] = {}  # "<name>\0<ecosystem>\0<package>" -> the signals raised under it
     for key, raised in world.advisories.items():
         named, package, lockfile = key.split(OSV_KEY, 2)
-        ecosystem = ECOSYSTEM_OF.get(lockfile_format(lockfile) or "", "")
+        ecosystem = _ecosystem(lockfile)
         by_name.setdefault(OSV_KEY.join((named, ecosystem, package)), []).extend(raised)
     withdrawn: list[str] = []
     mine = set(world.sensed.get(name, ()))  # a feed withdraws only what its own sensor raised

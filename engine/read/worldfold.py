@@ -219,18 +219,19 @@ def _obligation_mark(index: str) -> Any:
             # counted: the host escalated and paged again on every tick)
             state.world.unopened.setdefault(event.obligation, []).append(at)
             return None
-        paged = getattr(event, "notify", None)
-        return _mark(state, index, event.kind, event.obligation, event.at, paged is not None, at)
+        paged = getattr(event, "notify", None)  # where routing.yaml set no notify (D-323)
+        unpaged = (paged.problem or "not paged") if paged is not None else None
+        return _mark(state, index, event.kind, event.obligation, event.at, unpaged, at)
 
     return mark
 
 
 def _mark(
-    state: State, index: str, kind: str, ob_id: str, when: object, no_notify: bool, at: int
+    state: State, index: str, kind: str, ob_id: str, when: object, unpaged: str | None, at: int
 ) -> str | None:
     """An overdue or deadline-escalated mark on a known obligation: the first written at or after
-    its deadline counts (D-191); `no_notify`: an escalation saying routing.yaml set no notify, so it
-    paged no one (D-323)."""
+    its deadline counts (D-191); `unpaged`: why an escalation paged no one, where it says so itself
+    (routing.yaml set no notify, D-323)."""
     marks: dict[str, int] = getattr(state.world, index)
     ob = state.obligations[ob_id]
     if ob_id in marks:
@@ -238,8 +239,8 @@ def _mark(
     if not _past_due(state, ob, when):
         return f"host event: {kind} before its obligation was due: no host wrote it (forged?)"
     marks[ob_id] = at
-    if no_notify:
-        state.world.unpaged[ob_id] = state.source.event(at).get("notify", {}).get("problem") or "not paged"
+    if unpaged is not None:
+        state.world.unpaged[ob_id] = unpaged
     ob.history.append(at)
     return None
 
@@ -260,9 +261,9 @@ def opened_in_units(state: State, ob: Obligation) -> None:
             )  # fmt: skip
         else:
             index = "overdue" if kind == OverdueLine.kind else "escalated"
-            problem = _mark(
-                state, index, str(kind), ob.id, event.get("at"), isinstance(event.get("notify"), dict), at
-            )
+            paged = event.get("notify")
+            unpaged = str(paged.get("problem") or "not paged") if isinstance(paged, dict) else None
+            problem = _mark(state, index, str(kind), ob.id, event.get("at"), unpaged, at)
         if problem is not None:
             _uncounted(state, at, problem)
             world.ids.pop(event.get("id"), None)  # type: ignore[arg-type]
