@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests import forkserver
 from tests.helpers import alice_key, make_workspace
 
 
@@ -200,3 +201,8 @@ def _unit_starts_no_process(request: pytest.FixtureRequest, monkeypatch: pytest.
         real(self, args, *rest, **kwargs)
 
     monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
+
+    def served(*args: Any, **kwargs: Any) -> None:
+        pytest.fail("a test marked unit starts regulator: tests/conftest.py kind_of should mark it e2e")
+
+    monkeypatch.setattr(forkserver, "_server", served)  # a start through the fork server (D-326)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.log.events import INDEX, EventSource
+from tests import forkserver
 
 REGULATOR = str(Path(sys.executable).parent / "regulator")
 NOW = "2026-11-29T12:00:00Z"
@@ -70,15 +71,22 @@ class Workspace:
         if env:
             merged.update(env)
         text = not isinstance(input, bytes)
-        done = subprocess.run(
-            [REGULATOR, *args],
-            cwd=cwd or self.root,
-            capture_output=True,
-            text=text,
-            input=input,
-            env=merged,
-            timeout=120,
-        )
+        folder = str(cwd or self.root)
+        if forkserver.serves(REGULATOR, merged, folder):  # the script's entry point, forked (D-326)
+            code, out, err = forkserver.run(
+                REGULATOR, list(args), cwd=folder, env=merged, input=input, text=text, timeout=120
+            )
+            done = subprocess.CompletedProcess([REGULATOR, *args], code, out, err)
+        else:
+            done = subprocess.run(
+                [REGULATOR, *args],
+                cwd=folder,
+                capture_output=True,
+                text=text,
+                input=input,
+                env=merged,
+                timeout=120,
+            )
         if check and done.returncode != 0:
             raise AssertionError(f"regulator {' '.join(args)} exited {done.returncode}: {done.stderr}")
         return done

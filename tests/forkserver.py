@@ -1,0 +1,366 @@
+"""The suite's `regulator` starts through a fork server: one process per test worker imports what
+every start of the script imports, then forks a fresh process for each command line; that process
+runs the script's own entry point (controlroom.cli.start.run) with the command line, environment,
+working folder and standard streams it was given, and its exit code comes back (docs/decisions.md
+D-326).
+
+Only stdlib here: run as a script, this file is the server; imported, it is the client (`run`).
+A command line whose interpreter would start differently (another PYTHON*, LANG or LC_* value,
+an absent working folder) is not served: the caller executes the script as before, and
+REGULATOR_TEST_EXEC=1 executes every command line so."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import sys
+
+# what changes how an interpreter starts: a command line whose environment differs here is executed
+_STARTUP = ("PYTHON", "LANG", "LC_")
+_HEADER = struct.Struct("!I")
+
+
+def _startup(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(_STARTUP)}
+
+
+def _recv_exact(conn: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        piece = conn.recv(size - len(data))
+        if not piece:
+            raise EOFError
+        data += piece
+    return data
+
+
+# ---- the server ----------------------------------------------------------------------------
+
+
+def _die_with_parent() -> None:
+    """The worker that started this server may die without a word: the server ends with it."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux: the client's atexit ends it
+        pass
+
+
+def _command(script: str, request: dict, fds: list[int]) -> None:
+    """In the forked process: become the command's process, then run the script's entry point."""
+    import atexit
+    import threading
+    import time
+
+    try:
+        os.chdir(request["cwd"])
+    except OSError as err:
+        os.write(fds[2], f"forkserver: cannot enter {request['cwd']}: {err}\n".encode())
+        os._exit(127)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in set(fds):
+        if fd > 2:
+            os.close(fd)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    time.tzset()
+    sys.argv = [script, *request["args"]]
+    code: int = 0
+    try:
+        from controlroom.cli import start
+
+        start.run()
+    except SystemExit as stop:
+        if stop.code is None:
+            code = 0
+        elif isinstance(stop.code, int):
+            code = stop.code
+        else:
+            sys.stderr.write(f"{stop.code}\n")
+            code = 1
+    except BaseException:  # noqa: BLE001 - what the interpreter does with an uncaught exception
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    threading._shutdown()  # type: ignore[attr-defined]  # the interpreter's end: threads, then atexit
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = 120 if code == 0 else code
+    os._exit(code & 0xFF)
+
+
+def _serve_one(listener: socket.socket, conn: socket.socket, script: str) -> None:
+    import json
+    import signal
+
+    head, fds, _, _ = socket.recv_fds(conn, _HEADER.size, 3)
+    try:
+        (size,) = _HEADER.unpack(head + _recv_exact(conn, _HEADER.size - len(head)))
+        request = json.loads(_recv_exact(conn, size))
+    except (EOFError, ValueError, struct.error):
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+        return
+    if os.fork() != 0:  # the server goes back to accepting
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+        return
+    # the waiter: forks the command, says its pid, waits, says its exit code
+    listener.close()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    pid = os.fork()
+    if pid == 0:
+        conn.close()
+        _command(script, request, fds)
+    for fd in fds:
+        os.close(fd)
+    try:
+        conn.sendall(_HEADER.pack(pid))
+        _, status = os.waitpid(pid, 0)
+        conn.sendall(struct.pack("!i", os.waitstatus_to_exitcode(status)))
+    except OSError:
+        pass
+    os._exit(0)
+
+
+# what the server imports before it forks: what every start imports, then the modules most command
+# lines import as they run (the engine's reads, writes and trust, the policies, the registers, the
+# command groups), none of which reads the environment, the clock or a file as it is imported
+ENTRY = ("controlroom.cli.root", "controlroom.cli.start", "engine.base.leaving")
+PACKAGES = (
+    "engine.base",
+    "engine.checkout",
+    "engine.commands",
+    "engine.log",
+    "engine.read",
+    "engine.trust",
+    "identity",
+    "registry",
+    "controlroom.cli",
+)
+THIRD_PARTY = ("yaml", "cryptography.hazmat.primitives.serialization.ssh", "typer._click.decorators")
+# never imported by the server: read settings from the environment as they are imported
+# (textual.constants, GitPython's refresh), hold a per-process secret (engine.log.pg.store's cut
+# marker), or start what a fork must not share
+NOT_PRELOADED = (
+    "textual",
+    "git",
+    "mcp",
+    "uvicorn",
+    "starlette",
+    "anyio",
+    "httpx",
+    "psycopg",
+    "pydantic",
+    "watchfiles",
+    "engine.log.pg",
+    "engine.host",
+    "engine.doors",
+)
+
+
+def _excluded(name: str) -> bool:
+    return any(name == top or name.startswith(top + ".") for top in NOT_PRELOADED)
+
+
+def preload() -> None:
+    import importlib
+    import pkgutil
+
+    def walk(package: str) -> None:
+        module = importlib.import_module(package)
+        for info in pkgutil.iter_modules(module.__path__, package + "."):
+            if _excluded(info.name) or info.name.endswith("__main__"):
+                continue
+            if info.ispkg:
+                walk(info.name)
+            else:
+                importlib.import_module(info.name)
+
+    for name in ENTRY:
+        importlib.import_module(name)
+    for package in PACKAGES:
+        walk(package)
+    for name in THIRD_PARTY:
+        importlib.import_module(name)
+
+
+def serve(path: str, script: str) -> None:
+    import gc
+    import signal
+
+    _die_with_parent()
+    gc.disable()  # as the script's entry point does while it imports (D-194)
+    sys.argv = [script]
+    sys.path[0] = os.path.dirname(script)  # the script's own first path entry
+    preload()
+    gc.freeze()  # what the imports built is shared by every fork, never walked by its collector
+    if path == "--modules":  # tests/test_forkserver.py: what the server holds
+        sys.stdout.write("\n".join(sorted(sys.modules)) + "\n")
+        return
+
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the waiters are reaped by the kernel
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    while True:
+        conn, _ = listener.accept()
+        _serve_one(listener, conn, script)
+
+
+# ---- the client ----------------------------------------------------------------------------
+
+_SERVER: dict[str, object] = {}
+
+
+def _server(script: str) -> str | None:
+    """This process's server's socket, started at the first call; None where none can start."""
+    import atexit
+    import subprocess
+    import tempfile
+
+    if _SERVER.get("pid") == os.getpid():
+        return _SERVER["path"]  # type: ignore[return-value]
+    folder = tempfile.mkdtemp(prefix="rfs-", dir="/tmp")  # short: a socket path holds ~107 bytes
+    path = os.path.join(folder, "s")
+    env = dict(os.environ)
+    proc = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), path, script],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None
+    if proc.stdout.readline() != b"ready\n":
+        proc.kill()
+        proc.wait()
+        return None
+    _SERVER.update(pid=os.getpid(), path=path, proc=proc, startup=_startup(env))
+
+    def stop() -> None:
+        proc.kill()
+        proc.wait()
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+
+    atexit.register(stop)
+    return path
+
+
+def serves(script: str, env: dict[str, str], cwd: str) -> bool:
+    """Whether this command line may start through the server rather than by executing `script`."""
+    if os.environ.get("REGULATOR_TEST_EXEC") == "1" or not os.path.isdir(cwd):
+        return False
+    if _server(script) is None:
+        return False
+    return _startup(env) == _SERVER["startup"]
+
+
+def run(
+    script: str,
+    args: list[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    input: str | bytes | None,
+    text: bool,
+    timeout: float,
+) -> tuple[int, str | bytes, str | bytes]:
+    """`subprocess.run([script, *args], capture_output=True, ...)` through the server: the exit code
+    (negative for a signal), stdout and stderr, decoded as subprocess decodes text."""
+    import json
+    import selectors
+    import signal
+    import subprocess
+    import time
+
+    path = _server(script)
+    assert path is not None
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    in_r, in_w = os.pipe() if input is not None else (0, -1)
+    # a relative folder is the caller's, as subprocess takes it, not the server's
+    request = json.dumps({"args": args, "cwd": os.path.abspath(cwd), "env": env}).encode()
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+        socket.send_fds(conn, [_HEADER.pack(len(request))], [in_r, out_w, err_w])
+        conn.sendall(request)
+    finally:
+        for fd in (out_w, err_w) + ((in_r,) if input is not None else ()):
+            os.close(fd)
+    (pid,) = _HEADER.unpack(_recv_exact(conn, _HEADER.size))
+    import locale
+
+    encoding = locale.getpreferredencoding(False)
+    data = input.encode(encoding) if isinstance(input, str) else input
+    chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+    selector = selectors.DefaultSelector()
+    selector.register(out_r, selectors.EVENT_READ)
+    selector.register(err_r, selectors.EVENT_READ)
+    offset = 0
+    if data is not None and in_w >= 0:
+        if data:
+            os.set_blocking(in_w, False)
+            selector.register(in_w, selectors.EVENT_WRITE)
+        else:
+            os.close(in_w)
+    deadline = time.monotonic() + timeout
+    try:
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                os.kill(pid, signal.SIGKILL)
+                raise subprocess.TimeoutExpired([script, *args], timeout)
+            for key, _ in selector.select(left):
+                fd = key.fd
+                if fd == in_w:
+                    assert data is not None
+                    try:
+                        offset += os.write(fd, data[offset : offset + 65536])
+                    except BrokenPipeError:
+                        offset = len(data)
+                    if offset >= len(data):
+                        selector.unregister(fd)
+                        os.close(fd)
+                    continue
+                piece = os.read(fd, 65536)
+                if piece:
+                    chunks[fd].append(piece)
+                else:
+                    selector.unregister(fd)
+        (code,) = struct.unpack("!i", _recv_exact(conn, 4))
+    finally:
+        open_fds = set(selector.get_map()) if selector.get_map() else set()
+        selector.close()
+        for fd in (out_r, err_r):
+            os.close(fd)
+        if in_w >= 0 and in_w in open_fds:
+            os.close(in_w)
+        conn.close()
+    out, err = b"".join(chunks[out_r]), b"".join(chunks[err_r])
+    if not text:
+        return code, out, err
+    return code, _translate(out, encoding), _translate(err, encoding)
+
+
+def _translate(data: bytes, encoding: str) -> str:
+    """What subprocess does to a text stream it captured (Popen._translate_newlines)."""
+    return data.decode(encoding).replace("\r\n", "\n").replace("\r", "\n")
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], sys.argv[2])

@@ -1,0 +1,137 @@
+"""tests/forkserver.py: a command line started through the fork server answers exactly what the
+`regulator` script executed answers (exit code, stdout, stderr, every byte of the stores), input
+on stdin included; a command past its time is killed and said as subprocess says it; a command
+line whose interpreter would start differently, or any with REGULATOR_TEST_EXEC=1, is executed
+(docs/decisions.md D-326)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import forkserver, helpers
+
+PAYLOAD = {
+    "subject": "upstream API",
+    "claim": "The upstream statement API is deprecated from March.",
+    "observation": "vendor notice dated 2026-11-29",
+    "evidence": ["https://vendor.example/notice"],
+    "confidence": "medium",
+    "reportedSeverity": "blocking",
+    "affectedUnits": ["u3"],
+}
+
+# a day's command lines: writes, reads, refusals, usage errors, input on stdin, bytes not UTF-8
+LINES: list[tuple[list[str], str | bytes | None]] = [
+    (["--version"], None),
+    (["status", "--json"], None),
+    (helpers.report_args(), None),
+    (["signals", "report", "--json-input", "-", "--by", "alice", "--json"], json.dumps(PAYLOAD)),
+    (["signals", "report", "--json-input", "-", "--by", "alice"], b"\xff\xfe not utf-8"),
+    (["signals", "route"], None),
+    (["obligations", "--json"], None),
+    (["obligations"], None),
+    (["obligation", "show", "nope"], None),
+    (["signals", "report", "--nope"], None),
+    (["unit", "dispatch", "u3", "--worktree", "wt/u3"], None),
+    (
+        [
+            "memory",
+            "remember",
+            "--subject",
+            "s",
+            "--note",
+            "n",
+            "--review-by",
+            "2026-12-20",
+            "--evidence",
+            "e",
+        ],
+        None,
+    ),
+    (["verify", "--json"], None),
+    (["status"], None),
+    ([], None),
+]
+
+
+def day(ws: helpers.Workspace, executed: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    monkeypatch.setenv("REGULATOR_TEST_EXEC", "1" if executed else "0")
+    assert forkserver.serves(helpers.REGULATOR, dict(ws.env), str(ws.root)) is not executed
+    seen = []
+    for args, given in LINES:
+        done = ws.run(*args, input=given)
+        seen.append((args, done.returncode, done.stdout, done.stderr))
+    stores = {path.name: path.read_bytes() for path in sorted((ws.root / ".regulator").glob("*.ndjson"))}
+    return [*seen, stores, helpers.git(ws.root, "worktree", "list", "--porcelain")]
+
+
+def test_a_day_forked_answers_byte_for_byte_what_it_answers_executed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = helpers.make_workspace(tmp_path)
+    executed = day(ws, True, monkeypatch)
+    shutil.rmtree(ws.root)
+    ws = helpers.make_workspace(tmp_path)  # the same workspace again, at the same path
+    forked = day(ws, False, monkeypatch)
+    for one, other in zip(executed, forked, strict=True):
+        assert one == other
+    codes = [seen[1] for seen in executed[: len(LINES)]]
+    assert 0 in codes and 2 in codes and executed[-2], codes  # writes, refusals, stores written
+
+
+def test_a_command_past_its_time_is_killed_and_said_as_subprocess_says_it(tmp_path: Path) -> None:
+    ws = helpers.make_workspace(tmp_path)
+    assert forkserver.serves(helpers.REGULATOR, dict(ws.env), str(ws.root))
+    with pytest.raises(subprocess.TimeoutExpired):
+        forkserver.run(
+            helpers.REGULATOR,
+            ["status", "--json"],
+            cwd=str(ws.root),
+            env=dict(ws.env),
+            input=None,
+            text=True,
+            timeout=0.0,
+        )
+    done = ws.run("status", "--json")  # the server still serves
+    assert done.returncode == 0 and json.loads(done.stdout)
+
+
+def test_a_line_whose_interpreter_would_start_differently_is_executed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = helpers.make_workspace(tmp_path)
+    monkeypatch.delenv("REGULATOR_TEST_EXEC", raising=False)
+    assert forkserver.serves(helpers.REGULATOR, dict(ws.env), str(ws.root))
+    assert not forkserver.serves(helpers.REGULATOR, dict(ws.env, PYTHONIOENCODING="latin-1"), str(ws.root))
+    assert not forkserver.serves(helpers.REGULATOR, dict(ws.env, LC_ALL="C"), str(ws.root))
+    assert not forkserver.serves(helpers.REGULATOR, dict(ws.env), str(ws.root / "absent"))
+    monkeypatch.setenv("REGULATOR_TEST_EXEC", "1")
+    assert not forkserver.serves(helpers.REGULATOR, dict(ws.env), str(ws.root))
+    # executed, the latin-1 interpreter writes what the forked one could not have: its own encoding
+    monkeypatch.delenv("REGULATOR_TEST_EXEC")
+    done = ws.run("obligation", "show", "é", env={"PYTHONIOENCODING": "latin-1"}, input=b"")
+    assert done.returncode == 2 and b"'\xe9'" in done.stderr, done.stderr
+    done = ws.run("obligation", "show", "é", input=b"")
+    assert done.returncode == 2 and b"'\xc3\xa9'" in done.stderr, done.stderr
+
+
+def test_the_server_holds_none_of_what_reads_its_settings_as_it_is_imported() -> None:
+    """textual, GitPython, the SDK, psycopg, pydantic and the engine's PostgreSQL, host and door
+    modules are imported by each command that needs them, in its own process, as executed."""
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, forkserver.__file__, "--modules", helpers.REGULATOR],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    held = done.stdout.split()
+    assert "controlroom.cli.root" in held and "engine.commands.signals" in held and "yaml" in held
+    assert [name for name in held if forkserver._excluded(name)] == []
