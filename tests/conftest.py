@@ -118,6 +118,9 @@ def _e2e_helpers(module: Any) -> tuple[str, ...]:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         item.add_marker(getattr(pytest.mark, kind_of(item)))
+    # the tests marked slow first, in their order, the rest after in theirs: one started last would
+    # end the run alone while the other workers wait (docs/performance.md, "The suite's tail")
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)

@@ -141,6 +141,8 @@ PACKAGES = (
     "engine.base",
     "engine.checkout",
     "engine.commands",
+    "engine.doors",
+    "engine.host",
     "engine.log",
     "engine.read",
     "engine.trust",
@@ -149,9 +151,9 @@ PACKAGES = (
     "controlroom.cli",
 )
 THIRD_PARTY = ("yaml", "cryptography.hazmat.primitives.serialization.ssh", "typer._click.decorators")
-# never imported by the server: read settings from the environment as they are imported
+# never imported by the server: they read settings from the environment as they are imported
 # (textual.constants, GitPython's refresh), hold a per-process secret (engine.log.pg.store's cut
-# marker), or start what a fork must not share
+# marker), or are a command's own heavy dependency (the SDK's, PostgreSQL's)
 NOT_PRELOADED = (
     "textual",
     "git",
@@ -164,8 +166,6 @@ NOT_PRELOADED = (
     "pydantic",
     "watchfiles",
     "engine.log.pg",
-    "engine.host",
-    "engine.doors",
 )
 
 

@@ -8,6 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers import NOW, REGULATOR
 
 
@@ -111,6 +113,7 @@ def test_screenshot_renders_the_real_app(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "--view" in bad.stderr
 
 
+@pytest.mark.slow
 def test_bench_runs_at_smoke_scale(tmp_path: Path) -> None:
     """The benchmark is not part of the suite; this only checks that it runs and reports every figure."""
     import json

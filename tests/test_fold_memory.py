@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -76,6 +77,7 @@ def reference_fold(events: list[dict[str, Any]], memory: dict[str, MemoryEntry])
     return uncounted
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.lists(memory_line(), max_size=12), st.lists(memory_line(), max_size=12))
 def test_the_inline_check_answers_what_memory_problem_answers(first: Any, second: Any) -> None:

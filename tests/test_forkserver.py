@@ -122,8 +122,8 @@ def test_a_line_whose_interpreter_would_start_differently_is_executed(
 
 
 def test_the_server_holds_none_of_what_reads_its_settings_as_it_is_imported() -> None:
-    """textual, GitPython, the SDK, psycopg, pydantic and the engine's PostgreSQL, host and door
-    modules are imported by each command that needs them, in its own process, as executed."""
+    """textual, GitPython, the SDK, psycopg, pydantic and the engine's PostgreSQL modules are
+    imported by each command that needs them, in its own process, as executed."""
     import sys
 
     done = subprocess.run(

@@ -433,6 +433,7 @@ def pg_fleet(tmp_path: Path, pg_url: str) -> Any:
     return ws
 
 
+@pytest.mark.slow
 def test_eight_writers_three_routers_two_rooms_route_every_signal_exactly_once(pg_fleet: Any) -> None:
     ws = pg_fleet
     leases = []

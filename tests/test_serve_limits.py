@@ -112,6 +112,7 @@ say(pathlib.Path(str(out) + ".end"), {"open": left})
 """
 
 
+@pytest.mark.slow
 def test_incomplete_connections_are_capped_per_peer_and_closed_while_another_unit_is_answered(
     account: Any, shared: Any, tmp_path: Any
 ) -> None:

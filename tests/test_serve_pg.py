@@ -91,6 +91,7 @@ def test_two_hosts_serving_route_every_signal_exactly_once(hosts: Any) -> None:
     assert ws.run("verify").returncode == 0
 
 
+@pytest.mark.slow
 def test_killing_the_leader_moves_the_duties_to_the_other_host(hosts: Any) -> None:
     ws, servings = hosts
 
@@ -217,6 +218,7 @@ time.sleep(9)
 """
 
 
+@pytest.mark.slow
 def test_a_second_host_ticking_while_a_notify_runs_pages_no_one_again(pg_ws: Any, tmp_path: Any) -> None:
     """An adversarial re-check of D-315: with the escalation written after its notify, a second
     host ticking while the first's notify ran (its leadership, 6 s, lapsed in the tick) found no

@@ -124,6 +124,7 @@ def test_overdue_evidence_expired_and_sensors_are_shown(world: Any) -> None:
     assert "deadline escalated to alice" in lifecycle and "overdue since 2026-12-01T12:00:00Z" in lifecycle  # type: ignore[operator]
 
 
+@pytest.mark.slow
 def test_the_filter_finds_a_mark_a_row_does_not_show(world: Any) -> None:
     """D-319 shows a row's most urgent mark only (`(overdue +2)`): `/` still finds a row by each of
     its marks, so an operator can list every obligation whose evidence expired."""

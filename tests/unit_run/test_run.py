@@ -435,6 +435,7 @@ def test_without_serve_unit_run_exits_3_saying_to_start_it(tmp_path: Any) -> Non
     assert ws.digest() == before and not (ws.root / ".worktrees").exists()
 
 
+@pytest.mark.slow
 def test_a_sigkilled_child_with_its_host_gone_is_lost_after_its_ttl(served: Any, tmp_path: Any) -> None:
     ws, serving = served
     token_file = tmp_path / "token"
@@ -465,6 +466,7 @@ def test_a_sigkilled_child_with_its_host_gone_is_lost_after_its_ttl(served: Any,
     assert row(ws, "r1")["status"] == "closed"
 
 
+@pytest.mark.slow
 def test_a_door_that_stops_answering_is_said_once_its_return_once_and_a_door_moved_elsewhere(
     served: Any, tmp_path: Any
 ) -> None:
@@ -516,6 +518,7 @@ def test_a_door_that_stops_answering_is_said_once_its_return_once_and_a_door_mov
     assert not finish.exists() and row(ws, "b1")["status"] == "todo"
 
 
+@pytest.mark.slow
 def test_a_run_never_sends_its_token_to_a_plain_tcp_door_serve_moved_to(served: Any, tmp_path: Any) -> None:
     """serve started again on plain TCP (another workspace's confined unit could hold that port: a
     fourth adversarial review): the run says where serve is and that no heartbeat goes there, and
