@@ -16,8 +16,9 @@ import socket
 import struct
 import sys
 
-# what changes how an interpreter starts: a command line whose environment differs here is executed
-_STARTUP = ("PYTHON", "LANG", "LC_")
+# what changes how a process or an interpreter starts, or what a module reads as it is imported
+# (TYPER_*): a command line whose environment differs here from the server's is executed
+_STARTUP = ("PYTHON", "LANG", "LC_", "LD_", "MALLOC_", "GLIBC_TUNABLES", "TYPER_")
 _HEADER = struct.Struct("!I")
 
 
@@ -36,17 +37,6 @@ def _recv_exact(conn: socket.socket, size: int) -> bytes:
 
 
 # ---- the server ----------------------------------------------------------------------------
-
-
-def _die_with_parent() -> None:
-    """The worker that started this server may die without a word: the server ends with it."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # pragma: no cover - not Linux: the client's atexit ends it
-        pass
 
 
 def _command(script: str, request: dict, fds: list[int]) -> None:
@@ -199,7 +189,7 @@ def serve(path: str, script: str) -> None:
     import gc
     import signal
 
-    _die_with_parent()
+    parent = os.getppid()
     gc.disable()  # as the script's entry point does while it imports (D-194)
     sys.argv = [script]
     sys.path[0] = os.path.dirname(script)  # the script's own first path entry
@@ -213,51 +203,86 @@ def serve(path: str, script: str) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
+    listener.settimeout(1.0)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
-    while True:
-        conn, _ = listener.accept()
+    while os.getppid() == parent:  # the worker that started it may die without a word: so does it
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            continue
+        conn.settimeout(None)
         _serve_one(listener, conn, script)
 
 
 # ---- the client ----------------------------------------------------------------------------
 
 _SERVER: dict[str, object] = {}
+_STARTING = __import__("threading").Lock()
+_RESTORED = ("SIGPIPE", "SIGXFZ", "SIGXFSZ")  # set back to default by subprocess in its child
+
+
+def _process_state() -> tuple[object, ...]:
+    """What an executed command inherits from the test process and a forked one from the server:
+    the umask, the open-file limit, and which signals are ignored. A test that changed one since
+    the server started has its command lines executed."""
+    import resource
+    import signal
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    ignored = []
+    for name in dir(signal):
+        if name.startswith("SIG") and not name.startswith("SIG_") and name not in _RESTORED:
+            number = getattr(signal, name)
+            try:
+                if signal.getsignal(number) is signal.SIG_IGN:
+                    ignored.append(int(number))
+            except (ValueError, TypeError, OSError):
+                continue
+    return mask, resource.getrlimit(resource.RLIMIT_NOFILE), tuple(sorted(set(ignored)))
 
 
 def _server(script: str) -> str | None:
-    """This process's server's socket, started at the first call; None where none can start."""
+    """This process's server's socket, started at the first call (or again, if it ended); None
+    where none can start."""
     import atexit
     import subprocess
     import tempfile
 
-    if _SERVER.get("pid") == os.getpid():
-        return _SERVER["path"]  # type: ignore[return-value]
-    folder = tempfile.mkdtemp(prefix="rfs-", dir="/tmp")  # short: a socket path holds ~107 bytes
-    path = os.path.join(folder, "s")
-    env = dict(os.environ)
-    proc = subprocess.Popen(
-        [sys.executable, os.path.abspath(__file__), path, script],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        env=env,
-    )
-    assert proc.stdout is not None
-    if proc.stdout.readline() != b"ready\n":
-        proc.kill()
-        proc.wait()
-        return None
-    _SERVER.update(pid=os.getpid(), path=path, proc=proc, startup=_startup(env))
+    with _STARTING:
+        proc = _SERVER.get("proc")
+        if _SERVER.get("pid") == os.getpid() and isinstance(proc, subprocess.Popen) and proc.poll() is None:
+            return _SERVER["path"]  # type: ignore[return-value]
+        folder = tempfile.mkdtemp(prefix="rfs-", dir="/tmp")  # short: a socket path holds ~107 bytes
+        path = os.path.join(folder, "s")
+        env = dict(os.environ)
+        state = _process_state()
+        started = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), path, script],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        assert started.stdout is not None
+        if started.stdout.readline() != b"ready\n":
+            started.kill()
+            started.wait()
+            return None
+        owner = os.getpid()
+        _SERVER.update(pid=owner, path=path, proc=started, startup=_startup(env), state=state)
 
-    def stop() -> None:
-        proc.kill()
-        proc.wait()
-        import shutil
+        def stop() -> None:
+            if os.getpid() != owner:  # a forked child of the test ending: the server is not its own
+                return
+            started.kill()
+            started.wait()
+            import shutil
 
-        shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(folder, ignore_errors=True)
 
-    atexit.register(stop)
-    return path
+        atexit.register(stop)
+        return path
 
 
 def serves(script: str, env: dict[str, str], cwd: str) -> bool:
@@ -266,7 +291,13 @@ def serves(script: str, env: dict[str, str], cwd: str) -> bool:
         return False
     if _server(script) is None:
         return False
-    return _startup(env) == _SERVER["startup"]
+    return _startup(env) == _SERVER["startup"] and _process_state() == _SERVER["state"]
+
+
+def _as_process_sees(text: object) -> str:
+    """A string (or path) as it reaches a process's argv or environment: what subprocess encodes
+    with the file system's encoding, raising where it cannot."""
+    return os.fsdecode(os.fsencode(text))  # type: ignore[arg-type]
 
 
 def run(
@@ -282,48 +313,53 @@ def run(
     """`subprocess.run([script, *args], capture_output=True, ...)` through the server: the exit code
     (negative for a signal), stdout and stderr, decoded as subprocess decodes text."""
     import json
+    import locale
     import selectors
     import signal
     import subprocess
     import time
 
-    path = _server(script)
-    assert path is not None
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    in_r, in_w = os.pipe() if input is not None else (0, -1)
-    # a relative folder is the caller's, as subprocess takes it, not the server's
-    request = json.dumps({"args": args, "cwd": os.path.abspath(cwd), "env": env}).encode()
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        conn.connect(path)
-        socket.send_fds(conn, [_HEADER.pack(len(request))], [in_r, out_w, err_w])
-        conn.sendall(request)
-    finally:
-        for fd in (out_w, err_w) + ((in_r,) if input is not None else ()):
-            os.close(fd)
-    (pid,) = _HEADER.unpack(_recv_exact(conn, _HEADER.size))
-    import locale
-
+    # everything subprocess would refuse is refused before anything starts
     encoding = locale.getpreferredencoding(False)
     data = input.encode(encoding) if isinstance(input, str) else input
-    chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
-    selector = selectors.DefaultSelector()
-    selector.register(out_r, selectors.EVENT_READ)
-    selector.register(err_r, selectors.EVENT_READ)
-    offset = 0
-    if data is not None and in_w >= 0:
-        if data:
-            os.set_blocking(in_w, False)
-            selector.register(in_w, selectors.EVENT_WRITE)
-        else:
-            os.close(in_w)
+    argv = [_as_process_sees(arg) for arg in args]
+    environment = {_as_process_sees(k): _as_process_sees(v) for k, v in env.items()}
+    # a relative folder is the caller's, as subprocess takes it (symlinks followed), not the server's
+    request = json.dumps({"args": argv, "cwd": os.path.join(os.getcwd(), cwd), "env": environment}).encode()
+    path = _server(script)
+    assert path is not None
     deadline = time.monotonic() + timeout
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    in_r, in_w = os.pipe() if data is not None else (0, -1)
+    mine = [out_r, err_r] + ([in_w] if in_w >= 0 else [])
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    selector = selectors.DefaultSelector()
+    pid = 0
+    code: int | None = None
     try:
+        try:
+            conn.connect(path)
+            socket.send_fds(conn, [_HEADER.pack(len(request))], [in_r, out_w, err_w])
+            conn.sendall(request)
+        finally:
+            for fd in (out_w, err_w) + ((in_r,) if data is not None else ()):
+                os.close(fd)
+        (pid,) = _HEADER.unpack(_recv_exact(conn, _HEADER.size))
+        chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+        selector.register(out_r, selectors.EVENT_READ)
+        selector.register(err_r, selectors.EVENT_READ)
+        offset = 0
+        if data is not None:
+            if data:
+                os.set_blocking(in_w, False)
+                selector.register(in_w, selectors.EVENT_WRITE)
+            else:
+                os.close(in_w)
+                mine.remove(in_w)
         while selector.get_map():
             left = deadline - time.monotonic()
             if left <= 0:
-                os.kill(pid, signal.SIGKILL)
                 raise subprocess.TimeoutExpired([script, *args], timeout)
             for key, _ in selector.select(left):
                 fd = key.fd
@@ -336,20 +372,35 @@ def run(
                     if offset >= len(data):
                         selector.unregister(fd)
                         os.close(fd)
+                        mine.remove(fd)
                     continue
                 piece = os.read(fd, 65536)
                 if piece:
                     chunks[fd].append(piece)
                 else:
                     selector.unregister(fd)
-        (code,) = struct.unpack("!i", _recv_exact(conn, 4))
+        conn.settimeout(max(deadline - time.monotonic(), 0.001))
+        try:
+            (code,) = struct.unpack("!i", _recv_exact(conn, 4))
+        except TimeoutError:
+            raise subprocess.TimeoutExpired([script, *args], timeout) from None
+    except BaseException:
+        if pid and code is None:
+            try:  # its waiter has not said it ended: the pid is still the command's
+                conn.setblocking(False)
+                ended = len(conn.recv(4, socket.MSG_PEEK)) == 4
+            except (BlockingIOError, OSError):
+                ended = False
+            if not ended:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        raise
     finally:
-        open_fds = set(selector.get_map()) if selector.get_map() else set()
         selector.close()
-        for fd in (out_r, err_r):
+        for fd in mine:
             os.close(fd)
-        if in_w >= 0 and in_w in open_fds:
-            os.close(in_w)
         conn.close()
     out, err = b"".join(chunks[out_r]), b"".join(chunks[err_r])
     if not text:

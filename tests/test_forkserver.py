@@ -60,12 +60,15 @@ LINES: list[tuple[list[str], str | bytes | None]] = [
 ]
 
 
-def day(ws: helpers.Workspace, executed: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    monkeypatch.setenv("REGULATOR_TEST_EXEC", "1" if executed else "0")
-    assert forkserver.serves(helpers.REGULATOR, dict(ws.env), str(ws.root)) is not executed
+def day(ws: helpers.Workspace, seed: str | None, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The day's lines in `ws`: executed under PYTHONHASHSEED=`seed` (another interpreter start than
+    the server's: never forked), or forked (`seed` None)."""
+    monkeypatch.delenv("REGULATOR_TEST_EXEC", raising=False)
+    extra = {"PYTHONHASHSEED": seed} if seed is not None else {}
+    assert forkserver.serves(helpers.REGULATOR, dict(ws.env, **extra), str(ws.root)) is (seed is None)
     seen = []
     for args, given in LINES:
-        done = ws.run(*args, input=given)
+        done = ws.run(*args, input=given, env=extra)
         seen.append((args, done.returncode, done.stdout, done.stderr))
     stores = {path.name: path.read_bytes() for path in sorted((ws.root / ".regulator").glob("*.ndjson"))}
     return [*seen, stores, helpers.git(ws.root, "worktree", "list", "--porcelain")]
@@ -74,13 +77,16 @@ def day(ws: helpers.Workspace, executed: bool, monkeypatch: pytest.MonkeyPatch) 
 def test_a_day_forked_answers_byte_for_byte_what_it_answers_executed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = helpers.make_workspace(tmp_path)
-    executed = day(ws, True, monkeypatch)
-    shutil.rmtree(ws.root)
-    ws = helpers.make_workspace(tmp_path)  # the same workspace again, at the same path
-    forked = day(ws, False, monkeypatch)
-    for one, other in zip(executed, forked, strict=True):
-        assert one == other
+    """Executed under two hash seeds and forked (every fork of a server shares its hash seed: an
+    answer that hung on a set's order would differ between the executed two)."""
+    days = []
+    for seed in ("1", "2", None):
+        ws = helpers.make_workspace(tmp_path)  # the same workspace each time, at the same path
+        days.append(day(ws, seed, monkeypatch))
+        shutil.rmtree(ws.root)
+    executed, again, forked = days
+    for one, other, third in zip(executed, again, forked, strict=True):
+        assert one == other == third
     codes = [seen[1] for seen in executed[: len(LINES)]]
     assert 0 in codes and 2 in codes and executed[-2], codes  # writes, refusals, stores written
 
@@ -135,3 +141,75 @@ def test_the_server_holds_none_of_what_reads_its_settings_as_it_is_imported() ->
     held = done.stdout.split()
     assert "controlroom.cli.root" in held and "engine.commands.signals" in held and "yaml" in held
     assert [name for name in held if forkserver._excluded(name)] == []
+
+
+SURVIVES = """
+import os, sys, threading
+from pathlib import Path
+from tests import helpers
+ws = helpers.make_workspace(Path(sys.argv[1]))
+first = []
+thread = threading.Thread(target=lambda: first.append(ws.run("status", "--json").returncode))
+thread.start()
+thread.join()  # the thread that started the server ends
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)  # a forked child of the test ends as Python ends: its exit hooks run
+os.waitpid(pid, 0)
+print(first[0], ws.run("status", "--json").returncode)
+"""
+
+
+def test_the_server_outlives_the_thread_that_started_it_and_a_forked_child_of_the_test(
+    tmp_path: Path,
+) -> None:
+    """A server asked to die with its parent thread, or stopped by a forked child's exit hooks,
+    would refuse every later command line of the worker."""
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", SURVIVES, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(helpers.clean_env(), REGULATOR_TEST_EXEC="0"),
+        cwd=Path(__file__).parent.parent,
+    )
+    assert done.returncode == 0 and done.stdout == "0 0\n", done.stderr
+
+
+def test_what_subprocess_refuses_or_takes_otherwise_is_the_same_forked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Input and arguments that cannot be encoded raise before anything starts, and leave no
+    descriptor open; a path in the environment is its text; a relative folder through a symlink
+    and `..` is the one the kernel finds; a changed umask, or a variable read as a process starts
+    (LD_PRELOAD, TYPER_*), has the command line executed."""
+    import os
+
+    monkeypatch.delenv("REGULATOR_TEST_EXEC", raising=False)
+    ws = helpers.make_workspace(tmp_path)
+    assert ws.run("status", "--json").returncode == 0  # the server started
+    fds = sorted(os.listdir("/proc/self/fd"))
+    with pytest.raises(UnicodeEncodeError):
+        ws.run("status", "--json", input="\udcff")
+    with pytest.raises(UnicodeEncodeError):
+        ws.run("obligation", "show", "\ud800")
+    assert sorted(os.listdir("/proc/self/fd")) == fds
+    done = ws.run("status", "--json", env={"REGULATOR_CHECKPOINT": Path("off")})
+    assert done.returncode == 0 and json.loads(done.stdout)
+    (tmp_path / "alias").symlink_to(ws.root / "wt")  # alias/.. is the workspace, not tmp_path
+    monkeypatch.chdir(tmp_path)
+    forked = ws.run("status", "--json", cwd=Path("alias/.."))
+    monkeypatch.setenv("REGULATOR_TEST_EXEC", "1")
+    executed = ws.run("status", "--json", cwd=Path("alias/.."))
+    assert forked.returncode == executed.returncode == 0 and forked.stdout == executed.stdout
+    monkeypatch.delenv("REGULATOR_TEST_EXEC")
+    for changed in ({"LD_PRELOAD": "libnothing.so"}, {"TYPER_USE_RICH": "1"}):
+        assert not forkserver.serves(helpers.REGULATOR, dict(ws.env, **changed), str(ws.root))
+    old = os.umask(0o077)
+    try:
+        assert not forkserver.serves(helpers.REGULATOR, dict(ws.env), str(ws.root))
+    finally:
+        os.umask(old)
+    assert forkserver.serves(helpers.REGULATOR, dict(ws.env), str(ws.root))
