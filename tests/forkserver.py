@@ -141,6 +141,8 @@ PACKAGES = (
     "controlroom.cli",
 )
 THIRD_PARTY = ("yaml", "cryptography.hazmat.primitives.serialization.ssh", "typer._click.decorators")
+# `controlroom --once`, the room's text without Textual (190 command lines of the suite)
+ONCE = ("controlroom.once", "controlroom.readmodel", "controlroom.views", "controlroom.header", "rich.text")
 # never imported by the server: they read settings from the environment as they are imported
 # (textual.constants, GitPython's refresh), hold a per-process secret (engine.log.pg.store's cut
 # marker), or are a command's own heavy dependency (the SDK's, PostgreSQL's)
@@ -181,7 +183,7 @@ def preload() -> None:
         importlib.import_module(name)
     for package in PACKAGES:
         walk(package)
-    for name in THIRD_PARTY:
+    for name in THIRD_PARTY + ONCE:
         importlib.import_module(name)
 
 
