@@ -8,7 +8,9 @@ The run puts a folder holding a `sitecustomize` module first on PYTHONPATH, whic
 process of the run inherits (the tests hand their environment on). In a process whose script is
 `regulator`, it writes one line as the process exits: the test (PYTEST_CURRENT_TEST), the
 process's own CPU, its children's, and the first words of the command. Nothing in the project
-changes, and nothing is logged from a process that ends by `os._exit` (a forked child). The summary
+changes. A command the suite's fork server starts (tests/forkserver.py, D-326) runs its exit hooks
+as an executed one does and is logged the same way, its CPU its own from the fork on; nothing is
+logged from any other process that ends by `os._exit` (a forked child of the engine). The summary
 groups the starts by command, by test file and by test, most CPU first; the run's own pytest exit
 code is this script's.
 """
@@ -28,6 +30,10 @@ SHIM = """\
 import atexit, os, sys
 
 def _log() -> None:
+    # asked as the process ends: a command the suite's fork server forks (tests/forkserver.py) was
+    # its server when this module was imported, and is `regulator` by the time it exits
+    if os.path.basename(sys.argv[0]) != "regulator" or not os.environ.get("REGULATOR_STARTS_LOG"):
+        return
     import resource
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -50,7 +56,7 @@ def _log() -> None:
     finally:
         os.close(fd)
 
-if os.path.basename(sys.argv[0]) == "regulator" and os.environ.get("REGULATOR_STARTS_LOG"):
+if os.environ.get("REGULATOR_STARTS_LOG"):
     atexit.register(_log)
 """
 

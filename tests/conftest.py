@@ -4,6 +4,7 @@ of one `init` made: tests/helpers.py make_workspace), the markers unit/e2e/harde
 from __future__ import annotations
 
 import compileall
+import functools
 import inspect
 import sys
 from collections.abc import Iterator
@@ -70,23 +71,12 @@ def kind_of(item: pytest.Item) -> str:
     return "unit"
 
 
+@functools.cache
 def _source(function: Any) -> str:
     """A function's source, read once per function: a parametrized test and a shared fixture are
     asked for by every test that uses them (inspect tokenizes the file for each ask)."""
-    if function is None:
-        return ""
-    code = getattr(function, "__code__", None)
-    if code is None:
-        return _read_source(function)
-    return _SOURCES.get(code) or _SOURCES.setdefault(code, _read_source(function))
-
-
-_SOURCES: dict[Any, str] = {}
-
-
-def _read_source(function: Any) -> str:
     try:
-        return inspect.getsource(function)
+        return inspect.getsource(function) if function is not None else ""
     except (OSError, TypeError):
         return ""
 

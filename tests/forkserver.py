@@ -5,9 +5,10 @@ working folder and standard streams it was given, and its exit code comes back (
 D-326).
 
 Only stdlib here: run as a script, this file is the server; imported, it is the client (`run`).
-A command line whose interpreter would start differently (another PYTHON*, LANG or LC_* value,
-an absent working folder) is not served: the caller executes the script as before, and
-REGULATOR_TEST_EXEC=1 executes every command line so."""
+A command line a fork could start otherwise than an executed script (`serves`: another value of
+what a process or interpreter reads as it starts, a umask, file limit or ignored signal changed
+since the server started, an absent working folder) is not served: the caller executes the script
+as before, and REGULATOR_TEST_EXEC=1 executes every command line so."""
 
 from __future__ import annotations
 
