@@ -4,7 +4,9 @@ runs the script's own entry point (controlroom.cli.start.run) with the command l
 working folder and standard streams it was given, and its exit code comes back (docs/decisions.md
 D-326).
 
-Only stdlib here: run as a script, this file is the server; imported, it is the client (`run`).
+Only stdlib here: run as a script, this file is the server; imported, it is the client (`run`, and
+`spawn` for a `regulator serve` the test signals: a second server per worker, profile "serve", holds
+what serve imports as it runs, the mcp SDK and uvicorn among it).
 A command line a fork could start otherwise than an executed script (`serves`: another value of
 what a process or interpreter reads as it starts, a umask, file limit or ignored signal changed
 since the server started, an absent working folder) is not served: the caller executes the script
@@ -18,8 +20,9 @@ import struct
 import sys
 
 # what changes how a process or an interpreter starts, or what a module reads as it is imported
-# (TYPER_*): a command line whose environment differs here from the server's is executed
-_STARTUP = ("PYTHON", "LANG", "LC_", "LD_", "MALLOC_", "GLIBC_TUNABLES", "TYPER_")
+# (TYPER_*; the serve profile's pydantic plugins and OpenTelemetry's context): a command line whose
+# environment differs here from the server's is executed
+_STARTUP = ("PYTHON", "LANG", "LC_", "LD_", "MALLOC_", "GLIBC_TUNABLES", "TYPER_", "PYDANTIC_", "OTEL_")
 _HEADER = struct.Struct("!I")
 
 
@@ -56,6 +59,8 @@ def _command(script: str, request: dict, fds: list[int]) -> None:
     for fd in set(fds):
         if fd > 2:
             os.close(fd)
+    if request.get("session"):
+        os.setsid()  # start_new_session=True, as subprocess does it in its child
     os.environ.clear()
     os.environ.update(request["env"])
     time.tzset()
@@ -162,11 +167,30 @@ NOT_PRELOADED = (
 )
 
 
-def _excluded(name: str) -> bool:
-    return any(name == top or name.startswith(top + ".") for top in NOT_PRELOADED)
+# the serve profile: what `regulator serve` imports as it starts and as its door answers a unit's
+# first calls (controlroom.door_http's lazy SDK, D-248), none of which reads the environment as it is
+# imported but for pydantic's plugins and OpenTelemetry's context (_STARTUP)
+SERVE = (
+    "uvicorn",
+    "uvicorn.protocols.http.h11_impl",
+    "controlroom.door_http",
+    "controlroom.mcp_server",
+    "mcp.server.streamable_http_manager",
+    "mcp.server.mcpserver.tools.base",
+    "mcp.shared._context_streams",
+    "mcp.shared.message",
+)
+PROFILES: dict[str, tuple[str, ...]] = {"command": (), "serve": SERVE}
+# never imported by the serve profile: the room's toolkit and GitPython (as above), the PostgreSQL
+# backend (its per-process marker; psycopg reads PSYCOPG_IMPL as it is imported)
+SERVE_NOT_PRELOADED = ("textual", "git", "psycopg", "engine.log.pg")
 
 
-def preload() -> None:
+def _excluded(name: str, tops: tuple[str, ...] = NOT_PRELOADED) -> bool:
+    return any(name == top or name.startswith(top + ".") for top in tops)
+
+
+def preload(profile: str = "command") -> None:
     import importlib
     import pkgutil
 
@@ -184,22 +208,26 @@ def preload() -> None:
         importlib.import_module(name)
     for package in PACKAGES:
         walk(package)
-    for name in THIRD_PARTY + ONCE:
+    for name in THIRD_PARTY + ONCE + PROFILES[profile]:
         importlib.import_module(name)
 
 
-def serve(path: str, script: str) -> None:
+def serve(path: str, script: str, profile: str = "command") -> None:
     import gc
     import signal
+    import threading
 
     parent = os.getppid()
     gc.disable()  # as the script's entry point does while it imports (D-194)
     sys.argv = [script]
     sys.path[0] = os.path.dirname(script)  # the script's own first path entry
-    preload()
+    preload(profile)
     gc.freeze()  # what the imports built is shared by every fork, never walked by its collector
-    if path == "--modules":  # tests/test_forkserver.py: what the server holds
-        sys.stdout.write("\n".join(sorted(sys.modules)) + "\n")
+    if path == "--modules":  # tests/test_forkserver.py: what the server holds, and its threads
+        sys.stdout.write("\n".join([*sorted(sys.modules), f"threads={threading.active_count()}"]) + "\n")
+        return
+    if threading.active_count() != 1:  # a fork copies one thread: an import that started one is refused
+        sys.stdout.write("not ready: an import started a thread\n")
         return
 
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the waiters are reaped by the kernel
@@ -220,7 +248,7 @@ def serve(path: str, script: str) -> None:
 
 # ---- the client ----------------------------------------------------------------------------
 
-_SERVER: dict[str, object] = {}
+_SERVERS: dict[str, dict[str, object]] = {}  # by profile
 _STARTING = __import__("threading").Lock()
 _RESTORED = ("SIGPIPE", "SIGXFZ", "SIGXFSZ")  # set back to default by subprocess in its child
 
@@ -246,23 +274,24 @@ def _process_state() -> tuple[object, ...]:
     return mask, resource.getrlimit(resource.RLIMIT_NOFILE), tuple(sorted(set(ignored)))
 
 
-def _server(script: str) -> str | None:
-    """This process's server's socket, started at the first call (or again, if it ended); None
-    where none can start."""
+def _server(script: str, profile: str = "command") -> str | None:
+    """This process's server of `profile`: its socket, started at the first call (or again, if it
+    ended); None where none can start."""
     import atexit
     import subprocess
     import tempfile
 
     with _STARTING:
-        proc = _SERVER.get("proc")
-        if _SERVER.get("pid") == os.getpid() and isinstance(proc, subprocess.Popen) and proc.poll() is None:
-            return _SERVER["path"]  # type: ignore[return-value]
+        known = _SERVERS.setdefault(profile, {})
+        proc = known.get("proc")
+        if known.get("pid") == os.getpid() and isinstance(proc, subprocess.Popen) and proc.poll() is None:
+            return known["path"]  # type: ignore[return-value]
         folder = tempfile.mkdtemp(prefix="rfs-", dir="/tmp")  # short: a socket path holds ~107 bytes
         path = os.path.join(folder, "s")
         env = dict(os.environ)
         state = _process_state()
         started = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), path, script],
+            [sys.executable, os.path.abspath(__file__), path, script, profile],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             env=env,
@@ -273,7 +302,7 @@ def _server(script: str) -> str | None:
             started.wait()
             return None
         owner = os.getpid()
-        _SERVER.update(pid=owner, path=path, proc=started, startup=_startup(env), state=state)
+        known.update(pid=owner, path=path, proc=started, startup=_startup(env), state=state)
 
         def stop() -> None:
             if os.getpid() != owner:  # a forked child of the test ending: the server is not its own
@@ -288,13 +317,14 @@ def _server(script: str) -> str | None:
         return path
 
 
-def serves(script: str, env: dict[str, str], cwd: str) -> bool:
+def serves(script: str, env: dict[str, str], cwd: str, profile: str = "command") -> bool:
     """Whether this command line may start through the server rather than by executing `script`."""
     if os.environ.get("REGULATOR_TEST_EXEC") == "1" or not os.path.isdir(cwd):
         return False
-    if _server(script) is None:
+    if _server(script, profile) is None:
         return False
-    return _startup(env) == _SERVER["startup"] and _process_state() == _SERVER["state"]
+    known = _SERVERS[profile]
+    return _startup(env) == known["startup"] and _process_state() == known["state"]
 
 
 def _as_process_sees(text: object) -> str:
@@ -411,10 +441,110 @@ def run(
     return code, _translate(out, encoding), _translate(err, encoding)
 
 
+class Forked:
+    """A `regulator serve` started by `spawn`: what the suite asks of its subprocess.Popen (pid,
+    poll, wait, returncode, send_signal, terminate, kill). Its exit code comes from its waiter,
+    which reaps it; a signal is sent only while the waiter has not said it ended."""
+
+    def __init__(self, args: list[str], conn: socket.socket, pid: int) -> None:
+        self.args = args
+        self.pid = pid
+        self.returncode: int | None = None
+        self._conn = conn
+
+    def _ended(self, code: bytes) -> int:
+        (self.returncode,) = struct.unpack("!i", code)
+        self._conn.close()
+        return self.returncode
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self._conn.setblocking(False)
+            try:
+                code = self._conn.recv(4, socket.MSG_PEEK)
+            except BlockingIOError:
+                return None
+            if code == b"":
+                raise ChildProcessError(
+                    f"the fork server's waiter of pid {self.pid} ended without its exit code"
+                )
+            if len(code) == 4:
+                return self._ended(self._conn.recv(4))
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        import subprocess
+
+        if self.returncode is None:
+            self._conn.settimeout(timeout)
+            try:
+                return self._ended(_recv_exact(self._conn, 4))
+            except TimeoutError:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0) from None
+            except EOFError:
+                raise ChildProcessError(
+                    f"the fork server's waiter of pid {self.pid} ended without its exit code"
+                ) from None
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        import signal
+
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        import signal
+
+        self.send_signal(signal.SIGKILL)
+
+
+def spawn(
+    script: str,
+    args: list[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    stdout: int,
+    stderr: int,
+    start_new_session: bool,
+    profile: str = "serve",
+) -> Forked:
+    """`subprocess.Popen([script, *args], stdout=..., stderr=..., ...)` through the server of
+    `profile` (the caller asked `serves` first): stdin is the test process's own, as Popen's."""
+    import json
+
+    argv = [_as_process_sees(arg) for arg in args]
+    environment = {_as_process_sees(k): _as_process_sees(v) for k, v in env.items()}
+    request = json.dumps(
+        {
+            "args": argv,
+            "cwd": os.path.join(os.getcwd(), cwd),
+            "env": environment,
+            "session": start_new_session,
+        }
+    ).encode()
+    path = _server(script, profile)
+    assert path is not None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(path)
+        socket.send_fds(conn, [_HEADER.pack(len(request))], [0, stdout, stderr])
+        conn.sendall(request)
+        (pid,) = _HEADER.unpack(_recv_exact(conn, _HEADER.size))
+    except BaseException:
+        conn.close()
+        raise
+    return Forked([script, *args], conn, pid)
+
+
 def _translate(data: bytes, encoding: str) -> str:
     """What subprocess does to a text stream it captured (Popen._translate_newlines)."""
     return data.decode(encoding).replace("\r\n", "\n").replace("\r", "\n")
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], sys.argv[2])
+    serve(*sys.argv[1:4])

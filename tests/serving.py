@@ -21,6 +21,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests import forkserver
 from tests.helpers import REGULATOR, Workspace
 
 DEADLINE_S = 20.0  # a hard timeout that proves something finished; never a speed assertion
@@ -54,7 +55,11 @@ class Serving:
         args: tuple[str, ...] = (),
         open_files: int | None = None,
         sock: Path | None = None,
+        fork: bool = True,
     ) -> None:
+        """`fork`: start it through the worker's serve fork server where that starts it as executing
+        the script would (tests/forkserver.py, D-327): False where a test looks at what serve has
+        imported."""
         self.ws = ws
         self.cwd = cwd or ws.root
         self.folder = short_folder()
@@ -71,20 +76,37 @@ class Serving:
 
                 resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
 
-        self.proc = subprocess.Popen(
-            [REGULATOR, "serve", "--listen", f"unix:{self.sock}", *args],
-            cwd=self.cwd,
-            env=merged,
-            stdout=subprocess.DEVNULL,
-            stderr=self._log_handle,
-            start_new_session=True,
-            preexec_fn=limit if open_files is not None else None,  # noqa: PLW1509 - no threads here yet
-        )
+        argv = ["serve", "--listen", f"unix:{self.sock}", *args]
+        self.proc: subprocess.Popen | forkserver.Forked
+        if fork and open_files is None and forkserver.serves(REGULATOR, merged, str(self.cwd), "serve"):
+            with open(os.devnull, "wb") as devnull:
+                self.proc = forkserver.spawn(
+                    REGULATOR,
+                    argv,
+                    cwd=str(self.cwd),
+                    env=merged,
+                    stdout=devnull.fileno(),
+                    stderr=self._log_handle.fileno(),
+                    start_new_session=True,
+                )
+        else:
+            self.proc = self._executed(argv, merged, limit if open_files is not None else None)
         try:
             wait_for(self._ready, f"serve listening at {self.sock} (log: {self.log})", deadline=60)
         except BaseException:
             self.close()  # never leave a serve running behind a failed start
             raise
+
+    def _executed(self, argv: list[str], env: dict, limit: Callable[[], None] | None) -> subprocess.Popen:
+        return subprocess.Popen(
+            [REGULATOR, *argv],
+            cwd=self.cwd,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log_handle,
+            start_new_session=True,
+            preexec_fn=limit,  # noqa: PLW1509 - no threads here yet
+        )
 
     def _ready(self) -> bool:
         if self.proc.poll() is not None:

@@ -213,3 +213,73 @@ def test_what_subprocess_refuses_or_takes_otherwise_is_the_same_forked(
     finally:
         os.umask(old)
     assert forkserver.serves(helpers.REGULATOR, dict(ws.env), str(ws.root))
+
+
+def _u1_and_r1(ws: helpers.Workspace) -> None:
+    ws.lease("u1")
+    ws.lease("r1")
+
+
+def test_a_serve_started_through_the_serve_profile_answers_and_stops_as_an_executed_one(
+    tmp_path: Path,
+) -> None:
+    """tests/serving.py's `Serving` starts serve through a second fork server holding the door's
+    modules and the mcp SDK (D-327): in its own session as `start_new_session` puts it, its door
+    answers a unit's call, SIGTERM ends it with the same lines and exit code as an executed serve,
+    SIGKILL is said as -9, and a wait past its time raises as subprocess's does."""
+    import os
+    import signal
+
+    from tests.serving import DEADLINE_S, Serving, sdk_call, token_of
+
+    ws, _ = helpers.prepared(tmp_path, _u1_and_r1)
+    token = token_of(ws.root / "wt" / "u1")
+    seen = []
+    for fork in (False, True):
+        serving = Serving(ws, fork=fork)
+        try:
+            assert isinstance(serving.proc, forkserver.Forked) is fork
+            assert os.getsid(serving.proc.pid) == serving.proc.pid and serving.proc.poll() is None
+            with pytest.raises(subprocess.TimeoutExpired):
+                serving.proc.wait(timeout=0.05)
+            answer = sdk_call(serving.sock, token, "status")
+            assert not answer.is_error
+            serving.proc.send_signal(signal.SIGTERM)
+            code = serving.proc.wait(timeout=DEADLINE_S)
+            said = [(line.get("serve"), sorted(line)) for line in serving.lines() if "serve" in line]
+            seen.append((code, said, answer.structured_content["unit"], serving.sock.exists()))
+        finally:
+            serving.close()
+    assert seen[0] == seen[1] == (0, seen[0][1], "u1", False), seen
+    assert [name for name, _ in seen[0][1]] == ["listening", "stopped"]
+    serving = Serving(ws)
+    try:
+        serving.kill()
+        assert isinstance(serving.proc, forkserver.Forked) and serving.proc.returncode == -signal.SIGKILL
+    finally:
+        serving.close()
+
+
+def test_the_serve_profile_holds_the_sdk_and_no_thread_and_reads_no_setting_it_was_not_given() -> None:
+    """The serve profile's server holds the SDK and uvicorn, never Textual, GitPython or the
+    PostgreSQL backend, and one thread (a fork copies one); a line whose pydantic or OpenTelemetry
+    settings differ from the server's is executed (both read theirs as they are imported)."""
+    import os
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, forkserver.__file__, "--modules", helpers.REGULATOR, "serve"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    held = done.stdout.split()
+    assert held[-1] == "threads=1"
+    assert "mcp.server.streamable_http_manager" in held and "controlroom.door_http" in held
+    assert [name for name in held if forkserver._excluded(name, forkserver.SERVE_NOT_PRELOADED)] == []
+    env = helpers.clean_env()
+    folder = os.getcwd()
+    if os.environ.get("REGULATOR_TEST_EXEC") != "1":
+        assert forkserver.serves(helpers.REGULATOR, env, folder, "serve")
+    for changed in ({"PYDANTIC_DISABLE_PLUGINS": "__all__"}, {"OTEL_PYTHON_CONTEXT": "contextvars_context"}):
+        assert not forkserver.serves(helpers.REGULATOR, dict(env, **changed), folder, "serve")

@@ -86,7 +86,7 @@ def test_the_sdk_is_loaded_by_a_known_leases_first_call_and_never_by_an_unknown_
     a call with a token the door does not know leave it unloaded; a unit's first call loads it and
     is answered."""
     ws, token = leased
-    serving = Serving(ws)
+    serving = Serving(ws, fork=False)  # what it imported: its own process, executed
     try:
         assert healthz(serving.sock)["leader"] is True
         assert raw_post(serving.sock, "rgl_" + "0" * 43, CALL_STATUS)[0] == 401
