@@ -22,7 +22,20 @@ import sys
 # what changes how a process or an interpreter starts, or what a module reads as it is imported
 # (TYPER_*; the serve profile's pydantic plugins and OpenTelemetry's context): a command line whose
 # environment differs here from the server's is executed
-_STARTUP = ("PYTHON", "LANG", "LC_", "LD_", "MALLOC_", "GLIBC_TUNABLES", "TYPER_", "PYDANTIC_", "OTEL_")
+# (OpenSSL's and cryptography's, read by the C library as cryptography loads it)
+_STARTUP = (
+    "PYTHON",
+    "LANG",
+    "LC_",
+    "LD_",
+    "MALLOC_",
+    "GLIBC_TUNABLES",
+    "TYPER_",
+    "PYDANTIC_",
+    "OTEL_",
+    "OPENSSL_",
+    "CRYPTOGRAPHY_",
+)
 _HEADER = struct.Struct("!I")
 
 
@@ -66,10 +79,16 @@ def _command(script: str, request: dict, fds: list[int]) -> None:
     time.tzset()
     sys.argv = [script, *request["args"]]
     code: int = 0
+    interrupted = False
     try:
         from controlroom.cli import start
 
         start.run()
+    except KeyboardInterrupt:  # as the interpreter ends on one: its traceback, then death by SIGINT
+        import traceback
+
+        traceback.print_exc()
+        code, interrupted = 1, True
     except SystemExit as stop:
         if stop.code is None:
             code = 0
@@ -90,6 +109,11 @@ def _command(script: str, request: dict, fds: list[int]) -> None:
             stream.flush()
         except (OSError, ValueError):
             code = 120 if code == 0 else code
+    if interrupted:
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     os._exit(code & 0xFF)
 
 
@@ -111,22 +135,34 @@ def _serve_one(listener: socket.socket, conn: socket.socket, script: str) -> Non
             os.close(fd)
         conn.close()
         return
-    # the waiter: forks the command, says its pid, waits, says its exit code
+    # the waiter: forks the command, says its pid, waits, says its exit code; the command is left
+    # unreaped (its pid still its own, as a Popen's child is until its owner waits) until the client
+    # has read the code and closed the connection, or ended
     listener.close()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     pid = os.fork()
     if pid == 0:
         conn.close()
         _command(script, request, fds)
-    for fd in fds:
-        os.close(fd)
     try:
+        for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):  # only the command is signalled
+            signal.signal(sig, signal.SIG_IGN)
+        for fd in fds:
+            os.close(fd)
         conn.sendall(_HEADER.pack(pid))
-        _, status = os.waitpid(pid, 0)
-        conn.sendall(struct.pack("!i", os.waitstatus_to_exitcode(status)))
-    except OSError:
+        ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        assert ended is not None
+        code = ended.si_status if ended.si_code == os.CLD_EXITED else -ended.si_status
+        conn.sendall(struct.pack("!i", code))
+        while conn.recv(64):
+            pass
+    except BaseException:  # noqa: BLE001, S110 - nothing of the waiter's may run the server's loop
         pass
-    os._exit(0)
+    finally:
+        try:
+            os.waitpid(pid, 0)
+        finally:
+            os._exit(0)
 
 
 # what the server imports before it forks: what every start imports, then the modules most command
@@ -208,8 +244,18 @@ def preload(profile: str = "command") -> None:
         importlib.import_module(name)
     for package in PACKAGES:
         walk(package)
-    for name in THIRD_PARTY + ONCE + PROFILES[profile]:
+    for name in THIRD_PARTY + ONCE:
         importlib.import_module(name)
+    if profile == "serve":
+        import uvicorn.server
+
+        exit_handler = uvicorn.server.Server.handle_exit
+    for name in PROFILES[profile]:
+        importlib.import_module(name)
+    if profile == "serve":
+        # sse_starlette (the SDK's) replaces it as it is imported; an executed serve binds its
+        # signals before its door's first call imports the SDK, so to uvicorn's own
+        uvicorn.server.Server.handle_exit = exit_handler  # type: ignore[method-assign]
 
 
 def serve(path: str, script: str, profile: str = "command") -> None:
@@ -255,13 +301,19 @@ _RESTORED = ("SIGPIPE", "SIGXFZ", "SIGXFSZ")  # set back to default by subproces
 
 def _process_state() -> tuple[object, ...]:
     """What an executed command inherits from the test process and a forked one from the server:
-    the umask, the open-file limit, and which signals are ignored. A test that changed one since
+    the umask, the resource limits, the blocked signals, and which signals are ignored. A test that changed one since
     the server started has its command lines executed."""
     import resource
     import signal
 
     mask = os.umask(0o022)
     os.umask(mask)
+    limits = tuple(
+        resource.getrlimit(getattr(resource, name))
+        for name in sorted(dir(resource))
+        if name.startswith("RLIMIT_")
+    )
+    blocked = tuple(sorted(int(sig) for sig in signal.pthread_sigmask(signal.SIG_BLOCK, [])))
     ignored = []
     for name in dir(signal):
         if name.startswith("SIG") and not name.startswith("SIG_") and name not in _RESTORED:
@@ -271,7 +323,7 @@ def _process_state() -> tuple[object, ...]:
                     ignored.append(int(number))
             except (ValueError, TypeError, OSError):
                 continue
-    return mask, resource.getrlimit(resource.RLIMIT_NOFILE), tuple(sorted(set(ignored)))
+    return mask, limits, blocked, tuple(sorted(set(ignored)))
 
 
 def _server(script: str, profile: str = "command") -> str | None:
@@ -295,6 +347,7 @@ def _server(script: str, profile: str = "command") -> str | None:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             env=env,
+            process_group=0,  # a Ctrl-C at the terminal reaches the tests and their commands, not it
         )
         assert started.stdout is not None
         if started.stdout.readline() != b"ready\n":
@@ -318,8 +371,17 @@ def _server(script: str, profile: str = "command") -> str | None:
 
 
 def serves(script: str, env: dict[str, str], cwd: str, profile: str = "command") -> bool:
-    """Whether this command line may start through the server rather than by executing `script`."""
+    """Whether this command line may start through the server rather than by executing `script`:
+    not where the folder is absent, the test process's stdin closed (a new socket would take its
+    place), or a PYTHONPATH entry is relative or empty (read against the command's folder as the
+    interpreter starts)."""
     if os.environ.get("REGULATOR_TEST_EXEC") == "1" or not os.path.isdir(cwd):
+        return False
+    try:
+        os.fstat(0)
+    except OSError:
+        return False
+    if any(not os.path.isabs(entry) for entry in env.get("PYTHONPATH", "/").split(os.pathsep)):
         return False
     if _server(script, profile) is None:
         return False
@@ -419,16 +481,10 @@ def run(
             raise subprocess.TimeoutExpired([script, *args], timeout) from None
     except BaseException:
         if pid and code is None:
-            try:  # its waiter has not said it ended: the pid is still the command's
-                conn.setblocking(False)
-                ended = len(conn.recv(4, socket.MSG_PEEK)) == 4
-            except (BlockingIOError, OSError):
-                ended = False
-            if not ended:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            try:  # unreaped while this connection is open: the pid is still the command's
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         raise
     finally:
         selector.close()
@@ -444,7 +500,8 @@ def run(
 class Forked:
     """A `regulator serve` started by `spawn`: what the suite asks of its subprocess.Popen (pid,
     poll, wait, returncode, send_signal, terminate, kill). Its exit code comes from its waiter,
-    which reaps it; a signal is sent only while the waiter has not said it ended."""
+    which leaves it unreaped until this has read the code (as a Popen's child, a zombie until its
+    owner waits), so its pid is its own while this has not seen it end."""
 
     def __init__(self, args: list[str], conn: socket.socket, pid: int) -> None:
         self.args = args
@@ -475,6 +532,8 @@ class Forked:
     def wait(self, timeout: float | None = None) -> int:
         import subprocess
 
+        if self.returncode is None and timeout is not None and timeout <= 0 and self.poll() is None:
+            raise subprocess.TimeoutExpired(self.args, timeout)
         if self.returncode is None:
             self._conn.settimeout(timeout)
             try:
@@ -489,7 +548,10 @@ class Forked:
 
     def send_signal(self, sig: int) -> None:
         if self.poll() is None:
-            os.kill(self.pid, sig)
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:  # as Popen: it ended meanwhile
+                pass
 
     def terminate(self) -> None:
         import signal

@@ -230,7 +230,7 @@ def test_a_serve_started_through_the_serve_profile_answers_and_stops_as_an_execu
     import os
     import signal
 
-    from tests.serving import DEADLINE_S, Serving, sdk_call, token_of
+    from tests.serving import DEADLINE_S, Serving, sdk_call, token_of, wait_for
 
     ws, _ = helpers.prepared(tmp_path, _u1_and_r1)
     token = token_of(ws.root / "wt" / "u1")
@@ -240,8 +240,9 @@ def test_a_serve_started_through_the_serve_profile_answers_and_stops_as_an_execu
         try:
             assert isinstance(serving.proc, forkserver.Forked) is fork
             assert os.getsid(serving.proc.pid) == serving.proc.pid and serving.proc.poll() is None
-            with pytest.raises(subprocess.TimeoutExpired):
-                serving.proc.wait(timeout=0.05)
+            for timeout in (0.05, 0, -1):
+                with pytest.raises(subprocess.TimeoutExpired):
+                    serving.proc.wait(timeout=timeout)
             answer = sdk_call(serving.sock, token, "status")
             assert not answer.is_error
             serving.proc.send_signal(signal.SIGTERM)
@@ -256,6 +257,18 @@ def test_a_serve_started_through_the_serve_profile_answers_and_stops_as_an_execu
     try:
         serving.kill()
         assert isinstance(serving.proc, forkserver.Forked) and serving.proc.returncode == -signal.SIGKILL
+    finally:
+        serving.close()
+    # ended but not yet waited for: a zombie, its pid still its own (as a Popen's child), so a signal
+    # sent now reaches nothing else and raises nothing; the waiter reaps it once its code is read
+    serving = Serving(ws)
+    try:
+        os.kill(serving.proc.pid, signal.SIGKILL)
+        stat = Path(f"/proc/{serving.proc.pid}/stat")
+        wait_for(lambda: stat.read_text().rsplit(")", 1)[1].split()[0] == "Z", "serve a zombie")
+        serving.proc.send_signal(signal.SIGTERM)
+        assert serving.proc.wait(timeout=DEADLINE_S) == -signal.SIGKILL
+        wait_for(lambda: not stat.exists(), "serve reaped once its code was read")
     finally:
         serving.close()
 
@@ -283,3 +296,57 @@ def test_the_serve_profile_holds_the_sdk_and_no_thread_and_reads_no_setting_it_w
         assert forkserver.serves(helpers.REGULATOR, env, folder, "serve")
     for changed in ({"PYDANTIC_DISABLE_PLUGINS": "__all__"}, {"OTEL_PYTHON_CONTEXT": "contextvars_context"}):
         assert not forkserver.serves(helpers.REGULATOR, dict(env, **changed), folder, "serve")
+
+
+CLOSED_STDIN = """
+import os, sys
+from tests import forkserver, helpers
+os.close(0)
+print(forkserver.serves(helpers.REGULATOR, helpers.clean_env(), os.getcwd()))
+"""
+
+
+def test_what_a_fork_would_inherit_otherwise_has_the_line_executed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second review (D-327): what the C library reads as cryptography loads (OPENSSL_*,
+    CRYPTOGRAPHY_*), a relative or empty PYTHONPATH entry (read against the command's folder), a
+    signal the test blocked or a resource limit it changed since the server started, or a closed
+    stdin (the request's own socket would take its place) each have the line executed; the server
+    is in a process group of its own (a Ctrl-C at the terminal reaches the tests, not it)."""
+    import os
+    import resource
+    import signal
+    import sys
+
+    monkeypatch.delenv("REGULATOR_TEST_EXEC", raising=False)
+    env, folder = helpers.clean_env(), os.getcwd()
+    assert forkserver.serves(helpers.REGULATOR, env, folder)
+    server = forkserver._SERVERS["command"]["proc"]
+    assert os.getpgid(server.pid) == server.pid != os.getpgid(0)  # type: ignore[attr-defined]
+    for changed in (
+        {"OPENSSL_CONF": "/nowhere.cnf"},
+        {"CRYPTOGRAPHY_OPENSSL_NO_LEGACY": "1"},
+        {"PYTHONPATH": ""},
+        {"PYTHONPATH": "/abs:relative"},
+    ):
+        assert not forkserver.serves(helpers.REGULATOR, dict(env, **changed), folder), changed
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR2])
+    try:
+        assert not forkserver.serves(helpers.REGULATOR, env, folder)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR2])
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (0 if soft else min(4096, hard), hard))
+    try:
+        assert not forkserver.serves(helpers.REGULATOR, env, folder)
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+    assert forkserver.serves(helpers.REGULATOR, env, folder)
+    done = subprocess.run(
+        [sys.executable, "-c", CLOSED_STDIN],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(env, REGULATOR_TEST_EXEC="0"),
+        cwd=Path(__file__).parent.parent,
+    )
+    assert done.returncode == 0 and done.stdout == "False\n", done.stderr
