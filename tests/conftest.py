@@ -6,8 +6,9 @@ from __future__ import annotations
 import compileall
 import functools
 import inspect
+import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,34 @@ def _signing(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     yield
     signing.use_key(None)
     signing._loaded.clear()
+
+
+_PASSED = pytest.StashKey[dict[str, bool]]()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    item.stash.setdefault(_PASSED, {})[report.when] = report.passed
+    return report
+
+
+@pytest.fixture
+def tmp_path(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """pytest's own, emptied as a passing test ends (a failing test's kept whole), in its worker
+    while the others run: a whole run's workspaces left for a later run to remove cost that run
+    ~18 s before its first test (D-328). The folder itself stays, so no later test of the run gets
+    its name (the engine's per-process caches are keyed by path)."""
+    yield tmp_path
+    outcome = request.node.stash.get(_PASSED, {})
+    if outcome.get("setup") and outcome.get("call"):
+        for child in tmp_path.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
 
 
 @pytest.fixture
