@@ -7,7 +7,6 @@ import compileall
 import functools
 import inspect
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,43 +31,6 @@ def pytest_configure(config: pytest.Config) -> None:
     root = Path(__file__).resolve().parent.parent
     for package in ("engine", "registry", "identity", "controlroom", "widgets"):
         compileall.compile_dir(root / package, quiet=2)
-
-
-_REMOVING: list[threading.Thread] = []
-
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """pytest keeps the temporary folders of its last three runs and removes the older ones as its
-    process exits, after the run (a whole run of this suite leaves ~1.3 GB, 127,000 files: ~18 s
-    of wall time on this machine's disk, the CPU idle meanwhile). The same removal, pytest's own
-    function with its locks, runs in a thread of the controller from the run's start, while the
-    workers use the CPU; pytest's at exit then finds nothing left (D-328)."""
-    if hasattr(session.config, "workerinput"):
-        return
-    try:
-        from _pytest.pathlib import LOCK_TIMEOUT, cleanup_numbered_dir
-
-        factory = session.config._tmp_path_factory  # type: ignore[attr-defined]
-        if factory._given_basetemp is not None:  # --basetemp: pytest empties that one itself
-            return
-        basetemp = factory.getbasetemp()
-        keep = factory._retention_count
-    except (ImportError, AttributeError):  # another pytest: its own removal at exit, as before
-        return
-    dead_before = basetemp.stat().st_mtime - LOCK_TIMEOUT
-    thread = threading.Thread(
-        target=cleanup_numbered_dir,
-        args=(basetemp.parent, "pytest-", keep, dead_before),
-        name="old-runs-removal",
-        daemon=True,
-    )
-    thread.start()
-    _REMOVING.append(thread)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    for thread in _REMOVING:  # never left half done as the process exits
-        thread.join()
 
 
 # what makes a test end-to-end: a fixture that builds a workspace with the real commands (or a
