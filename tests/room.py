@@ -16,7 +16,7 @@ from controlroom.app import ControlRoom
 from controlroom.demo import KEY_DIR, OWNER, build
 from engine.checkout.workspace import Workspace, configure_clock
 from engine.trust.signing import use_key
-from tests.helpers import NOW, REGULATOR, clean_env, copy_template, pristine, template_folder
+from tests.helpers import NOW, REGULATOR, clean_env, compact, copy_template, pristine, template_folder
 
 SIZE = (150, 42)  # wide enough that the detail pane is shown
 
@@ -40,7 +40,7 @@ def demo_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace
 def _demo_template(now: str) -> Path:
     """The demo built by `controlroom.demo.build` at `now`, once per test process."""
     with pristine(REGULATOR_NOW=now, GIT_CONFIG_GLOBAL="/dev/null"):
-        return build(template_folder("regulator-demo-") / "fleet-repo", clock_mode="pinned").root
+        return compact(build(template_folder("regulator-demo-") / "fleet-repo", clock_mode="pinned").root)
 
 
 def run(
