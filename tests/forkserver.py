@@ -20,9 +20,9 @@ import struct
 import sys
 
 # what changes how a process or an interpreter starts, or what a module reads as it is imported
-# (TYPER_*; the serve profile's pydantic plugins and OpenTelemetry's context): a command line whose
-# environment differs here from the server's is executed
-# (OpenSSL's and cryptography's, read by the C library as cryptography loads it)
+# (TYPER_*; OpenSSL's and cryptography's, read by the C library as cryptography loads it; the serve
+# profile's pydantic plugins and OpenTelemetry's context): a command line whose environment differs
+# here from the server's is executed
 _STARTUP = (
     "PYTHON",
     "LANG",
