@@ -407,40 +407,28 @@ def run(
 ) -> tuple[int, str | bytes, str | bytes]:
     """`subprocess.run([script, *args], capture_output=True, ...)` through the server: the exit code
     (negative for a signal), stdout and stderr, decoded as subprocess decodes text."""
-    import json
     import locale
     import selectors
-    import signal
     import subprocess
     import time
 
     # everything subprocess would refuse is refused before anything starts
     encoding = locale.getpreferredencoding(False)
     data = input.encode(encoding) if isinstance(input, str) else input
-    argv = [_as_process_sees(arg) for arg in args]
-    environment = {_as_process_sees(k): _as_process_sees(v) for k, v in env.items()}
-    # a relative folder is the caller's, as subprocess takes it (symlinks followed), not the server's
-    request = json.dumps({"args": argv, "cwd": os.path.join(os.getcwd(), cwd), "env": environment}).encode()
-    path = _server(script)
-    assert path is not None
+    request = _request(args, cwd, env, session=False)
     deadline = time.monotonic() + timeout
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     in_r, in_w = os.pipe() if data is not None else (0, -1)
     mine = [out_r, err_r] + ([in_w] if in_w >= 0 else [])
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     selector = selectors.DefaultSelector()
-    pid = 0
-    code: int | None = None
+    proc: Forked | None = None
     try:
         try:
-            conn.connect(path)
-            socket.send_fds(conn, [_HEADER.pack(len(request))], [in_r, out_w, err_w])
-            conn.sendall(request)
+            proc = _start(script, args, request, [in_r, out_w, err_w], "command")
         finally:
             for fd in (out_w, err_w) + ((in_r,) if data is not None else ()):
                 os.close(fd)
-        (pid,) = _HEADER.unpack(_recv_exact(conn, _HEADER.size))
         chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
         selector.register(out_r, selectors.EVENT_READ)
         selector.register(err_r, selectors.EVENT_READ)
@@ -474,23 +462,23 @@ def run(
                     chunks[fd].append(piece)
                 else:
                     selector.unregister(fd)
-        conn.settimeout(max(deadline - time.monotonic(), 0.001))
         try:
-            (code,) = struct.unpack("!i", _recv_exact(conn, 4))
-        except TimeoutError:
+            code = proc.wait(max(deadline - time.monotonic(), 0.001))
+        except subprocess.TimeoutExpired:
             raise subprocess.TimeoutExpired([script, *args], timeout) from None
     except BaseException:
-        if pid and code is None:
-            try:  # unreaped while this connection is open: the pid is still the command's
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
+        if proc is not None:
+            try:  # unreaped while its connection is open: the pid is still the command's
+                proc.kill()
+            except OSError:  # its waiter gone without a word: nothing left to kill through it
                 pass
         raise
     finally:
         selector.close()
         for fd in mine:
             os.close(fd)
-        conn.close()
+        if proc is not None:
+            proc.close()
     out, err = b"".join(chunks[out_r]), b"".join(chunks[err_r])
     if not text:
         return code, out, err
@@ -498,10 +486,11 @@ def run(
 
 
 class Forked:
-    """A `regulator serve` started by `spawn`: what the suite asks of its subprocess.Popen (pid,
-    poll, wait, returncode, send_signal, terminate, kill). Its exit code comes from its waiter,
-    which leaves it unreaped until this has read the code (as a Popen's child, a zombie until its
-    owner waits), so its pid is its own while this has not seen it end."""
+    """A command the server started (`run`'s, or a `regulator serve` started by `spawn`): what the
+    suite asks of a subprocess.Popen (pid, poll, wait, returncode, send_signal, terminate, kill).
+    Its exit code comes from its waiter, which leaves it unreaped until this has read the code (as
+    a Popen's child, a zombie until its owner waits), so its pid is its own while this has not seen
+    it end."""
 
     def __init__(self, args: list[str], conn: socket.socket, pid: int) -> None:
         self.args = args
@@ -511,8 +500,12 @@ class Forked:
 
     def _ended(self, code: bytes) -> int:
         (self.returncode,) = struct.unpack("!i", code)
-        self._conn.close()
+        self.close()
         return self.returncode
+
+    def close(self) -> None:
+        """Done with it: its waiter reaps it (a command not yet ended is reaped as it ends)."""
+        self._conn.close()
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -577,24 +570,31 @@ def spawn(
 ) -> Forked:
     """`subprocess.Popen([script, *args], stdout=..., stderr=..., ...)` through the server of
     `profile` (the caller asked `serves` first): stdin is the test process's own, as Popen's."""
+    request = _request(args, cwd, env, session=start_new_session)
+    return _start(script, args, request, [0, stdout, stderr], profile)
+
+
+def _request(args: list[str], cwd: str, env: dict[str, str], session: bool) -> bytes:
+    """A command line as the server takes it, everything subprocess would refuse refused here,
+    before anything starts; a relative folder is the caller's, as subprocess takes it (symlinks
+    followed), not the server's."""
     import json
 
     argv = [_as_process_sees(arg) for arg in args]
     environment = {_as_process_sees(k): _as_process_sees(v) for k, v in env.items()}
-    request = json.dumps(
-        {
-            "args": argv,
-            "cwd": os.path.join(os.getcwd(), cwd),
-            "env": environment,
-            "session": start_new_session,
-        }
-    ).encode()
+    folder = os.path.join(os.getcwd(), cwd)
+    return json.dumps({"args": argv, "cwd": folder, "env": environment, "session": session}).encode()
+
+
+def _start(script: str, args: list[str], request: bytes, fds: list[int], profile: str) -> Forked:
+    """Hand `request` and the three descriptors (stdin, stdout, stderr) to the server of `profile`:
+    the command, once its waiter has said its pid."""
     path = _server(script, profile)
     assert path is not None
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
-        socket.send_fds(conn, [_HEADER.pack(len(request))], [0, stdout, stderr])
+        socket.send_fds(conn, [_HEADER.pack(len(request))], fds)
         conn.sendall(request)
         (pid,) = _HEADER.unpack(_recv_exact(conn, _HEADER.size))
     except BaseException:

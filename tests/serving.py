@@ -70,12 +70,6 @@ class Serving:
         self.env = merged
         self._log_handle = open(self.log, "wb")  # noqa: SIM115 - closed in close()
 
-        def limit() -> None:  # serve's open-file limit (soft and hard), where a test sets one
-            if open_files is not None:
-                import resource
-
-                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
-
         argv = ["serve", "--listen", f"unix:{self.sock}", *args]
         self.proc: subprocess.Popen | forkserver.Forked
         if fork and open_files is None and forkserver.serves(REGULATOR, merged, str(self.cwd), "serve"):
@@ -90,14 +84,20 @@ class Serving:
                     start_new_session=True,
                 )
         else:
-            self.proc = self._executed(argv, merged, limit if open_files is not None else None)
+            self.proc = self._executed(argv, merged, open_files)
         try:
             wait_for(self._ready, f"serve listening at {self.sock} (log: {self.log})", deadline=60)
         except BaseException:
             self.close()  # never leave a serve running behind a failed start
             raise
 
-    def _executed(self, argv: list[str], env: dict, limit: Callable[[], None] | None) -> subprocess.Popen:
+    def _executed(self, argv: list[str], env: dict, open_files: int | None) -> subprocess.Popen:
+        def limit() -> None:  # serve's open-file limit (soft and hard), where a test sets one
+            import resource
+
+            assert open_files is not None
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
         return subprocess.Popen(
             [REGULATOR, *argv],
             cwd=self.cwd,
@@ -105,7 +105,7 @@ class Serving:
             stdout=subprocess.DEVNULL,
             stderr=self._log_handle,
             start_new_session=True,
-            preexec_fn=limit,  # noqa: PLW1509 - no threads here yet
+            preexec_fn=limit if open_files is not None else None,  # noqa: PLW1509 - no threads here yet
         )
 
     def _ready(self) -> bool:
