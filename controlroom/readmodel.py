@@ -411,7 +411,10 @@ def keys(view: str, snap: Snapshot, show_all: bool = False) -> list[Key]:
 def _keys(view: str, snap: Snapshot, show_all: bool) -> list[Key]:
     state = snap.state
     if view == "obligations":
-        return [k for k, ob in state.obligations.items() if show_all or ob.status == ObligationStatus.OPEN]
+        if show_all:
+            return list(state.obligations)
+        open_ = ObligationStatus.OPEN  # bound once: read from its class, 0.1 µs an obligation (header.py)
+        return [k for k, ob in state.obligations.items() if ob.status == open_]
     if view == "units":
         return sorted(k for k, u in state.units.items() if u.contract is not None)
     if view == "memory":
