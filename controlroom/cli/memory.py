@@ -25,6 +25,7 @@ from controlroom.cli.common import (
 from engine.base.errors import BadInput
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from datetime import date
 
     from engine.read.model import MemoryEntry
@@ -34,22 +35,26 @@ app = typer.Typer()
 app.add_typer(memory_app, name="memory")
 
 
-def memory_row(entry: MemoryEntry, today: date) -> dict:
+def memory_rows(entries: Iterable[MemoryEntry], today: date) -> list[dict]:
+    """Each entry's row. The engine's functions are imported once for the whole listing, not once
+    a row (as obligation_rows)."""
     from engine.read.queries import days_left, memory_status
 
-    e = entry.event
-    return {
-        "id": e["id"],
-        "subject": e["subject"],
-        "note": e["note"],
-        "scope": e.get("scope") or [],
-        "reviewBy": e["reviewBy"],
-        "status": memory_status(entry, today),
-        "unit": e.get("unit"),
-        "revision": e.get("revision"),
-        "daysLeft": days_left(entry, today),
-        "retraction": entry.retraction,
-    }
+    return [
+        {
+            "id": (e := entry.event)["id"],
+            "subject": e["subject"],
+            "note": e["note"],
+            "scope": e.get("scope") or [],
+            "reviewBy": e["reviewBy"],
+            "status": memory_status(entry, today),
+            "unit": e.get("unit"),
+            "revision": e.get("revision"),
+            "daysLeft": days_left(entry, today),
+            "retraction": entry.retraction,
+        }
+        for entry in entries
+    ]
 
 
 @memory_app.callback()
@@ -74,7 +79,7 @@ def memory(
     state = load(ws, stores=("memory",))
     report_problems(state)
     today = state.now.date()
-    rows = [memory_row(e, today) for e in state.memory.values()]
+    rows = memory_rows(state.memory.values(), today)
     if not all_:
         rows = [r for r in rows if r["status"] == MemoryStatus.CURRENT]
     fresh = {} if no_evidence_check else freshness.check(ws.root, [state.memory[r["id"]].event for r in rows])

@@ -22,7 +22,7 @@ from engine.read.model import (
     State,
     UnitStatus,
 )
-from engine.read.queries import unit_status
+from engine.read.queries import is_stale, unit_status
 from engine.read.rules import Denied, lacks, refuse, resolving
 from engine.read.vetoes import AWAITING_CLOSE, blocking, holds, result_waits
 
@@ -32,9 +32,9 @@ _FROM_SIGNALS = (ObligationKind.INTELLIGENCE, ObligationKind.QUESTION, Obligatio
 
 def record(state: State, ob: Obligation, deadlines: Deadlines | None = None) -> dict:
     """An obligation as `obligations --json` and `controlroom --once --json` show it (design §13, §24:
-    `evidenceExpired` recorded by the host, `overdue` and `dueAt` by the routing policy's deadlines)."""
-    from engine.read.queries import is_stale
-
+    `evidenceExpired` recorded by the host, `overdue` and `dueAt` by the routing policy's deadlines).
+    Called once per obligation by `--once --json` and `obligations --json`: nothing imported here
+    (one here made 100,000 records 435 ms instead of 277)."""
     return {
         "id": ob.id,
         "unit": ob.unit,
