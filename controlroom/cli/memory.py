@@ -71,6 +71,7 @@ def memory(
     the files it cites changed since it was recorded (design §20). Reads only."""
     if ctx.invoked_subcommand is not None:
         return
+    from engine.base.leaving import keep
     from engine.read import freshness
     from engine.read.load import load
     from engine.read.model import MemoryStatus
@@ -80,6 +81,7 @@ def memory(
     report_problems(state)
     today = state.now.date()
     rows = memory_rows(state.memory.values(), today)
+    keep(state, rows)  # left to the process's end, not freed object by object (D-330)
     if not all_:
         rows = [r for r in rows if r["status"] == MemoryStatus.CURRENT]
     fresh = {} if no_evidence_check else freshness.check(ws.root, [state.memory[r["id"]].event for r in rows])

@@ -82,6 +82,7 @@ def obligations(
     as_json: JsonFlag = False,
 ) -> None:
     """List open obligations (all with --all). Reads only; never routes."""
+    from engine.base.leaving import keep
     from engine.commands.obligations import deadlines_of
     from engine.read.load import load
     from engine.read.model import ObligationStatus
@@ -95,6 +96,7 @@ def obligations(
     rows = obligation_rows(
         state, (ob for ob in state.obligations.values() if all_ or ob.status == open_), deadlines
     )
+    keep(state, rows)  # left to the process's end, not freed object by object (D-330)
     waiting = unrouted_count(state)
     if waiting:  # an operator's review: an empty table while signals that would block waited
         sys.stderr.write(

@@ -119,6 +119,7 @@ def init(
 @global_options
 def status(as_json: JsonFlag = False) -> None:
     """Units, what holds them, and signals not yet routed. Reads only; never routes."""
+    from engine.base.leaving import keep
     from engine.read.load import load
     from engine.read.status import status as derive
 
@@ -126,6 +127,7 @@ def status(as_json: JsonFlag = False) -> None:
     state = load(ws)
     report_problems(state)
     data = derive(ws, state)
+    keep(state, data)  # left to the process's end, not freed object by object (D-330)
     if as_json:
         emit_json(data)
         return
@@ -196,7 +198,7 @@ def verify(
             out(ABSENT)
             out("verify: nothing to verify here: the stores live on the host (run it there)")
         raise typer.Exit(1)
-    findings = verification.findings(ws)
+    findings = verification.findings(ws, kept=True)  # this process ends with the answer (D-330)
     failing = [f for f in findings if f.dismissed is None]
     limit = (
         "verify cannot see a cut-off tail or a rewritten and re-hashed suffix without an anchor "

@@ -17,6 +17,7 @@ import msgspec
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
 from engine.base.forking import Child, beside_json
+from engine.base.leaving import keep
 from engine.base.limits import check_text
 from engine.checkout.workspace import Workspace
 from engine.commands.actors import check_person
@@ -78,13 +79,17 @@ def line_numbers(ws: Workspace, store: str, offsets: set[int]) -> dict[int, int]
     return found
 
 
-def findings(ws: Workspace, state: State | None = None, *, host_events: bool = False) -> list[Finding]:
+def findings(
+    ws: Workspace, state: State | None = None, *, host_events: bool = False, kept: bool = False
+) -> list[Finding]:
     """Everything `verify` names, dismissed ones marked. `regulator verify` folds the stores afresh
     and compares any checkpoint with that fold; the control room and --once pass the state they
     hold (a checkpoint they restored carries MAC-checked results) and only check the MAC. What the
     host wrote unsigned is re-derived by `verify`, and by --once with `host_events` (one pass over
-    every line: the open room leaves it out of its frequent refreshes)."""
-    return findings_later(ws, state, host_events=host_events)()
+    every line: the open room leaves it out of its frequent refreshes). `kept`: the caller's
+    process ends with its answer (`regulator verify`): the fold made here is left to that end
+    (engine.base.leaving.keep, D-330), never asked by a caller that lives on."""
+    return findings_later(ws, state, host_events=host_events, kept=kept)()
 
 
 class Begun:
@@ -209,7 +214,12 @@ def _dismissed_lines(authority: Authority) -> dict[str, dict[int, str]]:
 
 
 def findings_later(
-    ws: Workspace, state: State | None = None, *, host_events: bool = False, begun: Begun | None = None
+    ws: Workspace,
+    state: State | None = None,
+    *,
+    host_events: bool = False,
+    begun: Begun | None = None,
+    kept: bool = False,
 ) -> Callable[[], list[Finding]]:
     """`findings`, begun: the call returned waits for what still runs and gives the whole list, so
     a caller (--once) can do its own work meanwhile.
@@ -252,6 +262,8 @@ def findings_later(
         # so there the re-routing waits for it), judged on the fold's account after it
         early = beside_json(lambda: routing_pass(ws, authority)) if derive and not ws.url else None
     fresh = state if state is not None else load(ws, cached=False)
+    if kept:
+        keep(fresh)  # 1,000,000 events' fold, not freed object by object before the answer (D-330)
     routed = _beside(lambda: [_named(routings(ws, fresh))]) if derive and early is None else None
     uncounted = [*fresh.auth.uncounted, *fresh.uncounted]
     mended = []
