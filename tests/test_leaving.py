@@ -211,3 +211,20 @@ def test_a_write_whose_answer_cannot_be_printed_stands(ws: Any) -> None:
     listed = json.loads(ws.run("signals", "--json").stdout)
     assert len(listed) == len(json.loads(before)) + 1
     assert listed[-1]["subject"] == "the disk"
+
+
+def test_verify_keeps_its_fold_only_for_a_process_that_ends_with_it(ws: Any, monkeypatch: Any) -> None:
+    """D-330: `regulator verify` leaves the fold it makes to its process's end
+    (`findings(ws, kept=True)`); the room, `serve` and `--once` ask the same `findings` while they
+    live on and keep nothing, armed or not: a long-lived process that kept each read would grow
+    with every refresh."""
+    from engine.base import leaving
+    from engine.checkout.workspace import Workspace
+    from engine.commands import verification
+    from engine.read.model import State
+
+    monkeypatch.setattr(leaving, "_ARMED", [True])  # as the `regulator` script arms it
+    monkeypatch.setattr(leaving, "_KEPT", [])
+    workspace = Workspace(ws.root)
+    assert verification.findings(workspace) == verification.findings(workspace, kept=True) == []
+    assert len(leaving._KEPT) == 1 and type(leaving._KEPT[0]) is State
