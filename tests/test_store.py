@@ -317,6 +317,36 @@ def test_reading_in_pieces_of_any_size_reads_the_same(
         assert a.end == b.end == path.stat().st_size  # every byte read, a torn tail included
 
 
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), max_size=8),
+    torn=st.booleans(),
+    chunk=st.integers(1, 40),
+    longest=st.integers(1, 12),
+)
+def test_reading_lines_in_pieces_of_any_size_gives_each_line_where_it_starts(
+    tmp_path: Path, lines: list[bytes], torn: bool, chunk: int, longest: int
+) -> None:
+    """`verify`'s reader (`Store.lines`): every line with its start offset, a line longer than
+    MAX_LINE as None, whatever the size of the pieces it reads: as the whole file split at once."""
+    import engine.log.store as store_module
+
+    path = tmp_path / "s.ndjson"
+    data = b"\n".join(lines) + (b"" if torn or not lines else b"\n")
+    path.write_bytes(data)
+    expected, start = [], 0
+    for line in data.split(b"\n")[: -1 if data.endswith(b"\n") or not data else None]:
+        expected.append((start, line if len(line) <= longest else None))
+        start += len(line) + 1
+    saved = store_module._READ_CHUNK, store_module.MAX_LINE
+    store_module._READ_CHUNK, store_module.MAX_LINE = chunk, longest
+    try:
+        read = list(Store(path).lines())
+    finally:
+        store_module._READ_CHUNK, store_module.MAX_LINE = saved
+    assert read == expected
+
+
 def test_a_line_the_usual_shapes_refuse_reads_as_json_reads_it(tmp_path: Path) -> None:
     """Signals, routing records and dispositions decode into shapes of their own; a repeated
     "kind" (JSON keeps the last), a kind that is not text, or an unknown kind is read whole-shaped."""

@@ -287,12 +287,12 @@ class Store:
                     done = handle.tell() - len(chunk)
                     if not chunk:
                         continue
-                data = last + chunk if last else chunk
-                pieces = data.split(b"\n")
+                pieces = chunk.split(b"\n")  # `last` (no newline in it) begins its first line: joined
+                size, pieces[0] = len(last) + len(chunk), last + pieces[0]  # to that line, not the chunk
                 last = pieces.pop()  # b"" when the data ends with a newline
                 if pieces:
                     number = _parse_lines(self.name, pieces, number, done, result, shape)
-                    done += len(data) - len(last)
+                    done += size - len(last)
                 if len(last) > MAX_LINE:  # no newline yet, and already too long to be an event
                     last, skipping = b"", True
             end = handle.tell()
@@ -570,8 +570,8 @@ def read_lines(handle: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
             yield position, None
             position = handle.tell() - len(chunk) + ends + 1
             chunk, skipping = chunk[ends + 1 :], False
-        data = last + chunk if last else chunk
-        pieces = data.split(b"\n")
+        pieces = chunk.split(b"\n")
+        pieces[0] = last + pieces[0]  # a line begun in the chunk before: joined alone (as `read`)
         last = pieces.pop()
         for piece in pieces:
             yield position, piece if len(piece) <= MAX_LINE else None
