@@ -118,12 +118,13 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
     starts, saws = host.starts, host.seen_units
     signals_seen, last_saw = host.signals_seen, saws[-1] if saws else 0
     for event, at in zip(events, at_refs, strict=True):
-        kind = event.kind
-        if type(event) is SignalsLine:  # not one of the typed shapes
+        cls = type(event)  # a typed shape's class says its kind (its tag): cheaper than reading `kind`
+        if cls is SignalsLine:  # not one of the typed shapes
+            kind = event.kind
             if kind in _TYPED_KINDS or not isinstance(kind, str):
                 state.uncounted.append(Uncounted("signals", at >> 2, "malformed: fields of the wrong type"))
             continue
-        if kind == _SIGNAL:
+        if cls is SignalLine:
             if event.by is not None and not counts(state, "signals", at):
                 continue
             signal_id = event.id
@@ -134,7 +135,7 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
             fresh[signal_id] = event  # unrouted (state.unrouted_ids) unless routed by the end of this read
             if event.sensor is not None or event.supersedes is not None or event.prediction is not None:
                 world_signal(state, event, at)
-        elif kind == _ROUTING:
+        elif cls is RoutingLine:
             signal_id = event.signal
             if signal_id in routings:
                 continue  # a second router's duplicate: dropped
@@ -200,7 +201,7 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
                 )
                 if pending and ob_id in pending and close_pending(state, obligations[ob_id]):
                     raise Refold("signals")  # a closing judged before this escalation: judge it again (D-295)
-        elif kind == _DISPOSITION:
+        elif cls is DispositionLine:
             ob = obligations.get(event.obligation)
             if not counts(state, "signals", at) or not _may_resolve(state, event, ob, at):
                 if ob is not None:
