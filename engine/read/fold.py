@@ -121,7 +121,7 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
         cls = type(event)  # a typed shape's class says its kind (its tag): cheaper than reading `kind`
         if cls is SignalsLine:  # not one of the typed shapes
             kind = event.kind
-            if kind in _TYPED_KINDS or not isinstance(kind, str):
+            if not isinstance(kind, str) or kind in _TYPED_KINDS:  # a list or object: no set's key
                 state.uncounted.append(Uncounted("signals", at >> 2, "malformed: fields of the wrong type"))
             continue
         if cls is SignalLine:
@@ -279,6 +279,9 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
         if unit is None:
             unit = unit_of(unit_id)
         unit.history.append(at)  # shown in the lifecycle even when it counts for nothing
+        if type(kind) is not str:  # a list or object: no kind a host or person writes, no set's key
+            state.uncounted.append(Uncounted("units", at >> 2, "malformed: fields of the wrong type"))
+            continue
         if kind in _UNIT_PERSON and not counts(state, "units", at):
             continue
         if kind in _HOST_KINDS:

@@ -125,7 +125,8 @@ def _check_folded(state: State, start: int, units: int) -> None:
             event = whole(raw)
         except (ValueError, RecursionError):
             continue
-        if type(event) is not dict or event.get("kind") not in _HOST_KINDS:
+        kind = event.get("kind") if type(event) is dict else None
+        if type(kind) is not str or kind not in _HOST_KINDS:  # a list or object: no set's key
             continue
         if not isinstance(event.get("unit"), str):
             continue

@@ -399,6 +399,56 @@ def test_a_signed_decision_of_another_shape_is_malformed_not_the_end_of_every_re
     )
 
 
+@pytest.mark.parametrize("store", ["signals", "units"])
+@pytest.mark.parametrize("kind", [[1], {"a": 1}], ids=["list", "object"])
+def test_a_line_whose_kind_is_a_list_or_an_object_is_malformed_not_the_end_of_every_read(
+    ws: Workspace, store: str, kind: object
+) -> None:
+    """A well-chained line whose `kind` is a list or an object (anyone with the account's shell can
+    append one): the fold asked a set whether it held it, and every read command and `verify` died
+    with a traceback (an adversarial review). Now it counts for nothing and verify names it."""
+    append_raw(ws, store, chained(ws, store, {"kind": kind, "unit": "u1", "at": "2026-11-29T12:00:00Z"}))
+    for args in (["status", "--json"], ["obligations", "--json"], ["controlroom", "--once", "--json"]):
+        done = bounded(ws, *args)
+        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, (args, done.stderr[-800:])
+        json.loads(done.stdout)
+    found = bounded(ws, "verify")
+    assert found.returncode == 1, found.stdout + found.stderr
+    assert (
+        f"{store}.ndjson:1: event malformed: fields of the wrong type; it counts for nothing" in found.stdout
+    )
+
+
+def test_the_room_shows_a_unit_line_whose_kind_is_a_list_for_what_it_is(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under Pilot: the units view's lifecycle of u1, behind which a unit appended a line whose
+    kind is a list, opens and shows that line as counting for nothing."""
+    from controlroom.app import ControlRoom
+    from engine.checkout.workspace import Workspace as EngineWorkspace
+    from tests.room import run as room_run
+
+    append_raw(ws, "units", chained(ws, "units", {"kind": [1], "unit": "u1", "at": "2026-11-29T12:00:00Z"}))
+    monkeypatch.setenv("REGULATOR_NOW", "2026-11-29T12:00:00Z")
+    app = ControlRoom(EngineWorkspace(ws.root), "alice", watch=False)
+    seen: dict[str, object] = {}
+
+    async def script(pilot: object) -> None:
+        await pilot.press("2")  # type: ignore[attr-defined]
+        await pilot.pause()  # type: ignore[attr-defined]
+        seen["rows"] = list(app.table.keys)
+        for _ in range(list(app.table.keys).index("u1")):
+            await pilot.press("down")  # type: ignore[attr-defined]
+        await pilot.press("enter")  # type: ignore[attr-defined]
+        await pilot.pause()  # type: ignore[attr-defined]
+        seen["lines"] = list(getattr(app.screen, "lines", []))
+
+    room_run(app, script)
+    lines = seen["lines"]
+    said = "2026-11-29T12:00:00Z [1] by : COUNTS FOR NOTHING (malformed: fields of the wrong type)"
+    assert isinstance(lines, list) and said in lines, (seen["rows"], lines)
+
+
 def test_a_signed_disposition_no_person_writes_closes_nothing(ws: Workspace) -> None:
     """A disposition signed by alice with no `disposition`, or one no person writes: it closed a
     blocking obligation (and `obligation show` then died on it). Now it counts for nothing, as
