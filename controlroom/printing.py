@@ -43,21 +43,9 @@ def emit_json(data: object) -> None:
     emit_json_text(dumps_indented(data))
 
 
-def emit_json_text(dumped: str | list[str]) -> None:
-    """JSON text from dumps_indented, or the pieces of one (`indented_pieces`: joined, they are
-    that text), written as emit_json writes it: each piece escaped and written in turn. escape_json
-    looks at one character at a time, so the pieces write what the whole would, without the copies
-    a whole text of 80 MB (--once at 100,000 obligations) costs to join (tests/test_perf_paths.py)."""
-    pieces = [dumped] if isinstance(dumped, str) else dumped or [""]
-    if len(pieces) > 1 and sum(map(len, pieces)) <= ONE_WRITE:
-        pieces = ["".join(pieces)]  # one write, as before: a reader that stops early meets the same end
-    *head, last = pieces
-    for piece in head:
-        write(escape_json(piece))
-    write(escape_json(last) + "\n")
-
-
-ONE_WRITE = 1 << 20  # characters of JSON written in one write, however many pieces they came in
+def emit_json_text(dumped: str) -> None:
+    """JSON text from dumps_indented (or dumps_indented_with), written as emit_json writes it."""
+    write(escape_json(dumped) + "\n")
 
 
 def dumps_indented(data: object) -> str:
@@ -97,12 +85,6 @@ def dumps_indented_with(data: dict[str, object], members: dict[str, object], ear
     same objects) were laid out already as `early` (`laid_members`, while --once waited for
     verify): the other members are laid out the same way and the pieces joined
     (tests/test_perf_paths.py)."""
-    return "".join(indented_pieces(data, members, early))
-
-
-def indented_pieces(data: dict[str, object], members: dict[str, object], early: str | None) -> list[str]:
-    """`dumps_indented_with`'s text in the pieces it is joined from, for `emit_json_text` to write
-    one after another."""
     keys = list(data)
     first = keys.index(next(iter(members))) if members else len(keys)
     if (
@@ -110,18 +92,13 @@ def indented_pieces(data: dict[str, object], members: dict[str, object], early: 
         or keys[first : first + len(members)] != list(members)
         or any(data[k] is not members[k] for k in members)
     ):
-        return [dumps_indented(data)]
+        return dumps_indented(data)
     before = laid_members({k: data[k] for k in keys[:first]})
     after = laid_members({k: data[k] for k in keys[first + len(members) :]})
     if before is None or after is None:
-        return [json.dumps(data, ensure_ascii=False, indent=2)]
+        return json.dumps(data, ensure_ascii=False, indent=2)
     pieces = [piece for piece in (before, early, after) if piece]
-    if not pieces:
-        return ["{}"]
-    joined = ["{\n"]
-    for k, piece in enumerate(pieces):
-        joined += [",\n", piece] if k else [piece]
-    return [*joined, "\n}"]
+    return "{\n" + ",\n".join(pieces) + "\n}" if pieces else "{}"
 
 
 def table(headers: list[str], rows: list[list[object]], whole: tuple[int, ...] = ()) -> None:

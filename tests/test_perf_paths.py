@@ -14,7 +14,6 @@ import json
 from typing import Any
 
 import msgspec
-import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -207,29 +206,6 @@ def test_escape_json_is_the_per_character_escape(data: Any) -> None:
         json.dumps(data, ensure_ascii=False),
     ):
         assert escape_json(dumped) == _escape_json_one_by_one(dumped)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.text(st.characters(codec=None), max_size=12) | st.text('a\n\x7f\\"', max_size=6), max_size=5)
-)
-@example(["{\n", "\x7f", ",\n", "\u200b\u00a0", "\n}"])
-def test_json_written_in_pieces_is_the_whole_text_written(pieces: list[str]) -> None:
-    """--once --json writes its document in the pieces it is joined from (printing.indented_pieces),
-    each escaped in turn: byte for byte what the joined text escaped and written at once gives."""
-    import contextlib
-    import io
-
-    from controlroom.printing import emit_json_text
-    from engine.base.text import escape_json
-
-    whole, parts = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(whole):
-        emit_json_text("".join(pieces))
-    with contextlib.redirect_stdout(parts), pytest.MonkeyPatch.context() as patch:
-        patch.setattr("controlroom.printing.ONE_WRITE", 0)  # every piece written on its own
-        emit_json_text(pieces)
-    assert parts.getvalue() == whole.getvalue() == escape_json("".join(pieces)) + "\n"
 
 
 OUTCOMES = ["noted", "noted", "noted", "obligations", "unrouted", "unrouted"]
