@@ -104,6 +104,7 @@ PIECE = 16 << 20  # bytes of a store read and folded at once: its events are dro
 
 
 _intern = sys.intern
+_WRONG_TYPES = "malformed: fields of the wrong type"  # no shape of its kind reads it, or its kind is not text
 _RESTATED = "malformed: a signal id already recorded (a second line replaces nothing: the first is routed)"
 
 
@@ -122,7 +123,7 @@ def _fold_signals(state: State, events: list[Any], at_refs: list[int]) -> None:
         if cls is SignalsLine:  # not one of the typed shapes
             kind = event.kind
             if not isinstance(kind, str) or kind in _TYPED_KINDS:  # a list or object: no set's key
-                state.uncounted.append(Uncounted("signals", at >> 2, "malformed: fields of the wrong type"))
+                state.uncounted.append(Uncounted("signals", at >> 2, _WRONG_TYPES))
             continue
         if cls is SignalLine:
             if event.by is not None and not counts(state, "signals", at):
@@ -280,7 +281,7 @@ def _fold_units(state: State, events: list[UnitsLine], at_refs: list[int]) -> No
             unit = unit_of(unit_id)
         unit.history.append(at)  # shown in the lifecycle even when it counts for nothing
         if type(kind) is not str:  # a list or object: no kind a host or person writes, no set's key
-            state.uncounted.append(Uncounted("units", at >> 2, "malformed: fields of the wrong type"))
+            state.uncounted.append(Uncounted("units", at >> 2, _WRONG_TYPES))
             continue
         if kind in _UNIT_PERSON and not counts(state, "units", at):
             continue

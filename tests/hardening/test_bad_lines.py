@@ -267,32 +267,40 @@ def test_obligation_show_reads_a_hand_written_signal_as_the_raw_values_it_holds(
         assert "evidence: 1, 2" in done.stdout
 
 
+def lifecycle_in_room(ws: Workspace, view: str, row: str | None = None) -> list[str]:
+    """Under Pilot: the room on `ws` at REGULATOR_NOW, view `view` (its key), the cursor on `row` (a
+    row's key; the first row when None), Enter: the lifecycle's lines as the room shows them."""
+    from controlroom.app import ControlRoom
+    from engine.checkout.workspace import Workspace as EngineWorkspace
+    from tests.room import run as room_run
+
+    app = ControlRoom(EngineWorkspace(ws.root), "alice", watch=False)
+    seen: list[str] = []
+
+    async def script(pilot: object) -> None:
+        await pilot.press(view)  # type: ignore[attr-defined]
+        await pilot.pause()  # type: ignore[attr-defined]
+        for _ in range(0 if row is None else list(app.table.keys).index(row)):
+            await pilot.press("down")  # type: ignore[attr-defined]
+        await pilot.press("enter")  # type: ignore[attr-defined]
+        await pilot.pause()  # type: ignore[attr-defined]
+        seen.extend(getattr(app.screen, "lines", []))
+
+    room_run(app, script)
+    return seen
+
+
 def test_the_room_opens_a_hand_written_signal_row_and_goes_on(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Under Pilot: Enter on the signals row of a routed hand-written signal whose evidence is
     [1, 2] raised a TypeError out of the room (the detail pane draws on highlight, so moving the
     cursor there was enough); now its lifecycle shows the values as they are."""
-    from controlroom.app import ControlRoom
-    from engine.checkout.workspace import Workspace as EngineWorkspace
-    from tests.room import run as room_run
-
     append_raw(ws, "signals", chained(ws, "signals", {**HAND_SIGNAL, "at": "2026-11-29T12:00:00Z"}))
     assert bounded(ws, "signals", "route").returncode == 0
     monkeypatch.setenv("REGULATOR_NOW", "2026-11-29T12:00:00Z")
-    app = ControlRoom(EngineWorkspace(ws.root), "alice", watch=False)
-    seen: dict[str, object] = {}
-
-    async def script(pilot: object) -> None:
-        await pilot.press("4")  # type: ignore[attr-defined]
-        await pilot.pause()  # type: ignore[attr-defined]
-        await pilot.press("enter")  # type: ignore[attr-defined]
-        await pilot.pause()  # type: ignore[attr-defined]
-        seen["lines"] = list(getattr(app.screen, "lines", []))
-
-    room_run(app, script)
-    lines = seen["lines"]
-    assert isinstance(lines, list) and "  evidence: 1; 2" in lines, lines
+    lines = lifecycle_in_room(ws, "4")
+    assert "  evidence: 1; 2" in lines, lines
 
 
 @pytest.mark.parametrize("junk", ["1e999", "9" * 5000], ids=["1e999", "5000 digits"])
@@ -424,29 +432,11 @@ def test_the_room_shows_a_unit_line_whose_kind_is_a_list_for_what_it_is(
 ) -> None:
     """Under Pilot: the units view's lifecycle of u1, behind which a unit appended a line whose
     kind is a list, opens and shows that line as counting for nothing."""
-    from controlroom.app import ControlRoom
-    from engine.checkout.workspace import Workspace as EngineWorkspace
-    from tests.room import run as room_run
-
     append_raw(ws, "units", chained(ws, "units", {"kind": [1], "unit": "u1", "at": "2026-11-29T12:00:00Z"}))
     monkeypatch.setenv("REGULATOR_NOW", "2026-11-29T12:00:00Z")
-    app = ControlRoom(EngineWorkspace(ws.root), "alice", watch=False)
-    seen: dict[str, object] = {}
-
-    async def script(pilot: object) -> None:
-        await pilot.press("2")  # type: ignore[attr-defined]
-        await pilot.pause()  # type: ignore[attr-defined]
-        seen["rows"] = list(app.table.keys)
-        for _ in range(list(app.table.keys).index("u1")):
-            await pilot.press("down")  # type: ignore[attr-defined]
-        await pilot.press("enter")  # type: ignore[attr-defined]
-        await pilot.pause()  # type: ignore[attr-defined]
-        seen["lines"] = list(getattr(app.screen, "lines", []))
-
-    room_run(app, script)
-    lines = seen["lines"]
+    lines = lifecycle_in_room(ws, "2", "u1")
     said = "2026-11-29T12:00:00Z [1] by : COUNTS FOR NOTHING (malformed: fields of the wrong type)"
-    assert isinstance(lines, list) and said in lines, (seen["rows"], lines)
+    assert said in lines, lines
 
 
 def test_a_signed_disposition_no_person_writes_closes_nothing(ws: Workspace) -> None:
