@@ -276,12 +276,13 @@ def _would_route_json(snap: Snapshot) -> list[dict[str, object]]:
     ]
 
 
-def as_json_text(snap: Snapshot, require_history: bool = False) -> tuple[str, int]:
-    """--once --json as printed, and its exit code. The rows are built, and written out as JSON,
-    while verify's last check may still run in its child; then it is waited for (`settle`), and
-    the counts, verify's findings and the reasons follow (`printing.dumps_indented_with`: the same
-    text as the whole document written at once)."""
-    from controlroom.printing import dumps_indented_with, laid_members
+def as_json_text(snap: Snapshot, require_history: bool = False) -> tuple[list[str], int]:
+    """--once --json as printed, in pieces (joined, its text: `printing.emit_json_text` writes them
+    in turn), and its exit code. The rows are built, and written out as JSON, while verify's last
+    check may still run in its child; then it is waited for (`settle`), and the counts, verify's
+    findings and the reasons follow (`printing.indented_pieces`: joined, the same text as the whole
+    document written at once)."""
+    from controlroom.printing import indented_pieces, laid_members
 
     rows = _rows(snap)
     early = laid_members(rows)
@@ -290,7 +291,7 @@ def as_json_text(snap: Snapshot, require_history: bool = False) -> tuple[str, in
         rows["signals"] = _signals_json(snap.state)
         early = laid_members(rows)
     document = _document(snap, rows, require_history)
-    text = dumps_indented_with(document, rows, early)
+    text = indented_pieces(document, rows, early)
     keep(rows, document)  # freed by the process's end, not here one row at a time (D-260)
     return text, 1 if document["exitCode"] else 0
 

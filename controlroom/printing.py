@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from engine.base.text import escape, escape_json
@@ -11,7 +12,8 @@ from engine.base.text import escape, escape_json
 class OutputError(OSError):
     """Standard output could not be written (a full disk, `> /dev/full`, a device's error): the
     command's answer is lost, which the command line says in one line (controlroom.cli.root.failed).
-    A reader that went away (EPIPE) is not one: Click ends that command quietly (exit 1)."""
+    A reader that went away (EPIPE) is not one: a JSON document ends there and the command as it
+    judged (emit_json_text, D-332); Click ends a table's command quietly (exit 1)."""
 
 
 def write(text: str) -> None:
@@ -43,9 +45,61 @@ def emit_json(data: object) -> None:
     emit_json_text(dumps_indented(data))
 
 
-def emit_json_text(dumped: str) -> None:
-    """JSON text from dumps_indented (or dumps_indented_with), written as emit_json writes it."""
-    write(escape_json(dumped) + "\n")
+def emit_json_text(dumped: str | list[str]) -> None:
+    """JSON text from dumps_indented, or the pieces of one (`indented_pieces`: joined, they are
+    that text), written as emit_json writes it: each piece escaped and written in turn. escape_json
+    looks at one character at a time, so the pieces write what the whole would, without the copies
+    a whole text of 80 MB (--once at 100,000 obligations) costs to join (tests/test_perf_paths.py).
+    Each piece is written whole (`write_whole`), buffered streams or not. A reader that goes away
+    before the end (`| head -c 20`) takes what it read: the rest goes nowhere and the command ends
+    as it judged, quietly (D-332)."""
+    pieces = [dumped] if isinstance(dumped, str) else dumped or [""]
+    *head, last = pieces
+    try:
+        for piece in head:
+            write_whole(escape_json(piece))
+        write_whole(escape_json(last) + "\n")
+    except BrokenPipeError:
+        discard_rest()
+
+
+def write_whole(text: str) -> None:
+    """`text` on standard output, every byte or an error: what the stream held is flushed first,
+    then the bytes go straight to its file, each short write continued (a pipe whose reader went
+    away raises BrokenPipeError; a non-blocking one is waited on) and nothing left in a buffer for
+    the process's end to fail on. A stream with no file of its own (a test's capture) is written
+    as `write` writes."""
+    stream = sys.stdout
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        write(text)
+        return
+    data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
+    flush()
+    while data:
+        try:
+            data = data[os.write(fd, data) :]
+        except BlockingIOError:  # a non-blocking stdout: wait until it takes more
+            import select
+
+            select.select([], [fd], [])
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc.errno, exc.strerror) from None
+
+
+def discard_rest() -> None:
+    """Standard output pointed at /dev/null: what its buffer holds, and whatever the command still
+    writes, goes nowhere, so that the process's end does not fail on a closed pipe or a full disk
+    again (`Exception ignored`, exit 120)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
 
 
 def dumps_indented(data: object) -> str:
@@ -85,6 +139,12 @@ def dumps_indented_with(data: dict[str, object], members: dict[str, object], ear
     same objects) were laid out already as `early` (`laid_members`, while --once waited for
     verify): the other members are laid out the same way and the pieces joined
     (tests/test_perf_paths.py)."""
+    return "".join(indented_pieces(data, members, early))
+
+
+def indented_pieces(data: dict[str, object], members: dict[str, object], early: str | None) -> list[str]:
+    """`dumps_indented_with`'s text in the pieces it is joined from, for `emit_json_text` to write
+    one after another."""
     keys = list(data)
     first = keys.index(next(iter(members))) if members else len(keys)
     if (
@@ -92,13 +152,18 @@ def dumps_indented_with(data: dict[str, object], members: dict[str, object], ear
         or keys[first : first + len(members)] != list(members)
         or any(data[k] is not members[k] for k in members)
     ):
-        return dumps_indented(data)
+        return [dumps_indented(data)]
     before = laid_members({k: data[k] for k in keys[:first]})
     after = laid_members({k: data[k] for k in keys[first + len(members) :]})
     if before is None or after is None:
-        return json.dumps(data, ensure_ascii=False, indent=2)
+        return [json.dumps(data, ensure_ascii=False, indent=2)]
     pieces = [piece for piece in (before, early, after) if piece]
-    return "{\n" + ",\n".join(pieces) + "\n}" if pieces else "{}"
+    if not pieces:
+        return ["{}"]
+    joined = ["{\n"]
+    for k, piece in enumerate(pieces):
+        joined += [",\n", piece] if k else [piece]
+    return [*joined, "\n}"]
 
 
 def table(headers: list[str], rows: list[list[object]], whole: tuple[int, ...] = ()) -> None:

@@ -106,38 +106,66 @@ def test_the_heap_is_kept_only_in_the_regulator_script() -> None:
     assert grown["plain"] < 16 << 20
 
 
-def test_once_json_through_a_pipe_closed_early_and_in_full(ws: Any) -> None:
-    """`controlroom --once --json` read whole is one JSON document with its exit code; read by a
-    reader that stops after a few bytes (`| head -c 20`), it stops quietly: no traceback, no
-    "Exception ignored" from a last flush."""
+def _once_read_by(
+    ws: Any, env: dict[str, str], stop: int | None, blocking: bool = True
+) -> tuple[bytes, str, int]:
+    """`controlroom --once --json` into a pipe of 4 KiB, its reader keeping the first `stop` bytes
+    (every byte for None) and closing; the bytes read, standard error and the exit code."""
     import fcntl
     import os
 
-    from tests.test_predictions import report
-
-    for n in range(3):  # rows of 1 KiB subjects: more than the pipe below holds
-        report(ws, by="alice", resolves=None, subject=f"{n} " + "the release slips. " * 50)
-    whole = ws.run("controlroom", "--once", "--json")
-    assert whole.returncode in (0, 1), whole.stderr
-    document = json.loads(whole.stdout)
-    assert document["exitCode"] == whole.returncode
-    assert len(whole.stdout) > 6000
     read, write = os.pipe()
-    fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, 4096)
-    reader = subprocess.Popen(
+    fcntl.fcntl(read, fcntl.F_SETPIPE_SZ, 4096)
+    if not blocking:
+        fcntl.fcntl(write, fcntl.F_SETFL, fcntl.fcntl(write, fcntl.F_GETFL) | os.O_NONBLOCK)
+    command = subprocess.Popen(
         [REGULATOR, "controlroom", "--once", "--json"],
         cwd=ws.root,
-        env=ws.env,
+        env=env,
         stdout=write,
         stderr=subprocess.PIPE,
     )
     os.close(write)
+    got = b""
     with os.fdopen(read, "rb") as out:
-        first = out.read(20)
-    error = reader.communicate(timeout=120)[1].decode()
-    assert first == whole.stdout.encode()[:20]
-    assert error == ""
-    assert reader.returncode == 0
+        while stop is None or len(got) < stop:
+            chunk = out.read1(512 if stop is None else stop - len(got))  # a slow reader, a short pipe
+            if not chunk:
+                break
+            got += chunk
+    error = command.communicate(timeout=120)[1].decode()
+    return got, error, command.returncode
+
+
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+def test_once_json_through_a_pipe_closed_early_and_in_full(ws: Any, buffered: bool) -> None:
+    """`controlroom --once --json` read whole is one JSON document with its exit code; read by a
+    reader that stops early (after 20 bytes, or short of the end by 100), it stops quietly and
+    exits as it judged: no traceback, no "Exception ignored" from a last flush, no exit 120; into a
+    non-blocking pipe it writes the whole document. Buffered streams or not (D-332)."""
+    from tests.test_predictions import report
+
+    for n in range(12):  # rows of 1 KiB subjects: more than the pipe below holds
+        report(ws, by="alice", resolves=None, subject=f"{n} " + "the release slips. " * 50)
+    ws.run("controlroom", "--once", "--json")  # the first routes the reports: the runs below do not
+    whole = ws.run("controlroom", "--once", "--json")
+    assert whole.returncode in (0, 1), whole.stderr
+    document = json.loads(whole.stdout)
+    assert document["exitCode"] == whole.returncode
+    expected = whole.stdout.encode()
+    assert len(expected) > 16000
+    env = {k: v for k, v in ws.env.items() if k != "PYTHONUNBUFFERED"}
+    if not buffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    for stop, blocking in ((20, True), (len(expected) - 100, True), (None, True), (None, False)):
+        got, error, code = _once_read_by(ws, env, stop, blocking)
+        assert (error, code) == ("", whole.returncode), stop
+        assert _but_now(got) == _but_now(expected[:stop]), stop  # the whole, or what was read of it
+
+
+def _but_now(output: bytes) -> list[bytes]:
+    """--once's lines but its time (`now`), which two runs differ in."""
+    return [line for line in output.splitlines() if not line.startswith(b'  "now": ')]
 
 
 @pytest.mark.parametrize("closed", ["2>&-", ">&-"])

@@ -208,6 +208,39 @@ def test_escape_json_is_the_per_character_escape(data: Any) -> None:
         assert escape_json(dumped) == _escape_json_one_by_one(dumped)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.text(st.characters(codec=None), max_size=12) | st.text('a\n\x7f\\"', max_size=6), max_size=5)
+)
+@example(["{\n", "\x7f", ",\n", "\u200b\u00a0", "\n}"])
+def test_json_written_in_pieces_is_the_whole_text_written(pieces: list[str]) -> None:
+    """--once --json writes its document in the pieces it is joined from (printing.indented_pieces),
+    each escaped in turn: byte for byte what the joined text escaped and written at once gives, to a
+    stream with no file of its own (a capture) and straight to a file (`printing.write_whole`)."""
+    import contextlib
+    import io
+    import tempfile
+
+    from controlroom.printing import emit_json_text
+    from engine.base.text import escape_json
+
+    expected = escape_json("".join(pieces)) + "\n"
+    whole, parts = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(whole):
+        emit_json_text("".join(pieces))
+    with contextlib.redirect_stdout(parts):
+        emit_json_text(pieces)
+    assert parts.getvalue() == whole.getvalue() == expected
+    with tempfile.TemporaryFile("w+", encoding="utf-8", newline="") as file:
+        with contextlib.redirect_stdout(file):
+            print("before", end="")  # what the stream buffered is written first
+            emit_json_text(pieces)
+            print("after", end="")
+        file.flush()
+        file.seek(0)
+        assert file.read() == "before" + expected + "after"
+
+
 OUTCOMES = ["noted", "noted", "noted", "obligations", "unrouted", "unrouted"]
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import os
 import sys
 from collections.abc import Callable
 from typing import Annotated
@@ -230,7 +229,8 @@ def main(
         # not exit 3 ("refused, nothing written"): the command may have written part of its work
         sys.stderr.write(f"regulator: {escape(denied(exc))}; the command stopped there (exit 1)\n")
         return 1
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader went away before the last flush: quietly (D-332)
+        printing.discard_rest()
         return 0
     except OSError as exc:  # a full disk, an output device's error: one line, never a traceback
         return failed(exc)
@@ -244,12 +244,7 @@ def failed(exc: OSError) -> int:
     named with its file."""
     if isinstance(exc, printing.OutputError):
         line = f"its output could not be written ({exc.strerror}): the command ran, its answer is lost"
-        try:  # what the output's buffer still holds goes nowhere at exit, instead of failing again
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, sys.stdout.fileno())
-            os.close(null)
-        except (OSError, ValueError):
-            pass
+        printing.discard_rest()  # what the buffer still holds goes nowhere at exit
     else:
         why = exc.strerror or str(exc)
         if exc.filename is not None:
