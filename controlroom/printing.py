@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import errno
 import json
 import os
 import sys
@@ -10,18 +12,32 @@ from engine.base.text import escape, escape_json
 
 
 class OutputError(OSError):
-    """Standard output could not be written (a full disk, `> /dev/full`, a device's error): the
-    command's answer is lost, which the command line says in one line (controlroom.cli.root.failed).
-    A reader that went away (EPIPE) is not one: a JSON document ends there and the command as it
-    judged (emit_json_text, D-332); Click ends a table's command quietly (exit 1)."""
+    """Standard output could not be written (a full disk, `> /dev/full`, a device's error, a
+    character its encoding has no bytes for): the command's answer is lost, which the command line
+    says in one line (controlroom.cli.root.failed). A reader that went away (EPIPE) is not one: it
+    took what it read, and the command carries on to its end and its own exit code (D-332)."""
 
 
 def write(text: str) -> None:
-    """Every write of a command's own output goes through here."""
+    """Every write of a command's own output goes through here. Where the stream writes through
+    (`PYTHONUNBUFFERED`, `python -u`) or its file does not block, the bytes go to the file by
+    `_write_bytes`, which continues a short write (the text layer drops it) and waits for a full
+    pipe (the buffer refuses it). A reader that went away: the rest goes nowhere
+    (`discard_rest`) and the command carries on, to exit as it judged (D-332)."""
+    stream = sys.stdout
     try:
-        sys.stdout.write(text)
+        fd, straight = _own_file(stream)
+        if fd is None or not straight:
+            stream.write(text)
+        else:
+            stream.flush()  # what another writer left in the buffer goes first
+            _write_bytes(fd, text.encode("utf-8", stream.errors or "strict"))
     except BrokenPipeError:
-        raise
+        discard_rest()
+    except UnicodeEncodeError as exc:
+        raise OutputError(
+            errno.EILSEQ, f"its encoding, {exc.encoding}, has no bytes for a character in it"
+        ) from None
     except OSError as exc:
         raise OutputError(exc.errno, exc.strerror) from None
 
@@ -31,9 +47,55 @@ def flush() -> None:
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        raise
+        discard_rest()
     except OSError as exc:
         raise OutputError(exc.errno, exc.strerror) from None
+
+
+def discard_rest() -> None:
+    """Standard output pointed at /dev/null: what its buffer holds, and whatever the command still
+    writes, goes nowhere, so that neither the command nor the process's end fails on a closed pipe
+    or a full disk again (`Exception ignored`, exit 120)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
+
+
+_OWN: list[tuple[object, int | None, bool]] = [(None, None, False)]  # the stream last asked about
+
+
+def _own_file(stream: object) -> tuple[int | None, bool]:
+    """The file descriptor bytes may go straight to (the interpreter's own standard output, in
+    UTF-8; None for a stream a caller put in its place, a capture or a tee, or another encoding:
+    UTF-16's byte-order mark, a strict ASCII's refusal, as the stream writes them), and whether
+    every write should (the stream writes through, or its file does not block)."""
+    if _OWN[0][0] is not stream:
+        fd, straight = None, False
+        try:
+            if stream is sys.__stdout__ and codecs.lookup(stream.encoding).name == "utf-8":  # type: ignore[union-attr]
+                fd = stream.fileno()  # type: ignore[union-attr]
+                straight = bool(getattr(stream, "write_through", False)) or not os.get_blocking(fd)
+        except (AttributeError, LookupError, OSError, ValueError):
+            fd, straight = None, False
+        _OWN[0] = (stream, fd, straight)
+    return _OWN[0][1], _OWN[0][2]
+
+
+def _write_bytes(fd: int, data: bytes) -> None:
+    """Every byte of `data` to `fd`: a short write continued, a non-blocking file waited on."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            import select
+
+            poll = select.poll()
+            poll.register(fd, select.POLLOUT)
+            poll.poll()
 
 
 def out(line: str = "") -> None:
@@ -47,59 +109,32 @@ def emit_json(data: object) -> None:
 
 def emit_json_text(dumped: str | list[str]) -> None:
     """JSON text from dumps_indented, or the pieces of one (`indented_pieces`: joined, they are
-    that text), written as emit_json writes it: each piece escaped and written in turn. escape_json
-    looks at one character at a time, so the pieces write what the whole would, without the copies
-    a whole text of 80 MB (--once at 100,000 obligations) costs to join (tests/test_perf_paths.py).
-    Each piece is written whole (`write_whole`), buffered streams or not. A reader that goes away
-    before the end (`| head -c 20`) takes what it read: the rest goes nowhere and the command ends
-    as it judged, quietly (D-332)."""
+    that text), written as emit_json writes it. Into the interpreter's own standard output in
+    UTF-8, each piece is escaped and its bytes written in turn, straight to the file (what the
+    stream buffered first): escape_json looks at one character at a time, so the pieces write what
+    the whole would, without the copies a whole text of 80 MB (--once at 100,000 obligations) costs
+    to join (tests/test_perf_paths.py). Anywhere else, the whole text through the stream. A reader
+    that goes away before the end takes what it read; the command exits as it judged (D-332)."""
     pieces = [dumped] if isinstance(dumped, str) else dumped or [""]
-    *head, last = pieces
+    stream = sys.stdout
+    fd = _own_file(stream)[0]
+    if fd is None:
+        write(escape_json("".join(pieces)) + "\n")
+        return
+    flush()
     try:
+        *head, last = pieces
         for piece in head:
-            write_whole(escape_json(piece))
-        write_whole(escape_json(last) + "\n")
+            _write_bytes(fd, escape_json(piece).encode("utf-8", stream.errors or "strict"))
+        _write_bytes(fd, (escape_json(last) + "\n").encode("utf-8", stream.errors or "strict"))
     except BrokenPipeError:
         discard_rest()
-
-
-def write_whole(text: str) -> None:
-    """`text` on standard output, every byte or an error: what the stream held is flushed first,
-    then the bytes go straight to its file, each short write continued (a pipe whose reader went
-    away raises BrokenPipeError; a non-blocking one is waited on) and nothing left in a buffer for
-    the process's end to fail on. A stream with no file of its own (a test's capture) is written
-    as `write` writes."""
-    stream = sys.stdout
-    try:
-        fd = stream.fileno()
-    except (AttributeError, OSError, ValueError):
-        write(text)
-        return
-    data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
-    flush()
-    while data:
-        try:
-            data = data[os.write(fd, data) :]
-        except BlockingIOError:  # a non-blocking stdout: wait until it takes more
-            import select
-
-            select.select([], [fd], [])
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            raise OutputError(exc.errno, exc.strerror) from None
-
-
-def discard_rest() -> None:
-    """Standard output pointed at /dev/null: what its buffer holds, and whatever the command still
-    writes, goes nowhere, so that the process's end does not fail on a closed pipe or a full disk
-    again (`Exception ignored`, exit 120)."""
-    try:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError):
-        pass
+    except UnicodeEncodeError as exc:
+        raise OutputError(
+            errno.EILSEQ, f"its encoding, {exc.encoding}, has no bytes for a character in it"
+        ) from None
+    except OSError as exc:
+        raise OutputError(exc.errno, exc.strerror) from None
 
 
 def dumps_indented(data: object) -> str:

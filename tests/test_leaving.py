@@ -106,11 +106,11 @@ def test_the_heap_is_kept_only_in_the_regulator_script() -> None:
     assert grown["plain"] < 16 << 20
 
 
-def _once_read_by(
-    ws: Any, env: dict[str, str], stop: int | None, blocking: bool = True
+def _read_by(
+    ws: Any, env: dict[str, str], args: list[str], stop: int | None, blocking: bool = True
 ) -> tuple[bytes, str, int]:
-    """`controlroom --once --json` into a pipe of 4 KiB, its reader keeping the first `stop` bytes
-    (every byte for None) and closing; the bytes read, standard error and the exit code."""
+    """`regulator ARGS` into a pipe of 4 KiB, its reader keeping the first `stop` bytes (every byte
+    for None) and closing; the bytes read, standard error and the exit code."""
     import fcntl
     import os
 
@@ -118,23 +118,33 @@ def _once_read_by(
     fcntl.fcntl(read, fcntl.F_SETPIPE_SZ, 4096)
     if not blocking:
         fcntl.fcntl(write, fcntl.F_SETFL, fcntl.fcntl(write, fcntl.F_GETFL) | os.O_NONBLOCK)
-    command = subprocess.Popen(
-        [REGULATOR, "controlroom", "--once", "--json"],
-        cwd=ws.root,
-        env=env,
-        stdout=write,
-        stderr=subprocess.PIPE,
-    )
+    if stop == 0:
+        os.close(read)  # gone before the command starts
+    command = subprocess.Popen([REGULATOR, *args], cwd=ws.root, env=env, stdout=write, stderr=subprocess.PIPE)
     os.close(write)
     got = b""
-    with os.fdopen(read, "rb") as out:
-        while stop is None or len(got) < stop:
-            chunk = out.read1(512 if stop is None else stop - len(got))  # a slow reader, a short pipe
-            if not chunk:
-                break
-            got += chunk
+    if stop != 0:
+        with os.fdopen(read, "rb") as out:
+            while stop is None or len(got) < stop:
+                chunk = out.read1(512 if stop is None else stop - len(got))  # a slow reader, a short pipe
+                if not chunk:
+                    break
+                got += chunk
     error = command.communicate(timeout=120)[1].decode()
     return got, error, command.returncode
+
+
+def _streams(ws: Any, buffered: bool) -> dict[str, str]:
+    env = {k: v for k, v in ws.env.items() if k != "PYTHONUNBUFFERED"}
+    return env if buffered else {**env, "PYTHONUNBUFFERED": "1"}
+
+
+def _twelve_long_reports(ws: Any) -> None:
+    from tests.test_predictions import report
+
+    for n in range(12):  # 1 KiB subjects: each listing more than the pipe, and Python's buffer, holds
+        report(ws, by="alice", resolves=None, subject=f"{n} " + "the release slips. " * 50)
+    ws.run("controlroom", "--once", "--json")  # the first routes the reports: the runs below do not
 
 
 @pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
@@ -143,24 +153,74 @@ def test_once_json_through_a_pipe_closed_early_and_in_full(ws: Any, buffered: bo
     reader that stops early (after 20 bytes, or short of the end by 100), it stops quietly and
     exits as it judged: no traceback, no "Exception ignored" from a last flush, no exit 120; into a
     non-blocking pipe it writes the whole document. Buffered streams or not (D-332)."""
-    from tests.test_predictions import report
-
-    for n in range(12):  # rows of 1 KiB subjects: more than the pipe below holds
-        report(ws, by="alice", resolves=None, subject=f"{n} " + "the release slips. " * 50)
-    ws.run("controlroom", "--once", "--json")  # the first routes the reports: the runs below do not
+    _twelve_long_reports(ws)
     whole = ws.run("controlroom", "--once", "--json")
     assert whole.returncode in (0, 1), whole.stderr
     document = json.loads(whole.stdout)
     assert document["exitCode"] == whole.returncode
     expected = whole.stdout.encode()
     assert len(expected) > 16000
-    env = {k: v for k, v in ws.env.items() if k != "PYTHONUNBUFFERED"}
-    if not buffered:
-        env["PYTHONUNBUFFERED"] = "1"
-    for stop, blocking in ((20, True), (len(expected) - 100, True), (None, True), (None, False)):
-        got, error, code = _once_read_by(ws, env, stop, blocking)
+    args = ["controlroom", "--once", "--json"]
+    for stop, blocking in ((0, True), (20, True), (len(expected) - 100, True), (None, True), (None, False)):
+        got, error, code = _read_by(ws, _streams(ws, buffered), args, stop, blocking)
         assert (error, code) == ("", whole.returncode), stop
         assert _but_now(got) == _but_now(expected[:stop]), stop  # the whole, or what was read of it
+
+
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+def test_a_reader_that_leaves_never_changes_what_the_command_judged(ws: Any, buffered: bool) -> None:
+    """Text output too (D-332): a reader gone before the first byte, or after 20 bytes of a listing
+    longer than the pipe, leaves the command's own exit code: `verify` that found a bad line exits
+    1, `signals` 0, quietly (before: 120 with "Exception ignored", or 1, by how far the buffer
+    got); a non-blocking pipe gets the whole listing."""
+    _twelve_long_reports(ws)
+    listing = ws.run("signals")
+    assert listing.returncode == 0 and len(listing.stdout) > 12000, listing.stderr
+    env = _streams(ws, buffered)
+    for stop in (0, 20):
+        assert _read_by(ws, env, ["signals"], stop)[1:] == ("", 0), stop
+    assert _read_by(ws, env, ["signals"], None, blocking=False) == (listing.stdout.encode(), "", 0)
+    with (ws.root / ".regulator" / "signals.ndjson").open("a") as log:
+        log.write("not an event\n")
+    found = ws.run("verify")
+    assert found.returncode == 1 and len(found.stdout) < 4000, found.stdout
+    assert _read_by(ws, env, ["verify"], 0)[1:] == ("", 1)
+    assert _read_by(ws, env, ["verify"], None) == (found.stdout.encode(), "", 1)
+
+
+def test_an_output_in_another_encoding_is_written_as_its_stream_writes_it(ws: Any) -> None:
+    """Standard output in an encoding other than UTF-8 takes the document through its own stream:
+    UTF-16's one byte-order mark, not one per piece; a character ASCII has no bytes for is one line
+    and exit 1, no traceback, and none of the JSON document (D-332)."""
+    _twelve_long_reports(ws)
+    judged = ws.run("controlroom", "--once", "--json").returncode
+    done = subprocess.run(
+        [REGULATOR, "controlroom", "--once", "--json"],
+        cwd=ws.root,
+        env={**ws.env, "PYTHONIOENCODING": "utf-16"},
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == judged
+    assert json.loads(done.stdout.decode("utf-16"))["exitCode"] == judged
+    from tests.test_predictions import report
+
+    report(ws, by="alice", resolves=None, subject="café ☃")
+    for args in (["controlroom", "--once", "--json"], ["signals"]):
+        done = subprocess.run(
+            [REGULATOR, *args],
+            cwd=ws.root,
+            env={**ws.env, "PYTHONIOENCODING": "ascii"},
+            capture_output=True,
+            timeout=120,
+        )
+        assert done.returncode == 1, args
+        # the document is one write, so nothing of it; the listing, the rows before that one
+        assert done.stdout == b"" if args[0] == "controlroom" else b"caf" not in done.stdout, args
+        assert done.stderr.decode() == (
+            "regulator: its output could not be written (its encoding, ascii, has no bytes for a "
+            "character in it): the command ran, its answer is lost (exit 1)\n"
+        )
 
 
 def _but_now(output: bytes) -> list[bytes]:

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -216,9 +217,10 @@ def test_escape_json_is_the_per_character_escape(data: Any) -> None:
 def test_json_written_in_pieces_is_the_whole_text_written(pieces: list[str]) -> None:
     """--once --json writes its document in the pieces it is joined from (printing.indented_pieces),
     each escaped in turn: byte for byte what the joined text escaped and written at once gives, to a
-    stream with no file of its own (a capture) and straight to a file (`printing.write_whole`)."""
+    stream with no file of its own (a capture) and straight to a file (`printing._write_bytes`)."""
     import contextlib
     import io
+    import sys
     import tempfile
 
     from controlroom.printing import emit_json_text
@@ -231,7 +233,11 @@ def test_json_written_in_pieces_is_the_whole_text_written(pieces: list[str]) -> 
     with contextlib.redirect_stdout(parts):
         emit_json_text(pieces)
     assert parts.getvalue() == whole.getvalue() == expected
-    with tempfile.TemporaryFile("w+", encoding="utf-8", newline="") as file:
+    with (
+        tempfile.TemporaryFile("w+", encoding="utf-8", newline="") as file,
+        pytest.MonkeyPatch.context() as patch,
+    ):
+        patch.setattr(sys, "__stdout__", file)  # the interpreter's own: its bytes go straight to the file
         with contextlib.redirect_stdout(file):
             print("before", end="")  # what the stream buffered is written first
             emit_json_text(pieces)

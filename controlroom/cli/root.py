@@ -229,7 +229,7 @@ def main(
         # not exit 3 ("refused, nothing written"): the command may have written part of its work
         sys.stderr.write(f"regulator: {escape(denied(exc))}; the command stopped there (exit 1)\n")
         return 1
-    except BrokenPipeError:  # the reader went away before the last flush: quietly (D-332)
+    except BrokenPipeError:  # a closed pipe met outside the command's own output (printing's): quietly
         printing.discard_rest()
         return 0
     except OSError as exc:  # a full disk, an output device's error: one line, never a traceback
