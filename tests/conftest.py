@@ -33,6 +33,14 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(root / package, quiet=2)
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The short folders this process's tests made for sockets (tests.serving.short_folder) go
+    with the session: a suite run left a dozen empty ones in /tmp."""
+    serving = sys.modules.get("tests.serving")
+    if serving is not None:
+        serving.remove_short_folders()
+
+
 # what makes a test end-to-end: a fixture that builds a workspace with the real commands (or a
 # PostgreSQL server), or a body that starts the real `regulator`, git, the control room or a
 # workspace of its own. Every other test outside tests/hardening is a unit test.

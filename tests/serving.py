@@ -27,9 +27,21 @@ from tests.helpers import REGULATOR, Workspace
 DEADLINE_S = 20.0  # a hard timeout that proves something finished; never a speed assertion
 
 
+_SHORT: list[Path] = []  # made by this process: removed when its session ends (conftest)
+
+
 def short_folder() -> Path:
-    """A folder with a short path (a Unix socket path may hold ~107 bytes)."""
-    return Path(tempfile.mkdtemp(prefix="r-", dir="/tmp"))
+    """A folder with a short path (a Unix socket path may hold ~107 bytes), removed with what it
+    holds when the test session ends (`remove_short_folders`), if the test did not remove it."""
+    folder = Path(tempfile.mkdtemp(prefix="r-", dir="/tmp"))
+    _SHORT.append(folder)
+    return folder
+
+
+def remove_short_folders() -> None:
+    for folder in _SHORT:
+        shutil.rmtree(folder, ignore_errors=True)
+    _SHORT.clear()
 
 
 def wait_for(check: Callable[[], Any], what: str, deadline: float = DEADLINE_S, every: float = 0.02) -> Any:
