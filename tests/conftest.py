@@ -34,11 +34,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """The short folders this process's tests made for sockets (tests.serving.short_folder) go
-    with the session: a suite run left a dozen empty ones in /tmp."""
-    serving = sys.modules.get("tests.serving")
-    if serving is not None:
-        serving.remove_short_folders()
+    """The temporary folders this process's tests made (tests.helpers.made_folder: keys, sockets,
+    templates) go with the session: a suite run left one or more per process in /tmp."""
+    from tests.helpers import remove_made_folders
+
+    remove_made_folders()
 
 
 # what makes a test end-to-end: a fixture that builds a workspace with the real commands (or a

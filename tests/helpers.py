@@ -215,7 +215,7 @@ def make_key(folder: Path, name: str = "id", kind: str = "ed25519", passphrase: 
 @functools.cache
 def alice_key() -> Path:
     """Alice's signing key, made once per test process (ssh-keygen per test would be slow)."""
-    return make_key(Path(tempfile.mkdtemp(prefix="regulator-keys-")), "alice")
+    return make_key(made_folder("regulator-keys-"), "alice")
 
 
 def make_workspace(
@@ -338,10 +338,28 @@ def compact(root: Path) -> Path:
 
 
 def template_folder(prefix: str) -> Path:
-    """A folder for a template, removed when the test process exits."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    """A folder for a template, removed when the test process's session ends."""
+    return made_folder(prefix)
+
+
+_MADE: list[Path] = []  # removed with what they hold by remove_made_folders
+
+
+def made_folder(prefix: str, where: str | None = None) -> Path:
+    """A temporary folder this test process removes, with what it holds (a private key, a socket),
+    when its session ends (conftest's pytest_sessionfinish: an xdist worker runs no atexit), or
+    failing that at its exit. A suite run left a key folder per process in /tmp."""
+    if not _MADE:
+        atexit.register(remove_made_folders)
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=where))
+    _MADE.append(folder)
     return folder
+
+
+def remove_made_folders() -> None:
+    for folder in _MADE:
+        shutil.rmtree(folder, ignore_errors=True)
+    _MADE.clear()
 
 
 def report_args(**fields: Any) -> list[str]:

@@ -10,7 +10,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,26 +21,15 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests import forkserver
-from tests.helpers import REGULATOR, Workspace
+from tests.helpers import REGULATOR, Workspace, made_folder
 
 DEADLINE_S = 20.0  # a hard timeout that proves something finished; never a speed assertion
 
 
-_SHORT: list[Path] = []  # made by this process: removed when its session ends (conftest)
-
-
 def short_folder() -> Path:
     """A folder with a short path (a Unix socket path may hold ~107 bytes), removed with what it
-    holds when the test session ends (`remove_short_folders`), if the test did not remove it."""
-    folder = Path(tempfile.mkdtemp(prefix="r-", dir="/tmp"))
-    _SHORT.append(folder)
-    return folder
-
-
-def remove_short_folders() -> None:
-    for folder in _SHORT:
-        shutil.rmtree(folder, ignore_errors=True)
-    _SHORT.clear()
+    holds when the test session ends (tests.helpers.made_folder)."""
+    return made_folder("r-", "/tmp")
 
 
 def wait_for(check: Callable[[], Any], what: str, deadline: float = DEADLINE_S, every: float = 0.02) -> Any:

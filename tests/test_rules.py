@@ -25,7 +25,7 @@ from engine.read.model import ObligationStatus
 from engine.trust import signing
 from engine.trust.signing import person_event
 from tests import helpers
-from tests.helpers import NOW, alice_key, make_key, make_workspace, report_args
+from tests.helpers import NOW, alice_key, made_folder, make_key, make_workspace, report_args
 
 ROOT = Path(__file__).resolve().parent.parent
 INTERACTION = "regulator/policy/interaction.yaml"
@@ -44,7 +44,7 @@ ACTORS = (*PEOPLE, "mallory")  # mallory is no person of the policy
 
 @pytest.fixture(scope="module")
 def keys() -> dict[str, Path]:
-    folder = Path(tempfile.mkdtemp(prefix="regulator-rule-keys-"))
+    folder = made_folder("regulator-rule-keys-")
     found = {name: make_key(folder, name) for name in ("bob", "carol", "dave")}
     return found | {"alice": alice_key()}
 
