@@ -26,15 +26,20 @@ def write(text: str) -> None:
     (`discard_rest`) and the command carries on, to exit as it judged (D-332)."""
     stream = sys.stdout
     try:
-        fd, straight = _own_file(stream)
-        if fd is None or not straight:
+        fd, straight, through = _own_file(stream)
+        if not straight:
             stream.write(text)
         else:
-            stream.flush()  # what another writer left in the buffer goes first
-            _write_bytes(fd, text.encode("utf-8", stream.errors or "strict"))
+            if not through:  # a non-blocking file under a buffer: what the buffer holds goes first
+                stream.flush()
+            _write_bytes(fd, text.encode("utf-8", stream.errors or "strict"))  # type: ignore[arg-type]
     except BrokenPipeError:
         discard_rest()
     except UnicodeEncodeError as exc:
+        try:  # the lines before the one it cannot write are written, buffered or not
+            stream.flush()
+        except (OSError, ValueError):
+            pass
         raise OutputError(
             errno.EILSEQ, f"its encoding, {exc.encoding}, has no bytes for a character in it"
         ) from None
@@ -52,6 +57,31 @@ def flush() -> None:
         raise OutputError(exc.errno, exc.strerror) from None
 
 
+def settle() -> None:
+    """The command line's last word on standard output, whatever happened: what its buffer holds
+    is written, or sent to /dev/null if it cannot be, so that the interpreter's own last flush
+    never fails (`Exception ignored`, exit 120)."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        discard_rest()
+
+
+def say(line: str) -> None:
+    """One line of the command line's own on standard error. Its reader gone (`2>&1 | …` closed):
+    standard error goes to /dev/null instead, and the exit code stays what the line was for."""
+    try:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.stderr.fileno())
+            os.close(null)
+        except (OSError, ValueError):
+            pass
+
+
 def discard_rest() -> None:
     """Standard output pointed at /dev/null: what its buffer holds, and whatever the command still
     writes, goes nowhere, so that neither the command nor the process's end fails on a closed pipe
@@ -64,24 +94,29 @@ def discard_rest() -> None:
         pass
 
 
-_OWN: list[tuple[object, int | None, bool]] = [(None, None, False)]  # the stream last asked about
+_OWN: list[tuple[object, int | None, bool, bool]] = [((), None, False, False)]  # as last asked
 
 
-def _own_file(stream: object) -> tuple[int | None, bool]:
+def _own_file(stream: object) -> tuple[int | None, bool, bool]:
     """The file descriptor bytes may go straight to (the interpreter's own standard output, in
     UTF-8; None for a stream a caller put in its place, a capture or a tee, or another encoding:
-    UTF-16's byte-order mark, a strict ASCII's refusal, as the stream writes them), and whether
-    every write should (the stream writes through, or its file does not block)."""
-    if _OWN[0][0] is not stream:
+    UTF-16's byte-order mark, a strict ASCII's refusal, as the stream writes them), whether every
+    write should go so (the stream writes through, or its file does not block), and whether the
+    stream writes through. Asked again when the stream is reconfigured; no caller's stream is kept."""
+    if stream is not sys.__stdout__:
+        return None, False, False
+    through = bool(getattr(stream, "write_through", False))
+    marker = (stream.encoding, through)  # type: ignore[union-attr]
+    if _OWN[0][0] != marker:
         fd, straight = None, False
         try:
-            if stream is sys.__stdout__ and codecs.lookup(stream.encoding).name == "utf-8":  # type: ignore[union-attr]
+            if codecs.lookup(marker[0]).name == "utf-8":
                 fd = stream.fileno()  # type: ignore[union-attr]
-                straight = bool(getattr(stream, "write_through", False)) or not os.get_blocking(fd)
-        except (AttributeError, LookupError, OSError, ValueError):
+                straight = through or not os.get_blocking(fd)
+        except (AttributeError, LookupError, OSError, TypeError, ValueError):
             fd, straight = None, False
-        _OWN[0] = (stream, fd, straight)
-    return _OWN[0][1], _OWN[0][2]
+        _OWN[0] = (marker, fd, straight, through)
+    return _OWN[0][1], _OWN[0][2], _OWN[0][3]
 
 
 def _write_bytes(fd: int, data: bytes) -> None:

@@ -223,6 +223,36 @@ def test_an_output_in_another_encoding_is_written_as_its_stream_writes_it(ws: An
         )
 
 
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+def test_an_error_whose_reader_left_keeps_its_exit_code(ws: Any, buffered: bool) -> None:
+    """Standard output and error into one pipe its reader closed (`2>&1 | …`): bad input still
+    exits 2 and a refusal 3, nothing written (before: 120 with buffered streams, 1 without); the
+    help into a full disk is one line and exit 1 (before: then "Exception ignored", exit 120)."""
+    import os
+
+    env = _streams(ws, buffered)
+    before = ws.digest()
+    refused = ["unit", "decide", "u1", "--action", "retry", "--by", "bob", "--rationale", "x"]  # no grant
+    assert ws.run(*refused).returncode == 3
+    for args, code in ((["obligation", "show", "zzzzzzzz"], 2), (refused, 3)):
+        read, write = os.pipe()
+        os.close(read)
+        ended = subprocess.run(
+            [REGULATOR, *args], cwd=ws.root, env=env, stdout=write, stderr=write, timeout=60
+        )
+        os.close(write)
+        assert ended.returncode == code, args
+    assert ws.digest() == before
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [REGULATOR, "--help"], env=env, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60
+        )
+    assert (done.returncode, done.stderr) == (
+        1,
+        "regulator: No space left on device; the command stopped there (exit 1)\n",
+    )
+
+
 def _but_now(output: bytes) -> list[bytes]:
     """--once's lines but its time (`now`), which two runs differ in."""
     return [line for line in output.splitlines() if not line.startswith(b'  "now": ')]

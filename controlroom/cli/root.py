@@ -201,7 +201,7 @@ def main(
         if isinstance(code, int):
             return code  # typer.Exit inside a command comes back as a return value
     except RegulatorError as exc:
-        sys.stderr.write(f"regulator: {escape(str(exc))}\n")
+        printing.say(f"regulator: {escape(str(exc))}\n")
         return exc.exit_code
     except typer.Exit as exc:
         return int(exc.exit_code)
@@ -218,22 +218,24 @@ def main(
         where = getattr(context, "command_path", None) or _command_path(command, args)
         # Click writes a control character it quotes as `\xNN` itself; what it leaves raw (a bidi or
         # invisible character of the person's typing) has the line escaped whole
-        sys.stderr.write(f"regulator: {ensure_escaped(message)} (see `{where} --help`)\n")
+        printing.say(f"regulator: {ensure_escaped(message)} (see `{where} --help`)\n")
         return code
     except typer.Abort:
-        sys.stderr.write("regulator: aborted\n")
+        printing.say("regulator: aborted\n")
         return 130
     except PermissionError as exc:  # met past the workspace's lookup (which refuses: exit 3, D-220)
         from engine.checkout.workspace import denied
 
         # not exit 3 ("refused, nothing written"): the command may have written part of its work
-        sys.stderr.write(f"regulator: {escape(denied(exc))}; the command stopped there (exit 1)\n")
+        printing.say(f"regulator: {escape(denied(exc))}; the command stopped there (exit 1)\n")
         return 1
     except BrokenPipeError:  # a closed pipe met outside the command's own output (printing's): quietly
         printing.discard_rest()
         return 0
     except OSError as exc:  # a full disk, an output device's error: one line, never a traceback
         return failed(exc)
+    finally:  # whatever ended the command, its output's buffer cannot fail the process's end (D-332)
+        printing.settle()
     return 0
 
 
@@ -250,7 +252,7 @@ def failed(exc: OSError) -> int:
         if exc.filename is not None:
             why = f"{why}: {exc.filename}"
         line = f"{why}; the command stopped there"
-    sys.stderr.write(f"regulator: {escape(line)} (exit 1)\n")
+    printing.say(f"regulator: {escape(line)} (exit 1)\n")
     return 1
 
 
