@@ -226,8 +226,9 @@ def test_an_output_in_another_encoding_is_written_as_its_stream_writes_it(ws: An
 @pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
 def test_an_error_whose_reader_left_keeps_its_exit_code(ws: Any, buffered: bool) -> None:
     """Standard output and error into one pipe its reader closed (`2>&1 | …`): bad input still
-    exits 2 and a refusal 3, nothing written (before: 120 with buffered streams, 1 without); the
-    help into a full disk is one line and exit 1 (before: then "Exception ignored", exit 120)."""
+    exits 2 and a refusal 3, nothing written (before: 120 with buffered streams, 1 without), and a
+    listing with a warning 0; the help into a full disk is one line and exit 1 (before: then
+    "Exception ignored", exit 120)."""
     import os
 
     env = _streams(ws, buffered)
@@ -243,6 +244,17 @@ def test_an_error_whose_reader_left_keeps_its_exit_code(ws: Any, buffered: bool)
         os.close(write)
         assert ended.returncode == code, args
     assert ws.digest() == before
+    with (ws.root / ".regulator" / "signals.ndjson").open("a") as log:
+        log.write("not an event\n")
+    warned = ws.run("signals")
+    assert (warned.returncode, warned.stderr.startswith("regulator: warning: ")) == (0, True)
+    read, write = os.pipe()
+    os.close(read)
+    ended = subprocess.run(
+        [REGULATOR, "signals"], cwd=ws.root, env=env, stdout=write, stderr=write, timeout=60
+    )
+    os.close(write)
+    assert ended.returncode == 0  # a warning its reader did not take changes nothing
     with open("/dev/full", "w") as full:
         done = subprocess.run(
             [REGULATOR, "--help"], env=env, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60

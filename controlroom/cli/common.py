@@ -16,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 import msgspec
 import typer
 
+from controlroom import printing
 from controlroom.printing import emit_json, out, table
 from engine.base.errors import BadInput
 from engine.base.text import escape
@@ -212,7 +213,7 @@ def absent_exit(ws: Any) -> None:
     if not ws.has_stores:
         from engine.read.storeless import ABSENT
 
-        sys.stderr.write(f"regulator: {ABSENT}\n")
+        printing.say(f"regulator: {ABSENT}\n")
         raise typer.Exit(1)
 
 
@@ -230,15 +231,15 @@ def absent_listing(ws: Any, what: str) -> None:
 def report_problems(state: Any) -> None:
     unknown = getattr(getattr(state, "auth", None), "unknown", None)
     if unknown:
-        sys.stderr.write(
+        printing.say(
             f"regulator: warning: the policy in force is unknown ({unknown}): no person event counts "
             "until identity.ndjson verifies again (regulator verify)\n"
         )
     for problem in state.problems:  # the first ones; the rest are counted (design §26)
-        sys.stderr.write(f"regulator: warning: {problem}\n")
+        printing.say(f"regulator: warning: {problem}\n")
     more = getattr(state, "bad_lines", 0) - len(state.problems)
     if more > 0:
-        sys.stderr.write(
+        printing.say(
             f"regulator: warning: and {more} more bad line(s) skipped, not listed one by one "
             "(`regulator verify` names the first of each store)\n"
         )
@@ -248,7 +249,7 @@ def report_problems(state: Any) -> None:
 def report_contracts(state: Any) -> None:
     """Each invalid contract, named in one line on stderr (it is left out of what is read)."""
     for problem in state.contract_problems:
-        sys.stderr.write(f"regulator: warning: contract skipped: {escape(problem)}\n")
+        printing.say(f"regulator: warning: contract skipped: {escape(problem)}\n")
 
 
 def sdk_failed(command: str, exc: BaseException) -> BadInput:

@@ -4,7 +4,6 @@ imported only when the server runs, so every other command starts without it."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -75,7 +74,7 @@ def mcp_command(
         from controlroom.mcp_config import server_config
 
         if importlib.util.find_spec("mcp") is None:  # the config would launch a server that cannot start
-            sys.stderr.write(f"regulator: {MISSING_EXTRA}\n")
+            printing.say(f"regulator: {MISSING_EXTRA}\n")
             raise typer.Exit(2)
 
         printing.write(json.dumps(server_config(door.unit, path)) + "\n")
@@ -87,7 +86,7 @@ def mcp_command(
         from controlroom.mcp_server import serve
     except ImportError as exc:
         if (exc.name or "").split(".")[0] in ("mcp", "mcp_types", "anyio"):
-            sys.stderr.write(f"regulator: {MISSING_EXTRA}\n")
+            printing.say(f"regulator: {MISSING_EXTRA}\n")
             raise typer.Exit(2) from None
         if our_import(exc):
             raise

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from controlroom import printing
 from controlroom.cli.common import (
     JsonFlag,
     absent_exit,
@@ -99,7 +99,7 @@ def obligations(
     keep(state, rows)  # left to the process's end, not freed object by object (D-330)
     waiting = unrouted_count(state)
     if waiting:  # an operator's review: an empty table while signals that would block waited
-        sys.stderr.write(
+        printing.say(
             f"regulator: note: {waiting} signal(s) not yet routed: their obligations open when they are "
             "routed (`regulator serve` does it within moments, `regulator signals route` by hand; "
             "`regulator status` lists them)\n"
@@ -300,7 +300,7 @@ def obligation_resolve(
     ws = person_workspace(by)
 
     def note(line: str) -> None:
-        sys.stderr.write(f"regulator: note: {escape(line)}\n")
+        printing.say(f"regulator: note: {escape(line)}\n")
 
     event = resolve(ws, obligation_id, by, disposition, rationale, say=note)
     if as_json:

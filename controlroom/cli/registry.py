@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from controlroom import printing
 from controlroom.cli.common import (
     JsonFlag,
     absent_exit,
@@ -91,7 +91,7 @@ def registry_lint(
 
 def warn_invalid_one(invalid: Invalid, consequence: str) -> None:
     """One stderr line for an invalid entry: a reader is never shown less than there is as fine."""
-    sys.stderr.write(
+    printing.say(
         f"regulator: warning: {escape(invalid.path)} is invalid ({invalid.code}: "
         f"{escape(invalid.problem)}); {consequence}\n"
     )
@@ -315,7 +315,7 @@ def registry_records(as_json: JsonFlag = False) -> None:
             if r["external"]:
                 out(f"  - external: {escape(', '.join(r['external']))}")
     if invalid:
-        sys.stderr.write(f"regulator: {len(invalid)} record(s) invalid: fix them (registry lint names why)\n")
+        printing.say(f"regulator: {len(invalid)} record(s) invalid: fix them (registry lint names why)\n")
         raise typer.Exit(1)
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from controlroom import printing
 from controlroom.cli.common import (
     emit_json,
     global_options,
@@ -145,7 +146,7 @@ def serve_command(
             instance = host_instance.claim(ws)  # one serve per workspace per host
         except host_instance.AlreadyRunning as running:
             # a cron job beside a running serve (D-160): that serve runs the duties; nothing to do
-            sys.stderr.write(
+            printing.say(
                 f"regulator: serve (pid {running.pid or 'unknown'}) is running for this workspace and "
                 "runs the duties every 10 s; this tick wrote nothing\n"
             )
@@ -218,7 +219,7 @@ def _serve(ws: Any, target: Any, instance: Any, budget: Any = None) -> None:
 
     def ready(url: str) -> None:
         instance.write(url)
-        sys.stderr.write(json.dumps({"at": instance_time(), "serve": "listening", "door": url}) + "\n")
+        printing.say(json.dumps({"at": instance_time(), "serve": "listening", "door": url}) + "\n")
         sys.stderr.flush()
 
     host.start()
@@ -232,7 +233,7 @@ def _serve(ws: Any, target: Any, instance: Any, budget: Any = None) -> None:
             except OSError:
                 pass
             host_instance.release_socket_folder(ws, target.path)
-        sys.stderr.write(json.dumps({"at": instance_time(), "serve": "stopped"}) + "\n")
+        printing.say(json.dumps({"at": instance_time(), "serve": "stopped"}) + "\n")
         sys.stderr.flush()
 
 

@@ -195,7 +195,7 @@ def unit_run(
     request = RunRequest(unit_id, list(command or []), worktree, user, harness, ttl, wait, list(env or []))
 
     def say(line: str) -> None:
-        sys.stderr.write(f"regulator: {escape(line)}\n")
+        printing.say(f"regulator: {escape(line)}\n")
         sys.stderr.flush()
 
     code = run(ws, request, say)

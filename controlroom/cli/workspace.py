@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from controlroom import printing
 from controlroom.cli.common import (
     OPTIONS,
     JsonFlag,
@@ -80,7 +80,7 @@ def init(
 
     on = git_text(ws.root, "symbolic-ref", "--short", "-q", "HEAD", timeout=10, filters=False).stdout.strip()
     if on and on != trunk:  # a re-check: the decisions went onto a feature branch, trunk had none
-        sys.stderr.write(
+        printing.say(
             f"regulator: warning: this repository is on {escape(on)}, not trunk {escape(trunk)}: what init "
             f"commits is on {escape(on)} until it is merged into {escape(trunk)}\n"
         )
@@ -104,7 +104,7 @@ def init(
             out(f"  {escape(line)}")
     else:
         what = "the baseline" if made.baseline is None else "the rest of the workspace"
-        sys.stderr.write(
+        printing.say(
             f"regulator: warning: git did not commit {what}; commit {', '.join(summary(made.rest))}"
             + (
                 " and the governed files as the owner's decision (`identity verify` in a clone finds none)"

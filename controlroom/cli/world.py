@@ -4,11 +4,11 @@ and the calibration of predictions (`calibration`). The timed duties run in `ser
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from controlroom import printing
 from controlroom.cli.common import (
     JsonFlag,
     absent_exit,
@@ -57,7 +57,7 @@ def _edited(ws: Workspace) -> str:
 
 def _errors(errors: list[str]) -> None:
     for error in errors:
-        sys.stderr.write(f"regulator: {escape(error)}\n")
+        printing.say(f"regulator: {escape(error)}\n")
 
 
 @sensors_app.callback()
@@ -73,7 +73,7 @@ def sensors(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     state = load(ws, stores=("signals",))
     report_problems(state)
     if note := _edited(ws):
-        sys.stderr.write(f"regulator: warning: {note}\n")
+        printing.say(f"regulator: warning: {note}\n")
     rows = listing(ws, state)
     if as_json:
         emit_json(rows)
@@ -121,7 +121,7 @@ def sensors_run(name: Annotated[str, typer.Argument(metavar="NAME")], as_json: J
     except BadInput as exc:  # no such sensor: perhaps one added by hand, which declares nothing
         raise BadInput(f"{exc} ({note})" if note else str(exc)) from None
     if note:
-        sys.stderr.write(f"regulator: warning: {note}\n")
+        printing.say(f"regulator: warning: {note}\n")
     if as_json:
         emit_json(
             {"sensor": name, "written": outcome.written, "errors": outcome.errors, "note": outcome.note}
