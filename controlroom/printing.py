@@ -74,24 +74,29 @@ def say(line: str) -> None:
         sys.stderr.write(line)
         sys.stderr.flush()
     except (OSError, ValueError):
-        try:
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, sys.stderr.fileno())
-            os.close(null)
-        except (OSError, ValueError):
-            pass
+        _to_null(sys.stderr)
 
 
 def discard_rest() -> None:
     """Standard output pointed at /dev/null: what its buffer holds, and whatever the command still
     writes, goes nowhere, so that neither the command nor the process's end fails on a closed pipe
     or a full disk again (`Exception ignored`, exit 120)."""
+    _to_null(sys.stdout)
+
+
+def _to_null(stream: object) -> None:
+    """The file under `stream` pointed at /dev/null (where it has one)."""
     try:
+        fd = stream.fileno()  # type: ignore[attr-defined]
         null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-        os.close(null)
-    except (OSError, ValueError):
+    except (AttributeError, OSError, ValueError):  # a capture, a closed stream: nothing under it
+        return
+    try:
+        os.dup2(null, fd)
+    except OSError:
         pass
+    finally:
+        os.close(null)
 
 
 _OWN: list[tuple[object, int | None, bool, bool]] = [((), None, False, False)]  # as last asked
