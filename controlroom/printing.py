@@ -58,23 +58,32 @@ def flush() -> None:
 
 
 def settle() -> None:
-    """The command line's last word on standard output, whatever happened: what its buffer holds
-    is written, or sent to /dev/null if it cannot be, so that the interpreter's own last flush
-    never fails (`Exception ignored`, exit 120)."""
+    """The command line's last word on its streams, whatever happened: what standard output's
+    buffer holds is written, or sent to /dev/null if it cannot be, and standard error's the same,
+    so that the interpreter's own last flush never fails (`Exception ignored`, exit 120)."""
     try:
         sys.stdout.flush()
     except (OSError, ValueError):
         discard_rest()
-
-
-def say(line: str) -> None:
-    """One line of the command line's own on standard error. Its reader gone (`2>&1 | …` closed):
-    standard error goes to /dev/null instead, and the exit code stays what the line was for."""
     try:
-        sys.stderr.write(line)
         sys.stderr.flush()
     except (OSError, ValueError):
         _to_null(sys.stderr)
+
+
+def say(line: str) -> None:
+    """One line of a command's own on standard error (an error, a warning, `serve`'s and `unit
+    run`'s progress). Its reader gone for good (`2>&1 | …` closed): standard error goes to
+    /dev/null and the command carries on to its own exit code. Any other failure (a disk full for
+    a moment, a non-blocking pipe full for a moment) leaves standard error as it is: what its
+    buffer kept goes out with a later line, or at the end (`settle`)."""
+    try:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+    except BrokenPipeError:
+        _to_null(sys.stderr)
+    except (OSError, ValueError):
+        pass
 
 
 def discard_rest() -> None:

@@ -358,3 +358,56 @@ def test_verify_keeps_its_fold_only_for_a_process_that_ends_with_it(ws: Any, mon
     workspace = Workspace(ws.root)
     assert verification.findings(workspace) == verification.findings(workspace, kept=True) == []
     assert len(leaving._KEPT) == 1 and type(leaving._KEPT[0]) is State
+
+
+def test_a_log_that_was_full_for_a_moment_keeps_its_lines(tmp_path: Any) -> None:
+    """serve's standard error a non-blocking pipe full when it starts, its reader catching up
+    later: the lines that could not go out wait in the buffer and follow (`printing.say`, D-332),
+    the `listening` line among them; standard error is not pointed at /dev/null for a full pipe
+    (a review: one failed line silenced the whole log, tracebacks included)."""
+    import fcntl
+    import os
+    import signal
+    import threading
+    import time
+
+    from tests.helpers import make_workspace
+    from tests.serving import short_folder, wait_for
+
+    ws = make_workspace(tmp_path)
+    read, write = os.pipe()
+    fcntl.fcntl(write, fcntl.F_SETFL, fcntl.fcntl(write, fcntl.F_GETFL) | os.O_NONBLOCK)
+    filled = 0
+    try:
+        while True:
+            filled += os.write(write, b"#" * 4096)
+    except BlockingIOError:
+        pass
+    sock = short_folder() / "d.sock"
+    env = {k: v for k, v in ws.env.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.Popen(
+        [REGULATOR, "serve", "--listen", f"unix:{sock}"],
+        cwd=ws.root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=write,
+        process_group=0,
+    )
+    os.close(write)
+    got: list[bytes] = []
+    try:
+        # serve.json is written just before the `listening` line is said: that line meets the full pipe
+        wait_for((ws.root / ".regulator" / "serve.json").exists, "serve listening")
+        time.sleep(0.5)  # not a measure: the line said, before the reader starts
+        reader = threading.Thread(target=lambda: got.extend(iter(lambda: os.read(read, 65536), b"")))
+        reader.start()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        reader.join(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        os.close(read)
+    lines = [json.loads(line) for line in b"".join(got).replace(b"#", b"").decode().splitlines() if line]
+    assert [x.get("serve") for x in lines if "serve" in x] == ["listening", "stopped"]
+    assert filled > 0

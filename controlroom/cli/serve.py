@@ -8,7 +8,6 @@ import gc
 import ipaddress
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -220,7 +219,6 @@ def _serve(ws: Any, target: Any, instance: Any, budget: Any = None) -> None:
     def ready(url: str) -> None:
         instance.write(url)
         printing.say(json.dumps({"at": instance_time(), "serve": "listening", "door": url}) + "\n")
-        sys.stderr.flush()
 
     host.start()
     try:
@@ -233,8 +231,7 @@ def _serve(ws: Any, target: Any, instance: Any, budget: Any = None) -> None:
             except OSError:
                 pass
             host_instance.release_socket_folder(ws, target.path)
-        printing.say(json.dumps({"at": instance_time(), "serve": "stopped"}) + "\n")
-        sys.stderr.flush()
+        printing.say(json.dumps({"at": instance_time(), "serve": "stopped"}) + "\n")  # said and flushed
 
 
 def instance_time() -> str:
