@@ -27,12 +27,12 @@ def write(text: str) -> None:
     stream = sys.stdout
     try:
         fd, straight, through = _own_file(stream)
-        if not straight:
+        if fd is None or not straight:
             stream.write(text)
         else:
             if not through:  # a non-blocking file under a buffer: what the buffer holds goes first
                 stream.flush()
-            _write_bytes(fd, text.encode("utf-8", stream.errors or "strict"))  # type: ignore[arg-type]
+            _write_bytes(fd, text.encode("utf-8", stream.errors or "strict"))
     except BrokenPipeError:
         discard_rest()
     except UnicodeEncodeError as exc:
@@ -40,11 +40,16 @@ def write(text: str) -> None:
             stream.flush()
         except (OSError, ValueError):
             pass
-        raise OutputError(
-            errno.EILSEQ, f"its encoding, {exc.encoding}, has no bytes for a character in it"
-        ) from None
+        raise _lost(exc) from None
     except OSError as exc:
-        raise OutputError(exc.errno, exc.strerror) from None
+        raise _lost(exc) from None
+
+
+def _lost(exc: OSError | UnicodeEncodeError) -> OutputError:
+    """The output's failure as the command line says it (`OutputError`)."""
+    if isinstance(exc, UnicodeEncodeError):
+        return OutputError(errno.EILSEQ, f"its encoding, {exc.encoding}, has no bytes for a character in it")
+    return OutputError(exc.errno, exc.strerror)
 
 
 def flush() -> None:
@@ -54,7 +59,7 @@ def flush() -> None:
     except BrokenPipeError:
         discard_rest()
     except OSError as exc:
-        raise OutputError(exc.errno, exc.strerror) from None
+        raise _lost(exc) from None
 
 
 def settle() -> None:
@@ -178,12 +183,8 @@ def emit_json_text(dumped: str | list[str]) -> None:
         _write_bytes(fd, (escape_json(last) + "\n").encode("utf-8", stream.errors or "strict"))
     except BrokenPipeError:
         discard_rest()
-    except UnicodeEncodeError as exc:
-        raise OutputError(
-            errno.EILSEQ, f"its encoding, {exc.encoding}, has no bytes for a character in it"
-        ) from None
-    except OSError as exc:
-        raise OutputError(exc.errno, exc.strerror) from None
+    except (OSError, UnicodeEncodeError) as exc:
+        raise _lost(exc) from None
 
 
 def dumps_indented(data: object) -> str:
@@ -204,7 +205,7 @@ def dumps_indented(data: object) -> str:
 def laid_members(members: dict[str, object]) -> str | None:
     """The members of a JSON object as `dumps_indented` lays them out inside any object written
     at the top (they sit one level deep either way), without the braces and the lines that hold
-    them: placed among the others by `dumps_indented_with`. "" for no member; None where that
+    them: placed among the others by `indented_pieces`. "" for no member; None where that
     fails (a value json or msgspec cannot write: the whole document is then written the slow
     way, and says why)."""
     import msgspec
@@ -218,17 +219,11 @@ def laid_members(members: dict[str, object]) -> str | None:
         return None
 
 
-def dumps_indented_with(data: dict[str, object], members: dict[str, object], early: str | None) -> str:
-    """`dumps_indented(data)`, where `members` (a run of consecutive keys of `data`, its values the
-    same objects) were laid out already as `early` (`laid_members`, while --once waited for
-    verify): the other members are laid out the same way and the pieces joined
-    (tests/test_perf_paths.py)."""
-    return "".join(indented_pieces(data, members, early))
-
-
 def indented_pieces(data: dict[str, object], members: dict[str, object], early: str | None) -> list[str]:
-    """`dumps_indented_with`'s text in the pieces it is joined from, for `emit_json_text` to write
-    one after another."""
+    """`dumps_indented(data)` in pieces (joined, that text: tests/test_perf_paths.py), where
+    `members` (a run of consecutive keys of `data`, its values the same objects) were laid out
+    already as `early` (`laid_members`, while --once waited for verify): the other members are laid
+    out the same way, for `emit_json_text` to write one piece after another."""
     keys = list(data)
     first = keys.index(next(iter(members))) if members else len(keys)
     if (

@@ -167,15 +167,15 @@ def test_dumps_indented_is_json_dumps(data: Any) -> None:
 def test_a_document_whose_rows_were_written_early_is_json_dumps(document: dict, data: Any) -> None:
     """--once --json writes its rows while verify's child runs, the rest after
     (controlroom.once.as_json_text): the same text as the whole document written at once."""
-    from controlroom.printing import dumps_indented_with, laid_members
+    from controlroom.printing import indented_pieces, laid_members
 
     keys = list(document)
     start = data.draw(st.integers(0, len(keys)))
     end = data.draw(st.integers(start, len(keys)))
     members = {k: document[k] for k in keys[start:end]}
     expected = json.dumps(document, ensure_ascii=False, indent=2)
-    assert dumps_indented_with(document, members, laid_members(members)) == expected
-    assert dumps_indented_with(document, members, None) == expected  # what json could not write early
+    assert "".join(indented_pieces(document, members, laid_members(members))) == expected
+    assert "".join(indented_pieces(document, members, None)) == expected  # what json could not write early
 
 
 def _escape_json_one_by_one(dumped: str) -> str:
