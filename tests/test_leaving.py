@@ -411,3 +411,26 @@ def test_a_log_that_was_full_for_a_moment_keeps_its_lines(tmp_path: Any) -> None
     lines = [json.loads(line) for line in b"".join(got).replace(b"#", b"").decode().splitlines() if line]
     assert [x.get("serve") for x in lines if "serve" in x] == ["listening", "stopped"]
     assert filled > 0
+
+
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+def test_the_engines_own_warning_whose_reader_left_changes_nothing(tmp_path: Path, buffered: bool) -> None:
+    """`REGULATOR_NOW` on a workspace on the system's clock: the engine warns it is ignored
+    (engine.base.clock). Into a closed `2>&1` that warning leaves `status` its exit 0 (before: 1)."""
+    import os
+
+    from tests.helpers import make_workspace
+
+    ws = make_workspace(tmp_path, clock="system")
+    env = {**_streams(ws, buffered), "REGULATOR_NOW": "2020-01-01T00:00:00Z"}
+    done = subprocess.run(
+        [REGULATOR, "status"], cwd=ws.root, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and "REGULATOR_NOW ignored" in done.stderr
+    read, write = os.pipe()
+    os.close(read)
+    ended = subprocess.run(
+        [REGULATOR, "status"], cwd=ws.root, env=env, stdout=write, stderr=write, timeout=60
+    )
+    os.close(write)
+    assert ended.returncode == 0

@@ -5,6 +5,7 @@ with a one-line warning, so a unit cannot move time by setting a variable.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -46,10 +47,13 @@ def _warn_ignored() -> None:
     global _warned
     if not _warned:
         _warned = True
-        sys.stderr.write(
-            "regulator: warning: REGULATOR_NOW ignored: this workspace's clock is the system's "
-            "(routing.yaml `clock: pinned` is set only by `init --clock pinned` or a decision)\n"
-        )
+        # a warning whose reader left (`2>&1 | …` closed) changes nothing the command does (D-332)
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(
+                "regulator: warning: REGULATOR_NOW ignored: this workspace's clock is the system's "
+                "(routing.yaml `clock: pinned` is set only by `init --clock pinned` or a decision)\n"
+            )
+            sys.stderr.flush()
 
 
 def today() -> date:
