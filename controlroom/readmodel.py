@@ -36,6 +36,7 @@ from engine.read.model import (
     UnitStatus,
 )
 from engine.read.nextup import next_up
+from engine.read.openpass import Open, open_pass
 from engine.read.queries import (
     age,
     confined,
@@ -413,8 +414,7 @@ def _keys(view: str, snap: Snapshot, show_all: bool) -> list[Key]:
     if view == "obligations":
         if show_all:
             return list(state.obligations)
-        open_ = ObligationStatus.OPEN  # bound once: read from its class, 0.1 µs an obligation (header.py)
-        return [k for k, ob in state.obligations.items() if ob.status == open_]
+        return list(open_account(snap).keys)  # with the header's counts and the unit column's width
     if view == "units":
         return sorted(k for k, u in state.units.items() if u.contract is not None)
     if view == "memory":
@@ -494,7 +494,7 @@ def content_widths(snap: Snapshot, view: str) -> dict[str, int]:
     cut to nothing at 80 columns (D-319). Counted once per generation."""
 
     def obligations() -> dict[str, int]:
-        named = {ob.unit for ob in snap.state.obligations.values()}  # a few strings, interned by the fold
+        named = open_account(snap).units  # a few strings, interned by the fold
         return {"unit": max((width(unit or NO_UNIT) for unit in named), default=0)}
 
     def units() -> dict[str, int]:
@@ -675,6 +675,18 @@ def sensor_rows(snap: Snapshot) -> dict[str, dict]:
 def deadlines(snap: Snapshot) -> Deadlines:
     """The routing policy's deadlines at the state's time (none when it cannot be read)."""
     return snap.cached("deadlines", (), lambda: Deadlines.of(snap.routing, snap.state.now))
+
+
+def open_account(snap: Snapshot) -> Open:
+    """One pass over the obligations for the header's counts, the obligations view's keys and its
+    unit column (engine.read.openpass), whichever asks first; the overdue count from the account
+    the fold's worker keeps where it keeps one (engine.read.deadlines.OverdueCount)."""
+
+    def compute() -> Open:
+        state, judge = snap.state, deadlines(snap)
+        return open_pass(state.obligations, state.now, judge, snap.overdue.count(state.obligations, judge))
+
+    return snap.cached("open", (), compute)
 
 
 # ---- sorting: `s` cycles through a view's sorts ------------------------------------------------
