@@ -206,7 +206,8 @@ def test_a_unit_proposing_to_move_the_stores_is_said_plainly_to_the_person_decid
     lines = shown.stdout.splitlines()
     warning = "! moves the stores: files -> postgresql://evil@/x?host=/tmp/\\x1b[2Jz (proposed by unit r1)"
     assert warning in lines and "\x1b" not in shown.stdout
-    assert "@@ -0,0 +1,2 @@" in lines
+    # one line, its newline ending it: no empty `+` line after it (an operator's review, D-334)
+    assert "@@ -0,0 +1 @@" in lines and "+" not in lines
 
 
 def test_a_unit_has_at_most_ten_proposals_awaiting_a_decision(ws: helpers.Workspace, tmp_path: Path) -> None:

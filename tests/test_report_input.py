@@ -25,6 +25,13 @@ BAD = [
     ("bad time", dict(observed_at="yesterday")),
     ("time before year 1", dict(observed_at="0001-01-01T00:00:00+01:00")),
     ("time after year 9999", dict(expires_at="9999-12-31T23:59:59-01:00")),
+    # before 1970 (D-335): year 1 was stored as `1-01-01T00:00:00Z`, which the router took for a forgery
+    ("observed in year 1", dict(observed_at="0001-01-01T00:00:00Z", expires_at="0001-01-02T00:00:00Z")),
+    ("observed before 1970", dict(observed_at="1969-12-31T23:59:59Z")),
+    (
+        "a prediction already judgeable",
+        dict(observed_at="2026-11-20T00:00:00Z", resolves_at="2026-11-21T00:00:00Z"),
+    ),
     ("NUL byte", dict(claim="a\x00b")),
     ("huge claim", dict(claim="x" * (64 * 1024 + 1))),
 ]

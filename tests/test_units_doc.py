@@ -130,7 +130,8 @@ def test_unit_new_writes_a_valid_contract_and_refuses_bad_input(tmp_path: Any) -
             "not a duration",
         ),
         (["N1", "--type", "t", "--profile", "bookkeeper", "--title", "t"], "is not a unit id"),
-        (["n1", "--type", "t", "--profile", "bookkeeper", "--title", ""], "--title: must not be empty"),
+        (["n1", "--type", "t", "--profile", "bookkeeper", "--title", ""], "--title: required"),
+        (["n1", "--type", "t", "--profile", "bookkeeper", "--title", "  "], "--title: must not be empty"),
     ):
         refused = ws.run("unit", "new", *args)
         assert refused.returncode == 2 and needle in one_line(refused), (args, refused.stderr)

@@ -183,6 +183,12 @@ def workspace(git_only: bool = False) -> tuple[Any, Any]:
     if OPTIONS.key:
         from engine.trust.signing import use_key
 
+        if (
+            not Path(OPTIONS.key).expanduser().exists()
+        ):  # an operator's review: `--once --key TYPO` said nothing
+            raise BadInput(
+                f"--key {OPTIONS.key}: no such file (the SSH private key that signs a person's action)"
+            )
         use_key(OPTIONS.key)
     root, lease = OPTIONS.root, OPTIONS.lease
     return locate(Path(root) if root else None, Path(lease) if lease else None, git_only=git_only)

@@ -13,6 +13,7 @@ import typer
 
 from controlroom import printing
 from controlroom.cli.common import (
+    OPTIONS,
     JsonFlag,
     emit_json,
     escape,
@@ -214,6 +215,11 @@ def demo(
 
     if clock_mode not in ("system", "pinned"):
         raise BadInput(f"--clock {clock_mode!r} is not one of system, pinned")
+    for name, given in (("--root", OPTIONS.root), ("--lease", OPTIONS.lease), ("--key", OPTIONS.key)):
+        if given is not None:  # an operator's review: `demo --root D` built in a temp folder, silently
+            raise BadInput(
+                f"{name}: the demo builds a workspace of its own and signs with its own key; give a new or empty folder with --dir"
+            )
     root = dir_ or Path(tempfile.mkdtemp(prefix="regulator-demo-"))
     ws = build(root, clock_mode, store)
     key = ws.root / KEY_DIR / OWNER

@@ -216,6 +216,12 @@ def main(
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         context = getattr(exc, "ctx", None)  # the command the error is of: its own help says its options
         where = getattr(context, "command_path", None) or _command_path(command, args)
+        option = getattr(exc, "option_name", None)
+        if option in ("--root", "--lease", "--key") and hasattr(
+            getattr(context, "command", None), "list_commands"
+        ):
+            # a group's own options are not every command's (an operator's review: `unit --root D dispatch`)
+            message += f"; it goes with the command (`{where} COMMAND {option} …`) or first (`regulator {option} … {where.removeprefix('regulator ')} COMMAND`)"
         # Click writes a control character it quotes as `\xNN` itself; what it leaves raw (a bidi or
         # invisible character of the person's typing) has the line escaped whole
         printing.say(f"regulator: {ensure_escaped(message)} (see `{where} --help`)\n")

@@ -89,6 +89,13 @@ def sensors(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         ["sensor", "kind", "every", "severity", "last run", "outcome", "raised", "next run"],
         [[r["name"], r["kind"], r["every"], r["severity"], *_run_cells(r)] for r in rows],
     )
+    for r in rows:  # what went wrong, not only how often (an operator's review: "error (1 error(s))")
+        if r["errors"]:
+            more = r["errorCount"] - 1
+            out(
+                f"{escape(r['name'])}: {escape(r['errors'][0])}"
+                + (f" (and {more} more: sensors --json)" if more > 0 else "")
+            )
     absent_exit(ws)
 
 
@@ -159,7 +166,9 @@ def calibration(as_json: JsonFlag = False) -> None:
         return
     absent_listing(ws, "predictions")
     if not rows:
-        out("no predictions yet (report_intelligence's `prediction: {resolvesAt}`)")
+        out(
+            "no predictions yet (`signals report --resolves-at TIME`, or the door's report_intelligence with `prediction: {resolvesAt}`)"
+        )
     else:
         table(
             ["source", "confidence", "came true", "did not", "awaiting", "pending", "rate"],

@@ -62,7 +62,9 @@ def today() -> date:
 
 @functools.lru_cache(maxsize=256)  # the router writes one time for every record of a run
 def iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """TIME_FORM, its year in four digits (strftime's %Y writes year 1 as `1`: an adversarial review)."""
+    m = moment.astimezone(UTC)
+    return f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}Z"
 
 
 DATE_FORM = "YYYY-MM-DD"
@@ -79,9 +81,11 @@ def parse_time(value: object, field: str = "time") -> datetime:
         shown = repr(value) if isinstance(value, str) else "not text"
         raise BadInput(f"{field}: {shown} is not a time {TIME_FORM} (e.g. 2026-11-29T12:00:00Z)")
     try:
-        return datetime.fromisoformat(value[:-1]).replace(tzinfo=UTC)
+        moment = datetime.fromisoformat(value[:-1]).replace(tzinfo=UTC)
     except ValueError:
         raise BadInput(f"{field}: {value!r} is not a real moment ({TIME_FORM})") from None
+    _since_1970(field, value, moment.year)
+    return moment
 
 
 def parse_date(value: object, field: str = "date") -> date:
@@ -91,9 +95,18 @@ def parse_date(value: object, field: str = "date") -> date:
         shown = repr(value) if isinstance(value, str) else "not text"
         raise BadInput(f"{field}: {shown} is not a calendar date {DATE_FORM}")
     try:
-        return date.fromisoformat(value)
+        day = date.fromisoformat(value)
     except ValueError:
         raise BadInput(f"{field}: {value!r} is not a calendar date ({DATE_FORM})") from None
+    _since_1970(field, value, day.year)
+    return day
+
+
+def _since_1970(field: str, value: str, year: int) -> None:
+    """A time or date before 1970 is no moment a host's clock or a git commit says (and one near
+    year 1 overflowed the arithmetic after it: `registry retro --since 0001-01-01` was a traceback)."""
+    if year < 1970:
+        raise BadInput(f"{field}: {value!r} is before 1970-01-01: no host's clock says so")
 
 
 def read_time(value: str, field: str = "time") -> datetime:

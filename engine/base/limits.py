@@ -38,7 +38,9 @@ def check_text(field: str, value: object, *, kind: str | None = None, required: 
     if not isinstance(value, str):
         raise BadInput(f"{field}: expected text, got {type(value).__name__}")
     if required and not value.strip():
-        raise BadInput(f"{field}: must not be empty")
+        # nothing at all is an option left out (a default of ""): say so (an operator's review:
+        # `identity accept ID --by alice` said "--rationale: must not be empty", never given)
+        raise BadInput(f"{field}: required" if value == "" else f"{field}: must not be empty")
     if "\x00" in value:
         raise BadInput(f"{field}: contains a NUL byte; remove it")
     try:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Literal, overload
 
 from engine.base.errors import BadInput, Refused
 from engine.log.events import STORES
-from engine.log.store import NO_STORES, Store, lock_held, locked
+from engine.log.files import NO_STORES, lock_held, locked
+from engine.log.store import Store
 from identity import regular
 from identity.files import POLICY_DIR, SENSORS_POLICY, STORE_POLICY, content_hash
 

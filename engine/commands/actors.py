@@ -21,9 +21,14 @@ class Actor(msgspec.Struct, frozen=True):
     lease: Lease | None = None
 
 
-def check_person(by: str | None, field: str = "--by") -> str:
+def check_person(by: str | None, field: str = "--by", **texts: object) -> str:
+    """The person acting, named. `texts` (option -> value): what the command requires besides, named in
+    the same line where it is left out too (an operator's review: `--by`, then `--rationale`, one
+    run each)."""
     if by is None:
-        raise BadInput(f"{field}: name the person acting (e.g. --by alice)")
+        missing = [f"--{name}" for name, value in texts.items() if value is None or value == ""]
+        more = f"; {', '.join(missing)}: required too" if missing else ""
+        raise BadInput(f"{field}: name the person acting (e.g. --by alice){more}")
     return check_text(field, by, kind="name")
 
 

@@ -109,7 +109,7 @@ def find(entries: dict[str, MemoryEntry], prefix: str) -> MemoryEntry:
 
 def retract(ws: Workspace, prefix: str, by: str | None, reason: str) -> dict:
     """A later event; nothing is deleted. Needs a person with the retract grant."""
-    person = check_person(by)
+    person = check_person(by, reason=reason)
     reason = check_text("--reason", reason, kind="reason")
     require_grant(ws, person, "retract", "retract a memory entry")
 

@@ -84,7 +84,7 @@ def resolve(
     """A person's disposition of an open obligation (design §5.4); `say` is told, once it is written,
     what the write does not show (after_resolving)."""
     check_prefix(prefix, "obligation")
-    person = check_person(by)
+    person = check_person(by, rationale=rationale)
     if disposition not in DISPOSITIONS:
         raise BadInput(f"--disposition {disposition!r} is not one of {', '.join(DISPOSITIONS)}")
     rationale = check_text("--rationale", rationale, kind="rationale")

@@ -182,7 +182,7 @@ def check_escalate(ws: Workspace, text: str) -> None:
 
 
 def decide(ws: Workspace, prefix: str, by: str | None, rationale: str, verdict: str) -> dict:
-    person = check_person(by)
+    person = check_person(by, rationale=rationale)
     rationale = check_text("--rationale", rationale, kind="rationale")
     require_grant(ws, person, "accept", f"{'accept' if verdict == 'accepted' else 'reject'} a proposal")
 
@@ -334,12 +334,23 @@ def review(ws: Workspace, proposal: dict) -> list[str]:
     import difflib
 
     file, before, after, author, routing = _sides(ws, proposal)
-    diff = difflib.unified_diff(
-        before.split("\n") if before else [], after.split("\n"), f"{file} (decided)",
-        f"{file} (proposed)", lineterm="",
-    )  # fmt: skip
-    # split on \n only: a \r, \x1c or U+2028 stays in its line, escaped
-    return _flagged(file, before, after, author, routing) + list(diff)
+    old, new = _lines(before), _lines(after)
+    diff = list(difflib.unified_diff(old, new, f"{file} (decided)", f"{file} (proposed)", lineterm=""))
+    if old == new and before != after:
+        diff.append("(only the newline at the end of the file differs)")
+    return _flagged(file, before, after, author, routing) + diff
+
+
+def _lines(text: str) -> list[str]:
+    """A file's lines as its diff shows them: split on \\n only (a \\r, \\x1c or U+2028 stays in its
+    line, escaped), the newline that ends the last line opening no empty line after it (an
+    operator's review: a 7-line file read as 8, the last an empty `+`)."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def marks(ws: Workspace, proposal: dict) -> int:

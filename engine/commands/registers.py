@@ -287,7 +287,7 @@ def resolve_finding(
     `resolved` by that grant's `Authorized-by:` trailer) and still goes through review; with
     `commit`, it is committed with the trailer, SSH-signed with the person's key. The finding
     becomes history: the units it affects are no longer held by it (design §8.2)."""
-    person = check_person(by)
+    person = check_person(by, rationale=rationale)
     rationale = check_text("--rationale", rationale, kind="rationale")
     entry = _finding(ws, state, finding_id)
     require_grant(ws, person, "ack", "resolve a finding")

@@ -108,6 +108,11 @@ def _prediction(value: object, observed: datetime) -> dict:
         raise BadInput(
             f"prediction.resolvesAt {clock.iso(resolves)} is not after observedAt {clock.iso(observed)}"
         )
+    now = clock.now()
+    if resolves <= now:  # observedAt is the reporter's word: a claim already judgeable is no prediction
+        raise BadInput(
+            f"prediction.resolvesAt {clock.iso(resolves)} is not after now ({clock.iso(now)}): a prediction is a claim about the future"
+        )
     return {"resolvesAt": clock.iso(resolves)}
 
 

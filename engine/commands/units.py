@@ -199,7 +199,7 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str | None, rationale: 
     """A recovery decision (§4.4): it disposes of the unit's open S3 obligations in one event
     (engine.read.rules.recovery says which, and what it opens)."""
     _known(ws, unit_id)
-    person = check_person(by)
+    person = check_person(by, rationale=rationale)
     if action not in RECOVERY_ACTIONS:
         raise BadInput(f"--action {action!r} is not one of {', '.join(RECOVERY_ACTIONS)}")
     rationale = check_text("--rationale", rationale, kind="rationale")
@@ -237,7 +237,7 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str | None, rationale: 
 def demote(ws: Workspace, unit_id: str, by: str | None, rationale: str) -> dict:
     """The re-gate of seed 004: an in-progress unit back to todo, its lease released."""
     _known(ws, unit_id)
-    person = check_person(by)
+    person = check_person(by, rationale=rationale)
     rationale = check_text("--rationale", rationale, kind="rationale")
     require_grant(ws, person, "decide", "demote a unit")
 

@@ -31,7 +31,8 @@ from engine.commands.rerouting import (
     store_lines,
 )
 from engine.log.events import STORES
-from engine.log.store import AS_IT_STANDS, BROKEN, EDITED, MOVED, SKIPPED, TAKEN, open_regular
+from engine.log.files import open_regular
+from engine.log.store import AS_IT_STANDS, BROKEN, EDITED, MOVED, SKIPPED, TAKEN
 from engine.log.store import verify as verify_chain
 from engine.read.model import EventKind
 from engine.read.storeless import ABSENT
@@ -567,7 +568,7 @@ def dismiss(ws: Workspace, target: str, by: str | None, rationale: str) -> tuple
     from engine.read.rules import dismissing, refuse
     from engine.trust.signing import person_event, signer_for
 
-    person = check_person(by)
+    person = check_person(by, rationale=rationale)
     rationale = check_text("--rationale", rationale, kind="rationale")
     if not ws.has_stores:  # a clone: nothing verified, nothing to dismiss (design §16.2)
         raise BadInput(f"--dismiss {target}: {ABSENT}; dismiss on the host, where the stores are")

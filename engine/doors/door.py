@@ -26,7 +26,7 @@ from engine.checkout.head import Head
 from engine.checkout.workspace import Lease, Workspace, check_untracked, configure_clock
 from engine.commands.actors import check_lease
 from engine.log.events import STORES
-from engine.log.store import NO_STORES, open_regular
+from engine.log.files import NO_STORES, open_regular
 from engine.read.contracts import ContractFiles, load_contracts
 from engine.read.fold import StoreReplaced, advance
 from engine.read.load import load

@@ -7,7 +7,6 @@ for it with the same interface, its lines mirrored into these files.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import functools
 import hashlib
@@ -15,7 +14,6 @@ import json
 import math
 import operator
 import os
-import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import accumulate, compress, filterfalse
 from pathlib import Path
@@ -25,10 +23,10 @@ import msgspec
 
 from engine.base import clock, ids
 from engine.base.errors import BadInput, Refused
+from engine.log.files import open_regular, open_store
 from engine.log.lines import DEEP_BYTES, TOO_DEEP, too_deep
 
 GENESIS = ""
-NO_STORES = "no regulator stores here (a clone? run on the host, or connect a store: design §18)"
 SKEW_S = 2  # how far an event may be stamped before its store's last one (design §15.3)
 _READ_CHUNK = 1 << 20
 _TAIL_CHUNK = 16 << 10  # last_event's first piece, doubled until a whole line is in it
@@ -125,56 +123,13 @@ class ReadResult(msgspec.Struct):
             self.problems.append(Problem(store, line, kind, why()))
 
 
-@contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """An exclusive section across processes, held on a lock file beside the stores."""
-    fd = _open(path, os.O_RDWR | os.O_CREAT)
+def _cut_back(fd: int, size: int) -> str:
+    """A failed append's bytes taken off again (the file as it was at `size`), and what is left."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def lock_held(path: Path) -> bool:
-    """Does another process hold the lock file `locked(path)` takes? A probe: never waits, and a
-    missing or unopenable file is no lock held."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)  # closing releases the probe's lock
-    return False
-
-
-def _open(path: Path, flags: int) -> int:
-    """Open without following a symlink; a missing store is never created here (only `init`
-    and `demo` create stores, design §15.4)."""
-    try:
-        return open_regular(path, flags)
-    except FileNotFoundError:
-        raise Refused(NO_STORES) from None
-    except OSError as exc:
-        if os.path.islink(path):
-            raise Refused(f"{path} is a symlink; regulator opens its stores only where they are") from None
-        raise Refused(f"{path}: cannot open ({exc.strerror})") from None
-
-
-def open_regular(path: str | Path, flags: int = os.O_RDONLY) -> int:
-    """A descriptor on a store's regular file, never following a symlink and never waiting: a
-    FIFO or a device put where a store belongs would block every reader (Refused instead)."""
-    fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise Refused(f"{path} is not a regular file; regulator reads its stores only from files")
-    return fd
+        os.ftruncate(fd, size)
+    except OSError as again:  # the torn line stays: readers skip it, verify names it
+        return f"its partial line could not be cut off: {again.strerror}"
+    return "nothing of the line was kept"
 
 
 class Store:
@@ -188,12 +143,15 @@ class Store:
 
         The lock covers finding the chain's tail and the write, so concurrent writers chain in
         order. A file that does not end in a newline (a torn write) gets one first, in the same
-        write, so the new event always lands whole on its own line.
+        write, so the new event always lands whole on its own line. A write that fails part way
+        (a full disk) is cut off again, so it leaves nothing: a line the command said it did not
+        write can never be completed by the next append and count (an adversarial review).
         """
         check_size(self.name, event)
-        fd = _open(self.path, os.O_WRONLY | os.O_APPEND)
+        fd = open_store(self.path, os.O_WRONLY | os.O_APPEND)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size  # where this write begins: every writer appends under the lock
             prev, ends_clean, last_at = self._tail()
             _check_time(self.name, event.get("at"), last_at)
             written = dict(event)
@@ -204,10 +162,14 @@ class Store:
                 written = {"id": written.pop("id"), **written}
             written["hash"] = event_hash(written)
             data = (b"" if ends_clean else b"\n") + line_text(self.name, written).encode() + b"\n"
-            view = memoryview(data)
-            while view:
-                done = os.write(fd, view)
-                view = view[done:]
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            except OSError as exc:
+                exc.strerror = f"{exc.strerror or exc} ({_cut_back(fd, size)})"
+                exc.filename = str(self.path)
+                raise
             return written
         finally:
             os.close(fd)

@@ -183,7 +183,7 @@ def test_passes_begun_under_the_decide_lock_do_not_hold_it_after_once_lets_go(
     go, however long they still read."""
     from engine.checkout.workspace import Workspace as EngineWorkspace
     from engine.commands import verification
-    from engine.log.store import lock_held
+    from engine.log.files import lock_held
 
     def slow(*args: Any) -> list[list[Any]]:  # a pass over stores far larger than these
         time.sleep(10)

@@ -17,15 +17,12 @@ from typing import Any
 from engine.base import hostkey
 from engine.base.errors import Refused
 from engine.log.events import STORES
+from engine.log.files import locked, open_regular
 from engine.log.pg.admin import instance
 from engine.log.pg.connection import _run, redact
 from engine.log.pg.server import _blocks, _newlines
 from engine.log.pg.sql import HEAD_SQL, MARKER
-from engine.log.store import (
-    GENESIS,
-    locked,
-    open_regular,
-)
+from engine.log.store import GENESIS
 
 # ---- the mirror ---------------------------------------------------------------------------------
 

@@ -1,0 +1,54 @@
+"""A store write that fails part way (a full disk; here the file-size limit, which fails the same
+`write` with the same partial line) leaves nothing behind: the command says it failed, the store's
+bytes are what they were, and no later write completes the line and makes it count (an adversarial
+review, D-335: a report cut off at its newline was completed by the next append and routed)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from tests import helpers
+
+SIGNALS = Path(".regulator") / "signals.ndjson"
+
+
+def _report(root: Path, env: dict[str, str], limit: int | None = None) -> subprocess.CompletedProcess:
+    argv = [helpers.REGULATOR, *helpers.report_args(by="alice", subject="disk filling")]
+    if limit is not None:  # every file this process writes stops at `limit` bytes (EFBIG past it)
+        argv = ["prlimit", f"--fsize={limit}", *argv]
+    return subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_write_cut_off_leaves_nothing_and_the_next_write_does_not_complete_it(
+    ws: helpers.Workspace, tmp_path: Path
+) -> None:
+    # the report's line, measured in a copy: the same report writes the same bytes (pinned clock)
+    twin = tmp_path / "twin"
+    shutil.copytree(ws.root, twin, symlinks=True)
+    before_twin = (twin / SIGNALS).stat().st_size
+    assert _report(twin, ws.env).returncode == 0
+    line = (twin / SIGNALS).stat().st_size - before_twin
+
+    store = ws.root / SIGNALS
+    before = store.read_bytes()
+    signals_before = len(ws.json("signals"))
+    # a few bytes of it, and all of it but its newline (the whole JSON object on disk)
+    for limit in (len(before) + 10, len(before) + line - 1):
+        done = _report(ws.root, ws.env, limit)
+        assert done.returncode == 1, (limit, done.stdout, done.stderr)
+        assert done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+        assert (
+            done.stderr
+            == f"regulator: File too large (nothing of the line was kept): {store}; the command stopped there (exit 1)\n"
+        )
+        assert store.read_bytes() == before  # cut off again: nothing half-written
+    # the next write, with room, is the only one that counts
+    done = _report(ws.root, ws.env)
+    assert done.returncode == 0, done.stderr
+    assert (
+        store.read_bytes().startswith(before) and store.read_bytes().count(b"\n") == before.count(b"\n") + 1
+    )
+    assert len(ws.json("signals")) == signals_before + 1
+    assert ws.run("verify").returncode == 0

@@ -1,0 +1,36 @@
+"""Times at the ends of the calendar (an adversarial review, D-335): every time the engine writes is
+TIME_FORM, four-digit year and all; a time or date given before 1970 is bad input (exit 2, one line),
+never a traceback from the arithmetic after it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.base import clock
+from tests import helpers
+from tests.helpers import one_line
+
+
+@given(st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)))
+def test_every_time_written_is_time_form(moment: datetime) -> None:
+    text = clock.iso(moment)
+    assert clock._TIME.fullmatch(text), text
+    assert text == moment.strftime("%Y-%m-%dT%H:%M:%SZ").rjust(20, "0")
+    if moment.year >= 1970:
+        assert clock.parse_time(text) == moment.replace(microsecond=0)
+
+
+def test_a_period_before_1970_is_bad_input_not_a_traceback(ws: helpers.Workspace) -> None:
+    before = ws.digest()
+    for args in (
+        ["registry", "retro", "--since", "0001-01-01"],
+        ["registry", "retro", "--since", "1969-12-31", "--until", "2026-11-01"],
+    ):
+        done = ws.run(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert one_line(done).startswith(f"regulator: --since: '{args[3]}' is before 1970-01-01")
+        assert "Traceback" not in done.stderr and done.stdout == ""
+    assert ws.digest() == before

@@ -1,0 +1,141 @@
+"""What a new operator met on day one (an operator's review, D-334): an option the command does not
+use refused, not ignored; a key file that is not there named before anything runs; an option left
+out called required; a proposal's diff with the lines the file has; a sensor's error said where
+its row counts it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests import helpers
+from tests.helpers import one_line
+
+PROFILES = "regulator/policy/profiles.yaml"
+
+
+def test_the_demo_refuses_a_workspace_to_find_and_builds_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "here"
+    for option in (["--root", str(target)], ["--key", str(tmp_path / "k")], ["--lease", str(tmp_path / "l")]):
+        done = subprocess.run(
+            [helpers.REGULATOR, "demo", "--once", *option], cwd=tmp_path, env=helpers.clean_env(),
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert one_line(done).startswith(f"regulator: {option[0]}: the demo builds a workspace of its own")
+        assert "--dir" in done.stderr and done.stdout == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_key_file_that_is_not_there_is_bad_input_before_anything_runs(ws: helpers.Workspace) -> None:
+    before = ws.digest()
+    missing = str(ws.root.parent / "no-such-key")
+    for args in (
+        ["controlroom", "--once", "--as", "alice", "--key", missing],
+        ["--key", missing, "obligations"],
+        ["memory", "retract", "nope", "--by", "alice", "--reason", "r", "--key", missing],
+    ):
+        done = ws.run(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert (
+            one_line(done)
+            == f"regulator: --key {missing}: no such file (the SSH private key that signs a person's action)"
+        )
+        assert done.stdout == ""
+    assert ws.digest() == before
+
+
+def test_a_groups_misplaced_workspace_option_says_where_it_goes(ws: helpers.Workspace) -> None:
+    before = ws.digest()
+    done = ws.run("unit", "--root", str(ws.root), "dispatch", "u1")
+    assert done.returncode == 2 and done.stdout == ""
+    assert one_line(done) == (
+        "regulator: No such option: --root; it goes with the command (`regulator unit COMMAND --root …`) "
+        "or first (`regulator --root … unit COMMAND`) (see `regulator unit --help`)"
+    )
+    # where it said so, it goes
+    assert ws.digest() == before
+    assert ws.run("unit", "dispatch", "u1", "--root", str(ws.root)).returncode == 0
+    assert (
+        ws.run("--root", str(ws.root), "unit", "demote", "u1", "--by", "alice", "--rationale", "r").returncode
+        == 0
+    )
+
+
+def test_an_option_left_out_is_required_and_an_empty_one_is_empty(ws: helpers.Workspace) -> None:
+    before = ws.digest()
+    done = ws.run("identity", "accept", "nope", "--by", "alice")
+    assert done.returncode == 2 and one_line(done) == "regulator: --rationale: required"
+    done = ws.run("identity", "accept", "nope", "--by", "alice", "--rationale", " ")
+    assert done.returncode == 2 and one_line(done) == "regulator: --rationale: must not be empty"
+    assert ws.digest() == before
+
+
+def _shown_diff(ws: helpers.Workspace, content: str) -> list[str]:
+    source = ws.root.parent / "proposed.yaml"
+    source.write_text(content)
+    done = ws.run(
+        "identity", "propose", "--file", PROFILES, "--content-from", str(source), "--rationale", "r", "--by", "alice", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shown = ws.run("identity", "show", json.loads(done.stdout)["id"])
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("--- ")]
+    return lines[starts[0] :] if starts else lines[-1:]
+
+
+def test_a_proposals_diff_has_the_lines_the_file_has(ws: helpers.Workspace) -> None:
+    decided = (ws.root / PROFILES).read_text()
+    assert decided.endswith("\n")
+    count = decided.count("\n")
+    diff = _shown_diff(ws, decided + "# added\n")
+    assert f"@@ -{count - 2},3 +{count - 2},4 @@" in diff and diff[-1] == "+# added"
+    assert "+" not in diff and "-" not in diff  # no empty line the file does not have
+    # a change of the last newline alone is said, not shown as nothing
+    diff = _shown_diff(ws, decided.removesuffix("\n"))
+    assert diff[-1] == "(only the newline at the end of the file differs)"
+
+
+def test_a_sensors_error_is_said_under_its_row(ws: Any) -> None:
+    from tests.test_world_sensors import GOOD, declare
+
+    declare(ws, [GOOD, "{not json at all", "also not json"])
+    assert ws.run("sensors", "run", "scan").returncode == 1
+    listing = ws.run("sensors")
+    assert listing.returncode == 0, listing.stderr
+    said = [line for line in listing.stdout.splitlines() if line.startswith("scan: ")]
+    assert said == [
+        "scan: line 2: not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"
+        " (and 1 more: sensors --json)"
+    ], listing.stdout
+
+
+def test_calibration_without_predictions_names_the_flag(ws: helpers.Workspace) -> None:
+    done = ws.run("calibration")
+    assert done.returncode == 0, done.stderr
+    assert "signals report --resolves-at TIME" in done.stdout
+
+
+def test_a_person_command_names_everything_left_out_at_once(ws: helpers.Workspace) -> None:
+    before = ws.digest()
+    for args, line in (
+        (
+            ["unit", "demote", "u1"],
+            "--by: name the person acting (e.g. --by alice); --rationale: required too",
+        ),
+        (
+            ["identity", "accept", "nope"],
+            "--by: name the person acting (e.g. --by alice); --rationale: required too",
+        ),
+        (
+            ["memory", "retract", "nope"],
+            "--by: name the person acting (e.g. --by alice); --reason: required too",
+        ),
+        (["unit", "demote", "u1", "--rationale", "r"], "--by: name the person acting (e.g. --by alice)"),
+    ):
+        done = ws.run(*args)
+        assert done.returncode == 2 and one_line(done) == f"regulator: {line}", (args, done.stderr)
+    assert ws.digest() == before
