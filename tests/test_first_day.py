@@ -139,3 +139,21 @@ def test_a_person_command_names_everything_left_out_at_once(ws: helpers.Workspac
         done = ws.run(*args)
         assert done.returncode == 2 and one_line(done) == f"regulator: {line}", (args, done.stderr)
     assert ws.digest() == before
+
+
+def test_a_json_field_given_by_its_flags_name_says_the_json_name(ws: helpers.Workspace) -> None:
+    before = ws.digest()
+    report = {"subject": "s", "claim": "c", "observation": "o", "evidence": ["e"], "confidence": "high"}
+    done = ws.run(
+        "signals",
+        "report",
+        "--by",
+        "alice",
+        "--json-input",
+        "-",
+        input=json.dumps({**report, "affects": ["u1"]}),
+    )
+    assert done.returncode == 2 and one_line(done).startswith(
+        "regulator: unknown field 'affects' (--affects's JSON field is affectedUnits); the fields are subject,"
+    ), done.stderr
+    assert ws.digest() == before

@@ -23,6 +23,17 @@ LIMITS: dict[str, int] = {
 MAX_LIST = {"evidence": 64, "affects": 256, "scope": 32, "options": 16}
 
 
+def check_known(fields: dict, known: tuple[str, ...], flags: dict[str, str] | None = None) -> None:
+    """No field `known` does not list (exit 2, the first named, with every field there is). `flags`:
+    a command-line name -> its JSON field where the two differ, said where one was given by its
+    flag's name (an operator's review: `{"affects": ...}` in --json-input, D-334)."""
+    unknown = sorted(set(fields) - set(known))
+    if unknown:
+        named = (flags or {}).get(unknown[0])
+        hint = f" (--{unknown[0]}'s JSON field is {named})" if named else ""
+        raise BadInput(f"unknown field {unknown[0]!r}{hint}; the fields are {', '.join(known)}")
+
+
 def check_required(fields: dict, names: tuple[str, ...]) -> None:
     """Every field of `names` that `fields` lacks (absent or null), named in one line (exit 2):
     "subject: required (and note, evidence)", not one per attempt."""

@@ -7,7 +7,7 @@ from datetime import date, timedelta
 
 from engine.base import clock
 from engine.base.errors import BadInput
-from engine.base.limits import check_list, check_required, check_text
+from engine.base.limits import check_known, check_list, check_required, check_text
 from engine.base.lookup import by_prefix
 from engine.checkout.workspace import Lease, Workspace
 from engine.commands.actors import check_person, leased, require_grant, through_door
@@ -23,9 +23,7 @@ UNIT_TYPE = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
 def validate_entry(fields: dict, today: date) -> dict:
-    unknown = sorted(set(fields) - set(FIELDS))
-    if unknown:
-        raise BadInput(f"unknown field {unknown[0]!r}; the fields are {', '.join(FIELDS)}")
+    check_known(fields, FIELDS, {"review-by": "reviewBy", "review_by": "reviewBy"})
     check_required(fields, ("subject", "note", "evidence", "reviewBy"))
     subject = check_text("subject", fields["subject"])
     note = check_text("note", fields["note"])

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from engine.base import clock
 from engine.base.errors import BadInput, Refused
-from engine.base.limits import check_list, check_required, check_text
+from engine.base.limits import check_known, check_list, check_required, check_text
 from engine.base.lookup import check_prefix
 from engine.checkout.workspace import Lease, Workspace, check_unit_id
 from engine.commands.actors import Actor, check_person, leased, require_grant
@@ -31,6 +31,17 @@ FIELDS = (
     "supersedes",  # design §24: the id of an earlier signal this report re-asks or replaces
 )
 CONFIDENCE = ("low", "medium", "high")
+# `signals report`'s flags whose JSON field is named otherwise (seed 000's names are the JSON's)
+_FLAGS = {
+    "severity": "reportedSeverity",
+    "affects": "affectedUnits",
+    "observed-at": "observedAt",
+    "observed_at": "observedAt",
+    "expires-at": "expiresAt",
+    "expires_at": "expiresAt",
+    "resolves-at": 'prediction: {"resolvesAt": TIME}',
+    "resolvesAt": 'prediction: {"resolvesAt": TIME}',
+}
 
 
 def _listed(fields: dict, name: str) -> object:
@@ -45,9 +56,7 @@ def validate_report(
     """Check every field of seed 000's report (exit 2 on the first problem, every missing field named
     at once); return the signal body.
     `now` is the host's clock, or the routing time of a what-if case (engine.commands.whatif)."""
-    unknown = sorted(set(fields) - set(FIELDS))
-    if unknown:
-        raise BadInput(f"unknown field {unknown[0]!r}; the fields are {', '.join(FIELDS)}")
+    check_known(fields, FIELDS, _FLAGS)
     check_required(fields, ("subject", "claim", "observation", "evidence", "confidence", "reportedSeverity"))
     subject = check_text("subject", fields["subject"])
     claim = check_text("claim", fields["claim"])
