@@ -157,3 +157,45 @@ def test_a_json_field_given_by_its_flags_name_says_the_json_name(ws: helpers.Wor
         "regulator: unknown field 'affects' (--affects's JSON field is affectedUnits); the fields are subject,"
     ), done.stderr
     assert ws.digest() == before
+
+
+def test_more_commands_name_what_they_lack_at_once(ws: helpers.Workspace) -> None:
+    before = ws.digest()
+    for args, line in (
+        (
+            ["unit", "decide", "u1"],
+            "--by: name the person acting (e.g. --by alice); --action, --rationale: required too",
+        ),
+        (
+            ["unit", "decide", "u1", "--by", "alice", "--rationale", "r"],
+            "--action: required (one of retry, repair, abort, remediate, replan, clarify, pause, escalate)",
+        ),
+        (
+            ["signals", "resolve-prediction", "x"],
+            "--by: name the person acting (e.g. --by alice); --came-true, --rationale: required too",
+        ),
+        (
+            ["signals", "resolve-prediction", "x", "--by", "alice", "--rationale", "r"],
+            "--came-true: required (yes or no)",
+        ),
+    ):
+        done = ws.run(*args)
+        assert done.returncode == 2 and one_line(done) == f"regulator: {line}", (args, done.stderr)
+    assert ws.digest() == before
+
+
+def test_init_with_a_key_file_that_is_not_there_makes_nothing(tmp_path: Path) -> None:
+    """An adversarial review: `init --key TYPO` went on and committed the baseline unsigned."""
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    helpers.git(folder, "init", "-q", "-b", "main")
+    public = helpers.make_key(tmp_path / "keys", "alice").with_suffix(".pub")
+    missing = str(tmp_path / "no-such-key")
+    done = subprocess.run(
+        [helpers.REGULATOR, "init", "--owner", "alice", "--owner-key", str(public), "--key", missing],
+        cwd=folder, env=helpers.clean_env(), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and one_line(done) == (
+        f"regulator: --key {missing}: no such file (the SSH private key that signs a person's action)"
+    )
+    assert sorted(p.name for p in folder.iterdir()) == [".git"]

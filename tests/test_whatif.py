@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -255,6 +256,14 @@ def test_routing_test_file_reports_what_no_case_exercised(fleet: Any, tmp_path: 
             yaml.safe_dump([case("bad severity", {"outcome": "noted"}, reportedSeverity="huge")]),
             "case 1 (bad severity): signal: severity",
         ),
+        (  # an unquoted YAML time past the calendar's end once in UTC: bad input, no traceback (D-335)
+            re.sub(
+                r"routedAt: '[^']*'",
+                "routedAt: 9999-12-31T23:59:59-05:00",
+                yaml.safe_dump([case("end of time", {"outcome": "noted"})]),
+            ),
+            "case 1 (end of time): signal: routedAt: '9999-12-31T23:59:59-05:00' is not a time",
+        ),
     ],
 )
 def test_a_bad_test_file_is_one_line_exit_2(fleet: Any, tmp_path: Path, text: Any, message: Any) -> None:
@@ -265,3 +274,22 @@ def test_a_bad_test_file_is_one_line_exit_2(fleet: Any, tmp_path: Path, text: An
     assert done.returncode == 2, done.stdout
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert done.stdout == ""
+
+
+def test_a_case_predicting_is_judged_at_its_own_routed_at(fleet: Any, tmp_path: Path) -> None:
+    """A prediction must resolve after the time it is reported (D-335): a what-if case's is its
+    routedAt, not the day the test file is run (an adversarial review: a committed case began to fail
+    once the calendar passed its resolvesAt)."""
+    ws, _, _ = fleet
+    path = tmp_path / "predicting.yaml"
+    past = case(
+        "a prediction, judged when it was routed",
+        {"outcome": "obligations"},
+        observedAt="2026-11-01T00:00:00Z",
+        routedAt="2026-11-01T00:00:00Z",
+        prediction={"resolvesAt": "2026-11-10T00:00:00Z"},  # before now (2026-11-29), after routedAt
+    )
+    path.write_text(yaml.safe_dump([past]))
+    done = ws.run("signals", "route", "--test-file", str(path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed, 0 failed" in done.stdout

@@ -175,21 +175,25 @@ def global_options(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def use_given_key() -> None:
+    """--key, where given, is the key that signs: a path naming no file is exit 2 before anything
+    runs (an operator's review: `--once --key TYPO` said nothing, `init --key TYPO` committed unsigned)."""
+    if OPTIONS.key:
+        from engine.trust.signing import use_key
+
+        if not Path(OPTIONS.key).expanduser().exists():
+            raise BadInput(
+                f"--key {OPTIONS.key}: no such file (the SSH private key that signs a person's action)"
+            )
+        use_key(OPTIONS.key)
+
+
 def workspace(git_only: bool = False) -> tuple[Any, Any]:
     """The workspace and the lease (if any) for this command, found as design §3 orders it.
     `git_only`: the command answers from git, and opens no store that is not a file here (D-87)."""
     from engine.checkout.workspace import locate
 
-    if OPTIONS.key:
-        from engine.trust.signing import use_key
-
-        if (
-            not Path(OPTIONS.key).expanduser().exists()
-        ):  # an operator's review: `--once --key TYPO` said nothing
-            raise BadInput(
-                f"--key {OPTIONS.key}: no such file (the SSH private key that signs a person's action)"
-            )
-        use_key(OPTIONS.key)
+    use_given_key()
     root, lease = OPTIONS.root, OPTIONS.lease
     return locate(Path(root) if root else None, Path(lease) if lease else None, git_only=git_only)
 

@@ -18,6 +18,7 @@ from controlroom.cli.common import (
     person_workspace,
     report_problems,
     table,
+    use_given_key,
     workspace,
 )
 
@@ -55,10 +56,7 @@ def init(
     # a unit does not make workspaces: under a lease file, or started by `unit run` (D-218)
     host_only(acting_lease(Path(OPTIONS.lease) if OPTIONS.lease else None, Path.cwd()))
 
-    if OPTIONS.key:  # the key to sign the baseline commit with (the owner's private half)
-        from engine.trust.signing import use_key
-
-        use_key(OPTIONS.key)
+    use_given_key()  # the key to sign the baseline commit with (the owner's private half)
     root = Path(OPTIONS.root or ".")
     chosen = None
     if trunk is None:

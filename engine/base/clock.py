@@ -67,6 +67,7 @@ def iso(moment: datetime) -> str:
     return f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}Z"
 
 
+LAST_YEAR = 9998  # the last year a time or date given may name (_in_range)
 DATE_FORM = "YYYY-MM-DD"
 TIME_FORM = "YYYY-MM-DDTHH:MM:SSZ"
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -84,7 +85,7 @@ def parse_time(value: object, field: str = "time") -> datetime:
         moment = datetime.fromisoformat(value[:-1]).replace(tzinfo=UTC)
     except ValueError:
         raise BadInput(f"{field}: {value!r} is not a real moment ({TIME_FORM})") from None
-    _since_1970(field, value, moment.year)
+    _in_range(field, value, moment.year)
     return moment
 
 
@@ -98,15 +99,20 @@ def parse_date(value: object, field: str = "date") -> date:
         day = date.fromisoformat(value)
     except ValueError:
         raise BadInput(f"{field}: {value!r} is not a calendar date ({DATE_FORM})") from None
-    _since_1970(field, value, day.year)
+    _in_range(field, value, day.year)
     return day
 
 
-def _since_1970(field: str, value: str, year: int) -> None:
-    """A time or date before 1970 is no moment a host's clock or a git commit says (and one near
-    year 1 overflowed the arithmetic after it: `registry retro --since 0001-01-01` was a traceback)."""
+def _in_range(field: str, value: str, year: int) -> None:
+    """A time or date is from 1970 to 9998: before 1970 is no moment a host's clock or a git commit
+    says, and the arithmetic after one near either end of the calendar overflowed (`registry retro
+    --since 0001-01-01`, REGULATOR_NOW=9999-12-31T23:59:59Z: tracebacks; adversarial reviews, D-335)."""
     if year < 1970:
         raise BadInput(f"{field}: {value!r} is before 1970-01-01: no host's clock says so")
+    if year > LAST_YEAR:
+        raise BadInput(
+            f"{field}: {value!r} is after {LAST_YEAR}-12-31: the calendar's end is too near to count from"
+        )
 
 
 def read_time(value: str, field: str = "time") -> datetime:

@@ -132,7 +132,7 @@ class Workspace:
         (on PostgreSQL, its mirror's bytes, brought up to date when the lock was taken)."""
         folded = folded or {}
         return {
-            name: folded[name] if name in folded else self.store(name).size()
+            name: folded[name] if name in folded else self.store(name).settled_size()
             for name in STORES
             if name != but
         }

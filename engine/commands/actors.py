@@ -26,7 +26,9 @@ def check_person(by: str | None, field: str = "--by", **texts: object) -> str:
     the same line where it is left out too (an operator's review: `--by`, then `--rationale`, one
     run each)."""
     if by is None:
-        missing = [f"--{name}" for name, value in texts.items() if value is None or value == ""]
+        missing = [
+            f"--{name.replace('_', '-')}" for name, value in texts.items() if value is None or value == ""
+        ]
         more = f"; {', '.join(missing)}: required too" if missing else ""
         raise BadInput(f"{field}: name the person acting (e.g. --by alice){more}")
     return check_text(field, by, kind="name")

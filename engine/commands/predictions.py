@@ -31,9 +31,13 @@ def resolve_prediction(
     """`regulator signals resolve-prediction ID --came-true yes|no --by P --rationale R`: a signed
     person event, as engine.read.rules.recording_outcome allows it."""
     check_prefix(prefix, "signal")
-    person = check_person(by)
+    person = check_person(by, came_true=came_true, rationale=rationale)
     if came_true not in ANSWERS:
-        raise BadInput(f"--came-true {came_true!r}: yes or no")
+        raise BadInput(
+            "--came-true: required (yes or no)"
+            if came_true == ""
+            else f"--came-true {came_true!r}: yes or no"
+        )
     answer = ANSWERS[came_true]
     rationale = check_text("--rationale", rationale, kind="rationale")
 

@@ -90,7 +90,7 @@ def validate_report(
         rationale = check_text("rationale", rationale)
     extra: dict = {}
     if fields.get("prediction") is not None:
-        extra["prediction"] = _prediction(fields["prediction"], observed)
+        extra["prediction"] = _prediction(fields["prediction"], observed, now)
     if fields.get("supersedes") is not None:
         extra["supersedes"] = check_prefix(fields["supersedes"], "supersedes: signal")
     return {
@@ -108,7 +108,7 @@ def validate_report(
     }
 
 
-def _prediction(value: object, observed: datetime) -> dict:
+def _prediction(value: object, observed: datetime, now: datetime) -> dict:
     """`prediction: {resolvesAt}`: when the claim about the future can be judged (after observedAt)."""
     if not isinstance(value, dict) or set(value) != {"resolvesAt"}:
         raise BadInput('prediction: expected {"resolvesAt": "<time>"} (when the claim can be judged)')
@@ -117,8 +117,9 @@ def _prediction(value: object, observed: datetime) -> dict:
         raise BadInput(
             f"prediction.resolvesAt {clock.iso(resolves)} is not after observedAt {clock.iso(observed)}"
         )
-    now = clock.now()
-    if resolves <= now:  # observedAt is the reporter's word: a claim already judgeable is no prediction
+    # observedAt is the reporter's word: a claim already judgeable at `now` (the host's clock, or a
+    # what-if case's routedAt) is no prediction
+    if resolves <= now:
         raise BadInput(
             f"prediction.resolvesAt {clock.iso(resolves)} is not after now ({clock.iso(now)}): a prediction is a claim about the future"
         )

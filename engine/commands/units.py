@@ -199,9 +199,14 @@ def decide(ws: Workspace, unit_id: str, action: str, by: str | None, rationale: 
     """A recovery decision (§4.4): it disposes of the unit's open S3 obligations in one event
     (engine.read.rules.recovery says which, and what it opens)."""
     _known(ws, unit_id)
-    person = check_person(by, rationale=rationale)
+    person = check_person(by, action=action, rationale=rationale)
     if action not in RECOVERY_ACTIONS:
-        raise BadInput(f"--action {action!r} is not one of {', '.join(RECOVERY_ACTIONS)}")
+        choices = ", ".join(RECOVERY_ACTIONS)
+        raise BadInput(
+            f"--action: required (one of {choices})"
+            if action == ""
+            else f"--action {action!r} is not one of {choices}"
+        )
     rationale = check_text("--rationale", rationale, kind="rationale")
     require_grant(ws, person, "decide", "record a recovery decision")
 

@@ -46,7 +46,10 @@ def read_policy_file(path: str | Path) -> RoutingPolicy:
 def _as_text(value: object) -> object:
     """YAML reads an unquoted time as a datetime: the fields want the ISO text."""
     if isinstance(value, datetime):
-        return clock.iso(value if value.tzinfo else value.replace(tzinfo=UTC))
+        try:
+            return clock.iso(value if value.tzinfo else value.replace(tzinfo=UTC))
+        except OverflowError:  # past the calendar's end in UTC: its own text, which parse_time refuses
+            return value.isoformat()
     if isinstance(value, date):
         return value.isoformat()
     return value

@@ -123,6 +123,23 @@ class ReadResult(msgspec.Struct):
             self.problems.append(Problem(store, line, kind, why()))
 
 
+TORN_END = b"~\n"  # ends a torn last line before the next append: `{...}~` is no JSON, read by no reader
+
+
+def _last_newline(handle: IO[bytes], size: int) -> int:
+    """The offset of the file's last newline before `size` (-1: none), found from the end in
+    pieces: a torn tail of any length costs a scan, never its size in memory."""
+    end = size
+    while end > 0:
+        start = max(0, end - _READ_CHUNK)
+        handle.seek(start)
+        found = handle.read(end - start).rfind(b"\n")
+        if found >= 0:
+            return start + found
+        end = start
+    return -1
+
+
 def _cut_back(fd: int, size: int) -> str:
     """A failed append's bytes taken off again (the file as it was at `size`), and what is left."""
     try:
@@ -142,8 +159,10 @@ class Store:
         """Append one validated event; returns it as written (with id, prev and hash).
 
         The lock covers finding the chain's tail and the write, so concurrent writers chain in
-        order. A file that does not end in a newline (a torn write) gets one first, in the same
-        write, so the new event always lands whole on its own line. A write that fails part way
+        order. A file that does not end in a newline (a torn write) gets TORN_END first, in the same
+        write, so the new event always lands whole on its own line and the torn one stays a line no
+        reader takes, whatever it holds: a write killed one byte short of its newline was completed
+        by the next append, and counted (an adversarial review, D-335). A write that fails part way
         (a full disk) is cut off again, so it leaves nothing: a line the command said it did not
         write can never be completed by the next append and count (an adversarial review).
         """
@@ -161,7 +180,7 @@ class Store:
                 # keep the id first on the line, for people reading the file
                 written = {"id": written.pop("id"), **written}
             written["hash"] = event_hash(written)
-            data = (b"" if ends_clean else b"\n") + line_text(self.name, written).encode() + b"\n"
+            data = (b"" if ends_clean else TORN_END) + line_text(self.name, written).encode() + b"\n"
             try:
                 view = memoryview(data)
                 while view:
@@ -177,7 +196,8 @@ class Store:
     def _tail(self) -> tuple[str, bool, object]:
         """The hash of the last valid event, whether the file ends with a newline, and its `at`.
         Lines are found from the end in bounded pieces; one longer than MAX_LINE is stepped over
-        unread (it is no event), so a 200 MB garbage tail costs a scan, not its size in memory."""
+        unread (it is no event), so a 200 MB garbage tail costs a scan, not its size in memory. A
+        torn last line (no newline) is no event, whatever it holds: the chain's tail is before it."""
         try:
             fd = open_regular(self.path)
         except FileNotFoundError:
@@ -188,7 +208,7 @@ class Store:
                 return GENESIS, True, None
             handle.seek(size - 1)
             ends_clean = handle.read(1) == b"\n"
-            event = last_event(handle, size)
+            event = last_event(handle, size if ends_clean else _last_newline(handle, size) + 1)
         if event is None:
             return GENESIS, ends_clean, None
         return event["hash"], ends_clean, event.get("at")
@@ -271,6 +291,20 @@ class Store:
         result.offset = done
         result.line = number
         return result
+
+    def settled_size(self) -> int:
+        """The file's length with no append in flight: taken under a shared lock on it, which an
+        append holds exclusively while it writes and cuts a failed write back (what a decision's
+        `marks` and a host event's `seen` record: never bytes a failed write leaves for a moment)."""
+        try:
+            fd = open_regular(self.path)
+        except FileNotFoundError:
+            return 0
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            return os.fstat(fd).st_size
+        finally:
+            os.close(fd)
 
     def size(self) -> int:
         try:

@@ -5,6 +5,7 @@ review, D-335: a report cut off at its newline was completed by the next append 
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -52,3 +53,34 @@ def test_a_write_cut_off_leaves_nothing_and_the_next_write_does_not_complete_it(
     )
     assert len(ws.json("signals")) == signals_before + 1
     assert ws.run("verify").returncode == 0
+
+
+def test_a_line_killed_one_byte_short_of_its_newline_never_counts(tmp_path: Path) -> None:
+    """A writer killed between its write and its cut-back (or any crash that leaves a whole JSON
+    object without its newline): the next append ends that torn line with TORN_END, so no reader
+    takes it, and chains to the line before it."""
+    from engine.log.store import TORN_END, Store, verify
+
+    path = tmp_path / "signals.ndjson"
+    path.touch()
+    store = Store(path)
+    for n in range(3):
+        store.append({"kind": "note", "n": n}, assign_id=True)
+    twin = tmp_path / "twin.ndjson"
+    twin.write_bytes(path.read_bytes())
+    Store(twin).append({"kind": "note", "n": 99}, assign_id=True)  # the line the killed writer wrote
+    killed = twin.read_bytes()[len(path.read_bytes()) :].removesuffix(b"\n")
+    with open(path, "ab") as handle:
+        handle.write(killed)  # all of it but its newline
+    third = store.read().events[-1]
+    written = store.append({"kind": "note", "n": 3}, assign_id=True)
+    assert written["prev"] == third["hash"]  # the chain's tail was the last whole line
+    assert path.read_bytes().endswith(
+        killed + TORN_END + json.dumps(written, separators=(",", ":")).encode() + b"\n"
+    )
+    result = store.read()
+    assert [e["n"] for e in result.events] == [0, 1, 2, 3]  # 99 is no event
+    assert [(p.line, p.kind) for p in result.problems] == [(4, "malformed")]
+    assert [(f.line, f.message) for f in verify(store)] == [
+        (4, "unreadable line (torn write or garbage); readers skip it")
+    ]

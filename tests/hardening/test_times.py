@@ -34,3 +34,15 @@ def test_a_period_before_1970_is_bad_input_not_a_traceback(ws: helpers.Workspace
         assert one_line(done).startswith(f"regulator: --since: '{args[3]}' is before 1970-01-01")
         assert "Traceback" not in done.stderr and done.stdout == ""
     assert ws.digest() == before
+
+
+def test_a_now_at_the_calendars_end_is_bad_input_not_a_traceback(ws: helpers.Workspace) -> None:
+    """REGULATOR_NOW in year 9999 made `controlroom --once`, `verify` and `obligations --overdue`
+    overflow (an adversarial review): a time after 9998 is refused where it is read."""
+    for args in (["controlroom", "--once"], ["verify"], ["obligations", "--overdue"]):
+        done = ws.run(*args, env={"REGULATOR_NOW": "9999-12-31T23:59:59Z"})
+        assert done.returncode == 2, (args, done.stderr)
+        assert (
+            one_line(done)
+            == "regulator: REGULATOR_NOW: '9999-12-31T23:59:59Z' is after 9998-12-31: the calendar's end is too near to count from"
+        )
