@@ -44,6 +44,11 @@ def test_a_key_file_that_is_not_there_is_bad_input_before_anything_runs(ws: help
             == f"regulator: --key {missing}: no such file (the SSH private key that signs a person's action)"
         )
         assert done.stdout == ""
+    for folder in (str(ws.root.parent), "/dev/null"):  # no key: a folder, a device (a third review)
+        done = ws.run("--key", folder, "obligations")
+        assert done.returncode == 2 and one_line(done) == (
+            f"regulator: --key {folder}: not a file (the SSH private key that signs a person's action)"
+        )
     assert ws.digest() == before
 
 

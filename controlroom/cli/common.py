@@ -181,9 +181,14 @@ def use_given_key() -> None:
     if OPTIONS.key:
         from engine.trust.signing import use_key
 
-        if not Path(OPTIONS.key).expanduser().exists():
+        given = Path(OPTIONS.key).expanduser()
+        if not given.exists():
             raise BadInput(
                 f"--key {OPTIONS.key}: no such file (the SSH private key that signs a person's action)"
+            )
+        if not given.is_file():  # a folder, /dev/null: no key (`init --key /tmp` committed unsigned)
+            raise BadInput(
+                f"--key {OPTIONS.key}: not a file (the SSH private key that signs a person's action)"
             )
         use_key(OPTIONS.key)
 

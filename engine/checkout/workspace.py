@@ -131,11 +131,10 @@ class Workspace:
         counts as far as it was folded (`folded`: store -> byte offset); any other, its length now
         (on PostgreSQL, its mirror's bytes, brought up to date when the lock was taken)."""
         folded = folded or {}
-        return {
-            name: folded[name] if name in folded else self.store(name).settled_size()
-            for name in STORES
-            if name != but
-        }
+        marks = {name: self.store(name).settled_end() for name in STORES if name != but}
+        # a store folded counts as far as it was folded, never past its whole lines (a fold that read
+        # a write in flight, or a torn tail, to its end: D-335)
+        return {name: min(folded[name], end) if name in folded else end for name, end in marks.items()}
 
     def sync(self) -> int:
         """A postgresql workspace: bring the local mirror up to date (lines gained); files: 0."""

@@ -78,10 +78,13 @@ def deciding(
             walked.keep(ws)  # the walk the rule made before the lock (a reader keeps none)
         if route:
             route_locked(ws, state)
+        # whole lines only (final=False), here too: a report appended without this lock may be in
+        # flight, and a write that fails is cut back (D-335); a host event's `seen` records where
+        # the whole lines end, never bytes that may yet be taken back (an adversarial review)
         try:
-            advance(ws, state, stores=stores)
+            advance(ws, state, stores=stores, final=False)
         except StoreReplaced:  # a mirror fetched again from its server: read it whole
-            state = load(ws, stores=stores, cached=False)
+            state = load(ws, stores=stores, cached=False, final=False)
         state.now = clock.now()
         refuse(rule(state))
         if set(stores) == set(STORES):

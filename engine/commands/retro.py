@@ -128,7 +128,7 @@ def store_numbers(state: State, since: datetime, until: datetime) -> dict[str, A
             retracted += _in(retraction.get("at"), since, until)
         try:
             ends = datetime.combine(date.fromisoformat(event["reviewBy"]) + timedelta(days=1), time(), UTC)
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):  # 9999-12-31 has no day after
             continue
         if since <= ends < until:
             gone_before = retraction is not None and _before(retraction.get("at"), ends)

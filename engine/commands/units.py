@@ -9,7 +9,7 @@ import hashlib
 import json
 import os
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import msgspec
@@ -83,7 +83,7 @@ def dispatch(
             "at": at,
         }
         if terms.ttl is not None:
-            event["expiresAt"] = clock.iso(now + timedelta(seconds=terms.ttl))
+            event["expiresAt"] = _lease_end(now, terms.ttl)
             event["ttl"] = terms.ttl
         if terms.lease_dir is not None:
             event["confined"] = terms.confined
@@ -169,6 +169,18 @@ def close(ws: Workspace, unit_id: str, lease: Lease | None = None) -> dict:
         written = ws.store("units").append(event)
         _remove_lease_file(ws, unit)
         return written
+
+
+def _lease_end(now: datetime, ttl: int) -> str:
+    """When a lease of `ttl` seconds taken now ends: a time any reader reads back (exit 2 past 9998,
+    where a pinned clock near the calendar's end overflowed: an adversarial review, D-335)."""
+    try:
+        end = now + timedelta(seconds=ttl)
+    except OverflowError:
+        end = None
+    if end is None or end.year > clock.LAST_YEAR:
+        raise BadInput(f"--ttl {ttl}s: the lease would end after {clock.LAST_YEAR}-12-31")
+    return clock.iso(end)
 
 
 def seen(ws: Workspace, state: State, store: str = "units") -> dict[str, int]:

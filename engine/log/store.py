@@ -292,19 +292,22 @@ class Store:
         result.line = number
         return result
 
-    def settled_size(self) -> int:
-        """The file's length with no append in flight: taken under a shared lock on it, which an
-        append holds exclusively while it writes and cuts a failed write back (what a decision's
-        `marks` and a host event's `seen` record: never bytes a failed write leaves for a moment)."""
+    def settled_end(self) -> int:
+        """Where the file's whole lines end, with no append in flight: taken under a shared lock on
+        it, which an append holds exclusively while it writes and cuts a failed write back; a torn
+        last line is not counted (what a decision's `marks` and a host event's `seen` record: never
+        bytes a failed write leaves for a moment, nor a line no reader takes, D-335)."""
         try:
             fd = open_regular(self.path)
         except FileNotFoundError:
             return 0
-        try:
+        with open(fd, "rb", buffering=0) as handle:
             fcntl.flock(fd, fcntl.LOCK_SH)
-            return os.fstat(fd).st_size
-        finally:
-            os.close(fd)
+            size = os.fstat(fd).st_size
+            if size == 0:
+                return 0
+            handle.seek(size - 1)
+            return size if handle.read(1) == b"\n" else _last_newline(handle, size) + 1
 
     def size(self) -> int:
         try:

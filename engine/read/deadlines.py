@@ -46,11 +46,14 @@ class Deadlines:
         key = (ob.opened_at, ob.severity)
         if key not in self._due:
             opened = clock.moment(ob.opened_at)
-            self._due[key] = (
-                clock.iso(opened + timedelta(seconds=self.seconds[ob.severity]))
-                if opened is not None
-                else None
-            )
+            try:
+                self._due[key] = (
+                    clock.iso(opened + timedelta(seconds=self.seconds[ob.severity]))
+                    if opened is not None
+                    else None
+                )
+            except OverflowError:  # due past the calendar's end (a line no host wrote): never due
+                self._due[key] = None
         return self._due[key]
 
     def overdue(self, ob: Obligation) -> bool:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import operator
 import os
-import re
 from collections.abc import Sequence
 from itertools import compress, repeat
 from pathlib import Path
@@ -18,7 +17,7 @@ from engine.checkout.authority import GRANT_OF, Uncounted
 from engine.checkout.workspace import Workspace
 from engine.log.events import unreadable
 from engine.log.lines import whole
-from engine.log.store import SKEW_S
+from engine.log.store import SKEW_S, last_event
 from engine.read.kinds import DispositionLine, SignalLine
 from engine.read.model import EventKind, State
 from engine.read.worldfold import OutcomeLine
@@ -81,15 +80,17 @@ def _read_back(path: Path, found: list[int]) -> list[tuple[dict[str, Any], objec
         return [_person_line(handle, at) for at in found]
 
 
-_AT = re.compile(rb'"at":"([^"]*)"')
+_BEFORE = 4096  # the first piece read back for the event before (most lines are shorter)
 
 
 def _person_line(handle: IO[bytes], at: int) -> tuple[dict[str, Any], object]:
-    """The event at a reference, and the `at` of the line before it (None for the first line)."""
+    """The event at a reference, and the `at` of the event before it (None for the first): the
+    last line before it that is an event (a JSON object with a text `hash`), as the append that
+    wrote it judged its time against (Store._tail); a torn or garbage line between counts for
+    nothing here either (an adversarial review: `{"at":"9998-…"` left torn before a demote made
+    the demote "back-dated", D-335)."""
     offset = at >> 2
-    start = max(0, offset - 4096)
-    handle.seek(start)
-    before = handle.read(offset - start)
+    handle.seek(offset)
     line = handle.readline()
     try:
         event = whole(line)
@@ -97,9 +98,8 @@ def _person_line(handle: IO[bytes], at: int) -> tuple[dict[str, Any], object]:
         event = None
     if type(event) is not dict:
         return unreadable(at), None
-    cut = before[:-1].rfind(b"\n")  # the line before this one (its newline ends `before`)
-    found = _AT.findall(before[cut + 1 :]) if cut >= 0 or start == 0 else []
-    return event, (found[-1].decode() if found else None)
+    before = last_event(handle, offset, _BEFORE) if offset else None
+    return event, (before.get("at") if before is not None else None)
 
 
 def _judge(state: State, event: dict[str, Any], previous: object, store: str, at: int) -> str | None:

@@ -207,7 +207,10 @@ def _past_due(state: State, ob: Obligation, at: object) -> bool:
         return False
     policy = state.auth.routing_then(at)
     seconds = policy.deadline_seconds(ob.severity) if policy is not None else None
-    return seconds is not None and when >= opened + timedelta(seconds=seconds)
+    try:
+        return seconds is not None and when >= opened + timedelta(seconds=seconds)
+    except OverflowError:  # due past the calendar's end: never past due (D-335)
+        return False
 
 
 def _obligation_mark(index: str) -> Any:

@@ -84,3 +84,40 @@ def test_a_line_killed_one_byte_short_of_its_newline_never_counts(tmp_path: Path
     assert [(f.line, f.message) for f in verify(store)] == [
         (4, "unreadable line (torn write or garbage); readers skip it")
     ]
+
+
+def test_what_a_host_event_saw_ends_at_the_whole_lines(ws: helpers.Workspace) -> None:
+    """A dispatch decided while a report was being written (or after a torn tail was left) records
+    where the whole lines end, never bytes that may be cut back: its `seen` was past the store's end
+    once the failed write was cut back, and verify called the dispatch forged (a third review)."""
+    store = ws.root / SIGNALS
+    ws.run(*helpers.report_args(by="alice", subject="first", severity="info"), check=True)
+    ws.run("signals", "route", check=True)  # nothing left for the dispatch to route first
+    whole = store.stat().st_size
+    with open(store, "ab") as handle:
+        handle.write(b'{"kind":"signal","id":"torn","subject":"half a')  # a write in flight, or torn
+    ws.run("unit", "dispatch", "u1", check=True)
+    (dispatch,) = [e for e in ws.events("units") if e["kind"] == "dispatch"]
+    assert dispatch["seen"]["signals"] == whole
+    with open(store, "r+b") as handle:
+        handle.truncate(whole)  # the failed write cut back
+    assert ws.run("verify").returncode == 0
+    assert [u["status"] for u in ws.json("status")["units"] if u["id"] == "u1"] == ["in-progress"]
+
+
+def test_a_torn_line_before_a_person_event_does_not_date_it(tmp_path: Path) -> None:
+    """On the system clock a person event is judged against the time of the event before it: a
+    torn line between (`{"at":"9998-…"` left without its newline) is no event, and made a demote
+    count for nothing as back-dated (a third review)."""
+    ws = helpers.make_workspace(tmp_path, now=None, clock="system")
+    ws.run("unit", "dispatch", "u1", check=True)
+    with open(ws.root / ".regulator" / "units.ndjson", "ab") as handle:
+        handle.write(b'{"at":"9998-12-31T23:59:59Z"')
+    done = ws.run("unit", "demote", "u1", "--by", "alice", "--rationale", "stop")
+    assert done.returncode == 0, done.stderr
+    assert [u["status"] for u in ws.json("status")["units"] if u["id"] == "u1"] == ["todo"]
+    verified = ws.run("verify")
+    named = [line for line in verified.stdout.splitlines() if line.startswith("units.ndjson")]
+    assert named == ["units.ndjson:2: unreadable line (torn write or garbage); readers skip it"], (
+        verified.stdout
+    )

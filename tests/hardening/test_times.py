@@ -46,3 +46,24 @@ def test_a_now_at_the_calendars_end_is_bad_input_not_a_traceback(ws: helpers.Wor
             one_line(done)
             == "regulator: REGULATOR_NOW: '9999-12-31T23:59:59Z' is after 9998-12-31: the calendar's end is too near to count from"
         )
+
+
+def test_arithmetic_past_the_calendars_end_never_raises() -> None:
+    """A lease taken near the end (a pinned clock) is refused, not an OverflowError; a deadline that
+    falls past the end (a policy of a century, an obligation opened in 9998) is never due."""
+    import pytest
+
+    from engine.base.errors import BadInput
+    from engine.commands.units import _lease_end
+    from engine.read.deadlines import Deadlines
+    from engine.read.model import Obligation, ObligationKind
+
+    assert _lease_end(datetime(2026, 11, 29, 12, tzinfo=UTC), 86400) == "2026-11-30T12:00:00Z"
+    for ttl in (86400, 400 * 86400):
+        with pytest.raises(BadInput, match="the lease would end after 9998-12-31"):
+            _lease_end(datetime(9998, 12, 31, 23, 59, 59, tzinfo=UTC), ttl)
+    late = Obligation(
+        "ob", "u1", ObligationKind.INTELLIGENCE, "s", "advisory", False, "S3", "9998-12-31T00:00:00Z", "s"
+    )
+    judge = Deadlines({"advisory": 36500 * 86400}, datetime(9998, 12, 31, 23, tzinfo=UTC))
+    assert judge.due(late) is None and not judge.overdue(late)
