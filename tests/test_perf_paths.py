@@ -586,20 +586,22 @@ def test_routing_without_reasons_decides_what_the_router_writes(signal: dict) ->
 
 def _host_lines_one_by_one(store: str, events: list[dict], system: bool, now: Any, late: str) -> list[Any]:
     """engine.commands.verification._HostLines's feed as it was written before its fast paths:
-    `_times` asked of every line, every memory entry's dates parsed."""
+    `_times` asked of every line, every memory entry's dates parsed; a line's time judged against
+    the last event's (text `hash`) where the line chains to it (D-335)."""
     from engine.base import clock
     from engine.base.errors import BadInput
     from engine.commands.memory import MAX_REVIEW_DAYS
     from engine.commands.verification import Finding, _times
 
     found: list[Any] = []
-    previous: object = None
+    last: tuple[object, object] = (None, None)  # the last event's hash and at
     for number, event in enumerate(events, start=1):
         at = event.get("at")
-        if isinstance(at, str):
-            if system:
-                found.extend(_times(f"{store}.ndjson", number, at, previous, now, late))
-            previous = at
+        if isinstance(at, str) and system:
+            before = last[1] if event.get("prev") == last[0] else None
+            found.extend(_times(f"{store}.ndjson", number, at, before, now, late))
+        if isinstance(event.get("hash"), str):
+            last = (event["hash"], at)
         if store == "memory" and event.get("kind") == "memory":
             moment = clock.moment(at)
             try:
@@ -640,8 +642,8 @@ _REVIEWS = st.one_of(
 @settings(max_examples=400)
 @example(  # reviewed 121 days after, and a line an hour before the one before it
     "memory",
-    [{"kind": "memory", "at": "2026-09-01T12:00:00Z", "reviewBy": "2026-12-31"},
-     {"kind": "memory", "at": "2026-09-01T11:00:00Z", "reviewBy": "2026-09-02"}],
+    [{"kind": "memory", "at": "2026-09-01T12:00:00Z", "reviewBy": "2026-12-31", "hash": "h1"},
+     {"kind": "memory", "at": "2026-09-01T11:00:00Z", "reviewBy": "2026-09-02", "prev": "h1"}],
     True,
 )  # fmt: skip
 @given(
@@ -649,7 +651,12 @@ _REVIEWS = st.one_of(
     st.lists(
         st.fixed_dictionaries(
             {"kind": st.sampled_from(["memory", "memory", "retraction"])},
-            optional={"at": _TIMES, "reviewBy": _REVIEWS},
+            optional={
+                "at": _TIMES,
+                "reviewBy": _REVIEWS,
+                "hash": st.sampled_from(["h1", "h2", 3]),  # an event's, or a line's that is none
+                "prev": st.sampled_from(["h1", "h2", "", None]),
+            },
         ),
         max_size=8,
     ),

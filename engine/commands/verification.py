@@ -383,15 +383,21 @@ class _HostLines:
 
         store = f"{name}.ndjson"
         found, now, late, system = self.found, self.now, self.late, self.system
-        previous: list[object] = [None]
+        # the last event's (text `hash`) hash and `at`: a line is judged against it where it chains
+        # to it, as the fold dates a person event (engine.read.persons._person_line, D-335)
+        previous: list[object] = [None, None]
 
         memory, kind = name == "memory", EventKind.MEMORY.value
 
         def each(number: int, _start: int, _size: int, event: dict) -> None:
             at = event.get("at")
-            if isinstance(at, str):
-                if system:
-                    before = previous[0]
+            if system:
+                last_hash, last_at = previous
+                own = event.get("hash")
+                if type(own) is str:  # an event: the next line is judged against it
+                    previous[0], previous[1] = own, at
+                if isinstance(at, str):
+                    before = last_at if event.get("prev") == last_hash else None
                     # canonical times in order and not ahead (most lines) say nothing: `_times` not asked
                     if not (
                         len(at) == 20
@@ -403,7 +409,6 @@ class _HostLines:
                         and before <= at
                     ):
                         found.extend(_times(store, number, at, before, now, late))
-                previous[0] = at
             if memory and event.get("kind") == kind:
                 review_by = event.get("reviewBy")
                 if (

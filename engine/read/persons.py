@@ -84,11 +84,14 @@ _BEFORE = 4096  # the first piece read back for the event before (most lines are
 
 
 def _person_line(handle: IO[bytes], at: int) -> tuple[dict[str, Any], object]:
-    """The event at a reference, and the `at` of the event before it (None for the first): the
-    last line before it that is an event (a JSON object with a text `hash`), as the append that
-    wrote it judged its time against (Store._tail); a torn or garbage line between counts for
-    nothing here either (an adversarial review: `{"at":"9998-…"` left torn before a demote made
-    the demote "back-dated", D-335)."""
+    """The event at a reference, and the `at` of the event before it: the last line before it that
+    is an event (a JSON object with a text `hash`), as the append that wrote it judged its time
+    against (Store._tail), where the event chains to it; None for the first, or where the line
+    before is not the one its `prev` names (a line put there by a writer without the lock: the
+    chain breaks there, and `verify` names it). A torn or garbage line between counts for nothing
+    (adversarial reviews: `{"at":"9998-…"` left torn, or a line slipped in under a demote's append,
+    made the demote "back-dated", D-335). verify's time judge asks the same
+    (engine.commands.verification._HostLines)."""
     offset = at >> 2
     handle.seek(offset)
     line = handle.readline()
@@ -99,7 +102,9 @@ def _person_line(handle: IO[bytes], at: int) -> tuple[dict[str, Any], object]:
     if type(event) is not dict:
         return unreadable(at), None
     before = last_event(handle, offset, _BEFORE) if offset else None
-    return event, (before.get("at") if before is not None else None)
+    if before is None or before.get("hash") != event.get("prev"):
+        return event, None
+    return event, before.get("at")
 
 
 def _judge(state: State, event: dict[str, Any], previous: object, store: str, at: int) -> str | None:
