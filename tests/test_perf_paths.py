@@ -592,16 +592,19 @@ def _host_lines_one_by_one(store: str, events: list[dict], system: bool, now: An
     from engine.base.errors import BadInput
     from engine.commands.memory import MAX_REVIEW_DAYS
     from engine.commands.verification import Finding, _times
+    from engine.log.store import line_hash
 
     found: list[Any] = []
-    last: tuple[object, object] = (None, None)  # the last event's hash and at
+    last: tuple[object, object, Any] = (None, None, None)  # the last event's hash, at, and itself
     for number, event in enumerate(events, start=1):
         at = event.get("at")
         if isinstance(at, str) and system:
             before = last[1] if event.get("prev") == last[0] else None
+            if before is not None and line_hash(last[2]) != last[0]:
+                before = None  # a line whose content is not what its hash says dates nothing
             found.extend(_times(f"{store}.ndjson", number, at, before, now, late))
         if isinstance(event.get("hash"), str):
-            last = (event["hash"], at)
+            last = (event["hash"], at, event)
         if store == "memory" and event.get("kind") == "memory":
             moment = clock.moment(at)
             try:
@@ -642,8 +645,8 @@ _REVIEWS = st.one_of(
 @settings(max_examples=400)
 @example(  # reviewed 121 days after, and a line an hour before the one before it
     "memory",
-    [{"kind": "memory", "at": "2026-09-01T12:00:00Z", "reviewBy": "2026-12-31", "hash": "h1"},
-     {"kind": "memory", "at": "2026-09-01T11:00:00Z", "reviewBy": "2026-09-02", "prev": "h1"}],
+    [{"kind": "memory", "at": "2026-09-01T12:00:00Z", "reviewBy": "2026-12-31", "hash": "true"},
+     {"kind": "memory", "at": "2026-09-01T11:00:00Z", "reviewBy": "2026-09-02", "prev": "last"}],
     True,
 )  # fmt: skip
 @given(
@@ -654,8 +657,9 @@ _REVIEWS = st.one_of(
             optional={
                 "at": _TIMES,
                 "reviewBy": _REVIEWS,
-                "hash": st.sampled_from(["h1", "h2", 3]),  # an event's, or a line's that is none
-                "prev": st.sampled_from(["h1", "h2", "", None]),
+                # its own (true) hash, a hash its content does not give, or none that is text
+                "hash": st.sampled_from(["true", "h1", 3]),
+                "prev": st.sampled_from(["last", "h1", "", None]),  # "last": the line before's hash
             },
         ),
         max_size=8,
@@ -669,7 +673,16 @@ def test_the_line_judge_says_what_it_said_asking_of_every_line(
     canonical time in order and not ahead, and parses no date for a canonical review-by within
     its limit: it names exactly what asking of every line names."""
     from engine.commands.verification import _HostLines
+    from engine.log.store import line_hash
 
+    before: object = None
+    for event in events:  # chained as an appender chains them, where asked
+        if event.get("prev") == "last":
+            event["prev"] = before
+        if event.get("hash") == "true":
+            event["hash"] = line_hash({k: v for k, v in event.items() if k != "hash"})
+        if isinstance(event.get("hash"), str):
+            before = event["hash"]
     judge = _HostLines(system)
     feed = judge.store(store)
     for number, event in enumerate(events, start=1):

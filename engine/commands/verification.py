@@ -32,7 +32,7 @@ from engine.commands.rerouting import (
 )
 from engine.log.events import STORES
 from engine.log.files import open_regular
-from engine.log.store import AS_IT_STANDS, BROKEN, EDITED, MOVED, SKIPPED, TAKEN
+from engine.log.store import AS_IT_STANDS, BROKEN, EDITED, MOVED, SKIPPED, TAKEN, line_hash
 from engine.log.store import verify as verify_chain
 from engine.read.model import EventKind
 from engine.read.storeless import ABSENT
@@ -385,17 +385,17 @@ class _HostLines:
         found, now, late, system = self.found, self.now, self.late, self.system
         # the last event's (text `hash`) hash and `at`: a line is judged against it where it chains
         # to it, as the fold dates a person event (engine.read.persons._person_line, D-335)
-        previous: list[object] = [None, None]
+        previous: list[Any] = [None, None, None]  # its hash, its at, the event
 
         memory, kind = name == "memory", EventKind.MEMORY.value
 
         def each(number: int, _start: int, _size: int, event: dict) -> None:
             at = event.get("at")
             if system:
-                last_hash, last_at = previous
+                last_hash, last_at, last = previous
                 own = event.get("hash")
                 if type(own) is str:  # an event: the next line is judged against it
-                    previous[0], previous[1] = own, at
+                    previous[0], previous[1], previous[2] = own, at, event
                 if isinstance(at, str):
                     before = last_at if event.get("prev") == last_hash else None
                     # canonical times in order and not ahead (most lines) say nothing: `_times` not asked
@@ -408,6 +408,8 @@ class _HostLines:
                         and before[-1] == "Z"
                         and before <= at
                     ):
+                        if before is not None and line_hash(last) != last_hash:
+                            before = None  # a line whose content is not what its hash says dates nothing
                         found.extend(_times(store, number, at, before, now, late))
             if memory and event.get("kind") == kind:
                 review_by = event.get("reviewBy")

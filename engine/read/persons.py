@@ -17,7 +17,7 @@ from engine.checkout.authority import GRANT_OF, Uncounted
 from engine.checkout.workspace import Workspace
 from engine.log.events import unreadable
 from engine.log.lines import whole
-from engine.log.store import SKEW_S, last_event
+from engine.log.store import SKEW_S, event_hash, last_event
 from engine.read.kinds import DispositionLine, SignalLine
 from engine.read.model import EventKind, State
 from engine.read.worldfold import OutcomeLine
@@ -102,8 +102,8 @@ def _person_line(handle: IO[bytes], at: int) -> tuple[dict[str, Any], object]:
     if type(event) is not dict:
         return unreadable(at), None
     before = last_event(handle, offset, _BEFORE) if offset else None
-    if before is None or before.get("hash") != event.get("prev"):
-        return event, None
+    if before is None or before.get("hash") != event.get("prev") or event_hash(before) != before["hash"]:
+        return event, None  # none, another line, or one whose content is not what its hash says
     return event, before.get("at")
 
 
@@ -146,12 +146,13 @@ def counts(state: State, store: str, at: int) -> bool:
             event, previous = _person_line(handle, at)
         reason = _judge(state, event, previous, store, at)
     event_id = event.get("id")
-    if reason is None and isinstance(event_id, str):
+    if isinstance(event_id, str):
+        # an id once in the log is spent, whether its event counted or not: a copy appended later
+        # never counts (an adversarial review: a voided demote's copy counted, D-335)
         seen = state.person_ids.setdefault(store, set())
-        if event_id in seen:
+        if reason is None and event_id in seen:
             reason = "replayed id (an event with this id came earlier)"
-        else:
-            seen.add(event_id)
+        seen.add(event_id)
     if reason is None:
         return True
     state.uncounted.append(Uncounted(store, at >> 2, reason, event_id if isinstance(event_id, str) else None))

@@ -4,6 +4,7 @@ line slipped in, by the fold and by `verify` alike; the line slipped in is what 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests import helpers
@@ -42,3 +43,23 @@ def test_a_line_that_is_no_event_is_not_the_time_a_person_event_is_judged_by(tmp
     verified = ws.run("verify")
     named = [line for line in verified.stdout.splitlines() if line.startswith("units.ndjson")]
     assert named and all(line.startswith("units.ndjson:2: ") for line in named), verified.stdout
+
+
+def test_a_line_claiming_the_tails_hash_does_not_date_the_event_after_it(tmp_path: Path) -> None:
+    """A fifth review: a line slipped in that copies the real tail's hash (so the demote's `prev`
+    names it) but whose content is its own dated nothing: only a line whose content gives its hash
+    is the event a person event is judged against."""
+    ws = helpers.make_workspace(tmp_path, now=None, clock="system")
+    ws.run("unit", "dispatch", "u1", check=True)
+    ws.run("unit", "demote", "u1", "--by", "alice", "--rationale", "stop", check=True)
+    path = ws.root / UNITS
+    lines = path.read_bytes().splitlines(keepends=True)
+    tail = json.loads(lines[-2])["hash"]  # the dispatch: what the demote chains to
+    forged = json.dumps(
+        {"kind": "dispatch", "unit": "zz", "at": "9998-01-01T00:00:00Z", "prev": "x", "hash": tail}
+    )
+    path.write_bytes(b"".join(lines[:-1]) + forged.encode() + b"\n" + lines[-1])
+    assert _status(ws, "u1") == "todo"  # the demote counts
+    verified = ws.run("verify")
+    named = [line for line in verified.stdout.splitlines() if line.startswith("units.ndjson")]
+    assert named and not any("back-dated" in line or "before the line before it" in line for line in named)
