@@ -161,6 +161,14 @@ def test_a_json_field_given_by_its_flags_name_says_the_json_name(ws: helpers.Wor
     assert done.returncode == 2 and one_line(done).startswith(
         "regulator: unknown field 'affects' (--affects's JSON field is affectedUnits); the fields are subject,"
     ), done.stderr
+    done = ws.run(
+        "signals", "report", "--by", "alice", "--json-input", "-",
+        input=json.dumps({**report, "reportedSeverity": "info", "observed_at": "2026-11-29T00:00:00Z"}),
+    )  # fmt: skip
+    assert (
+        done.returncode == 2
+        and "unknown field 'observed_at' (--observed-at's JSON field is observedAt)" in done.stderr
+    )
     assert ws.digest() == before
 
 

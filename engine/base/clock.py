@@ -10,7 +10,7 @@ import functools
 import os
 import re
 import sys
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 from engine.base.errors import BadInput
 from identity.durations import MAX_DURATION_S  # one cap for the policies and the command line
@@ -101,6 +101,15 @@ def parse_date(value: object, field: str = "date") -> date:
         raise BadInput(f"{field}: {value!r} is not a calendar date ({DATE_FORM})") from None
     _in_range(field, value, day.year)
     return day
+
+
+def later(moment: datetime, seconds: float) -> datetime | None:
+    """`seconds` after `moment`, or None past the calendar's end (a time in a line no host wrote, a
+    deadline of centuries): what a deadline, a lease's end and a sensor's next run count from (D-335)."""
+    try:
+        return moment + timedelta(seconds=seconds)
+    except OverflowError:
+        return None
 
 
 def _in_range(field: str, value: str, year: int) -> None:

@@ -29,8 +29,9 @@ def check_known(fields: dict, known: tuple[str, ...], flags: dict[str, str] | No
     flag's name (an operator's review: `{"affects": ...}` in --json-input, D-334)."""
     unknown = sorted(set(fields) - set(known))
     if unknown:
-        named = (flags or {}).get(unknown[0])
-        hint = f" (--{unknown[0]}'s JSON field is {named})" if named else ""
+        flag = unknown[0].replace("_", "-")  # `observed_at` as `--observed-at`
+        named = (flags or {}).get(flag)
+        hint = f" (--{flag}'s JSON field is {named})" if named else ""
         raise BadInput(f"unknown field {unknown[0]!r}{hint}; the fields are {', '.join(known)}")
 
 

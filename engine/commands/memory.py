@@ -23,7 +23,7 @@ UNIT_TYPE = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
 def validate_entry(fields: dict, today: date) -> dict:
-    check_known(fields, FIELDS, {"review-by": "reviewBy", "review_by": "reviewBy"})
+    check_known(fields, FIELDS, {"review-by": "reviewBy"})
     check_required(fields, ("subject", "note", "evidence", "reviewBy"))
     subject = check_text("subject", fields["subject"])
     note = check_text("note", fields["note"])

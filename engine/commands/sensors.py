@@ -129,10 +129,7 @@ def next_run(state: State, name: str, sensor: Sensor) -> datetime | None:
     at = clock.moment(last.get("at")) if last else None
     if at is None or at > state.now + timedelta(seconds=SKEW_S):
         return None
-    try:
-        return at + timedelta(seconds=sensor.every_seconds)
-    except OverflowError:
-        return None
+    return clock.later(at, sensor.every_seconds)
 
 
 def is_due(state: State, name: str, sensor: Sensor, now: datetime) -> bool:

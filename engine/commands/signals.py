@@ -36,11 +36,8 @@ _FLAGS = {
     "severity": "reportedSeverity",
     "affects": "affectedUnits",
     "observed-at": "observedAt",
-    "observed_at": "observedAt",
     "expires-at": "expiresAt",
-    "expires_at": "expiresAt",
     "resolves-at": 'prediction: {"resolvesAt": TIME}',
-    "resolvesAt": 'prediction: {"resolvesAt": TIME}',
 }
 
 

@@ -9,7 +9,7 @@ import hashlib
 import json
 import os
 import secrets
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import msgspec
@@ -174,10 +174,7 @@ def close(ws: Workspace, unit_id: str, lease: Lease | None = None) -> dict:
 def _lease_end(now: datetime, ttl: int) -> str:
     """When a lease of `ttl` seconds taken now ends: a time any reader reads back (exit 2 past 9998,
     where a pinned clock near the calendar's end overflowed: an adversarial review, D-335)."""
-    try:
-        end = now + timedelta(seconds=ttl)
-    except OverflowError:
-        end = None
+    end = clock.later(now, ttl)
     if end is None or end.year > clock.LAST_YEAR:
         raise BadInput(f"--ttl {ttl}s: the lease would end after {clock.LAST_YEAR}-12-31")
     return clock.iso(end)

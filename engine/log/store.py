@@ -126,18 +126,25 @@ class ReadResult(msgspec.Struct):
 TORN_END = b"~\n"  # ends a torn last line before the next append: `{...}~` is no JSON, read by no reader
 
 
-def _last_newline(handle: IO[bytes], size: int) -> int:
-    """The offset of the file's last newline before `size` (-1: none), found from the end in
-    pieces: a torn tail of any length costs a scan, never its size in memory."""
+def _whole_end(handle: IO[bytes], size: int) -> int:
+    """Where the whole lines of a file of `size` bytes end: `size` where its last byte is a newline,
+    else just after the last newline (0: none), a torn tail left out, found from the end in pieces (a
+    torn tail of any length costs a scan, never its size in memory). What `_tail` finds the chain's
+    tail before, and `settled_end` records."""
+    if size == 0:
+        return 0
+    handle.seek(size - 1)
+    if handle.read(1) == b"\n":  # nearly always: one byte read
+        return size
     end = size
     while end > 0:
         start = max(0, end - _READ_CHUNK)
         handle.seek(start)
         found = handle.read(end - start).rfind(b"\n")
         if found >= 0:
-            return start + found
+            return start + found + 1
         end = start
-    return -1
+    return 0
 
 
 def _cut_back(fd: int, size: int) -> str:
@@ -160,11 +167,9 @@ class Store:
 
         The lock covers finding the chain's tail and the write, so concurrent writers chain in
         order. A file that does not end in a newline (a torn write) gets TORN_END first, in the same
-        write, so the new event always lands whole on its own line and the torn one stays a line no
-        reader takes, whatever it holds: a write killed one byte short of its newline was completed
-        by the next append, and counted (an adversarial review, D-335). A write that fails part way
-        (a full disk) is cut off again, so it leaves nothing: a line the command said it did not
-        write can never be completed by the next append and count (an adversarial review).
+        write: the new event lands whole on its own line, the torn one stays a line no reader takes.
+        A write that fails part way (a full disk) is cut back, leaving nothing: a line the command
+        said it did not write is never completed by the next append, nor counted (D-335).
         """
         check_size(self.name, event)
         fd = open_store(self.path, os.O_WRONLY | os.O_APPEND)
@@ -204,11 +209,9 @@ class Store:
             return GENESIS, True, None
         with open(fd, "rb", buffering=0) as handle:
             size = os.fstat(handle.fileno()).st_size
-            if size == 0:
-                return GENESIS, True, None
-            handle.seek(size - 1)
-            ends_clean = handle.read(1) == b"\n"
-            event = last_event(handle, size if ends_clean else _last_newline(handle, size) + 1)
+            whole = _whole_end(handle, size)
+            ends_clean = whole == size
+            event = last_event(handle, whole)
         if event is None:
             return GENESIS, ends_clean, None
         return event["hash"], ends_clean, event.get("at")
@@ -303,11 +306,7 @@ class Store:
             return 0
         with open(fd, "rb", buffering=0) as handle:
             fcntl.flock(fd, fcntl.LOCK_SH)
-            size = os.fstat(fd).st_size
-            if size == 0:
-                return 0
-            handle.seek(size - 1)
-            return size if handle.read(1) == b"\n" else _last_newline(handle, size) + 1
+            return _whole_end(handle, os.fstat(fd).st_size)
 
     def size(self) -> int:
         try:

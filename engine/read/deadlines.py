@@ -46,14 +46,9 @@ class Deadlines:
         key = (ob.opened_at, ob.severity)
         if key not in self._due:
             opened = clock.moment(ob.opened_at)
-            try:
-                self._due[key] = (
-                    clock.iso(opened + timedelta(seconds=self.seconds[ob.severity]))
-                    if opened is not None
-                    else None
-                )
-            except OverflowError:  # due past the calendar's end (a line no host wrote): never due
-                self._due[key] = None
+            # past the calendar's end (a line no host wrote, a deadline of centuries): never due
+            due = clock.later(opened, self.seconds[ob.severity]) if opened is not None else None
+            self._due[key] = clock.iso(due) if due is not None else None
         return self._due[key]
 
     def overdue(self, ob: Obligation) -> bool:

@@ -10,7 +10,7 @@ approves or releases anything: each marks, or opens an advisory recheck obligati
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, ClassVar
 
 import msgspec
@@ -207,10 +207,8 @@ def _past_due(state: State, ob: Obligation, at: object) -> bool:
         return False
     policy = state.auth.routing_then(at)
     seconds = policy.deadline_seconds(ob.severity) if policy is not None else None
-    try:
-        return seconds is not None and when >= opened + timedelta(seconds=seconds)
-    except OverflowError:  # due past the calendar's end: never past due (D-335)
-        return False
+    due = clock.later(opened, seconds) if seconds is not None else None
+    return due is not None and when >= due  # None: no deadline, or past the calendar's end
 
 
 def _obligation_mark(index: str) -> Any:
