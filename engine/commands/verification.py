@@ -32,9 +32,10 @@ from engine.commands.rerouting import (
 )
 from engine.log.events import STORES
 from engine.log.files import open_regular
-from engine.log.store import AS_IT_STANDS, BROKEN, EDITED, MOVED, SKIPPED, TAKEN, line_hash
+from engine.log.store import AS_IT_STANDS, BROKEN, EDITED, MOVED, SKIPPED, TAKEN
 from engine.log.store import verify as verify_chain
 from engine.read.model import EventKind
+from engine.read.persons import time_before
 from engine.read.storeless import ABSENT
 
 CHECKPOINT = "readmodel.checkpoint"
@@ -383,9 +384,9 @@ class _HostLines:
 
         store = f"{name}.ndjson"
         found, now, late, system = self.found, self.now, self.late, self.system
-        # the last event's (text `hash`) hash and `at`: a line is judged against it where it chains
-        # to it, as the fold dates a person event (engine.read.persons._person_line, D-335)
-        previous: list[Any] = [None, None, None]  # its hash, its at, the event
+        # the last event's (text `hash`) hash, `at` and itself: a line is judged against it by
+        # engine.read.persons.time_before, as the fold dates a person event (D-335)
+        previous: list[Any] = [None, None, None]
 
         memory, kind = name == "memory", EventKind.MEMORY.value
 
@@ -407,9 +408,8 @@ class _HostLines:
                         and len(before) == 20
                         and before[-1] == "Z"
                         and before <= at
-                    ):
-                        if before is not None and line_hash(last) != last_hash:
-                            before = None  # a line whose content is not what its hash says dates nothing
+                    ):  # out of order, or ahead: the one rule says what it is judged against
+                        before = time_before(last, event)
                         found.extend(_times(store, number, at, before, now, late))
             if memory and event.get("kind") == kind:
                 review_by = event.get("reviewBy")

@@ -101,10 +101,17 @@ def _person_line(handle: IO[bytes], at: int) -> tuple[dict[str, Any], object]:
         event = None
     if type(event) is not dict:
         return unreadable(at), None
-    before = last_event(handle, offset, _BEFORE) if offset else None
+    return event, time_before(last_event(handle, offset, _BEFORE) if offset else None, event)
+
+
+def time_before(before: dict[str, Any] | None, event: dict[str, Any]) -> object:
+    """The time a line is judged against (D-335): the `at` of the event before it where the line
+    chains to it (its `prev` names that event's hash) and that event's content gives its hash; else
+    None (the first line, a line slipped in, a line whose hash is a copy): the one rule the fold's
+    person events and verify's time judge (engine.commands.verification._HostLines) ask."""
     if before is None or before.get("hash") != event.get("prev") or event_hash(before) != before["hash"]:
-        return event, None  # none, another line, or one whose content is not what its hash says
-    return event, before.get("at")
+        return None
+    return before.get("at")
 
 
 def _judge(state: State, event: dict[str, Any], previous: object, store: str, at: int) -> str | None:
