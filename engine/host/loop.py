@@ -28,14 +28,13 @@ from engine.checkout.workspace import Workspace, writer_lock
 from engine.commands.router import route_locked
 from engine.host import leader as host_leader
 from engine.host.duties import log_line, run_duties
+from engine.host.watch import watch_files
 from engine.log.events import STORES
 from engine.read.fold import StoreReplaced, advance
 from engine.read.model import State, UnitStatus
 from engine.read.queries import unit_status
 
 TICK_S = 10.0
-WATCH_DEBOUNCE_MS = 30
-WATCH_STEP_MS = 10
 
 
 class Host:
@@ -152,29 +151,13 @@ class Host:
 
                     pg_srv.follow(self.url, self.poke, self._stop)
                 else:
-                    self._watch_files()
+                    watch_files(self.ws, self.poke, self._stop)
             except Exception as exc:  # noqa: BLE001 - the watch comes back; the tick covers the gap
                 log_line("watch", "failed", 0, f"{type(exc).__name__}: {exc}", self.out)
                 self._stop.wait(1.0)
             else:
                 if not self._stop.is_set():
                     self._stop.wait(0.5)
-
-    def _watch_files(self) -> None:
-        from watchfiles import watch
-
-        folder = str(self.ws.state_dir)
-        for _ in watch(
-            folder,
-            watch_filter=lambda _change, path: path.endswith(".ndjson"),
-            debounce=WATCH_DEBOUNCE_MS,
-            step=WATCH_STEP_MS,
-            rust_timeout=1000,
-            yield_on_timeout=False,
-            stop_event=self._stop,
-            raise_interrupt=False,
-        ):
-            self.poke()
 
     # ---- the tick ------------------------------------------------------------------------------
     def tick(self, now: datetime | None = None) -> list[dict]:

@@ -61,6 +61,7 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 KILL_GRACE_S = 5.0  # SIGTERM, then SIGKILL this much later
 _BEAT_TIMEOUT_S = 10.0  # one heartbeat call to the door
+NUDGE_GAP_S = 1.0  # a heartbeat units.ndjson's change asks for comes at most this often (D-336)
 WAIT_POLL_S = 1.0
 STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # forwarded to the child; held until it runs
 EXIT_DONE, EXIT_FAILED, EXIT_HELD = 0, 1, 3
@@ -388,6 +389,7 @@ class Supervisor:
         self.p, self.env, self.token, self.say, self.ws = p, env, token, say, ws
         self.refused = threading.Event()
         self.done = threading.Event()
+        self.nudge = threading.Event()  # units.ndjson changed (or the run ended): beat now
         self.child: subprocess.Popen[bytes] | None = None
         self.pending: int | None = None  # a stop that came before the child existed
 
@@ -436,7 +438,26 @@ class Supervisor:
                     self._beat(DoorClient(elsewhere, self.token, timeout=_BEAT_TIMEOUT_S))
                     if self.refused.is_set():
                         return
-            self.done.wait(self.beat_every())
+            beaten = time.monotonic()
+            self.nudge.wait(self.beat_every())
+            self.nudge.clear()
+            self.done.wait(max(0.0, beaten + NUDGE_GAP_S - time.monotonic()))
+
+    def _watch_units(self) -> None:
+        """units.ndjson changed (a demote, a lease released or expired, a decision): the heartbeat
+        goes at once, so a lease the door refuses stops the run within moments of its release, not
+        at the next beat (up to 30 s later). On files only: on PostgreSQL each run would hold a
+        LISTEN connection of the server's few. The periodic beat stays the guarantee: a watch that
+        cannot be made (inotify's limits) is said once and leaves it (D-336)."""
+        from engine.host.watch import watch_files
+
+        try:
+            watch_files(self.ws, self.nudge.set, self.done, stores=("units",))
+        except Exception as exc:  # noqa: BLE001 - the periodic beat covers what the watch would
+            self.say(
+                f"warning: {self.p.unit}: units.ndjson cannot be watched ({type(exc).__name__}: {exc}): a "
+                f"demote stops this run at its next heartbeat (within {clock.format_duration(round(self.beat_every()))})"
+            )
 
     def _beat(self, client: Any) -> str | None:
         """One heartbeat: None where the door answered (a tool's error or bad input is an answer),
@@ -511,6 +532,10 @@ class Supervisor:
         if self.pending is not None:
             self._forward(self.pending, None)
         foreground = None if account else give_terminal(group)
+        watcher = None
+        if self.ws.url is None:  # first: a demote after the first beat finds the watch made
+            watcher = threading.Thread(target=self._watch_units, name="units-watch", daemon=True)
+            watcher.start()
         beats = threading.Thread(target=self._beats, name="heartbeat", daemon=True)
         beats.start()
         wall = p.contract.wall_seconds
@@ -530,12 +555,15 @@ class Supervisor:
                     self._kill(group)
         finally:
             self.done.set()
+            self.nudge.set()
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, signal.SIGKILL)  # whatever of the group outlived its leader
             # the heartbeat ends with its call in flight (at most the client's timeout): a daemon
             # thread still inside the HTTP client when the interpreter finalizes can crash it (a
             # SIGSEGV at exit was seen once in the suite, after the result was recorded)
             beats.join(timeout=_BEAT_TIMEOUT_S + 1)
+            if watcher is not None:
+                watcher.join(timeout=2)  # watchfiles looks at `done` at least once a second
             if account is not None:
                 close_worktree(self.p.worktree, account.uid)  # first: no one else passes into it
                 left = kill_account(account)  # and, confined, whatever escaped the group (setsid)

@@ -606,6 +606,21 @@ def test_a_lease_the_door_refuses_stops_the_run(served: Any, tmp_path: Any) -> N
     assert not [e for e in ws.events("units") if e["kind"] == "result"]
 
 
+def test_a_demote_stops_the_run_at_once_not_at_its_next_heartbeat(served: Any, tmp_path: Any) -> None:
+    """With a 15-minute TTL the run beats every 30 s; units.ndjson changing (the demote) makes it
+    beat at once, so the 401 stops the child within the deadline, long before that beat (D-336)."""
+    ws, serving = served
+    ready = tmp_path / "ready"
+    agent = script(tmp_path, "long.sh", f"echo $$ > {ready}.part\nmv {ready}.part {ready}\nexec sleep 600\n")
+    host = start_unit(ws, "b1", "--ttl", "15m", "--", str(agent))  # its first beat, then one every 30 s
+    wait_for(ready.exists, "the child started")
+    ws.run("unit", "demote", "b1", "--by", "alice", "--rationale", "stop now", check=True)
+    _, err = host.communicate(timeout=20)  # the periodic beat would come ~28 s after the demote
+    assert host.returncode == 3, err
+    assert "the door refused b1's lease (it expired or was released): the command was stopped" in err
+    assert not alive(int(ready.read_text()))
+
+
 def test_what_a_unit_leaves_at_its_worktrees_lease_path_changes_nothing_of_its_close(served: Any) -> None:
     """The close is recorded; the stale lease file is removed as a courtesy: a link to a device there
     is not read, and `unit run` still says the unit closed (exit 0)."""
