@@ -62,6 +62,7 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 KILL_GRACE_S = 5.0  # SIGTERM, then SIGKILL this much later
 _BEAT_TIMEOUT_S = 10.0  # one heartbeat call to the door
 NUDGE_GAP_S = 1.0  # a heartbeat units.ndjson's change asks for comes at most this often (D-336)
+_GAINED_MAX = 1 << 20  # bytes of units.ndjson read for the unit's name at once; more: beat
 WAIT_POLL_S = 1.0
 STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # forwarded to the child; held until it runs
 EXIT_DONE, EXIT_FAILED, EXIT_HELD = 0, 1, 3
@@ -389,7 +390,9 @@ class Supervisor:
         self.p, self.env, self.token, self.say, self.ws = p, env, token, say, ws
         self.refused = threading.Event()
         self.done = threading.Event()
-        self.nudge = threading.Event()  # units.ndjson changed (or the run ended): beat now
+        self.nudge = threading.Event()  # units.ndjson named the unit (or the run ended): beat now
+        self.named = msgspec.json.encode(p.unit)  # `"b1"`: how its lines name the unit
+        self.units_read = 0  # how much of units.ndjson the watch has looked at
         self.child: subprocess.Popen[bytes] | None = None
         self.pending: int | None = None  # a stop that came before the child existed
 
@@ -444,20 +447,41 @@ class Supervisor:
             self.done.wait(max(0.0, beaten + NUDGE_GAP_S - time.monotonic()))
 
     def _watch_units(self) -> None:
-        """units.ndjson changed (a demote, a lease released or expired, a decision): the heartbeat
-        goes at once, so a lease the door refuses stops the run within moments of its release, not
+        """units.ndjson gained a line naming the unit (a demote, a lease released or expired, a
+        decision): the heartbeat goes at once, so a lease the door refuses stops the run within moments of its release, not
         at the next beat (up to 30 s later). On files only: on PostgreSQL each run would hold a
         LISTEN connection of the server's few. The periodic beat stays the guarantee: a watch that
         cannot be made (inotify's limits) is said once and leaves it (D-336)."""
         from engine.host.watch import watch_files
 
         try:
-            watch_files(self.ws, self.nudge.set, self.done, stores=("units",))
+            watch_files(self.ws, self._units_changed, self.done, stores=("units",))
         except Exception as exc:  # noqa: BLE001 - the periodic beat covers what the watch would
             self.say(
                 f"warning: {self.p.unit}: units.ndjson cannot be watched ({type(exc).__name__}: {exc}): a "
                 f"demote stops this run at its next heartbeat (within {clock.format_duration(round(self.beat_every()))})"
             )
+
+    def _units_changed(self) -> None:
+        """Beat only for lines that name this run's unit: another unit's events wake no run (a unit
+        writing as fast as its budget allows cannot make every run call the door). A byte test of
+        what the store gained, never a judgement (the door's answer to the beat is that); a store
+        that shrank, or gained more than one read, counts as naming it."""
+        from engine.log.files import open_regular
+
+        try:
+            with open(open_regular(self.ws.state_dir / "units.ndjson"), "rb") as f:  # never a FIFO's wait
+                size = os.fstat(f.fileno()).st_size
+                if size < self.units_read or size - self.units_read > _GAINED_MAX:
+                    found = True
+                else:
+                    f.seek(self.units_read)
+                    found = self.named in f.read(size - self.units_read)
+        except (OSError, RegulatorError):
+            size, found = 0, True
+        self.units_read = size
+        if found:
+            self.nudge.set()
 
     def _beat(self, client: Any) -> str | None:
         """One heartbeat: None where the door answered (a tool's error or bad input is an answer),
@@ -534,6 +558,8 @@ class Supervisor:
         foreground = None if account else give_terminal(group)
         watcher = None
         if self.ws.url is None:  # first: a demote after the first beat finds the watch made
+            with contextlib.suppress(OSError):
+                self.units_read = (self.ws.state_dir / "units.ndjson").stat().st_size
             watcher = threading.Thread(target=self._watch_units, name="units-watch", daemon=True)
             watcher.start()
         beats = threading.Thread(target=self._beats, name="heartbeat", daemon=True)
