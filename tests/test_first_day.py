@@ -17,16 +17,26 @@ PROFILES = "regulator/policy/profiles.yaml"
 
 
 def test_the_demo_refuses_a_workspace_to_find_and_builds_nothing(tmp_path: Path) -> None:
+    """Given first (the group's options), the demo's own refusal; given after `demo`, which neither
+    takes nor lists them (D-337), no such option: exit 2 either way, nothing built."""
     target = tmp_path / "here"
     for option in (["--root", str(target)], ["--key", str(tmp_path / "k")], ["--lease", str(tmp_path / "l")]):
-        done = subprocess.run(
-            [helpers.REGULATOR, "demo", "--once", *option], cwd=tmp_path, env=helpers.clean_env(),
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        assert done.returncode == 2, done.stderr
-        assert one_line(done).startswith(f"regulator: {option[0]}: the demo builds a workspace of its own")
-        assert "--dir" in done.stderr and done.stdout == ""
+        for argv in ([*option, "demo", "--once"], ["demo", "--once", *option]):
+            done = subprocess.run(
+                [helpers.REGULATOR, *argv], cwd=tmp_path, env=helpers.clean_env(),
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            assert done.returncode == 2, done.stderr
+            said = one_line(done)
+            if argv[0] == "demo":
+                assert said == f"regulator: No such option: {option[0]} (see `regulator demo --help`)"
+            else:
+                assert said.startswith(f"regulator: {option[0]}: the demo builds a workspace of its own")
+                assert "--dir" in done.stderr
+            assert done.stdout == ""
     assert list(tmp_path.iterdir()) == []
+    shown = subprocess.run([helpers.REGULATOR, "demo", "--help"], capture_output=True, text=True, check=True)
+    assert "--dir" in shown.stdout and not {"--root", "--lease", "--key"} & set(shown.stdout.split())
 
 
 def test_a_key_file_that_is_not_there_is_bad_input_before_anything_runs(ws: helpers.Workspace) -> None:

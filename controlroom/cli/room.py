@@ -193,7 +193,6 @@ def run_once(
 
 
 @app.command()
-@global_options
 def demo(
     dir_: Annotated[
         Path | None, typer.Option("--dir", help="A new or empty folder (default: a temp folder).")
