@@ -5,8 +5,9 @@ makes its git worktree (detached at trunk), writes the lease and the harness's f
 folder outside the worktree, and runs the command there: as another account when asked (the unit is
 confined), else as the host's (unconfined, and every surface says so). The child's environment is
 an allowlist carrying the door's URL and the lease's token. While the child lives its lease is
-heartbeaten through the door; SIGINT, SIGTERM and SIGHUP are forwarded to its process group, which is
-killed at the contract's wall budget and when the door refuses the lease (401). When the child has
+heartbeaten through the door (engine.host.beats); SIGINT, SIGTERM and SIGHUP are forwarded to its process
+group, which is killed at the contract's wall budget and when the lease ends (the log says so, or the
+door answers 401). When the child has
 exited, whatever of its group is left is killed and, for a confined unit, every process of its
 account (the account is the unit's alone: a second run under it is refused while one runs or any
 process of it lives); then the lease is over (engine.checkout.runs: the door refuses it). Then: a
@@ -25,16 +26,14 @@ import signal
 import stat
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
 from engine.base import clock
-from engine.base.errors import BadInput, Refused, RegulatorError
+from engine.base.errors import BadInput, Refused
 from engine.checkout.workspace import DOOR_ENV, STATE_DIR, TOKEN_ENV, UNIT_ENV, Workspace, check_unit_id
 from engine.host import confine
 from engine.host.accounts import Account, account_named, cannot_enter, cannot_run, claim_account, kill_account
@@ -60,9 +59,6 @@ CHILD_ENV = (DOOR_ENV, TOKEN_ENV, UNIT_ENV)  # what the child is given of the ru
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 KILL_GRACE_S = 5.0  # SIGTERM, then SIGKILL this much later
-_BEAT_TIMEOUT_S = 10.0  # one heartbeat call to the door
-NUDGE_GAP_S = 1.0  # a heartbeat units.ndjson's change asks for comes at most this often (D-336)
-_GAINED_MAX = 1 << 20  # bytes of units.ndjson read for the unit's name at once; more: beat
 WAIT_POLL_S = 1.0
 STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # forwarded to the child; held until it runs
 EXIT_DONE, EXIT_FAILED, EXIT_HELD = 0, 1, 3
@@ -387,142 +383,12 @@ class Supervisor:
     """The child, its process group, its heartbeats, and the signals forwarded to it."""
 
     def __init__(self, p: Plan, env: dict[str, str], token: str, say: Say, ws: Workspace) -> None:
-        self.p, self.env, self.token, self.say, self.ws = p, env, token, say, ws
-        self.refused = threading.Event()
-        self.done = threading.Event()
-        self.nudge = threading.Event()  # units.ndjson named the unit (or the run ended): beat now
-        self.named = msgspec.json.encode(p.unit)  # `"b1"`: how its lines name the unit
-        self.units_read = 0  # how much of units.ndjson the watch has looked at
+        from engine.host.beats import Beats
+
+        self.p, self.env, self.say, self.ws = p, env, say, ws
+        self.beats = Beats(ws, p.unit, p.door, token, p.ttl, say)  # refused: the lease is over
         self.child: subprocess.Popen[bytes] | None = None
         self.pending: int | None = None  # a stop that came before the child existed
-
-    def beat_every(self) -> float:
-        ttl = self.p.ttl
-        return 30.0 if ttl is None else max(0.5, min(ttl / 3, 30.0))
-
-    def _beats(self) -> None:
-        """A door call is a heartbeat; a 401 means the lease is gone (expired, released). A door that
-        stops answering (serve stopped, restarting, or unable to read its stores) is said once, and
-        its return once: the unit's own door calls fail meanwhile, and the lease runs out. Where
-        serve runs again with another door, the heartbeat goes there (the lease kept, or its 401
-        stopping the run), while the unit, which keeps the door it was given, cannot reach it."""
-        from engine.doors.client import DoorClient
-
-        client = DoorClient(self.p.door, self.token, timeout=_BEAT_TIMEOUT_S)
-        unanswered = False
-        moved: str | None = None
-        while not self.done.is_set():
-            silence = self._beat(client)
-            if self.refused.is_set():
-                return
-            if silence is not None and not unanswered and not self.done.is_set():
-                self.say(self._unanswered(silence))
-            elif silence is None and unanswered:
-                self.say(f"{self.p.unit}: serve's door answers its heartbeat again")
-            unanswered = silence is not None
-            elsewhere = self._door_elsewhere() if silence is not None and not self.done.is_set() else None
-            if elsewhere is not None:
-                plain = elsewhere.startswith(
-                    "http://"
-                )  # anyone may have taken its port: no token there (D-259)
-                if elsewhere != moved:
-                    self.say(
-                        f"warning: {self.p.unit}: serve runs again, with its door at {elsewhere}; this run's "
-                        f"unit was given {self.p.door}, which no serve answers: start serve with "
-                        f"--listen {self.p.door} (or stop this run and run the unit again); "
-                        + (
-                            "no heartbeat goes to a plain TCP door (anyone may have taken its port)"
-                            if plain
-                            else "its lease's heartbeats go to the new door meanwhile"
-                        )
-                    )
-                moved = elsewhere
-                if not plain:
-                    self._beat(DoorClient(elsewhere, self.token, timeout=_BEAT_TIMEOUT_S))
-                    if self.refused.is_set():
-                        return
-            beaten = time.monotonic()
-            self.nudge.wait(self.beat_every())
-            self.nudge.clear()
-            self.done.wait(max(0.0, beaten + NUDGE_GAP_S - time.monotonic()))
-
-    def _watch_units(self) -> None:
-        """units.ndjson gained a line naming the unit (a demote, a lease released or expired, a
-        decision): the heartbeat goes at once, so a lease the door refuses stops the run within moments of its release, not
-        at the next beat (up to 30 s later). On files only: on PostgreSQL each run would hold a
-        LISTEN connection of the server's few. The periodic beat stays the guarantee: a watch that
-        cannot be made (inotify's limits) is said once and leaves it (D-336)."""
-        from engine.host.watch import watch_files
-
-        try:
-            watch_files(self.ws, self._units_changed, self.done, stores=("units",))
-        except Exception as exc:  # noqa: BLE001 - the periodic beat covers what the watch would
-            self.say(
-                f"warning: {self.p.unit}: units.ndjson cannot be watched ({type(exc).__name__}: {exc}): a "
-                f"demote stops this run at its next heartbeat (within {clock.format_duration(round(self.beat_every()))})"
-            )
-
-    def _units_changed(self) -> None:
-        """Beat only for lines that name this run's unit: another unit's events wake no run (a unit
-        writing as fast as its budget allows cannot make every run call the door). A byte test of
-        what the store gained, never a judgement (the door's answer to the beat is that); a store
-        that shrank, or gained more than one read, counts as naming it."""
-        from engine.log.files import open_regular
-
-        try:
-            with open(open_regular(self.ws.state_dir / "units.ndjson"), "rb") as f:  # never a FIFO's wait
-                size = os.fstat(f.fileno()).st_size
-                if size < self.units_read or size - self.units_read > _GAINED_MAX:
-                    found = True
-                else:
-                    f.seek(self.units_read)
-                    found = self.named in f.read(size - self.units_read)
-        except (OSError, RegulatorError):
-            size, found = 0, True
-        self.units_read = size
-        if found:
-            self.nudge.set()
-
-    def _beat(self, client: Any) -> str | None:
-        """One heartbeat: None where the door answered (a tool's error or bad input is an answer),
-        else why not; a 401 (the lease is gone) sets `refused`, which stops the run."""
-        from engine.doors.client import UNAUTHORIZED
-
-        try:
-            client.status()
-        except Refused as exc:  # the door's own refusals and a door that cannot be reached
-            if str(exc) == UNAUTHORIZED:
-                self.refused.set()
-                return None
-            return str(exc)
-        except RegulatorError:
-            pass
-        return None
-
-    def _unanswered(self, why: str) -> str:
-        ttl = self.p.ttl
-        lapse = (
-            "its lease does not lapse (--ttl none)"
-            if ttl is None
-            else f"a running serve that takes no call on the lease for {clock.format_duration(ttl)} lets it "
-            "lapse (a serve started again counts from its start), and the run then stops its command"
-        )
-        return (
-            f"warning: {self.p.unit}: serve's door did not answer its heartbeat ({why}): the unit's own door "
-            f"calls fail until it does; {lapse}"
-        )
-
-    def _door_elsewhere(self) -> str | None:
-        """The door of a serve that runs now where it is not this run's (started again on another
-        --listen): its calls and heartbeats can never reach it."""
-        from engine.host.instance import running
-
-        try:
-            info = running(self.ws)
-        except (OSError, RegulatorError):
-            return None
-        door = info.get("door") if info else None
-        return door if isinstance(door, str) and door != self.p.door else None
 
     def run(self) -> Outcome:
         p = self.p
@@ -556,14 +422,7 @@ class Supervisor:
         if self.pending is not None:
             self._forward(self.pending, None)
         foreground = None if account else give_terminal(group)
-        watcher = None
-        if self.ws.url is None:  # first: a demote after the first beat finds the watch made
-            with contextlib.suppress(OSError):
-                self.units_read = (self.ws.state_dir / "units.ndjson").stat().st_size
-            watcher = threading.Thread(target=self._watch_units, name="units-watch", daemon=True)
-            watcher.start()
-        beats = threading.Thread(target=self._beats, name="heartbeat", daemon=True)
-        beats.start()
+        beating = self.beats.start()
         wall = p.contract.wall_seconds
         stopped: str | None = None
         try:
@@ -573,23 +432,16 @@ class Supervisor:
                     break
                 except subprocess.TimeoutExpired:
                     pass
-                if stopped is None and self.refused.is_set():
+                if stopped is None and self.beats.refused.is_set():
                     stopped = "refused"
                     self._kill(group)
                 elif stopped is None and wall is not None and time.monotonic() - start >= wall:
                     stopped = "wall"
                     self._kill(group)
         finally:
-            self.done.set()
-            self.nudge.set()
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, signal.SIGKILL)  # whatever of the group outlived its leader
-            # the heartbeat ends with its call in flight (at most the client's timeout): a daemon
-            # thread still inside the HTTP client when the interpreter finalizes can crash it (a
-            # SIGSEGV at exit was seen once in the suite, after the result was recorded)
-            beats.join(timeout=_BEAT_TIMEOUT_S + 1)
-            if watcher is not None:
-                watcher.join(timeout=2)  # watchfiles looks at `done` at least once a second
+            self.beats.stop(beating)
             if account is not None:
                 close_worktree(self.p.worktree, account.uid)  # first: no one else passes into it
                 left = kill_account(account)  # and, confined, whatever escaped the group (setsid)
@@ -637,9 +489,11 @@ def finish(ws: Workspace, p: Plan, lease_hash: str, outcome: Outcome, say: Say) 
     from engine.read.load import load
 
     if outcome.stopped == "refused":
+        from engine.host.beats import ended_by
+
         raise Refused(
-            f"the door refused {p.unit}'s lease (it expired or was released): the command was stopped "
-            f"(exit code {outcome.code}); nothing more recorded"
+            f"{p.unit}'s lease ended ({ended_by(ws, p.unit, lease_hash)}): the command was stopped "
+            f"(it exited {outcome.code}); nothing more recorded"
         )
     host_outcome = "done" if outcome.code == 0 and outcome.stopped is None else "failed"
     summary = host_summary(outcome, p.contract.wall_seconds)

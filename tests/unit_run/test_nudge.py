@@ -1,24 +1,22 @@
-"""`unit run`'s watch of units.ndjson (D-336): only what the store gained that names the run's unit
-makes it beat at once; a store that shrank or cannot be read does too (the beat is the judgement)."""
+"""`unit run`'s watch of units.ndjson (D-336, engine.host.beats): only what the store gained that
+names the run's unit (`"unit":"b1"`) makes it look at once; a store that shrank or cannot be read
+does too (the look is the judgement, never the bytes)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 from engine.checkout.workspace import Workspace
-from engine.host.unitrun import Supervisor
+from engine.host.beats import Beats
 
 
-def _supervisor(root: Path, unit: str) -> Supervisor:
+def _beats(root: Path, unit: str) -> Beats:
     (root / ".regulator").mkdir(parents=True)
     (root / ".regulator" / "units.ndjson").write_bytes(b'{"kind":"dispatch","unit":"b1"}\n')
-    plan: Any = SimpleNamespace(unit=unit)
-    run = Supervisor(plan, {}, "t" * 43, print, Workspace(root))
-    run.units_read = (root / ".regulator" / "units.ndjson").stat().st_size
-    return run
+    beats = Beats(Workspace(root), unit, "unix:/nowhere", "t" * 43, 900, print)
+    beats.units_read = (root / ".regulator" / "units.ndjson").stat().st_size
+    return beats
 
 
 def _append(root: Path, line: bytes) -> None:
@@ -27,26 +25,30 @@ def _append(root: Path, line: bytes) -> None:
 
 
 def test_only_a_line_naming_the_unit_wakes_its_run(tmp_path: Path) -> None:
-    run = _supervisor(tmp_path, "b1")
-    _append(tmp_path, b'{"kind":"dispatch","unit":"b12"}\n{"kind":"close","unit":"a-b1"}\n')
-    run._units_changed()
-    assert not run.nudge.is_set()  # another unit's events, even ones whose id holds "b1"
-    _append(tmp_path, b'{"kind":"demote","unit":"b1","by":"alice"}\n')
-    run._units_changed()
-    assert run.nudge.is_set()
-    run.nudge.clear()
-    run._units_changed()  # nothing gained since: no beat
-    assert not run.nudge.is_set()
+    beats = _beats(tmp_path, "memory")  # a valid unit id that is also a key of every host event's `seen`
+    _append(
+        tmp_path,
+        b'{"kind":"dispatch","unit":"memory2","seen":{"signals":1,"memory":0}}\n'
+        b'{"kind":"close","unit":"a-memory","rationale":"memory"}\n{"kind":"result","by":"memory"}\n',
+    )
+    beats.units_changed()
+    assert not beats.nudge.is_set()  # other units' events, though "memory" is in every one
+    _append(tmp_path, b'{"kind":"demote","unit":"memory","by":"alice"}\n')
+    beats.units_changed()
+    assert beats.nudge.is_set()
+    beats.nudge.clear()
+    beats.units_changed()  # nothing gained since: no look
+    assert not beats.nudge.is_set()
 
 
 def test_a_store_that_shrank_or_is_not_a_file_wakes_the_run(tmp_path: Path) -> None:
-    run = _supervisor(tmp_path, "b2")
+    beats = _beats(tmp_path, "b2")
     store = tmp_path / ".regulator" / "units.ndjson"
     store.write_bytes(b"")
-    run._units_changed()
-    assert run.nudge.is_set()
-    run.nudge.clear()
+    beats.units_changed()
+    assert beats.nudge.is_set()
+    beats.nudge.clear()
     store.unlink()
     os.mkfifo(store)  # never waited on
-    run._units_changed()
-    assert run.nudge.is_set()
+    beats.units_changed()
+    assert beats.nudge.is_set()
