@@ -222,3 +222,27 @@ def test_init_with_a_key_file_that_is_not_there_makes_nothing(tmp_path: Path) ->
         f"regulator: --key {missing}: no such file (the SSH private key that signs a person's action)"
     )
     assert sorted(p.name for p in folder.iterdir()) == [".git"]
+
+
+def test_a_unit_id_near_a_contracts_is_asked_about_and_another_is_told_to_add_it(
+    ws: helpers.Workspace,
+) -> None:
+    """An operator's typo (`unit demote alhpa`) was told to add a contract (D-337): the near ids
+    first, from the write's state and from the contract read alike; an id near none, how to add it."""
+    before = ws.digest()
+    for args in (
+        ["unit", "demote", "u1x", "--by", "alice", "--rationale", "r"],
+        ["unit", "dispatch", "u1x"],
+        ["unit", "run", "u1x", "--", "true"],
+    ):
+        done = ws.run(*args)
+        assert done.returncode == 2, done.stderr
+        assert one_line(done) == (
+            "regulator: unit 'u1x' has no contract (contracts/u1x.json); did you mean 'u1'? If not, add it "
+            "(`regulator unit new`)"
+        ), args
+    far = ws.run("unit", "dispatch", "zzzzzz")
+    assert one_line(far) == (
+        "regulator: unit 'zzzzzz' has no contract (contracts/zzzzzz.json); add it first (`regulator unit new`)"
+    )
+    assert ws.digest() == before

@@ -21,7 +21,7 @@ from engine.checkout.workspace import LEASE_FILE, Lease, Workspace, check_unit_i
 from engine.commands.actors import check_lease, check_person, lease_hash, require_grant
 from engine.commands.deciding import deciding
 from engine.commands.written import CloseEvent, DemoteEvent, DispatchEvent, RecoveryDecisionEvent
-from engine.read.contracts import contract_path, read_contract
+from engine.read.contracts import contract_path, no_contract, read_contract
 from engine.read.model import BLOCKING, OWED_TO, RECOVERY_ACTIONS, EventKind, State, UnitState
 from engine.read.rules import Denied, deciding_unit, demoting, recovery
 from engine.read.vetoes import close_veto, dispatch_veto
@@ -39,7 +39,7 @@ def _known(ws: Workspace, unit_id: str) -> None:
 def _unit(state: State, unit_id: str) -> UnitState:
     check_unit_id(unit_id)
     if unit_id not in state.contracts:
-        raise BadInput(f"unit {unit_id!r} has no contract (contracts/{unit_id}.json); add it first")
+        raise no_contract(unit_id, state.contracts)
     return state.unit(unit_id)
 
 

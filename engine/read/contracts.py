@@ -6,6 +6,7 @@ import json
 import marshal
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
@@ -134,13 +135,30 @@ def contract_path(ws: Workspace, unit_id: str) -> Path:
     return ws.root / "contracts" / f"{unit_id}.json"
 
 
+def no_contract(unit_id: str, known: Iterable[str]) -> BadInput:
+    """A unit id that names no contract (exit 2): the units it is near said first (an operator's
+    typo, `unit demote alhpa`, was told to add a contract), else how to add one."""
+    import difflib
+
+    near = difflib.get_close_matches(unit_id, sorted(set(known)), n=3, cutoff=0.6)
+    hint = (
+        "did you mean " + " or ".join(repr(n) for n in near) + "? If not, add it" if near else "add it first"
+    )
+    return BadInput(
+        f"unit {unit_id!r} has no contract (contracts/{unit_id}.json); {hint} (`regulator unit new`)"
+    )
+
+
 def read_contract(ws: Workspace, unit_id: str) -> Contract:
     """One unit's contract, read now; BadInput (exit 2) in one line when it is missing or invalid,
     naming the file and what is wrong."""
     path = contract_path(ws, unit_id)
     relative = f"contracts/{unit_id}.json"
     if not path.is_file():
-        raise BadInput(f"unit {unit_id!r} has no contract ({relative}); add it first (`regulator unit new`)")
+        folder = ws.root / "contracts"
+        raise no_contract(
+            unit_id, (p.relative_to(folder).with_suffix("").as_posix() for p in folder.glob("**/*.json"))
+        )
     outcome = _read_contract(unit_id, str(path))
     if type(outcome) is str:
         raise BadInput(f"invalid contract {relative}: {outcome.removeprefix(str(path) + ': ')}")
