@@ -48,12 +48,16 @@ class Beats:
         return 30.0 if ttl is None else max(0.5, min(ttl / 3, 30.0))
 
     def start(self) -> list[threading.Thread]:
-        """The watch (files only) first, so that a demote after the first beat finds it made."""
+        """The watch (files only) first, so that a demote after the first look finds it made; the
+        log's judge and the door's heartbeat on threads of their own, so that a door call in flight
+        (up to its timeout, where a unit keeps its lease's gate nearly full) never delays the log's
+        word (an adversarial review: a stop 6 s late)."""
         threads = []
         if self.ws.url is None:
             with contextlib.suppress(OSError):
                 self.units_read = (self.ws.state_dir / "units.ndjson").stat().st_size
             threads.append(threading.Thread(target=self.watch, name="units-watch", daemon=True))
+        threads.append(threading.Thread(target=self.judge, name="lease-judge", daemon=True))
         threads.append(threading.Thread(target=self.run, name="heartbeat", daemon=True))
         for thread in threads:
             thread.start()
@@ -69,24 +73,34 @@ class Beats:
             thread.join(timeout=BEAT_TIMEOUT_S + 1)
 
     # ---- the heartbeat -----------------------------------------------------------------------------
+    def judge(self) -> None:
+        """The log's word on the lease (`lease_over`: a person demoted the unit, closed it or decided
+        on it, the leader expired its lease), asked at every beat's time and at once when the watch
+        says a line names the unit (at most once a second): over is a stop, whatever the door
+        answers. A unit that fills its own lease's gate at the door gets the heartbeat a 429, never
+        the 401 (an adversarial review of D-336). Never ends on an error: a judge that died would
+        leave a demote to a door the unit keeps busy."""
+        while not self.done.is_set():
+            if self.lease_over():
+                self.refused.set()
+                return
+            looked = time.monotonic()
+            self.nudge.wait(self.every())
+            self.nudge.clear()
+            self.done.wait(max(0.0, looked + NUDGE_GAP_S - time.monotonic()))
+
     def run(self) -> None:
-        """Each beat asks the log first (`lease_over`: a person demoted the unit, the leader expired its
-        lease), then the door (a door call is a heartbeat; a 401 means the lease is gone). A unit that
-        fills its own lease's gate at the door gets the beat a 429, never the 401: the log's word
-        stops it all the same (an adversarial review of D-336). A door that stops answering (serve
-        stopped, restarting, or unable to read its stores) is said once, asked again every RETRY_S,
-        and its return said once. Where serve runs again with another door, the heartbeat goes there
-        (the lease kept, or its 401 stopping the run), while the unit, which keeps the door it was
-        given, cannot reach it."""
+        """The door's heartbeat (a door call is one; a 401 means the lease is gone). A door that stops
+        answering (serve stopped, restarting, or unable to read its stores) is said once, asked again
+        every RETRY_S, and its return said once. Where serve runs again with another door, the
+        heartbeat goes there (the lease kept, or its 401 stopping the run), while the unit, which
+        keeps the door it was given, cannot reach it."""
         from engine.doors.client import DoorClient
 
         client = DoorClient(self.door, self.token, timeout=BEAT_TIMEOUT_S)
         unanswered = False
         moved: str | None = None
-        while not self.done.is_set():
-            if self.lease_over():
-                self.refused.set()
-                return
+        while not self.done.is_set() and not self.refused.is_set():
             silence = self.beat(client)
             if self.refused.is_set():
                 return
@@ -116,10 +130,7 @@ class Beats:
                     self.beat(DoorClient(elsewhere, self.token, timeout=BEAT_TIMEOUT_S))
                     if self.refused.is_set():
                         return
-            beaten = time.monotonic()
-            self.nudge.wait(min(self.every(), RETRY_S) if unanswered else self.every())
-            self.nudge.clear()
-            self.done.wait(max(0.0, beaten + NUDGE_GAP_S - time.monotonic()))
+            self.done.wait(min(self.every(), RETRY_S) if unanswered else self.every())
 
     def beat(self, client: Any) -> str | None:
         """One heartbeat: None where the door answered (a tool's error or bad input is an answer),
@@ -135,6 +146,8 @@ class Beats:
             return str(exc)
         except RegulatorError:
             pass
+        except Exception as exc:  # noqa: BLE001 - the heartbeat never dies of what a door answers
+            return f"{type(exc).__name__}: {exc}"
         return None
 
     def lease_over(self) -> bool:
@@ -142,15 +155,23 @@ class Beats:
         call (engine.doors.door.Kept: the units store folded as it grew, then check_lease), in this
         process. A log that cannot be read now says nothing: the door's answer decides."""
         from engine.doors.door import Kept
+        from engine.read.order import StoreReplaced
 
-        if self._kept is None:
-            lease = Lease(self.unit, self.token, self.ws.root, "", self.ws.state_dir / "unit-run.lease")
-            self._kept = Kept(self.ws, lease)
-        try:
-            self._kept.refresh(sync=self.ws.url is not None)
-        except LeaseRefused:
-            return True
-        except (RegulatorError, OSError):
+        for _ in range(2):  # a store replaced under the fold (StoreReplaced twice): read it again whole
+            if self._kept is None:
+                lease = Lease(self.unit, self.token, self.ws.root, "", self.ws.state_dir / "unit-run.lease")
+                self._kept = Kept(self.ws, lease)
+            try:
+                self._kept.refresh(sync=self.ws.url is not None)
+            except LeaseRefused:
+                return True
+            except StoreReplaced:
+                self._kept = None
+                continue
+            except Exception:  # noqa: BLE001 - unreadable now (an adversarial review: a store renamed
+                # under the fold killed the thread, and no demote stopped the run): the door decides
+                self._kept = None
+                return False
             return False
         return False
 
@@ -219,8 +240,8 @@ class Beats:
 
 
 def ended_by(ws: Workspace, unit_id: str, lease_hash: str) -> str:
-    """What the log says ended a run's lease, for the run's last line: a person's demote (who, when,
-    why) or the leader's expiry, after the dispatch that made the lease; else the door's word. Its
+    """What the log says ended a run's lease, for the run's last line: a person's demote or decision
+    (who, when, why), a close, or the leader's expiry, the first after the dispatch that made the lease. Its
     texts as the store holds them: the command's error line is escaped whole where it is printed."""
     from engine.read.load import load
     from engine.read.queries import history
@@ -239,10 +260,16 @@ def ended_by(ws: Workspace, unit_id: str, lease_hash: str) -> str:
         elif not ours or "uncounted" in event:
             continue
         elif kind == "demote":
-            why = str(event.get("rationale") or "")
-            if len(why) > _RATIONALE_SHOWN:
-                why = why[:_RATIONALE_SHOWN] + "…"
-            return f"{event.get('by')} demoted {unit_id} at {event.get('at')}: {why}"
+            return f"{event.get('by')} demoted {unit_id} at {event.get('at')}: {_why(event)}"
+        elif kind == "decision":
+            return f"{event.get('by')} decided {event.get('action')} for {unit_id} at {event.get('at')}: {_why(event)}"
+        elif kind == "close":
+            return f"{unit_id} was closed at {event.get('at')} (`regulator unit close`)"
         elif kind == "lease-expired":
             return f"it expired at {event.get('at')}: no heartbeat reached serve for its TTL"
-    return "the door refused it: it expired or was released"
+    return "it is not the unit's current lease any more"
+
+
+def _why(event: dict[str, Any]) -> str:
+    why = str(event.get("rationale") or "")
+    return why if len(why) <= _RATIONALE_SHOWN else why[:_RATIONALE_SHOWN] + "…"

@@ -5,7 +5,10 @@ who demoted it, when and why."""
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
+import time
 from typing import Any
 
 from engine.checkout.workspace import Workspace
@@ -117,3 +120,67 @@ def test_the_log_says_the_lease_is_over_with_no_door_to_ask(tmp_path: Any) -> No
     assert beats.lease_over()
     other = Beats(Workspace(ws.root), "b2", "unix:/nowhere/d.sock", "y" * 43, 900, print)
     assert other.lease_over()  # a token that never was b2's lease
+
+
+def test_a_store_replaced_under_the_judge_never_ends_it(tmp_path: Any) -> None:
+    """units.ndjson swapped between a longer and a shorter copy while the run's judge folds it (an
+    unconfined unit can, as the host's account): no look raises (an adversarial review: a
+    StoreReplaced escaped and killed the thread, and no demote stopped the run); once the store is
+    itself again, the lease is current, and over after a demote."""
+    ws = system_workspace(tmp_path)
+    token = token_of(ws.lease("b1"))
+    store = ws.root / ".regulator" / "units.ndjson"
+    whole = store.read_bytes()
+    pad = b"".join(b'"' + b"x" * 1_000_000 + b'"\n' for _ in range(20))  # bad lines: folded past, slowly
+    longer, shorter = store.with_name("u.A"), store.with_name("u.B")
+    longer.write_bytes(whole + pad)
+    shorter.write_bytes(whole + pad[: len(pad) // 2])
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            for source in (longer, shorter):
+                step = store.with_name("u.t")
+                step.unlink(missing_ok=True)
+                os.link(source, step)
+                os.rename(step, store)
+            time.sleep(0.002)
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    beats = Beats(Workspace(ws.root), "b1", "unix:/nowhere/d.sock", token, 900, print)
+    try:
+        verdicts = {beats.lease_over() for _ in range(30)}  # raises nothing, whatever it reads
+    finally:
+        stop.set()
+        swapper.join()
+        store.write_bytes(whole)
+    assert verdicts <= {False}  # never a stop: the lease is current in every copy
+    assert not beats.lease_over()
+    ws.run("unit", "demote", "b1", "--by", "alice", "--rationale", "stop", check=True)
+    assert beats.lease_over()
+
+
+def test_a_unit_closed_or_decided_on_while_it_runs_is_stopped_and_its_line_says_so(
+    served: Any, tmp_path: Any
+) -> None:
+    """A close, or a recovery decision, ends the run's lease as a demote does: the last line names
+    it, never a door's refusal (an adversarial review: "the door refused it" after a close)."""
+    ws, _ = served
+    for unit, act, said in (
+        ("b1", ["unit", "close", "b1"], "b1's lease ended (b1 was closed at "),
+        (
+            "r1",
+            ["unit", "decide", "r1", "--action", "abort", "--by", "alice", "--rationale", "wrong brief"],
+            "r1's lease ended (alice decided abort for r1 at ",
+        ),
+    ):
+        ready = tmp_path / f"ready-{unit}"
+        agent = script(tmp_path, f"{unit}.sh", READY.format(ready=ready) + "exec sleep 600\n")
+        host = start_unit(ws, unit, "--ttl", "15m", "--", str(agent))
+        wait_for(ready.exists, "the child started")
+        ws.run(*act, check=True)
+        _, err = host.communicate(timeout=20)
+        assert host.returncode == 3, err
+        assert said in err.strip().splitlines()[-1], err
+        assert not alive(int(ready.read_text()))
