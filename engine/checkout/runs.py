@@ -78,7 +78,7 @@ def _write(path: Path, data: dict[str, object]) -> None:
     os.replace(part, path)
 
 
-def begin(ws: Workspace, lease_hash: str, current: set[str]) -> None:
+def begin(ws: Workspace, lease_hash: str, current: set[str], unit: str | None = None) -> None:
     """This process runs the lease's child (written before the child starts); the files of leases
     that are no one's current lease any more, and whose run is over, are removed. A run's file is
     never removed while its `unit run` lives: `current` is read before another run's dispatch may
@@ -90,7 +90,31 @@ def begin(ws: Workspace, lease_hash: str, current: set[str]) -> None:
         if old.stem not in current and old.stem != lease_hash and _finished(old):
             with contextlib.suppress(OSError):
                 old.unlink()
-    _write(_path(ws, lease_hash), {"pid": os.getpid(), "started": _started(os.getpid()), "ended": False})
+    record: dict[str, object] = {"pid": os.getpid(), "started": _started(os.getpid()), "ended": False}
+    if unit is not None:
+        record["unit"] = unit  # `live` finds a unit's run still stopping by it
+    _write(_path(ws, lease_hash), record)
+
+
+def live(ws: Workspace, unit: str) -> tuple[int, str] | None:
+    """(pid, lease hash) of a `unit run` of this unit that has not ended and lives: its command
+    runs, or, after a demote, a close or a decision, it is still stopping it (SIGTERM, SIGKILL 5 s
+    later) and recording its end. A second run then would work in the same worktree beside the
+    first's command (D-336's review)."""
+    with contextlib.suppress(OSError):
+        for path in _folder(ws).glob("*.json"):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if (
+                isinstance(data, dict)
+                and data.get("unit") == unit
+                and data.get("ended") is False
+                and _alive(data)
+            ):
+                return int(data["pid"]), path.stem
+    return None
 
 
 def end(ws: Workspace, lease_hash: str) -> None:

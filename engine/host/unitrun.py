@@ -141,6 +141,7 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
             "workspace too) may take its port while serve is stopped, answer the run's calls and read its "
             "token; run serve on a Unix socket (its default) or with --tls-cert/--tls-key (D-259)"
         )
+    _check_last_run_ended(ws, unit)
     lock, note, regulator = None, None, _regulator()
     if account is not None:
         env["HOME"] = account.home
@@ -176,6 +177,26 @@ def plan(ws: Workspace, request: RunRequest) -> Plan:
         regulator=regulator,
         account_lock=lock,
         note=note,
+    )
+
+
+def _check_last_run_ended(ws: Workspace, unit: str) -> None:
+    """A `unit run` of the unit that lives though its lease is over (demoted, closed, decided on) is
+    still stopping its command: a second run now would work beside it in the same worktree (exit 3).
+    One whose lease is current is left to the dispatch, which refuses an in-progress unit (exit 2)."""
+    from engine.checkout import runs
+    from engine.host.door import current_unit
+    from engine.read.load import load
+
+    found = runs.live(ws, unit)
+    if found is None:
+        return
+    pid, lease_hash = found
+    if current_unit(load(ws, stores=("units",)), lease_hash) == unit:
+        return
+    raise Refused(
+        f"{unit}'s last `unit run` (pid {pid}) has not ended: its lease is over and it is stopping its "
+        "command (SIGTERM, then SIGKILL 5 s later); run the unit again once it has exited"
     )
 
 
@@ -581,7 +602,7 @@ def _dispatched(ws: Workspace, p: Plan, say: Say) -> int:
     )
     event = dispatch(ws, p.unit, p.worktree, terms)
     try:
-        _begin_run(ws, event["leaseHash"])
+        _begin_run(ws, event["leaseHash"], p.unit)
         extra = harness_files(ws, p) if p.harness == "claude-code" else []
         env = {**p.env, DOOR_ENV: p.door, TOKEN_ENV: event["lease"], UNIT_ENV: p.unit}
         who = (
@@ -633,11 +654,11 @@ def _dispatched(ws: Workspace, p: Plan, say: Say) -> int:
     return finish(ws, p, event["leaseHash"], outcome, say)
 
 
-def _begin_run(ws: Workspace, lease_hash: str) -> None:
+def _begin_run(ws: Workspace, lease_hash: str, unit: str) -> None:
     """The lease is this run's (engine.checkout.runs): the door answers it while the run has its child."""
     from engine.checkout import runs
     from engine.read.load import load
 
     state = load(ws, stores=("units",))
     current = {unit.lease for unit in state.units.values() if unit.lease}
-    runs.begin(ws, lease_hash, current | {lease_hash})
+    runs.begin(ws, lease_hash, current | {lease_hash}, unit)

@@ -14,6 +14,7 @@ from typing import Any
 from engine.checkout.workspace import Workspace
 from engine.doors.client import DoorClient
 from engine.host.beats import Beats
+from tests.helpers import one_line
 from tests.serving import token_of, wait_for
 from tests.unit_run.common import alive, row, script, start_unit, system_workspace
 
@@ -184,3 +185,33 @@ def test_a_unit_closed_or_decided_on_while_it_runs_is_stopped_and_its_line_says_
         assert host.returncode == 3, err
         assert said in err.strip().splitlines()[-1], err
         assert not alive(int(ready.read_text()))
+
+
+def test_a_second_run_waits_until_the_demoted_runs_command_is_gone(served: Any, tmp_path: Any) -> None:
+    """The demoted run's child ignores SIGTERM, so its stop takes the 5 s grace: a second `unit run`
+    meanwhile is refused (exit 3, nothing dispatched) rather than working beside it in the same
+    worktree (D-336's operator review); once the first has exited, it runs. A run of a unit whose run
+    is live and current is the dispatch's to refuse (in progress: exit 2), as before."""
+    ws, _ = served
+    ready = tmp_path / "ready"
+    agent = script(
+        tmp_path,
+        "stubborn.sh",
+        "trap '' TERM\n" + READY.format(ready=ready) + "while :; do sleep 0.1; done\n",
+    )
+    first = start_unit(ws, "b1", "--ttl", "15m", "--", str(agent))
+    wait_for(ready.exists, "the child started")
+    current = ws.run("unit", "run", "b1", "--", "true")
+    assert current.returncode == 2 and "in-progress" in one_line(current), current.stderr
+    ws.run("unit", "demote", "b1", "--by", "alice", "--rationale", "stop", check=True)
+    dispatches = len([e for e in ws.events("units") if e["kind"] == "dispatch"])
+    second = ws.run("unit", "run", "b1", "--", "true")
+    assert second.returncode == 3, second.stderr
+    assert one_line(second).startswith(f"regulator: b1's last `unit run` (pid {first.pid}) has not ended"), (
+        second.stderr
+    )
+    assert len([e for e in ws.events("units") if e["kind"] == "dispatch"]) == dispatches
+    first.communicate(timeout=30)
+    assert first.returncode == 3 and not alive(int(ready.read_text()))
+    again = ws.run("unit", "run", "b1", "--", "true")
+    assert again.returncode == 0, again.stderr
