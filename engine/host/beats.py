@@ -210,7 +210,9 @@ class Beats:
         from engine.host.watch import watch_files
 
         try:
-            watch_files(self.ws, self.units_changed, self.done, stores=("units",))
+            # and once a second without a change: a line appended before the watch was armed (a
+            # loaded machine takes seconds to arm it) is found by its size (a decision in the suite)
+            watch_files(self.ws, self.units_changed, self.done, stores=("units",), idle=True)
         except Exception as exc:  # noqa: BLE001 - the periodic beat covers what the watch would
             self.say(
                 f"warning: {self.unit}: units.ndjson cannot be watched ({type(exc).__name__}: {exc}): a "

@@ -15,10 +15,16 @@ WATCH_STEP_MS = 10
 
 
 def watch_files(
-    ws: Workspace, poke: Callable[[], None], stop: threading.Event, stores: Iterable[str] = ()
+    ws: Workspace,
+    poke: Callable[[], None],
+    stop: threading.Event,
+    stores: Iterable[str] = (),
+    idle: bool = False,
 ) -> None:
     """Call `poke` after each batch of changes to the stores' files (every store's where `stores` is
-    empty) until `stop` is set. Raises where the watch cannot be made (inotify's limits)."""
+    empty) until `stop` is set; with `idle`, also after each second without one (what was appended
+    before the watch was armed, which inotify never reports). Raises where the watch cannot be made
+    (inotify's limits)."""
     from watchfiles import watch
 
     names = frozenset(f"{store}.ndjson" for store in stores)
@@ -32,7 +38,7 @@ def watch_files(
         debounce=WATCH_DEBOUNCE_MS,
         step=WATCH_STEP_MS,
         rust_timeout=1000,
-        yield_on_timeout=False,
+        yield_on_timeout=idle,
         stop_event=stop,
         raise_interrupt=False,
     ):

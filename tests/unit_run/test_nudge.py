@@ -52,3 +52,22 @@ def test_a_store_that_shrank_or_is_not_a_file_wakes_the_run(tmp_path: Path) -> N
     os.mkfifo(store)  # never waited on
     beats.units_changed()
     assert beats.nudge.is_set()
+
+
+def test_a_line_appended_before_the_watch_is_armed_is_found(tmp_path: Path) -> None:
+    """inotify reports nothing appended before it watches (a loaded machine takes seconds to arm
+    it: a decision in the suite waited for the 30 s beat); the watch looks at the store's size once a
+    second without a change, so the run is woken all the same."""
+    import threading
+
+    from tests.serving import wait_for
+
+    beats = _beats(tmp_path, "b1")
+    _append(tmp_path, b'{"kind":"decision","unit":"b1","action":"abort"}\n')  # before the watch
+    watcher = threading.Thread(target=beats.watch, daemon=True)
+    watcher.start()
+    try:
+        wait_for(beats.nudge.is_set, "the run woken by the line written before its watch", deadline=10)
+    finally:
+        beats.done.set()
+        watcher.join(timeout=5)
