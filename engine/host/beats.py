@@ -29,8 +29,9 @@ _RATIONALE_SHOWN = 200  # characters of a demote's rationale in the run's last l
 
 
 class Beats:
-    """One run's heartbeats: `run` and `watch` are its two threads; `refused` set when the lease
-    is over (the log says so, or the door answers 401), `done` set by the run when its child is gone."""
+    """One run's heartbeats: `watch` (files only), `judge` (the log's word) and `run` (the door's
+    heartbeat) are its threads; `refused` set when the lease is over (the log says so, or the door
+    answers 401), `done` set by the run when its child is gone."""
 
     def __init__(
         self, ws: Workspace, unit: str, door: str, token: str, ttl: int | None, say: Callable[[str], None]
