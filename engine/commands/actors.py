@@ -10,9 +10,8 @@ from engine.base.errors import BadInput, LeaseRefused, Refused
 from engine.base.limits import check_text
 from engine.checkout import runs
 from engine.checkout.workspace import Lease, Workspace, acting_as_unit
-from engine.read.model import State, UnitStatus
-from engine.read.queries import unit_status
-from engine.read.rules import lacks, refuse, tool_lacking
+from engine.read.model import State
+from engine.read.rules import lacks, lease_current, refuse, tool_lacking
 
 
 class Actor(msgspec.Struct, frozen=True):
@@ -92,7 +91,7 @@ def check_lease(ws: Workspace, state: State, lease: Lease) -> None:
     through_door(lease)
     unit = state.units.get(lease.unit)
     hashed = lease_hash(lease.lease)
-    if unit is None or unit_status(state, unit) != UnitStatus.IN_PROGRESS or unit.lease != hashed:
+    if unit is None or not lease_current(state, lease.unit, hashed):
         raise LeaseRefused(
             f"the lease in {lease.path} for unit {lease.unit} is not the unit's current lease "
             "(stale or edited); ask the host to dispatch the unit again"

@@ -26,8 +26,8 @@ from engine.commands.actors import lease_hash
 from engine.doors.api import UnitDoor
 from engine.doors.door import Reads
 from engine.read.load import load
-from engine.read.model import EventKind, State, UnitStatus
-from engine.read.queries import unit_status
+from engine.read.model import EventKind, State
+from engine.read.rules import lease_current
 
 TOKEN_MAX = 512  # characters: a lease token is 43; anything much longer is not one
 
@@ -51,7 +51,7 @@ class Unavailable(RegulatorError):
 def current_unit(state: State, hashed: str) -> str | None:
     """The unit whose current lease has this hash (in progress), or None."""
     for unit in state.units.values():
-        if unit.lease == hashed and unit_status(state, unit) == UnitStatus.IN_PROGRESS:
+        if unit.lease == hashed and lease_current(state, unit.id, hashed):
             return unit.id
     return None
 

@@ -87,16 +87,24 @@ def tool_lacking(unit_id: str, profile: str, tools: tuple[str, ...], tool: str) 
     return Denied(f"profile {profile} does not grant {tool}", text)
 
 
+def lease_current(state: State, unit_id: str, lease_hash: str | None) -> bool:
+    """The lease is the unit's current one and the unit is in progress: what every way in asks of a
+    lease (check_lease: serve's door, the stdio door, a command given --lease, `unit run`'s judge of
+    its own lease), the door's token lookup (current_unit) and report_result."""
+    unit = state.units.get(unit_id)
+    return (
+        unit is not None
+        and lease_hash is not None
+        and unit.lease == lease_hash
+        and unit_status(state, unit) == UnitStatus.IN_PROGRESS
+    )
+
+
 def reporting_result(state: State, unit_id: str, lease_hash: str | None) -> Denied | None:
     """report_result (the unit's, or `unit run`'s for it): the unit's current lease, in progress,
     and no result recorded under it yet (one per lease, design §23)."""
     unit = state.units.get(unit_id)
-    if (
-        unit is None
-        or lease_hash is None
-        or unit.lease != lease_hash
-        or unit_status(state, unit) != UnitStatus.IN_PROGRESS
-    ):
+    if unit is None or not lease_current(state, unit_id, lease_hash):
         return Denied(
             "not the unit's current lease",
             f"unit {unit_id}: this lease is not its current one; no result recorded",
