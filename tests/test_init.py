@@ -7,6 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import REGULATOR, alice_key, clean_env, git, one_line
 
 STORE = "regulator/policy/store.yaml"
@@ -221,6 +223,25 @@ def test_a_workspace_on_files_without_store_yaml_is_unaffected(tmp_path: Path) -
     here = clone(root, tmp_path / "clone")
     data = json.loads(regulator(here, "identity", "verify", "--json").stdout)
     assert data["ok"] is True and sorted(f["file"] for f in data["files"]) == GOVERNED
+
+
+def test_the_store_a_folder_selects_is_read_again_when_its_store_yaml_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process asks once per store.yaml: a workspace made again at the same path (the suite's
+    folders of passed tests go at their end, D-338) or a store.yaml written since is read anew."""
+    from engine.checkout.workspace import store_url
+
+    monkeypatch.delenv("REGULATOR_STORE", raising=False)
+    (tmp_path / "regulator/policy").mkdir(parents=True)
+    assert store_url(tmp_path) is None
+    (tmp_path / STORE).write_text("url: postgresql://regulator@/fleet?host=/run/pg\n")
+    assert store_url(tmp_path) == "postgresql://regulator@/fleet?host=/run/pg"
+    (tmp_path / STORE).unlink()
+    assert store_url(tmp_path) is None
+    monkeypatch.setenv("REGULATOR_STORE", "files")
+    (tmp_path / STORE).write_text("url: postgresql://regulator@/fleet?host=/run/pg\n")
+    assert store_url(tmp_path) is None  # this process's choice wins over the file
 
 
 def test_a_store_yaml_added_by_hand_fails_identity_verify_on_the_host_and_in_a_clone(tmp_path: Path) -> None:

@@ -355,14 +355,21 @@ class Workspace:
 
 
 MIRROR_MARKER = "postgresql.json"  # engine.log.pg.sql.MARKER: what makes `.regulator/` a mirror
-_URLS: dict[tuple[Path, str | None], str | None] = {}
+# (root, REGULATOR_STORE, store.yaml's inode, size and change time): a store.yaml written since, or a
+# workspace made again at the same path, is read again (D-338)
+_URLS: dict[tuple[Path, str | None, tuple[int, int, int] | None], str | None] = {}
 
 
 def store_url(root: Path) -> str | None:
     """Where the stores are (design §18): REGULATOR_STORE for this process, else the `url:` of
     regulator/policy/store.yaml, else None (the files under .regulator/)."""
     env = os.environ.get("REGULATOR_STORE") or None
-    key = (root, env)
+    signature = None
+    if env is None:
+        with contextlib.suppress(OSError):
+            seen = os.stat(root / STORE_POLICY)
+            signature = (seen.st_ino, seen.st_size, seen.st_mtime_ns)
+    key = (root, env, signature)
     if key in _URLS:
         return _URLS[key]
     url: str | None = None

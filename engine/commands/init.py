@@ -178,7 +178,6 @@ def setup(
         )
         rest.append(".gitignore")
     if store is not None:  # the stores on PostgreSQL (design §18): where, recorded without a password
-        from engine.checkout import workspace
         from engine.log.pg import admin as pg_admin
         from engine.log.pg import connection as pg_connection
         from engine.log.pg import mirror as pg_mirror
@@ -186,7 +185,6 @@ def setup(
         pg_admin.create_schema(store, clock_mode)
         written[STORE_POLICY] = f"url: {pg_connection.redact(store)}\n"  # governed: in the baseline
         write_governed(root / STORE_POLICY, written[STORE_POLICY])
-        workspace._URLS.clear()
         ws.state_dir.mkdir(mode=0o700)
         pg_mirror.mirror(ws.url or store, ws.state_dir).prepare()
     else:
