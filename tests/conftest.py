@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests import forkserver
+from tests import forkserver, scratch
 from tests.helpers import alice_key, make_workspace
 
 
@@ -26,6 +26,7 @@ def pytest_configure(config: pytest.Config) -> None:
     modules it rewrites for their asserts only when it may, and otherwise every worker rewrites all
     of them again on every run (~3 s of CPU each). The commands the tests start keep the setting."""
     sys.dont_write_bytecode = False
+    scratch.choose()  # before the first tmp_path and before the workers start, which inherit it
     if hasattr(config, "workerinput"):  # an xdist worker: the controller has done it
         return
     root = Path(__file__).resolve().parent.parent

@@ -333,12 +333,14 @@ def _server(script: str, profile: str = "command") -> str | None:
     import subprocess
     import tempfile
 
+    from tests import scratch
+
     with _STARTING:
         known = _SERVERS.setdefault(profile, {})
         proc = known.get("proc")
         if known.get("pid") == os.getpid() and isinstance(proc, subprocess.Popen) and proc.poll() is None:
             return known["path"]  # type: ignore[return-value]
-        folder = tempfile.mkdtemp(prefix="rfs-", dir="/tmp")  # short: a socket path holds ~107 bytes
+        folder = tempfile.mkdtemp(prefix="rfs-", dir=scratch.root())  # short: a socket path holds ~107 bytes
         path = os.path.join(folder, "s")
         env = dict(os.environ)
         state = _process_state()

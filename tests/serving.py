@@ -20,7 +20,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests import forkserver
+from tests import forkserver, scratch
 from tests.helpers import REGULATOR, Workspace, made_folder
 
 DEADLINE_S = 20.0  # a hard timeout that proves something finished; never a speed assertion
@@ -29,7 +29,7 @@ DEADLINE_S = 20.0  # a hard timeout that proves something finished; never a spee
 def short_folder() -> Path:
     """A folder with a short path (a Unix socket path may hold ~107 bytes), removed with what it
     holds when the test session ends (tests.helpers.made_folder)."""
-    return made_folder("r-", "/tmp")
+    return made_folder("r-", scratch.root())
 
 
 def wait_for(check: Callable[[], Any], what: str, deadline: float = DEADLINE_S, every: float = 0.02) -> Any:

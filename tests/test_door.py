@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from engine.checkout.head import Head
 from engine.log.events import STORES
-from tests import helpers
+from tests import helpers, scratch
 from tests.helpers import REGULATOR, Workspace, git, make_workspace
 
 REPORT = {
@@ -770,7 +770,7 @@ def test_a_door_that_says_nothing_in_time_is_said_as_such_not_as_no_door() -> No
     from engine.base.errors import Refused
     from engine.doors.client import DoorClient
 
-    folder = Path(tempfile.mkdtemp(prefix="r-", dir="/tmp"))
+    folder = Path(tempfile.mkdtemp(prefix="r-", dir=scratch.root()))
     path = folder / "d.sock"
     listener = socket.socket(socket.AF_UNIX)
     try:

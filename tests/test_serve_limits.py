@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests import scratch
 from tests.helpers import REGULATOR, accounts, make_workspace
 from tests.serving import REPORT, Serving, sdk_call, token_of, wait_for
 
@@ -56,7 +57,7 @@ def as_account(account: Any, script: str, *args: str) -> subprocess.Popen:
 @pytest.fixture
 def shared() -> Any:
     """A folder the account may write its findings to (in /tmp: pytest's folders are closed to it)."""
-    folder = Path(tempfile.mkdtemp(prefix="regl-", dir="/tmp"))
+    folder = Path(tempfile.mkdtemp(prefix="regl-", dir=scratch.root()))
     folder.chmod(0o777)
     try:
         yield folder

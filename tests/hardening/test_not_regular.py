@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import scratch
 from tests.helpers import REGULATOR, Workspace, one_line
 
 PATHS = [
@@ -29,11 +30,12 @@ def replace(path: Path, kind: str) -> None:
     if kind == "fifo":
         os.mkfifo(path)
     elif kind == "socket":
-        short = Path(tempfile.mkdtemp(dir="/tmp")) / "s"  # a socket path holds ~107 bytes at most
+        folder = Path(tempfile.mkdtemp(dir=scratch.root()))  # a socket path holds ~107 bytes at most
         server = socket.socket(socket.AF_UNIX)
-        server.bind(str(short))  # the path stays a socket after the process closes it
+        server.bind(str(folder / "s"))  # the path stays a socket after the process closes it
         server.close()
-        short.rename(path)
+        (folder / "s").rename(path)
+        folder.rmdir()
     else:
         path.symlink_to("/dev/zero")  # a device that never ends
 

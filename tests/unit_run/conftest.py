@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests import scratch
 from tests.helpers import accounts
 from tests.serving import Serving
 from tests.unit_run.common import (
@@ -57,7 +58,7 @@ def account() -> Any:
 def confined(account: Any) -> Any:
     """A system-clock workspace under /tmp (the account passes through to its worktree, never into
     .regulator/), its serve, and a folder the account may write to."""
-    home = Path(tempfile.mkdtemp(prefix="regconf-", dir="/tmp"))
+    home = Path(tempfile.mkdtemp(prefix="regconf-", dir=scratch.root()))
     home.chmod(0o755)
     shared = home / "shared"
     shared.mkdir()

@@ -21,6 +21,7 @@ import pytest
 
 from engine.host.accounts import account_processes
 from engine.host.folders import private_group
+from tests import scratch
 from tests.helpers import REGULATOR, accounts, one_line, report_args
 from tests.serving import Serving, wait_for
 from tests.unit_run.common import (
@@ -38,7 +39,7 @@ from tests.unit_run.common import (
 
 
 def test_a_confined_unit_runs_as_its_account_and_cannot_read_the_stores(account: Any, tmp_path: Any) -> None:
-    home = Path(tempfile.mkdtemp(prefix="regconf-", dir="/tmp"))
+    home = Path(tempfile.mkdtemp(prefix="regconf-", dir=scratch.root()))
     try:
         home.chmod(0o755)  # the account passes through to its worktree, never into .regulator/
         ws = system_workspace(home)
@@ -89,7 +90,7 @@ def test_an_account_that_cannot_read_the_stores_gets_one_line_naming_the_door(ac
     any rule: one line, exit 3, the door named where the environment holds a lease; never a
     traceback (found by an operator's review: 40 lines ending in PermissionError)."""
     cli = account_cli()
-    home = Path(tempfile.mkdtemp(prefix="regconf-", dir="/tmp"))
+    home = Path(tempfile.mkdtemp(prefix="regconf-", dir=scratch.root()))
     try:
         home.chmod(0o755)
         ws = system_workspace(home)
@@ -123,7 +124,7 @@ def test_a_permission_met_after_a_write_is_not_said_as_a_refusal(account: Any) -
     (here `init`, stopped by a folder of root's in the account's repository) is one line and exit 1,
     saying the command stopped there (the review of D-220)."""
     cli = account_cli()
-    home = Path(tempfile.mkdtemp(prefix="regconf-", dir="/tmp"))
+    home = Path(tempfile.mkdtemp(prefix="regconf-", dir=scratch.root()))
     try:
         home.chmod(0o755)
         repo = home / "repo"
@@ -424,7 +425,7 @@ def test_an_account_that_cannot_run_regulator_is_said_before_the_run(account: An
     from engine.host.accounts import Account, cannot_run
 
     unit = Account(account.pw_name, account.pw_uid, account.pw_gid, "/")
-    locked = Path(tempfile.mkdtemp(prefix="reglocked-", dir="/tmp"))  # 0700, root's
+    locked = Path(tempfile.mkdtemp(prefix="reglocked-", dir=scratch.root()))  # 0700, root's
     try:
         program = locked / "regulator"
         program.write_text("#!/bin/sh\necho regulator 0\n")
@@ -484,7 +485,7 @@ def test_a_script_whose_interpreter_the_account_cannot_reach_says_so(account: An
     from engine.host.accounts import Account
     from engine.host.unitrun import _interpreter_note
 
-    home = Path(tempfile.mkdtemp(prefix="regconf-", dir="/tmp"))
+    home = Path(tempfile.mkdtemp(prefix="regconf-", dir=scratch.root()))
     try:
         home.chmod(0o755)
         hidden, bin_ = home / "hidden", home / "bin"
@@ -527,8 +528,8 @@ def test_a_confined_child_enters_its_worktree_as_its_account(account: Any) -> No
     regulator) gives no way in; the run does not start (the review of D-215)."""
     from engine.host.confine import lock_down
 
-    secret = Path(tempfile.mkdtemp(prefix="regsecret-", dir="/tmp"))  # root's, 0700
-    shared = Path(tempfile.mkdtemp(prefix="regopen-", dir="/tmp"))
+    secret = Path(tempfile.mkdtemp(prefix="regsecret-", dir=scratch.root()))  # root's, 0700
+    shared = Path(tempfile.mkdtemp(prefix="regopen-", dir=scratch.root()))
     try:
         shared.chmod(0o755)
         link = shared / "wt"

@@ -23,6 +23,7 @@ import pytest
 from engine.base.errors import Refused
 from engine.doors.client import UNAUTHORIZED, DoorClient
 from engine.host.accounts import account_processes
+from tests import scratch
 from tests.helpers import REGULATOR, one_line
 from tests.serving import wait_for
 from tests.unit_run.common import LEFTOVER, NOTE, ROOT, alive, row, run_unit, script, start_unit
@@ -376,7 +377,7 @@ def test_sigterm_while_the_account_is_checked_leaves_none_of_its_processes(accou
     the account is killed on the way out, as on SIGINT, and it says so in one line; the account is
     not left running what the check started (the review of D-215)."""
 
-    folder = Path(tempfile.mkdtemp(prefix="regprobe-", dir="/tmp"))
+    folder = Path(tempfile.mkdtemp(prefix="regprobe-", dir=scratch.root()))
     try:
         folder.chmod(0o777)
         marker = folder / "started"
