@@ -4,6 +4,7 @@ it exists (D-90): what an operator in a hurry, and the CI job after them, see.""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -242,6 +243,46 @@ def test_the_store_a_folder_selects_is_read_again_when_its_store_yaml_changes(
     monkeypatch.setenv("REGULATOR_STORE", "files")
     (tmp_path / STORE).write_text("url: postgresql://regulator@/fleet?host=/run/pg\n")
     assert store_url(tmp_path) is None  # this process's choice wins over the file
+
+
+def test_a_store_yaml_swapped_in_and_out_never_selects_a_database_nobody_decided(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An adversarial review of D-338: store.yaml was read for its URL, then read again to judge
+    it, and a file gone at the second read judged nothing, so a unit renaming an undecided
+    store.yaml in and out won now and then, and the process connected to the server it named.
+    The bytes the URL is read from are the bytes judged (every ask here as a fresh process's)."""
+    import threading
+
+    from engine.checkout import workspace
+    from identity.errors import Refused
+
+    monkeypatch.delenv("REGULATOR_STORE", raising=False)
+    root = initialized(tmp_path)
+    aside = root / "store.yaml.aside"
+    aside.write_text("url: postgresql://regulator@/fleet?host=/tmp/elsewhere\n")
+    stop = threading.Event()
+
+    def toggle() -> None:
+        while not stop.is_set():
+            os.rename(aside, root / STORE)
+            os.rename(root / STORE, aside)
+
+    toggler = threading.Thread(target=toggle)
+    toggler.start()
+    answers: dict[str, int] = {}
+    try:
+        for _ in range(3000):
+            workspace._URLS.clear()
+            try:
+                url = workspace.Workspace(root).url
+            except Refused:
+                url = "refused"
+            answers[str(url)] = answers.get(str(url), 0) + 1
+    finally:
+        stop.set()
+        toggler.join()
+    assert set(answers) <= {"None", "refused"}, answers
 
 
 def test_a_store_yaml_added_by_hand_fails_identity_verify_on_the_host_and_in_a_clone(tmp_path: Path) -> None:

@@ -103,11 +103,11 @@ class Workspace:
         known = self.__dict__.get("_url")  # kept as cached_property keeps its value, per REGULATOR_STORE
         if known is not None and known[0] == env:
             return known[1]
-        url = store_url(self.root)
+        url, named_by = store_choice(self.root)
         if url is None:
             _not_a_mirror(self.state_dir)
         elif not env:
-            _decided_store(self, url)
+            _decided_store(self, url, named_by)
         self.__dict__["_url"] = (env, url)
         return url
 
@@ -355,47 +355,64 @@ class Workspace:
 
 
 MIRROR_MARKER = "postgresql.json"  # engine.log.pg.sql.MARKER: what makes `.regulator/` a mirror
-# (root, REGULATOR_STORE, store.yaml's inode, size and change time): a store.yaml written since, or a
+# (root, REGULATOR_STORE, store.yaml's inode, size, modification and change times) -> the store it
+# selects and the hash of the store.yaml bytes that named it: a store.yaml written since, or a
 # workspace made again at the same path, is read again (D-338)
-_URLS: dict[tuple[Path, str | None, tuple[int, int, int] | None], str | None] = {}
+_URLS: dict[tuple[Path, str | None, tuple[int, int, int, int] | None], tuple[str | None, str | None]] = {}
 
 
 def store_url(root: Path) -> str | None:
     """Where the stores are (design §18): REGULATOR_STORE for this process, else the `url:` of
     regulator/policy/store.yaml, else None (the files under .regulator/)."""
+    return store_choice(root)[0]
+
+
+def store_choice(root: Path) -> tuple[str | None, str | None]:
+    """`store_url`, and the content hash of the store.yaml bytes its URL was read from (None where
+    REGULATOR_STORE chose, or the stores are files): `_decided_store` judges those very bytes, never
+    the file read a second time (which may have changed between the two reads)."""
     env = os.environ.get("REGULATOR_STORE") or None
     signature = None
     if env is None:
         with contextlib.suppress(OSError):
             seen = os.stat(root / STORE_POLICY)
-            signature = (seen.st_ino, seen.st_size, seen.st_mtime_ns)
+            signature = (seen.st_ino, seen.st_size, seen.st_mtime_ns, seen.st_ctime_ns)
     key = (root, env, signature)
-    if key in _URLS:
-        return _URLS[key]
-    url: str | None = None
+    known = _URLS.get(key)
+    if known is not None:
+        return known
+    choice: tuple[str | None, str | None] = (None, None)
     if env is not None:
-        if env in ("files", "file"):
-            url = None
-        elif env.startswith(("postgresql://", "postgres://")):
-            url = env
-        else:
+        if env.startswith(("postgresql://", "postgres://")):
+            choice = (env, None)
+        elif env not in ("files", "file"):
             raise BadInput(f"REGULATOR_STORE={env!r} is not a postgresql:// URL (or `files`)")
     else:
-        url = committed_url(root)
-    _URLS[key] = url
-    return url
+        choice = _committed(root)
+    if len(_URLS) > 32:  # a file touched again and again is a new key each time
+        _URLS.clear()
+    _URLS[key] = choice
+    return choice
 
 
 def committed_url(root: Path) -> str | None:
     """The `url:` of regulator/policy/store.yaml at `root` (None: files), whatever REGULATOR_STORE says."""
+    return _committed(root)[0]
+
+
+def _committed(root: Path) -> tuple[str | None, str | None]:
+    """The `url:` of store.yaml at `root` and the content hash of the bytes it was read from (both
+    None: files)."""
     try:
-        text = regular.read_text(root / STORE_POLICY)
+        data = regular.read_bytes(root / STORE_POLICY)
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError):
-        text = ""
+        return None, None
     try:
-        return store_policy_url(text)
+        url = store_policy_url(text)
     except ValueError as exc:
         raise BadInput(f"{STORE_POLICY}: {exc}") from None
+    return url, (content_hash(data) if url is not None else None)
 
 
 def store_policy_url(text: str) -> str | None:
@@ -413,11 +430,12 @@ def store_policy_url(text: str) -> str | None:
     return url
 
 
-def _decided_store(ws: Workspace, url: str) -> None:
+def _decided_store(ws: Workspace, url: str, named_by: str | None) -> None:
     """store.yaml names a postgresql store where `.regulator/` holds file stores: those stores
     say whether a decision chose it (store.yaml is governed). One that no decision records is
     refused before anything connects to the server it names (exit 3); a decided one is the move
-    the mirror then asks to finish (`store copy`). A mirror, or no stores here, judges nothing."""
+    the mirror then asks to finish (`store copy`). A mirror, or no stores here, judges nothing.
+    `named_by` is the content hash of the bytes `url` was read from: those are judged."""
     if os.path.lexists(ws.state_dir / MIRROR_MARKER):
         return
     try:
@@ -428,11 +446,7 @@ def _decided_store(ws: Workspace, url: str) -> None:
     from engine.checkout import authority
 
     decided = authority.of(ws.root).decided_hash.get(STORE_POLICY)
-    try:
-        actual = content_hash(regular.read_bytes(ws.root / STORE_POLICY))
-    except OSError:
-        return
-    if decided != actual:
+    if named_by is None or decided != named_by:
         from engine.log.pg.connection import redact
 
         raise Refused(
