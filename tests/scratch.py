@@ -35,8 +35,15 @@ def _usable(folder: str) -> bool:
 
 
 def root() -> str:
-    """The short folder a test's own folders go in when they hold a socket (a socket's path holds
-    ~107 bytes) or must be on the workspaces' filesystem (a rename, a hard link): the temporary
-    folder `choose` set, or /tmp where a caller's TMPDIR is long."""
+    """The folder a test's own folders go in when they hold a socket (a socket's path holds ~107
+    bytes) or must be on the workspaces' filesystem (a rename, a hard link): the temporary folder
+    `choose` set; where a caller's TMPDIR is long, /tmp if that is on the same filesystem, else the
+    long one (a socket test may then fail on its path's length, never on a rename)."""
     chosen = tempfile.gettempdir()
-    return chosen if len(chosen) <= 20 else "/tmp"
+    if len(chosen) <= 20:
+        return chosen
+    try:
+        same = os.stat("/tmp").st_dev == os.stat(chosen).st_dev
+    except OSError:
+        same = False
+    return "/tmp" if same else chosen
