@@ -7,7 +7,7 @@ import stat
 import tempfile
 
 MEMORY = "/dev/shm"
-ROOM_NEEDED = 4 << 30  # the largest test writes a 200 MB line; three workers, each a few at once
+ROOM_NEEDED = 4 << 30  # the largest test writes a 200 MB line; four workers, each a few at once
 
 
 def choose() -> str:
