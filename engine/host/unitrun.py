@@ -185,14 +185,14 @@ def _check_last_run_ended(ws: Workspace, unit: str) -> None:
     still stopping its command: a second run now would work beside it in the same worktree (exit 3).
     One whose lease is current is left to the dispatch, which refuses an in-progress unit (exit 2)."""
     from engine.checkout import runs
-    from engine.host.door import current_unit
     from engine.read.load import load
+    from engine.read.rules import lease_current
 
     found = runs.live(ws, unit)
     if found is None:
         return
     pid, lease_hash = found
-    if current_unit(load(ws, stores=("units",)), lease_hash) == unit:
+    if lease_current(load(ws, stores=("units",)), unit, lease_hash):
         return
     raise Refused(
         f"{unit}'s last `unit run` (pid {pid}) has not ended: its lease is over and it is stopping its "

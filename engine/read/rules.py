@@ -90,7 +90,8 @@ def tool_lacking(unit_id: str, profile: str, tools: tuple[str, ...], tool: str) 
 def lease_current(state: State, unit_id: str, lease_hash: str | None) -> bool:
     """The lease is the unit's current one and the unit is in progress: what every way in asks of a
     lease (check_lease: serve's door, the stdio door, a command given --lease, `unit run`'s judge of
-    its own lease), the door's token lookup (current_unit) and report_result."""
+    its own lease), the door's token lookup (current_unit), report_result, and `unit run`'s refusal
+    of a second run while the first still stops."""
     unit = state.units.get(unit_id)
     return (
         unit is not None
